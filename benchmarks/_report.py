@@ -1,0 +1,112 @@
+"""Shared plumbing for the benchmark scripts: thread pinning, timing, and doc/benchmarks.md.
+
+Import this module *before* NumPy so the BLAS thread pins take effect::
+
+    import _report  # noqa: F401  (pins BLAS threads)
+    import numpy as np
+
+Each script owns one section of ``doc/benchmarks.md``, delimited by HTML comments
+``<!-- BEGIN name -->`` / ``<!-- END name -->``; :func:`write_section` replaces it in place
+(adding it at the end the first time) and stamps it with date, machine, versions and command.
+"""
+import fcntl
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import time
+from datetime import date
+from importlib import metadata
+from pathlib import Path
+
+THREADS = os.environ.setdefault("SPARSEKIT_BENCH_THREADS", "1")
+for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ[_var] = THREADS
+
+REPO = Path(__file__).resolve().parent.parent
+DOC = REPO / "doc" / "benchmarks.md"
+DATA_HOME = Path(os.environ.get("SPARSEKIT_DATA", REPO.parent / "shared" / "datasets"))
+
+
+def median_time(fn, repeat=3, warmup=0):
+    """Median wall time of ``fn()`` over ``repeat`` runs, and the last result."""
+    for _ in range(warmup):
+        fn()
+    times, out = [], None
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        out = fn()
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times), out
+
+
+def machine():
+    """One line describing the CPU, core count and memory of this machine."""
+    cpu = platform.processor() or platform.machine()
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    mem = ""
+    try:
+        kb = int(Path("/proc/meminfo").read_text().split()[1])
+        mem = f", {kb / 2**20:.0f} GiB RAM"
+    except (OSError, ValueError, IndexError):
+        pass
+    return f"{cpu}, {os.cpu_count()} cores{mem}, {platform.system()} {platform.release()}"
+
+
+def versions(packages):
+    """``name version`` for each installed package in ``packages`` (missing ones skipped)."""
+    out = [f"Python {platform.python_version()}"]
+    for name in packages:
+        try:
+            out.append(f"{name} {metadata.version(name)}")
+        except metadata.PackageNotFoundError:
+            continue
+    return ", ".join(out)
+
+
+def git_commit():
+    try:
+        return subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"], cwd=REPO, capture_output=True,
+            text=True, check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+
+
+def markdown_table(header, rows):
+    """Render ``rows`` (lists of cells) under ``header`` as a GitHub markdown table."""
+    lines = ["| " + " | ".join(map(str, header)) + " |",
+             "|" + "|".join("---" for _ in header) + "|"]
+    lines += ["| " + " | ".join(map(str, row)) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def write_section(name, title, body, packages=("numpy", "scipy", "scikit-learn")):
+    """Replace (or append) section ``name`` of doc/benchmarks.md with ``body``."""
+    command = "python " + " ".join([os.path.relpath(sys.argv[0], REPO)] + sys.argv[1:])
+    stamp = (f"*{date.today().isoformat()} · {machine()} · {versions(['sparsekit', *packages])}"
+             f" · BLAS threads {THREADS} · commit {git_commit()}*\n\n"
+             f"Reproduce: `{command}`\n")
+    block = f"<!-- BEGIN {name} -->\n## {title}\n\n{stamp}\n{body.strip()}\n<!-- END {name} -->\n"
+    DOC.parent.mkdir(parents=True, exist_ok=True)
+    with open(DOC, "a+") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        fh.seek(0)
+        text = fh.read() or "# Benchmarks\n\nEvery table below is written by a script in `benchmarks/`.\n\n"
+        begin, end = f"<!-- BEGIN {name} -->", f"<!-- END {name} -->\n"
+        if begin in text and end in text:
+            head, rest = text.split(begin, 1)
+            text = head + block + rest.split(end, 1)[1]
+        else:
+            text = text.rstrip("\n") + "\n\n" + block
+        fh.seek(0)
+        fh.truncate()
+        fh.write(text)
+    print(f"wrote section {name!r} to {DOC}")

@@ -1,0 +1,36 @@
+"""Build the Cython kernels: every ``sparsekit/_cython/*.pyx`` becomes one extension."""
+import glob
+import os
+
+import numpy as np
+from Cython.Build import cythonize
+from setuptools import Extension, setup
+
+COMPILE_ARGS = ["-O3", "-fno-math-errno", "-Wno-unused-function", "-Wno-unreachable-code"]
+DIRECTIVES = {
+    "language_level": 3,
+    "boundscheck": False,
+    "wraparound": False,
+    "cdivision": True,
+    "initializedcheck": False,
+    "nonecheck": False,
+}
+
+
+def extensions():
+    exts = []
+    for path in sorted(glob.glob(os.path.join("sparsekit", "_cython", "*.pyx"))):
+        name = path[:-4].replace(os.sep, ".")
+        exts.append(
+            Extension(
+                name,
+                [path],
+                include_dirs=[np.get_include()],
+                extra_compile_args=COMPILE_ARGS,
+                define_macros=[("NPY_NO_DEPRECATED_API", "NPY_1_7_API_VERSION")],
+            )
+        )
+    return cythonize(exts, compiler_directives=DIRECTIVES, nthreads=os.cpu_count() or 1)
+
+
+setup(ext_modules=extensions())

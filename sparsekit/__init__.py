@@ -1,0 +1,41 @@
+"""sparsekit: sparse and scalable probabilistic linear models with the scikit-learn API.
+
+Estimators
+----------
+SparsemaxClassifier
+    Sparsemax regression and its polytope family (Martins & Astudillo 2016;
+    Niculae & Martins, LP-SparseMAP).
+L1LogisticOBA
+    l1-regularized logistic regression by the orthant-based active-set method
+    (Keskar 2017, chapter 2).
+ExtremeSoftmaxSGD
+    Softmax regression with very many classes: Implicit SGD, U-max, One-vs-Each.
+
+Subpackages: ``projections``, ``losses``, ``optimize``, ``datasets``, ``gpu`` (CuPy, optional).
+"""
+
+import importlib
+
+__version__ = "0.1.0"
+
+_LAZY_ATTRIBUTES = {
+    "SparsemaxClassifier": "sparsekit.linear_model",
+    "L1LogisticOBA": "sparsekit.linear_model",
+    "ExtremeSoftmaxSGD": "sparsekit.linear_model",
+    "l1_logistic_path": "sparsekit.linear_model",
+}
+
+__all__ = sorted(_LAZY_ATTRIBUTES) + [
+    "datasets",
+    "losses",
+    "optimize",
+    "projections",
+]
+
+
+def __getattr__(name):
+    if name in _LAZY_ATTRIBUTES:
+        return getattr(importlib.import_module(_LAZY_ATTRIBUTES[name]), name)
+    if name in ("datasets", "losses", "optimize", "projections", "linear_model"):
+        return importlib.import_module(f"sparsekit.{name}")
+    raise AttributeError(f"module 'sparsekit' has no attribute {name!r}")

@@ -1,0 +1,1 @@
+"""Compiled kernels (Cython). No scikit-learn logic lives here."""

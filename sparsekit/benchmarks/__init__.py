@@ -1,0 +1,1 @@
+"""Runnable comparisons (``python -m sparsekit.benchmarks.compare``)."""

@@ -1,0 +1,1 @@
+"""Loaders for the benchmark files in ../shared/datasets and synthetic generators."""

@@ -1,0 +1,1 @@
+"""Loss functions: Fenchel-Young (sparsemax family), logistic, softmax double-sum."""

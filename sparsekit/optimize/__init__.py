@@ -1,0 +1,1 @@
+"""Solvers: OBA for smooth + l1 problems, NQN for bound-constrained nonsmooth problems."""

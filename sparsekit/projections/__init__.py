@@ -1,0 +1,1 @@
+"""Row-wise Euclidean projections onto the sparsemax family of polytopes, with JVPs."""

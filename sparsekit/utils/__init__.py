@@ -1,0 +1,1 @@
+"""Shared input validation helpers."""

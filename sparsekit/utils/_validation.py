@@ -1,0 +1,32 @@
+"""Input checks shared by the estimators and the array-level API."""
+import numpy as np
+import scipy.sparse as sp
+
+_DEVICES = ("cpu", "cuda")
+
+
+def check_device(device):
+    """Return ``device`` if it names a supported device, else raise ``ValueError``."""
+    if device not in _DEVICES:
+        raise ValueError(f"device must be one of {_DEVICES}, got {device!r}")
+    return device
+
+
+def check_finite_2d(Z, name="Z", dtypes=(np.float64, np.float32)):
+    """Validate a dense 2-D float array row-wise kernels can consume.
+
+    Returns a C-contiguous float32/float64 array (float64 for other dtypes).
+    Raises ``ValueError`` on wrong dimensionality, empty columns, NaN or inf.
+    """
+    if sp.issparse(Z):
+        raise TypeError(f"{name} must be a dense array, got a sparse matrix")
+    Z = np.asarray(Z)
+    if Z.dtype not in dtypes:
+        Z = Z.astype(np.float64)
+    if Z.ndim != 2:
+        raise ValueError(f"{name} must be 2-D (n_rows, n_classes), got shape {Z.shape}")
+    if Z.shape[1] == 0:
+        raise ValueError(f"{name} must have at least one column")
+    if not np.isfinite(Z).all():
+        raise ValueError(f"{name} contains NaN or infinity")
+    return np.ascontiguousarray(Z)
