@@ -18,8 +18,12 @@ DIRECTIVES = {
 
 
 def extensions():
+    """One Extension per .pyx; ``SPARSEKIT_BUILD_ONLY=_a,_b`` limits a developer's build."""
+    only = {m for m in os.environ.get("SPARSEKIT_BUILD_ONLY", "").split(",") if m}
     exts = []
     for path in sorted(glob.glob(os.path.join("sparsekit", "_cython", "*.pyx"))):
+        if only and os.path.basename(path)[:-4] not in only:
+            continue
         name = path[:-4].replace(os.sep, ".")
         exts.append(
             Extension(
