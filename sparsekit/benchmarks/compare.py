@@ -1,0 +1,183 @@
+"""Side-by-side comparison of sparsekit's estimators with their usual peers.
+
+Runs on datasets embedded in scikit-learn (no download, no ../shared needed) and prints one
+table per task. Peers that are not installed are listed as such and skipped
+(``pip install "sparsekit[compare]"`` installs LIBLINEAR, skglm and celer).
+
+- l1-logistic regression, objective of LIBLINEAR ``-s 6``: ``||w||_1 + C sum log(1+exp(-y w.x))``
+  (no intercept, as ``-B -1``) on breast_cancer (standardized): L1LogisticOBA vs LIBLINEAR,
+  skglm, celer and scikit-learn's ``saga``; time, objective, suboptimality, zeros.
+- multiclass probabilities on digits: SparsemaxClassifier and ExtremeSoftmaxSGD vs
+  multinomial LogisticRegression, SGDClassifier(log_loss) and LIBLINEAR ``-s 0``;
+  time, test accuracy, mean support of ``predict_proba``.
+
+Usage::
+
+    sparsekit-compare            # or: python -P -m sparsekit.benchmarks.compare
+    sparsekit-compare --repeat 5
+"""
+import argparse
+import os
+import statistics
+import time
+import warnings
+
+for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_var, "1")
+
+import numpy as np  # noqa: E402
+from sklearn.datasets import load_breast_cancer, load_digits  # noqa: E402
+from sklearn.exceptions import ConvergenceWarning  # noqa: E402
+from sklearn.linear_model import LogisticRegression, SGDClassifier  # noqa: E402
+from sklearn.model_selection import train_test_split  # noqa: E402
+from sklearn.preprocessing import StandardScaler  # noqa: E402
+
+from sparsekit import ExtremeSoftmaxSGD, L1LogisticOBA, SparsemaxClassifier  # noqa: E402
+
+
+def _median_fit(make_and_fit, repeat):
+    times, model = [], None
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        model = make_and_fit()
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times), model
+
+
+def _l1_objective(w, X, y, C):
+    margins = y * (X @ w)
+    return np.abs(w).sum() + C * np.logaddexp(0.0, -margins).sum()
+
+
+def _l1_solvers(X, y, C):
+    """(name, fit -> coef) for every installed l1-logistic solver, same objective."""
+    n = X.shape[0]
+    yield "sparsekit L1LogisticOBA", lambda: L1LogisticOBA(
+        C=C, tol=1e-8, fit_intercept=False).fit(X, y).coef_.ravel()
+    try:
+        from liblinear import liblinearutil
+    except ImportError:
+        yield "LIBLINEAR -s 6", None
+    else:
+        def liblinear_fit():
+            model = liblinearutil.train(
+                y.astype(float), X, f"-s 6 -c {C} -B -1 -e 1e-8 -q")
+            w = np.array(model.get_decfun()[0])
+            return w if model.get_labels()[0] == 1 else -w
+        yield "LIBLINEAR -s 6", liblinear_fit
+    try:
+        from skglm import SparseLogisticRegression
+    except ImportError:
+        yield "skglm", None
+    else:
+        yield "skglm", lambda: SparseLogisticRegression(
+            alpha=1.0 / (C * n), fit_intercept=False, tol=1e-10, max_iter=1000
+        ).fit(X, y).coef_.ravel()
+    try:
+        from celer import LogisticRegression as CelerLR
+    except ImportError:
+        yield "celer", None
+    else:
+        yield "celer", lambda: CelerLR(C=C, fit_intercept=False, tol=1e-10).fit(
+            X, y).coef_.ravel()
+    yield "scikit-learn saga", lambda: LogisticRegression(
+        C=C, l1_ratio=1.0, solver="saga", fit_intercept=False, tol=1e-8, max_iter=20000
+    ).fit(X, y).coef_.ravel()
+
+
+def compare_l1_logistic(repeat, C=1.0):
+    data = load_breast_cancer()
+    X = StandardScaler().fit_transform(data.data)
+    y = np.where(data.target == 1, 1, -1)
+    rows = []
+    for name, fit in _l1_solvers(X, y, C):
+        if fit is None:
+            rows.append([name, "not installed", "", "", ""])
+            continue
+        seconds, w = _median_fit(fit, repeat)
+        rows.append([name, seconds, _l1_objective(w, X, y, C), int(np.sum(w == 0)), ""])
+    best = min(r[2] for r in rows if r[1] != "not installed")
+    obaseconds = rows[0][1]
+    for r in rows:
+        if r[1] == "not installed":
+            continue
+        r[4] = f"{r[1] / obaseconds:.2f}x"
+        r[1] = f"{r[1] * 1e3:.1f} ms"
+        r[2] = f"{r[2]:.8f} (rel. gap {(r[2] - best) / best:.1e})"
+    return (f"l1-logistic (LIBLINEAR -s 6 objective), breast_cancer {X.shape}, C={C}, "
+            f"no intercept; median of {repeat} fits",
+            ["solver", "fit time", "objective F(w)", "zeros in w", "time / sparsekit"], rows)
+
+
+def _multiclass_models():
+    yield "sparsekit SparsemaxClassifier", lambda: SparsemaxClassifier(alpha=1e-3, max_iter=500)
+    yield "sparsekit ExtremeSoftmaxSGD (implicit)", lambda: ExtremeSoftmaxSGD(
+        method="implicit", n_epochs=20, random_state=0)
+    yield "scikit-learn LogisticRegression (lbfgs)", lambda: LogisticRegression(
+        C=1.0, max_iter=2000)
+    yield "scikit-learn SGDClassifier (log_loss)", lambda: SGDClassifier(
+        loss="log_loss", alpha=1e-4, max_iter=20, tol=None, random_state=0)
+
+
+def _liblinear_multiclass(X_train, y_train, X_test, y_test, repeat):
+    try:
+        from liblinear import liblinearutil
+    except ImportError:
+        return ["LIBLINEAR -s 0 (one-vs-rest)", "not installed", "", "", ""]
+    fit = lambda: liblinearutil.train(y_train.astype(float), X_train, "-s 0 -c 1 -q")  # noqa: E731
+    seconds, model = _median_fit(fit, repeat)
+    labels, _, proba = liblinearutil.predict(
+        y_test.astype(float), X_test, model, "-b 1 -q")
+    acc = np.mean(np.asarray(labels) == y_test)
+    return ["LIBLINEAR -s 0 (one-vs-rest)", seconds, acc, float(len(proba[0])), ""]
+
+
+def compare_multiclass(repeat):
+    data = load_digits()
+    X = data.data / 16.0
+    X_train, X_test, y_train, y_test = train_test_split(
+        X, data.target, test_size=0.3, random_state=0, stratify=data.target)
+    rows = []
+    for name, make in _multiclass_models():
+        seconds, model = _median_fit(lambda: make().fit(X_train, y_train), repeat)
+        proba = model.predict_proba(X_test)
+        rows.append([name, seconds, model.score(X_test, y_test),
+                     float(np.mean(np.sum(proba > 0, axis=1))), ""])
+    rows.append(_liblinear_multiclass(X_train, y_train, X_test, y_test, repeat))
+    base = rows[2][1]
+    for r in rows:
+        if r[1] == "not installed":
+            continue
+        r[4] = f"{r[1] / base:.2f}x"
+        r[1] = f"{r[1] * 1e3:.1f} ms"
+        r[2] = f"{r[2]:.4f}"
+        r[3] = f"{r[3]:.2f}"
+    return (f"multiclass probabilities, digits {X.shape} (70/30 split); median of {repeat} fits",
+            ["model", "fit time", "test accuracy", "mean classes with p>0",
+             "time / LogisticRegression"], rows)
+
+
+def format_table(title, header, rows):
+    """Plain-text table with aligned columns."""
+    cells = [header] + [[str(c) for c in row] for row in rows]
+    widths = [max(len(r[i]) for r in cells) for i in range(len(header))]
+    line = "  ".join("-" * w for w in widths)
+    out = [title, line]
+    out += ["  ".join(c.ljust(w) for c, w in zip(r, widths)) for r in cells[:1]]
+    out += [line]
+    out += ["  ".join(c.ljust(w) for c, w in zip(r, widths)) for r in cells[1:]]
+    return "\n".join(out + [line])
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--repeat", type=int, default=3, help="fits per model (median)")
+    args = parser.parse_args(argv)
+    warnings.simplefilter("ignore", ConvergenceWarning)
+    for task in (compare_l1_logistic, compare_multiclass):
+        print(format_table(*task(args.repeat)))
+        print()
+
+
+if __name__ == "__main__":
+    main()
