@@ -1,1 +1,27 @@
-"""Loaders for the benchmark files in ../shared/datasets and synthetic generators."""
+"""Loaders for the benchmark files in ../shared/datasets and synthetic generators.
+
+Loaders take ``data_home=None`` (environment variable ``SPARSEKIT_DATA``, else
+``<repository>/../shared/datasets``) or an explicit folder, and raise
+``FileNotFoundError`` naming the missing file. File formats: shared/datasets/MANIFEST.md.
+"""
+from ._debian import load_debian
+from ._extreme_teacher import make_extreme_softmax_teacher
+from ._home import get_data_home
+from ._libsvm import load_libsvm
+from ._mnist import load_mnist
+from ._mulan import load_mulan
+from ._ove_toy import make_ove_toy
+from ._thesis_synthetic import make_thesis_synthetic
+from ._xmlrepo import load_xmlrepo
+
+__all__ = [
+    "get_data_home",
+    "load_debian",
+    "load_libsvm",
+    "load_mnist",
+    "load_mulan",
+    "load_xmlrepo",
+    "make_extreme_softmax_teacher",
+    "make_ove_toy",
+    "make_thesis_synthetic",
+]

@@ -1,0 +1,45 @@
+"""The Debian 12 package-description corpus (MANIFEST.md, "Debian package descriptions")."""
+import json
+
+import numpy as np
+from sklearn.utils import Bunch
+
+from ._home import _find_file, _open_binary
+
+
+def load_debian(data_home=None):
+    """Load the Debian package descriptions (JSON lines, xz).
+
+    Parameters
+    ----------
+    data_home : str or path-like, default=None
+        See :func:`get_data_home`.
+
+    Returns
+    -------
+    data : sklearn.utils.Bunch (a dict with attribute access)
+        ``package`` : ndarray of str (object), the package names;
+        ``section`` : ndarray of str (object), the archive section (58 classes);
+        ``tags`` : list of lists of str, the debtags (empty list when untagged);
+        ``text`` : list of str, synopsis and long description.
+    """
+    path = _find_file("debian/debian_packages.jsonl.xz", data_home)
+    packages, sections, tags, texts = [], [], [], []
+    with _open_binary(path) as f:
+        for number, line in enumerate(f, start=1):
+            if not line.strip():
+                continue
+            try:
+                record = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise ValueError(f"{path}: line {number} is not JSON ({exc})") from None
+            packages.append(record["package"])
+            sections.append(record["section"])
+            tags.append(list(record.get("tags") or []))
+            texts.append(record["text"])
+    return Bunch(
+        package=np.array(packages, dtype=object),
+        section=np.array(sections, dtype=object),
+        tags=tags,
+        text=texts,
+    )

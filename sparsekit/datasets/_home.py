@@ -1,0 +1,56 @@
+"""Where the benchmark files live, and how to open them (plain, ``.xz`` or ``.gz``)."""
+import gzip
+import lzma
+import os
+from pathlib import Path
+
+_DEFAULT_HOME = Path(__file__).resolve().parents[2].parent / "shared" / "datasets"
+
+
+def get_data_home(data_home=None):
+    """Return the folder holding the benchmark files.
+
+    Parameters
+    ----------
+    data_home : str or path-like, default=None
+        Explicit folder. When None, the environment variable ``SPARSEKIT_DATA`` is used
+        if set, else ``<repository>/../shared/datasets``.
+
+    Returns
+    -------
+    pathlib.Path
+        The folder (not checked for existence; loaders check the files they need).
+    """
+    if data_home is None:
+        data_home = os.environ.get("SPARSEKIT_DATA") or _DEFAULT_HOME
+    return Path(data_home).expanduser()
+
+
+def _find_file(relative, data_home=None):
+    """Resolve ``relative`` under the data home; FileNotFoundError names the missing file."""
+    path = get_data_home(data_home) / relative
+    if not path.is_file():
+        raise FileNotFoundError(
+            f"dataset file not found: {path} (set data_home= or the SPARSEKIT_DATA "
+            "environment variable to the folder described in shared/datasets/MANIFEST.md)"
+        )
+    return path
+
+
+def _open_binary(path):
+    """Open ``path`` for binary reading, decompressing ``.xz``/``.lzma``/``.gz`` by suffix."""
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"dataset file not found: {path}")
+    suffix = path.suffix.lower()
+    if suffix in (".xz", ".lzma"):
+        return lzma.open(path, "rb")
+    if suffix == ".gz":
+        return gzip.open(path, "rb")
+    return open(path, "rb")
+
+
+def _read_text(path):
+    """Whole decompressed content of ``path`` as str (UTF-8)."""
+    with _open_binary(path) as f:
+        return f.read().decode("utf-8")
