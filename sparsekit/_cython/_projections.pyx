@@ -1,0 +1,466 @@
+"""Row kernels: Euclidean projections onto the sparsemax family of polytopes.
+
+Sources: notes/sparsemax_report.md (sparsemax, Alg. 1, eqs. 5 and 8-10) and
+notes/lp_sparsemap.md sections 1.7 and 1.9 (box K1, sifting K2, Pardalos-Kovoor K3 with
+the Prop. 6 Jacobian). The simplex projection uses Condat's algorithm (L. Condat, "Fast
+projection onto the simplex and the l1 ball", Math. Program. 2016), O(K) expected time.
+Signatures and contracts are documented in ``_projections.pxd``.
+"""
+from libc.math cimport INFINITY
+from libc.stdlib cimport free, malloc
+
+import numpy as np
+
+
+# --------------------------------------------------------------------------- helpers
+
+cdef inline double _row_max(const floating* z, Py_ssize_t k) noexcept nogil:
+    cdef floating m = z[0]
+    cdef Py_ssize_t i
+    for i in range(1, k):
+        if z[i] > m:
+            m = z[i]
+    return m
+
+
+cdef inline double _clip01(double x) noexcept nogil:
+    if x <= 0.0:
+        return 0.0
+    if x >= 1.0:
+        return 1.0
+    return x
+
+
+cdef inline double _weight(const floating* w, Py_ssize_t i) noexcept nogil:
+    if w == NULL:
+        return 1.0
+    return w[i]
+
+
+cdef void _insertion_sort(floating* key, Py_ssize_t* idx, Py_ssize_t n) noexcept nogil:
+    cdef Py_ssize_t i, j, ti = 0
+    cdef floating t
+    for i in range(1, n):
+        t = key[i]
+        if idx != NULL:
+            ti = idx[i]
+        j = i
+        while j > 0 and key[j - 1] > t:
+            key[j] = key[j - 1]
+            if idx != NULL:
+                idx[j] = idx[j - 1]
+            j -= 1
+        key[j] = t
+        if idx != NULL:
+            idx[j] = ti
+
+
+cdef inline void _swap(floating* key, Py_ssize_t* idx, Py_ssize_t a, Py_ssize_t b) noexcept nogil:
+    cdef floating t = key[a]
+    cdef Py_ssize_t ti
+    key[a] = key[b]
+    key[b] = t
+    if idx != NULL:
+        ti = idx[a]
+        idx[a] = idx[b]
+        idx[b] = ti
+
+
+cdef void _sort(floating* key, Py_ssize_t* idx, Py_ssize_t n) noexcept nogil:
+    """Ascending in-place quicksort of ``key`` (median of three, Hoare partition), moving
+    ``idx`` (may be NULL) along; recursion only on the smaller side."""
+    cdef Py_ssize_t lo, hi, mid, i, j
+    cdef floating pivot
+    while n > 16:
+        mid = n // 2
+        if key[mid] < key[0]:
+            _swap(key, idx, mid, 0)
+        if key[n - 1] < key[0]:
+            _swap(key, idx, n - 1, 0)
+        if key[n - 1] < key[mid]:
+            _swap(key, idx, n - 1, mid)
+        pivot = key[mid]
+        i = -1
+        j = n
+        while True:
+            i += 1
+            while key[i] < pivot:
+                i += 1
+            j -= 1
+            while key[j] > pivot:
+                j -= 1
+            if i >= j:
+                break
+            _swap(key, idx, i, j)
+        # [0, j] <= pivot <= [j + 1, n)
+        lo = j + 1
+        hi = n - lo
+        if lo < hi:
+            _sort(key, idx, lo)
+            key += lo
+            if idx != NULL:
+                idx += lo
+            n = hi
+        else:
+            _sort(key + lo, NULL if idx == NULL else idx + lo, hi)
+            n = lo
+    _insertion_sort(key, idx, n)
+
+
+# --------------------------------------------------------------------------- simplex
+
+cdef double _condat_tau(const floating* z, floating* aux, Py_ssize_t k, double shift,
+                        double a) noexcept nogil:
+    """Threshold tau of the projection of y = z - shift onto {p >= 0, sum p = a}.
+
+    Condat (2016), Algorithm 1 with the lists v (aux[s:e]) and v~ (aux[0:s]) stored in one
+    buffer; tau is recomputed from a fresh sum over the final support."""
+    cdef Py_ssize_t i, j, s = 0, e = 1, wpos, n
+    cdef double y, rho, tot
+    aux[0] = <floating>(z[0] - shift)
+    rho = aux[0] - a
+    for i in range(1, k):
+        y = z[i] - shift
+        if y > rho:
+            rho += (y - rho) / (e - s + 1)
+            if rho <= y - a:
+                s = e
+                rho = y - a
+            aux[e] = <floating>y
+            e += 1
+    j = s - 1
+    while j >= 0:
+        y = aux[j]
+        if y > rho:
+            s -= 1
+            aux[s] = <floating>y
+            rho += (y - rho) / (e - s)
+        j -= 1
+    while True:
+        n = e - s
+        wpos = s
+        for j in range(s, e):
+            y = aux[j]
+            if y > rho:
+                aux[wpos] = <floating>y
+                wpos += 1
+            else:
+                n -= 1
+                if n > 0:
+                    rho += (rho - y) / n
+        if wpos == e or wpos == s:
+            break
+        e = wpos
+    tot = 0.0
+    for j in range(s, e):
+        tot += aux[j]
+    return (tot - a) / (e - s)
+
+
+cdef inline void _threshold_out(const floating* z, floating* p, Py_ssize_t k, double shift,
+                                double tau) noexcept nogil:
+    cdef Py_ssize_t i
+    cdef double d
+    for i in range(k):
+        d = (z[i] - shift) - tau
+        p[i] = <floating>(d if d > 0.0 else 0.0)
+
+
+cdef inline double _simplex_shifted(const floating* z, floating* p, Py_ssize_t k,
+                                    double zmax, double radius) noexcept nogil:
+    """Write the simplex projection into p; return tau relative to ``zmax``."""
+    cdef double tau
+    if k == 1:
+        p[0] = <floating>radius
+        return -radius
+    tau = _condat_tau(z, p, k, zmax, radius)
+    _threshold_out(z, p, k, zmax, tau)
+    return tau
+
+
+cdef floating simplex_row(const floating* z, floating* p, Py_ssize_t k,
+                          double radius) noexcept nogil:
+    cdef double zmax = _row_max(z, k)
+    return <floating>(zmax + _simplex_shifted(z, p, k, zmax, radius))
+
+
+cdef floating sparsemax_row(const floating* z, floating* p, Py_ssize_t k) noexcept nogil:
+    return simplex_row(z, p, k, 1.0)
+
+
+cdef floating sparsemax_sort_row(const floating* z, floating* p, Py_ssize_t k) noexcept nogil:
+    cdef double zmax = _row_max(z, k)
+    cdef double csum = 0.0, ssum = 0.0, tau
+    cdef Py_ssize_t i, j, support = 1
+    for i in range(k):
+        p[i] = <floating>(z[i] - zmax)
+    _sort(p, <Py_ssize_t*>NULL, k)
+    # Algorithm 1 on the descending order z_(j) = p[k - j], early break (prefix property)
+    for j in range(1, k + 1):
+        csum += p[k - j]
+        if 1.0 + j * <double>p[k - j] > csum:
+            support = j
+            ssum = csum
+        else:
+            break
+    tau = (ssum - 1.0) / support
+    _threshold_out(z, p, k, zmax, tau)
+    return <floating>(zmax + tau)
+
+
+cdef double sparsemax_loss_row(const floating* z, const floating* q, floating* p,
+                               Py_ssize_t k) noexcept nogil:
+    cdef double zmax = _row_max(z, k)
+    cdef double loss = 0.0, y
+    cdef Py_ssize_t i
+    _simplex_shifted(z, p, k, zmax, 1.0)
+    for i in range(k):
+        y = z[i] - zmax
+        loss += (q[i] - p[i]) * (q[i] + p[i] - 2.0 * y)
+    return 0.5 * loss
+
+
+# --------------------------------------------------------------------------- capped simplex
+
+cdef double _capped_tau(const floating* z, Py_ssize_t k, double budget, const floating* w,
+                        floating* work, Py_ssize_t* iwork) noexcept nogil:
+    """tau with sum_i w_i clip(z_i - w_i tau, 0, 1) = budget (Prop. 5), by sorting the 2K
+    breakpoints (z_i - 1)/w_i, z_i/w_i and sweeping the piecewise-linear sum; refined once
+    with fresh sums over the final active sets. Requires 0 <= budget <= sum(w)."""
+    cdef Py_ssize_t i, j, code, m = 2 * k
+    cdef double wi, total = 0.0, upper, swz = 0.0, sww = 0.0, tnext, tau, d, lo, hi
+    for i in range(k):
+        wi = _weight(w, i)
+        total += wi
+        work[2 * i] = <floating>((z[i] - 1.0) / wi)
+        work[2 * i + 1] = <floating>(z[i] / wi)
+        iwork[2 * i] = 2 * i
+        iwork[2 * i + 1] = 2 * i + 1
+    if budget >= total:
+        lo = INFINITY
+        for i in range(k):
+            lo = min(lo, (z[i] - 1.0) / _weight(w, i))
+        return lo
+    if budget <= 0.0:
+        hi = -INFINITY
+        for i in range(k):
+            hi = max(hi, z[i] / _weight(w, i))
+        return hi
+    # breakpoints are computed in double; the floating keys only order the sweep
+    _sort(work, iwork, m)
+    upper = total
+    tau = (z[iwork[0] >> 1] - 1.0) / _weight(w, iwork[0] >> 1)
+    for j in range(m):
+        code = iwork[j]
+        i = code >> 1
+        wi = _weight(w, i)
+        if code & 1 == 0:
+            upper -= wi
+            swz += wi * z[i]
+            sww += wi * wi
+            lo = (z[i] - 1.0) / wi
+        else:
+            swz -= wi * z[i]
+            sww -= wi * wi
+            lo = z[i] / wi
+        if j + 1 < m:
+            code = iwork[j + 1]
+            tnext = (z[code >> 1] - (1.0 - (code & 1))) / _weight(w, code >> 1)
+        else:
+            tnext = INFINITY
+        if j + 1 == m or upper + swz - tnext * sww <= budget:
+            tau = lo
+            if sww > 0.0:
+                tau = (upper + swz - budget) / sww
+                tau = min(max(tau, lo), tnext)
+            break
+    upper = 0.0
+    swz = 0.0
+    sww = 0.0
+    for i in range(k):
+        wi = _weight(w, i)
+        d = z[i] - wi * tau
+        if d >= 1.0:
+            upper += wi
+        elif d > 0.0:
+            swz += wi * z[i]
+            sww += wi * wi
+    if sww > 0.0:
+        tau = (upper + swz - budget) / sww
+    return tau
+
+
+cdef inline void _clip_out(const floating* z, floating* p, Py_ssize_t k, double tau,
+                           const floating* w) noexcept nogil:
+    cdef Py_ssize_t i
+    for i in range(k):
+        p[i] = <floating>_clip01(z[i] - _weight(w, i) * tau)
+
+
+cdef inline double _clip_sum(const floating* z, floating* p, Py_ssize_t k,
+                             const floating* w) noexcept nogil:
+    cdef Py_ssize_t i
+    cdef double s = 0.0, c
+    for i in range(k):
+        c = _clip01(z[i])
+        p[i] = <floating>c
+        s += _weight(w, i) * c
+    return s
+
+
+# --------------------------------------------------------------------------- dispatch
+
+cdef floating project_row(int polytope, const floating* z, floating* p, Py_ssize_t k,
+                          double budget, const floating* w, floating* work,
+                          Py_ssize_t* iwork) noexcept nogil:
+    cdef double tau = 0.0, s
+    if polytope == POLYTOPE_SIMPLEX:
+        return simplex_row(z, p, k, budget)
+    if polytope == POLYTOPE_CAPPED_SIMPLEX:
+        tau = _capped_tau(z, k, budget, w, work, iwork)
+        _clip_out(z, p, k, tau, w)
+        return <floating>tau
+    if polytope == POLYTOPE_BUDGET or polytope == POLYTOPE_AT_MOST_ONE:
+        w = NULL
+    s = _clip_sum(z, p, k, w)
+    if polytope == POLYTOPE_KNAPSACK or polytope == POLYTOPE_BUDGET:
+        if s > budget:
+            tau = _capped_tau(z, k, budget, w, work, iwork)
+            _clip_out(z, p, k, tau, w)
+    elif polytope == POLYTOPE_AT_MOST_ONE:
+        if s > 1.0:
+            tau = simplex_row(z, p, k, 1.0)
+    elif polytope == POLYTOPE_AT_LEAST_ONE:
+        if s < 1.0:
+            tau = simplex_row(z, p, k, 1.0)
+    return <floating>tau
+
+
+cdef inline bint _is_free(int polytope, floating pi) noexcept nogil:
+    if polytope == POLYTOPE_SIMPLEX:
+        return pi > 0
+    return pi > 0 and pi < 1
+
+
+cdef void jvp_row(int polytope, const floating* p, double tau, const floating* v,
+                  floating* out, Py_ssize_t k, const floating* w) noexcept nogil:
+    cdef Py_ssize_t i
+    cdef double swv = 0.0, sww = 0.0, c, wi
+    cdef bint active
+    if polytope != POLYTOPE_KNAPSACK and polytope != POLYTOPE_CAPPED_SIMPLEX:
+        w = NULL
+    if polytope == POLYTOPE_SIMPLEX or polytope == POLYTOPE_CAPPED_SIMPLEX:
+        active = True
+    elif polytope == POLYTOPE_BOX:
+        active = False
+    else:
+        active = tau != 0.0
+    for i in range(k):
+        if _is_free(polytope, p[i]):
+            out[i] = v[i]
+            wi = _weight(w, i)
+            swv += wi * v[i]
+            sww += wi * wi
+        else:
+            out[i] = 0
+    if not active or sww == 0.0:
+        return
+    c = swv / sww
+    for i in range(k):
+        if _is_free(polytope, p[i]):
+            out[i] = <floating>(v[i] - _weight(w, i) * c)
+
+
+cdef double fenchel_young_row(int polytope, const floating* z, const floating* y,
+                              floating* p, Py_ssize_t k, double budget, const floating* w,
+                              floating* work, Py_ssize_t* iwork) noexcept nogil:
+    cdef double shift = 0.0, loss = 0.0
+    cdef Py_ssize_t i
+    if polytope == POLYTOPE_SIMPLEX:
+        shift = _row_max(z, k)
+        _simplex_shifted(z, p, k, shift, budget)
+    else:
+        project_row(polytope, z, p, k, budget, w, work, iwork)
+    for i in range(k):
+        loss += (y[i] - p[i]) * (y[i] + p[i] - 2.0 * (z[i] - shift))
+    return 0.5 * loss
+
+
+# --------------------------------------------------------------------------- Python entry points
+
+def sparsemax_rows(const floating[:, ::1] Z, floating[:, ::1] P, floating[::1] tau,
+                   bint sort=False):
+    """Row-wise sparsemax of ``Z`` into ``P`` (thresholds into ``tau``), pivot or sort."""
+    cdef Py_ssize_t r, n = Z.shape[0], k = Z.shape[1]
+    with nogil:
+        for r in range(n):
+            if sort:
+                tau[r] = sparsemax_sort_row(&Z[r, 0], &P[r, 0], k)
+            else:
+                tau[r] = sparsemax_row(&Z[r, 0], &P[r, 0], k)
+
+
+cdef int _alloc_work(int polytope, Py_ssize_t k, floating** work, Py_ssize_t** iwork) except -1:
+    if polytope == POLYTOPE_CAPPED_SIMPLEX or polytope == POLYTOPE_KNAPSACK \
+            or polytope == POLYTOPE_BUDGET:
+        work[0] = <floating*>malloc(2 * k * sizeof(floating))
+        iwork[0] = <Py_ssize_t*>malloc(2 * k * sizeof(Py_ssize_t))
+        if work[0] == NULL or iwork[0] == NULL:
+            free(work[0])
+            free(iwork[0])
+            raise MemoryError()
+    return 0
+
+
+def project_rows(int polytope, const floating[:, ::1] Z, floating[:, ::1] P,
+                 floating[::1] tau, double budget, const floating[::1] w, bint weighted):
+    """Row-wise projection of ``Z`` onto ``polytope`` into ``P``; thresholds into ``tau``."""
+    cdef Py_ssize_t r, n = Z.shape[0], k = Z.shape[1]
+    cdef floating* work = NULL
+    cdef Py_ssize_t* iwork = NULL
+    cdef const floating* wp = &w[0] if weighted else NULL
+    _alloc_work(polytope, k, &work, &iwork)
+    with nogil:
+        for r in range(n):
+            tau[r] = project_row(polytope, &Z[r, 0], &P[r, 0], k, budget, wp, work, iwork)
+    free(work)
+    free(iwork)
+
+
+def jvp_rows(int polytope, const floating[:, ::1] P, const floating[::1] tau,
+             const floating[:, ::1] V, floating[:, ::1] out, const floating[::1] w,
+             bint weighted):
+    """Row-wise Jacobian-vector products J(z_r) v_r from projections ``P`` and ``tau``."""
+    cdef Py_ssize_t r, n = P.shape[0], k = P.shape[1]
+    cdef const floating* wp = &w[0] if weighted else NULL
+    with nogil:
+        for r in range(n):
+            jvp_row(polytope, &P[r, 0], tau[r], &V[r, 0], &out[r, 0], k, wp)
+
+
+def fenchel_young_rows(int polytope, const floating[:, ::1] Z, const floating[:, ::1] Y,
+                       floating[:, ::1] P, double[::1] loss, double budget,
+                       const floating[::1] w, bint weighted):
+    """Row-wise Fenchel-Young losses of (``Z``, ``Y``); projections written into ``P``."""
+    cdef Py_ssize_t r, n = Z.shape[0], k = Z.shape[1]
+    cdef floating* work = NULL
+    cdef Py_ssize_t* iwork = NULL
+    cdef const floating* wp = &w[0] if weighted else NULL
+    _alloc_work(polytope, k, &work, &iwork)
+    with nogil:
+        for r in range(n):
+            loss[r] = fenchel_young_row(polytope, &Z[r, 0], &Y[r, 0], &P[r, 0], k, budget,
+                                        wp, work, iwork)
+    free(work)
+    free(iwork)
+
+
+POLYTOPE_CODES = {
+    "simplex": POLYTOPE_SIMPLEX,
+    "budget": POLYTOPE_BUDGET,
+    "knapsack": POLYTOPE_KNAPSACK,
+    "capped_simplex": POLYTOPE_CAPPED_SIMPLEX,
+    "box": POLYTOPE_BOX,
+    "at_least_one": POLYTOPE_AT_LEAST_ONE,
+    "at_most_one": POLYTOPE_AT_MOST_ONE,
+}

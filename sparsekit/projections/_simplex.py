@@ -1,0 +1,59 @@
+"""Sparsemax and the projection onto the scaled simplex (notes/sparsemax_report.md 1.2-1.4)."""
+import numpy as np
+
+from .._cython._projections import sparsemax_rows
+from ._checks import as_rows, gpu_function
+from ._dispatch import project
+
+
+def sparsemax(Z, method="pivot", *, device=None):
+    """Sparsemax of each row: the Euclidean projection onto the probability simplex.
+
+    ``sparsemax(z) = argmin_{p >= 0, sum p = 1} ||p - z||^2 = max(z - tau(z), 0)``
+    (Martins & Astudillo 2016; notes/sparsemax_report.md eqs. 2-3).
+
+    Parameters
+    ----------
+    Z : array-like of shape (n_rows, n_classes) or (n_classes,)
+        Logits; float32 and float64 are kept. Computed on ``z - max(z)``, so the result is
+        shift invariant in floating point (offsets of 1e6 in float32 are harmless).
+    method : {"pivot", "sort"}
+        ``"pivot"``: Condat's O(K) expected-time algorithm (default); ``"sort"``: the
+        O(K log K) sort-based reference (Algorithm 1, Held/Helgason).
+    device : {None, "cpu", "cuda"}
+        None follows the array type (a CuPy array goes to ``sparsekit.gpu.projections``).
+
+    Returns
+    -------
+    P : ndarray of the shape and dtype of ``Z``
+        Rows on the simplex, exact zeros outside the support.
+    """
+    if method not in ("pivot", "sort"):
+        raise ValueError(f"method must be 'pivot' or 'sort', got {method!r}")
+    gpu = gpu_function("sparsemax", Z, device)
+    if gpu is not None:
+        return gpu(Z, method=method)
+    Z2, one_d = as_rows(Z)
+    P = np.empty_like(Z2)
+    tau = np.empty(Z2.shape[0], dtype=Z2.dtype)
+    sparsemax_rows(Z2, P, tau, method == "sort")
+    return P[0] if one_d else P
+
+
+def project_simplex(Z, radius=1.0, *, device=None):
+    """Projection of each row onto {p >= 0, sum p = radius}; ``radius=1`` is sparsemax.
+
+    Parameters
+    ----------
+    Z : array-like of shape (n_rows, n_classes) or (n_classes,)
+    radius : float > 0
+    device : {None, "cpu", "cuda"}
+
+    Returns
+    -------
+    P : ndarray of the shape and dtype of ``Z``
+    """
+    gpu = gpu_function("project_simplex", Z, device)
+    if gpu is not None:
+        return gpu(Z, radius=radius)
+    return project(Z, "simplex", radius=radius)
