@@ -1,1 +1,2 @@
 """scikit-learn estimators."""
+from ._extreme_softmax import ExtremeSoftmaxSGD

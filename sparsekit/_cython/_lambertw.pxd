@@ -1,0 +1,1 @@
+cdef double _wexp(double t) noexcept nogil

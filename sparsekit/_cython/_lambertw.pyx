@@ -1,0 +1,62 @@
+# cython: language_level=3
+"""Lambert W of exp(t) without ever forming exp(t).
+
+``W(e^t)`` is the root ``w > 0`` of ``w + log w = t`` (principal branch). It grows like
+``t - log t`` for large ``t`` and like ``e^t`` for very negative ``t``; the Implicit SGD
+update of notes/unbiased_softmax_umax_isgd.md §1.7.1 eq. (14) needs it for ``t`` anywhere
+in ``R`` (logit gaps of +-1e3 and beyond), so the exponential is never evaluated for
+``t > 0``. The C-level routine is shared through ``_lambertw.pxd`` with
+``_softmax_sgd.pyx``; ``lambertw_exp`` is the vectorised public form.
+"""
+import numpy as np
+
+from libc.math cimport exp, log, log1p, fabs
+
+
+cdef double _wexp(double t) noexcept nogil:
+    """Principal-branch ``W(exp(t))`` by Newton on ``w + log w = t`` in log space."""
+    cdef double w, f, x
+    cdef int it
+    if t != t:
+        return t
+    if t < -40.0:
+        x = exp(t)
+        return x * (1.0 - x)            # relative error O(e^{2t}) < 1e-34
+    if t > 1.0:
+        w = t - log(t)                  # asymptotic start, exact at t = 1
+    else:
+        w = log1p(exp(t))
+    for it in range(60):
+        # Newton on f(w) = w + log w - t, f'(w) = 1 + 1/w (no product can overflow)
+        f = (w + log(w) - t) * (w / (1.0 + w))
+        if f >= w:
+            f = 0.5 * w
+        w -= f
+        if fabs(f) <= 1e-16 * (1.0 + w):
+            return w
+    return w
+
+
+def lambertw_exp(t):
+    """Principal-branch Lambert W of ``exp(t)``, element-wise, with no overflow for any ``t``.
+
+    Parameters
+    ----------
+    t : array_like of float
+        Log of the argument.
+
+    Returns
+    -------
+    w : ndarray of float64
+        ``W(e^t)``, i.e. the positive root of ``w + log(w) = t``.
+    """
+    arr = np.asarray(t, dtype=np.float64)
+    flat = np.ascontiguousarray(arr).ravel()
+    out = np.empty_like(flat)
+    cdef double[::1] tv = flat
+    cdef double[::1] ov = out
+    cdef Py_ssize_t i
+    with nogil:
+        for i in range(tv.shape[0]):
+            ov[i] = _wexp(tv[i])
+    return out.reshape(arr.shape)

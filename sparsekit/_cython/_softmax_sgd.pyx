@@ -1,0 +1,645 @@
+# cython: language_level=3
+"""Epoch drivers for ExtremeSoftmaxSGD: per-step work O((m+1) nnz(x)), independent of K.
+
+Objective (per-example form of notes/unbiased_softmax_umax_isgd.md eq. (5)-(6), i.e. the
+paper's f divided by N so that the learning rate is per example, §5):
+
+    f(u, W) = 1/N sum_i [ u_i + e^{-u_i} (1 + sum_{k != y_i} e^{s_ik}) - 1 ] + alpha/2 ||W||^2,
+    s_ik = x_i.(w_k - w_{y_i}),
+
+whose minimum over u_i >= 0 is the mean softmax NLL. One step draws a datapoint i and m
+distinct classes C (uniform, without replacement, never y_i) and uses the unbiased estimate
+
+    l_iC = u_i + e^{-u_i} + c sum_{k in C} e^{s_ik - u_i} + alpha/2 sum_{j in C+y_i} beta_j ||w_j||^2,
+
+with c = (K-1)/m and beta_j = 1/P(class j is touched) (eq. (6)). Methods:
+
+- IMPLICIT: the proximal step argmin 2 eta l_iC + ||theta - theta~||^2 (§1.7). For m = 1 the
+  monotone g(u) of eq. (16) is bracketed (App. F.1) and solved by safeguarded Newton; for
+  m > 1 the (m+2)-variable problem is reduced to one monotone scalar equation in
+  v = u + eta q Lambda / rho_y (derivation in ``_implicit_multi``). Ridge enters through
+  rho_j = 1 + eta alpha beta_j (the corrected F.3 eq. (20), erratum 6).
+- UMAX: vanilla SGD on l_iC after the u-reset u_i <- log(1 + sum_C e^{s_ik}) whenever
+  u_i < that - delta (§1.6 (a)), then u in [0, B_u] and row norms <= B_W when alpha > 0.
+- SGD: the same step without the reset (the unstable baseline, §1.4).
+- OVE: c sum_C softplus(s_ik) (notes/one_vs_each.md §1.6; (N/b)(K-1)/M of the sum form is
+  (1/b)(K-1)/M here because the objective is a mean).
+- SAMPLED_SOFTMAX: softmax cross-entropy over {y} + C with logits z_k + log c (IS).
+- NCE: logistic loss of z_y + log c against z_k + log c (uniform noise, self-normalised).
+
+Ridge is applied as a proximal shrink of the touched rows, w_j <- (w_j + step)/rho_j, through
+lazy scaling w_j = gamma_j r_j, so data updates stay sparse.
+"""
+import numpy as np
+
+from cython cimport floating
+from libc.math cimport exp, log, log1p, sqrt, fabs, isfinite
+from libc.stdint cimport uint64_t
+from libc.stdlib cimport malloc, calloc, free
+
+from sparsekit._cython._lambertw cimport _wexp
+
+cdef enum:
+    IMPLICIT = 0
+    UMAX = 1
+    OVE = 2
+    SGD = 3
+    SAMPLED_SOFTMAX = 4
+    NCE = 5
+
+METHODS = {"implicit": IMPLICIT, "umax": UMAX, "ove": OVE, "sgd": SGD,
+           "sampled_softmax": SAMPLED_SOFTMAX, "nce": NCE}
+
+ctypedef double (*resid_fn)(double, void*, double*) noexcept nogil
+
+
+# ----------------------------------------------------------------------------------------
+# Random numbers: splitmix64 (one 64-bit state, no Python objects).
+
+cdef inline uint64_t _next(uint64_t* s) noexcept nogil:
+    s[0] += <uint64_t>0x9E3779B97F4A7C15
+    cdef uint64_t z = s[0]
+    z = (z ^ (z >> 30)) * <uint64_t>0xBF58476D1CE4E5B9
+    z = (z ^ (z >> 27)) * <uint64_t>0x94D049BB133111EB
+    return z ^ (z >> 31)
+
+
+cdef inline Py_ssize_t _randint(uint64_t* s, Py_ssize_t n) noexcept nogil:
+    """Uniform integer in [0, n), n < 2**32 (multiply-shift on the top 32 bits)."""
+    return <Py_ssize_t>(((_next(s) >> 32) * <uint64_t>n) >> 32)
+
+
+cdef void _sample_classes(uint64_t* s, Py_ssize_t K, Py_ssize_t y, int m,
+                          Py_ssize_t* out) noexcept nogil:
+    """m distinct classes uniform from {0..K-1} minus {y} (Floyd's algorithm, O(m^2))."""
+    cdef Py_ssize_t jj, t, q, cnt = 0
+    cdef bint dup
+    for jj in range(K - 1 - m, K - 1):
+        t = _randint(s, jj + 1)
+        dup = False
+        for q in range(cnt):
+            if out[q] == t:
+                dup = True
+                break
+        out[cnt] = jj if dup else t
+        cnt += 1
+    for q in range(m):
+        if out[q] >= y:
+            out[q] += 1
+
+
+# ----------------------------------------------------------------------------------------
+# Sparse / dense row primitives. A row is (xd, xi, nnz): values, feature indices (NULL for
+# a dense row, whose indices are 0..nnz-1), count. ``bias`` adds a constant feature 1 at
+# column D of the weight row.
+
+cdef inline double _dot(const floating* w, const floating* xd, const Py_ssize_t* xi,
+                        Py_ssize_t nnz, bint bias, Py_ssize_t D) noexcept nogil:
+    cdef double acc = 0.0
+    cdef Py_ssize_t p
+    if xi == NULL:
+        for p in range(nnz):
+            acc += xd[p] * w[p]
+    else:
+        for p in range(nnz):
+            acc += xd[p] * w[xi[p]]
+    if bias:
+        acc += w[D]
+    return acc
+
+
+cdef inline void _axpy(floating* w, double a, const floating* xd, const Py_ssize_t* xi,
+                       Py_ssize_t nnz, bint bias, Py_ssize_t D) noexcept nogil:
+    cdef Py_ssize_t p
+    cdef floating af = <floating>a
+    if xi == NULL:
+        for p in range(nnz):
+            w[p] += af * xd[p]
+    else:
+        for p in range(nnz):
+            w[xi[p]] += af * xd[p]
+    if bias:
+        w[D] += af
+
+
+cdef inline double _sigmoid(double t) noexcept nogil:
+    if t >= 0:
+        return 1.0 / (1.0 + exp(-t))
+    cdef double e = exp(t)
+    return e / (1.0 + e)
+
+
+cdef inline double _log1pexp(double t) noexcept nogil:
+    """log(1 + e^t) without overflow."""
+    if t > 0:
+        return t + log1p(exp(-t))
+    return log1p(exp(t))
+
+
+# ----------------------------------------------------------------------------------------
+# Implicit SGD inner solves (all scalars in float64).
+
+cdef inline void _lam(double t, double kappa, double* lam, double* dlam) noexcept nogil:
+    """lam = W(kappa e^t)/kappa (-> e^t as kappa -> 0) and d lam / d t."""
+    cdef double w
+    if kappa > 0.0:
+        w = _wexp(t + log(kappa))
+        lam[0] = w / kappa
+        dlam[0] = lam[0] / (1.0 + w)
+    else:
+        lam[0] = exp(t)
+        dlam[0] = lam[0]
+
+
+cdef double _root(resid_fn f, void* ctx, double lo, double hi, double x0) noexcept nogil:
+    """Root of an increasing f on [lo, hi] (f(lo) <= 0 <= f(hi)): Newton kept in the bracket,
+    with a bisection whenever Newton would leave it, is not finite, or does not at least halve
+    the previous step (so the bracket shrinks geometrically in the worst case)."""
+    cdef double x = x0, fx, dfx, dx, dxold = hi - lo
+    cdef int it
+    if not (x > lo and x < hi):
+        x = 0.5 * (lo + hi)
+    for it in range(400):
+        fx = f(x, ctx, &dfx)
+        if fx == 0.0:
+            return x
+        if fx < 0.0:
+            lo = x
+        else:
+            hi = x
+        dx = fx / dfx
+        if not (x - dx > lo and x - dx < hi) or fabs(2.0 * dx) > fabs(dxold):
+            dx = x - 0.5 * (lo + hi)
+        dxold = dx
+        x -= dx
+        if fabs(dx) <= 1e-15 * (1.0 + fabs(x)) or hi - lo <= 2e-16 * (1.0 + fabs(x)):
+            return x
+    return x
+
+
+cdef struct OneCtx:
+    double s        # s~ = z^_k - z^_y
+    double u0       # u~
+    double eta      # data learning rate (eta * sample weight)
+    double logc     # log((K-1)/m)
+    double kappa    # eta q (1/rho_k + 1/rho_y)
+    double lam      # last lambda
+
+
+cdef double _g_one(double u, void* p, double* dg) noexcept nogil:
+    """Eq. (16) simplified, divided by 2: g(u) = eta(1 - e^{-u} - lam(u)) + u - u~, where
+    lam(u) = a(u)/(2 eta q) = W(kappa c e^{s~-u})/kappa (eq. (14))."""
+    cdef OneCtx* c = <OneCtx*>p
+    cdef double lam, dlam, eu = exp(-u)
+    _lam(c.logc + c.s - u, c.kappa, &lam, &dlam)
+    c.lam = lam
+    dg[0] = c.eta * eu + 1.0 + c.eta * dlam
+    return c.eta * (1.0 - eu - lam) + u - c.u0
+
+
+cdef double _implicit_one(double s, double u0, double eta, double logc, double kappa,
+                          double* lam_out) noexcept nogil:
+    """n = m = 1 Implicit SGD (App. F.1): returns u*, writes lambda* (a* = 2 eta q lambda*)."""
+    cdef OneCtx c
+    cdef double lo, hi, d, g0, u
+    cdef int it
+    c.s = s
+    c.u0 = u0
+    c.eta = eta
+    c.logc = logc
+    c.kappa = kappa
+    g0 = _g_one(u0, &c, &d)
+    if g0 == 0.0:
+        lam_out[0] = c.lam
+        return u0
+    if g0 < 0.0:
+        # u~ <= u* <= log(1 + c e^{s~}) (a = 0 bound); widen only against rounding
+        lo = u0
+        hi = u0 if u0 > _log1pexp(logc + s) else _log1pexp(logc + s)
+        for it in range(200):
+            if _g_one(hi, &c, &d) >= 0.0:
+                break
+            hi += 1.0 + (hi - lo)
+    else:
+        # g(0) = -u~ - eta lam(0) <= 0, so 0 <= u* <= u~ (u* > 0 by eq. (17))
+        lo = 0.0
+        hi = u0
+    u = _root(_g_one, &c, lo, hi, u0)
+    _g_one(u, &c, &d)
+    lam_out[0] = c.lam
+    return u
+
+
+cdef struct MultiCtx:
+    int m
+    double* shat    # s^_k, k < m
+    double* kappa   # eta q / rho_k
+    double* lam     # lambda_k(v), written on each evaluation
+    double kappa_y  # eta q / rho_y
+    double logc
+    double eta
+    double u0
+    double u        # u(v) of the last evaluation
+
+
+cdef double _h_multi(double v, void* p, double* dh) noexcept nogil:
+    """h(v) = eta(1 - e^{-u(v)} - Lambda(v)) + u(v) - u~, u(v) = v - kappa_y Lambda(v)."""
+    cdef MultiCtx* c = <MultiCtx*>p
+    cdef double big = 0.0, dbig = 0.0, l, dl, u, du, eu
+    cdef int k
+    for k in range(c.m):
+        _lam(c.logc + c.shat[k] - v, c.kappa[k], &l, &dl)
+        c.lam[k] = l
+        big += l
+        dbig -= dl
+    u = v - c.kappa_y * big
+    du = 1.0 - c.kappa_y * dbig
+    c.u = u
+    eu = exp(-u)
+    dh[0] = (c.eta * eu + 1.0) * du - c.eta * dbig
+    return c.eta * (1.0 - eu - big) + u - c.u0
+
+
+cdef double _implicit_multi(int m, double* shat, double* kappa, double kappa_y, double u0,
+                            double eta, double logc, double* lam) noexcept nogil:
+    """One datapoint, m classes (App. F.3 with n = 1), with ridge.
+
+    Writing z_j = x.w_j, the step minimises over (u, z_y, z_k)
+        2 eta [u + e^{-u} + c sum_k e^{z_k - z_y - u}] + (u - u~)^2 + sum_j rho_j/q (z_j - z^_j)^2
+    (the part of w_j orthogonal to x is shrunk by 1/rho_j in closed form). Stationarity gives
+    lambda_k = c e^{z_k - z_y - u}, z_k = z^_k - kappa_k lambda_k, z_y = z^_y + kappa_y Lambda,
+    hence lambda_k = W(kappa_k c e^{s^_k - v})/kappa_k with v = u + kappa_y Lambda, and the
+    u-equation becomes the increasing scalar equation h(v) = 0 of ``_h_multi``.
+    Returns u*, writes lambda*_k. Bracket: h(0) <= 0 and v* <= U + kappa_y((U-u~)+/eta + 1)
+    with U = max(u~, log(1 + c sum_k e^{s^_k})) >= u*.
+    """
+    cdef MultiCtx c
+    cdef double mx, acc, upper, lo = 0.0, hi, d, v
+    cdef int k, it
+    c.m = m
+    c.shat = shat
+    c.kappa = kappa
+    c.lam = lam
+    c.kappa_y = kappa_y
+    c.logc = logc
+    c.eta = eta
+    c.u0 = u0
+    mx = shat[0]
+    for k in range(1, m):
+        if shat[k] > mx:
+            mx = shat[k]
+    acc = 0.0
+    for k in range(m):
+        acc += exp(shat[k] - mx)
+    upper = _log1pexp(logc + mx + log(acc))
+    if upper < u0:
+        upper = u0
+    hi = upper + kappa_y * (1.0 + ((upper - u0) / eta if eta > 0.0 else 0.0))
+    for it in range(200):
+        if _h_multi(hi, &c, &d) >= 0.0:
+            break
+        hi += 1.0 + (hi - lo)
+    v = _root(_h_multi, &c, lo, hi, u0)
+    _h_multi(v, &c, &d)
+    return c.u
+
+
+# ----------------------------------------------------------------------------------------
+# Step coefficients: for the touched classes T = (y, k_1..k_m) with scores z_j = x.w_j,
+# coef_j is the multiplier of x in the data update of w_j (-eta dl/dz_j for the explicit
+# methods), and du the update of u. ``u`` is the already-reset u_i for U-max.
+
+cdef int _explicit_coefficients(int method, int m, const double* z, double u, double eta,
+                                double logc, double* coef, double* du) noexcept nogil:
+    """Coefficients of the explicit methods; returns 1 on a non-finite value."""
+    cdef double c = exp(logc), tot = 0.0, g, mx, acc
+    cdef int k
+    du[0] = 0.0
+    if method == UMAX or method == SGD:
+        for k in range(1, m + 1):
+            g = c * exp(z[k] - z[0] - u)
+            coef[k] = -eta * g
+            tot += g
+        coef[0] = eta * tot
+        du[0] = -eta * (1.0 - exp(-u) - tot)
+    elif method == OVE:
+        for k in range(1, m + 1):
+            g = c * _sigmoid(z[k] - z[0])
+            coef[k] = -eta * g
+            tot += g
+        coef[0] = eta * tot
+    elif method == SAMPLED_SOFTMAX:
+        mx = z[0]
+        for k in range(1, m + 1):
+            if z[k] + logc > mx:
+                mx = z[k] + logc
+        acc = exp(z[0] - mx)
+        for k in range(1, m + 1):
+            acc += exp(z[k] + logc - mx)
+        coef[0] = eta * (1.0 - exp(z[0] - mx) / acc)
+        for k in range(1, m + 1):
+            coef[k] = -eta * exp(z[k] + logc - mx) / acc
+    else:  # NCE
+        coef[0] = eta * _sigmoid(-(z[0] + logc))
+        for k in range(1, m + 1):
+            coef[k] = -eta * _sigmoid(z[k] + logc)
+    for k in range(m + 1):
+        if not isfinite(coef[k]):
+            return 1
+    return 0 if isfinite(du[0]) else 1
+
+
+cdef double _umax_reset(int m, const double* z, double u, double delta,
+                        bint* reset) noexcept nogil:
+    """u <- log(1 + sum_C e^{s_k}) if u < that - delta (Algorithm 1, sampled set as in §6)."""
+    cdef double mx = 0.0, acc, bound
+    cdef int k
+    for k in range(1, m + 1):
+        if z[k] - z[0] > mx:
+            mx = z[k] - z[0]
+    acc = exp(-mx)
+    for k in range(1, m + 1):
+        acc += exp(z[k] - z[0] - mx)
+    bound = mx + log(acc)
+    reset[0] = u < bound - delta
+    return bound if reset[0] else u
+
+
+cdef int _implicit_coefficients(int m, const double* z, const double* rho, double u0,
+                                double eta, double q, double logc, double* coef,
+                                double* unew, double* work) noexcept nogil:
+    """Implicit step from scores z (rows already shrunk by 1/rho inside: z^ = z / rho)."""
+    cdef double lam, tot = 0.0, kappa_y = eta * q / rho[0]
+    cdef double* shat = work
+    cdef double* kap = work + m
+    cdef double* lams = work + 2 * m
+    cdef int k
+    if m == 1:
+        unew[0] = _implicit_one(z[1] / rho[1] - z[0] / rho[0], u0, eta, logc,
+                                eta * q * (1.0 / rho[1] + 1.0 / rho[0]), &lam)
+        coef[1] = -eta * lam / rho[1]
+        coef[0] = eta * lam / rho[0]
+    else:
+        for k in range(m):
+            shat[k] = z[k + 1] / rho[k + 1] - z[0] / rho[0]
+            kap[k] = eta * q / rho[k + 1]
+        unew[0] = _implicit_multi(m, shat, kap, kappa_y, u0, eta, logc, lams)
+        for k in range(m):
+            coef[k + 1] = -eta * lams[k] / rho[k + 1]
+            tot += lams[k]
+        coef[0] = eta * tot / rho[0]
+    for k in range(m + 1):
+        if not isfinite(coef[k]):
+            return 1
+    return 0 if isfinite(unew[0]) else 1
+
+
+def implicit_step(double[::1] z, double[::1] rho, double u0, double eta, double q,
+                  double c, bint scalar_u=True):
+    """One Implicit SGD step on precomputed quantities (for tests and reference use).
+
+    Parameters
+    ----------
+    z : ndarray of shape (m + 1,)
+        Scores ``x.w~_j`` of the true class (index 0) and the m sampled classes.
+    rho : ndarray of shape (m + 1,)
+        Ridge shrink factors ``1 + eta alpha beta_j``.
+    u0, eta, q, c : float
+        Old ``u_i``, learning rate, ``||x||^2`` and class weight ``(K-1)/m``.
+    scalar_u : bool
+        For m == 1, use the bracketed g(u) of App. F.1 (True) or the general v-equation.
+
+    Returns
+    -------
+    u : float
+        New ``u_i``.
+    coef : ndarray of shape (m + 1,)
+        ``w_j = w~_j / rho_j + coef_j x``.
+    """
+    cdef int m = z.shape[0] - 1
+    cdef double unew
+    coef = np.zeros(m + 1)
+    work = np.zeros(3 * max(m, 1))
+    cdef double[::1] cv = coef
+    cdef double[::1] wv = work
+    cdef double lam
+    if m < 1 or rho.shape[0] != m + 1:
+        raise ValueError("need m >= 1 sampled classes and len(rho) == len(z)")
+    if m == 1 and not scalar_u:
+        wv[0] = z[1] / rho[1] - z[0] / rho[0]
+        wv[1] = eta * q / rho[1]
+        unew = _implicit_multi(1, &wv[0], &wv[1], eta * q / rho[0], u0, eta, log(c), &lam)
+        cv[1] = -eta * lam / rho[1]
+        cv[0] = eta * lam / rho[0]
+        return unew, coef
+    if _implicit_coefficients(m, &z[0], &rho[0], u0, eta, q, log(c), &cv[0], &unew, &wv[0]):
+        raise FloatingPointError("non-finite implicit step")
+    return unew, coef
+
+
+# ----------------------------------------------------------------------------------------
+# Epoch driver.
+
+def softmax_epoch(int method, const floating[::1] data, const Py_ssize_t[::1] indices,
+                  const Py_ssize_t[::1] indptr, bint dense, Py_ssize_t n_features, bint bias,
+                  const Py_ssize_t[::1] y, const double[::1] sample_weight,
+                  const double[::1] xsq, floating[:, ::1] R, double[::1] gamma,
+                  double[::1] sqn, double[::1] u, const double[::1] beta,
+                  const Py_ssize_t[::1] order, int n_sampled, int batch_size, double eta,
+                  double alpha, double delta, double bound_w, double bound_u, uint64_t seed):
+    """One pass over the rows listed in ``order``; updates R, gamma, sqn, u in place.
+
+    ``W = gamma[:, None] * R`` (lazy ridge scaling). Rows are CSR (``data``, ``indices``,
+    ``indptr``) or, when ``dense``, a C-ordered (N, D) array flattened into ``data``.
+    ``xsq`` holds ``||x_i||^2`` (+1 with ``bias``). ``sqn`` tracks ``||r_k||^2`` and is only
+    used by U-max with ``alpha > 0`` (row projection onto ``||w_k|| <= bound_w``).
+
+    Returns
+    -------
+    status : int
+        0 on success, 1 if a non-finite value appeared (the pass stops there).
+    n_resets : int
+        Number of U-max u-resets.
+    """
+    cdef Py_ssize_t K = R.shape[0], N = order.shape[0], D = n_features
+    cdef int m = n_sampled, mm = n_sampled + 1, b = batch_size
+    cdef Py_ssize_t start, nb, e, i, j, k, t, p0, p1, nnz, n_resets = 0
+    cdef int status = 0
+    cdef uint64_t state = seed
+    cdef double logc = log((K - 1.0) / m), eta_i, du, unew, a, d, nrm, scale
+    cdef bint track = method == UMAX and alpha > 0.0
+    cdef bint reset
+    cdef const floating* xd
+    cdef const Py_ssize_t* xi
+    cdef floating* w
+    cdef Py_ssize_t* cls = <Py_ssize_t*>malloc(b * mm * sizeof(Py_ssize_t))
+    cdef Py_ssize_t* ex = <Py_ssize_t*>malloc(b * sizeof(Py_ssize_t))
+    cdef double* coef = <double*>malloc(b * mm * sizeof(double))
+    cdef double* z = <double*>malloc(mm * sizeof(double))
+    cdef double* rho = <double*>malloc(mm * sizeof(double))
+    cdef double* work = <double*>malloc(3 * mm * sizeof(double))
+    cdef int* cnt = <int*>calloc(K, sizeof(int))
+    cdef double* rowrho = <double*>malloc(K * sizeof(double))
+    if (cls == NULL or ex == NULL or coef == NULL or z == NULL or rho == NULL or work == NULL
+            or cnt == NULL or rowrho == NULL):
+        free(cls); free(ex); free(coef); free(z); free(rho); free(work); free(cnt); free(rowrho)
+        raise MemoryError()
+    try:
+        with nogil:
+            start = 0
+            while start < N and status == 0:
+                nb = b if N - start >= b else N - start
+                # 1) coefficients from the current weights
+                for e in range(nb):
+                    i = order[start + e]
+                    ex[e] = i
+                    cls[e * mm] = y[i]
+                    _sample_classes(&state, K, y[i], m, &cls[e * mm + 1])
+                    if dense:
+                        xd = &data[i * D]
+                        xi = NULL
+                        nnz = D
+                    else:
+                        p0 = indptr[i]
+                        p1 = indptr[i + 1]
+                        xd = &data[p0]
+                        xi = &indices[p0]
+                        nnz = p1 - p0
+                    for j in range(mm):
+                        k = cls[e * mm + j]
+                        z[j] = gamma[k] * _dot(&R[k, 0], xd, xi, nnz, bias, D)
+                    eta_i = eta * sample_weight[i] / nb
+                    if method == IMPLICIT:
+                        for j in range(mm):
+                            rho[j] = 1.0 + eta * alpha * beta[cls[e * mm + j]]
+                        status = _implicit_coefficients(m, z, rho, u[i], eta_i, xsq[i], logc,
+                                                        &coef[e * mm], &unew, work)
+                        u[i] = unew
+                    else:
+                        if method == UMAX:
+                            u[i] = _umax_reset(m, z, u[i], delta, &reset)
+                            n_resets += reset
+                        status = _explicit_coefficients(method, m, z, u[i], eta_i, logc,
+                                                        &coef[e * mm], &du)
+                        if method == UMAX or method == SGD:
+                            unew = u[i] + du
+                            if unew < 0.0:
+                                unew = 0.0
+                            if unew > bound_u:
+                                unew = bound_u
+                            u[i] = unew
+                    if status:
+                        break
+                if status:
+                    break
+                # 2) proximal ridge shrink of the touched rows: w_j <- (w_j + step_j) / rho_j
+                if alpha > 0.0:
+                    for t in range(nb * mm):
+                        cnt[cls[t]] += 1
+                    for t in range(nb * mm):
+                        k = cls[t]
+                        if cnt[k] > 0:
+                            rowrho[k] = 1.0 + eta * alpha * beta[k] * cnt[k] / nb
+                            gamma[k] /= rowrho[k]
+                            cnt[k] = 0
+                        if method != IMPLICIT:
+                            coef[t] /= rowrho[k]
+                # 3) sparse data updates r_k += coef / gamma_k * x
+                for e in range(nb):
+                    i = ex[e]
+                    if dense:
+                        xd = &data[i * D]
+                        xi = NULL
+                        nnz = D
+                    else:
+                        p0 = indptr[i]
+                        p1 = indptr[i + 1]
+                        xd = &data[p0]
+                        xi = &indices[p0]
+                        nnz = p1 - p0
+                    for j in range(mm):
+                        t = e * mm + j
+                        k = cls[t]
+                        a = coef[t] / gamma[k]
+                        if a == 0.0:
+                            continue
+                        w = &R[k, 0]
+                        if track:
+                            d = _dot(w, xd, xi, nnz, bias, D)
+                            sqn[k] += 2.0 * a * d + a * a * xsq[i]
+                        _axpy(w, a, xd, xi, nnz, bias, D)
+                # 4) U-max row projection, and folding of tiny scales back into R
+                if alpha > 0.0:
+                    for t in range(nb * mm):
+                        k = cls[t]
+                        if track:
+                            nrm = gamma[k] * sqrt(sqn[k] if sqn[k] > 0.0 else 0.0)
+                            if nrm > bound_w:
+                                gamma[k] *= bound_w / nrm
+                        if gamma[k] < 1e-6:
+                            scale = gamma[k]
+                            w = &R[k, 0]
+                            for j in range(R.shape[1]):
+                                w[j] = <floating>(w[j] * scale)
+                            sqn[k] *= scale * scale
+                            gamma[k] = 1.0
+                start += nb
+    finally:
+        free(cls); free(ex); free(coef); free(z); free(rho); free(work); free(cnt); free(rowrho)
+    return status, n_resets
+
+
+def sampled_gradient(int method, const double[:, ::1] X, const Py_ssize_t[::1] y,
+                     const double[:, ::1] W, const double[::1] u, const double[::1] beta,
+                     int n_sampled, double alpha, double delta, Py_ssize_t n_draws,
+                     uint64_t seed):
+    """Mean of ``n_draws`` one-example stochastic gradients (dense X, for Monte-Carlo tests).
+
+    Each draw takes i uniform and m classes exactly as ``softmax_epoch`` does, and uses the
+    same coefficient code with unit learning rate. The ridge part is the unbiased
+    ``alpha beta_j w_j`` on touched rows. U-max gradients are taken after the u-reset.
+
+    Returns
+    -------
+    grad_W : ndarray of shape (K, D)
+    grad_u : ndarray of shape (N,)
+    """
+    cdef Py_ssize_t N = X.shape[0], D = X.shape[1], K = W.shape[0]
+    cdef int m = n_sampled, mm = n_sampled + 1
+    cdef Py_ssize_t r, i, j, k, p
+    cdef uint64_t state = seed
+    cdef double logc = log((K - 1.0) / m), du, uu
+    cdef bint reset
+    gW = np.zeros((K, D))
+    gu = np.zeros(N)
+    cdef double[:, ::1] G = gW
+    cdef double[::1] Gu = gu
+    cls = np.zeros(mm, dtype=np.intp)
+    zz = np.zeros(mm)
+    cc = np.zeros(mm)
+    cdef Py_ssize_t[::1] T = cls
+    cdef double[::1] z = zz
+    cdef double[::1] coef = cc
+    if method == IMPLICIT:
+        raise ValueError("implicit steps are proximal, not gradient steps")
+    with nogil:
+        for r in range(n_draws):
+            i = _randint(&state, N)
+            T[0] = y[i]
+            _sample_classes(&state, K, y[i], m, &T[1])
+            for j in range(mm):
+                z[j] = 0.0
+                for p in range(D):
+                    z[j] += X[i, p] * W[T[j], p]
+            uu = u[i]
+            if method == UMAX:
+                uu = _umax_reset(m, &z[0], uu, delta, &reset)
+            _explicit_coefficients(method, m, &z[0], uu, 1.0, logc, &coef[0], &du)
+            Gu[i] -= du
+            for j in range(mm):
+                k = T[j]
+                for p in range(D):
+                    G[k, p] -= coef[j] * X[i, p] + alpha * beta[k] * W[k, p]
+    gW /= n_draws
+    gu /= n_draws
+    return gW, gu

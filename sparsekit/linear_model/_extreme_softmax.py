@@ -1,0 +1,561 @@
+"""ExtremeSoftmaxSGD: softmax regression with very many classes at O(nnz(x)) per step.
+
+Methods follow notes/unbiased_softmax_umax_isgd.md (Implicit SGD §1.7, U-max §1.6, vanilla
+SGD on the double sum §1.4, the sampled baselines §2.2-2.3) and notes/one_vs_each.md (OVE,
+§1.6). The numerical work is done by the Cython epoch driver ``_softmax_sgd.softmax_epoch``;
+this module holds only the scikit-learn plumbing.
+"""
+import time
+import warnings
+from numbers import Integral, Real
+
+import numpy as np
+import scipy.sparse as sp
+from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.utils import check_random_state
+from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils.multiclass import check_classification_targets
+from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
+
+from sparsekit._cython._softmax_sgd import METHODS, softmax_epoch
+from sparsekit.losses._softmax import softmax_log_proba, softmax_nll, softmax_scores
+
+__all__ = ["ExtremeSoftmaxSGD", "first_label", "precision_at_k", "EXPECTED_FAILED_CHECKS"]
+
+#: ``check_estimator`` checks that a stochastic solver cannot pass (as for scikit-learn's
+#: SGDClassifier): weighting an example by 2 is not the same random path as repeating it.
+EXPECTED_FAILED_CHECKS = {
+    "check_sample_weight_equivalence_on_dense_data":
+        "stochastic passes: weights and repeated rows give different random paths",
+    "check_sample_weight_equivalence_on_sparse_data":
+        "stochastic passes: weights and repeated rows give different random paths",
+}
+
+
+def first_label(Y):
+    """First-label policy for multi-label targets (Titsias 2016 §4; notes §3.1 item 1).
+
+    Parameters
+    ----------
+    Y : {array-like, sparse matrix} of shape (n, L), or sequence of label sequences
+        A label-indicator matrix (the first label is the lowest active column) or, per
+        example, a list of labels in file order (the first one listed is kept).
+
+    Returns
+    -------
+    y : ndarray of shape (n,)
+
+    Raises
+    ------
+    ValueError
+        If an example has no label; drop such rows before fitting.
+    """
+    if sp.issparse(Y):
+        Y = sp.csr_matrix(Y)
+        Y.eliminate_zeros()
+        counts = np.diff(Y.indptr)
+        bad = np.flatnonzero(counts == 0)
+        if bad.size:
+            raise ValueError(f"{bad.size} examples have no label (first: row {bad[0]}); "
+                             "drop them before fitting")
+        Y.sort_indices()
+        return Y.indices[Y.indptr[:-1]].copy()
+    if isinstance(Y, np.ndarray) and Y.ndim == 2:
+        active = Y != 0
+        bad = np.flatnonzero(~active.any(axis=1))
+        if bad.size:
+            raise ValueError(f"{bad.size} examples have no label (first: row {bad[0]}); "
+                             "drop them before fitting")
+        return np.argmax(active, axis=1)
+    out = []
+    for i, labels in enumerate(Y):
+        labels = list(labels)
+        if not labels:
+            raise ValueError(f"example {i} has no label; drop such rows before fitting")
+        out.append(labels[0])
+    return np.asarray(out)
+
+
+def precision_at_k(y_true, top_labels):
+    """Mean precision@k: the fraction of the k predicted labels that are true labels.
+
+    Parameters
+    ----------
+    y_true : array-like of shape (n,), sequence of label sequences, or sparse indicator
+        One label per example, a set of labels per example, or an (n, L) indicator matrix
+        whose column j is label j.
+    top_labels : ndarray of shape (n, k)
+        Predicted labels, best first (e.g. ``ExtremeSoftmaxSGD.predict_topk``).
+
+    Returns
+    -------
+    precision : float
+    """
+    top_labels = np.asarray(top_labels)
+    n, k = top_labels.shape
+    if sp.issparse(y_true) or (isinstance(y_true, np.ndarray) and y_true.ndim == 2):
+        Y = sp.csr_matrix(y_true)
+        sets = [set(Y.indices[Y.indptr[i]:Y.indptr[i + 1]].tolist()) for i in range(n)]
+    elif isinstance(y_true, np.ndarray) or np.ndim(y_true[0]) == 0:
+        sets = [{v} for v in np.asarray(y_true).tolist()]
+    else:
+        sets = [set(labels) for labels in y_true]
+    if len(sets) != n:
+        raise ValueError(f"y_true has {len(sets)} examples, top_labels has {n}")
+    hits = sum(len(sets[i].intersection(top_labels[i].tolist())) for i in range(n))
+    return hits / (n * k)
+
+
+class ExtremeSoftmaxSGD(ClassifierMixin, BaseEstimator):
+    """Softmax regression for very many classes with per-step work independent of K.
+
+    Minimises the mean softmax negative log-likelihood plus ``alpha/2 ||W||^2`` through
+    the double-sum reformulation of notes/unbiased_softmax_umax_isgd.md eq. (5) (divided by
+    N, so ``learning_rate`` is a per-example step, §5), or through a biased surrogate:
+
+    ============== ===========================================================================
+    ``implicit``   Implicit SGD (proximal step, notes §1.7): n = m = 1 solves the monotone
+                   g(u) of eq. (16) inside the App. F.1 bracket with a Lambert-W of e^t that
+                   never overflows; m > 1 solves the (m+2)-variable strongly convex step
+                   through one monotone scalar equation. Robust to the learning rate.
+    ``umax``       U-max (§1.6, Algorithm 1): SGD with the u-reset at threshold ``delta``,
+                   u in [0, B_u] and ||w_k|| <= B_W when ``alpha > 0``.
+    ``sgd``        Vanilla SGD on the double sum (§1.4): unbiased but unstable; an overflow
+                   raises a ValueError instead of returning NaN weights.
+    ``ove``        One-vs-Each bound (notes/one_vs_each.md eq. (15)), doubly stochastic with
+                   the unbiased (N/b)(K-1)/M scaling (mean form: (1/b)(K-1)/M).
+    ``sampled_softmax``, ``nce``  The usual biased sampled baselines (§2.3).
+    ============== ===========================================================================
+
+    Each step draws ``n_sampled`` distinct classes uniformly among the K-1 wrong ones and
+    touches ``n_sampled + 1`` weight rows at O(nnz(x)) each; the ridge term is a proximal
+    shrink of the touched rows with the unbiased weights beta_j of eq. (6), kept sparse by
+    lazy scaling ``w_j = gamma_j r_j``.
+
+    Parameters
+    ----------
+    method : {"implicit", "umax", "ove", "sgd", "sampled_softmax", "nce"}, default="implicit"
+    learning_rate : float, default=1.0
+        Initial per-example step eta_0; epoch e uses ``learning_rate * lr_decay**e``.
+    lr_decay : float in (0, 1], default=0.9
+    n_epochs : int, default=20
+        Passes over the data in ``fit``.
+    n_sampled : int, default=1
+        Sampled wrong classes m per example (capped at K - 1).
+    batch_size : int, default=1
+        Examples per step for the explicit methods (the gradient is averaged over the batch).
+        Implicit SGD is a one-datapoint proximal step and requires ``batch_size=1``.
+    delta : float, default=1.0
+        U-max reset threshold.
+    alpha : float, default=0.0
+        Ridge strength on the weights (and the intercept, which is a constant feature).
+    fit_intercept : bool, default=True
+    u_init : {"log_k", "zero", "exact"}, default="log_k"
+        Initial u_i: log K (= u_i*(0), Algorithm 1), 0 (the authors' code), or the exact
+        u_i*(W) of the current weights (costs one full scoring pass).
+    shuffle : bool, default=True
+        Random order in each epoch; otherwise the file order (as the authors' code).
+    random_state : int, RandomState instance or None, default=None
+        Drives the example order and the class sampler (splitmix64 in C).
+    verbose : int, default=0
+        Print one line per evaluated epoch.
+    eval_every : int, default=1
+        Record the exact training NLL in ``loss_curve_`` every ``eval_every`` epochs
+        (0: only after the last epoch).
+    eval_size : int or None, default=100_000
+        Evaluate on a fixed random subsample of this many training rows (None: all rows).
+    tol : float or None, default=None
+        Stop when an evaluated NLL improves by less than ``tol``; a ConvergenceWarning is
+        raised if that never happens. None runs all ``n_epochs``.
+    warm_start : bool, default=False
+        Start ``fit`` from the previous weights (and u, if the data size matches).
+    multilabel : {"error", "first"}, default="error"
+        Multi-label targets (indicator matrix or label lists) raise a ValueError, or are
+        reduced with ``first_label`` (the papers' policy).
+
+    Attributes
+    ----------
+    coef_ : ndarray of shape (n_classes, n_features)
+        Row k holds the weights of class k.
+    intercept_ : ndarray of shape (n_classes,)
+    classes_ : ndarray of shape (n_classes,)
+    u_ : ndarray of shape (n_samples,)
+        Auxiliary variables of the last pass (unused by ove/sampled_softmax/nce).
+    loss_curve_ : list of float
+        Exact mean training NLL (``sparsekit.losses.softmax_nll``) at ``loss_epochs_``.
+    loss_epochs_ : list of int
+        Epochs (0 = before training) at which ``loss_curve_`` was evaluated.
+    epoch_times_ : list of float
+        Seconds spent in the epoch driver for each epoch (evaluation excluded).
+    n_iter_ : int
+        Epochs run (partial_fit calls count one each).
+    n_features_in_ : int
+    feature_names_in_ : ndarray of str
+        Only when X has string feature names.
+
+    Notes
+    -----
+    Prediction scores every class (O(K nnz(x)) per example); ``predict_log_proba`` is the
+    exact log-softmax of those scores, also for the biased methods.
+    """
+
+    _parameter_constraints = {
+        "method": [StrOptions(set(METHODS))],
+        "learning_rate": [Interval(Real, 0, None, closed="neither")],
+        "lr_decay": [Interval(Real, 0, 1, closed="right")],
+        "n_epochs": [Interval(Integral, 1, None, closed="left")],
+        "n_sampled": [Interval(Integral, 1, None, closed="left")],
+        "batch_size": [Interval(Integral, 1, None, closed="left")],
+        "delta": [Interval(Real, 0, None, closed="neither")],
+        "alpha": [Interval(Real, 0, None, closed="left")],
+        "fit_intercept": ["boolean"],
+        "u_init": [StrOptions({"log_k", "zero", "exact"})],
+        "shuffle": ["boolean"],
+        "random_state": ["random_state"],
+        "verbose": ["verbose"],
+        "eval_every": [Interval(Integral, 0, None, closed="left")],
+        "eval_size": [Interval(Integral, 1, None, closed="left"), None],
+        "tol": [Interval(Real, 0, None, closed="left"), None],
+        "warm_start": ["boolean"],
+        "multilabel": [StrOptions({"error", "first"})],
+    }
+
+    def __init__(self, method="implicit", *, learning_rate=1.0, lr_decay=0.9, n_epochs=20,
+                 n_sampled=1, batch_size=1, delta=1.0, alpha=0.0, fit_intercept=True,
+                 u_init="log_k", shuffle=True, random_state=None, verbose=0, eval_every=1,
+                 eval_size=100_000, tol=None, warm_start=False, multilabel="error"):
+        self.method = method
+        self.learning_rate = learning_rate
+        self.lr_decay = lr_decay
+        self.n_epochs = n_epochs
+        self.n_sampled = n_sampled
+        self.batch_size = batch_size
+        self.delta = delta
+        self.alpha = alpha
+        self.fit_intercept = fit_intercept
+        self.u_init = u_init
+        self.shuffle = shuffle
+        self.random_state = random_state
+        self.verbose = verbose
+        self.eval_every = eval_every
+        self.eval_size = eval_size
+        self.tol = tol
+        self.warm_start = warm_start
+        self.multilabel = multilabel
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = True
+        tags.classifier_tags.multi_label = False
+        return tags
+
+    # ------------------------------------------------------------------ validation helpers
+    def _targets(self, y):
+        if y is None:
+            return y
+        if sp.issparse(y):
+            multi = True
+        elif isinstance(y, np.ndarray):
+            multi = y.ndim == 2 and y.shape[1] > 1
+        else:
+            multi = (isinstance(y, (list, tuple)) and len(y) > 0
+                     and isinstance(y[0], (list, tuple, set, np.ndarray)))
+        if not multi:
+            return y
+        if self.multilabel == "error":
+            raise ValueError("ExtremeSoftmaxSGD is a multiclass (single-label) model; pass "
+                             "multilabel='first' to keep the first label of each example")
+        return first_label(y)
+
+    def _validate_input(self, X, y, reset):
+        y = self._targets(y)
+        X, y = validate_data(self, X, y, accept_sparse="csr", dtype=[np.float64, np.float32],
+                             order="C", reset=reset)
+        check_classification_targets(y)
+        return X, y
+
+    def _check_method_params(self):
+        if self.method == "implicit" and self.batch_size != 1:
+            raise ValueError("method='implicit' is a one-datapoint proximal step; "
+                             f"use batch_size=1 (got {self.batch_size})")
+
+    # ------------------------------------------------------------------ state
+    def _new_weights(self, n_classes, n_features, dtype):
+        self._R = np.zeros((n_classes, n_features + int(self.fit_intercept)), dtype=dtype)
+        self._bias = bool(self.fit_intercept)
+        self._publish()
+
+    def _publish(self):
+        D = self._R.shape[1] - int(self._bias)
+        self.coef_ = self._R[:, :D]
+        self.intercept_ = (self._R[:, D] if self._bias
+                           else np.zeros(self._R.shape[0], dtype=self._R.dtype))
+
+    def _initial_u(self, X, y_idx):
+        K = len(self.classes_)
+        n = X.shape[0]
+        if self.u_init == "zero":
+            return np.zeros(n)
+        if self.u_init == "log_k" or not np.any(self._R):
+            return np.full(n, np.log(K))
+        nll = np.empty(n)
+        for start in range(0, n, 4096):
+            sl = slice(start, min(n, start + 4096))
+            S = softmax_scores(X[sl], self.coef_, self.intercept_)
+            logp = softmax_log_proba(S)
+            nll[sl] = -logp[np.arange(S.shape[0]), y_idx[sl]]
+        return nll
+
+    def _kernel_inputs(self, X):
+        if sp.issparse(X):
+            X = sp.csr_matrix(X, dtype=self._R.dtype)
+            X.sum_duplicates()
+            data = np.ascontiguousarray(X.data)
+            indices = X.indices.astype(np.intp)
+            indptr = X.indptr.astype(np.intp)
+            xsq = np.asarray(X.multiply(X).sum(axis=1), dtype=np.float64).ravel()
+            dense = False
+        else:
+            X = np.ascontiguousarray(X, dtype=self._R.dtype)
+            data = X.ravel()
+            indices = indptr = np.zeros(1, dtype=np.intp)
+            xsq = np.einsum("ij,ij->i", X, X, dtype=np.float64)
+            dense = True
+        if self._bias:
+            xsq = xsq + 1.0
+        return data, indices, indptr, dense, xsq
+
+    def _run_pass(self, inputs, y_idx, sample_weight, u, eta, order, seed):
+        data, indices, indptr, dense, xsq = inputs
+        K = self._R.shape[0]
+        m = min(self.n_sampled, K - 1)
+        counts = np.bincount(y_idx, minlength=K) / len(y_idx)
+        beta = 1.0 / (counts + (1.0 - counts) * m / (K - 1))
+        gamma = np.ones(K)
+        alpha = float(self.alpha)
+        if alpha > 0:
+            bound_w = np.sqrt(2.0 * np.log(K) / alpha)
+            bound_u = np.logaddexp(0.0, np.log(K - 1) + 2.0 * np.sqrt(xsq.max()) * bound_w)
+            sqn = np.einsum("ij,ij->i", self._R, self._R, dtype=np.float64)
+        else:
+            bound_w = bound_u = np.inf
+            sqn = np.zeros(1)
+        D = self._R.shape[1] - int(self._bias)
+        t0 = time.perf_counter()
+        status, _ = softmax_epoch(
+            METHODS[self.method], data, indices, indptr, dense, D, self._bias, y_idx,
+            sample_weight, xsq, self._R, gamma, sqn, u, beta, order, m,
+            self.batch_size if self.method != "implicit" else 1, eta, alpha,
+            float(self.delta), bound_w, bound_u, seed)
+        elapsed = time.perf_counter() - t0
+        if alpha > 0:
+            self._R *= gamma[:, None].astype(self._R.dtype)
+        self._publish()
+        if status:
+            raise ValueError(
+                f"Floating-point overflow in method={self.method!r} with learning rate "
+                f"{eta:.3g}; lower learning_rate (vanilla 'sgd' on the double sum is unstable, "
+                "notes §1.4) or use method='implicit'/'umax'.")
+        return elapsed
+
+    # ------------------------------------------------------------------ fitting
+    def fit(self, X, y, sample_weight=None):
+        """Run ``n_epochs`` passes of the chosen method.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+        y : array-like of shape (n_samples,)
+            Class labels (multi-label targets: see ``multilabel``).
+        sample_weight : array-like of shape (n_samples,), default=None
+            Per-example multiplier of the data term (and of its step).
+
+        Returns
+        -------
+        self
+        """
+        self._validate_params()
+        self._check_method_params()
+        X, y = self._validate_input(X, y, reset=True)
+        classes, y_idx = np.unique(y, return_inverse=True)
+        if len(classes) < 2:
+            raise ValueError("ExtremeSoftmaxSGD needs samples of at least 2 classes; got 1 "
+                             f"class ({classes[0]!r})")
+        sample_weight = _check_sample_weight(sample_weight, X, dtype=np.float64)
+        rng = check_random_state(self.random_state)
+        warm = (self.warm_start and hasattr(self, "_R")
+                and np.array_equal(getattr(self, "classes_", None), classes)
+                and self._R.shape[1] == X.shape[1] + int(self.fit_intercept)
+                and self._R.dtype == X.dtype)
+        self.classes_ = classes
+        if not warm:
+            self._new_weights(len(classes), X.shape[1], X.dtype)
+        y_idx = y_idx.astype(np.intp)
+        inputs = self._kernel_inputs(X)
+        u = (self.u_.copy() if warm and getattr(self, "u_", np.empty(0)).shape == (X.shape[0],)
+             else self._initial_u(X, y_idx))
+        n = X.shape[0]
+        ev = (np.sort(rng.choice(n, self.eval_size, replace=False))
+              if self.eval_size is not None and n > self.eval_size else slice(None))
+        Xe, ye, we = X[ev], y_idx[ev], sample_weight[ev]
+        self.loss_curve_, self.loss_epochs_, self.epoch_times_ = [], [], []
+
+        def record(epoch):
+            self.loss_curve_.append(softmax_nll(Xe, ye, self.coef_, self.intercept_, we))
+            self.loss_epochs_.append(epoch)
+            if self.verbose:
+                print(f"-- epoch {epoch}: training NLL {self.loss_curve_[-1]:.6f}, "
+                      f"{sum(self.epoch_times_):.2f} s in the epoch driver")
+
+        if self.eval_every:
+            record(0)
+        converged = False
+        self.n_iter_ = 0
+        for epoch in range(self.n_epochs):
+            order = (rng.permutation(n) if self.shuffle else np.arange(n)).astype(np.intp)
+            seed = int(rng.randint(0, 2**62))
+            eta = self.learning_rate * self.lr_decay**epoch
+            self.epoch_times_.append(
+                self._run_pass(inputs, y_idx, sample_weight, u, eta, order, seed))
+            self.n_iter_ = epoch + 1
+            last = epoch + 1 == self.n_epochs
+            if (self.eval_every and (epoch + 1) % self.eval_every == 0) or last:
+                previous = self.loss_curve_[-1] if self.loss_curve_ else np.inf
+                record(epoch + 1)
+                if self.tol is not None and previous - self.loss_curve_[-1] < self.tol:
+                    converged = True
+                    break
+        if self.tol is not None and not converged:
+            warnings.warn(f"ExtremeSoftmaxSGD did not reach tol={self.tol} in "
+                          f"{self.n_epochs} epochs; increase n_epochs", ConvergenceWarning)
+        self.u_ = u
+        return self
+
+    def partial_fit(self, X, y, classes=None, sample_weight=None):
+        """One pass over a chunk (streaming / out of core).
+
+        The first call must declare every class through ``classes``. A later call may
+        declare a superset: the new classes get zero weight rows and ``classes_`` grows.
+        Each call uses the step ``learning_rate * lr_decay**n_iter_`` and fresh u values
+        for its rows (``u_init``).
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+        y : array-like of shape (n_samples,)
+        classes : array-like of shape (n_classes,), default=None
+        sample_weight : array-like of shape (n_samples,), default=None
+
+        Returns
+        -------
+        self
+        """
+        first = not hasattr(self, "classes_")
+        if first:
+            self._validate_params()
+            if classes is None:
+                raise ValueError("classes must be passed on the first call to partial_fit")
+        self._check_method_params()
+        X, y = self._validate_input(X, y, reset=first)
+        if classes is not None:
+            declared = np.unique(np.asarray(classes))
+            if first:
+                if len(declared) < 2:
+                    raise ValueError("partial_fit needs at least 2 declared classes")
+                self.classes_ = declared
+                self._new_weights(len(declared), X.shape[1], X.dtype)
+                self.n_iter_ = 0
+                self.loss_curve_, self.loss_epochs_, self.epoch_times_ = [], [], []
+            elif not np.array_equal(declared, self.classes_):
+                if not np.all(np.isin(self.classes_, declared)):
+                    raise ValueError("classes must contain every class declared before "
+                                     f"({len(self.classes_)} classes); got {len(declared)}")
+                R = np.zeros((len(declared), self._R.shape[1]), dtype=self._R.dtype)
+                R[np.searchsorted(declared, self.classes_)] = self._R
+                self._R, self.classes_ = R, declared
+                self._publish()
+        unknown = ~np.isin(y, self.classes_)
+        if np.any(unknown):
+            raise ValueError(f"y contains labels not declared in classes: "
+                             f"{np.unique(y[unknown])[:5].tolist()}")
+        y_idx = np.searchsorted(self.classes_, y).astype(np.intp)
+        sample_weight = _check_sample_weight(sample_weight, X, dtype=np.float64)
+        X = X.astype(self._R.dtype, copy=False)
+        rng = getattr(self, "_stream_rng", None)
+        if first or rng is None:
+            rng = check_random_state(self.random_state)
+        self._stream_rng = rng
+        n = X.shape[0]
+        order = (rng.permutation(n) if self.shuffle else np.arange(n)).astype(np.intp)
+        u = self._initial_u(X, y_idx)
+        eta = self.learning_rate * self.lr_decay**self.n_iter_
+        self.epoch_times_.append(self._run_pass(self._kernel_inputs(X), y_idx, sample_weight,
+                                                u, eta, order, int(rng.randint(0, 2**62))))
+        self.n_iter_ += 1
+        if self.eval_every and self.n_iter_ % self.eval_every == 0:
+            self.loss_curve_.append(softmax_nll(X, y_idx, self.coef_, self.intercept_,
+                                                sample_weight))
+            self.loss_epochs_.append(self.n_iter_)
+        self.u_ = u
+        return self
+
+    # ------------------------------------------------------------------ prediction
+    def _scores(self, X):
+        check_is_fitted(self)
+        X = validate_data(self, X, accept_sparse="csr", dtype=[np.float64, np.float32],
+                          reset=False)
+        return softmax_scores(X, self.coef_, self.intercept_)
+
+    def decision_function(self, X):
+        """Class scores ``X @ coef_.T + intercept_``; for two classes, score(1) - score(0).
+
+        Returns
+        -------
+        scores : ndarray of shape (n_samples, n_classes) or (n_samples,)
+        """
+        S = self._scores(X)
+        return S[:, 1] - S[:, 0] if S.shape[1] == 2 else S
+
+    def predict_log_proba(self, X):
+        """Exact log-softmax of the scores (computed in log space).
+
+        Returns
+        -------
+        log_proba : ndarray of shape (n_samples, n_classes)
+        """
+        return softmax_log_proba(self._scores(X))
+
+    def predict_proba(self, X):
+        """Exact softmax probabilities.
+
+        Returns
+        -------
+        proba : ndarray of shape (n_samples, n_classes)
+        """
+        return np.exp(self.predict_log_proba(X))
+
+    def predict(self, X):
+        """Most probable class of each example."""
+        scores = self._scores(X)
+        return self.classes_[np.argmax(scores, axis=1)]
+
+    def predict_topk(self, X, k=5):
+        """The ``k`` highest-scoring classes of each example, best first.
+
+        Returns
+        -------
+        labels : ndarray of shape (n_samples, k)
+        """
+        S = self._scores(X)
+        k = int(k)
+        if not 1 <= k <= S.shape[1]:
+            raise ValueError(f"k must be in [1, n_classes={S.shape[1]}], got {k}")
+        part = np.argpartition(-S, k - 1, axis=1)[:, :k]
+        order = np.argsort(-np.take_along_axis(S, part, axis=1), axis=1, kind="stable")
+        return self.classes_[np.take_along_axis(part, order, axis=1)]
+
+
+    def precision_at_k(self, X, y_true, k=5):
+        """Mean precision@k of ``predict_topk(X, k)`` against single or multiple labels."""
+        return precision_at_k(y_true, self.predict_topk(X, k))

@@ -1,0 +1,146 @@
+"""Exact softmax losses and the two double-sum surrogates used by ExtremeSoftmaxSGD.
+
+Weights are stored one row per class, ``coef`` of shape (K, D); scores are
+``X @ coef.T + intercept``. Everything is a *mean* over examples (the per-example convention
+of notes/unbiased_softmax_umax_isgd.md §5) and evaluated in log space, so nothing overflows.
+
+- ``softmax_nll``: the one exact NLL used for every method (mean of
+  ``-log softmax(x_i W)_{y_i}``; notes §6 warns against the double softmax that scored the
+  authors' baselines).
+- ``double_sum_objective`` / ``double_sum_gradient``: f(u, W) of eq. (5) divided by N,
+  ``mean_i[u_i + e^{-u_i}(1 + sum_{k != y_i} e^{s_ik}) - 1] + alpha/2 ||W||^2``,
+  equal to the NLL (+ ridge) at ``u = optimal_u(...)``.
+- ``ove_objective`` / ``ove_gradient``: the negated One-vs-Each bound of
+  notes/one_vs_each.md eq. (15), ``mean_i sum_{k != y_i} softplus(s_ik) + alpha/2 ||W||^2``.
+- ``log_ove_bound``: ``log prod_{m != k} sigma(f_k - f_m)`` for every class k (eq. 4).
+"""
+import numpy as np
+import scipy.sparse as sp
+from scipy.special import log_expit, logsumexp
+
+__all__ = [
+    "softmax_scores",
+    "softmax_log_proba",
+    "softmax_nll",
+    "optimal_u",
+    "double_sum_objective",
+    "double_sum_gradient",
+    "ove_objective",
+    "ove_gradient",
+    "log_ove_bound",
+]
+
+_CHUNK_ENTRIES = 2**22  # rows per chunk * K kept below this when scoring big problems
+
+
+def softmax_scores(X, coef, intercept=None):
+    """Dense scores ``X @ coef.T (+ intercept)`` of shape (n, K); X dense or sparse."""
+    S = X @ coef.T
+    S = np.asarray(S.toarray() if sp.issparse(S) else S, dtype=np.float64)
+    if intercept is not None:
+        S += intercept
+    return S
+
+
+def softmax_log_proba(scores):
+    """Row-wise ``log softmax`` computed as ``scores - logsumexp(scores)``."""
+    scores = np.asarray(scores, dtype=np.float64)
+    return scores - logsumexp(scores, axis=1, keepdims=True)
+
+
+def _chunks(n, K):
+    step = max(1, _CHUNK_ENTRIES // max(K, 1))
+    for start in range(0, n, step):
+        yield slice(start, min(n, start + step))
+
+
+def softmax_nll(X, y, coef, intercept=None, sample_weight=None):
+    """Exact mean softmax negative log-likelihood, eq. (2) without ridge, divided by N.
+
+    Parameters
+    ----------
+    X : {ndarray, sparse matrix} of shape (n, D)
+    y : ndarray of shape (n,)
+        Class indices in ``0..K-1``.
+    coef : ndarray of shape (K, D)
+    intercept : ndarray of shape (K,), optional
+    sample_weight : ndarray of shape (n,), optional
+        Weighted mean when given.
+
+    Returns
+    -------
+    nll : float
+    """
+    y = np.asarray(y)
+    K = coef.shape[0]
+    total = 0.0
+    for sl in _chunks(X.shape[0], K):
+        S = softmax_scores(X[sl], coef, intercept)
+        nll = logsumexp(S, axis=1) - S[np.arange(S.shape[0]), y[sl]]
+        total += nll.sum() if sample_weight is None else nll @ sample_weight[sl]
+    return total / (X.shape[0] if sample_weight is None else np.sum(sample_weight))
+
+
+def _gaps(X, y, coef, intercept=None):
+    S = softmax_scores(X, coef, intercept)
+    rows = np.arange(S.shape[0])
+    gaps = S - S[rows, y][:, None]           # s_ik = x.(w_k - w_y); 0 on the true class
+    gaps[rows, y] = -np.inf
+    return gaps
+
+
+def optimal_u(X, y, coef, intercept=None):
+    """``u_i* = log(1 + sum_{k != y_i} e^{s_ik})`` (notes §1.2), the NLL of each example."""
+    gaps = _gaps(X, y, coef, intercept)
+    return np.logaddexp(0.0, logsumexp(gaps, axis=1))
+
+
+def double_sum_objective(X, y, coef, u, alpha=0.0):
+    """``mean_i[u_i + e^{-u_i}(1 + sum_{k != y_i} e^{s_ik}) - 1] + alpha/2 ||W||^2``."""
+    gaps = _gaps(X, y, coef)
+    log_a = np.logaddexp(0.0, logsumexp(gaps, axis=1))
+    return np.mean(u + np.exp(log_a - u) - 1.0) + 0.5 * alpha * np.sum(coef * coef)
+
+
+def double_sum_gradient(X, y, coef, u, alpha=0.0):
+    """Exact gradient of ``double_sum_objective`` with respect to (W, u)."""
+    n = X.shape[0]
+    gaps = _gaps(X, y, coef)
+    P = np.exp(gaps - np.asarray(u)[:, None])   # e^{s_ik - u_i}, 0 on the true class
+    G = P.copy()
+    G[np.arange(n), y] = -P.sum(axis=1)
+    grad_W = np.asarray(G.T @ X) / n + alpha * coef
+    grad_u = (1.0 - np.exp(-np.asarray(u)) - P.sum(axis=1)) / n
+    return grad_W, grad_u
+
+
+def ove_objective(X, y, coef, alpha=0.0):
+    """Negated One-vs-Each bound: ``mean_i sum_{k != y_i} softplus(s_ik) + alpha/2 ||W||^2``."""
+    gaps = _gaps(X, y, coef)
+    return np.mean(np.sum(np.logaddexp(0.0, gaps), axis=1)) + 0.5 * alpha * np.sum(coef**2)
+
+
+def ove_gradient(X, y, coef, alpha=0.0):
+    """Gradient of ``ove_objective`` (notes/one_vs_each.md eq. (16), negated, mean form)."""
+    n = X.shape[0]
+    gaps = _gaps(X, y, coef)
+    Sg = np.exp(log_expit(gaps))                # sigma(s_ik), 0 on the true class
+    G = Sg.copy()
+    G[np.arange(n), y] = -Sg.sum(axis=1)
+    return np.asarray(G.T @ X) / n + alpha * coef
+
+
+def log_ove_bound(scores):
+    """``log OVE_k = sum_{m != k} log sigma(f_k - f_m)`` for every row and class.
+
+    Parameters
+    ----------
+    scores : ndarray of shape (n, K)
+
+    Returns
+    -------
+    log_bound : ndarray of shape (n, K), always ``<= softmax_log_proba(scores)``.
+    """
+    f = np.asarray(scores, dtype=np.float64)
+    pair = log_expit(f[:, :, None] - f[:, None, :])      # [n, k, m] = log sigma(f_k - f_m)
+    return pair.sum(axis=2) - np.log(0.5)                # drop the m == k term, log sigma(0)
