@@ -226,7 +226,8 @@ cdef double _capped_tau(const floating* z, Py_ssize_t k, double budget, const fl
                         floating* work, Py_ssize_t* iwork) noexcept nogil:
     """tau with sum_i w_i clip(z_i - w_i tau, 0, 1) = budget (Prop. 5), by sorting the 2K
     breakpoints (z_i - 1)/w_i, z_i/w_i and sweeping the piecewise-linear sum; refined once
-    with fresh sums over the final active sets. Requires 0 <= budget <= sum(w)."""
+    with fresh sums over the final active sets. Requires 0 <= budget <= sum(w); a budget
+    within 1e-13 relative of sum(w) gives p = 1."""
     cdef Py_ssize_t i, j, code, m = 2 * k
     cdef double wi, total = 0.0, upper, swz = 0.0, sww = 0.0, tnext, tau, d, lo, hi
     for i in range(k):
@@ -236,16 +237,16 @@ cdef double _capped_tau(const floating* z, Py_ssize_t k, double budget, const fl
         work[2 * i + 1] = <floating>(z[i] / wi)
         iwork[2 * i] = 2 * i
         iwork[2 * i + 1] = 2 * i + 1
-    if budget >= total:
+    if budget >= total * (1.0 - 1e-13):
         lo = INFINITY
         for i in range(k):
             lo = min(lo, (z[i] - 1.0) / _weight(w, i))
-        return lo
+        return lo - 1.0     # any tau <= min breakpoint; the margin keeps p = 1 exact
     if budget <= 0.0:
         hi = -INFINITY
         for i in range(k):
             hi = max(hi, z[i] / _weight(w, i))
-        return hi
+        return hi + 1.0
     # breakpoints are computed in double; the floating keys only order the sweep
     _sort(work, iwork, m)
     upper = total

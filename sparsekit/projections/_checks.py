@@ -7,6 +7,7 @@ import importlib
 import numbers
 
 import numpy as np
+import scipy.sparse as sp
 
 from .._cython._projections import POLYTOPE_CODES
 from ..utils._validation import check_device, check_finite_2d
@@ -28,6 +29,8 @@ _PARAMS = {
 def as_rows(Z, name="Z"):
     """Return ``(Z2, one_d)``: a validated C-contiguous 2-D float array and whether the
     input was one 1-D row."""
+    if sp.issparse(Z):
+        raise TypeError(f"{name} must be a dense array, got a sparse matrix")
     Z = np.asarray(Z)
     one_d = Z.ndim == 1
     return check_finite_2d(Z[None, :] if one_d else Z, name=name), one_d
@@ -93,7 +96,7 @@ def resolve_polytope(polytope, n_classes, dtype, params):
         budget = _positive_scalar(values["radius"], "radius")
     elif "budget" in values:
         budget = _positive_scalar(values["budget"], "budget", allow_zero=True)
-        if polytope == "capped_simplex" and budget > float(weights.sum(dtype=np.float64)):
+        if polytope == "capped_simplex" and budget > weights.sum(dtype=np.float64) * (1 + 1e-12):
             raise ValueError(
                 f"budget={budget} exceeds sum(weights)={weights.sum(dtype=np.float64)}: "
                 "the capped simplex {0 <= p <= 1, w.p = budget} is empty")

@@ -1,0 +1,114 @@
+"""Slow, obviously-right references for the projection tests.
+
+- ``brute_force``: exact projection onto {0 <= p <= upper, w.p (==, <=, >=) b} by
+  enumerating every active set (each coordinate at 0, at its upper bound, or free; the sum
+  constraint tight or not), solving the KKT equations of each and keeping the feasible
+  candidate closest to z. The optimum is one of the candidates, so this is exact; O(3^K).
+- ``slsqp``: the same problem through scipy.optimize.minimize(method="SLSQP").
+- ``numpy_sparsemax``: vectorized Algorithm 1 (sort, cumsum, support size).
+"""
+import itertools
+
+import numpy as np
+from scipy.optimize import minimize
+
+# polytope name -> (upper bound, relation of the sum constraint, right-hand side key)
+SPECS = {
+    "simplex": (np.inf, "eq", "radius"),
+    "capped_simplex": (1.0, "eq", "budget"),
+    "knapsack": (1.0, "le", "budget"),
+    "budget": (1.0, "le", "budget"),
+    "box": (1.0, None, None),
+    "at_least_one": (1.0, "ge", 1.0),
+    "at_most_one": (1.0, "le", 1.0),
+}
+
+
+def _spec(polytope, k, params):
+    upper, rel, key = SPECS[polytope]
+    w = np.ones(k)
+    if params.get("weights") is not None:
+        w = np.asarray(params["weights"], dtype=float)
+    if key is None:
+        b = None
+    elif isinstance(key, float):
+        b = key
+    else:
+        b = float(params.get(key, 1.0))
+    return upper, rel, b, w
+
+
+def _feasible(p, upper, rel, b, w, tol=1e-9):
+    if (p < -tol).any() or (p > upper + tol).any():
+        return False
+    if rel is None:
+        return True
+    s = w @ p
+    return {"eq": abs(s - b) <= tol * max(1, abs(b)), "le": s <= b + tol,
+            "ge": s >= b - tol}[rel]
+
+
+def brute_force(z, polytope, **params):
+    """Exact projection of one row ``z`` (float64) by active-set enumeration."""
+    z = np.asarray(z, dtype=float)
+    k = z.size
+    upper, rel, b, w = _spec(polytope, k, params)
+    states = (0, 2) if np.isinf(upper) else (0, 1, 2)   # 0: at 0, 1: at upper, 2: free
+    best, best_d = None, np.inf
+    for assign in itertools.product(states, repeat=k):
+        assign = np.array(assign)
+        free = assign == 2
+        base = np.where(assign == 1, upper if np.isfinite(upper) else 0.0, 0.0)
+        cands = []
+        if rel != "eq":
+            cands.append(np.where(free, z, base))
+        if rel is not None:
+            sww = (w[free] ** 2).sum()
+            rest = b - w[~free] @ base[~free]
+            if sww > 0:
+                tau = (w[free] @ z[free] - rest) / sww
+                cands.append(np.where(free, z - tau * w, base))
+            elif abs(rest) <= 1e-12:
+                cands.append(base.copy())
+        for p in cands:
+            d = ((p - z) ** 2).sum()
+            if d < best_d - 1e-13 and _feasible(p, upper, rel, b, w):
+                best, best_d = p, d
+    return best
+
+
+def slsqp(z, polytope, **params):
+    """Projection of one row through a general-purpose QP solver (SLSQP)."""
+    z = np.asarray(z, dtype=float)
+    k = z.size
+    upper, rel, b, w = _spec(polytope, k, params)
+    cons = []
+    if rel == "eq":
+        cons.append({"type": "eq", "fun": lambda p: w @ p - b, "jac": lambda p: w})
+    elif rel == "le":
+        cons.append({"type": "ineq", "fun": lambda p: b - w @ p, "jac": lambda p: -w})
+    elif rel == "ge":
+        cons.append({"type": "ineq", "fun": lambda p: w @ p - b, "jac": lambda p: w})
+    bounds = [(0, None if np.isinf(upper) else upper)] * k
+    x0 = np.full(k, 0.5 if rel != "eq" else b / w.sum())
+    res = minimize(lambda p: 0.5 * ((p - z) ** 2).sum(), x0, jac=lambda p: p - z,
+                   bounds=bounds, constraints=cons, method="SLSQP",
+                   options={"ftol": 1e-15, "maxiter": 1000})
+    return res.x
+
+
+def numpy_sparsemax(Z):
+    """Vectorized sort-based sparsemax (notes/sparsemax_report.md Algorithm 1), float64."""
+    Z = np.asarray(Z, dtype=float)
+    Z = Z - Z.max(axis=1, keepdims=True)
+    s = -np.sort(-Z, axis=1)
+    c = np.cumsum(s, axis=1)
+    ks = np.arange(1, Z.shape[1] + 1)
+    support = (1 + ks * s > c).sum(axis=1)
+    tau = (c[np.arange(Z.shape[0]), support - 1] - 1) / support
+    return np.maximum(Z - tau[:, None], 0)
+
+
+def finite_difference_jvp(f, z, v, eps=1e-6):
+    """Central difference (f(z + eps v) - f(z - eps v)) / (2 eps)."""
+    return (f(z + eps * v) - f(z - eps * v)) / (2 * eps)

@@ -1,0 +1,99 @@
+"""Jacobian-vector products: finite differences, the closed forms of
+notes/sparsemax_report.md eq. 5 (with ||s||_1) and notes/lp_sparsemap.md Prop. 6,
+symmetry, and edge cases."""
+import numpy as np
+import pytest
+from numpy.testing import assert_allclose
+
+import _projection_reference as ref
+from sparsekit.projections import jvp, project, sparsemax
+
+W6 = np.array([1.0, 2.0, 0.5, 3.0, 1.5, 0.8])
+CASES = [
+    ("simplex", {}),
+    ("simplex", {"radius": 2.0}),
+    ("capped_simplex", {"budget": 2.0}),
+    ("capped_simplex", {"budget": 3.0, "weights": W6}),
+    ("knapsack", {"budget": 1.5, "weights": W6}),
+    ("budget", {"budget": 2.0}),
+    ("box", {}),
+    ("at_least_one", {}),
+    ("at_most_one", {}),
+]
+
+
+@pytest.mark.parametrize("polytope, params", CASES)
+def test_jvp_matches_finite_differences(polytope, params):
+    rng = np.random.default_rng(0)
+    Z = rng.normal(size=(200, 6)) * 1.5 + 0.3
+    V = rng.normal(size=Z.shape)
+    got = jvp(Z, V, polytope, **params)
+    fd = ref.finite_difference_jvp(lambda x: project(x, polytope, **params), Z, V, eps=1e-7)
+    # random rows lie farther than 1e-7 from every kink with overwhelming probability
+    assert_allclose(got, fd, atol=1e-6)
+
+
+@pytest.mark.parametrize("polytope, params", CASES)
+def test_jvp_is_symmetric(polytope, params):
+    rng = np.random.default_rng(1)
+    Z = rng.normal(size=(100, 6)) + 0.2
+    U, V = rng.normal(size=Z.shape), rng.normal(size=Z.shape)
+    assert_allclose((U * jvp(Z, V, polytope, **params)).sum(1),
+                    (V * jvp(Z, U, polytope, **params)).sum(1), atol=1e-12)
+
+
+def test_sparsemax_jvp_closed_form_and_full_jacobian():  # eq. 5, 4.1 item 7
+    rng = np.random.default_rng(2)
+    Z = rng.uniform(-3, 3, size=(100, 10))
+    V = rng.normal(size=Z.shape)
+    s = (sparsemax(Z) > 0).astype(float)
+    l1 = s * (V - ((s * V).sum(1) / s.sum(1))[:, None])
+    l2 = s * (V - ((s * V).sum(1) / np.linalg.norm(s, axis=1))[:, None])
+    got = jvp(Z, V)
+    assert_allclose(got, l1, atol=1e-14)
+    assert np.abs(got - l2).max() > 0.1          # the ||s||_2 reading is wrong (4.3)
+    J = s[:, :, None] * np.eye(10)[None] - s[:, :, None] * s[:, None, :] / s.sum(1)[:, None, None]
+    assert_allclose(np.einsum("oij,oi->oj", J, V), got, atol=1e-14)
+
+
+def test_two_dimensional_jacobian_against_numerical():  # 4.1 item 7
+    for t in np.linspace(-2, 2, 41):
+        if abs(abs(t) - 1) < 1e-3:
+            continue
+        z = np.array([t, 0.0])
+        Jn = np.stack([ref.finite_difference_jvp(sparsemax, z, e) for e in np.eye(2)], 1)
+        J = np.stack([jvp(z, e) for e in np.eye(2)], 1)
+        assert_allclose(J, Jn, atol=1e-8)
+
+
+def test_prop6_weighted_capped_simplex_jacobian():
+    rng = np.random.default_rng(3)
+    z = rng.normal(size=6)
+    p = project(z, "capped_simplex", budget=3.0, weights=W6)
+    free = (p > 0) & (p < 1)
+    assert free.sum() >= 2
+    wI = np.where(free, W6, 0.0)
+    J = np.diag(free.astype(float)) - np.outer(wI, wI) / (wI @ wI)
+    full = np.stack([jvp(z, e, "capped_simplex", budget=3.0, weights=W6) for e in np.eye(6)], 1)
+    assert_allclose(full, J, atol=1e-14)
+
+
+def test_degenerate_supports_give_zero_jacobian():
+    V = np.random.default_rng(4).normal(size=(3, 4))
+    Z = np.array([[10.0, 0, 0, 0], [0, 0, 5, 0], [1, 2, 3, 40]])
+    assert np.array_equal(jvp(Z, V), np.zeros_like(V))           # one-hot output
+    assert np.array_equal(jvp([[3.0]], [[2.0]]), [[0.0]])         # K = 1
+    assert np.array_equal(jvp(np.full((1, 4), 5.0), V[:1], "box"), np.zeros((1, 4)))
+
+
+def test_float32_and_shapes():
+    rng = np.random.default_rng(5)
+    Z, V = rng.normal(size=(20, 8)), rng.normal(size=(20, 8))
+    got32 = jvp(Z.astype(np.float32), V, "budget", budget=2.0)
+    assert got32.dtype == np.float32
+    assert_allclose(got32, jvp(Z, V, "budget", budget=2.0), atol=1e-5)
+    assert jvp(Z[0], V[0]).shape == (8,)
+    with pytest.raises(ValueError, match="shape"):
+        jvp(Z, V[:, :3])
+    with pytest.raises(ValueError, match="NaN"):
+        jvp(Z, np.full_like(V, np.nan))

@@ -1,0 +1,175 @@
+"""Capped simplex, box, budget, knapsack, at-least-one, at-most-one: each fast kernel
+against exact active-set enumeration and SLSQP (notes/lp_sparsemap.md sections 0, 1.7, 1.9,
+4 item 3), on random and adversarial rows; parameter validation."""
+import numpy as np
+import pytest
+from numpy.testing import assert_allclose, assert_array_equal
+
+import _projection_reference as ref
+from sparsekit.projections import (POLYTOPES, project, project_at_least_one,
+                                   project_at_most_one, project_box, project_budget,
+                                   project_capped_simplex, project_knapsack, sparsemax)
+
+W5 = [1.0, 2.0, 0.5, 3.0, 1.5]
+CASES = [
+    ("simplex", {}),
+    ("simplex", {"radius": 2.5}),
+    ("capped_simplex", {"budget": 2.0}),
+    ("capped_simplex", {"budget": 0.7}),
+    ("capped_simplex", {"budget": 3.1, "weights": W5}),      # degree-weighted XOR (Eq. 78)
+    ("knapsack", {"budget": 1.5, "weights": W5}),
+    ("knapsack", {"budget": 2.0}),
+    ("budget", {"budget": 2.0}),
+    ("budget", {"budget": 0.5}),
+    ("box", {}),
+    ("at_least_one", {}),
+    ("at_most_one", {}),
+]
+
+
+def rows_for(k, rng):
+    rows = [rng.normal(size=k) * s + c for s in (0.3, 1, 4) for c in (-0.5, 0.3, 1.0)]
+    rows += [rng.integers(-1, 3, size=k) / 2.0 for _ in range(6)]                    # ties
+    rows += [np.zeros(k), np.full(k, 0.5), np.full(k, 1e6), np.full(k, -1e6)]
+    return rows
+
+
+def case_params(polytope, params, k):
+    params = dict(params)
+    if params.get("weights") is not None:
+        params["weights"] = np.asarray(params["weights"][:k])
+        if polytope == "capped_simplex":
+            params["budget"] = min(params["budget"], 0.8 * params["weights"].sum())
+    elif polytope == "capped_simplex":
+        params["budget"] = min(params["budget"], 0.8 * k)
+    return params
+
+
+@pytest.mark.parametrize("polytope, params", CASES)
+@pytest.mark.parametrize("k", [1, 2, 3, 5])
+def test_against_active_set_enumeration(polytope, params, k):
+    params = case_params(polytope, params, k)
+    rng = np.random.default_rng(k)
+    for z in rows_for(k, rng):
+        expected = ref.brute_force(z, polytope, **params)
+        got = project(z, polytope, **params)
+        assert_allclose(got, expected, atol=1e-12 * max(1, abs(z).max()))
+
+
+@pytest.mark.parametrize("polytope, params", CASES)
+def test_against_slsqp(polytope, params):
+    k = 20
+    params = dict(params)
+    if params.get("weights") is not None:
+        params["weights"] = np.random.default_rng(0).uniform(0.2, 3, size=k)
+    rng = np.random.default_rng(11)
+    for z in [rng.normal(size=k) * s + c for s in (0.5, 2) for c in (-0.3, 0.4)]:
+        assert_allclose(project(z, polytope, **params), ref.slsqp(z, polytope, **params),
+                        atol=2e-6)
+
+
+@pytest.mark.parametrize("polytope, params", CASES)
+def test_float32_matches_float64(polytope, params):
+    rng = np.random.default_rng(3)
+    z = (rng.normal(size=(50, 5)) * 2).astype(np.float32)
+    p32 = project(z, polytope, **params)
+    assert p32.dtype == np.float32
+    assert_allclose(p32, project(z.astype(np.float64), polytope, **params), atol=2e-6)
+
+
+def test_sifting_covers_both_branches():
+    rng = np.random.default_rng(4)
+    z = rng.normal(size=(400, 5)) * 0.8 + 0.3
+    clip = np.clip(z, 0, 1)
+    w = np.array(W5)
+    for polytope, params, inactive in [
+        ("budget", {"budget": 2.0}, clip.sum(1) <= 2),
+        ("knapsack", {"budget": 1.5, "weights": w}, clip @ w <= 1.5),
+        ("at_most_one", {}, clip.sum(1) <= 1),
+        ("at_least_one", {}, clip.sum(1) >= 1),
+    ]:
+        assert 20 < inactive.sum() < 380
+        p = project(z, polytope, **params)
+        assert_array_equal(p[inactive], clip[inactive])
+        for zi, pi in zip(z[~inactive][:10], p[~inactive][:10]):
+            assert_allclose(pi, ref.brute_force(zi, polytope, **params), atol=1e-12)
+
+
+def test_special_cases_agree():
+    rng = np.random.default_rng(5)
+    z = rng.normal(size=(300, 7)) * 2
+    # sparsemax == Pardalos-Kovoor with w = 1, bounds [0, 1], B = 1 (notes section 0)
+    assert_allclose(project_capped_simplex(z, 1.0), sparsemax(z), atol=1e-15)
+    assert_allclose(project_capped_simplex(z, 1.0, weights=np.ones(7)), sparsemax(z),
+                    atol=1e-15)
+    assert_allclose(project_at_most_one(z), project_budget(z, 1.0), atol=1e-15)
+    assert_allclose(project_knapsack(z, 2.5), project_budget(z, 2.5), atol=1e-15)
+    assert_allclose(project_knapsack(z, 2.5, weights=np.ones(7)), project_budget(z, 2.5),
+                    atol=1e-15)
+    assert_array_equal(project_budget(z, 7.0), project_box(z))
+    assert_array_equal(project_box(z), np.clip(z, 0, 1))
+    assert_array_equal(project_capped_simplex(z, 0.0), 0.0)
+    assert_array_equal(project_capped_simplex(z, 7.0), 1.0)
+    w = rng.uniform(0.5, 2, size=7)
+    assert_array_equal(project_capped_simplex(z, w.sum(), weights=w), 1.0)
+    assert_array_equal(project_knapsack(z, 0.0, weights=w), 0.0)
+    # scaling the weights by c and the budget by c leaves the polytope unchanged
+    assert_allclose(project_knapsack(z, 1.2, weights=w),
+                    project_knapsack(z, 2.4, weights=2 * w), atol=1e-14)
+
+
+@pytest.mark.parametrize("polytope, params", CASES)
+def test_one_column(polytope, params):
+    params = case_params(polytope, params, 1)
+    z = np.array([[-3.0], [0.25], [5.0]])
+    expected = np.array([ref.brute_force(zi, polytope, **params) for zi in z])
+    assert_allclose(project(z, polytope, **params), expected, atol=1e-15)
+
+
+def test_large_weighted_rows_against_bisection():
+    rng = np.random.default_rng(6)
+    k = 3000
+    w = rng.uniform(0.1, 5, size=k)
+    z = rng.normal(size=(3, k)) * 3
+    z[1] = np.round(z[1])
+    for zi, pi in zip(z, project_capped_simplex(z, 40.0, weights=w)):
+        lo, hi = -100.0, 100.0
+        for _ in range(200):
+            mid = (lo + hi) / 2
+            lo, hi = (mid, hi) if w @ np.clip(zi - mid * w, 0, 1) > 40 else (lo, mid)
+        assert_allclose(pi, np.clip(zi - lo * w, 0, 1), atol=1e-9)
+        assert abs(w @ pi - 40) < 1e-9
+
+
+@pytest.mark.parametrize("call, err, match", [
+    (lambda z: project(z, "l1_ball"), ValueError, "polytope"),
+    (lambda z: project(z, "budget"), TypeError, "requires"),
+    (lambda z: project(z, "box", budget=2), TypeError, "no parameter"),
+    (lambda z: project_budget(z, -1.0), ValueError, "budget"),
+    (lambda z: project_budget(z, np.nan), ValueError, "budget"),
+    (lambda z: project_budget(z, "2"), TypeError, "budget"),
+    (lambda z: project_capped_simplex(z, 3.5), ValueError, "exceeds"),
+    (lambda z: project_capped_simplex(z, 1.0, weights=[1, 2]), ValueError, "shape"),
+    (lambda z: project_knapsack(z, 1.0, weights=[1, 0, 1]), ValueError, "> 0"),
+    (lambda z: project_knapsack(z, 1.0, weights=[1, np.inf, 1]), ValueError, "> 0"),
+    (lambda z: project(z, "simplex", radius=-1), ValueError, "radius"),
+    (lambda z: project_at_least_one(z, device="gpu"), ValueError, "device"),
+    (lambda z: project_box([[np.nan, 0, 0]]), ValueError, "NaN"),
+])
+def test_parameter_validation(call, err, match):
+    with pytest.raises(err, match=match):
+        call(np.zeros((2, 3)))
+
+
+def test_polytope_names():
+    assert set(POLYTOPES) == {"simplex", "budget", "knapsack", "capped_simplex", "box",
+                              "at_least_one", "at_most_one"}
+
+
+def test_one_dimensional_input_returns_one_row():
+    z = np.array([0.3, 1.2, -0.4])
+    for polytope, params in CASES:
+        params = case_params(polytope, params, 3)
+        p = project(z, polytope, **params)
+        assert p.shape == (3,)
+        assert_allclose(p, project(z[None], polytope, **params)[0])

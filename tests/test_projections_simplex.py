@@ -1,0 +1,216 @@
+"""Sparsemax / simplex projection: notes/sparsemax_report.md section 4 checks, adversarial
+rows, pivot (Condat) against sort (Algorithm 1) and against exact references."""
+import subprocess
+import sys
+import types
+from pathlib import Path
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from numpy.testing import assert_allclose, assert_array_equal
+
+import _projection_reference as ref
+from sparsekit.projections import project_simplex, sparsemax
+
+METHODS = ["pivot", "sort"]
+
+
+def uniform_rows(rng, n=100, k=10):
+    return rng.uniform(-3, 3, size=(n, k))
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_zero_input_gives_uniform(method):  # 4.1 item 1
+    assert_array_equal(sparsemax(np.zeros((1, 10)), method=method), np.full((1, 10), 0.1))
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_large_scale_gives_one_hot(method):  # 4.1 item 2
+    z = uniform_rows(np.random.default_rng(0))
+    s = -np.sort(-z, axis=1)
+    eps = 0.99 * (s[:, 0] - s[:, 1])
+    p = sparsemax(z / eps[:, None], method=method)
+    assert_allclose(p, np.eye(10)[z.argmax(axis=1)], atol=1e-12)
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_shift_invariance(method):  # 4.1 item 3
+    rng = np.random.default_rng(1)
+    z = uniform_rows(rng)
+    c = rng.uniform(-3, 3, size=(100, 1))
+    assert_allclose(sparsemax(z + c, method=method), sparsemax(z, method=method), atol=1e-14)
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_permutation_equivariance(method):  # 4.1 item 4
+    rng = np.random.default_rng(2)
+    z = uniform_rows(rng)
+    for _ in range(5):
+        perm = rng.permutation(10)
+        assert_allclose(sparsemax(z[:, perm], method=method),
+                        sparsemax(z, method=method)[:, perm], rtol=0, atol=1e-15)
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_monotone_differences(method):  # 4.1 item 5
+    z = uniform_rows(np.random.default_rng(3))
+    p = sparsemax(z, method=method)
+    for i in range(10):
+        for j in range(10):
+            le = z[:, i] <= z[:, j]
+            dp, dz = (p[:, j] - p[:, i])[le], (z[:, j] - z[:, i])[le]
+            assert (dp >= -1e-9).all() and (dp <= dz + 1e-9).all()
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_two_dimensions(method):  # 4.1 item 6
+    t = np.linspace(-2, 2, 100)
+    p = sparsemax(np.c_[t, np.zeros_like(t)], method=method)
+    expected = np.where(t < -1, 0.0, np.where(t > 1, 1.0, (t + 1) / 2))
+    assert_allclose(p[:, 0], expected, atol=1e-15)
+    assert_allclose(p[:, 1], 1 - expected, atol=1e-15)
+
+
+@pytest.mark.parametrize("method", METHODS)
+@pytest.mark.parametrize("z, expected", [
+    ([5, 3, 0], [1, 0, 0]),                                    # 4.1 item 8
+    ([2, 2.7, 0], [0.15, 0.85, 0]),
+    ([1, 1, 1, 0], [1 / 3, 1 / 3, 1 / 3, 0]),                  # 4.2 ties
+    ([0, 0, 0, 0], [0.25, 0.25, 0.25, 0.25]),
+    ([7.0], [1.0]),                                            # K = 1
+    ([-1e300], [1.0]),
+])
+def test_worked_examples(method, z, expected):
+    p = sparsemax(np.array(z, dtype=float), method=method)
+    assert p.shape == (len(z),)
+    assert_allclose(p, expected, atol=1e-15)
+    assert_array_equal(p[np.asarray(expected) == 0], 0.0)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("offset", [1e6, -1e6, 3e7])
+@pytest.mark.parametrize("method", METHODS)
+def test_huge_offsets_are_harmless(dtype, offset, method):
+    # notes 2.3 / 4.3: float32 rows offset by 1e6 summed to 1.0625 without the shift
+    rng = np.random.default_rng(4)
+    z = rng.uniform(-3, 3, size=(200, 10)).astype(dtype)
+    zo = (z.astype(np.float64) + offset).astype(dtype)
+    p = sparsemax(zo, method=method)
+    assert p.dtype == dtype
+    assert_allclose(p.sum(axis=1), 1.0, atol=5e-7 if dtype == np.float32 else 1e-13)
+    # exact answer for the rounded float input
+    assert_allclose(p, ref.numpy_sparsemax(zo.astype(np.float64)), atol=1e-6)
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_tiny_and_wide_logits(method):
+    z = np.array([[1e-30, 2e-30, 0.0], [1e6, -1e6, 0.0], [1e-300, 0.0, -1e-300],
+                  [1e300, -1e300, 1e300]])
+    p = sparsemax(z, method=method)
+    assert_allclose(p, [[1 / 3] * 3, [1, 0, 0], [1 / 3] * 3, [0.5, 0, 0.5]], atol=1e-15)
+
+
+@pytest.mark.parametrize("k", [1, 2, 3, 4, 6])
+def test_against_brute_force(k):
+    rng = np.random.default_rng(k)
+    rows = [rng.normal(size=k) * s for s in (0.1, 1, 10) for _ in range(5)]
+    rows += [rng.integers(-2, 3, size=k).astype(float) for _ in range(8)]   # ties
+    for z in rows:
+        expected = ref.brute_force(z, "simplex")
+        for method in METHODS:
+            assert_allclose(sparsemax(z, method=method), expected, atol=1e-12)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("k", [2, 5, 10, 100, 1000, 5000])
+def test_pivot_matches_sort_and_numpy(dtype, k):
+    rng = np.random.default_rng(k)
+    n = max(2, 20000 // k)
+    z = rng.normal(size=(n, k)) * rng.choice([0.01, 1, 100], size=(n, 1))
+    z[: n // 4] = np.round(z[: n // 4])                 # many ties
+    z = z.astype(dtype)
+    pivot, sort = sparsemax(z), sparsemax(z, method="sort")
+    tol = 1e-6 if dtype == np.float32 else 1e-13
+    assert_allclose(pivot, sort, atol=tol)
+    assert_allclose(pivot, ref.numpy_sparsemax(z), atol=tol)
+    assert_allclose(pivot.sum(axis=1), 1, atol=tol * 10)
+    # exact zeros outside the support
+    assert ((pivot == 0) | (pivot > 0)).all()
+
+
+def test_support_has_exact_zeros_and_tau_consistency():
+    z = np.random.default_rng(5).normal(size=(50, 30))
+    p = sparsemax(z)
+    ps = ref.numpy_sparsemax(z)
+    assert_array_equal(p == 0, ps == 0)
+
+
+def test_radius():
+    z = np.random.default_rng(6).normal(size=(20, 6))
+    for r in (0.5, 2.5):
+        p = project_simplex(z, radius=r)
+        assert_allclose(p.sum(axis=1), r, atol=1e-13)
+        for zi, pi in zip(z[:4], p[:4]):
+            assert_allclose(pi, ref.brute_force(zi, "simplex", radius=r), atol=1e-12)
+    assert_allclose(project_simplex(z), sparsemax(z))
+
+
+def test_dtypes_and_layouts():
+    z = np.random.default_rng(7).normal(size=(8, 5))
+    assert sparsemax(z.astype(np.float32)).dtype == np.float32
+    assert sparsemax(np.arange(6).reshape(2, 3)).dtype == np.float64
+    assert_allclose(sparsemax(np.asfortranarray(z)), sparsemax(z))
+    assert_allclose(sparsemax(z[:, ::2]), sparsemax(np.ascontiguousarray(z[:, ::2])))
+    assert_allclose(sparsemax(z.tolist()), sparsemax(z))
+    assert sparsemax(np.zeros((0, 4))).shape == (0, 4)
+
+
+@pytest.mark.parametrize("bad, err", [
+    (np.array([[1.0, np.nan]]), ValueError),
+    (np.array([[np.inf, 0.0]]), ValueError),
+    (np.zeros((2, 0)), ValueError),
+    (np.zeros((2, 2, 2)), ValueError),
+    (np.float64(3.0), ValueError),
+    (sp.csr_matrix(np.eye(3)), TypeError),
+])
+def test_bad_input(bad, err):
+    with pytest.raises(err):
+        sparsemax(bad)
+
+
+def test_bad_method_and_device():
+    with pytest.raises(ValueError, match="method"):
+        sparsemax([1.0, 2.0], method="bisect")
+    with pytest.raises(ValueError, match="device"):
+        sparsemax([1.0, 2.0], device="tpu")
+    with pytest.raises(ValueError):
+        project_simplex([1.0, 2.0], radius=0)
+
+
+class _FakeCupyArray:
+    """Stands in for a cupy.ndarray: only the module name is looked at."""
+    __module__ = "cupy._core.core"
+
+
+def test_cupy_arrays_go_to_gpu_module(monkeypatch):
+    calls = []
+    fake = types.ModuleType("sparsekit.gpu.projections")
+    fake.sparsemax = lambda Z, **kw: calls.append(("sparsemax", kw)) or "gpu"
+    fake.project = lambda Z, polytope, **kw: calls.append(("project", polytope, kw)) or "gpu"
+    monkeypatch.setitem(sys.modules, "sparsekit.gpu.projections", fake)
+    from sparsekit.projections import project
+    z = _FakeCupyArray()
+    assert sparsemax(z, method="sort") == "gpu"
+    assert project(z, "budget", budget=2) == "gpu"
+    assert calls == [("sparsemax", {"method": "sort"}), ("project", "budget", {"budget": 2})]
+    with pytest.raises(TypeError, match="CuPy"):
+        sparsemax(z, device="cpu")
+    assert sparsemax(np.zeros(2), device="cuda") == "gpu"
+
+
+def test_cpu_package_never_imports_cupy():
+    code = ("import sys, sparsekit.projections, sparsekit.losses; "
+            "sparsekit.projections.sparsemax([1.0, 2.0]); assert 'cupy' not in sys.modules")
+    subprocess.run([sys.executable, "-c", code], check=True,
+                   cwd=Path(__file__).resolve().parents[1])
