@@ -1,0 +1,182 @@
+"""Fused loss and gradient of the SparsemaxClassifier objective.
+
+One pass over the rows of ``X`` computes the scores ``s_i = W^T x_i + b``, the projection
+``p_i`` of ``s_i`` onto the polytope, the weighted Fenchel-Young loss
+``sw_i * (1/2 ||y_i - s_i||^2 - 1/2 ||p_i - s_i||^2)`` and the gradient contributions
+``x_i g_i^T`` with ``g_i = sw_i (p_i - y_i)`` (notes/sparsemax_report.md eqs. 6, 9, 11;
+notes/lp_sparsemap.md section 2). Rows whose gradient is exactly zero (``p_i == y_i``,
+frequent with sparsemax) are skipped in the gradient accumulation.
+
+Dense ``X`` is processed in row blocks small enough to stay in cache between the two BLAS
+products (scores, then gradient), so ``X`` is read from memory once per evaluation. CSR ``X``
+is walked natively through ``indptr/indices/data``.
+
+Targets ``Y`` arrive as CSR arrays (``yptr, yind, ydat``); each row is expanded into a
+K-buffer before the projection. ``W`` has shape (n_features, n_classes), C-contiguous.
+"""
+from cython cimport floating
+from libc.stdint cimport int32_t, int64_t
+from libc.stdlib cimport free, malloc
+from scipy.linalg.cython_blas cimport dgemm, sgemm
+
+from ._projections cimport fenchel_young_row
+
+ctypedef fused index_t:
+    int32_t
+    int64_t
+
+
+cdef inline void _gemm(char* transb, int m, int n, int kk, const floating* a, int lda,
+                       const floating* b, int ldb, floating beta, floating* c,
+                       int ldc) noexcept nogil:
+    """C = A op(B) + beta C in column-major BLAS terms (A never transposed)."""
+    cdef char* transa = b"N"
+    cdef floating one = 1.0
+    if floating is double:
+        dgemm(transa, transb, &m, &n, &kk, &one, <double*> a, &lda, <double*> b, &ldb,
+              &beta, c, &ldc)
+    else:
+        sgemm(transa, transb, &m, &n, &kk, &one, <float*> a, &lda, <float*> b, &ldb,
+              &beta, c, &ldc)
+
+
+cdef inline double _row_loss_grad(int polytope, floating* s, const floating* b,
+                                  const int64_t* yind, const floating* ydat,
+                                  Py_ssize_t ystart, Py_ssize_t yend, floating sw,
+                                  Py_ssize_t k, double budget, floating* y, floating* p,
+                                  floating* work, Py_ssize_t* iwork,
+                                  bint* nonzero) noexcept nogil:
+    """Add ``b`` to the scores ``s``, overwrite them with ``sw (p - y)``, return ``sw * loss``."""
+    cdef Py_ssize_t j, t
+    cdef double loss
+    cdef floating g
+    nonzero[0] = False
+    if sw == 0:
+        for j in range(k):
+            s[j] = 0
+        return 0.0
+    for j in range(k):
+        s[j] += b[j]
+        y[j] = 0
+    for t in range(ystart, yend):
+        y[yind[t]] += ydat[t]
+    loss = fenchel_young_row(polytope, s, y, p, k, budget, <floating*> NULL, work, iwork)
+    for j in range(k):
+        g = sw * (p[j] - y[j])
+        s[j] = g
+        if g != 0:
+            nonzero[0] = True
+    return sw * loss
+
+
+def loss_grad_dense(const floating[:, ::1] X, const floating[:, ::1] W,
+                    const floating[::1] b, const int64_t[::1] yptr, const int64_t[::1] yind,
+                    const floating[::1] ydat, const floating[::1] sw, int polytope,
+                    double budget, floating[:, ::1] grad_W, floating[::1] grad_b,
+                    Py_ssize_t block):
+    """Weighted loss sum and gradients for dense ``X`` (n, d), C-contiguous.
+
+    Returns ``sum_i sw_i L_i``; writes ``grad_W = sum_i sw_i x_i (p_i - y_i)^T`` (d, k) and
+    ``grad_b = sum_i sw_i (p_i - y_i)`` (k,). ``block`` rows are processed per BLAS call.
+    """
+    cdef Py_ssize_t n = X.shape[0], d = X.shape[1], k = W.shape[1]
+    cdef Py_ssize_t start, m, r, i, j
+    cdef double total = 0.0
+    cdef bint row_nonzero, block_nonzero
+    cdef floating* S
+    cdef floating* srow
+    cdef Py_ssize_t* iwork
+    if block < 1:
+        block = 1
+    if block > n:
+        block = n
+    # one allocation: scores (block * k), then y (k), p (k) and work (2k)
+    S = <floating*> malloc((block * k + 4 * k) * sizeof(floating))
+    iwork = <Py_ssize_t*> malloc(2 * k * sizeof(Py_ssize_t))
+    if S == NULL or iwork == NULL:
+        free(S)
+        free(iwork)
+        raise MemoryError()
+    with nogil:
+        for j in range(d):
+            for r in range(k):
+                grad_W[j, r] = 0
+        for r in range(k):
+            grad_b[r] = 0
+        start = 0
+        while start < n:
+            m = min(block, n - start)
+            _gemm(b"N", <int> k, <int> m, <int> d, &W[0, 0], <int> k, &X[start, 0],
+                  <int> d, 0.0, S, <int> k)
+            block_nonzero = False
+            for r in range(m):
+                i = start + r
+                srow = S + r * k
+                total += _row_loss_grad(polytope, srow, &b[0], &yind[0], &ydat[0],
+                                        yptr[i], yptr[i + 1], sw[i], k, budget,
+                                        S + block * k, S + block * k + k,
+                                        S + block * k + 2 * k, iwork, &row_nonzero)
+                if row_nonzero:
+                    block_nonzero = True
+                    for j in range(k):
+                        grad_b[j] += srow[j]
+            if block_nonzero:
+                _gemm(b"T", <int> k, <int> d, <int> m, S, <int> k, &X[start, 0], <int> d,
+                      1.0, &grad_W[0, 0], <int> k)
+            start += m
+    free(S)
+    free(iwork)
+    return total
+
+
+def loss_grad_csr(const floating[::1] data, const index_t[::1] indices,
+                  const index_t[::1] indptr, const floating[:, ::1] W,
+                  const floating[::1] b, const int64_t[::1] yptr, const int64_t[::1] yind,
+                  const floating[::1] ydat, const floating[::1] sw, int polytope,
+                  double budget, floating[:, ::1] grad_W, floating[::1] grad_b):
+    """Same as :func:`loss_grad_dense` for CSR ``X`` given by ``data, indices, indptr``."""
+    cdef Py_ssize_t n = indptr.shape[0] - 1, d = W.shape[0], k = W.shape[1]
+    cdef Py_ssize_t i, j, t, col
+    cdef double total = 0.0
+    cdef bint row_nonzero
+    cdef floating v
+    cdef floating* s
+    cdef const floating* wrow
+    cdef floating* grow
+    cdef Py_ssize_t* iwork
+    # one allocation: scores (k), then y (k), p (k) and work (2k)
+    s = <floating*> malloc(5 * k * sizeof(floating))
+    iwork = <Py_ssize_t*> malloc(2 * k * sizeof(Py_ssize_t))
+    if s == NULL or iwork == NULL:
+        free(s)
+        free(iwork)
+        raise MemoryError()
+    with nogil:
+        for j in range(d):
+            for t in range(k):
+                grad_W[j, t] = 0
+        for t in range(k):
+            grad_b[t] = 0
+        for i in range(n):
+            for j in range(k):
+                s[j] = 0
+            for t in range(indptr[i], indptr[i + 1]):
+                v = data[t]
+                wrow = &W[indices[t], 0]
+                for j in range(k):
+                    s[j] += v * wrow[j]
+            total += _row_loss_grad(polytope, s, &b[0], &yind[0], &ydat[0], yptr[i],
+                                    yptr[i + 1], sw[i], k, budget, s + k, s + 2 * k,
+                                    s + 3 * k, iwork, &row_nonzero)
+            if not row_nonzero:
+                continue
+            for j in range(k):
+                grad_b[j] += s[j]
+            for t in range(indptr[i], indptr[i + 1]):
+                v = data[t]
+                grow = &grad_W[indices[t], 0]
+                for j in range(k):
+                    grow[j] += v * s[j]
+    free(s)
+    free(iwork)
+    return total

@@ -1,0 +1,462 @@
+"""Tests of SparsemaxClassifier and its fused loss/gradient kernel."""
+import pickle
+import warnings
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.model_selection import GridSearchCV
+from sklearn.pipeline import make_pipeline
+from sklearn.preprocessing import StandardScaler
+from sklearn.utils.estimator_checks import check_estimator
+
+from sparsekit._cython._sparsemax_loss import loss_grad_csr, loss_grad_dense
+from sparsekit.linear_model import SparsemaxClassifier
+from sparsekit._cython._projections import POLYTOPE_CODES as _POLYTOPE_CODES
+
+POLYTOPES = ["simplex", "budget", "box", "at_most_one", "at_least_one"]
+
+
+# ----------------------------------------------------------- slow references
+def _clip_sum(z, tau):
+    return np.clip(z - tau, 0.0, 1.0).sum()
+
+
+def _bisect_tau(z, target, upper=1.0):
+    """tau with sum(clip(z - tau, 0, upper)) == target, by 200 bisection steps."""
+    lo, hi = z.min() - target - 1.0, z.max() + 1.0
+    for _ in range(200):
+        mid = 0.5 * (lo + hi)
+        if np.clip(z - mid, 0.0, upper).sum() > target:
+            lo = mid
+        else:
+            hi = mid
+    return 0.5 * (lo + hi)
+
+
+def project_ref(z, polytope, budget=1.0):
+    """Euclidean projection of one row, written for clarity (sort / bisection)."""
+    z = np.asarray(z, dtype=np.float64)
+    if polytope == "simplex":
+        zs = np.sort(z)[::-1]
+        cs = np.cumsum(zs)
+        k = np.arange(1, z.size + 1)
+        kz = k[1 + k * zs > cs].max()
+        return np.maximum(z - (cs[kz - 1] - 1) / kz, 0.0)
+    clipped = np.clip(z, 0.0, 1.0)
+    if polytope == "box":
+        return clipped
+    if polytope in ("budget", "at_most_one"):
+        bound = budget if polytope == "budget" else 1.0
+        if clipped.sum() <= bound:
+            return clipped
+        return np.clip(z - _bisect_tau(z, bound), 0.0, 1.0)
+    if clipped.sum() >= 1.0:  # at_least_one
+        return clipped
+    return np.clip(z - _bisect_tau(z, 1.0), 0.0, 1.0)
+
+
+def objective_ref(W, b, X, Y, sw, alpha, polytope="simplex", budget=1.0):
+    """(1/sum sw) sum_i sw_i FY(W^T x_i + b; y_i) + alpha/2 ||W||^2, row by row."""
+    X = X.toarray() if sp.issparse(X) else X
+    total = 0.0
+    for x, y, w in zip(X, Y, sw):
+        z = x @ W + b
+        p = project_ref(z, polytope, budget)
+        total += w * (0.5 * np.sum((y - z) ** 2) - 0.5 * np.sum((p - z) ** 2))
+    return total / sw.sum() + 0.5 * alpha * np.sum(W**2)
+
+
+def _targets(rng, n, k, kind):
+    if kind == "labels":
+        return np.eye(k)[rng.integers(0, k, n)]
+    if kind == "multilabel":
+        Y = (rng.random((n, k)) < 0.4).astype(float)
+        Y[np.arange(n), rng.integers(0, k, n)] = 1
+        return Y / Y.sum(1, keepdims=True)
+    P = rng.random((n, k)) ** 3
+    return P / P.sum(1, keepdims=True)
+
+
+def _kernel(X, W, b, Y, sw, polytope, budget=1.0, block=7):
+    Ycsr = sp.csr_matrix(Y)
+    dt = W.dtype
+    args = (W, b.astype(dt), Ycsr.indptr.astype(np.int64), Ycsr.indices.astype(np.int64),
+            Ycsr.data.astype(dt), sw.astype(dt), _POLYTOPE_CODES[polytope], budget)
+    gW = np.empty_like(W)
+    gb = np.empty(W.shape[1], dtype=dt)
+    if sp.issparse(X):
+        loss = loss_grad_csr(X.data, X.indices, X.indptr, *args, gW, gb)
+    else:
+        loss = loss_grad_dense(X, *args, gW, gb, block)
+    return loss, gW, gb
+
+
+# ------------------------------------------------------------ kernel tests
+@pytest.mark.parametrize("polytope", POLYTOPES)
+@pytest.mark.parametrize("kind", ["labels", "multilabel", "proportions"])
+@pytest.mark.parametrize("sparse", [False, True])
+def test_kernel_matches_reference_and_finite_differences(polytope, kind, sparse):
+    rng = np.random.default_rng(0)
+    n, d, k = 23, 5, 4
+    X = rng.standard_normal((n, d))
+    X[rng.random((n, d)) < 0.4] = 0
+    X[3] = 0  # an empty row
+    Xin = sp.csr_matrix(X) if sparse else X
+    Y = _targets(rng, n, k, kind)
+    budget = 2.0 if polytope == "budget" else 1.0  # the simplex reads it as radius
+    sw = rng.random(n) + 0.5
+    sw[5] = 0.0
+    W = rng.standard_normal((d, k))
+    b = rng.standard_normal(k)
+    loss, gW, gb = _kernel(Xin, W, b, Y, sw, polytope, budget)
+    ref = objective_ref(W, b, X, Y, sw, 0.0, polytope, budget) * sw.sum()
+    assert loss == pytest.approx(ref, rel=1e-10, abs=1e-10)
+    eps = 1e-6
+    for (i, j) in [(0, 0), (2, 3), (4, 1)]:
+        Wp, Wm = W.copy(), W.copy()
+        Wp[i, j] += eps
+        Wm[i, j] -= eps
+        fd = (_kernel(Xin, Wp, b, Y, sw, polytope, budget)[0]
+              - _kernel(Xin, Wm, b, Y, sw, polytope, budget)[0]) / (2 * eps)
+        assert gW[i, j] == pytest.approx(fd, rel=1e-5, abs=1e-6)
+    for j in range(k):
+        bp, bm = b.copy(), b.copy()
+        bp[j] += eps
+        bm[j] -= eps
+        fd = (_kernel(Xin, W, bp, Y, sw, polytope, budget)[0]
+              - _kernel(Xin, W, bm, Y, sw, polytope, budget)[0]) / (2 * eps)
+        assert gb[j] == pytest.approx(fd, rel=1e-5, abs=1e-6)
+
+
+@pytest.mark.parametrize("block", [1, 3, 50])
+def test_kernel_dense_equals_csr_and_float32(block):
+    rng = np.random.default_rng(1)
+    n, d, k = 40, 6, 5
+    X = rng.standard_normal((n, d))
+    X[rng.random((n, d)) < 0.5] = 0
+    Y = _targets(rng, n, k, "multilabel")
+    sw = rng.random(n)
+    W = rng.standard_normal((d, k))
+    b = rng.standard_normal(k)
+    dense = _kernel(X, W, b, Y, sw, "simplex", block=block)
+    csr = _kernel(sp.csr_matrix(X), W, b, Y, sw, "simplex")
+    for a, c in zip(dense, csr):
+        np.testing.assert_allclose(a, c, rtol=1e-12, atol=1e-12)
+    X32 = sp.csr_matrix(X.astype(np.float32))
+    f32 = _kernel(X32, W.astype(np.float32), b, Y, sw, "simplex")
+    d32 = _kernel(X.astype(np.float32), W.astype(np.float32), b, Y, sw, "simplex",
+                  block=block)
+    for a, c, e in zip(dense, f32, d32):
+        np.testing.assert_allclose(c, a, rtol=1e-4, atol=1e-4)
+        np.testing.assert_allclose(e, a, rtol=1e-4, atol=1e-4)
+
+
+def test_kernel_huge_logits_float32():
+    """The loss is shift invariant on the simplex; a 1e6 offset must not break float32.
+
+    Scores are multiples of 1/16, exact in float32 near 1e6, so only the kernel can err
+    (notes/sparsemax_report.md 2.3: the naive loss gives 6.25e4 instead of 3.148).
+    """
+    rng = np.random.default_rng(2)
+    n, d, k = 10, 3, 6
+    X = rng.integers(-2, 3, (n, d)).astype(np.float32)
+    Y = _targets(rng, n, k, "labels")
+    W = (rng.integers(-16, 17, (d, k)) / 16).astype(np.float32)
+    b = np.zeros(k)
+    sw = np.ones(n)
+    base = _kernel(X, W, b, Y, sw, "simplex")
+    shifted = _kernel(X, W, b + 1e6, Y, sw, "simplex")
+    assert shifted[0] == pytest.approx(base[0], rel=1e-4)
+    np.testing.assert_allclose(shifted[1], base[1], atol=1e-4)
+
+
+# --------------------------------------------------------- estimator tests
+def _blobs(n=60, d=4, k=3, seed=0):
+    rng = np.random.default_rng(seed)
+    centers = 2 * rng.standard_normal((k, d))
+    y = rng.integers(0, k, n)
+    X = centers[y] + rng.standard_normal((n, d))
+    return X, y
+
+
+def _flat_theta(clf):
+    return np.concatenate([clf.coef_.T.ravel(), clf.intercept_])
+
+
+def _objective_at(clf, X, Y, sw=None):
+    sw = np.ones(X.shape[0]) if sw is None else sw
+    return objective_ref(clf.coef_.T, clf.intercept_, X, Y, sw, clf.alpha, clf.polytope,
+                         clf.budget or 1.0)
+
+
+@pytest.mark.parametrize("polytope", POLYTOPES)
+def test_internal_objective_equals_reference(polytope):
+    rng = np.random.default_rng(3)
+    X, _ = _blobs(n=25)
+    Y = (rng.random((25, 3)) < 0.5).astype(float)
+    Y[:, 0] = 1
+    if polytope == "at_most_one":
+        Y[:, 1:] = 0
+        Y[::4, 0] = 0
+    clf = SparsemaxClassifier(alpha=0.3, polytope=polytope,
+                              budget=3 if polytope == "budget" else None)
+    sw = rng.random(25)
+    Yt, keep = clf._encode_targets(Y, clf._check_budget())
+    fun = clf._objective(X, Yt, sw, clf._check_budget())
+    theta = rng.standard_normal(5 * 3)
+    W, b = theta[:12].reshape(4, 3), theta[12:]
+    expected = objective_ref(W, b, X, Yt.toarray(), sw, 0.3, polytope, 3.0)
+    assert fun(theta)[0] == pytest.approx(expected, rel=1e-12)
+
+
+def test_fit_reaches_reference_optimum_and_csr_equals_dense():
+    X, y = _blobs()
+    Y = np.eye(3)[y]
+    dense = SparsemaxClassifier(alpha=1e-2, tol=1e-10).fit(X, y)
+    csr = SparsemaxClassifier(alpha=1e-2, tol=1e-10).fit(sp.csr_matrix(X), y)
+    csc = SparsemaxClassifier(alpha=1e-2, tol=1e-10).fit(sp.csc_matrix(X), y)
+    f = _objective_at(dense, X, Y)
+    assert _objective_at(csr, X, Y) == pytest.approx(f, rel=1e-9)
+    assert _objective_at(csc, X, Y) == pytest.approx(f, rel=1e-9)
+    np.testing.assert_allclose(csr.predict_proba(X), dense.predict_proba(X), atol=1e-5)
+    # no perturbation of the solution decreases the reference objective
+    rng = np.random.default_rng(0)
+    for _ in range(20):
+        pert = SparsemaxClassifier(alpha=1e-2)
+        pert.coef_ = dense.coef_ + 1e-3 * rng.standard_normal(dense.coef_.shape)
+        pert.intercept_ = dense.intercept_ + 1e-3 * rng.standard_normal(3)
+        pert.polytope, pert.budget = "simplex", None
+        assert _objective_at(pert, X, Y) >= f - 1e-12
+
+
+def test_predict_proba_sparse_rows_and_accuracy():
+    X, y = _blobs(n=120, seed=4)
+    clf = SparsemaxClassifier(alpha=1e-3).fit(X, y)
+    P = clf.predict_proba(X)
+    np.testing.assert_allclose(P.sum(1), 1, atol=1e-12)
+    assert (P >= 0).all() and (P == 0).any()
+    assert clf.score(X, y) > 0.9
+    np.testing.assert_array_equal(clf.predict(X), clf.classes_[P.argmax(1)])
+    assert clf.decision_function(X).shape == (120, 3)
+    assert clf.n_iter_ > 0 and clf.n_features_in_ == 4
+
+
+def test_string_labels_and_binary_decision_function():
+    X, y = _blobs(k=2)
+    labels = np.array(["neg", "pos"])[y]
+    clf = SparsemaxClassifier().fit(X, labels)
+    d = clf.decision_function(X)
+    assert d.ndim == 1
+    np.testing.assert_array_equal(clf.predict(X), np.where(d > 0, "pos", "neg"))
+
+
+def test_float32_input():
+    X, y = _blobs()
+    c64 = SparsemaxClassifier(alpha=1e-2).fit(X, y)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        c32 = SparsemaxClassifier(alpha=1e-2).fit(X.astype(np.float32), y)
+    np.testing.assert_allclose(c32.coef_, c64.coef_, atol=1e-3)
+    assert c32.predict_proba(X.astype(np.float32)).dtype == np.float32
+
+
+def test_multilabel_targets_uniform_and_empty_rows_dropped():
+    rng = np.random.default_rng(5)
+    X, _ = _blobs(n=50)
+    Y = (rng.random((50, 3)) < 0.5).astype(int)
+    Y[np.arange(50), rng.integers(0, 3, 50)] = 1
+    Y[:3] = 0
+    with pytest.warns(UserWarning, match="no active label"):
+        clf = SparsemaxClassifier(alpha=1e-2, tol=1e-10).fit(X, Y)
+    assert clf.target_type_ == "multilabel"
+    ref = SparsemaxClassifier(alpha=1e-2, tol=1e-10).fit(X[3:], Y[3:] / Y[3:].sum(1,
+                                                                                 keepdims=True))
+    assert ref.target_type_ == "proportions"
+    np.testing.assert_allclose(clf.coef_, ref.coef_, atol=1e-6)
+    pred = clf.predict(X)
+    assert pred.shape == Y.shape and pred.dtype == Y.dtype
+    np.testing.assert_array_equal(pred, (clf.predict_proba(X) > 0).astype(int))
+    assert 0 <= clf.score(X, Y) <= 1
+    sparse_fit = SparsemaxClassifier(alpha=1e-2, tol=1e-10)
+    with pytest.warns(UserWarning):
+        sparse_fit.fit(X, sp.csr_matrix(Y))
+    np.testing.assert_allclose(sparse_fit.coef_, clf.coef_, atol=1e-6)
+    with pytest.raises(ValueError, match="sum to zero"), pytest.warns(UserWarning):
+        SparsemaxClassifier().fit(X, np.zeros_like(Y))
+
+
+def test_proportion_targets():
+    rng = np.random.default_rng(6)
+    X, _ = _blobs(n=40)
+    Q = rng.random((40, 3)) ** 4
+    Q /= Q.sum(1, keepdims=True)
+    clf = SparsemaxClassifier(alpha=1e-3).fit(X, Q)
+    assert clf.target_type_ == "proportions"
+    np.testing.assert_allclose(clf.predict_proba(X).sum(1), 1)
+    # a one-hot proportion matrix is the same problem as labels
+    X2, y2 = _blobs()
+    a = SparsemaxClassifier(tol=1e-10).fit(X2, y2)
+    b = SparsemaxClassifier(tol=1e-10).fit(X2, np.eye(3)[y2])
+    np.testing.assert_allclose(a.coef_, b.coef_, atol=1e-6)
+
+
+@pytest.mark.parametrize("polytope,budget", [("budget", 2), ("box", None),
+                                             ("at_most_one", None),
+                                             ("at_least_one", None)])
+def test_other_polytopes_fit_marginals(polytope, budget):
+    rng = np.random.default_rng(7)
+    X, _ = _blobs(n=60)
+    Y = np.zeros((60, 3), dtype=int)
+    Y[np.arange(60), rng.integers(0, 3, 60)] = 1
+    if polytope in ("budget", "box"):
+        Y[::3, 0] = 1
+    if polytope in ("at_most_one", "box", "budget"):
+        Y[::7] = 0
+    clf = SparsemaxClassifier(alpha=1e-2, polytope=polytope, budget=budget).fit(X, Y)
+    P = clf.predict_proba(X)
+    assert ((P >= 0) & (P <= 1)).all()
+    bound = {"budget": 2, "at_most_one": 1}.get(polytope)
+    if bound:
+        assert (P.sum(1) <= bound + 1e-9).all()
+    if polytope == "at_least_one":
+        assert (P.sum(1) >= 1 - 1e-9).all()
+    Yt = clf._encode_targets(Y, clf._check_budget())[0].toarray()
+    f = _objective_at(clf, X, Yt)
+    assert f <= objective_ref(np.zeros((4, 3)), np.zeros(3), X, Yt, np.ones(60), clf.alpha,
+                              polytope, budget or 1.0)
+
+
+@pytest.mark.parametrize("kwargs,y,match", [
+    ({}, "proportions_bad_sum", "sum to 1"),
+    ({}, "negative", r"\[0, 1\]"),
+    ({"polytope": "budget", "budget": 1}, "two_labels", "budget"),
+    ({"polytope": "at_most_one"}, "two_labels", "more than 1"),
+    ({"polytope": "at_least_one"}, "empty_row", "less than 1"),
+    ({"polytope": "budget"}, "labels", "needs a positive budget"),
+    ({"budget": 2}, "labels", "only used with"),
+    ({"positive": True, "bounds": (0, 1)}, "labels", "either"),
+    ({"bounds": (1, 0)}, "labels", "lower exceeds"),
+    ({"bounds": (0, 1, 2)}, "labels", "pair"),
+    ({"polytope": "cube"}, "labels", "polytope"),
+    ({"alpha": -1}, "labels", "alpha"),
+    ({"device": "tpu"}, "labels", "device"),
+])
+def test_bad_inputs(kwargs, y, match):
+    X, labels = _blobs(n=10)
+    targets = {
+        "labels": labels,
+        "proportions_bad_sum": np.full((10, 3), 0.5),
+        "negative": np.tile([-0.5, 1.0, 0.5], (10, 1)),
+        "two_labels": np.tile([1, 1, 0], (10, 1)),
+        "empty_row": np.vstack([np.zeros((1, 3), int), np.eye(3, dtype=int)[labels[1:]]]),
+    }
+    with pytest.raises(ValueError, match=match):
+        SparsemaxClassifier(**kwargs).fit(X, targets[y])
+
+
+def test_bad_X_and_unfitted():
+    X, y = _blobs(n=10)
+    bad = X.copy()
+    bad[0, 0] = np.nan
+    with pytest.raises(ValueError, match="NaN"):
+        SparsemaxClassifier().fit(bad, y)
+    clf = SparsemaxClassifier().fit(X, y)
+    with pytest.raises(ValueError, match="features"):
+        clf.predict(X[:, :2])
+    with pytest.raises(ValueError):
+        SparsemaxClassifier().fit(X, y[:5])
+    with pytest.raises(ValueError, match="(?i)negative"):
+        SparsemaxClassifier().fit(X, y, sample_weight=-np.ones(10))
+
+
+def test_sample_weight_equals_repetition_objective():
+    X, y = _blobs(n=30)
+    rng = np.random.default_rng(8)
+    sw = rng.integers(0, 4, 30).astype(float)
+    weighted = SparsemaxClassifier(alpha=1e-2, tol=1e-10).fit(X, y, sample_weight=sw)
+    rep = SparsemaxClassifier(alpha=1e-2, tol=1e-10).fit(X.repeat(sw.astype(int), 0),
+                                                           y.repeat(sw.astype(int)))
+    Y = np.eye(3)[y]
+    f_w = _objective_at(weighted, X, Y, sw)
+    f_r = _objective_at(rep, X, Y, sw)
+    assert f_w == pytest.approx(f_r, rel=1e-7)
+    np.testing.assert_allclose(weighted.coef_, rep.coef_, atol=1e-4)
+
+
+def test_warm_start_and_convergence_warning():
+    X, y = _blobs(n=200, d=8, k=4)
+    with pytest.warns(ConvergenceWarning):
+        clf = SparsemaxClassifier(alpha=1e-4, max_iter=2, warm_start=True).fit(X, y)
+    clf.set_params(max_iter=1000)
+    clf.fit(X, y)
+    cold = SparsemaxClassifier(alpha=1e-4).fit(X, y)
+    again = clf.fit(X, y).n_iter_
+    assert again < cold.n_iter_
+    np.testing.assert_allclose(clf.predict_proba(X), cold.predict_proba(X), atol=1e-3)
+
+
+def test_positive_bounds_and_no_intercept():
+    X, y = _blobs()
+    clf = SparsemaxClassifier(positive=True).fit(X, y)
+    assert (clf.coef_ >= 0).all()
+    box = SparsemaxClassifier(bounds=(-0.1, 0.2)).fit(X, y)
+    assert (box.coef_ >= -0.1).all() and (box.coef_ <= 0.2).all()
+    per = SparsemaxClassifier(bounds=(None, np.array([[0.0], [1.0], [1.0]]))).fit(X, y)
+    assert (per.coef_[0] <= 0).all()
+    free = SparsemaxClassifier(fit_intercept=False).fit(X, y)
+    np.testing.assert_array_equal(free.intercept_, 0)
+    pen = SparsemaxClassifier(alpha=10.0, penalize_intercept=True).fit(X, y)
+    unpen = SparsemaxClassifier(alpha=10.0).fit(X, y)
+    assert np.linalg.norm(pen.intercept_) < np.linalg.norm(unpen.intercept_)
+
+
+def test_verbose_prints(capsys):
+    X, y = _blobs()
+    SparsemaxClassifier(verbose=1, max_iter=3).fit(X, y)
+    assert "objective" in capsys.readouterr().out
+
+
+def test_nqn_solver_parity():
+    pytest.importorskip("sparsekit.optimize", reason="NQN not available")
+    from sparsekit import optimize
+
+    if not hasattr(optimize, "minimize_nqn"):
+        pytest.skip("minimize_nqn not available")
+    X, y = _blobs()
+    lb = SparsemaxClassifier(alpha=1e-2, tol=1e-8).fit(X, y)
+    nqn = SparsemaxClassifier(alpha=1e-2, tol=1e-8, solver="nqn").fit(X, y)
+    Y = np.eye(3)[y]
+    assert _objective_at(nqn, X, Y) == pytest.approx(_objective_at(lb, X, Y), rel=1e-6)
+    pos = SparsemaxClassifier(alpha=1e-2, solver="nqn", positive=True).fit(X, y)
+    assert (pos.coef_ >= 0).all()
+
+
+def test_pipeline_gridsearch_pickle():
+    X, y = _blobs(n=90)
+    pipe = make_pipeline(StandardScaler(), SparsemaxClassifier())
+    search = GridSearchCV(pipe, {"sparsemaxclassifier__alpha": [1e-3, 1e-1]}, cv=3)
+    search.fit(X, y)
+    assert search.best_score_ > 0.8
+    clone = pickle.loads(pickle.dumps(search.best_estimator_))
+    np.testing.assert_array_equal(clone.predict_proba(X), search.predict_proba(X))
+
+
+def test_cuda_device_errors_without_gpu():
+    try:
+        import cupy  # noqa: F401
+        pytest.skip("CuPy is installed")
+    except ImportError:
+        pass
+    X, y = _blobs(n=10)
+    with pytest.raises(ImportError, match="CuPy"):
+        SparsemaxClassifier(device="cuda").fit(X, y)
+
+
+def test_check_estimator():
+    from sparsekit.linear_model._sparsemax import EXPECTED_FAILED_CHECKS
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        check_estimator(SparsemaxClassifier(), expected_failed_checks=EXPECTED_FAILED_CHECKS)
