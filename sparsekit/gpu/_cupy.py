@@ -1,0 +1,33 @@
+"""Lazy access to CuPy; nothing in the CPU package imports this module at import time."""
+
+
+def is_cupy_array(x):
+    """True when ``x`` is a CuPy array (checked by type, without importing CuPy)."""
+    return type(x).__module__.split(".")[0] == "cupy"
+
+
+def require_cupy():
+    """Return the ``cupy`` module, or raise a clear error.
+
+    Raises
+    ------
+    ImportError
+        CuPy is not installed (``pip install "sparsekit[gpu]"`` installs ``cupy-cuda12x``).
+    RuntimeError
+        CuPy is installed but no CUDA device can be used (no GPU, no driver, or a CUDA
+        runtime error while counting devices).
+    """
+    try:
+        import cupy
+    except ImportError as exc:
+        raise ImportError(
+            "the GPU paths of sparsekit (device='cuda' or CuPy inputs) need CuPy: "
+            "pip install 'sparsekit[gpu]' (or the cupy-cudaXXx wheel matching your CUDA)"
+        ) from exc
+    try:
+        n_devices = cupy.cuda.runtime.getDeviceCount()
+    except Exception as exc:  # CUDARuntimeError, or a driver/library load failure
+        raise RuntimeError(f"CuPy is installed but no CUDA device is usable: {exc}") from exc
+    if n_devices == 0:
+        raise RuntimeError("CuPy is installed but no CUDA device was found")
+    return cupy

@@ -1,0 +1,40 @@
+"""Compile (once per device) and launch the RawKernels of ``sparsekit/gpu/kernels``."""
+import functools
+from pathlib import Path
+
+import numpy as np
+
+from ._cupy import require_cupy
+
+KERNEL_DIR = Path(__file__).resolve().with_name("kernels")
+_MAX_THREADS = 256
+_MAX_BLOCKS = 2**20  # rows beyond this are handled by the kernels' grid-stride loop
+
+
+@functools.lru_cache(maxsize=None)
+def _module(filename, device_id):
+    cp = require_cupy()
+    with cp.cuda.Device(device_id):
+        return cp.RawModule(
+            code=(KERNEL_DIR / filename).read_text(),
+            options=("--std=c++14", f"-I{KERNEL_DIR}"),
+        )
+
+
+def get_kernel(filename, name, dtype):
+    """The ``extern "C"`` kernel ``<name>_f32`` or ``<name>_f64`` of ``kernels/<filename>``."""
+    cp = require_cupy()
+    suffix = {np.dtype(np.float32): "f32", np.dtype(np.float64): "f64"}[np.dtype(dtype)]
+    return _module(filename, cp.cuda.Device().id).get_function(f"{name}_{suffix}")
+
+
+def threads_per_row(k):
+    """Block size for rows of ``k`` entries: a multiple of 32, at most 256."""
+    return int(min(_MAX_THREADS, max(32, -(-int(k) // 32) * 32)))
+
+
+def launch_rows(kernel, n_rows, n_cols, args):
+    """Launch a one-block-per-row kernel over ``n_rows`` rows of ``n_cols`` entries."""
+    if n_rows == 0:
+        return
+    kernel((min(int(n_rows), _MAX_BLOCKS),), (threads_per_row(n_cols),), args)

@@ -1,0 +1,157 @@
+// Row-wise Euclidean projections onto the sparsemax family (sparsekit.gpu.projections).
+//
+// Launch: one thread block per row (grid-stride over rows), blockDim.x a multiple of 32,
+// dynamic shared memory none (static 128 doubles). Each kernel writes the projection P and
+// the threshold tau of every row, with P = clip(Z - tau * w, 0, upper) as in the CPU kernels
+// (sparsekit/_cython/_projections.pxd): upper = +inf for the simplex, 1 otherwise; w = W
+// when ``weighted`` is non-zero, else 1 (W is then never read: any valid pointer does);
+// tau = 0 when an inequality constraint is inactive.
+// Equations: notes/sparsemax_report.md (simplex), notes/lp_sparsemap.md (capped simplex,
+// Pardalos-Kovoor Prop. 5; budget, knapsack, at-least-one, at-most-one polytopes).
+#include "row_common.cu"
+
+// Sum constraint of the capped problems {0 <= p <= 1, sum_j w_j p_j (mode) budget}.
+#define SK_MODE_EQ 0  // capped simplex
+#define SK_MODE_LE 1  // knapsack, budget, at-most-one
+#define SK_MODE_GE 2  // at-least-one
+#define SK_MODE_BOX 3 // no sum constraint
+
+// Simplex {p >= 0, sum p = radius}: shift by the row maximum (exact shift invariance).
+template <typename T>
+__device__ void sk_project_simplex(const T* Z, T* P, double* tau, long long n, long long k,
+                                   double radius) {
+    __shared__ double smem[128];
+    for (long long row = blockIdx.x; row < n; row += gridDim.x) {
+        const T* z = Z + row * k;
+        T* p = P + row * k;
+        double m = -sk_inf();
+        for (long long j = threadIdx.x; j < k; j += blockDim.x) m = fmax(m, (double)z[j]);
+        const double zmax = sk_block_max(m, smem);
+        const double t = sk_simplex_threshold<T>(z, k, zmax, radius, smem);
+        for (long long j = threadIdx.x; j < k; j += blockDim.x)
+            p[j] = (T)fmax((double)z[j] - zmax - t, 0.0);
+        if (threadIdx.x == 0) tau[row] = t + zmax;
+    }
+}
+
+// Capped problems: g(t) = sum_j w_j clip(z_j - t w_j, 0, 1) - budget is continuous,
+// piecewise linear and non-increasing, with breakpoints z_j / w_j and (z_j - 1) / w_j.
+// Bracketing search as in sk_simplex_threshold; when no breakpoint is left inside the
+// bracket, t = (sum_F w z + sum_U w - budget) / sum_F w^2 is exact (F: 0 < p < 1, U: p = 1).
+template <typename T>
+__device__ void sk_project_capped(const T* Z, const T* W, int weighted, T* P, double* tau,
+                                  long long n, long long k, double budget, int mode) {
+    __shared__ double smem[128];
+    for (long long row = blockIdx.x; row < n; row += gridDim.x) {
+        const T* z = Z + row * k;
+        T* p = P + row * k;
+        double t = 0.0;
+        if (mode != SK_MODE_BOX) {
+            // g(0) and the bracket [min (z - 1) / w, max z / w] in one pass.
+            double s0 = 0.0, neg_lo = -sk_inf(), hi = -sk_inf(), unused = 0.0;
+            for (long long j = threadIdx.x; j < k; j += blockDim.x) {
+                const double w = weighted ? (double)W[j] : 1.0, v = (double)z[j];
+                s0 += w * fmin(fmax(v, 0.0), 1.0);
+                neg_lo = fmax(neg_lo, (1.0 - v) / w);
+                hi = fmax(hi, v / w);
+            }
+            neg_lo = sk_block_max(neg_lo, smem);
+            hi = sk_block_max(hi, smem);
+            sk_block_sum4(s0, unused, unused, unused, smem);
+            double lo = -neg_lo;
+            const bool inactive = (mode == SK_MODE_LE && s0 <= budget) ||
+                                  (mode == SK_MODE_GE && s0 >= budget);
+            if (!inactive) {
+                if (mode == SK_MODE_LE) lo = 0.0;  // g(0) > 0: root in (0, hi]
+                if (mode == SK_MODE_GE) hi = 0.0;  // g(0) < 0: root in [lo, 0)
+                double mid = 0.5 * (lo + hi), a = 0.0, b = 0.0, c = 0.0;
+                for (int it = 0; it < SK_MAX_BISECTIONS; ++it) {
+                    mid = 0.5 * (lo + hi);
+                    double inside = 0.0;
+                    a = 0.0; b = 0.0; c = 0.0;
+                    for (long long j = threadIdx.x; j < k; j += blockDim.x) {
+                        const double w = weighted ? (double)W[j] : 1.0, v = (double)z[j];
+                        const double x = v - mid * w;
+                        if (x >= 1.0) c += w;
+                        else if (x > 0.0) { a += w * v; b += w * w; }
+                        const double t0 = v / w, t1 = (v - 1.0) / w;
+                        inside += (double)(t0 > lo && t0 < hi) + (double)(t1 > lo && t1 < hi);
+                    }
+                    sk_block_sum4(a, b, c, inside, smem);
+                    if (inside == 0.0 || mid <= lo || mid >= hi) break;
+                    const double g = a - mid * b + c - budget;
+                    if (g == 0.0) break;
+                    if (g > 0.0) lo = mid; else hi = mid;
+                }
+                t = b > 0.0 ? (a + c - budget) / b : mid;
+                t = fmin(fmax(t, lo), hi);
+            }
+        }
+        for (long long j = threadIdx.x; j < k; j += blockDim.x) {
+            const double w = weighted ? (double)W[j] : 1.0;
+            p[j] = (T)fmin(fmax((double)z[j] - t * w, 0.0), 1.0);
+        }
+        if (threadIdx.x == 0) tau[row] = t;
+    }
+}
+
+// Jacobian-vector product at a projection P with threshold tau (notes/lp_sparsemap.md
+// Prop. 6): on the free set I, out_I = v_I - w_I (w_I . v_I) / (w_I . w_I) when the sum
+// constraint is active, else v_I; out = 0 off I. Free set: p > 0 (simplex), 0 < p < 1.
+template <typename T>
+__device__ void sk_projection_jvp(const T* P, const double* tau, const T* V, const T* W,
+                                  int weighted, T* OUT, long long n, long long k,
+                                  int simplex) {
+    __shared__ double smem[128];
+    for (long long row = blockIdx.x; row < n; row += gridDim.x) {
+        const T* p = P + row * k;
+        const T* v = V + row * k;
+        T* out = OUT + row * k;
+        const bool active = simplex || tau[row] != 0.0;
+        double wv = 0.0, ww = 0.0, unused = 0.0, unused2 = 0.0;
+        for (long long j = threadIdx.x; j < k; j += blockDim.x) {
+            const double pj = (double)p[j], w = weighted ? (double)W[j] : 1.0;
+            if (pj > 0.0 && (simplex || pj < 1.0)) { wv += w * (double)v[j]; ww += w * w; }
+        }
+        sk_block_sum4(wv, ww, unused, unused2, smem);
+        const double coef = (active && ww > 0.0) ? wv / ww : 0.0;
+        for (long long j = threadIdx.x; j < k; j += blockDim.x) {
+            const double pj = (double)p[j], w = weighted ? (double)W[j] : 1.0;
+            const bool free_j = pj > 0.0 && (simplex || pj < 1.0);
+            out[j] = (T)(free_j ? (double)v[j] - w * coef : 0.0);
+        }
+    }
+}
+
+extern "C" {
+
+__global__ void project_simplex_f32(const float* Z, float* P, double* tau, long long n,
+                                    long long k, double radius) {
+    sk_project_simplex<float>(Z, P, tau, n, k, radius);
+}
+__global__ void project_simplex_f64(const double* Z, double* P, double* tau, long long n,
+                                    long long k, double radius) {
+    sk_project_simplex<double>(Z, P, tau, n, k, radius);
+}
+__global__ void project_capped_f32(const float* Z, const float* W, int weighted, float* P,
+                                   double* tau,
+                                   long long n, long long k, double budget, int mode) {
+    sk_project_capped<float>(Z, W, weighted, P, tau, n, k, budget, mode);
+}
+__global__ void project_capped_f64(const double* Z, const double* W, int weighted, double* P,
+                                   double* tau,
+                                   long long n, long long k, double budget, int mode) {
+    sk_project_capped<double>(Z, W, weighted, P, tau, n, k, budget, mode);
+}
+__global__ void projection_jvp_f32(const float* P, const double* tau, const float* V,
+                                   const float* W, int weighted, float* OUT, long long n,
+                                   long long k, int simplex) {
+    sk_projection_jvp<float>(P, tau, V, W, weighted, OUT, n, k, simplex);
+}
+__global__ void projection_jvp_f64(const double* P, const double* tau, const double* V,
+                                   const double* W, int weighted, double* OUT, long long n,
+                                   long long k, int simplex) {
+    sk_projection_jvp<double>(P, tau, V, W, weighted, OUT, n, k, simplex);
+}
+
+}  // extern "C"

@@ -1,0 +1,44 @@
+// Fused sparsemax loss: per row, p = sparsemax(z), the loss and its gradient G = p - q
+// (sparsekit.gpu.losses.sparsemax_loss_and_grad).
+//
+// With z' = z - max(z) (shift invariance) and sum_j q_j = 1 (checked by the caller):
+//   L(z; q) = 1/2 sum_j p_j (2 z'_j - p_j) + 1/2 ||q||^2 - q . z'
+// (notes/sparsemax_report.md eq. 9, shifted), which is the Fenchel-Young loss of the
+// simplex, 1/2 ||q - z||^2 - 1/2 ||p - z||^2. One thread block per row.
+#include "row_common.cu"
+
+template <typename T>
+__device__ void sk_sparsemax_loss_grad(const T* Z, const T* Q, T* G, double* loss,
+                                       long long n, long long k) {
+    __shared__ double smem[128];
+    for (long long row = blockIdx.x; row < n; row += gridDim.x) {
+        const T* z = Z + row * k;
+        const T* q = Q + row * k;
+        double m = -sk_inf();
+        for (long long j = threadIdx.x; j < k; j += blockDim.x) m = fmax(m, (double)z[j]);
+        const double zmax = sk_block_max(m, smem);
+        const double t = sk_simplex_threshold<T>(z, k, zmax, 1.0, smem);
+        double acc = 0.0, unused = 0.0, unused2 = 0.0, unused3 = 0.0;
+        for (long long j = threadIdx.x; j < k; j += blockDim.x) {
+            const double v = (double)z[j] - zmax, qj = (double)q[j];
+            const double pj = fmax(v - t, 0.0);
+            acc += 0.5 * pj * (2.0 * v - pj) + 0.5 * qj * qj - qj * v;
+            G[row * k + j] = (T)(pj - qj);
+        }
+        sk_block_sum4(acc, unused, unused2, unused3, smem);
+        if (threadIdx.x == 0) loss[row] = acc;
+    }
+}
+
+extern "C" {
+
+__global__ void sparsemax_loss_grad_f32(const float* Z, const float* Q, float* G,
+                                        double* loss, long long n, long long k) {
+    sk_sparsemax_loss_grad<float>(Z, Q, G, loss, n, k);
+}
+__global__ void sparsemax_loss_grad_f64(const double* Z, const double* Q, double* G,
+                                        double* loss, long long n, long long k) {
+    sk_sparsemax_loss_grad<double>(Z, Q, G, loss, n, k);
+}
+
+}  // extern "C"

@@ -1,0 +1,132 @@
+"""GPU (CuPy) Fenchel-Young losses of the sparsemax family, with gradients ``proj(z) - y``.
+
+Same definitions and target checks as ``sparsekit.losses`` (notes/lp_sparsemap.md section 2;
+notes/sparsemax_report.md eqs. 8-10 for the stable sparsemax loss). The sparsemax loss runs
+fused in one kernel (``kernels/sparsemax_loss.cu``): projection, loss and gradient per row.
+"""
+import numpy as np
+
+from ..projections._checks import resolve_polytope
+from ._kernels import get_kernel, launch_rows
+from .projections import as_device_rows, project_with_tau
+
+# sum constraint on w.y per polytope, as in sparsekit/losses/_fenchel_young.py
+_SUM_BOUNDS = {
+    "simplex": ("eq", "radius"),
+    "capped_simplex": ("eq", "budget"),
+    "knapsack": ("le", "budget"),
+    "budget": ("le", "budget"),
+    "at_most_one": ("le", "one"),
+    "at_least_one": ("ge", "one"),
+    "box": (None, None),
+}
+
+
+def _first(cp, mask):
+    bad = cp.flatnonzero(mask)
+    return int(bad[0]) if bad.size else None
+
+
+def _check_target(cp, Y, polytope, budget, weights):
+    """``ValueError`` unless every row of ``Y`` lies in the polytope (CPU tolerances)."""
+    tol = 1e-6 if Y.dtype == cp.float64 else 1e-4
+    i = _first(cp, (Y < -tol).any(axis=1))
+    if i is not None:
+        raise ValueError(f"Y row {i} has negative entries: targets must lie in the "
+                         f"{polytope!r} polytope (all its points are >= 0)")
+    if polytope != "simplex":
+        i = _first(cp, (Y > 1 + tol).any(axis=1))
+        if i is not None:
+            raise ValueError(f"Y row {i} has entries > 1: targets must lie in the "
+                             f"{polytope!r} polytope (inside [0, 1]^K)")
+    kind, what = _SUM_BOUNDS[polytope]
+    if kind is None:
+        return
+    rhs = 1.0 if what == "one" else budget
+    sums = Y.astype(cp.float64) @ cp.asarray(weights, dtype=cp.float64)
+    slack = tol * max(1.0, rhs)
+    mask = {"eq": cp.abs(sums - rhs) > slack, "le": sums > rhs + slack,
+            "ge": sums < rhs - slack}[kind]
+    i = _first(cp, mask)
+    if i is not None:
+        hint = (" (the budget must be at least each row's label count)"
+                if polytope in ("budget", "knapsack") else "")
+        raise ValueError(f"Y row {i} is outside the {polytope!r} polytope: its (weighted) "
+                         f"sum is {float(sums[i]):.6g}, bound {rhs:.6g} ({kind}){hint}")
+
+
+def _targets(cp, Z2, Y, allow_labels):
+    """Device targets of the shape and dtype of ``Z2``; with ``allow_labels``, integer
+    labels of shape (n_rows,) become one-hot rows."""
+    Y = cp.asarray(Y)
+    if allow_labels and Y.ndim == 1 and Y.dtype.kind in "iu":
+        n, k = Z2.shape
+        if Y.shape[0] != n:
+            raise ValueError(f"Y has {Y.shape[0]} labels for {n} rows of Z")
+        if Y.size and (int(Y.min()) < 0 or int(Y.max()) >= k):
+            raise ValueError(f"labels must lie in [0, {k})")
+        onehot = cp.zeros(Z2.shape, dtype=Z2.dtype)
+        onehot[cp.arange(n), Y] = 1
+        return onehot
+    _, Y2, _ = as_device_rows(Y, name="Y")
+    if Y2.shape != Z2.shape:
+        raise ValueError(f"Y must have the shape of Z {Z2.shape}, got {Y2.shape}")
+    return cp.ascontiguousarray(Y2, dtype=Z2.dtype)
+
+
+def sparsemax_loss_and_grad(Z, Y):
+    """Sparsemax loss and gradient per row, fused on the GPU.
+
+    ``L(z; q) = 1/2 sum_j p_j (2 z'_j - p_j) + 1/2 ||q||^2 - q.z'`` with ``z' = z - max z``
+    and ``p = sparsemax(z)``; gradient ``p - q`` (notes/sparsemax_report.md eqs. 6, 9-10).
+
+    Parameters
+    ----------
+    Z : cupy or numpy array of shape (n_rows, n_classes) or (n_classes,)
+    Y : array of the shape of ``Z`` with rows on the simplex, or (2-D ``Z``) integer class
+        labels of shape (n_rows,).
+
+    Returns
+    -------
+    loss : cupy.ndarray of shape (n_rows,), float64 (a float for 1-D ``Z``)
+    grad : cupy.ndarray of the shape and dtype of ``Z``
+    """
+    cp, Z2, one_d = as_device_rows(Z)
+    Y2 = _targets(cp, Z2, Y, allow_labels=not one_d)
+    _check_target(cp, Y2, "simplex", 1.0, np.ones(Z2.shape[1]))
+    n, k = Z2.shape
+    grad = cp.empty_like(Z2)
+    loss = cp.empty(n, dtype=cp.float64)
+    kernel = get_kernel("sparsemax_loss.cu", "sparsemax_loss_grad", Z2.dtype)
+    launch_rows(kernel, n, k, (Z2, Y2, grad, loss, np.int64(n), np.int64(k)))
+    if one_d:
+        return float(loss[0]), grad[0]
+    return loss, grad
+
+
+def fenchel_young_loss_and_grad(Z, Y, polytope="simplex", **params):
+    """GPU :func:`sparsekit.losses.fenchel_young_loss_and_grad`.
+
+    ``L(z; y) = 1/2 ||y - z||^2 - 1/2 ||p - z||^2 = 1/2 sum (y - p)(y + p - 2 z)`` with
+    ``p`` the projection onto ``polytope`` (on ``z - max z`` for the simplex, where the
+    loss is shift invariant), accumulated in float64; gradient ``p - y``.
+
+    Returns
+    -------
+    loss : cupy.ndarray of shape (n_rows,), float64 (a float for 1-D ``Z``)
+    grad : cupy.ndarray of the shape and dtype of ``Z``
+    """
+    cp, Z2, one_d = as_device_rows(Z)
+    Y2 = _targets(cp, Z2, Y, allow_labels=False)
+    _, budget, weights, _ = resolve_polytope(polytope, Z2.shape[1], Z2.dtype, params)
+    _check_target(cp, Y2, polytope, budget, weights)
+    P = project_with_tau(Z2, polytope, params)[0]
+    Zs = Z2.astype(cp.float64)
+    if polytope == "simplex":
+        Zs -= Zs.max(axis=1, keepdims=True)
+    Yd, Pd = Y2.astype(cp.float64), P.astype(cp.float64)
+    loss = 0.5 * ((Yd - Pd) * (Yd + Pd - 2.0 * Zs)).sum(axis=1)
+    grad = P - Y2
+    if one_d:
+        return float(loss[0]), grad[0]
+    return loss, grad

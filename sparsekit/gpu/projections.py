@@ -1,0 +1,157 @@
+"""GPU (CuPy) versions of ``sparsekit.projections``: same names, parameters and results.
+
+``sparsekit.projections`` calls these functions when it receives a CuPy array or
+``device="cuda"``; they may also be called directly. Inputs are moved to the current
+device (NumPy inputs included) and the outputs are CuPy arrays. Each row is handled by one
+thread block of ``kernels/projections.cu``: an exact bracketing search for the threshold
+(no sort), accumulation in float64, sparsemax computed on ``z - max(z)``.
+"""
+import numpy as np
+
+from ..projections._checks import resolve_polytope
+from ._cupy import require_cupy
+from ._kernels import get_kernel, launch_rows
+
+_KERNELS = "projections.cu"
+# polytope -> (mode of project_capped, fixed budget or None for the user's)
+_CAPPED_MODES = {
+    "capped_simplex": (0, None),
+    "knapsack": (1, None),
+    "budget": (1, None),
+    "at_most_one": (1, 1.0),
+    "at_least_one": (2, 1.0),
+    "box": (3, 1.0),
+}
+_METHODS = ("pivot", "sort")
+
+
+def as_device_rows(Z, name="Z"):
+    """Validate ``Z`` as CuPy rows: returns ``(cupy, Z2, one_d)`` with ``Z2`` a
+    C-contiguous 2-D float32/float64 device array (other dtypes cast to float64)."""
+    cp = require_cupy()
+    Z = cp.asarray(Z)
+    one_d = Z.ndim == 1
+    if one_d:
+        Z = Z[None, :]
+    if Z.ndim != 2:
+        raise ValueError(f"{name} must be 1-D or 2-D (n_rows, n_classes), got shape {Z.shape}")
+    if Z.shape[1] == 0:
+        raise ValueError(f"{name} must have at least one column")
+    if Z.dtype not in (cp.float32, cp.float64):
+        Z = Z.astype(cp.float64)
+    if not bool(cp.isfinite(Z).all()):
+        raise ValueError(f"{name} contains NaN or infinity")
+    return cp, cp.ascontiguousarray(Z), one_d
+
+
+def project_with_tau(Z, polytope, params):
+    """Project validated device rows ``Z``; returns ``(P, tau, weights, weighted)``.
+
+    ``P = clip(Z - tau[:, None] * w, 0, upper)`` as in ``sparsekit/_cython/_projections.pxd``;
+    ``tau`` is float64.
+    """
+    cp = require_cupy()
+    n, k = Z.shape
+    _, budget, weights, weighted = resolve_polytope(polytope, k, Z.dtype, params)
+    P = cp.empty_like(Z)
+    tau = cp.empty(n, dtype=cp.float64)
+    W = cp.asarray(weights) if weighted else Z  # never read when not weighted
+    if polytope == "simplex":
+        kernel = get_kernel(_KERNELS, "project_simplex", Z.dtype)
+        launch_rows(kernel, n, k, (Z, P, tau, np.int64(n), np.int64(k), np.float64(budget)))
+    else:
+        mode, fixed = _CAPPED_MODES[polytope]
+        kernel = get_kernel(_KERNELS, "project_capped", Z.dtype)
+        launch_rows(kernel, n, k, (Z, W, np.int32(weighted), P, tau, np.int64(n), np.int64(k),
+                                   np.float64(budget if fixed is None else fixed),
+                                   np.int32(mode)))
+    return P, tau, W, weighted
+
+
+def project(Z, polytope="simplex", **params):
+    """GPU :func:`sparsekit.projections.project`: row-wise projection onto ``polytope``.
+
+    Parameters
+    ----------
+    Z : cupy or numpy array of shape (n_rows, n_classes) or (n_classes,)
+    polytope : str
+        One of ``sparsekit.projections.POLYTOPES``.
+    **params
+        ``radius`` (simplex), ``budget`` and ``weights`` (capped simplex, knapsack),
+        ``budget`` (budget polytope), validated as on the CPU.
+
+    Returns
+    -------
+    P : cupy.ndarray of the shape and dtype of ``Z``
+    """
+    _, Z2, one_d = as_device_rows(Z)
+    P = project_with_tau(Z2, polytope, params)[0]
+    return P[0] if one_d else P
+
+
+def jvp(Z, V, polytope="simplex", **params):
+    """GPU :func:`sparsekit.projections.jvp`: ``J(z_r) v_r`` for every row.
+
+    On the free set I ({p > 0} for the simplex, {0 < p < 1} otherwise),
+    ``(Jv)_I = v_I - w_I (w_I.v_I) / (w_I.w_I)`` when the sum constraint is active, else
+    ``v_I``; 0 off I (notes/lp_sparsemap.md Prop. 6).
+    """
+    cp, Z2, one_d = as_device_rows(Z)
+    _, V2, _ = as_device_rows(V, name="V")
+    if V2.shape != Z2.shape:
+        raise ValueError(f"V must have the shape of Z {Z2.shape}, got {V2.shape}")
+    V2 = cp.ascontiguousarray(V2, dtype=Z2.dtype)
+    P, tau, W, weighted = project_with_tau(Z2, polytope, params)
+    out = cp.empty_like(Z2)
+    n, k = Z2.shape
+    kernel = get_kernel(_KERNELS, "projection_jvp", Z2.dtype)
+    launch_rows(kernel, n, k, (P, tau, V2, W, np.int32(weighted), out, np.int64(n),
+                               np.int64(k), np.int32(polytope == "simplex")))
+    return out[0] if one_d else out
+
+
+def sparsemax(Z, method="pivot"):
+    """GPU :func:`sparsekit.projections.sparsemax` (Martins & Astudillo 2016).
+
+    ``method`` is accepted for parity with the CPU function (``"pivot"`` or ``"sort"``);
+    the GPU always uses the sort-free bracketing search, exact up to rounding.
+    """
+    if method not in _METHODS:
+        raise ValueError(f"method must be 'pivot' or 'sort', got {method!r}")
+    return project(Z, "simplex")
+
+
+def project_simplex(Z, radius=1.0):
+    """GPU :func:`sparsekit.projections.project_simplex`: onto {p >= 0, sum p = radius}."""
+    return project(Z, "simplex", radius=radius)
+
+
+def project_capped_simplex(Z, budget, weights=None):
+    """GPU :func:`sparsekit.projections.project_capped_simplex`:
+    onto {0 <= p <= 1, w.p = budget}."""
+    return project(Z, "capped_simplex", budget=budget, weights=weights)
+
+
+def project_knapsack(Z, budget, weights=None):
+    """GPU :func:`sparsekit.projections.project_knapsack`: onto {0 <= p <= 1, w.p <= budget}."""
+    return project(Z, "knapsack", budget=budget, weights=weights)
+
+
+def project_budget(Z, budget):
+    """GPU :func:`sparsekit.projections.project_budget`: onto {0 <= p <= 1, sum p <= budget}."""
+    return project(Z, "budget", budget=budget)
+
+
+def project_box(Z):
+    """GPU :func:`sparsekit.projections.project_box`: ``clip(z, 0, 1)``."""
+    return project(Z, "box")
+
+
+def project_at_least_one(Z):
+    """GPU :func:`sparsekit.projections.project_at_least_one`: onto {0 <= p <= 1, sum p >= 1}."""
+    return project(Z, "at_least_one")
+
+
+def project_at_most_one(Z):
+    """GPU :func:`sparsekit.projections.project_at_most_one`: onto {0 <= p <= 1, sum p <= 1}."""
+    return project(Z, "at_most_one")

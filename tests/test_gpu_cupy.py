@@ -1,0 +1,233 @@
+"""The CuPy paths: import isolation, clear errors without CuPy/GPU, and CPU/GPU parity.
+
+Parity tests are marked ``gpu`` and skip unless CuPy and a CUDA device are usable; the
+kernels' logic is also checked on the CPU by tests/test_gpu_kernels.py.
+"""
+import subprocess
+import sys
+import textwrap
+import types
+
+import numpy as np
+import pytest
+
+from sparsekit.gpu import is_cupy_array, require_cupy
+
+
+def _gpu_available():
+    try:
+        require_cupy()
+    except (ImportError, RuntimeError):
+        return False
+    return True
+
+
+needs_gpu = pytest.mark.skipif(not _gpu_available(), reason="needs CuPy and a CUDA device")
+
+
+def test_importing_the_cpu_package_never_imports_cupy():
+    code = textwrap.dedent("""
+        import importlib, importlib.abc, sys
+        attempts = []
+        class Spy(importlib.abc.MetaPathFinder):
+            def find_spec(self, name, path=None, target=None):
+                if name.split(".")[0] == "cupy":
+                    attempts.append(name)
+                return None
+        sys.meta_path.insert(0, Spy())
+        import sparsekit
+        for name in ("datasets", "projections", "losses", "optimize", "linear_model",
+                     "utils", "gpu", "gpu.projections", "gpu.losses"):
+            try:
+                importlib.import_module("sparsekit." + name)
+            except ImportError as exc:  # another module's extension not built yet
+                if "cupy" in str(exc).lower():
+                    raise
+        for name in sparsekit.__all__:
+            getattr(sparsekit, name, None)
+        print(sorted(m for m in sys.modules if m.split(".")[0] == "cupy"), attempts)
+    """)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=300)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "[] []", out.stdout
+
+
+def test_require_cupy_without_cupy(monkeypatch):
+    monkeypatch.setitem(sys.modules, "cupy", None)  # makes `import cupy` fail
+    with pytest.raises(ImportError, match="sparsekit\\[gpu\\]"):
+        require_cupy()
+    from sparsekit.gpu import projections as gpu_projections
+
+    with pytest.raises(ImportError, match="need CuPy"):
+        gpu_projections.sparsemax(np.zeros((2, 3)))
+
+
+def test_require_cupy_without_device(monkeypatch):
+    def no_device():
+        raise OSError("CUDA driver not found")
+
+    fake = types.ModuleType("cupy")
+    fake.cuda = types.SimpleNamespace(runtime=types.SimpleNamespace(getDeviceCount=no_device))
+    monkeypatch.setitem(sys.modules, "cupy", fake)
+    with pytest.raises(RuntimeError, match="no CUDA device is usable"):
+        require_cupy()
+    fake.cuda.runtime.getDeviceCount = lambda: 0
+    with pytest.raises(RuntimeError, match="no CUDA device was found"):
+        require_cupy()
+
+
+def test_is_cupy_array_does_not_need_cupy():
+    assert not is_cupy_array(np.zeros(3))
+    assert not is_cupy_array([1.0])
+
+
+def test_cpu_dispatch_to_cuda_without_cupy_is_a_clear_error(monkeypatch):
+    projections = pytest.importorskip("sparsekit.projections")
+    monkeypatch.setitem(sys.modules, "cupy", None)
+    with pytest.raises(ImportError, match="need CuPy"):
+        projections.sparsemax(np.zeros((2, 3)), device="cuda")
+
+
+# ----------------------------------------------------------------- parity (needs a GPU)
+CASES = [
+    ("simplex", {}), ("simplex", {"radius": 2.5}),
+    ("capped_simplex", {"budget": 0.5}), ("capped_simplex", {"budget": 0.5, "weights": True}),
+    ("knapsack", {"budget": 0.5, "weights": True}), ("budget", {"budget": 0.5}),
+    ("box", {}), ("at_least_one", {}), ("at_most_one", {}),
+]
+
+
+def _rows(k, dtype, seed=0):
+    rng = np.random.default_rng(seed)
+    Z = rng.normal(size=(12, k)) * 2
+    Z[0] = 0.0                                     # all ties
+    Z[1] = rng.integers(-2, 3, size=k) / 4         # many exact ties
+    Z[2] += 1e6                                    # offset
+    Z[3] *= 1e3                                    # huge spread
+    Z[4] *= 1e-6                                   # tiny spread
+    return Z.astype(dtype)
+
+
+def _params(params, k, rng):
+    out = dict(params)
+    if out.get("weights") is True:
+        out["weights"] = rng.uniform(0.5, 2.0, size=k)
+    if "budget" in out:
+        out["budget"] = out["budget"] * k  # scales with K (stays <= sum of weights)
+    return out
+
+
+@pytest.mark.gpu
+@needs_gpu
+@pytest.mark.parametrize("k", [1, 2, 10, 100, 1000, 20000])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("polytope, params", CASES)
+def test_gpu_projection_and_jvp_match_cpu(k, dtype, polytope, params):
+    import cupy as cp
+
+    from sparsekit import projections
+
+    rng = np.random.default_rng(k)
+    params = _params(params, k, rng)
+    Z = _rows(k, dtype)
+    tol = 1e-9 if dtype == np.float64 else 1e-5
+    P_gpu = projections.project(cp.asarray(Z), polytope, **params)
+    assert is_cupy_array(P_gpu) and P_gpu.dtype == Z.dtype and P_gpu.shape == Z.shape
+    P_cpu = projections.project(Z, polytope, **params)
+    np.testing.assert_allclose(P_gpu.get(), P_cpu, atol=tol * max(1.0, k / 100))
+    V = rng.normal(size=Z.shape).astype(dtype)
+    J_gpu = projections.jvp(cp.asarray(Z), cp.asarray(V), polytope, **params)
+    J_cpu = projections.jvp(Z, V, polytope, **params)
+    # the Jacobian jumps at ties/kinks (rows 0-4); compare it on the generic rows
+    np.testing.assert_allclose(J_gpu.get()[5:], J_cpu[5:], atol=1e-4)
+
+
+@pytest.mark.gpu
+@needs_gpu
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_gpu_named_functions_and_1d_rows(dtype):
+    import cupy as cp
+
+    from sparsekit import projections
+    from sparsekit.gpu import projections as gp
+
+    Z = _rows(50, dtype, seed=1)
+    Zd = cp.asarray(Z)
+    w = np.linspace(0.5, 2.0, 50)
+    pairs = [
+        (gp.sparsemax(Zd, method="sort"), projections.sparsemax(Z)),
+        (projections.sparsemax(Zd), projections.sparsemax(Z)),
+        (gp.project_simplex(Zd, radius=2.0), projections.project_simplex(Z, 2.0)),
+        (gp.project_capped_simplex(Zd, 5.0, w), projections.project_capped_simplex(Z, 5.0, w)),
+        (gp.project_knapsack(Zd, 5.0, w), projections.project_knapsack(Z, 5.0, w)),
+        (gp.project_budget(Zd, 3.0), projections.project_budget(Z, 3.0)),
+        (gp.project_box(Zd), projections.project_box(Z)),
+        (gp.project_at_least_one(Zd), projections.project_at_least_one(Z)),
+        (gp.project_at_most_one(Zd), projections.project_at_most_one(Z)),
+        (projections.project_budget(Z, 3.0, device="cuda"), projections.project_budget(Z, 3.0)),
+        (gp.sparsemax(Zd[3]), projections.sparsemax(Z[3])),
+    ]
+    for got, expected in pairs:
+        assert is_cupy_array(got) and got.shape == expected.shape
+        np.testing.assert_allclose(got.get(), expected, atol=1e-5)
+    P = gp.sparsemax(Zd).get()
+    assert (P == 0).any() and np.allclose(P.sum(axis=1), 1, atol=1e-5)
+
+
+@pytest.mark.gpu
+@needs_gpu
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_gpu_losses_match_cpu(dtype):
+    import cupy as cp
+
+    from sparsekit import losses
+    from sparsekit.gpu.losses import fenchel_young_loss_and_grad, sparsemax_loss_and_grad
+
+    rng = np.random.default_rng(2)
+    Z = _rows(300, dtype, seed=2)
+    labels = rng.integers(0, 300, size=Z.shape[0])
+    Q = rng.dirichlet(np.ones(300) * 0.1, size=Z.shape[0]).astype(dtype)
+    rtol = 1e-9 if dtype == np.float64 else 1e-4
+    for target in (Q, labels):
+        loss, grad = sparsemax_loss_and_grad(cp.asarray(Z), cp.asarray(target))
+        np.testing.assert_allclose(loss.get(), losses.sparsemax_loss(Z, target), rtol=rtol,
+                                   atol=1e-6)
+    loss_cpu, grad_cpu = losses.fenchel_young_loss_and_grad(Z, Q, "simplex")
+    np.testing.assert_allclose(grad.get()[0], losses.fenchel_young_loss_and_grad(
+        Z, np.eye(300, dtype=dtype)[labels], "simplex")[1][0], atol=1e-5)
+    Y = (rng.random(size=Z.shape) < 0.01).astype(dtype)
+    for polytope, params, target in (("simplex", {}, Q), ("box", {}, Y),
+                                     ("budget", {"budget": 20.0}, Y),
+                                     ("at_least_one", {}, np.maximum(Y, np.eye(300)[0]))):
+        target = target.astype(dtype)
+        l_gpu, g_gpu = fenchel_young_loss_and_grad(cp.asarray(Z), cp.asarray(target),
+                                                   polytope, **params)
+        l_cpu, g_cpu = losses.fenchel_young_loss_and_grad(Z, target, polytope, **params)
+        np.testing.assert_allclose(l_gpu.get(), l_cpu, rtol=rtol * 10, atol=1e-4)
+        np.testing.assert_allclose(g_gpu.get(), g_cpu, atol=1e-5)
+
+
+@pytest.mark.gpu
+@needs_gpu
+def test_gpu_bad_inputs_are_clear_errors():
+    import cupy as cp
+
+    from sparsekit.gpu import projections as gp
+    from sparsekit.gpu.losses import fenchel_young_loss_and_grad, sparsemax_loss_and_grad
+
+    with pytest.raises(ValueError, match="NaN"):
+        gp.sparsemax(cp.asarray([[0.0, np.nan]]))
+    with pytest.raises(ValueError, match="2-D"):
+        gp.sparsemax(cp.zeros((2, 2, 2)))
+    with pytest.raises(ValueError, match="at least one column"):
+        gp.sparsemax(cp.zeros((2, 0)))
+    with pytest.raises(ValueError, match="method"):
+        gp.sparsemax(cp.zeros((2, 2)), method="bisect")
+    with pytest.raises(ValueError, match="exceeds"):
+        gp.project_capped_simplex(cp.zeros((2, 3)), budget=4.0)
+    with pytest.raises(ValueError, match="outside"):
+        sparsemax_loss_and_grad(cp.zeros((2, 3)), cp.ones((2, 3)))
+    with pytest.raises(ValueError, match="budget must be at least"):
+        fenchel_young_loss_and_grad(cp.zeros((1, 3)), cp.ones((1, 3)), "budget", budget=2.0)
+    assert gp.sparsemax(cp.zeros((0, 4))).shape == (0, 4)
