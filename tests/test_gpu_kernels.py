@@ -32,6 +32,22 @@ def test_cuda_source_compiles_to_ptx(source, tmp_path):
     assert entries == source.read_text().count("__global__")
 
 
+def test_inlined_sources_compile_to_ptx_without_include_paths(tmp_path):
+    """What CuPy compiles: the sources with their local includes inlined."""
+    if shutil.which("nvcc") is None:
+        pytest.skip("nvcc not installed")
+    from sparsekit.gpu._kernels import kernel_source
+
+    for source in ("projections.cu", "sparsemax_loss.cu"):
+        text = kernel_source(source)
+        assert "#include" not in text
+        (tmp_path / source).write_text(text)
+        result = subprocess.run(
+            ["nvcc", "--ptx", "-arch=sm_90", "--std=c++14", str(tmp_path / source),
+             "-o", str(tmp_path / "out.ptx")], capture_output=True, text=True, timeout=300)
+        assert result.returncode == 0, result.stderr
+
+
 HARNESS = r"""
 #include <barrier>
 #include <cmath>
@@ -285,20 +301,21 @@ def test_emulated_block_sizes_and_grid_stride(emu, block):
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
 def test_emulated_capped_family_matches_bisection(emu, polytope, budget, weighted, dtype):
     rng = np.random.default_rng(7)
-    k = 37
-    Z = np.vstack([adversarial_rows(rng, k)[:6], rng.normal(size=(4, k)) * 2 + 0.5])
-    Z = Z.astype(dtype)
-    w = rng.uniform(0.5, 2.0, size=k) if weighted else None
-    wd = np.ones(k) if w is None else w.astype(dtype).astype(np.float64)
-    if polytope == "capped_simplex":
-        budget = min(budget, wd.sum())
-    P, tau = run_project(emu, Z, polytope, budget=budget, weights=w)
-    tol = 1e-9 if dtype == np.float64 else 1e-5
-    for z, p, t in zip(Z, P, tau):
-        ref = capped_bisect(z, budget, wd, MODES[polytope])
-        np.testing.assert_allclose(p, ref, atol=tol * max(1, np.abs(z).max() / 1e3))
-        np.testing.assert_allclose(p, np.clip(z.astype(np.float64) - t * wd, 0, 1),
-                                   atol=tol)
+    for k in (1, 2, 37):
+        Z = np.vstack([adversarial_rows(rng, k)[:6], rng.normal(size=(4, k)) * 2 + 0.5,
+                       rng.uniform(-0.5, 1.5, size=(2, k))])
+        Z = Z.astype(dtype)
+        w = rng.uniform(0.5, 2.0, size=k) if weighted else None
+        wd = np.ones(k) if w is None else w.astype(dtype).astype(np.float64)
+        b = min(budget, wd.sum()) if polytope == "capped_simplex" else budget
+        P, tau = run_project(emu, Z, polytope, budget=b, weights=w)
+        tol = 1e-9 if dtype == np.float64 else 1e-5
+        for z, p, t in zip(Z, P, tau):
+            ref = capped_bisect(z, b, wd, MODES[polytope])
+            np.testing.assert_allclose(p, ref, atol=tol * max(1, np.abs(z).max() / 1e3),
+                                       err_msg=f"k={k} z={z}")
+            np.testing.assert_allclose(p, np.clip(z.astype(np.float64) - t * wd, 0, 1),
+                                       atol=tol)
 
 
 def test_emulated_matches_cpu_package(emu):

@@ -1,5 +1,6 @@
 """Compile (once per device) and launch the RawKernels of ``sparsekit/gpu/kernels``."""
 import functools
+import re
 from pathlib import Path
 
 import numpy as np
@@ -11,14 +12,22 @@ _MAX_THREADS = 256
 _MAX_BLOCKS = 2**20  # rows beyond this are handled by the kernels' grid-stride loop
 
 
+_INCLUDE = re.compile(r'^#include "([^"/]+)"[ \t]*$', re.MULTILINE)
+
+
+@functools.lru_cache(maxsize=None)
+def kernel_source(filename):
+    """Text of ``kernels/<filename>`` with its local ``#include "..."`` lines inlined, so
+    that CuPy's compile cache (keyed by the source text) sees every change."""
+    text = (KERNEL_DIR / filename).read_text()
+    return _INCLUDE.sub(lambda m: kernel_source(m.group(1)), text)
+
+
 @functools.lru_cache(maxsize=None)
 def _module(filename, device_id):
     cp = require_cupy()
     with cp.cuda.Device(device_id):
-        return cp.RawModule(
-            code=(KERNEL_DIR / filename).read_text(),
-            options=("--std=c++14", f"-I{KERNEL_DIR}"),
-        )
+        return cp.RawModule(code=kernel_source(filename), options=("--std=c++14",))
 
 
 def get_kernel(filename, name, dtype):

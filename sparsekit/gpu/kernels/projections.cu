@@ -36,8 +36,9 @@ __device__ void sk_project_simplex(const T* Z, T* P, double* tau, long long n, l
 
 // Capped problems: g(t) = sum_j w_j clip(z_j - t w_j, 0, 1) - budget is continuous,
 // piecewise linear and non-increasing, with breakpoints z_j / w_j and (z_j - 1) / w_j.
-// Bracketing search as in sk_simplex_threshold; when no breakpoint is left inside the
-// bracket, t = (sum_F w z + sum_U w - budget) / sum_F w^2 is exact (F: 0 < p < 1, U: p = 1).
+// Safeguarded Newton search from the lower end of the bracket, as in sk_simplex_threshold;
+// when no breakpoint is left inside the bracket,
+// t = (sum_F w z + sum_U w - budget) / sum_F w^2 is exact (F: 0 < p < 1, U: p = 1).
 template <typename T>
 __device__ void sk_project_capped(const T* Z, const T* W, int weighted, T* P, double* tau,
                                   long long n, long long k, double budget, int mode) {
@@ -64,26 +65,35 @@ __device__ void sk_project_capped(const T* Z, const T* W, int weighted, T* P, do
             if (!inactive) {
                 if (mode == SK_MODE_LE) lo = 0.0;  // g(0) > 0: root in (0, hi]
                 if (mode == SK_MODE_GE) hi = 0.0;  // g(0) < 0: root in [lo, 0)
-                double mid = 0.5 * (lo + hi), a = 0.0, b = 0.0, c = 0.0;
-                for (int it = 0; it < SK_MAX_BISECTIONS; ++it) {
-                    mid = 0.5 * (lo + hi);
+                double x = lo, a = 0.0, b = 0.0, c = 0.0;  // g(lo) >= 0
+                bool last_newton = false;
+                for (int pass = 0; pass < SK_MAX_PASSES; ++pass) {
                     double inside = 0.0;
                     a = 0.0; b = 0.0; c = 0.0;
                     for (long long j = threadIdx.x; j < k; j += blockDim.x) {
                         const double w = weighted ? (double)W[j] : 1.0, v = (double)z[j];
-                        const double x = v - mid * w;
-                        if (x >= 1.0) c += w;
-                        else if (x > 0.0) { a += w * v; b += w * w; }
+                        const double y = v - x * w;
+                        if (y >= 1.0) c += w;
+                        else if (y > 0.0) { a += w * v; b += w * w; }
                         const double t0 = v / w, t1 = (v - 1.0) / w;
                         inside += (double)(t0 > lo && t0 < hi) + (double)(t1 > lo && t1 < hi);
                     }
                     sk_block_sum4(a, b, c, inside, smem);
-                    if (inside == 0.0 || mid <= lo || mid >= hi) break;
-                    const double g = a - mid * b + c - budget;
-                    if (g == 0.0) break;
-                    if (g > 0.0) lo = mid; else hi = mid;
+                    const double g = a - x * b + c - budget;
+                    if (sk_is_root(g, fabs(a) + fabs(x) * b + c + budget)) break;
+                    if (inside == 0.0) {
+                        // g is linear on the bracket: read its piece at an interior point
+                        // (at x = lo, coordinates with p = 1 exactly there are free inside)
+                        if (lo < x && x < hi) break;
+                        x = 0.5 * (lo + hi);
+                        continue;
+                    }
+                    if (g > 0.0) lo = x; else hi = x;
+                    const double newton = b > 0.0 ? (a + c - budget) / b : 0.0;
+                    x = sk_next_point(newton, b > 0.0, lo, hi, pass, last_newton);
+                    if (!(lo < x && x < hi)) break;
                 }
-                t = b > 0.0 ? (a + c - budget) / b : mid;
+                t = b > 0.0 ? (a + c - budget) / b : x;
                 t = fmin(fmax(t, lo), hi);
             }
         }
