@@ -639,7 +639,7 @@ def sampled_gradient(int method, const double[:, ::1] X, const Py_ssize_t[::1] y
             for j in range(mm):
                 k = T[j]
                 for p in range(D):
-                    G[k, p] -= coef[j] * X[i, p] + alpha * beta[k] * W[k, p]
+                    G[k, p] += alpha * beta[k] * W[k, p] - coef[j] * X[i, p]
     gW /= n_draws
     gu /= n_draws
     return gW, gu

@@ -42,10 +42,16 @@ def softmax_scores(X, coef, intercept=None):
     return S
 
 
+def _row_logsumexp(S):
+    """``log sum_k exp(S_ik)`` per row, shifted by the row maximum (finite rows)."""
+    mx = S.max(axis=1, keepdims=True)
+    return (mx + np.log(np.exp(S - mx).sum(axis=1, keepdims=True)))[:, 0]
+
+
 def softmax_log_proba(scores):
     """Row-wise ``log softmax`` computed as ``scores - logsumexp(scores)``."""
     scores = np.asarray(scores, dtype=np.float64)
-    return scores - logsumexp(scores, axis=1, keepdims=True)
+    return scores - _row_logsumexp(scores)[:, None]
 
 
 def _chunks(n, K):
@@ -76,7 +82,7 @@ def softmax_nll(X, y, coef, intercept=None, sample_weight=None):
     total = 0.0
     for sl in _chunks(X.shape[0], K):
         S = softmax_scores(X[sl], coef, intercept)
-        nll = logsumexp(S, axis=1) - S[np.arange(S.shape[0]), y[sl]]
+        nll = _row_logsumexp(S) - S[np.arange(S.shape[0]), y[sl]]
         total += nll.sum() if sample_weight is None else nll @ sample_weight[sl]
     return total / (X.shape[0] if sample_weight is None else np.sum(sample_weight))
 

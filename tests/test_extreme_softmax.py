@@ -1,0 +1,219 @@
+"""ExtremeSoftmaxSGD estimator: API, convergence, streaming, multi-label policy."""
+import pickle
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.linear_model import LogisticRegression
+from sklearn.utils.estimator_checks import check_estimator
+
+from sparsekit import ExtremeSoftmaxSGD as TopLevel
+from sparsekit.linear_model import ExtremeSoftmaxSGD
+from sparsekit.linear_model._extreme_softmax import (EXPECTED_FAILED_CHECKS, first_label,
+                                                     precision_at_k)
+from sparsekit.losses import softmax_nll
+
+METHODS = ["implicit", "umax", "ove", "sgd", "sampled_softmax", "nce"]
+
+
+@pytest.fixture(scope="module")
+def data():
+    rng = np.random.default_rng(0)
+    N, D, K = 600, 30, 8
+    W = rng.normal(size=(K, D)) * 2
+    X = sp.random(N, D, density=0.3, random_state=1, format="csr")
+    X = sp.csr_matrix(X.multiply(1 / np.sqrt(X.multiply(X).sum(1) + 1e-12)))
+    S = X @ W.T
+    P = np.exp(S - S.max(1, keepdims=True))
+    P /= P.sum(1, keepdims=True)
+    y = np.array([rng.choice(K, p=p) for p in P])
+    return X, y
+
+
+def test_top_level_import():
+    assert TopLevel is ExtremeSoftmaxSGD
+
+
+@pytest.mark.parametrize("method", ["implicit", "umax", "ove"])
+def test_check_estimator(method):
+    check_estimator(ExtremeSoftmaxSGD(method, random_state=0),
+                    expected_failed_checks=EXPECTED_FAILED_CHECKS)
+
+
+@pytest.mark.parametrize("method,lr", [("implicit", 1.0), ("umax", 0.3), ("sgd", 0.05),
+                                       ("ove", 0.3), ("sampled_softmax", 0.3), ("nce", 0.3)])
+def test_every_method_decreases_the_exact_nll(data, method, lr):
+    X, y = data
+    est = ExtremeSoftmaxSGD(method, learning_rate=lr, n_epochs=8, random_state=0,
+                            fit_intercept=False).fit(X, y)
+    assert est.loss_epochs_[0] == 0 and est.loss_epochs_[-1] == 8
+    assert est.loss_curve_[-1] < 0.85 * est.loss_curve_[0]
+    assert est.loss_curve_[-1] == pytest.approx(softmax_nll(X, np.searchsorted(est.classes_, y),
+                                                            est.coef_), rel=1e-12)
+    assert len(est.epoch_times_) == est.n_iter_ == 8
+
+
+def test_implicit_reaches_lbfgs_nll(data):
+    X, y = data
+    lr = LogisticRegression(C=1e4, fit_intercept=False, max_iter=3000).fit(X, y)
+    best = softmax_nll(X, y, lr.coef_)
+    est = ExtremeSoftmaxSGD("implicit", learning_rate=1.0, n_epochs=40, lr_decay=0.93,
+                            n_sampled=3, fit_intercept=False, random_state=0,
+                            eval_every=0).fit(X, y)
+    assert est.loss_curve_[-1] < best * 1.02
+
+
+def test_implicit_is_robust_to_large_learning_rates(data):
+    """§1.7: the proximal step stays stable where U-max's explicit step blows up."""
+    X, y = data
+    kw = dict(learning_rate=30.0, n_epochs=10, fit_intercept=False, random_state=0,
+              eval_every=0)
+    imp = ExtremeSoftmaxSGD("implicit", **kw).fit(X, y).loss_curve_[-1]
+    umax = ExtremeSoftmaxSGD("umax", **kw).fit(X, y).loss_curve_[-1]
+    assert imp < 2.0 < 5 * imp < umax
+
+
+def test_dense_sparse_and_float32_agree(data):
+    X, y = data
+    kw = dict(method="umax", learning_rate=0.3, n_epochs=3, random_state=0, n_sampled=2)
+    a = ExtremeSoftmaxSGD(**kw).fit(X, y)
+    b = ExtremeSoftmaxSGD(**kw).fit(X.toarray(), y)
+    c = ExtremeSoftmaxSGD(**kw).fit(X.astype(np.float32), y)
+    np.testing.assert_allclose(a.coef_, b.coef_, rtol=1e-9, atol=1e-12)
+    assert c.coef_.dtype == np.float32
+    np.testing.assert_allclose(a.coef_, c.coef_, rtol=1e-3, atol=1e-4)
+
+
+def test_reproducible_and_seed_dependent(data):
+    X, y = data
+    a = ExtremeSoftmaxSGD(random_state=3, n_epochs=2).fit(X, y).coef_
+    b = ExtremeSoftmaxSGD(random_state=3, n_epochs=2).fit(X, y).coef_
+    c = ExtremeSoftmaxSGD(random_state=4, n_epochs=2).fit(X, y).coef_
+    np.testing.assert_array_equal(a, b)
+    assert not np.allclose(a, c)
+
+
+def test_predictions_are_exact_softmax(data):
+    X, y = data
+    est = ExtremeSoftmaxSGD(n_epochs=2, random_state=0).fit(X, y)
+    S = X @ est.coef_.T + est.intercept_
+    logp = est.predict_log_proba(X)
+    np.testing.assert_allclose(np.exp(logp).sum(1), 1.0, rtol=1e-12)
+    np.testing.assert_allclose(logp, S - np.log(np.exp(S).sum(1, keepdims=True)), atol=1e-12)
+    np.testing.assert_array_equal(est.predict(X), est.classes_[S.argmax(1)])
+    top = est.predict_topk(X, 3)
+    assert top.shape == (X.shape[0], 3)
+    np.testing.assert_array_equal(top[:, 0], est.predict(X))
+    ranks = np.take_along_axis(S, np.searchsorted(est.classes_, top), axis=1)
+    assert np.all(np.diff(ranks, axis=1) <= 0)
+    p1 = est.precision_at_k(X, y, k=1)
+    assert p1 == pytest.approx(est.score(X, y))
+    with pytest.raises(ValueError, match="k must be"):
+        est.predict_topk(X, 0)
+
+
+def test_huge_scores_stay_finite(data):
+    X, y = data
+    est = ExtremeSoftmaxSGD(n_epochs=1, random_state=0).fit(X, y)
+    est.coef_[:] *= 1e6
+    logp = est.predict_log_proba(X)
+    assert np.all(np.isfinite(logp)) and np.all(logp <= 0)
+
+
+def test_precision_at_k_label_formats():
+    top = np.array([[1, 2], [0, 3]])
+    assert precision_at_k([[1, 5], [3]], top) == 0.5
+    assert precision_at_k(np.array([2, 9]), top) == 0.25
+    Y = sp.csr_matrix(np.array([[0, 1, 1, 0], [1, 0, 0, 1]]))
+    assert precision_at_k(Y, top) == 1.0
+
+
+def test_multilabel_policy(data):
+    X, y = data
+    Y = np.zeros((X.shape[0], 10), dtype=int)
+    Y[np.arange(X.shape[0]), y] = 1
+    Y[:, 9] = 1
+    with pytest.raises(ValueError, match="multilabel='first'"):
+        ExtremeSoftmaxSGD().fit(X, Y)
+    est = ExtremeSoftmaxSGD(multilabel="first", n_epochs=1, random_state=0).fit(X, Y)
+    np.testing.assert_array_equal(est.classes_, np.unique(y))
+    lists = [[int(v), 99] for v in y]
+    np.testing.assert_array_equal(first_label(lists), y)
+    np.testing.assert_array_equal(first_label(sp.csr_matrix(Y)), y)
+    Y[0] = 0
+    with pytest.raises(ValueError, match="no label"):
+        first_label(Y)
+
+
+def test_partial_fit_streaming_and_growing_classes(data):
+    X, y = data
+    est = ExtremeSoftmaxSGD(learning_rate=1.0, lr_decay=1.0, random_state=0)
+    with pytest.raises(ValueError, match="classes must be passed"):
+        est.partial_fit(X[:10], y[:10])
+    first = np.arange(6)
+    mask = np.isin(y, first)
+    est.partial_fit(X[mask][:200], y[mask][:200], classes=first)
+    np.testing.assert_array_equal(est.classes_, first)
+    with pytest.raises(ValueError, match="not declared"):
+        est.partial_fit(X, y)
+    with pytest.raises(ValueError, match="every class declared"):
+        est.partial_fit(X, y, classes=np.arange(1, 8))
+    before = est.coef_.copy()
+    est.partial_fit(X, y, classes=np.arange(8))          # grows to 8 classes
+    assert est.coef_.shape[0] == 8 and est.n_iter_ == 2
+    for _ in range(5):
+        est.partial_fit(X, y)
+    assert est.score(X, y) > 0.5
+    assert not np.allclose(est.coef_[:6], before)
+
+
+def test_warm_start_continues(data):
+    X, y = data
+    est = ExtremeSoftmaxSGD(n_epochs=2, warm_start=True, random_state=0, fit_intercept=False,
+                            learning_rate=0.3)
+    est.fit(X, y)
+    first = est.loss_curve_[-1]
+    est.fit(X, y)
+    assert est.loss_curve_[0] == pytest.approx(first)
+    assert est.loss_curve_[-1] < first
+
+
+def test_errors_and_warnings(data, capsys):
+    X, y = data
+    with pytest.raises(ValueError, match="batch_size=1"):
+        ExtremeSoftmaxSGD("implicit", batch_size=4).fit(X, y)
+    with pytest.raises(ValueError, match="overflow"):
+        ExtremeSoftmaxSGD("sgd", learning_rate=1e4, n_epochs=3, random_state=0).fit(X * 30, y)
+    with pytest.raises(ValueError, match="2 classes"):
+        ExtremeSoftmaxSGD().fit(X, np.zeros(X.shape[0]))
+    with pytest.raises(ValueError):
+        ExtremeSoftmaxSGD(method="bogus").fit(X, y)
+    with pytest.warns(ConvergenceWarning):
+        ExtremeSoftmaxSGD(tol=0.0, lr_decay=1.0, n_epochs=2, random_state=0,
+                          learning_rate=1e-9).fit(X, y)
+    est = ExtremeSoftmaxSGD(tol=10.0, n_epochs=5, random_state=0).fit(X, y)
+    assert est.n_iter_ == 1                               # stops at the first evaluation
+    ExtremeSoftmaxSGD(n_epochs=2, verbose=1, random_state=0).fit(X, y)
+    assert "training NLL" in capsys.readouterr().out
+
+
+def test_eval_subsample_and_pickle(data):
+    X, y = data
+    est = ExtremeSoftmaxSGD(n_epochs=2, eval_size=50, random_state=0).fit(X, y)
+    assert len(est.loss_curve_) == 3
+    again = pickle.loads(pickle.dumps(est))
+    np.testing.assert_array_equal(again.predict_proba(X), est.predict_proba(X))
+
+
+def test_sample_weight_zero_rows_are_ignored(data):
+    X, y = data
+    sw = np.ones(X.shape[0])
+    sw[::2] = 0
+    a = ExtremeSoftmaxSGD("umax", learning_rate=0.05, n_epochs=2, random_state=0,
+                          fit_intercept=False).fit(X, y, sample_weight=sw)
+    b = ExtremeSoftmaxSGD("umax", learning_rate=0.05, n_epochs=2, random_state=0,
+                          fit_intercept=False).fit(X, y)
+    assert a.loss_curve_[-1] < a.loss_curve_[0]
+    assert np.all(a.u_[::2] == np.log(8))                # zero weight: u never moves
+    assert not np.allclose(a.coef_, b.coef_)

@@ -1,0 +1,165 @@
+"""ExtremeSoftmaxSGD kernels: reference epochs, unbiasedness, U-max reset (notes §1.3-1.6)."""
+import numpy as np
+import pytest
+
+import _softmax_reference as ref
+from sparsekit._cython._softmax_sgd import METHODS, sampled_gradient
+from sparsekit.losses import double_sum_gradient, optimal_u, ove_gradient, softmax_nll
+
+EXPLICIT = ["umax", "sgd", "ove", "sampled_softmax", "nce"]
+
+
+def _problem(seed=0, N=15, D=5, K=7, scale=0.7):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(N, D))
+    X[3] = 0.0                                   # an empty row
+    X[rng.random((N, D)) < 0.3] = 0.0
+    y = rng.integers(0, K, size=N)
+    y[:K] = np.arange(K)
+    W = rng.normal(scale=scale, size=(K, D))
+    u = rng.uniform(0.0, 2.0, size=N)
+    return X, y, W, u, rng.permutation(N)
+
+
+@pytest.mark.parametrize("method", EXPLICIT)
+@pytest.mark.parametrize("batch_size,alpha,m", [(1, 0.0, 1), (3, 0.0, 2), (1, 0.4, 3), (4, 0.2, 6)])
+def test_explicit_epoch_matches_reference(method, batch_size, alpha, m):
+    X, y, W, u, order = _problem()
+    eta = 0.01 if method == "sgd" else 0.3      # vanilla SGD overflows at 0.3 here
+    Wr, ur = ref.reference_epoch(method, X, y, W, u, order, 123, m, batch_size, eta, alpha, 1.0)
+    for sparse in (False, True):
+        Wk, uk, status, _ = ref.kernel_epoch(method, X, y, W, u, order, 123, m, batch_size,
+                                             eta, alpha, 1.0, sparse=sparse)
+        assert status == 0
+        np.testing.assert_allclose(Wk, Wr, rtol=1e-10, atol=1e-12)
+        np.testing.assert_allclose(uk, ur, rtol=1e-10, atol=1e-12)
+
+
+@pytest.mark.parametrize("method", ["implicit", "umax", "ove"])
+def test_float32_kernel_close_to_float64(method):
+    X, y, W, u, order = _problem(1)
+    W64, u64, _, _ = ref.kernel_epoch(method, X, y, W, u, order, 5, 2 if method != "implicit"
+                                      else 1, 1, 0.2, 0.1, 1.0)
+    W32, u32, _, _ = ref.kernel_epoch(method, X, y, W, u, order, 5, 2 if method != "implicit"
+                                      else 1, 1, 0.2, 0.1, 1.0, sparse=True, dtype=np.float32)
+    np.testing.assert_allclose(W32, W64, rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(u32, u64, rtol=1e-4, atol=1e-5)
+
+
+def test_sample_weight_scales_the_step():
+    X, y, W, u, order = _problem(2)
+    sw = np.linspace(0.0, 2.0, X.shape[0])
+    Wr, ur = ref.reference_epoch("umax", X, y, W, u, order, 9, 2, 1, 0.2, 0.1, 1.0, sw)
+    Wk, uk, _, _ = ref.kernel_epoch("umax", X, y, W, u, order, 9, 2, 1, 0.2, 0.1, 1.0, sw)
+    np.testing.assert_allclose(Wk, Wr, rtol=1e-10, atol=1e-12)
+
+
+def _mc(method, X, y, W, u, m, alpha, draws=300_000, seed=3):
+    K = W.shape[0]
+    counts = np.bincount(y, minlength=K) / len(y)
+    beta = 1.0 / (counts + (1 - counts) * m / (K - 1))
+    return sampled_gradient(METHODS[method], X, y.astype(np.intp), W, u, beta, m, alpha, 1.0,
+                            draws, seed)
+
+
+@pytest.mark.parametrize("method,m,alpha", [("sgd", 1, 0.0), ("sgd", 3, 0.5), ("umax", 2, 0.3),
+                                            ("ove", 1, 0.0), ("ove", 4, 0.2)])
+def test_stochastic_gradient_is_unbiased(method, m, alpha):
+    """Monte-Carlo mean of the one-example gradients = exact gradient (acceptance 1)."""
+    rng = np.random.default_rng(0)
+    N, D, K = 5, 3, 6
+    X = rng.normal(size=(N, D)) / 2
+    y = np.array([0, 1, 1, 4, 5])
+    W = rng.normal(scale=0.5, size=(K, D))
+    u = optimal_u(X, y, W) + rng.uniform(0, 0.5, N)   # >= the U-max bound: no reset
+    gW, gu = _mc(method, X, y, W, u, m, alpha)
+    if method == "ove":
+        eW, eu = ove_gradient(X, y, W, alpha), np.zeros(N)
+    else:
+        eW, eu = double_sum_gradient(X, y, W, u, alpha)
+    scale = max(np.abs(eW).max(), 1e-3)
+    assert np.abs(gW - eW).max() < 0.02 * scale
+    assert np.abs(gu - eu).max() < 0.02 * max(np.abs(eu).max(), 1e-3) + 1e-12
+
+
+def test_biased_baseline_is_detected():
+    """Negative control: sampled softmax's mean step is not the NLL gradient."""
+    rng = np.random.default_rng(0)
+    N, D, K = 5, 3, 6
+    X = rng.normal(size=(N, D))
+    y = np.array([0, 1, 1, 4, 5])
+    W = rng.normal(size=(K, D))
+    gW, _ = _mc("sampled_softmax", X, y, W, np.zeros(N), 1, 0.0)
+    eW, _ = double_sum_gradient(X, y, W, optimal_u(X, y, W))
+    assert np.abs(gW - eW).max() > 0.05 * np.abs(eW).max()
+
+
+def test_exact_gradient_matches_finite_differences():
+    rng = np.random.default_rng(4)
+    X = rng.normal(size=(6, 3))
+    y = np.array([0, 1, 2, 3, 0, 1])
+    W = rng.normal(size=(4, 3))
+    u = rng.uniform(0.5, 2.0, 6)
+    from sparsekit.losses import double_sum_objective
+    gW, gu = double_sum_gradient(X, y, W, u, 0.3)
+    E = np.zeros_like(W)
+    E[2, 1] = 1e-6
+    fd = (double_sum_objective(X, y, W + E, u, 0.3) - double_sum_objective(X, y, W - E, u, 0.3)) / 2e-6
+    assert abs(fd - gW[2, 1]) < 1e-7
+    e = np.zeros(6)
+    e[4] = 1e-6
+    fd = (double_sum_objective(X, y, W, u + e, 0.3) - double_sum_objective(X, y, W, u - e, 0.3)) / 2e-6
+    assert abs(fd - gu[4]) < 1e-7
+    # at u = u*(W) the double sum equals the NLL (notes §1.2)
+    us = optimal_u(X, y, W)
+    assert abs(double_sum_objective(X, y, W, us) - softmax_nll(X, y, W)) < 1e-12
+
+
+def test_umax_reset_keeps_gap_below_delta():
+    """After the reset, s_ik - u_i <= delta for every sampled k (Algorithm 1)."""
+    rng = np.random.default_rng(6)
+    N, D, K = 40, 4, 8
+    X = rng.normal(size=(N, D))
+    y = rng.integers(0, K, N)
+    W = rng.normal(scale=3.0, size=(K, D))
+    u = np.zeros(N)
+    delta = 0.5
+    # eta = 0: the pass only resets; m = K - 1 samples every wrong class
+    Wk, uk, status, resets = ref.kernel_epoch("umax", X, y, W, u, np.arange(N), 1, K - 1, 1,
+                                              0.0, 0.0, delta)
+    assert status == 0 and resets > 0
+    S = X @ W.T
+    gaps = S - S[np.arange(N), y][:, None]
+    assert np.all(gaps - uk[:, None] <= delta + 1e-12)
+    np.testing.assert_array_equal(Wk, W)
+    # a reset sets u to log(1 + sum e^s) = u*, which lowers the double sum (Lemma 5)
+    us = optimal_u(X, y, W)
+    reset = uk != 0
+    np.testing.assert_allclose(uk[reset], us[reset], rtol=1e-12)
+
+
+def test_umax_projection_bounds_rows():
+    X, y, W, u, order = _problem(7, scale=5.0)
+    alpha = 2.0
+    Wk, uk, _, _ = ref.kernel_epoch("umax", X, y, W * 10, u, order, 3, 2, 1, 0.5, alpha, 1.0)
+    bound = np.sqrt(2 * np.log(W.shape[0]) / alpha)
+    touched = np.unique(y)
+    assert np.all(np.linalg.norm(Wk[touched], axis=1) <= bound * (1 + 1e-9))
+
+
+def test_vanilla_sgd_overflow_reports_status():
+    X, y, W, u, order = _problem(8, scale=30.0)
+    _, _, status, _ = ref.kernel_epoch("sgd", X * 50, y, W, np.zeros_like(u), order, 1, 1, 1,
+                                       1e3, 0.0, 1.0)
+    assert status == 1
+
+
+def test_class_sampler_is_uniform_and_excludes_truth():
+    counts = np.zeros(9)
+    rng = ref.SplitMix(11)
+    for _ in range(20000):
+        s = ref.sample_classes(rng, 9, 4, 3)
+        assert len(set(s)) == 3 and 4 not in s
+        counts[s] += 1
+    freq = np.delete(counts, 4) / counts.sum()
+    assert np.abs(freq - 1 / 8).max() < 0.01

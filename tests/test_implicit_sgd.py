@@ -1,0 +1,121 @@
+"""Implicit SGD: Lambert-W of e^t and the proximal step (notes/unbiased_softmax_umax_isgd.md §1.7)."""
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from scipy.special import lambertw
+
+import _softmax_reference as ref
+from sparsekit._cython._lambertw import lambertw_exp
+from sparsekit._cython._softmax_sgd import implicit_step
+
+
+def test_lambertw_exp_matches_scipy_where_exp_is_finite():
+    t = np.linspace(-700, 700, 2001)
+    expected = lambertw(np.exp(t)).real
+    np.testing.assert_allclose(lambertw_exp(t), expected, rtol=1e-14, atol=1e-300)
+
+
+@given(st.floats(min_value=-1e300, max_value=1e300, allow_nan=False))
+def test_lambertw_exp_solves_w_plus_log_w(t):
+    w = float(lambertw_exp(t))
+    assert np.isfinite(w) and w >= 0.0
+    if w > 1e-300:
+        assert abs(w + np.log(w) - t) <= 1e-14 * max(1.0, abs(t))
+    else:
+        assert t < -690
+
+
+def test_lambertw_exp_monotone_and_shape():
+    t = np.sort(np.random.default_rng(0).normal(scale=200, size=(50, 4)).ravel())
+    w = lambertw_exp(t.reshape(50, 4))
+    assert w.shape == (50, 4)
+    assert np.all(np.diff(w.ravel()) >= 0)
+
+
+def _check_step(z, rho, u0, eta, q, c, alpha, beta, rng, tol=1e-10):
+    m = len(z) - 1
+    D = 3
+    x = rng.normal(size=D)
+    x *= np.sqrt(q) / np.linalg.norm(x)
+    # old rows whose scores are z: w~_j = z_j x / q + (part orthogonal to x)
+    wt = np.outer(z, x) / q
+    perp = rng.normal(size=(m + 1, D))
+    perp -= np.outer(perp @ x, x) / q
+    wt += perp
+    u_ref, W_ref, res = ref.solve_prox(x, wt, u0, eta, eta, alpha, beta, c)
+    assert np.linalg.norm(res.jac) < 1e-9 * max(1.0, abs(u0) + np.abs(z).max())
+    u, coef = implicit_step(np.ascontiguousarray(z, dtype=float), rho, u0, eta, q, c)
+    W = wt / rho[:, None] + np.outer(coef, x)
+    scale = max(1.0, abs(u_ref))
+    assert abs(u - u_ref) <= tol * scale
+    np.testing.assert_allclose(W, W_ref, rtol=0, atol=tol * max(1.0, np.abs(W_ref).max()))
+    return u, coef
+
+
+@pytest.mark.parametrize("gap", [-1e3, -30.0, -1.0, 0.0, 1.0, 30.0, 1e3])
+@pytest.mark.parametrize("u0", [0.0, 0.5, 7.0])
+def test_implicit_one_class_equals_prox_minimiser(gap, u0):
+    """n = m = 1, no ridge: s~ - u~ = gap, including +-1e3 (acceptance 1)."""
+    rng = np.random.default_rng(1)
+    z = np.array([0.3, 0.3 + u0 + gap])
+    _check_step(z, np.ones(2), u0, 0.5, 1.0, 9.0, 0.0, np.ones(2), rng)
+
+
+@pytest.mark.parametrize("gap", [-1e3, -2.0, 0.0, 3.0, 1e3])
+@pytest.mark.parametrize("m", [1, 3])
+def test_implicit_with_ridge_and_classes_equals_prox_minimiser(gap, m):
+    rng = np.random.default_rng(m)
+    eta, alpha, q = 0.3, 0.7, 2.5
+    beta = rng.uniform(1.0, 4.0, size=m + 1)
+    rho = 1 + eta * alpha * beta
+    z = rng.normal(size=m + 1)
+    z[1:] += gap
+    _check_step(z, rho, 1.3, eta, q, 20.0 / m, alpha, beta, rng)
+
+
+def test_scalar_u_and_v_equations_agree_for_one_class():
+    rng = np.random.default_rng(3)
+    for _ in range(200):
+        z = rng.normal(scale=50, size=2)
+        rho = 1 + rng.uniform(0, 2, size=2)
+        args = (abs(rng.normal(scale=5)), 10 ** rng.uniform(-3, 3), rng.uniform(0.1, 3), 99.0)
+        u1, c1 = implicit_step(z, rho, *args, scalar_u=True)
+        u2, c2 = implicit_step(z, rho, *args, scalar_u=False)
+        assert abs(u1 - u2) <= 1e-9 * max(1, abs(u1))
+        np.testing.assert_allclose(c1, c2, rtol=1e-9, atol=1e-12)
+
+
+def test_implicit_step_is_linear_in_the_gap_prop2():
+    """Prop. 2: the W step grows like s~ - u~, never exponentially."""
+    sizes = []
+    for gap in [10.0, 100.0, 1000.0, 10000.0]:
+        _, coef = implicit_step(np.array([0.0, gap]), np.ones(2), 0.0, 1.0, 1.0, 1.0)
+        sizes.append(abs(coef[0]))
+    ratios = np.array(sizes[1:]) / np.array(sizes[:-1])
+    assert np.all(ratios < 11) and np.all(ratios > 5)
+
+
+def test_empty_row_only_moves_u():
+    u, coef = implicit_step(np.array([0.0, 0.0]), np.ones(2), 2.0, 0.5, 0.0, 4.0)
+    # q = 0: the step minimises 2 eta (u + e^{-u}(1 + c)) + (u - u0)^2 in u alone
+    g = 0.5 * (1 - np.exp(-u) * 5) + (u - 2.0)
+    assert abs(g) < 1e-12
+
+
+@pytest.mark.parametrize("m,alpha", [(1, 0.0), (2, 0.2)])
+def test_implicit_epoch_matches_reference(m, alpha):
+    rng = np.random.default_rng(5)
+    N, D, K = 12, 4, 6
+    X = rng.normal(size=(N, D))
+    y = rng.integers(0, K, size=N)
+    W = rng.normal(scale=0.5, size=(K, D))
+    u = rng.uniform(0, 2, size=N)
+    order = rng.permutation(N)
+    Wr, ur = ref.reference_epoch("implicit", X, y, W, u, order, 77, m, 1, 0.8, alpha, 1.0)
+    for sparse in (False, True):
+        Wk, uk, status, _ = ref.kernel_epoch("implicit", X, y, W, u, order, 77, m, 1, 0.8,
+                                             alpha, 1.0, sparse=sparse)
+        assert status == 0
+        np.testing.assert_allclose(Wk, Wr, rtol=1e-8, atol=1e-9)
+        np.testing.assert_allclose(uk, ur, rtol=1e-8, atol=1e-9)
