@@ -1,0 +1,438 @@
+"""Cython kernels for OBA and its linear-model datafits.
+
+Notes: ../shared/notes/keskar_thesis_oba_nqn.md §1.2-§1.4 (minimum-norm subgradient, index
+sets, orthant), §1.6 (greedy top-tau selection), §1.8 (soft-thresholding for the ISTA
+point), §1.9 (subspace Hessian-vector products on the cached free-column slice) and §5.7.
+
+Design matrices enter as CSC arrays (``data, indices, indptr``), CSR arrays, or a
+Fortran-ordered dense array; their values may be float32 or float64 (fused ``floating``).
+Every vector the solver owns (weights, gradients, residuals, curvature) is float64.
+A column index list ``cols`` lets the margin kernels skip the columns where ``w`` is zero.
+"""
+from cython cimport floating
+from libc.math cimport exp, log1p, fabs
+
+ctypedef fused index_t:
+    int
+    long long
+
+
+# ---------------------------------------------------------------- margins  m = X w + b
+def margins_csc(const floating[:] data, const index_t[:] indices, const index_t[:] indptr,
+                const double[:] w, const long long[:] cols, double b, double[:] out):
+    """``out = X[:, cols] @ w[cols] + b`` for CSC ``X`` (only the listed columns are read)."""
+    cdef Py_ssize_t i, j, k, p
+    cdef double wj
+    with nogil:
+        for i in range(out.shape[0]):
+            out[i] = b
+        for k in range(cols.shape[0]):
+            j = cols[k]
+            wj = w[j]
+            for p in range(indptr[j], indptr[j + 1]):
+                out[indices[p]] += wj * data[p]
+
+
+def margins_dense(const floating[::1, :] X, const double[:] w, const long long[:] cols,
+                  double b, double[:] out):
+    """``out = X[:, cols] @ w[cols] + b`` for a Fortran-ordered dense ``X``."""
+    cdef Py_ssize_t i, j, k, n = X.shape[0]
+    cdef double wj
+    with nogil:
+        for i in range(n):
+            out[i] = b
+        for k in range(cols.shape[0]):
+            j = cols[k]
+            wj = w[j]
+            for i in range(n):
+                out[i] += wj * X[i, j]
+
+
+def margins_csr(const floating[:] data, const index_t[:] indices, const index_t[:] indptr,
+                const double[:] w, double b, double[:] out):
+    """``out = X @ w + b`` for CSR ``X`` (one gather per row)."""
+    cdef Py_ssize_t i, p
+    cdef double s
+    with nogil:
+        for i in range(out.shape[0]):
+            s = b
+            for p in range(indptr[i], indptr[i + 1]):
+                s += data[p] * w[indices[p]]
+            out[i] = s
+
+
+# ---------------------------------------------------------------- gradient  g = X^T r
+def rmatvec_csc(const floating[:] data, const index_t[:] indices, const index_t[:] indptr,
+                const double[:] r, double[:] out):
+    """``out = X.T @ r`` for CSC ``X`` (one gather per column)."""
+    cdef Py_ssize_t j, p
+    cdef double s
+    with nogil:
+        for j in range(out.shape[0]):
+            s = 0.0
+            for p in range(indptr[j], indptr[j + 1]):
+                s += data[p] * r[indices[p]]
+            out[j] = s
+
+
+def rmatvec_dense(const floating[::1, :] X, const double[:] r, double[:] out):
+    """``out = X.T @ r`` for a Fortran-ordered dense ``X``."""
+    cdef Py_ssize_t i, j, n = X.shape[0]
+    cdef double s
+    with nogil:
+        for j in range(X.shape[1]):
+            s = 0.0
+            for i in range(n):
+                s += X[i, j] * r[i]
+            out[j] = s
+
+
+def rmatvec_csr(const floating[:] data, const index_t[:] indices, const index_t[:] indptr,
+                const double[:] r, double[:] out):
+    """``out = X.T @ r`` for CSR ``X`` (one scatter per row)."""
+    cdef Py_ssize_t i, p
+    cdef double ri
+    with nogil:
+        for p in range(out.shape[0]):
+            out[p] = 0.0
+        for i in range(r.shape[0]):
+            ri = r[i]
+            if ri != 0.0:
+                for p in range(indptr[i], indptr[i + 1]):
+                    out[indices[p]] += ri * data[p]
+
+
+# ---------------------------------------------------------------- pointwise losses
+cdef inline double _log1pexp(double z) noexcept nogil:
+    """log(1 + exp(z)) without overflow."""
+    if z > 0.0:
+        return z + log1p(exp(-z))
+    return log1p(exp(z))
+
+
+def logistic_pointwise(const double[:] m, const double[:] y, const double[:] sw,
+                       double[:] r, double[:] D):
+    """Weighted logistic loss ``sum sw_i log(1 + exp(-y_i m_i))`` and its pointwise terms.
+
+    Writes ``r_i = d loss_i / d m_i = -y_i sw_i sigma(-y_i m_i)`` and
+    ``D_i = sw_i sigma(y_i m_i) sigma(-y_i m_i)`` (the Hessian weights, notes §1.9).
+    """
+    cdef Py_ssize_t i
+    cdef double z, e, s, total = 0.0
+    with nogil:
+        for i in range(m.shape[0]):
+            z = -y[i] * m[i]
+            total += sw[i] * _log1pexp(z)
+            # s = sigma(z) = 1/(1+exp(-z)), computed on the non-overflowing branch
+            if z >= 0.0:
+                e = exp(-z)
+                s = 1.0 / (1.0 + e)
+                D[i] = sw[i] * s * (e * s)
+            else:
+                e = exp(z)
+                s = e / (1.0 + e)
+                D[i] = sw[i] * s * (1.0 / (1.0 + e))
+            r[i] = -y[i] * sw[i] * s
+    return total
+
+
+def quadratic_pointwise(const double[:] m, const double[:] y, const double[:] sw,
+                        double[:] r, double[:] D):
+    """Weighted squared loss ``sum sw_i (m_i - y_i)^2 / 2``; ``r_i = sw_i (m_i - y_i)``, ``D_i = sw_i``."""
+    cdef Py_ssize_t i
+    cdef double e, total = 0.0
+    with nogil:
+        for i in range(m.shape[0]):
+            e = m[i] - y[i]
+            total += 0.5 * sw[i] * e * e
+            r[i] = sw[i] * e
+            D[i] = sw[i]
+    return total
+
+
+# ---------------------------------------------------------------- subspace Hessian products
+def hessp_csc(const floating[:] data, const index_t[:] indices, const index_t[:] indptr,
+              const double[:] D, const double[:] v, bint intercept, double[:] tmp,
+              double[:] out):
+    """``out = [X_F, 1]^T diag(D) [X_F, 1] v`` for the cached CSC free-column slice ``X_F``.
+
+    ``v`` holds one entry per slice column, plus a last entry for the intercept column of
+    ones when ``intercept`` is true. ``tmp`` is an n-vector work buffer. Costs 2 nnz(X_F).
+    """
+    cdef Py_ssize_t i, j, p, k = indptr.shape[0] - 1, n = D.shape[0]
+    cdef double vj, s
+    with nogil:
+        s = v[k] if intercept else 0.0
+        for i in range(n):
+            tmp[i] = s
+        for j in range(k):
+            vj = v[j]
+            if vj != 0.0:
+                for p in range(indptr[j], indptr[j + 1]):
+                    tmp[indices[p]] += vj * data[p]
+        for i in range(n):
+            tmp[i] *= D[i]
+        for j in range(k):
+            s = 0.0
+            for p in range(indptr[j], indptr[j + 1]):
+                s += data[p] * tmp[indices[p]]
+            out[j] = s
+        if intercept:
+            s = 0.0
+            for i in range(n):
+                s += tmp[i]
+            out[k] = s
+
+
+def hessp_dense(const floating[::1, :] XF, const double[:] D, const double[:] v,
+                bint intercept, double[:] tmp, double[:] out):
+    """Dense (Fortran-ordered) version of :func:`hessp_csc`."""
+    cdef Py_ssize_t i, j, k = XF.shape[1], n = XF.shape[0]
+    cdef double vj, s
+    with nogil:
+        s = v[k] if intercept else 0.0
+        for i in range(n):
+            tmp[i] = s
+        for j in range(k):
+            vj = v[j]
+            if vj != 0.0:
+                for i in range(n):
+                    tmp[i] += vj * XF[i, j]
+        for i in range(n):
+            tmp[i] *= D[i]
+        for j in range(k):
+            s = 0.0
+            for i in range(n):
+                s += XF[i, j] * tmp[i]
+            out[j] = s
+        if intercept:
+            s = 0.0
+            for i in range(n):
+                s += tmp[i]
+            out[k] = s
+
+
+# ---------------------------------------------------------------- sets, subgradient, orthant
+def subgradient_and_sets(const double[:] x, const double[:] grad, const double[:] mu,
+                         double[:] g, double[:] zeta, signed char[:] code):
+    """Minimum-norm subgradient (2.4), orthant signs (2.12) and the sets (2.5)-(2.7).
+
+    ``mu[i]`` is the l1 weight of coordinate i (0: unpenalized, always free).
+    ``code[i]`` is 0 for 𝒜 (zero, |grad| <= mu), 1 for ℱ (nonzero or unpenalized),
+    2 for 𝒰 (zero, |grad| > mu). Returns the optimality measure
+    ``||x - S_mu(x - grad)||_inf`` (notes §1.9, the unit-step ISTA residual).
+    """
+    cdef Py_ssize_t i
+    cdef double xi, gi, mi, z, res, opt = 0.0
+    with nogil:
+        for i in range(x.shape[0]):
+            xi = x[i]
+            gi = grad[i]
+            mi = mu[i]
+            if mi == 0.0:
+                g[i] = gi
+                zeta[i] = 0.0
+                code[i] = 1
+            elif xi > 0.0:
+                g[i] = gi + mi
+                zeta[i] = 1.0
+                code[i] = 1
+            elif xi < 0.0:
+                g[i] = gi - mi
+                zeta[i] = -1.0
+                code[i] = 1
+            elif gi + mi < 0.0:
+                g[i] = gi + mi
+                zeta[i] = 1.0
+                code[i] = 2
+            elif gi - mi > 0.0:
+                g[i] = gi - mi
+                zeta[i] = -1.0
+                code[i] = 2
+            else:
+                g[i] = 0.0
+                zeta[i] = 0.0
+                code[i] = 0
+            # residual x - S_mu(x - grad) = x - clip to [grad - mu, grad + mu] form
+            z = xi - gi
+            if z > mi:
+                res = xi - (z - mi)
+            elif z < -mi:
+                res = xi - (z + mi)
+            else:
+                res = xi
+            res = fabs(res)
+            if res > opt:
+                opt = res
+    return opt
+
+
+def soft_threshold(const double[:] z, const double[:] thresh, double[:] out):
+    """``out_i = sign(z_i) max(|z_i| - thresh_i, 0)`` (the operator S of notes §1.8)."""
+    cdef Py_ssize_t i
+    cdef double zi, t
+    with nogil:
+        for i in range(z.shape[0]):
+            zi = z[i]
+            t = thresh[i]
+            if zi > t:
+                out[i] = zi - t
+            elif zi < -t:
+                out[i] = zi + t
+            else:
+                out[i] = 0.0
+
+
+def project_orthant(double[:] x, const double[:] zeta, const double[:] mu):
+    """In place ``x_i <- x_i`` if ``sign(x_i) == zeta_i`` else 0 (2.13); unpenalized kept.
+
+    Returns the weighted l1 norm ``sum mu_i |x_i|`` of the projected point.
+    """
+    cdef Py_ssize_t i
+    cdef double xi, l1 = 0.0
+    with nogil:
+        for i in range(x.shape[0]):
+            if mu[i] == 0.0:
+                continue
+            xi = x[i]
+            if xi * zeta[i] <= 0.0:
+                x[i] = 0.0
+            else:
+                l1 += mu[i] * fabs(xi)
+    return l1
+
+
+# ---------------------------------------------------------------- top-tau selection
+cdef inline void _swap(double* a, long long* ia, Py_ssize_t i, Py_ssize_t j) noexcept nogil:
+    cdef double t = a[i]
+    cdef long long ti = ia[i]
+    a[i] = a[j]
+    a[j] = t
+    ia[i] = ia[j]
+    ia[j] = ti
+
+
+def top_k(double[:] key, long long[:] idx, Py_ssize_t k):
+    """Reorder ``key``/``idx`` in place so their first ``k`` entries hold the ``k`` largest keys.
+
+    Iterative quickselect with median-of-three pivots (expected O(len)); ties are kept
+    in any order. Used for the greedy choice of 𝒰_F (notes §1.6).
+    """
+    cdef Py_ssize_t lo = 0, hi = key.shape[0] - 1, i, j, mid
+    cdef double pivot
+    cdef double* a = &key[0] if key.shape[0] > 0 else NULL
+    cdef long long* ia = &idx[0] if key.shape[0] > 0 else NULL
+    if k <= 0 or k >= key.shape[0]:
+        return
+    with nogil:
+        while hi > lo:
+            mid = lo + (hi - lo) // 2
+            # median of three, ordered descending: a[lo] >= a[mid] >= a[hi]
+            if a[mid] > a[lo]:
+                _swap(a, ia, mid, lo)
+            if a[hi] > a[lo]:
+                _swap(a, ia, hi, lo)
+            if a[hi] > a[mid]:
+                _swap(a, ia, hi, mid)
+            pivot = a[mid]
+            i = lo
+            j = hi
+            while i <= j:
+                while a[i] > pivot:
+                    i += 1
+                while a[j] < pivot:
+                    j -= 1
+                if i <= j:
+                    _swap(a, ia, i, j)
+                    i += 1
+                    j -= 1
+            # now [lo, j] >= pivot >= [i, hi]
+            if k - 1 <= j:
+                hi = j
+            elif k - 1 >= i:
+                lo = i
+            else:
+                break
+
+
+def hess_diag_csc(const floating[:] data, const index_t[:] indices, const index_t[:] indptr,
+                  const double[:] D, bint intercept, double[:] out):
+    """Diagonal of ``[X_F, 1]^T diag(D) [X_F, 1]`` (the Jacobi preconditioner of the CG)."""
+    cdef Py_ssize_t i, j, p, k = indptr.shape[0] - 1
+    cdef double s, a
+    with nogil:
+        for j in range(k):
+            s = 0.0
+            for p in range(indptr[j], indptr[j + 1]):
+                a = data[p]
+                s += a * a * D[indices[p]]
+            out[j] = s
+        if intercept:
+            s = 0.0
+            for i in range(D.shape[0]):
+                s += D[i]
+            out[k] = s
+
+
+def hess_diag_dense(const floating[::1, :] XF, const double[:] D, bint intercept,
+                    double[:] out):
+    """Dense (Fortran-ordered) version of :func:`hess_diag_csc`."""
+    cdef Py_ssize_t i, j, k = XF.shape[1], n = XF.shape[0]
+    cdef double s, a
+    with nogil:
+        for j in range(k):
+            s = 0.0
+            for i in range(n):
+                a = XF[i, j]
+                s += a * a * D[i]
+            out[j] = s
+        if intercept:
+            s = 0.0
+            for i in range(n):
+                s += D[i]
+            out[k] = s
+
+
+def gram_csr(const floating[:] data, const index_t[:] indices, const index_t[:] indptr,
+             const double[:] D, const long long[:] colmap, double[:, :] G):
+    """``G += X[:, F]^T diag(D) X[:, F]`` for CSR ``X`` with sorted row indices.
+
+    ``colmap[j]`` is the position of column j in the free set F (increasing in j), or -1
+    when j is not free. Work is Σᵢ nnzᵢ(F)². Fills the upper triangle and mirrors it; used
+    to form the subspace Hessian explicitly when the free set is small (each CG product
+    then costs |F|² instead of 2 nnz(X_F)).
+    """
+    cdef Py_ssize_t i, p, q, a, b, k = G.shape[0]
+    cdef double dv
+    with nogil:
+        for i in range(D.shape[0]):
+            if D[i] == 0.0:
+                continue
+            for p in range(indptr[i], indptr[i + 1]):
+                a = colmap[indices[p]]
+                if a < 0:
+                    continue
+                dv = D[i] * data[p]
+                for q in range(p, indptr[i + 1]):
+                    b = colmap[indices[q]]
+                    if b >= 0:
+                        G[a, b] += dv * data[q]
+        for a in range(k):
+            for b in range(a + 1, k):
+                G[b, a] = G[a, b]
+
+
+def take_columns_csc(const floating[:] data, const index_t[:] indices,
+                     const index_t[:] indptr, const long long[:] cols, floating[:] out_data,
+                     index_t[:] out_indices, index_t[:] out_indptr):
+    """Copy the columns ``cols`` of a CSC matrix into preallocated CSC arrays (O(nnz out))."""
+    cdef Py_ssize_t k, j, p, t = 0
+    with nogil:
+        out_indptr[0] = 0
+        for k in range(cols.shape[0]):
+            j = cols[k]
+            for p in range(indptr[j], indptr[j + 1]):
+                out_data[t] = data[p]
+                out_indices[t] = indices[p]
+                t += 1
+            out_indptr[k + 1] = t

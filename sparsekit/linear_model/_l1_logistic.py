@@ -1,0 +1,304 @@
+"""ℓ1-regularized logistic regression solved by OBA (Keskar 2017, thesis chapter 2).
+
+Objective, exactly LIBLINEAR's ``-s 6`` (notes/keskar_thesis_oba_nqn.md §1.9 [MINE]):
+
+    F(w, b) = ‖w‖₁ + C Σᵢ sᵢ log(1 + exp(−yᵢ (wᵀxᵢ + b))),   yᵢ ∈ {−1, +1},
+
+with the intercept b free and unpenalized. The solver minimizes F / (C n), i.e. the mean
+logistic loss plus μ‖w‖₁ with μ = 1/(C n), by :func:`sparsekit.optimize.minimize_oba`.
+"""
+import numbers
+import warnings
+
+import numpy as np
+import scipy.sparse as sp
+from joblib import Parallel, delayed
+from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils.class_weight import compute_class_weight
+from sklearn.utils.extmath import safe_sparse_dot
+from sklearn.utils.multiclass import check_classification_targets
+from sklearn.utils.validation import (_check_sample_weight, check_is_fitted,
+                                      validate_data)
+
+from sparsekit._cython import _oba_kernels as K
+from sparsekit.optimize import minimize_oba
+from sparsekit.optimize._datafits import Logistic
+
+
+def _fit_binary(X, y_pm, sample_weight, C, fit_intercept, tol, max_iter, w0, verbose):
+    """One OBA solve of the binary problem; returns (w, b, n_iter, OptimizeResult)."""
+    datafit = Logistic(X, y_pm, sample_weight=sample_weight, fit_intercept=fit_intercept)
+    n = X.shape[0]
+    x0 = np.zeros(datafit.n_params) if w0 is None else np.asarray(w0, dtype=np.float64)
+    res = minimize_oba(datafit.value_grad, datafit.hessp, x0, 1.0 / (C * n),
+                       penalty_weights=datafit.penalty_weights,
+                       lipschitz=datafit.lipschitz(), tol=tol, max_iter=max_iter,
+                       verbose=max(verbose - 1, 0))
+    w = res.x[:X.shape[1]]
+    b = float(res.x[-1]) if fit_intercept else 0.0
+    return w, b, res
+
+
+def _check_fit_data(estimator, X, y, sample_weight, reset=True):
+    X, y = validate_data(estimator, X, y, accept_sparse=["csr", "csc"],
+                         dtype=[np.float64, np.float32], reset=reset)
+    check_classification_targets(y)
+    sample_weight = _check_sample_weight(sample_weight, X, dtype=np.float64)
+    if np.any(sample_weight < 0):
+        raise ValueError("sample_weight must be non-negative")
+    return X, y, sample_weight
+
+
+class L1LogisticOBA(ClassifierMixin, BaseEstimator):
+    """ℓ1-regularized logistic regression by OBA, the orthant-based second-order method.
+
+    Minimizes LIBLINEAR's ``-s 6`` objective ‖w‖₁ + C Σᵢ sᵢ log(1 + exp(−yᵢ(wᵀxᵢ + b)))
+    with the intercept b unpenalized (Keskar 2017, chapter 2; notes §1). Multiclass
+    problems are solved one-vs-rest, in parallel with joblib.
+
+    Parameters
+    ----------
+    C : float, default=1.0
+        Inverse regularization strength (as in LIBLINEAR and scikit-learn).
+    tol : float, default=1e-6
+        Stopping tolerance on the optimality measure ‖x − S_μ(x − ∇f(x))‖_∞ of the scaled
+        problem f = mean weighted logistic loss, μ = 1/(C n) (notes §1.9).
+    max_iter : int, default=500
+        Maximum number of OBA iterations per binary problem.
+    fit_intercept : bool, default=True
+        Fit an unpenalized intercept.
+    warm_start : bool, default=False
+        Start from the previous solution when the shapes match.
+    class_weight : dict, "balanced" or None, default=None
+        Multiplies the loss terms of each class (as sample weights do).
+    n_jobs : int, default=None
+        Number of threads for the one-vs-rest problems (the kernels release the GIL).
+    verbose : int, default=0
+        1 prints one line per binary problem, 2 also one line per OBA iteration.
+    sparse_coef : bool, default=False
+        Store ``coef_`` as a ``scipy.sparse.csr_matrix``.
+
+    Attributes
+    ----------
+    coef_ : ndarray or csr_matrix of shape (1, n_features) or (n_classes, n_features)
+    intercept_ : ndarray of shape (1,) or (n_classes,)
+    classes_ : ndarray of shape (n_classes,)
+    n_iter_ : ndarray of shape (1,) or (n_classes,)
+        OBA iterations of each binary problem.
+    optimality_ : ndarray of shape (1,) or (n_classes,)
+        Final optimality measure of each binary problem.
+    corrective_loops_ : list of ndarray
+        Passes of OBA's corrective cycle per iteration, for each binary problem.
+    n_features_in_ : int
+    feature_names_in_ : ndarray of shape (n_features_in_,)
+    """
+
+    _parameter_constraints = {
+        "C": [Interval(numbers.Real, 0, None, closed="neither")],
+        "tol": [Interval(numbers.Real, 0, None, closed="left")],
+        "max_iter": [Interval(numbers.Integral, 0, None, closed="left")],
+        "fit_intercept": ["boolean"],
+        "warm_start": ["boolean"],
+        "class_weight": [dict, StrOptions({"balanced"}), None],
+        "n_jobs": [numbers.Integral, None],
+        "verbose": ["verbose"],
+        "sparse_coef": ["boolean"],
+    }
+
+    def __init__(self, C=1.0, *, tol=1e-6, max_iter=500, fit_intercept=True, warm_start=False,
+                 class_weight=None, n_jobs=None, verbose=0, sparse_coef=False):
+        self.C = C
+        self.tol = tol
+        self.max_iter = max_iter
+        self.fit_intercept = fit_intercept
+        self.warm_start = warm_start
+        self.class_weight = class_weight
+        self.n_jobs = n_jobs
+        self.verbose = verbose
+        self.sparse_coef = sparse_coef
+
+    def fit(self, X, y, sample_weight=None):
+        """Fit the model on X (dense or CSR/CSC, float32/float64) and labels y."""
+        self._validate_params()
+        X, y, sample_weight = _check_fit_data(self, X, y, sample_weight)
+        classes = np.unique(y)
+        if classes.size < 2:
+            raise ValueError("This solver needs samples of at least 2 classes in the data, "
+                             f"but the data contains only one class: {classes[0]!r}")
+        if self.class_weight is not None:
+            cw = compute_class_weight(self.class_weight, classes=classes, y=y)
+            sample_weight = sample_weight * cw[np.searchsorted(classes, y)]
+        if sp.issparse(X):
+            X = X.tocsc()
+        problems = [classes[1]] if classes.size == 2 else list(classes)
+        w0 = self._warm_start_point(len(problems), X.shape[1])
+        jobs = (delayed(_fit_binary)(
+            X, np.where(y == pos, 1.0, -1.0), sample_weight, self.C, self.fit_intercept,
+            self.tol, self.max_iter, w0[k] if w0 is not None else None, self.verbose)
+            for k, pos in enumerate(problems))
+        results = Parallel(n_jobs=self.n_jobs, prefer="threads")(jobs)
+
+        self.classes_ = classes
+        coef = np.vstack([w for w, _, _ in results])
+        self.coef_ = sp.csr_matrix(coef) if self.sparse_coef else coef
+        self.intercept_ = np.array([b for _, b, _ in results])
+        self.n_iter_ = np.array([r.nit for _, _, r in results], dtype=np.int32)
+        self.optimality_ = np.array([r.optimality for _, _, r in results])
+        self.corrective_loops_ = [r.corrective_loops for _, _, r in results]
+        for pos, (_, _, r) in zip(problems, results):
+            if self.verbose:
+                print(f"[L1LogisticOBA] class {pos!r}: {r.nit} iterations, {r.ncg} CG, "
+                      f"optimality {r.optimality:.2e}, F/(C n) {r.fun:.10e}")
+            if not r.success:
+                warnings.warn(f"OBA did not converge for class {pos!r} in {r.nit} iterations "
+                              f"(optimality {r.optimality:.2e} > tol {self.tol:.2e}); "
+                              "increase max_iter.", ConvergenceWarning)
+        return self
+
+    def _warm_start_point(self, n_problems, n_features):
+        if not (self.warm_start and hasattr(self, "coef_")):
+            return None
+        coef = self.coef_.toarray() if sp.issparse(self.coef_) else self.coef_
+        if coef.shape != (n_problems, n_features):
+            return None
+        if self.fit_intercept:
+            return np.hstack([coef, self.intercept_[:, None]])
+        return coef.copy()
+
+    def decision_function(self, X):
+        """Signed margins X wᵀ + b: shape (n_samples,) for binary, (n_samples, n_classes) else."""
+        check_is_fitted(self)
+        X = validate_data(self, X, accept_sparse=["csr", "csc"],
+                          dtype=[np.float64, np.float32], reset=False)
+        if sp.issparse(X) and X.format == "csr" and not sp.issparse(self.coef_):
+            scores = np.empty((X.shape[0], self.coef_.shape[0]))
+            out = np.empty(X.shape[0])
+            for k, (w, b) in enumerate(zip(self.coef_, self.intercept_)):
+                K.margins_csr(X.data, X.indices, X.indptr, np.ascontiguousarray(w), b, out)
+                scores[:, k] = out
+        else:
+            scores = safe_sparse_dot(X, self.coef_.T, dense_output=True) + self.intercept_
+            scores = np.asarray(scores)
+        return scores.ravel() if scores.shape[1] == 1 else scores
+
+    def predict(self, X):
+        """Class labels."""
+        scores = self.decision_function(X)
+        idx = (scores > 0).astype(int) if scores.ndim == 1 else scores.argmax(axis=1)
+        return self.classes_[idx]
+
+    def predict_proba(self, X):
+        """Class probabilities: σ(margin) for binary, normalized one-vs-rest σ's otherwise."""
+        scores = self.decision_function(X)
+        if scores.ndim == 1:
+            p = _sigmoid(scores)
+            return np.column_stack([1.0 - p, p])
+        p = _sigmoid(scores)
+        return p / p.sum(axis=1, keepdims=True)
+
+    def predict_log_proba(self, X):
+        """Logarithm of :meth:`predict_proba`."""
+        return np.log(self.predict_proba(X))
+
+    def sparsify(self):
+        """Store ``coef_`` as a CSR matrix (memory and speed when most weights are zero)."""
+        check_is_fitted(self)
+        if not sp.issparse(self.coef_):
+            self.coef_ = sp.csr_matrix(self.coef_)
+        return self
+
+    def densify(self):
+        """Store ``coef_`` as a dense array again."""
+        check_is_fitted(self)
+        if sp.issparse(self.coef_):
+            self.coef_ = self.coef_.toarray()
+        return self
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = True
+        return tags
+
+
+def _sigmoid(z):
+    out = np.empty_like(z, dtype=np.float64)
+    pos = z >= 0
+    out[pos] = 1.0 / (1.0 + np.exp(-z[pos]))
+    e = np.exp(z[~pos])
+    out[~pos] = e / (1.0 + e)
+    return out
+
+
+def l1_logistic_path(X, y, Cs=10, *, pos_class=None, fit_intercept=True, tol=1e-6,
+                     max_iter=500, sample_weight=None):
+    """Regularization path of :class:`L1LogisticOBA` over ``Cs``, with warm starts.
+
+    The problems are solved from the smallest C to the largest, each started at the
+    previous solution (the path goes from sparse to dense solutions).
+
+    Parameters
+    ----------
+    X : {array-like, sparse matrix} of shape (n_samples, n_features)
+    y : array-like of shape (n_samples,)
+        Labels; with more than two classes, ``pos_class`` picks the positive one.
+    Cs : int or array-like, default=10
+        The C values, or their number (then log-spaced on [C_min, 1e4 C_min], where
+        C_min = 1/‖Xᵀ∇ℓ(0)‖_∞ is the smallest C giving a nonzero w).
+    pos_class : label, optional
+        The positive class (default: the larger of two labels).
+    fit_intercept, tol, max_iter, sample_weight
+        As in :class:`L1LogisticOBA`.
+
+    Returns
+    -------
+    coefs : ndarray of shape (n_Cs, n_features + fit_intercept)
+        Solutions in the order of ``Cs`` (the intercept last).
+    Cs : ndarray of shape (n_Cs,)
+    n_iter : ndarray of shape (n_Cs,)
+        OBA iterations per C.
+    """
+    est = L1LogisticOBA(fit_intercept=fit_intercept, tol=tol, max_iter=max_iter)
+    X, y, sample_weight = _check_fit_data(est, X, y, sample_weight)
+    classes = np.unique(y)
+    if pos_class is None:
+        if classes.size != 2:
+            raise ValueError("pos_class must be given when y has more than two classes")
+        pos_class = classes[1]
+    elif pos_class not in classes:
+        raise ValueError(f"pos_class {pos_class!r} is not a label of y")
+    y_pm = np.where(y == pos_class, 1.0, -1.0)
+    if sp.issparse(X):
+        X = X.tocsc()
+    if isinstance(Cs, numbers.Integral):
+        c_min = _smallest_active_C(X, y_pm, sample_weight, fit_intercept)
+        Cs = np.logspace(np.log10(c_min), np.log10(c_min) + 4, Cs)
+    Cs = np.asarray(Cs, dtype=np.float64).ravel()
+    if Cs.size == 0 or np.any(~np.isfinite(Cs)) or np.any(Cs <= 0):
+        raise ValueError("Cs must be positive and finite")
+    coefs = np.empty((Cs.size, X.shape[1] + fit_intercept))
+    n_iter = np.empty(Cs.size, dtype=np.int32)
+    x = None
+    for k in np.argsort(Cs):
+        w, b, res = _fit_binary(X, y_pm, sample_weight, Cs[k], fit_intercept, tol, max_iter,
+                                x, 0)
+        x = res.x
+        coefs[k] = x
+        n_iter[k] = res.nit
+        if not res.success:
+            warnings.warn(f"OBA did not converge for C={Cs[k]:g}", ConvergenceWarning)
+    return coefs, Cs, n_iter
+
+
+def _smallest_active_C(X, y_pm, sample_weight, fit_intercept):
+    """1/‖C-free gradient‖_∞ at w = 0 (with the optimal intercept when fitted)."""
+    sw = sample_weight
+    if fit_intercept:
+        p = np.clip((sw * (y_pm > 0)).sum() / sw.sum(), 1e-12, 1 - 1e-12)
+        b = np.log(p / (1 - p))
+    else:
+        b = 0.0
+    r = -y_pm * sw * _sigmoid(-y_pm * b)
+    g = np.abs(np.asarray(safe_sparse_dot(X.T, r))).max()
+    return 1.0 / max(g, 1e-300)

@@ -1,0 +1,255 @@
+"""Smooth datafits of linear models for :func:`sparsekit.optimize.minimize_oba`.
+
+A datafit is f(x) = (1/n) Σᵢ sᵢ ℓ(mᵢ, yᵢ) with margins m = X w + b, parameters x = (w, b)
+(b present only when ``fit_intercept``) and sample weights s. It offers what OBA needs
+(notes/keskar_thesis_oba_nqn.md §1.9, [CODE] LogReg/LASSO objects):
+
+- ``value_grad(x)`` -> (f, ∇f), which also stores the curvature weights at x;
+- ``hessp(x, free)`` -> a subspace Hessian operator on the free columns, holding the cached
+  column slice X[:, free] that :meth:`_SubspaceHessian.restrict` shrinks during corrections;
+- ``lipschitz()`` -> an upper bound on the Lipschitz constant of ∇f (for the ISTA step);
+- ``penalty_weights`` -> 1 for w, 0 for the intercept (kept free, notes §1.9 [MINE]).
+
+Sparse X is stored once as CSC (column slices are the hot path); dense X as Fortran order.
+Values stay float32 if given so; all vectors are float64.
+"""
+import numpy as np
+import scipy.sparse as sp
+
+from sparsekit._cython import _oba_kernels as K
+
+
+class _SubspaceHessian:
+    """``v -> [X_F, 1]ᵀ diag(D) [X_F, 1] v`` on a cached slice of the free columns."""
+
+    def __init__(self, XF, D, intercept, tmp):
+        self._XF = XF
+        self._D = D
+        self._intercept = intercept
+        self._tmp = tmp
+        self.shape = (XF.shape[1] + intercept,) * 2
+
+    def __call__(self, v):
+        out = np.empty(self.shape[0])
+        v = np.ascontiguousarray(v, dtype=np.float64)
+        if sp.issparse(self._XF):
+            XF = self._XF
+            K.hessp_csc(XF.data, XF.indices, XF.indptr, self._D, v, self._intercept,
+                        self._tmp, out)
+        else:
+            K.hessp_dense(self._XF, self._D, v, self._intercept, self._tmp, out)
+        return out
+
+    def diagonal(self):
+        """The diagonal of the operator (for a Jacobi-preconditioned CG)."""
+        out = np.empty(self.shape[0])
+        if sp.issparse(self._XF):
+            XF = self._XF
+            K.hess_diag_csc(XF.data, XF.indices, XF.indptr, self._D, self._intercept, out)
+        else:
+            K.hess_diag_dense(self._XF, self._D, self._intercept, out)
+        return out
+
+    def restrict(self, keep):
+        """The operator on the sub-slice ``keep`` (boolean over this operator's coordinates)."""
+        keep = np.asarray(keep, dtype=bool)
+        intercept = bool(self._intercept and keep[-1])
+        cols = np.flatnonzero(keep[:self._XF.shape[1]])
+        return _SubspaceHessian(_take_columns(self._XF, cols), self._D, intercept, self._tmp)
+
+
+class _ExplicitHessian:
+    """The same operator formed as a dense |F|×|F| matrix (cheap when the free set is small)."""
+
+    def __init__(self, G):
+        self._G = G
+        self.shape = G.shape
+
+    def __call__(self, v):
+        return self._G @ v
+
+    def diagonal(self):
+        """The diagonal of the matrix."""
+        return self._G.diagonal().copy()
+
+    def restrict(self, keep):
+        """The principal sub-matrix on ``keep`` (boolean mask)."""
+        idx = np.flatnonzero(keep)
+        return _ExplicitHessian(self._G[np.ix_(idx, idx)])
+
+
+def _take_columns(X, cols):
+    """X[:, cols] for CSC (own O(nnz) copy kernel) or Fortran-ordered dense X."""
+    if not sp.issparse(X):
+        return np.asfortranarray(X[:, cols])
+    indptr = np.zeros(cols.size + 1, dtype=X.indptr.dtype)
+    np.cumsum(np.diff(X.indptr)[cols], out=indptr[1:])
+    nnz = int(indptr[-1])
+    data = np.empty(nnz, dtype=X.data.dtype)
+    indices = np.empty(nnz, dtype=X.indices.dtype)
+    K.take_columns_csc(X.data, X.indices, X.indptr, cols, data, indices, indptr)
+    return sp.csc_matrix((data, indices, indptr), shape=(X.shape[0], cols.size))
+
+
+class _LinearDatafit:
+    """Shared machinery of datafits of the margins m = X w + b (see module docstring).
+
+    Subclasses define ``_pointwise(m, r, D)``: it returns Σ sᵢ ℓ(mᵢ) and writes
+    rᵢ = sᵢ ∂ℓ/∂mᵢ and Dᵢ = sᵢ ∂²ℓ/∂mᵢ² (with sᵢ already divided by n).
+    """
+
+    def __init__(self, X, y, sample_weight=None, fit_intercept=False):
+        if sp.issparse(X):
+            X = X.tocsc()
+            if X.dtype not in (np.float32, np.float64):
+                X = X.astype(np.float64)
+            if not X.has_sorted_indices:
+                X = X.copy()
+                X.sort_indices()
+        else:
+            X = np.asfortranarray(X)
+            if X.dtype not in (np.float32, np.float64):
+                X = np.asfortranarray(X, dtype=np.float64)
+        self.X = X
+        self.n_samples, self.n_features = X.shape
+        self._Xr = None  # CSR copy, made on the first explicit Hessian
+        self.y = np.ascontiguousarray(y, dtype=np.float64)
+        sw = (np.ones(self.n_samples) if sample_weight is None
+              else np.asarray(sample_weight, dtype=np.float64))
+        self._sw = np.ascontiguousarray(sw / self.n_samples)
+        self.fit_intercept = bool(fit_intercept)
+        self.n_params = self.n_features + self.fit_intercept
+        self.penalty_weights = np.ones(self.n_params)
+        if self.fit_intercept:
+            self.penalty_weights[-1] = 0.0
+        n = self.n_samples
+        self._m, self._r, self._D, self._tmp = (np.empty(n) for _ in range(4))
+        if sp.issparse(X):
+            row_nnz = np.bincount(X.indices, minlength=n).astype(np.float64)
+            self._row_len = float(row_nnz @ row_nnz) / max(X.nnz, 1)
+        self._x_at = None
+
+    #: form the subspace Hessian explicitly when |F| <= max_explicit and doing so costs at
+    #: most explicit_ratio matrix-free products (dense forming counted at BLAS speed, /4)
+    max_explicit = 3000
+    explicit_ratio = 20.0
+
+    # -- margins and gradient
+    def _margins(self, x, out):
+        w = x[:self.n_features]
+        b = float(x[-1]) if self.fit_intercept else 0.0
+        cols = np.flatnonzero(w).astype(np.int64)
+        X = self.X
+        if sp.issparse(X):
+            K.margins_csc(X.data, X.indices, X.indptr, w, cols, b, out)
+        else:
+            K.margins_dense(X, w, cols, b, out)
+        return out
+
+    def value(self, x):
+        """f(x) only (the curvature weights stored by :meth:`value_grad` are left alone)."""
+        x = np.ascontiguousarray(x, dtype=np.float64)
+        m = self._margins(x, np.empty(self.n_samples))
+        return self._pointwise(m, np.empty_like(m), np.empty_like(m))
+
+    def value_grad(self, x):
+        """(f(x), ∇f(x)); remembers x and the curvature weights D(x) for :meth:`hessp`."""
+        x = np.ascontiguousarray(x, dtype=np.float64)
+        self._margins(x, self._m)
+        f = self._pointwise(self._m, self._r, self._D)
+        grad = np.empty(self.n_params)
+        X = self.X
+        if sp.issparse(X):
+            K.rmatvec_csc(X.data, X.indices, X.indptr, self._r, grad[:self.n_features])
+        else:
+            K.rmatvec_dense(X, self._r, grad[:self.n_features])
+        if self.fit_intercept:
+            grad[-1] = self._r.sum()
+        self._x_at = x.copy()
+        return f, grad
+
+    def hessp(self, x, free):
+        """Subspace Hessian ∇²f(x)[free, free]: a matrix-free :class:`_SubspaceHessian`, or an
+        :class:`_ExplicitHessian` when the free set is small enough that forming it is cheaper
+        than about ``explicit_ratio`` matrix-free products.
+
+        ``free`` is a sorted integer array of parameter indices. Uses the curvature weights of
+        the last :meth:`value_grad` call, recomputing them if ``x`` differs.
+        """
+        if self._x_at is None or not np.array_equal(self._x_at, x):
+            self.value_grad(x)
+        free = np.asarray(free, dtype=np.int64)
+        intercept = self.fit_intercept and free.size > 0 and free[-1] == self.n_features
+        cols = free[:-1] if intercept else free
+        k, n, X = cols.size, self.n_samples, self.X
+        if sp.issparse(X):
+            nnz_f = float(np.diff(X.indptr)[cols].sum())
+            # Σᵢ nnzᵢ(F)² estimated from the nnz-weighted mean row length of X
+            cost_gram = nnz_f * min(k, self._row_len * nnz_f / max(X.nnz, 1)) / 2
+            cost_hv = 2.0 * nnz_f + 3 * n
+        else:
+            cost_gram, cost_hv = n * k * k / 8, 2.0 * n * k
+        if k <= self.max_explicit and cost_gram <= self.explicit_ratio * cost_hv:
+            return _ExplicitHessian(self._gram(cols, intercept))
+        return _SubspaceHessian(_take_columns(X, cols), self._D, intercept, self._tmp)
+
+    def _gram(self, cols, intercept):
+        """[X_F, 1]ᵀ diag(D) [X_F, 1] as a dense array (F = cols)."""
+        k, X, D = cols.size, self.X, self._D
+        G = np.zeros((k + intercept, k + intercept))
+        if sp.issparse(X):
+            if self._Xr is None:
+                self._Xr = X.tocsr()
+                self._Xr.sort_indices()
+            colmap = np.full(self.n_features, -1, dtype=np.int64)
+            colmap[cols] = np.arange(k)
+            R = self._Xr
+            K.gram_csr(R.data, R.indices, R.indptr, D, colmap, G[:k, :k] if intercept else G)
+            if intercept:
+                XF = _take_columns(X, cols)
+                K.rmatvec_csc(XF.data, XF.indices, XF.indptr, D, G[:k, k])
+        else:
+            XF = X[:, cols]
+            Xs = XF * np.sqrt(D)[:, None]
+            G[:k, :k] = Xs.T @ Xs
+            if intercept:
+                G[:k, k] = XF.T @ D
+        if intercept:
+            G[k, :k] = G[:k, k]
+            G[k, k] = D.sum()
+        return G
+
+    def _gram_bound(self):
+        """Upper bound on ‖[X, 1]ᵀ diag(s) [X, 1]‖₂: the weighted squared Frobenius norm."""
+        X = self.X
+        if sp.issparse(X):
+            row_sq = np.asarray(X.multiply(X).sum(axis=1)).ravel()
+        else:
+            row_sq = np.einsum("ij,ij->i", X, X, dtype=np.float64)
+        return float(self._sw @ (row_sq + self.fit_intercept))
+
+
+class Logistic(_LinearDatafit):
+    """Logistic datafit f = (1/n) Σ sᵢ log(1 + exp(−yᵢ mᵢ)), labels y ∈ {−1, +1}.
+
+    With penalty μ = 1/(C n) on w, f + μ‖w‖₁ is LIBLINEAR's ``-s 6`` objective divided by C n
+    (notes §1.9 [MINE]).
+    """
+
+    def _pointwise(self, m, r, D):
+        return K.logistic_pointwise(m, self.y, self._sw, r, D)
+
+    def lipschitz(self):
+        """L = Σᵢ sᵢ (‖xᵢ‖² + 1) / (4n) ≥ the Lipschitz constant of ∇f (notes §1.10)."""
+        return max(self._gram_bound() / 4.0, 1e-12)
+
+
+class Quadratic(_LinearDatafit):
+    """Least-squares datafit f = (1/2n) Σ sᵢ (mᵢ − yᵢ)² (the Lasso of [CODE], notes §1.9)."""
+
+    def _pointwise(self, m, r, D):
+        return K.quadratic_pointwise(m, self.y, self._sw, r, D)
+
+    def lipschitz(self):
+        """L = Σᵢ sᵢ (‖xᵢ‖² + 1) / n ≥ the Lipschitz constant of ∇f."""
+        return max(self._gram_bound(), 1e-12)

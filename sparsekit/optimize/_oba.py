@@ -1,0 +1,292 @@
+"""OBA: the orthant-based adaptive second-order method for min f(x) + μ Σᵢ wᵢ|xᵢ|.
+
+Keskar (2017), thesis chapter 2; notes/keskar_thesis_oba_nqn.md §1 (formulas), §1.11
+(pseudocode) and §5 (choices where the thesis and its code disagree). Each outer iteration:
+
+1. minimum-norm subgradient g (2.4), orthant signs ζ (2.12), sets 𝒜/ℱ/𝒰 (2.5)-(2.7);
+2. the τ coordinates of 𝒰 with the largest |gᵢ| join the free set, τ doubling after an
+   iteration without corrections (§1.6);
+3. Newton-CG on the free set, (∇²f_FF + 10⁻⁸ I) d = −g_F, stopped at
+   ‖H d + g‖_∞ ≤ 0.1 ‖g_F‖_∞ (§1.5), repeated while some newly freed coordinate moves against
+   its orthant sign (the corrective cycle (2.11), thesis sgn test, §5.3);
+4. projected backtracking on the piecewise-quadratic model q (2.2) (§1.8);
+5. ISTA globalization (Algorithm 2) with a real Lipschitz constant L: the trial point is
+   accepted against the prox-model value Γ (2.14), else it slides back to the ISTA point.
+
+The stopping test is ‖x − S_μ(x − ∇f(x))‖_∞ ≤ tol (§1.9).
+"""
+import math
+
+import numpy as np
+from scipy.optimize import OptimizeResult
+
+from sparsekit._cython import _oba_kernels as K
+
+_MESSAGES = {
+    0: "Optimization terminated: the optimality measure is below tol.",
+    1: "Maximum number of iterations reached.",
+    2: "Stopped by the callback.",
+}
+
+
+def _cg(H, b, reg, rtol, maxiter, radius, precondition):
+    """Steihaug CG from p = 0 for (H + reg I) p = −b, stopped on ‖residual‖_∞ ≤ rtol ‖b‖_∞.
+
+    Starting at 0 makes every truncated iterate a descent direction (notes §1.9 [MINE]).
+    With ``precondition`` and an operator that has ``diagonal()``, the CG is preconditioned
+    by diag(H) + reg (Jacobi); the stopping test stays on the plain residual.
+    Returns (p, number of iterations).
+    """
+    p = np.zeros_like(b)
+    bnorm = np.abs(b).max(initial=0.0)
+    if bnorm == 0.0:
+        return p, 0
+    minv = None
+    if precondition and hasattr(H, "diagonal"):
+        minv = 1.0 / (H.diagonal() + reg)
+    r = b.copy()
+    z = r if minv is None else minv * r
+    d = -z
+    rz = r @ z
+    for it in range(1, maxiter + 1):
+        Hd = H(d) + reg * d
+        dHd = d @ Hd
+        if dHd <= 0.0:
+            return _to_boundary(p, d, radius), it
+        a = rz / dHd
+        p_next = p + a * d
+        if p_next @ p_next >= radius * radius:
+            return _to_boundary(p, d, radius), it
+        p = p_next
+        r += a * Hd
+        if np.abs(r).max() <= rtol * bnorm:
+            return p, it
+        z = r if minv is None else minv * r
+        rz_next = r @ z
+        d = -z + (rz_next / rz) * d
+        rz = rz_next
+    return p, maxiter
+
+
+def _to_boundary(p, d, radius):
+    """p + t d with t ≥ 0 and ‖p + t d‖₂ = radius."""
+    pd, dd, pp = p @ d, d @ d, p @ p
+    t = (-pd + math.sqrt(max(pd * pd + dd * (radius * radius - pp), 0.0))) / dd
+    return p + t * d
+
+
+def _estimate_lipschitz(hessp, x, n):
+    """2 × a 20-step power-iteration estimate of ‖∇²f(x)‖₂ (used when no L is given)."""
+    H = hessp(x, np.arange(n))
+    v = np.random.default_rng(0).standard_normal(n)
+    lam = 0.0
+    for _ in range(20):
+        nv = np.linalg.norm(v)
+        if nv == 0.0:
+            break
+        v /= nv
+        Hv = H(v)
+        lam = float(v @ Hv)
+        v = Hv
+    return max(2.0 * lam, 1e-12)
+
+
+def _free_set(code, g, tau):
+    """Free set ℱ ∪ 𝒰_F, 𝒰_F = the min(|𝒰|, τ) entries of 𝒰 with the largest |g| (§1.6).
+
+    Returns the sorted free indices and a mask over them of the newly freed ones (𝒰_F).
+    """
+    U = np.flatnonzero(code == 2)
+    tau_hat = min(U.size, tau)
+    if tau_hat < U.size:
+        key = np.abs(g[U])
+        K.top_k(key, U, tau_hat)
+        U = np.sort(U[:tau_hat])
+    free_mask = code == 1
+    free_mask[U] = True
+    free = np.flatnonzero(free_mask)
+    new = np.zeros(free.size, dtype=bool)
+    new[np.searchsorted(free, U)] = True
+    return free, new
+
+
+def _corrective_cycle(H, hessp, x, g, zeta, free, new, cg_opts):
+    """Subspace Newton-CG (2.10) repeated while a new variable leaves its orthant (2.11).
+
+    A newly freed coordinate i violates when d_i ζ_i ≤ 0 (the thesis sgn test, landing at 0
+    included, §5.3); violators join 𝒜 and the operator is restricted. Each pass removes at
+    least one coordinate, so the loop ends. Returns (d, free, H, passes, CG iterations).
+    """
+    loops, ncg = 0, 0
+    while True:
+        loops += 1
+        d, it = _cg(H, g[free], *cg_opts)
+        ncg += it
+        violators = new & (d * zeta[free] <= 0.0)
+        if not violators.any():
+            return d, free, H, loops, ncg
+        keep = ~violators
+        free, new = free[keep], new[keep]
+        H = H.restrict(keep) if hasattr(H, "restrict") else hessp(x, free)
+
+
+def _model_search(x, G, zeta, muw, free, d, H, hess_reg):
+    """Largest α ∈ {1, 1/2, ...} with q(P(x + αd)) ≤ q(x), q the model (2.2) with ∇f (§1.8).
+
+    Returns (x̂ = P(x + αd), α, q(x̂) − f(x), q(x) − f(x), Hessian products used).
+    """
+    xF, GF, zF, muF = x[free], G[free], zeta[free], muw[free]
+    q0 = muw @ np.abs(x)
+    rest = q0 - muF @ np.abs(xF)
+    alpha, it = 1.0, 0
+    while True:
+        xn = xF + alpha * d
+        l1 = K.project_orthant(xn, zF, muF)
+        delta = xn - xF
+        it += 1
+        q = GF @ delta + 0.5 * (delta @ H(delta) + hess_reg * (delta @ delta)) + l1 + rest
+        if q <= q0 or alpha < 1e-12:
+            break
+        alpha *= 0.5
+    x_hat = x.copy()
+    x_hat[free] = xn
+    return x_hat, alpha, q, q0, it
+
+
+def minimize_oba(f_grad, hessp, x0, mu, *, penalty_weights=None, lipschitz=None, tol=1e-6,
+                 max_iter=500, eta=0.01, cg_rtol=0.1, cg_maxiter=1000, hess_reg=1e-8,
+                 cg_radius=1e3, precondition=True, ista_floor=1e-4, callback=None, verbose=0):
+    """Minimize f(x) + μ Σᵢ wᵢ |xᵢ| by OBA (Keskar 2017, Algorithms 1 and 2).
+
+    Parameters
+    ----------
+    f_grad : callable
+        ``f_grad(x) -> (f(x), ∇f(x))`` for the smooth convex part f.
+    hessp : callable
+        ``hessp(x, free) -> H`` where ``free`` is a sorted integer index array and ``H(v)``
+        returns ∇²f(x)[free][:, free] @ v. If ``H`` has a method ``restrict(keep)`` (boolean
+        mask over its coordinates) it is used to shrink the operator during the corrective
+        cycle (the cached column slice of [CODE], notes §1.9); otherwise ``hessp`` is called
+        again. ``hessp`` is always called at the point of the latest ``f_grad`` call.
+    x0 : array-like of shape (n,)
+        Starting point (the thesis starts at 0).
+    mu : float
+        Penalty strength μ > 0.
+    penalty_weights : array-like of shape (n,), optional
+        Non-negative weights wᵢ (default 1). Coordinates with wᵢ = 0 are unpenalized: always
+        free, never projected (e.g. an intercept).
+    lipschitz : float or callable, optional
+        Upper bound L on the Lipschitz constant of ∇f for the ISTA globalization (§1.8, and
+        §1.10: the theory needs L ≥ the true constant). If None, twice a power-iteration
+        estimate at x0, doubled whenever the ISTA point fails the descent test.
+    tol : float
+        Stop when ‖x − S_μw(x − ∇f(x))‖_∞ ≤ tol (the semismooth measure of §1.9).
+    max_iter : int
+        Maximum number of outer iterations.
+    eta : float
+        Initial free fraction: τ⁰ = max(1, ⌊η · #penalized⌋) (§1.6).
+    cg_rtol, cg_maxiter, hess_reg, cg_radius : float, int, float, float
+        CG stopping ratio on the ∞-norm residual (0.1), iteration cap (1000), Hessian
+        regularization (1e-8) and Steihaug radius (1e3), as in the thesis and [CODE].
+    precondition : bool
+        Precondition the CG by the Hessian diagonal when ``H`` offers ``diagonal()`` (not
+        in the thesis, whose CG is plain; the stopping rule is unchanged).
+    ista_floor : float
+        Backtracking floor ε on the step towards the OBA point (1e-4, §1.8).
+    callback : callable, optional
+        ``callback(x)`` after each iteration; returning True stops the solver.
+    verbose : int
+        Print one line per iteration when > 0.
+
+    Returns
+    -------
+    OptimizeResult
+        ``x``, ``fun`` (F = f + μ‖x‖₁ weighted), ``jac`` (∇f), ``optimality`` (the measure),
+        ``success``, ``status``, ``message``, ``nit``, ``nfev`` (``f_grad`` calls), ``ncg``
+        (CG iterations), ``nhessp`` (Hessian products), ``corrective_loops`` (passes of the
+        corrective cycle, one entry per iteration; 1 = no correction), ``n_ista`` (iterations
+        that fell back to the ISTA point), ``lipschitz``.
+    """
+    x = np.array(x0, dtype=np.float64, copy=True).ravel()
+    n = x.size
+    weights = (np.ones(n) if penalty_weights is None
+               else np.asarray(penalty_weights, dtype=np.float64).ravel())
+    if weights.shape != (n,) or np.any(weights < 0) or not np.all(np.isfinite(weights)):
+        raise ValueError("penalty_weights must be finite, non-negative and of the shape of x0")
+    if not (np.isfinite(mu) and mu > 0):
+        raise ValueError(f"mu must be a positive finite number, got {mu!r}")
+    muw = np.ascontiguousarray(mu * weights)
+    tau = max(1, int(eta * np.count_nonzero(muw)))
+
+    f, G = f_grad(x)
+    nfev, ncg, nhessp, n_ista = 1, 0, 0, 0
+    adaptive_L = lipschitz is None
+    if adaptive_L:
+        L = _estimate_lipschitz(hessp, x, n)
+        nhessp += 20
+    else:
+        L = float(lipschitz() if callable(lipschitz) else lipschitz)
+    cg_opts = (hess_reg, cg_rtol, cg_maxiter, cg_radius, precondition)
+    g, zeta = np.empty(n), np.empty(n)
+    code = np.empty(n, dtype=np.int8)
+    corrective = []
+    status, k = 1, 0
+    slack = 0.0
+    for k in range(max_iter + 1):
+        opt = K.subgradient_and_sets(x, G, muw, g, zeta, code)
+        phi = f + muw @ np.abs(x)
+        if verbose > 0:
+            print(f"OBA it {k:4d}  F={phi:.12e}  opt={opt:.3e}  tau={tau}")
+        if opt <= tol:
+            status = 0
+            break
+        if k == max_iter:
+            break
+        slack = 1e-14 * abs(phi)
+
+        free, new = _free_set(code, g, tau)
+        H = hessp(x, free)
+        d, free, H, loops, it = _corrective_cycle(H, hessp, x, g, zeta, free, new, cg_opts)
+        ncg += it
+        nhessp += it
+        corrective.append(loops)
+        if loops == 1:
+            tau *= 2
+        x_hat, _, _, _, it = _model_search(x, G, zeta, muw, free, d, H, hess_reg)
+        nhessp += it
+
+        # 5. ISTA globalization (Algorithm 2) with Γ of (2.14)
+        while True:
+            x_ista = np.empty(n)
+            K.soft_threshold(x - G / L, muw / L, x_ista)
+            s = x_ista - x
+            gamma = f + G @ s + 0.5 * L * (s @ s) + muw @ np.abs(x_ista)
+            abar = 1.0
+            trial = x_hat
+            while True:
+                f_t, G_t = f_grad(trial)
+                nfev += 1
+                if f_t + muw @ np.abs(trial) <= gamma + slack or abar == 0.0:
+                    break
+                abar *= 0.5
+                if abar < ista_floor:
+                    abar = 0.0
+                    trial = x_ista
+                else:
+                    trial = x_ista + abar * (x_hat - x_ista)
+            if abar > 0.0 or not adaptive_L or f_t + muw @ np.abs(trial) <= gamma + slack:
+                break
+            L *= 2.0  # the estimated L was too small: Γ did not majorize φ(x_ista)
+        n_ista += abar < 1.0
+        x, f, G = trial, f_t, G_t
+        if callback is not None and callback(x):
+            k += 1
+            opt = K.subgradient_and_sets(x, G, muw, g, zeta, code)
+            status = 0 if opt <= tol else 2
+            break
+
+    return OptimizeResult(
+        x=x, fun=f + muw @ np.abs(x), jac=G, optimality=opt, success=status == 0,
+        status=status, message=_MESSAGES[status], nit=k, nfev=nfev, ncg=ncg,
+        nhessp=nhessp, corrective_loops=np.asarray(corrective, dtype=np.int64),
+        n_ista=int(n_ista), lipschitz=L)
