@@ -1,1 +1,2 @@
 """Solvers: OBA for smooth + l1 problems, NQN for bound-constrained nonsmooth problems."""
+from ._oba import minimize_oba  # noqa: F401
