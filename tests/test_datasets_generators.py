@@ -25,6 +25,18 @@ def test_thesis_synthetic_follows_the_matlab_recipe():
     np.testing.assert_allclose(np.linalg.eigvalsh(X.T @ X)[0], -lam, rtol=1e-8)
 
 
+def test_thesis_synthetic_lanczos_path_matches_dense_eigenvalue():
+    n = 320  # above the size where Lanczos replaces LAPACK for lambda_min
+    X, _ = make_thesis_synthetic(n, random_state=1)
+    rng = np.random.RandomState(1)
+    rng.random_sample(n)
+    A = rng.random_sample((n, n))
+    A = A + A.T
+    lam = np.linalg.eigvalsh(A)[0]
+    np.testing.assert_allclose(np.linalg.eigvalsh(X.T @ X)[0], -lam, rtol=1e-8)
+    np.testing.assert_array_equal(X, np.triu(X))
+
+
 def test_thesis_synthetic_reproducible_and_validated():
     a = make_thesis_synthetic(30, 30, random_state=0)
     b = make_thesis_synthetic(30, random_state=0)
