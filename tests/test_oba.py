@@ -1,0 +1,211 @@
+"""minimize_oba: internal invariants, optimality, Lasso against scikit-learn, LIBLINEAR."""
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from hypothesis import given, settings, strategies as st
+
+import _oba_reference as ref
+from sparsekit._cython import _oba_kernels as K
+from sparsekit.optimize import minimize_oba
+from sparsekit.optimize._datafits import Logistic, Quadratic
+from sparsekit.optimize._oba import _corrective_cycle, _free_set, _model_search
+
+
+def _problem(seed, n=80, d=30, sparse=False, dtype=np.float64, corr=0.0):
+    rng = np.random.default_rng(seed)
+    X = rng.standard_normal((n, d))
+    if corr:  # correlated columns: a non-diagonally-dominant Hessian
+        X = X + corr * X[:, :1]
+    X[rng.random((n, d)) < 0.5] = 0.0
+    w = np.zeros(d)
+    w[:4] = [2.0, -1.5, 1.0, 0.5]
+    y = np.where(X @ w + 0.3 * rng.standard_normal(n) > 0, 1.0, -1.0)
+    X = X.astype(dtype)
+    return (sp.csr_matrix(X) if sparse else X), y
+
+
+def _state(datafit, x, mu):
+    f, G = datafit.value_grad(x)
+    muw = mu * datafit.penalty_weights
+    g, zeta, code = np.empty(x.size), np.empty(x.size), np.empty(x.size, dtype=np.int8)
+    K.subgradient_and_sets(x, G, muw, g, zeta, code)
+    return f, G, muw, g, zeta, code
+
+
+@pytest.mark.parametrize("sparse", [False, True])
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_corrective_cycle_and_model_decrease_invariants(sparse, seed):
+    X, y = _problem(seed, sparse=sparse, corr=2.0)
+    datafit = Logistic(X, y, fit_intercept=True)
+    mu = 0.02
+    rng = np.random.default_rng(seed)
+    x = np.where(rng.random(datafit.n_params) < 0.3, rng.standard_normal(datafit.n_params), 0)
+    f, G, muw, g, zeta, code = _state(datafit, x, mu)
+    for tau in (1, 5, 1000):
+        free, new = _free_set(code, g, tau)
+        assert new.sum() == min(tau, np.count_nonzero(code == 2))
+        if 0 < new.sum() < np.count_nonzero(code == 2):  # greedy: the largest |g| are chosen
+            unchosen = np.setdiff1d(np.flatnonzero(code == 2), free[new])
+            assert np.abs(g[free[new]]).min() >= np.abs(g[unchosen]).max()
+        H = datafit.hessp(x, free)
+        opts = (1e-8, 0.1, 1000, 1e3, True)
+        d, free2, H2, loops, _ = _corrective_cycle(H, datafit.hessp, x, g, zeta, free, new, opts)
+        # the cycle ends, each pass removing at least one new variable
+        assert 1 <= loops <= new.sum() + 1
+        assert set(free2) <= set(free) and set(free) - set(free2) <= set(free[new])
+        kept_new = np.isin(free2, free[new])
+        assert np.all(d[kept_new] * zeta[free2[kept_new]] > 0)  # orthant-consistent
+        assert d @ g[free2] <= 0  # CG from 0 gives descent on the model
+        x_hat, alpha, q, q0, _ = _model_search(x, G, zeta, muw, free2, d, H2, 1e-8)
+        assert q <= q0 + 1e-15 and 0 < alpha <= 1
+        # orthant projection: nonzeros keep their sign, zeros move only along -g
+        pen = muw > 0
+        moved = pen & (x_hat != 0)
+        assert np.all(x_hat[moved] * zeta[moved] > 0)
+        assert np.all(x_hat[pen & (zeta == 0)] == 0)
+        # the model value is what (2.2) says
+        delta = x_hat - x
+        Hfull = datafit.hessp(x, np.arange(x.size))
+        q_direct = G @ delta + 0.5 * (delta @ Hfull(delta) + 1e-8 * delta @ delta)
+        np.testing.assert_allclose(q, q_direct + muw @ np.abs(x_hat), rtol=1e-9, atol=1e-12)
+
+
+@pytest.mark.parametrize("sparse", [False, True])
+def test_objective_monotone_and_orthant_steps(sparse):
+    X, y = _problem(3, n=120, d=40, sparse=sparse, corr=1.0)
+    datafit = Logistic(X, y, fit_intercept=False)
+    iterates = [np.zeros(40)]
+    res = minimize_oba(datafit.value_grad, datafit.hessp, np.zeros(40), 0.01,
+                       lipschitz=datafit.lipschitz(), tol=1e-10,
+                       callback=lambda x: iterates.append(x.copy()) and False)
+    assert res.success and res.optimality <= 1e-10
+    phis = [datafit.value(x) + 0.01 * np.abs(x).sum() for x in iterates]
+    assert np.all(np.diff(phis) <= 1e-12 * abs(phis[0]))
+    assert res.n_ista == 0  # the ISTA backup is not needed here (as in the thesis)
+    for x0, x1 in zip(iterates[:-1], iterates[1:]):  # no orthant is crossed in one step
+        assert np.all(x0 * x1 >= 0)
+        _, _, _, g, _, _ = _state(datafit, x0, 0.01)
+        entered = (x0 == 0) & (x1 != 0)
+        assert np.all(np.sign(x1[entered]) == -np.sign(g[entered]))
+    assert res.corrective_loops.size == res.nit and res.corrective_loops.min() >= 1
+
+
+@pytest.mark.parametrize("fit_intercept", [False, True])
+@pytest.mark.parametrize("layout", ["dense", "csr", "f32"])
+def test_logistic_optimum_matches_reference(fit_intercept, layout):
+    X, y = _problem(4, sparse=layout == "csr", dtype=np.float32 if layout == "f32" else float)
+    n, C = X.shape[0], 0.5
+    datafit = Logistic(X, y, fit_intercept=fit_intercept)
+    res = minimize_oba(datafit.value_grad, datafit.hessp, np.zeros(datafit.n_params),
+                       1 / (C * n), penalty_weights=datafit.penalty_weights,
+                       lipschitz=datafit.lipschitz, tol=1e-10)
+    w, b = res.x[:30], (res.x[-1] if fit_intercept else 0.0)
+    w_ref, b_ref, F_ref = ref.l1_logistic_lbfgsb(X, y, C, fit_intercept)
+    F = ref.l1_logistic_objective(X, y, w, b, C)
+    np.testing.assert_allclose(res.fun * C * n, F, rtol=1e-6 if layout == "f32" else 1e-12)
+    assert F <= F_ref * (1 + 1e-9)
+    np.testing.assert_allclose(w, w_ref, atol=2e-4)
+    np.testing.assert_array_equal(w != 0, np.abs(w_ref) > 1e-6)
+
+
+def test_no_lipschitz_given_uses_an_estimate():
+    X, y = _problem(5)
+    datafit = Logistic(X, y)
+    res = minimize_oba(datafit.value_grad, datafit.hessp, np.zeros(30), 0.01, tol=1e-9)
+    res2 = minimize_oba(datafit.value_grad, datafit.hessp, np.zeros(30), 0.01,
+                        lipschitz=datafit.lipschitz(), tol=1e-9)
+    assert res.success and res.lipschitz > 0
+    np.testing.assert_allclose(res.x, res2.x, atol=1e-7)
+
+
+def test_ista_globalization_rescues_bad_directions():
+    """A Hessian that is far too flat gives overlong steps: Algorithm 2 must cut them."""
+    X, y = _problem(6)
+    datafit = Logistic(X, y)
+
+    def bad_hessp(x, free):
+        H = datafit.hessp(x, free)
+        return lambda v: 0.02 * H(v)  # Newton steps 50 times too long
+
+    phis = []
+    res = minimize_oba(datafit.value_grad, bad_hessp, np.zeros(30), 0.01,
+                       lipschitz=datafit.lipschitz(), tol=1e-9, max_iter=300,
+                       callback=lambda x: phis.append(datafit.value(x) + 0.01 * np.abs(x).sum()))
+    good = minimize_oba(datafit.value_grad, datafit.hessp, np.zeros(30), 0.01,
+                        lipschitz=datafit.lipschitz(), tol=1e-10)
+    assert res.n_ista > 0
+    assert np.all(np.diff(phis) <= 1e-13)  # Algorithm 2 keeps φ decreasing (φ ≤ Γ ≤ φ)
+    np.testing.assert_allclose(res.fun, good.fun, rtol=1e-4)
+
+
+@pytest.mark.parametrize("sparse", [False, True])
+def test_lasso_matches_sklearn(sparse):
+    from sklearn.linear_model import Lasso
+
+    rng = np.random.default_rng(7)
+    X = rng.standard_normal((60, 25))
+    y = X[:, :3] @ [1.0, -2.0, 0.5] + 0.1 * rng.standard_normal(60) + 3.0
+    Xin = sp.csr_matrix(X) if sparse else X
+    alpha = 0.05
+    datafit = Quadratic(Xin, y, fit_intercept=True)
+    res = minimize_oba(datafit.value_grad, datafit.hessp, np.zeros(26), alpha,
+                       penalty_weights=datafit.penalty_weights, lipschitz=datafit.lipschitz(),
+                       tol=1e-12)
+    sk = Lasso(alpha=alpha, tol=1e-14, max_iter=100000).fit(X, y)
+    np.testing.assert_allclose(res.x[:25], sk.coef_, atol=1e-8)
+    np.testing.assert_allclose(res.x[-1], sk.intercept_, atol=1e-8)
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.integers(0, 10_000), st.floats(0.002, 0.2), st.booleans())
+def test_random_problems_reach_kkt(seed, mu, sparse):
+    X, y = _problem(seed, n=50, d=20, sparse=sparse, corr=float(seed % 3))
+    datafit = Logistic(X, y, fit_intercept=bool(seed % 2))
+    res = minimize_oba(datafit.value_grad, datafit.hessp, np.zeros(datafit.n_params), mu,
+                       penalty_weights=datafit.penalty_weights, lipschitz=datafit.lipschitz(),
+                       tol=1e-9)
+    assert res.success
+    _, G = datafit.value_grad(res.x)
+    pen = datafit.penalty_weights > 0
+    nz, z = pen & (res.x != 0), pen & (res.x == 0)
+    np.testing.assert_allclose(G[nz], -mu * np.sign(res.x[nz]), atol=1e-8)
+    assert np.all(np.abs(G[z]) <= mu + 1e-8)
+    np.testing.assert_allclose(G[~pen], 0, atol=1e-8)
+
+
+def test_input_errors():
+    X, y = _problem(8)
+    datafit = Logistic(X, y)
+    with pytest.raises(ValueError, match="mu"):
+        minimize_oba(datafit.value_grad, datafit.hessp, np.zeros(30), -1.0)
+    with pytest.raises(ValueError, match="penalty_weights"):
+        minimize_oba(datafit.value_grad, datafit.hessp, np.zeros(30), 1.0,
+                     penalty_weights=-np.ones(30))
+
+
+def test_max_iter_and_callback_stop():
+    X, y = _problem(9)
+    datafit = Logistic(X, y)
+    res = minimize_oba(datafit.value_grad, datafit.hessp, np.zeros(30), 0.001, max_iter=1,
+                       lipschitz=datafit.lipschitz(), tol=1e-14)
+    assert not res.success and res.status == 1 and res.nit == 1
+    res = minimize_oba(datafit.value_grad, datafit.hessp, np.zeros(30), 0.001,
+                       lipschitz=datafit.lipschitz(), tol=1e-14, callback=lambda x: True)
+    assert res.status == 2 and res.nit == 1
+
+
+def test_small_liblinear_comparison():
+    liblinearutil = pytest.importorskip("liblinear.liblinearutil")
+    X, y = _problem(10, n=300, d=50, sparse=True, corr=1.0)
+    n = X.shape[0]
+    for C in (0.1, 1.0, 10.0):
+        model = liblinearutil.train(y, X, f"-s 6 -B -1 -e 1e-10 -q -c {C}")
+        w_ll = np.array([model.w[i] for i in range(50)]) * (1 if model.get_labels()[0] == 1 else -1)
+        datafit = Logistic(X, y)
+        res = minimize_oba(datafit.value_grad, datafit.hessp, np.zeros(50), 1 / (C * n),
+                           lipschitz=datafit.lipschitz(), tol=1e-10)
+        F_ll = ref.l1_logistic_objective(X, y, w_ll, 0.0, C)
+        F = ref.l1_logistic_objective(X, y, res.x, 0.0, C)
+        assert F <= F_ll * (1 + 1e-9)
+        assert abs(F - F_ll) <= 1e-6 * F_ll
+        np.testing.assert_array_equal(np.abs(res.x) > 1e-6, np.abs(w_ll) > 1e-6)

@@ -1,0 +1,182 @@
+"""The OBA Cython kernels against plain NumPy references (random and adversarial inputs)."""
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from hypothesis import given, settings, strategies as st
+from hypothesis.extra.numpy import arrays
+
+import _oba_reference as ref
+from sparsekit._cython import _oba_kernels as K
+
+
+def _matrix(rng, n, d, dtype, density=0.3, empty_row=True):
+    X = sp.random(n, d, density=density, random_state=rng, format="csr", dtype=np.float64)
+    X = X.astype(dtype)
+    if empty_row:  # an empty row and an empty column
+        X = X.tolil()
+        X[0, :] = 0
+        X[:, 1] = 0
+        X = X.tocsr()
+        X.eliminate_zeros()
+    return X
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("index_dtype", [np.int32, np.int64])
+def test_margins_and_rmatvec_all_layouts(dtype, index_dtype):
+    rng = np.random.default_rng(0)
+    X = _matrix(rng, 30, 12, dtype)
+    Xd = X.toarray().astype(np.float64)
+    w = rng.standard_normal(12)
+    w[[2, 5]] = 0.0
+    cols = np.flatnonzero(w).astype(np.int64)
+    r = rng.standard_normal(30)
+    expect_m, expect_g = Xd @ w + 0.7, Xd.T @ r
+    tol = 1e-5 if dtype == np.float32 else 1e-12
+
+    csc, csr = X.tocsc(), X.tocsr()
+    for M in (csc, csr):
+        M.indices = M.indices.astype(index_dtype)
+        M.indptr = M.indptr.astype(index_dtype)
+    out = np.empty(30)
+    K.margins_csc(csc.data, csc.indices, csc.indptr, w, cols, 0.7, out)
+    np.testing.assert_allclose(out, expect_m, rtol=tol, atol=tol)
+    K.margins_csr(csr.data, csr.indices, csr.indptr, w, 0.7, out)
+    np.testing.assert_allclose(out, expect_m, rtol=tol, atol=tol)
+    K.margins_dense(np.asfortranarray(X.toarray()), w, cols, 0.7, out)
+    np.testing.assert_allclose(out, expect_m, rtol=tol, atol=tol)
+
+    g = np.empty(12)
+    K.rmatvec_csc(csc.data, csc.indices, csc.indptr, r, g)
+    np.testing.assert_allclose(g, expect_g, rtol=tol, atol=tol)
+    K.rmatvec_csr(csr.data, csr.indices, csr.indptr, r, g)
+    np.testing.assert_allclose(g, expect_g, rtol=tol, atol=tol)
+    K.rmatvec_dense(np.asfortranarray(X.toarray()), r, g)
+    np.testing.assert_allclose(g, expect_g, rtol=tol, atol=tol)
+
+
+def test_logistic_pointwise_is_stable_for_huge_margins():
+    m = np.array([-1e4, -800.0, -40.0, -1.0, 0.0, 1.0, 40.0, 800.0, 1e4, 3.0])
+    y = np.array([1, 1, -1, 1, -1, -1, 1, -1, -1, 1], dtype=float)
+    sw = np.linspace(0.5, 2.0, m.size)
+    r, D = np.empty_like(m), np.empty_like(m)
+    loss = K.logistic_pointwise(m, y, sw, r, D)
+    with np.errstate(over="ignore"):
+        expect_loss, expect_r, expect_D = ref.logistic_terms(m, y, sw)
+    assert np.isfinite(loss) and np.all(np.isfinite(r)) and np.all(np.isfinite(D))
+    np.testing.assert_allclose(loss, expect_loss, rtol=1e-14)
+    np.testing.assert_allclose(r, expect_r, rtol=1e-12, atol=1e-300)
+    np.testing.assert_allclose(D, expect_D, rtol=1e-9, atol=1e-300)
+    assert np.all(D >= 0)
+
+
+def test_quadratic_pointwise():
+    rng = np.random.default_rng(1)
+    m, y, sw = rng.standard_normal((3, 20))
+    sw = np.abs(sw)
+    r, D = np.empty(20), np.empty(20)
+    loss = K.quadratic_pointwise(m, y, sw, r, D)
+    np.testing.assert_allclose(loss, 0.5 * np.sum(sw * (m - y) ** 2))
+    np.testing.assert_allclose(r, sw * (m - y))
+    np.testing.assert_allclose(D, sw)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("intercept", [False, True])
+def test_subspace_hessian_products_and_gram(dtype, intercept):
+    rng = np.random.default_rng(2)
+    X = _matrix(rng, 40, 15, dtype).tocsc()
+    cols = np.array([0, 1, 3, 4, 8, 14], dtype=np.int64)
+    D = rng.uniform(0, 0.25, 40)
+    D[3] = 0.0
+    A = np.hstack([X.toarray()[:, cols].astype(np.float64)] + ([np.ones((40, 1))] if intercept else []))
+    H = A.T @ (D[:, None] * A)
+    v = rng.standard_normal(H.shape[0])
+    tol = 1e-5 if dtype == np.float32 else 1e-12
+
+    ind = np.zeros(cols.size + 1, dtype=X.indptr.dtype)
+    np.cumsum(np.diff(X.indptr)[cols], out=ind[1:])
+    data = np.empty(ind[-1], dtype=dtype)
+    idx = np.empty(ind[-1], dtype=X.indices.dtype)
+    K.take_columns_csc(X.data, X.indices, X.indptr, cols, data, idx, ind)
+    np.testing.assert_array_equal(sp.csc_matrix((data, idx, ind), shape=(40, 6)).toarray(),
+                                  X.toarray()[:, cols])
+
+    out, tmp = np.empty(H.shape[0]), np.empty(40)
+    K.hessp_csc(data, idx, ind, D, v, intercept, tmp, out)
+    np.testing.assert_allclose(out, H @ v, rtol=tol, atol=tol)
+    XF = np.asfortranarray(X.toarray()[:, cols])
+    K.hessp_dense(XF, D, v, intercept, tmp, out)
+    np.testing.assert_allclose(out, H @ v, rtol=tol, atol=tol)
+
+    K.hess_diag_csc(data, idx, ind, D, intercept, out)
+    np.testing.assert_allclose(out, np.diag(H), rtol=tol, atol=tol)
+    K.hess_diag_dense(XF, D, intercept, out)
+    np.testing.assert_allclose(out, np.diag(H), rtol=tol, atol=tol)
+
+    colmap = np.full(15, -1, dtype=np.int64)
+    colmap[cols] = np.arange(cols.size)
+    R = X.tocsr()
+    R.sort_indices()
+    G = np.zeros((6, 6))
+    K.gram_csr(R.data, R.indices, R.indptr, D, colmap, G)
+    np.testing.assert_allclose(G, H[:6, :6], rtol=tol, atol=tol)
+
+
+def test_subgradient_sets_with_ties_and_unpenalized():
+    x = np.array([0.0, 0.0, 0.0, 0.0, 1.5, -2.0, 0.0, 0.3])
+    grad = np.array([0.5, -0.5, 0.7, -0.9, 0.2, 0.1, 3.0, -1.0])
+    mu = np.array([0.5, 0.5, 0.5, 0.5, 0.5, 0.5, 0.0, 0.0])  # ties |grad| = mu at 0, 1
+    g, zeta, code = np.empty(8), np.empty(8), np.empty(8, dtype=np.int8)
+    opt = K.subgradient_and_sets(x, grad, mu, g, zeta, code)
+    eg, ez, ec, eopt = ref.min_norm_subgradient(x, grad, mu)
+    np.testing.assert_allclose(g, eg)
+    np.testing.assert_array_equal(zeta[mu > 0], ez[mu > 0])
+    np.testing.assert_array_equal(code, ec)
+    assert code[0] == 0 and code[1] == 0  # |∇f| = μ belongs to 𝒜 (thesis ≤)
+    np.testing.assert_allclose(opt, eopt)
+
+
+@settings(max_examples=60, deadline=None)
+@given(arrays(np.float64, st.integers(1, 40),
+              elements=st.floats(-5, 5, allow_subnormal=False)),
+       arrays(np.float64, 40, elements=st.floats(-5, 5, allow_subnormal=False)),
+       st.floats(0.0, 2.0))
+def test_subgradient_and_soft_threshold_properties(x, grad, m):
+    n = x.size
+    grad = grad[:n]
+    x = np.where(np.abs(x) < 1, 0.0, x)  # many exact zeros
+    mu = np.full(n, m)
+    g, zeta, code = np.empty(n), np.empty(n), np.empty(n, dtype=np.int8)
+    opt = K.subgradient_and_sets(x, grad, mu, g, zeta, code)
+    eg, _, ec, eopt = ref.min_norm_subgradient(x, grad, mu)
+    np.testing.assert_allclose(g, eg, atol=1e-12)
+    np.testing.assert_array_equal(code, ec)
+    np.testing.assert_allclose(opt, eopt, atol=1e-12)
+    out = np.empty(n)
+    K.soft_threshold(x - grad, mu, out)
+    np.testing.assert_allclose(out, np.sign(x - grad) * np.maximum(np.abs(x - grad) - m, 0))
+    np.testing.assert_allclose(np.abs(x - out).max(initial=0.0), opt, atol=1e-12)
+
+
+def test_project_orthant():
+    x = np.array([1.0, -1.0, 2.0, 0.0, -3.0, 5.0])
+    zeta = np.array([1.0, 1.0, -1.0, 1.0, -1.0, 0.0])
+    mu = np.array([1.0, 1.0, 1.0, 1.0, 2.0, 0.0])  # the last is unpenalized: kept
+    l1 = K.project_orthant(x, zeta, mu)
+    np.testing.assert_array_equal(x, [1.0, 0.0, 0.0, 0.0, -3.0, 5.0])
+    assert l1 == 1.0 + 6.0
+
+
+@settings(max_examples=80, deadline=None)
+@given(arrays(np.float64, st.integers(1, 60),
+              elements=st.sampled_from([0.0, 1.0, 2.0, 2.0, 3.0, -1.0, 7.5])),
+       st.integers(0, 70))
+def test_top_k_selects_the_largest_with_ties(key, k):
+    idx = np.arange(key.size, dtype=np.int64)
+    orig = key.copy()
+    K.top_k(key, idx, k)
+    np.testing.assert_array_equal(orig[idx], key)  # a permutation of (key, idx) pairs
+    np.testing.assert_array_equal(np.sort(idx), np.arange(key.size))
+    if 0 < k < key.size:
+        assert key[:k].min() >= key[k:].max()
