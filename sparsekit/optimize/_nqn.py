@@ -1,0 +1,363 @@
+"""NQN: nonsmooth bound-constrained limited-memory quasi-Newton (Keskar 2017, chapter 3).
+
+Solves ``min f(x) s.t. l ≤ x ≤ u`` for continuous, possibly nonsmooth and nonconvex ``f``
+that is differentiable at the iterates (notes/keskar_thesis_oba_nqn.md §3). Each iteration
+(Algorithm 5):
+
+1. predicts the active set 𝒜 (Variant 1: 𝓑(∇f); 2: 𝓑(g̃) ∪ 𝓑(∇f) with the
+   ε-minimum-norm subgradient g̃ over the last ``M`` gradients (3.9); 3: Algorithm 3
+   started from 𝓑(∇f), the default; 4: Algorithm 3 started from (3.9));
+2. computes the L-BFGS subspace step (3.2) on the free variables with the compact
+   representation and ``B⁰ = θI``, ``θ = max(1, min(‖∇f‖_∞, 1e8))``;
+3. runs the projected weak-Wolfe line search (Algorithm 4, with the fixes of §5.5);
+4. stores ``(s, y)`` unless ``sᵀy ≤ ε_skip ‖s‖‖y‖``.
+
+Termination flags follow the authors' code (§3.6 [CODE]); see :data:`MESSAGES`.
+One change makes the method cheaper and more reliable than the thesis' version: when the
+direction is not a descent direction, the step is not finite, or the line search finds no
+decrease, the L-BFGS memory (and the gradient sample) is discarded and the iteration is
+retried from the scaled projected gradient, which is always a descent direction at a
+non-stationary point; only a second failure in a row ends the run (``restart=True``,
+the default; ``restart=False`` gives the thesis' behaviour).
+"""
+import math
+import warnings
+from collections import deque
+
+import numpy as np
+from scipy.optimize import Bounds, OptimizeResult, OptimizeWarning
+
+from .._cython import _nqn_kernels as _k
+from ._eps_subgradient import min_norm_subgradient
+from ._nqn_linesearch import FAILED, projected_wolfe
+from ._nqn_memory import FreeSetLBFGS
+
+#: Termination flags (0–7 as in the authors' code, 8 for a callback stop).
+MESSAGES = {
+    0: "CONVERGENCE: NORM OF PROJECTED GRADIENT <= GTOL",
+    1: "STOP: TOTAL NO. OF ITERATIONS REACHED LIMIT",
+    2: "STOP: TOTAL NO. OF F,G EVALUATIONS EXCEEDS LIMIT",
+    3: "ABNORMAL: NO FEASIBLE DESCENT DIRECTION AT A NON-STATIONARY POINT",
+    4: "ABNORMAL: LINE SEARCH FOUND NO DECREASE",
+    5: "ABNORMAL: NaN OR INF IN FUNCTION OR GRADIENT",
+    6: "ABNORMAL: NUMERICAL ERROR IN THE SUBSPACE STEP",
+    7: "CONVERGENCE: REL_REDUCTION_OF_F <= FTOL",
+    8: "STOP: CALLBACK RAISED StopIteration",
+}
+
+_DEFAULTS = {
+    "maxcor": 10,
+    "ftol": 2.220446049250313e-09,
+    "gtol": 1e-5,
+    "maxfun": 15000,
+    "maxiter": 15000,
+    "maxls": 20,
+    "variant": 3,
+    "sample_size": 20,
+    "c1": 1e-8,
+    "c2": 0.9,
+    "eps_abs": 1e-16,
+    "eps_rel": 1e-6,
+    "eps_skip": 1e-8,
+    "theta": "thesis",
+    "step0": "previous",
+    "restart": True,
+    "eps": 1e-8,
+    "disp": False,
+}
+
+
+def _parse_bounds(bounds, n):
+    """Lower and upper bound vectors from ``None``, a ``Bounds`` or ``(lo, hi)`` pairs."""
+    if bounds is None:
+        return np.full(n, -np.inf), np.full(n, np.inf)
+    if isinstance(bounds, Bounds):
+        lo = np.broadcast_to(np.asarray(bounds.lb, dtype=float), (n,)).copy()
+        hi = np.broadcast_to(np.asarray(bounds.ub, dtype=float), (n,)).copy()
+    else:
+        pairs = list(bounds)
+        if len(pairs) != n:
+            raise ValueError(f"bounds has {len(pairs)} entries, x0 has {n}")
+        lo, hi = np.empty(n), np.empty(n)
+        for i, pair in enumerate(pairs):
+            try:
+                a, b = pair
+            except (TypeError, ValueError):
+                raise ValueError(f"bounds[{i}] must be a (lo, hi) pair, got {pair!r}")
+            lo[i] = -np.inf if a is None else float(a)
+            hi[i] = np.inf if b is None else float(b)
+    if np.isnan(lo).any() or np.isnan(hi).any():
+        raise ValueError("bounds must not contain NaN")
+    if (lo > hi).any():
+        raise ValueError("every lower bound must be <= its upper bound")
+    return lo, hi
+
+
+def _parse_options(options):
+    opts = dict(_DEFAULTS)
+    for key, value in (options or {}).items():
+        if key not in opts:
+            warnings.warn(f"Unknown solver options: {key}", OptimizeWarning, stacklevel=3)
+            continue
+        opts[key] = value
+    if opts["variant"] not in (1, 2, 3, 4):
+        raise ValueError(f"variant must be 1, 2, 3 or 4, got {opts['variant']!r}")
+    if opts["theta"] not in ("thesis", "code", "scaled"):
+        raise ValueError(f"theta must be 'thesis', 'code' or 'scaled', got {opts['theta']!r}")
+    if not 0.0 < opts["c1"] < opts["c2"] < 1.0:
+        raise ValueError("the Wolfe parameters need 0 < c1 < c2 < 1")
+    for key in ("maxcor", "maxfun", "maxiter", "maxls", "sample_size"):
+        if int(opts[key]) < 1:
+            raise ValueError(f"{key} must be a positive integer, got {opts[key]!r}")
+        opts[key] = int(opts[key])
+    return opts
+
+
+class _Objective:
+    """``x -> (f, g)`` with evaluation counts, from ``fun`` and ``jac`` as in SciPy."""
+
+    def __init__(self, fun, jac, args, eps, lo, hi):
+        self.fun, self.jac, self.args, self.eps = fun, jac, tuple(args), eps
+        self.lo, self.hi = lo, hi
+        self.nfev = self.njev = 0
+
+    def _value(self, x):
+        self.nfev += 1
+        return float(self.fun(x, *self.args))
+
+    def _forward_difference(self, x, f):
+        g = np.empty_like(x)
+        for i in range(x.size):
+            h = self.eps * max(1.0, abs(x[i]))
+            if x[i] + h > self.hi[i]:
+                h = -h
+            xi = x.copy()
+            xi[i] += h
+            g[i] = (self._value(xi) - f) / h
+        return g
+
+    def __call__(self, x):
+        if self.jac is True:
+            self.nfev += 1
+            f, g = self.fun(x, *self.args)
+            f = float(f)
+        elif callable(self.jac):
+            f = self._value(x)
+            g = self.jac(x, *self.args)
+        else:
+            f = self._value(x)
+            g = self._forward_difference(x, f) if math.isfinite(f) else np.full_like(x, np.nan)
+        self.njev += 1
+        g = np.array(g, dtype=float).reshape(-1)
+        if g.shape != x.shape:
+            raise ValueError(f"the gradient has shape {g.shape}, expected {x.shape}")
+        return f, g
+
+
+def _theta(g, kind, mem):
+    if kind == "code":
+        return max(1.0, float(np.linalg.norm(g)))
+    if kind == "scaled" and len(mem):
+        return mem.last_curvature()
+    return max(1.0, min(float(np.max(np.abs(g))), 1e8))
+
+
+def minimize_nqn(fun, x0, args=(), jac=None, bounds=None, callback=None, options=None):
+    """Minimize a (possibly nonsmooth) function subject to bounds with NQN.
+
+    Parameters
+    ----------
+    fun : callable
+        ``fun(x, *args) -> float``, or ``-> (float, ndarray)`` when ``jac is True``.
+    x0 : array_like of shape (n,)
+        Starting point; it is projected onto the box.
+    args : tuple
+        Extra arguments for ``fun`` and ``jac``.
+    jac : bool, callable or None
+        ``True``: ``fun`` returns ``(f, g)``; callable: ``jac(x, *args) -> g``;
+        ``None``/``False``: forward differences (``n + 1`` evaluations per gradient).
+    bounds : sequence of (lo, hi), scipy.optimize.Bounds or None
+        ``None`` entries mean no bound.
+    callback : callable or None
+        ``callback(xk)`` after each iteration; raising ``StopIteration`` ends the run
+        (status 8).
+    options : dict or None
+        ``maxcor`` (m, 10), ``ftol`` (2.2e-9), ``gtol`` (1e-5, on ‖T(x, −∇f)‖_∞),
+        ``maxfun`` (15000), ``maxiter`` (15000), ``maxls`` (20), ``variant`` (3),
+        ``sample_size`` (M, 20), ``c1`` (1e-8), ``c2`` (0.9), ``eps_abs`` (1e-16),
+        ``eps_rel`` (1e-6), ``eps_skip`` (1e-8), ``theta`` (``"thesis"``:
+        max(1, min(‖g‖_∞, 1e8)); ``"code"``: max(1, ‖g‖₂)), ``restart`` (True),
+        ``eps`` (finite-difference step, 1e-8), ``disp`` (False). Table 3.1 of the thesis
+        uses m = M = 20.
+
+    Returns
+    -------
+    scipy.optimize.OptimizeResult
+        ``x, fun, jac, nit, nfev, njev, status`` (see :data:`MESSAGES`), ``success``
+        (status 0 or 7), ``message``, ``nrestart`` (memory resets after a failed step)
+        and ``active`` (boolean mask of the binding set 𝓑(∇f) (3.4) at ``x``).
+    """
+    opts = _parse_options(options)
+    x = np.array(x0, dtype=float).reshape(-1)
+    n = x.size
+    if n == 0:
+        raise ValueError("x0 must not be empty")
+    if not np.isfinite(x).all():
+        raise ValueError("x0 must be finite")
+    lo, hi = _parse_bounds(bounds, n)
+    _k.project_point(x.copy(), lo, hi, x)
+    obj = _Objective(fun, jac, args, float(opts["eps"]), lo, hi)
+    f, g = obj(x)
+    mem = FreeSetLBFGS(n, opts["maxcor"])
+    sampling = opts["variant"] in (2, 4)
+    sample = deque([g], maxlen=opts["sample_size"]) if sampling else None
+    active = np.zeros(n, dtype=np.uint8)
+    added = np.empty(n, dtype=np.intc)
+    p, d = np.empty(n), np.empty(n)
+    nit = nrestart = 0
+    alpha_prev = 1.0
+    failed_once = False
+    status = None
+    while status is None:
+        if not (math.isfinite(f) and np.isfinite(g).all()):
+            status = 5
+            break
+        if _k.projected_gradient_norm(x, g, lo, hi) <= opts["gtol"]:
+            status = 0
+            break
+        if nit >= opts["maxiter"]:
+            status = 1
+            break
+        if obj.nfev >= opts["maxfun"]:
+            status = 2
+            break
+        flag = _direction(x, g, lo, hi, mem, sample, active, added, p, d, opts)
+        if flag is None:
+            ls = projected_wolfe(obj, x, f, g, d, lo, hi, opts["c1"], opts["c2"],
+                                 opts["eps_abs"], opts["eps_rel"], opts["maxls"],
+                                 opts["maxfun"] - obj.nfev,
+                                 min(1.0, 2.0 * alpha_prev) if opts["step0"] == "previous" else 1.0)
+            if ls.status == FAILED:
+                flag = 2 if obj.nfev >= opts["maxfun"] else 4
+        if flag is not None:
+            if flag == 2 or not opts["restart"] or failed_once:
+                status = flag
+                break
+            failed_once = True
+            nrestart += 1
+            mem.reset()
+            if sampling:
+                sample.clear()
+                sample.append(g)
+            continue
+        failed_once = False
+        alpha_prev = ls.alpha if len(mem) else 1.0
+        s, y = ls.x - x, ls.g - g
+        f_old = f
+        x, f, g = ls.x, ls.f, ls.g
+        nit += 1
+        if not np.isfinite(g).all():
+            status = 5
+            break
+        if float(s @ y) > opts["eps_skip"] * np.linalg.norm(s) * np.linalg.norm(y):
+            mem.push(s, y)
+        if sampling:
+            sample.append(g)
+        if opts["disp"]:
+            print(f"NQN it {nit:5d}  f {f: .10e}  nfev {obj.nfev:7d}  |A| {int(active.sum())}")
+        if callback is not None:
+            try:
+                callback(np.copy(x))
+            except StopIteration:
+                status = 8
+                break
+        if f_old - f <= opts["ftol"] * max(abs(f_old), abs(f), 1.0):
+            status = 7
+    active[:] = 0
+    _k.binding_mask(x, g, lo, hi, active)
+    return OptimizeResult(
+        x=x, fun=f, jac=g, nit=nit, nfev=obj.nfev, njev=obj.njev, status=status,
+        success=status in (0, 7), message=MESSAGES[status], nrestart=nrestart,
+        active=active.astype(bool))
+
+
+def _direction(x, g, lo, hi, mem, sample, active, added, p, d, opts):
+    """Active set, subspace step and projected direction ``d = T(x, p)``.
+
+    Returns ``None`` on success, else the termination flag 3 (no feasible descent
+    direction) or 6 (numerical failure). Variants as in thesis §3.2.6.
+    """
+    variant = opts["variant"]
+    active[:] = 0
+    if variant in (2, 4) and len(sample) > 1:
+        g_tilde, _ = min_norm_subgradient(np.asarray(sample))
+        _k.binding_mask(x, g_tilde, lo, hi, active)
+    _k.binding_mask(x, g, lo, hi, active)
+    mem.sync(active)
+    theta = _theta(g, opts["theta"], mem)
+    try:
+        mem.step(g, theta, p)
+        if variant in (3, 4):
+            while True:
+                count = _k.correction_set(x, p, lo, hi, active, added)
+                if count == 0:
+                    break
+                mem.fix(added[:count])
+                mem.step(g, theta, p)
+    except np.linalg.LinAlgError:
+        return 6
+    nnz = _k.project_direction(x, p, lo, hi, d)
+    slope = float(g @ d)
+    if not (math.isfinite(slope) and np.isfinite(d).all()):
+        return 6
+    if nnz == 0 or slope >= 0.0:
+        return 3
+    return None
+
+
+def fmin_nqn(func, x0, fprime=None, args=(), approx_grad=0, bounds=None, m=10,
+             factr=1e7, pgtol=1e-5, epsilon=1e-8, iprint=-1, maxfun=15000, maxiter=15000,
+             disp=None, callback=None, maxls=20, variant=3, sample_size=20):
+    """NQN with the calling convention of :func:`scipy.optimize.fmin_l_bfgs_b`.
+
+    Parameters
+    ----------
+    func : callable
+        ``func(x, *args)``; returns ``(f, g)`` unless ``fprime`` is given or
+        ``approx_grad`` is true.
+    x0, fprime, args, approx_grad, bounds, m, factr, pgtol, epsilon, maxfun, maxiter,
+    callback, maxls :
+        As in ``fmin_l_bfgs_b``; ``factr`` gives ``ftol = factr · eps``.
+    iprint, disp : int or None
+        Print one line per iteration when ``disp`` (or, if ``disp`` is None,
+        ``iprint``) is positive.
+    variant, sample_size : int
+        NQN's active-set variant (1–4) and gradient-sample size M.
+
+    Returns
+    -------
+    x : ndarray
+        Estimated minimizer.
+    f : float
+        Value at ``x``.
+    d : dict
+        ``warnflag`` (0 converged, 1 too many evaluations or iterations, 2 other),
+        ``grad``, ``funcalls``, ``nit``, ``task`` (message) and ``status`` (NQN flag).
+    """
+    if fprime is not None:
+        jac = fprime
+    elif approx_grad:
+        jac = None
+    else:
+        jac = True
+    verbose = iprint if disp is None else disp
+    res = minimize_nqn(
+        func, x0, args=args, jac=jac, bounds=bounds, callback=callback,
+        options={"maxcor": m, "ftol": factr * np.finfo(float).eps, "gtol": pgtol,
+                 "eps": epsilon, "maxfun": maxfun, "maxiter": maxiter, "maxls": maxls,
+                 "variant": variant, "sample_size": sample_size,
+                 "disp": bool(verbose is not None and verbose > 0)})
+    warnflag = 0 if res.status in (0, 7) else 1 if res.status in (1, 2) else 2
+    d = {"grad": res.jac, "task": res.message, "funcalls": res.nfev, "nit": res.nit,
+         "warnflag": warnflag, "status": res.status}
+    return res.x, res.fun, d

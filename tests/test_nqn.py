@@ -1,0 +1,344 @@
+"""NQN optimizer: thesis examples, Lemma 3.2.1, line-search conditions, flags, SciPy parity."""
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from scipy.optimize import Bounds, OptimizeWarning, fmin_l_bfgs_b, minimize, rosen, rosen_der
+
+import sparsekit.optimize._nqn as nqn_module
+from sparsekit._cython import _nqn_kernels as K
+from sparsekit.optimize import fmin_nqn, minimize_nqn
+from sparsekit.optimize._eps_subgradient import min_norm_subgradient
+from sparsekit.optimize._nqn_linesearch import DECREASE, WOLFE, projected_wolfe
+from sparsekit.optimize._nqn_memory import FreeSetLBFGS
+
+
+def example_36(x):
+    """(3.6): |x1 − x2| + ½(x1 + 0.1 x2)², solved subject to x1 ≤ −0.5."""
+    d, q = x[0] - x[1], x[0] + 0.1 * x[1]
+    return abs(d) + 0.5 * q * q, np.array([np.sign(d) + q, -np.sign(d) + 0.1 * q])
+
+
+BOUNDS_36 = [(None, -0.5), (None, None)]
+
+
+def _reference_simplex_projection(Z):
+    """Sort-based Euclidean projection of each row onto the probability simplex."""
+    Z = np.atleast_2d(Z)
+    U = -np.sort(-Z, axis=1)
+    css = np.cumsum(U, axis=1) - 1
+    k = np.arange(1, Z.shape[1] + 1)
+    rho = (U - css / k > 0).sum(axis=1)
+    tau = css[np.arange(Z.shape[0]), rho - 1] / rho
+    return np.maximum(Z - tau[:, None], 0)
+
+
+# --- worked example (3.6) ---------------------------------------------------------------
+
+@pytest.mark.parametrize("variant", [1, 2, 3, 4])
+def test_example_36_solution(variant):
+    rng = np.random.default_rng(variant)
+    for x0 in [np.array([-0.5, -3.0]), *rng.uniform(-5, 5, size=(3, 2))]:
+        res = minimize_nqn(example_36, x0, jac=True, bounds=BOUNDS_36,
+                           options={"variant": variant, "ftol": 0, "maxiter": 300})
+        np.testing.assert_allclose(res.x, [-0.5, -0.5], atol=1e-6)
+        assert res.fun == pytest.approx(0.5 * 0.55**2, abs=1e-6)
+
+
+@pytest.mark.parametrize("project", [None, _reference_simplex_projection])
+def test_example_36_eps_min_norm_subgradient(project):
+    # gradients of the two smooth pieces near x* = (−0.5, −0.5) (notes §3.3)
+    G = np.array([[0.45, -1.055], [-1.55, 0.945]])
+    g_tilde, lam = min_norm_subgradient(G, project=project)
+    np.testing.assert_allclose(g_tilde, [-0.3025, -0.3025], atol=1e-6)
+    np.testing.assert_allclose(lam, [0.62375, 0.37625], atol=1e-6)
+    # x1 = −0.5 is at its upper bound: 𝓑(∇f) misses it, 𝓑(g̃) finds it
+    x, lo, hi = np.array([-0.5, -2.0]), np.array([-np.inf, -np.inf]), np.array([-0.5, np.inf])
+    a = -2.0
+    grad = np.array([0.5 + 0.1 * a, -1.05 + 0.01 * a])
+    for g, expect in ((grad, [0, 0]), (g_tilde, [1, 0])):
+        active = np.zeros(2, dtype=np.uint8)
+        K.binding_mask(x, g, lo, hi, active)
+        np.testing.assert_array_equal(active, expect)
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(2, 7), st.integers(1, 12), st.integers(0, 2**31 - 1))
+def test_min_norm_subgradient_kkt(l, n, seed):
+    """λ* is optimal for (3.8): (G g̃)_i ≥ ‖g̃‖² for all i, equality on the support."""
+    G = np.random.default_rng(seed).normal(size=(l, n))
+    g_tilde, lam = min_norm_subgradient(G, project=_reference_simplex_projection)
+    assert lam.min() >= 0 and lam.sum() == pytest.approx(1.0)
+    np.testing.assert_allclose(g_tilde, G.T @ lam, atol=1e-12)
+    slack = G @ g_tilde - g_tilde @ g_tilde
+    scale = max(1.0, np.abs(G).max() ** 2)
+    assert slack.min() >= -1e-5 * scale
+    assert np.all(np.abs(slack[lam > 1e-3]) <= 1e-5 * scale)
+
+
+def test_min_norm_subgradient_edge_cases():
+    g, lam = min_norm_subgradient(np.array([[1.0, -2.0]]))
+    np.testing.assert_array_equal(g, [1.0, -2.0])
+    g, lam = min_norm_subgradient(np.zeros((3, 4)))
+    np.testing.assert_array_equal(g, 0.0)
+    with pytest.raises(ValueError):
+        min_norm_subgradient(np.zeros(3))
+
+
+# --- Lemma 3.2.1 and Algorithm 3 ----------------------------------------------------------
+
+def _random_memory(rng, n, m):
+    mem = FreeSetLBFGS(n, m)
+    for _ in range(rng.integers(0, m + 3)):
+        s = rng.normal(size=n)
+        y = rng.normal(size=n) + 2 * s
+        if s @ y > 1e-3 * np.linalg.norm(s) * np.linalg.norm(y):
+            mem.push(s, y)
+    return mem
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(1, 25), st.integers(0, 2**31 - 1), st.booleans())
+def test_lemma_321_correction_loop(n, seed, stationary):
+    """Algorithm 3 from 𝒜⁰ = 𝓑(∇f): the returned p satisfies T(x, p) = p, is a descent
+    direction unless it is 0, and p = 0 only at points satisfying (3.5)."""
+    rng = np.random.default_rng(seed)
+    lo, hi = -np.ones(n), np.ones(n)
+    x = rng.choice([-1.0, 1.0, 0.0], size=n) * rng.choice([1.0, 0.5], size=n)
+    g = rng.normal(size=n)
+    if stationary:  # satisfy (3.5): zero on free, right signs at bounds
+        g[(x > -1) & (x < 1)] = 0.0
+        g[x == -1] = np.abs(g[x == -1])
+        g[x == 1] = -np.abs(g[x == 1])
+    mem = _random_memory(rng, n, 4)
+    active = np.zeros(n, dtype=np.uint8)
+    added = np.empty(n, dtype=np.intc)
+    p, d = np.empty(n), np.empty(n)
+    opts = dict(nqn_module._DEFAULTS, variant=3)
+    flag = nqn_module._direction(x, g, lo, hi, mem, None, active, added, p, d, opts)
+    K.project_direction(x, p, lo, hi, d)
+    np.testing.assert_array_equal(d, p)
+    pg = K.projected_gradient_norm(x, g, lo, hi)
+    if np.all(p == 0):
+        assert flag == 3 and pg == 0.0
+    else:
+        assert flag is None and g @ p < 0
+    if stationary:
+        assert np.all(p == 0)
+
+
+# --- line search (3.21)-(3.22) ------------------------------------------------------------
+
+def test_line_search_conditions_at_accepted_steps(monkeypatch):
+    from sparsekit.optimize.test_problems import BoundedProblem
+
+    records = []
+
+    def spy(fun, x, f0, g0, d, lo, hi, c1, c2, *args):
+        res = projected_wolfe(fun, x, f0, g0, d, lo, hi, c1, c2, *args)
+        records.append((x.copy(), f0, g0.copy(), d.copy(), lo, hi, c1, c2, res))
+        return res
+
+    monkeypatch.setattr(nqn_module, "projected_wolfe", spy)
+    for name in ("Myopic_Coupled", "Chained_LQ", "Nesterov_3"):
+        P = BoundedProblem(name, 20)
+        minimize_nqn(P.fun, P.starting_points(1, 0)[0], jac=True, bounds=P.bounds,
+                     options={"maxiter": 200, "ftol": 0})
+    assert len(records) > 100
+    n_wolfe = 0
+    for x, f0, g0, d, lo, hi, c1, c2, res in records:
+        if res.status not in (WOLFE, DECREASE):
+            continue
+        np.testing.assert_array_equal(res.x, np.clip(x + res.alpha * d, lo, hi))
+        assert res.f <= f0 + c1 * res.alpha * (g0 @ d)  # (3.21)
+        if res.status == WOLFE:
+            n_wolfe += 1
+            t_dir = np.empty_like(d)
+            K.project_direction(res.x, d, lo, hi, t_dir)
+            assert res.g @ t_dir >= c2 * (g0 @ d)  # (3.22)
+    assert n_wolfe > 0.8 * len(records)
+
+
+def test_line_search_bisects_when_first_trial_at_umax_fails():
+    """Fix of §5.5: the first trial α = U_max ≤ 1 failing (3.21) must not collapse to 0."""
+    lo, hi = np.array([0.0]), np.array([np.inf])
+
+    def fun(x):  # minimum at 1.4, path from 2 toward the bound at 0 (U_max = 1)
+        return (x[0] - 1.4) ** 2 * 10 + 5 * abs(x[0] - 1.4), np.array(
+            [20 * (x[0] - 1.4) + 5 * np.sign(x[0] - 1.4)])
+
+    x = np.array([2.0])
+    f0, g0 = fun(x)
+    res = projected_wolfe(fun, x, f0, g0, np.array([-2.0]), lo, hi, alpha0=1.0)
+    assert fun(np.array([0.0]))[0] > f0  # the trial at U_max fails (3.21)
+    assert res.status == WOLFE and res.alpha == 0.5 and res.nfev == 2
+
+
+def test_line_search_failure_on_inconsistent_gradient():
+    def fun(x):
+        return float(x @ x), np.zeros_like(x)
+
+    x = np.array([1.0])
+    res = projected_wolfe(fun, x, 1.0, np.array([2.0]), np.array([1.0]),
+                          np.array([-np.inf]), np.array([np.inf]), maxls=30)
+    assert res.x is None and res.alpha == 0.0 and res.nfev <= 30
+
+
+# --- agreement with L-BFGS-B on smooth problems -------------------------------------------
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_agrees_with_lbfgsb_on_bounded_quadratic(seed):
+    rng = np.random.default_rng(seed)
+    n = 40
+    A = rng.normal(size=(n, n))
+    H = A @ A.T / n + 0.1 * np.eye(n)
+    b = rng.normal(size=n) * 3
+
+    def fg(x):
+        return 0.5 * x @ H @ x - b @ x, H @ x - b
+
+    bounds = [(-1, 1)] * n
+    x0 = rng.uniform(-1, 1, n)
+    opts = {"ftol": 1e-14, "gtol": 1e-9, "maxiter": 5000}
+    ours = minimize_nqn(fg, x0, jac=True, bounds=bounds, options=opts)
+    ref = minimize(fg, x0, jac=True, bounds=bounds, method="L-BFGS-B", options=opts)
+    assert ours.success
+    assert ours.fun == pytest.approx(ref.fun, rel=1e-8, abs=1e-9)
+    np.testing.assert_allclose(ours.x, ref.x, atol=1e-4)
+
+
+def test_agrees_with_lbfgsb_on_bounded_rosenbrock():
+    n = 30
+    x0 = np.full(n, -1.0)
+    bounds = Bounds(np.full(n, -2.0), np.full(n, 0.5))
+    opts = {"ftol": 1e-15, "gtol": 1e-8, "maxiter": 5000}
+    ours = minimize_nqn(lambda x: (rosen(x), rosen_der(x)), x0, jac=True, bounds=bounds,
+                        options=opts)
+    ref = minimize(rosen, x0, jac=rosen_der, bounds=bounds, method="L-BFGS-B", options=opts)
+    assert ours.fun == pytest.approx(ref.fun, rel=1e-8)
+    np.testing.assert_allclose(ours.x, ref.x, atol=1e-4)
+    assert ours.nfev < 4 * ref.nfev
+
+
+# --- termination flags ----------------------------------------------------------------------
+
+def _quad(x):
+    return float(x @ x), 2 * x
+
+
+def test_flag_0_1_2_7_8():
+    x0 = np.arange(1.0, 6.0)
+    assert minimize_nqn(_quad, x0, jac=True).status == 0
+    assert minimize_nqn(_quad, x0, jac=True, options={"gtol": 0, "ftol": 1e-3}).status in (0, 7)
+    r = minimize_nqn(rosen, x0, jac=rosen_der, options={"gtol": 0, "ftol": 1e-2})
+    assert r.status == 7 and r.success
+    r = minimize_nqn(rosen, x0, jac=rosen_der, options={"maxiter": 2})
+    assert r.status == 1 and r.nit == 2 and not r.success
+    r = minimize_nqn(rosen, x0, jac=rosen_der, options={"maxfun": 5})
+    assert r.status == 2 and r.nfev <= 5 + 1
+
+    def stop(xk):
+        raise StopIteration
+
+    assert minimize_nqn(rosen, x0, jac=rosen_der, callback=stop).status == 8
+
+
+def test_flag_3_no_descent_direction_and_restart():
+    """Variant 2 at x = 0 after a step from 2: g̃ = 0 marks x binding although
+    ∇f = −1 says it may move (the gradient sample straddles the kink at 0.5)."""
+    def f(x):
+        return abs(x[0] - 0.5), np.array([np.sign(x[0] - 0.5)])
+
+    opts = {"variant": 2, "restart": False, "step0": "unit"}
+    r = minimize_nqn(f, [2.0], jac=True, bounds=[(0, 10)], options=opts)
+    assert r.status == 3 and r.x[0] == 0.0
+    r = minimize_nqn(f, [2.0], jac=True, bounds=[(0, 10)], options={**opts, "restart": True})
+    assert r.nrestart >= 1 and abs(r.x[0] - 0.5) < 1e-6
+
+
+def test_flag_4_line_search_failure():
+    r = minimize_nqn(lambda x: (float(x @ x), -2 * x), [1.0, 2.0], jac=True)
+    assert r.status == 4 and not r.success
+    np.testing.assert_array_equal(r.x, [1.0, 2.0])
+
+
+def test_flag_5_nan():
+    r = minimize_nqn(lambda x: (np.nan, x), [1.0], jac=True)
+    assert r.status == 5
+    r = minimize_nqn(lambda x: (float(x @ x), np.full_like(x, np.nan) if x[0] < 1 else 2 * x),
+                     [2.0], jac=True)
+    assert r.status == 5
+
+
+def test_flag_6_numerical():
+    r = minimize_nqn(lambda x: (float(x.sum()), np.full_like(x, 1e308)), [1.0, 1.0], jac=True)
+    assert r.status == 6
+    assert set(nqn_module.MESSAGES) == set(range(9))
+
+
+# --- interfaces -----------------------------------------------------------------------------
+
+def test_fmin_nqn_is_a_drop_in_for_fmin_l_bfgs_b():
+    x0 = np.array([-1.2, 1.0, 0.3])
+    bounds = [(-2, 2), (None, 0.8), (0, None)]
+
+    def fun(x, a):
+        return a * rosen(x)
+
+    def grad(x, a):
+        return a * rosen_der(x)
+
+    def both(x, a):
+        return fun(x, a), grad(x, a)
+
+    ref = fmin_l_bfgs_b(both, x0, args=(2.0,), bounds=bounds, factr=10, pgtol=1e-9)
+    for kwargs in ({"func": both}, {"func": fun, "fprime": grad},
+                   {"func": fun, "approx_grad": True, "pgtol": 1e-4, "factr": 1e7}):
+        kwargs = {"factr": 10, "pgtol": 1e-9, **kwargs}
+        x, f, d = fmin_nqn(x0=x0, args=(2.0,), bounds=bounds, **kwargs)
+        assert set(ref[2]) <= set(d)
+        assert d["warnflag"] == 0 and d["funcalls"] > 0 and d["nit"] > 0
+        tol = 1e-3 if kwargs.get("approx_grad") else 1e-6
+        np.testing.assert_allclose(x, ref[0], atol=tol)
+        assert f == pytest.approx(ref[1], abs=1e-6)
+    x, f, d = fmin_nqn(both, x0, args=(2.0,), maxiter=1)
+    assert d["warnflag"] == 1 and d["nit"] == 1
+
+
+def test_minimize_nqn_interface_and_validation():
+    r = minimize_nqn(_quad, [3.0, -4.0], jac=True, bounds=Bounds([1, -np.inf], [np.inf, -2]))
+    np.testing.assert_allclose(r.x, [1.0, -2.0])
+    assert r.active.tolist() == [True, True]
+    assert {"x", "fun", "jac", "nit", "nfev", "njev", "status", "success",
+            "message"} <= set(r)
+    r = minimize_nqn(lambda x: float(x @ x), [3.0], bounds=[(1, 2)])
+    np.testing.assert_allclose(r.x, [1.0])  # x0 projected, finite differences
+    with pytest.raises(ValueError, match="lower bound"):
+        minimize_nqn(_quad, [0.0], jac=True, bounds=[(1, 0)])
+    with pytest.raises(ValueError, match="entries"):
+        minimize_nqn(_quad, [0.0, 1.0], jac=True, bounds=[(0, 1)])
+    with pytest.raises(ValueError, match="finite"):
+        minimize_nqn(_quad, [np.nan], jac=True)
+    with pytest.raises(ValueError, match="variant"):
+        minimize_nqn(_quad, [1.0], jac=True, options={"variant": 5})
+    with pytest.raises(ValueError, match="shape"):
+        minimize_nqn(lambda x: (1.0, np.ones(3)), [1.0], jac=True)
+    with pytest.warns(OptimizeWarning):
+        minimize_nqn(_quad, [1.0], jac=True, options={"bogus": 1})
+
+
+# --- thesis test problems -----------------------------------------------------------------
+
+def test_myopic_optimal_active_set_and_nesterov_3():
+    from sparsekit.optimize.test_problems import BoundedProblem
+
+    for name in ("Myopic_Coupled", "Myopic_Decoupled"):
+        P = BoundedProblem(name, 20)
+        r = minimize_nqn(P.fun, P.starting_points(1, 3)[0], jac=True, bounds=P.bounds,
+                         options={"ftol": 0, "maxfun": 2000, "maxcor": 20})
+        at_bound = (r.x <= P.lb) | (r.x >= P.ub)
+        assert at_bound.sum() == 10 and at_bound[1::2].all()
+    P = BoundedProblem("Nesterov_3", 20)
+    r = minimize_nqn(P.fun, P.starting_points(1, 0)[0], jac=True, bounds=P.bounds,
+                     options={"ftol": 0, "maxfun": 2000, "maxcor": 20})
+    assert r.fun < 0.2501
