@@ -62,9 +62,10 @@ class L1LogisticOBA(ClassifierMixin, BaseEstimator):
     ----------
     C : float, default=1.0
         Inverse regularization strength (as in LIBLINEAR and scikit-learn).
-    tol : float, default=1e-6
+    tol : float, default=1e-8
         Stopping tolerance on the optimality measure ‖x − S_μ(x − ∇f(x))‖_∞ of the scaled
-        problem f = mean weighted logistic loss, μ = 1/(C n) (notes §1.9).
+        problem f = mean weighted logistic loss, μ = 1/(C n) (notes §1.9; 1e-8 is the
+        [CODE] default ``optol``).
     max_iter : int, default=500
         Maximum number of OBA iterations per binary problem.
     fit_intercept : bool, default=True
@@ -107,7 +108,7 @@ class L1LogisticOBA(ClassifierMixin, BaseEstimator):
         "sparse_coef": ["boolean"],
     }
 
-    def __init__(self, C=1.0, *, tol=1e-6, max_iter=500, fit_intercept=True, warm_start=False,
+    def __init__(self, C=1.0, *, tol=1e-8, max_iter=500, fit_intercept=True, warm_start=False,
                  class_weight=None, n_jobs=None, verbose=0, sparse_coef=False):
         self.C = C
         self.tol = tol
@@ -231,7 +232,7 @@ def _sigmoid(z):
     return out
 
 
-def l1_logistic_path(X, y, Cs=10, *, pos_class=None, fit_intercept=True, tol=1e-6,
+def l1_logistic_path(X, y, Cs=10, *, pos_class=None, fit_intercept=True, tol=1e-8,
                      max_iter=500, sample_weight=None):
     """Regularization path of :class:`L1LogisticOBA` over ``Cs``, with warm starts.
 

@@ -1,0 +1,145 @@
+"""L1LogisticOBA and l1_logistic_path: scikit-learn API, objective, multiclass, path."""
+import os
+import pickle
+from pathlib import Path
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.utils.estimator_checks import parametrize_with_checks
+
+import _oba_reference as ref
+from sparsekit.linear_model import L1LogisticOBA, l1_logistic_path
+
+DATA = Path(os.environ.get("SPARSEKIT_DATA",
+                           Path(__file__).resolve().parents[1].parent / "shared" / "datasets"))
+
+
+def _binary(seed=0, n=150, d=20, sparse=False):
+    rng = np.random.default_rng(seed)
+    X = rng.standard_normal((n, d))
+    X[rng.random((n, d)) < 0.4] = 0
+    y = (X[:, 0] - 2 * X[:, 1] + 0.5 * rng.standard_normal(n) + 0.5 > 0).astype(int)
+    return (sp.csr_matrix(X) if sparse else X), y
+
+
+@parametrize_with_checks([L1LogisticOBA(), L1LogisticOBA(sparse_coef=True, C=0.5)])
+def test_sklearn_compatible(estimator, check):
+    check(estimator)
+
+
+@pytest.mark.parametrize("sparse", [False, True])
+def test_objective_is_liblinear_s6_with_free_intercept(sparse):
+    X, y = _binary(sparse=sparse)
+    C = 0.3
+    est = L1LogisticOBA(C=C, tol=1e-10).fit(X, y)
+    y_pm = np.where(y == 1, 1.0, -1.0)
+    w_ref, b_ref, F_ref = ref.l1_logistic_lbfgsb(X, y_pm, C, fit_intercept=True)
+    F = ref.l1_logistic_objective(X, y_pm, est.coef_.ravel(), est.intercept_[0], C)
+    assert F <= F_ref * (1 + 1e-9)
+    np.testing.assert_allclose(est.intercept_[0], b_ref, atol=1e-4)
+    assert est.optimality_[0] <= 1e-10
+    assert np.count_nonzero(est.coef_) < X.shape[1]  # sparse solution
+
+
+def test_dense_sparse_float32_agree():
+    X, y = _binary(1)
+    a = L1LogisticOBA(C=2.0, tol=1e-10).fit(X, y)
+    b = L1LogisticOBA(C=2.0, tol=1e-10).fit(sp.csc_matrix(X), y)
+    c = L1LogisticOBA(C=2.0, tol=1e-9).fit(X.astype(np.float32), y)
+    np.testing.assert_allclose(a.coef_, b.coef_, atol=1e-8)
+    np.testing.assert_allclose(a.coef_, c.coef_, atol=1e-4)
+
+
+def test_multiclass_ovr_matches_binary_fits_and_probabilities():
+    rng = np.random.default_rng(2)
+    X = rng.standard_normal((240, 10))
+    y = np.argmax(X[:, :3] + 0.3 * rng.standard_normal((240, 3)), axis=1)
+    labels = np.array(["a", "b", "c"])[y]
+    est = L1LogisticOBA(C=1.0, tol=1e-9, n_jobs=2).fit(X, labels)
+    assert est.coef_.shape == (3, 10) and est.n_iter_.shape == (3,)
+    for k, lab in enumerate(est.classes_):
+        one = L1LogisticOBA(C=1.0, tol=1e-9).fit(X, labels == lab)
+        np.testing.assert_allclose(est.coef_[k], one.coef_[0], atol=1e-8)
+    P = est.predict_proba(X)
+    np.testing.assert_allclose(P.sum(axis=1), 1.0)
+    assert (est.predict(X) == labels).mean() > 0.8
+    np.testing.assert_array_equal(est.classes_[P.argmax(axis=1)], est.predict(X))
+
+
+def test_class_weight_equals_sample_weight_and_sparse_coef():
+    X, y = _binary(3)
+    a = L1LogisticOBA(class_weight={0: 1.0, 1: 3.0}, tol=1e-10).fit(X, y)
+    b = L1LogisticOBA(tol=1e-10).fit(X, y, sample_weight=np.where(y == 1, 3.0, 1.0))
+    np.testing.assert_allclose(a.coef_, b.coef_, atol=1e-9)
+    s = L1LogisticOBA(tol=1e-10, sparse_coef=True).fit(sp.csr_matrix(X), y)
+    assert sp.issparse(s.coef_)
+    np.testing.assert_allclose(s.coef_.toarray(), L1LogisticOBA(tol=1e-10).fit(X, y).coef_, atol=1e-9)
+    np.testing.assert_allclose(s.decision_function(X), s.densify().decision_function(X))
+    np.testing.assert_allclose(s.sparsify().decision_function(sp.csr_matrix(X)),
+                               s.densify().decision_function(sp.csr_matrix(X)))
+
+
+def test_warm_start_uses_fewer_iterations():
+    X, y = _binary(4, n=300, d=40)
+    est = L1LogisticOBA(C=1.0, tol=1e-9, warm_start=True).fit(X, y)
+    cold_iter = est.n_iter_[0]
+    est.set_params(C=1.1).fit(X, y)
+    cold = L1LogisticOBA(C=1.1, tol=1e-9).fit(X, y)
+    assert est.n_iter_[0] < cold.n_iter_[0] or est.n_iter_[0] < cold_iter
+    np.testing.assert_allclose(est.coef_, cold.coef_, atol=1e-7)
+
+
+def test_convergence_warning_and_bad_input():
+    X, y = _binary(5)
+    with pytest.warns(ConvergenceWarning):
+        L1LogisticOBA(max_iter=1, tol=1e-14).fit(X, y)
+    bad = X.copy()
+    bad[0, 0] = np.nan
+    with pytest.raises(ValueError):
+        L1LogisticOBA().fit(bad, y)
+    with pytest.raises(ValueError):
+        L1LogisticOBA(C=-1.0).fit(X, y)
+    with pytest.raises(ValueError, match="class"):
+        L1LogisticOBA().fit(X, np.zeros(len(y)))
+    with pytest.raises(ValueError, match="sample_weight"):
+        L1LogisticOBA().fit(X, y, sample_weight=-np.ones(len(y)))
+    est = L1LogisticOBA().fit(X, y)
+    pickle.loads(pickle.dumps(est)).predict(X)
+    with pytest.raises(ValueError):
+        est.predict(X[:, :5])
+
+
+def test_path_matches_independent_fits_and_orders_Cs():
+    X, y = _binary(6, n=200, d=30, sparse=True)
+    Cs = [1.0, 0.01, 0.1, 10.0]
+    coefs, Cs_out, n_iter = l1_logistic_path(X, y, Cs, tol=1e-10)
+    np.testing.assert_array_equal(Cs_out, Cs)
+    for C, c in zip(Cs, coefs):
+        est = L1LogisticOBA(C=C, tol=1e-10).fit(X, y)
+        np.testing.assert_allclose(c[:-1], est.coef_[0], atol=1e-7)
+        np.testing.assert_allclose(c[-1], est.intercept_[0], atol=1e-7)
+    coefs, Cs_out, _ = l1_logistic_path(X, y, 5, tol=1e-8)
+    assert np.abs(coefs[0, :-1]).max() < 1e-7 and np.count_nonzero(coefs[-1, :-1]) > 5
+    with pytest.raises(ValueError, match="pos_class"):
+        l1_logistic_path(X, np.arange(200) % 3, [1.0])
+    with pytest.raises(ValueError, match="Cs"):
+        l1_logistic_path(X, y, [1.0, -1.0])
+
+
+@pytest.mark.skipif(not (DATA / "libsvm" / "a9a.xz").exists(), reason="datasets absent")
+def test_a9a_subset_against_liblinear():
+    import lzma
+
+    from sklearn.datasets import load_svmlight_file
+
+    liblinearutil = pytest.importorskip("liblinear.liblinearutil")
+    X, y = load_svmlight_file(lzma.open(DATA / "libsvm" / "a9a.xz"), n_features=123)
+    X, y = X[:3000], y[:3000]
+    est = L1LogisticOBA(C=1.0, fit_intercept=False, tol=1e-9).fit(X, y)
+    model = liblinearutil.train(y, X, "-s 6 -B -1 -e 1e-10 -q -c 1")
+    w_ll = np.array([model.w[i] for i in range(123)]) * (1 if model.get_labels()[0] == 1 else -1)
+    F = ref.l1_logistic_objective(X, y, est.coef_.ravel(), 0.0, 1.0)
+    F_ll = ref.l1_logistic_objective(X, y, w_ll, 0.0, 1.0)
+    assert F <= F_ll * (1 + 1e-6)
