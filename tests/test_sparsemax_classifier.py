@@ -460,3 +460,38 @@ def test_check_estimator():
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         check_estimator(SparsemaxClassifier(), expected_failed_checks=EXPECTED_FAILED_CHECKS)
+
+
+@pytest.mark.parametrize("polytope", ["simplex", "budget", "at_least_one"])
+@pytest.mark.parametrize("sparse", [False, True])
+def test_newton_cg_matches_lbfgs(polytope, sparse):
+    rng = np.random.default_rng(9)
+    X, y = _blobs(n=80, d=5, k=4)
+    X = np.abs(X) + 3.0  # a large feature mean: the centered coordinates matter
+    Y = np.eye(4, dtype=int)[y]
+    if polytope != "simplex":
+        Y[rng.random(80) < 0.3, 0] = 1
+    Xin = sp.csr_matrix(X) if sparse else X
+    kw = dict(alpha=1e-2, tol=1e-9, polytope=polytope, max_iter=5000,
+              budget=2 if polytope == "budget" else None)
+    newton = SparsemaxClassifier(solver="newton-cg", **kw).fit(Xin, Y)
+    lbfgs = SparsemaxClassifier(**kw).fit(Xin, Y)
+    Yt = newton._encode_targets(Y, newton._check_budget())[0].toarray()
+    assert _objective_at(newton, X, Yt) == pytest.approx(_objective_at(lbfgs, X, Yt),
+                                                         rel=1e-7)
+    assert newton.n_iter_ < 50
+
+
+def test_newton_cg_options():
+    X, y = _blobs()
+    with pytest.raises(ValueError, match="newton-cg"):
+        SparsemaxClassifier(solver="newton-cg", positive=True).fit(X, y)
+    pen = SparsemaxClassifier(solver="newton-cg", penalize_intercept=True, alpha=1.0,
+                              tol=1e-10).fit(X, y)
+    ref = SparsemaxClassifier(penalize_intercept=True, alpha=1.0, tol=1e-10).fit(X, y)
+    np.testing.assert_allclose(pen.coef_, ref.coef_, atol=1e-6)
+    np.testing.assert_allclose(pen.intercept_, ref.intercept_, atol=1e-6)
+    free = SparsemaxClassifier(solver="newton-cg", fit_intercept=False).fit(X, y)
+    np.testing.assert_array_equal(free.intercept_, 0)
+    with pytest.warns(ConvergenceWarning):
+        SparsemaxClassifier(solver="newton-cg", alpha=1e-6, max_iter=1).fit(X, y)
