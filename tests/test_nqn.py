@@ -9,7 +9,7 @@ import sparsekit.optimize._nqn as nqn_module
 from sparsekit._cython import _nqn_kernels as K
 from sparsekit.optimize import fmin_nqn, minimize_nqn
 from sparsekit.optimize._eps_subgradient import min_norm_subgradient
-from sparsekit.optimize._nqn_linesearch import DECREASE, WOLFE, projected_wolfe
+from sparsekit.optimize._nqn_linesearch import DECREASE, FAILED, WOLFE, projected_wolfe
 from sparsekit.optimize._nqn_memory import FreeSetLBFGS
 
 
@@ -115,7 +115,7 @@ def test_lemma_321_correction_loop(n, seed, stationary):
     added = np.empty(n, dtype=np.intc)
     p, d = np.empty(n), np.empty(n)
     opts = dict(nqn_module._DEFAULTS, variant=3)
-    flag = nqn_module._direction(x, g, lo, hi, mem, None, active, added, p, d, opts)
+    flag = nqn_module._direction(x, g, g, lo, hi, mem, None, active, added, p, d, opts)
     K.project_direction(x, p, lo, hi, d)
     np.testing.assert_array_equal(d, p)
     pg = K.projected_gradient_norm(x, g, lo, hi)
@@ -179,9 +179,14 @@ def test_line_search_failure_on_inconsistent_gradient():
         return float(x @ x), np.zeros_like(x)
 
     x = np.array([1.0])
-    res = projected_wolfe(fun, x, 1.0, np.array([2.0]), np.array([1.0]),
-                          np.array([-np.inf]), np.array([np.inf]), maxls=30)
-    assert res.x is None and res.alpha == 0.0 and res.nfev <= 30
+    res = projected_wolfe(fun, x, 1.0, np.array([-2.0]), np.array([1.0]),
+                          np.array([-np.inf]), np.array([np.inf]), maxls=5)
+    # no decrease exists: bisection continues past maxls down to the resolution of x
+    assert res.status == FAILED and res.x is None and res.alpha == 0.0
+    assert 50 <= res.nfev <= 60 and len(res.trial_grads) == res.nfev
+    res = projected_wolfe(fun, x, 1.0, np.array([-2.0]), np.array([1.0]),
+                          np.array([-np.inf]), np.array([np.inf]), max_evals=7)
+    assert res.status == FAILED and res.nfev == 7
 
 
 # --- agreement with L-BFGS-B on smooth problems -------------------------------------------

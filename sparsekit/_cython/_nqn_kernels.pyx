@@ -9,6 +9,7 @@ Active-set masks are ``uint8`` arrays: ``1`` for a variable fixed at its bound (
 ``0`` for a free variable.
 """
 from libc.math cimport fabs, INFINITY
+from scipy.linalg.cython_lapack cimport dgesv
 
 ctypedef unsigned char uint8
 
@@ -255,3 +256,54 @@ def gram_update(const double[:, ::1] S, const double[:, ::1] Y, const int[::1] i
                     SS[j, k] += a * S[i, k]
                     SY[j, k] += a * Y[i, k]
                     YY[j, k] += b * Y[i, k]
+
+
+def compact_coefficients(const double[:, ::1] SS, const double[:, ::1] SY,
+                         const double[:, ::1] SSf, const double[:, ::1] SYf,
+                         const double[:, ::1] YYf, const int[::1] order, double theta,
+                         const double[::1] sg, const double[::1] yg, double[::1] zs,
+                         double[::1] zy, double[::1, :] A, double[::1] rhs, int[::1] ipiv):
+    """Solve ``(M⁻¹ − N/θ) z = W_Fᵀ g_F`` for the compact free-set step (3.2).
+
+    With pairs in time order ``order`` (k of them), ``M⁻¹ = [[−D, Lᵀ], [L, θSᵀS]]`` and
+    ``N = W_FᵀW_F``, ``W = [Y, θS]``, the 2k x 2k matrix is
+
+        [[−D − Y_FᵀY_F/θ,  (L − S_FᵀY_F)ᵀ],
+         [L − S_FᵀY_F,     θ(SᵀS − S_FᵀS_F)]]
+
+    and the right side ``[Y_Fᵀg_F; θ S_Fᵀg_F]``. Solved by LAPACK ``dgesv`` (``A``
+    Fortran-ordered scratch of at least 2k x 2k). ``zy``/``zs`` receive the two halves of
+    z at the slots' positions (zero elsewhere). Returns LAPACK's ``info`` (0: success),
+    or -1 when the solution is not finite.
+    """
+    cdef int k = order.shape[0], k2 = 2 * order.shape[0], one = 1, info = 0
+    cdef int lda = A.shape[0]
+    cdef Py_ssize_t a, b, ja, jb
+    cdef double v
+    with nogil:
+        for a in range(k):
+            ja = order[a]
+            rhs[a] = yg[ja]
+            rhs[k + a] = theta * sg[ja]
+            for b in range(k):
+                jb = order[b]
+                A[a, b] = -YYf[ja, jb] / theta
+                v = -SYf[ja, jb]
+                if a > b:
+                    v += SY[ja, jb]
+                A[k + a, b] = v
+                A[b, k + a] = v
+                A[k + a, k + b] = theta * (SS[ja, jb] - SSf[ja, jb])
+            A[a, a] -= SY[ja, ja]
+        dgesv(&k2, &one, &A[0, 0], &lda, &ipiv[0], &rhs[0], &k2, &info)
+        for a in range(zs.shape[0]):
+            zs[a] = 0.0
+            zy[a] = 0.0
+        if info == 0:
+            for a in range(k):
+                if not (fabs(rhs[a]) < INFINITY and fabs(rhs[k + a]) < INFINITY):
+                    info = -1
+                    break
+                zy[order[a]] = rhs[a]
+                zs[order[a]] = rhs[k + a]
+    return info

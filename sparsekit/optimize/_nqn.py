@@ -13,12 +13,19 @@ that is differentiable at the iterates (notes/keskar_thesis_oba_nqn.md §3). Eac
 4. stores ``(s, y)`` unless ``sᵀy ≤ ε_skip ‖s‖‖y‖``.
 
 Termination flags follow the authors' code (§3.6 [CODE]); see :data:`MESSAGES`.
-One change makes the method cheaper and more reliable than the thesis' version: when the
-direction is not a descent direction, the step is not finite, or the line search finds no
-decrease, the L-BFGS memory (and the gradient sample) is discarded and the iteration is
-retried from the scaled projected gradient, which is always a descent direction at a
-non-stationary point; only a second failure in a row ends the run (``restart=True``,
-the default; ``restart=False`` gives the thesis' behaviour).
+Changes that make the method cheaper and more reliable than the thesis' version:
+
+* the first trial step is ``min(1, 2 α_prev)`` instead of 1 (``step0="previous"``;
+  ``"unit"`` gives the thesis' choice): with θ from the gradient norm the L-BFGS steps of
+  late nonsmooth iterations are far too long, and bisecting down from 1 cost the authors'
+  code 15–19 evaluations per iteration;
+* when the direction is not a descent direction, the step is not finite, or the line
+  search finds no decrease down to the resolution of x, the L-BFGS memory is discarded
+  and the iteration is retried, first along the projected gradient (Variant 3 prediction,
+  no gradient sample), then along the ε-minimum-norm subgradient of the gradients at the
+  last M iterates and at the failed trial points (a gradient-sampling step); only a third
+  failure in a row ends the run (``restart=True``, the default; ``restart=False`` gives
+  the thesis' behaviour).
 """
 import math
 import warnings
@@ -209,14 +216,14 @@ def minimize_nqn(fun, x0, args=(), jac=None, bounds=None, callback=None, options
     obj = _Objective(fun, jac, args, float(opts["eps"]), lo, hi)
     f, g = obj(x)
     mem = FreeSetLBFGS(n, opts["maxcor"])
-    sampling = opts["variant"] in (2, 4)
-    sample = deque([g], maxlen=opts["sample_size"]) if sampling else None
+    sample = deque([g], maxlen=opts["sample_size"])
+    g_step = g
     active = np.zeros(n, dtype=np.uint8)
     added = np.empty(n, dtype=np.intc)
     p, d = np.empty(n), np.empty(n)
     nit = nrestart = 0
     alpha_prev = 1.0
-    failed_once = False
+    retry, trials = 0, []
     status = None
     while status is None:
         if not (math.isfinite(f) and np.isfinite(g).all()):
@@ -231,26 +238,27 @@ def minimize_nqn(fun, x0, args=(), jac=None, bounds=None, callback=None, options
         if obj.nfev >= opts["maxfun"]:
             status = 2
             break
-        flag = _direction(x, g, lo, hi, mem, sample, active, added, p, d, opts)
+        flag = _direction(x, g, g_step, lo, hi, mem, sample if retry == 0 else None, active,
+                          added, p, d, opts)
         if flag is None:
-            ls = projected_wolfe(obj, x, f, g, d, lo, hi, opts["c1"], opts["c2"],
+            ls = projected_wolfe(obj, x, f, g_step, d, lo, hi, opts["c1"], opts["c2"],
                                  opts["eps_abs"], opts["eps_rel"], opts["maxls"],
                                  opts["maxfun"] - obj.nfev,
                                  min(1.0, 2.0 * alpha_prev) if opts["step0"] == "previous" else 1.0)
             if ls.status == FAILED:
                 flag = 2 if obj.nfev >= opts["maxfun"] else 4
+                trials.extend(ls.trial_grads)
         if flag is not None:
-            if flag == 2 or not opts["restart"] or failed_once:
+            if flag == 2 or not opts["restart"] or retry == 2:
                 status = flag
                 break
-            failed_once = True
+            retry += 1
             nrestart += 1
             mem.reset()
-            if sampling:
-                sample.clear()
-                sample.append(g)
+            g_step = g if retry == 1 else _fallback_gradient(g, sample, trials)
             continue
-        failed_once = False
+        retry, trials = 0, []
+        g_step = ls.g
         alpha_prev = ls.alpha if len(mem) else 1.0
         s, y = ls.x - x, ls.g - g
         f_old = f
@@ -261,8 +269,7 @@ def minimize_nqn(fun, x0, args=(), jac=None, bounds=None, callback=None, options
             break
         if float(s @ y) > opts["eps_skip"] * np.linalg.norm(s) * np.linalg.norm(y):
             mem.push(s, y)
-        if sampling:
-            sample.append(g)
+        sample.append(g)
         if opts["disp"]:
             print(f"NQN it {nit:5d}  f {f: .10e}  nfev {obj.nfev:7d}  |A| {int(active.sum())}")
         if callback is not None:
@@ -281,33 +288,52 @@ def minimize_nqn(fun, x0, args=(), jac=None, bounds=None, callback=None, options
         active=active.astype(bool))
 
 
-def _direction(x, g, lo, hi, mem, sample, active, added, p, d, opts):
+def _fallback_gradient(g, sample, trials):
+    """Minimum-norm element of the recent gradients and the failed trials' gradients.
+
+    Used for the retry after a failed step: near a kink −∇f(x) can fail to be a
+    descent direction at the resolution of x, while the ε-minimum-norm subgradient
+    (3.7)–(3.8) over gradients sampled around x is the steepest-descent direction of
+    the ε-subdifferential (the gradient-sampling direction).
+    """
+    G = [*sample, *(t for t in trials if t is not None and np.isfinite(t).all())]
+    if len(G) < 2:
+        return g
+    return min_norm_subgradient(np.asarray(G))[0]
+
+
+def _direction(x, g, g_step, lo, hi, mem, sample, active, added, p, d, opts):
     """Active set, subspace step and projected direction ``d = T(x, p)``.
 
-    Returns ``None`` on success, else the termination flag 3 (no feasible descent
-    direction) or 6 (numerical failure). Variants as in thesis §3.2.6.
+    ``g_step`` is the gradient the quadratic model uses: ``∇f(x)``, or after a failed
+    step the fallback of :func:`_fallback_gradient`; ``sample`` (None: not used) holds
+    the gradients for the ε-MNSG prediction of Variants 2 and 4. Returns ``None`` on success, else
+    the termination flag 3 (no feasible descent direction) or 6 (numerical failure).
+    Variants as in thesis §3.2.6.
     """
     variant = opts["variant"]
     active[:] = 0
-    if variant in (2, 4) and len(sample) > 1:
+    if variant in (2, 4) and sample is not None and len(sample) > 1:
         g_tilde, _ = min_norm_subgradient(np.asarray(sample))
         _k.binding_mask(x, g_tilde, lo, hi, active)
     _k.binding_mask(x, g, lo, hi, active)
+    if g_step is not g:
+        _k.binding_mask(x, g_step, lo, hi, active)
     mem.sync(active)
-    theta = _theta(g, opts["theta"], mem)
+    theta = _theta(g_step, opts["theta"], mem)
     try:
-        mem.step(g, theta, p)
+        mem.step(g_step, theta, p)
         if variant in (3, 4):
             while True:
                 count = _k.correction_set(x, p, lo, hi, active, added)
                 if count == 0:
                     break
                 mem.fix(added[:count])
-                mem.step(g, theta, p)
+                mem.step(g_step, theta, p)
     except np.linalg.LinAlgError:
         return 6
     nnz = _k.project_direction(x, p, lo, hi, d)
-    slope = float(g @ d)
+    slope = float(g_step @ d)
     if not (math.isfinite(slope) and np.isfinite(d).all()):
         return 6
     if nnz == 0 or slope >= 0.0:

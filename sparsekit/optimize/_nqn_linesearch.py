@@ -11,8 +11,11 @@ fixes of notes/keskar_thesis_oba_nqn.md §3.5 and §5.5 are applied: breakpoints
 ``U_max`` fails (3.21) the search bisects instead of collapsing to α = 0; the bracket stops
 at ``U − L < ε_abs + ε_rel L``. Two further safeguards keep the cost per iteration small:
 the bracket also stops once ``(U − L)‖d̄‖_∞`` is below the floating-point resolution of
-``x`` (bisecting further cannot move the iterate), and at most ``maxls`` trials are made.
-In both cases the last point that satisfied (3.21) with ``α = L > 0`` is returned.
+``x`` (bisecting further cannot move the iterate), and once a point with (3.21) is known
+at most ``maxls`` trials are made. In both cases the last point that satisfied (3.21),
+``α = L > 0``, is returned. Before any decrease is found the search only stops at that
+resolution limit (or the evaluation budget), so "no decrease" means none exists at the
+resolution of ``x``.
 """
 import math
 
@@ -31,19 +34,22 @@ class LineSearchResult:
     ----------
     status : int
         ``WOLFE`` (both conditions hold), ``DECREASE`` (only (3.21) holds, α = L > 0),
-        or ``FAILED`` (no α > 0 with (3.21) found within ``maxls`` trials or the
+        or ``FAILED`` (no α > 0 with (3.21) down to the resolution of ``x`` or within the
         evaluation budget; ``x`` and ``g`` are then ``None``).
     alpha, x, f, g : float, ndarray, float, ndarray
         Accepted step and the point, value and gradient there.
     nfev : int
         Objective evaluations made.
+    trial_grads : list of ndarray
+        Gradients at the trial points (kept only for ``FAILED``).
     """
 
-    __slots__ = ("status", "alpha", "x", "f", "g", "nfev")
+    __slots__ = ("status", "alpha", "x", "f", "g", "nfev", "trial_grads")
 
-    def __init__(self, status, alpha, x, f, g, nfev):
+    def __init__(self, status, alpha, x, f, g, nfev, trial_grads=()):
         self.status, self.alpha, self.x, self.f, self.g, self.nfev = (
             status, alpha, x, f, g, nfev)
+        self.trial_grads = trial_grads
 
 
 def projected_wolfe(fun, x, f0, g0, d, lo, hi, c1=1e-8, c2=0.9, eps_abs=1e-16,
@@ -65,7 +71,7 @@ def projected_wolfe(fun, x, f0, g0, d, lo, hi, c1=1e-8, c2=0.9, eps_abs=1e-16,
     eps_abs, eps_rel : float
         Bracketing tolerances (Table 3.1: 1e-16, 1e-6).
     maxls : int
-        Maximum number of trial points.
+        Maximum number of trial points once a point satisfying (3.21) is known.
     max_evals : int or None
         Remaining evaluation budget.
     alpha0 : float
@@ -79,16 +85,19 @@ def projected_wolfe(fun, x, f0, g0, d, lo, hi, c1=1e-8, c2=0.9, eps_abs=1e-16,
     umax = _k.max_breakpoint(x, d, lo, hi)
     dnorm = float(np.max(np.abs(d)))
     xres = np.finfo(float).eps * max(1.0, float(np.max(np.abs(x))))
-    limit = maxls if max_evals is None else min(maxls, max_evals)
+    budget = math.inf if max_evals is None else max_evals
     lower, upper = 0.0, umax
     alpha = min(alpha0, umax)
     best = None  # (alpha, x, f, g) at alpha = lower
     nfev = 0
-    while nfev < limit:
+    trial_grads = []
+    while nfev < budget and (best is None or nfev < maxls):
         xt = np.empty_like(x)
         _k.trial_point(x, d, alpha, lo, hi, xt)
         ft, gt = fun(xt)
         nfev += 1
+        if best is None:
+            trial_grads.append(gt)
         if not (math.isfinite(ft) and ft < f0 + c1 * alpha * slope0):
             upper = alpha
         elif _k.projected_slope(xt, gt, d, lo, hi) < c2 * slope0:
@@ -104,4 +113,4 @@ def projected_wolfe(fun, x, f0, g0, d, lo, hi, c1=1e-8, c2=0.9, eps_abs=1e-16,
             break
     if best is not None:
         return LineSearchResult(DECREASE, *best, nfev)
-    return LineSearchResult(FAILED, 0.0, None, f0, None, nfev)
+    return LineSearchResult(FAILED, 0.0, None, f0, None, nfev, trial_grads)

@@ -47,6 +47,9 @@ class FreeSetLBFGS:
         self._zs = np.zeros(m)
         self._zy = np.zeros(m)
         self._full = np.empty((4, m + 1))
+        self._A = np.empty((2 * m, 2 * m), order="F")
+        self._rhs = np.empty(2 * m)
+        self._ipiv = np.empty(2 * m, dtype=np.intc)
         self._free = np.empty((4, m + 1))
 
     def __len__(self):
@@ -107,23 +110,12 @@ class FreeSetLBFGS:
             np.divide(g, -theta, out=out)
             out[self.mask != 0] = 0.0
             return out
-        k = len(o)
         _k.free_products(self.S, self.Y, g, self.mask, self._sg, self._yg)
-        sy = self.SY[np.ix_(o, o)]
-        a = np.empty((2 * k, 2 * k))
-        a[:k, :k] = -np.diag(np.diag(sy)) - self.YYf[np.ix_(o, o)] / theta
-        low = np.tril(sy, -1)
-        a[k:, :k] = low - self.SYf[np.ix_(o, o)]
-        a[:k, k:] = a[k:, :k].T
-        a[k:, k:] = theta * (self.SS[np.ix_(o, o)] - self.SSf[np.ix_(o, o)])
-        rhs = np.concatenate((self._yg[o], theta * self._sg[o]))
-        z = np.linalg.solve(a, rhs)
-        if not np.all(np.isfinite(z)):
-            raise np.linalg.LinAlgError("non-finite compact L-BFGS solve")
-        self._zy[:] = 0.0
-        self._zs[:] = 0.0
-        self._zy[o] = z[:k]
-        self._zs[o] = z[k:]
+        info = _k.compact_coefficients(
+            self.SS, self.SY, self.SSf, self.SYf, self.YYf, np.asarray(o, dtype=np.intc),
+            theta, self._sg, self._yg, self._zs, self._zy, self._A, self._rhs, self._ipiv)
+        if info != 0:
+            raise np.linalg.LinAlgError("singular or non-finite compact L-BFGS system")
         _k.free_step(self.S, self.Y, g, self.mask, self._zs, self._zy, theta, out)
         return out
 

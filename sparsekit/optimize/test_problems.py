@@ -27,6 +27,8 @@ Chained_Mifflin_2 the unconstrained minimizer has no closed form; the bound reci
 ``x* = 0`` for it. For TEST29_6/22/24, ``x*`` (the zero of the residual) is computed by a
 damped Newton iteration on the tridiagonal system.
 """
+from functools import lru_cache
+
 import numpy as np
 from scipy.linalg import solve_banded
 
@@ -140,9 +142,12 @@ def maxq(x):
     return float(x[k] ** 2), g
 
 
+@lru_cache(maxsize=2)
 def _hilbert(n):
     i = np.arange(n)
-    return 1.0 / (i[:, None] + i[None, :] + 1.0)
+    H = 1.0 / (i[:, None] + i[None, :] + 1.0)
+    H.setflags(write=False)
+    return H
 
 
 def maxhilb(x):
