@@ -39,6 +39,16 @@ from libc.stdlib cimport malloc, calloc, free
 
 from sparsekit._cython._lambertw cimport _wexp
 
+cdef extern from *:
+    """
+    #if defined(__GNUC__) || defined(__clang__)
+    #define SK_PREFETCH(p) __builtin_prefetch((const void*)(p), 1, 3)
+    #else
+    #define SK_PREFETCH(p) ((void)(p))
+    #endif
+    """
+    void SK_PREFETCH(const void* p) noexcept nogil
+
 cdef enum:
     IMPLICIT = 0
     UMAX = 1
@@ -120,6 +130,22 @@ cdef inline void _axpy(floating* w, double a, const floating* xd, const Py_ssize
             w[xi[p]] += af * xd[p]
     if bias:
         w[D] += af
+
+
+cdef inline void _prefetch(const floating* w, const Py_ssize_t* xi, Py_ssize_t nnz,
+                           bint bias, Py_ssize_t D) noexcept nogil:
+    """Ask for the weights a later step will read, so that K x D weight matrices far
+    larger than the caches cost no more per step than small ones (one line per feature
+    for a sparse row, every line for a dense one)."""
+    cdef Py_ssize_t p
+    if xi == NULL:
+        for p in range(0, nnz, 8):
+            SK_PREFETCH(&w[p])
+    else:
+        for p in range(nnz):
+            SK_PREFETCH(&w[xi[p]])
+    if bias:
+        SK_PREFETCH(&w[D])
 
 
 cdef inline double _sigmoid(double t) noexcept nogil:
@@ -473,6 +499,8 @@ def softmax_epoch(int method, const floating[::1] data, const Py_ssize_t[::1] in
     cdef const Py_ssize_t* xi
     cdef floating* w
     cdef Py_ssize_t* cls = <Py_ssize_t*>malloc(b * mm * sizeof(Py_ssize_t))
+    cdef Py_ssize_t* nxt = <Py_ssize_t*>malloc(b * mm * sizeof(Py_ssize_t))
+    cdef Py_ssize_t* swap
     cdef Py_ssize_t* ex = <Py_ssize_t*>malloc(b * sizeof(Py_ssize_t))
     cdef double* coef = <double*>malloc(b * mm * sizeof(double))
     cdef double* z = <double*>malloc(mm * sizeof(double))
@@ -480,21 +508,45 @@ def softmax_epoch(int method, const floating[::1] data, const Py_ssize_t[::1] in
     cdef double* work = <double*>malloc(3 * mm * sizeof(double))
     cdef int* cnt = <int*>calloc(K, sizeof(int))
     cdef double* rowrho = <double*>malloc(K * sizeof(double))
-    if (cls == NULL or ex == NULL or coef == NULL or z == NULL or rho == NULL or work == NULL
+    if (cls == NULL or nxt == NULL or ex == NULL or coef == NULL or z == NULL or rho == NULL or work == NULL
             or cnt == NULL or rowrho == NULL):
-        free(cls); free(ex); free(coef); free(z); free(rho); free(work); free(cnt); free(rowrho)
+        free(cls); free(nxt); free(ex); free(coef); free(z); free(rho); free(work); free(cnt)
+        free(rowrho)
         raise MemoryError()
     try:
         with nogil:
+            # classes of batch t+1 are drawn (in the same RNG order) while batch t runs,
+            # and their weight entries prefetched
+            for e in range(b if N >= b else N):
+                i = order[e]
+                nxt[e * mm] = y[i]
+                _sample_classes(&state, K, y[i], m, &nxt[e * mm + 1])
             start = 0
             while start < N and status == 0:
                 nb = b if N - start >= b else N - start
+                swap = cls
+                cls = nxt
+                nxt = swap
+                for e in range(start + nb, start + nb + b):
+                    if e >= N:
+                        break
+                    i = order[e]
+                    t = (e - start - nb) * mm
+                    nxt[t] = y[i]
+                    _sample_classes(&state, K, y[i], m, &nxt[t + 1])
+                    if dense:
+                        xd = &data[i * D]
+                        xi = NULL
+                        nnz = D
+                    else:
+                        xi = &indices[indptr[i]]
+                        nnz = indptr[i + 1] - indptr[i]
+                    for j in range(mm):
+                        _prefetch(&R[nxt[t + j], 0], xi, nnz, bias, D)
                 # 1) coefficients from the current weights
                 for e in range(nb):
                     i = order[start + e]
                     ex[e] = i
-                    cls[e * mm] = y[i]
-                    _sample_classes(&state, K, y[i], m, &cls[e * mm + 1])
                     if dense:
                         xd = &data[i * D]
                         xi = NULL
@@ -585,7 +637,8 @@ def softmax_epoch(int method, const floating[::1] data, const Py_ssize_t[::1] in
                             gamma[k] = 1.0
                 start += nb
     finally:
-        free(cls); free(ex); free(coef); free(z); free(rho); free(work); free(cnt); free(rowrho)
+        free(cls); free(nxt); free(ex); free(coef); free(z); free(rho); free(work); free(cnt)
+        free(rowrho)
     return status, n_resets
 
 

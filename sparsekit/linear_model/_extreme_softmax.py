@@ -161,13 +161,14 @@ class ExtremeSoftmaxSGD(ClassifierMixin, BaseEstimator):
     verbose : int, default=0
         Print one line per evaluated epoch.
     eval_every : int, default=1
-        Record the exact training NLL in ``loss_curve_`` every ``eval_every`` epochs
-        (0: only after the last epoch).
+        Record the exact training NLL in ``loss_curve_`` before training, every
+        ``eval_every`` epochs and after the last one (0: never; each evaluation scores
+        every class, O(K nnz) per evaluated row).
     eval_size : int or None, default=100_000
         Evaluate on a fixed random subsample of this many training rows (None: all rows).
     tol : float or None, default=None
         Stop when an evaluated NLL improves by less than ``tol``; a ConvergenceWarning is
-        raised if that never happens. None runs all ``n_epochs``.
+        raised if that never happens. None runs all ``n_epochs``. Needs ``eval_every > 0``.
     warm_start : bool, default=False
         Start ``fit`` from the previous weights (and u, if the data size matches).
     multilabel : {"error", "first"}, default="error"
@@ -276,13 +277,17 @@ class ExtremeSoftmaxSGD(ClassifierMixin, BaseEstimator):
         return X, y
 
     def _check_method_params(self):
+        if self.tol is not None and not self.eval_every:
+            raise ValueError("tol needs eval_every > 0 (the stopping test uses the NLL)")
         if self.method == "implicit" and self.batch_size != 1:
             raise ValueError("method='implicit' is a one-datapoint proximal step; "
                              f"use batch_size=1 (got {self.batch_size})")
 
     # ------------------------------------------------------------------ state
     def _new_weights(self, n_classes, n_features, dtype):
-        self._R = np.zeros((n_classes, n_features + int(self.fit_intercept)), dtype=dtype)
+        # filled explicitly: np.zeros maps lazily, and the first epoch would pay the page faults
+        self._R = np.empty((n_classes, n_features + int(self.fit_intercept)), dtype=dtype)
+        self._R.fill(0)
         self._bias = bool(self.fit_intercept)
         self._publish()
 
@@ -420,7 +425,7 @@ class ExtremeSoftmaxSGD(ClassifierMixin, BaseEstimator):
                 self._run_pass(inputs, y_idx, sample_weight, u, eta, order, seed))
             self.n_iter_ = epoch + 1
             last = epoch + 1 == self.n_epochs
-            if (self.eval_every and (epoch + 1) % self.eval_every == 0) or last:
+            if self.eval_every and ((epoch + 1) % self.eval_every == 0 or last):
                 previous = self.loss_curve_[-1] if self.loss_curve_ else np.inf
                 record(epoch + 1)
                 if self.tol is not None and previous - self.loss_curve_[-1] < self.tol:
