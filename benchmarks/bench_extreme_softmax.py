@@ -305,9 +305,12 @@ def _top5_from_scores(S, k=5):
     return np.take_along_axis(part, order, axis=1)
 
 
-def run_peers(quick, cap):
-    sets = ["bibtex", "delicious", "debian", "teacher"]
-    out = {"cap": cap, "sets": {}}
+PEER_SETS = ["bibtex", "delicious", "debian", "teacher"]
+
+
+def run_peers(quick, cap, sets):
+    out = load_part("peers") or {"cap": cap, "sets": {}}
+    out["cap"] = cap
     repro = load_part("repro")
     for name in sets:
         t_load = time.perf_counter()
@@ -436,7 +439,8 @@ def report():
                     "of training; training NLL on a fixed 5000-row training subsample, "
                     "target = 1.05 x the best NLL any method reached)\n")
         rows = []
-        for name, res in peers["sets"].items():
+        for name in [n for n in PEER_SETS if n in peers["sets"]]:
+            res = peers["sets"][name]
             best = min(v for r in res["rows"].values() for _, v in r["curve"])
             target = 1.05 * best
             ours_t = _time_to(res["rows"]["ExtremeSoftmaxSGD (implicit)"]["curve"], target)
@@ -473,6 +477,8 @@ def main():
     parser.add_argument("--quick", action="store_true", help="small smoke run")
     parser.add_argument("--parts", nargs="*", default=["repro", "scale", "peers"],
                         choices=["repro", "scale", "peers", "report"])
+    parser.add_argument("--sets", nargs="*", default=PEER_SETS, choices=PEER_SETS,
+                        help="data sets of the peers part (results merge with earlier runs)")
     parser.add_argument("--cap", type=float, default=120.0,
                         help="seconds of training allowed to each scikit-learn peer")
     args = parser.parse_args()
@@ -481,7 +487,7 @@ def main():
     if "scale" in args.parts:
         run_scale(args.quick)
     if "peers" in args.parts:
-        run_peers(args.quick, 10.0 if args.quick else args.cap)
+        run_peers(args.quick, 10.0 if args.quick else args.cap, args.sets)
     report()
 
 

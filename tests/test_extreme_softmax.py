@@ -182,6 +182,10 @@ def test_warm_start_continues(data):
 
 def test_errors_and_warnings(data, capsys):
     X, y = data
+    with pytest.raises(ValueError, match="Negative"):
+        ExtremeSoftmaxSGD().fit(X, y, sample_weight=-np.ones(X.shape[0]))
+    with pytest.raises(ValueError, match="NaN"):
+        ExtremeSoftmaxSGD().fit(np.full((4, 2), np.nan), [0, 1, 0, 1])
     with pytest.raises(ValueError, match="eval_every"):
         ExtremeSoftmaxSGD(tol=1e-3, eval_every=0).fit(X, y)
     with pytest.raises(ValueError, match="batch_size=1"):

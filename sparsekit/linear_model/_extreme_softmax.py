@@ -315,7 +315,9 @@ class ExtremeSoftmaxSGD(ClassifierMixin, BaseEstimator):
     def _kernel_inputs(self, X):
         if sp.issparse(X):
             X = sp.csr_matrix(X, dtype=self._R.dtype)
-            X.sum_duplicates()
+            if not X.has_canonical_format:          # never reorder the caller's arrays
+                X = X.copy()
+                X.sum_duplicates()
             data = np.ascontiguousarray(X.data)
             indices = X.indices.astype(np.intp)
             indptr = X.indptr.astype(np.intp)
@@ -387,7 +389,8 @@ class ExtremeSoftmaxSGD(ClassifierMixin, BaseEstimator):
         if len(classes) < 2:
             raise ValueError("ExtremeSoftmaxSGD needs samples of at least 2 classes; got 1 "
                              f"class ({classes[0]!r})")
-        sample_weight = _check_sample_weight(sample_weight, X, dtype=np.float64)
+        sample_weight = _check_sample_weight(sample_weight, X, dtype=np.float64,
+                                             ensure_non_negative=True)
         rng = check_random_state(self.random_state)
         warm = (self.warm_start and hasattr(self, "_R")
                 and np.array_equal(getattr(self, "classes_", None), classes)
@@ -485,7 +488,8 @@ class ExtremeSoftmaxSGD(ClassifierMixin, BaseEstimator):
             raise ValueError(f"y contains labels not declared in classes: "
                              f"{np.unique(y[unknown])[:5].tolist()}")
         y_idx = np.searchsorted(self.classes_, y).astype(np.intp)
-        sample_weight = _check_sample_weight(sample_weight, X, dtype=np.float64)
+        sample_weight = _check_sample_weight(sample_weight, X, dtype=np.float64,
+                                             ensure_non_negative=True)
         X = X.astype(self._R.dtype, copy=False)
         rng = getattr(self, "_stream_rng", None)
         if first or rng is None:
