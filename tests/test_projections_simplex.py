@@ -214,3 +214,16 @@ def test_cpu_package_never_imports_cupy():
             "sparsekit.projections.sparsemax([1.0, 2.0]); assert 'cupy' not in sys.modules")
     subprocess.run([sys.executable, "-c", code], check=True,
                    cwd=Path(__file__).resolve().parents[1])
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_slowly_converging_rows_use_the_condat_fallback(dtype):
+    # z_i = -(i/K)^0.2: Michelot's iteration needs 14 rounds here (> _MICHELOT_ITERS), so
+    # Condat's algorithm finishes the candidate list
+    k = 100_000
+    z = np.stack([-(np.arange(k) / k) ** 0.2, -0.3 * (np.arange(k) / k) ** 0.1])
+    z = np.ascontiguousarray(z[:, ::-1]).astype(dtype)
+    p = sparsemax(z)
+    tol = 1e-6 if dtype == np.float32 else 1e-13
+    assert_allclose(p, sparsemax(z, method="sort"), atol=tol)
+    assert_allclose(p, ref.numpy_sparsemax(z), atol=tol)

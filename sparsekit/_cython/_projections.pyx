@@ -14,6 +14,12 @@ import numpy as np
 
 # --------------------------------------------------------------------------- helpers
 
+# Michelot rounds before switching to Condat's algorithm (see _simplex_tau)
+DEF _MICHELOT_ITERS = 12
+# candidate lists up to this length are solved by the O(n^2) support test
+DEF _FEW_CANDIDATES = 16
+
+
 cdef inline double _row_max(const floating* z, Py_ssize_t k) noexcept nogil:
     cdef floating m = z[0]
     cdef Py_ssize_t i
@@ -109,79 +115,145 @@ cdef void _sort(floating* key, Py_ssize_t* idx, Py_ssize_t n) noexcept nogil:
 
 # --------------------------------------------------------------------------- simplex
 
-cdef double _condat_tau(const floating* z, floating* aux, Py_ssize_t k, double shift,
-                        double a) noexcept nogil:
-    """Threshold tau of the projection of y = z - shift onto {p >= 0, sum p = a}.
+cdef double _condat_tau(floating* y, Py_ssize_t k, double a) noexcept nogil:
+    """Threshold tau of the projection of y[0:k] onto {p >= 0, sum p = a}, overwriting y.
 
-    Condat (2016), Algorithm 1 with the lists v (aux[s:e]) and v~ (aux[0:s]) stored in one
-    buffer; tau is recomputed from a fresh sum over the final support."""
+    Condat (2016), Algorithm 1, with the lists v (y[s:e]) and v~ (y[0:s]) kept in place in
+    the buffer (element i is read before position e <= i is written); tau is recomputed
+    from a fresh sum over the final support."""
     cdef Py_ssize_t i, j, s = 0, e = 1, wpos, n
-    cdef double y, rho, tot
-    aux[0] = <floating>(z[0] - shift)
-    rho = aux[0] - a
+    cdef double yi, rho, tot
+    rho = y[0] - a
     for i in range(1, k):
-        y = z[i] - shift
-        if y > rho:
-            rho += (y - rho) / (e - s + 1)
-            if rho <= y - a:
+        yi = y[i]
+        if yi > rho:
+            rho += (yi - rho) / (e - s + 1)
+            if rho <= yi - a:
                 s = e
-                rho = y - a
-            aux[e] = <floating>y
+                rho = yi - a
+            y[e] = <floating>yi
             e += 1
     j = s - 1
     while j >= 0:
-        y = aux[j]
-        if y > rho:
+        yi = y[j]
+        if yi > rho:
             s -= 1
-            aux[s] = <floating>y
-            rho += (y - rho) / (e - s)
+            y[s] = <floating>yi
+            rho += (yi - rho) / (e - s)
         j -= 1
     while True:
         n = e - s
         wpos = s
         for j in range(s, e):
-            y = aux[j]
-            if y > rho:
-                aux[wpos] = <floating>y
+            yi = y[j]
+            if yi > rho:
+                y[wpos] = <floating>yi
                 wpos += 1
             else:
                 n -= 1
                 if n > 0:
-                    rho += (rho - y) / n
+                    rho += (rho - yi) / n
         if wpos == e or wpos == s:
             break
         e = wpos
     tot = 0.0
     for j in range(s, e):
-        tot += aux[j]
+        tot += y[j]
     return (tot - a) / (e - s)
+
+
+cdef double _support_test_tau(floating* c, Py_ssize_t n, double zmax,
+                              double a) noexcept nogil:
+    """Threshold (relative to zmax) from a short candidate list c[0:n] of raw values: c_j is
+    in the support iff g(c_j) = sum_l max(c_l - c_j, 0) < a, since g decreases strictly
+    to g(tau) = a. Branch-free (selects are products with 0/1), one division."""
+    cdef Py_ssize_t j, l, cnt = 0
+    cdef double cj, d, g, keep, tot = 0.0
+    for j in range(n):
+        cj = c[j]
+        g = 0.0
+        for l in range(n):
+            d = c[l] - cj
+            g += d * (d > 0)
+        keep = g < a
+        cnt += <Py_ssize_t>keep
+        tot += (cj - zmax) * keep
+    return (tot - a) / cnt
+
+
+cdef double _michelot_tau(floating* c, Py_ssize_t n, double zmax, double a) noexcept nogil:
+    """Threshold (relative to zmax) from a candidate list c[0:n] of raw values (a superset
+    of the support), overwritten: shift by zmax and drop y <= -a, then Michelot's iteration
+    tau <- (sum_{y > tau} y - a) / |{y > tau}|, which increases tau to the solution and
+    shrinks the list, until the list no longer changes; after _MICHELOT_ITERS rounds
+    (adversarial rows) Condat's algorithm finishes the list."""
+    cdef Py_ssize_t i, m, it
+    cdef double y, tot, tau = -a
+    for it in range(_MICHELOT_ITERS):
+        m = 0
+        for i in range(n):
+            y = c[i] - zmax if it == 0 else c[i]
+            c[m] = <floating>y
+            m += y > tau
+        if m == n and it > 0:
+            return tau
+        n = m
+        tot = 0.0
+        for i in range(n):
+            tot += c[i]
+        tau = (tot - a) / n
+    return _condat_tau(c, n, a)
+
+
+cdef double _simplex_project(const floating* z, floating* p, Py_ssize_t k, double a,
+                             double* shift) noexcept nogil:
+    """Write the projection of z onto {p >= 0, sum p = a} into p; return its threshold
+    relative to ``shift[0] = max(z)``, so that p = max((z - shift) - tau, 0).
+
+    1. One pass finds max(z) and keeps, branch-free, the candidates z_i >= m_i - a, m_i
+       the running max (a superset of {z_i > max(z) - a}, itself a superset of the support
+       since tau >= max(z) - a; >= keeps the maximum when m_i - a rounds to m_i); the buffer
+       is p.
+    2. Short lists: _support_test_tau; long ones: _michelot_tau (Michelot, then Condat).
+       Both work on differences to max(z), exact for the support: the fix of
+       notes/sparsemax_report.md 4.3 for float32 rows offset by 1e6.
+    4. p = max((z - max) - tau, 0) in the input precision: exact zeros off the support."""
+    cdef Py_ssize_t i, n = 0
+    cdef floating zi, zmax = z[0], mf, tf, d
+    cdef double thr = z[0] - a, tau
+    if k == 1:
+        shift[0] = z[0]
+        p[0] = <floating>a
+        return -a
+    for i in range(k):
+        zi = z[i]
+        p[n] = zi
+        n += zi >= thr
+        zmax = zi if zi > zmax else zmax
+        thr = zmax - a
+    shift[0] = zmax
+    tau = _michelot_tau(p, n, zmax, a)
+    mf = zmax
+    tf = <floating>tau
+    for i in range(k):
+        d = (z[i] - mf) - tf
+        p[i] = d if d > 0 else 0
+    return tau
 
 
 cdef inline void _threshold_out(const floating* z, floating* p, Py_ssize_t k, double shift,
                                 double tau) noexcept nogil:
     cdef Py_ssize_t i
-    cdef double d
+    cdef floating mf = <floating>shift, tf = <floating>tau, d
     for i in range(k):
-        d = (z[i] - shift) - tau
-        p[i] = <floating>(d if d > 0.0 else 0.0)
-
-
-cdef inline double _simplex_shifted(const floating* z, floating* p, Py_ssize_t k,
-                                    double zmax, double radius) noexcept nogil:
-    """Write the simplex projection into p; return tau relative to ``zmax``."""
-    cdef double tau
-    if k == 1:
-        p[0] = <floating>radius
-        return -radius
-    tau = _condat_tau(z, p, k, zmax, radius)
-    _threshold_out(z, p, k, zmax, tau)
-    return tau
+        d = (z[i] - mf) - tf
+        p[i] = d if d > 0 else 0
 
 
 cdef floating simplex_row(const floating* z, floating* p, Py_ssize_t k,
                           double radius) noexcept nogil:
-    cdef double zmax = _row_max(z, k)
-    return <floating>(zmax + _simplex_shifted(z, p, k, zmax, radius))
+    cdef double zmax, tau = _simplex_project(z, p, k, radius, &zmax)
+    return <floating>(zmax + tau)
 
 
 cdef floating sparsemax_row(const floating* z, floating* p, Py_ssize_t k) noexcept nogil:
@@ -210,10 +282,9 @@ cdef floating sparsemax_sort_row(const floating* z, floating* p, Py_ssize_t k) n
 
 cdef double sparsemax_loss_row(const floating* z, const floating* q, floating* p,
                                Py_ssize_t k) noexcept nogil:
-    cdef double zmax = _row_max(z, k)
-    cdef double loss = 0.0, y
+    cdef double zmax, loss = 0.0, y
     cdef Py_ssize_t i
-    _simplex_shifted(z, p, k, zmax, 1.0)
+    _simplex_project(z, p, k, 1.0, &zmax)
     for i in range(k):
         y = z[i] - zmax
         loss += (q[i] - p[i]) * (q[i] + p[i] - 2.0 * y)
@@ -378,8 +449,7 @@ cdef double fenchel_young_row(int polytope, const floating* z, const floating* y
     cdef double shift = 0.0, loss = 0.0
     cdef Py_ssize_t i
     if polytope == POLYTOPE_SIMPLEX:
-        shift = _row_max(z, k)
-        _simplex_shifted(z, p, k, shift, budget)
+        _simplex_project(z, p, k, budget, &shift)
     else:
         project_row(polytope, z, p, k, budget, w, work, iwork)
     for i in range(k):
