@@ -9,6 +9,8 @@ Fortran-ordered dense array; their values may be float32 or float64 (fused ``flo
 Every vector the solver owns (weights, gradients, residuals, curvature) is float64.
 A column index list ``cols`` lets the margin kernels skip the columns where ``w`` is zero.
 """
+import numpy as np
+
 from cython cimport floating
 from libc.math cimport exp, log1p, fabs
 
@@ -116,22 +118,21 @@ def logistic_pointwise(const double[:] m, const double[:] y, const double[:] sw,
 
     Writes ``r_i = d loss_i / d m_i = -y_i sw_i sigma(-y_i m_i)`` and
     ``D_i = sw_i sigma(y_i m_i) sigma(-y_i m_i)`` (the Hessian weights, notes §1.9).
+    One exp and one log1p per sample, on ``e = exp(-|z|) <= 1`` (no overflow).
     """
     cdef Py_ssize_t i
     cdef double z, e, s, total = 0.0
     with nogil:
         for i in range(m.shape[0]):
             z = -y[i] * m[i]
-            total += sw[i] * _log1pexp(z)
-            # s = sigma(z) = 1/(1+exp(-z)), computed on the non-overflowing branch
-            if z >= 0.0:
-                e = exp(-z)
-                s = 1.0 / (1.0 + e)
-                D[i] = sw[i] * s * (e * s)
+            e = exp(-fabs(z))
+            if z > 0.0:
+                total += sw[i] * (z + log1p(e))
+                s = 1.0 / (1.0 + e)          # sigma(z)
             else:
-                e = exp(z)
+                total += sw[i] * log1p(e)
                 s = e / (1.0 + e)
-                D[i] = sw[i] * s * (1.0 / (1.0 + e))
+            D[i] = sw[i] * s * (1.0 - s) if z < 0.0 else sw[i] * s * (e / (1.0 + e))
             r[i] = -y[i] * sw[i] * s
     return total
 
@@ -398,25 +399,32 @@ def gram_csr(const floating[:] data, const index_t[:] indices, const index_t[:] 
     """``G += X[:, F]^T diag(D) X[:, F]`` for CSR ``X`` with sorted row indices.
 
     ``colmap[j]`` is the position of column j in the free set F (increasing in j), or -1
-    when j is not free. Work is Σᵢ nnzᵢ(F)². Fills the upper triangle and mirrors it; used
-    to form the subspace Hessian explicitly when the free set is small (each CG product
-    then costs |F|² instead of 2 nnz(X_F)).
+    when j is not free. Each row's free entries are gathered once, then their outer product
+    is added (Σᵢ nnzᵢ(F)² work). Fills the upper triangle and mirrors it. Used to form the
+    subspace Hessian explicitly when that is cheaper than the CG's matrix-free products.
     """
-    cdef Py_ssize_t i, p, q, a, b, k = G.shape[0]
+    cdef Py_ssize_t i, p, q, a, t, b, k = G.shape[0], width = 0
     cdef double dv
+    for i in range(D.shape[0]):
+        width = max(width, indptr[i + 1] - indptr[i])
+    cdef long long[::1] pos = np.empty(max(width, 1), dtype=np.int64)
+    cdef double[::1] val = np.empty(max(width, 1))
     with nogil:
         for i in range(D.shape[0]):
             if D[i] == 0.0:
                 continue
+            t = 0
             for p in range(indptr[i], indptr[i + 1]):
                 a = colmap[indices[p]]
-                if a < 0:
-                    continue
-                dv = D[i] * data[p]
-                for q in range(p, indptr[i + 1]):
-                    b = colmap[indices[q]]
-                    if b >= 0:
-                        G[a, b] += dv * data[q]
+                if a >= 0:
+                    pos[t] = a
+                    val[t] = data[p]
+                    t += 1
+            for p in range(t):
+                dv = D[i] * val[p]
+                a = pos[p]
+                for q in range(p, t):
+                    G[a, pos[q]] += dv * val[q]
         for a in range(k):
             for b in range(a + 1, k):
                 G[b, a] = G[a, b]
@@ -436,3 +444,4 @@ def take_columns_csc(const floating[:] data, const index_t[:] indices,
                 out_indices[t] = indices[p]
                 t += 1
             out_indptr[k + 1] = t
+

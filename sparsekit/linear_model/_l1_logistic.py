@@ -26,6 +26,12 @@ from sparsekit._cython import _oba_kernels as K
 from sparsekit.optimize import minimize_oba
 from sparsekit.optimize._datafits import Logistic
 
+#: OBA's free set grows (τ doubles) after iterations whose corrective cycle dropped at most
+#: half of the newly freed variables, not only after iterations without corrections as in
+#: the thesis (notes §1.6): far fewer iterations on problems with many nonzeros (MNIST 34 -> 20
+#: iterations at C=1), the same elsewhere.
+TAU_GROWTH = 0.5
+
 
 def _fit_binary(X, y_pm, sample_weight, C, fit_intercept, tol, max_iter, w0, verbose):
     """One OBA solve of the binary problem; returns (w, b, n_iter, OptimizeResult)."""
@@ -35,7 +41,7 @@ def _fit_binary(X, y_pm, sample_weight, C, fit_intercept, tol, max_iter, w0, ver
     res = minimize_oba(datafit.value_grad, datafit.hessp, x0, 1.0 / (C * n),
                        penalty_weights=datafit.penalty_weights,
                        lipschitz=datafit.lipschitz(), tol=tol, max_iter=max_iter,
-                       verbose=max(verbose - 1, 0))
+                       tau_growth=TAU_GROWTH, verbose=max(verbose - 1, 0))
     w = res.x[:X.shape[1]]
     b = float(res.x[-1]) if fit_intercept else 0.0
     return w, b, res

@@ -20,16 +20,21 @@ from sparsekit._cython import _oba_kernels as K
 
 
 class _SubspaceHessian:
-    """``v -> [X_F, 1]ᵀ diag(D) [X_F, 1] v`` on a cached slice of the free columns."""
+    """``v -> [X_F, 1]ᵀ diag(D) [X_F, 1] v`` on a cached slice of the free columns.
 
-    def __init__(self, XF, D, intercept, tmp):
+    ``calls`` is a one-element list shared with the restricted operators: it counts products.
+    """
+
+    def __init__(self, XF, D, intercept, tmp, calls):
         self._XF = XF
         self._D = D
         self._intercept = intercept
         self._tmp = tmp
+        self._calls = calls
         self.shape = (XF.shape[1] + intercept,) * 2
 
     def __call__(self, v):
+        self._calls[0] += 1
         out = np.empty(self.shape[0])
         v = np.ascontiguousarray(v, dtype=np.float64)
         if sp.issparse(self._XF):
@@ -55,17 +60,20 @@ class _SubspaceHessian:
         keep = np.asarray(keep, dtype=bool)
         intercept = bool(self._intercept and keep[-1])
         cols = np.flatnonzero(keep[:self._XF.shape[1]])
-        return _SubspaceHessian(_take_columns(self._XF, cols), self._D, intercept, self._tmp)
+        return _SubspaceHessian(_take_columns(self._XF, cols), self._D, intercept, self._tmp,
+                                self._calls)
 
 
 class _ExplicitHessian:
     """The same operator formed as a dense |F|×|F| matrix (cheap when the free set is small)."""
 
-    def __init__(self, G):
+    def __init__(self, G, calls):
         self._G = G
+        self._calls = calls
         self.shape = G.shape
 
     def __call__(self, v):
+        self._calls[0] += 1
         return self._G @ v
 
     def diagonal(self):
@@ -75,7 +83,7 @@ class _ExplicitHessian:
     def restrict(self, keep):
         """The principal sub-matrix on ``keep`` (boolean mask)."""
         idx = np.flatnonzero(keep)
-        return _ExplicitHessian(self._G[np.ix_(idx, idx)])
+        return _ExplicitHessian(self._G[np.ix_(idx, idx)], self._calls)
 
 
 def _take_columns(X, cols):
@@ -112,7 +120,7 @@ class _LinearDatafit:
                 X = np.asfortranarray(X, dtype=np.float64)
         self.X = X
         self.n_samples, self.n_features = X.shape
-        self._Xr = None  # CSR copy, made on the first explicit Hessian
+        self._Xr = None  # CSR copy of X, made on the first explicit Hessian over most of X
         self.y = np.ascontiguousarray(y, dtype=np.float64)
         sw = (np.ones(self.n_samples) if sample_weight is None
               else np.asarray(sample_weight, dtype=np.float64))
@@ -128,11 +136,13 @@ class _LinearDatafit:
             row_nnz = np.bincount(X.indices, minlength=n).astype(np.float64)
             self._row_len = float(row_nnz @ row_nnz) / max(X.nnz, 1)
         self._x_at = None
+        self._calls = [0]
+        self._products_per_hessian = 10.0
 
     #: form the subspace Hessian explicitly when |F| <= max_explicit and doing so costs at
-    #: most explicit_ratio matrix-free products (dense forming counted at BLAS speed, /4)
+    #: most as many matrix-free products as the solver used per Hessian lately (dense
+    #: forming counted at BLAS speed, /4)
     max_explicit = 3000
-    explicit_ratio = 20.0
 
     # -- margins and gradient
     def _margins(self, x, out):
@@ -171,7 +181,7 @@ class _LinearDatafit:
     def hessp(self, x, free):
         """Subspace Hessian ∇²f(x)[free, free]: a matrix-free :class:`_SubspaceHessian`, or an
         :class:`_ExplicitHessian` when the free set is small enough that forming it is cheaper
-        than about ``explicit_ratio`` matrix-free products.
+        than the matrix-free products the solver made per Hessian lately.
 
         ``free`` is a sorted integer array of parameter indices. Uses the curvature weights of
         the last :meth:`value_grad` call, recomputing them if ``x`` differs.
@@ -184,29 +194,39 @@ class _LinearDatafit:
         k, n, X = cols.size, self.n_samples, self.X
         if sp.issparse(X):
             nnz_f = float(np.diff(X.indptr)[cols].sum())
-            # Σᵢ nnzᵢ(F)² estimated from the nnz-weighted mean row length of X
-            cost_gram = nnz_f * min(k, self._row_len * nnz_f / max(X.nnz, 1)) / 2
+            # Σᵢ nnzᵢ(F)² estimated from the nnz-weighted mean row length of X, plus the
+            # slice, its transposition and the k×k fill
+            cost_gram = (nnz_f * min(k, self._row_len * nnz_f / max(X.nnz, 1)) / 2
+                         + 3 * nnz_f + n + k * k)
             cost_hv = 2.0 * nnz_f + 3 * n
         else:
             cost_gram, cost_hv = n * k * k / 8, 2.0 * n * k
-        if k <= self.max_explicit and cost_gram <= self.explicit_ratio * cost_hv:
-            return _ExplicitHessian(self._gram(cols, intercept))
-        return _SubspaceHessian(_take_columns(X, cols), self._D, intercept, self._tmp)
+        if self._calls[0]:  # running estimate of the products the solver makes per Hessian
+            self._products_per_hessian = 0.5 * (self._products_per_hessian + self._calls[0])
+        self._calls = [0]
+        products = self._products_per_hessian
+        if k <= self.max_explicit and cost_gram + products * k * k <= products * cost_hv:
+            return _ExplicitHessian(self._gram(cols, intercept), self._calls)
+        return _SubspaceHessian(_take_columns(X, cols), self._D, intercept, self._tmp,
+                                self._calls)
 
     def _gram(self, cols, intercept):
         """[X_F, 1]ᵀ diag(D) [X_F, 1] as a dense array (F = cols)."""
         k, X, D = cols.size, self.X, self._D
         G = np.zeros((k + intercept, k + intercept))
         if sp.issparse(X):
-            if self._Xr is None:
-                self._Xr = X.tocsr()
-                self._Xr.sort_indices()
-            colmap = np.full(self.n_features, -1, dtype=np.int64)
-            colmap[cols] = np.arange(k)
-            R = self._Xr
+            XF = _take_columns(X, cols)
+            if XF.nnz > X.nnz // 2:  # most of X: walk a CSR copy of all of X, kept
+                if self._Xr is None:
+                    self._Xr = X.tocsr()
+                R = self._Xr
+                colmap = np.full(self.n_features, -1, dtype=np.int64)
+                colmap[cols] = np.arange(k)
+            else:  # a small part: transpose the slice (its rows come out sorted)
+                R = XF.tocsr()
+                colmap = np.arange(k, dtype=np.int64)
             K.gram_csr(R.data, R.indices, R.indptr, D, colmap, G[:k, :k] if intercept else G)
             if intercept:
-                XF = _take_columns(X, cols)
                 K.rmatvec_csc(XF.data, XF.indices, XF.indptr, D, G[:k, k])
         else:
             XF = X[:, cols]
@@ -223,7 +243,8 @@ class _LinearDatafit:
         """Upper bound on ‖[X, 1]ᵀ diag(s) [X, 1]‖₂: the weighted squared Frobenius norm."""
         X = self.X
         if sp.issparse(X):
-            row_sq = np.asarray(X.multiply(X).sum(axis=1)).ravel()
+            row_sq = np.bincount(X.indices, weights=np.square(X.data, dtype=np.float64),
+                                 minlength=self.n_samples)
         else:
             row_sq = np.einsum("ij,ij->i", X, X, dtype=np.float64)
         return float(self._sw @ (row_sq + self.fit_intercept))

@@ -154,7 +154,7 @@ def _model_search(x, G, zeta, muw, free, d, H, hess_reg):
 
 
 def minimize_oba(f_grad, hessp, x0, mu, *, penalty_weights=None, lipschitz=None, tol=1e-6,
-                 max_iter=500, eta=0.01, cg_rtol=0.1, cg_maxiter=1000, hess_reg=1e-8,
+                 max_iter=500, eta=0.01, tau_growth=0.0, cg_rtol=0.1, cg_maxiter=1000, hess_reg=1e-8,
                  cg_radius=1e3, precondition=True, ista_floor=1e-4, callback=None, verbose=0):
     """Minimize f(x) + μ Σᵢ wᵢ |xᵢ| by OBA (Keskar 2017, Algorithms 1 and 2).
 
@@ -185,6 +185,10 @@ def minimize_oba(f_grad, hessp, x0, mu, *, penalty_weights=None, lipschitz=None,
         Maximum number of outer iterations.
     eta : float
         Initial free fraction: τ⁰ = max(1, ⌊η · #penalized⌋) (§1.6).
+    tau_growth : float
+        τ doubles after an iteration whose corrective cycle removed at most
+        ``tau_growth · τ̂`` variables. 0 is the thesis rule (double only without corrections,
+        §1.6); a positive value lets the free set grow faster on problems with many nonzeros.
     cg_rtol, cg_maxiter, hess_reg, cg_radius : float, int, float, float
         CG stopping ratio on the ∞-norm residual (0.1), iteration cap (1000), Hessian
         regularization (1e-8) and Steihaug radius (1e3), as in the thesis and [CODE].
@@ -246,12 +250,14 @@ def minimize_oba(f_grad, hessp, x0, mu, *, penalty_weights=None, lipschitz=None,
 
         free, new = _free_set(code, g, tau)
         H = hessp(x, free)
-        d, free, H, loops, it = _corrective_cycle(H, hessp, x, g, zeta, free, new, cg_opts)
+        n_new = np.count_nonzero(new)
+        d, free_c, H, loops, it = _corrective_cycle(H, hessp, x, g, zeta, free, new, cg_opts)
         ncg += it
         nhessp += it
         corrective.append(loops)
-        if loops == 1:
+        if free.size - free_c.size <= tau_growth * n_new:
             tau *= 2
+        free = free_c
         x_hat, _, _, _, it = _model_search(x, G, zeta, muw, free, d, H, hess_reg)
         nhessp += it
 
