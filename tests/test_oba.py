@@ -209,3 +209,14 @@ def test_small_liblinear_comparison():
         assert F <= F_ll * (1 + 1e-9)
         assert abs(F - F_ll) <= 1e-6 * F_ll
         np.testing.assert_array_equal(np.abs(res.x) > 1e-6, np.abs(w_ll) > 1e-6)
+
+
+def test_tau_growth_variants_reach_the_same_solution():
+    X, y = _problem(11, n=200, d=60, corr=1.0)
+    datafit = Logistic(X, y)
+    sols = [minimize_oba(datafit.value_grad, datafit.hessp, np.zeros(60), 0.003,
+                         lipschitz=datafit.lipschitz(), tol=1e-10, tau_growth=tg)
+            for tg in (0.0, 0.5, 1.0)]
+    for res in sols[1:]:
+        np.testing.assert_allclose(res.x, sols[0].x, atol=1e-7)
+    assert sols[2].nit <= sols[0].nit  # τ doubles every iteration with tau_growth = 1

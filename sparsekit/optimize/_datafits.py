@@ -261,7 +261,10 @@ class Logistic(_LinearDatafit):
         return K.logistic_pointwise(m, self.y, self._sw, r, D)
 
     def lipschitz(self):
-        """L = Σᵢ sᵢ (‖xᵢ‖² + 1) / (4n) ≥ the Lipschitz constant of ∇f (notes §1.10)."""
+        """L = Σᵢ sᵢ (‖xᵢ‖² + b) / (4n) ≥ the Lipschitz constant of ∇f (b = 1 with an intercept).
+
+        The weighted Frobenius bound of notes §1.10 [MINE]; cheap (one pass over X).
+        """
         return max(self._gram_bound() / 4.0, 1e-12)
 
 
@@ -272,5 +275,5 @@ class Quadratic(_LinearDatafit):
         return K.quadratic_pointwise(m, self.y, self._sw, r, D)
 
     def lipschitz(self):
-        """L = Σᵢ sᵢ (‖xᵢ‖² + 1) / n ≥ the Lipschitz constant of ∇f."""
+        """L = Σᵢ sᵢ (‖xᵢ‖² + b) / n ≥ the Lipschitz constant of ∇f (b = 1 with an intercept)."""
         return max(self._gram_bound(), 1e-12)
