@@ -8,7 +8,8 @@
 #
 # sparsemax_row(z, p, k) -> tau
 #     p = argmin_{p in simplex} ||p - z||^2 (Martins & Astudillo 2016), O(K) expected time
-#     (Condat 2016's algorithm on z - max(z), using ``p`` as its scratch list). Shift
+#     (one pass for max(z) and the candidates z_i >= max - 1, then Michelot's iteration with
+#     Condat 2016's algorithm as fallback, on z - max(z); ``p`` is the scratch list). Shift
 #     invariant in floating point: p is computed from z - max(z); tau is returned in the
 #     coordinates of z. k == 1 gives p = [1]. Exact zeros outside the support.
 # simplex_row(z, p, k, radius) -> tau

@@ -2,8 +2,10 @@
 
 Sources: notes/sparsemax_report.md (sparsemax, Alg. 1, eqs. 5 and 8-10) and
 notes/lp_sparsemap.md sections 1.7 and 1.9 (box K1, sifting K2, Pardalos-Kovoor K3 with
-the Prop. 6 Jacobian). The simplex projection uses Condat's algorithm (L. Condat, "Fast
-projection onto the simplex and the l1 ball", Math. Program. 2016), O(K) expected time.
+the Prop. 6 Jacobian). The simplex projection filters candidates in one pass, then runs
+Michelot's iteration (C. Michelot, J. Optim. Theory Appl. 1986) with Condat's algorithm
+(L. Condat, "Fast projection onto the simplex and the l1 ball", Math. Program. 2016) as the
+fallback: O(K) expected time.
 Signatures and contracts are documented in ``_projections.pxd``.
 """
 from libc.math cimport INFINITY
@@ -14,10 +16,9 @@ import numpy as np
 
 # --------------------------------------------------------------------------- helpers
 
-# Michelot rounds before switching to Condat's algorithm (see _simplex_tau)
-DEF _MICHELOT_ITERS = 12
-# candidate lists up to this length are solved by the O(n^2) support test
-DEF _FEW_CANDIDATES = 16
+cdef enum:
+    # Michelot rounds before Condat's algorithm finishes a candidate list (_michelot_tau)
+    _MICHELOT_ITERS = 12
 
 
 cdef inline double _row_max(const floating* z, Py_ssize_t k) noexcept nogil:
@@ -162,25 +163,6 @@ cdef double _condat_tau(floating* y, Py_ssize_t k, double a) noexcept nogil:
     return (tot - a) / (e - s)
 
 
-cdef double _support_test_tau(floating* c, Py_ssize_t n, double zmax,
-                              double a) noexcept nogil:
-    """Threshold (relative to zmax) from a short candidate list c[0:n] of raw values: c_j is
-    in the support iff g(c_j) = sum_l max(c_l - c_j, 0) < a, since g decreases strictly
-    to g(tau) = a. Branch-free (selects are products with 0/1), one division."""
-    cdef Py_ssize_t j, l, cnt = 0
-    cdef double cj, d, g, keep, tot = 0.0
-    for j in range(n):
-        cj = c[j]
-        g = 0.0
-        for l in range(n):
-            d = c[l] - cj
-            g += d * (d > 0)
-        keep = g < a
-        cnt += <Py_ssize_t>keep
-        tot += (cj - zmax) * keep
-    return (tot - a) / cnt
-
-
 cdef double _michelot_tau(floating* c, Py_ssize_t n, double zmax, double a) noexcept nogil:
     """Threshold (relative to zmax) from a candidate list c[0:n] of raw values (a superset
     of the support), overwritten: shift by zmax and drop y <= -a, then Michelot's iteration
@@ -214,8 +196,8 @@ cdef double _simplex_project(const floating* z, floating* p, Py_ssize_t k, doubl
        the running max (a superset of {z_i > max(z) - a}, itself a superset of the support
        since tau >= max(z) - a; >= keeps the maximum when m_i - a rounds to m_i); the buffer
        is p.
-    2. Short lists: _support_test_tau; long ones: _michelot_tau (Michelot, then Condat).
-       Both work on differences to max(z), exact for the support: the fix of
+    2. _michelot_tau (Michelot's iteration, then Condat's algorithm) finds tau on the
+       candidates shifted by max(z), exact for the support: the fix of
        notes/sparsemax_report.md 4.3 for float32 rows offset by 1e6.
     4. p = max((z - max) - tau, 0) in the input precision: exact zeros off the support."""
     cdef Py_ssize_t i, n = 0
