@@ -191,8 +191,9 @@ def test_line_search_failure_on_inconsistent_gradient():
 
 # --- agreement with L-BFGS-B on smooth problems -------------------------------------------
 
-@pytest.mark.parametrize("seed", [0, 1, 2])
-def test_agrees_with_lbfgsb_on_bounded_quadratic(seed):
+@pytest.mark.parametrize("seed, theta, step0", [(0, "thesis", "previous"), (1, "code", "unit"),
+                                               (2, "scaled", "previous")])
+def test_agrees_with_lbfgsb_on_bounded_quadratic(seed, theta, step0):
     rng = np.random.default_rng(seed)
     n = 40
     A = rng.normal(size=(n, n))
@@ -205,7 +206,8 @@ def test_agrees_with_lbfgsb_on_bounded_quadratic(seed):
     bounds = [(-1, 1)] * n
     x0 = rng.uniform(-1, 1, n)
     opts = {"ftol": 1e-14, "gtol": 1e-9, "maxiter": 5000}
-    ours = minimize_nqn(fg, x0, jac=True, bounds=bounds, options=opts)
+    ours = minimize_nqn(fg, x0, jac=True, bounds=bounds,
+                        options={**opts, "theta": theta, "step0": step0})
     ref = minimize(fg, x0, jac=True, bounds=bounds, method="L-BFGS-B", options=opts)
     assert ours.success
     assert ours.fun == pytest.approx(ref.fun, rel=1e-8, abs=1e-9)

@@ -193,48 +193,60 @@ def free_step(const double[:, ::1] S, const double[:, ::1] Y, const double[::1] 
             p[i] = -g[i] * inv - acc * inv2
 
 
+DEF CHUNK = 16
+
+
 def pair_products(const double[:, ::1] S, const double[:, ::1] Y, const double[::1] s,
                   const double[::1] y, const uint8[::1] active, double[:, ::1] full,
                   double[:, ::1] free):
-    """Inner products of a new pair with the stored ones, in one pass over ``S`` and ``Y``.
+    """Inner products of a new pair with the stored ones.
 
     Rows of ``full`` (and of ``free``, restricted to ``active == 0``) receive
     ``Sᵀs, Sᵀy, Yᵀs, Yᵀy`` (each of length m) and the last column holds
-    ``sᵀs, sᵀy, yᵀy`` in rows 0, 1, 2.
+    ``sᵀs, sᵀy, yᵀy`` in rows 0, 1, 2. Columns are processed in blocks of 16 with
+    the accumulators on the stack, so the inner loop vectorizes (one pass over ``S`` and
+    ``Y`` for m ≤ 16).
     """
-    cdef Py_ssize_t i, j, n = S.shape[0], m = S.shape[1]
+    cdef Py_ssize_t i, j, j0, jn, r, n = S.shape[0], m = S.shape[1]
     cdef double si, yi, a, b
+    cdef double acc[2][4][CHUNK]
+    cdef double tail[2][3]
+    cdef int side
     with nogil:
-        full[:, :] = 0.0
-        free[:, :] = 0.0
+        for side in range(2):
+            for r in range(3):
+                tail[side][r] = 0.0
         for i in range(n):
-            si = s[i]
-            yi = y[i]
-            if active[i]:
-                for j in range(m):
-                    a = S[i, j]
-                    b = Y[i, j]
-                    full[0, j] += a * si
-                    full[1, j] += a * yi
-                    full[2, j] += b * si
-                    full[3, j] += b * yi
-                full[0, m] += si * si
-                full[1, m] += si * yi
-                full[2, m] += yi * yi
-            else:
-                for j in range(m):
-                    a = S[i, j]
-                    b = Y[i, j]
-                    free[0, j] += a * si
-                    free[1, j] += a * yi
-                    free[2, j] += b * si
-                    free[3, j] += b * yi
-                free[0, m] += si * si
-                free[1, m] += si * yi
-                free[2, m] += yi * yi
-        for j in range(m + 1):
-            for i in range(4):
-                full[i, j] += free[i, j]
+            side = 0 if active[i] else 1
+            tail[side][0] += s[i] * s[i]
+            tail[side][1] += s[i] * y[i]
+            tail[side][2] += y[i] * y[i]
+        for r in range(3):
+            free[r, m] = tail[1][r]
+            full[r, m] = tail[0][r] + tail[1][r]
+        free[3, m] = 0.0
+        full[3, m] = 0.0
+        for j0 in range(0, m, CHUNK):
+            jn = min(CHUNK, m - j0)
+            for side in range(2):
+                for r in range(4):
+                    for j in range(CHUNK):
+                        acc[side][r][j] = 0.0
+            for i in range(n):
+                side = 0 if active[i] else 1
+                si = s[i]
+                yi = y[i]
+                for j in range(jn):
+                    a = S[i, j0 + j]
+                    b = Y[i, j0 + j]
+                    acc[side][0][j] += a * si
+                    acc[side][1][j] += a * yi
+                    acc[side][2][j] += b * si
+                    acc[side][3][j] += b * yi
+            for r in range(4):
+                for j in range(jn):
+                    free[r, j0 + j] = acc[1][r][j]
+                    full[r, j0 + j] = acc[0][r][j] + acc[1][r][j]
 
 
 def gram_update(const double[:, ::1] S, const double[:, ::1] Y, const int[::1] idx,

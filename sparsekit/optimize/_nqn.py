@@ -193,9 +193,12 @@ def minimize_nqn(fun, x0, args=(), jac=None, bounds=None, callback=None, options
         ``maxfun`` (15000), ``maxiter`` (15000), ``maxls`` (20), ``variant`` (3),
         ``sample_size`` (M, 20), ``c1`` (1e-8), ``c2`` (0.9), ``eps_abs`` (1e-16),
         ``eps_rel`` (1e-6), ``eps_skip`` (1e-8), ``theta`` (``"thesis"``:
-        max(1, min(‖g‖_∞, 1e8)); ``"code"``: max(1, ‖g‖₂)), ``restart`` (True),
-        ``eps`` (finite-difference step, 1e-8), ``disp`` (False). Table 3.1 of the thesis
-        uses m = M = 20.
+        max(1, min(‖g‖_∞, 1e8)); ``"code"``: max(1, ‖g‖₂); ``"scaled"``: yᵀy/sᵀy of the
+        newest pair), ``step0`` (``"previous"``: first trial min(1, 2α_prev);
+        ``"unit"``: 1), ``restart`` (True), ``eps`` (finite-difference step, 1e-8),
+        ``disp`` (False). ``maxls`` bounds the trials once a decrease is found.
+        Table 3.1 of the thesis uses m = M = 20. Unknown keys raise an
+        ``OptimizeWarning`` and are ignored, as in SciPy.
 
     Returns
     -------

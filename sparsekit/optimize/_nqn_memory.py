@@ -9,8 +9,8 @@ the variables in 𝒜 fixed is, by the Sherman–Morrison–Woodbury formula,
 
 (notes/keskar_thesis_oba_nqn.md §3.2 [CODE] form). The Gram blocks ``S_FᵀS_F``,
 ``S_FᵀY_F`` and ``Y_FᵀY_F`` are kept current as variables enter or leave the free set
-(cost O(m² · changes), as in L-BFGS-B's ``formk``) and are rebuilt from scratch
-periodically to stop round-off drift.
+(cost O(m² · changes), as in L-BFGS-B's ``formk``) and are rebuilt from scratch with
+BLAS when many variables change or periodically, to stop round-off drift.
 """
 import numpy as np
 
@@ -69,10 +69,11 @@ class FreeSetLBFGS:
         return float(self._yy_last / self.SY[j, j])
 
     def _rebuild(self):
-        for a in (self.SSf, self.SYf, self.YYf):
-            a[:] = 0.0
-        free = np.flatnonzero(self.mask == 0).astype(np.intc)
-        _k.gram_update(self.S, self.Y, free, 1.0, self.SSf, self.SYf, self.YYf)
+        free = self.mask == 0
+        Sf, Yf = self.S[free], self.Y[free]
+        np.matmul(Sf.T, Sf, out=self.SSf)
+        np.matmul(Sf.T, Yf, out=self.SYf)
+        np.matmul(Yf.T, Yf, out=self.YYf)
         self._syncs = 0
 
     def sync(self, active):
@@ -86,7 +87,7 @@ class FreeSetLBFGS:
         n_free = self.n - int(np.count_nonzero(active))
         self.mask[:] = active
         self._syncs += 1
-        if changed.size >= n_free or self._syncs >= _REBUILD_EVERY:
+        if 4 * changed.size >= n_free or self._syncs >= _REBUILD_EVERY:
             self._rebuild()
             return
         entering = changed[active[changed] == 0].astype(np.intc)
