@@ -3,14 +3,18 @@
 Parity tests are marked ``gpu`` and skip unless CuPy and a CUDA device are usable; the
 kernels' logic is also checked on the CPU by tests/test_gpu_kernels.py.
 """
+import os
 import subprocess
 import sys
 import textwrap
 import types
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 
+import sparsekit
 from sparsekit.gpu import is_cupy_array, require_cupy
 
 
@@ -25,7 +29,7 @@ def _gpu_available():
 needs_gpu = pytest.mark.skipif(not _gpu_available(), reason="needs CuPy and a CUDA device")
 
 
-def test_importing_the_cpu_package_never_imports_cupy():
+def test_importing_the_cpu_package_never_imports_cupy(tmp_path):
     code = textwrap.dedent("""
         import importlib, importlib.abc, sys
         attempts = []
@@ -47,8 +51,12 @@ def test_importing_the_cpu_package_never_imports_cupy():
             getattr(sparsekit, name, None)
         print(sorted(m for m in sys.modules if m.split(".")[0] == "cupy"), attempts)
     """)
+    # Import the same sparsekit this test session uses (installed or in-place build), never
+    # an uncompiled source tree that happens to be the working directory.
+    package_root = str(Path(sparsekit.__file__).resolve().parents[1])
+    env = {**os.environ, "PYTHONPATH": package_root}
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         timeout=300)
+                         timeout=300, cwd=tmp_path, env=env)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "[] []", out.stdout
 
