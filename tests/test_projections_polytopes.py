@@ -173,3 +173,16 @@ def test_one_dimensional_input_returns_one_row():
         p = project(z, polytope, **params)
         assert p.shape == (3,)
         assert_allclose(p, project(z[None], polytope, **params)[0])
+
+
+@pytest.mark.parametrize("dtype, tol", [(np.float32, 2e-6), (np.float64, 1e-9)])
+@pytest.mark.parametrize("offset", [1e6, -1e6])
+def test_capped_simplex_is_shift_invariant_at_huge_offsets(dtype, tol, offset):
+    # p = clip(z - tau, 0, 1) with sum p = B absorbs a common shift into tau
+    rng = np.random.default_rng(7)
+    z = rng.uniform(-2, 2, size=(100, 8)).astype(dtype)
+    zo = (z.astype(np.float64) + offset).astype(dtype)
+    shifted = project_capped_simplex(zo, 3.0)
+    assert_allclose(shifted, project_capped_simplex(zo.astype(np.float64) - offset, 3.0),
+                    atol=tol)
+    assert_allclose(shifted.sum(axis=1), 3.0, atol=10 * tol)

@@ -227,3 +227,23 @@ def test_slowly_converging_rows_use_the_condat_fallback(dtype):
     tol = 1e-6 if dtype == np.float32 else 1e-13
     assert_allclose(p, sparsemax(z, method="sort"), atol=tol)
     assert_allclose(p, ref.numpy_sparsemax(z), atol=tol)
+
+
+@pytest.mark.parametrize("k", [2, 3, 7, 16, 17])
+def test_batched_short_rows_match_row_by_row(k):
+    # rows of <= 16 entries are projected two at a time by a vector kernel; odd row counts
+    # leave one row for the scalar kernel
+    rng = np.random.default_rng(k)
+    z = np.concatenate([rng.normal(size=(40, k)) * rng.choice([1e-3, 1, 50], (40, 1)),
+                        rng.integers(-2, 3, size=(41, k)).astype(float),      # ties
+                        np.full((2, k), 3.0), rng.normal(size=(2, k)) + 1e6])
+    for dtype in (np.float64, np.float32):
+        zd = z.astype(dtype)
+        rows = np.array([sparsemax(zi) for zi in zd])
+        tol = 1e-6 if dtype == np.float32 else 1e-13
+        assert_allclose(sparsemax(zd), rows, atol=tol)
+        assert_allclose(sparsemax(zd), sparsemax(zd, method="sort"), atol=tol)
+        assert_allclose(project_simplex(zd, radius=2.5),
+                        [project_simplex(zi, radius=2.5) for zi in zd], atol=tol * 3)
+    for zi, pi in zip(z[:10], sparsemax(z[:10])):
+        assert_allclose(pi, ref.brute_force(zi, "simplex"), atol=1e-12)

@@ -187,6 +187,15 @@ cdef double _michelot_tau(floating* c, Py_ssize_t n, double zmax, double a) noex
     return _condat_tau(c, n, a)
 
 
+cdef inline void _threshold_out(const floating* z, floating* p, Py_ssize_t k, double shift,
+                                double tau) noexcept nogil:
+    cdef Py_ssize_t i
+    cdef floating mf = <floating>shift, tf = <floating>tau, d
+    for i in range(k):
+        d = (z[i] - mf) - tf
+        p[i] = d if d > 0 else 0
+
+
 cdef double _simplex_project(const floating* z, floating* p, Py_ssize_t k, double a,
                              double* shift) noexcept nogil:
     """Write the projection of z onto {p >= 0, sum p = a} into p; return its threshold
@@ -199,9 +208,9 @@ cdef double _simplex_project(const floating* z, floating* p, Py_ssize_t k, doubl
     2. _michelot_tau (Michelot's iteration, then Condat's algorithm) finds tau on the
        candidates shifted by max(z), exact for the support: the fix of
        notes/sparsemax_report.md 4.3 for float32 rows offset by 1e6.
-    4. p = max((z - max) - tau, 0) in the input precision: exact zeros off the support."""
+    3. p = max((z - max) - tau, 0) in the input precision: exact zeros off the support."""
     cdef Py_ssize_t i, n = 0
-    cdef floating zi, zmax = z[0], mf, tf, d
+    cdef floating zi, zmax = z[0]
     cdef double thr = z[0] - a, tau
     if k == 1:
         shift[0] = z[0]
@@ -215,21 +224,8 @@ cdef double _simplex_project(const floating* z, floating* p, Py_ssize_t k, doubl
         thr = zmax - a
     shift[0] = zmax
     tau = _michelot_tau(p, n, zmax, a)
-    mf = zmax
-    tf = <floating>tau
-    for i in range(k):
-        d = (z[i] - mf) - tf
-        p[i] = d if d > 0 else 0
+    _threshold_out(z, p, k, zmax, tau)
     return tau
-
-
-cdef inline void _threshold_out(const floating* z, floating* p, Py_ssize_t k, double shift,
-                                double tau) noexcept nogil:
-    cdef Py_ssize_t i
-    cdef floating mf = <floating>shift, tf = <floating>tau, d
-    for i in range(k):
-        d = (z[i] - mf) - tf
-        p[i] = d if d > 0 else 0
 
 
 cdef floating simplex_row(const floating* z, floating* p, Py_ssize_t k,
@@ -441,16 +437,97 @@ cdef double fenchel_young_row(int polytope, const floating* z, const floating* y
 
 # --------------------------------------------------------------------------- Python entry points
 
+# Short rows: two rows at a time in the two lanes of a 16-byte double vector (GCC/Clang
+# vector extensions; SSE2 on x86-64, NEON on arm64), Michelot's iteration over the whole row
+# from tau = max - a with branch-free masks, until no lane's support changes. Elsewhere
+# SK_HAVE_PAIR is 0 and the scalar row kernel is used.
+cdef extern from *:
+    """
+    #if defined(__GNUC__) || defined(__clang__)
+    #define SK_HAVE_PAIR 1
+    typedef double sk_v2d __attribute__((vector_size(16)));
+    typedef long long sk_v2l __attribute__((vector_size(16)));
+    #define SK_DEFINE_PAIR(NAME, T)                                                     \\
+    static void NAME(const T* z, T* p, T* tau, Py_ssize_t k, double a) {              \\
+        const T* z1 = z + k;                                                          \\
+        sk_v2d mx = {z[0], z1[0]}, y, s, c, cold = {-1.0, -1.0}, t = {-a, -a};        \\
+        const sk_v2d one = {1.0, 1.0}, av = {a, a};                                   \\
+        sk_v2l m;                                                                     \\
+        Py_ssize_t i, it;                                                             \\
+        for (i = 1; i < k; i++) {                                                     \\
+            y = (sk_v2d){z[i], z1[i]};                                                \\
+            m = y > mx;                                                               \\
+            mx = (sk_v2d)(((sk_v2l)y & m) | ((sk_v2l)mx & ~m));                       \\
+        }                                                                             \\
+        for (it = 0; it <= k; it++) {                                                 \\
+            s = (sk_v2d){0.0, 0.0};                                                   \\
+            c = s;                                                                    \\
+            for (i = 0; i < k; i++) {                                                 \\
+                y = (sk_v2d){z[i], z1[i]} - mx;                                       \\
+                m = y > t;                                                            \\
+                s += (sk_v2d)((sk_v2l)y & m);                                         \\
+                c += (sk_v2d)((sk_v2l)one & m);                                       \\
+            }                                                                         \\
+            t = (s - av) / c;                                                         \\
+            m = c != cold;                                                            \\
+            cold = c;                                                                 \\
+            if (!(m[0] | m[1])) break;                                                \\
+        }                                                                             \\
+        for (i = 0; i < k; i++) {                                                     \\
+            y = ((sk_v2d){z[i], z1[i]} - mx) - t;                                     \\
+            y = (sk_v2d)((sk_v2l)y & (y > 0.0));                                      \\
+            p[i] = (T)y[0];                                                           \\
+            p[k + i] = (T)y[1];                                                       \\
+        }                                                                             \\
+        tau[0] = (T)(mx[0] + t[0]);                                                   \\
+        tau[1] = (T)(mx[1] + t[1]);                                                   \\
+    }
+    #else
+    #define SK_HAVE_PAIR 0
+    #define SK_DEFINE_PAIR(NAME, T)                                                     \\
+    static void NAME(const T* z, T* p, T* tau, Py_ssize_t k, double a) {}
+    #endif
+    SK_DEFINE_PAIR(sk_simplex_pair_f64, double)
+    SK_DEFINE_PAIR(sk_simplex_pair_f32, float)
+    """
+    int SK_HAVE_PAIR
+    void sk_simplex_pair_f64(const double* z, double* p, double* tau, Py_ssize_t k,
+                             double a) noexcept nogil
+    void sk_simplex_pair_f32(const float* z, float* p, float* tau, Py_ssize_t k,
+                             double a) noexcept nogil
+
+cdef enum:
+    # longest rows sent to the two-row kernel
+    _PAIR_MAX_K = 16
+
+
+cdef void _simplex_rows(const floating[:, ::1] Z, floating[:, ::1] P, floating[::1] tau,
+                        double radius) noexcept nogil:
+    """Simplex projection of every row; short rows two at a time (sk_simplex_pair_*)."""
+    cdef Py_ssize_t r = 0, n = Z.shape[0], k = Z.shape[1]
+    if SK_HAVE_PAIR and 2 <= k <= _PAIR_MAX_K:
+        while r + 2 <= n:
+            if floating is double:
+                sk_simplex_pair_f64(&Z[r, 0], &P[r, 0], &tau[r], k, radius)
+            else:
+                sk_simplex_pair_f32(&Z[r, 0], &P[r, 0], &tau[r], k, radius)
+            r += 2
+    while r < n:
+        tau[r] = simplex_row(&Z[r, 0], &P[r, 0], k, radius)
+        r += 1
+
+
+
 def sparsemax_rows(const floating[:, ::1] Z, floating[:, ::1] P, floating[::1] tau,
                    bint sort=False):
     """Row-wise sparsemax of ``Z`` into ``P`` (thresholds into ``tau``), pivot or sort."""
     cdef Py_ssize_t r, n = Z.shape[0], k = Z.shape[1]
     with nogil:
-        for r in range(n):
-            if sort:
+        if not sort:
+            _simplex_rows(Z, P, tau, 1.0)
+        else:
+            for r in range(n):
                 tau[r] = sparsemax_sort_row(&Z[r, 0], &P[r, 0], k)
-            else:
-                tau[r] = sparsemax_row(&Z[r, 0], &P[r, 0], k)
 
 
 cdef int _alloc_work(int polytope, Py_ssize_t k, floating** work, Py_ssize_t** iwork) except -1:
@@ -472,6 +549,10 @@ def project_rows(int polytope, const floating[:, ::1] Z, floating[:, ::1] P,
     cdef floating* work = NULL
     cdef Py_ssize_t* iwork = NULL
     cdef const floating* wp = &w[0] if weighted else NULL
+    if polytope == POLYTOPE_SIMPLEX:
+        with nogil:
+            _simplex_rows(Z, P, tau, budget)
+        return
     _alloc_work(polytope, k, &work, &iwork)
     with nogil:
         for r in range(n):
