@@ -245,5 +245,6 @@ def test_batched_short_rows_match_row_by_row(k):
         assert_allclose(sparsemax(zd), sparsemax(zd, method="sort"), atol=tol)
         assert_allclose(project_simplex(zd, radius=2.5),
                         [project_simplex(zi, radius=2.5) for zi in zd], atol=tol * 3)
-    for zi, pi in zip(z[:10], sparsemax(z[:10])):
-        assert_allclose(pi, ref.brute_force(zi, "simplex"), atol=1e-12)
+    if k <= 7:
+        for zi, pi in zip(z[::10], sparsemax(z[::10])):
+            assert_allclose(pi, ref.brute_force(zi, "simplex"), atol=1e-12)
