@@ -180,3 +180,4 @@ def loss_grad_csr(const floating[::1] data, const index_t[::1] indices,
     free(s)
     free(iwork)
     return total
+
