@@ -9,7 +9,8 @@ For K in {10, 100, 1000, 10000, 100000}, float32 and float64, and n * K = 1e7 lo
 - ``entmax.sparsemax`` on PyTorch CPU (``torch.set_num_threads(1)``),
 
 each returning a freshly allocated output. Throughput counts the bytes of the input read and
-of the output written (2 * n * K * itemsize). Every run is timed twice: wall clock
+of the output written (2 * n * K * itemsize). The implementations run in interleaved rounds
+(one warm-up round, then ``--repeat``), each run timed twice: wall clock
 (``_report.median_time``) and CPU time of the calling thread (``time.thread_time``); all
 three implementations run on that one thread, and on a shared machine the thread time is
 the figure that other jobs disturb least, so throughputs and ratios use it (the wall-clock
@@ -37,18 +38,22 @@ KS = (10, 100, 1000, 10000, 100000)
 TARGETS = "≥ 5× NumPy for K ≥ 100, ≥ 3× at K = 10, ≥ 10× entmax everywhere"
 
 
-def timed(fn, repeat, warmup=0):
-    """``(cpu, wall, result)``: medians of the thread CPU time and of the wall time."""
-    cpu = []
-
-    def run():
-        t0 = time.thread_time()
-        out = fn()
-        cpu.append(time.thread_time() - t0)
-        return out
-
-    wall, out = _report.median_time(run, repeat=repeat, warmup=warmup)
-    return statistics.median(cpu[warmup:]), wall, out
+def interleaved_times(fns, repeat):
+    """Median thread-CPU and wall times of each of ``fns`` (a dict name -> callable), run in
+    ``repeat`` interleaved rounds after one warm-up round, so that the load of a shared
+    machine falls on every implementation alike. Returns ``{name: (cpu, wall, result)}``."""
+    cpu = {name: [] for name in fns}
+    wall = {name: [] for name in fns}
+    out = {}
+    for rnd in range(repeat + 1):
+        for name, fn in fns.items():
+            t0 = time.thread_time()
+            w, out[name] = _report.median_time(fn, repeat=1)
+            if rnd:
+                cpu[name].append(time.thread_time() - t0)
+                wall[name].append(w)
+    return {name: (statistics.median(cpu[name]), statistics.median(wall[name]), out[name])
+            for name in fns}
 
 
 def numpy_sparsemax(Z):
@@ -76,7 +81,7 @@ def entmax_peer():
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="n*K = 1e6, one repeat")
-    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--repeat", type=int, default=5)
     args = parser.parse_args()
     total = 10**6 if args.quick else 10**7
     repeat = 1 if args.quick else args.repeat
@@ -88,14 +93,18 @@ def main():
             n = total // k
             Z = rng.standard_normal((n, k)).astype(dtype)
             gbytes = 2 * Z.nbytes / 1e9
-            t_piv, wall_piv, P = timed(lambda: sparsemax(Z), repeat, warmup=1)
-            t_sort, _, P_sort = timed(lambda: sparsemax(Z, method="sort"), repeat)
-            t_np, _, P_np = timed(lambda: numpy_sparsemax(Z), repeat)
-            err = max(np.abs(P - P_np).max(), np.abs(P - P_sort).max())
+            fns = {"pivot": lambda: sparsemax(Z), "sort": lambda: sparsemax(Z, method="sort"),
+                   "numpy": lambda: numpy_sparsemax(Z)}
+            if peer is not None:
+                fns["entmax"] = lambda: peer(Z)
+            res = interleaved_times(fns, repeat)
+            t_piv, wall_piv, P = res["pivot"]
+            t_sort, t_np = res["sort"][0], res["numpy"][0]
+            err = max(np.abs(P - res["numpy"][2]).max(), np.abs(P - res["sort"][2]).max())
             t_ent = r_ent = None
             if peer is not None:
-                t_ent, _, P_ent = timed(lambda: peer(Z), repeat)
-                err = max(err, np.abs(P - P_ent.numpy()).max())
+                t_ent = res["entmax"][0]
+                err = max(err, np.abs(P - res["entmax"][2].numpy()).max())
                 r_ent = t_ent / t_piv
             r_np = t_np / t_piv
             need_np = 3 if k == 10 else 5
@@ -128,9 +137,10 @@ thread (medians); the wall-clock throughput of sparsekit is given for reference.
 the default O(K) kernel (one pass for the max and a candidate list, then Michelot's
 iteration on the candidates, Condat's algorithm as fallback); "sparsekit sort" is the
 sort-based reference kernel; NumPy is a vectorized sort/cumsum implementation (in the
-script); entmax is `entmax.sparsemax` on PyTorch CPU. Ratios are of the median thread CPU
-times of {repeat} runs, against the peers measured in the same run; max |Δp| is the largest
-difference to any peer.
+script); entmax is `entmax.sparsemax` on PyTorch CPU. The implementations ran in {repeat}
+interleaved rounds (after a warm-up round); ratios are of the median thread CPU times,
+against the peers measured in the same rounds; max |Δp| is the largest difference to any
+peer.
 
 **Machine shared:** the 2-core machine was shared with other jobs while this ran (1-minute
 load average {load:.1f} at the end): wall-clock numbers are several times too low, and even
