@@ -101,9 +101,11 @@ def make_runners(X, y, C):
     def sklearn_run(solver):
         from sklearn.linear_model import LogisticRegression
 
+        max_iter = 300 if solver == "saga" else 100000  # saga: epochs, bounds a single run
+
         def run(tol):
             est = LogisticRegression(C=C, l1_ratio=1.0, solver=solver, tol=tol,
-                                     fit_intercept=False, max_iter=100000).fit(X, y)
+                                     fit_intercept=False, max_iter=max_iter).fit(X, y)
             return est.coef_.ravel(), {}
         return run
 

@@ -34,7 +34,7 @@ TAU_GROWTH = 0.5
 
 
 def _fit_binary(X, y_pm, sample_weight, C, fit_intercept, tol, max_iter, w0, verbose):
-    """One OBA solve of the binary problem; returns (w, b, n_iter, OptimizeResult)."""
+    """One OBA solve of the binary problem; returns (w, b, OptimizeResult)."""
     datafit = Logistic(X, y_pm, sample_weight=sample_weight, fit_intercept=fit_intercept)
     n = X.shape[0]
     x0 = np.zeros(datafit.n_params) if w0 is None else np.asarray(w0, dtype=np.float64)
@@ -288,7 +288,7 @@ def l1_logistic_path(X, y, Cs=10, *, pos_class=None, fit_intercept=True, tol=1e-
     n_iter = np.empty(Cs.size, dtype=np.int32)
     x = None
     for k in np.argsort(Cs):
-        w, b, res = _fit_binary(X, y_pm, sample_weight, Cs[k], fit_intercept, tol, max_iter,
+        _, _, res = _fit_binary(X, y_pm, sample_weight, Cs[k], fit_intercept, tol, max_iter,
                                 x, 0)
         x = res.x
         coefs[k] = x
