@@ -495,3 +495,15 @@ def test_newton_cg_options():
     np.testing.assert_array_equal(free.intercept_, 0)
     with pytest.warns(ConvergenceWarning):
         SparsemaxClassifier(solver="newton-cg", alpha=1e-6, max_iter=1).fit(X, y)
+
+
+@pytest.mark.parametrize("solver", ["lbfgs", "newton-cg"])
+def test_mostly_zero_dense_input(solver):
+    """Dense X with few nonzeros is fit through the CSR kernel: same optimum."""
+    rng = np.random.default_rng(10)
+    X, y = _blobs(n=60, d=8)
+    X[rng.random(X.shape) < 0.85] = 0
+    Y = np.eye(3)[y]
+    dense = SparsemaxClassifier(alpha=1e-2, tol=1e-9, solver=solver).fit(X, y)
+    csr = SparsemaxClassifier(alpha=1e-2, tol=1e-9).fit(sp.csr_matrix(X), y)
+    assert _objective_at(dense, X, Y) == pytest.approx(_objective_at(csr, X, Y), rel=1e-8)

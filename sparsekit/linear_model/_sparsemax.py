@@ -110,7 +110,7 @@ class SparsemaxClassifier(ClassifierMixin, BaseEstimator):
         the polytope. Any other 2-D ``y`` is read as a proportion matrix: entries in
         ``[0, 1]`` and, on the simplex, rows summing to 1 within 1e-6.
     n_iter_ : int
-        Solver iterations of the last fit.
+        Solver iterations of the last fit (outer Newton steps for ``"newton-cg"``).
     n_features_in_ : int
     feature_names_in_ : ndarray of shape (n_features_in_,)
         Defined only when ``X`` has string feature names.
@@ -120,6 +120,10 @@ class SparsemaxClassifier(ClassifierMixin, BaseEstimator):
     Every target is validated against the polytope: for instance a multi-label row with
     more active labels than ``budget`` raises ``ValueError``, since the Fenchel-Young loss
     can be negative outside the polytope (notes/lp_sparsemap.md section 2).
+
+    The solvers work in the coordinates ``(W, b + W^T mu)`` with ``mu`` the weighted
+    feature mean whenever the bias is free and unpenalized: the same objective, better
+    conditioned, and ``X`` is never centered (sparse input stays sparse).
 
     ``check_estimator`` passes except ``check_sample_weight_equivalence_on_dense_data`` and
     ``..._on_sparse_data`` (:data:`EXPECTED_FAILED_CHECKS`): weighting and repeating rows
@@ -366,8 +370,10 @@ class SparsemaxClassifier(ClassifierMixin, BaseEstimator):
     def _hessian_at(self, X, X_rows, sw, budget, n_classes, center=None):
         """``theta -> (v -> H v, n_active)``: generalized Hessian-vector products at ``theta``.
 
-        The products only steer the Newton direction, so they run in float32 (half the
-        memory traffic); the objective and gradient stay in the input precision.
+        ``X`` gives the scores (as in the objective); the active rows are gathered from
+        ``X_rows`` (the input before any CSR conversion). The products only steer the
+        Newton direction, so they run in float32 (half the memory traffic, much faster
+        skinny GEMMs); the objective and gradient stay in the input precision.
         """
         n_features = X.shape[1]
         code = POLYTOPE_CODES[self.polytope]
