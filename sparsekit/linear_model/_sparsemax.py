@@ -21,6 +21,7 @@ from sklearn.utils.validation import (
 from .._cython._projections import POLYTOPE_CODES, jvp_rows, project_rows
 from .._cython._sparsemax_loss import loss_grad_csr, loss_grad_dense
 from ..projections import project
+from ..gpu._cupy import require_cupy
 from ..utils._validation import check_device
 
 EXPECTED_FAILED_CHECKS = {
@@ -486,7 +487,7 @@ class SparsemaxClassifier(ClassifierMixin, BaseEstimator):
         scores = self._scores(X)
         params = {"budget": self.budget} if self.polytope == "budget" else {}
         if self.device == "cuda":
-            cp = _import_cupy()
+            cp = require_cupy()
             return cp.asnumpy(project(cp.asarray(scores), self.polytope, **params))
         return project(scores, self.polytope, **params)
 
@@ -636,23 +637,9 @@ def _conjugate_gradient(hessp, g, residual_tol):
     return x, n_cg
 
 
-def _import_cupy():
-    try:
-        import cupy as cp
-    except ImportError as exc:
-        raise ImportError("device='cuda' needs CuPy (pip install sparsekit[gpu]).") from exc
-    try:
-        n_devices = cp.cuda.runtime.getDeviceCount()
-    except cp.cuda.runtime.CUDARuntimeError as exc:
-        raise RuntimeError(f"device='cuda' but no CUDA device is usable: {exc}") from exc
-    if n_devices == 0:
-        raise RuntimeError("device='cuda' but no CUDA device was found.")
-    return cp
-
-
 def _gpu_data_term(X, Y, sw, polytope, budget):
     """CuPy version of :func:`_cpu_data_term` (scores, projection, loss, gradient)."""
-    cp = _import_cupy()
+    cp = require_cupy()
     if sp.issparse(X):
         import cupyx.scipy.sparse as cusp
 
