@@ -307,13 +307,19 @@ def main():
     parser.add_argument("--Cs", nargs="*", type=float, default=None)
     parser.add_argument("--solvers", nargs="*", default=list(SOLVERS))
     parser.add_argument("--cap", type=float, default=60.0, help="seconds per solver ladder")
-    parser.add_argument("--resume", action="store_true", help=f"reuse results in {CACHE}")
+    parser.add_argument("--resume", action="store_true", help="reuse results in --cache")
+    parser.add_argument("--cache", type=Path, default=CACHE, help=f"results file ({CACHE})")
+    parser.add_argument("--merge", type=Path, nargs="*", default=[],
+                        help="other results files to fold in before the report")
     parser.add_argument("--no-path", action="store_true")
+    parser.add_argument("--report-only", action="store_true",
+                        help="no new runs: rebuild the section from the results files")
     args = parser.parse_args()
     datasets = args.datasets or (["a9a", "w8a", "synthetic-2000"] if args.quick else DATASETS)
     Cs = args.Cs or ([1.0] if args.quick else [0.1, 1.0, 10.0])
-    results = json.loads(CACHE.read_text()) if args.resume and CACHE.exists() else {}
-    for ds in datasets:
+    cache = args.cache
+    results = json.loads(cache.read_text()) if args.resume and cache.exists() else {}
+    for ds in [] if args.report_only else datasets:
         todo = [C for C in Cs if f"{ds}|{C:g}" not in results]
         if not todo:
             continue
@@ -324,8 +330,10 @@ def main():
         for C in todo:
             print(f"{ds} C={C:g}", flush=True)
             results[f"{ds}|{C:g}"] = run_problem(X, y, C, args.solvers, args.cap)
-            CACHE.parent.mkdir(parents=True, exist_ok=True)
-            CACHE.write_text(json.dumps(results))
+            cache.parent.mkdir(parents=True, exist_ok=True)
+            cache.write_text(json.dumps(results))
+    for other in args.merge:
+        results = {**json.loads(other.read_text()), **results}
     all_ds = [d for d in DATASETS if any(k.startswith(d + "|") for k in results)]
     all_Cs = sorted({float(k.split("|")[1]) for k in results
                      if k.split("|")[1] not in ("n_features", "shape")})
