@@ -23,6 +23,8 @@ import numpy as np
 
 from .._cython import _nqn_kernels as _k
 
+_EPS = float(np.finfo(float).eps)
+
 #: Line-search outcomes.
 WOLFE, DECREASE, FAILED = 0, 1, 2
 
@@ -84,7 +86,7 @@ def projected_wolfe(fun, x, f0, g0, d, lo, hi, c1=1e-8, c2=0.9, eps_abs=1e-16,
     slope0 = float(g0 @ d)
     umax = _k.max_breakpoint(x, d, lo, hi)
     dnorm = float(np.max(np.abs(d)))
-    xres = np.finfo(float).eps * max(1.0, float(np.max(np.abs(x))))
+    xres = _EPS * max(1.0, float(np.max(np.abs(x))))
     budget = math.inf if max_evals is None else max_evals
     lower, upper = 0.0, umax
     alpha = min(alpha0, umax)
