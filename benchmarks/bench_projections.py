@@ -41,13 +41,16 @@ TARGETS = "≥ 5× NumPy for K ≥ 100, ≥ 3× at K = 10, ≥ 10× entmax every
 
 def interleaved_times(fns, repeat):
     """Median thread-CPU and wall times of each of ``fns`` (a dict name -> callable), run in
-    ``repeat`` interleaved rounds after one warm-up round, so that the load of a shared
-    machine falls on every implementation alike. Returns ``{name: (cpu, wall, result)}``."""
+    ``repeat`` interleaved rounds after one warm-up round, the order rotating every round,
+    so that the load of a shared machine and the memory state left by the previous call
+    fall on every implementation alike. Returns ``{name: (cpu, wall, result)}``."""
     cpu = {name: [] for name in fns}
     wall = {name: [] for name in fns}
     out = {}
+    names = list(fns)
     for rnd in range(repeat + 1):
-        for name, fn in fns.items():
+        for name in names[rnd % len(names):] + names[:rnd % len(names)]:
+            fn = fns[name]
             t0 = time.thread_time()
             w, out[name] = _report.median_time(fn, repeat=1)
             if rnd:
@@ -145,7 +148,7 @@ the default O(K) kernel (one pass for the max and a candidate list, then Michelo
 iteration on the candidates, Condat's algorithm as fallback); "sparsekit sort" is the
 sort-based reference kernel; NumPy is a vectorized sort/cumsum implementation (in the
 script); entmax is `entmax.sparsemax` on PyTorch CPU. The implementations ran in {repeat}
-interleaved rounds (after a warm-up round); ratios are of the median thread CPU times,
+interleaved rounds, in rotating order (after a warm-up round); ratios are of the median thread CPU times,
 against the peers measured in the same rounds; max |Δp| is the largest difference to any
 peer.
 
