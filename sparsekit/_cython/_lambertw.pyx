@@ -15,6 +15,14 @@ from libc.math cimport exp, log, log1p, fabs
 
 cdef double _wexp(double t) noexcept nogil:
     """Principal-branch ``W(exp(t))`` by Newton on ``w + log w = t`` in log space."""
+    return _wexp_from(t, 0.0)
+
+
+cdef double _wexp_from(double t, double w0) noexcept nogil:
+    """``W(exp(t))`` with Newton started at ``w0`` when it is close (|f(w0)| < 1, e.g. the
+    previous value inside a root search of the Implicit SGD step), else at an asymptotic
+    guess. f(w) = w + log w - t is increasing and concave, so the iterates converge from any
+    start (a step that would leave w > 0 is halved)."""
     cdef double w, f, x
     cdef int it
     if t != t:
@@ -22,11 +30,13 @@ cdef double _wexp(double t) noexcept nogil:
     if t < -40.0:
         x = exp(t)
         return x * (1.0 - x)            # relative error O(e^{2t}) < 1e-34
-    if t > 1.0:
+    if w0 > 0.0 and fabs(w0 + log(w0) - t) < 1.0:
+        w = w0                          # close: a few quadratic Newton steps
+    elif t > 1.0:
         w = t - log(t)                  # asymptotic start, exact at t = 1
     else:
         w = log1p(exp(t))
-    for it in range(60):
+    for it in range(80):
         # Newton on f(w) = w + log w - t, f'(w) = 1 + 1/w (no product can overflow)
         f = (w + log(w) - t) * (w / (1.0 + w))
         if f >= w:

@@ -37,7 +37,7 @@ from libc.math cimport exp, log, log1p, sqrt, fabs, isfinite
 from libc.stdint cimport uint64_t
 from libc.stdlib cimport malloc, calloc, free
 
-from sparsekit._cython._lambertw cimport _wexp
+from sparsekit._cython._lambertw cimport _wexp_from
 
 cdef extern from *:
     """
@@ -165,13 +165,14 @@ cdef inline double _log1pexp(double t) noexcept nogil:
 # ----------------------------------------------------------------------------------------
 # Implicit SGD inner solves (all scalars in float64).
 
-cdef inline void _lam(double t, double kappa, double* lam, double* dlam) noexcept nogil:
-    """lam = W(kappa e^t)/kappa (-> e^t as kappa -> 0) and d lam / d t."""
-    cdef double w
+cdef inline void _lam(double t, double kappa, double* lam, double* dlam,
+                      double* w) noexcept nogil:
+    """lam = W(kappa e^t)/kappa (-> e^t as kappa -> 0) and d lam / d t; ``w`` holds the
+    previous W value on entry (0: none) and the new one on exit."""
     if kappa > 0.0:
-        w = _wexp(t + log(kappa))
-        lam[0] = w / kappa
-        dlam[0] = lam[0] / (1.0 + w)
+        w[0] = _wexp_from(t + log(kappa), w[0])
+        lam[0] = w[0] / kappa
+        dlam[0] = lam[0] / (1.0 + w[0])
     else:
         lam[0] = exp(t)
         dlam[0] = lam[0]
@@ -194,11 +195,13 @@ cdef double _root(resid_fn f, void* ctx, double lo, double hi, double x0) noexce
         else:
             hi = x
         dx = fx / dfx
+        if isfinite(dfx) and fabs(dx) <= 1e-15 * (1.0 + fabs(x)):   # Newton converged
+            return x - dx
         if not (x - dx > lo and x - dx < hi) or fabs(2.0 * dx) > fabs(dxold):
             dx = x - 0.5 * (lo + hi)
         dxold = dx
         x -= dx
-        if fabs(dx) <= 1e-15 * (1.0 + fabs(x)) or hi - lo <= 2e-16 * (1.0 + fabs(x)):
+        if hi - lo <= 4e-16 * (1.0 + fabs(x)):
             return x
     return x
 
@@ -210,6 +213,7 @@ cdef struct OneCtx:
     double logc     # log((K-1)/m)
     double kappa    # eta q (1/rho_k + 1/rho_y)
     double lam      # last lambda
+    double w        # last W value (warm start of the next Lambert-W)
 
 
 cdef double _g_one(double u, void* p, double* dg) noexcept nogil:
@@ -217,7 +221,7 @@ cdef double _g_one(double u, void* p, double* dg) noexcept nogil:
     lam(u) = a(u)/(2 eta q) = W(kappa c e^{s~-u})/kappa (eq. (14))."""
     cdef OneCtx* c = <OneCtx*>p
     cdef double lam, dlam, eu = exp(-u)
-    _lam(c.logc + c.s - u, c.kappa, &lam, &dlam)
+    _lam(c.logc + c.s - u, c.kappa, &lam, &dlam, &c.w)
     c.lam = lam
     dg[0] = c.eta * eu + 1.0 + c.eta * dlam
     return c.eta * (1.0 - eu - lam) + u - c.u0
@@ -227,14 +231,16 @@ cdef double _implicit_one(double s, double u0, double eta, double logc, double k
                           double* lam_out) noexcept nogil:
     """n = m = 1 Implicit SGD (App. F.1): returns u*, writes lambda* (a* = 2 eta q lambda*)."""
     cdef OneCtx c
-    cdef double lo, hi, d, g0, u
+    cdef double lo, hi, d, dg0, g0, u
     cdef int it
     c.s = s
     c.u0 = u0
     c.eta = eta
     c.logc = logc
     c.kappa = kappa
+    c.w = 0.0
     g0 = _g_one(u0, &c, &d)
+    dg0 = d
     if g0 == 0.0:
         lam_out[0] = c.lam
         return u0
@@ -250,7 +256,7 @@ cdef double _implicit_one(double s, double u0, double eta, double logc, double k
         # g(0) = -u~ - eta lam(0) <= 0, so 0 <= u* <= u~ (u* > 0 by eq. (17))
         lo = 0.0
         hi = u0
-    u = _root(_g_one, &c, lo, hi, u0)
+    u = _root(_g_one, &c, lo, hi, u0 - g0 / dg0)
     _g_one(u, &c, &d)
     lam_out[0] = c.lam
     return u
@@ -261,6 +267,7 @@ cdef struct MultiCtx:
     double* shat    # s^_k, k < m
     double* kappa   # eta q / rho_k
     double* lam     # lambda_k(v), written on each evaluation
+    double* w       # last W values (warm starts)
     double kappa_y  # eta q / rho_y
     double logc
     double eta
@@ -274,7 +281,7 @@ cdef double _h_multi(double v, void* p, double* dh) noexcept nogil:
     cdef double big = 0.0, dbig = 0.0, l, dl, u, du, eu
     cdef int k
     for k in range(c.m):
-        _lam(c.logc + c.shat[k] - v, c.kappa[k], &l, &dl)
+        _lam(c.logc + c.shat[k] - v, c.kappa[k], &l, &dl, &c.w[k])
         c.lam[k] = l
         big += l
         dbig -= dl
@@ -306,6 +313,9 @@ cdef double _implicit_multi(int m, double* shat, double* kappa, double kappa_y, 
     c.shat = shat
     c.kappa = kappa
     c.lam = lam
+    c.w = lam + m
+    for k in range(m):
+        c.w[k] = 0.0
     c.kappa_y = kappa_y
     c.logc = logc
     c.eta = eta
@@ -398,7 +408,7 @@ cdef int _implicit_coefficients(int m, const double* z, const double* rho, doubl
     cdef double lam, tot = 0.0, kappa_y = eta * q / rho[0]
     cdef double* shat = work
     cdef double* kap = work + m
-    cdef double* lams = work + 2 * m
+    cdef double* lams = work + 2 * m      # m lambdas, then m warm-start W values
     cdef int k
     if m == 1:
         unew[0] = _implicit_one(z[1] / rho[1] - z[0] / rho[0], u0, eta, logc,
@@ -445,18 +455,17 @@ def implicit_step(double[::1] z, double[::1] rho, double u0, double eta, double 
     cdef int m = z.shape[0] - 1
     cdef double unew
     coef = np.zeros(m + 1)
-    work = np.zeros(3 * max(m, 1))
+    work = np.zeros(4 * max(m, 1))
     cdef double[::1] cv = coef
     cdef double[::1] wv = work
-    cdef double lam
     if m < 1 or rho.shape[0] != m + 1:
         raise ValueError("need m >= 1 sampled classes and len(rho) == len(z)")
     if m == 1 and not scalar_u:
         wv[0] = z[1] / rho[1] - z[0] / rho[0]
         wv[1] = eta * q / rho[1]
-        unew = _implicit_multi(1, &wv[0], &wv[1], eta * q / rho[0], u0, eta, log(c), &lam)
-        cv[1] = -eta * lam / rho[1]
-        cv[0] = eta * lam / rho[0]
+        unew = _implicit_multi(1, &wv[0], &wv[1], eta * q / rho[0], u0, eta, log(c), &wv[2])
+        cv[1] = -eta * wv[2] / rho[1]
+        cv[0] = eta * wv[2] / rho[0]
         return unew, coef
     if _implicit_coefficients(m, &z[0], &rho[0], u0, eta, q, log(c), &cv[0], &unew, &wv[0]):
         raise FloatingPointError("non-finite implicit step")
@@ -505,7 +514,7 @@ def softmax_epoch(int method, const floating[::1] data, const Py_ssize_t[::1] in
     cdef double* coef = <double*>malloc(b * mm * sizeof(double))
     cdef double* z = <double*>malloc(mm * sizeof(double))
     cdef double* rho = <double*>malloc(mm * sizeof(double))
-    cdef double* work = <double*>malloc(3 * mm * sizeof(double))
+    cdef double* work = <double*>malloc(4 * mm * sizeof(double))
     cdef int* cnt = <int*>calloc(K, sizeof(int))
     cdef double* rowrho = <double*>malloc(K * sizeof(double))
     if (cls == NULL or nxt == NULL or ex == NULL or coef == NULL or z == NULL or rho == NULL or work == NULL
