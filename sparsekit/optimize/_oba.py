@@ -29,26 +29,35 @@ _MESSAGES = {
 }
 
 
-def _cg(H, b, reg, rtol, maxiter, radius, precondition):
-    """Steihaug CG from p = 0 for (H + reg I) p = −b, stopped on ‖residual‖_∞ ≤ rtol ‖b‖_∞.
+def _cg(H, b, reg, rtol, maxiter, radius, precondition, p0=None):
+    """Steihaug CG for (H + reg I) p = −b, stopped on ‖residual‖_∞ ≤ rtol ‖b‖_∞.
 
-    Starting at 0 makes every truncated iterate a descent direction (notes §1.9 [MINE]).
-    With ``precondition`` and an operator that has ``diagonal()``, the CG is preconditioned
-    by diag(H) + reg (Jacobi); the stopping test stays on the plain residual.
-    Returns (p, number of iterations).
+    It starts at 0, which makes every truncated iterate a descent direction (notes §1.9
+    [MINE]), or at ``p0`` when the model ψ(p) = bᵀp + ½pᵀ(H + reg I)p is negative there: CG
+    only lowers ψ, and ψ(p) < 0 implies bᵀp < 0, so descent is kept (used to warm-start the
+    re-solves of the corrective cycle). With ``precondition`` and an operator that has
+    ``diagonal()``, the CG is preconditioned by diag(H) + reg (Jacobi); the stopping test
+    stays on the plain residual. Returns (p, number of Hessian products).
     """
     p = np.zeros_like(b)
     bnorm = np.abs(b).max(initial=0.0)
     if bnorm == 0.0:
         return p, 0
+    r, it0 = b.copy(), 0
+    if p0 is not None and p0.size and p0 @ p0 < radius * radius:
+        Hp = H(p0) + reg * p0
+        it0 = 1
+        if b @ p0 + 0.5 * (p0 @ Hp) < 0.0:
+            p, r = p0.copy(), b + Hp
+            if np.abs(r).max() <= rtol * bnorm:
+                return p, it0
     minv = None
     if precondition and hasattr(H, "diagonal"):
         minv = 1.0 / (H.diagonal() + reg)
-    r = b.copy()
     z = r if minv is None else minv * r
     d = -z
     rz = r @ z
-    for it in range(1, maxiter + 1):
+    for it in range(it0 + 1, it0 + maxiter + 1):
         Hd = H(d) + reg * d
         dHd = d @ Hd
         if dHd <= 0.0:
@@ -65,7 +74,7 @@ def _cg(H, b, reg, rtol, maxiter, radius, precondition):
         rz_next = r @ z
         d = -z + (rz_next / rz) * d
         rz = rz_next
-    return p, maxiter
+    return p, it0 + maxiter
 
 
 def _to_boundary(p, d, radius):
@@ -115,18 +124,20 @@ def _corrective_cycle(H, hessp, x, g, zeta, free, new, cg_opts):
 
     A newly freed coordinate i violates when d_i ζ_i ≤ 0 (the thesis sgn test, landing at 0
     included, §5.3); violators join 𝒜 and the operator is restricted. Each pass removes at
-    least one coordinate, so the loop ends. Returns (d, free, H, passes, CG iterations).
+    least one coordinate, so the loop ends. A re-solve starts from the previous direction on
+    the kept coordinates when that keeps descent (see :func:`_cg`). Returns (d, free, H,
+    passes, Hessian products).
     """
-    loops, ncg = 0, 0
+    loops, ncg, d0 = 0, 0, None
     while True:
         loops += 1
-        d, it = _cg(H, g[free], *cg_opts)
+        d, it = _cg(H, g[free], *cg_opts, p0=d0)
         ncg += it
         violators = new & (d * zeta[free] <= 0.0)
         if not violators.any():
             return d, free, H, loops, ncg
         keep = ~violators
-        free, new = free[keep], new[keep]
+        free, new, d0 = free[keep], new[keep], d[keep]
         H = H.restrict(keep) if hasattr(H, "restrict") else hessp(x, free)
 
 
