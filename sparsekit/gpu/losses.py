@@ -6,54 +6,10 @@ fused in one kernel (``kernels/sparsemax_loss.cu``): projection, loss and gradie
 """
 import numpy as np
 
+from ..losses._targets import check_target
 from ..projections._checks import resolve_polytope
 from ._kernels import get_kernel, launch_rows
 from .projections import as_device_rows, project_with_tau
-
-# sum constraint on w.y per polytope, as in sparsekit/losses/_fenchel_young.py
-_SUM_BOUNDS = {
-    "simplex": ("eq", "radius"),
-    "capped_simplex": ("eq", "budget"),
-    "knapsack": ("le", "budget"),
-    "budget": ("le", "budget"),
-    "at_most_one": ("le", "one"),
-    "at_least_one": ("ge", "one"),
-    "box": (None, None),
-}
-
-
-def _first(cp, mask):
-    bad = cp.flatnonzero(mask)
-    return int(bad[0]) if bad.size else None
-
-
-def _check_target(cp, Y, polytope, budget, weights):
-    """``ValueError`` unless every row of ``Y`` lies in the polytope (CPU tolerances)."""
-    tol = 1e-6 if Y.dtype == cp.float64 else 1e-4
-    i = _first(cp, (Y < -tol).any(axis=1))
-    if i is not None:
-        raise ValueError(f"Y row {i} has negative entries: targets must lie in the "
-                         f"{polytope!r} polytope (all its points are >= 0)")
-    if polytope != "simplex":
-        i = _first(cp, (Y > 1 + tol).any(axis=1))
-        if i is not None:
-            raise ValueError(f"Y row {i} has entries > 1: targets must lie in the "
-                             f"{polytope!r} polytope (inside [0, 1]^K)")
-    kind, what = _SUM_BOUNDS[polytope]
-    if kind is None:
-        return
-    rhs = 1.0 if what == "one" else budget
-    sums = Y.astype(cp.float64) @ cp.asarray(weights, dtype=cp.float64)
-    slack = tol * max(1.0, rhs)
-    mask = {"eq": cp.abs(sums - rhs) > slack, "le": sums > rhs + slack,
-            "ge": sums < rhs - slack}[kind]
-    i = _first(cp, mask)
-    if i is not None:
-        hint = (" (the budget must be at least each row's label count)"
-                if polytope in ("budget", "knapsack") else "")
-        raise ValueError(f"Y row {i} is outside the {polytope!r} polytope: its (weighted) "
-                         f"sum is {float(sums[i]):.6g}, bound {rhs:.6g} ({kind}){hint}")
-
 
 def _targets(cp, Z2, Y, allow_labels):
     """Device targets of the shape and dtype of ``Z2``; with ``allow_labels``, integer
@@ -93,7 +49,7 @@ def sparsemax_loss_and_grad(Z, Y):
     """
     cp, Z2, one_d = as_device_rows(Z)
     Y2 = _targets(cp, Z2, Y, allow_labels=not one_d)
-    _check_target(cp, Y2, "simplex", 1.0, np.ones(Z2.shape[1]))
+    check_target(Y2, "simplex", 1.0, np.ones(Z2.shape[1]), cp)
     n, k = Z2.shape
     grad = cp.empty_like(Z2)
     loss = cp.empty(n, dtype=cp.float64)
@@ -119,7 +75,7 @@ def fenchel_young_loss_and_grad(Z, Y, polytope="simplex", **params):
     cp, Z2, one_d = as_device_rows(Z)
     Y2 = _targets(cp, Z2, Y, allow_labels=False)
     _, budget, weights, _ = resolve_polytope(polytope, Z2.shape[1], Z2.dtype, params)
-    _check_target(cp, Y2, polytope, budget, weights)
+    check_target(Y2, polytope, budget, weights, cp)
     P = project_with_tau(Z2, polytope, params)[0]
     Zs = Z2.astype(cp.float64)
     if polytope == "simplex":

@@ -11,54 +11,7 @@ import numpy as np
 
 from .._cython._projections import fenchel_young_rows
 from ..projections._checks import as_rows, resolve_polytope
-
-# sum constraint on w.y per polytope: (relation, right-hand side)
-_SUM_BOUNDS = {
-    "simplex": ("eq", "radius"),
-    "capped_simplex": ("eq", "budget"),
-    "knapsack": ("le", "budget"),
-    "budget": ("le", "budget"),
-    "at_most_one": ("le", "one"),
-    "at_least_one": ("ge", "one"),
-    "box": (None, None),
-}
-
-
-def _check_target(Y, polytope, budget, weights):
-    """Raise ``ValueError`` unless every row of ``Y`` lies in the polytope (with a
-    dtype-dependent tolerance)."""
-    tol = 1e-6 if Y.dtype == np.float64 else 1e-4
-    neg = np.flatnonzero((Y < -tol).any(axis=1))
-    if neg.size:
-        raise ValueError(f"Y row {neg[0]} has negative entries: targets must lie in the "
-                         f"{polytope!r} polytope (all its points are >= 0)")
-    if polytope != "simplex":
-        big = np.flatnonzero((Y > 1 + tol).any(axis=1))
-        if big.size:
-            raise ValueError(f"Y row {big[0]} has entries > 1: targets must lie in the "
-                             f"{polytope!r} polytope (inside [0, 1]^K)")
-    kind, what = _SUM_BOUNDS[polytope]
-    if kind is None:
-        return
-    rhs = 1.0 if what == "one" else budget
-    sums = Y.astype(np.float64) @ weights.astype(np.float64)
-    slack = tol * max(1.0, rhs)
-    if kind == "eq":
-        bad = np.flatnonzero(np.abs(sums - rhs) > slack)
-        rel = "!="
-    elif kind == "le":
-        bad = np.flatnonzero(sums > rhs + slack)
-        rel = ">"
-    else:
-        bad = np.flatnonzero(sums < rhs - slack)
-        rel = "<"
-    if bad.size:
-        i = bad[0]
-        hint = (" (the budget must be at least each row's label count)"
-                if polytope in ("budget", "knapsack") else "")
-        raise ValueError(f"Y row {i} is outside the {polytope!r} polytope: its (weighted) "
-                         f"sum is {sums[i]:.6g} {rel} {rhs:.6g}{hint}")
-
+from ._targets import check_target
 
 def _loss_and_projection(Z, Y, polytope, params):
     Z2, one_d = as_rows(Z)
@@ -68,7 +21,7 @@ def _loss_and_projection(Z, Y, polytope, params):
     Y2 = np.ascontiguousarray(Y2, dtype=Z2.dtype)
     code, budget, weights, weighted = resolve_polytope(polytope, Z2.shape[1], Z2.dtype,
                                                        params)
-    _check_target(Y2, polytope, budget, weights)
+    check_target(Y2, polytope, budget, weights, np)
     P = np.empty_like(Z2)
     loss = np.empty(Z2.shape[0], dtype=np.float64)
     fenchel_young_rows(code, Z2, Y2, P, loss, budget, weights, weighted)
