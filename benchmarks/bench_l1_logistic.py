@@ -287,7 +287,7 @@ def path_benchmark(name, n_Cs=20):
     Xcsc = X.tocsc() if sp.issparse(X) else X
     prob = liblinearutil.problem(y, X if sp.issparse(X) else sp.csr_matrix(X))
     c_min = 1.0 / np.abs(np.asarray(X.T @ (0.5 * y))).max()
-    Cs = np.logspace(np.log10(c_min), np.log10(c_min) + 3, n_Cs)
+    Cs = np.logspace(np.log10(c_min), np.log10(c_min) + 4, n_Cs)
     t0 = time.perf_counter()
     coefs, _, _ = l1_logistic_path(Xcsc, y, Cs, fit_intercept=False, tol=1e-6)
     t_path = time.perf_counter() - t0
