@@ -321,6 +321,7 @@ def main():
     parser.add_argument("--no-path", action="store_true")
     parser.add_argument("--rerun", nargs="*", default=[],
                         help="run these solvers again on the problems already in --cache")
+    parser.add_argument("--note", default="", help="a sentence added to the section")
     parser.add_argument("--report-only", action="store_true",
                         help="no new runs: rebuild the section from the results files")
     args = parser.parse_args()
@@ -362,6 +363,7 @@ def main():
     shapes = "; ".join(f"{d}: {results[d + '|shape']}" for d in all_ds)
     body = f"""
 The machine was **shared with five other jobs** (2 cores) while this ran: timings are noisy.
+{args.note}
 Objective ‖w‖₁ + C Σ log(1 + exp(−y wᵀx)), no intercept, for every solver. Data: {shapes}.
 OBA, skglm and celer get CSC input (their column layout); OBA = `L1LogisticOBA(fit_intercept=False)`; LIBLINEAR = liblinear-official `-s 6 -B -1`
 (problem built once, outside the timing); skglm `SparseLogisticRegression(alpha=1/(C n))`;
