@@ -4,7 +4,13 @@ import lzma
 import os
 from pathlib import Path
 
-_DEFAULT_HOME = Path(__file__).resolve().parents[2].parent / "shared" / "datasets"
+_RELATIVE_HOME = Path("..") / "shared" / "datasets"
+
+
+def _default_homes():
+    """Candidates beside a source checkout: the one this package was imported from, then
+    the current directory's (an installed package run from a checkout's root)."""
+    return [Path(__file__).resolve().parents[2] / _RELATIVE_HOME, Path.cwd() / _RELATIVE_HOME]
 
 
 def get_data_home(data_home=None):
@@ -14,7 +20,8 @@ def get_data_home(data_home=None):
     ----------
     data_home : str or path-like, default=None
         Explicit folder. When None, the environment variable ``SPARSEKIT_DATA`` is used
-        if set, else ``<repository>/../shared/datasets``.
+        if set, else the first existing ``<repository>/../shared/datasets`` of the source
+        tree this package was imported from or of the current directory.
 
     Returns
     -------
@@ -22,7 +29,10 @@ def get_data_home(data_home=None):
         The folder (not checked for existence; loaders check the files they need).
     """
     if data_home is None:
-        data_home = os.environ.get("SPARSEKIT_DATA") or _DEFAULT_HOME
+        data_home = os.environ.get("SPARSEKIT_DATA")
+    if data_home is None:
+        homes = _default_homes()
+        data_home = next((home for home in homes if home.is_dir()), homes[0])
     return Path(data_home).expanduser()
 
 
