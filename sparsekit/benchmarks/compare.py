@@ -47,6 +47,18 @@ def _median_fit(make_and_fit, repeat):
     return statistics.median(times), model
 
 
+def _format_rows(rows, base_seconds, formats):
+    """Format measured rows in place: column 1 seconds -> ms, column 4 the time ratio to
+    ``base_seconds``, and ``formats[i](value)`` for the other measured columns."""
+    for r in rows:
+        if r[1] == "not installed":
+            continue
+        r[4] = f"{r[1] / base_seconds:.2f}x"
+        r[1] = f"{r[1] * 1e3:.1f} ms"
+        for i, fmt in formats.items():
+            r[i] = fmt(r[i])
+
+
 def _l1_objective(w, X, y, C):
     margins = y * (X @ w)
     return np.abs(w).sum() + C * np.logaddexp(0.0, -margins).sum()
@@ -100,13 +112,7 @@ def compare_l1_logistic(repeat, C=1.0):
         seconds, w = _median_fit(fit, repeat)
         rows.append([name, seconds, _l1_objective(w, X, y, C), int(np.sum(w == 0)), ""])
     best = min(r[2] for r in rows if r[1] != "not installed")
-    obaseconds = rows[0][1]
-    for r in rows:
-        if r[1] == "not installed":
-            continue
-        r[4] = f"{r[1] / obaseconds:.2f}x"
-        r[1] = f"{r[1] * 1e3:.1f} ms"
-        r[2] = f"{r[2]:.8f} (rel. gap {(r[2] - best) / best:.1e})"
+    _format_rows(rows, rows[0][1], {2: lambda f: f"{f:.8f} (rel. gap {(f - best) / best:.1e})"})
     return (f"l1-logistic (LIBLINEAR -s 6 objective), breast_cancer {X.shape}, C={C}, "
             f"no intercept; median of {repeat} fits",
             ["solver", "fit time", "objective F(w)", "zeros in w", "time / sparsekit"], rows)
@@ -147,14 +153,7 @@ def compare_multiclass(repeat):
         rows.append([name, seconds, model.score(X_test, y_test),
                      float(np.mean(np.sum(proba > 0, axis=1))), ""])
     rows.append(_liblinear_multiclass(X_train, y_train, X_test, y_test, repeat))
-    base = rows[2][1]
-    for r in rows:
-        if r[1] == "not installed":
-            continue
-        r[4] = f"{r[1] / base:.2f}x"
-        r[1] = f"{r[1] * 1e3:.1f} ms"
-        r[2] = f"{r[2]:.4f}"
-        r[3] = f"{r[3]:.2f}"
+    _format_rows(rows, rows[2][1], {2: "{:.4f}".format, 3: "{:.2f}".format})
     return (f"multiclass probabilities, digits {X.shape} (70/30 split); median of {repeat} fits",
             ["model", "fit time", "test accuracy", "mean classes with p>0",
              "time / LogisticRegression"], rows)
