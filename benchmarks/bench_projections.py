@@ -152,10 +152,10 @@ interleaved rounds, in rotating order (after a warm-up round); ratios are of the
 against the peers measured in the same rounds; max |Δp| is the largest difference to any
 peer.
 
-**Machine shared:** the 2-core machine was shared with other jobs while this ran (1-minute
-load average {load:.1f} at the end): wall-clock numbers are several times too low, and even
-thread CPU time suffers from cache and SMT contention, so absolute numbers are noisy and low;
-the ratios are the meaningful figures. Targets: {TARGETS}. {verdict}
+Load: the 1-minute load average of this 2-core machine was {load:.1f} at the end (the
+benchmark itself accounts for about 1); above that, other jobs shared the machine and even
+thread CPU time suffers from cache and SMT contention, so compare the ratios rather than the
+absolute numbers. Targets: {TARGETS}. {verdict}
 
 {_report.markdown_table(header, rows)}
 """
