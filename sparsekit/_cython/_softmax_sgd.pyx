@@ -118,6 +118,19 @@ cdef inline double _dot(const floating* w, const floating* xd, const Py_ssize_t*
     return acc
 
 
+cdef inline Py_ssize_t _row(const floating* data, const Py_ssize_t* indices,
+                            const Py_ssize_t* indptr, bint dense, Py_ssize_t i, Py_ssize_t D,
+                            const floating** xd, const Py_ssize_t** xi) noexcept nogil:
+    """Point (``xd``, ``xi``) at row ``i`` of a CSR or flattened dense matrix; return nnz."""
+    if dense:
+        xd[0] = &data[i * D]
+        xi[0] = NULL
+        return D
+    xd[0] = &data[indptr[i]]
+    xi[0] = &indices[indptr[i]]
+    return indptr[i + 1] - indptr[i]
+
+
 cdef inline void _axpy(floating* w, double a, const floating* xd, const Py_ssize_t* xi,
                        Py_ssize_t nnz, bint bias, Py_ssize_t D) noexcept nogil:
     cdef Py_ssize_t p
@@ -498,7 +511,7 @@ def softmax_epoch(int method, const floating[::1] data, const Py_ssize_t[::1] in
     """
     cdef Py_ssize_t K = R.shape[0], N = order.shape[0], D = n_features
     cdef int m = n_sampled, mm = n_sampled + 1, b = batch_size
-    cdef Py_ssize_t start, nb, e, i, j, k, t, p0, p1, nnz, n_resets = 0
+    cdef Py_ssize_t start, nb, e, i, j, k, t, nnz, n_resets = 0
     cdef int status = 0
     cdef uint64_t state = seed
     cdef double logc = log((K - 1.0) / m), eta_i, du, unew, a, d, nrm, scale
@@ -506,6 +519,9 @@ def softmax_epoch(int method, const floating[::1] data, const Py_ssize_t[::1] in
     cdef bint reset
     cdef const floating* xd
     cdef const Py_ssize_t* xi
+    cdef const floating* data_p = &data[0] if data.shape[0] else NULL
+    cdef const Py_ssize_t* indices_p = &indices[0] if indices.shape[0] else NULL
+    cdef const Py_ssize_t* indptr_p = &indptr[0] if indptr.shape[0] else NULL
     cdef floating* w
     cdef Py_ssize_t* cls = <Py_ssize_t*>malloc(b * mm * sizeof(Py_ssize_t))
     cdef Py_ssize_t* nxt = <Py_ssize_t*>malloc(b * mm * sizeof(Py_ssize_t))
@@ -543,29 +559,14 @@ def softmax_epoch(int method, const floating[::1] data, const Py_ssize_t[::1] in
                     t = (e - start - nb) * mm
                     nxt[t] = y[i]
                     _sample_classes(&state, K, y[i], m, &nxt[t + 1])
-                    if dense:
-                        xd = &data[i * D]
-                        xi = NULL
-                        nnz = D
-                    else:
-                        xi = &indices[indptr[i]]
-                        nnz = indptr[i + 1] - indptr[i]
+                    nnz = _row(data_p, indices_p, indptr_p, dense, i, D, &xd, &xi)
                     for j in range(mm):
                         _prefetch(&R[nxt[t + j], 0], xi, nnz, bias, D)
                 # 1) coefficients from the current weights
                 for e in range(nb):
                     i = order[start + e]
                     ex[e] = i
-                    if dense:
-                        xd = &data[i * D]
-                        xi = NULL
-                        nnz = D
-                    else:
-                        p0 = indptr[i]
-                        p1 = indptr[i + 1]
-                        xd = &data[p0]
-                        xi = &indices[p0]
-                        nnz = p1 - p0
+                    nnz = _row(data_p, indices_p, indptr_p, dense, i, D, &xd, &xi)
                     for j in range(mm):
                         k = cls[e * mm + j]
                         z[j] = gamma[k] * _dot(&R[k, 0], xd, xi, nnz, bias, D)
@@ -608,16 +609,7 @@ def softmax_epoch(int method, const floating[::1] data, const Py_ssize_t[::1] in
                 # 3) sparse data updates r_k += coef / gamma_k * x
                 for e in range(nb):
                     i = ex[e]
-                    if dense:
-                        xd = &data[i * D]
-                        xi = NULL
-                        nnz = D
-                    else:
-                        p0 = indptr[i]
-                        p1 = indptr[i + 1]
-                        xd = &data[p0]
-                        xi = &indices[p0]
-                        nnz = p1 - p0
+                    nnz = _row(data_p, indices_p, indptr_p, dense, i, D, &xd, &xi)
                     for j in range(mm):
                         t = e * mm + j
                         k = cls[t]
