@@ -12,6 +12,21 @@ import itertools
 import numpy as np
 from scipy.optimize import minimize
 
+
+# (polytope, params) pairs exercised by the JVP and Fenchel-Young tests; six-entry weights
+W6 = np.array([1.0, 2.0, 0.5, 3.0, 1.5, 0.8])
+POLYTOPE_CASES = [
+    ("simplex", {}),
+    ("simplex", {"radius": 2.0}),
+    ("capped_simplex", {"budget": 2.0}),
+    ("capped_simplex", {"budget": 3.0, "weights": W6}),
+    ("knapsack", {"budget": 1.5, "weights": W6}),
+    ("budget", {"budget": 2.0}),
+    ("box", {}),
+    ("at_least_one", {}),
+    ("at_most_one", {}),
+]
+
 # polytope name -> (upper bound, relation of the sum constraint, right-hand side key)
 SPECS = {
     "simplex": (np.inf, "eq", "radius"),

@@ -8,17 +8,8 @@ import _projection_reference as ref
 from sparsekit.losses import fenchel_young_loss, fenchel_young_loss_and_grad, sparsemax_loss
 from sparsekit.projections import project, sparsemax
 
-W6 = np.array([1.0, 2.0, 0.5, 3.0, 1.5, 0.8])
-CASES = [
-    ("simplex", {}),
-    ("capped_simplex", {"budget": 2.0}),
-    ("capped_simplex", {"budget": 3.0, "weights": W6}),
-    ("knapsack", {"budget": 1.5, "weights": W6}),
-    ("budget", {"budget": 2.0}),
-    ("box", {}),
-    ("at_least_one", {}),
-    ("at_most_one", {}),
-]
+# the unit simplex only: FY targets of the simplex are probability rows
+CASES = [case for case in ref.POLYTOPE_CASES if "radius" not in case[1]]
 
 
 def one_hot(labels, k):

@@ -8,18 +8,8 @@ from numpy.testing import assert_allclose
 import _projection_reference as ref
 from sparsekit.projections import jvp, project, sparsemax
 
-W6 = np.array([1.0, 2.0, 0.5, 3.0, 1.5, 0.8])
-CASES = [
-    ("simplex", {}),
-    ("simplex", {"radius": 2.0}),
-    ("capped_simplex", {"budget": 2.0}),
-    ("capped_simplex", {"budget": 3.0, "weights": W6}),
-    ("knapsack", {"budget": 1.5, "weights": W6}),
-    ("budget", {"budget": 2.0}),
-    ("box", {}),
-    ("at_least_one", {}),
-    ("at_most_one", {}),
-]
+W6 = ref.W6
+CASES = ref.POLYTOPE_CASES
 
 
 @pytest.mark.parametrize("polytope, params", CASES)
