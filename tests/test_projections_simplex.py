@@ -136,6 +136,24 @@ def test_pivot_matches_sort_and_numpy(dtype, k):
     # exact zeros outside the support
     assert ((pivot == 0) | (pivot > 0)).all()
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("k", [2, 3, 7, 16, 17, 33])
+@pytest.mark.parametrize("n", [1, 2, 3, 5, 6, 7, 9])
+def test_row_blocks_and_tails(dtype, k, n):
+    # short rows go four (float32) or two at a time through vector lanes, the rest one
+    # at a time: every split of n must agree with the sort kernel, on offset and tied rows
+    rng = np.random.default_rng(100 * k + n)
+    z = rng.normal(size=(n, k)) + rng.choice([0.0, 1e6, -3e5], size=(n, 1))
+    z[::2, : k // 2] = z[::2, :1]                          # ties with the maximum
+    z = z.astype(dtype)
+    tol = 1e-6 if dtype == np.float32 else 1e-13
+    p = sparsemax(z)
+    assert_allclose(p, sparsemax(z, method="sort"), atol=tol)
+    # z - max(z) is exact in either precision (Sterbenz), so the float64 reference applies
+    shifted = (z - z.max(axis=1, keepdims=True)).astype(np.float64)
+    assert_allclose(p, ref.numpy_sparsemax(shifted), atol=tol)
+
+
 
 def test_support_has_exact_zeros_and_tau_consistency():
     z = np.random.default_rng(5).normal(size=(50, 30))

@@ -21,13 +21,55 @@ cdef enum:
     _MICHELOT_ITERS = 12
 
 
-cdef inline double _row_max(const floating* z, Py_ssize_t k) noexcept nogil:
-    cdef floating m = z[0]
-    cdef Py_ssize_t i
-    for i in range(1, k):
-        if z[i] > m:
-            m = z[i]
-    return m
+# Row maximum with four independent 16-byte vector accumulators (GCC/Clang vector
+# extensions), so the compare-select chain does not serialize the pass; inputs are finite.
+cdef extern from *:
+    """
+    #include <string.h>
+    #if defined(__GNUC__) || defined(__clang__)
+    #define SK_DEFINE_MAX(NAME, T, IT, L)                                               \\
+    static T NAME(const T* z, Py_ssize_t k) {                                         \\
+        typedef T vt __attribute__((vector_size(16)));                                \\
+        typedef IT vi __attribute__((vector_size(16)));                               \\
+        vt a[4], y;                                                                   \\
+        vi msk;                                                                       \\
+        Py_ssize_t i = 0, j;                                                          \\
+        T m = z[0];                                                                   \\
+        if (k >= 4 * L) {                                                             \\
+            for (j = 0; j < 4; j++) memcpy(&a[j], z + j * L, sizeof(vt));             \\
+            for (i = 4 * L; i + 4 * L <= k; i += 4 * L) {                            \\
+                for (j = 0; j < 4; j++) {                                             \\
+                    memcpy(&y, z + i + j * L, sizeof(vt));                            \\
+                    msk = y > a[j];                                                   \\
+                    a[j] = (vt)(((vi)y & msk) | ((vi)a[j] & ~msk));                   \\
+                }                                                                     \\
+            }                                                                         \\
+            for (j = 0; j < 4 * L; j++) m = a[j / L][j % L] > m ? a[j / L][j % L] : m; \\
+        }                                                                             \\
+        for (; i < k; i++) m = z[i] > m ? z[i] : m;                                   \\
+        return m;                                                                     \\
+    }
+    #else
+    #define SK_DEFINE_MAX(NAME, T, IT, L)                                               \\
+    static T NAME(const T* z, Py_ssize_t k) {                                         \\
+        Py_ssize_t i;                                                                 \\
+        T m = z[0];                                                                   \\
+        for (i = 1; i < k; i++) m = z[i] > m ? z[i] : m;                              \\
+        return m;                                                                     \\
+    }
+    #endif
+    SK_DEFINE_MAX(sk_row_max_f64, double, long long, 2)
+    SK_DEFINE_MAX(sk_row_max_f32, float, int, 4)
+    """
+    double sk_row_max_f64(const double* z, Py_ssize_t k) noexcept nogil
+    float sk_row_max_f32(const float* z, Py_ssize_t k) noexcept nogil
+
+
+cdef inline floating _row_max(const floating* z, Py_ssize_t k) noexcept nogil:
+    if floating is double:
+        return sk_row_max_f64(z, k)
+    else:
+        return sk_row_max_f32(z, k)
 
 
 cdef inline double _clip01(double x) noexcept nogil:
@@ -201,27 +243,26 @@ cdef double _simplex_project(const floating* z, floating* p, Py_ssize_t k, doubl
     """Write the projection of z onto {p >= 0, sum p = a} into p; return its threshold
     relative to ``shift[0] = max(z)``, so that p = max((z - shift) - tau, 0).
 
-    1. One pass finds max(z) and keeps, branch-free, the candidates z_i >= m_i - a, m_i
-       the running max (a superset of {z_i > max(z) - a}, itself a superset of the support
-       since tau >= max(z) - a; >= keeps the maximum when m_i - a rounds to m_i); the buffer
-       is p.
+    1. A vectorized pass finds max(z); a second keeps, branch-free, the candidates
+       z_i >= max(z) - a (a superset of the support since tau >= max(z) - a; >= keeps the
+       maximum when max(z) - a rounds to it); the buffer is p.
     2. _michelot_tau (Michelot's iteration, then Condat's algorithm) finds tau on the
        candidates shifted by max(z), exact for the support: the fix of
        notes/sparsemax_report.md 4.3 for float32 rows offset by 1e6.
     3. p = max((z - max) - tau, 0) in the input precision: exact zeros off the support."""
     cdef Py_ssize_t i, n = 0
-    cdef floating zi, zmax = z[0]
-    cdef double thr = z[0] - a, tau
+    cdef floating zi, zmax
+    cdef double thr, tau
     if k == 1:
         shift[0] = z[0]
         p[0] = <floating>a
         return -a
+    zmax = _row_max(z, k)
+    thr = zmax - a
     for i in range(k):
         zi = z[i]
         p[n] = zi
         n += zi >= thr
-        zmax = zi if zi > zmax else zmax
-        thr = zmax - a
     shift[0] = zmax
     tau = _michelot_tau(p, n, zmax, a)
     _threshold_out(z, p, k, zmax, tau)
@@ -489,11 +530,56 @@ cdef extern from *:
     #endif
     SK_DEFINE_PAIR(sk_simplex_pair_f64, double)
     SK_DEFINE_PAIR(sk_simplex_pair_f32, float)
+    #if SK_HAVE_PAIR
+    /* float32: four rows in the four lanes of a float vector, the same iteration. */
+    typedef float sk_v4f __attribute__((vector_size(16)));
+    typedef int sk_v4i __attribute__((vector_size(16)));
+    #define SK_LANES4(z, i, k) ((sk_v4f){z[i], z[k + i], z[2 * k + i], z[3 * k + i]})
+    static void sk_simplex_quad_f32(const float* z, float* p, float* tau, Py_ssize_t k,
+                                    double a) {
+        const float af = (float)a;
+        sk_v4f mx = SK_LANES4(z, 0, k), y, s, c, cold = {-1.f, -1.f, -1.f, -1.f};
+        sk_v4f t = {-af, -af, -af, -af};
+        const sk_v4f one = {1.f, 1.f, 1.f, 1.f}, av = {af, af, af, af};
+        sk_v4i m;
+        Py_ssize_t i, it, r;
+        for (i = 1; i < k; i++) {
+            y = SK_LANES4(z, i, k);
+            m = y > mx;
+            mx = (sk_v4f)(((sk_v4i)y & m) | ((sk_v4i)mx & ~m));
+        }
+        for (it = 0; it <= k; it++) {
+            s = (sk_v4f){0.f, 0.f, 0.f, 0.f};
+            c = s;
+            for (i = 0; i < k; i++) {
+                y = SK_LANES4(z, i, k) - mx;
+                m = y > t;
+                s += (sk_v4f)((sk_v4i)y & m);
+                c += (sk_v4f)((sk_v4i)one & m);
+            }
+            t = (s - av) / c;
+            m = c != cold;
+            cold = c;
+            if (!(m[0] | m[1] | m[2] | m[3])) break;
+        }
+        for (i = 0; i < k; i++) {
+            y = (SK_LANES4(z, i, k) - mx) - t;
+            y = (sk_v4f)((sk_v4i)y & (y > 0.f));
+            for (r = 0; r < 4; r++) p[r * k + i] = y[r];
+        }
+        for (r = 0; r < 4; r++) tau[r] = mx[r] + t[r];
+    }
+    #else
+    static void sk_simplex_quad_f32(const float* z, float* p, float* tau, Py_ssize_t k,
+                                    double a) {}
+    #endif
     """
     int SK_HAVE_PAIR
     void sk_simplex_pair_f64(const double* z, double* p, double* tau, Py_ssize_t k,
                              double a) noexcept nogil
     void sk_simplex_pair_f32(const float* z, float* p, float* tau, Py_ssize_t k,
+                             double a) noexcept nogil
+    void sk_simplex_quad_f32(const float* z, float* p, float* tau, Py_ssize_t k,
                              double a) noexcept nogil
 
 cdef enum:
@@ -506,6 +592,10 @@ cdef void _simplex_rows(const floating[:, ::1] Z, floating[:, ::1] P, floating[:
     """Simplex projection of every row; short rows two at a time (sk_simplex_pair_*)."""
     cdef Py_ssize_t r = 0, n = Z.shape[0], k = Z.shape[1]
     if SK_HAVE_PAIR and 2 <= k <= _PAIR_MAX_K:
+        if floating is float:
+            while r + 4 <= n:
+                sk_simplex_quad_f32(&Z[r, 0], &P[r, 0], &tau[r], k, radius)
+                r += 4
         while r + 2 <= n:
             if floating is double:
                 sk_simplex_pair_f64(&Z[r, 0], &P[r, 0], &tau[r], k, radius)
