@@ -43,11 +43,17 @@ cdef extern from *:
     """
     #if defined(__GNUC__) || defined(__clang__)
     #define SK_PREFETCH(p) __builtin_prefetch((const void*)(p), 1, 3)
+    #define SK_PREFETCH_READ(p) __builtin_prefetch((const void*)(p), 0, 3)
     #else
     #define SK_PREFETCH(p) ((void)(p))
+    #define SK_PREFETCH_READ(p) ((void)(p))
     #endif
     """
     void SK_PREFETCH(const void* p) noexcept nogil
+    void SK_PREFETCH_READ(const void* p) noexcept nogil
+
+cdef enum:
+    LOOKAHEAD = 2       # batches between drawing a step's classes and running it
 
 cdef enum:
     IMPLICIT = 0
@@ -159,6 +165,17 @@ cdef inline void _prefetch(const floating* w, const Py_ssize_t* xi, Py_ssize_t n
             SK_PREFETCH(&w[xi[p]])
     if bias:
         SK_PREFETCH(&w[D])
+
+
+cdef inline void _prefetch_span(const void* p, Py_ssize_t nbytes) noexcept nogil:
+    """Ask for every cache line of ``nbytes`` bytes at ``p`` (read-only data)."""
+    cdef const char* c = <const char*>p
+    cdef Py_ssize_t off
+    if nbytes <= 0:
+        return
+    for off in range(0, nbytes, 64):
+        SK_PREFETCH_READ(c + off)
+    SK_PREFETCH_READ(c + nbytes - 1)
 
 
 cdef inline double _sigmoid(double t) noexcept nogil:
@@ -523,9 +540,10 @@ def softmax_epoch(int method, const floating[::1] data, const Py_ssize_t[::1] in
     cdef const Py_ssize_t* indices_p = &indices[0] if indices.shape[0] else NULL
     cdef const Py_ssize_t* indptr_p = &indptr[0] if indptr.shape[0] else NULL
     cdef floating* w
-    cdef Py_ssize_t* cls = <Py_ssize_t*>malloc(b * mm * sizeof(Py_ssize_t))
-    cdef Py_ssize_t* nxt = <Py_ssize_t*>malloc(b * mm * sizeof(Py_ssize_t))
-    cdef Py_ssize_t* swap
+    # classes of the examples in flight: the current batch and LOOKAHEAD batches after it
+    cdef Py_ssize_t ring = (LOOKAHEAD + 1) * b, drawn = 0
+    cdef Py_ssize_t* ringbuf = <Py_ssize_t*>malloc(ring * mm * sizeof(Py_ssize_t))
+    cdef Py_ssize_t* cls
     cdef Py_ssize_t* ex = <Py_ssize_t*>malloc(b * sizeof(Py_ssize_t))
     cdef double* coef = <double*>malloc(b * mm * sizeof(double))
     cdef double* z = <double*>malloc(mm * sizeof(double))
@@ -533,35 +551,50 @@ def softmax_epoch(int method, const floating[::1] data, const Py_ssize_t[::1] in
     cdef double* work = <double*>malloc(4 * mm * sizeof(double))
     cdef int* cnt = <int*>calloc(K, sizeof(int))
     cdef double* rowrho = <double*>malloc(K * sizeof(double))
-    if (cls == NULL or nxt == NULL or ex == NULL or coef == NULL or z == NULL or rho == NULL or work == NULL
-            or cnt == NULL or rowrho == NULL):
-        free(cls); free(nxt); free(ex); free(coef); free(z); free(rho); free(work); free(cnt)
+    if (ringbuf == NULL or ex == NULL or coef == NULL or z == NULL or rho == NULL
+            or work == NULL or cnt == NULL or rowrho == NULL):
+        free(ringbuf); free(ex); free(coef); free(z); free(rho); free(work); free(cnt)
         free(rowrho)
         raise MemoryError()
     try:
         with nogil:
-            # classes of batch t+1 are drawn (in the same RNG order) while batch t runs,
-            # and their weight entries prefetched
-            for e in range(b if N >= b else N):
-                i = order[e]
-                nxt[e * mm] = y[i]
-                _sample_classes(&state, K, y[i], m, &nxt[e * mm + 1])
             start = 0
             while start < N and status == 0:
                 nb = b if N - start >= b else N - start
-                swap = cls
-                cls = nxt
-                nxt = swap
-                for e in range(start + nb, start + nb + b):
+                # A pipeline of prefetches in which every address was itself asked for one
+                # batch earlier: classes are drawn LOOKAHEAD batches ahead (in example order,
+                # so results do not depend on LOOKAHEAD) and their weight entries prefetched;
+                # the rows one batch further ahead; their per-example scalars one more.
+                while drawn < start + nb + LOOKAHEAD * b and drawn < N:
+                    i = order[drawn]
+                    t = (drawn % ring) * mm
+                    ringbuf[t] = y[i]
+                    _sample_classes(&state, K, y[i], m, &ringbuf[t + 1])
+                    nnz = _row(data_p, indices_p, indptr_p, dense, i, D, &xd, &xi)
+                    for j in range(mm):
+                        k = ringbuf[t + j]
+                        _prefetch(&R[k, 0], xi, nnz, bias, D)
+                        SK_PREFETCH(&gamma[k])
+                        SK_PREFETCH_READ(&beta[k])
+                    drawn += 1
+                for e in range(drawn, drawn + b):
+                    if e >= N:
+                        break
+                    nnz = _row(data_p, indices_p, indptr_p, dense, order[e], D, &xd, &xi)
+                    _prefetch_span(xd, nnz * sizeof(floating))
+                    if xi != NULL:
+                        _prefetch_span(xi, nnz * sizeof(Py_ssize_t))
+                for e in range(drawn + b, drawn + 2 * b):
                     if e >= N:
                         break
                     i = order[e]
-                    t = (e - start - nb) * mm
-                    nxt[t] = y[i]
-                    _sample_classes(&state, K, y[i], m, &nxt[t + 1])
-                    nnz = _row(data_p, indices_p, indptr_p, dense, i, D, &xd, &xi)
-                    for j in range(mm):
-                        _prefetch(&R[nxt[t + j], 0], xi, nnz, bias, D)
+                    SK_PREFETCH_READ(&y[i])
+                    SK_PREFETCH_READ(&xsq[i])
+                    SK_PREFETCH_READ(&sample_weight[i])
+                    SK_PREFETCH(&u[i])
+                    if not dense:
+                        SK_PREFETCH_READ(&indptr_p[i])
+                cls = &ringbuf[(start % ring) * mm]     # contiguous: start is a multiple of b
                 # 1) coefficients from the current weights
                 for e in range(nb):
                     i = order[start + e]
@@ -638,7 +671,7 @@ def softmax_epoch(int method, const floating[::1] data, const Py_ssize_t[::1] in
                             gamma[k] = 1.0
                 start += nb
     finally:
-        free(cls); free(nxt); free(ex); free(coef); free(z); free(rho); free(work); free(cnt)
+        free(ringbuf); free(ex); free(coef); free(z); free(rho); free(work); free(cnt)
         free(rowrho)
     return status, n_resets
 
