@@ -51,7 +51,8 @@ def test_every_method_decreases_the_exact_nll(data, method, lr):
     assert est.loss_curve_[-1] < 0.85 * est.loss_curve_[0]
     assert est.loss_curve_[-1] == pytest.approx(softmax_nll(X, np.searchsorted(est.classes_, y),
                                                             est.coef_), rel=1e-12)
-    assert len(est.epoch_times_) == est.n_iter_ == 8
+    assert len(est.epoch_times_) == len(est.epoch_cpu_times_) == est.n_iter_ == 8
+    assert all(0.0 <= c for c in est.epoch_cpu_times_)
 
 
 def test_implicit_reaches_lbfgs_nll(data):
@@ -167,6 +168,7 @@ def test_partial_fit_streaming_and_growing_classes(data):
         est.partial_fit(X, y)
     assert est.score(X, y) > 0.5
     assert not np.allclose(est.coef_[:6], before)
+    assert len(est.epoch_times_) == len(est.epoch_cpu_times_) == est.n_iter_ == 7
 
 
 def test_warm_start_continues(data):
