@@ -532,7 +532,8 @@ def softmax_epoch(int method, const floating[::1] data, const Py_ssize_t[::1] in
     cdef int status = 0
     cdef uint64_t state = seed
     cdef double logc = log((K - 1.0) / m), eta_i, du, unew, a, d, nrm, scale
-    cdef bint track = method == UMAX and alpha > 0.0
+    cdef bint ridge = alpha > 0.0     # without ridge gamma stays 1: never read it (O(K) state)
+    cdef bint track = method == UMAX and ridge
     cdef bint reset
     cdef const floating* xd
     cdef const Py_ssize_t* xi
@@ -574,8 +575,9 @@ def softmax_epoch(int method, const floating[::1] data, const Py_ssize_t[::1] in
                     for j in range(mm):
                         k = ringbuf[t + j]
                         _prefetch(&R[k, 0], xi, nnz, bias, D)
-                        SK_PREFETCH(&gamma[k])
-                        SK_PREFETCH_READ(&beta[k])
+                        if ridge:
+                            SK_PREFETCH(&gamma[k])
+                            SK_PREFETCH_READ(&beta[k])
                     drawn += 1
                 for e in range(drawn, drawn + b):
                     if e >= N:
@@ -602,11 +604,14 @@ def softmax_epoch(int method, const floating[::1] data, const Py_ssize_t[::1] in
                     nnz = _row(data_p, indices_p, indptr_p, dense, i, D, &xd, &xi)
                     for j in range(mm):
                         k = cls[e * mm + j]
-                        z[j] = gamma[k] * _dot(&R[k, 0], xd, xi, nnz, bias, D)
+                        z[j] = _dot(&R[k, 0], xd, xi, nnz, bias, D)
+                        if ridge:
+                            z[j] *= gamma[k]
                     eta_i = eta * sample_weight[i] / nb
                     if method == IMPLICIT:
                         for j in range(mm):
-                            rho[j] = 1.0 + eta * alpha * beta[cls[e * mm + j]]
+                            rho[j] = (1.0 + eta * alpha * beta[cls[e * mm + j]] if ridge
+                                      else 1.0)
                         status = _implicit_coefficients(m, z, rho, u[i], eta_i, xsq[i], logc,
                                                         &coef[e * mm], &unew, work)
                         u[i] = unew
@@ -628,7 +633,7 @@ def softmax_epoch(int method, const floating[::1] data, const Py_ssize_t[::1] in
                 if status:
                     break
                 # 2) proximal ridge shrink of the touched rows: w_j <- (w_j + step_j) / rho_j
-                if alpha > 0.0:
+                if ridge:
                     for t in range(nb * mm):
                         cnt[cls[t]] += 1
                     for t in range(nb * mm):
@@ -646,7 +651,7 @@ def softmax_epoch(int method, const floating[::1] data, const Py_ssize_t[::1] in
                     for j in range(mm):
                         t = e * mm + j
                         k = cls[t]
-                        a = coef[t] / gamma[k]
+                        a = coef[t] / gamma[k] if ridge else coef[t]
                         if a == 0.0:
                             continue
                         w = &R[k, 0]
@@ -655,7 +660,7 @@ def softmax_epoch(int method, const floating[::1] data, const Py_ssize_t[::1] in
                             sqn[k] += 2.0 * a * d + a * a * xsq[i]
                         _axpy(w, a, xd, xi, nnz, bias, D)
                 # 4) U-max row projection, and folding of tiny scales back into R
-                if alpha > 0.0:
+                if ridge:
                     for t in range(nb * mm):
                         k = cls[t]
                         if track:
