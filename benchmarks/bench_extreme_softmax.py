@@ -564,9 +564,12 @@ def report(quick=False):
         res = load_part(part)
         if res:
             loads.append(f"{part} {'/'.join(f'{v:.1f}' for v in res['load'])}"
-                         if res.get("load") else f"{part} not recorded (load average 8-25 "
-                         "noted by hand at the time)")
-    body = ["The machine (2 cores) is shared with other helpers' jobs, so timings are noisy; "
+                         if res.get("load") else f"{part} not recorded (8-25 according to the "
+                         "notes of that run)")
+    body = ["Full run: `python benchmarks/bench_extreme_softmax.py` (parts repro, m1check, "
+            "scale, peers; each also alone with `--parts NAME`, the section being rebuilt "
+            "from the cached results of every part). "
+            "The machine (2 cores) is shared with other helpers' jobs, so timings are noisy; "
             "ratios come from the same run. Load average (1/5/15 min) at the end of each "
             "part: " + "; ".join(loads) + ". Learning rates "
             "are per example (the paper's eta times N, notes §5). One epoch is one pass over "
@@ -574,8 +577,8 @@ def report(quick=False):
             "notes §6; we do not, except in the \"3 passes/epoch\" column). The parts were run "
             "one at a time (--parts repro / m1check / scale / peers). Kernel changes since "
             "the repro and peers parts ran (a faster Implicit SGD inner solver, the prefetch "
-            "pipeline) change results at most at rounding level; the prefetch pipeline gives "
-            "bitwise-identical weights."]
+            "pipeline, no reads of the ridge scales when alpha = 0) change results at most at "
+            "rounding level; the last two give bitwise-identical weights."]
     repro = load_part("repro")
     if repro:
         body.append(f"\n### 1. Reproduction (notes §3): {repro['epochs']} epochs, eta0 tuned "
