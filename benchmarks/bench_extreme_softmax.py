@@ -170,7 +170,7 @@ def fit_or_none(est, X, y):
 
 
 def save(part, obj):
-    obj["load"] = obj.get("load") or list(os.getloadavg())   # 1/5/15-min load at the end
+    obj["load"] = list(os.getloadavg())          # 1/5/15-min load average at the end
     CACHE.mkdir(parents=True, exist_ok=True)
     (CACHE / f"{part}.json").write_text(json.dumps(obj, indent=1))
 
@@ -286,6 +286,8 @@ def m1check_report(m1):
 
 def _m1check_summary(m1):
     sets = m1["sets"]
+    if not {str(PAPER_ETA[n]) for n in sets} <= {str(g) for g in m1["grid"]}:
+        return ""                                 # --quick: a grid without the paper's eta0
 
     def best(name, key):
         return min(v["full"] for c, r in sets[name].items() if c.startswith(key + "/")
@@ -362,8 +364,15 @@ def run_scale(quick):
     nnz = float(np.mean([data[K][0].nnz / N for K in Ks]))
     X = data[Ks[-1]][0]
     save("scale", {"N": N, "D": D, "nnz": nnz, "Ks": Ks, "lines": weight_lines(X),
+                   "l3": _l3_size(),
                    "times": {k: sorted(v) for k, v in times.items()},
                    "cpu": {k: sorted(v) for k, v in cpu.items()}})
+
+
+def _l3_size():
+    """The L3 cache size as the kernel reports it ("32768K"), or None."""
+    path = Path("/sys/devices/system/cpu/cpu0/cache/index3/size")
+    return path.read_text().strip() if path.exists() else None
 
 
 def weight_lines(X, line=64):
@@ -656,7 +665,7 @@ def report(quick=False):
                 f"\nWhere the growth comes from: a step reads and writes the x-features of two "
                 f"weight rows, on average {scale['lines']:.1f} distinct 64-byte cache lines "
                 f"each. At K={Ks[-1]:g} the float32 weights take {mb:.0f} MB, far beyond the "
-                "32 MiB L3, so the sampled row (and the true row of a rare class) comes from "
+                f"{scale.get('l3') or 'last-level'} L3 cache, so the sampled row (and the true row of a rare class) comes from "
                 "DRAM even though the epoch driver prefetches them (classes drawn two steps "
                 "ahead, rows and per-example scalars earlier still). Extra time per step at "
                 f"K={Ks[-1]:g} over K={Ks[0]:g}: "
