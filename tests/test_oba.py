@@ -220,3 +220,47 @@ def test_tau_growth_variants_reach_the_same_solution():
     for res in sols[1:]:
         np.testing.assert_allclose(res.x, sols[0].x, atol=1e-7)
     assert sols[2].nit <= sols[0].nit  # τ doubles every iteration with tau_growth = 1
+
+
+@pytest.mark.parametrize("sparse", [False, True])
+def test_adaptive_radius_and_warm_start_reach_the_same_solution(sparse):
+    """The adaptive Steihaug radius (ours) and a warm start leave the minimizer unchanged;
+    a warm start at the solution's support starts with τ ≥ that support (no regrowth)."""
+    from sparsekit.datasets import make_thesis_synthetic
+
+    X, y = make_thesis_synthetic(60, random_state=0)  # square, nearly separable
+    X = sp.csr_matrix(X) if sparse else np.asfortranarray(X)
+    datafit = Logistic(X, y)
+    mu = 1.0 / X.shape[0]
+    run = dict(lipschitz=datafit.lipschitz(), tol=1e-10)
+    fixed = minimize_oba(datafit.value_grad, datafit.hessp, np.zeros(60), mu,
+                         adaptive_radius=False, **run)
+    adaptive = minimize_oba(datafit.value_grad, datafit.hessp, np.zeros(60), mu, **run)
+    assert fixed.success and adaptive.success
+    np.testing.assert_allclose(adaptive.x, fixed.x, atol=1e-7)
+    np.testing.assert_allclose(adaptive.fun, fixed.fun, rtol=1e-12)
+    # warm start from a perturbed solution: converges to the same point in few iterations
+    x0 = fixed.x * 1.1
+    warm = minimize_oba(datafit.value_grad, datafit.hessp, x0, mu, **run)
+    np.testing.assert_allclose(warm.x, fixed.x, atol=1e-7)
+    assert warm.nit <= fixed.nit
+
+
+@pytest.mark.parametrize("sparse", [False, True])
+def test_restricted_operator_keeps_the_diagonal(sparse):
+    X, y = _problem(12, n=70, d=25, sparse=sparse)
+    datafit = Logistic(X, y, fit_intercept=True)
+    x = np.zeros(26)
+    x[:3] = [0.5, -0.2, 0.1]
+    datafit.value_grad(x)
+    free = np.array([0, 2, 3, 7, 11, 24, 25])
+    datafit.max_explicit = 0  # the matrix-free operator
+    H = datafit.hessp(x, free)
+    keep = np.array([True, False, True, True, False, True, True])
+    diag_before = H.diagonal()
+    R = H.restrict(keep)
+    fresh = datafit.hessp(x, free[keep])
+    np.testing.assert_allclose(R.diagonal(), fresh.diagonal(), rtol=1e-13)
+    np.testing.assert_allclose(R.diagonal(), diag_before[keep], rtol=1e-13)
+    v = np.random.default_rng(0).standard_normal(keep.sum())
+    np.testing.assert_allclose(R(v), fresh(v), rtol=1e-12, atol=1e-14)

@@ -83,44 +83,79 @@ def test_quadratic_pointwise():
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("intercept", [False, True])
-def test_subspace_hessian_products_and_gram(dtype, intercept):
+@pytest.mark.parametrize("cols", [[0, 1, 3, 4, 8, 14], list(range(15))],
+                         ids=["some-columns", "all-columns"])
+def test_subspace_hessian_products_and_gram(dtype, intercept, cols):
     rng = np.random.default_rng(2)
     X = _matrix(rng, 40, 15, dtype).tocsc()
-    cols = np.array([0, 1, 3, 4, 8, 14], dtype=np.int64)
+    cols = np.array(cols, dtype=np.int64)
+    k = cols.size
     D = rng.uniform(0, 0.25, 40)
     D[3] = 0.0
     A = np.hstack([X.toarray()[:, cols].astype(np.float64)] + ([np.ones((40, 1))] if intercept else []))
     H = A.T @ (D[:, None] * A)
     v = rng.standard_normal(H.shape[0])
+    v[1] = 0.0  # a skipped column
     tol = 1e-5 if dtype == np.float32 else 1e-12
 
-    ind = np.zeros(cols.size + 1, dtype=X.indptr.dtype)
+    ind = np.zeros(k + 1, dtype=X.indptr.dtype)
     np.cumsum(np.diff(X.indptr)[cols], out=ind[1:])
     data = np.empty(ind[-1], dtype=dtype)
     idx = np.empty(ind[-1], dtype=X.indices.dtype)
     K.take_columns_csc(X.data, X.indices, X.indptr, cols, data, idx, ind)
-    np.testing.assert_array_equal(sp.csc_matrix((data, idx, ind), shape=(40, 6)).toarray(),
+    np.testing.assert_array_equal(sp.csc_matrix((data, idx, ind), shape=(40, k)).toarray(),
                                   X.toarray()[:, cols])
 
+    # the kernels read the listed columns of the whole matrix, CSC and dense (BLAS path)
     out, tmp = np.empty(H.shape[0]), np.empty(40)
-    K.hessp_csc(data, idx, ind, D, v, intercept, tmp, out)
+    K.hessp_csc(X.data, X.indices, X.indptr, cols, D, v, intercept, tmp, out)
     np.testing.assert_allclose(out, H @ v, rtol=tol, atol=tol)
-    XF = np.asfortranarray(X.toarray()[:, cols])
-    K.hessp_dense(XF, D, v, intercept, tmp, out)
+    Xd = np.asfortranarray(X.toarray())
+    out[:] = np.nan
+    K.hessp_dense(Xd, cols, D, v, intercept, tmp, out)
     np.testing.assert_allclose(out, H @ v, rtol=tol, atol=tol)
 
-    K.hess_diag_csc(data, idx, ind, D, intercept, out)
+    K.hess_diag_csc(X.data, X.indices, X.indptr, cols, D, intercept, out)
     np.testing.assert_allclose(out, np.diag(H), rtol=tol, atol=tol)
-    K.hess_diag_dense(XF, D, intercept, out)
+    K.hess_diag_dense(Xd, cols, D, intercept, out)
     np.testing.assert_allclose(out, np.diag(H), rtol=tol, atol=tol)
 
     colmap = np.full(15, -1, dtype=np.int64)
-    colmap[cols] = np.arange(cols.size)
+    colmap[cols] = np.arange(k)
     R = X.tocsr()
     R.sort_indices()
-    G = np.zeros((6, 6))
+    G = np.zeros((k, k))
     K.gram_csr(R.data, R.indices, R.indptr, D, colmap, G)
-    np.testing.assert_allclose(G, H[:6, :6], rtol=tol, atol=tol)
+    np.testing.assert_allclose(G, H[:k, :k], rtol=tol, atol=tol)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_dense_products_all_columns_and_permuted_list(dtype):
+    """margins_dense/hessp_dense: dgemv path (at least half the columns, any order) and the
+    per-column path (fewer columns) agree with NumPy."""
+    rng = np.random.default_rng(4)
+    Xd = np.asfortranarray(rng.standard_normal((25, 7)).astype(dtype))
+    w = rng.standard_normal(7)
+    tol = 1e-5 if dtype == np.float32 else 1e-12
+    out = np.empty(25)
+    for cols in (np.arange(7), np.array([6, 2, 0, 1, 5, 4, 3])):
+        K.margins_dense(Xd, w, cols.astype(np.int64), -0.3, out)
+        np.testing.assert_allclose(out, Xd.astype(np.float64) @ w - 0.3, rtol=tol, atol=tol)
+    w_few = np.zeros(7)
+    w_few[[1, 5]] = [0.5, -2.0]
+    K.margins_dense(Xd, w_few, np.array([1, 5], dtype=np.int64), 0.0, out)
+    np.testing.assert_allclose(out, Xd.astype(np.float64) @ w_few, rtol=tol, atol=tol)
+    D, v = rng.uniform(0, 1, 25), rng.standard_normal(7)
+    perm = np.array([6, 2, 0, 1, 5, 4, 3], dtype=np.int64)  # not the gemv path: per column
+    A = Xd.astype(np.float64)[:, perm]
+    out7, tmp = np.empty(7), np.empty(25)
+    K.hessp_dense(Xd, perm, D, v, False, tmp, out7)
+    np.testing.assert_allclose(out7, A.T @ (D * (A @ v)), rtol=tol, atol=tol)
+    few = np.array([5, 2], dtype=np.int64)  # per-column daxpy/ddot path
+    A2 = Xd.astype(np.float64)[:, few]
+    out2 = np.empty(2)
+    K.hessp_dense(Xd, few, D, v[:2].copy(), False, tmp, out2)
+    np.testing.assert_allclose(out2, A2.T @ (D * (A2 @ v[:2])), rtol=tol, atol=tol)
 
 
 def test_subgradient_sets_with_ties_and_unpenalized():

@@ -5,8 +5,8 @@ A datafit is f(x) = (1/n) Σᵢ sᵢ ℓ(mᵢ, yᵢ) with margins m = X w + b, p
 (notes/keskar_thesis_oba_nqn.md §1.9, [CODE] LogReg/LASSO objects):
 
 - ``value_grad(x)`` -> (f, ∇f), which also stores the curvature weights at x;
-- ``hessp(x, free)`` -> a subspace Hessian operator on the free columns, holding the cached
-  column slice X[:, free] that :meth:`_SubspaceHessian.restrict` shrinks during corrections;
+- ``hessp(x, free)`` -> a subspace Hessian operator on the free columns, reading them in
+  place from X; :meth:`_SubspaceHessian.restrict` shrinks the list during corrections;
 - ``lipschitz()`` -> an upper bound on the Lipschitz constant of ∇f (for the ISTA step);
 - ``penalty_weights`` -> 1 for w, 0 for the intercept (kept free, notes §1.9 [MINE]).
 
@@ -20,48 +20,56 @@ from sparsekit._cython import _oba_kernels as K
 
 
 class _SubspaceHessian:
-    """``v -> [X_F, 1]ᵀ diag(D) [X_F, 1] v`` on a cached slice of the free columns.
+    """``v -> [X_F, 1]ᵀ diag(D) [X_F, 1] v`` on the free columns F = ``cols`` of X.
 
-    ``calls`` is a one-element list shared with the restricted operators: it counts products.
+    The kernels read the free columns of X in place: shrinking F during the corrective cycle
+    only shortens ``cols`` (the [CODE] copies a column slice instead, notes §1.9; the copies
+    cost about three products each on MNIST). ``calls`` is a one-element list shared with the
+    restricted operators: it counts products.
     """
 
-    def __init__(self, XF, D, intercept, tmp, calls):
-        self._XF = XF
+    def __init__(self, X, cols, D, intercept, tmp, calls, diag=None):
+        self._diag = diag
+        self._X = X
+        self._cols = cols
         self._D = D
         self._intercept = intercept
         self._tmp = tmp
         self._calls = calls
-        self.shape = (XF.shape[1] + intercept,) * 2
+        self.shape = (cols.size + intercept,) * 2
 
     def __call__(self, v):
         self._calls[0] += 1
         out = np.empty(self.shape[0])
         v = np.ascontiguousarray(v, dtype=np.float64)
-        if sp.issparse(self._XF):
-            XF = self._XF
-            K.hessp_csc(XF.data, XF.indices, XF.indptr, self._D, v, self._intercept,
+        X = self._X
+        if sp.issparse(X):
+            K.hessp_csc(X.data, X.indices, X.indptr, self._cols, self._D, v, self._intercept,
                         self._tmp, out)
         else:
-            K.hessp_dense(self._XF, self._D, v, self._intercept, self._tmp, out)
+            K.hessp_dense(X, self._cols, self._D, v, self._intercept, self._tmp, out)
         return out
 
     def diagonal(self):
-        """The diagonal of the operator (for a Jacobi-preconditioned CG)."""
-        out = np.empty(self.shape[0])
-        if sp.issparse(self._XF):
-            XF = self._XF
-            K.hess_diag_csc(XF.data, XF.indices, XF.indptr, self._D, self._intercept, out)
+        """The diagonal of the operator (for a Jacobi-preconditioned CG); kept for restricts."""
+        if self._diag is not None:
+            return self._diag
+        self._diag = out = np.empty(self.shape[0])
+        X = self._X
+        if sp.issparse(X):
+            K.hess_diag_csc(X.data, X.indices, X.indptr, self._cols, self._D, self._intercept,
+                            out)
         else:
-            K.hess_diag_dense(self._XF, self._D, self._intercept, out)
+            K.hess_diag_dense(X, self._cols, self._D, self._intercept, out)
         return out
 
     def restrict(self, keep):
         """The operator on the sub-slice ``keep`` (boolean over this operator's coordinates)."""
         keep = np.asarray(keep, dtype=bool)
         intercept = bool(self._intercept and keep[-1])
-        cols = np.flatnonzero(keep[:self._XF.shape[1]])
-        return _SubspaceHessian(_take_columns(self._XF, cols), self._D, intercept, self._tmp,
-                                self._calls)
+        cols = self._cols[keep[:self._cols.size]]
+        diag = None if self._diag is None else self._diag[keep]
+        return _SubspaceHessian(self._X, cols, self._D, intercept, self._tmp, self._calls, diag)
 
 
 class _ExplicitHessian:
@@ -136,6 +144,7 @@ class _LinearDatafit:
             row_nnz = np.bincount(X.indices, minlength=n).astype(np.float64)
             self._row_len = float(row_nnz @ row_nnz) / max(X.nnz, 1)
         self._x_at = None
+        self._bound = None
         self._calls = [0]
         self._products_per_hessian = 10.0
 
@@ -207,8 +216,7 @@ class _LinearDatafit:
         products = self._products_per_hessian
         if k <= self.max_explicit and cost_gram + products * k * k <= products * cost_hv:
             return _ExplicitHessian(self._gram(cols, intercept), self._calls)
-        return _SubspaceHessian(_take_columns(X, cols), self._D, intercept, self._tmp,
-                                self._calls)
+        return _SubspaceHessian(X, cols, self._D, intercept, self._tmp, self._calls)
 
     def _gram(self, cols, intercept):
         """[X_F, 1]ᵀ diag(D) [X_F, 1] as a dense array (F = cols)."""
@@ -225,8 +233,10 @@ class _LinearDatafit:
             else:  # a small part: transpose the slice (its rows come out sorted)
                 R = XF.tocsr()
                 colmap = np.arange(k, dtype=np.int64)
-            K.gram_csr(R.data, R.indices, R.indptr, D, colmap, G[:k, :k] if intercept else G)
+            GF = np.zeros((k, k)) if intercept else G
+            K.gram_csr(R.data, R.indices, R.indptr, D, colmap, GF)
             if intercept:
+                G[:k, :k] = GF
                 K.rmatvec_csc(XF.data, XF.indices, XF.indptr, D, G[:k, k])
         else:
             XF = X[:, cols]
@@ -241,13 +251,16 @@ class _LinearDatafit:
 
     def _gram_bound(self):
         """Upper bound on ‖[X, 1]ᵀ diag(s) [X, 1]‖₂: the weighted squared Frobenius norm."""
+        if self._bound is not None:  # one pass over X, kept (a path asks once per C)
+            return self._bound
         X = self.X
         if sp.issparse(X):
             row_sq = np.bincount(X.indices, weights=np.square(X.data, dtype=np.float64),
                                  minlength=self.n_samples)
         else:
             row_sq = np.einsum("ij,ij->i", X, X, dtype=np.float64)
-        return float(self._sw @ (row_sq + self.fit_intercept))
+        self._bound = float(self._sw @ (row_sq + self.fit_intercept))
+        return self._bound
 
 
 class Logistic(_LinearDatafit):
