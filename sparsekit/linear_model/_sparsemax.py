@@ -354,12 +354,17 @@ class SparsemaxClassifier(ClassifierMixin, BaseEstimator):
                 b = np.zeros_like(b)
             if center is not None:
                 b -= center @ W
-            loss, gW, gb = data_term(W.astype(dtype), b.astype(dtype))
-            f = scale * loss + 0.5 * alpha * np.dot(theta[: W.size], theta[: W.size])
+            loss, gW, gb = data_term(W.astype(dtype, copy=False), b.astype(dtype))
+            w_flat = theta[: W.size]
+            f = scale * loss + 0.5 * alpha * np.dot(w_flat, w_flat)
+            # grad_W = scale (gW - center gb^T) + alpha W, without full-size temporaries
             grad = np.empty_like(theta)
+            grad_W = grad[: W.size].reshape(W.shape)
+            np.multiply(W, alpha, out=grad_W)
+            gW *= scale
+            grad_W += gW
             if center is not None:
-                gW = gW - np.outer(center, gb)
-            grad[: W.size] = scale * gW.ravel() + alpha * theta[: W.size]
+                grad_W -= np.multiply.outer(center, scale * gb)
             grad[W.size:] = scale * gb if self.fit_intercept else 0.0
             if self.penalize_intercept and self.fit_intercept:
                 f += 0.5 * alpha * np.dot(b, b)
@@ -615,13 +620,18 @@ def _armijo(fun, theta, f, slope, direction, max_halvings=20):
     return None, None, None
 
 
-def _conjugate_gradient(hessp, g, residual_tol):
-    """Approximate solution of ``H x = -g`` and the number of CG steps."""
+def _conjugate_gradient(hessp, g, residual_tol, max_cg=200):
+    """Approximate solution of ``H x = -g`` and the number of CG steps.
+
+    At most ``max_cg`` steps (scikit-learn's newton-cg inner cap): a truncated step is
+    still a descent direction, and on ill-conditioned sparse problems the exact solve
+    can take thousands of Hessian products.
+    """
     x = np.zeros_like(g)
     r = -g
     p = r.copy()
     rs = r @ r
-    for n_cg in range(1, 2 * g.size + 1):
+    for n_cg in range(1, min(2 * g.size, max_cg) + 1):
         Hp = hessp(p)
         curvature = p @ Hp
         if curvature <= 1e-16 * (p @ p):
