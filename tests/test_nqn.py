@@ -206,8 +206,10 @@ def test_agrees_with_lbfgsb_on_bounded_quadratic(seed, theta, step0):
     bounds = [(-1, 1)] * n
     x0 = rng.uniform(-1, 1, n)
     opts = {"ftol": 1e-14, "gtol": 1e-9, "maxiter": 5000}
+    # θ = max(1, ‖g‖₂) ("code") converges only linearly here: at these tolerances the
+    # stall test (flag 9, relative progress 1e-8) would end it first, so it is off
     ours = minimize_nqn(fg, x0, jac=True, bounds=bounds,
-                        options={**opts, "theta": theta, "step0": step0})
+                        options={**opts, "theta": theta, "step0": step0, "stall_tol": 0})
     ref = minimize(fg, x0, jac=True, bounds=bounds, method="L-BFGS-B", options=opts)
     assert ours.success
     assert ours.fun == pytest.approx(ref.fun, rel=1e-8, abs=1e-9)
@@ -220,7 +222,7 @@ def test_agrees_with_lbfgsb_on_bounded_rosenbrock():
     bounds = Bounds(np.full(n, -2.0), np.full(n, 0.5))
     opts = {"ftol": 1e-15, "gtol": 1e-8, "maxiter": 5000}
     ours = minimize_nqn(lambda x: (rosen(x), rosen_der(x)), x0, jac=True, bounds=bounds,
-                        options=opts)
+                        options={**opts, "stall_tol": 0})  # tighter than the stall test
     ref = minimize(rosen, x0, jac=rosen_der, bounds=bounds, method="L-BFGS-B", options=opts)
     assert ours.fun == pytest.approx(ref.fun, rel=1e-8)
     np.testing.assert_allclose(ours.x, ref.x, atol=1e-4)
@@ -267,6 +269,10 @@ def test_flag_4_line_search_failure():
     r = minimize_nqn(lambda x: (float(x @ x), -2 * x), [1.0, 2.0], jac=True)
     assert r.status == 4 and not r.success
     np.testing.assert_array_equal(r.x, [1.0, 2.0])
+    # no decrease, but the model promised less than ftol · |f|: converged (flag 7)
+    r = minimize_nqn(lambda x: (1.0, np.full_like(x, 1e-12)), [1.0], jac=True,
+                     options={"gtol": 0})
+    assert r.status == 7 and r.success and r.nit == 0
 
 
 def test_flag_5_nan():
@@ -280,7 +286,27 @@ def test_flag_5_nan():
 def test_flag_6_numerical():
     r = minimize_nqn(lambda x: (float(x.sum()), np.full_like(x, 1e308)), [1.0, 1.0], jac=True)
     assert r.status == 6
-    assert set(nqn_module.MESSAGES) == set(range(9))
+    assert set(nqn_module.MESSAGES) == set(range(10))
+
+
+def test_flag_9_stall():
+    """Linear convergence on |x| + bounds: the stall test ends the run once the last w
+    iterations gained at most τ of the total decrease; without it the run goes on."""
+    from sparsekit.optimize.test_problems import BoundedProblem
+
+    P = BoundedProblem("L1", 20)
+    x0 = P.starting_points(1, 0)[0]
+    opts = {"ftol": 0, "gtol": 0, "maxfun": 20000}
+    seen = []
+    r = minimize_nqn(P.fun, x0, jac=True, bounds=P.bounds, options=opts,
+                     callback=lambda xk: seen.append(P.fun(xk)[0]))
+    assert r.status == 9 and r.success
+    f0 = P.fun(np.clip(x0, P.lb, P.ub))[0]
+    assert seen[-11] - seen[-1] <= 1e-8 * (f0 - seen[-1])
+    assert all(seen[k - 10] - seen[k] > 1e-8 * (f0 - seen[k]) for k in range(10, len(seen) - 1))
+    off = minimize_nqn(P.fun, x0, jac=True, bounds=P.bounds, options={**opts, "stall_tol": 0})
+    assert off.status != 9 and off.nfev > r.nfev and off.fun <= r.fun
+    assert r.fun - off.fun <= 1e-6 * (f0 - off.fun)
 
 
 # --- interfaces -----------------------------------------------------------------------------

@@ -22,7 +22,13 @@ Sources of the formulas:
   not at hand; reconstructed as the nonsmooth Rosenbrock ``8|x_{i+1} − x_i²| + (1 − x_i)²``
   of Lewis & Overton, chained over all ``i`` (1) or over disjoint pairs (2).
 
-Not included: Convex_Nonsmooth (Skajaa's random matrices are not specified). For
+Not included: Convex_Nonsmooth (the thesis names it after Skajaa 2010 but gives no
+formula, and neither the notes nor the papers at hand define it or its random data).
+With the bounds, Nesterov_1 has nonminimizing bound-constrained stationary points: e.g. at
+n = 10 a point with f ≈ 1.349, x₆ at its upper bound and every residual
+``x_{i+1} − 2x_i² + 1`` but one zero, where decreasing the nonzero one means following the
+chain ``x_{i+1} = 2x_i² − 1`` to a last coordinate that is already at its bound (L-BFGS-B
+started there cannot decrease f either). For
 Chained_Mifflin_2 the unconstrained minimizer has no closed form; the bound recipe uses
 ``x* = 0`` for it. For TEST29_6/22/24, ``x*`` (the zero of the residual) is computed by a
 damped Newton iteration on the tridiagonal system.
