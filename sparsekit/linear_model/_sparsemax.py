@@ -440,8 +440,9 @@ class SparsemaxClassifier(ClassifierMixin, BaseEstimator):
                 if self.verbose:
                     print(f"[SparsemaxClassifier] nqn objective {fun(xk)[0]:.10g}")
 
+            # tol alone decides convergence, as for lbfgs: no stall stop
             return minimize_nqn(fun, theta0, jac=True, bounds=bounds, callback=callback,
-                                options=options)
+                                options={**options, "stall_tol": 0.0})
 
         def callback(intermediate_result):
             if self.verbose:
