@@ -344,9 +344,13 @@ def main():
     parser.add_argument("--rerun", nargs="*", default=[],
                         help="run these solvers again on the problems already in --cache")
     parser.add_argument("--note", default="", help="a sentence added to the section")
+    parser.add_argument("--note-file", type=Path, default=None,
+                        help="a file whose text is added to the section (after --note)")
     parser.add_argument("--report-only", action="store_true",
                         help="no new runs: rebuild the section from the results files")
     args = parser.parse_args()
+    if args.note_file is not None:
+        args.note = (args.note + "\n" + args.note_file.read_text()).strip()
     datasets = args.datasets or (["a9a", "w8a", "synthetic-2000"] if args.quick else DATASETS)
     Cs = args.Cs or ([1.0] if args.quick else [0.1, 1.0, 10.0])
     cache = args.cache
