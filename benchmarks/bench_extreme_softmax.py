@@ -92,6 +92,17 @@ def load_set(name, subset="train"):
     return normalize(X), first_label(Y), Y
 
 
+def repro_data(name, quick):
+    """Training rows of a reproduction set as class indices: ``(X, y, K, N, tune)``,
+    ``tune`` the slice of the authors' first 10% (notes §6); a fifth of the rows if quick."""
+    X, y_raw, _ = load_set(name)
+    classes = np.unique(y_raw)
+    y = _labels_to_index(y_raw, classes)
+    if quick:
+        X, y = X[: X.shape[0] // 5], y[: X.shape[0] // 5]
+    return X, y, len(classes), X.shape[0], slice(0, X.shape[0] // 10)
+
+
 def load_debian_split(seed=0):
     from sklearn.feature_extraction.text import TfidfVectorizer
     d = load_debian()
@@ -187,14 +198,7 @@ def run_repro(quick, methods):
     out = load_part("repro") or {"sets": {}}
     out.update(epochs=epochs, grid=grid)
     for name in ["mnist", "bibtex", "delicious"]:
-        X, y_raw, _ = load_set(name)
-        classes = np.unique(y_raw)
-        y = _labels_to_index(y_raw, classes)
-        K, N = len(classes), X.shape[0]
-        if quick:
-            X, y = X[: N // 5], y[: N // 5]
-            N = X.shape[0]
-        tune = slice(0, N // 10)                     # the authors' first 10% (notes §6)
+        X, y, K, N, tune = repro_data(name, quick)
         res = out["sets"].get(name) or {"N": N, "D": X.shape[1], "K": K, "methods": {}}
         for method in methods:
             scores = {}
@@ -235,14 +239,7 @@ def run_m1check(quick):
     grid = [10.0**e for e in (range(-1, 2) if quick else range(-3, 4))]
     out = {"epochs": epochs, "grid": grid, "sets": {}}
     for name in M1_SETS:
-        X, y_raw, _ = load_set(name)
-        classes = np.unique(y_raw)
-        y = _labels_to_index(y_raw, classes)
-        K, N = len(classes), X.shape[0]
-        if quick:
-            X, y = X[: N // 5], y[: N // 5]
-            N = X.shape[0]
-        tune = slice(0, N // 10)
+        X, y, K, N, tune = repro_data(name, quick)
         res = {}
         for key in ["implicit", "implicit_x3"]:
             for u_init in ["log_k", "zero"]:

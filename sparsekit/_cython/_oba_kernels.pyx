@@ -100,17 +100,10 @@ def margins_csr(const floating[:] data, const index_t[:] indices, const index_t[
 
 
 # ---------------------------------------------------------------- gradient  g = X^T r
-def rmatvec_csc(const floating[:] data, const index_t[:] indices, const index_t[:] indptr,
-                const double[:] r, double[:] out):
-    """``out = X.T @ r`` for CSC ``X`` (one gather per column)."""
-    cdef Py_ssize_t j, p
-    cdef double s
-    with nogil:
-        for j in range(out.shape[0]):
-            s = 0.0
-            for p in range(indptr[j], indptr[j + 1]):
-                s += data[p] * r[indices[p]]
-            out[j] = s
+def rmatvec_csc(data, indices, indptr, r, out):
+    """``out = X.T @ r`` for CSC ``X``: the CSR arrays of ``X.T``, so one gather per column
+    by :func:`margins_csr` with no offset."""
+    margins_csr(data, indices, indptr, r, 0.0, out)
 
 
 def rmatvec_dense(const floating[::1, :] X, const double[::1] r, double[::1] out):
