@@ -47,8 +47,7 @@ def margins_dense(const floating[::1, :] X, const double[:] w, const long long[:
     the whole matrix when ``cols`` holds at least half of the columns (see
     :func:`hessp_dense`), else one ``daxpy`` per listed column.
     """
-    cdef Py_ssize_t i, j, k, n = X.shape[0]
-    cdef double wj
+    cdef Py_ssize_t i, k, n = X.shape[0]
     with nogil:
         for i in range(n):
             out[i] = b
@@ -57,13 +56,7 @@ def margins_dense(const floating[::1, :] X, const double[:] w, const long long[:
             _gemv(b"N", X, &w[0], 1.0, &out[0])  # w is zero outside cols
         else:
             for k in range(cols.shape[0]):
-                j = cols[k]
-                wj = w[j]
-                if floating is double:
-                    _axpy(n, wj, &X[0, j], &out[0])
-                else:
-                    for i in range(n):
-                        out[i] += wj * X[i, j]
+                _add_column(X, cols[k], w[cols[k]], &out[0])
 
 
 cdef inline void _gemv(char* trans, const double[::1, :] X, const double* v, double beta,
@@ -72,6 +65,17 @@ cdef inline void _gemv(char* trans, const double[::1, :] X, const double* v, dou
     cdef int m = <int>X.shape[0], n = <int>X.shape[1], one = 1
     cdef double alpha = 1.0
     dgemv(trans, &m, &n, &alpha, <double*>&X[0, 0], &m, <double*>v, &one, &beta, out, &one)
+
+
+cdef inline void _add_column(const floating[::1, :] X, Py_ssize_t j, double a,
+                             double* out) noexcept nogil:
+    """``out += a X[:, j]`` (``daxpy`` for float64)."""
+    cdef Py_ssize_t i
+    if floating is double:
+        _axpy(X.shape[0], a, &X[0, j], out)
+    else:
+        for i in range(X.shape[0]):
+            out[i] += a * X[i, j]
 
 
 cdef inline void _axpy(Py_ssize_t n, double a, const double* x, double* y) noexcept nogil:
@@ -230,7 +234,7 @@ def hessp_dense(const floating[::1, :] X, const long long[:] cols, const double[
     otherwise one ``daxpy`` and one ``ddot`` per listed column.
     """
     cdef Py_ssize_t i, j, k, nf = cols.shape[0], n = X.shape[0], p = X.shape[1]
-    cdef double vj, s
+    cdef double s
     cdef bint full = floating is double and n > 0 and 2 * nf >= p and nf > 0
     cdef double[::1] vp = np.zeros(p if full else 1)
     cdef double[::1] hp = np.empty(p if full else 1)
@@ -244,14 +248,8 @@ def hessp_dense(const floating[::1, :] X, const long long[:] cols, const double[
             _gemv(b"N", X, &vp[0], 1.0, &tmp[0])
         else:
             for k in range(nf):
-                vj = v[k]
-                if vj != 0.0:
-                    j = cols[k]
-                    if floating is double:
-                        _axpy(n, vj, &X[0, j], &tmp[0])
-                    else:
-                        for i in range(n):
-                            tmp[i] += vj * X[i, j]
+                if v[k] != 0.0:
+                    _add_column(X, cols[k], v[k], &tmp[0])
         for i in range(n):
             tmp[i] *= D[i]
         if floating is double and full:
