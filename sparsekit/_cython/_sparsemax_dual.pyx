@@ -1,0 +1,128 @@
+"""Dual block coordinate ascent for the SparsemaxClassifier objective (``solver="sdca"``).
+
+The primal ``(1/S) sum_i s_i L(W^T x_i + b; y_i) + (alpha/2) ||W||^2`` with the Fenchel-Young
+loss of a polytope C, ``L(z; y) = max_{mu in C} [z.(mu - y) - 1/2 ||mu||^2] + 1/2 ||y||^2``
+(notes/lp_sparsemap.md section 2; sparsemax_report.md eq. 9 on the simplex), has the dual
+variables ``mu_i in C`` with ``W(mu) = (1/(alpha S)) sum_i s_i x_i (y_i - mu_i)^T``. The dual
+restricted to one block ``mu_i`` is ``z.mu - 1/2 ||mu||^2 - (q_i/2) ||mu - mu_i||^2`` (up to
+constants), so its exact maximizer is one projection (stochastic dual coordinate ascent,
+Shalev-Shwartz & Zhang 2013, with the conjugate of the Fenchel-Young loss)::
+
+    mu_i <- proj_C((z_i + q_i mu_i) / (1 + q_i)),   z_i = W^T x_i + b,
+    q_i = s_i ||x_i||^2 / (alpha S),   W -= (s_i / (alpha S)) x_i (mu_i_new - mu_i_old)^T.
+
+The intercept enters as the weight row ``wb`` of a constant feature 1 (then ``||x_i||^2``
+in ``q_i`` counts it), on top of a fixed offset ``b``: the caller folds ``wb`` into ``b``
+between epochs when the intercept is unpenalized (a proximal-point step on ``b``).
+
+``W`` (d, K), ``b`` and the duals ``M`` (n, K) are float64; ``X`` is float32 or float64,
+CSR (walked through ``indptr/indices/data``) or dense C-contiguous.
+"""
+from cython cimport floating
+from libc.math cimport fabs
+from libc.stdint cimport int32_t, int64_t
+from libc.stdlib cimport free, malloc
+
+from ._projections cimport project_row
+
+ctypedef fused index_t:
+    int32_t
+    int64_t
+
+
+cdef double _block_step(const floating* vals, const index_t* idx, Py_ssize_t nnz,
+                        double c, double q, double* W, const double* b, double* wb,
+                        double* mu, Py_ssize_t k, int polytope, double budget, double* z,
+                        double* p, double* work, Py_ssize_t* iwork) noexcept nogil:
+    """One exact block update of row ``(vals, idx)`` (``idx`` NULL: dense, j = t).
+
+    ``wb`` (NULL: no intercept) is the weight row of a constant feature 1. Returns
+    ``max_j |mu_new_j - mu_old_j|``."""
+    cdef Py_ssize_t t, j, col
+    cdef double v, change = 0.0
+    cdef double* wrow
+    for j in range(k):
+        z[j] = b[j] if wb == NULL else b[j] + wb[j]
+    for t in range(nnz):
+        col = t if idx == NULL else idx[t]
+        v = vals[t]
+        wrow = W + col * k
+        for j in range(k):
+            z[j] += v * wrow[j]
+    for j in range(k):
+        z[j] = (z[j] + q * mu[j]) / (1.0 + q)
+    project_row(polytope, z, p, k, budget, <double*> NULL, work, iwork)
+    for j in range(k):
+        z[j] = p[j] - mu[j]  # the change of mu_i
+        change = max(change, fabs(z[j]))
+        mu[j] = p[j]
+    if change == 0.0:
+        return 0.0
+    if wb != NULL:
+        for j in range(k):
+            wb[j] -= c * z[j]
+    for t in range(nnz):
+        col = t if idx == NULL else idx[t]
+        v = c * vals[t]
+        wrow = W + col * k
+        for j in range(k):
+            wrow[j] -= v * z[j]
+    return change
+
+
+cdef double _epoch(const floating* data, const index_t* indices, const index_t* indptr,
+                   Py_ssize_t d, double[:, ::1] W, const double[::1] b, double[::1] wb,
+                   double[:, ::1] M, const double[::1] c, const double[::1] q,
+                   const int64_t[::1] order, int polytope, double budget) except -1:
+    """Block updates over the rows ``order``: CSR rows, or dense rows of length ``d``
+    when ``indptr`` is NULL. Returns the largest change of a dual entry."""
+    cdef Py_ssize_t k = W.shape[1], r, i, start, nnz
+    cdef double change = 0.0
+    cdef double* wbp = NULL if wb is None else &wb[0]
+    cdef const index_t* idx = NULL
+    cdef double* buf = <double*> malloc(4 * k * sizeof(double))
+    cdef Py_ssize_t* iwork = <Py_ssize_t*> malloc(2 * k * sizeof(Py_ssize_t))
+    if buf == NULL or iwork == NULL:
+        free(buf)
+        free(iwork)
+        raise MemoryError()
+    with nogil:
+        for r in range(order.shape[0]):
+            i = order[r]
+            if c[i] == 0:
+                continue
+            if indptr == NULL:
+                start, nnz = i * d, d
+            else:
+                start, nnz = indptr[i], indptr[i + 1] - indptr[i]
+                idx = indices + start
+            change = max(change, _block_step(
+                data + start, idx, nnz, c[i], q[i], &W[0, 0], &b[0], wbp, &M[i, 0], k,
+                polytope, budget, buf, buf + k, buf + 2 * k, iwork))
+    free(buf)
+    free(iwork)
+    return change
+
+
+def dual_epoch_csr(const floating[::1] data, const index_t[::1] indices,
+                   const index_t[::1] indptr, double[:, ::1] W, const double[::1] b,
+                   double[::1] wb, double[:, ::1] M, const double[::1] c,
+                   const double[::1] q, const int64_t[::1] order, int polytope,
+                   double budget):
+    """One pass of exact block updates over the rows ``order`` of CSR ``X``.
+
+    ``c_i = s_i / (alpha S)`` and ``q_i = c_i ||x_i||^2``; rows with ``c_i == 0`` are
+    skipped. ``wb``: intercept weights (None: no intercept). Updates ``W``, ``wb`` and
+    ``M`` in place; returns the largest change of a dual entry.
+    """
+    return _epoch(&data[0], &indices[0], &indptr[0], W.shape[0], W, b, wb, M, c, q, order,
+                  polytope, budget)
+
+
+def dual_epoch_dense(const floating[:, ::1] X, double[:, ::1] W, const double[::1] b,
+                     double[::1] wb, double[:, ::1] M, const double[::1] c,
+                     const double[::1] q, const int64_t[::1] order, int polytope,
+                     double budget):
+    """Same as :func:`dual_epoch_csr` for dense C-contiguous ``X``."""
+    return _epoch(&X[0, 0], <const int32_t*> NULL, <const int32_t*> NULL, X.shape[1], W, b,
+                  wb, M, c, q, order, polytope, budget)

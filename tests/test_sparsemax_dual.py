@@ -1,0 +1,196 @@
+"""Tests of SparsemaxClassifier(solver="sdca"): the dual block update and the solver."""
+import warnings
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from scipy.optimize import minimize
+from sklearn.utils.estimator_checks import check_estimator
+
+from sparsekit._cython._projections import POLYTOPE_CODES
+from sparsekit._cython._sparsemax_dual import dual_epoch_csr, dual_epoch_dense
+from sparsekit.linear_model import SparsemaxClassifier
+from test_sparsemax_classifier import POLYTOPES, _blobs, objective_ref
+
+BUDGET = 2.0
+
+
+def _polytope_constraints(polytope, k):
+    """Bounds and SLSQP constraints describing the polytope, for a generic solver."""
+    total = {"type": "eq" if polytope == "simplex" else "ineq"}
+    if polytope == "simplex":
+        total["fun"] = lambda m: m.sum() - 1.0
+    elif polytope in ("budget", "at_most_one"):
+        bound = BUDGET if polytope == "budget" else 1.0
+        total["fun"] = lambda m: bound - m.sum()
+    elif polytope == "at_least_one":
+        total["fun"] = lambda m: m.sum() - 1.0
+    else:
+        total = None
+    upper = None if polytope == "simplex" else 1.0
+    return [(0.0, upper)] * k, [] if total is None else [total]
+
+
+def _problem(polytope, n=12, d=5, k=4, seed=0):
+    rng = np.random.default_rng(seed)
+    X = rng.standard_normal((n, d))
+    X[rng.random((n, d)) < 0.4] = 0
+    X[3] = 0  # an empty row
+    Y = np.eye(k)[rng.integers(0, k, n)]
+    if polytope in ("box", "budget", "at_least_one"):
+        Y[rng.random(n) < 0.5, 0] = 1
+    return X, Y
+
+
+@pytest.mark.parametrize("polytope", POLYTOPES)
+@pytest.mark.parametrize("sparse", [False, True])
+def test_block_update_maximizes_the_dual_block(polytope, sparse):
+    """One update equals the generic maximizer of the dual restricted to its block."""
+    X, Y = _problem(polytope)
+    n, d = X.shape
+    k = Y.shape[1]
+    rng = np.random.default_rng(1)
+    sw = rng.random(n) + 0.5
+    alpha = 0.3
+    c = sw / (alpha * sw.sum())
+    q = c * (np.sum(X**2, axis=1) + 1)
+    M = Y.copy()
+    M[:, :] = np.clip(M + 0.3 * rng.random(M.shape), 0, 1)  # any duals, W = W(M)
+    if polytope == "simplex":
+        M /= M.sum(axis=1, keepdims=True)
+    b = rng.standard_normal(k)
+    W = np.ascontiguousarray(X.T @ ((Y - M) * c[:, None]))
+    wb = ((Y - M) * c[:, None]).sum(axis=0)
+    budget = BUDGET if polytope == "budget" else 1.0
+    code = POLYTOPE_CODES[polytope]
+    for i in range(n):
+        z = X[i] @ W + b + wb
+        mu_old = M[i].copy()
+        W_old, wb_old = W.copy(), wb.copy()
+        order = np.array([i], dtype=np.int64)
+        if sparse:
+            Xs = sp.csr_matrix(X)
+            dual_epoch_csr(Xs.data, Xs.indices, Xs.indptr, W, b, wb, M, c, q, order, code,
+                           budget)
+        else:
+            dual_epoch_dense(X, W, b, wb, M, c, q, order, code, budget)
+
+        def neg_block_dual(m):
+            return -(z @ m - 0.5 * m @ m - 0.5 * q[i] * np.sum((m - mu_old) ** 2))
+
+        bounds, constraints = _polytope_constraints(polytope, k)
+        ref = minimize(neg_block_dual, mu_old, method="SLSQP", bounds=bounds,
+                       constraints=constraints, options={"ftol": 1e-14, "maxiter": 500})
+        np.testing.assert_allclose(M[i], ref.x, atol=1e-6)
+        assert -neg_block_dual(M[i]) >= -ref.fun - 1e-12
+        delta = M[i] - mu_old
+        np.testing.assert_allclose(W, W_old - c[i] * np.outer(X[i], delta), atol=1e-13)
+        np.testing.assert_allclose(wb, wb_old - c[i] * delta, atol=1e-13)
+
+
+def _dual_value(M, Y, W, sw, alpha):
+    """Dual of the no-intercept objective: mean(-1/2|mu|^2 + 1/2|y|^2) - alpha/2 |W(mu)|^2."""
+    per_row = -0.5 * np.sum(M**2, axis=1) + 0.5 * np.sum(Y**2, axis=1)
+    return per_row @ sw / sw.sum() - 0.5 * alpha * np.sum(W**2)
+
+
+@pytest.mark.parametrize("polytope", ["simplex", "box", "at_least_one"])
+def test_dual_ascends_and_the_gap_closes(polytope):
+    X, Y = _problem(polytope, n=40, d=6, seed=2)
+    n, k = Y.shape
+    sw = np.random.default_rng(3).random(n) + 0.1
+    alpha = 0.05
+    c = sw / (alpha * sw.sum())
+    q = c * np.sum(X**2, axis=1)
+    W, M, b = np.zeros((X.shape[1], k)), Y.copy(), np.zeros(k)
+    code = POLYTOPE_CODES[polytope]
+    rng = np.random.default_rng(4)
+    previous = -np.inf
+    for epoch in range(300):
+        dual_epoch_dense(X, W, b, None, M, c, q, rng.permutation(n).astype(np.int64), code,
+                         1.0)
+        np.testing.assert_allclose(W, X.T @ ((Y - M) * c[:, None]), atol=1e-12)
+        dual = _dual_value(M, Y, W, sw, alpha)
+        assert dual >= previous - 1e-13
+        previous = dual
+        if epoch % 25 == 24:
+            primal = objective_ref(W, b, X, Y, sw, alpha, polytope)
+            assert primal >= dual - 1e-13
+    assert primal - dual < 1e-10
+
+
+@pytest.mark.parametrize("polytope", POLYTOPES)
+@pytest.mark.parametrize("sparse", [False, True])
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_sdca_reaches_the_lbfgs_optimum(polytope, sparse, dtype):
+    X, y = _blobs(n=80, d=5, k=4, seed=5)
+    X = (np.abs(X) + 2.0).astype(dtype)  # a large feature mean couples W and the bias
+    Y = np.eye(4, dtype=int)[y]
+    extra = np.random.default_rng(6).random(80) < 0.3
+    if polytope == "at_most_one":
+        Y[extra] = 0
+    elif polytope != "simplex":
+        Y[extra, 0] = 1
+    Xin = sp.csr_matrix(X) if sparse else X
+    kw = dict(alpha=1e-2, tol=1e-9, polytope=polytope, max_iter=20000,
+              budget=BUDGET if polytope == "budget" else None)
+    sdca = SparsemaxClassifier(solver="sdca", random_state=0, **kw).fit(Xin, Y)
+    lbfgs = SparsemaxClassifier(**kw).fit(Xin.astype(np.float64), Y)
+    Yt = sdca._encode_targets(Y, sdca._check_budget())[0].toarray()
+    X64 = X.astype(np.float64)
+    f_lbfgs = objective_ref(lbfgs.coef_.T, lbfgs.intercept_, X64, Yt, np.ones(80), 1e-2,
+                            polytope, kw["budget"] or 1.0)
+    f_sdca = objective_ref(sdca.coef_.T, sdca.intercept_, X64, Yt, np.ones(80), 1e-2,
+                           polytope, kw["budget"] or 1.0)
+    assert f_sdca == pytest.approx(f_lbfgs, rel=1e-7 if dtype == np.float64 else 1e-5)
+
+
+@pytest.mark.parametrize("fit_intercept,penalize", [(False, False), (True, True)])
+def test_sdca_intercept_options(fit_intercept, penalize):
+    X, y = _blobs(n=70, seed=7)
+    kw = dict(alpha=0.1, tol=1e-10, fit_intercept=fit_intercept,
+              penalize_intercept=penalize, max_iter=20000)
+    sdca = SparsemaxClassifier(solver="sdca", random_state=1, **kw).fit(X, y)
+    ref = SparsemaxClassifier(solver="newton-cg", **kw).fit(X, y)
+    np.testing.assert_allclose(sdca.coef_, ref.coef_, atol=1e-7)
+    np.testing.assert_allclose(sdca.intercept_, ref.intercept_, atol=1e-7)
+    if not fit_intercept:
+        np.testing.assert_array_equal(sdca.intercept_, 0)
+
+
+def test_sdca_sample_weights_warm_start_and_seed():
+    X, y = _blobs(n=90, seed=8)
+    sw = np.random.default_rng(9).integers(0, 3, 90).astype(float)
+    kw = dict(solver="sdca", alpha=0.05, tol=1e-10, max_iter=20000, random_state=3)
+    weighted = SparsemaxClassifier(**kw).fit(X, y, sample_weight=sw)
+    kept = sw > 0
+    dropped = SparsemaxClassifier(**kw).fit(X[kept], y[kept], sample_weight=sw[kept])
+    np.testing.assert_allclose(weighted.coef_, dropped.coef_, atol=1e-7)
+    again = SparsemaxClassifier(**kw).fit(X, y, sample_weight=sw)
+    np.testing.assert_array_equal(again.coef_, weighted.coef_)
+    warm = SparsemaxClassifier(warm_start=True, **kw).fit(X, y, sample_weight=sw)
+    cold_epochs = warm.n_iter_
+    warm.fit(X, y, sample_weight=sw)
+    assert 3 * warm.n_iter_ < cold_epochs
+    np.testing.assert_allclose(warm.coef_, weighted.coef_, atol=1e-7)
+
+
+@pytest.mark.parametrize("kwargs,match", [
+    ({"positive": True}, "does not support positive or bounds"),
+    ({"bounds": (-1, 1)}, "does not support positive or bounds"),
+    ({"alpha": 0.0}, "alpha > 0"),
+    ({"device": "cuda"}, "CPU only"),
+])
+def test_sdca_bad_options(kwargs, match):
+    X, y = _blobs()
+    with pytest.raises(ValueError, match=match):
+        SparsemaxClassifier(solver="sdca", **kwargs).fit(X, y)
+
+
+def test_sdca_check_estimator():
+    from sparsekit.linear_model._sparsemax import EXPECTED_FAILED_CHECKS
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        check_estimator(SparsemaxClassifier(solver="sdca", random_state=0),
+                        expected_failed_checks=EXPECTED_FAILED_CHECKS)
