@@ -173,6 +173,12 @@ def test_sdca_sample_weights_warm_start_and_seed():
     warm.fit(X, y, sample_weight=sw)
     assert 3 * warm.n_iter_ < cold_epochs
     np.testing.assert_allclose(warm.coef_, weighted.coef_, atol=1e-7)
+    # a warm start from another problem's solution (other alpha and weights)
+    sw2 = np.random.default_rng(10).random(90)
+    warm.set_params(alpha=0.5).fit(X, y, sample_weight=sw2)
+    cold = SparsemaxClassifier(**{**kw, "alpha": 0.5}).fit(X, y, sample_weight=sw2)
+    np.testing.assert_allclose(warm.coef_, cold.coef_, atol=1e-7)
+    np.testing.assert_allclose(warm.intercept_, cold.intercept_, atol=1e-7)
 
 
 @pytest.mark.parametrize("kwargs,match", [

@@ -57,8 +57,9 @@ def dual_coordinate_ascent(X, Y, sw, objective, theta0, *, alpha, code, budget,
         project_rows(code, scores, M, np.empty(n), budget, np.ones(k), False)
         R = (Y.toarray() - M) * c[:, None]
         W = np.ascontiguousarray(X.T @ R, dtype=np.float64)
-        if penalize_intercept and fit_intercept:
-            b, wb = np.zeros(k), R.sum(axis=0)
+        if fit_intercept:  # keep wb = W(mu)'s intercept row; b + wb is the start's b
+            wb = R.sum(axis=0)
+            b = np.zeros(k) if penalize_intercept else b - wb
     if sp.issparse(X):
         def epoch(order):
             return dual_epoch_csr(X.data, X.indices, X.indptr, W, b, wb, M, c, q, order,
