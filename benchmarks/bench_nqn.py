@@ -291,9 +291,11 @@ def protocol_body(table, runs, sizes, starts, others, caps, jobs):
         ["n", "problem", "starts"] + [f"ε={e:g}" for e in EPSILONS], per_problem))
     lines.append(f"\n![performance profiles]({PNG.relative_to(_report.REPO / 'doc')})\n")
     lines.append(
-        f"\nProtocol as in the thesis except: starts per problem {starts} for "
-        f"{', '.join(KEY)} and {others} for the other problems (the thesis: 10 everywhere), "
-        f"the dense Hilbert problems (L1HILB, MAXHILB) are skipped above n = 1000, and "
+        "\nProtocol as in the thesis except: "
+        + (f"starts per problem {starts} for {', '.join(KEY)} and {others} for the other "
+           "problems (the thesis: 10 everywhere), " if starts != others else
+           f"(starts per problem {starts}, as in the thesis) ")
+        + f"the dense Hilbert problems (L1HILB, MAXHILB) are skipped above n = 1000, and "
         f"each run has a wall-clock cap ({caps} s) counted as MAX. Runs end at the "
         "solver's own stop (ftol = gtol = 0): for NQN that includes its stall test "
         "(flag 9: the last 10 iterations gained at most 1e-8 of the decrease since x⁰), "
