@@ -77,9 +77,9 @@ class SparsemaxClassifier(ClassifierMixin, BaseEstimator):
         rows ``A`` whose projection Jacobian ``J`` is nonzero (report eq. 5,
         notes/lp_sparsemap.md Prop. 6): with sparsemax most rows drop out near the optimum.
         Often much faster than L-BFGS on large, ill-conditioned problems.
-        ``"sdca"``: exact dual block coordinate ascent, one projection per row update, with
-        the intercept minimized exactly between epochs (no bounds, ``alpha > 0``, CPU
-        only; keeps an (n_samples, n_classes) float64 array of dual variables). The
+        ``"sdca"``: exact dual block coordinate ascent, one projection per row update, the
+        free intercept by a proximal-point step after each epoch (no bounds, ``alpha > 0``,
+        CPU only; keeps an (n_samples, n_classes) float64 array of dual variables). The
         fastest choice for sparse, high-dimensional data such as TF-IDF text.
     positive : bool, default=False
         Constrain the coefficients (not the intercept) to be nonnegative; shorthand for
