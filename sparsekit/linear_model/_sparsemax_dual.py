@@ -51,11 +51,12 @@ def dual_coordinate_ascent(X, Y, sw, objective, theta0, *, alpha, code, budget,
     W = np.ascontiguousarray(theta0[: d * k].reshape(d, k), dtype=np.float64)
     b = theta0[d * k:].astype(np.float64) if fit_intercept else np.zeros(k)
     wb = np.zeros(k) if fit_intercept else None
-    M = Y.toarray()
+    Ydense = Y.toarray()
+    M = Ydense.copy()
     if np.any(theta0):
         scores = np.asarray(X @ W.astype(X.dtype, copy=False), dtype=np.float64) + b
         project_rows(code, scores, M, np.empty(n), budget, np.ones(k), False)
-        R = (Y.toarray() - M) * c[:, None]
+        R = (Ydense - M) * c[:, None]
         W = np.ascontiguousarray(X.T @ R, dtype=np.float64)
         if fit_intercept:  # keep wb = W(mu)'s intercept row; b + wb is the start's b
             wb = R.sum(axis=0)
