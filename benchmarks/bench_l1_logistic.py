@@ -20,6 +20,7 @@ import _report  # noqa: F401  (pins BLAS threads before NumPy)
 import argparse
 import json
 import os
+import signal
 import sys
 import time
 import warnings
@@ -136,6 +137,33 @@ def timed(fn, tol):
     return float(np.median(cpu)), float(np.median(wall)), out
 
 
+class _RunTimeout(Exception):
+    """A single ladder run went past ``--run-limit``."""
+
+
+def _raise_timeout(signum, frame):
+    raise _RunTimeout
+
+
+def timed_or_none(fn, tol, limit):
+    """:func:`timed`, or None when the run lasts more than ``limit`` wall seconds.
+
+    The alarm interrupts Python-level solver loops (skglm's outer loop between its compiled
+    epochs); a single long compiled call (LIBLINEAR, celer, saga) ends at its own max_iter.
+    """
+    if not limit:
+        return timed(fn, tol)
+    old = signal.signal(signal.SIGALRM, _raise_timeout)
+    signal.setitimer(signal.ITIMER_REAL, limit)
+    try:
+        return timed(fn, tol)
+    except _RunTimeout:
+        return None
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, old)
+
+
 _WARM = set()
 
 
@@ -153,10 +181,12 @@ def warm_up(solvers):
             _WARM.add(name)
 
 
-def run_problem(X, y, C, solvers, cap, runs=None):
+def run_problem(X, y, C, solvers, cap, runs=None, run_limit=None):
     """Ladder runs of every solver; returns {solver: [{tol, seconds, F, nnz, ...}]}.
 
-    With ``runs`` (earlier results of the same problem) only ``solvers`` are run again.
+    With ``runs`` (earlier results of the same problem) only ``solvers`` are run again. A
+    ladder run that lasts more than ``run_limit`` seconds is recorded with F = inf and
+    ends that solver's ladder.
     """
     warm_up(solvers)
     runners = make_runners(X, y, C)
@@ -181,7 +211,13 @@ def run_problem(X, y, C, solvers, cap, runs=None):
         for tol in LADDERS[name]:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
-                seconds, wall, (w, extra) = timed(runners[name], tol)
+                out = timed_or_none(runners[name], tol, run_limit)
+            if out is None:
+                runs[name].append({"tol": tol, "seconds": run_limit, "F": float("inf"),
+                                   "timed_out": True, "extra": {}})
+                print(f"  {name:18s} tol={tol:.0e} stopped after {run_limit:g} s", flush=True)
+                break
+            seconds, wall, (w, extra) = out
             F = objective(X, y, w, C)
             runs[name].append({"tol": tol, "seconds": seconds, "wall": wall,
                                "load": os.getloadavg()[0], "F": F,
@@ -268,7 +304,7 @@ def plot(results, datasets, C):
         F_star = min(r["F"] for rs in runs.values() for r in rs)
         for s in SOLVERS:
             pts = [(r["seconds"], max((r["F"] - F_star) / (1 + F_star), 1e-16))
-                   for r in runs.get(s, [])]
+                   for r in runs.get(s, []) if np.isfinite(r["F"])]
             if pts:
                 pts.sort()
                 ax.plot(*zip(*pts), marker="o", ms=3, label=s, lw=2 if s == "OBA" else 1)
@@ -336,6 +372,8 @@ def main():
     parser.add_argument("--Cs", nargs="*", type=float, default=None)
     parser.add_argument("--solvers", nargs="*", default=list(SOLVERS))
     parser.add_argument("--cap", type=float, default=60.0, help="seconds per solver ladder")
+    parser.add_argument("--run-limit", type=float, default=None,
+                        help="wall seconds after which a single ladder run is stopped")
     parser.add_argument("--resume", action="store_true", help="reuse results in --cache")
     parser.add_argument("--cache", type=Path, default=CACHE, help=f"results file ({CACHE})")
     parser.add_argument("--merge", type=Path, nargs="*", default=[],
@@ -355,6 +393,7 @@ def main():
     if args.report_only:
         # the section names the one command that measures everything, not the merge
         sys.argv = [sys.argv[0], "--cap", f"{args.cap:g}"] + (
+            ["--run-limit", f"{args.run_limit:g}"] if args.run_limit else []) + (
             ["--note-file", str(args.note_file)] if args.note_file else [])
     if args.note_file is not None:
         args.note = (args.note + "\n" + args.note_file.read_text()).strip()
@@ -369,7 +408,7 @@ def main():
         for C in todo:
             print(f"{ds} C={C:g} (rerun {args.rerun})", flush=True)
             results[f"{ds}|{C:g}"] = run_problem(X, y, C, args.rerun, args.cap,
-                                                 results[f"{ds}|{C:g}"])
+                                                 results[f"{ds}|{C:g}"], args.run_limit)
             cache.write_text(json.dumps(results))
     for ds in [] if args.report_only or args.rerun or args.path_only else datasets:
         todo = [C for C in Cs if f"{ds}|{C:g}" not in results]
@@ -381,7 +420,8 @@ def main():
             f", nnz {X.nnz}" if sp.issparse(X) else " dense")
         for C in todo:
             print(f"{ds} C={C:g}", flush=True)
-            results[f"{ds}|{C:g}"] = run_problem(X, y, C, args.solvers, args.cap)
+            results[f"{ds}|{C:g}"] = run_problem(X, y, C, args.solvers, args.cap,
+                                                 run_limit=args.run_limit)
             cache.parent.mkdir(parents=True, exist_ok=True)
             cache.write_text(json.dumps(results))
     for other in args.merge:

@@ -283,7 +283,7 @@ def minimize_oba(f_grad, hessp, x0, mu, *, penalty_weights=None, lipschitz=None,
         nhessp += it
         corrective.append(loops)
         if free.size - free_c.size <= tau_growth * n_new:
-            tau *= 2 * (tau_boost if free.size == free_c.size else 1)
+            tau = min(tau * 2 * (tau_boost if free.size == free_c.size else 1), n)
         free = free_c
         x_hat, alpha, _, _, it = _model_search(x, G, zeta, muw, free, d, H, hess_reg)
         nhessp += it
