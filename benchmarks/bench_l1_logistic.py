@@ -137,28 +137,29 @@ def timed(fn, tol):
     return float(np.median(cpu)), float(np.median(wall)), out
 
 
-class _RunTimeout(Exception):
-    """A single ladder run went past ``--run-limit``."""
-
-
-def _raise_timeout(signum, frame):
-    raise _RunTimeout
-
-
 def timed_or_none(fn, tol, limit):
     """:func:`timed`, or None when the run lasts more than ``limit`` wall seconds.
 
     The alarm interrupts Python-level solver loops (skglm's outer loop between its compiled
-    epochs); a single long compiled call (LIBLINEAR, celer, saga) ends at its own max_iter.
+    epochs; numba re-raises it as a SystemError); a single long compiled call (LIBLINEAR,
+    celer, saga) ends at its own max_iter.
     """
     if not limit:
         return timed(fn, tol)
-    old = signal.signal(signal.SIGALRM, _raise_timeout)
+    fired = []
+
+    def alarm(signum, frame):
+        fired.append(True)
+        raise TimeoutError
+
+    old = signal.signal(signal.SIGALRM, alarm)
     signal.setitimer(signal.ITIMER_REAL, limit)
     try:
         return timed(fn, tol)
-    except _RunTimeout:
-        return None
+    except Exception:
+        if fired:
+            return None
+        raise
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, old)
@@ -181,13 +182,15 @@ def warm_up(solvers):
             _WARM.add(name)
 
 
-def run_problem(X, y, C, solvers, cap, runs=None, run_limit=None):
+def run_problem(X, y, C, solvers, cap, runs=None, run_limit=None, save=None):
     """Ladder runs of every solver; returns {solver: [{tol, seconds, F, nnz, ...}]}.
 
     With ``runs`` (earlier results of the same problem) only ``solvers`` are run again. A
     ladder run that lasts more than ``run_limit`` seconds is recorded with F = inf and
-    ends that solver's ladder.
+    ends that solver's ladder. ``save(runs)`` is called after the tight references and
+    after each ladder (a long part keeps what it measured if it is stopped).
     """
+    save = save or (lambda runs: None)
     warm_up(solvers)
     runners = make_runners(X, y, C)
     runs = {} if runs is None else runs
@@ -204,6 +207,7 @@ def run_problem(X, y, C, solvers, cap, runs=None, run_limit=None):
              "w_nonzero": np.flatnonzero(np.abs(w) > 1e-6).tolist(), "extra": extra,
              "w_support": support.tolist(), "w_values": w[support].tolist()}]
         print(f"  {name + '-tight':18s} tol={tol:.0e} {seconds:8.3f}s F={F:.12e}", flush=True)
+    save(runs)
     F_ref = min(runs["LIBLINEAR-tight"][0]["F"], runs["OBA-tight"][0]["F"])
     for name in solvers:
         runs[name] = []
@@ -227,6 +231,7 @@ def run_problem(X, y, C, solvers, cap, runs=None, run_limit=None):
             print(f"  {name:18s} tol={tol:.0e} {seconds:8.3f}s F={F:.12e}", flush=True)
             if spent > cap or F <= F_ref * (1 + 1e-8):  # capped, or past every ε reported
                 break
+        save(runs)
     a, b = runs["OBA-tight"][0], runs["LIBLINEAR-tight"][0]
     diff = np.zeros(X.shape[1])
     diff[a["w_support"]] += a["w_values"]
@@ -365,6 +370,13 @@ def path_benchmark(name, n_Cs=20):
             f"{t_ll:.2f}", f"{gap_ll:.1e}", f"{t_ll / t_path:.2f}"]
 
 
+def _store(results, key, runs, cache):
+    """``results[key] = runs``, written to the results file at once."""
+    results[key] = runs
+    cache.parent.mkdir(parents=True, exist_ok=True)
+    cache.write_text(json.dumps(results))
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="a9a, w8a, Synthetic-2000, C=1")
@@ -420,10 +432,9 @@ def main():
             f", nnz {X.nnz}" if sp.issparse(X) else " dense")
         for C in todo:
             print(f"{ds} C={C:g}", flush=True)
-            results[f"{ds}|{C:g}"] = run_problem(X, y, C, args.solvers, args.cap,
-                                                 run_limit=args.run_limit)
-            cache.parent.mkdir(parents=True, exist_ok=True)
-            cache.write_text(json.dumps(results))
+            key = f"{ds}|{C:g}"
+            run_problem(X, y, C, args.solvers, args.cap, run_limit=args.run_limit,
+                        save=lambda runs, key=key: _store(results, key, runs, cache))
     for other in args.merge:
         results = {**json.loads(other.read_text()), **results}
     all_ds = [d for d in DATASETS if any(k.startswith(d + "|") for k in results)]
