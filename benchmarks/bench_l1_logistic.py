@@ -438,7 +438,7 @@ def main():
     for other in args.merge:
         results = {**json.loads(other.read_text()), **results}
     all_ds = [d for d in DATASETS if any(k.startswith(d + "|") for k in results)]
-    if not args.no_path:
+    if not (args.no_path or args.report_only):
         for name in ("a9a", "w8a"):
             results[f"path|{name}"] = path_benchmark(name)
             print(results[f"path|{name}"], flush=True)
