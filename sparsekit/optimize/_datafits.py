@@ -206,28 +206,33 @@ class _LinearDatafit:
             # in units of one entry of a product (0.8-1.5 ns on a9a, w8a, MNIST, as one update
             # of the Gram kernel): the Σᵢ nnzᵢ(F)²/2 updates, estimated from the nnz-weighted
             # mean row length of X, plus gathering the rows and the k×k fill
-            gather = X.nnz if self._walk_all(nnz_f) else 10 * nnz_f
+            walk_all = 8 * nnz_f >= X.nnz  # see _gram
+            gather = X.nnz if walk_all else 10 * nnz_f
             updates = nnz_f * min(k, self._row_len * nnz_f / max(X.nnz, 1)) / 2
             cost_gram = updates + gather + k * k
             cost_hv = 2.0 * nnz_f + 3 * n
         else:
-            cost_gram, cost_hv = n * k * k / 8, 2.0 * n * k
+            cost_gram, cost_hv, walk_all = n * k * k / 8, 2.0 * n * k, False
         if self._calls[0]:  # running estimate of the products the solver makes per Hessian
             self._products_per_hessian = 0.5 * (self._products_per_hessian + self._calls[0])
         self._calls = [0]
         products = self._products_per_hessian
         if k <= self.max_explicit and cost_gram + products * k * k <= products * cost_hv:
-            return _ExplicitHessian(self._gram(cols, intercept), self._calls)
+            return _ExplicitHessian(self._gram(cols, intercept, walk_all), self._calls)
         return _SubspaceHessian(X, cols, self._D, intercept, self._tmp, self._calls)
 
-    def _gram(self, cols, intercept):
-        """[X_F, 1]ᵀ diag(D) [X_F, 1] as a dense array (F = cols)."""
+    def _gram(self, cols, intercept, walk_all):
+        """[X_F, 1]ᵀ diag(D) [X_F, 1] as a dense array (F = cols).
+
+        For sparse X, ``walk_all`` (the free columns hold at least 1/8 of the nonzeros) walks
+        a CSR copy of all of X, kept; otherwise the free slice is transposed, which costs
+        about 10× as much per entry as walking (measured on a9a, w8a and MNIST).
+        """
         k, X, D = cols.size, self.X, self._D
         G = np.zeros((k + intercept, k + intercept))
         if sp.issparse(X):
-            walk_all = self._walk_all(int(np.diff(X.indptr)[cols].sum()))
             XF = _take_columns(X, cols) if intercept or not walk_all else None
-            if walk_all:  # walk a CSR copy of all of X, kept
+            if walk_all:
                 if self._Xr is None:
                     self._Xr = X.tocsr()
                 R = self._Xr
@@ -251,12 +256,6 @@ class _LinearDatafit:
             G[k, :k] = G[:k, k]
             G[k, k] = D.sum()
         return G
-
-    def _walk_all(self, nnz_f):
-        """Whether :meth:`_gram` walks a CSR copy of all of X rather than transposing the
-        free slice: transposing costs about 10 × as much per entry as walking (measured on
-        a9a, w8a and MNIST)."""
-        return 8 * nnz_f >= self.X.nnz
 
     def _gram_bound(self):
         """Upper bound on ‖[X, 1]ᵀ diag(s) [X, 1]‖₂: the weighted squared Frobenius norm."""
