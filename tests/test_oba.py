@@ -8,7 +8,8 @@ import _oba_reference as ref
 from sparsekit._cython import _oba_kernels as K
 from sparsekit.optimize import minimize_oba
 from sparsekit.optimize._datafits import Logistic, Quadratic
-from sparsekit.optimize._oba import _corrective_cycle, _free_set, _model_search
+from sparsekit.optimize._oba import (_cg, _corrective_cycle, _free_set, _model_search,
+                                    _updated_radius)
 
 
 def _problem(seed, n=80, d=30, sparse=False, dtype=np.float64, corr=0.0):
@@ -49,14 +50,16 @@ def test_corrective_cycle_and_model_decrease_invariants(sparse, seed):
             assert np.abs(g[free[new]]).min() >= np.abs(g[unchosen]).max()
         H = datafit.hessp(x, free)
         opts = (1e-8, 0.1, 1000, 1e3, True)
-        d, free2, H2, loops, _ = _corrective_cycle(H, datafit.hessp, x, g, zeta, free, new, opts)
+        d, Hd, free2, H2, loops, _ = _corrective_cycle(H, datafit.hessp, x, g, zeta, free, new,
+                                                       opts)
         # the cycle ends, each pass removing at least one new variable
         assert 1 <= loops <= new.sum() + 1
         assert set(free2) <= set(free) and set(free) - set(free2) <= set(free[new])
         kept_new = np.isin(free2, free[new])
         assert np.all(d[kept_new] * zeta[free2[kept_new]] > 0)  # orthant-consistent
         assert d @ g[free2] <= 0  # CG from 0 gives descent on the model
-        x_hat, alpha, q, q0, _ = _model_search(x, G, zeta, muw, free2, d, H2, 1e-8)
+        np.testing.assert_allclose(Hd, H2(d) + 1e-8 * d, rtol=1e-9, atol=1e-13)
+        x_hat, alpha, q, q0, _ = _model_search(x, G, zeta, muw, free2, d, Hd, H2, 1e-8)
         assert q <= q0 + 1e-15 and 0 < alpha <= 1
         # orthant projection: nonzeros keep their sign, zeros move only along -g
         pen = muw > 0
@@ -283,3 +286,87 @@ def test_reg_decay_restores_fast_local_convergence(sparse):
     assert thesis.success and decay.success and not fixed.success
     assert decay.nit < 50
     np.testing.assert_allclose(decay.fun, thesis.fun, rtol=1e-12)
+
+
+def test_cg_returns_its_residual_at_every_exit():
+    """r = b + (H + reg I) p at a converged, a truncated-at-the-boundary, a negative-curvature
+    and a warm-started exit (the model search reads (H + reg I) p = r − b from it)."""
+    rng = np.random.default_rng(0)
+    A = rng.standard_normal((12, 12))
+    spd, indefinite = A @ A.T + 0.1 * np.eye(12), A + A.T
+    b = rng.standard_normal(12)
+    cases = [(spd, 1e3, None), (spd, 0.05, None), (indefinite, 1e3, None),
+             (spd, 1e3, -0.01 * np.linalg.solve(spd, b))]
+    for M, radius, p0 in cases:
+        p, r, it = _cg(lambda v, M=M: M @ v, b, 1e-3, 1e-6, 100, radius, False, p0=p0)
+        assert it >= 1
+        np.testing.assert_allclose(r, b + M @ p + 1e-3 * p, rtol=1e-10, atol=1e-12)
+        assert np.linalg.norm(p) <= radius * (1 + 1e-12)
+
+
+@pytest.mark.parametrize("layout", ["dense", "csr", "explicit"])
+def test_quadratic_form_reads_only_the_listed_columns(layout):
+    X, y = _problem(13, n=60, d=20, sparse=layout == "csr")
+    datafit = Logistic(X, y, fit_intercept=True)
+    x = np.zeros(21)
+    x[[1, 4]] = [0.3, -0.7]
+    datafit.value_grad(x)
+    free = np.array([0, 1, 3, 4, 9, 15, 20])
+    datafit.max_explicit = 1000 if layout == "explicit" else 0
+    H = datafit.hessp(x, free)
+    assert hasattr(H, "_G") == (layout == "explicit")
+    for positions in ([2], [0, 5], [1, 3, 6]):  # 6 is the intercept's coordinate
+        positions = np.array(positions)
+        c = np.zeros(free.size)
+        c[positions] = np.random.default_rng(len(positions)).standard_normal(positions.size)
+        np.testing.assert_allclose(H.quadratic_form(positions, c[positions]), c @ H(c),
+                                   rtol=1e-12)
+
+
+@pytest.mark.parametrize("operator_has_form", [True, False])
+def test_model_search_on_crossing_steps_matches_the_direct_model(operator_has_form):
+    """Steps that cross zero on several coordinates: the model value from the CG's H d and the
+    crossing columns equals the direct (2.2), also for a bare operator (one product)."""
+    X, y = _problem(14, n=90, d=25, corr=1.0)
+    datafit = Logistic(X, y)
+    mu = 0.01
+    x = np.random.default_rng(3).standard_normal(25)
+    f, G, muw, g, zeta, code = _state(datafit, x, mu)
+    free = np.arange(25)
+    H = datafit.hessp(x, free)
+    op = H if operator_has_form else (lambda v: H(v))
+    d = -3.0 * x + 0.1 * np.random.default_rng(4).standard_normal(25)  # most cross zero
+    Hd = H(d) + 1e-8 * d
+    x_hat, alpha, q, q0, products = _model_search(x, G, zeta, muw, free, d, Hd, op, 1e-8)
+    assert np.count_nonzero((x_hat == 0) & (x + alpha * d != 0)) >= 5
+    assert products == (0 if operator_has_form else int(np.log2(1 / alpha)) + 1)
+    delta = x_hat - x
+    direct = G @ delta + 0.5 * (delta @ H(delta) + 1e-8 * delta @ delta) + muw @ np.abs(x_hat)
+    np.testing.assert_allclose(q, direct, rtol=1e-10)
+    assert q <= q0
+
+
+def test_radius_follows_the_reduction_ratio():
+    assert _updated_radius(10.0, 0.1, 8.0, 1e3) == 2.0      # poor agreement: a quarter step
+    assert _updated_radius(10.0, -3.0, 10.0, 1e3) == 2.5
+    assert _updated_radius(10.0, 0.9, 10.0, 1e3) == 20.0    # good, on the boundary: doubles
+    assert _updated_radius(800.0, 0.9, 800.0, 1e3) == 1e3   # up to the cap
+    assert _updated_radius(10.0, 0.9, 3.0, 1e3) == 10.0     # good, inside: unchanged
+    assert _updated_radius(10.0, 0.5, 10.0, 1e3) == 10.0
+
+
+def test_lipschitz_bound_is_asked_for_only_when_an_ista_step_is_made():
+    X, y = _problem(15)
+    datafit = Logistic(X, y)
+
+    def no_bound():
+        raise AssertionError("an optimal start needs no Lipschitz bound")
+
+    mu_max = np.abs(datafit.value_grad(np.zeros(30))[1]).max()
+    res = minimize_oba(datafit.value_grad, datafit.hessp, np.zeros(30), 2 * mu_max,
+                       lipschitz=no_bound, tol=1e-10)
+    assert res.success and res.nit == 0 and res.lipschitz is None and not res.x.any()
+    calls = []
+    res = minimize_oba(datafit.value_grad, datafit.hessp, np.zeros(30), 0.1 * mu_max,
+                       lipschitz=lambda: calls.append(1) or datafit.lipschitz(), tol=1e-10)
+    assert res.success and res.nit > 1 and len(calls) == 1

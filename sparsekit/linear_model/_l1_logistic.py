@@ -57,7 +57,7 @@ def _solve(datafit, C, tol, max_iter, w0, verbose):
     x0 = np.zeros(datafit.n_params) if w0 is None else np.asarray(w0, dtype=np.float64)
     res = minimize_oba(datafit.value_grad, datafit.hessp, x0, 1.0 / (C * datafit.n_samples),
                        penalty_weights=datafit.penalty_weights,
-                       lipschitz=datafit.lipschitz(), tol=tol, max_iter=max_iter,
+                       lipschitz=datafit.lipschitz, tol=tol, max_iter=max_iter,
                        tau_growth=TAU_GROWTH, tau_boost=TAU_BOOST, reg_decay=REG_DECAY,
                        verbose=max(verbose - 1, 0))
     w = res.x[:datafit.n_features]

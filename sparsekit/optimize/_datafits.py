@@ -63,6 +63,22 @@ class _SubspaceHessian:
             K.hess_diag_dense(X, self._cols, self._D, self._intercept, out)
         return out
 
+    def quadratic_form(self, positions, values):
+        """cᵀHc = ‖D^½ [X_F, 1] c‖² for c supported on ``positions``: reads only those columns
+        (the model search's correction for the coordinates the orthant projection moved)."""
+        on_cols = positions < self._cols.size
+        cols = self._cols[positions[on_cols]]
+        b = float(values[~on_cols].sum())  # the intercept coordinate, when listed
+        w = np.zeros(self._X.shape[1])
+        w[cols] = values[on_cols]
+        t = np.empty(self._D.size)
+        X = self._X
+        if sp.issparse(X):
+            K.margins_csc(X.data, X.indices, X.indptr, w, cols, b, t)
+        else:
+            K.margins_dense(X, w, cols, b, t)
+        return float(t @ (self._D * t))
+
     def restrict(self, keep):
         """The operator on the sub-slice ``keep`` (boolean over this operator's coordinates)."""
         keep = np.asarray(keep, dtype=bool)
@@ -87,6 +103,10 @@ class _ExplicitHessian:
     def diagonal(self):
         """The diagonal of the matrix."""
         return self._G.diagonal().copy()
+
+    def quadratic_form(self, positions, values):
+        """cᵀHc for c supported on ``positions``."""
+        return float(values @ self._G[np.ix_(positions, positions)] @ values)
 
     def restrict(self, keep):
         """The principal sub-matrix on ``keep`` (boolean mask)."""
