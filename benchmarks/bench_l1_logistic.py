@@ -254,6 +254,7 @@ def run_problem(X, y, C, solvers, cap, runs=None, run_limit=None, save=None):
     diff[b["w_support"]] -= b["w_values"]
     runs["OBA-tight"][0]["margin_diff"] = float(np.abs(np.asarray(X @ diff)).max())
     runs["OBA-tight"][0]["l1_diff"] = float(np.abs(a["w_values"]).sum() - np.abs(b["w_values"]).sum())
+    save(runs)
     return runs
 
 
