@@ -8,6 +8,7 @@
 - ``numpy_sparsemax``: vectorized Algorithm 1 (sort, cumsum, support size).
 """
 import itertools
+from fractions import Fraction
 
 import numpy as np
 from scipy.optimize import minimize
@@ -63,33 +64,72 @@ def _feasible(p, upper, rel, b, w, tol=1e-9):
             "ge": s >= b - tol}[rel]
 
 
+def _candidates(z, upper, rel, b, w, assign):
+    """The KKT candidates of one active-set assignment (0: at 0, 1: at upper, 2: free).
+
+    Works on floats or on ``fractions.Fraction`` arrays (object dtype) alike: without a sum
+    constraint the free coordinates equal z; with it, they are z − τw, τ solving the tight
+    sum; a set without free coordinates is a candidate only if its sum already fits.
+    """
+    free = assign == 2
+    base = np.where(assign == 1, upper if upper != np.inf else 0, 0 * z)
+    cands = []
+    if rel != "eq":
+        cands.append(np.where(free, z, base))
+    if rel is not None:
+        sww = (w[free] ** 2).sum()
+        rest = b - w[~free] @ base[~free]
+        if sww > 0:
+            tau = (w[free] @ z[free] - rest) / sww
+            cands.append(np.where(free, z - tau * w, base))
+        elif abs(rest) <= (1e-12 if z.dtype == float else 0):
+            cands.append(base.copy())
+    return cands
+
+
 def brute_force(z, polytope, **params):
-    """Exact projection of one row ``z`` (float64) by active-set enumeration."""
+    """Exact projection of one row ``z`` (float64) by active-set enumeration.
+
+    The enumeration runs in floats; the candidates within 1e-9 of the smallest distance are
+    then compared in rational arithmetic (exact feasibility and distance), so near-ties
+    (a budget of 1e-12, equal entries) are decided exactly rather than by rounding. When
+    none is exactly feasible (a budget equal to the rounded float sum of the weights), the
+    float best is returned.
+    """
     z = np.asarray(z, dtype=float)
-    k = z.size
-    upper, rel, b, w = _spec(polytope, k, params)
+    upper, rel, b, w = _spec(polytope, z.size, params)
     states = (0, 2) if np.isinf(upper) else (0, 1, 2)   # 0: at 0, 1: at upper, 2: free
-    best, best_d = None, np.inf
-    for assign in itertools.product(states, repeat=k):
+    scored = []
+    for assign in itertools.product(states, repeat=z.size):
         assign = np.array(assign)
-        free = assign == 2
-        base = np.where(assign == 1, upper if np.isfinite(upper) else 0.0, 0.0)
-        cands = []
-        if rel != "eq":
-            cands.append(np.where(free, z, base))
-        if rel is not None:
-            sww = (w[free] ** 2).sum()
-            rest = b - w[~free] @ base[~free]
-            if sww > 0:
-                tau = (w[free] @ z[free] - rest) / sww
-                cands.append(np.where(free, z - tau * w, base))
-            elif abs(rest) <= 1e-12:
-                cands.append(base.copy())
-        for p in cands:
-            d = ((p - z) ** 2).sum()
-            if d < best_d - 1e-13 and _feasible(p, upper, rel, b, w):
-                best, best_d = p, d
-    return best
+        for i, p in enumerate(_candidates(z, upper, rel, b, w, assign)):
+            if _feasible(p, upper, rel, b, w):
+                scored.append((((p - z) ** 2).sum(), assign, i))
+    best_d, assign, i = min(scored, key=lambda c: c[0])
+    best, best_exact = _candidates(z, upper, rel, b, w, assign)[i], None
+    ez, ew = (np.array([Fraction(v) for v in a], dtype=object) for a in (z, w))
+    eb = None if b is None else Fraction(b)
+    eu = upper if np.isinf(upper) else Fraction(upper)
+    for d, assign, i in scored:
+        if d > best_d + 1e-9 * max(1.0, best_d):
+            continue
+        cands = _candidates(ez, eu, rel, eb, ew, assign)
+        if i >= len(cands) or not _feasible_exact(cands[i], eu, rel, eb, ew):
+            continue  # only feasible within the float tolerance
+        p = cands[i]
+        dist = ((p - ez) ** 2).sum()
+        if best_exact is None or dist < best_exact:
+            best, best_exact = p, dist
+    return np.array([float(v) for v in best])  # the float best when none is exactly feasible
+
+
+def _feasible_exact(p, upper, rel, b, w):
+    if any(v < 0 or v > upper for v in p):
+        return False
+    if rel is None:
+        return True
+    s = w @ p
+    return {"eq": s == b, "le": s <= b, "ge": s >= b}[rel]
 
 
 def slsqp(z, polytope, **params):
