@@ -44,16 +44,28 @@ cdef extern from *:
     #if defined(__GNUC__) || defined(__clang__)
     #define SK_PREFETCH(p) __builtin_prefetch((const void*)(p), 1, 3)
     #define SK_PREFETCH_READ(p) __builtin_prefetch((const void*)(p), 0, 3)
+    #define SK_PREFETCH_T2(p) __builtin_prefetch((const void*)(p), 1, 1)
+    #if defined(__x86_64__) || defined(__i386__)
+    /* PREFETCHW: the line in exclusive state (a NOP on x86 CPUs without it) */
+    #define SK_PREFETCH_W(p) __asm__ volatile("prefetchw (%0)" :: "r"((const void*)(p)))
+    #else
+    #define SK_PREFETCH_W(p) __builtin_prefetch((const void*)(p), 1, 3)
+    #endif
     #else
     #define SK_PREFETCH(p) ((void)(p))
     #define SK_PREFETCH_READ(p) ((void)(p))
+    #define SK_PREFETCH_T2(p) ((void)(p))
+    #define SK_PREFETCH_W(p) ((void)(p))
     #endif
     """
     void SK_PREFETCH(const void* p) noexcept nogil
     void SK_PREFETCH_READ(const void* p) noexcept nogil
+    void SK_PREFETCH_T2(const void* p) noexcept nogil
+    void SK_PREFETCH_W(const void* p) noexcept nogil
 
 cdef enum:
     LOOKAHEAD = 2       # batches between drawing a step's classes and running it
+    PARTS = 4           # points of a step at which a later step's weights are asked for
 
 cdef enum:
     IMPLICIT = 0
@@ -151,20 +163,48 @@ cdef inline void _axpy(floating* w, double a, const floating* xd, const Py_ssize
         w[D] += af
 
 
-cdef inline void _prefetch(const floating* w, const Py_ssize_t* xi, Py_ssize_t nnz,
-                           bint bias, Py_ssize_t D) noexcept nogil:
-    """Ask for the weights a later step will read, so that K x D weight matrices far
-    larger than the caches cost no more per step than small ones (one line per feature
-    for a sparse row, every line for a dense one)."""
-    cdef Py_ssize_t p
-    if xi == NULL:
-        for p in range(0, nnz, 8):
-            SK_PREFETCH(&w[p])
-    else:
-        for p in range(nnz):
-            SK_PREFETCH(&w[xi[p]])
-    if bias:
-        SK_PREFETCH(&w[D])
+cdef inline void _prefetch_part(floating* R, Py_ssize_t stride, const Py_ssize_t* cls,
+                                int mm, const Py_ssize_t* xi, Py_ssize_t nnz, bint bias,
+                                Py_ssize_t D, int part, bint write) noexcept nogil:
+    """Ask for part ``part`` (of PARTS) of the weight entries a later step will touch:
+    the features of x (``xi``, NULL for a dense row: its cache lines) and the bias entry in
+    the rows of classes ``cls[0..mm-1]``, taken row after row.
+
+    The step's requests are spread over PARTS points of an earlier step, and with ``write``
+    (a weight matrix larger than the last-level cache) made as write-intent prefetches,
+    which this machine issues in program order: a burst of ~2 nnz(x) DRAM lines, or
+    prefetches run ahead out of order, left the later step waiting for lines it had asked
+    for (doc/benchmarks.md, extreme_softmax section 2). Results do not depend on it.
+    """
+    cdef Py_ssize_t step = 64 // sizeof(floating)
+    cdef Py_ssize_t n = ((nnz + step - 1) // step if xi == NULL else nnz) + bias
+    cdef Py_ssize_t lo = part * mm * n // PARTS, hi = (part + 1) * mm * n // PARTS
+    cdef Py_ssize_t j, p, q, end
+    cdef floating* w
+    if n == 0:
+        return
+    j = lo // n
+    p = lo - j * n
+    while lo < hi:
+        w = R + cls[j] * stride
+        end = n if hi - lo >= n - p else p + (hi - lo)
+        lo += end - p
+        q = end if end < n - bias else n - bias     # feature units; then the bias entry
+        if write:
+            while p < q:
+                SK_PREFETCH_W(w + (xi[p] if xi != NULL else step * p))
+                p += 1
+        else:
+            while p < q:
+                SK_PREFETCH_T2(w + (xi[p] if xi != NULL else step * p))
+                p += 1
+        if p < end:
+            if write:
+                SK_PREFETCH_W(w + D)
+            else:
+                SK_PREFETCH_T2(w + D)
+        j += 1
+        p = 0
 
 
 cdef inline void _prefetch_span(const void* p, Py_ssize_t nbytes) noexcept nogil:
@@ -511,13 +551,16 @@ def softmax_epoch(int method, const floating[::1] data, const Py_ssize_t[::1] in
                   const double[::1] xsq, floating[:, ::1] R, double[::1] gamma,
                   double[::1] sqn, double[::1] u, const double[::1] beta,
                   const Py_ssize_t[::1] order, int n_sampled, int batch_size, double eta,
-                  double alpha, double delta, double bound_w, double bound_u, uint64_t seed):
+                  double alpha, double delta, double bound_w, double bound_u, uint64_t seed,
+                  bint write_intent=False):
     """One pass over the rows listed in ``order``; updates R, gamma, sqn, u in place.
 
     ``W = gamma[:, None] * R`` (lazy ridge scaling). Rows are CSR (``data``, ``indices``,
     ``indptr``) or, when ``dense``, a C-ordered (N, D) array flattened into ``data``.
     ``xsq`` holds ``||x_i||^2`` (+1 with ``bias``). ``sqn`` tracks ``||r_k||^2`` and is only
     used by U-max with ``alpha > 0`` (row projection onto ``||w_k|| <= bound_w``).
+    ``write_intent`` selects write-intent prefetches of the weights (for an R larger than
+    the last-level cache); it changes the speed only, never the results.
 
     Returns
     -------
@@ -541,6 +584,11 @@ def softmax_epoch(int method, const floating[::1] data, const Py_ssize_t[::1] in
     cdef const Py_ssize_t* indices_p = &indices[0] if indices.shape[0] else NULL
     cdef const Py_ssize_t* indptr_p = &indptr[0] if indptr.shape[0] else NULL
     cdef floating* w
+    cdef floating* R0 = &R[0, 0]
+    cdef Py_ssize_t stride = R.shape[1], ahead = LOOKAHEAD * b, pnnz = 0
+    cdef const floating* pxd
+    cdef const Py_ssize_t* pxi = NULL
+    cdef Py_ssize_t* cls_ahead
     # classes of the examples in flight: the current batch and LOOKAHEAD batches after it
     cdef Py_ssize_t ring = (LOOKAHEAD + 1) * b, drawn = 0
     cdef Py_ssize_t* ringbuf = <Py_ssize_t*>malloc(ring * mm * sizeof(Py_ssize_t))
@@ -564,20 +612,20 @@ def softmax_epoch(int method, const floating[::1] data, const Py_ssize_t[::1] in
                 nb = b if N - start >= b else N - start
                 # A pipeline of prefetches in which every address was itself asked for one
                 # batch earlier: classes are drawn LOOKAHEAD batches ahead (in example order,
-                # so results do not depend on LOOKAHEAD) and their weight entries prefetched;
-                # the rows one batch further ahead; their per-example scalars one more.
+                # so results do not depend on LOOKAHEAD); their weight entries are asked for
+                # in PARTS parts while the example LOOKAHEAD batches earlier is processed
+                # (``_prefetch_part``: before and after its dots, after its coefficients and
+                # after its update); their rows one batch ahead of the draw, their
+                # per-example scalars one more.
                 while drawn < start + nb + LOOKAHEAD * b and drawn < N:
                     i = order[drawn]
                     t = (drawn % ring) * mm
                     ringbuf[t] = y[i]
                     _sample_classes(&state, K, y[i], m, &ringbuf[t + 1])
-                    nnz = _row(data_p, indices_p, indptr_p, dense, i, D, &xd, &xi)
-                    for j in range(mm):
-                        k = ringbuf[t + j]
-                        _prefetch(&R[k, 0], xi, nnz, bias, D)
-                        if ridge:
-                            SK_PREFETCH(&gamma[k])
-                            SK_PREFETCH_READ(&beta[k])
+                    if ridge:
+                        for j in range(mm):
+                            SK_PREFETCH(&gamma[ringbuf[t + j]])
+                            SK_PREFETCH_READ(&beta[ringbuf[t + j]])
                     drawn += 1
                 for e in range(drawn, drawn + b):
                     if e >= N:
@@ -597,8 +645,14 @@ def softmax_epoch(int method, const floating[::1] data, const Py_ssize_t[::1] in
                     if not dense:
                         SK_PREFETCH_READ(&indptr_p[i])
                 cls = &ringbuf[(start % ring) * mm]     # contiguous: start is a multiple of b
+                cls_ahead = &ringbuf[((start + ahead) % ring) * mm]
                 # 1) coefficients from the current weights
                 for e in range(nb):
+                    if start + e + ahead < N:
+                        pnnz = _row(data_p, indices_p, indptr_p, dense,
+                                    order[start + e + ahead], D, &pxd, &pxi)
+                        _prefetch_part(R0, stride, &cls_ahead[e * mm], mm, pxi, pnnz, bias, D,
+                                       0, write_intent)
                     i = order[start + e]
                     ex[e] = i
                     nnz = _row(data_p, indices_p, indptr_p, dense, i, D, &xd, &xi)
@@ -607,6 +661,11 @@ def softmax_epoch(int method, const floating[::1] data, const Py_ssize_t[::1] in
                         z[j] = _dot(&R[k, 0], xd, xi, nnz, bias, D)
                         if ridge:
                             z[j] *= gamma[k]
+                    if start + e + ahead < N:
+                        pnnz = _row(data_p, indices_p, indptr_p, dense,
+                                    order[start + e + ahead], D, &pxd, &pxi)
+                        _prefetch_part(R0, stride, &cls_ahead[e * mm], mm, pxi, pnnz, bias, D,
+                                       1, write_intent)
                     eta_i = eta * sample_weight[i] / nb
                     if method == IMPLICIT:
                         for j in range(mm):
@@ -630,6 +689,11 @@ def softmax_epoch(int method, const floating[::1] data, const Py_ssize_t[::1] in
                             u[i] = unew
                     if status:
                         break
+                    if start + e + ahead < N:
+                        pnnz = _row(data_p, indices_p, indptr_p, dense,
+                                    order[start + e + ahead], D, &pxd, &pxi)
+                        _prefetch_part(R0, stride, &cls_ahead[e * mm], mm, pxi, pnnz, bias, D,
+                                       2, write_intent)
                 if status:
                     break
                 # 2) proximal ridge shrink of the touched rows: w_j <- (w_j + step_j) / rho_j
@@ -659,6 +723,11 @@ def softmax_epoch(int method, const floating[::1] data, const Py_ssize_t[::1] in
                             d = _dot(w, xd, xi, nnz, bias, D)
                             sqn[k] += 2.0 * a * d + a * a * xsq[i]
                         _axpy(w, a, xd, xi, nnz, bias, D)
+                    if start + e + ahead < N:
+                        pnnz = _row(data_p, indices_p, indptr_p, dense,
+                                    order[start + e + ahead], D, &pxd, &pxi)
+                        _prefetch_part(R0, stride, &cls_ahead[e * mm], mm, pxi, pnnz, bias, D,
+                                       3, write_intent)
                 # 4) U-max row projection, and folding of tiny scales back into R
                 if ridge:
                     for t in range(nb * mm):

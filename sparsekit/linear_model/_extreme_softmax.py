@@ -7,7 +7,9 @@ this module holds only the scikit-learn plumbing.
 """
 import time
 import warnings
+from functools import lru_cache
 from numbers import Integral, Real
+from pathlib import Path
 
 import numpy as np
 import scipy.sparse as sp
@@ -31,6 +33,20 @@ EXPECTED_FAILED_CHECKS = {
     "check_sample_weight_equivalence_on_sparse_data":
         "stochastic passes: weights and repeated rows give different random paths",
 }
+
+
+@lru_cache(maxsize=1)
+def _last_level_cache_bytes():
+    """Size of the largest CPU cache as Linux reports it (sysfs), else 32 MiB."""
+    sizes = []
+    for path in Path("/sys/devices/system/cpu/cpu0/cache").glob("index*/size"):
+        text = path.read_text().strip().upper()
+        scale = {"K": 2**10, "M": 2**20, "G": 2**30}.get(text[-1:], 1)
+        try:
+            sizes.append(int(text.rstrip("KMG")) * scale)
+        except ValueError:
+            continue
+    return max(sizes) if sizes else 32 * 2**20
 
 
 def first_label(Y):
@@ -357,7 +373,8 @@ class ExtremeSoftmaxSGD(ClassifierMixin, BaseEstimator):
             METHODS[self.method], data, indices, indptr, dense, D, self._bias, y_idx,
             sample_weight, xsq, self._R, gamma, sqn, u, beta, order, m,
             self.batch_size if self.method != "implicit" else 1, eta, alpha,
-            float(self.delta), bound_w, bound_u, seed)
+            float(self.delta), bound_w, bound_u, seed,
+            write_intent=self._R.nbytes > _last_level_cache_bytes())
         self.epoch_cpu_times_.append(time.thread_time() - c0)
         self.epoch_times_.append(time.perf_counter() - t0)
         if alpha > 0:
