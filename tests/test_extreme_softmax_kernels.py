@@ -219,3 +219,20 @@ def test_prefetch_policy_never_changes_results(method, b, m, K):
         for a, c in zip(*runs):
             np.testing.assert_array_equal(a, c)
 
+
+@pytest.mark.parametrize("K,m,alpha", [(2, 1, 0.0), (3, 1, 0.0), (3, 2, 0.3), (7, 1, 0.0)])
+def test_sampling_the_true_class_matches_reference(K, m, alpha):
+    """exclude_true=False (the authors' Implicit SGD code) draws among all K classes; a draw
+    of the true class moves u and leaves W unchanged but for rounding."""
+    X, y, W, u, order = _collision_problem(K, 3 * K + m, N=20, D=5)
+    Wr, ur = ref.reference_epoch("implicit", X, y, W, u, order, 123, m, 1, 0.6, alpha, 1.0,
+                                 exclude=False)
+    for sparse in (False, True):
+        Wk, uk, status, _ = ref.kernel_epoch("implicit", X, y, W, u, order, 123, m, 1, 0.6,
+                                             alpha, 1.0, sparse=sparse, exclude_true=False)
+        assert status == 0
+        np.testing.assert_allclose(Wk, Wr, rtol=1e-8, atol=1e-9)
+        np.testing.assert_allclose(uk, ur, rtol=1e-8, atol=1e-9)
+    rng = ref.SplitMix(5)
+    draws = [ref.sample_classes(rng, K, 0, 1, exclude=False)[0] for _ in range(4000)]
+    np.testing.assert_allclose(np.bincount(draws, minlength=K) / 4000, 1 / K, atol=0.03)

@@ -97,12 +97,13 @@ cdef inline Py_ssize_t _randint(uint64_t* s, Py_ssize_t n) noexcept nogil:
     return <Py_ssize_t>(((_next(s) >> 32) * <uint64_t>n) >> 32)
 
 
-cdef void _sample_classes(uint64_t* s, Py_ssize_t K, Py_ssize_t y, int m,
+cdef void _sample_classes(uint64_t* s, Py_ssize_t K, Py_ssize_t y, int m, bint exclude,
                           Py_ssize_t* out) noexcept nogil:
-    """m distinct classes uniform from {0..K-1} minus {y} (Floyd's algorithm, O(m^2))."""
-    cdef Py_ssize_t jj, t, q, cnt = 0
+    """m distinct classes uniform from {0..K-1} minus {y} (Floyd's algorithm, O(m^2));
+    from all of {0..K-1} when not ``exclude`` (the authors' Implicit SGD code, notes §6)."""
+    cdef Py_ssize_t jj, t, q, cnt = 0, n = K - 1 if exclude else K
     cdef bint dup
-    for jj in range(K - 1 - m, K - 1):
+    for jj in range(n - m, n):
         t = _randint(s, jj + 1)
         dup = False
         for q in range(cnt):
@@ -111,6 +112,8 @@ cdef void _sample_classes(uint64_t* s, Py_ssize_t K, Py_ssize_t y, int m,
                 break
         out[cnt] = jj if dup else t
         cnt += 1
+    if not exclude:
+        return
     for q in range(m):
         if out[q] >= y:
             out[q] += 1
@@ -552,7 +555,7 @@ def softmax_epoch(int method, const floating[::1] data, const Py_ssize_t[::1] in
                   double[::1] sqn, double[::1] u, const double[::1] beta,
                   const Py_ssize_t[::1] order, int n_sampled, int batch_size, double eta,
                   double alpha, double delta, double bound_w, double bound_u, uint64_t seed,
-                  bint write_intent=False):
+                  bint write_intent=False, bint exclude_true=True):
     """One pass over the rows listed in ``order``; updates R, gamma, sqn, u in place.
 
     ``W = gamma[:, None] * R`` (lazy ridge scaling). Rows are CSR (``data``, ``indices``,
@@ -560,7 +563,10 @@ def softmax_epoch(int method, const floating[::1] data, const Py_ssize_t[::1] in
     ``xsq`` holds ``||x_i||^2`` (+1 with ``bias``). ``sqn`` tracks ``||r_k||^2`` and is only
     used by U-max with ``alpha > 0`` (row projection onto ``||w_k|| <= bound_w``).
     ``write_intent`` selects write-intent prefetches of the weights (for an R larger than
-    the last-level cache); it changes the speed only, never the results.
+    the last-level cache); it changes the speed only, never the results. With
+    ``exclude_true=False`` the classes are drawn among all K (the true class too, weight
+    still (K-1)/m), as the authors' Implicit SGD code did (notes §6); a draw of the true
+    class then moves u only.
 
     Returns
     -------
@@ -621,7 +627,7 @@ def softmax_epoch(int method, const floating[::1] data, const Py_ssize_t[::1] in
                     i = order[drawn]
                     t = (drawn % ring) * mm
                     ringbuf[t] = y[i]
-                    _sample_classes(&state, K, y[i], m, &ringbuf[t + 1])
+                    _sample_classes(&state, K, y[i], m, exclude_true, &ringbuf[t + 1])
                     if ridge:
                         for j in range(mm):
                             SK_PREFETCH(&gamma[ringbuf[t + j]])
@@ -787,7 +793,7 @@ def sampled_gradient(int method, const double[:, ::1] X, const Py_ssize_t[::1] y
         for r in range(n_draws):
             i = _randint(&state, N)
             T[0] = y[i]
-            _sample_classes(&state, K, y[i], m, &T[1])
+            _sample_classes(&state, K, y[i], m, True, &T[1])
             for j in range(mm):
                 z[j] = 0.0
                 for p in range(D):
