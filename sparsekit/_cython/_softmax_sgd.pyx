@@ -44,7 +44,6 @@ cdef extern from *:
     #if defined(__GNUC__) || defined(__clang__)
     #define SK_PREFETCH(p) __builtin_prefetch((const void*)(p), 1, 3)
     #define SK_PREFETCH_READ(p) __builtin_prefetch((const void*)(p), 0, 3)
-    #define SK_PREFETCH_T2(p) __builtin_prefetch((const void*)(p), 1, 1)
     #if defined(__x86_64__) || defined(__i386__)
     /* PREFETCHW: the line in exclusive state (a NOP on x86 CPUs without it) */
     #define SK_PREFETCH_W(p) __asm__ volatile("prefetchw (%0)" :: "r"((const void*)(p)))
@@ -54,13 +53,11 @@ cdef extern from *:
     #else
     #define SK_PREFETCH(p) ((void)(p))
     #define SK_PREFETCH_READ(p) ((void)(p))
-    #define SK_PREFETCH_T2(p) ((void)(p))
     #define SK_PREFETCH_W(p) ((void)(p))
     #endif
     """
     void SK_PREFETCH(const void* p) noexcept nogil
     void SK_PREFETCH_READ(const void* p) noexcept nogil
-    void SK_PREFETCH_T2(const void* p) noexcept nogil
     void SK_PREFETCH_W(const void* p) noexcept nogil
 
 cdef enum:
@@ -166,18 +163,42 @@ cdef inline void _axpy(floating* w, double a, const floating* xd, const Py_ssize
         w[D] += af
 
 
+cdef inline void _prefetch_rows(floating* R, Py_ssize_t stride, const Py_ssize_t* cls,
+                                int mm, const Py_ssize_t* xi, Py_ssize_t nnz, bint bias,
+                                Py_ssize_t D) noexcept nogil:
+    """Ask at once for the weight entries a later step will touch (x's features, NULL
+    ``xi``: every line of a dense row, and the bias entry) in the rows of classes
+    ``cls[0..mm-1]``: the pipeline for weights that fit in the last-level cache."""
+    cdef Py_ssize_t step = 64 // sizeof(floating)
+    cdef Py_ssize_t j, p
+    cdef floating* w
+    for j in range(mm):
+        w = R + cls[j] * stride
+        if xi == NULL:
+            p = 0
+            while p < nnz:
+                SK_PREFETCH(w + p)
+                p += step
+        else:
+            for p in range(nnz):
+                SK_PREFETCH(w + xi[p])
+        if bias:
+            SK_PREFETCH(w + D)
+
+
 cdef inline void _prefetch_part(floating* R, Py_ssize_t stride, const Py_ssize_t* cls,
                                 int mm, const Py_ssize_t* xi, Py_ssize_t nnz, bint bias,
-                                Py_ssize_t D, int part, bint write) noexcept nogil:
+                                Py_ssize_t D, int part) noexcept nogil:
     """Ask for part ``part`` (of PARTS) of the weight entries a later step will touch:
     the features of x (``xi``, NULL for a dense row: its cache lines) and the bias entry in
     the rows of classes ``cls[0..mm-1]``, taken row after row.
 
-    The step's requests are spread over PARTS points of an earlier step, and with ``write``
-    (a weight matrix larger than the last-level cache) made as write-intent prefetches,
-    which this machine issues in program order: a burst of ~2 nnz(x) DRAM lines, or
-    prefetches run ahead out of order, left the later step waiting for lines it had asked
-    for (doc/benchmarks.md, extreme_softmax section 2). Results do not depend on it.
+    For a weight matrix larger than the last-level cache: the step's requests are spread
+    over PARTS points of an earlier step and made as write-intent prefetches, which this
+    machine issues in program order; a burst of ~2 nnz(x) DRAM lines,
+    or plain prefetches run ahead out of order, left the later step waiting for lines it
+    had asked for (doc/benchmarks.md, extreme_softmax section 2). Results do not depend
+    on it.
     """
     cdef Py_ssize_t step = 64 // sizeof(floating)
     cdef Py_ssize_t n = ((nnz + step - 1) // step if xi == NULL else nnz) + bias
@@ -193,19 +214,11 @@ cdef inline void _prefetch_part(floating* R, Py_ssize_t stride, const Py_ssize_t
         end = n if hi - lo >= n - p else p + (hi - lo)
         lo += end - p
         q = end if end < n - bias else n - bias     # feature units; then the bias entry
-        if write:
-            while p < q:
-                SK_PREFETCH_W(w + (xi[p] if xi != NULL else step * p))
-                p += 1
-        else:
-            while p < q:
-                SK_PREFETCH_T2(w + (xi[p] if xi != NULL else step * p))
-                p += 1
+        while p < q:
+            SK_PREFETCH_W(w + (xi[p] if xi != NULL else step * p))
+            p += 1
         if p < end:
-            if write:
-                SK_PREFETCH_W(w + D)
-            else:
-                SK_PREFETCH_T2(w + D)
+            SK_PREFETCH_W(w + D)
         j += 1
         p = 0
 
@@ -562,8 +575,9 @@ def softmax_epoch(int method, const floating[::1] data, const Py_ssize_t[::1] in
     ``indptr``) or, when ``dense``, a C-ordered (N, D) array flattened into ``data``.
     ``xsq`` holds ``||x_i||^2`` (+1 with ``bias``). ``sqn`` tracks ``||r_k||^2`` and is only
     used by U-max with ``alpha > 0`` (row projection onto ``||w_k|| <= bound_w``).
-    ``write_intent`` selects write-intent prefetches of the weights (for an R larger than
-    the last-level cache); it changes the speed only, never the results. With
+    ``write_intent`` (for an R larger than the last-level cache) spreads the weight
+    prefetches over the step two ahead as write-intent prefetches instead of asking for
+    them at the draw; it changes the speed only, never the results. With
     ``exclude_true=False`` the classes are drawn among all K (the true class too, weight
     still (K-1)/m), as the authors' Implicit SGD code did (notes §6); a draw of the true
     class then moves u only.
@@ -619,15 +633,19 @@ def softmax_epoch(int method, const floating[::1] data, const Py_ssize_t[::1] in
                 # A pipeline of prefetches in which every address was itself asked for one
                 # batch earlier: classes are drawn LOOKAHEAD batches ahead (in example order,
                 # so results do not depend on LOOKAHEAD); their weight entries are asked for
-                # in PARTS parts while the example LOOKAHEAD batches earlier is processed
-                # (``_prefetch_part``: before and after its dots, after its coefficients and
-                # after its update); their rows one batch ahead of the draw, their
-                # per-example scalars one more.
+                # at the draw (``_prefetch_rows``) or, for weights larger than the last-level
+                # cache (``write_intent``), in PARTS parts while the example LOOKAHEAD batches
+                # earlier is processed (``_prefetch_part``: before and after its dots, after
+                # its coefficients, after its update); their rows one batch ahead of the
+                # draw, their per-example scalars one more.
                 while drawn < start + nb + LOOKAHEAD * b and drawn < N:
                     i = order[drawn]
                     t = (drawn % ring) * mm
                     ringbuf[t] = y[i]
                     _sample_classes(&state, K, y[i], m, exclude_true, &ringbuf[t + 1])
+                    if not write_intent:
+                        nnz = _row(data_p, indices_p, indptr_p, dense, i, D, &xd, &xi)
+                        _prefetch_rows(R0, stride, &ringbuf[t], mm, xi, nnz, bias, D)
                     if ridge:
                         for j in range(mm):
                             SK_PREFETCH(&gamma[ringbuf[t + j]])
@@ -654,11 +672,11 @@ def softmax_epoch(int method, const floating[::1] data, const Py_ssize_t[::1] in
                 cls_ahead = &ringbuf[((start + ahead) % ring) * mm]
                 # 1) coefficients from the current weights
                 for e in range(nb):
-                    if start + e + ahead < N:
+                    if write_intent and start + e + ahead < N:
                         pnnz = _row(data_p, indices_p, indptr_p, dense,
                                     order[start + e + ahead], D, &pxd, &pxi)
                         _prefetch_part(R0, stride, &cls_ahead[e * mm], mm, pxi, pnnz, bias, D,
-                                       0, write_intent)
+                                       0)
                     i = order[start + e]
                     ex[e] = i
                     nnz = _row(data_p, indices_p, indptr_p, dense, i, D, &xd, &xi)
@@ -667,11 +685,11 @@ def softmax_epoch(int method, const floating[::1] data, const Py_ssize_t[::1] in
                         z[j] = _dot(&R[k, 0], xd, xi, nnz, bias, D)
                         if ridge:
                             z[j] *= gamma[k]
-                    if start + e + ahead < N:
+                    if write_intent and start + e + ahead < N:
                         pnnz = _row(data_p, indices_p, indptr_p, dense,
                                     order[start + e + ahead], D, &pxd, &pxi)
                         _prefetch_part(R0, stride, &cls_ahead[e * mm], mm, pxi, pnnz, bias, D,
-                                       1, write_intent)
+                                       1)
                     eta_i = eta * sample_weight[i] / nb
                     if method == IMPLICIT:
                         for j in range(mm):
@@ -695,11 +713,11 @@ def softmax_epoch(int method, const floating[::1] data, const Py_ssize_t[::1] in
                             u[i] = unew
                     if status:
                         break
-                    if start + e + ahead < N:
+                    if write_intent and start + e + ahead < N:
                         pnnz = _row(data_p, indices_p, indptr_p, dense,
                                     order[start + e + ahead], D, &pxd, &pxi)
                         _prefetch_part(R0, stride, &cls_ahead[e * mm], mm, pxi, pnnz, bias, D,
-                                       2, write_intent)
+                                       2)
                 if status:
                     break
                 # 2) proximal ridge shrink of the touched rows: w_j <- (w_j + step_j) / rho_j
@@ -729,11 +747,11 @@ def softmax_epoch(int method, const floating[::1] data, const Py_ssize_t[::1] in
                             d = _dot(w, xd, xi, nnz, bias, D)
                             sqn[k] += 2.0 * a * d + a * a * xsq[i]
                         _axpy(w, a, xd, xi, nnz, bias, D)
-                    if start + e + ahead < N:
+                    if write_intent and start + e + ahead < N:
                         pnnz = _row(data_p, indices_p, indptr_p, dense,
                                     order[start + e + ahead], D, &pxd, &pxi)
                         _prefetch_part(R0, stride, &cls_ahead[e * mm], mm, pxi, pnnz, bias, D,
-                                       3, write_intent)
+                                       3)
                 # 4) U-max row projection, and folding of tiny scales back into R
                 if ridge:
                     for t in range(nb * mm):
