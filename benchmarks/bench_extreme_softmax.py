@@ -318,8 +318,10 @@ def _m1check_summary(m1):
 
     def picked(name, config):
         row = sets[name][config]
-        g = min(row, key=lambda e: row[e]["tune_full"])
-        return f"eta0 {float(g):g} → {cmp(row[g]['full'], name)}"
+        g, g2 = sorted(row, key=lambda e: row[e]["tune_full"])[:2]
+        return (f"eta0 {float(g):g} → {cmp(row[g]['full'], name)} (tuning scores "
+                f"{row[g]['tune_full']:.3f} there, {row[g2]['tune_full']:.3f} at the "
+                f"runner-up eta0 {float(g2):g}, whose full-data NLL is {row[g2]['full']:.3f})")
 
     def line(key):
         return "; ".join(f"{n} {cmp(best(n, key), n)}" for n in sets)
