@@ -33,13 +33,15 @@ class SplitMix:
         return ((self.next() >> 32) * n) >> 32
 
 
-def sample_classes(rng, K, y, m):
-    """Floyd's m distinct draws from {0..K-2}, then skip y (same as the C sampler)."""
+def sample_classes(rng, K, y, m, exclude=True):
+    """Floyd's m distinct draws from {0..K-2}, then skip y (same as the C sampler); from
+    {0..K-1}, y not skipped, when not ``exclude``."""
     out = []
-    for jj in range(K - 1 - m, K - 1):
+    n = K - 1 if exclude else K
+    for jj in range(n - m, n):
         t = rng.randint(jj + 1)
         out.append(jj if t in out else t)
-    return [k + 1 if k >= y else k for k in out]
+    return [k + 1 if k >= y and exclude else k for k in out]
 
 
 def prox_problem(x, wt, u0, eta_data, eta, alpha, beta, c):
@@ -126,7 +128,7 @@ def _explicit_coef(method, z, u, c, delta):
 
 
 def reference_epoch(method, X, y, W, u, order, seed, m, batch_size, eta, alpha, delta,
-                    sample_weight=None):
+                    sample_weight=None, exclude=True):
     """One pass of ``method`` on dense X (bias folded into X by the caller).
 
     Returns the new (W, u); W is (K, D) with the ridge shrink w <- (w + step)/rho, the U-max
@@ -149,7 +151,7 @@ def reference_epoch(method, X, y, W, u, order, seed, m, batch_size, eta, alpha, 
         nb = len(batch)
         touched, steps = [], []
         for i in batch:
-            T = [y[i]] + sample_classes(rng, K, y[i], m)
+            T = [y[i]] + sample_classes(rng, K, y[i], m, exclude)
             x = X[i]
             z = W[T] @ x
             eta_i = eta * sw[i] / nb
@@ -199,7 +201,7 @@ def bouchard_optimal_a(scores):
 
 
 def kernel_epoch(method, X, y, W, u, order, seed, m, batch_size, eta, alpha, delta,
-                 sample_weight=None, sparse=False, dtype=np.float64):
+                 sample_weight=None, sparse=False, dtype=np.float64, **options):
     """Run the Cython ``softmax_epoch`` on the same inputs as ``reference_epoch``."""
     import scipy.sparse as sp
 
@@ -228,5 +230,5 @@ def kernel_epoch(method, X, y, W, u, order, seed, m, batch_size, eta, alpha, del
     status, resets = softmax_epoch(
         METHODS[method], data, ind, ptr, dense, D, False, np.asarray(y, dtype=np.intp), sw,
         xsq, R, gamma, sqn, u, beta, np.asarray(order, dtype=np.intp), m, batch_size, eta,
-        alpha, delta, bound_w, bound_u, seed)
+        alpha, delta, bound_w, bound_u, seed, **options)
     return gamma[:, None] * R.astype(np.float64), u, status, resets

@@ -226,3 +226,12 @@ def test_sample_weight_zero_rows_are_ignored(data):
     assert a.loss_curve_[-1] < a.loss_curve_[0]
     assert np.all(a.u_[::2] == np.log(8))                # zero weight: u never moves
     assert not np.allclose(a.coef_, b.coef_)
+
+
+def test_sample_true_class_is_for_implicit_only(data):
+    X, y = data
+    est = ExtremeSoftmaxSGD("implicit", sample_true_class=True, n_epochs=3, random_state=0,
+                            eval_every=3).fit(X, y)
+    assert est.loss_curve_[-1] < est.loss_curve_[0]
+    with pytest.raises(ValueError, match="sample_true_class"):
+        ExtremeSoftmaxSGD("umax", sample_true_class=True).fit(X, y)

@@ -1,5 +1,6 @@
 """ExtremeSoftmaxSGD kernels: reference epochs, unbiasedness, U-max reset (notes §1.3-1.6)."""
 import numpy as np
+import scipy.sparse as sp
 import pytest
 
 import _softmax_reference as ref
@@ -163,3 +164,75 @@ def test_class_sampler_is_uniform_and_excludes_truth():
         counts[s] += 1
     freq = np.delete(counts, 4) / counts.sum()
     assert np.abs(freq - 1 / 8).max() < 0.01
+
+
+def _collision_problem(K, seed, N=40, D=9, bias=False):
+    """Few classes (every step's rows collide with the next steps'), empty and dense rows."""
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(N, D)) * (rng.random((N, D)) < 0.5)
+    X[[1, 7]] = 0.0
+    X[5] = rng.normal(size=D)
+    y = rng.integers(0, K, size=N)
+    y[:K] = np.arange(K)
+    W = rng.normal(scale=0.3, size=(K, D + bias))
+    u = rng.uniform(0.0, 2.0, size=N)
+    return X, y, W, u, rng.permutation(N)
+
+
+def _raw_epoch(method, X, y, W, u, order, m, b, alpha, bias, dtype, dense, **options):
+    """softmax_epoch on (X, 1) rows for ``bias``; returns R, gamma, sqn, u, status."""
+    from sparsekit._cython._softmax_sgd import softmax_epoch
+    N, D = X.shape
+    K = W.shape[0]
+    counts = np.bincount(y, minlength=K) / N
+    beta = 1.0 / (counts + (1 - counts) * m / (K - 1))
+    xsq = (X**2).sum(1) + bias
+    bw = np.sqrt(2 * np.log(K) / alpha) if alpha > 0 else np.inf
+    bu = np.logaddexp(0.0, np.log(K - 1) + 2 * np.sqrt(xsq.max()) * bw) if alpha > 0 else np.inf
+    R = np.array(W, dtype=dtype)
+    gamma, sqn, u = np.ones(K), (R.astype(np.float64) ** 2).sum(1), u.copy()
+    if dense:
+        data, ind, ptr = np.ascontiguousarray(X, dtype=dtype).ravel(), np.zeros(1, np.intp), \
+            np.zeros(1, np.intp)
+    else:
+        Xs = sp.csr_matrix(X.astype(dtype))
+        data, ind, ptr = Xs.data, Xs.indices.astype(np.intp), Xs.indptr.astype(np.intp)
+    status, _ = softmax_epoch(METHODS[method], data, ind, ptr, dense, D, bias,
+                              y.astype(np.intp), np.ones(N), xsq, R, gamma, sqn, u, beta,
+                              order.astype(np.intp), m, b, 0.05 if method == "sgd" else 0.4,
+                              alpha, 1.0, bw, bu, 11, **options)
+    return R, gamma, sqn, u, status
+
+
+@pytest.mark.parametrize("method,b,m", [("implicit", 1, 1), ("implicit", 1, 2), ("umax", 1, 1),
+                                        ("ove", 3, 2), ("nce", 4, 1)])
+@pytest.mark.parametrize("K", [2, 3, 40])
+def test_prefetch_policy_never_changes_results(method, b, m, K):
+    """Write-intent or plain prefetches (chosen by the size of R) ask for lines, nothing else:
+    bitwise-identical epochs, also when every step's classes collide with the next ones'."""
+    m = min(m, K - 1)
+    for bias, dtype, dense, alpha in [(False, np.float64, False, 0.0), (True, np.float32, True, 0.3),
+                                      (True, np.float64, False, 0.3), (False, np.float32, True, 0.0)]:
+        X, y, W, u, order = _collision_problem(K, K + b, bias=bias)
+        runs = [_raw_epoch(method, X, y, W, u, order, m, b, alpha, bias, dtype, dense,
+                           write_intent=wi) for wi in (False, True)]
+        for a, c in zip(*runs):
+            np.testing.assert_array_equal(a, c)
+
+
+@pytest.mark.parametrize("K,m,alpha", [(2, 1, 0.0), (3, 1, 0.0), (3, 2, 0.3), (7, 1, 0.0)])
+def test_sampling_the_true_class_matches_reference(K, m, alpha):
+    """exclude_true=False (the authors' Implicit SGD code) draws among all K classes; a draw
+    of the true class moves u and leaves W unchanged but for rounding."""
+    X, y, W, u, order = _collision_problem(K, 3 * K + m, N=20, D=5)
+    Wr, ur = ref.reference_epoch("implicit", X, y, W, u, order, 123, m, 1, 0.6, alpha, 1.0,
+                                 exclude=False)
+    for sparse in (False, True):
+        Wk, uk, status, _ = ref.kernel_epoch("implicit", X, y, W, u, order, 123, m, 1, 0.6,
+                                             alpha, 1.0, sparse=sparse, exclude_true=False)
+        assert status == 0
+        np.testing.assert_allclose(Wk, Wr, rtol=1e-8, atol=1e-9)
+        np.testing.assert_allclose(uk, ur, rtol=1e-8, atol=1e-9)
+    rng = ref.SplitMix(5)
+    draws = [ref.sample_classes(rng, K, 0, 1, exclude=False)[0] for _ in range(4000)]
+    np.testing.assert_allclose(np.bincount(draws, minlength=K) / 4000, 1 / K, atol=0.03)

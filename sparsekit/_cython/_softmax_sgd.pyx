@@ -44,16 +44,25 @@ cdef extern from *:
     #if defined(__GNUC__) || defined(__clang__)
     #define SK_PREFETCH(p) __builtin_prefetch((const void*)(p), 1, 3)
     #define SK_PREFETCH_READ(p) __builtin_prefetch((const void*)(p), 0, 3)
+    #if defined(__x86_64__) || defined(__i386__)
+    /* PREFETCHW: the line in exclusive state (a NOP on x86 CPUs without it) */
+    #define SK_PREFETCH_W(p) __asm__ volatile("prefetchw (%0)" :: "r"((const void*)(p)))
+    #else
+    #define SK_PREFETCH_W(p) __builtin_prefetch((const void*)(p), 1, 3)
+    #endif
     #else
     #define SK_PREFETCH(p) ((void)(p))
     #define SK_PREFETCH_READ(p) ((void)(p))
+    #define SK_PREFETCH_W(p) ((void)(p))
     #endif
     """
     void SK_PREFETCH(const void* p) noexcept nogil
     void SK_PREFETCH_READ(const void* p) noexcept nogil
+    void SK_PREFETCH_W(const void* p) noexcept nogil
 
 cdef enum:
     LOOKAHEAD = 2       # batches between drawing a step's classes and running it
+    PARTS = 4           # points of a step at which a later step's weights are asked for
 
 cdef enum:
     IMPLICIT = 0
@@ -85,12 +94,13 @@ cdef inline Py_ssize_t _randint(uint64_t* s, Py_ssize_t n) noexcept nogil:
     return <Py_ssize_t>(((_next(s) >> 32) * <uint64_t>n) >> 32)
 
 
-cdef void _sample_classes(uint64_t* s, Py_ssize_t K, Py_ssize_t y, int m,
+cdef void _sample_classes(uint64_t* s, Py_ssize_t K, Py_ssize_t y, int m, bint exclude,
                           Py_ssize_t* out) noexcept nogil:
-    """m distinct classes uniform from {0..K-1} minus {y} (Floyd's algorithm, O(m^2))."""
-    cdef Py_ssize_t jj, t, q, cnt = 0
+    """m distinct classes uniform from {0..K-1} minus {y} (Floyd's algorithm, O(m^2));
+    from all of {0..K-1} when not ``exclude`` (the authors' Implicit SGD code, notes §6)."""
+    cdef Py_ssize_t jj, t, q, cnt = 0, n = K - 1 if exclude else K
     cdef bint dup
-    for jj in range(K - 1 - m, K - 1):
+    for jj in range(n - m, n):
         t = _randint(s, jj + 1)
         dup = False
         for q in range(cnt):
@@ -99,6 +109,8 @@ cdef void _sample_classes(uint64_t* s, Py_ssize_t K, Py_ssize_t y, int m,
                 break
         out[cnt] = jj if dup else t
         cnt += 1
+    if not exclude:
+        return
     for q in range(m):
         if out[q] >= y:
             out[q] += 1
@@ -151,20 +163,64 @@ cdef inline void _axpy(floating* w, double a, const floating* xd, const Py_ssize
         w[D] += af
 
 
-cdef inline void _prefetch(const floating* w, const Py_ssize_t* xi, Py_ssize_t nnz,
-                           bint bias, Py_ssize_t D) noexcept nogil:
-    """Ask for the weights a later step will read, so that K x D weight matrices far
-    larger than the caches cost no more per step than small ones (one line per feature
-    for a sparse row, every line for a dense one)."""
-    cdef Py_ssize_t p
-    if xi == NULL:
-        for p in range(0, nnz, 8):
-            SK_PREFETCH(&w[p])
-    else:
-        for p in range(nnz):
-            SK_PREFETCH(&w[xi[p]])
-    if bias:
-        SK_PREFETCH(&w[D])
+cdef inline void _prefetch_rows(floating* R, Py_ssize_t stride, const Py_ssize_t* cls,
+                                int mm, const Py_ssize_t* xi, Py_ssize_t nnz, bint bias,
+                                Py_ssize_t D) noexcept nogil:
+    """Ask at once for the weight entries a later step will touch (x's features, NULL
+    ``xi``: every line of a dense row, and the bias entry) in the rows of classes
+    ``cls[0..mm-1]``: the pipeline for weights that fit in the last-level cache."""
+    cdef Py_ssize_t step = 64 // sizeof(floating)
+    cdef Py_ssize_t j, p
+    cdef floating* w
+    for j in range(mm):
+        w = R + cls[j] * stride
+        if xi == NULL:
+            p = 0
+            while p < nnz:
+                SK_PREFETCH(w + p)
+                p += step
+        else:
+            for p in range(nnz):
+                SK_PREFETCH(w + xi[p])
+        if bias:
+            SK_PREFETCH(w + D)
+
+
+cdef inline void _prefetch_part(floating* R, Py_ssize_t stride, const Py_ssize_t* cls,
+                                int mm, const Py_ssize_t* xi, Py_ssize_t nnz, bint bias,
+                                Py_ssize_t D, int part) noexcept nogil:
+    """Ask for part ``part`` (of PARTS) of the weight entries a later step will touch:
+    the features of x (``xi``, NULL for a dense row: its cache lines) and the bias entry in
+    the rows of classes ``cls[0..mm-1]``, taken row after row.
+
+    For a weight matrix larger than the last-level cache: the step's requests are spread
+    over PARTS points of an earlier step and made as write-intent prefetches, which this
+    machine issues in program order; a burst of ~2 nnz(x) DRAM lines,
+    or plain prefetches run ahead out of order, left the later step waiting for lines it
+    had asked for (doc/benchmarks.md, extreme_softmax section 2). Results do not depend
+    on it.
+    """
+    cdef Py_ssize_t step = 64 // sizeof(floating)
+    cdef Py_ssize_t n = ((nnz + step - 1) // step if xi == NULL else nnz) + bias
+    cdef Py_ssize_t lo = part * mm * n // PARTS, hi = (part + 1) * mm * n // PARTS
+    cdef Py_ssize_t j, p, q, end
+    cdef floating* w
+    if n == 0:
+        return
+    j = lo // n
+    p = lo - j * n
+    while lo < hi:
+        w = R + cls[j] * stride
+        end = n if hi - lo >= n - p else p + (hi - lo)
+        lo += end - p
+        q = end if end < n - bias else n - bias     # feature units; then the bias entry
+        while p < q:
+            SK_PREFETCH_W(w + (xi[p] if xi != NULL else step * p))
+            p += 1
+        if p < end:
+            SK_PREFETCH_W(w + D)
+        j += 1
+        p = 0
 
 
 cdef inline void _prefetch_span(const void* p, Py_ssize_t nbytes) noexcept nogil:
@@ -511,13 +567,20 @@ def softmax_epoch(int method, const floating[::1] data, const Py_ssize_t[::1] in
                   const double[::1] xsq, floating[:, ::1] R, double[::1] gamma,
                   double[::1] sqn, double[::1] u, const double[::1] beta,
                   const Py_ssize_t[::1] order, int n_sampled, int batch_size, double eta,
-                  double alpha, double delta, double bound_w, double bound_u, uint64_t seed):
+                  double alpha, double delta, double bound_w, double bound_u, uint64_t seed,
+                  bint write_intent=False, bint exclude_true=True):
     """One pass over the rows listed in ``order``; updates R, gamma, sqn, u in place.
 
     ``W = gamma[:, None] * R`` (lazy ridge scaling). Rows are CSR (``data``, ``indices``,
     ``indptr``) or, when ``dense``, a C-ordered (N, D) array flattened into ``data``.
     ``xsq`` holds ``||x_i||^2`` (+1 with ``bias``). ``sqn`` tracks ``||r_k||^2`` and is only
     used by U-max with ``alpha > 0`` (row projection onto ``||w_k|| <= bound_w``).
+    ``write_intent`` (for an R larger than the last-level cache) spreads the weight
+    prefetches over the step two ahead as write-intent prefetches instead of asking for
+    them at the draw; it changes the speed only, never the results. With
+    ``exclude_true=False`` the classes are drawn among all K (the true class too, weight
+    still (K-1)/m), as the authors' Implicit SGD code did (notes §6); a draw of the true
+    class then moves u only.
 
     Returns
     -------
@@ -541,6 +604,11 @@ def softmax_epoch(int method, const floating[::1] data, const Py_ssize_t[::1] in
     cdef const Py_ssize_t* indices_p = &indices[0] if indices.shape[0] else NULL
     cdef const Py_ssize_t* indptr_p = &indptr[0] if indptr.shape[0] else NULL
     cdef floating* w
+    cdef floating* R0 = &R[0, 0]
+    cdef Py_ssize_t stride = R.shape[1], ahead = LOOKAHEAD * b, pnnz = 0
+    cdef const floating* pxd
+    cdef const Py_ssize_t* pxi = NULL
+    cdef Py_ssize_t* cls_ahead
     # classes of the examples in flight: the current batch and LOOKAHEAD batches after it
     cdef Py_ssize_t ring = (LOOKAHEAD + 1) * b, drawn = 0
     cdef Py_ssize_t* ringbuf = <Py_ssize_t*>malloc(ring * mm * sizeof(Py_ssize_t))
@@ -564,20 +632,24 @@ def softmax_epoch(int method, const floating[::1] data, const Py_ssize_t[::1] in
                 nb = b if N - start >= b else N - start
                 # A pipeline of prefetches in which every address was itself asked for one
                 # batch earlier: classes are drawn LOOKAHEAD batches ahead (in example order,
-                # so results do not depend on LOOKAHEAD) and their weight entries prefetched;
-                # the rows one batch further ahead; their per-example scalars one more.
+                # so results do not depend on LOOKAHEAD); their weight entries are asked for
+                # at the draw (``_prefetch_rows``) or, for weights larger than the last-level
+                # cache (``write_intent``), in PARTS parts while the example LOOKAHEAD batches
+                # earlier is processed (``_prefetch_part``: before and after its dots, after
+                # its coefficients, after its update); their rows one batch ahead of the
+                # draw, their per-example scalars one more.
                 while drawn < start + nb + LOOKAHEAD * b and drawn < N:
                     i = order[drawn]
                     t = (drawn % ring) * mm
                     ringbuf[t] = y[i]
-                    _sample_classes(&state, K, y[i], m, &ringbuf[t + 1])
-                    nnz = _row(data_p, indices_p, indptr_p, dense, i, D, &xd, &xi)
-                    for j in range(mm):
-                        k = ringbuf[t + j]
-                        _prefetch(&R[k, 0], xi, nnz, bias, D)
-                        if ridge:
-                            SK_PREFETCH(&gamma[k])
-                            SK_PREFETCH_READ(&beta[k])
+                    _sample_classes(&state, K, y[i], m, exclude_true, &ringbuf[t + 1])
+                    if not write_intent:
+                        nnz = _row(data_p, indices_p, indptr_p, dense, i, D, &xd, &xi)
+                        _prefetch_rows(R0, stride, &ringbuf[t], mm, xi, nnz, bias, D)
+                    if ridge:
+                        for j in range(mm):
+                            SK_PREFETCH(&gamma[ringbuf[t + j]])
+                            SK_PREFETCH_READ(&beta[ringbuf[t + j]])
                     drawn += 1
                 for e in range(drawn, drawn + b):
                     if e >= N:
@@ -597,8 +669,14 @@ def softmax_epoch(int method, const floating[::1] data, const Py_ssize_t[::1] in
                     if not dense:
                         SK_PREFETCH_READ(&indptr_p[i])
                 cls = &ringbuf[(start % ring) * mm]     # contiguous: start is a multiple of b
+                cls_ahead = &ringbuf[((start + ahead) % ring) * mm]
                 # 1) coefficients from the current weights
                 for e in range(nb):
+                    if write_intent and start + e + ahead < N:
+                        pnnz = _row(data_p, indices_p, indptr_p, dense,
+                                    order[start + e + ahead], D, &pxd, &pxi)
+                        _prefetch_part(R0, stride, &cls_ahead[e * mm], mm, pxi, pnnz, bias, D,
+                                       0)
                     i = order[start + e]
                     ex[e] = i
                     nnz = _row(data_p, indices_p, indptr_p, dense, i, D, &xd, &xi)
@@ -607,6 +685,11 @@ def softmax_epoch(int method, const floating[::1] data, const Py_ssize_t[::1] in
                         z[j] = _dot(&R[k, 0], xd, xi, nnz, bias, D)
                         if ridge:
                             z[j] *= gamma[k]
+                    if write_intent and start + e + ahead < N:
+                        pnnz = _row(data_p, indices_p, indptr_p, dense,
+                                    order[start + e + ahead], D, &pxd, &pxi)
+                        _prefetch_part(R0, stride, &cls_ahead[e * mm], mm, pxi, pnnz, bias, D,
+                                       1)
                     eta_i = eta * sample_weight[i] / nb
                     if method == IMPLICIT:
                         for j in range(mm):
@@ -630,6 +713,11 @@ def softmax_epoch(int method, const floating[::1] data, const Py_ssize_t[::1] in
                             u[i] = unew
                     if status:
                         break
+                    if write_intent and start + e + ahead < N:
+                        pnnz = _row(data_p, indices_p, indptr_p, dense,
+                                    order[start + e + ahead], D, &pxd, &pxi)
+                        _prefetch_part(R0, stride, &cls_ahead[e * mm], mm, pxi, pnnz, bias, D,
+                                       2)
                 if status:
                     break
                 # 2) proximal ridge shrink of the touched rows: w_j <- (w_j + step_j) / rho_j
@@ -659,6 +747,11 @@ def softmax_epoch(int method, const floating[::1] data, const Py_ssize_t[::1] in
                             d = _dot(w, xd, xi, nnz, bias, D)
                             sqn[k] += 2.0 * a * d + a * a * xsq[i]
                         _axpy(w, a, xd, xi, nnz, bias, D)
+                    if write_intent and start + e + ahead < N:
+                        pnnz = _row(data_p, indices_p, indptr_p, dense,
+                                    order[start + e + ahead], D, &pxd, &pxi)
+                        _prefetch_part(R0, stride, &cls_ahead[e * mm], mm, pxi, pnnz, bias, D,
+                                       3)
                 # 4) U-max row projection, and folding of tiny scales back into R
                 if ridge:
                     for t in range(nb * mm):
@@ -718,7 +811,7 @@ def sampled_gradient(int method, const double[:, ::1] X, const Py_ssize_t[::1] y
         for r in range(n_draws):
             i = _randint(&state, N)
             T[0] = y[i]
-            _sample_classes(&state, K, y[i], m, &T[1])
+            _sample_classes(&state, K, y[i], m, True, &T[1])
             for j in range(mm):
                 z[j] = 0.0
                 for p in range(D):

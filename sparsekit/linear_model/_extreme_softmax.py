@@ -7,7 +7,9 @@ this module holds only the scikit-learn plumbing.
 """
 import time
 import warnings
+from functools import lru_cache
 from numbers import Integral, Real
+from pathlib import Path
 
 import numpy as np
 import scipy.sparse as sp
@@ -31,6 +33,20 @@ EXPECTED_FAILED_CHECKS = {
     "check_sample_weight_equivalence_on_sparse_data":
         "stochastic passes: weights and repeated rows give different random paths",
 }
+
+
+@lru_cache(maxsize=1)
+def _last_level_cache_bytes():
+    """Size of the largest CPU cache as Linux reports it (sysfs), else 32 MiB."""
+    sizes = []
+    for path in Path("/sys/devices/system/cpu/cpu0/cache").glob("index*/size"):
+        text = path.read_text().strip().upper()
+        scale = {"K": 2**10, "M": 2**20, "G": 2**30}.get(text[-1:], 1)
+        try:
+            sizes.append(int(text.rstrip("KMG")) * scale)
+        except ValueError:
+            continue
+    return max(sizes) if sizes else 32 * 2**20
 
 
 def first_label(Y):
@@ -174,6 +190,11 @@ class ExtremeSoftmaxSGD(ClassifierMixin, BaseEstimator):
     multilabel : {"error", "first"}, default="error"
         Multi-label targets (indicator matrix or label lists) raise a ValueError, or are
         reduced with ``first_label`` (the papers' policy).
+    sample_true_class : bool, default=False
+        Draw the sampled classes among all K classes, the true one included, with the same
+        weight (K-1)/m: what the authors' Implicit SGD code did (notes §6). Biased (a draw
+        of the true class moves u only); for reproducing the paper. ``method="implicit"``
+        only.
 
     Attributes
     ----------
@@ -223,12 +244,14 @@ class ExtremeSoftmaxSGD(ClassifierMixin, BaseEstimator):
         "tol": [Interval(Real, 0, None, closed="left"), None],
         "warm_start": ["boolean"],
         "multilabel": [StrOptions({"error", "first"})],
+        "sample_true_class": ["boolean"],
     }
 
     def __init__(self, method="implicit", *, learning_rate=1.0, lr_decay=0.9, n_epochs=20,
                  n_sampled=1, batch_size=1, delta=1.0, alpha=0.0, fit_intercept=True,
                  u_init="log_k", shuffle=True, random_state=None, verbose=0, eval_every=1,
-                 eval_size=100_000, tol=None, warm_start=False, multilabel="error"):
+                 eval_size=100_000, tol=None, warm_start=False, multilabel="error",
+                 sample_true_class=False):
         self.method = method
         self.learning_rate = learning_rate
         self.lr_decay = lr_decay
@@ -247,6 +270,7 @@ class ExtremeSoftmaxSGD(ClassifierMixin, BaseEstimator):
         self.tol = tol
         self.warm_start = warm_start
         self.multilabel = multilabel
+        self.sample_true_class = sample_true_class
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -282,6 +306,9 @@ class ExtremeSoftmaxSGD(ClassifierMixin, BaseEstimator):
     def _check_method_params(self):
         if self.tol is not None and not self.eval_every:
             raise ValueError("tol needs eval_every > 0 (the stopping test uses the NLL)")
+        if self.sample_true_class and self.method != "implicit":
+            raise ValueError("sample_true_class reproduces the authors' Implicit SGD code; it "
+                             f"needs method='implicit' (got {self.method!r})")
         if self.method == "implicit" and self.batch_size != 1:
             raise ValueError("method='implicit' is a one-datapoint proximal step; "
                              f"use batch_size=1 (got {self.batch_size})")
@@ -357,7 +384,9 @@ class ExtremeSoftmaxSGD(ClassifierMixin, BaseEstimator):
             METHODS[self.method], data, indices, indptr, dense, D, self._bias, y_idx,
             sample_weight, xsq, self._R, gamma, sqn, u, beta, order, m,
             self.batch_size if self.method != "implicit" else 1, eta, alpha,
-            float(self.delta), bound_w, bound_u, seed)
+            float(self.delta), bound_w, bound_u, seed,
+            write_intent=self._R.nbytes > _last_level_cache_bytes(),
+            exclude_true=not self.sample_true_class)
         self.epoch_cpu_times_.append(time.thread_time() - c0)
         self.epoch_times_.append(time.perf_counter() - t0)
         if alpha > 0:
