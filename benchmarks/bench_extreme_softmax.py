@@ -27,6 +27,7 @@ JSON away from the full run's).
 import _report  # noqa: F401  (pins BLAS threads before NumPy)
 
 import argparse
+import hashlib
 import json
 import os
 import sys
@@ -406,11 +407,23 @@ def run_scale(quick):
                     thp = huge_page_share(est._R)
     nnz = float(np.mean([data[K][0].nnz / N for K in Ks]))
     X = data[Ks[-1]][0]
+    ratios = {m: float(np.median(cpu[f"{m}/{Ks[-1]}"]) / np.median(cpu[f"{m}/{Ks[0]}"]))
+              for m in ["implicit", "umax", "ove"]}
+    driver = _driver_hash()
+    history = [h for h in (load_part("scale") or {}).get("history", [])
+               if h["driver"] == driver and h["Ks"] == Ks]
+    history.append({"driver": driver, "Ks": Ks, "ratios": ratios, "load": os.getloadavg()[0]})
     save("scale", {"N": N, "D": D, "nnz": nnz, "Ks": Ks, "lines": weight_lines(X),
                    "l3": _l3_size(), "rows": {str(K): r for K, r in rows.items()},
                    "llc_bytes": _last_level_cache_bytes(), "thp": thp,
                    "times": {k: sorted(v) for k, v in times.items()},
-                   "cpu": {k: sorted(v) for k, v in cpu.items()}})
+                   "cpu": {k: sorted(v) for k, v in cpu.items()}, "history": history})
+
+
+def _driver_hash():
+    """Digest of the epoch driver's source: scale runs of the same driver are pooled."""
+    source = Path(__file__).resolve().parent.parent / "sparsekit" / "_cython" / "_softmax_sgd.pyx"
+    return hashlib.sha256(source.read_bytes()).hexdigest()[:12]
 
 
 def huge_page_share(a):
@@ -680,6 +693,16 @@ def scale_report(scale):
     table = _report.markdown_table(
         ["method"] + [f"K={K:g}" + (f" ({rows_k[str(K)]} rows)" if str(K) in rows_k else "")
                       for K in Ks] + [f"K={Ks[-1]:g} / K={Ks[0]:g}", "same, wall clock"], rows)
+    history = scale.get("history", [])
+    if len(history) > 1:  # the ratio moves by several percent from one run to the next
+        spread = []
+        for m in ["implicit", "umax", "ove"]:
+            r = [h["ratios"][m] for h in history]
+            spread.append(f"{LABELS[m]} {np.median(r):.2f}x ({min(r):.2f}-{max(r):.2f})")
+        loads = [h["load"] for h in history]
+        table += (f"\n\nThe table is the last run. Over the {len(history)} runs of this epoch "
+                  f"driver (load {min(loads):.1f}-{max(loads):.1f}), K={Ks[-1]:g} / K={Ks[0]:g}, "
+                  "median (range): " + "; ".join(spread) + ".")
     if "lines" not in scale or "rows" not in scale:
         return head + table
     med = {(m, K): float(np.median(scale[clock][f"{m}/{K}"])) for m in LABELS for K in Ks
