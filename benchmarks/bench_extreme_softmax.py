@@ -409,10 +409,9 @@ def run_scale(quick):
     X = data[Ks[-1]][0]
     ratios = {m: float(np.median(cpu[f"{m}/{Ks[-1]}"]) / np.median(cpu[f"{m}/{Ks[0]}"]))
               for m in ["implicit", "umax", "ove"]}
-    driver = _driver_hash()
-    history = [h for h in (load_part("scale") or {}).get("history", [])
-               if h["driver"] == driver and h["Ks"] == Ks]
-    history.append({"driver": driver, "Ks": Ks, "ratios": ratios, "load": os.getloadavg()[0]})
+    history = (load_part("scale") or {}).get("history", [])
+    history.append({"driver": _driver_hash(), "Ks": Ks, "ratios": ratios,
+                    "load": os.getloadavg()[0]})
     save("scale", {"N": N, "D": D, "nnz": nnz, "Ks": Ks, "lines": weight_lines(X),
                    "l3": _l3_size(), "rows": {str(K): r for K, r in rows.items()},
                    "llc_bytes": _last_level_cache_bytes(), "thp": thp,
@@ -693,7 +692,9 @@ def scale_report(scale):
     table = _report.markdown_table(
         ["method"] + [f"K={K:g}" + (f" ({rows_k[str(K)]} rows)" if str(K) in rows_k else "")
                       for K in Ks] + [f"K={Ks[-1]:g} / K={Ks[0]:g}", "same, wall clock"], rows)
-    history = scale.get("history", [])
+    last = scale.get("history", [{}])[-1]
+    history = [h for h in scale.get("history", [])
+               if h["driver"] == last.get("driver") and h["Ks"] == Ks]
     if len(history) > 1:  # the ratio moves by several percent from one run to the next
         spread = []
         for m in ["implicit", "umax", "ove"]:
