@@ -15,8 +15,9 @@ listed column); float32 dense data, whose vectors are float64, use plain loops.
 import numpy as np
 
 from cython cimport floating
-from libc.math cimport exp, log1p, fabs
-from scipy.linalg.cython_blas cimport daxpy, ddot, dgemv
+from libc.math cimport exp, log1p, fabs, sqrt
+from libc.string cimport memset
+from scipy.linalg.cython_blas cimport daxpy, ddot, dgemv, ssyrk
 
 ctypedef fused index_t:
     int
@@ -539,6 +540,76 @@ def gram_csr(const floating[::1] data, const index_t[::1] indices, const index_t
         for a in range(k):
             for r in range(a + 1, k):
                 G[r, a] = G[a, r]
+
+
+def gram_csr_syrk(const floating[::1] data, const index_t[::1] indices,
+                  const index_t[::1] indptr, const double[:] D, const long long[:] colmap,
+                  bint intercept, double[:, ::1] G, Py_ssize_t block=4096):
+    """``G = [X_F, 1]^T diag(D) [X_F, 1]`` for CSR ``X`` through float32 ``ssyrk``.
+
+    The route for a dense free slice (MNIST: ~30% of its entries are nonzero), where the
+    scattered updates of :func:`gram_csr` cost ~0.7 ns each and a BLAS rank-k update
+    ~0.03 ns per multiply-add: rows with ``D > 0`` are scaled by √D and gathered, ``block``
+    at a time, into a dense float32 panel (the intercept as a last column of √D when
+    ``intercept``); each panel's ``ssyrk`` is added to the float64 ``G`` (so float32 sums
+    run over at most ``block`` rows: relative error ~1e-7, enough for a Newton direction
+    that CG solves to 10%). ``colmap`` is as in :func:`gram_csr`; ``G`` is overwritten.
+    """
+    cdef Py_ssize_t k = G.shape[0], n = D.shape[0], i, p, a, b, used, start = 0
+    cdef Py_ssize_t nf = k - intercept
+    cdef float[::1, :] panel = np.zeros((max(k, 1), block), dtype=np.float32, order="F")
+    cdef float[::1, :] C = np.zeros((max(k, 1), max(k, 1)), dtype=np.float32, order="F")
+    cdef float s, one = 1.0, zero = 0.0
+    cdef int ik = <int>k, iused, ild = <int>max(k, 1)
+    cdef char* uplo = b"U"
+    cdef char* trans = b"N"
+    with nogil:
+        for a in range(k):
+            for b in range(k):
+                G[a, b] = 0.0
+        while start < n and k > 0:
+            used = 0
+            i = start
+            while i < n and used < block:  # gather the next ``block`` rows with D > 0
+                if D[i] > 0.0:
+                    s = <float>sqrt(D[i])
+                    for p in range(indptr[i], indptr[i + 1]):
+                        a = colmap[indices[p]]
+                        if a >= 0:
+                            panel[a, used] = s * <float>data[p]
+                    if intercept:
+                        panel[nf, used] = s
+                    used += 1
+                i += 1
+            start = i
+            if used == 0:
+                break
+            iused = <int>used
+            ssyrk(uplo, trans, &ik, &iused, &one, &panel[0, 0], &ild, &zero, &C[0, 0], &ild)
+            for b in range(k):
+                for a in range(b + 1):
+                    G[a, b] += C[a, b]
+            memset(&panel[0, 0], 0, k * used * sizeof(float))
+        for a in range(k):
+            for b in range(a + 1, k):
+                G[b, a] = G[a, b]
+
+
+def row_stats_csc(const floating[::1] data, const index_t[::1] indices, double[::1] row_nnz,
+                  double[::1] row_sq):
+    """Per row of a CSC (or any compressed) matrix: the count of stored entries and the sum of
+    their squares, in one pass (``row_nnz`` and ``row_sq`` are overwritten)."""
+    cdef Py_ssize_t p, i
+    cdef double v
+    with nogil:
+        for i in range(row_nnz.shape[0]):
+            row_nnz[i] = 0.0
+            row_sq[i] = 0.0
+        for p in range(indices.shape[0]):
+            i = indices[p]
+            v = data[p]
+            row_nnz[i] += 1.0
+            row_sq[i] += v * v
 
 
 def take_columns_csc(const floating[::1] data, const index_t[::1] indices,
