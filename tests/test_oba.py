@@ -7,7 +7,7 @@ from hypothesis import given, settings, strategies as st
 import _oba_reference as ref
 from sparsekit._cython import _oba_kernels as K
 from sparsekit.optimize import minimize_oba
-from sparsekit.optimize._datafits import Logistic, Quadratic
+from sparsekit.optimize._datafits import Logistic, Quadratic, _SubspaceHessian
 from sparsekit.optimize._oba import (_cg, _corrective_cycle, _free_set, _model_search,
                                     _updated_radius)
 
@@ -372,3 +372,55 @@ def test_lipschitz_bound_is_asked_for_only_when_an_ista_step_is_made():
     res = minimize_oba(datafit.value_grad, datafit.hessp, np.zeros(30), 0.1 * mu_max,
                        lipschitz=lambda: calls.append(1) or datafit.lipschitz(), tol=1e-10)
     assert res.success and res.nit > 1 and len(calls) == 1
+
+
+def test_matrix_free_operator_forms_itself_after_its_budget():
+    """Ski-rental switch: after ``explicit_after`` products the operator forms the Gram once and
+    answers from it (same products, diagonal, quadratic forms and restrictions), counting on."""
+    X, y = _problem(14, n=80, d=12, sparse=True)
+    datafit = Logistic(X, y, fit_intercept=True)
+    x = np.zeros(13)
+    x[[2, 5]] = [0.4, -0.2]
+    datafit.value_grad(x)
+    free = np.array([0, 2, 3, 5, 8, 12])
+    datafit.max_explicit = 0
+    reference = datafit.hessp(x, free)  # matrix-free, never switches
+    formed = []
+
+    def gram(cols, intercept):
+        formed.append(cols.size + intercept)
+        return datafit._gram(cols, intercept, walk_all=True)
+
+    H = _SubspaceHessian(datafit.X, free[:-1], datafit._D, True, np.empty(80), [0],
+                         gram=gram, explicit_after=2)
+    v = np.random.default_rng(0).standard_normal(free.size)
+    for _ in range(4):
+        np.testing.assert_allclose(H(v), reference(v), rtol=1e-12, atol=1e-15)
+    assert formed == [free.size] and H._calls[0] == 4 and H._explicit is not None
+    np.testing.assert_allclose(H.diagonal(), reference.diagonal(), rtol=1e-12)
+    positions = np.array([1, 5])
+    np.testing.assert_allclose(H.quadratic_form(positions, v[positions]),
+                               reference.quadratic_form(positions, v[positions]), rtol=1e-12)
+    keep = np.array([True, False, True, True, False, True])
+    np.testing.assert_allclose(H.restrict(keep)(v[keep]), reference.restrict(keep)(v[keep]),
+                               rtol=1e-12, atol=1e-15)
+    assert formed == [free.size]  # the restriction is a sub-matrix, not a new Gram
+
+
+def test_float32_gram_route_reaches_the_float64_solution(monkeypatch):
+    """A dense free slice of a sparse X (k >= 64 columns, half of the entries nonzero) takes
+    the float32 BLAS Gram; the solution is the one the dense-input (float64) solve finds."""
+    X, y = _problem(15, n=400, d=120, sparse=True)
+    calls = []
+    syrk = K.gram_csr_syrk
+    monkeypatch.setattr(K, "gram_csr_syrk", lambda *a: calls.append(1) or syrk(*a))
+    results = []
+    for A in (X.tocsc(), X.toarray()):
+        datafit = Logistic(A, y)
+        results.append(minimize_oba(datafit.value_grad, datafit.hessp, np.zeros(120), 0.002,
+                                    lipschitz=datafit.lipschitz, tol=1e-10))
+    assert calls, "the float32 route was not taken"
+    assert all(r.success for r in results)
+    assert np.count_nonzero(results[0].x) >= 64
+    np.testing.assert_allclose(results[0].fun, results[1].fun, rtol=1e-12)
+    np.testing.assert_allclose(results[0].x, results[1].x, atol=1e-7)
