@@ -47,6 +47,11 @@ class _SubspaceHessian:
         self._explicit = None
         self.shape = (cols.size + intercept,) * 2
 
+    @property
+    def is_explicit(self):
+        """Whether the products now come from a formed matrix (after the switch)."""
+        return self._explicit is not None
+
     def __call__(self, v):
         if self._explicit is None and self._gram is not None \
                 and self._calls[0] >= self._explicit_after:
@@ -112,6 +117,8 @@ class _SubspaceHessian:
 
 class _ExplicitHessian:
     """The same operator formed as a dense |F|×|F| matrix (cheap when the free set is small)."""
+
+    is_explicit = True
 
     def __init__(self, G, calls):
         self._G = G

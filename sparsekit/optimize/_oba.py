@@ -137,20 +137,23 @@ def _free_set(code, g, tau):
     return free, new
 
 
-def _corrective_cycle(H, hessp, x, g, zeta, free, new, cg_opts):
+def _corrective_cycle(H, hessp, x, g, zeta, free, new, cg_opts, explicit_opts=None):
     """Subspace Newton-CG (2.10) repeated while a new variable leaves its orthant (2.11).
 
     A newly freed coordinate i violates when d_i ζ_i ≤ 0 (the thesis sgn test, landing at 0
     included, §5.3); violators join 𝒜 and the operator is restricted. Each pass removes at
     least one coordinate, so the loop ends. A re-solve starts from the previous direction on
-    the kept coordinates when that keeps descent (see :func:`_cg`). Returns (d, (H + reg I) d,
-    free, H, passes, Hessian products).
+    the kept coordinates when that keeps descent (see :func:`_cg`). ``explicit_opts`` (default
+    ``cg_opts``) are the CG options for an operator with ``is_explicit`` true. Returns
+    (d, (H + reg I) d, free, H, passes, Hessian products).
     """
+    explicit_opts = explicit_opts or cg_opts
     loops, ncg, d0 = 0, 0, None
     while True:
         loops += 1
         b = g[free]
-        d, r, it = _cg(H, b, *cg_opts, p0=d0)
+        opts = cg_opts if not getattr(H, "is_explicit", False) else explicit_opts
+        d, r, it = _cg(H, b, *opts, p0=d0)
         ncg += it
         violators = new & (d * zeta[free] <= 0.0)
         if not violators.any():
@@ -205,7 +208,7 @@ def _quadratic_form(H, positions, values, size):
 
 def minimize_oba(f_grad, hessp, x0, mu, *, penalty_weights=None, lipschitz=None, tol=1e-6,
                  max_iter=500, eta=0.01, tau_growth=0.0, tau_boost=1, cg_rtol=0.1,
-                 cg_maxiter=1000, hess_reg=1e-8, reg_decay=False, cg_radius=1e3,
+                 cg_rtol_explicit=None, cg_maxiter=1000, hess_reg=1e-8, reg_decay=False, cg_radius=1e3,
                  adaptive_radius=True, precondition=True, ista_floor=1e-4, callback=None,
                  verbose=0):
     """Minimize f(x) + μ Σᵢ wᵢ |xᵢ| by OBA (Keskar 2017, Algorithms 1 and 2).
@@ -251,6 +254,12 @@ def minimize_oba(f_grad, hessp, x0, mu, *, penalty_weights=None, lipschitz=None,
     cg_rtol, cg_maxiter, hess_reg, cg_radius : float, int, float, float
         CG stopping ratio on the ∞-norm residual (0.1), iteration cap (1000), Hessian
         regularization (1e-8) and Steihaug radius (1e3), as in the thesis and [CODE].
+    cg_rtol_explicit : float, optional
+        CG stopping ratio when ``H`` is a formed matrix (``H.is_explicit``; default
+        ``cg_rtol``). Its products then cost O(|F|²) against the Gram's O(n|F|²) formation,
+        so solving the Newton system more exactly is nearly free and saves outer iterations
+        (ours, not in the thesis: with 0.01, MNIST at C = 10 to tol 1e-4 takes 10 iterations
+        instead of 17).
     reg_decay : bool
         Use min(hess_reg, optimality measure) as the Hessian regularization, so that it
         vanishes near the solution (the regularized Newton methods' μₖ ∝ ‖gₖ‖ choice; not in
@@ -324,9 +333,10 @@ def minimize_oba(f_grad, hessp, x0, mu, *, penalty_weights=None, lipschitz=None,
         H = hessp(x, free)
         reg = min(hess_reg, opt) if reg_decay else hess_reg
         cg_opts = (reg, cg_rtol, cg_maxiter, radius, precondition)
+        explicit_opts = (reg, cg_rtol_explicit or cg_rtol, cg_maxiter, radius, precondition)
         n_new = np.count_nonzero(new)
         d, Hd, free_c, H, loops, it = _corrective_cycle(H, hessp, x, g, zeta, free, new,
-                                                        cg_opts)
+                                                        cg_opts, explicit_opts)
         ncg += it
         nhessp += it
         corrective.append(loops)
