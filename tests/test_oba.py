@@ -424,3 +424,24 @@ def test_float32_gram_route_reaches_the_float64_solution(monkeypatch):
     assert np.count_nonzero(results[0].x) >= 64
     np.testing.assert_allclose(results[0].fun, results[1].fun, rtol=1e-12)
     np.testing.assert_allclose(results[0].x, results[1].x, atol=1e-7)
+
+
+def test_formed_hessian_gets_its_own_cg_tolerance():
+    """``explicit_opts`` apply to a formed operator only: its CG residual meets their tolerance,
+    while the matrix-free operator stops at the looser ``cg_opts`` one."""
+    X, y = _problem(16, n=120, d=25, sparse=True)
+    datafit = Logistic(X, y)
+    x = np.zeros(25)
+    f, G, muw, g, zeta, code = _state(datafit, x, 0.01)
+    free, new = _free_set(code, g, 25)
+    loose, tight = (1e-8, 0.5, 1000, 1e3, True), (1e-8, 1e-9, 1000, 1e3, True)
+    for max_explicit, rtol in ((1000, 1e-9), (0, 0.5)):
+        datafit.max_explicit = max_explicit
+        H = datafit.hessp(x, free)
+        assert getattr(H, "is_explicit", False) == (max_explicit > 0)
+        d, Hd, free2, H2, _, _ = _corrective_cycle(H, datafit.hessp, x, g, zeta, free, new,
+                                                   loose, tight)
+        residual = Hd + g[free2]
+        assert np.abs(residual).max() <= rtol * np.abs(g[free2]).max() * (1 + 1e-9)
+        if max_explicit == 0:  # the loose solve stopped well before the tight tolerance
+            assert np.abs(residual).max() > 1e-6 * np.abs(g[free2]).max()
