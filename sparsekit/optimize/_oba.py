@@ -7,8 +7,9 @@ Keskar (2017), thesis chapter 2; notes/keskar_thesis_oba_nqn.md §1 (formulas), 
 2. the τ coordinates of 𝒰 with the largest |gᵢ| join the free set, τ doubling after an
    iteration without corrections (§1.6);
 3. Newton-CG on the free set, (∇²f_FF + 10⁻⁸ I) d = −g_F, stopped at
-   ‖H d + g‖_∞ ≤ 0.1 ‖g_F‖_∞ (§1.5), repeated while some newly freed coordinate moves against
-   its orthant sign (the corrective cycle (2.11), thesis sgn test, §5.3); the Steihaug
+   ‖H d + g‖_∞ ≤ 0.1 ‖g_F‖_∞ (§1.5; optionally tighter on a formed Hessian), repeated
+   while some newly freed coordinate moves against its orthant sign (the corrective cycle
+   (2.11), thesis sgn test, §5.3); the Steihaug
    radius follows the ratio of actual to predicted reduction (``adaptive_radius``, ours);
 4. projected backtracking on the piecewise-quadratic model q (2.2) (§1.8), with the
    curvature term from the CG's residual (no Hessian product per trial);
