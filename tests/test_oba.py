@@ -227,6 +227,22 @@ def test_tau_growth_variants_reach_the_same_solution():
     assert sols[2].nit <= sols[0].nit  # τ doubles every iteration with tau_growth = 1
 
 
+def test_tau0_cap_limits_the_first_free_set_and_keeps_the_solution(capsys):
+    """``tau0_max`` caps the thesis' 1% first free set (6 of 600 columns here) and the
+    minimizer is unchanged."""
+    X, y = _problem(12, n=150, d=600, sparse=True, corr=1.0)
+    datafit = Logistic(X, y)
+    sols = []
+    for cap in (None, 2):
+        sols.append(minimize_oba(datafit.value_grad, datafit.hessp, np.zeros(600), 0.002,
+                                 lipschitz=datafit.lipschitz(), tol=1e-10, tau0_max=cap,
+                                 verbose=1))
+        first = capsys.readouterr().out.splitlines()[0]
+        assert first.endswith(f"tau={6 if cap is None else 2}")
+    assert np.count_nonzero(sols[0].x) > 2
+    np.testing.assert_allclose(sols[1].x, sols[0].x, atol=1e-7)
+
+
 @pytest.mark.parametrize("sparse", [False, True])
 def test_adaptive_radius_and_warm_start_reach_the_same_solution(sparse):
     """The adaptive Steihaug radius (ours) and a warm start leave the minimizer unchanged;

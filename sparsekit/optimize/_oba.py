@@ -208,7 +208,7 @@ def _quadratic_form(H, positions, values, size):
 
 
 def minimize_oba(f_grad, hessp, x0, mu, *, penalty_weights=None, lipschitz=None, tol=1e-6,
-                 max_iter=500, eta=0.01, tau_growth=0.0, tau_boost=1, cg_rtol=0.1,
+                 max_iter=500, eta=0.01, tau0_max=None, tau_growth=0.0, tau_boost=1, cg_rtol=0.1,
                  cg_rtol_explicit=None, cg_maxiter=1000, hess_reg=1e-8, reg_decay=False, cg_radius=1e3,
                  adaptive_radius=True, precondition=True, ista_floor=1e-4, callback=None,
                  verbose=0):
@@ -244,6 +244,12 @@ def minimize_oba(f_grad, hessp, x0, mu, *, penalty_weights=None, lipschitz=None,
     eta : float
         Initial free fraction: τ⁰ = max(1, ⌊η · #penalized⌋, nnz(x0)) (§1.6; the last term
         is ours, for warm starts).
+    tau0_max : int, optional
+        Cap on the ⌊η · #penalized⌋ term of τ⁰ (ours; None: the thesis' 1% of the columns).
+        On wide data whose solution is far sparser than 1% of its columns, the first
+        iterations otherwise free thousands of variables that the corrective cycles and the
+        following iterations remove again; τ's doubling recovers a larger support in a few
+        iterations.
     tau_growth : float
         τ doubles after an iteration whose corrective cycle removed at most
         ``tau_growth · τ̂`` variables. 0 is the thesis rule (double only without corrections,
@@ -304,9 +310,10 @@ def minimize_oba(f_grad, hessp, x0, mu, *, penalty_weights=None, lipschitz=None,
     if not (np.isfinite(mu) and mu > 0):
         raise ValueError(f"mu must be a positive finite number, got {mu!r}")
     muw = np.ascontiguousarray(mu * weights)
-    # τ⁰ = η · #penalized (§1.6), and at least the support of a warm start (a path restarts
-    # near the previous solution: doubling up to its support again would waste iterations)
-    tau = max(1, int(eta * np.count_nonzero(muw)), np.count_nonzero(x[muw > 0]))
+    # τ⁰ = η · #penalized (§1.6) up to tau0_max, and at least the support of a warm start (a
+    # path restarts near the previous solution: doubling up to its support would waste time)
+    tau = int(eta * np.count_nonzero(muw))
+    tau = max(1, tau if tau0_max is None else min(tau, tau0_max), np.count_nonzero(x[muw > 0]))
 
     f, G = f_grad(x)
     nfev, ncg, nhessp, n_ista = 1, 0, 0, 0
