@@ -187,10 +187,13 @@ def warm_up(solvers, dense):
             _WARM.add((name, dense))
 
 
-def run_problem(X, y, C, solvers, cap, runs=None, run_limit=None, save=None):
+def run_problem(X, y, C, solvers, cap, runs=None, run_limit=None, save=None,
+                keep_reference=False):
     """Ladder runs of every solver; returns {solver: [{tol, seconds, F, nnz, ...}]}.
 
-    With ``runs`` (earlier results of the same problem) only ``solvers`` are run again. A
+    With ``runs`` (earlier results of the same problem) only ``solvers`` are run again, and
+    with ``keep_reference`` LIBLINEAR's tight reference already in ``runs`` is kept even when
+    LIBLINEAR is run again (it depends on LIBLINEAR alone, and takes minutes on Debian). A
     ladder run that lasts more than ``run_limit`` seconds is recorded with F = inf and
     ends that solver's ladder. ``save(runs)`` is called after the tight references and
     after each ladder (a long part keeps what it measured if it is stopped).
@@ -201,7 +204,8 @@ def run_problem(X, y, C, solvers, cap, runs=None, run_limit=None, save=None):
     runs = {} if runs is None else runs
     # tight references first: LIBLINEAR -e 1e-9 and OBA tol 1e-11
     for name, tol in (("LIBLINEAR", 1e-9), ("OBA", 1e-11)):
-        if name + "-tight" in runs and name not in solvers:
+        if name + "-tight" in runs and (name not in solvers
+                                        or keep_reference and name == "LIBLINEAR"):
             continue
         seconds, wall, (w, extra) = timed(runners[name], tol)
         F = objective(X, y, w, C)
@@ -430,6 +434,8 @@ def main():
                         help="only the path runs, saved to --cache; no section written")
     parser.add_argument("--rerun", nargs="*", default=[],
                         help="run these solvers again on the problems already in --cache")
+    parser.add_argument("--keep-reference", action="store_true",
+                        help="with --rerun: keep LIBLINEAR's tight reference from --cache")
     parser.add_argument("--note", default="", help="a sentence added to the section")
     parser.add_argument("--note-file", type=Path, default=None,
                         help="a file whose text is added to the section (after --note)")
@@ -454,7 +460,8 @@ def main():
         for C in todo:
             print(f"{ds} C={C:g} (rerun {args.rerun})", flush=True)
             results[f"{ds}|{C:g}"] = run_problem(X, y, C, args.rerun, args.cap,
-                                                 results[f"{ds}|{C:g}"], args.run_limit)
+                                                 results[f"{ds}|{C:g}"], args.run_limit,
+                                                 keep_reference=args.keep_reference)
             cache.write_text(json.dumps(results))
     for ds in [] if args.report_only or args.rerun or args.path_only else datasets:
         todo = [C for C in Cs if f"{ds}|{C:g}" not in results]
