@@ -241,6 +241,9 @@ def test_tau0_cap_limits_the_first_free_set_and_keeps_the_solution(capsys):
         assert first.endswith(f"tau={6 if cap is None else 2}")
     assert np.count_nonzero(sols[0].x) > 2
     np.testing.assert_allclose(sols[1].x, sols[0].x, atol=1e-7)
+    for bad in (0, 2.5, -3):
+        with pytest.raises(ValueError, match="tau0_max"):
+            minimize_oba(datafit.value_grad, datafit.hessp, np.zeros(600), 0.002, tau0_max=bad)
 
 
 @pytest.mark.parametrize("sparse", [False, True])

@@ -19,6 +19,7 @@ Keskar (2017), thesis chapter 2; notes/keskar_thesis_oba_nqn.md §1 (formulas), 
 The stopping test is ‖x − S_μ(x − ∇f(x))‖_∞ ≤ tol (§1.9).
 """
 import math
+from numbers import Integral
 
 import numpy as np
 from scipy.optimize import OptimizeResult
@@ -309,6 +310,8 @@ def minimize_oba(f_grad, hessp, x0, mu, *, penalty_weights=None, lipschitz=None,
         raise ValueError("penalty_weights must be finite, non-negative and of the shape of x0")
     if not (np.isfinite(mu) and mu > 0):
         raise ValueError(f"mu must be a positive finite number, got {mu!r}")
+    if tau0_max is not None and not (isinstance(tau0_max, Integral) and tau0_max >= 1):
+        raise ValueError(f"tau0_max must be a positive integer or None, got {tau0_max!r}")
     muw = np.ascontiguousarray(mu * weights)
     # τ⁰ = η · #penalized (§1.6) up to tau0_max, and at least the support of a warm start (a
     # path restarts near the previous solution: doubling up to its support would waste time)
