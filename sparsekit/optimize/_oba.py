@@ -316,7 +316,9 @@ def minimize_oba(f_grad, hessp, x0, mu, *, penalty_weights=None, lipschitz=None,
     # τ⁰ = η · #penalized (§1.6) up to tau0_max, and at least the support of a warm start (a
     # path restarts near the previous solution: doubling up to its support would waste time)
     tau = int(eta * np.count_nonzero(muw))
-    tau = max(1, tau if tau0_max is None else min(tau, tau0_max), np.count_nonzero(x[muw > 0]))
+    if tau0_max is not None:
+        tau = min(tau, tau0_max)
+    tau = max(1, tau, np.count_nonzero(x[muw > 0]))
 
     f, G = f_grad(x)
     nfev, ncg, nhessp, n_ista = 1, 0, 0, 0
