@@ -432,7 +432,7 @@ def test_float32_gram_route_reaches_the_float64_solution(monkeypatch):
     X, y = _problem(15, n=400, d=120, sparse=True)
     calls = []
     syrk = K.gram_csr_syrk
-    monkeypatch.setattr(K, "gram_csr_syrk", lambda *a: calls.append(1) or syrk(*a))
+    monkeypatch.setattr(K, "gram_csr_syrk", lambda *a, **kw: calls.append(1) or syrk(*a, **kw))
     results = []
     for A in (X.tocsc(), X.toarray()):
         datafit = Logistic(A, y)

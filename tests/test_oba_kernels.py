@@ -141,6 +141,37 @@ def test_subspace_hessian_products_and_gram(dtype, intercept, cols):
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("intercept", [False, True])
+def test_gram_update_and_cross_kernels(dtype, intercept):
+    """gram_csr_syrk's signed accumulation and gram_csr_cross (the rows of the Gram that belong
+    to some free columns) against NumPy, with an empty row, a zero weight and panels of 7."""
+    rng = np.random.default_rng(5)
+    R = _matrix(rng, 40, 15, dtype)
+    cols = np.array([0, 1, 4, 5, 8, 9, 13], dtype=np.int64)
+    k = cols.size
+    A = np.hstack([R.toarray()[:, cols].astype(np.float64)]
+                  + ([np.ones((40, 1))] if intercept else []))
+    D, W = rng.uniform(0, 0.25, 40), rng.uniform(0, 0.25, 40)
+    D[3] = W[4] = 0.0
+    colmap = np.full(15, -1, dtype=np.int64)
+    colmap[cols] = np.arange(k)
+
+    G0 = A.T @ (D[:, None] * A)
+    G = G0.copy()
+    K.gram_csr_syrk(R.data, R.indices, R.indptr, W, colmap, intercept, G, 7, sign=-1.0,
+                    accumulate=True)
+    expected = G0 - A.T @ (W[:, None] * A)
+    np.testing.assert_allclose(G, expected, rtol=0, atol=1e-6 * np.abs(G0).max())
+    np.testing.assert_array_equal(G, G.T)
+
+    rowmap = np.full(k, -1, dtype=np.int64)
+    rowmap[[1, 4]] = [0, 1]  # the free positions 1 and 4 (columns 1, empty, and 8)
+    B = np.full((2, k + intercept), np.nan)
+    K.gram_csr_cross(R.data, R.indices, R.indptr, D, colmap, rowmap, intercept, B)
+    np.testing.assert_allclose(B, G0[[1, 4]], rtol=1e-12, atol=1e-15)
+    assert np.all(B[0] == 0.0)
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_dense_products_all_columns_and_permuted_list(dtype):
     """margins_dense/hessp_dense: dgemv path (at least half the columns, any order) and the
     per-column path (fewer columns) agree with NumPy."""

@@ -544,7 +544,8 @@ def gram_csr(const floating[::1] data, const index_t[::1] indices, const index_t
 
 def gram_csr_syrk(const floating[::1] data, const index_t[::1] indices,
                   const index_t[::1] indptr, const double[:] D, const long long[:] colmap,
-                  bint intercept, double[:, ::1] G, Py_ssize_t block=4096):
+                  bint intercept, double[:, ::1] G, Py_ssize_t block=4096,
+                  double sign=1.0, bint accumulate=False):
     """``G = [X_F, 1]^T diag(D) [X_F, 1]`` for CSR ``X`` through float32 ``ssyrk``.
 
     The route for a dense free slice (MNIST: ~30% of its entries are nonzero), where the
@@ -553,7 +554,9 @@ def gram_csr_syrk(const floating[::1] data, const index_t[::1] indices,
     at a time, into a dense float32 panel (the intercept as a last column of √D when
     ``intercept``); each panel's ``ssyrk`` is added to the float64 ``G`` (so float32 sums
     run over at most ``block`` rows: relative error ~1e-7, enough for a Newton direction
-    that CG solves to 10%). ``colmap`` is as in :func:`gram_csr`; ``G`` is overwritten.
+    that CG solves to 10%). ``colmap`` is as in :func:`gram_csr`; ``G`` is overwritten, or
+    with ``accumulate`` the product times ``sign`` is added to it (an update by the rows
+    whose weights changed).
     """
     cdef Py_ssize_t k = G.shape[0], n = D.shape[0], i, p, a, b, used, start = 0
     cdef Py_ssize_t nf = k - intercept
@@ -564,9 +567,10 @@ def gram_csr_syrk(const floating[::1] data, const index_t[::1] indices,
     cdef char* uplo = b"U"
     cdef char* trans = b"N"
     with nogil:
-        for a in range(k):
-            for b in range(k):
-                G[a, b] = 0.0
+        if not accumulate:
+            for a in range(k):
+                for b in range(k):
+                    G[a, b] = 0.0
         while start < n and k > 0:
             used = 0
             i = start
@@ -588,11 +592,54 @@ def gram_csr_syrk(const floating[::1] data, const index_t[::1] indices,
             ssyrk(uplo, trans, &ik, &iused, &one, &panel[0, 0], &ild, &zero, &C[0, 0], &ild)
             for b in range(k):
                 for a in range(b + 1):
-                    G[a, b] += C[a, b]
+                    G[a, b] += sign * C[a, b]
             memset(&panel[0, 0], 0, k * used * sizeof(float))
         for a in range(k):
             for b in range(a + 1, k):
                 G[b, a] = G[a, b]
+
+
+def gram_csr_cross(const floating[::1] data, const index_t[::1] indices,
+                   const index_t[::1] indptr, const double[:] D, const long long[:] colmap,
+                   const long long[:] newmap, bint intercept, double[:, ::1] B):
+    """The rows of ``[X_F, 1]^T diag(D) [X_F, 1]`` that belong to the columns ``N ⊂ F``.
+
+    ``colmap`` is as in :func:`gram_csr` (position in F of each column of the CSR ``X``, or
+    -1); ``newmap[a]`` is the row of ``B`` of the free position ``a``, or -1 when ``a`` is not
+    in N. ``B`` (|N| × (|F| + intercept)) is overwritten; each row of X costs
+    nnzᵢ(N) · nnzᵢ(F) updates, so a free set that gained few columns is completed at a small
+    fraction of a whole Gram.
+    """
+    cdef Py_ssize_t i, p, q, t, r, width = 0, nf = B.shape[1] - intercept
+    cdef double dv
+    cdef double *row
+    for i in range(D.shape[0]):
+        width = max(width, indptr[i + 1] - indptr[i])
+    cdef long long[::1] pos = np.empty(max(width, 1), dtype=np.int64)
+    cdef double[::1] val = np.empty(max(width, 1))
+    with nogil:
+        for r in range(B.shape[0]):
+            for q in range(B.shape[1]):
+                B[r, q] = 0.0
+        for i in range(D.shape[0]):
+            if D[i] == 0.0:
+                continue
+            t = 0
+            for p in range(indptr[i], indptr[i + 1]):
+                if colmap[indices[p]] >= 0:
+                    pos[t] = colmap[indices[p]]
+                    val[t] = data[p]
+                    t += 1
+            for p in range(t):
+                r = newmap[pos[p]]
+                if r < 0:
+                    continue
+                dv = D[i] * val[p]
+                row = &B[r, 0]
+                for q in range(t):
+                    row[pos[q]] += dv * val[q]
+                if intercept:
+                    row[nf] += dv
 
 
 def row_stats_csc(const floating[::1] data, const index_t[::1] indices, double[::1] row_nnz,

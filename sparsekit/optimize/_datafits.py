@@ -17,6 +17,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from sparsekit._cython import _oba_kernels as K
+from sparsekit.optimize._panel_gram import PanelGram
 
 
 class _SubspaceHessian:
@@ -178,6 +179,7 @@ class _LinearDatafit:
         self.X = X
         self.n_samples, self.n_features = X.shape
         self._Xr = None  # CSR copy of X, made on the first explicit Hessian over most of X
+        self._panel_gram = None  # the dense-panel Gram, carried between iterates
         self.y = np.ascontiguousarray(y, dtype=np.float64)
         sw = (np.ones(self.n_samples) if sample_weight is None
               else np.asarray(sample_weight, dtype=np.float64))
@@ -203,6 +205,9 @@ class _LinearDatafit:
     #: most as many matrix-free products as the solver used per Hessian lately (dense
     #: forming counted at BLAS speed, /4)
     max_explicit = 3000
+    #: a dense-panel Gram is updated, not formed again, where cheaper: rows whose curvature
+    #: weight moved by more than this relative amount are refreshed (see ``_panel_gram``)
+    gram_refresh_rtol = 0.05
 
     # -- margins and gradient
     def _margins(self, x, out):
@@ -292,18 +297,17 @@ class _LinearDatafit:
         a CSR copy of all of X, kept; otherwise the free slice is transposed, which costs
         about 10× as much per entry as walking (measured on a9a, w8a and MNIST). ``syrk``
         (a dense free slice) gathers the rows into float32 panels for BLAS instead of
-        scattering Σᵢ nnzᵢ(F)²/2 updates.
+        scattering Σᵢ nnzᵢ(F)²/2 updates, and updates the previous such Gram where that is
+        cheaper (:class:`~sparsekit.optimize._panel_gram.PanelGram`).
         """
         k, X, D = cols.size, self.X, self._D
-        G = np.zeros((k + intercept, k + intercept))
         if sp.issparse(X) and syrk:
-            if self._Xr is None:
-                self._Xr = X.tocsr()
-            R = self._Xr
-            colmap = np.full(self.n_features, -1, dtype=np.int64)
-            colmap[cols] = np.arange(k)
-            K.gram_csr_syrk(R.data, R.indices, R.indptr, D, colmap, intercept, G)
-            return G
+            if self._panel_gram is None:
+                if self._Xr is None:
+                    self._Xr = X.tocsr()
+                self._panel_gram = PanelGram(self._Xr, self.gram_refresh_rtol)
+            return self._panel_gram(cols, D, intercept)
+        G = np.zeros((k + intercept, k + intercept))
         if sp.issparse(X):
             XF = _take_columns(X, cols) if intercept or not walk_all else None
             if walk_all:
