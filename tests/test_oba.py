@@ -426,19 +426,26 @@ def test_matrix_free_operator_forms_itself_after_its_budget():
     assert formed == [free.size]  # the restriction is a sub-matrix, not a new Gram
 
 
-def test_float32_gram_route_reaches_the_float64_solution(monkeypatch):
+@pytest.mark.parametrize("intercept", [False, True])
+def test_float32_gram_route_reaches_the_float64_solution(intercept, monkeypatch):
     """A dense free slice of a sparse X (k >= 64 columns, half of the entries nonzero) takes
-    the float32 BLAS Gram; the solution is the one the dense-input (float64) solve finds."""
+    the float32 BLAS Gram, updated between late iterates (PanelGram); the solution is the one
+    the dense-input (float64, exact Hessian) solve finds."""
     X, y = _problem(15, n=400, d=120, sparse=True)
     calls = []
     syrk = K.gram_csr_syrk
-    monkeypatch.setattr(K, "gram_csr_syrk", lambda *a, **kw: calls.append(1) or syrk(*a, **kw))
+    monkeypatch.setattr(K, "gram_csr_syrk",
+                        lambda *a, **kw: calls.append(kw.get("accumulate", False))
+                        or syrk(*a, **kw))
     results = []
     for A in (X.tocsc(), X.toarray()):
-        datafit = Logistic(A, y)
-        results.append(minimize_oba(datafit.value_grad, datafit.hessp, np.zeros(120), 0.002,
+        datafit = Logistic(A, y, fit_intercept=intercept)
+        results.append(minimize_oba(datafit.value_grad, datafit.hessp,
+                                    np.zeros(datafit.n_params), 0.002,
+                                    penalty_weights=datafit.penalty_weights,
                                     lipschitz=datafit.lipschitz, tol=1e-10))
-    assert calls, "the float32 route was not taken"
+    assert False in calls, "the float32 route was not taken"
+    assert True in calls, "the Gram was never updated"
     assert all(r.success for r in results)
     assert np.count_nonzero(results[0].x) >= 64
     np.testing.assert_allclose(results[0].fun, results[1].fun, rtol=1e-12)

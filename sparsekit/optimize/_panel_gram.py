@@ -60,15 +60,19 @@ class PanelGram:
         return np.abs(D - self._weights) > self._rtol * D
 
     def _update_pays(self, cols, D, intercept):
-        """Whether updating the kept Gram costs less than half a new one (in multiply-adds:
-        a rank-1 term of the BLAS update ~1/48 of a scattered one, as in ``hessp``'s model)."""
+        """Whether updating the kept Gram costs less than half a new one, in scattered
+        multiply-adds (a BLAS rank-1 term counted as 1/48 of one, as in ``hessp``'s model):
+        the moved rows' rank-k update, and for joined columns one pass over X."""
         if self._G is None or self._intercept != intercept or self._cols.size == 0:
             return False
         n, k = self._R.shape[0], cols.size
         joined = np.setdiff1d(cols, self._cols, assume_unique=True)
         moved = np.count_nonzero(self._moved(D))
-        cross = float(self._col_nnz[joined].sum()) * float(self._col_nnz[cols].sum()) / n
-        return moved * k * k / 48 + cross + self._R.nnz < 0.5 * n * k * k / 48
+        cost = moved * k * k / 48
+        if joined.size:  # one pass over X, Σᵢ nnzᵢ(joined) nnzᵢ(F) updates
+            nnz_joined, nnz_free = self._col_nnz[joined].sum(), self._col_nnz[cols].sum()
+            cost += self._R.nnz + float(nnz_joined) * float(nnz_free) / n
+        return cost < 0.5 * n * k * k / 48
 
     def _updated(self, cols, D, intercept):
         old, k = self._cols, cols.size
