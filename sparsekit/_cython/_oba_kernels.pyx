@@ -480,8 +480,32 @@ def hess_diag_dense(const floating[::1, :] X, const long long[:] cols, const dou
             out[nf] = s
 
 
+cdef Py_ssize_t _max_row_length(const index_t[::1] indptr, Py_ssize_t n):
+    """The largest number of stored entries in a row of the first ``n`` rows."""
+    cdef Py_ssize_t i, width = 1
+    for i in range(n):
+        width = max(width, indptr[i + 1] - indptr[i])
+    return width
+
+
+cdef inline Py_ssize_t _gather_free(const floating* data, const index_t* indices,
+                                    Py_ssize_t begin, Py_ssize_t end, const long long* colmap,
+                                    long long* pos, double* val) noexcept nogil:
+    """The entries ``begin:end`` of a CSR row in free columns: their positions in F and
+    values go to ``pos`` and ``val``; returns how many there are."""
+    cdef Py_ssize_t p, t = 0
+    cdef long long a
+    for p in range(begin, end):
+        a = colmap[indices[p]]
+        if a >= 0:
+            pos[t] = a
+            val[t] = data[p]
+            t += 1
+    return t
+
+
 def gram_csr(const floating[::1] data, const index_t[::1] indices, const index_t[::1] indptr,
-             const double[:] D, const long long[:] colmap, double[:, ::1] G):
+             const double[:] D, const long long[::1] colmap, double[:, ::1] G):
     """``G += X[:, F]^T diag(D) X[:, F]`` for CSR ``X`` with sorted row indices.
 
     ``colmap[j]`` is the position of column j in the free set F (increasing in j), or -1
@@ -491,29 +515,23 @@ def gram_csr(const floating[::1] data, const index_t[::1] indices, const index_t
     updates); the triangle is mirrored at the end. Used to form the subspace Hessian
     explicitly when that is cheaper than the CG's matrix-free products.
     """
-    cdef Py_ssize_t i, p, q, r, a, t, k = G.shape[0], width = 0
+    cdef Py_ssize_t i, p, q, r, a, t, k = G.shape[0]
     cdef double di, d0, d1, d2, d3, v
     cdef double *G0
     cdef double *G1
     cdef double *G2
     cdef double *G3
     cdef long long c
-    for i in range(D.shape[0]):
-        width = max(width, indptr[i + 1] - indptr[i])
-    cdef long long[::1] pos = np.empty(max(width, 1), dtype=np.int64)
-    cdef double[::1] val = np.empty(max(width, 1))
+    cdef Py_ssize_t width = _max_row_length(indptr, D.shape[0])
+    cdef long long[::1] pos = np.empty(width, dtype=np.int64)
+    cdef double[::1] val = np.empty(width)
     with nogil:
         for i in range(D.shape[0]):
             di = D[i]
             if di == 0.0:
                 continue
-            t = 0
-            for p in range(indptr[i], indptr[i + 1]):
-                a = colmap[indices[p]]
-                if a >= 0:
-                    pos[t] = a
-                    val[t] = data[p]
-                    t += 1
+            t = _gather_free(&data[0], &indices[0], indptr[i], indptr[i + 1], &colmap[0],
+                             &pos[0], &val[0])
             p = 0
             while p + 3 < t:  # rows pos[p..p+3] of G: their 4×4 corner, then the rest
                 d0, d1, d2, d3 = di * val[p], di * val[p + 1], di * val[p + 2], di * val[p + 3]
@@ -600,7 +618,7 @@ def gram_csr_syrk(const floating[::1] data, const index_t[::1] indices,
 
 
 def gram_csr_cross(const floating[::1] data, const index_t[::1] indices,
-                   const index_t[::1] indptr, const double[:] D, const long long[:] colmap,
+                   const index_t[::1] indptr, const double[:] D, const long long[::1] colmap,
                    const long long[:] newmap, bint intercept, double[:, ::1] B):
     """The rows of ``[X_F, 1]^T diag(D) [X_F, 1]`` that belong to the columns ``N ⊂ F``.
 
@@ -610,13 +628,12 @@ def gram_csr_cross(const floating[::1] data, const index_t[::1] indices,
     nnzᵢ(N) · nnzᵢ(F) updates, so a free set that gained few columns is completed at a small
     fraction of a whole Gram.
     """
-    cdef Py_ssize_t i, p, q, t, r, width = 0, nf = B.shape[1] - intercept
+    cdef Py_ssize_t i, p, q, t, r, nf = B.shape[1] - intercept
     cdef double dv
     cdef double *row
-    for i in range(D.shape[0]):
-        width = max(width, indptr[i + 1] - indptr[i])
-    cdef long long[::1] pos = np.empty(max(width, 1), dtype=np.int64)
-    cdef double[::1] val = np.empty(max(width, 1))
+    cdef Py_ssize_t width = _max_row_length(indptr, D.shape[0])
+    cdef long long[::1] pos = np.empty(width, dtype=np.int64)
+    cdef double[::1] val = np.empty(width)
     with nogil:
         for r in range(B.shape[0]):
             for q in range(B.shape[1]):
@@ -624,12 +641,8 @@ def gram_csr_cross(const floating[::1] data, const index_t[::1] indices,
         for i in range(D.shape[0]):
             if D[i] == 0.0:
                 continue
-            t = 0
-            for p in range(indptr[i], indptr[i + 1]):
-                if colmap[indices[p]] >= 0:
-                    pos[t] = colmap[indices[p]]
-                    val[t] = data[p]
-                    t += 1
+            t = _gather_free(&data[0], &indices[0], indptr[i], indptr[i + 1], &colmap[0],
+                             &pos[0], &val[0])
             for p in range(t):
                 r = newmap[pos[p]]
                 if r < 0:
