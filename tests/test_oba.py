@@ -426,20 +426,23 @@ def test_matrix_free_operator_forms_itself_after_its_budget():
     assert formed == [free.size]  # the restriction is a sub-matrix, not a new Gram
 
 
+@pytest.mark.parametrize("layout", ["csr", "dense"])
 @pytest.mark.parametrize("intercept", [False, True])
-def test_float32_gram_route_reaches_the_float64_solution(intercept, monkeypatch):
-    """A dense free slice of a sparse X (k >= 64 columns, half of the entries nonzero) takes
-    the float32 BLAS Gram, updated between late iterates (PanelGram); the solution is the one
-    the dense-input (float64, exact Hessian) solve finds."""
+def test_float32_gram_route_reaches_the_float64_solution(intercept, layout, monkeypatch):
+    """A free slice of k >= 64 columns (half of the entries nonzero) takes the float32 BLAS
+    Gram, updated between late iterates (PanelGram), for sparse and dense X; the solution is
+    the one the solve with exact matrix-free float64 Hessian products finds."""
     X, y = _problem(15, n=400, d=120, sparse=True)
+    name = "gram_csr_syrk" if layout == "csr" else "gram_dense_syrk"
     calls = []
-    syrk = K.gram_csr_syrk
-    monkeypatch.setattr(K, "gram_csr_syrk",
-                        lambda *a, **kw: calls.append(kw.get("accumulate", False))
+    syrk = getattr(K, name)
+    monkeypatch.setattr(K, name, lambda *a, **kw: calls.append(kw.get("accumulate", False))
                         or syrk(*a, **kw))
     results = []
-    for A in (X.tocsc(), X.toarray()):
+    for A, max_explicit in ((X.tocsc() if layout == "csr" else X.toarray(), 3000),
+                            (X.toarray(), 0)):
         datafit = Logistic(A, y, fit_intercept=intercept)
+        datafit.max_explicit = max_explicit
         results.append(minimize_oba(datafit.value_grad, datafit.hessp,
                                     np.zeros(datafit.n_params), 0.002,
                                     penalty_weights=datafit.penalty_weights,

@@ -172,6 +172,28 @@ def test_gram_update_and_cross_kernels(dtype, intercept):
     assert np.all(B[0] == 0.0)
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("intercept", [False, True])
+def test_gram_dense_syrk(dtype, intercept):
+    """The dense float32-panel Gram over listed rows (panels of 7, a partial last one, rows
+    with zero weight left out), formed and as a signed accumulation, against NumPy."""
+    rng = np.random.default_rng(6)
+    X = np.asfortranarray(rng.standard_normal((40, 9)).astype(dtype))
+    W = rng.uniform(0, 1, 40)
+    W[[3, 7]] = 0.0
+    rows = np.flatnonzero(W > 0)
+    cols = np.array([0, 2, 3, 8], dtype=np.int64)
+    A = X[:, cols].astype(np.float64)
+    if intercept:
+        A = np.hstack([A, np.ones((40, 1))])
+    H = A.T @ (W[:, None] * A)
+    G = np.full(H.shape, np.nan)
+    K.gram_dense_syrk(X, rows, W, cols, intercept, G, 7)
+    np.testing.assert_allclose(G, H, rtol=0, atol=1e-6 * np.abs(H).max())
+    np.testing.assert_array_equal(G, G.T)
+    K.gram_dense_syrk(X, rows, W, cols, intercept, G, 7, sign=-1.0, accumulate=True)
+    np.testing.assert_allclose(G, 0.0, rtol=0, atol=1e-6 * np.abs(H).max())
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_dense_products_all_columns_and_permuted_list(dtype):
     """margins_dense/hessp_dense: dgemv path (at least half the columns, any order) and the
     per-column path (fewer columns) agree with NumPy."""

@@ -8,30 +8,32 @@ from sparsekit.optimize._panel_gram import PanelGram
 
 
 def _gram(R, cols, D, intercept):
-    A = R.toarray()[:, cols].astype(np.float64)
+    A = (R.toarray() if sp.issparse(R) else R)[:, cols].astype(np.float64)
     if intercept:
         A = np.hstack([A, np.ones((A.shape[0], 1))])
     return A.T @ (D[:, None] * A)
 
 
-def _setting(seed=0, n=3000, d=120):
+def _setting(seed=0, n=3000, d=400, layout="csr"):
+    """A float32 design matrix with an empty row, as CSR or Fortran-ordered dense."""
     rng = np.random.default_rng(seed)
     R = sp.random(n, d, density=0.4, random_state=rng, format="lil", dtype=np.float32)
-    R[7, :] = 0.0  # an empty row
-    R = R.tocsr()
+    R[7, :] = 0.0
+    R = R.tocsr() if layout == "csr" else np.asfortranarray(R.toarray())
     return rng, R, rng.uniform(0.01, 0.25, n)
 
 
+@pytest.mark.parametrize("layout", ["csr", "dense"])
 @pytest.mark.parametrize("intercept", [False, True])
-def test_update_is_the_gram_of_the_lagged_weights(intercept, monkeypatch):
+def test_update_is_the_gram_of_the_lagged_weights(intercept, layout, monkeypatch):
     """After a small move (2% of the rows far, the others within rtol; two columns out, three
     in) the update route is taken, and the result is exactly the Gram of the weights D̃ that
     take the new value on the far rows and keep the old one elsewhere; its spectrum lies
     within rtol of the exact Gram's."""
-    rng, R, D0 = _setting()
+    rng, R, D0 = _setting(layout=layout)
     rtol = 0.05
     gram = PanelGram(R, rtol)
-    cols0 = np.arange(0, 100, dtype=np.int64)
+    cols0 = np.arange(0, 340, dtype=np.int64)
     np.testing.assert_allclose(gram(cols0, D0, intercept), _gram(R, cols0, D0, intercept),
                                rtol=0, atol=1e-6 * D0.sum())
 
@@ -39,12 +41,14 @@ def test_update_is_the_gram_of_the_lagged_weights(intercept, monkeypatch):
     D1 = D0 * rng.uniform(1 - 0.9 * rtol, 1 + 0.9 * rtol, D0.size)
     D1[far] = D0[far] * rng.choice([0.2, 3.0], far.size)
     D1[far[0]] = 0.0  # a weight that vanished
-    cols1 = np.r_[np.arange(2, 100), [103, 110, 119]].astype(np.int64)
+    cols1 = np.r_[np.arange(2, 340), [350, 371, 399]].astype(np.int64)
     calls = []
-    cross = K.gram_csr_cross
-    monkeypatch.setattr(K, "gram_csr_cross", lambda *a: calls.append(1) or cross(*a))
+    name = "gram_csr_syrk" if layout == "csr" else "gram_dense_syrk"
+    syrk = getattr(K, name)
+    monkeypatch.setattr(K, name, lambda *a, **kw: calls.append(kw["accumulate"])
+                        or syrk(*a, **kw))
     G1 = gram(cols1, D1, intercept)
-    assert calls, "the update route was not taken"
+    assert calls == [True, True], "the update route was not taken"
 
     lagged = D0.copy()
     lagged[far] = D1[far]
@@ -57,9 +61,10 @@ def test_update_is_the_gram_of_the_lagged_weights(intercept, monkeypatch):
     assert 1 - rtol - 1e-4 <= ratios.min() and ratios.max() <= 1 + rtol + 1e-4
 
 
-def test_rtol_zero_refreshes_every_changed_weight():
+@pytest.mark.parametrize("layout", ["csr", "dense"])
+def test_rtol_zero_refreshes_every_changed_weight(layout):
     """rtol = 0: a few changed weights are refreshed by the update (same as a new Gram)."""
-    _, R, D0 = _setting(1)
+    _, R, D0 = _setting(1, layout=layout)
     gram = PanelGram(R, 0.0)
     cols = np.arange(10, 110, dtype=np.int64)
     gram(cols, D0, False)
@@ -69,16 +74,17 @@ def test_rtol_zero_refreshes_every_changed_weight():
                                atol=1e-6 * D0.sum())
 
 
-def test_large_move_forms_a_new_gram(monkeypatch):
+@pytest.mark.parametrize("layout", ["csr", "dense"])
+def test_large_move_forms_a_new_gram(layout, monkeypatch):
     """When most weights moved (or the intercept flag changed) the Gram is formed afresh."""
-    _, R, D0 = _setting(2)
+    _, R, D0 = _setting(2, layout=layout)
     gram = PanelGram(R, 0.05)
     cols = np.arange(0, 100, dtype=np.int64)
     gram(cols, D0, False)
     calls = []
-    syrk = K.gram_csr_syrk
-    monkeypatch.setattr(K, "gram_csr_syrk",
-                        lambda *a, **kw: calls.append(kw.get("accumulate", False))
+    name = "gram_csr_syrk" if layout == "csr" else "gram_dense_syrk"
+    syrk = getattr(K, name)
+    monkeypatch.setattr(K, name, lambda *a, **kw: calls.append(kw["accumulate"])
                         or syrk(*a, **kw))
     D1 = 2.0 * D0
     np.testing.assert_allclose(gram(cols, D1, False), _gram(R, cols, D1, False), rtol=0,

@@ -608,13 +608,68 @@ def gram_csr_syrk(const floating[::1] data, const index_t[::1] indices,
                 break
             iused = <int>used
             ssyrk(uplo, trans, &ik, &iused, &one, &panel[0, 0], &ild, &zero, &C[0, 0], &ild)
-            for b in range(k):
-                for a in range(b + 1):
-                    G[a, b] += sign * C[a, b]
+            _add_upper(C, G, sign)
             memset(&panel[0, 0], 0, k * used * sizeof(float))
-        for a in range(k):
-            for b in range(a + 1, k):
-                G[b, a] = G[a, b]
+        _mirror_upper(G)
+
+
+def gram_dense_syrk(const floating[::1, :] X, const long long[:] rows, const double[:] W,
+                    const long long[:] cols, bint intercept, double[:, ::1] G,
+                    Py_ssize_t block=4096, double sign=1.0, bint accumulate=False):
+    """``G = [X_F, 1]^T diag(W) [X_F, 1]`` over the listed ``rows`` of a dense ``X``.
+
+    The dense (Fortran-ordered) counterpart of :func:`gram_csr_syrk`: ``block`` rows at a time
+    are scaled by √W and gathered, column by column, into a float32 panel whose ``ssyrk``
+    is added to the float64 ``G`` (relative error ~1e-7). ``rows`` lists the rows to use
+    (their ``W`` must be positive; the others are left out); ``G`` is overwritten, or with
+    ``accumulate`` the product times ``sign`` is added to it.
+    """
+    cdef Py_ssize_t k = G.shape[0], nf = k - intercept, nr = rows.shape[0]
+    cdef Py_ssize_t a, u, j, used, start = 0
+    cdef float[::1, :] panel = np.zeros((block, max(k, 1)), dtype=np.float32, order="F")
+    cdef float[::1, :] C = np.zeros((max(k, 1), max(k, 1)), dtype=np.float32, order="F")
+    cdef float[::1] root = np.empty(block, dtype=np.float32)
+    cdef float one = 1.0, zero = 0.0
+    cdef int ik = <int>k, iused, ild = <int>block, ldc = <int>max(k, 1)
+    cdef char* uplo = b"U"
+    cdef char* trans = b"T"
+    with nogil:
+        if not accumulate:
+            for a in range(k):
+                for u in range(k):
+                    G[a, u] = 0.0
+        while start < nr and k > 0:
+            used = min(block, nr - start)
+            for u in range(used):
+                root[u] = <float>sqrt(W[rows[start + u]])
+            for a in range(nf):
+                j = cols[a]
+                for u in range(used):
+                    panel[u, a] = root[u] * <float>X[rows[start + u], j]
+            if intercept:
+                for u in range(used):
+                    panel[u, nf] = root[u]
+            iused = <int>used
+            ssyrk(uplo, trans, &ik, &iused, &one, &panel[0, 0], &ild, &zero, &C[0, 0], &ldc)
+            _add_upper(C, G, sign)
+            start += used
+        _mirror_upper(G)
+
+
+cdef void _add_upper(const float[::1, :] C, double[:, ::1] G, double sign) noexcept nogil:
+    """``G += sign * C`` on the upper triangle (a BLAS ``?syrk`` result with ``uplo='U'``)."""
+    cdef Py_ssize_t a, b
+    for b in range(G.shape[0]):
+        for a in range(b + 1):
+            G[a, b] += sign * C[a, b]
+
+
+cdef void _mirror_upper(double[:, ::1] G) noexcept nogil:
+    """Copy the upper triangle of ``G`` onto the lower one."""
+    cdef Py_ssize_t a, b
+    for a in range(G.shape[0]):
+        for b in range(a + 1, G.shape[0]):
+            G[b, a] = G[a, b]
 
 
 def gram_csr_cross(const floating[::1] data, const index_t[::1] indices,

@@ -271,8 +271,10 @@ class _LinearDatafit:
             syrk = k >= 64 and cost_syrk < updates + gather
             cost_gram = (cost_syrk if syrk else updates + gather) + k * k
             cost_hv = 2.0 * nnz_f + 3 * n
-        else:
-            cost_gram, cost_hv, walk_all, syrk = n * k * k / 8, 2.0 * n * k, False, False
+        else:  # the route is chosen on the float64 cost; from 64 columns it is formed in
+            # float32 panels (dense MNIST: 0.43 s → ~0.15 s per Gram) and carried (PanelGram)
+            walk_all, syrk, cost_hv = False, k >= 64, 2.0 * n * k
+            cost_gram = n * k * k / 8
         if self._calls[0]:  # running estimate of the products the solver makes per Hessian
             self._products_per_hessian = 0.5 * (self._products_per_hessian + self._calls[0])
         self._calls = [0]
@@ -280,15 +282,21 @@ class _LinearDatafit:
         fits = k <= self.max_explicit
         if fits and cost_gram + products * k * k <= products * cost_hv:
             return _ExplicitHessian(self._gram(cols, intercept, walk_all, syrk), self._calls)
-        # the switch is armed for the dense-panel route only, whose cost the model predicts
-        # within 20% (the sparse Gram's runs ~1.8× over it on w8a), and only where a k×k
-        # product is clearly cheaper than a matrix-free one
-        switch = fits and syrk and cost_hv > 2 * k * k
+        # the switch is armed for the sparse X's dense-panel route only, whose cost the model
+        # predicts within 20% (the sparse Gram's runs ~1.8× over it on w8a), and only where a
+        # k×k product is clearly cheaper than a matrix-free one
+        switch = fits and syrk and cost_hv > 2 * k * k and sp.issparse(X)
         return _SubspaceHessian(X, cols, self._D, intercept, self._tmp, self._calls,
                                 gram=(lambda c, b: self._gram(c, b, walk_all, syrk)) if switch
                                 else None,
                                 explicit_after=cost_gram / (cost_hv - k * k) if switch
                                 else np.inf)
+
+    def _csr(self):
+        """The CSR copy of the sparse X, made on first use and kept."""
+        if self._Xr is None:
+            self._Xr = self.X.tocsr()
+        return self._Xr
 
     def _gram(self, cols, intercept, walk_all, syrk=False):
         """[X_F, 1]ᵀ diag(D) [X_F, 1] as a dense array (F = cols).
@@ -296,24 +304,22 @@ class _LinearDatafit:
         For sparse X, ``walk_all`` (the free columns hold at least 1/8 of the nonzeros) walks
         a CSR copy of all of X, kept; otherwise the free slice is transposed, which costs
         about 10× as much per entry as walking (measured on a9a, w8a and MNIST). ``syrk``
-        (a dense free slice) gathers the rows into float32 panels for BLAS instead of
-        scattering Σᵢ nnzᵢ(F)²/2 updates, and updates the previous such Gram where that is
-        cheaper (:class:`~sparsekit.optimize._panel_gram.PanelGram`).
+        (a dense free slice, or a dense X with at least 64 free columns) gathers the rows into
+        float32 panels for BLAS instead of scattering Σᵢ nnzᵢ(F)²/2 updates or multiplying
+        float64 copies of the slice, and updates the previous such Gram where that is cheaper
+        (:class:`~sparsekit.optimize._panel_gram.PanelGram`).
         """
         k, X, D = cols.size, self.X, self._D
-        if sp.issparse(X) and syrk:
+        if syrk:
             if self._panel_gram is None:
-                if self._Xr is None:
-                    self._Xr = X.tocsr()
-                self._panel_gram = PanelGram(self._Xr, self.gram_refresh_rtol)
+                self._panel_gram = PanelGram(self._csr() if sp.issparse(X) else X,
+                                             self.gram_refresh_rtol)
             return self._panel_gram(cols, D, intercept)
         G = np.zeros((k + intercept, k + intercept))
         if sp.issparse(X):
             XF = _take_columns(X, cols) if intercept or not walk_all else None
             if walk_all:
-                if self._Xr is None:
-                    self._Xr = X.tocsr()
-                R = self._Xr
+                R = self._csr()
                 colmap = np.full(self.n_features, -1, dtype=np.int64)
                 colmap[cols] = np.arange(k)
             else:  # a small part: transpose the slice (its rows come out sorted)

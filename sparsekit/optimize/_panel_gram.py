@@ -1,14 +1,14 @@
 """The subspace Hessian of a linear datafit as a dense Gram, carried from one iterate to the next.
 
-OBA forms H_F = [X_F, 1]ᵀ diag(D) [X_F, 1] afresh at every outer iteration when its free slice
-is dense (float32 panels and ``ssyrk``, :func:`~sparsekit._cython._oba_kernels.gram_csr_syrk`).
-Between late iterations the free set F gains or loses a few columns and most curvature weights
-Dᵢ barely move, so the previous Gram is updated instead (ours, not in the thesis):
+When OBA's free slice is dense, H_F = [X_F, 1]ᵀ diag(D) [X_F, 1] is formed through float32
+panels and ``ssyrk`` (:func:`~sparsekit._cython._oba_kernels.gram_csr_syrk` for a CSR X,
+:func:`~sparsekit._cython._oba_kernels.gram_dense_syrk` for a dense one). Between late
+iterations the free set F gains or loses a few columns and most curvature weights Dᵢ barely
+move, so the previous Gram is updated instead of formed again (ours, not in the thesis):
 
 - the rows whose weight moved by more than ``rtol`` (relative) are refreshed with a signed
   rank-k update, ± Σᵢ |ΔDᵢ| xᵢxᵢᵀ over the kept columns;
-- the columns that joined F get their rows of the Gram from one pass over X
-  (:func:`~sparsekit._cython._oba_kernels.gram_csr_cross`);
+- the columns that joined F get their rows of the Gram from one pass over X;
 - the columns that left F are dropped.
 
 The result is exactly the Gram of weights D̃ with |D̃ᵢ − Dᵢ| ≤ rtol·Dᵢ, hence
@@ -18,25 +18,29 @@ On MNIST (784 columns, free slices of ~650) the late iterations at C = 10 refres
 rows, and the update costs a small fraction of a new Gram.
 """
 import numpy as np
+import scipy.sparse as sp
 
 from sparsekit._cython import _oba_kernels as K
 
 
 class PanelGram:
-    """[X_F, 1]ᵀ diag(D̃) [X_F, 1] for a CSR ``X``, with D̃ within ``rtol`` of the weights asked for.
+    """[X_F, 1]ᵀ diag(D̃) [X_F, 1], with D̃ within ``rtol`` of the weights asked for.
 
     Parameters
     ----------
-    R : scipy.sparse.csr_matrix of shape (n_samples, n_features)
-        The design matrix.
+    X : scipy.sparse.csr_matrix or Fortran-ordered ndarray of shape (n_samples, n_features)
+        The design matrix, float32 or float64.
     rtol : float
         Relative tolerance on the curvature weights (0: every changed weight is refreshed).
     """
 
-    def __init__(self, R, rtol):
-        self._R = R
+    def __init__(self, X, rtol):
+        self._X = X
+        self._sparse = sp.issparse(X)
         self._rtol = float(rtol)
-        self._col_nnz = np.bincount(R.indices, minlength=R.shape[1])
+        n, d = X.shape
+        self._col_nnz = (np.bincount(X.indices, minlength=d) if self._sparse
+                         else np.full(d, n))
         self._cols = self._G = self._weights = self._intercept = None
 
     def __call__(self, cols, D, intercept):
@@ -45,16 +49,41 @@ class PanelGram:
             G = self._updated(cols, D, intercept)
         else:
             G = np.empty((cols.size + intercept,) * 2)
-            K.gram_csr_syrk(self._R.data, self._R.indices, self._R.indptr, D,
-                            self._colmap(cols), intercept, G)
+            self._rank_update(D, cols, intercept, G, 1.0, False)
             self._weights = np.array(D, dtype=np.float64)
         self._cols, self._G, self._intercept = cols.copy(), G, intercept
         return G
 
     def _colmap(self, cols):
-        colmap = np.full(self._R.shape[1], -1, dtype=np.int64)
+        colmap = np.full(self._X.shape[1], -1, dtype=np.int64)
         colmap[cols] = np.arange(cols.size)
         return colmap
+
+    def _rank_update(self, W, cols, intercept, G, sign, accumulate):
+        """G = sign · [X_F, 1]ᵀ diag(W) [X_F, 1] (W ≥ 0), or added to G with ``accumulate``."""
+        X = self._X
+        if self._sparse:
+            K.gram_csr_syrk(X.data, X.indices, X.indptr, W, self._colmap(cols), intercept, G,
+                            sign=sign, accumulate=accumulate)
+        else:
+            K.gram_dense_syrk(X, np.flatnonzero(W > 0), W, cols, intercept, G, sign=sign,
+                              accumulate=accumulate)
+
+    def _joined_rows(self, W, cols, joined, intercept):
+        """The rows of [X_F, 1]ᵀ diag(W) [X_F, 1] at the positions ``joined`` of F."""
+        X, k = self._X, cols.size
+        B = np.empty((joined.size, k + intercept))
+        if self._sparse:
+            rowmap = np.full(k, -1, dtype=np.int64)
+            rowmap[joined] = np.arange(joined.size)
+            K.gram_csr_cross(X.data, X.indices, X.indptr, W, self._colmap(cols), rowmap,
+                             intercept, B)
+        else:  # one BLAS pass over X: Xᵀ (W ∘ X_N), in X's precision
+            V = X[:, cols[joined]] * W[:, None].astype(X.dtype)
+            B[:, :k] = (X.T @ V)[cols].T
+            if intercept:
+                B[:, k] = V.sum(axis=0)
+        return B
 
     def _moved(self, D):
         return np.abs(D - self._weights) > self._rtol * D
@@ -62,16 +91,19 @@ class PanelGram:
     def _update_pays(self, cols, D, intercept):
         """Whether updating the kept Gram costs less than half a new one, in scattered
         multiply-adds (a BLAS rank-1 term counted as 1/48 of one, as in ``hessp``'s model):
-        the moved rows' rank-k update, and for joined columns one pass over X."""
+        the moved rows' rank-k update, and for joined columns one pass over X (scattered
+        updates for a CSR X, a BLAS product for a dense one)."""
         if self._G is None or self._intercept != intercept or self._cols.size == 0:
             return False
-        n, k = self._R.shape[0], cols.size
+        n, k = self._X.shape[0], cols.size
         joined = np.setdiff1d(cols, self._cols, assume_unique=True)
         moved = np.count_nonzero(self._moved(D))
         cost = moved * k * k / 48
-        if joined.size:  # one pass over X, Σᵢ nnzᵢ(joined) nnzᵢ(F) updates
+        if joined.size and self._sparse:  # one pass, Σᵢ nnzᵢ(joined) nnzᵢ(F) scattered updates
             nnz_joined, nnz_free = self._col_nnz[joined].sum(), self._col_nnz[cols].sum()
-            cost += self._R.nnz + float(nnz_joined) * float(nnz_free) / n
+            cost += self._col_nnz.sum() + float(nnz_joined) * float(nnz_free) / n
+        elif joined.size:  # one pass, n |joined| k multiply-adds in a float64 BLAS product
+            cost += self._col_nnz.sum() + n * joined.size * k / 24
         return cost < 0.5 * n * k * k / 48
 
     def _updated(self, cols, D, intercept):
@@ -82,12 +114,10 @@ class PanelGram:
         G_kept = self._G[np.ix_(rows, rows)]
         moved = self._moved(D)
         delta = np.where(moved, D - self._weights, 0.0)
-        R = self._R
-        colmap = self._colmap(cols[kept])
         for sign in (1.0, -1.0):
             if np.any(sign * delta > 0):
-                K.gram_csr_syrk(R.data, R.indices, R.indptr, np.maximum(sign * delta, 0.0),
-                                colmap, intercept, G_kept, sign=sign, accumulate=True)
+                self._rank_update(np.maximum(sign * delta, 0.0), cols[kept], intercept, G_kept,
+                                  sign, True)
         self._weights[moved] = D[moved]
 
         G = np.empty((k + intercept,) * 2)
@@ -95,11 +125,7 @@ class PanelGram:
         G[np.ix_(at_kept, at_kept)] = G_kept
         joined = np.flatnonzero(~kept)
         if joined.size:
-            rowmap = np.full(k, -1, dtype=np.int64)
-            rowmap[joined] = np.arange(joined.size)
-            B = np.empty((joined.size, k + intercept))
-            K.gram_csr_cross(R.data, R.indices, R.indptr, self._weights, self._colmap(cols),
-                             rowmap, intercept, B)
+            B = self._joined_rows(self._weights, cols, joined, intercept)
             G[joined, :] = B
             G[:, joined] = B.T
             B_jj = B[:, joined]  # symmetric up to the order of its sums
