@@ -580,15 +580,10 @@ def gram_csr_syrk(const floating[::1] data, const index_t[::1] indices,
     cdef Py_ssize_t nf = k - intercept
     cdef float[::1, :] panel = np.zeros((max(k, 1), block), dtype=np.float32, order="F")
     cdef float[::1, :] C = np.zeros((max(k, 1), max(k, 1)), dtype=np.float32, order="F")
-    cdef float s, one = 1.0, zero = 0.0
-    cdef int ik = <int>k, iused, ild = <int>max(k, 1)
-    cdef char* uplo = b"U"
-    cdef char* trans = b"N"
+    cdef float s
+    if not accumulate:
+        G[:, :] = 0.0
     with nogil:
-        if not accumulate:
-            for a in range(k):
-                for b in range(k):
-                    G[a, b] = 0.0
         while start < n and k > 0:
             used = 0
             i = start
@@ -606,9 +601,7 @@ def gram_csr_syrk(const floating[::1] data, const index_t[::1] indices,
             start = i
             if used == 0:
                 break
-            iused = <int>used
-            ssyrk(uplo, trans, &ik, &iused, &one, &panel[0, 0], &ild, &zero, &C[0, 0], &ild)
-            _add_upper(C, G, sign)
+            _syrk_add(b"N", panel, used, C, G, sign)
             memset(&panel[0, 0], 0, k * used * sizeof(float))
         _mirror_upper(G)
 
@@ -629,15 +622,9 @@ def gram_dense_syrk(const floating[::1, :] X, const long long[:] rows, const dou
     cdef float[::1, :] panel = np.zeros((block, max(k, 1)), dtype=np.float32, order="F")
     cdef float[::1, :] C = np.zeros((max(k, 1), max(k, 1)), dtype=np.float32, order="F")
     cdef float[::1] root = np.empty(block, dtype=np.float32)
-    cdef float one = 1.0, zero = 0.0
-    cdef int ik = <int>k, iused, ild = <int>block, ldc = <int>max(k, 1)
-    cdef char* uplo = b"U"
-    cdef char* trans = b"T"
+    if not accumulate:
+        G[:, :] = 0.0
     with nogil:
-        if not accumulate:
-            for a in range(k):
-                for u in range(k):
-                    G[a, u] = 0.0
         while start < nr and k > 0:
             used = min(block, nr - start)
             for u in range(used):
@@ -649,17 +636,23 @@ def gram_dense_syrk(const floating[::1, :] X, const long long[:] rows, const dou
             if intercept:
                 for u in range(used):
                     panel[u, nf] = root[u]
-            iused = <int>used
-            ssyrk(uplo, trans, &ik, &iused, &one, &panel[0, 0], &ild, &zero, &C[0, 0], &ldc)
-            _add_upper(C, G, sign)
+            _syrk_add(b"T", panel, used, C, G, sign)
             start += used
         _mirror_upper(G)
 
 
-cdef void _add_upper(const float[::1, :] C, double[:, ::1] G, double sign) noexcept nogil:
-    """``G += sign * C`` on the upper triangle (a BLAS ``?syrk`` result with ``uplo='U'``)."""
+cdef void _syrk_add(char* trans, float[::1, :] panel, Py_ssize_t used, float[::1, :] C,
+                    double[:, ::1] G, double sign) noexcept nogil:
+    """``G += sign * P^T P`` on the upper triangle through ``ssyrk`` (``C`` is its float32
+    workspace), where P is the panel's first ``used`` rows (``trans = "T"``, a rows × k
+    panel) or columns (``trans = "N"``, a k × rows panel)."""
     cdef Py_ssize_t a, b
-    for b in range(G.shape[0]):
+    cdef int k = <int>G.shape[0], rows = <int>used
+    cdef int lda = <int>panel.shape[0], ldc = <int>C.shape[0]
+    cdef float one = 1.0, zero = 0.0
+    cdef char* uplo = b"U"
+    ssyrk(uplo, trans, &k, &rows, &one, &panel[0, 0], &lda, &zero, &C[0, 0], &ldc)
+    for b in range(k):
         for a in range(b + 1):
             G[a, b] += sign * C[a, b]
 
