@@ -6,7 +6,9 @@ A datafit is f(x) = (1/n) Σᵢ sᵢ ℓ(mᵢ, yᵢ) with margins m = X w + b, p
 
 - ``value_grad(x)`` -> (f, ∇f), which also stores the curvature weights at x;
 - ``hessp(x, free)`` -> a subspace Hessian operator on the free columns, reading them in
-  place from X; :meth:`_SubspaceHessian.restrict` shrinks the list during corrections;
+  place from X; :meth:`_SubspaceHessian.restrict` shrinks the list during corrections; a
+  formed float32-panel Gram is carried between iterates, with curvature weights within
+  ``gram_refresh_rtol`` (5%) of the current ones (:mod:`~sparsekit.optimize._panel_gram`);
 - ``lipschitz()`` -> an upper bound on the Lipschitz constant of ∇f (for the ISTA step);
 - ``penalty_weights`` -> 1 for w, 0 for the intercept (kept free, notes §1.9 [MINE]).
 
