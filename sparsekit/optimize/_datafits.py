@@ -274,7 +274,7 @@ class _LinearDatafit:
             cost_gram = (cost_syrk if syrk else updates + gather) + k * k
             cost_hv = 2.0 * nnz_f + 3 * n
         else:  # the route is chosen on the float64 cost; from 64 columns it is formed in
-            # float32 panels (dense MNIST: 0.43 s → ~0.15 s per Gram) and carried (PanelGram)
+            # float32 panels (60000 rows, 650 columns: 1.0 s → 0.35 s) and carried (PanelGram)
             walk_all, syrk, cost_hv = False, k >= 64, 2.0 * n * k
             cost_gram = n * k * k / 8
         if self._calls[0]:  # running estimate of the products the solver makes per Hessian
