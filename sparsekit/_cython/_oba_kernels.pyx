@@ -576,7 +576,7 @@ def gram_csr_syrk(const floating[::1] data, const index_t[::1] indices,
     with ``accumulate`` the product times ``sign`` is added to it (an update by the rows
     whose weights changed).
     """
-    cdef Py_ssize_t k = G.shape[0], n = D.shape[0], i, p, a, b, used, start = 0
+    cdef Py_ssize_t k = G.shape[0], n = D.shape[0], i, p, a, used, start = 0
     cdef Py_ssize_t nf = k - intercept
     cdef float[::1, :] panel = np.zeros((max(k, 1), block), dtype=np.float32, order="F")
     cdef float[::1, :] C = np.zeros((max(k, 1), max(k, 1)), dtype=np.float32, order="F")
@@ -682,10 +682,8 @@ def gram_csr_cross(const floating[::1] data, const index_t[::1] indices,
     cdef Py_ssize_t width = _max_row_length(indptr, D.shape[0])
     cdef long long[::1] pos = np.empty(width, dtype=np.int64)
     cdef double[::1] val = np.empty(width)
+    B[:, :] = 0.0
     with nogil:
-        for r in range(B.shape[0]):
-            for q in range(B.shape[1]):
-                B[r, q] = 0.0
         for i in range(D.shape[0]):
             if D[i] == 0.0:
                 continue

@@ -45,8 +45,9 @@ class PanelGram:
 
     def __call__(self, cols, D, intercept):
         """The Gram (a new array, k + ``intercept`` square) of the sorted free columns ``cols``."""
-        if self._update_pays(cols, D, intercept):
-            G = self._updated(cols, D, intercept)
+        moved = None if self._G is None else self._moved(D)
+        if self._update_pays(cols, moved, intercept):
+            G = self._updated(cols, D, moved, intercept)
         else:
             G = np.empty((cols.size + intercept,) * 2)
             self._rank_update(D, cols, intercept, G, 1.0, False)
@@ -88,7 +89,7 @@ class PanelGram:
     def _moved(self, D):
         return np.abs(D - self._weights) > self._rtol * D
 
-    def _update_pays(self, cols, D, intercept):
+    def _update_pays(self, cols, moved, intercept):
         """Whether updating the kept Gram costs less than half a new one, in scattered
         multiply-adds (a BLAS rank-1 term counted as 1/48 of one, as in ``hessp``'s model):
         the moved rows' rank-k update, and for joined columns one pass over X (scattered
@@ -97,8 +98,7 @@ class PanelGram:
             return False
         n, k = self._X.shape[0], cols.size
         joined = np.setdiff1d(cols, self._cols, assume_unique=True)
-        moved = np.count_nonzero(self._moved(D))
-        cost = moved * k * k / 48
+        cost = np.count_nonzero(moved) * k * k / 48
         if joined.size and self._sparse:  # one pass, Σᵢ nnzᵢ(joined) nnzᵢ(F) scattered updates
             nnz_joined, nnz_free = self._col_nnz[joined].sum(), self._col_nnz[cols].sum()
             cost += self._col_nnz.sum() + float(nnz_joined) * float(nnz_free) / n
@@ -106,13 +106,12 @@ class PanelGram:
             cost += self._col_nnz.sum() + n * joined.size * k / 24
         return cost < 0.5 * n * k * k / 48
 
-    def _updated(self, cols, D, intercept):
+    def _updated(self, cols, D, moved, intercept):
         old, k = self._cols, cols.size
         at = np.minimum(np.searchsorted(old, cols), old.size - 1)
         kept = old[at] == cols
         rows = np.append(at[kept], old.size) if intercept else at[kept]
         G_kept = self._G[np.ix_(rows, rows)]
-        moved = self._moved(D)
         delta = np.where(moved, D - self._weights, 0.0)
         for sign in (1.0, -1.0):
             if np.any(sign * delta > 0):
