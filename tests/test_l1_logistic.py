@@ -52,6 +52,53 @@ def test_dense_sparse_float32_agree():
     np.testing.assert_allclose(a.coef_, c.coef_, atol=1e-4)
 
 
+def test_csr_input_serves_the_explicit_hessians(monkeypatch):
+    """A CSR input reaches the datafit, whose explicit Hessians walk rows, instead of being
+    rebuilt from the CSC copy; the fit is bitwise that of the CSC input."""
+    import sparsekit.linear_model._l1_logistic as module
+    X, y = _binary(4, n=300, d=40, sparse=True)
+    handed = []
+
+    class Spy(module.Logistic):
+        def __init__(self, *args, X_csr=None, **kwargs):
+            handed.append(X_csr)
+            super().__init__(*args, X_csr=X_csr, **kwargs)
+
+    monkeypatch.setattr(module, "Logistic", Spy)
+    a = L1LogisticOBA(C=3.0, tol=1e-10).fit(X, y)
+    b = L1LogisticOBA(C=3.0, tol=1e-10).fit(X.tocsc(), y)
+    l1_logistic_path(X, y, [1.0])
+    assert handed[0] is X and handed[1] is None and handed[2] is X
+    np.testing.assert_array_equal(a.coef_, b.coef_)
+    assert a.n_iter_[0] == b.n_iter_[0]
+    datafit = module.Logistic(X.tocsc(), np.where(y == 1, 1.0, -1.0), X_csr=X)
+    assert datafit._csr() is X
+    mismatched = module.Logistic(X.tocsc(), np.where(y == 1, 1.0, -1.0),
+                                 X_csr=X.astype(np.float32))
+    assert mismatched._csr().dtype == np.float64
+
+
+@pytest.mark.parametrize("layout", ["csr", "csc"])
+def test_duplicate_entries_are_summed(layout):
+    """A sparse input with duplicate entries (legal in scipy, left alone by scikit-learn's
+    validation) is the matrix of their sums: the same fit, iterate for iterate, as the
+    canonical input (the row-walking Gram kernels would otherwise count cross terms once)."""
+    X, y = _binary(5, n=300, d=30)
+    coo = sp.coo_matrix(X)
+    rows, cols, halves = np.tile(coo.row, 2), np.tile(coo.col, 2), np.tile(0.5 * coo.data, 2)
+    major, minor, fmt = (rows, cols, sp.csr_matrix) if layout == "csr" else (cols, rows,
+                                                                             sp.csc_matrix)
+    order = np.lexsort((minor, major))  # exact halves: their sums are exact
+    indptr = np.searchsorted(major[order], np.arange(X.shape[layout == "csc"] + 1))
+    dup = fmt((halves[order], minor[order], indptr), shape=X.shape)
+    assert dup.format == layout and not dup.has_canonical_format
+    assert dup.nnz == 2 * coo.nnz
+    a = L1LogisticOBA(C=10.0, tol=1e-10).fit(sp.csr_matrix(X), y)
+    b = L1LogisticOBA(C=10.0, tol=1e-10).fit(dup, y)
+    np.testing.assert_array_equal(a.coef_, b.coef_)
+    assert a.n_iter_[0] == b.n_iter_[0]
+
+
 def test_multiclass_ovr_matches_binary_fits_and_probabilities():
     rng = np.random.default_rng(2)
     X = rng.standard_normal((240, 10))

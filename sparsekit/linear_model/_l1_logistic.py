@@ -51,9 +51,10 @@ REG_DECAY = True
 CG_RTOL_EXPLICIT = 0.01
 
 
-def _fit_binary(X, y_pm, sample_weight, C, fit_intercept, tol, max_iter, w0, verbose):
+def _fit_binary(X, X_csr, y_pm, sample_weight, C, fit_intercept, tol, max_iter, w0, verbose):
     """One OBA solve of the binary problem; returns (w, b, OptimizeResult)."""
-    datafit = Logistic(X, y_pm, sample_weight=sample_weight, fit_intercept=fit_intercept)
+    datafit = Logistic(X, y_pm, sample_weight=sample_weight, fit_intercept=fit_intercept,
+                       X_csr=X_csr)
     return _solve(datafit, C, tol, max_iter, w0, verbose)
 
 
@@ -73,6 +74,14 @@ def _solve(datafit, C, tol, max_iter, w0, verbose):
     w = res.x[:datafit.n_features]
     b = float(res.x[-1]) if datafit.fit_intercept else 0.0
     return w, b, res
+
+
+def _layouts(X):
+    """(X for the datafit: CSC when sparse, the CSR input or None): the datafit walks columns
+    and forms explicit Hessians from rows, so a CSR input is kept rather than rebuilt."""
+    if not sp.issparse(X):
+        return X, None
+    return X.tocsc(), X if X.format == "csr" and X.has_canonical_format else None
 
 
 def _check_fit_data(estimator, X, y, sample_weight, reset=True):
@@ -165,12 +174,11 @@ class L1LogisticOBA(ClassifierMixin, BaseEstimator):
         if self.class_weight is not None:
             cw = compute_class_weight(self.class_weight, classes=classes, y=y)
             sample_weight = sample_weight * cw[np.searchsorted(classes, y)]
-        if sp.issparse(X):
-            X = X.tocsc()
+        X, X_csr = _layouts(X)
         problems = [classes[1]] if classes.size == 2 else list(classes)
         w0 = self._warm_start_point(len(problems), X.shape[1])
         jobs = (delayed(_fit_binary)(
-            X, np.where(y == pos, 1.0, -1.0), sample_weight, self.C, self.fit_intercept,
+            X, X_csr, np.where(y == pos, 1.0, -1.0), sample_weight, self.C, self.fit_intercept,
             self.tol, self.max_iter, w0[k] if w0 is not None else None, self.verbose)
             for k, pos in enumerate(problems))
         results = Parallel(n_jobs=self.n_jobs, prefer="threads")(jobs)
@@ -304,8 +312,7 @@ def l1_logistic_path(X, y, Cs=10, *, pos_class=None, fit_intercept=True, tol=1e-
     elif pos_class not in classes:
         raise ValueError(f"pos_class {pos_class!r} is not a label of y")
     y_pm = np.where(y == pos_class, 1.0, -1.0)
-    if sp.issparse(X):
-        X = X.tocsc()
+    X, X_csr = _layouts(X)
     if isinstance(Cs, numbers.Integral):
         c_min = _smallest_active_C(X, y_pm, sample_weight, fit_intercept)
         Cs = np.logspace(np.log10(c_min), np.log10(c_min) + 4, Cs)
@@ -314,7 +321,8 @@ def l1_logistic_path(X, y, Cs=10, *, pos_class=None, fit_intercept=True, tol=1e-
         raise ValueError("Cs must be positive and finite")
     coefs = np.empty((Cs.size, X.shape[1] + fit_intercept))
     n_iter = np.empty(Cs.size, dtype=np.int32)
-    datafit = Logistic(X, y_pm, sample_weight=sample_weight, fit_intercept=fit_intercept)
+    datafit = Logistic(X, y_pm, sample_weight=sample_weight, fit_intercept=fit_intercept,
+                       X_csr=X_csr)
     x = None
     for k in np.argsort(Cs):
         _, _, res = _solve(datafit, Cs[k], tol, max_iter, x, 0)

@@ -13,7 +13,9 @@ A datafit is f(x) = (1/n) Σᵢ sᵢ ℓ(mᵢ, yᵢ) with margins m = X w + b, p
 - ``penalty_weights`` -> 1 for w, 0 for the intercept (kept free, notes §1.9 [MINE]).
 
 Sparse X is stored once as CSC (column slices are the hot path); dense X as Fortran order.
-Values stay float32 if given so; all vectors are float64.
+Values stay float32 if given so; all vectors are float64. The explicit Hessians of sparse X
+walk rows: a CSR layout of the same matrix (canonical: sorted, no duplicates) can be handed
+over as ``X_csr``, else a copy is made on first use.
 """
 import numpy as np
 import scipy.sparse as sp
@@ -166,21 +168,24 @@ class _LinearDatafit:
     rᵢ = sᵢ ∂ℓ/∂mᵢ and Dᵢ = sᵢ ∂²ℓ/∂mᵢ² (with sᵢ already divided by n).
     """
 
-    def __init__(self, X, y, sample_weight=None, fit_intercept=False):
+    def __init__(self, X, y, sample_weight=None, fit_intercept=False, X_csr=None):
         if sp.issparse(X):
             X = X.tocsc()
             if X.dtype not in (np.float32, np.float64):
                 X = X.astype(np.float64)
-            if not X.has_sorted_indices:
+            if not X.has_canonical_format:  # duplicate entries would break the Gram kernels
                 X = X.copy()
-                X.sort_indices()
+                X.sum_duplicates()
         else:
             X = np.asfortranarray(X)
             if X.dtype not in (np.float32, np.float64):
                 X = np.asfortranarray(X, dtype=np.float64)
         self.X = X
         self.n_samples, self.n_features = X.shape
-        self._Xr = None  # CSR copy of X, made on the first explicit Hessian over most of X
+        # CSR layout for the explicit Hessians: the caller's, else a copy made on first use
+        # (4 ms on w8a, against a 55 ms fit)
+        same = X_csr is not None and X_csr.shape == X.shape and X_csr.dtype == X.dtype
+        self._Xr = X_csr if same else None
         self._panel_gram = None  # the dense-panel Gram, carried between iterates
         self.y = np.ascontiguousarray(y, dtype=np.float64)
         sw = (np.ones(self.n_samples) if sample_weight is None
