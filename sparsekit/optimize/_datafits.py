@@ -212,6 +212,8 @@ class _LinearDatafit:
     #: most as many matrix-free products as the solver used per Hessian lately (dense
     #: forming counted at BLAS speed, /4)
     max_explicit = 3000
+    #: explicit Hessians of sparse X walk all rows only up to this many columns (see _gram)
+    max_walk_columns = 32768
     #: a dense-panel Gram is updated, not formed again, where cheaper: rows whose curvature
     #: weight moved by more than this relative amount are refreshed (see ``_panel_gram``)
     gram_refresh_rtol = 0.05
@@ -324,6 +326,10 @@ class _LinearDatafit:
             return self._panel_gram(cols, D, intercept)
         G = np.zeros((k + intercept, k + intercept))
         if sp.issparse(X):
+            # a walk looks every entry's column up in a map of all columns: past ~32k columns
+            # the map leaves the L2 cache and the slice is cheaper (Debian, 353k columns, 16
+            # free: 26 ms against 8 ms), and so is the CSR copy the walk needs (134 ms)
+            walk_all = walk_all and self.n_features <= self.max_walk_columns
             XF = _take_columns(X, cols) if intercept or not walk_all else None
             if walk_all:
                 R = self._csr()
