@@ -1,7 +1,7 @@
-"""One-vs-Each bound: the properties (a)-(k) of notes/one_vs_each.md §2.1."""
+"""One-vs-Each bound: the properties (a)-(k) of notes/one_vs_each.md §2.1 and those of §1.3."""
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 from scipy.optimize import minimize
@@ -35,14 +35,45 @@ def test_b_all_equal_scores(K):
     assert ove_objective(np.ones((3, 1)), y, np.zeros((K, 1))) == pytest.approx((K - 1) * np.log(2))
 
 
-@given(scores_st)
-def test_c_same_ranking_as_scores(S):
-    S = S + np.arange(S.shape[1]) * 1e-3          # no exact ties
+# Integer grids times a scale: exact ties are frequent, untied scores differ by >= one
+# grid step (far above rounding), and scale 125 reaches +-1e3.
+grid_st = arrays(np.int64, st.tuples(st.integers(1, 4), st.integers(2, 12)),
+                 elements=st.integers(-8, 8))
+_EPS = np.finfo(np.float64).eps
+
+
+def _rounding_tol(K, *values):
+    """Bound on the rounding of a K-term sum of log-sigmoids of magnitude ``max |values|``."""
+    return 8 * K * _EPS * (1 + max(np.abs(v).max() for v in values))
+
+
+def _ranking_grid(K, seed=5):
+    """Scores in {-1000..1000} for K classes: huge (+-1e3) and, for K > 2001, tied."""
+    return np.random.default_rng(seed).integers(-1000, 1001, size=(1, K)).astype(np.int64)
+
+
+@settings(deadline=None)                    # the K = 2919 example builds K x K matrices
+@given(grid_st, st.sampled_from([0.25, 1.0, 125.0]))
+@example(np.array([[8, 8, -8], [8, -8, 0], [-8, -8, -8]]), 125.0)         # K = 3, +-1e3, ties
+@example(np.array([[0, 1, 2, 3, 4, 5, 6, 7, 8, 7]]), 1.0)                  # one tie at the top
+@example(_ranking_grid(2919), 1.0)                                         # AmazonCat K, ties
+def test_c_same_ranking_as_scores(I, scale):
+    """§1.3 item 9: f_k > f_j => OVE_k > OVE_j (margin >= f_k - f_j), ties equal, same argmax."""
+    S = I * scale
+    K = S.shape[1]
     lo = log_ove_bound(S)
-    for row_s, row_b in zip(S, lo):
-        ties = np.isclose(row_b[:, None], row_b[None, :], rtol=0, atol=1e-9)
-        order_s = np.argsort(row_s)
-        assert np.all(np.diff(row_b[order_s]) >= -1e-9) or ties.any()
+    for s, b in zip(S, lo):
+        tol = _rounding_tol(K, b, s)
+        ds = s[:, None] - s[None, :]                  # [k, j] = f_k - f_j, exact on the grid
+        db = b[:, None] - b[None, :]
+        above = ds > 0
+        # log OVE_k - log OVE_j = (f_k - f_j) + sum_{m != k,j} [log sig(f_k-f_m) - log sig(f_j-f_m)]
+        # and every bracket is >= 0, so the margin is at least the score gap (> tol here).
+        assert np.all(db[above] >= ds[above] - tol)
+        assert np.all(np.abs(db[ds == 0]) <= tol)     # only exactly tied scores may tie
+        top = np.flatnonzero(s == s.max())
+        np.testing.assert_array_equal(np.flatnonzero(b >= b.max() - tol), top)
+        assert np.argmax(b) in top
 
 
 def _counts(K=7, seed=0):
@@ -152,14 +183,17 @@ def test_i_toy_linear_bounds_and_weights():
     assert rel < 0.5 and rel < rel_b
 
 
-@pytest.mark.parametrize("method,kw,tol", [
-    ("ove", dict(learning_rate=0.05, batch_size=100, n_sampled=10, n_epochs=20), 0.1),
-    ("implicit", dict(learning_rate=0.05, n_sampled=1, n_epochs=10), 0.25),
+@pytest.mark.parametrize("method,kw,tol,nll_tol", [
+    ("ove", dict(learning_rate=0.05, batch_size=100, n_sampled=10, n_epochs=60), 0.015, 1e-4),
+    ("implicit", dict(learning_rate=0.1, lr_decay=0.97, n_sampled=1, n_epochs=60), 0.15, 5e-3),
 ])
-def test_j_nonparametric_toy_recovers_counts(method, kw, tol):
-    """T3 scaled down (N = 2e4, K = 200): softmax(f^) -> N_k / N (Fig. 2); the one-class
-    Implicit SGD is noisier on this toy (each u_i moves once per epoch), hence its wider
-    L1 tolerance, but its NLL is within 1% of the ML optimum."""
+def test_j_nonparametric_toy_recovers_counts(method, kw, tol, nll_tol):
+    """T3 scaled down (N = 2e4, K = 200): softmax(f^) -> N_k / N (Fig. 2).
+
+    Over 20 data/sampler seeds the L1 error was <= 0.0058 (OVE; the residual is the
+    slowly moving classes with N_k = 1) and <= 0.115 (Implicit SGD, whose u_i move once
+    per epoch), and the NLL within 2.1e-5 / 2.3e-3 of the ML optimum.
+    """
     X, y = make_ove_toy("T3", n_samples=20_000, n_classes=200, random_state=0)
     Nk = np.bincount(y, minlength=200)
     keep = Nk > 0
@@ -173,7 +207,7 @@ def test_j_nonparametric_toy_recovers_counts(method, kw, tol):
     assert err < tol < uniform
     best = -(target[keep] * np.log(target[keep])).sum()
     nll = -np.log(p_hat[y]).mean()
-    assert nll < 1.01 * best
+    assert nll < (1 + nll_tol) * best
 
 
 def test_k_value_at_zero_weights():
@@ -181,3 +215,173 @@ def test_k_value_at_zero_weights():
     X = rng.normal(size=(20, 3))
     y = rng.integers(0, 6, 20)
     assert ove_objective(X, y, np.zeros((6, 3))) == pytest.approx(5 * np.log(2), rel=1e-14)
+
+
+# ---------------------------------------------------------------- notes §1.3 properties
+def _ref_log_ove(S):
+    """Eq. 4 term by term: ``log OVE_k = -sum_{m != k} log(1 + e^{f_m - f_k})``."""
+    S = np.asarray(S, dtype=np.float64)
+    out = np.empty_like(S)
+    for i, s in enumerate(S):
+        for k in range(len(s)):
+            out[i, k] = -np.logaddexp(0.0, np.delete(s, k) - s[k]).sum()
+    return out
+
+
+def _ref_log_gap(S):
+    """``log softmax_k - log OVE_k = sum log(1 + a_m) - log(1 + sum a_m)``, a_m = e^{f_m - f_k}."""
+    S = np.asarray(S, dtype=np.float64)
+    out = np.empty_like(S)
+    for i, s in enumerate(S):
+        for k in range(len(s)):
+            d = np.delete(s, k) - s[k]
+            out[i, k] = np.logaddexp(0.0, d).sum() - np.logaddexp(0.0, logsumexp(d))
+    return out
+
+
+def _adversarial_scores():
+    rng = np.random.default_rng(7)
+    return {
+        "K3-equal": np.full((1, 3), 0.37),
+        "K3-huge-ties": np.array([[1e3, 1e3, -1e3], [1e3, -1e3, 0.0], [-1e3, -1e3, -1e3]]),
+        "K3-ties-dominant": np.array([[2.0, 2.0, -1.0], [-1.0, -1.0, 2.0], [30.0, 0.0, 0.0]]),
+        "K3-random": rng.normal(0, 3, size=(20, 3)),
+        "K40-grid-ties": rng.integers(-4, 5, size=(3, 40)) * 0.5,
+        "K40-huge": np.vstack([rng.uniform(-1e3, 1e3, size=(2, 40)),
+                               np.r_[1e3, 1e3, -1e3:1e3:38j]]),     # a tie at the top
+        "K2919-equal-huge": np.full((1, 2919), -1e3),
+        "K2919-random": rng.normal(0, 3, size=(1, 2919)),
+    }
+
+
+_ADV = _adversarial_scores()
+scores3_st = arrays(np.float64, st.tuples(st.integers(1, 4), st.integers(3, 8)),
+                    elements=st.floats(-30, 30))
+
+
+def _check_strictly_below(S):
+    lo, exact, gap = log_ove_bound(S), softmax_log_proba(S), _ref_log_gap(S)
+    K = S.shape[1]
+    tol = _rounding_tol(K, lo, exact, S)
+    np.testing.assert_allclose(exact - lo, gap, rtol=1e-9, atol=tol)
+    resolvable = gap > tol                    # e.g. a dominant class: gap ~ e^{-2 x 30}
+    assert np.all(lo[resolvable] < exact[resolvable])
+    # the lowest class has every a_m >= 1, so gap >= (K - 1) log 2 - log K > 0: never vacuous
+    low = np.argmin(S, axis=1)
+    rows = np.arange(len(S))
+    assert np.all(resolvable[rows, low])
+    assert np.all(exact[rows, low] - lo[rows, low] >= (K - 1) * np.log(2) - np.log(K) - tol)
+
+
+@given(scores3_st)
+def test_strict_below_softmax_for_three_or_more_classes(S):
+    """§1.3 item 3: for K >= 3, log OVE_k < log softmax_k by the gap of Eq. 3 vs Eq. 4."""
+    _check_strictly_below(S)
+
+
+@pytest.mark.parametrize("name", list(_ADV))
+def test_strict_below_softmax_adversarial(name):
+    """§1.3 item 3 on ties, all-equal, dominant and +-1e3 scores, K = 3 to 2919."""
+    _check_strictly_below(_ADV[name])
+
+
+def _check_mass(S):
+    lo = log_ove_bound(S)
+    mass, ref = logsumexp(lo, axis=1), logsumexp(_ref_log_ove(S), axis=1)
+    tol = _rounding_tol(S.shape[1], lo, S)
+    np.testing.assert_allclose(mass, ref, rtol=0, atol=tol)
+    assert np.all(mass <= tol)                                # sum_k OVE_k <= 1
+    if S.shape[1] == 2:
+        np.testing.assert_allclose(mass, 0.0, atol=tol)       # K = 2: exact, sums to one
+        return np.zeros(len(S), dtype=bool)
+    resolvable = ref < -tol               # not with a dominant class: 1 - sum ~ e^{-gap}
+    assert np.all(mass[resolvable] < 0)
+    return resolvable
+
+
+@given(scores_st)
+def test_ove_mass_at_most_one(S):
+    """§1.3 item 9: sum_k OVE_k <= 1 (= 1 for K = 2), so OVE is not a distribution."""
+    _check_mass(S)
+
+
+@pytest.mark.parametrize("name", list(_ADV))
+def test_ove_mass_at_most_one_adversarial(name):
+    """§1.3 item 9: sum_k OVE_k < 1 on ties, all-equal, dominant and +-1e3 scores."""
+    assert _check_mass(_ADV[name]).any()
+
+
+@pytest.mark.parametrize("K,scale", [(3, 1.0), (3, 300.0), (40, 1.0), (40, 300.0)])
+def test_ove_objective_midpoint_convex(K, scale):
+    """§1.3 item 5: W -> ove_objective (Eq. 15 negated) is midpoint convex on random pairs."""
+    rng = np.random.default_rng(K)
+    X = rng.normal(size=(30, 4))
+    y = rng.integers(0, K, 30)
+    for t in range(200):
+        W1, W2 = rng.normal(0, scale, size=(2, K, 4))
+        if t % 4 == 0:
+            W1[1] = W1[0]                       # tied scores for classes 0 and 1
+            W2[:] = W2[0]                       # all scores tied: the point of max curvature
+        alpha = 0.1 if t % 2 else 0.0
+        f1, f2 = ove_objective(X, y, W1, alpha), ove_objective(X, y, W2, alpha)
+        fm = ove_objective(X, y, (W1 + W2) / 2, alpha)
+        tol = 1e-13 * K * (1 + abs(f1) + abs(f2))
+        assert fm <= (f1 + f2) / 2 + tol
+
+
+def _ref_ove_hessian(X, y, W, alpha):
+    """Hessian of ove_objective: mean_i sum_{k != y_i} s(1-s) (e_k-e_y)(e_k-e_y)^T (x) x x^T."""
+    K, D = W.shape
+    H = alpha * np.eye(K * D)
+    for x, yi in zip(X, y):
+        z = W @ x
+        for k in range(K):
+            if k == yi:
+                continue
+            s = expit(z[k] - z[yi])
+            a = np.zeros((K, D))
+            a[k], a[yi] = x, -x
+            H += s * (1 - s) * np.outer(a.ravel(), a.ravel()) / len(y)
+    return H
+
+
+@pytest.mark.parametrize("case", ["random", "ties", "huge"])
+def test_ove_hessian_psd(case):
+    """§1.3 item 5: the finite-difference Hessian of ove_objective (via ove_gradient) is PSD."""
+    rng = np.random.default_rng(11)
+    N, D, K = 9, 3, 4
+    X = rng.normal(size=(N, D))
+    y = rng.integers(0, K, N)
+    W = rng.normal(size=(K, D)) * (300.0 if case == "huge" else 1.0)
+    if case == "ties":
+        W[1:3] = W[0]
+    if case == "huge":                  # scores ~ +-1e3; one tied pair keeps some curvature
+        W[1] = W[0]
+    h, alpha = 1e-5, 0.0
+    H = np.empty((K * D, K * D))
+    for j in range(K * D):
+        E = np.zeros(K * D)
+        E[j] = h
+        gp = ove_gradient(X, y, W + E.reshape(K, D), alpha).ravel()
+        gm = ove_gradient(X, y, W - E.reshape(K, D), alpha).ravel()
+        H[:, j] = (gp - gm) / (2 * h)
+    np.testing.assert_allclose(H, H.T, atol=1e-8)
+    ref = _ref_ove_hessian(X, y, W, alpha)
+    np.testing.assert_allclose(H, ref, atol=1e-8)
+    assert np.linalg.eigvalsh((H + H.T) / 2).min() >= -1e-8
+    assert np.abs(ref).max() > 1e-3                # curvature present: the check is not 0 >= 0
+
+
+def test_log_ove_bound_blocks_and_bad_input(monkeypatch):
+    """log_ove_bound's blocked evaluation equals the one-block one (tiny budgets force blocks
+    of rows, then of classes within a row); non-finite or non-2-D scores are refused."""
+    import sparsekit.losses._softmax as module
+    S = np.random.default_rng(3).normal(0, 5, size=(7, 13))
+    whole = log_ove_bound(S)
+    np.testing.assert_allclose(whole, _ref_log_ove(S), rtol=1e-13, atol=1e-13)
+    for budget in (13 * 13 * 2, 13 * 4, 1):
+        monkeypatch.setattr(module, "_CHUNK_ENTRIES", budget)
+        np.testing.assert_array_equal(log_ove_bound(S), whole)
+    for bad in (np.where(S > 5, np.inf, S), np.where(S > 5, np.nan, S), S[0]):
+        with pytest.raises(ValueError, match="finite 2-D"):
+            log_ove_bound(bad)

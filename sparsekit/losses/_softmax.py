@@ -139,14 +139,27 @@ def ove_gradient(X, y, coef, alpha=0.0):
 def log_ove_bound(scores):
     """``log OVE_k = sum_{m != k} log sigma(f_k - f_m)`` for every row and class.
 
+    O(n K^2) time, evaluated in blocks of (row, class) pairs so that memory stays
+    O(n K + 2^22) whatever K.
+
     Parameters
     ----------
-    scores : ndarray of shape (n, K)
+    scores : ndarray of shape (n, K), finite
 
     Returns
     -------
     log_bound : ndarray of shape (n, K), always ``<= softmax_log_proba(scores)``.
     """
     f = np.asarray(scores, dtype=np.float64)
-    pair = log_expit(f[:, :, None] - f[:, None, :])      # [n, k, m] = log sigma(f_k - f_m)
-    return pair.sum(axis=2) - np.log(0.5)                # drop the m == k term, log sigma(0)
+    if f.ndim != 2 or not np.all(np.isfinite(f)):
+        raise ValueError("scores must be a finite 2-D array")
+    n, K = f.shape
+    out = np.empty((n, K))
+    rows = max(1, _CHUNK_ENTRIES // max(K * K, 1))
+    cols = K if rows > 1 else max(1, _CHUNK_ENTRIES // max(K, 1))
+    for r in range(0, n, rows):
+        fr = f[r:r + rows]
+        for c in range(0, K, cols):                     # [i, k, m] = log sigma(f_k - f_m)
+            pair = log_expit(fr[:, c:c + cols, None] - fr[:, None, :])
+            out[r:r + rows, c:c + cols] = pair.sum(axis=2) - np.log(0.5)  # m == k: sigma(0)
+    return out
