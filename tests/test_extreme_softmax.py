@@ -4,15 +4,17 @@ import pickle
 import numpy as np
 import pytest
 import scipy.sparse as sp
+from scipy.special import logsumexp
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.linear_model import LogisticRegression
 from sklearn.utils.estimator_checks import check_estimator
 
+import _softmax_reference as ref
 from sparsekit import ExtremeSoftmaxSGD as TopLevel
 from sparsekit.linear_model import ExtremeSoftmaxSGD
 from sparsekit.linear_model._extreme_softmax import (EXPECTED_FAILED_CHECKS, first_label,
                                                      precision_at_k)
-from sparsekit.losses import softmax_nll
+from sparsekit.losses import _softmax, softmax_nll
 
 METHODS = ["implicit", "umax", "ove", "sgd", "sampled_softmax", "nce"]
 
@@ -235,3 +237,107 @@ def test_sample_true_class_is_for_implicit_only(data):
     assert est.loss_curve_[-1] < est.loss_curve_[0]
     with pytest.raises(ValueError, match="sample_true_class"):
         ExtremeSoftmaxSGD("umax", sample_true_class=True).fit(X, y)
+
+
+def test_learning_rate_decays_by_lr_decay_per_epoch(data):
+    """§5: epoch e (partial_fit call e) runs at eta_0 * lr_decay**e, lr_decay = 0.9 by default."""
+    X, y = data
+    y2 = (y >= 4).astype(np.intp)     # K = 2, m = 1, no shuffle: every pass is deterministic
+    Xd, N, eta0 = X.toarray(), len(y2), 0.7
+    order, u_init = np.arange(N), np.full(N, np.log(2))
+    W = Ws = np.zeros((2, X.shape[1]))
+    u = u_init
+    # oracle: reference U-max epochs (§1.6) at explicit rates; partial_fit restarts u at log K
+    for e in range(3):
+        W, u = ref.reference_epoch("umax", Xd, y2, W, u, order, 0, 1, 1, eta0 * 0.9**e, 0.0,
+                                   1.0)
+        Ws, _ = ref.reference_epoch("umax", Xd, y2, Ws, u_init, order, 0, 1, 1, eta0 * 0.9**e,
+                                    0.0, 1.0)
+    kw = dict(method="umax", learning_rate=eta0, shuffle=False, fit_intercept=False,
+              eval_every=0, random_state=0)
+    est = ExtremeSoftmaxSGD(n_epochs=3, **kw).fit(X, y2)
+    np.testing.assert_allclose(est.coef_, W, rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(est.u_, u, rtol=1e-10, atol=1e-12)
+    stream = ExtremeSoftmaxSGD(**kw)
+    for _ in range(3):
+        stream.partial_fit(X, y2, classes=[0, 1])
+    np.testing.assert_allclose(stream.coef_, Ws, rtol=1e-10, atol=1e-12)
+    flat = ExtremeSoftmaxSGD(n_epochs=3, lr_decay=1.0, **kw).fit(X, y2)
+    assert not np.allclose(flat.coef_, W, rtol=1e-6, atol=0)      # the schedule matters
+
+
+def test_umax_projections_use_the_note_bounds(data):
+    """§1.6 (b), App. A: u_ in [0, B_u]; every row, absent classes too, projected on B_W."""
+    X, y = data
+    K = 11                                        # classes 8, 9, 10 never appear in y
+    # Lemmas 1-2 per example (§5): B_W = sqrt(2 log K / alpha), B_u = log(1 + (K-1)e^{2 B_x B_W})
+    B_W = lambda alpha: np.sqrt(2 * np.log(K) / alpha)
+    B_x = np.sqrt(X.multiply(X).sum(1).max())     # fit_intercept=False: no constant feature
+    B_u = np.log1p((K - 1) * np.exp(2 * B_x * B_W(0.5)))
+    kw = dict(method="umax", fit_intercept=False, random_state=0, eval_every=0)
+    # a big step drives some u_i below 0 and others above B_u: both clips bind
+    est = ExtremeSoftmaxSGD(alpha=0.5, learning_rate=20.0, **kw)
+    est.partial_fit(X, y, classes=np.arange(K))
+    assert est.u_.min() == 0.0
+    assert est.u_.max() == pytest.approx(B_u, rel=1e-12)
+    # rows grown without ridge (no projection), then projected by one pass of tiny steps
+    est = ExtremeSoftmaxSGD(learning_rate=20.0, lr_decay=1.0, **kw)
+    for _ in range(2):
+        est.partial_fit(X, y, classes=np.arange(K))
+    assert np.all(np.linalg.norm(est.coef_, axis=1) > 10 * B_W(2.0))
+    est.set_params(alpha=2.0, learning_rate=1e-6).partial_fit(X, y)
+    norms = np.linalg.norm(est.coef_, axis=1)
+    assert np.all(norms <= B_W(2.0) * (1 + 1e-9))
+    np.testing.assert_allclose(norms, B_W(2.0), rtol=2e-3)   # each row ends just projected
+
+
+def _nll_oracle(S, y, sample_weight=None):
+    """Mean of ``logsumexp(S_i) - S_{i, y_i}`` (SciPy's logsumexp, float64)."""
+    return np.average(logsumexp(S, axis=1) - S[np.arange(len(y)), y], weights=sample_weight)
+
+
+@pytest.mark.parametrize("scale", [1.0, 1e3, 1e5])
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_softmax_nll_matches_logsumexp_reference(scale, dtype, monkeypatch):
+    """§5-§6: ``softmax_nll`` = SciPy logsumexp NLL at +-1e3/+-1e5, float32 and empty rows."""
+    rng = np.random.default_rng(int(np.log10(scale)))
+    n, D, K = 41, 6, 9
+    # small integers times scale / 4: every score is exact in float32 and in float64
+    X = (rng.integers(-3, 4, (n, D)) * (rng.random((n, D)) < 0.6)).astype(dtype)
+    X[[0, 7, 40]] = 0.0
+    coef = (rng.integers(-4, 5, (K, D)) * (scale / 4)).astype(dtype)
+    b = (rng.integers(-4, 5, K) * (scale / 4)).astype(dtype)
+    y = rng.integers(0, K, n)
+    sw = rng.uniform(0.0, 2.0, n)
+    sw[3] = 0.0
+    S = X.astype(np.float64) @ coef.astype(np.float64).T
+    assert np.abs(S).max() >= 5 * scale
+    if scale > 1:
+        with np.errstate(over="ignore"):
+            assert not np.all(np.isfinite(np.log(np.exp(S).sum(axis=1))))
+    for entries in (None, 2 * K):                 # default chunks, then 2 rows per chunk
+        if entries:
+            monkeypatch.setattr(_softmax, "_CHUNK_ENTRIES", entries)
+        for Xin in (X, sp.csr_matrix(X)):
+            assert softmax_nll(Xin, y, coef) == pytest.approx(_nll_oracle(S, y), rel=1e-13)
+            assert softmax_nll(Xin, y, coef, b) == pytest.approx(_nll_oracle(S + b, y),
+                                                                 rel=1e-13)
+            assert softmax_nll(Xin, y, coef, b, sw) == pytest.approx(
+                _nll_oracle(S + b, y, sw), rel=1e-13)
+    Z = np.zeros((4, D), dtype=dtype)             # empty rows: the scores are the intercept
+    assert softmax_nll(Z, y[:4], coef) == pytest.approx(np.log(K), rel=1e-15)
+    assert softmax_nll(sp.csr_matrix(Z), y[:4], coef, b) == pytest.approx(
+        _nll_oracle(np.tile(b.astype(np.float64), (4, 1)), y[:4]), rel=1e-13)
+
+
+@pytest.mark.parametrize("dtype,rtol", [(np.float64, 1e-12), (np.float32, 1e-5)])
+def test_loss_curve_is_the_exact_nll(data, dtype, rtol):
+    """§5 (Evaluation): ``loss_curve_`` records the exact NLL, log K at W = 0."""
+    X, y = data
+    X = X.astype(dtype) * 40.0                    # large scores after two epochs
+    est = ExtremeSoftmaxSGD("implicit", n_epochs=2, eval_size=None, random_state=0).fit(X, y)
+    assert est.loss_curve_[0] == pytest.approx(np.log(8), rel=1e-15)
+    S = X.astype(np.float64) @ est.coef_.astype(np.float64).T + est.intercept_
+    assert np.abs(S).max() > 20
+    assert est.loss_curve_[-1] == pytest.approx(_nll_oracle(S, np.searchsorted(est.classes_, y)),
+                                                rel=rtol)

@@ -1,10 +1,14 @@
 """ExtremeSoftmaxSGD kernels: reference epochs, unbiasedness, U-max reset (notes §1.3-1.6)."""
+import itertools
+
 import numpy as np
 import scipy.sparse as sp
 import pytest
+from scipy.optimize import brentq
+from scipy.special import lambertw, logsumexp
 
 import _softmax_reference as ref
-from sparsekit._cython._softmax_sgd import METHODS, sampled_gradient
+from sparsekit._cython._softmax_sgd import METHODS, implicit_step, sampled_gradient
 from sparsekit.losses import double_sum_gradient, optimal_u, ove_gradient, softmax_nll
 
 EXPLICIT = ["umax", "sgd", "ove", "sampled_softmax", "nce"]
@@ -146,6 +150,150 @@ def test_umax_projection_bounds_rows():
     bound = np.sqrt(2 * np.log(W.shape[0]) / alpha)
     touched = np.unique(y)
     assert np.all(np.linalg.norm(Wk[touched], axis=1) <= bound * (1 + 1e-9))
+
+
+def _log_a(X, y, W):
+    """``log(1 + sum_{k != y_i} e^{s_ik})`` per row, straight from the scores (notes §1.2)."""
+    S = X @ W.T
+    out = np.empty(len(y))
+    for i in range(len(y)):
+        gaps = np.delete(S[i] - S[i, y[i]], y[i])
+        out[i] = logsumexp(np.append(gaps, 0.0))
+    return out
+
+
+@pytest.mark.parametrize("m", [1, 3, 7])
+def test_umax_reset_lowers_the_objective_by_delta_squared_over_two(m):
+    """Lemma 5 (notes §4.2): a U-max reset lowers u_i + e^{-u_i} a_i (eq. (5)) by >= delta^2/2."""
+    rng = np.random.default_rng(12)
+    N, D, K = 60, 4, 8
+    X = rng.normal(size=(N, D))
+    y = rng.integers(0, K, N)
+    W = rng.normal(scale=2.0, size=(K, D))
+    u = rng.uniform(0.0, 6.0, N)
+    delta = 0.7
+    # eta = 0: the pass only resets; the sampled classes are replayed with the C sampler
+    _, uk, status, resets = ref.kernel_epoch("umax", X, y, W, u, np.arange(N), 5, m, 1, 0.0,
+                                             0.0, delta)
+    assert status == 0
+    S = X @ W.T
+    draws = ref.SplitMix(5)
+    bound = np.array([logsumexp(np.append(S[i, ref.sample_classes(draws, K, y[i], m)]
+                                          - S[i, y[i]], 0.0)) for i in range(N)])
+    hit = u < bound - delta
+    assert resets == hit.sum() and 0 < resets < N
+    np.testing.assert_array_equal(uk[~hit], u[~hit])
+    np.testing.assert_allclose(uk[hit], bound[hit], rtol=1e-13)
+    log_a = _log_a(X, y, W)
+    f = lambda v: v + np.exp(log_a - v)                  # per-datapoint f, constant dropped
+    drop = f(u) - f(uk)
+    assert np.all(uk[hit] - u[hit] > delta)
+    assert np.all(uk[hit] <= log_a[hit] + 1e-12)        # the new u is still <= u_i*
+    assert np.all(drop[hit] >= delta**2 / 2)
+    assert np.all(drop[hit] >= (uk[hit] - u[hit]) ** 2 / 2 * (1 - 1e-12))
+
+
+@pytest.mark.parametrize("s,delta", [(3.0, 1.0), (40.0, 1.0), (0.3, 0.5), (-2.0, 0.1)])
+def test_umax_reset_threshold_is_strict(s, delta):
+    """§1.6 (a): U-max resets only if u_i < log(1 + e^{s_ik}) - delta (Algorithm 1, strict)."""
+    X, y, W = np.array([[1.0]]), np.array([0]), np.array([[0.0], [s]])
+    run = lambda u0: ref.kernel_epoch("umax", X, y, W, np.array([u0]), np.array([0]), 1, 1, 1,
+                                      0.0, 0.0, delta)
+    # the kernel's own bound, bit for bit: u = 0 is reset whenever delta is tiny
+    _, (bound,), _, resets = run(0.0)
+    assert resets == 1 and bound == pytest.approx(np.logaddexp(0.0, s), rel=1e-15)
+    at = bound - delta
+    assert at > 0.0                                      # no clipping at 0 in the way
+    for u0, expect_reset in [(at, False), (np.nextafter(at, -np.inf), True),
+                             (np.nextafter(at, np.inf), False), (at - 0.25, True)]:
+        _, (uk,), status, resets = run(u0)
+        assert status == 0 and resets == int(expect_reset)
+        assert uk == (bound if expect_reset else u0)
+        assert np.logaddexp(0.0, s) - uk <= delta * (1 + 1e-15)
+
+
+@pytest.mark.parametrize("m", [1, 8])
+def test_umax_projections_clip_u_and_every_touched_row(m):
+    """§1.6 (b): u_i clipped to [0, B_u]; touched rows, absent classes too, projected on B_W."""
+    rng = np.random.default_rng(21)
+    N, D, K = 14, 4, 9
+    X = rng.normal(size=(N, D))
+    y = rng.integers(0, 4, N)                            # classes 4..8 never appear in y
+    alpha, eta = 0.05, 0.5                               # mild ridge: the projection binds
+    B_W = np.sqrt(2 * np.log(K) / alpha)
+    W = rng.normal(size=(K, D))
+    W *= 5 * B_W / np.linalg.norm(W, axis=1, keepdims=True)   # every row far outside B_W
+    B_x = np.sqrt((X**2).sum(1).max())
+    B_u = np.log1p((K - 1) * np.exp(2 * B_x * B_W))
+    # half the rows start small with a big step (u pushed below 0), half above B_u
+    low = rng.permutation(N) < N // 2
+    u = np.where(low, rng.uniform(0.5, 3.0, N), rng.uniform(B_u + 2, 2 * B_u, N))
+    sw = np.where(low, 10.0, 1.0)
+    order = rng.permutation(N)
+    Wk, uk, status, _ = ref.kernel_epoch("umax", X, y, W, u, order, 3, m, 1, eta, alpha, 1.0,
+                                         sw)
+    assert status == 0
+    assert np.all(uk >= 0.0) and np.all(uk <= B_u * (1 + 1e-12))
+    assert np.any(uk == 0.0) and np.any(np.isclose(uk, B_u, rtol=1e-12, atol=0))
+    draws = ref.SplitMix(3)
+    touched = set()
+    for i in order:
+        touched.update([y[i]] + ref.sample_classes(draws, K, y[i], m))
+    touched = np.array(sorted(touched))
+    untouched = np.setdiff1d(np.arange(K), touched)
+    absent = np.setdiff1d(touched, y)
+    assert absent.size > 0 and (m == K - 1 or untouched.size > 0)
+    assert np.all(np.linalg.norm(Wk[touched], axis=1) <= B_W * (1 + 1e-9))
+    np.testing.assert_array_equal(Wk[untouched], W[untouched])
+    Wr, ur = ref.reference_epoch("umax", X, y, W, u, order, 3, m, 1, eta, alpha, 1.0, sw)
+    np.testing.assert_allclose(Wk, Wr, rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(uk, ur, rtol=1e-10, atol=1e-12)
+
+
+def _wexp(t):
+    """Principal W(e^t) without forming e^t when t is large (Newton on w + log w = t)."""
+    if t < 500.0:
+        return float(lambertw(np.exp(t)).real)
+    w = t - np.log(t)
+    for _ in range(50):
+        step = (w + np.log(w) - t) / (1.0 + 1.0 / w)
+        w -= step
+        if abs(step) <= 1e-16 * w:
+            break
+    return w
+
+
+def test_implicit_one_class_root_lies_in_the_f1_bracket():
+    """§1.7.1: the n = m = 1 step is the root of eq. (16)'s g, in the App. F.1 bracket, >= 0."""
+    # per-example form (§5: eta N -> eta), K - 1 -> c = (K - 1)/m; s~ - u~ = gap up to +-1e3
+    grid = itertools.product([-1e3, -30.0, -2.0, 0.0, 0.5, 3.0, 30.0, 1e3], [0.0, 0.7, 12.0],
+                             [1e-3, 0.5, 20.0], [0.05, 1.0, 9.0], [1.0, 50.0])
+    for gap, u0, eta, q, c in grid:
+        z = np.array([0.37, 0.37 + u0 + gap])
+        s = z[1] - z[0]
+
+        def a(u):                                         # eq. (14)
+            return _wexp(s - u + np.log(2 * eta * c * q))
+
+        def g(u):                                         # eq. (16), simplified
+            return 2 * eta * (1 - np.exp(-u)) + 2 * (u - u0) - a(u) / q
+
+        hi = max(u0, s + np.log(c)) + 2 * eta + 10.0
+        while g(hi) <= 0:
+            hi *= 2
+        assert g(-1.0) < 0
+        root = brentq(g, -1.0, hi, xtol=1e-15, rtol=1e-15, maxiter=500)
+        if g(u0) < 0:                                     # u~ <= u* <= log(1 + c e^{s~})
+            lo_b, hi_b = u0, max(u0, np.logaddexp(0.0, np.log(c) + s))
+        else:                                             # eqs. (17)-(18), clipped at 0
+            lo_b, hi_b = max(0.0, np.log(c) + s - 2 * eta * q), u0
+        slack = 1e-12 * max(1.0, abs(root))
+        assert lo_b - slack <= root <= hi_b + slack
+        u, coef = implicit_step(z, np.ones(2), u0, eta, q, c)
+        assert u >= 0.0
+        assert abs(u - root) <= 1e-10 * max(1.0, abs(root))
+        assert coef[1] == -coef[0]                        # eq. (11): a* = 2 q coef_0
+        assert abs(2 * q * coef[0] - a(root)) <= 1e-9 * max(1.0, a(root))
 
 
 def test_vanilla_sgd_overflow_reports_status():
