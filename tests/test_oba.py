@@ -7,7 +7,8 @@ from hypothesis import given, settings, strategies as st
 import _oba_reference as ref
 from sparsekit._cython import _oba_kernels as K
 from sparsekit.optimize import minimize_oba
-from sparsekit.optimize._datafits import Logistic, Quadratic, _SubspaceHessian
+from sparsekit.optimize._datafits import (Logistic, Quadratic, _ExplicitHessian,
+                                          _SubspaceHessian)
 from sparsekit.optimize._oba import (_cg, _corrective_cycle, _free_set, _model_search,
                                     _updated_radius)
 
@@ -244,6 +245,37 @@ def test_tau0_cap_limits_the_first_free_set_and_keeps_the_solution(capsys):
     for bad in (0, 2.5, -3):
         with pytest.raises(ValueError, match="tau0_max"):
             minimize_oba(datafit.value_grad, datafit.hessp, np.zeros(600), 0.002, tau0_max=bad)
+
+
+@pytest.mark.parametrize("d,tau0", [(30, 1), (99, 1), (100, 1), (250, 2)])
+def test_first_free_set_is_one_percent_of_the_columns_and_at_least_one(d, tau0):
+    """τ⁰ = max(1, ⌊η · #penalized⌋) with η = 0.01 (notes §1.6, §5.1): from x = 0 the
+    first subspace Newton step frees exactly τ⁰ coordinates, one below 200 columns."""
+    X, y = _problem(13, n=60, d=d)
+    datafit = Logistic(X, y)
+    sizes = []
+
+    def hessp(x, free):
+        sizes.append(free.size)
+        return datafit.hessp(x, free)
+
+    minimize_oba(datafit.value_grad, hessp, np.zeros(d), 1e-3, max_iter=1,
+                 lipschitz=datafit.lipschitz())
+    assert sizes[0] == tau0
+
+
+def test_corrective_sgn_test_counts_a_newly_freed_coordinate_that_stays_at_zero():
+    """Thesis sgn test (notes §5.3): a newly freed coordinate whose Newton component is
+    exactly 0 violates (d_i ζ_i ≤ 0, not < 0) and leaves the free set."""
+    H = _ExplicitHessian(np.diag([2.0, 1.0, 4.0]), [0])
+    g = np.array([1.0, 0.0, -2.0])          # d = -H⁻¹g = (-0.5, 0, 0.5): d₁ is exactly 0
+    zeta = np.array([-1.0, 1.0, 1.0])
+    free, new = np.arange(3), np.array([False, True, True])
+    opts = (0.0, 1e-12, 50, 1e3, True)
+    d, _, kept, _, loops, _ = _corrective_cycle(H, None, None, g, zeta, free, new, opts)
+    assert loops == 2
+    np.testing.assert_array_equal(kept, [0, 2])
+    np.testing.assert_allclose(d, [-0.5, 0.5], rtol=1e-14)
 
 
 @pytest.mark.parametrize("sparse", [False, True])

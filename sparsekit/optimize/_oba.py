@@ -239,7 +239,9 @@ def minimize_oba(f_grad, hessp, x0, mu, *, penalty_weights=None, lipschitz=None,
         power-iteration estimate at the first iterate, doubled whenever the ISTA point fails
         the descent test.
     tol : float
-        Stop when ‖x − S_μw(x − ∇f(x))‖_∞ ≤ tol (the semismooth measure of §1.9).
+        Stop when ‖x − S_μw(x − ∇f(x))‖_∞ ≤ tol (the semismooth measure of §1.9). The
+        default 1e-6 is the [CODE] docstring's; its actual default, 1e-8 (notes §5.1), is
+        :class:`~sparsekit.linear_model.L1LogisticOBA`'s.
     max_iter : int
         Maximum number of outer iterations.
     eta : float
