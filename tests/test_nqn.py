@@ -375,3 +375,175 @@ def test_myopic_optimal_active_set_and_nesterov_3():
     r = minimize_nqn(P.fun, P.starting_points(1, 0)[0], jac=True, bounds=P.bounds,
                      options={"ftol": 0, "maxfun": 2000, "maxcor": 20})
     assert r.fun < 0.2501
+
+
+# --- audit: θ (§5.4), skip rule (§3.6), bracket stop and Armijo ties (§5.5) ------------
+
+@pytest.mark.parametrize("g, thesis, code", [
+    ([3.0, -4.0], 4.0, 5.0),                 # ‖g‖_∞ = 4, ‖g‖₂ = 5
+    ([-7.5, 1e-3, 2.0], 7.5, np.sqrt(7.5**2 + 1e-6 + 4.0)),
+    ([0.1, -0.2], 1.0, 1.0),                 # floor at 1
+    ([0.0, 0.0, 0.0], 1.0, 1.0),
+    ([2e9, -1e9], 1e8, np.sqrt(5.0) * 1e9),  # the thesis caps at 1e8, the code does not
+])
+def test_theta_matches_thesis_formula(g, thesis, code):
+    """Default θ = max(1, min(‖∇f‖_∞, 1e8)); "code": θ = max(1, ‖∇f‖₂) (notes §3.2, §5.4)."""
+    g = np.array(g)
+    mem = FreeSetLBFGS(g.size, 3)
+    assert nqn_module._DEFAULTS["theta"] == "thesis"
+    assert nqn_module._theta(g, "thesis", mem) == thesis
+    assert nqn_module._theta(g, "code", mem) == pytest.approx(code, rel=1e-15)
+
+
+class _FirstStep(Exception):
+    """Raised by the line-search spy to end a run after its first call."""
+
+
+@pytest.mark.parametrize("g0, options, theta", [
+    ([3.0, -4.0, 0.5], {}, 4.0),
+    ([3.0, -4.0, 0.5], {"theta": "code"}, np.sqrt(25.25)),
+    ([0.25, -0.5, 0.125], {}, 1.0),
+    ([2e9, -1e9, 0.0], {}, 1e8),
+])
+def test_theta_scales_first_step_of_minimize_nqn(monkeypatch, g0, options, theta):
+    """With empty memory the first direction is −∇f/θ, θ as in the options (notes §5.4)."""
+    calls = []
+
+    def spy(fun, x, f0, g, d, *args):
+        calls.append((g.copy(), d.copy()))
+        raise _FirstStep
+
+    monkeypatch.setattr(nqn_module, "projected_wolfe", spy)
+    g0 = np.array(g0)
+    with pytest.raises(_FirstStep):
+        minimize_nqn(lambda x: (float(g0 @ x + 0.5 * x @ x), g0 + x), np.zeros(3), jac=True,
+                     options=options)
+    (g, d), = calls
+    np.testing.assert_array_equal(g, g0)
+    np.testing.assert_allclose(d, -g0 / theta, rtol=1e-15)
+
+
+def _skip_rule_problem(c, K):
+    """−x₀ + c x₀²/2 + K x₀x₁: from 0 one unit step to (1, 0), s = e₀, y = (c, K)."""
+    def fun(x):
+        return (float(-x[0] + 0.5 * c * x[0] ** 2 + K * x[0] * x[1]),
+                np.array([-1.0 + c * x[0] + K * x[1], K * x[0]]))
+    return fun
+
+
+@pytest.mark.parametrize("c, K, upper, eps_skip, stored", [
+    (0.5, 0.0, None, 1e-8, True),        # cos(s, y) = 1
+    (0.5, 2.5e7, None, 1e-8, True),      # cos(s, y) = 2e-8 > ε_skip
+    (0.5, 1e8, None, 1e-8, False),       # cos(s, y) = 5e-9 ≤ ε_skip although sᵀy = 0.5 > 0
+    (0.5, 1e8, None, 1e-9, True),        # the same pair with ε_skip = 1e-9
+    (-0.5, 0.0, 1.0, 1e-8, False),       # projected step: sᵀy = −0.5 < 0
+    (0.0, 0.0, 1.0, 1e-8, False),        # y = 0: sᵀy = 0 is not > 0
+])
+def test_lbfgs_skip_rule_stores_only_pairs_passing_it(monkeypatch, c, K, upper, eps_skip,
+                                                       stored):
+    """A pair enters the L-BFGS memory iff sᵀy > ε_skip‖s‖‖y‖ (notes §3.6, Table 3.1)."""
+    memories = []
+
+    class Recording(FreeSetLBFGS):
+        def __init__(self, n, m):
+            super().__init__(n, m)
+            memories.append(self)
+
+    monkeypatch.setattr(nqn_module, "FreeSetLBFGS", Recording)
+    fun = _skip_rule_problem(c, K)
+    r = minimize_nqn(fun, [0.0, 0.0], jac=True, bounds=[(None, upper), (None, None)],
+                     options={"maxiter": 1, "eps_skip": eps_skip})
+    assert r.nit == 1
+    s, y = np.array([1.0, 0.0]), np.array([c, K])
+    np.testing.assert_array_equal(r.x, s)  # the unit step θ = 1, α = 1 was taken
+    np.testing.assert_array_equal(r.jac - fun(np.zeros(2))[1], y)
+    assert (s @ y > eps_skip * np.linalg.norm(s) * np.linalg.norm(y)) == stored
+    (mem,) = memories
+    assert len(mem) == int(stored)
+    if stored:
+        np.testing.assert_array_equal(mem.S[:, mem.order[0]], s)
+        np.testing.assert_array_equal(mem.Y[:, mem.order[0]], y)
+        assert mem.SY[0, 0] == s @ y
+
+
+def _cliff(a):
+    """−t for t ≤ a, +1 beyond: (3.21) holds exactly on (0, a], (3.22) nowhere."""
+    def fun(x):
+        return (-x[0], np.array([-1.0])) if x[0] <= a else (1.0, np.array([0.0]))
+    return fun
+
+
+def test_line_search_stops_at_relative_bracket_tolerance():
+    """The bracket ends at the first U − L < ε_abs + ε_rel·L and returns L (notes §5.5)."""
+    a, trials = 0.7, []
+    cliff = _cliff(a)
+
+    def fun(x):
+        trials.append(x[0])
+        return cliff(x)
+
+    inf = np.array([np.inf])
+    res = projected_wolfe(fun, np.array([0.0]), 0.0, np.array([-1.0]), np.array([1.0]), -inf,
+                          inf, maxls=1000)
+    widths, lower = [], 0.0
+    for k in range(1, len(trials) + 1):
+        lower = max([t for t in trials[:k] if t <= a], default=0.0)
+        upper = min([t for t in trials[:k] if t > a], default=np.inf)
+        widths.append((upper - lower, 1e-16 + 1e-6 * lower))
+    assert all(w >= tol for w, tol in widths[:-1])
+    assert widths[-1][0] < widths[-1][1] and widths[-1][0] > 1e-7  # not the x-resolution stop
+    assert res.status == DECREASE and res.alpha == lower and res.nfev == len(trials) == 22
+    # a looser ε_rel ends the bracket earlier (2⁻¹¹ < 1e-3·L ≤ 2⁻¹⁰)
+    res = projected_wolfe(cliff, np.array([0.0]), 0.0, np.array([-1.0]), np.array([1.0]), -inf,
+                          inf, eps_rel=1e-3, maxls=1000)
+    assert res.status == DECREASE and res.nfev == 12 and a - 2.0**-11 < res.alpha <= a
+
+
+@pytest.mark.parametrize("eps_abs, nfev", [(None, 55), (2.0**-20, 22), (0.0, 63)])
+def test_line_search_stops_at_absolute_bracket_tolerance(eps_abs, nfev):
+    """With L = 0 the search fails once U < ε_abs (1e-16: U = 2⁻⁵⁴), strictly (notes §5.5)."""
+    trials = []
+
+    def fun(x):  # |x| at its kink, with the left derivative −1 as the gradient at 0
+        trials.append(x[0])
+        return abs(x[0]), np.array([np.sign(x[0])])
+
+    inf = np.array([np.inf])
+    kwargs = {} if eps_abs is None else {"eps_abs": eps_abs}
+    # ‖d‖ = 2¹⁰ keeps the x-resolution stop (U·‖d‖ ≤ 2⁻⁵², U = 2⁻⁶²) behind the ε_abs one
+    res = projected_wolfe(fun, np.array([0.0]), 0.0, np.array([-1.0]), np.array([1024.0]),
+                          -inf, inf, **kwargs)
+    assert res.status == FAILED and res.nfev == nfev
+    assert trials == [1024.0 * 2.0**-j for j in range(nfev)]
+
+
+def test_line_search_tolerance_defaults_are_table_31():
+    """ε_abs = 1e-16, ε_rel = 1e-6 in the line search and in minimize_nqn (Table 3.1, §5.5)."""
+    import inspect
+
+    params = inspect.signature(projected_wolfe).parameters
+    assert (params["eps_abs"].default, params["eps_rel"].default) == (1e-16, 1e-6)
+    assert (params["c1"].default, params["c2"].default) == (1e-8, 0.9)
+    opts = nqn_module._parse_options(None)
+    assert (opts["eps_abs"], opts["eps_rel"], opts["eps_skip"]) == (1e-16, 1e-6, 1e-8)
+
+
+@pytest.mark.parametrize("c1", [1e-8, 2.0**-4])
+@pytest.mark.parametrize("shift, alphas", [(0, [1.0, 0.5, 0.75]), (1, [1.0])])
+def test_line_search_armijo_equality_is_failure(c1, shift, alphas):
+    """f(x(α)) = f(x) + c₁α∇fᵀd̄ fails (3.21), one ulp below passes (notes §3.5 [CODE], §5.5)."""
+    drop = np.nextafter(c1, np.inf) if shift else c1
+    trials = []
+
+    def fun(x):  # max(−t, t − 1 − drop): at t = 1 the value is −drop, the Armijo bound at α = 1
+        trials.append(x[0])
+        left, right = -x[0], (x[0] - 1.0) - drop
+        return max(left, right), np.array([-1.0 if left >= right else 1.0])
+
+    inf = np.array([np.inf])
+    f1, bound = fun(np.array([1.0]))[0], 0.0 + c1 * 1.0 * -1.0  # (3.21) at α = 1, f(x) = 0
+    assert f1 < bound if shift else f1 == bound
+    trials.clear()
+    res = projected_wolfe(fun, np.array([0.0]), 0.0, np.array([-1.0]), np.array([1.0]), -inf,
+                          inf, c1=c1)
+    assert res.status == WOLFE and res.alpha == alphas[-1] and trials == alphas
