@@ -15,7 +15,7 @@ listed column); float32 dense data, whose vectors are float64, use plain loops.
 import numpy as np
 
 from cython cimport floating
-from libc.math cimport exp, log1p, fabs, sqrt
+from libc.math cimport exp, fabs, fmax, log1p, sqrt
 from libc.string cimport memset
 from scipy.linalg.cython_blas cimport daxpy, ddot, dgemv, ssyrk
 
@@ -733,3 +733,86 @@ def take_columns_csc(const floating[::1] data, const index_t[::1] indices,
                 t += 1
             out_indptr[k + 1] = t
 
+
+
+def cg_dense(const double[:, ::1] G, const double[::1] b, double bnorm, double reg,
+             double rtol, Py_ssize_t maxiter, double radius, const double[::1] minv,
+             double[::1] p, double[::1] r):
+    """The iterations of :func:`sparsekit.optimize._oba._cg` on a formed symmetric ``G``.
+
+    Steihaug CG for (G + reg I) p = −b, preconditioned by ``minv`` (1/diagonal, or ones),
+    stopped on ‖r‖_∞ ≤ rtol · ``bnorm`` (= ‖b‖_∞), at negative curvature or at the radius;
+    ``p`` and its residual ``r = b + (G + reg I) p`` are updated in place. The same steps
+    as the Python loop, without its ~15 µs of interpreter work per iteration (a9a C = 1:
+    1 051 iterations, 17.6 ms). Returns the number of products with G.
+    """
+    cdef Py_ssize_t k = b.shape[0], it
+    cdef double[::1] d = np.empty(k), z = np.empty(k), Hd = np.empty(k)
+    if k == 0:
+        return 0
+    with nogil:
+        it = _cg_dense_loop(G, bnorm, reg, rtol, maxiter, radius, minv, p, r, d, z, Hd)
+    return it
+
+
+cdef Py_ssize_t _cg_dense_loop(const double[:, ::1] G, double bnorm, double reg, double rtol,
+                               Py_ssize_t maxiter, double radius, const double[::1] minv,
+                               double[::1] p, double[::1] r, double[::1] d, double[::1] z,
+                               double[::1] Hd) noexcept nogil:
+    cdef Py_ssize_t k = p.shape[0], i, it
+    cdef double rz = 0.0, rz_next, dHd, a, pp, v, rmax, beta
+    cdef int n = <int>k, one = 1
+    cdef double alpha = 1.0, zero = 0.0
+    for i in range(k):
+        z[i] = minv[i] * r[i]
+        d[i] = -z[i]
+        rz += r[i] * z[i]
+    for it in range(1, maxiter + 1):
+        # Hd = G d (G is row-major and symmetric: BLAS sees Gᵀ = G) + reg d
+        dgemv(b"T", &n, &n, &alpha, <double*>&G[0, 0], &n, &d[0], &one, &zero, &Hd[0], &one)
+        dHd = 0.0
+        for i in range(k):
+            Hd[i] += reg * d[i]
+            dHd += d[i] * Hd[i]
+        if dHd <= 0.0:
+            _cg_to_boundary(p, d, Hd, r, radius)
+            return it
+        a = rz / dHd
+        pp = 0.0
+        for i in range(k):
+            v = p[i] + a * d[i]
+            pp += v * v
+        if pp >= radius * radius:
+            _cg_to_boundary(p, d, Hd, r, radius)
+            return it
+        rmax = 0.0
+        for i in range(k):
+            p[i] += a * d[i]
+            r[i] += a * Hd[i]
+            rmax = fmax(rmax, fabs(r[i]))
+        if rmax <= rtol * bnorm:
+            return it
+        rz_next = 0.0
+        for i in range(k):
+            z[i] = minv[i] * r[i]
+            rz_next += r[i] * z[i]
+        beta = rz_next / rz
+        for i in range(k):
+            d[i] = -z[i] + beta * d[i]
+        rz = rz_next
+    return maxiter
+
+
+cdef void _cg_to_boundary(double[::1] p, const double[::1] d, const double[::1] Hd,
+                          double[::1] r, double radius) noexcept nogil:
+    """p += t d and r += t Hd with t ≥ 0 such that ‖p + t d‖₂ = radius."""
+    cdef Py_ssize_t i
+    cdef double pd = 0.0, dd = 0.0, pp = 0.0, t
+    for i in range(p.shape[0]):
+        pd += p[i] * d[i]
+        dd += d[i] * d[i]
+        pp += p[i] * p[i]
+    t = (-pd + sqrt(fmax(pd * pd + dd * (radius * radius - pp), 0.0))) / dd
+    for i in range(p.shape[0]):
+        p[i] += t * d[i]
+        r[i] += t * Hd[i]

@@ -130,9 +130,18 @@ class _ExplicitHessian:
         self._calls = calls
         self.shape = G.shape
 
+    @property
+    def matrix(self):
+        """The formed matrix (read-only use)."""
+        return self._G
+
     def __call__(self, v):
         self._calls[0] += 1
         return self._G @ v
+
+    def count_products(self, count):
+        """Record ``count`` products made with :attr:`matrix` directly."""
+        self._calls[0] += count
 
     def diagonal(self):
         """The diagonal of the matrix."""

@@ -60,6 +60,11 @@ def _cg(H, b, reg, rtol, maxiter, radius, precondition, p0=None):
     minv = None
     if precondition and hasattr(H, "diagonal"):
         minv = 1.0 / (H.diagonal() + reg)
+    if getattr(H, "is_explicit", False):  # the same loop, compiled (cheap products)
+        it = K.cg_dense(H.matrix, b, bnorm, reg, rtol, maxiter, radius,
+                        np.ones_like(b) if minv is None else minv, p, r)
+        H.count_products(it)
+        return p, r, it0 + it
     z = r if minv is None else minv * r
     d = -z
     rz = r @ z
