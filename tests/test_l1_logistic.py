@@ -24,6 +24,20 @@ def _binary(seed=0, n=150, d=20, sparse=False):
     return (sp.csr_matrix(X) if sparse else X), y
 
 
+def _with_duplicates(X, layout):
+    """X in ``layout`` ("csr"/"csc") with every entry stored twice, as two exact halves."""
+    coo = sp.coo_matrix(X)
+    rows, cols, halves = np.tile(coo.row, 2), np.tile(coo.col, 2), np.tile(0.5 * coo.data, 2)
+    major, minor, fmt = (rows, cols, sp.csr_matrix) if layout == "csr" else (cols, rows,
+                                                                             sp.csc_matrix)
+    order = np.lexsort((minor, major))
+    indptr = np.searchsorted(major[order], np.arange(X.shape[layout == "csc"] + 1))
+    dup = fmt((halves[order], minor[order], indptr), shape=X.shape)
+    assert dup.format == layout and not dup.has_canonical_format
+    assert dup.nnz == 2 * coo.nnz
+    return dup
+
+
 @parametrize_with_checks([L1LogisticOBA(), L1LogisticOBA(sparse_coef=True, C=0.5)])
 def test_sklearn_compatible(estimator, check):
     check(estimator)
@@ -78,21 +92,44 @@ def test_csr_input_serves_the_explicit_hessians(monkeypatch):
     assert mismatched._csr().dtype == np.float64
 
 
+def test_one_vs_rest_shares_one_csr_copy_of_a_csc_input(monkeypatch):
+    """A one-vs-rest fit of a CSC input (with duplicates) hands every binary problem the same
+    canonical CSR copy, not one copy each, and fits as the CSR input does; a binary fit or a
+    matrix too wide for row walks makes no copy up front."""
+    import sparsekit.linear_model._l1_logistic as module
+    rng = np.random.default_rng(6)
+    X = rng.standard_normal((240, 12))
+    X[rng.random(X.shape) < 0.5] = 0
+    y = np.argmax(X[:, :3] + 0.3 * rng.standard_normal((240, 3)), axis=1)
+    dup = _with_duplicates(X, "csc")
+    handed = []
+
+    class Spy(module.Logistic):
+        def __init__(self, *args, X_csr=None, **kwargs):
+            handed.append(X_csr)
+            super().__init__(*args, X_csr=X_csr, **kwargs)
+
+    monkeypatch.setattr(module, "Logistic", Spy)
+    a = L1LogisticOBA(C=3.0, tol=1e-10, n_jobs=2).fit(dup, y)
+    assert len(handed) == 3 and handed[0] is handed[1] is handed[2]
+    assert handed[0].format == "csr" and handed[0].has_canonical_format
+    np.testing.assert_array_equal(handed[0].toarray(), X)
+    b = L1LogisticOBA(C=3.0, tol=1e-10).fit(sp.csr_matrix(X), y)
+    np.testing.assert_array_equal(a.coef_, b.coef_)
+    handed.clear()
+    L1LogisticOBA(C=3.0, tol=1e-10).fit(sp.csc_matrix(X), y == 0)
+    monkeypatch.setattr(module.Logistic, "max_walk_columns", 8)
+    L1LogisticOBA(C=3.0, tol=1e-10).fit(sp.csc_matrix(X), y)
+    assert handed == [None] * 4
+
+
 @pytest.mark.parametrize("layout", ["csr", "csc"])
 def test_duplicate_entries_are_summed(layout):
     """A sparse input with duplicate entries (legal in scipy, left alone by scikit-learn's
     validation) is the matrix of their sums: the same fit, iterate for iterate, as the
     canonical input (the row-walking Gram kernels would otherwise count cross terms once)."""
     X, y = _binary(5, n=300, d=30)
-    coo = sp.coo_matrix(X)
-    rows, cols, halves = np.tile(coo.row, 2), np.tile(coo.col, 2), np.tile(0.5 * coo.data, 2)
-    major, minor, fmt = (rows, cols, sp.csr_matrix) if layout == "csr" else (cols, rows,
-                                                                             sp.csc_matrix)
-    order = np.lexsort((minor, major))  # exact halves: their sums are exact
-    indptr = np.searchsorted(major[order], np.arange(X.shape[layout == "csc"] + 1))
-    dup = fmt((halves[order], minor[order], indptr), shape=X.shape)
-    assert dup.format == layout and not dup.has_canonical_format
-    assert dup.nnz == 2 * coo.nnz
+    dup = _with_duplicates(X, layout)
     a = L1LogisticOBA(C=10.0, tol=1e-10).fit(sp.csr_matrix(X), y)
     b = L1LogisticOBA(C=10.0, tol=1e-10).fit(dup, y)
     np.testing.assert_array_equal(a.coef_, b.coef_)

@@ -76,12 +76,22 @@ def _solve(datafit, C, tol, max_iter, w0, verbose):
     return w, b, res
 
 
-def _layouts(X):
-    """(X for the datafit: CSC when sparse, the CSR input or None): the datafit walks columns
-    and forms explicit Hessians from rows, so a CSR input is kept rather than rebuilt."""
+def _layouts(X, n_problems=1):
+    """(X for the datafit: CSC when sparse, a CSR copy or None): the datafit walks columns
+    and forms explicit Hessians from rows, so a CSR input is kept rather than rebuilt, and
+    a one-vs-rest fit of several problems builds one CSR copy for all of them (each datafit
+    would otherwise make its own on first use) unless X is too wide to walk rows."""
     if not sp.issparse(X):
         return X, None
-    return X.tocsc(), X if X.format == "csr" and X.has_canonical_format else None
+    if X.format == "csr" and X.has_canonical_format:
+        return X.tocsc(), X
+    X = X.tocsc()
+    if n_problems > 1 and X.shape[1] <= Logistic.max_walk_columns:
+        if not X.has_canonical_format:
+            X = X.copy()
+            X.sum_duplicates()
+        return X, X.tocsr()
+    return X, None
 
 
 def _check_fit_data(estimator, X, y, sample_weight, reset=True):
@@ -174,8 +184,8 @@ class L1LogisticOBA(ClassifierMixin, BaseEstimator):
         if self.class_weight is not None:
             cw = compute_class_weight(self.class_weight, classes=classes, y=y)
             sample_weight = sample_weight * cw[np.searchsorted(classes, y)]
-        X, X_csr = _layouts(X)
         problems = [classes[1]] if classes.size == 2 else list(classes)
+        X, X_csr = _layouts(X, len(problems))
         w0 = self._warm_start_point(len(problems), X.shape[1])
         jobs = (delayed(_fit_binary)(
             X, X_csr, np.where(y == pos, 1.0, -1.0), sample_weight, self.C, self.fit_intercept,
