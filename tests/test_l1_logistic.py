@@ -66,19 +66,26 @@ def test_dense_sparse_float32_agree():
     np.testing.assert_allclose(a.coef_, c.coef_, atol=1e-4)
 
 
-def test_csr_input_serves_the_explicit_hessians(monkeypatch):
+@pytest.fixture
+def handed(monkeypatch):
+    """The ``X_csr`` each datafit the estimator builds is handed, in order."""
+    import sparsekit.linear_model._l1_logistic as module
+    seen = []
+
+    class Spy(module.Logistic):
+        def __init__(self, *args, X_csr=None, **kwargs):
+            seen.append(X_csr)
+            super().__init__(*args, X_csr=X_csr, **kwargs)
+
+    monkeypatch.setattr(module, "Logistic", Spy)
+    return seen
+
+
+def test_csr_input_serves_the_explicit_hessians(handed):
     """A CSR input reaches the datafit, whose explicit Hessians walk rows, instead of being
     rebuilt from the CSC copy; the fit is bitwise that of the CSC input."""
     import sparsekit.linear_model._l1_logistic as module
     X, y = _binary(4, n=300, d=40, sparse=True)
-    handed = []
-
-    class Spy(module.Logistic):
-        def __init__(self, *args, X_csr=None, **kwargs):
-            handed.append(X_csr)
-            super().__init__(*args, X_csr=X_csr, **kwargs)
-
-    monkeypatch.setattr(module, "Logistic", Spy)
     a = L1LogisticOBA(C=3.0, tol=1e-10).fit(X, y)
     b = L1LogisticOBA(C=3.0, tol=1e-10).fit(X.tocsc(), y)
     l1_logistic_path(X, y, [1.0])
@@ -92,7 +99,7 @@ def test_csr_input_serves_the_explicit_hessians(monkeypatch):
     assert mismatched._csr().dtype == np.float64
 
 
-def test_one_vs_rest_shares_one_csr_copy_of_a_csc_input(monkeypatch):
+def test_one_vs_rest_shares_one_csr_copy_of_a_csc_input(handed, monkeypatch):
     """A one-vs-rest fit of a CSC input (with duplicates) hands every binary problem the same
     canonical CSR copy, not one copy each, and fits as the CSR input does; a binary fit or a
     matrix too wide for row walks makes no copy up front."""
@@ -102,14 +109,6 @@ def test_one_vs_rest_shares_one_csr_copy_of_a_csc_input(monkeypatch):
     X[rng.random(X.shape) < 0.5] = 0
     y = np.argmax(X[:, :3] + 0.3 * rng.standard_normal((240, 3)), axis=1)
     dup = _with_duplicates(X, "csc")
-    handed = []
-
-    class Spy(module.Logistic):
-        def __init__(self, *args, X_csr=None, **kwargs):
-            handed.append(X_csr)
-            super().__init__(*args, X_csr=X_csr, **kwargs)
-
-    monkeypatch.setattr(module, "Logistic", Spy)
     a = L1LogisticOBA(C=3.0, tol=1e-10, n_jobs=2).fit(dup, y)
     assert len(handed) == 3 and handed[0] is handed[1] is handed[2]
     assert handed[0].format == "csr" and handed[0].has_canonical_format
