@@ -61,3 +61,27 @@ def test_invalid_problem_arguments():
         BoundedProblem("Nope", 10)
     with pytest.raises(ValueError, match="even"):
         BoundedProblem("L1", 7)
+
+
+@pytest.mark.parametrize("name", ["Myopic_Coupled", "Myopic_Decoupled", "Nesterov_3",
+                                  "Chained_LQ", "L1"])
+def test_nqn_solves_the_nonsmooth_problems_at_least_as_well_as_lbfgsb(name):
+    """Thesis §3.3 protocol at n = 100 (the benchmark's starts, budget 100 n evaluations):
+    NQN meets the solved test (3.25) f − f* < 1e-4 (f₀ − f*) from every start, f* the best
+    value of either solver, and never ends above L-BFGS-B by more than that margin (on
+    Nesterov_3, L-BFGS-B stalls 4-8% of the way from f₀ to f*)."""
+    from scipy.optimize import minimize
+
+    from sparsekit.optimize import minimize_nqn
+
+    n = 100
+    P = BoundedProblem(name, n)
+    seed = 1000 * problem_names().index(name) + n
+    opts = {"maxcor": 20, "maxfun": 100 * n, "maxiter": 10**9, "ftol": 0.0, "gtol": 0.0}
+    for x0 in P.starting_points(3, random_state=seed):
+        ours = minimize_nqn(P.fun, x0, jac=True, bounds=P.bounds, options=opts)
+        peer = minimize(P.fun, x0, jac=True, bounds=P.bounds, method="L-BFGS-B",
+                        options=opts)
+        f0, fstar = P.fun(x0)[0], min(ours.fun, peer.fun)
+        assert ours.fun - fstar < 1e-4 * (f0 - fstar)
+        assert np.all(ours.x >= P.lb) and np.all(ours.x <= P.ub)
