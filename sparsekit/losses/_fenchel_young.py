@@ -6,29 +6,48 @@ For a polytope M and p = proj_M(z) (``sparsekit.projections``):
 sparsemax loss of Martins & Astudillo, computed in the stable shifted form of
 notes/sparsemax_report.md eqs. 8-10 (section 4.3: shift before computing). ``L >= 0`` with
 equality iff ``p = y`` holds only for targets inside the polytope, so targets are checked.
+
+Negated coordinates N (``negated=``, notes/lp_sparsemap.md Prop. 7 and Cor. 7.1): flip is
+an isometry, so ``L_{flip M}(z; y) = L_M(flip z; flip y)`` and the gradient is
+``mu* - y = L (grad L_M)(flip z; flip y)`` with L = diag(+-1), -1 on N. The loss is
+computed on the flipped scores and targets, and ``flip y`` must lie in M.
 """
 import numpy as np
 
 from .._cython._projections import fenchel_young_rows
-from ..projections._checks import as_rows, resolve_polytope
+from ..projections._checks import as_rows, negated_columns, reflect_columns, resolve_polytope
 from ._targets import check_target
 
-def _loss_and_projection(Z, Y, polytope, params):
+
+def _loss_and_projection(Z, Y, polytope, params, negated):
+    """Loss of the flipped problem: ``(loss, P, Y2, columns, one_d)`` with ``P`` the
+    projection of the flipped scores onto M and ``Y2`` the flipped targets (both flipped
+    back by ``reflect_columns(., columns)``)."""
     Z2, one_d = as_rows(Z)
     Y2 = as_rows(Y, name="Y")[0]
     if Y2.shape != Z2.shape:
         raise ValueError(f"Y must have the shape of Z {np.shape(Z)}, got {np.shape(Y)}")
     Y2 = np.ascontiguousarray(Y2, dtype=Z2.dtype)
+    columns = negated_columns(negated, Z2.shape[1])
+    Z2, Y2 = reflect_columns(Z2, columns), reflect_columns(Y2, columns)
     code, budget, weights, weighted = resolve_polytope(polytope, Z2.shape[1], Z2.dtype,
                                                        params)
-    check_target(Y2, polytope, budget, weights, np)
+    try:
+        check_target(Y2, polytope, budget, weights, np)
+    except ValueError as exc:
+        if not columns:
+            raise
+        raise ValueError(
+            f"targets must lie in the {polytope!r} polytope with columns {columns} negated, "
+            f"i.e. Y with those columns replaced by 1 - Y must lie in {polytope!r}; "
+            f"on those flipped targets: {exc}") from None
     P = np.empty_like(Z2)
     loss = np.empty(Z2.shape[0], dtype=np.float64)
     fenchel_young_rows(code, Z2, Y2, P, loss, budget, weights, weighted)
-    return loss, P, Y2, one_d
+    return loss, P, Y2, columns, one_d
 
 
-def fenchel_young_loss(Z, Y, polytope="simplex", **params):
+def fenchel_young_loss(Z, Y, polytope="simplex", *, negated=None, **params):
     """Row-wise Fenchel-Young loss ``1/2 ||y - z||^2 - 1/2 ||proj(z) - z||^2``.
 
     Parameters
@@ -38,8 +57,14 @@ def fenchel_young_loss(Z, Y, polytope="simplex", **params):
     Y : array-like of the same shape
         Targets; each row must lie in the polytope (``ValueError`` otherwise, e.g. negative
         entries, simplex rows not summing to 1, or a budget below a row's label count).
+        With ``negated``, the polytope is the negated one: Y with ``1 - Y`` on the negated
+        columns must lie in ``polytope``.
     polytope : str
         One of ``sparsekit.projections.POLYTOPES``.
+    negated : array-like of bool of shape (n_classes,), default None
+        Negated coordinates, as in :func:`sparsekit.projections.project`: the loss of the
+        polytope flip(M), equal to the loss of M at the flipped scores and targets
+        (notes/lp_sparsemap.md Prop. 7).
     **params
         The polytope's parameters, as in :func:`sparsekit.projections.project`.
 
@@ -48,22 +73,24 @@ def fenchel_young_loss(Z, Y, polytope="simplex", **params):
     loss : ndarray of shape (n_rows,) (a float for 1-D ``Z``), float64
         Non-negative, zero exactly when ``proj(z) = y``.
     """
-    loss, _, _, one_d = _loss_and_projection(Z, Y, polytope, params)
+    loss, _, _, _, one_d = _loss_and_projection(Z, Y, polytope, params, negated)
     return float(loss[0]) if one_d else loss
 
 
-def fenchel_young_loss_and_grad(Z, Y, polytope="simplex", **params):
+def fenchel_young_loss_and_grad(Z, Y, polytope="simplex", *, negated=None, **params):
     """Row-wise Fenchel-Young loss and its gradient ``proj(z) - y`` with respect to ``Z``.
 
-    Parameters are those of :func:`fenchel_young_loss`.
+    Parameters are those of :func:`fenchel_young_loss`. With ``negated`` the gradient is
+    ``L (proj_M(flip z) - flip y)``, L = diag(+-1) with -1 on the negated columns, which
+    equals ``proj_{flip M}(z) - y`` (notes/lp_sparsemap.md Cor. 7.1).
 
     Returns
     -------
     loss : ndarray of shape (n_rows,) (a float for 1-D ``Z``)
     grad : ndarray of the shape and dtype of ``Z``
     """
-    loss, P, Y2, one_d = _loss_and_projection(Z, Y, polytope, params)
-    grad = P - Y2
+    loss, P, Y2, columns, one_d = _loss_and_projection(Z, Y, polytope, params, negated)
+    grad = reflect_columns(P - Y2, columns, 0)
     if one_d:
         return float(loss[0]), grad[0]
     return loss, grad

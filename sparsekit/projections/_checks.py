@@ -2,6 +2,8 @@
 
 Rows are validated with :func:`sparsekit.utils._validation.check_finite_2d`; a 1-D input is
 one row. CuPy arrays are routed to ``sparsekit.gpu.projections`` (imported only then).
+Negated coordinates (``negated=``) are validated by :func:`negated_columns` and applied by
+:func:`reflect_columns` (notes/lp_sparsemap.md Prop. 7 and Cor. 7.1).
 """
 import importlib
 import numbers
@@ -36,6 +38,11 @@ def as_rows(Z, name="Z"):
     return check_finite_2d(Z[None, :] if one_d else Z, name=name), one_d
 
 
+def is_cupy_array(x):
+    """True when ``x`` is a CuPy array (checked by type, without importing CuPy)."""
+    return type(x).__module__.startswith("cupy")
+
+
 def gpu_function(name, Z, device):
     """The CuPy implementation ``sparsekit.gpu.projections.<name>`` when ``Z`` is a CuPy
     array or ``device='cuda'``; ``None`` for the CPU path.
@@ -43,7 +50,7 @@ def gpu_function(name, Z, device):
     Raises ``ValueError`` for an unknown device and ``TypeError`` for a CuPy array with
     ``device='cpu'``.
     """
-    is_cupy = type(Z).__module__.startswith("cupy")
+    is_cupy = is_cupy_array(Z)
     if device is None:
         device = "cuda" if is_cupy else "cpu"
     check_device(device)
@@ -101,3 +108,64 @@ def resolve_polytope(polytope, n_classes, dtype, params):
                 f"budget={budget} exceeds sum(weights)={weights.sum(dtype=np.float64)}: "
                 "the capped simplex {0 <= p <= 1, w.p = budget} is empty")
     return POLYTOPE_CODES[polytope], budget, weights, weighted
+
+
+def negated_columns(negated, n_classes):
+    """Validate a mask of negated coordinates; return their indices as a list of ints.
+
+    Parameters
+    ----------
+    negated : None or array-like of shape (n_classes,)
+        Booleans (or 0/1 numbers); True marks a negated coordinate. A CuPy array is copied
+        to the host. None means no coordinate is negated.
+    n_classes : int
+        Number of columns of the scores.
+
+    Returns
+    -------
+    columns : list of int
+        The negated coordinates, increasing; empty for None or an all-False mask. A plain
+        list indexes NumPy and CuPy arrays alike.
+
+    Raises
+    ------
+    ValueError
+        ``negated`` does not have shape (n_classes,) or holds values other than
+        True/False/0/1 (NaN included).
+    """
+    if negated is None:
+        return []
+    if sp.issparse(negated):
+        raise ValueError("negated must be a dense boolean mask, got a sparse matrix")
+    if is_cupy_array(negated):
+        negated = negated.get()
+    mask = np.asarray(negated)
+    if mask.shape != (n_classes,):
+        raise ValueError(f"negated must be a boolean mask of shape ({n_classes},) "
+                         f"(one entry per class), got shape {mask.shape}")
+    if mask.dtype != np.bool_:
+        if mask.dtype.kind not in "iuf":
+            raise ValueError(f"negated must hold booleans (or 0/1), got dtype {mask.dtype}")
+        bad = ~((mask == 0) | (mask == 1))
+        if bad.any():
+            raise ValueError("negated must hold booleans (or 0/1), got "
+                             f"{mask[bad][0].item()!r} at index {int(np.flatnonzero(bad)[0])}")
+    return np.flatnonzero(mask).tolist()
+
+
+def reflect_columns(X, columns, offset=1):
+    """Copy of ``X`` with ``offset - X[..., k]`` on the columns ``k`` in ``columns``.
+
+    ``offset=1`` is the flip of notes/lp_sparsemap.md Prop. 7 (delta = 1): x_k -> 1 - x_k on
+    the negated coordinates, an isometry and an involution. ``offset=0`` is the sign matrix
+    ``L = diag(+-1)`` of Cor. 7.1 (``0 - x`` rather than ``-x``: no negative zeros).
+
+    Uses only integer-list indexing and scalar arithmetic, so ``X`` may be a NumPy or a
+    CuPy array, of any number of dimensions (a 1-D row included). Returns ``X`` itself
+    when ``columns`` is empty.
+    """
+    if not columns:
+        return X
+    X = X.copy()
+    X[..., columns] = offset - X[..., columns]
+    return X

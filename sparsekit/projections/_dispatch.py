@@ -1,12 +1,16 @@
 """Generic projection ``project(Z, polytope, **params)`` and its Jacobian-vector product.
 
 Kernels: ``sparsekit/_cython/_projections.pyx``; the polytopes and their Jacobians follow
-notes/lp_sparsemap.md sections 1.7 and 1.9 (Prop. 5-6, sifting lemma).
+notes/lp_sparsemap.md sections 1.7 and 1.9 (Prop. 5-6, sifting lemma). Negated coordinates
+(``negated=``) wrap any of them (Prop. 7, Cor. 7.1): with flip(x)_k = 1 - x_k on the
+negated set N and L = diag(+-1) (-1 on N),
+``proj_{flip M}(z) = flip(proj_M(flip z))`` and ``J_{flip M}(z) = L J_M(flip z) L``.
 """
 import numpy as np
 
 from .._cython._projections import jvp_rows, project_rows
-from ._checks import as_rows, gpu_function, resolve_polytope
+from ._checks import (as_rows, gpu_function, is_cupy_array, negated_columns, reflect_columns,
+                      resolve_polytope)
 
 
 def project_with_tau(Z, polytope, params):
@@ -19,7 +23,21 @@ def project_with_tau(Z, polytope, params):
     return P, tau, (code, weights, weighted)
 
 
-def project(Z, polytope="simplex", *, device=None, **params):
+def _gpu_operands(negated, Z, *others):
+    """The GPU path with ``negated``: ``(columns, Z, *others)``, each array a CuPy array or
+    an ndarray (the CuPy function moves it to the device) of the shape of ``Z``."""
+    if negated is None:
+        return ([], Z, *others)
+    Z, *others = [X if is_cupy_array(X) else np.asarray(X) for X in (Z, *others)]
+    if Z.ndim not in (1, 2):
+        raise ValueError(f"Z must be 1-D or 2-D (n_rows, n_classes), got shape {Z.shape}")
+    for X in others:
+        if X.shape != Z.shape:
+            raise ValueError(f"V must have the shape of Z {Z.shape}, got {X.shape}")
+    return (negated_columns(negated, Z.shape[-1]), Z, *others)
+
+
+def project(Z, polytope="simplex", *, negated=None, device=None, **params):
     """Euclidean projection of each row of ``Z`` onto a polytope of the sparsemax family.
 
     Parameters
@@ -35,6 +53,14 @@ def project(Z, polytope="simplex", *, device=None, **params):
         ``budget``: {0 <= p <= 1, sum p <= budget} (``budget``); ``box``: [0, 1]^K;
         ``at_least_one``: {0 <= p <= 1, sum p >= 1}; ``at_most_one``:
         {0 <= p <= 1, sum p <= 1} (notes/lp_sparsemap.md, section 1.9 table).
+    negated : array-like of bool of shape (n_classes,), default None
+        Negated coordinates N: project onto flip(M) = {flip(p) : p in M}, with
+        flip(p)_k = 1 - p_k for k in N, computed as ``flip(proj_M(flip(z)))``
+        (notes/lp_sparsemap.md Prop. 7, delta = 1; flip is an isometry). For M in
+        [0, 1]^K this negates the binary variables in N: e.g. ``at_least_one`` with all
+        coordinates negated is NAND, {sum p <= K - 1}, and with the first K - 1 negated it
+        is IMPLY (p_1 and ... and p_{K-1} => p_K). 0/1 values are accepted; other values,
+        NaN or a wrong shape raise ``ValueError``. None (or all False): no negation.
     device : {None, "cpu", "cuda"}
         None follows the array type.
     **params
@@ -47,13 +73,16 @@ def project(Z, polytope="simplex", *, device=None, **params):
     """
     gpu = gpu_function("project", Z, device)
     if gpu is not None:
-        return gpu(Z, polytope, **params)
+        columns, Z = _gpu_operands(negated, Z)
+        return reflect_columns(gpu(reflect_columns(Z, columns), polytope, **params), columns)
     Z2, one_d = as_rows(Z)
-    P = project_with_tau(Z2, polytope, params)[0]
+    columns = negated_columns(negated, Z2.shape[1])
+    P = project_with_tau(reflect_columns(Z2, columns), polytope, params)[0]
+    P = reflect_columns(P, columns)
     return P[0] if one_d else P
 
 
-def jvp(Z, V, polytope="simplex", *, device=None, **params):
+def jvp(Z, V, polytope="simplex", *, negated=None, device=None, **params):
     """Jacobian-vector product of the row-wise projection: ``J(z_r) v_r`` for every row.
 
     The Jacobian is symmetric, so the same product is the vector-Jacobian product used in
@@ -62,6 +91,8 @@ def jvp(Z, V, polytope="simplex", *, device=None, **params):
     (notes/lp_sparsemap.md Prop. 6; for the simplex ``s * (v - mean_S(v))``,
     notes/sparsemax_report.md eq. 5 with ``||s||_1``), ``(Jv)_I = v_I`` when it is not
     (box, or an inactive inequality), and 0 off I. At ties this is a generalized Jacobian.
+    With negated coordinates N it is ``L J_M(flip z) L v``, L = diag(+-1) with -1 on N
+    (notes/lp_sparsemap.md Cor. 7.1), still symmetric.
 
     Parameters
     ----------
@@ -69,7 +100,7 @@ def jvp(Z, V, polytope="simplex", *, device=None, **params):
         Points at which the projection is differentiated.
     V : array-like of the same shape
         Vectors to multiply.
-    polytope, device, **params
+    polytope, negated, device, **params
         As in :func:`project`.
 
     Returns
@@ -78,12 +109,18 @@ def jvp(Z, V, polytope="simplex", *, device=None, **params):
     """
     gpu = gpu_function("jvp", Z, device)
     if gpu is not None:
-        return gpu(Z, V, polytope, **params)
+        columns, Z, V = _gpu_operands(negated, Z, V)
+        out = gpu(reflect_columns(Z, columns), reflect_columns(V, columns, 0), polytope,
+                  **params)
+        return reflect_columns(out, columns, 0)
     Z2, one_d = as_rows(Z)
     V2 = as_rows(V, name="V")[0].astype(Z2.dtype, copy=False)
     if V2.shape != Z2.shape:
         raise ValueError(f"V must have the shape of Z {np.shape(Z)}, got {np.shape(V)}")
-    P, tau, (code, weights, weighted) = project_with_tau(Z2, polytope, params)
+    columns = negated_columns(negated, Z2.shape[1])
+    P, tau, (code, weights, weighted) = project_with_tau(reflect_columns(Z2, columns),
+                                                         polytope, params)
     out = np.empty_like(Z2)
-    jvp_rows(code, P, tau, V2, out, weights, weighted)
+    jvp_rows(code, P, tau, reflect_columns(V2, columns, 0), out, weights, weighted)
+    out = reflect_columns(out, columns, 0)
     return out[0] if one_d else out
