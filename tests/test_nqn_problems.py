@@ -69,7 +69,7 @@ def test_nqn_solves_the_nonsmooth_problems_at_least_as_well_as_lbfgsb(name):
     """Thesis §3.3 protocol at n = 100 (the benchmark's starts, budget 100 n evaluations):
     NQN meets the solved test (3.25) f − f* < 1e-4 (f₀ − f*) from every start, f* the best
     value of either solver, and never ends above L-BFGS-B by more than that margin (on
-    Nesterov_3, L-BFGS-B stalls 4-8% of the way from f₀ to f*)."""
+    Nesterov_3, L-BFGS-B stops with 4-8% of f₀ − f* left)."""
     from scipy.optimize import minimize
 
     from sparsekit.optimize import minimize_nqn
