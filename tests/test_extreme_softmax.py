@@ -341,3 +341,81 @@ def test_loss_curve_is_the_exact_nll(data, dtype, rtol):
     assert np.abs(S).max() > 20
     assert est.loss_curve_[-1] == pytest.approx(_nll_oracle(S, np.searchsorted(est.classes_, y)),
                                                 rel=rtol)
+
+
+def test_precision_at_k_reads_any_label_container_by_position():
+    top = np.array([[1, 2], [0, 3]])
+    expected = 0.5  # row 0: {1, 5} hits 1; row 1: {3} hits 3
+    for labels in ([{1, 5}, {3}], [frozenset({1, 5}), frozenset({3})],
+                   np.array([[1, 5], [3]], dtype=object), ((1, 5), (3,))):
+        assert precision_at_k(labels, top) == expected
+    pd = pytest.importorskip("pandas")
+    assert precision_at_k(pd.Series([[1, 5], [3]], index=[7, 4]), top) == expected
+    assert precision_at_k(pd.Series([2, 3], index=[7, 4]), top) == 0.5
+    indicator = pd.DataFrame([[0, 1, 1, 0], [1, 0, 0, 1]])
+    assert precision_at_k(indicator, top) == 1.0
+
+
+def test_multilabel_policy_reads_object_arrays_and_pandas(data):
+    X, y = data
+    labels = np.empty(len(y), dtype=object)
+    labels[:] = [[int(v), 99] for v in y]
+    with pytest.raises(ValueError, match="multilabel='first'"):
+        ExtremeSoftmaxSGD().fit(X, labels)
+    est = ExtremeSoftmaxSGD(multilabel="first", n_epochs=1, random_state=0).fit(X, labels)
+    np.testing.assert_array_equal(est.classes_, np.unique(y))
+    pd = pytest.importorskip("pandas")
+    est = ExtremeSoftmaxSGD(multilabel="first", n_epochs=1, random_state=0)
+    np.testing.assert_array_equal(est.fit(X, pd.Series(list(labels))).classes_, np.unique(y))
+    indicator = pd.DataFrame(np.eye(10, dtype=int)[y])
+    np.testing.assert_array_equal(est.fit(X, indicator).classes_, np.unique(y))
+
+
+def test_warm_start_follows_fit_intercept_and_dtype(data):
+    X, y = data
+    est = ExtremeSoftmaxSGD(n_epochs=2, warm_start=True, random_state=0).fit(X[:, :-1], y)
+    est.set_params(fit_intercept=False).fit(X, y)  # same width of the weight rows: cold start
+    assert est.coef_.shape == (len(est.classes_), X.shape[1])
+    assert not np.any(est.intercept_)
+    est.set_params(fit_intercept=True, eval_every=1, n_epochs=1).fit(X, y)
+    start = est.loss_curve_[0]
+    est.fit(X.astype(np.float32), y)  # warm: starts where the float64 fit ended
+    assert est.coef_.dtype == np.float32
+    assert est.loss_curve_[0] < np.log(len(est.classes_)) - 0.1 and est.loss_curve_[0] < start
+
+
+def test_overflow_and_failed_first_call_leave_the_estimator_unfitted(data):
+    from sklearn.exceptions import NotFittedError
+    X, y = data
+    est = ExtremeSoftmaxSGD("sgd", learning_rate=1e4, n_epochs=3, random_state=0)
+    with pytest.raises(ValueError, match="overflow"):
+        est.fit(X * 30, y)
+    with pytest.raises(NotFittedError):
+        est.predict(X)
+    est = ExtremeSoftmaxSGD("sgd", learning_rate=0.01, lr_decay=1.0, random_state=0)
+    est.partial_fit(X, y, classes=np.unique(y))
+    with pytest.raises(ValueError, match="overflow"):
+        est.set_params(learning_rate=1e4).partial_fit(X * 30, y)
+    with pytest.raises(NotFittedError):
+        est.predict(X)
+    fresh = ExtremeSoftmaxSGD(random_state=0)
+    with pytest.raises(ValueError, match="sample_weight"):
+        fresh.partial_fit(X, y, classes=np.unique(y), sample_weight=np.ones(3))
+    with pytest.raises(NotFittedError):
+        fresh.predict(X)
+    with pytest.raises(ValueError, match="classes must be passed"):
+        fresh.partial_fit(X, y)
+
+
+def test_fit_restarts_the_partial_fit_stream(data):
+    X, y = data
+    classes = np.unique(y)
+
+    def coef(calls):
+        est = ExtremeSoftmaxSGD(n_epochs=1, random_state=0)
+        for call in calls:
+            call(est)
+        return est.coef_.copy()
+    fit = lambda est: est.fit(X, y)  # noqa: E731
+    stream = lambda est: est.partial_fit(X[:200], y[:200], classes=classes)  # noqa: E731
+    np.testing.assert_array_equal(coef([stream, fit, stream]), coef([fit, stream]))

@@ -226,3 +226,45 @@ def test_a9a_subset_against_liblinear():
     F = ref.l1_logistic_objective(X, y, est.coef_.ravel(), 0.0, 1.0)
     F_ll = ref.l1_logistic_objective(X, y, w_ll, 0.0, 1.0)
     assert F <= F_ll * (1 + 1e-6)
+
+
+@pytest.mark.parametrize("layout", ["csr", "csc"])
+def test_sparse_coef_predicts_on_float32_sparse_input(layout):
+    X, y = _binary(2)
+    X32 = sp.csr_matrix(X, dtype=np.float32).asformat(layout)
+    est = L1LogisticOBA(C=1.0).fit(X32, y)
+    dense_scores = est.decision_function(X32)
+    est.sparsify()
+    np.testing.assert_allclose(est.decision_function(X32), dense_scores, rtol=1e-5, atol=1e-5)
+    np.testing.assert_array_equal(est.predict(X32), est.predict(X32.toarray()))
+
+
+@pytest.mark.parametrize("n_classes", [2, 3])
+def test_log_probabilities_are_exact_and_finite_for_huge_margins(n_classes):
+    rng = np.random.default_rng(3)
+    X = rng.standard_normal((90, 4))
+    y = np.arange(90) % n_classes
+    est = L1LogisticOBA(C=10.0).fit(X, y)
+    est.coef_ = est.coef_ * 1e4  # margins of order 1e4: every σ rounds to 0 or 1
+    logp = est.predict_log_proba(X)
+    assert np.all(np.isfinite(logp)) and np.all(logp <= 0)
+    np.testing.assert_allclose(np.exp(logp).sum(axis=1), 1.0, rtol=1e-12)
+    np.testing.assert_allclose(est.predict_proba(X), np.exp(logp), rtol=1e-12)
+    est.coef_ = est.coef_ * 1e-4  # moderate margins: the plain formula, for reference
+    z = est.decision_function(X)
+    sigma = 1.0 / (1.0 + np.exp(-z))
+    plain = (np.column_stack([1 - sigma, sigma]) if n_classes == 2
+             else sigma / sigma.sum(axis=1, keepdims=True))
+    np.testing.assert_allclose(est.predict_log_proba(X), np.log(plain), rtol=1e-10, atol=1e-12)
+
+
+def test_path_rejects_a_single_class_and_invalid_parameters():
+    X, y = _binary(4)
+    with pytest.raises(ValueError, match="single class"):
+        l1_logistic_path(X, np.zeros(len(y)))
+    with pytest.raises(ValueError, match="single class"):
+        l1_logistic_path(X, np.zeros(len(y)), pos_class=0.0)
+    with pytest.raises(ValueError, match="max_iter"):
+        l1_logistic_path(X, y, max_iter=-1)
+    with pytest.raises(ValueError, match="tol"):
+        l1_logistic_path(X, y, tol=-1.0)

@@ -545,3 +545,51 @@ def test_formed_hessian_gets_its_own_cg_tolerance():
         assert np.abs(residual).max() <= rtol * np.abs(g[free2]).max() * (1 + 1e-9)
         if max_explicit == 0:  # the loose solve stopped well before the tight tolerance
             assert np.abs(residual).max() > 1e-6 * np.abs(g[free2]).max()
+
+
+def test_invalid_arguments_and_non_finite_values_are_errors_not_success():
+    X, y = _problem(8)
+    datafit = Logistic(X, y)
+    x0 = np.zeros(30)
+
+    def call(**kw):
+        args = dict(f_grad=datafit.value_grad, hessp=datafit.hessp, x0=x0, mu=0.01)
+        args.update(kw)
+        return minimize_oba(args.pop("f_grad"), args.pop("hessp"), args.pop("x0"),
+                            args.pop("mu"), **args)
+
+    bad = np.zeros(30)
+    bad[3] = np.nan
+    for kwargs, match in [({"x0": bad}, "x0"), ({"max_iter": -1}, "max_iter"),
+                          ({"tol": -1.0}, "tol"), ({"mu": np.full(30, 0.01)}, "mu"),
+                          ({"lipschitz": 0.0}, "lipschitz"), ({"lipschitz": np.inf}, "lipschitz"),
+                          ({"lipschitz": lambda: -1.0}, "lipschitz")]:
+        with pytest.raises(ValueError, match=match):
+            call(**kwargs)
+    with pytest.raises(ValueError, match="not finite"):
+        call(f_grad=lambda x: (np.nan, np.zeros(30)))
+    with pytest.raises(ValueError, match="shape"):
+        call(f_grad=lambda x: (1.0, np.zeros(29)))
+
+    calls = [0]
+
+    def breaks_after_the_start(x):  # NaN everywhere but at x0: never reported as success
+        calls[0] += 1
+        f, G = datafit.value_grad(x)
+        return (f, G) if calls[0] == 1 else (np.nan, G * np.nan)
+    for lipschitz in (None, datafit.lipschitz()):
+        calls[0] = 0
+        with pytest.raises(FloatingPointError, match="not finite"):
+            call(f_grad=breaks_after_the_start, lipschitz=lipschitz)
+
+
+def test_gradients_of_any_float_layout_are_accepted():
+    X, y = _problem(9)
+    datafit = Logistic(X, y)
+    ref_res = minimize_oba(datafit.value_grad, datafit.hessp, np.zeros(30), 0.01, tol=1e-10)
+    for wrap in (lambda G: G.tolist(), lambda G: G[:, None], lambda G: np.repeat(G, 2)[::2]):
+        res = minimize_oba(lambda x: (np.float64(datafit.value_grad(x)[0]),
+                                      wrap(datafit.value_grad(x)[1])),
+                           datafit.hessp, np.zeros(30), 0.01, tol=1e-10)
+        assert res.success
+        np.testing.assert_allclose(res.x, ref_res.x, atol=1e-9)

@@ -77,8 +77,8 @@ def first_label(Y):
                              "drop them before fitting")
         Y.sort_indices()
         return Y.indices[Y.indptr[:-1]].copy()
-    if isinstance(Y, np.ndarray) and Y.ndim == 2:
-        active = Y != 0
+    if getattr(Y, "ndim", 1) == 2:  # an ndarray or a DataFrame
+        active = np.asarray(Y) != 0
         bad = np.flatnonzero(~active.any(axis=1))
         if bad.size:
             raise ValueError(f"{bad.size} examples have no label (first: row {bad[0]}); "
@@ -110,17 +110,40 @@ def precision_at_k(y_true, top_labels):
     """
     top_labels = np.asarray(top_labels)
     n, k = top_labels.shape
-    if sp.issparse(y_true) or (isinstance(y_true, np.ndarray) and y_true.ndim == 2):
-        Y = sp.csr_matrix(y_true)
-        sets = [set(Y.indices[Y.indptr[i]:Y.indptr[i + 1]].tolist()) for i in range(n)]
-    elif isinstance(y_true, np.ndarray) or np.ndim(y_true[0]) == 0:
-        sets = [{v} for v in np.asarray(y_true).tolist()]
-    else:
-        sets = [set(labels) for labels in y_true]
+    sets = _label_sets(y_true)
     if len(sets) != n:
         raise ValueError(f"y_true has {len(sets)} examples, top_labels has {n}")
     hits = sum(len(sets[i].intersection(top_labels[i].tolist())) for i in range(n))
     return hits / (n * k)
+
+
+def _label_sets(y_true):
+    """One set of labels per example from an indicator matrix (dense, sparse or DataFrame),
+    one label per example, or one collection (list, tuple, set, array) of labels each; read
+    by position, so a pandas Series with any index works."""
+    if sp.issparse(y_true) or getattr(y_true, "ndim", 1) == 2:
+        Y = sp.csr_matrix(np.asarray(y_true) if not sp.issparse(y_true) else y_true)
+        Y.eliminate_zeros()
+        return [set(Y.indices[Y.indptr[i]:Y.indptr[i + 1]].tolist())
+                for i in range(Y.shape[0])]
+    collections = (list, tuple, set, frozenset, np.ndarray)
+    return [set(np.asarray(v).tolist()) if isinstance(v, np.ndarray)
+            else set(v) if isinstance(v, collections) else {v}
+            for v in (y_true.tolist() if isinstance(y_true, np.ndarray) else list(y_true))]
+
+
+def _is_multilabel(y):
+    """Whether ``y`` holds several labels per example (indicator matrix or label
+    collections, in a list, tuple, array or pandas object)."""
+    if sp.issparse(y):
+        return True
+    if getattr(y, "ndim", 1) == 2:
+        return y.shape[1] > 1
+    if isinstance(y, np.ndarray) and y.dtype != object:
+        return False
+    items = y if isinstance(y, (list, tuple, np.ndarray)) else getattr(y, "values", None)
+    return (items is not None and len(items) > 0
+            and isinstance(items[0], (list, tuple, set, frozenset, np.ndarray)))
 
 
 class ExtremeSoftmaxSGD(ClassifierMixin, BaseEstimator):
@@ -278,18 +301,12 @@ class ExtremeSoftmaxSGD(ClassifierMixin, BaseEstimator):
         tags.classifier_tags.multi_label = False
         return tags
 
+    def __sklearn_is_fitted__(self):
+        return hasattr(self, "_R")  # not merely n_features_in_, set before a call can fail
+
     # ------------------------------------------------------------------ validation helpers
     def _targets(self, y):
-        if y is None:
-            return y
-        if sp.issparse(y):
-            multi = True
-        elif isinstance(y, np.ndarray):
-            multi = y.ndim == 2 and y.shape[1] > 1
-        else:
-            multi = (isinstance(y, (list, tuple)) and len(y) > 0
-                     and isinstance(y[0], (list, tuple, set, np.ndarray)))
-        if not multi:
+        if y is None or not _is_multilabel(y):
             return y
         if self.multilabel == "error":
             raise ValueError("ExtremeSoftmaxSGD is a multiclass (single-label) model; pass "
@@ -393,10 +410,19 @@ class ExtremeSoftmaxSGD(ClassifierMixin, BaseEstimator):
             self._R *= gamma[:, None].astype(self._R.dtype)
         self._publish()
         if status:
+            self._forget()
             raise ValueError(
                 f"Floating-point overflow in method={self.method!r} with learning rate "
-                f"{eta:.3g}; lower learning_rate (vanilla 'sgd' on the double sum is unstable, "
-                "notes §1.4) or use method='implicit'/'umax'.")
+                f"{eta:.3g}; the estimator is reset to unfitted (its weights had overflowed). "
+                "Lower learning_rate (vanilla 'sgd' on the double sum is unstable, notes §1.4) "
+                "or use method='implicit'/'umax'.")
+
+    def _forget(self):
+        """Drop every fitted attribute (the estimator is unfitted again)."""
+        for name in [a for a in vars(self) if a.endswith("_") and not a.startswith("__")]:
+            delattr(self, name)
+        for name in ("_R", "_bias", "_stream_rng"):
+            self.__dict__.pop(name, None)
 
     # ------------------------------------------------------------------ fitting
     def fit(self, X, y, sample_weight=None):
@@ -426,11 +452,15 @@ class ExtremeSoftmaxSGD(ClassifierMixin, BaseEstimator):
         rng = check_random_state(self.random_state)
         warm = (self.warm_start and hasattr(self, "_R")
                 and np.array_equal(getattr(self, "classes_", None), classes)
-                and self._R.shape[1] == X.shape[1] + int(self.fit_intercept)
-                and self._R.dtype == X.dtype)
+                and self._bias == bool(self.fit_intercept)
+                and self._R.shape[1] == X.shape[1] + int(self.fit_intercept))
         self.classes_ = classes
+        self.__dict__.pop("_stream_rng", None)  # a later partial_fit restarts the stream
         if not warm:
             self._new_weights(len(classes), X.shape[1], X.dtype)
+        elif self._R.dtype != X.dtype:  # warm weights follow the new data's precision
+            self._R = self._R.astype(X.dtype)
+            self._publish()
         y_idx = y_idx.astype(np.intp)
         inputs = self._kernel_inputs(X)
         u = (self.u_.copy() if warm and getattr(self, "u_", np.empty(0)).shape == (X.shape[0],)
@@ -498,31 +528,31 @@ class ExtremeSoftmaxSGD(ClassifierMixin, BaseEstimator):
                 raise ValueError("classes must be passed on the first call to partial_fit")
         self._check_method_params()
         X, y = self._validate_input(X, y, reset=first)
-        if classes is not None:
-            declared = np.unique(np.asarray(classes))
-            if first:
-                if len(declared) < 2:
-                    raise ValueError("partial_fit needs at least 2 declared classes")
-                self.classes_ = declared
-                self._new_weights(len(declared), X.shape[1], X.dtype)
-                self.n_iter_ = 0
-                self.loss_curve_, self.loss_epochs_, self.epoch_times_ = [], [], []
-                self.epoch_cpu_times_ = []
-            elif not np.array_equal(declared, self.classes_):
-                if not np.all(np.isin(self.classes_, declared)):
-                    raise ValueError("classes must contain every class declared before "
-                                     f"({len(self.classes_)} classes); got {len(declared)}")
-                R = np.zeros((len(declared), self._R.shape[1]), dtype=self._R.dtype)
-                R[np.searchsorted(declared, self.classes_)] = self._R
-                self._R, self.classes_ = R, declared
-                self._publish()
-        unknown = ~np.isin(y, self.classes_)
+        # every check comes before the first change of state: a failed call changes nothing
+        known = self.classes_ if classes is None else np.unique(np.asarray(classes))
+        if first and len(known) < 2:
+            raise ValueError("partial_fit needs at least 2 declared classes")
+        if not first and not np.all(np.isin(self.classes_, known)):
+            raise ValueError("classes must contain every class declared before "
+                             f"({len(self.classes_)} classes); got {len(known)}")
+        unknown = ~np.isin(y, known)
         if np.any(unknown):
             raise ValueError(f"y contains labels not declared in classes: "
                              f"{np.unique(y[unknown])[:5].tolist()}")
-        y_idx = np.searchsorted(self.classes_, y).astype(np.intp)
         sample_weight = _check_sample_weight(sample_weight, X, dtype=np.float64,
                                              ensure_non_negative=True)
+        if first:
+            self.classes_ = known
+            self._new_weights(len(known), X.shape[1], X.dtype)
+            self.n_iter_ = 0
+            self.loss_curve_, self.loss_epochs_, self.epoch_times_ = [], [], []
+            self.epoch_cpu_times_ = []
+        elif not np.array_equal(known, self.classes_):
+            R = np.zeros((len(known), self._R.shape[1]), dtype=self._R.dtype)
+            R[np.searchsorted(known, self.classes_)] = self._R
+            self._R, self.classes_ = R, known
+            self._publish()
+        y_idx = np.searchsorted(self.classes_, y).astype(np.intp)
         X = X.astype(self._R.dtype, copy=False)
         rng = getattr(self, "_stream_rng", None)
         if first or rng is None:

@@ -23,6 +23,7 @@ from sklearn.utils.validation import (_check_sample_weight, check_is_fitted,
                                       validate_data)
 
 from sparsekit._cython import _oba_kernels as K
+from sparsekit.losses._softmax import softmax_log_proba
 from sparsekit.optimize import minimize_oba
 from sparsekit.optimize._datafits import Logistic
 
@@ -232,7 +233,8 @@ class L1LogisticOBA(ClassifierMixin, BaseEstimator):
                 K.margins_csr(X.data, X.indices, X.indptr, np.ascontiguousarray(w), b, out)
                 scores[:, k] = out
         else:
-            scores = safe_sparse_dot(X, self.coef_.T, dense_output=True) + self.intercept_
+            coef = self.coef_.astype(X.dtype) if sp.issparse(X) else self.coef_  # one dtype
+            scores = safe_sparse_dot(X, coef.T, dense_output=True) + self.intercept_
             scores = np.asarray(scores)
         return scores.ravel() if scores.shape[1] == 1 else scores
 
@@ -244,16 +246,16 @@ class L1LogisticOBA(ClassifierMixin, BaseEstimator):
 
     def predict_proba(self, X):
         """Class probabilities: σ(margin) for binary, normalized one-vs-rest σ's otherwise."""
-        scores = self.decision_function(X)
-        if scores.ndim == 1:
-            p = _sigmoid(scores)
-            return np.column_stack([1.0 - p, p])
-        p = _sigmoid(scores)
-        return p / p.sum(axis=1, keepdims=True)
+        return np.exp(self.predict_log_proba(X))
 
     def predict_log_proba(self, X):
-        """Logarithm of :meth:`predict_proba`."""
-        return np.log(self.predict_proba(X))
+        """Logarithm of :meth:`predict_proba`, computed in log space (finite for any margin):
+        log σ(z) = −log(1 + e^{−z}) per class, normalized by a log-sum-exp over the classes."""
+        scores = np.asarray(self.decision_function(X), dtype=np.float64)
+        if scores.ndim == 1:
+            scores = np.column_stack([-scores, scores])
+            return -np.logaddexp(0.0, -scores)
+        return softmax_log_proba(-np.logaddexp(0.0, -scores))  # log σ minus its log-sum-exp
 
     def sparsify(self):
         """Store ``coef_`` as a CSR matrix (memory and speed when most weights are zero)."""
@@ -314,7 +316,10 @@ def l1_logistic_path(X, y, Cs=10, *, pos_class=None, fit_intercept=True, tol=1e-
     """
     est = L1LogisticOBA(fit_intercept=fit_intercept, tol=tol, max_iter=max_iter)
     X, y, sample_weight = _check_fit_data(est, X, y, sample_weight)
+    est._validate_params()
     classes = np.unique(y)
+    if classes.size < 2:
+        raise ValueError(f"y has a single class ({classes[0]!r}); a path needs two")
     if pos_class is None:
         if classes.size != 2:
             raise ValueError("pos_class must be given when y has more than two classes")

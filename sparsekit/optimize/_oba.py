@@ -125,6 +125,17 @@ def _estimate_lipschitz(hessp, x, n):
     return max(2.0 * lam, 1e-12)
 
 
+def _float64_f_grad(f_grad, n):
+    """``f_grad`` returning (float, float64 array of shape (n,)), or a clear error."""
+    def call(x):
+        f, G = f_grad(x)
+        G = np.ascontiguousarray(G, dtype=np.float64)
+        if G.size != n:
+            raise ValueError(f"f_grad returned a gradient of shape {G.shape}; expected ({n},)")
+        return float(f), G.reshape(n)
+    return call
+
+
 def _free_set(code, g, tau):
     """Free set ℱ ∪ 𝒰_F, 𝒰_F = the min(|𝒰|, τ) entries of 𝒰 with the largest |g| (§1.6).
 
@@ -315,8 +326,19 @@ def minimize_oba(f_grad, hessp, x0, mu, *, penalty_weights=None, lipschitz=None,
                else np.asarray(penalty_weights, dtype=np.float64).ravel())
     if weights.shape != (n,) or np.any(weights < 0) or not np.all(np.isfinite(weights)):
         raise ValueError("penalty_weights must be finite, non-negative and of the shape of x0")
-    if not (np.isfinite(mu) and mu > 0):
+    if not (np.ndim(mu) == 0 and np.isfinite(mu) and mu > 0):
         raise ValueError(f"mu must be a positive finite number, got {mu!r}")
+    if not np.all(np.isfinite(x)):
+        raise ValueError("x0 must be finite")
+    if not (isinstance(max_iter, Integral) and max_iter >= 0):
+        raise ValueError(f"max_iter must be a non-negative integer, got {max_iter!r}")
+    if not (np.ndim(tol) == 0 and tol >= 0):
+        raise ValueError(f"tol must be a non-negative number, got {tol!r}")
+    if lipschitz is not None and not callable(lipschitz) and not (
+            np.ndim(lipschitz) == 0 and np.isfinite(lipschitz) and lipschitz > 0):
+        raise ValueError(f"lipschitz must be a positive finite number, a callable or None, "
+                         f"got {lipschitz!r}")
+    f_grad = _float64_f_grad(f_grad, n)
     if tau0_max is not None and not (isinstance(tau0_max, Integral) and tau0_max >= 1):
         raise ValueError(f"tau0_max must be a positive integer or None, got {tau0_max!r}")
     muw = np.ascontiguousarray(mu * weights)
@@ -328,6 +350,8 @@ def minimize_oba(f_grad, hessp, x0, mu, *, penalty_weights=None, lipschitz=None,
     tau = max(1, tau, np.count_nonzero(x[muw > 0]))
 
     f, G = f_grad(x)
+    if not (np.isfinite(f) and np.all(np.isfinite(G))):
+        raise ValueError("f_grad(x0) is not finite")
     nfev, ncg, nhessp, n_ista = 1, 0, 0, 0
     adaptive_L = lipschitz is None
     L = None  # asked for at the first ISTA step (a start that is optimal never needs it)
@@ -372,6 +396,8 @@ def minimize_oba(f_grad, hessp, x0, mu, *, penalty_weights=None, lipschitz=None,
             nhessp += 20
         elif L is None:
             L = float(lipschitz() if callable(lipschitz) else lipschitz)
+            if not (math.isfinite(L) and L > 0):
+                raise ValueError(f"lipschitz() must return a positive finite number, got {L!r}")
         phi_hat = None
         while True:
             x_ista = np.empty(n)
@@ -396,6 +422,12 @@ def minimize_oba(f_grad, hessp, x0, mu, *, penalty_weights=None, lipschitz=None,
             if abar > 0.0 or not adaptive_L or f_t + muw @ np.abs(trial) <= gamma + slack:
                 break
             L *= 2.0  # the estimated L was too small: Γ did not majorize φ(x_ista)
+            if not math.isfinite(L):  # only when f_grad is not finite at any step length
+                break
+        if not (np.isfinite(f_t) and np.all(np.isfinite(G_t))):
+            raise FloatingPointError(f"f_grad is not finite at iteration {k + 1}, even at the "
+                                     "ISTA point (whose step 1/L is too long if L was given "
+                                     "too small)")
         n_ista += abar < 1.0
         if adaptive_radius and q_0 - q_hat > 10.0 * slack:
             radius = _updated_radius(radius, (phi - phi_hat) / (q_0 - q_hat),
