@@ -11,9 +11,8 @@ from sklearn.utils.estimator_checks import check_estimator
 
 import _softmax_reference as ref
 from sparsekit import ExtremeSoftmaxSGD as TopLevel
-from sparsekit.linear_model import ExtremeSoftmaxSGD
-from sparsekit.linear_model._extreme_softmax import (EXPECTED_FAILED_CHECKS, first_label,
-                                                     precision_at_k)
+from sparsekit.linear_model import ExtremeSoftmaxSGD, first_label, precision_at_k
+from sparsekit.linear_model._extreme_softmax import EXPECTED_FAILED_CHECKS
 from sparsekit.losses import _softmax, softmax_nll
 
 METHODS = ["implicit", "umax", "ove", "sgd", "sampled_softmax", "nce"]

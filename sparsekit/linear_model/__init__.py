@@ -1,4 +1,4 @@
-"""scikit-learn estimators."""
+"""scikit-learn estimators (and the multi-label helpers of ExtremeSoftmaxSGD)."""
 from ._sparsemax import SparsemaxClassifier
-from ._extreme_softmax import ExtremeSoftmaxSGD
+from ._extreme_softmax import ExtremeSoftmaxSGD, first_label, precision_at_k
 from ._l1_logistic import L1LogisticOBA, l1_logistic_path

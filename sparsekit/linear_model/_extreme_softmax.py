@@ -212,7 +212,7 @@ class ExtremeSoftmaxSGD(ClassifierMixin, BaseEstimator):
         Start ``fit`` from the previous weights (and u, if the data size matches).
     multilabel : {"error", "first"}, default="error"
         Multi-label targets (indicator matrix or label lists) raise a ValueError, or are
-        reduced with ``first_label`` (the papers' policy).
+        reduced with :func:`~sparsekit.linear_model.first_label` (the papers' policy).
     sample_true_class : bool, default=False
         Draw the sampled classes among all K classes, the true one included, with the same
         weight (K-1)/m: what the authors' Implicit SGD code did (notes §6). Biased (a draw
