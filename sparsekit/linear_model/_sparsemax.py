@@ -23,6 +23,7 @@ from .._cython._projections import POLYTOPE_CODES, jvp_rows, project_rows
 from .._cython._sparsemax_loss import loss_grad_csr, loss_grad_dense
 from ._sparsemax_dual import dual_coordinate_ascent
 from ..projections import project
+from ..projections._checks import negated_columns, reflect_columns
 from ..gpu._cupy import require_cupy
 from ..utils._validation import check_device
 
@@ -65,6 +66,28 @@ class SparsemaxClassifier(ClassifierMixin, BaseEstimator):
         ``"box"`` leaves the labels uncoupled.
     budget : float, default=None
         The sum bound of ``polytope="budget"``; required there and only there.
+    negated : array-like of bool of shape (n_classes,), default=None
+        Negated output coordinates N: fit over ``M' = flip(M)``, with
+        ``flip(p)_k = 1 - p_k`` for k in N, as in :func:`sparsekit.projections.project`
+        (notes/lp_sparsemap.md Prop. 7 and Cor. 7.1). On binary labels this negates the
+        labels in N: ``"at_least_one"`` (OR) with every coordinate negated is NAND, the
+        ``"budget"`` polytope with ``budget=K - 1``; for K = 2, ``"at_least_one"`` with
+        ``negated=[True, False]`` is IMPLY, ``y_1 => y_2`` (``"at_most_one"`` with
+        ``negated=[True, False]`` is ``y_2 => y_1``). ``predict_proba`` lies in M', and
+        targets must lie in M': ``y`` with ``1 - y`` on N must lie in M (``ValueError``
+        otherwise). The negated simplex is ``{0 <= p <= 1, sum_{k not in N} p_k -
+        sum_{k in N} p_k = 1 - |N|}`` (all negated: ``sum p = K - 1``); there 0/1 rows are
+        targets as they are, never spread over their labels, so each row must have exactly
+        one active label after the flip. Needs 2-D targets (indicators or proportions):
+        class labels are decoded by the argmax of the scores, which negation does not
+        preserve. Fit: ``L_{M'}(z; y) = L_M(flip z; flip y)`` and
+        ``flip z = L z + flip(0)`` (``L = diag(+-1)``, -1 on N), so the solvers fit the
+        un-negated problem in ``(W L, L b)`` (same penalty) on flipped targets, with the
+        fixed score offset ``flip(0)`` and ``bounds`` reflected on N (``positive=True``
+        caps those coefficients at 0 there); ``coef_`` and ``intercept_`` are reported in
+        the original coordinates. ``solver="sdca"`` folds the offset into the intercept and
+        needs ``fit_intercept=True, penalize_intercept=False``. None or all False: no
+        negation.
     fit_intercept : bool, default=True
         Whether to fit the bias ``b``.
     penalize_intercept : bool, default=False
@@ -113,11 +136,12 @@ class SparsemaxClassifier(ClassifierMixin, BaseEstimator):
     target_type_ : {"multiclass", "multilabel", "proportions"}
         How ``y`` was read. Class labels are one-hot targets. A 0/1 indicator matrix is a
         multi-label target: uniform over the active labels on the simplex (report section
-        1.9), the indicator itself on the other polytopes. On the simplex, rows without any
-        label are left out of the fit with a ``UserWarning`` (their target is undefined);
-        on the other polytopes the empty set is a target like any other when it lies in
-        the polytope. Any other 2-D ``y`` is read as a proportion matrix: entries in
-        ``[0, 1]`` and, on the simplex, rows summing to 1 within 1e-6.
+        1.9; not with ``negated``), the indicator itself on the other polytopes. On the
+        simplex (without ``negated``), rows without any label are left out of the fit with
+        a ``UserWarning`` (their target is undefined); on the other polytopes the empty
+        set is a target like any other when it lies in the polytope. Any other 2-D ``y`` is
+        read as a proportion matrix: entries in ``[0, 1]`` and, on the simplex, rows
+        summing to 1 within 1e-6.
     n_iter_ : int
         Solver iterations of the last fit (outer Newton steps for ``"newton-cg"``, epochs
         for ``"sdca"``).
@@ -146,6 +170,7 @@ class SparsemaxClassifier(ClassifierMixin, BaseEstimator):
         "alpha": [Interval(Real, 0, None, closed="left")],
         "polytope": [StrOptions(set(_POLYTOPES))],
         "budget": [Interval(Real, 0, None, closed="neither"), None],
+        "negated": ["array-like", None],
         "fit_intercept": ["boolean"],
         "penalize_intercept": ["boolean"],
         "solver": [StrOptions({"lbfgs", "newton-cg", "nqn", "sdca"})],
@@ -160,13 +185,14 @@ class SparsemaxClassifier(ClassifierMixin, BaseEstimator):
         "device": [StrOptions({"cpu", "cuda"})],
     }
 
-    def __init__(self, alpha=1e-3, *, polytope="simplex", budget=None, fit_intercept=True,
-                 penalize_intercept=False, solver="lbfgs", positive=False, bounds=None,
-                 threshold=0.0, tol=1e-6, max_iter=1000, warm_start=False, verbose=0,
-                 random_state=None, device="cpu"):
+    def __init__(self, alpha=1e-3, *, polytope="simplex", budget=None, negated=None,
+                 fit_intercept=True, penalize_intercept=False, solver="lbfgs",
+                 positive=False, bounds=None, threshold=0.0, tol=1e-6, max_iter=1000,
+                 warm_start=False, verbose=0, random_state=None, device="cpu"):
         self.alpha = alpha
         self.polytope = polytope
         self.budget = budget
+        self.negated = negated
         self.fit_intercept = fit_intercept
         self.penalize_intercept = penalize_intercept
         self.solver = solver
@@ -223,27 +249,31 @@ class SparsemaxClassifier(ClassifierMixin, BaseEstimator):
             raise ValueError("The sample weights of the rows used in the fit sum to zero.")
         n_classes = Y.shape[1]
         n_features = X.shape[1]
+        # negated=N: the un-negated problem in (W L, L b) with the score offset flip(0),
+        # since flip(z) = L z + flip(0) (see the negated parameter)
+        columns = negated_columns(self._negated, n_classes)
+        offset = reflect_columns(np.zeros(n_classes), columns)
         center = None
         if self.fit_intercept and not self.penalize_intercept and self.solver != "sdca":
             center = np.asarray(X.T @ sw, dtype=np.float64).ravel() / sw.sum(dtype=np.float64)
-        theta0 = self._initial_point(n_features, n_classes, center)
-        fun = self._objective(X, Y, sw, budget, center)
-        bounds = self._solver_bounds(n_features, n_classes)
+        theta0 = self._initial_point(n_features, n_classes, center, columns)
+        fun = self._objective(X, Y, sw, budget, center, offset)
+        bounds = self._solver_bounds(n_features, n_classes, columns)
         if self.solver in ("newton-cg", "sdca") and bounds is not None:
             raise ValueError(f"solver={self.solver!r} does not support positive or bounds; "
                              "use solver='lbfgs' or 'nqn'.")
         if self.solver == "sdca":
-            res = self._fit_dual(X, Y, sw, budget, fun, theta0)
+            res = self._fit_dual(X, Y, sw, budget, fun, theta0, offset)
         elif self.solver == "newton-cg":
-            hessp = self._hessian_at(X, X_rows, sw, budget, n_classes, center)
+            hessp = self._hessian_at(X, X_rows, sw, budget, n_classes, center, offset)
             res = _newton_cg(fun, hessp, theta0, self.tol, self.max_iter, self.verbose)
         else:
             res = self._minimize(fun, theta0, bounds)
         W, b = self._unpack(res.x, n_features, n_classes)
         if center is not None:
             b -= center @ W
-        self.coef_ = np.ascontiguousarray(W.T)
-        self.intercept_ = b
+        self.coef_ = np.ascontiguousarray(reflect_columns(W, columns, 0).T)
+        self.intercept_ = reflect_columns(b, columns, 0)
         self.n_iter_ = int(res.nit)
         if not res.success:
             warnings.warn(f"SparsemaxClassifier did not converge ({res.message}); increase "
@@ -258,13 +288,20 @@ class SparsemaxClassifier(ClassifierMixin, BaseEstimator):
             raise ValueError("solver='sdca' needs alpha > 0 (the dual requires a "
                              "strongly convex penalty).")
 
-    def _fit_dual(self, X, Y, sw, budget, fun, theta0):
-        return dual_coordinate_ascent(
-            X, Y, sw, fun, theta0, alpha=float(self.alpha),
-            code=POLYTOPE_CODES[self.polytope], budget=budget,
+    def _fit_dual(self, X, Y, sw, budget, fun, theta0, offset):
+        # the dual solver has no score offset: fold it into the free, unpenalized intercept
+        if np.any(offset) and (not self.fit_intercept or self.penalize_intercept):
+            raise ValueError("solver='sdca' with negated needs fit_intercept=True and "
+                             "penalize_intercept=False; use another solver.")
+        shift = np.concatenate([np.zeros(theta0.size - offset.size), offset])
+        res = dual_coordinate_ascent(
+            X, Y, sw, lambda theta: fun(theta - shift), theta0 + shift,
+            alpha=float(self.alpha), code=POLYTOPE_CODES[self.polytope], budget=budget,
             fit_intercept=self.fit_intercept, penalize_intercept=self.penalize_intercept,
             tol=self.tol, max_iter=self.max_iter, verbose=self.verbose,
             rng=np.random.default_rng(check_random_state(self.random_state).randint(2**31)))
+        res.x = res.x - shift
+        return res
 
     def _check_budget(self):
         if self.polytope == "budget":
@@ -277,7 +314,8 @@ class SparsemaxClassifier(ClassifierMixin, BaseEstimator):
         return 1.0
 
     def _encode_targets(self, y, budget):
-        """CSR target matrix (n, K), mask of the rows kept in the fit; sets ``classes_``."""
+        """CSR targets of the un-negated problem (n, K), mask of the rows kept in the fit;
+        sets ``classes_`` and the validated ``negated`` mask ``_negated`` (None: none)."""
         if sp.issparse(y) or np.ndim(y) == 2 and np.shape(y)[1] > 1:
             Y = sp.csr_matrix(y, dtype=np.float64)
             Y.sum_duplicates()
@@ -300,13 +338,27 @@ class SparsemaxClassifier(ClassifierMixin, BaseEstimator):
             n = codes.shape[0]
             Y = sp.csr_matrix((np.ones(n), codes, np.arange(n + 1)),
                               shape=(n, self.classes_.shape[0]))
-        return self._fit_targets_to_polytope(Y, budget)
+        columns = negated_columns(self.negated, Y.shape[1])
+        if columns and self.target_type_ == "multiclass":
+            raise ValueError("negated needs 2-D targets (a label-indicator or proportion "
+                             "matrix): class labels are decoded by the argmax of the "
+                             "scores, which negation does not preserve.")
+        self._negated = np.isin(np.arange(Y.shape[1]), columns) if columns else None
+        return self._fit_targets_to_polytope(Y, budget, columns)
 
-    def _fit_targets_to_polytope(self, Y, budget):
+    def _fit_targets_to_polytope(self, Y, budget, columns=()):
+        """``flip(Y)`` (CSR), checked against the polytope, and the rows kept."""
+        if columns:
+            Y = sp.csr_matrix(reflect_columns(Y.toarray(), columns))
+
+        def require(ok, message):
+            _require_target(ok, message, self.polytope, columns)
+
         sums = np.asarray(Y.sum(axis=1)).ravel()
         keep = np.ones(Y.shape[0], dtype=bool)
         if self.polytope == "simplex":
-            if self.target_type_ == "multilabel":
+            # negated: 0/1 rows are points of flip(simplex) as they are, never spread
+            if self.target_type_ == "multilabel" and not columns:
                 keep = sums > 0
                 if not keep.all():
                     warnings.warn(f"{np.sum(~keep)} rows of y have no active label; they "
@@ -315,26 +367,29 @@ class SparsemaxClassifier(ClassifierMixin, BaseEstimator):
                 Y = sp.diags(1.0 / np.where(keep, sums, 1.0)) @ Y
                 Y = Y.tocsr()
             else:
-                _require(np.abs(sums - 1) <= _TARGET_TOL, "proportion rows must sum to 1")
+                hint = " (a 0/1 row: exactly one active label)" if columns else ""
+                require(np.abs(sums - 1) <= _TARGET_TOL,
+                        "proportion rows must sum to 1" + hint)
         elif self.polytope == "budget":
-            _require(sums <= budget + _TARGET_TOL,
-                     f"a target row sums to more than budget={budget:g}")
+            require(sums <= budget + _TARGET_TOL,
+                    f"a target row sums to more than budget={budget:g}")
         elif self.polytope == "at_most_one":
-            _require(sums <= 1 + _TARGET_TOL, "a target row sums to more than 1 "
-                     "(polytope='at_most_one')")
+            require(sums <= 1 + _TARGET_TOL, "a target row sums to more than 1 "
+                    "(polytope='at_most_one')")
         elif self.polytope == "at_least_one":
-            _require(sums >= 1 - _TARGET_TOL, "a target row sums to less than 1 "
-                     "(polytope='at_least_one')")
+            require(sums >= 1 - _TARGET_TOL, "a target row sums to less than 1 "
+                    "(polytope='at_least_one')")
         return Y, keep
 
-    def _initial_point(self, n_features, n_classes, center):
+    def _initial_point(self, n_features, n_classes, center, columns=()):
         if (self.warm_start and hasattr(self, "coef_")
                 and self.coef_.shape == (n_classes, n_features)):
             b = self.intercept_ if center is None else self.intercept_ + self.coef_ @ center
-            return np.concatenate([self.coef_.T.ravel(), b])
+            return np.concatenate([reflect_columns(self.coef_.T, columns, 0).ravel(),
+                                   reflect_columns(b, columns, 0)])
         return np.zeros((n_features + 1) * n_classes)
 
-    def _solver_bounds(self, n_features, n_classes):
+    def _solver_bounds(self, n_features, n_classes, columns=()):
         if self.bounds is None and not self.positive:
             return None
         if self.bounds is not None and self.positive:
@@ -350,6 +405,9 @@ class SparsemaxClassifier(ClassifierMixin, BaseEstimator):
         hi = np.broadcast_to(np.inf if upper is None else np.asarray(upper, float), shape)
         if np.any(lo > hi):
             raise ValueError("bounds: lower exceeds upper.")
+        if columns:  # the solver's coefficient rows of N are -coef_: [-upper, -lower]
+            lo, hi = np.array(lo), np.array(hi)
+            lo[columns], hi[columns] = -hi[columns], -lo[columns]
         free = np.full(n_classes, np.inf)
         lb = np.concatenate([lo.T.ravel(), -free])
         ub = np.concatenate([hi.T.ravel(), free])
@@ -360,8 +418,11 @@ class SparsemaxClassifier(ClassifierMixin, BaseEstimator):
         W = theta[: n_features * n_classes].reshape(n_features, n_classes)
         return W, theta[n_features * n_classes:].copy()
 
-    def _objective(self, X, Y, sw, budget, center=None):
+    def _objective(self, X, Y, sw, budget, center=None, offset=None):
         """Objective and gradient in the flat variable [W (d, K) row-major, b (K)].
+
+        The scores are ``W^T x + b + offset``; the fixed ``offset`` (default 0) is not
+        penalized.
 
         With ``center`` (a feature vector mu), the variable is ``[W, b + W^T mu]``: the
         scores ``W^T x + b = W^T (x - mu) + (b + W^T mu)`` are unchanged, so is the
@@ -374,6 +435,7 @@ class SparsemaxClassifier(ClassifierMixin, BaseEstimator):
         dtype = X.dtype
         scale = 1.0 / float(sw.sum(dtype=np.float64))
         alpha = float(self.alpha)
+        offset = np.zeros(n_classes) if offset is None else offset
         if self.device == "cuda":
             data_term = _gpu_data_term(X, Y, sw, self.polytope, budget)
         else:
@@ -385,7 +447,8 @@ class SparsemaxClassifier(ClassifierMixin, BaseEstimator):
                 b = np.zeros_like(b)
             if center is not None:
                 b -= center @ W
-            loss, gW, gb = data_term(W.astype(dtype, copy=False), b.astype(dtype))
+            loss, gW, gb = data_term(W.astype(dtype, copy=False),
+                                     (b + offset).astype(dtype))
             w_flat = theta[: W.size]
             f = scale * loss + 0.5 * alpha * np.dot(w_flat, w_flat)
             # grad_W = scale (gW - center gb^T) + alpha W, without full-size temporaries
@@ -404,7 +467,7 @@ class SparsemaxClassifier(ClassifierMixin, BaseEstimator):
 
         return fun
 
-    def _hessian_at(self, X, X_rows, sw, budget, n_classes, center=None):
+    def _hessian_at(self, X, X_rows, sw, budget, n_classes, center=None, offset=None):
         """``theta -> (v -> H v, n_active)``: generalized Hessian-vector products at ``theta``.
 
         ``X`` gives the scores (as in the objective); the active rows are gathered from
@@ -420,12 +483,14 @@ class SparsemaxClassifier(ClassifierMixin, BaseEstimator):
         ones = np.ones(n_classes, dtype=hdt)
         size = n_features * n_classes
         min_free = 2 if self.polytope == "simplex" else 1
+        offset = np.zeros(n_classes) if offset is None else offset
 
         def hessp_at(theta):
             W, b = self._unpack(theta, n_features, n_classes)
             if center is not None:
                 b -= center @ W
-            S = np.ascontiguousarray(X @ W.astype(X.dtype) + b.astype(X.dtype))
+            S = X @ W.astype(X.dtype) + (b + offset).astype(X.dtype)
+            S = np.ascontiguousarray(S)
             P = np.empty_like(S)
             tau = np.empty(S.shape[0], dtype=S.dtype)
             project_rows(code, S, P, tau, budget, ones.astype(S.dtype), False)
@@ -511,7 +576,8 @@ class SparsemaxClassifier(ClassifierMixin, BaseEstimator):
         """Projection of the scores onto the polytope, with exact zeros.
 
         On the simplex each row is a sparse probability vector (sparsemax); on the other
-        polytopes the entries are label marginals in ``[0, 1]``.
+        polytopes the entries are label marginals in ``[0, 1]``. With ``negated``, the
+        projection onto the negated polytope: ``project(scores, polytope, negated=...)``.
 
         Parameters
         ----------
@@ -523,10 +589,12 @@ class SparsemaxClassifier(ClassifierMixin, BaseEstimator):
         """
         scores = self._scores(X)
         params = {"budget": self.budget} if self.polytope == "budget" else {}
+        negated = getattr(self, "_negated", None)  # absent from models pickled before it
         if self.device == "cuda":
             cp = require_cupy()
-            return cp.asnumpy(project(cp.asarray(scores), self.polytope, **params))
-        return project(scores, self.polytope, **params)
+            return cp.asnumpy(project(cp.asarray(scores), self.polytope, negated=negated,
+                                      **params))
+        return project(scores, self.polytope, negated=negated, **params)
 
     def predict(self, X):
         """Class labels (argmax) or, for 2-D targets, the indicator ``proba > threshold``.
@@ -564,10 +632,13 @@ class SparsemaxClassifier(ClassifierMixin, BaseEstimator):
         return accuracy_score(support, self.predict(X) > 0, sample_weight=sample_weight)
 
 
-def _require(ok, message):
+def _require_target(ok, message, polytope, columns):
     if not np.all(ok):
         rows = np.flatnonzero(~np.asarray(ok))
-        raise ValueError(f"Invalid target for this polytope: {message} (rows "
+        where = "this polytope" if not columns else (
+            f"the {polytope!r} polytope with columns {columns} negated (y with 1 - y on "
+            f"those columns must lie in {polytope!r}; checked on those flipped rows)")
+        raise ValueError(f"Invalid target for {where}: {message} (rows "
                          f"{rows[:5].tolist()}{'...' if rows.size > 5 else ''}).")
 
 
