@@ -289,19 +289,12 @@ class SparsemaxClassifier(ClassifierMixin, BaseEstimator):
                              "strongly convex penalty).")
 
     def _fit_dual(self, X, Y, sw, budget, fun, theta0, offset):
-        # the dual solver has no score offset: fold it into the free, unpenalized intercept
-        if np.any(offset) and (not self.fit_intercept or self.penalize_intercept):
-            raise ValueError("solver='sdca' with negated needs fit_intercept=True and "
-                             "penalize_intercept=False; use another solver.")
-        shift = np.concatenate([np.zeros(theta0.size - offset.size), offset])
-        res = dual_coordinate_ascent(
-            X, Y, sw, lambda theta: fun(theta - shift), theta0 + shift,
-            alpha=float(self.alpha), code=POLYTOPE_CODES[self.polytope], budget=budget,
+        return dual_coordinate_ascent(
+            X, Y, sw, fun, theta0, alpha=float(self.alpha),
+            code=POLYTOPE_CODES[self.polytope], budget=budget,
             fit_intercept=self.fit_intercept, penalize_intercept=self.penalize_intercept,
-            tol=self.tol, max_iter=self.max_iter, verbose=self.verbose,
+            tol=self.tol, max_iter=self.max_iter, verbose=self.verbose, offset=offset,
             rng=np.random.default_rng(check_random_state(self.random_state).randint(2**31)))
-        res.x = res.x - shift
-        return res
 
     def _check_budget(self):
         if self.polytope == "budget":

@@ -20,7 +20,8 @@ from .._cython._sparsemax_dual import dual_epoch_csr, dual_epoch_dense
 
 
 def dual_coordinate_ascent(X, Y, sw, objective, theta0, *, alpha, code, budget,
-                           fit_intercept, penalize_intercept, tol, max_iter, rng, verbose):
+                           fit_intercept, penalize_intercept, tol, max_iter, rng, verbose,
+                           offset=None):
     """Minimize the SparsemaxClassifier objective from ``theta0 = [W (d, K), b]``.
 
     Parameters
@@ -37,6 +38,9 @@ def dual_coordinate_ascent(X, Y, sw, objective, theta0, *, alpha, code, budget,
     tol, max_iter : stop when ``max|grad| <= tol``, when no dual entry moved by more than
         the machine epsilon of ``X``'s dtype in an epoch, or after ``max_iter`` epochs.
     rng : numpy Generator for the row order of each epoch.
+    offset : ndarray of shape (K,), optional
+        A fixed, unpenalized term of every row's scores ``W^T x + b + offset`` (not part of
+        ``theta``; ``objective`` must include it).
 
     Returns
     -------
@@ -51,10 +55,11 @@ def dual_coordinate_ascent(X, Y, sw, objective, theta0, *, alpha, code, budget,
     W = np.ascontiguousarray(theta0[: d * k].reshape(d, k), dtype=np.float64)
     b = theta0[d * k:].astype(np.float64) if fit_intercept else np.zeros(k)
     wb = np.zeros(k) if fit_intercept else None
+    offset = np.zeros(k) if offset is None else np.asarray(offset, dtype=np.float64)
     Ydense = Y.toarray()
     M = Ydense.copy()
     if np.any(theta0):
-        scores = np.asarray(X @ W.astype(X.dtype, copy=False), dtype=np.float64) + b
+        scores = np.asarray(X @ W.astype(X.dtype, copy=False), dtype=np.float64) + b + offset
         project_rows(code, scores, M, np.empty(n), budget, np.ones(k), False)
         R = (Ydense - M) * c[:, None]
         W = np.ascontiguousarray(X.T @ R, dtype=np.float64)
@@ -63,11 +68,11 @@ def dual_coordinate_ascent(X, Y, sw, objective, theta0, *, alpha, code, budget,
             b = np.zeros(k) if penalize_intercept else b - wb
     if sp.issparse(X):
         def epoch(order):
-            return dual_epoch_csr(X.data, X.indices, X.indptr, W, b, wb, M, c, q, order,
-                                  code, budget)
+            return dual_epoch_csr(X.data, X.indices, X.indptr, W, b + offset, wb, M, c, q,
+                                  order, code, budget)
     else:
         def epoch(order):
-            return dual_epoch_dense(X, W, b, wb, M, c, q, order, code, budget)
+            return dual_epoch_dense(X, W, b + offset, wb, M, c, q, order, code, budget)
 
     message, success, it = "maximum number of epochs reached", False, 0
     resolution = np.finfo(X.dtype).eps  # float32 data: gradients below tol are noise
