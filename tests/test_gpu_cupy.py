@@ -15,18 +15,10 @@ import numpy as np
 import pytest
 
 import sparsekit
+from _gpu import needs_gpu
 from sparsekit.gpu import is_cupy_array, require_cupy
 
 
-def _gpu_available():
-    try:
-        require_cupy()
-    except (ImportError, RuntimeError):
-        return False
-    return True
-
-
-needs_gpu = pytest.mark.skipif(not _gpu_available(), reason="needs CuPy and a CUDA device")
 
 
 def test_importing_the_cpu_package_never_imports_cupy(tmp_path):

@@ -25,7 +25,7 @@ from sklearn.model_selection import GridSearchCV
 
 import sparsekit
 import sparsekit.linear_model._sparsemax as sparsemax_module
-from sparsekit.gpu import require_cupy
+from _gpu import needs_gpu
 from sparsekit.linear_model import SparsemaxClassifier
 from sparsekit.losses import fenchel_young_loss, fenchel_young_loss_and_grad
 from sparsekit.projections import project
@@ -363,16 +363,8 @@ def test_cuda_path_uses_the_same_transform(monkeypatch, solver):
     assert_allclose(gpu.predict_proba(X), cpu.predict_proba(X), atol=1e-7)
 
 
-def _gpu_available():
-    try:
-        require_cupy()
-    except (ImportError, RuntimeError):
-        return False
-    return True
-
-
 @pytest.mark.gpu
-@pytest.mark.skipif(not _gpu_available(), reason="needs CuPy and a CUDA device")
+@needs_gpu
 @pytest.mark.parametrize("polytope", ["at_least_one", "simplex"])
 def test_cuda_matches_cpu_on_a_gpu(polytope):
     X, Y = data(polytope)
