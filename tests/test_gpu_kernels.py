@@ -373,3 +373,29 @@ def test_emulated_sparsemax_loss_and_grad(emu, dtype):
                          + run_project(emu, Z[:1], "simplex")[0])
     np.testing.assert_allclose(loss0, 0.0, atol=1e-6)
     np.testing.assert_allclose(G0, 0.0, atol=1e-6)
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_emulated_capped_family_keeps_its_constraints_at_huge_scores(emu, dtype):
+    """Past 2^53 (2^24 in float32) unshifted scores lose the [0, 1] resolution: the kernel
+    searches on scores shifted by their largest breakpoint (as the CPU kernel does)."""
+    proj = pytest.importorskip("sparsekit.projections")
+    big = 1e300 if dtype == np.float64 else 3e38
+    for c in (1e16, 1e30, big):
+        Z = np.array([[c, c, -c], [c, c / 2, -c], [-c, -c, -c]], dtype=dtype)
+        for polytope, budget in (("budget", 1.0), ("capped_simplex", 1.0),
+                                 ("at_least_one", 1.0)):
+            P, tau = run_project(emu, Z, polytope, budget=budget)
+            cpu = proj.project(Z, polytope, **({"budget": budget}
+                                               if polytope != "at_least_one" else {}))
+            np.testing.assert_allclose(P, cpu, atol=1e-6, err_msg=f"{polytope} {c:g}")
+        np.testing.assert_allclose(run_project(emu, Z[:1], "budget")[0], [[0.5, 0.5, 0.0]])
+        np.testing.assert_allclose(run_project(emu, Z[2:], "at_least_one")[0],
+                                   [[1 / 3, 1 / 3, 1 / 3]], rtol=1e-6)
+
+
+def test_emulated_loss_is_zero_not_nan_at_the_largest_finite_scores(emu):
+    Z = np.array([[1e308, -1e308, 0.0]])
+    loss, G = run_loss(emu, Z, np.array([[1.0, 0.0, 0.0]]))
+    np.testing.assert_array_equal(loss, [0.0])
+    np.testing.assert_array_equal(G, [[0.0, 0.0, 0.0]])

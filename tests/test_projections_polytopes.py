@@ -186,3 +186,35 @@ def test_capped_simplex_is_shift_invariant_at_huge_offsets(dtype, tol, offset):
     assert_allclose(shifted, project_capped_simplex(zo.astype(np.float64) - offset, 3.0),
                     atol=tol)
     assert_allclose(shifted.sum(axis=1), 3.0, atol=10 * tol)
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("scale", [1e16, 1e30, "max"])
+def test_capped_family_keeps_its_constraints_at_huge_scores(dtype, scale):
+    """Past 2^53 (2^24 in float32) z - 1 rounds to z: the breakpoints are shifted by the
+    largest one first, so the projection keeps its [0, 1] resolution at any magnitude."""
+    c = np.finfo(dtype).max / 4 if scale == "max" else dtype(scale)
+    Z = np.array([[c, c, -c], [c, c / 2, -c], [-c, -c, -c], [c, 0.25, -c]], dtype=dtype)
+    expected = {"budget": [[0.5, 0.5, 0], [1, 0, 0], [0, 0, 0], [1, 0, 0]],
+                "capped_simplex": [[0.5, 0.5, 0], [1, 0, 0], [1 / 3, 1 / 3, 1 / 3],
+                                   [1, 0, 0]]}
+    for polytope, P_expected in expected.items():
+        P = project(Z, polytope, budget=1.0)
+        np.testing.assert_allclose(P, P_expected, atol=1e-6, err_msg=polytope)
+    P = project(Z, "budget", budget=2.0)  # inactive: the clip alone
+    np.testing.assert_allclose(P[3], [1, 0.25, 0], atol=1e-6)
+    np.testing.assert_allclose(P[0], [1, 1, 0])
+    weights = np.array([1.0, 2.0, 3.0])  # knapsack: c/1 is the largest ratio
+    P = project(Z[:1], "knapsack", budget=1.0, weights=weights)
+    assert (P @ weights)[0] <= 1.0 + 1e-6
+    np.testing.assert_allclose(P, [[1, 0, 0]], atol=1e-6)
+
+
+def test_fenchel_young_loss_is_zero_not_nan_at_the_largest_finite_scores():
+    from sparsekit.losses import fenchel_young_loss
+
+    z = np.array([[1e308, -1e308]])
+    for polytope in ("simplex", "box", "budget"):
+        params = {"budget": 1.0} if polytope == "budget" else {}
+        y = project(z, polytope, **params)
+        assert fenchel_young_loss(z, y, polytope, **params)[0] == 0.0

@@ -560,3 +560,45 @@ def test_digits_smoke_cv_loss_and_miss_rate(seed):
     clf = SparsemaxClassifier(alpha=0.1, penalize_intercept=True)
     for loss, miss, size in _cv_sparsemax_loss_and_misses(clf, X, y, seed):
         assert loss < 0.2 and miss / size < 0.1
+
+
+@pytest.mark.parametrize("solver", ["lbfgs", "newton-cg", "nqn", "sdca"])
+def test_warm_start_into_a_fit_without_intercept_carries_none(solver):
+    X, y = _blobs()
+    kw = dict(solver=solver, alpha=0.1, tol=1e-8)
+    clf = SparsemaxClassifier(warm_start=True, **kw).fit(X, y)
+    assert np.any(clf.intercept_)
+    clf.set_params(fit_intercept=False).fit(X, y)
+    cold = SparsemaxClassifier(fit_intercept=False, **kw).fit(X, y)
+    np.testing.assert_array_equal(clf.intercept_, 0.0)
+    np.testing.assert_allclose(clf.predict_proba(X), cold.predict_proba(X), atol=1e-5)
+
+
+def test_sdca_takes_csr_with_index_arrays_of_two_types():
+    X, y = _blobs()
+    Xs = sp.csr_matrix(X)
+    Xs.indptr = Xs.indptr.astype(np.int64)  # indices stay int32
+    assert Xs.indices.dtype != Xs.indptr.dtype
+    kw = dict(solver="sdca", alpha=0.1, tol=1e-8, random_state=0)
+    np.testing.assert_allclose(SparsemaxClassifier(**kw).fit(Xs, y).coef_,
+                               SparsemaxClassifier(**kw).fit(X, y).coef_, atol=1e-6)
+
+
+def test_proportion_targets_with_rounding_noise_are_accepted():
+    X, y = _blobs()
+    Y = np.eye(3)[y] * 0.93 + 0.07 * np.eye(3)[(y + 1) % 3]
+    Y[:, 2] = 1.0 - Y[:, 0] - Y[:, 1]  # exact zeros become +-1e-16 here and there
+    Y[0] = [0.07, 0.93, 1.0 - 0.07 - 0.93]
+    assert Y.min() < 0
+    clf = SparsemaxClassifier(alpha=0.1).fit(X, Y)
+    assert clf.target_type_ == "proportions"
+    with pytest.raises(ValueError, match=r"\[0, 1\]"):
+        SparsemaxClassifier().fit(X, Y - 1e-3)
+
+
+def test_bounds_with_nan_or_the_wrong_shape_are_clear_errors():
+    X, y = _blobs()
+    with pytest.raises(ValueError, match="NaN"):
+        SparsemaxClassifier(bounds=(np.nan, 0.01)).fit(X, y)
+    with pytest.raises(ValueError, match="broadcastable"):
+        SparsemaxClassifier(bounds=(np.zeros(7), None)).fit(X, y)

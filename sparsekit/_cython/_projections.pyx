@@ -8,6 +8,7 @@ Michelot's iteration (C. Michelot, J. Optim. Theory Appl. 1986) with Condat's al
 fallback: O(K) expected time.
 Signatures and contracts are documented in ``_projections.pxd``.
 """
+from libc.float cimport FLT_MIN
 from libc.math cimport INFINITY
 from libc.stdlib cimport free, malloc
 
@@ -305,76 +306,95 @@ cdef double sparsemax_loss_row(const floating* z, const floating* q, floating* p
     cdef Py_ssize_t i
     _simplex_project(z, p, k, 1.0, &zmax)
     for i in range(k):
-        y = z[i] - zmax
-        loss += (q[i] - p[i]) * (q[i] + p[i] - 2.0 * y)
+        if q[i] != p[i]:  # a zero term stays 0 where 2 (z_i - zmax) overflows
+            y = z[i] - zmax
+            loss += (q[i] - p[i]) * (q[i] + p[i] - 2.0 * y)
     return 0.5 * loss
 
 
 # --------------------------------------------------------------------------- capped simplex
 
+cdef double _max_ratio(const floating* z, Py_ssize_t k, const floating* w) noexcept nogil:
+    """max_i z_i / w_i: the largest breakpoint, the reference the capped problems shift to."""
+    cdef Py_ssize_t i
+    cdef double r = -INFINITY
+    for i in range(k):
+        r = max(r, z[i] / _weight(w, i))
+    return r
+
+
 cdef double _capped_tau(const floating* z, Py_ssize_t k, double budget, const floating* w,
-                        floating* work, Py_ssize_t* iwork) noexcept nogil:
-    """tau with sum_i w_i clip(z_i - w_i tau, 0, 1) = budget (Prop. 5), by sorting the 2K
-    breakpoints (z_i - 1)/w_i, z_i/w_i and sweeping the piecewise-linear sum; refined once
-    with fresh sums over the final active sets. Requires 0 <= budget <= sum(w); a budget
-    within 1e-13 relative of sum(w) gives p = 1."""
+                        double ref, floating* work, Py_ssize_t* iwork) noexcept nogil:
+    """tau' with sum_i w_i clip(z'_i - w_i tau', 0, 1) = budget (Prop. 5) for the shifted
+    scores z'_i = z_i - w_i ref (tau = ref + tau'), by sorting the 2K breakpoints
+    (z'_i - 1)/w_i, z'_i/w_i and sweeping the piecewise-linear sum; refined once with fresh
+    sums over the final active sets. With ref = max z_i / w_i (:func:`_max_ratio`) the
+    scores near the top are exact after the shift, so the result keeps its [0, 1]
+    resolution at any magnitude (unshifted, z_i - 1 rounds to z_i past 2^53). Requires
+    0 <= budget <= sum(w); a budget within 1e-13 relative of sum(w) gives p = 1."""
     cdef Py_ssize_t i, j, code, m = 2 * k
-    cdef double wi, total = 0.0, upper, swz = 0.0, sww = 0.0, tnext, tau, d, lo, hi
+    cdef double wi, zi, total = 0.0, upper, swz = 0.0, sww = 0.0, tnext, tau, d, lo, hi
     for i in range(k):
         wi = _weight(w, i)
+        zi = z[i] - wi * ref
         total += wi
-        work[2 * i] = <floating>((z[i] - 1.0) / wi)
-        work[2 * i + 1] = <floating>(z[i] / wi)
+        work[2 * i] = <floating>((zi - 1.0) / wi)
+        work[2 * i + 1] = <floating>(zi / wi)
         iwork[2 * i] = 2 * i
         iwork[2 * i + 1] = 2 * i + 1
     if budget >= total * (1.0 - 1e-13):
         lo = INFINITY
         for i in range(k):
-            lo = min(lo, (z[i] - 1.0) / _weight(w, i))
+            wi = _weight(w, i)
+            lo = min(lo, (z[i] - wi * ref - 1.0) / wi)
         return lo - 1.0     # any tau <= min breakpoint; the margin keeps p = 1 exact
     if budget <= 0.0:
-        hi = -INFINITY
-        for i in range(k):
-            hi = max(hi, z[i] / _weight(w, i))
-        return hi + 1.0
-    # breakpoints are computed in double; the floating keys only order the sweep
+        return 1.0          # above every shifted breakpoint z'_i / w_i <= 0: p = 0
+    # breakpoints are computed in double; the floating keys only order the sweep, which
+    # runs down from the largest (all p = 0), so that scores far below the top never
+    # enter the running sums unless the budget needs them
     _sort(work, iwork, m)
-    upper = total
-    tau = (z[iwork[0] >> 1] - 1.0) / _weight(w, iwork[0] >> 1)
-    for j in range(m):
+    upper = 0.0
+    tau = 0.0
+    for j in range(m - 1, -1, -1):
         code = iwork[j]
         i = code >> 1
         wi = _weight(w, i)
-        if code & 1 == 0:
-            upper -= wi
-            swz += wi * z[i]
+        zi = z[i] - wi * ref
+        if code & 1:        # below z'_i / w_i, p_i leaves 0
+            swz += wi * zi
             sww += wi * wi
-            lo = (z[i] - 1.0) / wi
-        else:
-            swz -= wi * z[i]
+            hi = zi / wi
+        else:               # below (z'_i - 1) / w_i, p_i stays at 1
+            upper += wi
+            swz -= wi * zi
             sww -= wi * wi
-            lo = z[i] / wi
-        if j + 1 < m:
-            code = iwork[j + 1]
-            tnext = (z[code >> 1] - (1.0 - (code & 1))) / _weight(w, code >> 1)
+            hi = (zi - 1.0) / wi
+        if j > 0:
+            code = iwork[j - 1]
+            i = code >> 1
+            tnext = (z[i] - _weight(w, i) * ref - (1.0 - (code & 1))) / _weight(w, i)
         else:
-            tnext = INFINITY
-        if j + 1 == m or upper + swz - tnext * sww <= budget:
-            tau = lo
+            tnext = -INFINITY
+        # a group of equal breakpoints (both of a coordinate, at float32 keys) is applied
+        # whole before the test
+        if j == 0 or (tnext < hi and upper + swz - tnext * sww >= budget):
+            tau = hi
             if sww > 0.0:
                 tau = (upper + swz - budget) / sww
-                tau = min(max(tau, lo), tnext)
+                tau = max(min(tau, hi), tnext)
             break
     upper = 0.0
     swz = 0.0
     sww = 0.0
     for i in range(k):
         wi = _weight(w, i)
-        d = z[i] - wi * tau
+        zi = z[i] - wi * ref
+        d = zi - wi * tau
         if d >= 1.0:
             upper += wi
         elif d > 0.0:
-            swz += wi * z[i]
+            swz += wi * zi
             sww += wi * wi
     if sww > 0.0:
         tau = (upper + swz - budget) / sww
@@ -382,10 +402,24 @@ cdef double _capped_tau(const floating* z, Py_ssize_t k, double budget, const fl
 
 
 cdef inline void _clip_out(const floating* z, floating* p, Py_ssize_t k, double tau,
-                           const floating* w) noexcept nogil:
+                           const floating* w, double ref) noexcept nogil:
+    """p = clip(z' - w tau', 0, 1) with the shifted z' = z - w ref of :func:`_capped_tau`."""
     cdef Py_ssize_t i
+    cdef double wi
     for i in range(k):
-        p[i] = <floating>_clip01(z[i] - _weight(w, i) * tau)
+        wi = _weight(w, i)
+        p[i] = <floating>_clip01((z[i] - wi * ref) - wi * tau)
+
+
+cdef double _capped_project(const floating* z, floating* p, Py_ssize_t k, double budget,
+                            const floating* w, floating* work,
+                            Py_ssize_t* iwork) noexcept nogil:
+    """The capped projection of z with its sum constraint at ``budget`` active; returns
+    tau in the caller's frame (p = clip(z - w tau, 0, 1) up to the shift's rounding)."""
+    cdef double ref = _max_ratio(z, k, w)
+    cdef double tau = _capped_tau(z, k, budget, w, ref, work, iwork)
+    _clip_out(z, p, k, tau, w, ref)
+    return ref + tau
 
 
 cdef inline double _clip_sum(const floating* z, floating* p, Py_ssize_t k,
@@ -408,16 +442,13 @@ cdef floating project_row(int polytope, const floating* z, floating* p, Py_ssize
     if polytope == POLYTOPE_SIMPLEX:
         return simplex_row(z, p, k, budget)
     if polytope == POLYTOPE_CAPPED_SIMPLEX:
-        tau = _capped_tau(z, k, budget, w, work, iwork)
-        _clip_out(z, p, k, tau, w)
-        return <floating>tau
+        return <floating>_capped_project(z, p, k, budget, w, work, iwork)
     if polytope == POLYTOPE_BUDGET or polytope == POLYTOPE_AT_MOST_ONE:
         w = NULL
     s = _clip_sum(z, p, k, w)
     if polytope == POLYTOPE_KNAPSACK or polytope == POLYTOPE_BUDGET:
-        if s > budget:
-            tau = _capped_tau(z, k, budget, w, work, iwork)
-            _clip_out(z, p, k, tau, w)
+        if s > budget:  # active: tau > 0, kept so where the sum with ref rounds to 0
+            tau = max(_capped_project(z, p, k, budget, w, work, iwork), FLT_MIN)
     elif polytope == POLYTOPE_AT_MOST_ONE:
         if s > 1.0:
             tau = simplex_row(z, p, k, 1.0)
@@ -472,7 +503,8 @@ cdef double fenchel_young_row(int polytope, const floating* z, const floating* y
     else:
         project_row(polytope, z, p, k, budget, w, work, iwork)
     for i in range(k):
-        loss += (y[i] - p[i]) * (y[i] + p[i] - 2.0 * (z[i] - shift))
+        if y[i] != p[i]:  # a zero term stays 0 where 2 (z_i - shift) overflows
+            loss += (y[i] - p[i]) * (y[i] + p[i] - 2.0 * (z[i] - shift))
     return 0.5 * loss
 
 

@@ -103,7 +103,8 @@ class SparsemaxClassifier(ClassifierMixin, BaseEstimator):
         ``"sdca"``: exact dual block coordinate ascent, one projection per row update, the
         free intercept by a proximal-point step after each epoch (no bounds, ``alpha > 0``,
         CPU only; keeps an (n_samples, n_classes) float64 array of dual variables). The
-        fastest choice for sparse, high-dimensional data such as TF-IDF text.
+        fastest choice for sparse, high-dimensional data such as TF-IDF text; slow when
+        ``alpha * n_samples`` is small (the dual is then ill-conditioned).
     positive : bool, default=False
         Constrain the coefficients (not the intercept) to be nonnegative; shorthand for
         ``bounds=(0, None)``.
@@ -163,7 +164,10 @@ class SparsemaxClassifier(ClassifierMixin, BaseEstimator):
     ``..._on_sparse_data`` (:data:`EXPECTED_FAILED_CHECKS`): weighting and repeating rows
     give the same objective (tested), but with small ``alpha`` the unpenalized intercept
     lies in a nearly flat valley of the piecewise-quadratic loss, so two L-BFGS runs stop at
-    points whose probabilities differ by ~1e-6, above the check's rtol of 1e-7.
+    points whose probabilities differ by ~1e-6, above the check's rtol of 1e-7. That is
+    the default ``polytope="simplex"``; on the other polytopes ``check_classifiers_train``
+    fails too, by design: their ``predict_proba`` rows are label marginals that need not
+    sum to 1.
     """
 
     _parameter_constraints = {
@@ -316,8 +320,9 @@ class SparsemaxClassifier(ClassifierMixin, BaseEstimator):
             self.classes_ = np.arange(Y.shape[1])
             if not np.isfinite(Y.data).all():
                 raise ValueError("y contains NaN or infinity.")
-            if Y.data.size and (Y.data.min() < 0 or Y.data.max() > 1):
+            if Y.data.size and (Y.data.min() < -_TARGET_TOL or Y.data.max() > 1 + _TARGET_TOL):
                 raise ValueError("Target entries must lie in [0, 1].")
+            np.clip(Y.data, 0.0, 1.0, out=Y.data)  # rounding noise within the tolerance
             binary = np.all(Y.data == 1)
             self.target_type_ = "multilabel" if binary else "proportions"
             self._target_dtype = y.dtype if sp.issparse(y) else np.asarray(y).dtype
@@ -378,6 +383,7 @@ class SparsemaxClassifier(ClassifierMixin, BaseEstimator):
         if (self.warm_start and hasattr(self, "coef_")
                 and self.coef_.shape == (n_classes, n_features)):
             b = self.intercept_ if center is None else self.intercept_ + self.coef_ @ center
+            b = b if self.fit_intercept else np.zeros(n_classes)  # none to carry over
             return np.concatenate([reflect_columns(self.coef_.T, columns, 0).ravel(),
                                    reflect_columns(b, columns, 0)])
         return np.zeros((n_features + 1) * n_classes)
@@ -394,8 +400,14 @@ class SparsemaxClassifier(ClassifierMixin, BaseEstimator):
                 raise ValueError("bounds must be a pair (lower, upper).")
             lower, upper = self.bounds
         shape = (n_classes, n_features)
-        lo = np.broadcast_to(-np.inf if lower is None else np.asarray(lower, float), shape)
-        hi = np.broadcast_to(np.inf if upper is None else np.asarray(upper, float), shape)
+        try:
+            lo = np.broadcast_to(-np.inf if lower is None else np.asarray(lower, float), shape)
+            hi = np.broadcast_to(np.inf if upper is None else np.asarray(upper, float), shape)
+        except ValueError:
+            raise ValueError(f"bounds: each of lower and upper must be None, a scalar or "
+                             f"broadcastable to (n_classes, n_features) = {shape}.") from None
+        if np.isnan(lo).any() or np.isnan(hi).any():
+            raise ValueError("bounds must not contain NaN (use None or +-inf for no bound).")
         if np.any(lo > hi):
             raise ValueError("bounds: lower exceeds upper.")
         if columns:  # the solver's coefficient rows of N are -coef_: [-upper, -lower]
@@ -569,8 +581,11 @@ class SparsemaxClassifier(ClassifierMixin, BaseEstimator):
         """Projection of the scores onto the polytope, with exact zeros.
 
         On the simplex each row is a sparse probability vector (sparsemax); on the other
-        polytopes the entries are label marginals in ``[0, 1]``. With ``negated``, the
-        projection onto the negated polytope: ``project(scores, polytope, negated=...)``.
+        polytopes the entries are label marginals in ``[0, 1]`` whose rows need not sum to
+        1, also when the model was fit on class labels: scikit-learn scorers that expect
+        probability rows (``log_loss``, ``roc_auc_score(multi_class="ovr")``) apply on the
+        simplex only. With ``negated``, the projection onto the negated polytope:
+        ``project(scores, polytope, negated=...)``.
 
         Parameters
         ----------

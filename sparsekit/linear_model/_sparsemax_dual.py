@@ -67,8 +67,12 @@ def dual_coordinate_ascent(X, Y, sw, objective, theta0, *, alpha, code, budget,
             wb = R.sum(axis=0)
             b = np.zeros(k) if penalize_intercept else b - wb
     if sp.issparse(X):
+        indices, indptr = X.indices, X.indptr
+        if indices.dtype != indptr.dtype:  # the kernel takes one index type
+            indices, indptr = indices.astype(np.int64), indptr.astype(np.int64)
+
         def epoch(order):
-            return dual_epoch_csr(X.data, X.indices, X.indptr, W, b + offset, wb, M, c, q,
+            return dual_epoch_csr(X.data, indices, indptr, W, b + offset, wb, M, c, q,
                                   order, code, budget)
     else:
         def epoch(order):

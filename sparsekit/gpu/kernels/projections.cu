@@ -36,6 +36,9 @@ __device__ void sk_project_simplex(const T* Z, T* P, double* tau, long long n, l
 
 // Capped problems: g(t) = sum_j w_j clip(z_j - t w_j, 0, 1) - budget is continuous,
 // piecewise linear and non-increasing, with breakpoints z_j / w_j and (z_j - 1) / w_j.
+// The search runs on the scores shifted by r = max z_j / w_j, z'_j = z_j - r w_j (t = r + t'),
+// which are exact near the top: unshifted, z_j - 1 rounds to z_j past 2^53 and the [0, 1]
+// resolution is lost (as in sparsekit/_cython/_projections.pyx, _capped_tau).
 // Safeguarded Newton search from the lower end of the bracket, as in sk_simplex_threshold;
 // when no breakpoint is left inside the bracket,
 // t = (sum_F w z + sum_U w - budget) / sum_F w^2 is exact (F: 0 < p < 1, U: p = 1).
@@ -46,32 +49,38 @@ __device__ void sk_project_capped(const T* Z, const T* W, int weighted, T* P, do
     for (long long row = blockIdx.x; row < n; row += gridDim.x) {
         const T* z = Z + row * k;
         T* p = P + row * k;
-        double t = 0.0;
+        double t = 0.0, r = 0.0;
+        bool active = false;
         if (mode != SK_MODE_BOX) {
-            // g(0) and the bracket [min (z - 1) / w, max z / w] in one pass.
-            double s0 = 0.0, neg_lo = -sk_inf(), hi = -sk_inf(), unused = 0.0;
+            // g(0) and the shift r in one pass, then the bracket [min (z' - 1) / w, 0]
+            double s0 = 0.0, r_part = -sk_inf(), unused = 0.0;
             for (long long j = threadIdx.x; j < k; j += blockDim.x) {
                 const double w = weighted ? (double)W[j] : 1.0, v = (double)z[j];
                 s0 += w * fmin(fmax(v, 0.0), 1.0);
-                neg_lo = fmax(neg_lo, (1.0 - v) / w);
-                hi = fmax(hi, v / w);
+                r_part = fmax(r_part, v / w);
             }
-            neg_lo = sk_block_max(neg_lo, smem);
-            hi = sk_block_max(hi, smem);
+            r = sk_block_max(r_part, smem);
             sk_block_sum4(s0, unused, unused, unused, smem);
-            double lo = -neg_lo;
+            double neg_lo = -sk_inf();
+            for (long long j = threadIdx.x; j < k; j += blockDim.x) {
+                const double w = weighted ? (double)W[j] : 1.0;
+                neg_lo = fmax(neg_lo, (1.0 - ((double)z[j] - r * w)) / w);
+            }
+            double lo = -sk_block_max(neg_lo, smem), hi = 0.0;
             const bool inactive = (mode == SK_MODE_LE && s0 <= budget) ||
                                   (mode == SK_MODE_GE && s0 >= budget);
             if (!inactive) {
-                if (mode == SK_MODE_LE) lo = 0.0;  // g(0) > 0: root in (0, hi]
-                if (mode == SK_MODE_GE) hi = 0.0;  // g(0) < 0: root in [lo, 0)
+                active = true;
+                if (mode == SK_MODE_LE) lo = fmax(lo, -r);  // g(0) > 0: root in (0, hi]
+                if (mode == SK_MODE_GE) hi = fmin(hi, -r);  // g(0) < 0: root in [lo, 0)
                 double x = lo, a = 0.0, b = 0.0, c = 0.0;  // g(lo) >= 0
                 bool last_newton = false;
                 for (int pass = 0; pass < SK_MAX_PASSES; ++pass) {
                     double inside = 0.0;
                     a = 0.0; b = 0.0; c = 0.0;
                     for (long long j = threadIdx.x; j < k; j += blockDim.x) {
-                        const double w = weighted ? (double)W[j] : 1.0, v = (double)z[j];
+                        const double w = weighted ? (double)W[j] : 1.0;
+                        const double v = (double)z[j] - r * w;
                         const double y = v - x * w;
                         if (y >= 1.0) c += w;
                         else if (y > 0.0) { a += w * v; b += w * w; }
@@ -91,17 +100,29 @@ __device__ void sk_project_capped(const T* Z, const T* W, int weighted, T* P, do
                     if (g > 0.0) lo = x; else hi = x;
                     const double newton = b > 0.0 ? (a + c - budget) / b : 0.0;
                     x = sk_next_point(newton, b > 0.0, lo, hi, pass, last_newton);
+                    // the shifted bracket lies in t' <= 0; across many magnitudes (huge
+                    // scores) halve the exponent, not the interval: ~10 passes, not ~1000
+                    if (!last_newton && hi - lo > 1e3 * fmax(1.0, -hi))
+                        x = -sqrt(-lo * fmax(1.0, -hi));
                     if (!(lo < x && x < hi)) break;
                 }
                 t = b > 0.0 ? (a + c - budget) / b : x;
                 t = fmin(fmax(t, lo), hi);
+            } else {
+                r = 0.0;  // inactive: t = 0 in the caller's frame
             }
         }
         for (long long j = threadIdx.x; j < k; j += blockDim.x) {
             const double w = weighted ? (double)W[j] : 1.0;
-            p[j] = (T)fmin(fmax((double)z[j] - t * w, 0.0), 1.0);
+            p[j] = (T)fmin(fmax(((double)z[j] - r * w) - t * w, 0.0), 1.0);
         }
-        if (threadIdx.x == 0) tau[row] = t;
+        if (threadIdx.x == 0) {
+            // an active inequality has t > 0 (LE) or t < 0 (GE) even where r + t' rounds to 0
+            double t_out = r + t;
+            if (active && mode == SK_MODE_LE) t_out = fmax(t_out, 1.1754943508222875e-38);
+            if (active && mode == SK_MODE_GE) t_out = fmin(t_out, -1.1754943508222875e-38);
+            tau[row] = t_out;
+        }
     }
 }
 
