@@ -202,3 +202,25 @@ def test_debian_corpus():
     # MANIFEST.md says 597 distinct tags; the file itself holds 598.
     assert len({tag for tags in data.tags for tag in tags}) == 598
     assert all(isinstance(t, str) and t for t in data.text[:100])
+
+
+def _idx(magic, dims, payload):
+    header = np.array([magic, *dims], dtype=">u4").tobytes()
+    return gzip.compress(header + np.asarray(payload, dtype=np.uint8).tobytes())
+
+
+def test_mnist_images_are_a_writeable_array(tmp_path):
+    (tmp_path / "mnist").mkdir()
+    (tmp_path / "mnist" / "t10k-images-idx3-ubyte.gz").write_bytes(
+        _idx(2051, (2, 28, 28), np.arange(2 * 784) % 256))
+    (tmp_path / "mnist" / "t10k-labels-idx1-ubyte.gz").write_bytes(_idx(2049, (2,), [3, 7]))
+    X, y = load_mnist("test", data_home=tmp_path)
+    assert X.shape == (2, 784) and X.flags.writeable and X.flags.c_contiguous
+    X[X < 128] = 0  # the usual binarization, in place
+    np.testing.assert_array_equal(y, [3, 7])
+
+
+def test_libsvm_unknown_name_lists_the_known_ones(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(FileNotFoundError, match="a9a.*w8a"):
+        load_libsvm("rcv1")

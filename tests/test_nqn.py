@@ -547,3 +547,26 @@ def test_line_search_armijo_equality_is_failure(c1, shift, alphas):
     res = projected_wolfe(fun, np.array([0.0]), 0.0, np.array([-1.0]), np.array([1.0]), -inf,
                           inf, c1=c1)
     assert res.status == WOLFE and res.alpha == alphas[-1] and trials == alphas
+
+
+def test_scipy_calling_conventions():
+    x0 = np.array([-1.2, 1.0, 0.5])
+    res = minimize_nqn(rosen, x0, jac=rosen_der, options={"maxiter": 0})
+    assert res.status == 1 and res.nit == 0 and res.nfev == 1
+    np.testing.assert_array_equal(res.x, x0)
+    f = lambda x, a: float(np.sum((x - a) ** 2))  # noqa: E731
+    res = minimize_nqn(f, np.zeros(2), args=3.0, jac=lambda x, a: 2 * (x - a))
+    np.testing.assert_allclose(res.x, [3.0, 3.0], atol=1e-6)
+    res = minimize_nqn(lambda x: np.array([rosen(x)]), x0, jac=rosen_der)
+    assert res.success and isinstance(res.fun, float)
+    with pytest.raises(ValueError, match="scalar"):
+        minimize_nqn(lambda x: np.array([1.0, 2.0]), x0, jac=rosen_der)
+    seen = []
+    minimize_nqn(rosen, x0, jac=rosen_der, options={"maxiter": 2},
+                 callback=lambda intermediate_result: seen.append(intermediate_result))
+    assert len(seen) == 2 and seen[-1].nit == 2 and seen[-1].fun == rosen(seen[-1].x)
+    seen = []
+    minimize_nqn(rosen, x0, jac=rosen_der, options={"maxiter": 2}, callback=seen.append)
+    assert len(seen) == 2 and isinstance(seen[0], np.ndarray)
+    with pytest.raises(ValueError, match="do not fit x0"):
+        minimize_nqn(rosen, x0, jac=rosen_der, bounds=Bounds([0, 0], [1, 1]))

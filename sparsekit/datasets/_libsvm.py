@@ -44,6 +44,9 @@ def load_libsvm(name_or_path, n_features=None, data_home=None, dtype=np.float64)
             n_features = default_n_features
     else:
         path = Path(name_or_path)
+        if not path.exists() and not path.suffix and len(path.parts) == 1:
+            raise FileNotFoundError(f"{name_or_path!r} is neither a known data set "
+                                    f"({', '.join(sorted(_LIBSVM_FILES))}) nor a file")
     with _open_binary(path) as f:
         X, y = load_svmlight_file(f, n_features=n_features, dtype=dtype)
     return X.tocsr(), np.asarray(y)

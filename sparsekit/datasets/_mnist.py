@@ -48,5 +48,5 @@ def load_mnist(subset="train", data_home=None):
     labels = _read_idx(_find_file(labels_file, data_home), _LABELS_MAGIC, 1)
     if images.shape[0] != labels.shape[0]:
         raise ValueError(f"{images.shape[0]} images but {labels.shape[0]} labels")
-    X = np.ascontiguousarray(images.reshape(images.shape[0], -1))
+    X = images.reshape(images.shape[0], -1).copy()  # writeable, not a view of the file
     return X, labels.astype(np.int64)

@@ -39,6 +39,7 @@ Changes that make the method cheaper and more reliable than the thesis' version:
   failure in a row ends the run (``restart=True``, the default; ``restart=False`` gives
   the thesis' behaviour).
 """
+import inspect
 import math
 import warnings
 from collections import deque
@@ -94,8 +95,12 @@ def _parse_bounds(bounds, n):
     if bounds is None:
         return np.full(n, -np.inf), np.full(n, np.inf)
     if isinstance(bounds, Bounds):
-        lo = np.broadcast_to(np.asarray(bounds.lb, dtype=float), (n,)).copy()
-        hi = np.broadcast_to(np.asarray(bounds.ub, dtype=float), (n,)).copy()
+        try:
+            lo = np.broadcast_to(np.asarray(bounds.lb, dtype=float), (n,)).copy()
+            hi = np.broadcast_to(np.asarray(bounds.ub, dtype=float), (n,)).copy()
+        except ValueError:
+            raise ValueError(f"Bounds of shape {np.shape(bounds.lb)} do not fit x0 of "
+                             f"size {n}") from None
     else:
         pairs = list(bounds)
         if len(pairs) != n:
@@ -131,7 +136,7 @@ def _parse_options(options):
     if not opts["stall_tol"] >= 0.0:
         raise ValueError(f"stall_tol must be >= 0, got {opts['stall_tol']!r}")
     for key in ("maxcor", "maxfun", "maxiter", "maxls", "sample_size", "stall_iter"):
-        if int(opts[key]) < 1:
+        if int(opts[key]) < (0 if key == "maxiter" else 1):  # maxiter=0: x0 evaluated only
             raise ValueError(f"{key} must be a positive integer, got {opts[key]!r}")
         opts[key] = int(opts[key])
     return opts
@@ -141,13 +146,14 @@ class _Objective:
     """``x -> (f, g)`` with evaluation counts, from ``fun`` and ``jac`` as in SciPy."""
 
     def __init__(self, fun, jac, args, eps, lo, hi):
-        self.fun, self.jac, self.args, self.eps = fun, jac, tuple(args), eps
+        args = args if isinstance(args, tuple) else (args,)  # as scipy.optimize.minimize
+        self.fun, self.jac, self.args, self.eps = fun, jac, args, eps
         self.lo, self.hi = lo, hi
         self.nfev = self.njev = 0
 
     def _value(self, x):
         self.nfev += 1
-        return float(self.fun(x, *self.args))
+        return _scalar(self.fun(x, *self.args))
 
     def _forward_difference(self, x, f):
         g = np.empty_like(x)
@@ -164,7 +170,7 @@ class _Objective:
         if self.jac is True:
             self.nfev += 1
             f, g = self.fun(x, *self.args)
-            f = float(f)
+            f = _scalar(f)
         elif callable(self.jac):
             f = self._value(x)
             g = self.jac(x, *self.args)
@@ -176,6 +182,24 @@ class _Objective:
         if g.shape != x.shape:
             raise ValueError(f"the gradient has shape {g.shape}, expected {x.shape}")
         return f, g
+
+
+def _takes_intermediate_result(callback):
+    """SciPy's rule: a callback whose only parameter is named ``intermediate_result``
+    receives an OptimizeResult; any other receives ``xk``."""
+    try:
+        params = inspect.signature(callback).parameters
+    except (TypeError, ValueError):
+        return False
+    return list(params) == ["intermediate_result"]
+
+
+def _scalar(f):
+    """The function value as a float; a size-1 array is accepted, as by SciPy."""
+    f = np.asarray(f, dtype=float)
+    if f.size != 1:
+        raise ValueError(f"the objective must return a scalar, got shape {f.shape}")
+    return float(f.reshape(()))
 
 
 def _theta(g, kind, mem):
@@ -203,7 +227,9 @@ def minimize_nqn(fun, x0, args=(), jac=None, bounds=None, callback=None, options
     bounds : sequence of (lo, hi), scipy.optimize.Bounds or None
         ``None`` entries mean no bound.
     callback : callable or None
-        ``callback(xk)`` after each iteration; raising ``StopIteration`` ends the run
+        ``callback(xk)`` after each iteration (``callback(intermediate_result)``, an
+        ``OptimizeResult`` with ``x, fun, jac, nit``, when that is its only parameter's
+        name, as in SciPy); raising ``StopIteration`` ends the run
         (status 8).
     options : dict or None
         ``maxcor`` (m, 10), ``ftol`` (2.2e-9), ``gtol`` (1e-5, on ‖T(x, −∇f)‖_∞),
@@ -227,6 +253,7 @@ def minimize_nqn(fun, x0, args=(), jac=None, bounds=None, callback=None, options
         and ``active`` (boolean mask of the binding set 𝓑(∇f) (3.4) at ``x``).
     """
     opts = _parse_options(options)
+    wants_result = callback is not None and _takes_intermediate_result(callback)
     x = np.array(x0, dtype=float).reshape(-1)
     n = x.size
     if n == 0:
@@ -301,7 +328,10 @@ def minimize_nqn(fun, x0, args=(), jac=None, bounds=None, callback=None, options
             print(f"NQN it {nit:5d}  f {f: .10e}  nfev {obj.nfev:7d}  |A| {int(active.sum())}")
         if callback is not None:
             try:
-                callback(np.copy(x))
+                if wants_result:  # SciPy's callback(intermediate_result) convention
+                    callback(OptimizeResult(x=np.copy(x), fun=f, jac=np.copy(g), nit=nit))
+                else:
+                    callback(np.copy(x))
             except StopIteration:
                 status = 8
                 break
