@@ -385,3 +385,10 @@ def test_log_ove_bound_blocks_and_bad_input(monkeypatch):
     for bad in (np.where(S > 5, np.inf, S), np.where(S > 5, np.nan, S), S[0]):
         with pytest.raises(ValueError, match="finite 2-D"):
             log_ove_bound(bad)
+
+
+def test_softmax_log_proba_takes_one_row_as_a_1d_array():
+    s = np.array([1.0, 2.0, 1e3])
+    np.testing.assert_allclose(softmax_log_proba(s), softmax_log_proba(s[None])[0])
+    assert softmax_log_proba(s).shape == (3,)
+    np.testing.assert_allclose(np.exp(softmax_log_proba(s)).sum(), 1.0)

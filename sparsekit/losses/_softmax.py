@@ -49,9 +49,11 @@ def _row_logsumexp(S):
 
 
 def softmax_log_proba(scores):
-    """Row-wise ``log softmax`` computed as ``scores - logsumexp(scores)``."""
+    """Row-wise ``log softmax`` computed as ``scores - logsumexp(scores)`` (a 1-D ``scores``
+    is one row)."""
     scores = np.asarray(scores, dtype=np.float64)
-    return scores - _row_logsumexp(scores)[:, None]
+    rows = np.atleast_2d(scores)
+    return (rows - _row_logsumexp(rows)[:, None]).reshape(scores.shape)
 
 
 def _chunks(n, K):
