@@ -418,3 +418,21 @@ def test_fit_restarts_the_partial_fit_stream(data):
     fit = lambda est: est.fit(X, y)  # noqa: E731
     stream = lambda est: est.partial_fit(X[:200], y[:200], classes=classes)  # noqa: E731
     np.testing.assert_array_equal(coef([stream, fit, stream]), coef([fit, stream]))
+
+
+def test_predictions_score_a_chunk_of_rows_at_a_time(data, monkeypatch):
+    import sparsekit.linear_model._extreme_softmax as module
+    X, y = data
+    est = ExtremeSoftmaxSGD(n_epochs=2, random_state=0).fit(X, y)
+    whole_pred, whole_top = est.predict(X), est.predict_topk(X, 3)
+    K = len(est.classes_)
+    monkeypatch.setattr(_softmax, "_CHUNK_ENTRIES", 7 * K)  # 7 rows per chunk
+    rows = []
+
+    def spy(Xc, coef, intercept=None):
+        rows.append(Xc.shape[0])
+        return _softmax.softmax_scores(Xc, coef, intercept)
+    monkeypatch.setattr(module, "softmax_scores", spy)
+    np.testing.assert_array_equal(est.predict(X), whole_pred)
+    np.testing.assert_array_equal(est.predict_topk(X, 3), whole_top)
+    assert max(rows) == 7 and sum(rows) == 2 * X.shape[0]

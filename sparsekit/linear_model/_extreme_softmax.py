@@ -21,7 +21,7 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
 
 from sparsekit._cython._softmax_sgd import METHODS, softmax_epoch
-from sparsekit.losses._softmax import softmax_log_proba, softmax_nll, softmax_scores
+from sparsekit.losses._softmax import _chunks, softmax_log_proba, softmax_nll, softmax_scores
 
 __all__ = ["ExtremeSoftmaxSGD", "first_label", "precision_at_k", "EXPECTED_FAILED_CHECKS"]
 
@@ -574,10 +574,20 @@ class ExtremeSoftmaxSGD(ClassifierMixin, BaseEstimator):
 
     # ------------------------------------------------------------------ prediction
     def _scores(self, X):
+        return softmax_scores(self._checked(X), self.coef_, self.intercept_)
+
+    def _checked(self, X):
         check_is_fitted(self)
-        X = validate_data(self, X, accept_sparse="csr", dtype=[np.float64, np.float32],
-                          reset=False)
-        return softmax_scores(X, self.coef_, self.intercept_)
+        return validate_data(self, X, accept_sparse="csr", dtype=[np.float64, np.float32],
+                             reset=False)
+
+    def _row_reduce(self, X, reduce):
+        """``reduce(scores)`` over chunks of rows, stacked: the scores of a chunk at a time
+        (predictions for 1e4 rows and 1e5 classes would otherwise hold 8 GB of scores)."""
+        X = self._checked(X)
+        K = self.coef_.shape[0]
+        return np.concatenate([reduce(softmax_scores(X[rows], self.coef_, self.intercept_))
+                               for rows in _chunks(X.shape[0], K)])
 
     def decision_function(self, X):
         """Class scores ``X @ coef_.T + intercept_``; for two classes, score(1) - score(0).
@@ -609,8 +619,8 @@ class ExtremeSoftmaxSGD(ClassifierMixin, BaseEstimator):
 
     def predict(self, X):
         """Most probable class of each example."""
-        scores = self._scores(X)
-        return self.classes_[np.argmax(scores, axis=1)]
+        best = self._row_reduce(X, lambda S: np.argmax(S, axis=1))
+        return self.classes_[best]
 
     def predict_topk(self, X, k=5):
         """The ``k`` highest-scoring classes of each example, best first.
@@ -619,13 +629,16 @@ class ExtremeSoftmaxSGD(ClassifierMixin, BaseEstimator):
         -------
         labels : ndarray of shape (n_samples, k)
         """
-        S = self._scores(X)
+        check_is_fitted(self)
         k = int(k)
-        if not 1 <= k <= S.shape[1]:
-            raise ValueError(f"k must be in [1, n_classes={S.shape[1]}], got {k}")
-        part = np.argpartition(-S, k - 1, axis=1)[:, :k]
-        order = np.argsort(-np.take_along_axis(S, part, axis=1), axis=1, kind="stable")
-        return self.classes_[np.take_along_axis(part, order, axis=1)]
+        if not 1 <= k <= len(self.classes_):
+            raise ValueError(f"k must be in [1, n_classes={len(self.classes_)}], got {k}")
+
+        def top(S):
+            part = np.argpartition(-S, k - 1, axis=1)[:, :k]
+            order = np.argsort(-np.take_along_axis(S, part, axis=1), axis=1, kind="stable")
+            return np.take_along_axis(part, order, axis=1)
+        return self.classes_[self._row_reduce(X, top)]
 
 
     def precision_at_k(self, X, y_true, k=5):
