@@ -8,7 +8,7 @@ Michelot's iteration (C. Michelot, J. Optim. Theory Appl. 1986) with Condat's al
 fallback: O(K) expected time.
 Signatures and contracts are documented in ``_projections.pxd``.
 """
-from libc.float cimport FLT_MIN
+from libc.float cimport DBL_MAX, FLT_MIN
 from libc.math cimport INFINITY
 from libc.stdlib cimport free, malloc
 
@@ -302,13 +302,15 @@ cdef floating sparsemax_sort_row(const floating* z, floating* p, Py_ssize_t k) n
 
 cdef double sparsemax_loss_row(const floating* z, const floating* q, floating* p,
                                Py_ssize_t k) noexcept nogil:
-    cdef double zmax, loss = 0.0, y
+    cdef double zmax, loss = 0.0, y, d
     cdef Py_ssize_t i
     _simplex_project(z, p, k, 1.0, &zmax)
     for i in range(k):
-        if q[i] != p[i]:  # a zero term stays 0 where 2 (z_i - zmax) overflows
-            y = z[i] - zmax
-            loss += (q[i] - p[i]) * (q[i] + p[i] - 2.0 * y)
+        y = z[i] - zmax
+        if y < -DBL_MAX:  # -inf: kept finite, so that a zero term below stays 0
+            y = -DBL_MAX
+        d = q[i] - p[i]
+        loss += d * (q[i] + p[i]) - 2.0 * (d * y)
     return 0.5 * loss
 
 
@@ -496,15 +498,18 @@ cdef void jvp_row(int polytope, const floating* p, double tau, const floating* v
 cdef double fenchel_young_row(int polytope, const floating* z, const floating* y,
                               floating* p, Py_ssize_t k, double budget, const floating* w,
                               floating* work, Py_ssize_t* iwork) noexcept nogil:
-    cdef double shift = 0.0, loss = 0.0
+    cdef double shift = 0.0, loss = 0.0, t, d
     cdef Py_ssize_t i
     if polytope == POLYTOPE_SIMPLEX:
         _simplex_project(z, p, k, budget, &shift)
     else:
         project_row(polytope, z, p, k, budget, w, work, iwork)
     for i in range(k):
-        if y[i] != p[i]:  # a zero term stays 0 where 2 (z_i - shift) overflows
-            loss += (y[i] - p[i]) * (y[i] + p[i] - 2.0 * (z[i] - shift))
+        t = z[i] - shift
+        if t < -DBL_MAX:  # -inf: kept finite, so that a zero term below stays 0
+            t = -DBL_MAX
+        d = y[i] - p[i]
+        loss += d * (y[i] + p[i]) - 2.0 * (d * t)
     return 0.5 * loss
 
 

@@ -22,8 +22,8 @@ __device__ void sk_sparsemax_loss_grad(const T* Z, const T* Q, T* G, double* los
         for (long long j = threadIdx.x; j < k; j += blockDim.x) {
             const double v = (double)z[j] - zmax, qj = (double)q[j];
             const double pj = fmax(v - t, 0.0);
-            // (q - p)(q + p - 2v) / 2; a zero term stays 0 where v overflows to -inf
-            if (pj != qj) acc += 0.5 * pj * (2.0 * v - pj) + 0.5 * qj * qj - qj * v;
+            // (q - p)(q + p - 2v) / 2, with v kept finite so that a zero term stays 0
+            acc += (pj - qj) * fmax(v, -1.7976931348623157e308) + 0.5 * (qj * qj - pj * pj);
             G[row * k + j] = (T)(pj - qj);
         }
         sk_block_sum4(acc, unused, unused2, unused3, smem);
