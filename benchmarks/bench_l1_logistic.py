@@ -34,6 +34,7 @@ sys.path.insert(0, str(_report.REPO))  # the in-place build, also when not insta
 from sparsekit.datasets import (load_debian, load_libsvm, load_mnist,  # noqa: E402
                                 make_thesis_synthetic)
 from sparsekit.linear_model import L1LogisticOBA, l1_logistic_path  # noqa: E402
+from sparsekit.utils._sklearn import l1_penalty  # noqa: E402
 
 DATASETS = ("a9a", "w8a", "mnist", "debian", "synthetic-2000", "synthetic-5000")
 SOLVERS = ("OBA", "LIBLINEAR", "skglm", "celer", "sklearn-liblinear", "sklearn-saga")
@@ -116,7 +117,7 @@ def make_runners(X, y, C):
         max_iter = 300 if solver == "saga" else 100000  # saga: epochs, bounds a single run
 
         def run(tol):
-            est = LogisticRegression(C=C, l1_ratio=1.0, solver=solver, tol=tol,
+            est = LogisticRegression(C=C, solver=solver, tol=tol, **l1_penalty(),
                                      fit_intercept=False, max_iter=max_iter).fit(X, y)
             return est.coef_.ravel(), {}
         return run

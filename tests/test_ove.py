@@ -392,3 +392,25 @@ def test_softmax_log_proba_takes_one_row_as_a_1d_array():
     np.testing.assert_allclose(softmax_log_proba(s), softmax_log_proba(s[None])[0])
     assert softmax_log_proba(s).shape == (3,)
     np.testing.assert_allclose(np.exp(softmax_log_proba(s)).sum(), 1.0)
+
+
+def test_softmax_helpers_reject_labels_and_weights_that_do_not_fit():
+    from sparsekit.losses import softmax_nll
+    rng = np.random.default_rng(0)
+    X, W = rng.normal(size=(4, 3)), rng.normal(size=(5, 3))
+    for y in ([0, 1, 2, -1], [0, 1, 2, 5], [0, 1, 2], [0, 1, 2, 3, 4], [0.0, 1.0, 2.0, 3.0]):
+        with pytest.raises(ValueError, match="class indices"):
+            softmax_nll(X, np.array(y), W)
+        with pytest.raises(ValueError, match="class indices"):
+            ove_objective(X, np.array(y), W)
+    for sw in (np.ones(5), -np.ones(4)):
+        with pytest.raises(ValueError, match="sample_weight"):
+            softmax_nll(X, np.arange(4), W, sample_weight=sw)
+
+
+def test_objectives_without_ridge_ignore_an_overflowing_norm():
+    from sparsekit.losses import double_sum_objective
+    X, y = np.array([[1.0, 0.0], [0.0, 1.0]]), np.array([0, 1])
+    W = np.array([[1e200, 0.0], [0.0, 1e200]])  # ||W||^2 overflows; the data terms do not
+    assert ove_objective(X, y, W) == 0.0
+    assert np.isfinite(double_sum_objective(X, y, W, np.zeros(2)))

@@ -517,3 +517,10 @@ def test_gpu_branch_flips_around_the_device_function(monkeypatch):
         jvp(Z, V[:, :3], "box", negated=mask, device="cuda")
     with pytest.raises(ValueError, match="1-D or 2-D"):
         project(Z[None], "box", negated=mask, device="cuda")
+    for ints in (np.array([[5, 0, 0, 2, 1]], dtype=np.uint8), np.array([[True, False] * 2
+                                                                       + [True]])):
+        # flipped after the conversion to floating, as on the CPU (uint8: 1 - 5 = 252)
+        assert_array_equal(project(ints, "box", negated=mask, device="cuda"),
+                           project(ints, "box", negated=mask))
+        assert_array_equal(jvp(ints, ints, "box", negated=mask, device="cuda"),
+                           jvp(ints, ints, "box", negated=mask))

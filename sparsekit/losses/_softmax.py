@@ -79,8 +79,12 @@ def softmax_nll(X, y, coef, intercept=None, sample_weight=None):
     -------
     nll : float
     """
-    y = np.asarray(y)
     K = coef.shape[0]
+    y = _class_indices(y, X.shape[0], K)
+    if sample_weight is not None:
+        sample_weight = np.asarray(sample_weight, dtype=np.float64)
+        if sample_weight.shape != y.shape or np.any(sample_weight < 0):
+            raise ValueError(f"sample_weight must be {y.shape[0]} non-negative numbers")
     total = 0.0
     for sl in _chunks(X.shape[0], K):
         S = softmax_scores(X[sl], coef, intercept)
@@ -89,7 +93,22 @@ def softmax_nll(X, y, coef, intercept=None, sample_weight=None):
     return total / (X.shape[0] if sample_weight is None else np.sum(sample_weight))
 
 
+def _class_indices(y, n, K):
+    """``y`` as integer class indices in ``0..K-1``, one per row of X, or a clear error."""
+    y = np.asarray(y)
+    if y.shape != (n,) or (y.size and (y.dtype.kind not in "iu" or y.min() < 0
+                                        or y.max() >= K)):
+        raise ValueError(f"y must hold {n} integer class indices in 0..{K - 1}")
+    return y
+
+
+def _ridge(alpha, coef):
+    """``alpha/2 ||W||^2``, 0 without ridge also where ||W||^2 overflows."""
+    return 0.5 * alpha * np.sum(coef * coef) if alpha else 0.0
+
+
 def _gaps(X, y, coef, intercept=None):
+    y = _class_indices(y, X.shape[0], coef.shape[0])
     S = softmax_scores(X, coef, intercept)
     rows = np.arange(S.shape[0])
     gaps = S - S[rows, y][:, None]           # s_ik = x.(w_k - w_y); 0 on the true class
@@ -107,7 +126,7 @@ def double_sum_objective(X, y, coef, u, alpha=0.0):
     """``mean_i[u_i + e^{-u_i}(1 + sum_{k != y_i} e^{s_ik}) - 1] + alpha/2 ||W||^2``."""
     gaps = _gaps(X, y, coef)
     log_a = np.logaddexp(0.0, logsumexp(gaps, axis=1))
-    return np.mean(u + np.exp(log_a - u) - 1.0) + 0.5 * alpha * np.sum(coef * coef)
+    return np.mean(u + np.exp(log_a - u) - 1.0) + _ridge(alpha, coef)
 
 
 def double_sum_gradient(X, y, coef, u, alpha=0.0):
@@ -125,7 +144,7 @@ def double_sum_gradient(X, y, coef, u, alpha=0.0):
 def ove_objective(X, y, coef, alpha=0.0):
     """Negated One-vs-Each bound: ``mean_i sum_{k != y_i} softplus(s_ik) + alpha/2 ||W||^2``."""
     gaps = _gaps(X, y, coef)
-    return np.mean(np.sum(np.logaddexp(0.0, gaps), axis=1)) + 0.5 * alpha * np.sum(coef**2)
+    return np.mean(np.sum(np.logaddexp(0.0, gaps), axis=1)) + _ridge(alpha, coef)
 
 
 def ove_gradient(X, y, coef, alpha=0.0):
@@ -150,7 +169,8 @@ def log_ove_bound(scores):
 
     Returns
     -------
-    log_bound : ndarray of shape (n, K), always ``<= softmax_log_proba(scores)``.
+    log_bound : ndarray of shape (n, K), ``<= softmax_log_proba(scores)`` (up to rounding,
+        a few 1e-16 where the bound is tight).
     """
     f = np.asarray(scores, dtype=np.float64)
     if f.ndim != 2 or not np.all(np.isfinite(f)):

@@ -39,8 +39,9 @@ def as_rows(Z, name="Z"):
 
 
 def is_cupy_array(x):
-    """True when ``x`` is a CuPy array (checked by type, without importing CuPy)."""
-    return type(x).__module__.startswith("cupy")
+    """True when ``x`` is a CuPy array (checked by type, without importing CuPy; the CPU
+    package never imports ``sparsekit.gpu``, whose ``is_cupy_array`` is the same test)."""
+    return type(x).__module__.split(".")[0] == "cupy"  # not cupyx's sparse matrices
 
 
 def gpu_function(name, Z, device):

@@ -23,12 +23,19 @@ def project_with_tau(Z, polytope, params):
     return P, tau, (code, weights, weighted)
 
 
+def _floating(X):
+    """``X`` (CuPy or NumPy) in a floating dtype, so that flipping it cannot wrap around
+    (``1 - 5`` in uint8 is 252), as on the CPU path, which converts first."""
+    X = X if is_cupy_array(X) else np.asarray(X)
+    return X if X.dtype.kind == "f" else X.astype(np.float64)
+
+
 def _gpu_operands(negated, Z, *others):
     """The GPU path with ``negated``: ``(columns, Z, *others)``, each array a CuPy array or
     an ndarray (the CuPy function moves it to the device) of the shape of ``Z``."""
     if negated is None:
         return ([], Z, *others)
-    Z, *others = [X if is_cupy_array(X) else np.asarray(X) for X in (Z, *others)]
+    Z, *others = [_floating(X) for X in (Z, *others)]
     if Z.ndim not in (1, 2):
         raise ValueError(f"Z must be 1-D or 2-D (n_rows, n_classes), got shape {Z.shape}")
     for X in others:
