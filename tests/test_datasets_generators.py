@@ -44,8 +44,9 @@ def test_thesis_synthetic_reproducible_and_validated():
     assert not np.array_equal(a[0], make_thesis_synthetic(30, random_state=1)[0])
     with pytest.raises(ValueError, match="square"):
         make_thesis_synthetic(30, 20)
-    with pytest.raises(ValueError, match="positive"):
-        make_thesis_synthetic(0)
+    for bad in (0, None, True, 2.5):
+        with pytest.raises(ValueError, match="positive"):
+            make_thesis_synthetic(bad)
 
 
 @pytest.mark.parametrize("kind, n, k", [("T1", 200, 10), ("T2", 200, 5)])
@@ -130,6 +131,10 @@ def test_extreme_teacher_posterior_is_the_bayes_posterior():
         (dict(nnz_per_row=0), "nnz_per_row"),
         (dict(class_signal=1.0), "class_signal"),
         (dict(power_law_exponent=-1), "power_law_exponent"),
+        (dict(n_samples=None), "n_samples"),
+        (dict(n_samples=True), "n_samples"),
+        (dict(dtype=np.int32), "dtype"),
+        (dict(dtype=np.float16), "dtype"),
     ],
 )
 def test_extreme_teacher_validation(kwargs, match):

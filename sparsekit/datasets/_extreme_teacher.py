@@ -4,6 +4,8 @@ import scipy.sparse as sp
 from sklearn.preprocessing import normalize
 from sklearn.utils import Bunch, check_random_state
 
+from ..utils._validation import is_positive_integer
+
 
 def make_extreme_softmax_teacher(n_samples, n_features, n_classes, nnz_per_row,
                                  power_law_exponent=1.0, *, class_signal=0.5,
@@ -55,8 +57,10 @@ def make_extreme_softmax_teacher(n_samples, n_features, n_classes, nnz_per_row,
     sizes = {"n_samples": n_samples, "n_features": n_features, "n_classes": n_classes,
              "nnz_per_row": nnz_per_row}
     for name, value in sizes.items():
-        if int(value) != value or value < 1:
+        if not is_positive_integer(value):
             raise ValueError(f"{name} must be a positive integer, got {value!r}")
+    if np.dtype(dtype) not in (np.float32, np.float64):
+        raise ValueError(f"dtype must be float32 or float64, got {dtype!r}")
     n, d, k, L = (int(v) for v in sizes.values())
     if k < 2:
         raise ValueError(f"n_classes must be at least 2, got {k}")
@@ -65,7 +69,7 @@ def make_extreme_softmax_teacher(n_samples, n_features, n_classes, nnz_per_row,
     if not 0.0 <= class_signal < 1.0:
         raise ValueError(f"class_signal must lie in [0, 1), got {class_signal!r}")
     s = min(2 * L, d) if support_size is None else support_size
-    if int(s) != s or s < 1:
+    if not is_positive_integer(s):
         raise ValueError(f"support_size must be a positive integer, got {support_size!r}")
     s = int(s)
     rng = check_random_state(random_state)

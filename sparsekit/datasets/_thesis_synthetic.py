@@ -4,6 +4,8 @@ import scipy.linalg
 import scipy.sparse.linalg
 from sklearn.utils import check_random_state
 
+from ..utils._validation import is_positive_integer
+
 _DENSE_EIGH_MAX = 300  # above this size, Lanczos (eigsh) finds lambda_min much faster
 
 
@@ -45,9 +47,9 @@ def make_thesis_synthetic(n_samples=5000, n_features=None, *, random_state=None)
     y : ndarray of shape (n_samples,), float64
         Labels in {-1, +1}.
     """
-    n = int(n_samples)
-    if n < 1 or n != n_samples:
+    if not is_positive_integer(n_samples):
         raise ValueError(f"n_samples must be a positive integer, got {n_samples!r}")
+    n = int(n_samples)
     if n_features is not None and n_features != n:
         raise ValueError(
             f"the thesis generator is square: n_features must be None or {n}, got {n_features!r}"

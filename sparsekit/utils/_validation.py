@@ -1,8 +1,17 @@
 """Input checks shared by the estimators and the array-level API."""
+import numbers
+
 import numpy as np
 import scipy.sparse as sp
 
 _DEVICES = ("cpu", "cuda")
+
+
+def is_positive_integer(value):
+    """Whether ``value`` is a whole number >= 1 (an int, or a float such as 5.0), not a bool
+    nor None."""
+    return (isinstance(value, numbers.Real) and not isinstance(value, bool)
+            and float(value).is_integer() and value >= 1)
 
 
 def check_device(device):
