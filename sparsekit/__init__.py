@@ -33,9 +33,16 @@ __all__ = sorted(_LAZY_ATTRIBUTES) + [
 ]
 
 
+_SUBPACKAGES = ("datasets", "gpu", "linear_model", "losses", "optimize", "projections")
+
+
 def __getattr__(name):
     if name in _LAZY_ATTRIBUTES:
         return getattr(importlib.import_module(_LAZY_ATTRIBUTES[name]), name)
-    if name in ("datasets", "losses", "optimize", "projections", "linear_model"):
+    if name in _SUBPACKAGES:  # sparsekit.gpu never imports CuPy by itself
         return importlib.import_module(f"sparsekit.{name}")
     raise AttributeError(f"module 'sparsekit' has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_LAZY_ATTRIBUTES) | set(_SUBPACKAGES))

@@ -39,8 +39,10 @@ def test_importing_the_cpu_package_never_imports_cupy(tmp_path):
             except ImportError as exc:  # another module's extension not built yet
                 if "cupy" in str(exc).lower():
                     raise
-        for name in sparsekit.__all__:
+        for name in sparsekit.__all__ + dir(sparsekit):
             getattr(sparsekit, name, None)
+        assert {"SparsemaxClassifier", "gpu", "projections"} <= set(dir(sparsekit))
+        assert sparsekit.gpu.require_cupy is not None
         print(sorted(m for m in sys.modules if m.split(".")[0] == "cupy"), attempts)
     """)
     # Import the same sparsekit this test session uses (installed or in-place build), never
