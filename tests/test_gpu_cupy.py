@@ -233,3 +233,36 @@ def test_gpu_bad_inputs_are_clear_errors():
     with pytest.raises(ValueError, match="budget must be at least"):
         fenchel_young_loss_and_grad(cp.zeros((1, 3)), cp.ones((1, 3)), "budget", budget=2.0)
     assert gp.sparsemax(cp.zeros((0, 4))).shape == (0, 4)
+
+
+def test_gpu_fenchel_young_wrapper_with_numpy_for_cupy(monkeypatch):
+    """``sparsekit.gpu.losses.fenchel_young_loss_and_grad`` around its kernels (NumPy in
+    CuPy's place, the CPU projection in the kernel's): ``negated`` and the largest finite
+    scores give the CPU function's values."""
+    import sparsekit.gpu.losses as gpu_losses
+    from sparsekit.losses import fenchel_young_loss_and_grad
+    from sparsekit.projections import project
+    from sparsekit.projections._dispatch import project_with_tau
+
+    def numpy_rows(Z, name="Z"):
+        Z = np.asarray(Z, dtype=np.float64)
+        return np, np.atleast_2d(Z), Z.ndim == 1
+    monkeypatch.setattr(gpu_losses, "as_device_rows", numpy_rows)
+    monkeypatch.setattr(gpu_losses, "project_with_tau", project_with_tau)
+    rng = np.random.default_rng(0)
+    Z = rng.normal(size=(6, 4)) * 2
+    mask = [True, False, True, False]
+    for polytope, params in (("simplex", {}), ("budget", {"budget": 2.0}), ("box", {}),
+                             ("at_least_one", {})):
+        for negated in (None, mask):
+            Y = project(rng.normal(size=Z.shape), polytope, negated=negated, **params)
+            cpu = fenchel_young_loss_and_grad(Z, Y, polytope, negated=negated, **params)
+            gpu = gpu_losses.fenchel_young_loss_and_grad(Z, Y, polytope, negated=negated,
+                                                         **params)
+            np.testing.assert_allclose(gpu[0], cpu[0], rtol=1e-12, atol=1e-14)
+            np.testing.assert_allclose(gpu[1], cpu[1], atol=1e-14)
+    z = np.array([[1e308, -1e308]])
+    for polytope in ("simplex", "box"):
+        with np.errstate(over="ignore"):  # z - max z is -inf in NumPy (CuPy warns of none)
+            loss, _ = gpu_losses.fenchel_young_loss_and_grad(z, project(z, polytope), polytope)
+        np.testing.assert_array_equal(loss, [0.0])

@@ -7,7 +7,7 @@ fused in one kernel (``kernels/sparsemax_loss.cu``): projection, loss and gradie
 import numpy as np
 
 from ..losses._targets import check_target
-from ..projections._checks import resolve_polytope
+from ..projections._checks import negated_columns, reflect_columns, resolve_polytope
 from ._kernels import get_kernel, launch_rows
 from .projections import as_device_rows, project_with_tau
 
@@ -60,12 +60,14 @@ def sparsemax_loss_and_grad(Z, Y):
     return loss, grad
 
 
-def fenchel_young_loss_and_grad(Z, Y, polytope="simplex", **params):
+def fenchel_young_loss_and_grad(Z, Y, polytope="simplex", *, negated=None, **params):
     """GPU :func:`sparsekit.losses.fenchel_young_loss_and_grad`.
 
     ``L(z; y) = 1/2 ||y - z||^2 - 1/2 ||p - z||^2 = 1/2 sum (y - p)(y + p - 2 z)`` with
     ``p`` the projection onto ``polytope`` (on ``z - max z`` for the simplex, where the
-    loss is shift invariant), accumulated in float64; gradient ``p - y``.
+    loss is shift invariant), accumulated in float64; gradient ``p - y``. ``negated`` as on
+    the CPU: the loss of M at the flipped scores and targets, gradient
+    ``L (proj_M(flip z) - flip y)`` (notes/lp_sparsemap.md Prop. 7, Cor. 7.1).
 
     Returns
     -------
@@ -74,15 +76,19 @@ def fenchel_young_loss_and_grad(Z, Y, polytope="simplex", **params):
     """
     cp, Z2, one_d = as_device_rows(Z)
     Y2 = _targets(cp, Z2, Y, allow_labels=False)
+    columns = negated_columns(negated, Z2.shape[1])
+    Z2, Y2 = reflect_columns(Z2, columns), reflect_columns(Y2, columns)
     _, budget, weights, _ = resolve_polytope(polytope, Z2.shape[1], Z2.dtype, params)
     check_target(Y2, polytope, budget, weights, cp)
     P = project_with_tau(Z2, polytope, params)[0]
     Zs = Z2.astype(cp.float64)
     if polytope == "simplex":
         Zs -= Zs.max(axis=1, keepdims=True)
+    Zs = cp.maximum(Zs, -np.finfo(np.float64).max)  # finite, so that a zero term stays 0
     Yd, Pd = Y2.astype(cp.float64), P.astype(cp.float64)
-    loss = 0.5 * ((Yd - Pd) * (Yd + Pd - 2.0 * Zs)).sum(axis=1)
-    grad = P - Y2
+    D = Yd - Pd
+    loss = 0.5 * (D * (Yd + Pd) - 2.0 * (D * Zs)).sum(axis=1)
+    grad = reflect_columns(P - Y2, columns, 0)
     if one_d:
         return float(loss[0]), grad[0]
     return loss, grad

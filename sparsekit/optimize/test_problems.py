@@ -47,6 +47,7 @@ def _argmax_sub(values):
 # --- Haarala et al. (2004) --------------------------------------------------------------
 
 def active_faces(x):
+    """``max(log(|Σ_i x_i| + 1), max_i log(|x_i| + 1))`` (Haarala et al. (2004))."""
     s = x.sum()
     terms = np.log(np.abs(x) + 1.0)
     k, v = _argmax_sub(terms)
@@ -73,6 +74,7 @@ def _cb3_grads(x):
 
 
 def chained_cb3_1(x):
+    """``Σ_{i<n} max(x_i⁴ + x_{i+1}², (2 − x_i)² + (2 − x_{i+1})², 2 exp(x_{i+1} − x_i))`` (Haarala et al. (2004))."""
     pieces = _cb3_pieces(x)
     k = np.argmax(pieces, axis=0)
     da, db = _cb3_grads(x)
@@ -84,6 +86,8 @@ def chained_cb3_1(x):
 
 
 def chained_cb3_2(x):
+    """``max(Σ_{i<n} (x_i⁴ + x_{i+1}²), Σ_{i<n} ((2 − x_i)² + (2 − x_{i+1})²),
+    Σ_{i<n} 2 exp(x_{i+1} − x_i))`` (Haarala et al. (2004))."""
     sums = _cb3_pieces(x).sum(axis=1)
     k = int(np.argmax(sums))
     da, db = _cb3_grads(x)
@@ -103,6 +107,8 @@ def _crescent(x):
 
 
 def chained_crescent_1(x):
+    """``max(Σ_{i<n} (x_i² + (x_{i+1} − 1)² + x_{i+1} − 1),
+    Σ_{i<n} (−x_i² − (x_{i+1} − 1)² + x_{i+1} + 1))`` (Haarala et al. (2004))."""
     p1, p2, d1, d2 = _crescent(x)
     s1, s2 = p1.sum(), p2.sum()
     da, db = d1 if s1 >= s2 else d2
@@ -113,6 +119,8 @@ def chained_crescent_1(x):
 
 
 def chained_crescent_2(x):
+    """``Σ_{i<n} max(x_i² + (x_{i+1} − 1)² + x_{i+1} − 1, −x_i² − (x_{i+1} − 1)² + x_{i+1} + 1)``
+    (Haarala et al. (2004))."""
     p1, p2, d1, d2 = _crescent(x)
     first = p1 >= p2
     g = np.zeros_like(x)
@@ -122,6 +130,7 @@ def chained_crescent_2(x):
 
 
 def chained_lq(x):
+    """``Σ_{i<n} (−x_i − x_{i+1} + max(0, x_i² + x_{i+1}² − 1))`` (Haarala et al. (2004))."""
     a, b = x[:-1], x[1:]
     q = a**2 + b**2 - 1
     second = q > 0
@@ -132,6 +141,7 @@ def chained_lq(x):
 
 
 def chained_mifflin_2(x):
+    """``Σ_{i<n} (−x_i + 2 q_i + 1.75 |q_i|)``, ``q_i = x_i² + x_{i+1}² − 1`` (Haarala et al. (2004))."""
     a, b = x[:-1], x[1:]
     q = a**2 + b**2 - 1
     c = 2 + 1.75 * np.sign(q)
@@ -142,6 +152,7 @@ def chained_mifflin_2(x):
 
 
 def maxq(x):
+    """``max_i x_i²`` (Haarala et al. (2004))."""
     k = int(np.argmax(x * x))
     g = np.zeros_like(x)
     g[k] = 2 * x[k]
@@ -157,18 +168,21 @@ def _hilbert(n):
 
 
 def maxhilb(x):
+    """``max_i |(H x)_i|``, ``H`` the n×n Hilbert matrix ``H_ij = 1/(i + j − 1)`` (Haarala et al. (2004))."""
     r = _hilbert(x.size) @ x
     k = int(np.argmax(np.abs(r)))
     return float(abs(r[k])), np.sign(r[k]) * _hilbert(x.size)[k]
 
 
 def l1hilb(x):
+    """``Σ_i |(H x)_i| = ‖H x‖₁``, ``H`` the n×n Hilbert matrix (Haarala et al. (2004))."""
     H = _hilbert(x.size)
     r = H @ x
     return float(np.abs(r).sum()), H.T @ np.sign(r)
 
 
 def nonsmooth_brown(x):
+    """``Σ_{i<n} (|x_i|^(x_{i+1}² + 1) + |x_{i+1}|^(x_i² + 1))`` (Haarala et al. (2004))."""
     a, b = x[:-1], x[1:]
     aa, ab = np.abs(a), np.abs(b)
     ea, eb = b**2 + 1, a**2 + 1
@@ -185,6 +199,7 @@ def nonsmooth_brown(x):
 # --- Lukšan et al. TEST29 ---------------------------------------------------------------
 
 def test29_2(x):
+    """``max_i |x_i| = ‖x‖_∞`` (Lukšan et al. TEST29 problem 2)."""
     k = int(np.argmax(np.abs(x)))
     g = np.zeros_like(x)
     g[k] = np.sign(x[k])
@@ -232,14 +247,19 @@ def _r24(x):
 
 
 def test29_6(x):
+    """``max_i |(3 − 2x_i) x_i + 1 − x_{i−1} − x_{i+1}|``, ``x_0 = x_{n+1} = 0`` (Lukšan et al. TEST29 problem 6)."""
     return _max_residual(x, *_r6(x))
 
 
 def test29_22(x):
+    """``max_i |2x_i + h² (x_i + ih + 1)³ / 2 − x_{i−1} − x_{i+1}|``, ``h = 1/(n + 1)``,
+    ``x_0 = x_{n+1} = 0`` (Lukšan et al. TEST29 problem 22)."""
     return _max_residual(x, *_r22(x))
 
 
 def test29_24(x):
+    """``max_i |2x_i + 10 h² sinh(10 x_i) − x_{i−1} − x_{i+1}|``, ``h = 1/(n + 1)``,
+    ``x_0 = 0``, ``x_{n+1} = 1`` (Lukšan et al. TEST29 problem 24)."""
     return _max_residual(x, *_r24(x))
 
 
@@ -269,6 +289,7 @@ def _newton_zero(residual, x, iters=100):
 # --- Gürbüzbalaban & Overton (2012), Overton ----------------------------------------------
 
 def nesterov_1(x):
+    """``(x_1 − 1)²/4 + Σ_{i<n} |x_{i+1} − 2x_i² + 1|`` (Gürbüzbalaban & Overton 2012)."""
     a, b = x[:-1], x[1:]
     r = b - 2 * a**2 + 1
     s = np.sign(r)
@@ -280,6 +301,7 @@ def nesterov_1(x):
 
 
 def nesterov_2(x):
+    """``|x_1 − 1|/4 + Σ_{i<n} |x_{i+1} − 2|x_i| + 1|`` (Gürbüzbalaban & Overton 2012)."""
     a, b = x[:-1], x[1:]
     r = b - 2 * np.abs(a) + 1
     s = np.sign(r)
@@ -291,6 +313,7 @@ def nesterov_2(x):
 
 
 def nesterov_3(x):
+    """``max(|x_1|, max_{i<n} |x_i − x_{i+1}|)`` (Overton, thesis footnote)."""
     d = np.abs(np.concatenate(([x[0]], x[:-1] - x[1:])))
     k = int(np.argmax(d))
     g = np.zeros_like(x)
@@ -311,6 +334,7 @@ def _myopic(x, a, b):
 
 
 def myopic_coupled(x):
+    """``Σ_{i<n} (|x_i − x_{i+1}| + (x_i + x_{i+1}/10)²)`` (thesis (3.23)–(3.24))."""
     f, ga, gb = _myopic(x, x[:-1], x[1:])
     g = np.zeros_like(x)
     g[:-1] += ga
@@ -319,6 +343,8 @@ def myopic_coupled(x):
 
 
 def myopic_decoupled(x):
+    """``Σ_{j≤n/2} (|x_{2j−1} − x_{2j}| + (x_{2j−1} + x_{2j}/10)²)``, n even
+    (thesis (3.23)–(3.24))."""
     f, ga, gb = _myopic(x, x[0::2], x[1::2])
     g = np.empty_like(x)
     g[0::2], g[1::2] = ga, gb
@@ -326,10 +352,12 @@ def myopic_decoupled(x):
 
 
 def l1(x):
+    """``‖x‖₁ = Σ_i |x_i|`` (Skajaa 2010); ``g = sign(x)``."""
     return float(np.abs(x).sum()), np.sign(x)
 
 
 def l2(x):
+    """``‖x‖₂`` (Lewis & Overton 2013); ``g = x/‖x‖₂``, and ``0`` at ``x = 0``."""
     nrm = float(np.linalg.norm(x))
     return nrm, (x / nrm if nrm > 0 else np.zeros_like(x))
 
@@ -340,6 +368,7 @@ def _rosenbrock_pieces(a, b):
 
 
 def modified_rosenbrock_1(x):
+    """``Σ_{i<n} (8|x_{i+1} − x_i²| + (1 − x_i)²)`` (Henao 2014, as reconstructed above)."""
     f, ga, gb = _rosenbrock_pieces(x[:-1], x[1:])
     g = np.zeros_like(x)
     g[:-1] += ga
@@ -348,6 +377,8 @@ def modified_rosenbrock_1(x):
 
 
 def modified_rosenbrock_2(x):
+    """``Σ_{j≤n/2} (8|x_{2j} − x_{2j−1}²| + (1 − x_{2j−1})²)``, n even
+    (Henao 2014, as reconstructed above)."""
     f, ga, gb = _rosenbrock_pieces(x[0::2], x[1::2])
     g = np.empty_like(x)
     g[0::2], g[1::2] = ga, gb
