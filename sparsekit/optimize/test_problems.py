@@ -6,7 +6,8 @@ for 1-based even ``i``, ``l_i = x*_i − 5.5`` and ``u_i = x*_i − 0.5``; other
 ``[−100, 100]``; ``x*`` the unconstrained minimizer, so it is infeasible by construction.
 Starting points are ``U(−2, 2)`` around the midpoint of the bounds. Objectives return
 ``(f, g)`` with ``g`` a gradient wherever ``f`` is differentiable (a subgradient of the
-active piece otherwise), all vectorized in NumPy.
+active piece otherwise), all vectorized in NumPy. In the objectives' docstrings, indices are
+1-based and ``Σ_{i<n}``, ``max_{i<n}`` run over ``i = 1, …, n − 1``.
 
 Sources of the formulas:
 
@@ -47,7 +48,7 @@ def _argmax_sub(values):
 # --- Haarala et al. (2004) --------------------------------------------------------------
 
 def active_faces(x):
-    """``max(log(|Σ_i x_i| + 1), max_i log(|x_i| + 1))`` (Haarala et al. (2004))."""
+    """``max(log(|Σ_i x_i| + 1), max_i log(|x_i| + 1))`` (Haarala et al. 2004)."""
     s = x.sum()
     terms = np.log(np.abs(x) + 1.0)
     k, v = _argmax_sub(terms)
@@ -74,7 +75,8 @@ def _cb3_grads(x):
 
 
 def chained_cb3_1(x):
-    """``Σ_{i<n} max(x_i⁴ + x_{i+1}², (2 − x_i)² + (2 − x_{i+1})², 2 exp(x_{i+1} − x_i))`` (Haarala et al. (2004))."""
+    """``Σ_{i<n} max(x_i⁴ + x_{i+1}², (2 − x_i)² + (2 − x_{i+1})², 2 exp(x_{i+1} − x_i))``
+    (Haarala et al. 2004)."""
     pieces = _cb3_pieces(x)
     k = np.argmax(pieces, axis=0)
     da, db = _cb3_grads(x)
@@ -87,7 +89,7 @@ def chained_cb3_1(x):
 
 def chained_cb3_2(x):
     """``max(Σ_{i<n} (x_i⁴ + x_{i+1}²), Σ_{i<n} ((2 − x_i)² + (2 − x_{i+1})²),
-    Σ_{i<n} 2 exp(x_{i+1} − x_i))`` (Haarala et al. (2004))."""
+    Σ_{i<n} 2 exp(x_{i+1} − x_i))`` (Haarala et al. 2004)."""
     sums = _cb3_pieces(x).sum(axis=1)
     k = int(np.argmax(sums))
     da, db = _cb3_grads(x)
@@ -108,7 +110,7 @@ def _crescent(x):
 
 def chained_crescent_1(x):
     """``max(Σ_{i<n} (x_i² + (x_{i+1} − 1)² + x_{i+1} − 1),
-    Σ_{i<n} (−x_i² − (x_{i+1} − 1)² + x_{i+1} + 1))`` (Haarala et al. (2004))."""
+    Σ_{i<n} (−x_i² − (x_{i+1} − 1)² + x_{i+1} + 1))`` (Haarala et al. 2004)."""
     p1, p2, d1, d2 = _crescent(x)
     s1, s2 = p1.sum(), p2.sum()
     da, db = d1 if s1 >= s2 else d2
@@ -120,7 +122,7 @@ def chained_crescent_1(x):
 
 def chained_crescent_2(x):
     """``Σ_{i<n} max(x_i² + (x_{i+1} − 1)² + x_{i+1} − 1, −x_i² − (x_{i+1} − 1)² + x_{i+1} + 1)``
-    (Haarala et al. (2004))."""
+    (Haarala et al. 2004)."""
     p1, p2, d1, d2 = _crescent(x)
     first = p1 >= p2
     g = np.zeros_like(x)
@@ -130,7 +132,7 @@ def chained_crescent_2(x):
 
 
 def chained_lq(x):
-    """``Σ_{i<n} (−x_i − x_{i+1} + max(0, x_i² + x_{i+1}² − 1))`` (Haarala et al. (2004))."""
+    """``Σ_{i<n} (−x_i − x_{i+1} + max(0, x_i² + x_{i+1}² − 1))`` (Haarala et al. 2004)."""
     a, b = x[:-1], x[1:]
     q = a**2 + b**2 - 1
     second = q > 0
@@ -141,7 +143,8 @@ def chained_lq(x):
 
 
 def chained_mifflin_2(x):
-    """``Σ_{i<n} (−x_i + 2 q_i + 1.75 |q_i|)``, ``q_i = x_i² + x_{i+1}² − 1`` (Haarala et al. (2004))."""
+    """``Σ_{i<n} (−x_i + 2 q_i + 1.75 |q_i|)``, ``q_i = x_i² + x_{i+1}² − 1``
+    (Haarala et al. 2004)."""
     a, b = x[:-1], x[1:]
     q = a**2 + b**2 - 1
     c = 2 + 1.75 * np.sign(q)
@@ -152,7 +155,7 @@ def chained_mifflin_2(x):
 
 
 def maxq(x):
-    """``max_i x_i²`` (Haarala et al. (2004))."""
+    """``max_i x_i²`` (Haarala et al. 2004)."""
     k = int(np.argmax(x * x))
     g = np.zeros_like(x)
     g[k] = 2 * x[k]
@@ -168,21 +171,22 @@ def _hilbert(n):
 
 
 def maxhilb(x):
-    """``max_i |(H x)_i|``, ``H`` the n×n Hilbert matrix ``H_ij = 1/(i + j − 1)`` (Haarala et al. (2004))."""
+    """``max_i |(H x)_i|``, ``H`` the n×n Hilbert matrix ``H_ij = 1/(i + j − 1)``
+    (Haarala et al. 2004)."""
     r = _hilbert(x.size) @ x
     k = int(np.argmax(np.abs(r)))
     return float(abs(r[k])), np.sign(r[k]) * _hilbert(x.size)[k]
 
 
 def l1hilb(x):
-    """``Σ_i |(H x)_i| = ‖H x‖₁``, ``H`` the n×n Hilbert matrix (Haarala et al. (2004))."""
+    """``Σ_i |(H x)_i| = ‖H x‖₁``, ``H`` the n×n Hilbert matrix (Haarala et al. 2004)."""
     H = _hilbert(x.size)
     r = H @ x
     return float(np.abs(r).sum()), H.T @ np.sign(r)
 
 
 def nonsmooth_brown(x):
-    """``Σ_{i<n} (|x_i|^(x_{i+1}² + 1) + |x_{i+1}|^(x_i² + 1))`` (Haarala et al. (2004))."""
+    """``Σ_{i<n} (|x_i|^(x_{i+1}² + 1) + |x_{i+1}|^(x_i² + 1))`` (Haarala et al. 2004)."""
     a, b = x[:-1], x[1:]
     aa, ab = np.abs(a), np.abs(b)
     ea, eb = b**2 + 1, a**2 + 1
@@ -247,7 +251,8 @@ def _r24(x):
 
 
 def test29_6(x):
-    """``max_i |(3 − 2x_i) x_i + 1 − x_{i−1} − x_{i+1}|``, ``x_0 = x_{n+1} = 0`` (Lukšan et al. TEST29 problem 6)."""
+    """``max_i |(3 − 2x_i) x_i + 1 − x_{i−1} − x_{i+1}|``, ``x_0 = x_{n+1} = 0``
+    (Lukšan et al. TEST29 problem 6)."""
     return _max_residual(x, *_r6(x))
 
 
@@ -368,7 +373,7 @@ def _rosenbrock_pieces(a, b):
 
 
 def modified_rosenbrock_1(x):
-    """``Σ_{i<n} (8|x_{i+1} − x_i²| + (1 − x_i)²)`` (Henao 2014, as reconstructed above)."""
+    """``Σ_{i<n} (8|x_{i+1} − x_i²| + (1 − x_i)²)`` (Henao 2014, reconstructed as above)."""
     f, ga, gb = _rosenbrock_pieces(x[:-1], x[1:])
     g = np.zeros_like(x)
     g[:-1] += ga
@@ -378,7 +383,7 @@ def modified_rosenbrock_1(x):
 
 def modified_rosenbrock_2(x):
     """``Σ_{j≤n/2} (8|x_{2j} − x_{2j−1}²| + (1 − x_{2j−1})²)``, n even
-    (Henao 2014, as reconstructed above)."""
+    (Henao 2014, reconstructed as above)."""
     f, ga, gb = _rosenbrock_pieces(x[0::2], x[1::2])
     g = np.empty_like(x)
     g[0::2], g[1::2] = ga, gb
