@@ -1,7 +1,7 @@
 """Implicit SGD: Lambert-W of e^t and the proximal step (notes/unbiased_softmax_umax_isgd.md §1.7)."""
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 from scipy.special import lambertw
 

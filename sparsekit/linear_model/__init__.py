@@ -2,3 +2,6 @@
 from ._sparsemax import SparsemaxClassifier
 from ._extreme_softmax import ExtremeSoftmaxSGD, first_label, precision_at_k
 from ._l1_logistic import L1LogisticOBA, l1_logistic_path
+
+__all__ = ["SparsemaxClassifier", "ExtremeSoftmaxSGD", "first_label", "precision_at_k",
+           "L1LogisticOBA", "l1_logistic_path"]

@@ -295,7 +295,8 @@ def minimize_nqn(fun, x0, args=(), jac=None, bounds=None, callback=None, options
             ls = projected_wolfe(obj, x, f, g_step, d, lo, hi, opts["c1"], opts["c2"],
                                  opts["eps_abs"], opts["eps_rel"], opts["maxls"],
                                  opts["maxfun"] - obj.nfev,
-                                 min(1.0, 2.0 * alpha_prev) if opts["step0"] == "previous" else 1.0)
+                                 min(1.0, 2.0 * alpha_prev) if opts["step0"] == "previous"
+                                 else 1.0)
             if ls.status == FAILED:
                 flag = 2 if obj.nfev >= opts["maxfun"] else 4
                 trials.extend(ls.trial_grads)
