@@ -402,3 +402,16 @@ def test_cpu_fit_with_negation_never_imports_cupy(tmp_path):
                          timeout=300, cwd=tmp_path, env=env)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "[]"
+
+
+def test_flipped_targets_stay_sparse_off_the_negated_columns():
+    from sparsekit.linear_model._sparsemax import _flip_columns
+    from sparsekit.projections._checks import reflect_columns
+    Y = sp.random(50, 200, density=0.02, random_state=0, format="csr")
+    Y.data[:] = 1.0
+    columns = [3, 17, 150]
+    out = _flip_columns(Y, columns)
+    assert sp.issparse(out) and out.format == "csr"
+    assert_array_equal(out.toarray(), reflect_columns(Y.toarray(), columns))
+    kept = Y[:, np.setdiff1d(np.arange(200), columns)].nnz
+    assert out.nnz <= kept + 50 * len(columns)

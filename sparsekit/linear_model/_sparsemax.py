@@ -347,7 +347,7 @@ class SparsemaxClassifier(ClassifierMixin, BaseEstimator):
     def _fit_targets_to_polytope(self, Y, budget, columns=()):
         """``flip(Y)`` (CSR), checked against the polytope, and the rows kept."""
         if columns:
-            Y = sp.csr_matrix(reflect_columns(Y.toarray(), columns))
+            Y = _flip_columns(Y, columns)
 
         def require(ok, message):
             _require_target(ok, message, self.polytope, columns)
@@ -638,6 +638,18 @@ class SparsemaxClassifier(ClassifierMixin, BaseEstimator):
             return super().score(X, y, sample_weight=sample_weight)
         support = sp.csr_matrix(y).toarray() > 0 if sp.issparse(y) else np.asarray(y) > 0
         return accuracy_score(support, self.predict(X) > 0, sample_weight=sample_weight)
+
+
+def _flip_columns(Y, columns):
+    """CSR ``Y`` with ``1 - Y`` on ``columns``: only those columns become dense (n x |N|
+    values), the others keep their sparsity."""
+    Y = sp.csc_matrix(Y)
+    flipped = sp.csc_matrix(1.0 - Y[:, columns].toarray())
+    rest = np.setdiff1d(np.arange(Y.shape[1]), columns)
+    order = np.argsort(np.concatenate([rest, columns]))
+    out = sp.hstack([Y[:, rest], flipped], format="csc")[:, order].tocsr()
+    out.eliminate_zeros()
+    return out
 
 
 def _require_target(ok, message, polytope, columns):
