@@ -436,3 +436,45 @@ def test_predictions_score_a_chunk_of_rows_at_a_time(data, monkeypatch):
     np.testing.assert_array_equal(est.predict(X), whole_pred)
     np.testing.assert_array_equal(est.predict_topk(X, 3), whole_top)
     assert max(rows) == 7 and sum(rows) == 2 * X.shape[0]
+
+
+def test_partial_fit_keeps_each_class_row_when_a_class_sorts_first(data):
+    X, _ = data
+    y = np.random.default_rng(0).integers(1, 3, X.shape[0])  # labels 1 and 2
+    est = ExtremeSoftmaxSGD(random_state=0, learning_rate=0.1).partial_fit(X, y, classes=[1, 2])
+    W, pred = est.coef_.copy(), est.predict(X)
+    est.set_params(learning_rate=1e-300).partial_fit(X[:3], y[:3], classes=[0, 1, 2])
+    np.testing.assert_array_equal(est.classes_, [0, 1, 2])
+    np.testing.assert_allclose(est.coef_[1:], W, atol=1e-12)   # rows follow their labels
+    np.testing.assert_allclose(est.coef_[0], 0.0, atol=1e-12)
+    np.testing.assert_array_equal(est.predict(X), pred)
+
+
+def test_ridge_weights_make_the_sampled_penalty_unbiased(data, monkeypatch):
+    import sparsekit.linear_model._extreme_softmax as module
+    X, y = data
+    seen = {}
+
+    def spy(*args, **kwargs):
+        seen["beta"] = np.array(args[14])
+        return softmax_epoch(*args, **kwargs)
+    softmax_epoch = module.softmax_epoch
+    monkeypatch.setattr(module, "softmax_epoch", spy)
+    m = 2
+    est = ExtremeSoftmaxSGD("umax", n_sampled=m, alpha=0.1, n_epochs=1, random_state=0)
+    est.fit(X, y)
+    K = len(est.classes_)
+    c = np.bincount(np.searchsorted(est.classes_, y), minlength=K) / len(y)
+    # beta_k = 1 / P(row k is touched in a step) = 1 / (c_k + (1 - c_k) m / (K - 1)), eq. (6)
+    np.testing.assert_allclose(seen["beta"] * (c + (1 - c) * m / (K - 1)), 1.0)
+
+
+def test_loss_curve_is_computed_on_eval_size_rows(data, monkeypatch):
+    import sparsekit.linear_model._extreme_softmax as module
+    X, y = data
+    rows = []
+    nll = module.softmax_nll
+    monkeypatch.setattr(module, "softmax_nll",
+                        lambda Xe, *a, **k: rows.append(Xe.shape[0]) or nll(Xe, *a, **k))
+    ExtremeSoftmaxSGD(n_epochs=2, eval_size=20, random_state=0).fit(X, y)
+    assert rows and set(rows) == {20}

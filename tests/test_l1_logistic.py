@@ -268,3 +268,27 @@ def test_path_rejects_a_single_class_and_invalid_parameters():
         l1_logistic_path(X, y, max_iter=-1)
     with pytest.raises(ValueError, match="tol"):
         l1_logistic_path(X, y, tol=-1.0)
+
+
+def test_path_grid_starts_at_the_smallest_active_C_on_unbalanced_classes():
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((200, 10))
+    y = (X[:, 0] + 1.5 + 0.5 * rng.standard_normal(200) > 0).astype(int)
+    assert y.mean() > 0.8  # the free intercept is far from 0 at w = 0
+    coefs, Cs, _ = l1_logistic_path(X, y, Cs=5)
+    assert not np.any(coefs[0, :-1])
+    assert not np.any(L1LogisticOBA(C=0.98 * Cs[0]).fit(X, y).coef_)
+    assert np.any(L1LogisticOBA(C=1.02 * Cs[0]).fit(X, y).coef_)
+
+
+@pytest.mark.parametrize("n_classes", [2, 3])
+def test_warm_start_restarts_at_the_previous_solution(n_classes):
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((200, 10))
+    y = (np.digitize(X[:, 1], [-0.5, 0.5]) if n_classes == 3
+         else (X[:, 0] + 1.0 + rng.standard_normal(200) > 0).astype(int))
+    est = L1LogisticOBA(C=1.0, warm_start=True).fit(X, y)
+    intercept = est.intercept_.copy()
+    est.fit(X, y)
+    assert np.all(est.n_iter_ == 0)
+    np.testing.assert_array_equal(est.intercept_, intercept)

@@ -570,3 +570,29 @@ def test_scipy_calling_conventions():
     assert len(seen) == 2 and isinstance(seen[0], np.ndarray)
     with pytest.raises(ValueError, match="do not fit x0"):
         minimize_nqn(rosen, x0, jac=rosen_der, bounds=Bounds([0, 0], [1, 1]))
+
+
+def test_x0_is_projected_before_the_first_evaluation():
+    seen = []
+
+    def f(x):
+        seen.append(x.copy())
+        return float(x @ x), 2 * x
+    bounds = [(1, 2), (-3, -2)]
+    for options in (None, {"maxiter": 0}):
+        seen.clear()
+        res = minimize_nqn(f, [5.0, -5.0], jac=True, bounds=bounds, options=options)
+        for x in seen + [res.x]:
+            assert 1 <= x[0] <= 2 and -3 <= x[1] <= -2
+    np.testing.assert_allclose(res.x, [2.0, -3.0])
+
+
+def test_a_failed_step_restarts_from_an_empty_memory():
+    """Without the memory reset after a failed line search, retries reuse the direction
+    that failed: on L1 (f* = 5 on the thesis' box) the run stalls above the minimum."""
+    from sparsekit.optimize.test_problems import BoundedProblem
+    P = BoundedProblem("L1", 20)
+    x0 = P.starting_points(1, random_state=0)[0]
+    res = minimize_nqn(P.fun, x0, jac=True, bounds=P.bounds,
+                       options={"maxfun": 3000, "ftol": 0.0, "stall_tol": 0.0, "gtol": 0.0})
+    assert res.fun <= 5.0 + 1e-9

@@ -9,8 +9,8 @@ from sparsekit._cython import _oba_kernels as K
 from sparsekit.optimize import minimize_oba
 from sparsekit.optimize._datafits import (Logistic, Quadratic, _ExplicitHessian,
                                           _SubspaceHessian)
-from sparsekit.optimize._oba import (_cg, _corrective_cycle, _free_set, _model_search,
-                                    _updated_radius)
+from sparsekit.optimize._oba import (_cg, _corrective_cycle, _estimate_lipschitz, _free_set,
+                                    _model_search, _updated_radius)
 
 
 def _problem(seed, n=80, d=30, sparse=False, dtype=np.float64, corr=0.0):
@@ -445,6 +445,7 @@ def test_radius_follows_the_reduction_ratio():
     assert _updated_radius(800.0, 0.9, 800.0, 1e3) == 1e3   # up to the cap
     assert _updated_radius(10.0, 0.9, 3.0, 1e3) == 10.0     # good, inside: unchanged
     assert _updated_radius(10.0, 0.5, 10.0, 1e3) == 10.0
+    assert _updated_radius(10.0, 0.3, 8.0, 1e3) == 10.0      # fair agreement: unchanged
 
 
 def test_lipschitz_bound_is_asked_for_only_when_an_ista_step_is_made():
@@ -593,3 +594,22 @@ def test_gradients_of_any_float_layout_are_accepted():
                            datafit.hessp, np.zeros(30), 0.01, tol=1e-10)
         assert res.success
         np.testing.assert_allclose(res.x, ref_res.x, atol=1e-9)
+
+
+def test_an_optimal_start_stops_at_once_even_with_tol_zero():
+    X, y = _problem(16)
+    datafit = Logistic(X, y)
+    mu = 2 * np.abs(datafit.value_grad(np.zeros(30))[1]).max()  # w = 0 is optimal
+    res = minimize_oba(datafit.value_grad, datafit.hessp, np.zeros(30), mu, tol=0.0,
+                       max_iter=5, lipschitz=datafit.lipschitz)
+    assert res.success and res.nit == 0 and res.optimality == 0.0
+
+
+def test_estimated_lipschitz_constant_bounds_the_true_one():
+    H = np.diag([1.0, 2.0, 3.0])
+    assert _estimate_lipschitz(lambda x, free: (lambda v: H @ v), np.zeros(3), 3) == \
+        pytest.approx(6.0, rel=1e-3)  # twice the power-iteration estimate of ||H||
+    X, y = _problem(17)
+    datafit = Quadratic(X, y)
+    res = minimize_oba(datafit.value_grad, datafit.hessp, np.zeros(30), 0.01, tol=1e-10)
+    assert res.lipschitz >= np.linalg.norm(X.T @ X / X.shape[0], 2)

@@ -218,3 +218,12 @@ def test_fenchel_young_loss_is_zero_not_nan_at_the_largest_finite_scores():
         params = {"budget": 1.0} if polytope == "budget" else {}
         y = project(z, polytope, **params)
         assert fenchel_young_loss(z, y, polytope, **params)[0] == 0.0
+
+
+def test_capped_simplex_budget_equal_to_the_weight_sum_in_another_order():
+    w = np.array([0.1, 0.2, 0.3, 0.4, 0.7])
+    budget = 0.0
+    for v in w[::-1]:  # the user's sum, in another order: one ulp above w.sum()
+        budget += v
+    assert budget > w.sum()
+    assert_allclose(project(np.zeros(5), "capped_simplex", budget=budget, weights=w), 1.0)
