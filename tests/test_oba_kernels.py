@@ -323,3 +323,14 @@ def test_row_stats_and_lipschitz_bound_sparse_equals_dense(dtype):
         np.testing.assert_allclose(bounds, bounds[0], rtol=1e-12)
         A1 = np.hstack([Xd, np.ones((30, int(intercept)))])
         assert bounds[0] >= np.linalg.eigvalsh(A1.T @ A1 / 30).max() / 4 - 1e-12
+
+
+def test_project_orthant_zeroes_penalized_coordinates_with_zero_orthant_sign():
+    # (2.13): x_i is kept only if sign(x_i) == zeta_i; zeta_i = 0 (the set A) with
+    # mu_i > 0 gives 0, whatever the sign of x_i; unpenalized entries are kept
+    x = np.array([0.5, -2.0, 3.0, 1.5])
+    zeta = np.array([0.0, 0.0, 0.0, 1.0])
+    mu = np.array([1.0, 2.0, 0.0, 3.0])
+    l1 = K.project_orthant(x, zeta, mu)
+    np.testing.assert_array_equal(x, [0.0, 0.0, 3.0, 1.5])
+    assert l1 == 3.0 * 1.5

@@ -87,3 +87,16 @@ def test_float32_and_shapes():
         jvp(Z, V[:, :3])
     with pytest.raises(ValueError, match="NaN"):
         jvp(Z, np.full_like(V, np.nan))
+
+
+def test_budget_jvp_keeps_the_sum_when_the_budget_is_active_by_one_ulp():
+    # clip(z) sums to just above the budget (by rounding): the projection pins the sum and
+    # its threshold, tiny, still counts as active (> 0), so sum(J v) = 0
+    from sparsekit.projections import project
+    z = np.array([[0.5000000000000002, 0.5, 0.5000000000000001, 0.49999999999999983]])
+    assert np.clip(z, 0, 1).sum() > 2.0
+    assert abs(project(z, "budget", budget=2.0).sum() - 2.0) <= 1e-15
+    v = np.array([[1.0, 2.0, 3.0, 4.0]])
+    out = jvp(z, v, "budget", budget=2.0)
+    np.testing.assert_allclose(out.sum(), 0.0, atol=1e-12)
+    np.testing.assert_allclose(out, v - v.mean(), atol=1e-12)
