@@ -85,9 +85,7 @@ class SparsemaxClassifier(ClassifierMixin, BaseEstimator):
         un-negated problem in ``(W L, L b)`` (same penalty) on flipped targets, with the
         fixed score offset ``flip(0)`` and ``bounds`` reflected on N (``positive=True``
         caps those coefficients at 0 there); ``coef_`` and ``intercept_`` are reported in
-        the original coordinates. ``solver="sdca"`` folds the offset into the intercept and
-        needs ``fit_intercept=True, penalize_intercept=False``. None or all False: no
-        negation.
+        the original coordinates. None or all False: no negation.
     fit_intercept : bool, default=True
         Whether to fit the bias ``b``.
     penalize_intercept : bool, default=False
