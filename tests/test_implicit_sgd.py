@@ -26,6 +26,19 @@ def test_lambertw_exp_solves_w_plus_log_w(t):
         assert t < -690
 
 
+@pytest.mark.parametrize("factor", [0.4, 0.5, 1.5, 1.9, 2.5])
+def test_lambertw_exp_warm_start_is_accurate_in_relative_terms(factor):
+    """The Implicit SGD root search restarts W from its previous value; where W(e^t) ~ e^t is
+    tiny an absolute stopping test had stopped after one Newton step (80% off at t = -39)."""
+    t = np.array([-45.0, -39.5, -37.0, -35.0, -30.0, -20.0, -1.0, 0.0, 5.0, 50.0, 700.0])
+    cold = lambertw_exp(t)
+    np.testing.assert_allclose(cold, lambertw(np.exp(t)).real, rtol=1e-14)
+    np.testing.assert_allclose(lambertw_exp(t, cold * factor), cold, rtol=1e-13)
+    big = np.array([1e4, 1e8, 1e300])
+    np.testing.assert_allclose(lambertw_exp(big, lambertw_exp(big) * factor),
+                               lambertw_exp(big), rtol=1e-14)
+
+
 def test_lambertw_exp_monotone_and_shape():
     t = np.sort(np.random.default_rng(0).normal(scale=200, size=(50, 4)).ravel())
     w = lambertw_exp(t.reshape(50, 4))

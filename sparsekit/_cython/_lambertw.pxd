@@ -1,2 +1,1 @@
-cdef double _wexp(double t) noexcept nogil
 cdef double _wexp_from(double t, double w0) noexcept nogil
