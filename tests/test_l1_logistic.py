@@ -11,6 +11,7 @@ from sklearn.utils.estimator_checks import parametrize_with_checks
 
 import _oba_reference as ref
 from sparsekit.linear_model import L1LogisticOBA, l1_logistic_path
+from sparsekit.optimize._datafits import Logistic
 
 DATA = Path(os.environ.get("SPARSEKIT_DATA",
                            Path(__file__).resolve().parents[1].parent / "shared" / "datasets"))
@@ -277,8 +278,20 @@ def test_path_grid_starts_at_the_smallest_active_C_on_unbalanced_classes():
     assert y.mean() > 0.8  # the free intercept is far from 0 at w = 0
     coefs, Cs, _ = l1_logistic_path(X, y, Cs=5)
     assert not np.any(coefs[0, :-1])
-    assert not np.any(L1LogisticOBA(C=0.98 * Cs[0]).fit(X, y).coef_)
+    below = L1LogisticOBA(C=0.98 * Cs[0]).fit(X, y)
+    assert not np.any(below.coef_)
+    assert np.all(below.n_iter_ == 0)  # the null start (w = 0, its best intercept) is optimal
+    np.testing.assert_allclose(below.intercept_, np.log(y.mean() / (1 - y.mean())), rtol=1e-12)
     assert np.any(L1LogisticOBA(C=1.02 * Cs[0]).fit(X, y).coef_)
+
+
+def test_null_intercept_is_the_weighted_log_odds():
+    y = np.array([1.0, 1.0, -1.0, -1.0, -1.0])
+    sw = np.array([1.0, 3.0, 1.0, 1.0, 0.0])
+    assert Logistic(np.ones((5, 1)), y, sw).null_intercept() == pytest.approx(np.log(4 / 2))
+    assert Logistic(np.ones((5, 1)), y, 0 * sw).null_intercept() == 0.0
+    assert Logistic(np.ones((5, 1)), np.ones(5)).null_intercept() == pytest.approx(
+        np.log(1e12), rel=1e-3)  # one class: clipped, finite
 
 
 @pytest.mark.parametrize("n_classes", [2, 3])

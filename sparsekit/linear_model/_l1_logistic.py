@@ -60,11 +60,12 @@ def _fit_binary(X, X_csr, y_pm, sample_weight, C, fit_intercept, tol, max_iter, 
 
 
 def _solve(datafit, C, tol, max_iter, w0, verbose):
-    """OBA on ``datafit`` + ‖w‖₁/(C n) from ``w0`` (zero if None); returns (w, b, result).
+    """OBA on ``datafit`` + ‖w‖₁/(C n) from ``w0`` (if None: w = 0 and the null model's
+    intercept); returns (w, b, result).
 
     The datafit does not depend on C: a path reuses one (its Lipschitz bound and layout).
     """
-    x0 = np.zeros(datafit.n_params) if w0 is None else np.asarray(w0, dtype=np.float64)
+    x0 = _null_start(datafit) if w0 is None else np.asarray(w0, dtype=np.float64)
     res = minimize_oba(datafit.value_grad, datafit.hessp, x0, 1.0 / (C * datafit.n_samples),
                        penalty_weights=datafit.penalty_weights,
                        lipschitz=datafit.lipschitz, tol=tol, max_iter=max_iter,
@@ -75,6 +76,14 @@ def _solve(datafit, C, tol, max_iter, w0, verbose):
     w = res.x[:datafit.n_features]
     b = float(res.x[-1]) if datafit.fit_intercept else 0.0
     return w, b, res
+
+
+def _null_start(datafit):
+    """w = 0 and, when fitted, the intercept that is optimal for it."""
+    x0 = np.zeros(datafit.n_params)
+    if datafit.fit_intercept:
+        x0[-1] = datafit.null_intercept()
+    return x0
 
 
 def _layouts(X, n_problems=1):
@@ -123,7 +132,8 @@ class L1LogisticOBA(ClassifierMixin, BaseEstimator):
     max_iter : int, default=500
         Maximum number of OBA iterations per binary problem.
     fit_intercept : bool, default=True
-        Fit an unpenalized intercept.
+        Fit an unpenalized intercept. A fit without warm start begins at w = 0 with the
+        intercept that is optimal for it (the log-odds of the weighted share of positives).
     warm_start : bool, default=False
         Start from the previous solution when the shapes match.
     class_weight : dict, "balanced" or None, default=None
@@ -277,15 +287,6 @@ class L1LogisticOBA(ClassifierMixin, BaseEstimator):
         return tags
 
 
-def _sigmoid(z):
-    out = np.empty_like(z, dtype=np.float64)
-    pos = z >= 0
-    out[pos] = 1.0 / (1.0 + np.exp(-z[pos]))
-    e = np.exp(z[~pos])
-    out[~pos] = e / (1.0 + e)
-    return out
-
-
 def l1_logistic_path(X, y, Cs=10, *, pos_class=None, fit_intercept=True, tol=1e-8,
                      max_iter=500, sample_weight=None):
     """Regularization path of :class:`L1LogisticOBA` over ``Cs``, with warm starts.
@@ -328,16 +329,16 @@ def l1_logistic_path(X, y, Cs=10, *, pos_class=None, fit_intercept=True, tol=1e-
         raise ValueError(f"pos_class {pos_class!r} is not a label of y")
     y_pm = np.where(y == pos_class, 1.0, -1.0)
     X, X_csr = _layouts(X)
+    datafit = Logistic(X, y_pm, sample_weight=sample_weight, fit_intercept=fit_intercept,
+                       X_csr=X_csr)
     if isinstance(Cs, numbers.Integral):
-        c_min = _smallest_active_C(X, y_pm, sample_weight, fit_intercept)
+        c_min = _smallest_active_C(datafit)
         Cs = np.logspace(np.log10(c_min), np.log10(c_min) + 4, Cs)
     Cs = np.asarray(Cs, dtype=np.float64).ravel()
     if Cs.size == 0 or np.any(~np.isfinite(Cs)) or np.any(Cs <= 0):
         raise ValueError("Cs must be positive and finite")
     coefs = np.empty((Cs.size, X.shape[1] + fit_intercept))
     n_iter = np.empty(Cs.size, dtype=np.int32)
-    datafit = Logistic(X, y_pm, sample_weight=sample_weight, fit_intercept=fit_intercept,
-                       X_csr=X_csr)
     x = None
     for k in np.argsort(Cs):
         _, _, res = _solve(datafit, Cs[k], tol, max_iter, x, 0)
@@ -349,14 +350,8 @@ def l1_logistic_path(X, y, Cs=10, *, pos_class=None, fit_intercept=True, tol=1e-
     return coefs, Cs, n_iter
 
 
-def _smallest_active_C(X, y_pm, sample_weight, fit_intercept):
-    """1/‖C-free gradient‖_∞ at w = 0 (with the optimal intercept when fitted)."""
-    sw = sample_weight
-    if fit_intercept:
-        p = np.clip((sw * (y_pm > 0)).sum() / sw.sum(), 1e-12, 1 - 1e-12)
-        b = np.log(p / (1 - p))
-    else:
-        b = 0.0
-    r = -y_pm * sw * _sigmoid(-y_pm * b)
-    g = np.abs(np.asarray(safe_sparse_dot(X.T, r))).max()
+def _smallest_active_C(datafit):
+    """The C below which w = 0 is optimal: ‖∇_w f‖_∞ ≤ 1/(C n) at the null start."""
+    _, grad = datafit.value_grad(_null_start(datafit))
+    g = np.abs(grad[:datafit.n_features]).max() * datafit.n_samples
     return 1.0 / max(g, 1e-300)

@@ -383,6 +383,16 @@ class Logistic(_LinearDatafit):
     def _pointwise(self, m, r, D):
         return K.logistic_pointwise(m, self.y, self._sw, r, D)
 
+    def null_intercept(self):
+        """The intercept minimizing f at w = 0: the log-odds of the weighted share of
+        positives (clipped to ±27.6; 0 when every weight is 0). L1LogisticOBA starts there
+        when it has no warm start, as glmnet does."""
+        total = self._sw.sum()
+        if not total > 0:
+            return 0.0
+        p = np.clip(self._sw[self.y > 0].sum() / total, 1e-12, 1.0 - 1e-12)
+        return float(np.log(p / (1.0 - p)))
+
     def lipschitz(self):
         """L = Σᵢ sᵢ (‖xᵢ‖² + b) / (4n) ≥ the Lipschitz constant of ∇f (b = 1 with an intercept).
 
