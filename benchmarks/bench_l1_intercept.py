@@ -16,6 +16,7 @@ import _report  # noqa: F401  (pins BLAS threads before NumPy)
 
 import argparse
 import json
+import sys
 import warnings
 from pathlib import Path
 
@@ -131,7 +132,9 @@ def run_problem(X, y, C, cap, run_limit):
 
 
 def summarize(results):
-    rows, wins, total = [], 0, 0
+    """Table rows, and counts: OBA faster than LIBLINEAR, within 1.5× of the fastest peer,
+    faster than from b₀ = 0; rows; the geometric mean of OBA / (OBA, b₀ = 0)."""
+    rows, wins, close, gains, start_ratios = [], 0, 0, 0, []
     for key, runs in results.items():
         ds, C = key.split("|")
         F_star = min(r["F"] for rs in runs.values() for r in rs)
@@ -141,12 +144,15 @@ def summarize(results):
             peers = {s: v for s, v in t.items() if not s.startswith("OBA") and v is not None}
             best = min(peers, key=peers.get) if peers else None
             ratio = (lambda a, b: "—" if a is None or b is None else f"{a / b:.2f}")
-            total += 1
             wins += bool(t["OBA"] and t["LIBLINEAR"] and t["OBA"] < t["LIBLINEAR"])
+            close += bool(t["OBA"] and best and t["OBA"] <= 1.5 * peers[best])
+            if t["OBA"] and t["OBA, b₀ = 0"]:
+                start_ratios.append(t["OBA"] / t["OBA, b₀ = 0"])
+                gains += start_ratios[-1] < 1
             rows.append([ds, C, f"{eps:.0e}"] + [fmt(t[s]) for s in SOLVERS] + [
                 ratio(t["OBA"], t["OBA, b₀ = 0"]), ratio(t["OBA"], t["LIBLINEAR"]),
                 "—" if best is None else f"{ratio(t['OBA'], peers[best])} ({best})"])
-    return rows, wins, total
+    return rows, (wins, close, gains, len(rows), float(np.exp(np.mean(np.log(start_ratios)))))
 
 
 def main():
@@ -159,6 +165,8 @@ def main():
     parser.add_argument("--report-only", action="store_true",
                         help="no new runs: rebuild the section from the results file")
     args = parser.parse_args()
+    if args.report_only:  # the section names the command that measures, not the rebuild
+        sys.argv = [a for a in sys.argv if a != "--report-only"]
     results = json.loads(CACHE.read_text()) if args.report_only else {}
     for ds in [] if args.report_only else args.datasets:
         X, y = load(ds)
@@ -168,7 +176,7 @@ def main():
             results[f"{ds}|{C:g}"] = run_problem(X, y, C, args.cap, args.run_limit)
             CACHE.parent.mkdir(parents=True, exist_ok=True)
             CACHE.write_text(json.dumps(results))
-    rows, wins, total = summarize(results)
+    rows, (wins, close, gains, total, start_mean) = summarize(results)
     body = f"""
 The default `L1LogisticOBA(C)` fits an unpenalized intercept; this table compares it with the
 solvers that minimize the same objective, ‖w‖₁ + C Σ log(1 + exp(−y (wᵀx + b))) with b free:
@@ -179,7 +187,13 @@ before it began at the null model's intercept (the log-odds of the share of posi
 glmnet does); the column "OBA / b₀ = 0" is the gain from that start. Protocol, timing and
 F* as in the table above (CPU seconds, BLAS pinned to 1 thread, every ladder refined once
 per ε); "—" = not reached within the {args.cap:g} s cap per solver or {args.run_limit:g} s per run.
-OBA is faster than LIBLINEAR on **{wins} of {total}** rows.
+OBA is faster than LIBLINEAR on **{wins} of {total}** rows and within 1.5× of the fastest
+peer on **{close} of {total}**. The null-model start is faster than b₀ = 0 on {gains} of {total}
+rows, {start_mean:.2f}× the time in geometric mean. Where it is slower, e.g. Debian at C = 0.1 (a
+diagnostic run at tol 1e-6: 11 iterations against 8), the first Newton steps from it are
+longer (‖d‖ = 106 and 194 against 21 and 33 from b₀ = 0 over the same dozen free columns):
+the second one's actual reduction is negative (ρ = −1.2), the trust radius drops to 26 and
+the next iterations take shortened steps, the failure mode of the Synthetic rows above.
 
 {_report.markdown_table(["data", "C", "ε", *SOLVERS, "OBA / b₀ = 0", "OBA / LIBLINEAR",
                          "OBA / fastest peer"], rows)}
