@@ -747,7 +747,17 @@ def scale_report(scale):
         "multiply chain, prefetches spread over eight points of it) the extra fell to "
         "~40 ns per step, so more overlap is possible in principle; the driver's step has "
         "four natural points, and on the explicit U-max and OVE steps the extra is still "
-        "a large fraction of the step.")
+        "a large fraction of the step. Tried later, against this driver in interleaved runs "
+        "(OVE at K=1e5, results identical): a prefetch inside the dot and update loops "
+        "every 1-3 entries (+0-18% time), the step's addresses gathered once and asked for "
+        "in four slices (+15%), lookahead 1, 3 or 4 steps instead of 2 (+1-4%), plain "
+        "write prefetches (+2%), and a cursor that carries the position between the four "
+        "points instead of recomputing it (-0-4%, within the noise). With every access "
+        "confined to 100 rows of the K=1e5 matrix (so no weight misses), the spread-prefetch "
+        "path still costs ~60 ns per step of bookkeeping (~20% of the OVE step), and "
+        "still the OVE epoch at K=1e5 takes 14% more time with no weight prefetch and 9% "
+        "more with the prefetches at the draw: the remaining gap is the DRAM traffic of "
+        "the sampled rows, which no prefetch order tried hid better.")
 
 
 def _fmt(x, nd=3):
@@ -771,10 +781,8 @@ def report(quick=False):
             "are per example (the paper's eta times N, notes §5). One epoch is one pass over "
             "the data for every method except the two Implicit SGD columns marked 3 passes "
             "(the authors' budget, notes §6). The parts were run one at a time, each under "
-            "the shared timing lock (--parts repro / m1check / scale / peers). The peers part "
-            "ran with the driver of commit a78e3cc, whose spread plain prefetches made our "
-            "Bibtex and Delicious epochs (weights in cache) up to ~15% slower than the final "
-            "driver's; results are bitwise identical."]
+            "the shared timing lock (--parts repro / m1check / scale / peers), all with the "
+            "same build."]
     repro = load_part("repro")
     if repro:
         body.append(f"\n### 1. Reproduction (notes §3): {repro['epochs']} epochs, eta0 tuned "
