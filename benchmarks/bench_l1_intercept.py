@@ -92,41 +92,40 @@ def warm_up(dense):
             run(1e-3)
 
 
+def measured(X, y, C, runner, tol, run_limit):
+    """{tol, seconds, F} of one timed run (warnings silenced), or None past ``run_limit``."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        out = timed_or_none(runner, tol, run_limit)
+    if out is None:
+        return None
+    seconds, _, (w, b) = out
+    return {"tol": tol, "seconds": seconds, "F": objective(X, y, w, b, C)}
+
+
 def run_problem(X, y, C, cap, run_limit):
     """Ladder runs of every solver after the tight references; {solver: [{tol, seconds, F}]}."""
     runners = make_runners(X, y, C)
-    runs = {}
-    for name, tol in (("LIBLINEAR", 1e-9), ("OBA", 1e-11)):
-        seconds, _, (w, b) = timed_or_none(runners[name], tol, None)
-        runs[name + "-tight"] = [{"tol": tol, "seconds": seconds,
-                                  "F": objective(X, y, w, b, C)}]
+    runs = {name + "-tight": [measured(X, y, C, runners[name], tol, None)]
+            for name, tol in (("LIBLINEAR", 1e-9), ("OBA", 1e-11))}
     F_ref = min(runs["LIBLINEAR-tight"][0]["F"], runs["OBA-tight"][0]["F"])
     for name in SOLVERS:
         ladder, spent = [], 0.0
-        ladder_tols = LADDERS["sklearn-saga" if name == "sklearn-saga" else
-                              "OBA" if name.startswith("OBA") else name]
-        for tol in ladder_tols:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                out = timed_or_none(runners[name], tol, run_limit)
-            if out is None:
+        for tol in LADDERS["OBA" if name.startswith("OBA") else name]:
+            run = measured(X, y, C, runners[name], tol, run_limit)
+            if run is None:
                 ladder.append({"tol": tol, "seconds": run_limit, "F": float("inf")})
                 break
-            seconds, _, (w, b) = out
-            ladder.append({"tol": tol, "seconds": seconds, "F": objective(X, y, w, b, C)})
-            spent += seconds
-            print(f"  {name:14s} tol={tol:.0e} {seconds:8.3f}s F={ladder[-1]['F']:.12e}",
+            ladder.append(run)
+            spent += run["seconds"]
+            print(f"  {name:14s} tol={tol:.0e} {run['seconds']:8.3f}s F={run['F']:.12e}",
                   flush=True)
-            if spent > cap or ladder[-1]["F"] <= F_ref * (1 + 1e-8):
+            if spent > cap or run["F"] <= F_ref * (1 + 1e-8):
                 break
         for tol in refinements(ladder, F_ref):
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                out = timed_or_none(runners[name], tol, run_limit)
-            if out is not None:
-                seconds, _, (w, b) = out
-                ladder.append({"tol": tol, "seconds": seconds,
-                               "F": objective(X, y, w, b, C), "refined": True})
+            run = measured(X, y, C, runners[name], tol, run_limit)
+            if run is not None:
+                ladder.append({**run, "refined": True})
         runs[name] = ladder
     return runs
 
