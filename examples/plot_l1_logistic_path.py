@@ -2,9 +2,9 @@
 ℓ1 logistic regression with OBA: choosing C by cross-validation, and the path
 ============================================================================
 
-:class:`sparsekit.L1LogisticOBA` minimizes LIBLINEAR's ``-s 6`` objective
-‖w‖₁ + C Σᵢ log(1 + exp(−yᵢ(wᵀxᵢ + b))) with the orthant-based second-order method of
-Keskar (2017, chapter 2). This example
+:class:`sparsekit.L1LogisticOBA` minimizes ‖w‖₁ + C Σᵢ log(1 + exp(−yᵢ(wᵀxᵢ + b))), the
+intercept b unpenalized (LIBLINEAR's ``-s 6 -B 1 -R``), with the orthant-based second-order
+method of Keskar (2017, chapter 2). This example
 
 1. picks C by 5-fold :class:`~sklearn.model_selection.GridSearchCV` on the breast-cancer
    data (standardized), and

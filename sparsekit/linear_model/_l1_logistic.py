@@ -117,8 +117,9 @@ def _check_fit_data(estimator, X, y, sample_weight, reset=True):
 class L1LogisticOBA(ClassifierMixin, BaseEstimator):
     """ℓ1-regularized logistic regression by OBA, the orthant-based second-order method.
 
-    Minimizes LIBLINEAR's ``-s 6`` objective ‖w‖₁ + C Σᵢ sᵢ log(1 + exp(−yᵢ(wᵀxᵢ + b)))
-    with the intercept b unpenalized (Keskar 2017, chapter 2; notes §1). Multiclass
+    Minimizes ‖w‖₁ + C Σᵢ sᵢ log(1 + exp(−yᵢ(wᵀxᵢ + b))) with the intercept b free and
+    unpenalized: LIBLINEAR's ``-s 6 -B 1 -R`` objective, and its ``-s 6`` with
+    ``fit_intercept=False`` (Keskar 2017, chapter 2; notes §1). Multiclass
     problems are solved one-vs-rest, in parallel with joblib.
 
     Parameters

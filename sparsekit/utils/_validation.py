@@ -21,7 +21,7 @@ def check_device(device):
     return device
 
 
-def check_finite_2d(Z, name="Z", dtypes=(np.float64, np.float32)):
+def check_finite_2d(Z, name="Z"):
     """Validate a dense 2-D float array row-wise kernels can consume.
 
     Returns a C-contiguous float32/float64 array (float64 for other dtypes).
@@ -30,7 +30,7 @@ def check_finite_2d(Z, name="Z", dtypes=(np.float64, np.float32)):
     if sp.issparse(Z):
         raise TypeError(f"{name} must be a dense array, got a sparse matrix")
     Z = np.asarray(Z)
-    if Z.dtype not in dtypes:
+    if Z.dtype not in (np.float64, np.float32):
         Z = Z.astype(np.float64)
     if Z.ndim != 2:
         raise ValueError(f"{name} must be 2-D (n_rows, n_classes), got shape {Z.shape}")
