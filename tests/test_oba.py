@@ -498,6 +498,27 @@ def test_matrix_free_operator_forms_itself_after_its_budget():
     assert formed == [free.size]  # the restriction is a sub-matrix, not a new Gram
 
 
+def test_cg_warm_start_product_that_forms_the_gram():
+    """A corrective re-solve may start on a restricted operator whose shared product count has
+    already reached the switch: its warm-start product forms the Gram, and the CG must then
+    run on that matrix (it used to ask the matrix-free operator for a matrix it did not have)."""
+    X, y = _problem(15, n=80, d=12, sparse=False)
+    datafit = Logistic(X, y, fit_intercept=False)
+    x = np.zeros(12)
+    datafit.value_grad(x)
+    free = np.arange(12)
+    H = _SubspaceHessian(datafit.X, free, datafit._D, False, np.empty(80), [5],
+                         gram=lambda cols, intercept: datafit._gram(cols, intercept,
+                                                                   walk_all=True),
+                         explicit_after=5)
+    b = np.random.default_rng(1).standard_normal(12)
+    p, r, it = _cg(H, b, 1e-8, 1e-10, 100, 1e3, True, p0=-0.01 * b)
+    assert H.is_explicit and it >= 1
+    dense = datafit._gram(free, False, walk_all=True) + 1e-8 * np.eye(12)
+    np.testing.assert_allclose(dense @ p, -b, atol=1e-9 * np.abs(b).max())
+    np.testing.assert_allclose(r, b + dense @ p, atol=1e-12)
+
+
 @pytest.mark.parametrize("layout", ["csr", "dense"])
 @pytest.mark.parametrize("intercept", [False, True])
 def test_float32_gram_route_reaches_the_float64_solution(intercept, layout, monkeypatch):

@@ -57,6 +57,15 @@ class _SubspaceHessian:
         """Whether the products now come from a formed matrix (after the switch)."""
         return self._explicit is not None
 
+    @property
+    def matrix(self):
+        """The formed matrix (only once :attr:`is_explicit`)."""
+        return self._explicit.matrix
+
+    def count_products(self, count):
+        """Record ``count`` products made with :attr:`matrix` directly."""
+        self._explicit.count_products(count)
+
     def __call__(self, v):
         if self._explicit is None and self._gram is not None \
                 and self._calls[0] >= self._explicit_after:
