@@ -6,11 +6,12 @@ from hypothesis import given, settings, strategies as st
 
 import _oba_reference as ref
 from sparsekit._cython import _oba_kernels as K
+from sparsekit.datasets import make_thesis_synthetic
 from sparsekit.optimize import minimize_oba
 from sparsekit.optimize._datafits import (Logistic, Quadratic, _ExplicitHessian,
                                           _SubspaceHessian)
-from sparsekit.optimize._oba import (_cg, _corrective_cycle, _estimate_lipschitz, _free_set,
-                                    _model_search, _updated_radius)
+from sparsekit.optimize._oba import (_cg, _corrective_cycle, _estimate_lipschitz,
+                                    _flat_violations, _free_set, _model_search, _updated_radius)
 
 
 def _problem(seed, n=80, d=30, sparse=False, dtype=np.float64, corr=0.0):
@@ -262,6 +263,46 @@ def test_first_free_set_is_one_percent_of_the_columns_and_at_least_one(d, tau0):
     minimize_oba(datafit.value_grad, hessp, np.zeros(d), 1e-3, max_iter=1,
                  lipschitz=datafit.lipschitz())
     assert sizes[0] == tau0
+
+
+@pytest.mark.parametrize("C", [1.0, 10.0])
+def test_flat_violations_free_every_violator_at_the_start(C):
+    """On the thesis' Synthetic matrix at C ≥ 1 every coordinate violates about equally at 0
+    (median ≥ 1/3 of the largest violation): the first free set is all of 𝒰 (``tau0_flat``)
+    instead of the thesis' 1% (2 of 200), and the same minimizer takes fewer iterations."""
+    X, y = make_thesis_synthetic(200, random_state=0)
+    datafit = Logistic(np.asfortranarray(X), y)
+    mu = 1.0 / (C * 200)
+    violators = np.count_nonzero(np.abs(datafit.value_grad(np.zeros(200))[1]) > mu)
+    assert violators > 150
+    runs = {}
+    for flat in (1 / 3, None):
+        sizes = []
+
+        def hessp(x, free):
+            sizes.append(free.size)
+            return datafit.hessp(x, free)
+
+        runs[flat] = minimize_oba(datafit.value_grad, hessp, np.zeros(200), mu, tol=1e-9,
+                                  lipschitz=datafit.lipschitz, tau0_flat=flat)
+        assert runs[flat].success and sizes[0] == (violators if flat else 2)
+    np.testing.assert_allclose(runs[1 / 3].fun, runs[None].fun, rtol=1e-12)
+    np.testing.assert_allclose(runs[1 / 3].x, runs[None].x, atol=1e-5)
+    assert runs[1 / 3].nit < runs[None].nit
+
+
+def test_flat_violation_profile():
+    """The median violation over 𝒰 (code 2) against ``contrast`` × the largest; coordinates
+    outside 𝒰 do not count."""
+    code = np.array([2, 2, 2, 1, 0], dtype=np.int8)
+    assert _flat_violations(code, np.array([1.0, -0.5, 0.4, 9.0, 0.0]), 1 / 3)
+    assert not _flat_violations(code, np.array([1.0, -0.2, 0.3, 9.0, 0.0]), 1 / 3)
+    assert not _flat_violations(np.zeros(3, dtype=np.int8), np.ones(3), 1 / 3)
+    X, y = _problem(16, n=40, d=8)
+    datafit = Logistic(X, y)
+    for bad in (0, 1.5, -1, "x"):
+        with pytest.raises(ValueError, match="tau0_flat"):
+            minimize_oba(datafit.value_grad, datafit.hessp, np.zeros(8), 0.01, tau0_flat=bad)
 
 
 def test_corrective_sgn_test_counts_a_newly_freed_coordinate_that_stays_at_zero():
