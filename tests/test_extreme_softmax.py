@@ -130,6 +130,34 @@ def test_precision_at_k_label_formats():
     assert precision_at_k(np.array([2, 9]), top) == 0.25
     Y = sp.csr_matrix(np.array([[0, 1, 1, 0], [1, 0, 0, 1]]))
     assert precision_at_k(Y, top) == 1.0
+    # a dense single column is one label per example, as fit reads it
+    assert precision_at_k(np.array([[2], [9]]), top) == 0.25
+    assert precision_at_k(sp.csr_matrix(np.array([[1], [1]])), top) == 0.25  # indicator
+    for bad in (np.empty((0, 2)), np.empty((2, 0)), np.array([1, 2])):
+        with pytest.raises(ValueError, match="top_labels"):
+            precision_at_k([1, 2][:len(bad)], bad)
+
+
+def test_predict_topk_needs_an_integer_k(data):
+    X, y = data
+    est = ExtremeSoftmaxSGD(n_epochs=1, random_state=0).fit(X, y)
+    assert est.predict_topk(X[:3], np.int64(2)).shape == (3, 2)
+    for k in (2.7, "2", True, 0, len(est.classes_) + 1):
+        with pytest.raises(ValueError, match="k must"):
+            est.predict_topk(X[:3], k)
+
+
+def test_zero_weight_mass_gives_a_nan_curve_point_and_an_error_in_softmax_nll(data):
+    X, y = data
+    weight = np.zeros(X.shape[0])
+    weight[0] = 1.0  # the one-row evaluation subsample (seed 0) misses the weighted row
+    est = ExtremeSoftmaxSGD(n_epochs=2, eval_size=1, random_state=0)
+    est.fit(X, y, sample_weight=weight)
+    assert len(est.loss_curve_) == 3 and np.all(np.isnan(est.loss_curve_))
+    with pytest.raises(ValueError, match="positive weight"):
+        softmax_nll(X[:50], np.zeros(50, dtype=int), est.coef_, sample_weight=np.zeros(50))
+    with pytest.raises(ValueError, match="positive weight"):
+        softmax_nll(X[:0], np.zeros(0, dtype=int), est.coef_)
 
 
 def test_multilabel_policy(data):
@@ -418,6 +446,23 @@ def test_fit_restarts_the_partial_fit_stream(data):
     fit = lambda est: est.fit(X, y)  # noqa: E731
     stream = lambda est: est.partial_fit(X[:200], y[:200], classes=classes)  # noqa: E731
     np.testing.assert_array_equal(coef([stream, fit, stream]), coef([fit, stream]))
+
+
+@pytest.mark.parametrize("bad", [{"batch_size": 0}, {"n_sampled": 0}, {"alpha": -1.0},
+                                 {"delta": -1.0}, {"u_init": "bogus"}, {"lr_decay": 0.0},
+                                 {"method": "bogus"}, {"learning_rate": -5.0}])
+def test_partial_fit_checks_parameters_on_every_call(data, bad):
+    """set_params between chunks: a later partial_fit rejects a bad value as the first call
+    does (batch_size=0 used to reach the kernel and kill the process), and the fitted model
+    is kept."""
+    X, y = data
+    est = ExtremeSoftmaxSGD(method="umax", random_state=0)
+    est.partial_fit(X[:100], y[:100], classes=np.unique(y))
+    coef = est.coef_.copy()
+    est.set_params(**bad)
+    with pytest.raises(ValueError, match=next(iter(bad))):
+        est.partial_fit(X[100:200], y[100:200])
+    np.testing.assert_array_equal(est.coef_, coef)
 
 
 def test_predictions_score_a_chunk_of_rows_at_a_time(data, monkeypatch):

@@ -98,9 +98,9 @@ def precision_at_k(y_true, top_labels):
 
     Parameters
     ----------
-    y_true : array-like of shape (n,), sequence of label sequences, or sparse indicator
-        One label per example, a set of labels per example, or an (n, L) indicator matrix
-        whose column j is label j.
+    y_true : array-like of shape (n,) or (n, 1), sequence of label sequences, or indicator
+        One label per example (also as a column), a set of labels per example, or an
+        (n, L) indicator matrix whose column j is label j (L > 1, or sparse).
     top_labels : ndarray of shape (n, k)
         Predicted labels, best first (e.g. ``ExtremeSoftmaxSGD.predict_topk``).
 
@@ -109,6 +109,9 @@ def precision_at_k(y_true, top_labels):
     precision : float
     """
     top_labels = np.asarray(top_labels)
+    if top_labels.ndim != 2 or 0 in top_labels.shape:
+        raise ValueError("top_labels must have shape (n, k) with n, k >= 1, got "
+                         f"{top_labels.shape}")
     n, k = top_labels.shape
     sets = _label_sets(y_true)
     if len(sets) != n:
@@ -120,7 +123,10 @@ def precision_at_k(y_true, top_labels):
 def _label_sets(y_true):
     """One set of labels per example from an indicator matrix (dense, sparse or DataFrame),
     one label per example, or one collection (list, tuple, set, array) of labels each; read
-    by position, so a pandas Series with any index works."""
+    by position, so a pandas Series with any index works. A dense single column holds one
+    label per example, as ``fit`` reads it."""
+    if not sp.issparse(y_true) and getattr(y_true, "ndim", 1) == 2 and y_true.shape[1] == 1:
+        y_true = np.asarray(y_true).ravel()
     if sp.issparse(y_true) or getattr(y_true, "ndim", 1) == 2:
         Y = sp.csr_matrix(np.asarray(y_true) if not sp.issparse(y_true) else y_true)
         Y.eliminate_zeros()
@@ -414,8 +420,15 @@ class ExtremeSoftmaxSGD(ClassifierMixin, BaseEstimator):
             raise ValueError(
                 f"Floating-point overflow in method={self.method!r} with learning rate "
                 f"{eta:.3g}; the estimator is reset to unfitted (its weights had overflowed). "
-                "Lower learning_rate (vanilla 'sgd' on the double sum is unstable, notes §1.4) "
-                "or use method='implicit'/'umax'.")
+                "Lower learning_rate" + (
+                    " (vanilla 'sgd' on the double sum is unstable, notes §1.4) or use "
+                    "method='implicit'/'umax'." if self.method != "implicit" else "."))
+
+    def _training_nll(self, X, y_idx, sample_weight):
+        """Weighted mean NLL of the current weights (NaN when every weight is 0)."""
+        if not sample_weight.sum() > 0:
+            return np.nan
+        return softmax_nll(X, y_idx, self.coef_, self.intercept_, sample_weight)
 
     def _forget(self):
         """Drop every fitted attribute (the estimator is unfitted again)."""
@@ -473,7 +486,7 @@ class ExtremeSoftmaxSGD(ClassifierMixin, BaseEstimator):
         self.epoch_cpu_times_ = []
 
         def record(epoch):
-            self.loss_curve_.append(softmax_nll(Xe, ye, self.coef_, self.intercept_, we))
+            self.loss_curve_.append(self._training_nll(Xe, ye, we))
             self.loss_epochs_.append(epoch)
             if self.verbose:
                 print(f"-- epoch {epoch}: training NLL {self.loss_curve_[-1]:.6f}, "
@@ -522,8 +535,8 @@ class ExtremeSoftmaxSGD(ClassifierMixin, BaseEstimator):
         self
         """
         first = not hasattr(self, "classes_")
+        self._validate_params()  # every call: set_params may change them between chunks
         if first:
-            self._validate_params()
             if classes is None:
                 raise ValueError("classes must be passed on the first call to partial_fit")
         self._check_method_params()
@@ -566,8 +579,7 @@ class ExtremeSoftmaxSGD(ClassifierMixin, BaseEstimator):
                        int(rng.randint(0, 2**62)))
         self.n_iter_ += 1
         if self.eval_every and self.n_iter_ % self.eval_every == 0:
-            self.loss_curve_.append(softmax_nll(X, y_idx, self.coef_, self.intercept_,
-                                                sample_weight))
+            self.loss_curve_.append(self._training_nll(X, y_idx, sample_weight))
             self.loss_epochs_.append(self.n_iter_)
         self.u_ = u
         return self
@@ -630,8 +642,8 @@ class ExtremeSoftmaxSGD(ClassifierMixin, BaseEstimator):
         labels : ndarray of shape (n_samples, k)
         """
         check_is_fitted(self)
-        k = int(k)
-        if not 1 <= k <= len(self.classes_):
+        if not isinstance(k, Integral) or isinstance(k, bool) or not 1 <= k <= len(
+                self.classes_):
             raise ValueError(f"k must be in [1, n_classes={len(self.classes_)}], got {k}")
 
         def top(S):

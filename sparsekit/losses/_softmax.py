@@ -85,12 +85,15 @@ def softmax_nll(X, y, coef, intercept=None, sample_weight=None):
         sample_weight = np.asarray(sample_weight, dtype=np.float64)
         if sample_weight.shape != y.shape or np.any(sample_weight < 0):
             raise ValueError(f"sample_weight must be {y.shape[0]} non-negative numbers")
+    mass = X.shape[0] if sample_weight is None else np.sum(sample_weight)
+    if not mass > 0:
+        raise ValueError("the mean NLL needs at least one example of positive weight")
     total = 0.0
     for sl in _chunks(X.shape[0], K):
         S = softmax_scores(X[sl], coef, intercept)
         nll = _row_logsumexp(S) - S[np.arange(S.shape[0]), y[sl]]
         total += nll.sum() if sample_weight is None else nll @ sample_weight[sl]
-    return total / (X.shape[0] if sample_weight is None else np.sum(sample_weight))
+    return total / mass
 
 
 def _class_indices(y, n, K):
