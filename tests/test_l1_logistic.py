@@ -191,6 +191,9 @@ def test_convergence_warning_and_bad_input():
         L1LogisticOBA().fit(X, np.zeros(len(y)))
     with pytest.raises(ValueError, match="sample_weight"):
         L1LogisticOBA().fit(X, y, sample_weight=-np.ones(len(y)))
+    for weight in (-1.0, np.nan):
+        with pytest.raises(ValueError, match="class_weight"):
+            L1LogisticOBA(class_weight={-1.0: 1.0, 1.0: weight}).fit(X, y)
     est = L1LogisticOBA().fit(X, y)
     pickle.loads(pickle.dumps(est)).predict(X)
     with pytest.raises(ValueError):
@@ -229,6 +232,22 @@ def test_a9a_subset_against_liblinear():
     F = ref.l1_logistic_objective(X, y, est.coef_.ravel(), 0.0, 1.0)
     F_ll = ref.l1_logistic_objective(X, y, w_ll, 0.0, 1.0)
     assert F <= F_ll * (1 + 1e-6)
+
+
+@pytest.mark.parametrize("layout", ["csr", "csc"])
+def test_sparse_input_with_mixed_index_types(layout):
+    """int32 indices with an int64 indptr (kept by scikit-learn's validation) fit and predict
+    as the uniform matrix does, instead of failing in a kernel's buffer check."""
+    X, y = _binary(6)
+    A = sp.csr_matrix(X) if layout == "csr" else sp.csc_matrix(X)
+    mixed = A.copy()
+    mixed.indptr = mixed.indptr.astype(np.int64)
+    assert mixed.indices.dtype != mixed.indptr.dtype
+    est = L1LogisticOBA(C=0.5).fit(mixed, y)
+    ref_est = L1LogisticOBA(C=0.5).fit(A, y)
+    np.testing.assert_allclose(est.coef_, ref_est.coef_, rtol=1e-12, atol=1e-14)
+    np.testing.assert_allclose(est.decision_function(mixed), ref_est.decision_function(A),
+                               rtol=1e-12, atol=1e-12)
 
 
 @pytest.mark.parametrize("layout", ["csr", "csc"])
@@ -271,6 +290,9 @@ def test_path_rejects_a_single_class_and_invalid_parameters():
         l1_logistic_path(X, y, max_iter=-1)
     with pytest.raises(ValueError, match="tol"):
         l1_logistic_path(X, y, tol=-1.0)
+    for Cs in (0, -3, True, [1.0, -1.0]):
+        with pytest.raises(ValueError, match="Cs"):
+            l1_logistic_path(X, y, Cs=Cs)
 
 
 def test_path_grid_starts_at_the_smallest_active_C_on_unbalanced_classes():

@@ -26,6 +26,7 @@ from sparsekit._cython import _oba_kernels as K
 from sparsekit.losses._softmax import softmax_log_proba
 from sparsekit.optimize import minimize_oba
 from sparsekit.optimize._datafits import Logistic
+from sparsekit.utils._validation import with_uniform_indices
 
 #: OBA's free set grows (τ doubles) after iterations whose corrective cycle dropped at most
 #: half of the newly freed variables, not only after iterations without corrections as in
@@ -107,6 +108,8 @@ def _layouts(X, n_problems=1):
 def _check_fit_data(estimator, X, y, sample_weight, reset=True):
     X, y = validate_data(estimator, X, y, accept_sparse=["csr", "csc"],
                          dtype=[np.float64, np.float32], reset=reset)
+    if sp.issparse(X):
+        X = with_uniform_indices(X)
     check_classification_targets(y)
     sample_weight = _check_sample_weight(sample_weight, X, dtype=np.float64)
     if np.any(sample_weight < 0):
@@ -195,6 +198,8 @@ class L1LogisticOBA(ClassifierMixin, BaseEstimator):
                              f"but the data contains only one class: {classes[0]!r}")
         if self.class_weight is not None:
             cw = compute_class_weight(self.class_weight, classes=classes, y=y)
+            if not np.all(np.isfinite(cw) & (cw >= 0)):
+                raise ValueError(f"class_weight must be finite and non-negative, got {cw}")
             sample_weight = sample_weight * cw[np.searchsorted(classes, y)]
         problems = [classes[1]] if classes.size == 2 else list(classes)
         X, X_csr = _layouts(X, len(problems))
@@ -237,6 +242,8 @@ class L1LogisticOBA(ClassifierMixin, BaseEstimator):
         check_is_fitted(self)
         X = validate_data(self, X, accept_sparse=["csr", "csc"],
                           dtype=[np.float64, np.float32], reset=False)
+        if sp.issparse(X):
+            X = with_uniform_indices(X)
         if sp.issparse(X) and X.format == "csr" and not sp.issparse(self.coef_):
             scores = np.empty((X.shape[0], self.coef_.shape[0]))
             out = np.empty(X.shape[0])
@@ -332,6 +339,8 @@ def l1_logistic_path(X, y, Cs=10, *, pos_class=None, fit_intercept=True, tol=1e-
     X, X_csr = _layouts(X)
     datafit = Logistic(X, y_pm, sample_weight=sample_weight, fit_intercept=fit_intercept,
                        X_csr=X_csr)
+    if isinstance(Cs, bool) or isinstance(Cs, numbers.Integral) and Cs < 1:
+        raise ValueError(f"Cs must be a number of C values (>= 1) or an array of them, got {Cs!r}")
     if isinstance(Cs, numbers.Integral):
         c_min = _smallest_active_C(datafit)
         Cs = np.logspace(np.log10(c_min), np.log10(c_min) + 4, Cs)

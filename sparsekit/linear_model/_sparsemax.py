@@ -25,7 +25,7 @@ from ._sparsemax_dual import dual_coordinate_ascent
 from ..projections import project
 from ..projections._checks import negated_columns, reflect_columns
 from ..gpu._cupy import require_cupy
-from ..utils._validation import check_device
+from ..utils._validation import check_device, with_uniform_indices
 
 EXPECTED_FAILED_CHECKS = {
     name: "same objective; the solutions differ at the 1e-6 level (flat intercept valley)"
@@ -670,9 +670,8 @@ def _cpu_data_term(X, Y, sw, code, budget):
     gW = np.empty((X.shape[1], n_classes), dtype=dtype)
     gb = np.empty(n_classes, dtype=dtype)
     if sp.issparse(X):
+        X = with_uniform_indices(X)
         indices, indptr = X.indices, X.indptr
-        if indptr.dtype != indices.dtype:
-            indices, indptr = indices.astype(np.int64), indptr.astype(np.int64)
 
         def data_term(W, b):
             loss = loss_grad_csr(X.data, indices, indptr, np.ascontiguousarray(W), b, yptr,

@@ -17,6 +17,7 @@ from scipy.optimize import OptimizeResult
 
 from .._cython._projections import project_rows
 from .._cython._sparsemax_dual import dual_epoch_csr, dual_epoch_dense
+from ..utils._validation import with_uniform_indices
 
 
 def dual_coordinate_ascent(X, Y, sw, objective, theta0, *, alpha, code, budget,
@@ -35,8 +36,10 @@ def dual_coordinate_ascent(X, Y, sw, objective, theta0, *, alpha, code, budget,
         (``W = 0``).
     alpha, code, budget, fit_intercept, penalize_intercept
         As in the classifier (``alpha > 0``).
-    tol, max_iter : stop when ``max|grad| <= tol``, when no dual entry moved by more than
-        the machine epsilon of ``X``'s dtype in an epoch, or after ``max_iter`` epochs.
+    tol, max_iter : stop when ``max|grad| <= tol``, when no row's scores can have moved by
+        more than the machine epsilon of ``X``'s dtype in an epoch (dual change × max q_i;
+        a success only if max|grad| fell below √eps × its value after the first epoch),
+        or after ``max_iter`` epochs.
     rng : numpy Generator for the row order of each epoch.
     offset : ndarray of shape (K,), optional
         A fixed, unpenalized term of every row's scores ``W^T x + b + offset`` (not part of
@@ -67,9 +70,8 @@ def dual_coordinate_ascent(X, Y, sw, objective, theta0, *, alpha, code, budget,
             wb = R.sum(axis=0)
             b = np.zeros(k) if penalize_intercept else b - wb
     if sp.issparse(X):
+        X = with_uniform_indices(X)
         indices, indptr = X.indices, X.indptr
-        if indices.dtype != indptr.dtype:  # the kernel takes one index type
-            indices, indptr = indices.astype(np.int64), indptr.astype(np.int64)
 
         def epoch(order):
             return dual_epoch_csr(X.data, indices, indptr, W, b + offset, wb, M, c, q,
@@ -80,6 +82,8 @@ def dual_coordinate_ascent(X, Y, sw, objective, theta0, *, alpha, code, budget,
 
     message, success, it = "maximum number of epochs reached", False, 0
     resolution = np.finfo(X.dtype).eps  # float32 data: gradients below tol are noise
+    # a dual change δ in row i moves that row's scores by q_i δ: the scale of the test
+    score_scale = max(float(q.max(initial=0.0)), 1.0)
     for it in range(1, max_iter + 1):
         change = epoch(rng.permutation(n).astype(np.int64))
         theta = np.concatenate([W.ravel(), b + wb if fit_intercept else b])
@@ -93,7 +97,13 @@ def dual_coordinate_ascent(X, Y, sw, objective, theta0, *, alpha, code, budget,
         if gmax <= tol:
             message, success = "max|grad| <= tol", True
             break
-        if change <= resolution:
-            message, success = "no dual entry changed by more than the data's eps", True
+        gmax_first = gmax if it == 1 else gmax_first
+        if change * score_scale <= resolution:
+            # stalled: converged as far as the data's precision allows, or stuck (scores
+            # so large that every dual step rounds away: the gradient has not moved)
+            success = gmax <= np.sqrt(resolution) * gmax_first
+            message = ("no score moved by more than the data's eps" if success else
+                       "the dual steps round to nothing at this scale of X; standardize X "
+                       "or use solver='lbfgs'")
             break
     return OptimizeResult(x=theta, fun=f, jac=grad, nit=it, success=success, message=message)

@@ -14,6 +14,17 @@ def is_positive_integer(value):
             and float(value).is_integer() and value >= 1)
 
 
+def with_uniform_indices(X):
+    """A CSR/CSC matrix whose ``indices`` and ``indptr`` share one integer type (the kernels
+    take one): ``X`` itself, or, when they differ (arrays assigned by hand; SciPy's
+    constructors unify them), the same matrix rebuilt on int64 index arrays."""
+    if X.indices.dtype == X.indptr.dtype:
+        return X
+    X = X.copy()
+    X.indices, X.indptr = X.indices.astype(np.int64), X.indptr.astype(np.int64)
+    return X
+
+
 def check_device(device):
     """Return ``device`` if it names a supported device, else raise ``ValueError``."""
     if device not in _DEVICES:
