@@ -141,6 +141,23 @@ def test_large_weighted_rows_against_bisection():
         assert abs(w @ pi - 40) < 1e-9
 
 
+@pytest.mark.parametrize("polytope", ["capped_simplex", "knapsack"])
+def test_float32_rows_with_weights_over_many_orders_of_magnitude(polytope):
+    """Weights spread over 1e-5..1e4 put several float32 breakpoint keys on one value: the
+    float32 result is the float64 one rounded (it used to come out all zeros, infeasible)."""
+    w = np.array([1.18e-2, 4.9e-5, 5872.6, 1284.3, 97.2])
+    z = np.array([[0.96, 1.87, 0.15, -0.57, 1.27]])
+    rng = np.random.default_rng(7)
+    z = np.vstack([z, rng.normal(size=(200, 5))])
+    budget = 5588.0 if polytope == "capped_simplex" else 300.0
+    p64 = project(z, polytope, budget=budget, weights=w)
+    p32 = project(z.astype(np.float32), polytope, budget=budget, weights=w)
+    assert p32.dtype == np.float32
+    assert_allclose(p32, p64, atol=1e-6)
+    if polytope == "capped_simplex":
+        assert_allclose(p64 @ w, budget, rtol=1e-7)  # the shift by max z/w costs digits here
+
+
 @pytest.mark.parametrize("call, err, match", [
     (lambda z: project(z, "l1_ball"), ValueError, "polytope"),
     (lambda z: project(z, "budget"), TypeError, "requires"),
@@ -152,6 +169,8 @@ def test_large_weighted_rows_against_bisection():
     (lambda z: project_capped_simplex(z, 1.0, weights=[1, 2]), ValueError, "shape"),
     (lambda z: project_knapsack(z, 1.0, weights=[1, 0, 1]), ValueError, "> 0"),
     (lambda z: project_knapsack(z, 1.0, weights=[1, np.inf, 1]), ValueError, "> 0"),
+    (lambda z: project_knapsack(np.float32(z), 1.0, weights=[1, 1e300, 1]), ValueError,
+     "float32"),
     (lambda z: project(z, "simplex", radius=-1), ValueError, "radius"),
     (lambda z: project_at_least_one(z, device="gpu"), ValueError, "device"),
     (lambda z: project_box([[np.nan, 0, 0]]), ValueError, "NaN"),

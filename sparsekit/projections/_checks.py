@@ -98,6 +98,8 @@ def resolve_polytope(polytope, n_classes, dtype, params):
             raise ValueError(f"weights must have shape ({n_classes},), got {weights.shape}")
         if not (np.isfinite(weights).all() and (weights > 0).all()):
             raise ValueError("weights must be finite and > 0")
+        if weights.max() > np.finfo(dtype).max:
+            raise ValueError(f"weights must be finite in {np.dtype(dtype).name}")
         weights = np.ascontiguousarray(weights, dtype=dtype)
     budget = 1.0
     if polytope == "simplex":

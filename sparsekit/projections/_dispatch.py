@@ -17,6 +17,12 @@ def project_with_tau(Z, polytope, params):
     """CPU projection of validated 2-D ``Z``: returns ``(P, tau, (code, weights, weighted))``
     with ``P = clip(Z - tau[:, None] * weights, 0, upper)`` (see ``_projections.pxd``)."""
     code, budget, weights, weighted = resolve_polytope(polytope, Z.shape[1], Z.dtype, params)
+    if weighted and Z.dtype == np.float32:
+        # the kernel orders the 2K breakpoints (z'_i - 1)/w_i, z'_i/w_i by keys of Z's type:
+        # with weights spread over orders of magnitude, float32 keys tie and misorder the
+        # sweep, so the weighted problems are solved in float64 and rounded back
+        P, tau, _ = project_with_tau(Z.astype(np.float64), polytope, params)
+        return P.astype(np.float32), tau.astype(np.float32), (code, weights, weighted)
     P = np.empty_like(Z)
     tau = np.empty(Z.shape[0], dtype=Z.dtype)
     project_rows(code, Z, P, tau, budget, weights, weighted)
