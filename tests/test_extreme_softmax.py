@@ -13,7 +13,7 @@ import _softmax_reference as ref
 from sparsekit import ExtremeSoftmaxSGD as TopLevel
 from sparsekit.linear_model import ExtremeSoftmaxSGD, first_label, precision_at_k
 from sparsekit.linear_model._extreme_softmax import EXPECTED_FAILED_CHECKS
-from sparsekit.losses import _softmax, softmax_nll
+from sparsekit.losses import _softmax, softmax_log_proba, softmax_nll
 
 METHODS = ["implicit", "umax", "ove", "sgd", "sampled_softmax", "nce"]
 
@@ -158,6 +158,13 @@ def test_zero_weight_mass_gives_a_nan_curve_point_and_an_error_in_softmax_nll(da
         softmax_nll(X[:50], np.zeros(50, dtype=int), est.coef_, sample_weight=np.zeros(50))
     with pytest.raises(ValueError, match="positive weight"):
         softmax_nll(X[:0], np.zeros(0, dtype=int), est.coef_)
+
+
+def test_softmax_log_proba_takes_rows_only():
+    rows = np.array([[1.0, 2.0, 3.0], [0.0, 0.0, 0.0]])
+    np.testing.assert_allclose(softmax_log_proba(rows[0]), softmax_log_proba(rows)[0])
+    with pytest.raises(ValueError, match="1-D or 2-D"):
+        softmax_log_proba(np.zeros((2, 3, 4)))
 
 
 def test_multilabel_policy(data):

@@ -189,6 +189,7 @@ def test_dtypes_and_layouts():
     (np.zeros((2, 2, 2)), ValueError),
     (np.float64(3.0), ValueError),
     (sp.csr_matrix(np.eye(3)), TypeError),
+    (np.array([[1.0 + 2.0j, 0.0]]), TypeError),  # not a silent drop of the imaginary part
 ])
 def test_bad_input(bad, err):
     with pytest.raises(err):

@@ -52,6 +52,8 @@ def softmax_log_proba(scores):
     """Row-wise ``log softmax`` computed as ``scores - logsumexp(scores)`` (a 1-D ``scores``
     is one row)."""
     scores = np.asarray(scores, dtype=np.float64)
+    if scores.ndim not in (1, 2):
+        raise ValueError(f"scores must be 1-D or 2-D (n_rows, n_classes), got {scores.shape}")
     rows = np.atleast_2d(scores)
     return (rows - _row_logsumexp(rows)[:, None]).reshape(scores.shape)
 

@@ -36,11 +36,14 @@ def check_finite_2d(Z, name="Z"):
     """Validate a dense 2-D float array row-wise kernels can consume.
 
     Returns a C-contiguous float32/float64 array (float64 for other dtypes).
-    Raises ``ValueError`` on wrong dimensionality, empty columns, NaN or inf.
+    Raises ``ValueError`` on wrong dimensionality, empty columns, NaN or inf, and
+    ``TypeError`` on sparse or complex input.
     """
     if sp.issparse(Z):
         raise TypeError(f"{name} must be a dense array, got a sparse matrix")
     Z = np.asarray(Z)
+    if Z.dtype.kind == "c":
+        raise TypeError(f"{name} must be real, got complex values")
     if Z.dtype not in (np.float64, np.float32):
         Z = Z.astype(np.float64)
     if Z.ndim != 2:
