@@ -503,7 +503,6 @@ the 2-core machine was shared with other jobs, the 1-minute load average over th
 {load_lo:.1f}–{load_hi:.1f} (this benchmark accounts for 1), so wall times (kept in the
 results file) would mostly measure the waiting; CPU time still suffers from cache and SMT
 contention, so compare ratios rather than absolute numbers.
-{args.note}
 Objective ‖w‖₁ + C Σ log(1 + exp(−y wᵀx)), no intercept, for every solver. Data: {shapes}.
 OBA, skglm and celer get CSC input (their column layout); OBA = `L1LogisticOBA(fit_intercept=False)`; LIBLINEAR = liblinear-official `-s 6 -B -1`
 (problem built once, outside the timing); skglm `SparseLogisticRegression(alpha=1/(C n))`;
@@ -539,6 +538,8 @@ better of the two over the path; CPU seconds, median of 3.
                          "LIBLINEAR (s)", "LIBLINEAR max gap", "speed-up"], path_rows)}
 
 Convergence figure (thesis Fig. 2.1 style, C=1): `doc/oba_convergence.png`.
+
+{args.note}
 """
     _report.write_section("l1_logistic", "ℓ1 logistic regression: OBA vs LIBLINEAR, skglm, celer, "
                           "scikit-learn", body,
