@@ -97,7 +97,8 @@ def dual_coordinate_ascent(X, Y, sw, objective, theta0, *, alpha, code, budget,
         if gmax <= tol:
             message, success = "max|grad| <= tol", True
             break
-        gmax_first = gmax if it == 1 else gmax_first
+        if it == 1:
+            gmax_first = gmax
         if change * score_scale <= resolution:
             # stalled: converged as far as the data's precision allows, or stuck (scores
             # so large that every dual step rounds away: the gradient has not moved)

@@ -34,10 +34,10 @@ Changes that make the method cheaper and more reliable than the thesis' version:
 * when the direction is not a descent direction, the step is not finite, or the line
   search finds no decrease down to the resolution of x, the L-BFGS memory is discarded
   and the iteration is retried, first along the projected gradient (the variant's own
-  prediction of the binding set, no gradient sample), then along the ε-minimum-norm subgradient of the gradients at the
-  last M iterates and at the failed trial points (a gradient-sampling step); only a third
-  failure in a row ends the run (``restart=True``, the default; ``restart=False`` gives
-  the thesis' behaviour).
+  prediction of the binding set, no gradient sample), then along the ε-minimum-norm
+  subgradient of the gradients at the last M iterates and at the failed trial points (a
+  gradient-sampling step); only a third failure in a row ends the run (``restart=True``,
+  the default; ``restart=False`` gives the thesis' behaviour).
 """
 import inspect
 import math

@@ -233,10 +233,9 @@ def _quadratic_form(H, positions, values, size):
 
 def minimize_oba(f_grad, hessp, x0, mu, *, penalty_weights=None, lipschitz=None, tol=1e-6,
                  max_iter=500, eta=0.01, tau0_max=None, tau0_flat=1 / 3, tau_growth=0.0,
-                 tau_boost=1, cg_rtol=0.1,
-                 cg_rtol_explicit=None, cg_maxiter=1000, hess_reg=1e-8, reg_decay=False,
-                 cg_radius=1e3, adaptive_radius=True, precondition=True, ista_floor=1e-4,
-                 callback=None, verbose=0):
+                 tau_boost=1, cg_rtol=0.1, cg_rtol_explicit=None, cg_maxiter=1000,
+                 hess_reg=1e-8, reg_decay=False, cg_radius=1e3, adaptive_radius=True,
+                 precondition=True, ista_floor=1e-4, callback=None, verbose=0):
     """Minimize f(x) + μ Σᵢ wᵢ |xᵢ| by OBA (Keskar 2017, Algorithms 1 and 2).
 
     Parameters
