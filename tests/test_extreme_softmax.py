@@ -88,6 +88,22 @@ def test_dense_sparse_and_float32_agree(data):
     np.testing.assert_allclose(a.coef_, c.coef_, rtol=1e-3, atol=1e-4)
 
 
+@pytest.mark.parametrize("method", ["implicit", "umax", "ove"])
+def test_int32_and_int64_sparse_indices_give_the_same_fit(data, method):
+    """The epoch driver walks SciPy's int32 indices as they are (no int64 copy)."""
+    X, y = data
+    X32 = X.tocsr()
+    X32.indices, X32.indptr = X32.indices.astype(np.int32), X32.indptr.astype(np.int32)
+    X64 = X32.copy()
+    X64.indices, X64.indptr = X64.indices.astype(np.int64), X64.indptr.astype(np.int64)
+    kw = dict(method=method, learning_rate=0.3, n_epochs=2, random_state=0, n_sampled=2,
+              batch_size=1)
+    a = ExtremeSoftmaxSGD(**kw).fit(X32, y)
+    b = ExtremeSoftmaxSGD(**kw).fit(X64, y)
+    np.testing.assert_array_equal(a.coef_, b.coef_)
+    np.testing.assert_array_equal(a.intercept_, b.intercept_)
+
+
 def test_reproducible_and_seed_dependent(data):
     X, y = data
     a = ExtremeSoftmaxSGD(random_state=3, n_epochs=2).fit(X, y).coef_

@@ -77,6 +77,10 @@ METHODS = {"implicit": IMPLICIT, "umax": UMAX, "ove": OVE, "sgd": SGD,
 
 ctypedef double (*resid_fn)(double, void*, double*) noexcept nogil
 
+ctypedef fused index_t:     # CSR indices and indptr as SciPy gives them: no int64 copy
+    int
+    long long
+
 
 # ----------------------------------------------------------------------------------------
 # Random numbers: splitmix64 (one 64-bit state, no Python objects).
@@ -121,7 +125,7 @@ cdef void _sample_classes(uint64_t* s, Py_ssize_t K, Py_ssize_t y, int m, bint e
 # a dense row, whose indices are 0..nnz-1), count. ``bias`` adds a constant feature 1 at
 # column D of the weight row.
 
-cdef inline double _dot(const floating* w, const floating* xd, const Py_ssize_t* xi,
+cdef inline double _dot(const floating* w, const floating* xd, const index_t* xi,
                         Py_ssize_t nnz, bint bias, Py_ssize_t D) noexcept nogil:
     cdef double acc = 0.0
     cdef Py_ssize_t p
@@ -136,9 +140,9 @@ cdef inline double _dot(const floating* w, const floating* xd, const Py_ssize_t*
     return acc
 
 
-cdef inline Py_ssize_t _row(const floating* data, const Py_ssize_t* indices,
-                            const Py_ssize_t* indptr, bint dense, Py_ssize_t i, Py_ssize_t D,
-                            const floating** xd, const Py_ssize_t** xi) noexcept nogil:
+cdef inline Py_ssize_t _row(const floating* data, const index_t* indices,
+                            const index_t* indptr, bint dense, Py_ssize_t i, Py_ssize_t D,
+                            const floating** xd, const index_t** xi) noexcept nogil:
     """Point (``xd``, ``xi``) at row ``i`` of a CSR or flattened dense matrix; return nnz."""
     if dense:
         xd[0] = &data[i * D]
@@ -149,7 +153,7 @@ cdef inline Py_ssize_t _row(const floating* data, const Py_ssize_t* indices,
     return indptr[i + 1] - indptr[i]
 
 
-cdef inline void _axpy(floating* w, double a, const floating* xd, const Py_ssize_t* xi,
+cdef inline void _axpy(floating* w, double a, const floating* xd, const index_t* xi,
                        Py_ssize_t nnz, bint bias, Py_ssize_t D) noexcept nogil:
     cdef Py_ssize_t p
     cdef floating af = <floating>a
@@ -164,7 +168,7 @@ cdef inline void _axpy(floating* w, double a, const floating* xd, const Py_ssize
 
 
 cdef inline void _prefetch_rows(floating* R, Py_ssize_t stride, const Py_ssize_t* cls,
-                                int mm, const Py_ssize_t* xi, Py_ssize_t nnz, bint bias,
+                                int mm, const index_t* xi, Py_ssize_t nnz, bint bias,
                                 Py_ssize_t D) noexcept nogil:
     """Ask at once for the weight entries a later step will touch (x's features, NULL
     ``xi``: every line of a dense row, and the bias entry) in the rows of classes
@@ -187,7 +191,7 @@ cdef inline void _prefetch_rows(floating* R, Py_ssize_t stride, const Py_ssize_t
 
 
 cdef inline void _prefetch_part(floating* R, Py_ssize_t stride, const Py_ssize_t* cls,
-                                int mm, const Py_ssize_t* xi, Py_ssize_t nnz, bint bias,
+                                int mm, const index_t* xi, Py_ssize_t nnz, bint bias,
                                 Py_ssize_t D, int part) noexcept nogil:
     """Ask for part ``part`` (of PARTS) of the weight entries a later step will touch:
     the features of x (``xi``, NULL for a dense row: its cache lines) and the bias entry in
@@ -561,8 +565,8 @@ def implicit_step(double[::1] z, double[::1] rho, double u0, double eta, double 
 # ----------------------------------------------------------------------------------------
 # Epoch driver.
 
-def softmax_epoch(int method, const floating[::1] data, const Py_ssize_t[::1] indices,
-                  const Py_ssize_t[::1] indptr, bint dense, Py_ssize_t n_features, bint bias,
+def softmax_epoch(int method, const floating[::1] data, const index_t[::1] indices,
+                  const index_t[::1] indptr, bint dense, Py_ssize_t n_features, bint bias,
                   const Py_ssize_t[::1] y, const double[::1] sample_weight,
                   const double[::1] xsq, floating[:, ::1] R, double[::1] gamma,
                   double[::1] sqn, double[::1] u, const double[::1] beta,
@@ -572,7 +576,7 @@ def softmax_epoch(int method, const floating[::1] data, const Py_ssize_t[::1] in
     """One pass over the rows listed in ``order``; updates R, gamma, sqn, u in place.
 
     ``W = gamma[:, None] * R`` (lazy ridge scaling). Rows are CSR (``data``, ``indices``,
-    ``indptr``) or, when ``dense``, a C-ordered (N, D) array flattened into ``data``.
+    ``indptr``, int32 or int64 indices) or, when ``dense``, a C-ordered (N, D) array flattened into ``data``.
     ``xsq`` holds ``||x_i||^2`` (+1 with ``bias``). ``sqn`` tracks ``||r_k||^2`` and is only
     used by U-max with ``alpha > 0`` (row projection onto ``||w_k|| <= bound_w``).
     ``write_intent`` (for an R larger than the last-level cache) spreads the weight
@@ -599,15 +603,15 @@ def softmax_epoch(int method, const floating[::1] data, const Py_ssize_t[::1] in
     cdef bint track = method == UMAX and ridge
     cdef bint reset
     cdef const floating* xd
-    cdef const Py_ssize_t* xi
+    cdef const index_t* xi
     cdef const floating* data_p = &data[0] if data.shape[0] else NULL
-    cdef const Py_ssize_t* indices_p = &indices[0] if indices.shape[0] else NULL
-    cdef const Py_ssize_t* indptr_p = &indptr[0] if indptr.shape[0] else NULL
+    cdef const index_t* indices_p = &indices[0] if indices.shape[0] else NULL
+    cdef const index_t* indptr_p = &indptr[0] if indptr.shape[0] else NULL
     cdef floating* w
     cdef floating* R0 = &R[0, 0]
     cdef Py_ssize_t stride = R.shape[1], ahead = LOOKAHEAD * b, pnnz = 0
     cdef const floating* pxd
-    cdef const Py_ssize_t* pxi = NULL
+    cdef const index_t* pxi = NULL
     cdef Py_ssize_t* cls_ahead
     # classes of the examples in flight: the current batch and LOOKAHEAD batches after it
     cdef Py_ssize_t ring = (LOOKAHEAD + 1) * b, drawn = 0
@@ -657,7 +661,7 @@ def softmax_epoch(int method, const floating[::1] data, const Py_ssize_t[::1] in
                     nnz = _row(data_p, indices_p, indptr_p, dense, order[e], D, &xd, &xi)
                     _prefetch_span(xd, nnz * sizeof(floating))
                     if xi != NULL:
-                        _prefetch_span(xi, nnz * sizeof(Py_ssize_t))
+                        _prefetch_span(xi, nnz * sizeof(index_t))
                 for e in range(drawn + b, drawn + 2 * b):
                     if e >= N:
                         break

@@ -22,6 +22,7 @@ from sklearn.utils.validation import _check_sample_weight, check_is_fitted, vali
 
 from sparsekit._cython._softmax_sgd import METHODS, softmax_epoch
 from sparsekit.losses._softmax import _chunks, softmax_log_proba, softmax_nll, softmax_scores
+from sparsekit.utils._validation import with_uniform_indices
 
 __all__ = ["ExtremeSoftmaxSGD", "first_label", "precision_at_k", "EXPECTED_FAILED_CHECKS"]
 
@@ -371,9 +372,10 @@ class ExtremeSoftmaxSGD(ClassifierMixin, BaseEstimator):
             if not X.has_canonical_format:          # never reorder the caller's arrays
                 X = X.copy()
                 X.sum_duplicates()
+            X = with_uniform_indices(X)
             data = np.ascontiguousarray(X.data)
-            indices = X.indices.astype(np.intp)
-            indptr = X.indptr.astype(np.intp)
+            indices = np.ascontiguousarray(X.indices)     # int32 or int64, as given
+            indptr = np.ascontiguousarray(X.indptr)
             xsq = np.asarray(X.multiply(X).sum(axis=1), dtype=np.float64).ravel()
             dense = False
         else:
