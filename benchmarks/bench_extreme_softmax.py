@@ -203,6 +203,7 @@ def fit_or_none(est, X, y):
 
 def save(part, obj):
     obj["load"] = list(os.getloadavg())          # 1/5/15-min load average at the end
+    obj["commit"] = _report.git_commit()
     CACHE.mkdir(parents=True, exist_ok=True)
     (CACHE / f"{part}.json").write_text(json.dumps(obj, indent=1))
 
@@ -765,13 +766,14 @@ def _fmt(x, nd=3):
 
 
 def report(quick=False):
-    loads = []
+    loads, commits = [], []
     for part in ["repro", "m1check", "scale", "peers"]:
         res = load_part(part)
         if res:
             loads.append(f"{part} {'/'.join(f'{v:.1f}' for v in res['load'])}"
                          if res.get("load") else f"{part} not recorded (8-25 according to the "
                          "notes of that run)")
+            commits.append(f"{part} {res.get('commit', '34611dd or earlier (not recorded)')}")
     body = ["Full run: `python benchmarks/bench_extreme_softmax.py` (parts repro, m1check, "
             "scale, peers; each also alone with `--parts NAME`, the section being rebuilt "
             "from the cached results of every part). "
@@ -781,8 +783,11 @@ def report(quick=False):
             "are per example (the paper's eta times N, notes §5). One epoch is one pass over "
             "the data for every method except the two Implicit SGD columns marked 3 passes "
             "(the authors' budget, notes §6). The parts were run one at a time, each under "
-            "the shared timing lock (--parts repro / m1check / scale / peers), all with the "
-            "same build."]
+            "the shared timing lock (--parts repro / m1check / scale / peers), at the commits "
+            + "; ".join(commits) + ". The epoch driver's results are bitwise the same at "
+            "each of them (later commits changed parameter checks and the type of the CSR "
+            "indices the driver walks, not its arithmetic), so only the timings of the later "
+            "parts reflect the later code."]
     repro = load_part("repro")
     if repro:
         body.append(f"\n### 1. Reproduction (notes §3): {repro['epochs']} epochs, eta0 tuned "
