@@ -384,3 +384,17 @@ def test_sampling_the_true_class_matches_reference(K, m, alpha):
     rng = ref.SplitMix(5)
     draws = [ref.sample_classes(rng, K, 0, 1, exclude=False)[0] for _ in range(4000)]
     np.testing.assert_allclose(np.bincount(draws, minlength=K) / 4000, 1 / K, atol=0.03)
+
+
+@pytest.mark.parametrize("b,m,width", [(0, 1, 5), (1, 0, 5), (1, 4, 5), (1, 1, 4)])
+def test_epoch_driver_rejects_arguments_it_cannot_run(b, m, width):
+    """A zero batch, no or too many classes to draw, or a weight row narrower than x give a
+    ValueError, not a division by zero or an endless class draw (K = 4 here)."""
+    from sparsekit._cython._softmax_sgd import softmax_epoch
+    X = sp.csr_matrix(np.eye(3, 5))
+    N, K = 3, 4
+    with pytest.raises(ValueError, match="softmax_epoch: need batch_size"):
+        softmax_epoch(METHODS["ove"], X.data, X.indices, X.indptr, False, 5, False,
+                      np.arange(N, dtype=np.intp), np.ones(N), np.ones(N),
+                      np.zeros((K, width)), np.ones(K), np.zeros(1), np.zeros(N), np.ones(K),
+                      np.arange(N, dtype=np.intp), m, b, 0.1, 0.0, 1.0, np.inf, np.inf, 1)

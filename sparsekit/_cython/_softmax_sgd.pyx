@@ -602,6 +602,10 @@ def softmax_epoch(int method, const floating[::1] data, const index_t[::1] indic
     cdef bint ridge = alpha > 0.0     # without ridge gamma stays 1: never read it (O(K) state)
     cdef bint track = method == UMAX and ridge
     cdef bint reset
+    if b < 1 or m < 1 or m > (K - 1 if exclude_true else K) or R.shape[1] < D + bias:
+        raise ValueError(f"softmax_epoch: need batch_size >= 1, 1 <= n_sampled <= the classes "
+                         f"to draw from and R of width >= n_features + bias (got {b}, {m}, "
+                         f"K={K}, R width {R.shape[1]}, n_features {D}, bias {bias})")
     cdef const floating* xd
     cdef const index_t* xi
     cdef const floating* data_p = &data[0] if data.shape[0] else NULL
