@@ -758,7 +758,22 @@ def scale_report(scale):
         "path still costs ~60 ns per step of bookkeeping (~20% of the OVE step), and "
         "still the OVE epoch at K=1e5 takes 14% more time with no weight prefetch and 9% "
         "more with the prefetches at the draw: the remaining gap is the DRAM traffic of "
-        "the sampled rows, which no prefetch order tried hid better.")
+        "the sampled rows, which no prefetch order tried hid better. This driver walks "
+        "SciPy's int32 CSR indices as they are instead of an int64 copy (8 instead of 12 "
+        "bytes per nonzero): in interleaved runs of the same build on int64 and int32 "
+        "indices (results bitwise identical), Implicit SGD took 70-71 against 64-65 ms per "
+        "epoch at K=100 and 90-93 against 84-86 ms at K=1e5, OVE 37-46 against 31-36 ms at "
+        "K=100; the ratio moved by less than the run-to-run spread. Two probes of where "
+        "the extra comes from (OVE, interleaved runs): with the rows walked in file order "
+        "instead of shuffled, the K=100 epoch takes 13 ms instead of 30-32 ms and the K=1e5 "
+        "epoch 30-31 ms instead of 46-49 ms, the same ~17 ms (~170 ns per step) of extra "
+        "either way, so the extra is the weight rows alone and most of the K=100 step is the "
+        "shuffled walk over x and the per-example arrays; and 32-52% of OVE's sampled-row "
+        "updates at K=1e5 round away in float32 (under half an ulp of every entry), yet "
+        "skipping their stores, so that those lines stay clean and are never written back, "
+        "showed no gain beyond the noise (measured together with the index change against "
+        "the previous build: 53.7-55.3 against 56.2-56.9 ms at K=1e5), so the extra is the latency of the sampled rows' reads, not "
+        "the write-back traffic; the skip was not kept.")
 
 
 def _fmt(x, nd=3):
@@ -927,6 +942,8 @@ def main():
     parser.add_argument("--cap", type=float, default=120.0,
                         help="seconds of training allowed to each scikit-learn peer")
     args = parser.parse_args()
+    if args.parts == ["report"]:        # the section names the command that measures all
+        sys.argv = sys.argv[:1]
     if "repro" in args.parts:
         run_repro(args.quick, args.methods)
     if "m1check" in args.parts:
