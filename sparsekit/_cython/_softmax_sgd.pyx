@@ -576,7 +576,8 @@ def softmax_epoch(int method, const floating[::1] data, const index_t[::1] indic
     """One pass over the rows listed in ``order``; updates R, gamma, sqn, u in place.
 
     ``W = gamma[:, None] * R`` (lazy ridge scaling). Rows are CSR (``data``, ``indices``,
-    ``indptr``, int32 or int64 indices) or, when ``dense``, a C-ordered (N, D) array flattened into ``data``.
+    ``indptr``; int32 or int64 indices) or, when ``dense``, a C-ordered (N, D) array
+    flattened into ``data``.
     ``xsq`` holds ``||x_i||^2`` (+1 with ``bias``). ``sqn`` tracks ``||r_k||^2`` and is only
     used by U-max with ``alpha > 0`` (row projection onto ``||w_k|| <= bound_w``).
     ``write_intent`` (for an R larger than the last-level cache) spreads the weight
