@@ -772,8 +772,9 @@ def scale_report(scale):
         "updates at K=1e5 round away in float32 (under half an ulp of every entry), yet "
         "skipping their stores, so that those lines stay clean and are never written back, "
         "showed no gain beyond the noise (measured together with the index change against "
-        "the previous build: 53.7-55.3 against 56.2-56.9 ms at K=1e5), so the extra is the latency of the sampled rows' reads, not "
-        "the write-back traffic; the skip was not kept.")
+        "the previous build: 53.7-55.3 against 56.2-56.9 ms at K=1e5), so the extra is the "
+        "latency of the sampled rows' reads, not the write-back traffic; the skip was not "
+        "kept.")
 
 
 def _fmt(x, nd=3):
