@@ -201,8 +201,12 @@ def bouchard_optimal_a(scores):
 
 
 def kernel_epoch(method, X, y, W, u, order, seed, m, batch_size, eta, alpha, delta,
-                 sample_weight=None, sparse=False, dtype=np.float64, **options):
-    """Run the Cython ``softmax_epoch`` on the same inputs as ``reference_epoch``."""
+                 sample_weight=None, sparse=False, dtype=np.float64, norms="eager",
+                 **options):
+    """Run the Cython ``softmax_epoch`` on the same inputs as ``reference_epoch``.
+
+    ``norms``: U-max's row norms passed in ("eager"), left to the driver ("lazy": -1), or
+    wrong on purpose ("zero")."""
     import scipy.sparse as sp
 
     from sparsekit._cython._softmax_sgd import METHODS, softmax_epoch
@@ -218,7 +222,8 @@ def kernel_epoch(method, X, y, W, u, order, seed, m, batch_size, eta, alpha, del
                if alpha > 0 else np.inf)
     R = np.array(W, dtype=dtype, order="C", copy=True)
     gamma = np.ones(K)
-    sqn = (R.astype(np.float64) ** 2).sum(1)
+    sqn = {"eager": (R.astype(np.float64) ** 2).sum(1), "lazy": np.full(K, -1.0),
+           "zero": np.zeros(K)}[norms]
     u = np.asarray(u, dtype=np.float64).copy()
     if sparse:
         Xs = sp.csr_matrix(X.astype(dtype))

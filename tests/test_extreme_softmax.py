@@ -1,5 +1,6 @@
 """ExtremeSoftmaxSGD estimator: API, convergence, streaming, multi-label policy."""
 import pickle
+import warnings
 
 import numpy as np
 import pytest
@@ -546,3 +547,74 @@ def test_loss_curve_is_computed_on_eval_size_rows(data, monkeypatch):
                         lambda Xe, *a, **k: rows.append(Xe.shape[0]) or nll(Xe, *a, **k))
     ExtremeSoftmaxSGD(n_epochs=2, eval_size=20, random_state=0).fit(X, y)
     assert rows and set(rows) == {20}
+
+
+def test_first_label_of_a_set_is_its_smallest_label():
+    """A set has no order: the policy keeps its smallest label, whatever the hash seed."""
+    Y = [{"sports", "politics"}, frozenset({"tech", "arts"}), ["tech", "arts"]]
+    np.testing.assert_array_equal(first_label(Y), ["politics", "arts", "tech"])
+    with pytest.raises(ValueError, match="cannot be sorted"):
+        first_label([{1, "a"}])
+
+
+@pytest.mark.parametrize("eval_every,eval_size", [(0, 20), (1, 20), (1, None), (2, 599)])
+def test_monitoring_never_changes_the_weights(data, eval_every, eval_size):
+    X, y = data
+    fits = [ExtremeSoftmaxSGD("ove", n_epochs=3, random_state=rs, eval_every=eval_every,
+                              eval_size=eval_size).fit(X, y).coef_
+            for rs in (0, np.random.RandomState(0))]
+    plain = ExtremeSoftmaxSGD("ove", n_epochs=3, random_state=0, eval_every=0,
+                              eval_size=None).fit(X, y).coef_
+    for coef in fits:
+        np.testing.assert_array_equal(coef, plain)
+    a, b = (ExtremeSoftmaxSGD(n_epochs=2, random_state=0, eval_size=20).fit(X, y)
+            for _ in range(2))
+    assert a.loss_curve_ == b.loss_curve_                  # the subsample is reproducible
+
+
+@pytest.mark.parametrize("method", ["umax", "ove", "implicit"])
+def test_ridge_partial_fit_reads_only_the_rows_it_touches(data, method):
+    """With alpha > 0 a chunk touches a few rows: untouched rows stay bitwise as they were."""
+    X, y = data
+    est = ExtremeSoftmaxSGD(method, alpha=0.05, random_state=0, learning_rate=0.5)
+    est.partial_fit(X, y, classes=np.arange(8))
+    before = est.coef_.copy()
+    chunk = np.flatnonzero(np.isin(y, [0, 1]))[:3]
+    est.partial_fit(X[chunk], y[chunk])
+    changed = np.flatnonzero(np.any(est.coef_ != before, axis=1))
+    assert 0 < changed.size <= 3 * 2 and set(y[chunk]) <= set(changed.tolist())
+
+
+def test_umax_row_norms_computed_on_first_touch_match_norms_given_up_front(data):
+    X, y = data
+    Xd, K = X.toarray(), 8
+    W0, u0, order = np.full((K, X.shape[1]), 2.0), np.full(X.shape[0], np.log(K)), \
+        np.arange(X.shape[0])                          # rows above the bound: projections
+    for sparse in (False, True):
+        runs = {norms: ref.kernel_epoch("umax", Xd, y, W0, u0, order, 7, 1, 1, 0.5, 0.05,
+                                        1.0, sparse=sparse, norms=norms)
+                for norms in ("eager", "lazy", "zero")}
+        assert runs["lazy"][2] == 0
+        for a, b in zip(runs["lazy"][:2], runs["eager"][:2]):
+            np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-13)
+        assert not np.allclose(runs["zero"][0], runs["eager"][0])   # the norms matter here
+
+
+def test_many_classes_per_example_do_not_warn_and_verbose_partial_fit(data, capsys):
+    X, y = data
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        ExtremeSoftmaxSGD(verbose=1, random_state=0).partial_fit(
+            X[:30], np.arange(30) % 25, classes=np.arange(25))
+    assert "NLL on this chunk" in capsys.readouterr().out
+
+
+def test_a_failed_fit_leaves_the_fitted_model_usable(data):
+    X, y = data
+    est = ExtremeSoftmaxSGD(n_epochs=1, random_state=0).fit(X, y)
+    expected = est.predict(X)
+    for bad_X, bad_y in [(np.ones((30, 7)), np.zeros(30)), (X, -np.ones((X.shape[0], 3)))]:
+        with pytest.raises(ValueError):
+            est.fit(bad_X, bad_y)
+        assert est.n_features_in_ == X.shape[1]
+        np.testing.assert_array_equal(est.predict(X), expected)

@@ -398,3 +398,20 @@ def test_epoch_driver_rejects_arguments_it_cannot_run(b, m, width):
                       np.arange(N, dtype=np.intp), np.ones(N), np.ones(N),
                       np.zeros((K, width)), np.ones(K), np.zeros(1), np.zeros(N), np.ones(K),
                       np.arange(N, dtype=np.intp), m, b, 0.1, 0.0, 1.0, np.inf, np.inf, 1)
+
+
+def test_subnormals_are_flushed_during_a_pass_only():
+    """OVE's sampled-row updates underflow float32 with many classes; the epoch driver
+    flushes them to zero (x86 FTZ/DAZ) and gives the caller's floating-point mode back."""
+    import platform
+    from sparsekit import ExtremeSoftmaxSGD
+    from sparsekit.datasets import make_extreme_softmax_teacher
+    if platform.machine().lower() not in ("x86_64", "amd64", "i386", "i686"):
+        pytest.skip("FTZ/DAZ is set on x86 only")
+    X, y = make_extreme_softmax_teacher(2000, 50, 200, 10, dtype=np.float32, random_state=0)
+    coef = ExtremeSoftmaxSGD("ove", learning_rate=1.0, n_epochs=3, eval_every=0,
+                             random_state=0).fit(X, y).coef_
+    tiny = np.finfo(np.float32).tiny
+    assert coef.dtype == np.float32 and np.count_nonzero(coef) > coef.size // 2
+    assert not np.any((coef != 0) & (np.abs(coef) < tiny))
+    assert np.float32(1e-37) / np.float32(100) > 0      # the caller's mode is restored

@@ -167,6 +167,33 @@ def test_class_weight_equals_sample_weight_and_sparse_coef():
                                s.densify().decision_function(sp.csr_matrix(X)))
 
 
+@pytest.mark.parametrize("sparse", [False, True])
+def test_balanced_class_weight_counts_sample_weight_as_repeated_rows(sparse):
+    """'balanced' weighs classes by their sample-weight mass (as scikit-learn does), so
+    integer weights still equal repeated rows."""
+    X, y = _binary(6, n=80, d=6, sparse=sparse)
+    counts = np.random.default_rng(0).integers(1, 4, len(y))
+    rows = np.repeat(np.arange(len(y)), counts)
+    est = L1LogisticOBA(C=0.5, class_weight="balanced", tol=1e-12)
+    a = est.fit(X, y, sample_weight=counts).coef_.copy()
+    np.testing.assert_allclose(est.fit(X[rows], y[rows]).coef_, a, atol=1e-9)
+
+
+def test_path_grid_needs_a_feature_that_can_enter():
+    X, y = _binary(8)
+    with pytest.raises(ValueError, match="every C"):
+        l1_logistic_path(np.zeros_like(X), y, Cs=5)
+    coefs = l1_logistic_path(np.zeros_like(X), y, Cs=[0.1, 1.0])[0]
+    assert not np.any(coefs[:, :X.shape[1]])        # only the intercept moves
+
+
+def test_features_whose_squares_overflow_are_rejected():
+    X, y = _binary(7)
+    with pytest.raises(ValueError, match="rescale the features"):
+        L1LogisticOBA().fit(X * 1e155, y)
+    L1LogisticOBA().fit((X * 1e20).astype(np.float32), y)   # float32 data is fine
+
+
 def test_warm_start_uses_fewer_iterations():
     X, y = _binary(4, n=300, d=40)
     est = L1LogisticOBA(C=1.0, tol=1e-9, warm_start=True).fit(X, y)

@@ -602,3 +602,17 @@ def test_bounds_with_nan_or_the_wrong_shape_are_clear_errors():
         SparsemaxClassifier(bounds=(np.nan, 0.01)).fit(X, y)
     with pytest.raises(ValueError, match="broadcastable"):
         SparsemaxClassifier(bounds=(np.zeros(7), None)).fit(X, y)
+
+
+def test_fit_never_modifies_a_sparse_float64_target():
+    """The target cleaning (duplicates summed, zeros dropped, rounding noise clipped) works
+    on a copy, also when fit then rejects the target."""
+    X = np.random.RandomState(0).randn(6, 3)
+    Y = sp.csr_matrix(np.tile(np.eye(3), (2, 1)) * [1 + 5e-7, 1, 1])
+    data = Y.data.copy()
+    SparsemaxClassifier().fit(X, Y)
+    np.testing.assert_array_equal(Y.data, data)
+    Y2 = sp.csr_matrix((np.ones(7), [0, 1, 2, 0, 1, 2, 2], [0, 1, 2, 3, 4, 5, 7]), shape=(6, 3))
+    with pytest.raises(ValueError, match=r"\[0, 1\]"):
+        SparsemaxClassifier(polytope="box").fit(X, Y2)
+    assert Y2.nnz == 7 and not Y2.has_canonical_format

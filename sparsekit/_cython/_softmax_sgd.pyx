@@ -33,6 +33,7 @@ lazy scaling w_j = gamma_j r_j, so data updates stay sparse.
 import numpy as np
 
 from cython cimport floating
+from libc.float cimport DBL_MIN, FLT_MIN
 from libc.math cimport exp, log, log1p, sqrt, fabs, isfinite
 from libc.stdint cimport uint64_t
 from libc.stdlib cimport malloc, calloc, free
@@ -55,10 +56,25 @@ cdef extern from *:
     #define SK_PREFETCH_READ(p) ((void)(p))
     #define SK_PREFETCH_W(p) ((void)(p))
     #endif
+    #if defined(__SSE__) || defined(_M_X64)
+    #include <xmmintrin.h>
+    /* MXCSR flush-to-zero (0x8000) and denormals-are-zero (0x0040); returns the old state */
+    static inline unsigned int sk_flush_denormals(void) {
+        unsigned int saved = _mm_getcsr();
+        _mm_setcsr(saved | 0x8040);
+        return saved;
+    }
+    static inline void sk_restore_denormals(unsigned int saved) { _mm_setcsr(saved); }
+    #else
+    static inline unsigned int sk_flush_denormals(void) { return 0; }
+    static inline void sk_restore_denormals(unsigned int saved) { (void)saved; }
+    #endif
     """
     void SK_PREFETCH(const void* p) noexcept nogil
     void SK_PREFETCH_READ(const void* p) noexcept nogil
     void SK_PREFETCH_W(const void* p) noexcept nogil
+    unsigned int sk_flush_denormals() noexcept nogil
+    void sk_restore_denormals(unsigned int saved) noexcept nogil
 
 cdef enum:
     LOOKAHEAD = 2       # batches between drawing a step's classes and running it
@@ -137,6 +153,14 @@ cdef inline double _dot(const floating* w, const floating* xd, const index_t* xi
             acc += xd[p] * w[xi[p]]
     if bias:
         acc += w[D]
+    return acc
+
+
+cdef inline double _sqnorm(const floating* w, Py_ssize_t n) noexcept nogil:
+    cdef double acc = 0.0
+    cdef Py_ssize_t p
+    for p in range(n):
+        acc += <double>w[p] * w[p]
     return acc
 
 
@@ -579,13 +603,17 @@ def softmax_epoch(int method, const floating[::1] data, const index_t[::1] indic
     ``indptr``; int32 or int64 indices) or, when ``dense``, a C-ordered (N, D) array
     flattened into ``data``.
     ``xsq`` holds ``||x_i||^2`` (+1 with ``bias``). ``sqn`` tracks ``||r_k||^2`` and is only
-    used by U-max with ``alpha > 0`` (row projection onto ``||w_k|| <= bound_w``).
+    used by U-max with ``alpha > 0`` (row projection onto ``||w_k|| <= bound_w``); a
+    negative entry means "not known yet": the row's norm is computed when the row is first
+    touched, so a pass over a few rows (``partial_fit``) does not read all K of them.
     ``write_intent`` (for an R larger than the last-level cache) spreads the weight
     prefetches over the step two ahead as write-intent prefetches instead of asking for
     them at the draw; it changes the speed only, never the results. With
     ``exclude_true=False`` the classes are drawn among all K (the true class too, weight
     still (K-1)/m), as the authors' Implicit SGD code did (notes §6); a draw of the true
-    class then moves u only.
+    class then moves u only. Subnormal numbers are flushed to zero during the pass (x86
+    FTZ/DAZ, restored on return): with large K, OVE's updates of sampled rows underflow
+    float32, and every subnormal operand or result costs a microcode assist.
 
     Returns
     -------
@@ -603,6 +631,7 @@ def softmax_epoch(int method, const floating[::1] data, const index_t[::1] indic
     cdef bint ridge = alpha > 0.0     # without ridge gamma stays 1: never read it (O(K) state)
     cdef bint track = method == UMAX and ridge
     cdef bint reset
+    cdef double tiny = FLT_MIN if floating is float else DBL_MIN
     if b < 1 or m < 1 or m > (K - 1 if exclude_true else K) or R.shape[1] < D + bias:
         raise ValueError(f"softmax_epoch: need batch_size >= 1, 1 <= n_sampled <= the classes "
                          f"to draw from and R of width >= n_features + bias (got {b}, {m}, "
@@ -634,6 +663,7 @@ def softmax_epoch(int method, const floating[::1] data, const index_t[::1] indic
         free(ringbuf); free(ex); free(coef); free(z); free(rho); free(work); free(cnt)
         free(rowrho)
         raise MemoryError()
+    cdef unsigned int fp_state = sk_flush_denormals()
     try:
         with nogil:
             start = 0
@@ -736,6 +766,8 @@ def softmax_epoch(int method, const floating[::1] data, const index_t[::1] indic
                     for t in range(nb * mm):
                         k = cls[t]
                         if cnt[k] > 0:
+                            if track and sqn[k] < 0.0:
+                                sqn[k] = _sqnorm(&R[k, 0], stride)
                             rowrho[k] = 1.0 + eta * alpha * beta[k] * cnt[k] / nb
                             gamma[k] /= rowrho[k]
                             cnt[k] = 0
@@ -749,7 +781,7 @@ def softmax_epoch(int method, const floating[::1] data, const index_t[::1] indic
                         t = e * mm + j
                         k = cls[t]
                         a = coef[t] / gamma[k] if ridge else coef[t]
-                        if a == 0.0:
+                        if fabs(a) < tiny:     # 0 or subnormal in R's type: zero under DAZ
                             continue
                         w = &R[k, 0]
                         if track:
@@ -778,6 +810,7 @@ def softmax_epoch(int method, const floating[::1] data, const index_t[::1] indic
                             gamma[k] = 1.0
                 start += nb
     finally:
+        sk_restore_denormals(fp_state)
         free(ringbuf); free(ex); free(coef); free(z); free(rho); free(work); free(cnt)
         free(rowrho)
     return status, n_resets

@@ -57,7 +57,8 @@ def first_label(Y):
     ----------
     Y : {array-like, sparse matrix} of shape (n, L), or sequence of label sequences
         A label-indicator matrix (the first label is the lowest active column) or, per
-        example, a list of labels in file order (the first one listed is kept).
+        example, a list of labels in file order (the first one listed is kept; a set has no
+        order, so its smallest label is kept).
 
     Returns
     -------
@@ -87,6 +88,12 @@ def first_label(Y):
         return np.argmax(active, axis=1)
     out = []
     for i, labels in enumerate(Y):
+        if isinstance(labels, (set, frozenset)):
+            try:
+                labels = sorted(labels)
+            except TypeError:
+                raise ValueError(f"example {i}: a set of labels has no first label, and "
+                                 "these cannot be sorted; pass a list in file order") from None
         labels = list(labels)
         if not labels:
             raise ValueError(f"example {i} has no label; drop such rows before fitting")
@@ -205,13 +212,14 @@ class ExtremeSoftmaxSGD(ClassifierMixin, BaseEstimator):
     random_state : int, RandomState instance or None, default=None
         Drives the example order and the class sampler (splitmix64 in C).
     verbose : int, default=0
-        Print one line per evaluated epoch.
+        Print one line per evaluated epoch (``partial_fit``: per evaluated chunk).
     eval_every : int, default=1
         Record the exact training NLL in ``loss_curve_`` before training, every
         ``eval_every`` epochs and after the last one (0: never; each evaluation scores
         every class, O(K nnz) per evaluated row).
     eval_size : int or None, default=100_000
-        Evaluate on a fixed random subsample of this many training rows (None: all rows).
+        Evaluate on a fixed random subsample of this many training rows (None: all rows),
+        drawn from a random stream of its own: the monitoring never changes the weights.
     tol : float or None, default=None
         Stop when an evaluated NLL improves by less than ``tol``; a ConvergenceWarning is
         raised if that never happens. None runs all ``n_epochs``. Needs ``eval_every > 0``.
@@ -324,7 +332,10 @@ class ExtremeSoftmaxSGD(ClassifierMixin, BaseEstimator):
         y = self._targets(y)
         X, y = validate_data(self, X, y, accept_sparse="csr", dtype=[np.float64, np.float32],
                              order="C", reset=reset)
-        check_classification_targets(y)
+        with warnings.catch_warnings():  # many classes per example is this model's use case
+            warnings.filterwarnings("ignore", message="The number of unique classes is "
+                                    "greater than 50%", category=UserWarning)
+            check_classification_targets(y)
         return X, y
 
     def _check_method_params(self):
@@ -399,7 +410,7 @@ class ExtremeSoftmaxSGD(ClassifierMixin, BaseEstimator):
         if alpha > 0:
             bound_w = np.sqrt(2.0 * np.log(K) / alpha)
             bound_u = np.logaddexp(0.0, np.log(K - 1) + 2.0 * np.sqrt(xsq.max()) * bound_w)
-            sqn = np.einsum("ij,ij->i", self._R, self._R, dtype=np.float64)
+            sqn = np.full(K, -1.0)  # U-max's row norms: the driver computes them on first touch
         else:
             bound_w = bound_u = np.inf
             sqn = np.zeros(1)
@@ -414,8 +425,9 @@ class ExtremeSoftmaxSGD(ClassifierMixin, BaseEstimator):
             exclude_true=not self.sample_true_class)
         self.epoch_cpu_times_.append(time.thread_time() - c0)
         self.epoch_times_.append(time.perf_counter() - t0)
-        if alpha > 0:
-            self._R *= gamma[:, None].astype(self._R.dtype)
+        if alpha > 0:  # fold the lazy scales of the rows this pass touched (gamma != 1)
+            rows = np.flatnonzero(gamma != 1.0)
+            self._R[rows] *= gamma[rows, None].astype(self._R.dtype)
         self._publish()
         if status:
             self._forget()
@@ -431,6 +443,23 @@ class ExtremeSoftmaxSGD(ClassifierMixin, BaseEstimator):
         if not sample_weight.sum() > 0:
             return np.nan
         return softmax_nll(X, y_idx, self.coef_, self.intercept_, sample_weight)
+
+    def _evaluation_rows(self, n):
+        """Rows of ``fit``'s NLL history: all, or ``eval_size`` of them from a generator
+        seeded like the training stream but separate from it (a RandomState instance is
+        read, not advanced)."""
+        if not self.eval_every or self.eval_size is None or n <= self.eval_size:
+            return slice(None)
+        rs = self.random_state
+        seed = rs.get_state()[1] if isinstance(rs, np.random.RandomState) else rs
+        return np.sort(np.random.default_rng(seed).choice(n, self.eval_size, replace=False))
+
+    def _record(self, epoch, nll, where="training NLL"):
+        self.loss_curve_.append(nll)
+        self.loss_epochs_.append(epoch)
+        if self.verbose:
+            print(f"-- epoch {epoch}: {where} {nll:.6f}, "
+                  f"{sum(self.epoch_times_):.2f} s in the epoch driver")
 
     def _forget(self):
         """Drop every fitted attribute (the estimator is unfitted again)."""
@@ -457,13 +486,21 @@ class ExtremeSoftmaxSGD(ClassifierMixin, BaseEstimator):
         """
         self._validate_params()
         self._check_method_params()
-        X, y = self._validate_input(X, y, reset=True)
-        classes, y_idx = np.unique(y, return_inverse=True)
-        if len(classes) < 2:
-            raise ValueError("ExtremeSoftmaxSGD needs samples of at least 2 classes; got 1 "
-                             f"class ({classes[0]!r})")
-        sample_weight = _check_sample_weight(sample_weight, X, dtype=np.float64,
-                                             ensure_non_negative=True)
+        seen = {a: self.__dict__[a] for a in ("n_features_in_", "feature_names_in_")
+                if a in self.__dict__}
+        try:
+            X, y = self._validate_input(X, y, reset=True)
+            classes, y_idx = np.unique(y, return_inverse=True)
+            if len(classes) < 2:
+                raise ValueError("ExtremeSoftmaxSGD needs samples of at least 2 classes; "
+                                 f"got 1 class ({classes[0]!r})")
+            sample_weight = _check_sample_weight(sample_weight, X, dtype=np.float64,
+                                                 ensure_non_negative=True)
+        except Exception:  # a fit that fails on its input leaves the fitted model as it was
+            for a in ("n_features_in_", "feature_names_in_"):
+                self.__dict__.pop(a, None)
+            self.__dict__.update(seen)
+            raise
         rng = check_random_state(self.random_state)
         warm = (self.warm_start and hasattr(self, "_R")
                 and np.array_equal(getattr(self, "classes_", None), classes)
@@ -481,21 +518,13 @@ class ExtremeSoftmaxSGD(ClassifierMixin, BaseEstimator):
         u = (self.u_.copy() if warm and getattr(self, "u_", np.empty(0)).shape == (X.shape[0],)
              else self._initial_u(X, y_idx))
         n = X.shape[0]
-        ev = (np.sort(rng.choice(n, self.eval_size, replace=False))
-              if self.eval_size is not None and n > self.eval_size else slice(None))
+        ev = self._evaluation_rows(n)
         Xe, ye, we = X[ev], y_idx[ev], sample_weight[ev]
         self.loss_curve_, self.loss_epochs_, self.epoch_times_ = [], [], []
         self.epoch_cpu_times_ = []
 
-        def record(epoch):
-            self.loss_curve_.append(self._training_nll(Xe, ye, we))
-            self.loss_epochs_.append(epoch)
-            if self.verbose:
-                print(f"-- epoch {epoch}: training NLL {self.loss_curve_[-1]:.6f}, "
-                      f"{sum(self.epoch_times_):.2f} s in the epoch driver")
-
         if self.eval_every:
-            record(0)
+            self._record(0, self._training_nll(Xe, ye, we))
         converged = False
         self.n_iter_ = 0
         for epoch in range(self.n_epochs):
@@ -507,7 +536,7 @@ class ExtremeSoftmaxSGD(ClassifierMixin, BaseEstimator):
             last = epoch + 1 == self.n_epochs
             if self.eval_every and ((epoch + 1) % self.eval_every == 0 or last):
                 previous = self.loss_curve_[-1] if self.loss_curve_ else np.inf
-                record(epoch + 1)
+                self._record(epoch + 1, self._training_nll(Xe, ye, we))
                 if self.tol is not None and previous - self.loss_curve_[-1] < self.tol:
                     converged = True
                     break
@@ -581,8 +610,8 @@ class ExtremeSoftmaxSGD(ClassifierMixin, BaseEstimator):
                        int(rng.randint(0, 2**62)))
         self.n_iter_ += 1
         if self.eval_every and self.n_iter_ % self.eval_every == 0:
-            self.loss_curve_.append(self._training_nll(X, y_idx, sample_weight))
-            self.loss_epochs_.append(self.n_iter_)
+            self._record(self.n_iter_, self._training_nll(X, y_idx, sample_weight),
+                         "NLL on this chunk")
         self.u_ = u
         return self
 

@@ -111,6 +111,11 @@ def _check_fit_data(estimator, X, y, sample_weight, reset=True):
     if sp.issparse(X):
         X = with_uniform_indices(X)
     check_classification_targets(y)
+    values = X.data if sp.issparse(X) else X
+    largest = float(np.abs(values).max()) if values.size else 0.0
+    if largest > np.sqrt(np.finfo(np.float64).max / max(X.shape[1], 1)):
+        raise ValueError(f"X has entries up to {largest:.3g} in magnitude, whose squared row "
+                         "norms overflow float64; rescale the features (e.g. MaxAbsScaler)")
     sample_weight = _check_sample_weight(sample_weight, X, dtype=np.float64)
     if np.any(sample_weight < 0):
         raise ValueError("sample_weight must be non-negative")
@@ -141,7 +146,9 @@ class L1LogisticOBA(ClassifierMixin, BaseEstimator):
     warm_start : bool, default=False
         Start from the previous solution when the shapes match.
     class_weight : dict, "balanced" or None, default=None
-        Multiplies the loss terms of each class (as sample weights do).
+        Multiplies the loss terms of each class (as sample weights do); "balanced" gives
+        class c the weight (total sample weight) / (n_classes × weight of class c), as
+        scikit-learn does.
     n_jobs : int, default=None
         Number of threads for the one-vs-rest problems (the kernels release the GIL).
     verbose : int, default=0
@@ -197,7 +204,8 @@ class L1LogisticOBA(ClassifierMixin, BaseEstimator):
             raise ValueError("This solver needs samples of at least 2 classes in the data, "
                              f"but the data contains only one class: {classes[0]!r}")
         if self.class_weight is not None:
-            cw = compute_class_weight(self.class_weight, classes=classes, y=y)
+            cw = compute_class_weight(self.class_weight, classes=classes, y=y,
+                                      sample_weight=sample_weight)
             if not np.all(np.isfinite(cw) & (cw >= 0)):
                 raise ValueError(f"class_weight must be finite and non-negative, got {cw}")
             sample_weight = sample_weight * cw[np.searchsorted(classes, y)]
@@ -364,4 +372,7 @@ def _smallest_active_C(datafit):
     """The C below which w = 0 is optimal: ‖∇_w f‖_∞ ≤ 1/(C n) at the null start."""
     _, grad = datafit.value_grad(_null_start(datafit))
     g = np.abs(grad[:datafit.n_features]).max() * datafit.n_samples
-    return 1.0 / max(g, 1e-300)
+    if not g > 0:
+        raise ValueError("w = 0 is optimal for every C (X is zero on the weighted rows, or "
+                         "the null start already fits them): pass Cs as an array")
+    return 1.0 / g

@@ -113,7 +113,10 @@ class SparsemaxClassifier(ClassifierMixin, BaseEstimator):
         Multi-label decision rule of :meth:`predict`: label ``j`` is predicted when
         ``predict_proba(X)[:, j] > threshold`` (the default predicts the support).
     tol : float, default=1e-6
-        Stop when the largest projected-gradient entry is below ``tol``.
+        Stop when the largest projected-gradient entry is below ``tol``. lbfgs, nqn and
+        newton-cg also stop, with success, once an iteration lowers the objective by less
+        than 64 machine epsilons relative to it (scikit-learn's LogisticRegression rule):
+        at that point the gradient may still exceed a very small ``tol``.
     max_iter : int, default=1000
         Maximum number of solver iterations.
     warm_start : bool, default=False
@@ -162,7 +165,8 @@ class SparsemaxClassifier(ClassifierMixin, BaseEstimator):
     ``..._on_sparse_data`` (:data:`EXPECTED_FAILED_CHECKS`): weighting and repeating rows
     give the same objective (tested), but with small ``alpha`` the unpenalized intercept
     lies in a nearly flat valley of the piecewise-quadratic loss, so two L-BFGS runs stop at
-    points whose probabilities differ by ~1e-6, above the check's rtol of 1e-7. That is
+    points whose probabilities differ by up to ~1e-5 at the default ``tol`` (~1e-7 at
+    ``tol=1e-12``), above the check's rtol of 1e-7. That is
     the default ``polytope="simplex"``; on the other polytopes ``check_classifiers_train``
     fails too, by design: their ``predict_proba`` rows are label marginals that need not
     sum to 1.
@@ -312,7 +316,7 @@ class SparsemaxClassifier(ClassifierMixin, BaseEstimator):
         """CSR targets of the un-negated problem (n, K), mask of the rows kept in the fit;
         sets ``classes_`` and the validated ``negated`` mask ``_negated`` (None: none)."""
         if sp.issparse(y) or np.ndim(y) == 2 and np.shape(y)[1] > 1:
-            Y = sp.csr_matrix(y, dtype=np.float64)
+            Y = sp.csr_matrix(y, dtype=np.float64, copy=True)  # cleaned below, in place
             Y.sum_duplicates()
             Y.eliminate_zeros()
             self.classes_ = np.arange(Y.shape[1])
