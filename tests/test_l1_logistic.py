@@ -187,6 +187,23 @@ def test_path_grid_needs_a_feature_that_can_enter():
     assert not np.any(coefs[:, :X.shape[1]])        # only the intercept moves
 
 
+@pytest.mark.parametrize("scale", [1e-6, 1e4])
+def test_scaling_sample_weight_and_C_together_changes_nothing(scale):
+    """The stop is measured on the weighted mean loss: weights times ``scale`` with C over
+    ``scale`` is the same problem, solved to the same point (also along a path)."""
+    X, y = _binary(9, n=300, d=30)
+    ref_fit = L1LogisticOBA(C=0.5).fit(X, y)
+    fit = L1LogisticOBA(C=0.5 / scale).fit(X, y, sample_weight=np.full(len(y), scale))
+    np.testing.assert_allclose(fit.coef_, ref_fit.coef_, atol=1e-9)
+    np.testing.assert_allclose(fit.intercept_, ref_fit.intercept_, atol=1e-9)
+    path = l1_logistic_path(X, y, Cs=4)
+    scaled = l1_logistic_path(X, y, Cs=4, sample_weight=np.full(len(y), scale))
+    np.testing.assert_allclose(scaled[1] * scale, path[1], rtol=1e-12)
+    np.testing.assert_allclose(scaled[0], path[0], atol=1e-9)
+    with pytest.raises(ValueError, match="every sample has weight 0"):
+        L1LogisticOBA(class_weight={0: 0.0, 1: 0.0}).fit(X, y)
+
+
 def test_features_whose_squares_overflow_are_rejected():
     X, y = _binary(7)
     with pytest.raises(ValueError, match="rescale the features"):

@@ -217,3 +217,17 @@ def test_sdca_stuck_at_a_huge_feature_scale_warns_instead_of_claiming_success():
         warnings.simplefilter("error")
         SparsemaxClassifier(solver="sdca", random_state=0).fit(X, y)
         assert SparsemaxClassifier().fit(X * 1e8, y).score(X * 1e8, y) > 0.8
+
+
+def test_sdca_with_tol_zero_stops_at_the_rounding_floor():
+    """tol = 0 cannot be met by the gradient; the epochs stop, with success, once the duals
+    only move by a few ulps (before: every one of max_iter epochs ran, then a warning)."""
+    from sklearn.datasets import load_iris
+    X, y = load_iris(return_X_y=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConvergenceWarning)
+        est = SparsemaxClassifier(alpha=0.1, solver="sdca", tol=0, max_iter=20000,
+                                  random_state=0).fit(X, y)
+    assert est.n_iter_ < 5000
+    tight = SparsemaxClassifier(alpha=0.1, solver="newton-cg", tol=1e-12).fit(X, y)
+    np.testing.assert_allclose(est.coef_, tight.coef_, atol=1e-8)

@@ -79,6 +79,16 @@ def _solve(datafit, C, tol, max_iter, w0, verbose):
     return w, b, res
 
 
+def _unit_mean_weights(sample_weight):
+    """The weights divided by their mean, and that mean: with weights of mean 1 the solver's
+    f (the weighted mean loss) and so its ``tol`` do not depend on how the weights are
+    scaled; C times the mean keeps the objective."""
+    mean = float(np.mean(sample_weight))
+    if not mean > 0:
+        raise ValueError("every sample has weight 0 (sample_weight times class_weight)")
+    return sample_weight / mean, mean
+
+
 def _null_start(datafit):
     """w = 0 and, when fitted, the intercept that is optimal for it."""
     x0 = np.zeros(datafit.n_params)
@@ -136,8 +146,9 @@ class L1LogisticOBA(ClassifierMixin, BaseEstimator):
         Inverse regularization strength (as in LIBLINEAR and scikit-learn).
     tol : float, default=1e-8
         Stopping tolerance on the optimality measure ‖x − S_μ(x − ∇f(x))‖_∞ of the scaled
-        problem f = mean weighted logistic loss, μ = 1/(C n) (notes §1.9; 1e-8 is the
-        [CODE] default ``optol``).
+        problem f = Σᵢ sᵢ log(1 + exp(−yᵢ(wᵀxᵢ + b))) / Σᵢ sᵢ (the weighted mean loss),
+        μ = 1/(C Σᵢ sᵢ) (notes §1.9; 1e-8 is the [CODE] default ``optol``): rescaling the
+        sample weights and 1/C together changes neither the solution nor the stop.
     max_iter : int, default=500
         Maximum number of OBA iterations per binary problem.
     fit_intercept : bool, default=True
@@ -209,12 +220,14 @@ class L1LogisticOBA(ClassifierMixin, BaseEstimator):
             if not np.all(np.isfinite(cw) & (cw >= 0)):
                 raise ValueError(f"class_weight must be finite and non-negative, got {cw}")
             sample_weight = sample_weight * cw[np.searchsorted(classes, y)]
+        sample_weight, mean_weight = _unit_mean_weights(sample_weight)
         problems = [classes[1]] if classes.size == 2 else list(classes)
         X, X_csr = _layouts(X, len(problems))
         w0 = self._warm_start_point(len(problems), X.shape[1])
         jobs = (delayed(_fit_binary)(
-            X, X_csr, np.where(y == pos, 1.0, -1.0), sample_weight, self.C, self.fit_intercept,
-            self.tol, self.max_iter, w0[k] if w0 is not None else None, self.verbose)
+            X, X_csr, np.where(y == pos, 1.0, -1.0), sample_weight, self.C * mean_weight,
+            self.fit_intercept, self.tol, self.max_iter, w0[k] if w0 is not None else None,
+            self.verbose)
             for k, pos in enumerate(problems))
         results = Parallel(n_jobs=self.n_jobs, prefer="threads")(jobs)
 
@@ -344,13 +357,14 @@ def l1_logistic_path(X, y, Cs=10, *, pos_class=None, fit_intercept=True, tol=1e-
     elif pos_class not in classes:
         raise ValueError(f"pos_class {pos_class!r} is not a label of y")
     y_pm = np.where(y == pos_class, 1.0, -1.0)
+    sample_weight, mean_weight = _unit_mean_weights(sample_weight)
     X, X_csr = _layouts(X)
     datafit = Logistic(X, y_pm, sample_weight=sample_weight, fit_intercept=fit_intercept,
                        X_csr=X_csr)
     if isinstance(Cs, bool) or isinstance(Cs, numbers.Integral) and Cs < 1:
         raise ValueError(f"Cs must be a number of C values (>= 1) or an array of them, got {Cs!r}")
     if isinstance(Cs, numbers.Integral):
-        c_min = _smallest_active_C(datafit)
+        c_min = _smallest_active_C(datafit) / mean_weight
         Cs = np.logspace(np.log10(c_min), np.log10(c_min) + 4, Cs)
     Cs = np.asarray(Cs, dtype=np.float64).ravel()
     if Cs.size == 0 or np.any(~np.isfinite(Cs)) or np.any(Cs <= 0):
@@ -359,7 +373,7 @@ def l1_logistic_path(X, y, Cs=10, *, pos_class=None, fit_intercept=True, tol=1e-
     n_iter = np.empty(Cs.size, dtype=np.int32)
     x = None
     for k in np.argsort(Cs):
-        _, _, res = _solve(datafit, Cs[k], tol, max_iter, x, 0)
+        _, _, res = _solve(datafit, Cs[k] * mean_weight, tol, max_iter, x, 0)
         x = res.x
         coefs[k] = x
         n_iter[k] = res.nit
