@@ -142,3 +142,9 @@ def test_extreme_teacher_validation(kwargs, match):
     params.update(kwargs)
     with pytest.raises(ValueError, match=match):
         make_extreme_softmax_teacher(**params)
+
+
+@pytest.mark.parametrize("n_samples", [True, np.inf, 2.5, 0])
+def test_ove_toy_rejects_sizes_that_are_not_positive_integers(n_samples):
+    with pytest.raises(ValueError, match="n_samples"):
+        make_ove_toy("T1", n_samples=n_samples)

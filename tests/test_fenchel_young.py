@@ -150,3 +150,19 @@ def test_labels_and_shapes():
     # simplex rows within float32 rounding of 1 are accepted
     Y32 = (np.full((5, 4), 1 / 3 * 0.75)).astype(np.float32)
     assert fenchel_young_loss(Z.astype(np.float32), Y32).shape == (5,)
+
+
+def test_weighted_float32_losses_are_solved_in_float64():
+    """As project(): float32 weights and sort keys misorder the weighted sweep, and a
+    weight below the float32 range rounds to 0; the loss at y = proj(z) is 0."""
+    z = np.float32([3.43, -3.36, 3.03, -4.19, -1.03, 3.73, -4.17, -1.36, 0.61])
+    w = [398.3, 1.45, 0.0238, 0.163, 1.96, 2.24e-4, 7319.6, 26.4, 6.18e-4]
+    y = project(z, "capped_simplex", budget=7392.0, weights=w)
+    loss, grad = fenchel_young_loss_and_grad(z, y, "capped_simplex", budget=7392.0, weights=w)
+    assert abs(loss) < 1e-5 and grad.dtype == np.float32
+    assert_allclose(grad, 0, atol=1e-6)
+    loss, grad = fenchel_young_loss_and_grad(np.float32([0.9, 0.8, 0.2]),
+                                             np.float32([0.5, 0, 0.5]), "capped_simplex",
+                                             budget=1.0, weights=[1, 1e-50, 1])
+    assert_allclose(grad, [0.35, 0.8, -0.35], atol=1e-6)
+    assert np.isfinite(loss)

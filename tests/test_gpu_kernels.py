@@ -399,3 +399,18 @@ def test_emulated_loss_is_zero_not_nan_at_the_largest_finite_scores(emu):
     loss, G = run_loss(emu, Z, np.array([[1.0, 0.0, 0.0]]))
     np.testing.assert_array_equal(loss, [0.0])
     np.testing.assert_array_equal(G, [[0.0, 0.0, 0.0]])
+
+
+@pytest.mark.parametrize("polytope", ["capped_simplex", "budget"])
+def test_emulated_capped_keeps_resolution_far_below_the_top(emu, polytope):
+    """Scores capped at 1 far above the answer (or a tiny weight, whose ratio z/w sets the
+    shift) must not cost the [0, 1] resolution of the coordinates the answer depends on."""
+    cases = [(np.float64, [1e12, 0.9, 0.8], 2.0, None, [1, 0.55, 0.45]),
+             (np.float32, [3.4e7, 0.9, 0.8], 2.0, None, [1, 0.55, 0.45])]
+    if polytope == "capped_simplex":
+        cases.append((np.float64, [0.9, 0.8, 0.2], 1.0, [1, 1e-12, 1], [0.85, 0.8, 0.15]))
+    for dtype, z, budget, w, expected in cases:
+        P, tau = run_project(emu, np.array([z], dtype=dtype), polytope, budget=budget,
+                             weights=w)
+        np.testing.assert_allclose(P[0], expected, atol=1e-12 if dtype == np.float64 else 1e-6,
+                                   err_msg=f"{dtype.__name__} z={z} w={w}")

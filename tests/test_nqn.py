@@ -596,3 +596,11 @@ def test_a_failed_step_restarts_from_an_empty_memory():
     res = minimize_nqn(P.fun, x0, jac=True, bounds=P.bounds,
                        options={"maxfun": 3000, "ftol": 0.0, "stall_tol": 0.0, "gtol": 0.0})
     assert res.fun <= 5.0 + 1e-9
+
+
+@pytest.mark.parametrize("options", [{"maxiter": 2.5}, {"maxfun": True}, {"gtol": -1.0},
+                                     {"ftol": np.nan}])
+def test_integer_and_tolerance_options_are_checked(options):
+    with pytest.raises(ValueError):
+        minimize_nqn(rosen, np.zeros(3), jac=rosen_der, options=options)
+    assert minimize_nqn(rosen, np.zeros(3), jac=rosen_der, options={"maxiter": 1e2}).nit <= 100

@@ -675,3 +675,25 @@ def test_estimated_lipschitz_constant_bounds_the_true_one():
     datafit = Quadratic(X, y)
     res = minimize_oba(datafit.value_grad, datafit.hessp, np.zeros(30), 0.01, tol=1e-10)
     assert res.lipschitz >= np.linalg.norm(X.T @ X / X.shape[0], 2)
+
+
+def test_datafits_check_their_inputs_against_X():
+    """The kernels read y and the weights without bounds checks: a short array is an error."""
+    X = np.random.default_rng(0).standard_normal((30, 5))
+    with pytest.raises(ValueError, match="sample_weight must have shape"):
+        Quadratic(X, np.ones(30), sample_weight=np.ones(3))
+    with pytest.raises(ValueError, match="y must have shape"):
+        Logistic(X, np.ones(10))
+    with pytest.raises(ValueError, match=r"\{-1, \+1\}"):
+        Logistic(X, np.r_[np.zeros(15), np.ones(15)])
+    with pytest.raises(ValueError, match="finite"):
+        Quadratic(X, np.full(30, np.nan))
+
+
+@pytest.mark.parametrize("option,value", [("eta", -1.0), ("eta", 2.0), ("cg_rtol", -1.0),
+                                          ("cg_rtol_explicit", 1.5), ("cg_maxiter", 0)])
+def test_minimize_oba_rejects_options_it_cannot_use(option, value):
+    X = np.random.default_rng(1).standard_normal((20, 4))
+    d = Quadratic(X, X[:, 0])
+    with pytest.raises(ValueError, match=option):
+        minimize_oba(d.value_grad, d.hessp, np.zeros(4), 0.1, **{option: value})

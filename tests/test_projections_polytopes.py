@@ -246,3 +246,30 @@ def test_capped_simplex_budget_equal_to_the_weight_sum_in_another_order():
         budget += v
     assert budget > w.sum()
     assert_allclose(project(np.zeros(5), "capped_simplex", budget=budget, weights=w), 1.0)
+
+
+@pytest.mark.parametrize("polytope", ["capped_simplex", "budget", "knapsack"])
+@pytest.mark.parametrize("dtype,top", [(np.float64, 1e12), (np.float64, 1e16),
+                                       (np.float32, 3.4e7)])
+def test_scores_capped_far_above_the_answer_keep_its_resolution(polytope, dtype, top):
+    """The shift by max z/w keeps the top exact; the coordinates the answer depends on,
+    far below it, are solved again around the answer (exact: [1, .55, .45])."""
+    p = project(np.array([top, 0.9, 0.8], dtype=dtype), polytope, budget=2.0)
+    assert_allclose(p, [1.0, 0.55, 0.45], atol=1e-12 if dtype == np.float64 else 1e-6)
+
+
+@pytest.mark.parametrize("polytope", ["capped_simplex", "knapsack"])
+@pytest.mark.parametrize("tiny", [1e-8, 1e-12, 1e-17])
+def test_a_tiny_weight_does_not_cost_the_others_their_resolution(polytope, tiny):
+    w = np.array([1.0, tiny, 1.0])
+    p = project([0.9, 0.8, 0.2], polytope, budget=1.0, weights=w)
+    assert_allclose(p, [0.85, 0.8, 0.15], atol=1e-12)
+    assert abs(w @ p - 1.0) < 1e-12
+
+
+def test_float32_parameter_limits_use_the_exact_weights_and_the_dtype_range():
+    w = np.array([0.3, 0.7000001, 1.9])          # sum(w) is not a float32 number
+    p = project(np.zeros(3, np.float32), "capped_simplex", budget=float(w.sum()), weights=w)
+    assert_array_equal(p, [1, 1, 1])
+    with pytest.raises(ValueError, match="not finite in float32"):
+        project(np.float32([0.1, 0.5, -0.2]), "simplex", radius=1e300)

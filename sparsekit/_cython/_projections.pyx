@@ -9,7 +9,7 @@ fallback: O(K) expected time.
 Signatures and contracts are documented in ``_projections.pxd``.
 """
 from libc.float cimport DBL_MAX, FLT_MIN
-from libc.math cimport INFINITY
+from libc.math cimport INFINITY, fabs
 from libc.stdlib cimport free, malloc
 
 import numpy as np
@@ -326,14 +326,18 @@ cdef double _max_ratio(const floating* z, Py_ssize_t k, const floating* w) noexc
 
 
 cdef double _capped_tau(const floating* z, Py_ssize_t k, double budget, const floating* w,
-                        double ref, floating* work, Py_ssize_t* iwork) noexcept nogil:
+                        double ref, floating* work, Py_ssize_t* iwork,
+                        double* swept) noexcept nogil:
     """tau' with sum_i w_i clip(z'_i - w_i tau', 0, 1) = budget (Prop. 5) for the shifted
     scores z'_i = z_i - w_i ref (tau = ref + tau'), by sorting the 2K breakpoints
     (z'_i - 1)/w_i, z'_i/w_i and sweeping the piecewise-linear sum; refined once with fresh
-    sums over the final active sets. With ref = max z_i / w_i (:func:`_max_ratio`) the
-    scores near the top are exact after the shift, so the result keeps its [0, 1]
-    resolution at any magnitude (unshifted, z_i - 1 rounds to z_i past 2^53). Requires
-    0 <= budget <= sum(w); a budget within 1e-13 relative of sum(w) gives p = 1."""
+    sums over the final active sets. Any ref works; the coordinates whose shifted scores
+    lie near w_i tau' lose the bits of w_i |tau'| in the shift, which
+    :func:`_capped_project` bounds by its choice of ref (unshifted, z_i - 1 rounds to z_i
+    past 2^53). Requires 0 <= budget <= sum(w); a budget within 1e-13 relative of sum(w)
+    gives p = 1. ``swept`` receives tau' before the refinement: a breakpoint interval's
+    point, which stays near the answer even where the refinement, on bits lost in the
+    shift, does not."""
     cdef Py_ssize_t i, j, code, m = 2 * k
     cdef double wi, zi, total = 0.0, upper, swz = 0.0, sww = 0.0, tnext, tau, d, lo, hi
     for i in range(k):
@@ -349,9 +353,15 @@ cdef double _capped_tau(const floating* z, Py_ssize_t k, double budget, const fl
         for i in range(k):
             wi = _weight(w, i)
             lo = min(lo, (z[i] - wi * ref - 1.0) / wi)
-        return lo - 1.0     # any tau <= min breakpoint; the margin keeps p = 1 exact
-    if budget <= 0.0:
-        return 1.0          # above every shifted breakpoint z'_i / w_i <= 0: p = 0
+        swept[0] = lo - 1.0     # any tau <= min breakpoint; the margin keeps p = 1 exact
+        return swept[0]
+    if budget <= 0.0:       # above every shifted breakpoint z'_i / w_i: p = 0
+        hi = -INFINITY
+        for i in range(k):
+            wi = _weight(w, i)
+            hi = max(hi, (z[i] - wi * ref) / wi)
+        swept[0] = hi + 1.0
+        return swept[0]
     # breakpoints are computed in double; the floating keys only order the sweep, which
     # runs down from the largest (all p = 0), so that scores far below the top never
     # enter the running sums unless the budget needs them
@@ -386,6 +396,7 @@ cdef double _capped_tau(const floating* z, Py_ssize_t k, double budget, const fl
                 tau = (upper + swz - budget) / sww
                 tau = max(min(tau, hi), tnext)
             break
+    swept[0] = tau
     upper = 0.0
     swz = 0.0
     sww = 0.0
@@ -417,9 +428,25 @@ cdef double _capped_project(const floating* z, floating* p, Py_ssize_t k, double
                             const floating* w, floating* work,
                             Py_ssize_t* iwork) noexcept nogil:
     """The capped projection of z with its sum constraint at ``budget`` active; returns
-    tau in the caller's frame (p = clip(z - w tau, 0, 1) up to the shift's rounding)."""
-    cdef double ref = _max_ratio(z, k, w)
-    cdef double tau = _capped_tau(z, k, budget, w, ref, work, iwork)
+    tau in the caller's frame (p = clip(z - w tau, 0, 1) up to the shift's rounding).
+
+    First shifted by ref = max z_i / w_i (:func:`_max_ratio`), which keeps the top scores
+    exact at any magnitude. When the answer lies far below that (huge scores capped at 1,
+    tiny weights: max_i w_i |tau'| above 4096, or 16 for float32 keys, which tie there),
+    the coordinates it depends on lost bits in the shift: the sweep is redone with ref
+    moved to the first sweep's answer."""
+    cdef double swept, ref = _max_ratio(z, k, w)
+    cdef double tau = _capped_tau(z, k, budget, w, ref, work, iwork, &swept)
+    cdef double wmax = 1.0
+    cdef double limit = 16.0 if floating is float else 4096.0
+    cdef Py_ssize_t i
+    if w != NULL:
+        wmax = w[0]
+        for i in range(1, k):
+            wmax = max(wmax, <double>w[i])
+    if fabs(swept) * wmax > limit:
+        ref += swept
+        tau = _capped_tau(z, k, budget, w, ref, work, iwork, &swept)
     _clip_out(z, p, k, tau, w, ref)
     return ref + tau
 

@@ -2,6 +2,8 @@
 import numpy as np
 from sklearn.utils import Bunch, check_random_state
 
+from ..utils._validation import is_positive_integer
+
 # kind -> (default n_samples, default n_classes)
 _TOY_DEFAULTS = {"T1": (200, 10), "T2": (200, 5), "T3": (10**6, 10**4)}
 
@@ -49,7 +51,7 @@ def make_ove_toy(kind="T1", n_samples=None, n_classes=None, *, return_params=Fal
     default_n, default_k = _TOY_DEFAULTS[kind]
     n = default_n if n_samples is None else n_samples
     k = default_k if n_classes is None else n_classes
-    if int(n) != n or n < 1 or int(k) != k or k < 2:
+    if not (is_positive_integer(n) and is_positive_integer(k) and k >= 2):
         raise ValueError(f"need n_samples >= 1 and n_classes >= 2, got {n!r}, {k!r}")
     n, k = int(n), int(k)
     rng = check_random_state(random_state)

@@ -30,8 +30,14 @@ def _loss_and_projection(Z, Y, polytope, params, negated):
     Y2 = np.ascontiguousarray(Y2, dtype=Z2.dtype)
     columns = negated_columns(negated, Z2.shape[1])
     Z2, Y2 = reflect_columns(Z2, columns), reflect_columns(Y2, columns)
-    code, budget, weights, weighted = resolve_polytope(polytope, Z2.shape[1], Z2.dtype,
-                                                       params)
+    dtype = Z2.dtype
+    code, budget, weights, weighted = resolve_polytope(polytope, Z2.shape[1], dtype, params)
+    if weighted and dtype == np.float32:
+        # as project_with_tau: float32 weights and sort keys misorder the weighted sweep,
+        # so these rows are solved in float64 (P and Y2 are rounded back below)
+        Z2, Y2 = Z2.astype(np.float64), Y2.astype(np.float64)
+        code, budget, weights, weighted = resolve_polytope(polytope, Z2.shape[1], Z2.dtype,
+                                                           params)
     try:
         check_target(Y2, polytope, budget, weights, np)
     except ValueError as exc:
@@ -44,7 +50,7 @@ def _loss_and_projection(Z, Y, polytope, params, negated):
     P = np.empty_like(Z2)
     loss = np.empty(Z2.shape[0], dtype=np.float64)
     fenchel_young_rows(code, Z2, Y2, P, loss, budget, weights, weighted)
-    return loss, P, Y2, columns, one_d
+    return loss, P.astype(dtype, copy=False), Y2.astype(dtype, copy=False), columns, one_d
 
 
 def fenchel_young_loss(Z, Y, polytope="simplex", *, negated=None, **params):

@@ -183,8 +183,13 @@ class _LinearDatafit:
     """Shared machinery of datafits of the margins m = X w + b (see module docstring).
 
     Subclasses define ``_pointwise(m, r, D)``: it returns Σ sᵢ ℓ(mᵢ) and writes
-    rᵢ = sᵢ ∂ℓ/∂mᵢ and Dᵢ = sᵢ ∂²ℓ/∂mᵢ² (with sᵢ already divided by n).
+    rᵢ = sᵢ ∂ℓ/∂mᵢ and Dᵢ = sᵢ ∂²ℓ/∂mᵢ² (with sᵢ already divided by n); they may check
+    their labels in ``_check_labels``.
     """
+
+    def _check_labels(self):
+        if not np.all(np.isfinite(self.y)):
+            raise ValueError("y must be finite")
 
     def __init__(self, X, y, sample_weight=None, fit_intercept=False, X_csr=None):
         if sp.issparse(X):
@@ -208,6 +213,11 @@ class _LinearDatafit:
         self.y = np.ascontiguousarray(y, dtype=np.float64)
         sw = (np.ones(self.n_samples) if sample_weight is None
               else np.asarray(sample_weight, dtype=np.float64))
+        for name, v in (("y", self.y), ("sample_weight", sw)):  # the kernels do not check
+            if v.shape != (self.n_samples,):
+                raise ValueError(f"{name} must have shape ({self.n_samples},) to match X, "
+                                 f"got {v.shape}")
+        self._check_labels()
         self._sw = np.ascontiguousarray(sw / self.n_samples)
         self.fit_intercept = bool(fit_intercept)
         self.n_params = self.n_features + self.fit_intercept
@@ -391,6 +401,11 @@ class Logistic(_LinearDatafit):
 
     def _pointwise(self, m, r, D):
         return K.logistic_pointwise(m, self.y, self._sw, r, D)
+
+    def _check_labels(self):
+        if not np.all(np.abs(self.y) == 1.0):
+            raise ValueError("Logistic needs labels y in {-1, +1}, got values "
+                             f"{np.unique(self.y)[:5].tolist()}")
 
     def null_intercept(self):
         """The intercept minimizing f at w = 0: the log-odds of the weighted share of

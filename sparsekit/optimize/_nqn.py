@@ -43,6 +43,7 @@ import inspect
 import math
 import warnings
 from collections import deque
+from numbers import Real
 
 import numpy as np
 from scipy.optimize import Bounds, OptimizeResult, OptimizeWarning
@@ -136,9 +137,15 @@ def _parse_options(options):
     if not opts["stall_tol"] >= 0.0:
         raise ValueError(f"stall_tol must be >= 0, got {opts['stall_tol']!r}")
     for key in ("maxcor", "maxfun", "maxiter", "maxls", "sample_size", "stall_iter"):
-        if int(opts[key]) < (0 if key == "maxiter" else 1):  # maxiter=0: x0 evaluated only
-            raise ValueError(f"{key} must be a positive integer, got {opts[key]!r}")
-        opts[key] = int(opts[key])
+        value = opts[key]    # an integral float (maxiter=1e4) is taken, as by SciPy
+        if (isinstance(value, bool) or not isinstance(value, Real)
+                or not float(value).is_integer()
+                or value < (0 if key == "maxiter" else 1)):  # maxiter=0: x0 evaluated only
+            raise ValueError(f"{key} must be a positive integer, got {value!r}")
+        opts[key] = int(value)
+    for key in ("gtol", "ftol"):
+        if key in opts and not opts[key] >= 0.0:
+            raise ValueError(f"{key} must be >= 0, got {opts[key]!r}")
     return opts
 
 

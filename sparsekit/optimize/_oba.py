@@ -363,6 +363,13 @@ def minimize_oba(f_grad, hessp, x0, mu, *, penalty_weights=None, lipschitz=None,
         raise ValueError(f"tau0_max must be a positive integer or None, got {tau0_max!r}")
     if tau0_flat is not None and not (isinstance(tau0_flat, Real) and 0 < tau0_flat <= 1):
         raise ValueError(f"tau0_flat must be a number in (0, 1] or None, got {tau0_flat!r}")
+    if not (isinstance(eta, Real) and 0 < eta <= 1):
+        raise ValueError(f"eta must be a number in (0, 1], got {eta!r}")
+    for name, value in (("cg_rtol", cg_rtol), ("cg_rtol_explicit", cg_rtol_explicit)):
+        if value is not None and not (isinstance(value, Real) and 0 < value < 1):
+            raise ValueError(f"{name} must be a number in (0, 1), got {value!r}")
+    if not (isinstance(cg_maxiter, Integral) and cg_maxiter >= 1):
+        raise ValueError(f"cg_maxiter must be a positive integer, got {cg_maxiter!r}")
     muw = np.ascontiguousarray(mu * weights)
     # τ⁰ = η · #penalized (§1.6) up to tau0_max, and at least the support of a warm start (a
     # path restarts near the previous solution: doubling up to its support would waste time)

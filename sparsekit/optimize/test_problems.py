@@ -35,6 +35,7 @@ Chained_Mifflin_2 the unconstrained minimizer has no closed form; the bound reci
 damped Newton iteration on the tridiagonal system.
 """
 from functools import lru_cache
+from numbers import Integral
 
 import numpy as np
 from scipy.linalg import solve_banded
@@ -449,9 +450,9 @@ class BoundedProblem:
     def __init__(self, name, n):
         if name not in PROBLEMS:
             raise ValueError(f"unknown problem {name!r}; choose from {sorted(PROBLEMS)}")
-        if n < 2 or n % 2:
-            raise ValueError(f"n must be an even integer >= 2, got {n}")
-        self.name, self.n = name, n
+        if not (isinstance(n, Integral) and n >= 2 and n % 2 == 0):
+            raise ValueError(f"n must be an even integer >= 2, got {n!r}")
+        self.name, self.n = name, int(n)
         self.fun, xstar, self.dense = PROBLEMS[name]
         self.x_uncon = xstar(n)
         even = np.arange(n) % 2 == 1  # 1-based even indices

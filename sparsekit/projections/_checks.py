@@ -91,6 +91,7 @@ def resolve_polytope(polytope, n_classes, dtype, params):
     if missing:
         raise TypeError(f"polytope {polytope!r} requires {missing}")
     weights = np.ones(n_classes, dtype=dtype)
+    total = float(n_classes)        # sum(weights) before any rounding to ``dtype``
     weighted = values.get("weights") is not None
     if weighted:
         weights = np.asarray(values["weights"], dtype=np.float64)
@@ -100,15 +101,18 @@ def resolve_polytope(polytope, n_classes, dtype, params):
             raise ValueError("weights must be finite and > 0")
         if weights.max() > np.finfo(dtype).max:
             raise ValueError(f"weights must be finite in {np.dtype(dtype).name}")
+        total = float(weights.sum())
         weights = np.ascontiguousarray(weights, dtype=dtype)
     budget = 1.0
     if polytope == "simplex":
         budget = _positive_scalar(values["radius"], "radius")
+        if budget > float(np.finfo(dtype).max):
+            raise ValueError(f"radius={budget} is not finite in {np.dtype(dtype).name}")
     elif "budget" in values:
         budget = _positive_scalar(values["budget"], "budget", allow_zero=True)
-        if polytope == "capped_simplex" and budget > weights.sum(dtype=np.float64) * (1 + 1e-12):
+        if polytope == "capped_simplex" and budget > total * (1 + 1e-12):
             raise ValueError(
-                f"budget={budget} exceeds sum(weights)={weights.sum(dtype=np.float64)}: "
+                f"budget={budget} exceeds sum(weights)={total}: "
                 "the capped simplex {0 <= p <= 1, w.p = budget} is empty")
     return POLYTOPE_CODES[polytope], budget, weights, weighted
 

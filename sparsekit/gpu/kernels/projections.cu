@@ -36,78 +36,102 @@ __device__ void sk_project_simplex(const T* Z, T* P, double* tau, long long n, l
 
 // Capped problems: g(t) = sum_j w_j clip(z_j - t w_j, 0, 1) - budget is continuous,
 // piecewise linear and non-increasing, with breakpoints z_j / w_j and (z_j - 1) / w_j.
-// The search runs on the scores shifted by r = max z_j / w_j, z'_j = z_j - r w_j (t = r + t'),
-// which are exact near the top: unshifted, z_j - 1 rounds to z_j past 2^53 and the [0, 1]
-// resolution is lost (as in sparsekit/_cython/_projections.pyx, _capped_tau).
+// The search runs on the scores shifted by r, z'_j = z_j - r w_j (t = r + t'), first with
+// r = max z_j / w_j, which keeps the top scores exact: unshifted, z_j - 1 rounds to z_j past
+// 2^53 and the [0, 1] resolution is lost. Coordinates far below r lose the bits of
+// w_j |t'| in the shift; when the root lies that far below the top (huge scores capped at
+// 1, tiny weights), the search is redone with r moved to the first root (as
+// sparsekit/_cython/_projections.pyx, _capped_project, does).
 // Safeguarded Newton search from the lower end of the bracket, as in sk_simplex_threshold;
 // when no breakpoint is left inside the bracket,
 // t = (sum_F w z + sum_U w - budget) / sum_F w^2 is exact (F: 0 < p < 1, U: p = 1).
 template <typename T>
+__device__ double sk_capped_root(const T* z, const T* W, int weighted, long long k,
+                                 double budget, int mode, double r, double* smem) {
+    double neg_lo = -sk_inf(), top = -sk_inf();
+    for (long long j = threadIdx.x; j < k; j += blockDim.x) {
+        const double w = weighted ? (double)W[j] : 1.0, v = (double)z[j] - r * w;
+        neg_lo = fmax(neg_lo, (1.0 - v) / w);
+        top = fmax(top, v / w);
+    }
+    double lo = -sk_block_max(neg_lo, smem), hi = fmax(sk_block_max(top, smem), 0.0);
+    if (mode == SK_MODE_LE) lo = fmax(lo, -r);  // g(0) > 0: root in (0, hi]
+    if (mode == SK_MODE_GE) hi = fmin(hi, -r);  // g(0) < 0: root in [lo, 0)
+    double x = lo, a = 0.0, b = 0.0, c = 0.0;  // g(lo) >= 0
+    bool last_newton = false;
+    for (int pass = 0; pass < SK_MAX_PASSES; ++pass) {
+        double inside = 0.0;
+        a = 0.0; b = 0.0; c = 0.0;
+        for (long long j = threadIdx.x; j < k; j += blockDim.x) {
+            const double w = weighted ? (double)W[j] : 1.0;
+            const double v = (double)z[j] - r * w;
+            const double y = v - x * w;
+            if (y >= 1.0) c += w;
+            else if (y > 0.0) { a += w * v; b += w * w; }
+            const double t0 = v / w, t1 = (v - 1.0) / w;
+            inside += (double)(t0 > lo && t0 < hi) + (double)(t1 > lo && t1 < hi);
+        }
+        sk_block_sum4(a, b, c, inside, smem);
+        const double g = a - x * b + c - budget;
+        if (sk_is_root(g, fabs(a) + fabs(x) * b + c + budget)) break;
+        if (inside == 0.0) {
+            // g is linear on the bracket: read its piece at an interior point
+            // (at x = lo, coordinates with p = 1 exactly there are free inside)
+            if (lo < x && x < hi) break;
+            x = 0.5 * (lo + hi);
+            continue;
+        }
+        if (g > 0.0) lo = x; else hi = x;
+        const double newton = b > 0.0 ? (a + c - budget) / b : 0.0;
+        x = sk_next_point(newton, b > 0.0, lo, hi, pass, last_newton);
+        // across many magnitudes (huge scores, a moved r) halve the exponent, not the
+        // interval: ~10 passes, not ~1000; a bracket around 0 is split there first
+        if (!last_newton) {
+            if (lo < 0.0 && hi > 0.0) x = 0.0;
+            else if (hi <= 0.0 && hi - lo > 1e3 * fmax(1.0, -hi))
+                x = -sqrt(-lo * fmax(1.0, -hi));
+            else if (lo >= 0.0 && hi - lo > 1e3 * fmax(1.0, lo))
+                x = sqrt(hi * fmax(1.0, lo));
+        }
+        if (!(lo < x && x < hi)) break;
+    }
+    const double t = b > 0.0 ? (a + c - budget) / b : x;
+    return fmin(fmax(t, lo), hi);
+}
+
+template <typename T>
 __device__ void sk_project_capped(const T* Z, const T* W, int weighted, T* P, double* tau,
                                   long long n, long long k, double budget, int mode) {
     __shared__ double smem[128];
+    // max w |t'| above which the shift lost bits that matter (float32: ties of its keys
+    // in the CPU kernel; here the same limits, so that both kernels agree)
+    const double limit = sizeof(T) == 4 ? 16.0 : 4096.0;
     for (long long row = blockIdx.x; row < n; row += gridDim.x) {
         const T* z = Z + row * k;
         T* p = P + row * k;
         double t = 0.0, r = 0.0;
         bool active = false;
         if (mode != SK_MODE_BOX) {
-            // g(0) and the shift r in one pass, then the bracket [min (z' - 1) / w, 0]
-            double s0 = 0.0, r_part = -sk_inf(), unused = 0.0;
+            // g(0), the shift r and the largest weight in one pass
+            double s0 = 0.0, r_part = -sk_inf(), w_part = 0.0, unused = 0.0;
             for (long long j = threadIdx.x; j < k; j += blockDim.x) {
                 const double w = weighted ? (double)W[j] : 1.0, v = (double)z[j];
                 s0 += w * fmin(fmax(v, 0.0), 1.0);
                 r_part = fmax(r_part, v / w);
+                w_part = fmax(w_part, w);
             }
             r = sk_block_max(r_part, smem);
+            const double wmax = sk_block_max(w_part, smem);
             sk_block_sum4(s0, unused, unused, unused, smem);
-            double neg_lo = -sk_inf();
-            for (long long j = threadIdx.x; j < k; j += blockDim.x) {
-                const double w = weighted ? (double)W[j] : 1.0;
-                neg_lo = fmax(neg_lo, (1.0 - ((double)z[j] - r * w)) / w);
-            }
-            double lo = -sk_block_max(neg_lo, smem), hi = 0.0;
             const bool inactive = (mode == SK_MODE_LE && s0 <= budget) ||
                                   (mode == SK_MODE_GE && s0 >= budget);
             if (!inactive) {
                 active = true;
-                if (mode == SK_MODE_LE) lo = fmax(lo, -r);  // g(0) > 0: root in (0, hi]
-                if (mode == SK_MODE_GE) hi = fmin(hi, -r);  // g(0) < 0: root in [lo, 0)
-                double x = lo, a = 0.0, b = 0.0, c = 0.0;  // g(lo) >= 0
-                bool last_newton = false;
-                for (int pass = 0; pass < SK_MAX_PASSES; ++pass) {
-                    double inside = 0.0;
-                    a = 0.0; b = 0.0; c = 0.0;
-                    for (long long j = threadIdx.x; j < k; j += blockDim.x) {
-                        const double w = weighted ? (double)W[j] : 1.0;
-                        const double v = (double)z[j] - r * w;
-                        const double y = v - x * w;
-                        if (y >= 1.0) c += w;
-                        else if (y > 0.0) { a += w * v; b += w * w; }
-                        const double t0 = v / w, t1 = (v - 1.0) / w;
-                        inside += (double)(t0 > lo && t0 < hi) + (double)(t1 > lo && t1 < hi);
-                    }
-                    sk_block_sum4(a, b, c, inside, smem);
-                    const double g = a - x * b + c - budget;
-                    if (sk_is_root(g, fabs(a) + fabs(x) * b + c + budget)) break;
-                    if (inside == 0.0) {
-                        // g is linear on the bracket: read its piece at an interior point
-                        // (at x = lo, coordinates with p = 1 exactly there are free inside)
-                        if (lo < x && x < hi) break;
-                        x = 0.5 * (lo + hi);
-                        continue;
-                    }
-                    if (g > 0.0) lo = x; else hi = x;
-                    const double newton = b > 0.0 ? (a + c - budget) / b : 0.0;
-                    x = sk_next_point(newton, b > 0.0, lo, hi, pass, last_newton);
-                    // the shifted bracket lies in t' <= 0; across many magnitudes (huge
-                    // scores) halve the exponent, not the interval: ~10 passes, not ~1000
-                    if (!last_newton && hi - lo > 1e3 * fmax(1.0, -hi))
-                        x = -sqrt(-lo * fmax(1.0, -hi));
-                    if (!(lo < x && x < hi)) break;
+                t = sk_capped_root(z, W, weighted, k, budget, mode, r, smem);
+                if (fabs(t) * wmax > limit) {
+                    r += t;
+                    t = sk_capped_root(z, W, weighted, k, budget, mode, r, smem);
                 }
-                t = b > 0.0 ? (a + c - budget) / b : x;
-                t = fmin(fmax(t, lo), hi);
             } else {
                 r = 0.0;  // inactive: t = 0 in the caller's frame
             }
