@@ -16,7 +16,8 @@ One command (``python benchmarks/bench_extreme_softmax.py [--quick] [--parts ...
 3. ``peers``: time to a training NLL within 5% of the best any method found, test accuracy
    and precision@5, against LogisticRegression(lbfgs, multinomial) and
    SGDClassifier(log_loss) on Bibtex, Delicious, Debian (first tag, TF-IDF 1-2 grams) and
-   the teacher with K = 1e4; every peer is capped at ``--cap`` seconds of training.
+   the teacher with K = 1e4; every peer stops at its first check (between restarts or
+   epochs) after ``--cap`` seconds of training.
 
 Each part stores its results as JSON in $TMPDIR/sparsekit_extreme_softmax (or
 $SPARSEKIT_BENCH_CACHE), so parts can run separately; the report section "extreme_softmax"
@@ -880,7 +881,8 @@ def report(quick=False):
         body.append(scale_report(scale))
     peers = load_part("peers")
     if peers:
-        body.append(f"\n### 3. Against scikit-learn (each peer capped at {peers['cap']:g} s "
+        body.append(f"\n### 3. Against scikit-learn (each peer stopped at its first check, "
+                    f"between restarts or epochs, after {peers['cap']:g} s "
                     "of training; training NLL on a fixed 2000-row training subsample, "
                     "target = 1.05 x the best NLL any method reached)\n")
         rows = []

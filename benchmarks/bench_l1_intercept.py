@@ -188,7 +188,7 @@ F* as in the table above (CPU seconds, BLAS pinned to 1 thread, every ladder ref
 per ε); "—" = not reached within the {args.cap:g} s cap per solver or {args.run_limit:g} s per run.
 OBA is faster than LIBLINEAR on **{wins} of {total}** rows and within 1.5× of the fastest
 peer on **{close} of {total}**. The null-model start is faster than b₀ = 0 on {gains} of {total}
-rows, {start_mean:.2f}× the time in geometric mean. Where it is slower, e.g. Debian at C = 0.1 (a
+rows (ratios below 1 before rounding), {start_mean:.2f}× the time in geometric mean. Where it is slower, e.g. Debian at C = 0.1 (a
 diagnostic run at tol 1e-6: 11 iterations against 8), the first Newton steps from it are
 longer (‖d‖ = 106 and 194 against 21 and 33 from b₀ = 0 over the same dozen free columns):
 the second one's actual reduction is negative (ρ = −1.2), the trust radius drops to 26 and

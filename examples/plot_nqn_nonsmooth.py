@@ -11,7 +11,8 @@ stalls at a kink far from the minimum; NQN keeps making progress.
 The problem is MAXHILB, ``max_i |(H x)_i|`` with H the Hilbert matrix (Haarala et al.
 2004), at n = 50 with the thesis' bounds (Table 3.2, :mod:`sparsekit.optimize.test_problems`),
 from ten random starts, with the thesis' protocol: memory m = 20, a budget of 100 n
-evaluations, and no stopping test on f or the gradient (doc/benchmarks.md runs all 24
+evaluations, and no stopping test on the gradient or on f's relative decrease
+(``ftol = gtol = 0``); NQN's stall test (flag 9) stays on (doc/benchmarks.md runs all 24
 problems).
 """
 import matplotlib.pyplot as plt

@@ -2,7 +2,7 @@
 
 Runs on datasets embedded in scikit-learn (no download, no ../shared needed) and prints one
 table per task. Peers that are not installed are listed as such and skipped
-(``pip install "sparsekit[compare]"`` installs LIBLINEAR, skglm and celer).
+(``pip install ".[compare]"`` in the checkout installs LIBLINEAR, skglm and celer).
 
 - l1-logistic regression, objective of LIBLINEAR ``-s 6``: ``||w||_1 + C sum log(1+exp(-y w.x))``
   (no intercept, as ``-B -1``) on breast_cancer (standardized): L1LogisticOBA vs LIBLINEAR,

@@ -1,4 +1,4 @@
-"""CuPy RawKernel paths (optional: ``pip install sparsekit[gpu]``).
+"""CuPy RawKernel paths (optional: ``pip install ".[gpu]"`` in a sparsekit checkout).
 
 Nothing here is imported by the CPU package, and importing this package does not import
 CuPy: it is loaded on the first call (:func:`require_cupy` explains what is missing).

@@ -12,7 +12,8 @@ def require_cupy():
     Raises
     ------
     ImportError
-        CuPy is not installed (``pip install "sparsekit[gpu]"`` installs ``cupy-cuda12x``).
+        CuPy is not installed (``pip install ".[gpu]"`` in a sparsekit checkout installs
+        ``cupy-cuda12x``).
     RuntimeError
         CuPy is installed but no CUDA device can be used (no GPU, no driver, or a CUDA
         runtime error while counting devices).
@@ -22,7 +23,8 @@ def require_cupy():
     except ImportError as exc:
         raise ImportError(
             "the GPU paths of sparsekit (device='cuda' or CuPy inputs) need CuPy: "
-            "pip install 'sparsekit[gpu]' (or the cupy-cudaXXx wheel matching your CUDA)"
+            "pip install '.[gpu]' in the sparsekit checkout (or the cupy-cudaXXx wheel "
+            "matching your CUDA)"
         ) from exc
     try:
         n_devices = cupy.cuda.runtime.getDeviceCount()
