@@ -35,7 +35,7 @@ def test_importing_the_cpu_package_never_imports_cupy(tmp_path):
 
 def test_require_cupy_without_cupy(monkeypatch):
     monkeypatch.setitem(sys.modules, "cupy", None)  # makes `import cupy` fail
-    with pytest.raises(ImportError, match="sparsekit\\[gpu\\]"):
+    with pytest.raises(ImportError, match=r"pip install .\.\[gpu\]. in the sparsekit checkout"):
         require_cupy()
     from sparsekit.gpu import projections as gpu_projections
 
