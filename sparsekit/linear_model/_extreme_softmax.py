@@ -192,6 +192,7 @@ class ExtremeSoftmaxSGD(ClassifierMixin, BaseEstimator):
     learning_rate : float, default=1.0
         Initial per-example step eta_0; epoch e uses ``learning_rate * lr_decay**e``.
     lr_decay : float in (0, 1], default=0.9
+        Step decay per epoch of ``fit`` and per call of ``partial_fit``.
     n_epochs : int, default=20
         Passes over the data in ``fit``.
     n_sampled : int, default=1
@@ -552,7 +553,9 @@ class ExtremeSoftmaxSGD(ClassifierMixin, BaseEstimator):
         The first call must declare every class through ``classes``. A later call may
         declare a superset: the new classes get zero weight rows and ``classes_`` grows.
         Each call uses the step ``learning_rate * lr_decay**n_iter_`` and fresh u values
-        for its rows (``u_init``).
+        for its rows (``u_init``). A call counts as an epoch for the decay: to stream one
+        data set in many chunks, pass ``lr_decay=1.0`` and lower ``learning_rate`` between
+        passes with ``set_params`` (at 0.9 per chunk, 100 chunks leave 3e-5 of the step).
 
         Parameters
         ----------
