@@ -316,12 +316,17 @@ cdef double sparsemax_loss_row(const floating* z, const floating* q, floating* p
 
 # --------------------------------------------------------------------------- capped simplex
 
-cdef double _max_ratio(const floating* z, Py_ssize_t k, const floating* w) noexcept nogil:
-    """max_i z_i / w_i: the largest breakpoint, the reference the capped problems shift to."""
+cdef double _max_ratio(const floating* z, Py_ssize_t k, const floating* w,
+                       double* wmax) noexcept nogil:
+    """max_i z_i / w_i: the largest breakpoint, the reference the capped problems shift to;
+    the largest weight into ``wmax``."""
     cdef Py_ssize_t i
-    cdef double r = -INFINITY
+    cdef double r = -INFINITY, wi
+    wmax[0] = 1.0 if w == NULL else 0.0
     for i in range(k):
-        r = max(r, z[i] / _weight(w, i))
+        wi = _weight(w, i)
+        r = max(r, z[i] / wi)
+        wmax[0] = max(wmax[0], wi)
     return r
 
 
@@ -435,15 +440,9 @@ cdef double _capped_project(const floating* z, floating* p, Py_ssize_t k, double
     tiny weights: max_i w_i |tau'| above 4096, or 16 for float32 keys, which tie there),
     the coordinates it depends on lost bits in the shift: the sweep is redone with ref
     moved to the first sweep's answer."""
-    cdef double swept, ref = _max_ratio(z, k, w)
+    cdef double swept, wmax, ref = _max_ratio(z, k, w, &wmax)
     cdef double tau = _capped_tau(z, k, budget, w, ref, work, iwork, &swept)
-    cdef double wmax = 1.0
     cdef double limit = 16.0 if floating is float else 4096.0
-    cdef Py_ssize_t i
-    if w != NULL:
-        wmax = w[0]
-        for i in range(1, k):
-            wmax = max(wmax, <double>w[i])
     if fabs(swept) * wmax > limit:
         ref += swept
         tau = _capped_tau(z, k, budget, w, ref, work, iwork, &swept)

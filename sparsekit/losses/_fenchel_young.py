@@ -15,7 +15,8 @@ computed on the flipped scores and targets, and ``flip y`` must lie in M.
 import numpy as np
 
 from .._cython._projections import fenchel_young_rows
-from ..projections._checks import as_rows, negated_columns, reflect_columns, resolve_polytope
+from ..projections._checks import (as_rows, negated_columns, reflect_columns,
+                                   resolve_polytope, solve_dtype)
 from ._targets import check_target
 
 
@@ -32,9 +33,7 @@ def _loss_and_projection(Z, Y, polytope, params, negated):
     Z2, Y2 = reflect_columns(Z2, columns), reflect_columns(Y2, columns)
     dtype = Z2.dtype
     code, budget, weights, weighted = resolve_polytope(polytope, Z2.shape[1], dtype, params)
-    if weighted and dtype == np.float32:
-        # as project_with_tau: float32 weights and sort keys misorder the weighted sweep,
-        # so these rows are solved in float64 (P and Y2 are rounded back below)
+    if solve_dtype(dtype, weighted) != dtype:  # solved in float64; P, Y2 rounded back below
         Z2, Y2 = Z2.astype(np.float64), Y2.astype(np.float64)
         code, budget, weights, weighted = resolve_polytope(polytope, Z2.shape[1], Z2.dtype,
                                                            params)

@@ -117,6 +117,14 @@ def resolve_polytope(polytope, n_classes, dtype, params):
     return POLYTOPE_CODES[polytope], budget, weights, weighted
 
 
+def solve_dtype(dtype, weighted):
+    """The dtype the CPU kernels solve a problem of ``dtype`` in: the capped kernels order
+    the 2K breakpoints (z'_i - 1)/w_i, z'_i/w_i by keys of that type, and with weights
+    spread over orders of magnitude float32 keys tie and misorder the sweep (and weights
+    below the float32 range round to 0), so weighted float32 problems go through float64."""
+    return np.dtype(np.float64) if weighted and dtype == np.float32 else np.dtype(dtype)
+
+
 def negated_columns(negated, n_classes):
     """Validate a mask of negated coordinates; return their indices as a list of ints.
 

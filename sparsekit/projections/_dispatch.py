@@ -10,19 +10,16 @@ import numpy as np
 
 from .._cython._projections import jvp_rows, project_rows
 from ._checks import (as_rows, gpu_function, is_cupy_array, negated_columns, reflect_columns,
-                      resolve_polytope)
+                      resolve_polytope, solve_dtype)
 
 
 def project_with_tau(Z, polytope, params):
     """CPU projection of validated 2-D ``Z``: returns ``(P, tau, (code, weights, weighted))``
     with ``P = clip(Z - tau[:, None] * weights, 0, upper)`` (see ``_projections.pxd``)."""
     code, budget, weights, weighted = resolve_polytope(polytope, Z.shape[1], Z.dtype, params)
-    if weighted and Z.dtype == np.float32:
-        # the kernel orders the 2K breakpoints (z'_i - 1)/w_i, z'_i/w_i by keys of Z's type:
-        # with weights spread over orders of magnitude, float32 keys tie and misorder the
-        # sweep, so the weighted problems are solved in float64 and rounded back
+    if solve_dtype(Z.dtype, weighted) != Z.dtype:  # solved in float64, rounded back
         P, tau, _ = project_with_tau(Z.astype(np.float64), polytope, params)
-        return P.astype(np.float32), tau.astype(np.float32), (code, weights, weighted)
+        return P.astype(Z.dtype), tau.astype(Z.dtype), (code, weights, weighted)
     P = np.empty_like(Z)
     tau = np.empty(Z.shape[0], dtype=Z.dtype)
     project_rows(code, Z, P, tau, budget, weights, weighted)
