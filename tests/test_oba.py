@@ -145,6 +145,27 @@ def test_ista_globalization_rescues_bad_directions():
     np.testing.assert_allclose(res.fun, good.fun, rtol=1e-4)
 
 
+def test_too_small_lipschitz_is_doubled_with_a_warning():
+    """A given L below the true constant must not let φ increase (it once rose 0.29 -> 1.8e4)."""
+    X, y = _problem(6)
+    datafit = Logistic(X, y)
+
+    def flat_hessp(x, free):
+        H = datafit.hessp(x, free)
+        return lambda v: 1e-4 * H(v)  # Newton steps 1e4 times too long: ISTA every time
+
+    phis = []
+    with pytest.warns(RuntimeWarning, match="below the curvature"):
+        res = minimize_oba(datafit.value_grad, flat_hessp, np.zeros(30), 0.01, lipschitz=1e-6,
+                           tol=1e-9, max_iter=100,
+                           callback=lambda x: phis.append(datafit.value(x) + 0.01 * np.abs(x).sum()))
+    good = minimize_oba(datafit.value_grad, datafit.hessp, np.zeros(30), 0.01,
+                        lipschitz=datafit.lipschitz(), tol=1e-10)
+    assert np.all(np.diff(phis) <= 1e-13)
+    assert res.lipschitz > 1e-6
+    np.testing.assert_allclose(res.fun, good.fun, rtol=1e-8)
+
+
 @pytest.mark.parametrize("sparse", [False, True])
 def test_lasso_matches_sklearn(sparse):
     from sklearn.linear_model import Lasso

@@ -20,6 +20,7 @@ Keskar (2017), thesis chapter 2; notes/keskar_thesis_oba_nqn.md §1 (formulas), 
 The stopping test is ‖x − S_μ(x − ∇f(x))‖_∞ ≤ tol (§1.9).
 """
 import math
+import warnings
 from numbers import Integral, Real
 
 import numpy as np
@@ -259,8 +260,9 @@ def minimize_oba(f_grad, hessp, x0, mu, *, penalty_weights=None, lipschitz=None,
         Upper bound L on the Lipschitz constant of ∇f for the ISTA globalization (§1.8, and
         §1.10: the theory needs L ≥ the true constant); a callable is called once, at the
         first ISTA step (a start that is already optimal costs no bound). If None, twice a
-        power-iteration estimate at the first iterate, doubled whenever the ISTA point fails
-        the descent test.
+        power-iteration estimate at the first iterate. Either is doubled whenever the ISTA
+        point fails the descent test (a given bound then with a RuntimeWarning: it was below
+        the true constant, and keeping it would let φ increase).
     tol : float
         Stop when ‖x − S_μw(x − ∇f(x))‖_∞ ≤ tol (the semismooth measure of §1.9). The
         default 1e-6 is the [CODE] docstring's; its actual default, 1e-8 (notes §5.1), is
@@ -384,6 +386,7 @@ def minimize_oba(f_grad, hessp, x0, mu, *, penalty_weights=None, lipschitz=None,
     nfev, ncg, nhessp, n_ista = 1, 0, 0, 0
     adaptive_L = lipschitz is None
     L = None  # asked for at the first ISTA step (a start that is optimal never needs it)
+    warned_L = False
     g, zeta = np.empty(n), np.empty(n)
     code = np.empty(n, dtype=np.int8)
     corrective = []
@@ -450,15 +453,19 @@ def minimize_oba(f_grad, hessp, x0, mu, *, penalty_weights=None, lipschitz=None,
                     trial = x_ista
                 else:
                     trial = x_ista + abar * (x_hat - x_ista)
-            if abar > 0.0 or not adaptive_L or f_t + muw @ np.abs(trial) <= gamma + slack:
+            if abar > 0.0 or f_t + muw @ np.abs(trial) <= gamma + slack:
                 break
-            L *= 2.0  # the estimated L was too small: Γ did not majorize φ(x_ista)
+            if not (adaptive_L or warned_L) and math.isfinite(f_t):
+                warnings.warn(f"lipschitz={L:.6g} is below the curvature of f: the ISTA point "
+                              "failed the descent test; doubling it", RuntimeWarning,
+                              stacklevel=2)
+                warned_L = True
+            L *= 2.0  # L was too small: Γ did not majorize φ(x_ista)
             if not math.isfinite(L):  # only when f_grad is not finite at any step length
                 break
         if not (np.isfinite(f_t) and np.all(np.isfinite(G_t))):
             raise FloatingPointError(f"f_grad is not finite at iteration {k + 1}, even at the "
-                                     "ISTA point (whose step 1/L is too long if L was given "
-                                     "too small)")
+                                     "ISTA point")
         n_ista += abar < 1.0
         if adaptive_radius and q_0 - q_hat > 10.0 * slack:
             radius = _updated_radius(radius, (phi - phi_hat) / (q_0 - q_hat),
