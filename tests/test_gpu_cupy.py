@@ -190,6 +190,36 @@ def test_gpu_losses_match_cpu(dtype):
 
 @pytest.mark.gpu
 @needs_gpu
+def test_gpu_weighted_float32_is_solved_in_float64_as_on_the_cpu():
+    """Weights below the float32 range round to 0 there (the GPU once returned P = 0,
+    tau = NaN); CuPy weights are accepted; the capped simplex's jvp is active at tau = 0."""
+    import cupy as cp
+
+    from sparsekit import losses, projections
+    from sparsekit.gpu import projections as gp
+    from sparsekit.gpu.losses import fenchel_young_loss_and_grad
+
+    Z = np.array([[0.9, 0.8, 0.2]], dtype=np.float32)
+    w = np.array([1.0, 1e-46, 1.0])
+    for weights in (w, cp.asarray(w)):
+        P = gp.project_capped_simplex(cp.asarray(Z), budget=1.0, weights=weights).get()
+        assert P.dtype == np.float32
+        np.testing.assert_allclose(P, projections.project_capped_simplex(Z, 1.0, w), atol=1e-7)
+        np.testing.assert_allclose(P, [[0.85, 0.8, 0.15]], atol=1e-6)
+    Y = np.array([[0.5, 0.0, 0.5]], dtype=np.float32)
+    l_gpu, g_gpu = fenchel_young_loss_and_grad(cp.asarray(Z), cp.asarray(Y), "capped_simplex",
+                                               budget=1.0, weights=w)
+    l_cpu, g_cpu = losses.fenchel_young_loss_and_grad(Z, Y, "capped_simplex", budget=1.0,
+                                                      weights=w)
+    np.testing.assert_allclose(l_gpu.get(), l_cpu, rtol=1e-6)
+    np.testing.assert_allclose(g_gpu.get(), g_cpu, atol=1e-6)
+    Z2, V = np.array([[0.7, 0.3, -0.5]]), np.array([[1.0, 0.0, 0.0]])
+    np.testing.assert_allclose(gp.jvp(cp.asarray(Z2), cp.asarray(V), "capped_simplex",
+                                      budget=1.0).get(), [[0.5, -0.5, 0.0]], atol=1e-15)
+
+
+@pytest.mark.gpu
+@needs_gpu
 def test_gpu_bad_inputs_are_clear_errors():
     import cupy as cp
 

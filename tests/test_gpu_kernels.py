@@ -114,8 +114,8 @@ extern "C" void emu_project_capped_##S(int g, int b, const T* Z, const T* W, int
 }                                                                                          \
 extern "C" void emu_projection_jvp_##S(int g, int b, const T* P, const double* tau,       \
                                        const T* V, const T* W, int wtd, T* OUT,            \
-                                       long long n, long long k, int simplex) {           \
-    emu_run(g, b, [=] { projection_jvp_##S(P, tau, V, W, wtd, OUT, n, k, simplex); });    \
+                                       long long n, long long k, int simplex, int eq) {   \
+    emu_run(g, b, [=] { projection_jvp_##S(P, tau, V, W, wtd, OUT, n, k, simplex, eq); }); \
 }                                                                                          \
 extern "C" void emu_sparsemax_loss_grad_##S(int g, int b, const T* Z, const T* Q, T* G,   \
                                             double* loss, long long n, long long k) {     \
@@ -180,14 +180,15 @@ def run_project(emu, Z, polytope, budget=1.0, weights=None, grid=3, block=None):
     return P, tau
 
 
-def run_jvp(emu, P, tau, V, simplex, weights=None, block=None):
+def run_jvp(emu, P, tau, V, polytope, weights=None, block=None):
     n, k = P.shape
     out = np.full_like(P, np.nan)
     W = P if weights is None else np.ascontiguousarray(weights, dtype=P.dtype)
     getattr(emu, f"emu_projection_jvp_{_sfx(P.dtype)}")(
         2, block or _block(k), _ptr(P), _ptr(tau), _ptr(np.ascontiguousarray(V, P.dtype)),
         _ptr(W), ctypes.c_int(weights is not None), _ptr(out), ctypes.c_longlong(n),
-        ctypes.c_longlong(k), ctypes.c_int(simplex))
+        ctypes.c_longlong(k), ctypes.c_int(polytope == "simplex"),
+        ctypes.c_int(polytope in ("simplex", "capped_simplex")))
     return out
 
 
@@ -333,7 +334,7 @@ def test_emulated_matches_cpu_package(emu):
         np.testing.assert_allclose(P, proj.project(Z, polytope, **params), atol=1e-10,
                                    err_msg=polytope)
         V = rng.normal(size=Z.shape)
-        out = run_jvp(emu, P, tau, V, polytope == "simplex", weights=weights)
+        out = run_jvp(emu, P, tau, V, polytope, weights=weights)
         np.testing.assert_allclose(out, proj.jvp(Z, V, polytope, **params), atol=1e-10,
                                    err_msg=polytope)
 
@@ -345,7 +346,7 @@ def test_emulated_jvp_matches_finite_differences(emu):
     eps = 1e-7
     for polytope, budget in (("simplex", 1.0), ("capped_simplex", 3.0), ("budget", 1.5)):
         P, tau = run_project(emu, Z, polytope, budget=budget)
-        out = run_jvp(emu, P, tau, V, polytope == "simplex")
+        out = run_jvp(emu, P, tau, V, polytope)
         Pp = run_project(emu, Z + eps * V, polytope, budget=budget)[0]
         Pm = run_project(emu, Z - eps * V, polytope, budget=budget)[0]
         np.testing.assert_allclose(out, (Pp - Pm) / (2 * eps), atol=1e-5, err_msg=polytope)
@@ -414,3 +415,51 @@ def test_emulated_capped_keeps_resolution_far_below_the_top(emu, polytope):
                              weights=w)
         np.testing.assert_allclose(P[0], expected, atol=1e-12 if dtype == np.float64 else 1e-6,
                                    err_msg=f"{dtype.__name__} z={z} w={w}")
+
+
+def test_emulated_capped_simplex_jvp_is_active_where_tau_is_zero(emu):
+    """The capped simplex's equality constraint is active even where its threshold is 0
+    (here p = [0.7, 0.3, 0] exactly): the GPU once treated tau = 0 as inactive."""
+    proj = pytest.importorskip("sparsekit.projections")
+    Z = np.array([[0.7, 0.3, -0.5]])
+    V = np.array([[1.0, 0.0, 0.0]])
+    P, tau = run_project(emu, Z, "capped_simplex", budget=1.0)
+    assert tau[0] == 0.0
+    out = run_jvp(emu, P, tau, V, "capped_simplex")
+    np.testing.assert_allclose(out, [[0.5, -0.5, 0.0]], atol=1e-15)
+    np.testing.assert_allclose(out, proj.jvp(Z, V, "capped_simplex", budget=1.0), atol=1e-15)
+
+
+@pytest.mark.parametrize("dtype, z, budget, w", [
+    (np.float64, [0.9, 0.8, 0.2], 1.0, [1, 1e-30, 1]),
+    (np.float64, [0.9, 0.8, 0.2], 1.0, [1, 1e-100, 1]),
+    (np.float64, [1e100, -1e100, 0.5, 0.6], 2.0, None),
+    (np.float64, [1e300, -1e300, 0.5, 0.6], 2.0, None),
+    (np.float32, [3e38, -3e38, 0.5, 0.6], 2.0, None),
+])
+def test_emulated_capped_simplex_matches_cpu_at_extreme_scales(emu, dtype, z, budget, w):
+    """One redo of the search around its first root is not enough when that root is off
+    by ~ulp(max z/w) (tiny weights, huge scores of both signs): [1, 1e-30, 1] gave a
+    weighted sum of 0.72, [1e300, -1e300, .5, .6] all zeros. The CPU kernel sweeps sorted
+    breakpoints and is the reference."""
+    proj = pytest.importorskip("sparsekit.projections")
+    Z = np.array([z], dtype=dtype)
+    params = {"budget": budget, "weights": None if w is None else np.array(w, dtype=dtype)}
+    P, tau = run_project(emu, Z, "capped_simplex", budget=budget, weights=params["weights"])
+    cpu = proj.project(Z, "capped_simplex", **params)
+    np.testing.assert_allclose(P, cpu, atol=1e-12 if dtype == np.float64 else 1e-6)
+    wd = np.ones(len(z)) if w is None else np.array(w, dtype=dtype).astype(np.float64)
+    np.testing.assert_allclose(P.astype(np.float64)[0] @ wd, budget, rtol=1e-6)
+
+
+def test_emulated_capped_keeps_nan_from_an_overflowing_ratio(emu):
+    """z/w overflowing to inf makes the CPU's answer NaN; the GPU must not hide it behind
+    clip(NaN) = 0 (an all-zero row that breaks the constraint)."""
+    proj = pytest.importorskip("sparsekit.projections")
+    Z = np.array([[1e308, 0.5, 0.2]])
+    w = np.array([1e-10, 1.0, 1.0])
+    with np.errstate(all="ignore"):
+        cpu = proj.project(Z, "capped_simplex", budget=1.0, weights=w)
+    P, _ = run_project(emu, Z, "capped_simplex", budget=1.0, weights=w)
+    assert np.isnan(cpu).any()
+    np.testing.assert_array_equal(np.isnan(P), np.isnan(cpu))

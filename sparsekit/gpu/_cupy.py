@@ -2,7 +2,8 @@
 
 
 def is_cupy_array(x):
-    """True when ``x`` is a CuPy array (checked by type, without importing CuPy)."""
+    """True when ``x`` is a CuPy array (checked by type, without importing CuPy; not
+    cupyx's sparse matrices)."""
     return type(x).__module__.split(".")[0] == "cupy"
 
 

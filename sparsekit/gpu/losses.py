@@ -7,7 +7,8 @@ fused in one kernel (``kernels/sparsemax_loss.cu``): projection, loss and gradie
 import numpy as np
 
 from ..losses._targets import check_target
-from ..projections._checks import negated_columns, reflect_columns, resolve_polytope
+from ..projections._checks import (negated_columns, reflect_columns, resolve_polytope,
+                                   solve_dtype)
 from ._kernels import get_kernel, launch_rows
 from .projections import as_device_rows, project_with_tau
 
@@ -78,7 +79,11 @@ def fenchel_young_loss_and_grad(Z, Y, polytope="simplex", *, negated=None, **par
     Y2 = _targets(cp, Z2, Y, allow_labels=False)
     columns = negated_columns(negated, Z2.shape[1])
     Z2, Y2 = reflect_columns(Z2, columns), reflect_columns(Y2, columns)
-    _, budget, weights, _ = resolve_polytope(polytope, Z2.shape[1], Z2.dtype, params)
+    dtype = Z2.dtype
+    _, budget, weights, weighted = resolve_polytope(polytope, Z2.shape[1], dtype, params)
+    if solve_dtype(dtype, weighted) != dtype:  # as on the CPU: solved in float64
+        Z2, Y2 = Z2.astype(cp.float64), Y2.astype(cp.float64)
+        _, budget, weights, _ = resolve_polytope(polytope, Z2.shape[1], Z2.dtype, params)
     check_target(Y2, polytope, budget, weights, cp)
     P = project_with_tau(Z2, polytope, params)[0]
     Zs = Z2.astype(cp.float64)
@@ -88,7 +93,7 @@ def fenchel_young_loss_and_grad(Z, Y, polytope="simplex", *, negated=None, **par
     Yd, Pd = Y2.astype(cp.float64), P.astype(cp.float64)
     D = Yd - Pd
     loss = 0.5 * (D * (Yd + Pd) - 2.0 * (D * Zs)).sum(axis=1)
-    grad = reflect_columns(P - Y2, columns, 0)
+    grad = reflect_columns((P - Y2).astype(dtype, copy=False), columns, 0)
     if one_d:
         return float(loss[0]), grad[0]
     return loss, grad

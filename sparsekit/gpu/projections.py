@@ -8,7 +8,7 @@ thread block of ``kernels/projections.cu``: an exact bracketing search for the t
 """
 import numpy as np
 
-from ..projections._checks import resolve_polytope
+from ..projections._checks import resolve_polytope, solve_dtype
 from ._cupy import require_cupy
 from ._kernels import get_kernel, launch_rows
 
@@ -23,6 +23,7 @@ _CAPPED_MODES = {
     "box": (3, 1.0),
 }
 _METHODS = ("pivot", "sort")
+_EQUALITY = ("simplex", "capped_simplex")   # sum constraint always active (jvp)
 
 
 def as_device_rows(Z, name="Z"):
@@ -53,9 +54,12 @@ def project_with_tau(Z, polytope, params):
     cp = require_cupy()
     n, k = Z.shape
     _, budget, weights, weighted = resolve_polytope(polytope, k, Z.dtype, params)
+    W = cp.asarray(weights) if weighted else Z  # never read when not weighted
+    if solve_dtype(Z.dtype, weighted) != Z.dtype:  # as on the CPU: solved in float64
+        P, tau, _, _ = project_with_tau(Z.astype(cp.float64), polytope, params)
+        return P.astype(Z.dtype), tau, W, weighted
     P = cp.empty_like(Z)
     tau = cp.empty(n, dtype=cp.float64)
-    W = cp.asarray(weights) if weighted else Z  # never read when not weighted
     if polytope == "simplex":
         kernel = get_kernel(_KERNELS, "project_simplex", Z.dtype)
         launch_rows(kernel, n, k, (Z, P, tau, np.int64(n), np.int64(k), np.float64(budget)))
@@ -106,7 +110,8 @@ def jvp(Z, V, polytope="simplex", **params):
     n, k = Z2.shape
     kernel = get_kernel(_KERNELS, "projection_jvp", Z2.dtype)
     launch_rows(kernel, n, k, (P, tau, V2, W, np.int32(weighted), out, np.int64(n),
-                               np.int64(k), np.int32(polytope == "simplex")))
+                               np.int64(k), np.int32(polytope == "simplex"),
+                               np.int32(polytope in _EQUALITY)))
     return out[0] if one_d else out
 
 

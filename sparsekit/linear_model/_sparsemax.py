@@ -789,7 +789,7 @@ def _gpu_data_term(X, Y, sw, polytope, budget):
         if polytope == "simplex":
             S -= S.max(axis=1, keepdims=True)
         P = project(S, polytope, **params)
-        loss = float(cp.sum(swg * 0.5 * (Yg - P) * (Yg + P - 2 * S)))
+        loss = float(cp.sum(swg * 0.5 * (Yg - P) * (Yg + P - 2 * S), dtype=cp.float64))
         G = swg * (P - Yg)
         return loss, cp.asnumpy(Xg.T @ G), cp.asnumpy(G.sum(axis=0))
 

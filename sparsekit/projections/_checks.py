@@ -12,6 +12,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from .._cython._projections import POLYTOPE_CODES
+from ..gpu._cupy import is_cupy_array  # a type test: CuPy itself is never imported here
 from ..utils._validation import check_device, check_finite_2d
 
 POLYTOPES = tuple(POLYTOPE_CODES)
@@ -36,12 +37,6 @@ def as_rows(Z, name="Z"):
     Z = np.asarray(Z)
     one_d = Z.ndim == 1
     return check_finite_2d(Z[None, :] if one_d else Z, name=name), one_d
-
-
-def is_cupy_array(x):
-    """True when ``x`` is a CuPy array (checked by type, without importing CuPy; the CPU
-    package never imports ``sparsekit.gpu``, whose ``is_cupy_array`` is the same test)."""
-    return type(x).__module__.split(".")[0] == "cupy"  # not cupyx's sparse matrices
 
 
 def gpu_function(name, Z, device):
@@ -94,7 +89,9 @@ def resolve_polytope(polytope, n_classes, dtype, params):
     total = float(n_classes)        # sum(weights) before any rounding to ``dtype``
     weighted = values.get("weights") is not None
     if weighted:
-        weights = np.asarray(values["weights"], dtype=np.float64)
+        weights = values["weights"]
+        weights = np.asarray(weights.get() if is_cupy_array(weights) else weights,
+                             dtype=np.float64)
         if weights.shape != (n_classes,):
             raise ValueError(f"weights must have shape ({n_classes},), got {weights.shape}")
         if not (np.isfinite(weights).all() and (weights > 0).all()):

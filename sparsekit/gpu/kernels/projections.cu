@@ -40,8 +40,9 @@ __device__ void sk_project_simplex(const T* Z, T* P, double* tau, long long n, l
 // r = max z_j / w_j, which keeps the top scores exact: unshifted, z_j - 1 rounds to z_j past
 // 2^53 and the [0, 1] resolution is lost. Coordinates far below r lose the bits of
 // w_j |t'| in the shift; when the root lies that far below the top (huge scores capped at
-// 1, tiny weights), the search is redone with r moved to the first root (as
-// sparsekit/_cython/_projections.pyx, _capped_project, does).
+// 1, tiny weights), the search is redone with r moved to the root found (as
+// sparsekit/_cython/_projections.pyx, _capped_project, does once: its sweep's breakpoint
+// lands on the answer's interval; this search's root only within ~ulp(r), hence a loop).
 // Safeguarded Newton search from the lower end of the bracket, as in sk_simplex_threshold;
 // when no breakpoint is left inside the bracket,
 // t = (sum_F w z + sum_U w - budget) / sum_F w^2 is exact (F: 0 < p < 1, U: p = 1).
@@ -89,9 +90,9 @@ __device__ double sk_capped_root(const T* z, const T* W, int weighted, long long
         if (!last_newton) {
             if (lo < 0.0 && hi > 0.0) x = 0.0;
             else if (hi <= 0.0 && hi - lo > 1e3 * fmax(1.0, -hi))
-                x = -sqrt(-lo * fmax(1.0, -hi));
+                x = -sqrt(-lo) * sqrt(fmax(1.0, -hi));  // two roots: no overflow at 1e300
             else if (lo >= 0.0 && hi - lo > 1e3 * fmax(1.0, lo))
-                x = sqrt(hi * fmax(1.0, lo));
+                x = sqrt(hi) * sqrt(fmax(1.0, lo));
         }
         if (!(lo < x && x < hi)) break;
     }
@@ -128,7 +129,9 @@ __device__ void sk_project_capped(const T* Z, const T* W, int weighted, T* P, do
             if (!inactive) {
                 active = true;
                 t = sk_capped_root(z, W, weighted, k, budget, mode, r, smem);
-                if (fabs(t) * wmax > limit) {
+                // each redo moves r to within ~ulp(r) of the answer, ~16 decimal orders
+                // per redo (as many as ~20 from 1e300); stop once r no longer moves
+                for (int redo = 0; redo < 64 && fabs(t) * wmax > limit && r + t != r; ++redo) {
                     r += t;
                     t = sk_capped_root(z, W, weighted, k, budget, mode, r, smem);
                 }
@@ -138,7 +141,8 @@ __device__ void sk_project_capped(const T* Z, const T* W, int weighted, T* P, do
         }
         for (long long j = threadIdx.x; j < k; j += blockDim.x) {
             const double w = weighted ? (double)W[j] : 1.0;
-            p[j] = (T)fmin(fmax(((double)z[j] - r * w) - t * w, 0.0), 1.0);
+            const double q = ((double)z[j] - r * w) - t * w;
+            p[j] = (T)(q != q ? q : fmin(fmax(q, 0.0), 1.0));  // NaN (overflow) stays NaN
         }
         if (threadIdx.x == 0) {
             // an active inequality has t > 0 (LE) or t < 0 (GE) even where r + t' rounds to 0
@@ -153,16 +157,18 @@ __device__ void sk_project_capped(const T* Z, const T* W, int weighted, T* P, do
 // Jacobian-vector product at a projection P with threshold tau (notes/lp_sparsemap.md
 // Prop. 6): on the free set I, out_I = v_I - w_I (w_I . v_I) / (w_I . w_I) when the sum
 // constraint is active, else v_I; out = 0 off I. Free set: p > 0 (simplex), 0 < p < 1.
+// An equality constraint (``equality``: simplex, capped simplex) is always active, an
+// inequality one where tau != 0.
 template <typename T>
 __device__ void sk_projection_jvp(const T* P, const double* tau, const T* V, const T* W,
                                   int weighted, T* OUT, long long n, long long k,
-                                  int simplex) {
+                                  int simplex, int equality) {
     __shared__ double smem[128];
     for (long long row = blockIdx.x; row < n; row += gridDim.x) {
         const T* p = P + row * k;
         const T* v = V + row * k;
         T* out = OUT + row * k;
-        const bool active = simplex || tau[row] != 0.0;
+        const bool active = equality || tau[row] != 0.0;
         double wv = 0.0, ww = 0.0, unused = 0.0, unused2 = 0.0;
         for (long long j = threadIdx.x; j < k; j += blockDim.x) {
             const double pj = (double)p[j], w = weighted ? (double)W[j] : 1.0;
@@ -200,13 +206,13 @@ __global__ void project_capped_f64(const double* Z, const double* W, int weighte
 }
 __global__ void projection_jvp_f32(const float* P, const double* tau, const float* V,
                                    const float* W, int weighted, float* OUT, long long n,
-                                   long long k, int simplex) {
-    sk_projection_jvp<float>(P, tau, V, W, weighted, OUT, n, k, simplex);
+                                   long long k, int simplex, int equality) {
+    sk_projection_jvp<float>(P, tau, V, W, weighted, OUT, n, k, simplex, equality);
 }
 __global__ void projection_jvp_f64(const double* P, const double* tau, const double* V,
                                    const double* W, int weighted, double* OUT, long long n,
-                                   long long k, int simplex) {
-    sk_projection_jvp<double>(P, tau, V, W, weighted, OUT, n, k, simplex);
+                                   long long k, int simplex, int equality) {
+    sk_projection_jvp<double>(P, tau, V, W, weighted, OUT, n, k, simplex, equality);
 }
 
 }  // extern "C"
