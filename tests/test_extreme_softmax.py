@@ -281,6 +281,109 @@ def test_sample_weight_zero_rows_are_ignored(data):
     assert not np.allclose(a.coef_, b.coef_)
 
 
+@pytest.mark.parametrize("method, b", [("implicit", 1), ("ove", 3), ("umax", 2)])
+def test_a_zero_weight_row_is_a_row_left_out(method, b):
+    """Weight 0 equals removing the row (in file order, where the draws line up), also in
+    a batch's mean; a huge zero-weight row once overflowed the implicit step and reset the
+    model to unfitted."""
+    X = np.array([[1.0, 0.0], [0.0, 1.0]] * 50 + [[1000.0, 0.0]])
+    y = np.array([0, 1] * 50 + [1])
+    sw = np.r_[np.ones(100), 0.0]
+    kw = dict(method=method, batch_size=b, n_epochs=3, shuffle=False, random_state=0)
+    a = ExtremeSoftmaxSGD(**kw).fit(X, y, sample_weight=sw)
+    ref_fit = ExtremeSoftmaxSGD(**kw).fit(X[:100], y[:100])
+    np.testing.assert_array_equal(a.coef_, ref_fit.coef_)
+    np.testing.assert_allclose(a.loss_curve_, ref_fit.loss_curve_, rtol=1e-12)
+    a.partial_fit(X, y, sample_weight=sw)                  # streaming too
+    assert np.all(np.isfinite(a.coef_))
+
+
+def test_pickle_stores_the_weights_once_and_keeps_coef_live(data):
+    X, y = data
+    est = ExtremeSoftmaxSGD(n_epochs=1, random_state=0).fit(X, y)
+    blob = pickle.dumps(est)
+    assert len(blob) < 1.2 * est._R.nbytes + 20_000
+    again = pickle.loads(blob)
+    assert np.shares_memory(again.coef_, again._R)
+    assert np.shares_memory(again.intercept_, again._R)
+    np.testing.assert_array_equal(again.coef_, est.coef_)
+    again.partial_fit(X[:5], y[:5])
+    assert not np.array_equal(again.coef_, est.coef_)    # coef_ shows the updated weights
+    no_bias = pickle.loads(pickle.dumps(
+        ExtremeSoftmaxSGD(n_epochs=1, fit_intercept=False, random_state=0).fit(X, y)))
+    assert np.all(no_bias.intercept_ == 0) and no_bias.intercept_.shape == (8,)
+    assert not hasattr(pickle.loads(pickle.dumps(ExtremeSoftmaxSGD())), "coef_")
+
+
+def test_label_helpers_leave_the_callers_targets_alone():
+    Y = sp.csr_matrix((np.ones(5), [0, 2, 1, 0, 1], [0, 2, 3, 5]), shape=(3, 3))
+    Y.data[1] = 0.0                                        # an explicit zero
+    before = (Y.data.copy(), Y.indices.copy(), Y.nnz)
+    np.testing.assert_array_equal(first_label(Y), [0, 1, 0])
+    assert precision_at_k(Y, np.array([[0], [1], [1]])) == 1.0
+    np.testing.assert_array_equal(Y.data, before[0])
+    np.testing.assert_array_equal(Y.indices, before[1])
+    assert Y.nnz == before[2]
+    for a in (Y.data, Y.indices, Y.indptr):
+        a.flags.writeable = False
+    np.testing.assert_array_equal(first_label(Y), [0, 1, 0])
+
+
+def test_a_2d_array_of_label_ids_is_not_an_indicator(data):
+    ids = np.array([[3, 7], [2, 5], [7, 3], [5, 2]])
+    with pytest.raises(ValueError, match="0/1 label-indicator"):
+        first_label(ids)
+    with pytest.raises(ValueError, match="0/1 label-indicator"):
+        precision_at_k(ids, np.array([[3], [2], [7], [5]]))
+    with pytest.raises(ValueError, match="0/1 label-indicator"):
+        ExtremeSoftmaxSGD(multilabel="first").fit(np.eye(4), ids)
+    np.testing.assert_array_equal(first_label(np.array([[0, 1, 1], [1, 0, 0]], bool)), [1, 0])
+
+
+def test_sparse_float32_norms_are_summed_in_float64():
+    X = np.array([[2e19, 0.0], [0.0, 1.0]] * 10, dtype=np.float32)
+    y = np.array([0, 1] * 10)
+    kw = dict(method="implicit", n_epochs=2, random_state=0, eval_every=0)
+    dense = ExtremeSoftmaxSGD(**kw).fit(X, y)
+    sparse = ExtremeSoftmaxSGD(**kw).fit(sp.csr_matrix(X), y)   # its ||x||^2 overflowed float32
+    np.testing.assert_array_equal(sparse.coef_, dense.coef_)
+    assert sparse.score(X, y) == 1.0
+
+
+def test_verbose_reports_epochs_that_are_not_evaluated(data, capsys):
+    X, y = data
+    ExtremeSoftmaxSGD(n_epochs=3, eval_every=0, verbose=1, random_state=0).fit(X, y)
+    assert capsys.readouterr().out.count("s in the epoch driver") == 3
+    ExtremeSoftmaxSGD(n_epochs=3, eval_every=2, verbose=1, random_state=0).fit(X, y)
+    out = capsys.readouterr().out
+    assert out.count("s in the epoch driver") == 4 and out.count("training NLL") == 3
+
+
+def test_float32_models_score_in_float64(data):
+    X, y = data
+    est = ExtremeSoftmaxSGD(n_epochs=2, random_state=0).fit(X.astype(np.float32), y)
+    assert est.coef_.dtype == np.float32
+    for Xq in (X.astype(np.float32), X, X.toarray().astype(np.float32)):
+        S = (Xq.astype(np.float64) @ est.coef_.astype(np.float64).T
+             + est.intercept_.astype(np.float64))
+        expected = S - logsumexp(S, axis=1, keepdims=True)
+        np.testing.assert_allclose(est.predict_log_proba(Xq), expected, rtol=1e-13,
+                                   atol=1e-13)
+
+
+def test_sparse_scores_never_copy_the_whole_weight_matrix():
+    import tracemalloc
+    rng = np.random.default_rng(0)
+    coef = rng.normal(size=(2000, 4000))                  # 64 MB
+    X = sp.random(3, 4000, density=0.005, format="csr", random_state=0)
+    tracemalloc.start()
+    S = _softmax.softmax_scores(X, coef)
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    np.testing.assert_allclose(S, X @ coef.T, rtol=1e-13, atol=1e-13)
+    assert peak < 4e6
+
+
 def test_sample_true_class_is_for_implicit_only(data):
     X, y = data
     est = ExtremeSoftmaxSGD("implicit", sample_true_class=True, n_epochs=3, random_state=0,

@@ -314,6 +314,20 @@ def test_class_sampler_is_uniform_and_excludes_truth():
     assert np.abs(freq - 1 / 8).max() < 0.01
 
 
+@pytest.mark.parametrize("method", ["ove", "sampled_softmax", "umax"])
+def test_many_sampled_classes_match_reference(method):
+    """Above SCAN_DRAWS classes a step, duplicate draws are found in a hash table instead
+    of a scan (O(m), not O(m^2)): the same classes, so the same epoch."""
+    X, y, W, u, order = _problem(3, N=60, K=60)
+    for m, b in [(17, 1), (40, 2), (59, 3)]:
+        Wr, ur = ref.reference_epoch(method, X, y, W, u, order, 5, m, b, 0.3, 0.0, 1.0)
+        Wk, uk, status, _ = ref.kernel_epoch(method, X, y, W, u, order, 5, m, b, 0.3, 0.0,
+                                             1.0, sparse=True)
+        assert status == 0
+        np.testing.assert_allclose(Wk, Wr, rtol=1e-10, atol=1e-12)
+        np.testing.assert_allclose(uk, ur, rtol=1e-10, atol=1e-12)
+
+
 def _collision_problem(K, seed, N=40, D=9, bias=False):
     """Few classes (every step's rows collide with the next steps'), empty and dense rows."""
     rng = np.random.default_rng(seed)

@@ -16,6 +16,11 @@ def test_lambertw_exp_matches_scipy_where_exp_is_finite():
     np.testing.assert_allclose(lambertw_exp(t), expected, rtol=1e-14, atol=1e-300)
 
 
+def test_lambertw_exp_at_the_infinities():
+    out = lambertw_exp(np.array([np.inf, -np.inf, np.nan]))
+    assert out[0] == np.inf and out[1] == 0.0 and np.isnan(out[2])   # inf once gave NaN
+
+
 @given(st.floats(min_value=-1e300, max_value=1e300, allow_nan=False))
 def test_lambertw_exp_solves_w_plus_log_w(t):
     w = float(lambertw_exp(t))

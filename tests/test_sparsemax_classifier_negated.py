@@ -341,7 +341,8 @@ def test_float32_input(solver):
 # ---------------------------------------------------------------------- device="cuda"
 
 def _numpy_cupy():
-    return types.SimpleNamespace(asarray=np.asarray, asnumpy=np.asarray, sum=np.sum)
+    return types.SimpleNamespace(asarray=np.asarray, asnumpy=np.asarray, sum=np.sum,
+                                 float64=np.float64)
 
 
 @pytest.mark.parametrize("solver", ["lbfgs", "newton-cg"])

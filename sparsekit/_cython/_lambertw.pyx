@@ -10,7 +10,7 @@ in ``R`` (logit gaps of +-1e3 and beyond), so the exponential is never evaluated
 """
 import numpy as np
 
-from libc.math cimport exp, log, log1p, fabs
+from libc.math cimport INFINITY, exp, log, log1p, fabs
 
 
 cdef double _wexp_from(double t, double w0) noexcept nogil:
@@ -23,7 +23,7 @@ cdef double _wexp_from(double t, double w0) noexcept nogil:
     stopped a warm start after one step (up to 80% off at t = -39)."""
     cdef double w, f, x
     cdef int it
-    if t != t:
+    if t != t or t == INFINITY:         # W(e^inf) = inf (t - log t would be inf - inf)
         return t
     if t < -40.0:
         x = exp(t)

@@ -79,6 +79,7 @@ cdef extern from *:
 cdef enum:
     LOOKAHEAD = 2       # batches between drawing a step's classes and running it
     PARTS = 4           # points of a step at which a later step's weights are asked for
+    SCAN_DRAWS = 16     # up to this many classes a step, duplicate draws are found by a scan
 
 cdef enum:
     IMPLICIT = 0
@@ -114,19 +115,53 @@ cdef inline Py_ssize_t _randint(uint64_t* s, Py_ssize_t n) noexcept nogil:
     return <Py_ssize_t>(((_next(s) >> 32) * <uint64_t>n) >> 32)
 
 
+cdef inline bint _insert(Py_ssize_t* table, Py_ssize_t mask, Py_ssize_t v) noexcept nogil:
+    """Add v >= 0 to an open-addressing set of mask + 1 slots (free: -1, linear probing,
+    Fibonacci hashing); False if v was already there."""
+    cdef Py_ssize_t h = <Py_ssize_t>((<uint64_t>v * <uint64_t>0x9E3779B97F4A7C15) >> 32) & mask
+    while table[h] != -1:
+        if table[h] == v:
+            return False
+        h = (h + 1) & mask
+    table[h] = v
+    return True
+
+
+cdef Py_ssize_t _draw_table_size(int m) noexcept nogil:
+    """Slots of the duplicate table for m draws (a power of two >= 2m), 0 when m is small
+    enough for a scan."""
+    cdef Py_ssize_t size = 1
+    if m <= SCAN_DRAWS:
+        return 0
+    while size < 2 * m:
+        size *= 2
+    return size
+
+
 cdef void _sample_classes(uint64_t* s, Py_ssize_t K, Py_ssize_t y, int m, bint exclude,
-                          Py_ssize_t* out) noexcept nogil:
-    """m distinct classes uniform from {0..K-1} minus {y} (Floyd's algorithm, O(m^2));
-    from all of {0..K-1} when not ``exclude`` (the authors' Implicit SGD code, notes §6)."""
+                          Py_ssize_t* out, Py_ssize_t* table,
+                          Py_ssize_t table_size) noexcept nogil:
+    """m distinct classes uniform from {0..K-1} minus {y} (Floyd's algorithm); from all of
+    {0..K-1} when not ``exclude`` (the authors' Implicit SGD code, notes §6). Duplicates
+    are found by a scan for m <= SCAN_DRAWS, else in ``table`` (``_draw_table_size(m)``
+    slots): O(m) per draw set either way, and the same classes."""
     cdef Py_ssize_t jj, t, q, cnt = 0, n = K - 1 if exclude else K
     cdef bint dup
+    if table_size:
+        for q in range(table_size):
+            table[q] = -1
     for jj in range(n - m, n):
         t = _randint(s, jj + 1)
-        dup = False
-        for q in range(cnt):
-            if out[q] == t:
-                dup = True
-                break
+        if table_size:
+            dup = not _insert(table, table_size - 1, t)
+            if dup:
+                _insert(table, table_size - 1, jj)     # jj > every earlier draw: new
+        else:
+            dup = False
+            for q in range(cnt):
+                if out[q] == t:
+                    dup = True
+                    break
         out[cnt] = jj if dup else t
         cnt += 1
     if not exclude:
@@ -658,10 +693,12 @@ def softmax_epoch(int method, const floating[::1] data, const index_t[::1] indic
     cdef double* work = <double*>malloc(4 * mm * sizeof(double))
     cdef int* cnt = <int*>calloc(K, sizeof(int))
     cdef double* rowrho = <double*>malloc(K * sizeof(double))
+    cdef Py_ssize_t table_size = _draw_table_size(m)
+    cdef Py_ssize_t* table = <Py_ssize_t*>malloc((table_size + 1) * sizeof(Py_ssize_t))
     if (ringbuf == NULL or ex == NULL or coef == NULL or z == NULL or rho == NULL
-            or work == NULL or cnt == NULL or rowrho == NULL):
+            or work == NULL or cnt == NULL or rowrho == NULL or table == NULL):
         free(ringbuf); free(ex); free(coef); free(z); free(rho); free(work); free(cnt)
-        free(rowrho)
+        free(rowrho); free(table)
         raise MemoryError()
     cdef unsigned int fp_state = sk_flush_denormals()
     try:
@@ -681,7 +718,8 @@ def softmax_epoch(int method, const floating[::1] data, const index_t[::1] indic
                     i = order[drawn]
                     t = (drawn % ring) * mm
                     ringbuf[t] = y[i]
-                    _sample_classes(&state, K, y[i], m, exclude_true, &ringbuf[t + 1])
+                    _sample_classes(&state, K, y[i], m, exclude_true, &ringbuf[t + 1],
+                                    table, table_size)
                     if not write_intent:
                         nnz = _row(data_p, indices_p, indptr_p, dense, i, D, &xd, &xi)
                         _prefetch_rows(R0, stride, &ringbuf[t], mm, xi, nnz, bias, D)
@@ -812,7 +850,7 @@ def softmax_epoch(int method, const floating[::1] data, const index_t[::1] indic
     finally:
         sk_restore_denormals(fp_state)
         free(ringbuf); free(ex); free(coef); free(z); free(rho); free(work); free(cnt)
-        free(rowrho)
+        free(rowrho); free(table)
     return status, n_resets
 
 
@@ -842,6 +880,8 @@ def sampled_gradient(int method, const double[:, ::1] X, const Py_ssize_t[::1] y
     cdef double[:, ::1] G = gW
     cdef double[::1] Gu = gu
     cls = np.zeros(mm, dtype=np.intp)
+    cdef Py_ssize_t table_size = _draw_table_size(m)
+    cdef Py_ssize_t[::1] table = np.empty(table_size + 1, dtype=np.intp)
     zz = np.zeros(mm)
     cc = np.zeros(mm)
     cdef Py_ssize_t[::1] T = cls
@@ -853,7 +893,7 @@ def sampled_gradient(int method, const double[:, ::1] X, const Py_ssize_t[::1] y
         for r in range(n_draws):
             i = _randint(&state, N)
             T[0] = y[i]
-            _sample_classes(&state, K, y[i], m, True, &T[1])
+            _sample_classes(&state, K, y[i], m, True, &T[1], &table[0], table_size)
             for j in range(mm):
                 z[j] = 0.0
                 for p in range(D):

@@ -69,23 +69,14 @@ def first_label(Y):
     ValueError
         If an example has no label; drop such rows before fitting.
     """
-    if sp.issparse(Y):
-        Y = sp.csr_matrix(Y)
-        Y.eliminate_zeros()
-        counts = np.diff(Y.indptr)
-        bad = np.flatnonzero(counts == 0)
+    if sp.issparse(Y) or getattr(Y, "ndim", 1) == 2:  # also an ndarray or a DataFrame
+        Y = _indicator(Y)
+        bad = np.flatnonzero(np.diff(Y.indptr) == 0)
         if bad.size:
             raise ValueError(f"{bad.size} examples have no label (first: row {bad[0]}); "
                              "drop them before fitting")
         Y.sort_indices()
         return Y.indices[Y.indptr[:-1]].copy()
-    if getattr(Y, "ndim", 1) == 2:  # an ndarray or a DataFrame
-        active = np.asarray(Y) != 0
-        bad = np.flatnonzero(~active.any(axis=1))
-        if bad.size:
-            raise ValueError(f"{bad.size} examples have no label (first: row {bad[0]}); "
-                             "drop them before fitting")
-        return np.argmax(active, axis=1)
     out = []
     for i, labels in enumerate(Y):
         if isinstance(labels, (set, frozenset)):
@@ -136,14 +127,25 @@ def _label_sets(y_true):
     if not sp.issparse(y_true) and getattr(y_true, "ndim", 1) == 2 and y_true.shape[1] == 1:
         y_true = np.asarray(y_true).ravel()
     if sp.issparse(y_true) or getattr(y_true, "ndim", 1) == 2:
-        Y = sp.csr_matrix(np.asarray(y_true) if not sp.issparse(y_true) else y_true)
-        Y.eliminate_zeros()
+        Y = _indicator(y_true)
         return [set(Y.indices[Y.indptr[i]:Y.indptr[i + 1]].tolist())
                 for i in range(Y.shape[0])]
     collections = (list, tuple, set, frozenset, np.ndarray)
     return [set(np.asarray(v).tolist()) if isinstance(v, np.ndarray)
             else set(v) if isinstance(v, collections) else {v}
             for v in (y_true.tolist() if isinstance(y_true, np.ndarray) else list(y_true))]
+
+
+def _indicator(Y):
+    """A label-indicator matrix (dense, sparse or DataFrame) as a CSR copy (the caller's
+    arrays are never reordered) without explicit zeros. Its entries must be 0 or 1: a 2-D
+    array of label ids would otherwise be read as an indicator."""
+    Y = sp.csr_matrix(Y, copy=True) if sp.issparse(Y) else sp.csr_matrix(np.asarray(Y))
+    Y.eliminate_zeros()
+    if not np.all(Y.data == 1):
+        raise ValueError("a 2-D target must be a 0/1 label-indicator matrix (column j is "
+                         "label j); pass label ids as one sequence of labels per example")
+    return Y
 
 
 def _is_multilabel(y):
@@ -213,7 +215,8 @@ class ExtremeSoftmaxSGD(ClassifierMixin, BaseEstimator):
     random_state : int, RandomState instance or None, default=None
         Drives the example order and the class sampler (splitmix64 in C).
     verbose : int, default=0
-        Print one line per evaluated epoch (``partial_fit``: per evaluated chunk).
+        Print one line per epoch (``partial_fit``: per chunk): the time spent in the epoch
+        driver so far, and the NLL where it was evaluated.
     eval_every : int, default=1
         Record the exact training NLL in ``loss_curve_`` before training, every
         ``eval_every`` epochs and after the last one (0: never; each evaluation scores
@@ -320,6 +323,17 @@ class ExtremeSoftmaxSGD(ClassifierMixin, BaseEstimator):
     def __sklearn_is_fitted__(self):
         return hasattr(self, "_R")  # not merely n_features_in_, set before a call can fail
 
+    def __getstate__(self):
+        """``coef_`` and ``intercept_`` are views of the weights ``_R``: pickled once, the
+        views rebuilt on loading (so that ``partial_fit`` keeps updating what they show)."""
+        return {key: value for key, value in super().__getstate__().items()
+                if key not in ("coef_", "intercept_")}
+
+    def __setstate__(self, state):
+        super().__setstate__(state)
+        if "_R" in state:
+            self._publish()
+
     # ------------------------------------------------------------------ validation helpers
     def _targets(self, y):
         if y is None or not _is_multilabel(y):
@@ -388,7 +402,9 @@ class ExtremeSoftmaxSGD(ClassifierMixin, BaseEstimator):
             data = np.ascontiguousarray(X.data)
             indices = np.ascontiguousarray(X.indices)     # int32 or int64, as given
             indptr = np.ascontiguousarray(X.indptr)
-            xsq = np.asarray(X.multiply(X).sum(axis=1), dtype=np.float64).ravel()
+            squares = sp.csr_matrix((np.square(data, dtype=np.float64), indices, indptr),
+                                    shape=X.shape)     # float64: float32 squares overflow
+            xsq = np.asarray(squares.sum(axis=1)).ravel()
             dense = False
         else:
             X = np.ascontiguousarray(X, dtype=self._R.dtype)
@@ -402,6 +418,8 @@ class ExtremeSoftmaxSGD(ClassifierMixin, BaseEstimator):
 
     def _run_pass(self, inputs, y_idx, sample_weight, u, eta, order, seed):
         data, indices, indptr, dense, xsq = inputs
+        if sample_weight.min() <= 0.0:  # a row of weight 0 is a row left out (of b's mean too)
+            order = order[sample_weight[order] > 0.0]
         K = self._R.shape[0]
         m = min(self.n_sampled, K - 1)
         counts = np.bincount(y_idx, minlength=K) / len(y_idx)
@@ -458,9 +476,11 @@ class ExtremeSoftmaxSGD(ClassifierMixin, BaseEstimator):
     def _record(self, epoch, nll, where="training NLL"):
         self.loss_curve_.append(nll)
         self.loss_epochs_.append(epoch)
+        self._progress(epoch, f"{where} {nll:.6f}, ")
+
+    def _progress(self, epoch, text=""):
         if self.verbose:
-            print(f"-- epoch {epoch}: {where} {nll:.6f}, "
-                  f"{sum(self.epoch_times_):.2f} s in the epoch driver")
+            print(f"-- epoch {epoch}: {text}{sum(self.epoch_times_):.2f} s in the epoch driver")
 
     def _forget(self):
         """Drop every fitted attribute (the estimator is unfitted again)."""
@@ -541,6 +561,8 @@ class ExtremeSoftmaxSGD(ClassifierMixin, BaseEstimator):
                 if self.tol is not None and previous - self.loss_curve_[-1] < self.tol:
                     converged = True
                     break
+            else:
+                self._progress(epoch + 1)
         if self.tol is not None and not converged:
             warnings.warn(f"ExtremeSoftmaxSGD did not reach tol={self.tol} in "
                           f"{self.n_epochs} epochs; increase n_epochs", ConvergenceWarning)
@@ -615,6 +637,8 @@ class ExtremeSoftmaxSGD(ClassifierMixin, BaseEstimator):
         if self.eval_every and self.n_iter_ % self.eval_every == 0:
             self._record(self.n_iter_, self._training_nll(X, y_idx, sample_weight),
                          "NLL on this chunk")
+        else:
+            self._progress(self.n_iter_)
         self.u_ = u
         return self
 

@@ -34,9 +34,28 @@ _CHUNK_ENTRIES = 2**22  # rows per chunk * K kept below this when scoring big pr
 
 
 def softmax_scores(X, coef, intercept=None):
-    """Dense scores ``X @ coef.T (+ intercept)`` of shape (n, K); X dense or sparse."""
-    S = X @ coef.T
-    S = np.asarray(S.toarray() if sp.issparse(S) else S, dtype=np.float64)
+    """Dense scores ``X @ coef.T (+ intercept)`` of shape (n, K); X dense or sparse.
+
+    Computed in float64 whatever the dtypes (a float32 model scores as its float64 copy
+    would), a block of classes at a time, so that ``coef`` is never copied whole: a sparse
+    X is scored on the columns it uses (SciPy's ``X @ coef.T`` would make a C-ordered copy
+    of all K x D weights for every call), a dense X against float64 blocks of rows of coef.
+    """
+    coef = np.asarray(coef)
+    if sp.issparse(X):
+        X = sp.csr_matrix(X)
+        columns, inverse = np.unique(X.indices, return_inverse=True)
+        X = sp.csr_matrix((X.data.astype(np.float64), inverse.ravel(), X.indptr),
+                          shape=(X.shape[0], columns.size))
+    else:
+        X = np.asarray(X, dtype=np.float64)
+        columns = slice(None)
+    K = coef.shape[0]
+    step = max(1, _CHUNK_ENTRIES // max(X.shape[1], 1))
+    S = np.empty((X.shape[0], K))
+    for start in range(0, K, step):
+        block = coef[start:start + step, columns].astype(np.float64, copy=False)
+        S[:, start:start + step] = X @ block.T
     if intercept is not None:
         S += intercept
     return S
