@@ -827,9 +827,10 @@ def report(quick=False):
             "the shared timing lock (--parts repro / m1check / scale / peers), at the commits "
             + "; ".join(commits) + ". The epoch driver's results are the same at each of "
             "them (later commits changed parameter checks, the type of the CSR indices the "
-            "driver walks, and flushed subnormal weights, below 1.2e-38 in float32, to zero, "
-            "which changes no number printed here), so only the timings of the later parts "
-            "reflect the later code."]
+            "driver walks, flushed subnormal weights, below 1.2e-38 in float32, to zero, "
+            "which changes no number printed here, and found duplicate class draws in a hash "
+            "table above 16 draws a step, which draws the same classes), so only the timings "
+            "of the later parts reflect the later code."]
     repro = load_part("repro")
     if repro:
         body.append(f"\n### 1. Reproduction (notes §3): {repro['epochs']} epochs, eta0 tuned "
