@@ -278,6 +278,51 @@ def test_a9a_subset_against_liblinear():
     assert F <= F_ll * (1 + 1e-6)
 
 
+@pytest.mark.skipif(not (DATA / "libsvm" / "a9a.xz").exists(), reason="datasets absent")
+def test_tight_tol_keeps_the_proven_lipschitz_bound():
+    """Near the optimum the ISTA descent test fails by rounding (~1e-14 |F|) whatever L is:
+    the datafit's proven bound must not be doubled (it once reached 4096x, 261 function
+    values, with a false 'below the curvature' warning)."""
+    import lzma
+    import warnings
+
+    from sklearn.datasets import load_svmlight_file
+
+    from sparsekit.optimize import minimize_oba
+
+    X, y = load_svmlight_file(lzma.open(DATA / "libsvm" / "a9a.xz"), n_features=123)
+    X, y = X[:4000], y[:4000]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        L1LogisticOBA(C=0.01, tol=1e-9, fit_intercept=False).fit(X, y)
+        datafit = Logistic(X.tocsc(), y)
+        res = minimize_oba(datafit.value_grad, datafit.hessp, np.zeros(123), 1 / (0.01 * 4000),
+                           lipschitz=datafit.lipschitz, tol=1e-9)
+    assert res.success and res.lipschitz == datafit.lipschitz()
+
+
+def test_huge_features_keep_the_float32_panels_finite():
+    """Features near 1e20 pass the float64 input check but overflow the float32 Gram panels
+    (inf Hessians: the CSR fit once ended at F = 1467 against 1185): the float64 routes
+    take over, and the label in the warning reads 1, not np.int64(1)."""
+    import warnings
+
+    from sklearn.datasets import make_classification
+
+    X, y = make_classification(400, 100, n_informative=30, random_state=0)
+    X[:, :5] *= 1e20
+    fits = []
+    for Z in (X, sp.csr_matrix(X)):
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            fits.append(L1LogisticOBA(C=10, max_iter=300).fit(Z, y))
+        assert not [w for w in caught if issubclass(w.category, RuntimeWarning)]
+        assert all("np.int64" not in str(w.message) for w in caught)
+    F = [ref.l1_logistic_objective(X, 2.0 * y - 1, e.coef_.ravel(), e.intercept_[0], 10.0)
+         for e in fits]
+    np.testing.assert_allclose(F[1], F[0], rtol=1e-9)
+
+
 @pytest.mark.parametrize("layout", ["csr", "csc"])
 def test_sparse_input_with_mixed_index_types(layout):
     """int32 indices with an int64 indptr (kept by scikit-learn's validation) fit and predict

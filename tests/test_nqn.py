@@ -604,3 +604,21 @@ def test_integer_and_tolerance_options_are_checked(options):
     with pytest.raises(ValueError):
         minimize_nqn(rosen, np.zeros(3), jac=rosen_der, options=options)
     assert minimize_nqn(rosen, np.zeros(3), jac=rosen_der, options={"maxiter": 1e2}).nit <= 100
+
+
+def test_finite_differences_stay_inside_the_bounds():
+    """Without jac, every point evaluated lies in the box: a fixed variable (lo == hi) has
+    derivative 0, a box narrower than the step is stepped across on its wider side (the
+    difference step once left the box, and sqrt of a negative gave NaN at the start)."""
+    seen = []
+
+    def f(x):
+        seen.append(x.copy())
+        return float(np.sqrt(x[0]) + np.sqrt(x[2] - 1.0) + (x[1] - 3.0) ** 2)
+
+    bounds = [(0.0, 0.0), (1.0, 5.0), (1.0, 1.0 + 1e-12)]
+    res = minimize_nqn(f, [0.0, 2.0, 1.0], bounds=bounds)
+    assert res.success
+    np.testing.assert_allclose(res.x[:2], [0.0, 3.0], atol=1e-6)
+    lo, hi = np.array(bounds).T
+    assert all(np.all(lo <= x) and np.all(x <= hi) for x in seen)

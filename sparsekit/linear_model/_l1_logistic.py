@@ -239,6 +239,7 @@ class L1LogisticOBA(ClassifierMixin, BaseEstimator):
         self.optimality_ = np.array([r.optimality for _, _, r in results])
         self.corrective_loops_ = [r.corrective_loops for _, _, r in results]
         for pos, (_, _, r) in zip(problems, results):
+            pos = np.asarray(pos).tolist()  # 1, not np.int64(1), in the messages
             if self.verbose:
                 print(f"[L1LogisticOBA] class {pos!r}: {r.nit} iterations, {r.ncg} CG, "
                       f"optimality {r.optimality:.2e}, F/(C n) {r.fun:.10e}")

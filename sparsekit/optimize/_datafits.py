@@ -210,6 +210,7 @@ class _LinearDatafit:
         same = X_csr is not None and X_csr.shape == X.shape and X_csr.dtype == X.dtype
         self._Xr = X_csr if same else None
         self._panel_gram = None  # the dense-panel Gram, carried between iterates
+        self._max_abs = None     # largest |X_ij|, measured when a float32 panel is first asked
         self.y = np.ascontiguousarray(y, dtype=np.float64)
         sw = (np.ones(self.n_samples) if sample_weight is None
               else np.asarray(sample_weight, dtype=np.float64))
@@ -331,6 +332,16 @@ class _LinearDatafit:
                                 explicit_after=cost_gram / (cost_hv - k * k) if switch
                                 else np.inf)
 
+    def _panels_fit_float32(self, block=4096):
+        """Whether the float32 panels' products stay finite: a block of rows sums up to
+        ``block`` entries D_i x_ij x_ik (features near 1e19 overflow float32 there, while
+        the float64 routes hold up to the input check's 1e150)."""
+        if self._max_abs is None:
+            values = self.X.data if sp.issparse(self.X) else self.X
+            self._max_abs = float(np.abs(values).max()) if values.size else 0.0
+        D_max = float(self._D.max()) if self._D.size else 0.0
+        return self._max_abs**2 * max(D_max, 0.0) * min(self.n_samples, block) < 1e36
+
     def _csr(self):
         """The CSR copy of the sparse X, made on first use and kept."""
         if self._Xr is None:
@@ -349,6 +360,8 @@ class _LinearDatafit:
         (:class:`~sparsekit.optimize._panel_gram.PanelGram`).
         """
         k, X, D = cols.size, self.X, self._D
+        if syrk and not self._panels_fit_float32():
+            syrk = False
         if syrk:
             if self._panel_gram is None:
                 self._panel_gram = PanelGram(self._csr() if sp.issparse(X) else X,

@@ -163,11 +163,16 @@ class _Objective:
         return _scalar(self.fun(x, *self.args))
 
     def _forward_difference(self, x, f):
-        g = np.empty_like(x)
+        """One-sided differences with every point inside the bounds: forward, else
+        backward, else the wider side shortened to fit; 0 for a fixed variable (lo == hi)."""
+        g = np.zeros_like(x)
         for i in range(x.size):
             h = self.eps * max(1.0, abs(x[i]))
-            if x[i] + h > self.hi[i]:
-                h = -h
+            up, down = self.hi[i] - x[i], x[i] - self.lo[i]
+            if h > up:
+                h = -h if down >= h else (up if up >= down else -down)
+            if h == 0.0:
+                continue
             xi = x.copy()
             xi[i] += h
             g[i] = (self._value(xi) - f) / h
