@@ -4,6 +4,8 @@
   enumerating every active set (each coordinate at 0, at its upper bound, or free; the sum
   constraint tight or not), solving the KKT equations of each and keeping the feasible
   candidate closest to z. The optimum is one of the candidates, so this is exact; O(3^K).
+- ``exact_capped``: the capped simplex / active knapsack in rational arithmetic, for scores
+  and weights of any scale.
 - ``slsqp``: the same problem through scipy.optimize.minimize(method="SLSQP").
 - ``numpy_sparsemax``: vectorized Algorithm 1 (sort, cumsum, support size).
 """
@@ -121,6 +123,27 @@ def brute_force(z, polytope, **params):
         if best_exact is None or dist < best_exact:
             best, best_exact = p, dist
     return np.array([float(v) for v in best])  # the float best when none is exactly feasible
+
+
+def exact_capped(z, budget, weights=None):
+    """Exact projection onto {0 <= p <= 1, w.p = budget} in rational arithmetic, for any
+    scale of scores and weights: the root tau of the non-increasing, piecewise-linear
+    g(t) = sum_i w_i clip(z_i - t w_i, 0, 1) (notes/lp_sparsemap.md Prop. 5), read off the
+    linear piece between the two breakpoints that bracket the budget."""
+    z = [Fraction(float(v)) for v in z]
+    w = [Fraction(1)] * len(z) if weights is None else [Fraction(float(v)) for v in weights]
+    b = Fraction(float(budget))
+
+    def g(t):
+        return sum(wi * min(max(zi - t * wi, 0), 1) for zi, wi in zip(z, w))
+    points = sorted({zi / wi for zi, wi in zip(z, w)} | {(zi - 1) / wi for zi, wi in zip(z, w)})
+    values = [g(t) for t in points]
+    tau = points[0] if b >= values[0] else points[-1]
+    for t0, t1, g0, g1 in zip(points, points[1:], values, values[1:]):
+        if g0 >= b >= g1:
+            tau = t0 if g0 == g1 else t0 + (g0 - b) * (t1 - t0) / (g0 - g1)
+            break
+    return np.array([float(min(max(zi - tau * wi, 0), 1)) for zi, wi in zip(z, w)])
 
 
 def _feasible_exact(p, upper, rel, b, w):

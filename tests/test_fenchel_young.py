@@ -166,3 +166,10 @@ def test_weighted_float32_losses_are_solved_in_float64():
                                              budget=1.0, weights=[1, 1e-50, 1])
     assert_allclose(grad, [0.35, 0.8, -0.35], atol=1e-6)
     assert np.isfinite(loss)
+
+
+@pytest.mark.parametrize("polytope, params", [("box", {}), ("budget", {"budget": 1.0}),
+                                              ("at_most_one", {})])
+def test_loss_is_finite_where_its_value_is(polytope, params):
+    """1/2 ||y - z||^2 - 1/2 ||p - z||^2 = 1e308 here; summing 2 d z before halving gave inf."""
+    assert fenchel_young_loss([1e308, 0.0], [0.0, 1.0], polytope, **params) == 1e308

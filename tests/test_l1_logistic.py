@@ -418,3 +418,13 @@ def test_warm_start_restarts_at_the_previous_solution(n_classes):
     est.fit(X, y)
     assert np.all(est.n_iter_ == 0)
     np.testing.assert_array_equal(est.intercept_, intercept)
+
+
+def test_a_refit_that_fails_keeps_the_fitted_model():
+    X, y = _binary(3)
+    model = L1LogisticOBA(C=0.5).fit(X, y)
+    before = model.predict_proba(X)
+    with pytest.raises(ValueError, match="Unknown label type"):
+        model.fit(X[:, :3], np.linspace(0, 1, X.shape[0]))
+    assert model.n_features_in_ == X.shape[1]
+    np.testing.assert_array_equal(model.predict_proba(X), before)

@@ -267,6 +267,45 @@ def test_a_tiny_weight_does_not_cost_the_others_their_resolution(polytope, tiny)
     assert abs(w @ p - 1.0) < 1e-12
 
 
+@pytest.mark.parametrize("z, budget, w", [
+    ([0.9, -0.8, 0.2], 1.0, [1e-17, 1, 1]),                     # gave w.p = 0.2
+    ([0.4, 1.0, -0.9], 8e8, [1e-10, 1e3, 1e9]),                 # gave w.p = 1e9
+    ([-1.643023371405677e16, -2567301263654940.5], 1.372195468024335, None),    # [0, 1]
+    ([-1.0715285177413546e16, -2.048317594914385e16, -4.122334763082323e16],
+     1.9603989153993757, None),
+])
+def test_capped_simplex_is_exact_at_extreme_scores_and_weights(z, budget, w):
+    """Weights ~1e16 apart or scores past 2^53 apart lose the answer in the sweep's running
+    sums (or collapse a coordinate's breakpoints z' - 1 and z'): caught by the budget check
+    and searched again, in a frame moved to the answer."""
+    p = project(z, "capped_simplex", budget=budget, weights=w)
+    assert_allclose(p, ref.exact_capped(z, budget, w), atol=1e-9)
+
+
+@pytest.mark.parametrize("regime", ["weights", "scores", "float32"])
+def test_capped_family_matches_rational_reference_across_scales(regime):
+    rng = np.random.default_rng(["weights", "scores", "float32"].index(regime))
+    for _ in range(150):
+        k = int(rng.integers(2, 7))
+        w = None
+        if regime == "weights":      # |z| <= 1.5, weights spread over 1e-10 .. 1e8
+            z, w = rng.uniform(-1, 1.5, size=k), 10.0 ** rng.uniform(-10, 8, size=k)
+        elif regime == "scores":     # unit weights, scores 1e12 .. 1e17
+            z = rng.normal(size=k) * 10.0 ** rng.uniform(12, 17)
+        else:
+            z = (rng.normal(size=k) * 10.0 ** rng.uniform(5, 9)).astype(np.float32)
+        total = k if w is None else w.sum()
+        budget = float(rng.uniform(0.05, 0.95) * total)
+        expected = ref.exact_capped(np.asarray(z, dtype=np.float64), budget, w)
+        tol = 1e-5 if regime == "float32" else 1e-9
+        assert_allclose(project(z, "capped_simplex", budget=budget, weights=w), expected,
+                        atol=tol, err_msg=f"z={z!r} w={w!r} budget={budget!r}")
+        clipped = np.clip(np.asarray(z, dtype=np.float64), 0, 1)
+        if clipped @ (np.ones(k) if w is None else w) > budget:     # the knapsack is active
+            assert_allclose(project(z, "knapsack", budget=budget, weights=w), expected,
+                            atol=tol)
+
+
 def test_float32_parameter_limits_use_the_exact_weights_and_the_dtype_range():
     w = np.array([0.3, 0.7000001, 1.9])          # sum(w) is not a float32 number
     p = project(np.zeros(3, np.float32), "capped_simplex", budget=float(w.sum()), weights=w)

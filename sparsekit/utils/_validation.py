@@ -1,4 +1,5 @@
 """Input checks shared by the estimators and the array-level API."""
+import functools
 import numbers
 
 import numpy as np
@@ -12,6 +13,23 @@ def is_positive_integer(value):
     nor None."""
     return (isinstance(value, numbers.Real) and not isinstance(value, bool)
             and float(value).is_integer() and value >= 1)
+
+
+def unchanged_on_error(fit):
+    """Decorator for an estimator's ``fit``: a call that raises leaves the estimator's
+    attributes as they were, so that a refit on bad input keeps the fitted model usable
+    (validation sets ``n_features_in_``, and target encoding ``classes_``, before later
+    checks fail)."""
+    @functools.wraps(fit)
+    def guarded(self, *args, **kwargs):
+        state = dict(self.__dict__)
+        try:
+            return fit(self, *args, **kwargs)
+        except BaseException:
+            self.__dict__.clear()
+            self.__dict__.update(state)
+            raise
+    return guarded
 
 
 def with_uniform_indices(X):

@@ -59,7 +59,7 @@ __device__ double sk_capped_root(const T* z, const T* W, int weighted, long long
     if (mode == SK_MODE_LE) lo = fmax(lo, -r);  // g(0) > 0: root in (0, hi]
     if (mode == SK_MODE_GE) hi = fmin(hi, -r);  // g(0) < 0: root in [lo, 0)
     double x = lo, a = 0.0, b = 0.0, c = 0.0;  // g(lo) >= 0
-    bool last_newton = false;
+    bool last_newton = false, at_root = false;
     for (int pass = 0; pass < SK_MAX_PASSES; ++pass) {
         double inside = 0.0;
         a = 0.0; b = 0.0; c = 0.0;
@@ -74,7 +74,10 @@ __device__ double sk_capped_root(const T* z, const T* W, int weighted, long long
         }
         sk_block_sum4(a, b, c, inside, smem);
         const double g = a - x * b + c - budget;
-        if (sk_is_root(g, fabs(a) + fabs(x) * b + c + budget)) break;
+        if (sk_is_root(g, fabs(a) + fabs(x) * b + c + budget)) {
+            at_root = true;  // x itself: the sets read at x may sit on a breakpoint (a
+            break;           // coordinate at p = 1 or 0 exactly) and leave b ~ 0
+        }
         if (inside == 0.0) {
             // g is linear on the bracket: read its piece at an interior point
             // (at x = lo, coordinates with p = 1 exactly there are free inside)
@@ -96,7 +99,7 @@ __device__ double sk_capped_root(const T* z, const T* W, int weighted, long long
         }
         if (!(lo < x && x < hi)) break;
     }
-    const double t = b > 0.0 ? (a + c - budget) / b : x;
+    const double t = (b > 0.0 && !at_root) ? (a + c - budget) / b : x;
     return fmin(fmax(t, lo), hi);
 }
 
