@@ -40,9 +40,8 @@ __device__ void sk_project_simplex(const T* Z, T* P, double* tau, long long n, l
 // r = max z_j / w_j, which keeps the top scores exact: unshifted, z_j - 1 rounds to z_j past
 // 2^53 and the [0, 1] resolution is lost. Coordinates far below r lose the bits of
 // w_j |t'| in the shift; when the root lies that far below the top (huge scores capped at
-// 1, tiny weights), the search is redone with r moved to the root found (as
-// sparsekit/_cython/_projections.pyx, _capped_project, does once: its sweep's breakpoint
-// lands on the answer's interval; this search's root only within ~ulp(r), hence a loop).
+// 1, tiny weights), the search is redone with r moved to the root found, ~ulp(r) off, until
+// r stops moving (as sparsekit/_cython/_projections.pyx, _capped_project, does).
 // Safeguarded Newton search from the lower end of the bracket, as in sk_simplex_threshold;
 // when no breakpoint is left inside the bracket,
 // t = (sum_F w z + sum_U w - budget) / sum_F w^2 is exact (F: 0 < p < 1, U: p = 1).
