@@ -14,7 +14,8 @@ import _softmax_reference as ref
 from sparsekit import ExtremeSoftmaxSGD as TopLevel
 from sparsekit.linear_model import ExtremeSoftmaxSGD, first_label, precision_at_k
 from sparsekit.linear_model._extreme_softmax import EXPECTED_FAILED_CHECKS
-from sparsekit.losses import _softmax, softmax_log_proba, softmax_nll
+from sparsekit.losses import (_softmax, double_sum_gradient, double_sum_objective,
+                              ove_objective, softmax_log_proba, softmax_nll)
 
 METHODS = ["implicit", "umax", "ove", "sgd", "sampled_softmax", "nce"]
 
@@ -721,3 +722,59 @@ def test_a_failed_fit_leaves_the_fitted_model_usable(data):
             est.fit(bad_X, bad_y)
         assert est.n_features_in_ == X.shape[1]
         np.testing.assert_array_equal(est.predict(X), expected)
+
+
+def test_log_softmax_keeps_its_precision_at_huge_scores():
+    """max + log(sum) rounded back to max: scores of 1e17 gave probabilities summing to 2
+    and an NLL of 0 instead of log 2."""
+    logp = softmax_log_proba(np.array([[1e300] * 3, [1e17, 1e17, 0.0]]))
+    np.testing.assert_allclose(logp[0], -np.log(3.0), rtol=1e-15)
+    np.testing.assert_allclose(logp[1, :2], -np.log(2.0), rtol=1e-15)
+    X, W = np.array([[1.0]]), np.array([[1e17], [1e17]])
+    assert softmax_nll(X, np.array([0]), W) == pytest.approx(np.log(2.0), rel=1e-15)
+    for scale in (1e12, 1e15):
+        S = np.array([[scale, scale, scale - 1.0]])
+        np.testing.assert_allclose(np.exp(softmax_log_proba(S)).sum(), 1.0, rtol=1e-15)
+
+
+@pytest.mark.parametrize("K", [5, 500, 5000])
+def test_top_k_breaks_ties_as_predict_does(K):
+    rng = np.random.default_rng(0)
+    est = ExtremeSoftmaxSGD(n_epochs=1, fit_intercept=False, random_state=0).fit(
+        rng.normal(size=(3 * K, 2)), np.arange(3 * K) % K)
+    zero = sp.csr_matrix((2, 2))                        # every class scores 0
+    assert est.predict(zero)[0] == 0
+    np.testing.assert_array_equal(est.predict_topk(zero, 3), [[0, 1, 2]] * 2)
+    est.coef_[:] = 0.0
+    est.coef_[[K - 2, K - 1], 0] = 1.0                  # two tied best classes
+    x = np.array([[1.0, 0.0]])
+    assert est.predict(x)[0] == K - 2
+    np.testing.assert_array_equal(est.predict_topk(x, 3), [[K - 2, K - 1, 0]])
+
+
+def test_loss_functions_check_their_inputs():
+    rng = np.random.default_rng(0)
+    X, y, W = rng.normal(size=(4, 2)), np.array([0, 1, 2, 0]), rng.normal(size=(3, 2))
+    u = np.ones(4)
+    with pytest.raises(ValueError, match="coef must have shape"):
+        softmax_nll(sp.csr_matrix(X), y, np.hstack([W, W[:, :1]]))   # once scored silently
+    for bad in (u[:, None], u[:2]):
+        with pytest.raises(ValueError, match="u must have shape"):
+            double_sum_objective(X, y, W, bad)
+        with pytest.raises(ValueError, match="u must have shape"):
+            double_sum_gradient(X, y, W, bad)
+    with pytest.raises(ValueError, match="at least one example"):
+        ove_objective(X[:0], y[:0], W)
+    with pytest.raises(ValueError, match="finite"):
+        softmax_nll(X, y, W, sample_weight=[1.0, np.inf, 1.0, 1.0])
+    assert softmax_nll(sp.coo_matrix(X), y, W) == pytest.approx(softmax_nll(X, y, W))
+    big = (W * 1e20).astype(np.float32)
+    assert np.isfinite(ove_objective(X, y, big, alpha=1.0))         # float32 squares overflowed
+
+
+def test_partial_fit_refuses_a_changed_fit_intercept(data):
+    X, y = data
+    est = ExtremeSoftmaxSGD(random_state=0).partial_fit(X, y, classes=np.unique(y))
+    est.set_params(fit_intercept=False)
+    with pytest.raises(ValueError, match="fit_intercept=False but the streamed model"):
+        est.partial_fit(X, y)

@@ -228,7 +228,9 @@ class ExtremeSoftmaxSGD(ClassifierMixin, BaseEstimator):
         Stop when an evaluated NLL improves by less than ``tol``; a ConvergenceWarning is
         raised if that never happens. None runs all ``n_epochs``. Needs ``eval_every > 0``.
     warm_start : bool, default=False
-        Start ``fit`` from the previous weights (and u, if the data size matches).
+        Start ``fit`` from the previous weights (and u, if the data size matches). A fit
+        whose classes, number of features or ``fit_intercept`` differ from the previous
+        one starts from zero.
     multilabel : {"error", "first"}, default="error"
         Multi-label targets (indicator matrix or label lists) raise a ValueError, or are
         reduced with :func:`~sparsekit.linear_model.first_label` (the papers' policy).
@@ -604,6 +606,9 @@ class ExtremeSoftmaxSGD(ClassifierMixin, BaseEstimator):
         if not first and not np.all(np.isin(self.classes_, known)):
             raise ValueError("classes must contain every class declared before "
                              f"({len(self.classes_)} classes); got {len(known)}")
+        if not first and bool(self.fit_intercept) != self._bias:
+            raise ValueError(f"fit_intercept={self.fit_intercept} but the streamed model was "
+                             f"started with fit_intercept={self._bias}; call fit to restart")
         unknown = ~np.isin(y, known)
         if np.any(unknown):
             raise ValueError(f"y contains labels not declared in classes: "
@@ -704,9 +709,15 @@ class ExtremeSoftmaxSGD(ClassifierMixin, BaseEstimator):
                 self.classes_):
             raise ValueError(f"k must be in [1, n_classes={len(self.classes_)}], got {k}")
 
-        def top(S):
+        def top(S):  # ties broken toward the lower class index, as predict's argmax
             part = np.argpartition(-S, k - 1, axis=1)[:, :k]
-            order = np.argsort(-np.take_along_axis(S, part, axis=1), axis=1, kind="stable")
+            kth = np.take_along_axis(S, part, axis=1).min(axis=1)[:, None]
+            left_out = (np.count_nonzero(S == kth, axis=1)
+                        > np.count_nonzero(np.take_along_axis(S, part, axis=1) == kth, axis=1))
+            for r in np.flatnonzero(left_out):   # a class tied with the k-th was dropped
+                above = np.flatnonzero(S[r] > kth[r])
+                part[r] = np.r_[above, np.flatnonzero(S[r] == kth[r])[:k - above.size]]
+            order = np.lexsort((part, -np.take_along_axis(S, part, axis=1)), axis=1)
             return np.take_along_axis(part, order, axis=1)
         return self.classes_[self._row_reduce(X, top)]
 

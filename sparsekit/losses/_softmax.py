@@ -42,6 +42,9 @@ def softmax_scores(X, coef, intercept=None):
     of all K x D weights for every call), a dense X against float64 blocks of rows of coef.
     """
     coef = np.asarray(coef)
+    if coef.ndim != 2 or X.shape[1] != coef.shape[1]:
+        raise ValueError(f"coef must have shape (n_classes, {X.shape[1]}) to score X of "
+                         f"{X.shape[1]} features, got {coef.shape}")
     if sp.issparse(X):
         X = sp.csr_matrix(X)
         columns, inverse = np.unique(X.indices, return_inverse=True)
@@ -61,20 +64,22 @@ def softmax_scores(X, coef, intercept=None):
     return S
 
 
-def _row_logsumexp(S):
-    """``log sum_k exp(S_ik)`` per row, shifted by the row maximum (finite rows)."""
-    mx = S.max(axis=1, keepdims=True)
-    return (mx + np.log(np.exp(S - mx).sum(axis=1, keepdims=True)))[:, 0]
+def _shifted_log_normalizer(S):
+    """``(S - m, log sum_k exp(S_ik - m_i))`` with m_i the row maximum: log-probabilities
+    are the difference of the two, taken after the shift (``m + log sum`` rounds back to m
+    once |m| is large: scores of 1e17 gave probabilities summing to 2)."""
+    Z = S - S.max(axis=1, keepdims=True)
+    return Z, np.log(np.exp(Z).sum(axis=1))
 
 
 def softmax_log_proba(scores):
-    """Row-wise ``log softmax`` computed as ``scores - logsumexp(scores)`` (a 1-D ``scores``
+    """Row-wise ``log softmax``, ``(s - max s) - log sum exp(s - max s)`` (a 1-D ``scores``
     is one row)."""
     scores = np.asarray(scores, dtype=np.float64)
     if scores.ndim not in (1, 2):
         raise ValueError(f"scores must be 1-D or 2-D (n_rows, n_classes), got {scores.shape}")
-    rows = np.atleast_2d(scores)
-    return (rows - _row_logsumexp(rows)[:, None]).reshape(scores.shape)
+    Z, log_norm = _shifted_log_normalizer(np.atleast_2d(scores))
+    return (Z - log_norm[:, None]).reshape(scores.shape)
 
 
 def _chunks(n, K):
@@ -102,17 +107,20 @@ def softmax_nll(X, y, coef, intercept=None, sample_weight=None):
     """
     K = coef.shape[0]
     y = _class_indices(y, X.shape[0], K)
+    if sp.issparse(X):
+        X = sp.csr_matrix(X)            # rows are sliced below (COO cannot be)
     if sample_weight is not None:
         sample_weight = np.asarray(sample_weight, dtype=np.float64)
-        if sample_weight.shape != y.shape or np.any(sample_weight < 0):
-            raise ValueError(f"sample_weight must be {y.shape[0]} non-negative numbers")
+        if (sample_weight.shape != y.shape or not np.all(np.isfinite(sample_weight))
+                or np.any(sample_weight < 0)):
+            raise ValueError(f"sample_weight must be {y.shape[0]} finite non-negative numbers")
     mass = X.shape[0] if sample_weight is None else np.sum(sample_weight)
     if not mass > 0:
         raise ValueError("the mean NLL needs at least one example of positive weight")
     total = 0.0
     for sl in _chunks(X.shape[0], K):
-        S = softmax_scores(X[sl], coef, intercept)
-        nll = _row_logsumexp(S) - S[np.arange(S.shape[0]), y[sl]]
+        Z, log_norm = _shifted_log_normalizer(softmax_scores(X[sl], coef, intercept))
+        nll = log_norm - Z[np.arange(Z.shape[0]), y[sl]]
         total += nll.sum() if sample_weight is None else nll @ sample_weight[sl]
     return total / mass
 
@@ -126,12 +134,25 @@ def _class_indices(y, n, K):
     return y
 
 
+def _per_example(u, n):
+    """``u`` as n float64 values (a column or a short u would broadcast silently)."""
+    u = np.asarray(u, dtype=np.float64)
+    if u.shape != (n,):
+        raise ValueError(f"u must have shape ({n},), got {u.shape}")
+    return u
+
+
 def _ridge(alpha, coef):
-    """``alpha/2 ||W||^2``, 0 without ridge also where ||W||^2 overflows."""
-    return 0.5 * alpha * np.sum(coef * coef) if alpha else 0.0
+    """``alpha/2 ||W||^2`` summed in float64; 0 without ridge, also where it overflows."""
+    if not alpha:
+        return 0.0
+    w = np.asarray(coef, dtype=np.float64).ravel()
+    return 0.5 * alpha * (w @ w)
 
 
 def _gaps(X, y, coef, intercept=None):
+    if X.shape[0] == 0:
+        raise ValueError("the mean over examples needs at least one example (X has 0 rows)")
     y = _class_indices(y, X.shape[0], coef.shape[0])
     S = softmax_scores(X, coef, intercept)
     rows = np.arange(S.shape[0])
@@ -149,6 +170,7 @@ def optimal_u(X, y, coef, intercept=None):
 def double_sum_objective(X, y, coef, u, alpha=0.0):
     """``mean_i[u_i + e^{-u_i}(1 + sum_{k != y_i} e^{s_ik}) - 1] + alpha/2 ||W||^2``."""
     gaps = _gaps(X, y, coef)
+    u = _per_example(u, X.shape[0])
     log_a = np.logaddexp(0.0, logsumexp(gaps, axis=1))
     return np.mean(u + np.exp(log_a - u) - 1.0) + _ridge(alpha, coef)
 
@@ -157,11 +179,12 @@ def double_sum_gradient(X, y, coef, u, alpha=0.0):
     """Exact gradient of ``double_sum_objective`` with respect to (W, u)."""
     n = X.shape[0]
     gaps = _gaps(X, y, coef)
-    P = np.exp(gaps - np.asarray(u)[:, None])   # e^{s_ik - u_i}, 0 on the true class
+    u = _per_example(u, n)
+    P = np.exp(gaps - u[:, None])               # e^{s_ik - u_i}, 0 on the true class
     G = P.copy()
     G[np.arange(n), y] = -P.sum(axis=1)
     grad_W = np.asarray(G.T @ X) / n + alpha * coef
-    grad_u = (1.0 - np.exp(-np.asarray(u)) - P.sum(axis=1)) / n
+    grad_u = (1.0 - np.exp(-u) - P.sum(axis=1)) / n
     return grad_W, grad_u
 
 
