@@ -86,6 +86,50 @@ def test_xmlrepo_format_edge_cases(tmp_path):
         load_xmlrepo(tmp_path / "range.txt")
 
 
+def test_an_empty_data_variable_means_unset(monkeypatch):
+    monkeypatch.setenv("SPARSEKIT_DATA", "")          # was Path("."): every file "missing"
+    assert get_data_home().parts[-2:] == ("shared", "datasets")
+
+
+def _truncated(data):
+    return lzma.compress(data)[:-20]
+
+
+def test_damaged_files_are_errors_that_name_them(tmp_path):
+    """A truncated .xz / .gz gave a bare EOFError, a row without its labels a bare int()
+    error, a record without a section a KeyError."""
+    (tmp_path / "libsvm").mkdir()
+    (tmp_path / "libsvm" / "a9a.xz").write_bytes(_truncated(b"+1 1:0.5\n" * 500))
+    (tmp_path / "mnist").mkdir()
+    (tmp_path / "mnist" / "t10k-images-idx3-ubyte.gz").write_bytes(gzip.compress(b"\0\0\8"))
+    (tmp_path / "xmlrepo").mkdir()
+    (tmp_path / "xmlrepo" / "Bibtex_test.txt.xz").write_bytes(_truncated(b"1 2 2\n0 1:1\n" * 99))
+    (tmp_path / "x.txt").write_text("1 4 3\n2:0.5 3:1\n")
+    (tmp_path / "debian").mkdir()
+    (tmp_path / "debian" / "debian_packages.jsonl.xz").write_bytes(
+        lzma.compress(b'{"package": "p", "text": "t"}\n'))
+    cases = [(lambda: load_libsvm("a9a", data_home=tmp_path), "a9a.xz: corrupt"),
+             (lambda: load_mnist("test", data_home=tmp_path), "shorter than an IDX header"),
+             (lambda: load_xmlrepo("Bibtex", "test", data_home=tmp_path), "Bibtex_test.txt.xz"),
+             (lambda: load_xmlrepo(tmp_path / "x.txt"), "x.txt: rows must read"),
+             (lambda: load_debian(data_home=tmp_path), "line 1 has no field 'section'")]
+    for call, message in cases:
+        with pytest.raises(ValueError, match=message):
+            call()
+
+
+def test_mulan_labels_must_be_zero_or_one_before_any_cast(tmp_path):
+    (tmp_path / "mulan").mkdir()
+    (tmp_path / "mulan" / "emotions.xml").write_text(
+        '<labels xmlns="http://mulan.sourceforge.net/labels">'
+        '<label name="a"></label><label name="b"></label></labels>')
+    arff = ("@relation r\n@attribute x numeric\n@attribute y numeric\n@attribute a {0,1}\n"
+            "@attribute b numeric\n@data\n1.0,2.0,1,0.5\n3.0,4.0,0,1\n")
+    (tmp_path / "mulan" / "emotions-train.arff.xz").write_bytes(lzma.compress(arff.encode()))
+    with pytest.raises(ValueError, match="values other than 0/1"):   # 0.5 was read as 0
+        load_mulan("emotions", "train", data_home=tmp_path)
+
+
 @needs_data
 @pytest.mark.parametrize(
     "name, shape, counts",

@@ -4,7 +4,7 @@ import json
 import numpy as np
 from sklearn.utils import Bunch
 
-from ._home import _find_file, _open_binary
+from ._home import CORRUPT, _find_file, _open_binary
 
 
 def load_debian(data_home=None):
@@ -25,18 +25,23 @@ def load_debian(data_home=None):
     """
     path = _find_file("debian/debian_packages.jsonl.xz", data_home)
     packages, sections, tags, texts = [], [], [], []
-    with _open_binary(path) as f:
-        for number, line in enumerate(f, start=1):
-            if not line.strip():
-                continue
-            try:
+    number = 0
+    try:
+        with _open_binary(path) as f:
+            for number, line in enumerate(f, start=1):
+                if not line.strip():
+                    continue
                 record = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise ValueError(f"{path}: line {number} is not JSON ({exc})") from None
-            packages.append(record["package"])
-            sections.append(record["section"])
-            tags.append(list(record.get("tags") or []))
-            texts.append(record["text"])
+                packages.append(record["package"])
+                sections.append(record["section"])
+                tags.append(list(record.get("tags") or []))
+                texts.append(record["text"])
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"{path}: line {number} is not JSON ({exc})") from None
+    except KeyError as exc:
+        raise ValueError(f"{path}: line {number} has no field {exc}") from None
+    except CORRUPT as exc:
+        raise ValueError(f"{path}: corrupt or truncated after line {number} ({exc})") from None
     return Bunch(
         package=np.array(packages, dtype=object),
         section=np.array(sections, dtype=object),

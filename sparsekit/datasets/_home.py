@@ -2,6 +2,7 @@
 import gzip
 import lzma
 import os
+import zlib
 from pathlib import Path
 
 _RELATIVE_HOME = Path("..") / "shared" / "datasets"
@@ -29,7 +30,7 @@ def get_data_home(data_home=None):
         The folder (not checked for existence; loaders check the files they need).
     """
     if data_home is None:
-        data_home = os.environ.get("SPARSEKIT_DATA")
+        data_home = os.environ.get("SPARSEKIT_DATA") or None   # set but empty: unset
     if data_home is None:
         homes = _default_homes()
         data_home = next((home for home in homes if home.is_dir()), homes[0])
@@ -60,7 +61,22 @@ def _open_binary(path):
     return open(path, "rb")
 
 
+#: what a truncated or damaged compressed file raises while it is read
+CORRUPT = (EOFError, lzma.LZMAError, gzip.BadGzipFile, zlib.error, UnicodeDecodeError)
+
+
+def _read_bytes(path):
+    """Whole decompressed content of ``path``; a damaged file is a ValueError naming it."""
+    try:
+        with _open_binary(path) as f:
+            return f.read()
+    except CORRUPT as exc:
+        raise ValueError(f"{path}: corrupt or truncated file ({exc})") from None
+
+
 def _read_text(path):
     """Whole decompressed content of ``path`` as str (UTF-8)."""
-    with _open_binary(path) as f:
-        return f.read().decode("utf-8")
+    try:
+        return _read_bytes(path).decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ValueError(f"{path}: not UTF-8 text ({exc})") from None

@@ -4,7 +4,7 @@ from pathlib import Path
 import numpy as np
 from sklearn.datasets import load_svmlight_file
 
-from ._home import _find_file, _open_binary
+from ._home import CORRUPT, _find_file, _open_binary
 
 # name -> (file under the data home, number of features on the LIBSVM data page)
 _LIBSVM_FILES = {
@@ -47,6 +47,9 @@ def load_libsvm(name_or_path, n_features=None, data_home=None, dtype=np.float64)
         if not path.exists() and not path.suffix and len(path.parts) == 1:
             raise FileNotFoundError(f"{name_or_path!r} is neither a known data set "
                                     f"({', '.join(sorted(_LIBSVM_FILES))}) nor a file")
-    with _open_binary(path) as f:
-        X, y = load_svmlight_file(f, n_features=n_features, dtype=dtype)
+    try:
+        with _open_binary(path) as f:
+            X, y = load_svmlight_file(f, n_features=n_features, dtype=dtype)
+    except CORRUPT as exc:
+        raise ValueError(f"{path}: corrupt or truncated file ({exc})") from None
     return X.tocsr(), np.asarray(y)

@@ -1,7 +1,7 @@
 """MNIST in the IDX format, gzip-compressed (MANIFEST.md, "MNIST")."""
 import numpy as np
 
-from ._home import _find_file, _open_binary
+from ._home import _find_file, _read_bytes
 
 _MNIST_FILES = {
     "train": ("mnist/train-images-idx3-ubyte.gz", "mnist/train-labels-idx1-ubyte.gz"),
@@ -12,8 +12,9 @@ _LABELS_MAGIC = 2049
 
 
 def _read_idx(path, magic, n_dims):
-    with _open_binary(path) as f:
-        raw = f.read()
+    raw = _read_bytes(path)
+    if len(raw) < 4 * (1 + n_dims):
+        raise ValueError(f"{path}: {len(raw)} bytes, shorter than an IDX header")
     header = np.frombuffer(raw, dtype=">u4", count=1 + n_dims)
     if int(header[0]) != magic:
         raise ValueError(f"{path}: IDX magic number {int(header[0])}, expected {magic}")

@@ -33,16 +33,14 @@ def _load_file(path, label_names):
     feature_idx = np.flatnonzero(~is_label)
     if sp.issparse(data):
         X = data[:, feature_idx].tocsr()
-        Y = data[:, label_idx].tocsr().astype(np.int64)
+        Y = data[:, label_idx].tocsr()
         Y.eliminate_zeros()
     else:
         X = np.ascontiguousarray(data[:, feature_idx])
-        Y = np.ascontiguousarray(data[:, label_idx]).astype(np.int64)
-    if (Y.data if sp.issparse(Y) else Y).max(initial=0) > 1 or (
-        Y.data if sp.issparse(Y) else Y
-    ).min(initial=0) < 0:
-        raise ValueError(f"{path}: label attributes hold values other than 0/1")
-    return X, Y
+        Y = np.ascontiguousarray(data[:, label_idx])
+    if not np.isin(Y.data if sp.issparse(Y) else Y, (0, 1)).all():  # before the cast:
+        raise ValueError(f"{path}: label attributes hold values other than 0/1")  # 0.5 -> 0
+    return X, Y.astype(np.int64)
 
 
 def load_mulan(name, subset=None, data_home=None):

@@ -34,12 +34,16 @@ def _parse_xmlrepo(text, source):
         if features:
             feature_counts[r] = features.count(":")
             feature_parts.append(features)
-    label_idx = np.array(",".join(label_parts).split(",") if label_parts else [], dtype=np.int64)
     pairs = " ".join(feature_parts).replace(":", " ").split()
     if len(pairs) != 2 * feature_counts.sum():
         raise ValueError(f"{source}: features are not all 'index:value' pairs")
-    feature_idx = np.array(pairs[0::2], dtype=np.int64)
-    values = np.array(pairs[1::2], dtype=np.float64)
+    try:
+        label_idx = np.array(",".join(label_parts).split(",") if label_parts else [],
+                             dtype=np.int64)
+        feature_idx = np.array(pairs[0::2], dtype=np.int64)
+        values = np.array(pairs[1::2], dtype=np.float64)
+    except ValueError as exc:   # e.g. a row without its 'labels ' field
+        raise ValueError(f"{source}: rows must read 'l1,l2 i:v i:v ...' ({exc})") from None
     for idx, bound, what in ((feature_idx, n_features, "feature"), (label_idx, n_labels, "label")):
         if idx.size and (idx.min() < 0 or idx.max() >= bound):
             raise ValueError(f"{source}: {what} index out of range 0..{bound - 1}")
