@@ -622,3 +622,37 @@ def test_finite_differences_stay_inside_the_bounds():
     np.testing.assert_allclose(res.x[:2], [0.0, 3.0], atol=1e-6)
     lo, hi = np.array(bounds).T
     assert all(np.all(lo <= x) and np.all(x <= hi) for x in seen)
+
+
+def test_a_coordinate_without_a_bound_on_its_side_is_not_capped():
+    """U_max was the largest *finite* breakpoint: a coordinate moving toward an infinite
+    bound stopped there (f = 17 for 4.5, reported as success), and a coordinate that
+    reached its bound one ulp short gave the next step a 1e-17 cap (22 of 200 starts)."""
+    c = np.array([5.0, 3.0])
+
+    def f(x):
+        return 0.5 * ((x - c) ** 2).sum(), x - c
+    res = minimize_nqn(f, [0.0, 0.0], jac=True, bounds=[(None, None), (None, 1e-9)])
+    assert res.success
+    np.testing.assert_allclose(res.x, [5.0, 1e-9], rtol=1e-12)
+    rng = np.random.default_rng(1)
+    for x0 in rng.uniform(-3, 1, size=(200, 2)):
+        res = minimize_nqn(f, x0, jac=True, bounds=[(None, None), (None, 1.0)])
+        assert res.fun == pytest.approx(2.0, abs=1e-9), x0
+
+
+def test_maxfun_counts_the_calls_of_finite_differences():
+    c = np.logspace(0, 4, 50)
+    res = minimize_nqn(lambda x: float(c @ x**2), np.full(50, 1e-3), options={"maxfun": 60})
+    assert res.nfev <= 60 + 51                         # one point's differences over (510)
+
+
+@pytest.mark.parametrize("options, match", [({"eps": 0.0}, "eps must be > 0"),
+                                            ({"eps": -1e-8}, "eps must be > 0"),
+                                            ({"step0": "prev"}, "step0"),
+                                            ({"eps_rel": -1.0}, "eps_rel"),
+                                            ({"eps_abs": np.nan}, "eps_abs"),
+                                            ({"eps_skip": -1.0}, "eps_skip")])
+def test_options_are_validated(options, match):
+    with pytest.raises(ValueError, match=match):
+        minimize_nqn(rosen, np.zeros(3), options=options)

@@ -31,16 +31,24 @@ def project_point(const double[::1] x, const double[::1] lo, const double[::1] h
 
 def trial_point(const double[::1] x, const double[::1] d, double alpha,
                 const double[::1] lo, const double[::1] hi, double[::1] out):
-    """``out = P(x + alpha d)``: the projected trial point of Algorithm 4."""
+    """``out = P(x + alpha d)``: the projected trial point of Algorithm 4. A coordinate
+    whose breakpoint γ_i (as in :func:`max_breakpoint`) is reached, alpha >= γ_i, lands
+    on its bound exactly (x + γ_i d can round one ulp short of it, and the next step's
+    breakpoint would then be ~1e-17)."""
     cdef Py_ssize_t i, n = x.shape[0]
     cdef double v
     with nogil:
         for i in range(n):
-            v = x[i] + alpha * d[i]
-            if v < lo[i]:
-                v = lo[i]
-            elif v > hi[i]:
+            if d[i] > 0.0 and alpha >= (hi[i] - x[i]) / d[i]:
                 v = hi[i]
+            elif d[i] < 0.0 and alpha >= (lo[i] - x[i]) / d[i]:
+                v = lo[i]
+            else:
+                v = x[i] + alpha * d[i]
+                if v < lo[i]:
+                    v = lo[i]
+                elif v > hi[i]:
+                    v = hi[i]
             out[i] = v
 
 
@@ -132,18 +140,21 @@ def correction_set(const double[::1] x, const double[::1] p, const double[::1] l
 
 def max_breakpoint(const double[::1] x, const double[::1] d, const double[::1] lo,
                    const double[::1] hi):
-    """Largest finite breakpoint ``U_max = max_i γ_i`` of Algorithm 4 (fixed sign, §5.5).
+    """Largest breakpoint ``U_max = max_i γ_i`` of Algorithm 4 (fixed sign, §5.5).
 
-    ``γ_i = (u_i − x_i)/d_i`` if ``d_i > 0``, ``(l_i − x_i)/d_i`` if ``d_i < 0``; infinite
-    bounds give no breakpoint. Returns ``inf`` when there is none.
+    ``γ_i = (u_i − x_i)/d_i`` if ``d_i > 0``, ``(l_i − x_i)/d_i`` if ``d_i < 0``, over the
+    coordinates that move; a moving coordinate with no bound on its side has γ_i = ∞, so
+    ``U_max`` is then ``inf`` (capping the step at the finite breakpoints stopped such a
+    coordinate short: a bounded quadratic ended at f = 17 for 4.5, reported a success).
+    Returns ``inf`` when no coordinate moves.
     """
     cdef Py_ssize_t i, n = x.shape[0]
     cdef double gam, best = -INFINITY
     with nogil:
         for i in range(n):
-            if d[i] > 0.0 and hi[i] < INFINITY and x[i] < hi[i]:
+            if d[i] > 0.0 and x[i] < hi[i]:
                 gam = (hi[i] - x[i]) / d[i]
-            elif d[i] < 0.0 and lo[i] > -INFINITY and x[i] > lo[i]:
+            elif d[i] < 0.0 and x[i] > lo[i]:
                 gam = (lo[i] - x[i]) / d[i]
             else:
                 continue

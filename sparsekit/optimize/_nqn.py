@@ -143,9 +143,13 @@ def _parse_options(options):
                 or value < (0 if key == "maxiter" else 1)):  # maxiter=0: x0 evaluated only
             raise ValueError(f"{key} must be a positive integer, got {value!r}")
         opts[key] = int(value)
-    for key in ("gtol", "ftol"):
-        if key in opts and not opts[key] >= 0.0:
+    for key in ("gtol", "ftol", "eps_abs", "eps_rel", "eps_skip"):
+        if not opts[key] >= 0.0:
             raise ValueError(f"{key} must be >= 0, got {opts[key]!r}")
+    if not opts["eps"] > 0.0:   # eps=0 skipped every difference: g = 0, a false success
+        raise ValueError(f"eps must be > 0, got {opts['eps']!r}")
+    if opts["step0"] not in ("previous", "unit"):
+        raise ValueError(f"step0 must be 'previous' or 'unit', got {opts['step0']!r}")
     return opts
 
 
@@ -157,6 +161,9 @@ class _Objective:
         self.fun, self.jac, self.args, self.eps = fun, jac, args, eps
         self.lo, self.hi = lo, hi
         self.nfev = self.njev = 0
+        # calls of fun per point: 1 + n with finite differences (the line search's
+        # budget is in points, maxfun in calls)
+        self.evals_per_point = 1 if jac is True or callable(jac) else 1 + lo.size
 
     def _value(self, x):
         self.nfev += 1
@@ -306,7 +313,7 @@ def minimize_nqn(fun, x0, args=(), jac=None, bounds=None, callback=None, options
         if flag is None:
             ls = projected_wolfe(obj, x, f, g_step, d, lo, hi, opts["c1"], opts["c2"],
                                  opts["eps_abs"], opts["eps_rel"], opts["maxls"],
-                                 opts["maxfun"] - obj.nfev,
+                                 max(1, (opts["maxfun"] - obj.nfev) // obj.evals_per_point),
                                  min(1.0, 2.0 * alpha_prev) if opts["step0"] == "previous"
                                  else 1.0)
             if ls.status == FAILED:
