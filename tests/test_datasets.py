@@ -101,7 +101,7 @@ def test_damaged_files_are_errors_that_name_them(tmp_path):
     (tmp_path / "libsvm").mkdir()
     (tmp_path / "libsvm" / "a9a.xz").write_bytes(_truncated(b"+1 1:0.5\n" * 500))
     (tmp_path / "mnist").mkdir()
-    (tmp_path / "mnist" / "t10k-images-idx3-ubyte.gz").write_bytes(gzip.compress(b"\0\0\8"))
+    (tmp_path / "mnist" / "t10k-images-idx3-ubyte.gz").write_bytes(gzip.compress(b"\x00\x00\x08"))
     (tmp_path / "xmlrepo").mkdir()
     (tmp_path / "xmlrepo" / "Bibtex_test.txt.xz").write_bytes(_truncated(b"1 2 2\n0 1:1\n" * 99))
     (tmp_path / "x.txt").write_text("1 4 3\n2:0.5 3:1\n")

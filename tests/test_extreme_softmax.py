@@ -76,7 +76,8 @@ def test_implicit_is_robust_to_large_learning_rates(data):
               eval_every=10)
     imp = ExtremeSoftmaxSGD("implicit", **kw).fit(X, y).loss_curve_[-1]
     umax = ExtremeSoftmaxSGD("umax", **kw).fit(X, y).loss_curve_[-1]
-    assert imp < 2.0 < 5 * imp < umax
+    # over 100 seeds implicit ends at NLL 1.83-2.54 (log 8 = 2.08), U-max at 46.5 or more
+    assert imp < 3.0 and 10 * imp < umax
 
 
 def test_dense_sparse_and_float32_agree(data):
@@ -220,7 +221,7 @@ def test_partial_fit_streaming_and_growing_classes(data):
     assert est.coef_.shape[0] == 8 and est.n_iter_ == 2
     for _ in range(5):
         est.partial_fit(X, y)
-    assert est.score(X, y) > 0.5
+    assert est.score(X, y) > 0.4          # 0.45-0.66 over 100 seeds; the majority class: 0.29
     assert not np.allclose(est.coef_[:6], before)
     assert len(est.epoch_times_) == len(est.epoch_cpu_times_) == est.n_iter_ == 7
 
