@@ -353,25 +353,19 @@ cdef double sparsemax_loss_row(const floating* z, const floating* q, floating* p
 
 # --------------------------------------------------------------------------- capped simplex
 
-cdef double _total_weight(const floating* w, Py_ssize_t k) noexcept nogil:
-    cdef Py_ssize_t i
-    cdef double total = 0.0
-    for i in range(k):
-        total += _weight(w, i)
-    return total
-
-
 cdef double _max_ratio(const floating* z, Py_ssize_t k, const floating* w,
-                       double* wmax) noexcept nogil:
+                       double* wmax, double* total) noexcept nogil:
     """max_i z_i / w_i: the largest breakpoint, the reference the capped problems shift to;
-    the largest weight into ``wmax``."""
+    the largest weight into ``wmax`` and their sum into ``total``."""
     cdef Py_ssize_t i
     cdef double r = -INFINITY, wi
     wmax[0] = 1.0 if w == NULL else 0.0
+    total[0] = 0.0
     for i in range(k):
         wi = _weight(w, i)
         r = max(r, z[i] / wi)
         wmax[0] = max(wmax[0], wi)
+        total[0] += wi
     return r
 
 
@@ -392,7 +386,7 @@ cdef void _sorted_breakpoints(const floating* z, Py_ssize_t k, const floating* w
 
 
 cdef double _capped_tau(const floating* z, Py_ssize_t k, double budget, const floating* w,
-                        double ref, floating* work, Py_ssize_t* iwork,
+                        double total, double ref, floating* work, Py_ssize_t* iwork,
                         double* swept) noexcept nogil:
     """tau' with sum_i w_i clip(z'_i - w_i tau', 0, 1) = budget (Prop. 5) for the shifted
     scores z'_i = z_i - w_i ref (tau = ref + tau'), by sorting the 2K breakpoints
@@ -405,8 +399,7 @@ cdef double _capped_tau(const floating* z, Py_ssize_t k, double budget, const fl
     point, which stays near the answer even where the refinement, on bits lost in the
     shift, does not."""
     cdef Py_ssize_t i, j, code, m = 2 * k
-    cdef double wi, zi, total = _total_weight(w, k), upper, swz = 0.0, sww = 0.0, tnext, tau
-    cdef double d, lo, hi
+    cdef double wi, zi, upper, swz = 0.0, sww = 0.0, tnext, tau, lo, hi
     if budget >= total * (1.0 - 1e-13):
         lo = INFINITY
         for i in range(k):
@@ -456,18 +449,7 @@ cdef double _capped_tau(const floating* z, Py_ssize_t k, double budget, const fl
                 tau = max(min(tau, hi), tnext)
             break
     swept[0] = tau
-    upper = 0.0
-    swz = 0.0
-    sww = 0.0
-    for i in range(k):
-        wi = _weight(w, i)
-        zi = z[i] - wi * ref
-        d = zi - wi * tau
-        if d >= 1.0:
-            upper += wi
-        elif d > 0.0:
-            swz += wi * zi
-            sww += wi * wi
+    _set_sums(z, k, w, ref, tau, &upper, &swz, &sww)
     if sww > 0.0:
         tau = (upper + swz - budget) / sww
     return tau
@@ -481,6 +463,25 @@ cdef inline void _clip_out(const floating* z, floating* p, Py_ssize_t k, double 
     for i in range(k):
         wi = _weight(w, i)
         p[i] = <floating>_clip01((z[i] - wi * ref) - wi * tau)
+
+
+cdef void _set_sums(const floating* z, Py_ssize_t k, const floating* w, double ref,
+                    double tau, double* upper, double* swz, double* sww) noexcept nogil:
+    """Fresh sums over the sets at tau' (z' = z - w ref): ``upper`` = sum of w_i with
+    p_i = 1, ``swz`` and ``sww`` = sums of w_i z'_i and w_i^2 over the free ones, so that
+    tau' = (upper + swz - budget) / sww solves the budget on those sets."""
+    cdef Py_ssize_t i
+    cdef double wi, zi, d
+    upper[0] = swz[0] = sww[0] = 0.0
+    for i in range(k):
+        wi = _weight(w, i)
+        zi = z[i] - wi * ref
+        d = zi - wi * tau
+        if d >= 1.0:
+            upper[0] += wi
+        elif d > 0.0:
+            swz[0] += wi * zi
+            sww[0] += wi * wi
 
 
 cdef bint _capped_feasible(const floating* z, Py_ssize_t k, double budget,
@@ -507,7 +508,7 @@ cdef double _capped_search(const floating* z, Py_ssize_t k, double budget,
     coordinate's two breakpoints collapse into one (z'_i - 1 rounds to z'_i), its answer
     is that breakpoint, and :func:`_capped_project` moves the frame there."""
     cdef Py_ssize_t i, lo = 0, hi = 2 * k - 1, mid
-    cdef double wi, d, t, upper = 0.0, swz = 0.0, sww = 0.0, tm
+    cdef double wi, t, upper, swz, sww
     while hi - lo > 1:
         mid = (lo + hi) // 2
         t = 0.0
@@ -518,15 +519,8 @@ cdef double _capped_search(const floating* z, Py_ssize_t k, double budget,
             lo = mid
         else:
             hi = mid
-    tm = 0.5 * (<double>keys[lo] + <double>keys[hi])
-    for i in range(k):              # the sets inside (keys[lo], keys[hi]) are fixed
-        wi = _weight(w, i)
-        d = (z[i] - wi * ref) - wi * tm
-        if d >= 1.0:
-            upper += wi
-        elif d > 0.0:
-            swz += wi * (z[i] - wi * ref)
-            sww += wi * wi
+    # the sets are fixed inside (keys[lo], keys[hi]): read them at its midpoint
+    _set_sums(z, k, w, ref, 0.5 * (<double>keys[lo] + <double>keys[hi]), &upper, &swz, &sww)
     if sww == 0.0:  # no free coordinate: the sum drops through budget at a breakpoint
         return <double>keys[hi] if upper >= budget else <double>keys[lo]   # (a collapsed one)
     return min(max((upper + swz - budget) / sww, <double>keys[lo]), <double>keys[hi])
@@ -545,8 +539,9 @@ cdef double _capped_project(const floating* z, floating* p, Py_ssize_t k, double
     moved to the answer found while that answer keeps shrinking (each redo gains ~16
     decimal orders). A result that misses the budget by more than rounding is searched
     again (:func:`_capped_search`), in frames moved the same way."""
-    cdef double swept, wmax, ref = _max_ratio(z, k, w, &wmax), shrinking = INFINITY
-    cdef double tau = _capped_tau(z, k, budget, w, ref, work, iwork, &swept)
+    cdef double swept, wmax, total, ref = _max_ratio(z, k, w, &wmax, &total)
+    cdef double shrinking = INFINITY
+    cdef double tau = _capped_tau(z, k, budget, w, total, ref, work, iwork, &swept)
     cdef double limit = 16.0 if floating is float else 4096.0
     cdef int redo
     for redo in range(64):
@@ -554,8 +549,8 @@ cdef double _capped_project(const floating* z, floating* p, Py_ssize_t k, double
             break
         shrinking = fabs(swept)
         ref += swept
-        tau = _capped_tau(z, k, budget, w, ref, work, iwork, &swept)
-    if (0.0 < budget < _total_weight(w, k) * (1.0 - 1e-13)
+        tau = _capped_tau(z, k, budget, w, total, ref, work, iwork, &swept)
+    if (0.0 < budget < total * (1.0 - 1e-13)
             and not _capped_feasible(z, k, budget, w, ref, tau)):
         # scores over more than 2^53 of the frame (z' - 1 rounds) or weights ~1e16 apart:
         # search the breakpoints, moving the frame to the answer until it stays
