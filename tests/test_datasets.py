@@ -34,6 +34,27 @@ def test_get_data_home_env_and_explicit(tmp_path, monkeypatch):
     assert get_data_home().parts[-2:] == ("shared", "datasets")
 
 
+def test_get_data_home_default_order(tmp_path, monkeypatch):
+    """Without SPARSEKIT_DATA: the package's checkout first, then the current directory's,
+    and the package's when neither exists."""
+    from sparsekit.datasets import _home
+
+    monkeypatch.delenv("SPARSEKIT_DATA", raising=False)
+    package = tmp_path / "checkout" / "sparsekit" / "datasets"
+    package.mkdir(parents=True)
+    monkeypatch.setattr(_home, "__file__", str(package / "_home.py"))
+    cwd = tmp_path / "run" / "here"
+    cwd.mkdir(parents=True)
+    monkeypatch.chdir(cwd)
+    beside_package = tmp_path / "shared" / "datasets"
+    beside_cwd = tmp_path / "run" / "shared" / "datasets"
+    assert get_data_home().resolve() == beside_package
+    beside_cwd.mkdir(parents=True)
+    assert get_data_home().resolve() == beside_cwd
+    beside_package.mkdir(parents=True)
+    assert get_data_home().resolve() == beside_package
+
+
 @pytest.mark.parametrize(
     "call, missing",
     [

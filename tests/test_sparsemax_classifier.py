@@ -5,7 +5,8 @@ import warnings
 import numpy as np
 import pytest
 import scipy.sparse as sp
-from sklearn.exceptions import ConvergenceWarning
+from sklearn.base import clone
+from sklearn.exceptions import ConvergenceWarning, DataConversionWarning
 from sklearn.model_selection import GridSearchCV
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
@@ -231,6 +232,18 @@ def test_fit_reaches_reference_optimum_and_csr_equals_dense():
         assert _objective_at(pert, X, Y) >= f - 1e-12
 
 
+def _assert_locally_optimal(clf, X, Y, lo=-np.inf, hi=np.inf):
+    """No feasible perturbation of (coef_, intercept_) lowers the reference objective."""
+    f = _objective_at(clf, X, Y)
+    rng = np.random.default_rng(0)
+    for _ in range(20):
+        pert = clone(clf)
+        pert.coef_ = np.clip(clf.coef_ + 1e-3 * rng.standard_normal(clf.coef_.shape), lo, hi)
+        pert.intercept_ = clf.intercept_ + clf.fit_intercept * 1e-3 * rng.standard_normal(
+            clf.intercept_.shape)
+        assert _objective_at(pert, X, Y) >= f - 1e-12
+
+
 def test_predict_proba_sparse_rows_and_accuracy():
     X, y = _blobs(n=120, seed=4)
     clf = SparsemaxClassifier(alpha=1e-3).fit(X, y)
@@ -314,7 +327,8 @@ def test_other_polytopes_fit_marginals(polytope, budget):
         Y[::3, 0] = 1
     if polytope in ("at_most_one", "box", "budget"):
         Y[::7] = 0
-    clf = SparsemaxClassifier(alpha=1e-2, polytope=polytope, budget=budget).fit(X, Y)
+    clf = SparsemaxClassifier(alpha=1e-2, polytope=polytope, budget=budget,
+                              tol=1e-10).fit(X, Y)
     P = clf.predict_proba(X)
     assert ((P >= 0) & (P <= 1)).all()
     bound = {"budget": 2, "at_most_one": 1}.get(polytope)
@@ -323,9 +337,7 @@ def test_other_polytopes_fit_marginals(polytope, budget):
     if polytope == "at_least_one":
         assert (P.sum(1) >= 1 - 1e-9).all()
     Yt = clf._encode_targets(Y, clf._check_budget())[0].toarray()
-    f = _objective_at(clf, X, Yt)
-    assert f <= objective_ref(np.zeros((4, 3)), np.zeros(3), X, Yt, np.ones(60), clf.alpha,
-                              polytope, budget or 1.0)
+    _assert_locally_optimal(clf, X, Yt)
 
 
 @pytest.mark.parametrize("kwargs,y,match", [
@@ -399,12 +411,17 @@ def test_warm_start_and_convergence_warning():
 
 def test_positive_bounds_and_no_intercept():
     X, y = _blobs()
-    clf = SparsemaxClassifier(positive=True).fit(X, y)
-    assert (clf.coef_ >= 0).all()
-    box = SparsemaxClassifier(bounds=(-0.1, 0.2)).fit(X, y)
+    Y = np.eye(3)[y]
+    clf = SparsemaxClassifier(positive=True, tol=1e-10).fit(X, y)
+    assert (clf.coef_ >= 0).all() and (clf.coef_ > 0).any()
+    _assert_locally_optimal(clf, X, Y, lo=0.0)
+    box = SparsemaxClassifier(bounds=(-0.1, 0.2), tol=1e-10).fit(X, y)
     assert (box.coef_ >= -0.1).all() and (box.coef_ <= 0.2).all()
-    per = SparsemaxClassifier(bounds=(None, np.array([[0.0], [1.0], [1.0]]))).fit(X, y)
+    _assert_locally_optimal(box, X, Y, lo=-0.1, hi=0.2)
+    upper = np.array([[0.0], [1.0], [1.0]])
+    per = SparsemaxClassifier(bounds=(None, upper), tol=1e-10).fit(X, y)
     assert (per.coef_[0] <= 0).all()
+    _assert_locally_optimal(per, X, Y, hi=upper)
     free = SparsemaxClassifier(fit_intercept=False).fit(X, y)
     np.testing.assert_array_equal(free.intercept_, 0)
     pen = SparsemaxClassifier(alpha=10.0, penalize_intercept=True).fit(X, y)
@@ -429,8 +446,10 @@ def test_nqn_solver_parity():
     nqn = SparsemaxClassifier(alpha=1e-2, tol=1e-8, solver="nqn").fit(X, y)
     Y = np.eye(3)[y]
     assert _objective_at(nqn, X, Y) == pytest.approx(_objective_at(lb, X, Y), rel=1e-6)
-    pos = SparsemaxClassifier(alpha=1e-2, solver="nqn", positive=True).fit(X, y)
+    pos = SparsemaxClassifier(alpha=1e-2, tol=1e-8, solver="nqn", positive=True).fit(X, y)
     assert (pos.coef_ >= 0).all()
+    pos_lb = SparsemaxClassifier(alpha=1e-2, tol=1e-8, positive=True).fit(X, y)
+    assert _objective_at(pos, X, Y) == pytest.approx(_objective_at(pos_lb, X, Y), rel=1e-6)
 
 
 def test_pipeline_gridsearch_pickle():
@@ -457,6 +476,8 @@ def test_cuda_device_errors_without_gpu():
 def test_check_estimator():
     from sparsekit.linear_model._sparsemax import EXPECTED_FAILED_CHECKS
 
+    tags = SparsemaxClassifier().__sklearn_tags__()   # so the multilabel checks run too
+    assert tags.classifier_tags.multi_label and tags.target_tags.multi_output
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         check_estimator(SparsemaxClassifier(), expected_failed_checks=EXPECTED_FAILED_CHECKS)
@@ -495,6 +516,34 @@ def test_newton_cg_options():
     np.testing.assert_array_equal(free.intercept_, 0)
     with pytest.warns(ConvergenceWarning):
         SparsemaxClassifier(solver="newton-cg", alpha=1e-6, max_iter=1).fit(X, y)
+
+
+def test_newton_cg_converging_on_its_last_allowed_step_does_not_warn():
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((80, 5))
+    y = np.argmax(X @ rng.standard_normal((5, 4)) + rng.standard_normal((80, 4)), axis=1)
+    free = SparsemaxClassifier(alpha=1e-2, tol=1e-4, solver="newton-cg").fit(X, y)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConvergenceWarning)
+        capped = SparsemaxClassifier(alpha=1e-2, tol=1e-4, solver="newton-cg",
+                                     max_iter=free.n_iter_).fit(X, y)
+    np.testing.assert_array_equal(capped.coef_, free.coef_)
+
+
+@pytest.mark.parametrize("X, y", [_blobs(), _blobs(n=400, d=8, k=5, seed=3)])
+def test_nqn_on_float32_stops_at_the_rounding_floor_without_a_warning(X, y):
+    """No decrease of a float32 objective is its floor (L-BFGS-B calls it a success);
+    the fit is as close to the float64 optimum as L-BFGS-B's."""
+    X32, Y = X.astype(np.float32), np.eye(y.max() + 1)[y]
+    ref = SparsemaxClassifier(alpha=1e-2, solver="newton-cg", tol=1e-12).fit(X, y)
+    f_ref = _objective_at(ref, X, Y)
+    gaps = {}
+    for solver in ["lbfgs", "nqn"]:
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", ConvergenceWarning)
+            clf = SparsemaxClassifier(alpha=1e-2, solver=solver).fit(X32, y)
+        gaps[solver] = _objective_at(clf, X, Y) - f_ref
+    assert gaps["nqn"] <= max(10 * gaps["lbfgs"], 1e-8)
 
 
 @pytest.mark.parametrize("solver", ["lbfgs", "newton-cg"])
@@ -631,3 +680,29 @@ def test_a_refit_that_fails_keeps_the_fitted_model():
         model.fit(X[:, :2], np.linspace(0, 1, 8))
     assert model.target_type_ == "multiclass" and model.n_features_in_ == 3
     np.testing.assert_array_equal(model.predict(X), before)
+
+
+def test_a_sparse_label_column_is_read_as_the_dense_one():
+    X, y = _blobs(k=2)
+    col = y[:, None].astype(float)
+    with pytest.warns(DataConversionWarning):
+        dense = SparsemaxClassifier().fit(X, col)
+    with pytest.warns(DataConversionWarning):
+        sparse = SparsemaxClassifier().fit(X, sp.csr_matrix(col))
+    assert sparse.target_type_ == dense.target_type_ == "multiclass"
+    np.testing.assert_array_equal(sparse.classes_, [0.0, 1.0])
+    np.testing.assert_array_equal(sparse.coef_, dense.coef_)
+
+
+def test_sdca_warm_refit_at_the_optimum_does_not_warn():
+    """The stall test's scale does not come from the first epoch of a warm start."""
+    from sklearn.datasets import load_iris
+
+    X, y = load_iris(return_X_y=True)
+    clf = SparsemaxClassifier(alpha=0.1, solver="sdca", tol=0.0, max_iter=20000,
+                              random_state=0, warm_start=True).fit(X, y)
+    coef = clf.coef_.copy()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConvergenceWarning)
+        clf.fit(X, y)
+    np.testing.assert_allclose(clf.coef_, coef, atol=1e-12)

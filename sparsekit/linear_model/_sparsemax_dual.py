@@ -103,8 +103,8 @@ def dual_coordinate_ascent(X, Y, sw, objective, theta0, *, alpha, code, budget,
         if gmax <= tol:
             message, success = "max|grad| <= tol", True
             break
-        if it == 1:
-            gmax_first = gmax
+        if it == 1:   # the stall test's scale; a warm start may begin at the optimum
+            gmax_first = max(gmax, np.max(np.abs(objective(np.zeros_like(theta))[1])))
         if change * score_scale <= resolution or change <= DUAL_ULPS * np.finfo(float).eps:
             # stalled: converged as far as the data's precision allows, or stuck (scores
             # so large that every dual step rounds away: the gradient has not moved); duals
