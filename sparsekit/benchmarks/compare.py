@@ -8,18 +8,23 @@ table per task. Peers that are not installed are listed as such and skipped
   (no intercept, as ``-B -1``) on breast_cancer (standardized): L1LogisticOBA vs LIBLINEAR,
   skglm, celer and scikit-learn's ``saga``; time, objective, suboptimality, zeros.
   sparsekit, LIBLINEAR, skglm and celer run at tol 1e-8, each in its own measure, which
-  leaves them all within ~5e-13 of the best objective (saga at 1e-6 stops ~1e-7 away, and
+  leaves them all within ~2e-12 of the best objective (saga at 1e-6 stops ~1e-7 away, and
   tighter tolerances do not bring it much closer in 20000 epochs).
   Every fit is preceded by one untimed warm-up fit (skglm compiles with numba on first use);
   LIBLINEAR's own copy of the data (``problem``) is built once, outside the timing, as the
   other solvers take the arrays as they are.
 - multiclass probabilities on digits: SparsemaxClassifier and ExtremeSoftmaxSGD vs
-  multinomial LogisticRegression, SGDClassifier(log_loss) and LIBLINEAR ``-s 0``;
-  time, test accuracy, mean support of ``predict_proba``.
+  multinomial LogisticRegression, SGDClassifier(log_loss) and LIBLINEAR ``-s 0 -B 1``
+  (every model with an intercept); time, test accuracy, mean support of ``predict_proba``.
+  ExtremeSoftmaxSGD runs without its training-NLL history (``eval_every=0``), which
+  the other models do not compute either.
+
+Times are wall-clock medians with their min-max range. A peer that fails is listed with
+its error, and the other rows are still measured.
 
 Usage::
 
-    sparsekit-compare            # or: python -P -m sparsekit.benchmarks.compare
+    sparsekit-compare            # or, Python >= 3.11: python -P -m sparsekit.benchmarks.compare
     sparsekit-compare --repeat 5
 """
 import argparse
@@ -45,24 +50,41 @@ _L1 = l1_penalty()
 
 
 def _median_fit(make_and_fit, repeat):
-    """Median wall time of ``repeat`` fits after one untimed warm-up (JIT compilers, caches)."""
+    """Wall times of ``repeat`` fits after one untimed warm-up (JIT compilers, caches), and
+    the last model."""
     make_and_fit()
     times, model = [], None
     for _ in range(repeat):
         t0 = time.perf_counter()
         model = make_and_fit()
         times.append(time.perf_counter() - t0)
-    return statistics.median(times), model
+    return times, model
 
 
-def _format_rows(rows, base_seconds, formats):
-    """Format measured rows in place: column 1 seconds -> ms, column 4 the time ratio to
-    ``base_seconds``, and ``formats[i](value)`` for the other measured columns."""
-    for r in rows:
-        if r[1] == "not installed":
-            continue
-        r[4] = f"{r[1] / base_seconds:.2f}x"
-        r[1] = f"{r[1] * 1e3:.1f} ms"
+def _measure(name, fit, repeat, describe):
+    """One table row: ``[name, times, *describe(model), ""]``, or the reason it has none
+    (not installed; the error a peer raised)."""
+    if fit is None:
+        return [name, "not installed", "", "", ""]
+    try:
+        times, model = _median_fit(fit, repeat)
+        return [name, times, *describe(model), ""]
+    except Exception as exc:   # a peer's API change must not hide the other rows
+        return [name, f"error: {type(exc).__name__}: {exc}"[:100], "", "", ""]
+
+
+def _measured(rows):
+    return [r for r in rows if not isinstance(r[1], str)]
+
+
+def _format_rows(rows, base_row, formats):
+    """Format measured rows in place: column 1 times -> "median ms (min-max)", column 4
+    the ratio of medians to ``base_row``'s, and ``formats[i](value)`` for the others."""
+    base = statistics.median(base_row[1]) if not isinstance(base_row[1], str) else None
+    for r in _measured(rows):
+        median = statistics.median(r[1])
+        r[4] = f"{median / base:.2f}x" if base else "n/a"
+        r[1] = f"{median * 1e3:.1f} ms ({min(r[1]) * 1e3:.1f}-{max(r[1]) * 1e3:.1f})"
         for i, fmt in formats.items():
             r[i] = fmt(r[i])
 
@@ -115,24 +137,21 @@ def compare_l1_logistic(repeat, C=1.0):
     data = load_breast_cancer()
     X = StandardScaler().fit_transform(data.data)
     y = np.where(data.target == 1, 1, -1)
-    rows = []
-    for name, fit in _l1_solvers(X, y, C):
-        if fit is None:
-            rows.append([name, "not installed", "", "", ""])
-            continue
-        seconds, w = _median_fit(fit, repeat)
-        rows.append([name, seconds, _l1_objective(w, X, y, C), int(np.sum(w == 0)), ""])
-    best = min(r[2] for r in rows if r[1] != "not installed")
-    _format_rows(rows, rows[0][1], {2: lambda f: f"{f:.8f} (rel. gap {(f - best) / best:.1e})"})
+    rows = [_measure(name, fit, repeat,
+                     lambda w: (_l1_objective(w, X, y, C), int(np.sum(w == 0))))
+            for name, fit in _l1_solvers(X, y, C)]
+    best = min((r[2] for r in _measured(rows)), default=np.nan)
+    _format_rows(rows, rows[0], {2: lambda f: f"{f:.8f} (rel. gap {(f - best) / best:.1e})"})
     return (f"l1-logistic (LIBLINEAR -s 6 objective), breast_cancer {X.shape}, C={C}, "
-            f"no intercept; median of {repeat} fits",
+            f"no intercept; tol 1e-8 (saga 1e-6), each in its own measure; LIBLINEAR's "
+            f"copy of the data built untimed; median (min-max) of {repeat} fits",
             ["solver", "fit time", "objective F(w)", "zeros in w", "time / sparsekit"], rows)
 
 
 def _multiclass_models():
     yield "sparsekit SparsemaxClassifier", lambda: SparsemaxClassifier(alpha=1e-3, max_iter=500)
     yield "sparsekit ExtremeSoftmaxSGD (implicit)", lambda: ExtremeSoftmaxSGD(
-        method="implicit", n_epochs=20, random_state=0)
+        method="implicit", n_epochs=20, eval_every=0, random_state=0)
     yield "scikit-learn LogisticRegression (lbfgs)", lambda: LogisticRegression(
         C=1.0, max_iter=2000)
     yield "scikit-learn SGDClassifier (log_loss)", lambda: SGDClassifier(
@@ -140,18 +159,21 @@ def _multiclass_models():
 
 
 def _liblinear_multiclass(X_train, y_train, X_test, y_test, repeat):
+    name = "LIBLINEAR -s 0 -B 1 (one-vs-rest)"
     try:
         from liblinear import liblinearutil
     except ImportError:
-        return ["LIBLINEAR -s 0 (one-vs-rest)", "not installed", "", "", ""]
+        return _measure(name, None, repeat, None)
     problem = liblinearutil.problem(y_train.astype(float), X_train)  # built once, untimed
-    fit = lambda: liblinearutil.train(problem, liblinearutil.parameter("-s 0 -c 1 -q"))  # noqa: E731
-    seconds, model = _median_fit(fit, repeat)
-    labels, _, proba = liblinearutil.predict(
-        y_test.astype(float), X_test, model, "-b 1 -q")
-    acc = np.mean(np.asarray(labels) == y_test)
-    support = float(np.mean(np.sum(np.asarray(proba) > 0, axis=1)))
-    return ["LIBLINEAR -s 0 (one-vs-rest)", seconds, acc, support, ""]
+
+    def describe(model):
+        labels, _, proba = liblinearutil.predict(
+            y_test.astype(float), X_test, model, "-b 1 -q")
+        return (np.mean(np.asarray(labels) == y_test),
+                float(np.mean(np.sum(np.asarray(proba) > 0, axis=1))))
+
+    return _measure(name, lambda: liblinearutil.train(
+        problem, liblinearutil.parameter("-s 0 -c 1 -B 1 -q")), repeat, describe)
 
 
 def compare_multiclass(repeat):
@@ -160,15 +182,16 @@ def compare_multiclass(repeat):
     X = data.data / 16.0
     X_train, X_test, y_train, y_test = train_test_split(
         X, data.target, test_size=0.3, random_state=0, stratify=data.target)
-    rows = []
-    for name, make in _multiclass_models():
-        seconds, model = _median_fit(lambda: make().fit(X_train, y_train), repeat)
+    def describe(model):
         proba = model.predict_proba(X_test)
-        rows.append([name, seconds, model.score(X_test, y_test),
-                     float(np.mean(np.sum(proba > 0, axis=1))), ""])
+        return model.score(X_test, y_test), float(np.mean(np.sum(proba > 0, axis=1)))
+
+    rows = [_measure(name, lambda make=make: make().fit(X_train, y_train), repeat, describe)
+            for name, make in _multiclass_models()]
     rows.append(_liblinear_multiclass(X_train, y_train, X_test, y_test, repeat))
-    _format_rows(rows, rows[2][1], {2: "{:.4f}".format, 3: "{:.2f}".format})
-    return (f"multiclass probabilities, digits {X.shape} (70/30 split); median of {repeat} fits",
+    _format_rows(rows, rows[2], {2: "{:.4f}".format, 3: "{:.2f}".format})
+    return (f"multiclass probabilities, digits {X.shape} (70/30 split), every model with an "
+            f"intercept; median (min-max) of {repeat} fits",
             ["model", "fit time", "test accuracy", "mean classes with p>0",
              "time / LogisticRegression"], rows)
 
