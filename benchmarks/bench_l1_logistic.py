@@ -561,6 +561,8 @@ def main():
     loads = [r["load"] for k, v in results.items() if isinstance(v, dict)
              for rs in v.values() for r in rs if "load" in r]
     load_lo, load_hi = (min(loads), max(loads)) if loads else (float("nan"),) * 2
+    limit = (f", and any single run stops at {args.run_limit:g} s" if args.run_limit
+             else ", and a single run may last longer")
     body = f"""
 Times are **process CPU seconds** (every solver single-threaded, BLAS pinned to 1 thread):
 the 2-core machine was shared with other jobs, the 1-minute load average over the runs was
@@ -574,8 +576,8 @@ celer `LogisticRegression`; scikit-learn `LogisticRegression(l1_ratio=1)` with l
 Time to ε = seconds of the fastest run (ladder, refinement or tight reference) with
 F ≤ F*(1+ε), F* = best F of all runs; every ladder is refined, for each ε, by one run at the
 geometric mean of the last tolerance that missed ε and the first that reached it (the same
-rule for every solver); "—" = not reached within the {args.cap:g} s cap per solver. Ratios < 1
-mean OBA is faster.
+rule for every solver); "—" = not reached: a solver's ladder starts no run after {args.cap:g} s
+in total{limit}. Ratios < 1 mean OBA is faster.
 OBA is faster than LIBLINEAR on **{wins} of {total}** rows.
 
 ### Time (s) to relative suboptimality ε

@@ -338,9 +338,11 @@ def write(results, quick):
                 ours, peer, unit = s["js"], m["js"], "test mean JS"
             grid = MNIST_ALPHAS if name == "mnist" else ALPHAS
             edge = ", grid edge" if s["param"] in (grid[0], grid[-1]) else ""
+            bold = ("**", "") if ours <= peer else ("", "**")   # the better of the two
             rows.append([name, f"{r['n_train']}/{r['n_test']}", unit,
-                         f"**{ours:.4g}** (alpha={s['param']:g}{edge})",
-                         f"{peer:.4g} (C={m['param']:g})", f"{TARGETS[name]:g}",
+                         f"{bold[0]}{ours:.4g}{bold[0]} (alpha={s['param']:g}{edge})",
+                         f"{bold[1]}{peer:.4g}{bold[1]} (C={m['param']:g})",
+                         f"{TARGETS[name]:g}",
                          "met" if ours <= TARGETS[name] else "NOT met",
                          f"{100 * s['zeros']:.0f}%", f"{s['fit_s']:.2f} / {m['fit_s']:.2f}"])
         parts.append(
@@ -389,15 +391,17 @@ def write(results, quick):
             "definition). "
             "NumPy/SciPy: sort-based NumPy sparsemax + scipy L-BFGS-B from zero, stopped "
             "by a callback as soon as f <= f*(1 + 1e-6) (one run; '>=' marks a run stopped "
-            "at its wall-time cap before reaching it, a lower bound). SparsemaxClassifier: "
+            "at its wall-time cap before reaching it, a lower bound); it stands in for the "
+            "fenchel-young-losses classifier that DESIGN.md names, which is not on PyPI "
+            "(a GitHub-only package) and could not be installed here. SparsemaxClassifier: "
             "whole `fit` (validation included) with tol (max|grad|) 1e-6, median of two "
-            "runs (newton-cg, sdca) or one run (lbfgs); its final objective is checked on "
+            "runs (newton-cg and sdca on MNIST) or one run (lbfgs; sdca on Debian); its "
+            "final objective is checked on "
             "the reference objective (gap columns: relative gap to f*, reference / "
             "newton-cg / lbfgs / sdca). Debian runs sdca only, with tol " + f"{DEBIAN_TOL:g}"
             + ": newton-cg needs minutes per Newton step there (20.5M coefficients), and "
-            "lbfgs takes the reference's number of iterations (201 against 203 in the "
-            "previous report, 1.3x faster: memory-bound gathers and scatters over the 164 MB "
-            "coefficient matrix and L-BFGS-B's own O(mn) work per iteration). sdca is exact "
+            "lbfgs is left out to save time. MNIST's sdca cell is 'not run' because that "
+            "row was measured before the sdca solver existed. sdca is exact "
             "dual block coordinate ascent (one projection per row update, the intercept by "
             "a proximal-point step per epoch; 'it' counts epochs): each epoch is two passes "
             "over X plus one objective evaluation for the stopping test. alpha fixed at 1e-4 for both sets "
