@@ -274,3 +274,18 @@ def test_gpu_fenchel_young_wrapper_with_numpy_for_cupy(monkeypatch):
         with np.errstate(over="ignore"):  # z - max z is -inf in NumPy (CuPy warns of none)
             loss, _ = gpu_losses.fenchel_young_loss_and_grad(z, project(z, polytope), polytope)
         np.testing.assert_array_equal(loss, [0.0])
+
+
+@needs_gpu
+def test_gpu_rejects_what_the_cpu_rejects():
+    """Complex scores (the CPU's TypeError) and a weighted row whose ratio z_i / w_i
+    overflows (the CPU's ValueError), instead of a dropped imaginary part or NaN rows."""
+    import cupy as cp
+
+    from sparsekit import projections
+
+    with pytest.raises(TypeError, match="real"):
+        projections.project(cp.asarray([[1 + 5j, 0.5 - 3j, 0.0]]))
+    Z = cp.asarray([[1e299, 0.5, 0.2]])
+    with pytest.raises(ValueError, match="overflows"):
+        projections.project(Z, "capped_simplex", budget=1.0, weights=np.array([1e-10, 1, 1]))

@@ -458,13 +458,16 @@ def test_emulated_capped_simplex_matches_cpu_at_extreme_scales(emu, dtype, z, bu
 
 
 def test_emulated_capped_keeps_nan_from_an_overflowing_ratio(emu):
-    """z/w overflowing to inf makes the CPU's answer NaN; the GPU must not hide it behind
-    clip(NaN) = 0 (an all-zero row that breaks the constraint)."""
-    proj = pytest.importorskip("sparsekit.projections")
+    """z/w overflowing to inf makes the CPU kernel's tau NaN, which the Python layers turn
+    into an error; the GPU kernel must give NaN too, not hide it behind clip(NaN) = 0 (an
+    all-zero row that breaks the constraint)."""
+    from sparsekit._cython._projections import POLYTOPE_CODES, project_rows
+
     Z = np.array([[1e308, 0.5, 0.2]])
     w = np.array([1e-10, 1.0, 1.0])
+    cpu, tau = np.empty_like(Z), np.empty(1)
     with np.errstate(all="ignore"):
-        cpu = proj.project(Z, "capped_simplex", budget=1.0, weights=w)
+        project_rows(POLYTOPE_CODES["capped_simplex"], Z, cpu, tau, 1.0, w, True)
     P, _ = run_project(emu, Z, "capped_simplex", budget=1.0, weights=w)
-    assert np.isnan(cpu).any()
+    assert np.isnan(tau).all() and np.isnan(cpu).any()
     np.testing.assert_array_equal(np.isnan(P), np.isnan(cpu))

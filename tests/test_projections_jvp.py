@@ -89,6 +89,18 @@ def test_float32_and_shapes():
         jvp(Z, np.full_like(V, np.nan))
 
 
+@pytest.mark.parametrize("polytope, z", [
+    ("at_most_one", [0.4009107049254289, 0.5591461302268427, 0.039943164847728675]),
+    ("at_least_one", [0.5078379052719173, 0.26594235387345205, 0.22621974085463062])])
+def test_one_sided_simplex_jvp_is_active_when_its_threshold_rounds_to_zero(polytope, z):
+    # clip(z) misses a sum of 1 by one rounding, so the simplex branch runs (sum pinned to
+    # 1), and its threshold rounds to 0: it still counts as active, so sum(J v) = 0
+    z = np.array([z])
+    assert np.clip(z, 0, 1).sum() != 1.0
+    v = np.array([[1.0, 2.0, 3.0]])
+    np.testing.assert_allclose(jvp(z, v, polytope), v - v.mean(), atol=1e-12)
+
+
 def test_budget_jvp_keeps_the_sum_when_the_budget_is_active_by_one_ulp():
     # clip(z) sums to just above the budget (by rounding): the projection pins the sum and
     # its threshold, tiny, still counts as active (> 0), so sum(J v) = 0

@@ -6,7 +6,7 @@ import pytest
 from numpy.testing import assert_allclose, assert_array_equal
 
 import _projection_reference as ref
-from sparsekit.projections import (POLYTOPES, project, project_at_least_one,
+from sparsekit.projections import (POLYTOPES, jvp, project, project_at_least_one,
                                    project_at_most_one, project_box, project_budget,
                                    project_capped_simplex, project_knapsack, sparsemax)
 
@@ -312,3 +312,21 @@ def test_float32_parameter_limits_use_the_exact_weights_and_the_dtype_range():
     assert_array_equal(p, [1, 1, 1])
     with pytest.raises(ValueError, match="not finite in float32"):
         project(np.float32([0.1, 0.5, -0.2]), "simplex", radius=1e300)
+
+
+@pytest.mark.parametrize("polytope, budget", [("capped_simplex", 1.0), ("knapsack", 0.5)])
+def test_a_ratio_of_score_to_weight_that_overflows_is_a_clear_error(polytope, budget):
+    """Finite scores and positive weights whose ratio z_i / w_i overflows: the kernels'
+    shift is then infinite and the row NaN; every entry point says so instead."""
+    from sparsekit.losses import fenchel_young_loss
+
+    Z = np.array([[1e299, 0.5, 0.2], [0.3, 0.2, 0.1]])
+    w = np.array([1e-10, 1.0, 1.0])
+    with pytest.raises(ValueError, match="overflows"):
+        project(Z, polytope, budget=budget, weights=w)
+    with pytest.raises(ValueError, match="overflows"):
+        jvp(Z, np.ones_like(Z), polytope, budget=budget, weights=w)
+    with pytest.raises(ValueError, match="overflows"):
+        fenchel_young_loss(Z, np.array([[0.0, 0.5, 0.5]] * 2) * budget, polytope,
+                           budget=budget, weights=w)
+    assert np.isfinite(project(Z / 10, polytope, budget=budget, weights=w)).all()

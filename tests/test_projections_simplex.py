@@ -279,3 +279,17 @@ def test_sort_method_is_n_log_n_on_a_median_of_three_killer():
     elapsed = time.perf_counter() - start            # 4.3 s before introsort, ~0.03 s now
     assert_allclose(p, sparsemax(z), atol=1e-12)
     assert elapsed < 1.0
+
+
+@pytest.mark.parametrize("dtype, big", [(np.float32, 2e38), (np.float64, 1e307)])
+def test_batched_rows_near_the_largest_value_match_one_row_at_a_time(dtype, big):
+    """The two- and four-row kernels sum in the rows' type; where those sums overflow the
+    rows are redone one at a time, so batching never turns a finite answer into inf (it
+    may round differently by an ulp)."""
+    z = np.array([0.0, -big, -big, -big], dtype=dtype)
+    radius = 1.5 * big
+    single = project_simplex(z[None, :], radius=radius)
+    assert np.isfinite(single).all()
+    for n in (2, 3, 4, 5, 8):
+        assert_allclose(project_simplex(np.tile(z, (n, 1)), radius=radius),
+                        np.tile(single, (n, 1)), rtol=4 * np.finfo(dtype).eps)

@@ -9,7 +9,7 @@ fallback: O(K) expected time.
 Signatures and contracts are documented in ``_projections.pxd``.
 """
 from libc.float cimport DBL_EPSILON, DBL_MAX, FLT_MIN
-from libc.math cimport INFINITY, fabs
+from libc.math cimport INFINITY, fabs, isfinite
 from libc.stdlib cimport free, malloc
 
 import numpy as np
@@ -592,11 +592,11 @@ cdef floating project_row(int polytope, const floating* z, floating* p, Py_ssize
         if s > budget:  # active: tau > 0, kept so where the sum with ref rounds to 0
             tau = max(_capped_project(z, p, k, budget, w, work, iwork), FLT_MIN)
     elif polytope == POLYTOPE_AT_MOST_ONE:
-        if s > 1.0:
-            tau = simplex_row(z, p, k, 1.0)
+        if s > 1.0:     # active: tau > 0 (jvp_row's test), also where it rounds to 0
+            tau = max(simplex_row(z, p, k, 1.0), FLT_MIN)
     elif polytope == POLYTOPE_AT_LEAST_ONE:
-        if s < 1.0:
-            tau = simplex_row(z, p, k, 1.0)
+        if s < 1.0:     # active: tau < 0
+            tau = min(simplex_row(z, p, k, 1.0), -FLT_MIN)
     return <floating>tau
 
 
@@ -764,6 +764,18 @@ cdef enum:
     _PAIR_MAX_K = 16
 
 
+cdef inline void _redo_overflowed_rows(const floating[:, ::1] Z, floating[:, ::1] P,
+                                       floating[::1] tau, Py_ssize_t r, Py_ssize_t m,
+                                       double radius) noexcept nogil:
+    """Rows ``r .. r+m-1`` of a batched kernel, whose sums run in the rows' own type, redone
+    one at a time (sums in float64) where the threshold overflowed (scores near the
+    largest finite value)."""
+    cdef Py_ssize_t q
+    for q in range(r, r + m):
+        if not isfinite(tau[q]):
+            tau[q] = simplex_row(&Z[q, 0], &P[q, 0], Z.shape[1], radius)
+
+
 cdef void _simplex_rows(const floating[:, ::1] Z, floating[:, ::1] P, floating[::1] tau,
                         double radius) noexcept nogil:
     """Simplex projection of every row; short rows two at a time (sk_simplex_pair_*)."""
@@ -772,12 +784,14 @@ cdef void _simplex_rows(const floating[:, ::1] Z, floating[:, ::1] P, floating[:
         if floating is float:
             while r + 4 <= n:
                 sk_simplex_quad_f32(&Z[r, 0], &P[r, 0], &tau[r], k, radius)
+                _redo_overflowed_rows(Z, P, tau, r, 4, radius)
                 r += 4
         while r + 2 <= n:
             if floating is double:
                 sk_simplex_pair_f64(&Z[r, 0], &P[r, 0], &tau[r], k, radius)
             else:
                 sk_simplex_pair_f32(&Z[r, 0], &P[r, 0], &tau[r], k, radius)
+            _redo_overflowed_rows(Z, P, tau, r, 2, radius)
             r += 2
     while r < n:
         tau[r] = simplex_row(&Z[r, 0], &P[r, 0], k, radius)

@@ -8,7 +8,7 @@ thread block of ``kernels/projections.cu``: an exact bracketing search for the t
 """
 import numpy as np
 
-from ..projections._checks import resolve_polytope, solve_dtype
+from ..projections._checks import raise_on_overflowed_ratios, resolve_polytope, solve_dtype
 from ._cupy import require_cupy
 from ._kernels import get_kernel, launch_rows
 
@@ -38,6 +38,8 @@ def as_device_rows(Z, name="Z"):
         raise ValueError(f"{name} must be 1-D or 2-D (n_rows, n_classes), got shape {Z.shape}")
     if Z.shape[1] == 0:
         raise ValueError(f"{name} must have at least one column")
+    if Z.dtype.kind == "c":
+        raise TypeError(f"{name} must be real, got complex values")
     if Z.dtype not in (cp.float32, cp.float64):
         Z = Z.astype(cp.float64)
     if not bool(cp.isfinite(Z).all()):
@@ -69,6 +71,7 @@ def project_with_tau(Z, polytope, params):
         launch_rows(kernel, n, k, (Z, W, np.int32(weighted), P, tau, np.int64(n), np.int64(k),
                                    np.float64(budget if fixed is None else fixed),
                                    np.int32(mode)))
+        raise_on_overflowed_ratios(tau, weighted, cp)
     return P, tau, W, weighted
 
 

@@ -17,6 +17,15 @@ from ..utils._validation import check_device, check_finite_2d
 
 POLYTOPES = tuple(POLYTOPE_CODES)
 
+
+def raise_on_overflowed_ratios(values, weighted, xp=np):
+    """Raise for a weighted projection whose per-row ``values`` (threshold tau or loss) hold
+    a NaN, which happens only when some ratio z_i / w_i overflows (the kernels shift every
+    row by its largest ratio)."""
+    if weighted and bool(xp.isnan(values).any()):
+        raise ValueError("a ratio z_i / w_i of scores to weights overflows the floating-point "
+                         "range; rescale the scores or the weights")
+
 # parameters each polytope accepts; None marks a required one
 _PARAMS = {
     "simplex": {"radius": 1.0},
