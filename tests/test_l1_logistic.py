@@ -1,6 +1,7 @@
 """L1LogisticOBA and l1_logistic_path: scikit-learn API, objective, multiclass, path."""
 import os
 import pickle
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -236,8 +237,12 @@ def test_convergence_warning_and_bad_input():
     with pytest.raises(ValueError, match="sample_weight"):
         L1LogisticOBA().fit(X, y, sample_weight=-np.ones(len(y)))
     for weight in (-1.0, np.nan):
-        with pytest.raises(ValueError, match="class_weight"):
-            L1LogisticOBA(class_weight={-1.0: 1.0, 1.0: weight}).fit(X, y)
+        with pytest.raises(ValueError, match="class_weight must be finite and non-negative"):
+            L1LogisticOBA(class_weight={0: 1.0, 1: weight}).fit(X, y)
+    with pytest.raises(ValueError, match="too large"):
+        L1LogisticOBA(C=1e307).fit(X, y)
+    with pytest.raises(ValueError, match="too large"):
+        L1LogisticOBA().fit(X, y, sample_weight=np.full(len(y), 1e307))
     est = L1LogisticOBA().fit(X, y)
     pickle.loads(pickle.dumps(est)).predict(X)
     with pytest.raises(ValueError):
@@ -428,3 +433,51 @@ def test_a_refit_that_fails_keeps_the_fitted_model():
         model.fit(X[:, :3], np.linspace(0, 1, X.shape[0]))
     assert model.n_features_in_ == X.shape[1]
     np.testing.assert_array_equal(model.predict_proba(X), before)
+
+
+@pytest.mark.parametrize("sparse", [False, True])
+@pytest.mark.parametrize("sample_weight", [None, "random"])
+def test_duality_gap_bounds_the_suboptimality(sparse, sample_weight):
+    X, y = _binary(3, sparse=sparse)
+    sw = (None if sample_weight is None
+          else np.random.default_rng(0).uniform(0.1, 3.0, size=len(y)))
+    y_pm = np.where(y == 1, 1.0, -1.0)
+    C = 2.0
+    tight = L1LogisticOBA(C=C, tol=1e-12, fit_intercept=False).fit(X, y, sample_weight=sw)
+    assert 0 <= tight.duality_gap_[0] <= 1e-9
+    ones = np.ones(len(y)) if sw is None else sw
+    F_star = ref.l1_logistic_objective(X, y_pm, tight.coef_.ravel(), 0.0, C, ones)
+    for tol in (1e-2, 1e-4):
+        loose = L1LogisticOBA(C=C, tol=tol, fit_intercept=False).fit(X, y, sample_weight=sw)
+        F = ref.l1_logistic_objective(X, y_pm, loose.coef_.ravel(), 0.0, C, ones)
+        assert (F - F_star) / F <= loose.duality_gap_[0] + 1e-12
+
+
+def test_a_fit_that_meets_tol_far_from_the_minimum_warns():
+    """tol is absolute in the scaled problem: on separable data at C = 1e6 it is met with F
+    6% above its minimum, and on features scaled by 1e-10 already at w = 0."""
+    rng = np.random.default_rng(1)
+    X = rng.standard_normal((200, 30))
+    y = (X[:, 0] + 0.3 * X[:, 1] > 0).astype(int)
+    with pytest.warns(ConvergenceWarning, match="duality gap"):
+        est = L1LogisticOBA(C=1e6).fit(X, y)
+    assert est.duality_gap_[0] > 0.05
+    with pytest.warns(ConvergenceWarning, match="duality gap"):
+        L1LogisticOBA(C=10 / 1e-10).fit(X * 1e-10, y)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConvergenceWarning)
+        assert L1LogisticOBA(C=1.0).fit(X, y).duality_gap_[0] < 1e-6
+
+
+def test_float32_data_converge_to_a_tight_tol():
+    """The model search compares q - q0 term by term: as the difference of two large sums
+    it rounded to noise near w*, and alpha halved until the iterates stopped moving."""
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((120, 15))
+    X[rng.random((120, 15)) < 0.4] = 0
+    y = (X[:, 0] - 2 * X[:, 1] + 0.7 * rng.standard_normal(120) > 0).astype(int)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConvergenceWarning)
+        est = L1LogisticOBA(C=1.0, fit_intercept=False, tol=1e-10, max_iter=300).fit(
+            X.astype(np.float32), y)
+    assert est.n_iter_[0] < 50 and est.optimality_[0] <= 1e-10

@@ -203,12 +203,12 @@ def _model_search(x, G, zeta, muw, free, d, Hd, H, hess_reg):
     """
     xF, GF, zF, muF = x[free], G[free], zeta[free], muw[free]
     q0 = muw @ np.abs(x)
-    rest = q0 - muF @ np.abs(xF)
+    absF = np.abs(xF)
     dHd, alpha, it = d @ Hd, 1.0, 0
     while True:
         xn = xF + alpha * d
         unprojected = xn.copy()
-        l1 = K.project_orthant(xn, zF, muF)
+        K.project_orthant(xn, zF, muF)
         delta = xn - xF
         crossed = np.flatnonzero((xn == 0.0) & (unprojected != 0.0))
         curvature = alpha * alpha * dHd
@@ -217,13 +217,15 @@ def _model_search(x, G, zeta, muw, free, d, Hd, H, hess_reg):
             it += not hasattr(H, "quadratic_form")
             curvature += (_quadratic_form(H, crossed, c, d.size) + hess_reg * (c @ c)
                           - 2.0 * alpha * (c @ Hd[crossed]))
-        q = GF @ delta + 0.5 * curvature + l1 + rest
-        if q <= q0 or alpha < 1e-12:
+        # q - q0 term by term: q and q0 are large sums whose difference near the solution
+        # lies below their rounding, where a test q <= q0 halves alpha to nothing
+        change = GF @ delta + 0.5 * curvature + muF @ (np.abs(xn) - absF)
+        if change <= 0.0 or alpha < 1e-12:
             break
         alpha *= 0.5
     x_hat = x.copy()
     x_hat[free] = xn
-    return x_hat, alpha, q, q0, it
+    return x_hat, alpha, q0 + change, q0, it
 
 
 def _quadratic_form(H, positions, values, size):
