@@ -289,3 +289,9 @@ def test_gpu_rejects_what_the_cpu_rejects():
     Z = cp.asarray([[1e299, 0.5, 0.2]])
     with pytest.raises(ValueError, match="overflows"):
         projections.project(Z, "capped_simplex", budget=1.0, weights=np.array([1e-10, 1, 1]))
+    from sparsekit.gpu import losses
+
+    with pytest.raises(ValueError, match=r"columns \[0\] negated"):
+        losses.fenchel_young_loss_and_grad(cp.zeros((1, 4)), cp.asarray([[0.0, 1, 1, 0]]),
+                                           "capped_simplex", negated=[True, False, False, False],
+                                           budget=1.0)

@@ -6,7 +6,7 @@ fused in one kernel (``kernels/sparsemax_loss.cu``): projection, loss and gradie
 """
 import numpy as np
 
-from ..losses._targets import check_target
+from ..losses._targets import check_flipped_target, check_target
 from ..projections._checks import (negated_columns, reflect_columns, resolve_polytope,
                                    solve_dtype)
 from ._kernels import get_kernel, launch_rows
@@ -84,7 +84,7 @@ def fenchel_young_loss_and_grad(Z, Y, polytope="simplex", *, negated=None, **par
     if solve_dtype(dtype, weighted) != dtype:  # as on the CPU: solved in float64
         Z2, Y2 = Z2.astype(cp.float64), Y2.astype(cp.float64)
         _, budget, weights, _ = resolve_polytope(polytope, Z2.shape[1], Z2.dtype, params)
-    check_target(Y2, polytope, budget, weights, cp)
+    check_flipped_target(Y2, polytope, budget, weights, cp, columns)
     P = project_with_tau(Z2, polytope, params)[0]
     Zs = Z2.astype(cp.float64)
     if polytope == "simplex":

@@ -17,7 +17,7 @@ import numpy as np
 from .._cython._projections import fenchel_young_rows
 from ..projections._checks import (as_rows, negated_columns, raise_on_overflowed_ratios,
                                    reflect_columns, resolve_polytope, solve_dtype)
-from ._targets import check_target
+from ._targets import check_flipped_target
 
 
 def _loss_and_projection(Z, Y, polytope, params, negated):
@@ -37,15 +37,7 @@ def _loss_and_projection(Z, Y, polytope, params, negated):
         Z2, Y2 = Z2.astype(np.float64), Y2.astype(np.float64)
         code, budget, weights, weighted = resolve_polytope(polytope, Z2.shape[1], Z2.dtype,
                                                            params)
-    try:
-        check_target(Y2, polytope, budget, weights, np)
-    except ValueError as exc:
-        if not columns:
-            raise
-        raise ValueError(
-            f"targets must lie in the {polytope!r} polytope with columns {columns} negated, "
-            f"i.e. Y with those columns replaced by 1 - Y must lie in {polytope!r}; "
-            f"on those flipped targets: {exc}") from None
+    check_flipped_target(Y2, polytope, budget, weights, np, columns)
     P = np.empty_like(Z2)
     loss = np.empty(Z2.shape[0], dtype=np.float64)
     fenchel_young_rows(code, Z2, Y2, P, loss, budget, weights, weighted)

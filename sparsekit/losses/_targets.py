@@ -51,3 +51,17 @@ def check_target(Y, polytope, budget, weights, xp):
                 if polytope in ("budget", "knapsack") else "")
         raise ValueError(f"Y row {i} is outside the {polytope!r} polytope: its (weighted) "
                          f"sum is {float(sums[i]):.6g} {rel} {rhs:.6g}{hint}")
+
+
+def check_flipped_target(Y2, polytope, budget, weights, xp, columns):
+    """:func:`check_target` on targets whose ``columns`` were flipped (``y -> 1 - y``,
+    ``negated=``), with an error that names the flip."""
+    try:
+        check_target(Y2, polytope, budget, weights, xp)
+    except ValueError as exc:
+        if not columns:
+            raise
+        raise ValueError(
+            f"targets must lie in the {polytope!r} polytope with columns {columns} negated, "
+            f"i.e. Y with those columns replaced by 1 - Y must lie in {polytope!r}; "
+            f"on those flipped targets: {exc}") from None
