@@ -671,6 +671,15 @@ def softmax_epoch(int method, const floating[::1] data, const index_t[::1] indic
         raise ValueError(f"softmax_epoch: need batch_size >= 1, 1 <= n_sampled <= the classes "
                          f"to draw from and R of width >= n_features + bias (got {b}, {m}, "
                          f"K={K}, R width {R.shape[1]}, n_features {D}, bias {bias})")
+    cdef Py_ssize_t n_rows = data.shape[0] // D if dense and D else indptr.shape[0] - 1
+    if dense and D == 0:
+        n_rows = y.shape[0]
+    if (y.shape[0] != n_rows or sample_weight.shape[0] != n_rows or xsq.shape[0] != n_rows
+            or u.shape[0] != n_rows or ridge and (gamma.shape[0] != K or beta.shape[0] != K)
+            or track and sqn.shape[0] != K):
+        raise ValueError(f"softmax_epoch: y, sample_weight, xsq and u need one entry per row "
+                         f"of X ({n_rows}), and gamma, beta (with alpha > 0) and sqn (U-max "
+                         f"with alpha > 0) one per class ({K})")
     cdef const floating* xd
     cdef const index_t* xi
     cdef const floating* data_p = &data[0] if data.shape[0] else NULL
