@@ -697,15 +697,25 @@ def scale_report(scale):
     last = scale.get("history", [{}])[-1]
     history = [h for h in scale.get("history", [])
                if h["driver"] == last.get("driver") and h["Ks"] == Ks]
-    if len(history) > 1:  # the ratio moves by several percent from one run to the next
-        spread = []
+    def spread(runs):
+        out = []
         for m in ["implicit", "umax", "ove"]:
-            r = [h["ratios"][m] for h in history]
-            spread.append(f"{LABELS[m]} {np.median(r):.2f}x ({min(r):.2f}-{max(r):.2f})")
+            r = [h["ratios"][m] for h in runs]
+            out.append(f"{LABELS[m]} {np.median(r):.2f}x ({min(r):.2f}-{max(r):.2f}, under "
+                       f"1.5x in {sum(x < 1.5 for x in r)})")
+        return "; ".join(out)
+
+    if len(history) > 1:  # the ratio moves by several percent from one run to the next
         loads = [h["load"] for h in history]
         table += (f"\n\nThe table is the last run. Over the {len(history)} runs of this epoch "
                   f"driver (load {min(loads):.1f}-{max(loads):.1f}), K={Ks[-1]:g} / K={Ks[0]:g}, "
-                  "median (range): " + "; ".join(spread) + ".")
+                  "median (range, runs under 1.5x): " + spread(history) + ".")
+        earlier = [h for h in scale["history"] if h["driver"] != last["driver"]
+                   and h["Ks"] == Ks]
+        previous = [h for h in earlier if h["driver"] == earlier[-1]["driver"]] if earlier else []
+        if len(previous) > 1:
+            table += (f" The epoch driver before it ({len(previous)} runs): "
+                      + spread(previous) + ".")
     if "lines" not in scale or "rows" not in scale:
         return head + table
     med = {(m, K): float(np.median(scale[clock][f"{m}/{K}"])) for m in LABELS for K in Ks
