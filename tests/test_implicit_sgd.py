@@ -121,8 +121,10 @@ def test_empty_row_only_moves_u():
     assert abs(g) < 1e-12
 
 
+@pytest.mark.parametrize("weighted", [False, True])
 @pytest.mark.parametrize("m,alpha", [(1, 0.0), (2, 0.2)])
-def test_implicit_epoch_matches_reference(m, alpha):
+def test_implicit_epoch_matches_reference(m, alpha, weighted):
+    """Weights multiply the data term of the proximal step (eta_i = eta w_i)."""
     rng = np.random.default_rng(5)
     N, D, K = 12, 4, 6
     X = rng.normal(size=(N, D))
@@ -130,10 +132,11 @@ def test_implicit_epoch_matches_reference(m, alpha):
     W = rng.normal(scale=0.5, size=(K, D))
     u = rng.uniform(0, 2, size=N)
     order = rng.permutation(N)
-    Wr, ur = ref.reference_epoch("implicit", X, y, W, u, order, 77, m, 1, 0.8, alpha, 1.0)
+    sw = rng.uniform(0.2, 3.0, N) if weighted else None
+    Wr, ur = ref.reference_epoch("implicit", X, y, W, u, order, 77, m, 1, 0.8, alpha, 1.0, sw)
     for sparse in (False, True):
         Wk, uk, status, _ = ref.kernel_epoch("implicit", X, y, W, u, order, 77, m, 1, 0.8,
-                                             alpha, 1.0, sparse=sparse)
+                                             alpha, 1.0, sw, sparse=sparse)
         assert status == 0
         np.testing.assert_allclose(Wk, Wr, rtol=1e-8, atol=1e-9)
         np.testing.assert_allclose(uk, ur, rtol=1e-8, atol=1e-9)
