@@ -112,3 +112,27 @@ def test_budget_jvp_keeps_the_sum_when_the_budget_is_active_by_one_ulp():
     out = jvp(z, v, "budget", budget=2.0)
     np.testing.assert_allclose(out.sum(), 0.0, atol=1e-12)
     np.testing.assert_allclose(out, v - v.mean(), atol=1e-12)
+
+
+@pytest.mark.parametrize("polytope, z, params", [
+    ("budget", [0.5, 0.5, 0.5, 0.5], {"budget": 2.0}),
+    ("knapsack", [0.5, 0.5, 0.5, 0.5], {"budget": 2.0}),
+    ("at_most_one", [0.25, 0.25, 0.5, 0.0], {}),
+    ("at_least_one", [0.25, 0.25, 0.5, 0.0], {}),
+])
+def test_inequality_met_exactly_by_the_clip_is_inactive(polytope, z, params):
+    """clip(z) meets the inequality with equality (exactly, in binary): the clip is the
+    projection, its multiplier is 0, so the kernel returns tau = 0 (_projections.pxd: tau =
+    0 when an inequality constraint is inactive) and the JVP is that of the box, v on the
+    free set (tau != 0 is the activity test of jvp_row)."""
+    from sparsekit.projections import project
+    from sparsekit.projections._dispatch import project_with_tau
+
+    z = np.array([z])
+    np.testing.assert_array_equal(project(z, polytope, **params), np.clip(z, 0, 1))
+    _, tau, _ = project_with_tau(z, polytope, params)
+    assert tau[0] == 0.0
+    v = np.array([[1.0, 2.0, 3.0, 4.0]])
+    free = (z > 0) & (z < 1)
+    np.testing.assert_allclose(jvp(z, v, polytope, **params), np.where(free, v, 0.0),
+                               atol=1e-12)

@@ -706,3 +706,37 @@ def test_sdca_warm_refit_at_the_optimum_does_not_warn():
         warnings.simplefilter("error", ConvergenceWarning)
         clf.fit(X, y)
     np.testing.assert_allclose(clf.coef_, coef, atol=1e-12)
+
+
+@pytest.mark.parametrize("sparse_x", [False, True])
+def test_kernel_sums_duplicate_target_entries(sparse_x):
+    """Targets arrive as CSR arrays; a non-canonical CSR with duplicate column entries means
+    their sum (scipy semantics), e.g. a label split into two halves of 0.5."""
+    rng = np.random.default_rng(3)
+    n, d, k = 6, 3, 4
+    X = rng.standard_normal((n, d))
+    W = rng.standard_normal((d, k))
+    b = rng.standard_normal(k)
+    sw = np.ones(n)
+    labels = rng.integers(0, k, n)
+    # canonical one-hot targets
+    yptr_c = np.arange(n + 1, dtype=np.int64)
+    yind_c = labels.astype(np.int64)
+    ydat_c = np.ones(n)
+    # the same targets, each 1 written as 0.5 + 0.5 on the same column
+    yptr_d = (2 * np.arange(n + 1)).astype(np.int64)
+    yind_d = np.repeat(labels, 2).astype(np.int64)
+    ydat_d = np.full(2 * n, 0.5)
+    code = _POLYTOPE_CODES["simplex"]
+    out = []
+    for yptr, yind, ydat in [(yptr_c, yind_c, ydat_c), (yptr_d, yind_d, ydat_d)]:
+        gW, gb = np.empty_like(W), np.empty(k)
+        args = (W, b, yptr, yind, ydat, sw, code, 1.0)
+        if sparse_x:
+            Xc = sp.csr_matrix(X)
+            loss = loss_grad_csr(Xc.data, Xc.indices, Xc.indptr, *args, gW, gb)
+        else:
+            loss = loss_grad_dense(X, *args, gW, gb, 4)
+        out.append((loss, gW, gb))
+    for a, c in zip(*out):
+        np.testing.assert_allclose(c, a, rtol=1e-12, atol=1e-12)
