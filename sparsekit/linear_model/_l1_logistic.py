@@ -60,10 +60,13 @@ GAP_WARN = 0.05
 
 
 def _fit_binary(X, X_csr, y_pm, sample_weight, C, fit_intercept, tol, max_iter, w0, verbose):
-    """One OBA solve of the binary problem; returns (w, b, OptimizeResult)."""
+    """One OBA solve of the binary problem; returns (w, b, OptimizeResult), the result with
+    the relative duality gap at (w, b) as ``duality_gap``."""
     datafit = Logistic(X, y_pm, sample_weight=sample_weight, fit_intercept=fit_intercept,
                        X_csr=X_csr)
-    return _solve(datafit, C, tol, max_iter, w0, verbose)
+    w, b, res = _solve(datafit, C, tol, max_iter, w0, verbose)
+    res.duality_gap = _relative_duality_gap(X, y_pm, sample_weight, C, w, b)
+    return w, b, res
 
 
 def _solve(datafit, C, tol, max_iter, w0, verbose):
@@ -267,10 +270,7 @@ class L1LogisticOBA(ClassifierMixin, BaseEstimator):
         self.intercept_ = np.array([b for _, b, _ in results])
         self.n_iter_ = np.array([r.nit for _, _, r in results], dtype=np.int32)
         self.optimality_ = np.array([r.optimality for _, _, r in results])
-        self.duality_gap_ = np.array([
-            _relative_duality_gap(X, np.where(y == pos, 1.0, -1.0), sample_weight,
-                                  self.C * mean_weight, w, b)
-            for pos, (w, b, _) in zip(problems, results)])
+        self.duality_gap_ = np.array([r.duality_gap for _, _, r in results])
         self.corrective_loops_ = [r.corrective_loops for _, _, r in results]
         for pos, (_, _, r), gap in zip(problems, results, self.duality_gap_):
             pos = np.asarray(pos).tolist()  # 1, not np.int64(1), in the messages
