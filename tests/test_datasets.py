@@ -139,6 +139,27 @@ def test_damaged_files_are_errors_that_name_them(tmp_path):
             call()
 
 
+@pytest.mark.parametrize("line, message", [
+    (b'["p", "s"]', "line 1 is not a JSON object"),                   # was a bare TypeError
+    (b'{"package": "p", "section": "s", "tags": "role::program", "text": "t"}',
+     "line 1: tags must be a list, got str"),                    # was split into characters
+])
+def test_debian_records_of_the_wrong_shape_are_errors(tmp_path, line, message):
+    (tmp_path / "debian").mkdir()
+    (tmp_path / "debian" / "debian_packages.jsonl.xz").write_bytes(lzma.compress(line + b"\n"))
+    with pytest.raises(ValueError, match=message):
+        load_debian(data_home=tmp_path)
+
+
+def test_mulan_malformed_label_xml_is_an_error_that_names_it(tmp_path):
+    (tmp_path / "mulan").mkdir()
+    (tmp_path / "mulan" / "emotions.xml").write_text('<labels><label name="a"></label>')
+    arff = "@relation r\n@attribute x numeric\n@attribute a {0,1}\n@data\n1.0,1\n"
+    (tmp_path / "mulan" / "emotions-train.arff.xz").write_bytes(lzma.compress(arff.encode()))
+    with pytest.raises(ValueError, match="emotions.xml: not well-formed XML"):  # was ParseError
+        load_mulan("emotions", "train", data_home=tmp_path)
+
+
 def test_mulan_labels_must_be_zero_or_one_before_any_cast(tmp_path):
     (tmp_path / "mulan").mkdir()
     (tmp_path / "mulan" / "emotions.xml").write_text(
@@ -167,6 +188,13 @@ def test_libsvm_manifest_counts(name, shape, counts):
     np.testing.assert_array_equal(labels, [-1, 1])
     np.testing.assert_array_equal(found, counts)
     assert 0 < X.nnz < 0.2 * np.prod(shape)
+
+
+@needs_data
+def test_libsvm_named_set_takes_an_explicit_n_features():
+    X, y = load_libsvm("a9a.t", n_features=130)
+    assert X.shape == (16281, 130)
+    assert X[:, 123:].nnz == 0
 
 
 @needs_data

@@ -216,6 +216,13 @@ def test_gpu_weighted_float32_is_solved_in_float64_as_on_the_cpu():
     Z2, V = np.array([[0.7, 0.3, -0.5]]), np.array([[1.0, 0.0, 0.0]])
     np.testing.assert_allclose(gp.jvp(cp.asarray(Z2), cp.asarray(V), "capped_simplex",
                                       budget=1.0).get(), [[0.5, -0.5, 0.0]], atol=1e-15)
+    tiny = np.array([1e-50, 2e-50, 1e-50])    # the jvp uses the float64 weights and tau too
+    Z3, V3 = np.array([[0.3, 0.2, 0.9]], np.float32), np.array([[1.0, 0.0, 0.0]], np.float32)
+    JV = gp.jvp(cp.asarray(Z3), cp.asarray(V3), "capped_simplex", budget=1.5e-50, weights=tiny)
+    assert JV.dtype == np.float32
+    np.testing.assert_allclose(JV.get(), projections.jvp(Z3.astype(np.float64), V3,
+                                                         "capped_simplex", budget=1.5e-50,
+                                                         weights=tiny), atol=1e-6)
 
 
 @pytest.mark.gpu

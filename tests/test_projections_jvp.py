@@ -136,3 +136,23 @@ def test_inequality_met_exactly_by_the_clip_is_inactive(polytope, z, params):
     free = (z > 0) & (z < 1)
     np.testing.assert_allclose(jvp(z, v, polytope, **params), np.where(free, v, 0.0),
                                atol=1e-12)
+
+
+@pytest.mark.parametrize("polytope, params", [
+    ("capped_simplex", {"budget": 1.5e-50}),
+    ("knapsack", {"budget": 1.5e-50}),
+])
+def test_float32_jvp_with_weights_below_the_float32_range(polytope, params):
+    # weighted float32 problems are solved in float64; the Jacobian must use that solution's
+    # weights and tau, not their float32 roundings (w = 0, tau = inf: the box Jacobian)
+    z = np.array([[0.3, 0.2, 0.9], [0.2, 0.6, 0.4]])
+    v = np.array([[1.0, 0.0, 0.0], [0.5, -1.0, 2.0]])
+    w = np.array([1e-50, 2e-50, 1e-50])
+    want = jvp(z, v, polytope, weights=w, **params)
+    assert np.abs(want).max() > 0 and not np.allclose(want, v)
+    with np.errstate(over="raise"):           # nor warns of a tau overflowing float32
+        got = jvp(z.astype(np.float32), v.astype(np.float32), polytope, weights=w, **params)
+        P = project(z.astype(np.float32), polytope, weights=w, **params)
+    assert got.dtype == P.dtype == np.float32
+    assert_allclose(got, want, rtol=1e-6, atol=1e-7)
+    assert_allclose(P, project(z, polytope, weights=w, **params), rtol=1e-6)

@@ -359,22 +359,12 @@ def soft_threshold(const double[:] z, const double[:] thresh, double[:] out):
 
 
 def project_orthant(double[:] x, const double[:] zeta, const double[:] mu):
-    """In place ``x_i <- x_i`` if ``sign(x_i) == zeta_i`` else 0 (2.13); unpenalized kept.
-
-    Returns the weighted l1 norm ``sum mu_i |x_i|`` of the projected point.
-    """
+    """In place ``x_i <- x_i`` if ``sign(x_i) == zeta_i`` else 0 (2.13); unpenalized kept."""
     cdef Py_ssize_t i
-    cdef double xi, l1 = 0.0
     with nogil:
         for i in range(x.shape[0]):
-            if mu[i] == 0.0:
-                continue
-            xi = x[i]
-            if xi * zeta[i] <= 0.0:
+            if mu[i] != 0.0 and x[i] * zeta[i] <= 0.0:
                 x[i] = 0.0
-            else:
-                l1 += mu[i] * fabs(xi)
-    return l1
 
 
 # ---------------------------------------------------------------- top-tau selection

@@ -32,9 +32,15 @@ def load_debian(data_home=None):
                 if not line.strip():
                     continue
                 record = json.loads(line)
+                if not isinstance(record, dict):
+                    raise ValueError(f"{path}: line {number} is not a JSON object")
+                record_tags = record.get("tags") or []
+                if not isinstance(record_tags, list):
+                    raise ValueError(f"{path}: line {number}: tags must be a list, got "
+                                     f"{type(record_tags).__name__}")
                 packages.append(record["package"])
                 sections.append(record["section"])
-                tags.append(list(record.get("tags") or []))
+                tags.append(record_tags)
                 texts.append(record["text"])
     except json.JSONDecodeError as exc:
         raise ValueError(f"{path}: line {number} is not JSON ({exc})") from None

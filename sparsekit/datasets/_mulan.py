@@ -14,7 +14,10 @@ _UNSPLIT = {"cal500"}
 
 def _label_names(xml_path):
     """Label names from a Mulan label XML (``<label name=...>``, possibly nested)."""
-    root = ET.parse(xml_path).getroot()
+    try:
+        root = ET.parse(xml_path).getroot()
+    except ET.ParseError as exc:
+        raise ValueError(f"{xml_path}: not well-formed XML ({exc})") from None
     names = [el.get("name") for el in root.iter() if el.tag.rsplit("}", 1)[-1] == "label"]
     if not names or any(n is None for n in names):
         raise ValueError(f"{xml_path}: no <label name=...> elements")

@@ -51,15 +51,15 @@ def project_with_tau(Z, polytope, params):
     """Project validated device rows ``Z``; returns ``(P, tau, weights, weighted)``.
 
     ``P = clip(Z - tau[:, None] * w, 0, upper)`` as in ``sparsekit/_cython/_projections.pxd``;
-    ``tau`` is float64.
+    ``tau`` is float64; ``P`` and the weights are in the dtype the problem is solved in
+    (:func:`solve_dtype`, as on the CPU), which the caller rounds back.
     """
     cp = require_cupy()
     n, k = Z.shape
     _, budget, weights, weighted = resolve_polytope(polytope, k, Z.dtype, params)
+    if solve_dtype(Z.dtype, weighted) != Z.dtype:
+        return project_with_tau(Z.astype(cp.float64), polytope, params)
     W = cp.asarray(weights) if weighted else Z  # never read when not weighted
-    if solve_dtype(Z.dtype, weighted) != Z.dtype:  # as on the CPU: solved in float64
-        P, tau, _, _ = project_with_tau(Z.astype(cp.float64), polytope, params)
-        return P.astype(Z.dtype), tau, W, weighted
     P = cp.empty_like(Z)
     tau = cp.empty(n, dtype=cp.float64)
     if polytope == "simplex":
@@ -92,7 +92,7 @@ def project(Z, polytope="simplex", **params):
     P : cupy.ndarray of the shape and dtype of ``Z``
     """
     _, Z2, one_d = as_device_rows(Z)
-    P = project_with_tau(Z2, polytope, params)[0]
+    P = project_with_tau(Z2, polytope, params)[0].astype(Z2.dtype, copy=False)
     return P[0] if one_d else P
 
 
@@ -107,14 +107,15 @@ def jvp(Z, V, polytope="simplex", **params):
     _, V2, _ = as_device_rows(V, name="V")
     if V2.shape != Z2.shape:
         raise ValueError(f"V must have the shape of Z {Z2.shape}, got {V2.shape}")
-    V2 = cp.ascontiguousarray(V2, dtype=Z2.dtype)
     P, tau, W, weighted = project_with_tau(Z2, polytope, params)
-    out = cp.empty_like(Z2)
+    V2 = cp.ascontiguousarray(V2, dtype=P.dtype)
+    out = cp.empty_like(P)  # in the solve dtype: float32 w may round to 0
     n, k = Z2.shape
-    kernel = get_kernel(_KERNELS, "projection_jvp", Z2.dtype)
+    kernel = get_kernel(_KERNELS, "projection_jvp", P.dtype)
     launch_rows(kernel, n, k, (P, tau, V2, W, np.int32(weighted), out, np.int64(n),
                                np.int64(k), np.int32(polytope == "simplex"),
                                np.int32(polytope in _EQUALITY)))
+    out = out.astype(Z2.dtype, copy=False)
     return out[0] if one_d else out
 
 

@@ -15,11 +15,11 @@ from ._checks import (as_rows, gpu_function, is_cupy_array, negated_columns, ref
 
 def project_with_tau(Z, polytope, params):
     """CPU projection of validated 2-D ``Z``: returns ``(P, tau, (code, weights, weighted))``
-    with ``P = clip(Z - tau[:, None] * weights, 0, upper)`` (see ``_projections.pxd``)."""
+    with ``P = clip(Z - tau[:, None] * weights, 0, upper)`` (see ``_projections.pxd``), all
+    in the dtype the kernels solve in (:func:`solve_dtype`), which the caller rounds back."""
     code, budget, weights, weighted = resolve_polytope(polytope, Z.shape[1], Z.dtype, params)
-    if solve_dtype(Z.dtype, weighted) != Z.dtype:  # solved in float64, rounded back
-        P, tau, _ = project_with_tau(Z.astype(np.float64), polytope, params)
-        return P.astype(Z.dtype), tau.astype(Z.dtype), (code, weights, weighted)
+    if solve_dtype(Z.dtype, weighted) != Z.dtype:
+        return project_with_tau(Z.astype(np.float64), polytope, params)
     P = np.empty_like(Z)
     tau = np.empty(Z.shape[0], dtype=Z.dtype)
     project_rows(code, Z, P, tau, budget, weights, weighted)
@@ -89,6 +89,7 @@ def project(Z, polytope="simplex", *, negated=None, device=None, **params):
     Z2, one_d = as_rows(Z)
     columns = negated_columns(negated, Z2.shape[1])
     P = project_with_tau(reflect_columns(Z2, columns), polytope, params)[0]
+    P = P.astype(Z2.dtype, copy=False)
     P = reflect_columns(P, columns)
     return P[0] if one_d else P
 
@@ -131,7 +132,8 @@ def jvp(Z, V, polytope="simplex", *, negated=None, device=None, **params):
     columns = negated_columns(negated, Z2.shape[1])
     P, tau, (code, weights, weighted) = project_with_tau(reflect_columns(Z2, columns),
                                                          polytope, params)
-    out = np.empty_like(Z2)
-    jvp_rows(code, P, tau, reflect_columns(V2, columns, 0), out, weights, weighted)
-    out = reflect_columns(out, columns, 0)
+    out = np.empty_like(P)  # in the solve dtype: float32 w may round to 0, tau overflow
+    jvp_rows(code, P, tau, reflect_columns(V2, columns, 0).astype(P.dtype, copy=False), out,
+             weights, weighted)
+    out = reflect_columns(out.astype(Z2.dtype, copy=False), columns, 0)
     return out[0] if one_d else out
