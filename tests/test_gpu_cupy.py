@@ -296,6 +296,9 @@ def test_gpu_rejects_what_the_cpu_rejects():
     Z = cp.asarray([[1e299, 0.5, 0.2]])
     with pytest.raises(ValueError, match="overflows"):
         projections.project(Z, "capped_simplex", budget=1.0, weights=np.array([1e-10, 1, 1]))
+    with pytest.raises(ValueError, match="spread of a row's scores overflows"):
+        projections.project(cp.asarray([[1.7e308, -1.7e308, 1.0]]), "capped_simplex",
+                            budget=1.5)
     from sparsekit.gpu import losses
 
     with pytest.raises(ValueError, match=r"columns \[0\] negated"):

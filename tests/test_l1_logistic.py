@@ -481,3 +481,15 @@ def test_float32_data_converge_to_a_tight_tol():
         est = L1LogisticOBA(C=1.0, fit_intercept=False, tol=1e-10, max_iter=300).fit(
             X.astype(np.float32), y)
     assert est.n_iter_[0] < 50 and est.optimality_[0] <= 1e-10
+
+
+def test_single_class_and_balanced_weights_of_an_empty_class_are_named_errors():
+    X = np.random.default_rng(0).normal(size=(20, 3))
+    with pytest.raises(ValueError, match="only one class: 'a'"):
+        L1LogisticOBA().fit(X, np.array(["a"] * 20))
+    y = np.r_[np.zeros(10), np.ones(10)]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")          # scikit-learn's division by zero leaked
+        with pytest.raises(ValueError, match="class 1.0 has none"):
+            L1LogisticOBA(class_weight="balanced").fit(
+                X, y, sample_weight=np.r_[np.ones(10), np.zeros(10)])

@@ -330,3 +330,23 @@ def test_a_ratio_of_score_to_weight_that_overflows_is_a_clear_error(polytope, bu
         fenchel_young_loss(Z, np.array([[0.0, 0.5, 0.5]] * 2) * budget, polytope,
                            budget=budget, weights=w)
     assert np.isfinite(project(Z / 10, polytope, budget=budget, weights=w)).all()
+
+
+@pytest.mark.parametrize("polytope, quarter", [("capped_simplex", [1.0, 0.0, 0.5]),
+                                               ("knapsack", [1.0, 0.0, 0.25]),
+                                               ("budget", [1.0, 0.0, 0.25])])
+def test_scores_spanning_more_than_the_float64_range_are_a_clear_error(polytope, quarter):
+    """Unweighted rows whose scores lie further apart than the float64 range: shifted by
+    their largest score they overflow, and the row was NaN, silently."""
+    from sparsekit.losses import fenchel_young_loss
+
+    Z = np.array([[1.7e308, -1.7e308, 1.0], [0.3, 0.2, 0.1]])
+    with pytest.raises(ValueError, match="spread of a row's scores overflows"):
+        project(Z, polytope, budget=1.5)
+    with pytest.raises(ValueError, match="spread of a row's scores overflows"):
+        jvp(Z, np.ones_like(Z), polytope, budget=1.5)
+    with pytest.raises(ValueError, match="spread of a row's scores overflows"):
+        fenchel_young_loss(Z, np.array([[1.0, 0.0, 0.5]] * 2), polytope, budget=1.5)
+    assert_allclose(project(Z / 4, polytope, budget=1.5)[0], quarter)   # Z / 4 spans less
+    Z32 = np.array([[3e38, -3e38, 0.25]], dtype=np.float32)   # swept in float64: no overflow
+    assert_allclose(project(Z32, polytope, budget=1.5)[0], quarter)

@@ -740,3 +740,34 @@ def test_kernel_sums_duplicate_target_entries(sparse_x):
         out.append((loss, gW, gb))
     for a, c in zip(*out):
         np.testing.assert_allclose(c, a, rtol=1e-12, atol=1e-12)
+
+
+def test_a_single_class_is_an_error_as_in_scikit_learn():
+    """A constant model (proba 1 everywhere) hid e.g. a CV fold holding one class."""
+    X = np.random.default_rng(0).normal(size=(20, 3))
+    for y in (np.zeros(20, dtype=int), np.array(["a"] * 20)):
+        with pytest.raises(ValueError, match="only one class"):
+            SparsemaxClassifier().fit(X, y)
+    assert SparsemaxClassifier().fit(X, np.arange(20) % 2).classes_.tolist() == [0, 1]
+
+
+def test_lbfgs_float32_line_search_warning_says_what_it_means(monkeypatch):
+    """L-BFGS-B's ABNORMAL stop (no decrease in its line search) is, for a float32
+    objective, usually its rounding floor: the warning says so instead of "ABNORMAL: "."""
+    import sparsekit.linear_model._sparsemax as module
+
+    def abnormal(*args, **kwargs):
+        res = minimize(*args, **kwargs)
+        res.success, res.status, res.message = False, 2, "ABNORMAL: "
+        return res
+
+    from sklearn.datasets import load_iris
+
+    minimize = module.minimize
+    monkeypatch.setattr(module, "minimize", abnormal)
+    X, y = load_iris(return_X_y=True)
+    with pytest.warns(ConvergenceWarning, match=r"\(ABNORMAL\); its line search found no "
+                                                r"decrease, which for float32 X"):
+        SparsemaxClassifier().fit(X.astype(np.float32), y)
+    with pytest.warns(ConvergenceWarning, match=r"\(ABNORMAL\); increase max_iter"):
+        SparsemaxClassifier().fit(X, y)

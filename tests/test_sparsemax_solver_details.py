@@ -82,6 +82,25 @@ def test_threshold_decides_the_predicted_labels_strictly():
     clf.coef_ = np.zeros_like(clf.coef_)
     clf.intercept_ = np.array([0.5, 0.2, 0.8])     # box: proba = clip(scores, 0, 1)
     np.testing.assert_array_equal(clf.predict(X[:2]), [[0, 0, 1], [0, 0, 1]])
+    clf.set_params(threshold=0.0)                  # the support
+    np.testing.assert_array_equal(clf.predict(X[:2]), [[1, 1, 1], [1, 1, 1]])
+
+
+@pytest.mark.parametrize("polytope, params, intercept, proba, expected", [
+    ("simplex", {}, [0.6, 0.4, -1.0], [0.6, 0.4, 0.0], [1, 1, 0]),   # the support
+    ("box", {}, [1.0, 0.2, -1.0], [1.0, 0.2, 0.0], [1, 0, 0]),       # marginals > 0.5
+    ("budget", {"budget": 2}, [1.0, 0.2, -1.0], [1.0, 0.2, 0.0], [1, 0, 0]),
+])
+def test_auto_threshold_is_the_support_on_the_simplex_and_one_half_elsewhere(
+        polytope, params, intercept, proba, expected):
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((30, 2))
+    Y = np.eye(3, dtype=int)[rng.integers(0, 3, 30)]
+    clf = SparsemaxClassifier(polytope=polytope, **params).fit(X, Y)
+    clf.coef_ = np.zeros_like(clf.coef_)
+    clf.intercept_ = np.array(intercept)
+    np.testing.assert_allclose(clf.predict_proba(X[:1]), [proba])
+    np.testing.assert_array_equal(clf.predict(X[:1]), [expected])
 
 
 def test_nqn_no_decrease_is_a_success_in_float32_only(monkeypatch):

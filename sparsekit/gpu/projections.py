@@ -8,7 +8,7 @@ thread block of ``kernels/projections.cu``: an exact bracketing search for the t
 """
 import numpy as np
 
-from ..projections._checks import raise_on_overflowed_ratios, resolve_polytope, solve_dtype
+from ..projections._checks import raise_on_overflow, resolve_polytope, solve_dtype
 from ._cupy import require_cupy
 from ._kernels import get_kernel, launch_rows
 
@@ -71,7 +71,7 @@ def project_with_tau(Z, polytope, params):
         launch_rows(kernel, n, k, (Z, W, np.int32(weighted), P, tau, np.int64(n), np.int64(k),
                                    np.float64(budget if fixed is None else fixed),
                                    np.int32(mode)))
-        raise_on_overflowed_ratios(tau, weighted, cp)
+        raise_on_overflow(tau, weighted, cp)
     return P, tau, W, weighted
 
 

@@ -246,7 +246,14 @@ class L1LogisticOBA(ClassifierMixin, BaseEstimator):
         classes = np.unique(y)
         if classes.size < 2:
             raise ValueError("This solver needs samples of at least 2 classes in the data, "
-                             f"but the data contains only one class: {classes[0]!r}")
+                             f"but the data contains only one class: {classes[0].tolist()!r}")
+        if self.class_weight == "balanced":
+            totals = np.bincount(np.searchsorted(classes, y), weights=sample_weight,
+                                 minlength=classes.size)
+            if not np.all(totals > 0):
+                raise ValueError("class_weight='balanced' divides by each class's total "
+                                 "sample weight, and class "
+                                 f"{classes[np.argmin(totals > 0)].tolist()!r} has none")
         if self.class_weight is not None:
             cw = compute_class_weight(self.class_weight, classes=classes, y=y,
                                       sample_weight=sample_weight)

@@ -113,9 +113,12 @@ class SparsemaxClassifier(ClassifierMixin, BaseEstimator):
     bounds : tuple (lower, upper), default=None
         Box constraints on the coefficients (not the intercept). Each of ``lower`` and
         ``upper`` is None, a scalar, or an array broadcastable to ``(n_classes, n_features)``.
-    threshold : float, default=0.0
+    threshold : float in [0, 1) or "auto", default="auto"
         Multi-label decision rule of :meth:`predict`: label ``j`` is predicted when
-        ``predict_proba(X)[:, j] > threshold`` (the default predicts the support).
+        ``predict_proba(X)[:, j] > threshold``. ``"auto"`` is 0 for the simplex (its
+        support, the sparsemax rule) and 0.5 for the other polytopes, whose entries are
+        label marginals (notes/lp_sparsemap.md leaves the rule open; 0.5 is the usual one
+        for marginals, and the support of a box fit holds most labels).
     tol : float, default=1e-6
         Stop when the largest projected-gradient entry is below ``tol``. lbfgs, nqn and
         newton-cg also stop, with success, once an iteration lowers the objective by less
@@ -186,7 +189,7 @@ class SparsemaxClassifier(ClassifierMixin, BaseEstimator):
         "solver": [StrOptions({"lbfgs", "newton-cg", "nqn", "sdca"})],
         "positive": ["boolean"],
         "bounds": [tuple, None],
-        "threshold": [Interval(Real, 0, 1, closed="left")],
+        "threshold": [Interval(Real, 0, 1, closed="left"), StrOptions({"auto"})],
         "tol": [Interval(Real, 0, None, closed="left")],
         "max_iter": [Interval(Integral, 1, None, closed="left")],
         "warm_start": ["boolean"],
@@ -197,7 +200,7 @@ class SparsemaxClassifier(ClassifierMixin, BaseEstimator):
 
     def __init__(self, alpha=1e-3, *, polytope="simplex", budget=None, negated=None,
                  fit_intercept=True, penalize_intercept=False, solver="lbfgs",
-                 positive=False, bounds=None, threshold=0.0, tol=1e-6, max_iter=1000,
+                 positive=False, bounds=None, threshold="auto", tol=1e-6, max_iter=1000,
                  warm_start=False, verbose=0, random_state=None, device="cpu"):
         self.alpha = alpha
         self.polytope = polytope
@@ -289,8 +292,13 @@ class SparsemaxClassifier(ClassifierMixin, BaseEstimator):
         self.intercept_ = reflect_columns(b, columns, 0)
         self.n_iter_ = int(res.nit)
         if not res.success:
-            warnings.warn(f"SparsemaxClassifier did not converge ({res.message}); increase "
-                          "max_iter or scale the data.", ConvergenceWarning)
+            hint = "increase max_iter or scale the data"
+            if self.solver == "lbfgs" and res.status == 2 and X.dtype == np.float32:
+                hint = ("its line search found no decrease, which for float32 X is usually "
+                        "the objective's rounding floor (the fit is then as close to the "
+                        "optimum as float32 allows); fit float64 X or use a larger tol")
+            warnings.warn(f"SparsemaxClassifier did not converge "
+                          f"({str(res.message).rstrip(': ')}); {hint}.", ConvergenceWarning)
         return self
 
     def _check_sdca(self):
@@ -342,6 +350,10 @@ class SparsemaxClassifier(ClassifierMixin, BaseEstimator):
             check_classification_targets(y)
             encoder = LabelEncoder()
             codes = encoder.fit_transform(y)
+            if encoder.classes_.size < 2:
+                raise ValueError("This solver needs samples of at least 2 classes in the "
+                                 "data, but the data contains only one class: "
+                                 f"{encoder.classes_[0].tolist()!r}")
             self.classes_ = encoder.classes_
             self.target_type_ = "multiclass"
             n = codes.shape[0]
@@ -635,7 +647,12 @@ class SparsemaxClassifier(ClassifierMixin, BaseEstimator):
         if self.target_type_ == "multiclass":
             return self.classes_[np.argmax(self._scores(X), axis=1)]
         proba = self.predict_proba(X)
-        return (proba > self.threshold).astype(self._target_dtype)
+        return (proba > self._decision_threshold()).astype(self._target_dtype)
+
+    def _decision_threshold(self):
+        if self.threshold != "auto":
+            return self.threshold
+        return 0.0 if self.polytope == "simplex" else 0.5
 
     def score(self, X, y, sample_weight=None):
         """Accuracy; for 2-D targets, subset accuracy of ``predict`` against ``y > 0``.

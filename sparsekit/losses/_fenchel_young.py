@@ -15,7 +15,7 @@ computed on the flipped scores and targets, and ``flip y`` must lie in M.
 import numpy as np
 
 from .._cython._projections import fenchel_young_rows
-from ..projections._checks import (as_rows, negated_columns, raise_on_overflowed_ratios,
+from ..projections._checks import (as_rows, negated_columns, raise_on_overflow,
                                    reflect_columns, resolve_polytope, solve_dtype)
 from ._targets import check_flipped_target
 
@@ -41,7 +41,7 @@ def _loss_and_projection(Z, Y, polytope, params, negated):
     P = np.empty_like(Z2)
     loss = np.empty(Z2.shape[0], dtype=np.float64)
     fenchel_young_rows(code, Z2, Y2, P, loss, budget, weights, weighted)
-    raise_on_overflowed_ratios(loss, weighted)
+    raise_on_overflow(loss, weighted)
     return loss, P.astype(dtype, copy=False), Y2.astype(dtype, copy=False), columns, one_d
 
 

@@ -18,13 +18,15 @@ from ..utils._validation import check_device, check_finite_2d
 POLYTOPES = tuple(POLYTOPE_CODES)
 
 
-def raise_on_overflowed_ratios(values, weighted, xp=np):
-    """Raise for a weighted projection whose per-row ``values`` (threshold tau or loss) hold
-    a NaN, which happens only when some ratio z_i / w_i overflows (the kernels shift every
-    row by its largest ratio)."""
-    if weighted and bool(xp.isnan(values).any()):
-        raise ValueError("a ratio z_i / w_i of scores to weights overflows the floating-point "
-                         "range; rescale the scores or the weights")
+def raise_on_overflow(values, weighted, xp=np):
+    """Raise for a projection whose per-row ``values`` (threshold tau or loss) hold a NaN,
+    which happens only when the kernels' shifted scores overflow: a ratio z_i / w_i, or the
+    distance of a score from the row's largest ratio, the reference they shift by (scores
+    spanning more than the floating-point range, e.g. 1e308 and -1e308)."""
+    if bool(xp.isnan(values).any()):
+        what = "a ratio z_i / w_i of scores to weights, or " if weighted else ""
+        raise ValueError(f"{what}the spread of a row's scores overflows the floating-point "
+                         "range; rescale the scores" + (" or the weights" if weighted else ""))
 
 # parameters each polytope accepts; None marks a required one
 _PARAMS = {

@@ -10,7 +10,7 @@ import numpy as np
 
 from .._cython._projections import jvp_rows, project_rows
 from ._checks import (as_rows, gpu_function, is_cupy_array, negated_columns, reflect_columns,
-                      raise_on_overflowed_ratios, resolve_polytope, solve_dtype)
+                      raise_on_overflow, resolve_polytope, solve_dtype)
 
 
 def project_with_tau(Z, polytope, params):
@@ -23,7 +23,7 @@ def project_with_tau(Z, polytope, params):
     P = np.empty_like(Z)
     tau = np.empty(Z.shape[0], dtype=Z.dtype)
     project_rows(code, Z, P, tau, budget, weights, weighted)
-    raise_on_overflowed_ratios(tau, weighted)
+    raise_on_overflow(tau, weighted)
     return P, tau, (code, weights, weighted)
 
 
