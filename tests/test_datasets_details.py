@@ -85,9 +85,16 @@ def test_mulan_labels_are_int64_and_features_float64(tmp_path):
     np.testing.assert_array_equal(Y, [[1, 0], [0, 1]])
 
 
-def test_arff_keywords_are_case_insensitive(tmp_path):
-    _write_mulan(tmp_path, "@RELATION r\n@ATTRIBUTE x NUMERIC\n@Attribute a {0,1}\n"
-                           "@attribute b {0,1}\n@DATA\n1.5,1,0\n")
+@pytest.mark.parametrize("header, labels", [
+    # keywords are case-insensitive
+    ("@RELATION r\n@ATTRIBUTE x NUMERIC\n@Attribute a {0,1}\n@attribute b {0,1}\n@DATA\n",
+     ("a", "b")),
+    # quoted names are matched to the label XML unquoted
+    ("@relation r\n@attribute 'x y' numeric\n@attribute 'a b' {0,1}\n"
+     "@attribute \"it\\'s\" {0,1}\n@data\n", ("a b", "it's")),
+])
+def test_arff_header_spellings(tmp_path, header, labels):
+    _write_mulan(tmp_path, header + "1.5,1,0\n", labels=labels)
     X, Y = load_mulan("emotions", "train", data_home=tmp_path)
     np.testing.assert_array_equal(X, [[1.5]])
     np.testing.assert_array_equal(Y, [[1, 0]])
@@ -98,15 +105,6 @@ def test_arff_comment_lines_in_the_data_are_skipped(tmp_path):
                            "@attribute b {0,1}\n@data\n% first row\n1.5,1,0\n%\n2.5,0,1\n")
     X, Y = load_mulan("emotions", "train", data_home=tmp_path)
     np.testing.assert_array_equal(X, [[1.5], [2.5]])
-
-
-def test_arff_quoted_names_match_the_label_xml(tmp_path):
-    _write_mulan(tmp_path, "@relation r\n@attribute 'x y' numeric\n@attribute 'a b' {0,1}\n"
-                           "@attribute \"it\\'s\" {0,1}\n@data\n1.5,1,0\n",
-                 labels=("a b", "it's"))
-    X, Y = load_mulan("emotions", "train", data_home=tmp_path)
-    np.testing.assert_array_equal(X, [[1.5]])
-    np.testing.assert_array_equal(Y, [[1, 0]])
 
 
 def test_arff_sparse_index_equal_to_the_attribute_count_is_an_error(tmp_path):
