@@ -27,7 +27,8 @@ from sparsekit._cython import _oba_kernels as K
 from sparsekit.losses._softmax import softmax_log_proba
 from sparsekit.optimize import minimize_oba
 from sparsekit.optimize._datafits import Logistic
-from sparsekit.utils._validation import unchanged_on_error, with_uniform_indices
+from sparsekit.utils._validation import (check_two_classes, unchanged_on_error,
+                                         with_uniform_indices)
 
 #: OBA's free set grows (τ doubles) after iterations whose corrective cycle dropped at most
 #: half of the newly freed variables, not only after iterations without corrections as in
@@ -244,9 +245,7 @@ class L1LogisticOBA(ClassifierMixin, BaseEstimator):
         self._validate_params()
         X, y, sample_weight = _check_fit_data(self, X, y, sample_weight)
         classes = np.unique(y)
-        if classes.size < 2:
-            raise ValueError("This solver needs samples of at least 2 classes in the data, "
-                             f"but the data contains only one class: {classes[0].tolist()!r}")
+        check_two_classes(classes)
         if self.class_weight == "balanced":
             totals = np.bincount(np.searchsorted(classes, y), weights=sample_weight,
                                  minlength=classes.size)

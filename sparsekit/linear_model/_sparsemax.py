@@ -25,7 +25,8 @@ from ._sparsemax_dual import dual_coordinate_ascent
 from ..projections import project
 from ..projections._checks import negated_columns, reflect_columns
 from ..gpu._cupy import require_cupy
-from ..utils._validation import check_device, unchanged_on_error, with_uniform_indices
+from ..utils._validation import (check_device, check_two_classes, unchanged_on_error,
+                                 with_uniform_indices)
 
 EXPECTED_FAILED_CHECKS = {
     **{name: "same objective; the solutions differ at the 1e-6 level (flat intercept valley)"
@@ -350,10 +351,7 @@ class SparsemaxClassifier(ClassifierMixin, BaseEstimator):
             check_classification_targets(y)
             encoder = LabelEncoder()
             codes = encoder.fit_transform(y)
-            if encoder.classes_.size < 2:
-                raise ValueError("This solver needs samples of at least 2 classes in the "
-                                 "data, but the data contains only one class: "
-                                 f"{encoder.classes_[0].tolist()!r}")
+            check_two_classes(encoder.classes_)
             self.classes_ = encoder.classes_
             self.target_type_ = "multiclass"
             n = codes.shape[0]

@@ -43,6 +43,14 @@ def with_uniform_indices(X):
     return X
 
 
+def check_two_classes(classes):
+    """Raise, as scikit-learn's LogisticRegression does, when the sorted labels ``classes``
+    hold fewer than two classes."""
+    if classes.size < 2:
+        raise ValueError("This solver needs samples of at least 2 classes in the data, but "
+                         f"the data contains only one class: {classes[0].tolist()!r}")
+
+
 def check_device(device):
     """Return ``device`` if it names a supported device, else raise ``ValueError``."""
     if device not in _DEVICES:
