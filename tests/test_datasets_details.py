@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 from sparsekit.datasets import (
+    load_debian,
     get_data_home,
     load_libsvm,
     load_mnist,
@@ -286,3 +287,94 @@ def test_unchanged_on_error_removes_attributes_a_failed_fit_added():
     with pytest.raises(KeyError):
         model.fit(fail=True)
     assert model.__dict__ == {"alpha": 2.0, "n_features_in_": 3}
+
+
+# --------------------------------------------------------------------------- malformed files
+# Each loader's format check, with the message that names the file and the fault.
+
+_ARFF_HEAD = "@relation r\n@attribute x numeric\n@attribute a {0,1}\n@attribute b {0,1}\n"
+
+
+@pytest.mark.parametrize("arff, message", [
+    (_ARFF_HEAD + "@data\n1.5,one,0\n", "non-numeric ARFF value"),
+    (_ARFF_HEAD + "1.5,1,0\n", "no @data line"),
+    ("@relation r\n@attribute\n@data\n1\n", "cannot parse attribute line"),
+    (_ARFF_HEAD + "@data\n1.5,1,0\n2.5,0\n", "5 values for 2 rows of 3 attributes"),
+    (_ARFF_HEAD + "@data\n{0 1.5,1 1}\n2 1\n", r"sparse row 1 is not of the form \{i v,...\}"),
+    (_ARFF_HEAD + "@data\n{0 1.5,1}\n", "sparse entries are not all 'index value' pairs"),
+])
+def test_malformed_arff_is_an_error_that_names_the_file(tmp_path, arff, message):
+    _write_mulan(tmp_path, arff)
+    with pytest.raises(ValueError, match=f"emotions-train.arff.xz: {message}"):
+        load_mulan("emotions", "train", data_home=tmp_path)
+
+
+@pytest.mark.parametrize("labels_xml, message", [
+    ("<labels></labels>", "emotions.xml: no <label name=...> elements"),
+    ('<labels><label name="a"></label><label name="c"></label></labels>',
+     r"labels \['c'\] of the label XML are not attributes"),
+])
+def test_label_xml_that_does_not_match_the_arff_is_an_error(tmp_path, labels_xml, message):
+    _write_mulan(tmp_path, _ARFF_HEAD + "@data\n1.5,1,0\n")
+    (tmp_path / "mulan" / "emotions.xml").write_text(labels_xml)
+    with pytest.raises(ValueError, match=message):
+        load_mulan("emotions", "train", data_home=tmp_path)
+
+
+def test_mulan_unknown_subset_is_an_error():
+    with pytest.raises(ValueError, match="subset must be 'train', 'test' or None, got 'dev'"):
+        load_mulan("emotions", "dev")
+
+
+@pytest.mark.parametrize("sparse", [False, True])
+def test_mulan_without_subset_stacks_train_over_test(tmp_path, sparse):
+    rows = {"train": ["1.5,1,0", "2.5,0,1"], "test": ["3.5,1,1"]}
+    if sparse:
+        rows = {"train": ["{0 1.5,1 1}", "{0 2.5,2 1}"], "test": ["{0 3.5,1 1,2 1}"]}
+    _write_mulan(tmp_path, _ARFF_HEAD + "@data\n" + "\n".join(rows["train"]) + "\n")
+    (tmp_path / "mulan" / "emotions-test.arff.xz").write_bytes(
+        lzma.compress((_ARFF_HEAD + "@data\n" + "\n".join(rows["test"]) + "\n").encode()))
+    X, Y = load_mulan("emotions", data_home=tmp_path)
+    assert (X.format == "csr" and Y.format == "csr") if sparse else isinstance(X, np.ndarray)
+    dense = (lambda A: A.toarray()) if sparse else np.asarray
+    np.testing.assert_array_equal(dense(X), [[1.5], [2.5], [3.5]])
+    np.testing.assert_array_equal(dense(Y), [[1, 0], [0, 1], [1, 1]])
+
+
+def test_debian_blank_lines_are_skipped_and_bad_json_names_its_line(tmp_path):
+    (tmp_path / "debian").mkdir()
+    path = tmp_path / "debian" / "debian_packages.jsonl.xz"
+    record = b'{"package": "p", "section": "s", "tags": ["a::b"], "text": "t"}\n'
+    path.write_bytes(lzma.compress(b"\n" + record + b"  \n" + record))
+    data = load_debian(data_home=tmp_path)
+    assert list(data.package) == ["p", "p"] and data.tags == [["a::b"], ["a::b"]]
+    path.write_bytes(lzma.compress(record + b"\n{not json\n"))
+    with pytest.raises(ValueError, match="line 3 is not JSON"):
+        load_debian(data_home=tmp_path)
+    path.write_bytes(lzma.compress(record * 300)[:-20])
+    with pytest.raises(ValueError, match="corrupt or truncated after line"):
+        load_debian(data_home=tmp_path)
+
+
+def test_mnist_wrong_magic_number_is_an_error(tmp_path):
+    (tmp_path / "mnist").mkdir()
+    (tmp_path / "mnist" / "t10k-images-idx3-ubyte.gz").write_bytes(
+        _idx(2049, (1, 28, 28), np.zeros(784)))
+    with pytest.raises(ValueError, match="IDX magic number 2049, expected 2051"):
+        load_mnist("test", data_home=tmp_path)
+
+
+@pytest.mark.parametrize("content, message", [
+    (b"2 4\n0 1:1\n", "first line must be 'N D L', got '2 4'"),
+    (b"1 4 3\n0 1:1 2\n", "features are not all 'index:value' pairs"),
+    (b"1 4 3\n0 1:\xff\n", "not UTF-8 text"),
+])
+def test_malformed_xmlrepo_file_is_an_error_that_names_it(tmp_path, content, message):
+    (tmp_path / "x.txt").write_bytes(content)
+    with pytest.raises(ValueError, match=f"x.txt: {message}"):
+        load_xmlrepo(tmp_path / "x.txt")
+
+
+def test_missing_explicit_path_is_named(tmp_path):
+    with pytest.raises(FileNotFoundError, match="dataset file not found: .*nowhere.txt"):
+        load_libsvm(tmp_path / "nowhere.txt")

@@ -144,3 +144,193 @@ def test_the_epoch_driver_rejects_arrays_of_the_wrong_length():
         ref.kernel_epoch("umax", X, y[:-1], W, u, np.arange(19), 0, 1, 1, 0.1, 0.0, 1.0)
     with pytest.raises(ValueError, match="one per class"):
         ref.kernel_epoch("umax", X, y, W[:3], u, np.arange(20), 0, 1, 1, 0.1, 0.5, 1.0)
+
+
+def _spy_epoch(monkeypatch):
+    """Record the u each softmax_epoch call starts from (the driver updates it in place)."""
+    import sparsekit.linear_model._extreme_softmax as module
+    starts = []
+    epoch = module.softmax_epoch
+
+    def spy(*args, **kwargs):
+        starts.append(np.array(args[13]))
+        return epoch(*args, **kwargs)
+    monkeypatch.setattr(module, "softmax_epoch", spy)
+    return starts
+
+
+def _exact_nll(X, y, coef, intercept):
+    """-log p_y per row, by a direct log-sum-exp of the scores."""
+    from scipy.special import logsumexp
+    S = X @ coef.T + intercept
+    return logsumexp(S, axis=1) - S[np.arange(len(y)), y]
+
+
+def test_u_init_exact_on_nonzero_weights_is_the_per_example_nll(monkeypatch):
+    """A later partial_fit call with u_init='exact' starts u at -log p_y of the current
+    weights (over more than one 4096-row scoring chunk), and the pass runs from that u."""
+    starts = _spy_epoch(monkeypatch)
+    rng = np.random.default_rng(11)
+    N, D, K = 5000, 4, 5
+    X = rng.normal(size=(N, D))
+    y = rng.integers(0, K, N)
+    est = ExtremeSoftmaxSGD("umax", u_init="exact", shuffle=False, fit_intercept=False,
+                            random_state=0, eval_every=0, learning_rate=0.5)
+    est.partial_fit(X[:300], y[:300], classes=np.arange(K))
+    np.testing.assert_array_equal(starts[0], np.log(K))      # zero weights: u* = log K
+    W0 = est.coef_.copy()
+    est.set_params(learning_rate=0.05).partial_fit(X, y)   # a step at which U-max is not
+    u0 = _exact_nll(X, y, W0, 0.0)                         # chaotic: 1e-14 stays 1e-14
+    assert np.ptp(u0) > 1.0                                  # far from the constant log K
+    np.testing.assert_allclose(starts[1], u0, rtol=1e-12, atol=1e-13)
+    rs = np.random.RandomState(0)
+    rs.randint(0, 2**62)
+    seed = int(rs.randint(0, 2**62))                        # the second call's sampler seed
+    run = {name: ref.kernel_epoch("umax", X, y, W0, u, np.arange(N), seed, 1, 1, 0.05 * 0.9,
+                                  0.0, 1.0)[0]
+           for name, u in (("exact", u0), ("log_k", np.full(N, np.log(K))))}
+    np.testing.assert_allclose(est.coef_, run["exact"], rtol=1e-9, atol=1e-12)
+    assert not np.allclose(est.coef_, run["log_k"], rtol=1e-3)
+
+
+def test_u_init_exact_in_a_warm_fit_on_new_rows(monkeypatch):
+    """A warm fit whose data size differs from the previous one cannot reuse u_: with
+    u_init='exact' it starts from the NLL of the previous weights (intercept included)."""
+    starts = _spy_epoch(monkeypatch)
+    X, y = _small(12, N=80, K=4)
+    est = ExtremeSoftmaxSGD("umax", u_init="exact", warm_start=True, n_epochs=2,
+                            random_state=0, eval_every=0, learning_rate=0.5).fit(X[:50], y[:50])
+    W0, b0 = est.coef_.copy(), est.intercept_.copy()
+    assert np.any(b0 != 0)
+    est.set_params(n_epochs=1).fit(X, y)
+    np.testing.assert_allclose(starts[2], _exact_nll(X, y, W0, b0), rtol=1e-12, atol=1e-13)
+
+
+def test_u_init_zero_starts_every_u_at_zero():
+    """u_init='zero' (the authors' code) is the epoch from u = 0, not from log K."""
+    X, y = _small(13, N=30, K=2)
+    kw = dict(learning_rate=0.4, shuffle=False, fit_intercept=False, random_state=0)
+    est = ExtremeSoftmaxSGD("umax", u_init="zero", n_epochs=1, **kw).fit(X, y)
+    W, u = ref.reference_epoch("umax", X, y, np.zeros((2, 3)), np.zeros(len(y)),
+                               np.arange(len(y)), 0, 1, 1, 0.4, 0.0, 1.0)
+    np.testing.assert_allclose(est.coef_, W, rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(est.u_, u, rtol=1e-10, atol=1e-12)
+    W_logk, _ = ref.reference_epoch("umax", X, y, np.zeros((2, 3)), np.full(len(y), np.log(2)),
+                                    np.arange(len(y)), 0, 1, 1, 0.4, 0.0, 1.0)
+    assert not np.allclose(est.coef_, W_logk, rtol=1e-3)
+
+
+@pytest.mark.parametrize("method", ["umax", "implicit"])
+def test_non_canonical_csr_fits_as_its_canonical_copy_and_is_left_alone(method):
+    """Duplicate entries and unsorted indices: the fit is bitwise the fit on the
+    summed-and-sorted copy, and the caller's arrays are neither summed nor reordered."""
+    import scipy.sparse as sp
+    rng = np.random.default_rng(14)
+    N, D, K = 60, 8, 4
+    rows, indices, data = [], [], []
+    for i in range(N):
+        cols = rng.choice(D, 3, replace=False)
+        cols = np.r_[cols, cols[:2]][::-1]                 # two duplicates, not sorted
+        rows.append(len(cols))
+        indices.extend(cols.tolist())
+        data.extend(rng.normal(size=len(cols)).tolist())
+    X = sp.csr_matrix((np.array(data), np.array(indices, dtype=np.int32),
+                       np.r_[0, np.cumsum(rows)]), shape=(N, D))
+    assert not X.has_canonical_format
+    y = rng.integers(0, K, N)
+    saved = (X.data.copy(), X.indices.copy(), X.indptr.copy())
+    Xc = X.copy()
+    Xc.sum_duplicates()
+    Xc.sort_indices()
+    assert Xc.nnz < X.nnz
+    kw = dict(n_epochs=2, random_state=0, learning_rate=0.3, alpha=0.01)
+    a = ExtremeSoftmaxSGD(method, **kw).fit(X, y)
+    b = ExtremeSoftmaxSGD(method, **kw).fit(Xc, y)
+    np.testing.assert_array_equal(a.coef_, b.coef_)
+    np.testing.assert_array_equal(a.intercept_, b.intercept_)
+    np.testing.assert_array_equal(a.u_, b.u_)
+    np.testing.assert_allclose(a.loss_curve_, b.loss_curve_, rtol=1e-12)
+    for before, after in zip(saved, (X.data, X.indices, X.indptr)):
+        np.testing.assert_array_equal(after, before)
+    a.partial_fit(X, y)
+    b.partial_fit(Xc, y)
+    np.testing.assert_array_equal(a.coef_, b.coef_)
+    for before, after in zip(saved, (X.data, X.indices, X.indptr)):
+        np.testing.assert_array_equal(after, before)
+
+
+def test_cache_size_parser_skips_unparsable_sysfs_values(monkeypatch, tmp_path):
+    """A sysfs size that is not a number is skipped; the largest readable one wins (all
+    unreadable: the 32 MiB default)."""
+    import sparsekit.linear_model._extreme_softmax as module
+    for name, text in [("index0", "48K\n"), ("index1", "n/a\n"), ("index2", "8192K\n"),
+                       ("index3", "\n"), ("index4", "2M\n")]:
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "size").write_text(text)
+    monkeypatch.setattr(module, "Path", lambda _: tmp_path)
+    assert module._last_level_cache_bytes.__wrapped__() == 8 * 2**20
+    for name in ("index0", "index2", "index4"):
+        (tmp_path / name / "size").write_text("unknown\n")
+    assert module._last_level_cache_bytes.__wrapped__() == 32 * 2**20
+
+
+def test_multilabel_first_rejects_an_example_without_labels():
+    """multilabel='first' with label lists: an empty list is a clear error naming the row."""
+    X, _ = _small(15, N=4, K=2)
+    est = ExtremeSoftmaxSGD(multilabel="first", n_epochs=1, random_state=0)
+    with pytest.raises(ValueError, match="example 2 has no label"):
+        est.fit(X, [[0, 1], [1], [], [0]])
+    from sparsekit.linear_model import first_label
+    with pytest.raises(ValueError, match="example 1 has no label"):
+        first_label([(3,), ()])
+
+
+def test_precision_at_k_needs_one_label_set_per_row():
+    """y_true and top_labels of different lengths is an error, in both directions."""
+    from sparsekit.linear_model import precision_at_k
+    top = np.array([[1, 2], [0, 3]])
+    with pytest.raises(ValueError, match="y_true has 3 examples, top_labels has 2"):
+        precision_at_k([1, 2, 3], top)
+    with pytest.raises(ValueError, match="y_true has 1 examples, top_labels has 2"):
+        precision_at_k([[1, 2]], top)
+
+
+def test_sparse_label_indicator_is_multilabel():
+    """A sparse y is an indicator matrix: an error by default, its lowest active column
+    per row with multilabel='first' (the same fit as on those labels)."""
+    import scipy.sparse as sp
+    X, y = _small(16, N=40, K=4)
+    Y = np.zeros((40, 6), dtype=int)
+    Y[np.arange(40), y] = 1
+    Y[np.arange(40), np.minimum(y + 2, 5)] = 1            # a second, higher label per row
+    kw = dict(n_epochs=2, random_state=0, learning_rate=0.3)
+    with pytest.raises(ValueError, match="multilabel='first'"):
+        ExtremeSoftmaxSGD(**kw).fit(X, sp.csr_matrix(Y))
+    a = ExtremeSoftmaxSGD(multilabel="first", **kw).fit(X, sp.csr_matrix(Y))
+    b = ExtremeSoftmaxSGD(**kw).fit(X, y)
+    np.testing.assert_array_equal(a.classes_, np.arange(4))
+    np.testing.assert_array_equal(a.coef_, b.coef_)
+    a.partial_fit(X, sp.csr_matrix(Y))
+    b.partial_fit(X, y)
+    np.testing.assert_array_equal(a.coef_, b.coef_)
+
+
+def test_partial_fit_first_call_needs_two_declared_classes():
+    """A first chunk declaring one class is refused and leaves the estimator unfitted."""
+    from sklearn.exceptions import NotFittedError
+    X, _ = _small(17, N=10, K=2)
+    est = ExtremeSoftmaxSGD(random_state=0)
+    with pytest.raises(ValueError, match="at least 2 declared classes"):
+        est.partial_fit(X, np.zeros(10, dtype=int), classes=[0, 0])
+    assert not hasattr(est, "classes_")
+    assert not hasattr(est, "n_features_in_")      # was left behind by the validation
+    with pytest.raises(NotFittedError):
+        est.predict(X)
+    with pytest.raises(ValueError, match="not declared in classes"):
+        est.partial_fit(X[:, :3], np.full(10, 2), classes=[0, 1])
+    assert not hasattr(est, "n_features_in_")
+    est.partial_fit(X, np.zeros(10, dtype=int), classes=[0, 1])   # a later first call works
+    with pytest.raises(ValueError, match="not declared in classes"):
+        est.partial_fit(X, np.full(10, 2))
+    assert est.n_features_in_ == X.shape[1]
+    np.testing.assert_array_equal(est.classes_, [0, 1])

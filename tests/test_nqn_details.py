@@ -286,3 +286,137 @@ def test_min_norm_subgradient_kkt_with_nqn_sized_samples():
         assert lam.min() >= 0 and lam.sum() == pytest.approx(1.0, abs=1e-9)
         slack = G @ g - g @ g
         assert slack.min() >= -1e-6 * max(1.0, np.abs(G).max() ** 2), seed
+
+
+# --- input validation, driver branches (callback, disp, maxfun), numerical failure -----------
+
+def _half_sq(x):
+    return 0.5 * float(x @ x), x.copy()
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    ({"bounds": [(0, 1), 5]}, r"bounds\[1\] must be a \(lo, hi\) pair, got 5"),
+    ({"bounds": [(0, 1), (0, 1, 2)]}, r"bounds\[1\] must be a \(lo, hi\) pair"),
+    ({"bounds": [(0, 1), (np.nan, 1)]}, "bounds must not contain NaN"),
+    ({"options": {"theta": "newton"}}, "theta must be 'thesis', 'code' or 'scaled'"),
+    ({"options": {"c1": 0.9, "c2": 0.5}}, r"0 < c1 < c2 < 1"),
+    ({"options": {"c2": 1.0}}, r"0 < c1 < c2 < 1"),
+    ({"options": {"stall_tol": -1e-8}}, "stall_tol must be >= 0"),
+    ({"options": {"stall_tol": np.nan}}, "stall_tol must be >= 0"),
+])
+def test_bad_bounds_and_options_are_value_errors(kwargs, match):
+    """Each malformed bound / option is a ValueError naming it (not a crash or a silent use)."""
+    with pytest.raises(ValueError, match=match):
+        minimize_nqn(_half_sq, [0.5, 0.5], jac=True, **kwargs)
+
+
+def test_empty_x0_is_an_error():
+    with pytest.raises(ValueError, match="x0 must not be empty"):
+        minimize_nqn(_half_sq, [], jac=True)
+
+
+def test_callback_without_a_signature_gets_xk():
+    """A builtin with no introspectable signature (deque.append) is called with xk (an
+    ndarray), as SciPy does, not with an OptimizeResult."""
+    import inspect
+    from collections import deque
+
+    seen = deque()
+    try:
+        inspect.signature(seen.append)
+    except (TypeError, ValueError):
+        pass
+    else:
+        pytest.skip("deque.append has a signature on this Python")
+    r = minimize_nqn(_half_sq, [3.0, -1.0], jac=True, callback=seen.append,
+                     options={"maxiter": 2, "gtol": 0})
+    assert len(seen) == r.nit == 2
+    assert all(type(xk) is np.ndarray for xk in seen)
+    np.testing.assert_array_equal(seen[-1], r.x)
+
+
+@pytest.mark.parametrize("maxfun, nit", [(1, 0), (2, 1)])
+def test_maxfun_reached_after_an_accepted_step_is_flag_2(maxfun, nit):
+    """½‖x‖² from (3, −1): the start alone (maxfun=1), or the start and one accepted unit
+    step x/3 → 2x/3 (maxfun=2), use up the budget; the run stops with flag 2 at once
+    instead of starting another line search."""
+    from sparsekit.optimize._nqn import MESSAGES
+
+    r = minimize_nqn(_half_sq, [3.0, -1.0], jac=True, options={"maxfun": maxfun})
+    assert r.status == 2 and not r.success and r.message == MESSAGES[2]
+    assert r.nfev == maxfun and r.nit == nit
+    np.testing.assert_allclose(r.x, np.array([3.0, -1.0]) * (2.0 / 3.0) ** nit, rtol=1e-15)
+
+
+def test_disp_prints_one_line_per_iteration(capsys):
+    """disp=True: line k reports nit = k, f(x_k) to 11 digits, the evaluations so far and
+    |A| of the step's direction, taken at x_{k−1}: x₁ binds where it is at its bound 0.5
+    with ∂f/∂x₁ < 0 (only at x⁰ = (−1.2, 1) projected: x¹ stays on the bound, but there
+    ∂f/∂x₁ > 0)."""
+    import re
+
+    from scipy.optimize import rosen, rosen_der
+
+    seen = []
+    r = minimize_nqn(rosen, [-1.2, 1.0], jac=rosen_der, bounds=[(None, None), (None, 0.5)],
+                     callback=lambda intermediate_result: seen.append(intermediate_result),
+                     options={"maxiter": 5, "disp": True})
+    lines = capsys.readouterr().out.splitlines()
+    assert len(lines) == r.nit == 5
+    nfevs, prev = [], [np.array([-1.2, 0.5])] + [res.x for res in seen]
+    for k, (line, res) in enumerate(zip(lines, seen), start=1):
+        m = re.fullmatch(r"NQN it\s+(\d+)\s+f\s+(\S+)\s+nfev\s+(\d+)\s+\|A\|\s+(\d+)", line)
+        assert m, line
+        assert int(m[1]) == k == res.nit
+        assert m[2] == f"{res.fun:.10e}"
+        nfevs.append(int(m[3]))
+        binds = prev[k - 1][1] == 0.5 and rosen_der(prev[k - 1])[1] < 0
+        assert int(m[4]) == binds == (k == 1)
+    assert nfevs == sorted(nfevs) and nfevs[-1] == r.nfev
+    assert minimize_nqn(rosen, [-1.2, 1.0], jac=rosen_der,
+                        options={"maxiter": 5}).nit == 5 and capsys.readouterr().out == ""
+
+
+def test_non_finite_subspace_step_is_flag_6():
+    """¼x² from 1e-160 with no tolerances: the first pair has sᵀy ≈ 1e-321 (subnormal; the
+    skip test's ε‖s‖‖y‖ underflows to 0, so it is stored), and the compact system's solution
+    overflows. That is flag 6 without restarts; with them the memory is dropped and the run
+    goes on."""
+    from sparsekit.optimize._nqn import MESSAGES
+    from sparsekit.optimize._nqn_memory import FreeSetLBFGS
+
+    f = lambda x: (0.25 * float(x @ x), 0.5 * x)  # noqa: E731
+    opts = {"gtol": 0, "ftol": 0, "stall_tol": 0, "maxiter": 20}
+    r = minimize_nqn(f, [1e-160], jac=True, options=dict(opts, restart=False))
+    assert r.status == 6 and not r.success and r.message == MESSAGES[6]
+    assert r.nit == 1 and r.x[0] == 5e-161
+    r = minimize_nqn(f, [1e-160], jac=True, options=opts)
+    assert r.nrestart >= 1 and r.nit > 1 and 0 <= r.x[0] < 5e-161
+    mem = FreeSetLBFGS(1, 3)
+    mem.push(np.array([-5e-161]), np.array([-2.5e-161]))
+    with pytest.raises(np.linalg.LinAlgError, match="singular or non-finite"):
+        mem.step(np.array([2.5e-161]), 1.0, np.empty(1))
+
+
+def test_min_norm_subgradient_active_set_cap():
+    """max_iter caps the active-set stage: with no FISTA steps and max_iter=0 the weights
+    stay uniform (g̃ = mean of the rows); one pass already lands on the exact λ* of a
+    two-point problem, whose segment's minimum-norm point is known in closed form."""
+    G = np.array([[1.0, 2.0], [3.0, -1.0], [-2.0, 0.5]])
+    g, lam = min_norm_subgradient(G, warm_iter=0, max_iter=0)
+    np.testing.assert_allclose(lam, np.full(3, 1 / 3), rtol=1e-15)
+    np.testing.assert_allclose(g, G.mean(axis=0), rtol=1e-14)
+    a, b = np.array([2.0, 1.0]), np.array([-1.0, 3.0])
+    t = float(b @ (b - a) / ((b - a) @ (b - a)))  # λ_a of argmin ‖λa + (1 − λ)b‖
+    g, lam = min_norm_subgradient(np.array([a, b]), warm_iter=0, max_iter=1)
+    np.testing.assert_allclose(lam, [t, 1 - t], rtol=1e-12)
+    np.testing.assert_allclose(g, t * a + (1 - t) * b, atol=1e-14)
+
+
+def test_newton_zero_damps_an_overshooting_step():
+    """The x* helper of TEST29_*: on r(x) = atan(x) − ½ from x = 10 the full Newton step
+    lands at −88 with a larger residual; the damped iteration still finds tan(½)."""
+    from sparsekit.optimize.test_problems import _newton_zero
+
+    x = _newton_zero(lambda x: (np.arctan(x) - 0.5, 1.0 / (1.0 + x * x)), np.array([10.0]))
+    assert x[0] == pytest.approx(np.tan(0.5), abs=1e-12)

@@ -730,3 +730,54 @@ def test_minimize_oba_rejects_options_it_cannot_use(option, value):
     d = Quadratic(X, X[:, 0])
     with pytest.raises(ValueError, match=option):
         minimize_oba(d.value_grad, d.hessp, np.zeros(4), 0.1, **{option: value})
+
+
+def test_zero_hessian_gets_the_floor_lipschitz_estimate():
+    """A linear f (∇²f = 0): the power iteration meets Hv = 0 and stops with the floor 1e-12
+    (not NaN from normalizing 0), and OBA with no L given still solves
+    min cᵀx + 2‖x‖₁ (x* = 0 as 2 > ‖c‖_∞)."""
+    c = np.array([1.0, -1.0, 0.5])
+    zero = lambda x, free: (lambda v: np.zeros(len(free)))  # noqa: E731
+    assert _estimate_lipschitz(zero, np.zeros(3), 3) == 1e-12
+    res = minimize_oba(lambda x: (float(c @ x), c.copy()), zero, np.array([1.0, -1.0, 2.0]),
+                       2.0, tol=1e-12)
+    assert res.success and res.lipschitz == 1e-12
+    np.testing.assert_array_equal(res.x, np.zeros(3))
+
+
+@pytest.mark.parametrize("layout", ["dense", "sparse"])
+def test_integer_X_is_taken_as_float64(layout):
+    """An integer X (dense or sparse) gives the values, gradients and Hessian products of
+    the same X as float64 (the kernels only take float32/float64)."""
+    rng = np.random.default_rng(3)
+    Xi = rng.integers(-3, 4, size=(40, 6))
+    y = rng.standard_normal(40)
+    wrap = sp.csr_matrix if layout == "sparse" else np.asarray
+    d_int, d_ref = Quadratic(wrap(Xi), y, fit_intercept=True), \
+        Quadratic(wrap(Xi.astype(np.float64)), y, fit_intercept=True)
+    assert d_int.X.dtype == np.float64
+    x = rng.standard_normal(7)
+    f, g = d_int.value_grad(x)
+    f_ref, g_ref = d_ref.value_grad(x)
+    assert f == f_ref
+    np.testing.assert_array_equal(g, g_ref)
+    free, v = np.array([0, 2, 5, 6]), rng.standard_normal(4)
+    np.testing.assert_allclose(d_int.hessp(x, free)(v), d_ref.hessp(x, free)(v), rtol=1e-14)
+
+
+@pytest.mark.parametrize("layout", ["dense", "sparse"])
+def test_hessp_at_a_new_point_uses_the_weights_there(layout):
+    """hessp(x, F) after value_grad at another point (or with none yet) uses D(x):
+    Xᵀ diag(s σ(m)(1 − σ(m))/n) X on F, m = Xw, not the stored weights."""
+    X, y = _problem(21, sparse=layout == "sparse")
+    Xd = X.toarray() if sp.issparse(X) else X
+    rng = np.random.default_rng(21)
+    x_old, x_new = 0.3 * rng.standard_normal(30), 0.3 * rng.standard_normal(30)
+    free, v = np.array([1, 4, 7, 20]), rng.standard_normal(4)
+    sig = 1.0 / (1.0 + np.exp(-(Xd @ x_new)))
+    ref_Hv = Xd[:, free].T @ (sig * (1 - sig) / Xd.shape[0] * (Xd[:, free] @ v))
+    for before in (None, x_old):
+        datafit = Logistic(X, y)
+        if before is not None:
+            datafit.value_grad(before)
+        np.testing.assert_allclose(datafit.hessp(x_new, free)(v), ref_Hv, rtol=1e-12)

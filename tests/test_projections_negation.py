@@ -524,3 +524,97 @@ def test_gpu_branch_flips_around_the_device_function(monkeypatch):
                            project(ints, "box", negated=mask))
         assert_array_equal(jvp(ints, ints, "box", negated=mask, device="cuda"),
                            jvp(ints, ints, "box", negated=mask))
+
+
+# ------------------------------------------------ mask containers and the named functions
+
+def test_sparse_masks_are_rejected_with_a_clear_message():
+    """A SciPy sparse mask is refused as such (np.asarray would make it a 0-d object
+    array and the message would wrongly be about its shape)."""
+    import scipy.sparse as sp
+
+    Z = np.zeros((2, 3))
+    mask = sp.csr_matrix(np.array([[1, 0, 1]], dtype=bool))
+    for call in (lambda: project(Z, "box", negated=mask),
+                 lambda: jvp(Z, Z, "budget", negated=mask, budget=1.0),
+                 lambda: fenchel_young_loss(Z, Z, "box", negated=mask)):
+        with pytest.raises(ValueError, match="negated must be a dense boolean mask, got a "
+                                             "sparse matrix"):
+            call()
+
+
+def test_a_cupy_mask_is_copied_to_the_host():
+    """A CuPy mask (here a stand-in whose type lives in a ``cupy`` module, which is all
+    is_cupy_array looks at) with NumPy scores is read through its ``.get()``: the result
+    is that of the same mask given as a NumPy array."""
+    class FakeCupyArray:
+        __module__ = "cupy._core.core"
+
+        def __init__(self, values):
+            self.values = np.asarray(values)
+            self.copies = 0
+
+        def get(self):
+            self.copies += 1
+            return self.values.copy()
+
+    rng = np.random.default_rng(8)
+    Z, V = rng.normal(size=(10, 4)) + 0.5, rng.normal(size=(10, 4))
+    host = np.array([True, False, True, True])
+    mask = FakeCupyArray(host)
+    assert_array_equal(project(Z, "at_least_one", negated=mask),
+                       project(Z, "at_least_one", negated=host))
+    assert_array_equal(jvp(Z, V, "budget", negated=mask, budget=2.0),
+                       jvp(Z, V, "budget", negated=host, budget=2.0))
+    assert mask.copies == 2
+    with pytest.raises(ValueError, match="shape"):
+        project(Z, "box", negated=FakeCupyArray([True, False]))
+
+
+NAMED = [("sparsemax", (), {}, "simplex", {}),
+         ("project_simplex", (2.5,), {}, "simplex", {"radius": 2.5}),
+         ("project_capped_simplex", (1.5, [0.5, 1.0, 2.0, 1.5]), {}, "capped_simplex",
+          {"budget": 1.5, "weights": [0.5, 1.0, 2.0, 1.5]}),
+         ("project_knapsack", (1.5,), {"weights": [0.5, 1.0, 2.0, 1.5]}, "knapsack",
+          {"budget": 1.5, "weights": [0.5, 1.0, 2.0, 1.5]}),
+         ("project_budget", (2.0,), {}, "budget", {"budget": 2.0}),
+         ("project_box", (), {}, "box", {}),
+         ("project_at_least_one", (), {}, "at_least_one", {}),
+         ("project_at_most_one", (), {}, "at_most_one", {})]
+
+
+@pytest.mark.parametrize("name, args, kwargs, polytope, params", NAMED)
+def test_named_projections_go_to_the_gpu_function_of_the_same_name(
+        monkeypatch, name, args, kwargs, polytope, params):
+    """device="cuda": each named function hands Z and its parameters to the function of
+    the same name in sparsekit.gpu.projections (the real wrappers, with their
+    signatures), here ending in a NumPy stand-in for the GPU ``project``; the answer is
+    the CPU projection onto the same polytope with the same parameters."""
+    import sparsekit.gpu.projections as gpu_projections
+    import sparsekit.projections as projections
+
+    seen = []
+
+    def fake_gpu_project(Z, polytope, **params):
+        seen.append((polytope, params))
+        return project(Z, polytope, device="cpu", **params)
+
+    monkeypatch.setattr(gpu_projections, "project", fake_gpu_project)
+    Z = np.random.default_rng(9).normal(size=(7, 4)) * 2
+    got = getattr(projections, name)(Z, *args, device="cuda", **kwargs)
+    assert len(seen) == 1 and seen[0][0] == polytope
+    assert {k: v for k, v in seen[0][1].items() if v is not None} == params
+    assert_array_equal(got, project(Z, polytope, **params))
+    assert_array_equal(got, getattr(projections, name)(Z, *args, **kwargs))
+
+
+@pytest.mark.parametrize("name, args, kwargs, polytope, params", NAMED)
+def test_named_projections_on_cuda_without_cupy_are_a_clear_error(
+        monkeypatch, name, args, kwargs, polytope, params):
+    import sys
+
+    import sparsekit.projections as projections
+
+    monkeypatch.setitem(sys.modules, "cupy", None)      # makes `import cupy` fail
+    with pytest.raises(ImportError, match="need CuPy"):
+        getattr(projections, name)(np.zeros((2, 4)), *args, device="cuda", **kwargs)

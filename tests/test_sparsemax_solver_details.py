@@ -221,3 +221,189 @@ def test_sdca_warm_start_with_a_penalized_intercept_from_another_problem():
     cold = SparsemaxClassifier(alpha=0.1, **kw).fit(X, y)
     np.testing.assert_allclose(warm.intercept_, cold.intercept_, atol=1e-7)
     np.testing.assert_allclose(warm.coef_, cold.coef_, atol=1e-7)
+
+
+def _sparsemax_rows(Z):
+    """Sort-based sparsemax (Martins & Astudillo 2016, Algorithm 1), row by row."""
+    P = np.empty_like(Z)
+    for i, z in enumerate(Z):
+        u = np.sort(z)[::-1]
+        css = np.cumsum(u) - 1
+        k = np.flatnonzero(u - css / np.arange(1, z.size + 1) > 0)[-1]
+        P[i] = np.maximum(z - css[k] / (k + 1), 0)
+    return P
+
+
+def _objective_of_fit(clf, X, y, sw):
+    """The simplex objective at coef_ / intercept_, from its definition: the sw-weighted
+    mean of the sparsemax loss 1/2 ||y - z||^2 - 1/2 ||p - z||^2 plus alpha/2 ||W||^2."""
+    Z = X @ clf.coef_.T + clf.intercept_
+    Y = np.eye(len(clf.classes_))[np.searchsorted(clf.classes_, y)]
+    P = _sparsemax_rows(Z)
+    loss = 0.5 * ((Y - Z) ** 2).sum(1) - 0.5 * ((P - Z) ** 2).sum(1)
+    return (sw * loss).sum() / sw.sum() + 0.5 * clf.alpha * (clf.coef_ ** 2).sum()
+
+
+def _verbose_lines(capsys, marker):
+    return [line for line in capsys.readouterr().out.splitlines()
+            if line.startswith(f"[SparsemaxClassifier] {marker}")]
+
+
+def test_verbose_newton_cg_prints_each_iteration_and_the_final_objective(capsys):
+    """One line per Newton iteration, numbered 1..n_iter_, with the objective after the
+    step, nonincreasing (Armijo), the last the objective of the fitted model; the first
+    Hessian has every positively weighted row active (at theta = 0 the simplex support is
+    all of the classes)."""
+    X, y, sw = _data()
+    clf = SparsemaxClassifier(alpha=0.1, solver="newton-cg", tol=1e-10, verbose=1)
+    clf.fit(X, y, sample_weight=sw)
+    lines = _verbose_lines(capsys, "newton")
+    assert len(lines) == clf.n_iter_ >= 2
+    f = []
+    for it, line in enumerate(lines, 1):
+        assert line.startswith(f"[SparsemaxClassifier] newton {it}: objective ")
+        f.append(float(line.split("objective ")[1].split(",")[0]))
+    # the objective after each step: the first below its value 1/2 - 1/6 at the zero start
+    # (uniform p, one-hot y), none above the previous one
+    assert f[0] < 1 / 3 - 1e-3
+    assert all(b <= a for a, b in zip(f, f[1:]))
+    np.testing.assert_allclose(f[-1], _objective_of_fit(clf, X, y, sw), rtol=1e-9)
+    assert float(lines[-1].split("max|grad| ")[1].split(",")[0]) <= 1e-10
+    assert lines[0].endswith(f"CG steps, {np.count_nonzero(sw)} active rows")
+
+
+def test_verbose_nqn_prints_the_objective_of_each_iterate(capsys):
+    """nqn's callback prints the objective at each accepted iterate: n_iter_ lines, the
+    last one the objective of the fitted model."""
+    X, y, sw = _data()
+    clf = SparsemaxClassifier(alpha=0.1, solver="nqn", tol=1e-10, verbose=1)
+    clf.fit(X, y, sample_weight=sw)
+    lines = _verbose_lines(capsys, "nqn objective ")
+    assert len(lines) == clf.n_iter_ >= 2
+    f = [float(line.rsplit(" ", 1)[1]) for line in lines]
+    np.testing.assert_allclose(f[-1], _objective_of_fit(clf, X, y, sw), rtol=1e-9)
+    assert f[-1] < f[0] < 1 / 3 - 1e-3      # 1/3: the objective at the zero start
+    # verbose=0 prints nothing
+    SparsemaxClassifier(alpha=0.1, solver="nqn", tol=1e-10).fit(X, y, sample_weight=sw)
+    assert capsys.readouterr().out == ""
+
+
+def test_verbose_sdca_prints_each_epoch_and_the_final_objective(capsys):
+    """sdca prints one line per epoch, numbered 1..n_iter_, the last with the objective
+    of the fitted model and a max|grad| within tol."""
+    X, y, sw = _data()
+    clf = SparsemaxClassifier(alpha=0.1, solver="sdca", tol=1e-8, verbose=1, random_state=0,
+                              max_iter=2000)
+    clf.fit(X, y, sample_weight=sw)
+    lines = _verbose_lines(capsys, "sdca epoch")
+    assert len(lines) == clf.n_iter_ >= 2
+    for it, line in enumerate(lines, 1):
+        assert line.startswith(f"[SparsemaxClassifier] sdca epoch {it}: objective ")
+    f = float(lines[-1].split("objective ")[1].split(",")[0])
+    np.testing.assert_allclose(f, _objective_of_fit(clf, X, y, sw), rtol=1e-9)
+    assert float(lines[-1].split("max|grad| ")[1].split(",")[0]) <= 1e-8
+
+
+@pytest.mark.parametrize("bad", [np.inf, -np.inf, "inf"])
+def test_non_finite_entries_of_a_label_matrix_are_rejected(bad):
+    """An object-dtype label matrix passes scikit-learn's check with an infinity in it (it
+    only looks for NaN there): the classifier rejects it with its own message, as the
+    float and sparse spellings of the same y are rejected for the infinity."""
+    import scipy.sparse as sp
+
+    X, y, _ = _data(n=12)
+    Y = np.eye(3)[y].astype(object)
+    Y[4, 1] = bad
+    with pytest.raises(ValueError, match="y contains NaN or infinity"):
+        SparsemaxClassifier(polytope="box").fit(X, Y)
+    Yf = np.eye(3)[y]
+    Yf[4, 1] = float(bad)
+    for same in (Yf, sp.csr_matrix(Yf)):
+        with pytest.raises(ValueError, match="infinity"):
+            SparsemaxClassifier(polytope="box").fit(X, same)
+
+
+def test_armijo_gives_up_after_max_halvings_on_an_ascent_direction():
+    """f = x^2/2 from x = 1 along d = +1 (uphill): no step 2^-j meets sufficient
+    decrease, so after exactly max_halvings evaluations Armijo returns Nones."""
+    calls = []
+
+    def fun(x):
+        calls.append(x[0])
+        return 0.5 * float(x @ x), x.copy()
+
+    theta, d = np.array([1.0]), np.array([1.0])
+    assert _armijo(fun, theta, 0.5, -1.0, d, max_halvings=7) == (None, None, None)
+    np.testing.assert_array_equal(calls, 1.0 + 0.5 ** np.arange(7))
+
+
+def test_conjugate_gradient_stops_at_nonpositive_curvature():
+    """H = 0: the first direction has no curvature and CG returns the steepest descent
+    -g. H = diag(2, -1), g = (1, 1): the first step (curvature 1) lands on x = (-2, -2),
+    the second direction (-6, -12) has curvature -72, and CG returns that iterate (still
+    a descent direction) instead of stepping along negative curvature."""
+    g = np.array([1.0, -3.0, 0.5])
+    x, n_cg = _conjugate_gradient(lambda v: 0.0 * v, g, 1e-12)
+    np.testing.assert_array_equal(x, -g)
+    assert n_cg == 1
+    H = np.diag([2.0, -1.0])
+    g = np.array([1.0, 1.0])
+    x, n_cg = _conjugate_gradient(lambda v: H @ v, g, 1e-12)
+    np.testing.assert_allclose(x, [-2.0, -2.0], rtol=1e-15)
+    assert n_cg == 2 and g @ x < 0
+
+
+def test_newton_cg_raises_the_damping_a_hundredfold_after_a_failed_line_search():
+    """f = x^2/2 with a generalized Hessian that underestimates the curvature (1e-12):
+    from x0 = 1e-4 the damped step -g / (H + 1e-3 |g|) is ~1000x too long, and 20
+    halvings cannot fix it, so the solve is redone with the damping times 100; that
+    step, -g / (H + 0.1 |g|), passes after some halvings."""
+    from sparsekit.linear_model._sparsemax import _newton_cg
+
+    trials = []
+
+    def fun(x):
+        trials.append(x[0])
+        return 0.5 * float(x @ x), x.copy()
+
+    def hessp_at(x):
+        return (lambda v: 1e-12 * v), 1
+
+    x0 = 1e-4
+    res = _newton_cg(fun, hessp_at, np.array([x0]), tol=0.0, max_iter=1, verbose=0)
+    d0 = -x0 / (1e-12 + 1e-3 * x0)
+    d1 = -x0 / (1e-12 + 1e-1 * x0)
+    # trials[0] is the start; then 20 halvings along d0, then halvings along d1
+    np.testing.assert_allclose(trials[1:21], x0 + 0.5 ** np.arange(20) * d0, rtol=1e-12)
+    np.testing.assert_allclose(trials[21], x0 + d1, rtol=1e-12)
+    step = 0.5 ** (len(trials) - 22)
+    assert 0 < abs(res.x[0]) < x0 and res.nit == 1
+    np.testing.assert_allclose(res.x[0], x0 + step * d1, rtol=1e-12)
+    assert res.fun <= 0.5 * x0**2 + 1e-4 * step * (x0 * d1)
+
+
+def test_newton_cg_stops_when_no_damping_gives_a_decrease():
+    """A gradient that does not match the objective (f = x^2/2 at its minimum x = 0, but
+    "gradient" x - 1) makes every Newton direction uphill: each of the 8 dampings
+    (1e-3 |g| times 100^j) fails its 20 halvings, and the solve stops at the start,
+    unsuccessful, with a line-search message, instead of running on to max_iter."""
+    from sparsekit.linear_model._sparsemax import _newton_cg
+
+    calls = []
+
+    def fun(x):
+        calls.append(x[0])
+        return 0.5 * float(x @ x), x - 1.0
+
+    def hessp_at(x):
+        return (lambda v: v), 1
+
+    x0 = np.array([0.0])
+    res = _newton_cg(fun, hessp_at, x0, tol=0.0, max_iter=50, verbose=0)
+    assert not res.success and res.nit == 1
+    assert res.message == "line search failed (the objective does not decrease)"
+    np.testing.assert_array_equal(res.x, x0)
+    assert res.fun == 0.0 and len(calls) == 1 + 8 * 20
+    # the full steps tried: 1 / (1 + 1e-3 * 100^j) for j = 0..7
+    np.testing.assert_allclose(calls[1::20], 1.0 / (1.0 + 1e-3 * 100.0 ** np.arange(8)),
+                               rtol=1e-12)

@@ -5,6 +5,7 @@ SGD on the double sum §1.4, the sampled baselines §2.2-2.3) and notes/one_vs_e
 §1.6). The numerical work is done by the Cython epoch driver ``_softmax_sgd.softmax_epoch``;
 this module holds only the scikit-learn plumbing.
 """
+import contextlib
 import time
 import warnings
 from functools import lru_cache
@@ -484,6 +485,21 @@ class ExtremeSoftmaxSGD(ClassifierMixin, BaseEstimator):
         if self.verbose:
             print(f"-- epoch {epoch}: {text}{sum(self.epoch_times_):.2f} s in the epoch driver")
 
+    @contextlib.contextmanager
+    def _input_checks(self):
+        """A block of input checks: when it raises, the attributes that validation sets
+        (``n_features_in_``, ``feature_names_in_``) are put back as they were, so a call
+        that fails on its input leaves the estimator as it was."""
+        names = ("n_features_in_", "feature_names_in_")
+        seen = {a: self.__dict__[a] for a in names if a in self.__dict__}
+        try:
+            yield
+        except Exception:
+            for a in names:
+                self.__dict__.pop(a, None)
+            self.__dict__.update(seen)
+            raise
+
     def _forget(self):
         """Drop every fitted attribute (the estimator is unfitted again)."""
         for name in [a for a in vars(self) if a.endswith("_") and not a.startswith("__")]:
@@ -509,9 +525,7 @@ class ExtremeSoftmaxSGD(ClassifierMixin, BaseEstimator):
         """
         self._validate_params()
         self._check_method_params()
-        seen = {a: self.__dict__[a] for a in ("n_features_in_", "feature_names_in_")
-                if a in self.__dict__}
-        try:
+        with self._input_checks():
             X, y = self._validate_input(X, y, reset=True)
             classes, y_idx = np.unique(y, return_inverse=True)
             if len(classes) < 2:
@@ -519,11 +533,6 @@ class ExtremeSoftmaxSGD(ClassifierMixin, BaseEstimator):
                                  f"got 1 class ({classes[0]!r})")
             sample_weight = _check_sample_weight(sample_weight, X, dtype=np.float64,
                                                  ensure_non_negative=True)
-        except Exception:  # a fit that fails on its input leaves the fitted model as it was
-            for a in ("n_features_in_", "feature_names_in_"):
-                self.__dict__.pop(a, None)
-            self.__dict__.update(seen)
-            raise
         rng = check_random_state(self.random_state)
         warm = (self.warm_start and hasattr(self, "_R")
                 and np.array_equal(getattr(self, "classes_", None), classes)
@@ -598,23 +607,24 @@ class ExtremeSoftmaxSGD(ClassifierMixin, BaseEstimator):
             if classes is None:
                 raise ValueError("classes must be passed on the first call to partial_fit")
         self._check_method_params()
-        X, y = self._validate_input(X, y, reset=first)
-        # every check comes before the first change of state: a failed call changes nothing
-        known = self.classes_ if classes is None else np.unique(np.asarray(classes))
-        if first and len(known) < 2:
-            raise ValueError("partial_fit needs at least 2 declared classes")
-        if not first and not np.all(np.isin(self.classes_, known)):
-            raise ValueError("classes must contain every class declared before "
-                             f"({len(self.classes_)} classes); got {len(known)}")
-        if not first and bool(self.fit_intercept) != self._bias:
-            raise ValueError(f"fit_intercept={self.fit_intercept} but the streamed model was "
-                             f"started with fit_intercept={self._bias}; call fit to restart")
-        unknown = ~np.isin(y, known)
-        if np.any(unknown):
-            raise ValueError(f"y contains labels not declared in classes: "
-                             f"{np.unique(y[unknown])[:5].tolist()}")
-        sample_weight = _check_sample_weight(sample_weight, X, dtype=np.float64,
-                                             ensure_non_negative=True)
+        with self._input_checks():  # every check before the first change of state
+            X, y = self._validate_input(X, y, reset=first)
+            known = self.classes_ if classes is None else np.unique(np.asarray(classes))
+            if first and len(known) < 2:
+                raise ValueError("partial_fit needs at least 2 declared classes")
+            if not first and not np.all(np.isin(self.classes_, known)):
+                raise ValueError("classes must contain every class declared before "
+                                 f"({len(self.classes_)} classes); got {len(known)}")
+            if not first and bool(self.fit_intercept) != self._bias:
+                raise ValueError(f"fit_intercept={self.fit_intercept} but the streamed model "
+                                 f"was started with fit_intercept={self._bias}; call fit to "
+                                 "restart")
+            unknown = ~np.isin(y, known)
+            if np.any(unknown):
+                raise ValueError(f"y contains labels not declared in classes: "
+                                 f"{np.unique(y[unknown])[:5].tolist()}")
+            sample_weight = _check_sample_weight(sample_weight, X, dtype=np.float64,
+                                                 ensure_non_negative=True)
         if first:
             self.classes_ = known
             self._new_weights(len(known), X.shape[1], X.dtype)

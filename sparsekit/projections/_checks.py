@@ -43,11 +43,8 @@ _PARAMS = {
 def as_rows(Z, name="Z"):
     """Return ``(Z2, one_d)``: a validated C-contiguous 2-D float array and whether the
     input was one 1-D row."""
-    if sp.issparse(Z):
-        raise TypeError(f"{name} must be a dense array, got a sparse matrix")
-    Z = np.asarray(Z)
-    one_d = Z.ndim == 1
-    return check_finite_2d(Z[None, :] if one_d else Z, name=name), one_d
+    one_d = np.ndim(Z) == 1      # a sparse Z is 2-D: check_finite_2d rejects it
+    return check_finite_2d(np.asarray(Z)[None, :] if one_d else Z, name=name), one_d
 
 
 def gpu_function(name, Z, device):
