@@ -140,3 +140,16 @@ def test_implicit_epoch_matches_reference(m, alpha, weighted):
         assert status == 0
         np.testing.assert_allclose(Wk, Wr, rtol=1e-8, atol=1e-9)
         np.testing.assert_allclose(uk, ur, rtol=1e-8, atol=1e-9)
+
+
+def test_lambertw_exp_ignores_a_far_warm_start():
+    """A start w0 with |w0 + log w0 - t| >= 1 is not used (Newton from 1e300 needs ~1000
+    halvings, from 1e-300 over a hundred steps: 80 iterations would stop far off); the
+    result equals the cold one. Non-positive starts are ignored too."""
+    t = np.array([-39.0, -5.0, 0.0, 0.5, 3.0, 40.0, 1e5])
+    cold = lambertw_exp(t)
+    for w0 in (1e300, 1e-300, 1e-30, 1e6, 0.0, -1.0, np.inf, np.nan):
+        np.testing.assert_allclose(lambertw_exp(t, w0), cold, rtol=1e-14)
+    w0 = np.where(np.arange(t.size) % 2 == 0, 1e200, cold * 1.5).reshape(1, -1)
+    np.testing.assert_allclose(lambertw_exp(np.tile(t, (3, 1)), w0),
+                               np.tile(cold, (3, 1)), rtol=1e-14)

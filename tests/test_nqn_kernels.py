@@ -149,3 +149,92 @@ def test_free_set_step_equals_dense_reduced_newton_step(m):
         if s @ y > 0:
             mem.push(s, y)
             pairs.append((s, y))
+
+
+def test_trial_point_just_short_of_the_breakpoint_stays_in_the_box():
+    """alpha one ulp below the computed breakpoint fl((u - x)/d) can still carry x + alpha d
+    past the bound (the division rounded up): the point is clipped, never left outside."""
+    rng = np.random.default_rng(1)
+    n = 4000
+    x = -rng.random(n) * 10 ** rng.uniform(-3, 17, n)
+    hi = rng.random(n) * 10 ** rng.uniform(-20, 3, n)
+    d = rng.random(n) * 10 ** rng.uniform(-3, 3, n)
+    alpha = np.nextafter((hi - x) / d, -np.inf)
+    past = x + alpha * d > hi
+    assert past.sum() >= 20   # the rounding case is common, not exotic
+    out = np.empty(1)
+    for i in np.flatnonzero(past)[:40]:
+        inf = np.array([-np.inf])
+        # upper side, and the mirrored lower side (x -> -x, d -> -d, l = -u)
+        K.trial_point(x[i:i + 1], d[i:i + 1], alpha[i], inf, hi[i:i + 1], out)
+        assert out[0] == hi[i]
+        K.trial_point(-x[i:i + 1], -d[i:i + 1], alpha[i], -hi[i:i + 1], -inf, out)
+        assert out[0] == -hi[i]
+
+
+def test_binding_mask_counts_variables_already_active():
+    """binding_mask ORs 𝓑(g) into ``active`` and returns the size of the union, counting
+    variables fixed by an earlier call (_nqn calls it repeatedly on one mask)."""
+    rng = np.random.default_rng(2)
+    n = 50
+    x, lo, hi = _box(rng, n)
+    g = rng.normal(size=n)
+    before = (rng.random(n) < 0.3).astype(np.uint8)
+    active = before.copy()
+    count = K.binding_mask(x, g, lo, hi, active)
+    ref = before.astype(bool) | ((x <= lo) & (g >= 0)) | ((x >= hi) & (g <= 0))
+    np.testing.assert_array_equal(active.astype(bool), ref)
+    newly = ref & ~before.astype(bool)
+    assert count == ref.sum() > newly.sum()
+
+
+def _compact_inputs(m, k):
+    """Gram matrices of k random pairs in m slots (slots in a rotated time order)."""
+    rng = np.random.default_rng(k)
+    n = 12
+    S, Y = rng.normal(size=(n, m)), rng.normal(size=(n, m))
+    order = np.roll(np.arange(m), 2)[:k].astype(np.intc)
+    SS, SY = S.T @ S, S.T @ Y
+    free = rng.random(n) < 0.6
+    Sf, Yf = S[free], Y[free]
+    g = rng.normal(size=n)
+    return (SS, SY, Sf.T @ Sf, Sf.T @ Yf, Yf.T @ Yf, order), Sf.T @ g[free], Yf.T @ g[free]
+
+
+def test_compact_coefficients_zero_the_slots_outside_the_order():
+    """zs/zy receive z at the slots of ``order`` and exact zeros elsewhere, whatever they
+    held (free_step multiplies every slot; a stale NaN would poison the step)."""
+    m, k, theta = 5, 3, 1.7
+    grams, sg, yg = _compact_inputs(m, k)
+    SS, SY, SSf, SYf, YYf, order = grams
+    zs, zy = np.full(m, np.nan), np.full(m, np.nan)
+    A, rhs, ipiv = np.empty((2 * m, 2 * m), order="F"), np.empty(2 * m), np.empty(2 * m, np.intc)
+    assert K.compact_coefficients(SS, SY, SSf, SYf, YYf, order, theta, sg, yg, zs, zy, A,
+                                  rhs, ipiv) == 0
+    # the 2k x 2k matrix of the docstring, built densely
+    o = np.asarray(order)
+    L = np.tril(SY[np.ix_(o, o)], -1)
+    D = np.diag(np.diag(SY[np.ix_(o, o)]))
+    Lf = L - SYf[np.ix_(o, o)]
+    Mat = np.block([[-D - YYf[np.ix_(o, o)] / theta, Lf.T],
+                    [Lf, theta * (SS[np.ix_(o, o)] - SSf[np.ix_(o, o)])]])
+    z = np.linalg.solve(Mat, np.concatenate([yg[o], theta * sg[o]]))
+    rest = np.setdiff1d(np.arange(m), o)
+    np.testing.assert_array_equal(zs[rest], 0.0)
+    np.testing.assert_array_equal(zy[rest], 0.0)
+    np.testing.assert_allclose(zy[o], z[:k], rtol=1e-10)
+    np.testing.assert_allclose(zs[o], z[k:], rtol=1e-10)
+
+
+def test_compact_coefficients_report_a_non_finite_solution():
+    """A nonsingular system whose solution overflows (s^T y ~ 1e-300 on the diagonal)
+    returns -1, not LAPACK's 0; FreeSetLBFGS.step turns it into LinAlgError."""
+    m, theta = 1, 1.0
+    SS, SY, Z = np.ones((m, m)), np.full((m, m), 1e-300), np.zeros((m, m))
+    order = np.zeros(1, np.intc)
+    zs, zy = np.empty(m), np.empty(m)
+    A, rhs, ipiv = np.empty((2, 2), order="F"), np.empty(2), np.empty(2, np.intc)
+    sg, yg = np.ones(m), np.full(m, 1e10)   # zy = -1e10 / 1e-300 = -inf
+    assert K.compact_coefficients(SS, SY, Z, Z, Z, order, theta, sg, yg, zs, zy, A, rhs,
+                                  ipiv) == -1
+    assert np.all(np.isfinite(zs)) and np.all(np.isfinite(zy))

@@ -231,3 +231,82 @@ def test_sdca_with_tol_zero_stops_at_the_rounding_floor():
     assert est.n_iter_ < 5000
     tight = SparsemaxClassifier(alpha=0.1, solver="newton-cg", tol=1e-12).fit(X, y)
     np.testing.assert_allclose(est.coef_, tight.coef_, atol=1e-8)
+
+
+def _epoch_problem(polytope="budget", n=15, d=6, k=4, seed=11):
+    """A float32-representable X with empty rows and columns, duals off the optimum and
+    W = W(M), intercept weights wb = sum_i c_i (y_i - mu_i)."""
+    X, Y = _problem(polytope, n=n, d=d, k=k, seed=seed)
+    X[:, 2] = 0  # an empty column
+    X = X.astype(np.float32).astype(np.float64)
+    rng = np.random.default_rng(seed + 1)
+    c = (rng.random(n) + 0.5) / n
+    q = c * (np.sum(X**2, axis=1) + 1)
+    M = np.clip(Y + 0.4 * rng.standard_normal(Y.shape), 0, 1)
+    W = np.ascontiguousarray(X.T @ ((Y - M) * c[:, None]))
+    wb = ((Y - M) * c[:, None]).sum(axis=0)
+    b = rng.standard_normal(k)
+    return X, c, q, M, W, wb, b, POLYTOPE_CODES[polytope]
+
+
+def test_epoch_returns_the_largest_change_of_any_dual_entry():
+    """The return value (SDCA's stopping test) is max |M_new - M_old| over every row of the
+    epoch and every class, not the last row's or the last entry's change."""
+    X, c, q, M, W, wb, b, code = _epoch_problem()
+    order = np.random.default_rng(0).permutation(len(X)).astype(np.int64)
+    for sparse in (False, True):
+        M1, W1, wb1 = M.copy(), W.copy(), wb.copy()
+        if sparse:
+            Xs = sp.csr_matrix(X)
+            change = dual_epoch_csr(Xs.data, Xs.indices, Xs.indptr, W1, b, wb1, M1, c, q,
+                                    order, code, BUDGET)
+        else:
+            change = dual_epoch_dense(X, W1, b, wb1, M1, c, q, order, code, BUDGET)
+        delta = np.abs(M1 - M)
+        i, j = np.unravel_index(np.argmax(delta), delta.shape)
+        assert i != order[-1] and j != M.shape[1] - 1  # the case the test is about
+        assert change == delta.max() > 0
+
+
+def test_epoch_skips_rows_of_zero_weight():
+    """Rows with c_i = 0 keep their duals and do not count in the returned change; the
+    epoch equals one over the other rows only."""
+    X, c, q, M, W, wb, b, code = _epoch_problem()
+    zero = [1, 4, 9]
+    c[zero] = 0.0
+    q[zero] = 0.0
+    order = np.random.default_rng(1).permutation(len(X)).astype(np.int64)
+    M1, W1, wb1 = M.copy(), W.copy(), wb.copy()
+    change = dual_epoch_dense(X, W1, b, wb1, M1, c, q, order, code, BUDGET)
+    kept = order[~np.isin(order, zero)]
+    M2, W2, wb2 = M.copy(), W.copy(), wb.copy()
+    change2 = dual_epoch_dense(X, W2, b, wb2, M2, c, q, kept, code, BUDGET)
+    np.testing.assert_array_equal(M1[zero], M[zero])
+    np.testing.assert_array_equal(M1, M2)
+    np.testing.assert_array_equal(W1, W2)
+    np.testing.assert_array_equal(wb1, wb2)
+    assert change == change2
+
+
+def test_epoch_same_for_float32_and_int64_index_inputs():
+    """float32 data (exactly representable) and int64 CSR indices give the float64 dense
+    result: every product is formed in float64 (a float32 rounding of c_i x_ij would
+    leave W off W(M) by ~1e-8 relative)."""
+    X, c, q, M, W, wb, b, code = _epoch_problem()
+    orders = [np.random.default_rng(s).permutation(len(X)).astype(np.int64) for s in (2, 3)]
+
+    def run(epoch, *data):
+        M1, W1, wb1 = M.copy(), W.copy(), wb.copy()
+        changes = [epoch(*data, W1, b, wb1, M1, c, q, o, code, BUDGET) for o in orders]
+        return M1, W1, wb1, changes
+
+    ref = run(dual_epoch_dense, X)
+    for dtype in (np.float64, np.float32):
+        Xs = sp.csr_matrix(X.astype(dtype))
+        runs = [run(dual_epoch_dense, X.astype(dtype))]
+        for itype in (np.int32, np.int64):
+            runs.append(run(dual_epoch_csr, Xs.data, Xs.indices.astype(itype),
+                            Xs.indptr.astype(itype)))
+        for got in runs:
+            for a, r in zip(got, ref):
+                np.testing.assert_allclose(a, r, rtol=1e-14, atol=1e-16)
