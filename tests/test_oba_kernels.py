@@ -332,3 +332,140 @@ def test_project_orthant_zeroes_penalized_coordinates_with_zero_orthant_sign():
     mu = np.array([1.0, 2.0, 0.0, 3.0])
     K.project_orthant(x, zeta, mu)
     np.testing.assert_array_equal(x, [0.0, 0.0, 3.0, 1.5])
+
+
+# --------------------------------------------------------------------------- mutation-review additions
+def _wide_rows(rng, n, d, dtype, index_dtype, fmt):
+    """A sparse matrix whose rows/columns hold 0 to ~d entries (every remainder mod 4)."""
+    X = sp.random(n, d, density=0.45, random_state=np.random.RandomState(3), format="csr")
+    X.data = rng.standard_normal(X.nnz)
+    X = X.astype(dtype).asformat(fmt)
+    X.indices = X.indices.astype(index_dtype)
+    X.indptr = X.indptr.astype(index_dtype)
+    return X
+
+
+@pytest.mark.parametrize("index_dtype", [np.int32, np.int64])
+def test_float32_data_is_accumulated_in_float64(index_dtype):
+    """float32 values with float64 vectors: every product, sum and Hessian kernel (CSC, CSR,
+    dense; per-column and all-column routes) equals the float64 product on the upcast data to
+    ~1e-13 (a cast or accumulator to float32 anywhere would give ~1e-7)."""
+    rng = np.random.default_rng(11)
+    n, d = 50, 16
+    csc = _wide_rows(rng, n, d, np.float32, index_dtype, "csc")
+    csr = csc.tocsr()
+    csr.indices, csr.indptr = csr.indices.astype(index_dtype), csr.indptr.astype(index_dtype)
+    csr.sort_indices()
+    Xd = np.asfortranarray(csc.toarray())  # float32
+    X64 = Xd.astype(np.float64)
+    tol = dict(rtol=1e-13, atol=1e-13)
+    w, r = rng.standard_normal(d), rng.standard_normal(n)
+    few = np.array([1, 4, 9], dtype=np.int64)
+    w_few = np.zeros(d)
+    w_few[few] = w[few]
+    out = np.empty(n)
+    for cols, ww in ((np.arange(d, dtype=np.int64), w), (few, w_few)):
+        K.margins_csc(csc.data, csc.indices, csc.indptr, ww, cols, 0.25, out)
+        np.testing.assert_allclose(out, X64 @ ww + 0.25, **tol)
+        K.margins_dense(Xd, ww, cols, 0.25, out)
+        np.testing.assert_allclose(out, X64 @ ww + 0.25, **tol)
+    K.margins_csr(csr.data, csr.indices, csr.indptr, w, 0.25, out)
+    np.testing.assert_allclose(out, X64 @ w + 0.25, **tol)
+    g = np.empty(d)
+    for call in (lambda: K.rmatvec_csc(csc.data, csc.indices, csc.indptr, r, g),
+                 lambda: K.rmatvec_csr(csr.data, csr.indices, csr.indptr, r, g),
+                 lambda: K.rmatvec_dense(Xd, r, g)):
+        g[:] = np.nan
+        call()
+        np.testing.assert_allclose(g, X64.T @ r, **tol)
+
+    D = rng.uniform(0.1, 1.0, n)
+    shuffled = np.array([7, 0, 12, 3, 15, 5, 2, 9, 11], dtype=np.int64)
+    for cols in (np.arange(d, dtype=np.int64), few, shuffled):
+        for intercept in (False, True):
+            A = np.hstack([X64[:, cols]] + ([np.ones((n, 1))] if intercept else []))
+            H = A.T @ (D[:, None] * A)
+            v = rng.standard_normal(H.shape[0])
+            h, tmp = np.empty(H.shape[0]), np.empty(n)
+            K.hessp_csc(csc.data, csc.indices, csc.indptr, cols, D, v, intercept, tmp, h)
+            np.testing.assert_allclose(h, H @ v, **tol)
+            K.hessp_dense(Xd, cols, D, v, intercept, tmp, h)
+            np.testing.assert_allclose(h, H @ v, **tol)
+            K.hess_diag_csc(csc.data, csc.indices, csc.indptr, cols, D, intercept, h)
+            np.testing.assert_allclose(h, np.diag(H), **tol)
+            K.hess_diag_dense(Xd, cols, D, intercept, h)
+            np.testing.assert_allclose(h, np.diag(H), **tol)
+    colmap = np.full(d, -1, dtype=np.int64)
+    colmap[few] = np.arange(few.size)
+    G = np.zeros((few.size, few.size))
+    K.gram_csr(csr.data, csr.indices, csr.indptr, D, colmap, G)
+    np.testing.assert_allclose(G, X64[:, few].T @ (D[:, None] * X64[:, few]), **tol)
+
+
+def test_strided_vectors():
+    """Non-contiguous weight vectors (views with a step) give the same products: the dense
+    margins take their per-column route instead of handing the strided w to BLAS."""
+    rng = np.random.default_rng(12)
+    X = np.asfortranarray(rng.standard_normal((20, 6)))
+    big = rng.standard_normal(12)
+    w = big[::2]  # stride 16 bytes
+    out = np.empty(20)
+    K.margins_dense(X, w, np.arange(6, dtype=np.int64), 0.5, out)
+    np.testing.assert_allclose(out, X @ w + 0.5, rtol=1e-13, atol=1e-13)
+    csc = sp.csc_matrix(X)
+    K.margins_csc(csc.data, csc.indices, csc.indptr, w, np.arange(6, dtype=np.int64), 0.5, out)
+    np.testing.assert_allclose(out, X @ w + 0.5, rtol=1e-13, atol=1e-13)
+    g = np.empty(6)
+    K.rmatvec_csr(sp.csr_matrix(X).data, sp.csr_matrix(X).indices, sp.csr_matrix(X).indptr,
+                  out[::-1], g)
+    np.testing.assert_allclose(g, X.T @ out[::-1], rtol=1e-13, atol=1e-13)
+
+
+@pytest.mark.parametrize("intercept", [False, True])
+def test_gram_csr_cross_every_requested_row(intercept):
+    """gram_csr_cross fills every requested row of B, B's first row included (nonempty
+    columns only), in any order of N, and leaves no trace of the rows it does not request."""
+    rng = np.random.default_rng(13)
+    R = _matrix(rng, 40, 15, np.float64)
+    cols = np.array([0, 2, 4, 5, 8, 9, 13], dtype=np.int64)
+    k = cols.size
+    A = np.hstack([R.toarray()[:, cols]] + ([np.ones((40, 1))] if intercept else []))
+    D = rng.uniform(0, 0.25, 40)
+    D[3] = 0.0
+    G0 = A.T @ (D[:, None] * A)
+    colmap = np.full(15, -1, dtype=np.int64)
+    colmap[cols] = np.arange(k)
+    rowmap = np.full(k, -1, dtype=np.int64)
+    rowmap[[6, 0, 3]] = [0, 1, 2]
+    B = np.full((3, k + intercept), np.nan)
+    K.gram_csr_cross(R.data, R.indices, R.indptr, D, colmap, rowmap, intercept, B)
+    np.testing.assert_allclose(B, G0[[6, 0, 3]], rtol=1e-12, atol=1e-15)
+    assert np.all(B != 0.0)
+
+
+def test_gram_csr_adds_to_G_and_take_columns_writes_the_whole_indptr():
+    """gram_csr adds X_Fᵀ diag(D) X_F to the G it is given (its contract: ``G +=``), and
+    take_columns_csc writes every entry of the output indptr (its first one included)."""
+    rng = np.random.default_rng(14)
+    R = _matrix(rng, 30, 10, np.float64)
+    R.sort_indices()
+    free = np.array([0, 2, 3, 7, 9], dtype=np.int64)
+    colmap = np.full(10, -1, dtype=np.int64)
+    colmap[free] = np.arange(free.size)
+    D = rng.uniform(0, 1, 30)
+    M = rng.standard_normal((5, 5))
+    M = M + M.T
+    G = M.copy()
+    K.gram_csr(R.data, R.indices, R.indptr, D, colmap, G)
+    A = R.toarray()[:, free]
+    np.testing.assert_allclose(G, M + A.T @ (D[:, None] * A), rtol=1e-12, atol=1e-12)
+
+    C = R.tocsc()
+    nnz = int(np.diff(C.indptr)[free].sum())
+    data, idx = np.full(nnz, np.nan), np.full(nnz, -5, dtype=C.indices.dtype)
+    ind = np.full(free.size + 1, 77, dtype=C.indptr.dtype)
+    K.take_columns_csc(C.data, C.indices, C.indptr, free, data, idx, ind)
+    T = C[:, free]
+    np.testing.assert_array_equal(ind, T.indptr)
+    np.testing.assert_array_equal(idx, T.indices)
+    np.testing.assert_array_equal(data, T.data)
