@@ -469,3 +469,31 @@ def test_gram_csr_adds_to_G_and_take_columns_writes_the_whole_indptr():
     np.testing.assert_array_equal(ind, T.indptr)
     np.testing.assert_array_equal(idx, T.indices)
     np.testing.assert_array_equal(data, T.data)
+
+
+
+def test_gram_kernels_when_the_last_row_is_the_longest():
+    """gram_csr and gram_csr_cross size their row buffers over every row, the last one
+    included (here the only long row: a buffer sized on the others overflows the heap)."""
+    rng = np.random.default_rng(15)
+    n, p = 12, 400
+    dense = np.zeros((n, p))
+    for i in range(n - 1):
+        dense[i, rng.choice(p, 2, replace=False)] = rng.standard_normal(2)
+    dense[-1] = rng.standard_normal(p)
+    X = sp.csr_matrix(dense)
+    X.sort_indices()
+    free = np.arange(0, p, 2, dtype=np.int64)
+    colmap = np.full(p, -1, dtype=np.int64)
+    colmap[free] = np.arange(free.size)
+    D = rng.uniform(0.5, 1, n)
+    A = dense[:, free]
+    H = A.T @ (D[:, None] * A)
+    G = np.zeros((free.size, free.size))
+    K.gram_csr(X.data, X.indices, X.indptr, D, colmap, G)
+    np.testing.assert_allclose(G, H, rtol=1e-12, atol=1e-12)
+    rowmap = np.full(free.size, -1, dtype=np.int64)
+    rowmap[[0, 5]] = [0, 1]
+    B = np.full((2, free.size), np.nan)
+    K.gram_csr_cross(X.data, X.indices, X.indptr, D, colmap, rowmap, False, B)
+    np.testing.assert_allclose(B, H[[0, 5]], rtol=1e-12, atol=1e-12)
