@@ -429,3 +429,44 @@ def test_subnormals_are_flushed_during_a_pass_only():
     assert coef.dtype == np.float32 and np.count_nonzero(coef) > coef.size // 2
     assert not np.any((coef != 0) & (np.abs(coef) < tiny))
     assert np.float32(1e-37) / np.float32(100) > 0      # the caller's mode is restored
+
+
+
+def _walk_problem(D, n_long, seed=4):
+    """600 rows of about 1% density with ``n_long`` rows of ~80% (over 1024 entries when D is
+    1500), three empty rows, unit-norm or shorter rows, and an order of 700 steps that
+    repeats rows."""
+    rng = np.random.default_rng(seed)
+    N, K = 600, 9
+    X = rng.normal(size=(N, D)) * (rng.random((N, D)) < max(0.01, 3.0 / D))
+    long_rows = rng.choice(N, n_long, replace=False)
+    X[long_rows] = rng.normal(size=(n_long, D)) * (rng.random((n_long, D)) < 0.8)
+    X[[5, 300, 599]] = 0.0
+    X /= np.maximum(np.linalg.norm(X, axis=1, keepdims=True), 1.0)
+    y = rng.integers(0, K, size=N)
+    W = rng.normal(scale=0.3, size=(K, D))
+    u = rng.uniform(0.0, 2.0, size=N)
+    order = np.concatenate([rng.permutation(N), rng.integers(0, N, size=100)])
+    return X, y, W, u, order
+
+
+@pytest.mark.parametrize("method,b,m,D", [("umax", 1, 2, 1500), ("ove", 120, 1, 1500),
+                                          ("nce", 3, 2, 1500), ("implicit", 1, 1, 12)])
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_walk_across_copy_blocks_matches_reference(method, b, m, D, dtype):
+    """The driver copies the walk's rows, a block of max(256, 4 b) examples at a time, into
+    two alternating buffers, and reads rows of over 1024 entries in place: 700 steps (two
+    blocks and a partial one at b = 1) over short, long and empty rows, with an order that
+    repeats rows, give the reference epoch; so does a dense X (rows read in place). The
+    implicit reference solves a (1 + 2 D)-variable problem per step, hence its small D."""
+    X, y, W, u, order = _walk_problem(D, 20 if D > 1024 else 0)
+    if D > 1024:
+        assert (np.count_nonzero(X, axis=1) > 1024).sum() == 20
+    Wr, ur = ref.reference_epoch(method, X, y, W, u, order, 8, m, b, 0.5, 0.0, 1.0)
+    tol = 1e-10 if dtype == np.float64 else 2e-5
+    for sparse in (True, False):
+        Wk, uk, status, _ = ref.kernel_epoch(method, X, y, W, u, order, 8, m, b, 0.5, 0.0,
+                                             1.0, sparse=sparse, dtype=dtype)
+        assert status == 0
+        np.testing.assert_allclose(Wk, Wr, rtol=tol, atol=tol)
+        np.testing.assert_allclose(uk, ur, rtol=tol, atol=tol)

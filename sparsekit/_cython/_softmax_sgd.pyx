@@ -80,6 +80,8 @@ cdef enum:
     LOOKAHEAD = 2       # batches between drawing a step's classes and running it
     PARTS = 4           # points of a step at which a later step's weights are asked for
     SCAN_DRAWS = 16     # up to this many classes a step, duplicate draws are found by a scan
+    WALK_BLOCK = 256    # examples copied at a time, in walk order, into contiguous buffers
+    WALK_LONG_ROW = 1024  # rows with more entries are read in place, not copied
 
 cdef enum:
     IMPLICIT = 0
@@ -197,19 +199,6 @@ cdef inline double _sqnorm(const floating* w, Py_ssize_t n) noexcept nogil:
     for p in range(n):
         acc += <double>w[p] * w[p]
     return acc
-
-
-cdef inline Py_ssize_t _row(const floating* data, const index_t* indices,
-                            const index_t* indptr, bint dense, Py_ssize_t i, Py_ssize_t D,
-                            const floating** xd, const index_t** xi) noexcept nogil:
-    """Point (``xd``, ``xi``) at row ``i`` of a CSR or flattened dense matrix; return nnz."""
-    if dense:
-        xd[0] = &data[i * D]
-        xi[0] = NULL
-        return D
-    xd[0] = &data[indptr[i]]
-    xi[0] = &indices[indptr[i]]
-    return indptr[i + 1] - indptr[i]
 
 
 cdef inline void _axpy(floating* w, double a, const floating* xd, const index_t* xi,
@@ -622,6 +611,125 @@ def implicit_step(double[::1] z, double[::1] rho, double u0, double eta, double 
 
 
 # ----------------------------------------------------------------------------------------
+# The walk: the epoch's rows and per-example scalars copied, a block of examples at a time,
+# into buffers in the order the epoch visits them. A shuffled walk over X read in place
+# waited on its scattered rows although they were prefetched steps ahead; copying a block
+# is a burst of independent loads, and the steps then read consecutive memory
+# (doc/benchmarks.md, extreme_softmax section 2). A row longer than WALK_LONG_ROW entries
+# is one long span already and is read in place, so the buffers hold at most
+# 2 block WALK_LONG_ROW entries (8 MiB for float64 values and int64 indices at the
+# default block) and never more than two blocks' rows of X.
+
+cdef struct Walk:
+    Py_ssize_t block        # examples per block; the buffers hold two blocks
+    Py_ssize_t copied       # walk positions [0, copied) are in the buffers
+    Py_ssize_t* example     # per position modulo 2 blocks: the row of X,
+    Py_ssize_t* label       # its class, weight, ||x||^2 (+1 with bias),
+    double* weight
+    double* xsq
+    Py_ssize_t* offset      # and where its entries start in its block's row buffers
+                            # (-1 - indptr[row] for a row read in place)
+    Py_ssize_t* nnz
+    void* data[2]           # each block's rows: values (floating) and indices (index_t)
+    void* indices[2]
+    Py_ssize_t capacity[2]  # entries the row buffers of each block hold
+
+
+cdef int _walk_init(Walk* g, Py_ssize_t block) noexcept nogil:
+    """Allocate the per-example buffers of two blocks; -1 when out of memory."""
+    cdef Py_ssize_t n = 2 * block
+    g.block = block
+    g.copied = 0
+    g.example = <Py_ssize_t*>malloc(n * sizeof(Py_ssize_t))
+    g.label = <Py_ssize_t*>malloc(n * sizeof(Py_ssize_t))
+    g.weight = <double*>malloc(n * sizeof(double))
+    g.xsq = <double*>malloc(n * sizeof(double))
+    g.offset = <Py_ssize_t*>malloc(n * sizeof(Py_ssize_t))
+    g.nnz = <Py_ssize_t*>malloc(n * sizeof(Py_ssize_t))
+    g.data[0] = g.data[1] = g.indices[0] = g.indices[1] = NULL
+    g.capacity[0] = g.capacity[1] = 0
+    if (g.example == NULL or g.label == NULL or g.weight == NULL or g.xsq == NULL
+            or g.offset == NULL or g.nnz == NULL):
+        return -1
+    return 0
+
+
+cdef void _walk_free(Walk* g) noexcept nogil:
+    free(g.example); free(g.label); free(g.weight); free(g.xsq); free(g.offset)
+    free(g.nnz); free(g.data[0]); free(g.data[1]); free(g.indices[0]); free(g.indices[1])
+
+
+cdef int _walk_copy(Walk* g, Py_ssize_t upto, const Py_ssize_t* order, Py_ssize_t N,
+                    const floating* data, const index_t* indices, const index_t* indptr,
+                    bint dense, const Py_ssize_t* y, const double* sample_weight,
+                    const double* xsq) noexcept nogil:
+    """Copy whole blocks of the walk ``order`` until positions [0, min(upto, N)) are in the
+    buffers (a dense X's rows are used in place); -1 when out of memory. A block
+    overwrites the one two blocks before it, which the caller has finished with."""
+    cdef Py_ssize_t t, t0, t1, q, i, lo, p, total, h
+    cdef floating* gd
+    cdef index_t* gi
+    while g.copied < upto and g.copied < N:
+        t0 = g.copied
+        t1 = t0 + g.block if N - t0 > g.block else N
+        h = (t0 // g.block) & 1
+        total = 0
+        for t in range(t0, t1):
+            q = t % (2 * g.block)
+            i = order[t]
+            g.example[q] = i
+            g.label[q] = y[i]
+            g.weight[q] = sample_weight[i]
+            g.xsq[q] = xsq[i]
+            if not dense:
+                g.nnz[q] = indptr[i + 1] - indptr[i]
+                if g.nnz[q] > WALK_LONG_ROW:
+                    g.offset[q] = -1 - indptr[i]
+                else:
+                    g.offset[q] = total
+                    total += g.nnz[q]
+        if total > g.capacity[h]:
+            free(g.data[h]); free(g.indices[h])
+            g.capacity[h] = total if total > 2 * g.capacity[h] else 2 * g.capacity[h]
+            g.data[h] = malloc(g.capacity[h] * sizeof(floating))
+            g.indices[h] = malloc(g.capacity[h] * sizeof(index_t))
+            if g.data[h] == NULL or g.indices[h] == NULL:
+                return -1
+        if not dense:
+            gd = <floating*>g.data[h]
+            gi = <index_t*>g.indices[h]
+            for t in range(t0, t1):
+                q = t % (2 * g.block)
+                if g.offset[q] < 0:
+                    continue
+                lo = indptr[g.example[q]] - g.offset[q]
+                for p in range(g.offset[q], g.offset[q] + g.nnz[q]):
+                    gd[p] = data[lo + p]
+                    gi[p] = indices[lo + p]
+        g.copied = t1
+    return 0
+
+
+cdef inline Py_ssize_t _walk_row(const Walk* g, Py_ssize_t t, const floating* data,
+                                 const index_t* indices, bint dense, Py_ssize_t D,
+                                 const floating** xd, const index_t** xi) noexcept nogil:
+    """Point (``xd``, ``xi``) at the row of walk position ``t`` (copied, or in X's
+    ``data`` and ``indices``; ``xi`` NULL for a dense row); return its nnz."""
+    cdef Py_ssize_t q = t % (2 * g.block), h = (t // g.block) & 1
+    if dense:
+        xd[0] = &data[g.example[q] * D]
+        xi[0] = NULL
+        return D
+    if g.offset[q] < 0:
+        xd[0] = &data[-1 - g.offset[q]]
+        xi[0] = &indices[-1 - g.offset[q]]
+    else:
+        xd[0] = (<const floating*>g.data[h]) + g.offset[q]
+        xi[0] = (<const index_t*>g.indices[h]) + g.offset[q]
+    return g.nnz[q]
+
+
+# ----------------------------------------------------------------------------------------
 # Epoch driver.
 
 def softmax_epoch(int method, const floating[::1] data, const index_t[::1] indices,
@@ -695,7 +803,7 @@ def softmax_epoch(int method, const floating[::1] data, const index_t[::1] indic
     cdef Py_ssize_t ring = (LOOKAHEAD + 1) * b, drawn = 0
     cdef Py_ssize_t* ringbuf = <Py_ssize_t*>malloc(ring * mm * sizeof(Py_ssize_t))
     cdef Py_ssize_t* cls
-    cdef Py_ssize_t* ex = <Py_ssize_t*>malloc(b * sizeof(Py_ssize_t))
+    cdef Py_ssize_t* pos = <Py_ssize_t*>malloc(b * sizeof(Py_ssize_t))
     cdef double* coef = <double*>malloc(b * mm * sizeof(double))
     cdef double* z = <double*>malloc(mm * sizeof(double))
     cdef double* rho = <double*>malloc(mm * sizeof(double))
@@ -704,10 +812,12 @@ def softmax_epoch(int method, const floating[::1] data, const index_t[::1] indic
     cdef double* rowrho = <double*>malloc(K * sizeof(double))
     cdef Py_ssize_t table_size = _draw_table_size(m)
     cdef Py_ssize_t* table = <Py_ssize_t*>malloc((table_size + 1) * sizeof(Py_ssize_t))
-    if (ringbuf == NULL or ex == NULL or coef == NULL or z == NULL or rho == NULL
-            or work == NULL or cnt == NULL or rowrho == NULL or table == NULL):
-        free(ringbuf); free(ex); free(coef); free(z); free(rho); free(work); free(cnt)
-        free(rowrho); free(table)
+    cdef Walk walk
+    cdef int walk_failed = _walk_init(&walk, max(<Py_ssize_t>WALK_BLOCK, (LOOKAHEAD + 2) * b))
+    if (ringbuf == NULL or pos == NULL or coef == NULL or z == NULL or rho == NULL
+            or work == NULL or cnt == NULL or rowrho == NULL or table == NULL or walk_failed):
+        free(ringbuf); free(pos); free(coef); free(z); free(rho); free(work); free(cnt)
+        free(rowrho); free(table); _walk_free(&walk)
         raise MemoryError()
     cdef unsigned int fp_state = sk_flush_denormals()
     try:
@@ -715,22 +825,28 @@ def softmax_epoch(int method, const floating[::1] data, const index_t[::1] indic
             start = 0
             while start < N and status == 0:
                 nb = b if N - start >= b else N - start
+                # the walk is copied up to the examples whose u is asked for below
+                status = _walk_copy(&walk, start + (LOOKAHEAD + 2) * b, &order[0], N, data_p,
+                                    indices_p, indptr_p, dense, &y[0], &sample_weight[0],
+                                    &xsq[0])
+                if status:
+                    break
                 # A pipeline of prefetches in which every address was itself asked for one
                 # batch earlier: classes are drawn LOOKAHEAD batches ahead (in example order,
                 # so results do not depend on LOOKAHEAD); their weight entries are asked for
                 # at the draw (``_prefetch_rows``) or, for weights larger than the last-level
                 # cache (``write_intent``), in PARTS parts while the example LOOKAHEAD batches
                 # earlier is processed (``_prefetch_part``: before and after its dots, after
-                # its coefficients, after its update); their rows one batch ahead of the
-                # draw, their per-example scalars one more.
+                # its coefficients, after its update). Rows and per-example scalars are in the
+                # walk's buffers by then; u, and a dense row (read in place), are asked for
+                # one batch after the draw.
                 while drawn < start + nb + LOOKAHEAD * b and drawn < N:
-                    i = order[drawn]
                     t = (drawn % ring) * mm
-                    ringbuf[t] = y[i]
-                    _sample_classes(&state, K, y[i], m, exclude_true, &ringbuf[t + 1],
+                    ringbuf[t] = walk.label[drawn % (2 * walk.block)]
+                    _sample_classes(&state, K, ringbuf[t], m, exclude_true, &ringbuf[t + 1],
                                     table, table_size)
                     if not write_intent:
-                        nnz = _row(data_p, indices_p, indptr_p, dense, i, D, &xd, &xi)
+                        nnz = _walk_row(&walk, drawn, data_p, indices_p, dense, D, &xd, &xi)
                         _prefetch_rows(R0, stride, &ringbuf[t], mm, xi, nnz, bias, D)
                     if ridge:
                         for j in range(mm):
@@ -740,48 +856,39 @@ def softmax_epoch(int method, const floating[::1] data, const index_t[::1] indic
                 for e in range(drawn, drawn + b):
                     if e >= N:
                         break
-                    nnz = _row(data_p, indices_p, indptr_p, dense, order[e], D, &xd, &xi)
-                    _prefetch_span(xd, nnz * sizeof(floating))
-                    if xi != NULL:
-                        _prefetch_span(xi, nnz * sizeof(index_t))
-                for e in range(drawn + b, drawn + 2 * b):
-                    if e >= N:
-                        break
-                    i = order[e]
-                    SK_PREFETCH_READ(&y[i])
-                    SK_PREFETCH_READ(&xsq[i])
-                    SK_PREFETCH_READ(&sample_weight[i])
-                    SK_PREFETCH(&u[i])
-                    if not dense:
-                        SK_PREFETCH_READ(&indptr_p[i])
+                    if dense:
+                        nnz = _walk_row(&walk, e, data_p, indices_p, dense, D, &xd, &xi)
+                        _prefetch_span(xd, nnz * sizeof(floating))
+                    SK_PREFETCH(&u[walk.example[e % (2 * walk.block)]])
                 cls = &ringbuf[(start % ring) * mm]     # contiguous: start is a multiple of b
                 cls_ahead = &ringbuf[((start + ahead) % ring) * mm]
                 # 1) coefficients from the current weights
                 for e in range(nb):
                     if write_intent and start + e + ahead < N:
-                        pnnz = _row(data_p, indices_p, indptr_p, dense,
-                                    order[start + e + ahead], D, &pxd, &pxi)
+                        pnnz = _walk_row(&walk, start + e + ahead, data_p, indices_p, dense,
+                                         D, &pxd, &pxi)
                         _prefetch_part(R0, stride, &cls_ahead[e * mm], mm, pxi, pnnz, bias, D,
                                        0)
-                    i = order[start + e]
-                    ex[e] = i
-                    nnz = _row(data_p, indices_p, indptr_p, dense, i, D, &xd, &xi)
+                    pos[e] = (start + e) % (2 * walk.block)
+                    i = walk.example[pos[e]]
+                    nnz = _walk_row(&walk, start + e, data_p, indices_p, dense, D, &xd, &xi)
                     for j in range(mm):
                         k = cls[e * mm + j]
                         z[j] = _dot(&R[k, 0], xd, xi, nnz, bias, D)
                         if ridge:
                             z[j] *= gamma[k]
                     if write_intent and start + e + ahead < N:
-                        pnnz = _row(data_p, indices_p, indptr_p, dense,
-                                    order[start + e + ahead], D, &pxd, &pxi)
+                        pnnz = _walk_row(&walk, start + e + ahead, data_p, indices_p, dense,
+                                         D, &pxd, &pxi)
                         _prefetch_part(R0, stride, &cls_ahead[e * mm], mm, pxi, pnnz, bias, D,
                                        1)
-                    eta_i = eta * sample_weight[i] / nb
+                    eta_i = eta * walk.weight[pos[e]] / nb
                     if method == IMPLICIT:
                         for j in range(mm):
                             rho[j] = (1.0 + eta * alpha * beta[cls[e * mm + j]] if ridge
                                       else 1.0)
-                        status = _implicit_coefficients(m, z, rho, u[i], eta_i, xsq[i], logc,
+                        status = _implicit_coefficients(m, z, rho, u[i], eta_i,
+                                                        walk.xsq[pos[e]], logc,
                                                         &coef[e * mm], &unew, work)
                         u[i] = unew
                     else:
@@ -800,8 +907,8 @@ def softmax_epoch(int method, const floating[::1] data, const index_t[::1] indic
                     if status:
                         break
                     if write_intent and start + e + ahead < N:
-                        pnnz = _row(data_p, indices_p, indptr_p, dense,
-                                    order[start + e + ahead], D, &pxd, &pxi)
+                        pnnz = _walk_row(&walk, start + e + ahead, data_p, indices_p, dense,
+                                         D, &pxd, &pxi)
                         _prefetch_part(R0, stride, &cls_ahead[e * mm], mm, pxi, pnnz, bias, D,
                                        2)
                 if status:
@@ -822,8 +929,7 @@ def softmax_epoch(int method, const floating[::1] data, const index_t[::1] indic
                             coef[t] /= rowrho[k]
                 # 3) sparse data updates r_k += coef / gamma_k * x
                 for e in range(nb):
-                    i = ex[e]
-                    nnz = _row(data_p, indices_p, indptr_p, dense, i, D, &xd, &xi)
+                    nnz = _walk_row(&walk, start + e, data_p, indices_p, dense, D, &xd, &xi)
                     for j in range(mm):
                         t = e * mm + j
                         k = cls[t]
@@ -833,11 +939,11 @@ def softmax_epoch(int method, const floating[::1] data, const index_t[::1] indic
                         w = &R[k, 0]
                         if track:
                             d = _dot(w, xd, xi, nnz, bias, D)
-                            sqn[k] += 2.0 * a * d + a * a * xsq[i]
+                            sqn[k] += 2.0 * a * d + a * a * walk.xsq[pos[e]]
                         _axpy(w, a, xd, xi, nnz, bias, D)
                     if write_intent and start + e + ahead < N:
-                        pnnz = _row(data_p, indices_p, indptr_p, dense,
-                                    order[start + e + ahead], D, &pxd, &pxi)
+                        pnnz = _walk_row(&walk, start + e + ahead, data_p, indices_p, dense,
+                                         D, &pxd, &pxi)
                         _prefetch_part(R0, stride, &cls_ahead[e * mm], mm, pxi, pnnz, bias, D,
                                        3)
                 # 4) U-max row projection, and folding of tiny scales back into R
@@ -858,8 +964,10 @@ def softmax_epoch(int method, const floating[::1] data, const index_t[::1] indic
                 start += nb
     finally:
         sk_restore_denormals(fp_state)
-        free(ringbuf); free(ex); free(coef); free(z); free(rho); free(work); free(cnt)
-        free(rowrho); free(table)
+        free(ringbuf); free(pos); free(coef); free(z); free(rho); free(work); free(cnt)
+        free(rowrho); free(table); _walk_free(&walk)
+    if status == -1:
+        raise MemoryError()
     return status, n_resets
 
 
