@@ -454,7 +454,8 @@ def _walk_problem(D, n_long, seed=4):
                                           ("nce", 3, 2, 1500), ("implicit", 1, 1, 12)])
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
 def test_walk_across_copy_blocks_matches_reference(method, b, m, D, dtype):
-    """The driver copies the walk's rows, a block of max(256, 4 b) examples at a time, into
+    """The driver copies the walk's rows, a block of max(256, 4 b) examples (rounded up to a
+    power of two) at a time, into
     two alternating buffers, and reads rows of over 1024 entries in place: 700 steps (two
     blocks and a partial one at b = 1) over short, long and empty rows, with an order that
     repeats rows, give the reference epoch; so does a dense X (rows read in place). The

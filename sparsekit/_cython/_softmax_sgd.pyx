@@ -621,7 +621,8 @@ def implicit_step(double[::1] z, double[::1] rho, double u0, double eta, double 
 # default block) and never more than two blocks' rows of X.
 
 cdef struct Walk:
-    Py_ssize_t block        # examples per block; the buffers hold two blocks
+    Py_ssize_t block        # examples per block (a power of two); the buffers hold two
+    int shift               # log2(block): positions map to slots without a division
     Py_ssize_t copied       # walk positions [0, copied) are in the buffers
     Py_ssize_t* example     # per position modulo 2 blocks: the row of X,
     Py_ssize_t* label       # its class, weight, ||x||^2 (+1 with bias),
@@ -636,9 +637,13 @@ cdef struct Walk:
 
 
 cdef int _walk_init(Walk* g, Py_ssize_t block) noexcept nogil:
-    """Allocate the per-example buffers of two blocks; -1 when out of memory."""
-    cdef Py_ssize_t n = 2 * block
-    g.block = block
+    """Allocate the per-example buffers of two blocks of at least ``block`` examples (rounded
+    up to a power of two); -1 when out of memory."""
+    g.shift = 0
+    while (<Py_ssize_t>1 << g.shift) < block:
+        g.shift += 1
+    g.block = <Py_ssize_t>1 << g.shift
+    cdef Py_ssize_t n = 2 * g.block
     g.copied = 0
     g.example = <Py_ssize_t*>malloc(n * sizeof(Py_ssize_t))
     g.label = <Py_ssize_t*>malloc(n * sizeof(Py_ssize_t))
@@ -672,10 +677,10 @@ cdef int _walk_copy(Walk* g, Py_ssize_t upto, const Py_ssize_t* order, Py_ssize_
     while g.copied < upto and g.copied < N:
         t0 = g.copied
         t1 = t0 + g.block if N - t0 > g.block else N
-        h = (t0 // g.block) & 1
+        h = (t0 >> g.shift) & 1
         total = 0
         for t in range(t0, t1):
-            q = t % (2 * g.block)
+            q = t & (2 * g.block - 1)
             i = order[t]
             g.example[q] = i
             g.label[q] = y[i]
@@ -699,7 +704,7 @@ cdef int _walk_copy(Walk* g, Py_ssize_t upto, const Py_ssize_t* order, Py_ssize_
             gd = <floating*>g.data[h]
             gi = <index_t*>g.indices[h]
             for t in range(t0, t1):
-                q = t % (2 * g.block)
+                q = t & (2 * g.block - 1)
                 if g.offset[q] < 0:
                     continue
                 lo = indptr[g.example[q]] - g.offset[q]
@@ -715,7 +720,7 @@ cdef inline Py_ssize_t _walk_row(const Walk* g, Py_ssize_t t, const floating* da
                                  const floating** xd, const index_t** xi) noexcept nogil:
     """Point (``xd``, ``xi``) at the row of walk position ``t`` (copied, or in X's
     ``data`` and ``indices``; ``xi`` NULL for a dense row); return its nnz."""
-    cdef Py_ssize_t q = t % (2 * g.block), h = (t // g.block) & 1
+    cdef Py_ssize_t q = t & (2 * g.block - 1), h = (t >> g.shift) & 1
     if dense:
         xd[0] = &data[g.example[q] * D]
         xi[0] = NULL
@@ -842,7 +847,7 @@ def softmax_epoch(int method, const floating[::1] data, const index_t[::1] indic
                 # one batch after the draw.
                 while drawn < start + nb + LOOKAHEAD * b and drawn < N:
                     t = (drawn % ring) * mm
-                    ringbuf[t] = walk.label[drawn % (2 * walk.block)]
+                    ringbuf[t] = walk.label[drawn & (2 * walk.block - 1)]
                     _sample_classes(&state, K, ringbuf[t], m, exclude_true, &ringbuf[t + 1],
                                     table, table_size)
                     if not write_intent:
@@ -859,7 +864,7 @@ def softmax_epoch(int method, const floating[::1] data, const index_t[::1] indic
                     if dense:
                         nnz = _walk_row(&walk, e, data_p, indices_p, dense, D, &xd, &xi)
                         _prefetch_span(xd, nnz * sizeof(floating))
-                    SK_PREFETCH(&u[walk.example[e % (2 * walk.block)]])
+                    SK_PREFETCH(&u[walk.example[e & (2 * walk.block - 1)]])
                 cls = &ringbuf[(start % ring) * mm]     # contiguous: start is a multiple of b
                 cls_ahead = &ringbuf[((start + ahead) % ring) * mm]
                 # 1) coefficients from the current weights
@@ -869,7 +874,7 @@ def softmax_epoch(int method, const floating[::1] data, const index_t[::1] indic
                                          D, &pxd, &pxi)
                         _prefetch_part(R0, stride, &cls_ahead[e * mm], mm, pxi, pnnz, bias, D,
                                        0)
-                    pos[e] = (start + e) % (2 * walk.block)
+                    pos[e] = (start + e) & (2 * walk.block - 1)
                     i = walk.example[pos[e]]
                     nnz = _walk_row(&walk, start + e, data_p, indices_p, dense, D, &xd, &xi)
                     for j in range(mm):
