@@ -2,12 +2,13 @@
 
 The earlier commit is exported with ``git archive`` into a temporary folder and built there
 (once; kept for later runs). Both builds then time epochs on the scale part's teacher
-(``bench_extreme_softmax.py --parts scale``: N = 100000, D = 1000, float32, m = 1, b = 1) in
-alternating subprocesses, so that machine drift hits both alike; each subprocess fits every
-method at K = 100 and K = 100000 in interleaved rounds and reports the thread CPU time of
-each epoch. The fitted weights of the two builds are compared bitwise. Run::
+(``bench_extreme_softmax.py --parts scale``: N = 100000, D = 1000, float32, m = 1, b = 1
+unless ``--batch-size`` says otherwise) in alternating subprocesses, so that machine drift
+hits both alike; each subprocess fits every method at each K of ``--ks`` (default 100 and
+100000) in interleaved rounds and reports the thread CPU time of each epoch. The fitted
+weights of the two builds are compared bitwise. Run::
 
-    python benchmarks/ab_extreme_softmax_driver.py 0f68a0e --reps 5
+    python benchmarks/ab_extreme_softmax_driver.py 19a28fe --reps 5 --ks 100,1000,3000,100000
 
 (alone on the machine: on a shared one, under the same ``flock`` as the other timings).
 
@@ -27,7 +28,6 @@ import numpy as np
 
 REPO = _report.REPO
 METHODS = ["implicit", "umax", "ove"]
-KS = [100, 100_000]
 
 CHILD = r"""
 import hashlib, json, sys
@@ -35,7 +35,8 @@ sys.path.insert(0, sys.argv[1])
 import numpy as np
 from sparsekit.datasets import make_extreme_softmax_teacher
 from sparsekit.linear_model import ExtremeSoftmaxSGD
-rounds, Ks, methods = int(sys.argv[2]), json.loads(sys.argv[3]), json.loads(sys.argv[4])
+rounds, Ks, methods, b = (int(sys.argv[2]), json.loads(sys.argv[3]), json.loads(sys.argv[4]),
+                         int(sys.argv[5]))
 data = {K: make_extreme_softmax_teacher(100_000, 1000, K, 20, dtype=np.float32,
                                         random_state=0) for K in Ks}
 cpu, digest = {}, {}
@@ -44,7 +45,7 @@ for _ in range(rounds):
         for m in methods:
             est = ExtremeSoftmaxSGD(m, learning_rate=0.1, n_epochs=2, eval_every=0,
                                     eval_size=200, fit_intercept=False, random_state=0,
-                                    n_sampled=1, batch_size=1).fit(*data[K])
+                                    n_sampled=1, batch_size=b).fit(*data[K])
             cpu.setdefault(f"{m}/{K}", []).extend(est.epoch_cpu_times_)
             digest[f"{m}/{K}"] = hashlib.sha256(est.coef_.tobytes()).hexdigest()
 print(json.dumps({"cpu": cpu, "digest": digest}))
@@ -67,10 +68,10 @@ def build_commit(commit):
     return sha, tree
 
 
-def time_build(tree, rounds):
-    out = subprocess.run([sys.executable, "-c", CHILD, str(tree), str(rounds), json.dumps(KS),
-                          json.dumps(METHODS)], check=True, capture_output=True, text=True,
-                         env=dict(os.environ))
+def time_build(tree, rounds, ks, methods, batch_size):
+    out = subprocess.run([sys.executable, "-c", CHILD, str(tree), str(rounds), json.dumps(ks),
+                          json.dumps(methods), str(batch_size)], check=True,
+                         capture_output=True, text=True, env=dict(os.environ))
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
@@ -79,35 +80,45 @@ def main():
     parser.add_argument("commit", help="the earlier commit (built from a git archive)")
     parser.add_argument("--reps", type=int, default=5, help="alternations of the two builds")
     parser.add_argument("--rounds", type=int, default=4, help="rounds per subprocess")
+    parser.add_argument("--ks", default="100,100000",
+                        help="class counts of the teacher, comma-separated (the last column "
+                             "is the last over the first)")
+    parser.add_argument("--batch-size", type=int, default=1, help="examples per step")
     args = parser.parse_args()
+    ks = [int(k) for k in args.ks.split(",")]
+    # Implicit SGD is a one-datapoint step (batch_size=1 only)
+    methods = METHODS if args.batch_size == 1 else [m for m in METHODS if m != "implicit"]
     sha, old_tree = build_commit(args.commit)
     builds = {f"commit {sha}": old_tree, f"this checkout ({_report.git_commit()})": REPO}
     cpu = {name: {} for name in builds}
     digests = {}
     for _ in range(args.reps):
         for name, tree in builds.items():
-            res = time_build(tree, args.rounds)
+            res = time_build(tree, args.rounds, ks, methods, args.batch_size)
             for key, ts in res["cpu"].items():
                 cpu[name].setdefault(key, []).extend(ts)
             digests.setdefault(name, res["digest"])
     (old, new) = builds
     rows = []
-    for m in METHODS:
-        med = {(b, K): float(np.median(cpu[b][f"{m}/{K}"])) * 1e3 for b in builds for K in KS}
+    for m in methods:
+        med = {(b, K): float(np.median(cpu[b][f"{m}/{K}"])) * 1e3 for b in builds for K in ks}
         rows.append([m] + [f"{med[(old, K)]:.1f} → {med[(new, K)]:.1f} ms "
-                           f"({med[(new, K)] / med[(old, K)]:.2f}x)" for K in KS]
-                    + [f"{med[(old, KS[-1])] / med[(old, KS[0])]:.2f}x → "
-                       f"{med[(new, KS[-1])] / med[(new, KS[0])]:.2f}x"])
+                           f"({med[(new, K)] / med[(old, K)]:.2f}x)" for K in ks]
+                    + [f"{med[(old, ks[-1])] / med[(old, ks[0])]:.2f}x → "
+                       f"{med[(new, ks[-1])] / med[(new, ks[0])]:.2f}x"])
     same = digests[old] == digests[new]
     n = len(next(iter(cpu[new].values())))
     body = (f"{old} → {new}: CPU ms per epoch of the driver's thread, median of {n} epochs "
             f"per cell ({args.reps} alternations of the two builds, {args.rounds} interleaved "
-            "rounds each; teacher N=100000, D=1000, float32, m=1, b=1).\n\n"
-            + _report.markdown_table(["method"] + [f"K={K:g}" for K in KS]
-                                     + [f"K={KS[-1]:g} / K={KS[0]:g}"], rows)
+            f"rounds each; teacher N=100000, D=1000, float32, m=1, b={args.batch_size}).\n\n"
+            + _report.markdown_table(["method"] + [f"K={K:g}" for K in ks]
+                                     + [f"K={ks[-1]:g} / K={ks[0]:g}"], rows)
             + f"\n\nFitted weights of the two builds bitwise identical: {same}.\n")
     print(body)
-    _report.write_section("extreme_softmax_ab", "ExtremeSoftmaxSGD: epoch driver A/B", body)
+    suffix = "" if args.batch_size == 1 else f"_b{args.batch_size}"
+    title = "" if args.batch_size == 1 else f", batches of {args.batch_size}"
+    _report.write_section("extreme_softmax_ab" + suffix,
+                          "ExtremeSoftmaxSGD: epoch driver A/B" + title, body)
 
 
 if __name__ == "__main__":

@@ -47,7 +47,7 @@ sys.path.insert(0, str(_report.REPO))          # the in-place build, also when n
 from sparsekit.datasets import (load_debian, load_mnist, load_xmlrepo,
                                 make_extreme_softmax_teacher)
 from sparsekit.linear_model import ExtremeSoftmaxSGD
-from sparsekit.linear_model._extreme_softmax import (_last_level_cache_bytes, first_label,
+from sparsekit.linear_model._extreme_softmax import (_l2_cache_bytes, first_label,
                                                      precision_at_k)
 from sparsekit.losses import softmax_nll
 
@@ -416,7 +416,7 @@ def run_scale(quick):
                     "load": os.getloadavg()[0]})
     save("scale", {"N": N, "D": D, "nnz": nnz, "Ks": Ks, "lines": weight_lines(X),
                    "l3": _l3_size(), "rows": {str(K): r for K, r in rows.items()},
-                   "llc_bytes": _last_level_cache_bytes(), "thp": thp,
+                   "l2_bytes": _l2_cache_bytes(), "thp": thp,
                    "times": {k: sorted(v) for k, v in times.items()},
                    "cpu": {k: sorted(v) for k, v in cpu.items()}, "history": history})
 
@@ -736,7 +736,7 @@ def scale_report(scale):
         f"reads and writes the x-features of two weight rows, {scale['lines']:.1f} distinct "
         "64-byte lines each; the sampled row is uniform over the classes and comes from "
         "DRAM. The epoch driver asks for a step's weight lines two steps ahead: at the "
-        "draw when the weights fit in the last-level cache, and otherwise in four parts "
+        "draw when the weights fit in the core's L2 cache, and otherwise in four parts "
         "(before and after the dots, after the coefficients, after the update) as "
         "write-intent prefetches (PREFETCHW), which this core issues in program order. The "
         "earlier pipeline's one burst of ~37 prefetches per step saturated the core's "
@@ -825,7 +825,20 @@ def scale_report(scale):
         "section \"ExtremeSoftmaxSGD: epoch driver A/B\" below). The K=1e5 / K=100 ratio "
         "went up when the copy saved more at K=100 than the sampled rows' DRAM traffic "
         "allows at K=1e5, and down in the busiest comparison; a faster step at small K "
-        "makes the ratio larger, and the driver is not slowed down to meet it.")
+        "makes the ratio larger, and the driver is not slowed down to meet it. Until "
+        "2026-11-23 the path was chosen by the last-level cache: weights between the core's "
+        "L2 (512 KiB here) and the L3 got the burst at the draw, which made K=1e3 the "
+        "slowest column (OVE 0.073 s per epoch against 0.056-0.060 s at K=1e4-1e5, all "
+        "three methods alike). A burst of lines from L3 stalls the core as one from DRAM "
+        "does, so the spread path now starts above the L2 size (from sysfs; 1 MiB when it "
+        "is not reported). With `python benchmarks/ab_extreme_softmax_driver.py 19a28fe "
+        "--ks 100,1000,3000,100000` (results bitwise identical) that took 19-23% off the "
+        "epoch at K=1e3 and 20-32% at K=3e3 and left K=1e2 and K=1e5 as they were within "
+        "the noise; with batches of 16 (`--batch-size 16`, U-max and OVE) 9-16% and 24%. "
+        "Tried the same day and not kept (U-max and OVE, b=1, interleaved runs): lookahead "
+        "8, 32 or 128 steps instead of 2, and six prefetch points instead of four (two more "
+        "between the two rows' dots and updates); the K=1e5 epoch stayed within the "
+        "run-to-run spread (50-60 ms for OVE) in every variant.")
 
 
 def _fmt(x, nd=3):

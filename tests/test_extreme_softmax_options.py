@@ -259,19 +259,42 @@ def test_non_canonical_csr_fits_as_its_canonical_copy_and_is_left_alone(method):
         np.testing.assert_array_equal(after, before)
 
 
-def test_cache_size_parser_skips_unparsable_sysfs_values(monkeypatch, tmp_path):
-    """A sysfs size that is not a number is skipped; the largest readable one wins (all
-    unreadable: the 32 MiB default)."""
+def test_l2_cache_size_is_read_from_sysfs_level_2(monkeypatch, tmp_path):
+    """The level-2 entry's size wins, whatever its index; a level-2 entry whose size is
+    unreadable is skipped, and with none readable the 1 MiB default is used."""
     import sparsekit.linear_model._extreme_softmax as module
-    for name, text in [("index0", "48K\n"), ("index1", "n/a\n"), ("index2", "8192K\n"),
-                       ("index3", "\n"), ("index4", "2M\n")]:
+    for name, level, size in [("index0", "1", "48K\n"), ("index1", "3", "32768K\n"),
+                              ("index2", "2", "n/a\n"), ("index3", "2", "1280K\n")]:
         (tmp_path / name).mkdir()
-        (tmp_path / name / "size").write_text(text)
+        (tmp_path / name / "level").write_text(level + "\n")
+        (tmp_path / name / "size").write_text(size)
     monkeypatch.setattr(module, "Path", lambda _: tmp_path)
-    assert module._last_level_cache_bytes.__wrapped__() == 8 * 2**20
-    for name in ("index0", "index2", "index4"):
-        (tmp_path / name / "size").write_text("unknown\n")
-    assert module._last_level_cache_bytes.__wrapped__() == 32 * 2**20
+    assert module._l2_cache_bytes.__wrapped__() == 1280 * 2**10
+    (tmp_path / "index3" / "size").write_text("2M\n")
+    assert module._l2_cache_bytes.__wrapped__() == 2 * 2**20
+    (tmp_path / "index3" / "level").unlink()
+    assert module._l2_cache_bytes.__wrapped__() == 2**20
+
+
+def test_weights_beyond_l2_take_the_spread_prefetch_path(monkeypatch):
+    """The estimator asks the driver for spread write-intent prefetches exactly when its
+    weights exceed the L2 cache; the fitted weights are the same either way."""
+    import sparsekit.linear_model._extreme_softmax as module
+    X, y = _small(16, N=60, K=5)
+    seen = []
+    epoch = module.softmax_epoch
+
+    def spy(*args, **kwargs):
+        seen.append(kwargs["write_intent"])
+        return epoch(*args, **kwargs)
+
+    monkeypatch.setattr(module, "softmax_epoch", spy)
+    coefs = []
+    for l2 in (1 << 40, 0):
+        monkeypatch.setattr(module, "_l2_cache_bytes", lambda size=l2: size)
+        coefs.append(ExtremeSoftmaxSGD(n_epochs=2, random_state=0).fit(X, y).coef_)
+    assert seen == [False, False, True, True]
+    np.testing.assert_array_equal(coefs[0], coefs[1])
 
 
 def test_multilabel_first_rejects_an_example_without_labels():

@@ -220,7 +220,7 @@ cdef inline void _prefetch_rows(floating* R, Py_ssize_t stride, const Py_ssize_t
                                 Py_ssize_t D) noexcept nogil:
     """Ask at once for the weight entries a later step will touch (x's features, NULL
     ``xi``: every line of a dense row, and the bias entry) in the rows of classes
-    ``cls[0..mm-1]``: the pipeline for weights that fit in the last-level cache."""
+    ``cls[0..mm-1]``: the pipeline for weights that fit in the core's L2 cache."""
     cdef Py_ssize_t step = 64 // sizeof(floating)
     cdef Py_ssize_t j, p
     cdef floating* w
@@ -245,9 +245,9 @@ cdef inline void _prefetch_part(floating* R, Py_ssize_t stride, const Py_ssize_t
     the features of x (``xi``, NULL for a dense row: its cache lines) and the bias entry in
     the rows of classes ``cls[0..mm-1]``, taken row after row.
 
-    For a weight matrix larger than the last-level cache: the step's requests are spread
+    For a weight matrix larger than the core's L2 cache: the step's requests are spread
     over PARTS points of an earlier step and made as write-intent prefetches, which this
-    machine issues in program order; a burst of ~2 nnz(x) DRAM lines,
+    machine issues in program order; a burst of ~2 nnz(x) lines from L3 or DRAM,
     or plain prefetches run ahead out of order, left the later step waiting for lines it
     had asked for (doc/benchmarks.md, extreme_softmax section 2). Results do not depend
     on it.
@@ -754,7 +754,7 @@ def softmax_epoch(int method, const floating[::1] data, const index_t[::1] indic
     used by U-max with ``alpha > 0`` (row projection onto ``||w_k|| <= bound_w``); a
     negative entry means "not known yet": the row's norm is computed when the row is first
     touched, so a pass over a few rows (``partial_fit``) does not read all K of them.
-    ``write_intent`` (for an R larger than the last-level cache) spreads the weight
+    ``write_intent`` (for an R larger than the core's L2 cache) spreads the weight
     prefetches over the step two ahead as write-intent prefetches instead of asking for
     them at the draw; it changes the speed only, never the results. With
     ``exclude_true=False`` the classes are drawn among all K (the true class too, weight
@@ -839,7 +839,7 @@ def softmax_epoch(int method, const floating[::1] data, const index_t[::1] indic
                 # A pipeline of prefetches in which every address was itself asked for one
                 # batch earlier: classes are drawn LOOKAHEAD batches ahead (in example order,
                 # so results do not depend on LOOKAHEAD); their weight entries are asked for
-                # at the draw (``_prefetch_rows``) or, for weights larger than the last-level
+                # at the draw (``_prefetch_rows``) or, for weights larger than the core's L2
                 # cache (``write_intent``), in PARTS parts while the example LOOKAHEAD batches
                 # earlier is processed (``_prefetch_part``: before and after its dots, after
                 # its coefficients, after its update). Rows and per-example scalars are in the

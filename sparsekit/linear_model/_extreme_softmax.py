@@ -38,17 +38,23 @@ EXPECTED_FAILED_CHECKS = {
 
 
 @lru_cache(maxsize=1)
-def _last_level_cache_bytes():
-    """Size of the largest CPU cache as Linux reports it (sysfs), else 32 MiB."""
-    sizes = []
-    for path in Path("/sys/devices/system/cpu/cpu0/cache").glob("index*/size"):
-        text = path.read_text().strip().upper()
-        scale = {"K": 2**10, "M": 2**20, "G": 2**30}.get(text[-1:], 1)
+def _l2_cache_bytes():
+    """Size of the core's level-2 cache as Linux reports it (sysfs), else 1 MiB.
+
+    Weights larger than this get the epoch driver's spread write-intent prefetches
+    (``softmax_epoch(write_intent=True)``): a burst of a step's prefetches stalls the core
+    once its lines come from L3 or DRAM (doc/benchmarks.md, extreme_softmax section 2).
+    """
+    for index in Path("/sys/devices/system/cpu/cpu0/cache").glob("index*"):
         try:
-            sizes.append(int(text.rstrip("KMG")) * scale)
-        except ValueError:
+            if (index / "level").read_text().strip() != "2":
+                continue
+            text = (index / "size").read_text().strip().upper()
+            scale = {"K": 2**10, "M": 2**20, "G": 2**30}.get(text[-1:], 1)
+            return int(text.rstrip("KMG")) * scale
+        except (OSError, ValueError):
             continue
-    return max(sizes) if sizes else 32 * 2**20
+    return 2**20
 
 
 def first_label(Y):
@@ -443,7 +449,7 @@ class ExtremeSoftmaxSGD(ClassifierMixin, BaseEstimator):
             sample_weight, xsq, self._R, gamma, sqn, u, beta, order, m,
             self.batch_size if self.method != "implicit" else 1, eta, alpha,
             float(self.delta), bound_w, bound_u, seed,
-            write_intent=self._R.nbytes > _last_level_cache_bytes(),
+            write_intent=self._R.nbytes > _l2_cache_bytes(),
             exclude_true=not self.sample_true_class)
         self.epoch_cpu_times_.append(time.thread_time() - c0)
         self.epoch_times_.append(time.perf_counter() - t0)
