@@ -841,7 +841,13 @@ def scale_report(scale):
         "Tried the same day and not kept (U-max and OVE, b=1, interleaved runs): lookahead "
         "8, 32 or 128 steps instead of 2, and six prefetch points instead of four (two more "
         "between the two rows' dots and updates); the K=1e5 epoch stayed within the "
-        "run-to-run spread (50-60 ms for OVE) in every variant.")
+        "run-to-run spread (50-60 ms for OVE) in every variant. Part of the extra is the "
+        "prefetches' own cost: in a loop of L1-resident gathers and updates, each "
+        "write-intent prefetch of a random line of a 98 MiB region took ~5 ns of core time "
+        "although nothing waited for it, against under 1 ns in a 2 MiB region (section "
+        "\"Memory probe: core time per prefetched line\", `python "
+        "benchmarks/bench_prefetch_cost.py`), i.e. ~85 ns of an OVE step's extra at K=1e5, "
+        "whichever driver asks for its ~17 DRAM lines.")
 
 
 def _fmt(x, nd=3):
