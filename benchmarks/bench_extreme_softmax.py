@@ -758,8 +758,9 @@ def scale_report(scale):
         "all. In a C replay of the same access pattern (no arithmetic but a dependent "
         "multiply chain, prefetches spread over eight points of it) the extra fell to "
         "~40 ns per step; that loop, one dependent chain, left the core's load resources idle, "
-        "and with a loop of gathers and updates instead each prefetched DRAM line costs ~5 "
-        "ns of core time (the memory probe, end of this paragraph). The driver's step has "
+        "and with a loop of gathers and updates instead each DRAM line costs 8-9 ns of core "
+        "time even when prefetched in time (the memory probe, end of this paragraph). The "
+        "driver's step has "
         "four natural points, and on the explicit U-max and OVE steps the extra is still "
         "a large fraction of the step. Tried later, against this driver in interleaved runs "
         "(OVE at K=1e5, results identical): a prefetch inside the dot and update loops "
@@ -843,13 +844,15 @@ def scale_report(scale):
         "Tried the same day and not kept (U-max and OVE, b=1, interleaved runs): lookahead "
         "8, 32 or 128 steps instead of 2, and six prefetch points instead of four (two more "
         "between the two rows' dots and updates); the K=1e5 epoch stayed within the "
-        "run-to-run spread (50-60 ms for OVE) in every variant. Part of the extra is the "
-        "prefetches' own cost: in a loop of L1-resident gathers and updates, each "
-        "write-intent prefetch of a random line of a 98 MiB region took ~5 ns of core time "
-        "although nothing waited for it, against under 1 ns in a 2 MiB region (section "
-        "\"Memory probe: core time per prefetched line\", `python "
-        "benchmarks/bench_prefetch_cost.py`), i.e. ~85 ns of an OVE step's extra at K=1e5, "
-        "whichever driver asks for its ~17 DRAM lines.")
+        "run-to-run spread (50-60 ms for OVE) in every variant. How far any driver could go "
+        "is bounded by the section \"Memory probe: core time of random lines\" (`python "
+        "benchmarks/bench_prefetch_cost.py`): in a loop of L1-resident gathers and updates "
+        "as long as the OVE step at K=100, 16 random lines of a 98 MiB region, prefetched 2 "
+        "or 4 iterations ahead and then read and updated, added 136-141 ns per iteration in "
+        "its run of 2026-11-23 (97 ns for the prefetches alone, their lines never used; "
+        "480 ns without prefetches). That is the whole extra a ratio under 1.5 leaves OVE, "
+        "for fewer lines than its step's ~17 and before any of the step's own "
+        "dependencies.")
 
 
 def _fmt(x, nd=3):
