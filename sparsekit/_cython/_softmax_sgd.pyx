@@ -778,7 +778,7 @@ def softmax_epoch(int method, const floating[::1] data, const index_t[::1] indic
     cdef double logc = log((K - 1.0) / m), eta_i, du, unew, a, d, nrm, scale
     cdef bint ridge = alpha > 0.0     # without ridge gamma stays 1: never read it (O(K) state)
     cdef bint track = method == UMAX and ridge
-    cdef bint reset
+    cdef bint reset, spread
     cdef double tiny = FLT_MIN if floating is float else DBL_MIN
     if b < 1 or m < 1 or m > (K - 1 if exclude_true else K) or R.shape[1] < D + bias:
         raise ValueError(f"softmax_epoch: need batch_size >= 1, 1 <= n_sampled <= the classes "
@@ -869,7 +869,8 @@ def softmax_epoch(int method, const floating[::1] data, const index_t[::1] indic
                 cls_ahead = &ringbuf[((start + ahead) % ring) * mm]
                 # 1) coefficients from the current weights
                 for e in range(nb):
-                    if write_intent and start + e + ahead < N:
+                    spread = write_intent and start + e + ahead < N
+                    if spread:     # the row of the step whose weights are asked for
                         pnnz = _walk_row(&walk, start + e + ahead, data_p, indices_p, dense,
                                          D, &pxd, &pxi)
                         _prefetch_part(R0, stride, &cls_ahead[e * mm], mm, pxi, pnnz, bias, D,
@@ -882,9 +883,7 @@ def softmax_epoch(int method, const floating[::1] data, const index_t[::1] indic
                         z[j] = _dot(&R[k, 0], xd, xi, nnz, bias, D)
                         if ridge:
                             z[j] *= gamma[k]
-                    if write_intent and start + e + ahead < N:
-                        pnnz = _walk_row(&walk, start + e + ahead, data_p, indices_p, dense,
-                                         D, &pxd, &pxi)
+                    if spread:
                         _prefetch_part(R0, stride, &cls_ahead[e * mm], mm, pxi, pnnz, bias, D,
                                        1)
                     eta_i = eta * walk.weight[pos[e]] / nb
@@ -911,9 +910,7 @@ def softmax_epoch(int method, const floating[::1] data, const index_t[::1] indic
                             u[i] = unew
                     if status:
                         break
-                    if write_intent and start + e + ahead < N:
-                        pnnz = _walk_row(&walk, start + e + ahead, data_p, indices_p, dense,
-                                         D, &pxd, &pxi)
+                    if spread:
                         _prefetch_part(R0, stride, &cls_ahead[e * mm], mm, pxi, pnnz, bias, D,
                                        2)
                 if status:
