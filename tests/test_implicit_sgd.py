@@ -92,6 +92,19 @@ def test_implicit_with_ridge_and_classes_equals_prox_minimiser(gap, m):
     _check_step(z, rho, 1.3, eta, q, 20.0 / m, alpha, beta, rng)
 
 
+@pytest.mark.parametrize("u0", [0.0, 0.2, 4.0, 60.0])
+@pytest.mark.parametrize("gap", [-1e3, -5.0, 0.0, 5.0, 1e3])
+def test_implicit_multi_from_either_side_of_the_root(u0, gap):
+    """m = 5: the root search starts from u~ whether the new u lies above it (bracket up to
+    the bound V) or below it (bracket [0, u~])."""
+    rng = np.random.default_rng(int(u0 * 10) + 7)
+    eta, q = 0.8, 1.7
+    z = rng.normal(size=6)
+    z[1:] += gap
+    u, _ = _check_step(z, np.ones(6), u0, eta, q, 1e4 / 5, 0.0, np.ones(6), rng)
+    assert u >= 0.0     # u* > 0 (eq. (17)), but below 1e-300 for gap -1e3 from u~ = 0
+
+
 def test_scalar_u_and_v_equations_agree_for_one_class():
     rng = np.random.default_rng(3)
     for _ in range(200):
@@ -121,6 +134,16 @@ def test_empty_row_only_moves_u():
     assert abs(g) < 1e-12
 
 
+@pytest.mark.parametrize("eta", [0.5, 1e4, 1e12])
+def test_empty_row_with_classes_only_moves_u(eta):
+    """m = 5, q = 0: u* solves eta (1 - A e^{-u}) + u - u~ = 0, A = 1 + c sum_k e^{s_k}; for
+    a large eta it lies at the root search's upper bound log(A)."""
+    z = np.array([0.0, 1.0, -2.0, 0.5, 3.0, -1.0])
+    c = 7.0
+    u, coef = implicit_step(z, np.ones(6), 0.3, eta, 0.0, c)
+    A = 1.0 + c * np.exp(z[1:] - z[0]).sum()
+    assert abs(1.0 - A * np.exp(-u) + (u - 0.3) / eta) < 1e-12
+    assert u <= np.log(A) + 1e-12
 @pytest.mark.parametrize("weighted", [False, True])
 @pytest.mark.parametrize("m,alpha", [(1, 0.0), (2, 0.2)])
 def test_implicit_epoch_matches_reference(m, alpha, weighted):

@@ -21,22 +21,29 @@ cdef double _wexp_from(double t, double w0) noexcept nogil:
     step below 1e-9 w leaves an error of order 1e-18 w: the iteration stops after it. The
     test is relative because W(e^t) ~ e^t is tiny for very negative t, where an absolute test
     stopped a warm start after one step (up to 80% off at t = -39)."""
-    cdef double w, f, x
+    cdef double w, f, x, r = 1.0
+    cdef bint known = False             # r holds f(w) for the current w
     cdef int it
     if t != t or t == INFINITY:         # W(e^inf) = inf (t - log t would be inf - inf)
         return t
     if t < -40.0:
         x = exp(t)
         return x * (1.0 - x)            # relative error O(e^{2t}) < 1e-34
-    if w0 > 0.0 and fabs(w0 + log(w0) - t) < 1.0:
+    if w0 > 0.0:
+        r = w0 + log(w0) - t
+    if w0 > 0.0 and fabs(r) < 1.0:
         w = w0                          # close: a few quadratic Newton steps
+        known = True
     elif t > 1.0:
         w = t - log(t)                  # asymptotic start, exact at t = 1
     else:
         w = log1p(exp(t))
     for it in range(80):
         # Newton on f(w) = w + log w - t, f'(w) = 1 + 1/w (no product can overflow)
-        f = (w + log(w) - t) * (w / (1.0 + w))
+        if not known:
+            r = w + log(w) - t
+        known = False
+        f = r * (w / (1.0 + w))
         if f >= w:
             f = 0.5 * w
         w -= f

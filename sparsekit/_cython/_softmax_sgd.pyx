@@ -303,12 +303,13 @@ cdef inline double _log1pexp(double t) noexcept nogil:
 # ----------------------------------------------------------------------------------------
 # Implicit SGD inner solves (all scalars in float64).
 
-cdef inline void _lam(double t, double kappa, double* lam, double* dlam,
+cdef inline void _lam(double t, double kappa, double logkappa, double* lam, double* dlam,
                       double* w) noexcept nogil:
-    """lam = W(kappa e^t)/kappa (-> e^t as kappa -> 0) and d lam / d t; ``w`` holds the
-    previous W value on entry (0: none) and the new one on exit."""
+    """lam = W(kappa e^t)/kappa (-> e^t as kappa -> 0) and d lam / d t (``logkappa`` =
+    log(kappa)); ``w`` holds the previous W value on entry (0: none) and the new one on
+    exit."""
     if kappa > 0.0:
-        w[0] = _wexp_from(t + log(kappa), w[0])
+        w[0] = _wexp_from(t + logkappa, w[0])
         lam[0] = w[0] / kappa
         dlam[0] = lam[0] / (1.0 + w[0])
     else:
@@ -319,7 +320,9 @@ cdef inline void _lam(double t, double kappa, double* lam, double* dlam,
 cdef double _root(resid_fn f, void* ctx, double lo, double hi, double x0) noexcept nogil:
     """Root of an increasing f on [lo, hi] (f(lo) <= 0 <= f(hi)): Newton kept in the bracket,
     with a bisection whenever Newton would leave it, is not finite, or does not at least halve
-    the previous step (so the bracket shrinks geometrically in the worst case)."""
+    the previous step (so the bracket shrinks geometrically in the worst case). When Newton
+    has converged (a step under 1e-15 relative) the last point evaluated is returned, so the
+    caller can use what ``f`` left in ``ctx`` for it."""
     cdef double x = x0, fx, dfx, dx, dxold = hi - lo
     cdef int it
     if not (x > lo and x < hi):
@@ -334,7 +337,7 @@ cdef double _root(resid_fn f, void* ctx, double lo, double hi, double x0) noexce
             hi = x
         dx = fx / dfx
         if isfinite(dfx) and fabs(dx) <= 1e-15 * (1.0 + fabs(x)):   # Newton converged
-            return x - dx
+            return x
         if not (x - dx > lo and x - dx < hi) or fabs(2.0 * dx) > fabs(dxold):
             dx = x - 0.5 * (lo + hi)
         dxold = dx
@@ -350,7 +353,9 @@ cdef struct OneCtx:
     double eta      # data learning rate (eta * sample weight)
     double logc     # log((K-1)/m)
     double kappa    # eta q (1/rho_k + 1/rho_y)
-    double lam      # last lambda
+    double logkappa
+    double at       # u of the last evaluation,
+    double lam      # its lambda
     double w        # last W value (warm start of the next Lambert-W)
 
 
@@ -359,7 +364,8 @@ cdef double _g_one(double u, void* p, double* dg) noexcept nogil:
     lam(u) = a(u)/(2 eta q) = W(kappa c e^{s~-u})/kappa (eq. (14))."""
     cdef OneCtx* c = <OneCtx*>p
     cdef double lam, dlam, eu = exp(-u)
-    _lam(c.logc + c.s - u, c.kappa, &lam, &dlam, &c.w)
+    _lam(c.logc + c.s - u, c.kappa, c.logkappa, &lam, &dlam, &c.w)
+    c.at = u
     c.lam = lam
     dg[0] = c.eta * eu + 1.0 + c.eta * dlam
     return c.eta * (1.0 - eu - lam) + u - c.u0
@@ -376,6 +382,7 @@ cdef double _implicit_one(double s, double u0, double eta, double logc, double k
     c.eta = eta
     c.logc = logc
     c.kappa = kappa
+    c.logkappa = log(kappa) if kappa > 0.0 else 0.0
     c.w = 0.0
     g0 = _g_one(u0, &c, &d)
     dg0 = d
@@ -395,7 +402,8 @@ cdef double _implicit_one(double s, double u0, double eta, double logc, double k
         lo = 0.0
         hi = u0
     u = _root(_g_one, &c, lo, hi, u0 - g0 / dg0)
-    _g_one(u, &c, &d)
+    if u != c.at:
+        _g_one(u, &c, &d)
     lam_out[0] = c.lam
     return u
 
@@ -404,12 +412,14 @@ cdef struct MultiCtx:
     int m
     double* shat    # s^_k, k < m
     double* kappa   # eta q / rho_k
+    double* logkappa
     double* lam     # lambda_k(v), written on each evaluation
     double* w       # last W values (warm starts)
     double kappa_y  # eta q / rho_y
     double logc
     double eta
     double u0
+    double at       # v of the last evaluation
     double u        # u(v) of the last evaluation
 
 
@@ -419,12 +429,13 @@ cdef double _h_multi(double v, void* p, double* dh) noexcept nogil:
     cdef double big = 0.0, dbig = 0.0, l, dl, u, du, eu
     cdef int k
     for k in range(c.m):
-        _lam(c.logc + c.shat[k] - v, c.kappa[k], &l, &dl, &c.w[k])
+        _lam(c.logc + c.shat[k] - v, c.kappa[k], c.logkappa[k], &l, &dl, &c.w[k])
         c.lam[k] = l
         big += l
         dbig -= dl
     u = v - c.kappa_y * big
     du = 1.0 - c.kappa_y * dbig
+    c.at = v
     c.u = u
     eu = exp(-u)
     dh[0] = (c.eta * eu + 1.0) * du - c.eta * dbig
@@ -441,40 +452,57 @@ cdef double _implicit_multi(int m, double* shat, double* kappa, double kappa_y, 
     lambda_k = c e^{z_k - z_y - u}, z_k = z^_k - kappa_k lambda_k, z_y = z^_y + kappa_y Lambda,
     hence lambda_k = W(kappa_k c e^{s^_k - v})/kappa_k with v = u + kappa_y Lambda, and the
     u-equation becomes the increasing scalar equation h(v) = 0 of ``_h_multi``.
-    Returns u*, writes lambda*_k. Bracket: h(0) <= 0 and v* <= U + kappa_y((U-u~)+/eta + 1)
-    with U = max(u~, log(1 + c sum_k e^{s^_k})) >= u*.
+    Returns u*, writes lambda*_k to ``lam[:m]`` (``lam[m:3m]`` is scratch: the W values
+    that warm-start the next evaluation, and log kappa_k). The search starts with a Newton
+    step from v = u~ in the bracket that the sign of h(u~) picks, as for m = 1: h(0) <= 0
+    <= h(u~), or h(u~) < 0 <= h(V) with V = U + kappa_y((U-u~)/eta + 1) >= v*, where
+    U = max(u~, log(1 + c sum_k e^{s^_k})) >= u*.
     """
     cdef MultiCtx c
-    cdef double mx, acc, upper, lo = 0.0, hi, d, v
+    cdef double mx, acc, upper, lo, hi, d, v, h0, x0
     cdef int k, it
     c.m = m
     c.shat = shat
     c.kappa = kappa
     c.lam = lam
     c.w = lam + m
+    c.logkappa = lam + 2 * m
     for k in range(m):
         c.w[k] = 0.0
+        c.logkappa[k] = log(kappa[k]) if kappa[k] > 0.0 else 0.0
     c.kappa_y = kappa_y
     c.logc = logc
     c.eta = eta
     c.u0 = u0
-    mx = shat[0]
-    for k in range(1, m):
-        if shat[k] > mx:
-            mx = shat[k]
-    acc = 0.0
-    for k in range(m):
-        acc += exp(shat[k] - mx)
-    upper = _log1pexp(logc + mx + log(acc))
-    if upper < u0:
-        upper = u0
-    hi = upper + kappa_y * (1.0 + ((upper - u0) / eta if eta > 0.0 else 0.0))
-    for it in range(200):
-        if _h_multi(hi, &c, &d) >= 0.0:
-            break
-        hi += 1.0 + (hi - lo)
-    v = _root(_h_multi, &c, lo, hi, u0)
-    _h_multi(v, &c, &d)
+    h0 = _h_multi(u0, &c, &d)
+    if h0 == 0.0:
+        return c.u
+    x0 = u0 - h0 / d
+    if h0 > 0.0:
+        v = _root(_h_multi, &c, 0.0, u0, x0)
+    else:
+        lo = u0
+        mx = shat[0]
+        for k in range(1, m):
+            if shat[k] > mx:
+                mx = shat[k]
+        acc = 0.0
+        for k in range(m):
+            acc += exp(shat[k] - mx)
+        upper = _log1pexp(logc + mx + log(acc))
+        if upper < u0:
+            upper = u0
+        hi = upper + kappa_y * (1.0 + ((upper - u0) / eta if eta > 0.0 else 0.0))
+        for it in range(200):
+            v = _root(_h_multi, &c, lo, hi, x0)
+            # h(V) >= 0 in exact arithmetic: only a root found at V is checked, and the
+            # bracket widened should rounding have left h(V) < 0
+            if hi - v > 1e-9 * (1.0 + fabs(hi)) or _h_multi(hi, &c, &d) >= 0.0:
+                break
+            lo = hi
+            hi += 1.0 + (hi - u0)
+    if v != c.at:
+        _h_multi(v, &c, &d)
     return c.u
 
 
@@ -546,7 +574,7 @@ cdef int _implicit_coefficients(int m, const double* z, const double* rho, doubl
     cdef double lam, tot = 0.0, kappa_y = eta * q / rho[0]
     cdef double* shat = work
     cdef double* kap = work + m
-    cdef double* lams = work + 2 * m      # m lambdas, then m warm-start W values
+    cdef double* lams = work + 2 * m      # m lambdas, m warm-start W values, m log(kappa)
     cdef int k
     if m == 1:
         unew[0] = _implicit_one(z[1] / rho[1] - z[0] / rho[0], u0, eta, logc,
@@ -593,7 +621,7 @@ def implicit_step(double[::1] z, double[::1] rho, double u0, double eta, double 
     cdef int m = z.shape[0] - 1
     cdef double unew
     coef = np.zeros(m + 1)
-    work = np.zeros(4 * max(m, 1))
+    work = np.zeros(5 * max(m, 1))
     cdef double[::1] cv = coef
     cdef double[::1] wv = work
     if m < 1 or rho.shape[0] != m + 1:
@@ -812,7 +840,7 @@ def softmax_epoch(int method, const floating[::1] data, const index_t[::1] indic
     cdef double* coef = <double*>malloc(b * mm * sizeof(double))
     cdef double* z = <double*>malloc(mm * sizeof(double))
     cdef double* rho = <double*>malloc(mm * sizeof(double))
-    cdef double* work = <double*>malloc(4 * mm * sizeof(double))
+    cdef double* work = <double*>malloc(5 * mm * sizeof(double))
     cdef int* cnt = <int*>calloc(K, sizeof(int))
     cdef double* rowrho = <double*>malloc(K * sizeof(double))
     cdef Py_ssize_t table_size = _draw_table_size(m)
