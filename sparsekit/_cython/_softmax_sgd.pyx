@@ -94,7 +94,7 @@ cdef enum:
 METHODS = {"implicit": IMPLICIT, "umax": UMAX, "ove": OVE, "sgd": SGD,
            "sampled_softmax": SAMPLED_SOFTMAX, "nce": NCE}
 
-ctypedef double (*resid_fn)(double, void*, double*) noexcept nogil
+ctypedef double (*resid_fn)(double, void*, double*) noexcept nogil   # f(x); f', f'' out
 
 ctypedef fused index_t:     # CSR indices and indptr as SciPy gives them: no int64 copy
     int
@@ -304,39 +304,51 @@ cdef inline double _log1pexp(double t) noexcept nogil:
 # Implicit SGD inner solves (all scalars in float64).
 
 cdef inline void _lam(double t, double kappa, double logkappa, double* lam, double* dlam,
-                      double* w) noexcept nogil:
-    """lam = W(kappa e^t)/kappa (-> e^t as kappa -> 0) and d lam / d t (``logkappa`` =
-    log(kappa)); ``w`` holds the previous W value on entry (0: none) and the new one on
-    exit."""
+                      double* d2lam, double* w) noexcept nogil:
+    """lam = W(kappa e^t)/kappa (-> e^t as kappa -> 0) and its first two derivatives in t,
+    lam/(1 + W) and lam/(1 + W)^3 (``logkappa`` = log(kappa)); ``w`` holds the previous W
+    value on entry (0: none) and the new one on exit."""
+    cdef double r
     if kappa > 0.0:
         w[0] = _wexp_from(t + logkappa, w[0])
         lam[0] = w[0] / kappa
-        dlam[0] = lam[0] / (1.0 + w[0])
+        r = 1.0 / (1.0 + w[0])
+        dlam[0] = lam[0] * r
+        d2lam[0] = dlam[0] * r * r
     else:
         lam[0] = exp(t)
         dlam[0] = lam[0]
+        d2lam[0] = lam[0]
+
+
+cdef inline double _halley(double f, const double* d) noexcept nogil:
+    """Halley's step for f(x) = 0 from f and ``d`` = (f', f''): the Newton step f/f' divided
+    by 1 - f f''/(2 f'^2), or the Newton step itself where that factor is not above 1/2."""
+    cdef double n = f / d[0], h = 1.0 - 0.5 * n * d[1] / d[0]
+    return n / h if h > 0.5 else n
 
 
 cdef double _root(resid_fn f, void* ctx, double lo, double hi, double x0) noexcept nogil:
-    """Root of an increasing f on [lo, hi] (f(lo) <= 0 <= f(hi)): Newton kept in the bracket,
-    with a bisection whenever Newton would leave it, is not finite, or does not at least halve
-    the previous step (so the bracket shrinks geometrically in the worst case). When Newton
-    has converged (a step under 1e-15 relative) the last point evaluated is returned, so the
-    caller can use what ``f`` left in ``ctx`` for it."""
-    cdef double x = x0, fx, dfx, dx, dxold = hi - lo
+    """Root of an increasing f on [lo, hi] (f(lo) <= 0 <= f(hi)): Halley steps kept in the
+    bracket, with a bisection whenever a step would leave it, is not finite, or does not at
+    least halve the previous step (so the bracket shrinks geometrically in the worst case).
+    When the steps have converged (a step under 1e-15 relative) the last point evaluated is
+    returned, so the caller can use what ``f`` left in ``ctx`` for it."""
+    cdef double x = x0, fx, dx, dxold = hi - lo
+    cdef double d[2]
     cdef int it
     if not (x > lo and x < hi):
         x = 0.5 * (lo + hi)
     for it in range(400):
-        fx = f(x, ctx, &dfx)
+        fx = f(x, ctx, d)
         if fx == 0.0:
             return x
         if fx < 0.0:
             lo = x
         else:
             hi = x
-        dx = fx / dfx
-        if isfinite(dfx) and fabs(dx) <= 1e-15 * (1.0 + fabs(x)):   # Newton converged
+        dx = _halley(fx, d)
+        if isfinite(d[0]) and fabs(dx) <= 1e-15 * (1.0 + fabs(x)):   # converged
             return x
         if not (x - dx > lo and x - dx < hi) or fabs(2.0 * dx) > fabs(dxold):
             dx = x - 0.5 * (lo + hi)
@@ -361,13 +373,14 @@ cdef struct OneCtx:
 
 cdef double _g_one(double u, void* p, double* dg) noexcept nogil:
     """Eq. (16) simplified, divided by 2: g(u) = eta(1 - e^{-u} - lam(u)) + u - u~, where
-    lam(u) = a(u)/(2 eta q) = W(kappa c e^{s~-u})/kappa (eq. (14))."""
+    lam(u) = a(u)/(2 eta q) = W(kappa c e^{s~-u})/kappa (eq. (14)); g' and g'' to ``dg``."""
     cdef OneCtx* c = <OneCtx*>p
-    cdef double lam, dlam, eu = exp(-u)
-    _lam(c.logc + c.s - u, c.kappa, c.logkappa, &lam, &dlam, &c.w)
+    cdef double lam, dlam, d2lam, eu = exp(-u)
+    _lam(c.logc + c.s - u, c.kappa, c.logkappa, &lam, &dlam, &d2lam, &c.w)
     c.at = u
     c.lam = lam
     dg[0] = c.eta * eu + 1.0 + c.eta * dlam
+    dg[1] = -c.eta * (eu + d2lam)
     return c.eta * (1.0 - eu - lam) + u - c.u0
 
 
@@ -375,7 +388,8 @@ cdef double _implicit_one(double s, double u0, double eta, double logc, double k
                           double* lam_out) noexcept nogil:
     """n = m = 1 Implicit SGD (App. F.1): returns u*, writes lambda* (a* = 2 eta q lambda*)."""
     cdef OneCtx c
-    cdef double lo, hi, d, dg0, g0, u
+    cdef double lo, hi, g0, u, x0
+    cdef double d[2]
     cdef int it
     c.s = s
     c.u0 = u0
@@ -384,8 +398,8 @@ cdef double _implicit_one(double s, double u0, double eta, double logc, double k
     c.kappa = kappa
     c.logkappa = log(kappa) if kappa > 0.0 else 0.0
     c.w = 0.0
-    g0 = _g_one(u0, &c, &d)
-    dg0 = d
+    g0 = _g_one(u0, &c, d)
+    x0 = u0 - _halley(g0, d)
     if g0 == 0.0:
         lam_out[0] = c.lam
         return u0
@@ -394,16 +408,16 @@ cdef double _implicit_one(double s, double u0, double eta, double logc, double k
         lo = u0
         hi = u0 if u0 > _log1pexp(logc + s) else _log1pexp(logc + s)
         for it in range(200):
-            if _g_one(hi, &c, &d) >= 0.0:
+            if _g_one(hi, &c, d) >= 0.0:
                 break
             hi += 1.0 + (hi - lo)
     else:
         # g(0) = -u~ - eta lam(0) <= 0, so 0 <= u* <= u~ (u* > 0 by eq. (17))
         lo = 0.0
         hi = u0
-    u = _root(_g_one, &c, lo, hi, u0 - g0 / dg0)
+    u = _root(_g_one, &c, lo, hi, x0)
     if u != c.at:
-        _g_one(u, &c, &d)
+        _g_one(u, &c, d)
     lam_out[0] = c.lam
     return u
 
@@ -424,21 +438,25 @@ cdef struct MultiCtx:
 
 
 cdef double _h_multi(double v, void* p, double* dh) noexcept nogil:
-    """h(v) = eta(1 - e^{-u(v)} - Lambda(v)) + u(v) - u~, u(v) = v - kappa_y Lambda(v)."""
+    """h(v) = eta(1 - e^{-u(v)} - Lambda(v)) + u(v) - u~, u(v) = v - kappa_y Lambda(v);
+    h' and h'' to ``dh``."""
     cdef MultiCtx* c = <MultiCtx*>p
-    cdef double big = 0.0, dbig = 0.0, l, dl, u, du, eu
+    cdef double big = 0.0, dbig = 0.0, d2big = 0.0, l, dl, d2l, u, du, d2u, eu
     cdef int k
     for k in range(c.m):
-        _lam(c.logc + c.shat[k] - v, c.kappa[k], c.logkappa[k], &l, &dl, &c.w[k])
+        _lam(c.logc + c.shat[k] - v, c.kappa[k], c.logkappa[k], &l, &dl, &d2l, &c.w[k])
         c.lam[k] = l
         big += l
         dbig -= dl
+        d2big += d2l
     u = v - c.kappa_y * big
     du = 1.0 - c.kappa_y * dbig
+    d2u = -c.kappa_y * d2big
     c.at = v
     c.u = u
     eu = exp(-u)
     dh[0] = (c.eta * eu + 1.0) * du - c.eta * dbig
+    dh[1] = (c.eta * eu + 1.0) * d2u - c.eta * (eu * du * du + d2big)
     return c.eta * (1.0 - eu - big) + u - c.u0
 
 
@@ -453,13 +471,14 @@ cdef double _implicit_multi(int m, double* shat, double* kappa, double kappa_y, 
     hence lambda_k = W(kappa_k c e^{s^_k - v})/kappa_k with v = u + kappa_y Lambda, and the
     u-equation becomes the increasing scalar equation h(v) = 0 of ``_h_multi``.
     Returns u*, writes lambda*_k to ``lam[:m]`` (``lam[m:3m]`` is scratch: the W values
-    that warm-start the next evaluation, and log kappa_k). The search starts with a Newton
+    that warm-start the next evaluation, and log kappa_k). The search starts with a Halley
     step from v = u~ in the bracket that the sign of h(u~) picks, as for m = 1: h(0) <= 0
     <= h(u~), or h(u~) < 0 <= h(V) with V = U + kappa_y((U-u~)/eta + 1) >= v*, where
     U = max(u~, log(1 + c sum_k e^{s^_k})) >= u*.
     """
     cdef MultiCtx c
-    cdef double mx, acc, upper, lo, hi, d, v, h0, x0
+    cdef double mx, acc, upper, lo, hi, v, h0, x0
+    cdef double d[2]
     cdef int k, it
     c.m = m
     c.shat = shat
@@ -474,10 +493,10 @@ cdef double _implicit_multi(int m, double* shat, double* kappa, double kappa_y, 
     c.logc = logc
     c.eta = eta
     c.u0 = u0
-    h0 = _h_multi(u0, &c, &d)
+    h0 = _h_multi(u0, &c, d)
     if h0 == 0.0:
         return c.u
-    x0 = u0 - h0 / d
+    x0 = u0 - _halley(h0, d)
     if h0 > 0.0:
         v = _root(_h_multi, &c, 0.0, u0, x0)
     else:
@@ -497,12 +516,12 @@ cdef double _implicit_multi(int m, double* shat, double* kappa, double kappa_y, 
             v = _root(_h_multi, &c, lo, hi, x0)
             # h(V) >= 0 in exact arithmetic: only a root found at V is checked, and the
             # bracket widened should rounding have left h(V) < 0
-            if hi - v > 1e-9 * (1.0 + fabs(hi)) or _h_multi(hi, &c, &d) >= 0.0:
+            if hi - v > 1e-9 * (1.0 + fabs(hi)) or _h_multi(hi, &c, d) >= 0.0:
                 break
             lo = hi
             hi += 1.0 + (hi - u0)
     if v != c.at:
-        _h_multi(v, &c, &d)
+        _h_multi(v, &c, d)
     return c.u
 
 
