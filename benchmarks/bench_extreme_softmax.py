@@ -853,15 +853,18 @@ def scale_report(scale):
         "its run of 2026-11-23 (97 ns for the prefetches alone, their lines never used; "
         "480 ns without prefetches). That is the whole extra a ratio under 1.5 leaves OVE, "
         "for fewer lines than its step's ~17 and before any of the step's own "
-        "dependencies. Implicit SGD's inner solve was made cheaper later that day (commit "
-        "9759fd2: log kappa once per step, the Lambert-W warm start's residual reused as its "
-        "first Newton residual, no evaluation repeated at a converged root, and for m > 1 a "
-        "Newton step from u~ inside the bracket that the sign of h(u~) picks, ~5 to ~4 "
-        "evaluations of h per step): with the same weights bit for bit, 5-10% less time per "
-        "epoch at m = 1 and 22-37% at m = 5 against ff7f2fc (the sections \"ExtremeSoftmaxSGD: "
-        "epoch driver A/B, implicit only\" and \"..., 5 classes drawn per step, implicit "
-        "only\" below). A faster step at K=100 raises the ratio: 1.35x to 1.40x at m = 1, "
-        "1.31x to 1.61x at m = 5 in those runs.")
+        "dependencies. Implicit SGD's inner solve was made cheaper later that day (commits "
+        "9759fd2 and 14c3dbb: log kappa once per step, the Lambert-W warm start's residual "
+        "reused as its first Newton residual, no evaluation repeated at a converged root, a "
+        "first step from u~ inside the bracket that the sign of the residual there picks, "
+        "and Halley steps with the second derivatives that W gives for free: 3 evaluations "
+        "of the scalar equation per step instead of 5): with the same weights bit for bit, "
+        "5-11% less time per epoch at m = 1 and 23-36% at m = 5 against ff7f2fc (the "
+        "sections \"ExtremeSoftmaxSGD: epoch driver A/B, implicit only\" and \"..., 5 "
+        "classes drawn per step, implicit only\" below; at m = 1 Halley's steps saved "
+        "evaluations but not time, the Lambert-W warm starts being farther apart). A faster "
+        "step at K=100 raises the ratio: 1.28x to 1.35x at m = 1 and 1.61x to 1.69x at "
+        "m = 5 in those runs.")
 
 
 def _fmt(x, nd=3):
