@@ -1024,6 +1024,7 @@ def report(quick=False):
 
 
 def main():
+    global CACHE
     warnings.filterwarnings("ignore", message="The number of unique classes")
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="small smoke run")
@@ -1037,7 +1038,6 @@ def main():
                         help="seconds of training allowed to each scikit-learn peer")
     args = parser.parse_args()
     if args.quick:
-        global CACHE
         CACHE = Path(tempfile.gettempdir()) / "sparsekit_extreme_softmax_quick"
     if args.parts == ["report"]:        # the section names the command that measures all
         sys.argv = sys.argv[:1]

@@ -21,19 +21,20 @@ cdef double _wexp_from(double t, double w0) noexcept nogil:
     step below 1e-9 w leaves an error of order 1e-18 w: the iteration stops after it. The
     test is relative because W(e^t) ~ e^t is tiny for very negative t, where an absolute test
     stopped a warm start after one step (up to 80% off at t = -39)."""
-    cdef double w, f, x, r = 1.0
-    cdef bint known = False             # r holds f(w) for the current w
+    cdef double w, f, x, r = 0.0
+    cdef bint known                     # r holds f(w) for the current w
     cdef int it
     if t != t or t == INFINITY:         # W(e^inf) = inf (t - log t would be inf - inf)
         return t
     if t < -40.0:
         x = exp(t)
         return x * (1.0 - x)            # relative error O(e^{2t}) < 1e-34
-    if w0 > 0.0:
+    known = w0 > 0.0
+    if known:
         r = w0 + log(w0) - t
-    if w0 > 0.0 and fabs(r) < 1.0:
+        known = fabs(r) < 1.0
+    if known:
         w = w0                          # close: a few quadratic Newton steps
-        known = True
     elif t > 1.0:
         w = t - log(t)                  # asymptotic start, exact at t = 1
     else:

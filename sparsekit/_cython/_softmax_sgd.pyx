@@ -34,7 +34,7 @@ import numpy as np
 
 from cython cimport floating
 from libc.float cimport DBL_MIN, FLT_MIN
-from libc.math cimport exp, log, log1p, sqrt, fabs, isfinite
+from libc.math cimport exp, log, log1p, sqrt, fabs, fmax, isfinite
 from libc.stdint cimport uint64_t
 from libc.stdlib cimport malloc, calloc, free
 
@@ -359,6 +359,23 @@ cdef double _root(resid_fn f, void* ctx, double lo, double hi, double x0) noexce
     return x
 
 
+cdef double _root_above(resid_fn f, void* ctx, double lo, double bound,
+                        double x0) noexcept nogil:
+    """Root of an increasing f with f(lo) < 0 and a proven upper ``bound`` (f(bound) >= 0 in
+    exact arithmetic), searched from ``x0``: the bound is evaluated only when the root is
+    found there, and the bracket widened should rounding have left f(bound) < 0."""
+    cdef double x = lo, hi = bound, start = lo
+    cdef double d[2]
+    cdef int it
+    for it in range(200):
+        x = _root(f, ctx, lo, hi, x0)
+        if hi - x > 1e-9 * (1.0 + fabs(hi)) or f(hi, ctx, d) >= 0.0:
+            return x
+        lo = hi
+        hi += 1.0 + (hi - start)
+    return x
+
+
 cdef struct OneCtx:
     double s        # s~ = z^_k - z^_y
     double u0       # u~
@@ -388,9 +405,8 @@ cdef double _implicit_one(double s, double u0, double eta, double logc, double k
                           double* lam_out) noexcept nogil:
     """n = m = 1 Implicit SGD (App. F.1): returns u*, writes lambda* (a* = 2 eta q lambda*)."""
     cdef OneCtx c
-    cdef double lo, hi, g0, u, x0
+    cdef double g0, u, x0
     cdef double d[2]
-    cdef int it
     c.s = s
     c.u0 = u0
     c.eta = eta
@@ -399,23 +415,14 @@ cdef double _implicit_one(double s, double u0, double eta, double logc, double k
     c.logkappa = log(kappa) if kappa > 0.0 else 0.0
     c.w = 0.0
     g0 = _g_one(u0, &c, d)
-    x0 = u0 - _halley(g0, d)
     if g0 == 0.0:
         lam_out[0] = c.lam
         return u0
-    if g0 < 0.0:
-        # u~ <= u* <= log(1 + c e^{s~}) (a = 0 bound); widen only against rounding
-        lo = u0
-        hi = u0 if u0 > _log1pexp(logc + s) else _log1pexp(logc + s)
-        for it in range(200):
-            if _g_one(hi, &c, d) >= 0.0:
-                break
-            hi += 1.0 + (hi - lo)
-    else:
-        # g(0) = -u~ - eta lam(0) <= 0, so 0 <= u* <= u~ (u* > 0 by eq. (17))
-        lo = 0.0
-        hi = u0
-    u = _root(_g_one, &c, lo, hi, x0)
+    x0 = u0 - _halley(g0, d)
+    if g0 < 0.0:    # u~ < u* <= log(1 + c e^{s~}) (the a = 0 bound)
+        u = _root_above(_g_one, &c, u0, fmax(u0, _log1pexp(logc + s)), x0)
+    else:           # g(0) = -u~ - eta lam(0) <= 0, so 0 <= u* <= u~ (u* > 0 by eq. (17))
+        u = _root(_g_one, &c, 0.0, u0, x0)
     if u != c.at:
         _g_one(u, &c, d)
     lam_out[0] = c.lam
@@ -477,9 +484,9 @@ cdef double _implicit_multi(int m, double* shat, double* kappa, double kappa_y, 
     U = max(u~, log(1 + c sum_k e^{s^_k})) >= u*.
     """
     cdef MultiCtx c
-    cdef double mx, acc, upper, lo, hi, v, h0, x0
+    cdef double mx, acc, upper, v, h0, x0
     cdef double d[2]
-    cdef int k, it
+    cdef int k
     c.m = m
     c.shat = shat
     c.kappa = kappa
@@ -500,7 +507,6 @@ cdef double _implicit_multi(int m, double* shat, double* kappa, double kappa_y, 
     if h0 > 0.0:
         v = _root(_h_multi, &c, 0.0, u0, x0)
     else:
-        lo = u0
         mx = shat[0]
         for k in range(1, m):
             if shat[k] > mx:
@@ -511,15 +517,8 @@ cdef double _implicit_multi(int m, double* shat, double* kappa, double kappa_y, 
         upper = _log1pexp(logc + mx + log(acc))
         if upper < u0:
             upper = u0
-        hi = upper + kappa_y * (1.0 + ((upper - u0) / eta if eta > 0.0 else 0.0))
-        for it in range(200):
-            v = _root(_h_multi, &c, lo, hi, x0)
-            # h(V) >= 0 in exact arithmetic: only a root found at V is checked, and the
-            # bracket widened should rounding have left h(V) < 0
-            if hi - v > 1e-9 * (1.0 + fabs(hi)) or _h_multi(hi, &c, d) >= 0.0:
-                break
-            lo = hi
-            hi += 1.0 + (hi - u0)
+        v = _root_above(_h_multi, &c, u0, upper + kappa_y * (
+            1.0 + ((upper - u0) / eta if eta > 0.0 else 0.0)), x0)
     if v != c.at:
         _h_multi(v, &c, d)
     return c.u
