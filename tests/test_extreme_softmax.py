@@ -300,6 +300,25 @@ def test_a_zero_weight_row_is_a_row_left_out(method, b):
     assert np.all(np.isfinite(a.coef_))
 
 
+@pytest.mark.parametrize("method", ["implicit", "umax", "ove"])
+def test_zero_weight_rows_are_left_out_of_the_ridge_too(method):
+    """With alpha > 0 the ridge's class weights beta_k (notes eq. 6: 1 / P(k is touched))
+    and U-max's bound on u come from the rows a pass visits, so weight-0 rows of one class
+    and a huge norm change nothing."""
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((200, 6))
+    y = np.argmax(X @ rng.standard_normal((6, 4)) + rng.standard_normal((200, 4)), axis=1)
+    X_extra = np.vstack([X, 1e3 * rng.standard_normal((40, 6))])
+    y_extra = np.r_[y, np.zeros(40, dtype=int)]
+    sw = np.r_[np.ones(200), np.zeros(40)]
+    kw = dict(method=method, shuffle=False, random_state=0, n_epochs=3, learning_rate=0.5,
+              alpha=1e-2)
+    a = ExtremeSoftmaxSGD(**kw).fit(X_extra, y_extra, sample_weight=sw)
+    ref_fit = ExtremeSoftmaxSGD(**kw).fit(X, y)
+    np.testing.assert_array_equal(a.coef_, ref_fit.coef_)
+    np.testing.assert_array_equal(a.intercept_, ref_fit.intercept_)
+
+
 def test_pickle_stores_the_weights_once_and_keeps_coef_live(data):
     X, y = data
     est = ExtremeSoftmaxSGD(n_epochs=1, random_state=0).fit(X, y)

@@ -357,3 +357,38 @@ def test_partial_fit_first_call_needs_two_declared_classes():
         est.partial_fit(X, np.full(10, 2))
     assert est.n_features_in_ == X.shape[1]
     np.testing.assert_array_equal(est.classes_, [0, 1])
+
+
+@pytest.mark.parametrize("y_true, top, match", [
+    (np.array([np.nan, 1.0]), np.array([[1], [0]]), "y_true contains NaN labels"),
+    (np.array([1, 0]), np.full((2, 1), np.nan), "top_labels contains NaN labels"),
+    (np.array(["a", "b"]), np.array([[1], [0]]), "y_true holds string labels but top_labels "
+                                                  "numeric"),
+    (None, np.array([[1], [0]]), "y_true must hold one label or one collection"),
+    (3, np.array([[1], [0]]), "y_true must hold one label or one collection"),
+])
+def test_precision_at_k_refuses_labels_it_cannot_compare(y_true, top, match):
+    from sparsekit.linear_model import precision_at_k
+    with pytest.raises(ValueError, match=match):
+        precision_at_k(y_true, top)
+
+
+def test_first_label_reads_single_labels_and_refuses_non_containers():
+    """A plain label (a string too, not its first character) is its own first label."""
+    from sparsekit.linear_model import first_label
+    np.testing.assert_array_equal(first_label(np.array([1, 2, 3])), [1, 2, 3])
+    np.testing.assert_array_equal(first_label(["cat", ["dog", "x"]]), ["cat", "dog"])
+    for bad in (np.ones((2, 2, 2)), 5, None):
+        with pytest.raises(ValueError, match="Y must hold one label or one collection"):
+            first_label(bad)
+
+
+@pytest.mark.parametrize("classes, match", [
+    ([0, 1, np.nan], "classes must not contain NaN"),
+    ([[0, 1]], "classes must be 1-D"),
+    (np.array([0, 1, None], dtype=object), "one sortable type"),
+])
+def test_partial_fit_refuses_malformed_classes(classes, match):
+    X, y = _small(3, N=6, K=2)
+    with pytest.raises(ValueError, match=match):
+        ExtremeSoftmaxSGD().partial_fit(X, y, classes=classes)

@@ -298,6 +298,8 @@ def _half_sq(x):
     ({"bounds": [(0, 1), 5]}, r"bounds\[1\] must be a \(lo, hi\) pair, got 5"),
     ({"bounds": [(0, 1), (0, 1, 2)]}, r"bounds\[1\] must be a \(lo, hi\) pair"),
     ({"bounds": [(0, 1), (np.nan, 1)]}, "bounds must not contain NaN"),
+    ({"bounds": [(0, 1), (np.inf, np.inf)]}, "no feasible point"),
+    ({"bounds": [(-np.inf, -np.inf), (0, 1)]}, "no feasible point"),
     ({"options": {"theta": "newton"}}, "theta must be 'thesis', 'code' or 'scaled'"),
     ({"options": {"c1": 0.9, "c2": 0.5}}, r"0 < c1 < c2 < 1"),
     ({"options": {"c2": 1.0}}, r"0 < c1 < c2 < 1"),

@@ -350,6 +350,9 @@ def test_other_polytopes_fit_marginals(polytope, budget):
     ({"budget": 2}, "labels", "only used with"),
     ({"positive": True, "bounds": (0, 1)}, "labels", "either"),
     ({"bounds": (1, 0)}, "labels", "lower exceeds"),
+    ({"bounds": (np.inf, None)}, "labels", "no feasible"),
+    ({"bounds": (None, -np.inf)}, "labels", "no feasible"),
+    ({"bounds": (np.inf, None), "solver": "nqn"}, "labels", "no feasible"),
     ({"bounds": (0, 1, 2)}, "labels", "pair"),
     ({"polytope": "cube"}, "labels", "polytope"),
     ({"alpha": -1}, "labels", "alpha"),
@@ -771,3 +774,37 @@ def test_lbfgs_float32_line_search_warning_says_what_it_means(monkeypatch):
         SparsemaxClassifier().fit(X.astype(np.float32), y)
     with pytest.warns(ConvergenceWarning, match=r"\(ABNORMAL\); increase max_iter"):
         SparsemaxClassifier().fit(X, y)
+
+
+@pytest.mark.parametrize("solver", ["lbfgs", "nqn", "newton-cg"])
+def test_huge_sample_weights_fit_as_their_scaled_copy(solver):
+    """The objective is a weighted mean: weights of 1e307 (whose sum overflows) fit exactly
+    as unit weights, in float64 and float32 (they once left a NaN intercept)."""
+    X, y = _blobs(n=20)
+    for dtype in (np.float64, np.float32):
+        ref = SparsemaxClassifier(solver=solver).fit(X.astype(dtype), y)
+        big = SparsemaxClassifier(solver=solver).fit(X.astype(dtype), y,
+                                                    sample_weight=np.full(len(y), 1e307))
+        np.testing.assert_array_equal(big.coef_, ref.coef_)
+        np.testing.assert_array_equal(big.intercept_, ref.intercept_)
+
+
+def test_features_whose_squares_overflow_the_working_precision_are_rejected():
+    X, y = _blobs(n=20)
+    with pytest.raises(ValueError, match="overflow float32; rescale the features"):
+        SparsemaxClassifier().fit((X * 1e37).astype(np.float32), y)
+    SparsemaxClassifier().fit(X * 1e37, y)              # float64 squares are still finite
+
+
+@pytest.mark.parametrize("bad, match", [
+    (lambda Y: np.where(Y == 1, np.nan, 0.0), "NaN or infinity"),
+    (lambda Y: -Y, r"\[0, 1\]"),
+    (lambda Y: Y[:, :2], r"shape \(n_samples, 3\)"),
+])
+def test_score_checks_two_dimensional_targets_as_fit_does(bad, match):
+    X, y = _blobs(n=30)
+    Y = np.eye(3)[y]
+    clf = SparsemaxClassifier(polytope="box").fit(X, Y)
+    with pytest.raises(ValueError, match=match):
+        clf.score(X, bad(Y))
+    assert clf.score(X, sp.csr_matrix(Y)) == clf.score(X, Y)

@@ -22,8 +22,8 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
 
 from sparsekit._cython._softmax_sgd import METHODS, softmax_epoch
-from sparsekit.losses._softmax import _chunks, softmax_log_proba, softmax_nll, softmax_scores
-from sparsekit.utils._validation import with_uniform_indices
+from sparsekit.losses._softmax import _chunks, _log_softmax, softmax_nll, softmax_scores
+from sparsekit.utils._validation import check_sparse_structure, with_uniform_indices
 
 __all__ = ["ExtremeSoftmaxSGD", "first_label", "precision_at_k", "EXPECTED_FAILED_CHECKS"]
 
@@ -65,7 +65,7 @@ def first_label(Y):
     Y : {array-like, sparse matrix} of shape (n, L), or sequence of label sequences
         A label-indicator matrix (the first label is the lowest active column) or, per
         example, a list of labels in file order (the first one listed is kept; a set has no
-        order, so its smallest label is kept).
+        order, so its smallest label is kept) or a single label.
 
     Returns
     -------
@@ -85,7 +85,10 @@ def first_label(Y):
         Y.sort_indices()
         return Y.indices[Y.indptr[:-1]].copy()
     out = []
-    for i, labels in enumerate(Y):
+    for i, labels in enumerate(_label_entries(Y, "Y")):
+        if not isinstance(labels, _COLLECTIONS):
+            out.append(labels)          # one label (a string too, not its characters)
+            continue
         if isinstance(labels, (set, frozenset)):
             try:
                 labels = sorted(labels)
@@ -122,6 +125,11 @@ def precision_at_k(y_true, top_labels):
     sets = _label_sets(y_true)
     if len(sets) != n:
         raise ValueError(f"y_true has {len(sets)} examples, top_labels has {n}")
+    true_kinds = _label_kinds(set().union(*sets), "y_true")
+    top_kinds = _label_kinds(top_labels.ravel().tolist(), "top_labels")
+    if len(true_kinds) == len(top_kinds) == 1 and true_kinds != top_kinds:
+        raise ValueError(f"y_true holds {true_kinds.pop()} labels but top_labels "
+                         f"{top_kinds.pop()} labels")
     hits = sum(len(sets[i].intersection(top_labels[i].tolist())) for i in range(n))
     return hits / (n * k)
 
@@ -137,22 +145,57 @@ def _label_sets(y_true):
         Y = _indicator(y_true)
         return [set(Y.indices[Y.indptr[i]:Y.indptr[i + 1]].tolist())
                 for i in range(Y.shape[0])]
-    collections = (list, tuple, set, frozenset, np.ndarray)
     return [set(np.asarray(v).tolist()) if isinstance(v, np.ndarray)
-            else set(v) if isinstance(v, collections) else {v}
-            for v in (y_true.tolist() if isinstance(y_true, np.ndarray) else list(y_true))]
+            else set(v) if isinstance(v, _COLLECTIONS) else {v}
+            for v in _label_entries(y_true, "y_true")]
+
+
+_COLLECTIONS = (list, tuple, set, frozenset, np.ndarray)
+
+
+def _label_entries(Y, name):
+    """The entries of a 1-D label container (list, tuple, array, pandas Series) by
+    position: one label or one collection of labels per example."""
+    if (not hasattr(Y, "__len__") or isinstance(Y, (str, bytes))
+            or getattr(Y, "ndim", 1) != 1):
+        raise ValueError(f"{name} must hold one label or one collection of labels per "
+                         f"example (or be an indicator matrix), got {type(Y).__name__} of "
+                         f"shape {getattr(Y, 'shape', ())}")
+    return Y.tolist() if isinstance(Y, np.ndarray) else list(Y)
+
+
+def _label_kinds(labels, name):
+    """{"string"} or {"numeric"} (both for mixed labels); NaN labels are refused."""
+    if any(isinstance(v, float) and v != v for v in labels):
+        raise ValueError(f"{name} contains NaN labels")
+    return {"string" if isinstance(v, str) else "numeric" for v in labels}
 
 
 def _indicator(Y):
     """A label-indicator matrix (dense, sparse or DataFrame) as a CSR copy (the caller's
     arrays are never reordered) without explicit zeros. Its entries must be 0 or 1: a 2-D
     array of label ids would otherwise be read as an indicator."""
+    check_sparse_structure(Y, "y")
     Y = sp.csr_matrix(Y, copy=True) if sp.issparse(Y) else sp.csr_matrix(np.asarray(Y))
     Y.eliminate_zeros()
     if not np.all(Y.data == 1):
         raise ValueError("a 2-D target must be a 0/1 label-indicator matrix (column j is "
                          "label j); pass label ids as one sequence of labels per example")
     return Y
+
+
+def _declared_classes(classes):
+    """``partial_fit``'s ``classes``, sorted and unique: a 1-D array of labels, none NaN."""
+    classes = np.asarray(classes)
+    if classes.ndim != 1:
+        raise ValueError(f"classes must be 1-D, got shape {classes.shape}")
+    if any(isinstance(c, (float, np.floating)) and c != c for c in classes.tolist()):
+        raise ValueError("classes must not contain NaN")
+    try:
+        return np.unique(classes)
+    except TypeError:
+        raise ValueError("classes must be labels of one sortable type (e.g. all ints or "
+                         "all strings)") from None
 
 
 def _is_multilabel(y):
@@ -354,6 +397,7 @@ class ExtremeSoftmaxSGD(ClassifierMixin, BaseEstimator):
 
     def _validate_input(self, X, y, reset):
         y = self._targets(y)
+        check_sparse_structure(X)
         X, y = validate_data(self, X, y, accept_sparse="csr", dtype=[np.float64, np.float32],
                              order="C", reset=reset)
         with warnings.catch_warnings():  # many classes per example is this model's use case
@@ -397,7 +441,7 @@ class ExtremeSoftmaxSGD(ClassifierMixin, BaseEstimator):
         for start in range(0, n, 4096):
             sl = slice(start, min(n, start + 4096))
             S = softmax_scores(X[sl], self.coef_, self.intercept_)
-            logp = softmax_log_proba(S)
+            logp = _log_softmax(S)
             nll[sl] = -logp[np.arange(S.shape[0]), y_idx[sl]]
         return nll
 
@@ -431,13 +475,15 @@ class ExtremeSoftmaxSGD(ClassifierMixin, BaseEstimator):
             order = order[sample_weight[order] > 0.0]
         K = self._R.shape[0]
         m = min(self.n_sampled, K - 1)
-        counts = np.bincount(y_idx, minlength=K) / len(y_idx)
+        # the ridge weights and u's bound come from the rows the pass visits
+        counts = np.bincount(y_idx[order], minlength=K) / max(len(order), 1)
         beta = 1.0 / (counts + (1.0 - counts) * m / (K - 1))
         gamma = np.ones(K)
         alpha = float(self.alpha)
         if alpha > 0:
             bound_w = np.sqrt(2.0 * np.log(K) / alpha)
-            bound_u = np.logaddexp(0.0, np.log(K - 1) + 2.0 * np.sqrt(xsq.max()) * bound_w)
+            bound_x = np.sqrt(xsq[order].max(initial=0.0))
+            bound_u = np.logaddexp(0.0, np.log(K - 1) + 2.0 * bound_x * bound_w)
             sqn = np.full(K, -1.0)  # U-max's row norms: the driver computes them on first touch
         else:
             bound_w = bound_u = np.inf
@@ -615,7 +661,7 @@ class ExtremeSoftmaxSGD(ClassifierMixin, BaseEstimator):
         self._check_method_params()
         with self._input_checks():  # every check before the first change of state
             X, y = self._validate_input(X, y, reset=first)
-            known = self.classes_ if classes is None else np.unique(np.asarray(classes))
+            known = self.classes_ if classes is None else _declared_classes(classes)
             if first and len(known) < 2:
                 raise ValueError("partial_fit needs at least 2 declared classes")
             if not first and not np.all(np.isin(self.classes_, known)):
@@ -669,6 +715,7 @@ class ExtremeSoftmaxSGD(ClassifierMixin, BaseEstimator):
 
     def _checked(self, X):
         check_is_fitted(self)
+        check_sparse_structure(X)
         return validate_data(self, X, accept_sparse="csr", dtype=[np.float64, np.float32],
                              reset=False)
 
@@ -686,6 +733,7 @@ class ExtremeSoftmaxSGD(ClassifierMixin, BaseEstimator):
         Returns
         -------
         scores : ndarray of shape (n_samples, n_classes) or (n_samples,)
+            float64 also for a float32 model (scored as its float64 copy would be).
         """
         S = self._scores(X)
         return S[:, 1] - S[:, 0] if S.shape[1] == 2 else S
@@ -696,8 +744,9 @@ class ExtremeSoftmaxSGD(ClassifierMixin, BaseEstimator):
         Returns
         -------
         log_proba : ndarray of shape (n_samples, n_classes)
+            float64 also for a float32 model.
         """
-        return softmax_log_proba(self._scores(X))
+        return _log_softmax(self._scores(X))
 
     def predict_proba(self, X):
         """Exact softmax probabilities.
@@ -705,6 +754,7 @@ class ExtremeSoftmaxSGD(ClassifierMixin, BaseEstimator):
         Returns
         -------
         proba : ndarray of shape (n_samples, n_classes)
+            float64 also for a float32 model.
         """
         return np.exp(self.predict_log_proba(X))
 

@@ -24,10 +24,11 @@ from sklearn.utils.validation import (_check_sample_weight, check_is_fitted,
                                       validate_data)
 
 from sparsekit._cython import _oba_kernels as K
-from sparsekit.losses._softmax import softmax_log_proba
+from sparsekit.losses._softmax import _log_softmax
 from sparsekit.optimize import minimize_oba
 from sparsekit.optimize._datafits import Logistic
-from sparsekit.utils._validation import (check_two_classes, unchanged_on_error,
+from sparsekit.utils._validation import (check_entry_magnitude, check_sparse_structure,
+                                         check_two_classes, unchanged_on_error,
                                          with_uniform_indices)
 
 #: OBA's free set grows (τ doubles) after iterations whose corrective cycle dropped at most
@@ -145,16 +146,13 @@ def _layouts(X, n_problems=1):
 
 
 def _check_fit_data(estimator, X, y, sample_weight, reset=True):
+    check_sparse_structure(X)
     X, y = validate_data(estimator, X, y, accept_sparse=["csr", "csc"],
                          dtype=[np.float64, np.float32], reset=reset)
     if sp.issparse(X):
         X = with_uniform_indices(X)
     check_classification_targets(y)
-    values = X.data if sp.issparse(X) else X
-    largest = float(np.abs(values).max()) if values.size else 0.0
-    if largest > np.sqrt(np.finfo(np.float64).max / max(X.shape[1], 1)):
-        raise ValueError(f"X has entries up to {largest:.3g} in magnitude, whose squared row "
-                         "norms overflow float64; rescale the features (e.g. MaxAbsScaler)")
+    check_entry_magnitude(X, np.float64)
     sample_weight = _check_sample_weight(sample_weight, X, dtype=np.float64)
     if np.any(sample_weight < 0):
         raise ValueError("sample_weight must be non-negative")
@@ -309,6 +307,7 @@ class L1LogisticOBA(ClassifierMixin, BaseEstimator):
     def decision_function(self, X):
         """Signed margins X wᵀ + b: shape (n_samples,) for binary, (n_samples, n_classes) else."""
         check_is_fitted(self)
+        check_sparse_structure(X)
         X = validate_data(self, X, accept_sparse=["csr", "csc"],
                           dtype=[np.float64, np.float32], reset=False)
         if sp.issparse(X):
@@ -342,7 +341,7 @@ class L1LogisticOBA(ClassifierMixin, BaseEstimator):
         if scores.ndim == 1:
             scores = np.column_stack([-scores, scores])
             return -np.logaddexp(0.0, -scores)
-        return softmax_log_proba(-np.logaddexp(0.0, -scores))  # log σ minus its log-sum-exp
+        return _log_softmax(-np.logaddexp(0.0, -scores))  # log σ minus its log-sum-exp
 
     def sparsify(self):
         """Store ``coef_`` as a CSR matrix (memory and speed when most weights are zero)."""

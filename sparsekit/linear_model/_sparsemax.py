@@ -25,8 +25,8 @@ from ._sparsemax_dual import dual_coordinate_ascent
 from ..projections import project
 from ..projections._checks import negated_columns, reflect_columns
 from ..gpu._cupy import require_cupy
-from ..utils._validation import (check_device, check_two_classes, unchanged_on_error,
-                                 with_uniform_indices)
+from ..utils._validation import (check_device, check_entry_magnitude, check_sparse_structure,
+                                 check_two_classes, unchanged_on_error, with_uniform_indices)
 
 EXPECTED_FAILED_CHECKS = {
     **{name: "same objective; the solutions differ at the 1e-6 level (flat intercept valley)"
@@ -251,6 +251,8 @@ class SparsemaxClassifier(ClassifierMixin, BaseEstimator):
             self._check_sdca()
         check_device(self.device)
         budget = self._check_budget()
+        check_sparse_structure(X)
+        check_sparse_structure(y, "y")
         X, y = validate_data(self, X, y, accept_sparse=["csr", "csc"],
                              dtype=[np.float64, np.float32], order="C", multi_output=True,
                              y_numeric=False)
@@ -259,11 +261,15 @@ class SparsemaxClassifier(ClassifierMixin, BaseEstimator):
         X_rows = X  # Hessian products gather rows of X; dense float32 GEMMs are fastest
         if not sp.issparse(X) and np.count_nonzero(X) <= _CSR_DENSITY * X.size:
             X = sp.csr_matrix(X)
-        sw = _check_sample_weight(sample_weight, X, dtype=X.dtype, ensure_non_negative=True)
+        check_entry_magnitude(X, X.dtype)
+        sw = _check_sample_weight(sample_weight, X, dtype=np.float64, ensure_non_negative=True)
         Y, keep = self._encode_targets(y, budget)
-        sw = np.where(keep, sw, 0).astype(X.dtype)
-        if sw.sum() <= 0:
+        sw = np.where(keep, sw, 0.0)
+        if not sw.max() > 0:
             raise ValueError("The sample weights of the rows used in the fit sum to zero.")
+        # the objective is a weighted mean: dividing by the largest weight changes nothing
+        # but keeps sums of huge weights (and their float32 copy) finite
+        sw = (sw / sw.max()).astype(X.dtype)
         n_classes = Y.shape[1]
         n_features = X.shape[1]
         # negated=N: the un-negated problem in (W L, L b) with the score offset flip(0),
@@ -289,6 +295,9 @@ class SparsemaxClassifier(ClassifierMixin, BaseEstimator):
         W, b = self._unpack(res.x, n_features, n_classes)
         if center is not None:
             b -= center @ W
+        if not (np.isfinite(W).all() and np.isfinite(b).all()):
+            raise ValueError("SparsemaxClassifier's solver reached non-finite coefficients; "
+                             "rescale the features or use float64 X.")
         self.coef_ = np.ascontiguousarray(reflect_columns(W, columns, 0).T)
         self.intercept_ = reflect_columns(b, columns, 0)
         self.n_iter_ = int(res.nit)
@@ -431,6 +440,9 @@ class SparsemaxClassifier(ClassifierMixin, BaseEstimator):
             raise ValueError("bounds must not contain NaN (use None or +-inf for no bound).")
         if np.any(lo > hi):
             raise ValueError("bounds: lower exceeds upper.")
+        if np.any(lo == np.inf) or np.any(hi == -np.inf):
+            raise ValueError("bounds: a lower bound of +inf or an upper bound of -inf leaves "
+                             "no feasible coefficient.")
         if columns:  # the solver's coefficient rows of N are -coef_: [-upper, -lower]
             lo, hi = np.array(lo), np.array(hi)
             lo[columns], hi[columns] = -hi[columns], -lo[columns]
@@ -582,6 +594,11 @@ class SparsemaxClassifier(ClassifierMixin, BaseEstimator):
     def decision_function(self, X):
         """Scores ``X coef_^T + intercept_``; for two classes, ``s_1 - s_0`` (1-D).
 
+        For 2-D (multi-label) targets ``predict`` thresholds the projection
+        (``predict_proba(X) > threshold``), not these scores at 0; on the simplex with the
+        default threshold a label is predicted when its score exceeds the row's own
+        threshold tau(z) (report §1.3).
+
         Parameters
         ----------
         X : {array-like, sparse matrix} of shape (n_samples, n_features)
@@ -589,6 +606,7 @@ class SparsemaxClassifier(ClassifierMixin, BaseEstimator):
         Returns
         -------
         scores : ndarray of shape (n_samples, n_classes) or (n_samples,)
+            In the dtype of X (float32 input is scored in float32).
         """
         check_is_fitted(self)
         scores = self._scores(X)
@@ -598,6 +616,7 @@ class SparsemaxClassifier(ClassifierMixin, BaseEstimator):
 
     def _scores(self, X):
         check_is_fitted(self)
+        check_sparse_structure(X)
         X = validate_data(self, X, accept_sparse=["csr", "csc"],
                           dtype=[np.float64, np.float32], reset=False)
         coef = self.coef_.astype(X.dtype, copy=False)
@@ -667,8 +686,16 @@ class SparsemaxClassifier(ClassifierMixin, BaseEstimator):
         """
         if self.target_type_ == "multiclass":
             return super().score(X, y, sample_weight=sample_weight)
-        support = sp.csr_matrix(y).toarray() > 0 if sp.issparse(y) else np.asarray(y) > 0
-        return accuracy_score(support, self.predict(X) > 0, sample_weight=sample_weight)
+        check_sparse_structure(y, "y")
+        Y = sp.csr_matrix(y).toarray() if sp.issparse(y) else np.asarray(y, dtype=np.float64)
+        if Y.ndim != 2 or Y.shape[1] != self.classes_.size:
+            raise ValueError(f"y must have shape (n_samples, {self.classes_.size}) like the "
+                             f"targets of fit, got {Y.shape}")
+        if not np.isfinite(Y).all():
+            raise ValueError("y contains NaN or infinity.")
+        if Y.size and (Y.min() < -_TARGET_TOL or Y.max() > 1 + _TARGET_TOL):
+            raise ValueError("Target entries must lie in [0, 1].")
+        return accuracy_score(Y > 0, self.predict(X) > 0, sample_weight=sample_weight)
 
 
 def _flip_columns(Y, columns):

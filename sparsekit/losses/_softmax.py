@@ -13,7 +13,16 @@ of notes/unbiased_softmax_umax_isgd.md §5) and evaluated in log space, so nothi
 - ``ove_objective`` / ``ove_gradient``: the negated One-vs-Each bound of
   notes/one_vs_each.md eq. (15), ``mean_i sum_{k != y_i} softplus(s_ik) + alpha/2 ||W||^2``.
 - ``log_ove_bound``: ``log prod_{m != k} sigma(f_k - f_m)`` for every class k (eq. 4).
+
+Inputs are checked at O(nnz) cost (the stored values of a sparse X, never densified): X, u,
+scores and sample weights must be finite real numbers, y class indices in ``0..K-1`` and
+alpha a finite number >= 0 (``ValueError``; ``TypeError`` for non-numeric or, where dense
+scores are expected, sparse input). The weights are not checked: NaN weights give NaN
+results.
 """
+import math
+import numbers
+
 import numpy as np
 import scipy.sparse as sp
 from scipy.special import log_expit, logsumexp
@@ -33,6 +42,64 @@ __all__ = [
 _CHUNK_ENTRIES = 2**22  # rows per chunk * K kept below this when scoring big problems
 
 
+def _finite_real(values, name, kind="array"):
+    """``values`` as an array, or ``TypeError`` unless it holds real numbers and
+    ``ValueError`` if any is NaN or infinite ("{name} must be a finite {kind}")."""
+    values = np.asarray(values)
+    if values.dtype.kind not in "biuf":
+        raise TypeError(f"{name} must be a {kind} of real numbers, got dtype {values.dtype}")
+    if not np.isfinite(values).all():
+        raise ValueError(f"{name} must be a finite {kind}, got NaN or infinity")
+    return values
+
+
+def _check_X(X, coef):
+    """Checked ``(X, coef)``: X a 2-D array (array-likes converted) or a sparse matrix (made
+    CSR, never dense) of finite real numbers, checked in O(nnz); coef of shape
+    (n_classes, n_features of X), its values not checked."""
+    kind = "2-D array or sparse matrix"
+    if sp.issparse(X):
+        X = sp.csr_matrix(X)
+        _finite_real(X.data, "X", kind)
+    else:
+        X = _finite_real(X, "X", kind)
+        if X.ndim != 2:
+            raise ValueError(f"X must be a {kind} (n_samples, n_features), got shape {X.shape}")
+    coef = np.asarray(coef)
+    if coef.ndim != 2 or X.shape[1] != coef.shape[1]:
+        raise ValueError(f"coef must have shape (n_classes, {X.shape[1]}) to score X of "
+                         f"{X.shape[1]} features, got {coef.shape}")
+    return X, coef
+
+
+def _check_alpha(alpha):
+    """``alpha`` as a float, or ``ValueError`` unless it is a finite real number >= 0."""
+    if (isinstance(alpha, bool) or not isinstance(alpha, numbers.Real)
+            or not 0 <= alpha < math.inf):
+        raise ValueError(f"alpha must be a finite number >= 0, got {alpha!r}")
+    return float(alpha)
+
+
+def _check_scores(scores, dims, masked=False):
+    """``scores`` as a float64 array of ``dims`` dimensions (a tuple), finite, with at least
+    one class (the last axis), or a clear error. With ``masked``, -inf (a class of
+    probability 0) is allowed where a row has a finite score."""
+    kind = f"{' or '.join(f'{d}-D' for d in dims)} array"
+    if sp.issparse(scores):
+        raise TypeError(f"scores must be a dense {kind}, got a sparse matrix")
+    scores = np.asarray(scores)
+    masked = masked and scores.dtype.kind == "f"
+    shown = np.where(scores == -np.inf, 0.0, scores) if masked else scores
+    _finite_real(shown, "scores", kind)
+    if scores.ndim not in dims or scores.shape[-1] == 0:
+        raise ValueError(f"scores must be a finite {kind} with at least one class (n_rows, "
+                         f"n_classes), got shape {scores.shape}")
+    if masked and np.any(np.max(scores, axis=-1) == -np.inf):
+        raise ValueError("scores: every row needs a finite score (a row of -inf has no "
+                         "softmax)")
+    return scores.astype(np.float64, copy=False)
+
+
 def softmax_scores(X, coef, intercept=None):
     """Dense scores ``X @ coef.T (+ intercept)`` of shape (n, K); X dense or sparse.
 
@@ -40,13 +107,25 @@ def softmax_scores(X, coef, intercept=None):
     would), a block of classes at a time, so that ``coef`` is never copied whole: a sparse
     X is scored on the columns it uses (SciPy's ``X @ coef.T`` would make a C-ordered copy
     of all K x D weights for every call), a dense X against float64 blocks of rows of coef.
+
+    Parameters
+    ----------
+    X : {array-like, sparse matrix} of shape (n, D)
+        Finite real numbers (checked in O(nnz); a sparse X stays sparse).
+    coef : ndarray of shape (K, D)
+        Not checked for NaN (NaN weights give NaN scores).
+    intercept : ndarray of shape (K,), optional
+
+    Returns
+    -------
+    scores : ndarray of shape (n, K), float64
     """
-    coef = np.asarray(coef)
-    if coef.ndim != 2 or X.shape[1] != coef.shape[1]:
-        raise ValueError(f"coef must have shape (n_classes, {X.shape[1]}) to score X of "
-                         f"{X.shape[1]} features, got {coef.shape}")
+    return _scores(*_check_X(X, coef), intercept)
+
+
+def _scores(X, coef, intercept=None):
+    """``softmax_scores`` of inputs already checked by ``_check_X``."""
     if sp.issparse(X):
-        X = sp.csr_matrix(X)
         columns, inverse = np.unique(X.indices, return_inverse=True)
         X = sp.csr_matrix((X.data.astype(np.float64), inverse.ravel(), X.indptr),
                           shape=(X.shape[0], columns.size))
@@ -74,12 +153,26 @@ def _shifted_log_normalizer(S):
 
 def softmax_log_proba(scores):
     """Row-wise ``log softmax``, ``(s - max s) - log sum exp(s - max s)`` (a 1-D ``scores``
-    is one row)."""
-    scores = np.asarray(scores, dtype=np.float64)
-    if scores.ndim not in (1, 2):
-        raise ValueError(f"scores must be 1-D or 2-D (n_rows, n_classes), got {scores.shape}")
-    Z, log_norm = _shifted_log_normalizer(np.atleast_2d(scores))
-    return (Z - log_norm[:, None]).reshape(scores.shape)
+    is one row).
+
+    Parameters
+    ----------
+    scores : array-like of shape (n_rows, n_classes) or (n_classes,)
+        Dense, with n_classes >= 1 (``TypeError`` for a sparse matrix), finite but for
+        -inf, a class of probability 0 (each row needs a finite score).
+
+    Returns
+    -------
+    log_proba : ndarray of the shape of ``scores``, float64
+    """
+    scores = _check_scores(scores, (1, 2), masked=True)
+    return _log_softmax(np.atleast_2d(scores)).reshape(scores.shape)
+
+
+def _log_softmax(S):
+    """``softmax_log_proba`` of a 2-D float64 ``S``, unchecked (NaN scores give NaN)."""
+    Z, log_norm = _shifted_log_normalizer(S)
+    return Z - log_norm[:, None]
 
 
 def _chunks(n, K):
@@ -93,33 +186,32 @@ def softmax_nll(X, y, coef, intercept=None, sample_weight=None):
 
     Parameters
     ----------
-    X : {ndarray, sparse matrix} of shape (n, D)
-    y : ndarray of shape (n,)
+    X : {array-like, sparse matrix} of shape (n, D)
+        Finite real numbers (checked in O(nnz); a sparse X stays sparse).
+    y : array-like of shape (n,)
         Class indices in ``0..K-1``.
     coef : ndarray of shape (K, D)
     intercept : ndarray of shape (K,), optional
-    sample_weight : ndarray of shape (n,), optional
-        Weighted mean when given.
+    sample_weight : array-like of shape (n,), optional
+        Finite and non-negative; weighted mean when given.
 
     Returns
     -------
     nll : float
     """
+    X, coef = _check_X(X, coef)         # a sparse X is made CSR: rows are sliced below
     K = coef.shape[0]
     y = _class_indices(y, X.shape[0], K)
-    if sp.issparse(X):
-        X = sp.csr_matrix(X)            # rows are sliced below (COO cannot be)
     if sample_weight is not None:
-        sample_weight = np.asarray(sample_weight, dtype=np.float64)
-        if (sample_weight.shape != y.shape or not np.all(np.isfinite(sample_weight))
-                or np.any(sample_weight < 0)):
+        sample_weight = _finite_real(sample_weight, "sample_weight").astype(float, copy=False)
+        if sample_weight.shape != y.shape or np.any(sample_weight < 0):
             raise ValueError(f"sample_weight must be {y.shape[0]} finite non-negative numbers")
     mass = X.shape[0] if sample_weight is None else np.sum(sample_weight)
     if not mass > 0:
         raise ValueError("the mean NLL needs at least one example of positive weight")
     total = 0.0
     for sl in _chunks(X.shape[0], K):
-        Z, log_norm = _shifted_log_normalizer(softmax_scores(X[sl], coef, intercept))
+        Z, log_norm = _shifted_log_normalizer(_scores(X[sl], coef, intercept))
         nll = log_norm - Z[np.arange(Z.shape[0]), y[sl]]
         total += nll.sum() if sample_weight is None else nll @ sample_weight[sl]
     return total / mass
@@ -135,8 +227,8 @@ def _class_indices(y, n, K):
 
 
 def _per_example(u, n):
-    """``u`` as n float64 values (a column or a short u would broadcast silently)."""
-    u = np.asarray(u, dtype=np.float64)
+    """``u`` as n finite float64 values (a column or a short u would broadcast silently)."""
+    u = _finite_real(u, "u").astype(np.float64, copy=False)
     if u.shape != (n,):
         raise ValueError(f"u must have shape ({n},), got {u.shape}")
     return u
@@ -150,35 +242,46 @@ def _ridge(alpha, coef):
     return 0.5 * alpha * (w @ w)
 
 
-def _gaps(X, y, coef, intercept=None):
+def _gaps(X, y, coef, alpha=0.0, intercept=None):
+    """Checked ``(X, y, coef, alpha)`` (see the module docstring) and the score gaps
+    ``s_ik = x_i.(w_k - w_{y_i})`` of shape (n, K), -inf on the true class."""
+    X, coef = _check_X(X, coef)
     if X.shape[0] == 0:
         raise ValueError("the mean over examples needs at least one example (X has 0 rows)")
     y = _class_indices(y, X.shape[0], coef.shape[0])
-    S = softmax_scores(X, coef, intercept)
+    alpha = _check_alpha(alpha)
+    S = _scores(X, coef, intercept)
     rows = np.arange(S.shape[0])
     gaps = S - S[rows, y][:, None]           # s_ik = x.(w_k - w_y); 0 on the true class
     gaps[rows, y] = -np.inf
-    return gaps
+    return X, y, coef, alpha, gaps
 
 
 def optimal_u(X, y, coef, intercept=None):
-    """``u_i* = log(1 + sum_{k != y_i} e^{s_ik})`` (notes §1.2), the NLL of each example."""
-    gaps = _gaps(X, y, coef, intercept)
+    """``u_i* = log(1 + sum_{k != y_i} e^{s_ik})`` (notes §1.2), the NLL of each example.
+
+    X (dense or sparse) must hold finite real numbers and y class indices in ``0..K-1``.
+    """
+    gaps = _gaps(X, y, coef, intercept=intercept)[-1]
     return np.logaddexp(0.0, logsumexp(gaps, axis=1))
 
 
 def double_sum_objective(X, y, coef, u, alpha=0.0):
-    """``mean_i[u_i + e^{-u_i}(1 + sum_{k != y_i} e^{s_ik}) - 1] + alpha/2 ||W||^2``."""
-    gaps = _gaps(X, y, coef)
+    """``mean_i[u_i + e^{-u_i}(1 + sum_{k != y_i} e^{s_ik}) - 1] + alpha/2 ||W||^2``.
+
+    X (dense or sparse) and u of shape (n,) must hold finite real numbers, y class indices
+    in ``0..K-1`` and alpha must be a finite number >= 0.
+    """
+    X, _, coef, alpha, gaps = _gaps(X, y, coef, alpha)
     u = _per_example(u, X.shape[0])
     log_a = np.logaddexp(0.0, logsumexp(gaps, axis=1))
     return np.mean(u + np.exp(log_a - u) - 1.0) + _ridge(alpha, coef)
 
 
 def double_sum_gradient(X, y, coef, u, alpha=0.0):
-    """Exact gradient of ``double_sum_objective`` with respect to (W, u)."""
+    """Exact gradient of ``double_sum_objective`` with respect to (W, u); same inputs."""
+    X, y, coef, alpha, gaps = _gaps(X, y, coef, alpha)
     n = X.shape[0]
-    gaps = _gaps(X, y, coef)
     u = _per_example(u, n)
     P = np.exp(gaps - u[:, None])               # e^{s_ik - u_i}, 0 on the true class
     G = P.copy()
@@ -189,15 +292,20 @@ def double_sum_gradient(X, y, coef, u, alpha=0.0):
 
 
 def ove_objective(X, y, coef, alpha=0.0):
-    """Negated One-vs-Each bound: ``mean_i sum_{k != y_i} softplus(s_ik) + alpha/2 ||W||^2``."""
-    gaps = _gaps(X, y, coef)
+    """Negated One-vs-Each bound: ``mean_i sum_{k != y_i} softplus(s_ik) + alpha/2 ||W||^2``.
+
+    X (dense or sparse) must hold finite real numbers, y class indices in ``0..K-1`` and
+    alpha must be a finite number >= 0.
+    """
+    _, _, coef, alpha, gaps = _gaps(X, y, coef, alpha)
     return np.mean(np.sum(np.logaddexp(0.0, gaps), axis=1)) + _ridge(alpha, coef)
 
 
 def ove_gradient(X, y, coef, alpha=0.0):
-    """Gradient of ``ove_objective`` (notes/one_vs_each.md eq. (16), negated, mean form)."""
+    """Gradient of ``ove_objective`` (notes/one_vs_each.md eq. (16), negated, mean form);
+    same inputs."""
+    X, y, coef, alpha, gaps = _gaps(X, y, coef, alpha)
     n = X.shape[0]
-    gaps = _gaps(X, y, coef)
     Sg = np.exp(log_expit(gaps))                # sigma(s_ik), 0 on the true class
     G = Sg.copy()
     G[np.arange(n), y] = -Sg.sum(axis=1)
@@ -212,16 +320,15 @@ def log_ove_bound(scores):
 
     Parameters
     ----------
-    scores : ndarray of shape (n, K), finite
+    scores : array-like of shape (n, K)
+        Dense, finite, with K >= 1 (``TypeError`` for a sparse matrix).
 
     Returns
     -------
     log_bound : ndarray of shape (n, K), ``<= softmax_log_proba(scores)`` (up to rounding,
         a few 1e-16 where the bound is tight).
     """
-    f = np.asarray(scores, dtype=np.float64)
-    if f.ndim != 2 or not np.all(np.isfinite(f)):
-        raise ValueError("scores must be a finite 2-D array")
+    f = _check_scores(scores, (2,))
     n, K = f.shape
     out = np.empty((n, K))
     rows = max(1, _CHUNK_ENTRIES // max(K * K, 1))

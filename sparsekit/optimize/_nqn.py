@@ -118,6 +118,9 @@ def _parse_bounds(bounds, n):
         raise ValueError("bounds must not contain NaN")
     if (lo > hi).any():
         raise ValueError("every lower bound must be <= its upper bound")
+    if (lo == np.inf).any() or (hi == -np.inf).any():
+        raise ValueError("a lower bound of +inf or an upper bound of -inf leaves no "
+                         "feasible point")
     return lo, hi
 
 

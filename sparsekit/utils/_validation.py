@@ -43,6 +43,48 @@ def with_uniform_indices(X):
     return X
 
 
+def check_sparse_structure(X, name="X"):
+    """Raise ``ValueError`` when a sparse ``X``'s index arrays point outside its shape, so
+    that no kernel (nor SciPy's format conversions) reads or writes out of bounds.
+
+    O(nnz), vectorized; dense input and formats without raw index arrays pass unchecked.
+    CSR/CSC/BSR: ``indptr`` of length (rows or columns) + 1, from 0, non-decreasing, up
+    to at most ``len(indices)`` (and ``len(data)``), ``indices`` in [0, other dimension);
+    COO: ``row`` and ``col`` inside the shape.
+    """
+    if not sp.issparse(X):
+        return
+    if X.format == "coo":
+        for coords, size in ((X.row, X.shape[0]), (X.col, X.shape[1])):
+            if coords.size and (coords.min() < 0 or coords.max() >= size):
+                raise ValueError(f"{name} (COO) has coordinates outside its shape {X.shape}")
+        return
+    if X.format not in ("csr", "csc", "bsr"):
+        return
+    indptr, indices = X.indptr, X.indices
+    major, minor = X.shape if X.format != "csc" else X.shape[::-1]
+    if X.format == "bsr":
+        major, minor = major // X.blocksize[0], minor // X.blocksize[1]
+    if (indptr.ndim != 1 or indptr.size != major + 1 or indptr[0] != 0
+            or np.any(np.diff(indptr) < 0) or indptr[-1] > min(indices.size, len(X.data))):
+        raise ValueError(f"{name} ({X.format.upper()}) has an invalid indptr: it must start at "
+                         "0, never decrease and end at most at the number of stored entries")
+    stored = indices[:indptr[-1]]
+    if stored.size and (stored.min() < 0 or stored.max() >= minor):
+        raise ValueError(f"{name} ({X.format.upper()}) has indices outside [0, {minor})")
+
+
+def check_entry_magnitude(X, dtype):
+    """Raise ``ValueError`` when ``X`` (dense or sparse, finite) has entries so large that
+    its squared row norms may overflow ``dtype``, the type the solver computes in."""
+    values = X.data if sp.issparse(X) else X
+    largest = max(float(values.max()), -float(values.min())) if values.size else 0.0
+    if largest > np.sqrt(np.finfo(dtype).max / max(X.shape[1], 1)):
+        raise ValueError(f"X has entries up to {largest:.3g} in magnitude, whose squared row "
+                         f"norms overflow {np.dtype(dtype).name}; rescale the features (e.g. "
+                         "MaxAbsScaler)")
+
+
 def check_two_classes(classes):
     """Raise, as scikit-learn's LogisticRegression does, when the sorted labels ``classes``
     hold fewer than two classes."""
