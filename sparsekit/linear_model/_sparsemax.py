@@ -289,6 +289,9 @@ class SparsemaxClassifier(ClassifierMixin, BaseEstimator):
             res = self._fit_dual(X, Y, sw, budget, fun, theta0, offset)
         elif self.solver == "newton-cg":
             hessp = self._hessian_at(X, X_rows, sw, budget, n_classes, center, offset)
+            if (self.polytope == "simplex" and self.fit_intercept
+                    and not self.penalize_intercept and not columns):
+                fun, hessp = _without_common_shift(fun, hessp, n_classes)
             res = _newton_cg(fun, hessp, theta0, self.tol, self.max_iter, self.verbose)
         else:
             res = self._minimize(fun, theta0, bounds, X.dtype)
@@ -745,6 +748,27 @@ def _cpu_data_term(X, Y, sw, code, budget):
                                    budget, gW, gb, block)
             return loss, gW, gb
     return data_term
+
+
+def _without_common_shift(fun, hessp_at, n_classes):
+    """``fun`` and ``hessp_at`` with the mean of the intercept block removed from gradients
+    and Hessian products. Sparsemax on the simplex is invariant to adding one constant to
+    every score, so with a free, unpenalized intercept that block sums to zero in exact
+    arithmetic; its rounding (float32 scores) would otherwise be divided by the tiny damping
+    of the Newton system along the null direction and drift the intercept by ~1e3."""
+    def centered(v):
+        v[-n_classes:] -= v[-n_classes:].mean()
+        return v
+
+    def centered_fun(theta):
+        f, g = fun(theta)
+        return f, centered(g)
+
+    def centered_hessp_at(theta):
+        hessp, n_active = hessp_at(theta)
+        return (lambda v: centered(hessp(v))), n_active
+
+    return centered_fun, centered_hessp_at
 
 
 def _newton_cg(fun, hessp_at, theta, tol, max_iter, verbose):
