@@ -384,7 +384,7 @@ def test_first_label_reads_single_labels_and_refuses_non_containers():
 
 
 @pytest.mark.parametrize("classes, match", [
-    ([0, 1, np.nan], "classes must not contain NaN"),
+    ([0, 1, np.nan], "classes contains NaN labels"),
     ([[0, 1]], "classes must be 1-D"),
     (np.array([0, 1, None], dtype=object), "one sortable type"),
 ])

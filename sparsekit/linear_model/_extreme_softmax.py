@@ -19,11 +19,12 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.multiclass import check_classification_targets
-from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
+from sklearn.utils.validation import _check_sample_weight, check_is_fitted
 
 from sparsekit._cython._softmax_sgd import METHODS, softmax_epoch
 from sparsekit.losses._softmax import _chunks, _log_softmax, softmax_nll, softmax_scores
-from sparsekit.utils._validation import check_sparse_structure, with_uniform_indices
+from sparsekit.utils._validation import (check_sparse_structure, validate_input,
+                                         with_uniform_indices)
 
 __all__ = ["ExtremeSoftmaxSGD", "first_label", "precision_at_k", "EXPECTED_FAILED_CHECKS"]
 
@@ -166,7 +167,7 @@ def _label_entries(Y, name):
 
 def _label_kinds(labels, name):
     """{"string"} or {"numeric"} (both for mixed labels); NaN labels are refused."""
-    if any(isinstance(v, float) and v != v for v in labels):
+    if any(isinstance(v, (float, np.floating)) and v != v for v in labels):
         raise ValueError(f"{name} contains NaN labels")
     return {"string" if isinstance(v, str) else "numeric" for v in labels}
 
@@ -189,8 +190,7 @@ def _declared_classes(classes):
     classes = np.asarray(classes)
     if classes.ndim != 1:
         raise ValueError(f"classes must be 1-D, got shape {classes.shape}")
-    if any(isinstance(c, (float, np.floating)) and c != c for c in classes.tolist()):
-        raise ValueError("classes must not contain NaN")
+    _label_kinds(classes.tolist(), "classes")          # refuses NaN
     try:
         return np.unique(classes)
     except TypeError:
@@ -397,8 +397,7 @@ class ExtremeSoftmaxSGD(ClassifierMixin, BaseEstimator):
 
     def _validate_input(self, X, y, reset):
         y = self._targets(y)
-        check_sparse_structure(X)
-        X, y = validate_data(self, X, y, accept_sparse="csr", dtype=[np.float64, np.float32],
+        X, y = validate_input(self, X, y, accept_sparse="csr", dtype=[np.float64, np.float32],
                              order="C", reset=reset)
         with warnings.catch_warnings():  # many classes per example is this model's use case
             warnings.filterwarnings("ignore", message="The number of unique classes is "
@@ -715,8 +714,7 @@ class ExtremeSoftmaxSGD(ClassifierMixin, BaseEstimator):
 
     def _checked(self, X):
         check_is_fitted(self)
-        check_sparse_structure(X)
-        return validate_data(self, X, accept_sparse="csr", dtype=[np.float64, np.float32],
+        return validate_input(self, X, accept_sparse="csr", dtype=[np.float64, np.float32],
                              reset=False)
 
     def _row_reduce(self, X, reduce):

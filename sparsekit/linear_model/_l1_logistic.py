@@ -20,15 +20,14 @@ from sklearn.utils.class_weight import compute_class_weight
 from sklearn.utils.extmath import safe_sparse_dot
 from sklearn.utils.multiclass import check_classification_targets
 from scipy.special import expit, log_expit, xlogy
-from sklearn.utils.validation import (_check_sample_weight, check_is_fitted,
-                                      validate_data)
+from sklearn.utils.validation import _check_sample_weight, check_is_fitted
 
 from sparsekit._cython import _oba_kernels as K
 from sparsekit.losses._softmax import _log_softmax
 from sparsekit.optimize import minimize_oba
 from sparsekit.optimize._datafits import Logistic
-from sparsekit.utils._validation import (check_entry_magnitude, check_sparse_structure,
-                                         check_two_classes, unchanged_on_error,
+from sparsekit.utils._validation import (check_entry_magnitude, check_two_classes,
+                                         unchanged_on_error, validate_input,
                                          with_uniform_indices)
 
 #: OBA's free set grows (τ doubles) after iterations whose corrective cycle dropped at most
@@ -146,8 +145,7 @@ def _layouts(X, n_problems=1):
 
 
 def _check_fit_data(estimator, X, y, sample_weight, reset=True):
-    check_sparse_structure(X)
-    X, y = validate_data(estimator, X, y, accept_sparse=["csr", "csc"],
+    X, y = validate_input(estimator, X, y, accept_sparse=["csr", "csc"],
                          dtype=[np.float64, np.float32], reset=reset)
     if sp.issparse(X):
         X = with_uniform_indices(X)
@@ -307,8 +305,7 @@ class L1LogisticOBA(ClassifierMixin, BaseEstimator):
     def decision_function(self, X):
         """Signed margins X wᵀ + b: shape (n_samples,) for binary, (n_samples, n_classes) else."""
         check_is_fitted(self)
-        check_sparse_structure(X)
-        X = validate_data(self, X, accept_sparse=["csr", "csc"],
+        X = validate_input(self, X, accept_sparse=["csr", "csc"],
                           dtype=[np.float64, np.float32], reset=False)
         if sp.issparse(X):
             X = with_uniform_indices(X)

@@ -16,7 +16,6 @@ from sklearn.utils.validation import (
     _check_sample_weight,
     check_is_fitted,
     column_or_1d,
-    validate_data,
 )
 
 from .._cython._projections import POLYTOPE_CODES, jvp_rows, project_rows
@@ -26,7 +25,8 @@ from ..projections import project
 from ..projections._checks import negated_columns, reflect_columns
 from ..gpu._cupy import require_cupy
 from ..utils._validation import (check_device, check_entry_magnitude, check_sparse_structure,
-                                 check_two_classes, unchanged_on_error, with_uniform_indices)
+                                 check_two_classes, unchanged_on_error, validate_input,
+                                 with_uniform_indices)
 
 EXPECTED_FAILED_CHECKS = {
     **{name: "same objective; the solutions differ at the 1e-6 level (flat intercept valley)"
@@ -251,9 +251,7 @@ class SparsemaxClassifier(ClassifierMixin, BaseEstimator):
             self._check_sdca()
         check_device(self.device)
         budget = self._check_budget()
-        check_sparse_structure(X)
-        check_sparse_structure(y, "y")
-        X, y = validate_data(self, X, y, accept_sparse=["csr", "csc"],
+        X, y = validate_input(self, X, y, accept_sparse=["csr", "csc"],
                              dtype=[np.float64, np.float32], order="C", multi_output=True,
                              y_numeric=False)
         if sp.issparse(X):
@@ -350,10 +348,7 @@ class SparsemaxClassifier(ClassifierMixin, BaseEstimator):
             Y.sum_duplicates()
             Y.eliminate_zeros()
             self.classes_ = np.arange(Y.shape[1])
-            if not np.isfinite(Y.data).all():
-                raise ValueError("y contains NaN or infinity.")
-            if Y.data.size and (Y.data.min() < -_TARGET_TOL or Y.data.max() > 1 + _TARGET_TOL):
-                raise ValueError("Target entries must lie in [0, 1].")
+            _check_target_entries(Y.data)
             np.clip(Y.data, 0.0, 1.0, out=Y.data)  # rounding noise within the tolerance
             binary = np.all(Y.data == 1)
             self.target_type_ = "multilabel" if binary else "proportions"
@@ -619,8 +614,7 @@ class SparsemaxClassifier(ClassifierMixin, BaseEstimator):
 
     def _scores(self, X):
         check_is_fitted(self)
-        check_sparse_structure(X)
-        X = validate_data(self, X, accept_sparse=["csr", "csc"],
+        X = validate_input(self, X, accept_sparse=["csr", "csc"],
                           dtype=[np.float64, np.float32], reset=False)
         coef = self.coef_.astype(X.dtype, copy=False)
         return np.asarray(X @ coef.T) + self.intercept_.astype(X.dtype)
@@ -694,11 +688,16 @@ class SparsemaxClassifier(ClassifierMixin, BaseEstimator):
         if Y.ndim != 2 or Y.shape[1] != self.classes_.size:
             raise ValueError(f"y must have shape (n_samples, {self.classes_.size}) like the "
                              f"targets of fit, got {Y.shape}")
-        if not np.isfinite(Y).all():
-            raise ValueError("y contains NaN or infinity.")
-        if Y.size and (Y.min() < -_TARGET_TOL or Y.max() > 1 + _TARGET_TOL):
-            raise ValueError("Target entries must lie in [0, 1].")
+        _check_target_entries(Y)
         return accuracy_score(Y > 0, self.predict(X) > 0, sample_weight=sample_weight)
+
+
+def _check_target_entries(values):
+    """Raise unless every 2-D target entry is finite and in [0, 1] (up to rounding)."""
+    if not np.isfinite(values).all():
+        raise ValueError("y contains NaN or infinity.")
+    if values.size and (values.min() < -_TARGET_TOL or values.max() > 1 + _TARGET_TOL):
+        raise ValueError("Target entries must lie in [0, 1].")
 
 
 def _flip_columns(Y, columns):

@@ -4,6 +4,7 @@ import numbers
 
 import numpy as np
 import scipy.sparse as sp
+from sklearn.utils.validation import validate_data
 
 _DEVICES = ("cpu", "cuda")
 
@@ -72,6 +73,14 @@ def check_sparse_structure(X, name="X"):
     stored = indices[:indptr[-1]]
     if stored.size and (stored.min() < 0 or stored.max() >= minor):
         raise ValueError(f"{name} ({X.format.upper()}) has indices outside [0, {minor})")
+
+
+def validate_input(estimator, X, y="no_validation", **check_params):
+    """scikit-learn's ``validate_data`` after ``check_sparse_structure`` of ``X`` (and of a
+    sparse ``y``): the entry point of every estimator's input."""
+    check_sparse_structure(X)
+    check_sparse_structure(y, "y")
+    return validate_data(estimator, X, y, **check_params)
 
 
 def check_entry_magnitude(X, dtype):
