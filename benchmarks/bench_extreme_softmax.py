@@ -864,7 +864,10 @@ def scale_report(scale):
         "classes drawn per step, implicit only\" below; at m = 1 Halley's steps saved "
         "evaluations but not time, the Lambert-W warm starts being farther apart). A faster "
         "step at K=100 raises the ratio: 1.28x to 1.35x at m = 1 and 1.61x to 1.69x at "
-        "m = 5 in those runs.")
+        "m = 5 in those runs. With batches, the sampled rows' DRAM traffic can be cut by "
+        "drawing the classes once per batch (`shared_classes=True`, unbiased per example): "
+        "section \"ExtremeSoftmaxSGD: classes drawn per batch\" "
+        "(`python benchmarks/bench_shared_classes.py`).")
 
 
 def _fmt(x, nd=3):

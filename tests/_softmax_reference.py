@@ -44,6 +44,18 @@ def sample_classes(rng, K, y, m, exclude=True):
     return [k + 1 if k >= y and exclude else k for k in out]
 
 
+def shared_classes(rng, K, shared, y, m, exclude=True):
+    """The batch's set ``shared`` for an example of class y: y, if there, swapped for a class
+    outside the set drawn by rejection (same as the C sampler)."""
+    out = list(shared)
+    if exclude and y in out:
+        c = rng.randint(K)
+        while c in shared:
+            c = rng.randint(K)
+        out[out.index(y)] = c
+    return out
+
+
 def prox_problem(x, wt, u0, eta_data, eta, alpha, beta, c):
     """Objective, gradient and Hessian of the Implicit SGD proximal problem.
 
@@ -128,11 +140,12 @@ def _explicit_coef(method, z, u, c, delta):
 
 
 def reference_epoch(method, X, y, W, u, order, seed, m, batch_size, eta, alpha, delta,
-                    sample_weight=None, exclude=True):
+                    sample_weight=None, exclude=True, shared=False):
     """One pass of ``method`` on dense X (bias folded into X by the caller).
 
     Returns the new (W, u); W is (K, D) with the ridge shrink w <- (w + step)/rho, the U-max
-    projections when alpha > 0, and the implicit step from ``solve_prox``.
+    projections when alpha > 0, and the implicit step from ``solve_prox``. ``shared``: one
+    class set per batch (``shared_classes``).
     """
     W = W.astype(np.float64).copy()
     u = u.astype(np.float64).copy()
@@ -150,8 +163,13 @@ def reference_epoch(method, X, y, W, u, order, seed, m, batch_size, eta, alpha, 
         batch = order[start:start + batch_size]
         nb = len(batch)
         touched, steps = [], []
-        for i in batch:
-            T = [y[i]] + sample_classes(rng, K, y[i], m, exclude)
+        for e, i in enumerate(batch):
+            if not shared:
+                T = [y[i]] + sample_classes(rng, K, y[i], m, exclude)
+            else:
+                if e == 0:
+                    S = sample_classes(rng, K, y[i], m, exclude=False)
+                T = [y[i]] + shared_classes(rng, K, S, y[i], m, exclude)
             x = X[i]
             z = W[T] @ x
             eta_i = eta * sw[i] / nb

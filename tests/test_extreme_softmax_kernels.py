@@ -5,7 +5,7 @@ import numpy as np
 import scipy.sparse as sp
 import pytest
 from scipy.optimize import brentq
-from scipy.special import lambertw, logsumexp
+from scipy.special import expit, lambertw, logsumexp
 
 import _softmax_reference as ref
 from sparsekit._cython._softmax_sgd import METHODS, implicit_step, sampled_gradient
@@ -40,6 +40,27 @@ def test_explicit_epoch_matches_reference(method, batch_size, alpha, m):
         np.testing.assert_allclose(uk, ur, rtol=1e-10, atol=1e-12)
 
 
+@pytest.mark.parametrize("method", EXPLICIT)
+@pytest.mark.parametrize("batch_size,alpha,m", [(3, 0.0, 2), (4, 0.2, 6), (5, 0.4, 3)])
+def test_shared_class_epoch_matches_reference(method, batch_size, alpha, m):
+    """One class set per batch, the label swapped out where the set holds it (m = 6 of
+    K = 7 classes: almost every example needs the swap)."""
+    X, y, W, u, order = _problem()
+    eta = 0.01 if method == "sgd" else 0.3
+    Wr, ur = ref.reference_epoch(method, X, y, W, u, order, 7, m, batch_size, eta, alpha, 1.0,
+                                 shared=True)
+    Wi, _ = ref.reference_epoch(method, X, y, W, u, order, 7, m, batch_size, eta, alpha, 1.0)
+    if m < W.shape[0] - 1:                       # else every wrong class is drawn either way
+        assert np.abs(Wr - Wi).max() > 1e-3
+    for write_intent in (False, True):
+        Wk, uk, status, _ = ref.kernel_epoch(method, X, y, W, u, order, 7, m, batch_size,
+                                             eta, alpha, 1.0, sparse=True, shared_classes=True,
+                                             write_intent=write_intent)
+        assert status == 0
+        np.testing.assert_allclose(Wk, Wr, rtol=1e-10, atol=1e-12)
+        np.testing.assert_allclose(uk, ur, rtol=1e-10, atol=1e-12)
+
+
 @pytest.mark.parametrize("method", ["implicit", "umax", "ove"])
 def test_float32_kernel_close_to_float64(method):
     X, y, W, u, order = _problem(1)
@@ -59,12 +80,12 @@ def test_sample_weight_scales_the_step():
     np.testing.assert_allclose(Wk, Wr, rtol=1e-10, atol=1e-12)
 
 
-def _mc(method, X, y, W, u, m, alpha, draws=300_000, seed=3):
+def _mc(method, X, y, W, u, m, alpha, draws=300_000, seed=3, shared_batch=0):
     K = W.shape[0]
     counts = np.bincount(y, minlength=K) / len(y)
     beta = 1.0 / (counts + (1 - counts) * m / (K - 1))
     return sampled_gradient(METHODS[method], X, y.astype(np.intp), W, u, beta, m, alpha, 1.0,
-                            draws, seed)
+                            draws, seed, shared_batch)
 
 
 @pytest.mark.parametrize("method,m,alpha", [("sgd", 1, 0.0), ("sgd", 3, 0.5), ("umax", 2, 0.3),
@@ -85,6 +106,50 @@ def test_stochastic_gradient_is_unbiased(method, m, alpha):
     scale = max(np.abs(eW).max(), 1e-3)
     assert np.abs(gW - eW).max() < 0.02 * scale
     assert np.abs(gu - eu).max() < 0.02 * max(np.abs(eu).max(), 1e-3) + 1e-12
+
+
+@pytest.mark.parametrize("method,m,alpha", [("sgd", 2, 0.0), ("umax", 3, 0.3), ("ove", 1, 0.0),
+                                            ("ove", 4, 0.2)])
+def test_shared_class_gradient_is_unbiased(method, m, alpha):
+    """With one class set per group of 5 draws (``shared_classes``), each example's set is
+    still uniform among its wrong classes: same mean as the exact gradient. K = 6 makes the
+    set hold the label often (m = 4: two times in three), so a biased swap would show."""
+    rng = np.random.default_rng(1)
+    N, D, K = 5, 3, 6
+    X = rng.normal(size=(N, D)) / 2
+    y = np.array([0, 1, 1, 4, 5])
+    W = rng.normal(scale=0.5, size=(K, D))
+    u = optimal_u(X, y, W) + rng.uniform(0, 0.5, N)
+    gW, gu = _mc(method, X, y, W, u, m, alpha, shared_batch=5)
+    if method == "ove":
+        eW, eu = ove_gradient(X, y, W, alpha), np.zeros(N)
+    else:
+        eW, eu = double_sum_gradient(X, y, W, u, alpha)
+    assert np.abs(gW - eW).max() < 0.02 * max(np.abs(eW).max(), 1e-3)
+    assert np.abs(gu - eu).max() < 0.02 * max(np.abs(eu).max(), 1e-3) + 1e-12
+
+
+def test_biased_shared_swap_is_detected():
+    """Negative control for the test above: keeping a batch's set as drawn (the label left
+    in, as TensorFlow's samplers without remove_accidental_hits) is biased."""
+    rng = np.random.default_rng(1)
+    N, D, K, m = 5, 3, 6, 4
+    X = rng.normal(size=(N, D)) / 2
+    y = np.array([0, 1, 1, 4, 5])
+    W = rng.normal(scale=0.5, size=(K, D))
+    draws = 200_000
+    sets = np.array([rng.choice(K, m, replace=False) for _ in range(draws // 5)])
+    i = rng.integers(N, size=draws)
+    S = np.repeat(sets, 5, axis=0)
+    x = X[i]
+    s = np.einsum("rjd,rd->rj", W[S], x) - np.einsum("rd,rd->r", W[y[i]], x)[:, None]
+    g = (K - 1) / m * expit(s) * (S != y[i][:, None])
+    gW = np.zeros((K, D))
+    np.add.at(gW, S.ravel(), (g[:, :, None] * x[:, None, :]).reshape(-1, D))
+    np.add.at(gW, y[i], -g.sum(1)[:, None] * x)
+    gW /= draws
+    eW = ove_gradient(X, y, W, 0.0)
+    assert np.abs(gW - eW).max() > 0.1 * np.abs(eW).max()
 
 
 def test_biased_baseline_is_detected():

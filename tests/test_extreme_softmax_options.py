@@ -51,6 +51,48 @@ def test_sample_true_class_draws_among_all_classes():
     np.testing.assert_allclose(est.coef_, W, rtol=1e-8, atol=1e-9)
 
 
+@pytest.mark.parametrize("method", ["umax", "ove", "sampled_softmax"])
+def test_shared_classes_is_the_one_set_per_batch_epoch(method):
+    """shared_classes=True runs the reference epoch with one class set per batch."""
+    X, y = _small(5, N=30, K=6)
+    est = ExtremeSoftmaxSGD(method, shared_classes=True, batch_size=4, n_sampled=2,
+                            n_epochs=1, shuffle=False, fit_intercept=False, random_state=0,
+                            eval_every=0, learning_rate=0.5).fit(X, y)
+    W, _ = ref.reference_epoch(method, X, y, np.zeros((6, 3)), np.full(len(y), np.log(6)),
+                               np.arange(len(y)), _first_seed(0), 2, 4, 0.5, 0.0, 1.0,
+                               shared=True)
+    np.testing.assert_allclose(est.coef_, W, rtol=1e-10, atol=1e-12)
+
+
+def test_shared_classes_needs_a_batch():
+    """With batch_size=1 (and so for Implicit SGD) the option changes nothing, bit for bit."""
+    X, y = _small(6, N=50, K=5)
+    for method in ("implicit", "umax"):
+        kw = dict(n_epochs=2, random_state=0, learning_rate=0.3, eval_every=0)
+        a = ExtremeSoftmaxSGD(method, shared_classes=True, **kw).fit(X, y)
+        b = ExtremeSoftmaxSGD(method, **kw).fit(X, y)
+        np.testing.assert_array_equal(a.coef_, b.coef_)
+
+
+def test_shared_classes_fit_as_well_as_independent_draws():
+    """On a 40-class problem at a well-chosen learning rate, sharing the draws within
+    batches of 20 leaves the fitted NLL within 1% of independent draws (seeds averaged;
+    1.700 against 1.695 when written). Sharing adds variance: at three times that rate
+    it was 2% worse."""
+    rng = np.random.default_rng(7)
+    N, D, K = 2000, 10, 40
+    X = rng.normal(size=(N, D))
+    y = (X @ rng.normal(size=(D, K)) + rng.gumbel(size=(N, K))).argmax(1)
+    nll = {}
+    for shared in (False, True):
+        nll[shared] = np.mean([
+            ExtremeSoftmaxSGD("ove", shared_classes=shared, batch_size=20, n_sampled=3,
+                              learning_rate=0.1, n_epochs=30, random_state=seed,
+                              eval_size=None).fit(X, y).loss_curve_[-1] for seed in range(3)])
+    assert nll[True] < 1.01 * nll[False]
+    assert nll[False] < 0.5 * np.log(K)
+
+
 @pytest.mark.parametrize("method", ["umax", "ove"])
 def test_n_sampled_above_k_minus_1_is_capped_everywhere(method):
     """n_sampled > K - 1 means every wrong class (m = K - 1), in the step and in beta."""

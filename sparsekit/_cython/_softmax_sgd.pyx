@@ -173,6 +173,41 @@ cdef void _sample_classes(uint64_t* s, Py_ssize_t K, Py_ssize_t y, int m, bint e
             out[q] += 1
 
 
+cdef void _draw_classes(uint64_t* s, Py_ssize_t K, Py_ssize_t y, int m, bint exclude,
+                        Py_ssize_t* shared, bint new_set, Py_ssize_t* out, Py_ssize_t* table,
+                        Py_ssize_t table_size) noexcept nogil:
+    """The m classes of one example: a draw of its own (``shared`` NULL), or the set of
+    its batch (``shared``, drawn uniform among all K when ``new_set``) with the example's
+    class, if the set holds it and ``exclude``, swapped for a class outside the set drawn
+    uniformly. Either way the example's classes are a uniform m-subset of the K - 1 wrong
+    ones: a set T arises as itself (probability 1/C(K,m)) or from one of its m neighbours
+    holding y (m / (C(K,m) (K-m))), in all 1/C(K-1,m). Sharing (as TensorFlow's samplers
+    in the authors' baselines, notes §2.2) correlates the examples of a batch only."""
+    cdef Py_ssize_t q, r, c
+    cdef bint taken
+    if shared == NULL:
+        _sample_classes(s, K, y, m, exclude, out, table, table_size)
+        return
+    if new_set:
+        _sample_classes(s, K, y, m, False, shared, table, table_size)
+    for q in range(m):
+        out[q] = shared[q]
+    if not exclude:
+        return
+    for q in range(m):
+        if out[q] == y:
+            taken = True
+            while taken:      # K / (K - m) tries on average
+                c = _randint(s, K)
+                taken = False
+                for r in range(m):
+                    if shared[r] == c:
+                        taken = True
+                        break
+            out[q] = c
+            return
+
+
 # ----------------------------------------------------------------------------------------
 # Sparse / dense row primitives. A row is (xd, xi, nnz): values, feature indices (NULL for
 # a dense row, whose indices are 0..nnz-1), count. ``bias`` adds a constant feature 1 at
@@ -790,7 +825,8 @@ def softmax_epoch(int method, const floating[::1] data, const index_t[::1] indic
                   double[::1] sqn, double[::1] u, const double[::1] beta,
                   const Py_ssize_t[::1] order, int n_sampled, int batch_size, double eta,
                   double alpha, double delta, double bound_w, double bound_u, uint64_t seed,
-                  bint write_intent=False, bint exclude_true=True):
+                  bint write_intent=False, bint exclude_true=True,
+                  bint shared_classes=False):
     """One pass over the rows listed in ``order``; updates R, gamma, sqn, u in place.
 
     ``W = gamma[:, None] * R`` (lazy ridge scaling). Rows are CSR (``data``, ``indices``,
@@ -805,9 +841,12 @@ def softmax_epoch(int method, const floating[::1] data, const index_t[::1] indic
     them at the draw; it changes the speed only, never the results. With
     ``exclude_true=False`` the classes are drawn among all K (the true class too, weight
     still (K-1)/m), as the authors' Implicit SGD code did (notes §6); a draw of the true
-    class then moves u only. Subnormal numbers are flushed to zero during the pass (x86
-    FTZ/DAZ, restored on return): with large K, OVE's updates of sampled rows underflow
-    float32, and every subnormal operand or result costs a microcode assist.
+    class then moves u only. With ``shared_classes`` the examples of a batch share one
+    draw of classes (``_draw_classes``): each example's classes are still uniform among its
+    wrong ones, and the batch reads m sampled rows instead of up to b m. Subnormal numbers
+    are flushed to zero during the pass (x86 FTZ/DAZ, restored on return): with large K,
+    OVE's updates of sampled rows underflow float32, and every subnormal operand or result
+    costs a microcode assist.
 
     Returns
     -------
@@ -863,12 +902,14 @@ def softmax_epoch(int method, const floating[::1] data, const index_t[::1] indic
     cdef double* rowrho = <double*>malloc(K * sizeof(double))
     cdef Py_ssize_t table_size = _draw_table_size(m)
     cdef Py_ssize_t* table = <Py_ssize_t*>malloc((table_size + 1) * sizeof(Py_ssize_t))
+    cdef Py_ssize_t* shared = <Py_ssize_t*>malloc(m * sizeof(Py_ssize_t))
     cdef Walk walk
     cdef int walk_failed = _walk_init(&walk, max(<Py_ssize_t>WALK_BLOCK, (LOOKAHEAD + 2) * b))
     if (ringbuf == NULL or pos == NULL or coef == NULL or z == NULL or rho == NULL
-            or work == NULL or cnt == NULL or rowrho == NULL or table == NULL or walk_failed):
+            or work == NULL or cnt == NULL or rowrho == NULL or table == NULL or shared == NULL
+            or walk_failed):
         free(ringbuf); free(pos); free(coef); free(z); free(rho); free(work); free(cnt)
-        free(rowrho); free(table); _walk_free(&walk)
+        free(rowrho); free(table); free(shared); _walk_free(&walk)
         raise MemoryError()
     cdef unsigned int fp_state = sk_flush_denormals()
     try:
@@ -894,8 +935,9 @@ def softmax_epoch(int method, const floating[::1] data, const index_t[::1] indic
                 while drawn < start + nb + LOOKAHEAD * b and drawn < N:
                     t = (drawn % ring) * mm
                     ringbuf[t] = walk.label[drawn & (2 * walk.block - 1)]
-                    _sample_classes(&state, K, ringbuf[t], m, exclude_true, &ringbuf[t + 1],
-                                    table, table_size)
+                    _draw_classes(&state, K, ringbuf[t], m, exclude_true,
+                                  shared if shared_classes else NULL, drawn % b == 0,
+                                  &ringbuf[t + 1], table, table_size)
                     if not write_intent:
                         nnz = _walk_row(&walk, drawn, data_p, indices_p, dense, D, &xd, &xi)
                         _prefetch_rows(R0, stride, &ringbuf[t], mm, xi, nnz, bias, D)
@@ -1013,7 +1055,7 @@ def softmax_epoch(int method, const floating[::1] data, const index_t[::1] indic
     finally:
         sk_restore_denormals(fp_state)
         free(ringbuf); free(pos); free(coef); free(z); free(rho); free(work); free(cnt)
-        free(rowrho); free(table); _walk_free(&walk)
+        free(rowrho); free(table); free(shared); _walk_free(&walk)
     if status == -1:
         raise MemoryError()
     return status, n_resets
@@ -1022,12 +1064,14 @@ def softmax_epoch(int method, const floating[::1] data, const index_t[::1] indic
 def sampled_gradient(int method, const double[:, ::1] X, const Py_ssize_t[::1] y,
                      const double[:, ::1] W, const double[::1] u, const double[::1] beta,
                      int n_sampled, double alpha, double delta, Py_ssize_t n_draws,
-                     uint64_t seed):
+                     uint64_t seed, Py_ssize_t shared_batch=0):
     """Mean of ``n_draws`` one-example stochastic gradients (dense X, for Monte-Carlo tests).
 
-    Each draw takes i uniform and m classes exactly as ``softmax_epoch`` does, and uses the
-    same coefficient code with unit learning rate. The ridge part is the unbiased
-    ``alpha beta_j w_j`` on touched rows. U-max gradients are taken after the u-reset.
+    Each draw takes i uniform and m classes exactly as ``softmax_epoch`` does (with
+    ``shared_batch`` > 0, consecutive groups of that many draws share one class set, as a
+    batch does with ``shared_classes``), and uses the same coefficient code with unit
+    learning rate. The ridge part is the unbiased ``alpha beta_j w_j`` on touched rows.
+    U-max gradients are taken after the u-reset.
 
     Returns
     -------
@@ -1047,6 +1091,7 @@ def sampled_gradient(int method, const double[:, ::1] X, const Py_ssize_t[::1] y
     cls = np.zeros(mm, dtype=np.intp)
     cdef Py_ssize_t table_size = _draw_table_size(m)
     cdef Py_ssize_t[::1] table = np.empty(table_size + 1, dtype=np.intp)
+    cdef Py_ssize_t[::1] shared = np.empty(mm, dtype=np.intp)
     zz = np.zeros(mm)
     cc = np.zeros(mm)
     cdef Py_ssize_t[::1] T = cls
@@ -1058,7 +1103,9 @@ def sampled_gradient(int method, const double[:, ::1] X, const Py_ssize_t[::1] y
         for r in range(n_draws):
             i = _randint(&state, N)
             T[0] = y[i]
-            _sample_classes(&state, K, y[i], m, True, &T[1], &table[0], table_size)
+            _draw_classes(&state, K, y[i], m, True, &shared[0] if shared_batch > 0 else NULL,
+                          shared_batch > 0 and r % shared_batch == 0, &T[1], &table[0],
+                          table_size)
             for j in range(mm):
                 z[j] = 0.0
                 for p in range(D):

@@ -1,0 +1,209 @@
+"""ExtremeSoftmaxSGD with one class draw per batch (``shared_classes=True``) against a draw
+per example: seconds per epoch against K, and the training NLL each reaches.
+
+One command (``python benchmarks/bench_shared_classes.py [--quick] [--parts ...]``) runs
+
+1. ``scale``: the teacher of bench_extreme_softmax.py part 2 (N = 1e5, D = 1000, 20
+   nonzeros a row, float32) for K = 1e2..1e5, each configuration with both draws, rounds
+   interleaved over K; CPU seconds of the epoch driver's thread, median over the epochs;
+2. ``quality``: the exact training NLL after the epochs of each configuration with both
+   draws at its best eta0 of a small grid, on Bibtex and Delicious (first label, unit rows,
+   no bias: the reproduction's data) and the teacher with K = 1e5.
+
+Results are cached as JSON next to bench_extreme_softmax.py's (shared_<part>.json), so one
+part can be rerun and the section "extreme_softmax_shared" of doc/benchmarks.md rebuilt.
+"""
+import _report  # noqa: F401  (pins BLAS threads before NumPy)
+
+import argparse
+import json
+import os
+import sys
+import tempfile
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(_report.REPO))          # the in-place build, also when not installed
+from bench_extreme_softmax import CACHE, repro_data  # noqa: E402
+from sparsekit.datasets import make_extreme_softmax_teacher  # noqa: E402
+from sparsekit.linear_model import ExtremeSoftmaxSGD  # noqa: E402
+
+# (method, n_sampled, batch_size): U-max and OVE at m = 1 with batches of 16, and the
+# reproduction's m = 5, b = 100 for OVE and sampled softmax (the draw the authors'
+# TensorFlow baselines shared, notes/unbiased_softmax_umax_isgd.md §2.2)
+CONFIGS = [("umax", 1, 16), ("ove", 1, 16), ("ove", 5, 100), ("sampled_softmax", 5, 100)]
+LABELS = {"umax": "U-max", "ove": "OVE", "sampled_softmax": "IS (sampled softmax)"}
+DRAWS = {False: "per example", True: "per batch"}
+
+
+def _key(method, m, b, shared):
+    return f"{method}/m{m}/b{b}/{'shared' if shared else 'own'}"
+
+
+def _label(method, m, b):
+    return f"{LABELS[method]}, m={m}, b={b}"
+
+
+def save(part, obj):
+    obj["load"] = list(os.getloadavg())
+    obj["commit"] = _report.git_commit()
+    CACHE.mkdir(parents=True, exist_ok=True)
+    (CACHE / f"shared_{part}.json").write_text(json.dumps(obj, indent=1))
+
+
+def load_part(part):
+    path = CACHE / f"shared_{part}.json"
+    return json.loads(path.read_text()) if path.exists() else None
+
+
+def run_scale(quick):
+    Ks = [100, 10000] if quick else [100, 1000, 10000, 100000]
+    N, rounds = (20_000, 1) if quick else (100_000, 5)
+    data = {K: make_extreme_softmax_teacher(N, 1000, K, 20, dtype=np.float32, random_state=0)
+            for K in Ks}
+    cpu = {}
+    for _ in range(rounds):
+        for K in Ks:
+            for method, m, b in CONFIGS:
+                for shared in (False, True):
+                    est = ExtremeSoftmaxSGD(method, learning_rate=0.1, n_epochs=2,
+                                            eval_every=0, fit_intercept=False, random_state=0,
+                                            n_sampled=m, batch_size=b,
+                                            shared_classes=shared).fit(*data[K])
+                    cpu.setdefault(f"{_key(method, m, b, shared)}/{K}", []).extend(
+                        est.epoch_cpu_times_)
+    save("scale", {"N": N, "Ks": Ks, "cpu": cpu})
+
+
+def _teacher(quick):
+    X, y = make_extreme_softmax_teacher(20_000 if quick else 100_000, 1000,
+                                        10_000 if quick else 100_000, 20, dtype=np.float32,
+                                        random_state=0)
+    return X, np.unique(y, return_inverse=True)[1]
+
+
+def run_quality(quick):
+    grid = [0.01, 0.1, 1.0, 10.0, 100.0]
+    sets = {"bibtex": 20, "delicious": 20, "teacher": 10}    # epochs
+    out = {"grid": grid, "sets": {}}
+    for name, epochs in sets.items():
+        epochs = 3 if quick else epochs
+        if name == "teacher":
+            X, y = _teacher(quick)
+        else:
+            X, y = repro_data(name, quick)[:2]
+        res = {"N": X.shape[0], "K": int(y.max()) + 1, "epochs": epochs, "runs": {}}
+        for method, m, b in CONFIGS:
+            for shared in (False, True):
+                for eta in grid:
+                    est = ExtremeSoftmaxSGD(method, learning_rate=eta, n_epochs=epochs,
+                                            eval_every=epochs,
+                                            eval_size=2000 if name == "teacher" else None,
+                                            fit_intercept=False, random_state=0,
+                                            n_sampled=m, batch_size=b,
+                                            shared_classes=shared)
+                    try:
+                        est.fit(X, y)
+                        nll = est.loss_curve_[-1]
+                    except ValueError as exc:          # vanilla overflow: no NLL
+                        if "overflow" not in str(exc):
+                            raise
+                        nll = None
+                    res["runs"][f"{_key(method, m, b, shared)}/{eta:g}"] = {
+                        "nll": nll, "epoch_s": float(np.median(est.epoch_cpu_times_))
+                        if nll is not None else None}
+        out["sets"][name] = res
+    save("quality", out)
+
+
+def scale_report(scale):
+    Ks = scale["Ks"]
+    rows, under = [], []
+    for method, m, b in CONFIGS:
+        for shared in (False, True):
+            med = [float(np.median(scale["cpu"][f"{_key(method, m, b, shared)}/{K}"]))
+                   for K in Ks]
+            rows.append([_label(method, m, b), DRAWS[shared]]
+                        + [f"{t:.3f}" for t in med] + [f"{med[-1] / med[0]:.2f}x"])
+            if med[-1] / med[0] < 1.5:
+                under.append(f"{_label(method, m, b)}, classes drawn {DRAWS[shared]}")
+    n_ep = len(next(iter(scale["cpu"].values())))
+    return (f"\n### Seconds per epoch vs K (teacher, N={scale['N']}, D=1000, 20 nonzeros a "
+            f"row, float32; CPU seconds of the epoch driver's thread, median over {n_ep} "
+            "epochs in interleaved rounds)\n\n" + _report.markdown_table(
+                ["configuration", "classes drawn"] + [f"K={K:g}" for K in Ks]
+                + [f"K={Ks[-1]:g} / K={Ks[0]:g}"], rows)
+            + f"\n\nUnder 1.5x from K={Ks[0]:g} to K={Ks[-1]:g} in this run: "
+            + ("; ".join(under) if under else "none") + ".")
+
+
+def quality_report(quality):
+    rows = []
+    for name, res in quality["sets"].items():
+        for method, m, b in CONFIGS:
+            best = {}
+            for shared in (False, True):
+                runs = [(r["nll"], eta, r["epoch_s"]) for eta in quality["grid"]
+                        if (r := res["runs"][f"{_key(method, m, b, shared)}/{eta:g}"])["nll"]
+                        is not None]
+                best[shared] = min(runs) if runs else None
+            own, sh = best[False], best[True]
+            cells = [f"{name} (N={res['N']}, K={res['K']}, {res['epochs']} epochs)",
+                     _label(method, m, b)]
+            for r in (own, sh):
+                cells.append(f"{r[0]:.4f} (eta0 {r[1]:g})" if r else "overflow")
+            cells.append(f"{sh[0] / own[0]:.3f}" if own and sh else "")
+            cells.append(f"{sh[2] / own[2]:.2f}" if own and sh else "")
+            rows.append(cells)
+    return ("\n### Training NLL at the best eta0 of " + ", ".join(
+        f"{g:g}" for g in quality["grid"]) + " (exact mean NLL on the training set; "
+        "on 2000 of its rows for the teacher)\n\n" + _report.markdown_table(
+            ["data", "configuration", "NLL, classes per example", "NLL, classes per batch",
+             "NLL ratio", "epoch time ratio"], rows))
+
+
+def report(quick):
+    body = ["With `shared_classes=True` the examples of a batch share one draw of the "
+            "sampled classes (an example whose class is in the set gets a uniform class "
+            "outside it instead), so each example's classes stay uniform among its wrong "
+            "ones and the gradient estimate stays unbiased (tests/test_extreme_softmax_"
+            "kernels.py: reference epochs and a Monte-Carlo mean), while a batch reads m "
+            "sampled weight rows instead of up to b m: at large K those rows come from DRAM "
+            "once per batch instead of once per example."]
+    scale, quality = load_part("scale"), load_part("quality")
+    if scale:
+        body.append(scale_report(scale))
+    if quality:
+        body.append(quality_report(quality))
+    loads = [f"{p} {'/'.join(f'{v:.1f}' for v in r['load'])} (commit {r['commit']})"
+             for p, r in (("scale", scale), ("quality", quality)) if r]
+    body.append("\nLoad average (1/5/15 min) at the end of each part: " + "; ".join(loads)
+                + ".")
+    if quick:
+        print("\n".join(body))
+        return
+    _report.write_section("extreme_softmax_shared",
+                          "ExtremeSoftmaxSGD: classes drawn per batch", "\n".join(body))
+
+
+def main():
+    global CACHE
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="small smoke run")
+    parser.add_argument("--parts", nargs="*", default=["scale", "quality"],
+                        choices=["scale", "quality", "report"])
+    args = parser.parse_args()
+    if args.quick:
+        CACHE = Path(tempfile.gettempdir()) / "sparsekit_extreme_softmax_quick"
+    if args.parts == ["report"]:        # the section names the command that measures all
+        sys.argv = sys.argv[:1]
+    if "scale" in args.parts:
+        run_scale(args.quick)
+    if "quality" in args.parts:
+        run_quality(args.quick)
+    report(args.quick)
+
+
+if __name__ == "__main__":
+    main()
