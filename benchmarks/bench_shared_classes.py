@@ -76,9 +76,9 @@ def run_scale(quick):
     ratios = {key: float(np.median(cpu[f"{key}/{Ks[-1]}"]) / np.median(cpu[f"{key}/{Ks[0]}"]))
               for key in (_key(*c, shared) for c in CONFIGS for shared in (False, True))}
     history = (load_part("scale") or {}).get("history", [])
-    history.append({"driver": _driver_hash(), "Ks": Ks, "ratios": ratios,
+    history.append({"driver": _driver_hash(), "Ks": Ks, "ratios": ratios, "cpu": cpu,
                     "load": os.getloadavg()[0]})
-    save("scale", {"N": N, "Ks": Ks, "cpu": cpu, "history": history})
+    save("scale", {"N": N, "Ks": Ks, "history": history})
 
 
 def _teacher(quick):
@@ -124,27 +124,31 @@ def run_quality(quick):
 def scale_report(scale):
     Ks = scale["Ks"]
     last = scale["history"][-1]
-    runs = [h for h in scale["history"] if h["driver"] == last["driver"] and h["Ks"] == Ks]
+    runs = [h for h in scale["history"] if h["driver"] == last["driver"] and h["Ks"] == Ks
+            and "cpu" in h]
     rows = []
     for method, m, b in CONFIGS:
         for shared in (False, True):
-            med = [float(np.median(scale["cpu"][f"{_key(method, m, b, shared)}/{K}"]))
+            med = [float(np.median([t for h in runs
+                                    for t in h["cpu"][f"{_key(method, m, b, shared)}/{K}"]]))
                    for K in Ks]
             r = [h["ratios"][_key(method, m, b, shared)] for h in runs]
             rows.append([_label(method, m, b), DRAWS[shared]]
                         + [f"{t:.3f}" for t in med] + [f"{med[-1] / med[0]:.2f}x",
                                                         f"{min(r):.2f}-{max(r):.2f}x",
                                                         f"{sum(x < 1.5 for x in r)}"])
-    n_ep = len(next(iter(scale["cpu"].values())))
+    n_ep = sum(len(next(iter(h["cpu"].values()))) for h in runs)
     return (f"\n### Seconds per epoch vs K (teacher, N={scale['N']}, D=1000, 20 nonzeros a "
             f"row, float32; CPU seconds of the epoch driver's thread, median over {n_ep} "
-            "epochs in interleaved rounds)\n\n" + _report.markdown_table(
+            f"epochs: {len(runs)} run{'s' * (len(runs) > 1)} of this epoch driver, rounds "
+            "interleaved over K and "
+            "the configurations in each)\n\n" + _report.markdown_table(
                 ["configuration", "classes drawn"] + [f"K={K:g}" for K in Ks]
-                + [f"K={Ks[-1]:g} / K={Ks[0]:g}", f"same, over the {len(runs)} runs of "
-                   "this epoch driver", "runs under 1.5x"], rows)
-            + "\n\nThe times are the last run's (load " + ", ".join(
-                f"{h['load']:.1f}" for h in runs) + " at the end of each run). The small-K "
-            "epoch is the noisier: a slower K=100 epoch makes the ratio smaller.")
+                + [f"K={Ks[-1]:g} / K={Ks[0]:g}", "range over the runs", "runs under 1.5x"],
+                rows)
+            + "\n\nLoad average at the end of each run: " + ", ".join(
+                f"{h['load']:.1f}" for h in runs) + ". The machine is shared: a run slowed "
+            "at K=100 shows a smaller ratio, one slowed at K=1e5 a larger one.")
 
 
 def quality_report(quality):
