@@ -382,12 +382,15 @@ def test_class_sampler_is_uniform_and_excludes_truth():
 @pytest.mark.parametrize("method", ["ove", "sampled_softmax", "umax"])
 def test_many_sampled_classes_match_reference(method):
     """Above SCAN_DRAWS classes a step, duplicate draws are found in a hash table instead
-    of a scan (O(m), not O(m^2)): the same classes, so the same epoch."""
+    of a scan (O(m), not O(m^2)): the same classes, so the same epoch (also for a batch's
+    shared set, whose label swap then rejects draws among 45 of 60 classes)."""
     X, y, W, u, order = _problem(3, N=60, K=60)
-    for m, b in [(17, 1), (40, 2), (59, 3)]:
-        Wr, ur = ref.reference_epoch(method, X, y, W, u, order, 5, m, b, 0.3, 0.0, 1.0)
+    for m, b, shared in [(17, 1, False), (40, 2, False), (59, 3, False), (17, 4, True),
+                         (45, 5, True)]:
+        Wr, ur = ref.reference_epoch(method, X, y, W, u, order, 5, m, b, 0.3, 0.0, 1.0,
+                                     shared=shared)
         Wk, uk, status, _ = ref.kernel_epoch(method, X, y, W, u, order, 5, m, b, 0.3, 0.0,
-                                             1.0, sparse=True)
+                                             1.0, sparse=True, shared_classes=shared)
         assert status == 0
         np.testing.assert_allclose(Wk, Wr, rtol=1e-10, atol=1e-12)
         np.testing.assert_allclose(uk, ur, rtol=1e-10, atol=1e-12)
