@@ -16,7 +16,6 @@ part can be rerun and the section "extreme_softmax_shared" of doc/benchmarks.md 
 import _report  # noqa: F401  (pins BLAS threads before NumPy)
 
 import argparse
-import json
 import os
 import sys
 import tempfile
@@ -25,7 +24,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(_report.REPO))          # the in-place build, also when not installed
-from bench_extreme_softmax import CACHE, _driver_hash, repro_data  # noqa: E402
+import bench_extreme_softmax as bench  # noqa: E402  (its data, cache and driver digest)
 from sparsekit.datasets import make_extreme_softmax_teacher  # noqa: E402
 from sparsekit.linear_model import ExtremeSoftmaxSGD  # noqa: E402
 
@@ -53,18 +52,6 @@ def _label(method, m, b):
     return f"{LABELS[method]}, m={m}, b={b}"
 
 
-def save(part, obj):
-    obj["load"] = list(os.getloadavg())
-    obj["commit"] = _report.git_commit()
-    CACHE.mkdir(parents=True, exist_ok=True)
-    (CACHE / f"shared_{part}.json").write_text(json.dumps(obj, indent=1))
-
-
-def load_part(part):
-    path = CACHE / f"shared_{part}.json"
-    return json.loads(path.read_text()) if path.exists() else None
-
-
 def run_scale(quick):
     Ks = [100, 10000] if quick else [100, 1000, 10000, 100000]
     N, rounds = (20_000, 1) if quick else (100_000, 5)
@@ -83,10 +70,10 @@ def run_scale(quick):
                         est.epoch_cpu_times_)
     ratios = {key: float(np.median(cpu[f"{key}/{Ks[-1]}"]) / np.median(cpu[f"{key}/{Ks[0]}"]))
               for key in (_key(*c, shared) for c in CONFIGS for shared in (False, True))}
-    history = (load_part("scale") or {}).get("history", [])
-    history.append({"driver": _driver_hash(), "Ks": Ks, "ratios": ratios, "cpu": cpu,
+    history = (bench.load_part("shared_scale") or {}).get("history", [])
+    history.append({"driver": bench._driver_hash(), "Ks": Ks, "ratios": ratios, "cpu": cpu,
                     "load": os.getloadavg()[0]})
-    save("scale", {"N": N, "Ks": Ks, "history": history})
+    bench.save("shared_scale", {"N": N, "Ks": Ks, "history": history})
 
 
 def _teacher(quick):
@@ -108,7 +95,7 @@ def run_quality(quick):
         if name == "teacher":
             X, y = _teacher(quick)
         else:
-            X, y = repro_data(name, quick)[:2]
+            X, y = bench.repro_data(name, quick)[:2]
         res = {"N": X.shape[0], "K": int(y.max()) + 1, "epochs": epochs,
                "intercept": intercept, "runs": {}}
         for method, m, b in CONFIGS:
@@ -130,7 +117,7 @@ def run_quality(quick):
                     res["runs"][f"{_key(method, m, b, shared)}/{eta:g}"] = {
                         "nll": nll}
         out["sets"][name + (", intercept" if intercept else "")] = res
-    save("quality", out)
+    bench.save("shared_quality", out)
 
 
 def scale_report(scale):
@@ -202,7 +189,7 @@ def report(quick):
             "kernels.py: reference epochs and a Monte-Carlo mean), while a batch reads m "
             "sampled weight rows instead of up to b m: at large K those rows come from DRAM "
             "once per batch instead of once per example."]
-    scale, quality = load_part("scale"), load_part("quality")
+    scale, quality = bench.load_part("shared_scale"), bench.load_part("shared_quality")
     if scale:
         body.append(scale_report(scale))
     if quality:
@@ -219,14 +206,13 @@ def report(quick):
 
 
 def main():
-    global CACHE
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="small smoke run")
     parser.add_argument("--parts", nargs="*", default=["scale", "quality"],
                         choices=["scale", "quality", "report"])
     args = parser.parse_args()
     if args.quick:
-        CACHE = Path(tempfile.gettempdir()) / "sparsekit_extreme_softmax_quick"
+        bench.CACHE = Path(tempfile.gettempdir()) / "sparsekit_extreme_softmax_quick"
     if args.parts == ["report"]:        # the section names the command that measures all
         sys.argv = sys.argv[:1]
     if "scale" in args.parts:

@@ -183,8 +183,7 @@ cdef void _draw_classes(uint64_t* s, Py_ssize_t K, Py_ssize_t y, int m, bint exc
     ones: a set T arises as itself (probability 1/C(K,m)) or from one of its m neighbours
     holding y (m / (C(K,m) (K-m))), in all 1/C(K-1,m). Sharing (as TensorFlow's samplers
     in the authors' baselines, notes §2.2) correlates the examples of a batch only."""
-    cdef Py_ssize_t q, r, c
-    cdef bint taken
+    cdef Py_ssize_t q, c
     if shared == NULL:
         _sample_classes(s, K, y, m, exclude, out, table, table_size)
         return
@@ -196,16 +195,19 @@ cdef void _draw_classes(uint64_t* s, Py_ssize_t K, Py_ssize_t y, int m, bint exc
         return
     for q in range(m):
         if out[q] == y:
-            taken = True
-            while taken:      # K / (K - m) tries on average
+            c = y
+            while _holds(shared, m, c):      # K / (K - m) draws on average
                 c = _randint(s, K)
-                taken = False
-                for r in range(m):
-                    if shared[r] == c:
-                        taken = True
-                        break
             out[q] = c
             return
+
+
+cdef inline bint _holds(const Py_ssize_t* cls, int m, Py_ssize_t c) noexcept nogil:
+    cdef int q
+    for q in range(m):
+        if cls[q] == c:
+            return True
+    return False
 
 
 # ----------------------------------------------------------------------------------------
