@@ -434,20 +434,44 @@ def _raw_epoch(method, X, y, W, u, order, m, b, alpha, bias, dtype, dense, **opt
     return R, gamma, sqn, u, status
 
 
-@pytest.mark.parametrize("method,b,m", [("implicit", 1, 1), ("implicit", 1, 2), ("umax", 1, 1),
-                                        ("ove", 3, 2), ("nce", 4, 1)])
+@pytest.mark.parametrize("method,b,m,shared", [
+    ("implicit", 1, 1, False), ("implicit", 1, 2, False), ("umax", 1, 1, False),
+    ("ove", 3, 2, False), ("nce", 4, 1, False), ("ove", 3, 2, True), ("umax", 8, 1, True),
+    ("sampled_softmax", 5, 3, True)])
 @pytest.mark.parametrize("K", [2, 3, 40])
-def test_prefetch_policy_never_changes_results(method, b, m, K):
-    """Write-intent or plain prefetches (chosen by the size of R) ask for lines, nothing else:
-    bitwise-identical epochs, also when every step's classes collide with the next ones'."""
+def test_prefetch_policy_never_changes_results(method, b, m, shared, K):
+    """Write-intent or plain prefetches (chosen by the size of R; with classes shared by a
+    batch, its rows in slices) ask for lines, nothing else: bitwise-identical epochs, also
+    when every step's classes collide with the next ones'."""
     m = min(m, K - 1)
     for bias, dtype, dense, alpha in [(False, np.float64, False, 0.0), (True, np.float32, True, 0.3),
                                       (True, np.float64, False, 0.3), (False, np.float32, True, 0.0)]:
         X, y, W, u, order = _collision_problem(K, K + b, bias=bias)
         runs = [_raw_epoch(method, X, y, W, u, order, m, b, alpha, bias, dtype, dense,
-                           write_intent=wi) for wi in (False, True)]
+                           write_intent=wi, shared_classes=shared) for wi in (False, True)]
         for a, c in zip(*runs):
             np.testing.assert_array_equal(a, c)
+
+
+@pytest.mark.parametrize("b", [2, 40])
+def test_shared_rows_in_slices_or_by_features_same_epoch(b):
+    """Wide sparse rows (2 nonzeros, 50 lines a weight row): a batch of 2 asks for its shared
+    rows by its features, a batch of 40 in slices; either way the epoch is the same as with
+    the prefetches at the draw."""
+    rng = np.random.default_rng(b)
+    N, D, K = 120, 400, 30
+    X = np.zeros((N, D))
+    for i in range(N):
+        X[i, rng.choice(D, 2, replace=False)] = rng.normal(size=2)
+    y = rng.integers(0, K, size=N)
+    W = rng.normal(scale=0.3, size=(K, D))
+    u = rng.uniform(0.0, 2.0, size=N)
+    order = rng.permutation(N)
+    runs = [_raw_epoch("ove", X, y, W, u, order, 3, b, 0.0, False, np.float64, False,
+                       write_intent=wi, shared_classes=True) for wi in (False, True)]
+    assert runs[0][-1] == 0
+    for a, c in zip(*runs):
+        np.testing.assert_array_equal(a, c)
 
 
 @pytest.mark.parametrize("K,m,alpha", [(2, 1, 0.0), (3, 1, 0.0), (3, 2, 0.3), (7, 1, 0.0)])

@@ -210,6 +210,15 @@ cdef inline bint _holds(const Py_ssize_t* cls, int m, Py_ssize_t c) noexcept nog
     return False
 
 
+cdef inline int _rows_asked(bint sliced, const Py_ssize_t* cls, const Py_ssize_t* shared,
+                            int m) noexcept nogil:
+    """How many of an example's rows ``cls[0..m]`` (its class, then its m sampled classes)
+    to ask for by its features: with the batch's ``shared`` rows asked for in slices
+    (``_prefetch_slice``) the class's row only, unless the example's class is in the set
+    (its sampled classes then differ from the set: ``_draw_classes``)."""
+    return 1 if sliced and not _holds(shared, m, cls[0]) else m + 1
+
+
 # ----------------------------------------------------------------------------------------
 # Sparse / dense row primitives. A row is (xd, xi, nnz): values, feature indices (NULL for
 # a dense row, whose indices are 0..nnz-1), count. ``bias`` adds a constant feature 1 at
@@ -310,6 +319,28 @@ cdef inline void _prefetch_part(floating* R, Py_ssize_t stride, const Py_ssize_t
             SK_PREFETCH_W(w + D)
         j += 1
         p = 0
+
+
+cdef inline void _prefetch_slice(floating* R, Py_ssize_t stride, const Py_ssize_t* rows,
+                                 int m, Py_ssize_t e, Py_ssize_t b, int half) noexcept nogil:
+    """Ask for half ``half`` (0 or 1) of slice ``e`` of ``b`` of every cache line of the
+    rows ``rows[0..m-1]``: the rows a batch of ``b`` examples shares, asked for a few
+    lines at each of its examples. Those examples touch nearly every line of a shared row
+    between them, and one slice a step keeps the requests as spread as the per-example
+    ones; each example asking for its own features of the row made b times as many
+    requests, most of them for lines already asked for."""
+    cdef Py_ssize_t lines = (stride * sizeof(floating) + 63) // 64
+    cdef Py_ssize_t lo = e * lines // b, hi = (e + 1) * lines // b, mid = (lo + hi) // 2, q
+    cdef int j
+    cdef const char* w
+    if half:
+        lo = mid
+    else:
+        hi = mid
+    for j in range(m):
+        w = <const char*>(R + rows[j] * stride)
+        for q in range(lo, hi):
+            SK_PREFETCH_W(w + 64 * q)
 
 
 cdef inline void _prefetch_span(const void* p, Py_ssize_t nbytes) noexcept nogil:
@@ -845,7 +876,8 @@ def softmax_epoch(int method, const floating[::1] data, const index_t[::1] indic
     still (K-1)/m), as the authors' Implicit SGD code did (notes §6); a draw of the true
     class then moves u only. With ``shared_classes`` the examples of a batch share one
     draw of classes (``_draw_classes``): each example's classes are still uniform among its
-    wrong ones, and the batch reads m sampled rows instead of up to b m. Subnormal numbers
+    wrong ones, and the batch reads m sampled rows instead of up to b m (asked for in
+    slices over the batch when its nonzeros outnumber a row's lines). Subnormal numbers
     are flushed to zero during the pass (x86 FTZ/DAZ, restored on return): with large K,
     OVE's updates of sampled rows underflow float32, and every subnormal operand or result
     costs a microcode assist.
@@ -880,6 +912,11 @@ def softmax_epoch(int method, const floating[::1] data, const index_t[::1] indic
         raise ValueError(f"softmax_epoch: y, sample_weight, xsq and u need one entry per row "
                          f"of X ({n_rows}), and gamma, beta (with alpha > 0) and sqn (U-max "
                          f"with alpha > 0) one per class ({K})")
+    # A batch sharing its classes touches nearly every line of a shared row when its
+    # examples' nonzeros outnumber the row's lines: ask for the rows in slices then.
+    cdef Py_ssize_t row_lines = (R.shape[1] * sizeof(floating) + 63) // 64
+    cdef bint sliced = (write_intent and shared_classes and b > 1 and n_rows > 0
+                        and (dense or b * (indptr[n_rows] - indptr[0]) >= n_rows * row_lines))
     cdef const floating* xd
     cdef const index_t* xi
     cdef const floating* data_p = &data[0] if data.shape[0] else NULL
@@ -888,6 +925,7 @@ def softmax_epoch(int method, const floating[::1] data, const index_t[::1] indic
     cdef floating* w
     cdef floating* R0 = &R[0, 0]
     cdef Py_ssize_t stride = R.shape[1], ahead = LOOKAHEAD * b, pnnz = 0
+    cdef int pmm = mm
     cdef const floating* pxd
     cdef const index_t* pxi = NULL
     cdef Py_ssize_t* cls_ahead
@@ -933,7 +971,9 @@ def softmax_epoch(int method, const floating[::1] data, const index_t[::1] indic
                 # earlier is processed (``_prefetch_part``: before and after its dots, after
                 # its coefficients, after its update). Rows and per-example scalars are in the
                 # walk's buffers by then; u, and a dense row (read in place), are asked for
-                # one batch after the draw.
+                # one batch after the draw. With ``sliced``, the rows that the batch
+                # LOOKAHEAD ahead shares (``shared``: it is the last batch drawn) are asked
+                # for in slices instead, one at each example of the current batch.
                 while drawn < start + nb + LOOKAHEAD * b and drawn < N:
                     t = (drawn % ring) * mm
                     ringbuf[t] = walk.label[drawn & (2 * walk.block - 1)]
@@ -963,8 +1003,11 @@ def softmax_epoch(int method, const floating[::1] data, const index_t[::1] indic
                     if spread:     # the row of the step whose weights are asked for
                         pnnz = _walk_row(&walk, start + e + ahead, data_p, indices_p, dense,
                                          D, &pxd, &pxi)
-                        _prefetch_part(R0, stride, &cls_ahead[e * mm], mm, pxi, pnnz, bias, D,
-                                       0)
+                        pmm = _rows_asked(sliced, &cls_ahead[e * mm], shared, m)
+                        _prefetch_part(R0, stride, &cls_ahead[e * mm], pmm, pxi, pnnz, bias,
+                                       D, 0)
+                        if sliced:
+                            _prefetch_slice(R0, stride, shared, m, e, b, 0)
                     pos[e] = (start + e) & (2 * walk.block - 1)
                     i = walk.example[pos[e]]
                     nnz = _walk_row(&walk, start + e, data_p, indices_p, dense, D, &xd, &xi)
@@ -974,8 +1017,8 @@ def softmax_epoch(int method, const floating[::1] data, const index_t[::1] indic
                         if ridge:
                             z[j] *= gamma[k]
                     if spread:
-                        _prefetch_part(R0, stride, &cls_ahead[e * mm], mm, pxi, pnnz, bias, D,
-                                       1)
+                        _prefetch_part(R0, stride, &cls_ahead[e * mm], pmm, pxi, pnnz, bias,
+                                       D, 1)
                     eta_i = eta * walk.weight[pos[e]] / nb
                     if method == IMPLICIT:
                         for j in range(mm):
@@ -1001,8 +1044,10 @@ def softmax_epoch(int method, const floating[::1] data, const index_t[::1] indic
                     if status:
                         break
                     if spread:
-                        _prefetch_part(R0, stride, &cls_ahead[e * mm], mm, pxi, pnnz, bias, D,
-                                       2)
+                        _prefetch_part(R0, stride, &cls_ahead[e * mm], pmm, pxi, pnnz, bias,
+                                       D, 2)
+                        if sliced:
+                            _prefetch_slice(R0, stride, shared, m, e, b, 1)
                 if status:
                     break
                 # 2) proximal ridge shrink of the touched rows: w_j <- (w_j + step_j) / rho_j
@@ -1036,8 +1081,9 @@ def softmax_epoch(int method, const floating[::1] data, const index_t[::1] indic
                     if write_intent and start + e + ahead < N:
                         pnnz = _walk_row(&walk, start + e + ahead, data_p, indices_p, dense,
                                          D, &pxd, &pxi)
-                        _prefetch_part(R0, stride, &cls_ahead[e * mm], mm, pxi, pnnz, bias, D,
-                                       3)
+                        pmm = _rows_asked(sliced, &cls_ahead[e * mm], shared, m)
+                        _prefetch_part(R0, stride, &cls_ahead[e * mm], pmm, pxi, pnnz, bias,
+                                       D, 3)
                 # 4) U-max row projection, and folding of tiny scales back into R
                 if ridge:
                     for t in range(nb * mm):
