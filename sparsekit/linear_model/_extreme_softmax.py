@@ -297,7 +297,7 @@ class ExtremeSoftmaxSGD(ClassifierMixin, BaseEstimator):
         examples of a batch are correlated); the batch then reads ``n_sampled`` sampled
         rows instead of up to ``batch_size * n_sampled``, which keeps those rows in cache
         when the weights do not fit there (large K: at K = 1e5 an epoch of OVE with m = 5,
-        b = 100 took 0.40x the time, doc/benchmarks.md). A shared row takes the batch's
+        b = 100 took 0.35x the time, doc/benchmarks.md). A shared row takes the batch's
         updates at once: sparse rows rarely meet on a feature, but one that every example
         has (the intercept, dense data) moves up to ``batch_size`` times as far, so the
         stable learning rate is lower. On sparse data without an intercept the training
