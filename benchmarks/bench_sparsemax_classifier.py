@@ -16,10 +16,11 @@ One command (section ``sparsemax_classifier`` of doc/benchmarks.md)::
     same lambda, same final objective, on MNIST and the Debian corpus (section, 58
     classes, TF-IDF 1-2-grams, sparse).
 
-Each part caches its numbers in a JSON file (``SPARSEKIT_BENCH_CACHE`` prefix, default
-/tmp/bench_sparsemax_classifier, + ``.<part>[.quick].json``) so the parts can run
-separately (even at the same time); the section is rewritten from all the caches after
-every data set.
+Each part caches its numbers in a JSON file per data set (``SPARSEKIT_BENCH_CACHE``
+prefix, default benchmarks/results/sparsemax_classifier/run, committed, + ``.<part>.<set>.json``;
+``--quick`` runs keep theirs in $TMPDIR) so the parts can run separately (even at the same
+time, or on another day); the section is rewritten from all the caches after every data
+set.
 """
 import _report  # noqa: F401  (pins BLAS threads before NumPy)
 
@@ -27,6 +28,7 @@ import argparse
 import json
 import os
 import sys
+import tempfile
 import time
 import warnings
 
@@ -43,7 +45,8 @@ sys.path.insert(0, str(_report.REPO))  # the in-place build, also when not insta
 from sparsekit.datasets import load_debian, load_mnist, load_mulan  # noqa: E402
 from sparsekit.linear_model import SparsemaxClassifier  # noqa: E402
 
-CACHE = os.environ.get("SPARSEKIT_BENCH_CACHE", "/tmp/bench_sparsemax_classifier")
+CACHE = os.environ.get("SPARSEKIT_BENCH_CACHE", str(
+    _report.REPO / "benchmarks" / "results" / "sparsemax_classifier" / "run"))
 PARTS = ("accuracy", "speed")
 SPEED_SOLVERS = ("newton-cg", "lbfgs", "sdca")
 REFERENCE_CAP_S = float(os.environ.get("SPARSEKIT_BENCH_REF_CAP", 900))
@@ -305,7 +308,10 @@ def part_speed(quick, sets):
 
 # ---------------------------------------------------------------- report
 def cache_path(part, name, quick):
-    return f"{CACHE}.{part}.{name}{'.quick' if quick else ''}.json"
+    prefix = (os.path.join(tempfile.gettempdir(), "bench_sparsemax_classifier") if quick
+              else CACHE)
+    os.makedirs(os.path.dirname(prefix), exist_ok=True)
+    return f"{prefix}.{part}.{name}{'.quick' if quick else ''}.json"
 
 
 def save(part, name, row, quick):
