@@ -361,8 +361,9 @@ def write(results, quick):
             "(`train_test_split(test_size=1/3, random_state=0)`). MNIST: pixels/255, 5-fold "
             "CV on all 60k training images with the error as criterion, solver lbfgs, "
             "grids narrowed to alpha in " + str(MNIST_ALPHAS) + " and C in " + str(MNIST_CS)
-            + " (the cost of full-size CV), refit on all 60k with the chosen value. Target = the straightforward "
-            "NumPy/SciPy sparsemax classifier of issue 2 (lower is better).\n\n"
+            + " (the cost of full-size CV), refit on all 60k with the chosen value. Target = "
+            "the straightforward NumPy/SciPy sparsemax classifier of issue 2 (lower is "
+            "better).\n\n"
             + _report.markdown_table(
                 ["set", "train/test", "metric", "SparsemaxClassifier", "LogisticRegression",
                  "target", "met?", "exact zeros in proba", "final fit s (ours / LR)"],
@@ -410,7 +411,8 @@ def write(results, quick):
             "row was measured before the sdca solver existed. sdca is exact "
             "dual block coordinate ascent (one projection per row update, the intercept by "
             "a proximal-point step per epoch; 'it' counts epochs): each epoch is two passes "
-            "over X plus one objective evaluation for the stopping test. alpha fixed at 1e-4 for both sets "
+            "over X plus one objective evaluation for the stopping test. alpha fixed at 1e-4 "
+            "for both sets "
             "(MNIST pixels/255, all 60k training images; Debian: "
             "TfidfVectorizer(ngram_range=(1, 2), min_df=2, sublinear_tf=True) on all "
             "63,436 descriptions, `section` labels). Speed-ups come from the fused Cython "
