@@ -88,19 +88,9 @@ def markdown_table(header, rows):
     return "\n".join(lines)
 
 
-def write_section(name, title, body, packages=("numpy", "scipy", "scikit-learn"),
-                  full_run=False):
-    """Replace (or append) section ``name`` of doc/benchmarks.md with ``body``.
-
-    The section names the command that wrote it, or with ``full_run`` (a script whose parts
-    are cached and rebuilt into one section) the script without its ``--parts``."""
-    args = sys.argv[1:]
-    if full_run and "--parts" in args:
-        at = args.index("--parts")
-        end = next((i for i in range(at + 1, len(args)) if args[i].startswith("-")),
-                   len(args))
-        args = args[:at] + args[end:]
-    command = "python " + " ".join([os.path.relpath(sys.argv[0], REPO)] + args)
+def write_section(name, title, body, packages=("numpy", "scipy", "scikit-learn")):
+    """Replace (or append) section ``name`` of doc/benchmarks.md with ``body``."""
+    command = "python " + " ".join([os.path.relpath(sys.argv[0], REPO)] + sys.argv[1:])
     stamp = (f"*{date.today().isoformat()} · {machine()} · {versions(['sparsekit', *packages])}"
              f" · BLAS threads {THREADS} · commit {git_commit()}*\n\n"
              f"Reproduce: `{command}`\n")
