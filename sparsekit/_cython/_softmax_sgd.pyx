@@ -322,21 +322,16 @@ cdef inline void _prefetch_part(floating* R, Py_ssize_t stride, const Py_ssize_t
 
 
 cdef inline void _prefetch_slice(floating* R, Py_ssize_t stride, const Py_ssize_t* rows,
-                                 int m, Py_ssize_t e, Py_ssize_t b, int half) noexcept nogil:
-    """Ask for half ``half`` (0 or 1) of slice ``e`` of ``b`` of every cache line of the
-    rows ``rows[0..m-1]``: the rows a batch of ``b`` examples shares, asked for a few
-    lines at each of its examples. Those examples touch nearly every line of a shared row
-    between them, and one slice a step keeps the requests as spread as the per-example
-    ones; each example asking for its own features of the row made b times as many
-    requests, most of them for lines already asked for."""
+                                 int m, Py_ssize_t e, Py_ssize_t b) noexcept nogil:
+    """Ask for slice ``e`` of ``b`` of the cache lines of the rows ``rows[0..m-1]``: the
+    rows a batch of ``b`` examples shares, a few lines at each of its examples. Those
+    examples touch nearly every line of a shared row between them; each example asking
+    for its own features of the row made b times as many requests, most of them for lines
+    already asked for."""
     cdef Py_ssize_t lines = (stride * sizeof(floating) + 63) // 64
-    cdef Py_ssize_t lo = e * lines // b, hi = (e + 1) * lines // b, mid = (lo + hi) // 2, q
+    cdef Py_ssize_t lo = e * lines // b, hi = (e + 1) * lines // b, q
     cdef int j
     cdef const char* w
-    if half:
-        lo = mid
-    else:
-        hi = mid
     for j in range(m):
         w = <const char*>(R + rows[j] * stride)
         for q in range(lo, hi):
@@ -1007,7 +1002,7 @@ def softmax_epoch(int method, const floating[::1] data, const index_t[::1] indic
                         _prefetch_part(R0, stride, &cls_ahead[e * mm], pmm, pxi, pnnz, bias,
                                        D, 0)
                         if sliced:
-                            _prefetch_slice(R0, stride, shared, m, e, b, 0)
+                            _prefetch_slice(R0, stride, shared, m, e, b)
                     pos[e] = (start + e) & (2 * walk.block - 1)
                     i = walk.example[pos[e]]
                     nnz = _walk_row(&walk, start + e, data_p, indices_p, dense, D, &xd, &xi)
@@ -1046,8 +1041,6 @@ def softmax_epoch(int method, const floating[::1] data, const index_t[::1] indic
                     if spread:
                         _prefetch_part(R0, stride, &cls_ahead[e * mm], pmm, pxi, pnnz, bias,
                                        D, 2)
-                        if sliced:
-                            _prefetch_slice(R0, stride, shared, m, e, b, 1)
                 if status:
                     break
                 # 2) proximal ridge shrink of the touched rows: w_j <- (w_j + step_j) / rho_j
