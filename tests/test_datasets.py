@@ -317,3 +317,38 @@ def test_libsvm_unknown_name_lists_the_known_ones(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     with pytest.raises(FileNotFoundError, match="a9a.*w8a"):
         load_libsvm("rcv1")
+
+
+def test_libsvm_one_based_by_default_a_zero_index_is_an_error(tmp_path):
+    """A stray ``0:`` token must not shift every column of a one-based file by one."""
+    path = tmp_path / "t.svm"
+    path.write_text("1 1:1 3:2\n-1 0:1 2:1\n")
+    with pytest.raises(ValueError, match="Invalid index 0.*zero_based=True"):
+        load_libsvm(path)
+    X, _ = load_libsvm(path, zero_based=True)
+    np.testing.assert_array_equal(X.toarray(), [[0, 1, 0, 2], [1, 0, 1, 0]])
+    path.write_text("1 1:1 3:2\n-1 2:1\n")
+    np.testing.assert_array_equal(load_libsvm(path)[0].toarray(), [[1, 0, 2], [0, 1, 0]])
+    np.testing.assert_array_equal(load_libsvm(path, zero_based="auto")[0].toarray(),
+                                  [[1, 0, 2], [0, 1, 0]])
+    with pytest.raises(ValueError, match="zero_based must be"):
+        load_libsvm(path, zero_based="yes")
+
+
+def test_libsvm_a_folder_or_a_huge_index_is_a_clear_error(tmp_path):
+    with pytest.raises(IsADirectoryError, match="is a directory"):
+        load_libsvm(tmp_path)
+    path = tmp_path / "big.svm"
+    path.write_text("1 1:1 4000000000:2\n")
+    with pytest.raises(ValueError, match="big.svm: a feature index is too large"):
+        load_libsvm(path)
+
+
+def test_libsvm_bz2(tmp_path):
+    import bz2
+    (tmp_path / "t.svm.bz2").write_bytes(bz2.compress(b"1 1:1 3:2\n-1 2:1\n"))
+    X, y = load_libsvm(tmp_path / "t.svm.bz2")
+    np.testing.assert_array_equal(X.toarray(), [[1, 0, 2], [0, 1, 0]])
+    (tmp_path / "bad.svm.bz2").write_bytes(b"BZh9 not a stream")
+    with pytest.raises(ValueError, match="bad.svm.bz2: corrupt"):
+        load_libsvm(tmp_path / "bad.svm.bz2")

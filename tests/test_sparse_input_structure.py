@@ -1,85 +1,93 @@
-"""Sparse inputs whose index arrays point outside their shape are refused with a ValueError
-by every estimator, before any kernel (or SciPy conversion) reads or writes out of bounds."""
+"""Sparse inputs whose stored structure is invalid (indices outside the shape, bad indptr,
+short data, in every scipy.sparse format) are refused with a ValueError or TypeError that
+names the defect by every public entry point, before any kernel (or SciPy conversion) reads
+or writes out of bounds; valid index arrays of any integer type are accepted."""
+import re
+import subprocess
+import sys
+from pathlib import Path
+
 import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from sparsekit import ExtremeSoftmaxSGD, L1LogisticOBA, SparsemaxClassifier, l1_logistic_path
+import _crafted_inputs as crafted
+from sparsekit import ExtremeSoftmaxSGD, L1LogisticOBA, SparsemaxClassifier
+from sparsekit.losses import softmax_scores
 from sparsekit.utils._validation import check_sparse_structure
 
-rng = np.random.default_rng(0)
-X = rng.normal(size=(30, 5))
-y = np.arange(30) % 3
+X = crafted.X
 
 
-def _index_out_of_range(fmt, dtype=np.int32):
-    M = sp.csr_matrix(X) if fmt == "csr" else sp.csc_matrix(X)
-    M.indices, M.indptr = M.indices.astype(dtype), M.indptr.astype(dtype)
-    M.indices[7] = 10**12 if dtype == np.int64 else 100
-    return M
+ENTRIES = ["SparsemaxClassifier.fit", "SparsemaxClassifier(sdca).fit", "L1LogisticOBA.fit",
+           "ExtremeSoftmaxSGD.fit", "ExtremeSoftmaxSGD.partial_fit",
+           *[f"SparsemaxClassifier.{m}" for m in ("predict", "predict_proba",
+                                                  "decision_function", "score")],
+           *[f"L1LogisticOBA.{m}" for m in ("predict", "predict_proba", "predict_log_proba",
+                                            "decision_function", "score")],
+           *[f"ExtremeSoftmaxSGD.{m}" for m in ("predict", "predict_proba",
+                                                "predict_log_proba", "decision_function",
+                                                "predict_topk", "score")],
+           "SparsemaxClassifier.fit(y)", "SparsemaxClassifier.score(y)",
+           "ExtremeSoftmaxSGD.fit(y)", "first_label", "precision_at_k", "l1_logistic_path",
+           *[f"losses.{f}" for f in ("softmax_scores", "softmax_nll", "optimal_u",
+                                     "double_sum_objective", "double_sum_gradient",
+                                     "ove_objective", "ove_gradient")]]
+#: entry points that take dense arrays only: any sparse input is refused by its type
+DENSE_ONLY = ["losses.sparsemax_loss", "projections.project", "projections.jvp",
+              "minimize_oba"]
 
 
-def _negative_index():
-    M = sp.csr_matrix(X)
-    M.indices[3] = -1
-    return M
+def _run(entry):
+    """Outcomes ``{case: (exception type name or 'returned', message)}`` of one entry point
+    over every crafted input, each in a fresh process: a crash fails this test, naming the
+    case that was running, instead of killing pytest."""
+    script = Path(__file__).with_name("_crafted_inputs.py")
+    proc = subprocess.run([sys.executable, str(script), entry], capture_output=True,
+                          text=True, timeout=600)
+    lines = [line.split("\t") for line in proc.stdout.splitlines()]
+    started = [line[1] for line in lines if line[0] == "start"]
+    outcomes = {line[0]: (line[1], line[2]) for line in lines if line[0] != "start"}
+    assert proc.returncode == 0, (
+        f"{entry} died (exit code {proc.returncode}) on {started[-1] if started else '?'}:"
+        f" {proc.stderr[-2000:]}")
+    return outcomes
 
 
-def _indptr_past_the_entries():
-    M = sp.csr_matrix(X)
-    M.indptr[-1] = 10**6
-    return M
+@pytest.mark.parametrize("entry", ENTRIES)
+def test_crafted_sparse_input_raises_a_clear_error(entry):
+    cases = crafted.TARGET_CASES if entry.endswith("(y)") or entry in (
+        "first_label", "precision_at_k") else crafted.CASES
+    outcomes = _run(entry)
+    assert set(outcomes) == set(cases)
+    for case, (outcome, message) in outcomes.items():
+        assert outcome in ("ValueError", "TypeError"), (case, outcome, message)
+        assert re.search(cases[case][1], message), (case, message)
 
 
-def _decreasing_indptr():
-    M = sp.csr_matrix(X)
-    M.indptr[5] = 2
-    return M
+@pytest.mark.parametrize("entry", DENSE_ONLY)
+def test_dense_only_entry_points_refuse_sparse_input(entry):
+    for case, (outcome, message) in _run(entry).items():
+        assert outcome == "TypeError" and re.search("dense|sparse", message), (case, message)
 
 
-def _coo_outside():
-    M = sp.coo_matrix(X)
-    M.col[3] = 77
-    return M
-
-
-CORRUPT = {
-    "csr index": lambda: _index_out_of_range("csr"),
-    "csr int64 index": lambda: _index_out_of_range("csr", np.int64),
-    "csc index": lambda: _index_out_of_range("csc"),
-    "negative index": _negative_index,
-    "indptr past the entries": _indptr_past_the_entries,
-    "decreasing indptr": _decreasing_indptr,
-    "coo outside": _coo_outside,
-}
-ESTIMATORS = {
-    "sparsemax": lambda: SparsemaxClassifier(),
-    "sparsemax nqn": lambda: SparsemaxClassifier(solver="nqn"),
-    "l1": lambda: L1LogisticOBA(),
-    "extreme": lambda: ExtremeSoftmaxSGD(n_epochs=1, random_state=0),
-}
-
-
-@pytest.mark.parametrize("corrupt", CORRUPT)
-@pytest.mark.parametrize("make", ESTIMATORS)
-def test_fit_and_predict_refuse_out_of_range_indices(make, corrupt):
-    with pytest.raises(ValueError, match="indices outside|invalid indptr|coordinates outside"):
-        ESTIMATORS[make]().fit(CORRUPT[corrupt](), y)
-    model = ESTIMATORS[make]().fit(X, y)
-    for method in ("predict", "decision_function"):
-        with pytest.raises(ValueError, match="indices outside|invalid indptr|coordinates"):
-            getattr(model, method)(CORRUPT[corrupt]())
-
-
-def test_path_and_sparse_targets_are_checked():
-    with pytest.raises(ValueError, match="X \\(CSR\\) has indices outside \\[0, 5\\)"):
-        l1_logistic_path(_index_out_of_range("csr"), y % 2)
-    Y = sp.csr_matrix(np.eye(3)[y])
-    Y.indices[0] = 9
-    with pytest.raises(ValueError, match="y \\(CSR\\) has indices outside \\[0, 3\\)"):
-        SparsemaxClassifier().fit(X, Y)
-    with pytest.raises(ValueError, match="y \\(CSR\\) has indices outside"):
-        ExtremeSoftmaxSGD(multilabel="first").fit(X, Y)
+@pytest.mark.parametrize("index_type", [np.uint32, np.int16, np.uint64, np.int8, np.uint16])
+@pytest.mark.parametrize("make", [
+    lambda: SparsemaxClassifier(), lambda: L1LogisticOBA(),
+    lambda: ExtremeSoftmaxSGD(n_epochs=2, random_state=0)])
+def test_other_integer_index_types_are_read_as_int32(make, index_type):
+    """Index arrays of any integer type give the model of the same matrix on int32 indices;
+    float32 data too."""
+    X = crafted.X
+    for fmt, dtype in (("csr", np.float64), ("csc", np.float32)):
+        M = sp.csr_matrix(X, dtype=dtype) if fmt == "csr" else sp.csc_matrix(X, dtype=dtype)
+        N = M.copy()
+        N.indices, N.indptr = M.indices.astype(index_type), M.indptr.astype(index_type)
+        reference, model = make().fit(M, crafted.y), make().fit(N, crafted.y)
+        np.testing.assert_array_equal(model.coef_, reference.coef_)
+        np.testing.assert_array_equal(model.predict_proba(N), reference.predict_proba(M))
+        np.testing.assert_array_equal(softmax_scores(N, reference.coef_),
+                                      softmax_scores(M, reference.coef_))
 
 
 @pytest.mark.parametrize("M", [

@@ -1,4 +1,5 @@
-"""Where the benchmark files live, and how to open them (plain, ``.xz`` or ``.gz``)."""
+"""Where the benchmark files live, and how to open them (plain, ``.xz``, ``.gz``, ``.bz2``)."""
+import bz2
 import gzip
 import lzma
 import os
@@ -49,8 +50,11 @@ def _find_file(relative, data_home=None):
 
 
 def _open_binary(path):
-    """Open ``path`` for binary reading, decompressing ``.xz``/``.lzma``/``.gz`` by suffix."""
+    """Open ``path`` for binary reading, decompressing ``.xz``/``.lzma``/``.gz``/``.bz2`` by
+    suffix."""
     path = Path(path)
+    if path.is_dir():
+        raise IsADirectoryError(f"{path} is a directory; give the path of a data file")
     if not path.is_file():
         raise FileNotFoundError(f"dataset file not found: {path}")
     suffix = path.suffix.lower()
@@ -58,17 +62,21 @@ def _open_binary(path):
         return lzma.open(path, "rb")
     if suffix == ".gz":
         return gzip.open(path, "rb")
+    if suffix == ".bz2":
+        return bz2.open(path, "rb")
     return open(path, "rb")
 
 
-#: what a truncated or damaged compressed file raises while it is read
-CORRUPT = (EOFError, lzma.LZMAError, gzip.BadGzipFile, zlib.error, UnicodeDecodeError)
+#: what a truncated or damaged compressed file raises while it is read (bz2: OSError)
+CORRUPT = (EOFError, lzma.LZMAError, gzip.BadGzipFile, zlib.error, UnicodeDecodeError,
+           OSError)
 
 
 def _read_bytes(path):
     """Whole decompressed content of ``path``; a damaged file is a ValueError naming it."""
+    f = _open_binary(path)       # a missing file or a folder: its own error, not CORRUPT
     try:
-        with _open_binary(path) as f:
+        with f:
             return f.read()
     except CORRUPT as exc:
         raise ValueError(f"{path}: corrupt or truncated file ({exc})") from None

@@ -14,14 +14,15 @@ _LIBSVM_FILES = {
 }
 
 
-def load_libsvm(name_or_path, n_features=None, data_home=None, dtype=np.float64):
+def load_libsvm(name_or_path, n_features=None, data_home=None, dtype=np.float64,
+                zero_based=False):
     """Load a LIBSVM-format file as a CSR matrix and a label vector.
 
     Parameters
     ----------
     name_or_path : str or path-like
         ``"a9a"``, ``"a9a.t"`` or ``"w8a"`` (files of the data home), or a path to a
-        LIBSVM file, plain or compressed (``.xz``, ``.gz``).
+        LIBSVM file, plain or compressed (``.xz``, ``.gz``, ``.bz2``).
     n_features : int, default=None
         Number of columns. For the named sets it defaults to the LIBSVM page's count
         (123 for a9a and a9a.t, whose test rows never use feature 123; 300 for w8a);
@@ -30,13 +31,40 @@ def load_libsvm(name_or_path, n_features=None, data_home=None, dtype=np.float64)
         See :func:`get_data_home`.
     dtype : numpy dtype, default=np.float64
         dtype of ``X``.
+    zero_based : bool or "auto", default=False
+        Whether the file numbers its columns from 0. LIBSVM files number them from 1 (column
+        ``j`` of ``X`` is written ``j+1:``), and the default reads them so: a ``0:`` token is
+        then an error, never a silent shift of every column. ``True`` reads zero-based
+        files; ``"auto"`` guesses as :func:`sklearn.datasets.load_svmlight_file` does
+        (zero-based as soon as one index is 0).
 
     Returns
     -------
     X : scipy.sparse.csr_matrix of shape (n_samples, n_features)
     y : ndarray of shape (n_samples,), float64
         Labels as stored in the file (``-1``/``+1`` for the binary sets).
+
+    Raises
+    ------
+    ValueError
+        For a file that is not in the LIBSVM format, is truncated, or holds an index of 0
+        while ``zero_based=False``.
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> from sparsekit.datasets import load_libsvm
+    >>> path = pathlib.Path(tempfile.mkdtemp()) / "tiny.svm"
+    >>> _ = path.write_text("+1 1:0.5 3:1\n-1 2:2\n")
+    >>> X, y = load_libsvm(path)
+    >>> X.toarray()
+    array([[0.5, 0. , 1. ],
+           [0. , 2. , 0. ]])
+    >>> y
+    array([ 1., -1.])
     """
+    if zero_based not in (True, False, "auto"):
+        raise ValueError(f"zero_based must be True, False or 'auto', got {zero_based!r}")
     if isinstance(name_or_path, str) and name_or_path in _LIBSVM_FILES:
         relative, default_n_features = _LIBSVM_FILES[name_or_path]
         path = _find_file(relative, data_home)
@@ -47,9 +75,18 @@ def load_libsvm(name_or_path, n_features=None, data_home=None, dtype=np.float64)
         if not path.exists() and not path.suffix and len(path.parts) == 1:
             raise FileNotFoundError(f"{name_or_path!r} is neither a known data set "
                                     f"({', '.join(sorted(_LIBSVM_FILES))}) nor a file")
+    f = _open_binary(path)       # a missing file or a folder: its own error, not CORRUPT
     try:
-        with _open_binary(path) as f:
-            X, y = load_svmlight_file(f, n_features=n_features, dtype=dtype)
+        with f:
+            X, y = load_svmlight_file(f, n_features=n_features, dtype=dtype,
+                                      zero_based=zero_based)
     except CORRUPT as exc:
         raise ValueError(f"{path}: corrupt or truncated file ({exc})") from None
+    except OverflowError:
+        raise ValueError(f"{path}: a feature index is too large to read (the parser takes "
+                         "indices below 2**31)") from None
+    except ValueError as exc:
+        hint = (" (column indices start at 1 in LIBSVM files; pass zero_based=True for a "
+                "file numbered from 0)") if "index 0" in str(exc) else ""
+        raise ValueError(f"{path}: {exc}{hint}") from None
     return X.tocsr(), np.asarray(y)

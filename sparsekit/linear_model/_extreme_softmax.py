@@ -23,8 +23,7 @@ from sklearn.utils.validation import _check_sample_weight, check_is_fitted
 
 from sparsekit._cython._softmax_sgd import METHODS, softmax_epoch
 from sparsekit.losses._softmax import _chunks, _log_softmax, softmax_nll, softmax_scores
-from sparsekit.utils._validation import (check_sparse_structure, validate_input,
-                                         with_uniform_indices)
+from sparsekit.utils._validation import check_sparse_structure, validate_input
 
 __all__ = ["ExtremeSoftmaxSGD", "first_label", "precision_at_k", "EXPECTED_FAILED_CHECKS"]
 
@@ -468,7 +467,6 @@ class ExtremeSoftmaxSGD(ClassifierMixin, BaseEstimator):
             if not X.has_canonical_format:          # never reorder the caller's arrays
                 X = X.copy()
                 X.sum_duplicates()
-            X = with_uniform_indices(X)
             data = np.ascontiguousarray(X.data)
             indices = np.ascontiguousarray(X.indices)     # int32 or int64, as given
             indptr = np.ascontiguousarray(X.indptr)

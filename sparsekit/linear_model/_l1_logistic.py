@@ -27,8 +27,7 @@ from sparsekit.losses._softmax import _log_softmax
 from sparsekit.optimize import minimize_oba
 from sparsekit.optimize._datafits import Logistic
 from sparsekit.utils._validation import (check_entry_magnitude, check_two_classes,
-                                         unchanged_on_error, validate_input,
-                                         with_uniform_indices)
+                                         unchanged_on_error, validate_input)
 
 #: OBA's free set grows (τ doubles) after iterations whose corrective cycle dropped at most
 #: half of the newly freed variables, not only after iterations without corrections as in
@@ -147,8 +146,6 @@ def _layouts(X, n_problems=1):
 def _check_fit_data(estimator, X, y, sample_weight, reset=True):
     X, y = validate_input(estimator, X, y, accept_sparse=["csr", "csc"],
                          dtype=[np.float64, np.float32], reset=reset)
-    if sp.issparse(X):
-        X = with_uniform_indices(X)
     check_classification_targets(y)
     check_entry_magnitude(X, np.float64)
     sample_weight = _check_sample_weight(sample_weight, X, dtype=np.float64)
@@ -307,8 +304,6 @@ class L1LogisticOBA(ClassifierMixin, BaseEstimator):
         check_is_fitted(self)
         X = validate_input(self, X, accept_sparse=["csr", "csc"],
                           dtype=[np.float64, np.float32], reset=False)
-        if sp.issparse(X):
-            X = with_uniform_indices(X)
         if sp.issparse(X) and X.format == "csr" and not sp.issparse(self.coef_):
             scores = np.empty((X.shape[0], self.coef_.shape[0]))
             out = np.empty(X.shape[0])

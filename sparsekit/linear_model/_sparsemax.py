@@ -25,8 +25,7 @@ from ..projections import project
 from ..projections._checks import negated_columns, reflect_columns
 from ..gpu._cupy import require_cupy
 from ..utils._validation import (check_device, check_entry_magnitude, check_sparse_structure,
-                                 check_two_classes, unchanged_on_error, validate_input,
-                                 with_uniform_indices)
+                                 check_two_classes, unchanged_on_error, validate_input)
 
 EXPECTED_FAILED_CHECKS = {
     **{name: "same objective; the solutions differ at the 1e-6 level (flat intercept valley)"
@@ -732,7 +731,6 @@ def _cpu_data_term(X, Y, sw, code, budget):
     gW = np.empty((X.shape[1], n_classes), dtype=dtype)
     gb = np.empty(n_classes, dtype=dtype)
     if sp.issparse(X):
-        X = with_uniform_indices(X)
         indices, indptr = X.indices, X.indptr
 
         def data_term(W, b):

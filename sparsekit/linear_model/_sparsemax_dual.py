@@ -17,7 +17,6 @@ from scipy.optimize import OptimizeResult
 
 from .._cython._projections import project_rows
 from .._cython._sparsemax_dual import dual_epoch_csr, dual_epoch_dense
-from ..utils._validation import with_uniform_indices
 
 #: a dual variable (in [0, 1]) that moves by at most this many float64 epsilons in an epoch
 #: is at its rounding floor: iris at alpha = 0.1 reaches max|grad| ~1e-15 after ~900 epochs
@@ -76,7 +75,6 @@ def dual_coordinate_ascent(X, Y, sw, objective, theta0, *, alpha, code, budget,
             wb = R.sum(axis=0)
             b = np.zeros(k) if penalize_intercept else b - wb
     if sp.issparse(X):
-        X = with_uniform_indices(X)
         indices, indptr = X.indices, X.indptr
 
         def epoch(order):

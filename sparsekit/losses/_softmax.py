@@ -27,6 +27,8 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.special import log_expit, logsumexp
 
+from ..utils._validation import check_sparse_structure, checked_sparse
+
 __all__ = [
     "softmax_scores",
     "softmax_log_proba",
@@ -59,7 +61,8 @@ def _check_X(X, coef):
     (n_classes, n_features of X), its values not checked."""
     kind = "2-D array or sparse matrix"
     if sp.issparse(X):
-        X = sp.csr_matrix(X)
+        check_sparse_structure(X)     # SciPy's conversion trusts the structure it is given
+        X = checked_sparse(sp.csr_matrix(X))
         _finite_real(X.data, "X", kind)
     else:
         X = _finite_real(X, "X", kind)

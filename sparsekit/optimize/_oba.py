@@ -24,6 +24,7 @@ import warnings
 from numbers import Integral, Real
 
 import numpy as np
+import scipy.sparse as sp
 from scipy.optimize import OptimizeResult
 
 from sparsekit._cython import _oba_kernels as K
@@ -347,6 +348,8 @@ def minimize_oba(f_grad, hessp, x0, mu, *, penalty_weights=None, lipschitz=None,
         corrective cycle, one entry per iteration; 1 = no correction), ``n_ista`` (iterations
         that fell back to the ISTA point), ``lipschitz`` (None when no ISTA step was made).
     """
+    if sp.issparse(x0):
+        raise TypeError("x0 must be a dense 1-D array, got a sparse matrix")
     x = np.array(x0, dtype=np.float64, copy=True).ravel()
     n = x.size
     weights = (np.ones(n) if penalty_weights is None

@@ -34,53 +34,130 @@ def unchanged_on_error(fit):
 
 
 def with_uniform_indices(X):
-    """A CSR/CSC matrix whose ``indices`` and ``indptr`` share one integer type (the kernels
-    take one): ``X`` itself, or, when they differ (arrays assigned by hand; SciPy's
-    constructors unify them), the same matrix rebuilt on int64 index arrays."""
-    if X.indices.dtype == X.indptr.dtype:
+    """A CSR/CSC matrix whose ``indices`` and ``indptr`` are both int32 or both int64 (the
+    kernels take one of those two types): ``X`` itself, or the same matrix rebuilt on int64
+    index arrays when they differ or are of another integer type (uint32, int16, uint64...:
+    arrays assigned by hand; SciPy's constructors never make them). Call it after
+    :func:`check_sparse_structure`, which has checked that every index fits."""
+    if X.indices.dtype == X.indptr.dtype and X.indices.dtype in _INDEX_TYPES:
         return X
     X = X.copy()
     X.indices, X.indptr = X.indices.astype(np.int64), X.indptr.astype(np.int64)
     return X
 
 
-def check_sparse_structure(X, name="X"):
-    """Raise ``ValueError`` when a sparse ``X``'s index arrays point outside its shape, so
-    that no kernel (nor SciPy's format conversions) reads or writes out of bounds.
+_INDEX_TYPES = (np.dtype(np.int32), np.dtype(np.int64))
 
-    O(nnz), vectorized; dense input and formats without raw index arrays pass unchecked.
-    CSR/CSC/BSR: ``indptr`` of length (rows or columns) + 1, from 0, non-decreasing, up
-    to at most ``len(indices)`` (and ``len(data)``), ``indices`` in [0, other dimension);
-    COO: ``row`` and ``col`` inside the shape.
+
+def _check_index_array(values, name, what):
+    values = np.asarray(values)
+    if values.dtype.kind not in "iu":
+        raise TypeError(f"{name} has {what} of dtype {values.dtype}; sparse index arrays "
+                        "must hold integers")
+    return values
+
+
+def _check_range(values, size, name, what):
+    """``ValueError`` unless every entry of the integer array ``values`` is in [0, size)."""
+    if values.size and (values.min() < 0 or values.max() >= size):
+        raise ValueError(f"{name} has {what} outside [0, {size}): "
+                         f"{int(values.min())}..{int(values.max())}")
+
+
+def check_sparse_structure(X, name="X"):
+    """Raise when a sparse ``X``'s stored structure points outside its shape, so that no
+    kernel (nor SciPy's format conversions, which trust it) reads or writes out of bounds.
+
+    Checks every scipy.sparse format in O(nnz), vectorized (LIL and DOK in Python, as their
+    storage is):
+
+    - CSR/CSC/BSR: ``indptr`` of length (rows or columns) + 1, from 0, non-decreasing, up to
+      at most ``len(indices)`` and ``len(data)``; ``indices`` in [0, other dimension);
+    - COO: ``row``, ``col`` and ``data`` of one length, coordinates inside the shape;
+    - LIL: one index list per row, as long as its value list, indices inside the shape;
+    - DOK: keys inside the shape; DIA: one data row per offset.
+
+    Index arrays must hold integers (``TypeError`` otherwise); ``ValueError`` names the
+    defect. Dense input passes unchecked.
     """
     if not sp.issparse(X):
         return
-    if X.format == "coo":
-        for coords, size in ((X.row, X.shape[0]), (X.col, X.shape[1])):
-            if coords.size and (coords.min() < 0 or coords.max() >= size):
-                raise ValueError(f"{name} (COO) has coordinates outside its shape {X.shape}")
-        return
-    if X.format not in ("csr", "csc", "bsr"):
-        return
-    indptr, indices = X.indptr, X.indices
+    fmt = X.format
+    label = f"{name} ({fmt.upper()})"
+    n_rows, n_cols = X.shape
+    if fmt == "coo":
+        row = _check_index_array(X.row, label, "row coordinates")
+        col = _check_index_array(X.col, label, "column coordinates")
+        if not row.shape == col.shape == np.shape(X.data):
+            raise ValueError(f"{label} has row, col and data arrays of different lengths "
+                             f"({row.size}, {col.size}, {np.size(X.data)})")
+        _check_range(row, n_rows, label, "row coordinates")
+        _check_range(col, n_cols, label, "column coordinates")
+    elif fmt in ("csr", "csc", "bsr"):
+        _check_compressed(X, label)
+    elif fmt == "lil":
+        _check_lil(X, label)
+    elif fmt == "dok":
+        if len(X):
+            keys = np.array(list(X.keys()))
+            if keys.ndim != 2 or keys.shape[1] != 2 or keys.dtype.kind not in "iu":
+                raise ValueError(f"{label} has keys that are not (row, column) integer pairs")
+            _check_range(keys[:, 0], n_rows, label, "row indices")
+            _check_range(keys[:, 1], n_cols, label, "column indices")
+    elif fmt == "dia":
+        _check_index_array(X.offsets, label, "offsets")
+        if np.ndim(X.data) != 2 or np.shape(X.data)[0] != np.size(X.offsets):
+            raise ValueError(f"{label} must hold one data row per offset, got data of shape "
+                             f"{np.shape(X.data)} for {np.size(X.offsets)} offsets")
+
+
+def _check_compressed(X, label):
+    indptr = _check_index_array(X.indptr, label, "an indptr")
+    indices = _check_index_array(X.indices, label, "indices")
     major, minor = X.shape if X.format != "csc" else X.shape[::-1]
     if X.format == "bsr":
         major, minor = major // X.blocksize[0], minor // X.blocksize[1]
     if (indptr.ndim != 1 or indptr.size != major + 1 or indptr[0] != 0
-            or np.any(np.diff(indptr) < 0) or indptr[-1] > min(indices.size, len(X.data))):
-        raise ValueError(f"{name} ({X.format.upper()}) has an invalid indptr: it must start at "
-                         "0, never decrease and end at most at the number of stored entries")
-    stored = indices[:indptr[-1]]
-    if stored.size and (stored.min() < 0 or stored.max() >= minor):
-        raise ValueError(f"{name} ({X.format.upper()}) has indices outside [0, {minor})")
+            or np.any(indptr[1:] < indptr[:-1]) or indptr[-1] > min(indices.size, len(X.data))):
+        raise ValueError(f"{label} has an invalid indptr: it must hold {major + 1} entries, "
+                         "start at 0, never decrease and end at most at the number of stored "
+                         f"entries ({min(indices.size, len(X.data))})")
+    _check_range(indices[:indptr[-1]], minor, label, "indices")
+
+
+def _check_lil(X, label):
+    rows, data = X.rows, X.data
+    if np.shape(rows) != (X.shape[0],) or np.shape(data) != (X.shape[0],):
+        raise ValueError(f"{label} must hold one index list and one value list per row")
+    lengths = np.fromiter(map(len, rows), dtype=np.int64, count=len(rows))
+    if not np.array_equal(lengths, np.fromiter(map(len, data), np.int64, count=len(data))):
+        raise ValueError(f"{label} has a row whose index and value lists differ in length")
+    if lengths.sum():
+        indices = np.concatenate([np.asarray(r) for r in rows if len(r)])
+        _check_range(_check_index_array(indices, label, "column indices"), X.shape[1], label,
+                     "column indices")
 
 
 def validate_input(estimator, X, y="no_validation", **check_params):
-    """scikit-learn's ``validate_data`` after ``check_sparse_structure`` of ``X`` (and of a
-    sparse ``y``): the entry point of every estimator's input."""
+    """scikit-learn's ``validate_data`` between two :func:`check_sparse_structure` checks:
+    the input as given (SciPy's conversions trust its structure) and what the kernels
+    receive (CSR/CSC with int32 or int64 index arrays, see :func:`with_uniform_indices`).
+    The entry point of every estimator's input; returns what ``validate_data`` returns."""
     check_sparse_structure(X)
     check_sparse_structure(y, "y")
-    return validate_data(estimator, X, y, **check_params)
+    out = validate_data(estimator, X, y, **check_params)
+    if isinstance(out, tuple):
+        return tuple(checked_sparse(v, n) for v, n in zip(out, ("X", "y")))
+    return checked_sparse(out)
+
+
+def checked_sparse(X, name="X"):
+    """``X`` after :func:`check_sparse_structure`, CSR/CSC on int32 or int64 indices (a
+    sparse matrix of another format is returned as it is, checked)."""
+    check_sparse_structure(X, name)
+    if sp.issparse(X) and X.format in ("csr", "csc"):
+        return with_uniform_indices(X)
+    return X
 
 
 def check_entry_magnitude(X, dtype):
