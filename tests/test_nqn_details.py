@@ -379,21 +379,32 @@ def test_disp_prints_one_line_per_iteration(capsys):
                         options={"maxiter": 5}).nit == 5 and capsys.readouterr().out == ""
 
 
-def test_non_finite_subspace_step_is_flag_6():
-    """¼x² from 1e-160 with no tolerances: the first pair has sᵀy ≈ 1e-321 (subnormal; the
-    skip test's ε‖s‖‖y‖ underflows to 0, so it is stored), and the compact system's solution
-    overflows. That is flag 6 without restarts; with them the memory is dropped and the run
-    goes on."""
+def test_non_finite_subspace_step_is_flag_6(monkeypatch):
+    """A compact system that is singular or not finite (below: a subnormal sᵀy, whose
+    skip test ε‖s‖‖y‖ underflows to 0 so that the pair is stored) raises LinAlgError in
+    the memory. The driver reports flag 6 without restarts; with them the memory is
+    dropped and the run goes on."""
     from sparsekit.optimize._nqn import MESSAGES
     from sparsekit.optimize._nqn_memory import FreeSetLBFGS
 
-    f = lambda x: (0.25 * float(x @ x), 0.5 * x)  # noqa: E731
-    opts = {"gtol": 0, "ftol": 0, "stall_tol": 0, "maxiter": 20}
-    r = minimize_nqn(f, [1e-160], jac=True, options=dict(opts, restart=False))
-    assert r.status == 6 and not r.success and r.message == MESSAGES[6]
-    assert r.nit == 1 and r.x[0] == 5e-161
-    r = minimize_nqn(f, [1e-160], jac=True, options=opts)
-    assert r.nrestart >= 1 and r.nit > 1 and 0 <= r.x[0] < 5e-161
+    step = FreeSetLBFGS.step
+
+    def failing_step(self, g, theta, out):
+        if len(self) and not failing_step.done:
+            failing_step.done = True
+            raise np.linalg.LinAlgError("singular or non-finite compact L-BFGS system")
+        return step(self, g, theta, out)
+
+    monkeypatch.setattr(FreeSetLBFGS, "step", failing_step)
+    f = lambda x: (0.25 * float(x @ x) + float(x.sum()), 0.5 * x + 1.0)  # noqa: E731
+    opts = {"gtol": 1e-10, "maxiter": 50}
+    failing_step.done = False
+    r = minimize_nqn(f, [3.0, -1.0], jac=True, options=dict(opts, restart=False))
+    assert r.status == 6 and not r.success and r.message == MESSAGES[6] and r.nit == 1
+    failing_step.done = False
+    r = minimize_nqn(f, [3.0, -1.0], jac=True, options=opts)
+    assert r.nrestart == 1 and r.success
+    np.testing.assert_allclose(r.x, [-2.0, -2.0], atol=1e-8)
     mem = FreeSetLBFGS(1, 3)
     mem.push(np.array([-5e-161]), np.array([-2.5e-161]))
     with pytest.raises(np.linalg.LinAlgError, match="singular or non-finite"):

@@ -8,26 +8,34 @@ that is differentiable at the iterates (notes/keskar_thesis_oba_nqn.md §3). Eac
    ε-minimum-norm subgradient g̃ over the last ``M`` gradients (3.9); 3: Algorithm 3
    started from 𝓑(∇f), the default; 4: Algorithm 3 started from (3.9));
 2. computes the L-BFGS subspace step (3.2) on the free variables with the compact
-   representation and ``B⁰ = θI``, ``θ = max(1, min(‖∇f‖_∞, 1e8))``;
+   representation and ``B⁰ = θI``, ``θ = max(c, min(‖∇f‖_∞, 1e8 c))``, where the thesis has
+   ``c = 1`` and here ``c = max(1, ‖∇f(x⁰)‖_∞ / 1e8)``, so that an objective scaled by a
+   huge factor takes the steps of the unscaled one;
 3. runs the projected weak-Wolfe line search (Algorithm 4, with the fixes of §5.5);
 4. stores ``(s, y)`` unless ``sᵀy ≤ ε_skip ‖s‖‖y‖``.
 
 Termination flags follow the authors' code (§3.6 [CODE]); see :data:`MESSAGES`.
 Changes that make the method cheaper and more reliable than the thesis' version:
 
-* a stall test (flag 9): the run ends when the last ``stall_iter`` iterations together
-  decreased f by at most ``stall_tol`` times the decrease since the start,
-  ``f_{k−w} − f_k ≤ τ (f(x⁰) − f_k)``. On nonsmooth problems NQN converges linearly and
-  ends, without this test, only when the line search fails at the resolution of x,
-  after spending most of its evaluations on the last digits of f (about 70% at n = 100
-  in the thesis protocol of benchmarks/bench_nqn.py). The test is invariant to shifts
-  and scalings of f and independent of ``ftol``, so ``ftol = 0`` still runs to it;
-  ``stall_tol = 0`` disables it (needed for accuracy beyond about 1e-8 relative to the
-  total decrease on slowly, linearly converging problems);
+* an optional stall test (flag 9; ``stall_tol = 0``, off, by default): the run ends when
+  the last ``stall_iter`` iterations together decreased f by at most ``stall_tol`` times
+  the decrease since the start, ``f_{k−w} − f_k ≤ τ (f(x⁰) − f_k)``. On nonsmooth problems
+  NQN converges linearly and ends, without this test, only when the line search fails at
+  the resolution of x or the relative decrease falls below ``ftol``, after spending most
+  of its evaluations on the last digits of f. The test measures accuracy relative to the
+  initial gap, as the thesis' benchmark protocol does (it uses τ = 1e-8), not
+  stationarity: from a start far from the solution the first steps make the total
+  decrease huge, and the test can hold far from any stationary point. A stall is
+  therefore reported with ``success=False``;
 * the first trial step is ``min(1, 2 α_prev)`` instead of 1 (``step0="previous"``;
   ``"unit"`` gives the thesis' choice): with θ from the gradient norm the L-BFGS steps of
   late nonsmooth iterations are far too long, and bisecting down from 1 cost the authors'
   code 15–19 evaluations per iteration;
+* the first trial of the first iteration moves the largest coordinate by exactly 1, as
+  L-BFGS-B's first step has unit length, and after a memory reset by at most 1: with θ
+  clipped to a band a steep objective (``1e50 (x − 1)²``) would otherwise send the first
+  trial 1e42 away, and a flat one (``1e-8 (x − 1)²``) move it by 1e-8. When ``‖∇f(x⁰)‖_∞``
+  is in [1, 1e8] this is the thesis' step;
 * a line search that finds no decrease along a direction whose predicted decrease
   ``−∇fᵀd̄`` (unit step) is at most ``ftol · max(|f|, 1)`` ends the run with flag 7: f
   cannot be reduced by the relative amount ``ftol`` asks for;
@@ -53,7 +61,8 @@ from ._eps_subgradient import min_norm_subgradient
 from ._nqn_linesearch import FAILED, projected_wolfe
 from ._nqn_memory import FreeSetLBFGS
 
-#: Termination flags (0–7 as in the authors' code, 8 for a callback stop, 9 for a stall).
+#: Termination flags (0–7 as in the authors' code, 9 for a stall, 99 for a callback stop,
+#: with SciPy's status and message).
 MESSAGES = {
     0: "CONVERGENCE: NORM OF PROJECTED GRADIENT <= GTOL",
     1: "STOP: TOTAL NO. OF ITERATIONS REACHED LIMIT",
@@ -63,8 +72,8 @@ MESSAGES = {
     5: "ABNORMAL: NaN OR INF IN FUNCTION OR GRADIENT",
     6: "ABNORMAL: NUMERICAL ERROR IN THE SUBSPACE STEP",
     7: "CONVERGENCE: REL_REDUCTION_OF_F <= FTOL",
-    8: "STOP: CALLBACK RAISED StopIteration",
-    9: "CONVERGENCE: DECREASE OVER STALL_ITER ITERATIONS <= STALL_TOL * TOTAL DECREASE",
+    99: "`callback` raised `StopIteration`.",
+    9: "STOP: DECREASE OVER STALL_ITER ITERATIONS <= STALL_TOL * TOTAL DECREASE",
 }
 
 _DEFAULTS = {
@@ -85,7 +94,7 @@ _DEFAULTS = {
     "step0": "previous",
     "restart": True,
     "stall_iter": 10,
-    "stall_tol": 1e-8,
+    "stall_tol": 0.0,
     "eps": 1e-8,
     "disp": False,
 }
@@ -140,12 +149,16 @@ def _parse_options(options):
     if not opts["stall_tol"] >= 0.0:
         raise ValueError(f"stall_tol must be >= 0, got {opts['stall_tol']!r}")
     for key in ("maxcor", "maxfun", "maxiter", "maxls", "sample_size", "stall_iter"):
-        value = opts[key]    # an integral float (maxiter=1e4) is taken, as by SciPy
+        value = opts[key]
+        # SciPy compares the counts with maxiter and maxfun: any real limit is taken
+        # (maxiter=100.1 stops after 101 iterations); the sizes must be whole numbers
+        limit = key in ("maxiter", "maxfun")
         if (isinstance(value, bool) or not isinstance(value, Real)
-                or not float(value).is_integer()
+                or not (limit and math.isfinite(value) or float(value).is_integer())
                 or value < (0 if key == "maxiter" else 1)):  # maxiter=0: x0 evaluated only
-            raise ValueError(f"{key} must be a positive integer, got {value!r}")
-        opts[key] = int(value)
+            raise ValueError(f"{key} must be a positive {'number' if limit else 'integer'}"
+                             f", got {value!r}")
+        opts[key] = math.ceil(value)
     for key in ("gtol", "ftol", "eps_abs", "eps_rel", "eps_skip"):
         if not opts[key] >= 0.0:
             raise ValueError(f"{key} must be >= 0, got {opts[key]!r}")
@@ -170,7 +183,7 @@ class _Objective:
 
     def _value(self, x):
         self.nfev += 1
-        return _scalar(self.fun(x, *self.args))
+        return _scalar(self.fun(x.copy(), *self.args))
 
     def _forward_difference(self, x, f):
         """One-sided differences with every point inside the bounds: forward, else
@@ -189,13 +202,15 @@ class _Objective:
         return g
 
     def __call__(self, x):
+        # the user's functions get copies, as from SciPy: one that edits its argument in
+        # place must not move the iterate
         if self.jac is True:
             self.nfev += 1
-            f, g = self.fun(x, *self.args)
+            f, g = self.fun(x.copy(), *self.args)
             f = _scalar(f)
         elif callable(self.jac):
             f = self._value(x)
-            g = self.jac(x, *self.args)
+            g = self.jac(x.copy(), *self.args)
         else:
             f = self._value(x)
             g = self._forward_difference(x, f) if math.isfinite(f) else np.full_like(x, np.nan)
@@ -208,12 +223,12 @@ class _Objective:
 
 def _takes_intermediate_result(callback):
     """SciPy's rule: a callback whose only parameter is named ``intermediate_result``
-    receives an OptimizeResult; any other receives ``xk``."""
+    receives an OptimizeResult (as a keyword argument); any other receives ``xk``."""
     try:
         params = inspect.signature(callback).parameters
     except (TypeError, ValueError):
         return False
-    return list(params) == ["intermediate_result"]
+    return set(params) == {"intermediate_result"}
 
 
 def _scalar(f):
@@ -224,12 +239,13 @@ def _scalar(f):
     return float(f.reshape(()))
 
 
-def _theta(g, kind, mem):
+def _theta(g, kind, mem, scale=1.0):
+    """θ of ``B⁰ = θI``; the thesis' choice clips ‖g‖_∞ to ``[scale, 1e8 scale]``."""
     if kind == "code":
         return max(1.0, float(np.linalg.norm(g)))
     if kind == "scaled" and len(mem):
         return mem.last_curvature()
-    return max(1.0, min(float(np.max(np.abs(g))), 1e8))
+    return max(scale, min(float(np.max(np.abs(g))), 1e8 * scale))
 
 
 def minimize_nqn(fun, x0, args=(), jac=None, bounds=None, callback=None, options=None):
@@ -249,10 +265,10 @@ def minimize_nqn(fun, x0, args=(), jac=None, bounds=None, callback=None, options
     bounds : sequence of (lo, hi), scipy.optimize.Bounds or None
         ``None`` entries mean no bound.
     callback : callable or None
-        ``callback(xk)`` after each iteration (``callback(intermediate_result)``, an
-        ``OptimizeResult`` with ``x, fun, jac, nit``, when that is its only parameter's
-        name, as in SciPy); raising ``StopIteration`` ends the run
-        (status 8).
+        ``callback(xk)`` after each iteration, or ``callback(intermediate_result=res)``
+        with an ``OptimizeResult`` holding ``x, fun, jac, nit`` when its only parameter
+        is named ``intermediate_result`` (positional or keyword-only), as in SciPy.
+        Raising ``StopIteration`` ends the run with SciPy's status 99 and message.
     options : dict or None
         ``maxcor`` (m, 10), ``ftol`` (2.2e-9), ``gtol`` (1e-5, on ‖T(x, −∇f)‖_∞),
         ``maxfun`` (15000), ``maxiter`` (15000), ``maxls`` (20), ``variant`` (3),
@@ -261,7 +277,7 @@ def minimize_nqn(fun, x0, args=(), jac=None, bounds=None, callback=None, options
         max(1, min(‖g‖_∞, 1e8)); ``"code"``: max(1, ‖g‖₂); ``"scaled"``: yᵀy/sᵀy of the
         newest pair), ``step0`` (``"previous"``: first trial min(1, 2α_prev);
         ``"unit"``: 1), ``restart`` (True), ``stall_iter`` (w, 10) and ``stall_tol``
-        (τ, 1e-8; 0 disables): stop with flag 9 when
+        (τ, 0: off; the thesis protocol uses 1e-8): stop with flag 9, not a success, when
         ``f_{k−w} − f_k ≤ τ (f(x⁰) − f_k)``, ``eps`` (finite-difference step, 1e-8),
         ``disp`` (False). ``maxls`` bounds the trials once a decrease is found.
         Table 3.1 of the thesis uses m = M = 20. Unknown keys raise an
@@ -271,7 +287,7 @@ def minimize_nqn(fun, x0, args=(), jac=None, bounds=None, callback=None, options
     -------
     scipy.optimize.OptimizeResult
         ``x, fun, jac, nit, nfev, njev, status`` (see :data:`MESSAGES`), ``success``
-        (status 0, 7 or 9), ``message``, ``nrestart`` (memory resets after a failed step)
+        (status 0 or 7: the stopping rules of L-BFGS-B), ``message``, ``nrestart`` (memory resets after a failed step)
         and ``active`` (boolean mask of the binding set 𝓑(∇f) (3.4) at ``x``).
     """
     opts = _parse_options(options)
@@ -287,6 +303,9 @@ def minimize_nqn(fun, x0, args=(), jac=None, bounds=None, callback=None, options
     obj = _Objective(fun, jac, args, float(opts["eps"]), lo, hi)
     f, g = obj(x)
     f_start = f
+    # the band [1, 1e8] of the thesis' θ, moved up with a steeper objective (f scaled by
+    # c > 1e8 / ‖∇f(x⁰)‖_∞ takes the steps it takes unscaled)
+    theta_scale = max(1.0, float(np.max(np.abs(g), initial=0.0)) / 1e8)
     recent = deque([f], maxlen=opts["stall_iter"] + 1)
     mem = FreeSetLBFGS(n, opts["maxcor"])
     sample = deque([g], maxlen=opts["sample_size"])
@@ -312,13 +331,16 @@ def minimize_nqn(fun, x0, args=(), jac=None, bounds=None, callback=None, options
             status = 2
             break
         flag = _direction(x, g, g_step, lo, hi, mem, sample if retry == 0 else None, active,
-                          added, p, d, opts)
+                          added, p, d, opts, theta_scale)
         if flag is None:
+            alpha0 = min(1.0, 2.0 * alpha_prev) if opts["step0"] == "previous" else 1.0
+            if not len(mem):    # L-BFGS-B's first step has unit length (here in max norm);
+                # after a memory reset the step may be shorter, never longer
+                alpha0 = (1.0 if nit == 0 else min(alpha0, 1.0)) / float(np.max(np.abs(d)))
             ls = projected_wolfe(obj, x, f, g_step, d, lo, hi, opts["c1"], opts["c2"],
                                  opts["eps_abs"], opts["eps_rel"], opts["maxls"],
                                  max(1, (opts["maxfun"] - obj.nfev) // obj.evals_per_point),
-                                 min(1.0, 2.0 * alpha_prev) if opts["step0"] == "previous"
-                                 else 1.0)
+                                 alpha0)
             if ls.status == FAILED:
                 flag = 2 if obj.nfev >= opts["maxfun"] else 4
                 trials.extend(ls.trial_grads)
@@ -352,11 +374,12 @@ def minimize_nqn(fun, x0, args=(), jac=None, bounds=None, callback=None, options
         if callback is not None:
             try:
                 if wants_result:  # SciPy's callback(intermediate_result) convention
-                    callback(OptimizeResult(x=np.copy(x), fun=f, jac=np.copy(g), nit=nit))
+                    callback(intermediate_result=OptimizeResult(
+                        x=np.copy(x), fun=f, jac=np.copy(g), nit=nit))
                 else:
                     callback(np.copy(x))
             except StopIteration:
-                status = 8
+                status = 99
                 break
         recent.append(f)
         if f_old - f <= opts["ftol"] * max(abs(f_old), abs(f), 1.0):
@@ -367,7 +390,7 @@ def minimize_nqn(fun, x0, args=(), jac=None, bounds=None, callback=None, options
     _k.binding_mask(x, g, lo, hi, active)
     return OptimizeResult(
         x=x, fun=f, jac=g, nit=nit, nfev=obj.nfev, njev=obj.njev, status=status,
-        success=status in (0, 7, 9), message=MESSAGES[status], nrestart=nrestart,
+        success=status in (0, 7), message=MESSAGES[status], nrestart=nrestart,
         active=active.astype(bool))
 
 
@@ -385,12 +408,14 @@ def _fallback_gradient(g, sample, trials):
     return min_norm_subgradient(np.asarray(G))[0]
 
 
-def _direction(x, g, g_step, lo, hi, mem, sample, active, added, p, d, opts):
+def _direction(x, g, g_step, lo, hi, mem, sample, active, added, p, d, opts,
+               theta_scale=1.0):
     """Active set, subspace step and projected direction ``d = T(x, p)``.
 
     ``g_step`` is the gradient the quadratic model uses: ``∇f(x)``, or after a failed
     step the fallback of :func:`_fallback_gradient`; ``sample`` (None: not used) holds
-    the gradients for the ε-MNSG prediction of Variants 2 and 4. Returns ``None`` on success, else
+    the gradients for the ε-MNSG prediction of Variants 2 and 4; ``theta_scale`` moves θ's
+    band (see :func:`_theta`). Returns ``None`` on success, else
     the termination flag 3 (no feasible descent direction) or 6 (numerical failure).
     Variants as in thesis §3.2.6.
     """
@@ -403,7 +428,7 @@ def _direction(x, g, g_step, lo, hi, mem, sample, active, added, p, d, opts):
     if g_step is not g:
         _k.binding_mask(x, g_step, lo, hi, active)
     mem.sync(active)
-    theta = _theta(g_step, opts["theta"], mem)
+    theta = _theta(g_step, opts["theta"], mem, theta_scale)
     try:
         mem.step(g_step, theta, p)
         if variant in (3, 4):
@@ -466,7 +491,7 @@ def fmin_nqn(func, x0, fprime=None, args=(), approx_grad=0, bounds=None, m=10,
                  "eps": epsilon, "maxfun": maxfun, "maxiter": maxiter, "maxls": maxls,
                  "variant": variant, "sample_size": sample_size,
                  "disp": bool(verbose is not None and verbose > 0)})
-    warnflag = 0 if res.status in (0, 7, 9) else 1 if res.status in (1, 2) else 2
+    warnflag = 0 if res.success else 1 if res.status in (1, 2) else 2
     d = {"grad": res.jac, "task": res.message, "funcalls": res.nfev, "nit": res.nit,
          "warnflag": warnflag, "status": res.status}
     return res.x, res.fun, d
