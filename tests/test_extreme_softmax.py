@@ -380,7 +380,9 @@ def test_verbose_reports_epochs_that_are_not_evaluated(data, capsys):
     assert out.count("s in the epoch driver") == 4 and out.count("training NLL") == 3
 
 
-def test_float32_models_score_in_float64(data):
+def test_float32_models_score_in_float64_and_answer_in_the_dtype_of_X(data):
+    """Scores are computed in float64; the output is float32 when X and the model are
+    (scikit-learn's convention), else float64, as the float64 copy of the model gives."""
     X, y = data
     est = ExtremeSoftmaxSGD(n_epochs=2, random_state=0).fit(X.astype(np.float32), y)
     assert est.coef_.dtype == np.float32
@@ -388,8 +390,13 @@ def test_float32_models_score_in_float64(data):
         S = (Xq.astype(np.float64) @ est.coef_.astype(np.float64).T
              + est.intercept_.astype(np.float64))
         expected = S - logsumexp(S, axis=1, keepdims=True)
-        np.testing.assert_allclose(est.predict_log_proba(Xq), expected, rtol=1e-13,
-                                   atol=1e-13)
+        dtype = np.float64 if Xq.dtype == np.float64 else np.float32
+        for got, want in ((est.predict_log_proba(Xq), expected),
+                          (est.predict_proba(Xq), np.exp(expected)),
+                          (est.decision_function(Xq), S)):
+            assert got.dtype == dtype
+            np.testing.assert_allclose(got, want.astype(dtype), rtol=1e-13 if dtype ==
+                                       np.float64 else 1e-6, atol=1e-13)
 
 
 def test_sparse_scores_never_copy_the_whole_weight_matrix():
@@ -559,20 +566,36 @@ def test_warm_start_follows_fit_intercept_and_dtype(data):
     assert est.loss_curve_[0] < np.log(len(est.classes_)) - 0.1 and est.loss_curve_[0] < start
 
 
-def test_overflow_and_failed_first_call_leave_the_estimator_unfitted(data):
+def test_a_failed_call_leaves_the_estimator_as_it_was(data):
+    """One policy for every estimator: a fit or partial_fit that raises (an overflow, bad
+    input) leaves the fitted state as it was: unfitted, the previous model, or the stream
+    (weights, generator, histories) of the earlier partial_fit calls."""
     from sklearn.exceptions import NotFittedError
     X, y = data
     est = ExtremeSoftmaxSGD("sgd", learning_rate=1e4, n_epochs=3, random_state=0)
-    with pytest.raises(ValueError, match="overflow"):
+    with pytest.raises(ValueError, match="overflow.*left as it was.*squared norms"):
         est.fit(X * 30, y)
     with pytest.raises(NotFittedError):
         est.predict(X)
-    est = ExtremeSoftmaxSGD("sgd", learning_rate=0.01, lr_decay=1.0, random_state=0)
-    est.partial_fit(X, y, classes=np.unique(y))
+    for warm in (False, True):
+        est = ExtremeSoftmaxSGD("sgd", learning_rate=0.01, n_epochs=2, warm_start=warm,
+                                random_state=0).fit(X, y)
+        before = {k: np.copy(v) for k, v in vars(est).items() if k.endswith("_")}
+        with pytest.raises(ValueError, match="overflow"):
+            est.set_params(learning_rate=1e4).fit(X * 30, y)
+        for k, v in before.items():
+            np.testing.assert_array_equal(getattr(est, k), v)
+    stream = ExtremeSoftmaxSGD("sgd", learning_rate=0.01, lr_decay=1.0, random_state=0)
+    twin = ExtremeSoftmaxSGD("sgd", learning_rate=0.01, lr_decay=1.0, random_state=0)
+    for model in (stream, twin):
+        model.partial_fit(X, y, classes=np.unique(y))
     with pytest.raises(ValueError, match="overflow"):
-        est.set_params(learning_rate=1e4).partial_fit(X * 30, y)
-    with pytest.raises(NotFittedError):
-        est.predict(X)
+        stream.set_params(learning_rate=1e4).partial_fit(X * 30, y)
+    stream.set_params(learning_rate=0.01).partial_fit(X, y)
+    twin.partial_fit(X, y)
+    np.testing.assert_array_equal(stream.coef_, twin.coef_)
+    assert stream.n_iter_ == twin.n_iter_ == 2
+    assert stream.epoch_times_.__len__() == 2 and stream.loss_curve_ == twin.loss_curve_
     fresh = ExtremeSoftmaxSGD(random_state=0)
     with pytest.raises(ValueError, match="sample_weight"):
         fresh.partial_fit(X, y, classes=np.unique(y), sample_weight=np.ones(3))
@@ -580,6 +603,36 @@ def test_overflow_and_failed_first_call_leave_the_estimator_unfitted(data):
         fresh.predict(X)
     with pytest.raises(ValueError, match="classes must be passed"):
         fresh.partial_fit(X, y)
+
+
+@pytest.mark.parametrize("method", ["implicit", "umax", "ove", "sampled_softmax"])
+def test_a_diverged_fit_warns_and_names_the_scale_of_X(data, method):
+    X, y = data
+    with pytest.warns(ConvergenceWarning, match="diverged.*squared norms of the rows of X"):
+        est = ExtremeSoftmaxSGD(method, n_epochs=3, random_state=0).fit(X * 1e150, y)
+    assert est.loss_curve_[-1] > est.loss_curve_[0]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConvergenceWarning)
+        ExtremeSoftmaxSGD(method, learning_rate=0.1, n_epochs=3, random_state=0).fit(X, y)
+
+
+def test_probabilities_are_computed_a_chunk_of_rows_at_a_time(monkeypatch):
+    """predict_proba holds the (n, K) output and one chunk's scores, not ~3x the output."""
+    import tracemalloc
+    from sparsekit.linear_model import _extreme_softmax as module
+    rng = np.random.default_rng(0)
+    X = sp.random(4000, 50, density=0.1, format="csr", random_state=0)
+    y = rng.integers(0, 500, 4000)
+    est = ExtremeSoftmaxSGD(n_epochs=1, eval_every=0, random_state=0).fit(X, y)
+    full = est.predict_proba(X)
+    monkeypatch.setattr(module, "_chunks", lambda n, K: (slice(a, min(n, a + 100))
+                                                         for a in range(0, n, 100)))
+    tracemalloc.start()
+    proba = est.predict_proba(X)
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    np.testing.assert_array_equal(proba, full)
+    assert peak < 1.3 * proba.nbytes
 
 
 def test_fit_restarts_the_partial_fit_stream(data):

@@ -5,7 +5,7 @@ SGD on the double sum §1.4, the sampled baselines §2.2-2.3) and notes/one_vs_e
 §1.6). The numerical work is done by the Cython epoch driver ``_softmax_sgd.softmax_epoch``;
 this module holds only the scikit-learn plumbing.
 """
-import contextlib
+import copy
 import time
 import warnings
 from functools import lru_cache
@@ -23,7 +23,8 @@ from sklearn.utils.validation import _check_sample_weight, check_is_fitted
 
 from sparsekit._cython._softmax_sgd import METHODS, softmax_epoch
 from sparsekit.losses._softmax import _chunks, _log_softmax, softmax_nll, softmax_scores
-from sparsekit.utils._validation import check_sparse_structure, validate_input
+from sparsekit.utils._validation import (check_entry_magnitude, check_sparse_structure,
+                                         unchanged_on_error, validate_input)
 
 __all__ = ["ExtremeSoftmaxSGD", "first_label", "precision_at_k", "EXPECTED_FAILED_CHECKS"]
 
@@ -416,6 +417,7 @@ class ExtremeSoftmaxSGD(ClassifierMixin, BaseEstimator):
         y = self._targets(y)
         X, y = validate_input(self, X, y, accept_sparse="csr", dtype=[np.float64, np.float32],
                              order="C", reset=reset)
+        check_entry_magnitude(X, np.float64)      # the driver's squared row norms
         with warnings.catch_warnings():  # many classes per example is this model's use case
             warnings.filterwarnings("ignore", message="The number of unique classes is "
                                     "greater than 50%", category=UserWarning)
@@ -520,13 +522,14 @@ class ExtremeSoftmaxSGD(ClassifierMixin, BaseEstimator):
             self._R[rows] *= gamma[rows, None].astype(self._R.dtype)
         self._publish()
         if status:
-            self._forget()
             raise ValueError(
                 f"Floating-point overflow in method={self.method!r} with learning rate "
-                f"{eta:.3g}; the estimator is reset to unfitted (its weights had overflowed). "
-                "Lower learning_rate" + (
-                    " (vanilla 'sgd' on the double sum is unstable, notes §1.4) or use "
-                    "method='implicit'/'umax'." if self.method != "implicit" else "."))
+                f"{eta:.3g}; the estimator is left as it was before this call. The steps "
+                "grow with the squared norms of the rows of X, up to "
+                f"{xsq.max(initial=0.0):.3g} here: rescale X (e.g. "
+                "sklearn.preprocessing.Normalizer) or lower learning_rate" + (
+                    " (vanilla 'sgd' on the double sum is unstable) or use "
+                    "method='implicit'." if self.method != "implicit" else "."))
 
     def _training_nll(self, X, y_idx, sample_weight):
         """Weighted mean NLL of the current weights (NaN when every weight is 0)."""
@@ -553,29 +556,26 @@ class ExtremeSoftmaxSGD(ClassifierMixin, BaseEstimator):
         if self.verbose:
             print(f"-- epoch {epoch}: {text}{sum(self.epoch_times_):.2f} s in the epoch driver")
 
-    @contextlib.contextmanager
-    def _input_checks(self):
-        """A block of input checks: when it raises, the attributes that validation sets
-        (``n_features_in_``, ``feature_names_in_``) are put back as they were, so a call
-        that fails on its input leaves the estimator as it was."""
-        names = ("n_features_in_", "feature_names_in_")
-        seen = {a: self.__dict__[a] for a in names if a in self.__dict__}
-        try:
-            yield
-        except Exception:
-            for a in names:
-                self.__dict__.pop(a, None)
-            self.__dict__.update(seen)
-            raise
+    def _guard_weights(self):
+        """Run the next passes on a copy of the weights when they may fail (the explicit
+        methods can overflow), so that the call's rollback finds them as they were."""
+        if self.method != "implicit":
+            self._R = self._R.copy()
+            self._publish()
 
-    def _forget(self):
-        """Drop every fitted attribute (the estimator is unfitted again)."""
-        for name in [a for a in vars(self) if a.endswith("_") and not a.startswith("__")]:
-            delattr(self, name)
-        for name in ("_R", "_bias", "_stream_rng"):
-            self.__dict__.pop(name, None)
+    def _warn_if_diverged(self, xsq):
+        """ConvergenceWarning when the monitored NLL ended above where it started."""
+        if len(self.loss_curve_) > 1 and self.loss_curve_[-1] > self.loss_curve_[0]:
+            warnings.warn(
+                f"ExtremeSoftmaxSGD(method={self.method!r}) diverged: its training NLL rose "
+                f"from {self.loss_curve_[0]:.4g} to {self.loss_curve_[-1]:.4g}. The steps "
+                "grow with the squared norms of the rows of X, up to "
+                f"{xsq.max(initial=0.0):.3g} here: rescale X (e.g. "
+                "sklearn.preprocessing.Normalizer) or lower learning_rate.",
+                ConvergenceWarning)
 
     # ------------------------------------------------------------------ fitting
+    @unchanged_on_error
     def fit(self, X, y, sample_weight=None):
         """Run ``n_epochs`` passes of the chosen method.
 
@@ -593,14 +593,13 @@ class ExtremeSoftmaxSGD(ClassifierMixin, BaseEstimator):
         """
         self._validate_params()
         self._check_method_params()
-        with self._input_checks():
-            X, y = self._validate_input(X, y, reset=True)
-            classes, y_idx = np.unique(y, return_inverse=True)
-            if len(classes) < 2:
-                raise ValueError("ExtremeSoftmaxSGD needs samples of at least 2 classes; "
-                                 f"got 1 class ({classes[0]!r})")
-            sample_weight = _check_sample_weight(sample_weight, X, dtype=np.float64,
-                                                 ensure_non_negative=True)
+        X, y = self._validate_input(X, y, reset=True)
+        classes, y_idx = np.unique(y, return_inverse=True)
+        if len(classes) < 2:
+            raise ValueError("ExtremeSoftmaxSGD needs samples of at least 2 classes; "
+                             f"got 1 class ({classes[0]!r})")
+        sample_weight = _check_sample_weight(sample_weight, X, dtype=np.float64,
+                                             ensure_non_negative=True)
         rng = check_random_state(self.random_state)
         warm = (self.warm_start and hasattr(self, "_R")
                 and np.array_equal(getattr(self, "classes_", None), classes)
@@ -613,6 +612,8 @@ class ExtremeSoftmaxSGD(ClassifierMixin, BaseEstimator):
         elif self._R.dtype != X.dtype:  # warm weights follow the new data's precision
             self._R = self._R.astype(X.dtype)
             self._publish()
+        else:
+            self._guard_weights()
         y_idx = y_idx.astype(np.intp)
         inputs = self._kernel_inputs(X)
         u = (self.u_.copy() if warm and getattr(self, "u_", np.empty(0)).shape == (X.shape[0],)
@@ -642,12 +643,14 @@ class ExtremeSoftmaxSGD(ClassifierMixin, BaseEstimator):
                     break
             else:
                 self._progress(epoch + 1)
+        self._warn_if_diverged(inputs[-1])
         if self.tol is not None and not converged:
             warnings.warn(f"ExtremeSoftmaxSGD did not reach tol={self.tol} in "
                           f"{self.n_epochs} epochs; increase n_epochs", ConvergenceWarning)
         self.u_ = u
         return self
 
+    @unchanged_on_error
     def partial_fit(self, X, y, classes=None, sample_weight=None):
         """One pass over a chunk (streaming / out of core).
 
@@ -675,24 +678,23 @@ class ExtremeSoftmaxSGD(ClassifierMixin, BaseEstimator):
             if classes is None:
                 raise ValueError("classes must be passed on the first call to partial_fit")
         self._check_method_params()
-        with self._input_checks():  # every check before the first change of state
-            X, y = self._validate_input(X, y, reset=first)
-            known = self.classes_ if classes is None else _declared_classes(classes)
-            if first and len(known) < 2:
-                raise ValueError("partial_fit needs at least 2 declared classes")
-            if not first and not np.all(np.isin(self.classes_, known)):
-                raise ValueError("classes must contain every class declared before "
-                                 f"({len(self.classes_)} classes); got {len(known)}")
-            if not first and bool(self.fit_intercept) != self._bias:
-                raise ValueError(f"fit_intercept={self.fit_intercept} but the streamed model "
-                                 f"was started with fit_intercept={self._bias}; call fit to "
-                                 "restart")
-            unknown = ~np.isin(y, known)
-            if np.any(unknown):
-                raise ValueError(f"y contains labels not declared in classes: "
-                                 f"{np.unique(y[unknown])[:5].tolist()}")
-            sample_weight = _check_sample_weight(sample_weight, X, dtype=np.float64,
-                                                 ensure_non_negative=True)
+        X, y = self._validate_input(X, y, reset=first)
+        known = self.classes_ if classes is None else _declared_classes(classes)
+        if first and len(known) < 2:
+            raise ValueError("partial_fit needs at least 2 declared classes")
+        if not first and not np.all(np.isin(self.classes_, known)):
+            raise ValueError("classes must contain every class declared before "
+                             f"({len(self.classes_)} classes); got {len(known)}")
+        if not first and bool(self.fit_intercept) != self._bias:
+            raise ValueError(f"fit_intercept={self.fit_intercept} but the streamed model "
+                             f"was started with fit_intercept={self._bias}; call fit to "
+                             "restart")
+        unknown = ~np.isin(y, known)
+        if np.any(unknown):
+            raise ValueError(f"y contains labels not declared in classes: "
+                             f"{np.unique(y[unknown])[:5].tolist()}")
+        sample_weight = _check_sample_weight(sample_weight, X, dtype=np.float64,
+                                             ensure_non_negative=True)
         if first:
             self.classes_ = known
             self._new_weights(len(known), X.shape[1], X.dtype)
@@ -704,11 +706,13 @@ class ExtremeSoftmaxSGD(ClassifierMixin, BaseEstimator):
             R[np.searchsorted(known, self.classes_)] = self._R
             self._R, self.classes_ = R, known
             self._publish()
+        else:
+            self._guard_weights()
         y_idx = np.searchsorted(self.classes_, y).astype(np.intp)
         X = X.astype(self._R.dtype, copy=False)
         rng = getattr(self, "_stream_rng", None)
-        if first or rng is None:
-            rng = check_random_state(self.random_state)
+        # the stream's generator advances on a copy: a call that fails leaves it as it was
+        rng = check_random_state(self.random_state) if first or rng is None else copy.deepcopy(rng)
         self._stream_rng = rng
         n = X.shape[0]
         order = (rng.permutation(n) if self.shuffle else np.arange(n)).astype(np.intp)
@@ -726,9 +730,6 @@ class ExtremeSoftmaxSGD(ClassifierMixin, BaseEstimator):
         return self
 
     # ------------------------------------------------------------------ prediction
-    def _scores(self, X):
-        return softmax_scores(self._checked(X), self.coef_, self.intercept_)
-
     def _checked(self, X):
         check_is_fitted(self)
         return validate_input(self, X, accept_sparse="csr", dtype=[np.float64, np.float32],
@@ -742,36 +743,47 @@ class ExtremeSoftmaxSGD(ClassifierMixin, BaseEstimator):
         return np.concatenate([reduce(softmax_scores(X[rows], self.coef_, self.intercept_))
                                for rows in _chunks(X.shape[0], K)])
 
+    def _row_map(self, X, transform):
+        """``transform(scores)`` of every row, a chunk of rows at a time, written into one
+        (n_samples, n_classes) array: the output is the peak memory. Scores are computed in
+        float64; the output is float32 when both X and the model are."""
+        X = self._checked(X)
+        K = self.coef_.shape[0]
+        out = np.empty((X.shape[0], K), dtype=np.result_type(X.dtype, self.coef_.dtype))
+        for rows in _chunks(X.shape[0], K):
+            out[rows] = transform(softmax_scores(X[rows], self.coef_, self.intercept_))
+        return out
+
     def decision_function(self, X):
         """Class scores ``X @ coef_.T + intercept_``; for two classes, score(1) - score(0).
 
         Returns
         -------
         scores : ndarray of shape (n_samples, n_classes) or (n_samples,)
-            float64 also for a float32 model (scored as its float64 copy would be).
+            float32 when X and the model are float32, else float64.
         """
-        S = self._scores(X)
+        S = self._row_map(X, lambda S: S)
         return S[:, 1] - S[:, 0] if S.shape[1] == 2 else S
 
     def predict_log_proba(self, X):
-        """Exact log-softmax of the scores (computed in log space).
+        """Exact log-softmax of the scores (computed in log space, in float64).
 
         Returns
         -------
         log_proba : ndarray of shape (n_samples, n_classes)
-            float64 also for a float32 model.
+            float32 when X and the model are float32, else float64.
         """
-        return _log_softmax(self._scores(X))
+        return self._row_map(X, _log_softmax)
 
     def predict_proba(self, X):
-        """Exact softmax probabilities.
+        """Exact softmax probabilities (computed in log space, in float64).
 
         Returns
         -------
         proba : ndarray of shape (n_samples, n_classes)
-            float64 also for a float32 model.
+            float32 when X and the model are float32, else float64.
         """
-        return np.exp(self.predict_log_proba(X))
+        return self._row_map(X, lambda S: np.exp(_log_softmax(S)))
 
     def predict(self, X):
         """Most probable class of each example."""

@@ -298,8 +298,9 @@ class SparsemaxClassifier(ClassifierMixin, BaseEstimator):
         if not (np.isfinite(W).all() and np.isfinite(b).all()):
             raise ValueError("SparsemaxClassifier's solver reached non-finite coefficients; "
                              "rescale the features or use float64 X.")
-        self.coef_ = np.ascontiguousarray(reflect_columns(W, columns, 0).T)
-        self.intercept_ = reflect_columns(b, columns, 0)
+        # coef_ follows X's dtype (the solvers iterate in float64)
+        self.coef_ = np.ascontiguousarray(reflect_columns(W, columns, 0).T, dtype=X.dtype)
+        self.intercept_ = reflect_columns(b, columns, 0).astype(X.dtype)
         self.n_iter_ = int(res.nit)
         if not res.success:
             hint = "increase max_iter or scale the data"
@@ -412,7 +413,7 @@ class SparsemaxClassifier(ClassifierMixin, BaseEstimator):
             b = self.intercept_ if center is None else self.intercept_ + self.coef_ @ center
             b = b if self.fit_intercept else np.zeros(n_classes)  # none to carry over
             return np.concatenate([reflect_columns(self.coef_.T, columns, 0).ravel(),
-                                   reflect_columns(b, columns, 0)])
+                                   reflect_columns(b, columns, 0)]).astype(np.float64)
         return np.zeros((n_features + 1) * n_classes)
 
     def _solver_bounds(self, n_features, n_classes, columns=()):
@@ -680,6 +681,7 @@ class SparsemaxClassifier(ClassifierMixin, BaseEstimator):
         -------
         score : float
         """
+        check_is_fitted(self)
         if self.target_type_ == "multiclass":
             return super().score(X, y, sample_weight=sample_weight)
         check_sparse_structure(y, "y")

@@ -17,13 +17,15 @@ def is_positive_integer(value):
 
 
 def unchanged_on_error(fit):
-    """Decorator for an estimator's ``fit``: a call that raises leaves the estimator's
-    attributes as they were, so that a refit on bad input keeps the fitted model usable
-    (validation sets ``n_features_in_``, and target encoding ``classes_``, before later
-    checks fail)."""
+    """Decorator for an estimator's ``fit`` (or ``partial_fit``): a call that raises leaves
+    the estimator's attributes as they were, so that a refit on bad input, or a fit whose
+    solver fails, keeps the fitted model usable (validation sets ``n_features_in_``, and
+    target encoding ``classes_``, before later checks fail)."""
     @functools.wraps(fit)
     def guarded(self, *args, **kwargs):
-        state = dict(self.__dict__)
+        # lists (histories that a call appends to) are copied; arrays that a call updates
+        # in place must be replaced by the call instead (see ExtremeSoftmaxSGD)
+        state = {k: v.copy() if isinstance(v, list) else v for k, v in self.__dict__.items()}
         try:
             return fit(self, *args, **kwargs)
         except BaseException:
