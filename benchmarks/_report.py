@@ -27,6 +27,7 @@ for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
 REPO = Path(__file__).resolve().parent.parent
 DOC = REPO / "doc" / "benchmarks.md"
 DATA_HOME = Path(os.environ.get("SPARSEKIT_DATA", REPO.parent / "shared" / "datasets"))
+os.environ.setdefault("SPARSEKIT_DATA", str(DATA_HOME))   # the loaders' default folder
 
 
 def median_time(fn, repeat=3, warmup=0):
@@ -99,7 +100,8 @@ def write_section(name, title, body, packages=("numpy", "scipy", "scikit-learn")
     with open(DOC, "a+") as fh:
         fcntl.flock(fh, fcntl.LOCK_EX)
         fh.seek(0)
-        text = fh.read() or "# Benchmarks\n\nEvery table below is written by a script in `benchmarks/`.\n\n"
+        text = fh.read() or ("# Benchmarks\n\nEvery table below is written by a script in "
+                             "`benchmarks/`.\n\n")
         begin, end = f"<!-- BEGIN {name} -->", f"<!-- END {name} -->\n"
         if begin in text and end in text:
             head, rest = text.split(begin, 1)

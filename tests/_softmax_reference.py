@@ -245,7 +245,8 @@ def kernel_epoch(method, X, y, W, u, order, seed, m, batch_size, eta, alpha, del
     u = np.asarray(u, dtype=np.float64).copy()
     if sparse:
         Xs = sp.csr_matrix(X.astype(dtype))
-        data, ind, ptr, dense = Xs.data, Xs.indices.astype(np.intp), Xs.indptr.astype(np.intp), False
+        data, ind, ptr = Xs.data, Xs.indices.astype(np.intp), Xs.indptr.astype(np.intp)
+        dense = False
     else:
         data = np.ascontiguousarray(X, dtype=dtype).ravel()
         ind = ptr = np.zeros(1, dtype=np.intp)

@@ -27,32 +27,14 @@ needs_data = pytest.mark.skipif(
 
 
 def test_get_data_home_env_and_explicit(tmp_path, monkeypatch):
+    """scikit-learn's convention: explicit folder, else SPARSEKIT_DATA, else
+    ~/sparsekit_data (never a path relative to the source tree)."""
     monkeypatch.setenv("SPARSEKIT_DATA", str(tmp_path))
     assert get_data_home() == tmp_path
     assert get_data_home(tmp_path / "x") == tmp_path / "x"
     monkeypatch.delenv("SPARSEKIT_DATA")
-    assert get_data_home().parts[-2:] == ("shared", "datasets")
-
-
-def test_get_data_home_default_order(tmp_path, monkeypatch):
-    """Without SPARSEKIT_DATA: the package's checkout first, then the current directory's,
-    and the package's when neither exists."""
-    from sparsekit.datasets import _home
-
-    monkeypatch.delenv("SPARSEKIT_DATA", raising=False)
-    package = tmp_path / "checkout" / "sparsekit" / "datasets"
-    package.mkdir(parents=True)
-    monkeypatch.setattr(_home, "__file__", str(package / "_home.py"))
-    cwd = tmp_path / "run" / "here"
-    cwd.mkdir(parents=True)
-    monkeypatch.chdir(cwd)
-    beside_package = tmp_path / "shared" / "datasets"
-    beside_cwd = tmp_path / "run" / "shared" / "datasets"
-    assert get_data_home().resolve() == beside_package
-    beside_cwd.mkdir(parents=True)
-    assert get_data_home().resolve() == beside_cwd
-    beside_package.mkdir(parents=True)
-    assert get_data_home().resolve() == beside_package
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    assert get_data_home() == tmp_path / "home" / "sparsekit_data"
 
 
 @pytest.mark.parametrize(
@@ -109,7 +91,7 @@ def test_xmlrepo_format_edge_cases(tmp_path):
 
 def test_an_empty_data_variable_means_unset(monkeypatch):
     monkeypatch.setenv("SPARSEKIT_DATA", "")          # was Path("."): every file "missing"
-    assert get_data_home().parts[-2:] == ("shared", "datasets")
+    assert get_data_home().name == "sparsekit_data"
 
 
 def _truncated(data):

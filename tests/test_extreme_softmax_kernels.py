@@ -174,11 +174,13 @@ def test_exact_gradient_matches_finite_differences():
     gW, gu = double_sum_gradient(X, y, W, u, 0.3)
     E = np.zeros_like(W)
     E[2, 1] = 1e-6
-    fd = (double_sum_objective(X, y, W + E, u, 0.3) - double_sum_objective(X, y, W - E, u, 0.3)) / 2e-6
+    fd = (double_sum_objective(X, y, W + E, u, 0.3)
+          - double_sum_objective(X, y, W - E, u, 0.3)) / 2e-6
     assert abs(fd - gW[2, 1]) < 1e-7
     e = np.zeros(6)
     e[4] = 1e-6
-    fd = (double_sum_objective(X, y, W, u + e, 0.3) - double_sum_objective(X, y, W, u - e, 0.3)) / 2e-6
+    fd = (double_sum_objective(X, y, W, u + e, 0.3)
+          - double_sum_objective(X, y, W, u - e, 0.3)) / 2e-6
     assert abs(fd - gu[4]) < 1e-7
     # at u = u*(W) the double sum equals the NLL (notes §1.2)
     us = optimal_u(X, y, W)
@@ -444,8 +446,10 @@ def test_prefetch_policy_never_changes_results(method, b, m, shared, K):
     batch, its rows in slices) ask for lines, nothing else: bitwise-identical epochs, also
     when every step's classes collide with the next ones'."""
     m = min(m, K - 1)
-    for bias, dtype, dense, alpha in [(False, np.float64, False, 0.0), (True, np.float32, True, 0.3),
-                                      (True, np.float64, False, 0.3), (False, np.float32, True, 0.0)]:
+    for bias, dtype, dense, alpha in [(False, np.float64, False, 0.0),
+                                      (True, np.float32, True, 0.3),
+                                      (True, np.float64, False, 0.3),
+                                      (False, np.float32, True, 0.0)]:
         X, y, W, u, order = _collision_problem(K, K + b, bias=bias)
         runs = [_raw_epoch(method, X, y, W, u, order, m, b, alpha, bias, dtype, dense,
                            write_intent=wi, shared_classes=shared) for wi in (False, True)]

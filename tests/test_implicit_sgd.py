@@ -1,4 +1,4 @@
-"""Implicit SGD: Lambert-W of e^t and the proximal step (notes/unbiased_softmax_umax_isgd.md §1.7)."""
+"""Implicit SGD: Lambert-W of e^t and the proximal step (Fagan & Iyengar 2018, section 3)."""
 import numpy as np
 import pytest
 from hypothesis import given

@@ -162,7 +162,8 @@ def test_class_weight_equals_sample_weight_and_sparse_coef():
     np.testing.assert_allclose(a.coef_, b.coef_, atol=1e-9)
     s = L1LogisticOBA(tol=1e-10, sparse_coef=True).fit(sp.csr_matrix(X), y)
     assert sp.issparse(s.coef_)
-    np.testing.assert_allclose(s.coef_.toarray(), L1LogisticOBA(tol=1e-10).fit(X, y).coef_, atol=1e-9)
+    np.testing.assert_allclose(s.coef_.toarray(), L1LogisticOBA(tol=1e-10).fit(X, y).coef_,
+                               atol=1e-9)
     np.testing.assert_allclose(s.decision_function(X), s.densify().decision_function(X))
     np.testing.assert_allclose(s.sparsify().decision_function(sp.csr_matrix(X)),
                                s.densify().decision_function(sp.csr_matrix(X)))

@@ -158,7 +158,8 @@ def test_too_small_lipschitz_is_doubled_with_a_warning():
     with pytest.warns(RuntimeWarning, match="below the curvature"):
         res = minimize_oba(datafit.value_grad, flat_hessp, np.zeros(30), 0.01, lipschitz=1e-6,
                            tol=1e-9, max_iter=100,
-                           callback=lambda x: phis.append(datafit.value(x) + 0.01 * np.abs(x).sum()))
+                           callback=lambda x: phis.append(datafit.value(x)
+                                                          + 0.01 * np.abs(x).sum()))
     good = minimize_oba(datafit.value_grad, datafit.hessp, np.zeros(30), 0.01,
                         lipschitz=datafit.lipschitz(), tol=1e-10)
     assert np.all(np.diff(phis) <= 1e-13)

@@ -92,7 +92,8 @@ def test_subspace_hessian_products_and_gram(dtype, intercept, cols):
     k = cols.size
     D = rng.uniform(0, 0.25, 40)
     D[3] = 0.0
-    A = np.hstack([X.toarray()[:, cols].astype(np.float64)] + ([np.ones((40, 1))] if intercept else []))
+    A = np.hstack([X.toarray()[:, cols].astype(np.float64)]
+                  + ([np.ones((40, 1))] if intercept else []))
     H = A.T @ (D[:, None] * A)
     v = rng.standard_normal(H.shape[0])
     v[1] = 0.0  # a skipped column
@@ -334,7 +335,7 @@ def test_project_orthant_zeroes_penalized_coordinates_with_zero_orthant_sign():
     np.testing.assert_array_equal(x, [0.0, 0.0, 3.0, 1.5])
 
 
-# --------------------------------------------------------------------------- mutation-review additions
+# ------------------------------------------------------------------ mutation-review additions
 def _wide_rows(rng, n, d, dtype, index_dtype, fmt):
     """A sparse matrix whose rows/columns hold 0 to ~d entries (every remainder mod 4)."""
     X = sp.random(n, d, density=0.45, random_state=np.random.RandomState(3), format="csr")

@@ -1,8 +1,8 @@
-"""Loaders for the benchmark files in ../shared/datasets and synthetic generators.
+"""Loaders for benchmark data files, and synthetic generators.
 
-Loaders take ``data_home=None`` (environment variable ``SPARSEKIT_DATA``, else
-``<repository>/../shared/datasets``) or an explicit folder, and raise
-``FileNotFoundError`` naming the missing file. File formats: shared/datasets/MANIFEST.md.
+Loaders of named sets take ``data_home=None`` (the environment variable ``SPARSEKIT_DATA``,
+else ``~/sparsekit_data``, see :func:`get_data_home`) or an explicit folder, and raise
+``FileNotFoundError`` naming the missing file.
 """
 from ._debian import load_debian
 from ._extreme_teacher import make_extreme_softmax_teacher

@@ -6,35 +6,32 @@ import os
 import zlib
 from pathlib import Path
 
-_RELATIVE_HOME = Path("..") / "shared" / "datasets"
-
-
-def _default_homes():
-    """Candidates beside a source checkout: the one this package was imported from, then
-    the current directory's (an installed package run from a checkout's root)."""
-    return [Path(__file__).resolve().parents[2] / _RELATIVE_HOME, Path.cwd() / _RELATIVE_HOME]
-
-
 def get_data_home(data_home=None):
-    """Return the folder holding the benchmark files.
+    """Return the folder holding the benchmark data files.
+
+    As scikit-learn's ``get_data_home``: an explicit folder, else the environment variable
+    ``SPARSEKIT_DATA``, else ``~/sparsekit_data``.
 
     Parameters
     ----------
     data_home : str or path-like, default=None
-        Explicit folder. When None, the environment variable ``SPARSEKIT_DATA`` is used
-        if set, else the first existing ``<repository>/../shared/datasets`` of the source
-        tree this package was imported from or of the current directory.
+        Explicit folder.
 
     Returns
     -------
     pathlib.Path
         The folder (not checked for existence; loaders check the files they need).
+
+    Examples
+    --------
+    >>> from sparsekit.datasets import get_data_home
+    >>> get_data_home("/data/sets").as_posix()
+    '/data/sets'
     """
     if data_home is None:
         data_home = os.environ.get("SPARSEKIT_DATA") or None   # set but empty: unset
     if data_home is None:
-        homes = _default_homes()
-        data_home = next((home for home in homes if home.is_dir()), homes[0])
+        data_home = Path("~") / "sparsekit_data"
     return Path(data_home).expanduser()
 
 
@@ -43,8 +40,8 @@ def _find_file(relative, data_home=None):
     path = get_data_home(data_home) / relative
     if not path.is_file():
         raise FileNotFoundError(
-            f"dataset file not found: {path} (set data_home= or the SPARSEKIT_DATA "
-            "environment variable to the folder described in shared/datasets/MANIFEST.md)"
+            f"dataset file not found: {path} (pass data_home= or set the SPARSEKIT_DATA "
+            f"environment variable to the folder that holds {relative})"
         )
     return path
 

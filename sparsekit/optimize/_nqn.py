@@ -287,7 +287,8 @@ def minimize_nqn(fun, x0, args=(), jac=None, bounds=None, callback=None, options
     -------
     scipy.optimize.OptimizeResult
         ``x, fun, jac, nit, nfev, njev, status`` (see :data:`MESSAGES`), ``success``
-        (status 0 or 7: the stopping rules of L-BFGS-B), ``message``, ``nrestart`` (memory resets after a failed step)
+        (status 0 or 7: the stopping rules of L-BFGS-B), ``message``, ``nrestart``
+        (memory resets after a failed step)
         and ``active`` (boolean mask of the binding set 𝓑(∇f) (3.4) at ``x``).
     """
     opts = _parse_options(options)
