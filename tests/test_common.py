@@ -1,11 +1,37 @@
 """Conventions every estimator follows alike (scikit-learn's, where it has one)."""
+import warnings
+
 import numpy as np
 import pytest
 import scipy.sparse as sp
 from sklearn.datasets import load_iris
 from sklearn.exceptions import NotFittedError
+from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from sparsekit import ExtremeSoftmaxSGD, L1LogisticOBA, SparsemaxClassifier
+from sparsekit.linear_model import _extreme_softmax, _sparsemax
+
+#: every configuration that should pass scikit-learn's checks; the second L1LogisticOBA
+#: solves to 1e-10, as the sample-weight equivalence check compares predict_proba to 1e-7
+#: relative, finer than the default tol (1e-8 on the ISTA residual) promises
+CHECKED = [
+    SparsemaxClassifier(), SparsemaxClassifier(solver="nqn"),
+    SparsemaxClassifier(solver="newton-cg"), SparsemaxClassifier(solver="sdca", random_state=0),
+    L1LogisticOBA(), L1LogisticOBA(sparse_coef=True, C=0.5, tol=1e-10),
+    *[ExtremeSoftmaxSGD(method, random_state=0) for method in ("implicit", "umax", "ove")],
+]
+
+
+def _expected_failures(estimator):
+    return {SparsemaxClassifier: _sparsemax.EXPECTED_FAILED_CHECKS,
+            ExtremeSoftmaxSGD: _extreme_softmax.EXPECTED_FAILED_CHECKS}.get(type(estimator), {})
+
+
+@parametrize_with_checks(CHECKED, expected_failed_checks=_expected_failures)
+def test_sklearn_compatible(estimator, check):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")       # convergence on the checks' tiny data sets
+        check(estimator)
 
 ESTIMATORS = {
     "SparsemaxClassifier": lambda: SparsemaxClassifier(),

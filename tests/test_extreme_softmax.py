@@ -8,12 +8,10 @@ import scipy.sparse as sp
 from scipy.special import logsumexp
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.linear_model import LogisticRegression
-from sklearn.utils.estimator_checks import check_estimator
 
 import _softmax_reference as ref
 from sparsekit import ExtremeSoftmaxSGD as TopLevel
 from sparsekit.linear_model import ExtremeSoftmaxSGD, first_label, precision_at_k
-from sparsekit.linear_model._extreme_softmax import EXPECTED_FAILED_CHECKS
 from sparsekit.losses import (_softmax, double_sum_gradient, double_sum_objective,
                               ove_objective, softmax_log_proba, softmax_nll)
 
@@ -36,12 +34,6 @@ def data():
 
 def test_top_level_import():
     assert TopLevel is ExtremeSoftmaxSGD
-
-
-@pytest.mark.parametrize("method", ["implicit", "umax", "ove"])
-def test_check_estimator(method):
-    check_estimator(ExtremeSoftmaxSGD(method, random_state=0),
-                    expected_failed_checks=EXPECTED_FAILED_CHECKS)
 
 
 @pytest.mark.parametrize("method,lr", [("implicit", 1.0), ("umax", 0.3), ("sgd", 0.05),

@@ -6,7 +6,6 @@ import pytest
 import scipy.sparse as sp
 from scipy.optimize import minimize
 from sklearn.exceptions import ConvergenceWarning
-from sklearn.utils.estimator_checks import check_estimator
 
 from sparsekit._cython._projections import POLYTOPE_CODES
 from sparsekit._cython._sparsemax_dual import dual_epoch_csr, dual_epoch_dense
@@ -192,15 +191,6 @@ def test_sdca_bad_options(kwargs, match):
     X, y = _blobs()
     with pytest.raises(ValueError, match=match):
         SparsemaxClassifier(solver="sdca", **kwargs).fit(X, y)
-
-
-def test_sdca_check_estimator():
-    from sparsekit.linear_model._sparsemax import EXPECTED_FAILED_CHECKS
-
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        check_estimator(SparsemaxClassifier(solver="sdca", random_state=0),
-                        expected_failed_checks=EXPECTED_FAILED_CHECKS)
 
 
 def test_sdca_stuck_at_a_huge_feature_scale_warns_instead_of_claiming_success():
