@@ -47,7 +47,8 @@ sys.path.insert(0, str(_report.REPO))          # the in-place build, also when n
 from sparsekit.datasets import (load_debian, load_mnist, load_xmlrepo,
                                 make_extreme_softmax_teacher)
 from sparsekit.linear_model import ExtremeSoftmaxSGD
-from sparsekit.linear_model._extreme_softmax import (_l2_cache_bytes, first_label,
+from sparsekit._cython._softmax_sgd import L2_CACHE_BYTES  # noqa: E402
+from sparsekit.linear_model._extreme_softmax import (first_label,
                                                      precision_at_k)
 from sparsekit.losses import softmax_nll
 
@@ -416,7 +417,7 @@ def run_scale(quick):
                     "load": os.getloadavg()[0]})
     save("scale", {"N": N, "D": D, "nnz": nnz, "Ks": Ks, "lines": weight_lines(X),
                    "l3": _l3_size(), "rows": {str(K): r for K, r in rows.items()},
-                   "l2_bytes": _l2_cache_bytes(), "thp": thp,
+                   "l2_bytes": L2_CACHE_BYTES, "thp": thp,
                    "times": {k: sorted(v) for k, v in times.items()},
                    "cpu": {k: sorted(v) for k, v in cpu.items()}, "history": history})
 

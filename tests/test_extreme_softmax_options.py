@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 import _softmax_reference as ref
+import sparsekit.linear_model._extreme_softmax as est_module
 from sparsekit.linear_model import ExtremeSoftmaxSGD
 from sparsekit.losses import softmax_log_proba, softmax_nll
 
@@ -301,42 +302,38 @@ def test_non_canonical_csr_fits_as_its_canonical_copy_and_is_left_alone(method):
         np.testing.assert_array_equal(after, before)
 
 
-def test_l2_cache_size_is_read_from_sysfs_level_2(monkeypatch, tmp_path):
-    """The level-2 entry's size wins, whatever its index; a level-2 entry whose size is
-    unreadable is skipped, and with none readable the 1 MiB default is used."""
-    import sparsekit.linear_model._extreme_softmax as module
-    for name, level, size in [("index0", "1", "48K\n"), ("index1", "3", "32768K\n"),
-                              ("index2", "2", "n/a\n"), ("index3", "2", "1280K\n")]:
-        (tmp_path / name).mkdir()
-        (tmp_path / name / "level").write_text(level + "\n")
-        (tmp_path / name / "size").write_text(size)
-    monkeypatch.setattr(module, "Path", lambda _: tmp_path)
-    assert module._l2_cache_bytes.__wrapped__() == 1280 * 2**10
-    (tmp_path / "index3" / "size").write_text("2M\n")
-    assert module._l2_cache_bytes.__wrapped__() == 2 * 2**20
-    (tmp_path / "index3" / "level").unlink()
-    assert module._l2_cache_bytes.__wrapped__() == 2**20
+def test_the_l2_cache_size_is_the_c_librarys():
+    """The driver spreads its prefetches for weights larger than the core's L2 cache, which
+    it reads from the C library (sysfs says the same on Linux)."""
+    from pathlib import Path
+
+    from sparsekit._cython._softmax_sgd import L2_CACHE_BYTES, spreads_prefetches
+    assert L2_CACHE_BYTES >= 64 * 2**10
+    assert spreads_prefetches(L2_CACHE_BYTES + 1) and not spreads_prefetches(L2_CACHE_BYTES)
+    for index in Path("/sys/devices/system/cpu/cpu0/cache").glob("index*"):
+        if (index / "level").read_text().strip() == "2":
+            text = (index / "size").read_text().strip().upper()
+            scale = {"K": 2**10, "M": 2**20}.get(text[-1:], 1)
+            assert int(text.rstrip("KM")) * scale == L2_CACHE_BYTES
 
 
-def test_weights_beyond_l2_take_the_spread_prefetch_path(monkeypatch):
-    """The estimator asks the driver for spread write-intent prefetches exactly when its
-    weights exceed the L2 cache; the fitted weights are the same either way."""
-    import sparsekit.linear_model._extreme_softmax as module
+def test_the_driver_decides_the_prefetch_path_and_results_never_depend_on_it():
     X, y = _small(16, N=60, K=5)
-    seen = []
-    epoch = module.softmax_epoch
-
-    def spy(*args, **kwargs):
-        seen.append(kwargs["write_intent"])
-        return epoch(*args, **kwargs)
-
-    monkeypatch.setattr(module, "softmax_epoch", spy)
     coefs = []
-    for l2 in (1 << 40, 0):
-        monkeypatch.setattr(module, "_l2_cache_bytes", lambda size=l2: size)
-        coefs.append(ExtremeSoftmaxSGD(n_epochs=2, random_state=0).fit(X, y).coef_)
-    assert seen == [False, False, True, True]
+    for write_intent in (None, False, True):
+        est = ExtremeSoftmaxSGD(n_epochs=2, random_state=0)
+        epoch = est_module.softmax_epoch
+
+        def forced(*args, _epoch=epoch, _wi=write_intent, **kwargs):
+            return _epoch(*args, write_intent=_wi, **kwargs)
+
+        est_module.softmax_epoch = forced
+        try:
+            coefs.append(est.fit(X, y).coef_)
+        finally:
+            est_module.softmax_epoch = epoch
     np.testing.assert_array_equal(coefs[0], coefs[1])
+    np.testing.assert_array_equal(coefs[0], coefs[2])
 
 
 def test_multilabel_first_rejects_an_example_without_labels():

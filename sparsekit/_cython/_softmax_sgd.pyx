@@ -69,12 +69,32 @@ cdef extern from *:
     static inline unsigned int sk_flush_denormals(void) { return 0; }
     static inline void sk_restore_denormals(unsigned int saved) { (void)saved; }
     #endif
+    #include <unistd.h>
+    /* the core's level-2 cache in bytes as the C library reports it, else 1 MiB */
+    static long sk_l2_cache_bytes(void) {
+    #ifdef _SC_LEVEL2_CACHE_SIZE
+        long size = sysconf(_SC_LEVEL2_CACHE_SIZE);
+        if (size > 0) return size;
+    #endif
+        return 1L << 20;
+    }
     """
     void SK_PREFETCH(const void* p) noexcept nogil
     void SK_PREFETCH_READ(const void* p) noexcept nogil
     void SK_PREFETCH_W(const void* p) noexcept nogil
     unsigned int sk_flush_denormals() noexcept nogil
     void sk_restore_denormals(unsigned int saved) noexcept nogil
+    long sk_l2_cache_bytes() noexcept nogil
+
+#: Weights larger than the core's L2 cache take spread write-intent prefetches: a burst of a
+#: step's prefetches stalls the core once its lines come from L3 or DRAM.
+L2_CACHE_BYTES = sk_l2_cache_bytes()
+
+
+def spreads_prefetches(Py_ssize_t weight_bytes):
+    """Whether :func:`softmax_epoch` spreads its prefetches (``write_intent=None``) for
+    weights of ``weight_bytes`` bytes: when they exceed the L2 cache."""
+    return weight_bytes > L2_CACHE_BYTES
 
 cdef enum:
     LOOKAHEAD = 2       # batches between drawing a step's classes and running it
@@ -853,7 +873,7 @@ def softmax_epoch(int method, const floating[::1] data, const index_t[::1] indic
                   double[::1] sqn, double[::1] u, const double[::1] beta,
                   const Py_ssize_t[::1] order, int n_sampled, int batch_size, double eta,
                   double alpha, double delta, double bound_w, double bound_u, uint64_t seed,
-                  bint write_intent=False, bint exclude_true=True,
+                  write_intent=None, bint exclude_true=True,
                   bint shared_classes=False):
     """One pass over the rows listed in ``order``; updates R, gamma, sqn, u in place.
 
@@ -864,9 +884,10 @@ def softmax_epoch(int method, const floating[::1] data, const index_t[::1] indic
     used by U-max with ``alpha > 0`` (row projection onto ``||w_k|| <= bound_w``); a
     negative entry means "not known yet": the row's norm is computed when the row is first
     touched, so a pass over a few rows (``partial_fit``) does not read all K of them.
-    ``write_intent`` (for an R larger than the core's L2 cache) spreads the weight
-    prefetches over the step two ahead as write-intent prefetches instead of asking for
-    them at the draw; it changes the speed only, never the results. With
+    ``write_intent`` spreads the weight prefetches over the step two ahead as
+    write-intent prefetches instead of asking for them at the draw; it changes the speed
+    only, never the results. None (the default) spreads them when R is larger than the
+    core's L2 cache (:func:`spreads_prefetches`). With
     ``exclude_true=False`` the classes are drawn among all K (the true class too, weight
     still (K-1)/m), as the authors' Implicit SGD code did (notes §6); a draw of the true
     class then moves u only. With ``shared_classes`` the examples of a batch share one
@@ -909,8 +930,10 @@ def softmax_epoch(int method, const floating[::1] data, const index_t[::1] indic
                          f"with alpha > 0) one per class ({K})")
     # A batch sharing its classes touches nearly every line of a shared row when its
     # examples' nonzeros outnumber the row's lines: ask for the rows in slices then.
+    cdef bint intent = (spreads_prefetches(R.shape[0] * R.shape[1] * sizeof(floating))
+                        if write_intent is None else bool(write_intent))
     cdef Py_ssize_t row_lines = (R.shape[1] * sizeof(floating) + 63) // 64
-    cdef bint sliced = (write_intent and shared_classes and b > 1 and n_rows > 0
+    cdef bint sliced = (intent and shared_classes and b > 1 and n_rows > 0
                         and (dense or b * (indptr[n_rows] - indptr[0]) >= n_rows * row_lines))
     cdef const floating* xd
     cdef const index_t* xi
@@ -975,7 +998,7 @@ def softmax_epoch(int method, const floating[::1] data, const index_t[::1] indic
                     _draw_classes(&state, K, ringbuf[t], m, exclude_true,
                                   shared if shared_classes else NULL, drawn % b == 0,
                                   &ringbuf[t + 1], table, table_size)
-                    if not write_intent:
+                    if not intent:
                         nnz = _walk_row(&walk, drawn, data_p, indices_p, dense, D, &xd, &xi)
                         _prefetch_rows(R0, stride, &ringbuf[t], mm, xi, nnz, bias, D)
                     if ridge:
@@ -994,7 +1017,7 @@ def softmax_epoch(int method, const floating[::1] data, const index_t[::1] indic
                 cls_ahead = &ringbuf[((start + ahead) % ring) * mm]
                 # 1) coefficients from the current weights
                 for e in range(nb):
-                    spread = write_intent and start + e + ahead < N
+                    spread = intent and start + e + ahead < N
                     if spread:     # the row of the step whose weights are asked for
                         pnnz = _walk_row(&walk, start + e + ahead, data_p, indices_p, dense,
                                          D, &pxd, &pxi)
@@ -1071,7 +1094,7 @@ def softmax_epoch(int method, const floating[::1] data, const index_t[::1] indic
                             d = _dot(w, xd, xi, nnz, bias, D)
                             sqn[k] += 2.0 * a * d + a * a * walk.xsq[pos[e]]
                         _axpy(w, a, xd, xi, nnz, bias, D)
-                    if write_intent and start + e + ahead < N:
+                    if intent and start + e + ahead < N:
                         pnnz = _walk_row(&walk, start + e + ahead, data_p, indices_p, dense,
                                          D, &pxd, &pxi)
                         pmm = _rows_asked(sliced, &cls_ahead[e * mm], shared, m)

@@ -8,9 +8,7 @@ this module holds only the scikit-learn plumbing.
 import copy
 import time
 import warnings
-from functools import lru_cache
 from numbers import Integral, Real
-from pathlib import Path
 
 import numpy as np
 import scipy.sparse as sp
@@ -36,26 +34,6 @@ EXPECTED_FAILED_CHECKS = {
     "check_sample_weight_equivalence_on_sparse_data":
         "stochastic passes: weights and repeated rows give different random paths",
 }
-
-
-@lru_cache(maxsize=1)
-def _l2_cache_bytes():
-    """Size of the core's level-2 cache as Linux reports it (sysfs), else 1 MiB.
-
-    Weights larger than this get the epoch driver's spread write-intent prefetches
-    (``softmax_epoch(write_intent=True)``): a burst of a step's prefetches stalls the core
-    once its lines come from L3 or DRAM (doc/benchmarks.md, extreme_softmax section 2).
-    """
-    for index in Path("/sys/devices/system/cpu/cpu0/cache").glob("index*"):
-        try:
-            if (index / "level").read_text().strip() != "2":
-                continue
-            text = (index / "size").read_text().strip().upper()
-            scale = {"K": 2**10, "M": 2**20, "G": 2**30}.get(text[-1:], 1)
-            return int(text.rstrip("KMG")) * scale
-        except (OSError, ValueError):
-            continue
-    return 2**20
 
 
 def first_label(Y):
@@ -512,7 +490,6 @@ class ExtremeSoftmaxSGD(ClassifierMixin, BaseEstimator):
             sample_weight, xsq, self._R, gamma, sqn, u, beta, order, m,
             self.batch_size if self.method != "implicit" else 1, eta, alpha,
             float(self.delta), bound_w, bound_u, seed,
-            write_intent=self._R.nbytes > _l2_cache_bytes(),
             exclude_true=not self.sample_true_class,
             shared_classes=self.shared_classes and self.batch_size > 1)
         self.epoch_cpu_times_.append(time.thread_time() - c0)
