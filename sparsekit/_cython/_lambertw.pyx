@@ -3,7 +3,7 @@
 
 ``W(e^t)`` is the root ``w > 0`` of ``w + log w = t`` (principal branch). It grows like
 ``t - log t`` for large ``t`` and like ``e^t`` for very negative ``t``; the Implicit SGD
-update of notes/unbiased_softmax_umax_isgd.md §1.7.1 eq. (14) needs it for ``t`` anywhere
+update of Fagan & Iyengar 2018 (appendix F.1, eq. (14)) needs it for ``t`` anywhere
 in ``R`` (logit gaps of +-1e3 and beyond), so the exponential is never evaluated for
 ``t > 0``. The C-level routine is shared through ``_lambertw.pxd`` with
 ``_softmax_sgd.pyx``; ``lambertw_exp`` is the vectorised public form.

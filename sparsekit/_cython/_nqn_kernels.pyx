@@ -1,5 +1,5 @@
 # cython: language_level=3
-"""Hot loops of NQN (notes/keskar_thesis_oba_nqn.md §3): box projections, binding sets,
+"""Hot loops of NQN (Keskar 2017, thesis chapter 3): box projections, binding sets,
 active-set corrections, breakpoints, and compact L-BFGS products restricted to the free set.
 
 Every kernel works on float64 vectors of length ``n``; the limited-memory pairs are stored
@@ -140,7 +140,7 @@ def correction_set(const double[::1] x, const double[::1] p, const double[::1] l
 
 def max_breakpoint(const double[::1] x, const double[::1] d, const double[::1] lo,
                    const double[::1] hi):
-    """Largest breakpoint ``U_max = max_i γ_i`` of Algorithm 4 (fixed sign, §5.5).
+    """Largest breakpoint ``U_max = max_i γ_i`` of Algorithm 4 (with its sign fixed).
 
     ``γ_i = (u_i − x_i)/d_i`` if ``d_i > 0``, ``(l_i − x_i)/d_i`` if ``d_i < 0``, over the
     coordinates that move; a moving coordinate with no bound on its side has γ_i = ∞, so

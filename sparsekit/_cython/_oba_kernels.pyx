@@ -1,8 +1,8 @@
 """Cython kernels for OBA and its linear-model datafits.
 
-Notes: ../shared/notes/keskar_thesis_oba_nqn.md §1.2-§1.4 (minimum-norm subgradient, index
-sets, orthant), §1.6 (greedy top-tau selection), §1.8 (soft-thresholding for the ISTA
-point), §1.9 (subspace Hessian-vector products on the cached free-column slice) and §5.7.
+After Keskar (2017), thesis chapter 2: the minimum-norm subgradient (2.4), the index sets
+and orthant (2.5)-(2.7), the greedy top-tau selection, soft-thresholding for the ISTA point
+and the subspace Hessian-vector products on the free columns.
 
 Design matrices enter as CSC arrays (``data, indices, indptr``), CSR arrays, or a
 Fortran-ordered dense array; their values may be float32 or float64 (fused ``floating``).
@@ -169,7 +169,7 @@ def logistic_pointwise(const double[:] m, const double[:] y, const double[:] sw,
     """Weighted logistic loss ``sum sw_i log(1 + exp(-y_i m_i))`` and its pointwise terms.
 
     Writes ``r_i = d loss_i / d m_i = -y_i sw_i sigma(-y_i m_i)`` and
-    ``D_i = sw_i sigma(y_i m_i) sigma(-y_i m_i)`` (the Hessian weights, notes §1.9).
+    ``D_i = sw_i sigma(y_i m_i) sigma(-y_i m_i)`` (the Hessian weights).
     One exp and one log1p per sample, on ``e = exp(-|z|) <= 1`` (no overflow).
     """
     cdef Py_ssize_t i
@@ -295,7 +295,7 @@ def subgradient_and_sets(const double[:] x, const double[:] grad, const double[:
     ``mu[i]`` is the l1 weight of coordinate i (0: unpenalized, always free).
     ``code[i]`` is 0 for 𝒜 (zero, |grad| <= mu), 1 for ℱ (nonzero or unpenalized),
     2 for 𝒰 (zero, |grad| > mu). Returns the optimality measure
-    ``||x - S_mu(x - grad)||_inf`` (notes §1.9, the unit-step ISTA residual).
+    ``||x - S_mu(x - grad)||_inf`` (the unit-step ISTA residual, OBA's stopping measure).
     """
     cdef Py_ssize_t i
     cdef double xi, gi, mi, z, res, opt = 0.0
@@ -343,7 +343,7 @@ def subgradient_and_sets(const double[:] x, const double[:] grad, const double[:
 
 
 def soft_threshold(const double[:] z, const double[:] thresh, double[:] out):
-    """``out_i = sign(z_i) max(|z_i| - thresh_i, 0)`` (the operator S of notes §1.8)."""
+    """``out_i = sign(z_i) max(|z_i| - thresh_i, 0)`` (the soft-thresholding operator S)."""
     cdef Py_ssize_t i
     cdef double zi, t
     with nogil:
@@ -381,7 +381,7 @@ def top_k(double[:] key, long long[:] idx, Py_ssize_t k):
     """Reorder ``key``/``idx`` in place so their first ``k`` entries hold the ``k`` largest keys.
 
     Iterative quickselect with median-of-three pivots (expected O(len)); ties are kept
-    in any order. Used for the greedy choice of 𝒰_F (notes §1.6).
+    in any order. Used for the greedy choice of 𝒰_F.
     """
     cdef Py_ssize_t lo = 0, hi = key.shape[0] - 1, i, j, mid
     cdef double pivot

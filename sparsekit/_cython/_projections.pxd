@@ -15,12 +15,12 @@
 # simplex_row(z, p, k, radius) -> tau
 #     Same onto {p >= 0, sum p = radius}, radius > 0.
 # sparsemax_sort_row(z, p, k) -> tau
-#     Reference O(K log K) sort-based sparsemax (notes/sparsemax_report.md Alg. 1),
+#     Reference O(K log K) sort-based sparsemax (Madsen et al. 2016, Algorithm 1),
 #     same output; ``p`` is used as the sort buffer.
 # sparsemax_loss_row(z, q, p, k) -> loss
 #     Writes p = sparsemax(z) and returns the sparsemax loss
 #     L(z; q) = 1/2 sum_j p_j (2 z'_j - p_j) + 1/2 ||q||^2 - q.z'  with z' = z - max(z)
-#     (notes eq. 9, shifted; requires sum(q) == 1). Gradient wrt z: p - q.
+#     (Madsen et al. 2016, eq. 9, shifted; requires sum(q) == 1). Gradient wrt z: p - q.
 # project_row(polytope, z, p, k, budget, w, work, iwork) -> tau
 #     Projection onto the polytope named by one of the POLYTOPE_* codes below:
 #       SIMPLEX         {p >= 0, sum p = budget}                  (w ignored)

@@ -1,7 +1,7 @@
 """Row kernels: Euclidean projections onto the sparsemax family of polytopes.
 
-Sources: notes/sparsemax_report.md (sparsemax, Alg. 1, eqs. 5 and 8-10) and
-notes/lp_sparsemap.md sections 1.7 and 1.9 (box K1, sifting K2, Pardalos-Kovoor K3 with
+Sources: Madsen et al. 2016 (sparsemax, Algorithm 1, eqs. 5 and 8-10) and
+Niculae & Martins 2020, appendix D (box, sifting, Pardalos-Kovoor with
 the Prop. 6 Jacobian). The simplex projection filters candidates in one pass, then runs
 Michelot's iteration (C. Michelot, J. Optim. Theory Appl. 1986) with Condat's algorithm
 (L. Condat, "Fast projection onto the simplex and the l1 ball", Math. Program. 2016) as the
@@ -286,7 +286,7 @@ cdef double _simplex_project(const floating* z, floating* p, Py_ssize_t k, doubl
        maximum when max(z) - a rounds to it); the buffer is p.
     2. _michelot_tau (Michelot's iteration, then Condat's algorithm) finds tau on the
        candidates shifted by max(z), exact for the support: the fix of
-       notes/sparsemax_report.md 4.3 for float32 rows offset by 1e6.
+       shifting by the maximum keeps float32 rows offset by 1e6 exact.
     3. p = max((z - max) - tau, 0) in the input precision: exact zeros off the support."""
     cdef Py_ssize_t i, n = 0
     cdef floating zi, zmax

@@ -1,8 +1,8 @@
 # cython: language_level=3
 """Epoch drivers for ExtremeSoftmaxSGD: per-step work O((m+1) nnz(x)), independent of K.
 
-Objective (per-example form of notes/unbiased_softmax_umax_isgd.md eq. (5)-(6), i.e. the
-paper's f divided by N so that the learning rate is per example, §5):
+Objective (per-example form of Fagan & Iyengar 2018, eqs. (5)-(6), i.e. the
+paper's f divided by N so that the learning rate is per example):
 
     f(u, W) = 1/N sum_i [ u_i + e^{-u_i} (1 + sum_{k != y_i} e^{s_ik}) - 1 ] + alpha/2 ||W||^2,
     s_ik = x_i.(w_k - w_{y_i}),
@@ -14,15 +14,15 @@ distinct classes C (uniform, without replacement, never y_i) and uses the unbias
 
 with c = (K-1)/m and beta_j = 1/P(class j is touched) (eq. (6)). Methods:
 
-- IMPLICIT: the proximal step argmin 2 eta l_iC + ||theta - theta~||^2 (§1.7). For m = 1 the
+- IMPLICIT: the proximal step argmin 2 eta l_iC + ||theta - theta~||^2 (section 3.2). For m = 1 the
   monotone g(u) of eq. (16) is bracketed (App. F.1) and solved by safeguarded Newton; for
   m > 1 the (m+2)-variable problem is reduced to one monotone scalar equation in
   v = u + eta q Lambda / rho_y (derivation in ``_implicit_multi``). Ridge enters through
-  rho_j = 1 + eta alpha beta_j (the corrected F.3 eq. (20), erratum 6).
+  rho_j = 1 + eta alpha beta_j (F.3 eq. (20), with its rho corrected to this form).
 - UMAX: vanilla SGD on l_iC after the u-reset u_i <- log(1 + sum_C e^{s_ik}) whenever
-  u_i < that - delta (§1.6 (a)), then u in [0, B_u] and row norms <= B_W when alpha > 0.
-- SGD: the same step without the reset (the unstable baseline, §1.4).
-- OVE: c sum_C softplus(s_ik) (notes/one_vs_each.md §1.6; (N/b)(K-1)/M of the sum form is
+  u_i < that - delta (section 3.1), then u in [0, B_u] and row norms <= B_W when alpha > 0.
+- SGD: the same step without the reset (the unstable baseline of section 2.2).
+- OVE: c sum_C softplus(s_ik) (Titsias 2016, eq. (15); (N/b)(K-1)/M of the sum form is
   (1/b)(K-1)/M here because the objective is a mean).
 - SAMPLED_SOFTMAX: softmax cross-entropy over {y} + C with logits z_k + log c (IS).
 - NCE: logistic loss of z_y + log c against z_k + log c (uniform noise, self-normalised).
@@ -164,7 +164,7 @@ cdef void _sample_classes(uint64_t* s, Py_ssize_t K, Py_ssize_t y, int m, bint e
                           Py_ssize_t* out, Py_ssize_t* table,
                           Py_ssize_t table_size) noexcept nogil:
     """m distinct classes uniform from {0..K-1} minus {y} (Floyd's algorithm); from all of
-    {0..K-1} when not ``exclude`` (the authors' Implicit SGD code, notes §6). Duplicates
+    {0..K-1} when not ``exclude`` (the Implicit SGD code published with Fagan & Iyengar 2018). Duplicates
     are found by a scan for m <= SCAN_DRAWS, else in ``table`` (``_draw_table_size(m)``
     slots): O(m) per draw set either way, and the same classes."""
     cdef Py_ssize_t jj, t, q, cnt = 0, n = K - 1 if exclude else K
@@ -202,7 +202,7 @@ cdef void _draw_classes(uint64_t* s, Py_ssize_t K, Py_ssize_t y, int m, bint exc
     uniformly. Either way the example's classes are a uniform m-subset of the K - 1 wrong
     ones: a set T arises as itself (probability 1/C(K,m)) or from one of its m neighbours
     holding y (m / (C(K,m) (K-m))), in all 1/C(K-1,m). Sharing (as TensorFlow's samplers
-    in the authors' baselines, notes §2.2) correlates the examples of a batch only."""
+    in the published baselines) correlates the examples of a batch only."""
     cdef Py_ssize_t q, c
     if shared == NULL:
         _sample_classes(s, K, y, m, exclude, out, table, table_size)
@@ -654,7 +654,7 @@ cdef int _explicit_coefficients(int method, int m, const double* z, double u, do
 
 cdef double _umax_reset(int m, const double* z, double u, double delta,
                         bint* reset) noexcept nogil:
-    """u <- log(1 + sum_C e^{s_k}) if u < that - delta (Algorithm 1, sampled set as in §6)."""
+    """u <- log(1 + sum_C e^{s_k}) if u < that - delta (Algorithm 1, over the sampled set)."""
     cdef double mx = 0.0, acc, bound
     cdef int k
     for k in range(1, m + 1):
@@ -889,7 +889,7 @@ def softmax_epoch(int method, const floating[::1] data, const index_t[::1] indic
     only, never the results. None (the default) spreads them when R is larger than the
     core's L2 cache (:func:`spreads_prefetches`). With
     ``exclude_true=False`` the classes are drawn among all K (the true class too, weight
-    still (K-1)/m), as the authors' Implicit SGD code did (notes §6); a draw of the true
+    still (K-1)/m), as the code published with Fagan & Iyengar 2018 did; a draw of the true
     class then moves u only. With ``shared_classes`` the examples of a batch share one
     draw of classes (``_draw_classes``): each example's classes are still uniform among its
     wrong ones, and the batch reads m sampled rows instead of up to b m (asked for in

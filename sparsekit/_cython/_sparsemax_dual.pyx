@@ -2,7 +2,7 @@
 
 The primal ``(1/S) sum_i s_i L(W^T x_i + b; y_i) + (alpha/2) ||W||^2`` with the Fenchel-Young
 loss of a polytope C, ``L(z; y) = max_{mu in C} [z.(mu - y) - 1/2 ||mu||^2] + 1/2 ||y||^2``
-(notes/lp_sparsemap.md section 2; sparsemax_report.md eq. 9 on the simplex), has the dual
+(Blondel et al. 2020; Madsen et al. 2016, eq. 9, on the simplex), has the dual
 variables ``mu_i in C`` with ``W(mu) = (1/(alpha S)) sum_i s_i x_i (y_i - mu_i)^T``. The dual
 restricted to one block ``mu_i`` is ``z.mu - 1/2 ||mu||^2 - (q_i/2) ||mu - mu_i||^2`` (up to
 constants), so its exact maximizer is one projection (stochastic dual coordinate ascent,

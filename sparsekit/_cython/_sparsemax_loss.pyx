@@ -3,8 +3,8 @@
 One pass over the rows of ``X`` computes the scores ``s_i = W^T x_i + b``, the projection
 ``p_i`` of ``s_i`` onto the polytope, the weighted Fenchel-Young loss
 ``sw_i * (1/2 ||y_i - s_i||^2 - 1/2 ||p_i - s_i||^2)`` and the gradient contributions
-``x_i g_i^T`` with ``g_i = sw_i (p_i - y_i)`` (notes/sparsemax_report.md eqs. 6, 9, 11;
-notes/lp_sparsemap.md section 2). Rows whose gradient is exactly zero (``p_i == y_i``,
+``x_i g_i^T`` with ``g_i = sw_i (p_i - y_i)`` (Madsen et al. 2016, eqs. 6, 9 and 11;
+Blondel et al. 2020). Rows whose gradient is exactly zero (``p_i == y_i``,
 frequent with sparsemax) are skipped in the gradient accumulation.
 
 Dense ``X`` is processed in row blocks small enough to stay in cache between the two BLAS

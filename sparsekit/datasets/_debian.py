@@ -1,4 +1,4 @@
-"""The Debian 12 package-description corpus (MANIFEST.md, "Debian package descriptions")."""
+"""The Debian 12 package-description corpus: one JSON record per line."""
 import json
 
 import numpy as np

@@ -1,4 +1,4 @@
-"""LIBSVM / svmlight text files, compressed or not (MANIFEST.md, "LIBSVM files")."""
+"""LIBSVM / svmlight text files, compressed or not."""
 from pathlib import Path
 
 import numpy as np

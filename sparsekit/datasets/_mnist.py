@@ -1,4 +1,4 @@
-"""MNIST in the IDX format, gzip-compressed (MANIFEST.md, "MNIST")."""
+"""MNIST in the IDX format, gzip-compressed (LeCun et al. 1998)."""
 import numpy as np
 
 from ._home import _find_file, _read_bytes

@@ -1,4 +1,4 @@
-"""Mulan multi-label ARFF files with their label XML (MANIFEST.md, "Mulan files")."""
+"""Mulan multi-label ARFF files with their label XML files."""
 import xml.etree.ElementTree as ET
 
 import numpy as np

@@ -1,4 +1,4 @@
-"""Toy sets of the One-vs-Each experiments (Titsias 2016; notes/one_vs_each.md §2.1)."""
+"""Toy sets of the One-vs-Each experiments (Titsias 2016)."""
 import numpy as np
 from sklearn.utils import Bunch, check_random_state
 
@@ -19,7 +19,7 @@ def make_ove_toy(kind="T1", n_samples=None, n_classes=None, *, return_params=Fal
                  random_state=None):
     """Generate a One-vs-Each toy set.
 
-    - ``"T1"`` (Fig. 1a) and ``"T3"`` (§4.1), non-parametric: ``p(k) ∝ u_k^2`` with
+    - ``"T1"`` (Fig. 1a) and ``"T3"``, non-parametric: ``p(k) ∝ u_k^2`` with
       ``u_k ~ U[0, 1]`` (the paper states this law for T3; T1's law is not stated and
       the same one is used), ``y_n ~ p``. ``X`` is a constant column of ones, so a
       linear model without intercept has one free score per class.
@@ -33,7 +33,7 @@ def make_ove_toy(kind="T1", n_samples=None, n_classes=None, *, return_params=Fal
     ----------
     kind : {"T1", "T2", "T3"}, default="T1"
     n_samples, n_classes : int, default=None
-        Override the paper's sizes (e.g. T3 scaled down to 10^5 / 10^3, notes test (j)).
+        Override the paper's sizes (e.g. T3 scaled down to 10^5 / 10^3 for a quick test).
     return_params : bool, default=False
         Also return the generating parameters.
     random_state : int, RandomState instance or None, default=None

@@ -1,4 +1,4 @@
-"""The "Synthetic" set of the OBA experiments (Keskar 2017, thesis §2.7; notes §2.1, §2.5)."""
+"""The "Synthetic" set of the OBA experiments (Keskar 2017, thesis section 2.7)."""
 import numpy as np
 import scipy.linalg
 import scipy.sparse.linalg
@@ -21,7 +21,7 @@ def _smallest_eigenvalue(A):
 def make_thesis_synthetic(n_samples=5000, n_features=None, *, random_state=None):
     """Generate the thesis' random, non-diagonally-dominant logistic-regression problem.
 
-    The MATLAB generator of thesis §2.7 (notes/keskar_thesis_oba_nqn.md, "Synthetic
+    The MATLAB generator of thesis section 2.7 ("Synthetic
     generator"), step by step:
 
     1. ``y = -1 + 2 (u > 0.5)`` with ``u ~ U[0, 1)^n``;

@@ -1,4 +1,5 @@
-"""Extreme Classification Repository text format (MANIFEST.md, "XMLRepository-format files").
+"""Extreme Classification Repository text format: a header line "n_points n_features
+n_labels", then one point per line, "l1,l2,... f1:v1 f2:v2 ...".
 
 First line ``N D L``; then one line per point, ``l1,l2,... f:v f:v ...`` with 0-based
 label and feature indices; a point with no labels starts with a single space.
@@ -70,7 +71,7 @@ def load_xmlrepo(name, subset="train", data_home=None):
     ----------
     name : {"Bibtex", "Delicious"} (case-insensitive) or a path to a file in this format
         The named files were converted from Mulan's ARFF train/test files
-        (MANIFEST.md); a path may be plain or compressed (``.xz``, ``.gz``).
+        ; a path may be plain or compressed (``.xz``, ``.gz``).
     subset : {"train", "test"}, default="train"
         Ignored when ``name`` is a path.
     data_home : str or path-like, default=None

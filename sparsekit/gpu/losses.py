@@ -1,7 +1,7 @@
 """GPU (CuPy) Fenchel-Young losses of the sparsemax family, with gradients ``proj(z) - y``.
 
-Same definitions and target checks as ``sparsekit.losses`` (notes/lp_sparsemap.md section 2;
-notes/sparsemax_report.md eqs. 8-10 for the stable sparsemax loss). The sparsemax loss runs
+Same definitions and target checks as ``sparsekit.losses`` (Blondel et al. 2020;
+Madsen et al. 2016, eqs. 8-10, for the stable sparsemax loss). The sparsemax loss runs
 fused in one kernel (``kernels/sparsemax_loss.cu``): projection, loss and gradient per row.
 """
 import numpy as np
@@ -35,7 +35,7 @@ def sparsemax_loss_and_grad(Z, Y):
     """Sparsemax loss and gradient per row, fused on the GPU.
 
     ``L(z; q) = 1/2 sum_j p_j (2 z'_j - p_j) + 1/2 ||q||^2 - q.z'`` with ``z' = z - max z``
-    and ``p = sparsemax(z)``; gradient ``p - q`` (notes/sparsemax_report.md eqs. 6, 9-10).
+    and ``p = sparsemax(z)``; gradient ``p - q`` (Madsen et al. 2016, eqs. 6 and 9-10).
 
     Parameters
     ----------
@@ -68,7 +68,7 @@ def fenchel_young_loss_and_grad(Z, Y, polytope="simplex", *, negated=None, **par
     ``p`` the projection onto ``polytope`` (on ``z - max z`` for the simplex, where the
     loss is shift invariant), accumulated in float64; gradient ``p - y``. ``negated`` as on
     the CPU: the loss of M at the flipped scores and targets, gradient
-    ``L (proj_M(flip z) - flip y)`` (notes/lp_sparsemap.md Prop. 7, Cor. 7.1).
+    ``L (proj_M(flip z) - flip y)`` (Niculae & Martins 2020, Prop. 7, Cor. 7.1).
 
     Returns
     -------

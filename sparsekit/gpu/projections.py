@@ -101,7 +101,7 @@ def jvp(Z, V, polytope="simplex", **params):
 
     On the free set I ({p > 0} for the simplex, {0 < p < 1} otherwise),
     ``(Jv)_I = v_I - w_I (w_I.v_I) / (w_I.w_I)`` when the sum constraint is active, else
-    ``v_I``; 0 off I (notes/lp_sparsemap.md Prop. 6).
+    ``v_I``; 0 off I (Niculae & Martins 2020, Prop. 6).
     """
     cp, Z2, one_d = as_device_rows(Z)
     _, V2, _ = as_device_rows(V, name="V")

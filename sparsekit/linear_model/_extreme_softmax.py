@@ -1,9 +1,9 @@
 """ExtremeSoftmaxSGD: softmax regression with very many classes at O(nnz(x)) per step.
 
-Methods follow notes/unbiased_softmax_umax_isgd.md (Implicit SGD §1.7, U-max §1.6, vanilla
-SGD on the double sum §1.4, the sampled baselines §2.2-2.3) and notes/one_vs_each.md (OVE,
-§1.6). The numerical work is done by the Cython epoch driver ``_softmax_sgd.softmax_epoch``;
-this module holds only the scikit-learn plumbing.
+Methods follow Fagan & Iyengar (2018) (Implicit SGD, section 3.2; U-max, section 3.1;
+vanilla SGD on the double sum, section 2.2; the sampled baselines) and Titsias (2016) (OVE).
+The numerical work is done by the Cython epoch driver ``_softmax_sgd.softmax_epoch``; this
+module holds only the scikit-learn plumbing.
 """
 import copy
 import time
@@ -37,7 +37,7 @@ EXPECTED_FAILED_CHECKS = {
 
 
 def first_label(Y):
-    """First-label policy for multi-label targets (Titsias 2016 §4; notes §3.1 item 1).
+    """First-label policy for multi-label targets (Titsias 2016; Fagan & Iyengar 2018).
 
     Parameters
     ----------
@@ -194,21 +194,21 @@ class ExtremeSoftmaxSGD(ClassifierMixin, BaseEstimator):
     """Softmax regression for very many classes with per-step work independent of K.
 
     Minimises the mean softmax negative log-likelihood plus ``alpha/2 ||W||^2`` through
-    the double-sum reformulation of notes/unbiased_softmax_umax_isgd.md eq. (5) (divided by
-    N, so ``learning_rate`` is a per-example step, §5), or through a biased surrogate:
+    the double-sum reformulation of Fagan & Iyengar (2018), eq. (5) (divided by
+    N, so ``learning_rate`` is a per-example step), or through a biased surrogate:
 
     ============== ===========================================================================
-    ``implicit``   Implicit SGD (proximal step, notes §1.7): n = m = 1 solves the monotone
+    ``implicit``   Implicit SGD (proximal step, section 3.2): n = m = 1 solves the monotone
                    g(u) of eq. (16) inside the App. F.1 bracket with a Lambert-W of e^t that
                    never overflows; m > 1 solves the (m+2)-variable strongly convex step
                    through one monotone scalar equation. Robust to the learning rate.
-    ``umax``       U-max (§1.6, Algorithm 1): SGD with the u-reset at threshold ``delta``,
+    ``umax``       U-max (section 3.1, Algorithm 1): SGD with the u-reset at threshold ``delta``,
                    u in [0, B_u] and ||w_k|| <= B_W when ``alpha > 0``.
-    ``sgd``        Vanilla SGD on the double sum (§1.4): unbiased but unstable; an overflow
+    ``sgd``        Vanilla SGD on the double sum (section 2.2): unbiased but unstable; an overflow
                    raises a ValueError instead of returning NaN weights.
-    ``ove``        One-vs-Each bound (notes/one_vs_each.md eq. (15)), doubly stochastic with
+    ``ove``        One-vs-Each bound (Titsias 2016, eq. (15)), doubly stochastic with
                    the unbiased (N/b)(K-1)/M scaling (mean form: (1/b)(K-1)/M).
-    ``sampled_softmax``, ``nce``  The usual biased sampled baselines (§2.3).
+    ``sampled_softmax``, ``nce``  The usual biased sampled baselines.
     ============== ===========================================================================
 
     Each step draws ``n_sampled`` distinct classes uniformly among the K-1 wrong ones and
@@ -264,12 +264,12 @@ class ExtremeSoftmaxSGD(ClassifierMixin, BaseEstimator):
         reduced with :func:`~sparsekit.linear_model.first_label` (the papers' policy).
     sample_true_class : bool, default=False
         Draw the sampled classes among all K classes, the true one included, with the same
-        weight (K-1)/m: what the authors' Implicit SGD code did (notes §6). Biased (a draw
+        weight (K-1)/m: what the Implicit SGD code published with the paper did. Biased (a draw
         of the true class moves u only); for reproducing the paper. ``method="implicit"``
         only.
     shared_classes : bool, default=False
         Draw the ``n_sampled`` classes once per batch for all its examples, as the
-        TensorFlow samplers of the authors' baselines did (notes §2.2); an example whose
+        TensorFlow samplers of the paper's baselines did; an example whose
         class is in the set gets a fresh class outside it in its place. Each example's
         classes stay uniform among its wrong ones, so the estimates stay unbiased (the
         examples of a batch are correlated); the batch then reads ``n_sampled`` sampled

@@ -1,6 +1,6 @@
 """ℓ1-regularized logistic regression solved by OBA (Keskar 2017, thesis chapter 2).
 
-Objective, exactly LIBLINEAR's ``-s 6`` (notes/keskar_thesis_oba_nqn.md §1.9 [MINE]):
+Objective, exactly LIBLINEAR's ``-s 6`` (Yuan et al. 2012):
 
     F(w, b) = ‖w‖₁ + C Σᵢ sᵢ log(1 + exp(−yᵢ (wᵀxᵢ + b))),   yᵢ ∈ {−1, +1},
 
@@ -31,7 +31,7 @@ from sparsekit.utils._validation import (check_entry_magnitude, check_two_classe
 
 #: OBA's free set grows (τ doubles) after iterations whose corrective cycle dropped at most
 #: half of the newly freed variables, not only after iterations without corrections as in
-#: the thesis (notes §1.6): far fewer iterations on problems with many nonzeros (MNIST 34 -> 20
+#: the thesis: far fewer iterations on problems with many nonzeros (MNIST 34 -> 20
 #: iterations at C=1), the same elsewhere.
 TAU_GROWTH = 0.5
 #: ... and quadruples after iterations without any correction (``tau_boost``): the free set
@@ -174,7 +174,7 @@ class L1LogisticOBA(ClassifierMixin, BaseEstimator):
 
     Minimizes ‖w‖₁ + C Σᵢ sᵢ log(1 + exp(−yᵢ(wᵀxᵢ + b))) with the intercept b free and
     unpenalized: LIBLINEAR's ``-s 6 -B 1 -R`` objective, and its ``-s 6`` with
-    ``fit_intercept=False`` (Keskar 2017, chapter 2; notes §1). Multiclass
+    ``fit_intercept=False`` (Keskar 2017, chapter 2). Multiclass
     problems are solved one-vs-rest, in parallel with joblib.
 
     Parameters
@@ -184,7 +184,7 @@ class L1LogisticOBA(ClassifierMixin, BaseEstimator):
     tol : float, default=1e-8
         Stopping tolerance on the optimality measure ‖x − S_μ(x − ∇f(x))‖_∞ of the scaled
         problem f = Σᵢ sᵢ log(1 + exp(−yᵢ(wᵀxᵢ + b))) / Σᵢ sᵢ (the weighted mean loss),
-        μ = 1/(C Σᵢ sᵢ) (notes §1.9; 1e-8 is the [CODE] default ``optol``): rescaling the
+        μ = 1/(C Σᵢ sᵢ) (1e-8 is the default ``optol`` of the thesis' reference code): rescaling the
         sample weights and 1/C together changes neither the solution nor the stop.
     max_iter : int, default=500
         Maximum number of OBA iterations per binary problem.

@@ -48,12 +48,12 @@ _CSR_DENSITY = 0.25
 class SparsemaxClassifier(ClassifierMixin, BaseEstimator):
     """Sparsemax regression: a linear model fit with a Fenchel-Young loss over a polytope.
 
-    Minimizes (notes/sparsemax_report.md eq. 11, with sample weights)::
+    Minimizes (Madsen et al. 2016, eq. 11, with sample weights)::
 
         (1 / sum_i sw_i) sum_i sw_i L(W^T x_i + b; y_i) + (alpha / 2) ||W||_F^2
 
     where ``L(z; y) = 1/2 ||y - z||^2 - 1/2 ||proj(z) - z||^2`` is the Fenchel-Young loss of
-    the Euclidean projection onto the polytope (notes/lp_sparsemap.md section 2). On the
+    the Euclidean projection onto the polytope (Blondel et al. 2020). On the
     simplex this is the sparsemax loss (report eqs. 8-10) with gradient
     ``sparsemax(z) - y`` (eq. 6). The bias is not penalized unless
     ``penalize_intercept=True`` (the report's eq. 11 penalizes it). With unit weights the
@@ -73,7 +73,7 @@ class SparsemaxClassifier(ClassifierMixin, BaseEstimator):
     negated : array-like of bool of shape (n_classes,), default=None
         Negated output coordinates N: fit over ``M' = flip(M)``, with
         ``flip(p)_k = 1 - p_k`` for k in N, as in :func:`sparsekit.projections.project`
-        (notes/lp_sparsemap.md Prop. 7 and Cor. 7.1). On binary labels this negates the
+        (Niculae & Martins 2020, Prop. 7 and Cor. 7.1). On binary labels this negates the
         labels in N: ``"at_least_one"`` (OR) with every coordinate negated is NAND, the
         ``"budget"`` polytope with ``budget=K - 1``; for K = 2, ``"at_least_one"`` with
         ``negated=[True, False]`` is IMPLY, ``y_1 => y_2`` (``"at_most_one"`` with
@@ -100,7 +100,7 @@ class SparsemaxClassifier(ClassifierMixin, BaseEstimator):
         truncated semismooth Newton (no bounds): the loss is piecewise quadratic, and its
         generalized Hessian ``X_A^T diag(sw) J X_A / sum(sw) + alpha I`` only involves the
         rows ``A`` whose projection Jacobian ``J`` is nonzero (report eq. 5,
-        notes/lp_sparsemap.md Prop. 6): with sparsemax most rows drop out near the optimum.
+        Niculae & Martins 2020, Prop. 6): with sparsemax most rows drop out near the optimum.
         Often much faster than L-BFGS on large, ill-conditioned problems.
         ``"sdca"``: exact dual block coordinate ascent, one projection per row update, the
         free intercept by a proximal-point step after each epoch (no bounds, ``alpha > 0``,
@@ -117,7 +117,7 @@ class SparsemaxClassifier(ClassifierMixin, BaseEstimator):
         Multi-label decision rule of :meth:`predict`: label ``j`` is predicted when
         ``predict_proba(X)[:, j] > threshold``. ``"auto"`` is 0 for the simplex (its
         support, the sparsemax rule) and 0.5 for the other polytopes, whose entries are
-        label marginals (notes/lp_sparsemap.md leaves the rule open; 0.5 is the usual one
+        label marginals (LP-SparseMAP leaves the rule open; 0.5 is the usual one
         for marginals, and the support of a box fit holds most labels).
     tol : float, default=1e-6
         Stop when the largest projected-gradient entry is below ``tol``. lbfgs, nqn and
@@ -162,7 +162,7 @@ class SparsemaxClassifier(ClassifierMixin, BaseEstimator):
     -----
     Every target is validated against the polytope: for instance a multi-label row with
     more active labels than ``budget`` raises ``ValueError``, since the Fenchel-Young loss
-    can be negative outside the polytope (notes/lp_sparsemap.md section 2).
+    can be negative outside the polytope (Blondel et al. 2020).
 
     The solvers work in the coordinates ``(W, b + W^T mu)`` with ``mu`` the weighted
     feature mean whenever the bias is free and unpenalized: the same objective, better
@@ -595,7 +595,7 @@ class SparsemaxClassifier(ClassifierMixin, BaseEstimator):
         For 2-D (multi-label) targets ``predict`` thresholds the projection
         (``predict_proba(X) > threshold``), not these scores at 0; on the simplex with the
         default threshold a label is predicted when its score exceeds the row's own
-        threshold tau(z) (report §1.3).
+        threshold tau(z) (Martins & Astudillo 2016).
 
         Parameters
         ----------

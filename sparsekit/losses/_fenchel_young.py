@@ -2,12 +2,12 @@
 
 For a polytope M and p = proj_M(z) (``sparsekit.projections``):
 ``L(z; y) = 1/2 ||y - z||^2 - 1/2 ||p - z||^2``, gradient ``p - y``
-(notes/lp_sparsemap.md section 2; Blondel et al. 2020). For the simplex this is the
+(Blondel et al. 2020; Niculae & Martins 2020, section 2). For the simplex this is the
 sparsemax loss of Martins & Astudillo, computed in the stable shifted form of
-notes/sparsemax_report.md eqs. 8-10 (section 4.3: shift before computing). ``L >= 0`` with
+Madsen et al. 2016, eqs. 8-10 (computed after shifting z by its maximum). ``L >= 0`` with
 equality iff ``p = y`` holds only for targets inside the polytope, so targets are checked.
 
-Negated coordinates N (``negated=``, notes/lp_sparsemap.md Prop. 7 and Cor. 7.1): flip is
+Negated coordinates N (``negated=``, Niculae & Martins 2020, Prop. 7 and Cor. 7.1): flip is
 an isometry, so ``L_{flip M}(z; y) = L_M(flip z; flip y)`` and the gradient is
 ``mu* - y = L (grad L_M)(flip z; flip y)`` with L = diag(+-1), -1 on N. The loss is
 computed on the flipped scores and targets, and ``flip y`` must lie in M.
@@ -62,7 +62,7 @@ def fenchel_young_loss(Z, Y, polytope="simplex", *, negated=None, **params):
     negated : array-like of bool of shape (n_classes,), default None
         Negated coordinates, as in :func:`sparsekit.projections.project`: the loss of the
         polytope flip(M), equal to the loss of M at the flipped scores and targets
-        (notes/lp_sparsemap.md Prop. 7).
+        (Niculae & Martins 2020, Prop. 7).
     **params
         The polytope's parameters, as in :func:`sparsekit.projections.project`.
 
@@ -80,7 +80,7 @@ def fenchel_young_loss_and_grad(Z, Y, polytope="simplex", *, negated=None, **par
 
     Parameters are those of :func:`fenchel_young_loss`. With ``negated`` the gradient is
     ``L (proj_M(flip z) - flip y)``, L = diag(+-1) with -1 on the negated columns, which
-    equals ``proj_{flip M}(z) - y`` (notes/lp_sparsemap.md Cor. 7.1).
+    equals ``proj_{flip M}(z) - y`` (Niculae & Martins 2020, Cor. 7.1).
 
     Returns
     -------
@@ -98,7 +98,7 @@ def sparsemax_loss(Z, Y):
     """Sparsemax loss (Martins & Astudillo 2016), stable form.
 
     ``L(z; q) = 1/2 sum_{j in S} p_j (2 z_j - p_j) + 1/2 ||q||^2 - q.z`` computed on
-    ``z - max(z)`` (notes/sparsemax_report.md eqs. 9-10 and section 4.3), equal to the
+    ``z - max(z)`` (Madsen et al. 2016, eqs. 9-10; shifting keeps it exact), equal to the
     Fenchel-Young loss of the simplex. Gradient: ``sparsemax(z) - q`` (eq. 6).
 
     Parameters

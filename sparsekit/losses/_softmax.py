@@ -2,16 +2,16 @@
 
 Weights are stored one row per class, ``coef`` of shape (K, D); scores are
 ``X @ coef.T + intercept``. Everything is a *mean* over examples (the per-example convention
-of notes/unbiased_softmax_umax_isgd.md §5) and evaluated in log space, so nothing overflows.
+of Fagan & Iyengar 2018) and evaluated in log space, so nothing overflows.
 
 - ``softmax_nll``: the one exact NLL used for every method (mean of
-  ``-log softmax(x_i W)_{y_i}``; notes §6 warns against the double softmax that scored the
-  authors' baselines).
+  ``-log softmax(x_i W)_{y_i}``; applying softmax twice, as the code behind some published
+  baselines did, scores them wrongly).
 - ``double_sum_objective`` / ``double_sum_gradient``: f(u, W) of eq. (5) divided by N,
   ``mean_i[u_i + e^{-u_i}(1 + sum_{k != y_i} e^{s_ik}) - 1] + alpha/2 ||W||^2``,
   equal to the NLL (+ ridge) at ``u = optimal_u(...)``.
 - ``ove_objective`` / ``ove_gradient``: the negated One-vs-Each bound of
-  notes/one_vs_each.md eq. (15), ``mean_i sum_{k != y_i} softplus(s_ik) + alpha/2 ||W||^2``.
+  Titsias 2016, eq. (15), ``mean_i sum_{k != y_i} softplus(s_ik) + alpha/2 ||W||^2``.
 - ``log_ove_bound``: ``log prod_{m != k} sigma(f_k - f_m)`` for every class k (eq. 4).
 
 Inputs are checked at O(nnz) cost (the stored values of a sparse X, never densified): X, u,
@@ -261,7 +261,7 @@ def _gaps(X, y, coef, alpha=0.0, intercept=None):
 
 
 def optimal_u(X, y, coef, intercept=None):
-    """``u_i* = log(1 + sum_{k != y_i} e^{s_ik})`` (notes §1.2), the NLL of each example.
+    """``u_i* = log(1 + sum_{k != y_i} e^{s_ik})`` (Fagan & Iyengar 2018), the NLL of each example.
 
     X (dense or sparse) must hold finite real numbers and y class indices in ``0..K-1``.
     """
@@ -305,7 +305,7 @@ def ove_objective(X, y, coef, alpha=0.0):
 
 
 def ove_gradient(X, y, coef, alpha=0.0):
-    """Gradient of ``ove_objective`` (notes/one_vs_each.md eq. (16), negated, mean form);
+    """Gradient of ``ove_objective`` (Titsias 2016, eq. (16), negated, mean form);
     same inputs."""
     X, y, coef, alpha, gaps = _gaps(X, y, coef, alpha)
     n = X.shape[0]

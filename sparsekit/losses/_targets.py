@@ -1,7 +1,7 @@
 """Membership check of Fenchel-Young targets, shared by the CPU and the CuPy losses.
 
 ``L(z; y) >= 0`` with equality iff ``proj(z) = y`` holds only for targets inside the
-polytope (notes/lp_sparsemap.md section 2), so every loss checks its targets first.
+polytope (Blondel et al. 2020), so every loss checks its targets first.
 """
 
 # sum constraint on w.y per polytope: (relation, right-hand side)

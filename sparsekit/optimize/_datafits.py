@@ -2,7 +2,7 @@
 
 A datafit is f(x) = (1/n) Σᵢ sᵢ ℓ(mᵢ, yᵢ) with margins m = X w + b, parameters x = (w, b)
 (b present only when ``fit_intercept``) and sample weights s. It offers what OBA needs
-(notes/keskar_thesis_oba_nqn.md §1.9, [CODE] LogReg/LASSO objects):
+(as the LogReg and LASSO objects of the thesis' reference code do):
 
 - ``value_grad(x)`` -> (f, ∇f), which also stores the curvature weights at x;
 - ``hessp(x, free)`` -> a subspace Hessian operator on the free columns, reading them in
@@ -10,7 +10,7 @@ A datafit is f(x) = (1/n) Σᵢ sᵢ ℓ(mᵢ, yᵢ) with margins m = X w + b, p
   formed float32-panel Gram is carried between iterates, with curvature weights within
   ``gram_refresh_rtol`` (5%) of the current ones (:mod:`~sparsekit.optimize._panel_gram`);
 - ``lipschitz()`` -> an upper bound on the Lipschitz constant of ∇f (for the ISTA step);
-- ``penalty_weights`` -> 1 for w, 0 for the intercept (kept free, notes §1.9 [MINE]).
+- ``penalty_weights`` -> 1 for w, 0 for the intercept (kept free and unpenalized).
 
 Sparse X is stored once as CSC (column slices are the hot path); dense X as Fortran order.
 Values stay float32 if given so; all vectors are float64. The explicit Hessians of sparse X
@@ -28,7 +28,7 @@ class _SubspaceHessian:
     """``v -> [X_F, 1]ᵀ diag(D) [X_F, 1] v`` on the free columns F = ``cols`` of X.
 
     The kernels read the free columns of X in place: shrinking F during the corrective cycle
-    only shortens ``cols`` (the [CODE] copies a column slice instead, notes §1.9; the copies
+    only shortens ``cols`` (the thesis' reference code copies a column slice instead; the copies
     cost about three products each on MNIST). ``calls`` is a one-element list shared with the
     restricted operators: it counts products.
 
@@ -406,8 +406,7 @@ class _LinearDatafit:
 class Logistic(_LinearDatafit):
     """Logistic datafit f = (1/n) Σ sᵢ log(1 + exp(−yᵢ mᵢ)), labels y ∈ {−1, +1}.
 
-    With penalty μ = 1/(C n) on w, f + μ‖w‖₁ is LIBLINEAR's ``-s 6`` objective divided by C n
-    (notes §1.9 [MINE]).
+    With penalty μ = 1/(C n) on w, f + μ‖w‖₁ is LIBLINEAR's ``-s 6`` objective divided by C n.
     """
 
     def _pointwise(self, m, r, D):
@@ -431,13 +430,13 @@ class Logistic(_LinearDatafit):
     def lipschitz(self):
         """L = Σᵢ sᵢ (‖xᵢ‖² + b) / (4n) ≥ the Lipschitz constant of ∇f (b = 1 with an intercept).
 
-        The weighted Frobenius bound of notes §1.10 [MINE]; cheap (one pass over X).
+        The weighted Frobenius bound ‖X‖²_F / (4n); cheap (one pass over X).
         """
         return max(self._gram_bound() / 4.0, 1e-12)
 
 
 class Quadratic(_LinearDatafit):
-    """Least-squares datafit f = (1/2n) Σ sᵢ (mᵢ − yᵢ)² (the Lasso of [CODE], notes §1.9)."""
+    """Least-squares datafit f = (1/2n) Σ sᵢ (mᵢ − yᵢ)² (the Lasso of the thesis' code)."""
 
     def _pointwise(self, m, r, D):
         return K.quadratic_pointwise(m, self.y, self._sw, r, D)

@@ -12,7 +12,7 @@ find a good support; a primal active-set method (Wolfe's minimum-norm-point iter
 written in the weights λ) then finishes exactly, solving the KKT system
 ``[P_SS 1; 1ᵀ 0][μ; ν] = [0; 1]`` on the support S, stepping toward μ and dropping the
 first weight to reach zero, or adding the most negative reduced gradient. As in
-the authors' code (notes §3.3 [CODE]) the gradients are divided by ``mean(|G|)`` before
+the thesis' reference code the gradients are divided by ``mean(|G|)`` before
 forming the Gram matrix, which keeps its scale near one.
 """
 import numpy as np

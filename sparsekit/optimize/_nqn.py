@@ -1,7 +1,7 @@
 """NQN: nonsmooth bound-constrained limited-memory quasi-Newton (Keskar 2017, chapter 3).
 
 Solves ``min f(x) s.t. l ≤ x ≤ u`` for continuous, possibly nonsmooth and nonconvex ``f``
-that is differentiable at the iterates (notes/keskar_thesis_oba_nqn.md §3). Each iteration
+that is differentiable at the iterates (Keskar 2017, thesis chapter 3). Each iteration
 (Algorithm 5):
 
 1. predicts the active set 𝒜 (Variant 1: 𝓑(∇f); 2: 𝓑(g̃) ∪ 𝓑(∇f) with the
@@ -11,10 +11,10 @@ that is differentiable at the iterates (notes/keskar_thesis_oba_nqn.md §3). Eac
    representation and ``B⁰ = θI``, ``θ = max(c, min(‖∇f‖_∞, 1e8 c))``, where the thesis has
    ``c = 1`` and here ``c = max(1, ‖∇f(x⁰)‖_∞ / 1e8)``, so that an objective scaled by a
    huge factor takes the steps of the unscaled one;
-3. runs the projected weak-Wolfe line search (Algorithm 4, with the fixes of §5.5);
+3. runs the projected weak-Wolfe line search (Algorithm 4, with the fixes listed in its module);
 4. stores ``(s, y)`` unless ``sᵀy ≤ ε_skip ‖s‖‖y‖``.
 
-Termination flags follow the authors' code (§3.6 [CODE]); see :data:`MESSAGES`.
+Termination flags follow the thesis' reference code; see :data:`MESSAGES`.
 Changes that make the method cheaper and more reliable than the thesis' version:
 
 * an optional stall test (flag 9; ``stall_tol = 0``, off, by default): the run ends when

@@ -6,7 +6,7 @@ Along the projected path ``x(α) = P(x + α d̄)`` with ``d̄ = T(x, p)`` it loo
 * (3.22) curvature ``∇f(x(α))ᵀ T(x(α), d̄) ≥ c₂ ∇f(x)ᵀ d̄``,
 
 by expansion and bisection (Lewis & Overton 2013; Ferry's projected conditions). The
-fixes of notes/keskar_thesis_oba_nqn.md §3.5 and §5.5 are applied: breakpoints use
+following fixes to the thesis' algorithm are applied: breakpoints use
 ``(l_i − x_i)/d_i``; ``U_max`` is the largest *finite* breakpoint; when the first trial at
 ``U_max`` fails (3.21) the search bisects instead of collapsing to α = 0; the bracket stops
 at ``U − L < ε_abs + ε_rel L``. Two further safeguards keep the cost per iteration small:

@@ -7,7 +7,7 @@ the variables in 𝒜 fixed is, by the Sherman–Morrison–Woodbury formula,
 
     p_F = −g_F/θ − W_F (M⁻¹ − N/θ)⁻¹ W_Fᵀ g_F / θ²,   N = W_Fᵀ W_F,
 
-(notes/keskar_thesis_oba_nqn.md §3.2 [CODE] form). The Gram blocks ``S_FᵀS_F``,
+(the form of the thesis' reference code). The Gram blocks ``S_FᵀS_F``,
 ``S_FᵀY_F`` and ``Y_FᵀY_F`` are kept current as variables enter or leave the free set
 (cost O(m² · changes), as in L-BFGS-B's ``formk``) and are rebuilt from scratch with
 BLAS when many variables change or periodically, to stop round-off drift.

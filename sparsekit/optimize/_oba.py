@@ -1,23 +1,23 @@
 """OBA: the orthant-based adaptive second-order method for min f(x) + μ Σᵢ wᵢ|xᵢ|.
 
-Keskar (2017), thesis chapter 2; notes/keskar_thesis_oba_nqn.md §1 (formulas), §1.11
-(pseudocode) and §5 (choices where the thesis and its code disagree). Each outer iteration:
+Keskar (2017), thesis chapter 2 (Algorithms 1 and 2), with the choices stated below where
+the thesis and its reference code disagree. Each outer iteration:
 
 1. minimum-norm subgradient g (2.4), orthant signs ζ (2.12), sets 𝒜/ℱ/𝒰 (2.5)-(2.7);
 2. the τ coordinates of 𝒰 with the largest |gᵢ| join the free set, τ doubling after an
-   iteration without corrections (§1.6), all of 𝒰 at the start when its violations are
+   iteration without corrections, all of 𝒰 at the start when its violations are
    about equal (``tau0_flat``, ours);
 3. Newton-CG on the free set, (∇²f_FF + 10⁻⁸ I) d = −g_F, stopped at
-   ‖H d + g‖_∞ ≤ 0.1 ‖g_F‖_∞ (§1.5; optionally tighter on a formed Hessian), repeated
+   ‖H d + g‖_∞ ≤ 0.1 ‖g_F‖_∞ (optionally tighter on a formed Hessian), repeated
    while some newly freed coordinate moves against its orthant sign (the corrective cycle
-   (2.11), thesis sgn test, §5.3); the Steihaug
+   (2.11), with the thesis' sign test); the Steihaug
    radius follows the ratio of actual to predicted reduction (``adaptive_radius``, ours);
-4. projected backtracking on the piecewise-quadratic model q (2.2) (§1.8), with the
+4. projected backtracking on the piecewise-quadratic model q (2.2), with the
    curvature term from the CG's residual (no Hessian product per trial);
 5. ISTA globalization (Algorithm 2) with a real Lipschitz constant L: the trial point is
    accepted against the prox-model value Γ (2.14), else it slides back to the ISTA point.
 
-The stopping test is ‖x − S_μ(x − ∇f(x))‖_∞ ≤ tol (§1.9).
+The stopping test is ‖x − S_μ(x − ∇f(x))‖_∞ ≤ tol.
 """
 import math
 import warnings
@@ -42,9 +42,9 @@ _MESSAGES = {
 def _cg(H, b, reg, rtol, maxiter, radius, precondition, p0=None):
     """Steihaug CG for (H + reg I) p = −b, stopped on ‖residual‖_∞ ≤ rtol ‖b‖_∞.
 
-    It starts at 0, which makes every truncated iterate a descent direction (notes §1.9
-    [MINE]), or at ``p0`` when the model ψ(p) = bᵀp + ½pᵀ(H + reg I)p is negative there: CG
-    only lowers ψ, and ψ(p) < 0 implies bᵀp < 0, so descent is kept (used to warm-start the
+    It starts at 0, which makes every truncated iterate a descent direction, or at ``p0``
+    when the model ψ(p) = bᵀp + ½pᵀ(H + reg I)p is negative there: CG only lowers ψ, and
+    ψ(p) < 0 implies bᵀp < 0, so descent is kept (used to warm-start the
     re-solves of the corrective cycle). With ``precondition`` and an operator that has
     ``diagonal()``, the CG is preconditioned by diag(H) + reg (Jacobi); the stopping test
     stays on the plain residual. Returns (p, r, number of Hessian products) with the residual
@@ -143,7 +143,7 @@ def _float64_f_grad(f_grad, n):
 
 
 def _free_set(code, g, tau):
-    """Free set ℱ ∪ 𝒰_F, 𝒰_F = the min(|𝒰|, τ) entries of 𝒰 with the largest |g| (§1.6).
+    """Free set ℱ ∪ 𝒰_F, 𝒰_F = the min(|𝒰|, τ) entries of 𝒰 with the largest |g|.
 
     Returns the sorted free indices and a mask over them of the newly freed ones (𝒰_F).
     """
@@ -171,7 +171,7 @@ def _corrective_cycle(H, hessp, x, g, zeta, free, new, cg_opts, explicit_opts=No
     """Subspace Newton-CG (2.10) repeated while a new variable leaves its orthant (2.11).
 
     A newly freed coordinate i violates when d_i ζ_i ≤ 0 (the thesis sgn test, landing at 0
-    included, §5.3); violators join 𝒜 and the operator is restricted. Each pass removes at
+    included); violators join 𝒜 and the operator is restricted. Each pass removes at
     least one coordinate, so the loop ends. A re-solve starts from the previous direction on
     the kept coordinates when that keeps descent (see :func:`_cg`). ``explicit_opts`` (default
     ``cg_opts``) are the CG options for an operator with ``is_explicit`` true. Returns
@@ -194,7 +194,7 @@ def _corrective_cycle(H, hessp, x, g, zeta, free, new, cg_opts, explicit_opts=No
 
 
 def _model_search(x, G, zeta, muw, free, d, Hd, H, hess_reg):
-    """Largest α ∈ {1, 1/2, ...} with q(P(x + αd)) ≤ q(x), q the model (2.2) with ∇f (§1.8).
+    """Largest α ∈ {1, 1/2, ...} with q(P(x + αd)) ≤ q(x), q the model (2.2) with ∇f.
 
     ``Hd`` = (H + hess_reg I) d comes from the CG. The projection P only changes the
     coordinates that cross zero: with δ = αd − c (c supported on those), δᵀ(H + reg I)δ =
@@ -253,7 +253,7 @@ def minimize_oba(f_grad, hessp, x0, mu, *, penalty_weights=None, lipschitz=None,
         ``hessp(x, free) -> H`` where ``free`` is a sorted integer index array and ``H(v)``
         returns ∇²f(x)[free][:, free] @ v. If ``H`` has a method ``restrict(keep)`` (boolean
         mask over its coordinates) it is used to shrink the operator during the corrective
-        cycle (the cached column slice of [CODE], notes §1.9); otherwise ``hessp`` is called
+        cycle (the thesis' reference code caches a column slice); otherwise ``hessp`` is called
         again. ``hessp`` is always called at the point of the latest ``f_grad`` call.
     x0 : array-like of shape (n,)
         Starting point (the thesis starts at 0).
@@ -263,20 +263,20 @@ def minimize_oba(f_grad, hessp, x0, mu, *, penalty_weights=None, lipschitz=None,
         Non-negative weights wᵢ (default 1). Coordinates with wᵢ = 0 are unpenalized: always
         free, never projected (e.g. an intercept).
     lipschitz : float or callable, optional
-        Upper bound L on the Lipschitz constant of ∇f for the ISTA globalization (§1.8, and
-        §1.10: the theory needs L ≥ the true constant); a callable is called once, at the
+        Upper bound L on the Lipschitz constant of ∇f for the ISTA globalization (Algorithm 2;
+        the theory needs L ≥ the true constant); a callable is called once, at the
         first ISTA step (a start that is already optimal costs no bound). If None, twice a
         power-iteration estimate at the first iterate. Either is doubled whenever the ISTA
         point fails the descent test (a given bound then with a RuntimeWarning: it was below
         the true constant, and keeping it would let φ increase).
     tol : float
-        Stop when ‖x − S_μw(x − ∇f(x))‖_∞ ≤ tol (the semismooth measure of §1.9). The
-        default 1e-6 is the [CODE] docstring's; its actual default, 1e-8 (notes §5.1), is
+        Stop when ‖x − S_μw(x − ∇f(x))‖_∞ ≤ tol (the semismooth measure). The default
+        1e-6 is the one the thesis' reference code documents; the 1e-8 it uses is
         :class:`~sparsekit.linear_model.L1LogisticOBA`'s.
     max_iter : int
         Maximum number of outer iterations.
     eta : float
-        Initial free fraction: τ⁰ = max(1, ⌊η · #penalized⌋, nnz(x0)) (§1.6; the last term
+        Initial free fraction: τ⁰ = max(1, ⌊η · #penalized⌋, nnz(x0)) (the last term
         is ours, for warm starts).
     tau0_max : int, optional
         Cap on the ⌊η · #penalized⌋ term of τ⁰ (ours; None: the thesis' 1% of the columns).
@@ -300,14 +300,14 @@ def minimize_oba(f_grad, hessp, x0, mu, *, penalty_weights=None, lipschitz=None,
     tau_growth : float
         τ doubles after an iteration whose corrective cycle removed at most
         ``tau_growth · τ̂`` variables. 0 is the thesis rule (double only without corrections,
-        §1.6); a positive value lets the free set grow faster on problems with many nonzeros.
+        the thesis); a positive value lets the free set grow faster on problems with many nonzeros.
     tau_boost : int
         Extra factor on that growth after an iteration whose corrective cycle removed nothing
         (1: the thesis' doubling; 2: τ quadruples, ours: fewer iterations spent growing the
         free set when w* is dense, Synthetic-2000 19 → 13 iterations).
     cg_rtol, cg_maxiter, hess_reg, cg_radius : float, int, float, float
         CG stopping ratio on the ∞-norm residual (0.1), iteration cap (1000), Hessian
-        regularization (1e-8) and Steihaug radius (1e3), as in the thesis and [CODE].
+        regularization (1e-8) and Steihaug radius (1e3), as in the thesis and its reference code.
     cg_rtol_explicit : float, optional
         CG stopping ratio when ``H`` is a formed matrix (``H.is_explicit``; default
         ``cg_rtol``). Its products then cost O(|F|²) against the Gram's O(n|F|²) formation,
@@ -324,7 +324,7 @@ def minimize_oba(f_grad, hessp, x0, mu, *, penalty_weights=None, lipschitz=None,
         Update the CG's Steihaug radius as a trust region (Nocedal & Wright, Algorithm 4.1):
         with ρ = (φ(x) − φ(x̂)) / (q(x) − q(x̂)) at the OBA point x̂, the radius becomes a
         quarter of the step when ρ < 1/4 and doubles (up to ``cg_radius``) when ρ > 3/4 and
-        the step reached it. Not in the thesis (notes §1.5 keeps 10³): on nearly separable
+        the step reached it. Not in the thesis (which keeps 10³): on nearly separable
         data the subspace Hessian has directions of tiny curvature, so CG steps reach the
         fixed radius, the true objective rises where the model predicted a fall and
         Algorithm 2 slides back towards the short ISTA step (Debian corpus, C = 10, to
@@ -333,7 +333,7 @@ def minimize_oba(f_grad, hessp, x0, mu, *, penalty_weights=None, lipschitz=None,
         Precondition the CG by the Hessian diagonal when ``H`` offers ``diagonal()`` (not
         in the thesis, whose CG is plain; the stopping rule is unchanged).
     ista_floor : float
-        Backtracking floor ε on the step towards the OBA point (1e-4, §1.8).
+        Backtracking floor ε on the step towards the OBA point (1e-4).
     callback : callable, optional
         ``callback(x)`` after each iteration; returning True stops the solver.
     verbose : int
@@ -381,7 +381,7 @@ def minimize_oba(f_grad, hessp, x0, mu, *, penalty_weights=None, lipschitz=None,
     if not (isinstance(cg_maxiter, Integral) and cg_maxiter >= 1):
         raise ValueError(f"cg_maxiter must be a positive integer, got {cg_maxiter!r}")
     muw = np.ascontiguousarray(mu * weights)
-    # τ⁰ = η · #penalized (§1.6) up to tau0_max, and at least the support of a warm start (a
+    # τ⁰ = η · #penalized up to tau0_max, and at least the support of a warm start (a
     # path restarts near the previous solution: doubling up to its support would waste time)
     tau = int(eta * np.count_nonzero(muw))
     if tau0_max is not None:

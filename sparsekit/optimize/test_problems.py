@@ -1,7 +1,7 @@
 """Bound-constrained nonsmooth test problems of Keskar's thesis, Table 3.2.
 
 Every problem is an unconstrained test function from the literature the thesis cites, with
-the bounds of notes/keskar_thesis_oba_nqn.md §3.7 added (after Karmitsa & Mäkelä 2010):
+the bounds of the thesis' section 3.3 added (after Karmitsa & Mäkelä 2010):
 for 1-based even ``i``, ``l_i = x*_i − 5.5`` and ``u_i = x*_i − 0.5``; otherwise
 ``[−100, 100]``; ``x*`` the unconstrained minimizer, so it is infeasible by construction.
 Starting points are ``U(−2, 2)`` around the midpoint of the bounds. Objectives return
@@ -24,7 +24,7 @@ Sources of the formulas:
   of Lewis & Overton, chained over all ``i`` (1) or over disjoint pairs (2).
 
 Not included: Convex_Nonsmooth (the thesis names it after Skajaa 2010 but gives no
-formula, and neither the notes nor the papers at hand define it or its random data).
+formula, and neither the thesis nor its sources at hand define it or its random data).
 With the bounds, Nesterov_1 has nonminimizing bound-constrained stationary points: e.g. at
 n = 10 a point with f ≈ 1.349, x₆ at its upper bound and every residual
 ``x_{i+1} − 2x_i² + 1`` but one zero, where decreasing the nonzero one means following the
@@ -465,7 +465,7 @@ class BoundedProblem:
         return list(zip(self.lb, self.ub))
 
     def starting_points(self, n_starts, random_state=None):
-        """``n_starts`` points ``U(−2, 2)`` around the midpoint of the bounds (§3.3.1)."""
+        """``n_starts`` points ``U(−2, 2)`` around the midpoint of the bounds (thesis 3.3.1)."""
         rng = np.random.default_rng(random_state)
         mid = 0.5 * (self.lb + self.ub)
         return mid + rng.uniform(-2.0, 2.0, size=(n_starts, self.n))

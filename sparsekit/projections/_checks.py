@@ -3,7 +3,7 @@
 Rows are validated with :func:`sparsekit.utils._validation.check_finite_2d`; a 1-D input is
 one row. CuPy arrays are routed to ``sparsekit.gpu.projections`` (imported only then).
 Negated coordinates (``negated=``) are validated by :func:`negated_columns` and applied by
-:func:`reflect_columns` (notes/lp_sparsemap.md Prop. 7 and Cor. 7.1).
+:func:`reflect_columns` (Niculae & Martins 2020, Prop. 7 and Cor. 7.1).
 """
 import importlib
 import numbers
@@ -176,7 +176,7 @@ def negated_columns(negated, n_classes):
 def reflect_columns(X, columns, offset=1):
     """Copy of ``X`` with ``offset - X[..., k]`` on the columns ``k`` in ``columns``.
 
-    ``offset=1`` is the flip of notes/lp_sparsemap.md Prop. 7 (delta = 1): x_k -> 1 - x_k on
+    ``offset=1`` is the flip of Niculae & Martins 2020, Prop. 7 (delta = 1): x_k -> 1 - x_k on
     the negated coordinates, an isometry and an involution. ``offset=0`` is the sign matrix
     ``L = diag(+-1)`` of Cor. 7.1 (``0 - x`` rather than ``-x``: no negative zeros).
 

@@ -1,7 +1,7 @@
 """Generic projection ``project(Z, polytope, **params)`` and its Jacobian-vector product.
 
 Kernels: ``sparsekit/_cython/_projections.pyx``; the polytopes and their Jacobians follow
-notes/lp_sparsemap.md sections 1.7 and 1.9 (Prop. 5-6, sifting lemma). Negated coordinates
+Niculae & Martins 2020 (Props. 5-6 and the sifting lemma). Negated coordinates
 (``negated=``) wrap any of them (Prop. 7, Cor. 7.1): with flip(x)_k = 1 - x_k on the
 negated set N and L = diag(+-1) (-1 on N),
 ``proj_{flip M}(z) = flip(proj_M(flip z))`` and ``J_{flip M}(z) = L J_M(flip z) L``.
@@ -63,11 +63,11 @@ def project(Z, polytope="simplex", *, negated=None, device=None, **params):
         ``knapsack``: {0 <= p <= 1, w.p <= budget} (``budget``, costs ``weights=None``);
         ``budget``: {0 <= p <= 1, sum p <= budget} (``budget``); ``box``: [0, 1]^K;
         ``at_least_one``: {0 <= p <= 1, sum p >= 1}; ``at_most_one``:
-        {0 <= p <= 1, sum p <= 1} (notes/lp_sparsemap.md, section 1.9 table).
+        {0 <= p <= 1, sum p <= 1} (Niculae & Martins 2020).
     negated : array-like of bool of shape (n_classes,), default None
         Negated coordinates N: project onto flip(M) = {flip(p) : p in M}, with
         flip(p)_k = 1 - p_k for k in N, computed as ``flip(proj_M(flip(z)))``
-        (notes/lp_sparsemap.md Prop. 7, delta = 1; flip is an isometry). For M in
+        (Niculae & Martins 2020, Prop. 7, delta = 1; flip is an isometry). For M in
         [0, 1]^K this negates the binary variables in N: e.g. ``at_least_one`` with all
         coordinates negated is NAND, {sum p <= K - 1}, and with the first K - 1 negated it
         is IMPLY (p_1 and ... and p_{K-1} => p_K). 0/1 values are accepted; other values,
@@ -100,11 +100,11 @@ def jvp(Z, V, polytope="simplex", *, negated=None, device=None, **params):
     The Jacobian is symmetric, so the same product is the vector-Jacobian product used in
     backpropagation. With the free set I = {0 < p_i < 1} ({p_i > 0} for the simplex):
     ``(Jv)_I = v_I - w_I (w_I.v_I) / (w_I.w_I)`` when the sum constraint is active
-    (notes/lp_sparsemap.md Prop. 6; for the simplex ``s * (v - mean_S(v))``,
-    notes/sparsemax_report.md eq. 5 with ``||s||_1``), ``(Jv)_I = v_I`` when it is not
+    (Niculae & Martins 2020, Prop. 6; for the simplex ``s * (v - mean_S(v))``,
+    Madsen et al. 2016, eq. 5, with ``||s||_1``), ``(Jv)_I = v_I`` when it is not
     (box, or an inactive inequality), and 0 off I. At ties this is a generalized Jacobian.
     With negated coordinates N it is ``L J_M(flip z) L v``, L = diag(+-1) with -1 on N
-    (notes/lp_sparsemap.md Cor. 7.1), still symmetric.
+    (Niculae & Martins 2020, Cor. 7.1), still symmetric.
 
     Parameters
     ----------

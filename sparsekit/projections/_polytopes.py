@@ -1,5 +1,6 @@
 """Named projections onto the capped simplex, box, budget, knapsack, at-least-one and
-at-most-one polytopes (notes/lp_sparsemap.md section 1.7 K1-K3 and the 1.9 table)."""
+at-most-one polytopes (Niculae & Martins 2020, appendix D; Pardalos & Kovoor 1990 for the
+knapsack)."""
 from ._checks import gpu_function
 from ._dispatch import project
 

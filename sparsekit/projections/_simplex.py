@@ -1,4 +1,5 @@
-"""Sparsemax and the projection onto the scaled simplex (notes/sparsemax_report.md 1.2-1.4)."""
+"""Sparsemax and the projection onto the scaled simplex (Martins & Astudillo 2016; Madsen et
+al. 2016, Algorithm 1)."""
 import numpy as np
 
 from .._cython._projections import sparsemax_rows
@@ -10,7 +11,7 @@ def sparsemax(Z, method="pivot", *, device=None):
     """Sparsemax of each row: the Euclidean projection onto the probability simplex.
 
     ``sparsemax(z) = argmin_{p >= 0, sum p = 1} ||p - z||^2 = max(z - tau(z), 0)``
-    (Martins & Astudillo 2016; notes/sparsemax_report.md eqs. 2-3).
+    (Martins & Astudillo 2016; Madsen et al. 2016, eqs. 2-3).
 
     Parameters
     ----------

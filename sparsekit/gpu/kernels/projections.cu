@@ -6,7 +6,7 @@
 // (sparsekit/_cython/_projections.pxd): upper = +inf for the simplex, 1 otherwise; w = W
 // when ``weighted`` is non-zero, else 1 (W is then never read: any valid pointer does);
 // tau = 0 when an inequality constraint is inactive.
-// Equations: notes/sparsemax_report.md (simplex), notes/lp_sparsemap.md (capped simplex,
+// Equations: Martins & Astudillo 2016 (simplex), Niculae & Martins 2020 (capped simplex,
 // Pardalos-Kovoor Prop. 5; budget, knapsack, at-least-one, at-most-one polytopes).
 #include "row_common.cu"
 
@@ -156,7 +156,7 @@ __device__ void sk_project_capped(const T* Z, const T* W, int weighted, T* P, do
     }
 }
 
-// Jacobian-vector product at a projection P with threshold tau (notes/lp_sparsemap.md
+// Jacobian-vector product at a projection P with threshold tau (Niculae & Martins 2020,
 // Prop. 6): on the free set I, out_I = v_I - w_I (w_I . v_I) / (w_I . w_I) when the sum
 // constraint is active, else v_I; out = 0 off I. Free set: p > 0 (simplex), 0 < p < 1.
 // An equality constraint (``equality``: simplex, capped simplex) is always active, an

@@ -3,7 +3,7 @@
 //
 // With z' = z - max(z) (shift invariance) and sum_j q_j = 1 (checked by the caller):
 //   L(z; q) = 1/2 sum_j p_j (2 z'_j - p_j) + 1/2 ||q||^2 - q . z'
-// (notes/sparsemax_report.md eq. 9, shifted), which is the Fenchel-Young loss of the
+// (Madsen et al. 2016, eq. 9, shifted), which is the Fenchel-Young loss of the
 // simplex, 1/2 ||q - z||^2 - 1/2 ||p - z||^2. One thread block per row.
 #include "row_common.cu"
 
