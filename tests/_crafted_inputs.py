@@ -92,6 +92,7 @@ def _cases(base, name):
         "lil column 10**7": lambda: _lil(base, row=[10**7]),
         "lil column at the dimension": lambda: _lil(base, row=[d]),
         "lil negative column": lambda: _lil(base, row=[-1]),
+        "lil float column": lambda: _lil(base, row=[1.5]),
         "lil short value list": lambda: _lil(base, data=[]),
         "dok key outside": lambda: _dok(base, (0, 10**7)),
         "dok negative key": lambda: _dok(base, (-1, 0)),

@@ -1,5 +1,6 @@
 """Input checks shared by the estimators and the array-level API."""
 import functools
+import itertools
 import numbers
 
 import numpy as np
@@ -135,9 +136,16 @@ def _check_lil(X, label):
     if not np.array_equal(lengths, np.fromiter(map(len, data), np.int64, count=len(data))):
         raise ValueError(f"{label} has a row whose index and value lists differ in length")
     if lengths.sum():
-        indices = np.concatenate([np.asarray(r) for r in rows if len(r)])
-        _check_range(_check_index_array(indices, label, "column indices"), X.shape[1], label,
-                     "column indices")
+        # one pass over the lists (read as floats: a non-integer entry is then seen, not cast)
+        try:
+            indices = np.fromiter(itertools.chain.from_iterable(rows), dtype=np.float64,
+                                  count=int(lengths.sum()))
+        except (TypeError, ValueError):
+            indices = np.array([np.nan])
+        if np.any(indices != np.floor(indices)):
+            raise TypeError(f"{label} has column indices that are not integers; sparse index "
+                            "arrays must hold integers")
+        _check_range(indices, X.shape[1], label, "column indices")
 
 
 def validate_input(estimator, X, y="no_validation", **check_params):
