@@ -1,7 +1,7 @@
 """NQN vs SciPy L-BFGS-B: Keskar's thesis protocol (§3.3) and per-iteration speed.
 
 Protocol (notes/keskar_thesis_oba_nqn.md §3.7): the Table 3.2 problems of
-``sparsekit.optimize.test_problems`` with the thesis bounds, random starts ``U(−2, 2)``
+``sparsekit.optimize._test_problems`` with the thesis bounds, random starts ``U(−2, 2)``
 around the midpoint of the bounds, memory m = 20 for both solvers, every run until
 100·n gradient evaluations or the solver's own stop with ``ftol = gtol = 0`` (L-BFGS-B:
 no decrease or a line-search failure; NQN: its stall test, flag 9, with
@@ -31,7 +31,7 @@ from scipy.optimize import minimize
 
 sys.path.insert(0, str(_report.REPO))  # the in-place build, also when not installed
 from sparsekit.optimize import minimize_nqn  # noqa: E402
-from sparsekit.optimize.test_problems import BoundedProblem, problem_names  # noqa: E402
+from sparsekit.optimize._test_problems import BoundedProblem, problem_names  # noqa: E402
 
 EPSILONS = (1e-2, 1e-4)
 KEY = ["Myopic_Coupled", "Myopic_Decoupled", "Nesterov_3", "Chained_LQ", "L1"]
@@ -307,7 +307,7 @@ def protocol_body(table, runs, sizes, starts, others, caps, jobs):
         "collection (the thesis cites Skajaa 2010 for it but gives no formula, and the "
         "notes and papers at hand do not define it); "
         "Modified_Rosenbrock_1/2 are reconstructions (see "
-        "sparsekit/optimize/test_problems.py). Both solvers run in parallel worker "
+        "sparsekit/optimize/_test_problems.py). Both solvers run in parallel worker "
         f"processes ({jobs} at a time) on a 2-core machine that other jobs shared, so "
         "absolute times are noisy; the ratios compare runs of the same invocation.")
     return "\n".join(lines)

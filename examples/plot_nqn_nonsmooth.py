@@ -9,7 +9,7 @@ sampled ε-subgradient when a step fails, with the interface of
 stalls at a kink far from the minimum; NQN keeps making progress.
 
 The problem is MAXHILB, ``max_i |(H x)_i|`` with H the Hilbert matrix (Haarala et al.
-2004), at n = 50 with the thesis' bounds (Table 3.2, :mod:`sparsekit.optimize.test_problems`),
+2004), at n = 50 with the thesis' bounds (Table 3.2, :mod:`sparsekit.optimize._test_problems`),
 from ten random starts, with the thesis' protocol: memory m = 20, a budget of 100 n
 evaluations, and no stopping test on the gradient or on f's relative decrease
 (``ftol = gtol = 0``), and NQN's stall test on (``stall_tol = 1e-8``: it ends a run whose
@@ -21,7 +21,7 @@ import numpy as np
 from scipy.optimize import minimize
 
 from sparsekit.optimize import minimize_nqn
-from sparsekit.optimize.test_problems import BoundedProblem
+from sparsekit.optimize._test_problems import BoundedProblem
 
 problem = BoundedProblem("MAXHILB", 50)
 starts = problem.starting_points(10, random_state=0)

@@ -130,7 +130,7 @@ def test_lemma_321_correction_loop(n, seed, stationary):
 # --- line search (3.21)-(3.22) ------------------------------------------------------------
 
 def test_line_search_conditions_at_accepted_steps(monkeypatch):
-    from sparsekit.optimize.test_problems import BoundedProblem
+    from sparsekit.optimize._test_problems import BoundedProblem
 
     records = []
 
@@ -294,7 +294,7 @@ def test_flag_6_numerical():
 def test_flag_9_stall():
     """Linear convergence on |x| + bounds: the stall test ends the run once the last w
     iterations gained at most τ of the total decrease; without it the run goes on."""
-    from sparsekit.optimize.test_problems import BoundedProblem
+    from sparsekit.optimize._test_problems import BoundedProblem
 
     P = BoundedProblem("L1", 20)
     x0 = P.starting_points(1, 0)[0]
@@ -365,7 +365,7 @@ def test_minimize_nqn_interface_and_validation():
 # --- thesis test problems -----------------------------------------------------------------
 
 def test_myopic_optimal_active_set_and_nesterov_3():
-    from sparsekit.optimize.test_problems import BoundedProblem
+    from sparsekit.optimize._test_problems import BoundedProblem
 
     for name in ("Myopic_Coupled", "Myopic_Decoupled"):
         P = BoundedProblem(name, 20)
@@ -592,7 +592,7 @@ def test_x0_is_projected_before_the_first_evaluation():
 def test_a_failed_step_restarts_from_an_empty_memory():
     """Without the memory reset after a failed line search, retries reuse the direction
     that failed: on L1 (f* = 5 on the thesis' box) the run stalls above the minimum."""
-    from sparsekit.optimize.test_problems import BoundedProblem
+    from sparsekit.optimize._test_problems import BoundedProblem
     P = BoundedProblem("L1", 20)
     x0 = P.starting_points(1, random_state=0)[0]
     res = minimize_nqn(P.fun, x0, jac=True, bounds=P.bounds,

@@ -8,7 +8,7 @@ import pytest
 
 from sparsekit.optimize import minimize_nqn
 from sparsekit.optimize._eps_subgradient import min_norm_subgradient
-from sparsekit.optimize.test_problems import PROBLEMS, BoundedProblem
+from sparsekit.optimize._test_problems import PROBLEMS, BoundedProblem
 
 
 def _v_kink(x):
@@ -52,7 +52,7 @@ def _tridiag_ref(x, left, right, term):
 
 
 def test_problem_values_match_the_docstring_formulas():
-    from sparsekit.optimize import test_problems as tp
+    from sparsekit.optimize import _test_problems as tp
 
     rng = np.random.default_rng(5)
     n = 8
@@ -225,7 +225,7 @@ def test_first_trial_step_rule(monkeypatch):
     else min(1, 2 α_prev)."""
     import sparsekit.optimize._nqn as nqn_module
     from sparsekit.optimize._nqn_linesearch import projected_wolfe
-    from sparsekit.optimize.test_problems import BoundedProblem
+    from sparsekit.optimize._test_problems import BoundedProblem
 
     memories, calls = [], []
 
@@ -429,7 +429,7 @@ def test_min_norm_subgradient_active_set_cap():
 def test_newton_zero_damps_an_overshooting_step():
     """The x* helper of TEST29_*: on r(x) = atan(x) − ½ from x = 10 the full Newton step
     lands at −88 with a larger residual; the damped iteration still finds tan(½)."""
-    from sparsekit.optimize.test_problems import _newton_zero
+    from sparsekit.optimize._test_problems import _newton_zero
 
     x = _newton_zero(lambda x: (np.arctan(x) - 0.5, 1.0 / (1.0 + x * x)), np.array([10.0]))
     assert x[0] == pytest.approx(np.tan(0.5), abs=1e-12)

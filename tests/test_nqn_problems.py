@@ -2,7 +2,7 @@
 import numpy as np
 import pytest
 
-from sparsekit.optimize.test_problems import PROBLEMS, BoundedProblem, problem_names
+from sparsekit.optimize._test_problems import PROBLEMS, BoundedProblem, problem_names
 
 REQUIRED = ["Myopic_Coupled", "Myopic_Decoupled", "Nesterov_3", "Chained_LQ",
             "Chained_CB3_1", "Chained_CB3_2", "Chained_Mifflin_2", "Chained_Crescent_1",
