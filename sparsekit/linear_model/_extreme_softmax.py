@@ -311,6 +311,14 @@ class ExtremeSoftmaxSGD(ClassifierMixin, BaseEstimator):
     -----
     Prediction scores every class (O(K nnz(x)) per example); ``predict_log_proba`` is the
     exact log-softmax of those scores, also for the biased methods.
+
+    A ``fit`` or ``partial_fit`` that fails (bad input, a floating-point overflow) leaves the
+    estimator as it was. The explicit methods can overflow mid-pass, so their warm-started
+    fits and every ``partial_fit`` after the first update a copy of the weights, which
+    replaces them once the pass succeeds: a second K x D array during the call, and its copy
+    time (for 262 MB of weights and chunks of 2,000 sparse rows, a U-max ``partial_fit``
+    took 11x as long as it does in place). Implicit SGD cannot overflow and updates the
+    weights in place.
     """
 
     _parameter_constraints = {
