@@ -317,8 +317,8 @@ class ExtremeSoftmaxSGD(ClassifierMixin, BaseEstimator):
     fits and every ``partial_fit`` after the first update a copy of the weights, which
     replaces them once the pass succeeds: a second K x D array during the call, and its copy
     time (for 262 MB of weights and chunks of 2,000 sparse rows, a U-max ``partial_fit``
-    took 11x as long as it does in place). Implicit SGD cannot overflow and updates the
-    weights in place.
+    took 11x as long as it does in place). Implicit SGD's proximal steps stay finite on
+    finite input, so it updates the weights in place.
     """
 
     _parameter_constraints = {
