@@ -843,3 +843,24 @@ def test_partial_fit_refuses_a_changed_fit_intercept(data):
     est.set_params(fit_intercept=False)
     with pytest.raises(ValueError, match="fit_intercept=False but the streamed model"):
         est.partial_fit(X, y)
+
+
+@pytest.mark.parametrize("undo", [True, False])
+def test_a_failed_partial_fit_keeps_the_stream_by_log_or_by_copy(data, monkeypatch, undo):
+    """partial_fit gives the weights back after an overflow either from the driver's log of
+    the entries it wrote (updating the weights in place) or from a copy of them."""
+    X, y = data
+    monkeypatch.setattr(ExtremeSoftmaxSGD, "_undo_is_cheaper", lambda self, inputs: undo)
+    stream = ExtremeSoftmaxSGD("sgd", learning_rate=0.01, lr_decay=1.0, random_state=0)
+    twin = ExtremeSoftmaxSGD("sgd", learning_rate=0.01, lr_decay=1.0, random_state=0)
+    for model in (stream, twin):
+        model.partial_fit(X, y, classes=np.unique(y))
+    weights = stream._R
+    with pytest.raises(ValueError, match="overflow"):
+        stream.set_params(learning_rate=1e4).partial_fit(X * 30, y)
+    assert stream._R is weights
+    stream.set_params(learning_rate=0.01).partial_fit(X, y)
+    twin.partial_fit(X, y)
+    assert (stream._R is weights) == undo           # in place, or a copy that replaced them
+    np.testing.assert_array_equal(stream.coef_, twin.coef_)
+    np.testing.assert_array_equal(stream.u_, twin.u_)

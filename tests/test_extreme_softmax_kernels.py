@@ -411,7 +411,8 @@ def _collision_problem(K, seed, N=40, D=9, bias=False):
     return X, y, W, u, rng.permutation(N)
 
 
-def _raw_epoch(method, X, y, W, u, order, m, b, alpha, bias, dtype, dense, **options):
+def _raw_epoch(method, X, y, W, u, order, m, b, alpha, bias, dtype, dense, eta=None,
+               **options):
     """softmax_epoch on (X, 1) rows for ``bias``; returns R, gamma, sqn, u, status."""
     from sparsekit._cython._softmax_sgd import softmax_epoch
     N, D = X.shape
@@ -431,7 +432,8 @@ def _raw_epoch(method, X, y, W, u, order, m, b, alpha, bias, dtype, dense, **opt
         data, ind, ptr = Xs.data, Xs.indices.astype(np.intp), Xs.indptr.astype(np.intp)
     status, _ = softmax_epoch(METHODS[method], data, ind, ptr, dense, D, bias,
                               y.astype(np.intp), np.ones(N), xsq, R, gamma, sqn, u, beta,
-                              order.astype(np.intp), m, b, 0.05 if method == "sgd" else 0.4,
+                              order.astype(np.intp), m, b,
+                              eta or (0.05 if method == "sgd" else 0.4),
                               alpha, 1.0, bw, bu, 11, **options)
     return R, gamma, sqn, u, status
 
@@ -567,3 +569,34 @@ def test_walk_across_copy_blocks_matches_reference(method, b, m, D, dtype):
         assert status == 0
         np.testing.assert_allclose(Wk, Wr, rtol=tol, atol=tol)
         np.testing.assert_allclose(uk, ur, rtol=tol, atol=tol)
+
+
+@pytest.mark.parametrize("method,b,m,alpha", [
+    ("umax", 1, 1, 0.0), ("umax", 2, 2, 0.3), ("ove", 3, 2, 0.3), ("sampled_softmax", 4, 3, 0.0),
+    ("nce", 2, 1, 0.3), ("sgd", 3, 1, 0.0)])
+@pytest.mark.parametrize("dense", [False, True])
+def test_undo_log_gives_back_the_weights_of_a_failed_pass(method, b, m, alpha, dense):
+    """With ``undo`` the driver logs every entry of R it writes: a pass that succeeds is
+    bitwise the pass without the log, and a pass that overflows (vanilla sgd does here, some
+    steps into the pass) puts R back bitwise (the ridge scales gamma live outside R)."""
+    tried = []
+    for bias, dtype in ((True, np.float64), (False, np.float32)):
+        X, y, W, u, order = _collision_problem(7, 3, bias=bias)
+        plain = _raw_epoch(method, X, y, W, u, order, m, b, alpha, bias, dtype, dense)
+        logged = _raw_epoch(method, X, y, W, u, order, m, b, alpha, bias, dtype, dense,
+                            undo=True)
+        assert plain[4] == logged[4] == 0
+        for a, c in zip(plain[:4], logged[:4]):
+            np.testing.assert_array_equal(a, c)
+        with np.errstate(over="ignore", invalid="ignore"):
+            failing = _raw_epoch(method, X * 30, y, W, u, order, m, b, alpha, bias, dtype,
+                                 dense, eta=1e6)
+            failed = _raw_epoch(method, X * 30, y, W, u, order, m, b, alpha, bias, dtype,
+                                dense, eta=1e6, undo=True)
+        if failing[4]:     # an overflow some steps into the pass: R is given back bitwise
+            assert failed[4] == failing[4]
+            assert not np.array_equal(failing[0], np.array(W, dtype=dtype))
+            np.testing.assert_array_equal(failed[0], np.array(W, dtype=dtype))
+            tried.append(method)
+    if method == "sgd":       # the others' steps stayed finite even at this rate
+        assert tried, "no overflow was provoked"

@@ -36,7 +36,7 @@ from cython cimport floating
 from libc.float cimport DBL_MIN, FLT_MIN
 from libc.math cimport exp, log, log1p, sqrt, fabs, fmax, isfinite
 from libc.stdint cimport uint64_t
-from libc.stdlib cimport malloc, calloc, free
+from libc.stdlib cimport malloc, calloc, free, realloc
 
 from sparsekit._cython._lambertw cimport _wexp_from
 
@@ -279,6 +279,56 @@ cdef inline void _axpy(floating* w, double a, const floating* xd, const index_t*
             w[xi[p]] += af * xd[p]
     if bias:
         w[D] += af
+
+
+cdef struct Undo:
+    # the entries of R a pass overwrote, oldest first: their offsets and old values
+    Py_ssize_t* where
+    double* old
+    Py_ssize_t size, cap
+
+
+cdef bint _undo_reserve(Undo* u, Py_ssize_t extra) noexcept nogil:
+    """Room for ``extra`` more entries in the log; False when memory ran out."""
+    cdef Py_ssize_t cap
+    cdef void* p
+    if u.size + extra <= u.cap:
+        return True
+    cap = max(2 * u.cap, u.size + extra, <Py_ssize_t>4096)
+    p = realloc(u.where, cap * sizeof(Py_ssize_t))
+    if p == NULL:
+        return False
+    u.where = <Py_ssize_t*>p
+    p = realloc(u.old, cap * sizeof(double))
+    if p == NULL:
+        return False
+    u.old = <double*>p
+    u.cap = cap
+    return True
+
+
+cdef inline void _undo_entries(Undo* u, Py_ssize_t base, const floating* w, const index_t* xi,
+                               Py_ssize_t nnz, bint bias, Py_ssize_t D) noexcept nogil:
+    """Log the entries of row ``w`` (offset ``base`` in R) that ``_axpy`` is about to write
+    (room reserved by the caller)."""
+    cdef Py_ssize_t p, q
+    for p in range(nnz):
+        q = p if xi == NULL else xi[p]
+        u.where[u.size] = base + q
+        u.old[u.size] = w[q]
+        u.size += 1
+    if bias:
+        u.where[u.size] = base + D
+        u.old[u.size] = w[D]
+        u.size += 1
+
+
+cdef void _undo_restore(const Undo* u, floating* R0) noexcept nogil:
+    """Put back every logged entry, newest first (an entry written twice ends at its oldest
+    value)."""
+    cdef Py_ssize_t t
+    for t in range(u.size - 1, -1, -1):
+        R0[u.where[t]] = <floating>u.old[t]
 
 
 cdef inline void _prefetch_rows(floating* R, Py_ssize_t stride, const Py_ssize_t* cls,
@@ -874,7 +924,7 @@ def softmax_epoch(int method, const floating[::1] data, const index_t[::1] indic
                   const Py_ssize_t[::1] order, int n_sampled, int batch_size, double eta,
                   double alpha, double delta, double bound_w, double bound_u, uint64_t seed,
                   write_intent=None, bint exclude_true=True,
-                  bint shared_classes=False):
+                  bint shared_classes=False, bint undo=False):
     """One pass over the rows listed in ``order``; updates R, gamma, sqn, u in place.
 
     ``W = gamma[:, None] * R`` (lazy ridge scaling). Rows are CSR (``data``, ``indices``,
@@ -896,7 +946,10 @@ def softmax_epoch(int method, const floating[::1] data, const index_t[::1] indic
     slices over the batch when its nonzeros outnumber a row's lines). Subnormal numbers
     are flushed to zero during the pass (x86 FTZ/DAZ, restored on return): with large K,
     OVE's updates of sampled rows underflow float32, and every subnormal operand or result
-    costs a microcode assist.
+    costs a microcode assist. With ``undo``, every entry of R the pass writes is logged first,
+    and a pass that fails (status != 0) puts R back as it was: what ``partial_fit`` needs to
+    leave a model unchanged after an overflow, at the cost of the entries it writes
+    (O((m+1) nnz) each step) instead of a copy of R.
 
     Returns
     -------
@@ -962,6 +1015,8 @@ def softmax_epoch(int method, const floating[::1] data, const index_t[::1] indic
     cdef Py_ssize_t* table = <Py_ssize_t*>malloc((table_size + 1) * sizeof(Py_ssize_t))
     cdef Py_ssize_t* shared = <Py_ssize_t*>malloc(m * sizeof(Py_ssize_t))
     cdef Walk walk
+    cdef Undo written
+    written.where, written.old, written.size, written.cap = NULL, NULL, 0, 0
     cdef int walk_failed = _walk_init(&walk, max(<Py_ssize_t>WALK_BLOCK, (LOOKAHEAD + 2) * b))
     if (ringbuf == NULL or pos == NULL or coef == NULL or z == NULL or rho == NULL
             or work == NULL or cnt == NULL or rowrho == NULL or table == NULL or shared == NULL
@@ -1083,6 +1138,9 @@ def softmax_epoch(int method, const floating[::1] data, const index_t[::1] indic
                 # 3) sparse data updates r_k += coef / gamma_k * x
                 for e in range(nb):
                     nnz = _walk_row(&walk, start + e, data_p, indices_p, dense, D, &xd, &xi)
+                    if undo and not _undo_reserve(&written, mm * (nnz + 1)):
+                        status = -1
+                        break
                     for j in range(mm):
                         t = e * mm + j
                         k = cls[t]
@@ -1093,6 +1151,8 @@ def softmax_epoch(int method, const floating[::1] data, const index_t[::1] indic
                         if track:
                             d = _dot(w, xd, xi, nnz, bias, D)
                             sqn[k] += 2.0 * a * d + a * a * walk.xsq[pos[e]]
+                        if undo:
+                            _undo_entries(&written, k * stride, w, xi, nnz, bias, D)
                         _axpy(w, a, xd, xi, nnz, bias, D)
                     if intent and start + e + ahead < N:
                         pnnz = _walk_row(&walk, start + e + ahead, data_p, indices_p, dense,
@@ -1100,6 +1160,8 @@ def softmax_epoch(int method, const floating[::1] data, const index_t[::1] indic
                         pmm = _rows_asked(sliced, &cls_ahead[e * mm], shared, m)
                         _prefetch_part(R0, stride, &cls_ahead[e * mm], pmm, pxi, pnnz, bias,
                                        D, 3)
+                if status:
+                    break
                 # 4) U-max row projection, and folding of tiny scales back into R
                 if ridge:
                     for t in range(nb * mm):
@@ -1111,15 +1173,24 @@ def softmax_epoch(int method, const floating[::1] data, const index_t[::1] indic
                         if gamma[k] < 1e-6:
                             scale = gamma[k]
                             w = &R[k, 0]
+                            if undo:
+                                if not _undo_reserve(&written, stride):
+                                    status = -1
+                                    break
+                                _undo_entries(&written, k * stride, w, <index_t*>NULL, stride,
+                                              False, 0)
                             for j in range(R.shape[1]):
                                 w[j] = <floating>(w[j] * scale)
                             sqn[k] *= scale * scale
                             gamma[k] = 1.0
                 start += nb
+            if status and undo:
+                _undo_restore(&written, R0)
     finally:
         sk_restore_denormals(fp_state)
         free(ringbuf); free(pos); free(coef); free(z); free(rho); free(work); free(cnt)
         free(rowrho); free(table); free(shared); _walk_free(&walk)
+        free(written.where); free(written.old)
     if status == -1:
         raise MemoryError()
     return status, n_resets
