@@ -36,6 +36,13 @@ EXPECTED_FAILED_CHECKS = {
 }
 
 
+def _scale_hint(xsq):
+    """What to do about a step too large for the data: the cause is usually the scale of X."""
+    return ("The steps grow with the squared norms of the rows of X, up to "
+            f"{xsq.max(initial=0.0):.3g} here: rescale X (e.g. "
+            "sklearn.preprocessing.Normalizer) or lower learning_rate")
+
+
 def first_label(Y):
     """First-label policy for multi-label targets (Titsias 2016; Fagan & Iyengar 2018).
 
@@ -509,10 +516,8 @@ class ExtremeSoftmaxSGD(ClassifierMixin, BaseEstimator):
         if status:
             raise ValueError(
                 f"Floating-point overflow in method={self.method!r} with learning rate "
-                f"{eta:.3g}; the estimator is left as it was before this call. The steps "
-                "grow with the squared norms of the rows of X, up to "
-                f"{xsq.max(initial=0.0):.3g} here: rescale X (e.g. "
-                "sklearn.preprocessing.Normalizer) or lower learning_rate" + (
+                f"{eta:.3g}; the estimator is left as it was before this call. "
+                + _scale_hint(xsq) + (
                     " (vanilla 'sgd' on the double sum is unstable) or use "
                     "method='implicit'." if self.method != "implicit" else "."))
 
@@ -566,10 +571,8 @@ class ExtremeSoftmaxSGD(ClassifierMixin, BaseEstimator):
         if len(self.loss_curve_) > 1 and self.loss_curve_[-1] > self.loss_curve_[0]:
             warnings.warn(
                 f"ExtremeSoftmaxSGD(method={self.method!r}) diverged: its training NLL rose "
-                f"from {self.loss_curve_[0]:.4g} to {self.loss_curve_[-1]:.4g}. The steps "
-                "grow with the squared norms of the rows of X, up to "
-                f"{xsq.max(initial=0.0):.3g} here: rescale X (e.g. "
-                "sklearn.preprocessing.Normalizer) or lower learning_rate.",
+                f"from {self.loss_curve_[0]:.4g} to {self.loss_curve_[-1]:.4g}. "
+                + _scale_hint(xsq) + ".",
                 ConvergenceWarning)
 
     # ------------------------------------------------------------------ fitting
