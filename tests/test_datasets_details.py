@@ -265,7 +265,7 @@ def test_is_positive_integer_bounds():
 
 
 def test_unchanged_on_error_removes_attributes_a_failed_fit_added():
-    from sparsekit.utils._validation import unchanged_on_error
+    from sparsekit.linear_model._base import unchanged_on_error
 
     class Model:
         def __init__(self):

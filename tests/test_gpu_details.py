@@ -190,14 +190,14 @@ def test_gpu_classifier_data_term_matches_cpu(polytope, budget, dtype):
     """``SparsemaxClassifier(device="cuda")``'s data term (weighted loss sum and its
     gradient in W and b) against the CPU kernel, dense and CSR X, scores far from 0."""
     from sparsekit._cython._projections import POLYTOPE_CODES
-    from sparsekit.linear_model._sparsemax import _cpu_data_term, _gpu_data_term
+    from sparsekit.losses._fenchel_young_datafit import cpu_data_term, gpu_data_term
 
     rng = np.random.default_rng(6)
     Xd, Y, sw = _classifier_problem(polytope, dtype, rng)
     tol = 1e-4 if dtype == np.float32 else 1e-10
     for X in (Xd, sp.csr_matrix(Xd)):
-        cpu = _cpu_data_term(X, Y, sw, POLYTOPE_CODES[polytope], budget)
-        gpu = _gpu_data_term(X, Y, sw, polytope, budget)
+        cpu = cpu_data_term(X, Y, sw, POLYTOPE_CODES[polytope], budget)
+        gpu = gpu_data_term(X, Y, sw, polytope, budget)
         for scale in (0.3, 3.0):
             W = (rng.normal(size=(Xd.shape[1], Y.shape[1])) * scale).astype(dtype)
             b = (rng.normal(size=Y.shape[1]) * scale + 2.0).astype(dtype)

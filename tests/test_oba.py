@@ -10,7 +10,8 @@ from sparsekit.datasets import make_thesis_synthetic
 from sparsekit.optimize import minimize_oba
 from sparsekit.optimize._datafits import (Logistic, Quadratic, _ExplicitHessian,
                                           _SubspaceHessian)
-from sparsekit.optimize._oba import (_cg, _corrective_cycle, _estimate_lipschitz,
+from sparsekit.optimize._cg import steihaug_cg as _cg
+from sparsekit.optimize._oba import (_corrective_cycle, _estimate_lipschitz,
                                     _flat_violations, _free_set, _model_search, _updated_radius)
 
 
@@ -219,8 +220,20 @@ def test_max_iter_and_callback_stop():
                        lipschitz=datafit.lipschitz(), tol=1e-14)
     assert not res.success and res.status == 1 and res.nit == 1
     res = minimize_oba(datafit.value_grad, datafit.hessp, np.zeros(30), 0.001,
-                       lipschitz=datafit.lipschitz(), tol=1e-14, callback=lambda x: True)
-    assert res.status == 2 and res.nit == 1
+                       lipschitz=datafit.lipschitz(), tol=1e-14, callback=_stop)
+    assert res.status == 99 and res.nit == 1 and not res.success
+    assert res.message == "`callback` raised `StopIteration`."
+    seen = []
+    minimize_oba(datafit.value_grad, datafit.hessp, np.zeros(30), 0.001, max_iter=2,
+                 lipschitz=datafit.lipschitz(), tol=1e-14,
+                 callback=lambda intermediate_result: seen.append(intermediate_result))
+    assert [r.nit for r in seen] == [1, 2]
+    assert seen[-1].fun == pytest.approx(datafit.value_grad(seen[-1].x)[0]
+                                         + 0.001 * np.abs(seen[-1].x).sum())
+
+
+def _stop(xk):
+    raise StopIteration
 
 
 def test_small_liblinear_comparison():

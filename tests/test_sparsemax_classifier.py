@@ -13,6 +13,7 @@ from sklearn.preprocessing import StandardScaler
 
 from sparsekit._cython._sparsemax_loss import loss_grad_csr, loss_grad_dense
 from sparsekit.linear_model import SparsemaxClassifier
+from sparsekit.losses._fenchel_young_datafit import FenchelYoungLinear
 from sparsekit._cython._projections import POLYTOPE_CODES as _POLYTOPE_CODES
 
 POLYTOPES = ["simplex", "budget", "box", "at_most_one", "at_least_one"]
@@ -204,7 +205,9 @@ def test_internal_objective_equals_reference(polytope):
                               budget=3 if polytope == "budget" else None)
     sw = rng.random(25)
     Yt, keep = clf._encode_targets(Y, clf._check_budget())
-    fun = clf._objective(X, Yt, sw, clf._check_budget())
+    fun = FenchelYoungLinear(X, Yt, sw, polytope=polytope, budget=clf._check_budget(),
+                             alpha=0.3, fit_intercept=True,
+                             penalize_intercept=False).value_grad
     theta = rng.standard_normal(5 * 3)
     W, b = theta[:12].reshape(4, 3), theta[12:]
     expected = objective_ref(W, b, X, Yt.toarray(), sw, 0.3, polytope, 3.0)
@@ -348,7 +351,7 @@ def test_other_polytopes_fit_marginals(polytope, budget):
     ({"polytope": "budget"}, "labels", "needs a positive budget"),
     ({"budget": 2}, "labels", "only used with"),
     ({"positive": True, "bounds": (0, 1)}, "labels", "either"),
-    ({"bounds": (1, 0)}, "labels", "lower exceeds"),
+    ({"bounds": (1, 0)}, "labels", "lower bound must be <= its upper"),
     ({"bounds": (np.inf, None)}, "labels", "no feasible"),
     ({"bounds": (None, -np.inf)}, "labels", "no feasible"),
     ({"bounds": (np.inf, None), "solver": "nqn"}, "labels", "no feasible"),

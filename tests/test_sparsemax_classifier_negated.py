@@ -350,8 +350,19 @@ def _numpy_cupy():
 
 @pytest.mark.parametrize("solver", ["lbfgs", "newton-cg"])
 def test_cuda_path_uses_the_same_transform(monkeypatch, solver):
-    # the device="cuda" code path with NumPy standing in for CuPy (dense X)
+    """The estimator's device="cuda" wiring (the negation transform around the device
+    data term and the device projection) with the CPU kernels standing in for the device
+    ones, which tests/test_gpu_details.py compares on a GPU."""
+    import sparsekit.losses._fenchel_young_datafit as datafits
+
+    calls = []
+
+    def device_term(X, Y, sw, polytope, budget):
+        calls.append(polytope)
+        return datafits.cpu_data_term(X, Y, sw, datafits.POLYTOPE_CODES[polytope], budget)
+
     monkeypatch.setattr(sparsemax_module, "require_cupy", _numpy_cupy)
+    monkeypatch.setattr(datafits, "gpu_data_term", device_term)
     X, Y = data()
     kw = dict(polytope="at_least_one", negated=MASK, solver=solver, **TIGHT)
     gpu = SparsemaxClassifier(device="cuda", **kw).fit(X, Y)
@@ -359,6 +370,7 @@ def test_cuda_path_uses_the_same_transform(monkeypatch, solver):
     assert_allclose(gpu.coef_, cpu.coef_, atol=1e-7)
     assert_allclose(gpu.intercept_, cpu.intercept_, atol=1e-7)
     assert_allclose(gpu.predict_proba(X), cpu.predict_proba(X), atol=1e-7)
+    assert calls == ["at_least_one"]
 
 
 @pytest.mark.gpu
@@ -388,12 +400,12 @@ def test_cpu_fit_with_negation_never_imports_cupy(tmp_path):
 
 
 def test_flipped_targets_stay_sparse_off_the_negated_columns():
-    from sparsekit.linear_model._sparsemax import _flip_columns
+    from sparsekit.losses._targets import flip_columns
     from sparsekit.projections._checks import reflect_columns
     Y = sp.random(50, 200, density=0.02, random_state=0, format="csr")
     Y.data[:] = 1.0
     columns = [3, 17, 150]
-    out = _flip_columns(Y, columns)
+    out = flip_columns(Y, columns)
     assert sp.issparse(out) and out.format == "csr"
     assert_array_equal(out.toarray(), reflect_columns(Y.toarray(), columns))
     kept = Y[:, np.setdiff1d(np.arange(200), columns)].nnz

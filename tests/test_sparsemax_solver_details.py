@@ -6,7 +6,21 @@ import numpy as np
 import pytest
 
 from sparsekit.linear_model import SparsemaxClassifier
-from sparsekit.linear_model._sparsemax import _armijo, _conjugate_gradient
+from sparsekit.losses._fenchel_young_datafit import FenchelYoungLinear
+from sparsekit.optimize import minimize_newton_cg
+from sparsekit.optimize._cg import steihaug_cg
+from sparsekit.optimize._newton_cg import _armijo
+
+
+def _datafit(X, y, sw, polytope="simplex", alpha=0.1, fit_intercept=True, penalize=False):
+    """The solvers' objective for labels ``y``, as SparsemaxClassifier builds it."""
+    clf = SparsemaxClassifier(alpha=alpha, polytope=polytope, fit_intercept=fit_intercept,
+                              penalize_intercept=penalize)
+    budget = clf._check_budget()
+    Yt, _ = clf._encode_targets(y, budget)
+    return FenchelYoungLinear(X, Yt, sw, polytope=polytope, budget=budget, alpha=alpha,
+                              fit_intercept=fit_intercept, penalize_intercept=penalize,
+                              center=fit_intercept and not penalize)
 
 
 def _data(n=40, d=4, k=3, seed=0):
@@ -28,14 +42,8 @@ def test_hessian_product_is_the_derivative_of_the_gradient(polytope, fit_interce
     (the loss is piecewise quadratic: exact away from kinks, up to float32 products)."""
     X, y, sw = _data()
     k, d = 3, X.shape[1]
-    clf = SparsemaxClassifier(alpha=0.1, polytope=polytope, solver="newton-cg",
-                              fit_intercept=fit_intercept, penalize_intercept=penalize)
-    budget = clf._check_budget()
-    Yt, _ = clf._encode_targets(y, budget)
-    center = X.T @ sw / sw.sum() if fit_intercept and not penalize else None
-    offset = np.zeros(k)
-    fun = clf._objective(X, Yt, sw, budget, center, offset)
-    hessp_at = clf._hessian_at(X, X, sw, budget, k, center, offset)
+    datafit = _datafit(X, y, sw, polytope, 0.1, fit_intercept, penalize)
+    fun, hessp_at = datafit.value_grad, datafit.hessp_at
     rng = np.random.default_rng(1)
     for _ in range(3):
         theta = 0.5 * rng.standard_normal((d + 1) * k)
@@ -56,10 +64,10 @@ def test_armijo_accepts_a_full_step_with_sufficient_decrease():
         return 0.5 * float(x @ x), x.copy()
     theta, d = np.array([1.0]), np.array([-1.9])
     f, g = fun(theta)
-    step, f_new, _ = _armijo(fun, theta, f, g @ d, d)
+    step, f_new, _, _ = _armijo(fun, theta, f, g @ d, d)
     assert step == 1.0 and f_new == pytest.approx(0.405)
     # an ascent-like overshoot is refused: x -> -1.1 raises f
-    step, f_new, _ = _armijo(fun, theta, f, g @ np.array([-2.1]), np.array([-2.1]))
+    step, f_new, _, _ = _armijo(fun, theta, f, g @ np.array([-2.1]), np.array([-2.1]))
     assert step == 0.5
 
 
@@ -68,7 +76,7 @@ def test_conjugate_gradient_solves_an_spd_system():
     Q, _ = np.linalg.qr(rng.standard_normal((12, 12)))
     A = Q @ np.diag(np.logspace(0, 3, 12)) @ Q.T
     g = rng.standard_normal(12)
-    x, n_cg = _conjugate_gradient(lambda v: A @ v, g, 1e-10 * np.linalg.norm(g))
+    x, _, n_cg = steihaug_cg(lambda v: A @ v, g, rtol=1e-10, maxiter=24)
     np.testing.assert_allclose(A @ x, -g, atol=1e-8)
     assert n_cg <= 24
 
@@ -111,13 +119,13 @@ def test_nqn_no_decrease_is_a_success_in_float32_only(monkeypatch):
     from scipy.optimize import OptimizeResult
     from sklearn.exceptions import ConvergenceWarning
 
-    import sparsekit.optimize as optimize
+    import sparsekit.linear_model._sparsemax as sparsemax_module
 
     def stub(fun, x0, **kwargs):
         return OptimizeResult(x=np.zeros_like(x0), fun=fun(x0)[0], nit=1, status=4,
                               success=False, message="ABNORMAL: LINE SEARCH FOUND NO DECREASE")
 
-    monkeypatch.setattr(optimize, "minimize_nqn", stub)
+    monkeypatch.setattr(sparsemax_module, "minimize_nqn", stub)
     X, y, _ = _data()
     with pytest.warns(ConvergenceWarning):
         SparsemaxClassifier(solver="nqn").fit(X, y)
@@ -152,15 +160,13 @@ def test_sdca_one_row_with_a_penalized_intercept_is_solved_in_one_epoch(polytope
 def test_newton_cg_relative_reduction_stop_is_64_eps():
     """The stop on a small decrease uses 64 machine epsilons relative to f: on
     f = 1 + x^4/4 (Newton shrinks x by 1/3 a step) it stops only once x < ~1e-3."""
-    from sparsekit.linear_model._sparsemax import _newton_cg
-
     def fun(x):
         return 1.0 + 0.25 * float(np.sum(x**4)), x**3
 
     def hessp_at(x):
         return (lambda v: 3 * x**2 * v), 1
 
-    res = _newton_cg(fun, hessp_at, np.array([0.05]), tol=0.0, max_iter=200, verbose=0)
+    res = minimize_newton_cg(fun, np.array([0.05]), hessp_at, tol=0.0, max_iter=200)
     assert res.success and "64 eps" in res.message
     assert abs(res.x[0]) < 1e-3
 
@@ -168,21 +174,17 @@ def test_newton_cg_relative_reduction_stop_is_64_eps():
 def test_sdca_warm_start_keeps_the_start_intercept(monkeypatch):
     """A warm start replaces W by W(mu0) with mu0 = proj(scores of theta0) but keeps the
     start's free intercept: b + wb(mu0) == b0 before any update (epochs stubbed out)."""
-    import scipy.sparse as sp
+    import sparsekit.optimize._sdca as sdca
 
-    import sparsekit.linear_model._sparsemax_dual as dual
-    from sparsekit._cython._projections import POLYTOPE_CODES
-
-    monkeypatch.setattr(dual, "dual_epoch_dense", lambda *args: 0.0)
+    monkeypatch.setattr(sdca, "dual_epoch_dense", lambda *args: 0.0)
     X, y, _ = _data(n=20)
-    Y = sp.csr_matrix(np.eye(3)[y])
+    datafit = _datafit(X, y, np.ones(20), fit_intercept=True, penalize=True)
+    datafit.penalize_intercept = False    # a free intercept on an uncentered datafit
+    datafit.value_grad = lambda th: (0.0, np.ones_like(th))
     rng = np.random.default_rng(2)
     theta0 = rng.standard_normal((X.shape[1] + 1) * 3)
-    res = dual.dual_coordinate_ascent(
-        X, Y, np.ones(20), lambda th: (0.0, np.ones_like(th)), theta0, alpha=0.1,
-        code=POLYTOPE_CODES["simplex"], budget=1.0, fit_intercept=True,
-        penalize_intercept=False, tol=1e-12, max_iter=1, rng=np.random.default_rng(0),
-        verbose=0)
+    res = sdca.minimize_sdca(datafit, theta0, tol=1e-12, max_iter=1,
+                             rng=np.random.default_rng(0))
     np.testing.assert_allclose(res.x[-3:], theta0[-3:], atol=1e-12)
 
 
@@ -193,11 +195,7 @@ def test_objective_gradient_is_the_derivative_of_the_objective(fit_intercept, pe
     with sample weights, matches central differences of the objective."""
     X, y, sw = _data()
     k, d = 3, X.shape[1]
-    clf = SparsemaxClassifier(alpha=0.1, fit_intercept=fit_intercept,
-                              penalize_intercept=penalize)
-    Yt, _ = clf._encode_targets(y, 1.0)
-    center = X.T @ sw / sw.sum() if fit_intercept and not penalize else None
-    fun = clf._objective(X, Yt, sw, 1.0, center, np.zeros(k))
+    fun = _datafit(X, y, sw, "simplex", 0.1, fit_intercept, penalize).value_grad
     theta = 0.5 * np.random.default_rng(3).standard_normal((d + 1) * k)
     g = fun(theta)[1]
     eps = 1e-6
@@ -333,7 +331,7 @@ def test_armijo_gives_up_after_max_halvings_on_an_ascent_direction():
         return 0.5 * float(x @ x), x.copy()
 
     theta, d = np.array([1.0]), np.array([1.0])
-    assert _armijo(fun, theta, 0.5, -1.0, d, max_halvings=7) == (None, None, None)
+    assert _armijo(fun, theta, 0.5, -1.0, d, max_halvings=7) == (None, None, None, 7)
     np.testing.assert_array_equal(calls, 1.0 + 0.5 ** np.arange(7))
 
 
@@ -343,12 +341,12 @@ def test_conjugate_gradient_stops_at_nonpositive_curvature():
     the second direction (-6, -12) has curvature -72, and CG returns that iterate (still
     a descent direction) instead of stepping along negative curvature."""
     g = np.array([1.0, -3.0, 0.5])
-    x, n_cg = _conjugate_gradient(lambda v: 0.0 * v, g, 1e-12)
+    x, _, n_cg = steihaug_cg(lambda v: 0.0 * v, g, rtol=1e-12)
     np.testing.assert_array_equal(x, -g)
     assert n_cg == 1
     H = np.diag([2.0, -1.0])
     g = np.array([1.0, 1.0])
-    x, n_cg = _conjugate_gradient(lambda v: H @ v, g, 1e-12)
+    x, _, n_cg = steihaug_cg(lambda v: H @ v, g, rtol=1e-12)
     np.testing.assert_allclose(x, [-2.0, -2.0], rtol=1e-15)
     assert n_cg == 2 and g @ x < 0
 
@@ -358,8 +356,6 @@ def test_newton_cg_raises_the_damping_a_hundredfold_after_a_failed_line_search()
     from x0 = 1e-4 the damped step -g / (H + 1e-3 |g|) is ~1000x too long, and 20
     halvings cannot fix it, so the solve is redone with the damping times 100; that
     step, -g / (H + 0.1 |g|), passes after some halvings."""
-    from sparsekit.linear_model._sparsemax import _newton_cg
-
     trials = []
 
     def fun(x):
@@ -370,7 +366,7 @@ def test_newton_cg_raises_the_damping_a_hundredfold_after_a_failed_line_search()
         return (lambda v: 1e-12 * v), 1
 
     x0 = 1e-4
-    res = _newton_cg(fun, hessp_at, np.array([x0]), tol=0.0, max_iter=1, verbose=0)
+    res = minimize_newton_cg(fun, np.array([x0]), hessp_at, tol=0.0, max_iter=1)
     d0 = -x0 / (1e-12 + 1e-3 * x0)
     d1 = -x0 / (1e-12 + 1e-1 * x0)
     # trials[0] is the start; then 20 halvings along d0, then halvings along d1
@@ -387,8 +383,6 @@ def test_newton_cg_stops_when_no_damping_gives_a_decrease():
     "gradient" x - 1) makes every Newton direction uphill: each of the 8 dampings
     (1e-3 |g| times 100^j) fails its 20 halvings, and the solve stops at the start,
     unsuccessful, with a line-search message, instead of running on to max_iter."""
-    from sparsekit.linear_model._sparsemax import _newton_cg
-
     calls = []
 
     def fun(x):
@@ -399,7 +393,7 @@ def test_newton_cg_stops_when_no_damping_gives_a_decrease():
         return (lambda v: v), 1
 
     x0 = np.array([0.0])
-    res = _newton_cg(fun, hessp_at, x0, tol=0.0, max_iter=50, verbose=0)
+    res = minimize_newton_cg(fun, x0, hessp_at, tol=0.0, max_iter=50)
     assert not res.success and res.nit == 1
     assert res.message == "line search failed (the objective does not decrease)"
     np.testing.assert_array_equal(res.x, x0)

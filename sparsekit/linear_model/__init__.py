@@ -1,6 +1,8 @@
 """scikit-learn estimators (and the multi-label helpers of ExtremeSoftmaxSGD)."""
+from ..metrics import precision_at_k
+from ..utils._labels import first_label
 from ._sparsemax import SparsemaxClassifier
-from ._extreme_softmax import ExtremeSoftmaxSGD, first_label, precision_at_k
+from ._extreme_softmax import ExtremeSoftmaxSGD
 from ._l1_logistic import L1LogisticOBA, l1_logistic_path
 
 __all__ = ["SparsemaxClassifier", "ExtremeSoftmaxSGD", "first_label", "precision_at_k",

@@ -12,19 +12,19 @@ from numbers import Integral, Real
 
 import numpy as np
 import scipy.sparse as sp
-from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
-from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import _check_sample_weight, check_is_fitted
 
 from sparsekit._cython._softmax_sgd import METHODS, softmax_epoch
 from sparsekit.losses._softmax import _chunks, _log_softmax, softmax_nll, softmax_scores
-from sparsekit.utils._validation import (check_entry_magnitude, check_sparse_structure,
-                                         unchanged_on_error, validate_input)
+from sparsekit.linear_model._base import SparsekitClassifier, check_labels, unchanged_on_error
+from sparsekit.metrics import precision_at_k
+from sparsekit.utils._labels import _declared_classes, _is_multilabel, first_label
+from sparsekit.utils._validation import check_entry_magnitude, validate_input
 
-__all__ = ["ExtremeSoftmaxSGD", "first_label", "precision_at_k", "EXPECTED_FAILED_CHECKS"]
+__all__ = ["ExtremeSoftmaxSGD", "EXPECTED_FAILED_CHECKS"]
 
 #: ``check_estimator`` checks that a stochastic solver cannot pass (as for scikit-learn's
 #: SGDClassifier): weighting an example by 2 is not the same random path as repeating it.
@@ -43,161 +43,7 @@ def _scale_hint(xsq):
             "sklearn.preprocessing.Normalizer) or lower learning_rate")
 
 
-def first_label(Y):
-    """First-label policy for multi-label targets (Titsias 2016; Fagan & Iyengar 2018).
-
-    Parameters
-    ----------
-    Y : {array-like, sparse matrix} of shape (n, L), or sequence of label sequences
-        A label-indicator matrix (the first label is the lowest active column) or, per
-        example, a list of labels in file order (the first one listed is kept; a set has no
-        order, so its smallest label is kept) or a single label.
-
-    Returns
-    -------
-    y : ndarray of shape (n,)
-
-    Raises
-    ------
-    ValueError
-        If an example has no label; drop such rows before fitting.
-    """
-    if sp.issparse(Y) or getattr(Y, "ndim", 1) == 2:  # also an ndarray or a DataFrame
-        Y = _indicator(Y)
-        bad = np.flatnonzero(np.diff(Y.indptr) == 0)
-        if bad.size:
-            raise ValueError(f"{bad.size} examples have no label (first: row {bad[0]}); "
-                             "drop them before fitting")
-        Y.sort_indices()
-        return Y.indices[Y.indptr[:-1]].copy()
-    out = []
-    for i, labels in enumerate(_label_entries(Y, "Y")):
-        if not isinstance(labels, _COLLECTIONS):
-            out.append(labels)          # one label (a string too, not its characters)
-            continue
-        if isinstance(labels, (set, frozenset)):
-            try:
-                labels = sorted(labels)
-            except TypeError:
-                raise ValueError(f"example {i}: a set of labels has no first label, and "
-                                 "these cannot be sorted; pass a list in file order") from None
-        labels = list(labels)
-        if not labels:
-            raise ValueError(f"example {i} has no label; drop such rows before fitting")
-        out.append(labels[0])
-    return np.asarray(out)
-
-
-def precision_at_k(y_true, top_labels):
-    """Mean precision@k: the fraction of the k predicted labels that are true labels.
-
-    Parameters
-    ----------
-    y_true : array-like of shape (n,) or (n, 1), sequence of label sequences, or indicator
-        One label per example (also as a column), a set of labels per example, or an
-        (n, L) indicator matrix whose column j is label j (L > 1, or sparse).
-    top_labels : ndarray of shape (n, k)
-        Predicted labels, best first (e.g. ``ExtremeSoftmaxSGD.predict_topk``).
-
-    Returns
-    -------
-    precision : float
-    """
-    top_labels = np.asarray(top_labels)
-    if top_labels.ndim != 2 or 0 in top_labels.shape:
-        raise ValueError("top_labels must have shape (n, k) with n, k >= 1, got "
-                         f"{top_labels.shape}")
-    n, k = top_labels.shape
-    sets = _label_sets(y_true)
-    if len(sets) != n:
-        raise ValueError(f"y_true has {len(sets)} examples, top_labels has {n}")
-    true_kinds = _label_kinds(set().union(*sets), "y_true")
-    top_kinds = _label_kinds(top_labels.ravel().tolist(), "top_labels")
-    if len(true_kinds) == len(top_kinds) == 1 and true_kinds != top_kinds:
-        raise ValueError(f"y_true holds {true_kinds.pop()} labels but top_labels "
-                         f"{top_kinds.pop()} labels")
-    hits = sum(len(sets[i].intersection(top_labels[i].tolist())) for i in range(n))
-    return hits / (n * k)
-
-
-def _label_sets(y_true):
-    """One set of labels per example from an indicator matrix (dense, sparse or DataFrame),
-    one label per example, or one collection (list, tuple, set, array) of labels each; read
-    by position, so a pandas Series with any index works. A dense single column holds one
-    label per example, as ``fit`` reads it."""
-    if not sp.issparse(y_true) and getattr(y_true, "ndim", 1) == 2 and y_true.shape[1] == 1:
-        y_true = np.asarray(y_true).ravel()
-    if sp.issparse(y_true) or getattr(y_true, "ndim", 1) == 2:
-        Y = _indicator(y_true)
-        return [set(Y.indices[Y.indptr[i]:Y.indptr[i + 1]].tolist())
-                for i in range(Y.shape[0])]
-    return [set(np.asarray(v).tolist()) if isinstance(v, np.ndarray)
-            else set(v) if isinstance(v, _COLLECTIONS) else {v}
-            for v in _label_entries(y_true, "y_true")]
-
-
-_COLLECTIONS = (list, tuple, set, frozenset, np.ndarray)
-
-
-def _label_entries(Y, name):
-    """The entries of a 1-D label container (list, tuple, array, pandas Series) by
-    position: one label or one collection of labels per example."""
-    if (not hasattr(Y, "__len__") or isinstance(Y, (str, bytes))
-            or getattr(Y, "ndim", 1) != 1):
-        raise ValueError(f"{name} must hold one label or one collection of labels per "
-                         f"example (or be an indicator matrix), got {type(Y).__name__} of "
-                         f"shape {getattr(Y, 'shape', ())}")
-    return Y.tolist() if isinstance(Y, np.ndarray) else list(Y)
-
-
-def _label_kinds(labels, name):
-    """{"string"} or {"numeric"} (both for mixed labels); NaN labels are refused."""
-    if any(isinstance(v, (float, np.floating)) and v != v for v in labels):
-        raise ValueError(f"{name} contains NaN labels")
-    return {"string" if isinstance(v, str) else "numeric" for v in labels}
-
-
-def _indicator(Y):
-    """A label-indicator matrix (dense, sparse or DataFrame) as a CSR copy (the caller's
-    arrays are never reordered) without explicit zeros. Its entries must be 0 or 1: a 2-D
-    array of label ids would otherwise be read as an indicator."""
-    check_sparse_structure(Y, "y")
-    Y = sp.csr_matrix(Y, copy=True) if sp.issparse(Y) else sp.csr_matrix(np.asarray(Y))
-    Y.eliminate_zeros()
-    if not np.all(Y.data == 1):
-        raise ValueError("a 2-D target must be a 0/1 label-indicator matrix (column j is "
-                         "label j); pass label ids as one sequence of labels per example")
-    return Y
-
-
-def _declared_classes(classes):
-    """``partial_fit``'s ``classes``, sorted and unique: a 1-D array of labels, none NaN."""
-    classes = np.asarray(classes)
-    if classes.ndim != 1:
-        raise ValueError(f"classes must be 1-D, got shape {classes.shape}")
-    _label_kinds(classes.tolist(), "classes")          # refuses NaN
-    try:
-        return np.unique(classes)
-    except TypeError:
-        raise ValueError("classes must be labels of one sortable type (e.g. all ints or "
-                         "all strings)") from None
-
-
-def _is_multilabel(y):
-    """Whether ``y`` holds several labels per example (indicator matrix or label
-    collections, in a list, tuple, array or pandas object)."""
-    if sp.issparse(y):
-        return True
-    if getattr(y, "ndim", 1) == 2:
-        return y.shape[1] > 1
-    if isinstance(y, np.ndarray) and y.dtype != object:
-        return False
-    items = y if isinstance(y, (list, tuple, np.ndarray)) else getattr(y, "values", None)
-    return (items is not None and len(items) > 0
-            and isinstance(items[0], (list, tuple, set, frozenset, np.ndarray)))
-
-
-class ExtremeSoftmaxSGD(ClassifierMixin, BaseEstimator):
+class ExtremeSoftmaxSGD(SparsekitClassifier):
     """Softmax regression for very many classes with per-step work independent of K.
 
     Minimises the mean softmax negative log-likelihood plus ``alpha/2 ||W||^2`` through
@@ -379,7 +225,6 @@ class ExtremeSoftmaxSGD(ClassifierMixin, BaseEstimator):
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
-        tags.input_tags.sparse = True
         tags.classifier_tags.multi_label = False
         return tags
 
@@ -411,10 +256,6 @@ class ExtremeSoftmaxSGD(ClassifierMixin, BaseEstimator):
         X, y = validate_input(self, X, y, accept_sparse="csr", dtype=[np.float64, np.float32],
                              order="C", reset=reset)
         check_entry_magnitude(X, np.float64)      # the driver's squared row norms
-        with warnings.catch_warnings():  # many classes per example is this model's use case
-            warnings.filterwarnings("ignore", message="The number of unique classes is "
-                                    "greater than 50%", category=UserWarning)
-            check_classification_targets(y)
         return X, y
 
     def _check_method_params(self):
@@ -543,8 +384,7 @@ class ExtremeSoftmaxSGD(ClassifierMixin, BaseEstimator):
         self._progress(epoch, f"{where} {nll:.6f}, ")
 
     def _progress(self, epoch, text=""):
-        if self.verbose:
-            print(f"-- epoch {epoch}: {text}{sum(self.epoch_times_):.2f} s in the epoch driver")
+        self._say(f"epoch {epoch}: {text}{sum(self.epoch_times_):.2f} s in the epoch driver")
 
     def _guard_weights(self):
         """Run the next passes of ``fit`` on a copy of the weights when they may fail (the
@@ -595,18 +435,16 @@ class ExtremeSoftmaxSGD(ClassifierMixin, BaseEstimator):
         self._validate_params()
         self._check_method_params()
         X, y = self._validate_input(X, y, reset=True)
-        classes, y_idx = np.unique(y, return_inverse=True)
-        if len(classes) < 2:
-            raise ValueError("ExtremeSoftmaxSGD needs samples of at least 2 classes; "
-                             f"got 1 class ({classes[0]!r})")
+        previous = getattr(self, "classes_", None)
+        y_idx = self._encode_labels(y, many_classes=True)  # many classes: the use case
+        classes = self.classes_
         sample_weight = _check_sample_weight(sample_weight, X, dtype=np.float64,
                                              ensure_non_negative=True)
         rng = check_random_state(self.random_state)
         warm = (self.warm_start and hasattr(self, "_R")
-                and np.array_equal(getattr(self, "classes_", None), classes)
+                and np.array_equal(previous, classes)
                 and self._bias == bool(self.fit_intercept)
                 and self._R.shape[1] == X.shape[1] + int(self.fit_intercept))
-        self.classes_ = classes
         self.__dict__.pop("_stream_rng", None)  # a later partial_fit restarts the stream
         if not warm:
             self._new_weights(len(classes), X.shape[1], X.dtype)
@@ -680,6 +518,7 @@ class ExtremeSoftmaxSGD(ClassifierMixin, BaseEstimator):
                 raise ValueError("classes must be passed on the first call to partial_fit")
         self._check_method_params()
         X, y = self._validate_input(X, y, reset=first)
+        check_labels(y, many_classes=True)
         known = self.classes_ if classes is None else _declared_classes(classes)
         if first and len(known) < 2:
             raise ValueError("partial_fit needs at least 2 declared classes")

@@ -13,21 +13,20 @@ import warnings
 import numpy as np
 import scipy.sparse as sp
 from joblib import Parallel, delayed
-from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.class_weight import compute_class_weight
 from sklearn.utils.extmath import safe_sparse_dot
-from sklearn.utils.multiclass import check_classification_targets
 from scipy.special import expit, log_expit, xlogy
+from sklearn.linear_model._base import LinearClassifierMixin, SparseCoefMixin
 from sklearn.utils.validation import _check_sample_weight, check_is_fitted
 
 from sparsekit._cython import _oba_kernels as K
 from sparsekit.losses._softmax import _log_softmax
 from sparsekit.optimize import minimize_oba
 from sparsekit.optimize._datafits import Logistic
-from sparsekit.utils._validation import (check_entry_magnitude, check_two_classes,
-                                         unchanged_on_error, validate_input)
+from sparsekit.linear_model._base import SparsekitClassifier, check_labels, unchanged_on_error
+from sparsekit.utils._validation import check_entry_magnitude, validate_input
 
 #: OBA's free set grows (τ doubles) after iterations whose corrective cycle dropped at most
 #: half of the newly freed variables, not only after iterations without corrections as in
@@ -161,7 +160,7 @@ def _layouts(X, n_problems=1):
 def _check_fit_data(estimator, X, y, sample_weight, reset=True):
     X, y = validate_input(estimator, X, y, accept_sparse=["csr", "csc"],
                          dtype=[np.float64, np.float32], reset=reset)
-    check_classification_targets(y)
+    check_labels(y)
     check_entry_magnitude(X, np.float64)
     sample_weight = _check_sample_weight(sample_weight, X, dtype=np.float64)
     if np.any(sample_weight < 0):
@@ -169,7 +168,7 @@ def _check_fit_data(estimator, X, y, sample_weight, reset=True):
     return X, y, sample_weight
 
 
-class L1LogisticOBA(ClassifierMixin, BaseEstimator):
+class L1LogisticOBA(LinearClassifierMixin, SparseCoefMixin, SparsekitClassifier):
     """ℓ1-regularized logistic regression by OBA, the orthant-based second-order method.
 
     Minimizes ‖w‖₁ + C Σᵢ sᵢ log(1 + exp(−yᵢ(wᵀxᵢ + b))) with the intercept b free and
@@ -256,10 +255,10 @@ class L1LogisticOBA(ClassifierMixin, BaseEstimator):
         """Fit the model on X (dense or CSR/CSC, float32/float64) and labels y."""
         self._validate_params()
         X, y, sample_weight = _check_fit_data(self, X, y, sample_weight)
-        classes = np.unique(y)
-        check_two_classes(classes)
+        codes = self._encode_labels(y)
+        classes = self.classes_
         if self.class_weight == "balanced":
-            totals = np.bincount(np.searchsorted(classes, y), weights=sample_weight,
+            totals = np.bincount(codes, weights=sample_weight,
                                  minlength=classes.size)
             if not np.all(totals > 0):
                 raise ValueError("class_weight='balanced' divides by each class's total "
@@ -270,7 +269,7 @@ class L1LogisticOBA(ClassifierMixin, BaseEstimator):
                                       sample_weight=sample_weight)
             if not np.all(np.isfinite(cw) & (cw >= 0)):
                 raise ValueError(f"class_weight must be finite and non-negative, got {cw}")
-            sample_weight = sample_weight * cw[np.searchsorted(classes, y)]
+            sample_weight = sample_weight * cw[codes]
         sample_weight, mean_weight = _unit_mean_weights(sample_weight)
         problems = [classes[1]] if classes.size == 2 else list(classes)
         X, X_csr = _layouts(X, len(problems))
@@ -282,7 +281,6 @@ class L1LogisticOBA(ClassifierMixin, BaseEstimator):
             for k, pos in enumerate(problems))
         results = Parallel(n_jobs=self.n_jobs, prefer="threads")(jobs)
 
-        self.classes_ = classes
         coef = np.vstack([w for w, _, _ in results]).astype(X.dtype)  # follows X's dtype
         self.coef_ = sp.csr_matrix(coef) if self.sparse_coef else coef
         self.intercept_ = np.array([b for _, b, _ in results], dtype=X.dtype)
@@ -292,10 +290,9 @@ class L1LogisticOBA(ClassifierMixin, BaseEstimator):
         self.corrective_loops_ = [r.corrective_loops for _, _, r in results]
         for pos, (_, _, r), gap in zip(problems, results, self.duality_gap_):
             pos = np.asarray(pos).tolist()  # 1, not np.int64(1), in the messages
-            if self.verbose:
-                print(f"[L1LogisticOBA] class {pos!r}: {r.nit} iterations, {r.ncg} CG, "
-                      f"optimality {r.optimality:.2e}, F/(C n) {r.fun:.10e}, "
-                      f"relative duality gap {gap:.2e}")
+            self._say(f"class {pos!r}: {r.nit} iterations, {r.ncg} CG, optimality "
+                      f"{r.optimality:.2e}, F/(C n) {r.fun:.10e}, relative duality gap "
+                      f"{gap:.2e}")
             if not r.success:
                 warnings.warn(f"OBA did not converge for class {pos!r} in {r.nit} iterations "
                               f"(optimality {r.optimality:.2e} > tol {self.tol:.2e}); "
@@ -345,12 +342,6 @@ class L1LogisticOBA(ClassifierMixin, BaseEstimator):
             scores = np.asarray(scores + self.intercept_.astype(dtype))
         return scores.ravel() if scores.shape[1] == 1 else scores
 
-    def predict(self, X):
-        """Class labels."""
-        scores = self.decision_function(X)
-        idx = (scores > 0).astype(int) if scores.ndim == 1 else scores.argmax(axis=1)
-        return self.classes_[idx]
-
     def predict_proba(self, X):
         """Class probabilities: σ(margin) for binary, normalized one-vs-rest σ's otherwise."""
         return np.exp(self.predict_log_proba(X))
@@ -365,25 +356,6 @@ class L1LogisticOBA(ClassifierMixin, BaseEstimator):
             scores = np.column_stack([-scores, scores])
             return (-np.logaddexp(0.0, -scores)).astype(dtype)
         return _log_softmax(-np.logaddexp(0.0, -scores)).astype(dtype)  # log σ - logsumexp
-
-    def sparsify(self):
-        """Store ``coef_`` as a CSR matrix (memory and speed when most weights are zero)."""
-        check_is_fitted(self)
-        if not sp.issparse(self.coef_):
-            self.coef_ = sp.csr_matrix(self.coef_)
-        return self
-
-    def densify(self):
-        """Store ``coef_`` as a dense array again."""
-        check_is_fitted(self)
-        if sp.issparse(self.coef_):
-            self.coef_ = self.coef_.toarray()
-        return self
-
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.input_tags.sparse = True
-        return tags
 
 
 def l1_logistic_path(X, y, Cs=10, *, pos_class=None, fit_intercept=True, tol=1e-8,

@@ -4,28 +4,24 @@ from numbers import Integral, Real
 
 import numpy as np
 import scipy.sparse as sp
-from scipy.optimize import Bounds, OptimizeResult, minimize
-from sklearn.base import BaseEstimator, ClassifierMixin
+from scipy.optimize import Bounds, minimize
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.metrics import accuracy_score
-from sklearn.preprocessing import LabelEncoder
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
-from sklearn.utils.multiclass import check_classification_targets
-from sklearn.utils.validation import (
-    _check_sample_weight,
-    check_is_fitted,
-    column_or_1d,
-)
+from sklearn.utils.validation import _check_sample_weight, check_is_fitted, column_or_1d
 
-from .._cython._projections import POLYTOPE_CODES, jvp_rows, project_rows
-from .._cython._sparsemax_loss import loss_grad_csr, loss_grad_dense
-from ._sparsemax_dual import dual_coordinate_ascent
+from ..gpu._cupy import require_cupy
+from ..losses._fenchel_young_datafit import FenchelYoungLinear
+from ..losses._targets import check_target_entries, polytope_targets
+from ..optimize import minimize_newton_cg, minimize_nqn
+from ..optimize._bounds import parse_bounds
+from ..optimize._sdca import minimize_sdca
 from ..projections import project
 from ..projections._checks import negated_columns, reflect_columns
-from ..gpu._cupy import require_cupy
 from ..utils._validation import (check_device, check_entry_magnitude, check_sparse_structure,
-                                 check_two_classes, unchanged_on_error, validate_input)
+                                 validate_input)
+from ._base import SparsekitClassifier, unchanged_on_error
 
 EXPECTED_FAILED_CHECKS = {
     **{name: "same objective; the solutions differ at the 1e-6 level (flat intercept valley)"
@@ -37,15 +33,12 @@ EXPECTED_FAILED_CHECKS = {
         "a label is predicted where its score exceeds its row's threshold tau, not 0",
 }
 _POLYTOPES = ("simplex", "budget", "box", "at_most_one", "at_least_one")
-_TARGET_TOL = 1e-6
-_BLOCK_BYTES = 2 << 20
-_HESSIAN_DTYPE = np.float32
 # dense X with at most this share of nonzeros is fit through the CSR kernel: with few
 # classes the row loop over nonzeros beats a skinny GEMM over all entries.
 _CSR_DENSITY = 0.25
 
 
-class SparsemaxClassifier(ClassifierMixin, BaseEstimator):
+class SparsemaxClassifier(SparsekitClassifier):
     """Sparsemax regression: a linear model fit with a Fenchel-Young loss over a polytope.
 
     Minimizes (Madsen et al. 2016, eq. 11, with sample weights)::
@@ -221,7 +214,6 @@ class SparsemaxClassifier(ClassifierMixin, BaseEstimator):
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
-        tags.input_tags.sparse = True
         tags.classifier_tags.multi_label = True     # label-indicator and proportion targets
         tags.target_tags.multi_output = True
         return tags
@@ -267,34 +259,19 @@ class SparsemaxClassifier(ClassifierMixin, BaseEstimator):
         # the objective is a weighted mean: dividing by the largest weight changes nothing
         # but keeps sums of huge weights (and their float32 copy) finite
         sw = (sw / sw.max()).astype(X.dtype)
-        n_classes = Y.shape[1]
-        n_features = X.shape[1]
+        n_classes, n_features = Y.shape[1], X.shape[1]
         # negated=N: the un-negated problem in (W L, L b) with the score offset flip(0),
         # since flip(z) = L z + flip(0) (see the negated parameter)
         columns = negated_columns(self._negated, n_classes)
-        offset = reflect_columns(np.zeros(n_classes), columns)
-        center = None
-        if self.fit_intercept and not self.penalize_intercept and self.solver != "sdca":
-            center = np.asarray(X.T @ sw, dtype=np.float64).ravel() / sw.sum(dtype=np.float64)
-        theta0 = self._initial_point(n_features, n_classes, center, columns)
-        fun = self._objective(X, Y, sw, budget, center, offset)
-        bounds = self._solver_bounds(n_features, n_classes, columns)
-        if self.solver in ("newton-cg", "sdca") and bounds is not None:
-            raise ValueError(f"solver={self.solver!r} does not support positive or bounds; "
-                             "use solver='lbfgs' or 'nqn'.")
-        if self.solver == "sdca":
-            res = self._fit_dual(X, Y, sw, budget, fun, theta0, offset)
-        elif self.solver == "newton-cg":
-            hessp = self._hessian_at(X, X_rows, sw, budget, n_classes, center, offset)
-            if (self.polytope == "simplex" and self.fit_intercept
-                    and not self.penalize_intercept and not columns):
-                fun, hessp = _without_common_shift(fun, hessp, n_classes)
-            res = _newton_cg(fun, hessp, theta0, self.tol, self.max_iter, self.verbose)
-        else:
-            res = self._minimize(fun, theta0, bounds, X.dtype)
-        W, b = self._unpack(res.x, n_features, n_classes)
-        if center is not None:
-            b -= center @ W
+        datafit = FenchelYoungLinear(
+            X, Y, sw, polytope=self.polytope, budget=budget, alpha=self.alpha,
+            fit_intercept=self.fit_intercept, penalize_intercept=self.penalize_intercept,
+            offset=reflect_columns(np.zeros(n_classes), columns), X_rows=X_rows,
+            center=(self.fit_intercept and not self.penalize_intercept
+                    and self.solver != "sdca"), device=self.device)
+        bounds = self._coefficient_bounds(n_features, n_classes, columns)
+        res = self._solve(datafit, self._initial_point(datafit, columns), bounds)
+        W, b = datafit.from_solver(res.x)
         if not (np.isfinite(W).all() and np.isfinite(b).all()):
             raise ValueError("SparsemaxClassifier's solver reached non-finite coefficients; "
                              "rescale the features or use float64 X.")
@@ -312,6 +289,54 @@ class SparsemaxClassifier(ClassifierMixin, BaseEstimator):
                           f"({str(res.message).rstrip(': ')}); {hint}.", ConvergenceWarning)
         return self
 
+    def _solve(self, datafit, theta0, bounds):
+        """Run the chosen solver on ``datafit`` from ``theta0``: an ``OptimizeResult``."""
+        if self.solver in ("newton-cg", "sdca") and bounds is not None:
+            raise ValueError(f"solver={self.solver!r} does not support positive or bounds; "
+                             "use solver='lbfgs' or 'nqn'.")
+        callback = self._progress_callback()
+        if self.solver == "sdca":
+            rng = np.random.default_rng(check_random_state(self.random_state).randint(2**31))
+            return minimize_sdca(datafit, theta0, tol=self.tol, max_iter=self.max_iter,
+                                 rng=rng, callback=callback)
+        if self.solver == "newton-cg":
+            fun, hessp_at = datafit.newton_operators()
+            return minimize_newton_cg(fun, theta0, hessp_at, tol=self.tol,
+                                      max_iter=self.max_iter, callback=callback)
+        options = {"maxiter": self.max_iter, "gtol": self.tol,
+                   "ftol": 64 * np.finfo(float).eps, "maxls": 50}
+        if self.solver == "nqn":
+            # tol alone decides convergence, as for lbfgs: no stall stop
+            res = minimize_nqn(datafit.value_grad, theta0, jac=True, bounds=bounds,
+                               callback=callback, options={**options, "stall_tol": 0.0})
+            if res.status == 4 and datafit.X.dtype == np.float32:
+                # no decrease of an objective computed in float32: its rounding floor, which
+                # L-BFGS-B reports as a success ("relative reduction of f <= factr*epsmch")
+                res.success = True
+            return res
+        return minimize(datafit.value_grad, theta0, method="L-BFGS-B", jac=True,
+                        bounds=bounds, callback=callback, options=options)
+
+    def _progress_callback(self):
+        """The solvers' callback printing one line per iteration, or None (quiet)."""
+        if not self.verbose:
+            return None
+
+        def callback(intermediate_result):
+            r = intermediate_result
+            if self.solver == "newton-cg":
+                self._say(f"newton {r.nit}: objective {r.fun:.10g}, max|grad| "
+                          f"{np.max(np.abs(r.jac)):.3g}, {r.ncg} CG steps, {r.n_active} "
+                          "active rows")
+            elif self.solver == "sdca":
+                self._say(f"sdca epoch {r.nit}: objective {r.fun:.10g}, max|grad| "
+                          f"{np.max(np.abs(r.jac)):.3g}, largest dual change {r.change:.3g}")
+            else:
+                prefix = "nqn " if self.solver == "nqn" else ""
+                self._say(f"{prefix}objective {r.fun:.10g}")
+
+        return callback
+
     def _check_sdca(self):
         if self.device != "cpu":
             raise ValueError("solver='sdca' runs on the CPU only; use device='cpu' or "
@@ -319,14 +344,6 @@ class SparsemaxClassifier(ClassifierMixin, BaseEstimator):
         if self.alpha <= 0:
             raise ValueError("solver='sdca' needs alpha > 0 (the dual requires a "
                              "strongly convex penalty).")
-
-    def _fit_dual(self, X, Y, sw, budget, fun, theta0, offset):
-        return dual_coordinate_ascent(
-            X, Y, sw, fun, theta0, alpha=float(self.alpha),
-            code=POLYTOPE_CODES[self.polytope], budget=budget,
-            fit_intercept=self.fit_intercept, penalize_intercept=self.penalize_intercept,
-            tol=self.tol, max_iter=self.max_iter, verbose=self.verbose, offset=offset,
-            rng=np.random.default_rng(check_random_state(self.random_state).randint(2**31)))
 
     def _check_budget(self):
         if self.polytope == "budget":
@@ -348,18 +365,13 @@ class SparsemaxClassifier(ClassifierMixin, BaseEstimator):
             Y.sum_duplicates()
             Y.eliminate_zeros()
             self.classes_ = np.arange(Y.shape[1])
-            _check_target_entries(Y.data)
+            check_target_entries(Y.data)
             np.clip(Y.data, 0.0, 1.0, out=Y.data)  # rounding noise within the tolerance
             binary = np.all(Y.data == 1)
             self.target_type_ = "multilabel" if binary else "proportions"
             self._target_dtype = y.dtype if sp.issparse(y) else np.asarray(y).dtype
         else:
-            y = column_or_1d(y, warn=True)
-            check_classification_targets(y)
-            encoder = LabelEncoder()
-            codes = encoder.fit_transform(y)
-            check_two_classes(encoder.classes_)
-            self.classes_ = encoder.classes_
+            codes = self._encode_labels(column_or_1d(y, warn=True))
             self.target_type_ = "multiclass"
             n = codes.shape[0]
             Y = sp.csr_matrix((np.ones(n), codes, np.arange(n + 1)),
@@ -370,53 +382,18 @@ class SparsemaxClassifier(ClassifierMixin, BaseEstimator):
                              "matrix): class labels are decoded by the argmax of the "
                              "scores, which negation does not preserve.")
         self._negated = np.isin(np.arange(Y.shape[1]), columns) if columns else None
-        return self._fit_targets_to_polytope(Y, budget, columns)
+        return polytope_targets(Y, self.polytope, budget, self.target_type_, columns)
 
-    def _fit_targets_to_polytope(self, Y, budget, columns=()):
-        """``flip(Y)`` (CSR), checked against the polytope, and the rows kept."""
-        if columns:
-            Y = _flip_columns(Y, columns)
-
-        def require(ok, message):
-            _require_target(ok, message, self.polytope, columns)
-
-        sums = np.asarray(Y.sum(axis=1)).ravel()
-        keep = np.ones(Y.shape[0], dtype=bool)
-        if self.polytope == "simplex":
-            # negated: 0/1 rows are points of flip(simplex) as they are, never spread
-            if self.target_type_ == "multilabel" and not columns:
-                keep = sums > 0
-                if not keep.all():
-                    warnings.warn(f"{np.sum(~keep)} rows of y have no active label; they "
-                                  "are left out of the fit (their sparsemax target is "
-                                  "undefined).", UserWarning)
-                Y = sp.diags(1.0 / np.where(keep, sums, 1.0)) @ Y
-                Y = Y.tocsr()
-            else:
-                hint = " (a 0/1 row: exactly one active label)" if columns else ""
-                require(np.abs(sums - 1) <= _TARGET_TOL,
-                        "proportion rows must sum to 1" + hint)
-        elif self.polytope == "budget":
-            require(sums <= budget + _TARGET_TOL,
-                    f"a target row sums to more than budget={budget:g}")
-        elif self.polytope == "at_most_one":
-            require(sums <= 1 + _TARGET_TOL, "a target row sums to more than 1 "
-                    "(polytope='at_most_one')")
-        elif self.polytope == "at_least_one":
-            require(sums >= 1 - _TARGET_TOL, "a target row sums to less than 1 "
-                    "(polytope='at_least_one')")
-        return Y, keep
-
-    def _initial_point(self, n_features, n_classes, center, columns=()):
+    def _initial_point(self, datafit, columns=()):
+        n_classes, n_features = datafit.n_classes, datafit.n_features
         if (self.warm_start and hasattr(self, "coef_")
                 and self.coef_.shape == (n_classes, n_features)):
-            b = self.intercept_ if center is None else self.intercept_ + self.coef_ @ center
-            b = b if self.fit_intercept else np.zeros(n_classes)  # none to carry over
-            return np.concatenate([reflect_columns(self.coef_.T, columns, 0).ravel(),
-                                   reflect_columns(b, columns, 0)]).astype(np.float64)
-        return np.zeros((n_features + 1) * n_classes)
+            return datafit.to_solver(reflect_columns(self.coef_.T, columns, 0),
+                                     reflect_columns(self.intercept_, columns, 0))
+        return np.zeros(datafit.size)
 
-    def _solver_bounds(self, n_features, n_classes, columns=()):
+    def _coefficient_bounds(self, n_features, n_classes, columns=()):
+        """``positive``/``bounds`` as a ``Bounds`` on the solver variable, or None."""
         if self.bounds is None and not self.positive:
             return None
         if self.bounds is not None and self.positive:
@@ -434,159 +411,14 @@ class SparsemaxClassifier(ClassifierMixin, BaseEstimator):
         except ValueError:
             raise ValueError(f"bounds: each of lower and upper must be None, a scalar or "
                              f"broadcastable to (n_classes, n_features) = {shape}.") from None
-        if np.isnan(lo).any() or np.isnan(hi).any():
-            raise ValueError("bounds must not contain NaN (use None or +-inf for no bound).")
-        if np.any(lo > hi):
-            raise ValueError("bounds: lower exceeds upper.")
-        if np.any(lo == np.inf) or np.any(hi == -np.inf):
-            raise ValueError("bounds: a lower bound of +inf or an upper bound of -inf leaves "
-                             "no feasible coefficient.")
         if columns:  # the solver's coefficient rows of N are -coef_: [-upper, -lower]
             lo, hi = np.array(lo), np.array(hi)
             lo[columns], hi[columns] = -hi[columns], -lo[columns]
         free = np.full(n_classes, np.inf)
-        lb = np.concatenate([lo.T.ravel(), -free])
-        ub = np.concatenate([hi.T.ravel(), free])
-        return Bounds(lb, ub)
-
-    @staticmethod
-    def _unpack(theta, n_features, n_classes):
-        W = theta[: n_features * n_classes].reshape(n_features, n_classes)
-        return W, theta[n_features * n_classes:].copy()
-
-    def _objective(self, X, Y, sw, budget, center=None, offset=None):
-        """Objective and gradient in the flat variable [W (d, K) row-major, b (K)].
-
-        The scores are ``W^T x + b + offset``; the fixed ``offset`` (default 0) is not
-        penalized.
-
-        With ``center`` (a feature vector mu), the variable is ``[W, b + W^T mu]``: the
-        scores ``W^T x + b = W^T (x - mu) + (b + W^T mu)`` are unchanged, so is the
-        objective when ``b`` is free and unpenalized, but the problem is much better
-        conditioned (features with a large mean no longer couple with the bias). ``X`` is
-        never centered explicitly, so sparse input stays sparse.
-        """
-        n_features, n_classes = X.shape[1], Y.shape[1]
-        code = POLYTOPE_CODES[self.polytope]
-        dtype = X.dtype
-        scale = 1.0 / float(sw.sum(dtype=np.float64))
-        alpha = float(self.alpha)
-        offset = np.zeros(n_classes) if offset is None else offset
-        if self.device == "cuda":
-            data_term = _gpu_data_term(X, Y, sw, self.polytope, budget)
-        else:
-            data_term = _cpu_data_term(X, Y, sw, code, budget)
-
-        def fun(theta):
-            W, b = self._unpack(theta, n_features, n_classes)
-            if not self.fit_intercept:
-                b = np.zeros_like(b)
-            if center is not None:
-                b -= center @ W
-            loss, gW, gb = data_term(W.astype(dtype, copy=False),
-                                     (b + offset).astype(dtype))
-            w_flat = theta[: W.size]
-            f = scale * loss + 0.5 * alpha * np.dot(w_flat, w_flat)
-            # grad_W = scale (gW - center gb^T) + alpha W, without full-size temporaries
-            grad = np.empty_like(theta)
-            grad_W = grad[: W.size].reshape(W.shape)
-            np.multiply(W, alpha, out=grad_W)
-            gW *= scale
-            grad_W += gW
-            if center is not None:
-                grad_W -= np.multiply.outer(center, scale * gb)
-            grad[W.size:] = scale * gb if self.fit_intercept else 0.0
-            if self.penalize_intercept and self.fit_intercept:
-                f += 0.5 * alpha * np.dot(b, b)
-                grad[W.size:] += alpha * b
-            return f, grad
-
-        return fun
-
-    def _hessian_at(self, X, X_rows, sw, budget, n_classes, center=None, offset=None):
-        """``theta -> (v -> H v, n_active)``: generalized Hessian-vector products at ``theta``.
-
-        ``X`` gives the scores (as in the objective); the active rows are gathered from
-        ``X_rows`` (the input before any CSR conversion). The products only steer the
-        Newton direction, so they run in float32 (half the memory traffic, much faster
-        skinny GEMMs); the objective and gradient stay in the input precision.
-        """
-        n_features = X.shape[1]
-        code = POLYTOPE_CODES[self.polytope]
-        scale = 1.0 / float(sw.sum(dtype=np.float64))
-        alpha = float(self.alpha)
-        hdt = _HESSIAN_DTYPE
-        ones = np.ones(n_classes, dtype=hdt)
-        size = n_features * n_classes
-        min_free = 2 if self.polytope == "simplex" else 1
-        offset = np.zeros(n_classes) if offset is None else offset
-
-        def hessp_at(theta):
-            W, b = self._unpack(theta, n_features, n_classes)
-            if center is not None:
-                b -= center @ W
-            S = X @ W.astype(X.dtype) + (b + offset).astype(X.dtype)
-            S = np.ascontiguousarray(S)
-            P = np.empty_like(S)
-            tau = np.empty(S.shape[0], dtype=S.dtype)
-            project_rows(code, S, P, tau, budget, ones.astype(S.dtype), False)
-            free = (P > 0) if self.polytope == "simplex" else (P > 0) & (P < 1)
-            rows = (free.sum(axis=1) >= min_free) & (sw > 0)
-            XA = X_rows[rows].astype(hdt)
-            PA = np.ascontiguousarray(P[rows], dtype=hdt)
-            tauA = tau[rows].astype(hdt)
-            swA = (scale * sw[rows]).astype(hdt)[:, None]
-            JU = np.empty_like(PA)
-
-            def hessp(v):
-                V, c = self._unpack(v, n_features, n_classes)
-                if not self.fit_intercept:
-                    c[:] = 0
-                if center is not None:
-                    c -= center @ V
-                U = np.ascontiguousarray(XA @ V.astype(hdt) + c.astype(hdt))
-                jvp_rows(code, PA, tauA, U, JU, ones, False)
-                np.multiply(JU, swA, out=JU)
-                Jc = JU.sum(axis=0, dtype=np.float64)
-                HV = np.asarray(XA.T @ JU, dtype=np.float64)
-                if center is not None:
-                    HV -= np.outer(center, Jc)
-                out = np.empty_like(v)
-                out[:size] = HV.ravel() + alpha * v[:size]
-                out[size:] = Jc if self.fit_intercept else 0.0
-                if self.penalize_intercept and self.fit_intercept:
-                    out[size:] += alpha * c
-                return out
-
-            return hessp, int(rows.sum())
-
-        return hessp_at
-
-    def _minimize(self, fun, theta0, bounds, dtype):
-        options = {"maxiter": self.max_iter, "gtol": self.tol,
-                   "ftol": 64 * np.finfo(float).eps, "maxls": 50}
-        if self.solver == "nqn":
-            from ..optimize import minimize_nqn
-
-            def callback(xk):
-                if self.verbose:
-                    print(f"[SparsemaxClassifier] nqn objective {fun(xk)[0]:.10g}")
-
-            # tol alone decides convergence, as for lbfgs: no stall stop
-            res = minimize_nqn(fun, theta0, jac=True, bounds=bounds, callback=callback,
-                               options={**options, "stall_tol": 0.0})
-            if res.status == 4 and dtype == np.float32:
-                # no decrease of an objective computed in float32: its rounding floor, which
-                # L-BFGS-B reports as a success ("relative reduction of f <= factr*epsmch")
-                res.success = True
-            return res
-
-        def callback(intermediate_result):
-            if self.verbose:
-                print(f"[SparsemaxClassifier] objective {intermediate_result.fun:.10g}")
-
-        return minimize(fun, theta0, method="L-BFGS-B", jac=True, bounds=bounds,
-                        callback=callback, options=options)
+        bounds = Bounds(np.concatenate([lo.T.ravel(), -free]),
+                        np.concatenate([hi.T.ravel(), free]))
+        parse_bounds(bounds, bounds.lb.size)  # the checks of NQN: NaN, lower > upper, ...
+        return bounds
 
     # -------------------------------------------------------------- predict
     def decision_function(self, X):
@@ -689,190 +521,5 @@ class SparsemaxClassifier(ClassifierMixin, BaseEstimator):
         if Y.ndim != 2 or Y.shape[1] != self.classes_.size:
             raise ValueError(f"y must have shape (n_samples, {self.classes_.size}) like the "
                              f"targets of fit, got {Y.shape}")
-        _check_target_entries(Y)
+        check_target_entries(Y)
         return accuracy_score(Y > 0, self.predict(X) > 0, sample_weight=sample_weight)
-
-
-def _check_target_entries(values):
-    """Raise unless every 2-D target entry is finite and in [0, 1] (up to rounding)."""
-    if not np.isfinite(values).all():
-        raise ValueError("y contains NaN or infinity.")
-    if values.size and (values.min() < -_TARGET_TOL or values.max() > 1 + _TARGET_TOL):
-        raise ValueError("Target entries must lie in [0, 1].")
-
-
-def _flip_columns(Y, columns):
-    """CSR ``Y`` with ``1 - Y`` on ``columns``: only those columns become dense (n x |N|
-    values), the others keep their sparsity."""
-    Y = sp.csc_matrix(Y)
-    flipped = sp.csc_matrix(1.0 - Y[:, columns].toarray())
-    rest = np.setdiff1d(np.arange(Y.shape[1]), columns)
-    order = np.argsort(np.concatenate([rest, columns]))
-    out = sp.hstack([Y[:, rest], flipped], format="csc")[:, order].tocsr()
-    out.eliminate_zeros()
-    return out
-
-
-def _require_target(ok, message, polytope, columns):
-    if not np.all(ok):
-        rows = np.flatnonzero(~np.asarray(ok))
-        where = "this polytope" if not columns else (
-            f"the {polytope!r} polytope with columns {columns} negated (y with 1 - y on "
-            f"those columns must lie in {polytope!r}; checked on those flipped rows)")
-        raise ValueError(f"Invalid target for {where}: {message} (rows "
-                         f"{rows[:5].tolist()}{'...' if rows.size > 5 else ''}).")
-
-
-def _cpu_data_term(X, Y, sw, code, budget):
-    """Closure ``(W, b) -> (sum_i sw_i L_i, grad_W, grad_b)`` on the Cython kernel."""
-    dtype = X.dtype
-    yptr = Y.indptr.astype(np.int64)
-    yind = Y.indices.astype(np.int64)
-    ydat = Y.data.astype(dtype)
-    n_classes = Y.shape[1]
-    gW = np.empty((X.shape[1], n_classes), dtype=dtype)
-    gb = np.empty(n_classes, dtype=dtype)
-    if sp.issparse(X):
-        indices, indptr = X.indices, X.indptr
-
-        def data_term(W, b):
-            loss = loss_grad_csr(X.data, indices, indptr, np.ascontiguousarray(W), b, yptr,
-                                 yind, ydat, sw, code, budget, gW, gb)
-            return loss, gW, gb
-    else:
-        block = max(16, _BLOCK_BYTES // max(1, X.shape[1] * X.itemsize))
-
-        def data_term(W, b):
-            loss = loss_grad_dense(X, np.ascontiguousarray(W), b, yptr, yind, ydat, sw, code,
-                                   budget, gW, gb, block)
-            return loss, gW, gb
-    return data_term
-
-
-def _without_common_shift(fun, hessp_at, n_classes):
-    """``fun`` and ``hessp_at`` with the mean of the intercept block removed from gradients
-    and Hessian products. Sparsemax on the simplex is invariant to adding one constant to
-    every score, so with a free, unpenalized intercept that block sums to zero in exact
-    arithmetic; its rounding (float32 scores) would otherwise be divided by the tiny damping
-    of the Newton system along the null direction and drift the intercept by ~1e3."""
-    def centered(v):
-        v[-n_classes:] -= v[-n_classes:].mean()
-        return v
-
-    def centered_fun(theta):
-        f, g = fun(theta)
-        return f, centered(g)
-
-    def centered_hessp_at(theta):
-        hessp, n_active = hessp_at(theta)
-        return (lambda v: centered(hessp(v))), n_active
-
-    return centered_fun, centered_hessp_at
-
-
-def _newton_cg(fun, hessp_at, theta, tol, max_iter, verbose):
-    """Damped truncated Newton with conjugate gradients and Armijo backtracking.
-
-    Each step approximately solves ``(H + c ||g|| I) d = -g``. The Levenberg-Marquardt
-    damping keeps the step bounded where the generalized Hessian is (nearly) singular
-    (e.g. an unpenalized bias that no active row constrains) and vanishes with ``g``,
-    keeping the fast local rate; ``c`` shrinks after full steps and grows after short or
-    failed line searches. The CG forcing term is ``min(0.5, sqrt(||g||))``. Stops when
-    ``max|grad| <= tol`` (the L-BFGS-B ``gtol`` rule).
-    """
-    f, g = fun(theta)
-    damping = 1e-3
-    message, success, it = "maximum number of iterations reached", False, 0
-    for it in range(1, max_iter + 1):
-        if np.max(np.abs(g)) <= tol:
-            message, success, it = "max|grad| <= tol", True, it - 1
-            break
-        hessp, n_active = hessp_at(theta)
-        gnorm = np.linalg.norm(g)
-        for _ in range(8):
-            shift = damping * gnorm
-            direction, n_cg = _conjugate_gradient(lambda v: hessp(v) + shift * v, g,
-                                                  min(0.5, np.sqrt(gnorm)) * gnorm)
-            step, f_new, g_new = _armijo(fun, theta, f, g @ direction, direction)
-            if step is not None:
-                break
-            damping *= 100.0
-        else:
-            message = "line search failed (the objective does not decrease)"
-            break
-        damping = max(damping / 10, 1e-8) if step == 1.0 else damping * 10 ** (step < 0.25)
-        theta = theta + step * direction
-        decrease, f, g = f - f_new, f_new, g_new.copy()
-        if verbose:
-            print(f"[SparsemaxClassifier] newton {it}: objective {f:.10g}, max|grad| "
-                  f"{np.max(np.abs(g)):.3g}, {n_cg} CG steps, {n_active} active rows")
-        if np.max(np.abs(g)) <= tol:     # tested here too, so the last step may converge
-            message, success = "max|grad| <= tol", True
-            break
-        if decrease <= 64 * np.finfo(float).eps * max(abs(f), 1.0):
-            message, success = "relative reduction of the objective below 64 eps", True
-            break
-    return OptimizeResult(x=theta, fun=f, jac=g, nit=it, success=success, message=message)
-
-
-def _armijo(fun, theta, f, slope, direction, max_halvings=20):
-    """Largest step ``2^-j`` with sufficient decrease and ``fun`` there, or Nones."""
-    step = 1.0
-    for _ in range(max_halvings):
-        f_new, g_new = fun(theta + step * direction)
-        if f_new <= f + 1e-4 * step * slope:
-            return step, f_new, g_new
-        step *= 0.5
-    return None, None, None
-
-
-def _conjugate_gradient(hessp, g, residual_tol, max_cg=200):
-    """Approximate solution of ``H x = -g`` and the number of CG steps.
-
-    At most ``max_cg`` steps (scikit-learn's newton-cg inner cap): a truncated step is
-    still a descent direction, and on ill-conditioned sparse problems the exact solve
-    can take thousands of Hessian products.
-    """
-    x = np.zeros_like(g)
-    r = -g
-    p = r.copy()
-    rs = r @ r
-    for n_cg in range(1, min(2 * g.size, max_cg) + 1):
-        Hp = hessp(p)
-        curvature = p @ Hp
-        if curvature <= 1e-16 * (p @ p):
-            return (x if n_cg > 1 else -g), n_cg
-        a = rs / curvature
-        x += a * p
-        r -= a * Hp
-        rs_new = r @ r
-        if np.sqrt(rs_new) <= residual_tol:
-            break
-        p = r + (rs_new / rs) * p
-        rs = rs_new
-    return x, n_cg
-
-
-def _gpu_data_term(X, Y, sw, polytope, budget):
-    """CuPy version of :func:`_cpu_data_term` (scores, projection, loss, gradient)."""
-    cp = require_cupy()
-    if sp.issparse(X):
-        import cupyx.scipy.sparse as cusp
-
-        Xg = cusp.csr_matrix(X)
-    else:
-        Xg = cp.asarray(X)
-    Yg = cp.asarray(Y.toarray(), dtype=X.dtype)
-    swg = cp.asarray(sw)[:, None]
-    params = {"budget": budget} if polytope == "budget" else {}
-
-    def data_term(W, b):
-        S = Xg @ cp.asarray(W) + cp.asarray(b)
-        if polytope == "simplex":
-            S -= S.max(axis=1, keepdims=True)
-        P = project(S, polytope, **params)
-        loss = float(cp.sum(swg * 0.5 * (Yg - P) * (Yg + P - 2 * S), dtype=cp.float64))
-        G = swg * (P - Yg)
-        return loss, cp.asnumpy(Xg.T @ G), cp.asnumpy(G.sum(axis=0))
-
-    return data_term

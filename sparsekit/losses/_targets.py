@@ -3,6 +3,10 @@
 ``L(z; y) >= 0`` with equality iff ``proj(z) = y`` holds only for targets inside the
 polytope (Blondel et al. 2020), so every loss checks its targets first.
 """
+import warnings
+
+import numpy as np
+import scipy.sparse as sp
 
 # sum constraint on w.y per polytope: (relation, right-hand side)
 _SUM_BOUNDS = {
@@ -65,3 +69,71 @@ def check_flipped_target(Y2, polytope, budget, weights, xp, columns):
             f"targets must lie in the {polytope!r} polytope with columns {columns} negated, "
             f"i.e. Y with those columns replaced by 1 - Y must lie in {polytope!r}; "
             f"on those flipped targets: {exc}") from None
+
+
+#: tolerance of the target checks of the estimator (entries in [0, 1], simplex row sums)
+TARGET_TOL = 1e-6
+
+
+def check_target_entries(values):
+    """Raise unless every 2-D target entry is finite and in [0, 1] (up to rounding)."""
+    if not np.isfinite(values).all():
+        raise ValueError("y contains NaN or infinity.")
+    if values.size and (values.min() < -TARGET_TOL or values.max() > 1 + TARGET_TOL):
+        raise ValueError("Target entries must lie in [0, 1].")
+
+
+def flip_columns(Y, columns):
+    """CSR ``Y`` with ``1 - Y`` on ``columns``: only those columns become dense (n x |N|
+    values), the others keep their sparsity."""
+    Y = sp.csc_matrix(Y)
+    flipped = sp.csc_matrix(1.0 - Y[:, columns].toarray())
+    rest = np.setdiff1d(np.arange(Y.shape[1]), columns)
+    order = np.argsort(np.concatenate([rest, columns]))
+    out = sp.hstack([Y[:, rest], flipped], format="csc")[:, order].tocsr()
+    out.eliminate_zeros()
+    return out
+
+
+def polytope_targets(Y, polytope, budget, target_type, columns=()):
+    """The fit's targets: ``flip(Y)`` (CSR), checked against the polytope, and a mask of
+    the rows kept.
+
+    On the simplex, multi-label rows become uniform over their active labels (rows with
+    none are left out with a ``UserWarning``), except with negated columns, where 0/1 rows
+    are points of the flipped simplex as they are.
+    """
+    if columns:
+        Y = flip_columns(Y, columns)
+
+    def require(ok, message):
+        if not np.all(ok):
+            rows = np.flatnonzero(~np.asarray(ok))
+            where = "this polytope" if not columns else (
+                f"the {polytope!r} polytope with columns {columns} negated (y with 1 - y on "
+                f"those columns must lie in {polytope!r}; checked on those flipped rows)")
+            raise ValueError(f"Invalid target for {where}: {message} (rows "
+                             f"{rows[:5].tolist()}{'...' if rows.size > 5 else ''}).")
+
+    sums = np.asarray(Y.sum(axis=1)).ravel()
+    keep = np.ones(Y.shape[0], dtype=bool)
+    if polytope == "simplex":
+        if target_type == "multilabel" and not columns:
+            keep = sums > 0
+            if not keep.all():
+                warnings.warn(f"{np.sum(~keep)} rows of y have no active label; they "
+                              "are left out of the fit (their sparsemax target is "
+                              "undefined).", UserWarning)
+            Y = (sp.diags(1.0 / np.where(keep, sums, 1.0)) @ Y).tocsr()
+        else:
+            hint = " (a 0/1 row: exactly one active label)" if columns else ""
+            require(np.abs(sums - 1) <= TARGET_TOL, "proportion rows must sum to 1" + hint)
+    elif polytope == "budget":
+        require(sums <= budget + TARGET_TOL, f"a target row sums to more than budget={budget:g}")
+    elif polytope == "at_most_one":
+        require(sums <= 1 + TARGET_TOL, "a target row sums to more than 1 "
+                "(polytope='at_most_one')")
+    elif polytope == "at_least_one":
+        require(sums >= 1 - TARGET_TOL, "a target row sums to less than 1 "
+                "(polytope='at_least_one')")
+    return Y, keep

@@ -47,19 +47,20 @@ Changes that make the method cheaper and more reliable than the thesis' version:
   gradient-sampling step); only a third failure in a row ends the run (``restart=True``,
   the default; ``restart=False`` gives the thesis' behaviour).
 """
-import inspect
 import math
 import warnings
 from collections import deque
 from numbers import Real
 
 import numpy as np
-from scipy.optimize import Bounds, OptimizeResult, OptimizeWarning
+from scipy.optimize import OptimizeResult, OptimizeWarning
 
 from .._cython import _nqn_kernels as _k
 from ._eps_subgradient import min_norm_subgradient
 from ._nqn_linesearch import FAILED, projected_wolfe
 from ._nqn_memory import FreeSetLBFGS
+from ._bounds import parse_bounds
+from ._result import CALLBACK_MESSAGE, STOPPED_BY_CALLBACK, Callback
 
 #: Termination flags (0–7 as in the authors' code, 9 for a stall, 99 for a callback stop,
 #: with SciPy's status and message).
@@ -72,7 +73,7 @@ MESSAGES = {
     5: "ABNORMAL: NaN OR INF IN FUNCTION OR GRADIENT",
     6: "ABNORMAL: NUMERICAL ERROR IN THE SUBSPACE STEP",
     7: "CONVERGENCE: REL_REDUCTION_OF_F <= FTOL",
-    99: "`callback` raised `StopIteration`.",
+    STOPPED_BY_CALLBACK: CALLBACK_MESSAGE,
     9: "STOP: DECREASE OVER STALL_ITER ITERATIONS <= STALL_TOL * TOTAL DECREASE",
 }
 
@@ -98,39 +99,6 @@ _DEFAULTS = {
     "eps": 1e-8,
     "disp": False,
 }
-
-
-def _parse_bounds(bounds, n):
-    """Lower and upper bound vectors from ``None``, a ``Bounds`` or ``(lo, hi)`` pairs."""
-    if bounds is None:
-        return np.full(n, -np.inf), np.full(n, np.inf)
-    if isinstance(bounds, Bounds):
-        try:
-            lo = np.broadcast_to(np.asarray(bounds.lb, dtype=float), (n,)).copy()
-            hi = np.broadcast_to(np.asarray(bounds.ub, dtype=float), (n,)).copy()
-        except ValueError:
-            raise ValueError(f"Bounds of shape {np.shape(bounds.lb)} do not fit x0 of "
-                             f"size {n}") from None
-    else:
-        pairs = list(bounds)
-        if len(pairs) != n:
-            raise ValueError(f"bounds has {len(pairs)} entries, x0 has {n}")
-        lo, hi = np.empty(n), np.empty(n)
-        for i, pair in enumerate(pairs):
-            try:
-                a, b = pair
-            except (TypeError, ValueError):
-                raise ValueError(f"bounds[{i}] must be a (lo, hi) pair, got {pair!r}")
-            lo[i] = -np.inf if a is None else float(a)
-            hi[i] = np.inf if b is None else float(b)
-    if np.isnan(lo).any() or np.isnan(hi).any():
-        raise ValueError("bounds must not contain NaN")
-    if (lo > hi).any():
-        raise ValueError("every lower bound must be <= its upper bound")
-    if (lo == np.inf).any() or (hi == -np.inf).any():
-        raise ValueError("a lower bound of +inf or an upper bound of -inf leaves no "
-                         "feasible point")
-    return lo, hi
 
 
 def _parse_options(options):
@@ -221,16 +189,6 @@ class _Objective:
         return f, g
 
 
-def _takes_intermediate_result(callback):
-    """SciPy's rule: a callback whose only parameter is named ``intermediate_result``
-    receives an OptimizeResult (as a keyword argument); any other receives ``xk``."""
-    try:
-        params = inspect.signature(callback).parameters
-    except (TypeError, ValueError):
-        return False
-    return set(params) == {"intermediate_result"}
-
-
 def _scalar(f):
     """The function value as a float; a size-1 array is accepted, as by SciPy."""
     f = np.asarray(f, dtype=float)
@@ -292,14 +250,14 @@ def minimize_nqn(fun, x0, args=(), jac=None, bounds=None, callback=None, options
         and ``active`` (boolean mask of the binding set 𝓑(∇f) (3.4) at ``x``).
     """
     opts = _parse_options(options)
-    wants_result = callback is not None and _takes_intermediate_result(callback)
+    report = Callback(callback)
     x = np.array(x0, dtype=float).reshape(-1)
     n = x.size
     if n == 0:
         raise ValueError("x0 must not be empty")
     if not np.isfinite(x).all():
         raise ValueError("x0 must be finite")
-    lo, hi = _parse_bounds(bounds, n)
+    lo, hi = parse_bounds(bounds, n)
     _k.project_point(x.copy(), lo, hi, x)
     obj = _Objective(fun, jac, args, float(opts["eps"]), lo, hi)
     f, g = obj(x)
@@ -372,16 +330,9 @@ def minimize_nqn(fun, x0, args=(), jac=None, bounds=None, callback=None, options
         sample.append(g)
         if opts["disp"]:
             print(f"NQN it {nit:5d}  f {f: .10e}  nfev {obj.nfev:7d}  |A| {int(active.sum())}")
-        if callback is not None:
-            try:
-                if wants_result:  # SciPy's callback(intermediate_result) convention
-                    callback(intermediate_result=OptimizeResult(
-                        x=np.copy(x), fun=f, jac=np.copy(g), nit=nit))
-                else:
-                    callback(np.copy(x))
-            except StopIteration:
-                status = 99
-                break
+        if report.notify(x, fun=f, jac=g, nit=nit, nfev=obj.nfev):
+            status = STOPPED_BY_CALLBACK
+            break
         recent.append(f)
         if f_old - f <= opts["ftol"] * max(abs(f_old), abs(f), 1.0):
             status = 7

@@ -28,6 +28,8 @@ import scipy.sparse as sp
 from scipy.optimize import OptimizeResult
 
 from sparsekit._cython import _oba_kernels as K
+from sparsekit.optimize._cg import steihaug_cg
+from sparsekit.optimize._result import CALLBACK_MESSAGE, STOPPED_BY_CALLBACK, Callback
 
 # relative size of φ's rounding error that the ISTA descent test tolerates before doubling L
 _ROUNDING = 1e-11
@@ -35,71 +37,8 @@ _ROUNDING = 1e-11
 _MESSAGES = {
     0: "Optimization terminated: the optimality measure is below tol.",
     1: "Maximum number of iterations reached.",
-    2: "Stopped by the callback.",
+    STOPPED_BY_CALLBACK: CALLBACK_MESSAGE,
 }
-
-
-def _cg(H, b, reg, rtol, maxiter, radius, precondition, p0=None):
-    """Steihaug CG for (H + reg I) p = −b, stopped on ‖residual‖_∞ ≤ rtol ‖b‖_∞.
-
-    It starts at 0, which makes every truncated iterate a descent direction, or at ``p0``
-    when the model ψ(p) = bᵀp + ½pᵀ(H + reg I)p is negative there: CG only lowers ψ, and
-    ψ(p) < 0 implies bᵀp < 0, so descent is kept (used to warm-start the
-    re-solves of the corrective cycle). With ``precondition`` and an operator that has
-    ``diagonal()``, the CG is preconditioned by diag(H) + reg (Jacobi); the stopping test
-    stays on the plain residual. Returns (p, r, number of Hessian products) with the residual
-    r = b + (H + reg I) p kept up to date by the recurrence, also for a step to the boundary:
-    the model search reads (H + reg I) p = r − b from it instead of another product.
-    """
-    p = np.zeros_like(b)
-    bnorm = np.abs(b).max(initial=0.0)
-    if bnorm == 0.0:
-        return p, b.copy(), 0
-    r, it0 = b.copy(), 0
-    if p0 is not None and p0.size and p0 @ p0 < radius * radius:
-        Hp = H(p0) + reg * p0
-        it0 = 1
-        if b @ p0 + 0.5 * (p0 @ Hp) < 0.0:
-            p, r = p0.copy(), b + Hp
-            if np.abs(r).max() <= rtol * bnorm:
-                return p, r, it0
-    minv = None
-    if precondition and hasattr(H, "diagonal"):
-        minv = 1.0 / (H.diagonal() + reg)
-    if getattr(H, "is_explicit", False):  # the same loop, compiled (cheap products)
-        it = K.cg_dense(H.matrix, b, bnorm, reg, rtol, maxiter, radius,
-                        np.ones_like(b) if minv is None else minv, p, r)
-        H.count_products(it)
-        return p, r, it0 + it
-    z = r if minv is None else minv * r
-    d = -z
-    rz = r @ z
-    for it in range(it0 + 1, it0 + maxiter + 1):
-        Hd = H(d) + reg * d
-        dHd = d @ Hd
-        if dHd <= 0.0:
-            t = _to_boundary(p, d, radius)
-            return p + t * d, r + t * Hd, it
-        a = rz / dHd
-        p_next = p + a * d
-        if p_next @ p_next >= radius * radius:
-            t = _to_boundary(p, d, radius)
-            return p + t * d, r + t * Hd, it
-        p = p_next
-        r += a * Hd
-        if np.abs(r).max() <= rtol * bnorm:
-            return p, r, it
-        z = r if minv is None else minv * r
-        rz_next = r @ z
-        d = -z + (rz_next / rz) * d
-        rz = rz_next
-    return p, r, it0 + maxiter
-
-
-def _to_boundary(p, d, radius):
-    """t ≥ 0 with ‖p + t d‖₂ = radius."""
-    pd, dd, pp = p @ d, d @ d, p @ p
-    return (-pd + math.sqrt(max(pd * pd + dd * (radius * radius - pp), 0.0))) / dd
 
 
 def _updated_radius(radius, rho, step, max_radius):
@@ -183,7 +122,7 @@ def _corrective_cycle(H, hessp, x, g, zeta, free, new, cg_opts, explicit_opts=No
         loops += 1
         b = g[free]
         opts = cg_opts if not getattr(H, "is_explicit", False) else explicit_opts
-        d, r, it = _cg(H, b, *opts, p0=d0)
+        d, r, it = steihaug_cg(H, b, *opts, p0=d0)
         ncg += it
         violators = new & (d * zeta[free] <= 0.0)
         if not violators.any():
@@ -335,7 +274,10 @@ def minimize_oba(f_grad, hessp, x0, mu, *, penalty_weights=None, lipschitz=None,
     ista_floor : float
         Backtracking floor ε on the step towards the OBA point (1e-4).
     callback : callable, optional
-        ``callback(x)`` after each iteration; returning True stops the solver.
+        Called after each iteration with a copy of ``x``, or, when its only parameter is
+        named ``intermediate_result``, with an ``OptimizeResult`` holding ``x``, ``fun``,
+        ``jac``, ``nit`` and ``nfev`` (SciPy's convention). Raising ``StopIteration`` stops
+        the solver with status 99.
     verbose : int
         Print one line per iteration when > 0.
 
@@ -369,6 +311,7 @@ def minimize_oba(f_grad, hessp, x0, mu, *, penalty_weights=None, lipschitz=None,
         raise ValueError(f"lipschitz must be a positive finite number, a callable or None, "
                          f"got {lipschitz!r}")
     f_grad = _float64_f_grad(f_grad, n)
+    report = Callback(callback)
     if tau0_max is not None and not (isinstance(tau0_max, Integral) and tau0_max >= 1):
         raise ValueError(f"tau0_max must be a positive integer or None, got {tau0_max!r}")
     if tau0_flat is not None and not (isinstance(tau0_flat, Real) and 0 < tau0_flat <= 1):
@@ -482,10 +425,10 @@ def minimize_oba(f_grad, hessp, x0, mu, *, penalty_weights=None, lipschitz=None,
             radius = _updated_radius(radius, (phi - phi_hat) / (q_0 - q_hat),
                                      np.linalg.norm(x_hat - x), cg_radius)
         x, f, G = trial, f_t, G_t
-        if callback is not None and callback(x):
+        if report.notify(x, fun=f + muw @ np.abs(x), jac=G, nit=k + 1, nfev=nfev):
             k += 1
             opt = K.subgradient_and_sets(x, G, muw, g, zeta, code)
-            status = 0 if opt <= tol else 2
+            status = 0 if opt <= tol else STOPPED_BY_CALLBACK
             break
 
     return OptimizeResult(

@@ -1,5 +1,4 @@
 """Input checks shared by the estimators and the array-level API."""
-import functools
 import itertools
 import numbers
 
@@ -15,25 +14,6 @@ def is_positive_integer(value):
     nor None."""
     return (isinstance(value, numbers.Real) and not isinstance(value, bool)
             and float(value).is_integer() and value >= 1)
-
-
-def unchanged_on_error(fit):
-    """Decorator for an estimator's ``fit`` (or ``partial_fit``): a call that raises leaves
-    the estimator's attributes as they were, so that a refit on bad input, or a fit whose
-    solver fails, keeps the fitted model usable (validation sets ``n_features_in_``, and
-    target encoding ``classes_``, before later checks fail)."""
-    @functools.wraps(fit)
-    def guarded(self, *args, **kwargs):
-        # lists (histories that a call appends to) are copied; arrays that a call updates
-        # in place must be replaced by the call instead (see ExtremeSoftmaxSGD)
-        state = {k: v.copy() if isinstance(v, list) else v for k, v in self.__dict__.items()}
-        try:
-            return fit(self, *args, **kwargs)
-        except BaseException:
-            self.__dict__.clear()
-            self.__dict__.update(state)
-            raise
-    return guarded
 
 
 def with_uniform_indices(X):

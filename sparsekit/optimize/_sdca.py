@@ -1,4 +1,4 @@
-"""``solver="sdca"`` of SparsemaxClassifier: exact dual block coordinate ascent.
+"""SDCA for the Fenchel-Young datafit: exact dual block coordinate ascent.
 
 Each epoch maximizes the dual over every row's block ``mu_i`` in turn, each update one
 projection onto the polytope (derivation in ``sparsekit/_cython/_sparsemax_dual.pyx``). An
@@ -17,6 +17,16 @@ from scipy.optimize import OptimizeResult
 
 from .._cython._projections import project_rows
 from .._cython._sparsemax_dual import dual_epoch_csr, dual_epoch_dense
+from ._result import CALLBACK_MESSAGE, STOPPED_BY_CALLBACK, Callback
+
+MESSAGES = {
+    0: "max|grad| <= tol",
+    1: "maximum number of epochs reached",
+    7: "no score moved by more than the data's eps",
+    8: ("the dual steps round to nothing at this scale of X; standardize X or use "
+        "solver='lbfgs'"),
+    STOPPED_BY_CALLBACK: CALLBACK_MESSAGE,
+}
 
 #: a dual variable (in [0, 1]) that moves by at most this many float64 epsilons in an epoch
 #: is at its rounding floor: iris at alpha = 0.1 reaches max|grad| ~1e-15 after ~900 epochs
@@ -24,36 +34,42 @@ from .._cython._sparsemax_dual import dual_epoch_csr, dual_epoch_dense
 DUAL_ULPS = 4
 
 
-def dual_coordinate_ascent(X, Y, sw, objective, theta0, *, alpha, code, budget,
-                           fit_intercept, penalize_intercept, tol, max_iter, rng, verbose,
-                           offset=None):
-    """Minimize the SparsemaxClassifier objective from ``theta0 = [W (d, K), b]``.
+def minimize_sdca(datafit, x0, *, tol, max_iter, rng, callback=None):
+    """Minimize a :class:`~sparsekit.losses.FenchelYoungLinear`-style objective by SDCA.
+
+    Each epoch maximizes the dual over every row's block in turn (Shalev-Shwartz & Zhang
+    2013, with exact block maximization), each update one projection onto the polytope.
 
     Parameters
     ----------
-    X : CSR matrix or C-contiguous ndarray of shape (n, d), float32 or float64
-    Y : CSR matrix of shape (n, K), targets in the polytope
-    sw : ndarray of shape (n,), nonnegative sample weights (zero: row left out)
-    objective : callable ``theta -> (f, grad)`` of the primal, uncentered coordinates
-    theta0 : ndarray; a nonzero start is warm: the duals start at the projections of its
-        scores (the optimality condition ``mu_i = proj(W^T x_i + b)``), else at ``Y``
-        (``W = 0``).
-    alpha, code, budget, fit_intercept, penalize_intercept
-        As in the classifier (``alpha > 0``).
+    datafit : FenchelYoungLinear
+        Uncentered (``center=False``), with ``alpha > 0``; its ``X``, ``Y``, ``sw``,
+        ``code``, ``budget``, ``offset``, ``fit_intercept`` and ``penalize_intercept`` define
+        the dual, its ``value_grad`` the primal objective that is monitored.
+    x0 : ndarray
+        Primal start ``[W (d, K), b]``; a nonzero start is warm: the duals start at the
+        projections of its scores (the optimality condition ``mu_i = proj(W^T x_i + b)``),
+        else at ``Y`` (``W = 0``).
     tol, max_iter : stop when ``max|grad| <= tol``, when no row's scores can have moved by
-        more than the machine epsilon of ``X``'s dtype in an epoch (dual change × max q_i)
+        more than the machine epsilon of ``X``'s dtype in an epoch (dual change x max q_i)
         or no dual variable by more than ``DUAL_ULPS`` float64 epsilons (either way a
-        success only if max|grad| fell below √eps × its value after the first epoch), or
-        after ``max_iter`` epochs.
+        success only if max|grad| fell below sqrt(eps) x its value after the first epoch),
+        or after ``max_iter`` epochs.
     rng : numpy Generator for the row order of each epoch.
-    offset : ndarray of shape (K,), optional
-        A fixed, unpenalized term of every row's scores ``W^T x + b + offset`` (not part of
-        ``theta``; ``objective`` must include it).
+    callback : callable, optional
+        SciPy's convention, after each epoch; the ``OptimizeResult`` also holds ``change``
+        (the largest dual change of the epoch). ``StopIteration`` stops with status 99.
 
     Returns
     -------
-    OptimizeResult with ``x``, ``fun``, ``jac``, ``nit`` (epochs), ``success``, ``message``.
+    OptimizeResult with ``x``, ``fun``, ``jac``, ``nit`` (epochs), ``nfev``, ``status``,
+    ``success`` and ``message``.
     """
+    X, Y, sw, objective = datafit.X, datafit.Y, datafit.sw, datafit.value_grad
+    alpha, code, budget = datafit.alpha, datafit.code, datafit.budget
+    fit_intercept, penalize_intercept = datafit.fit_intercept, datafit.penalize_intercept
+    offset, theta0 = datafit.offset, x0
+    report = Callback(callback)
     n, d = X.shape
     k = Y.shape[1]
     c = sw.astype(np.float64) / (alpha * float(sw.sum(dtype=np.float64)))
@@ -63,7 +79,7 @@ def dual_coordinate_ascent(X, Y, sw, objective, theta0, *, alpha, code, budget,
     W = np.ascontiguousarray(theta0[: d * k].reshape(d, k), dtype=np.float64)
     b = theta0[d * k:].astype(np.float64) if fit_intercept else np.zeros(k)
     wb = np.zeros(k) if fit_intercept else None
-    offset = np.zeros(k) if offset is None else np.asarray(offset, dtype=np.float64)
+    offset = np.asarray(offset, dtype=np.float64)
     Ydense = Y.toarray()
     M = Ydense.copy()
     if np.any(theta0):
@@ -84,7 +100,7 @@ def dual_coordinate_ascent(X, Y, sw, objective, theta0, *, alpha, code, budget,
         def epoch(order):
             return dual_epoch_dense(X, W, b + offset, wb, M, c, q, order, code, budget)
 
-    message, success, it = "maximum number of epochs reached", False, 0
+    status, it = 1, 0
     resolution = np.finfo(X.dtype).eps  # float32 data: gradients below tol are noise
     # a dual change δ in row i moves that row's scores by q_i δ: the scale of the test
     score_scale = max(float(q.max(initial=0.0)), 1.0)
@@ -95,11 +111,11 @@ def dual_coordinate_ascent(X, Y, sw, objective, theta0, *, alpha, code, budget,
             b += wb
         f, grad = objective(theta)
         gmax = np.max(np.abs(grad))
-        if verbose:
-            print(f"[SparsemaxClassifier] sdca epoch {it}: objective {f:.10g}, max|grad| "
-                  f"{gmax:.3g}, largest dual change {change:.3g}")
+        if report.notify(theta, fun=f, jac=grad, nit=it, nfev=it, change=change):
+            status = STOPPED_BY_CALLBACK
+            break
         if gmax <= tol:
-            message, success = "max|grad| <= tol", True
+            status = 0
             break
         if it == 1:   # the stall test's scale; a warm start may begin at the optimum
             gmax_first = max(gmax, np.max(np.abs(objective(np.zeros_like(theta))[1])))
@@ -107,9 +123,7 @@ def dual_coordinate_ascent(X, Y, sw, objective, theta0, *, alpha, code, budget,
             # stalled: converged as far as the data's precision allows, or stuck (scores
             # so large that every dual step rounds away: the gradient has not moved); duals
             # lie in [0, 1], so moves of a few float64 ulps are rounding noise
-            success = gmax <= np.sqrt(resolution) * gmax_first
-            message = ("no score moved by more than the data's eps" if success else
-                       "the dual steps round to nothing at this scale of X; standardize X "
-                       "or use solver='lbfgs'")
+            status = 7 if gmax <= np.sqrt(resolution) * gmax_first else 8
             break
-    return OptimizeResult(x=theta, fun=f, jac=grad, nit=it, success=success, message=message)
+    return OptimizeResult(x=theta, fun=f, jac=grad, nit=it, nfev=it, status=status,
+                          success=status in (0, 7), message=MESSAGES[status])

@@ -1,0 +1,255 @@
+"""The objective of SparsemaxClassifier as a datafit the solvers call.
+
+``F(W, b) = (1 / sum_i s_i) sum_i s_i L(W^T x_i + b + o; y_i) + alpha/2 ||W||^2
+(+ alpha/2 ||b||^2)`` with ``L`` the Fenchel-Young loss of the Euclidean projection onto a
+polytope (Blondel, Martins & Niculae 2020), ``s`` the sample weights and ``o`` a fixed score
+offset (the negated polytopes' ``flip(0)``). The flat variable is ``theta = [W (d, K)
+row-major, b (K)]``.
+
+When the intercept is free and unpenalized, the solvers work in ``(W, b + W^T mu)`` with
+``mu`` the weighted feature mean: the same objective, better conditioned (features with a
+large mean no longer couple with the bias), and ``X`` is never centered (sparse input stays
+sparse). :meth:`FenchelYoungLinear.to_solver` and :meth:`FenchelYoungLinear.from_solver`
+move between the two coordinates.
+"""
+import numpy as np
+import scipy.sparse as sp
+
+from .._cython._projections import POLYTOPE_CODES, jvp_rows, project_rows
+from .._cython._sparsemax_loss import loss_grad_csr, loss_grad_dense
+
+#: rows of dense X per block of the dense loss kernel: 2 MB, about an L2 cache
+_BLOCK_BYTES = 2 << 20
+#: precision of the Hessian products: they only steer the Newton direction, so half the
+#: memory traffic and much faster skinny GEMMs cost nothing in the result
+_HESSIAN_DTYPE = np.float32
+
+
+class FenchelYoungLinear:
+    """Fenchel-Young loss of a linear model over a polytope, with a ridge penalty.
+
+    Parameters
+    ----------
+    X : CSR matrix or C-contiguous ndarray of shape (n, d), float32 or float64
+        Gives the scores; the loss and gradient are computed in its dtype.
+    Y : CSR matrix of shape (n, K)
+        Targets inside the polytope.
+    sample_weight : ndarray of shape (n,), in the dtype of ``X``
+    polytope : str
+        A key of the projection kernels (``"simplex"``, ``"budget"``, ...).
+    budget : float
+    alpha : float
+    fit_intercept, penalize_intercept : bool
+    offset : ndarray of shape (K,), optional
+        Fixed, unpenalized term of every row's scores.
+    center : bool
+        Solve in the centered coordinates (only meaningful with a free, unpenalized bias).
+    X_rows : ndarray or sparse matrix, optional
+        ``X`` as the Hessian products should gather its rows (default ``X``): dense X that
+        is fit through a CSR copy is faster to gather dense.
+    device : {"cpu", "cuda"}
+    """
+
+    def __init__(self, X, Y, sample_weight, *, polytope, budget, alpha, fit_intercept,
+                 penalize_intercept, offset=None, center=False, X_rows=None, device="cpu"):
+        self.X, self.Y, self.sw = X, Y, sample_weight
+        self.X_rows = X if X_rows is None else X_rows
+        self.polytope, self.code, self.budget = polytope, POLYTOPE_CODES[polytope], budget
+        self.alpha = float(alpha)
+        self.fit_intercept, self.penalize_intercept = fit_intercept, penalize_intercept
+        self.n_features, self.n_classes = X.shape[1], Y.shape[1]
+        self.offset = np.zeros(self.n_classes) if offset is None else offset
+        self.scale = 1.0 / float(sample_weight.sum(dtype=np.float64))
+        self.center = None
+        if center:
+            self.center = np.asarray(X.T @ sample_weight, dtype=np.float64).ravel() * self.scale
+        if device == "cuda":
+            self._data_term = gpu_data_term(X, Y, sample_weight, polytope, budget)
+        else:
+            self._data_term = cpu_data_term(X, Y, sample_weight, self.code, budget)
+
+    @property
+    def size(self):
+        """Length of ``theta``."""
+        return (self.n_features + 1) * self.n_classes
+
+    @property
+    def shift_invariant(self):
+        """Whether adding one constant to every intercept leaves the objective unchanged
+        (the simplex with a free, unpenalized bias and no offset)."""
+        return (self.polytope == "simplex" and self.fit_intercept
+                and not self.penalize_intercept and not np.any(self.offset))
+
+    def unpack(self, theta):
+        """``(W (d, K), b (K))`` of the flat variable, in its coordinates (``b`` a copy)."""
+        d, k = self.n_features, self.n_classes
+        return theta[: d * k].reshape(d, k), theta[d * k:].copy()
+
+    def to_solver(self, W, b):
+        """Flat solver variable of the model ``(W (d, K), b)`` (float64)."""
+        b = np.zeros(self.n_classes) if not self.fit_intercept else np.asarray(b, float)
+        if self.center is not None:
+            b = b + self.center @ W
+        return np.concatenate([np.ravel(W), b]).astype(np.float64)
+
+    def from_solver(self, theta):
+        """``(W, b)`` of the model at the solver variable ``theta``."""
+        W, b = self.unpack(theta)
+        if not self.fit_intercept:
+            b[:] = 0.0
+        if self.center is not None:
+            b -= self.center @ W
+        return W, b
+
+    def value_grad(self, theta):
+        """Objective and gradient at ``theta`` (float64)."""
+        alpha, scale = self.alpha, self.scale
+        W, b = self.from_solver(theta)
+        dtype = self.X.dtype
+        loss, gW, gb = self._data_term(W.astype(dtype, copy=False),
+                                       (b + self.offset).astype(dtype))
+        w_flat = theta[: W.size]
+        f = scale * loss + 0.5 * alpha * np.dot(w_flat, w_flat)
+        # grad_W = scale (gW - center gb^T) + alpha W, without full-size temporaries
+        grad = np.empty_like(theta)
+        grad_W = grad[: W.size].reshape(W.shape)
+        np.multiply(W, alpha, out=grad_W)
+        gW *= scale
+        grad_W += gW
+        if self.center is not None:
+            grad_W -= np.multiply.outer(self.center, scale * gb)
+        grad[W.size:] = scale * gb if self.fit_intercept else 0.0
+        if self.penalize_intercept and self.fit_intercept:
+            f += 0.5 * alpha * np.dot(b, b)
+            grad[W.size:] += alpha * b
+        return f, grad
+
+    def hessp_at(self, theta):
+        """``(v -> H v, n_active)``: generalized Hessian-vector products at ``theta``.
+
+        ``H = X_A^T diag(s) J X_A / sum(s) + alpha I`` (Niculae & Martins 2020, Prop. 6)
+        only involves the rows ``A`` whose projection Jacobian ``J`` is nonzero: with
+        sparsemax most rows drop out near the optimum. The products run in float32.
+        """
+        X, X_rows, code = self.X, self.X_rows, self.code
+        d, k, alpha, center = self.n_features, self.n_classes, self.alpha, self.center
+        hdt = _HESSIAN_DTYPE
+        ones = np.ones(k, dtype=hdt)
+        size = d * k
+        W, b = self.from_solver(theta)
+        S = np.ascontiguousarray(X @ W.astype(X.dtype) + (b + self.offset).astype(X.dtype))
+        P = np.empty_like(S)
+        tau = np.empty(S.shape[0], dtype=S.dtype)
+        project_rows(code, S, P, tau, self.budget, ones.astype(S.dtype), False)
+        free = (P > 0) if self.polytope == "simplex" else (P > 0) & (P < 1)
+        min_free = 2 if self.polytope == "simplex" else 1
+        rows = (free.sum(axis=1) >= min_free) & (self.sw > 0)
+        XA = X_rows[rows].astype(hdt)
+        PA = np.ascontiguousarray(P[rows], dtype=hdt)
+        tauA = tau[rows].astype(hdt)
+        swA = (self.scale * self.sw[rows]).astype(hdt)[:, None]
+        JU = np.empty_like(PA)
+
+        def hessp(v):
+            V, c = self.unpack(v)
+            if not self.fit_intercept:
+                c[:] = 0
+            if center is not None:
+                c -= center @ V
+            U = np.ascontiguousarray(XA @ V.astype(hdt) + c.astype(hdt))
+            jvp_rows(code, PA, tauA, U, JU, ones, False)
+            np.multiply(JU, swA, out=JU)
+            Jc = JU.sum(axis=0, dtype=np.float64)
+            HV = np.asarray(XA.T @ JU, dtype=np.float64)
+            if center is not None:
+                HV -= np.outer(center, Jc)
+            out = np.empty_like(v)
+            out[:size] = HV.ravel() + alpha * v[:size]
+            out[size:] = Jc if self.fit_intercept else 0.0
+            if self.penalize_intercept and self.fit_intercept:
+                out[size:] += alpha * c
+            return out
+
+        return hessp, int(rows.sum())
+
+    def newton_operators(self):
+        """``(value_grad, hessp_at)`` for a Newton solver.
+
+        On a shift-invariant objective the intercept block of every gradient and Hessian
+        product sums to zero in exact arithmetic; its rounding (float32 scores) would be
+        divided by the tiny damping of the Newton system along that null direction and
+        drift the intercept by ~1e3, so its mean is removed.
+        """
+        if not self.shift_invariant:
+            return self.value_grad, self.hessp_at
+        k = self.n_classes
+
+        def centered(v):
+            v[-k:] -= v[-k:].mean()
+            return v
+
+        def value_grad(theta):
+            f, g = self.value_grad(theta)
+            return f, centered(g)
+
+        def hessp_at(theta):
+            hessp, n_active = self.hessp_at(theta)
+            return (lambda v: centered(hessp(v))), n_active
+
+        return value_grad, hessp_at
+
+
+def cpu_data_term(X, Y, sw, code, budget):
+    """Closure ``(W, b) -> (sum_i sw_i L_i, grad_W, grad_b)`` on the Cython kernel."""
+    dtype = X.dtype
+    yptr = Y.indptr.astype(np.int64)
+    yind = Y.indices.astype(np.int64)
+    ydat = Y.data.astype(dtype)
+    n_classes = Y.shape[1]
+    gW = np.empty((X.shape[1], n_classes), dtype=dtype)
+    gb = np.empty(n_classes, dtype=dtype)
+    if sp.issparse(X):
+        indices, indptr = X.indices, X.indptr
+
+        def data_term(W, b):
+            loss = loss_grad_csr(X.data, indices, indptr, np.ascontiguousarray(W), b, yptr,
+                                 yind, ydat, sw, code, budget, gW, gb)
+            return loss, gW, gb
+    else:
+        block = max(16, _BLOCK_BYTES // max(1, X.shape[1] * X.itemsize))
+
+        def data_term(W, b):
+            loss = loss_grad_dense(X, np.ascontiguousarray(W), b, yptr, yind, ydat, sw, code,
+                                   budget, gW, gb, block)
+            return loss, gW, gb
+    return data_term
+
+
+def gpu_data_term(X, Y, sw, polytope, budget):
+    """CuPy version of :func:`cpu_data_term`: the scores on the device and the losses of
+    :mod:`sparsekit.gpu.losses` (the fused kernel on the simplex)."""
+    from ..gpu import losses as gpu_losses
+    from ..gpu._cupy import require_cupy
+
+    cp = require_cupy()
+    if sp.issparse(X):
+        import cupyx.scipy.sparse as cusp
+
+        Xg = cusp.csr_matrix(X)
+    else:
+        Xg = cp.asarray(X)
+    Yg = cp.asarray(Y.toarray(), dtype=X.dtype)
+    swg = cp.asarray(sw)
+
+    def data_term(W, b):
+        S = Xg @ cp.asarray(W) + cp.asarray(b)
+        if polytope == "simplex":
+            losses, G = gpu_losses.sparsemax_loss_and_grad(S, Yg)
+        else:
+            params = {"budget": budget} if polytope == "budget" else {}
+            losses, G = gpu_losses.fenchel_young_loss_and_grad(S, Yg, polytope, **params)
+        G *= swg[:, None]
+        loss = float(cp.sum(swg.astype(cp.float64) * losses))
+        return loss, cp.asnumpy(Xg.T @ G), cp.asnumpy(G.sum(axis=0))
+
+    return data_term

@@ -1,0 +1,4 @@
+"""Metrics of multi-label and extreme classification."""
+from ._ranking import precision_at_k
+
+__all__ = ["precision_at_k"]

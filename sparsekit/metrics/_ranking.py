@@ -1,0 +1,36 @@
+"""Ranking metrics of extreme classification."""
+import numpy as np
+
+from ..utils._labels import _label_kinds, _label_sets
+
+
+def precision_at_k(y_true, top_labels):
+    """Mean precision@k: the fraction of the k predicted labels that are true labels.
+
+    Parameters
+    ----------
+    y_true : array-like of shape (n,) or (n, 1), sequence of label sequences, or indicator
+        One label per example (also as a column), a set of labels per example, or an
+        (n, L) indicator matrix whose column j is label j (L > 1, or sparse).
+    top_labels : ndarray of shape (n, k)
+        Predicted labels, best first (e.g. ``ExtremeSoftmaxSGD.predict_topk``).
+
+    Returns
+    -------
+    precision : float
+    """
+    top_labels = np.asarray(top_labels)
+    if top_labels.ndim != 2 or 0 in top_labels.shape:
+        raise ValueError("top_labels must have shape (n, k) with n, k >= 1, got "
+                         f"{top_labels.shape}")
+    n, k = top_labels.shape
+    sets = _label_sets(y_true)
+    if len(sets) != n:
+        raise ValueError(f"y_true has {len(sets)} examples, top_labels has {n}")
+    true_kinds = _label_kinds(set().union(*sets), "y_true")
+    top_kinds = _label_kinds(top_labels.ravel().tolist(), "top_labels")
+    if len(true_kinds) == len(top_kinds) == 1 and true_kinds != top_kinds:
+        raise ValueError(f"y_true holds {true_kinds.pop()} labels but top_labels "
+                         f"{top_kinds.pop()} labels")
+    hits = sum(len(sets[i].intersection(top_labels[i].tolist())) for i in range(n))
+    return hits / (n * k)
