@@ -11,7 +11,7 @@ from sklearn.exceptions import ConvergenceWarning
 
 import _oba_reference as ref
 from sparsekit.linear_model import L1LogisticOBA, l1_logistic_path
-from sparsekit.optimize._datafits import Logistic
+from sparsekit.losses._logistic_datafit import Logistic
 
 DATA = Path(os.environ.get("SPARSEKIT_DATA",
                            Path(__file__).resolve().parents[1].parent / "shared" / "datasets"))

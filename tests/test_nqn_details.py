@@ -112,7 +112,7 @@ def test_panel_gram_second_update_starts_from_the_refreshed_weights(monkeypatch)
     """After an update the kept weights are the lagged ones (far rows refreshed); a second
     call with the same weights must not apply the far rows' change again."""
     from sparsekit._cython import _oba_kernels as K
-    from sparsekit.optimize._panel_gram import PanelGram
+    from sparsekit.losses._panel_gram import PanelGram
 
     rng, R, D0 = _panel_setting()
     gram = PanelGram(R, 0.05)
@@ -135,7 +135,7 @@ def test_panel_gram_second_update_starts_from_the_refreshed_weights(monkeypatch)
 def test_panel_gram_rtol_is_relative_to_the_new_weight():
     """|D̃ᵢ − Dᵢ| ≤ rtol·Dᵢ with Dᵢ the weight asked for: a weight that shrank by 4.9% with
     rtol = 5% is beyond rtol of the new value (0.049 > 0.05 · 0.951) and is refreshed."""
-    from sparsekit.optimize._panel_gram import PanelGram
+    from sparsekit.losses._panel_gram import PanelGram
 
     rng, R, D0 = _panel_setting(1)
     gram = PanelGram(R, 0.05)

@@ -8,7 +8,7 @@ import _oba_reference as ref
 from sparsekit._cython import _oba_kernels as K
 from sparsekit.datasets import make_thesis_synthetic
 from sparsekit.optimize import minimize_oba
-from sparsekit.optimize._datafits import (Logistic, Quadratic, _ExplicitHessian,
+from sparsekit.losses._logistic_datafit import (Logistic, Quadratic, _ExplicitHessian,
                                           _SubspaceHessian)
 from sparsekit.optimize._cg import steihaug_cg as _cg
 from sparsekit.optimize._oba import (_corrective_cycle, _estimate_lipschitz,

@@ -5,7 +5,7 @@ bug the suite let through)."""
 import numpy as np
 import pytest
 
-from sparsekit.optimize._datafits import _ExplicitHessian
+from sparsekit.losses._logistic_datafit import _ExplicitHessian
 from sparsekit.optimize._oba import _corrective_cycle
 
 
@@ -28,7 +28,7 @@ def test_corrective_resolve_warm_starts_from_the_kept_direction():
 
 
 def _logistic_problem(seed=6, n=80, d=30):
-    from sparsekit.optimize._datafits import Logistic
+    from sparsekit.losses._logistic_datafit import Logistic
     rng = np.random.default_rng(seed)
     X = rng.standard_normal((n, d))
     X[rng.random((n, d)) < 0.5] = 0.0
@@ -157,7 +157,7 @@ def test_relative_duality_gap_matches_its_formula_at_any_point(b, C):
 def test_logistic_lipschitz_bound_covers_the_intercept_column():
     """L ≥ λ_max([X, 1]ᵀ diag(s/4) [X, 1]): with tiny features the intercept's column
     carries nearly all of the curvature."""
-    from sparsekit.optimize._datafits import Logistic
+    from sparsekit.losses._logistic_datafit import Logistic
     import scipy.sparse as sp
     rng = np.random.default_rng(0)
     X = 1e-3 * rng.standard_normal((50, 4))

@@ -306,7 +306,7 @@ def test_gram_csr_every_row_length():
 def test_row_stats_and_lipschitz_bound_sparse_equals_dense(dtype):
     """Per-row counts and squared norms in one pass (empty rows included), and the Logistic
     datafit's Lipschitz bound equal from CSR/CSC and dense input."""
-    from sparsekit.optimize._datafits import Logistic
+    from sparsekit.losses._logistic_datafit import Logistic
 
     rng = np.random.default_rng(8)
     X = _matrix(rng, 30, 9, dtype)

@@ -4,7 +4,7 @@ import pytest
 import scipy.sparse as sp
 
 from sparsekit._cython import _oba_kernels as K
-from sparsekit.optimize._panel_gram import PanelGram
+from sparsekit.losses._panel_gram import PanelGram
 
 
 def _gram(R, cols, D, intercept):

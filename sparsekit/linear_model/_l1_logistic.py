@@ -24,7 +24,7 @@ from sklearn.utils.validation import _check_sample_weight, check_is_fitted
 from sparsekit._cython import _oba_kernels as K
 from sparsekit.losses._softmax import _log_softmax
 from sparsekit.optimize import minimize_oba
-from sparsekit.optimize._datafits import Logistic
+from sparsekit.losses._logistic_datafit import Logistic
 from sparsekit.linear_model._base import SparsekitClassifier, check_labels, unchanged_on_error
 from sparsekit.utils._validation import check_entry_magnitude, validate_input
 

@@ -8,7 +8,7 @@ A datafit is f(x) = (1/n) Σᵢ sᵢ ℓ(mᵢ, yᵢ) with margins m = X w + b, p
 - ``hessp(x, free)`` -> a subspace Hessian operator on the free columns, reading them in
   place from X; :meth:`_SubspaceHessian.restrict` shrinks the list during corrections; a
   formed float32-panel Gram is carried between iterates, with curvature weights within
-  ``gram_refresh_rtol`` (5%) of the current ones (:mod:`~sparsekit.optimize._panel_gram`);
+  ``gram_refresh_rtol`` (5%) of the current ones (:mod:`~sparsekit.losses._panel_gram`);
 - ``lipschitz()`` -> an upper bound on the Lipschitz constant of ∇f (for the ISTA step);
 - ``penalty_weights`` -> 1 for w, 0 for the intercept (kept free and unpenalized).
 
@@ -21,7 +21,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from sparsekit._cython import _oba_kernels as K
-from sparsekit.optimize._panel_gram import PanelGram
+from sparsekit.losses._panel_gram import PanelGram
 
 
 class _SubspaceHessian:
@@ -355,7 +355,7 @@ class _LinearDatafit:
         (a dense free slice, or a dense X with at least 64 free columns) gathers the rows into
         float32 panels for BLAS instead of scattering Σᵢ nnzᵢ(F)²/2 updates or multiplying
         float64 copies of the slice, and updates the previous such Gram where that is cheaper
-        (:class:`~sparsekit.optimize._panel_gram.PanelGram`).
+        (:class:`~sparsekit.losses._panel_gram.PanelGram`).
         """
         k, X, D = cols.size, self.X, self._D
         if syrk and not self._panels_fit_float32():
