@@ -19,9 +19,7 @@ from libc.math cimport exp, fabs, fmax, log1p, sqrt
 from libc.string cimport memset
 from scipy.linalg.cython_blas cimport daxpy, ddot, dgemv, ssyrk
 
-ctypedef fused index_t:
-    int
-    long long
+from sparsekit._cython._common cimport index_t, log1pexp
 
 
 # ---------------------------------------------------------------- margins  m = X w + b
@@ -157,13 +155,6 @@ def rmatvec_csr(const floating[::1] data, const index_t[::1] indices, const inde
 
 
 # ---------------------------------------------------------------- pointwise losses
-cdef inline double _log1pexp(double z) noexcept nogil:
-    """log(1 + exp(z)) without overflow."""
-    if z > 0.0:
-        return z + log1p(exp(-z))
-    return log1p(exp(z))
-
-
 def logistic_pointwise(const double[:] m, const double[:] y, const double[:] sw,
                        double[:] r, double[:] D):
     """Weighted logistic loss ``sum sw_i log(1 + exp(-y_i m_i))`` and its pointwise terms.

@@ -38,6 +38,7 @@ from libc.math cimport exp, log, log1p, sqrt, fabs, fmax, isfinite
 from libc.stdint cimport uint64_t
 from libc.stdlib cimport malloc, calloc, free, realloc
 
+from sparsekit._cython._common cimport index_t, log1pexp, sigmoid
 from sparsekit._cython._lambertw cimport _wexp_from
 
 cdef extern from *:
@@ -116,9 +117,6 @@ METHODS = {"implicit": IMPLICIT, "umax": UMAX, "ove": OVE, "sgd": SGD,
 
 ctypedef double (*resid_fn)(double, void*, double*) noexcept nogil   # f(x); f', f'' out
 
-ctypedef fused index_t:     # CSR indices and indptr as SciPy gives them: no int64 copy
-    int
-    long long
 
 
 # ----------------------------------------------------------------------------------------
@@ -419,20 +417,6 @@ cdef inline void _prefetch_span(const void* p, Py_ssize_t nbytes) noexcept nogil
     SK_PREFETCH_READ(c + nbytes - 1)
 
 
-cdef inline double _sigmoid(double t) noexcept nogil:
-    if t >= 0:
-        return 1.0 / (1.0 + exp(-t))
-    cdef double e = exp(t)
-    return e / (1.0 + e)
-
-
-cdef inline double _log1pexp(double t) noexcept nogil:
-    """log(1 + e^t) without overflow."""
-    if t > 0:
-        return t + log1p(exp(-t))
-    return log1p(exp(t))
-
-
 # ----------------------------------------------------------------------------------------
 # Implicit SGD inner solves (all scalars in float64).
 
@@ -553,7 +537,7 @@ cdef double _implicit_one(double s, double u0, double eta, double logc, double k
         return u0
     x0 = u0 - _halley(g0, d)
     if g0 < 0.0:    # u~ < u* <= log(1 + c e^{s~}) (the a = 0 bound)
-        u = _root_above(_g_one, &c, u0, fmax(u0, _log1pexp(logc + s)), x0)
+        u = _root_above(_g_one, &c, u0, fmax(u0, log1pexp(logc + s)), x0)
     else:           # g(0) = -u~ - eta lam(0) <= 0, so 0 <= u* <= u~ (u* > 0 by eq. (17))
         u = _root(_g_one, &c, 0.0, u0, x0)
     if u != c.at:
@@ -647,7 +631,7 @@ cdef double _implicit_multi(int m, double* shat, double* kappa, double kappa_y, 
         acc = 0.0
         for k in range(m):
             acc += exp(shat[k] - mx)
-        upper = _log1pexp(logc + mx + log(acc))
+        upper = log1pexp(logc + mx + log(acc))
         if upper < u0:
             upper = u0
         v = _root_above(_h_multi, &c, u0, upper + kappa_y * (
@@ -677,7 +661,7 @@ cdef int _explicit_coefficients(int method, int m, const double* z, double u, do
         du[0] = -eta * (1.0 - exp(-u) - tot)
     elif method == OVE:
         for k in range(1, m + 1):
-            g = c * _sigmoid(z[k] - z[0])
+            g = c * sigmoid(z[k] - z[0])
             coef[k] = -eta * g
             tot += g
         coef[0] = eta * tot
@@ -693,9 +677,9 @@ cdef int _explicit_coefficients(int method, int m, const double* z, double u, do
         for k in range(1, m + 1):
             coef[k] = -eta * exp(z[k] + logc - mx) / acc
     else:  # NCE
-        coef[0] = eta * _sigmoid(-(z[0] + logc))
+        coef[0] = eta * sigmoid(-(z[0] + logc))
         for k in range(1, m + 1):
-            coef[k] = -eta * _sigmoid(z[k] + logc)
+            coef[k] = -eta * sigmoid(z[k] + logc)
     for k in range(m + 1):
         if not isfinite(coef[k]):
             return 1

@@ -25,9 +25,7 @@ from libc.stdlib cimport free, malloc
 
 from ._projections cimport project_row
 
-ctypedef fused index_t:
-    int32_t
-    int64_t
+from sparsekit._cython._common cimport index_t
 
 
 cdef double _block_step(const floating* vals, const index_t* idx, Py_ssize_t nnz,

@@ -21,9 +21,7 @@ from scipy.linalg.cython_blas cimport dgemm, sgemm
 
 from ._projections cimport fenchel_young_row
 
-ctypedef fused index_t:
-    int32_t
-    int64_t
+from sparsekit._cython._common cimport index_t
 
 
 cdef inline void _gemm(char* transb, int m, int n, int kk, const floating* a, int lda,
