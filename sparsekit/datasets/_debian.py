@@ -22,6 +22,13 @@ def load_debian(data_home=None):
         ``section`` : ndarray of str (object), the archive section (58 classes);
         ``tags`` : list of lists of str, the debtags (empty list when untagged);
         ``text`` : list of str, synopsis and long description.
+
+    Examples
+    --------
+    >>> from sparsekit.datasets import load_debian
+    >>> data = load_debian()
+    >>> len(data.text) == len(data.section) == len(data.tags)
+    True
     """
     path = _find_file("debian/debian_packages.jsonl.xz", data_home)
     packages, sections, tags, texts = [], [], [], []

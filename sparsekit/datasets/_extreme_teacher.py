@@ -53,6 +53,18 @@ def make_extreme_softmax_teacher(n_samples, n_features, n_classes, nnz_per_row,
         ``coef`` (CSR, K x D), ``intercept`` (K,), ``class_prior`` (K,) and ``counts``
         (CSR, N x D, the ``c_n``), so that ``softmax(counts @ coef.T + intercept)`` is
         the exact posterior.
+
+    References
+    ----------
+    .. [1] Fagan, F. & Iyengar, G. (2018). Unbiased scalable softmax optimization.
+       arXiv:1803.08577 (Implicit SGD, section 3.2; U-max, section 3.1; eq. 3).
+
+    Examples
+    --------
+    >>> from sparsekit.datasets import make_extreme_softmax_teacher
+    >>> X, y = make_extreme_softmax_teacher(1000, 200, 50, nnz_per_row=10, random_state=0)
+    >>> X.shape, X.nnz, int(y.max()) < 50
+    ((1000, 200), 9299, True)
     """
     sizes = {"n_samples": n_samples, "n_features": n_features, "n_classes": n_classes,
              "nnz_per_row": nnz_per_row}

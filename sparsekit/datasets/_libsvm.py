@@ -16,7 +16,7 @@ _LIBSVM_FILES = {
 
 def load_libsvm(name_or_path, n_features=None, data_home=None, dtype=np.float64,
                 zero_based=False):
-    """Load a LIBSVM-format file as a CSR matrix and a label vector.
+    r"""Load a LIBSVM-format file as a CSR matrix and a label vector.
 
     Parameters
     ----------

@@ -41,6 +41,13 @@ def load_mnist(subset="train", data_home=None):
         Pixels 0..255, rows are the 28x28 images in row-major order.
     y : ndarray of shape (n_samples,), int64
         Digits 0..9.
+
+    Examples
+    --------
+    >>> from sparsekit.datasets import load_mnist
+    >>> X, y = load_mnist("test")
+    >>> X.shape, y[:5]
+    ((10000, 784), array([7, 2, 1, 0, 4]))
     """
     if subset not in _MNIST_FILES:
         raise ValueError(f"subset must be 'train' or 'test', got {subset!r}")

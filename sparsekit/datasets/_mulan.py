@@ -67,6 +67,13 @@ def load_mulan(name, subset=None, data_home=None):
         sets (bibtex, delicious).
     Y : ndarray of shape (n_samples, n_labels), int64 0/1, or CSR (int64) for the sparse
         sets.
+
+    Examples
+    --------
+    >>> from sparsekit.datasets import load_mulan
+    >>> X, Y = load_mulan("scene", subset="train")
+    >>> X.shape, Y.shape
+    ((1211, 294), (1211, 6))
     """
     name = str(name).lower()
     if name not in _MULAN_SETS:

@@ -45,6 +45,19 @@ def make_ove_toy(kind="T1", n_samples=None, n_classes=None, *, return_params=Fal
     params : sklearn.utils.Bunch, only if ``return_params``
         ``class_prior`` (n_classes,) for T1/T3; ``coef`` (n_classes, 2) and
         ``intercept`` (n_classes,) for T2.
+
+    References
+    ----------
+    .. [1] Titsias, M. K. (2016). One-vs-each approximation to softmax for scalable estimation
+       of probabilities. NIPS, eqs. 5-6.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sparsekit.datasets import make_ove_toy
+    >>> X, y = make_ove_toy("T1", random_state=0)
+    >>> X.shape, len(np.unique(y))
+    ((200, 1), 10)
     """
     if kind not in _TOY_DEFAULTS:
         raise ValueError(f"kind must be one of {sorted(_TOY_DEFAULTS)}, got {kind!r}")

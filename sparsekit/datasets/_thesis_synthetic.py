@@ -48,6 +48,18 @@ def make_thesis_synthetic(n_samples=5000, n_features=None, *, random_state=None)
         Upper-triangular Cholesky factor.
     y : ndarray of shape (n_samples,), float64
         Labels in {-1, +1}.
+
+    References
+    ----------
+    .. [1] Keskar, N. S. (2017). Second-order methods for stochastic and nonsmooth optimization.
+       PhD thesis, Northwestern University, chapter 2 (OBA, Algorithms 1 and 2).
+
+    Examples
+    --------
+    >>> from sparsekit.datasets import make_thesis_synthetic
+    >>> X, y = make_thesis_synthetic(n_samples=200, random_state=0)
+    >>> X.shape, sorted(set(y.tolist()))
+    ((200, 200), [-1.0, 1.0])
     """
     if not is_positive_integer(n_samples):
         raise ValueError(f"n_samples must be a positive integer, got {n_samples!r}")

@@ -82,6 +82,13 @@ def load_xmlrepo(name, subset="train", data_home=None):
     X : scipy.sparse.csr_matrix of shape (n_samples, n_features), float64
     Y : scipy.sparse.csr_matrix of shape (n_samples, n_labels), int64 0/1
         Rows with no labels are empty rows.
+
+    Examples
+    --------
+    >>> from sparsekit.datasets import load_xmlrepo
+    >>> X, Y = load_xmlrepo("Bibtex", subset="test")
+    >>> X.shape[1], Y.shape[1]
+    (1836, 159)
     """
     key = str(name).lower()
     if key in _XMLREPO_SETS:

@@ -3,7 +3,15 @@
 
 def is_cupy_array(x):
     """True when ``x`` is a CuPy array (checked by type, without importing CuPy; not
-    cupyx's sparse matrices)."""
+    cupyx's sparse matrices).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sparsekit.gpu import is_cupy_array
+    >>> is_cupy_array(np.zeros(3))
+    False
+    """
     return type(x).__module__.split(".")[0] == "cupy"
 
 
@@ -18,6 +26,13 @@ def require_cupy():
     RuntimeError
         CuPy is installed but no CUDA device can be used (no GPU, no driver, or a CUDA
         runtime error while counting devices).
+
+    Examples
+    --------
+    >>> from sparsekit.gpu import require_cupy
+    >>> cp = require_cupy()  # doctest: +SKIP
+    >>> cp.cuda.runtime.getDeviceCount() >= 1  # doctest: +SKIP
+    True
     """
     try:
         import cupy

@@ -127,15 +127,12 @@ class ExtremeSoftmaxSGD(SparsekitClassifier):
         classes stay uniform among its wrong ones, so the estimates stay unbiased (the
         examples of a batch are correlated); the batch then reads ``n_sampled`` sampled
         rows instead of up to ``batch_size * n_sampled``, which keeps those rows in cache
-        when the weights do not fit there (large K: at K = 1e5 an epoch of OVE with m = 5,
-        b = 100 took 0.35x the time, doc/benchmarks.md). A shared row takes the batch's
+        when the weights do not fit there (large K). A shared row takes the batch's
         updates at once: sparse rows rarely meet on a feature, but one that every example
         has (the intercept, dense data) moves up to ``batch_size`` times as far, so the
-        stable learning rate is lower. On sparse data without an intercept the training
-        NLLs at the best rates were 0.96-1.19x those of per-example draws; with an
-        intercept, at K = 1e5, OVE and sampled softmax ended 11-19x above them (OVE
-        diverged at every rate down to 0.01). Meant for ``fit_intercept=False`` on sparse
-        rows. No effect with ``batch_size=1``.
+        stable learning rate is lower, and with an intercept the fits end far above those
+        of per-example draws. Meant for ``fit_intercept=False`` on sparse rows. No effect
+        with ``batch_size=1``.
 
     Attributes
     ----------
@@ -168,10 +165,30 @@ class ExtremeSoftmaxSGD(SparsekitClassifier):
     A ``fit`` or ``partial_fit`` that fails (bad input, a floating-point overflow) leaves the
     estimator as it was. The explicit methods can overflow mid-pass: a ``partial_fit`` on
     existing weights has the epoch driver log the entries it writes and give them back on
-    failure (for 262 MB of weights and chunks of 2,000 sparse rows, 1.08x the time of an
-    unlogged pass), or works on a copy of the weights when the log would be larger than
-    they are (dense rows, few classes); a warm-started ``fit`` works on a copy. Implicit
+    failure (a few percent of the time of an unlogged pass on sparse rows), or works on a
+    copy of the weights when the log would be larger than they are (dense rows, few classes); a warm-started ``fit`` works on a copy. Implicit
     SGD's proximal steps stay finite on finite input, so it updates the weights in place.
+
+    References
+    ----------
+    .. [1] Fagan, F. & Iyengar, G. (2018). Unbiased scalable softmax optimization.
+       arXiv:1803.08577 (Implicit SGD, section 3.2; U-max, section 3.1; eq. 3).
+    .. [2] Titsias, M. K. (2016). One-vs-each approximation to softmax for scalable estimation
+       of probabilities. NIPS, eqs. 5-6.
+
+    Examples
+    --------
+    >>> from sklearn.datasets import load_digits
+    >>> from sklearn.preprocessing import Normalizer
+    >>> from sparsekit import ExtremeSoftmaxSGD
+    >>> X, y = load_digits(return_X_y=True)
+    >>> X = Normalizer().fit_transform(X)
+    >>> clf = ExtremeSoftmaxSGD("implicit", n_epochs=10, random_state=0).fit(X, y)
+    >>> round(clf.score(X, y), 2)
+    0.96
+    >>> clf.predict_topk(X[:2], k=3)
+    array([[0, 9, 5],
+           [1, 8, 4]])
     """
 
     _parameter_constraints = {

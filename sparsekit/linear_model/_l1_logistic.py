@@ -28,28 +28,21 @@ from sparsekit.losses._logistic_datafit import Logistic
 from sparsekit.linear_model._base import SparsekitClassifier, check_labels, unchanged_on_error
 from sparsekit.utils._validation import check_entry_magnitude, validate_input
 
-#: OBA's free set grows (τ doubles) after iterations whose corrective cycle dropped at most
-#: half of the newly freed variables, not only after iterations without corrections as in
-#: the thesis: far fewer iterations on problems with many nonzeros (MNIST 34 -> 20
-#: iterations at C=1), the same elsewhere.
+# OBA's options as this estimator sets them; the measurements behind each choice are in
+# the package's benchmark notes (doc/benchmarks.md, "Why the defaults are what they are").
+#: τ doubles after iterations whose corrective cycle dropped at most half of the newly freed
+#: variables (the thesis: only after none): fewer iterations when w* has many nonzeros.
 TAU_GROWTH = 0.5
-#: ... and quadruples after iterations without any correction (``tau_boost``): the free set
-#: reaches a dense w* in half the iterations (Synthetic-2000 at C=1: 19 -> 13 iterations;
-#: a9a at C=10, whose collinear one-hot columns make every heuristic erratic: 41 -> 64).
+#: τ quadruples after iterations without any correction: a dense w* is reached sooner.
 TAU_BOOST = 2
-#: The thesis' first free set, 1% of the columns, is capped at 128 (``tau0_max``): on the
-#: Debian corpus (353 595 columns, 320-2 900 nonzeros in w*) its 3 535 first variables cost
-#: 25-35% more time at C = 0.1, 1 and 10; data with fewer than 12 800 columns are unaffected.
+#: the thesis' first free set, 1% of the columns, capped: wide data with a sparse w* would
+#: otherwise free thousands of variables that the next iterations remove again.
 TAU0_MAX = 128
-#: The thesis' Hessian regularization 1e-8 (in units of f = the loss over n) shrinks to the
-#: optimality measure once that is smaller (``reg_decay``): on weakly regularized, nearly
-#: separable data it dominates the flat directions, and the last digits crawl (Debian corpus
-#: at C=10, tol 1e-11: 241 s → 38 s, to a lower F than LIBLINEAR's -e 1e-9); elsewhere it only
-#: acts in the last iterations of tight solves (same iterates on a9a, w8a, Synthetic, Debian C=1).
+#: the Hessian regularization shrinks with the optimality measure, so that it does not
+#: dominate the flat directions of weakly regularized, nearly separable problems.
 REG_DECAY = True
-#: CG stopping ratio on a formed (explicit) subspace Hessian, whose products are cheap next to
-#: forming it: MNIST to tol 1e-6 at C = 0.1 / 1 / 10 in 11 / 12 / 16 iterations instead of
-#: 15 / 19 / 20 (a9a and w8a to 1e-6: fewer iterations too; a9a to 1e-4: more)
+#: on a formed subspace Hessian products are cheap: solving the Newton system more exactly
+#: saves outer iterations.
 CG_RTOL_EXPLICIT = 0.01
 #: A duality gap above this share of F does not confirm a fit that met ``tol``: ``tol`` is
 #: absolute in the scaled problem, and the gap of the dual point built from the residuals
@@ -224,6 +217,26 @@ class L1LogisticOBA(LinearClassifierMixin, SparseCoefMixin, SparsekitClassifier)
         Passes of OBA's corrective cycle per iteration, for each binary problem.
     n_features_in_ : int
     feature_names_in_ : ndarray of shape (n_features_in_,)
+
+    References
+    ----------
+    .. [1] Keskar, N. S. (2017). Second-order methods for stochastic and nonsmooth optimization.
+       PhD thesis, Northwestern University, chapter 2 (OBA, Algorithms 1 and 2).
+    .. [2] Yuan, G.-X., Ho, C.-H. & Lin, C.-J. (2012). An improved GLMNET for L1-regularized
+       logistic regression. JMLR 13, 1999-2030 (LIBLINEAR's ``-s 6`` objective).
+
+    Examples
+    --------
+    >>> from sklearn.datasets import load_breast_cancer
+    >>> from sklearn.pipeline import make_pipeline
+    >>> from sklearn.preprocessing import StandardScaler
+    >>> from sparsekit import L1LogisticOBA
+    >>> X, y = load_breast_cancer(return_X_y=True)
+    >>> model = make_pipeline(StandardScaler(), L1LogisticOBA(C=0.1)).fit(X, y)
+    >>> round(model.score(X, y), 3)
+    0.974
+    >>> int((model[-1].coef_ != 0).sum())
+    8
     """
 
     _parameter_constraints = {
@@ -385,6 +398,21 @@ def l1_logistic_path(X, y, Cs=10, *, pos_class=None, fit_intercept=True, tol=1e-
     Cs : ndarray of shape (n_Cs,)
     n_iter : ndarray of shape (n_Cs,)
         OBA iterations per C.
+
+    References
+    ----------
+    .. [1] Keskar, N. S. (2017). Second-order methods for stochastic and nonsmooth optimization.
+       PhD thesis, Northwestern University, chapter 2 (OBA, Algorithms 1 and 2).
+
+    Examples
+    --------
+    >>> from sklearn.datasets import load_breast_cancer
+    >>> from sklearn.preprocessing import StandardScaler
+    >>> from sparsekit import l1_logistic_path
+    >>> X, y = load_breast_cancer(return_X_y=True)
+    >>> coefs, Cs, n_iter = l1_logistic_path(StandardScaler().fit_transform(X), y, Cs=4)
+    >>> (coefs[:, :-1] != 0).sum(axis=1)
+    array([ 0,  8, 16, 27])
     """
     est = L1LogisticOBA(fit_intercept=fit_intercept, tol=tol, max_iter=max_iter)
     X, y, sample_weight = _check_fit_data(est, X, y, sample_weight)

@@ -70,6 +70,24 @@ def fenchel_young_loss(Z, Y, polytope="simplex", *, negated=None, **params):
     -------
     loss : ndarray of shape (n_rows,) (a float for 1-D ``Z``), float64
         Non-negative, zero exactly when ``proj(z) = y``.
+
+    References
+    ----------
+    .. [1] Blondel, M., Martins, A. F. T. & Niculae, V. (2020). Learning with Fenchel-Young
+       losses. JMLR 21(35).
+    .. [2] Niculae, V. & Martins, A. F. T. (2020). LP-SparseMAP: differentiable relaxed
+       optimization for sparse structured prediction. ICML, Prop. 5-7.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sparsekit.losses import fenchel_young_loss
+    >>> Z = np.array([[2.0, 1.0, -1.0], [0.0, 0.0, 0.0]])
+    >>> Y = np.array([[1.0, 0.0, 0.0], [0.0, 1.0, 1.0]])
+    >>> fenchel_young_loss(Z, Y, "box")
+    array([0.5, 1. ])
+    >>> fenchel_young_loss(Z, Y, "budget", budget=2)
+    array([0.5, 1. ])
     """
     loss, _, _, _, one_d = _loss_and_projection(Z, Y, polytope, params, negated)
     return float(loss[0]) if one_d else loss
@@ -86,6 +104,19 @@ def fenchel_young_loss_and_grad(Z, Y, polytope="simplex", *, negated=None, **par
     -------
     loss : ndarray of shape (n_rows,) (a float for 1-D ``Z``)
     grad : ndarray of the shape and dtype of ``Z``
+
+    References
+    ----------
+    .. [1] Blondel, M., Martins, A. F. T. & Niculae, V. (2020). Learning with Fenchel-Young
+       losses. JMLR 21(35).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sparsekit.losses import fenchel_young_loss_and_grad
+    >>> loss, grad = fenchel_young_loss_and_grad(np.array([2.0, 1.0, -1.0]), np.array([0.0, 1.0, 0.0]))
+    >>> round(loss, 4), grad
+    (1.0, array([ 1., -1.,  0.]))
     """
     loss, P, Y2, columns, one_d = _loss_and_projection(Z, Y, polytope, params, negated)
     grad = reflect_columns(P - Y2, columns, 0)
@@ -112,6 +143,20 @@ def sparsemax_loss(Z, Y):
     Returns
     -------
     loss : ndarray of shape (n_rows,) (a float for 1-D ``Z``)
+
+    References
+    ----------
+    .. [1] Martins, A. F. T. & Astudillo, R. F. (2016). From softmax to sparsemax: a sparse
+       model of attention and multi-label classification. ICML, Algorithm 1 and eqs. 6-10.
+    .. [2] Madsen, A., Rørbech, J. T. & Kristensen, A. (2016). TensorFlow implementation of
+       sparsemax. DTU report, eqs. 8-11.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sparsekit.losses import sparsemax_loss
+    >>> sparsemax_loss(np.array([[2.0, 1.0, -1.0], [1.0, 1.0, 1.0]]), np.array([[1.0, 0.0, 0.0], [0.0, 0.0, 1.0]]))
+    array([0.        , 0.33333333])
     """
     Y = np.asarray(Y)
     if np.ndim(Z) == 2 and Y.ndim == 1 and Y.dtype.kind in "iu":

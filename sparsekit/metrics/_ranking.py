@@ -18,6 +18,12 @@ def precision_at_k(y_true, top_labels):
     Returns
     -------
     precision : float
+
+    Examples
+    --------
+    >>> from sparsekit.metrics import precision_at_k
+    >>> precision_at_k([{1, 2}, {0}], [[2, 0], [1, 3]])
+    0.25
     """
     top_labels = np.asarray(top_labels)
     if top_labels.ndim != 2 or 0 in top_labels.shape:

@@ -248,6 +248,25 @@ def minimize_nqn(fun, x0, args=(), jac=None, bounds=None, callback=None, options
         (status 0 or 7: the stopping rules of L-BFGS-B), ``message``, ``nrestart``
         (memory resets after a failed step)
         and ``active`` (boolean mask of the binding set 𝓑(∇f) (3.4) at ``x``).
+
+    References
+    ----------
+    .. [1] Keskar, N. S. (2017). Second-order methods for stochastic and nonsmooth optimization.
+       PhD thesis, Northwestern University, chapter 3 (NQN).
+    .. [2] Byrd, R. H., Lu, P., Nocedal, J. & Zhu, C. (1995). A limited memory algorithm for
+       bound constrained optimization. SIAM J. Sci. Comput. 16(5) (L-BFGS-B, the interface).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from scipy.optimize import rosen, rosen_der
+    >>> from sparsekit.optimize import minimize_nqn
+    >>> res = minimize_nqn(rosen, np.zeros(4), jac=rosen_der, bounds=[(0, 0.5)] * 4)
+    >>> res.success, res.x.round(4)
+    (True, array([0.5   , 0.2622, 0.078 , 0.0061]))
+    >>> res = minimize_nqn(lambda x: abs(x[0] - 1) + 2 * abs(x[1]), [3.0, 2.0])  # nonsmooth
+    >>> (res.x + 0.0).round(4)
+    array([ 1., -0.])
     """
     opts = _parse_options(options)
     report = Callback(callback)
@@ -369,7 +388,7 @@ def _direction(x, g, g_step, lo, hi, mem, sample, active, added, p, d, opts,
     the gradients for the ε-MNSG prediction of Variants 2 and 4; ``theta_scale`` moves θ's
     band (see :func:`_theta`). Returns ``None`` on success, else
     the termination flag 3 (no feasible descent direction) or 6 (numerical failure).
-    Variants as in thesis §3.2.6.
+    Variants as in Keskar (2017), section 3.2.6.
     """
     variant = opts["variant"]
     active[:] = 0
@@ -429,6 +448,22 @@ def fmin_nqn(func, x0, fprime=None, args=(), approx_grad=0, bounds=None, m=10,
     d : dict
         ``warnflag`` (0 converged, 1 too many evaluations or iterations, 2 other),
         ``grad``, ``funcalls``, ``nit``, ``task`` (message) and ``status`` (NQN flag).
+
+    References
+    ----------
+    .. [1] Keskar, N. S. (2017). Second-order methods for stochastic and nonsmooth optimization.
+       PhD thesis, Northwestern University, chapter 3 (NQN).
+    .. [2] Byrd, R. H., Lu, P., Nocedal, J. & Zhu, C. (1995). A limited memory algorithm for
+       bound constrained optimization. SIAM J. Sci. Comput. 16(5) (L-BFGS-B, the interface).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from scipy.optimize import rosen, rosen_der
+    >>> from sparsekit.optimize import fmin_nqn
+    >>> x, f, info = fmin_nqn(rosen, np.zeros(3), fprime=rosen_der, bounds=[(-1, 0.5)] * 3)
+    >>> x.round(4), info["warnflag"]
+    (array([0.5   , 0.2574, 0.0663]), 0)
     """
     if fprime is not None:
         jac = fprime

@@ -227,15 +227,9 @@ def minimize_oba(f_grad, hessp, x0, mu, *, penalty_weights=None, lipschitz=None,
         If the median violation |gᵢ| over 𝒰 at x0 is at least ``tau0_flat`` times the largest
         (a flat profile, where ranking the violators says little), the first free set is all
         of 𝒰 (ours; None: always the thesis' τ⁰). Where every coordinate violates about
-        equally, as on the thesis' dense Synthetic matrix at C ≥ 1 (median / largest
-        0.46-0.58), the first subspace Newton steps on the top 1% fit the data with a few
-        coordinates, the later ones must undo that, and the iterates cross a nearly
-        separable region where the model holds only in a small trust region:
-        Synthetic-2000 at C = 10 took 32 iterations and 156 Hessian products to tol 1e-7
-        from the thesis' τ⁰, 7 and 25 with all of 𝒰 free. On a9a, w8a, MNIST and the
-        Debian corpus that ratio is 0.0003-0.19 (with or without an intercept), where
-        ranking pays: freeing all of 𝒰 at the start took MNIST 1.7× (C = 1) and 2.1×
-        (C = 10) the time to tol 1e-6.
+        equally, the first subspace Newton steps on the top 1% fit the data with a few
+        coordinates and the later ones must undo that; where the violations differ by
+        orders of magnitude, ranking them pays.
     tau_growth : float
         τ doubles after an iteration whose corrective cycle removed at most
         ``tau_growth · τ̂`` variables. 0 is the thesis rule (double only without corrections,
@@ -243,7 +237,7 @@ def minimize_oba(f_grad, hessp, x0, mu, *, penalty_weights=None, lipschitz=None,
     tau_boost : int
         Extra factor on that growth after an iteration whose corrective cycle removed nothing
         (1: the thesis' doubling; 2: τ quadruples, ours: fewer iterations spent growing the
-        free set when w* is dense, Synthetic-2000 19 → 13 iterations).
+        free set when w* is dense).
     cg_rtol, cg_maxiter, hess_reg, cg_radius : float, int, float, float
         CG stopping ratio on the ∞-norm residual (0.1), iteration cap (1000), Hessian
         regularization (1e-8) and Steihaug radius (1e3), as in the thesis and its reference code.
@@ -251,8 +245,7 @@ def minimize_oba(f_grad, hessp, x0, mu, *, penalty_weights=None, lipschitz=None,
         CG stopping ratio when ``H`` is a formed matrix (``H.is_explicit``; default
         ``cg_rtol``). Its products then cost O(|F|²) against the Gram's O(n|F|²) formation,
         so solving the Newton system more exactly is nearly free and saves outer iterations
-        (ours, not in the thesis: with 0.01, MNIST at C = 10 to tol 1e-4 takes 10 iterations
-        instead of 17).
+        (ours, not in the thesis).
     reg_decay : bool
         Use min(hess_reg, optimality measure) as the Hessian regularization, so that it
         vanishes near the solution (the regularized Newton methods' μₖ ∝ ‖gₖ‖ choice; not in
@@ -266,8 +259,7 @@ def minimize_oba(f_grad, hessp, x0, mu, *, penalty_weights=None, lipschitz=None,
         the step reached it. Not in the thesis (which keeps 10³): on nearly separable
         data the subspace Hessian has directions of tiny curvature, so CG steps reach the
         fixed radius, the true objective rises where the model predicted a fall and
-        Algorithm 2 slides back towards the short ISTA step (Debian corpus, C = 10, to
-        tol 1e-8: 52 → 48 iterations and 1.9× less time).
+        Algorithm 2 slides back towards the short ISTA step.
     precondition : bool
         Precondition the CG by the Hessian diagonal when ``H`` offers ``diagonal()`` (not
         in the thesis, whose CG is plain; the stopping rule is unchanged).
@@ -289,6 +281,23 @@ def minimize_oba(f_grad, hessp, x0, mu, *, penalty_weights=None, lipschitz=None,
         (CG iterations), ``nhessp`` (Hessian products), ``corrective_loops`` (passes of the
         corrective cycle, one entry per iteration; 1 = no correction), ``n_ista`` (iterations
         that fell back to the ISTA point), ``lipschitz`` (None when no ISTA step was made).
+
+    References
+    ----------
+    .. [1] Keskar, N. S. (2017). Second-order methods for stochastic and nonsmooth optimization.
+       PhD thesis, Northwestern University, chapter 2 (OBA, Algorithms 1 and 2).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sparsekit.optimize import minimize_oba
+    >>> A = np.array([[2.0, 0.5], [0.5, 1.0]])
+    >>> c = np.array([1.0, -0.05])
+    >>> f_grad = lambda x: (0.5 * x @ A @ x - c @ x, A @ x - c)
+    >>> hessp = lambda x, free: (lambda v: A[np.ix_(free, free)] @ v)
+    >>> res = minimize_oba(f_grad, hessp, np.zeros(2), mu=0.1)
+    >>> res.success, res.x.round(4)
+    (True, array([ 0.5, -0.2]))
     """
     if sp.issparse(x0):
         raise TypeError("x0 must be a dense 1-D array, got a sparse matrix")

@@ -81,6 +81,23 @@ def project(Z, polytope="simplex", *, negated=None, device=None, **params):
     -------
     P : ndarray of the shape and dtype of ``Z``
         Projections, with exact zeros (and ones) on the inactive coordinates.
+
+    References
+    ----------
+    .. [1] Blondel, M., Martins, A. F. T. & Niculae, V. (2020). Learning with Fenchel-Young
+       losses. JMLR 21(35).
+    .. [2] Niculae, V. & Martins, A. F. T. (2020). LP-SparseMAP: differentiable relaxed
+       optimization for sparse structured prediction. ICML, Prop. 5-7.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sparsekit.projections import project
+    >>> Z = np.array([[0.9, 0.8, -1.0]])
+    >>> project(Z, "simplex")
+    array([[0.55, 0.45, 0.  ]])
+    >>> project(Z, "at_least_one", negated=[True, False, False])
+    array([[0.85, 0.85, 0.  ]])
     """
     gpu = gpu_function("project", Z, device)
     if gpu is not None:
@@ -118,6 +135,20 @@ def jvp(Z, V, polytope="simplex", *, negated=None, device=None, **params):
     Returns
     -------
     JV : ndarray of the shape and dtype of ``Z``
+
+    References
+    ----------
+    .. [1] Martins, A. F. T. & Astudillo, R. F. (2016). From softmax to sparsemax: a sparse
+       model of attention and multi-label classification. ICML, Algorithm 1 and eqs. 6-10.
+    .. [2] Niculae, V. & Martins, A. F. T. (2020). LP-SparseMAP: differentiable relaxed
+       optimization for sparse structured prediction. ICML, Prop. 5-7.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sparsekit.projections import jvp
+    >>> jvp(np.array([[2.0, 1.5, -1.0]]), np.array([[1.0, 0.0, 0.0]]))
+    array([[ 0.5, -0.5,  0. ]])
     """
     gpu = gpu_function("jvp", Z, device)
     if gpu is not None:

@@ -28,6 +28,21 @@ def sparsemax(Z, method="pivot", *, device=None):
     -------
     P : ndarray of the shape and dtype of ``Z``
         Rows on the simplex, exact zeros outside the support.
+
+    References
+    ----------
+    .. [1] Martins, A. F. T. & Astudillo, R. F. (2016). From softmax to sparsemax: a sparse
+       model of attention and multi-label classification. ICML, Algorithm 1 and eqs. 6-10.
+    .. [2] Condat, L. (2016). Fast projection onto the simplex and the l1 ball. Mathematical
+       Programming 158, 575-585.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sparsekit.projections import sparsemax
+    >>> sparsemax(np.array([[2.0, 1.0, -1.0], [0.3, 0.2, 0.1]]))
+    array([[1.        , 0.        , 0.        ],
+           [0.43333333, 0.33333333, 0.23333333]])
     """
     if method not in ("pivot", "sort"):
         raise ValueError(f"method must be 'pivot' or 'sort', got {method!r}")
@@ -53,6 +68,18 @@ def project_simplex(Z, radius=1.0, *, device=None):
     Returns
     -------
     P : ndarray of the shape and dtype of ``Z``
+
+    References
+    ----------
+    .. [1] Condat, L. (2016). Fast projection onto the simplex and the l1 ball. Mathematical
+       Programming 158, 575-585.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sparsekit.projections import project_simplex
+    >>> project_simplex(np.array([[2.0, 1.0, -1.0]]), radius=2.0)
+    array([[1.5, 0.5, 0. ]])
     """
     gpu = gpu_function("project_simplex", Z, device)
     if gpu is not None:

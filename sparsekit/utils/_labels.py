@@ -23,6 +23,15 @@ def first_label(Y):
     ------
     ValueError
         If an example has no label; drop such rows before fitting.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sparsekit.linear_model import first_label
+    >>> first_label([[3, 1], [2], (5, 0)])
+    array([3, 2, 5])
+    >>> first_label(np.array([[0, 1, 1], [1, 0, 0]])).tolist()
+    [1, 0]
     """
     if sp.issparse(Y) or getattr(Y, "ndim", 1) == 2:  # also an ndarray or a DataFrame
         Y = _indicator(Y)

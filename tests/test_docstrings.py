@@ -1,0 +1,83 @@
+"""Every public name documents itself for users of the installed package: an ``Examples``
+section that runs as a doctest, ``References`` to the papers it implements, and no citation
+of files users do not have."""
+import doctest
+import importlib
+import inspect
+import pkgutil
+import re
+
+import pytest
+
+import sparsekit
+from sparsekit.datasets import get_data_home
+
+PACKAGES = ["sparsekit", "sparsekit.linear_model", "sparsekit.optimize", "sparsekit.losses",
+            "sparsekit.projections", "sparsekit.datasets", "sparsekit.metrics", "sparsekit.gpu"]
+
+
+def _public_names():
+    names = {}
+    for package in PACKAGES:
+        module = importlib.import_module(package)
+        for name in module.__all__:
+            obj = getattr(module, name)
+            if callable(obj):
+                names.setdefault(f"{obj.__module__}.{obj.__qualname__}", obj)
+    return names
+
+
+PUBLIC = _public_names()
+
+#: names that implement a published method, and so cite it
+IMPLEMENTS_A_PAPER = {
+    "SparsemaxClassifier", "L1LogisticOBA", "l1_logistic_path", "ExtremeSoftmaxSGD",
+    "minimize_oba", "minimize_nqn", "fmin_nqn", "minimize_newton_cg", "fenchel_young_loss",
+    "fenchel_young_loss_and_grad", "sparsemax_loss", "optimal_u", "double_sum_objective",
+    "double_sum_gradient", "ove_objective", "ove_gradient", "log_ove_bound", "sparsemax",
+    "project_simplex", "project_capped_simplex", "project_budget", "project_knapsack",
+    "project_at_least_one", "project_at_most_one", "project", "jvp",
+    "make_extreme_softmax_teacher", "make_ove_toy", "make_thesis_synthetic",
+}
+
+#: examples that read a data set from the data home: skipped when it is absent
+NEEDS_DATA = {
+    "load_debian": "debian/debian_packages.jsonl.xz",
+    "load_mnist": "mnist",
+    "load_mulan": "mulan/scene-train.arff.xz",
+    "load_xmlrepo": "xmlrepo/Bibtex_test.txt.xz",
+}
+
+
+@pytest.mark.parametrize("qualname", sorted(PUBLIC))
+def test_public_name_has_an_example_that_runs(qualname):
+    obj = PUBLIC[qualname]
+    name = obj.__name__
+    doc = inspect.getdoc(obj) or ""
+    assert "\nExamples\n--------\n" in doc, f"{qualname} has no Examples section"
+    if name in IMPLEMENTS_A_PAPER:
+        assert "\nReferences\n----------\n" in doc, f"{qualname} cites no paper"
+    if name in NEEDS_DATA and not (get_data_home() / NEEDS_DATA[name]).exists():
+        pytest.skip(f"{NEEDS_DATA[name]} is not in the data home")
+    tests = doctest.DocTestFinder(recurse=False).find(obj, qualname, globs={})
+    runner = doctest.DocTestRunner(optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
+    report = []
+    for test in tests:
+        runner.run(test, out=report.append)
+    assert runner.summarize(verbose=False).failed == 0, "".join(report)
+
+
+def test_the_package_cites_no_internal_file():
+    """Docstrings, comments and messages cite papers, never our notes or labels."""
+    pattern = re.compile(r"notes/|shared/|\[MINE\]|\[CODE\]|MANIFEST|§\d")
+    offenders = []
+    root = sparsekit.__path__[0]
+    for info in pkgutil.walk_packages(sparsekit.__path__, "sparsekit."):
+        module = importlib.import_module(info.name)
+        path = getattr(module, "__file__", "") or ""
+        if not path.endswith(".py"):
+            continue
+        for number, line in enumerate(open(path, encoding="utf-8"), 1):
+            if pattern.search(line):
+                offenders.append(f"{path[len(root) + 1:]}:{number}: {line.strip()}")
+    assert not offenders, "\n".join(offenders)
