@@ -12,6 +12,7 @@ import pytest
 
 from _gpu import cupy_imports_of, needs_gpu
 from sparsekit.gpu import is_cupy_array, require_cupy
+import scipy.sparse as sp
 
 
 
@@ -305,3 +306,244 @@ def test_gpu_rejects_what_the_cpu_rejects():
         losses.fenchel_young_loss_and_grad(cp.zeros((1, 4)), cp.asarray([[0.0, 1, 1, 0]]),
                                            "capped_simplex", negated=[True, False, False, False],
                                            budget=1.0)
+
+
+# --- Details of the CuPy paths that tests/test_gpu_cupy.py leaves out: input conversion
+
+def test_inlined_kernel_sources_hold_no_local_include():
+    """What CuPy compiles (also checked by nvcc in tests/test_gpu_kernels.py, which skips
+    without it): every local ``#include "..."`` replaced by the file's text."""
+    from sparsekit.gpu._kernels import KERNEL_DIR, kernel_source
+
+    common = (KERNEL_DIR / "row_common.cu").read_text()
+    for source in ("projections.cu", "sparsemax_loss.cu"):
+        text = kernel_source(source)
+        assert "#include \"" not in text
+        assert common in text
+
+
+@pytest.mark.gpu
+@needs_gpu
+def test_gpu_integer_and_strided_inputs_match_cpu():
+    """Integer scores are solved in float64 as on the CPU; views that are not
+    C-contiguous (transposed, strided) give the values of their contiguous copies."""
+    import cupy as cp
+
+    from sparsekit import projections
+
+    rng = np.random.default_rng(3)
+    Zi = rng.integers(-3, 4, size=(7, 6))
+    for polytope, params in (("simplex", {}), ("budget", {"budget": 2.0}),
+                             ("capped_simplex", {"budget": 2.0, "weights": np.arange(1.0, 7)})):
+        P = projections.project(cp.asarray(Zi), polytope, **params)
+        assert P.dtype == np.float64
+        np.testing.assert_allclose(P.get(), projections.project(Zi, polytope, **params),
+                                   atol=1e-12)
+    for dtype in (np.float32, np.float64):
+        Z = (rng.normal(size=(9, 12)) * 2).astype(dtype)
+        V = rng.normal(size=(12, 9)).astype(dtype)
+        tol = 1e-5 if dtype == np.float32 else 1e-12
+        for view, vview in ((lambda A: A[:, ::2], lambda A: A.T[:, ::2]),
+                            (lambda A: A.T, lambda A: A)):
+            Zd, Vd = view(cp.asarray(Z)), vview(cp.asarray(V))
+            Zh, Vh = np.ascontiguousarray(view(Z)), np.ascontiguousarray(vview(V))
+            for polytope, params in (("simplex", {}), ("at_most_one", {})):
+                P = projections.project(Zd, polytope, **params)
+                np.testing.assert_allclose(P.get(), projections.project(Zh, polytope, **params),
+                                           atol=tol)
+                J = projections.jvp(Zd, Vd, polytope, **params)
+                np.testing.assert_allclose(J.get(), projections.jvp(Zh, Vh, polytope, **params),
+                                           atol=10 * tol)
+
+
+@pytest.mark.gpu
+@needs_gpu
+def test_gpu_jvp_checks_V_as_the_cpu_does():
+    import cupy as cp
+
+    from sparsekit import projections
+    from sparsekit.gpu import projections as gp
+
+    Z = np.array([[0.5, 0.2, -0.1, 0.9, 0.0]] * 3)
+    for bad, match in ((np.zeros((3, 3)), "shape of Z"), (np.zeros((2, 5)), "shape of Z"),
+                       (np.array([[0.0, np.nan, 0, 0, 0]] * 3), "NaN"),
+                       (np.array([[0.0, 1, 0, np.inf, 0]] * 3), "NaN or infinity")):
+        with pytest.raises(ValueError, match=match):
+            projections.jvp(Z, bad, "simplex")           # the CPU's error ...
+        with pytest.raises(ValueError, match=match):
+            gp.jvp(cp.asarray(Z), cp.asarray(bad), "simplex")   # ... on the GPU too
+    with pytest.raises(TypeError, match="real"):
+        gp.jvp(cp.asarray(Z), cp.asarray(Z + 1j), "simplex")
+    Vi = np.arange(15).reshape(3, 5)
+    np.testing.assert_allclose(gp.jvp(cp.asarray(Z), cp.asarray(Vi), "budget", budget=1.0).get(),
+                               projections.jvp(Z, Vi, "budget", budget=1.0), atol=1e-12)
+    assert gp.jvp(cp.zeros((0, 4)), cp.zeros((0, 4))).shape == (0, 4)
+
+
+@pytest.mark.gpu
+@needs_gpu
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_gpu_sparsemax_loss_targets_and_results(dtype):
+    """Labels are checked as on the CPU; a 1-D row gives a float; float64 targets are
+    rounded to the scores' dtype; the loss is float64 and the gradient in Z's dtype."""
+    import cupy as cp
+
+    from sparsekit import losses
+    from sparsekit.gpu.losses import sparsemax_loss_and_grad
+
+    rng = np.random.default_rng(4)
+    Z = (rng.normal(size=(5, 4)) * 2).astype(dtype)
+    for labels, match in ((np.array([0, 1, 4, 2, 0]), "labels must lie"),
+                          (np.array([0, -1, 3, 2, 0]), "labels must lie"),
+                          (np.array([0, 1, 2]), "labels for 5 rows")):
+        with pytest.raises(ValueError, match=match):
+            losses.sparsemax_loss(Z, labels)
+        with pytest.raises(ValueError, match=match):
+            sparsemax_loss_and_grad(cp.asarray(Z), cp.asarray(labels))
+    Q = rng.dirichlet(np.ones(4), size=5)              # float64 targets
+    loss, grad = sparsemax_loss_and_grad(cp.asarray(Z), cp.asarray(Q))
+    assert loss.dtype == np.float64 and grad.dtype == dtype and loss.shape == (5,)
+    rtol = 1e-4 if dtype == np.float32 else 1e-10
+    np.testing.assert_allclose(loss.get(), losses.sparsemax_loss(Z, Q), rtol=rtol, atol=1e-6)
+    np.testing.assert_allclose(grad.get(), losses.fenchel_young_loss_and_grad(Z, Q)[1],
+                               atol=1e-6)
+    one, g1 = sparsemax_loss_and_grad(cp.asarray(Z[2]), cp.asarray(Q[2]))
+    assert isinstance(one, float) and g1.shape == (4,)
+    np.testing.assert_allclose(one, losses.sparsemax_loss(Z[2], Q[2]), rtol=rtol, atol=1e-6)
+    loss0, grad0 = sparsemax_loss_and_grad(cp.zeros((0, 4), dtype), cp.zeros((0, 4), dtype))
+    assert loss0.shape == (0,) and grad0.shape == (0, 4)
+
+
+@pytest.mark.gpu
+@needs_gpu
+def test_gpu_fenchel_young_dtypes_and_large_offsets():
+    """The loss is float64 and the gradient in Z's dtype (also for a weighted float32
+    problem, solved in float64); simplex scores far from 0 are shifted by the row max
+    before the loss is accumulated, as on the CPU."""
+    import cupy as cp
+
+    from sparsekit import losses
+    from sparsekit.gpu.losses import fenchel_young_loss_and_grad
+
+    rng = np.random.default_rng(5)
+    Z = (rng.normal(size=(6, 5)) * 2).astype(np.float32)
+    Y = np.zeros((6, 5), np.float32)
+    Y[np.arange(6), rng.integers(0, 5, 6)] = 1
+    w = np.linspace(0.5, 2.0, 5)
+    capped = np.zeros_like(Y)
+    capped[:, 4] = 0.5                                  # w.y = 1
+    for polytope, params, target in (
+            ("capped_simplex", {"budget": 1.0, "weights": w}, capped),
+            ("knapsack", {"budget": 1.0, "weights": w}, 0.5 * Y),
+            ("at_most_one", {}, Y)):
+        l_gpu, g_gpu = fenchel_young_loss_and_grad(cp.asarray(Z), cp.asarray(target),
+                                                   polytope, **params)
+        l_cpu, g_cpu = losses.fenchel_young_loss_and_grad(Z, target, polytope, **params)
+        assert l_gpu.dtype == np.float64 and g_gpu.dtype == np.float32 == g_cpu.dtype
+        np.testing.assert_allclose(l_gpu.get(), l_cpu, rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(g_gpu.get(), g_cpu, atol=1e-6)
+    # a weighted float32 problem is solved, and its targets checked, in float64 (tol 1e-6)
+    off = np.array([[0.5, 0.250025, 0.0]], np.float32)     # w.y = 1 + 5e-5
+    w3 = np.array([1.0, 2.0, 1.0])
+    with pytest.raises(ValueError, match="outside"):
+        losses.fenchel_young_loss_and_grad(Z[:1, :3], off, "capped_simplex", budget=1.0,
+                                           weights=w3)
+    with pytest.raises(ValueError, match="outside"):
+        fenchel_young_loss_and_grad(cp.asarray(Z[:1, :3]), cp.asarray(off), "capped_simplex",
+                                    budget=1.0, weights=w3)
+    # float64 scores near 1e15 (multiples of 1/8, exact there) and simplex targets
+    Zb = 1e15 + rng.integers(-16, 17, size=(6, 5)) / 8
+    Q = rng.dirichlet(np.ones(5), size=6)
+    l_gpu, g_gpu = fenchel_young_loss_and_grad(cp.asarray(Zb), cp.asarray(Q), "simplex")
+    l_cpu, g_cpu = losses.fenchel_young_loss_and_grad(Zb, Q, "simplex")
+    np.testing.assert_allclose(l_gpu.get(), l_cpu, rtol=1e-9, atol=1e-9)
+    np.testing.assert_allclose(g_gpu.get(), g_cpu, atol=1e-12)
+    Zs = (1e6 + rng.integers(-64, 65, size=(6, 5)) / 16).astype(np.float32)
+    l_gpu = fenchel_young_loss_and_grad(cp.asarray(Zs), cp.asarray(Q), "simplex")[0]
+    np.testing.assert_allclose(l_gpu.get(), losses.fenchel_young_loss(Zs, Q, "simplex"),
+                               rtol=1e-4, atol=1e-4)
+
+
+def _classifier_problem(polytope, dtype, rng, n=40, d=6, k=5):
+    Xd = rng.normal(size=(n, d)).astype(dtype)
+    if polytope == "simplex":
+        Y = rng.dirichlet(np.ones(k) * 0.3, size=n)
+    else:
+        Y = (rng.random((n, k)) < 0.3).astype(float)
+        Y[np.arange(n), rng.integers(0, k, n)] = 1     # at least one label (<= 2 in budget)
+        if polytope == "budget":
+            Y[:, 2:] = 0
+            Y[np.arange(n), rng.integers(0, 2, n)] = 1
+    sw = rng.uniform(0.0, 3.0, n).astype(dtype)
+    sw[:4] = 0.0
+    return Xd, sp.csr_matrix(Y), sw
+
+
+@pytest.mark.gpu
+@needs_gpu
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("polytope, budget", [("simplex", 1.0), ("budget", 2.0), ("box", 1.0),
+                                              ("at_least_one", 1.0)])
+def test_gpu_classifier_data_term_matches_cpu(polytope, budget, dtype):
+    """``SparsemaxClassifier(device="cuda")``'s data term (weighted loss sum and its
+    gradient in W and b) against the CPU kernel, dense and CSR X, scores far from 0."""
+    from sparsekit._cython._projections import POLYTOPE_CODES
+    from sparsekit.losses._fenchel_young_datafit import cpu_data_term, gpu_data_term
+
+    rng = np.random.default_rng(6)
+    Xd, Y, sw = _classifier_problem(polytope, dtype, rng)
+    tol = 1e-4 if dtype == np.float32 else 1e-10
+    for X in (Xd, sp.csr_matrix(Xd)):
+        cpu = cpu_data_term(X, Y, sw, POLYTOPE_CODES[polytope], budget)
+        gpu = gpu_data_term(X, Y, sw, polytope, budget)
+        for scale in (0.3, 3.0):
+            W = (rng.normal(size=(Xd.shape[1], Y.shape[1])) * scale).astype(dtype)
+            b = (rng.normal(size=Y.shape[1]) * scale + 2.0).astype(dtype)
+            l_cpu, gW_cpu, gb_cpu = (np.copy(a) for a in cpu(W, b))
+            l_gpu, gW_gpu, gb_gpu = gpu(W, b)
+            assert isinstance(gW_gpu, np.ndarray) and gW_gpu.shape == gW_cpu.shape
+            np.testing.assert_allclose(l_gpu, l_cpu, rtol=tol)
+            np.testing.assert_allclose(gW_gpu, gW_cpu, rtol=tol, atol=tol * np.abs(gW_cpu).max())
+            np.testing.assert_allclose(gb_gpu, gb_cpu, rtol=tol, atol=tol * np.abs(gb_cpu).max())
+        if polytope == "simplex":   # W = 0, intercepts far from 0 (exact): shift first
+            far = {np.float32: 1e6, np.float64: 1e12}[dtype]
+            W = np.zeros((Xd.shape[1], Y.shape[1]), dtype)
+            b = (far + rng.integers(-16, 17, size=Y.shape[1]) / 16).astype(dtype)
+            l_cpu, l_gpu = float(cpu(W, b)[0]), gpu(W, b)[0]
+            np.testing.assert_allclose(l_gpu, l_cpu, rtol=tol)
+
+
+@pytest.mark.gpu
+@needs_gpu
+def test_gpu_classifier_fit_and_predict_proba_match_cpu():
+    """Fit on the GPU and on the CPU (sample weights, negated labels: IMPLY); the GPU's
+    ``predict_proba`` is the CPU's for the same model."""
+    from sparsekit.linear_model import SparsemaxClassifier
+    from sparsekit.projections import project
+
+    rng = np.random.default_rng(8)
+    X = rng.normal(size=(60, 4))
+    Y = (rng.random((60, 3)) < 0.5).astype(int)
+    Y[(Y[:, 0] == 1) & (Y[:, 1:].sum(axis=1) == 0), 1] = 1    # rows of IMPLY(y0 => y1 or y2)
+    sw = rng.uniform(0.2, 3.0, 60)
+    fits = {}
+    for device in ("cpu", "cuda"):
+        clf = SparsemaxClassifier(alpha=1e-2, polytope="at_least_one",
+                                  negated=[True, False, False], tol=1e-10, max_iter=500,
+                                  device=device)
+        fits[device] = clf.fit(X, Y, sample_weight=sw)
+    cpu, gpu = fits["cpu"], fits["cuda"]
+    np.testing.assert_allclose(gpu.coef_, cpu.coef_, atol=1e-4)
+    np.testing.assert_allclose(gpu.intercept_, cpu.intercept_, atol=1e-4)
+    X2 = rng.normal(size=(200, 4)) * 10                 # scores where the flip matters
+    proba = gpu.predict_proba(X2)
+    assert isinstance(proba, np.ndarray)
+    scores = X2 @ gpu.coef_.T + gpu.intercept_
+    assert not np.allclose(proba, project(scores, "at_least_one"))
+    np.testing.assert_allclose(proba, project(scores, "at_least_one", negated=[1, 0, 0]),
+                               atol=1e-12)
+    np.testing.assert_allclose(proba, gpu.set_params(device="cpu").predict_proba(X2),
+                               atol=1e-12)
+    proba = gpu.set_params(device="cuda").predict_proba(X)
+    assert (proba[:, 0] >= 0).all()
+    np.testing.assert_allclose(proba, cpu.predict_proba(X), atol=1e-3)

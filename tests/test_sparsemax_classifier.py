@@ -12,6 +12,7 @@ from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 
 from sparsekit._cython._sparsemax_loss import loss_grad_csr, loss_grad_dense
+from _sparsemax_problems import make_data as _data
 from sparsekit.linear_model import SparsemaxClassifier
 from sparsekit.losses._fenchel_young_datafit import FenchelYoungLinear
 from sparsekit._cython._projections import POLYTOPE_CODES as _POLYTOPE_CODES
@@ -817,3 +818,158 @@ def test_newton_cg_float32_intercept_does_not_drift_along_the_common_shift():
     f32 = SparsemaxClassifier(solver="newton-cg").fit(X.astype(np.float32), y)
     f64 = SparsemaxClassifier(solver="newton-cg").fit(X, y)
     np.testing.assert_allclose(f32.intercept_, f64.intercept_, atol=1e-5)
+
+
+# --- solver options seen from the estimator: threshold, verbose lines, float32 stops
+
+def test_threshold_decides_the_predicted_labels_strictly():
+    """predict is proba > threshold: strict, and the threshold is used."""
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((30, 2))
+    Y = (rng.random((30, 3)) < 0.5).astype(int)
+    clf = SparsemaxClassifier(polytope="box", threshold=0.5).fit(X, Y)
+    clf.coef_ = np.zeros_like(clf.coef_)
+    clf.intercept_ = np.array([0.5, 0.2, 0.8])     # box: proba = clip(scores, 0, 1)
+    np.testing.assert_array_equal(clf.predict(X[:2]), [[0, 0, 1], [0, 0, 1]])
+    clf.set_params(threshold=0.0)                  # the support
+    np.testing.assert_array_equal(clf.predict(X[:2]), [[1, 1, 1], [1, 1, 1]])
+
+
+@pytest.mark.parametrize("polytope, params, intercept, proba, expected", [
+    ("simplex", {}, [0.6, 0.4, -1.0], [0.6, 0.4, 0.0], [1, 1, 0]),   # the support
+    ("box", {}, [1.0, 0.2, -1.0], [1.0, 0.2, 0.0], [1, 0, 0]),       # marginals > 0.5
+    ("budget", {"budget": 2}, [1.0, 0.2, -1.0], [1.0, 0.2, 0.0], [1, 0, 0]),
+])
+def test_auto_threshold_is_the_support_on_the_simplex_and_one_half_elsewhere(
+        polytope, params, intercept, proba, expected):
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((30, 2))
+    Y = np.eye(3, dtype=int)[rng.integers(0, 3, 30)]
+    clf = SparsemaxClassifier(polytope=polytope, **params).fit(X, Y)
+    clf.coef_ = np.zeros_like(clf.coef_)
+    clf.intercept_ = np.array(intercept)
+    np.testing.assert_allclose(clf.predict_proba(X[:1]), [proba])
+    np.testing.assert_array_equal(clf.predict(X[:1]), [expected])
+
+
+def test_nqn_no_decrease_is_a_success_in_float32_only(monkeypatch):
+    """status 4 (line search found no decrease) is the rounding floor of a float32
+    objective only: in float64 it is a failure and must warn."""
+    import warnings
+
+    from scipy.optimize import OptimizeResult
+    from sklearn.exceptions import ConvergenceWarning
+
+    import sparsekit.linear_model._sparsemax as sparsemax_module
+
+    def stub(fun, x0, **kwargs):
+        return OptimizeResult(x=np.zeros_like(x0), fun=fun(x0)[0], nit=1, status=4,
+                              success=False, message="ABNORMAL: LINE SEARCH FOUND NO DECREASE")
+
+    monkeypatch.setattr(sparsemax_module, "minimize_nqn", stub)
+    X, y, _ = _data()
+    with pytest.warns(ConvergenceWarning):
+        SparsemaxClassifier(solver="nqn").fit(X, y)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConvergenceWarning)
+        SparsemaxClassifier(solver="nqn").fit(X.astype(np.float32), y)
+
+
+def _sparsemax_rows(Z):
+    """Sort-based sparsemax (Martins & Astudillo 2016, Algorithm 1), row by row."""
+    P = np.empty_like(Z)
+    for i, z in enumerate(Z):
+        u = np.sort(z)[::-1]
+        css = np.cumsum(u) - 1
+        k = np.flatnonzero(u - css / np.arange(1, z.size + 1) > 0)[-1]
+        P[i] = np.maximum(z - css[k] / (k + 1), 0)
+    return P
+
+
+def _objective_of_fit(clf, X, y, sw):
+    """The simplex objective at coef_ / intercept_, from its definition: the sw-weighted
+    mean of the sparsemax loss 1/2 ||y - z||^2 - 1/2 ||p - z||^2 plus alpha/2 ||W||^2."""
+    Z = X @ clf.coef_.T + clf.intercept_
+    Y = np.eye(len(clf.classes_))[np.searchsorted(clf.classes_, y)]
+    P = _sparsemax_rows(Z)
+    loss = 0.5 * ((Y - Z) ** 2).sum(1) - 0.5 * ((P - Z) ** 2).sum(1)
+    return (sw * loss).sum() / sw.sum() + 0.5 * clf.alpha * (clf.coef_ ** 2).sum()
+
+
+def _verbose_lines(capsys, marker):
+    return [line for line in capsys.readouterr().out.splitlines()
+            if line.startswith(f"[SparsemaxClassifier] {marker}")]
+
+
+def test_verbose_newton_cg_prints_each_iteration_and_the_final_objective(capsys):
+    """One line per Newton iteration, numbered 1..n_iter_, with the objective after the
+    step, nonincreasing (Armijo), the last the objective of the fitted model; the first
+    Hessian has every positively weighted row active (at theta = 0 the simplex support is
+    all of the classes)."""
+    X, y, sw = _data()
+    clf = SparsemaxClassifier(alpha=0.1, solver="newton-cg", tol=1e-10, verbose=1)
+    clf.fit(X, y, sample_weight=sw)
+    lines = _verbose_lines(capsys, "newton")
+    assert len(lines) == clf.n_iter_ >= 2
+    f = []
+    for it, line in enumerate(lines, 1):
+        assert line.startswith(f"[SparsemaxClassifier] newton {it}: objective ")
+        f.append(float(line.split("objective ")[1].split(",")[0]))
+    # the objective after each step: the first below its value 1/2 - 1/6 at the zero start
+    # (uniform p, one-hot y), none above the previous one
+    assert f[0] < 1 / 3 - 1e-3
+    assert all(b <= a for a, b in zip(f, f[1:]))
+    np.testing.assert_allclose(f[-1], _objective_of_fit(clf, X, y, sw), rtol=1e-9)
+    assert float(lines[-1].split("max|grad| ")[1].split(",")[0]) <= 1e-10
+    assert lines[0].endswith(f"CG steps, {np.count_nonzero(sw)} active rows")
+
+
+def test_verbose_nqn_prints_the_objective_of_each_iterate(capsys):
+    """nqn's callback prints the objective at each accepted iterate: n_iter_ lines, the
+    last one the objective of the fitted model."""
+    X, y, sw = _data()
+    clf = SparsemaxClassifier(alpha=0.1, solver="nqn", tol=1e-10, verbose=1)
+    clf.fit(X, y, sample_weight=sw)
+    lines = _verbose_lines(capsys, "nqn objective ")
+    assert len(lines) == clf.n_iter_ >= 2
+    f = [float(line.rsplit(" ", 1)[1]) for line in lines]
+    np.testing.assert_allclose(f[-1], _objective_of_fit(clf, X, y, sw), rtol=1e-9)
+    assert f[-1] < f[0] < 1 / 3 - 1e-3      # 1/3: the objective at the zero start
+    # verbose=0 prints nothing
+    SparsemaxClassifier(alpha=0.1, solver="nqn", tol=1e-10).fit(X, y, sample_weight=sw)
+    assert capsys.readouterr().out == ""
+
+
+def test_verbose_sdca_prints_each_epoch_and_the_final_objective(capsys):
+    """sdca prints one line per epoch, numbered 1..n_iter_, the last with the objective
+    of the fitted model and a max|grad| within tol."""
+    X, y, sw = _data()
+    clf = SparsemaxClassifier(alpha=0.1, solver="sdca", tol=1e-8, verbose=1, random_state=0,
+                              max_iter=2000)
+    clf.fit(X, y, sample_weight=sw)
+    lines = _verbose_lines(capsys, "sdca epoch")
+    assert len(lines) == clf.n_iter_ >= 2
+    for it, line in enumerate(lines, 1):
+        assert line.startswith(f"[SparsemaxClassifier] sdca epoch {it}: objective ")
+    f = float(lines[-1].split("objective ")[1].split(",")[0])
+    np.testing.assert_allclose(f, _objective_of_fit(clf, X, y, sw), rtol=1e-9)
+    assert float(lines[-1].split("max|grad| ")[1].split(",")[0]) <= 1e-8
+
+
+@pytest.mark.parametrize("bad", [np.inf, -np.inf, "inf"])
+def test_non_finite_entries_of_a_label_matrix_are_rejected(bad):
+    """An object-dtype label matrix passes scikit-learn's check with an infinity in it (it
+    only looks for NaN there): the classifier rejects it with its own message, as the
+    float and sparse spellings of the same y are rejected for the infinity."""
+    import scipy.sparse as sp
+
+    X, y, _ = _data(n=12)
+    Y = np.eye(3)[y].astype(object)
+    Y[4, 1] = bad
+    with pytest.raises(ValueError, match="y contains NaN or infinity"):
+        SparsemaxClassifier(polytope="box").fit(X, Y)
+    Yf = np.eye(3)[y]
+    Yf[4, 1] = float(bad)
+    for same in (Yf, sp.csr_matrix(Yf)):
+        with pytest.raises(ValueError, match="infinity"):
+            SparsemaxClassifier(polytope="box").fit(X, same)

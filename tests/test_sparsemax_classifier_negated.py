@@ -352,7 +352,7 @@ def _numpy_cupy():
 def test_cuda_path_uses_the_same_transform(monkeypatch, solver):
     """The estimator's device="cuda" wiring (the negation transform around the device
     data term and the device projection) with the CPU kernels standing in for the device
-    ones, which tests/test_gpu_details.py compares on a GPU."""
+    ones, which tests/test_gpu_cupy.py compares on a GPU."""
     import sparsekit.losses._fenchel_young_datafit as datafits
 
     calls = []

@@ -10,6 +10,7 @@ from sklearn.exceptions import ConvergenceWarning
 from sparsekit._cython._projections import POLYTOPE_CODES
 from sparsekit._cython._sparsemax_dual import dual_epoch_csr, dual_epoch_dense
 from sparsekit.linear_model import SparsemaxClassifier
+from _sparsemax_problems import make_data as _data, make_datafit as _datafit
 from test_sparsemax_classifier import POLYTOPES, _blobs, objective_ref
 
 BUDGET = 2.0
@@ -300,3 +301,60 @@ def test_epoch_same_for_float32_and_int64_index_inputs():
         for got in runs:
             for a, r in zip(got, ref):
                 np.testing.assert_allclose(a, r, rtol=1e-14, atol=1e-16)
+
+
+@pytest.mark.parametrize("polytope", ["simplex", "box", "at_least_one"])
+def test_sdca_one_row_with_a_penalized_intercept_is_solved_in_one_epoch(polytope):
+    """With a single row and a penalized intercept (the weight of a constant feature 1),
+    the whole dual is one block: its exact update, with q = c (||x||^2 + 1), solves the
+    problem in one epoch."""
+    import warnings
+
+    from sklearn.exceptions import ConvergenceWarning
+
+    X = np.array([[0.7, -1.2, 0.4]])
+    Y = np.array([[0.2, 0.8, 0.0]]) if polytope == "simplex" else np.array([[1, 1, 0]])
+    clf = SparsemaxClassifier(solver="sdca", polytope=polytope, alpha=0.3,
+                              penalize_intercept=True, tol=1e-10, max_iter=1,
+                              random_state=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConvergenceWarning)
+        clf.fit(X, Y)
+    ref = SparsemaxClassifier(solver="lbfgs", polytope=polytope, alpha=0.3,
+                              penalize_intercept=True, tol=1e-12).fit(X, Y)
+    np.testing.assert_allclose(clf.coef_, ref.coef_, atol=1e-6)
+    np.testing.assert_allclose(clf.intercept_, ref.intercept_, atol=1e-6)
+
+
+def test_sdca_warm_start_keeps_the_start_intercept(monkeypatch):
+    """A warm start replaces W by W(mu0) with mu0 = proj(scores of theta0) but keeps the
+    start's free intercept: b + wb(mu0) == b0 before any update (epochs stubbed out)."""
+    import sparsekit.optimize._sdca as sdca
+
+    monkeypatch.setattr(sdca, "dual_epoch_dense", lambda *args: 0.0)
+    X, y, _ = _data(n=20)
+    datafit = _datafit(X, y, np.ones(20), fit_intercept=True, penalize=True)
+    datafit.penalize_intercept = False    # a free intercept on an uncentered datafit
+    datafit.value_grad = lambda th: (0.0, np.ones_like(th))
+    rng = np.random.default_rng(2)
+    theta0 = rng.standard_normal((X.shape[1] + 1) * 3)
+    res = sdca.minimize_sdca(datafit, theta0, tol=1e-12, max_iter=1,
+                             rng=np.random.default_rng(0))
+    np.testing.assert_allclose(res.x[-3:], theta0[-3:], atol=1e-12)
+
+
+def test_sdca_warm_start_with_a_penalized_intercept_from_another_problem():
+    """A penalized intercept is all in wb (the fixed offset b must restart at 0): a warm
+    start from another alpha's solution reaches the cold solution."""
+    import warnings
+
+    X, y, _ = _data(n=50)
+    kw = dict(solver="sdca", penalize_intercept=True, tol=1e-10, max_iter=5000,
+              random_state=0)
+    warm = SparsemaxClassifier(alpha=1.0, warm_start=True, **kw).fit(X, y)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        warm.set_params(alpha=0.1).fit(X, y)
+    cold = SparsemaxClassifier(alpha=0.1, **kw).fit(X, y)
+    np.testing.assert_allclose(warm.intercept_, cold.intercept_, atol=1e-7)
+    np.testing.assert_allclose(warm.coef_, cold.coef_, atol=1e-7)

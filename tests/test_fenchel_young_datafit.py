@@ -1,0 +1,46 @@
+"""FenchelYoungLinear: the gradient and the generalized Hessian product are derivatives."""
+import numpy as np
+import pytest
+
+from _sparsemax_problems import make_data as _data, make_datafit as _datafit
+
+
+@pytest.mark.parametrize("polytope", ["simplex", "at_least_one"])
+@pytest.mark.parametrize("fit_intercept,penalize", [(True, False), (True, True),
+                                                    (False, False)])
+def test_hessian_product_is_the_derivative_of_the_gradient(polytope, fit_intercept,
+                                                           penalize):
+    """newton-cg's generalized Hessian-vector product, with sample weights, the implicit
+    centering and the intercept options, equals a central difference of the gradient
+    (the loss is piecewise quadratic: exact away from kinks, up to float32 products)."""
+    X, y, sw = _data()
+    k, d = 3, X.shape[1]
+    datafit = _datafit(X, y, sw, polytope, 0.1, fit_intercept, penalize)
+    fun, hessp_at = datafit.value_grad, datafit.hessp_at
+    rng = np.random.default_rng(1)
+    for _ in range(3):
+        theta = 0.5 * rng.standard_normal((d + 1) * k)
+        if not fit_intercept:    # the solver's b stays 0 then (hessp_at reads theta's b)
+            theta[d * k:] = 0.0
+        v = rng.standard_normal(theta.size)
+        hessp, _ = hessp_at(theta)
+        eps = 1e-6
+        fd = (fun(theta + eps * v)[1] - fun(theta - eps * v)[1]) / (2 * eps)
+        hv = hessp(v)
+        np.testing.assert_allclose(hv, fd, rtol=1e-4, atol=1e-5 * np.abs(fd).max())
+
+
+@pytest.mark.parametrize("fit_intercept,penalize", [(True, False), (True, True),
+                                                    (False, False)])
+def test_objective_gradient_is_the_derivative_of_the_objective(fit_intercept, penalize):
+    """The gradient of the solvers' objective, in the centered coordinates (b + W^T mu)
+    with sample weights, matches central differences of the objective."""
+    X, y, sw = _data()
+    k, d = 3, X.shape[1]
+    fun = _datafit(X, y, sw, "simplex", 0.1, fit_intercept, penalize).value_grad
+    theta = 0.5 * np.random.default_rng(3).standard_normal((d + 1) * k)
+    g = fun(theta)[1]
+    eps = 1e-6
+    fd = np.array([(fun(theta + eps * e)[0] - fun(theta - eps * e)[0]) / (2 * eps)
+                   for e in np.eye(theta.size)])
+    np.testing.assert_allclose(g, fd, rtol=1e-6, atol=1e-8)
