@@ -27,6 +27,10 @@ for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
 REPO = Path(__file__).resolve().parent.parent
 DOC = REPO / "doc" / "benchmarks.md"
 DATA_HOME = Path(os.environ.get("SPARSEKIT_DATA", REPO.parent / "shared" / "datasets"))
+#: where the benchmarks keep the raw results of their parts (JSON), outside the repository:
+#: doc/benchmarks.md is the record; the cache only lets a part be rerun on its own
+RESULTS = Path(os.environ.get("SPARSEKIT_BENCH_CACHE",
+                              Path.home() / ".cache" / "sparsekit" / "benchmarks"))
 os.environ.setdefault("SPARSEKIT_DATA", str(DATA_HOME))   # the loaders' default folder
 
 

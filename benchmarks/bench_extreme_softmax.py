@@ -19,9 +19,10 @@ One command (``python benchmarks/bench_extreme_softmax.py [--quick] [--parts ...
    the teacher with K = 1e4; every peer stops at its first check (between restarts or
    epochs) after ``--cap`` seconds of training.
 
-Each part stores its results as JSON in benchmarks/results/extreme_softmax (committed, so
-that one part can be rerun on another day and the report section "extreme_softmax" rebuilt
-with the other parts' results; $SPARSEKIT_BENCH_CACHE names another folder). ``--quick`` is
+Each part stores its results as JSON in the benchmark cache (``_report.RESULTS``:
+$SPARSEKIT_BENCH_CACHE, else ~/.cache/sparsekit/benchmarks), so that one part can be rerun
+on another day and the report section "extreme_softmax" rebuilt with the other parts'
+results. ``--quick`` is
 a smoke run on small slices: it prints its tables and keeps its JSON and plots in
 $TMPDIR/sparsekit_extreme_softmax_quick.
 """
@@ -52,8 +53,7 @@ from sparsekit.linear_model._extreme_softmax import (first_label,
                                                      precision_at_k)
 from sparsekit.losses import softmax_nll
 
-CACHE = Path(os.environ.get("SPARSEKIT_BENCH_CACHE",
-                            _report.REPO / "benchmarks" / "results" / "extreme_softmax"))
+CACHE = _report.RESULTS / "extreme_softmax"
 DOC = _report.REPO / "doc"
 METHODS = ["implicit", "umax", "sgd", "ove", "sampled_softmax", "nce"]
 # Implicit SGD touches 2 rows per example against 6 for the m = 5 baselines: variants with
@@ -741,8 +741,8 @@ def scale_report(scale):
         "step, made longer by its inner solve, absorbs the memory traffic; U-max's and "
         "OVE's shorter steps do not.\n"
         "- This memory costs 6-9 ns of core time a line even when every line is asked for "
-        "in time (section \"Memory probe\"), and a cache model "
-        "(`python benchmarks/cache_model_extreme_softmax.py`) counts ~22 missed lines per "
+        "in time (doc/extreme_softmax_driver.md, \"Memory probe\"), and a cache model "
+        "(`cache_model_extreme_softmax.py`, in the history: doc/extreme_softmax_driver.md) counts ~22 missed lines per "
         f"OVE step at K={Ks[-1]:g}: 130-185 ns against the ~{base['ove'] / 2:.0f} ns that "
         "1.5x allows OVE. With one class draw per example, no prefetch schedule tried "
         "brings OVE under 1.5x on this machine, and U-max stays about at the threshold.\n"

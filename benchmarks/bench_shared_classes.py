@@ -10,7 +10,7 @@ One command (``python benchmarks/bench_shared_classes.py [--quick] [--parts ...]
    draws at its best eta0 of a small grid, on Bibtex and Delicious (first label, unit rows,
    no bias: the reproduction's data) and the teacher with K = 1e5.
 
-Results are cached as JSON next to bench_extreme_softmax.py's (shared_<part>.json), so one
+Results are cached as JSON beside bench_extreme_softmax.py's (shared_<part>.json), so one
 part can be rerun and the section "extreme_softmax_shared" of doc/benchmarks.md rebuilt.
 """
 import _report  # noqa: F401  (pins BLAS threads before NumPy)

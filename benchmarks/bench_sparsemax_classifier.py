@@ -16,8 +16,8 @@ One command (section ``sparsemax_classifier`` of doc/benchmarks.md)::
     same lambda, same final objective, on MNIST and the Debian corpus (section, 58
     classes, TF-IDF 1-2-grams, sparse).
 
-Each part caches its numbers in a JSON file per data set (``SPARSEKIT_BENCH_CACHE``
-prefix, default benchmarks/results/sparsemax_classifier/run, committed, + ``.<part>.<set>.json``;
+Each part caches its numbers in a JSON file per data set (in the benchmark cache,
+``_report.RESULTS``, as ``sparsemax_classifier/run.<part>.<set>.json``;
 ``--quick`` runs keep theirs in $TMPDIR and print the tables instead) so the parts can run
 separately (even at the same time, or on another day); the section is rewritten from all
 the caches after every data set.
@@ -45,8 +45,7 @@ sys.path.insert(0, str(_report.REPO))  # the in-place build, also when not insta
 from sparsekit.datasets import load_debian, load_mnist, load_mulan  # noqa: E402
 from sparsekit.linear_model import SparsemaxClassifier  # noqa: E402
 
-CACHE = os.environ.get("SPARSEKIT_BENCH_CACHE", str(
-    _report.REPO / "benchmarks" / "results" / "sparsemax_classifier" / "run"))
+CACHE = str(_report.RESULTS / "sparsemax_classifier" / "run")
 PARTS = ("accuracy", "speed")
 SPEED_SOLVERS = ("newton-cg", "lbfgs", "sdca")
 REFERENCE_CAP_S = float(os.environ.get("SPARSEKIT_BENCH_REF_CAP", 900))
