@@ -7,7 +7,7 @@ from scipy.special import lambertw
 
 import _softmax_reference as ref
 from sparsekit._cython._lambertw import lambertw_exp
-from sparsekit._cython._softmax_sgd import implicit_step
+from sparsekit._cython._implicit_sgd import implicit_step
 
 
 def test_lambertw_exp_matches_scipy_where_exp_is_finite():

@@ -841,7 +841,7 @@ def _gram_of(R, cols, D):
 def test_panel_gram_second_update_starts_from_the_refreshed_weights(monkeypatch):
     """After an update the kept weights are the lagged ones (far rows refreshed); a second
     call with the same weights must not apply the far rows' change again."""
-    from sparsekit._cython import _oba_kernels as K
+    from sparsekit._cython import _gram_kernels as GK
     from sparsekit.losses._panel_gram import PanelGram
 
     rng, R, D0 = _panel_setting()
@@ -852,8 +852,8 @@ def test_panel_gram_second_update_starts_from_the_refreshed_weights(monkeypatch)
     D1 = D0.copy()
     D1[far] *= 3.0
     calls = []
-    syrk = K.gram_csr_syrk
-    monkeypatch.setattr(K, "gram_csr_syrk", lambda *a, **kw: calls.append(kw["accumulate"])
+    syrk = GK.gram_csr_syrk
+    monkeypatch.setattr(GK, "gram_csr_syrk", lambda *a, **kw: calls.append(kw["accumulate"])
                         or syrk(*a, **kw))
     exact = _gram_of(R, cols, D1)
     for _ in range(2):

@@ -7,6 +7,7 @@ from hypothesis.extra.numpy import arrays
 
 import _oba_reference as ref
 from sparsekit._cython import _oba_kernels as K
+from sparsekit._cython import _gram_kernels as GK
 
 
 def _matrix(rng, n, d, dtype, density=0.3, empty_row=True):
@@ -103,7 +104,7 @@ def test_subspace_hessian_products_and_gram(dtype, intercept, cols):
     np.cumsum(np.diff(X.indptr)[cols], out=ind[1:])
     data = np.empty(ind[-1], dtype=dtype)
     idx = np.empty(ind[-1], dtype=X.indices.dtype)
-    K.take_columns_csc(X.data, X.indices, X.indptr, cols, data, idx, ind)
+    GK.take_columns_csc(X.data, X.indices, X.indptr, cols, data, idx, ind)
     np.testing.assert_array_equal(sp.csc_matrix((data, idx, ind), shape=(40, k)).toarray(),
                                   X.toarray()[:, cols])
 
@@ -126,7 +127,7 @@ def test_subspace_hessian_products_and_gram(dtype, intercept, cols):
     R = X.tocsr()
     R.sort_indices()
     G = np.zeros((k, k))
-    K.gram_csr(R.data, R.indices, R.indptr, D, colmap, G)
+    GK.gram_csr(R.data, R.indices, R.indptr, D, colmap, G)
     np.testing.assert_allclose(G, H[:k, :k], rtol=tol, atol=tol)
 
     # the float32 BLAS route, panels of 7 rows (a partial last panel, a row with D = 0, empty
@@ -136,7 +137,7 @@ def test_subspace_hessian_products_and_gram(dtype, intercept, cols):
     A[5:7, :k] = 0.0
     H = A.T @ (D[:, None] * A)
     G = np.full(H.shape, np.nan)
-    K.gram_csr_syrk(R.data, R.indices, R.indptr, D, colmap, intercept, G, 7)
+    GK.gram_csr_syrk(R.data, R.indices, R.indptr, D, colmap, intercept, G, 7)
     np.testing.assert_allclose(G, H, rtol=0, atol=1e-6 * np.abs(H).max())
     np.testing.assert_array_equal(G, G.T)
 
@@ -159,7 +160,7 @@ def test_gram_update_and_cross_kernels(dtype, intercept):
 
     G0 = A.T @ (D[:, None] * A)
     G = G0.copy()
-    K.gram_csr_syrk(R.data, R.indices, R.indptr, W, colmap, intercept, G, 7, sign=-1.0,
+    GK.gram_csr_syrk(R.data, R.indices, R.indptr, W, colmap, intercept, G, 7, sign=-1.0,
                     accumulate=True)
     expected = G0 - A.T @ (W[:, None] * A)
     np.testing.assert_allclose(G, expected, rtol=0, atol=1e-6 * np.abs(G0).max())
@@ -168,7 +169,7 @@ def test_gram_update_and_cross_kernels(dtype, intercept):
     rowmap = np.full(k, -1, dtype=np.int64)
     rowmap[[1, 4]] = [0, 1]  # the free positions 1 and 4 (columns 1, empty, and 8)
     B = np.full((2, k + intercept), np.nan)
-    K.gram_csr_cross(R.data, R.indices, R.indptr, D, colmap, rowmap, intercept, B)
+    GK.gram_csr_cross(R.data, R.indices, R.indptr, D, colmap, rowmap, intercept, B)
     np.testing.assert_allclose(B, G0[[1, 4]], rtol=1e-12, atol=1e-15)
     assert np.all(B[0] == 0.0)
 
@@ -188,10 +189,10 @@ def test_gram_dense_syrk(dtype, intercept):
         A = np.hstack([A, np.ones((40, 1))])
     H = A.T @ (W[:, None] * A)
     G = np.full(H.shape, np.nan)
-    K.gram_dense_syrk(X, rows, W, cols, intercept, G, 7)
+    GK.gram_dense_syrk(X, rows, W, cols, intercept, G, 7)
     np.testing.assert_allclose(G, H, rtol=0, atol=1e-6 * np.abs(H).max())
     np.testing.assert_array_equal(G, G.T)
-    K.gram_dense_syrk(X, rows, W, cols, intercept, G, 7, sign=-1.0, accumulate=True)
+    GK.gram_dense_syrk(X, rows, W, cols, intercept, G, 7, sign=-1.0, accumulate=True)
     np.testing.assert_allclose(G, 0.0, rtol=0, atol=1e-6 * np.abs(H).max())
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
@@ -297,7 +298,7 @@ def test_gram_csr_every_row_length():
     colmap[free] = np.arange(free.size)
     D = rng.uniform(0, 1, n)
     G = np.zeros((free.size, free.size))
-    K.gram_csr(X.data, X.indices, X.indptr, D, colmap, G)
+    GK.gram_csr(X.data, X.indices, X.indptr, D, colmap, G)
     A = X.toarray()[:, free]
     np.testing.assert_allclose(G, A.T @ (D[:, None] * A), rtol=1e-12, atol=1e-12)
 
@@ -312,7 +313,7 @@ def test_row_stats_and_lipschitz_bound_sparse_equals_dense(dtype):
     X = _matrix(rng, 30, 9, dtype)
     X = sp.csc_matrix(X.toarray() * (np.arange(30) % 5 != 0)[:, None])  # empty rows
     row_nnz, row_sq = np.empty(30), np.empty(30)
-    K.row_stats_csc(X.data, X.indices, row_nnz, row_sq)
+    GK.row_stats_csc(X.data, X.indices, row_nnz, row_sq)
     Xd = X.toarray().astype(np.float64)
     np.testing.assert_array_equal(row_nnz, (Xd != 0).sum(axis=1))
     np.testing.assert_allclose(row_sq, (Xd ** 2).sum(axis=1), rtol=1e-12)
@@ -399,7 +400,7 @@ def test_float32_data_is_accumulated_in_float64(index_dtype):
     colmap = np.full(d, -1, dtype=np.int64)
     colmap[few] = np.arange(few.size)
     G = np.zeros((few.size, few.size))
-    K.gram_csr(csr.data, csr.indices, csr.indptr, D, colmap, G)
+    GK.gram_csr(csr.data, csr.indices, csr.indptr, D, colmap, G)
     np.testing.assert_allclose(G, X64[:, few].T @ (D[:, None] * X64[:, few]), **tol)
 
 
@@ -439,7 +440,7 @@ def test_gram_csr_cross_every_requested_row(intercept):
     rowmap = np.full(k, -1, dtype=np.int64)
     rowmap[[6, 0, 3]] = [0, 1, 2]
     B = np.full((3, k + intercept), np.nan)
-    K.gram_csr_cross(R.data, R.indices, R.indptr, D, colmap, rowmap, intercept, B)
+    GK.gram_csr_cross(R.data, R.indices, R.indptr, D, colmap, rowmap, intercept, B)
     np.testing.assert_allclose(B, G0[[6, 0, 3]], rtol=1e-12, atol=1e-15)
     assert np.all(B != 0.0)
 
@@ -457,7 +458,7 @@ def test_gram_csr_adds_to_G_and_take_columns_writes_the_whole_indptr():
     M = rng.standard_normal((5, 5))
     M = M + M.T
     G = M.copy()
-    K.gram_csr(R.data, R.indices, R.indptr, D, colmap, G)
+    GK.gram_csr(R.data, R.indices, R.indptr, D, colmap, G)
     A = R.toarray()[:, free]
     np.testing.assert_allclose(G, M + A.T @ (D[:, None] * A), rtol=1e-12, atol=1e-12)
 
@@ -465,7 +466,7 @@ def test_gram_csr_adds_to_G_and_take_columns_writes_the_whole_indptr():
     nnz = int(np.diff(C.indptr)[free].sum())
     data, idx = np.full(nnz, np.nan), np.full(nnz, -5, dtype=C.indices.dtype)
     ind = np.full(free.size + 1, 77, dtype=C.indptr.dtype)
-    K.take_columns_csc(C.data, C.indices, C.indptr, free, data, idx, ind)
+    GK.take_columns_csc(C.data, C.indices, C.indptr, free, data, idx, ind)
     T = C[:, free]
     np.testing.assert_array_equal(ind, T.indptr)
     np.testing.assert_array_equal(idx, T.indices)
@@ -491,10 +492,10 @@ def test_gram_kernels_when_the_last_row_is_the_longest():
     A = dense[:, free]
     H = A.T @ (D[:, None] * A)
     G = np.zeros((free.size, free.size))
-    K.gram_csr(X.data, X.indices, X.indptr, D, colmap, G)
+    GK.gram_csr(X.data, X.indices, X.indptr, D, colmap, G)
     np.testing.assert_allclose(G, H, rtol=1e-12, atol=1e-12)
     rowmap = np.full(free.size, -1, dtype=np.int64)
     rowmap[[0, 5]] = [0, 1]
     B = np.full((2, free.size), np.nan)
-    K.gram_csr_cross(X.data, X.indices, X.indptr, D, colmap, rowmap, False, B)
+    GK.gram_csr_cross(X.data, X.indices, X.indptr, D, colmap, rowmap, False, B)
     np.testing.assert_allclose(B, H[[0, 5]], rtol=1e-12, atol=1e-12)

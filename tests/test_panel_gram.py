@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from sparsekit._cython import _oba_kernels as K
+from sparsekit._cython import _gram_kernels as GK
 from sparsekit.losses._panel_gram import PanelGram
 
 
@@ -44,8 +44,8 @@ def test_update_is_the_gram_of_the_lagged_weights(intercept, layout, monkeypatch
     cols1 = np.r_[np.arange(2, 340), [350, 371, 399]].astype(np.int64)
     calls = []
     name = "gram_csr_syrk" if layout == "csr" else "gram_dense_syrk"
-    syrk = getattr(K, name)
-    monkeypatch.setattr(K, name, lambda *a, **kw: calls.append(kw["accumulate"])
+    syrk = getattr(GK, name)
+    monkeypatch.setattr(GK, name, lambda *a, **kw: calls.append(kw["accumulate"])
                         or syrk(*a, **kw))
     G1 = gram(cols1, D1, intercept)
     assert calls == [True, True], "the update route was not taken"
@@ -83,8 +83,8 @@ def test_large_move_forms_a_new_gram(layout, monkeypatch):
     gram(cols, D0, False)
     calls = []
     name = "gram_csr_syrk" if layout == "csr" else "gram_dense_syrk"
-    syrk = getattr(K, name)
-    monkeypatch.setattr(K, name, lambda *a, **kw: calls.append(kw["accumulate"])
+    syrk = getattr(GK, name)
+    monkeypatch.setattr(GK, name, lambda *a, **kw: calls.append(kw["accumulate"])
                         or syrk(*a, **kw))
     D1 = 2.0 * D0
     np.testing.assert_allclose(gram(cols, D1, False), _gram(R, cols, D1, False), rtol=0,

@@ -8,7 +8,8 @@ from scipy.optimize import brentq
 from scipy.special import expit, lambertw, logsumexp
 
 import _softmax_reference as ref
-from sparsekit._cython._softmax_sgd import METHODS, implicit_step, sampled_gradient
+from sparsekit._cython._implicit_sgd import implicit_step
+from sparsekit._cython._softmax_sgd import METHODS, sampled_gradient
 from sparsekit.losses import double_sum_gradient, optimal_u, ove_gradient, softmax_nll
 
 EXPLICIT = ["umax", "sgd", "ove", "sampled_softmax", "nce"]

@@ -7,6 +7,11 @@ Michelot's iteration (C. Michelot, J. Optim. Theory Appl. 1986) with Condat's al
 (L. Condat, "Fast projection onto the simplex and the l1 ball", Math. Program. 2016) as the
 fallback: O(K) expected time.
 Signatures and contracts are documented in ``_projections.pxd``.
+
+Why one module of ~900 lines: the row kernels are cimported through ``_projections.pxd`` by
+the loss and SDCA modules, and every polytope shares the helpers here (row maximum, weights,
+clipping sums, the overflow fallback), which gcc inlines into each kernel's row loop; split
+over modules they would be calls through a pointer table in the innermost loops.
 """
 from libc.float cimport DBL_EPSILON, DBL_MAX, FLT_MIN
 from libc.math cimport INFINITY, fabs, isfinite

@@ -166,8 +166,9 @@ class ExtremeSoftmaxSGD(SparsekitClassifier):
     estimator as it was. The explicit methods can overflow mid-pass: a ``partial_fit`` on
     existing weights has the epoch driver log the entries it writes and give them back on
     failure (a few percent of the time of an unlogged pass on sparse rows), or works on a
-    copy of the weights when the log would be larger than they are (dense rows, few classes); a warm-started ``fit`` works on a copy. Implicit
-    SGD's proximal steps stay finite on finite input, so it updates the weights in place.
+    copy of the weights when the log would be larger than they are (dense rows, few
+    classes); a warm-started ``fit`` works on a copy. Implicit SGD's proximal steps stay
+    finite on finite input, so it updates the weights in place.
 
     References
     ----------

@@ -114,7 +114,8 @@ def fenchel_young_loss_and_grad(Z, Y, polytope="simplex", *, negated=None, **par
     --------
     >>> import numpy as np
     >>> from sparsekit.losses import fenchel_young_loss_and_grad
-    >>> loss, grad = fenchel_young_loss_and_grad(np.array([2.0, 1.0, -1.0]), np.array([0.0, 1.0, 0.0]))
+    >>> z, y = np.array([2.0, 1.0, -1.0]), np.array([0.0, 1.0, 0.0])
+    >>> loss, grad = fenchel_young_loss_and_grad(z, y)
     >>> round(loss, 4), grad
     (1.0, array([ 1., -1.,  0.]))
     """
@@ -155,7 +156,8 @@ def sparsemax_loss(Z, Y):
     --------
     >>> import numpy as np
     >>> from sparsekit.losses import sparsemax_loss
-    >>> sparsemax_loss(np.array([[2.0, 1.0, -1.0], [1.0, 1.0, 1.0]]), np.array([[1.0, 0.0, 0.0], [0.0, 0.0, 1.0]]))
+    >>> Z = np.array([[2.0, 1.0, -1.0], [1.0, 1.0, 1.0]])
+    >>> sparsemax_loss(Z, np.array([[1.0, 0.0, 0.0], [0.0, 0.0, 1.0]]))
     array([0.        , 0.33333333])
     """
     Y = np.asarray(Y)

@@ -21,6 +21,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from sparsekit._cython import _oba_kernels as K
+from sparsekit._cython import _gram_kernels as GK
 from sparsekit.losses._panel_gram import PanelGram
 
 
@@ -173,7 +174,7 @@ def _take_columns(X, cols):
     nnz = int(indptr[-1])
     data = np.empty(nnz, dtype=X.data.dtype)
     indices = np.empty(nnz, dtype=X.indices.dtype)
-    K.take_columns_csc(X.data, X.indices, X.indptr, cols, data, indices, indptr)
+    GK.take_columns_csc(X.data, X.indices, X.indptr, cols, data, indices, indptr)
     return sp.csc_matrix((data, indices, indptr), shape=(X.shape[0], cols.size))
 
 
@@ -228,7 +229,7 @@ class _LinearDatafit:
         self._bound = None
         if sp.issparse(X):  # one pass: the cost model's row lengths and the Lipschitz bound
             row_nnz, row_sq = np.empty(n), np.empty(n)
-            K.row_stats_csc(X.data, X.indices, row_nnz, row_sq)
+            GK.row_stats_csc(X.data, X.indices, row_nnz, row_sq)
             self._row_len = float(row_nnz @ row_nnz) / max(X.nnz, 1)
             self._bound = float(self._sw @ (row_sq + self.fit_intercept))
         self._x_at = None
@@ -380,7 +381,7 @@ class _LinearDatafit:
                 R = XF.tocsr()
                 colmap = np.arange(k, dtype=np.int64)
             GF = np.zeros((k, k)) if intercept else G
-            K.gram_csr(R.data, R.indices, R.indptr, D, colmap, GF)
+            GK.gram_csr(R.data, R.indices, R.indptr, D, colmap, GF)
             if intercept:
                 G[:k, :k] = GF
                 K.rmatvec_csc(XF.data, XF.indices, XF.indptr, D, G[:k, k])

@@ -1,8 +1,8 @@
 """The subspace Hessian of a linear datafit as a dense Gram, carried from one iterate to the next.
 
 When OBA's free slice is dense, H_F = [X_F, 1]ᵀ diag(D) [X_F, 1] is formed through float32
-panels and ``ssyrk`` (:func:`~sparsekit._cython._oba_kernels.gram_csr_syrk` for a CSR X,
-:func:`~sparsekit._cython._oba_kernels.gram_dense_syrk` for a dense one). Between late
+panels and ``ssyrk`` (:func:`~sparsekit._cython._gram_kernels.gram_csr_syrk` for a CSR X,
+:func:`~sparsekit._cython._gram_kernels.gram_dense_syrk` for a dense one). Between late
 iterations the free set F gains or loses a few columns and most curvature weights Dᵢ barely
 move, so the previous Gram is updated instead of formed again (ours, not in the thesis):
 
@@ -20,7 +20,7 @@ rows, and the update costs a small fraction of a new Gram.
 import numpy as np
 import scipy.sparse as sp
 
-from sparsekit._cython import _oba_kernels as K
+from sparsekit._cython import _gram_kernels as GK
 
 
 class PanelGram:
@@ -64,10 +64,10 @@ class PanelGram:
         """G = sign · [X_F, 1]ᵀ diag(W) [X_F, 1] (W ≥ 0), or added to G with ``accumulate``."""
         X = self._X
         if self._sparse:
-            K.gram_csr_syrk(X.data, X.indices, X.indptr, W, self._colmap(cols), intercept, G,
+            GK.gram_csr_syrk(X.data, X.indices, X.indptr, W, self._colmap(cols), intercept, G,
                             sign=sign, accumulate=accumulate)
         else:
-            K.gram_dense_syrk(X, np.flatnonzero(W > 0), W, cols, intercept, G, sign=sign,
+            GK.gram_dense_syrk(X, np.flatnonzero(W > 0), W, cols, intercept, G, sign=sign,
                               accumulate=accumulate)
 
     def _joined_rows(self, W, cols, joined, intercept):
@@ -77,7 +77,7 @@ class PanelGram:
         if self._sparse:
             rowmap = np.full(k, -1, dtype=np.int64)
             rowmap[joined] = np.arange(joined.size)
-            K.gram_csr_cross(X.data, X.indices, X.indptr, W, self._colmap(cols), rowmap,
+            GK.gram_csr_cross(X.data, X.indices, X.indptr, W, self._colmap(cols), rowmap,
                              intercept, B)
         else:  # one BLAS pass over X: Xᵀ (W ∘ X_N), in X's precision
             V = X[:, cols[joined]] * W[:, None].astype(X.dtype)

@@ -129,7 +129,8 @@ def softmax_scores(X, coef, intercept=None):
     >>> import scipy.sparse as sp
     >>> from sparsekit.losses import softmax_scores
     >>> X = sp.csr_matrix([[1.0, 0.0], [0.0, 2.0]])
-    >>> softmax_scores(X, np.array([[1.0, -1.0], [0.5, 0.5], [0.0, 1.0]]), np.array([0.0, 0.0, -1.0]))
+    >>> coef = np.array([[1.0, -1.0], [0.5, 0.5], [0.0, 1.0]])
+    >>> softmax_scores(X, coef, np.array([0.0, 0.0, -1.0]))
     array([[ 1. ,  0.5, -1. ],
            [-2. ,  1. ,  1. ]])
     """

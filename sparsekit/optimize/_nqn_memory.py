@@ -1,4 +1,5 @@
-"""Compact-representation L-BFGS memory restricted to the free variables (NQN; Keskar 2017, section 3.2).
+"""Compact-representation L-BFGS memory restricted to the free variables (NQN; Keskar 2017,
+section 3.2).
 
 The quasi-Newton matrix is ``B = θI − W M Wᵀ`` with ``W = [Y, θS]`` and
 ``M⁻¹ = [[−D, Lᵀ], [L, θSᵀS]]`` (Byrd, Nocedal & Schnabel 1994), ``D = diag(sᵢᵀyᵢ)``,
