@@ -11,7 +11,8 @@ L1LogisticOBA
 ExtremeSoftmaxSGD
     Softmax regression with very many classes: Implicit SGD, U-max, One-vs-Each.
 
-Subpackages: ``projections``, ``losses``, ``optimize``, ``datasets``, ``gpu`` (CuPy, optional).
+Subpackages: ``projections``, ``losses``, ``optimize``, ``metrics``, ``datasets``, ``gpu``
+(CuPy, optional).
 """
 
 import importlib
@@ -28,12 +29,14 @@ _LAZY_ATTRIBUTES = {
 __all__ = sorted(_LAZY_ATTRIBUTES) + [
     "datasets",
     "losses",
+    "metrics",
     "optimize",
     "projections",
 ]
 
 
-_SUBPACKAGES = ("datasets", "gpu", "linear_model", "losses", "optimize", "projections")
+_SUBPACKAGES = ("datasets", "gpu", "linear_model", "losses", "metrics", "optimize",
+                "projections")
 
 
 def __getattr__(name):

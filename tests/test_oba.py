@@ -934,7 +934,7 @@ def _gap_reference(X, y_pm, s, C, w, b):
 def test_relative_duality_gap_matches_its_formula_at_any_point(b, C):
     """At an arbitrary (w, b), not only at the fitted intercept where Σ sᵢ yᵢ tᵢ ≈ 0 hides
     the sign of the b term; C = 0.05 keeps θ feasible unscaled, C = 3 scales it."""
-    from sparsekit.linear_model._l1_logistic import _relative_duality_gap
+    from sparsekit.losses._logistic_datafit import relative_duality_gap as _relative_duality_gap
     X, y = _binary(1, n=60, d=8)
     y_pm = np.where(y == 1, 1.0, -1.0)
     s = np.random.default_rng(2).uniform(0.2, 2.0, 60)

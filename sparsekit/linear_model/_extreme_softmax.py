@@ -162,6 +162,14 @@ class ExtremeSoftmaxSGD(SparsekitClassifier):
     Prediction scores every class (O(K nnz(x)) per example); ``predict_log_proba`` is the
     exact log-softmax of those scores, also for the biased methods.
 
+    Parameter names as in scikit-learn's ``SGDClassifier``, where they mean the same:
+    ``alpha`` (ridge strength), ``tol``, ``shuffle``, ``random_state``, ``warm_start``,
+    ``fit_intercept``, ``verbose``. Two differ: ``n_epochs`` is ``SGDClassifier``'s
+    ``max_iter`` (a fixed number of passes here, with ``tol`` an optional early stop), and
+    ``learning_rate`` is the initial step ``eta0`` of a geometric schedule (``lr_decay``),
+    not the name of a schedule. ``alpha`` is the ridge strength in all of sparsekit
+    (:class:`SparsemaxClassifier` too); :class:`L1LogisticOBA` takes LIBLINEAR's ``C``.
+
     A ``fit`` or ``partial_fit`` that fails (bad input, a floating-point overflow) leaves the
     estimator as it was. The explicit methods can overflow mid-pass: a ``partial_fit`` on
     existing weights has the epoch driver log the entries it writes and give them back on

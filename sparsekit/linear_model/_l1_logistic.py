@@ -14,17 +14,16 @@ import numpy as np
 import scipy.sparse as sp
 from joblib import Parallel, delayed
 from sklearn.exceptions import ConvergenceWarning
+from sklearn.linear_model._base import LinearClassifierMixin, SparseCoefMixin
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.class_weight import compute_class_weight
 from sklearn.utils.extmath import safe_sparse_dot
-from scipy.special import expit, log_expit, xlogy
-from sklearn.linear_model._base import LinearClassifierMixin, SparseCoefMixin
 from sklearn.utils.validation import _check_sample_weight, check_is_fitted
 
 from sparsekit._cython import _oba_kernels as K
 from sparsekit.losses._softmax import _log_softmax
 from sparsekit.optimize import minimize_oba
-from sparsekit.losses._logistic_datafit import Logistic
+from sparsekit.losses._logistic_datafit import Logistic, relative_duality_gap
 from sparsekit.linear_model._base import SparsekitClassifier, check_labels, unchanged_on_error
 from sparsekit.utils._validation import check_entry_magnitude, validate_input
 
@@ -65,7 +64,7 @@ def _fit_binary(X, X_csr, y_pm, sample_weight, C, fit_intercept, tol, max_iter, 
     datafit = Logistic(X, y_pm, sample_weight=sample_weight, fit_intercept=fit_intercept,
                        X_csr=X_csr)
     w, b, res = _solve(datafit, C, tol, max_iter, w0, verbose)
-    res.duality_gap = _relative_duality_gap(X, y_pm, sample_weight, C, w, b)
+    res.duality_gap = relative_duality_gap(X, y_pm, sample_weight, C, w, b)
     res.excess = 0.0
     if res.success and res.duality_gap > GAP_WARN:
         # at most a tenth of the penalty weight 1/(C n): below it the solve must move w
@@ -98,19 +97,6 @@ def _solve(datafit, C, tol, max_iter, w0, verbose):
     w = res.x[:datafit.n_features]
     b = float(res.x[-1]) if datafit.fit_intercept else 0.0
     return w, b, res
-
-
-def _relative_duality_gap(X, y_pm, sample_weight, C, w, b):
-    """(F(w, b) − D(θ)) / F(w, b): an upper bound on F's relative suboptimality over w
-    (b held fixed), with the dual point of the residuals, θᵢ = C sᵢ σ(−mᵢ), scaled to the
-    dual's feasible set ‖Xᵀ(y∘θ)‖_∞ ≤ 1; D(θ) = Σᵢ C sᵢ (H(tᵢ) − tᵢ yᵢ b) with
-    tᵢ = θᵢ/(C sᵢ) and H the binary entropy (the conjugate of the logistic loss)."""
-    margins = y_pm * (safe_sparse_dot(X, w) + b)
-    primal = np.abs(w).sum() - C * (sample_weight @ log_expit(margins))
-    t = expit(-margins)
-    t /= max(1.0, C * np.abs(safe_sparse_dot(X.T, y_pm * sample_weight * t)).max())
-    entropy = -xlogy(t, t) - xlogy(1.0 - t, 1.0 - t)
-    return (primal - C * (sample_weight @ (entropy - t * y_pm * b))) / primal
 
 
 def _unit_mean_weights(sample_weight):

@@ -19,6 +19,8 @@ over as ``X_csr``, else a copy is made on first use.
 """
 import numpy as np
 import scipy.sparse as sp
+from scipy.special import expit, log_expit, xlogy
+from sklearn.utils.extmath import safe_sparse_dot
 
 from sparsekit._cython import _oba_kernels as K
 from sparsekit._cython import _gram_kernels as GK
@@ -445,3 +447,16 @@ class Quadratic(_LinearDatafit):
     def lipschitz(self):
         """L = Σᵢ sᵢ (‖xᵢ‖² + b) / n ≥ the Lipschitz constant of ∇f (b = 1 with an intercept)."""
         return max(self._gram_bound(), 1e-12)
+
+
+def relative_duality_gap(X, y_pm, sample_weight, C, w, b):
+    """(F(w, b) − D(θ)) / F(w, b): an upper bound on F's relative suboptimality over w
+    (b held fixed), with the dual point of the residuals, θᵢ = C sᵢ σ(−mᵢ), scaled to the
+    dual's feasible set ‖Xᵀ(y∘θ)‖_∞ ≤ 1; D(θ) = Σᵢ C sᵢ (H(tᵢ) − tᵢ yᵢ b) with
+    tᵢ = θᵢ/(C sᵢ) and H the binary entropy (the conjugate of the logistic loss)."""
+    margins = y_pm * (safe_sparse_dot(X, w) + b)
+    primal = np.abs(w).sum() - C * (sample_weight @ log_expit(margins))
+    t = expit(-margins)
+    t /= max(1.0, C * np.abs(safe_sparse_dot(X.T, y_pm * sample_weight * t)).max())
+    entropy = -xlogy(t, t) - xlogy(1.0 - t, 1.0 - t)
+    return (primal - C * (sample_weight @ (entropy - t * y_pm * b))) / primal
