@@ -7,8 +7,11 @@ from sparsekit._cython import _oba_kernels as K
 
 
 def steihaug_cg(H, b, reg=0.0, rtol=0.1, maxiter=1000, radius=math.inf, precondition=False,
-                p0=None):
-    """Truncated CG for ``(H + reg I) p = -b``, stopped on ``||r||_inf <= rtol ||b||_inf``.
+                p0=None, norm=math.inf):
+    """Truncated CG for ``(H + reg I) p = -b``, stopped on ``||r|| <= rtol ||b||``.
+
+    The norm of the stopping test is the infinity norm (OBA's, Keskar 2017) or, with
+    ``norm=2``, the Euclidean one (the inexact-Newton forcing of Eisenstat & Walker 1996).
 
     Steihaug's variant (Nocedal & Wright 2006, Algorithm 7.2): a step that leaves the ball
     of ``radius``, or meets curvature ``d^T (H + reg I) d <= 1e-16 ||d||^2``, ends on the
@@ -28,8 +31,9 @@ def steihaug_cg(H, b, reg=0.0, rtol=0.1, maxiter=1000, radius=math.inf, precondi
     date by the recurrence, also for a step to the boundary: callers read
     ``(H + reg I) p = r - b`` from it instead of making another product.
     """
+    size = _inf_norm if norm == math.inf else _two_norm
     p = np.zeros_like(b)
-    bnorm = np.abs(b).max(initial=0.0)
+    bnorm = size(b)
     if bnorm == 0.0:
         return p, b.copy(), 0
     r, it0 = b.copy(), 0
@@ -38,12 +42,12 @@ def steihaug_cg(H, b, reg=0.0, rtol=0.1, maxiter=1000, radius=math.inf, precondi
         it0 = 1
         if b @ p0 + 0.5 * (p0 @ Hp) < 0.0:
             p, r = p0.copy(), b + Hp
-            if np.abs(r).max() <= rtol * bnorm:
+            if size(r) <= rtol * bnorm:
                 return p, r, it0
     minv = None
     if precondition and hasattr(H, "diagonal"):
         minv = 1.0 / (H.diagonal() + reg)
-    if getattr(H, "is_explicit", False) and math.isfinite(radius):
+    if getattr(H, "is_explicit", False) and math.isfinite(radius) and norm == math.inf:
         it = K.cg_dense(H.matrix, b, bnorm, reg, rtol, maxiter, radius,
                         np.ones_like(b) if minv is None else minv, p, r)
         H.count_products(it)
@@ -65,7 +69,7 @@ def steihaug_cg(H, b, reg=0.0, rtol=0.1, maxiter=1000, radius=math.inf, precondi
             return p + t * d, r + t * Hd, it
         p = p_next
         r += a * Hd
-        if np.abs(r).max() <= rtol * bnorm:
+        if size(r) <= rtol * bnorm:
             return p, r, it
         z = r if minv is None else minv * r
         rz_next = r @ z
@@ -78,3 +82,11 @@ def _to_boundary(p, d, radius):
     """t >= 0 with ||p + t d||_2 = radius."""
     pd, dd, pp = p @ d, d @ d, p @ p
     return (-pd + math.sqrt(max(pd * pd + dd * (radius * radius - pp), 0.0))) / dd
+
+
+def _inf_norm(v):
+    return np.abs(v).max(initial=0.0)
+
+
+def _two_norm(v):
+    return float(np.sqrt(v @ v))

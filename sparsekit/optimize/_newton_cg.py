@@ -26,8 +26,9 @@ _MAX_CG = 200
 def minimize_newton_cg(fun, x0, hessp_at, *, tol=1e-6, max_iter=1000, callback=None):
     """Minimize ``fun`` by damped truncated Newton with CG and Armijo backtracking.
 
-    Each step approximately solves ``(H + c ||g|| I) d = -g`` by CG with the forcing term
-    ``min(0.5, sqrt(||g||_inf))`` (Eisenstat & Walker 1996), then backtracks by halving.
+    Each step approximately solves ``(H + c ||g|| I) d = -g`` by CG, stopped once the
+    residual is below ``min(0.5, sqrt(||g||)) ||g||`` (the forcing term of Eisenstat &
+    Walker 1996, Euclidean norms), then backtracks by halving.
     The Levenberg-Marquardt damping ``c ||g||`` keeps the step bounded where the
     (generalized) Hessian is nearly singular, such as along an unpenalized intercept that
     no active row constrains, and vanishes with ``g``, keeping the fast local rate
@@ -88,10 +89,11 @@ def minimize_newton_cg(fun, x0, hessp_at, *, tol=1e-6, max_iter=1000, callback=N
             status, it = 0, it - 1
             break
         hessp, n_active = hessp_at(x)
+        gnorm = np.linalg.norm(g)
         for _ in range(_DAMPING_TRIALS):
-            shift = damping * np.linalg.norm(g)
-            direction, _, n_cg = steihaug_cg(hessp, g, reg=shift, rtol=min(0.5, np.sqrt(gmax)),
-                                             maxiter=min(2 * g.size, _MAX_CG))
+            direction, _, n_cg = steihaug_cg(hessp, g, reg=damping * gnorm,
+                                             rtol=min(0.5, np.sqrt(gnorm)),
+                                             maxiter=min(2 * g.size, _MAX_CG), norm=2)
             step, f_new, g_new, n_eval = _armijo(fun, x, f, g @ direction, direction)
             nfev += n_eval
             if step is not None:
