@@ -1,56 +1,70 @@
-"""Side-by-side comparison of sparsekit's estimators with their usual peers.
+"""Side-by-side comparison of sparsekit's estimators with their usual peers, on your data.
 
-Runs on datasets embedded in scikit-learn (no download, no ../shared needed) and prints one
-table per task. Peers that are not installed are listed as such and skipped
-(``pip install ".[compare]"`` in the checkout installs LIBLINEAR, skglm and celer).
+``sparsekit-compare [DATA ...]`` prints one table per task for each data set:
 
-- l1-logistic regression, objective of LIBLINEAR ``-s 6``: ``||w||_1 + C sum log(1+exp(-y w.x))``
-  (no intercept, as ``-B -1``) on breast_cancer (standardized): L1LogisticOBA vs LIBLINEAR,
-  skglm, celer and scikit-learn's ``saga``; time, objective, suboptimality, zeros.
-  sparsekit, LIBLINEAR, skglm and celer run at tol 1e-8, each in its own measure, which
-  leaves them all within ~2e-12 of the best objective (saga at 1e-6 stops ~1e-7 away, and
-  tighter tolerances do not bring it much closer in 20000 epochs).
-  Every fit is preceded by one untimed warm-up fit (skglm compiles with numba on first use);
+- binary labels: l1-logistic regression, objective of LIBLINEAR ``-s 6``:
+  ``||w||_1 + C sum log(1+exp(-y w.x))`` (no intercept, as ``-B -1``): L1LogisticOBA vs
+  LIBLINEAR, skglm, celer and scikit-learn's ``saga``; time, objective, suboptimality,
+  zeros. sparsekit, LIBLINEAR, skglm and celer run at tol 1e-8, each in its own measure,
+  which leaves them within ~1e-12 of the best objective (saga at 1e-6 stops ~1e-7 away).
   LIBLINEAR's own copy of the data (``problem``) is built once, outside the timing, as the
   other solvers take the arrays as they are.
-- multiclass probabilities on digits: SparsemaxClassifier and ExtremeSoftmaxSGD vs
-  multinomial LogisticRegression, SGDClassifier(log_loss) and LIBLINEAR ``-s 0 -B 1``
-  (every model with an intercept); time, test accuracy, mean support of ``predict_proba``.
-  ExtremeSoftmaxSGD runs without its training-NLL history (``eval_every=0``), which
-  the other models do not compute either.
+- every data set: class probabilities on a stratified 70/30 split: SparsemaxClassifier (and
+  ExtremeSoftmaxSGD for more than two classes) vs multinomial LogisticRegression,
+  SGDClassifier(log_loss) and LIBLINEAR ``-s 0 -B 1`` (every model with an intercept, at its
+  defaults); time, test accuracy, mean support of ``predict_proba``. ExtremeSoftmaxSGD runs
+  without its training-NLL history (``eval_every=0``), which the other models do not compute
+  either.
 
-Times are wall-clock medians with their min-max range. A peer that fails is listed with
-its error, and the other rows are still measured.
+DATA is a LIBSVM/svmlight file (any path; ``.xz``, ``.gz`` and ``.bz2`` are read
+compressed), ``a9a`` (shipped inside sparsekit), a set of the data home (``a9a.t``, ``w8a``:
+see :func:`sparsekit.datasets.get_data_home`) or one of scikit-learn's ``breast_cancer`` and
+``digits`` (dense, standardized for the l1 table). Without DATA it runs on a9a and digits.
+
+Every fit is preceded by one untimed warm-up fit (skglm compiles with numba on first use);
+a model whose warm-up takes more than ``--budget`` seconds is timed by that fit alone. Times
+are wall-clock medians with their min-max range, every solver on one thread. A peer that is
+not installed or fails is listed with its reason, and the other rows are still measured.
 
 Usage::
 
-    sparsekit-compare            # or, Python >= 3.11: python -P -m sparsekit.benchmarks.compare
-    sparsekit-compare --repeat 5
+    sparsekit-compare                       # a9a and digits
+    sparsekit-compare my_data.svm.xz --C 0.5 --repeat 5
+    sparsekit-compare w8a --json            # machine-readable tables
 """
 import argparse
+import json
 import statistics
+import sys
 import time
 import warnings
+from pathlib import Path
 
 import numpy as np
 from sklearn.datasets import load_breast_cancer, load_digits
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.linear_model import LogisticRegression, SGDClassifier
 from sklearn.model_selection import train_test_split
+from sklearn.utils.multiclass import type_of_target
 from sklearn.preprocessing import StandardScaler
 from threadpoolctl import threadpool_limits
 
 from sparsekit import ExtremeSoftmaxSGD, L1LogisticOBA, SparsemaxClassifier
+from sparsekit.datasets import load_a9a, load_libsvm
 from sparsekit.utils._sklearn import l1_penalty
 
 _L1 = l1_penalty()
 
 
-def _median_fit(make_and_fit, repeat):
-    """Wall times of ``repeat`` fits after one untimed warm-up (JIT compilers, caches), and
-    the last model."""
-    make_and_fit()
-    times, model = [], None
+def _median_fit(make_and_fit, repeat, budget=np.inf):
+    """Wall times of ``repeat`` fits after one warm-up fit (JIT compilers, caches), and the
+    last model; a warm-up longer than ``budget`` seconds is the only fit, and its time."""
+    t0 = time.perf_counter()
+    model = make_and_fit()
+    first = time.perf_counter() - t0
+    if first > budget:
+        return [first], model
+    times = []
     for _ in range(repeat):
         t0 = time.perf_counter()
         model = make_and_fit()
@@ -58,13 +72,13 @@ def _median_fit(make_and_fit, repeat):
     return times, model
 
 
-def _measure(name, fit, repeat, describe):
+def _measure(name, fit, repeat, describe, budget=np.inf):
     """One table row: ``[name, times, *describe(model), ""]``, or the reason it has none
     (not installed; the error a peer raised)."""
     if fit is None:
         return [name, "not installed", "", "", ""]
     try:
-        times, model = _median_fit(fit, repeat)
+        times, model = _median_fit(fit, repeat, budget)
         return [name, times, *describe(model), ""]
     except Exception as exc:   # a peer's API change must not hide the other rows
         return [name, f"error: {type(exc).__name__}: {exc}"[:100], "", "", ""]
@@ -81,7 +95,8 @@ def _format_rows(rows, base_row, formats):
     for r in _measured(rows):
         median = statistics.median(r[1])
         r[4] = f"{median / base:.2f}x" if base else "n/a"
-        r[1] = f"{median * 1e3:.1f} ms ({min(r[1]) * 1e3:.1f}-{max(r[1]) * 1e3:.1f})"
+        r[1] = (f"{median * 1e3:.1f} ms ({min(r[1]) * 1e3:.1f}-{max(r[1]) * 1e3:.1f})"
+                if len(r[1]) > 1 else f"{median * 1e3:.1f} ms (one fit)")
         for i, fmt in formats.items():
             r[i] = fmt(r[i])
 
@@ -129,33 +144,35 @@ def _l1_solvers(X, y, C):
     ).fit(X, y).coef_.ravel()
 
 
-def compare_l1_logistic(repeat, C=1.0):
-    """(title, header, rows) of the l1-logistic comparison on breast_cancer."""
-    data = load_breast_cancer()
-    X = StandardScaler().fit_transform(data.data)
-    y = np.where(data.target == 1, 1, -1)
+def compare_l1_logistic(repeat, C=1.0, data=None, budget=np.inf):
+    """(title, header, rows) of the l1-logistic comparison on ``data`` (a :class:`Dataset`
+    with two classes; default: breast_cancer)."""
+    data = data or load_dataset("breast_cancer")
+    X = data.X_l1
+    y = np.where(data.y == data.classes[1], 1, -1)
     rows = [_measure(name, fit, repeat,
-                     lambda w: (_l1_objective(w, X, y, C), int(np.sum(w == 0))))
+                     lambda w: (_l1_objective(w, X, y, C), int(np.sum(w == 0))), budget)
             for name, fit in _l1_solvers(X, y, C)]
     best = min((r[2] for r in _measured(rows)), default=np.nan)
     _format_rows(rows, rows[0], {2: lambda f: f"{f:.8f} (rel. gap {(f - best) / best:.1e})"})
-    return (f"l1-logistic (LIBLINEAR -s 6 objective), breast_cancer {X.shape}, C={C}, "
+    return (f"l1-logistic (LIBLINEAR -s 6 objective), {data.name} {X.shape}, C={C:g}, "
             f"no intercept; tol 1e-8 (saga 1e-6), each in its own measure; LIBLINEAR's "
             f"copy of the data built untimed; median (min-max) of {repeat} fits",
             ["solver", "fit time", "objective F(w)", "zeros in w", "time / sparsekit"], rows)
 
 
-def _multiclass_models():
+def _multiclass_models(n_classes=10):
     yield "sparsekit SparsemaxClassifier", lambda: SparsemaxClassifier(alpha=1e-3, max_iter=500)
-    yield "sparsekit ExtremeSoftmaxSGD (implicit)", lambda: ExtremeSoftmaxSGD(
-        method="implicit", n_epochs=20, eval_every=0, random_state=0)
+    if n_classes > 2:  # a softmax for many classes; two are LogisticRegression's ground
+        yield "sparsekit ExtremeSoftmaxSGD (implicit)", lambda: ExtremeSoftmaxSGD(
+            method="implicit", n_epochs=20, eval_every=0, random_state=0)
     yield "scikit-learn LogisticRegression (lbfgs)", lambda: LogisticRegression(
         C=1.0, max_iter=2000)
     yield "scikit-learn SGDClassifier (log_loss)", lambda: SGDClassifier(
         loss="log_loss", alpha=1e-4, max_iter=20, tol=None, random_state=0)
 
 
-def _liblinear_multiclass(X_train, y_train, X_test, y_test, repeat):
+def _liblinear_multiclass(X_train, y_train, X_test, y_test, repeat, budget=np.inf):
     name = "LIBLINEAR -s 0 -B 1 (one-vs-rest)"
     try:
         from liblinear import liblinearutil
@@ -170,27 +187,77 @@ def _liblinear_multiclass(X_train, y_train, X_test, y_test, repeat):
                 float(np.mean(np.sum(np.asarray(proba) > 0, axis=1))))
 
     return _measure(name, lambda: liblinearutil.train(
-        problem, liblinearutil.parameter("-s 0 -c 1 -B 1 -q")), repeat, describe)
+        problem, liblinearutil.parameter("-s 0 -c 1 -B 1 -q")), repeat, describe, budget)
 
 
-def compare_multiclass(repeat):
-    """(title, header, rows) of the multiclass-probability comparison on digits."""
-    data = load_digits()
-    X = data.data / 16.0
+def compare_multiclass(repeat, data=None, budget=np.inf):
+    """(title, header, rows) of the class-probability comparison on ``data`` (a
+    :class:`Dataset`; default: digits)."""
+    data = data or load_dataset("digits")
     X_train, X_test, y_train, y_test = train_test_split(
-        X, data.target, test_size=0.3, random_state=0, stratify=data.target)
+        data.X, data.y, test_size=0.3, random_state=0, stratify=data.y)
+
     def describe(model):
         proba = model.predict_proba(X_test)
         return model.score(X_test, y_test), float(np.mean(np.sum(proba > 0, axis=1)))
 
-    rows = [_measure(name, lambda make=make: make().fit(X_train, y_train), repeat, describe)
-            for name, make in _multiclass_models()]
-    rows.append(_liblinear_multiclass(X_train, y_train, X_test, y_test, repeat))
-    _format_rows(rows, rows[2], {2: "{:.4f}".format, 3: "{:.2f}".format})
-    return (f"multiclass probabilities, digits {X.shape} (70/30 split), every model with an "
-            f"intercept; median (min-max) of {repeat} fits",
+    rows = [_measure(name, lambda make=make: make().fit(X_train, y_train), repeat, describe,
+                     budget)
+            for name, make in _multiclass_models(data.classes.size)]
+    rows.append(_liblinear_multiclass(X_train, y_train, X_test, y_test, repeat, budget))
+    base = next(r for r in rows if r[0].startswith("scikit-learn LogisticRegression"))
+    _format_rows(rows, base, {2: "{:.4f}".format, 3: "{:.2f}".format})
+    return (f"class probabilities, {data.name} {data.X.shape}, {data.classes.size} classes "
+            f"(70/30 split), every model with an intercept; median (min-max) of {repeat} fits",
             ["model", "fit time", "test accuracy", "mean classes with p>0",
              "time / LogisticRegression"], rows)
+
+
+class Dataset:
+    """A data set to compare on: ``X`` (dense or CSR), labels ``y``, ``X_l1`` (the matrix
+    of the l1 table: scikit-learn's dense sets standardized) and its sorted ``classes``."""
+
+    def __init__(self, name, X, y, X_l1=None):
+        self.name, self.X, self.y = name, X, np.asarray(y)
+        self.X_l1 = X if X_l1 is None else X_l1
+        self.classes = np.unique(self.y)
+
+
+def load_dataset(spec):
+    """The :class:`Dataset` named by ``spec``: ``a9a`` (shipped), ``breast_cancer`` or
+    ``digits`` (scikit-learn), a LIBSVM file, or a set of the data home. Raises ValueError
+    with a message for the user when it cannot be read or is not a classification task."""
+    if spec == "a9a":
+        data = Dataset("a9a", *load_a9a())
+    elif spec == "breast_cancer":
+        X, y = load_breast_cancer(return_X_y=True)
+        data = Dataset(spec, X, y, StandardScaler().fit_transform(X))
+    elif spec == "digits":
+        X, y = load_digits(return_X_y=True)
+        data = Dataset(spec, X / 16.0, y)
+    else:
+        try:
+            X, y = load_libsvm(spec)
+        except (OSError, ValueError) as exc:
+            raise ValueError(f"cannot read {spec!r}: {exc}") from None
+        data = Dataset(Path(spec).name, X, y)
+    kind = type_of_target(data.y)
+    if kind not in ("binary", "multiclass"):
+        raise ValueError(f"{spec!r}: the labels are {kind}, not classes")
+    counts = np.unique(data.y, return_counts=True)[1]
+    if counts.size < 2 or counts.min() < 2:
+        raise ValueError(f"{spec!r}: every class needs at least 2 rows for a train/test "
+                         f"split (class sizes {counts.tolist()})")
+    return data
+
+
+def tables(data, repeat, C=1.0, budget=np.inf):
+    """The tables of one data set: the l1 table for two classes, then the probabilities."""
+    out = []
+    if data.classes.size == 2:
+        out.append(compare_l1_logistic(repeat, C, data, budget))
+    out.append(compare_multiclass(repeat, data, budget))
+    return out
 
 
 def format_table(title, header, rows):
@@ -212,18 +279,46 @@ def _positive_int(text):
     return value
 
 
+def _positive_float(text):
+    value = float(text)
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"must be a positive number, got {text}")
+    return value
+
+
 def main(argv=None):
-    """The ``sparsekit-compare`` console script: print both tables."""
+    """The ``sparsekit-compare`` console script."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("data", nargs="*", default=["a9a", "digits"],
+                        help="LIBSVM files or data set names (default: a9a digits)")
     parser.add_argument("--repeat", type=_positive_int, default=3,
                         help="fits per model (median)")
+    parser.add_argument("--C", type=_positive_float, default=1.0,
+                        help="inverse l1 strength of the l1 table")
+    parser.add_argument("--budget", type=_positive_float, default=10.0,
+                        help="seconds: a slower warm-up fit is timed alone")
+    parser.add_argument("--json", action="store_true", help="print JSON, not tables")
     args = parser.parse_args(argv)
+    datasets = []
+    for spec in args.data:
+        try:
+            datasets.append(load_dataset(spec))
+        except ValueError as exc:
+            parser.error(str(exc))
     warnings.simplefilter("ignore", ConvergenceWarning)
     warnings.filterwarnings("ignore", message=".*faster on contiguous arrays")  # numba, in skglm
+    report = []
     with threadpool_limits(limits=1):     # every solver single-threaded, BLAS included
-        for task in (compare_l1_logistic, compare_multiclass):
-            print(format_table(*task(args.repeat)))
-            print()
+        for data in datasets:
+            for title, header, rows in tables(data, args.repeat, args.C, args.budget):
+                if args.json:
+                    report.append({"data": data.name, "title": title,
+                                   "rows": [dict(zip(header, map(str, r))) for r in rows]})
+                else:
+                    print(format_table(title, header, rows), end="\n\n", flush=True)
+    if args.json:
+        json.dump(report, sys.stdout, indent=1)
+        print()
 
 
 if __name__ == "__main__":

@@ -2,12 +2,13 @@
 
 Loaders of named sets take ``data_home=None`` (the environment variable ``SPARSEKIT_DATA``,
 else ``~/sparsekit_data``, see :func:`get_data_home`) or an explicit folder, and raise
-``FileNotFoundError`` naming the missing file.
+``FileNotFoundError`` naming the missing file. :func:`load_a9a` reads the copy of a9a shipped
+inside the package.
 """
 from ._debian import load_debian
 from ._extreme_teacher import make_extreme_softmax_teacher
 from ._home import get_data_home
-from ._libsvm import load_libsvm
+from ._libsvm import load_a9a, load_libsvm
 from ._mnist import load_mnist
 from ._mulan import load_mulan
 from ._ove_toy import make_ove_toy
@@ -16,6 +17,7 @@ from ._xmlrepo import load_xmlrepo
 
 __all__ = [
     "get_data_home",
+    "load_a9a",
     "load_debian",
     "load_libsvm",
     "load_mnist",
