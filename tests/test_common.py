@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 from sklearn.datasets import load_iris
-from sklearn.exceptions import NotFittedError
+from sklearn.exceptions import ConvergenceWarning, NotFittedError
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from sparsekit import ExtremeSoftmaxSGD, L1LogisticOBA, SparsemaxClassifier
@@ -93,3 +93,86 @@ def test_a_failed_refit_keeps_the_fitted_model(iris, name):
         np.testing.assert_array_equal(getattr(est, k), v)
     assert est.n_features_in_ == X.shape[1]
     est.predict(X)
+
+
+# --- scikit-learn's callbacks (sklearn.callback): set_callbacks, ProgressBar, propagation
+
+
+class _Recorder:
+    """A FitCallback recording each finished task (name, depth) and, on the subtasks, the
+    score of the model as it stood; asks to stop after ``stop_after`` subtasks."""
+
+    def __init__(self, stop_after=None):
+        self.stop_after = stop_after
+        self.ended, self.scores, self.setups, self.teardowns = [], [], 0, 0
+
+    def setup(self, estimator, context):
+        self.setups += 1
+
+    def teardown(self, estimator, context):
+        self.teardowns += 1
+
+    def on_fit_task_begin(self, estimator, context, *, X=None, y=None):
+        pass
+
+    def on_fit_task_end(self, estimator, context, *, X=None, y=None, fitted_estimator=None):
+        depth = 0 if context.task_name == "fit" else 1
+        self.ended.append((context.task_name, depth))
+        if depth and fitted_estimator is not None and X is not None:
+            self.scores.append(fitted_estimator.score(X, y))
+        subtasks = sum(d == 1 for _, d in self.ended)
+        return self.stop_after is not None and depth == 1 and subtasks >= self.stop_after
+
+
+CALLBACK_CASES = {
+    "SparsemaxClassifier(lbfgs)": (lambda: SparsemaxClassifier(alpha=1e-2), "lbfgs iteration"),
+    "SparsemaxClassifier(newton-cg)": (lambda: SparsemaxClassifier(alpha=1e-2,
+                                                                   solver="newton-cg"),
+                                       "newton-cg iteration"),
+    "SparsemaxClassifier(sdca)": (lambda: SparsemaxClassifier(alpha=1e-2, solver="sdca",
+                                                              random_state=0),
+                                  "sdca iteration"),
+    "L1LogisticOBA": (lambda: L1LogisticOBA(), "binary problem"),
+    "ExtremeSoftmaxSGD": (lambda: ExtremeSoftmaxSGD(n_epochs=4, random_state=0), "epoch"),
+}
+
+
+@pytest.mark.parametrize("name", CALLBACK_CASES)
+def test_callbacks_see_one_subtask_per_iteration_and_can_stop_the_fit(iris, name):
+    X, y = iris
+    make, subtask = CALLBACK_CASES[name]
+    recorder = _Recorder()
+    est = make().set_callbacks(recorder).fit(X, y)
+    subtasks = [task for task, depth in recorder.ended if depth == 1]
+    assert recorder.ended[-1] == ("fit", 0) and recorder.setups == recorder.teardowns == 1
+    assert set(subtasks) == {subtask}
+    expected = {"binary problem": 3, "epoch": est.n_iter_}.get(subtask, est.n_iter_ + 1)
+    assert len(subtasks) == expected   # the solvers' bridge ends one empty task at the end
+    if subtask != "binary problem":    # the model as it stood after each iteration predicts
+        assert recorder.scores and 0.3 < recorder.scores[-1] <= 1.0
+        np.testing.assert_allclose(recorder.scores[-1], est.score(X, y), atol=0.05)
+    plain = make().fit(X, y)           # callbacks do not change the fit
+    np.testing.assert_array_equal(est.coef_, plain.coef_)
+    if subtask in ("epoch", "lbfgs iteration", "newton-cg iteration", "sdca iteration"):
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", ConvergenceWarning)  # a requested stop is no failure
+            stopped = make().set_callbacks(_Recorder(stop_after=2)).fit(X, y)
+        assert stopped.n_iter_ == 2
+
+
+@pytest.mark.parametrize("name", CALLBACK_CASES)
+def test_progress_bar_on_every_estimator_and_through_grid_search(iris, name):
+    pytest.importorskip("rich")
+    from sklearn.callback import ProgressBar
+    from sklearn.model_selection import GridSearchCV
+
+    X, y = iris
+    make, _ = CALLBACK_CASES[name]
+    assert make().set_callbacks(ProgressBar()).fit(X, y).score(X, y) > 0.6
+    search = GridSearchCV(make(), {"fit_intercept": [True, False]}, cv=2)
+    search.set_callbacks(ProgressBar()).fit(X, y)
+    assert search.best_estimator_.score(X, y) > 0.6
+    recorder = _Recorder()        # an auto-propagated callback would need the protocol's
+    search = GridSearchCV(make().set_callbacks(recorder), {"fit_intercept": [True]}, cv=2)
+    search.fit(X, y)              # a callback set on the estimator goes with its clones
+    assert search.best_estimator_ is not None

@@ -1,9 +1,12 @@
-"""What the three estimators share: sparse input, label encoding, rollback, progress lines."""
+"""What the three estimators share: sparse input, label encoding, rollback, progress lines
+and scikit-learn's callbacks."""
 import functools
 import warnings
+from contextlib import contextmanager
 
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.callback import CallbackSupportMixin
 from sklearn.utils.multiclass import check_classification_targets
 
 from ..utils._validation import check_two_classes
@@ -39,8 +42,11 @@ def check_labels(y, many_classes=False):
         check_classification_targets(y)
 
 
-class SparsekitClassifier(ClassifierMixin, BaseEstimator):
-    """Base of the estimators: takes sparse input, encodes labels, prints progress."""
+class SparsekitClassifier(CallbackSupportMixin, ClassifierMixin, BaseEstimator):
+    """Base of the estimators: takes sparse input, encodes labels, prints progress, and
+    reports its fit to scikit-learn's callbacks (``set_callbacks``, e.g. ``ProgressBar``):
+    the fit is a task whose subtasks are the solver's iterations, epochs or binary
+    problems."""
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -63,3 +69,32 @@ class SparsekitClassifier(ClassifierMixin, BaseEstimator):
         """One progress line, ``[ClassName] text``, when ``verbose`` is set."""
         if self.verbose:
             print(f"[{type(self).__name__}] {text}")
+
+    def _begin_fit_task(self, X, y, max_subtasks, sample_weight=None):
+        """The root callback context of this fit, begun (call once, early in ``fit``)."""
+        context = self._init_callback_context(max_subtasks=max_subtasks)
+        context.call_on_fit_task_begin(estimator=self, X=X, y=y,
+                                       metadata=_metadata(sample_weight))
+        return context
+
+    def _end_fit_task(self, context, X, y, sample_weight=None):
+        context.call_on_fit_task_end(estimator=self, X=X, y=y,
+                                     metadata=_metadata(sample_weight),
+                                     reconstruction_attributes={})
+
+    @contextmanager
+    def _subtask(self, context, name, X=None, y=None, reconstruction=None):
+        """Run the body as a subtask of ``context``; yields a list that holds True after
+        the body when a callback asked the fit to stop. ``reconstruction``: a callable
+        returning the attributes of the model at the subtask's end (called only when a
+        callback needs a fitted estimator)."""
+        task = context.subcontext(task_name=name)
+        task.call_on_fit_task_begin(estimator=self, X=X, y=y)
+        stop = []
+        yield stop
+        stop.append(task.call_on_fit_task_end(estimator=self, X=X, y=y,
+                                              reconstruction_attributes=reconstruction))
+
+
+def _metadata(sample_weight):
+    return None if sample_weight is None else {"sample_weight": sample_weight}

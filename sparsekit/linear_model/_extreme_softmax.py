@@ -13,6 +13,7 @@ from numbers import Integral, Real
 import numpy as np
 import scipy.sparse as sp
 from sklearn.exceptions import ConvergenceWarning
+from sklearn.callback import with_callbacks
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import _check_sample_weight, check_is_fitted
@@ -302,6 +303,13 @@ class ExtremeSoftmaxSGD(SparsekitClassifier):
         self._bias = bool(self.fit_intercept)
         self._publish()
 
+    def _model_now(self):
+        """The fitted attributes of the weights as they are now (for the callbacks)."""
+        R = self._R.copy()
+        D = R.shape[1] - int(self._bias)
+        return {"_R": R, "coef_": R[:, :D],
+                "intercept_": R[:, D] if self._bias else np.zeros(R.shape[0], R.dtype)}
+
     def _publish(self):
         D = self._R.shape[1] - int(self._bias)
         self.coef_ = self._R[:, :D]
@@ -443,6 +451,7 @@ class ExtremeSoftmaxSGD(SparsekitClassifier):
 
     # ------------------------------------------------------------------ fitting
     @unchanged_on_error
+    @with_callbacks
     def fit(self, X, y, sample_weight=None):
         """Run ``n_epochs`` passes of the chosen method.
 
@@ -493,11 +502,13 @@ class ExtremeSoftmaxSGD(SparsekitClassifier):
             self._record(0, self._training_nll(Xe, ye, we))
         converged = False
         self.n_iter_ = 0
+        context = self._begin_fit_task(X, y, self.n_epochs, sample_weight)
         for epoch in range(self.n_epochs):
             order = (rng.permutation(n) if self.shuffle else np.arange(n)).astype(np.intp)
             seed = int(rng.randint(0, 2**62))
             eta = self.learning_rate * self.lr_decay**epoch
-            self._run_pass(inputs, y_idx, sample_weight, u, eta, order, seed)
+            with self._subtask(context, "epoch", X, y, self._model_now) as stop:
+                self._run_pass(inputs, y_idx, sample_weight, u, eta, order, seed)
             self.n_iter_ = epoch + 1
             last = epoch + 1 == self.n_epochs
             if self.eval_every and ((epoch + 1) % self.eval_every == 0 or last):
@@ -508,11 +519,15 @@ class ExtremeSoftmaxSGD(SparsekitClassifier):
                     break
             else:
                 self._progress(epoch + 1)
+            if stop[0]:            # a callback asked to stop: no convergence warning
+                converged = True
+                break
         self._warn_if_diverged(inputs[-1])
         if self.tol is not None and not converged:
             warnings.warn(f"ExtremeSoftmaxSGD did not reach tol={self.tol} in "
                           f"{self.n_epochs} epochs; increase n_epochs", ConvergenceWarning)
         self.u_ = u
+        self._end_fit_task(context, X, y, sample_weight)
         return self
 
     @unchanged_on_error

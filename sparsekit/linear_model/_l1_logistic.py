@@ -13,6 +13,7 @@ import warnings
 import numpy as np
 import scipy.sparse as sp
 from joblib import Parallel, delayed
+from sklearn.callback import with_callbacks
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.linear_model._base import LinearClassifierMixin, SparseCoefMixin
 from sklearn.utils._param_validation import Interval, StrOptions
@@ -250,6 +251,7 @@ class L1LogisticOBA(LinearClassifierMixin, SparseCoefMixin, SparsekitClassifier)
         self.sparse_coef = sparse_coef
 
     @unchanged_on_error
+    @with_callbacks
     def fit(self, X, y, sample_weight=None):
         """Fit the model on X (dense or CSR/CSC, float32/float64) and labels y."""
         self._validate_params()
@@ -271,13 +273,23 @@ class L1LogisticOBA(LinearClassifierMixin, SparseCoefMixin, SparsekitClassifier)
             sample_weight = sample_weight * cw[codes]
         sample_weight, mean_weight = _unit_mean_weights(sample_weight)
         problems = [classes[1]] if classes.size == 2 else list(classes)
+        X_in = X
+        context = self._begin_fit_task(X_in, y, len(problems), sample_weight)
+        # one subtask per binary problem, created here so that their ids follow the classes
+        tasks = [context.subcontext(task_name="binary problem") for _ in problems]
         X, X_csr = _layouts(X, len(problems))
         w0 = self._warm_start_point(len(problems), X.shape[1])
-        jobs = (delayed(_fit_binary)(
-            X, X_csr, np.where(y == pos, 1.0, -1.0), sample_weight, self.C * mean_weight,
-            self.fit_intercept, self.tol, self.max_iter, w0[k] if w0 is not None else None,
-            self.verbose)
-            for k, pos in enumerate(problems))
+
+        def solve(k, pos):
+            tasks[k].call_on_fit_task_begin(estimator=self, X=X_in, y=y)
+            result = _fit_binary(
+                X, X_csr, np.where(y == pos, 1.0, -1.0), sample_weight, self.C * mean_weight,
+                self.fit_intercept, self.tol, self.max_iter,
+                w0[k] if w0 is not None else None, self.verbose)
+            tasks[k].call_on_fit_task_end(estimator=self, X=X_in, y=y)
+            return result
+
+        jobs = (delayed(solve)(k, pos) for k, pos in enumerate(problems))
         results = Parallel(n_jobs=self.n_jobs, prefer="threads")(jobs)
 
         coef = np.vstack([w for w, _, _ in results]).astype(X.dtype)  # follows X's dtype
@@ -310,6 +322,7 @@ class L1LogisticOBA(LinearClassifierMixin, SparseCoefMixin, SparsekitClassifier)
                               f"excess by {gap:.1%}): F is very flat here (large C, (nearly) "
                               "separable classes or tiny feature scales); lower tol or "
                               "rescale X.", ConvergenceWarning)
+        self._end_fit_task(context, X_in, y, sample_weight)
         return self
 
     def _warm_start_point(self, n_problems, n_features):

@@ -5,6 +5,7 @@ from numbers import Integral, Real
 import numpy as np
 import scipy.sparse as sp
 from scipy.optimize import Bounds, minimize
+from sklearn.callback import with_callbacks
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.metrics import accuracy_score
 from sklearn.utils import check_random_state
@@ -16,6 +17,7 @@ from ..losses._fenchel_young_datafit import FenchelYoungLinear
 from ..losses._targets import check_target_entries, polytope_targets
 from ..optimize import minimize_newton_cg, minimize_nqn
 from ..optimize._bounds import parse_bounds
+from ..optimize._result import STOPPED_BY_CALLBACK
 from ..optimize._sdca import minimize_sdca
 from ..projections import project
 from ..projections._checks import negated_columns, reflect_columns
@@ -244,6 +246,7 @@ class SparsemaxClassifier(SparsekitClassifier):
 
     # ------------------------------------------------------------------ fit
     @unchanged_on_error
+    @with_callbacks
     def fit(self, X, y, sample_weight=None):
         """Fit the model.
 
@@ -294,7 +297,10 @@ class SparsemaxClassifier(SparsekitClassifier):
             center=(self.fit_intercept and not self.penalize_intercept
                     and self.solver != "sdca"), device=self.device)
         bounds = self._coefficient_bounds(n_features, n_classes, columns)
-        res = self._solve(datafit, self._initial_point(datafit, columns), bounds)
+        context = self._begin_fit_task(X_rows, y, self.max_iter + 1, sample_weight)
+        callback, close = self._solver_callback(datafit, context, X_rows, y, columns)
+        res = self._solve(datafit, self._initial_point(datafit, columns), bounds, callback)
+        close()
         W, b = datafit.from_solver(res.x)
         if not (np.isfinite(W).all() and np.isfinite(b).all()):
             raise ValueError("SparsemaxClassifier's solver reached non-finite coefficients; "
@@ -303,7 +309,7 @@ class SparsemaxClassifier(SparsekitClassifier):
         self.coef_ = np.ascontiguousarray(reflect_columns(W, columns, 0).T, dtype=X.dtype)
         self.intercept_ = reflect_columns(b, columns, 0).astype(X.dtype)
         self.n_iter_ = int(res.nit)
-        if not res.success:
+        if not res.success and res.status != STOPPED_BY_CALLBACK:
             hint = "increase max_iter or scale the data"
             if self.solver == "lbfgs" and res.status == 2 and X.dtype == np.float32:
                 hint = ("its line search found no decrease, which for float32 X is usually "
@@ -311,14 +317,14 @@ class SparsemaxClassifier(SparsekitClassifier):
                         "optimum as float32 allows); fit float64 X or use a larger tol")
             warnings.warn(f"SparsemaxClassifier did not converge "
                           f"({str(res.message).rstrip(': ')}); {hint}.", ConvergenceWarning)
+        self._end_fit_task(context, X_rows, y, sample_weight)
         return self
 
-    def _solve(self, datafit, theta0, bounds):
+    def _solve(self, datafit, theta0, bounds, callback=None):
         """Run the chosen solver on ``datafit`` from ``theta0``: an ``OptimizeResult``."""
         if self.solver in ("newton-cg", "sdca") and bounds is not None:
             raise ValueError(f"solver={self.solver!r} does not support positive or bounds; "
                              "use solver='lbfgs' or 'nqn'.")
-        callback = self._progress_callback()
         if self.solver == "sdca":
             rng = np.random.default_rng(check_random_state(self.random_state).randint(2**31))
             return minimize_sdca(datafit, theta0, tol=self.tol, max_iter=self.max_iter,
@@ -341,10 +347,19 @@ class SparsemaxClassifier(SparsekitClassifier):
         return minimize(datafit.value_grad, theta0, method="L-BFGS-B", jac=True,
                         bounds=bounds, callback=callback, options=options)
 
-    def _progress_callback(self):
-        """The solvers' callback printing one line per iteration, or None (quiet)."""
-        if not self.verbose:
-            return None
+    def _solver_callback(self, datafit, context, X, y, columns):
+        """``(callback, close)``: the solvers' callback, which prints one line per iteration
+        (``verbose``) and makes each iteration a subtask of the fit for scikit-learn's
+        callbacks (a callback that asks to stop raises ``StopIteration`` in the solver),
+        and ``close`` for the subtask begun after the last iteration (as scikit-learn's
+        LogisticRegression does). ``(None, no-op)`` when neither is asked for."""
+        if not (self.verbose or getattr(self, "_skl_callbacks", None)):
+            return None, lambda: None
+        tasks = []
+
+        def begin():
+            tasks.append(context.subcontext(task_name=f"{self.solver} iteration"))
+            tasks[-1].call_on_fit_task_begin(estimator=self, X=X, y=y)
 
         def callback(intermediate_result):
             r = intermediate_result
@@ -359,7 +374,20 @@ class SparsemaxClassifier(SparsekitClassifier):
                 prefix = "nqn " if self.solver == "nqn" else ""
                 self._say(f"{prefix}objective {r.fun:.10g}")
 
-        return callback
+            def model():
+                W, b = datafit.from_solver(r.x)
+                return {"coef_": np.ascontiguousarray(reflect_columns(W, columns, 0).T,
+                                                      dtype=datafit.X.dtype),
+                        "intercept_": reflect_columns(b, columns, 0).astype(datafit.X.dtype)}
+
+            stop = tasks[-1].call_on_fit_task_end(estimator=self, X=X, y=y,
+                                                  reconstruction_attributes=model)
+            begin()
+            if stop:
+                raise StopIteration
+
+        begin()
+        return callback, lambda: tasks[-1].call_on_fit_task_end(estimator=self)
 
     def _check_sdca(self):
         if self.device != "cpu":
