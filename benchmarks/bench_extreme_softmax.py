@@ -47,10 +47,8 @@ from sklearn.preprocessing import normalize
 sys.path.insert(0, str(_report.REPO))          # the in-place build, also when not installed
 from sparsekit.datasets import (load_debian, load_mnist, load_xmlrepo,
                                 make_extreme_softmax_teacher)
-from sparsekit.linear_model import ExtremeSoftmaxSGD
+from sparsekit.linear_model import ExtremeSoftmaxSGD, first_label, precision_at_k
 from sparsekit._cython._softmax_sgd import L2_CACHE_BYTES  # noqa: E402
-from sparsekit.linear_model._extreme_softmax import (first_label,
-                                                     precision_at_k)
 from sparsekit.losses import softmax_nll
 
 CACHE = _report.RESULTS / "extreme_softmax"

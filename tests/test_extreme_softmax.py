@@ -1,4 +1,5 @@
 """ExtremeSoftmaxSGD estimator: API, convergence, streaming, multi-label policy."""
+import functools
 import pickle
 import warnings
 
@@ -15,6 +16,9 @@ from sparsekit.linear_model import ExtremeSoftmaxSGD, first_label, precision_at_
 from sparsekit.losses import (_softmax, double_sum_gradient, double_sum_objective,
                               ove_objective, softmax_log_proba, softmax_nll)
 import sparsekit.linear_model._extreme_softmax as est_module
+
+#: the estimator with its training-NLL history on (eval_every defaults to 0)
+_monitored = functools.partial(ExtremeSoftmaxSGD, eval_every=1)
 
 METHODS = ["implicit", "umax", "ove", "sgd", "sampled_softmax", "nce"]
 
@@ -41,7 +45,7 @@ def test_top_level_import():
                                        ("ove", 0.3), ("sampled_softmax", 0.3), ("nce", 0.3)])
 def test_every_method_decreases_the_exact_nll(data, method, lr):
     X, y = data
-    est = ExtremeSoftmaxSGD(method, learning_rate=lr, n_epochs=8, random_state=0,
+    est = _monitored(method, learning_rate=lr, n_epochs=8, random_state=0,
                             fit_intercept=False).fit(X, y)
     assert est.loss_epochs_[0] == 0 and est.loss_epochs_[-1] == 8
     assert est.loss_curve_[-1] < 0.85 * est.loss_curve_[0]
@@ -163,7 +167,7 @@ def test_zero_weight_mass_gives_a_nan_curve_point_and_an_error_in_softmax_nll(da
     X, y = data
     weight = np.zeros(X.shape[0])
     weight[0] = 1.0  # the one-row evaluation subsample (seed 0) misses the weighted row
-    est = ExtremeSoftmaxSGD(n_epochs=2, eval_size=1, random_state=0)
+    est = _monitored(n_epochs=2, eval_size=1, random_state=0)
     est.fit(X, y, sample_weight=weight)
     assert len(est.loss_curve_) == 3 and np.all(np.isnan(est.loss_curve_))
     with pytest.raises(ValueError, match="positive weight"):
@@ -221,7 +225,7 @@ def test_partial_fit_streaming_and_growing_classes(data):
 
 def test_warm_start_continues(data):
     X, y = data
-    est = ExtremeSoftmaxSGD(n_epochs=2, warm_start=True, random_state=0, fit_intercept=False,
+    est = _monitored(n_epochs=2, warm_start=True, random_state=0, fit_intercept=False,
                             learning_rate=0.3)
     est.fit(X, y)
     first = est.loss_curve_[-1]
@@ -233,31 +237,31 @@ def test_warm_start_continues(data):
 def test_errors_and_warnings(data, capsys):
     X, y = data
     with pytest.raises(ValueError, match="Negative"):
-        ExtremeSoftmaxSGD().fit(X, y, sample_weight=-np.ones(X.shape[0]))
+        _monitored().fit(X, y, sample_weight=-np.ones(X.shape[0]))
     with pytest.raises(ValueError, match="NaN"):
-        ExtremeSoftmaxSGD().fit(np.full((4, 2), np.nan), [0, 1, 0, 1])
+        _monitored().fit(np.full((4, 2), np.nan), [0, 1, 0, 1])
     with pytest.raises(ValueError, match="eval_every"):
-        ExtremeSoftmaxSGD(tol=1e-3, eval_every=0).fit(X, y)
+        _monitored(tol=1e-3, eval_every=0).fit(X, y)
     with pytest.raises(ValueError, match="batch_size=1"):
-        ExtremeSoftmaxSGD("implicit", batch_size=4).fit(X, y)
+        _monitored("implicit", batch_size=4).fit(X, y)
     with pytest.raises(ValueError, match="overflow"):
-        ExtremeSoftmaxSGD("sgd", learning_rate=1e4, n_epochs=3, random_state=0).fit(X * 30, y)
+        _monitored("sgd", learning_rate=1e4, n_epochs=3, random_state=0).fit(X * 30, y)
     with pytest.raises(ValueError, match="2 classes"):
-        ExtremeSoftmaxSGD().fit(X, np.zeros(X.shape[0]))
+        _monitored().fit(X, np.zeros(X.shape[0]))
     with pytest.raises(ValueError):
-        ExtremeSoftmaxSGD(method="bogus").fit(X, y)
+        _monitored(method="bogus").fit(X, y)
     with pytest.warns(ConvergenceWarning):
-        ExtremeSoftmaxSGD(tol=0.0, lr_decay=1.0, n_epochs=2, random_state=0,
+        _monitored(tol=0.0, lr_decay=1.0, n_epochs=2, random_state=0,
                           learning_rate=1e-9).fit(X, y)
-    est = ExtremeSoftmaxSGD(tol=10.0, n_epochs=5, random_state=0).fit(X, y)
+    est = _monitored(tol=10.0, n_epochs=5, random_state=0).fit(X, y)
     assert est.n_iter_ == 1                               # stops at the first evaluation
-    ExtremeSoftmaxSGD(n_epochs=2, verbose=1, random_state=0).fit(X, y)
+    _monitored(n_epochs=2, verbose=1, random_state=0).fit(X, y)
     assert "training NLL" in capsys.readouterr().out
 
 
 def test_eval_subsample_and_pickle(data):
     X, y = data
-    est = ExtremeSoftmaxSGD(n_epochs=2, eval_size=50, random_state=0).fit(X, y)
+    est = _monitored(n_epochs=2, eval_size=50, random_state=0).fit(X, y)
     assert len(est.loss_curve_) == 3
     again = pickle.loads(pickle.dumps(est))
     np.testing.assert_array_equal(again.predict_proba(X), est.predict_proba(X))
@@ -267,9 +271,9 @@ def test_sample_weight_zero_rows_are_ignored(data):
     X, y = data
     sw = np.ones(X.shape[0])
     sw[::2] = 0
-    a = ExtremeSoftmaxSGD("umax", learning_rate=0.05, n_epochs=2, random_state=0,
+    a = _monitored("umax", learning_rate=0.05, n_epochs=2, random_state=0,
                           fit_intercept=False).fit(X, y, sample_weight=sw)
-    b = ExtremeSoftmaxSGD("umax", learning_rate=0.05, n_epochs=2, random_state=0,
+    b = _monitored("umax", learning_rate=0.05, n_epochs=2, random_state=0,
                           fit_intercept=False).fit(X, y)
     assert a.loss_curve_[-1] < a.loss_curve_[0]
     assert np.all(a.u_[::2] == np.log(8))                # zero weight: u never moves
@@ -510,7 +514,7 @@ def test_loss_curve_is_the_exact_nll(data, dtype, rtol):
     """§5 (Evaluation): ``loss_curve_`` records the exact NLL, log K at W = 0."""
     X, y = data
     X = X.astype(dtype) * 40.0                    # large scores after two epochs
-    est = ExtremeSoftmaxSGD("implicit", n_epochs=2, eval_size=None, random_state=0).fit(X, y)
+    est = _monitored("implicit", n_epochs=2, eval_size=None, random_state=0).fit(X, y)
     assert est.loss_curve_[0] == pytest.approx(np.log(8), rel=1e-15)
     S = X.astype(np.float64) @ est.coef_.astype(np.float64).T + est.intercept_
     assert np.abs(S).max() > 20
@@ -602,11 +606,32 @@ def test_a_failed_call_leaves_the_estimator_as_it_was(data):
 def test_a_diverged_fit_warns_and_names_the_scale_of_X(data, method):
     X, y = data
     with pytest.warns(ConvergenceWarning, match="diverged.*squared norms of the rows of X"):
-        est = ExtremeSoftmaxSGD(method, n_epochs=3, random_state=0).fit(X * 1e150, y)
+        est = _monitored(method, n_epochs=3, random_state=0).fit(X * 1e150, y)
     assert est.loss_curve_[-1] > est.loss_curve_[0]
     with warnings.catch_warnings():
         warnings.simplefilter("error", ConvergenceWarning)
-        ExtremeSoftmaxSGD(method, learning_rate=0.1, n_epochs=3, random_state=0).fit(X, y)
+        _monitored(method, learning_rate=0.1, n_epochs=3, random_state=0).fit(X, y)
+    # at the defaults (no history) a check on a few rows still tells the divergence
+    with pytest.warns(ConvergenceWarning, match="diverged.*squared norms of the rows of X"):
+        est = ExtremeSoftmaxSGD(method, n_epochs=3, random_state=0).fit(X * 1e150, y)
+    assert est.loss_curve_ == []
+
+
+def test_the_default_fit_evaluates_the_nll_on_a_few_rows_only(monkeypatch):
+    """Without a history (the default) fit scores every class on DIVERGENCE_ROWS rows,
+    twice, whatever the data size: its cost does not grow with N x K."""
+    rows = []
+    real = est_module.softmax_nll
+    monkeypatch.setattr(est_module, "softmax_nll",
+                        lambda X, *args: rows.append(X.shape[0]) or real(X, *args))
+    rng = np.random.default_rng(0)
+    X = sp.random(3000, 40, density=0.1, format="csr", random_state=0)
+    y = rng.integers(0, 300, 3000)
+    est = ExtremeSoftmaxSGD(n_epochs=5, random_state=0).fit(X, y)
+    assert rows == [est_module.DIVERGENCE_ROWS] * 2 and est.loss_curve_ == []
+    rows.clear()
+    _monitored(n_epochs=5, eval_size=500, random_state=0).fit(X, y)
+    assert rows == [500] * 6
 
 
 def test_probabilities_are_computed_a_chunk_of_rows_at_a_time(monkeypatch):
@@ -715,7 +740,7 @@ def test_loss_curve_is_computed_on_eval_size_rows(data, monkeypatch):
     nll = module.softmax_nll
     monkeypatch.setattr(module, "softmax_nll",
                         lambda Xe, *a, **k: rows.append(Xe.shape[0]) or nll(Xe, *a, **k))
-    ExtremeSoftmaxSGD(n_epochs=2, eval_size=20, random_state=0).fit(X, y)
+    _monitored(n_epochs=2, eval_size=20, random_state=0).fit(X, y)
     assert rows and set(rows) == {20}
 
 
@@ -774,7 +799,7 @@ def test_many_classes_per_example_do_not_warn_and_verbose_partial_fit(data, caps
     X, y = data
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        ExtremeSoftmaxSGD(verbose=1, random_state=0).partial_fit(
+        _monitored(verbose=1, random_state=0).partial_fit(
             X[:30], np.arange(30) % 25, classes=np.arange(25))
     assert "NLL on this chunk" in capsys.readouterr().out
 
@@ -889,7 +914,7 @@ def test_estimator_sample_weights_are_not_a_mask(method):
     X, y = _small(1, N=30, K=2)
     sw = np.random.default_rng(2).uniform(0.3, 3.0, len(y))
     kw = dict(learning_rate=0.4, shuffle=False, fit_intercept=False, random_state=0)
-    est = ExtremeSoftmaxSGD(method, n_epochs=1, **kw).fit(X, y, sample_weight=sw)
+    est = _monitored(method, n_epochs=1, **kw).fit(X, y, sample_weight=sw)
     W, _ = ref.reference_epoch(method, X, y, np.zeros((2, 3)), np.full(len(y), np.log(2)),
                                np.arange(len(y)), 0, 1, 1, 0.4, 0.0, 1.0, sw)
     np.testing.assert_allclose(est.coef_, W, rtol=1e-10, atol=1e-12)
@@ -945,7 +970,7 @@ def test_shared_classes_fit_as_well_as_independent_draws():
     nll = {}
     for shared in (False, True):
         nll[shared] = np.mean([
-            ExtremeSoftmaxSGD("ove", shared_classes=shared, batch_size=20, n_sampled=3,
+            _monitored("ove", shared_classes=shared, batch_size=20, n_sampled=3,
                               learning_rate=0.1, n_epochs=30, random_state=seed,
                               eval_size=None).fit(X, y).loss_curve_[-1] for seed in range(3)])
     assert nll[True] < 1.01 * nll[False]

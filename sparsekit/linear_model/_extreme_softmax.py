@@ -27,6 +27,10 @@ from sparsekit.utils._validation import check_entry_magnitude, validate_input
 
 __all__ = ["ExtremeSoftmaxSGD", "EXPECTED_FAILED_CHECKS"]
 
+#: without a history (``eval_every=0``), fit compares the NLL of this many rows before and
+#: after training to tell a diverged fit: two scorings of every class on a few rows
+DIVERGENCE_ROWS = 16
+
 #: ``check_estimator`` checks that a stochastic solver cannot pass (as for scikit-learn's
 #: SGDClassifier): weighting an example by 2 is not the same random path as repeating it.
 EXPECTED_FAILED_CHECKS = {
@@ -97,12 +101,14 @@ class ExtremeSoftmaxSGD(SparsekitClassifier):
     random_state : int, RandomState instance or None, default=None
         Drives the example order and the class sampler (splitmix64 in C).
     verbose : int, default=0
-        Print one line per epoch (``partial_fit``: per chunk): the time spent in the epoch
-        driver so far, and the NLL where it was evaluated.
-    eval_every : int, default=1
+        Print one line per epoch (``partial_fit``: per chunk): the time spent so far in the
+        epoch driver and in evaluating the NLL, and the NLL where it was evaluated.
+    eval_every : int, default=0
         Record the exact training NLL in ``loss_curve_`` before training, every
-        ``eval_every`` epochs and after the last one (0: never; each evaluation scores
-        every class, O(K nnz) per evaluated row).
+        ``eval_every`` epochs and after the last one; 0 (the default) records nothing. An
+        evaluation scores every class, O(K nnz) per evaluated row, against O(m nnz) per
+        row for an epoch of the sampled methods: with many classes it costs many epochs,
+        so the history is kept only on request (``eval_size`` bounds it).
     eval_size : int or None, default=100_000
         Evaluate on a fixed random subsample of this many training rows (None: all rows),
         drawn from a random stream of its own: the monitoring never changes the weights.
@@ -226,7 +232,7 @@ class ExtremeSoftmaxSGD(SparsekitClassifier):
 
     def __init__(self, method="implicit", *, learning_rate=1.0, lr_decay=0.9, n_epochs=20,
                  n_sampled=1, batch_size=1, delta=1.0, alpha=0.0, fit_intercept=True,
-                 u_init="log_k", shuffle=True, random_state=None, verbose=0, eval_every=1,
+                 u_init="log_k", shuffle=True, random_state=None, verbose=0, eval_every=0,
                  eval_size=100_000, tol=None, warm_start=False, multilabel="error",
                  sample_true_class=False, shared_classes=False):
         self.method = method
@@ -397,20 +403,26 @@ class ExtremeSoftmaxSGD(SparsekitClassifier):
                     "method='implicit'." if self.method != "implicit" else "."))
 
     def _training_nll(self, X, y_idx, sample_weight):
-        """Weighted mean NLL of the current weights (NaN when every weight is 0)."""
+        """Weighted mean NLL of the current weights (NaN when every weight is 0); its time
+        goes to ``_eval_seconds`` (reported by ``verbose``)."""
         if not sample_weight.sum() > 0:
             return np.nan
-        return softmax_nll(X, y_idx, self.coef_, self.intercept_, sample_weight)
+        start = time.perf_counter()
+        nll = softmax_nll(X, y_idx, self.coef_, self.intercept_, sample_weight)
+        self._eval_seconds = getattr(self, "_eval_seconds", 0.0) + time.perf_counter() - start
+        return nll
 
     def _evaluation_rows(self, n):
-        """Rows of ``fit``'s NLL history: all, or ``eval_size`` of them from a generator
-        seeded like the training stream but separate from it (a RandomState instance is
-        read, not advanced)."""
-        if not self.eval_every or self.eval_size is None or n <= self.eval_size:
+        """Rows of ``fit``'s NLL history: all, or ``eval_size`` of them (without a history,
+        ``DIVERGENCE_ROWS`` of them for the divergence check) from a generator seeded like
+        the training stream but separate from it (a RandomState instance is read, not
+        advanced)."""
+        size = self.eval_size if self.eval_every else DIVERGENCE_ROWS
+        if size is None or n <= size:
             return slice(None)
         rs = self.random_state
         seed = rs.get_state()[1] if isinstance(rs, np.random.RandomState) else rs
-        return np.sort(np.random.default_rng(seed).choice(n, self.eval_size, replace=False))
+        return np.sort(np.random.default_rng(seed).choice(n, size, replace=False))
 
     def _record(self, epoch, nll, where="training NLL"):
         self.loss_curve_.append(nll)
@@ -418,7 +430,9 @@ class ExtremeSoftmaxSGD(SparsekitClassifier):
         self._progress(epoch, f"{where} {nll:.6f}, ")
 
     def _progress(self, epoch, text=""):
-        self._say(f"epoch {epoch}: {text}{sum(self.epoch_times_):.2f} s in the epoch driver")
+        evaluating = getattr(self, "_eval_seconds", 0.0)
+        self._say(f"epoch {epoch}: {text}{sum(self.epoch_times_):.2f} s in the epoch driver"
+                  + (f", {evaluating:.2f} s evaluating the NLL" if evaluating else ""))
 
     def _guard_weights(self):
         """Run the next passes of ``fit`` on a copy of the weights when they may fail (the
@@ -440,13 +454,12 @@ class ExtremeSoftmaxSGD(SparsekitClassifier):
         written = (min(self.n_sampled, len(self.classes_) - 1) + 1) * (stored + n * self._bias)
         return 16 * written < self._R.nbytes
 
-    def _warn_if_diverged(self, xsq):
-        """ConvergenceWarning when the monitored NLL ended above where it started."""
-        if len(self.loss_curve_) > 1 and self.loss_curve_[-1] > self.loss_curve_[0]:
+    def _warn_if_diverged(self, xsq, first, last):
+        """ConvergenceWarning when the training NLL ended above where it started."""
+        if last > first:
             warnings.warn(
                 f"ExtremeSoftmaxSGD(method={self.method!r}) diverged: its training NLL rose "
-                f"from {self.loss_curve_[0]:.4g} to {self.loss_curve_[-1]:.4g}. "
-                + _scale_hint(xsq) + ".",
+                f"from {first:.4g} to {last:.4g}. " + _scale_hint(xsq) + ".",
                 ConvergenceWarning)
 
     # ------------------------------------------------------------------ fitting
@@ -497,9 +510,11 @@ class ExtremeSoftmaxSGD(SparsekitClassifier):
         Xe, ye, we = X[ev], y_idx[ev], sample_weight[ev]
         self.loss_curve_, self.loss_epochs_, self.epoch_times_ = [], [], []
         self.epoch_cpu_times_ = []
+        self._eval_seconds = 0.0
 
+        first_nll = self._training_nll(Xe, ye, we)   # the history's start, or the check's
         if self.eval_every:
-            self._record(0, self._training_nll(Xe, ye, we))
+            self._record(0, first_nll)
         converged = False
         self.n_iter_ = 0
         context = self._begin_fit_task(X, y, self.n_epochs, sample_weight)
@@ -522,7 +537,9 @@ class ExtremeSoftmaxSGD(SparsekitClassifier):
             if stop[0]:            # a callback asked to stop: no convergence warning
                 converged = True
                 break
-        self._warn_if_diverged(inputs[-1])
+        final_nll = (self.loss_curve_[-1] if self.eval_every and self.loss_curve_
+                     else self._training_nll(Xe, ye, we))
+        self._warn_if_diverged(inputs[-1], first_nll, final_nll)
         if self.tol is not None and not converged:
             warnings.warn(f"ExtremeSoftmaxSGD did not reach tol={self.tol} in "
                           f"{self.n_epochs} epochs; increase n_epochs", ConvergenceWarning)
