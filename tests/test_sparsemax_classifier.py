@@ -973,3 +973,26 @@ def test_non_finite_entries_of_a_label_matrix_are_rejected(bad):
     for same in (Yf, sp.csr_matrix(Yf)):
         with pytest.raises(ValueError, match="infinity"):
             SparsemaxClassifier(polytope="box").fit(X, same)
+
+
+# --- solver="auto"
+
+
+@pytest.mark.parametrize("sparse, alpha, options, expected", [
+    (False, 1e-3, {}, "lbfgs"),
+    (True, 1e-3, {}, "sdca"),                   # alpha * n = 1.2
+    (True, 1e-6, {}, "lbfgs"),                  # alpha * n < 1: SDCA's dual would crawl
+    (True, 1e-3, {"positive": True}, "lbfgs"),  # SDCA takes no bounds
+    (True, 0.0, {}, "lbfgs"),                   # nor alpha = 0
+])
+def test_auto_picks_sdca_for_sparse_well_conditioned_problems(sparse, alpha, options,
+                                                              expected):
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((1200, 6)) * (rng.random((1200, 6)) < 0.4)
+    y = np.argmax(X[:, :3] + 0.5 * rng.standard_normal((1200, 3)), axis=1)
+    X = sp.csr_matrix(X) if sparse else X
+    clf = SparsemaxClassifier(alpha=alpha, random_state=0, **options).fit(X, y)
+    assert clf.get_params()["solver"] == "auto" and clf.solver_ == expected
+    explicit = SparsemaxClassifier(alpha=alpha, solver=expected, random_state=0,
+                                   **options).fit(X, y)
+    np.testing.assert_array_equal(clf.coef_, explicit.coef_)

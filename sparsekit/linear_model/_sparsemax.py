@@ -40,6 +40,23 @@ _POLYTOPES = ("simplex", "budget", "box", "at_most_one", "at_least_one")
 _CSR_DENSITY = 0.25
 
 
+#: ``solver="auto"`` takes SDCA for sparse X when ``alpha * n_samples`` is at least this:
+#: below it the dual is ill-conditioned and SDCA needs hundreds of epochs
+AUTO_SDCA_MIN_ALPHA_N = 1.0
+
+
+def auto_solver(X, alpha, bounded=False, device="cpu"):
+    """The solver of ``solver="auto"``: exact dual coordinate ascent for sparse X, where each
+    row update touches only the row's nonzeros, when the dual is well conditioned
+    (``alpha * n_samples >= AUTO_SDCA_MIN_ALPHA_N``); L-BFGS for dense X and wherever SDCA
+    does not apply or would crawl (``alpha * n_samples`` small, bounds, a GPU). The
+    measurements are in the benchmark notes, "SparsemaxClassifier: which solver"."""
+    if (sp.issparse(X) and alpha * X.shape[0] >= AUTO_SDCA_MIN_ALPHA_N and not bounded
+            and device == "cpu"):
+        return "sdca"
+    return "lbfgs"
+
+
 class SparsemaxClassifier(SparsekitClassifier):
     """Sparsemax regression: a linear model fit with a Fenchel-Young loss over a polytope.
 
@@ -89,8 +106,10 @@ class SparsemaxClassifier(SparsekitClassifier):
         Whether to fit the bias ``b``.
     penalize_intercept : bool, default=False
         Whether ``alpha / 2 ||b||^2`` is added to the objective.
-    solver : {"lbfgs", "newton-cg", "nqn", "sdca"}, default="lbfgs"
-        ``"lbfgs"``: :func:`scipy.optimize.minimize` with L-BFGS-B. ``"nqn"``:
+    solver : {"auto", "lbfgs", "newton-cg", "nqn", "sdca"}, default="auto"
+        ``"auto"``: ``"sdca"`` for sparse X when ``alpha * n_samples >= 1`` (no bounds, on
+        the CPU), ``"lbfgs"`` otherwise; ``solver_`` tells which ran. ``"lbfgs"``:
+        :func:`scipy.optimize.minimize` with L-BFGS-B. ``"nqn"``:
         :func:`sparsekit.optimize.minimize_nqn` with the same bounds. ``"newton-cg"``:
         truncated semismooth Newton (no bounds): the loss is piecewise quadratic, and its
         generalized Hessian ``X_A^T diag(sw) J X_A / sum(sw) + alpha I`` only involves the
@@ -146,6 +165,8 @@ class SparsemaxClassifier(SparsekitClassifier):
         set is a target like any other when it lies in the polytope. Any other 2-D ``y`` is
         read as a proportion matrix: entries in ``[0, 1]`` and, on the simplex, rows
         summing to 1 within 1e-6.
+    solver_ : str
+        The solver the last fit used (``solver``, or the one ``"auto"`` picked).
     n_iter_ : int
         Solver iterations of the last fit (outer Newton steps for ``"newton-cg"``, epochs
         for ``"sdca"``).
@@ -205,7 +226,7 @@ class SparsemaxClassifier(SparsekitClassifier):
         "negated": ["array-like", None],
         "fit_intercept": ["boolean"],
         "penalize_intercept": ["boolean"],
-        "solver": [StrOptions({"lbfgs", "newton-cg", "nqn", "sdca"})],
+        "solver": [StrOptions({"auto", "lbfgs", "newton-cg", "nqn", "sdca"})],
         "positive": ["boolean"],
         "bounds": [tuple, None],
         "threshold": [Interval(Real, 0, 1, closed="left"), StrOptions({"auto"})],
@@ -218,7 +239,7 @@ class SparsemaxClassifier(SparsekitClassifier):
     }
 
     def __init__(self, alpha=1e-3, *, polytope="simplex", budget=None, negated=None,
-                 fit_intercept=True, penalize_intercept=False, solver="lbfgs",
+                 fit_intercept=True, penalize_intercept=False, solver="auto",
                  positive=False, bounds=None, threshold="auto", tol=1e-6, max_iter=1000,
                  warm_start=False, verbose=0, random_state=None, device="cpu"):
         self.alpha = alpha
@@ -267,6 +288,10 @@ class SparsemaxClassifier(SparsekitClassifier):
         self._validate_params()
         if self.solver == "sdca":
             self._check_sdca()
+        solver = self.solver
+        if solver == "auto":
+            solver = auto_solver(X, self.alpha, bounded=self.bounds is not None or self.positive,
+                                 device=self.device)
         check_device(self.device)
         budget = self._check_budget()
         X, y = validate_input(self, X, y, accept_sparse=["csr", "csc"],
@@ -295,11 +320,13 @@ class SparsemaxClassifier(SparsekitClassifier):
             fit_intercept=self.fit_intercept, penalize_intercept=self.penalize_intercept,
             offset=reflect_columns(np.zeros(n_classes), columns), X_rows=X_rows,
             center=(self.fit_intercept and not self.penalize_intercept
-                    and self.solver != "sdca"), device=self.device)
+                    and solver != "sdca"), device=self.device)
         bounds = self._coefficient_bounds(n_features, n_classes, columns)
         context = self._begin_fit_task(X_rows, y, self.max_iter + 1, sample_weight)
-        callback, close = self._solver_callback(datafit, context, X_rows, y, columns)
-        res = self._solve(datafit, self._initial_point(datafit, columns), bounds, callback)
+        callback, close = self._solver_callback(solver, datafit, context, X_rows, y, columns)
+        res = self._solve(solver, datafit, self._initial_point(datafit, columns), bounds,
+                          callback)
+        self.solver_ = solver
         close()
         W, b = datafit.from_solver(res.x)
         if not (np.isfinite(W).all() and np.isfinite(b).all()):
@@ -311,7 +338,7 @@ class SparsemaxClassifier(SparsekitClassifier):
         self.n_iter_ = int(res.nit)
         if not res.success and res.status != STOPPED_BY_CALLBACK:
             hint = "increase max_iter or scale the data"
-            if self.solver == "lbfgs" and res.status == 2 and X.dtype == np.float32:
+            if solver == "lbfgs" and res.status == 2 and X.dtype == np.float32:
                 hint = ("its line search found no decrease, which for float32 X is usually "
                         "the objective's rounding floor (the fit is then as close to the "
                         "optimum as float32 allows); fit float64 X or use a larger tol")
@@ -320,22 +347,22 @@ class SparsemaxClassifier(SparsekitClassifier):
         self._end_fit_task(context, X_rows, y, sample_weight)
         return self
 
-    def _solve(self, datafit, theta0, bounds, callback=None):
-        """Run the chosen solver on ``datafit`` from ``theta0``: an ``OptimizeResult``."""
-        if self.solver in ("newton-cg", "sdca") and bounds is not None:
-            raise ValueError(f"solver={self.solver!r} does not support positive or bounds; "
+    def _solve(self, solver, datafit, theta0, bounds, callback=None):
+        """Run ``solver`` on ``datafit`` from ``theta0``: an ``OptimizeResult``."""
+        if solver in ("newton-cg", "sdca") and bounds is not None:
+            raise ValueError(f"solver={solver!r} does not support positive or bounds; "
                              "use solver='lbfgs' or 'nqn'.")
-        if self.solver == "sdca":
+        if solver == "sdca":
             rng = np.random.default_rng(check_random_state(self.random_state).randint(2**31))
             return minimize_sdca(datafit, theta0, tol=self.tol, max_iter=self.max_iter,
                                  rng=rng, callback=callback)
-        if self.solver == "newton-cg":
+        if solver == "newton-cg":
             fun, hessp_at = datafit.newton_operators()
             return minimize_newton_cg(fun, theta0, hessp_at, tol=self.tol,
                                       max_iter=self.max_iter, callback=callback)
         options = {"maxiter": self.max_iter, "gtol": self.tol,
                    "ftol": 64 * np.finfo(float).eps, "maxls": 50}
-        if self.solver == "nqn":
+        if solver == "nqn":
             # tol alone decides convergence, as for lbfgs: no stall stop
             res = minimize_nqn(datafit.value_grad, theta0, jac=True, bounds=bounds,
                                callback=callback, options={**options, "stall_tol": 0.0})
@@ -347,7 +374,7 @@ class SparsemaxClassifier(SparsekitClassifier):
         return minimize(datafit.value_grad, theta0, method="L-BFGS-B", jac=True,
                         bounds=bounds, callback=callback, options=options)
 
-    def _solver_callback(self, datafit, context, X, y, columns):
+    def _solver_callback(self, solver, datafit, context, X, y, columns):
         """``(callback, close)``: the solvers' callback, which prints one line per iteration
         (``verbose``) and makes each iteration a subtask of the fit for scikit-learn's
         callbacks (a callback that asks to stop raises ``StopIteration`` in the solver),
@@ -358,20 +385,20 @@ class SparsemaxClassifier(SparsekitClassifier):
         tasks = []
 
         def begin():
-            tasks.append(context.subcontext(task_name=f"{self.solver} iteration"))
+            tasks.append(context.subcontext(task_name=f"{solver} iteration"))
             tasks[-1].call_on_fit_task_begin(estimator=self, X=X, y=y)
 
         def callback(intermediate_result):
             r = intermediate_result
-            if self.solver == "newton-cg":
+            if solver == "newton-cg":
                 self._say(f"newton {r.nit}: objective {r.fun:.10g}, max|grad| "
                           f"{np.max(np.abs(r.jac)):.3g}, {r.ncg} CG steps, {r.n_active} "
                           "active rows")
-            elif self.solver == "sdca":
+            elif solver == "sdca":
                 self._say(f"sdca epoch {r.nit}: objective {r.fun:.10g}, max|grad| "
                           f"{np.max(np.abs(r.jac)):.3g}, largest dual change {r.change:.3g}")
             else:
-                prefix = "nqn " if self.solver == "nqn" else ""
+                prefix = "nqn " if solver == "nqn" else ""
                 self._say(f"{prefix}objective {r.fun:.10g}")
 
             def model():
