@@ -1,5 +1,6 @@
 """The ``sparsekit-compare`` tables (the README's first command): rows, failing peers, the
 user's data files and their errors."""
+import contextlib
 import json
 import re
 
@@ -115,3 +116,25 @@ def test_without_data_it_compares_on_the_shipped_a9a_and_digits(monkeypatch):
     assert [d.name for d in seen] == ["a9a", "digits"]
     assert seen[0].X.shape == (32561, 123) and seen[0].classes.tolist() == [-1.0, 1.0]
     assert seen[0].X.indices.dtype == np.int32        # what saga, skglm and celer accept
+
+
+def test_on_a_terminal_a_spinner_names_each_model_and_leaves_the_tables_clean(
+        monkeypatch, capsys):
+    pytest.importorskip("rich")
+    import sys
+
+    announced = []
+    real = compare._progress
+
+    @contextlib.contextmanager
+    def spying():
+        with real() as status:
+            yield lambda text: announced.append(text) or status(text)
+
+    monkeypatch.setattr(sys.stderr, "isatty", lambda: True, raising=False)
+    monkeypatch.setattr(compare, "_progress", spying)
+    compare.main(["digits", "--repeat", "1"])
+    captured = capsys.readouterr()
+    assert announced[0] == "digits: sparsekit SparsemaxClassifier"
+    assert len(announced) == 5 and compare._announce is None
+    assert captured.out.startswith("class probabilities, digits")

@@ -21,8 +21,10 @@ compressed), ``a9a`` (shipped inside sparsekit), a set of the data home (``a9a.t
 see :func:`sparsekit.datasets.get_data_home`) or one of scikit-learn's ``breast_cancer`` and
 ``digits`` (dense, standardized for the l1 table). Without DATA it runs on a9a and digits.
 
-Every fit is preceded by one untimed warm-up fit (skglm compiles with numba on first use);
-a model whose warm-up takes more than ``--budget`` seconds is timed by that fit alone. Times
+On a terminal (with ``rich``, installed by the ``compare`` extra) a spinner line on stderr
+names the model being timed. Every fit is preceded by one untimed warm-up fit (skglm
+compiles with numba on first use); a model whose warm-up takes more than ``--budget``
+seconds is timed by that fit alone. Times
 are wall-clock medians with their min-max range, every solver on one thread. A peer that is
 not installed or fails is listed with its reason, and the other rows are still measured.
 
@@ -33,6 +35,7 @@ Usage::
     sparsekit-compare w8a --json            # machine-readable tables
 """
 import argparse
+import contextlib
 import json
 import statistics
 import sys
@@ -72,11 +75,17 @@ def _median_fit(make_and_fit, repeat, budget=np.inf):
     return times, model
 
 
+#: called with each model's name before it is measured (the progress display of ``main``)
+_announce = None
+
+
 def _measure(name, fit, repeat, describe, budget=np.inf):
     """One table row: ``[name, times, *describe(model), ""]``, or the reason it has none
     (not installed; the error a peer raised)."""
     if fit is None:
         return [name, "not installed", "", "", ""]
+    if _announce is not None:
+        _announce(name)
     try:
         times, model = _median_fit(fit, repeat, budget)
         return [name, times, *describe(model), ""]
@@ -279,6 +288,24 @@ def _positive_int(text):
     return value
 
 
+@contextlib.contextmanager
+def _progress():
+    """``status(text)``: a transient spinner line on a terminal's stderr naming the model
+    being timed (rich, when installed), nothing elsewhere (logs, pipes, tests)."""
+    try:
+        from rich.console import Console
+        from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+    except ImportError:
+        Console = None
+    if Console is None or not sys.stderr.isatty():
+        yield lambda text: None
+        return
+    columns = (SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn())
+    with Progress(*columns, console=Console(stderr=True), transient=True) as progress:
+        task = progress.add_task("starting", total=None)
+        yield lambda text: progress.update(task, description=text)
+
+
 def _positive_float(text):
     value = float(text)
     if not value > 0:
@@ -308,14 +335,19 @@ def main(argv=None):
     warnings.simplefilter("ignore", ConvergenceWarning)
     warnings.filterwarnings("ignore", message=".*faster on contiguous arrays")  # numba, in skglm
     report = []
-    with threadpool_limits(limits=1):     # every solver single-threaded, BLAS included
-        for data in datasets:
-            for title, header, rows in tables(data, args.repeat, args.C, args.budget):
-                if args.json:
-                    report.append({"data": data.name, "title": title,
-                                   "rows": [dict(zip(header, map(str, r))) for r in rows]})
-                else:
-                    print(format_table(title, header, rows), end="\n\n", flush=True)
+    global _announce
+    for data in datasets:
+        # the spinner runs while a data set is measured and is gone before its tables print
+        with threadpool_limits(limits=1), _progress() as status:   # BLAS on one thread too
+            _announce = lambda name, data=data: status(f"{data.name}: {name}")  # noqa: E731
+            results = tables(data, args.repeat, args.C, args.budget)
+        _announce = None
+        for title, header, rows in results:
+            if args.json:
+                report.append({"data": data.name, "title": title,
+                               "rows": [dict(zip(header, map(str, r))) for r in rows]})
+            else:
+                print(format_table(title, header, rows), end="\n\n", flush=True)
     if args.json:
         json.dump(report, sys.stdout, indent=1)
         print()
