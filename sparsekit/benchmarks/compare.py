@@ -75,17 +75,14 @@ def _median_fit(make_and_fit, repeat, budget=np.inf):
     return times, model
 
 
-#: called with each model's name before it is measured (the progress display of ``main``)
-_announce = None
-
-
-def _measure(name, fit, repeat, describe, budget=np.inf):
+def _measure(name, fit, repeat, describe, budget=np.inf, announce=None):
     """One table row: ``[name, times, *describe(model), ""]``, or the reason it has none
-    (not installed; the error a peer raised)."""
+    (not installed; the error a peer raised). ``announce(name)`` is called before the
+    model is timed (the progress display of ``main``)."""
     if fit is None:
         return [name, "not installed", "", "", ""]
-    if _announce is not None:
-        _announce(name)
+    if announce is not None:
+        announce(name)
     try:
         times, model = _median_fit(fit, repeat, budget)
         return [name, times, *describe(model), ""]
@@ -153,14 +150,15 @@ def _l1_solvers(X, y, C):
     ).fit(X, y).coef_.ravel()
 
 
-def compare_l1_logistic(repeat, C=1.0, data=None, budget=np.inf):
+def compare_l1_logistic(repeat, C=1.0, data=None, budget=np.inf, announce=None):
     """(title, header, rows) of the l1-logistic comparison on ``data`` (a :class:`Dataset`
     with two classes; default: breast_cancer)."""
     data = data or load_dataset("breast_cancer")
     X = data.X_l1
     y = np.where(data.y == data.classes[1], 1, -1)
     rows = [_measure(name, fit, repeat,
-                     lambda w: (_l1_objective(w, X, y, C), int(np.sum(w == 0))), budget)
+                     lambda w: (_l1_objective(w, X, y, C), int(np.sum(w == 0))), budget,
+                     announce)
             for name, fit in _l1_solvers(X, y, C)]
     best = min((r[2] for r in _measured(rows)), default=np.nan)
     _format_rows(rows, rows[0], {2: lambda f: f"{f:.8f} (rel. gap {(f - best) / best:.1e})"})
@@ -181,7 +179,8 @@ def _multiclass_models(n_classes=10):
         loss="log_loss", alpha=1e-4, max_iter=20, tol=None, random_state=0)
 
 
-def _liblinear_multiclass(X_train, y_train, X_test, y_test, repeat, budget=np.inf):
+def _liblinear_multiclass(X_train, y_train, X_test, y_test, repeat, budget=np.inf,
+                          announce=None):
     name = "LIBLINEAR -s 0 -B 1 (one-vs-rest)"
     try:
         from liblinear import liblinearutil
@@ -196,10 +195,11 @@ def _liblinear_multiclass(X_train, y_train, X_test, y_test, repeat, budget=np.in
                 float(np.mean(np.sum(np.asarray(proba) > 0, axis=1))))
 
     return _measure(name, lambda: liblinearutil.train(
-        problem, liblinearutil.parameter("-s 0 -c 1 -B 1 -q")), repeat, describe, budget)
+        problem, liblinearutil.parameter("-s 0 -c 1 -B 1 -q")), repeat, describe, budget,
+        announce)
 
 
-def compare_multiclass(repeat, data=None, budget=np.inf):
+def compare_multiclass(repeat, data=None, budget=np.inf, announce=None):
     """(title, header, rows) of the class-probability comparison on ``data`` (a
     :class:`Dataset`; default: digits)."""
     data = data or load_dataset("digits")
@@ -211,9 +211,10 @@ def compare_multiclass(repeat, data=None, budget=np.inf):
         return model.score(X_test, y_test), float(np.mean(np.sum(proba > 0, axis=1)))
 
     rows = [_measure(name, lambda make=make: make().fit(X_train, y_train), repeat, describe,
-                     budget)
+                     budget, announce)
             for name, make in _multiclass_models(data.classes.size)]
-    rows.append(_liblinear_multiclass(X_train, y_train, X_test, y_test, repeat, budget))
+    rows.append(_liblinear_multiclass(X_train, y_train, X_test, y_test, repeat, budget,
+                                      announce))
     base = next(r for r in rows if r[0].startswith("scikit-learn LogisticRegression"))
     _format_rows(rows, base, {2: "{:.4f}".format, 3: "{:.2f}".format})
     return (f"class probabilities, {data.name} {data.X.shape}, {data.classes.size} classes "
@@ -260,12 +261,12 @@ def load_dataset(spec):
     return data
 
 
-def tables(data, repeat, C=1.0, budget=np.inf):
+def tables(data, repeat, C=1.0, budget=np.inf, announce=None):
     """The tables of one data set: the l1 table for two classes, then the probabilities."""
     out = []
     if data.classes.size == 2:
-        out.append(compare_l1_logistic(repeat, C, data, budget))
-    out.append(compare_multiclass(repeat, data, budget))
+        out.append(compare_l1_logistic(repeat, C, data, budget, announce))
+    out.append(compare_multiclass(repeat, data, budget, announce))
     return out
 
 
@@ -335,13 +336,11 @@ def main(argv=None):
     warnings.simplefilter("ignore", ConvergenceWarning)
     warnings.filterwarnings("ignore", message=".*faster on contiguous arrays")  # numba, in skglm
     report = []
-    global _announce
     for data in datasets:
         # the spinner runs while a data set is measured and is gone before its tables print
         with threadpool_limits(limits=1), _progress() as status:   # BLAS on one thread too
-            _announce = lambda name, data=data: status(f"{data.name}: {name}")  # noqa: E731
-            results = tables(data, args.repeat, args.C, args.budget)
-        _announce = None
+            results = tables(data, args.repeat, args.C, args.budget,
+                             lambda name, data=data: status(f"{data.name}: {name}"))
         for title, header, rows in results:
             if args.json:
                 report.append({"data": data.name, "title": title,

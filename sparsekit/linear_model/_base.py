@@ -2,7 +2,6 @@
 and scikit-learn's callbacks."""
 import functools
 import warnings
-from contextlib import contextmanager
 
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin
@@ -82,17 +81,17 @@ class SparsekitClassifier(CallbackSupportMixin, ClassifierMixin, BaseEstimator):
                                      metadata=_metadata(sample_weight),
                                      reconstruction_attributes={})
 
-    @contextmanager
-    def _subtask(self, context, name, X=None, y=None, reconstruction=None):
-        """Run the body as a subtask of ``context``; yields a list that holds True after
-        the body when a callback asked the fit to stop. ``reconstruction``: a callable
-        returning the attributes of the model at the subtask's end (called only when a
-        callback needs a fitted estimator)."""
+    def _begin_subtask(self, context, name, X=None, y=None):
+        """A subtask of ``context``, begun: the body of an iteration, epoch or problem."""
         task = context.subcontext(task_name=name)
         task.call_on_fit_task_begin(estimator=self, X=X, y=y)
-        stop = []
-        yield stop
-        stop.append(task.call_on_fit_task_end(estimator=self, X=X, y=y,
+        return task
+
+    def _end_subtask(self, task, X=None, y=None, reconstruction=None):
+        """End ``task``; True when a callback asks the fit to stop. ``reconstruction``: a
+        callable returning the attributes of the model at the subtask's end (called only
+        when a callback needs a fitted estimator)."""
+        return bool(task.call_on_fit_task_end(estimator=self, X=X, y=y,
                                               reconstruction_attributes=reconstruction))
 
 

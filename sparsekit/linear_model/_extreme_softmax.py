@@ -522,8 +522,9 @@ class ExtremeSoftmaxSGD(SparsekitClassifier):
             order = (rng.permutation(n) if self.shuffle else np.arange(n)).astype(np.intp)
             seed = int(rng.randint(0, 2**62))
             eta = self.learning_rate * self.lr_decay**epoch
-            with self._subtask(context, "epoch", X, y, self._model_now) as stop:
-                self._run_pass(inputs, y_idx, sample_weight, u, eta, order, seed)
+            task = self._begin_subtask(context, "epoch", X, y)
+            self._run_pass(inputs, y_idx, sample_weight, u, eta, order, seed)
+            stop = self._end_subtask(task, X, y, self._model_now)
             self.n_iter_ = epoch + 1
             last = epoch + 1 == self.n_epochs
             if self.eval_every and ((epoch + 1) % self.eval_every == 0 or last):
@@ -534,7 +535,7 @@ class ExtremeSoftmaxSGD(SparsekitClassifier):
                     break
             else:
                 self._progress(epoch + 1)
-            if stop[0]:            # a callback asked to stop: no convergence warning
+            if stop:               # a callback asked to stop: no convergence warning
                 converged = True
                 break
         final_nll = (self.loss_curve_[-1] if self.eval_every and self.loss_curve_

@@ -286,7 +286,7 @@ class L1LogisticOBA(LinearClassifierMixin, SparseCoefMixin, SparsekitClassifier)
                 X, X_csr, np.where(y == pos, 1.0, -1.0), sample_weight, self.C * mean_weight,
                 self.fit_intercept, self.tol, self.max_iter,
                 w0[k] if w0 is not None else None, self.verbose)
-            tasks[k].call_on_fit_task_end(estimator=self, X=X_in, y=y)
+            self._end_subtask(tasks[k], X_in, y)
             return result
 
         jobs = (delayed(solve)(k, pos) for k, pos in enumerate(problems))

@@ -385,8 +385,7 @@ class SparsemaxClassifier(SparsekitClassifier):
         tasks = []
 
         def begin():
-            tasks.append(context.subcontext(task_name=f"{solver} iteration"))
-            tasks[-1].call_on_fit_task_begin(estimator=self, X=X, y=y)
+            tasks.append(self._begin_subtask(context, f"{solver} iteration", X, y))
 
         def callback(intermediate_result):
             r = intermediate_result
@@ -407,14 +406,13 @@ class SparsemaxClassifier(SparsekitClassifier):
                                                       dtype=datafit.X.dtype),
                         "intercept_": reflect_columns(b, columns, 0).astype(datafit.X.dtype)}
 
-            stop = tasks[-1].call_on_fit_task_end(estimator=self, X=X, y=y,
-                                                  reconstruction_attributes=model)
+            stop = self._end_subtask(tasks[-1], X, y, model)
             begin()
             if stop:
                 raise StopIteration
 
         begin()
-        return callback, lambda: tasks[-1].call_on_fit_task_end(estimator=self)
+        return callback, lambda: self._end_subtask(tasks[-1])
 
     def _check_sdca(self):
         if self.device != "cpu":

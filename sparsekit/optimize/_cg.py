@@ -31,9 +31,9 @@ def steihaug_cg(H, b, reg=0.0, rtol=0.1, maxiter=1000, radius=math.inf, precondi
     date by the recurrence, also for a step to the boundary: callers read
     ``(H + reg I) p = r - b`` from it instead of making another product.
     """
-    size = _inf_norm if norm == math.inf else _two_norm
+    measure = _inf_norm if norm == math.inf else _two_norm
     p = np.zeros_like(b)
-    bnorm = size(b)
+    bnorm = measure(b)
     if bnorm == 0.0:
         return p, b.copy(), 0
     r, it0 = b.copy(), 0
@@ -42,7 +42,7 @@ def steihaug_cg(H, b, reg=0.0, rtol=0.1, maxiter=1000, radius=math.inf, precondi
         it0 = 1
         if b @ p0 + 0.5 * (p0 @ Hp) < 0.0:
             p, r = p0.copy(), b + Hp
-            if size(r) <= rtol * bnorm:
+            if measure(r) <= rtol * bnorm:
                 return p, r, it0
     minv = None
     if precondition and hasattr(H, "diagonal"):
@@ -69,7 +69,7 @@ def steihaug_cg(H, b, reg=0.0, rtol=0.1, maxiter=1000, radius=math.inf, precondi
             return p + t * d, r + t * Hd, it
         p = p_next
         r += a * Hd
-        if size(r) <= rtol * bnorm:
+        if measure(r) <= rtol * bnorm:
             return p, r, it
         z = r if minv is None else minv * r
         rz_next = r @ z
