@@ -355,7 +355,7 @@ def _paper_config_note(repro):
                             (", ".join(v) if v else "none"))
         for k, v in met.items())
     return ("**Implicit SGD as the paper ran it** (the column of that name; the authors' "
-            "code, notes §6): m = 1 class drawn among all K (the true class included, "
+            "code, published with the paper): m = 1 class drawn among all K (the true class included, "
             "weight K - 1), 3N steps per epoch walking the rows in file order, u = 0, "
             "eta0 picked by the authors' rule, the lowest NLL on the whole training set of "
             "the run on the first 10% (itself 3 passes per epoch in file order), the rule "
@@ -774,9 +774,9 @@ def report(quick=False):
             "The machine (2 cores) is shared with other helpers' jobs, so timings are noisy; "
             "ratios come from the same run. Load average (1/5/15 min) at the end of each "
             "part: " + "; ".join(loads) + ". Learning rates "
-            "are per example (the paper's eta times N, notes §5). One epoch is one pass over "
+            "are per example (the paper's eta times N). One epoch is one pass over "
             "the data for every method except the two Implicit SGD columns marked 3 passes "
-            "(the authors' budget, notes §6). The parts were run one at a time, each under "
+            "(the authors' budget). The parts were run one at a time, each under "
             "the shared timing lock (--parts repro / m1check / scale / peers), at the commits "
             + "; ".join(commits) + ". The epoch driver's results are the same at each of "
             "them (later commits changed parameter checks, the type of the CSR indices the "
@@ -786,7 +786,7 @@ def report(quick=False):
             "of the later parts reflect the later code."]
     repro = load_part("repro")
     if repro:
-        body.append(f"\n### 1. Reproduction (notes §3): {repro['epochs']} epochs, eta0 tuned "
+        body.append(f"\n### 1. Reproduction (the experiments of Fagan & Iyengar 2018): {repro['epochs']} epochs, eta0 tuned "
                     f"over {', '.join(f'{g:g}' for g in repro['grid'])} on the first 10% "
                     "of the data; training NLL is the exact mean NLL (no double softmax), "
                     "error the training 0-1 error\n")
@@ -821,7 +821,7 @@ def report(quick=False):
         body.append("\nm = 5 touches as many weight rows per example as the "
                     "n = 100, m = 5 baselines. With one correct NLL the biased baselines are "
                     "far closer than the paper's 5-29x (Table 3, inflated by its double "
-                    "softmax, notes §6): NLL ratio to one-pass Implicit SGD per data set, "
+                    "softmax in the authors' code): NLL ratio to one-pass Implicit SGD per data set, "
                     + "; ".join(
                         f"{m} " + ", ".join(
                             f"{n} {r['methods'][m]['nll'] / r['methods']['implicit']['nll']:.2f}"

@@ -130,7 +130,7 @@ pays (the page faults of the memory system, not the method).
 Bibtex at the defaults (train split {shape[0]} x {shape[1]}, {n_classes} first labels, unit
 rows; {2 if args.quick else 50} epochs, method implicit with m = 1, one thread): exact training
 NLL after the fit. The paper reports 0.145 for Implicit SGD on Bibtex (Fagan & Iyengar 2018,
-its tuned rate and budget); the defaults' m = 1 and their rate are issue 35's to choose.
+its tuned rate and budget); m = 1 and the rate of the defaults are still to be tuned against these numbers.
 
 {_report.markdown_table(["setting", "training NLL", "fit s"], bib_rows)}
 """

@@ -1,6 +1,6 @@
 """
 ℓ1 logistic regression with OBA: choosing C by cross-validation, and the path
-============================================================================
+=============================================================================
 
 :class:`sparsekit.L1LogisticOBA` minimizes ‖w‖₁ + C Σᵢ log(1 + exp(−yᵢ(wᵀxᵢ + b))), the
 intercept b unpenalized (LIBLINEAR's ``-s 6 -B 1 -R``), with the orthant-based second-order

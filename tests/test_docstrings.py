@@ -6,6 +6,7 @@ import importlib
 import inspect
 import pkgutil
 import re
+from pathlib import Path
 
 import pytest
 
@@ -81,3 +82,25 @@ def test_the_package_cites_no_internal_file():
             if pattern.search(line):
                 offenders.append(f"{path[len(root) + 1:]}:{number}: {line.strip()}")
     assert not offenders, "\n".join(offenders)
+
+
+DOC = Path(__file__).resolve().parent.parent / "doc"
+
+
+@pytest.mark.skipif(not (DOC / "api.rst").exists(), reason="doc/ is not beside the tests")
+def test_the_api_page_lists_every_public_name():
+    """doc/api.rst generates a page for each public name (the build itself runs in CI with
+    ``sphinx-build -W``)."""
+    listed = set(re.findall(r"^   (\w+)$", (DOC / "api.rst").read_text(encoding="utf-8"), re.M))
+    missing = sorted(q for q, obj in PUBLIC.items() if obj.__name__ not in listed)
+    assert not missing, f"not on doc/api.rst: {missing}"
+
+
+@pytest.mark.skipif(not (DOC / "user_guide").exists(), reason="doc/ is not beside the tests")
+@pytest.mark.parametrize("name", ["SparsemaxClassifier", "L1LogisticOBA", "ExtremeSoftmaxSGD",
+                                  "minimize_oba", "minimize_nqn", "minimize_newton_cg"])
+def test_every_estimator_and_solver_has_a_user_guide_page(name):
+    titles = [p.read_text(encoding="utf-8").split("\n=")[0]     # the text above the underline
+              for p in (DOC / "user_guide").glob("*.rst")]
+    titled = [t for t in titles if name in t]
+    assert titled, f"no user-guide page is titled after {name}"

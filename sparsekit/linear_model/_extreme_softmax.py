@@ -55,19 +55,22 @@ class ExtremeSoftmaxSGD(SparsekitClassifier):
     the double-sum reformulation of Fagan & Iyengar (2018), eq. (5) (divided by
     N, so ``learning_rate`` is a per-example step), or through a biased surrogate:
 
-    ============== ===========================================================================
-    ``implicit``   Implicit SGD (proximal step, section 3.2): n = m = 1 solves the monotone
-                   g(u) of eq. (16) inside the App. F.1 bracket with a Lambert-W of e^t that
-                   never overflows; m > 1 solves the (m+2)-variable strongly convex step
-                   through one monotone scalar equation. Robust to the learning rate.
-    ``umax``       U-max (section 3.1, Algorithm 1): SGD with the u-reset at threshold ``delta``,
-                   u in [0, B_u] and ||w_k|| <= B_W when ``alpha > 0``.
-    ``sgd``        Vanilla SGD on the double sum (section 2.2): unbiased but unstable; an overflow
-                   raises a ValueError instead of returning NaN weights.
-    ``ove``        One-vs-Each bound (Titsias 2016, eq. (15)), doubly stochastic with
-                   the unbiased (N/b)(K-1)/M scaling (mean form: (1/b)(K-1)/M).
-    ``sampled_softmax``, ``nce``  The usual biased sampled baselines.
-    ============== ===========================================================================
+    ``implicit``
+        Implicit SGD (proximal step, section 3.2): n = m = 1 solves the monotone g(u) of
+        eq. (16) inside the App. F.1 bracket with a Lambert-W of e^t that never overflows;
+        m > 1 solves the (m+2)-variable strongly convex step through one monotone scalar
+        equation. Robust to the learning rate.
+    ``umax``
+        U-max (section 3.1, Algorithm 1): SGD with the u-reset at threshold ``delta``,
+        u in [0, B_u] and ||w_k|| <= B_W when ``alpha > 0``.
+    ``sgd``
+        Vanilla SGD on the double sum (section 2.2): unbiased but unstable; an overflow
+        raises a ValueError instead of returning NaN weights.
+    ``ove``
+        One-vs-Each bound (Titsias 2016, eq. (15)), doubly stochastic with the unbiased
+        (N/b)(K-1)/M scaling (mean form: (1/b)(K-1)/M).
+    ``sampled_softmax``, ``nce``
+        The usual biased sampled baselines.
 
     Each step draws ``n_sampled`` distinct classes uniformly among the K-1 wrong ones and
     touches ``n_sampled + 1`` weight rows at O(nnz(x)) each; the ridge term is a proximal

@@ -203,7 +203,7 @@ class L1LogisticOBA(LinearClassifierMixin, SparseCoefMixin, SparsekitClassifier)
     corrective_loops_ : list of ndarray
         Passes of OBA's corrective cycle per iteration, for each binary problem.
     n_features_in_ : int
-    feature_names_in_ : ndarray of shape (n_features_in_,)
+    feature_names_in_ : ndarray of shape (`n_features_in_`,)
 
     References
     ----------

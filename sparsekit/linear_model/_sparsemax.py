@@ -171,7 +171,7 @@ class SparsemaxClassifier(SparsekitClassifier):
         Solver iterations of the last fit (outer Newton steps for ``"newton-cg"``, epochs
         for ``"sdca"``).
     n_features_in_ : int
-    feature_names_in_ : ndarray of shape (n_features_in_,)
+    feature_names_in_ : ndarray of shape (`n_features_in_`,)
         Defined only when ``X`` has string feature names.
 
     Notes

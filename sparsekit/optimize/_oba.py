@@ -182,7 +182,7 @@ def minimize_oba(f_grad, hessp, x0, mu, *, penalty_weights=None, lipschitz=None,
                  tau_boost=1, cg_rtol=0.1, cg_rtol_explicit=None, cg_maxiter=1000,
                  hess_reg=1e-8, reg_decay=False, cg_radius=1e3, adaptive_radius=True,
                  precondition=True, ista_floor=1e-4, callback=None, verbose=0):
-    """Minimize f(x) + μ Σᵢ wᵢ |xᵢ| by OBA (Keskar 2017, Algorithms 1 and 2).
+    """Minimize ``f(x) + μ Σᵢ wᵢ |xᵢ|`` by OBA (Keskar 2017, Algorithms 1 and 2).
 
     Parameters
     ----------
@@ -224,7 +224,7 @@ def minimize_oba(f_grad, hessp, x0, mu, *, penalty_weights=None, lipschitz=None,
         following iterations remove again; τ's doubling recovers a larger support in a few
         iterations.
     tau0_flat : float or None
-        If the median violation |gᵢ| over 𝒰 at x0 is at least ``tau0_flat`` times the largest
+        If the median violation ``|gᵢ|`` over 𝒰 at x0 is at least ``tau0_flat`` times the largest
         (a flat profile, where ranking the violators says little), the first free set is all
         of 𝒰 (ours; None: always the thesis' τ⁰). Where every coordinate violates about
         equally, the first subspace Newton steps on the top 1% fit the data with a few
@@ -243,7 +243,7 @@ def minimize_oba(f_grad, hessp, x0, mu, *, penalty_weights=None, lipschitz=None,
         regularization (1e-8) and Steihaug radius (1e3), as in the thesis and its reference code.
     cg_rtol_explicit : float, optional
         CG stopping ratio when ``H`` is a formed matrix (``H.is_explicit``; default
-        ``cg_rtol``). Its products then cost O(|F|²) against the Gram's O(n|F|²) formation,
+        ``cg_rtol``). Its products then cost ``O(|F|²)`` against the Gram's ``O(n|F|²)`` formation,
         so solving the Newton system more exactly is nearly free and saves outer iterations
         (ours, not in the thesis).
     reg_decay : bool
