@@ -11,7 +11,7 @@ from sparsekit.benchmarks import compare
 
 
 def test_multiclass_table_lists_every_model_against_logistic_regression():
-    title, header, rows = compare.compare_multiclass(1)
+    title, header, rows, measurements = compare.compare_multiclass(1)
     assert [r[0] for r in rows][:3] == ["sparsekit SparsemaxClassifier",
                                         "sparsekit ExtremeSoftmaxSGD (implicit)",
                                         "scikit-learn LogisticRegression (lbfgs)"]
@@ -21,6 +21,9 @@ def test_multiclass_table_lists_every_model_against_logistic_regression():
         assert seconds.endswith(")") and ratio.endswith("x")
         assert float(accuracy) > 0.9 and 1.0 <= float(support) <= 10.0
     assert title in compare.format_table(title, header, rows)
+    assert set(measurements) == {r[0] for r in rows}           # every model was measured
+    assert all(len(m["seconds"]) == 1 and 0.9 < m["test_accuracy"] <= 1.0
+               for m in measurements.values())
 
 
 def test_a_failing_peer_is_listed_with_its_error_and_the_others_still_run(monkeypatch):
@@ -29,13 +32,13 @@ def test_a_failing_peer_is_listed_with_its_error_and_the_others_still_run(monkey
     def with_broken_peers(X, y, C):
         yield next(solvers(X, y, C))            # sparsekit's
 
-        def broken():
+        def broken(tol):
             raise TypeError("an API change")
         yield "broken peer", broken
         yield "absent peer", None
 
     monkeypatch.setattr(compare, "_l1_solvers", with_broken_peers)
-    _, _, rows = compare.compare_l1_logistic(1)
+    rows = compare.compare_l1_logistic(1).rows
     by_name = {r[0]: r for r in rows}
     assert by_name["broken peer"][1] == "error: TypeError: an API change"
     assert by_name["absent peer"][1] == "not installed"
@@ -88,6 +91,8 @@ def test_a_multiclass_compressed_file_gets_the_probability_table_only(tmp_path, 
     assert names[:3] == ["sparsekit SparsemaxClassifier", "sparsekit ExtremeSoftmaxSGD (implicit)",
                          "scikit-learn LogisticRegression (lbfgs)"]
     assert report[0]["rows"][2]["time / LogisticRegression"] == "1.00x"
+    seconds = report[0]["measurements"]["sparsekit SparsemaxClassifier"]["seconds"]
+    assert len(seconds) == 1 and seconds[0] > 0      # the raw numbers, for machines
 
 
 @pytest.mark.parametrize("content, match", [
@@ -95,7 +100,8 @@ def test_a_multiclass_compressed_file_gets_the_probability_table_only(tmp_path, 
     (b"\xfd7zXZ\x00 truncated", "cannot read .*corrupt or truncated"),
     (b"1 1:0.5\n0 0:1\n", "cannot read .*column indices start at 1"),
     (b"0.5 1:1\n1.5 2:1\n2.5 1:2\n", "labels are continuous, not classes"),
-    (b"1 1:1\n1 2:1\n-1 1:2\n", "every class needs at least 2 rows"),
+    (b"1 1:1\n1 2:1\n-1 1:2\n", "at least two classes need 2 rows or more"),
+    (b"1 0:1\n-1 1:1\n", "column indices start at 1 .*use --zero-based"),
 ])
 def test_an_unreadable_file_is_a_clear_error_not_a_traceback(tmp_path, capsys, content,
                                                              match):
@@ -138,3 +144,99 @@ def test_on_a_terminal_a_spinner_names_each_model_and_leaves_the_tables_clean(
     assert announced[0] == "digits: sparsekit SparsemaxClassifier"
     assert len(announced) == 5
     assert captured.out.startswith("class probabilities, digits")
+
+
+def test_plot_writes_the_suboptimality_and_accuracy_figures(tmp_path, capsys):
+    pytest.importorskip("matplotlib")
+    path = _write_svm(tmp_path / "tiny.svm")
+    compare.main([str(path), "--repeat", "1", "--plot", str(tmp_path / "figures")])
+    written = sorted(p.name for p in (tmp_path / "figures").iterdir())
+    assert written == ["tiny.svm-l1.png", "tiny.svm-proba.png"]
+    assert all((tmp_path / "figures" / name).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+               for name in written)
+    assert "wrote" in capsys.readouterr().err
+
+
+def test_plot_into_a_path_that_cannot_be_a_directory_is_a_clear_error(tmp_path, capsys):
+    pytest.importorskip("matplotlib")
+    blocker = tmp_path / "a_file"
+    blocker.write_text("")
+    with pytest.raises(SystemExit) as exit_info:
+        compare.main(["digits", "--plot", str(blocker / "figures")])
+    assert exit_info.value.code == 2
+    assert "--plot: cannot create" in capsys.readouterr().err
+
+
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")   # tol 0.1
+def test_the_l1_ladder_reaches_the_tables_objective_from_above():
+    data = compare.Dataset("tiny", *_tiny_binary())
+    traces = compare.l1_traces(data, C=1.0)
+    best = compare.compare_l1_logistic(1, data=data).measurements
+    F_star = best["sparsekit L1LogisticOBA"]["objective"]
+    oba = traces["sparsekit L1LogisticOBA"]
+    assert len(oba) == len(compare.L1_LADDER)
+    assert all(F >= F_star * (1 - 1e-12) for _, F in oba)
+    assert oba[-1][1] == pytest.approx(F_star, rel=1e-10)
+    assert len(traces["scikit-learn saga"]) == compare.L1_LADDER.index(1e-6) + 1
+
+
+def _tiny_binary(n=80, seed=0):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, 6))
+    y = np.where(X[:, 0] - X[:, 1] + 0.5 * rng.normal(size=n) > 0, 1, -1)
+    return X, y
+
+
+def test_zero_based_files_are_read_with_the_flag(tmp_path, capsys):
+    from sklearn.datasets import dump_svmlight_file
+
+    X, y = _tiny_binary()
+    dump_svmlight_file(X, y, str(tmp_path / "sklearn.svm"))          # numbered from 0
+    compare.main([str(tmp_path / "sklearn.svm"), "--zero-based", "--repeat", "1"])
+    assert "sklearn.svm (80, 6)" in capsys.readouterr().out
+
+
+def test_classes_seen_once_train_and_the_rest_split_stratified():
+    y = np.array([0] * 10 + [1] * 10 + [2])          # class 2 has a single row
+    data = compare.Dataset("rare", np.arange(21.0)[:, None], y)
+    X_train, X_test, y_train, y_test = compare._split(data)
+    assert 2 in y_train and 2 not in y_test
+    assert sorted(np.concatenate([X_train, X_test]).ravel()) == list(range(21))
+    assert np.bincount(y_test.astype(int)).tolist() == [3, 3]
+
+
+def test_fasttext_joins_on_many_classes_on_its_tokens(tmp_path, capsys):
+    pytest.importorskip("fasttext")
+    rng = np.random.default_rng(0)
+    classes, n = 20, 400
+    lines = []
+    for i in range(n):
+        label = i % classes
+        tokens = {1 + label * 3 + k for k in range(3)} | set(rng.choice(60, 2) + 1)
+        lines.append(f"{label} " + " ".join(f"{j}:1" for j in sorted(tokens)))
+    path = tmp_path / "topics.svm"
+    path.write_text("\n".join(lines) + "\n")
+    compare.main([str(path), "--repeat", "1", "--json"])
+    table = json.loads(capsys.readouterr().out)[0]
+    fasttext_rows = [r for r in table["rows"] if r["model"].startswith("fastText")]
+    assert len(fasttext_rows) == 1, table["rows"]
+    assert float(fasttext_rows[0]["test accuracy"]) > 0.9     # chance: 0.05
+
+
+def test_fasttext_initial_vectors_cover_every_training_token(tmp_path):
+    import scipy.sparse as sp
+
+    X = sp.csr_matrix(np.array([[1.0, 0, 2], [0, 0, 1]]))
+    compare._fasttext_initial_vectors(tmp_path / "init.vec", X)
+    header, *rows = (tmp_path / "init.vec").read_text().splitlines()
+    assert header == f"3 {compare.FASTTEXT_DIM}"
+    assert [r.split()[0] for r in rows] == ["</s>", "f0", "f2"]
+    values = np.array([r.split()[1:] for r in rows], float)
+    assert np.all(np.abs(values) <= 1.0 / compare.FASTTEXT_DIM)
+
+
+def test_tokens_repeat_whole_counts_and_keep_other_values_once():
+    import scipy.sparse as sp
+
+    assert compare._tokens(sp.csr_matrix(np.array([[2.0, 0, 1]]))) == ["f0 f0 f2"]
+    assert compare._tokens(sp.csr_matrix(np.array([[0.5, 0, 1]]))) == ["f0 f2"]

@@ -9,16 +9,21 @@
   which leaves them within ~1e-12 of the best objective (saga at 1e-6 stops ~1e-7 away).
   LIBLINEAR's own copy of the data (``problem``) is built once, outside the timing, as the
   other solvers take the arrays as they are.
-- every data set: class probabilities on a stratified 70/30 split: SparsemaxClassifier (and
-  ExtremeSoftmaxSGD for more than two classes) vs multinomial LogisticRegression,
-  SGDClassifier(log_loss) and LIBLINEAR ``-s 0 -B 1`` (every model with an intercept, at its
-  defaults); time, test accuracy, mean support of ``predict_proba``. ExtremeSoftmaxSGD runs
+- every data set: class probabilities on a stratified 70/30 split (the rows of a class seen
+  once go to training): SparsemaxClassifier (and ExtremeSoftmaxSGD for more than two
+  classes) vs multinomial LogisticRegression, SGDClassifier(log_loss) and LIBLINEAR
+  ``-s 0 -B 1`` (every model with an intercept, at its defaults), and fastText from 20
+  classes on; time, test accuracy, mean support of ``predict_proba``. ExtremeSoftmaxSGD runs
   without its training-NLL history (``eval_every=0``), which the other models do not compute
-  either.
+  either. fastText reads one token per nonzero feature (repeated for whole counts) and runs
+  its tutorial's recipe for small data (25 epochs, learning rate 1, halved while it
+  diverges), on one thread from explicit U(-1/dim, 1/dim) word vectors: fastText 0.9.x
+  initializes only a tenth of them per thread.
 
 DATA is a LIBSVM/svmlight file (any path; ``.xz``, ``.gz`` and ``.bz2`` are read
-compressed), ``a9a`` (shipped inside sparsekit), a set of the data home (``a9a.t``, ``w8a``:
-see :func:`sparsekit.datasets.get_data_home`) or one of scikit-learn's ``breast_cancer`` and
+compressed; ``--zero-based`` for files numbered from 0), ``a9a`` (shipped inside
+sparsekit), a set of the data home (``a9a.t``, ``w8a``: see
+:func:`sparsekit.datasets.get_data_home`) or one of scikit-learn's ``breast_cancer`` and
 ``digits`` (dense, standardized for the l1 table). Without DATA it runs on a9a and digits.
 
 On a terminal (with ``rich``, installed by the ``compare`` extra) a spinner line on stderr
@@ -27,23 +32,30 @@ compiles with numba on first use); a model whose warm-up takes more than ``--bud
 seconds is timed by that fit alone. Times
 are wall-clock medians with their min-max range, every solver on one thread. A peer that is
 not installed or fails is listed with its reason, and the other rows are still measured.
+``--plot DIR`` also runs each l1 solver along a ladder of tolerances and writes
+``<data>-l1.png`` (relative suboptimality against time) and ``<data>-proba.png`` (test
+accuracy against time); ``--json`` prints the tables with their raw measurements.
 
 Usage::
 
     sparsekit-compare                       # a9a and digits
     sparsekit-compare my_data.svm.xz --C 0.5 --repeat 5
     sparsekit-compare w8a --json            # machine-readable tables
+    sparsekit-compare --plot figures/       # and PNG figures
 """
 import argparse
 import contextlib
 import json
 import statistics
 import sys
+import tempfile
 import time
 import warnings
+from collections import namedtuple
 from pathlib import Path
 
 import numpy as np
+import scipy.sparse as sp
 from sklearn.datasets import load_breast_cancer, load_digits
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.linear_model import LogisticRegression, SGDClassifier
@@ -57,6 +69,10 @@ from sparsekit.datasets import load_a9a, load_libsvm
 from sparsekit.utils._sklearn import l1_penalty
 
 _L1 = l1_penalty()
+
+#: one table: its ``title``, column ``header``, formatted ``rows``, and the raw
+#: ``measurements`` of its measured rows, ``{name: {"seconds": [...], metric: value}}``
+Table = namedtuple("Table", "title header rows measurements")
 
 
 def _median_fit(make_and_fit, repeat, budget=np.inf):
@@ -112,11 +128,19 @@ def _l1_objective(w, X, y, C):
     return np.abs(w).sum() + C * np.logaddexp(0.0, -margins).sum()
 
 
+#: each l1 solver's tolerance in the table (in its own measure), and the ladder of ``--plot``
+L1_TOL = {"scikit-learn saga": 1e-6}
+L1_DEFAULT_TOL = 1e-8
+L1_LADDER = (1e-1, 1e-2, 1e-3, 1e-4, 1e-5, 1e-6, 1e-7, 1e-8)
+
+
 def _l1_solvers(X, y, C):
-    """(name, fit -> coef) for every installed l1-logistic solver, same objective."""
+    """(name, fit_at) for every installed l1-logistic solver, same objective:
+    ``fit_at(tol)`` fits at that tolerance and returns the coefficients; None when the
+    peer is not installed."""
     n = X.shape[0]
-    yield "sparsekit L1LogisticOBA", lambda: L1LogisticOBA(
-        C=C, tol=1e-8, fit_intercept=False).fit(X, y).coef_.ravel()
+    yield "sparsekit L1LogisticOBA", lambda tol: L1LogisticOBA(
+        C=C, tol=tol, fit_intercept=False).fit(X, y).coef_.ravel()
     try:
         from liblinear import liblinearutil
     except ImportError:
@@ -124,9 +148,9 @@ def _l1_solvers(X, y, C):
     else:
         problem = liblinearutil.problem(y.astype(float), X)  # its own format, built once
 
-        def liblinear_fit():
+        def liblinear_fit(tol):
             model = liblinearutil.train(problem, liblinearutil.parameter(
-                f"-s 6 -c {C} -B -1 -e 1e-8 -q"))
+                f"-s 6 -c {C} -B -1 -e {tol:g} -q"))
             w = np.array(model.get_decfun()[0])
             return w if model.get_labels()[0] == 1 else -w
         yield "LIBLINEAR -s 6", liblinear_fit
@@ -135,37 +159,75 @@ def _l1_solvers(X, y, C):
     except ImportError:
         yield "skglm", None
     else:
-        yield "skglm", lambda: SparseLogisticRegression(
-            alpha=1.0 / (C * n), fit_intercept=False, tol=1e-8, max_iter=1000
+        yield "skglm", lambda tol: SparseLogisticRegression(
+            alpha=1.0 / (C * n), fit_intercept=False, tol=tol, max_iter=1000
         ).fit(X, y).coef_.ravel()
     try:
         from celer import LogisticRegression as CelerLR
     except ImportError:
         yield "celer", None
     else:
-        yield "celer", lambda: CelerLR(C=C, fit_intercept=False, tol=1e-8).fit(
+        yield "celer", lambda tol: CelerLR(C=C, fit_intercept=False, tol=tol).fit(
             X, y).coef_.ravel()
-    yield "scikit-learn saga", lambda: LogisticRegression(
-        C=C, solver="saga", fit_intercept=False, tol=1e-6, max_iter=20000, **_L1
+    yield "scikit-learn saga", lambda tol: LogisticRegression(
+        C=C, solver="saga", fit_intercept=False, tol=tol, max_iter=20000, **_L1
     ).fit(X, y).coef_.ravel()
+
+
+def _l1_problem(data):
+    """The l1 table's matrix and its labels in {-1, +1}."""
+    return data.X_l1, np.where(data.y == data.classes[1], 1, -1)
 
 
 def compare_l1_logistic(repeat, C=1.0, data=None, budget=np.inf, announce=None):
     """(title, header, rows) of the l1-logistic comparison on ``data`` (a :class:`Dataset`
     with two classes; default: breast_cancer)."""
     data = data or load_dataset("breast_cancer")
-    X = data.X_l1
-    y = np.where(data.y == data.classes[1], 1, -1)
-    rows = [_measure(name, fit, repeat,
+    X, y = _l1_problem(data)
+    rows = [_measure(name, fit_at and (lambda fit_at=fit_at, name=name: fit_at(
+                         L1_TOL.get(name, L1_DEFAULT_TOL))), repeat,
                      lambda w: (_l1_objective(w, X, y, C), int(np.sum(w == 0))), budget,
                      announce)
-            for name, fit in _l1_solvers(X, y, C)]
+            for name, fit_at in _l1_solvers(X, y, C)]
+    measurements = {r[0]: {"seconds": r[1], "objective": r[2], "zeros": r[3]}
+                    for r in _measured(rows)}
     best = min((r[2] for r in _measured(rows)), default=np.nan)
     _format_rows(rows, rows[0], {2: lambda f: f"{f:.8f} (rel. gap {(f - best) / best:.1e})"})
-    return (f"l1-logistic (LIBLINEAR -s 6 objective), {data.name} {X.shape}, C={C:g}, "
-            f"no intercept; tol 1e-8 (saga 1e-6), each in its own measure; LIBLINEAR's "
-            f"copy of the data built untimed; median (min-max) of {repeat} fits",
-            ["solver", "fit time", "objective F(w)", "zeros in w", "time / sparsekit"], rows)
+    return Table(f"l1-logistic (LIBLINEAR -s 6 objective), {data.name} {X.shape}, C={C:g}, "
+                 f"no intercept; tol 1e-8 (saga 1e-6), each in its own measure; LIBLINEAR's "
+                 f"copy of the data built untimed; median (min-max) of {repeat} fits",
+                 ["solver", "fit time", "objective F(w)", "zeros in w", "time / sparsekit"],
+                 rows, measurements)
+
+
+def l1_traces(data, C=1.0, budget=np.inf, announce=None):
+    """``{solver: [(seconds, objective), ...]}``: one timed fit per tolerance of
+    :data:`L1_LADDER` (saga down to 1e-6), each solver in its own measure, for the
+    time-vs-suboptimality figure of ``--plot``. A solver's ladder ends after a fit longer
+    than ``budget`` seconds."""
+    X, y = _l1_problem(data)
+    traces = {}
+    for name, fit_at in _l1_solvers(X, y, C):
+        if fit_at is None:
+            continue
+        if announce is not None:
+            announce(f"{name} (tolerance ladder)")
+        points = []
+        try:
+            fit_at(L1_LADDER[0])                      # warm-up: JIT compilers, caches
+            for tol in L1_LADDER:
+                if tol < L1_TOL.get(name, L1_DEFAULT_TOL):
+                    break
+                t0 = time.perf_counter()
+                w = fit_at(tol)
+                seconds = time.perf_counter() - t0
+                points.append((seconds, _l1_objective(w, X, y, C)))
+                if seconds > budget:
+                    break
+        except Exception:   # a failing peer has no curve; its table row says why
+            continue
+        traces[name] = points
+    return traces
 
 
 def _multiclass_models(n_classes=10):
@@ -177,6 +239,98 @@ def _multiclass_models(n_classes=10):
         C=1.0, max_iter=2000)
     yield "scikit-learn SGDClassifier (log_loss)", lambda: SGDClassifier(
         loss="log_loss", alpha=1e-4, max_iter=20, tol=None, random_state=0)
+
+
+#: fastText joins the probability table from this many classes on: a text classifier for
+#: many labels, it sees the features as tokens and is out of its ground on a few dense ones
+FASTTEXT_MIN_CLASSES = 20
+
+
+def _tokens(X):
+    """One line of tokens per row of CSR ``X`` for fastText: feature j is the token
+    ``f<j>``, repeated by its value when every value is a whole count (bag of words), once
+    otherwise (values dropped)."""
+    counts = X.data.size > 0 and np.all(X.data == np.round(X.data)) and X.data.min() >= 1
+    lines = []
+    for i in range(X.shape[0]):
+        row = slice(X.indptr[i], X.indptr[i + 1])
+        repeats = X.data[row].astype(np.int64) if counts else np.ones(row.stop - row.start,
+                                                                      np.int64)
+        lines.append(" ".join(" ".join([f"f{j}"] * r) for j, r in zip(X.indices[row],
+                                                                       repeats)))
+    return lines
+
+
+#: fastText's recipe for small data sets (its text-classification tutorial): 25 epochs at
+#: learning rate 1, halved while training diverges ("Encountered NaN", as its maintainers
+#: advise); one thread and a fixed seed make each fit deterministic
+FASTTEXT_EPOCHS = 25
+FASTTEXT_RATES = (1.0, 0.5, 0.25, 0.1)
+FASTTEXT_DIM = 100
+
+
+def _fasttext_initial_vectors(path, X_train):
+    """Write fastText's own initialization, U(-1/dim, 1/dim) word vectors, as a
+    ``pretrainedVectors`` file. With fewer than 10 threads fastText 0.9.x leaves most of its
+    input matrix uninitialized (its DenseMatrix::uniform fills one tenth of the rows per
+    thread; fastText issue #1061): on one thread 90% of the word vectors are whatever the
+    allocator returned, and fits diverge ("Encountered NaN") or do not learn, depending on
+    what ran before in the process."""
+    words = ["</s>"] + [f"f{j}" for j in np.unique(X_train.indices)]
+    vectors = np.random.default_rng(0).uniform(-1.0 / FASTTEXT_DIM, 1.0 / FASTTEXT_DIM,
+                                               (len(words), FASTTEXT_DIM))
+    with open(path, "w") as out:
+        out.write(f"{len(words)} {FASTTEXT_DIM}\n")
+        for word, vector in zip(words, vectors):
+            out.write(word + " " + " ".join(f"{v:.6g}" for v in vector) + "\n")
+
+
+def _fasttext_multiclass(X_train, y_train, X_test, y_test, repeat, budget=np.inf,
+                         announce=None):
+    name = f"fastText supervised (softmax, {FASTTEXT_EPOCHS} epochs)"
+    try:
+        import fasttext
+    except ImportError:
+        return _measure(name, None, repeat, None)
+    classes = np.unique(y_train)
+    codes = np.searchsorted(classes, y_train)
+    test_lines = _tokens(sp.csr_matrix(X_test))
+
+    def describe(model):
+        labels, proba = model.predict(test_lines, k=-1, threshold=0.0)
+        predicted = classes[[int(lab[0][len("__label__"):]) for lab in labels]]
+        return (float(np.mean(predicted == y_test)),
+                float(np.mean([np.count_nonzero(p) for p in proba])))
+
+    X_train = sp.csr_matrix(X_train)
+    with tempfile.TemporaryDirectory() as workdir:    # its input files, written untimed
+        path, init = Path(workdir) / "train.txt", Path(workdir) / "init.vec"
+        path.write_text("".join(f"__label__{c} {line}\n" for c, line in
+                                zip(codes, _tokens(X_train))))
+        _fasttext_initial_vectors(init, X_train)
+
+        def fit(lr):
+            return fasttext.train_supervised(
+                input=str(path), epoch=FASTTEXT_EPOCHS, lr=lr, dim=FASTTEXT_DIM,
+                pretrainedVectors=str(init), thread=1, seed=0, verbose=0)
+        for lr in FASTTEXT_RATES:
+            try:
+                fit(lr)
+                break
+            except RuntimeError:          # diverged: the next, smaller rate
+                continue
+        return _measure(f"{name[:-1]}, lr {lr:g})", lambda: fit(lr), repeat, describe,
+                        budget, announce)
+
+
+def _split(data):
+    """Stratified 70/30 split of the rows; the rows of classes seen once go to training."""
+    labels, inverse, counts = np.unique(data.y, return_inverse=True, return_counts=True)
+    rows = np.flatnonzero(counts[inverse] >= 2)
+    train, test = train_test_split(rows, test_size=0.3, random_state=0,
+                                   stratify=data.y[rows])
+    train = np.concatenate([train, np.flatnonzero(counts[inverse] < 2)])
+    return data.X[train], data.X[test], data.y[train], data.y[test]
 
 
 def _liblinear_multiclass(X_train, y_train, X_test, y_test, repeat, budget=np.inf,
@@ -203,8 +357,7 @@ def compare_multiclass(repeat, data=None, budget=np.inf, announce=None):
     """(title, header, rows) of the class-probability comparison on ``data`` (a
     :class:`Dataset`; default: digits)."""
     data = data or load_dataset("digits")
-    X_train, X_test, y_train, y_test = train_test_split(
-        data.X, data.y, test_size=0.3, random_state=0, stratify=data.y)
+    X_train, X_test, y_train, y_test = _split(data)
 
     def describe(model):
         proba = model.predict_proba(X_test)
@@ -215,12 +368,18 @@ def compare_multiclass(repeat, data=None, budget=np.inf, announce=None):
             for name, make in _multiclass_models(data.classes.size)]
     rows.append(_liblinear_multiclass(X_train, y_train, X_test, y_test, repeat, budget,
                                       announce))
+    if data.classes.size >= FASTTEXT_MIN_CLASSES:
+        rows.append(_fasttext_multiclass(X_train, y_train, X_test, y_test, repeat, budget,
+                                         announce))
+    measurements = {r[0]: {"seconds": r[1], "test_accuracy": r[2], "mean_support": r[3]}
+                    for r in _measured(rows)}
     base = next(r for r in rows if r[0].startswith("scikit-learn LogisticRegression"))
     _format_rows(rows, base, {2: "{:.4f}".format, 3: "{:.2f}".format})
-    return (f"class probabilities, {data.name} {data.X.shape}, {data.classes.size} classes "
-            f"(70/30 split), every model with an intercept; median (min-max) of {repeat} fits",
-            ["model", "fit time", "test accuracy", "mean classes with p>0",
-             "time / LogisticRegression"], rows)
+    return Table(f"class probabilities, {data.name} {data.X.shape}, {data.classes.size} "
+                 f"classes (70/30 split), every model with an intercept; median (min-max) of "
+                 f"{repeat} fits", ["model", "fit time", "test accuracy",
+                                    "mean classes with p>0", "time / LogisticRegression"],
+                 rows, measurements)
 
 
 class Dataset:
@@ -233,10 +392,11 @@ class Dataset:
         self.classes = np.unique(self.y)
 
 
-def load_dataset(spec):
+def load_dataset(spec, zero_based=False):
     """The :class:`Dataset` named by ``spec``: ``a9a`` (shipped), ``breast_cancer`` or
-    ``digits`` (scikit-learn), a LIBSVM file, or a set of the data home. Raises ValueError
-    with a message for the user when it cannot be read or is not a classification task."""
+    ``digits`` (scikit-learn), a LIBSVM file (columns numbered from 1, or from 0 with
+    ``zero_based=True``), or a set of the data home. Raises ValueError with a message for
+    the user when it cannot be read or is not a classification task."""
     if spec == "a9a":
         data = Dataset("a9a", *load_a9a())
     elif spec == "breast_cancer":
@@ -247,17 +407,18 @@ def load_dataset(spec):
         data = Dataset(spec, X / 16.0, y)
     else:
         try:
-            X, y = load_libsvm(spec)
+            X, y = load_libsvm(spec, zero_based=zero_based)
         except (OSError, ValueError) as exc:
-            raise ValueError(f"cannot read {spec!r}: {exc}") from None
+            message = str(exc).replace("pass zero_based=True", "use --zero-based")
+            raise ValueError(f"cannot read {spec!r}: {message}") from None
         data = Dataset(Path(spec).name, X, y)
     kind = type_of_target(data.y)
     if kind not in ("binary", "multiclass"):
         raise ValueError(f"{spec!r}: the labels are {kind}, not classes")
     counts = np.unique(data.y, return_counts=True)[1]
-    if counts.size < 2 or counts.min() < 2:
-        raise ValueError(f"{spec!r}: every class needs at least 2 rows for a train/test "
-                         f"split (class sizes {counts.tolist()})")
+    if np.count_nonzero(counts >= 2) < 2:
+        raise ValueError(f"{spec!r}: at least two classes need 2 rows or more for a "
+                         f"train/test split (class sizes {counts.tolist()[:20]})")
     return data
 
 
@@ -268,6 +429,51 @@ def tables(data, repeat, C=1.0, budget=np.inf, announce=None):
         out.append(compare_l1_logistic(repeat, C, data, budget, announce))
     out.append(compare_multiclass(repeat, data, budget, announce))
     return out
+
+
+def _file_stem(name):
+    return "".join(c if c.isalnum() or c in "-_." else "_" for c in name)
+
+
+def plot(data, results, traces, directory):
+    """Write the figures of one data set to ``directory``; return their paths:
+    ``<name>-l1.png`` (relative suboptimality (F - F*)/F* against fit time along each
+    solver's tolerance ladder, F* the lowest objective of every fit) when ``traces`` is
+    given, and ``<name>-proba.png`` (test accuracy against fit time)."""
+    import matplotlib.pyplot as plt
+
+    paths = []
+    stem = directory / _file_stem(data.name)
+    if traces:
+        table = next(t for t in results if t.title.startswith("l1-logistic"))
+        best = min([f for points in traces.values() for _, f in points]
+                   + [m["objective"] for m in table.measurements.values()])
+        floor = 1e-16    # a fit at the best objective is drawn at the floor
+        fig, ax = plt.subplots(figsize=(6, 4))
+        for name, points in traces.items():
+            seconds = [t for t, _ in points]
+            gaps = [max((f - best) / abs(best), floor) for _, f in points]
+            ax.plot(seconds, gaps, "o-", label=name)
+        ax.set(xscale="log", yscale="log", xlabel="fit time (s)",
+               ylabel="relative suboptimality (F - F*) / F*",
+               title=f"l1-logistic, {data.name}: tolerance ladders")
+        ax.legend(fontsize="small")
+        fig.tight_layout()
+        paths.append(stem.with_name(stem.name + "-l1.png"))
+        fig.savefig(paths[-1], dpi=120)
+        plt.close(fig)
+    table = next(t for t in results if t.title.startswith("class probabilities"))
+    fig, ax = plt.subplots(figsize=(6, 4))
+    for name, m in table.measurements.items():
+        ax.plot(statistics.median(m["seconds"]), m["test_accuracy"], "o", label=name)
+    ax.set(xscale="log", xlabel="fit time (s, median)", ylabel="test accuracy",
+           title=f"class probabilities, {data.name}")
+    ax.legend(fontsize="small")
+    fig.tight_layout()
+    paths.append(stem.with_name(stem.name + "-proba.png"))
+    fig.savefig(paths[-1], dpi=120)
+    plt.close(fig)
+    return paths
 
 
 def format_table(title, header, rows):
@@ -326,11 +532,27 @@ def main(argv=None):
     parser.add_argument("--budget", type=_positive_float, default=10.0,
                         help="seconds: a slower warm-up fit is timed alone")
     parser.add_argument("--json", action="store_true", help="print JSON, not tables")
+    parser.add_argument("--zero-based", action="store_true",
+                        help="the files number their columns from 0 (scikit-learn's "
+                             "dump_svmlight_file), not from 1 as LIBSVM does")
+    parser.add_argument("--plot", metavar="DIR", type=Path,
+                        help="write PNG figures to DIR: time vs suboptimality of the l1 "
+                             "solvers (a ladder of tolerances), accuracy vs time")
     args = parser.parse_args(argv)
+    if args.plot is not None:
+        try:
+            import matplotlib
+        except ImportError:
+            parser.error("--plot needs matplotlib (pip install matplotlib)")
+        matplotlib.use("Agg")
+        try:
+            args.plot.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            parser.error(f"--plot: cannot create {str(args.plot)!r}: {exc.strerror}")
     datasets = []
     for spec in args.data:
         try:
-            datasets.append(load_dataset(spec))
+            datasets.append(load_dataset(spec, args.zero_based))
         except ValueError as exc:
             parser.error(str(exc))
     warnings.simplefilter("ignore", ConvergenceWarning)
@@ -339,14 +561,22 @@ def main(argv=None):
     for data in datasets:
         # the spinner runs while a data set is measured and is gone before its tables print
         with threadpool_limits(limits=1), _progress() as status:   # BLAS on one thread too
-            results = tables(data, args.repeat, args.C, args.budget,
-                             lambda name, data=data: status(f"{data.name}: {name}"))
-        for title, header, rows in results:
+            announce = lambda name, data=data: status(f"{data.name}: {name}")  # noqa: E731
+            results = tables(data, args.repeat, args.C, args.budget, announce)
+            traces = (l1_traces(data, args.C, args.budget, announce)
+                      if args.plot is not None and data.classes.size == 2 else None)
+        for table in results:
             if args.json:
-                report.append({"data": data.name, "title": title,
-                               "rows": [dict(zip(header, map(str, r))) for r in rows]})
+                report.append({"data": data.name, "title": table.title,
+                               "rows": [dict(zip(table.header, map(str, r)))
+                                        for r in table.rows],
+                               "measurements": table.measurements})
             else:
-                print(format_table(title, header, rows), end="\n\n", flush=True)
+                print(format_table(table.title, table.header, table.rows), end="\n\n",
+                      flush=True)
+        if args.plot is not None:
+            for path in plot(data, results, traces, args.plot):
+                print(f"wrote {path}", file=sys.stderr)
     if args.json:
         json.dump(report, sys.stdout, indent=1)
         print()
