@@ -114,19 +114,24 @@ def repro_data(name, quick):
     return X, y, len(classes), X.shape[0], slice(0, X.shape[0] // 10)
 
 
+def debian_documents(seed=0):
+    """The tagged Debian packages split 80/20 (first tag = label): the corpus, the indices of
+    the tagged documents, and the training and test positions among them."""
+    d = load_debian()
+    idx = [i for i, t in enumerate(d.tags) if t]
+    perm = np.random.RandomState(seed).permutation(len(idx))
+    cut = int(0.8 * len(idx))
+    return d, idx, perm[:cut], perm[cut:]
+
+
 def load_debian_split(seed=0):
     """Tagged packages split 80/20 (first tag = label); the TF-IDF vocabulary is fitted on
     every description outside the test split, the untagged ones included (unlabeled text)."""
     from sklearn.feature_extraction.text import TfidfVectorizer
-    d = load_debian()
-    idx = [i for i, t in enumerate(d.tags) if t]
+    d, idx, tr, te = debian_documents(seed)
     text = [d.text[i] for i in idx]
     tags = [d.tags[i] for i in idx]
     first = np.array([t[0] for t in tags], dtype=object)
-    rng = np.random.RandomState(seed)
-    perm = rng.permutation(len(idx))
-    cut = int(0.8 * len(idx))
-    tr, te = perm[:cut], perm[cut:]
     test_docs = {idx[i] for i in te}
     vec = TfidfVectorizer(ngram_range=(1, 2), min_df=2, sublinear_tf=True, dtype=np.float64)
     vec.fit([t for i, t in enumerate(d.text) if i not in test_docs])

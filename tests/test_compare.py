@@ -227,7 +227,7 @@ def test_fasttext_initial_vectors_cover_every_training_token(tmp_path):
     import scipy.sparse as sp
 
     X = sp.csr_matrix(np.array([[1.0, 0, 2], [0, 0, 1]]))
-    compare._fasttext_initial_vectors(tmp_path / "init.vec", X)
+    compare._fasttext_initial_vectors(tmp_path / "init.vec", compare._feature_words(X))
     header, *rows = (tmp_path / "init.vec").read_text().splitlines()
     assert header == f"3 {compare.FASTTEXT_DIM}"
     assert [r.split()[0] for r in rows] == ["</s>", "f0", "f2"]

@@ -269,20 +269,26 @@ FASTTEXT_RATES = (1.0, 0.5, 0.25, 0.1)
 FASTTEXT_DIM = 100
 
 
-def _fasttext_initial_vectors(path, X_train):
-    """Write fastText's own initialization, U(-1/dim, 1/dim) word vectors, as a
+def _fasttext_initial_vectors(path, words):
+    """Write fastText's own initialization, U(-1/dim, 1/dim) vectors of ``words`` and of its
+    end-of-line token, as a
     ``pretrainedVectors`` file. With fewer than 10 threads fastText 0.9.x leaves most of its
     input matrix uninitialized (its DenseMatrix::uniform fills one tenth of the rows per
     thread; fastText issue #1061): on one thread 90% of the word vectors are whatever the
     allocator returned, and fits diverge ("Encountered NaN") or do not learn, depending on
     what ran before in the process."""
-    words = ["</s>"] + [f"f{j}" for j in np.unique(X_train.indices)]
+    words = ["</s>", *words]
     vectors = np.random.default_rng(0).uniform(-1.0 / FASTTEXT_DIM, 1.0 / FASTTEXT_DIM,
                                                (len(words), FASTTEXT_DIM))
     with open(path, "w") as out:
         out.write(f"{len(words)} {FASTTEXT_DIM}\n")
         for word, vector in zip(words, vectors):
             out.write(word + " " + " ".join(f"{v:.6g}" for v in vector) + "\n")
+
+
+def _feature_words(X):
+    """The tokens of :func:`_tokens` that occur in CSR ``X``."""
+    return [f"f{j}" for j in np.unique(X.indices)]
 
 
 def _fasttext_multiclass(X_train, y_train, X_test, y_test, repeat, budget=np.inf,
@@ -307,7 +313,7 @@ def _fasttext_multiclass(X_train, y_train, X_test, y_test, repeat, budget=np.inf
         path, init = Path(workdir) / "train.txt", Path(workdir) / "init.vec"
         path.write_text("".join(f"__label__{c} {line}\n" for c, line in
                                 zip(codes, _tokens(X_train))))
-        _fasttext_initial_vectors(init, X_train)
+        _fasttext_initial_vectors(init, _feature_words(X_train))
 
         def fit(lr):
             return fasttext.train_supervised(
