@@ -5,8 +5,9 @@ protocol), the Debian package descriptions (first tag; ExtremeSoftmaxSGD on TF-I
 grams, fastText on the words with ``wordNgrams=2``, the same tokens) and the synthetic
 teacher with K = 1e4, it fits
 
-- ExtremeSoftmaxSGD at its defaults, Implicit SGD with m = 5 and learning rate 10, and
-  sampled softmax with m = 20;
+- ExtremeSoftmaxSGD at its defaults (sampled softmax, m = 5, ``learning_rate="auto"``),
+  Implicit SGD with m = 5 (its "auto" rate), the defaults before 2026-11-24 (Implicit SGD,
+  m = 1, learning rate 1), and sampled softmax with m = 20;
 - fastText's supervised classifier at its defaults (softmax, lr 0.1, 5 epochs), with its
   tutorial's recipe for small data (lr 1, 25 epochs), and with hierarchical softmax
   (lr 0.5, 5 epochs), each on one thread with explicit U(-1/dim, 1/dim) word vectors;
@@ -44,10 +45,12 @@ from sparsekit.linear_model import ExtremeSoftmaxSGD, precision_at_k  # noqa: E4
 
 SETS = ["bibtex", "delicious", "debian", "teacher"]
 OURS = {
-    "ExtremeSoftmaxSGD defaults (implicit, m=1, lr 1, 20 epochs)": {},
-    "ExtremeSoftmaxSGD implicit, m=5, lr 10": {"n_sampled": 5, "learning_rate": 10.0},
-    "ExtremeSoftmaxSGD sampled_softmax, m=20": {"method": "sampled_softmax",
-                                                "n_sampled": 20},
+    "ExtremeSoftmaxSGD defaults (sampled_softmax, m=5, learning_rate auto)": {},
+    "ExtremeSoftmaxSGD implicit (m=5, auto)": {"method": "implicit"},
+    "ExtremeSoftmaxSGD before 2026-11-24 (implicit, m=1, lr 1)": {
+        "method": "implicit", "n_sampled": 1, "learning_rate": 1.0},
+    "ExtremeSoftmaxSGD sampled_softmax (m=20, auto)": {"method": "sampled_softmax",
+                                                       "n_sampled": 20},
 }
 FASTTEXT = {
     "fastText defaults (softmax, lr 0.1, 5 epochs)": ({}, True),

@@ -18,7 +18,8 @@ CHECKED = [
     SparsemaxClassifier(), SparsemaxClassifier(solver="nqn"),
     SparsemaxClassifier(solver="newton-cg"), SparsemaxClassifier(solver="sdca", random_state=0),
     L1LogisticOBA(), L1LogisticOBA(sparse_coef=True, C=0.5, tol=1e-10),
-    *[ExtremeSoftmaxSGD(method, random_state=0) for method in ("implicit", "umax", "ove")],
+    *[ExtremeSoftmaxSGD(method, random_state=0)
+      for method in ("sampled_softmax", "implicit", "umax", "ove")],
 ]
 
 

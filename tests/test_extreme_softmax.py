@@ -69,8 +69,8 @@ def test_implicit_reaches_lbfgs_nll(data):
 def test_implicit_is_robust_to_large_learning_rates(data):
     """§1.7: the proximal step stays stable where U-max's explicit step blows up."""
     X, y = data
-    kw = dict(learning_rate=30.0, n_epochs=10, fit_intercept=False, random_state=0,
-              eval_every=10)
+    kw = dict(learning_rate=30.0, n_epochs=10, n_sampled=1, fit_intercept=False,
+              random_state=0, eval_every=10)
     imp = ExtremeSoftmaxSGD("implicit", **kw).fit(X, y).loss_curve_[-1]
     umax = ExtremeSoftmaxSGD("umax", **kw).fit(X, y).loss_curve_[-1]
     # over 100 seeds implicit ends at NLL 1.83-2.54 (log 8 = 2.08), U-max at 46.5 or more
@@ -453,7 +453,7 @@ def test_umax_projections_use_the_note_bounds(data):
     B_W = lambda alpha: np.sqrt(2 * np.log(K) / alpha)
     B_x = np.sqrt(X.multiply(X).sum(1).max())     # fit_intercept=False: no constant feature
     B_u = np.log1p((K - 1) * np.exp(2 * B_x * B_W(0.5)))
-    kw = dict(method="umax", fit_intercept=False, random_state=0, eval_every=0)
+    kw = dict(method="umax", fit_intercept=False, random_state=0, eval_every=0, n_sampled=1)
     # a big step drives some u_i below 0 and others above B_u: both clips bind
     est = ExtremeSoftmaxSGD(alpha=0.5, learning_rate=20.0, **kw)
     est.partial_fit(X, y, classes=np.arange(K))
@@ -514,7 +514,8 @@ def test_loss_curve_is_the_exact_nll(data, dtype, rtol):
     """§5 (Evaluation): ``loss_curve_`` records the exact NLL, log K at W = 0."""
     X, y = data
     X = X.astype(dtype) * 40.0                    # large scores after two epochs
-    est = _monitored("implicit", n_epochs=2, eval_size=None, random_state=0).fit(X, y)
+    est = _monitored("implicit", n_epochs=2, eval_size=None, random_state=0,
+                     learning_rate=1.0).fit(X, y)
     assert est.loss_curve_[0] == pytest.approx(np.log(8), rel=1e-15)
     S = X.astype(np.float64) @ est.coef_.astype(np.float64).T + est.intercept_
     assert np.abs(S).max() > 20
@@ -606,15 +607,22 @@ def test_a_failed_call_leaves_the_estimator_as_it_was(data):
 def test_a_diverged_fit_warns_and_names_the_scale_of_X(data, method):
     X, y = data
     with pytest.warns(ConvergenceWarning, match="diverged.*squared norms of the rows of X"):
-        est = _monitored(method, n_epochs=3, random_state=0).fit(X * 1e150, y)
+        est = _monitored(method, n_epochs=3, random_state=0,
+                         learning_rate=1.0).fit(X * 1e150, y)
     assert est.loss_curve_[-1] > est.loss_curve_[0]
     with warnings.catch_warnings():
         warnings.simplefilter("error", ConvergenceWarning)
         _monitored(method, learning_rate=0.1, n_epochs=3, random_state=0).fit(X, y)
     # at the defaults (no history) a check on a few rows still tells the divergence
     with pytest.warns(ConvergenceWarning, match="diverged.*squared norms of the rows of X"):
-        est = ExtremeSoftmaxSGD(method, n_epochs=3, random_state=0).fit(X * 1e150, y)
+        est = ExtremeSoftmaxSGD(method, n_epochs=3, random_state=0,
+                                learning_rate=1.0).fit(X * 1e150, y)
     assert est.loss_curve_ == []
+    # learning_rate="auto" (the default) scales the step to the rows: no divergence
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConvergenceWarning)
+        est = ExtremeSoftmaxSGD(method, n_epochs=3, random_state=0).fit(X * 1e150, y)
+    assert est.learning_rate_ < 1e-290 and est.score(X * 1e150, y) > 0.5
 
 
 def test_the_default_fit_evaluates_the_nll_on_a_few_rows_only(monkeypatch):
@@ -651,6 +659,27 @@ def test_probabilities_are_computed_a_chunk_of_rows_at_a_time(monkeypatch):
     tracemalloc.stop()
     np.testing.assert_array_equal(proba, full)
     assert peak < 1.3 * proba.nbytes
+
+
+def test_working_memory_bounds_the_memory_of_prediction():
+    """scikit-learn's ``working_memory`` (MiB) bounds the scores held at a time: top-k
+    predictions for 2,000 classes take a few MiB instead of the default chunk's ~100 MiB."""
+    import tracemalloc
+    from sklearn import config_context
+    rng = np.random.default_rng(0)
+    X = sp.random(20_000, 50, density=0.1, format="csr", random_state=0)
+    y = rng.integers(0, 2000, 20_000)
+    est = ExtremeSoftmaxSGD(n_epochs=1, random_state=0).fit(X, y)
+    peaks = {}
+    for mib in (None, 4):
+        with config_context(working_memory=mib or 1024):
+            tracemalloc.start()
+            top = est.predict_topk(X, k=5)
+            peaks[mib] = tracemalloc.get_traced_memory()[1]
+            tracemalloc.stop()
+        peaks[f"top {mib}"] = top
+    np.testing.assert_array_equal(peaks["top None"], peaks["top 4"])
+    assert peaks[4] < 6 * 2**20 < 50 * 2**20 < peaks[None]
 
 
 def test_fit_restarts_the_partial_fit_stream(data):
@@ -771,7 +800,7 @@ def test_monitoring_never_changes_the_weights(data, eval_every, eval_size):
 def test_ridge_partial_fit_reads_only_the_rows_it_touches(data, method):
     """With alpha > 0 a chunk touches a few rows: untouched rows stay bitwise as they were."""
     X, y = data
-    est = ExtremeSoftmaxSGD(method, alpha=0.05, random_state=0, learning_rate=0.5)
+    est = ExtremeSoftmaxSGD(method, alpha=0.05, random_state=0, learning_rate=0.5, n_sampled=1)
     est.partial_fit(X, y, classes=np.arange(8))
     before = est.coef_.copy()
     chunk = np.flatnonzero(np.isin(y, [0, 1]))[:3]
@@ -929,7 +958,7 @@ def test_sample_true_class_draws_among_all_classes():
     seed = _first_seed(0)
     est = ExtremeSoftmaxSGD("implicit", sample_true_class=True, n_epochs=1, shuffle=False,
                             fit_intercept=False, random_state=0, eval_every=0,
-                            learning_rate=0.6).fit(X, y)
+                            learning_rate=0.6, n_sampled=1).fit(X, y)
     W, _ = ref.reference_epoch("implicit", X, y, np.zeros((4, 3)), np.full(len(y), np.log(4)),
                                np.arange(len(y)), seed, 1, 1, 0.6, 0.0, 1.0, exclude=False)
     np.testing.assert_allclose(est.coef_, W, rtol=1e-8, atol=1e-9)
@@ -1101,7 +1130,7 @@ def test_u_init_exact_on_nonzero_weights_is_the_per_example_nll(monkeypatch):
     X = rng.normal(size=(N, D))
     y = rng.integers(0, K, N)
     est = ExtremeSoftmaxSGD("umax", u_init="exact", shuffle=False, fit_intercept=False,
-                            random_state=0, eval_every=0, learning_rate=0.5)
+                            random_state=0, eval_every=0, learning_rate=0.5, n_sampled=1)
     est.partial_fit(X[:300], y[:300], classes=np.arange(K))
     np.testing.assert_array_equal(starts[0], np.log(K))      # zero weights: u* = log K
     W0 = est.coef_.copy()

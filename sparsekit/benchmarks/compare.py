@@ -13,9 +13,7 @@
   once go to training): SparsemaxClassifier (and ExtremeSoftmaxSGD for more than two
   classes) vs multinomial LogisticRegression, SGDClassifier(log_loss) and LIBLINEAR
   ``-s 0 -B 1`` (every model with an intercept, at its defaults), and fastText from 20
-  classes on; time, test accuracy, mean support of ``predict_proba``. ExtremeSoftmaxSGD runs
-  without its training-NLL history (``eval_every=0``), which the other models do not compute
-  either. fastText reads one token per nonzero feature (repeated for whole counts) and runs
+  classes on; time, test accuracy, mean support of ``predict_proba``. fastText reads one token per nonzero feature (repeated for whole counts) and runs
   its tutorial's recipe for small data (25 epochs, learning rate 1, halved while it
   diverges), on one thread from explicit U(-1/dim, 1/dim) word vectors: fastText 0.9.x
   initializes only a tenth of them per thread.
@@ -233,8 +231,7 @@ def l1_traces(data, C=1.0, budget=np.inf, announce=None):
 def _multiclass_models(n_classes=10):
     yield "sparsekit SparsemaxClassifier", lambda: SparsemaxClassifier(alpha=1e-3, max_iter=500)
     if n_classes > 2:  # a softmax for many classes; two are LogisticRegression's ground
-        yield "sparsekit ExtremeSoftmaxSGD (implicit)", lambda: ExtremeSoftmaxSGD(
-            method="implicit", n_epochs=20, eval_every=0, random_state=0)
+        yield "sparsekit ExtremeSoftmaxSGD", lambda: ExtremeSoftmaxSGD(random_state=0)
     yield "scikit-learn LogisticRegression (lbfgs)", lambda: LogisticRegression(
         C=1.0, max_iter=2000)
     yield "scikit-learn SGDClassifier (log_loss)", lambda: SGDClassifier(

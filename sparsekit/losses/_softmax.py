@@ -26,6 +26,7 @@ import numbers
 import numpy as np
 import scipy.sparse as sp
 from scipy.special import log_expit, logsumexp
+from sklearn import get_config
 
 from ..utils._validation import check_sparse_structure, checked_sparse
 
@@ -198,7 +199,11 @@ def _log_softmax(S):
 
 
 def _chunks(n, K):
-    step = max(1, _CHUNK_ENTRIES // max(K, 1))
+    """Slices of ``n`` rows whose (rows, K) float64 scores and their temporaries (about
+    three such arrays) stay within 32 MiB and within scikit-learn's ``working_memory``
+    (``sklearn.set_config``, MiB), which a user lowers to bound prediction's memory."""
+    budget = min(_CHUNK_ENTRIES, int(get_config()["working_memory"] * 2**20) // 24)
+    step = max(1, budget // max(K, 1))
     for start in range(0, n, step):
         yield slice(start, min(n, start + step))
 
