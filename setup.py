@@ -1,12 +1,17 @@
 """Build the Cython kernels: every ``sparsekit/_cython/*.pyx`` becomes one extension."""
 import glob
 import os
+import sys
 
 import numpy as np
 from Cython.Build import cythonize
 from setuptools import Extension, setup
 
 COMPILE_ARGS = ["-O3", "-fno-math-errno", "-Wno-unused-function", "-Wno-unreachable-code"]
+#: modules with OpenMP loops (``prange``): ExtremeSoftmaxSGD's ``n_jobs``. With gcc or clang on
+#: Linux; elsewhere they build without it and run those loops on one thread
+OPENMP = {"_softmax_sgd"}
+OPENMP_ARGS = ["-fopenmp"] if sys.platform.startswith("linux") else []
 DIRECTIVES = {
     "language_level": 3,
     "boundscheck": False,
@@ -25,12 +30,14 @@ def extensions():
         if only and os.path.basename(path)[:-4] not in only:
             continue
         name = path[:-4].replace(os.sep, ".")
+        openmp = OPENMP_ARGS if name.rsplit(".", 1)[1] in OPENMP else []
         exts.append(
             Extension(
                 name,
                 [path],
                 include_dirs=[np.get_include()],
-                extra_compile_args=COMPILE_ARGS,
+                extra_compile_args=COMPILE_ARGS + openmp,
+                extra_link_args=openmp,
                 define_macros=[("NPY_NO_DEPRECATED_API", "NPY_1_7_API_VERSION")],
             )
         )

@@ -601,3 +601,69 @@ def test_undo_log_gives_back_the_weights_of_a_failed_pass(method, b, m, alpha, d
             tried.append(method)
     if method == "sgd":       # the others' steps stayed finite even at this rate
         assert tried, "no overflow was provoked"
+
+
+# --- the parallel (Hogwild) driver
+
+
+def _parallel_epoch(method, X, y, W, u, order, seed, m, eta, threads, sparse=True):
+    from sparsekit._cython._softmax_sgd import softmax_epoch_parallel
+
+    Xs = sp.csr_matrix(X)
+    R = np.array(W, dtype=np.float64, order="C", copy=True)
+    u = np.asarray(u, dtype=np.float64).copy()
+    data, ind, ptr = ((Xs.data, Xs.indices.astype(np.intp), Xs.indptr.astype(np.intp))
+                      if sparse else (np.ascontiguousarray(X).ravel(),
+                                      np.zeros(1, np.intp), np.zeros(1, np.intp)))
+    status, resets = softmax_epoch_parallel(
+        METHODS[method], data, ind, ptr, not sparse, X.shape[1], False,
+        np.asarray(y, dtype=np.intp), np.ones(len(y)), (X**2).sum(1), R, u,
+        np.asarray(order, dtype=np.intp), m, eta, 1.0, np.inf, seed, threads)
+    return R, u, status, resets
+
+
+@pytest.mark.parametrize("method", ["implicit", *EXPLICIT])
+@pytest.mark.parametrize("sparse", [True, False])
+def test_parallel_driver_on_one_thread_is_the_epoch_of_its_part_seed(method, sparse):
+    """One thread runs softmax_epoch's steps (batch 1, no ridge) with the part's seed: the
+    first splitmix64 output of ``seed``."""
+    X, y, W, u, order = _problem()
+    eta = 0.01 if method == "sgd" else 0.3
+    part_seed = ref.SplitMix(99).next()
+    Wp, up, status, _ = _parallel_epoch(method, X, y, W, u, order, 99, 2, eta, 1, sparse)
+    Wk, uk, kstatus, _ = ref.kernel_epoch(method, X, y, W, u, order, part_seed, 2, 1, eta,
+                                          0.0, 1.0, sparse=sparse)
+    assert status == kstatus == 0
+    np.testing.assert_array_equal(Wp, Wk)
+    np.testing.assert_array_equal(up, uk)
+
+
+@pytest.mark.parametrize("method", ["implicit", "sampled_softmax", "umax"])
+def test_parallel_parts_are_the_serial_epochs_of_their_seeds_when_they_share_no_row(method):
+    """Two threads whose examples touch disjoint weight rows and columns (two independent
+    problems stacked) do exactly the two serial epochs: every write is then race-free."""
+    Xa, ya, Wa, ua, _ = _problem(seed=1, N=40, K=5)
+    X = np.block([[Xa, np.zeros_like(Xa)], [np.zeros_like(Xa), Xa]])
+    y = np.r_[ya, ya + 5]                 # part 0: classes 0-4, part 1: classes 5-9
+    W = np.zeros((10, X.shape[1]))
+    u = np.r_[ua, ua]
+    order = np.r_[np.arange(40), 40 + np.arange(40)]
+    m = 4                     # part 0 may draw classes 5-9 too, but writes its columns only
+    R, up, status, _ = _parallel_epoch(method, X, y, W, u, order, 5, m, 0.3, 2)
+    assert status == 0
+    mix = ref.SplitMix(5)
+    seeds = [mix.next(), mix.next()]
+    for part, seed in enumerate(seeds):
+        rows = order[part * 40:(part + 1) * 40]
+        Wk, uk, _, _ = ref.kernel_epoch(method, X, y, W, u, rows, seed, m, 1, 0.3, 0.0, 1.0,
+                                        sparse=True)
+        cols = slice(part * Xa.shape[1], (part + 1) * Xa.shape[1])
+        np.testing.assert_allclose(R[:, cols], Wk[:, cols], rtol=1e-12, atol=1e-14)
+        np.testing.assert_array_equal(up[rows], uk[rows])
+
+
+def test_a_parallel_pass_that_overflows_stops_every_thread_and_says_so():
+    X, y, W, u, order = _problem(N=4000, scale=0.1)
+    R, _, status, _ = _parallel_epoch("sgd", X * 50.0, y, W, u, np.arange(len(y)), 3, 2, 50.0,
+                                      2)
+    assert status == 1

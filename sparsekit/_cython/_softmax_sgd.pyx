@@ -30,7 +30,12 @@ with c = (K-1)/m and beta_j = 1/P(class j is touched) (eq. (6)). Methods:
 Ridge is applied as a proximal shrink of the touched rows, w_j <- (w_j + step)/rho_j, through
 lazy scaling w_j = gamma_j r_j, so data updates stay sparse.
 
-Why one module of ~950 lines: the class sampler, the sparse-row primitives, the undo log,
+``softmax_epoch_parallel`` runs the steps with batch size 1 and no ridge on several threads
+at once, each over its own part of the epoch's order, writing the shared weights without
+locks (Hogwild, Recht et al. 2011): two threads that touch one row at the same time may
+lose one of the two updates, which sparse rows and many classes make rare.
+
+Why one module of ~1100 lines: the class sampler, the sparse-row primitives, the undo log,
 the prefetch schedule and the walk over the epoch's rows are all called once or more per
 example from the driver's loop, and gcc inlines them there; in other modules they would be
 indirect calls through Cython's pointer tables. The Implicit SGD inner solves, called once
@@ -43,6 +48,8 @@ from libc.float cimport DBL_MIN, FLT_MIN
 from libc.math cimport exp, log, sqrt, fabs, isfinite
 from libc.stdint cimport uint64_t
 from libc.stdlib cimport malloc, calloc, free, realloc
+
+from cython.parallel cimport prange
 
 from sparsekit._cython._common cimport index_t, sigmoid
 from sparsekit._cython._implicit_sgd cimport _implicit_coefficients
@@ -76,6 +83,14 @@ cdef extern from *:
     static inline unsigned int sk_flush_denormals(void) { return 0; }
     static inline void sk_restore_denormals(unsigned int saved) { (void)saved; }
     #endif
+    /* the flag that stops every thread of a parallel pass: relaxed atomic load and store */
+    #if defined(__GNUC__) || defined(__clang__)
+    static inline int sk_flag_get(int* p) { return __atomic_load_n(p, __ATOMIC_RELAXED); }
+    static inline void sk_flag_set(int* p) { __atomic_store_n(p, 1, __ATOMIC_RELAXED); }
+    #else
+    static inline int sk_flag_get(int* p) { return *(volatile int*)p; }
+    static inline void sk_flag_set(int* p) { *(volatile int*)p = 1; }
+    #endif
     #include <unistd.h>
     /* the core's level-2 cache in bytes as the C library reports it, else 1 MiB */
     static long sk_l2_cache_bytes(void) {
@@ -91,6 +106,8 @@ cdef extern from *:
     void SK_PREFETCH_W(const void* p) noexcept nogil
     unsigned int sk_flush_denormals() noexcept nogil
     void sk_restore_denormals(unsigned int saved) noexcept nogil
+    int sk_flag_get(int* p) noexcept nogil
+    void sk_flag_set(int* p) noexcept nogil
     long sk_l2_cache_bytes() noexcept nogil
 
 #: Weights larger than the core's L2 cache take spread write-intent prefetches: a burst of a
@@ -887,6 +904,189 @@ def softmax_epoch(int method, const floating[::1] data, const index_t[::1] indic
     if status == -1:
         raise MemoryError()
     return status, n_resets
+
+
+cdef inline Py_ssize_t _row_of(Py_ssize_t i, const floating* data, const index_t* indices,
+                               const index_t* indptr, bint dense, Py_ssize_t D,
+                               const floating** xd, const index_t** xi) noexcept nogil:
+    """Point (``xd``, ``xi``) at row i of X, read in place; return its nnz."""
+    if dense:
+        xd[0], xi[0] = &data[i * D], NULL
+        return D
+    xd[0], xi[0] = &data[indptr[i]], &indices[indptr[i]]
+    return indptr[i + 1] - indptr[i]
+
+
+cdef int _hogwild_part(int method, const floating* data, const index_t* indices,
+                       const index_t* indptr, bint dense, Py_ssize_t D, bint bias,
+                       const Py_ssize_t* y, const double* sample_weight, const double* xsq,
+                       floating* R0, Py_ssize_t K, Py_ssize_t stride, double* u,
+                       const Py_ssize_t* order, Py_ssize_t lo, Py_ssize_t hi, int m,
+                       double eta, double delta, double bound_u, uint64_t seed, bint intent,
+                       int* failed, Py_ssize_t* n_resets) noexcept nogil:
+    """The steps of ``order[lo:hi]`` on one thread (batch size 1, no ridge): 0, 1 after a
+    non-finite value (the other threads stop at their next step), -1 without memory. The
+    classes of a step are drawn, in step order, LOOKAHEAD steps before it runs, and its
+    weight entries asked for then, or, with ``intent`` (weights larger than the L2 cache),
+    in PARTS write-intent parts spread over the step LOOKAHEAD steps before it, as
+    :func:`softmax_epoch` does; its row of X and its per-example scalars are asked for
+    LOOKAHEAD steps earlier still."""
+    cdef int mm = m + 1, j, status = 0, ring = LOOKAHEAD + 1
+    cdef uint64_t state = seed
+    cdef Py_ssize_t t, i, nnz, resets = 0, drawn = lo
+    cdef Py_ssize_t table_size = _draw_table_size(m)
+    cdef double logc = log((K - 1.0) / m), eta_i, du, unew, a
+    cdef double tiny = FLT_MIN if floating is float else DBL_MIN
+    cdef bint reset
+    cdef const floating* xd
+    cdef const index_t* xi
+    cdef const floating* pxd
+    cdef const index_t* pxi = NULL
+    cdef Py_ssize_t pnnz = 0
+    cdef bint spread
+    cdef Py_ssize_t* cls
+    cdef Py_ssize_t* cls_ahead
+    cdef Py_ssize_t* ringbuf = <Py_ssize_t*>malloc(ring * mm * sizeof(Py_ssize_t))
+    cdef Py_ssize_t* table = <Py_ssize_t*>malloc((table_size + 1) * sizeof(Py_ssize_t))
+    cdef double* z = <double*>malloc(mm * sizeof(double))
+    cdef double* rho = <double*>malloc(mm * sizeof(double))
+    cdef double* coef = <double*>malloc(mm * sizeof(double))
+    cdef double* work = <double*>malloc(5 * mm * sizeof(double))
+    if (ringbuf == NULL or table == NULL or z == NULL or rho == NULL or coef == NULL
+            or work == NULL):
+        free(ringbuf); free(table); free(z); free(rho); free(coef); free(work)
+        return -1
+    for j in range(mm):
+        rho[j] = 1.0
+    for t in range(lo, hi):
+        if sk_flag_get(failed):
+            break
+        if t + 2 * LOOKAHEAD < hi:      # the row of X (read in place), its label, weight,
+            i = order[t + 2 * LOOKAHEAD]    # norm and u, further ahead
+            nnz = _row_of(i, data, indices, indptr, dense, D, &xd, &xi)
+            _prefetch_span(xd, nnz * sizeof(floating))
+            if xi != NULL:
+                _prefetch_span(xi, nnz * sizeof(index_t))
+            SK_PREFETCH(&u[i])
+            SK_PREFETCH_READ(&y[i])
+            SK_PREFETCH_READ(&sample_weight[i])
+            SK_PREFETCH_READ(&xsq[i])
+        while drawn < hi and drawn <= t + LOOKAHEAD:     # draw ahead, ask for the rows
+            cls = &ringbuf[(drawn % ring) * mm]
+            i = order[drawn]
+            cls[0] = y[i]
+            _sample_classes(&state, K, y[i], m, True, &cls[1], table, table_size)
+            if not intent:
+                nnz = _row_of(i, data, indices, indptr, dense, D, &xd, &xi)
+                _prefetch_rows(R0, stride, cls, mm, xi, nnz, bias, D)
+            drawn += 1
+        cls = &ringbuf[(t % ring) * mm]
+        spread = intent and t + LOOKAHEAD < hi
+        if spread:          # the step whose weights are asked for, in PARTS parts
+            cls_ahead = &ringbuf[((t + LOOKAHEAD) % ring) * mm]
+            pnnz = _row_of(order[t + LOOKAHEAD], data, indices, indptr, dense, D, &pxd, &pxi)
+            _prefetch_part(R0, stride, cls_ahead, mm, pxi, pnnz, bias, D, 0)
+        i = order[t]
+        nnz = _row_of(i, data, indices, indptr, dense, D, &xd, &xi)
+        for j in range(mm):
+            z[j] = _dot(&R0[cls[j] * stride], xd, xi, nnz, bias, D)
+        if spread:
+            _prefetch_part(R0, stride, cls_ahead, mm, pxi, pnnz, bias, D, 1)
+        eta_i = eta * sample_weight[i]
+        if method == IMPLICIT:
+            status = _implicit_coefficients(m, z, rho, u[i], eta_i, xsq[i], logc, coef,
+                                            &unew, work)
+            u[i] = unew
+        else:
+            if method == UMAX:
+                u[i] = _umax_reset(m, z, u[i], delta, &reset)
+                resets += reset
+            status = _explicit_coefficients(method, m, z, u[i], eta_i, logc, coef, &du)
+            if method == UMAX or method == SGD:
+                unew = u[i] + du
+                u[i] = 0.0 if unew < 0.0 else (bound_u if unew > bound_u else unew)
+        if status:
+            sk_flag_set(failed)
+            break
+        if spread:
+            _prefetch_part(R0, stride, cls_ahead, mm, pxi, pnnz, bias, D, 2)
+        for j in range(mm):
+            a = coef[j]
+            if fabs(a) >= tiny:
+                _axpy(&R0[cls[j] * stride], a, xd, xi, nnz, bias, D)
+        if spread:
+            _prefetch_part(R0, stride, cls_ahead, mm, pxi, pnnz, bias, D, 3)
+    n_resets[0] = resets
+    free(ringbuf); free(table); free(z); free(rho); free(coef); free(work)
+    return status
+
+
+def softmax_epoch_parallel(int method, const floating[::1] data, const index_t[::1] indices,
+                           const index_t[::1] indptr, bint dense, Py_ssize_t n_features,
+                           bint bias, const Py_ssize_t[::1] y,
+                           const double[::1] sample_weight, const double[::1] xsq,
+                           floating[:, ::1] R, double[::1] u, const Py_ssize_t[::1] order,
+                           int n_sampled, double eta, double delta, double bound_u,
+                           uint64_t seed, int n_threads):
+    """One pass over ``order`` on ``n_threads`` threads with lock-free (Hogwild) updates.
+
+    The order is cut into ``n_threads`` contiguous parts, one per thread, each with its
+    own class sampler (splitmix64 seeded from ``seed`` and the part); every step is that
+    of :func:`softmax_epoch` with ``batch_size=1``, ``alpha=0``, classes drawn among the
+    wrong ones and no undo log. The weights are written without locks: an update can be
+    lost when two threads write one entry of R at once, so results vary from run to run
+    (``n_threads=1`` is deterministic and equals :func:`softmax_epoch` drawing from the
+    part's seed). u_i is written by the thread that owns example i only.
+
+    Returns
+    -------
+    status : int
+        0 on success, 1 if a non-finite value appeared (every thread stops there).
+    n_resets : int
+        Number of U-max u-resets.
+    """
+    cdef Py_ssize_t K = R.shape[0], N = order.shape[0], D = n_features
+    cdef int m = n_sampled, part, T = max(1, n_threads)
+    if m < 1 or m > K - 1 or R.shape[1] < D + bias:
+        raise ValueError(f"softmax_epoch_parallel: need 1 <= n_sampled <= K - 1 and R of "
+                         f"width >= n_features + bias (got {m}, K={K}, R width "
+                         f"{R.shape[1]}, n_features {D}, bias {bias})")
+    cdef Py_ssize_t n_rows = data.shape[0] // D if dense and D else indptr.shape[0] - 1
+    if dense and D == 0:
+        n_rows = y.shape[0]
+    if (y.shape[0] != n_rows or sample_weight.shape[0] != n_rows or xsq.shape[0] != n_rows
+            or u.shape[0] != n_rows):
+        raise ValueError(f"softmax_epoch_parallel: y, sample_weight, xsq and u need one "
+                         f"entry per row of X ({n_rows})")
+    statuses = np.zeros(T, dtype=np.intc)
+    resets = np.zeros(T, dtype=np.intp)
+    seeds = np.empty(T, dtype=np.uint64)
+    cdef uint64_t mix = seed
+    for part in range(T):
+        seeds[part] = _next(&mix)
+    cdef int[::1] st = statuses
+    cdef Py_ssize_t[::1] rs = resets
+    cdef uint64_t[::1] sd = seeds
+    cdef int failed = 0
+    cdef const floating* data_p = &data[0] if data.shape[0] else NULL
+    cdef const index_t* indices_p = &indices[0] if indices.shape[0] else NULL
+    cdef const index_t* indptr_p = &indptr[0] if indptr.shape[0] else NULL
+    cdef unsigned int fp_state
+    cdef bint intent = spreads_prefetches(R.shape[0] * R.shape[1] * sizeof(floating))
+    if N == 0:
+        return 0, 0
+    with nogil:
+        for part in prange(T, num_threads=T, schedule="static", chunksize=1):
+            fp_state = sk_flush_denormals()     # per thread: MXCSR is thread-local
+            st[part] = _hogwild_part(method, data_p, indices_p, indptr_p, dense, D, bias,
+                                     &y[0], &sample_weight[0], &xsq[0], &R[0, 0], K,
+                                     R.shape[1], &u[0], &order[0], part * N // T,
+                                     (part + 1) * N // T, m, eta, delta, bound_u, sd[part],
+                                     intent, &failed, &rs[part])
+            sk_restore_denormals(fp_state)
+    if (statuses == -1).any():
+        raise MemoryError()
+    return int(statuses.max()), int(resets.sum())
 
 
 def sampled_gradient(int method, const double[:, ::1] X, const Py_ssize_t[::1] y,

@@ -13,10 +13,11 @@
   once go to training): SparsemaxClassifier (and ExtremeSoftmaxSGD for more than two
   classes) vs multinomial LogisticRegression, SGDClassifier(log_loss) and LIBLINEAR
   ``-s 0 -B 1`` (every model with an intercept, at its defaults), and fastText from 20
-  classes on; time, test accuracy, mean support of ``predict_proba``. fastText reads one token per nonzero feature (repeated for whole counts) and runs
-  its tutorial's recipe for small data (25 epochs, learning rate 1, halved while it
-  diverges), on one thread from explicit U(-1/dim, 1/dim) word vectors: fastText 0.9.x
-  initializes only a tenth of them per thread.
+  classes on; time, test accuracy, mean support of ``predict_proba``. fastText reads one
+  token per nonzero feature (repeated for whole counts) and runs its tutorial's recipe for
+  small data (25 epochs, learning rate 1, halved while it diverges), on one thread from
+  explicit U(-1/dim, 1/dim) word vectors: fastText 0.9.x initializes only a tenth of them
+  per thread.
 
 DATA is a LIBSVM/svmlight file (any path; ``.xz``, ``.gz`` and ``.bz2`` are read
 compressed; ``--zero-based`` for files numbered from 0), ``a9a`` (shipped inside

@@ -6,19 +6,21 @@ The numerical work is done by the Cython epoch driver ``_softmax_sgd.softmax_epo
 module holds only the scikit-learn plumbing.
 """
 import copy
+import os
 import time
 import warnings
 from numbers import Integral, Real
 
 import numpy as np
 import scipy.sparse as sp
+from joblib import effective_n_jobs
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.callback import with_callbacks
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import _check_sample_weight, check_is_fitted
 
-from sparsekit._cython._softmax_sgd import METHODS, softmax_epoch
+from sparsekit._cython._softmax_sgd import METHODS, softmax_epoch, softmax_epoch_parallel
 from sparsekit.losses._softmax import _chunks, _log_softmax, softmax_nll, softmax_scores
 from sparsekit.linear_model._base import SparsekitClassifier, check_labels, unchanged_on_error
 from sparsekit.metrics import precision_at_k
@@ -180,6 +182,13 @@ class ExtremeSoftmaxSGD(SparsekitClassifier):
         of per-example draws. Meant for ``fit_intercept=False`` on sparse rows. No effect
         with ``batch_size=1``.
 
+    n_jobs : int or None, default=None
+        Threads for the epochs (OpenMP): each takes its part of the epoch's examples and
+        updates the shared weights without locks (Hogwild, Recht et al. 2011), so a fit
+        with more than one thread is not reproducible bit for bit; None and 1 mean one
+        thread (deterministic), -1 every CPU, as in joblib. Used with ``batch_size=1``,
+        ``alpha=0``, ``shared_classes=False`` and ``sample_true_class=False`` (the
+        defaults); other settings run on one thread.
     Attributes
     ----------
     coef_ : ndarray of shape (n_classes, n_features)
@@ -241,6 +250,8 @@ class ExtremeSoftmaxSGD(SparsekitClassifier):
        training of a neural probabilistic language model. IEEE Trans. Neural Networks 19(4).
     .. [4] Jean, S., Cho, K., Memisevic, R. & Bengio, Y. (2015). On using very large target
        vocabulary for neural machine translation. ACL (sampled softmax).
+    .. [5] Recht, B., Re, C., Wright, S. & Niu, F. (2011). Hogwild!: a lock-free approach
+       to parallelizing stochastic gradient descent. NIPS (``n_jobs``).
 
     Examples
     --------
@@ -280,13 +291,14 @@ class ExtremeSoftmaxSGD(SparsekitClassifier):
         "multilabel": [StrOptions({"error", "first"})],
         "sample_true_class": ["boolean"],
         "shared_classes": ["boolean"],
+        "n_jobs": [Integral, None],
     }
 
     def __init__(self, method="sampled_softmax", *, learning_rate="auto", lr_decay=0.9, n_epochs=20,
                  n_sampled=5, batch_size=1, delta=1.0, alpha=0.0, fit_intercept=True,
                  u_init="log_k", shuffle=True, random_state=None, verbose=0, eval_every=0,
                  eval_size=100_000, tol=None, warm_start=False, multilabel="error",
-                 sample_true_class=False, shared_classes=False):
+                 sample_true_class=False, shared_classes=False, n_jobs=None):
         self.method = method
         self.learning_rate = learning_rate
         self.lr_decay = lr_decay
@@ -307,6 +319,7 @@ class ExtremeSoftmaxSGD(SparsekitClassifier):
         self.multilabel = multilabel
         self.sample_true_class = sample_true_class
         self.shared_classes = shared_classes
+        self.n_jobs = n_jobs
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -432,14 +445,23 @@ class ExtremeSoftmaxSGD(SparsekitClassifier):
             bound_w = bound_u = np.inf
             sqn = np.zeros(1)
         D = self._R.shape[1] - int(self._bias)
+        threads = self._threads(len(order))
         t0, c0 = time.perf_counter(), time.thread_time()
-        status, _ = softmax_epoch(
-            METHODS[self.method], data, indices, indptr, dense, D, self._bias, y_idx,
-            sample_weight, xsq, self._R, gamma, sqn, u, beta, order, m,
-            self.batch_size if self.method != "implicit" else 1, eta, alpha,
-            float(self.delta), bound_w, bound_u, seed,
-            exclude_true=not self.sample_true_class,
-            shared_classes=self.shared_classes and self.batch_size > 1, undo=undo)
+        if threads > 1:
+            if undo:    # no log across threads: the pass runs on a copy of the weights
+                self._guard_weights()
+            status, _ = softmax_epoch_parallel(
+                METHODS[self.method], data, indices, indptr, dense, D, self._bias, y_idx,
+                sample_weight, xsq, self._R, u, order, m, eta, float(self.delta), bound_u,
+                seed, threads)
+        else:
+            status, _ = softmax_epoch(
+                METHODS[self.method], data, indices, indptr, dense, D, self._bias, y_idx,
+                sample_weight, xsq, self._R, gamma, sqn, u, beta, order, m,
+                self.batch_size if self.method != "implicit" else 1, eta, alpha,
+                float(self.delta), bound_w, bound_u, seed,
+                exclude_true=not self.sample_true_class,
+                shared_classes=self.shared_classes and self.batch_size > 1, undo=undo)
         self.epoch_cpu_times_.append(time.thread_time() - c0)
         self.epoch_times_.append(time.perf_counter() - t0)
         if not status and alpha > 0:  # fold the lazy scales of the rows the pass touched
@@ -485,6 +507,15 @@ class ExtremeSoftmaxSGD(SparsekitClassifier):
         evaluating = getattr(self, "_eval_seconds", 0.0)
         self._say(f"epoch {epoch}: {text}{sum(self.epoch_times_):.2f} s in the epoch driver"
                   + (f", {evaluating:.2f} s evaluating the NLL" if evaluating else ""))
+
+    def _threads(self, n_rows):
+        """Threads for a pass over ``n_rows`` rows: ``n_jobs`` (joblib's convention, at
+        most the CPUs and one per 1,000 rows) where the parallel driver applies, else 1."""
+        if (self.n_jobs in (None, 1) or self.batch_size != 1 or self.alpha > 0
+                or self.shared_classes or self.sample_true_class):
+            return 1
+        wanted = effective_n_jobs(self.n_jobs)
+        return int(max(1, min(wanted, os.cpu_count() or 1, n_rows // 1000)))
 
     def _guard_weights(self):
         """Run the next passes of ``fit`` on a copy of the weights when they may fail (the
