@@ -461,23 +461,27 @@ def plot(data, results, traces, directory):
         ax.set(xscale="log", yscale="log", xlabel="fit time (s)",
                ylabel="relative suboptimality (F - F*) / F*",
                title=f"l1-logistic, {data.name}: tolerance ladders")
-        ax.legend(fontsize="small")
-        fig.tight_layout()
-        paths.append(stem.with_name(stem.name + "-l1.png"))
-        fig.savefig(paths[-1], dpi=120)
-        plt.close(fig)
+        paths.append(_save(fig, ax, stem, "-l1.png"))
     table = next(t for t in results if t.title.startswith("class probabilities"))
     fig, ax = plt.subplots(figsize=(6, 4))
     for name, m in table.measurements.items():
         ax.plot(statistics.median(m["seconds"]), m["test_accuracy"], "o", label=name)
     ax.set(xscale="log", xlabel="fit time (s, median)", ylabel="test accuracy",
            title=f"class probabilities, {data.name}")
+    paths.append(_save(fig, ax, stem, "-proba.png"))
+    return paths
+
+
+def _save(fig, ax, stem, suffix):
+    """Legend, layout and ``<stem><suffix>`` for one figure; its path."""
+    import matplotlib.pyplot as plt
+
     ax.legend(fontsize="small")
     fig.tight_layout()
-    paths.append(stem.with_name(stem.name + "-proba.png"))
-    fig.savefig(paths[-1], dpi=120)
+    path = stem.with_name(stem.name + suffix)
+    fig.savefig(path, dpi=120)
     plt.close(fig)
-    return paths
+    return path
 
 
 def format_table(title, header, rows):
