@@ -29,7 +29,7 @@ def test_multiclass_table_lists_every_model_against_logistic_regression():
 def test_a_failing_peer_is_listed_with_its_error_and_the_others_still_run(monkeypatch):
     solvers = compare._l1_solvers
 
-    def with_broken_peers(X, y, C):
+    def with_broken_peers(X, y, C, budget):
         yield next(solvers(X, y, C))            # sparsekit's
 
         def broken(tol):
@@ -240,3 +240,10 @@ def test_tokens_repeat_whole_counts_and_keep_other_values_once():
 
     assert compare._tokens(sp.csr_matrix(np.array([[2.0, 0, 1]]))) == ["f0 f0 f2"]
     assert compare._tokens(sp.csr_matrix(np.array([[0.5, 0, 1]]))) == ["f0 f2"]
+
+
+def test_saga_epochs_are_capped_by_the_budget():
+    X, y = _tiny_binary(n=2000)
+    assert compare._saga_max_iter(X, y, 1.0, np.inf) == 20000
+    capped = compare._saga_max_iter(X, y, 1.0, 1e-3)     # a few ms for thousands of epochs
+    assert 1 <= capped < 20000
