@@ -906,95 +906,82 @@ def softmax_epoch(int method, const floating[::1] data, const index_t[::1] indic
     return status, n_resets
 
 
-cdef inline Py_ssize_t _row_of(Py_ssize_t i, const floating* data, const index_t* indices,
-                               const index_t* indptr, bint dense, Py_ssize_t D,
-                               const floating** xd, const index_t** xi) noexcept nogil:
-    """Point (``xd``, ``xi``) at row i of X, read in place; return its nnz."""
-    if dense:
-        xd[0], xi[0] = &data[i * D], NULL
-        return D
-    xd[0], xi[0] = &data[indptr[i]], &indices[indptr[i]]
-    return indptr[i + 1] - indptr[i]
-
-
 cdef int _hogwild_part(int method, const floating* data, const index_t* indices,
                        const index_t* indptr, bint dense, Py_ssize_t D, bint bias,
                        const Py_ssize_t* y, const double* sample_weight, const double* xsq,
                        floating* R0, Py_ssize_t K, Py_ssize_t stride, double* u,
-                       const Py_ssize_t* order, Py_ssize_t lo, Py_ssize_t hi, int m,
-                       double eta, double delta, double bound_u, uint64_t seed, bint intent,
+                       const Py_ssize_t* order, Py_ssize_t N, int m, double eta,
+                       double delta, double bound_u, uint64_t seed, bint intent,
                        int* failed, Py_ssize_t* n_resets) noexcept nogil:
-    """The steps of ``order[lo:hi]`` on one thread (batch size 1, no ridge): 0, 1 after a
-    non-finite value (the other threads stop at their next step), -1 without memory. The
-    classes of a step are drawn, in step order, LOOKAHEAD steps before it runs, and its
-    weight entries asked for then, or, with ``intent`` (weights larger than the L2 cache),
-    in PARTS write-intent parts spread over the step LOOKAHEAD steps before it, as
-    :func:`softmax_epoch` does; its row of X and its per-example scalars are asked for
-    LOOKAHEAD steps earlier still."""
+    """The steps of ``order[0:N]`` (one thread's part) with batch size 1 and no ridge: 0, 1
+    after a non-finite value (the other threads stop at their next step), -1 without
+    memory. As in :func:`softmax_epoch`, the part's rows are copied ahead into a walk of
+    its own; the classes of a step are drawn, in step order, LOOKAHEAD steps before it
+    runs, and its weight entries asked for then, or, with ``intent`` (weights larger than
+    the L2 cache), in PARTS write-intent parts spread over the step LOOKAHEAD steps before
+    it."""
     cdef int mm = m + 1, j, status = 0, ring = LOOKAHEAD + 1
     cdef uint64_t state = seed
-    cdef Py_ssize_t t, i, nnz, resets = 0, drawn = lo
+    cdef Py_ssize_t t, q, i, nnz, resets = 0, drawn = 0
     cdef Py_ssize_t table_size = _draw_table_size(m)
     cdef double logc = log((K - 1.0) / m), eta_i, du, unew, a
     cdef double tiny = FLT_MIN if floating is float else DBL_MIN
-    cdef bint reset
+    cdef bint reset, spread
     cdef const floating* xd
     cdef const index_t* xi
     cdef const floating* pxd
     cdef const index_t* pxi = NULL
     cdef Py_ssize_t pnnz = 0
-    cdef bint spread
     cdef Py_ssize_t* cls
     cdef Py_ssize_t* cls_ahead
+    cdef Walk walk
+    cdef int walk_failed = _walk_init(&walk, max(<Py_ssize_t>WALK_BLOCK, LOOKAHEAD + 2))
     cdef Py_ssize_t* ringbuf = <Py_ssize_t*>malloc(ring * mm * sizeof(Py_ssize_t))
     cdef Py_ssize_t* table = <Py_ssize_t*>malloc((table_size + 1) * sizeof(Py_ssize_t))
     cdef double* z = <double*>malloc(mm * sizeof(double))
     cdef double* rho = <double*>malloc(mm * sizeof(double))
     cdef double* coef = <double*>malloc(mm * sizeof(double))
     cdef double* work = <double*>malloc(5 * mm * sizeof(double))
-    if (ringbuf == NULL or table == NULL or z == NULL or rho == NULL or coef == NULL
-            or work == NULL):
+    if (walk_failed or ringbuf == NULL or table == NULL or z == NULL or rho == NULL
+            or coef == NULL or work == NULL):
+        _walk_free(&walk)
         free(ringbuf); free(table); free(z); free(rho); free(coef); free(work)
         return -1
     for j in range(mm):
         rho[j] = 1.0
-    for t in range(lo, hi):
+    for t in range(N):
         if sk_flag_get(failed):
             break
-        if t + 2 * LOOKAHEAD < hi:      # the row of X (read in place), its label, weight,
-            i = order[t + 2 * LOOKAHEAD]    # norm and u, further ahead
-            nnz = _row_of(i, data, indices, indptr, dense, D, &xd, &xi)
-            _prefetch_span(xd, nnz * sizeof(floating))
-            if xi != NULL:
-                _prefetch_span(xi, nnz * sizeof(index_t))
-            SK_PREFETCH(&u[i])
-            SK_PREFETCH_READ(&y[i])
-            SK_PREFETCH_READ(&sample_weight[i])
-            SK_PREFETCH_READ(&xsq[i])
-        while drawn < hi and drawn <= t + LOOKAHEAD:     # draw ahead, ask for the rows
+        if _walk_copy(&walk, t + LOOKAHEAD + 2, order, N, data, indices, indptr, dense, y,
+                      sample_weight, xsq):
+            status = -1
+            break
+        while drawn < N and drawn <= t + LOOKAHEAD:     # draw ahead, ask for the rows
             cls = &ringbuf[(drawn % ring) * mm]
-            i = order[drawn]
-            cls[0] = y[i]
-            _sample_classes(&state, K, y[i], m, True, &cls[1], table, table_size)
+            q = drawn & (2 * walk.block - 1)
+            cls[0] = walk.label[q]
+            _sample_classes(&state, K, cls[0], m, True, &cls[1], table, table_size)
             if not intent:
-                nnz = _row_of(i, data, indices, indptr, dense, D, &xd, &xi)
+                nnz = _walk_row(&walk, drawn, data, indices, dense, D, &xd, &xi)
                 _prefetch_rows(R0, stride, cls, mm, xi, nnz, bias, D)
+            SK_PREFETCH(&u[walk.example[q]])
             drawn += 1
         cls = &ringbuf[(t % ring) * mm]
-        spread = intent and t + LOOKAHEAD < hi
+        spread = intent and t + LOOKAHEAD < N
         if spread:          # the step whose weights are asked for, in PARTS parts
             cls_ahead = &ringbuf[((t + LOOKAHEAD) % ring) * mm]
-            pnnz = _row_of(order[t + LOOKAHEAD], data, indices, indptr, dense, D, &pxd, &pxi)
+            pnnz = _walk_row(&walk, t + LOOKAHEAD, data, indices, dense, D, &pxd, &pxi)
             _prefetch_part(R0, stride, cls_ahead, mm, pxi, pnnz, bias, D, 0)
-        i = order[t]
-        nnz = _row_of(i, data, indices, indptr, dense, D, &xd, &xi)
+        q = t & (2 * walk.block - 1)
+        i = walk.example[q]
+        nnz = _walk_row(&walk, t, data, indices, dense, D, &xd, &xi)
         for j in range(mm):
             z[j] = _dot(&R0[cls[j] * stride], xd, xi, nnz, bias, D)
         if spread:
             _prefetch_part(R0, stride, cls_ahead, mm, pxi, pnnz, bias, D, 1)
-        eta_i = eta * sample_weight[i]
+        eta_i = eta * walk.weight[q]
         if method == IMPLICIT:
-            status = _implicit_coefficients(m, z, rho, u[i], eta_i, xsq[i], logc, coef,
+            status = _implicit_coefficients(m, z, rho, u[i], eta_i, walk.xsq[q], logc, coef,
                                             &unew, work)
             u[i] = unew
         else:
@@ -1017,6 +1004,7 @@ cdef int _hogwild_part(int method, const floating* data, const index_t* indices,
         if spread:
             _prefetch_part(R0, stride, cls_ahead, mm, pxi, pnnz, bias, D, 3)
     n_resets[0] = resets
+    _walk_free(&walk)
     free(ringbuf); free(table); free(z); free(rho); free(coef); free(work)
     return status
 
@@ -1080,9 +1068,9 @@ def softmax_epoch_parallel(int method, const floating[::1] data, const index_t[:
             fp_state = sk_flush_denormals()     # per thread: MXCSR is thread-local
             st[part] = _hogwild_part(method, data_p, indices_p, indptr_p, dense, D, bias,
                                      &y[0], &sample_weight[0], &xsq[0], &R[0, 0], K,
-                                     R.shape[1], &u[0], &order[0], part * N // T,
-                                     (part + 1) * N // T, m, eta, delta, bound_u, sd[part],
-                                     intent, &failed, &rs[part])
+                                     R.shape[1], &u[0], &order[part * N // T],
+                                     (part + 1) * N // T - part * N // T, m, eta, delta,
+                                     bound_u, sd[part], intent, &failed, &rs[part])
             sk_restore_denormals(fp_state)
     if (statuses == -1).any():
         raise MemoryError()
