@@ -297,15 +297,18 @@ def plot(cached):
     import matplotlib.pyplot as plt
 
     names = [n for n in SETS if n in cached]
+    labels = list(OURS) + list(FASTTEXT)          # one colour and marker per system
+    style = {label: (f"C{k}", "o" if label.startswith("Extreme") else "s")
+             for k, label in enumerate(labels)}
     fig, axes = plt.subplots(1, len(names), figsize=(4 * len(names), 3.6), squeeze=False)
     for ax, name in zip(axes[0], names):
         for label, (seconds, m) in cached[name]["rows"].items():
-            if "error" not in m:
-                ax.plot(seconds, m["accuracy"], "o" if label.startswith("Extreme") else "s",
-                        label=label)
+            if "error" not in m and label in style:
+                ax.plot(seconds, m["accuracy"], style[label][1], color=style[label][0])
         ax.set(xscale="log", xlabel="fit time (s, one thread)", title=name)
     axes[0][0].set_ylabel("test accuracy")
-    handles, labels = axes[0][0].get_legend_handles_labels()
+    handles = [plt.Line2D([], [], color=c, marker=mk, linestyle="") for c, mk in
+               (style[label] for label in labels)]
     fig.legend(handles, labels, loc="lower center", ncol=2, fontsize="small")
     fig.tight_layout(rect=(0, 0.22, 1, 1))
     fig.savefig(FIGURE, dpi=110)
