@@ -623,6 +623,30 @@ cdef inline Py_ssize_t _walk_row(const Walk* g, Py_ssize_t t, const floating* da
     return g.nnz[q]
 
 
+cdef inline int _step(int method, int m, const double* z, const double* rho, double* u,
+                      double eta, double q, double logc, double delta, double bound_u,
+                      double* coef, double* work, Py_ssize_t* n_resets) noexcept nogil:
+    """One example's step coefficients ``coef[0..m]`` from its scores ``z`` and its ``u``
+    (updated in place: the proximal u of Implicit SGD, U-max's reset and the double-sum
+    methods' clipped step); ``q`` is ||x||^2, ``rho`` Implicit SGD's ridge factors. Returns
+    1 on a non-finite value."""
+    cdef double unew, du
+    cdef bint reset
+    cdef int status
+    if method == IMPLICIT:
+        status = _implicit_coefficients(m, z, rho, u[0], eta, q, logc, coef, &unew, work)
+        u[0] = unew
+        return status
+    if method == UMAX:
+        u[0] = _umax_reset(m, z, u[0], delta, &reset)
+        n_resets[0] += reset
+    status = _explicit_coefficients(method, m, z, u[0], eta, logc, coef, &du)
+    if method == UMAX or method == SGD:
+        unew = u[0] + du
+        u[0] = 0.0 if unew < 0.0 else (bound_u if unew > bound_u else unew)
+    return status
+
+
 # ----------------------------------------------------------------------------------------
 # Epoch driver.
 
@@ -673,10 +697,10 @@ def softmax_epoch(int method, const floating[::1] data, const index_t[::1] indic
     cdef Py_ssize_t start, nb, e, i, j, k, t, nnz, n_resets = 0
     cdef int status = 0
     cdef uint64_t state = seed
-    cdef double logc = log((K - 1.0) / m), eta_i, du, unew, a, d, nrm, scale
+    cdef double logc = log((K - 1.0) / m), eta_i, a, d, nrm, scale
     cdef bint ridge = alpha > 0.0     # without ridge gamma stays 1: never read it (O(K) state)
     cdef bint track = method == UMAX and ridge
-    cdef bint reset, spread
+    cdef bint spread
     cdef double tiny = FLT_MIN if floating is float else DBL_MIN
     if b < 1 or m < 1 or m > (K - 1 if exclude_true else K) or R.shape[1] < D + bias:
         raise ValueError(f"softmax_epoch: need batch_size >= 1, 1 <= n_sampled <= the classes "
@@ -807,23 +831,8 @@ def softmax_epoch(int method, const floating[::1] data, const index_t[::1] indic
                         for j in range(mm):
                             rho[j] = (1.0 + eta * alpha * beta[cls[e * mm + j]] if ridge
                                       else 1.0)
-                        status = _implicit_coefficients(m, z, rho, u[i], eta_i,
-                                                        walk.xsq[pos[e]], logc,
-                                                        &coef[e * mm], &unew, work)
-                        u[i] = unew
-                    else:
-                        if method == UMAX:
-                            u[i] = _umax_reset(m, z, u[i], delta, &reset)
-                            n_resets += reset
-                        status = _explicit_coefficients(method, m, z, u[i], eta_i, logc,
-                                                        &coef[e * mm], &du)
-                        if method == UMAX or method == SGD:
-                            unew = u[i] + du
-                            if unew < 0.0:
-                                unew = 0.0
-                            if unew > bound_u:
-                                unew = bound_u
-                            u[i] = unew
+                    status = _step(method, m, z, rho, &u[i], eta_i, walk.xsq[pos[e]], logc,
+                                   delta, bound_u, &coef[e * mm], work, &n_resets)
                     if status:
                         break
                     if spread:
@@ -924,9 +933,9 @@ cdef int _hogwild_part(int method, const floating* data, const index_t* indices,
     cdef uint64_t state = seed
     cdef Py_ssize_t t, q, i, nnz, resets = 0, drawn = 0
     cdef Py_ssize_t table_size = _draw_table_size(m)
-    cdef double logc = log((K - 1.0) / m), eta_i, du, unew, a
+    cdef double logc = log((K - 1.0) / m), a
     cdef double tiny = FLT_MIN if floating is float else DBL_MIN
-    cdef bint reset, spread
+    cdef bint spread
     cdef const floating* xd
     cdef const index_t* xi
     cdef const floating* pxd
@@ -979,19 +988,8 @@ cdef int _hogwild_part(int method, const floating* data, const index_t* indices,
             z[j] = _dot(&R0[cls[j] * stride], xd, xi, nnz, bias, D)
         if spread:
             _prefetch_part(R0, stride, cls_ahead, mm, pxi, pnnz, bias, D, 1)
-        eta_i = eta * walk.weight[q]
-        if method == IMPLICIT:
-            status = _implicit_coefficients(m, z, rho, u[i], eta_i, walk.xsq[q], logc, coef,
-                                            &unew, work)
-            u[i] = unew
-        else:
-            if method == UMAX:
-                u[i] = _umax_reset(m, z, u[i], delta, &reset)
-                resets += reset
-            status = _explicit_coefficients(method, m, z, u[i], eta_i, logc, coef, &du)
-            if method == UMAX or method == SGD:
-                unew = u[i] + du
-                u[i] = 0.0 if unew < 0.0 else (bound_u if unew > bound_u else unew)
+        status = _step(method, m, z, rho, &u[i], eta * walk.weight[q], walk.xsq[q], logc,
+                       delta, bound_u, coef, work, &resets)
         if status:
             sk_flag_set(failed)
             break
