@@ -334,18 +334,23 @@ def _fasttext_multiclass(X_train, y_train, X_test, y_test, repeat, budget=np.inf
                                 zip(codes, _tokens(X_train))))
         _fasttext_initial_vectors(init, _feature_words(X_train))
 
-        def fit(lr):
-            return fasttext.train_supervised(
-                input=str(path), epoch=FASTTEXT_EPOCHS, lr=lr, dim=FASTTEXT_DIM,
-                pretrainedVectors=str(init), thread=1, seed=0, verbose=0)
-        for lr in FASTTEXT_RATES:
-            try:
-                fit(lr)
-                break
-            except RuntimeError:          # diverged: the next, smaller rate
-                continue
-        return _measure(f"{name[:-1]}, lr {lr:g})", lambda: fit(lr), repeat, describe,
-                        budget, announce)
+        rate = []        # the first rate that trains, found by the (untimed) warm-up fit
+
+        def fit():
+            for lr in rate or FASTTEXT_RATES:
+                try:
+                    model = fasttext.train_supervised(
+                        input=str(path), epoch=FASTTEXT_EPOCHS, lr=lr, dim=FASTTEXT_DIM,
+                        pretrainedVectors=str(init), thread=1, seed=0, verbose=0)
+                except RuntimeError:      # diverged ("Encountered NaN"): a smaller rate
+                    if rate or lr == FASTTEXT_RATES[-1]:
+                        raise
+                    continue
+                rate[:] = [lr]
+                return model
+        row = _measure(name, fit, repeat, describe, budget, announce)
+        row[0] = f"{name[:-1]}, lr {rate[0]:g})" if rate else name
+        return row
 
 
 def _split(data):
