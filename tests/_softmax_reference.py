@@ -8,6 +8,8 @@
 - ``reference_epoch``: one pass of every method on dense data with full weights (no lazy
   scaling), coefficients written from the formulas of the notes.
 - ``bouchard_*``: the Bouchard (2007) bound of notes/one_vs_each.md §1.5.
+- ``hash_map`` / ``hashed_epoch``: the hashed weights' (class, feature) -> (entry, sign) map
+  in Python integers, and one pass of an explicit method on the table through it.
 """
 import numpy as np
 from scipy.optimize import minimize
@@ -256,3 +258,60 @@ def kernel_epoch(method, X, y, W, u, order, seed, m, batch_size, eta, alpha, del
         xsq, R, gamma, sqn, u, beta, np.asarray(order, dtype=np.intp), m, batch_size, eta,
         alpha, delta, bound_w, bound_u, seed, **options)
     return gamma[:, None] * R.astype(np.float64), u, status, resets
+
+
+def _fmix(z):
+    """MurmurHash3's 64-bit finalizer (``_softmax_sgd._fmix``)."""
+    z ^= z >> 33
+    z = (z * 0xFF51AFD7ED558CCD) & MASK
+    z ^= z >> 33
+    z = (z * 0xC4CEB9FE1A85EC53) & MASK
+    return z ^ (z >> 33)
+
+
+def hash_map(n_features, slots, n):
+    """(entry, sign) of every (class, feature) pair of hashed weights, each (K, D): the
+    weight of class k and feature j is ``sign[k, j] * table[entry[k, j]]``."""
+    K = len(slots)
+    entry = np.empty((K, n_features), dtype=np.int64)
+    sign = np.empty((K, n_features))
+    for j in range(n_features):
+        h = _fmix(j ^ 0x2545F491)
+        base, a = (h * n) >> 64, -1.0 if h & 1 else 1.0
+        for k, c in enumerate(slots):
+            entry[k, j] = (base + c % n) % n
+            sign[k, j] = a * (-1.0 if _fmix(int(c) ^ 0x5851F42D) & 1 else 1.0)
+    return entry, sign
+
+
+def decode(table, n, slots, n_features, bias):
+    """The (K, D) weights and (K,) intercepts that hashed weights stand for."""
+    entry, sign = hash_map(n_features, slots, n)
+    intercept = table[n + np.asarray(slots)] if bias else np.zeros(len(slots))
+    return sign * table[entry], intercept
+
+
+def hashed_epoch(method, X, y, table, n, slots, u, order, seed, m, eta, delta, bias):
+    """One pass of an explicit ``method`` (batch 1, no ridge) on hashed weights: the scores
+    of the drawn classes through the map, then each class's step added to its entries."""
+    table = np.asarray(table, dtype=np.float64).copy()
+    u = np.asarray(u, dtype=np.float64).copy()
+    entry, sign = hash_map(X.shape[1], slots, n)
+    K = len(slots)
+    c = (K - 1) / m
+    rng = SplitMix(seed)
+    for i in order:
+        T = [y[i]] + sample_classes(rng, K, y[i], m)
+        x = X[i]
+        z = np.array([(sign[k] * table[entry[k]]) @ x
+                      + (table[n + slots[k]] if bias else 0.0) for k in T])
+        coef, u[i], du = _explicit_coef(method, z, u[i], c, delta)
+        coef = eta * coef
+        if method in ("umax", "sgd"):
+            u[i] = max(u[i] - eta * du, 0.0)
+        for k, a in zip(T, coef):
+            for j in np.flatnonzero(x):
+                table[entry[k, j]] += a * sign[k, j] * x[j]
+            if bias:
+                table[n + slots[k]] += a
+    return table, u

@@ -20,6 +20,7 @@ CHECKED = [
     L1LogisticOBA(), L1LogisticOBA(sparse_coef=True, C=0.5, tol=1e-10),
     *[ExtremeSoftmaxSGD(method, random_state=0)
       for method in ("sampled_softmax", "implicit", "umax", "ove")],
+    ExtremeSoftmaxSGD(n_weights=2**10, random_state=0),
 ]
 
 

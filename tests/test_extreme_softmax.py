@@ -630,9 +630,9 @@ def test_the_default_fit_evaluates_the_nll_on_a_few_rows_only(monkeypatch):
     """Without a history (the default) fit scores every class on DIVERGENCE_ROWS rows,
     twice, whatever the data size: its cost does not grow with N x K."""
     rows = []
-    real = est_module.softmax_nll
-    monkeypatch.setattr(est_module, "softmax_nll",
-                        lambda X, *args: rows.append(X.shape[0]) or real(X, *args))
+    real = ExtremeSoftmaxSGD._nll
+    monkeypatch.setattr(ExtremeSoftmaxSGD, "_nll",
+                        lambda self, X, *args: rows.append(X.shape[0]) or real(self, X, *args))
     rng = np.random.default_rng(0)
     X = sp.random(3000, 40, density=0.1, format="csr", random_state=0)
     y = rng.integers(0, 300, 3000)
@@ -764,12 +764,11 @@ def test_ridge_weights_make_the_sampled_penalty_unbiased(data, monkeypatch):
 
 
 def test_loss_curve_is_computed_on_eval_size_rows(data, monkeypatch):
-    import sparsekit.linear_model._extreme_softmax as module
     X, y = data
     rows = []
-    nll = module.softmax_nll
-    monkeypatch.setattr(module, "softmax_nll",
-                        lambda Xe, *a, **k: rows.append(Xe.shape[0]) or nll(Xe, *a, **k))
+    nll = ExtremeSoftmaxSGD._nll
+    monkeypatch.setattr(ExtremeSoftmaxSGD, "_nll",
+                        lambda self, Xe, *a: rows.append(Xe.shape[0]) or nll(self, Xe, *a))
     _monitored(n_epochs=2, eval_size=20, random_state=0).fit(X, y)
     assert rows and set(rows) == {20}
 
@@ -1391,3 +1390,117 @@ def test_a_parallel_fit_that_overflows_leaves_the_model_as_it_was(data):
     with pytest.raises(ValueError, match="overflow"):
         est.set_params(learning_rate=1e6, n_jobs=2).partial_fit(X * 1e3, y)
     np.testing.assert_array_equal(est.coef_, before)
+
+
+# --- n_weights: hashed (class, feature) weights in a table of bounded size
+
+
+def _teacher(n=6000, D=3000, K=200, seed=0):
+    from sparsekit.datasets import make_extreme_softmax_teacher
+
+    X, y = make_extreme_softmax_teacher(n, D, K, 20, random_state=seed)
+    cut = n * 5 // 6
+    return X[:cut], y[:cut], X[cut:], y[cut:]
+
+
+def test_hashed_weights_store_n_weights_entries_and_predict_as_their_scores():
+    """The model is the table (plus one intercept per class): no coef_; predict, the
+    probabilities, top-k and decision_function all come from the same scores, which are the
+    scores of the (K, D) weights the table stands for."""
+    Xtr, ytr, Xte, yte = _teacher()
+    est = ExtremeSoftmaxSGD(n_weights=2**12, n_epochs=3, random_state=0).fit(
+        Xtr, ytr.astype(str))
+    K = len(est.classes_)
+    assert est._R.size == 2**12 + K and not hasattr(est, "coef_")
+    assert est.intercept_.shape == (K,)
+    W, b = ref.decode(est._R[0], 2**12, est._slots, Xtr.shape[1], True)
+    S = est.decision_function(Xte)
+    np.testing.assert_allclose(S, Xte @ W.T + b, rtol=1e-10, atol=1e-10)
+    np.testing.assert_array_equal(est.predict(Xte), est.classes_[np.argmax(S, axis=1)])
+    np.testing.assert_allclose(est.predict_log_proba(Xte),
+                               S - logsumexp(S, axis=1, keepdims=True), atol=1e-10)
+    np.testing.assert_array_equal(est.predict_topk(Xte, 3)[:, 0], est.predict(Xte))
+    np.testing.assert_allclose(est.predict(Xte.toarray()) == est.predict(Xte), True)
+
+
+def test_hashed_weights_lose_little_accuracy_when_the_table_is_larger_than_k_times_d():
+    """A table four times the dense matrix (few shared entries): accuracy within 0.01 of
+    the dense model's; a table 64 times smaller still learns (far above the majority
+    class)."""
+    Xtr, ytr, Xte, yte = _teacher()
+    dense = ExtremeSoftmaxSGD(random_state=0).fit(Xtr, ytr).score(Xte, yte)
+    full = ExtremeSoftmaxSGD(n_weights=4 * 200 * 3000, random_state=0).fit(Xtr, ytr)
+    small = ExtremeSoftmaxSGD(n_weights=200 * 3000 // 64, random_state=0).fit(Xtr, ytr)
+    assert full.score(Xte, yte) > dense - 0.01
+    assert small.score(Xte, yte) > 2 * np.mean(yte == np.bincount(ytr).argmax())
+
+
+@pytest.mark.parametrize("method", ["implicit", "umax", "ove", "sgd", "nce"])
+def test_hashed_weights_train_every_method_and_float32(method):
+    Xtr, ytr, Xte, yte = _teacher(3000, 500, 30)
+    lr = {"sgd": 0.05}.get(method, "auto")
+    est = _monitored(method, n_weights=2**13, n_epochs=5, learning_rate=lr,
+                     random_state=0).fit(Xtr.astype(np.float32), ytr)
+    assert est._R.dtype == np.float32 and est.intercept_.dtype == np.float32
+    assert est.loss_curve_[-1] < 0.9 * est.loss_curve_[0]
+    assert est.predict_proba(Xte.astype(np.float32)).dtype == np.float32
+
+
+def test_hashed_partial_fit_adds_classes_without_moving_the_others():
+    """New classes take new slots after the old ones: the table keeps every old class's
+    weights, so the old classes' scores do not change when classes are added (a new
+    class's weights are the entries it shares with others: not zero, unlike a new dense
+    row)."""
+    Xtr, ytr, Xte, _ = _teacher(3000, 500, 30)
+    old = ytr < 20
+    est = ExtremeSoftmaxSGD(n_weights=2**12, random_state=0)
+    est.partial_fit(Xtr[old], ytr[old], classes=np.arange(20))
+    before = est.decision_function(Xte)
+    est.set_params(learning_rate=1e-300)         # steps below the smallest double
+    est.partial_fit(Xtr[:1], [25], classes=np.r_[-5, np.arange(20), 25])
+    est.set_params(learning_rate="auto")
+    after = est.decision_function(Xte)
+    np.testing.assert_allclose(after[:, 1:21], before, rtol=1e-12, atol=1e-12)
+    assert list(est._slots) == [20, *range(20), 21]
+    est.partial_fit(Xtr, ytr, classes=np.r_[-5, np.arange(30)])
+    assert est.predict(Xte).shape == (Xte.shape[0],)
+    with pytest.raises(ValueError, match="n_weights"):
+        est.set_params(n_weights=2**13).partial_fit(Xtr, ytr)
+
+
+@pytest.mark.parametrize("params", [dict(alpha=0.1), dict(batch_size=4),
+                                    dict(batch_size=4, shared_classes=True),
+                                    dict(method="implicit", sample_true_class=True)])
+def test_hashed_weights_refuse_what_their_driver_does_not_run(params):
+    X, y = _small(3, N=30, K=3)
+    with pytest.raises(ValueError, match="hashed weights"):
+        ExtremeSoftmaxSGD(n_weights=64, **params).fit(X, y)
+
+
+def test_hashed_weights_warm_start_pickle_and_a_dense_refit():
+    Xtr, ytr, Xte, _ = _teacher(3000, 500, 30)
+    est = ExtremeSoftmaxSGD(n_weights=2**12, n_epochs=2, random_state=0, warm_start=True)
+    table = est.fit(Xtr, ytr)._R.copy()
+    est.fit(Xtr, ytr)                                    # continues from the table
+    assert not np.array_equal(est._R, table) and est._R.shape == table.shape
+    again = pickle.loads(pickle.dumps(est))
+    np.testing.assert_array_equal(again.predict_proba(Xte), est.predict_proba(Xte))
+    est.set_params(n_weights=None).fit(Xtr, ytr)          # starts a dense model
+    assert est.coef_.shape == (30, 500) and est._R.shape == (30, 501)
+
+
+def test_hashed_fit_that_overflows_leaves_the_model_as_it_was():
+    Xtr, ytr, _, _ = _teacher(3000, 500, 30)
+    est = ExtremeSoftmaxSGD("sgd", n_weights=2**10, n_epochs=1, learning_rate=0.01,
+                            random_state=0).fit(Xtr, ytr)
+    before = est._R.copy()
+    with pytest.raises(ValueError, match="overflow"):
+        est.set_params(learning_rate=1e6).partial_fit(Xtr * 1e3, ytr)
+    np.testing.assert_array_equal(est._R, before)
+
+
+def test_hashed_scoring_on_two_threads_is_the_one_thread_scoring():
+    Xtr, ytr, Xte, _ = _teacher(3000, 500, 30)
+    est = ExtremeSoftmaxSGD(n_weights=2**12, n_epochs=2, random_state=0).fit(Xtr, ytr)
+    S1 = est.decision_function(Xte)
+    np.testing.assert_array_equal(est.set_params(n_jobs=2).decision_function(Xte), S1)

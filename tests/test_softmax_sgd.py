@@ -667,3 +667,127 @@ def test_a_parallel_pass_that_overflows_stops_every_thread_and_says_so():
     R, _, status, _ = _parallel_epoch("sgd", X * 50.0, y, W, u, np.arange(len(y)), 3, 2, 50.0,
                                       2)
     assert status == 1
+
+
+# --- hashed weights
+
+
+def _hashed_inputs(X, sparse, dtype=np.float64):
+    if sparse:
+        Xs = sp.csr_matrix(np.asarray(X, dtype=dtype))
+        return Xs.data, Xs.indices, Xs.indptr, False
+    return (np.ascontiguousarray(X, dtype=dtype).ravel(), np.zeros(1, np.intp),
+            np.zeros(1, np.intp), True)
+
+
+def _hashed_pass(method, X, y, table, n, slots, u, order, seed, m, eta, bias, sparse=True,
+                 threads=1, dtype=np.float64):
+    from sparsekit._cython._softmax_sgd import softmax_epoch_parallel
+
+    R = np.array(table, dtype=dtype)[None, :].copy()
+    u = np.asarray(u, dtype=np.float64).copy()
+    data, ind, ptr, dense = _hashed_inputs(X, sparse, dtype)
+    status, _ = softmax_epoch_parallel(
+        METHODS[method], data, ind, ptr, dense, X.shape[1], bias,
+        np.asarray(y, dtype=np.intp), np.ones(len(y)), (X**2).sum(1) + bias, R, u,
+        np.asarray(order, dtype=np.intp), m, eta, 1.0, np.inf, seed, threads,
+        n_weights=n, slots=np.asarray(slots, dtype=np.intp))
+    return R[0], u, status
+
+
+@pytest.mark.parametrize("n", [1, 7, 64, 4096])
+@pytest.mark.parametrize("sparse", [True, False])
+@pytest.mark.parametrize("bias", [True, False])
+def test_hashed_scores_are_the_decoded_weights_scores(n, sparse, bias):
+    """Scores under hashed weights equal X @ W.T + b for the W and b the table stands for
+    (``n`` = 1 and 7 < K: every class's span wraps around the table), with classes in a
+    slot order that is not theirs, an empty row and float32 weights."""
+    from sparsekit._cython._softmax_sgd import hashed_scores
+
+    X, _, _, _, _ = _problem(seed=2, N=12, D=9, K=11)
+    slots = np.random.default_rng(0).permutation(13)[:11]        # two slots unused
+    table = np.random.default_rng(1).normal(size=n + 13)
+    W, b = ref.decode(table, n, slots, X.shape[1], bias)
+    for dtype in (np.float64, np.float32):
+        data, ind, ptr, dense = _hashed_inputs(X, sparse)
+        for threads in (1, 2):
+            S = hashed_scores(data, ind, ptr, dense, X.shape[1], bias, table.astype(dtype), n,
+                              slots.astype(np.intp), threads)
+            Wd, bd = ref.decode(table.astype(dtype).astype(np.float64), n, slots, X.shape[1],
+                                bias)
+            np.testing.assert_allclose(S, X @ Wd.T + bd, rtol=1e-12, atol=1e-12)
+    assert not np.allclose(W, 0)
+
+
+@pytest.mark.parametrize("method", ["implicit", *EXPLICIT])
+@pytest.mark.parametrize("sparse", [True, False])
+def test_hashed_pass_without_collisions_is_the_dense_pass_bit_for_bit(method, sparse):
+    """When no two (class, feature) pairs share an entry, hashed weights are the dense
+    matrix with entries moved and signs flipped, both exact: the pass is the dense one."""
+    X, y, _, u, order = _problem(seed=3, N=30, D=6, K=7)
+    n, slots = 4096, np.arange(7)
+    entry, _ = ref.hash_map(X.shape[1], slots, n)
+    assert len(np.unique(entry)) == entry.size          # no collision for this n
+    eta = 0.01 if method == "sgd" else 0.3
+    for bias in (False, True):
+        table, uh, status = _hashed_pass(method, X, y, np.zeros(n + 7), n, slots, u, order,
+                                         11, 2, eta, bias, sparse)
+        Xb = np.c_[X, np.ones(len(X))] if bias else X
+        Wp, up, pstatus, _ = _parallel_epoch(method, Xb, y, np.zeros((7, Xb.shape[1])), u,
+                                             order, 11, 2, eta, 1, sparse)
+        assert status == pstatus == 0
+        W, b = ref.decode(table, n, slots, X.shape[1], bias)
+        np.testing.assert_array_equal(W, Wp[:, :X.shape[1]])
+        if bias:
+            np.testing.assert_array_equal(b, Wp[:, -1])
+        np.testing.assert_array_equal(uh, up)
+
+
+@pytest.mark.parametrize("method", EXPLICIT)
+@pytest.mark.parametrize("n", [3, 16])
+def test_hashed_pass_with_collisions_matches_reference(method, n):
+    """A table far smaller than K x D (most entries shared): the pass is SGD on the table
+    through the map, as the Python reference computes it."""
+    X, y, _, u, order = _problem(seed=4, N=25, D=5, K=7)
+    slots = np.array([3, 0, 6, 1, 5, 2, 4])
+    table0 = np.random.default_rng(2).normal(scale=0.2, size=n + 7)
+    eta = 0.01 if method == "sgd" else 0.3
+    for bias, sparse in ((True, True), (False, False)):
+        table, uh, status = _hashed_pass(method, X, y, table0, n, slots, u, order, 5, 3, eta,
+                                         bias, sparse)
+        tr, ur = ref.hashed_epoch(method, X, y, table0, n, slots, u, order,
+                                  ref.SplitMix(5).next(), 3, eta, 1.0, bias)
+        assert status == 0
+        np.testing.assert_allclose(table, tr, rtol=1e-10, atol=1e-12)
+        np.testing.assert_allclose(uh, ur, rtol=1e-10, atol=1e-12)
+
+
+def test_hashed_pass_float32_and_two_threads():
+    """float32 tables follow float64 ones; two threads (lock-free) still learn."""
+    X, y, _, u, order = _problem(seed=5, N=4000, D=8, K=6)
+    slots = np.arange(6)
+    t64, u64, s64 = _hashed_pass("sampled_softmax", X, y, np.zeros(70), 64, slots, u, order,
+                                 1, 2, 0.1, True)
+    t32, u32, s32 = _hashed_pass("sampled_softmax", X, y, np.zeros(70), 64, slots, u, order,
+                                 1, 2, 0.1, True, dtype=np.float32)
+    assert s64 == s32 == 0 and t32.dtype == np.float32
+    np.testing.assert_allclose(t32, t64, rtol=1e-3, atol=1e-4)
+    t2, _, s2 = _hashed_pass("sampled_softmax", X, y, np.zeros(70), 64, slots, u, order, 1,
+                             2, 0.1, True, threads=2)
+    assert s2 == 0 and np.isfinite(t2).all() and np.abs(t2).max() > 0
+
+
+def test_hashed_pass_reports_overflow_and_rejects_bad_slots():
+    from sparsekit._cython._softmax_sgd import hashed_scores
+
+    X, y, _, u, order = _problem(seed=6, N=500, D=5, K=7)
+    _, _, status = _hashed_pass("sgd", X * 50.0, y, np.zeros(32 + 7), 32, np.arange(7), u,
+                                order, 1, 2, 50.0, True)
+    assert status == 1
+    for slots in (np.arange(8), np.array([0]), np.array([-1, 0, 1])):   # 8: one past R
+        with pytest.raises(ValueError, match="slots"):
+            _hashed_pass("sampled_softmax", X, y, np.zeros(32 + 7), 32, slots, u, order, 1,
+                         2, 0.1, True)
+    data, ind, ptr, dense = _hashed_inputs(X, True)
+    with pytest.raises(ValueError, match="slots"):
+        hashed_scores(data, ind, ptr, dense, 5, True, np.zeros(32 + 6), 32, np.arange(7))

@@ -35,7 +35,11 @@ at once, each over its own part of the epoch's order, writing the shared weights
 locks (Hogwild, Recht et al. 2011): two threads that touch one row at the same time may
 lose one of the two updates, which sparse rows and many classes make rare.
 
-Why one module of ~1100 lines: the class sampler, the sparse-row primitives, the undo log,
+With ``n_weights`` > 0, ``softmax_epoch_parallel`` and ``hashed_scores`` keep the weights in
+a table of ``n_weights`` entries shared by the (class, feature) pairs through a hash
+(Weinberger et al. 2009) instead of the K x D matrix; the steps are the same.
+
+Why one module of ~1400 lines: the class sampler, the sparse-row primitives, the undo log,
 the prefetch schedule and the walk over the epoch's rows are all called once or more per
 example from the driver's loop, and gcc inlines them there; in other modules they would be
 indirect calls through Cython's pointer tables. The Implicit SGD inner solves, called once
@@ -46,7 +50,7 @@ import numpy as np
 from cython cimport floating
 from libc.float cimport DBL_MIN, FLT_MIN
 from libc.math cimport exp, log, sqrt, fabs, isfinite
-from libc.stdint cimport uint64_t
+from libc.stdint cimport int64_t, uint64_t
 from libc.stdlib cimport malloc, calloc, free, realloc
 
 from cython.parallel cimport prange
@@ -500,6 +504,114 @@ cdef double _umax_reset(int m, const double* z, double u, double delta,
 
 
 # ----------------------------------------------------------------------------------------
+# Hashed weights: a table of n entries instead of the K x D matrix (Weinberger et al.
+# 2009; Vowpal Wabbit). Feature j has a base H(j) in [0, n) and a sign a_j, class slot c
+# an offset c mod n and a sign b_c; the weight of (c, j) is a_j b_c T[(H(j) + c) mod n].
+# A feature's classes are consecutive entries, so scoring every class of a row reads
+# nnz(x) contiguous spans; in a step, the m + 1 classes' entries are scattered as in the
+# dense matrix. Intercepts are not hashed: one per class slot, after the table.
+
+cdef extern from *:
+    """
+    #include <stdint.h>
+    /* floor(h n / 2^64) (Lemire's multiply-shift): a uniform h onto [0, n) */
+    static inline int64_t sk_fastrange(uint64_t h, int64_t n) {
+    #if defined(__SIZEOF_INT128__)
+        return (int64_t)(((unsigned __int128)h * (unsigned __int128)(uint64_t)n) >> 64);
+    #else
+        return (int64_t)((h >> 11) % (uint64_t)n);
+    #endif
+    }
+    """
+    int64_t sk_fastrange(uint64_t h, int64_t n) noexcept nogil
+
+cdef enum:
+    FEATURE_SALT = 0x2545F491
+    CLASS_SALT = 0x5851F42D
+
+
+cdef inline uint64_t _fmix(uint64_t z) noexcept nogil:
+    """MurmurHash3's 64-bit finalizer: every input bit reaches every output bit."""
+    z ^= z >> 33
+    z *= <uint64_t>0xFF51AFD7ED558CCD
+    z ^= z >> 33
+    z *= <uint64_t>0xC4CEB9FE1A85EC53
+    z ^= z >> 33
+    return z
+
+
+cdef inline double _class_sign(Py_ssize_t slot) noexcept nogil:
+    return -1.0 if _fmix(<uint64_t>slot ^ CLASS_SALT) & 1 else 1.0
+
+
+cdef inline void _hash_row(const floating* xd, const index_t* xi, Py_ssize_t nnz,
+                           Py_ssize_t n, floating* xs, Py_ssize_t* base) noexcept nogil:
+    """The row's hashed form: ``base[p] = H(j)`` and ``xs[p] = a_j x_j`` for its p-th
+    entry (feature ``xi[p]``, or p for a dense row)."""
+    cdef Py_ssize_t p
+    cdef uint64_t h
+    for p in range(nnz):
+        h = _fmix(<uint64_t>(xi[p] if xi != NULL else p) ^ FEATURE_SALT)
+        base[p] = sk_fastrange(h, n)
+        xs[p] = -xd[p] if h & 1 else xd[p]
+
+
+cdef inline double _hdot(const floating* T, Py_ssize_t n, Py_ssize_t off,
+                         const floating* xs, const Py_ssize_t* base,
+                         Py_ssize_t nnz) noexcept nogil:
+    """sum_p xs[p] T[(base[p] + off) mod n], for 0 <= off < n."""
+    cdef double acc = 0.0
+    cdef Py_ssize_t p, idx
+    for p in range(nnz):
+        idx = base[p] + off
+        if idx >= n:
+            idx -= n
+        acc += xs[p] * T[idx]
+    return acc
+
+
+cdef inline void _haxpy(floating* T, Py_ssize_t n, Py_ssize_t off, double a,
+                        const floating* xs, const Py_ssize_t* base,
+                        Py_ssize_t nnz) noexcept nogil:
+    """T[(base[p] + off) mod n] += a xs[p] for every entry p."""
+    cdef Py_ssize_t p, idx
+    cdef floating af = <floating>a
+    for p in range(nnz):
+        idx = base[p] + off
+        if idx >= n:
+            idx -= n
+        T[idx] += af * xs[p]
+
+
+cdef inline void _prefetch_hashed(floating* T, Py_ssize_t n, const Py_ssize_t* slots,
+                                  const Py_ssize_t* cls, int mm, const Py_ssize_t* base,
+                                  Py_ssize_t nnz, bint bias, int part) noexcept nogil:
+    """Ask for part ``part`` of PARTS (all of them for ``part`` < 0) of the table entries
+    a later step touches: ``nnz`` entries for each of its classes ``cls[0..mm-1]``, and
+    their intercepts, as write-intent prefetches (the dense rows' ``_prefetch_part``)."""
+    cdef Py_ssize_t total = mm * (nnz + bias)
+    cdef Py_ssize_t lo = 0 if part < 0 else part * total // PARTS
+    cdef Py_ssize_t hi = total if part < 0 else (part + 1) * total // PARTS
+    cdef Py_ssize_t j, p, idx, off, width = nnz + bias
+    if width == 0:
+        return
+    j = lo // width
+    p = lo - j * width
+    while lo < hi:
+        off = slots[cls[j]] % n
+        while p < width and lo < hi:
+            if p < nnz:
+                idx = base[p] + off
+                SK_PREFETCH_W(T + (idx - n if idx >= n else idx))
+            else:
+                SK_PREFETCH_W(T + n + slots[cls[j]])
+            p += 1
+            lo += 1
+        j += 1
+        p = 0
+
+
+# ----------------------------------------------------------------------------------------
 # The walk: the epoch's rows and per-example scalars copied, a block of examples at a time,
 # into buffers in the order the epoch visits them. A shuffled walk over X read in place
 # waited on its scattered rows although they were prefetched steps ahead; copying a block
@@ -915,12 +1027,25 @@ def softmax_epoch(int method, const floating[::1] data, const index_t[::1] indic
     return status, n_resets
 
 
+cdef inline void _prefetch_ahead(floating* R0, Py_ssize_t stride, Py_ssize_t n_weights,
+                                 const Py_ssize_t* slots, const Py_ssize_t* cls, int mm,
+                                 const index_t* xi, const Py_ssize_t* base, Py_ssize_t nnz,
+                                 bint bias, Py_ssize_t D, int part) noexcept nogil:
+    """Part ``part`` of a later step's write-intent prefetches: by its row's hashed
+    ``base`` (``n_weights`` > 0) or its features ``xi`` (NULL for a dense row)."""
+    if n_weights > 0:
+        _prefetch_hashed(R0, n_weights, slots, cls, mm, base, nnz, bias, part)
+    else:
+        _prefetch_part(R0, stride, cls, mm, xi, nnz, bias, D, part)
+
+
 cdef int _hogwild_part(int method, const floating* data, const index_t* indices,
                        const index_t* indptr, bint dense, Py_ssize_t D, bint bias,
                        const Py_ssize_t* y, const double* sample_weight, const double* xsq,
                        floating* R0, Py_ssize_t K, Py_ssize_t stride, double* u,
                        const Py_ssize_t* order, Py_ssize_t N, int m, double eta,
                        double delta, double bound_u, uint64_t seed, bint intent,
+                       Py_ssize_t n_weights, const Py_ssize_t* slots,
                        int* failed, Py_ssize_t* n_resets) noexcept nogil:
     """The steps of ``order[0:N]`` (one thread's part) with batch size 1 and no ridge: 0, 1
     after a non-finite value (the other threads stop at their next step), -1 without
@@ -928,21 +1053,27 @@ cdef int _hogwild_part(int method, const floating* data, const index_t* indices,
     its own; the classes of a step are drawn, in step order, LOOKAHEAD steps before it
     runs, and its weight entries asked for then, or, with ``intent`` (weights larger than
     the L2 cache), in PARTS write-intent parts spread over the step LOOKAHEAD steps before
-    it."""
+    it. With ``n_weights`` > 0 the weights are hashed (``R0``: the table, then one
+    intercept per class slot; ``slots``: each class's slot); a row is hashed when its
+    classes are drawn."""
     cdef int mm = m + 1, j, status = 0, ring = LOOKAHEAD + 1
     cdef uint64_t state = seed
-    cdef Py_ssize_t t, q, i, nnz, resets = 0, drawn = 0
+    cdef Py_ssize_t t, q, i, nnz, resets = 0, drawn = 0, slot, off, width = 0
     cdef Py_ssize_t table_size = _draw_table_size(m)
-    cdef double logc = log((K - 1.0) / m), a
+    cdef double logc = log((K - 1.0) / m), a, sign
     cdef double tiny = FLT_MIN if floating is float else DBL_MIN
-    cdef bint spread
+    cdef bint spread, hashed = n_weights > 0
     cdef const floating* xd
     cdef const index_t* xi
     cdef const floating* pxd
     cdef const index_t* pxi = NULL
     cdef Py_ssize_t pnnz = 0
+    cdef const Py_ssize_t* pbase = NULL
     cdef Py_ssize_t* cls
     cdef Py_ssize_t* cls_ahead
+    cdef floating* hxs = NULL          # hashed rows of the steps in flight, a ring of them
+    cdef Py_ssize_t* hbase = NULL
+    cdef Py_ssize_t* hnnz = NULL
     cdef Walk walk
     cdef int walk_failed = _walk_init(&walk, max(<Py_ssize_t>WALK_BLOCK, LOOKAHEAD + 2))
     cdef Py_ssize_t* ringbuf = <Py_ssize_t*>malloc(ring * mm * sizeof(Py_ssize_t))
@@ -951,10 +1082,21 @@ cdef int _hogwild_part(int method, const floating* data, const index_t* indices,
     cdef double* rho = <double*>malloc(mm * sizeof(double))
     cdef double* coef = <double*>malloc(mm * sizeof(double))
     cdef double* work = <double*>malloc(5 * mm * sizeof(double))
+    if hashed:          # room for the longest row of the part
+        width = D if dense else 0
+        for t in range(N if not dense else 0):
+            nnz = indptr[order[t] + 1] - indptr[order[t]]
+            width = nnz if nnz > width else width
+        width = width if width > 0 else 1
+        hxs = <floating*>malloc(ring * width * sizeof(floating))
+        hbase = <Py_ssize_t*>malloc(ring * width * sizeof(Py_ssize_t))
+        hnnz = <Py_ssize_t*>malloc(ring * sizeof(Py_ssize_t))
     if (walk_failed or ringbuf == NULL or table == NULL or z == NULL or rho == NULL
-            or coef == NULL or work == NULL):
+            or coef == NULL or work == NULL
+            or hashed and (hxs == NULL or hbase == NULL or hnnz == NULL)):
         _walk_free(&walk)
         free(ringbuf); free(table); free(z); free(rho); free(coef); free(work)
+        free(hxs); free(hbase); free(hnnz)
         return -1
     for j in range(mm):
         rho[j] = 1.0
@@ -966,44 +1108,78 @@ cdef int _hogwild_part(int method, const floating* data, const index_t* indices,
             status = -1
             break
         while drawn < N and drawn <= t + LOOKAHEAD:     # draw ahead, ask for the rows
-            cls = &ringbuf[(drawn % ring) * mm]
-            q = drawn & (2 * walk.block - 1)
-            cls[0] = walk.label[q]
+            q = drawn % ring
+            cls = &ringbuf[q * mm]
+            cls[0] = walk.label[drawn & (2 * walk.block - 1)]
             _sample_classes(&state, K, cls[0], m, True, &cls[1], table, table_size)
-            if not intent:
-                nnz = _walk_row(&walk, drawn, data, indices, dense, D, &xd, &xi)
+            nnz = _walk_row(&walk, drawn, data, indices, dense, D, &xd, &xi)
+            if hashed:
+                hnnz[q] = nnz
+                _hash_row(xd, xi, nnz, n_weights, &hxs[q * width], &hbase[q * width])
+                if not intent:
+                    _prefetch_hashed(R0, n_weights, slots, cls, mm, &hbase[q * width], nnz,
+                                     bias, -1)
+            elif not intent:
                 _prefetch_rows(R0, stride, cls, mm, xi, nnz, bias, D)
-            SK_PREFETCH(&u[walk.example[q]])
+            SK_PREFETCH(&u[walk.example[drawn & (2 * walk.block - 1)]])
             drawn += 1
         cls = &ringbuf[(t % ring) * mm]
         spread = intent and t + LOOKAHEAD < N
         if spread:          # the step whose weights are asked for, in PARTS parts
-            cls_ahead = &ringbuf[((t + LOOKAHEAD) % ring) * mm]
-            pnnz = _walk_row(&walk, t + LOOKAHEAD, data, indices, dense, D, &pxd, &pxi)
-            _prefetch_part(R0, stride, cls_ahead, mm, pxi, pnnz, bias, D, 0)
+            q = (t + LOOKAHEAD) % ring
+            cls_ahead = &ringbuf[q * mm]
+            if hashed:
+                pnnz = hnnz[q]
+                pbase = &hbase[q * width]
+            else:
+                pnnz = _walk_row(&walk, t + LOOKAHEAD, data, indices, dense, D, &pxd, &pxi)
+            _prefetch_ahead(R0, stride, n_weights, slots, cls_ahead, mm, pxi, pbase, pnnz,
+                            bias, D, 0)
         q = t & (2 * walk.block - 1)
         i = walk.example[q]
-        nnz = _walk_row(&walk, t, data, indices, dense, D, &xd, &xi)
-        for j in range(mm):
-            z[j] = _dot(&R0[cls[j] * stride], xd, xi, nnz, bias, D)
+        if hashed:
+            xd = &hxs[(t % ring) * width]
+            nnz = hnnz[t % ring]
+            for j in range(mm):
+                slot = slots[cls[j]]
+                z[j] = _class_sign(slot) * _hdot(R0, n_weights, slot % n_weights, xd,
+                                                 &hbase[(t % ring) * width], nnz)
+                if bias:
+                    z[j] += R0[n_weights + slot]
+        else:
+            nnz = _walk_row(&walk, t, data, indices, dense, D, &xd, &xi)
+            for j in range(mm):
+                z[j] = _dot(&R0[cls[j] * stride], xd, xi, nnz, bias, D)
         if spread:
-            _prefetch_part(R0, stride, cls_ahead, mm, pxi, pnnz, bias, D, 1)
+            _prefetch_ahead(R0, stride, n_weights, slots, cls_ahead, mm, pxi, pbase, pnnz,
+                            bias, D, 1)
         status = _step(method, m, z, rho, &u[i], eta * walk.weight[q], walk.xsq[q], logc,
                        delta, bound_u, coef, work, &resets)
         if status:
             sk_flag_set(failed)
             break
         if spread:
-            _prefetch_part(R0, stride, cls_ahead, mm, pxi, pnnz, bias, D, 2)
+            _prefetch_ahead(R0, stride, n_weights, slots, cls_ahead, mm, pxi, pbase, pnnz,
+                            bias, D, 2)
         for j in range(mm):
             a = coef[j]
-            if fabs(a) >= tiny:
+            if fabs(a) < tiny:
+                continue
+            if hashed:
+                slot = slots[cls[j]]
+                _haxpy(R0, n_weights, slot % n_weights, a * _class_sign(slot), xd,
+                       &hbase[(t % ring) * width], nnz)
+                if bias:
+                    R0[n_weights + slot] += <floating>a
+            else:
                 _axpy(&R0[cls[j] * stride], a, xd, xi, nnz, bias, D)
         if spread:
-            _prefetch_part(R0, stride, cls_ahead, mm, pxi, pnnz, bias, D, 3)
+            _prefetch_ahead(R0, stride, n_weights, slots, cls_ahead, mm, pxi, pbase, pnnz,
+                            bias, D, 3)
     n_resets[0] = resets
     _walk_free(&walk)
     free(ringbuf); free(table); free(z); free(rho); free(coef); free(work)
+    free(hxs); free(hbase); free(hnnz)
     return status
 
 
@@ -1013,7 +1189,8 @@ def softmax_epoch_parallel(int method, const floating[::1] data, const index_t[:
                            const double[::1] sample_weight, const double[::1] xsq,
                            floating[:, ::1] R, double[::1] u, const Py_ssize_t[::1] order,
                            int n_sampled, double eta, double delta, double bound_u,
-                           uint64_t seed, int n_threads):
+                           uint64_t seed, int n_threads, Py_ssize_t n_weights=0,
+                           const Py_ssize_t[::1] slots=None):
     """One pass over ``order`` on ``n_threads`` threads with lock-free (Hogwild) updates.
 
     The order is cut into ``n_threads`` contiguous parts, one per thread, each with its
@@ -1024,6 +1201,11 @@ def softmax_epoch_parallel(int method, const floating[::1] data, const index_t[:
     (``n_threads=1`` is deterministic and equals :func:`softmax_epoch` drawing from the
     part's seed). u_i is written by the thread that owns example i only.
 
+    With ``n_weights`` > 0 the weights are hashed: R has one row, a table of
+    ``n_weights`` entries followed by one intercept per class slot, and class k's weight
+    of feature j is ``a_j b_c T[(H(j) + c) mod n_weights]`` with c = ``slots[k]``
+    (:func:`hashed_scores` scores with the same map); K is ``len(slots)``.
+
     Returns
     -------
     status : int
@@ -1033,7 +1215,10 @@ def softmax_epoch_parallel(int method, const floating[::1] data, const index_t[:
     """
     cdef Py_ssize_t K = R.shape[0], N = order.shape[0], D = n_features
     cdef int m = n_sampled, part, T = max(1, n_threads)
-    if m < 1 or m > K - 1 or R.shape[1] < D + bias:
+    cdef bint hashed = n_weights > 0
+    if hashed:
+        K = _check_slots(slots, R.shape[0], R.shape[1], n_weights, bias)
+    if m < 1 or m > K - 1 or not hashed and R.shape[1] < D + bias:
         raise ValueError(f"softmax_epoch_parallel: need 1 <= n_sampled <= K - 1 and R of "
                          f"width >= n_features + bias (got {m}, K={K}, R width "
                          f"{R.shape[1]}, n_features {D}, bias {bias})")
@@ -1057,6 +1242,7 @@ def softmax_epoch_parallel(int method, const floating[::1] data, const index_t[:
     cdef const floating* data_p = &data[0] if data.shape[0] else NULL
     cdef const index_t* indices_p = &indices[0] if indices.shape[0] else NULL
     cdef const index_t* indptr_p = &indptr[0] if indptr.shape[0] else NULL
+    cdef const Py_ssize_t* slots_p = &slots[0] if hashed else NULL
     cdef unsigned int fp_state
     cdef bint intent = spreads_prefetches(R.shape[0] * R.shape[1] * sizeof(floating))
     if N == 0:
@@ -1068,11 +1254,78 @@ def softmax_epoch_parallel(int method, const floating[::1] data, const index_t[:
                                      &y[0], &sample_weight[0], &xsq[0], &R[0, 0], K,
                                      R.shape[1], &u[0], &order[part * N // T],
                                      (part + 1) * N // T - part * N // T, m, eta, delta,
-                                     bound_u, sd[part], intent, &failed, &rs[part])
+                                     bound_u, sd[part], intent, n_weights, slots_p, &failed,
+                                     &rs[part])
             sk_restore_denormals(fp_state)
     if (statuses == -1).any():
         raise MemoryError()
     return int(statuses.max()), int(resets.sum())
+
+
+def _check_slots(slots, Py_ssize_t rows, Py_ssize_t width, Py_ssize_t n_weights, bint bias):
+    """The number of classes of hashed weights (one row: the table, then one intercept per
+    slot), or a ValueError when the slots do not address that row."""
+    if slots is None or rows != 1:
+        raise ValueError("hashed weights need slots and R of one row")
+    slots = np.asarray(slots)
+    if slots.size < 2 or slots.min() < 0 or width < n_weights + (slots.max() + 1 if bias else 0):
+        raise ValueError(f"hashed weights: need >= 2 class slots in [0, {width - n_weights}) "
+                         f"(R holds {width} = n_weights {n_weights} + intercepts)")
+    return slots.size
+
+
+def hashed_scores(const double[::1] data, const index_t[::1] indices,
+                  const index_t[::1] indptr, bint dense, Py_ssize_t n_features, bint bias,
+                  const floating[::1] weights, Py_ssize_t n_weights,
+                  const Py_ssize_t[::1] slots, int n_threads=1):
+    """Scores of every class for each row of X under hashed weights, float64.
+
+    ``weights`` is the one row of :func:`softmax_epoch_parallel`'s hashed R: a table of
+    ``n_weights`` entries, then one intercept per class slot; class k's slot is
+    ``slots[k]``. X is CSR (``data``, ``indices``, ``indptr``) or, when ``dense``, a
+    C-ordered (n, ``n_features``) array flattened into ``data``. Each row reads its
+    nnz features' spans of consecutive classes; rows are shared among ``n_threads``
+    threads.
+
+    Returns
+    -------
+    scores : ndarray of shape (n_rows, len(slots))
+    """
+    cdef Py_ssize_t K = _check_slots(slots, 1, weights.shape[0], n_weights, bias)
+    cdef Py_ssize_t D = n_features, n = n_weights
+    if n < 1:
+        raise ValueError(f"hashed_scores: need n_weights >= 1, got {n}")
+    cdef Py_ssize_t rows = data.shape[0] // D if dense and D else indptr.shape[0] - 1
+    if dense and D == 0:
+        raise ValueError("hashed_scores: a dense X needs n_features >= 1")
+    out = np.empty((rows, K))
+    cdef double[:, ::1] S = out
+    offsets = np.asarray(slots) % n
+    signs = np.array([_class_sign(c) for c in slots], dtype=np.float64)
+    cdef const Py_ssize_t[::1] off = offsets
+    cdef const double[::1] sgn = signs
+    cdef Py_ssize_t i, k, p, lo, hi, idx, base
+    cdef uint64_t h
+    cdef double xv
+    cdef const floating* T = &weights[0]
+    if rows == 0:
+        return out
+    with nogil:
+        for i in prange(rows, num_threads=max(1, n_threads), schedule="static"):
+            for k in range(K):
+                S[i, k] = T[n + slots[k]] if bias else 0.0
+            lo = i * D if dense else indptr[i]
+            hi = lo + D if dense else indptr[i + 1]
+            for p in range(lo, hi):
+                h = _fmix(<uint64_t>(p - lo if dense else indices[p]) ^ FEATURE_SALT)
+                base = sk_fastrange(h, n)
+                xv = -data[p] if h & 1 else data[p]
+                for k in range(K):
+                    idx = base + off[k]
+                    if idx >= n:
+                        idx = idx - n
+                    S[i, k] += xv * sgn[k] * T[idx]
+    return out
 
 
 def sampled_gradient(int method, const double[:, ::1] X, const Py_ssize_t[::1] y,

@@ -20,8 +20,9 @@ from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import _check_sample_weight, check_is_fitted
 
-from sparsekit._cython._softmax_sgd import METHODS, softmax_epoch, softmax_epoch_parallel
-from sparsekit.losses._softmax import _chunks, _log_softmax, softmax_nll, softmax_scores
+from sparsekit._cython._softmax_sgd import (METHODS, hashed_scores, softmax_epoch,
+                                            softmax_epoch_parallel)
+from sparsekit.losses._softmax import _chunks, _log_softmax, _shifted_log_normalizer, softmax_scores
 from sparsekit.linear_model._base import SparsekitClassifier, check_labels, unchanged_on_error
 from sparsekit.metrics import precision_at_k
 from sparsekit.utils._labels import _declared_classes, _is_multilabel, first_label
@@ -188,11 +189,30 @@ class ExtremeSoftmaxSGD(SparsekitClassifier):
         with more than one thread is not reproducible bit for bit; None and 1 mean one
         thread (deterministic), -1 every CPU, as in joblib. Used with ``batch_size=1``,
         ``alpha=0``, ``shared_classes=False`` and ``sample_true_class=False`` (the
-        defaults); other settings run on one thread.
+        defaults); other settings run on one thread. With ``n_weights``, prediction runs on
+        ``n_jobs`` threads too.
+    n_weights : int or None, default=None
+        Bound the memory of the weights: store ``n_weights`` numbers, shared by all
+        (class, feature) pairs through a hash (Weinberger et al. 2009), instead of the
+        dense (n_classes, n_features) matrix; intercepts are kept one per class. Class k's
+        weight of feature j is ``a_j b_k t[(h(j) + k) mod n_weights]`` with random signs
+        a_j, b_k and a random h(j), so that the K weights of a feature are consecutive
+        entries and scoring reads contiguous memory. Pairs that share an entry share a
+        weight: accuracy falls as the table shrinks below the dense matrix's size (4
+        bytes per float32 entry) and is close to the dense model's above it. The
+        memory no longer grows with n_classes x n_features: 100,000 classes on 2^20
+        features, whose float32 dense matrix would take 419 GB, fit in a table of 2^30
+        entries (4 GiB). There is then no ``coef_``; a class added by ``partial_fit``
+        starts from the entries it shares (not from zero). Used with ``batch_size=1``,
+        ``alpha=0``, ``shared_classes=False`` and ``sample_true_class=False``. Implicit
+        SGD's step treats the touched classes' weights as separate: exact unless two of
+        them share an entry for a feature of the row.
+
     Attributes
     ----------
     coef_ : ndarray of shape (n_classes, n_features)
-        Row k holds the weights of class k.
+        Row k holds the weights of class k. Not set with ``n_weights`` (the scores come
+        from the table: ``decision_function``).
     intercept_ : ndarray of shape (n_classes,)
     classes_ : ndarray of shape (n_classes,)
     u_ : ndarray of shape (n_samples,)
@@ -252,6 +272,8 @@ class ExtremeSoftmaxSGD(SparsekitClassifier):
        vocabulary for neural machine translation. ACL (sampled softmax).
     .. [5] Recht, B., Re, C., Wright, S. & Niu, F. (2011). Hogwild!: a lock-free approach
        to parallelizing stochastic gradient descent. NIPS (``n_jobs``).
+    .. [6] Weinberger, K., Dasgupta, A., Langford, J., Smola, A. & Attenberg, J. (2009).
+       Feature hashing for large scale multitask learning. ICML (``n_weights``).
 
     Examples
     --------
@@ -268,6 +290,12 @@ class ExtremeSoftmaxSGD(SparsekitClassifier):
            [1, 8, 4]])
     >>> clf.learning_rate_           # "auto": 6 / (1 + 1) on unit rows with an intercept
     3.0
+
+    Weights in a table of 4,096 numbers instead of the 10 x 64 matrix (``n_weights``):
+
+    >>> small = ExtremeSoftmaxSGD(n_weights=4096, random_state=0).fit(X, y)
+    >>> small.intercept_.shape, hasattr(small, "coef_")
+    ((10,), False)
     """
 
     _parameter_constraints = {
@@ -292,13 +320,14 @@ class ExtremeSoftmaxSGD(SparsekitClassifier):
         "sample_true_class": ["boolean"],
         "shared_classes": ["boolean"],
         "n_jobs": [Integral, None],
+        "n_weights": [Interval(Integral, 1, None, closed="left"), None],
     }
 
     def __init__(self, method="sampled_softmax", *, learning_rate="auto", lr_decay=0.9, n_epochs=20,
                  n_sampled=5, batch_size=1, delta=1.0, alpha=0.0, fit_intercept=True,
                  u_init="log_k", shuffle=True, random_state=None, verbose=0, eval_every=0,
                  eval_size=100_000, tol=None, warm_start=False, multilabel="error",
-                 sample_true_class=False, shared_classes=False, n_jobs=None):
+                 sample_true_class=False, shared_classes=False, n_jobs=None, n_weights=None):
         self.method = method
         self.learning_rate = learning_rate
         self.lr_decay = lr_decay
@@ -320,6 +349,7 @@ class ExtremeSoftmaxSGD(SparsekitClassifier):
         self.sample_true_class = sample_true_class
         self.shared_classes = shared_classes
         self.n_jobs = n_jobs
+        self.n_weights = n_weights
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -365,27 +395,68 @@ class ExtremeSoftmaxSGD(SparsekitClassifier):
         if self.method == "implicit" and self.batch_size != 1:
             raise ValueError("method='implicit' is a one-datapoint proximal step; "
                              f"use batch_size=1 (got {self.batch_size})")
+        if self.n_weights is not None:
+            unsupported = {"alpha": self.alpha > 0, "batch_size": self.batch_size != 1,
+                           "shared_classes": self.shared_classes,
+                           "sample_true_class": self.sample_true_class}
+            if any(unsupported.values()):
+                raise ValueError(
+                    "hashed weights (n_weights) are trained with batch_size=1, alpha=0, "
+                    "shared_classes=False and sample_true_class=False; got "
+                    + ", ".join(f"{k}={getattr(self, k)!r}" for k, v in unsupported.items()
+                                if v))
 
     # ------------------------------------------------------------------ state
     def _new_weights(self, n_classes, n_features, dtype):
-        # filled explicitly: np.zeros maps lazily, and the first epoch would pay the page faults
-        self._R = np.empty((n_classes, n_features + int(self.fit_intercept)), dtype=dtype)
-        self._R.fill(0)
+        """Zero weights: the (K, D + bias) matrix, or with ``n_weights`` one row holding the
+        hashed table and one intercept per class slot (``_slots``: class -> slot)."""
+        self._n_weights = self.n_weights
         self._bias = bool(self.fit_intercept)
+        shape = ((1, self.n_weights + n_classes) if self.n_weights is not None
+                 else (n_classes, n_features + int(self.fit_intercept)))
+        # filled explicitly: np.zeros maps lazily, and the first epoch would pay the page faults
+        self._R = np.empty(shape, dtype=dtype)
+        self._R.fill(0)
+        self._slots = np.arange(n_classes, dtype=np.intp)
         self._publish()
+
+    def _grow_classes(self, known):
+        """Weights for the class set ``known``, a superset of ``classes_``: zero for the new
+        classes (new rows; hashed: new slots after the others, so that the table's entries
+        keep their classes)."""
+        where = np.searchsorted(known, self.classes_)
+        if self._n_weights is None:
+            R = np.zeros((len(known), self._R.shape[1]), dtype=self._R.dtype)
+            R[where] = self._R
+        else:
+            new = len(known) - len(self.classes_)
+            R = np.concatenate([self._R, np.zeros((1, new), dtype=self._R.dtype)], axis=1)
+            slots = np.empty(len(known), dtype=np.intp)
+            slots[where] = self._slots
+            slots[np.setdiff1d(np.arange(len(known)), where)] = len(self._slots) + np.arange(new)
+            self._slots = slots
+        self._R, self.classes_ = R, known
+        self._publish()
+
+    def _attributes(self, R):
+        """``coef_`` and ``intercept_`` of the weights R (views; without ``coef_`` and with an
+        intercept copy for hashed weights)."""
+        if self._n_weights is not None:
+            intercept = (R[0, self._n_weights + self._slots] if self._bias
+                         else np.zeros(len(self._slots), dtype=R.dtype))
+            return {"intercept_": intercept}
+        D = R.shape[1] - int(self._bias)
+        return {"coef_": R[:, :D],
+                "intercept_": R[:, D] if self._bias else np.zeros(R.shape[0], R.dtype)}
 
     def _model_now(self):
         """The fitted attributes of the weights as they are now (for the callbacks)."""
         R = self._R.copy()
-        D = R.shape[1] - int(self._bias)
-        return {"_R": R, "coef_": R[:, :D],
-                "intercept_": R[:, D] if self._bias else np.zeros(R.shape[0], R.dtype)}
+        return {"_R": R, **self._attributes(R)}
 
     def _publish(self):
-        D = self._R.shape[1] - int(self._bias)
-        self.coef_ = self._R[:, :D]
-        self.intercept_ = (self._R[:, D] if self._bias
-                           else np.zeros(self._R.shape[0], dtype=self._R.dtype))
+        self.__dict__.pop("coef_", None)      # hashed weights have none
+        self.__dict__.update(self._attributes(self._R))
 
     def _initial_u(self, X, y_idx):
         K = len(self.classes_)
@@ -394,13 +465,37 @@ class ExtremeSoftmaxSGD(SparsekitClassifier):
             return np.zeros(n)
         if self.u_init == "log_k" or not np.any(self._R):
             return np.full(n, np.log(K))
-        nll = np.empty(n)
-        for start in range(0, n, 4096):
-            sl = slice(start, min(n, start + 4096))
-            S = softmax_scores(X[sl], self.coef_, self.intercept_)
-            logp = _log_softmax(S)
-            nll[sl] = -logp[np.arange(S.shape[0]), y_idx[sl]]
+        return self._nll(X, y_idx)
+
+    def _nll(self, X, y_idx):
+        """Per-row NLL of the current weights, a chunk of rows at a time."""
+        nll = np.empty(X.shape[0])
+        for rows in _chunks(X.shape[0], len(self.classes_)):
+            Z, log_norm = _shifted_log_normalizer(self._scores(X[rows]))
+            nll[rows] = log_norm - Z[np.arange(Z.shape[0]), y_idx[rows]]
         return nll
+
+    def _scores(self, X):
+        """float64 scores of every class for the rows of a validated X (a chunk of them)."""
+        if self._n_weights is None:
+            return softmax_scores(X, self.coef_, self.intercept_)
+        if sp.issparse(X):
+            X = sp.csr_matrix(X, dtype=np.float64)
+            data, indices, indptr, dense = X.data, X.indices, X.indptr, False
+        else:
+            data = np.ascontiguousarray(X, dtype=np.float64).ravel()
+            indices = indptr = np.zeros(1, dtype=np.intp)
+            dense = True
+        return hashed_scores(data, indices, indptr, dense, X.shape[1], self._bias,
+                             self._R[0], self._n_weights, self._slots,
+                             self._scoring_threads(X.shape[0]))
+
+    def _scoring_threads(self, n_rows):
+        """Threads for scoring ``n_rows`` rows under hashed weights: ``n_jobs`` (joblib's
+        convention, at most the CPUs and the rows)."""
+        if self.n_jobs in (None, 1):
+            return 1
+        return int(max(1, min(effective_n_jobs(self.n_jobs), os.cpu_count() or 1, n_rows)))
 
     def _kernel_inputs(self, X):
         if sp.issparse(X):
@@ -429,7 +524,7 @@ class ExtremeSoftmaxSGD(SparsekitClassifier):
         data, indices, indptr, dense, xsq = inputs
         if sample_weight.min() <= 0.0:  # a row of weight 0 is a row left out (of b's mean too)
             order = order[sample_weight[order] > 0.0]
-        K = self._R.shape[0]
+        K = len(self.classes_)
         m = min(self.n_sampled, K - 1)
         # the ridge weights and u's bound come from the rows the pass visits
         counts = np.bincount(y_idx[order], minlength=K) / max(len(order), 1)
@@ -444,16 +539,16 @@ class ExtremeSoftmaxSGD(SparsekitClassifier):
         else:
             bound_w = bound_u = np.inf
             sqn = np.zeros(1)
-        D = self._R.shape[1] - int(self._bias)
+        D = self.n_features_in_
         threads = self._threads(len(order))
         t0, c0 = time.perf_counter(), time.thread_time()
-        if threads > 1:
+        if threads > 1 or self._n_weights is not None:
             if undo:    # no log across threads: the pass runs on a copy of the weights
                 self._guard_weights()
             status, _ = softmax_epoch_parallel(
                 METHODS[self.method], data, indices, indptr, dense, D, self._bias, y_idx,
                 sample_weight, xsq, self._R, u, order, m, eta, float(self.delta), bound_u,
-                seed, threads)
+                seed, threads, n_weights=self._n_weights or 0, slots=self._slots)
         else:
             status, _ = softmax_epoch(
                 METHODS[self.method], data, indices, indptr, dense, D, self._bias, y_idx,
@@ -482,7 +577,7 @@ class ExtremeSoftmaxSGD(SparsekitClassifier):
         if not sample_weight.sum() > 0:
             return np.nan
         start = time.perf_counter()
-        nll = softmax_nll(X, y_idx, self.coef_, self.intercept_, sample_weight)
+        nll = float(self._nll(X, y_idx) @ sample_weight / sample_weight.sum())
         self._eval_seconds = getattr(self, "_eval_seconds", 0.0) + time.perf_counter() - start
         return nll
 
@@ -532,6 +627,8 @@ class ExtremeSoftmaxSGD(SparsekitClassifier):
         data, indices, indptr, dense, xsq = inputs
         if self.method == "implicit":
             return None       # its proximal steps stay finite: no rollback is needed
+        if self._n_weights is not None:
+            return False      # the hashed driver keeps no log
         n = xsq.shape[0]
         stored = data.size if dense else int(indptr[-1] - indptr[0])
         written = (min(self.n_sampled, len(self.classes_) - 1) + 1) * (stored + n * self._bias)
@@ -588,7 +685,9 @@ class ExtremeSoftmaxSGD(SparsekitClassifier):
         warm = (self.warm_start and hasattr(self, "_R")
                 and np.array_equal(previous, classes)
                 and self._bias == bool(self.fit_intercept)
-                and self._R.shape[1] == X.shape[1] + int(self.fit_intercept))
+                and self._n_weights == self.n_weights
+                and (self.n_weights is not None
+                     or self._R.shape[1] == X.shape[1] + int(self.fit_intercept)))
         self.__dict__.pop("_stream_rng", None)  # a later partial_fit restarts the stream
         if not warm:
             self._new_weights(len(classes), X.shape[1], X.dtype)
@@ -685,6 +784,9 @@ class ExtremeSoftmaxSGD(SparsekitClassifier):
             raise ValueError(f"fit_intercept={self.fit_intercept} but the streamed model "
                              f"was started with fit_intercept={self._bias}; call fit to "
                              "restart")
+        if not first and self.n_weights != self._n_weights:
+            raise ValueError(f"n_weights={self.n_weights} but the streamed model was "
+                             f"started with n_weights={self._n_weights}; call fit to restart")
         unknown = ~np.isin(y, known)
         if np.any(unknown):
             raise ValueError(f"y contains labels not declared in classes: "
@@ -699,10 +801,7 @@ class ExtremeSoftmaxSGD(SparsekitClassifier):
             self.loss_curve_, self.loss_epochs_, self.epoch_times_ = [], [], []
             self.epoch_cpu_times_ = []
         elif not np.array_equal(known, self.classes_):
-            R = np.zeros((len(known), self._R.shape[1]), dtype=self._R.dtype)
-            R[np.searchsorted(known, self.classes_)] = self._R
-            self._R, self.classes_ = R, known
-            self._publish()
+            self._grow_classes(known)
         y_idx = np.searchsorted(self.classes_, y).astype(np.intp)
         X = X.astype(self._R.dtype, copy=False)
         rng = getattr(self, "_stream_rng", None)
@@ -740,19 +839,18 @@ class ExtremeSoftmaxSGD(SparsekitClassifier):
         """``reduce(scores)`` over chunks of rows, stacked: the scores of a chunk at a time
         (predictions for 1e4 rows and 1e5 classes would otherwise hold 8 GB of scores)."""
         X = self._checked(X)
-        K = self.coef_.shape[0]
-        return np.concatenate([reduce(softmax_scores(X[rows], self.coef_, self.intercept_))
-                               for rows in _chunks(X.shape[0], K)])
+        K = len(self.classes_)
+        return np.concatenate([reduce(self._scores(X[rows])) for rows in _chunks(X.shape[0], K)])
 
     def _row_map(self, X, transform):
         """``transform(scores)`` of every row, a chunk of rows at a time, written into one
         (n_samples, n_classes) array: the output is the peak memory. Scores are computed in
         float64; the output is float32 when both X and the model are."""
         X = self._checked(X)
-        K = self.coef_.shape[0]
-        out = np.empty((X.shape[0], K), dtype=np.result_type(X.dtype, self.coef_.dtype))
+        K = len(self.classes_)
+        out = np.empty((X.shape[0], K), dtype=np.result_type(X.dtype, self._R.dtype))
         for rows in _chunks(X.shape[0], K):
-            out[rows] = transform(softmax_scores(X[rows], self.coef_, self.intercept_))
+            out[rows] = transform(self._scores(X[rows]))
         return out
 
     def decision_function(self, X):
