@@ -11,13 +11,14 @@ from sklearn.utils.estimator_checks import parametrize_with_checks
 from sparsekit import ExtremeSoftmaxSGD, L1LogisticOBA, SparsemaxClassifier
 from sparsekit.linear_model import _extreme_softmax, _sparsemax
 
-#: every configuration that should pass scikit-learn's checks; the second L1LogisticOBA
-#: solves to 1e-10, as the sample-weight equivalence check compares predict_proba to 1e-7
+#: every configuration that should pass scikit-learn's checks; the L1LogisticOBA after the first
+#: solve to 1e-10, as the sample-weight equivalence check compares predict_proba to 1e-7
 #: relative, finer than the default tol (1e-8 on the ISTA residual) promises
 CHECKED = [
     SparsemaxClassifier(), SparsemaxClassifier(solver="nqn"),
     SparsemaxClassifier(solver="newton-cg"), SparsemaxClassifier(solver="sdca", random_state=0),
     L1LogisticOBA(), L1LogisticOBA(sparse_coef=True, C=0.5, tol=1e-10),
+    L1LogisticOBA(multiclass="multinomial", tol=1e-10), L1LogisticOBA(l1_ratio=0.5, tol=1e-10),
     *[ExtremeSoftmaxSGD(method, random_state=0)
       for method in ("sampled_softmax", "implicit", "umax", "ove")],
     ExtremeSoftmaxSGD(n_weights=2**10, random_state=0),

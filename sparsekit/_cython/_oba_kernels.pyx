@@ -541,3 +541,94 @@ cdef void _cg_to_boundary(double[::1] p, const double[::1] d, const double[::1] 
     for i in range(p.shape[0]):
         p[i] += t * d[i]
         r[i] += t * Hd[i]
+
+
+# ---------------------------------------------------------------- multinomial: K columns
+# A multinomial model has a row of K class weights per feature: margins Z = X W + b are
+# (n, K) and the gradient X^T R is (D, K). ``Wc`` and ``out`` hold the rows of the listed
+# columns ``cols`` only (compact), so that a Hessian product on a free set reads only the
+# features it frees.
+
+def mn_margins_csc(const floating[::1] data, const index_t[::1] indices,
+                   const index_t[::1] indptr, const double[:, ::1] Wc,
+                   const long long[::1] cols, const double[::1] b, double[:, ::1] Z):
+    """``Z = b + X[:, cols] @ Wc`` for CSC ``X``: row c of ``Wc`` is column ``cols[c]``."""
+    cdef Py_ssize_t i, c, j, k, p, K = Z.shape[1]
+    cdef double x
+    if Wc.shape[0] != cols.shape[0] or Wc.shape[1] != K or b.shape[0] != K:
+        raise ValueError("mn_margins_csc: Wc must be (len(cols), K) and b (K,) for Z (n, K)")
+    with nogil:
+        for i in range(Z.shape[0]):
+            for k in range(K):
+                Z[i, k] = b[k]
+        for c in range(cols.shape[0]):
+            j = cols[c]
+            for p in range(indptr[j], indptr[j + 1]):
+                i = indices[p]
+                x = data[p]
+                for k in range(K):
+                    Z[i, k] += x * Wc[c, k]
+
+
+def mn_margins_dense(const floating[::1, :] X, const double[:, ::1] Wc,
+                     const long long[::1] cols, const double[::1] b, double[:, ::1] Z):
+    """``Z = b + X[:, cols] @ Wc`` for a Fortran-ordered dense ``X``."""
+    cdef Py_ssize_t i, c, j, k, K = Z.shape[1]
+    cdef double x
+    if Wc.shape[0] != cols.shape[0] or Wc.shape[1] != K or b.shape[0] != K:
+        raise ValueError("mn_margins_dense: Wc must be (len(cols), K) and b (K,) for Z (n, K)")
+    with nogil:
+        for i in range(Z.shape[0]):
+            for k in range(K):
+                Z[i, k] = b[k]
+        for c in range(cols.shape[0]):
+            j = cols[c]
+            for i in range(X.shape[0]):
+                x = X[i, j]
+                if x != 0.0:
+                    for k in range(K):
+                        Z[i, k] += x * Wc[c, k]
+
+
+def mn_rmatmat_csc(const floating[::1] data, const index_t[::1] indices,
+                   const index_t[::1] indptr, const double[:, ::1] R,
+                   const long long[::1] cols, double[:, ::1] out, bint square=False):
+    """``out = X[:, cols].T @ R`` for CSC ``X`` (``square``: of X's entries squared)."""
+    cdef Py_ssize_t i, c, j, k, p, K = R.shape[1]
+    cdef double x
+    if out.shape[0] != cols.shape[0] or out.shape[1] != K:
+        raise ValueError("mn_rmatmat_csc: out must be (len(cols), K) for R (n, K)")
+    with nogil:
+        for c in range(cols.shape[0]):
+            j = cols[c]
+            for k in range(K):
+                out[c, k] = 0.0
+            for p in range(indptr[j], indptr[j + 1]):
+                i = indices[p]
+                x = data[p]
+                if square:
+                    x = x * x
+                for k in range(K):
+                    out[c, k] += x * R[i, k]
+
+
+def mn_rmatmat_dense(const floating[::1, :] X, const double[:, ::1] R,
+                     const long long[::1] cols, double[:, ::1] out, bint square=False):
+    """``out = X[:, cols].T @ R`` for a Fortran-ordered dense ``X`` (``square``: of X's
+    entries squared)."""
+    cdef Py_ssize_t i, c, j, k, K = R.shape[1]
+    cdef double x
+    if out.shape[0] != cols.shape[0] or out.shape[1] != K:
+        raise ValueError("mn_rmatmat_dense: out must be (len(cols), K) for R (n, K)")
+    with nogil:
+        for c in range(cols.shape[0]):
+            j = cols[c]
+            for k in range(K):
+                out[c, k] = 0.0
+            for i in range(X.shape[0]):
+                x = X[i, j]
+                if x != 0.0:
+                    if square:
+                        x = x * x
+                    for k in range(K):
+                        out[c, k] += x * R[i, k]

@@ -6,6 +6,9 @@ Objective, exactly LIBLINEAR's ``-s 6`` (Yuan et al. 2012):
 
 with the intercept b free and unpenalized. The solver minimizes F / (C n), i.e. the mean
 logistic loss plus μ‖w‖₁ with μ = 1/(C n), by :func:`sparsekit.optimize.minimize_oba`.
+With ``l1_ratio`` r < 1 the penalty is scikit-learn's elastic net r‖w‖₁ + (1 − r)/2 ‖w‖²
+(its ridge part joins the smooth datafit); with ``multiclass="multinomial"`` the loss is the
+softmax negative log-likelihood of all classes at once.
 """
 import numbers
 import warnings
@@ -25,6 +28,8 @@ from sparsekit._cython import _oba_kernels as K
 from sparsekit.losses._softmax import _log_softmax
 from sparsekit.optimize import minimize_oba
 from sparsekit.losses._logistic_datafit import Logistic, relative_duality_gap
+from sparsekit.losses._multinomial_datafit import Multinomial, multinomial_duality_gap
+from sparsekit.losses._ridge_datafit import Ridge
 from sparsekit.linear_model._base import SparsekitClassifier, check_labels, unchanged_on_error
 from sparsekit.utils._validation import check_entry_magnitude, validate_input
 
@@ -56,48 +61,73 @@ GAP_WARN = 0.05
 EXCESS_WARN = 1e-3
 
 
-def _fit_binary(X, X_csr, y_pm, sample_weight, C, fit_intercept, tol, max_iter, w0, verbose):
-    """One OBA solve of the binary problem; returns (w, b, OptimizeResult), the result with
-    the relative duality gap at (w, b) as ``duality_gap`` and, when that gap exceeds
-    GAP_WARN, the share of F that a tighter solve from (w, b) removes as
-    ``excess`` (0 otherwise; NaN when that solve did not converge): a lower bound on
-    (F - min F) / F, as the gap is an upper one."""
+def _fit_binary(X, X_csr, y_pm, sample_weight, C, fit_intercept, tol, max_iter, w0, verbose,
+                l1_ratio=1.0):
+    """One OBA solve of the binary problem; returns (w, b, OptimizeResult)."""
     datafit = Logistic(X, y_pm, sample_weight=sample_weight, fit_intercept=fit_intercept,
                        X_csr=X_csr)
-    w, b, res = _solve(datafit, C, tol, max_iter, w0, verbose)
-    res.duality_gap = relative_duality_gap(X, y_pm, sample_weight, C, w, b)
+
+    def gap(x):
+        w = x[:datafit.n_features]
+        b = float(x[-1]) if fit_intercept else 0.0
+        return relative_duality_gap(X, y_pm, sample_weight, C, w, b, l1_ratio)
+    res = _checked_solve(datafit, C, tol, max_iter, w0, verbose, l1_ratio, gap)
+    return res.x[:datafit.n_features], float(res.x[-1]) if fit_intercept else 0.0, res
+
+
+def _fit_multinomial(X, codes, n_classes, sample_weight, C, fit_intercept, tol, max_iter, w0,
+                     verbose, l1_ratio=1.0):
+    """One OBA solve of the multinomial problem; returns (coef (K, D), intercept (K,),
+    OptimizeResult)."""
+    datafit = Multinomial(X, codes, n_classes, sample_weight=sample_weight,
+                          fit_intercept=fit_intercept)
+
+    def gap(x):
+        W, b = datafit.split(x)
+        return multinomial_duality_gap(X, codes, n_classes, sample_weight, C, W, b, l1_ratio)
+    res = _checked_solve(datafit, C, tol, max_iter, w0, verbose, l1_ratio, gap)
+    W, b = datafit.split(res.x)
+    return W.T.copy(), b - b.mean(), res   # a constant added to b changes no probability
+
+
+def _checked_solve(datafit, C, tol, max_iter, x0, verbose, l1_ratio, gap):
+    """:func:`_solve`, its result with the relative duality gap ``gap(x)`` as
+    ``duality_gap`` and, when that gap exceeds GAP_WARN, the share of F that a tighter
+    solve from x removes as ``excess`` (0 otherwise; NaN when that solve did not
+    converge): a lower bound on (F - min F) / F, as the gap is an upper one."""
+    res = _solve(datafit, C, tol, max_iter, x0, verbose, l1_ratio)
+    res.duality_gap = gap(res.x)
     res.excess = 0.0
     if res.success and res.duality_gap > GAP_WARN:
         # at most a tenth of the penalty weight 1/(C n): below it the solve must move w
         check_tol = min(tol / 100, 0.1 / (C * datafit.n_samples))
-        _, _, check = _solve(datafit, C, check_tol, max_iter, res.x, 0)
+        check = _solve(datafit, C, check_tol, max_iter, res.x, 0, l1_ratio)
         # a check that did not converge confirms nothing: the excess is then unknown (NaN)
         res.excess = max(0.0, (res.fun - check.fun) / res.fun) if check.success else np.nan
-    return w, b, res
+    return res
 
 
-def _solve(datafit, C, tol, max_iter, w0, verbose):
-    """OBA on ``datafit`` + ‖w‖₁/(C n) from ``w0`` (if None: w = 0 and the null model's
-    intercept); returns (w, b, result).
+def _solve(datafit, C, tol, max_iter, x0, verbose, l1_ratio=1.0):
+    """OBA on ``datafit`` + (r‖w‖₁ + (1 − r)/2 ‖w‖²)/(C n) from ``x0`` (if None: w = 0 and
+    the null model's intercepts); returns the OptimizeResult.
 
     The datafit does not depend on C: a path reuses one (its Lipschitz bound and layout).
     """
-    mu = 1.0 / (C * datafit.n_samples)
+    mu = l1_ratio / (C * datafit.n_samples)
     if not mu > 0:
         raise ValueError(f"C times the total sample weight, {C * datafit.n_samples:.3g}, is "
                          "too large: the penalty's weight 1/(C sum(s)) underflows; use a "
                          "smaller C or smaller sample weights")
-    x0 = _null_start(datafit) if w0 is None else np.asarray(w0, dtype=np.float64)
-    res = minimize_oba(datafit.value_grad, datafit.hessp, x0, mu,
-                       penalty_weights=datafit.penalty_weights,
-                       lipschitz=datafit.lipschitz, tol=tol, max_iter=max_iter,
-                       tau0_max=TAU0_MAX, tau_growth=TAU_GROWTH, tau_boost=TAU_BOOST,
-                       reg_decay=REG_DECAY,
-                       cg_rtol_explicit=CG_RTOL_EXPLICIT,
-                       verbose=max(verbose - 1, 0))
-    w = res.x[:datafit.n_features]
-    b = float(res.x[-1]) if datafit.fit_intercept else 0.0
-    return w, b, res
+    if l1_ratio < 1.0:
+        datafit = Ridge(datafit, (1.0 - l1_ratio) / (C * datafit.n_samples))
+    x0 = _null_start(datafit) if x0 is None else np.asarray(x0, dtype=np.float64)
+    return minimize_oba(datafit.value_grad, datafit.hessp, x0, mu,
+                        penalty_weights=datafit.penalty_weights,
+                        lipschitz=datafit.lipschitz, tol=tol, max_iter=max_iter,
+                        tau0_max=TAU0_MAX, tau_growth=TAU_GROWTH, tau_boost=TAU_BOOST,
+                        reg_decay=REG_DECAY,
+                        cg_rtol_explicit=CG_RTOL_EXPLICIT,
+                        verbose=max(verbose - 1, 0))
 
 
 def _unit_mean_weights(sample_weight):
@@ -112,10 +142,10 @@ def _unit_mean_weights(sample_weight):
 
 
 def _null_start(datafit):
-    """w = 0 and, when fitted, the intercept that is optimal for it."""
+    """w = 0 and, when fitted, the intercepts (the unpenalized coordinates) optimal for it."""
     x0 = np.zeros(datafit.n_params)
     if datafit.fit_intercept:
-        x0[-1] = datafit.null_intercept()
+        x0[datafit.penalty_weights == 0] = datafit.null_intercept()
     return x0
 
 
@@ -154,7 +184,10 @@ class L1LogisticOBA(LinearClassifierMixin, SparseCoefMixin, SparsekitClassifier)
     Minimizes ‖w‖₁ + C Σᵢ sᵢ log(1 + exp(−yᵢ(wᵀxᵢ + b))) with the intercept b free and
     unpenalized: LIBLINEAR's ``-s 6 -B 1 -R`` objective, and its ``-s 6`` with
     ``fit_intercept=False`` (Keskar 2017, chapter 2). Multiclass
-    problems are solved one-vs-rest, in parallel with joblib.
+    problems are solved one-vs-rest, in parallel with joblib, or as one multinomial
+    (softmax) problem: C Σᵢ sᵢ (log Σₖ exp(zᵢₖ) − zᵢ,yᵢ) + ‖W‖₁ with z = W xᵢ + b, solved by
+    the same second-order method with the block Hessian of the softmax on the free set.
+    ``l1_ratio`` < 1 makes the penalty scikit-learn's elastic net.
 
     Parameters
     ----------
@@ -182,14 +215,26 @@ class L1LogisticOBA(LinearClassifierMixin, SparseCoefMixin, SparsekitClassifier)
         1 prints one line per binary problem, 2 also one line per OBA iteration.
     sparse_coef : bool, default=False
         Store ``coef_`` as a ``scipy.sparse.csr_matrix``.
+    multiclass : {"ovr", "multinomial"}, default="ovr"
+        With more than two classes: one binary problem per class against the rest (as
+        LIBLINEAR), or one multinomial problem over all classes (the softmax model, as
+        scikit-learn's ``LogisticRegression``, whose only ℓ1 solver for it is ``saga``);
+        ``predict_proba`` then returns its softmax probabilities. Two classes always make
+        the binary problem.
+    l1_ratio : float in (0, 1], default=1.0
+        Elastic-net mixing, with scikit-learn's meaning: the penalty is
+        ``l1_ratio ‖w‖₁ + (1 − l1_ratio)/2 ‖w‖²`` (the intercepts unpenalized); 1 is the
+        ℓ1 penalty. For a pure ℓ2 penalty use scikit-learn's ``LogisticRegression``.
 
     Attributes
     ----------
     coef_ : ndarray or csr_matrix of shape (1, n_features) or (n_classes, n_features)
     intercept_ : ndarray of shape (1,) or (n_classes,)
+        A multinomial model's intercepts sum to zero (adding a constant to all of them
+        changes no probability).
     classes_ : ndarray of shape (n_classes,)
     n_iter_ : ndarray of shape (1,) or (n_classes,)
-        OBA iterations of each binary problem.
+        OBA iterations of each binary problem (of the multinomial problem: shape (1,)).
     optimality_ : ndarray of shape (1,) or (n_classes,)
         Final optimality measure of each binary problem.
     duality_gap_ : ndarray of shape (1,) or (n_classes,)
@@ -211,6 +256,8 @@ class L1LogisticOBA(LinearClassifierMixin, SparseCoefMixin, SparsekitClassifier)
        PhD thesis, Northwestern University, chapter 2 (OBA, Algorithms 1 and 2).
     .. [2] Yuan, G.-X., Ho, C.-H. & Lin, C.-J. (2012). An improved GLMNET for L1-regularized
        logistic regression. JMLR 13, 1999-2030 (LIBLINEAR's ``-s 6`` objective).
+    .. [3] Zou, H. & Hastie, T. (2005). Regularization and variable selection via the
+       elastic net. JRSS B 67(2), 301-320 (``l1_ratio``).
 
     Examples
     --------
@@ -224,6 +271,14 @@ class L1LogisticOBA(LinearClassifierMixin, SparseCoefMixin, SparsekitClassifier)
     0.974
     >>> int((model[-1].coef_ != 0).sum())
     8
+
+    One multinomial model over the ten digits, with an elastic-net penalty:
+
+    >>> from sklearn.datasets import load_digits
+    >>> X, y = load_digits(return_X_y=True)
+    >>> clf = L1LogisticOBA(C=0.1, multiclass="multinomial", l1_ratio=0.8).fit(X / 16, y)
+    >>> clf.coef_.shape, round(clf.score(X / 16, y), 2), int((clf.coef_ != 0).sum())
+    ((10, 64), 0.94, 133)
     """
 
     _parameter_constraints = {
@@ -236,10 +291,13 @@ class L1LogisticOBA(LinearClassifierMixin, SparseCoefMixin, SparsekitClassifier)
         "n_jobs": [numbers.Integral, None],
         "verbose": ["verbose"],
         "sparse_coef": ["boolean"],
+        "multiclass": [StrOptions({"ovr", "multinomial"})],
+        "l1_ratio": [Interval(numbers.Real, 0, 1, closed="right")],
     }
 
     def __init__(self, C=1.0, *, tol=1e-8, max_iter=500, fit_intercept=True, warm_start=False,
-                 class_weight=None, n_jobs=None, verbose=0, sparse_coef=False):
+                 class_weight=None, n_jobs=None, verbose=0, sparse_coef=False,
+                 multiclass="ovr", l1_ratio=1.0):
         self.C = C
         self.tol = tol
         self.max_iter = max_iter
@@ -249,6 +307,8 @@ class L1LogisticOBA(LinearClassifierMixin, SparseCoefMixin, SparsekitClassifier)
         self.n_jobs = n_jobs
         self.verbose = verbose
         self.sparse_coef = sparse_coef
+        self.multiclass = multiclass
+        self.l1_ratio = l1_ratio
 
     @unchanged_on_error
     @with_callbacks
@@ -272,51 +332,67 @@ class L1LogisticOBA(LinearClassifierMixin, SparseCoefMixin, SparsekitClassifier)
                 raise ValueError(f"class_weight must be finite and non-negative, got {cw}")
             sample_weight = sample_weight * cw[codes]
         sample_weight, mean_weight = _unit_mean_weights(sample_weight)
-        problems = [classes[1]] if classes.size == 2 else list(classes)
+        multinomial = self.multiclass == "multinomial" and classes.size > 2
+        problems = (["the multinomial problem"] if multinomial
+                    else [classes[1]] if classes.size == 2 else list(classes))
         X_in = X
         context = self._begin_fit_task(X_in, y, len(problems), sample_weight)
-        # one subtask per binary problem, created here so that their ids follow the classes
-        tasks = [context.subcontext(task_name="binary problem") for _ in problems]
+        # one subtask per problem, created here so that their ids follow the classes
+        tasks = [context.subcontext(task_name="multinomial problem" if multinomial
+                                    else "binary problem") for _ in problems]
         X, X_csr = _layouts(X, len(problems))
-        w0 = self._warm_start_point(len(problems), X.shape[1])
+        w0 = self._warm_start_point(classes.size if multinomial else len(problems),
+                                    X.shape[1], multinomial)
+        C = self.C * mean_weight
 
         def solve(k, pos):
             tasks[k].call_on_fit_task_begin(estimator=self, X=X_in, y=y)
-            result = _fit_binary(
-                X, X_csr, np.where(y == pos, 1.0, -1.0), sample_weight, self.C * mean_weight,
-                self.fit_intercept, self.tol, self.max_iter,
-                w0[k] if w0 is not None else None, self.verbose)
+            if multinomial:
+                result = _fit_multinomial(X, codes, classes.size, sample_weight, C,
+                                          self.fit_intercept, self.tol, self.max_iter, w0,
+                                          self.verbose, self.l1_ratio)
+            else:
+                result = _fit_binary(
+                    X, X_csr, np.where(y == pos, 1.0, -1.0), sample_weight, C,
+                    self.fit_intercept, self.tol, self.max_iter,
+                    w0[k] if w0 is not None else None, self.verbose, self.l1_ratio)
             self._end_subtask(tasks[k], X_in, y)
             return result
-
         jobs = (delayed(solve)(k, pos) for k, pos in enumerate(problems))
         results = Parallel(n_jobs=self.n_jobs, prefer="threads")(jobs)
-
-        coef = np.vstack([w for w, _, _ in results]).astype(X.dtype)  # follows X's dtype
+        if multinomial:
+            coef, intercept = results[0][0], results[0][1]
+        else:
+            coef = np.vstack([w for w, _, _ in results])
+            intercept = np.array([b for _, b, _ in results])
+        coef = coef.astype(X.dtype)  # follows X's dtype
         self.coef_ = sp.csr_matrix(coef) if self.sparse_coef else coef
-        self.intercept_ = np.array([b for _, b, _ in results], dtype=X.dtype)
+        self.intercept_ = intercept.astype(X.dtype)
+        self._softmax = multinomial
         self.n_iter_ = np.array([r.nit for _, _, r in results], dtype=np.int32)
         self.optimality_ = np.array([r.optimality for _, _, r in results])
         self.duality_gap_ = np.array([r.duality_gap for _, _, r in results])
         self.corrective_loops_ = [r.corrective_loops for _, _, r in results]
-        for pos, (_, _, r), gap in zip(problems, results, self.duality_gap_):
-            pos = np.asarray(pos).tolist()  # 1, not np.int64(1), in the messages
-            self._say(f"class {pos!r}: {r.nit} iterations, {r.ncg} CG, optimality "
+        # 1, not np.int64(1), in the messages
+        names = problems if multinomial else [f"class {np.asarray(p).tolist()!r}"
+                                              for p in problems]
+        for name, (_, _, r), gap in zip(names, results, self.duality_gap_):
+            self._say(f"{name}: {r.nit} iterations, {r.ncg} CG, optimality "
                       f"{r.optimality:.2e}, F/(C n) {r.fun:.10e}, relative duality gap "
                       f"{gap:.2e}")
             if not r.success:
-                warnings.warn(f"OBA did not converge for class {pos!r} in {r.nit} iterations "
+                warnings.warn(f"OBA did not converge for {name} in {r.nit} iterations "
                               f"(optimality {r.optimality:.2e} > tol {self.tol:.2e}); "
                               "increase max_iter.", ConvergenceWarning)
             elif np.isnan(r.excess):
-                warnings.warn(f"OBA met tol {self.tol:.2e} for class {pos!r}, but its duality "
+                warnings.warn(f"OBA met tol {self.tol:.2e} for {name}, but its duality "
                               f"gap, an upper bound on how far F lies above its minimum, is "
                               f"{gap:.1%} of F, and a solve from there at a smaller tol did "
                               f"not converge in max_iter={self.max_iter} iterations to confirm "
                               "the fit: rescale X (e.g. StandardScaler) or raise max_iter.",
                               ConvergenceWarning)
             elif r.excess > EXCESS_WARN:
-                warnings.warn(f"OBA met tol {self.tol:.2e} for class {pos!r}, but F lies at "
+                warnings.warn(f"OBA met tol {self.tol:.2e} for {name}, but F lies at "
                               f"least {r.excess:.2%} above its minimum (a solve from there at a "
                               "smaller tol lowered it that much; the duality gap bounds the "
                               f"excess by {gap:.1%}): F is very flat here (large C, (nearly) "
@@ -325,12 +401,19 @@ class L1LogisticOBA(LinearClassifierMixin, SparseCoefMixin, SparsekitClassifier)
         self._end_fit_task(context, X_in, y, sample_weight)
         return self
 
-    def _warm_start_point(self, n_problems, n_features):
-        if not (self.warm_start and hasattr(self, "coef_")):
+    def _warm_start_point(self, n_problems, n_features, multinomial=False):
+        """The previous solution as start(s): one row per binary problem, or the
+        multinomial problem's (W.ravel(), b); None without a usable one."""
+        if not (self.warm_start and hasattr(self, "coef_")) or multinomial != getattr(
+                self, "_softmax", False):
             return None
         coef = self.coef_.toarray() if sp.issparse(self.coef_) else self.coef_
         if coef.shape != (n_problems, n_features):
             return None
+        coef = coef.astype(np.float64)
+        if multinomial:
+            return np.concatenate([coef.T.ravel(), self.intercept_ if self.fit_intercept
+                                   else []]).astype(np.float64)
         if self.fit_intercept:
             return np.hstack([coef, self.intercept_[:, None]])
         return coef.copy()
@@ -355,7 +438,8 @@ class L1LogisticOBA(LinearClassifierMixin, SparseCoefMixin, SparsekitClassifier)
         return scores.ravel() if scores.shape[1] == 1 else scores
 
     def predict_proba(self, X):
-        """Class probabilities: σ(margin) for binary, normalized one-vs-rest σ's otherwise."""
+        """Class probabilities: σ(margin) for binary, the softmax of the scores for a
+        multinomial model, normalized one-vs-rest σ's otherwise."""
         return np.exp(self.predict_log_proba(X))
 
     def predict_log_proba(self, X):
@@ -367,11 +451,13 @@ class L1LogisticOBA(LinearClassifierMixin, SparseCoefMixin, SparsekitClassifier)
         if scores.ndim == 1:
             scores = np.column_stack([-scores, scores])
             return (-np.logaddexp(0.0, -scores)).astype(dtype)
+        if getattr(self, "_softmax", False):
+            return _log_softmax(scores).astype(dtype)
         return _log_softmax(-np.logaddexp(0.0, -scores)).astype(dtype)  # log σ - logsumexp
 
 
 def l1_logistic_path(X, y, Cs=10, *, pos_class=None, fit_intercept=True, tol=1e-8,
-                     max_iter=500, sample_weight=None):
+                     max_iter=500, sample_weight=None, multiclass="ovr", l1_ratio=1.0):
     """Regularization path of :class:`L1LogisticOBA` over ``Cs``, with warm starts.
 
     The problems are solved from the smallest C to the largest, each started at the
@@ -381,19 +467,22 @@ def l1_logistic_path(X, y, Cs=10, *, pos_class=None, fit_intercept=True, tol=1e-
     ----------
     X : {array-like, sparse matrix} of shape (n_samples, n_features)
     y : array-like of shape (n_samples,)
-        Labels; with more than two classes, ``pos_class`` picks the positive one.
+        Labels; with more than two classes, ``pos_class`` picks the positive one, or
+        ``multiclass="multinomial"`` fits the multinomial model of all of them.
     Cs : int or array-like, default=10
         The C values, or their number (then log-spaced on [C_min, 1e4 C_min], where
-        C_min = 1/‖Xᵀ∇ℓ(0)‖_∞ is the smallest C giving a nonzero w).
+        C_min = l1_ratio/‖Xᵀ∇ℓ(0)‖_∞ is the smallest C giving a nonzero w).
     pos_class : label, optional
         The positive class (default: the larger of two labels).
-    fit_intercept, tol, max_iter, sample_weight
+    fit_intercept, tol, max_iter, sample_weight, multiclass, l1_ratio
         As in :class:`L1LogisticOBA`.
 
     Returns
     -------
-    coefs : ndarray of shape (n_Cs, n_features + fit_intercept)
-        Solutions in the order of ``Cs`` (the intercept last).
+    coefs : ndarray of shape (n_Cs, n_features + fit_intercept) or \
+            (n_Cs, n_classes, n_features + fit_intercept)
+        Solutions in the order of ``Cs`` (the intercept last); one row per class for the
+        multinomial model.
     Cs : ndarray of shape (n_Cs,)
     n_iter : ndarray of shape (n_Cs,)
         OBA iterations per C.
@@ -413,38 +502,53 @@ def l1_logistic_path(X, y, Cs=10, *, pos_class=None, fit_intercept=True, tol=1e-
     >>> (coefs[:, :-1] != 0).sum(axis=1)
     array([ 0,  8, 16, 27])
     """
-    est = L1LogisticOBA(fit_intercept=fit_intercept, tol=tol, max_iter=max_iter)
+    est = L1LogisticOBA(fit_intercept=fit_intercept, tol=tol, max_iter=max_iter,
+                        multiclass=multiclass, l1_ratio=l1_ratio)
     X, y, sample_weight = _check_fit_data(est, X, y, sample_weight)
     est._validate_params()
     classes = np.unique(y)
     if classes.size < 2:
         raise ValueError(f"y has a single class ({classes[0]!r}); a path needs two")
-    if pos_class is None:
+    multinomial = multiclass == "multinomial" and classes.size > 2
+    if multinomial:
+        if pos_class is not None:
+            raise ValueError("pos_class is for a binary path; the multinomial model has "
+                             "every class")
+    elif pos_class is None:
         if classes.size != 2:
             raise ValueError("pos_class must be given when y has more than two classes")
         pos_class = classes[1]
     elif pos_class not in classes:
         raise ValueError(f"pos_class {pos_class!r} is not a label of y")
-    y_pm = np.where(y == pos_class, 1.0, -1.0)
     sample_weight, mean_weight = _unit_mean_weights(sample_weight)
     X, X_csr = _layouts(X)
-    datafit = Logistic(X, y_pm, sample_weight=sample_weight, fit_intercept=fit_intercept,
-                       X_csr=X_csr)
+    if multinomial:
+        datafit = Multinomial(X, np.searchsorted(classes, y), classes.size,
+                              sample_weight=sample_weight, fit_intercept=fit_intercept)
+    else:
+        datafit = Logistic(X, np.where(y == pos_class, 1.0, -1.0),
+                           sample_weight=sample_weight, fit_intercept=fit_intercept,
+                           X_csr=X_csr)
     if isinstance(Cs, bool) or isinstance(Cs, numbers.Integral) and Cs < 1:
         raise ValueError(f"Cs must be a number of C values (>= 1) or an array of them, got {Cs!r}")
     if isinstance(Cs, numbers.Integral):
-        c_min = _smallest_active_C(datafit) / mean_weight
+        c_min = l1_ratio * _smallest_active_C(datafit) / mean_weight
         Cs = np.logspace(np.log10(c_min), np.log10(c_min) + 4, Cs)
     Cs = np.asarray(Cs, dtype=np.float64).ravel()
     if Cs.size == 0 or np.any(~np.isfinite(Cs)) or np.any(Cs <= 0):
         raise ValueError("Cs must be positive and finite")
-    coefs = np.empty((Cs.size, X.shape[1] + fit_intercept))
+    width = X.shape[1] + fit_intercept
+    coefs = np.empty((Cs.size, classes.size, width) if multinomial else (Cs.size, width))
     n_iter = np.empty(Cs.size, dtype=np.int32)
     x = None
     for k in np.argsort(Cs):
-        _, _, res = _solve(datafit, Cs[k] * mean_weight, tol, max_iter, x, 0)
+        res = _solve(datafit, Cs[k] * mean_weight, tol, max_iter, x, 0, l1_ratio)
         x = res.x
-        coefs[k] = x
+        if multinomial:
+            W, b = datafit.split(x)
+            coefs[k] = np.hstack([W.T, b[:, None] - b.mean()]) if fit_intercept else W.T
+        else:
+            coefs[k] = x
         n_iter[k] = res.nit
         if not res.success:
             warnings.warn(f"OBA did not converge for C={Cs[k]:g}", ConvergenceWarning)
@@ -454,7 +558,7 @@ def l1_logistic_path(X, y, Cs=10, *, pos_class=None, fit_intercept=True, tol=1e-
 def _smallest_active_C(datafit):
     """The C below which w = 0 is optimal: ‖∇_w f‖_∞ ≤ 1/(C n) at the null start."""
     _, grad = datafit.value_grad(_null_start(datafit))
-    g = np.abs(grad[:datafit.n_features]).max() * datafit.n_samples
+    g = np.abs(grad[datafit.penalty_weights > 0]).max() * datafit.n_samples
     if not g > 0:
         raise ValueError("w = 0 is optimal for every C (X is zero on the weighted rows, or "
                          "the null start already fits them): pass Cs as an array")

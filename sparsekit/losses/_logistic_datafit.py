@@ -449,14 +449,22 @@ class Quadratic(_LinearDatafit):
         return max(self._gram_bound(), 1e-12)
 
 
-def relative_duality_gap(X, y_pm, sample_weight, C, w, b):
+def relative_duality_gap(X, y_pm, sample_weight, C, w, b, l1_ratio=1.0):
     """(F(w, b) − D(θ)) / F(w, b): an upper bound on F's relative suboptimality over w
-    (b held fixed), with the dual point of the residuals, θᵢ = C sᵢ σ(−mᵢ), scaled to the
-    dual's feasible set ‖Xᵀ(y∘θ)‖_∞ ≤ 1; D(θ) = Σᵢ C sᵢ (H(tᵢ) − tᵢ yᵢ b) with
-    tᵢ = θᵢ/(C sᵢ) and H the binary entropy (the conjugate of the logistic loss)."""
+    (b held fixed), F = C Σᵢ sᵢ log(1 + e^{−mᵢ}) + r‖w‖₁ + (1 − r)/2 ‖w‖², with the dual
+    point of the residuals, θᵢ = C sᵢ σ(−mᵢ), scaled for r = 1 to the dual's feasible set
+    ‖Xᵀ(y∘θ)‖_∞ ≤ 1; D(θ) = Σᵢ C sᵢ (H(tᵢ) − tᵢ yᵢ b) − g*(Xᵀ(y∘θ)) with tᵢ = θᵢ/(C sᵢ),
+    H the binary entropy (the conjugate of the logistic loss) and, for r < 1,
+    g* = Σ (|·| − r)₊² / (2 (1 − r)) the conjugate of the elastic net."""
     margins = y_pm * (safe_sparse_dot(X, w) + b)
-    primal = np.abs(w).sum() - C * (sample_weight @ log_expit(margins))
+    primal = (l1_ratio * np.abs(w).sum() + 0.5 * (1.0 - l1_ratio) * float(w @ w)
+              - C * (sample_weight @ log_expit(margins)))
     t = expit(-margins)
-    t /= max(1.0, C * np.abs(safe_sparse_dot(X.T, y_pm * sample_weight * t)).max())
+    G = C * np.abs(safe_sparse_dot(X.T, y_pm * sample_weight * t))
+    penalty = 0.0
+    if l1_ratio >= 1.0:
+        t /= max(1.0, G.max(initial=0.0))
+    else:
+        penalty = float((np.maximum(G - l1_ratio, 0.0) ** 2).sum()) / (2 * (1 - l1_ratio))
     entropy = -xlogy(t, t) - xlogy(1.0 - t, 1.0 - t)
-    return (primal - C * (sample_weight @ (entropy - t * y_pm * b))) / primal
+    return (primal - C * (sample_weight @ (entropy - t * y_pm * b)) + penalty) / primal

@@ -1,0 +1,182 @@
+"""Multinomial ℓ1 (and elastic-net) logistic regression: L1LogisticOBA against saga.
+
+scikit-learn's ``LogisticRegression`` solves the multinomial ℓ1 problem
+C Σᵢ NLL_softmax(W xᵢ + b; yᵢ) + ‖W‖₁ with ``saga`` only; LIBLINEAR, skglm and celer are
+one-vs-rest. On digits (pixels / 16), Mulan scene (first label), MNIST (pixels / 255) and
+the Debian package descriptions (TF-IDF of words and word pairs seen twice; the archive
+section, 58 classes), for C at 10, 100 and 1000 times the smallest C with a nonzero weight,
+each solver is run cold along a ladder (OBA: tol 1e-3 ... 1e-11; saga: max_iter 1, 2, 4,
+... epochs with tol 0, until a run takes longer than ``--cap`` seconds) and the time of the
+first run whose objective is within 1e-6 (relative) of the best objective any run reached
+is reported; saga's best relative excess tells whether the two agree at tight tolerance.
+Elastic net (l1_ratio 0.5): the same on digits and scene.
+
+Writes section "l1_multinomial" of doc/benchmarks.md::
+
+    python benchmarks/bench_l1_multinomial.py [--sets digits scene mnist debian] [--cap 60]
+"""
+import _report  # noqa: F401  (pins BLAS threads before NumPy)
+
+import argparse
+import json
+import sys
+import time
+import warnings
+
+import numpy as np
+import scipy.sparse as sp
+from scipy.special import logsumexp
+
+sys.path.insert(0, str(_report.REPO))  # the in-place build, also when not installed
+from sklearn.exceptions import ConvergenceWarning  # noqa: E402
+from sklearn.linear_model import LogisticRegression  # noqa: E402
+
+from sparsekit.datasets import load_debian, load_mnist, load_mulan  # noqa: E402
+from sparsekit.linear_model import L1LogisticOBA  # noqa: E402
+from sparsekit.linear_model._l1_logistic import _smallest_active_C  # noqa: E402
+from sparsekit.losses._multinomial_datafit import Multinomial  # noqa: E402
+
+SETS = ["digits", "scene", "mnist", "debian"]
+FACTORS = [10, 100, 1000]
+ELASTIC = {"sets": ["digits", "scene"], "l1_ratio": 0.5}
+OBA_TOLS = [1e-3, 1e-4, 1e-5, 1e-6, 1e-7, 1e-8, 1e-9, 1e-10, 1e-11]
+TARGET = 1e-6
+CACHE = _report.RESULTS / "l1_multinomial.json"
+
+
+def load(name):
+    """(X, y): dense float64 for digits and scene, CSR float64 for MNIST and Debian."""
+    if name == "digits":
+        from sklearn.datasets import load_digits
+        X, y = load_digits(return_X_y=True)
+        return X / 16.0, y
+    if name == "scene":
+        X, Y = load_mulan("scene", data_home=_report.DATA_HOME)
+        Y = sp.csr_matrix(Y)
+        keep = np.diff(Y.indptr) > 0                    # rows with a label
+        return np.asarray(X.toarray() if sp.issparse(X) else X)[keep], \
+            Y.indices[Y.indptr[:-1][keep]]
+    if name == "mnist":
+        X, y = load_mnist("train", data_home=_report.DATA_HOME)
+        return sp.csr_matrix(X.astype(np.float64) / 255.0), y
+    from sklearn.feature_extraction.text import TfidfVectorizer
+    corpus = load_debian(data_home=_report.DATA_HOME)
+    X = TfidfVectorizer(ngram_range=(1, 2), min_df=2).fit_transform(corpus.text)
+    return sp.csr_matrix(X, dtype=np.float64), corpus.section
+
+
+def objective(X, y, coef, intercept, C, l1_ratio):
+    codes = np.searchsorted(np.unique(y), y)
+    Z = np.asarray(X @ coef.T) + intercept
+    nll = logsumexp(Z, axis=1) - Z[np.arange(len(codes)), codes]
+    return (C * float(nll.sum()) + l1_ratio * float(np.abs(coef).sum())
+            + 0.5 * (1 - l1_ratio) * float((coef * coef).sum()))
+
+
+def smallest_C(X, y, l1_ratio):
+    codes = np.searchsorted(np.unique(y), y)
+    datafit = Multinomial(X, codes, codes.max() + 1, fit_intercept=True)
+    return l1_ratio * _smallest_active_C(datafit)
+
+
+def oba_runs(X, y, C, l1_ratio):
+    runs = []
+    for tol in OBA_TOLS:
+        t0 = time.perf_counter()
+        est = L1LogisticOBA(C=C, tol=tol, multiclass="multinomial", l1_ratio=l1_ratio,
+                            max_iter=5000).fit(X, y)
+        seconds = time.perf_counter() - t0
+        runs.append({"tol": tol, "s": seconds, "nit": int(est.n_iter_[0]),
+                     "F": objective(X, y, est.coef_, est.intercept_, C, l1_ratio),
+                     "nnz": int(np.count_nonzero(est.coef_))})
+        print(f"  OBA tol {tol:g}: {seconds:.2f} s, F {runs[-1]['F']:.12g}", flush=True)
+    return runs
+
+
+def saga_runs(X, y, C, l1_ratio, cap, target_F=None):
+    runs, epochs = [], 1
+    while True:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", ConvergenceWarning)
+            t0 = time.perf_counter()
+            est = LogisticRegression(C=C, l1_ratio=l1_ratio, solver="saga", tol=0.0,
+                                     max_iter=epochs).fit(X, y)
+            seconds = time.perf_counter() - t0
+        runs.append({"epochs": epochs, "s": seconds,
+                     "F": objective(X, y, est.coef_, est.intercept_, C, l1_ratio)})
+        print(f"  saga {epochs} epochs: {seconds:.2f} s, F {runs[-1]['F']:.12g}", flush=True)
+        if seconds > cap or (target_F is not None and runs[-1]["F"] <= target_F):
+            return runs
+        epochs *= 2
+
+
+def first_within(runs, best):
+    for run in runs:
+        if run["F"] <= best * (1 + TARGET):
+            return run
+    return None
+
+
+def row(name, shape, C_factor, C, l1_ratio, oba, saga, cap):
+    best = min(r["F"] for r in oba + saga)
+    o, s = first_within(oba, best), first_within(saga, best)
+    saga_best = min(r["F"] for r in saga)
+    oba_best = min(r["F"] for r in oba)
+    s_cell = (f"{s['s']:.2f} ({s['epochs']} epochs)" if s else
+              f"> {saga[-1]['s']:.0f} (not reached; {saga[-1]['epochs']} epochs)")
+    ratio = (f"{s['s'] / o['s']:.0f}x" if s and o else
+             f"> {saga[-1]['s'] / o['s']:.0f}x" if o else "—")
+    return [name, shape, f"{C_factor} C_min = {C:.4g}", l1_ratio,
+            f"{o['s']:.3f} (tol {o['tol']:g}, {o['nit']} it.)" if o else "not reached",
+            s_cell, ratio, f"{(oba_best - best) / best:.1e}", f"{(saga_best - best) / best:.1e}",
+            f"{min(oba, key=lambda r: r['F'])['nnz']:,}"]
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--sets", nargs="+", default=SETS, choices=SETS)
+    parser.add_argument("--cap", type=float, default=60.0,
+                        help="stop saga's ladder after a run longer than this (s)")
+    parser.add_argument("--fresh", action="store_true", help="ignore cached results")
+    args = parser.parse_args()
+    cache = {} if args.fresh or not CACHE.exists() else json.loads(CACHE.read_text())
+    for name in SETS:
+        if name not in args.sets:
+            continue
+        X, y = load(name)
+        shape = f"{X.shape[0]} x {X.shape[1]}, K = {np.unique(y).size}"
+        ratios = [1.0] + ([ELASTIC["l1_ratio"]] if name in ELASTIC["sets"] else [])
+        for l1_ratio in ratios:
+            c_min = smallest_C(X, y, l1_ratio)
+            for factor in FACTORS:
+                key = f"{name}/{l1_ratio}/{factor}"
+                if key in cache and cache[key].get("cap") == args.cap:
+                    continue
+                C = factor * c_min
+                print(f"{key}: C = {C:.4g}", flush=True)
+                oba = oba_runs(X, y, C, l1_ratio)
+                best = min(r["F"] for r in oba)
+                saga = saga_runs(X, y, C, l1_ratio, args.cap, best * (1 + 0.1 * TARGET))
+                cache[key] = {"shape": shape, "C": C, "factor": factor, "l1_ratio": l1_ratio,
+                              "oba": oba, "saga": saga, "cap": args.cap}
+                CACHE.parent.mkdir(parents=True, exist_ok=True)
+                CACHE.write_text(json.dumps(cache))
+    rows = [row(key.split("/")[0], r["shape"], r["factor"], r["C"], r["l1_ratio"], r["oba"],
+                r["saga"], r["cap"])
+            for key, r in sorted(cache.items(), key=lambda kv: (SETS.index(kv[0].split("/")[0]),
+                                                                 -float(kv[0].split("/")[1]),
+                                                                 int(kv[0].split("/")[2])))]
+    body = (" ".join(__doc__.split("\n\n")[1:2]).replace("\n", " ") + "\n\n"
+            + _report.markdown_table(
+                ["data", "shape", "C", "l1_ratio", "OBA s to 1e-6", "saga s to 1e-6",
+                 "saga / OBA", "OBA best excess", "saga best excess", "nonzeros"], rows)
+            + f"\n\nsaga's ladder stops after a run longer than {args.cap:g} s or once it is "
+              "within 1e-7 of OBA's best; \"best excess\" is a solver's lowest objective "
+              "relative to the best of both (0: it found the best).")
+    _report.write_section("l1_multinomial",
+                          "Multinomial and elastic-net ℓ1 logistic regression: OBA vs saga",
+                          body)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,242 @@
+"""The multinomial (softmax) logistic datafit for :func:`sparsekit.optimize.minimize_oba`.
+
+f(x) = (1/n) Σᵢ sᵢ [log Σₖ exp(zᵢₖ) − zᵢ,yᵢ],  Z = X W + 1 bᵀ,
+
+with W of shape (n_features, n_classes) and the intercepts b (when ``fit_intercept``);
+the parameter vector is x = (W.ravel(), b): feature j's K class weights are entries
+j K .. j K + K − 1 (an elastic net's ridge part: :class:`~sparsekit.losses._ridge_datafit.Ridge`).
+The Hessian product on a free set of entries reads only the columns of X that hold a free
+entry:
+
+    ∇²f v = Xᵀ R,  Rᵢ = sᵢ/n (pᵢ ∘ uᵢ − pᵢ (pᵢ · uᵢ)),  U = X V + 1 v_bᵀ,
+
+(the block Hessian Σᵢ sᵢ/n (x̃ᵢ x̃ᵢᵀ) ⊗ (diag pᵢ − pᵢ pᵢᵀ)), the O(nnz K) kernels of
+``_oba_kernels`` (``mn_*``) doing the X products on CSC or Fortran-ordered dense X, float32
+or float64 values, float64 vectors.
+"""
+import numpy as np
+import scipy.sparse as sp
+from scipy.special import logsumexp, xlogy
+
+from sparsekit._cython import _oba_kernels as K
+
+
+def _as_columns(X):
+    """X stored for column access: CSC (canonical) or Fortran-ordered, float32 or float64."""
+    if sp.issparse(X):
+        X = X.tocsc()
+        if X.dtype not in (np.float32, np.float64):
+            X = X.astype(np.float64)
+        if not X.has_canonical_format:
+            X = X.copy()
+            X.sum_duplicates()
+        return X
+    X = np.asfortranarray(X)
+    return X if X.dtype in (np.float32, np.float64) else np.asfortranarray(X, np.float64)
+
+
+def _margins(X, Wc, cols, b, Z):
+    """Z = b + X[:, cols] @ Wc (BLAS for a float64 dense X read at most of its columns)."""
+    if sp.issparse(X):
+        K.mn_margins_csc(X.data, X.indices, X.indptr, Wc, cols, b, Z)
+    elif X.dtype == np.float64 and 2 * cols.size >= X.shape[1] > 0:
+        W = np.zeros((X.shape[1], Z.shape[1]))
+        W[cols] = Wc
+        np.matmul(X, W, out=Z)
+        Z += b
+    else:
+        K.mn_margins_dense(X, Wc, cols, b, Z)
+    return Z
+
+
+def _rmatmat(X, R, cols, out, square=False):
+    """out = X[:, cols].T @ R (of X's entries squared with ``square``)."""
+    if sp.issparse(X):
+        K.mn_rmatmat_csc(X.data, X.indices, X.indptr, R, cols, out, square)
+    elif X.dtype == np.float64 and not square and 2 * cols.size >= X.shape[1] > 0:
+        out[:] = (X.T @ R)[cols]
+    else:
+        K.mn_rmatmat_dense(X, R, cols, out, square)
+    return out
+
+
+class Multinomial:
+    """Mean softmax negative log-likelihood of a linear model (see module docstring).
+
+    Parameters
+    ----------
+    X : {ndarray, sparse matrix} of shape (n_samples, n_features)
+    y : ndarray of int of shape (n_samples,)
+        Class indices in ``0 .. n_classes - 1``.
+    n_classes : int
+    sample_weight : ndarray of shape (n_samples,), optional
+    fit_intercept : bool
+    """
+
+    def __init__(self, X, y, n_classes, sample_weight=None, fit_intercept=False):
+        self.X = _as_columns(X)
+        self.n_samples, self.n_features = self.X.shape
+        self.n_classes = int(n_classes)
+        y = np.asarray(y)
+        if y.shape != (self.n_samples,) or y.size and (y.min() < 0 or y.max() >= n_classes):
+            raise ValueError(f"y must hold {self.n_samples} class indices in "
+                             f"[0, {n_classes})")
+        self.y = y.astype(np.intp)
+        sw = (np.ones(self.n_samples) if sample_weight is None
+              else np.asarray(sample_weight, dtype=np.float64))
+        if sw.shape != (self.n_samples,):
+            raise ValueError(f"sample_weight must have shape ({self.n_samples},)")
+        self._sw = sw / self.n_samples
+        self.fit_intercept = bool(fit_intercept)
+        self.n_params = (self.n_features + self.fit_intercept) * self.n_classes
+        self.penalty_weights = np.ones(self.n_params)
+        self.penalty_weights[self.n_features * self.n_classes:] = 0.0
+        self._x_at = None
+        self._P = None
+
+    # -- layout
+    def split(self, x):
+        """(W of shape (n_features, n_classes), b of shape (n_classes,)) views of x."""
+        nw = self.n_features * self.n_classes
+        W = x[:nw].reshape(self.n_features, self.n_classes)
+        b = x[nw:] if self.fit_intercept else np.zeros(self.n_classes)
+        return W, b
+
+    def _scores(self, x):
+        W, b = self.split(x)
+        cols = np.flatnonzero(np.any(W != 0, axis=1)).astype(np.int64)
+        Z = np.empty((self.n_samples, self.n_classes))
+        return _margins(self.X, np.ascontiguousarray(W[cols]), cols,
+                        np.ascontiguousarray(b, dtype=np.float64), Z)
+
+    def _nll(self, Z):
+        """Σᵢ sᵢ/n ℓ(zᵢ) and the probabilities."""
+        lse = logsumexp(Z, axis=1)
+        P = np.exp(Z - lse[:, None])
+        return float(self._sw @ (lse - Z[np.arange(self.n_samples), self.y])), P
+
+    # -- the datafit protocol
+    def value(self, x):
+        return self._nll(self._scores(np.ascontiguousarray(x, dtype=np.float64)))[0]
+
+    def value_grad(self, x):
+        """(f(x), ∇f(x)); remembers x and the probabilities for :meth:`hessp`."""
+        x = np.ascontiguousarray(x, dtype=np.float64)
+        f, P = self._nll(self._scores(x))
+        R = P.copy()
+        R[np.arange(self.n_samples), self.y] -= 1.0
+        R *= self._sw[:, None]
+        grad = np.empty(self.n_params)
+        GW = grad[:self.n_features * self.n_classes].reshape(self.n_features, self.n_classes)
+        _rmatmat(self.X, R, np.arange(self.n_features, dtype=np.int64), GW)
+        if self.fit_intercept:
+            grad[self.n_features * self.n_classes:] = R.sum(axis=0)
+        self._x_at, self._P = x.copy(), P
+        return f, grad
+
+    def hessp(self, x, free):
+        """The Hessian ∇²f(x) on the sorted parameter indices ``free``: a matrix-free
+        :class:`_MultinomialHessian`."""
+        if self._x_at is None or not np.array_equal(self._x_at, x):
+            self.value_grad(x)
+        return _MultinomialHessian(self, np.asarray(free, dtype=np.int64))
+
+    def lipschitz(self):
+        """L = Σᵢ sᵢ (‖xᵢ‖² + b) / (2n) ≥ the Lipschitz constant of ∇f (b = 1 with an
+        intercept): each block diag(p) − p pᵀ has eigenvalues at most 1/2."""
+        X = self.X
+        rows = (np.asarray(X.multiply(X).sum(axis=1)).ravel() if sp.issparse(X)
+                else np.einsum("ij,ij->i", X, X, dtype=np.float64))
+        return max(float(self._sw @ (rows + self.fit_intercept)) / 2.0, 1e-12)
+
+    def null_intercept(self):
+        """The intercepts minimizing f at W = 0: the log of each class's weighted share
+        (shares below 1e-12 clipped; 0 when every weight is 0)."""
+        share = np.bincount(self.y, weights=self._sw, minlength=self.n_classes)
+        total = share.sum()
+        if not total > 0:
+            return np.zeros(self.n_classes)
+        return np.log(np.clip(share / total, 1e-12, None))
+
+
+class _MultinomialHessian:
+    """``v -> ∇²f[free, free] v`` for a :class:`Multinomial` at its last point."""
+
+    def __init__(self, datafit, free):
+        self._f = datafit
+        nw = datafit.n_features * datafit.n_classes
+        self._free = free
+        on_w = free < nw
+        self._w_entries = free[on_w]
+        self._b_entries = free[~on_w] - nw
+        features = self._w_entries // datafit.n_classes
+        self._cols, self._row = np.unique(features, return_inverse=True)
+        self._class = self._w_entries % datafit.n_classes
+        self._diag = None
+        self.shape = (free.size, free.size)
+
+    def __call__(self, v):
+        f = self._f
+        v = np.asarray(v, dtype=np.float64)
+        nwf = self._w_entries.size
+        Vc = np.zeros((self._cols.size, f.n_classes))
+        Vc[self._row, self._class] = v[:nwf]
+        vb = np.zeros(f.n_classes)
+        vb[self._b_entries] = v[nwf:]
+        U = _margins(f.X, Vc, self._cols.astype(np.int64), vb,
+                     np.empty((f.n_samples, f.n_classes)))
+        P = f._P
+        R = P * U
+        R -= P * R.sum(axis=1, keepdims=True)
+        R *= f._sw[:, None]
+        out = np.empty(v.size)
+        G = _rmatmat(f.X, R, self._cols.astype(np.int64), np.empty_like(Vc))
+        out[:nwf] = G[self._row, self._class]
+        out[nwf:] = R.sum(axis=0)[self._b_entries]
+        return out
+
+    def diagonal(self):
+        """Σᵢ sᵢ/n x̃ᵢⱼ² pᵢₖ (1 − pᵢₖ) on the free entries."""
+        if self._diag is None:
+            f = self._f
+            D = f._P * (1.0 - f._P) * f._sw[:, None]
+            G = _rmatmat(f.X, D, self._cols.astype(np.int64),
+                         np.empty((self._cols.size, f.n_classes)), square=True)
+            self._diag = np.concatenate([G[self._row, self._class],
+                                         D.sum(axis=0)[self._b_entries]])
+        return self._diag
+
+    def restrict(self, keep):
+        """The operator on the entries ``keep`` (boolean over this operator's)."""
+        return _MultinomialHessian(self._f, self._free[np.asarray(keep, dtype=bool)])
+
+
+def multinomial_duality_gap(X, y, n_classes, sample_weight, C, W, b, l1_ratio=1.0):
+    """(F(W, b) − D(Θ)) / F(W, b) for F = C Σᵢ sᵢ ℓ(zᵢ) + r‖W‖₁ + (1 − r)/2 ‖W‖²: an upper
+    bound on F's relative suboptimality over W (b held fixed).
+
+    Θᵢ = C sᵢ α (e_{yᵢ} − pᵢ) from the probabilities; with r = 1, α scales Θ into the dual's
+    feasible set ‖Xᵀ Θ‖_∞ ≤ 1. The conjugate of ℓ(z) = logsumexp(z) − z_y at q − e_y is the
+    negative entropy of q, q = α p + (1 − α) e_y in the simplex, so that
+    D(Θ) = Σᵢ C sᵢ (H(qᵢ) + qᵢ·b − b_{yᵢ}) − g*(Xᵀ Θ), g* = Σ (|·| − r)₊² / (2 (1 − r)).
+    """
+    n = X.shape[0]
+    Z = np.asarray(X @ W) + b
+    lse = logsumexp(Z, axis=1)
+    rows = np.arange(n)
+    primal = (C * float(sample_weight @ (lse - Z[rows, y])) + l1_ratio * np.abs(W).sum()
+              + 0.5 * (1.0 - l1_ratio) * float((W * W).sum()))
+    P = np.exp(Z - lse[:, None])
+    E = np.zeros_like(P)
+    E[rows, y] = 1.0
+    G = np.asarray(X.T @ ((E - P) * (C * sample_weight)[:, None]))
+    if l1_ratio >= 1.0:
+        alpha = 1.0 / max(1.0, float(np.abs(G).max(initial=0.0)))
+        penalty = 0.0
+    else:
+        alpha = 1.0
+        penalty = float((np.maximum(np.abs(G) - l1_ratio, 0.0) ** 2).sum()) / (2 * (1 - l1_ratio))
+    Q = alpha * P + (1.0 - alpha) * E
+    entropy = -xlogy(Q, Q).sum(axis=1)
+    dual = C * float(sample_weight @ (entropy + Q @ b - b[y])) - penalty
+    return (primal - dual) / primal

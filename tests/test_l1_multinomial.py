@@ -1,0 +1,172 @@
+"""L1LogisticOBA(multiclass="multinomial") and l1_ratio (elastic net): the objectives of
+scikit-learn's saga, solved by OBA."""
+import warnings
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from scipy.special import logsumexp
+from sklearn.datasets import load_wine
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.linear_model import LogisticRegression
+from sklearn.preprocessing import StandardScaler
+
+from sparsekit.linear_model import L1LogisticOBA
+from sparsekit.losses._logistic_datafit import Logistic
+from sparsekit.losses._ridge_datafit import Ridge
+
+
+@pytest.fixture(scope="module")
+def wine():
+    X, y = load_wine(return_X_y=True)
+    return StandardScaler().fit_transform(X), y
+
+
+def _objective(X, y, coef, intercept, C, l1_ratio=1.0, sample_weight=None):
+    """scikit-learn's multinomial objective: C Σ sᵢ NLL + r‖W‖₁ + (1 − r)/2 ‖W‖²."""
+    sw = np.ones(len(y)) if sample_weight is None else sample_weight
+    Z = np.asarray(X @ coef.T) + intercept
+    codes = np.searchsorted(np.unique(y), y)
+    nll = logsumexp(Z, axis=1) - Z[np.arange(len(y)), codes]
+    return (C * float(sw @ nll) + l1_ratio * np.abs(coef).sum()
+            + 0.5 * (1 - l1_ratio) * float((coef * coef).sum()))
+
+
+def _saga(X, y, C, l1_ratio=1.0, **kw):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        return LogisticRegression(C=C, l1_ratio=l1_ratio, solver="saga", tol=1e-12,
+                                  max_iter=50_000, **kw).fit(X, y)
+
+
+@pytest.mark.parametrize("C,l1_ratio", [(0.05, 1.0), (1.0, 1.0), (0.3, 0.5)])
+def test_multinomial_reaches_the_objective_of_saga(wine, C, l1_ratio):
+    """Same objective as saga at tight tolerance (relative 1e-8, neither lower), with a
+    duality gap that certifies it; softmax probabilities."""
+    X, y = wine
+    est = L1LogisticOBA(C=C, multiclass="multinomial", l1_ratio=l1_ratio, tol=1e-12).fit(X, y)
+    saga = _saga(X, y, C, l1_ratio)
+    ours = _objective(X, y, est.coef_, est.intercept_, C, l1_ratio)
+    theirs = _objective(X, y, saga.coef_, saga.intercept_, C, l1_ratio)
+    assert abs(ours - theirs) <= 1e-8 * theirs
+    assert est.coef_.shape == (3, 13) and est.n_iter_.shape == (1,)
+    assert -1e-12 <= est.duality_gap_[0] < 1e-8      # rounding: a few ulps below 0
+    Z = X @ est.coef_.T + est.intercept_
+    np.testing.assert_allclose(est.predict_proba(X), np.exp(Z - logsumexp(Z, 1, keepdims=True)),
+                               rtol=1e-10)
+    if l1_ratio == 1.0 and C == 0.05:
+        assert (est.coef_ == 0).mean() > 0.3          # the ℓ1 penalty makes zeros
+
+
+@pytest.mark.parametrize("l1_ratio", [1.0, 0.4])
+def test_binary_elastic_net_reaches_the_objective_of_saga(wine, l1_ratio):
+    X, y = wine
+    y = (y == 1).astype(int)
+    est = L1LogisticOBA(C=0.5, l1_ratio=l1_ratio, tol=1e-12).fit(X, y)
+    saga = _saga(X, y, 0.5, l1_ratio)
+
+    def F(coef, b):
+        m = np.where(y == 1, 1.0, -1.0) * (X @ coef.ravel() + b)
+        return (0.5 * float(np.logaddexp(0.0, -m).sum()) + l1_ratio * np.abs(coef).sum()
+                + 0.5 * (1 - l1_ratio) * float((coef * coef).sum()))
+    ours, theirs = F(est.coef_, est.intercept_[0]), F(saga.coef_, saga.intercept_[0])
+    assert abs(ours - theirs) <= 1e-8 * theirs
+    assert -1e-12 <= est.duality_gap_[0] < 1e-8      # rounding: a few ulps below 0
+
+
+def test_two_classes_make_the_binary_problem_whatever_multiclass(wine):
+    X, y = wine
+    y = (y == 1).astype(int)
+    a = L1LogisticOBA(multiclass="multinomial").fit(X, y)
+    b = L1LogisticOBA().fit(X, y)
+    np.testing.assert_array_equal(a.coef_, b.coef_)
+    np.testing.assert_array_equal(a.predict_proba(X), b.predict_proba(X))
+
+
+def test_multinomial_weights_sparse_float32_and_warm_start(wine):
+    """Integer sample weights are repeated rows; class weights are sample weights; sparse
+    and float32 input reach the same model; a warm start from the solution stays there."""
+    X, y = wine
+    rng = np.random.default_rng(0)
+    w = rng.integers(1, 4, len(y))
+    kw = dict(C=0.2, multiclass="multinomial", tol=1e-11)
+    weighted = L1LogisticOBA(**kw).fit(X, y, sample_weight=w)
+    repeated = L1LogisticOBA(**kw).fit(np.repeat(X, w, axis=0), np.repeat(y, w))
+    np.testing.assert_allclose(weighted.coef_, repeated.coef_, rtol=1e-6, atol=1e-8)
+    cw = {0: 2.0, 1: 1.0, 2: 0.5}
+    by_class = L1LogisticOBA(class_weight=cw, **kw).fit(X, y)
+    by_sample = L1LogisticOBA(**kw).fit(X, y, sample_weight=np.vectorize(cw.get)(y))
+    np.testing.assert_allclose(by_class.coef_, by_sample.coef_, rtol=1e-6, atol=1e-8)
+    sparse = L1LogisticOBA(**kw).fit(sp.csr_matrix(X), y)
+    dense = L1LogisticOBA(**kw).fit(X, y)
+    np.testing.assert_allclose(sparse.coef_, dense.coef_, rtol=1e-7, atol=1e-9)
+    single = L1LogisticOBA(**kw).fit(X.astype(np.float32), y)
+    assert single.coef_.dtype == np.float32
+    np.testing.assert_allclose(single.coef_, dense.coef_, rtol=1e-3, atol=1e-4)
+    warm = L1LogisticOBA(warm_start=True, **kw).fit(X, y)
+    warm.fit(X, y)
+    assert warm.n_iter_[0] <= 1
+    np.testing.assert_allclose(warm.coef_, dense.coef_, rtol=1e-7, atol=1e-9)
+
+
+def test_ridge_adds_its_diagonal_to_every_operator_of_the_binary_datafit():
+    """The elastic net's ridge on the binary datafit: the formed and the matrix-free
+    Hessians, their diagonals, restrictions and quadratic forms all get λ on w only."""
+    rng = np.random.default_rng(1)
+    X = rng.normal(size=(60, 6))
+    y = np.where(rng.random(60) < 0.5, 1.0, -1.0)
+    plain = Logistic(X, y, fit_intercept=True)
+    ridge = Ridge(Logistic(X, y, fit_intercept=True), 0.3)
+    x = rng.normal(size=7)
+    f0, g0 = plain.value_grad(x)
+    f1, g1 = ridge.value_grad(x)
+    assert f1 == pytest.approx(f0 + 0.15 * float(x[:6] @ x[:6]), rel=1e-14)
+    np.testing.assert_allclose(g1, g0 + 0.3 * np.r_[x[:6], 0.0], rtol=1e-14)
+    free = np.array([0, 2, 3, 6])
+    d = 0.3 * np.array([1.0, 1.0, 1.0, 0.0])
+    for explicit in (True, False):
+        plain.max_explicit = ridge.datafit.max_explicit = 3000 if explicit else 0
+        H0, H1 = plain.hessp(x, free), ridge.hessp(x, free)
+        assert H1.is_explicit == H0.is_explicit == explicit
+        v = rng.normal(size=4)
+        np.testing.assert_allclose(H1(v), H0(v) + d * v, rtol=1e-12)
+        np.testing.assert_allclose(H1.diagonal(), H0.diagonal() + d, rtol=1e-12)
+        keep = np.array([True, False, True, True])
+        np.testing.assert_allclose(H1.restrict(keep)(v[keep]),
+                                   H0.restrict(keep)(v[keep]) + d[keep] * v[keep], rtol=1e-12)
+        if explicit:
+            np.testing.assert_allclose(H1.matrix, H0.matrix + np.diag(d), rtol=1e-14)
+        pos = np.array([0, 3])
+        assert H1.quadratic_form(pos, v[pos]) == pytest.approx(
+            H0.quadratic_form(pos, v[pos]) + float(v[pos] @ (d[pos] * v[pos])), rel=1e-12)
+    assert ridge.lipschitz() == pytest.approx(plain.lipschitz() + 0.3)
+
+
+def test_l1_ratio_out_of_range_is_refused(wine):
+    X, y = wine
+    for bad in (0.0, 1.5, -0.1):
+        with pytest.raises(ValueError, match="l1_ratio"):
+            L1LogisticOBA(l1_ratio=bad).fit(X, y)
+    with pytest.raises(ValueError, match="multiclass"):
+        L1LogisticOBA(multiclass="crammer_singer").fit(X, y)
+
+
+def test_multinomial_path_is_the_fits_at_each_C(wine):
+    """The path's solutions are the estimator's, its first C the smallest with a nonzero
+    weight (below it W = 0), for the multinomial model and the elastic net."""
+    from sparsekit.linear_model import l1_logistic_path
+
+    X, y = wine
+    coefs, Cs, n_iter = l1_logistic_path(X, y, Cs=4, multiclass="multinomial", l1_ratio=0.7,
+                                         tol=1e-11)
+    assert coefs.shape == (4, 3, 14) and n_iter.shape == (4,)
+    assert np.count_nonzero(coefs[0, :, :-1]) <= 3 and np.count_nonzero(coefs[1, :, :-1]) > 0
+    below = L1LogisticOBA(C=0.99 * Cs[0], multiclass="multinomial", l1_ratio=0.7).fit(X, y)
+    assert np.count_nonzero(below.coef_) == 0
+    for k in (1, 3):
+        est = L1LogisticOBA(C=Cs[k], multiclass="multinomial", l1_ratio=0.7, tol=1e-11).fit(X, y)
+        np.testing.assert_allclose(coefs[k, :, :-1], est.coef_, rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(coefs[k, :, -1], est.intercept_, rtol=1e-5, atol=1e-6)
+        assert abs(est.intercept_.sum()) < 1e-12
+    with pytest.raises(ValueError, match="pos_class"):
+        l1_logistic_path(X, y, multiclass="multinomial", pos_class=1)

@@ -1,0 +1,159 @@
+"""The multinomial datafit of L1LogisticOBA(multiclass="multinomial"): kernels, derivatives,
+the Hessian on free sets and the duality gap, against slow NumPy references."""
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from scipy.special import logsumexp, softmax
+
+from sparsekit._cython import _oba_kernels as K
+from sparsekit.losses._multinomial_datafit import Multinomial, multinomial_duality_gap
+from sparsekit.losses._ridge_datafit import Ridge
+
+
+def _problem(seed=0, n=40, D=7, Kc=4, density=0.5):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, D))
+    X[rng.random((n, D)) > density] = 0.0
+    X[3] = 0.0                                  # an empty row
+    X[:, 2] = 0.0                               # an empty column
+    y = rng.integers(0, Kc, n)
+    y[:Kc] = np.arange(Kc)
+    sw = rng.uniform(0.2, 2.0, n)
+    return X, y, sw, rng
+
+
+def _objective(X, y, sw, W, b, l2):
+    Z = X @ W + b
+    return float(sw @ (logsumexp(Z, axis=1) - Z[np.arange(len(y)), y])) / len(y) \
+        + 0.5 * l2 * float((W * W).sum())
+
+
+@pytest.mark.parametrize("layout", ["dense", "csc"])
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_multinomial_kernels_are_the_matrix_products(layout, dtype):
+    X, _, _, rng = _problem()
+    X = X.astype(dtype)
+    cols = np.array([0, 2, 5, 6], dtype=np.int64)
+    Wc = rng.normal(size=(4, 3))
+    b = rng.normal(size=3)
+    R = rng.normal(size=(X.shape[0], 3))
+    Z = np.empty((X.shape[0], 3))
+    out = np.empty((4, 3))
+    Xd = X.astype(np.float64)
+    if layout == "csc":
+        S = sp.csc_matrix(X)
+        K.mn_margins_csc(S.data, S.indices, S.indptr, Wc, cols, b, Z)
+        K.mn_rmatmat_csc(S.data, S.indices, S.indptr, R, cols, out)
+        sq = np.empty_like(out)
+        K.mn_rmatmat_csc(S.data, S.indices, S.indptr, R, cols, sq, True)
+    else:
+        F = np.asfortranarray(X)
+        K.mn_margins_dense(F, Wc, cols, b, Z)
+        K.mn_rmatmat_dense(F, R, cols, out)
+        sq = np.empty_like(out)
+        K.mn_rmatmat_dense(F, R, cols, sq, True)
+    np.testing.assert_allclose(Z, Xd[:, cols] @ Wc + b, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(out, Xd[:, cols].T @ R, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(sq, (Xd[:, cols] ** 2).T @ R, rtol=1e-12, atol=1e-12)
+    with pytest.raises(ValueError, match="len\\(cols\\)"):
+        K.mn_rmatmat_dense(np.asfortranarray(X), R, cols, np.empty((3, 3)))
+
+
+@pytest.mark.parametrize("sparse", [False, True])
+@pytest.mark.parametrize("intercept", [False, True])
+@pytest.mark.parametrize("l2", [0.0, 0.3])
+def test_value_and_gradient_match_the_formula_and_finite_differences(sparse, intercept, l2):
+    X, y, sw, rng = _problem(1)
+    f = Ridge(Multinomial(sp.csr_matrix(X) if sparse else X, y, 4, sw, intercept), l2)
+    x = rng.normal(scale=0.5, size=f.n_params)
+    x[:7] = 0.0                                   # features 0, 1 without weights
+    W, b = f.split(x)
+    value, grad = f.value_grad(x)
+    assert value == pytest.approx(_objective(X, y, sw, W, b, l2), rel=1e-12)
+    assert f.value(x) == pytest.approx(value, rel=1e-14)
+    P = softmax(X @ W + b, axis=1)
+    P[np.arange(len(y)), y] -= 1.0
+    R = P * (sw / len(y))[:, None]
+    expected = np.concatenate([(X.T @ R + l2 * W).ravel(), R.sum(0) if intercept else []])
+    np.testing.assert_allclose(grad, expected, rtol=1e-10, atol=1e-13)
+    e = rng.normal(size=f.n_params)
+    h = 1e-6
+    fd = (f.value(x + h * e) - f.value(x - h * e)) / (2 * h)
+    assert fd == pytest.approx(grad @ e, rel=1e-6)
+
+
+@pytest.mark.parametrize("sparse", [False, True])
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_hessian_on_a_free_set_is_the_block_hessian(sparse, dtype):
+    """The product, the diagonal and a restricted operator against the formed
+    Σᵢ sᵢ/n (x̃ᵢ x̃ᵢᵀ) ⊗ (diag pᵢ − pᵢ pᵢᵀ) + λ I on W, on a free set that holds some
+    classes of some features and two intercepts."""
+    X, y, sw, rng = _problem(2)
+    X = X.astype(dtype)
+    l2 = 0.2
+    f = Ridge(Multinomial(sp.csr_matrix(X) if sparse else X, y, 4, sw, True), l2)
+    x = rng.normal(scale=0.5, size=f.n_params)
+    f.value_grad(x)
+    W, b = f.split(x)
+    Xd = X.astype(np.float64)
+    P = softmax(Xd @ W + b, axis=1)
+    Xt = np.c_[Xd, np.ones(len(y))]
+    H = sum((sw[i] / len(y)) * np.kron(np.outer(Xt[i], Xt[i]),
+                                        np.diag(P[i]) - np.outer(P[i], P[i]))
+            for i in range(len(y)))
+    H[np.arange(28), np.arange(28)] += l2            # the 7 x 4 weights, not intercepts
+    free = np.array([0, 1, 5, 9, 10, 11, 20, 27, 28, 30])
+    op = f.hessp(x, free)
+    v = rng.normal(size=free.size)
+    tol = dict(rtol=1e-10, atol=1e-12) if dtype == np.float64 else dict(rtol=1e-5, atol=1e-7)
+    np.testing.assert_allclose(op(v), H[np.ix_(free, free)] @ v, **tol)
+    np.testing.assert_allclose(op.diagonal(), np.diag(H)[free], **tol)
+    keep = np.ones(free.size, dtype=bool)
+    keep[[1, 8]] = False
+    sub = op.restrict(keep)
+    np.testing.assert_allclose(sub(v[keep]), H[np.ix_(free[keep], free[keep])] @ v[keep], **tol)
+
+
+def test_lipschitz_bound_and_null_intercept():
+    X, y, sw, rng = _problem(3)
+    f = Ridge(Multinomial(X, y, 4, sw, True), 0.1)
+    x = rng.normal(size=f.n_params)
+    f.value_grad(x)
+    H = np.array([f.hessp(x, np.arange(f.n_params))(e) for e in np.eye(f.n_params)])
+    assert np.linalg.eigvalsh(0.5 * (H + H.T)).max() <= f.lipschitz()
+    b = f.null_intercept()
+    x0 = np.r_[np.zeros(28), b]
+    _, g = f.value_grad(x0)
+    np.testing.assert_allclose(g[28:], 0.0, atol=1e-14)
+
+
+def test_labels_and_weights_of_the_wrong_shape_are_refused():
+    X, y, sw, _ = _problem()
+    with pytest.raises(ValueError, match="class indices"):
+        Multinomial(X, y + 4, 4)
+    with pytest.raises(ValueError, match="sample_weight"):
+        Multinomial(X, y, 4, sw[:3])
+
+
+@pytest.mark.parametrize("l1_ratio", [1.0, 0.5])
+def test_duality_gap_bounds_the_suboptimality(l1_ratio):
+    """At a point off the optimum the gap is at least the true relative excess; at the
+    optimum (a converged fit) it vanishes."""
+    from sparsekit import L1LogisticOBA
+
+    X, y, sw, _ = _problem(4, n=80)
+    est = L1LogisticOBA(C=2.0, multiclass="multinomial", l1_ratio=l1_ratio, tol=1e-12,
+                        fit_intercept=True).fit(X, y, sample_weight=sw)
+    W, b = est.coef_.T, est.intercept_
+    sw_unit = sw / sw.mean()
+    C = 2.0 * sw.mean()
+    gap = multinomial_duality_gap(X, y, 4, sw_unit, C, W, b, l1_ratio)
+    assert -1e-12 <= gap < 1e-8
+
+    def F(W):
+        Z = X @ W + b
+        return (C * float(sw_unit @ (logsumexp(Z, 1) - Z[np.arange(len(y)), y]))
+                + l1_ratio * np.abs(W).sum() + 0.5 * (1 - l1_ratio) * (W * W).sum())
+    W1 = 1.3 * W
+    assert multinomial_duality_gap(X, y, 4, sw_unit, C, W1, b, l1_ratio) >= \
+        (F(W1) - F(W)) / F(W1) - 1e-12
