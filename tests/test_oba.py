@@ -934,13 +934,14 @@ def _gap_reference(X, y_pm, s, C, w, b):
 def test_relative_duality_gap_matches_its_formula_at_any_point(b, C):
     """At an arbitrary (w, b), not only at the fitted intercept where Σ sᵢ yᵢ tᵢ ≈ 0 hides
     the sign of the b term; C = 0.05 keeps θ feasible unscaled, C = 3 scales it."""
-    from sparsekit.losses._logistic_datafit import relative_duality_gap as _relative_duality_gap
+    from sparsekit.losses._duality import relative_duality_gap
+    from sparsekit.losses._logistic_datafit import Logistic
     X, y = _binary(1, n=60, d=8)
     y_pm = np.where(y == 1, 1.0, -1.0)
     s = np.random.default_rng(2).uniform(0.2, 2.0, 60)
     w = np.zeros(8)
     w[[0, 3]] = [0.7, -0.2]
-    got = _relative_duality_gap(X, y_pm, s, C, w, b)
+    got = relative_duality_gap(Logistic(X, y_pm, s, fit_intercept=True), np.r_[w, b], C)
     np.testing.assert_allclose(got, _gap_reference(X, y_pm, s, C, w, b), rtol=1e-10)
     assert got >= 0
 

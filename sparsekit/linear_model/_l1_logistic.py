@@ -12,6 +12,7 @@ softmax negative log-likelihood of all classes at once.
 """
 import numbers
 import warnings
+from functools import partial
 
 import numpy as np
 import scipy.sparse as sp
@@ -22,16 +23,21 @@ from sklearn.linear_model._base import LinearClassifierMixin, SparseCoefMixin
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.class_weight import compute_class_weight
 from sklearn.utils.extmath import safe_sparse_dot
+from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import _check_sample_weight, check_is_fitted
 
 from sparsekit._cython import _oba_kernels as K
 from sparsekit.losses._softmax import _log_softmax
 from sparsekit.optimize import minimize_oba
-from sparsekit.losses._logistic_datafit import Logistic, relative_duality_gap
-from sparsekit.losses._multinomial_datafit import Multinomial, multinomial_duality_gap
+from sparsekit.linear_model._dask_input import DaskRows, is_dask_collection
+from sparsekit.losses._dask_datafit import DaskDatafit
+from sparsekit.losses._duality import relative_duality_gap
+from sparsekit.losses._logistic_datafit import Logistic
+from sparsekit.losses._multinomial_datafit import Multinomial
 from sparsekit.losses._ridge_datafit import Ridge
 from sparsekit.linear_model._base import SparsekitClassifier, check_labels, unchanged_on_error
-from sparsekit.utils._validation import check_entry_magnitude, validate_input
+from sparsekit.utils._validation import (check_entry_magnitude, check_two_classes,
+                                         validate_input)
 
 # OBA's options as this estimator sets them; the measurements behind each choice are in
 # the package's benchmark notes (doc/benchmarks.md, "Why the defaults are what they are").
@@ -61,42 +67,42 @@ GAP_WARN = 0.05
 EXCESS_WARN = 1e-3
 
 
-def _fit_binary(X, X_csr, y_pm, sample_weight, C, fit_intercept, tol, max_iter, w0, verbose,
-                l1_ratio=1.0):
-    """One OBA solve of the binary problem; returns (w, b, OptimizeResult)."""
-    datafit = Logistic(X, y_pm, sample_weight=sample_weight, fit_intercept=fit_intercept,
-                       X_csr=X_csr)
-
-    def gap(x):
-        w = x[:datafit.n_features]
-        b = float(x[-1]) if fit_intercept else 0.0
-        return relative_duality_gap(X, y_pm, sample_weight, C, w, b, l1_ratio)
-    res = _checked_solve(datafit, C, tol, max_iter, w0, verbose, l1_ratio, gap)
-    return res.x[:datafit.n_features], float(res.x[-1]) if fit_intercept else 0.0, res
+def _fit_binary(datafit, C, tol, max_iter, w0, verbose, l1_ratio=1.0):
+    """One OBA solve of a binary problem; returns (w, b, OptimizeResult)."""
+    res = _checked_solve(datafit, C, tol, max_iter, w0, verbose, l1_ratio)
+    b = float(res.x[-1]) if datafit.fit_intercept else 0.0
+    return res.x[:datafit.n_features], b, res
 
 
-def _fit_multinomial(X, codes, n_classes, sample_weight, C, fit_intercept, tol, max_iter, w0,
-                     verbose, l1_ratio=1.0):
+def _fit_multinomial(datafit, C, tol, max_iter, w0, verbose, l1_ratio=1.0):
     """One OBA solve of the multinomial problem; returns (coef (K, D), intercept (K,),
     OptimizeResult)."""
-    datafit = Multinomial(X, codes, n_classes, sample_weight=sample_weight,
-                          fit_intercept=fit_intercept)
-
-    def gap(x):
-        W, b = datafit.split(x)
-        return multinomial_duality_gap(X, codes, n_classes, sample_weight, C, W, b, l1_ratio)
-    res = _checked_solve(datafit, C, tol, max_iter, w0, verbose, l1_ratio, gap)
-    W, b = datafit.split(res.x)
+    res = _checked_solve(datafit, C, tol, max_iter, w0, verbose, l1_ratio)
+    n_classes = datafit.penalty_weights.size // (datafit.n_features + datafit.fit_intercept)
+    W = res.x[:datafit.n_features * n_classes].reshape(datafit.n_features, n_classes)
+    b = res.x[datafit.n_features * n_classes:] if datafit.fit_intercept else np.zeros(n_classes)
     return W.T.copy(), b - b.mean(), res   # a constant added to b changes no probability
 
 
-def _checked_solve(datafit, C, tol, max_iter, x0, verbose, l1_ratio, gap):
-    """:func:`_solve`, its result with the relative duality gap ``gap(x)`` as
+def _binary_block(pos, fit_intercept, X, codes, sample_weight):
+    """The binary datafit of class index ``pos`` against the rest on one row partition."""
+    return Logistic(X, np.where(codes == pos, 1.0, -1.0), sample_weight=sample_weight,
+                    fit_intercept=fit_intercept)
+
+
+def _multinomial_block(n_classes, fit_intercept, X, codes, sample_weight):
+    """The multinomial datafit on one row partition."""
+    return Multinomial(X, codes, n_classes, sample_weight=sample_weight,
+                       fit_intercept=fit_intercept)
+
+
+def _checked_solve(datafit, C, tol, max_iter, x0, verbose, l1_ratio):
+    """:func:`_solve`, its result with the relative duality gap at x as
     ``duality_gap`` and, when that gap exceeds GAP_WARN, the share of F that a tighter
     solve from x removes as ``excess`` (0 otherwise; NaN when that solve did not
     converge): a lower bound on (F - min F) / F, as the gap is an upper one."""
     res = _solve(datafit, C, tol, max_iter, x0, verbose, l1_ratio)
-    res.duality_gap = gap(res.x)
+    res.duality_gap = relative_duality_gap(datafit, res.x, C, l1_ratio)
     res.excess = 0.0
     if res.success and res.duality_gap > GAP_WARN:
         # at most a tenth of the penalty weight 1/(C n): below it the solve must move w
@@ -187,7 +193,10 @@ class L1LogisticOBA(LinearClassifierMixin, SparseCoefMixin, SparsekitClassifier)
     problems are solved one-vs-rest, in parallel with joblib, or as one multinomial
     (softmax) problem: C Σᵢ sᵢ (log Σₖ exp(zᵢₖ) − zᵢ,yᵢ) + ‖W‖₁ with z = W xᵢ + b, solved by
     the same second-order method with the block Hessian of the softmax on the free set.
-    ``l1_ratio`` < 1 makes the penalty scikit-learn's elastic net.
+    ``l1_ratio`` < 1 makes the penalty scikit-learn's elastic net. X may be a dask array
+    partitioned by rows: the fit then runs on the workers of the default
+    ``distributed.Client`` that hold its partitions, and only parameter-sized vectors
+    travel (the user guide's "Scaling out with Dask").
 
     Parameters
     ----------
@@ -313,49 +322,69 @@ class L1LogisticOBA(LinearClassifierMixin, SparseCoefMixin, SparsekitClassifier)
     @unchanged_on_error
     @with_callbacks
     def fit(self, X, y, sample_weight=None):
-        """Fit the model on X (dense or CSR/CSC, float32/float64) and labels y."""
+        """Fit the model on X (dense or CSR/CSC, float32/float64, or a dask array of such
+        row blocks) and labels y."""
         self._validate_params()
-        X, y, sample_weight = _check_fit_data(self, X, y, sample_weight)
-        codes = self._encode_labels(y)
-        classes = self.classes_
-        if self.class_weight == "balanced":
-            totals = np.bincount(codes, weights=sample_weight,
-                                 minlength=classes.size)
-            if not np.all(totals > 0):
-                raise ValueError("class_weight='balanced' divides by each class's total "
-                                 "sample weight, and class "
-                                 f"{classes[np.argmin(totals > 0)].tolist()!r} has none")
-        if self.class_weight is not None:
-            cw = compute_class_weight(self.class_weight, classes=classes, y=y,
-                                      sample_weight=sample_weight)
-            if not np.all(np.isfinite(cw) & (cw >= 0)):
-                raise ValueError(f"class_weight must be finite and non-negative, got {cw}")
-            sample_weight = sample_weight * cw[codes]
-        sample_weight, mean_weight = _unit_mean_weights(sample_weight)
+        X_in = X
+        if is_dask_collection(X):
+            data = DaskRows(X, y, sample_weight, [np.float64, np.float32])
+            self.__dict__.pop("feature_names_in_", None)
+            self.n_features_in_ = data.n_features
+            self.classes_ = classes = data.classes()
+            check_classification_targets(classes)
+            check_two_classes(classes)
+            totals = data.class_totals(classes)
+        else:
+            X, y, sample_weight = _check_fit_data(self, X, y, sample_weight)
+            codes = self._encode_labels(y)
+            classes = self.classes_
+            totals = np.bincount(codes, weights=sample_weight, minlength=classes.size)
+        cw = self._class_weights(classes, totals)
+        if is_dask_collection(X):
+            mean_weight = float(cw @ totals) / data.n_samples
+            if not mean_weight > 0:
+                raise ValueError("every sample has weight 0 (sample_weight times class_weight)")
+            parts = (data.X, data.codes(classes), data.weights(classes, cw, mean_weight))
+            dtype = data.dtype
+
+            def datafit(pos):
+                make = (partial(_multinomial_block, classes.size, self.fit_intercept)
+                        if pos is None else partial(_binary_block, pos, self.fit_intercept))
+                return DaskDatafit(make, *parts, data.client)
+        else:
+            sample_weight, mean_weight = _unit_mean_weights(sample_weight * cw[codes])
+            one = self.multiclass == "multinomial" or classes.size == 2
+            X, X_csr = _layouts(X, 1 if one else classes.size)
+            dtype = X.dtype
+
+            def datafit(pos):
+                if pos is None:
+                    return Multinomial(X, codes, classes.size, sample_weight=sample_weight,
+                                       fit_intercept=self.fit_intercept)
+                return Logistic(X, np.where(codes == pos, 1.0, -1.0),
+                                sample_weight=sample_weight, fit_intercept=self.fit_intercept,
+                                X_csr=X_csr)
         multinomial = self.multiclass == "multinomial" and classes.size > 2
         problems = (["the multinomial problem"] if multinomial
                     else [classes[1]] if classes.size == 2 else list(classes))
-        X_in = X
         context = self._begin_fit_task(X_in, y, len(problems), sample_weight)
         # one subtask per problem, created here so that their ids follow the classes
         tasks = [context.subcontext(task_name="multinomial problem" if multinomial
                                     else "binary problem") for _ in problems]
-        X, X_csr = _layouts(X, len(problems))
         w0 = self._warm_start_point(classes.size if multinomial else len(problems),
-                                    X.shape[1], multinomial)
+                                    self.n_features_in_, multinomial)
         C = self.C * mean_weight
 
         def solve(k, pos):
             tasks[k].call_on_fit_task_begin(estimator=self, X=X_in, y=y)
             if multinomial:
-                result = _fit_multinomial(X, codes, classes.size, sample_weight, C,
-                                          self.fit_intercept, self.tol, self.max_iter, w0,
+                result = _fit_multinomial(datafit(None), C, self.tol, self.max_iter, w0,
                                           self.verbose, self.l1_ratio)
             else:
-                result = _fit_binary(
-                    X, X_csr, np.where(y == pos, 1.0, -1.0), sample_weight, C,
-                    self.fit_intercept, self.tol, self.max_iter,
-                    w0[k] if w0 is not None else None, self.verbose, self.l1_ratio)
+                result = _fit_binary(datafit(int(np.searchsorted(classes, pos))), C,
+                                     self.tol, self.max_iter,
+                                     w0[k] if w0 is not None else None, self.verbose,
+                                     self.l1_ratio)
             self._end_subtask(tasks[k], X_in, y)
             return result
         jobs = (delayed(solve)(k, pos) for k, pos in enumerate(problems))
@@ -365,9 +394,9 @@ class L1LogisticOBA(LinearClassifierMixin, SparseCoefMixin, SparsekitClassifier)
         else:
             coef = np.vstack([w for w, _, _ in results])
             intercept = np.array([b for _, b, _ in results])
-        coef = coef.astype(X.dtype)  # follows X's dtype
+        coef = coef.astype(dtype)  # follows X's dtype
         self.coef_ = sp.csr_matrix(coef) if self.sparse_coef else coef
-        self.intercept_ = intercept.astype(X.dtype)
+        self.intercept_ = intercept.astype(dtype)
         self._softmax = multinomial
         self.n_iter_ = np.array([r.nit for _, _, r in results], dtype=np.int32)
         self.optimality_ = np.array([r.optimality for _, _, r in results])
@@ -400,6 +429,22 @@ class L1LogisticOBA(LinearClassifierMixin, SparseCoefMixin, SparsekitClassifier)
                               "rescale X.", ConvergenceWarning)
         self._end_fit_task(context, X_in, y, sample_weight)
         return self
+
+    def _class_weights(self, classes, totals):
+        """The weight of each class (``class_weight``; ones when None), checked."""
+        if self.class_weight is None:
+            return np.ones(classes.size)
+        if self.class_weight == "balanced":
+            if not np.all(totals > 0):
+                raise ValueError("class_weight='balanced' divides by each class's total "
+                                 "sample weight, and class "
+                                 f"{classes[np.argmin(totals > 0)].tolist()!r} has none")
+            cw = totals.sum() / (classes.size * totals)
+        else:
+            cw = compute_class_weight(self.class_weight, classes=classes, y=classes)
+        if not np.all(np.isfinite(cw) & (cw >= 0)):
+            raise ValueError(f"class_weight must be finite and non-negative, got {cw}")
+        return cw
 
     def _warm_start_point(self, n_problems, n_features, multinomial=False):
         """The previous solution as start(s): one row per binary problem, or the

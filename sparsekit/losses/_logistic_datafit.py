@@ -19,8 +19,7 @@ over as ``X_csr``, else a copy is made on first use.
 """
 import numpy as np
 import scipy.sparse as sp
-from scipy.special import expit, log_expit, xlogy
-from sklearn.utils.extmath import safe_sparse_dot
+from scipy.special import expit, xlogy
 
 from sparsekit._cython import _oba_kernels as K
 from sparsekit._cython import _gram_kernels as GK
@@ -420,15 +419,36 @@ class Logistic(_LinearDatafit):
             raise ValueError("Logistic needs labels y in {-1, +1}, got values "
                              f"{np.unique(self.y)[:5].tolist()}")
 
-    def null_intercept(self):
-        """The intercept minimizing f at w = 0: the log-odds of the weighted share of
-        positives (clipped to ±27.6; 0 when every weight is 0). L1LogisticOBA starts there
-        when it has no warm start, as glmnet does."""
-        total = self._sw.sum()
+    def label_totals(self):
+        """The total sample weight of the negative and of the positive rows."""
+        n = self.n_samples
+        return np.array([self._sw[self.y < 0].sum() * n, self._sw[self.y > 0].sum() * n])
+
+    @staticmethod
+    def intercept_for(totals):
+        """The intercept minimizing f at w = 0 for the label totals ``(negative,
+        positive)``: the log-odds of the weighted share of positives (clipped to ±27.6;
+        0 when every weight is 0)."""
+        total = float(np.sum(totals))
         if not total > 0:
             return 0.0
-        p = np.clip(self._sw[self.y > 0].sum() / total, 1e-12, 1.0 - 1e-12)
+        p = np.clip(totals[1] / total, 1e-12, 1.0 - 1e-12)
         return float(np.log(p / (1.0 - p)))
+
+    def null_intercept(self):
+        """The intercept minimizing f at w = 0 (:meth:`intercept_for` of the data's
+        totals). L1LogisticOBA starts there when it has no warm start, as glmnet does."""
+        return self.intercept_for(self.label_totals())
+
+    def dual_terms(self, x, alpha):
+        """(1/n) Σᵢ sᵢ (H(tᵢ) − tᵢ yᵢ b), tᵢ = α σ(−yᵢ mᵢ) and H the binary entropy: the
+        data part of the dual objective at the residuals scaled by α (see
+        :func:`~sparsekit.losses._duality.relative_duality_gap`)."""
+        x = np.ascontiguousarray(x, dtype=np.float64)
+        b = float(x[-1]) if self.fit_intercept else 0.0
+        t = alpha * expit(-self.y * self._margins(x, np.empty(self.n_samples)))
+        entropy = -xlogy(t, t) - xlogy(1.0 - t, 1.0 - t)
+        return float(self._sw @ (entropy - t * self.y * b))
 
     def lipschitz(self):
         """L = Σᵢ sᵢ (‖xᵢ‖² + b) / (4n) ≥ the Lipschitz constant of ∇f (b = 1 with an intercept).
@@ -447,24 +467,3 @@ class Quadratic(_LinearDatafit):
     def lipschitz(self):
         """L = Σᵢ sᵢ (‖xᵢ‖² + b) / n ≥ the Lipschitz constant of ∇f (b = 1 with an intercept)."""
         return max(self._gram_bound(), 1e-12)
-
-
-def relative_duality_gap(X, y_pm, sample_weight, C, w, b, l1_ratio=1.0):
-    """(F(w, b) − D(θ)) / F(w, b): an upper bound on F's relative suboptimality over w
-    (b held fixed), F = C Σᵢ sᵢ log(1 + e^{−mᵢ}) + r‖w‖₁ + (1 − r)/2 ‖w‖², with the dual
-    point of the residuals, θᵢ = C sᵢ σ(−mᵢ), scaled for r = 1 to the dual's feasible set
-    ‖Xᵀ(y∘θ)‖_∞ ≤ 1; D(θ) = Σᵢ C sᵢ (H(tᵢ) − tᵢ yᵢ b) − g*(Xᵀ(y∘θ)) with tᵢ = θᵢ/(C sᵢ),
-    H the binary entropy (the conjugate of the logistic loss) and, for r < 1,
-    g* = Σ (|·| − r)₊² / (2 (1 − r)) the conjugate of the elastic net."""
-    margins = y_pm * (safe_sparse_dot(X, w) + b)
-    primal = (l1_ratio * np.abs(w).sum() + 0.5 * (1.0 - l1_ratio) * float(w @ w)
-              - C * (sample_weight @ log_expit(margins)))
-    t = expit(-margins)
-    G = C * np.abs(safe_sparse_dot(X.T, y_pm * sample_weight * t))
-    penalty = 0.0
-    if l1_ratio >= 1.0:
-        t /= max(1.0, G.max(initial=0.0))
-    else:
-        penalty = float((np.maximum(G - l1_ratio, 0.0) ** 2).sum()) / (2 * (1 - l1_ratio))
-    entropy = -xlogy(t, t) - xlogy(1.0 - t, 1.0 - t)
-    return (primal - C * (sample_weight @ (entropy - t * y_pm * b)) + penalty) / primal

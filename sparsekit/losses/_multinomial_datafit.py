@@ -149,14 +149,37 @@ class Multinomial:
                 else np.einsum("ij,ij->i", X, X, dtype=np.float64))
         return max(float(self._sw @ (rows + self.fit_intercept)) / 2.0, 1e-12)
 
-    def null_intercept(self):
-        """The intercepts minimizing f at W = 0: the log of each class's weighted share
-        (shares below 1e-12 clipped; 0 when every weight is 0)."""
-        share = np.bincount(self.y, weights=self._sw, minlength=self.n_classes)
-        total = share.sum()
+    def label_totals(self):
+        """The total sample weight of each class."""
+        return np.bincount(self.y, weights=self._sw, minlength=self.n_classes) * self.n_samples
+
+    @staticmethod
+    def intercept_for(totals):
+        """The intercepts minimizing f at W = 0 for the class totals: the log of each
+        class's weighted share (shares below 1e-12 clipped; 0 when every weight is 0)."""
+        totals = np.asarray(totals, dtype=np.float64)
+        total = totals.sum()
         if not total > 0:
-            return np.zeros(self.n_classes)
-        return np.log(np.clip(share / total, 1e-12, None))
+            return np.zeros(totals.size)
+        return np.log(np.clip(totals / total, 1e-12, None))
+
+    def null_intercept(self):
+        """The intercepts minimizing f at W = 0 (:meth:`intercept_for` of the data's
+        totals)."""
+        return self.intercept_for(self.label_totals())
+
+    def dual_terms(self, x, alpha):
+        """(1/n) Σᵢ sᵢ (H(qᵢ) + qᵢ·b − b_{yᵢ}), qᵢ = α pᵢ + (1 − α) e_{yᵢ} and H the entropy:
+        the data part of the dual objective at the residuals scaled by α (see
+        :func:`~sparsekit.losses._duality.relative_duality_gap`)."""
+        x = np.ascontiguousarray(x, dtype=np.float64)
+        _, b = self.split(x)
+        _, P = self._nll(self._scores(x))
+        rows = np.arange(self.n_samples)
+        Q = alpha * P
+        Q[rows, self.y] += 1.0 - alpha
+        entropy = -xlogy(Q, Q).sum(axis=1)
+        return float(self._sw @ (entropy + Q @ b - b[self.y]))
 
 
 class _MultinomialHessian:
@@ -209,34 +232,3 @@ class _MultinomialHessian:
     def restrict(self, keep):
         """The operator on the entries ``keep`` (boolean over this operator's)."""
         return _MultinomialHessian(self._f, self._free[np.asarray(keep, dtype=bool)])
-
-
-def multinomial_duality_gap(X, y, n_classes, sample_weight, C, W, b, l1_ratio=1.0):
-    """(F(W, b) − D(Θ)) / F(W, b) for F = C Σᵢ sᵢ ℓ(zᵢ) + r‖W‖₁ + (1 − r)/2 ‖W‖²: an upper
-    bound on F's relative suboptimality over W (b held fixed).
-
-    Θᵢ = C sᵢ α (e_{yᵢ} − pᵢ) from the probabilities; with r = 1, α scales Θ into the dual's
-    feasible set ‖Xᵀ Θ‖_∞ ≤ 1. The conjugate of ℓ(z) = logsumexp(z) − z_y at q − e_y is the
-    negative entropy of q, q = α p + (1 − α) e_y in the simplex, so that
-    D(Θ) = Σᵢ C sᵢ (H(qᵢ) + qᵢ·b − b_{yᵢ}) − g*(Xᵀ Θ), g* = Σ (|·| − r)₊² / (2 (1 − r)).
-    """
-    n = X.shape[0]
-    Z = np.asarray(X @ W) + b
-    lse = logsumexp(Z, axis=1)
-    rows = np.arange(n)
-    primal = (C * float(sample_weight @ (lse - Z[rows, y])) + l1_ratio * np.abs(W).sum()
-              + 0.5 * (1.0 - l1_ratio) * float((W * W).sum()))
-    P = np.exp(Z - lse[:, None])
-    E = np.zeros_like(P)
-    E[rows, y] = 1.0
-    G = np.asarray(X.T @ ((E - P) * (C * sample_weight)[:, None]))
-    if l1_ratio >= 1.0:
-        alpha = 1.0 / max(1.0, float(np.abs(G).max(initial=0.0)))
-        penalty = 0.0
-    else:
-        alpha = 1.0
-        penalty = float((np.maximum(np.abs(G) - l1_ratio, 0.0) ** 2).sum()) / (2 * (1 - l1_ratio))
-    Q = alpha * P + (1.0 - alpha) * E
-    entropy = -xlogy(Q, Q).sum(axis=1)
-    dual = C * float(sample_weight @ (entropy + Q @ b - b[y])) - penalty
-    return (primal - dual) / primal

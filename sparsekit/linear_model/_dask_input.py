@@ -1,0 +1,127 @@
+"""Dask arrays as fit input: their row partitions kept on the workers of a distributed
+cluster, validated there, and the per-partition datafits built there.
+
+Only the labels' classes and totals, the parameters and vectors of their size reach the
+client. Dask and distributed are imported only when a dask collection is passed.
+"""
+import numpy as np
+
+from sparsekit.utils._validation import check_entry_magnitude
+
+
+def is_dask_collection(obj):
+    """Whether ``obj`` is a dask collection (False when dask is not installed)."""
+    try:
+        from dask.base import is_dask_collection as check
+    except ImportError:
+        return False
+    return check(obj)
+
+
+def _checked_block(X, dtype):
+    """One partition of X as the datafits take it, or the error scikit-learn's check would
+    raise (run on the worker that holds it)."""
+    from sklearn.utils import check_array
+
+    X = check_array(X, accept_sparse=["csr", "csc"], dtype=dtype)
+    check_entry_magnitude(X, np.float64)
+    return X
+
+
+def _dtype(X):
+    return X.dtype
+
+
+def _labels(y):
+    y = np.asarray(y)
+    if y.ndim != 1:
+        y = y.ravel()
+    return np.unique(y)
+
+
+def _class_totals(y, sample_weight, classes):
+    codes = np.searchsorted(classes, np.asarray(y).ravel())
+    return np.bincount(codes, weights=sample_weight, minlength=classes.size)
+
+
+def _block_weights(y, sample_weight, classes, class_weight, mean):
+    """A partition's weights as the solver takes them: sample weights times class
+    weights, over their mean."""
+    codes = np.searchsorted(classes, np.asarray(y).ravel())
+    s = np.ones(codes.size) if sample_weight is None else np.asarray(sample_weight, np.float64)
+    return s * class_weight[codes] / mean
+
+
+def _codes(y, classes):
+    return np.searchsorted(classes, np.asarray(y).ravel())
+
+
+class DaskRows:
+    """The aligned row partitions of a dask X, its labels and weights, on the cluster.
+
+    Parameters
+    ----------
+    X : dask.array.Array of shape (n_samples, n_features)
+        Dense or scipy.sparse blocks; chunked along the rows (column chunks are merged).
+    y, sample_weight : dask or NumPy arrays of shape (n_samples,)
+        Rechunked like X's rows.
+    dtype : list of dtypes
+        Accepted value types (others are converted on the workers).
+    """
+
+    def __init__(self, X, y, sample_weight, dtype):
+        import dask.array as da
+        from distributed import default_client
+
+        if not isinstance(X, da.Array):
+            raise TypeError("fit takes a dask.array.Array for X (a dask DataFrame: pass "
+                            "df.to_dask_array(lengths=True)), got " + type(X).__name__)
+        try:
+            self.client = default_client()
+        except ValueError:
+            raise ValueError("a fit on dask arrays runs on a distributed cluster: create a "
+                             "distributed.Client first") from None
+        if X.ndim != 2 or any(np.isnan(X.shape)):
+            raise ValueError(f"X must be 2-D with known chunk sizes, got shape {X.shape} "
+                             "(use X.compute_chunk_sizes())")
+        if X.numblocks[1] > 1:
+            X = X.rechunk({1: -1})
+        rows = X.chunks[0]
+        y = da.asarray(y)
+        if y.ndim != 1 or y.shape[0] != X.shape[0]:
+            raise ValueError(f"y must have shape ({X.shape[0]},), got {y.shape}")
+        y = y.rechunk((rows,))
+        if sample_weight is not None:
+            sample_weight = da.asarray(sample_weight, dtype=np.float64)
+            if sample_weight.shape != (X.shape[0],):
+                raise ValueError(f"sample_weight must have shape ({X.shape[0]},), got "
+                                 f"{sample_weight.shape}")
+            sample_weight = sample_weight.rechunk((rows,))
+        self.n_samples, self.n_features = X.shape
+        client = self.client
+        blocks = client.compute(list(X.to_delayed().ravel()))
+        self.X = [client.submit(_checked_block, b, dtype) for b in blocks]
+        self.y = client.compute(list(y.to_delayed().ravel()))
+        self.sample_weight = (client.compute(list(sample_weight.to_delayed().ravel()))
+                              if sample_weight is not None else [None] * len(self.X))
+        self.dtype = client.gather(client.submit(_dtype, self.X[0]))
+
+    def classes(self):
+        """The sorted labels (a reduction of each partition's)."""
+        parts = self.client.gather([self.client.submit(_labels, y) for y in self.y])
+        return np.unique(np.concatenate(parts))
+
+    def class_totals(self, classes):
+        """The total sample weight of each class."""
+        parts = self.client.gather([self.client.submit(_class_totals, y, s, classes)
+                                    for y, s in zip(self.y, self.sample_weight)])
+        return np.sum(parts, axis=0)
+
+    def weights(self, classes, class_weight, mean):
+        """Futures of each partition's solver weights (sample x class weights / mean)."""
+        return [self.client.submit(_block_weights, y, s, classes, class_weight, mean)
+                for y, s in zip(self.y, self.sample_weight)]
+
+    def codes(self, classes):
+        """Futures of each partition's class indices."""
+        return [self.client.submit(_codes, y, classes) for y in self.y]

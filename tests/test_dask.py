@@ -1,0 +1,154 @@
+"""L1LogisticOBA on dask arrays, against a real distributed.LocalCluster (two worker
+processes): the fits equal the in-memory ones and the client never holds X."""
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+da = pytest.importorskip("dask.array")
+distributed = pytest.importorskip("distributed")
+
+from sparsekit.linear_model import L1LogisticOBA  # noqa: E402
+
+
+def test_dask_fit_without_a_client_says_so():
+    X, y = _data(seed=5)
+    try:
+        distributed.default_client()
+        pytest.skip("a client of another test is the default")
+    except ValueError:
+        pass
+    with pytest.raises(ValueError, match="distributed.Client"):
+        L1LogisticOBA().fit(da.from_array(X, chunks=(300, -1)), y)
+
+
+@pytest.fixture(scope="module")
+def client():
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                  dashboard_address=None) as cluster, \
+            distributed.Client(cluster) as c:
+        yield c
+
+
+def _data(n=900, d=30, classes=3, seed=0):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, d))
+    X[rng.random((n, d)) < 0.5] = 0.0
+    W = rng.normal(size=(classes, d))
+    y = np.argmax(X @ W.T + rng.gumbel(size=(n, classes)), axis=1)
+    return X, y
+
+
+def _sparse_dask(X, rows):
+    """A dask array of CSR blocks of ``rows`` rows."""
+    from dask import delayed
+    blocks = [da.from_delayed(delayed(sp.csr_matrix)(X[i:i + rows]),
+                              shape=(min(rows, len(X) - i), X.shape[1]), dtype=X.dtype,
+                              meta=sp.csr_matrix((0, X.shape[1])))
+              for i in range(0, len(X), rows)]
+    return da.concatenate(blocks, axis=0)
+
+
+@pytest.mark.parametrize("params", [dict(), dict(multiclass="multinomial"),
+                                    dict(l1_ratio=0.5, multiclass="multinomial"),
+                                    dict(class_weight="balanced")])
+@pytest.mark.parametrize("layout", ["dense", "sparse"])
+def test_dask_fit_is_the_in_memory_fit(client, params, layout):
+    X, y = _data()
+    w = np.random.default_rng(1).uniform(0.5, 2.0, len(y))
+    Xd = (da.from_array(X, chunks=(250, 10)) if layout == "dense"     # columns rechunked
+          else _sparse_dask(X, 300))
+    kw = dict(C=0.3, tol=1e-10, **params)
+    local = L1LogisticOBA(**kw).fit(X, y, sample_weight=w)
+    spread = L1LogisticOBA(**kw).fit(Xd, da.from_array(y, chunks=100),
+                                      sample_weight=da.from_array(w, chunks=450))
+    np.testing.assert_allclose(spread.coef_, local.coef_, rtol=1e-6, atol=1e-9)
+    np.testing.assert_allclose(spread.intercept_, local.intercept_, rtol=1e-6, atol=1e-9)
+    assert np.all(np.abs(spread.duality_gap_) < 1e-7)        # both at the optimum
+    np.testing.assert_array_equal(spread.classes_, local.classes_)
+    assert spread.n_features_in_ == 30
+    np.testing.assert_array_equal(spread.predict(X), local.predict(X))
+
+
+def test_binary_float32_and_numpy_labels(client):
+    X, y = _data(classes=2, seed=2)
+    X = X.astype(np.float32)
+    local = L1LogisticOBA(C=1.0, tol=1e-10).fit(X, y)
+    spread = L1LogisticOBA(C=1.0, tol=1e-10).fit(da.from_array(X, chunks=(200, -1)), y)
+    assert spread.coef_.dtype == np.float32 and spread.coef_.shape == (1, 30)
+    np.testing.assert_allclose(spread.coef_, local.coef_, rtol=1e-5, atol=1e-7)
+
+
+def test_the_client_gathers_vectors_not_rows(client, monkeypatch):
+    """Everything the fit gathers is parameter-sized: the largest object is far smaller
+    than one partition of X."""
+    X, y = _data(n=6000, d=40, seed=3)
+    sizes = []
+    gather = distributed.Client.gather
+
+    def recording(self, futures, *args, **kwargs):
+        out = gather(self, futures, *args, **kwargs)
+        for value in (out if isinstance(out, list) else [out]):
+            parts = value if isinstance(value, tuple) else (value,)
+            sizes.append(sum(np.asarray(p).nbytes for p in parts
+                             if isinstance(p, (np.ndarray, float, int, np.generic))))
+        return out
+    monkeypatch.setattr(distributed.Client, "gather", recording)
+    L1LogisticOBA(C=0.3, multiclass="multinomial").fit(da.from_array(X, chunks=(1500, -1)),
+                                                       da.from_array(y, chunks=1500))
+    assert sizes and max(sizes) <= 8 * 3 * 41 * 2       # (gradient: 3 x 41 numbers)
+    assert max(sizes) < X[:1500].nbytes / 50
+
+
+def test_dask_input_errors_are_clear(client):
+    X, y = _data(seed=4)
+    bad = X.copy()
+    bad[5, 3] = np.nan
+    with pytest.raises(ValueError, match="NaN"):
+        L1LogisticOBA().fit(da.from_array(bad, chunks=(300, -1)), y)
+    with pytest.raises(ValueError, match="shape"):
+        L1LogisticOBA().fit(da.from_array(X, chunks=(300, -1)), y[:10])
+    pd = pytest.importorskip("pandas")
+    dd = pytest.importorskip("dask.dataframe")
+    frame = dd.from_pandas(pd.DataFrame(X), npartitions=2)
+    with pytest.raises(TypeError, match="to_dask_array"):
+        L1LogisticOBA().fit(frame, y)
+
+
+def test_grid_search_runs_on_the_cluster_through_joblib(client):
+    """GridSearchCV over C on joblib's dask backend: the same search as on local
+    processes."""
+    import joblib
+    from sklearn.model_selection import GridSearchCV
+
+    X, y = _data(n=300, seed=6)
+    grid = {"C": [0.03, 0.3, 3.0]}
+    local = GridSearchCV(L1LogisticOBA(), grid, cv=3).fit(X, y)
+    with joblib.parallel_backend("dask"):
+        spread = GridSearchCV(L1LogisticOBA(), grid, cv=3, n_jobs=-1).fit(X, y)
+    np.testing.assert_allclose(spread.cv_results_["mean_test_score"],
+                               local.cv_results_["mean_test_score"])
+    assert spread.best_params_ == local.best_params_
+
+
+def test_streaming_extreme_softmax_with_incremental_and_predictions_on_dask(client):
+    """dask-ml's Incremental streams the blocks of a dask array through partial_fit (the
+    classes declared up front); its predictions map over the blocks and stay dask arrays,
+    equal to the model's own predictions."""
+    dask_ml = pytest.importorskip("dask_ml.wrappers")
+    from sparsekit import ExtremeSoftmaxSGD
+
+    X, y = _data(n=3000, d=20, classes=5, seed=7)
+    Xd, yd = da.from_array(X, chunks=(500, -1)), da.from_array(y, chunks=500)
+    inc = dask_ml.Incremental(ExtremeSoftmaxSGD(random_state=0, lr_decay=1.0),
+                              scoring="accuracy")
+    inc.fit(Xd, yd, classes=np.arange(5))
+    model = inc.estimator_
+    assert model.n_iter_ == 6                          # one partial_fit per block
+    predicted = inc.predict(Xd)
+    assert isinstance(predicted, da.Array)
+    np.testing.assert_array_equal(predicted.compute(), model.predict(X))
+    assert model.score(X, y) > 0.5
+    post = dask_ml.ParallelPostFit(L1LogisticOBA(C=0.3).fit(X[:500], y[:500]))
+    proba = post.predict_proba(Xd)
+    assert isinstance(proba, da.Array)
+    np.testing.assert_allclose(proba.compute(), post.estimator.predict_proba(X))
