@@ -1,0 +1,139 @@
+"""L1LogisticOBA on a dask array: one worker against two on this machine, and the bytes
+that travel.
+
+A sparse binary problem (``--rows`` rows, 2,000 features, 1% of the entries nonzero, a
+planted sparse w; CSR blocks of ``--rows / --blocks`` rows, built on the workers so that
+the client never holds X) is fitted at C = 0.1 (tol 1e-8) by ``L1LogisticOBA`` on a
+``distributed.LocalCluster`` of one and of two worker processes (one thread each), and in
+memory in this process. Reported: end-to-end fit time, time per OBA iteration, the bytes
+the client scattered (the parameter vectors, once per worker) and gathered (one vector per
+partition) per iteration, against the size of X.
+
+Writes section "dask" of doc/benchmarks.md::
+
+    python benchmarks/bench_dask.py [--rows 400000] [--blocks 8]
+"""
+import _report  # noqa: F401  (pins BLAS threads before NumPy)
+
+import argparse
+import sys
+import time
+
+import numpy as np
+import scipy.sparse as sp
+
+sys.path.insert(0, str(_report.REPO))  # the in-place build, also when not installed
+from sparsekit.linear_model import L1LogisticOBA  # noqa: E402
+
+D, DENSITY, C = 2000, 0.01, 0.1
+
+
+def block(seed, rows):
+    """One CSR partition of the problem and its labels (the same on any machine)."""
+    rng = np.random.default_rng(seed)
+    X = sp.random(rows, D, density=DENSITY, format="csr", random_state=rng,
+                  data_rvs=rng.standard_normal)
+    w = np.zeros(D)
+    w[np.random.default_rng(12345).choice(D, 50, replace=False)] = 1.0
+    y = np.where(X @ w + 0.5 * rng.standard_normal(rows) > 0, 1, 0)
+    return X, y
+
+
+def dask_problem(rows, blocks):
+    import dask.array as da
+    from dask import delayed
+
+    share = rows // blocks
+    parts = [delayed(block)(seed, share) for seed in range(blocks)]
+    X = da.concatenate([da.from_delayed(p[0], shape=(share, D), dtype=np.float64,
+                                        meta=sp.csr_matrix((0, D))) for p in parts])
+    y = da.concatenate([da.from_delayed(p[1], shape=(share,), dtype=np.int64)
+                        for p in parts])
+    return X, y
+
+
+class Traffic:
+    """Bytes through a client's scatter and gather (patched in for the measurement)."""
+
+    def __init__(self, client_type):
+        self.sent = self.gathered = 0
+        self._type = client_type
+        self._scatter, self._gather = client_type.scatter, client_type.gather
+        traffic = self
+
+        def scatter(client, data, *args, **kwargs):
+            workers = len(client.scheduler_info()["workers"]) if kwargs.get("broadcast") else 1
+            traffic.sent += workers * getattr(data, "nbytes", 0)
+            return traffic._scatter(client, data, *args, **kwargs)
+
+        def gather(client, futures, *args, **kwargs):
+            out = traffic._gather(client, futures, *args, **kwargs)
+            for value in (out if isinstance(out, list) else [out]):
+                for part in (value if isinstance(value, tuple) else (value,)):
+                    traffic.gathered += getattr(part, "nbytes", 8)
+            return out
+        client_type.scatter, client_type.gather = scatter, gather
+
+    def close(self):
+        self._type.scatter, self._type.gather = self._scatter, self._gather
+
+
+def run_cluster(workers, rows, blocks):
+    import distributed
+
+    with distributed.LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
+                                  dashboard_address=None) as cluster, \
+            distributed.Client(cluster) as client:
+        X, y = dask_problem(rows, blocks)
+        client.wait_for_workers(workers)
+        traffic = Traffic(distributed.Client)
+        try:
+            t0 = time.perf_counter()
+            est = L1LogisticOBA(C=C, tol=1e-8).fit(X, y)
+            seconds = time.perf_counter() - t0
+        finally:
+            traffic.close()
+        return est, seconds, traffic
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--rows", type=int, default=400_000)
+    parser.add_argument("--blocks", type=int, default=8)
+    args = parser.parse_args()
+    share = args.rows // args.blocks
+    parts = [block(seed, share) for seed in range(args.blocks)]
+    X, y = sp.vstack([p[0] for p in parts], format="csr"), np.concatenate([p[1] for p in parts])
+    x_bytes = X.data.nbytes + X.indices.nbytes + X.indptr.nbytes
+    t0 = time.perf_counter()
+    local = L1LogisticOBA(C=C, tol=1e-8).fit(X, y)
+    local_s = time.perf_counter() - t0
+    del X, parts
+    rows = [["in memory (this process)", f"{local_s:.2f}", int(local.n_iter_[0]),
+             f"{local_s / local.n_iter_[0] * 1e3:.1f}", "—", "—", ""]]
+    print(rows[-1], flush=True)
+    fits = {}
+    for workers in (1, 2):
+        est, seconds, traffic = run_cluster(workers, args.rows, args.blocks)
+        fits[workers] = est
+        it = int(est.n_iter_[0])
+        gap = float(np.abs(est.coef_ - local.coef_).max() / np.abs(local.coef_).max())
+        rows.append([f"LocalCluster, {workers} worker{'s' * (workers > 1)}", f"{seconds:.2f}",
+                     it, f"{seconds / it * 1e3:.1f}", f"{traffic.sent / it / 1e3:.1f}",
+                     f"{traffic.gathered / it / 1e3:.1f}", f"{gap:.1e}"])
+        print(rows[-1], flush=True)
+    body = (" ".join(__doc__.split("\n\n")[1:2]).replace("\n", " ")
+            + f"\n\nX: {args.rows:,} x {D:,}, {int(args.rows * D * DENSITY):,} nonzeros, "
+            f"{x_bytes / 1e6:.0f} MB as CSR, in {args.blocks} partitions.\n\n"
+            + _report.markdown_table(
+                ["fit", "seconds", "OBA iterations", "ms per iteration",
+                 "kB scattered per iteration", "kB gathered per iteration",
+                 "max |coef - in-memory coef| / max |coef|"], rows)
+            + "\n\nTwo workers against one: "
+            f"{float(rows[2][1]) / float(rows[1][1]):.2f}x the end-to-end time.")
+    _report.write_section("dask", "L1LogisticOBA on a Dask cluster", body,
+                          packages=("numpy", "scipy", "scikit-learn", "dask", "distributed"))
+
+
+if __name__ == "__main__":
+    main()
