@@ -1,5 +1,6 @@
-"""L1LogisticOBA on dask arrays, against a real distributed.LocalCluster (two worker
-processes): the fits equal the in-memory ones and the client never holds X."""
+"""L1LogisticOBA and SparsemaxClassifier on dask arrays, against a real
+distributed.LocalCluster (two worker processes): the fits equal the in-memory ones and the
+client never holds X."""
 import os
 
 import numpy as np
@@ -13,7 +14,7 @@ else:
     da = pytest.importorskip("dask.array")
     distributed = pytest.importorskip("distributed")
 
-from sparsekit.linear_model import L1LogisticOBA  # noqa: E402
+from sparsekit.linear_model import L1LogisticOBA, SparsemaxClassifier  # noqa: E402
 
 
 def test_dask_fit_without_a_client_says_so():
@@ -158,3 +159,35 @@ def test_streaming_extreme_softmax_with_incremental_and_predictions_on_dask(clie
     proba = post.predict_proba(Xd)
     assert isinstance(proba, da.Array)
     np.testing.assert_allclose(proba.compute(), post.estimator.predict_proba(X))
+
+
+@pytest.mark.parametrize("solver", ["lbfgs", "nqn"])
+@pytest.mark.parametrize("layout", ["dense", "sparse"])
+def test_sparsemax_dask_fit_is_the_in_memory_fit(client, solver, layout):
+    """The same objective summed over partitions: the same solution (the data term and its
+    gradient are computed on the workers; the feature mean of the centered coordinates is
+    a reduction there too), with sample weights and float32."""
+    X, y = _data(n=800, d=20, classes=4, seed=8)
+    w = np.random.default_rng(2).uniform(0.5, 2.0, len(y))
+    Xd = (da.from_array(X, chunks=(300, -1)) if layout == "dense" else _sparse_dask(X, 250))
+    kw = dict(alpha=1e-3, solver=solver, tol=1e-10, max_iter=3000)
+    local = SparsemaxClassifier(**kw).fit(X, y, sample_weight=w)
+    spread = SparsemaxClassifier(**kw).fit(Xd, da.from_array(y, chunks=200),
+                                           sample_weight=da.from_array(w, chunks=400))
+    np.testing.assert_allclose(spread.coef_, local.coef_, rtol=1e-6, atol=1e-7)
+    np.testing.assert_allclose(spread.intercept_, local.intercept_, rtol=1e-6, atol=1e-7)
+    assert spread.solver_ == solver and spread.n_features_in_ == 20
+    np.testing.assert_allclose(spread.predict_proba(X), local.predict_proba(X), atol=1e-6)
+    single = SparsemaxClassifier(alpha=1e-3).fit(da.from_array(X.astype(np.float32),
+                                                               chunks=(300, -1)), y)
+    assert single.coef_.dtype == np.float32 and single.solver_ == "lbfgs"
+
+
+def test_sparsemax_dask_refuses_what_it_cannot_run(client):
+    X, y = _data(n=200, d=5, seed=9)
+    Xd = da.from_array(X, chunks=(100, -1))
+    for solver in ("newton-cg", "sdca"):
+        with pytest.raises(ValueError, match="lbfgs"):
+            SparsemaxClassifier(solver=solver).fit(Xd, y)
+    with pytest.raises(ValueError, match="shape"):
+        SparsemaxClassifier().fit(Xd, np.c_[y, y])

@@ -10,9 +10,11 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.metrics import accuracy_score
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import _check_sample_weight, check_is_fitted, column_or_1d
 
 from ..gpu._cupy import require_cupy
+from ..losses._dask_datafit import DaskFenchelYoung
 from ..losses._fenchel_young_datafit import FenchelYoungLinear
 from ..losses._targets import check_target_entries, polytope_targets
 from ..optimize import minimize_newton_cg, minimize_nqn
@@ -22,8 +24,9 @@ from ..optimize._sdca import minimize_sdca
 from ..projections import project
 from ..projections._checks import negated_columns, reflect_columns
 from ..utils._validation import (check_device, check_entry_magnitude, check_sparse_structure,
-                                 validate_input)
+                                 check_two_classes, validate_input)
 from ._base import SparsekitClassifier, unchanged_on_error
+from ._dask_input import DaskRows, is_dask_collection
 
 EXPECTED_FAILED_CHECKS = {
     **{name: "same objective; the solutions differ at the 1e-6 level (flat intercept valley)"
@@ -275,7 +278,9 @@ class SparsemaxClassifier(SparsekitClassifier):
         ----------
         X : {array-like, sparse matrix} of shape (n_samples, n_features)
             Dense, CSR or CSC (CSC is converted to CSR, never densified). Dense input
-            with at most 25% nonzero entries (e.g. MNIST) is fit through a CSR copy.
+            with at most 25% nonzero entries (e.g. MNIST) is fit through a CSR copy. A dask
+            array partitioned by rows (with class labels ``y``) is fit on the workers of
+            the default ``distributed.Client`` by ``"lbfgs"`` or ``"nqn"``.
         y : array-like of shape (n_samples,) or (n_samples, n_classes)
             Class labels, a label-indicator matrix or a row-stochastic proportion matrix.
         sample_weight : array-like of shape (n_samples,), default=None
@@ -286,6 +291,8 @@ class SparsemaxClassifier(SparsekitClassifier):
         self : SparsemaxClassifier
         """
         self._validate_params()
+        if is_dask_collection(X):
+            return self._fit_dask(X, y, sample_weight)
         if self.solver == "sdca":
             self._check_sdca()
         solver = self.solver
@@ -311,7 +318,7 @@ class SparsemaxClassifier(SparsekitClassifier):
         # the objective is a weighted mean: dividing by the largest weight changes nothing
         # but keeps sums of huge weights (and their float32 copy) finite
         sw = (sw / sw.max()).astype(X.dtype)
-        n_classes, n_features = Y.shape[1], X.shape[1]
+        n_classes = Y.shape[1]
         # negated=N: the un-negated problem in (W L, L b) with the score offset flip(0),
         # since flip(z) = L z + flip(0) (see the negated parameter)
         columns = negated_columns(self._negated, n_classes)
@@ -321,9 +328,47 @@ class SparsemaxClassifier(SparsekitClassifier):
             offset=reflect_columns(np.zeros(n_classes), columns), X_rows=X_rows,
             center=(self.fit_intercept and not self.penalize_intercept
                     and solver != "sdca"), device=self.device)
-        bounds = self._coefficient_bounds(n_features, n_classes, columns)
-        context = self._begin_fit_task(X_rows, y, self.max_iter + 1, sample_weight)
-        callback, close = self._solver_callback(solver, datafit, context, X_rows, y, columns)
+        return self._solve_and_publish(solver, datafit, columns, X_rows, y, sample_weight)
+
+    def _fit_dask(self, X, y, sample_weight):
+        """``fit`` on dask arrays (row partitions on the workers of a distributed cluster):
+        the data term and its gradient are summed over the partitions, where they are
+        computed; only parameter-sized arrays travel. Class labels only; the quasi-Newton
+        solvers (``"lbfgs"``, the ``"auto"`` choice, and ``"nqn"``)."""
+        solver = "lbfgs" if self.solver == "auto" else self.solver
+        if solver not in ("lbfgs", "nqn"):
+            raise ValueError("on dask arrays SparsemaxClassifier runs solver='lbfgs' or "
+                             f"'nqn' (their steps need only the gradient); got {solver!r}")
+        check_device(self.device)
+        if self.device != "cpu":
+            raise ValueError("on dask arrays SparsemaxClassifier runs on the workers' CPUs: "
+                             "use device='cpu'")
+        budget = self._check_budget()
+        data = DaskRows(X, y, sample_weight, [np.float64, np.float32])
+        self.__dict__.pop("feature_names_in_", None)
+        self.n_features_in_ = data.n_features
+        classes = data.classes()
+        check_classification_targets(classes)
+        check_two_classes(classes)
+        self.classes_, self.target_type_ = classes, "multiclass"
+        columns = negated_columns(self.negated, classes.size)
+        if columns:
+            raise ValueError("negated needs 2-D targets (a label-indicator or proportion "
+                             "matrix): class labels are decoded by the argmax of the "
+                             "scores, which negation does not preserve.")
+        self._negated = None
+        datafit = DaskFenchelYoung(data, classes, polytope=self.polytope, budget=budget,
+                                   alpha=self.alpha, fit_intercept=self.fit_intercept,
+                                   penalize_intercept=self.penalize_intercept,
+                                   center=self.fit_intercept and not self.penalize_intercept)
+        return self._solve_and_publish(solver, datafit, (), X, y, sample_weight)
+
+    def _solve_and_publish(self, solver, datafit, columns, X, y, sample_weight):
+        """Solve on ``datafit`` (with the scikit-learn callbacks) and set the fitted
+        attributes; ``X`` and ``y`` are what the callbacks are shown."""
+        bounds = self._coefficient_bounds(datafit.n_features, datafit.n_classes, columns)
+        context = self._begin_fit_task(X, y, self.max_iter + 1, sample_weight)
+        callback, close = self._solver_callback(solver, datafit, context, X, y, columns)
         res = self._solve(solver, datafit, self._initial_point(datafit, columns), bounds,
                           callback)
         self.solver_ = solver
@@ -333,18 +378,19 @@ class SparsemaxClassifier(SparsekitClassifier):
             raise ValueError("SparsemaxClassifier's solver reached non-finite coefficients; "
                              "rescale the features or use float64 X.")
         # coef_ follows X's dtype (the solvers iterate in float64)
-        self.coef_ = np.ascontiguousarray(reflect_columns(W, columns, 0).T, dtype=X.dtype)
-        self.intercept_ = reflect_columns(b, columns, 0).astype(X.dtype)
+        dtype = datafit.dtype
+        self.coef_ = np.ascontiguousarray(reflect_columns(W, columns, 0).T, dtype=dtype)
+        self.intercept_ = reflect_columns(b, columns, 0).astype(dtype)
         self.n_iter_ = int(res.nit)
         if not res.success and res.status != STOPPED_BY_CALLBACK:
             hint = "increase max_iter or scale the data"
-            if solver == "lbfgs" and res.status == 2 and X.dtype == np.float32:
+            if solver == "lbfgs" and res.status == 2 and dtype == np.float32:
                 hint = ("its line search found no decrease, which for float32 X is usually "
                         "the objective's rounding floor (the fit is then as close to the "
                         "optimum as float32 allows); fit float64 X or use a larger tol")
             warnings.warn(f"SparsemaxClassifier did not converge "
                           f"({str(res.message).rstrip(': ')}); {hint}.", ConvergenceWarning)
-        self._end_fit_task(context, X_rows, y, sample_weight)
+        self._end_fit_task(context, X, y, sample_weight)
         return self
 
     def _solve(self, solver, datafit, theta0, bounds, callback=None):
@@ -366,7 +412,7 @@ class SparsemaxClassifier(SparsekitClassifier):
             # tol alone decides convergence, as for lbfgs: no stall stop
             res = minimize_nqn(datafit.value_grad, theta0, jac=True, bounds=bounds,
                                callback=callback, options={**options, "stall_tol": 0.0})
-            if res.status == 4 and datafit.X.dtype == np.float32:
+            if res.status == 4 and datafit.dtype == np.float32:
                 # no decrease of an objective computed in float32: its rounding floor, which
                 # L-BFGS-B reports as a success ("relative reduction of f <= factr*epsmch")
                 res.success = True
@@ -403,8 +449,8 @@ class SparsemaxClassifier(SparsekitClassifier):
             def model():
                 W, b = datafit.from_solver(r.x)
                 return {"coef_": np.ascontiguousarray(reflect_columns(W, columns, 0).T,
-                                                      dtype=datafit.X.dtype),
-                        "intercept_": reflect_columns(b, columns, 0).astype(datafit.X.dtype)}
+                                                      dtype=datafit.dtype),
+                        "intercept_": reflect_columns(b, columns, 0).astype(datafit.dtype)}
 
             stop = self._end_subtask(tasks[-1], X, y, model)
             begin()

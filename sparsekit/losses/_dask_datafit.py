@@ -8,10 +8,14 @@ intercepts at w = 0 come from the summed label totals. A Hessian operator is one
 per partition, kept on its worker: a product sends v and gathers one vector per partition.
 The partitions' Hessians are kept matrix-free (a formed one would have to travel).
 
-Dask is imported only here, by :class:`~sparsekit.L1LogisticOBA` when it is given a dask
-array.
+:class:`DaskFenchelYoung` does the same for :class:`~sparsekit.SparsemaxClassifier`'s
+objective (value and gradient). The estimators build these objects only when they are
+given a dask array; this module never imports dask itself.
 """
 import numpy as np
+import scipy.sparse as sp
+
+from sparsekit.losses._fenchel_young_datafit import FenchelYoungLinear
 
 
 def _call(obj, name, *args):
@@ -127,3 +131,100 @@ class _DaskHessian:
         keep = np.asarray(keep, dtype=bool)
         return _DaskHessian(self._f, self._f._map("restrict", keep, parts=self._parts),
                             int(keep.sum()))
+
+
+class _FenchelYoungBlock:
+    """One row partition's Fenchel-Young data term, built on its worker: the one-hot
+    targets of its labels (rows whose target leaves the polytope get weight 0) and its
+    weights over the largest weight of all partitions."""
+
+    def __init__(self, X, y, sample_weight, classes, top, polytope, budget):
+        from sparsekit._cython._projections import POLYTOPE_CODES
+        from sparsekit.losses._targets import polytope_targets
+
+        codes = np.searchsorted(classes, np.asarray(y).ravel())
+        n = codes.size
+        Y = sp.csr_matrix((np.ones(n), codes, np.arange(n + 1)), shape=(n, classes.size))
+        Y, keep = polytope_targets(Y, polytope, budget, "multiclass", ())
+        sw = np.ones(n) if sample_weight is None else np.asarray(sample_weight, np.float64)
+        self.X = X.tocsr() if sp.issparse(X) else np.ascontiguousarray(X)
+        self.Y = Y
+        self.sw = (np.where(keep, sw, 0.0) / top).astype(self.X.dtype)
+        self.code, self.budget = POLYTOPE_CODES[polytope], budget
+        self._term = None
+
+    def __getstate__(self):           # the kernel closure is rebuilt where the block lands
+        return {**self.__dict__, "_term": None}
+
+    def totals(self):
+        """(Σ sᵢ, Xᵀ s) in float64: the weighted mean's denominator and the feature mean's
+        numerator."""
+        s = self.sw.astype(np.float64)
+        return float(s.sum()), np.asarray(self.X.T @ s, dtype=np.float64).ravel()
+
+    def __call__(self, W, b):
+        from sparsekit.losses._fenchel_young_datafit import cpu_data_term
+
+        if self._term is None:
+            self._term = cpu_data_term(self.X, self.Y, self.sw, self.code, self.budget)
+        loss, gW, gb = self._term(W, b)
+        return float(loss), np.array(gW, dtype=np.float64), np.array(gb, dtype=np.float64)
+
+
+def _largest_weight(sample_weight):
+    return 1.0 if sample_weight is None else float(np.max(sample_weight, initial=0.0))
+
+
+class DaskFenchelYoung(FenchelYoungLinear):
+    """:class:`~sparsekit.losses._fenchel_young_datafit.FenchelYoungLinear` whose data term
+    (the loss sum and its gradient) is the sum of the row partitions', computed on the
+    workers that hold them; the weighted feature mean of the centered coordinates is a
+    reduction too. Value and gradient only (the quasi-Newton solvers).
+
+    Parameters
+    ----------
+    rows : sparsekit.linear_model._dask_input.DaskRows
+    classes : ndarray
+        The sorted labels.
+    polytope, budget, alpha, fit_intercept, penalize_intercept, center
+        As for :class:`FenchelYoungLinear`.
+    """
+
+    def __init__(self, rows, classes, *, polytope, budget, alpha, fit_intercept,
+                 penalize_intercept, center):
+        from sparsekit._cython._projections import POLYTOPE_CODES
+
+        client = self._client = rows.client
+        self.X = self.Y = self.sw = self.X_rows = None
+        self.dtype = rows.dtype
+        self.polytope, self.code, self.budget = polytope, POLYTOPE_CODES[polytope], budget
+        self.alpha = float(alpha)
+        self.fit_intercept, self.penalize_intercept = fit_intercept, penalize_intercept
+        self.n_features, self.n_classes = rows.n_features, classes.size
+        self.offset = np.zeros(self.n_classes)
+        tops = client.gather([client.submit(_largest_weight, s) for s in rows.sample_weight])
+        if not max(tops) > 0:
+            raise ValueError("The sample weights of the rows used in the fit sum to zero.")
+        self._parts = [client.submit(_FenchelYoungBlock, X, y, s, classes, max(tops),
+                                     polytope, budget, pure=False)
+                       for X, y, s in zip(rows.X, rows.y, rows.sample_weight)]
+        totals = client.gather([client.submit(_call, p, "totals") for p in self._parts])
+        total = sum(t for t, _ in totals)
+        if not total > 0:
+            raise ValueError("The sample weights of the rows used in the fit sum to zero.")
+        self.scale = 1.0 / total
+        self.center = sum(m for _, m in totals) * self.scale if center else None
+        self._data_term = self._summed_data_term
+
+    def _summed_data_term(self, W, b):
+        client = self._client
+        W = client.scatter(np.asarray(W), broadcast=True, hash=False)
+        b = client.scatter(np.asarray(b), broadcast=True, hash=False)
+        parts = client.gather([client.submit(_call, p, "__call__", W, b, pure=False)
+                               for p in self._parts])
+        return (sum(loss for loss, _, _ in parts), sum(gW for _, gW, _ in parts),
+                sum(gb for _, _, gb in parts))
+
+    def hessp_at(self, theta):
+        raise NotImplementedError("Hessian products on dask arrays: use solver='lbfgs' or "
+                                  "'nqn'")

@@ -53,6 +53,7 @@ class FenchelYoungLinear:
     def __init__(self, X, Y, sample_weight, *, polytope, budget, alpha, fit_intercept,
                  penalize_intercept, offset=None, center=False, X_rows=None, device="cpu"):
         self.X, self.Y, self.sw = X, Y, sample_weight
+        self.dtype = X.dtype
         self.X_rows = X if X_rows is None else X_rows
         self.polytope, self.code, self.budget = polytope, POLYTOPE_CODES[polytope], budget
         self.alpha = float(alpha)
@@ -105,7 +106,7 @@ class FenchelYoungLinear:
         """Objective and gradient at ``theta`` (float64)."""
         alpha, scale = self.alpha, self.scale
         W, b = self.from_solver(theta)
-        dtype = self.X.dtype
+        dtype = self.dtype
         loss, gW, gb = self._data_term(W.astype(dtype, copy=False),
                                        (b + self.offset).astype(dtype))
         w_flat = theta[: W.size]
