@@ -280,7 +280,7 @@ class SparsemaxClassifier(SparsekitClassifier):
             Dense, CSR or CSC (CSC is converted to CSR, never densified). Dense input
             with at most 25% nonzero entries (e.g. MNIST) is fit through a CSR copy. A dask
             array partitioned by rows (with class labels ``y``) is fit on the workers of
-            the default ``distributed.Client`` by ``"lbfgs"`` or ``"nqn"``.
+            the default ``distributed.Client`` by ``"lbfgs"``, ``"nqn"`` or ``"newton-cg"``.
         y : array-like of shape (n_samples,) or (n_samples, n_classes)
             Class labels, a label-indicator matrix or a row-stochastic proportion matrix.
         sample_weight : array-like of shape (n_samples,), default=None
@@ -333,12 +333,14 @@ class SparsemaxClassifier(SparsekitClassifier):
     def _fit_dask(self, X, y, sample_weight):
         """``fit`` on dask arrays (row partitions on the workers of a distributed cluster):
         the data term and its gradient are summed over the partitions, where they are
-        computed; only parameter-sized arrays travel. Class labels only; the quasi-Newton
-        solvers (``"lbfgs"``, the ``"auto"`` choice, and ``"nqn"``)."""
+        computed, and so are the Hessian products of Newton-CG; only parameter-sized arrays
+        travel. Class labels only; ``"auto"`` is L-BFGS, ``"sdca"`` (which updates each
+        row's dual variable) runs in memory only."""
         solver = "lbfgs" if self.solver == "auto" else self.solver
-        if solver not in ("lbfgs", "nqn"):
-            raise ValueError("on dask arrays SparsemaxClassifier runs solver='lbfgs' or "
-                             f"'nqn' (their steps need only the gradient); got {solver!r}")
+        if solver == "sdca":
+            raise ValueError("on dask arrays SparsemaxClassifier runs solver='lbfgs', 'nqn' "
+                             "or 'newton-cg'; 'sdca' updates every row's dual variable "
+                             "in turn and runs in memory only")
         check_device(self.device)
         if self.device != "cpu":
             raise ValueError("on dask arrays SparsemaxClassifier runs on the workers' CPUs: "

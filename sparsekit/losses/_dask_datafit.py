@@ -5,17 +5,17 @@ f(x) = Σ_b (n_b / n) f_b(x) for the partitions' datafits f_b (each the weighted
 rows' losses), so the value, the gradient, the Hessian products, their diagonals, the
 Lipschitz bound and the dual terms are the n_b/n-weighted sums of the partitions'; the
 intercepts at w = 0 come from the summed label totals. A Hessian operator is one operator
-per partition, kept on its worker: a product sends v and gathers one vector per partition.
-The partitions' Hessians are kept matrix-free (a formed one would have to travel).
+per partition, kept on its worker (matrix-free or formed there): a product sends v and
+gathers one vector per partition.
 
 :class:`DaskFenchelYoung` does the same for :class:`~sparsekit.SparsemaxClassifier`'s
-objective (value and gradient). The estimators build these objects only when they are
-given a dask array; this module never imports dask itself.
+objective (value, gradient and Hessian products). The estimators build these objects only
+when they are given a dask array; this module never imports dask itself.
 """
 import numpy as np
 import scipy.sparse as sp
 
-from sparsekit.losses._fenchel_young_datafit import FenchelYoungLinear
+from sparsekit.losses._fenchel_young_datafit import ActiveRows, FenchelYoungLinear
 
 
 def _call(obj, name, *args):
@@ -162,6 +162,11 @@ class _FenchelYoungBlock:
         s = self.sw.astype(np.float64)
         return float(s.sum()), np.asarray(self.X.T @ s, dtype=np.float64).ravel()
 
+    def active_rows(self, W, b, polytope, scale):
+        """The partition's :class:`ActiveRows` at the scores ``X W + b``."""
+        return ActiveRows(self.X, self.X, self.sw, W, b, polytope, self.code, self.budget,
+                          scale)
+
     def __call__(self, W, b):
         from sparsekit.losses._fenchel_young_datafit import cpu_data_term
 
@@ -179,7 +184,7 @@ class DaskFenchelYoung(FenchelYoungLinear):
     """:class:`~sparsekit.losses._fenchel_young_datafit.FenchelYoungLinear` whose data term
     (the loss sum and its gradient) is the sum of the row partitions', computed on the
     workers that hold them; the weighted feature mean of the centered coordinates is a
-    reduction too. Value and gradient only (the quasi-Newton solvers).
+    reduction too, and a Hessian product the sum of the partitions' active-row products.
 
     Parameters
     ----------
@@ -226,5 +231,24 @@ class DaskFenchelYoung(FenchelYoungLinear):
                 sum(gb for _, _, gb in parts))
 
     def hessp_at(self, theta):
-        raise NotImplementedError("Hessian products on dask arrays: use solver='lbfgs' or "
-                                  "'nqn'")
+        """``(v -> H v, n_active)`` with each partition's active rows kept on its worker:
+        a product sends (V, c) and gathers one (d, K) block per partition."""
+        client = self._client
+        W, b = self.from_solver(theta)
+        W = client.scatter(np.ascontiguousarray(W), broadcast=True, hash=False)
+        b = client.scatter(b + self.offset, broadcast=True, hash=False)
+        rows = [client.submit(_call, p, "active_rows", W, b, self.polytope, self.scale,
+                              pure=False) for p in self._parts]
+        n_active = sum(client.gather([client.submit(_n_active, r) for r in rows]))
+
+        def product(V, c):
+            V = client.scatter(np.ascontiguousarray(V), broadcast=True, hash=False)
+            c = client.scatter(np.asarray(c), broadcast=True, hash=False)
+            parts = client.gather([client.submit(_call, r, "product", V, c, pure=False)
+                                   for r in rows])
+            return sum(HV for HV, _ in parts), sum(Jc for _, Jc in parts)
+        return self.combine_hessp(product), int(n_active)
+
+
+def _n_active(rows):
+    return rows.n_active

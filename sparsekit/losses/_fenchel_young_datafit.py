@@ -132,24 +132,16 @@ class FenchelYoungLinear:
         only involves the rows ``A`` whose projection Jacobian ``J`` is nonzero: with
         sparsemax most rows drop out near the optimum. The products run in float32.
         """
-        X, X_rows, code = self.X, self.X_rows, self.code
-        d, k, alpha, center = self.n_features, self.n_classes, self.alpha, self.center
-        hdt = _HESSIAN_DTYPE
-        ones = np.ones(k, dtype=hdt)
-        size = d * k
         W, b = self.from_solver(theta)
-        S = np.ascontiguousarray(X @ W.astype(X.dtype) + (b + self.offset).astype(X.dtype))
-        P = np.empty_like(S)
-        tau = np.empty(S.shape[0], dtype=S.dtype)
-        project_rows(code, S, P, tau, self.budget, ones.astype(S.dtype), False)
-        free = (P > 0) if self.polytope == "simplex" else (P > 0) & (P < 1)
-        min_free = 2 if self.polytope == "simplex" else 1
-        rows = (free.sum(axis=1) >= min_free) & (self.sw > 0)
-        XA = X_rows[rows].astype(hdt)
-        PA = np.ascontiguousarray(P[rows], dtype=hdt)
-        tauA = tau[rows].astype(hdt)
-        swA = (self.scale * self.sw[rows]).astype(hdt)[:, None]
-        JU = np.empty_like(PA)
+        rows = ActiveRows(self.X, self.X_rows, self.sw, W, b + self.offset, self.polytope,
+                          self.code, self.budget, self.scale)
+        return self.combine_hessp(rows.product), rows.n_active
+
+    def combine_hessp(self, product):
+        """``v -> H v`` from the data part ``product(V, c) -> (X_Aᵀ diag(s) J U / Σs,
+        its column sums)`` with ``U = X_A V + c`` (an :class:`ActiveRows`' or a sum of
+        them): the centered coordinates, the ridge and the intercept's block added."""
+        size, alpha, center = self.n_features * self.n_classes, self.alpha, self.center
 
         def hessp(v):
             V, c = self.unpack(v)
@@ -157,13 +149,9 @@ class FenchelYoungLinear:
                 c[:] = 0
             if center is not None:
                 c -= center @ V
-            U = np.ascontiguousarray(XA @ V.astype(hdt) + c.astype(hdt))
-            jvp_rows(code, PA, tauA, U, JU, ones, False)
-            np.multiply(JU, swA, out=JU)
-            Jc = JU.sum(axis=0, dtype=np.float64)
-            HV = np.asarray(XA.T @ JU, dtype=np.float64)
+            HV, Jc = product(V, c)
             if center is not None:
-                HV -= np.outer(center, Jc)
+                HV = HV - np.outer(center, Jc)
             out = np.empty_like(v)
             out[:size] = HV.ravel() + alpha * v[:size]
             out[size:] = Jc if self.fit_intercept else 0.0
@@ -171,7 +159,7 @@ class FenchelYoungLinear:
                 out[size:] += alpha * c
             return out
 
-        return hessp, int(rows.sum())
+        return hessp
 
     def newton_operators(self):
         """``(value_grad, hessp_at)`` for a Newton solver.
@@ -254,3 +242,37 @@ def gpu_data_term(X, Y, sw, polytope, budget):
         return loss, cp.asnumpy(Xg.T @ G), cp.asnumpy(G.sum(axis=0))
 
     return data_term
+
+
+class ActiveRows:
+    """The rows of X whose projection Jacobian is nonzero at the scores ``X W + b``, with
+    what the Hessian products need (float32: they only steer the Newton direction):
+    ``product(V, c) = (X_Aᵀ diag(s_A) J U / Σs, the column sums of diag(s_A) J U / Σs)``,
+    ``U = X_A V + c``, in float64."""
+
+    def __init__(self, X, X_rows, sw, W, b, polytope, code, budget, scale):
+        hdt = _HESSIAN_DTYPE
+        k = W.shape[1]
+        self._ones = np.ones(k, dtype=hdt)
+        S = np.ascontiguousarray(X @ W.astype(X.dtype) + b.astype(X.dtype))
+        P = np.empty_like(S)
+        tau = np.empty(S.shape[0], dtype=S.dtype)
+        project_rows(code, S, P, tau, budget, self._ones.astype(S.dtype), False)
+        free = (P > 0) if polytope == "simplex" else (P > 0) & (P < 1)
+        min_free = 2 if polytope == "simplex" else 1
+        rows = (free.sum(axis=1) >= min_free) & (sw > 0)
+        self.n_active = int(rows.sum())
+        self._XA = X_rows[rows].astype(hdt)
+        self._PA = np.ascontiguousarray(P[rows], dtype=hdt)
+        self._tauA = tau[rows].astype(hdt)
+        self._swA = (scale * sw[rows]).astype(hdt)[:, None]
+        self._code = code
+
+    def product(self, V, c):
+        hdt = _HESSIAN_DTYPE
+        U = np.ascontiguousarray(self._XA @ V.astype(hdt) + c.astype(hdt))
+        JU = np.empty_like(self._PA)
+        jvp_rows(self._code, self._PA, self._tauA, U, JU, self._ones, False)
+        np.multiply(JU, self._swA, out=JU)
+        return (np.asarray(self._XA.T @ JU, dtype=np.float64),
+                JU.sum(axis=0, dtype=np.float64))
