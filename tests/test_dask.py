@@ -190,3 +190,40 @@ def test_sparsemax_dask_refuses_what_it_cannot_run(client):
         SparsemaxClassifier(solver="sdca").fit(Xd, y)
     with pytest.raises(ValueError, match="shape"):
         SparsemaxClassifier().fit(Xd, np.c_[y, y])
+
+
+def test_one_vs_rest_problems_and_path_chunks_on_the_dask_backend(client):
+    """The one-vs-rest problems of one fit (``n_jobs``) and chunks of a regularization path
+    (one ``l1_logistic_path`` per chunk of C values) run as tasks of the cluster through
+    joblib's dask backend, with the in-memory results."""
+    import joblib
+    from sparsekit.linear_model import l1_logistic_path
+
+    X, y = _data(n=400, seed=10)
+    local = L1LogisticOBA(C=0.3, tol=1e-10).fit(X, y)
+    with joblib.parallel_backend("dask"):
+        spread = L1LogisticOBA(C=0.3, tol=1e-10, n_jobs=-1).fit(X, y)
+        chunks = joblib.Parallel(n_jobs=-1)(
+            joblib.delayed(l1_logistic_path)(X, y, Cs, pos_class=1, tol=1e-10)
+            for Cs in ([0.1, 0.3], [1.0, 3.0]))
+    np.testing.assert_allclose(spread.coef_, local.coef_, rtol=1e-12, atol=1e-14)
+    whole, _, _ = l1_logistic_path(X, y, [0.1, 0.3, 1.0, 3.0], pos_class=1, tol=1e-10)
+    np.testing.assert_allclose(np.vstack([c for c, _, _ in chunks]), whole, rtol=1e-6,
+                               atol=1e-8)
+
+
+def test_incremental_streams_a_dask_dataframe(client):
+    dd = pytest.importorskip("dask.dataframe")
+    pd = pytest.importorskip("pandas")
+    dask_ml = pytest.importorskip("dask_ml.wrappers")
+    from sparsekit import ExtremeSoftmaxSGD
+
+    X, y = _data(n=2000, d=10, classes=4, seed=11)
+    frame = dd.from_pandas(pd.DataFrame(X, columns=[f"f{j}" for j in range(10)]),
+                           npartitions=4)
+    labels = dd.from_pandas(pd.Series(y), npartitions=4)
+    inc = dask_ml.Incremental(ExtremeSoftmaxSGD(random_state=0, lr_decay=1.0))
+    inc.fit(frame, labels, classes=np.arange(4))
+    assert inc.estimator_.n_iter_ == 4
+    assert list(inc.estimator_.feature_names_in_) == [f"f{j}" for j in range(10)]
+    assert inc.estimator_.score(pd.DataFrame(X, columns=frame.columns), y) > 0.4
