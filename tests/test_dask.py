@@ -100,10 +100,13 @@ def test_the_client_gathers_vectors_not_rows(client, monkeypatch):
                              if isinstance(p, (np.ndarray, float, int, np.generic))))
         return out
     monkeypatch.setattr(distributed.Client, "gather", recording)
-    L1LogisticOBA(C=0.3, multiclass="multinomial").fit(da.from_array(X, chunks=(1500, -1)),
-                                                       da.from_array(y, chunks=1500))
+    Xd, yd = da.from_array(X, chunks=(1500, -1)), da.from_array(y, chunks=1500)
+    L1LogisticOBA(C=0.3, multiclass="multinomial").fit(Xd, yd)
     assert sizes and max(sizes) <= 8 * 3 * 41 * 2       # (gradient: 3 x 41 numbers)
     assert max(sizes) < X[:1500].nbytes / 50
+    sizes.clear()
+    SparsemaxClassifier(solver="newton-cg").fit(Xd, yd)
+    assert sizes and max(sizes) <= 8 * (3 * 41 + 1)     # (loss, gradient (40, 3), (3,))
 
 
 def test_dask_input_errors_are_clear(client):
