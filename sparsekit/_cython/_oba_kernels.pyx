@@ -549,45 +549,53 @@ cdef void _cg_to_boundary(double[::1] p, const double[::1] d, const double[::1] 
 # columns ``cols`` only (compact), so that a Hessian product on a free set reads only the
 # features it frees.
 
+def _check_margin_shapes(name, Wc, cols, b, Z):
+    if Wc.shape[0] != cols.shape[0] or Wc.shape[1] != Z.shape[1] or b.shape[0] != Z.shape[1]:
+        raise ValueError(f"{name}: Wc must be (len(cols), K) and b (K,) for Z (n, K)")
+
+
+cdef inline void _start_margins(double[:, ::1] Z, const double[::1] b) noexcept nogil:
+    """Every row of Z set to b."""
+    cdef Py_ssize_t i, k
+    for i in range(Z.shape[0]):
+        for k in range(Z.shape[1]):
+            Z[i, k] = b[k]
+
+
+cdef inline void _add_scaled(double* z, double x, const double* w,
+                             Py_ssize_t K) noexcept nogil:
+    """z[0..K) += x w[0..K)."""
+    cdef Py_ssize_t k
+    for k in range(K):
+        z[k] += x * w[k]
+
+
 def mn_margins_csc(const floating[::1] data, const index_t[::1] indices,
                    const index_t[::1] indptr, const double[:, ::1] Wc,
                    const long long[::1] cols, const double[::1] b, double[:, ::1] Z):
     """``Z = b + X[:, cols] @ Wc`` for CSC ``X``: row c of ``Wc`` is column ``cols[c]``."""
-    cdef Py_ssize_t i, c, j, k, p, K = Z.shape[1]
-    cdef double x
-    if Wc.shape[0] != cols.shape[0] or Wc.shape[1] != K or b.shape[0] != K:
-        raise ValueError("mn_margins_csc: Wc must be (len(cols), K) and b (K,) for Z (n, K)")
+    cdef Py_ssize_t c, j, p, K = Z.shape[1]
+    _check_margin_shapes("mn_margins_csc", Wc, cols, b, Z)
     with nogil:
-        for i in range(Z.shape[0]):
-            for k in range(K):
-                Z[i, k] = b[k]
+        _start_margins(Z, b)
         for c in range(cols.shape[0]):
             j = cols[c]
             for p in range(indptr[j], indptr[j + 1]):
-                i = indices[p]
-                x = data[p]
-                for k in range(K):
-                    Z[i, k] += x * Wc[c, k]
+                _add_scaled(&Z[indices[p], 0], data[p], &Wc[c, 0], K)
 
 
 def mn_margins_dense(const floating[::1, :] X, const double[:, ::1] Wc,
                      const long long[::1] cols, const double[::1] b, double[:, ::1] Z):
     """``Z = b + X[:, cols] @ Wc`` for a Fortran-ordered dense ``X``."""
-    cdef Py_ssize_t i, c, j, k, K = Z.shape[1]
-    cdef double x
-    if Wc.shape[0] != cols.shape[0] or Wc.shape[1] != K or b.shape[0] != K:
-        raise ValueError("mn_margins_dense: Wc must be (len(cols), K) and b (K,) for Z (n, K)")
+    cdef Py_ssize_t i, c, j, K = Z.shape[1]
+    _check_margin_shapes("mn_margins_dense", Wc, cols, b, Z)
     with nogil:
-        for i in range(Z.shape[0]):
-            for k in range(K):
-                Z[i, k] = b[k]
+        _start_margins(Z, b)
         for c in range(cols.shape[0]):
             j = cols[c]
             for i in range(X.shape[0]):
-                x = X[i, j]
-                if x != 0.0:
-                    for k in range(K):
-                        Z[i, k] += x * Wc[c, k]
+                if X[i, j] != 0.0:
+                    _add_scaled(&Z[i, 0], X[i, j], &Wc[c, 0], K)
 
 
 def mn_rmatmat_csc(const floating[::1] data, const index_t[::1] indices,
