@@ -58,6 +58,23 @@ def test_require_cupy_without_device(monkeypatch):
         require_cupy()
 
 
+def test_require_cupy_without_nvrtc(monkeypatch):
+    """A device but no runtime compiler (CuPy installed without its [ctk] extra and no CUDA
+    toolkit): a clear error that names NVRTC and the extras, instead of a compile failure
+    at the first kernel."""
+    def no_nvrtc():
+        raise OSError("libnvrtc.so.12: cannot open shared object file")
+
+    fake = types.ModuleType("cupy")
+    fake.cuda = types.SimpleNamespace(runtime=types.SimpleNamespace(getDeviceCount=lambda: 1),
+                                      nvrtc=types.SimpleNamespace(getVersion=no_nvrtc))
+    monkeypatch.setitem(sys.modules, "cupy", fake)
+    with pytest.raises(RuntimeError, match=r"NVRTC.*libnvrtc.*gpu-cuda13"):
+        require_cupy()
+    fake.cuda.nvrtc.getVersion = lambda: (12, 4)
+    assert require_cupy() is fake
+
+
 def test_is_cupy_array_does_not_need_cupy():
     assert not is_cupy_array(np.zeros(3))
     assert not is_cupy_array([1.0])

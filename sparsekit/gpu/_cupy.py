@@ -22,10 +22,11 @@ def require_cupy():
     ------
     ImportError
         CuPy is not installed (``pip install ".[gpu]"`` in a sparsekit checkout installs
-        ``cupy-cuda12x``).
+        ``cupy-cuda12x[ctk]``, ``".[gpu-cuda13]"`` ``cupy-cuda13x[ctk]``).
     RuntimeError
         CuPy is installed but no CUDA device can be used (no GPU, no driver, or a CUDA
-        runtime error while counting devices).
+        runtime error while counting devices), or CuPy cannot compile kernels: NVRTC,
+        the CUDA runtime compiler that builds sparsekit's kernels, is missing.
 
     Examples
     --------
@@ -39,8 +40,8 @@ def require_cupy():
     except ImportError as exc:
         raise ImportError(
             "the GPU paths of sparsekit (device='cuda' or CuPy inputs) need CuPy: "
-            "pip install '.[gpu]' in the sparsekit checkout (or the cupy-cudaXXx wheel "
-            "matching your CUDA)"
+            "pip install '.[gpu]' in the sparsekit checkout (CUDA 12; '.[gpu-cuda13]' for "
+            "CUDA 13), or the cupy-cudaXXx[ctk] wheel matching your CUDA"
         ) from exc
     try:
         n_devices = cupy.cuda.runtime.getDeviceCount()
@@ -48,4 +49,12 @@ def require_cupy():
         raise RuntimeError(f"CuPy is installed but no CUDA device is usable: {exc}") from exc
     if n_devices == 0:
         raise RuntimeError("CuPy is installed but no CUDA device was found")
+    try:
+        cupy.cuda.nvrtc.getVersion()
+    except Exception as exc:  # the library does not load (ImportError, OSError, ...)
+        raise RuntimeError(
+            "CuPy cannot compile sparsekit's CUDA kernels: NVRTC, the CUDA runtime "
+            f"compiler, is missing or unusable ({exc}). Install CuPy with its CUDA "
+            "toolkit: pip install '.[gpu]' in the sparsekit checkout (cupy-cuda12x[ctk]; "
+            "'.[gpu-cuda13]' for CUDA 13), or a CUDA toolkit with NVRTC") from exc
     return cupy
