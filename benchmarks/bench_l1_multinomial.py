@@ -15,6 +15,7 @@ Elastic net (l1_ratio 0.5): the same on digits and scene.
 Writes section "l1_multinomial" of doc/benchmarks.md::
 
     python benchmarks/bench_l1_multinomial.py [--sets digits scene mnist debian] [--cap 30]
+        [--factors 10 100 1000]
 """
 import _report  # noqa: F401  (pins BLAS threads before NumPy)
 
@@ -157,6 +158,8 @@ def main():
     parser.add_argument("--sets", nargs="+", default=SETS, choices=SETS)
     parser.add_argument("--cap", type=float, default=30.0,
                         help="stop saga's ladder after a run longer than this (s)")
+    parser.add_argument("--factors", nargs="+", type=int, default=FACTORS,
+                        help="C as these multiples of the smallest active C")
     parser.add_argument("--fresh", action="store_true", help="ignore cached results")
     args = parser.parse_args()
     cache = {} if args.fresh or not CACHE.exists() else json.loads(CACHE.read_text())
@@ -168,7 +171,7 @@ def main():
         ratios = [1.0] + ([ELASTIC["l1_ratio"]] if name in ELASTIC["sets"] else [])
         for l1_ratio in ratios:
             c_min = smallest_C(X, y, l1_ratio)
-            for factor in FACTORS:
+            for factor in args.factors:
                 key = f"{name}/{l1_ratio}/{factor}"
                 if key in cache and cache[key].get("cap") == args.cap:
                     continue
