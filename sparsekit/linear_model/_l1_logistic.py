@@ -65,6 +65,11 @@ CG_RTOL_EXPLICIT = 0.01
 GAP_WARN = 0.05
 #: The fit warns when that check lowers F by more than this share of F: a proven excess.
 EXCESS_WARN = 1e-3
+#: CG iterations per Newton step of the multinomial problem (OBA's default 1000 elsewhere):
+#: its free-set Hessian couples classes and features, and long CG runs refine directions
+#: the next iterations change anyway (doc/benchmarks.md, l1_multinomial: Hessian products
+#: on Mulan scene 11,259 -> 4,409, MNIST at 100 C_min 58 s -> 36 s for tol 1e-4)
+MULTINOMIAL_CG_MAXITER = 20
 
 
 def _fit_binary(datafit, C, tol, max_iter, w0, verbose, l1_ratio=1.0):
@@ -77,7 +82,8 @@ def _fit_binary(datafit, C, tol, max_iter, w0, verbose, l1_ratio=1.0):
 def _fit_multinomial(datafit, C, tol, max_iter, w0, verbose, l1_ratio=1.0):
     """One OBA solve of the multinomial problem; returns (coef (K, D), intercept (K,),
     OptimizeResult)."""
-    res = _checked_solve(datafit, C, tol, max_iter, w0, verbose, l1_ratio)
+    res = _checked_solve(datafit, C, tol, max_iter, w0, verbose, l1_ratio,
+                         cg_maxiter=MULTINOMIAL_CG_MAXITER)
     n_classes = datafit.penalty_weights.size // (datafit.n_features + datafit.fit_intercept)
     W = res.x[:datafit.n_features * n_classes].reshape(datafit.n_features, n_classes)
     b = res.x[datafit.n_features * n_classes:] if datafit.fit_intercept else np.zeros(n_classes)
@@ -96,24 +102,24 @@ def _multinomial_block(n_classes, fit_intercept, X, codes, sample_weight):
                        fit_intercept=fit_intercept)
 
 
-def _checked_solve(datafit, C, tol, max_iter, x0, verbose, l1_ratio):
+def _checked_solve(datafit, C, tol, max_iter, x0, verbose, l1_ratio, cg_maxiter=1000):
     """:func:`_solve`, its result with the relative duality gap at x as
     ``duality_gap`` and, when that gap exceeds GAP_WARN, the share of F that a tighter
     solve from x removes as ``excess`` (0 otherwise; NaN when that solve did not
     converge): a lower bound on (F - min F) / F, as the gap is an upper one."""
-    res = _solve(datafit, C, tol, max_iter, x0, verbose, l1_ratio)
+    res = _solve(datafit, C, tol, max_iter, x0, verbose, l1_ratio, cg_maxiter)
     res.duality_gap = relative_duality_gap(datafit, res.x, C, l1_ratio)
     res.excess = 0.0
     if res.success and res.duality_gap > GAP_WARN:
         # at most a tenth of the penalty weight 1/(C n): below it the solve must move w
         check_tol = min(tol / 100, 0.1 / (C * datafit.n_samples))
-        check = _solve(datafit, C, check_tol, max_iter, res.x, 0, l1_ratio)
+        check = _solve(datafit, C, check_tol, max_iter, res.x, 0, l1_ratio, cg_maxiter)
         # a check that did not converge confirms nothing: the excess is then unknown (NaN)
         res.excess = max(0.0, (res.fun - check.fun) / res.fun) if check.success else np.nan
     return res
 
 
-def _solve(datafit, C, tol, max_iter, x0, verbose, l1_ratio=1.0):
+def _solve(datafit, C, tol, max_iter, x0, verbose, l1_ratio=1.0, cg_maxiter=1000):
     """OBA on ``datafit`` + (r‖w‖₁ + (1 − r)/2 ‖w‖²)/(C n) from ``x0`` (if None: w = 0 and
     the null model's intercepts); returns the OptimizeResult.
 
@@ -131,7 +137,7 @@ def _solve(datafit, C, tol, max_iter, x0, verbose, l1_ratio=1.0):
                         penalty_weights=datafit.penalty_weights,
                         lipschitz=datafit.lipschitz, tol=tol, max_iter=max_iter,
                         tau0_max=TAU0_MAX, tau_growth=TAU_GROWTH, tau_boost=TAU_BOOST,
-                        reg_decay=REG_DECAY,
+                        reg_decay=REG_DECAY, cg_maxiter=cg_maxiter,
                         cg_rtol_explicit=CG_RTOL_EXPLICIT,
                         verbose=max(verbose - 1, 0))
 
@@ -587,7 +593,8 @@ def l1_logistic_path(X, y, Cs=10, *, pos_class=None, fit_intercept=True, tol=1e-
     n_iter = np.empty(Cs.size, dtype=np.int32)
     x = None
     for k in np.argsort(Cs):
-        res = _solve(datafit, Cs[k] * mean_weight, tol, max_iter, x, 0, l1_ratio)
+        res = _solve(datafit, Cs[k] * mean_weight, tol, max_iter, x, 0, l1_ratio,
+                     MULTINOMIAL_CG_MAXITER if multinomial else 1000)
         x = res.x
         if multinomial:
             W, b = datafit.split(x)
