@@ -1477,6 +1477,12 @@ def test_hashed_weights_refuse_what_their_driver_does_not_run(params):
         ExtremeSoftmaxSGD(n_weights=64, **params).fit(X, y)
 
 
+def test_weights_too_large_to_allocate_say_so():
+    X, y = _small(3, N=30, K=3)
+    with pytest.raises(MemoryError, match="n_weights=1152921504606846976 take 9.22e\\+18"):
+        ExtremeSoftmaxSGD(n_weights=2**60).fit(X, y)
+
+
 def test_hashed_weights_warm_start_pickle_and_a_dense_refit():
     Xtr, ytr, Xte, _ = _teacher(3000, 500, 30)
     est = ExtremeSoftmaxSGD(n_weights=2**12, n_epochs=2, random_state=0, warm_start=True)

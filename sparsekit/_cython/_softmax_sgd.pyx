@@ -1300,10 +1300,10 @@ def hashed_scores(const double[::1] data, const index_t[::1] indices,
         raise ValueError("hashed_scores: a dense X needs n_features >= 1")
     out = np.empty((rows, K))
     cdef double[:, ::1] S = out
-    offsets = np.asarray(slots) % n
-    signs = np.array([_class_sign(c) for c in slots], dtype=np.float64)
-    cdef const Py_ssize_t[::1] off = offsets
-    cdef const double[::1] sgn = signs
+    offsets = np.empty(K, dtype=np.intp)
+    signs = np.empty(K)
+    cdef Py_ssize_t[::1] off = offsets
+    cdef double[::1] sgn = signs
     cdef Py_ssize_t i, k, p, lo, hi, idx, base
     cdef uint64_t h
     cdef double xv
@@ -1311,6 +1311,9 @@ def hashed_scores(const double[::1] data, const index_t[::1] indices,
     if rows == 0:
         return out
     with nogil:
+        for k in range(K):          # each class's offset and sign, once per call
+            off[k] = slots[k] % n
+            sgn[k] = _class_sign(slots[k])
         for i in prange(rows, num_threads=max(1, n_threads), schedule="static"):
             for k in range(K):
                 S[i, k] = T[n + slots[k]] if bias else 0.0

@@ -415,7 +415,14 @@ class ExtremeSoftmaxSGD(SparsekitClassifier):
         shape = ((1, self.n_weights + n_classes) if self.n_weights is not None
                  else (n_classes, n_features + int(self.fit_intercept)))
         # filled explicitly: np.zeros maps lazily, and the first epoch would pay the page faults
-        self._R = np.empty(shape, dtype=dtype)
+        try:
+            self._R = np.empty(shape, dtype=dtype)
+        except (ValueError, MemoryError) as exc:
+            size = float(np.prod(shape, dtype=np.float64)) * np.dtype(dtype).itemsize
+            what = f"n_weights={self.n_weights}" if self.n_weights is not None else (
+                f"{n_classes} classes x {n_features} features (n_weights bounds it)")
+            raise MemoryError(f"ExtremeSoftmaxSGD: the weights of {what} take {size:.3g} "
+                              f"bytes, more than this machine can allocate") from exc
         self._R.fill(0)
         self._slots = np.arange(n_classes, dtype=np.intp)
         self._publish()

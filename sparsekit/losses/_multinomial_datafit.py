@@ -193,7 +193,8 @@ class _MultinomialHessian:
         self._w_entries = free[on_w]
         self._b_entries = free[~on_w] - nw
         features = self._w_entries // datafit.n_classes
-        self._cols, self._row = np.unique(features, return_inverse=True)
+        cols, self._row = np.unique(features, return_inverse=True)
+        self._cols = cols.astype(np.int64)
         self._class = self._w_entries % datafit.n_classes
         self._diag = None
         self.shape = (free.size, free.size)
@@ -206,14 +207,14 @@ class _MultinomialHessian:
         Vc[self._row, self._class] = v[:nwf]
         vb = np.zeros(f.n_classes)
         vb[self._b_entries] = v[nwf:]
-        U = _margins(f.X, Vc, self._cols.astype(np.int64), vb,
+        U = _margins(f.X, Vc, self._cols, vb,
                      np.empty((f.n_samples, f.n_classes)))
         P = f._P
         R = P * U
         R -= P * R.sum(axis=1, keepdims=True)
         R *= f._sw[:, None]
         out = np.empty(v.size)
-        G = _rmatmat(f.X, R, self._cols.astype(np.int64), np.empty_like(Vc))
+        G = _rmatmat(f.X, R, self._cols, np.empty_like(Vc))
         out[:nwf] = G[self._row, self._class]
         out[nwf:] = R.sum(axis=0)[self._b_entries]
         return out
@@ -223,7 +224,7 @@ class _MultinomialHessian:
         if self._diag is None:
             f = self._f
             D = f._P * (1.0 - f._P) * f._sw[:, None]
-            G = _rmatmat(f.X, D, self._cols.astype(np.int64),
+            G = _rmatmat(f.X, D, self._cols,
                          np.empty((self._cols.size, f.n_classes)), square=True)
             self._diag = np.concatenate([G[self._row, self._class],
                                          D.sum(axis=0)[self._b_entries]])
