@@ -6,6 +6,7 @@ import sys
 import textwrap
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 import sparsekit
@@ -47,3 +48,87 @@ def cupy_imports_of(body, cwd):
                          timeout=300, cwd=cwd, env={**os.environ, "PYTHONPATH": package_root})
     assert out.returncode == 0, out.stderr
     return out.stdout.strip()
+
+
+# ---------------------------------------------------------------- every kernel, once
+KERNEL_DIR = Path(sparsekit.__file__).resolve().parent / "gpu" / "kernels"
+CU_FILES = sorted(KERNEL_DIR.glob("*.cu"))
+#: the sources CuPy compiles (the others are only included by them)
+KERNEL_SOURCES = [p for p in CU_FILES if "__global__" in p.read_text()]
+
+
+def kernel_launches(dtype, n=5, k=70, seed=0):
+    """One launch of every kernel of sparsekit/gpu/kernels on ``n`` rows of ``k`` entries:
+    a list of ``(file, kernel, args, outputs)`` with fresh arrays (outputs NaN-filled), the
+    capped kernel once per constraint mode, weighted and not."""
+    from sparsekit._cython._projections import POLYTOPE_CODES, project_rows
+
+    rng = np.random.default_rng(seed)
+    s = "f32" if np.dtype(dtype) == np.float32 else "f64"
+    i64, f64, i32 = np.int64, np.float64, np.int32
+    Z = (rng.normal(size=(n, k)) * 2).astype(dtype)
+    Z[0] = 0.0                                        # ties
+    W = rng.uniform(0.5, 2.0, size=k).astype(dtype)
+
+    def out():
+        return np.full((n, k), np.nan, dtype=dtype), np.full(n, np.nan)
+
+    P, tau = out()
+    launches = [("projections.cu", f"project_simplex_{s}",
+                 [Z, P, tau, i64(n), i64(k), f64(1.0)], (P, tau))]
+    for mode, budget in ((0, 2.5), (1, 1.5), (2, 1.0), (3, 1.0)):
+        for weighted in (0, 1):
+            P, tau = out()
+            launches.append(("projections.cu", f"project_capped_{s}",
+                             [Z, W, i32(weighted), P, tau, i64(n), i64(k), f64(budget),
+                              i32(mode)], (P, tau)))
+    Pc, tc = np.empty_like(Z), np.empty(n, dtype=dtype)
+    project_rows(POLYTOPE_CODES["simplex"], Z, Pc, tc, 1.0, np.ones(k, dtype), False)
+    V = rng.normal(size=(n, k)).astype(dtype)
+    for simplex, equality in ((1, 1), (0, 0)):
+        OUT = out()[0]
+        launches.append(("projections.cu", f"projection_jvp_{s}",
+                         [Pc, tc.astype(np.float64), V, W, i32(0), OUT, i64(n), i64(k),
+                          i32(simplex), i32(equality)], (OUT,)))
+    Q = rng.dirichlet(np.full(k, 0.3), size=n).astype(dtype)
+    G, loss = out()
+    launches.append(("sparsemax_loss.cu", f"sparsemax_loss_grad_{s}",
+                     [Z, Q, G, loss, i64(n), i64(k)], (G, loss)))
+    return launches
+
+
+def run_every_kernel(modules, dtype, grid, block, threads, n=5, k=70):
+    """Launch :func:`kernel_launches` through ``modules`` ({file: EmulatedModule}); returns
+    the outputs of each launch, in order."""
+    results = []
+    for file, name, args, outputs in kernel_launches(dtype, n, k):
+        modules[file].launch(name, grid, block, args, threads=threads)
+        results.append(outputs)
+    return results
+
+
+def tsan_main(argv):
+    """Entry point of the ThreadSanitizer run (a subprocess with the sanitizer runtime
+    preloaded): build every source sanitized, with ``argv = [file, barrier index]`` that
+    barrier (``__syncthreads();`` in the inlined source, counted from 0) removed, and run
+    every kernel in OS threads with two-warp blocks and grid-stride loops."""
+    import re
+
+    import _cuda_emulation
+    from sparsekit.gpu._kernels import kernel_source
+
+    build_dir = Path(argv[0])
+    drop = (argv[1], int(argv[2])) if len(argv) > 2 else None
+    files = [p for p in KERNEL_SOURCES if drop is None or p.name == drop[0]]
+    modules = {}
+    for path in files:
+        code = kernel_source(path.name)
+        if drop and drop[0] == path.name:
+            spot = [m.start() for m in re.finditer(r"__syncthreads\(\);", code)][drop[1]]
+            code = code[:spot] + ";" + code[spot + len("__syncthreads();"):]
+        modules[path.name] = _cuda_emulation.build(code, build_dir, sanitize=True)
+    for dtype in (np.float64, np.float32):
+        for file, name, args, _ in kernel_launches(dtype, n=3, k=40):
+            if file in modules:
+                modules[file].launch(name, 1, 64, args, threads=True)
+    print("ran every kernel")

@@ -1,16 +1,16 @@
 """The CuPy paths: import isolation, clear errors without CuPy/GPU, and CPU/GPU parity.
 
-Parity tests are marked ``gpu`` and skip unless CuPy and a CUDA device are usable; the
-kernels' logic is also checked on the CPU by tests/test_gpu_kernels.py.
+The parity tests take the ``cupy_backend`` fixture (tests/conftest.py): they run on the
+NumPy-backed CuPy stand-in, whose kernels run in the CPU emulation, and again on real CuPy
+(marked ``gpu``), which skips without a usable CUDA device.
 """
 import sys
 import types
 
-
 import numpy as np
 import pytest
 
-from _gpu import cupy_imports_of, needs_gpu
+from _gpu import cupy_imports_of
 from sparsekit.gpu import is_cupy_array, require_cupy
 import scipy.sparse as sp
 
@@ -116,12 +116,10 @@ def _params(params, k, rng):
     return out
 
 
-@pytest.mark.gpu
-@needs_gpu
 @pytest.mark.parametrize("k", [1, 2, 10, 100, 1000, 20000])
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("polytope, params", CASES)
-def test_gpu_projection_and_jvp_match_cpu(k, dtype, polytope, params):
+def test_gpu_projection_and_jvp_match_cpu(cupy_backend, k, dtype, polytope, params):
     import cupy as cp
 
     from sparsekit import projections
@@ -141,10 +139,8 @@ def test_gpu_projection_and_jvp_match_cpu(k, dtype, polytope, params):
     np.testing.assert_allclose(J_gpu.get()[5:], J_cpu[5:], atol=1e-4)
 
 
-@pytest.mark.gpu
-@needs_gpu
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
-def test_gpu_named_functions_and_1d_rows(dtype):
+def test_gpu_named_functions_and_1d_rows(cupy_backend, dtype):
     import cupy as cp
 
     from sparsekit import projections
@@ -173,10 +169,8 @@ def test_gpu_named_functions_and_1d_rows(dtype):
     assert (P == 0).any() and np.allclose(P.sum(axis=1), 1, atol=1e-5)
 
 
-@pytest.mark.gpu
-@needs_gpu
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
-def test_gpu_losses_match_cpu(dtype):
+def test_gpu_losses_match_cpu(cupy_backend, dtype):
     import cupy as cp
 
     from sparsekit import losses
@@ -206,9 +200,7 @@ def test_gpu_losses_match_cpu(dtype):
         np.testing.assert_allclose(g_gpu.get(), g_cpu, atol=1e-5)
 
 
-@pytest.mark.gpu
-@needs_gpu
-def test_gpu_weighted_float32_is_solved_in_float64_as_on_the_cpu():
+def test_gpu_weighted_float32_is_solved_in_float64_as_on_the_cpu(cupy_backend):
     """Weights below the float32 range round to 0 there (the GPU once returned P = 0,
     tau = NaN); CuPy weights are accepted; the capped simplex's jvp is active at tau = 0."""
     import cupy as cp
@@ -243,9 +235,7 @@ def test_gpu_weighted_float32_is_solved_in_float64_as_on_the_cpu():
                                                          weights=tiny), atol=1e-6)
 
 
-@pytest.mark.gpu
-@needs_gpu
-def test_gpu_bad_inputs_are_clear_errors():
+def test_gpu_bad_inputs_are_clear_errors(cupy_backend):
     import cupy as cp
 
     from sparsekit.gpu import projections as gp
@@ -301,8 +291,7 @@ def test_gpu_fenchel_young_wrapper_with_numpy_for_cupy(monkeypatch):
         np.testing.assert_array_equal(loss, [0.0])
 
 
-@needs_gpu
-def test_gpu_rejects_what_the_cpu_rejects():
+def test_gpu_rejects_what_the_cpu_rejects(cupy_backend):
     """Complex scores (the CPU's TypeError) and a weighted row whose ratio z_i / w_i
     overflows (the CPU's ValueError), instead of a dropped imaginary part or NaN rows."""
     import cupy as cp
@@ -328,8 +317,8 @@ def test_gpu_rejects_what_the_cpu_rejects():
 # --- Details of the CuPy paths that tests/test_gpu_cupy.py leaves out: input conversion
 
 def test_inlined_kernel_sources_hold_no_local_include():
-    """What CuPy compiles (also checked by nvcc in tests/test_gpu_kernels.py, which skips
-    without it): every local ``#include "..."`` replaced by the file's text."""
+    """What CuPy compiles (compiled by NVRTC in tests/test_gpu_kernels.py): every local
+    ``#include "..."`` replaced by the file's text."""
     from sparsekit.gpu._kernels import KERNEL_DIR, kernel_source
 
     common = (KERNEL_DIR / "row_common.cu").read_text()
@@ -339,9 +328,7 @@ def test_inlined_kernel_sources_hold_no_local_include():
         assert common in text
 
 
-@pytest.mark.gpu
-@needs_gpu
-def test_gpu_integer_and_strided_inputs_match_cpu():
+def test_gpu_integer_and_strided_inputs_match_cpu(cupy_backend):
     """Integer scores are solved in float64 as on the CPU; views that are not
     C-contiguous (transposed, strided) give the values of their contiguous copies."""
     import cupy as cp
@@ -373,9 +360,7 @@ def test_gpu_integer_and_strided_inputs_match_cpu():
                                            atol=10 * tol)
 
 
-@pytest.mark.gpu
-@needs_gpu
-def test_gpu_jvp_checks_V_as_the_cpu_does():
+def test_gpu_jvp_checks_V_as_the_cpu_does(cupy_backend):
     import cupy as cp
 
     from sparsekit import projections
@@ -397,10 +382,8 @@ def test_gpu_jvp_checks_V_as_the_cpu_does():
     assert gp.jvp(cp.zeros((0, 4)), cp.zeros((0, 4))).shape == (0, 4)
 
 
-@pytest.mark.gpu
-@needs_gpu
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
-def test_gpu_sparsemax_loss_targets_and_results(dtype):
+def test_gpu_sparsemax_loss_targets_and_results(cupy_backend, dtype):
     """Labels are checked as on the CPU; a 1-D row gives a float; float64 targets are
     rounded to the scores' dtype; the loss is float64 and the gradient in Z's dtype."""
     import cupy as cp
@@ -431,9 +414,7 @@ def test_gpu_sparsemax_loss_targets_and_results(dtype):
     assert loss0.shape == (0,) and grad0.shape == (0, 4)
 
 
-@pytest.mark.gpu
-@needs_gpu
-def test_gpu_fenchel_young_dtypes_and_large_offsets():
+def test_gpu_fenchel_young_dtypes_and_large_offsets(cupy_backend):
     """The loss is float64 and the gradient in Z's dtype (also for a weighted float32
     problem, solved in float64); simplex scores far from 0 are shifted by the row max
     before the loss is accumulated, as on the CPU."""
@@ -496,12 +477,10 @@ def _classifier_problem(polytope, dtype, rng, n=40, d=6, k=5):
     return Xd, sp.csr_matrix(Y), sw
 
 
-@pytest.mark.gpu
-@needs_gpu
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("polytope, budget", [("simplex", 1.0), ("budget", 2.0), ("box", 1.0),
                                               ("at_least_one", 1.0)])
-def test_gpu_classifier_data_term_matches_cpu(polytope, budget, dtype):
+def test_gpu_classifier_data_term_matches_cpu(cupy_backend, polytope, budget, dtype):
     """``SparsemaxClassifier(device="cuda")``'s data term (weighted loss sum and its
     gradient in W and b) against the CPU kernel, dense and CSR X, scores far from 0."""
     from sparsekit._cython._projections import POLYTOPE_CODES
@@ -530,9 +509,7 @@ def test_gpu_classifier_data_term_matches_cpu(polytope, budget, dtype):
             np.testing.assert_allclose(l_gpu, l_cpu, rtol=tol)
 
 
-@pytest.mark.gpu
-@needs_gpu
-def test_gpu_classifier_fit_and_predict_proba_match_cpu():
+def test_gpu_classifier_fit_and_predict_proba_match_cpu(cupy_backend):
     """Fit on the GPU and on the CPU (sample weights, negated labels: IMPLY); the GPU's
     ``predict_proba`` is the CPU's for the same model."""
     from sparsekit.linear_model import SparsemaxClassifier

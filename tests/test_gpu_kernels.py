@@ -1,30 +1,51 @@
 """The CUDA sources of sparsekit/gpu/kernels, checked without a GPU.
 
-1. Every ``.cu`` file compiles to PTX with ``nvcc --ptx -arch=sm_90`` (skipped without nvcc).
-2. The same sources are compiled for the CPU with a small CUDA emulation (one OS thread per
-   CUDA thread, ``std::barrier`` for ``__syncthreads`` and warp shuffles) and run through
-   ctypes, so the kernels' logic (block reductions, bracketing search, grid-stride loops)
-   is compared with ``sparsekit.projections`` and brute-force references on a CPU-only
-   machine (skipped without a C++20 compiler).
+1. Every ``.cu`` file compiles with nvcc for sm_80 and sm_90 and, inlined as CuPy compiles
+   it, with NVRTC (pip's ``nvidia-cuda-nvrtc-cu12``), warnings as errors.
+2. The CPU emulation of the kernels (tests/_cuda_emulation.py: one OS thread or one fiber
+   per CUDA thread, real barriers) runs every kernel: its results against
+   ``sparsekit.projections`` and brute-force references, multi-warp blocks against one
+   warp, and once under ThreadSanitizer, which must also report a race for every barrier
+   taken out of the sources.
+
+Under ``CI`` a missing tool (nvcc, NVRTC, a C++20 compiler, ThreadSanitizer) is a failure,
+elsewhere a skip.
 """
 import ctypes
+import glob
+import os
+import re
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-KERNEL_DIR = Path(__file__).resolve().parents[1] / "sparsekit" / "gpu" / "kernels"
-CU_FILES = sorted(KERNEL_DIR.glob("*.cu"))
+import _cuda_emulation
+from _gpu import CU_FILES, KERNEL_SOURCES, kernel_launches, run_every_kernel
+from sparsekit.gpu._kernels import kernel_source
+
+TESTS = Path(__file__).resolve().parent
+ARCHS = ("80", "90")
 
 
-@pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not installed")
+def _missing(what):
+    if os.environ.get("CI"):
+        pytest.fail(f"{what} is missing on the CI machine")
+    pytest.skip(f"{what} not installed")
+
+
+# ---------------------------------------------------------------- 1. compilers
+@pytest.mark.parametrize("arch", ARCHS)
 @pytest.mark.parametrize("source", CU_FILES, ids=lambda p: p.name)
-def test_cuda_source_compiles_to_ptx(source, tmp_path):
+def test_cuda_source_compiles_with_nvcc(source, arch, tmp_path):
+    if shutil.which("nvcc") is None:
+        _missing("nvcc")
     result = subprocess.run(
-        ["nvcc", "--ptx", "-arch=sm_90", "--std=c++14", f"-I{KERNEL_DIR}", str(source),
-         "-o", str(tmp_path / "out.ptx")],
+        ["nvcc", "--ptx", f"-arch=sm_{arch}", "--std=c++14", "-Werror", "all-warnings",
+         f"-I{source.parent}", str(source), "-o", str(tmp_path / "out.ptx")],
         capture_output=True, text=True, timeout=300,
     )
     assert result.returncode == 0, result.stderr
@@ -32,174 +53,193 @@ def test_cuda_source_compiles_to_ptx(source, tmp_path):
     assert entries == source.read_text().count("__global__")
 
 
-def test_inlined_sources_compile_to_ptx_without_include_paths(tmp_path):
-    """What CuPy compiles: the sources with their local includes inlined."""
-    if shutil.which("nvcc") is None:
-        pytest.skip("nvcc not installed")
-    from sparsekit.gpu._kernels import kernel_source
-
-    for source in ("projections.cu", "sparsemax_loss.cu"):
-        text = kernel_source(source)
-        assert "#include" not in text
-        (tmp_path / source).write_text(text)
-        result = subprocess.run(
-            ["nvcc", "--ptx", "-arch=sm_90", "--std=c++14", str(tmp_path / source),
-             "-o", str(tmp_path / "out.ptx")], capture_output=True, text=True, timeout=300)
-        assert result.returncode == 0, result.stderr
+def _nvrtc():
+    try:
+        import nvidia.cuda_nvrtc
+    except ImportError:
+        _missing("NVRTC (pip install nvidia-cuda-nvrtc-cu12)")
+    lib_dir = Path(list(nvidia.cuda_nvrtc.__path__)[0]) / "lib"
+    for builtins in glob.glob(str(lib_dir / "libnvrtc-builtins.so.*")):
+        ctypes.CDLL(builtins, mode=ctypes.RTLD_GLOBAL)
+    return ctypes.CDLL(str(lib_dir / "libnvrtc.so.12"))
 
 
-HARNESS = r"""
-#include <barrier>
-#include <cmath>
-#include <cstring>
-#include <memory>
-#include <thread>
-#include <vector>
-
-struct sk_dim3 { long long x; };
-static thread_local sk_dim3 threadIdx;
-static sk_dim3 blockIdx, blockDim, gridDim;
-static std::barrier<>* sk_block_barrier;
-static std::barrier<>* sk_warp_barrier[32];
-static double sk_exchange[32][32];
-
-#define __global__
-#define __device__
-#define __forceinline__ inline
-#define __shared__ static
-
-static inline void __syncthreads() { sk_block_barrier->arrive_and_wait(); }
-static inline double __longlong_as_double(long long bits) {
-    double d; std::memcpy(&d, &bits, sizeof d); return d;
-}
-static inline double __shfl_down_sync(unsigned, double v, int offset) {
-    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-    sk_exchange[warp][lane] = v;
-    sk_warp_barrier[warp]->arrive_and_wait();
-    const double r = lane + offset < 32 ? sk_exchange[warp][lane + offset] : v;
-    sk_warp_barrier[warp]->arrive_and_wait();
-    return r;
-}
-
-#include "projections.cu"
-#include "sparsemax_loss.cu"
-
-template <class F> static void emu_run(int grid, int block, F kernel) {
-    gridDim.x = grid; blockDim.x = block;
-    std::barrier<> block_barrier(block);
-    sk_block_barrier = &block_barrier;
-    std::vector<std::unique_ptr<std::barrier<>>> warps;
-    for (int w = 0; w < block / 32; ++w) {
-        warps.emplace_back(new std::barrier<>(32));
-        sk_warp_barrier[w] = warps.back().get();
-    }
-    for (int b = 0; b < grid; ++b) {
-        blockIdx.x = b;
-        std::vector<std::thread> threads;
-        for (int t = 0; t < block; ++t)
-            threads.emplace_back([t, &kernel] { threadIdx.x = t; kernel(); });
-        for (auto& th : threads) th.join();
-    }
-}
-
-#define EMU(T, S)                                                                          \
-extern "C" void emu_project_simplex_##S(int g, int b, const T* Z, T* P, double* tau,      \
-                                        long long n, long long k, double r) {             \
-    emu_run(g, b, [=] { project_simplex_##S(Z, P, tau, n, k, r); });                      \
-}                                                                                          \
-extern "C" void emu_project_capped_##S(int g, int b, const T* Z, const T* W, int wtd,     \
-                                       T* P, double* tau, long long n, long long k,       \
-                                       double budget, int mode) {                          \
-    emu_run(g, b, [=] { project_capped_##S(Z, W, wtd, P, tau, n, k, budget, mode); });   \
-}                                                                                          \
-extern "C" void emu_projection_jvp_##S(int g, int b, const T* P, const double* tau,       \
-                                       const T* V, const T* W, int wtd, T* OUT,            \
-                                       long long n, long long k, int simplex, int eq) {   \
-    emu_run(g, b, [=] { projection_jvp_##S(P, tau, V, W, wtd, OUT, n, k, simplex, eq); }); \
-}                                                                                          \
-extern "C" void emu_sparsemax_loss_grad_##S(int g, int b, const T* Z, const T* Q, T* G,   \
-                                            double* loss, long long n, long long k) {     \
-    emu_run(g, b, [=] { sparsemax_loss_grad_##S(Z, Q, G, loss, n, k); });                 \
-}
-EMU(float, f32)
-EMU(double, f64)
-"""
-
-MODES = {"capped_simplex": 0, "knapsack": 1, "budget": 1, "at_most_one": 1,
-         "at_least_one": 2, "box": 3}
+def nvrtc_compile(lib, code, options):
+    """(result code, compiler log, PTX) of NVRTC on ``code``."""
+    prog = ctypes.c_void_p()
+    assert lib.nvrtcCreateProgram(ctypes.byref(prog), code.encode(), b"kernel.cu", 0, None,
+                                  None) == 0
+    try:
+        argv = (ctypes.c_char_p * len(options))(*[o.encode() for o in options])
+        rc = lib.nvrtcCompileProgram(prog, len(options), argv)
+        size = ctypes.c_size_t()
+        lib.nvrtcGetProgramLogSize(prog, ctypes.byref(size))
+        log = ctypes.create_string_buffer(size.value)
+        lib.nvrtcGetProgramLog(prog, log)
+        ptx = b""
+        if rc == 0:
+            lib.nvrtcGetPTXSize(prog, ctypes.byref(size))
+            buf = ctypes.create_string_buffer(size.value)
+            lib.nvrtcGetPTX(prog, buf)
+            ptx = buf.value
+    finally:
+        lib.nvrtcDestroyProgram(ctypes.byref(prog))
+    return rc, log.value.decode(), ptx.decode()
 
 
+@pytest.mark.parametrize("arch", ARCHS)
+@pytest.mark.parametrize("source", KERNEL_SOURCES, ids=lambda p: p.name)
+def test_cuda_source_compiles_with_nvrtc_as_cupy_does(source, arch):
+    """The text CuPy compiles (local includes inlined) with the options sparsekit gives
+    RawModule; NVRTC has no -Werror, so any line in its log (a warning) fails."""
+    from sparsekit.gpu._kernels import COMPILE_OPTIONS
+
+    lib = _nvrtc()
+    code = kernel_source(source.name)
+    assert "#include" not in code
+    options = [*COMPILE_OPTIONS, f"--gpu-architecture=compute_{arch}"]
+    rc, log, ptx = nvrtc_compile(lib, code, options)
+    assert rc == 0 and log.strip() == "", log
+    assert ptx.count(".entry") == code.count("__global__")
+    # the check has teeth: a warning is seen
+    rc, log, _ = nvrtc_compile(lib, "__global__ void f(int* a) { int x; a[0] = x; }", options)
+    assert rc == 0 and "warning" in log
+
+
+# ---------------------------------------------------------------- 2. the CPU emulation
 @pytest.fixture(scope="module")
 def emu(tmp_path_factory):
-    cxx = shutil.which("g++") or shutil.which("clang++")
-    if cxx is None:
-        pytest.skip("no C++ compiler for the CUDA emulation")
+    """{file name: EmulatedModule} of every kernel source."""
+    if _cuda_emulation.compiler() is None:
+        _missing("a C++ compiler")
     build = tmp_path_factory.mktemp("cuda_emulation")
-    (build / "harness.cpp").write_text(HARNESS)
-    lib = build / "emu.so"
-    result = subprocess.run(
-        [cxx, "-std=c++20", "-O1", "-shared", "-fPIC", "-pthread", f"-I{KERNEL_DIR}",
-         str(build / "harness.cpp"), "-o", str(lib)],
-        capture_output=True, text=True, timeout=300,
-    )
-    if result.returncode != 0 and "barrier" in result.stderr:
-        pytest.skip(f"{cxx} lacks C++20 <barrier>")
-    assert result.returncode == 0, result.stderr
-    return ctypes.CDLL(str(lib))
-
-
-def _ptr(a):
-    return a.ctypes.data_as(ctypes.c_void_p)
+    try:
+        return {p.name: _cuda_emulation.build(kernel_source(p.name), build)
+                for p in KERNEL_SOURCES}
+    except RuntimeError as exc:
+        if "barrier" in str(exc) or "atomic_ref" in str(exc):
+            _missing("a C++20 compiler")
+        raise
 
 
 def _sfx(dtype):
     return "f32" if np.dtype(dtype) == np.float32 else "f64"
 
 
-def _block(k):
-    """One warp by default: OS threads are costly; multi-warp blocks have their own test."""
-    return 32
-
-
-def run_project(emu, Z, polytope, budget=1.0, weights=None, grid=3, block=None):
+def run_project(emu, Z, polytope, budget=1.0, weights=None, grid=3, block=32):
     Z = np.ascontiguousarray(Z)
     n, k = Z.shape
     P = np.full_like(Z, np.nan)
     tau = np.full(n, np.nan)
-    block = block or _block(k)
+    module = emu["projections.cu"]
     if polytope == "simplex":
-        getattr(emu, f"emu_project_simplex_{_sfx(Z.dtype)}")(
-            grid, block, _ptr(Z), _ptr(P), _ptr(tau), ctypes.c_longlong(n),
-            ctypes.c_longlong(k), ctypes.c_double(budget))
+        module.launch(f"project_simplex_{_sfx(Z.dtype)}", grid, block,
+                      [Z, P, tau, np.int64(n), np.int64(k), np.float64(budget)])
     else:
         W = Z if weights is None else np.ascontiguousarray(weights, dtype=Z.dtype)
-        getattr(emu, f"emu_project_capped_{_sfx(Z.dtype)}")(
-            grid, block, _ptr(Z), _ptr(W), ctypes.c_int(weights is not None), _ptr(P),
-            _ptr(tau), ctypes.c_longlong(n), ctypes.c_longlong(k), ctypes.c_double(budget),
-            ctypes.c_int(MODES[polytope]))
+        module.launch(f"project_capped_{_sfx(Z.dtype)}", grid, block,
+                      [Z, W, np.int32(weights is not None), P, tau, np.int64(n), np.int64(k),
+                       np.float64(budget), np.int32(MODES[polytope])])
     return P, tau
 
 
-def run_jvp(emu, P, tau, V, polytope, weights=None, block=None):
+def run_jvp(emu, P, tau, V, polytope, weights=None, block=32):
     n, k = P.shape
     out = np.full_like(P, np.nan)
     W = P if weights is None else np.ascontiguousarray(weights, dtype=P.dtype)
-    getattr(emu, f"emu_projection_jvp_{_sfx(P.dtype)}")(
-        2, block or _block(k), _ptr(P), _ptr(tau), _ptr(np.ascontiguousarray(V, P.dtype)),
-        _ptr(W), ctypes.c_int(weights is not None), _ptr(out), ctypes.c_longlong(n),
-        ctypes.c_longlong(k), ctypes.c_int(polytope == "simplex"),
-        ctypes.c_int(polytope in ("simplex", "capped_simplex")))
+    emu["projections.cu"].launch(
+        f"projection_jvp_{_sfx(P.dtype)}", 2, block,
+        [P, np.ascontiguousarray(tau, np.float64), np.ascontiguousarray(V, P.dtype), W,
+         np.int32(weights is not None), out, np.int64(n), np.int64(k),
+         np.int32(polytope == "simplex"), np.int32(polytope in ("simplex", "capped_simplex"))])
     return out
 
 
-def run_loss(emu, Z, Q, block=None):
+def run_loss(emu, Z, Q, block=32):
     n, k = Z.shape
     G = np.full_like(Z, np.nan)
     loss = np.full(n, np.nan)
-    getattr(emu, f"emu_sparsemax_loss_grad_{_sfx(Z.dtype)}")(
-        2, block or _block(k), _ptr(Z), _ptr(np.ascontiguousarray(Q, Z.dtype)), _ptr(G),
-        _ptr(loss), ctypes.c_longlong(n), ctypes.c_longlong(k))
+    emu["sparsemax_loss.cu"].launch(
+        f"sparsemax_loss_grad_{_sfx(Z.dtype)}", 2, block,
+        [Z, np.ascontiguousarray(Q, Z.dtype), G, loss, np.int64(n), np.int64(k)])
     return loss, G
+
+
+MODES = {"capped_simplex": 0, "knapsack": 1, "budget": 1, "at_most_one": 1,
+         "at_least_one": 2, "box": 3}
+
+
+def test_every_kernel_has_a_launch_case(emu):
+    launched = {name for dtype in (np.float32, np.float64)
+                for _, name, _, _ in kernel_launches(dtype, n=2, k=3)}
+    assert launched == {name for m in emu.values() for name in m.signatures}
+
+
+def test_emulated_launch_checks_arguments(emu):
+    Z = np.zeros((2, 3))
+    P, tau = np.empty_like(Z), np.empty(2)
+    launch = emu["projections.cu"].launch
+    with pytest.raises(TypeError, match="takes 6 arguments, got 5"):
+        launch("project_simplex_f64", 1, 32, [Z, P, tau, np.int64(2), np.int64(3)])
+    with pytest.raises(TypeError, match="must be a NumPy int64 scalar, got 2"):
+        launch("project_simplex_f64", 1, 32, [Z, P, tau, 2, np.int64(3), np.float64(1)])
+    with pytest.raises(TypeError, match="got an array of float32"):
+        launch("project_simplex_f64", 1, 32, [Z.astype(np.float32), P, tau, np.int64(2),
+                                             np.int64(3), np.float64(1)])
+    with pytest.raises(TypeError, match="not C-contiguous"):
+        launch("project_simplex_f64", 1, 32, [np.zeros((3, 2)).T, P, tau, np.int64(2),
+                                             np.int64(3), np.float64(1)])
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_emulated_multi_warp_blocks_in_os_threads_match_one_warp(emu, dtype):
+    """Every kernel with blocks of three warps, each CUDA thread an OS thread, grid-stride
+    over the rows: the results of one-warp blocks run as fibers (the reductions' order
+    differs, so up to rounding)."""
+    tol = 1e-12 if dtype == np.float64 else 1e-5
+    one = run_every_kernel(emu, dtype, grid=4, block=32, threads=False, n=4, k=130)
+    many = run_every_kernel(emu, dtype, grid=2, block=96, threads=True, n=4, k=130)
+    for a, b in zip(one, many):
+        for x, y in zip(a, b):
+            assert np.isfinite(y).all()
+            np.testing.assert_allclose(y, x, rtol=tol, atol=tol)
+
+
+def _tsan(argv):
+    runtime = _cuda_emulation.tsan_runtime()
+    if runtime is None:
+        _missing("ThreadSanitizer's runtime (libtsan)")
+    code = (f"import sys; sys.path.insert(0, {str(TESTS)!r}); import _gpu; "
+            "_gpu.tsan_main(sys.argv[1:])")
+    env = {**os.environ, "LD_PRELOAD": str(runtime),
+           "TSAN_OPTIONS": "halt_on_error=1 exitcode=66 report_signal_unsafe=0"}
+    return subprocess.run([sys.executable, "-c", code, *argv], capture_output=True,
+                          text=True, timeout=900, env=env)
+
+
+@pytest.fixture(scope="module")
+def tsan_dir(tmp_path_factory):
+    return str(tmp_path_factory.mktemp("tsan"))
+
+
+def test_every_kernel_is_race_free_under_thread_sanitizer(tsan_dir):
+    result = _tsan([tsan_dir])
+    assert result.returncode == 0 and "ThreadSanitizer" not in result.stderr, \
+        result.stderr[-3000:]
+    assert "ran every kernel" in result.stdout
+
+
+BARRIERS = [(p.name, i) for p in KERNEL_SOURCES
+            for i in range(len(re.findall(r"__syncthreads\(\);", kernel_source(p.name))))]
+
+
+@pytest.mark.parametrize("source, barrier", BARRIERS, ids=[f"{f}-{i}" for f, i in BARRIERS])
+def test_removing_a_barrier_is_a_reported_race(tsan_dir, source, barrier):
+    """Each ``__syncthreads()`` of each inlined source is needed: without it the run
+    above reports a data race."""
+    result = _tsan([tsan_dir, source, str(barrier)])
+    assert result.returncode == 66 and "ThreadSanitizer: data race" in result.stderr, \
+        (result.returncode, result.stderr[-2000:])
 
 
 # ---------------------------------------------------------------- brute-force references

@@ -10,6 +10,8 @@ from ._cupy import require_cupy
 KERNEL_DIR = Path(__file__).resolve().with_name("kernels")
 _MAX_THREADS = 256
 _MAX_BLOCKS = 2**20  # rows beyond this are handled by the kernels' grid-stride loop
+#: NVRTC options of every module (CuPy adds the device's architecture)
+COMPILE_OPTIONS = ("--std=c++14",)
 
 
 _INCLUDE = re.compile(r'^#include "([^"/]+)"[ \t]*$', re.MULTILINE)
@@ -27,7 +29,7 @@ def kernel_source(filename):
 def _module(filename, device_id):
     cp = require_cupy()
     with cp.cuda.Device(device_id):
-        return cp.RawModule(code=kernel_source(filename), options=("--std=c++14",))
+        return cp.RawModule(code=kernel_source(filename), options=COMPILE_OPTIONS)
 
 
 def get_kernel(filename, name, dtype):
