@@ -280,6 +280,24 @@ class csr_matrix:
     dtype = property(lambda self: self._m.dtype)
     nnz = property(lambda self: self._m.nnz)
     T = property(lambda self: _sparse(self._m.T.tocsr()))
+    ndim = 2
+
+    @property
+    def data(self):
+        return ndarray(self._m.data)
+
+    @data.setter
+    def data(self, values):
+        self._m.data = _unwrap(values)
+
+    def tocsr(self):
+        return self
+
+    def copy(self):
+        return _sparse(self._m.copy())
+
+    def astype(self, dtype):
+        return _sparse(self._m.astype(dtype))
 
     def __matmul__(self, other):
         if isinstance(other, csr_matrix):
@@ -294,6 +312,9 @@ class csr_matrix:
 
     def toarray(self):
         return ndarray(self._m.toarray())
+
+
+csr_matrix.__module__ = "cupyx.scipy.sparse"
 
 
 def _sparse(m):

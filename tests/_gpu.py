@@ -94,6 +94,12 @@ def kernel_launches(dtype, n=5, k=70, seed=0):
     G, loss = out()
     launches.append(("sparsemax_loss.cu", f"sparsemax_loss_grad_{s}",
                      [Z, Q, G, loss, i64(n), i64(k)], (G, loss)))
+    if s == "f64":  # the logistic terms are float64 whatever X's dtype: on n * k margins
+        m = (rng.normal(size=n * k) * 30).astype(np.float64)
+        labels = np.where(rng.random(n * k) < 0.5, -1.0, 1.0)
+        outs = tuple(np.full(n * k, np.nan) for _ in range(3))
+        launches.append(("logistic.cu", "logistic_pointwise_f64",
+                         [m, labels, rng.uniform(0, 2, n * k), *outs, i64(n * k)], outs))
     return launches
 
 

@@ -452,7 +452,7 @@ def hess_diag_dense(const floating[::1, :] X, const long long[:] cols, const dou
                 d = D[i]
                 for c in range(8):
                     a = col[c][i]
-                    acc[c] += a * a * d
+                    acc[c] += a * (a * d)  # x (x D): 0, not inf * 0, at huge x
             for c in range(8):
                 out[k + c] = acc[c]
             k += 8
@@ -460,7 +460,7 @@ def hess_diag_dense(const floating[::1, :] X, const long long[:] cols, const dou
             s = 0.0
             for i in range(n):
                 a = X[i, cols[k]]
-                s += a * a * D[i]
+                s += a * (a * D[i])
             out[k] = s
             k += 1
         if intercept:

@@ -30,6 +30,9 @@ from sparsekit._cython import _oba_kernels as K
 from sparsekit.losses._softmax import _log_softmax
 from sparsekit.optimize import minimize_oba
 from sparsekit.linear_model._dask_input import DaskRows, is_dask_collection
+from sparsekit.linear_model._device_input import (check_device_X, device_scores, fit_device,
+                                                  host_targets, to_device)
+from sparsekit.gpu.datafits import DeviceLogistic, is_device_matrix
 from sparsekit.losses._dask_datafit import DaskDatafit
 from sparsekit.losses._duality import relative_duality_gap
 from sparsekit.losses._logistic_datafit import Logistic
@@ -153,6 +156,15 @@ def _unit_mean_weights(sample_weight):
     return sample_weight / mean, mean
 
 
+def _namespace(a):
+    """The array module of ``a``: NumPy, or CuPy for a CuPy array."""
+    if is_device_matrix(a):
+        import cupy
+
+        return cupy
+    return np
+
+
 def _null_start(datafit):
     """w = 0 and, when fitted, the intercepts (the unpenalized coordinates) optimal for it."""
     x0 = np.zeros(datafit.n_params)
@@ -240,6 +252,13 @@ class L1LogisticOBA(LinearClassifierMixin, SparseCoefMixin, SparsekitClassifier)
         Elastic-net mixing, with scikit-learn's meaning: the penalty is
         ``l1_ratio ‖w‖₁ + (1 − l1_ratio)/2 ‖w‖²`` (the intercepts unpenalized); 1 is the
         ℓ1 penalty. For a pure ℓ2 penalty use scikit-learn's ``LogisticRegression``.
+    device : {"cpu", "cuda"}, default="cpu"
+        ``"cuda"`` fits on the current GPU with CuPy (``pip install sparsekit[gpu]``): the
+        margins, the loss, the gradient and the Hessian products of OBA run on the device,
+        its active-set logic on the host. X given as a CuPy array or a cupyx sparse matrix
+        needs ``"cuda"``; binary and one-vs-rest problems only. The fitted attributes are
+        NumPy arrays: the model predicts NumPy input on the CPU, and CuPy input (whatever
+        ``device``) on the GPU, returning CuPy arrays.
 
     Attributes
     ----------
@@ -308,11 +327,12 @@ class L1LogisticOBA(LinearClassifierMixin, SparseCoefMixin, SparsekitClassifier)
         "sparse_coef": ["boolean"],
         "multiclass": [StrOptions({"ovr", "multinomial"})],
         "l1_ratio": [Interval(numbers.Real, 0, 1, closed="right")],
+        "device": [StrOptions({"cpu", "cuda"})],
     }
 
     def __init__(self, C=1.0, *, tol=1e-8, max_iter=500, fit_intercept=True, warm_start=False,
                  class_weight=None, n_jobs=None, verbose=0, sparse_coef=False,
-                 multiclass="ovr", l1_ratio=1.0):
+                 multiclass="ovr", l1_ratio=1.0, device="cpu"):
         self.C = C
         self.tol = tol
         self.max_iter = max_iter
@@ -324,15 +344,26 @@ class L1LogisticOBA(LinearClassifierMixin, SparseCoefMixin, SparsekitClassifier)
         self.sparse_coef = sparse_coef
         self.multiclass = multiclass
         self.l1_ratio = l1_ratio
+        self.device = device
 
     @unchanged_on_error
     @with_callbacks
     def fit(self, X, y, sample_weight=None):
-        """Fit the model on X (dense or CSR/CSC, float32/float64, or a dask array of such
-        row blocks) and labels y."""
+        """Fit the model on X (dense or CSR/CSC, float32/float64, a dask array of such row
+        blocks, or a CuPy array / cupyx sparse matrix) and labels y."""
         self._validate_params()
         X_in = X
-        if is_dask_collection(X):
+        on_device = fit_device(self.device, X)
+        if on_device and (is_dask_collection(X) or self.multiclass == "multinomial"):
+            raise ValueError("device='cuda' fits binary and one-vs-rest problems of in-memory "
+                             "X; use device='cpu' for dask arrays and "
+                             "multiclass='multinomial'")
+        if on_device:
+            X, y, sample_weight = self._device_fit_data(X, y, sample_weight)
+            codes = self._encode_labels(y)
+            classes = self.classes_
+            totals = np.bincount(codes, weights=sample_weight, minlength=classes.size)
+        elif is_dask_collection(X):
             data = DaskRows(X, y, sample_weight, [np.float64, np.float32])
             self.__dict__.pop("feature_names_in_", None)
             self.n_features_in_ = data.n_features
@@ -357,6 +388,14 @@ class L1LogisticOBA(LinearClassifierMixin, SparseCoefMixin, SparsekitClassifier)
                 make = (partial(_multinomial_block, classes.size, self.fit_intercept)
                         if pos is None else partial(_binary_block, pos, self.fit_intercept))
                 return DaskDatafit(make, *parts, data.client)
+        elif on_device:
+            sample_weight, mean_weight = _unit_mean_weights(sample_weight * cw[codes])
+            dtype = X.dtype
+
+            def datafit(pos):
+                return DeviceLogistic(X, np.where(codes == pos, 1.0, -1.0),
+                                      sample_weight=sample_weight,
+                                      fit_intercept=self.fit_intercept)
         else:
             sample_weight, mean_weight = _unit_mean_weights(sample_weight * cw[codes])
             one = self.multiclass == "multinomial" or classes.size == 2
@@ -436,6 +475,23 @@ class L1LogisticOBA(LinearClassifierMixin, SparseCoefMixin, SparsekitClassifier)
         self._end_fit_task(context, X_in, y, sample_weight)
         return self
 
+    def _device_fit_data(self, X, y, sample_weight):
+        """(X on the GPU, y, sample_weight on the host), validated as on the CPU."""
+        if not is_device_matrix(X):
+            X, y, sample_weight = _check_fit_data(self, X, y, sample_weight)
+            return to_device(X), y, sample_weight
+        X = check_device_X(X)
+        y, sample_weight = host_targets(X, y, sample_weight)
+        self.__dict__.pop("feature_names_in_", None)
+        self.n_features_in_ = X.shape[1]
+        check_labels(y)
+        values = X.data if hasattr(X, "tocsr") else X
+        largest = float(abs(values).max()) if values.size else 0.0
+        if largest > np.sqrt(np.finfo(np.float64).max / max(X.shape[1], 1)):
+            raise ValueError(f"X has entries up to {largest:.3g} in magnitude, whose squared "
+                             "row norms overflow float64; rescale the features")
+        return X, y, sample_weight
+
     def _class_weights(self, classes, totals):
         """The weight of each class (``class_weight``; ones when None), checked."""
         if self.class_weight is None:
@@ -470,8 +526,12 @@ class L1LogisticOBA(LinearClassifierMixin, SparseCoefMixin, SparsekitClassifier)
         return coef.copy()
 
     def decision_function(self, X):
-        """Signed margins X wᵀ + b: shape (n_samples,) for binary, (n_samples, n_classes) else."""
+        """Signed margins X wᵀ + b: shape (n_samples,) for binary, (n_samples, n_classes) else
+        (a CuPy array for CuPy X)."""
         check_is_fitted(self)
+        if is_device_matrix(X):
+            scores = device_scores(X, self.coef_, self.intercept_)
+            return scores.ravel() if scores.shape[1] == 1 else scores
         X = validate_input(self, X, accept_sparse=["csr", "csc"],
                           dtype=[np.float64, np.float32], reset=False)
         dtype = np.result_type(X.dtype, self.coef_.dtype)    # float32 only if both are
@@ -488,23 +548,39 @@ class L1LogisticOBA(LinearClassifierMixin, SparseCoefMixin, SparsekitClassifier)
             scores = np.asarray(scores + self.intercept_.astype(dtype))
         return scores.ravel() if scores.shape[1] == 1 else scores
 
+    def predict(self, X):
+        """Class labels (a CuPy array for CuPy X when the labels are numbers)."""
+        if not is_device_matrix(X):
+            return super().predict(X)
+        scores = self.decision_function(X)
+        best = (scores > 0).astype(np.int64) if scores.ndim == 1 else scores.argmax(axis=1)
+        if self.classes_.dtype.kind in "biuf":
+            return _namespace(best).asarray(self.classes_)[best]
+        return self.classes_[best.get()]
+
     def predict_proba(self, X):
         """Class probabilities: σ(margin) for binary, the softmax of the scores for a
         multinomial model, normalized one-vs-rest σ's otherwise."""
-        return np.exp(self.predict_log_proba(X))
+        log_proba = self.predict_log_proba(X)
+        return _namespace(log_proba).exp(log_proba)
 
     def predict_log_proba(self, X):
         """Logarithm of :meth:`predict_proba`, computed in log space (finite for any margin):
         log σ(z) = −log(1 + e^{−z}) per class, normalized by a log-sum-exp over the classes."""
         scores = self.decision_function(X)
+        xp = _namespace(scores)                       # NumPy, or CuPy for CuPy X
         dtype = scores.dtype                          # float32 for a float32 model and X
         scores = scores.astype(np.float64)
         if scores.ndim == 1:
-            scores = np.column_stack([-scores, scores])
-            return (-np.logaddexp(0.0, -scores)).astype(dtype)
-        if getattr(self, "_softmax", False):
+            scores = xp.stack([-scores, scores], axis=1)
+            return (-xp.logaddexp(0.0, -scores)).astype(dtype)
+        if not getattr(self, "_softmax", False):
+            scores = -xp.logaddexp(0.0, -scores)      # log σ, then normalized
+        if xp is np:
             return _log_softmax(scores).astype(dtype)
-        return _log_softmax(-np.logaddexp(0.0, -scores)).astype(dtype)  # log σ - logsumexp
+        top = scores.max(axis=1, keepdims=True)
+        shifted = scores - top
+        return (shifted - xp.log(xp.exp(shifted).sum(axis=1, keepdims=True))).astype(dtype)
 
 
 def l1_logistic_path(X, y, Cs=10, *, pos_class=None, fit_intercept=True, tol=1e-8,

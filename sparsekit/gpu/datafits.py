@@ -1,0 +1,218 @@
+"""The logistic datafit of :class:`~sparsekit.L1LogisticOBA` with X on the GPU.
+
+Same protocol and definitions as :class:`sparsekit.losses._logistic_datafit.Logistic`
+(f = (1/n) Σᵢ sᵢ log(1 + exp(−yᵢ mᵢ)), m = X w + b): the margins, the loss, the gradient
+and the free-set Hessian products run on the device (cuBLAS / cuSPARSE products through
+CuPy, the pointwise terms in one fused kernel, ``kernels/logistic.cu``); OBA's active-set
+logic stays on the host, which sends and receives parameter-sized vectors only.
+
+A Hessian product on the free columns F scatters v into a vector over all columns and
+makes two full products, X v and Xᵀ(D X v): on a GPU one cuSPARSE/cuBLAS call over X costs
+less than gathering the columns of F. The products run in float64: float32 X is copied to
+float64 on the device (cuBLAS and cuSPARSE accumulate float32 products in float32, whose
+rounding, ~1e-7 of the gradient, keeps OBA from its default tolerance; the CPU kernels
+read float32 and accumulate in float64 instead).
+"""
+import numpy as np
+
+from ..losses._logistic_datafit import Logistic
+from ._cupy import require_cupy
+from ._kernels import get_kernel
+
+_THREADS = 256
+_MAX_BLOCKS = 4096  # the kernel's grid-stride loop covers the rest
+
+
+def is_device_matrix(X):
+    """Whether X is a CuPy array or a cupyx.scipy.sparse matrix (checked by type)."""
+    return type(X).__module__.split(".")[0] in ("cupy", "cupyx")
+
+
+class DeviceLogistic:
+    """Logistic datafit on the GPU (see the module docstring).
+
+    Parameters
+    ----------
+    X : cupy.ndarray or cupyx.scipy.sparse matrix of shape (n_samples, n_features)
+        float32 or float64 (computed in float64), finite (checked by the caller).
+    y : ndarray of shape (n_samples,)
+        Labels in {−1, +1}.
+    sample_weight : ndarray of shape (n_samples,), optional
+    fit_intercept : bool, default=False
+    """
+
+    #: the same intercept at w = 0 as on the CPU
+    intercept_for = staticmethod(Logistic.intercept_for)
+
+    def __init__(self, X, y, sample_weight=None, fit_intercept=False):
+        cp = self._cp = require_cupy()
+        X = X.tocsr() if hasattr(X, "tocsr") else X
+        self.X = X if X.dtype == cp.float64 else X.astype(cp.float64)
+        self.n_samples, self.n_features = X.shape
+        n = self.n_samples
+        y = np.asarray(y, dtype=np.float64)
+        sw = np.ones(n) if sample_weight is None else np.asarray(sample_weight, np.float64)
+        for name, v in (("y", y), ("sample_weight", sw)):
+            if v.shape != (n,):
+                raise ValueError(f"{name} must have shape ({n},) to match X, got {v.shape}")
+        if not np.all(np.abs(y) == 1.0):
+            raise ValueError("Logistic needs labels y in {-1, +1}, got values "
+                             f"{np.unique(y)[:5].tolist()}")
+        self._y_host, self._sw_host = y, sw / n
+        self._y, self._sw = cp.asarray(y), cp.asarray(sw / n)
+        self.fit_intercept = bool(fit_intercept)
+        self.n_params = self.n_features + self.fit_intercept
+        self.penalty_weights = np.ones(self.n_params)
+        if self.fit_intercept:
+            self.penalty_weights[-1] = 0.0
+        self._kernel = get_kernel("logistic.cu", "logistic_pointwise", np.float64)
+        self._terms, self._r, self._D = (cp.empty(n, dtype=cp.float64) for _ in range(3))
+        self._x_at = None
+        self._squares = None
+        self._bound = None
+
+    # -- products (float64)
+    def _matvec(self, v):
+        return self._cp.asarray(self.X @ self._cp.asarray(v)).ravel()
+
+    def _rmatvec(self, t, X=None):
+        X = self.X if X is None else X
+        return self._cp.asarray(X.T @ t).ravel()
+
+    def _margins(self, x):
+        m = self._matvec(x[:self.n_features])
+        if self.fit_intercept:
+            m += float(x[-1])
+        return m
+
+    def _pointwise(self, m, terms, r, D):
+        """Σᵢ sᵢ ℓ(mᵢ); writes rᵢ = sᵢ ∂ℓ/∂mᵢ and Dᵢ = sᵢ ∂²ℓ/∂mᵢ² (device vectors)."""
+        n = self.n_samples
+        if n:
+            grid = (min(_MAX_BLOCKS, -(-n // _THREADS)),)
+            self._kernel(grid, (_THREADS,), (m, self._y, self._sw, terms, r, D, np.int64(n)))
+        return float(terms.sum())
+
+    # -- the datafit protocol
+    def value(self, x):
+        """f(x) (the curvature weights stored by :meth:`value_grad` are left alone)."""
+        m = self._margins(np.asarray(x, dtype=np.float64))
+        return self._pointwise(m, *(self._cp.empty_like(m) for _ in range(3)))
+
+    def value_grad(self, x):
+        """(f(x), ∇f(x)) as a float and a NumPy array; keeps D(x) on the device."""
+        cp = self._cp
+        x = np.ascontiguousarray(x, dtype=np.float64)
+        f = self._pointwise(self._margins(x), self._terms, self._r, self._D)
+        grad = np.empty(self.n_params)
+        grad[:self.n_features] = cp.asnumpy(self._rmatvec(self._r))
+        if self.fit_intercept:
+            grad[-1] = float(self._r.sum())
+        self._x_at = x.copy()
+        return f, grad
+
+    def hessp(self, x, free):
+        """The Hessian on the ``free`` parameters at ``x`` (a matrix-free device operator)."""
+        if self._x_at is None or not np.array_equal(self._x_at, x):
+            self.value_grad(x)
+        free = np.asarray(free, dtype=np.int64)
+        intercept = self.fit_intercept and free.size > 0 and free[-1] == self.n_features
+        cols = free[:-1] if intercept else free
+        return _DeviceHessian(self, cols, intercept, self._D.copy())
+
+    def _square_entries(self):
+        """X with every entry squared (formed on first use, kept)."""
+        if self._squares is None:
+            X = self.X
+            if hasattr(X, "tocsr"):
+                self._squares = X.copy()
+                self._squares.data **= 2
+            else:
+                self._squares = X * X
+        return self._squares
+
+    def _diagonal(self, cols, D):
+        """Σᵢ Dᵢ X_ij² for the listed columns."""
+        cp = self._cp
+        return cp.asnumpy(self._rmatvec(D, self._square_entries())[cp.asarray(cols)])
+
+    def _gram_bound(self):
+        if self._bound is None:
+            cp = self._cp
+            row_sq = cp.asarray(self._square_entries() @ cp.ones(self.n_features)).ravel()
+            self._bound = float(cp.sum(self._sw * (row_sq + self.fit_intercept)))
+        return self._bound
+
+    def lipschitz(self):
+        """Σᵢ sᵢ (‖xᵢ‖² + b) / (4n), as on the CPU."""
+        return max(self._gram_bound() / 4.0, 1e-12)
+
+    def label_totals(self):
+        """The total sample weight of the negative and of the positive rows."""
+        n, y, sw = self.n_samples, self._y_host, self._sw_host
+        return np.array([sw[y < 0].sum() * n, sw[y > 0].sum() * n])
+
+    def null_intercept(self):
+        """The intercept minimizing f at w = 0."""
+        return self.intercept_for(self.label_totals())
+
+    def dual_terms(self, x, alpha):
+        """The data part of the dual objective, as
+        :meth:`sparsekit.losses._logistic_datafit.Logistic.dual_terms`."""
+        cp = self._cp
+        x = np.asarray(x, dtype=np.float64)
+        b = float(x[-1]) if self.fit_intercept else 0.0
+        z = -self._y * self._margins(x)
+        t = alpha / (1.0 + cp.exp(-z))                 # alpha sigma(z); exp(-z) = inf -> 0
+        entropy = -_xlogx(cp, t) - _xlogx(cp, 1.0 - t)
+        return float(cp.sum(self._sw * (entropy - t * self._y * b)))
+
+
+def _xlogx(cp, t):
+    return cp.where(t > 0, t * cp.log(cp.where(t > 0, t, 1.0)), 0.0)
+
+
+class _DeviceHessian:
+    """``v -> [X_F, 1]ᵀ diag(D) [X_F, 1] v`` with X and D on the device; v and the result
+    are NumPy vectors over the free coordinates."""
+
+    def __init__(self, datafit, cols, intercept, D, diag=None):
+        self._f = datafit
+        self._cols = cols
+        self._cols_dev = datafit._cp.asarray(cols)
+        self._intercept = intercept
+        self._D = D
+        self._diag = diag
+        self.shape = (cols.size + intercept,) * 2
+
+    def __call__(self, v):
+        cp, f = self._f._cp, self._f
+        v = np.asarray(v, dtype=np.float64)
+        full = cp.zeros(f.n_features, dtype=cp.float64)
+        full[self._cols_dev] = cp.asarray(v[:self._cols.size])
+        t = f._matvec(full)
+        if self._intercept:
+            t += float(v[-1])
+        t *= self._D
+        out = np.empty(self.shape[0])
+        out[:self._cols.size] = cp.asnumpy(f._rmatvec(t)[self._cols_dev])
+        if self._intercept:
+            out[-1] = float(t.sum())
+        return out
+
+    def diagonal(self):
+        """The diagonal (for the Jacobi-preconditioned CG); kept for restrictions."""
+        if self._diag is None:
+            diag = self._f._diagonal(self._cols, self._D)
+            if self._intercept:
+                diag = np.append(diag, float(self._D.sum()))
+            self._diag = diag
+        return self._diag
+
+    def restrict(self, keep):
+        """The operator on the sub-slice ``keep`` (boolean over its coordinates)."""
+        keep = np.asarray(keep, dtype=bool)
+        intercept = bool(self._intercept and keep[-1])
+        cols = self._cols[keep[:self._cols.size]]
+        diag = None if self._diag is None else self._diag[keep]
+        return _DeviceHessian(self._f, cols, intercept, self._D, diag)

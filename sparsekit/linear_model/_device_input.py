@@ -1,0 +1,95 @@
+"""Input on the GPU for the linear estimators: CuPy arrays and cupyx sparse matrices.
+
+The rules (scikit-learn's array API conventions where they apply): X given as a CuPy array
+or a cupyx.scipy.sparse matrix is computed on the device it lives on, and predictions
+come back as CuPy arrays; ``device="cuda"`` moves host X to the current device for the fit.
+Fitted attributes (``coef_``, ``intercept_``, ``classes_``) are NumPy arrays, so a model
+fitted on a GPU predicts NumPy input on any machine. Labels and sample weights, one number
+per row, are read on the host. Nothing here imports CuPy before it is needed.
+"""
+import numpy as np
+import scipy.sparse as sp
+
+from ..gpu._cupy import require_cupy
+from ..gpu.datafits import is_device_matrix
+from ..utils._validation import check_device
+
+
+def _host(v):
+    """A NumPy copy of a CuPy vector (other inputs as they are)."""
+    return v.get() if type(v).__module__.split(".")[0] == "cupy" else v
+
+
+def fit_device(device, X):
+    """Whether a fit runs on the GPU: ``device="cuda"``, or X on a device (which
+    ``device="cpu"`` refuses with a clear TypeError)."""
+    check_device(device)
+    if is_device_matrix(X) and device == "cpu":
+        raise TypeError("X is on the GPU (CuPy) but device='cpu': pass device='cuda', or "
+                        "X.get() to fit on the CPU")
+    return device == "cuda"
+
+
+def check_device_X(X, n_features=None):
+    """Validate device X (CuPy 2-D array or cupyx sparse matrix): float32/float64 (other
+    real dtypes cast to float64), finite, at least one row, ``n_features`` columns when
+    given. Returns X as a C-contiguous array or a canonical CSR matrix."""
+    cp = require_cupy()
+    if hasattr(X, "tocsr"):
+        X = X.tocsr()
+        values = X.data
+    else:
+        X = cp.asarray(X)
+        if X.ndim != 2:
+            raise ValueError(f"Expected a 2D array, got an array of shape {X.shape}")
+        values = X
+    if values.dtype.kind == "c":
+        raise TypeError("X must be real, got complex values")
+    if X.dtype not in (cp.float32, cp.float64):
+        X = X.astype(cp.float64)
+        values = X.data if hasattr(X, "tocsr") else X
+    if X.shape[0] < 1:
+        raise ValueError(f"Found array with 0 sample(s) (shape={X.shape}) while a minimum "
+                         "of 1 is required.")
+    if n_features is not None and X.shape[1] != n_features:
+        raise ValueError(f"X has {X.shape[1]} features, but the model is expecting "
+                         f"{n_features} features as input.")
+    if values.size and not bool(cp.isfinite(values).all()):
+        raise ValueError("Input X contains NaN or infinity.")
+    return X if hasattr(X, "tocsr") else cp.ascontiguousarray(X)
+
+
+def to_device(X):
+    """Validated host X (NumPy or SciPy sparse) as a CuPy array or cupyx CSR matrix."""
+    cp = require_cupy()
+    if sp.issparse(X):
+        import cupyx.scipy.sparse as cusp
+
+        return cusp.csr_matrix(X.tocsr())
+    return cp.asarray(np.ascontiguousarray(X))
+
+
+def host_targets(X, y, sample_weight):
+    """y and sample_weight on the host, checked against the rows of device X."""
+    y = np.asarray(_host(y))
+    if y.ndim != 1 or y.shape[0] != X.shape[0]:
+        raise ValueError(f"y must have shape ({X.shape[0]},) to match X, got {y.shape}")
+    if sample_weight is None:
+        return y, np.ones(X.shape[0])
+    sample_weight = np.asarray(_host(sample_weight), dtype=np.float64)
+    if sample_weight.shape != (X.shape[0],):
+        raise ValueError(f"sample_weight must have shape ({X.shape[0]},), got "
+                         f"{sample_weight.shape}")
+    if not np.all(np.isfinite(sample_weight)) or np.any(sample_weight < 0):
+        raise ValueError("sample_weight must be finite and non-negative")
+    return y, sample_weight
+
+
+def device_scores(X, coef, intercept):
+    """X coefᵀ + intercept on X's device, in float32 only when both X and coef are."""
+    cp = require_cupy()
+    X = check_device_X(X, coef.shape[1])
+    dtype = np.result_type(X.dtype, coef.dtype)
+    coef = coef.toarray() if sp.issparse(coef) else coef
+    scores = X.astype(dtype) @ cp.asarray(np.ascontiguousarray(coef.T, dtype=dtype))
+    return cp.asarray(scores) + cp.asarray(intercept.astype(dtype))

@@ -1,0 +1,155 @@
+"""The GPU logistic datafit and L1LogisticOBA(device="cuda") against the CPU path, on the
+CuPy stand-in (kernels in the CPU emulation) and on real CuPy when a device is usable."""
+import pickle
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+from sparsekit import L1LogisticOBA
+from sparsekit.losses._logistic_datafit import Logistic
+
+
+def _problem(rng, n=60, d=12, dtype=np.float64, density=None):
+    X = rng.normal(size=(n, d))
+    if density is not None:
+        X[rng.random((n, d)) > density] = 0.0
+    y = np.where(X[:, :3].sum(axis=1) + rng.normal(size=n) > 0, 1.0, -1.0)
+    return X.astype(dtype), y
+
+
+def _device(cp, X, sparse):
+    if sparse:
+        import cupyx.scipy.sparse as cusp
+
+        return cusp.csr_matrix(sp.csr_matrix(X))
+    return cp.asarray(X)
+
+
+@pytest.mark.parametrize("sparse", [False, True])
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("fit_intercept", [False, True])
+def test_device_logistic_matches_cpu(cupy_backend, sparse, dtype, fit_intercept):
+    from sparsekit.gpu.datafits import DeviceLogistic
+
+    cp = cupy_backend
+    rng = np.random.default_rng(0)
+    X, y = _problem(rng, dtype=dtype, density=0.4 if sparse else None)
+    sw = rng.uniform(0.0, 2.0, X.shape[0])
+    cpu = Logistic(sp.csc_matrix(X) if sparse else X, y, sample_weight=sw,
+                   fit_intercept=fit_intercept)
+    gpu = DeviceLogistic(_device(cp, X, sparse), y, sample_weight=sw,
+                         fit_intercept=fit_intercept)
+    rtol = 1e-10 if dtype == np.float64 else 1e-4
+    for attr in ("n_params", "n_features", "n_samples", "fit_intercept"):
+        assert getattr(gpu, attr) == getattr(cpu, attr)
+    np.testing.assert_array_equal(gpu.penalty_weights, cpu.penalty_weights)
+    x = rng.normal(size=cpu.n_params) * 3
+    x[::3] = 0.0
+    f_c, g_c = cpu.value_grad(x)
+    f_g, g_g = gpu.value_grad(x)
+    assert isinstance(g_g, np.ndarray)
+    np.testing.assert_allclose(f_g, f_c, rtol=rtol)
+    np.testing.assert_allclose(g_g, g_c, rtol=rtol, atol=rtol * np.abs(g_c).max())
+    np.testing.assert_allclose(gpu.value(x), cpu.value(x), rtol=rtol)
+    free = np.flatnonzero(rng.random(cpu.n_params) < 0.7)
+    if fit_intercept:
+        free = np.union1d(free, [cpu.n_features])
+    H_c, H_g = cpu.hessp(x, free), gpu.hessp(x, free)
+    assert H_g.shape == H_c.shape
+    v = rng.normal(size=free.size)
+    np.testing.assert_allclose(H_g(v), H_c(v), rtol=rtol, atol=rtol * np.abs(H_c(v)).max())
+    np.testing.assert_allclose(H_g.diagonal(), H_c.diagonal(), rtol=rtol)
+    keep = rng.random(free.size) < 0.6
+    w = rng.normal(size=int(keep.sum()))
+    np.testing.assert_allclose(H_g.restrict(keep)(w), H_c.restrict(keep)(w), rtol=rtol,
+                               atol=rtol * np.abs(H_c.restrict(keep)(w)).max())
+    np.testing.assert_allclose(gpu.lipschitz(), cpu.lipschitz(), rtol=rtol)
+    np.testing.assert_allclose(gpu.dual_terms(x, 0.7), cpu.dual_terms(x, 0.7), rtol=rtol)
+    assert gpu.null_intercept() == pytest.approx(cpu.null_intercept(), rel=1e-12)
+
+
+def test_device_logistic_terms_at_huge_margins(cupy_backend):
+    """Margins of ±1e150 (entries whose squares still fit float64, as the estimators
+    check): finite loss terms, residuals and curvature (no overflow), equal to the CPU's."""
+    from sparsekit.gpu.datafits import DeviceLogistic
+
+    cp = cupy_backend
+    X = np.array([[1e150], [-1e150], [1e-300], [0.0], [700.0], [-700.0]])
+    y = np.array([1.0, 1.0, -1.0, 1.0, -1.0, 1.0])
+    cpu = Logistic(X, y)
+    gpu = DeviceLogistic(cp.asarray(X), y)
+    for x in (np.array([1.0]), np.array([-1.0])):
+        f_c, g_c = cpu.value_grad(x)
+        f_g, g_g = gpu.value_grad(x)
+        assert np.isfinite(f_g) and np.isfinite(g_g).all()
+        np.testing.assert_allclose(f_g, f_c, rtol=1e-14)
+        np.testing.assert_allclose(g_g, g_c, rtol=1e-14)
+        np.testing.assert_allclose(gpu.hessp(x, [0]).diagonal(), cpu.hessp(x, [0]).diagonal(),
+                                   rtol=1e-14)
+
+
+@pytest.mark.parametrize("sparse", [False, True])
+def test_l1_logistic_oba_on_the_gpu_matches_cpu(cupy_backend, sparse):
+    """Binary and one-vs-rest fits with sample weights and an elastic net: the device fit's
+    coefficients are the CPU fit's; CuPy X in, CuPy predictions out; NumPy attributes."""
+    cp = cupy_backend
+    rng = np.random.default_rng(1)
+    X, _ = _problem(rng, n=80, d=10, density=0.5 if sparse else None)
+    y3 = np.argmax(X[:, :3] + 0.3 * rng.normal(size=(80, 3)), axis=1)
+    sw = rng.uniform(0.5, 2.0, 80)
+    Xh = sp.csr_matrix(X) if sparse else X
+    for y, params in ((y3 > 0, {}), (y3, {"l1_ratio": 0.6, "class_weight": "balanced"})):
+        cpu = L1LogisticOBA(C=2.0, tol=1e-10, **params).fit(Xh, y, sample_weight=sw)
+        for X_fit, device in ((Xh, "cuda"), (_device(cp, X, sparse), "cuda")):
+            gpu = L1LogisticOBA(C=2.0, tol=1e-10, device=device, **params).fit(
+                X_fit, cp.asarray(y) if not isinstance(X_fit, type(Xh)) else y,
+                sample_weight=sw)
+            assert type(gpu.coef_) is np.ndarray and type(gpu.intercept_) is np.ndarray
+            np.testing.assert_allclose(gpu.coef_, cpu.coef_, atol=1e-7)
+            np.testing.assert_allclose(gpu.intercept_, cpu.intercept_, atol=1e-7)
+            np.testing.assert_array_equal(gpu.classes_, cpu.classes_)
+        Xd = _device(cp, X, sparse)
+        scores = gpu.decision_function(Xd)
+        assert type(scores).__module__.split(".")[0] == "cupy"
+        np.testing.assert_allclose(scores.get(), cpu.decision_function(Xh), atol=1e-6)
+        np.testing.assert_array_equal(gpu.predict(Xd).get(), cpu.predict(Xh))
+        np.testing.assert_allclose(gpu.predict_proba(Xd).get(), cpu.predict_proba(Xh),
+                                   atol=1e-7)
+        np.testing.assert_allclose(gpu.predict_log_proba(Xd).get(),
+                                   cpu.predict_log_proba(Xh), atol=1e-6)
+        # the fitted model predicts host input on the CPU, also after a pickle round trip
+        again = pickle.loads(pickle.dumps(gpu))
+        np.testing.assert_allclose(again.predict_proba(Xh), cpu.predict_proba(Xh), atol=1e-7)
+
+
+def test_l1_logistic_oba_float32_on_the_gpu(cupy_backend):
+    cp = cupy_backend
+    rng = np.random.default_rng(2)
+    X, y = _problem(rng, n=70, d=8, dtype=np.float32)
+    cpu = L1LogisticOBA(C=1.0, tol=1e-8).fit(X, y)
+    gpu = L1LogisticOBA(C=1.0, tol=1e-8, device="cuda").fit(cp.asarray(X), y)
+    assert gpu.coef_.dtype == np.float32
+    np.testing.assert_allclose(gpu.coef_, cpu.coef_, rtol=1e-4, atol=1e-4)
+    assert gpu.decision_function(cp.asarray(X)).dtype == np.float32
+
+
+def test_l1_logistic_oba_device_input_errors(cupy_backend):
+    cp = cupy_backend
+    X = cp.asarray(np.random.default_rng(3).normal(size=(20, 3)))
+    y = np.arange(20) % 2
+    with pytest.raises(TypeError, match="device='cpu'"):
+        L1LogisticOBA().fit(X, y)
+    with pytest.raises(ValueError, match="multinomial"):
+        L1LogisticOBA(device="cuda", multiclass="multinomial").fit(X, np.arange(20) % 3)
+    bad = X.copy()
+    bad[3, 1] = np.nan
+    with pytest.raises(ValueError, match="NaN or infinity"):
+        L1LogisticOBA(device="cuda").fit(bad, y)
+    with pytest.raises(ValueError, match=r"y must have shape \(20,\)"):
+        L1LogisticOBA(device="cuda").fit(X, y[:5])
+    with pytest.raises(ValueError, match="2D array"):
+        L1LogisticOBA(device="cuda").fit(X[0], y)
+    model = L1LogisticOBA(device="cuda").fit(X, y)
+    with pytest.raises(ValueError, match="expecting 3 features"):
+        model.decision_function(X[:, :2])
