@@ -293,6 +293,9 @@ class csr_matrix:
     def tocsr(self):
         return self
 
+    def __getitem__(self, key):  # rows (an index array, a slice)
+        return _sparse(self._m[_unwrap(key)])
+
     def copy(self):
         return _sparse(self._m.copy())
 

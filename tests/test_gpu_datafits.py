@@ -153,3 +153,64 @@ def test_l1_logistic_oba_device_input_errors(cupy_backend):
     model = L1LogisticOBA(device="cuda").fit(X, y)
     with pytest.raises(ValueError, match="expecting 3 features"):
         model.decision_function(X[:, :2])
+
+
+@pytest.mark.parametrize("sparse", [False, True])
+@pytest.mark.parametrize("polytope", ["simplex", "budget", "at_least_one"])
+def test_device_active_rows_match_cpu(cupy_backend, sparse, polytope):
+    """Newton-CG's Hessian products on the GPU: the same active rows and products as the
+    CPU's (both in float32)."""
+    from sparsekit._cython._projections import POLYTOPE_CODES
+    from sparsekit.gpu.datafits import DeviceActiveRows
+    from sparsekit.losses._fenchel_young_datafit import ActiveRows
+
+    cp = cupy_backend
+    rng = np.random.default_rng(4)
+    X, _ = _problem(rng, n=50, d=6, density=0.6 if sparse else None)
+    sw = rng.uniform(0.0, 2.0, 50)
+    sw[:3] = 0.0
+    W, b = rng.normal(size=(6, 4)), rng.normal(size=4)
+    budget = 2.0
+    Xh = sp.csr_matrix(X) if sparse else X
+    cpu = ActiveRows(Xh, Xh, sw, W, b, polytope, POLYTOPE_CODES[polytope], budget, 0.1)
+    gpu = DeviceActiveRows(_device(cp, X, sparse), cp.asarray(sw), W, b, polytope, budget,
+                           0.1)
+    assert gpu.n_active == cpu.n_active > 0
+    V, c = rng.normal(size=(6, 4)), rng.normal(size=4)
+    for got, want in zip(gpu.product(V, c), cpu.product(V, c)):
+        assert isinstance(got, np.ndarray) and got.dtype == np.float64
+        np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5 * np.abs(want).max())
+
+
+@pytest.mark.parametrize("solver", ["lbfgs", "nqn", "newton-cg"])
+@pytest.mark.parametrize("sparse", [False, True])
+def test_sparsemax_classifier_on_the_gpu_matches_cpu(cupy_backend, solver, sparse):
+    """Every solver fitted with device="cuda" (host X moved there, and CuPy X) gives the
+    CPU fit's model; CuPy X in, CuPy scores, probabilities and labels out; the model
+    predicts host input after set_params(device="cpu")."""
+    from sparsekit import SparsemaxClassifier
+
+    cp = cupy_backend
+    rng = np.random.default_rng(5)
+    X, _ = _problem(rng, n=40, d=5, density=0.6 if sparse else None)
+    y = np.argmax(X[:, :3] + 0.5 * rng.normal(size=(40, 3)), axis=1) * 10
+    Xh = sp.csr_matrix(X) if sparse else X
+    params = {"alpha": 1e-1, "solver": solver, "tol": 1e-8, "max_iter": 2000}
+    cpu = SparsemaxClassifier(**params).fit(Xh, y)
+    for X_fit in (Xh, _device(cp, X, sparse)):
+        gpu = SparsemaxClassifier(**params, device="cuda").fit(X_fit, y)
+        assert type(gpu.coef_) is np.ndarray
+        np.testing.assert_allclose(gpu.coef_, cpu.coef_, atol=1e-5)
+        np.testing.assert_allclose(gpu.intercept_, cpu.intercept_, atol=1e-5)
+    Xd = _device(cp, X, sparse)
+    proba = gpu.predict_proba(Xd)
+    assert type(proba).__module__.split(".")[0] == "cupy"
+    np.testing.assert_allclose(proba.get(), cpu.predict_proba(Xh), atol=1e-5)
+    np.testing.assert_allclose(gpu.decision_function(Xd).get(), cpu.decision_function(Xh),
+                               atol=1e-5)
+    np.testing.assert_array_equal(gpu.predict(Xd).get(), cpu.predict(Xh))
+    host = gpu.predict_proba(Xh)
+    assert isinstance(host, np.ndarray)
+    np.testing.assert_allclose(host, cpu.predict_proba(Xh), atol=1e-5)
+    np.testing.assert_allclose(gpu.set_params(device="cpu").predict_proba(Xh),
+                               cpu.predict_proba(Xh), atol=1e-5)

@@ -216,3 +216,55 @@ class _DeviceHessian:
         cols = self._cols[keep[:self._cols.size]]
         diag = None if self._diag is None else self._diag[keep]
         return _DeviceHessian(self._f, cols, intercept, self._D, diag)
+
+
+class DeviceActiveRows:
+    """:class:`~sparsekit.losses._fenchel_young_datafit.ActiveRows` with X on the GPU: the
+    scores, their projection, the rows whose projection Jacobian is nonzero and the
+    Hessian products ``product(V, c) = (X_Aᵀ diag(s_A) J U / Σs, the column sums of
+    diag(s_A) J U / Σs)``, ``U = X_A V + c``, all on the device in float32 (they only
+    steer the Newton direction); V, c in and the results out are NumPy float64.
+
+    Parameters
+    ----------
+    X : cupy.ndarray or cupyx.scipy.sparse.csr_matrix of shape (n, d)
+    sw : cupy.ndarray of shape (n,)
+    W, b : ndarray of shapes (d, K) and (K,)
+        The model (b with any fixed score offset added).
+    polytope : str
+    budget : float
+        The budget polytope's budget, the simplex's radius (1 for the classifier).
+    scale : float
+        1 / Σ sw.
+    """
+
+    def __init__(self, X, sw, W, b, polytope, budget, scale):
+        from .projections import project_with_tau
+
+        cp = self._cp = require_cupy()
+        S = X @ cp.asarray(W, dtype=X.dtype) + cp.asarray(b, dtype=X.dtype)
+        params = ({"budget": budget} if polytope == "budget"
+                  else {"radius": budget} if polytope == "simplex" else {})  # as the CPU's
+        P, tau, weights, weighted = project_with_tau(cp.ascontiguousarray(S), polytope, params)
+        free = (P > 0) if polytope == "simplex" else (P > 0) & (P < 1)
+        rows = (free.sum(axis=1) >= (2 if polytope == "simplex" else 1)) & (sw > 0)
+        active = cp.flatnonzero(rows)
+        self.n_active = int(active.size)
+        hdt = np.float32
+        self._XA = X[active].astype(hdt)
+        self._PA = cp.ascontiguousarray(P[active], dtype=hdt)
+        self._tauA = tau[active]
+        self._swA = (scale * sw[active]).astype(hdt)[:, None]
+        self._weights = weights.astype(hdt) if weighted else None
+        self._polytope = polytope
+
+    def product(self, V, c):
+        from .projections import jvp_at
+
+        cp = self._cp
+        U = self._XA @ cp.asarray(V, dtype=np.float32) + cp.asarray(c, dtype=np.float32)
+        JU = jvp_at(self._PA, self._tauA, U, self._weights, self._weights is not None,
+                    self._polytope)
+        JU *= self._swA
+        return (cp.asnumpy(cp.asarray(self._XA.T @ JU)).astype(np.float64),
+                cp.asnumpy(JU.sum(axis=0, dtype=cp.float64)))

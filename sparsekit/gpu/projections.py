@@ -108,15 +108,23 @@ def jvp(Z, V, polytope="simplex", **params):
     if V2.shape != Z2.shape:
         raise ValueError(f"V must have the shape of Z {Z2.shape}, got {V2.shape}")
     P, tau, W, weighted = project_with_tau(Z2, polytope, params)
-    V2 = cp.ascontiguousarray(V2, dtype=P.dtype)
-    out = cp.empty_like(P)  # in the solve dtype: float32 w may round to 0
-    n, k = Z2.shape
+    out = jvp_at(P, tau, V2, W, weighted, polytope).astype(Z2.dtype, copy=False)
+    return out[0] if one_d else out
+
+
+def jvp_at(P, tau, V, W, weighted, polytope):
+    """``J v`` of every row at projections ``P`` with thresholds ``tau`` (from
+    :func:`project_with_tau`), in ``P``'s dtype: float32 weights may round to 0."""
+    cp = require_cupy()
+    V = cp.ascontiguousarray(V, dtype=P.dtype)
+    out = cp.empty_like(P)
+    n, k = P.shape
     kernel = get_kernel(_KERNELS, "projection_jvp", P.dtype)
-    launch_rows(kernel, n, k, (P, tau, V2, W, np.int32(weighted), out, np.int64(n),
+    launch_rows(kernel, n, k, (P, cp.ascontiguousarray(tau, dtype=cp.float64), V,
+                               W if weighted else P, np.int32(weighted), out, np.int64(n),
                                np.int64(k), np.int32(polytope == "simplex"),
                                np.int32(polytope in _EQUALITY)))
-    out = out.astype(Z2.dtype, copy=False)
-    return out[0] if one_d else out
+    return out
 
 
 def sparsemax(Z, method="pivot"):

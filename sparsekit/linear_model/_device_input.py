@@ -69,11 +69,15 @@ def to_device(X):
     return cp.asarray(np.ascontiguousarray(X))
 
 
-def host_targets(X, y, sample_weight):
-    """y and sample_weight on the host, checked against the rows of device X."""
-    y = np.asarray(_host(y))
-    if y.ndim != 1 or y.shape[0] != X.shape[0]:
-        raise ValueError(f"y must have shape ({X.shape[0]},) to match X, got {y.shape}")
+def host_targets(X, y, sample_weight, multi_output=False):
+    """y and sample_weight on the host, checked against the rows of device X (y of shape
+    (n_samples,), or with ``multi_output`` also (n_samples, n_outputs), dense or sparse)."""
+    y = _host(y)
+    if not sp.issparse(y):
+        y = np.asarray(y)
+    shapes = f"({X.shape[0]},)" + (f" or ({X.shape[0]}, n_outputs)" if multi_output else "")
+    if y.ndim not in ((1, 2) if multi_output else (1,)) or y.shape[0] != X.shape[0]:
+        raise ValueError(f"y must have shape {shapes} to match X, got {y.shape}")
     if sample_weight is None:
         return y, np.ones(X.shape[0])
     sample_weight = np.asarray(_host(sample_weight), dtype=np.float64)
@@ -83,6 +87,16 @@ def host_targets(X, y, sample_weight):
     if not np.all(np.isfinite(sample_weight)) or np.any(sample_weight < 0):
         raise ValueError("sample_weight must be finite and non-negative")
     return y, sample_weight
+
+
+def check_device_magnitude(X):
+    """Raise ValueError when device X has entries so large that its squared row norms may
+    overflow float64 (the check the CPU estimators make)."""
+    values = X.data if hasattr(X, "tocsr") else X
+    largest = float(abs(values).max()) if values.size else 0.0
+    if largest > np.sqrt(np.finfo(np.float64).max / max(X.shape[1], 1)):
+        raise ValueError(f"X has entries up to {largest:.3g} in magnitude, whose squared row "
+                         "norms overflow float64; rescale the features (e.g. MaxAbsScaler)")
 
 
 def device_scores(X, coef, intercept):

@@ -30,8 +30,9 @@ from sparsekit._cython import _oba_kernels as K
 from sparsekit.losses._softmax import _log_softmax
 from sparsekit.optimize import minimize_oba
 from sparsekit.linear_model._dask_input import DaskRows, is_dask_collection
-from sparsekit.linear_model._device_input import (check_device_X, device_scores, fit_device,
-                                                  host_targets, to_device)
+from sparsekit.linear_model._device_input import (check_device_X, check_device_magnitude,
+                                                  device_scores, fit_device, host_targets,
+                                                  to_device)
 from sparsekit.gpu.datafits import DeviceLogistic, is_device_matrix
 from sparsekit.losses._dask_datafit import DaskDatafit
 from sparsekit.losses._duality import relative_duality_gap
@@ -485,11 +486,7 @@ class L1LogisticOBA(LinearClassifierMixin, SparseCoefMixin, SparsekitClassifier)
         self.__dict__.pop("feature_names_in_", None)
         self.n_features_in_ = X.shape[1]
         check_labels(y)
-        values = X.data if hasattr(X, "tocsr") else X
-        largest = float(abs(values).max()) if values.size else 0.0
-        if largest > np.sqrt(np.finfo(np.float64).max / max(X.shape[1], 1)):
-            raise ValueError(f"X has entries up to {largest:.3g} in magnitude, whose squared "
-                             "row norms overflow float64; rescale the features")
+        check_device_magnitude(X)
         return X, y, sample_weight
 
     def _class_weights(self, classes, totals):

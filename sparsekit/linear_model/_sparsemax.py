@@ -14,6 +14,9 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import _check_sample_weight, check_is_fitted, column_or_1d
 
 from ..gpu._cupy import require_cupy
+from ..gpu.datafits import is_device_matrix
+from ._device_input import (check_device_X, check_device_magnitude, device_scores, fit_device,
+                            host_targets, to_device)
 from ..losses._dask_datafit import DaskFenchelYoung
 from ..losses._fenchel_young_datafit import FenchelYoungLinear
 from ..losses._targets import check_target_entries, polytope_targets
@@ -150,8 +153,14 @@ class SparsemaxClassifier(SparsekitClassifier):
     random_state : int, RandomState instance or None, default=None
         Seeds the row order of each ``"sdca"`` epoch; unused by the other solvers.
     device : {"cpu", "cuda"}, default="cpu"
-        ``"cuda"`` evaluates the loss and gradient, and the projection of
-        :meth:`predict_proba`, with CuPy on the current GPU.
+        ``"cuda"`` fits and predicts on the current GPU with CuPy (``pip install
+        sparsekit[gpu]``): X is moved there once; the loss, the gradient and Newton-CG's
+        Hessian products run on the device (the solvers' own steps, on parameter-sized
+        vectors, on the host); so do the scores and the projection of the predictions,
+        which come back as NumPy arrays. X given as a CuPy array or a cupyx sparse
+        matrix needs ``"cuda"``; CuPy input gives CuPy predictions (whatever ``device``).
+        The fitted attributes are NumPy arrays: ``set_params(device="cpu")`` predicts on
+        a machine without a GPU. ``solver="sdca"`` runs on the CPU only.
 
     Attributes
     ----------
@@ -299,18 +308,25 @@ class SparsemaxClassifier(SparsekitClassifier):
         if solver == "auto":
             solver = auto_solver(X, self.alpha, bounded=self.bounds is not None or self.positive,
                                  device=self.device)
-        check_device(self.device)
         budget = self._check_budget()
-        X, y = validate_input(self, X, y, accept_sparse=["csr", "csc"],
-                             dtype=[np.float64, np.float32], order="C", multi_output=True,
-                             y_numeric=False)
-        if sp.issparse(X):
-            X = X.tocsr()
-        X_rows = X  # Hessian products gather rows of X; dense float32 GEMMs are fastest
-        if not sp.issparse(X) and np.count_nonzero(X) <= _CSR_DENSITY * X.size:
-            X = sp.csr_matrix(X)
-        check_entry_magnitude(X, X.dtype)
-        sw = _check_sample_weight(sample_weight, X, dtype=np.float64, ensure_non_negative=True)
+        if fit_device(self.device, X) and is_device_matrix(X):
+            X = X_rows = check_device_X(X)
+            y, sw = host_targets(X, y, sample_weight, multi_output=True)
+            self.__dict__.pop("feature_names_in_", None)
+            self.n_features_in_ = X.shape[1]
+            check_device_magnitude(X)
+        else:
+            X, y = validate_input(self, X, y, accept_sparse=["csr", "csc"],
+                                 dtype=[np.float64, np.float32], order="C", multi_output=True,
+                                 y_numeric=False)
+            if sp.issparse(X):
+                X = X.tocsr()
+            X_rows = X  # Hessian products gather rows of X; dense float32 GEMMs are fastest
+            if not sp.issparse(X) and np.count_nonzero(X) <= _CSR_DENSITY * X.size:
+                X = sp.csr_matrix(X)
+            check_entry_magnitude(X, X.dtype)
+            sw = _check_sample_weight(sample_weight, X, dtype=np.float64,
+                                      ensure_non_negative=True)
         Y, keep = self._encode_targets(y, budget)
         sw = np.where(keep, sw, 0.0)
         if not sw.max() > 0:
@@ -570,9 +586,15 @@ class SparsemaxClassifier(SparsekitClassifier):
         return scores
 
     def _scores(self, X):
+        """``X coef_ᵀ + intercept_``: on the GPU for CuPy X (a CuPy array) and, with
+        ``device="cuda"``, for host X (moved there, the scores brought back)."""
         check_is_fitted(self)
+        if is_device_matrix(X):
+            return device_scores(X, self.coef_, self.intercept_)
         X = validate_input(self, X, accept_sparse=["csr", "csc"],
                           dtype=[np.float64, np.float32], reset=False)
+        if getattr(self, "device", "cpu") == "cuda":
+            return device_scores(to_device(X), self.coef_, self.intercept_).get()
         coef = self.coef_.astype(X.dtype, copy=False)
         return np.asarray(X @ coef.T) + self.intercept_.astype(X.dtype)
 
@@ -597,7 +619,9 @@ class SparsemaxClassifier(SparsekitClassifier):
         scores = self._scores(X)
         params = {"budget": self.budget} if self.polytope == "budget" else {}
         negated = getattr(self, "_negated", None)  # absent from models pickled before it
-        if self.device == "cuda":
+        if is_device_matrix(scores):
+            return project(scores, self.polytope, negated=negated, **params)
+        if getattr(self, "device", "cpu") == "cuda":
             cp = require_cupy()
             return cp.asnumpy(project(cp.asarray(scores), self.polytope, negated=negated,
                                       **params))
@@ -616,7 +640,10 @@ class SparsemaxClassifier(SparsekitClassifier):
         """
         check_is_fitted(self)
         if self.target_type_ == "multiclass":
-            return self.classes_[np.argmax(self._scores(X), axis=1)]
+            best = self._scores(X).argmax(axis=1)
+            if is_device_matrix(best) and self.classes_.dtype.kind in "biuf":
+                return require_cupy().asarray(self.classes_)[best]
+            return self.classes_[best.get() if is_device_matrix(best) else best]
         proba = self.predict_proba(X)
         return (proba > self._decision_threshold()).astype(self._target_dtype)
 

@@ -62,12 +62,23 @@ class FenchelYoungLinear:
         self.offset = np.zeros(self.n_classes) if offset is None else offset
         self.scale = 1.0 / float(sample_weight.sum(dtype=np.float64))
         self.center = None
-        if center:
-            self.center = np.asarray(X.T @ sample_weight, dtype=np.float64).ravel() * self.scale
-        if device == "cuda":
-            self._data_term = gpu_data_term(X, Y, sample_weight, polytope, budget)
+        self.device = device
+        if device == "cuda":  # X (moved there once), the weights and every product on the GPU
+            from ..gpu._cupy import require_cupy
+            from ..gpu.datafits import is_device_matrix
+            from ..linear_model._device_input import to_device
+
+            self.X = self.X_rows = X if is_device_matrix(X) else to_device(X)
+            self._sw_device = require_cupy().asarray(sample_weight)
+            self._data_term = gpu_data_term(self.X, Y, sample_weight, polytope, budget)
+            if center:
+                self.center = (self.X.T @ self._sw_device).get().astype(np.float64).ravel()
         else:
             self._data_term = cpu_data_term(X, Y, sample_weight, self.code, budget)
+            if center:
+                self.center = np.asarray(X.T @ sample_weight, dtype=np.float64).ravel()
+        if self.center is not None:
+            self.center *= self.scale
 
     @property
     def size(self):
@@ -133,8 +144,14 @@ class FenchelYoungLinear:
         sparsemax most rows drop out near the optimum. The products run in float32.
         """
         W, b = self.from_solver(theta)
-        rows = ActiveRows(self.X, self.X_rows, self.sw, W, b + self.offset, self.polytope,
-                          self.code, self.budget, self.scale)
+        if self.device == "cuda":
+            from ..gpu.datafits import DeviceActiveRows
+
+            rows = DeviceActiveRows(self.X, self._sw_device, W, b + self.offset, self.polytope,
+                                    self.budget, self.scale)
+        else:
+            rows = ActiveRows(self.X, self.X_rows, self.sw, W, b + self.offset, self.polytope,
+                              self.code, self.budget, self.scale)
         return self.combine_hessp(rows.product), rows.n_active
 
     def combine_hessp(self, product):
@@ -220,13 +237,11 @@ def gpu_data_term(X, Y, sw, polytope, budget):
     from ..gpu import losses as gpu_losses
     from ..gpu._cupy import require_cupy
 
-    cp = require_cupy()
-    if sp.issparse(X):
-        import cupyx.scipy.sparse as cusp
+    from ..linear_model._device_input import to_device
+    from ..gpu.datafits import is_device_matrix
 
-        Xg = cusp.csr_matrix(X)
-    else:
-        Xg = cp.asarray(X)
+    cp = require_cupy()
+    Xg = X if is_device_matrix(X) else to_device(X)
     Yg = cp.asarray(Y.toarray(), dtype=X.dtype)
     swg = cp.asarray(sw)
 
