@@ -15,6 +15,7 @@ import functools
 import operator
 import sys
 import tempfile
+import time
 import types
 from pathlib import Path
 
@@ -241,6 +242,16 @@ class RawModule:
         return RawKernel(self._module, name)
 
 
+class _Event:
+    """A CUDA event: the host clock (the stand-in's work is synchronous)."""
+
+    def record(self, stream=None):
+        self.time = time.perf_counter()
+
+    def synchronize(self):
+        pass
+
+
 class _Device:
     def __init__(self, device=0):
         self.id = int(device)
@@ -257,7 +268,11 @@ class _Device:
 
 cuda = types.SimpleNamespace(
     Device=_Device,
-    runtime=types.SimpleNamespace(getDeviceCount=lambda: 1),
+    Event=_Event,
+    get_elapsed_time=lambda start, stop: 1e3 * (stop.time - start.time),
+    runtime=types.SimpleNamespace(
+        getDeviceCount=lambda: 1,
+        getDeviceProperties=lambda device: {"name": b"CuPy stand-in (CPU emulation)"}),
     nvrtc=types.SimpleNamespace(getVersion=lambda: (12, 9)),
     Stream=types.SimpleNamespace(null=None),
 )
@@ -345,7 +360,7 @@ def modules():
         "ndarray": ndarray, "asarray": asarray, "array": array, "asnumpy": asnumpy,
         "ascontiguousarray": ascontiguousarray, "get_array_module": get_array_module,
         "RawModule": RawModule, "RawKernel": RawKernel, "cuda": cuda,
-        "__stand_in__": True}, cupy_getattr)
+        "__version__": "stand-in", "__stand_in__": True}, cupy_getattr)
     sparse = _module("cupyx.scipy.sparse", {
         "csr_matrix": csr_matrix,
         "issparse": lambda x: isinstance(x, csr_matrix)})

@@ -1,0 +1,152 @@
+"""The GPU paths against the card's copy bandwidth and against the CPU (needs a CUDA device).
+
+1. Projections: rows of K standard-normal logits (K from 16 to 65536, float32 and float64,
+   ~128 MiB of input per call) through ``sparsekit.gpu.projections`` (simplex and the
+   capped family). Throughput counts the bytes read and written (2 * n * K * itemsize),
+   against the device's own copy bandwidth measured in the same run (``cupy.copyto`` of the
+   same array: one read and one write per element). Median of ``--repeat`` runs timed with
+   CUDA events after one warm-up.
+2. Fits: ``L1LogisticOBA`` (C = 1, tol 1e-6, no intercept) on a9a, w8a and MNIST (0-4 vs
+   5-9) and ``SparsemaxClassifier`` (alpha 1e-4, lbfgs and newton-cg) on MNIST's ten digits,
+   ``device="cuda"`` against ``device="cpu"`` (one CPU thread), with the objectives of both
+   fits; the GPU fits are timed after one warm-up fit (kernel compilation excluded).
+
+Writes section "gpu" of doc/benchmarks.md. Without a usable CUDA device it exits with the
+reason and writes nothing: GPU figures are measured, never estimated.
+
+    python benchmarks/bench_gpu.py             # the full protocol
+    python benchmarks/bench_gpu.py --quick     # 16 MiB calls, two data sets, one repeat
+"""
+import _report  # noqa: F401  (pins BLAS threads before NumPy)
+
+import argparse
+import statistics
+import sys
+import time
+
+import numpy as np
+
+sys.path.insert(0, str(_report.REPO))  # the in-place build, also when not installed
+from sparsekit import L1LogisticOBA, SparsemaxClassifier  # noqa: E402
+from sparsekit.datasets import load_libsvm, load_mnist  # noqa: E402
+from sparsekit.gpu import require_cupy  # noqa: E402
+
+KS = (16, 128, 1024, 4096, 65536)
+POLYTOPES = ("simplex", "capped_simplex", "budget", "at_least_one")
+
+
+def device_time(cp, fn, repeat):
+    """Median seconds of ``fn()`` on the current stream (CUDA events), after a warm-up."""
+    fn()
+    times = []
+    for _ in range(repeat):
+        start, stop = cp.cuda.Event(), cp.cuda.Event()
+        start.record()
+        fn()
+        stop.record()
+        stop.synchronize()
+        times.append(cp.cuda.get_elapsed_time(start, stop) / 1e3)
+    return statistics.median(times)
+
+
+def projection_rows(cp, megabytes, repeat, ks=KS):
+    from sparsekit.gpu import projections as gp
+
+    rows = []
+    for dtype in (np.float32, np.float64):
+        for k in ks:
+            n = max(1, megabytes * 2**20 // (k * np.dtype(dtype).itemsize))
+            Z = cp.asarray(np.random.default_rng(0).standard_normal((n, k)), dtype=dtype)
+            out = cp.empty_like(Z)
+            nbytes = 2 * Z.nbytes
+            copy = nbytes / device_time(cp, lambda: cp.copyto(out, Z), repeat) / 1e9
+            for polytope in POLYTOPES:
+                params = {"budget": k / 4} if polytope in ("capped_simplex", "budget") else {}
+                seconds = device_time(cp, lambda: gp.project(Z, polytope, **params), repeat)
+                rows.append([np.dtype(dtype).name, k, n, polytope, f"{seconds * 1e3:.2f}",
+                             f"{nbytes / seconds / 1e9:.1f}", f"{copy:.1f}",
+                             f"{nbytes / seconds / 1e9 / copy:.2f}"])
+            print(rows[-1], flush=True)
+    return rows
+
+
+def l1_objective(est, X, y, C):
+    m = np.asarray(X @ est.coef_.ravel()).ravel()
+    return float(np.abs(est.coef_).sum() + C * np.logaddexp(0.0, -y * m).sum())
+
+
+def fit_rows(cp, datasets):
+    rows = []
+    for name in datasets:
+        if name == "mnist":
+            X, digits = load_mnist("train", data_home=_report.DATA_HOME)
+            X = X.astype(np.float64) / 255.0
+            y = np.where(digits <= 4, 1.0, -1.0)
+        else:
+            X, y = load_libsvm(name, data_home=_report.DATA_HOME)
+        times, objectives = {}, {}
+        for device in ("cpu", "cuda", "cuda"):  # the first GPU fit compiles the kernels
+            est = L1LogisticOBA(C=1.0, tol=1e-6, fit_intercept=False, device=device)
+            t0 = time.perf_counter()
+            est.fit(X, y)
+            cp.cuda.Device().synchronize()
+            times[device] = time.perf_counter() - t0
+            objectives[device] = l1_objective(est, X, y, 1.0)
+        rows.append([f"L1LogisticOBA, {name}", f"{times['cpu']:.3f}", f"{times['cuda']:.3f}",
+                     f"{times['cpu'] / times['cuda']:.2f}",
+                     f"{abs(objectives['cuda'] - objectives['cpu']) / objectives['cpu']:.1e}"])
+        print(rows[-1], flush=True)
+    if "mnist" in datasets:
+        X, digits = load_mnist("train", data_home=_report.DATA_HOME)
+        X = X.astype(np.float32) / 255.0
+        for solver in ("lbfgs", "newton-cg"):
+            times, accuracy = {}, {}
+            for device in ("cpu", "cuda", "cuda"):
+                est = SparsemaxClassifier(alpha=1e-4, solver=solver, tol=1e-5, device=device)
+                t0 = time.perf_counter()
+                est.fit(X, digits)
+                cp.cuda.Device().synchronize()
+                times[device] = time.perf_counter() - t0
+                accuracy[device] = est.score(X, digits)
+            rows.append([f"SparsemaxClassifier {solver}, mnist (10 classes)",
+                         f"{times['cpu']:.3f}", f"{times['cuda']:.3f}",
+                         f"{times['cpu'] / times['cuda']:.2f}",
+                         f"accuracy {accuracy['cpu']:.4f} / {accuracy['cuda']:.4f}"])
+            print(rows[-1], flush=True)
+    return rows
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--repeat", type=int, default=5)
+    args = parser.parse_args()
+    try:
+        cp = require_cupy()
+    except (ImportError, RuntimeError) as exc:
+        print(f"bench_gpu: not run, no usable CUDA device: {exc}")
+        return
+    props = cp.cuda.runtime.getDeviceProperties(cp.cuda.Device().id)
+    card = props["name"].decode() if isinstance(props["name"], bytes) else props["name"]
+    repeat = 1 if args.quick else args.repeat
+    projections = projection_rows(cp, 16 if args.quick else 128, repeat)
+    fits = fit_rows(cp, ["a9a", "mnist"] if args.quick else ["a9a", "w8a", "mnist"])
+    body = f"""
+Device: {card}, CuPy {cp.__version__}. Projections: median of {repeat} runs timed with CUDA
+events; GB/s counts the bytes read and written; "copy" is ``cupy.copyto`` of the same array
+in the same run, the card's bandwidth ceiling for a one-pass kernel.
+
+### Projection throughput
+{_report.markdown_table(["dtype", "K", "rows", "polytope", "ms", "GB/s", "copy GB/s",
+                         "share of copy"], projections)}
+
+### Fits: device="cuda" against device="cpu" (wall seconds; the GPU fit after a warm-up)
+{_report.markdown_table(["estimator, data", "CPU s", "GPU s", "speed-up",
+                         "objective rel. diff. / accuracy"], fits)}
+"""
+    _report.write_section("gpu", "The GPU paths (CuPy)", body,
+                          packages=["numpy", "scipy", "cupy"])
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,48 @@
+"""benchmarks/bench_gpu.py runs end to end on the CuPy stand-in (tiny sizes), so that the
+script is ready for a machine with a GPU; its figures come only from a real device."""
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+BENCH = Path(__file__).resolve().parents[1] / "benchmarks"
+
+
+@pytest.fixture
+def bench_gpu(monkeypatch):
+    monkeypatch.syspath_prepend(str(BENCH))
+    import bench_gpu
+
+    return bench_gpu
+
+
+def test_bench_gpu_projection_rows_on_the_stand_in(cupy_backend, bench_gpu):
+    rows = bench_gpu.projection_rows(cupy_backend, megabytes=0, repeat=1, ks=(8, 40))
+    assert len(rows) == 2 * 2 * len(bench_gpu.POLYTOPES)
+    for dtype, k, n, polytope, ms, gbs, copy, share in rows:
+        assert n == 1 and polytope in bench_gpu.POLYTOPES and float(ms) >= 0
+
+
+def test_bench_gpu_fit_rows_on_the_stand_in(cupy_backend, bench_gpu, monkeypatch):
+    """The fit part on a small problem (the loaders replaced): both fits reach the same
+    objective."""
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(60, 5))
+    y = np.where(X[:, 0] + 0.5 * rng.normal(size=60) > 0, 1.0, -1.0)
+    monkeypatch.setattr(bench_gpu, "load_libsvm", lambda name, data_home=None: (X, y))
+    rows = bench_gpu.fit_rows(cupy_backend, ["tiny"])
+    assert rows[0][0] == "L1LogisticOBA, tiny"
+    assert float(rows[0][4]) < 1e-8
+
+
+def test_bench_gpu_without_a_device_writes_nothing(bench_gpu, monkeypatch, capsys):
+    def no_device():
+        raise RuntimeError("no CUDA device was found")
+
+    written = []
+    monkeypatch.setattr(bench_gpu, "require_cupy", no_device)
+    monkeypatch.setattr(bench_gpu._report, "write_section", lambda *a, **k: written.append(a))
+    monkeypatch.setattr(sys, "argv", ["bench_gpu.py", "--quick"])
+    bench_gpu.main()
+    assert not written and "not run, no usable CUDA device" in capsys.readouterr().out
