@@ -94,6 +94,26 @@ def kernel_launches(dtype, n=5, k=70, seed=0):
     G, loss = out()
     launches.append(("sparsemax_loss.cu", f"sparsemax_loss_grad_{s}",
                      [Z, Q, G, loss, i64(n), i64(k)], (G, loss)))
+    # ExtremeSoftmaxSGD's steps: CSR rows (int32 indices), K = 9 classes, m = 3, a bias
+    K, m, D = 9, 3, k
+    Xs = (rng.random((n, D)) < 0.3) * rng.normal(size=(n, D))
+    indptr = np.concatenate([[0], np.cumsum((Xs != 0).sum(axis=1))]).astype(np.int32)
+    indices = np.nonzero(Xs)[1].astype(np.int32)
+    data = Xs[Xs != 0].astype(dtype)
+    R = (rng.normal(size=(K, D + 1)) * 0.1).astype(dtype)
+    rows = np.arange(n, dtype=np.int64)
+    classes = np.array([rng.permutation(K)[:m + 1] for _ in range(n)], dtype=np.int64)
+    sw = rng.uniform(0.5, 2.0, n)
+    u, coef, status = np.zeros(n), np.full((n, m + 1), np.nan), np.zeros(1, dtype=np.int32)
+    launches.append(("softmax_sgd.cu", f"sgd_coefficients_{s}",
+                     [data, indices, indptr, i32(0), i64(D), i32(1), rows, classes, sw, R,
+                      i64(D + 1), u, coef, i64(n), i32(m), i32(1), f64(0.5),
+                      f64(np.log((K - 1) / m)), f64(0.0), f64(np.inf), status],
+                     (coef, u, status)))
+    R2 = R.copy()
+    launches.append(("softmax_sgd.cu", f"sgd_update_{s}",
+                     [data, indices, indptr, i32(0), i64(D), i32(1), rows, classes,
+                      np.nan_to_num(coef) + 0.1, R2, i64(D + 1), i64(n), i32(m)], (R2,)))
     if s == "f64":  # the logistic terms are float64 whatever X's dtype: on n * k margins
         m = (rng.normal(size=n * k) * 30).astype(np.float64)
         labels = np.where(rng.random(n * k) < 0.5, -1.0, 1.0)

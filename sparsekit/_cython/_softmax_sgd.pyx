@@ -216,6 +216,35 @@ cdef void _sample_classes(uint64_t* s, Py_ssize_t K, Py_ssize_t y, int m, bint e
             out[q] += 1
 
 
+def sample_classes(const Py_ssize_t[::1] labels, Py_ssize_t K, int m, bint exclude_true,
+                   uint64_t seed):
+    """The classes :func:`softmax_epoch` draws from ``seed`` (without shared classes) for
+    examples of the ``labels`` given in visit order: an (N, m + 1) int64 array, each row the
+    example's class then its m sampled classes (what the GPU epochs consume)."""
+    cdef Py_ssize_t N = labels.shape[0], t, q
+    if m < 1 or m > (K - 1 if exclude_true else K):
+        raise ValueError(f"sample_classes: need 1 <= m <= the classes to draw from, got m={m}, "
+                         f"K={K}")
+    out_arr = np.empty((N, m + 1), dtype=np.int64)
+    cdef int64_t[:, ::1] out = out_arr
+    cdef uint64_t state = seed
+    cdef Py_ssize_t table_size = _draw_table_size(m)
+    cdef Py_ssize_t* table = <Py_ssize_t*>malloc((table_size + 1) * sizeof(Py_ssize_t))
+    cdef Py_ssize_t* drawn = <Py_ssize_t*>malloc(m * sizeof(Py_ssize_t))
+    if table == NULL or drawn == NULL:
+        free(table); free(drawn)
+        raise MemoryError()
+    with nogil:
+        for t in range(N):
+            out[t, 0] = labels[t]
+            _sample_classes(&state, K, labels[t], m, exclude_true, drawn, table, table_size)
+            for q in range(m):
+                out[t, q + 1] = drawn[q]
+    free(table)
+    free(drawn)
+    return out_arr
+
+
 cdef void _draw_classes(uint64_t* s, Py_ssize_t K, Py_ssize_t y, int m, bint exclude,
                         Py_ssize_t* shared, bint new_set, Py_ssize_t* out, Py_ssize_t* table,
                         Py_ssize_t table_size) noexcept nogil:

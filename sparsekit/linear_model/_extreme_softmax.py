@@ -20,6 +20,11 @@ from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import _check_sample_weight, check_is_fitted
 
+from sparsekit.gpu._cupy import require_cupy
+from sparsekit.gpu.datafits import is_device_matrix
+from sparsekit.gpu.softmax_sgd import GPU_METHODS, DeviceRows, softmax_epoch_gpu
+from sparsekit.gpu.softmax_sgd import MAX_SAMPLED as GPU_MAX_SAMPLED
+from sparsekit.linear_model._device_input import device_scores, fit_device
 from sparsekit._cython._softmax_sgd import (METHODS, hashed_scores, softmax_epoch,
                                             softmax_epoch_parallel)
 from sparsekit.losses._softmax import _chunks, _log_softmax, _shifted_log_normalizer, softmax_scores
@@ -207,6 +212,16 @@ class ExtremeSoftmaxSGD(SparsekitClassifier):
         ``alpha=0``, ``shared_classes=False`` and ``sample_true_class=False``. Implicit
         SGD's step treats the touched classes' weights as separate: exact unless two of
         them share an entry for a feature of the row.
+    device : {"cpu", "cuda"}, default="cpu"
+        ``"cuda"`` runs the epochs on the current GPU with CuPy (``pip install
+        sparsekit[gpu]``): one warp per example of a batch, the steps of a batch from the
+        weights at its start, then atomic updates, with the CPU driver's class draws: the
+        same model as on the CPU up to rounding. Give it a larger ``batch_size`` (e.g.
+        256): a batch is two kernel launches. For every method but ``"implicit"``, with
+        ``alpha=0``, ``n_sampled <= 64``, dense weights (no ``n_weights``) and
+        ``shared_classes=False``. X may be a CuPy array or a cupyx sparse matrix; CuPy input
+        gives CuPy predictions (whatever ``device``); the fitted attributes are NumPy
+        arrays.
 
     Attributes
     ----------
@@ -321,13 +336,15 @@ class ExtremeSoftmaxSGD(SparsekitClassifier):
         "shared_classes": ["boolean"],
         "n_jobs": [Integral, None],
         "n_weights": [Interval(Integral, 1, None, closed="left"), None],
+        "device": [StrOptions({"cpu", "cuda"})],
     }
 
     def __init__(self, method="sampled_softmax", *, learning_rate="auto", lr_decay=0.9, n_epochs=20,
                  n_sampled=5, batch_size=1, delta=1.0, alpha=0.0, fit_intercept=True,
                  u_init="log_k", shuffle=True, random_state=None, verbose=0, eval_every=0,
                  eval_size=100_000, tol=None, warm_start=False, multilabel="error",
-                 sample_true_class=False, shared_classes=False, n_jobs=None, n_weights=None):
+                 sample_true_class=False, shared_classes=False, n_jobs=None, n_weights=None,
+                 device="cpu"):
         self.method = method
         self.learning_rate = learning_rate
         self.lr_decay = lr_decay
@@ -350,6 +367,7 @@ class ExtremeSoftmaxSGD(SparsekitClassifier):
         self.shared_classes = shared_classes
         self.n_jobs = n_jobs
         self.n_weights = n_weights
+        self.device = device
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -380,6 +398,9 @@ class ExtremeSoftmaxSGD(SparsekitClassifier):
         return first_label(y)
 
     def _validate_input(self, X, y, reset):
+        if is_device_matrix(X):     # trained from host memory; the epochs move it back
+            fit_device(self.device, X)
+            X, y = X.get(), y.get() if is_device_matrix(y) else y
         y = self._targets(y)
         X, y = validate_input(self, X, y, accept_sparse="csr", dtype=[np.float64, np.float32],
                              order="C", reset=reset)
@@ -395,6 +416,18 @@ class ExtremeSoftmaxSGD(SparsekitClassifier):
         if self.method == "implicit" and self.batch_size != 1:
             raise ValueError("method='implicit' is a one-datapoint proximal step; "
                              f"use batch_size=1 (got {self.batch_size})")
+        if self.device == "cuda":
+            unsupported = {"method": self.method not in GPU_METHODS, "alpha": self.alpha > 0,
+                           "n_weights": self.n_weights is not None,
+                           "shared_classes": self.shared_classes,
+                           "n_sampled": self.n_sampled > GPU_MAX_SAMPLED}
+            if any(unsupported.values()):
+                raise ValueError(
+                    f"device='cuda' trains methods {GPU_METHODS} with alpha=0, dense weights "
+                    f"(n_weights=None), shared_classes=False and n_sampled <= "
+                    f"{GPU_MAX_SAMPLED}; got "
+                    + ", ".join(f"{k}={getattr(self, k)!r}" for k, v in unsupported.items()
+                                if v) + " (method='implicit' runs on the CPU)")
         if self.n_weights is not None:
             unsupported = {"alpha": self.alpha > 0, "batch_size": self.batch_size != 1,
                            "shared_classes": self.shared_classes,
@@ -549,7 +582,10 @@ class ExtremeSoftmaxSGD(SparsekitClassifier):
         D = self.n_features_in_
         threads = self._threads(len(order))
         t0, c0 = time.perf_counter(), time.thread_time()
-        if threads > 1 or self._n_weights is not None:
+        if self.device == "cuda":
+            status = self._gpu_pass(inputs, y_idx, sample_weight, u, eta, order, m, bound_u,
+                                    seed)
+        elif threads > 1 or self._n_weights is not None:
             if undo:    # no log across threads: the pass runs on a copy of the weights
                 self._guard_weights()
             status, _ = softmax_epoch_parallel(
@@ -577,6 +613,26 @@ class ExtremeSoftmaxSGD(SparsekitClassifier):
                 + _scale_hint(xsq) + (
                     " (vanilla 'sgd' on the double sum is unstable) or use "
                     "method='implicit'." if self.method != "implicit" else "."))
+
+    def _gpu_pass(self, inputs, y_idx, sample_weight, u, eta, order, m, bound_u, seed):
+        """One pass on the GPU (:func:`sparsekit.gpu.softmax_sgd.softmax_epoch_gpu`): the
+        weights and u go to the device and come back only if the pass stayed finite."""
+        cp = require_cupy()
+        data, indices, indptr, dense, xsq = inputs
+        if getattr(self, "_device_rows", (None,))[0] is not inputs:
+            shape = (xsq.shape[0], self.n_features_in_)
+            X = (data.reshape(shape) if dense
+                 else sp.csr_matrix((data, indices, indptr), shape=shape))
+            self._device_rows = (inputs, DeviceRows(X, self._R.dtype))
+        R, u_device = cp.asarray(self._R), cp.asarray(u)
+        status = softmax_epoch_gpu(self.method, self._device_rows[1], self._bias, y_idx,
+                                   sample_weight, R, u_device, order, m, self.batch_size, eta,
+                                   float(self.delta), bound_u, seed,
+                                   exclude_true=not self.sample_true_class)
+        if not status:
+            self._R[...] = R.get()
+            u[:] = u_device.get()
+        return status
 
     def _training_nll(self, X, y_idx, sample_weight):
         """Weighted mean NLL of the current weights (NaN when every weight is 0); its time
@@ -748,6 +804,7 @@ class ExtremeSoftmaxSGD(SparsekitClassifier):
             warnings.warn(f"ExtremeSoftmaxSGD did not reach tol={self.tol} in "
                           f"{self.n_epochs} epochs; increase n_epochs", ConvergenceWarning)
         self.u_ = u
+        self.__dict__.pop("_device_rows", None)
         self._end_fit_task(context, X, y, sample_weight)
         return self
 
@@ -834,9 +891,34 @@ class ExtremeSoftmaxSGD(SparsekitClassifier):
         else:
             self._progress(self.n_iter_)
         self.u_ = u
+        self.__dict__.pop("_device_rows", None)
         return self
 
     # ------------------------------------------------------------------ prediction
+    def _on_device(self, X, kind):
+        """Predictions for CuPy X, on its device: ``kind`` "scores", "log_proba", "proba"
+        (in the dtype the host path gives), "labels" or an int k, the top k labels (CuPy for
+        numeric classes)."""
+        check_is_fitted(self)
+        cp = require_cupy()
+        if self._n_weights is None:
+            S = device_scores(X, self.coef_.astype(np.float64),
+                              self.intercept_.astype(np.float64))
+        else:                  # the hashed table is scored on the host
+            S = cp.asarray(self._scores(self._checked(X.get())))
+        if kind == "labels" or isinstance(kind, int):
+            best = (S.argmax(axis=1) if kind == "labels"   # top k: ties to the lower class
+                    else cp.argsort(-S, axis=1, kind="stable")[:, :kind])
+            if self.classes_.dtype.kind in "biuf":
+                return cp.asarray(self.classes_)[best]
+            return self.classes_[best.get()]
+        if kind != "scores":
+            Z = S - S.max(axis=1, keepdims=True)
+            S = Z - cp.log(cp.exp(Z).sum(axis=1, keepdims=True))
+            if kind == "proba":
+                S = cp.exp(S)
+        return S.astype(np.result_type(X.dtype, self._R.dtype))
+
     def _checked(self, X):
         check_is_fitted(self)
         return validate_input(self, X, accept_sparse="csr", dtype=[np.float64, np.float32],
@@ -868,7 +950,8 @@ class ExtremeSoftmaxSGD(SparsekitClassifier):
         scores : ndarray of shape (n_samples, n_classes) or (n_samples,)
             float32 when X and the model are float32, else float64.
         """
-        S = self._row_map(X, lambda S: S)
+        S = (self._on_device(X, "scores") if is_device_matrix(X)
+             else self._row_map(X, lambda S: S))
         return S[:, 1] - S[:, 0] if S.shape[1] == 2 else S
 
     def predict_log_proba(self, X):
@@ -879,6 +962,8 @@ class ExtremeSoftmaxSGD(SparsekitClassifier):
         log_proba : ndarray of shape (n_samples, n_classes)
             float32 when X and the model are float32, else float64.
         """
+        if is_device_matrix(X):
+            return self._on_device(X, "log_proba")
         return self._row_map(X, _log_softmax)
 
     def predict_proba(self, X):
@@ -889,10 +974,15 @@ class ExtremeSoftmaxSGD(SparsekitClassifier):
         proba : ndarray of shape (n_samples, n_classes)
             float32 when X and the model are float32, else float64.
         """
+        if is_device_matrix(X):
+            return self._on_device(X, "proba")
         return self._row_map(X, lambda S: np.exp(_log_softmax(S)))
 
     def predict(self, X):
-        """Most probable class of each example."""
+        """Most probable class of each example (a CuPy array for CuPy X and numeric
+        classes)."""
+        if is_device_matrix(X):
+            return self._on_device(X, "labels")
         best = self._row_reduce(X, lambda S: np.argmax(S, axis=1))
         return self.classes_[best]
 
@@ -907,6 +997,8 @@ class ExtremeSoftmaxSGD(SparsekitClassifier):
         if not isinstance(k, Integral) or isinstance(k, bool) or not 1 <= k <= len(
                 self.classes_):
             raise ValueError(f"k must be in [1, n_classes={len(self.classes_)}], got {k}")
+        if is_device_matrix(X):
+            return self._on_device(X, int(k))
 
         def top(S):  # ties broken toward the lower class index, as predict's argmax
             part = np.argpartition(-S, k - 1, axis=1)[:, :k]
@@ -923,4 +1015,5 @@ class ExtremeSoftmaxSGD(SparsekitClassifier):
 
     def precision_at_k(self, X, y_true, k=5):
         """Mean precision@k of ``predict_topk(X, k)`` against single or multiple labels."""
-        return precision_at_k(y_true, self.predict_topk(X, k))
+        top = self.predict_topk(X, k)
+        return precision_at_k(y_true, top.get() if is_device_matrix(top) else top)

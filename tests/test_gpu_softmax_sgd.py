@@ -1,0 +1,135 @@
+"""ExtremeSoftmaxSGD's GPU epochs against the CPU epoch driver (the same class draws: the
+results agree up to the order of floating-point additions), and the estimator with
+device="cuda", on the CuPy stand-in and on real CuPy when a device is usable."""
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+from sparsekit import ExtremeSoftmaxSGD
+from sparsekit._cython._softmax_sgd import METHODS, sample_classes, softmax_epoch
+from sparsekit.gpu.softmax_sgd import GPU_METHODS, DeviceRows, softmax_epoch_gpu
+
+
+def _problem(rng, n=40, d=12, K=7, dtype=np.float64, sparse=True):
+    X = rng.normal(size=(n, d)) * (rng.random((n, d)) < (0.4 if sparse else 1.0))
+    X[3] = 0.0                                          # an empty row
+    y = rng.integers(0, K, n)
+    return (sp.csr_matrix(X) if sparse else X).astype(dtype), y
+
+
+def _cpu_inputs(X):
+    if sp.issparse(X):
+        return X.data, X.indices, X.indptr, False
+    return X.ravel(), np.zeros(1, dtype=np.intp), np.zeros(1, dtype=np.intp), True
+
+
+def test_sample_classes_are_the_cpu_epochs_draws():
+    """The draws given to the GPU are those the CPU driver makes from the same seed:
+    distinct, uniform over the wrong classes (all classes with exclude_true=False)."""
+    rng = np.random.default_rng(0)
+    labels = rng.integers(0, 50, 4000).astype(np.intp)
+    C = sample_classes(labels, 50, 5, True, 123)
+    assert C.shape == (4000, 6) and C.dtype == np.int64
+    np.testing.assert_array_equal(C[:, 0], labels)
+    assert all(len(set(row)) == 6 for row in C.tolist())      # distinct, none is the label
+    counts = np.bincount(C[:, 1:].ravel(), minlength=50)
+    assert counts.min() > 0.6 * counts.mean()
+    np.testing.assert_array_equal(sample_classes(labels, 50, 5, True, 123), C)
+    assert (sample_classes(labels, 50, 5, False, 7)[:, 1:] == labels[:, None]).any()
+    with pytest.raises(ValueError, match="1 <= m"):
+        sample_classes(labels, 5, 5, True, 0)
+
+
+@pytest.mark.parametrize("method", GPU_METHODS)
+@pytest.mark.parametrize("batch_size", [1, 6])
+@pytest.mark.parametrize("dtype, sparse", [(np.float64, True), (np.float64, False),
+                                           (np.float32, True)])
+def test_gpu_epoch_matches_the_cpu_epoch(cupy_backend, method, batch_size, dtype, sparse):
+    cp = cupy_backend
+    rng = np.random.default_rng(1)
+    X, y = _problem(rng, dtype=dtype, sparse=sparse)
+    n, d = X.shape
+    K, m, bias = 7, 3, True
+    sw = rng.uniform(0.5, 2.0, n)
+    R0 = (rng.normal(size=(K, d + bias)) * 0.3).astype(dtype)
+    u0 = rng.uniform(0.0, 1.0, n)
+    order = rng.permutation(n).astype(np.intp)
+    data, indices, indptr, dense = _cpu_inputs(X)
+    Xd = X.toarray() if sp.issparse(X) else X
+    xsq = (Xd.astype(np.float64) ** 2).sum(axis=1) + bias
+    R_cpu, u_cpu = R0.copy(), u0.copy()
+    eta = 1e-4 if method == "sgd" else 0.7   # the double sum's SGD overflows at larger steps
+    status, _ = softmax_epoch(METHODS[method], data, indices, indptr, dense, d, bias,
+                              y.astype(np.intp), sw, xsq, R_cpu, np.ones(K), np.zeros(1),
+                              u_cpu, np.ones(K), order, m, batch_size, eta, 0.0, 0.5,
+                              np.inf, np.inf, 99)
+    assert status == 0
+    R_gpu, u_gpu = cp.asarray(R0), cp.asarray(u0)
+    status = softmax_epoch_gpu(method, DeviceRows(X, dtype), bias, y, sw, R_gpu, u_gpu,
+                               order, m, batch_size, eta, 0.5, np.inf, 99)
+    assert status == 0
+    tol = 1e-10 if dtype == np.float64 else 1e-4
+    np.testing.assert_allclose(R_gpu.get(), R_cpu, rtol=tol, atol=tol)
+    np.testing.assert_allclose(u_gpu.get(), u_cpu, rtol=tol, atol=tol)
+    assert not np.allclose(R_cpu, R0)
+
+
+def test_gpu_epoch_reports_overflow(cupy_backend):
+    cp = cupy_backend
+    rng = np.random.default_rng(2)
+    X, y = _problem(rng)
+    R = cp.asarray(rng.normal(size=(7, 13)) * 1e200)
+    status = softmax_epoch_gpu("sgd", DeviceRows(X * 1e200, np.float64), True, y,
+                               np.ones(X.shape[0]), R, cp.zeros(X.shape[0]),
+                               np.arange(X.shape[0]), 3, 4, 1e10, 0.5, np.inf, 0)
+    assert status == 1
+
+
+@pytest.mark.parametrize("sparse", [True, False])
+def test_extreme_softmax_sgd_fits_on_the_gpu_as_on_the_cpu(cupy_backend, sparse):
+    """device="cuda" gives the CPU fit's model (same draws and batches); CuPy X in, CuPy
+    predictions out; NumPy attributes, so the model predicts host input anywhere."""
+    cp = cupy_backend
+    rng = np.random.default_rng(3)
+    X, y = _problem(rng, n=60, sparse=sparse)
+    y = np.array(["a", "b", "c", "d", "e", "f", "g"])[y]
+    params = {"method": "sampled_softmax", "n_sampled": 3, "batch_size": 8, "n_epochs": 3,
+              "random_state": 0}
+    cpu = ExtremeSoftmaxSGD(**params).fit(X, y)
+    gpu = ExtremeSoftmaxSGD(**params, device="cuda").fit(X, y)
+    assert type(gpu.coef_) is np.ndarray
+    np.testing.assert_allclose(gpu.coef_, cpu.coef_, rtol=1e-9, atol=1e-9)
+    np.testing.assert_allclose(gpu.intercept_, cpu.intercept_, rtol=1e-9, atol=1e-9)
+    np.testing.assert_allclose(gpu.loss_curve_, cpu.loss_curve_, rtol=1e-9)
+    Xd = cp.asarray(X.toarray()) if sparse else cp.asarray(X)
+    scores = gpu.decision_function(Xd)
+    assert type(scores).__module__.split(".")[0] == "cupy"
+    np.testing.assert_allclose(scores.get(), cpu.decision_function(X), atol=1e-9)
+    np.testing.assert_allclose(gpu.predict_proba(Xd).get(), cpu.predict_proba(X), atol=1e-9)
+    np.testing.assert_allclose(gpu.predict_log_proba(Xd).get(), cpu.predict_log_proba(X),
+                               atol=1e-9)
+    np.testing.assert_array_equal(gpu.predict(Xd), cpu.predict(X))       # string labels
+    np.testing.assert_array_equal(gpu.predict(X), cpu.predict(X))
+    np.testing.assert_array_equal(gpu.predict_topk(Xd, 3), cpu.predict_topk(X, 3))
+    tied = cp.zeros((2, X.shape[1]))                   # every score equal to the intercepts
+    np.testing.assert_array_equal(gpu.predict_topk(tied, 7), cpu.predict_topk(
+        np.zeros((2, X.shape[1])), 7))
+    assert gpu.precision_at_k(Xd, y, 3) == cpu.precision_at_k(X, y, 3)
+    # CuPy X for the fit itself
+    again = ExtremeSoftmaxSGD(**params, device="cuda").fit(Xd, cp.asarray(np.unique(
+        y, return_inverse=True)[1]))
+    assert again.coef_.shape == cpu.coef_.shape
+
+
+def test_extreme_softmax_sgd_gpu_refuses_what_it_does_not_run(cupy_backend):
+    cp = cupy_backend
+    rng = np.random.default_rng(4)
+    X, y = _problem(rng, sparse=False)
+    for params, match in (({"method": "implicit"}, "implicit"), ({"alpha": 1e-3}, "alpha"),
+                          ({"n_weights": 64}, "n_weights"),
+                          ({"shared_classes": True, "batch_size": 4}, "shared_classes"),
+                          ({"n_sampled": 65}, "n_sampled")):
+        with pytest.raises(ValueError, match=match):
+            ExtremeSoftmaxSGD(device="cuda", **params).fit(X, y)
+    with pytest.raises(TypeError, match="device='cpu'"):
+        ExtremeSoftmaxSGD().fit(cp.asarray(X), y)
