@@ -10,6 +10,9 @@
    5-9) and ``SparsemaxClassifier`` (alpha 1e-4, lbfgs and newton-cg) on MNIST's ten digits,
    ``device="cuda"`` against ``device="cpu"`` (one CPU thread), with the objectives of both
    fits; the GPU fits are timed after one warm-up fit (kernel compilation excluded).
+3. ExtremeSoftmaxSGD epochs on the synthetic teacher (K = 1e4, D = 1000, 20 draws a row,
+   100,000 training rows, float32), sampled softmax m = 5, batch_size 256: seconds per epoch on the GPU against
+   the CPU driver (one thread, same batches), and the test accuracy of both.
 
 Writes section "gpu" of doc/benchmarks.md. Without a usable CUDA device it exits with the
 reason and writes nothing: GPU figures are measured, never estimated.
@@ -116,6 +119,24 @@ def fit_rows(cp, datasets):
     return rows
 
 
+def softmax_rows(cp, n_rows):
+    from sparsekit import ExtremeSoftmaxSGD
+    from sparsekit.datasets import make_extreme_softmax_teacher
+
+    X, y = make_extreme_softmax_teacher(n_rows + 10_000, 1000, 10_000, 20, dtype=np.float32,
+                                        random_state=0)
+    train, test = slice(0, n_rows), slice(n_rows, None)
+    rows = []
+    for device in ("cpu", "cuda", "cuda"):
+        est = ExtremeSoftmaxSGD(n_sampled=5, batch_size=256, n_epochs=3, random_state=0,
+                                device=device).fit(X[train], y[train])
+        rows.append([device, f"{np.median(est.epoch_times_):.3f}",
+                     f"{est.score(X[test], y[test]):.4f}"])
+    rows.pop(1)                                        # the warm-up fit (compilation)
+    print(rows, flush=True)
+    return rows
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true")
@@ -131,6 +152,7 @@ def main():
     repeat = 1 if args.quick else args.repeat
     projections = projection_rows(cp, 16 if args.quick else 128, repeat)
     fits = fit_rows(cp, ["a9a", "mnist"] if args.quick else ["a9a", "w8a", "mnist"])
+    epochs = softmax_rows(cp, 20_000 if args.quick else 100_000)
     body = f"""
 Device: {card}, CuPy {cp.__version__}. Projections: median of {repeat} runs timed with CUDA
 events; GB/s counts the bytes read and written; "copy" is ``cupy.copyto`` of the same array
@@ -143,6 +165,9 @@ in the same run, the card's bandwidth ceiling for a one-pass kernel.
 ### Fits: device="cuda" against device="cpu" (wall seconds; the GPU fit after a warm-up)
 {_report.markdown_table(["estimator, data", "CPU s", "GPU s", "speed-up",
                          "objective rel. diff. / accuracy"], fits)}
+
+### ExtremeSoftmaxSGD epochs (teacher, K = 1e4, sampled softmax m = 5, batch 256)
+{_report.markdown_table(["device", "s per epoch (median)", "test accuracy"], epochs)}
 """
     _report.write_section("gpu", "The GPU paths (CuPy)", body,
                           packages=["numpy", "scipy", "cupy"])

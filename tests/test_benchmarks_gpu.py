@@ -46,3 +46,14 @@ def test_bench_gpu_without_a_device_writes_nothing(bench_gpu, monkeypatch, capsy
     monkeypatch.setattr(sys, "argv", ["bench_gpu.py", "--quick"])
     bench_gpu.main()
     assert not written and "not run, no usable CUDA device" in capsys.readouterr().out
+
+
+def test_bench_gpu_softmax_rows_on_the_stand_in(cupy_backend, bench_gpu, monkeypatch):
+    from sparsekit.datasets import make_extreme_softmax_teacher
+
+    monkeypatch.setattr("sparsekit.datasets.make_extreme_softmax_teacher",
+                        lambda n, d, k, nnz, **kw: make_extreme_softmax_teacher(
+                            n, 30, 12, 5, **kw))
+    rows = bench_gpu.softmax_rows(cupy_backend, 200)
+    assert [r[0] for r in rows] == ["cpu", "cuda"]
+    assert rows[0][2] == rows[1][2]            # the same model: the same test accuracy
