@@ -1,7 +1,8 @@
 // Row-wise Euclidean projections onto the sparsemax family (sparsekit.gpu.projections).
 //
 // Launch: one thread block per row (grid-stride over rows), blockDim.x a multiple of 32,
-// dynamic shared memory none (static 128 doubles). Each kernel writes the projection P and
+// dynamic shared memory none (static: 128 doubles, and a row of up to SK_ROW_CACHE entries,
+// which the searches then read from shared memory: one read of the row from global memory). Each kernel writes the projection P and
 // the threshold tau of every row, with P = clip(Z - tau * w, 0, upper) as in the CPU kernels
 // (sparsekit/_cython/_projections.pxd): upper = +inf for the simplex, 1 otherwise; w = W
 // when ``weighted`` is non-zero, else 1 (W is then never read: any valid pointer does);
@@ -21,8 +22,9 @@ template <typename T>
 __device__ void sk_project_simplex(const T* Z, T* P, double* tau, long long n, long long k,
                                    double radius) {
     __shared__ double smem[128];
+    __shared__ T cache[SK_ROW_CACHE];
     for (long long row = blockIdx.x; row < n; row += gridDim.x) {
-        const T* z = Z + row * k;
+        const T* z = sk_cached_row<T>(Z + row * k, k, cache);
         T* p = P + row * k;
         double m = -sk_inf();
         for (long long j = threadIdx.x; j < k; j += blockDim.x) m = fmax(m, (double)z[j]);
@@ -51,8 +53,8 @@ __device__ double sk_capped_root(const T* z, const T* W, int weighted, long long
     double neg_lo = -sk_inf(), top = -sk_inf();
     for (long long j = threadIdx.x; j < k; j += blockDim.x) {
         const double w = weighted ? (double)W[j] : 1.0, v = (double)z[j] - r * w;
-        neg_lo = fmax(neg_lo, (1.0 - v) / w);
-        top = fmax(top, v / w);
+        neg_lo = fmax(neg_lo, weighted ? (1.0 - v) / w : 1.0 - v);  // no division by 1
+        top = fmax(top, weighted ? v / w : v);
     }
     double lo = -sk_block_max(neg_lo, smem), hi = fmax(sk_block_max(top, smem), 0.0);
     if (mode == SK_MODE_LE) lo = fmax(lo, -r);  // g(0) > 0: root in (0, hi]
@@ -68,7 +70,7 @@ __device__ double sk_capped_root(const T* z, const T* W, int weighted, long long
             const double y = v - x * w;
             if (y >= 1.0) c += w;
             else if (y > 0.0) { a += w * v; b += w * w; }
-            const double t0 = v / w, t1 = (v - 1.0) / w;
+            const double t0 = weighted ? v / w : v, t1 = weighted ? (v - 1.0) / w : v - 1.0;
             inside += (double)(t0 > lo && t0 < hi) + (double)(t1 > lo && t1 < hi);
         }
         sk_block_sum4(a, b, c, inside, smem);
@@ -106,11 +108,12 @@ template <typename T>
 __device__ void sk_project_capped(const T* Z, const T* W, int weighted, T* P, double* tau,
                                   long long n, long long k, double budget, int mode) {
     __shared__ double smem[128];
+    __shared__ T cache[SK_ROW_CACHE];
     // max w |t'| above which the shift lost bits that matter (float32: ties of its keys
     // in the CPU kernel; here the same limits, so that both kernels agree)
     const double limit = sizeof(T) == 4 ? 16.0 : 4096.0;
     for (long long row = blockIdx.x; row < n; row += gridDim.x) {
-        const T* z = Z + row * k;
+        const T* z = sk_cached_row<T>(Z + row * k, k, cache);
         T* p = P + row * k;
         double t = 0.0, r = 0.0;
         bool active = false;

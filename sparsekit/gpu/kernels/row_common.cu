@@ -7,6 +7,7 @@
 #define SPARSEKIT_ROW_COMMON_CU
 
 #define SK_FULL_MASK 0xffffffffu
+#define SK_ROW_CACHE 4096  // rows of at most this many entries are read from global memory once
 #define SK_MAX_PASSES 200
 #define SK_NEWTON_PASSES 16
 
@@ -58,6 +59,19 @@ __device__ double sk_block_max(double v, double* smem) {
     }
     __syncthreads();
     return smem[0];
+}
+
+// The row ``z`` of ``k`` entries in the block's shared ``cache`` when it fits there: the
+// searches below pass over a row ~5-15 times, and from shared memory only the first read
+// costs global bandwidth (one read of the row, one write of the result). Longer rows are
+// read in place. No barrier: every loop over a row gives entry j to thread
+// j mod blockDim.x, so each thread reads back only the entries it stored (shared memory
+// rather than registers because a thread holds up to SK_ROW_CACHE / 32 of them).
+template <typename T>
+__device__ const T* sk_cached_row(const T* z, long long k, T* cache) {
+    if (k > SK_ROW_CACHE) return z;
+    for (long long j = threadIdx.x; j < k; j += blockDim.x) cache[j] = z[j];
+    return cache;
 }
 
 // Next point of the safeguarded Newton search on a bracket [lo, hi] of the root of a

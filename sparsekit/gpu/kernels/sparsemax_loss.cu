@@ -11,8 +11,9 @@ template <typename T>
 __device__ void sk_sparsemax_loss_grad(const T* Z, const T* Q, T* G, double* loss,
                                        long long n, long long k) {
     __shared__ double smem[128];
+    __shared__ T cache[SK_ROW_CACHE];
     for (long long row = blockIdx.x; row < n; row += gridDim.x) {
-        const T* z = Z + row * k;
+        const T* z = sk_cached_row<T>(Z + row * k, k, cache);
         const T* q = Q + row * k;
         double m = -sk_inf();
         for (long long j = threadIdx.x; j < k; j += blockDim.x) m = fmax(m, (double)z[j]);
