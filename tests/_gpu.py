@@ -74,14 +74,16 @@ def kernel_launches(dtype, n=5, k=70, seed=0):
         return np.full((n, k), np.nan, dtype=dtype), np.full(n, np.nan)
 
     P, tau = out()
+    flag = np.zeros(1, dtype=np.int32)
     launches = [("projections.cu", f"project_simplex_{s}",
-                 [Z, P, tau, i64(n), i64(k), f64(1.0)], (P, tau))]
+                 [Z, P, tau, i64(n), i64(k), f64(1.0), flag], (P, tau, flag))]
     for mode, budget in ((0, 2.5), (1, 1.5), (2, 1.0), (3, 1.0)):
         for weighted in (0, 1):
             P, tau = out()
+            flag = np.zeros(1, dtype=np.int32)
             launches.append(("projections.cu", f"project_capped_{s}",
                              [Z, W, i32(weighted), P, tau, i64(n), i64(k), f64(budget),
-                              i32(mode)], (P, tau)))
+                              i32(mode), flag], (P, tau, flag)))
     Pc, tc = np.empty_like(Z), np.empty(n, dtype=dtype)
     project_rows(POLYTOPE_CODES["simplex"], Z, Pc, tc, 1.0, np.ones(k, dtype), False)
     V = rng.normal(size=(n, k)).astype(dtype)
@@ -92,8 +94,9 @@ def kernel_launches(dtype, n=5, k=70, seed=0):
                           i32(simplex), i32(equality)], (OUT,)))
     Q = rng.dirichlet(np.full(k, 0.3), size=n).astype(dtype)
     G, loss = out()
+    flag = np.zeros(1, dtype=np.int32)
     launches.append(("sparsemax_loss.cu", f"sparsemax_loss_grad_{s}",
-                     [Z, Q, G, loss, i64(n), i64(k)], (G, loss)))
+                     [Z, Q, G, loss, i64(n), i64(k), flag], (G, loss, flag)))
     # ExtremeSoftmaxSGD's steps: CSR rows (int32 indices), K = 9 classes, m = 3, a bias
     K, m, D = 9, 3, k
     Xs = (rng.random((n, D)) < 0.3) * rng.normal(size=(n, D))

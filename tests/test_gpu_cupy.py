@@ -267,7 +267,7 @@ def test_gpu_fenchel_young_wrapper_with_numpy_for_cupy(monkeypatch):
     from sparsekit.projections import project
     from sparsekit.projections._dispatch import project_with_tau
 
-    def numpy_rows(Z, name="Z"):
+    def numpy_rows(Z, name="Z", check_finite=True):
         Z = np.asarray(Z, dtype=np.float64)
         return np, np.atleast_2d(Z), Z.ndim == 1
     monkeypatch.setattr(gpu_losses, "as_device_rows", numpy_rows)

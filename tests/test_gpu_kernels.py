@@ -127,19 +127,22 @@ def _sfx(dtype):
 
 
 def run_project(emu, Z, polytope, budget=1.0, weights=None, grid=3, block=32):
+    """(P, tau) of the projection kernels; asserts that they flag no non-finite entry."""
     Z = np.ascontiguousarray(Z)
     n, k = Z.shape
     P = np.full_like(Z, np.nan)
     tau = np.full(n, np.nan)
+    flag = np.zeros(1, dtype=np.int32)
     module = emu["projections.cu"]
     if polytope == "simplex":
         module.launch(f"project_simplex_{_sfx(Z.dtype)}", grid, block,
-                      [Z, P, tau, np.int64(n), np.int64(k), np.float64(budget)])
+                      [Z, P, tau, np.int64(n), np.int64(k), np.float64(budget), flag])
     else:
         W = Z if weights is None else np.ascontiguousarray(weights, dtype=Z.dtype)
         module.launch(f"project_capped_{_sfx(Z.dtype)}", grid, block,
                       [Z, W, np.int32(weights is not None), P, tau, np.int64(n), np.int64(k),
-                       np.float64(budget), np.int32(MODES[polytope])])
+                       np.float64(budget), np.int32(MODES[polytope]), flag])
+    assert flag[0] == int(not np.isfinite(Z).all())
     return P, tau
 
 
@@ -159,9 +162,11 @@ def run_loss(emu, Z, Q, block=32):
     n, k = Z.shape
     G = np.full_like(Z, np.nan)
     loss = np.full(n, np.nan)
+    flag = np.zeros(1, dtype=np.int32)
     emu["sparsemax_loss.cu"].launch(
         f"sparsemax_loss_grad_{_sfx(Z.dtype)}", 2, block,
-        [Z, np.ascontiguousarray(Q, Z.dtype), G, loss, np.int64(n), np.int64(k)])
+        [Z, np.ascontiguousarray(Q, Z.dtype), G, loss, np.int64(n), np.int64(k), flag])
+    assert flag[0] == int(not np.isfinite(Z).all())
     return loss, G
 
 
@@ -175,20 +180,33 @@ def test_every_kernel_has_a_launch_case(emu):
     assert launched == {name for m in emu.values() for name in m.signatures}
 
 
+@pytest.mark.parametrize("k", [5, 5000])     # a row in the shared cache, and one read in place
+@pytest.mark.parametrize("bad", [np.nan, np.inf, -np.inf])
+def test_emulated_kernels_flag_non_finite_entries(emu, k, bad):
+    """The finiteness check of Z is the kernels' (no separate pass): any NaN or infinity
+    in any row sets the flag, whatever the polytope; a finite Z leaves it clear."""
+    Z = np.random.default_rng(0).normal(size=(3, k))
+    Z[2, k - 1] = bad
+    for polytope in ("simplex", "capped_simplex", "box"):
+        run_project(emu, Z, polytope, budget=1.0)      # asserts the flag
+    run_loss(emu, Z, np.full_like(Z, 1.0 / k))
+    run_project(emu, np.nan_to_num(Z, posinf=1.0, neginf=-1.0), "simplex")
+
+
 def test_emulated_launch_checks_arguments(emu):
     Z = np.zeros((2, 3))
-    P, tau = np.empty_like(Z), np.empty(2)
+    P, tau, flag = np.empty_like(Z), np.empty(2), np.zeros(1, dtype=np.int32)
     launch = emu["projections.cu"].launch
-    with pytest.raises(TypeError, match="takes 6 arguments, got 5"):
+    with pytest.raises(TypeError, match="takes 7 arguments, got 5"):
         launch("project_simplex_f64", 1, 32, [Z, P, tau, np.int64(2), np.int64(3)])
     with pytest.raises(TypeError, match="must be a NumPy int64 scalar, got 2"):
-        launch("project_simplex_f64", 1, 32, [Z, P, tau, 2, np.int64(3), np.float64(1)])
+        launch("project_simplex_f64", 1, 32, [Z, P, tau, 2, np.int64(3), np.float64(1), flag])
     with pytest.raises(TypeError, match="got an array of float32"):
         launch("project_simplex_f64", 1, 32, [Z.astype(np.float32), P, tau, np.int64(2),
-                                             np.int64(3), np.float64(1)])
+                                             np.int64(3), np.float64(1), flag])
     with pytest.raises(TypeError, match="not C-contiguous"):
         launch("project_simplex_f64", 1, 32, [np.zeros((3, 2)).T, P, tau, np.int64(2),
-                                             np.int64(3), np.float64(1)])
+                                             np.int64(3), np.float64(1), flag])
 
 
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])

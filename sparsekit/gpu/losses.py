@@ -10,7 +10,7 @@ from ..losses._targets import check_flipped_target, check_target
 from ..projections._checks import (negated_columns, reflect_columns, resolve_polytope,
                                    solve_dtype)
 from ._kernels import get_kernel, launch_rows
-from .projections import as_device_rows, project_with_tau
+from .projections import as_device_rows, project_with_tau, raise_if_nonfinite
 
 def _targets(cp, Z2, Y, allow_labels):
     """Device targets of the shape and dtype of ``Z2``; with ``allow_labels``, integer
@@ -48,14 +48,16 @@ def sparsemax_loss_and_grad(Z, Y):
     loss : cupy.ndarray of shape (n_rows,), float64 (a float for 1-D ``Z``)
     grad : cupy.ndarray of the shape and dtype of ``Z``
     """
-    cp, Z2, one_d = as_device_rows(Z)
+    cp, Z2, one_d = as_device_rows(Z, check_finite=False)    # checked by the kernel
     Y2 = _targets(cp, Z2, Y, allow_labels=not one_d)
     check_target(Y2, "simplex", 1.0, np.ones(Z2.shape[1]), cp)
     n, k = Z2.shape
     grad = cp.empty_like(Z2)
     loss = cp.empty(n, dtype=cp.float64)
+    nonfinite = cp.zeros(1, dtype=cp.int32)
     kernel = get_kernel("sparsemax_loss.cu", "sparsemax_loss_grad", Z2.dtype)
-    launch_rows(kernel, n, k, (Z2, Y2, grad, loss, np.int64(n), np.int64(k)))
+    launch_rows(kernel, n, k, (Z2, Y2, grad, loss, np.int64(n), np.int64(k), nonfinite))
+    raise_if_nonfinite(nonfinite)
     if one_d:
         return float(loss[0]), grad[0]
     return loss, grad
@@ -75,7 +77,7 @@ def fenchel_young_loss_and_grad(Z, Y, polytope="simplex", *, negated=None, **par
     loss : cupy.ndarray of shape (n_rows,), float64 (a float for 1-D ``Z``)
     grad : cupy.ndarray of the shape and dtype of ``Z``
     """
-    cp, Z2, one_d = as_device_rows(Z)
+    cp, Z2, one_d = as_device_rows(Z, check_finite=False)    # checked by the kernel
     Y2 = _targets(cp, Z2, Y, allow_labels=False)
     columns = negated_columns(negated, Z2.shape[1])
     Z2, Y2 = reflect_columns(Z2, columns), reflect_columns(Y2, columns)

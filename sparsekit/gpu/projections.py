@@ -26,9 +26,10 @@ _METHODS = ("pivot", "sort")
 _EQUALITY = ("simplex", "capped_simplex")   # sum constraint always active (jvp)
 
 
-def as_device_rows(Z, name="Z"):
+def as_device_rows(Z, name="Z", check_finite=True):
     """Validate ``Z`` as CuPy rows: returns ``(cupy, Z2, one_d)`` with ``Z2`` a
-    C-contiguous 2-D float32/float64 device array (other dtypes cast to float64)."""
+    C-contiguous 2-D float32/float64 device array (other dtypes cast to float64). Without
+    ``check_finite`` the caller's kernel checks the entries (no separate pass)."""
     cp = require_cupy()
     Z = cp.asarray(Z)
     one_d = Z.ndim == 1
@@ -42,9 +43,15 @@ def as_device_rows(Z, name="Z"):
         raise TypeError(f"{name} must be real, got complex values")
     if Z.dtype not in (cp.float32, cp.float64):
         Z = Z.astype(cp.float64)
-    if not bool(cp.isfinite(Z).all()):
+    if check_finite and not bool(cp.isfinite(Z).all()):
         raise ValueError(f"{name} contains NaN or infinity")
     return cp, cp.ascontiguousarray(Z), one_d
+
+
+def raise_if_nonfinite(flag, name="Z"):
+    """Raise ValueError when a kernel set its non-finite ``flag`` (one int on the device)."""
+    if int(flag.get()[0]):
+        raise ValueError(f"{name} contains NaN or infinity")
 
 
 def project_with_tau(Z, polytope, params):
@@ -62,15 +69,19 @@ def project_with_tau(Z, polytope, params):
     W = cp.asarray(weights) if weighted else Z  # never read when not weighted
     P = cp.empty_like(Z)
     tau = cp.empty(n, dtype=cp.float64)
+    nonfinite = cp.zeros(1, dtype=cp.int32)
     if polytope == "simplex":
         kernel = get_kernel(_KERNELS, "project_simplex", Z.dtype)
-        launch_rows(kernel, n, k, (Z, P, tau, np.int64(n), np.int64(k), np.float64(budget)))
+        launch_rows(kernel, n, k, (Z, P, tau, np.int64(n), np.int64(k), np.float64(budget),
+                                   nonfinite))
     else:
         mode, fixed = _CAPPED_MODES[polytope]
         kernel = get_kernel(_KERNELS, "project_capped", Z.dtype)
         launch_rows(kernel, n, k, (Z, W, np.int32(weighted), P, tau, np.int64(n), np.int64(k),
                                    np.float64(budget if fixed is None else fixed),
-                                   np.int32(mode)))
+                                   np.int32(mode), nonfinite))
+    raise_if_nonfinite(nonfinite)
+    if polytope != "simplex":
         raise_on_overflow(tau, weighted, cp)
     return P, tau, W, weighted
 
@@ -91,7 +102,7 @@ def project(Z, polytope="simplex", **params):
     -------
     P : cupy.ndarray of the shape and dtype of ``Z``
     """
-    _, Z2, one_d = as_device_rows(Z)
+    _, Z2, one_d = as_device_rows(Z, check_finite=False)      # checked by the kernel
     P = project_with_tau(Z2, polytope, params)[0].astype(Z2.dtype, copy=False)
     return P[0] if one_d else P
 
@@ -103,7 +114,7 @@ def jvp(Z, V, polytope="simplex", **params):
     ``(Jv)_I = v_I - w_I (w_I.v_I) / (w_I.w_I)`` when the sum constraint is active, else
     ``v_I``; 0 off I (Niculae & Martins 2020, Prop. 6).
     """
-    cp, Z2, one_d = as_device_rows(Z)
+    cp, Z2, one_d = as_device_rows(Z, check_finite=False)    # checked by the kernel
     _, V2, _ = as_device_rows(V, name="V")
     if V2.shape != Z2.shape:
         raise ValueError(f"V must have the shape of Z {Z2.shape}, got {V2.shape}")

@@ -1,5 +1,6 @@
 // Row-wise Euclidean projections onto the sparsemax family (sparsekit.gpu.projections).
 //
+// A non-finite entry of Z sets ``*nonfinite`` (then the results are not to be used).
 // Launch: one thread block per row (grid-stride over rows), blockDim.x a multiple of 32,
 // dynamic shared memory none (static: 128 doubles, and a row of up to SK_ROW_CACHE entries,
 // which the searches then read from shared memory: one read of the row from global memory). Each kernel writes the projection P and
@@ -20,11 +21,11 @@
 // Simplex {p >= 0, sum p = radius}: shift by the row maximum (exact shift invariance).
 template <typename T>
 __device__ void sk_project_simplex(const T* Z, T* P, double* tau, long long n, long long k,
-                                   double radius) {
+                                   double radius, int* nonfinite) {
     __shared__ double smem[128];
     __shared__ T cache[SK_ROW_CACHE];
     for (long long row = blockIdx.x; row < n; row += gridDim.x) {
-        const T* z = sk_cached_row<T>(Z + row * k, k, cache);
+        const T* z = sk_cached_row<T>(Z + row * k, k, cache, nonfinite);
         T* p = P + row * k;
         double m = -sk_inf();
         for (long long j = threadIdx.x; j < k; j += blockDim.x) m = fmax(m, (double)z[j]);
@@ -106,14 +107,15 @@ __device__ double sk_capped_root(const T* z, const T* W, int weighted, long long
 
 template <typename T>
 __device__ void sk_project_capped(const T* Z, const T* W, int weighted, T* P, double* tau,
-                                  long long n, long long k, double budget, int mode) {
+                                  long long n, long long k, double budget, int mode,
+                                  int* nonfinite) {
     __shared__ double smem[128];
     __shared__ T cache[SK_ROW_CACHE];
     // max w |t'| above which the shift lost bits that matter (float32: ties of its keys
     // in the CPU kernel; here the same limits, so that both kernels agree)
     const double limit = sizeof(T) == 4 ? 16.0 : 4096.0;
     for (long long row = blockIdx.x; row < n; row += gridDim.x) {
-        const T* z = sk_cached_row<T>(Z + row * k, k, cache);
+        const T* z = sk_cached_row<T>(Z + row * k, k, cache, nonfinite);
         T* p = P + row * k;
         double t = 0.0, r = 0.0;
         bool active = false;
@@ -192,22 +194,22 @@ __device__ void sk_projection_jvp(const T* P, const double* tau, const T* V, con
 extern "C" {
 
 __global__ void project_simplex_f32(const float* Z, float* P, double* tau, long long n,
-                                    long long k, double radius) {
-    sk_project_simplex<float>(Z, P, tau, n, k, radius);
+                                    long long k, double radius, int* nonfinite) {
+    sk_project_simplex<float>(Z, P, tau, n, k, radius, nonfinite);
 }
 __global__ void project_simplex_f64(const double* Z, double* P, double* tau, long long n,
-                                    long long k, double radius) {
-    sk_project_simplex<double>(Z, P, tau, n, k, radius);
+                                    long long k, double radius, int* nonfinite) {
+    sk_project_simplex<double>(Z, P, tau, n, k, radius, nonfinite);
 }
 __global__ void project_capped_f32(const float* Z, const float* W, int weighted, float* P,
-                                   double* tau,
-                                   long long n, long long k, double budget, int mode) {
-    sk_project_capped<float>(Z, W, weighted, P, tau, n, k, budget, mode);
+                                   double* tau, long long n, long long k, double budget,
+                                   int mode, int* nonfinite) {
+    sk_project_capped<float>(Z, W, weighted, P, tau, n, k, budget, mode, nonfinite);
 }
 __global__ void project_capped_f64(const double* Z, const double* W, int weighted, double* P,
-                                   double* tau,
-                                   long long n, long long k, double budget, int mode) {
-    sk_project_capped<double>(Z, W, weighted, P, tau, n, k, budget, mode);
+                                   double* tau, long long n, long long k, double budget,
+                                   int mode, int* nonfinite) {
+    sk_project_capped<double>(Z, W, weighted, P, tau, n, k, budget, mode, nonfinite);
 }
 __global__ void projection_jvp_f32(const float* P, const double* tau, const float* V,
                                    const float* W, int weighted, float* OUT, long long n,

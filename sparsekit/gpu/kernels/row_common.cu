@@ -64,14 +64,20 @@ __device__ double sk_block_max(double v, double* smem) {
 // The row ``z`` of ``k`` entries in the block's shared ``cache`` when it fits there: the
 // searches below pass over a row ~5-15 times, and from shared memory only the first read
 // costs global bandwidth (one read of the row, one write of the result). Longer rows are
-// read in place. No barrier: every loop over a row gives entry j to thread
+// read in place (and twice). No barrier: every loop over a row gives entry j to thread
 // j mod blockDim.x, so each thread reads back only the entries it stored (shared memory
 // rather than registers because a thread holds up to SK_ROW_CACHE / 32 of them).
+// A non-finite entry sets ``*nonfinite`` (the caller raises; no separate pass over Z).
 template <typename T>
-__device__ const T* sk_cached_row(const T* z, long long k, T* cache) {
-    if (k > SK_ROW_CACHE) return z;
-    for (long long j = threadIdx.x; j < k; j += blockDim.x) cache[j] = z[j];
-    return cache;
+__device__ const T* sk_cached_row(const T* z, long long k, T* cache, int* nonfinite) {
+    bool bad = false;
+    for (long long j = threadIdx.x; j < k; j += blockDim.x) {
+        const T v = z[j];
+        bad |= !isfinite((double)v);
+        if (k <= SK_ROW_CACHE) cache[j] = v;
+    }
+    if (bad) atomicExch(nonfinite, 1);
+    return k <= SK_ROW_CACHE ? cache : z;
 }
 
 // Next point of the safeguarded Newton search on a bracket [lo, hi] of the root of a

@@ -9,11 +9,11 @@
 
 template <typename T>
 __device__ void sk_sparsemax_loss_grad(const T* Z, const T* Q, T* G, double* loss,
-                                       long long n, long long k) {
+                                       long long n, long long k, int* nonfinite) {
     __shared__ double smem[128];
     __shared__ T cache[SK_ROW_CACHE];
     for (long long row = blockIdx.x; row < n; row += gridDim.x) {
-        const T* z = sk_cached_row<T>(Z + row * k, k, cache);
+        const T* z = sk_cached_row<T>(Z + row * k, k, cache, nonfinite);
         const T* q = Q + row * k;
         double m = -sk_inf();
         for (long long j = threadIdx.x; j < k; j += blockDim.x) m = fmax(m, (double)z[j]);
@@ -35,12 +35,12 @@ __device__ void sk_sparsemax_loss_grad(const T* Z, const T* Q, T* G, double* los
 extern "C" {
 
 __global__ void sparsemax_loss_grad_f32(const float* Z, const float* Q, float* G,
-                                        double* loss, long long n, long long k) {
-    sk_sparsemax_loss_grad<float>(Z, Q, G, loss, n, k);
+                                        double* loss, long long n, long long k, int* nonfinite) {
+    sk_sparsemax_loss_grad<float>(Z, Q, G, loss, n, k, nonfinite);
 }
 __global__ void sparsemax_loss_grad_f64(const double* Z, const double* Q, double* G,
-                                        double* loss, long long n, long long k) {
-    sk_sparsemax_loss_grad<double>(Z, Q, G, loss, n, k);
+                                        double* loss, long long n, long long k, int* nonfinite) {
+    sk_sparsemax_loss_grad<double>(Z, Q, G, loss, n, k, nonfinite);
 }
 
 }  // extern "C"
