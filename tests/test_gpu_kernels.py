@@ -24,6 +24,7 @@ import numpy as np
 import pytest
 
 import _cuda_emulation
+import sparsekit
 from _gpu import CU_FILES, KERNEL_SOURCES, kernel_launches, run_every_kernel
 from sparsekit.gpu._kernels import kernel_source
 
@@ -229,10 +230,13 @@ def _tsan(argv):
         _missing("ThreadSanitizer's runtime (libtsan)")
     code = (f"import sys; sys.path.insert(0, {str(TESTS)!r}); import _gpu; "
             "_gpu.tsan_main(sys.argv[1:])")
-    env = {**os.environ, "LD_PRELOAD": str(runtime),
+    # the sparsekit this session imports (installed or built in place), never a source tree
+    # that happens to be the working directory
+    package_root = str(Path(sparsekit.__file__).resolve().parents[1])
+    env = {**os.environ, "LD_PRELOAD": str(runtime), "PYTHONPATH": package_root,
            "TSAN_OPTIONS": "halt_on_error=1 exitcode=66 report_signal_unsafe=0"}
     return subprocess.run([sys.executable, "-c", code, *argv], capture_output=True,
-                          text=True, timeout=900, env=env)
+                          text=True, timeout=900, env=env, cwd=argv[0])
 
 
 @pytest.fixture(scope="module")
