@@ -39,12 +39,15 @@ class DeviceLogistic:
         Labels in {−1, +1}.
     sample_weight : ndarray of shape (n_samples,), optional
     fit_intercept : bool, default=False
+    shared : dict, optional
+        Device arrays derived from X alone (its entry-wise squares), kept for the other
+        datafits of the same X (one-vs-rest problems) that are given the same dict.
     """
 
     #: the same intercept at w = 0 as on the CPU
     intercept_for = staticmethod(Logistic.intercept_for)
 
-    def __init__(self, X, y, sample_weight=None, fit_intercept=False):
+    def __init__(self, X, y, sample_weight=None, fit_intercept=False, shared=None):
         cp = self._cp = require_cupy()
         X = X.tocsr() if hasattr(X, "tocsr") else X
         self.X = X if X.dtype == cp.float64 else X.astype(cp.float64)
@@ -68,7 +71,7 @@ class DeviceLogistic:
         self._kernel = get_kernel("logistic.cu", "logistic_pointwise", np.float64)
         self._terms, self._r, self._D = (cp.empty(n, dtype=cp.float64) for _ in range(3))
         self._x_at = None
-        self._squares = None
+        self._shared = {} if shared is None else shared
         self._bound = None
 
     # -- products (float64)
@@ -121,15 +124,16 @@ class DeviceLogistic:
         return _DeviceHessian(self, cols, intercept, self._D.copy())
 
     def _square_entries(self):
-        """X with every entry squared (formed on first use, kept)."""
-        if self._squares is None:
+        """X with every entry squared (formed on first use, kept in ``shared``)."""
+        if "squares" not in self._shared:
             X = self.X
             if hasattr(X, "tocsr"):
-                self._squares = X.copy()
-                self._squares.data **= 2
+                squares = X.copy()
+                squares.data **= 2
             else:
-                self._squares = X * X
-        return self._squares
+                squares = X * X
+            self._shared["squares"] = squares
+        return self._shared["squares"]
 
     def _diagonal(self, cols, D):
         """Σᵢ Dᵢ X_ij² for the listed columns."""

@@ -16,8 +16,8 @@ from ..utils._validation import check_device
 
 
 def _host(v):
-    """A NumPy copy of a CuPy vector (other inputs as they are)."""
-    return v.get() if type(v).__module__.split(".")[0] == "cupy" else v
+    """A host copy of a CuPy array or cupyx matrix (other inputs as they are)."""
+    return v.get() if is_device_matrix(v) else v
 
 
 def fit_device(device, X):
@@ -87,16 +87,6 @@ def host_targets(X, y, sample_weight, multi_output=False):
     if not np.all(np.isfinite(sample_weight)) or np.any(sample_weight < 0):
         raise ValueError("sample_weight must be finite and non-negative")
     return y, sample_weight
-
-
-def check_device_magnitude(X):
-    """Raise ValueError when device X has entries so large that its squared row norms may
-    overflow float64 (the check the CPU estimators make)."""
-    values = X.data if hasattr(X, "tocsr") else X
-    largest = float(abs(values).max()) if values.size else 0.0
-    if largest > np.sqrt(np.finfo(np.float64).max / max(X.shape[1], 1)):
-        raise ValueError(f"X has entries up to {largest:.3g} in magnitude, whose squared row "
-                         "norms overflow float64; rescale the features (e.g. MaxAbsScaler)")
 
 
 def device_scores(X, coef, intercept):

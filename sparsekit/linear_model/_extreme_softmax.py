@@ -615,23 +615,31 @@ class ExtremeSoftmaxSGD(SparsekitClassifier):
                     "method='implicit'." if self.method != "implicit" else "."))
 
     def _gpu_pass(self, inputs, y_idx, sample_weight, u, eta, order, m, bound_u, seed):
-        """One pass on the GPU (:func:`sparsekit.gpu.softmax_sgd.softmax_epoch_gpu`): the
-        weights and u go to the device and come back only if the pass stayed finite."""
+        """One pass on the GPU (:func:`sparsekit.gpu.softmax_sgd.softmax_epoch_gpu`); the
+        weights and u come back to the host only if the pass stayed finite. Within a fit the
+        rows and the weights stay on the device between passes (``_gpu_state``: the inputs,
+        their device rows, and the host weights with their device copy while they agree)."""
         cp = require_cupy()
         data, indices, indptr, dense, xsq = inputs
-        if getattr(self, "_device_rows", (None,))[0] is not inputs:
+        state = getattr(self, "_gpu_state", None)
+        if state is None or state["inputs"] is not inputs:
             shape = (xsq.shape[0], self.n_features_in_)
             X = (data.reshape(shape) if dense
                  else sp.csr_matrix((data, indices, indptr), shape=shape))
-            self._device_rows = (inputs, DeviceRows(X, self._R.dtype))
-        R, u_device = cp.asarray(self._R), cp.asarray(u)
-        status = softmax_epoch_gpu(self.method, self._device_rows[1], self._bias, y_idx,
+            state = self._gpu_state = {"inputs": inputs, "rows": DeviceRows(X, self._R.dtype),
+                                       "host": None, "weights": None}
+        R = state["weights"] if state["host"] is self._R else cp.asarray(self._R)
+        u_device = cp.asarray(u)
+        status = softmax_epoch_gpu(self.method, state["rows"], self._bias, y_idx,
                                    sample_weight, R, u_device, order, m, self.batch_size, eta,
                                    float(self.delta), bound_u, seed,
                                    exclude_true=not self.sample_true_class)
-        if not status:
+        if status:
+            state["host"] = state["weights"] = None      # the device copy is garbage now
+        else:
             self._R[...] = R.get()
             u[:] = u_device.get()
+            state["host"], state["weights"] = self._R, R
         return status
 
     def _training_nll(self, X, y_idx, sample_weight):
@@ -804,7 +812,7 @@ class ExtremeSoftmaxSGD(SparsekitClassifier):
             warnings.warn(f"ExtremeSoftmaxSGD did not reach tol={self.tol} in "
                           f"{self.n_epochs} epochs; increase n_epochs", ConvergenceWarning)
         self.u_ = u
-        self.__dict__.pop("_device_rows", None)
+        self.__dict__.pop("_gpu_state", None)
         self._end_fit_task(context, X, y, sample_weight)
         return self
 
@@ -891,7 +899,7 @@ class ExtremeSoftmaxSGD(SparsekitClassifier):
         else:
             self._progress(self.n_iter_)
         self.u_ = u
-        self.__dict__.pop("_device_rows", None)
+        self.__dict__.pop("_gpu_state", None)
         return self
 
     # ------------------------------------------------------------------ prediction

@@ -30,9 +30,9 @@ from sparsekit._cython import _oba_kernels as K
 from sparsekit.losses._softmax import _log_softmax
 from sparsekit.optimize import minimize_oba
 from sparsekit.linear_model._dask_input import DaskRows, is_dask_collection
-from sparsekit.linear_model._device_input import (check_device_X, check_device_magnitude,
-                                                  device_scores, fit_device, host_targets,
-                                                  to_device)
+from sparsekit.gpu._cupy import require_cupy
+from sparsekit.linear_model._device_input import (check_device_X, device_scores, fit_device,
+                                                  host_targets, to_device)
 from sparsekit.gpu.datafits import DeviceLogistic, is_device_matrix
 from sparsekit.losses._dask_datafit import DaskDatafit
 from sparsekit.losses._duality import relative_duality_gap
@@ -159,11 +159,7 @@ def _unit_mean_weights(sample_weight):
 
 def _namespace(a):
     """The array module of ``a``: NumPy, or CuPy for a CuPy array."""
-    if is_device_matrix(a):
-        import cupy
-
-        return cupy
-    return np
+    return require_cupy() if is_device_matrix(a) else np
 
 
 def _null_start(datafit):
@@ -391,12 +387,15 @@ class L1LogisticOBA(LinearClassifierMixin, SparseCoefMixin, SparsekitClassifier)
                 return DaskDatafit(make, *parts, data.client)
         elif on_device:
             sample_weight, mean_weight = _unit_mean_weights(sample_weight * cw[codes])
-            dtype = X.dtype
+            dtype = X.dtype                                  # coef_ follows X
+            if X.dtype != np.float64:                        # one copy for every problem
+                X = X.astype(np.float64)
+            shared = {}
 
             def datafit(pos):
                 return DeviceLogistic(X, np.where(codes == pos, 1.0, -1.0),
                                       sample_weight=sample_weight,
-                                      fit_intercept=self.fit_intercept)
+                                      fit_intercept=self.fit_intercept, shared=shared)
         else:
             sample_weight, mean_weight = _unit_mean_weights(sample_weight * cw[codes])
             one = self.multiclass == "multinomial" or classes.size == 2
@@ -486,7 +485,7 @@ class L1LogisticOBA(LinearClassifierMixin, SparseCoefMixin, SparsekitClassifier)
         self.__dict__.pop("feature_names_in_", None)
         self.n_features_in_ = X.shape[1]
         check_labels(y)
-        check_device_magnitude(X)
+        check_entry_magnitude(X, np.float64)
         return X, y, sample_weight
 
     def _class_weights(self, classes, totals):

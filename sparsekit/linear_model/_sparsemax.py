@@ -15,8 +15,7 @@ from sklearn.utils.validation import _check_sample_weight, check_is_fitted, colu
 
 from ..gpu._cupy import require_cupy
 from ..gpu.datafits import is_device_matrix
-from ._device_input import (check_device_X, check_device_magnitude, device_scores, fit_device,
-                            host_targets, to_device)
+from ._device_input import check_device_X, device_scores, fit_device, host_targets, to_device
 from ..losses._dask_datafit import DaskFenchelYoung
 from ..losses._fenchel_young_datafit import FenchelYoungLinear
 from ..losses._targets import check_target_entries, polytope_targets
@@ -314,7 +313,7 @@ class SparsemaxClassifier(SparsekitClassifier):
             y, sw = host_targets(X, y, sample_weight, multi_output=True)
             self.__dict__.pop("feature_names_in_", None)
             self.n_features_in_ = X.shape[1]
-            check_device_magnitude(X)
+            check_entry_magnitude(X, X.dtype)
         else:
             X, y = validate_input(self, X, y, accept_sparse=["csr", "csc"],
                                  dtype=[np.float64, np.float32], order="C", multi_output=True,
@@ -585,16 +584,18 @@ class SparsemaxClassifier(SparsekitClassifier):
             return scores[:, 1] - scores[:, 0]
         return scores
 
-    def _scores(self, X):
+    def _scores(self, X, keep_on_device=False):
         """``X coef_ᵀ + intercept_``: on the GPU for CuPy X (a CuPy array) and, with
-        ``device="cuda"``, for host X (moved there, the scores brought back)."""
+        ``device="cuda"``, for host X (moved there; the scores brought back unless
+        ``keep_on_device``)."""
         check_is_fitted(self)
         if is_device_matrix(X):
             return device_scores(X, self.coef_, self.intercept_)
         X = validate_input(self, X, accept_sparse=["csr", "csc"],
                           dtype=[np.float64, np.float32], reset=False)
         if getattr(self, "device", "cpu") == "cuda":
-            return device_scores(to_device(X), self.coef_, self.intercept_).get()
+            scores = device_scores(to_device(X), self.coef_, self.intercept_)
+            return scores if keep_on_device else scores.get()
         coef = self.coef_.astype(X.dtype, copy=False)
         return np.asarray(X @ coef.T) + self.intercept_.astype(X.dtype)
 
@@ -616,16 +617,11 @@ class SparsemaxClassifier(SparsekitClassifier):
         -------
         proba : ndarray of shape (n_samples, n_classes)
         """
-        scores = self._scores(X)
+        scores = self._scores(X, keep_on_device=True)   # projected where they are
         params = {"budget": self.budget} if self.polytope == "budget" else {}
         negated = getattr(self, "_negated", None)  # absent from models pickled before it
-        if is_device_matrix(scores):
-            return project(scores, self.polytope, negated=negated, **params)
-        if getattr(self, "device", "cpu") == "cuda":
-            cp = require_cupy()
-            return cp.asnumpy(project(cp.asarray(scores), self.polytope, negated=negated,
-                                      **params))
-        return project(scores, self.polytope, negated=negated, **params)
+        proba = project(scores, self.polytope, negated=negated, **params)
+        return proba.get() if is_device_matrix(proba) and not is_device_matrix(X) else proba
 
     def predict(self, X):
         """Class labels (argmax) or, for 2-D targets, the indicator ``proba > threshold``.
@@ -640,10 +636,12 @@ class SparsemaxClassifier(SparsekitClassifier):
         """
         check_is_fitted(self)
         if self.target_type_ == "multiclass":
-            best = self._scores(X).argmax(axis=1)
-            if is_device_matrix(best) and self.classes_.dtype.kind in "biuf":
+            best = self._scores(X, keep_on_device=True).argmax(axis=1)
+            if not is_device_matrix(best):
+                return self.classes_[best]
+            if is_device_matrix(X) and self.classes_.dtype.kind in "biuf":
                 return require_cupy().asarray(self.classes_)[best]
-            return self.classes_[best.get() if is_device_matrix(best) else best]
+            return self.classes_[best.get()]
         proba = self.predict_proba(X)
         return (proba > self._decision_threshold()).astype(self._target_dtype)
 

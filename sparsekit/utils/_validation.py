@@ -151,9 +151,10 @@ def checked_sparse(X, name="X"):
 
 
 def check_entry_magnitude(X, dtype):
-    """Raise ``ValueError`` when ``X`` (dense or sparse, finite) has entries so large that
-    its squared row norms may overflow ``dtype``, the type the solver computes in."""
-    values = X.data if sp.issparse(X) else X
+    """Raise ``ValueError`` when ``X`` (dense or sparse, finite; NumPy/SciPy or CuPy/cupyx)
+    has entries so large that its squared row norms may overflow ``dtype``, the type the
+    solver computes in."""
+    values = X.data if sp.issparse(X) or hasattr(X, "tocsr") else X
     largest = max(float(values.max()), -float(values.min())) if values.size else 0.0
     if largest > np.sqrt(np.finfo(dtype).max / max(X.shape[1], 1)):
         raise ValueError(f"X has entries up to {largest:.3g} in magnitude, whose squared row "
