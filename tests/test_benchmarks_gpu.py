@@ -36,6 +36,16 @@ def test_bench_gpu_fit_rows_on_the_stand_in(cupy_backend, bench_gpu, monkeypatch
     assert float(rows[0][4]) < 1e-8
 
 
+def test_bench_gpu_multinomial_row_on_the_stand_in(cupy_backend, bench_gpu):
+    """The multinomial row on a tiny ten-class problem: both fits reach the same
+    objective."""
+    rng = np.random.default_rng(1)
+    X = rng.normal(size=(80, 6))
+    digits = np.argmax(X[:, :5] @ rng.normal(size=(5, 10)), axis=1)
+    row = bench_gpu.multinomial_row(cupy_backend, X, digits, C=1.0)
+    assert row[0].startswith("L1LogisticOBA multinomial") and float(row[4]) < 1e-8
+
+
 def test_bench_gpu_without_a_device_writes_nothing(bench_gpu, monkeypatch, capsys):
     def no_device():
         raise RuntimeError("no CUDA device was found")

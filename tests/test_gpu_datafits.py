@@ -8,6 +8,7 @@ import scipy.sparse as sp
 
 from sparsekit import L1LogisticOBA
 from sparsekit.losses._logistic_datafit import Logistic
+from sparsekit.losses._multinomial_datafit import Multinomial
 
 
 def _problem(rng, n=60, d=12, dtype=np.float64, density=None):
@@ -69,6 +70,57 @@ def test_device_logistic_matches_cpu(cupy_backend, sparse, dtype, fit_intercept)
     assert gpu.null_intercept() == pytest.approx(cpu.null_intercept(), rel=1e-12)
 
 
+@pytest.mark.parametrize("sparse", [False, True])
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("fit_intercept", [False, True])
+def test_device_multinomial_matches_cpu(cupy_backend, sparse, dtype, fit_intercept):
+    from sparsekit.gpu.datafits import DeviceMultinomial
+
+    cp = cupy_backend
+    rng = np.random.default_rng(4)
+    X, _ = _problem(rng, n=70, d=9, dtype=dtype, density=0.4 if sparse else None)
+    X[5] = 0.0                                          # an empty row
+    y = rng.integers(0, 4, 70)
+    sw = rng.uniform(0.0, 2.0, 70)
+    cpu = Multinomial(sp.csr_matrix(X) if sparse else X, y, 4, sample_weight=sw,
+                      fit_intercept=fit_intercept)
+    gpu = DeviceMultinomial(_device(cp, X, sparse), y, 4, sample_weight=sw,
+                            fit_intercept=fit_intercept)
+    rtol = 1e-10 if dtype == np.float64 else 1e-4
+    for attr in ("n_params", "n_features", "n_samples", "n_classes", "fit_intercept"):
+        assert getattr(gpu, attr) == getattr(cpu, attr)
+    np.testing.assert_array_equal(gpu.penalty_weights, cpu.penalty_weights)
+    x = rng.normal(size=cpu.n_params) * 2
+    x[rng.random(x.size) < 0.4] = 0.0
+    x[:4] = [300.0, -300.0, 0.0, 1e-3]                  # margins far out in the tails
+    f_c, g_c = cpu.value_grad(x)
+    f_g, g_g = gpu.value_grad(x)
+    assert isinstance(g_g, np.ndarray) and np.isfinite(f_g)
+    np.testing.assert_allclose(f_g, f_c, rtol=rtol)
+    np.testing.assert_allclose(g_g, g_c, rtol=rtol, atol=rtol * np.abs(g_c).max())
+    np.testing.assert_allclose(gpu.value(x), cpu.value(x), rtol=rtol)
+    free = np.flatnonzero(rng.random(cpu.n_params) < 0.6)
+    if fit_intercept:
+        free = np.union1d(free, cpu.n_features * 4 + np.array([0, 2]))
+    H_c, H_g = cpu.hessp(x, free), gpu.hessp(x, free)
+    assert H_g.shape == H_c.shape
+    v = rng.normal(size=free.size)
+    np.testing.assert_allclose(H_g(v), H_c(v), rtol=rtol, atol=rtol * np.abs(H_c(v)).max())
+    np.testing.assert_allclose(H_g.diagonal(), H_c.diagonal(), rtol=rtol,
+                               atol=rtol * H_c.diagonal().max())
+    keep = rng.random(free.size) < 0.6
+    w = rng.normal(size=int(keep.sum()))
+    np.testing.assert_allclose(H_g.restrict(keep)(w), H_c.restrict(keep)(w), rtol=rtol,
+                               atol=rtol * np.abs(H_c.restrict(keep)(w)).max())
+    np.testing.assert_allclose(H_g.restrict(keep).diagonal(), H_c.restrict(keep).diagonal(),
+                               rtol=rtol, atol=rtol * H_c.diagonal().max())
+    np.testing.assert_allclose(gpu.lipschitz(), cpu.lipschitz(), rtol=rtol)
+    np.testing.assert_allclose(gpu.dual_terms(x, 0.7), cpu.dual_terms(x, 0.7), rtol=rtol)
+    np.testing.assert_allclose(gpu.null_intercept(), cpu.null_intercept(), rtol=1e-12)
+    with pytest.raises(ValueError, match="class indices"):
+        DeviceMultinomial(_device(cp, X, sparse), y + 1, 4)
+
+
 def test_device_logistic_terms_at_huge_margins(cupy_backend):
     """Margins of ±1e150 (entries whose squares still fit float64, as the estimators
     check): finite loss terms, residuals and curvature (no overflow), equal to the CPU's."""
@@ -123,6 +175,30 @@ def test_l1_logistic_oba_on_the_gpu_matches_cpu(cupy_backend, sparse):
         np.testing.assert_allclose(again.predict_proba(Xh), cpu.predict_proba(Xh), atol=1e-7)
 
 
+@pytest.mark.parametrize("sparse", [False, True])
+def test_multinomial_l1_logistic_oba_on_the_gpu_matches_cpu(cupy_backend, sparse):
+    """The multinomial model with weights and an elastic net, fitted from host and from
+    device X: the CPU fit's coefficients; CuPy predictions for CuPy X."""
+    cp = cupy_backend
+    rng = np.random.default_rng(5)
+    X, _ = _problem(rng, n=90, d=8, density=0.5 if sparse else None)
+    y = np.argmax(X[:, :3] + 0.4 * rng.normal(size=(90, 3)), axis=1)
+    sw = rng.uniform(0.5, 2.0, 90)
+    Xh = sp.csr_matrix(X) if sparse else X
+    params = dict(C=3.0, tol=1e-10, multiclass="multinomial", l1_ratio=0.7,
+                  class_weight="balanced")
+    cpu = L1LogisticOBA(**params).fit(Xh, y, sample_weight=sw)
+    Xd = _device(cp, X, sparse)
+    for X_fit in (Xh, Xd):
+        gpu = L1LogisticOBA(device="cuda", **params).fit(X_fit, y, sample_weight=sw)
+        np.testing.assert_allclose(gpu.coef_, cpu.coef_, atol=1e-7)
+        np.testing.assert_allclose(gpu.intercept_, cpu.intercept_, atol=1e-7)
+    proba = gpu.predict_proba(Xd)
+    assert type(proba).__module__.split(".")[0] == "cupy"
+    np.testing.assert_allclose(proba.get(), cpu.predict_proba(Xh), atol=1e-7)
+    np.testing.assert_array_equal(gpu.predict(Xd).get(), cpu.predict(Xh))
+
+
 def test_l1_logistic_oba_float32_on_the_gpu(cupy_backend):
     cp = cupy_backend
     rng = np.random.default_rng(2)
@@ -140,8 +216,6 @@ def test_l1_logistic_oba_device_input_errors(cupy_backend):
     y = np.arange(20) % 2
     with pytest.raises(TypeError, match="device='cpu'"):
         L1LogisticOBA().fit(X, y)
-    with pytest.raises(ValueError, match="multinomial"):
-        L1LogisticOBA(device="cuda", multiclass="multinomial").fit(X, np.arange(20) % 3)
     bad = X.copy()
     bad[3, 1] = np.nan
     with pytest.raises(ValueError, match="NaN or infinity"):

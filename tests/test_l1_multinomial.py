@@ -100,6 +100,9 @@ def test_multinomial_weights_sparse_float32_and_warm_start(wine):
     sparse = L1LogisticOBA(**kw).fit(sp.csr_matrix(X), y)
     dense = L1LogisticOBA(**kw).fit(X, y)
     np.testing.assert_allclose(sparse.coef_, dense.coef_, rtol=1e-7, atol=1e-9)
+    for Xs in (sp.csr_matrix(X), X):   # threads split the products, not the sums
+        threaded = L1LogisticOBA(n_jobs=2, **kw).fit(Xs, y)
+        np.testing.assert_array_equal(threaded.coef_, L1LogisticOBA(**kw).fit(Xs, y).coef_)
     single = L1LogisticOBA(**kw).fit(X.astype(np.float32), y)
     assert single.coef_.dtype == np.float32
     np.testing.assert_allclose(single.coef_, dense.coef_, rtol=1e-3, atol=1e-4)

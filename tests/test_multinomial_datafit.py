@@ -29,9 +29,10 @@ def _objective(X, y, sw, W, b, l2):
         + 0.5 * l2 * float((W * W).sum())
 
 
-@pytest.mark.parametrize("layout", ["dense", "csc"])
+@pytest.mark.parametrize("layout", ["dense", "csc", "csr"])
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
-def test_multinomial_kernels_are_the_matrix_products(layout, dtype):
+@pytest.mark.parametrize("n_threads", [1, 3])
+def test_multinomial_kernels_are_the_matrix_products(layout, dtype, n_threads):
     X, _, _, rng = _problem()
     X = X.astype(dtype)
     cols = np.array([0, 2, 5, 6], dtype=np.int64)
@@ -41,23 +42,51 @@ def test_multinomial_kernels_are_the_matrix_products(layout, dtype):
     Z = np.empty((X.shape[0], 3))
     out = np.empty((4, 3))
     Xd = X.astype(np.float64)
-    if layout == "csc":
-        S = sp.csc_matrix(X)
-        K.mn_margins_csc(S.data, S.indices, S.indptr, Wc, cols, b, Z)
-        K.mn_rmatmat_csc(S.data, S.indices, S.indptr, R, cols, out)
-        sq = np.empty_like(out)
-        K.mn_rmatmat_csc(S.data, S.indices, S.indptr, R, cols, sq, True)
-    else:
+    sq = np.empty_like(out)
+    if layout == "dense":
         F = np.asfortranarray(X)
-        K.mn_margins_dense(F, Wc, cols, b, Z)
-        K.mn_rmatmat_dense(F, R, cols, out)
-        sq = np.empty_like(out)
-        K.mn_rmatmat_dense(F, R, cols, sq, True)
+        K.mn_margins_dense(F, Wc, cols, b, Z, n_threads)
+        K.mn_rmatmat_dense(F, R, cols, out, False, n_threads)
+        K.mn_rmatmat_dense(F, R, cols, sq, True, n_threads)
+    else:
+        S = sp.csc_matrix(X)
+        if layout == "csc":
+            K.mn_margins_csc(S.data, S.indices, S.indptr, Wc, cols, b, Z)
+        else:                       # rows among threads; slot: a column's row of Wc
+            slot = np.full(X.shape[1], -1, dtype=np.int64)
+            slot[cols] = np.arange(cols.size)
+            T = sp.csr_matrix(X)
+            K.mn_margins_csr(T.data, T.indices, T.indptr, Wc, slot, b, Z, n_threads)
+        K.mn_rmatmat_csc(S.data, S.indices, S.indptr, R, cols, out, False, n_threads)
+        K.mn_rmatmat_csc(S.data, S.indices, S.indptr, R, cols, sq, True, n_threads)
     np.testing.assert_allclose(Z, Xd[:, cols] @ Wc + b, rtol=1e-12, atol=1e-12)
     np.testing.assert_allclose(out, Xd[:, cols].T @ R, rtol=1e-12, atol=1e-12)
     np.testing.assert_allclose(sq, (Xd[:, cols] ** 2).T @ R, rtol=1e-12, atol=1e-12)
     with pytest.raises(ValueError, match="len\\(cols\\)"):
         K.mn_rmatmat_dense(np.asfortranarray(X), R, cols, np.empty((3, 3)))
+    with pytest.raises(ValueError, match="mn_margins_csr"):
+        T = sp.csr_matrix(X)
+        K.mn_margins_csr(T.data, T.indices, T.indptr, Wc, np.zeros(7, np.int64), b,
+                         np.empty((5, 3)))
+
+
+@pytest.mark.parametrize("sparse", [False, True])
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_threads_give_the_same_values_gradients_and_hessian_products(sparse, dtype):
+    """n_threads splits rows (X V) or columns (Xᵀ R) among threads: every entry is summed
+    in the same order as on one thread, so the results are identical."""
+    X, y, sw, rng = _problem(5, n=301, D=40, Kc=5, density=0.3)
+    X = (sp.csr_matrix(X) if sparse else X).astype(dtype)
+    one, three = (Multinomial(X, y, 5, sw, True, n_threads=t) for t in (1, 3))
+    x = rng.normal(scale=0.3, size=one.n_params)
+    x[rng.random(x.size) < 0.6] = 0.0
+    for a, b in zip(one.value_grad(x), three.value_grad(x)):
+        np.testing.assert_array_equal(a, b)
+    free = np.sort(rng.choice(one.n_params, 90, replace=False))
+    v = rng.normal(size=free.size)
+    H1, H3 = one.hessp(x, free), three.hessp(x, free)
+    np.testing.assert_array_equal(H1(v), H3(v))
+    np.testing.assert_array_equal(H1.diagonal(), H3.diagonal())
 
 
 @pytest.mark.parametrize("sparse", [False, True])

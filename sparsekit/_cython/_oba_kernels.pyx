@@ -15,6 +15,7 @@ listed column); float32 dense data, whose vectors are float64, use plain loops.
 import numpy as np
 
 from cython cimport floating
+from cython.parallel cimport prange
 from libc.math cimport exp, fabs, fmax, log1p, sqrt
 from scipy.linalg.cython_blas cimport daxpy, ddot, dgemv
 
@@ -580,6 +581,25 @@ cdef inline void _add_scaled(double* z, double x, const double* w,
         z[k] += x * w[k]
 
 
+def mn_margins_csr(const floating[::1] data, const index_t[::1] indices,
+                   const index_t[::1] indptr, const double[:, ::1] Wc,
+                   const long long[::1] slot, const double[::1] b, double[:, ::1] Z,
+                   int n_threads=1):
+    """``Z = b + X[:, cols] @ Wc`` for CSR ``X``, rows split among ``n_threads``: column j
+    of X meets row ``slot[j]`` of ``Wc`` (``slot[j] < 0``: a column not listed)."""
+    cdef Py_ssize_t i, k, p, s, K = Z.shape[1]
+    if Wc.shape[1] != K or b.shape[0] != K or Z.shape[0] != indptr.shape[0] - 1:
+        raise ValueError("mn_margins_csr: Wc must be (m, K) and b (K,) for Z (n, K)")
+    with nogil:
+        for i in prange(Z.shape[0], num_threads=max(1, n_threads), schedule="static"):
+            for k in range(K):
+                Z[i, k] = b[k]
+            for p in range(indptr[i], indptr[i + 1]):
+                s = slot[indices[p]]
+                if s >= 0:
+                    _add_scaled(&Z[i, 0], data[p], &Wc[s, 0], K)
+
+
 def mn_margins_csc(const floating[::1] data, const index_t[::1] indices,
                    const index_t[::1] indptr, const double[:, ::1] Wc,
                    const long long[::1] cols, const double[::1] b, double[:, ::1] Z):
@@ -595,29 +615,37 @@ def mn_margins_csc(const floating[::1] data, const index_t[::1] indices,
 
 
 def mn_margins_dense(const floating[::1, :] X, const double[:, ::1] Wc,
-                     const long long[::1] cols, const double[::1] b, double[:, ::1] Z):
-    """``Z = b + X[:, cols] @ Wc`` for a Fortran-ordered dense ``X``."""
-    cdef Py_ssize_t i, c, j, K = Z.shape[1]
+                     const long long[::1] cols, const double[::1] b, double[:, ::1] Z,
+                     int n_threads=1):
+    """``Z = b + X[:, cols] @ Wc`` for a Fortran-ordered dense ``X`` (blocks of rows
+    among ``n_threads``)."""
+    cdef Py_ssize_t i, c, j, t, lo, hi, K = Z.shape[1], n = X.shape[0]
+    cdef Py_ssize_t T = max(1, n_threads)
     _check_margin_shapes("mn_margins_dense", Wc, cols, b, Z)
     with nogil:
         _start_margins(Z, b)
-        for c in range(cols.shape[0]):
-            j = cols[c]
-            for i in range(X.shape[0]):
-                if X[i, j] != 0.0:
-                    _add_scaled(&Z[i, 0], X[i, j], &Wc[c, 0], K)
+        for t in prange(T, num_threads=T, schedule="static", chunksize=1):
+            lo = t * n // T
+            hi = (t + 1) * n // T
+            for c in range(cols.shape[0]):
+                j = cols[c]
+                for i in range(lo, hi):
+                    if X[i, j] != 0.0:
+                        _add_scaled(&Z[i, 0], X[i, j], &Wc[c, 0], K)
 
 
 def mn_rmatmat_csc(const floating[::1] data, const index_t[::1] indices,
                    const index_t[::1] indptr, const double[:, ::1] R,
-                   const long long[::1] cols, double[:, ::1] out, bint square=False):
-    """``out = X[:, cols].T @ R`` for CSC ``X`` (``square``: of X's entries squared)."""
+                   const long long[::1] cols, double[:, ::1] out, bint square=False,
+                   int n_threads=1):
+    """``out = X[:, cols].T @ R`` for CSC ``X`` (``square``: of X's entries squared),
+    columns split among ``n_threads``."""
     cdef Py_ssize_t i, c, j, k, p, K = R.shape[1]
     cdef double x
     if out.shape[0] != cols.shape[0] or out.shape[1] != K:
         raise ValueError("mn_rmatmat_csc: out must be (len(cols), K) for R (n, K)")
     with nogil:
-        for c in range(cols.shape[0]):
+        for c in prange(cols.shape[0], num_threads=max(1, n_threads), schedule="guided"):
             j = cols[c]
             for k in range(K):
                 out[c, k] = 0.0
@@ -631,15 +659,16 @@ def mn_rmatmat_csc(const floating[::1] data, const index_t[::1] indices,
 
 
 def mn_rmatmat_dense(const floating[::1, :] X, const double[:, ::1] R,
-                     const long long[::1] cols, double[:, ::1] out, bint square=False):
+                     const long long[::1] cols, double[:, ::1] out, bint square=False,
+                     int n_threads=1):
     """``out = X[:, cols].T @ R`` for a Fortran-ordered dense ``X`` (``square``: of X's
-    entries squared)."""
+    entries squared), columns split among ``n_threads``."""
     cdef Py_ssize_t i, c, j, k, K = R.shape[1]
     cdef double x
     if out.shape[0] != cols.shape[0] or out.shape[1] != K:
         raise ValueError("mn_rmatmat_dense: out must be (len(cols), K) for R (n, K)")
     with nogil:
-        for c in range(cols.shape[0]):
+        for c in prange(cols.shape[0], num_threads=max(1, n_threads), schedule="static"):
             j = cols[c]
             for k in range(K):
                 out[c, k] = 0.0

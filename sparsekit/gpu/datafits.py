@@ -1,4 +1,5 @@
-"""The logistic datafit of :class:`~sparsekit.L1LogisticOBA` with X on the GPU.
+"""The logistic and multinomial datafits of :class:`~sparsekit.L1LogisticOBA` with X on
+the GPU.
 
 Same protocol and definitions as :class:`sparsekit.losses._logistic_datafit.Logistic`
 (f = (1/n) Σᵢ sᵢ log(1 + exp(−yᵢ mᵢ)), m = X w + b): the margins, the loss, the gradient
@@ -12,10 +13,16 @@ less than gathering the columns of F. The products run in float64: float32 X is 
 float64 on the device (cuBLAS and cuSPARSE accumulate float32 products in float32, whose
 rounding, ~1e-7 of the gradient, keeps OBA from its default tolerance; the CPU kernels
 read float32 and accumulate in float64 instead).
+
+The multinomial datafit (:class:`DeviceMultinomial`) follows
+:class:`sparsekit.losses._multinomial_datafit.Multinomial` the same way: Z = X W + b,
+the gradient Xᵀ R and the Hessian products X V, Xᵀ R' are (n, K) cuBLAS / cuSPARSE
+products, the softmax terms CuPy element-wise operations.
 """
 import numpy as np
 
 from ..losses._logistic_datafit import Logistic
+from ..losses._multinomial_datafit import Multinomial
 from ._cupy import require_cupy
 from ._kernels import get_kernel
 
@@ -125,15 +132,7 @@ class DeviceLogistic:
 
     def _square_entries(self):
         """X with every entry squared (formed on first use, kept in ``shared``)."""
-        if "squares" not in self._shared:
-            X = self.X
-            if hasattr(X, "tocsr"):
-                squares = X.copy()
-                squares.data **= 2
-            else:
-                squares = X * X
-            self._shared["squares"] = squares
-        return self._shared["squares"]
+        return _square_entries(self.X, self._shared)
 
     def _diagonal(self, cols, D):
         """Σᵢ Dᵢ X_ij² for the listed columns."""
@@ -174,6 +173,182 @@ class DeviceLogistic:
 
 def _xlogx(cp, t):
     return cp.where(t > 0, t * cp.log(cp.where(t > 0, t, 1.0)), 0.0)
+
+
+def _square_entries(X, shared):
+    """X with every entry squared (formed on first use, kept in the dict ``shared``)."""
+    if "squares" not in shared:
+        if hasattr(X, "tocsr"):
+            squares = X.copy()
+            squares.data **= 2
+        else:
+            squares = X * X
+        shared["squares"] = squares
+    return shared["squares"]
+
+
+class DeviceMultinomial:
+    """Multinomial (softmax) datafit on the GPU (see the module docstring).
+
+    Parameters
+    ----------
+    X : cupy.ndarray or cupyx.scipy.sparse matrix of shape (n_samples, n_features)
+        float32 or float64 (computed in float64), finite (checked by the caller).
+    y : ndarray of int of shape (n_samples,)
+        Class indices in ``0 .. n_classes - 1``.
+    n_classes : int
+    sample_weight : ndarray of shape (n_samples,), optional
+    fit_intercept : bool, default=False
+    """
+
+    intercept_for = staticmethod(Multinomial.intercept_for)
+
+    def __init__(self, X, y, n_classes, sample_weight=None, fit_intercept=False):
+        cp = self._cp = require_cupy()
+        X = X.tocsr() if hasattr(X, "tocsr") else X
+        self.X = X if X.dtype == cp.float64 else X.astype(cp.float64)
+        self.n_samples, self.n_features = n, _ = X.shape
+        self.n_classes = K = int(n_classes)
+        y = np.asarray(y)
+        if y.shape != (n,) or y.size and (y.min() < 0 or y.max() >= K):
+            raise ValueError(f"y must hold {n} class indices in [0, {K})")
+        sw = np.ones(n) if sample_weight is None else np.asarray(sample_weight, np.float64)
+        if sw.shape != (n,):
+            raise ValueError(f"sample_weight must have shape ({n},) to match X, got {sw.shape}")
+        self._y_host, self._sw_host = y.astype(np.intp), sw / n
+        onehot = np.zeros((n, K))
+        onehot[np.arange(n), y] = 1.0
+        self._Y, self._sw = cp.asarray(onehot), cp.asarray(sw / n)
+        self.fit_intercept = bool(fit_intercept)
+        self.n_params = (self.n_features + self.fit_intercept) * K
+        self.penalty_weights = np.ones(self.n_params)
+        self.penalty_weights[self.n_features * K:] = 0.0
+        self._x_at, self._P = None, None
+        self._shared = {}
+
+    def split(self, x):
+        """(W of shape (n_features, n_classes), b of shape (n_classes,)), host arrays."""
+        nw = self.n_features * self.n_classes
+        W = x[:nw].reshape(self.n_features, self.n_classes)
+        return W, x[nw:] if self.fit_intercept else np.zeros(self.n_classes)
+
+    def _scores(self, x):
+        W, b = self.split(np.asarray(x, dtype=np.float64))
+        cp = self._cp
+        Z = cp.asarray(self.X @ cp.asarray(np.ascontiguousarray(W)))
+        return Z + cp.asarray(b)
+
+    def _nll(self, Z):
+        """Σᵢ sᵢ/n ℓ(zᵢ) and the probabilities (device)."""
+        cp = self._cp
+        top = Z.max(axis=1, keepdims=True)
+        E = cp.exp(Z - top)
+        total = E.sum(axis=1, keepdims=True)
+        lse = (top + cp.log(total)).ravel()
+        return float(self._sw @ (lse - (Z * self._Y).sum(axis=1))), E / total
+
+    def value(self, x):
+        return self._nll(self._scores(x))[0]
+
+    def value_grad(self, x):
+        """(f(x), ∇f(x)) as a float and a NumPy array; keeps the probabilities on the
+        device for :meth:`hessp`."""
+        cp = self._cp
+        x = np.ascontiguousarray(x, dtype=np.float64)
+        f, P = self._nll(self._scores(x))
+        R = (P - self._Y) * self._sw[:, None]
+        nw = self.n_features * self.n_classes
+        grad = np.empty(self.n_params)
+        grad[:nw] = cp.asnumpy(cp.asarray(self.X.T @ R)).ravel()
+        if self.fit_intercept:
+            grad[nw:] = cp.asnumpy(R.sum(axis=0))
+        self._x_at, self._P = x.copy(), P
+        return f, grad
+
+    def hessp(self, x, free):
+        """The Hessian on the sorted parameter indices ``free`` at ``x`` (a matrix-free
+        device operator)."""
+        if self._x_at is None or not np.array_equal(self._x_at, x):
+            self.value_grad(x)
+        return _DeviceMultinomialHessian(self, np.asarray(free, dtype=np.int64))
+
+    def lipschitz(self):
+        """Σᵢ sᵢ (‖xᵢ‖² + b) / (2n), as on the CPU."""
+        cp = self._cp
+        rows = cp.asarray(_square_entries(self.X, self._shared)
+                          @ cp.ones(self.n_features)).ravel()
+        return max(float(cp.sum(self._sw * (rows + self.fit_intercept))) / 2.0, 1e-12)
+
+    def label_totals(self):
+        """The total sample weight of each class."""
+        return np.bincount(self._y_host, weights=self._sw_host,
+                           minlength=self.n_classes) * self.n_samples
+
+    def null_intercept(self):
+        """The intercepts minimizing f at W = 0."""
+        return self.intercept_for(self.label_totals())
+
+    def dual_terms(self, x, alpha):
+        """The data part of the dual objective, as
+        :meth:`sparsekit.losses._multinomial_datafit.Multinomial.dual_terms`."""
+        cp = self._cp
+        x = np.asarray(x, dtype=np.float64)
+        _, b = self.split(x)
+        b = cp.asarray(b)
+        _, P = self._nll(self._scores(x))
+        Q = alpha * P + (1.0 - alpha) * self._Y
+        entropy = -_xlogx(cp, Q).sum(axis=1)
+        return float(self._sw @ (entropy + Q @ b - self._Y @ b))
+
+
+class _DeviceMultinomialHessian:
+    """``v -> ∇²f[free, free] v`` for a :class:`DeviceMultinomial` at its last point: the
+    free class weights scattered into a (D, K) device matrix V, U = X V + 1 v_bᵀ,
+    R = s ∘ (P ∘ U − P (P ∘ U) 1), the result gathered from Xᵀ R and Σᵢ Rᵢ."""
+
+    def __init__(self, datafit, free, diag=None):
+        self._f = datafit
+        self._free = free
+        nw = datafit.n_features * datafit.n_classes
+        on_w = free < nw
+        self._n_w = int(np.count_nonzero(on_w))
+        self._w_dev = datafit._cp.asarray(free[on_w])
+        self._b = free[~on_w] - nw
+        self._diag = diag
+        self.shape = (free.size, free.size)
+
+    def __call__(self, v):
+        f, cp = self._f, self._f._cp
+        v = np.asarray(v, dtype=np.float64)
+        K = f.n_classes
+        V = cp.zeros(f.n_features * K, dtype=cp.float64)
+        V[self._w_dev] = cp.asarray(v[:self._n_w])
+        vb = np.zeros(K)
+        vb[self._b] = v[self._n_w:]
+        U = cp.asarray(f.X @ V.reshape(f.n_features, K)) + cp.asarray(vb)
+        R = f._P * U
+        R -= f._P * R.sum(axis=1, keepdims=True)
+        R *= f._sw[:, None]
+        out = np.empty(v.size)
+        out[:self._n_w] = cp.asnumpy(cp.asarray(f.X.T @ R).ravel()[self._w_dev])
+        out[self._n_w:] = cp.asnumpy(R.sum(axis=0))[self._b]
+        return out
+
+    def diagonal(self):
+        """Σᵢ sᵢ/n x̃ᵢⱼ² pᵢₖ (1 − pᵢₖ) on the free entries; kept for restrictions."""
+        if self._diag is None:
+            f, cp = self._f, self._f._cp
+            D = f._P * (1.0 - f._P) * f._sw[:, None]
+            G = cp.asarray(_square_entries(f.X, f._shared).T @ D).ravel()
+            self._diag = np.concatenate([cp.asnumpy(G[self._w_dev]),
+                                         cp.asnumpy(D.sum(axis=0))[self._b]])
+        return self._diag
+
+    def restrict(self, keep):
+        """The operator on the entries ``keep`` (boolean over this operator's)."""
+        keep = np.asarray(keep, dtype=bool)
+        return _DeviceMultinomialHessian(self._f, self._free[keep],
+                                         None if self._diag is None else self._diag[keep])
 
 
 class _DeviceHessian:

@@ -16,7 +16,7 @@ from functools import partial
 
 import numpy as np
 import scipy.sparse as sp
-from joblib import Parallel, delayed
+from joblib import Parallel, delayed, effective_n_jobs
 from sklearn.callback import with_callbacks
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.linear_model._base import LinearClassifierMixin, SparseCoefMixin
@@ -33,7 +33,7 @@ from sparsekit.linear_model._dask_input import DaskRows, is_dask_collection
 from sparsekit.gpu._cupy import require_cupy
 from sparsekit.linear_model._device_input import (check_device_X, device_scores, fit_device,
                                                   host_targets, to_device)
-from sparsekit.gpu.datafits import DeviceLogistic, is_device_matrix
+from sparsekit.gpu.datafits import DeviceLogistic, DeviceMultinomial, is_device_matrix
 from sparsekit.losses._dask_datafit import DaskDatafit
 from sparsekit.losses._duality import relative_duality_gap
 from sparsekit.losses._logistic_datafit import Logistic
@@ -234,7 +234,10 @@ class L1LogisticOBA(LinearClassifierMixin, SparseCoefMixin, SparsekitClassifier)
         class c the weight (total sample weight) / (n_classes × weight of class c), as
         scikit-learn does.
     n_jobs : int, default=None
-        Number of threads for the one-vs-rest problems (the kernels release the GIL).
+        Number of threads: for the one-vs-rest problems (the kernels release the GIL),
+        or, with ``multiclass="multinomial"``, for the matrix products of its one problem
+        (rows or columns split among them; sparse X is then also kept row-wise). None
+        means 1 unless in a :func:`joblib.parallel_backend` context, -1 all processors.
     verbose : int, default=0
         1 prints one line per binary problem, 2 also one line per OBA iteration.
     sparse_coef : bool, default=False
@@ -253,7 +256,7 @@ class L1LogisticOBA(LinearClassifierMixin, SparseCoefMixin, SparsekitClassifier)
         ``"cuda"`` fits on the current GPU with CuPy (``pip install sparsekit[gpu]``): the
         margins, the loss, the gradient and the Hessian products of OBA run on the device,
         its active-set logic on the host. X given as a CuPy array or a cupyx sparse matrix
-        needs ``"cuda"``; binary and one-vs-rest problems only. The fitted attributes are
+        needs ``"cuda"``; dask arrays need ``"cpu"``. The fitted attributes are
         NumPy arrays: the model predicts NumPy input on the CPU, and CuPy input (whatever
         ``device``) on the GPU, returning CuPy arrays.
 
@@ -351,10 +354,9 @@ class L1LogisticOBA(LinearClassifierMixin, SparseCoefMixin, SparsekitClassifier)
         self._validate_params()
         X_in = X
         on_device = fit_device(self.device, X)
-        if on_device and (is_dask_collection(X) or self.multiclass == "multinomial"):
-            raise ValueError("device='cuda' fits binary and one-vs-rest problems of in-memory "
-                             "X; use device='cpu' for dask arrays and "
-                             "multiclass='multinomial'")
+        if on_device and is_dask_collection(X):
+            raise ValueError("device='cuda' fits in-memory X; use device='cpu' for dask "
+                             "arrays")
         if on_device:
             X, y, sample_weight = self._device_fit_data(X, y, sample_weight)
             codes = self._encode_labels(y)
@@ -393,6 +395,9 @@ class L1LogisticOBA(LinearClassifierMixin, SparseCoefMixin, SparsekitClassifier)
             shared = {}
 
             def datafit(pos):
+                if pos is None:
+                    return DeviceMultinomial(X, codes, classes.size, sample_weight=sample_weight,
+                                             fit_intercept=self.fit_intercept)
                 return DeviceLogistic(X, np.where(codes == pos, 1.0, -1.0),
                                       sample_weight=sample_weight,
                                       fit_intercept=self.fit_intercept, shared=shared)
@@ -405,7 +410,8 @@ class L1LogisticOBA(LinearClassifierMixin, SparseCoefMixin, SparsekitClassifier)
             def datafit(pos):
                 if pos is None:
                     return Multinomial(X, codes, classes.size, sample_weight=sample_weight,
-                                       fit_intercept=self.fit_intercept)
+                                       fit_intercept=self.fit_intercept,
+                                       n_threads=effective_n_jobs(self.n_jobs))
                 return Logistic(X, np.where(codes == pos, 1.0, -1.0),
                                 sample_weight=sample_weight, fit_intercept=self.fit_intercept,
                                 X_csr=X_csr)

@@ -12,7 +12,9 @@ entry:
 
 (the block Hessian Σᵢ sᵢ/n (x̃ᵢ x̃ᵢᵀ) ⊗ (diag pᵢ − pᵢ pᵢᵀ)), the O(nnz K) kernels of
 ``_oba_kernels`` (``mn_*``) doing the X products on CSC or Fortran-ordered dense X, float32
-or float64 values, float64 vectors.
+or float64 values, float64 vectors. With ``n_threads`` > 1 the products X V split the rows
+among threads (a CSR copy of sparse X: the CSC columns would race on the rows of Z) and
+the products Xᵀ R split the columns.
 """
 import numpy as np
 import scipy.sparse as sp
@@ -35,9 +37,14 @@ def _as_columns(X):
     return X if X.dtype in (np.float32, np.float64) else np.asfortranarray(X, np.float64)
 
 
-def _margins(X, Wc, cols, b, Z):
-    """Z = b + X[:, cols] @ Wc (BLAS for a float64 dense X read at most of its columns)."""
-    if sp.issparse(X):
+def _margins(X, Wc, cols, b, Z, n_threads=1, X_rows=None):
+    """Z = b + X[:, cols] @ Wc (BLAS for a float64 dense X read at most of its columns;
+    the CSR ``X_rows``, if given, for sparse X on ``n_threads``)."""
+    if X_rows is not None:
+        slot = np.full(X.shape[1], -1, dtype=np.int64)
+        slot[cols] = np.arange(cols.size)
+        K.mn_margins_csr(X_rows.data, X_rows.indices, X_rows.indptr, Wc, slot, b, Z, n_threads)
+    elif sp.issparse(X):
         K.mn_margins_csc(X.data, X.indices, X.indptr, Wc, cols, b, Z)
     elif X.dtype == np.float64 and 2 * cols.size >= X.shape[1] > 0:
         W = np.zeros((X.shape[1], Z.shape[1]))
@@ -45,18 +52,18 @@ def _margins(X, Wc, cols, b, Z):
         np.matmul(X, W, out=Z)
         Z += b
     else:
-        K.mn_margins_dense(X, Wc, cols, b, Z)
+        K.mn_margins_dense(X, Wc, cols, b, Z, n_threads)
     return Z
 
 
-def _rmatmat(X, R, cols, out, square=False):
+def _rmatmat(X, R, cols, out, square=False, n_threads=1):
     """out = X[:, cols].T @ R (of X's entries squared with ``square``)."""
     if sp.issparse(X):
-        K.mn_rmatmat_csc(X.data, X.indices, X.indptr, R, cols, out, square)
+        K.mn_rmatmat_csc(X.data, X.indices, X.indptr, R, cols, out, square, n_threads)
     elif X.dtype == np.float64 and not square and 2 * cols.size >= X.shape[1] > 0:
         out[:] = (X.T @ R)[cols]
     else:
-        K.mn_rmatmat_dense(X, R, cols, out, square)
+        K.mn_rmatmat_dense(X, R, cols, out, square, n_threads)
     return out
 
 
@@ -71,10 +78,14 @@ class Multinomial:
     n_classes : int
     sample_weight : ndarray of shape (n_samples,), optional
     fit_intercept : bool
+    n_threads : int
+        Threads of the X products (1: none; more keeps a CSR copy of sparse X).
     """
 
-    def __init__(self, X, y, n_classes, sample_weight=None, fit_intercept=False):
+    def __init__(self, X, y, n_classes, sample_weight=None, fit_intercept=False, n_threads=1):
         self.X = _as_columns(X)
+        self.n_threads = max(1, int(n_threads))
+        self._X_rows = self.X.tocsr() if sp.issparse(self.X) and self.n_threads > 1 else None
         self.n_samples, self.n_features = self.X.shape
         self.n_classes = int(n_classes)
         y = np.asarray(y)
@@ -107,7 +118,8 @@ class Multinomial:
         cols = np.flatnonzero(np.any(W != 0, axis=1)).astype(np.int64)
         Z = np.empty((self.n_samples, self.n_classes))
         return _margins(self.X, np.ascontiguousarray(W[cols]), cols,
-                        np.ascontiguousarray(b, dtype=np.float64), Z)
+                        np.ascontiguousarray(b, dtype=np.float64), Z, self.n_threads,
+                        self._X_rows)
 
     def _nll(self, Z):
         """Σᵢ sᵢ/n ℓ(zᵢ) and the probabilities."""
@@ -128,7 +140,8 @@ class Multinomial:
         R *= self._sw[:, None]
         grad = np.empty(self.n_params)
         GW = grad[:self.n_features * self.n_classes].reshape(self.n_features, self.n_classes)
-        _rmatmat(self.X, R, np.arange(self.n_features, dtype=np.int64), GW)
+        _rmatmat(self.X, R, np.arange(self.n_features, dtype=np.int64), GW,
+                 n_threads=self.n_threads)
         if self.fit_intercept:
             grad[self.n_features * self.n_classes:] = R.sum(axis=0)
         self._x_at, self._P = x.copy(), P
@@ -207,14 +220,14 @@ class _MultinomialHessian:
         Vc[self._row, self._class] = v[:nwf]
         vb = np.zeros(f.n_classes)
         vb[self._b_entries] = v[nwf:]
-        U = _margins(f.X, Vc, self._cols, vb,
-                     np.empty((f.n_samples, f.n_classes)))
+        U = _margins(f.X, Vc, self._cols, vb, np.empty((f.n_samples, f.n_classes)),
+                     f.n_threads, f._X_rows)
         P = f._P
         R = P * U
         R -= P * R.sum(axis=1, keepdims=True)
         R *= f._sw[:, None]
         out = np.empty(v.size)
-        G = _rmatmat(f.X, R, self._cols, np.empty_like(Vc))
+        G = _rmatmat(f.X, R, self._cols, np.empty_like(Vc), n_threads=f.n_threads)
         out[:nwf] = G[self._row, self._class]
         out[nwf:] = R.sum(axis=0)[self._b_entries]
         return out
@@ -224,8 +237,8 @@ class _MultinomialHessian:
         if self._diag is None:
             f = self._f
             D = f._P * (1.0 - f._P) * f._sw[:, None]
-            G = _rmatmat(f.X, D, self._cols,
-                         np.empty((self._cols.size, f.n_classes)), square=True)
+            G = _rmatmat(f.X, D, self._cols, np.empty((self._cols.size, f.n_classes)),
+                         square=True, n_threads=f.n_threads)
             self._diag = np.concatenate([G[self._row, self._class],
                                          D.sum(axis=0)[self._b_entries]])
         return self._diag
