@@ -102,8 +102,9 @@ def test_a_failed_refit_keeps_the_fitted_model(iris, name):
 
 
 class _Recorder:
-    """A FitCallback recording each finished task (name, depth) and, on the subtasks, the
-    score of the model as it stood; asks to stop after ``stop_after`` subtasks."""
+    """A FitCallback recording each finished task (name, depth) and, on the deepest tasks
+    (iterations, epochs), the score of the model as it stood; asks to stop after
+    ``stop_after`` of them."""
 
     def __init__(self, stop_after=None):
         self.stop_after = stop_after
@@ -119,48 +120,69 @@ class _Recorder:
         pass
 
     def on_fit_task_end(self, estimator, context, *, X=None, y=None, fitted_estimator=None):
-        depth = 0 if context.task_name == "fit" else 1
+        depth, parent = 0, context.parent
+        while parent is not None:
+            depth, parent = depth + 1, parent.parent
         self.ended.append((context.task_name, depth))
         if depth and fitted_estimator is not None and X is not None:
             self.scores.append(fitted_estimator.score(X, y))
-        subtasks = sum(d == 1 for _, d in self.ended)
-        return self.stop_after is not None and depth == 1 and subtasks >= self.stop_after
+        deepest = sum(name == context.task_name for name, _ in self.ended)
+        return self.stop_after is not None and context.max_subtasks == 0 and \
+            deepest >= self.stop_after
 
 
+#: estimator, the name of its tasks one level below the fit, and of those below them
 CALLBACK_CASES = {
-    "SparsemaxClassifier(lbfgs)": (lambda: SparsemaxClassifier(alpha=1e-2), "lbfgs iteration"),
+    "SparsemaxClassifier(lbfgs)": (lambda: SparsemaxClassifier(alpha=1e-2), "lbfgs iteration",
+                                   None),
     "SparsemaxClassifier(newton-cg)": (lambda: SparsemaxClassifier(alpha=1e-2,
                                                                    solver="newton-cg"),
-                                       "newton-cg iteration"),
+                                       "newton-cg iteration", None),
     "SparsemaxClassifier(sdca)": (lambda: SparsemaxClassifier(alpha=1e-2, solver="sdca",
                                                               random_state=0),
-                                  "sdca iteration"),
-    "L1LogisticOBA": (lambda: L1LogisticOBA(), "binary problem"),
-    "ExtremeSoftmaxSGD": (lambda: ExtremeSoftmaxSGD(n_epochs=4, random_state=0), "epoch"),
+                                  "sdca iteration", None),
+    "L1LogisticOBA": (lambda: L1LogisticOBA(), "binary problem", "OBA iteration"),
+    "L1LogisticOBA(binary)": (lambda: L1LogisticOBA(), "binary problem", "OBA iteration"),
+    "L1LogisticOBA(multinomial)": (lambda: L1LogisticOBA(multiclass="multinomial", C=10.0),
+                                   "multinomial problem", "OBA iteration"),
+    "ExtremeSoftmaxSGD": (lambda: ExtremeSoftmaxSGD(n_epochs=4, random_state=0), "epoch",
+                          None),
 }
 
 
 @pytest.mark.parametrize("name", CALLBACK_CASES)
 def test_callbacks_see_one_subtask_per_iteration_and_can_stop_the_fit(iris, name):
     X, y = iris
-    make, subtask = CALLBACK_CASES[name]
+    if name == "L1LogisticOBA(binary)":
+        X, y = X[y < 2], y[y < 2]
+    make, subtask, iteration = CALLBACK_CASES[name]
     recorder = _Recorder()
     est = make().set_callbacks(recorder).fit(X, y)
-    subtasks = [task for task, depth in recorder.ended if depth == 1]
     assert recorder.ended[-1] == ("fit", 0) and recorder.setups == recorder.teardowns == 1
-    assert set(subtasks) == {subtask}
-    expected = {"binary problem": 3, "epoch": est.n_iter_}.get(subtask, est.n_iter_ + 1)
-    assert len(subtasks) == expected   # the solvers' bridge ends one empty task at the end
-    if subtask != "binary problem":    # the model as it stood after each iteration predicts
+    assert {task for task, depth in recorder.ended if depth == 1} == {subtask}
+    assert {task for task, depth in recorder.ended if depth == 2} == (
+        {iteration} if iteration else set())
+    problems = [task for task, depth in recorder.ended if depth == 1]
+    iterations = [task for task, depth in recorder.ended if depth == 2]
+    if subtask == "epoch":
+        assert len(problems) == est.n_iter_
+    elif iteration is None:            # the solvers' bridge ends one empty task at the end
+        assert len(problems) == est.n_iter_ + 1
+    else:                              # OBA: each problem's iterations and an empty one
+        assert len(problems) == len(est.n_iter_)
+        assert len(iterations) == int(np.sum(est.n_iter_)) + len(est.n_iter_)
+    if name != "L1LogisticOBA":        # the model as it stood after each iteration predicts
         assert recorder.scores and 0.3 < recorder.scores[-1] <= 1.0
         np.testing.assert_allclose(recorder.scores[-1], est.score(X, y), atol=0.05)
+    else:                              # one-vs-rest: no whole model during a problem
+        assert not recorder.scores
     plain = make().fit(X, y)           # callbacks do not change the fit
     np.testing.assert_array_equal(est.coef_, plain.coef_)
-    if subtask in ("epoch", "lbfgs iteration", "newton-cg iteration", "sdca iteration"):
+    if name != "L1LogisticOBA":
         with warnings.catch_warnings():
             warnings.simplefilter("error", ConvergenceWarning)  # a requested stop is no failure
             stopped = make().set_callbacks(_Recorder(stop_after=2)).fit(X, y)
-        assert stopped.n_iter_ == 2
+        assert np.all(stopped.n_iter_ == 2)
 
 
 @pytest.mark.parametrize("name", CALLBACK_CASES)
@@ -170,7 +192,7 @@ def test_progress_bar_on_every_estimator_and_through_grid_search(iris, name):
     from sklearn.model_selection import GridSearchCV
 
     X, y = iris
-    make, _ = CALLBACK_CASES[name]
+    make = CALLBACK_CASES[name][0]
     assert make().set_callbacks(ProgressBar()).fit(X, y).score(X, y) > 0.6
     search = GridSearchCV(make(), {"fit_intercept": [True, False]}, cv=2)
     search.set_callbacks(ProgressBar()).fit(X, y)

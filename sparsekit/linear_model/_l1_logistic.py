@@ -29,6 +29,7 @@ from sklearn.utils.validation import _check_sample_weight, check_is_fitted
 from sparsekit._cython import _oba_kernels as K
 from sparsekit.losses._softmax import _log_softmax
 from sparsekit.optimize import minimize_oba
+from sparsekit.optimize._result import STOPPED_BY_CALLBACK
 from sparsekit.linear_model._dask_input import DaskRows, is_dask_collection
 from sparsekit.gpu._cupy import require_cupy
 from sparsekit.linear_model._device_input import (check_device_X, device_scores, fit_device,
@@ -76,22 +77,28 @@ EXCESS_WARN = 1e-3
 MULTINOMIAL_CG_MAXITER = 20
 
 
-def _fit_binary(datafit, C, tol, max_iter, w0, verbose, l1_ratio=1.0):
+def _fit_binary(datafit, C, tol, max_iter, w0, verbose, l1_ratio=1.0, callback=None):
     """One OBA solve of a binary problem; returns (w, b, OptimizeResult)."""
-    res = _checked_solve(datafit, C, tol, max_iter, w0, verbose, l1_ratio)
+    res = _checked_solve(datafit, C, tol, max_iter, w0, verbose, l1_ratio,
+                         callback=callback)
     b = float(res.x[-1]) if datafit.fit_intercept else 0.0
     return res.x[:datafit.n_features], b, res
 
 
-def _fit_multinomial(datafit, C, tol, max_iter, w0, verbose, l1_ratio=1.0):
+def _fit_multinomial(datafit, C, tol, max_iter, w0, verbose, l1_ratio=1.0, callback=None):
     """One OBA solve of the multinomial problem; returns (coef (K, D), intercept (K,),
     OptimizeResult)."""
     res = _checked_solve(datafit, C, tol, max_iter, w0, verbose, l1_ratio,
-                         cg_maxiter=MULTINOMIAL_CG_MAXITER)
+                         cg_maxiter=MULTINOMIAL_CG_MAXITER, callback=callback)
+    return (*_multinomial_model(datafit, res.x), res)
+
+
+def _multinomial_model(datafit, x):
+    """(coef (K, D), intercept (K,)) of the multinomial parameters x = (W.ravel(), b)."""
     n_classes = datafit.penalty_weights.size // (datafit.n_features + datafit.fit_intercept)
-    W = res.x[:datafit.n_features * n_classes].reshape(datafit.n_features, n_classes)
-    b = res.x[datafit.n_features * n_classes:] if datafit.fit_intercept else np.zeros(n_classes)
-    return W.T.copy(), b - b.mean(), res   # a constant added to b changes no probability
+    W = x[:datafit.n_features * n_classes].reshape(datafit.n_features, n_classes)
+    b = x[datafit.n_features * n_classes:] if datafit.fit_intercept else np.zeros(n_classes)
+    return W.T.copy(), b - b.mean()   # a constant added to b changes no probability
 
 
 def _binary_block(pos, fit_intercept, X, codes, sample_weight):
@@ -106,15 +113,16 @@ def _multinomial_block(n_classes, fit_intercept, X, codes, sample_weight):
                        fit_intercept=fit_intercept)
 
 
-def _checked_solve(datafit, C, tol, max_iter, x0, verbose, l1_ratio, cg_maxiter=1000):
+def _checked_solve(datafit, C, tol, max_iter, x0, verbose, l1_ratio, cg_maxiter=1000,
+                   callback=None):
     """:func:`_solve`, its result with the relative duality gap at x as
     ``duality_gap`` and, when that gap exceeds GAP_WARN, the share of F that a tighter
     solve from x removes as ``excess`` (0 otherwise; NaN when that solve did not
     converge): a lower bound on (F - min F) / F, as the gap is an upper one."""
-    res = _solve(datafit, C, tol, max_iter, x0, verbose, l1_ratio, cg_maxiter)
+    res = _solve(datafit, C, tol, max_iter, x0, verbose, l1_ratio, cg_maxiter, callback)
     res.duality_gap = relative_duality_gap(datafit, res.x, C, l1_ratio)
     res.excess = 0.0
-    if res.success and res.duality_gap > GAP_WARN:
+    if res.success and res.duality_gap > GAP_WARN and res.status != STOPPED_BY_CALLBACK:
         # at most a tenth of the penalty weight 1/(C n): below it the solve must move w
         check_tol = min(tol / 100, 0.1 / (C * datafit.n_samples))
         check = _solve(datafit, C, check_tol, max_iter, res.x, 0, l1_ratio, cg_maxiter)
@@ -123,7 +131,8 @@ def _checked_solve(datafit, C, tol, max_iter, x0, verbose, l1_ratio, cg_maxiter=
     return res
 
 
-def _solve(datafit, C, tol, max_iter, x0, verbose, l1_ratio=1.0, cg_maxiter=1000):
+def _solve(datafit, C, tol, max_iter, x0, verbose, l1_ratio=1.0, cg_maxiter=1000,
+           callback=None):
     """OBA on ``datafit`` + (r‖w‖₁ + (1 − r)/2 ‖w‖²)/(C n) from ``x0`` (if None: w = 0 and
     the null model's intercepts); returns the OptimizeResult.
 
@@ -142,7 +151,7 @@ def _solve(datafit, C, tol, max_iter, x0, verbose, l1_ratio=1.0, cg_maxiter=1000
                         lipschitz=datafit.lipschitz, tol=tol, max_iter=max_iter,
                         tau0_max=TAU0_MAX, tau_growth=TAU_GROWTH, tau_boost=TAU_BOOST,
                         reg_decay=REG_DECAY, cg_maxiter=cg_maxiter,
-                        cg_rtol_explicit=CG_RTOL_EXPLICIT,
+                        cg_rtol_explicit=CG_RTOL_EXPLICIT, callback=callback,
                         verbose=max(verbose - 1, 0))
 
 
@@ -421,7 +430,8 @@ class L1LogisticOBA(LinearClassifierMixin, SparseCoefMixin, SparsekitClassifier)
         context = self._begin_fit_task(X_in, y, len(problems), sample_weight)
         # one subtask per problem, created here so that their ids follow the classes
         tasks = [context.subcontext(task_name="multinomial problem" if multinomial
-                                    else "binary problem") for _ in problems]
+                                    else "binary problem", max_subtasks=None)
+                 for _ in problems]
         w0 = self._warm_start_point(classes.size if multinomial else len(problems),
                                     self.n_features_in_, multinomial)
         C = self.C * mean_weight
@@ -429,13 +439,29 @@ class L1LogisticOBA(LinearClassifierMixin, SparseCoefMixin, SparsekitClassifier)
         def solve(k, pos):
             tasks[k].call_on_fit_task_begin(estimator=self, X=X_in, y=y)
             if multinomial:
-                result = _fit_multinomial(datafit(None), C, self.tol, self.max_iter, w0,
-                                          self.verbose, self.l1_ratio)
+                problem = datafit(None)
+
+                def model(x):
+                    coef, intercept = _multinomial_model(problem, x)
+                    return {"coef_": coef.astype(dtype), "intercept_": intercept.astype(dtype),
+                            "_softmax": True}
+                callback, close = self._iteration_callback(tasks[k], X_in, y, model)
+                result = _fit_multinomial(problem, C, self.tol, self.max_iter, w0,
+                                          self.verbose, self.l1_ratio, callback)
             else:
-                result = _fit_binary(datafit(int(np.searchsorted(classes, pos))), C,
-                                     self.tol, self.max_iter,
+                problem = datafit(int(np.searchsorted(classes, pos)))
+
+                def model(x):      # a fitted estimator only when this is the whole model
+                    return None if len(problems) > 1 else {
+                        "coef_": x[None, :problem.n_features].astype(dtype),
+                        "intercept_": np.array([x[-1] if self.fit_intercept else 0.0],
+                                               dtype=dtype),
+                        "_softmax": False}
+                callback, close = self._iteration_callback(tasks[k], X_in, y, model)
+                result = _fit_binary(problem, C, self.tol, self.max_iter,
                                      w0[k] if w0 is not None else None, self.verbose,
-                                     self.l1_ratio)
+                                     self.l1_ratio, callback)
+            close()
             self._end_subtask(tasks[k], X_in, y)
             return result
         jobs = (delayed(solve)(k, pos) for k, pos in enumerate(problems))
@@ -460,6 +486,8 @@ class L1LogisticOBA(LinearClassifierMixin, SparseCoefMixin, SparsekitClassifier)
             self._say(f"{name}: {r.nit} iterations, {r.ncg} CG, optimality "
                       f"{r.optimality:.2e}, F/(C n) {r.fun:.10e}, relative duality gap "
                       f"{gap:.2e}")
+            if r.status == STOPPED_BY_CALLBACK:   # a requested stop is no failure
+                continue
             if not r.success:
                 warnings.warn(f"OBA did not converge for {name} in {r.nit} iterations "
                               f"(optimality {r.optimality:.2e} > tol {self.tol:.2e}); "
@@ -509,6 +537,29 @@ class L1LogisticOBA(LinearClassifierMixin, SparseCoefMixin, SparsekitClassifier)
         if not np.all(np.isfinite(cw) & (cw >= 0)):
             raise ValueError(f"class_weight must be finite and non-negative, got {cw}")
         return cw
+
+    def _iteration_callback(self, task, X, y, model):
+        """``(callback, close)``: OBA's callback, which makes each iteration a subtask of the
+        problem's ``task`` for scikit-learn's callbacks (the model as it stands given by
+        ``model(x)``, reconstruction attributes or None; a callback asking to stop ends the
+        solve by ``StopIteration``), and ``close`` for the subtask begun after the last
+        iteration. ``(None, no-op)`` without callbacks."""
+        if not getattr(self, "_skl_callbacks", None):
+            return None, lambda: None
+        current = []
+
+        def begin():
+            current.append(self._begin_subtask(task, "OBA iteration", X, y))
+
+        def callback(intermediate_result):
+            x = intermediate_result.x
+            stop = self._end_subtask(current[-1], X, y, lambda: model(x))
+            begin()
+            if stop:
+                raise StopIteration
+
+        begin()
+        return callback, lambda: self._end_subtask(current[-1])
 
     def _warm_start_point(self, n_problems, n_features, multinomial=False):
         """The previous solution as start(s): one row per binary problem, or the
