@@ -65,10 +65,12 @@ CG_RTOL_EXPLICIT = 0.01
 #: is loose when ``tol`` exceeds the penalty weight μ = 1/(C Σ sᵢ) (scikit-learn's
 #: consistency-path problem at tol 1e-5: gaps of 7-73% of F, F within 2e-10 of its
 #: minimum), but it may also be right (separable data, C = 1e6, tol 1e-8: gap 29%, F 5.8%
-#: above its minimum). Such a fit is checked by a solve from it at ``tol`` / 100, and at
-#: most a tenth of μ (features scaled by 1e-10 meet tol 1e-8 at w = 0, and tol 1e-10 too).
+#: above its minimum). Such a fit continues from there at ``tol`` / 100, and at most a
+#: tenth of μ (features scaled by 1e-10 meet tol 1e-8 at w = 0, and tol 1e-10 too); the
+#: model it reaches is the one returned when it lowered F.
 GAP_WARN = 0.05
-#: The fit warns when that check lowers F by more than this share of F: a proven excess.
+#: The fit warns when that check lowers F by more than this share of F (a proven excess of
+#: the first point) and the gap of the point it returns is still above GAP_WARN.
 EXCESS_WARN = 1e-3
 #: CG iterations per Newton step of the multinomial problem (OBA's default 1000 elsewhere):
 #: its free-set Hessian couples classes and features, and long CG runs refine directions
@@ -115,19 +117,31 @@ def _multinomial_block(n_classes, fit_intercept, X, codes, sample_weight):
 
 def _checked_solve(datafit, C, tol, max_iter, x0, verbose, l1_ratio, cg_maxiter=1000,
                    callback=None):
-    """:func:`_solve`, its result with the relative duality gap at x as
-    ``duality_gap`` and, when that gap exceeds GAP_WARN, the share of F that a tighter
-    solve from x removes as ``excess`` (0 otherwise; NaN when that solve did not
-    converge): a lower bound on (F - min F) / F, as the gap is an upper one."""
+    """:func:`_solve`, its result with the relative duality gap at x as ``duality_gap``.
+
+    When that gap exceeds GAP_WARN the solve continues from x at a smaller tol
+    (``refine_tol``); if it converges to a lower F its point is the result, with the
+    counts of both solves, and ``refined`` is the share of F it removed (a lower bound on
+    how far the first point lay above the minimum, as the gap is an upper one); 0 when no
+    solve continued, NaN when it did not converge (the first point is kept)."""
     res = _solve(datafit, C, tol, max_iter, x0, verbose, l1_ratio, cg_maxiter, callback)
     res.duality_gap = relative_duality_gap(datafit, res.x, C, l1_ratio)
-    res.excess = 0.0
+    res.refined, res.refine_tol = 0.0, None
     if res.success and res.duality_gap > GAP_WARN and res.status != STOPPED_BY_CALLBACK:
         # at most a tenth of the penalty weight 1/(C n): below it the solve must move w
-        check_tol = min(tol / 100, 0.1 / (C * datafit.n_samples))
-        check = _solve(datafit, C, check_tol, max_iter, res.x, 0, l1_ratio, cg_maxiter)
-        # a check that did not converge confirms nothing: the excess is then unknown (NaN)
-        res.excess = max(0.0, (res.fun - check.fun) / res.fun) if check.success else np.nan
+        refine_tol = min(tol / 100, 0.1 / (C * datafit.n_samples))
+        more = _solve(datafit, C, refine_tol, max_iter, res.x, 0, l1_ratio, cg_maxiter)
+        if not more.success:      # it confirms nothing: how far F lies is unknown
+            res.refined = np.nan
+        elif more.fun < res.fun:  # a better model: return it (it was computed anyway)
+            for key in ("nit", "nfev", "ncg", "nhessp", "n_ista"):
+                more[key] += res[key]
+            more.corrective_loops = np.concatenate([res.corrective_loops,
+                                                    more.corrective_loops])
+            more.duality_gap = relative_duality_gap(datafit, more.x, C, l1_ratio)
+            more.refined = (res.fun - more.fun) / res.fun
+            res = more
+        res.refine_tol = refine_tol
     return res
 
 
@@ -283,11 +297,12 @@ class L1LogisticOBA(LinearClassifierMixin, SparseCoefMixin, SparsekitClassifier)
     duality_gap_ : ndarray of shape (1,) or (n_classes,)
         Relative duality gap of each binary problem at the returned (w, b): an upper bound
         on (F − min_w F) / F with b held fixed. A fit that met ``tol`` with a gap above
-        5% is checked by a solve from (w, b) at a smaller tol (``tol`` / 100, at most
-        0.1/(C Σ sᵢ)), and warns when that lowers F
-        by more than 0.1%: ``tol`` is absolute, and where F is very flat it is met far from
-        the minimum; but where ``tol`` exceeds 1/(C Σ sᵢ) the gap is a loose bound that can
-        be large however near the minimum F is.
+        5% continues from (w, b) at a smaller tol (``tol`` / 100, at most 0.1/(C Σ sᵢ))
+        and returns the model it reaches when that lowers F: ``tol`` is absolute, and
+        where F is very flat it is met far from the minimum; but where ``tol`` exceeds
+        1/(C Σ sᵢ) the gap is a loose bound that can be large however near the minimum F
+        is. The fit warns when F dropped by more than 0.1% and the gap of the model
+        returned is still above 5%.
     corrective_loops_ : list of ndarray
         Passes of OBA's corrective cycle per iteration, for each binary problem.
     n_features_in_ : int
@@ -492,20 +507,25 @@ class L1LogisticOBA(LinearClassifierMixin, SparseCoefMixin, SparsekitClassifier)
                 warnings.warn(f"OBA did not converge for {name} in {r.nit} iterations "
                               f"(optimality {r.optimality:.2e} > tol {self.tol:.2e}); "
                               "increase max_iter.", ConvergenceWarning)
-            elif np.isnan(r.excess):
+            elif np.isnan(r.refined):
                 warnings.warn(f"OBA met tol {self.tol:.2e} for {name}, but its duality "
                               f"gap, an upper bound on how far F lies above its minimum, is "
                               f"{gap:.1%} of F, and a solve from there at a smaller tol did "
                               f"not converge in max_iter={self.max_iter} iterations to confirm "
                               "the fit: rescale X (e.g. StandardScaler) or raise max_iter.",
                               ConvergenceWarning)
-            elif r.excess > EXCESS_WARN:
-                warnings.warn(f"OBA met tol {self.tol:.2e} for {name}, but F lies at "
-                              f"least {r.excess:.2%} above its minimum (a solve from there at a "
-                              "smaller tol lowered it that much; the duality gap bounds the "
-                              f"excess by {gap:.1%}): F is very flat here (large C, (nearly) "
-                              "separable classes or tiny feature scales); lower tol or "
-                              "rescale X.", ConvergenceWarning)
+            elif r.refined > EXCESS_WARN and gap > GAP_WARN:
+                warnings.warn(f"OBA met tol {self.tol:.2e} for {name} with F at least "
+                              f"{r.refined:.2%} above its minimum: the solve continued to tol "
+                              f"{r.refine_tol:.2e}, which lowered F that much (the model "
+                              f"returned), and the duality gap still bounds F's excess by "
+                              f"{gap:.1%}: F is very flat here (large C, (nearly) separable "
+                              "classes or tiny feature scales); lower tol or rescale X.",
+                              ConvergenceWarning)
+            elif r.refined > 0:
+                self._say(f"{name}: tol {self.tol:.2e} left a duality gap above "
+                          f"{GAP_WARN:.0%} of F; the solve continued to tol "
+                          f"{r.refine_tol:.2e}, lowering F by {r.refined:.2e} of it")
         self._end_fit_task(context, X_in, y, sample_weight)
         return self
 
