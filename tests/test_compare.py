@@ -77,22 +77,46 @@ def test_a_binary_file_gets_the_l1_table_and_the_probability_table(tmp_path, cap
     assert "ExtremeSoftmaxSGD" not in out       # a softmax for many classes, not two
 
 
-def test_a_multiclass_compressed_file_gets_the_probability_table_only(tmp_path, capsys):
+def test_a_multiclass_compressed_file_gets_the_multinomial_and_probability_tables(
+        tmp_path, capsys):
     import gzip
 
     plain = _write_svm(tmp_path / "three.svm", n=90, classes=3)
     packed = tmp_path / "three.svm.gz"
     packed.write_bytes(gzip.compress(plain.read_bytes()))
-    compare.main([str(packed), "--repeat", "1", "--json"])
+    compare.main([str(packed), "--repeat", "1", "--json", "--C", "2"])
     report = json.loads(capsys.readouterr().out)
-    assert [t["data"] for t in report] == ["three.svm.gz"]
-    assert report[0]["title"].startswith("class probabilities, three.svm.gz (90, 8), 3 classes")
-    names = [row["model"] for row in report[0]["rows"]]
+    assert [t["data"] for t in report] == ["three.svm.gz"] * 2
+    l1, proba = report
+    assert l1["title"].startswith("multinomial l1-logistic, three.svm.gz (90, 8), 3 classes, "
+                                  "C=2")
+    assert [row["solver"] for row in l1["rows"]] == ["sparsekit L1LogisticOBA",
+                                                     "scikit-learn saga"]
+    objectives = [m["objective"] for m in l1["measurements"].values()]
+    assert max(objectives) - min(objectives) < 1e-5 * min(objectives)  # the same problem
+    assert proba["title"].startswith("class probabilities, three.svm.gz (90, 8), 3 classes")
+    names = [row["model"] for row in proba["rows"]]
     assert names[:3] == ["sparsekit SparsemaxClassifier", "sparsekit ExtremeSoftmaxSGD",
                          "scikit-learn LogisticRegression (lbfgs)"]
-    assert report[0]["rows"][2]["time / LogisticRegression"] == "1.00x"
-    seconds = report[0]["measurements"]["sparsekit SparsemaxClassifier"]["seconds"]
+    assert proba["rows"][2]["time / LogisticRegression"] == "1.00x"
+    seconds = proba["measurements"]["sparsekit SparsemaxClassifier"]["seconds"]
     assert len(seconds) == 1 and seconds[0] > 0      # the raw numbers, for machines
+
+
+def test_multinomial_table_objective_is_scikit_learns():
+    """The table's objective is the one LogisticRegression(l1) minimizes: its value at
+    OBA's solution matches a direct computation from predict_proba."""
+    title, header, rows, measurements = compare.compare_l1_multinomial(1, C=0.5)
+    assert "digits (1797, 64), 10 classes, C=0.5" in title
+    from sklearn.datasets import load_digits
+
+    from sparsekit import L1LogisticOBA
+    X, y = load_digits(return_X_y=True)
+    est = L1LogisticOBA(C=0.5, tol=1e-8, multiclass="multinomial").fit(X / 16, y)
+    nll = -np.log(est.predict_proba(X / 16)[np.arange(len(y)), y]).sum()
+    F = np.abs(est.coef_).sum() + 0.5 * nll
+    assert measurements["sparsekit L1LogisticOBA"]["objective"] == pytest.approx(F, rel=1e-10)
+    assert rows[0][4] == "1.00x" and "rel. gap" in rows[1][2]
 
 
 @pytest.mark.parametrize("content, match", [
@@ -141,9 +165,11 @@ def test_on_a_terminal_a_spinner_names_each_model_and_leaves_the_tables_clean(
     monkeypatch.setattr(compare, "_progress", spying)
     compare.main(["digits", "--repeat", "1"])
     captured = capsys.readouterr()
-    assert announced[0] == "digits: sparsekit SparsemaxClassifier"
-    assert len(announced) == 5
-    assert captured.out.startswith("class probabilities, digits")
+    assert announced[:3] == ["digits: sparsekit L1LogisticOBA", "digits: scikit-learn saga",
+                             "digits: sparsekit SparsemaxClassifier"]
+    assert len(announced) == 7
+    assert captured.out.startswith("multinomial l1-logistic, digits")
+    assert "\n\nclass probabilities, digits" in captured.out
 
 
 def test_plot_writes_the_suboptimality_and_accuracy_figures(tmp_path, capsys):
@@ -217,7 +243,7 @@ def test_fasttext_joins_on_many_classes_on_its_tokens(tmp_path, capsys):
     path = tmp_path / "topics.svm"
     path.write_text("\n".join(lines) + "\n")
     compare.main([str(path), "--repeat", "1", "--json"])
-    table = json.loads(capsys.readouterr().out)[0]
+    table = json.loads(capsys.readouterr().out)[-1]
     fasttext_rows = [r for r in table["rows"] if r["model"].startswith("fastText")]
     assert len(fasttext_rows) == 1, table["rows"]
     assert float(fasttext_rows[0]["test accuracy"]) > 0.9     # chance: 0.05
@@ -247,3 +273,22 @@ def test_saga_epochs_are_capped_by_the_budget():
     assert compare._saga_max_iter(X, y, 1.0, np.inf) == 20000
     capped = compare._saga_max_iter(X, y, 1.0, 1e-3)     # a few ms for thousands of epochs
     assert 1 <= capped < 20000
+
+
+def test_time_limit_stops_the_multinomial_fit_after_an_iteration():
+    """The multinomial table caps OBA's fit by a callback, as saga's by its epochs: a limit
+    of 0 s stops it after its first iteration, without a ConvergenceWarning."""
+    import warnings
+
+    from sklearn.datasets import load_digits
+    from sklearn.exceptions import ConvergenceWarning
+
+    from sparsekit import L1LogisticOBA
+    X, y = load_digits(return_X_y=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConvergenceWarning)
+        est = L1LogisticOBA(C=10.0, multiclass="multinomial").set_callbacks(
+            compare._TimeLimit(0.0)).fit(X / 16, y)
+    assert est.n_iter_.tolist() == [1]
+    full = L1LogisticOBA(C=10.0, multiclass="multinomial").fit(X / 16, y)
+    assert full.n_iter_[0] > 1

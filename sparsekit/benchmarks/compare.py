@@ -11,6 +11,12 @@
   shows how far that left it).
   LIBLINEAR's own copy of the data (``problem``) is built once, outside the timing, as the
   other solvers take the arrays as they are.
+- more than two classes: multinomial l1-logistic regression, scikit-learn's objective
+  ``||W||_1 + C sum NLL_softmax(W x + b)`` (intercepts free): L1LogisticOBA
+  (``multiclass="multinomial"``, tol 1e-8) vs scikit-learn's ``saga`` (tol 1e-6), its only
+  solver (LIBLINEAR, skglm and celer are one-vs-rest only); both fits are capped at about
+  three ``--budget``s of time (saga by its epochs, OBA by a callback that stops it), and
+  the objective column shows how far that left them.
 - every data set: class probabilities on a stratified 70/30 split (the rows of a class seen
   once go to training): SparsemaxClassifier (and ExtremeSoftmaxSGD for more than two
   classes) vs multinomial LogisticRegression, SGDClassifier(log_loss) and LIBLINEAR
@@ -57,6 +63,7 @@ from pathlib import Path
 
 import numpy as np
 import scipy.sparse as sp
+from scipy.special import logsumexp
 from sklearn.datasets import load_breast_cancer, load_digits
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.linear_model import LogisticRegression, SGDClassifier
@@ -140,14 +147,14 @@ L1_LADDER = (1e-1, 1e-2, 1e-3, 1e-4, 1e-5, 1e-6, 1e-7, 1e-8)
 SAGA_BUDGETS = 3
 
 
-def _saga_max_iter(X, y, C, budget):
+def _saga_max_iter(X, y, C, budget, fit_intercept=False):
     """Epochs of saga that fit in SAGA_BUDGETS x ``budget`` seconds, from the time of one."""
     if not np.isfinite(budget):
         return 20000
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
         t0 = time.perf_counter()
-        LogisticRegression(C=C, solver="saga", fit_intercept=False, max_iter=1,
+        LogisticRegression(C=C, solver="saga", fit_intercept=fit_intercept, max_iter=1,
                            **_L1).fit(X, y)
         epoch = time.perf_counter() - t0
     return int(np.clip(SAGA_BUDGETS * budget / max(epoch, 1e-9), 1, 20000))
@@ -248,6 +255,69 @@ def l1_traces(data, C=1.0, budget=np.inf, announce=None):
             continue
         traces[name] = points
     return traces
+
+
+def _multinomial_objective(coef, intercept, X, y, C):
+    """||W||_1 + C sum_i NLL_softmax(W x_i + b; y_i), y as class indices."""
+    Z = np.asarray(X @ coef.T) + intercept
+    return float(np.abs(coef).sum() + C * (logsumexp(Z, axis=1)
+                                           - Z[np.arange(len(y)), y]).sum())
+
+
+class _TimeLimit:
+    """A scikit-learn fit callback asking the fit to stop once ``seconds`` have passed since
+    it began (checked at the end of each iteration)."""
+
+    def __init__(self, seconds):
+        self.seconds = seconds
+
+    def setup(self, estimator, context):
+        self._start = time.perf_counter()
+
+    def teardown(self, estimator, context):
+        pass
+
+    def on_fit_task_begin(self, estimator, context, *, X=None, y=None):
+        pass
+
+    def on_fit_task_end(self, estimator, context, *, X=None, y=None):
+        return time.perf_counter() - self._start > self.seconds
+
+
+def _multinomial_solvers(X, y, C, budget=np.inf):
+    """(name, fit) for the multinomial l1 solvers, same objective (intercepts free); each
+    fit is capped at about SAGA_BUDGETS x ``budget`` seconds (OBA by a callback that stops
+    it, saga by its epochs)."""
+    def oba():
+        model = L1LogisticOBA(C=C, tol=L1_DEFAULT_TOL, multiclass="multinomial")
+        if np.isfinite(budget):
+            model.set_callbacks(_TimeLimit(SAGA_BUDGETS * budget))
+        return model.fit(X, y)
+    yield "sparsekit L1LogisticOBA", oba
+    epochs = _saga_max_iter(X, y, C, budget, fit_intercept=True)
+    yield "scikit-learn saga", lambda: LogisticRegression(
+        C=C, solver="saga", tol=L1_TOL["scikit-learn saga"], max_iter=epochs, **_L1).fit(X, y)
+
+
+def compare_l1_multinomial(repeat, C=1.0, data=None, budget=np.inf, announce=None):
+    """(title, header, rows) of the multinomial l1-logistic comparison on ``data`` (a
+    :class:`Dataset` with more than two classes; default: digits)."""
+    data = data or load_dataset("digits")
+    X, y = data.X_l1, np.searchsorted(data.classes, data.y)
+    rows = [_measure(name, fit, repeat, lambda model: (
+                _multinomial_objective(model.coef_, model.intercept_, X, y, C),
+                int(np.sum(model.coef_ == 0))), budget, announce)
+            for name, fit in _multinomial_solvers(X, y, C, budget)]
+    measurements = {r[0]: {"seconds": r[1], "objective": r[2], "zeros": r[3]}
+                    for r in _measured(rows)}
+    best = min((r[2] for r in _measured(rows)), default=np.nan)
+    _format_rows(rows, rows[0], {2: lambda f: f"{f:.8f} (rel. gap {(f - best) / best:.1e})"})
+    return Table(f"multinomial l1-logistic, {data.name} {X.shape}, {data.classes.size} "
+                 f"classes, C={C:g}, intercepts free (LIBLINEAR, skglm and celer are "
+                 f"one-vs-rest only); tol 1e-8 (saga 1e-6), each in its own measure, each fit "
+                 f"capped at ~{SAGA_BUDGETS} x {budget:g} s; median (min-max) of {repeat} fits",
+                 ["solver", "fit time", "objective F(W, b)", "zeros in W", "time / sparsekit"],
+                 rows, measurements)
 
 
 def _multiclass_models(n_classes=10):
@@ -453,10 +523,13 @@ def load_dataset(spec, zero_based=False):
 
 
 def tables(data, repeat, C=1.0, budget=np.inf, announce=None):
-    """The tables of one data set: the l1 table for two classes, then the probabilities."""
+    """The tables of one data set: the l1 table (binary, or multinomial for more than two
+    classes), then the probabilities."""
     out = []
     if data.classes.size == 2:
         out.append(compare_l1_logistic(repeat, C, data, budget, announce))
+    else:
+        out.append(compare_l1_multinomial(repeat, C, data, budget, announce))
     out.append(compare_multiclass(repeat, data, budget, announce))
     return out
 
