@@ -18,7 +18,7 @@ Elastic net (l1_ratio 0.5): the same on digits and scene.
 Writes section "l1_multinomial" of doc/benchmarks.md::
 
     python benchmarks/bench_l1_multinomial.py [--sets digits scene mnist debian] [--cap 30]
-        [--saga-max 600] [--factors 10 100 1000]
+        [--saga-max 600] [--factors 10 100 1000] [--threads]
 """
 import _report  # noqa: F401  (pins BLAS threads before NumPy)
 
@@ -165,6 +165,40 @@ def row(name, shape, C_factor, C, l1_ratio, oba, saga, cap):
             f"{min(oba, key=lambda r: r['F'])['nnz']:,}"]
 
 
+def thread_runs(X, y, C, tol=1e-6, jobs=(1, 2)):
+    """L1LogisticOBA(multiclass="multinomial") at ``n_jobs`` 1 and 2: seconds, and whether
+    the coefficients are identical (the threads split the products, not the sums)."""
+    runs, coefs = [], []
+    for n_jobs in jobs:
+        t0 = time.perf_counter()
+        est = L1LogisticOBA(C=C, tol=tol, multiclass="multinomial", max_iter=5000,
+                            n_jobs=n_jobs).fit(X, y)
+        runs.append({"n_jobs": n_jobs, "s": time.perf_counter() - t0,
+                     "nit": int(est.n_iter_[0])})
+        coefs.append(est.coef_)
+        print(f"  n_jobs {n_jobs}: {runs[-1]['s']:.2f} s", flush=True)
+    return {"tol": tol, "C": C, "runs": runs,
+            "identical": all(np.array_equal(coefs[0], c) for c in coefs[1:])}
+
+
+def thread_table(cache):
+    rows = []
+    for key, r in sorted(cache.items()):
+        if not key.startswith("threads/"):
+            continue
+        one = r["runs"][0]["s"]
+        rows.extend([key.split("/")[1], r["shape"], f"{r['C']:.4g}", f"{r['tol']:g}",
+                     run["n_jobs"], f"{run['s']:.2f}", f"{one / run['s']:.2f}x",
+                     "yes" if r["identical"] else "NO"] for run in r["runs"])
+    if not rows:
+        return ""
+    return ("\n\n**Threads** (`n_jobs`, `--threads`): the same fits with the products split "
+            "among threads (rows of X V on a CSR copy, columns of Xᵀ R), wall seconds of one "
+            "fit each; \"same model\": the coefficients are bitwise equal.\n\n"
+            + _report.markdown_table(["data", "shape", "C", "tol", "n_jobs", "seconds",
+                                      "speed-up", "same model"], rows))
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--sets", nargs="+", default=SETS, choices=SETS)
@@ -175,6 +209,8 @@ def main():
     parser.add_argument("--factors", nargs="+", type=int, default=FACTORS,
                         help="C as these multiples of the smallest active C")
     parser.add_argument("--fresh", action="store_true", help="ignore cached results")
+    parser.add_argument("--threads", action="store_true",
+                        help="also time n_jobs=1 and 2 on each set at the first factor")
     args = parser.parse_args()
     cache = {} if args.fresh or not CACHE.exists() else json.loads(CACHE.read_text())
     for name in SETS:
@@ -182,6 +218,12 @@ def main():
             continue
         X, y = load(name)
         shape = f"{X.shape[0]} x {X.shape[1]}, K = {np.unique(y).size}"
+        if args.threads and f"threads/{name}" not in cache:
+            C = args.factors[0] * smallest_C(X, y, 1.0)
+            print(f"threads/{name}: C = {C:.4g}", flush=True)
+            cache[f"threads/{name}"] = {"shape": shape, **thread_runs(X, y, C)}
+            CACHE.parent.mkdir(parents=True, exist_ok=True)
+            CACHE.write_text(json.dumps(cache))
         ratios = [1.0] + ([ELASTIC["l1_ratio"]] if name in ELASTIC["sets"] else [])
         for l1_ratio in ratios:
             c_min = smallest_C(X, y, l1_ratio)
@@ -203,19 +245,22 @@ def main():
                 CACHE.write_text(json.dumps(cache))
     rows = [row(key.split("/")[0], r["shape"], r["factor"], r["C"], r["l1_ratio"], r["oba"],
                 r["saga"], r["cap"])
-            for key, r in sorted(cache.items(), key=lambda kv: (SETS.index(kv[0].split("/")[0]),
-                                                                 -float(kv[0].split("/")[1]),
-                                                                 int(kv[0].split("/")[2])))]
+            for key, r in sorted(((k, v) for k, v in cache.items()
+                                  if not k.startswith("threads/")),
+                                 key=lambda kv: (SETS.index(kv[0].split("/")[0]),
+                                                 -float(kv[0].split("/")[1]),
+                                                 int(kv[0].split("/")[2])))]
     body = (" ".join(__doc__.split("\n\n")[1:2]).replace("\n", " ") + "\n\n"
             + _report.markdown_table(
                 ["data", "shape", "C", "l1_ratio", "OBA s to 1e-6", "saga s to 1e-6",
                  "saga / OBA", "OBA best excess", "saga best excess", "nonzeros"], rows)
             + "\n\nsaga's ladder stops once it is within 1e-7 of OBA's best or after a run "
               "longer than 10.5 times OBA's time to 1e-6 (at least the cap of OBA's ladder, "
-              "the row's `cap` in the cache, at most `--saga-max`); \"best excess\" is a solver's lowest objective "
-              "relative to the best of both (0: it found the best). A row marked \"not "
-              "converged\" has no certified optimum: OBA's ladder ended on the time cap "
-              "before two tolerances agreed.")
+              "the row's `cap` in the cache, at most `--saga-max`); \"best excess\" is a "
+              "solver's lowest objective relative to the best of both (0: it found the best). "
+              "A row marked \"not converged\" has no certified optimum: OBA's ladder ended on "
+              "the time cap before two tolerances agreed."
+            + thread_table(cache))
     _report.write_section("l1_multinomial",
                           "Multinomial and elastic-net ℓ1 logistic regression: OBA vs saga",
                           body)
