@@ -120,18 +120,21 @@ def _checked_solve(datafit, C, tol, max_iter, x0, verbose, l1_ratio, cg_maxiter=
     """:func:`_solve`, its result with the relative duality gap at x as ``duality_gap``.
 
     When that gap exceeds GAP_WARN the solve continues from x at a smaller tol
-    (``refine_tol``); if it converges to a lower F its point is the result, with the
-    counts of both solves, and ``refined`` is the share of F it removed (a lower bound on
-    how far the first point lay above the minimum, as the gap is an upper one); 0 when no
-    solve continued, NaN when it did not converge (the first point is kept)."""
+    (``refine_tol``, reporting to ``callback`` too); if it converges, or a callback stops
+    it, at a lower F its point is the result, with the counts of both solves, and
+    ``refined`` is the share of F it removed (a lower bound on how far the first point lay
+    above the minimum, as the gap is an upper one); 0 when no solve continued, NaN when it
+    did not converge (the first point is kept)."""
     res = _solve(datafit, C, tol, max_iter, x0, verbose, l1_ratio, cg_maxiter, callback)
     res.duality_gap = relative_duality_gap(datafit, res.x, C, l1_ratio)
     res.refined, res.refine_tol = 0.0, None
     if res.success and res.duality_gap > GAP_WARN and res.status != STOPPED_BY_CALLBACK:
         # at most a tenth of the penalty weight 1/(C n): below it the solve must move w
         refine_tol = min(tol / 100, 0.1 / (C * datafit.n_samples))
-        more = _solve(datafit, C, refine_tol, max_iter, res.x, 0, l1_ratio, cg_maxiter)
-        if not more.success:      # it confirms nothing: how far F lies is unknown
+        more = _solve(datafit, C, refine_tol, max_iter, res.x, 0, l1_ratio, cg_maxiter,
+                      callback)   # its iterations are the fit's too (progress, stops)
+        stopped = more.status == STOPPED_BY_CALLBACK
+        if not (more.success or stopped):   # it confirms nothing: how far F lies is unknown
             res.refined = np.nan
         elif more.fun < res.fun:  # a better model: return it (it was computed anyway)
             for key in ("nit", "nfev", "ncg", "nhessp", "n_ista"):
