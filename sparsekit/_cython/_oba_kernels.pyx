@@ -581,37 +581,45 @@ cdef inline void _add_scaled(double* z, double x, const double* w,
         z[k] += x * w[k]
 
 
-def mn_margins_csr(const floating[::1] data, const index_t[::1] indices,
-                   const index_t[::1] indptr, const double[:, ::1] Wc,
-                   const long long[::1] slot, const double[::1] b, double[:, ::1] Z,
-                   int n_threads=1):
-    """``Z = b + X[:, cols] @ Wc`` for CSR ``X``, rows split among ``n_threads``: column j
-    of X meets row ``slot[j]`` of ``Wc`` (``slot[j] < 0``: a column not listed)."""
-    cdef Py_ssize_t i, k, p, s, K = Z.shape[1]
-    if Wc.shape[1] != K or b.shape[0] != K or Z.shape[0] != indptr.shape[0] - 1:
-        raise ValueError("mn_margins_csr: Wc must be (m, K) and b (K,) for Z (n, K)")
-    with nogil:
-        for i in prange(Z.shape[0], num_threads=max(1, n_threads), schedule="static"):
-            for k in range(K):
-                Z[i, k] = b[k]
-            for p in range(indptr[i], indptr[i + 1]):
-                s = slot[indices[p]]
-                if s >= 0:
-                    _add_scaled(&Z[i, 0], data[p], &Wc[s, 0], K)
+cdef inline Py_ssize_t _first_row_at_least(const index_t* rows, Py_ssize_t lo, Py_ssize_t hi,
+                                           Py_ssize_t row) noexcept nogil:
+    """The first position in ``rows[lo:hi]`` (sorted) holding a row >= ``row`` (or hi)."""
+    cdef Py_ssize_t mid
+    while lo < hi:
+        mid = (lo + hi) >> 1
+        if rows[mid] < row:
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo
 
 
 def mn_margins_csc(const floating[::1] data, const index_t[::1] indices,
                    const index_t[::1] indptr, const double[:, ::1] Wc,
-                   const long long[::1] cols, const double[::1] b, double[:, ::1] Z):
-    """``Z = b + X[:, cols] @ Wc`` for CSC ``X``: row c of ``Wc`` is column ``cols[c]``."""
-    cdef Py_ssize_t c, j, p, K = Z.shape[1]
+                   const long long[::1] cols, const double[::1] b, double[:, ::1] Z,
+                   int n_threads=1):
+    """``Z = b + X[:, cols] @ Wc`` for canonical CSC ``X`` (sorted row indices): row c of
+    ``Wc`` is column ``cols[c]``. With ``n_threads`` > 1 each thread takes a block of rows
+    and reads its part of every listed column (found by bisection), so that the rows of Z
+    get the same sums in the same order as on one thread."""
+    cdef Py_ssize_t c, j, p, end, t, lo, hi, K = Z.shape[1], n = Z.shape[0]
+    cdef Py_ssize_t T = max(1, n_threads)
     _check_margin_shapes("mn_margins_csc", Wc, cols, b, Z)
     with nogil:
-        _start_margins(Z, b)
-        for c in range(cols.shape[0]):
-            j = cols[c]
-            for p in range(indptr[j], indptr[j + 1]):
-                _add_scaled(&Z[indices[p], 0], data[p], &Wc[c, 0], K)
+        for t in prange(T, num_threads=T, schedule="static", chunksize=1):
+            lo = t * n // T
+            hi = (t + 1) * n // T
+            for p in range(lo, hi):
+                for c in range(K):
+                    Z[p, c] = b[c]
+            for c in range(cols.shape[0]):
+                j = cols[c]
+                end = indptr[j + 1]
+                p = indptr[j] if lo == 0 else _first_row_at_least(&indices[0], indptr[j],
+                                                                   end, lo)
+                while p < end and indices[p] < hi:
+                    _add_scaled(&Z[indices[p], 0], data[p], &Wc[c, 0], K)
+                    p = p + 1
 
 
 def mn_margins_dense(const floating[::1, :] X, const double[:, ::1] Wc,

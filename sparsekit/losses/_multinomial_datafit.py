@@ -13,8 +13,8 @@ entry:
 (the block Hessian Σᵢ sᵢ/n (x̃ᵢ x̃ᵢᵀ) ⊗ (diag pᵢ − pᵢ pᵢᵀ)), the O(nnz K) kernels of
 ``_oba_kernels`` (``mn_*``) doing the X products on CSC or Fortran-ordered dense X, float32
 or float64 values, float64 vectors. With ``n_threads`` > 1 the products X V split the rows
-among threads (a CSR copy of sparse X: the CSC columns would race on the rows of Z) and
-the products Xᵀ R split the columns.
+among threads and the products Xᵀ R the columns: every entry gets the same sums in the same
+order as on one thread.
 """
 import numpy as np
 import scipy.sparse as sp
@@ -37,15 +37,10 @@ def _as_columns(X):
     return X if X.dtype in (np.float32, np.float64) else np.asfortranarray(X, np.float64)
 
 
-def _margins(X, Wc, cols, b, Z, n_threads=1, X_rows=None):
-    """Z = b + X[:, cols] @ Wc (BLAS for a float64 dense X read at most of its columns;
-    the CSR ``X_rows``, if given, for sparse X on ``n_threads``)."""
-    if X_rows is not None:
-        slot = np.full(X.shape[1], -1, dtype=np.int64)
-        slot[cols] = np.arange(cols.size)
-        K.mn_margins_csr(X_rows.data, X_rows.indices, X_rows.indptr, Wc, slot, b, Z, n_threads)
-    elif sp.issparse(X):
-        K.mn_margins_csc(X.data, X.indices, X.indptr, Wc, cols, b, Z)
+def _margins(X, Wc, cols, b, Z, n_threads=1):
+    """Z = b + X[:, cols] @ Wc (BLAS for a float64 dense X read at most of its columns)."""
+    if sp.issparse(X):
+        K.mn_margins_csc(X.data, X.indices, X.indptr, Wc, cols, b, Z, n_threads)
     elif X.dtype == np.float64 and 2 * cols.size >= X.shape[1] > 0:
         W = np.zeros((X.shape[1], Z.shape[1]))
         W[cols] = Wc
@@ -79,13 +74,12 @@ class Multinomial:
     sample_weight : ndarray of shape (n_samples,), optional
     fit_intercept : bool
     n_threads : int
-        Threads of the X products (1: none; more keeps a CSR copy of sparse X).
+        Threads of the X products.
     """
 
     def __init__(self, X, y, n_classes, sample_weight=None, fit_intercept=False, n_threads=1):
         self.X = _as_columns(X)
         self.n_threads = max(1, int(n_threads))
-        self._X_rows = self.X.tocsr() if sp.issparse(self.X) and self.n_threads > 1 else None
         self.n_samples, self.n_features = self.X.shape
         self.n_classes = int(n_classes)
         y = np.asarray(y)
@@ -118,8 +112,7 @@ class Multinomial:
         cols = np.flatnonzero(np.any(W != 0, axis=1)).astype(np.int64)
         Z = np.empty((self.n_samples, self.n_classes))
         return _margins(self.X, np.ascontiguousarray(W[cols]), cols,
-                        np.ascontiguousarray(b, dtype=np.float64), Z, self.n_threads,
-                        self._X_rows)
+                        np.ascontiguousarray(b, dtype=np.float64), Z, self.n_threads)
 
     def _nll(self, Z):
         """Σᵢ sᵢ/n ℓ(zᵢ) and the probabilities."""
@@ -221,7 +214,7 @@ class _MultinomialHessian:
         vb = np.zeros(f.n_classes)
         vb[self._b_entries] = v[nwf:]
         U = _margins(f.X, Vc, self._cols, vb, np.empty((f.n_samples, f.n_classes)),
-                     f.n_threads, f._X_rows)
+                     f.n_threads)
         P = f._P
         R = P * U
         R -= P * R.sum(axis=1, keepdims=True)
