@@ -201,7 +201,7 @@ def thread_table(cache):
     if not rows:
         return ""
     return ("\n\n**Threads** (`n_jobs`, `--threads`): the same fits with the products split "
-            "among threads (rows of X V on a CSR copy, columns of Xᵀ R), wall seconds of one "
+            "among threads (rows of X V, columns of Xᵀ R), wall seconds of one "
             "fit each; \"same model\": the coefficients are bitwise equal.\n\n"
             + _report.markdown_table(["data", "shape", "C", "tol", "n_jobs", "seconds",
                                       "speed-up", "same model"], rows))

@@ -262,7 +262,7 @@ class L1LogisticOBA(LinearClassifierMixin, SparseCoefMixin, SparsekitClassifier)
     n_jobs : int, default=None
         Number of threads: for the one-vs-rest problems (the kernels release the GIL),
         or, with ``multiclass="multinomial"``, for the matrix products of its one problem
-        (rows or columns split among them; sparse X is then also kept row-wise). None
+        (the rows of X V, the columns of Xᵀ R split among them; the fit is the same). None
         means 1 unless in a :func:`joblib.parallel_backend` context, -1 all processors.
     verbose : int, default=0
         1 prints one line per binary problem, 2 also one line per OBA iteration.
