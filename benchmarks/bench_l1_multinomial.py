@@ -166,7 +166,7 @@ def row(name, shape, C_factor, C, l1_ratio, oba, saga, cap):
                 f"{s['s']:.2f} ({s['epochs']} epochs)", "—", "", "", ""]
     s_cell = (f"{s['s']:.2f} ({s['epochs']} epochs)" if s else
               f"> {last_saga['s']:.0f} (not reached; {last_saga['epochs']} epochs)")
-    ratio = f"{s['s'] / o['s']:.0f}x" if s else f"> {last_saga['s'] / o['s']:.0f}x"
+    ratio = f"{s['s'] / o['s']:.1f}x" if s else f"> {last_saga['s'] / o['s']:.1f}x"
     return [name, shape, C_cell, l1_ratio, f"{o['s']:.3f} (tol {o['tol']:g}, {o['nit']} it.)",
             s_cell, ratio, f"{(min(r['F'] for r in oba) - best) / best:.1e}",
             f"{(min(r['F'] for r in saga) - best) / best:.1e}",

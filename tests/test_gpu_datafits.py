@@ -27,6 +27,35 @@ def _device(cp, X, sparse):
     return cp.asarray(X)
 
 
+def _assert_same_datafit(cpu, gpu, x, free, rng, rtol, attrs):
+    """The device datafit's value, gradient, Hessian operator (products, diagonal,
+    restriction), Lipschitz bound, dual terms and null intercept are the CPU datafit's."""
+    for attr in attrs:
+        assert getattr(gpu, attr) == getattr(cpu, attr)
+    np.testing.assert_array_equal(gpu.penalty_weights, cpu.penalty_weights)
+    f_c, g_c = cpu.value_grad(x)
+    f_g, g_g = gpu.value_grad(x)
+    assert isinstance(g_g, np.ndarray) and np.isfinite(f_g)
+    np.testing.assert_allclose(f_g, f_c, rtol=rtol)
+    np.testing.assert_allclose(g_g, g_c, rtol=rtol, atol=rtol * np.abs(g_c).max())
+    np.testing.assert_allclose(gpu.value(x), cpu.value(x), rtol=rtol)
+    H_c, H_g = cpu.hessp(x, free), gpu.hessp(x, free)
+    assert H_g.shape == H_c.shape
+    v = rng.normal(size=free.size)
+    np.testing.assert_allclose(H_g(v), H_c(v), rtol=rtol, atol=rtol * np.abs(H_c(v)).max())
+    np.testing.assert_allclose(H_g.diagonal(), H_c.diagonal(), rtol=rtol,
+                               atol=rtol * H_c.diagonal().max())
+    keep = rng.random(free.size) < 0.6
+    w = rng.normal(size=int(keep.sum()))
+    np.testing.assert_allclose(H_g.restrict(keep)(w), H_c.restrict(keep)(w), rtol=rtol,
+                               atol=rtol * np.abs(H_c.restrict(keep)(w)).max())
+    np.testing.assert_allclose(H_g.restrict(keep).diagonal(), H_c.restrict(keep).diagonal(),
+                               rtol=rtol, atol=rtol * H_c.diagonal().max())
+    np.testing.assert_allclose(gpu.lipschitz(), cpu.lipschitz(), rtol=rtol)
+    np.testing.assert_allclose(gpu.dual_terms(x, 0.7), cpu.dual_terms(x, 0.7), rtol=rtol)
+    np.testing.assert_allclose(gpu.null_intercept(), cpu.null_intercept(), rtol=1e-12)
+
+
 @pytest.mark.parametrize("sparse", [False, True])
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
 @pytest.mark.parametrize("fit_intercept", [False, True])
@@ -41,33 +70,13 @@ def test_device_logistic_matches_cpu(cupy_backend, sparse, dtype, fit_intercept)
                    fit_intercept=fit_intercept)
     gpu = DeviceLogistic(_device(cp, X, sparse), y, sample_weight=sw,
                          fit_intercept=fit_intercept)
-    rtol = 1e-10 if dtype == np.float64 else 1e-4
-    for attr in ("n_params", "n_features", "n_samples", "fit_intercept"):
-        assert getattr(gpu, attr) == getattr(cpu, attr)
-    np.testing.assert_array_equal(gpu.penalty_weights, cpu.penalty_weights)
     x = rng.normal(size=cpu.n_params) * 3
     x[::3] = 0.0
-    f_c, g_c = cpu.value_grad(x)
-    f_g, g_g = gpu.value_grad(x)
-    assert isinstance(g_g, np.ndarray)
-    np.testing.assert_allclose(f_g, f_c, rtol=rtol)
-    np.testing.assert_allclose(g_g, g_c, rtol=rtol, atol=rtol * np.abs(g_c).max())
-    np.testing.assert_allclose(gpu.value(x), cpu.value(x), rtol=rtol)
     free = np.flatnonzero(rng.random(cpu.n_params) < 0.7)
     if fit_intercept:
         free = np.union1d(free, [cpu.n_features])
-    H_c, H_g = cpu.hessp(x, free), gpu.hessp(x, free)
-    assert H_g.shape == H_c.shape
-    v = rng.normal(size=free.size)
-    np.testing.assert_allclose(H_g(v), H_c(v), rtol=rtol, atol=rtol * np.abs(H_c(v)).max())
-    np.testing.assert_allclose(H_g.diagonal(), H_c.diagonal(), rtol=rtol)
-    keep = rng.random(free.size) < 0.6
-    w = rng.normal(size=int(keep.sum()))
-    np.testing.assert_allclose(H_g.restrict(keep)(w), H_c.restrict(keep)(w), rtol=rtol,
-                               atol=rtol * np.abs(H_c.restrict(keep)(w)).max())
-    np.testing.assert_allclose(gpu.lipschitz(), cpu.lipschitz(), rtol=rtol)
-    np.testing.assert_allclose(gpu.dual_terms(x, 0.7), cpu.dual_terms(x, 0.7), rtol=rtol)
-    assert gpu.null_intercept() == pytest.approx(cpu.null_intercept(), rel=1e-12)
+    _assert_same_datafit(cpu, gpu, x, free, rng, 1e-10 if dtype == np.float64 else 1e-4,
+                         ("n_params", "n_features", "n_samples", "fit_intercept"))
 
 
 @pytest.mark.parametrize("sparse", [False, True])
@@ -86,37 +95,14 @@ def test_device_multinomial_matches_cpu(cupy_backend, sparse, dtype, fit_interce
                       fit_intercept=fit_intercept)
     gpu = DeviceMultinomial(_device(cp, X, sparse), y, 4, sample_weight=sw,
                             fit_intercept=fit_intercept)
-    rtol = 1e-10 if dtype == np.float64 else 1e-4
-    for attr in ("n_params", "n_features", "n_samples", "n_classes", "fit_intercept"):
-        assert getattr(gpu, attr) == getattr(cpu, attr)
-    np.testing.assert_array_equal(gpu.penalty_weights, cpu.penalty_weights)
     x = rng.normal(size=cpu.n_params) * 2
     x[rng.random(x.size) < 0.4] = 0.0
     x[:4] = [300.0, -300.0, 0.0, 1e-3]                  # margins far out in the tails
-    f_c, g_c = cpu.value_grad(x)
-    f_g, g_g = gpu.value_grad(x)
-    assert isinstance(g_g, np.ndarray) and np.isfinite(f_g)
-    np.testing.assert_allclose(f_g, f_c, rtol=rtol)
-    np.testing.assert_allclose(g_g, g_c, rtol=rtol, atol=rtol * np.abs(g_c).max())
-    np.testing.assert_allclose(gpu.value(x), cpu.value(x), rtol=rtol)
     free = np.flatnonzero(rng.random(cpu.n_params) < 0.6)
     if fit_intercept:
         free = np.union1d(free, cpu.n_features * 4 + np.array([0, 2]))
-    H_c, H_g = cpu.hessp(x, free), gpu.hessp(x, free)
-    assert H_g.shape == H_c.shape
-    v = rng.normal(size=free.size)
-    np.testing.assert_allclose(H_g(v), H_c(v), rtol=rtol, atol=rtol * np.abs(H_c(v)).max())
-    np.testing.assert_allclose(H_g.diagonal(), H_c.diagonal(), rtol=rtol,
-                               atol=rtol * H_c.diagonal().max())
-    keep = rng.random(free.size) < 0.6
-    w = rng.normal(size=int(keep.sum()))
-    np.testing.assert_allclose(H_g.restrict(keep)(w), H_c.restrict(keep)(w), rtol=rtol,
-                               atol=rtol * np.abs(H_c.restrict(keep)(w)).max())
-    np.testing.assert_allclose(H_g.restrict(keep).diagonal(), H_c.restrict(keep).diagonal(),
-                               rtol=rtol, atol=rtol * H_c.diagonal().max())
-    np.testing.assert_allclose(gpu.lipschitz(), cpu.lipschitz(), rtol=rtol)
-    np.testing.assert_allclose(gpu.dual_terms(x, 0.7), cpu.dual_terms(x, 0.7), rtol=rtol)
-    np.testing.assert_allclose(gpu.null_intercept(), cpu.null_intercept(), rtol=1e-12)
+    _assert_same_datafit(cpu, gpu, x, free, rng, 1e-10 if dtype == np.float64 else 1e-4,
+                         ("n_params", "n_features", "n_samples", "n_classes", "fit_intercept"))
     with pytest.raises(ValueError, match="class indices"):
         DeviceMultinomial(_device(cp, X, sparse), y + 1, 4)
 

@@ -216,15 +216,23 @@ def compare_l1_logistic(repeat, C=1.0, data=None, budget=np.inf, announce=None):
                      lambda w: (_l1_objective(w, X, y, C), int(np.sum(w == 0))), budget,
                      announce)
             for name, fit_at in _l1_solvers(X, y, C, budget)]
+    return _objective_table(
+        f"l1-logistic (LIBLINEAR -s 6 objective), {data.name} {X.shape}, C={C:g}, no "
+        f"intercept; tol 1e-8 (saga 1e-6), each in its own measure; LIBLINEAR's copy of the "
+        f"data built untimed; median (min-max) of {repeat} fits", "w", rows)
+
+
+def _objective_table(title, variable, rows):
+    """The :class:`Table` of an objective comparison: the raw measurements, then the rows
+    formatted with each objective's relative gap to the best and the time ratio to the
+    first row (sparsekit's)."""
     measurements = {r[0]: {"seconds": r[1], "objective": r[2], "zeros": r[3]}
                     for r in _measured(rows)}
     best = min((r[2] for r in _measured(rows)), default=np.nan)
     _format_rows(rows, rows[0], {2: lambda f: f"{f:.8f} (rel. gap {(f - best) / best:.1e})"})
-    return Table(f"l1-logistic (LIBLINEAR -s 6 objective), {data.name} {X.shape}, C={C:g}, "
-                 f"no intercept; tol 1e-8 (saga 1e-6), each in its own measure; LIBLINEAR's "
-                 f"copy of the data built untimed; median (min-max) of {repeat} fits",
-                 ["solver", "fit time", "objective F(w)", "zeros in w", "time / sparsekit"],
-                 rows, measurements)
+    objective = "F(w)" if variable == "w" else "F(W, b)"
+    return Table(title, ["solver", "fit time", f"objective {objective}", f"zeros in {variable}",
+                         "time / sparsekit"], rows, measurements)
 
 
 def l1_traces(data, C=1.0, budget=np.inf, announce=None):
@@ -308,16 +316,11 @@ def compare_l1_multinomial(repeat, C=1.0, data=None, budget=np.inf, announce=Non
                 _multinomial_objective(model.coef_, model.intercept_, X, y, C),
                 int(np.sum(model.coef_ == 0))), budget, announce)
             for name, fit in _multinomial_solvers(X, y, C, budget)]
-    measurements = {r[0]: {"seconds": r[1], "objective": r[2], "zeros": r[3]}
-                    for r in _measured(rows)}
-    best = min((r[2] for r in _measured(rows)), default=np.nan)
-    _format_rows(rows, rows[0], {2: lambda f: f"{f:.8f} (rel. gap {(f - best) / best:.1e})"})
-    return Table(f"multinomial l1-logistic, {data.name} {X.shape}, {data.classes.size} "
-                 f"classes, C={C:g}, intercepts free (LIBLINEAR, skglm and celer are "
-                 f"one-vs-rest only); tol 1e-8 (saga 1e-6), each in its own measure, each fit "
-                 f"capped at ~{SAGA_BUDGETS} x {budget:g} s; median (min-max) of {repeat} fits",
-                 ["solver", "fit time", "objective F(W, b)", "zeros in W", "time / sparsekit"],
-                 rows, measurements)
+    return _objective_table(
+        f"multinomial l1-logistic, {data.name} {X.shape}, {data.classes.size} classes, "
+        f"C={C:g}, intercepts free (LIBLINEAR, skglm and celer are one-vs-rest only); tol 1e-8 "
+        f"(saga 1e-6), each in its own measure, each fit capped at ~{SAGA_BUDGETS} x "
+        f"{budget:g} s; median (min-max) of {repeat} fits", "W", rows)
 
 
 def _multiclass_models(n_classes=10):
