@@ -565,10 +565,11 @@ def _check_margin_shapes(name, Wc, cols, b, Z):
         raise ValueError(f"{name}: Wc must be (len(cols), K) and b (K,) for Z (n, K)")
 
 
-cdef inline void _start_margins(double[:, ::1] Z, const double[::1] b) noexcept nogil:
-    """Every row of Z set to b."""
+cdef inline void _start_margins(double[:, ::1] Z, const double[::1] b, Py_ssize_t lo,
+                                Py_ssize_t hi) noexcept nogil:
+    """Rows lo..hi-1 of Z set to b."""
     cdef Py_ssize_t i, k
-    for i in range(Z.shape[0]):
+    for i in range(lo, hi):
         for k in range(Z.shape[1]):
             Z[i, k] = b[k]
 
@@ -609,9 +610,7 @@ def mn_margins_csc(const floating[::1] data, const index_t[::1] indices,
         for t in prange(T, num_threads=T, schedule="static", chunksize=1):
             lo = t * n // T
             hi = (t + 1) * n // T
-            for p in range(lo, hi):
-                for c in range(K):
-                    Z[p, c] = b[c]
+            _start_margins(Z, b, lo, hi)
             for c in range(cols.shape[0]):
                 j = cols[c]
                 end = indptr[j + 1]
@@ -631,10 +630,10 @@ def mn_margins_dense(const floating[::1, :] X, const double[:, ::1] Wc,
     cdef Py_ssize_t T = max(1, n_threads)
     _check_margin_shapes("mn_margins_dense", Wc, cols, b, Z)
     with nogil:
-        _start_margins(Z, b)
         for t in prange(T, num_threads=T, schedule="static", chunksize=1):
             lo = t * n // T
             hi = (t + 1) * n // T
+            _start_margins(Z, b, lo, hi)
             for c in range(cols.shape[0]):
                 j = cols[c]
                 for i in range(lo, hi):
