@@ -83,8 +83,13 @@ def _fit_binary(datafit, C, tol, max_iter, w0, verbose, l1_ratio=1.0, callback=N
     """One OBA solve of a binary problem; returns (w, b, OptimizeResult)."""
     res = _checked_solve(datafit, C, tol, max_iter, w0, verbose, l1_ratio,
                          callback=callback)
-    b = float(res.x[-1]) if datafit.fit_intercept else 0.0
-    return res.x[:datafit.n_features], b, res
+    coef, intercept = _binary_model(datafit, res.x)
+    return coef[0], float(intercept[0]), res
+
+
+def _binary_model(datafit, x):
+    """(coef (1, D), intercept (1,)) of the binary parameters x = (w, b)."""
+    return x[None, :datafit.n_features], np.array([x[-1] if datafit.fit_intercept else 0.0])
 
 
 def _fit_multinomial(datafit, C, tol, max_iter, w0, verbose, l1_ratio=1.0, callback=None):
@@ -456,26 +461,20 @@ class L1LogisticOBA(LinearClassifierMixin, SparseCoefMixin, SparsekitClassifier)
 
         def solve(k, pos):
             tasks[k].call_on_fit_task_begin(estimator=self, X=X_in, y=y)
-            if multinomial:
-                problem = datafit(None)
+            problem = datafit(None if multinomial else int(np.searchsorted(classes, pos)))
+            parameters = _multinomial_model if multinomial else _binary_model
 
-                def model(x):
-                    coef, intercept = _multinomial_model(problem, x)
-                    return {"coef_": coef.astype(dtype), "intercept_": intercept.astype(dtype),
-                            "_softmax": True}
-                callback, close = self._iteration_callback(tasks[k], X_in, y, model)
+            def model(x):      # a fitted estimator only when this problem is the whole model
+                if len(problems) > 1:
+                    return None
+                coef, intercept = parameters(problem, x)
+                return {"coef_": coef.astype(dtype), "intercept_": intercept.astype(dtype),
+                        "_softmax": multinomial}
+            callback, close = self._iteration_callback(tasks[k], X_in, y, model)
+            if multinomial:
                 result = _fit_multinomial(problem, C, self.tol, self.max_iter, w0,
                                           self.verbose, self.l1_ratio, callback)
             else:
-                problem = datafit(int(np.searchsorted(classes, pos)))
-
-                def model(x):      # a fitted estimator only when this is the whole model
-                    return None if len(problems) > 1 else {
-                        "coef_": x[None, :problem.n_features].astype(dtype),
-                        "intercept_": np.array([x[-1] if self.fit_intercept else 0.0],
-                                               dtype=dtype),
-                        "_softmax": False}
-                callback, close = self._iteration_callback(tasks[k], X_in, y, model)
                 result = _fit_binary(problem, C, self.tol, self.max_iter,
                                      w0[k] if w0 is not None else None, self.verbose,
                                      self.l1_ratio, callback)
