@@ -219,10 +219,10 @@ def compare_l1_logistic(repeat, C=1.0, data=None, budget=np.inf, announce=None):
     return _objective_table(
         f"l1-logistic (LIBLINEAR -s 6 objective), {data.name} {X.shape}, C={C:g}, no "
         f"intercept; tol 1e-8 (saga 1e-6), each in its own measure; LIBLINEAR's copy of the "
-        f"data built untimed; median (min-max) of {repeat} fits", "w", rows)
+        f"data built untimed; median (min-max) of {repeat} fits", "F(w)", "w", rows)
 
 
-def _objective_table(title, variable, rows):
+def _objective_table(title, objective, variable, rows):
     """The :class:`Table` of an objective comparison: the raw measurements, then the rows
     formatted with each objective's relative gap to the best and the time ratio to the
     first row (sparsekit's)."""
@@ -230,7 +230,6 @@ def _objective_table(title, variable, rows):
                     for r in _measured(rows)}
     best = min((r[2] for r in _measured(rows)), default=np.nan)
     _format_rows(rows, rows[0], {2: lambda f: f"{f:.8f} (rel. gap {(f - best) / best:.1e})"})
-    objective = "F(w)" if variable == "w" else "F(W, b)"
     return Table(title, ["solver", "fit time", f"objective {objective}", f"zeros in {variable}",
                          "time / sparsekit"], rows, measurements)
 
@@ -320,7 +319,7 @@ def compare_l1_multinomial(repeat, C=1.0, data=None, budget=np.inf, announce=Non
         f"multinomial l1-logistic, {data.name} {X.shape}, {data.classes.size} classes, "
         f"C={C:g}, intercepts free (LIBLINEAR, skglm and celer are one-vs-rest only); tol 1e-8 "
         f"(saga 1e-6), each in its own measure, each fit capped at ~{SAGA_BUDGETS} x "
-        f"{budget:g} s; median (min-max) of {repeat} fits", "W", rows)
+        f"{budget:g} s; median (min-max) of {repeat} fits", "F(W, b)", "W", rows)
 
 
 def _multiclass_models(n_classes=10):
