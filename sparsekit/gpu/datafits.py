@@ -22,7 +22,7 @@ products, the softmax terms CuPy element-wise operations.
 import numpy as np
 
 from ..losses._logistic_datafit import Logistic
-from ..losses._multinomial_datafit import Multinomial
+from ..losses._multinomial_datafit import Multinomial, split_parameters
 from ._cupy import require_cupy
 from ._kernels import get_kernel
 
@@ -228,9 +228,7 @@ class DeviceMultinomial:
 
     def split(self, x):
         """(W of shape (n_features, n_classes), b of shape (n_classes,)), host arrays."""
-        nw = self.n_features * self.n_classes
-        W = x[:nw].reshape(self.n_features, self.n_classes)
-        return W, x[nw:] if self.fit_intercept else np.zeros(self.n_classes)
+        return split_parameters(x, self.n_features, self.n_classes, self.fit_intercept)
 
     def _scores(self, x):
         W, b = self.split(np.asarray(x, dtype=np.float64))

@@ -38,7 +38,7 @@ from sparsekit.gpu.datafits import DeviceLogistic, DeviceMultinomial, is_device_
 from sparsekit.losses._dask_datafit import DaskDatafit
 from sparsekit.losses._duality import relative_duality_gap
 from sparsekit.losses._logistic_datafit import Logistic
-from sparsekit.losses._multinomial_datafit import Multinomial
+from sparsekit.losses._multinomial_datafit import Multinomial, split_parameters
 from sparsekit.losses._ridge_datafit import Ridge
 from sparsekit.linear_model._base import SparsekitClassifier, check_labels, unchanged_on_error
 from sparsekit.utils._validation import (check_entry_magnitude, check_two_classes,
@@ -103,8 +103,7 @@ def _fit_multinomial(datafit, C, tol, max_iter, w0, verbose, l1_ratio=1.0, callb
 def _multinomial_model(datafit, x):
     """(coef (K, D), intercept (K,)) of the multinomial parameters x = (W.ravel(), b)."""
     n_classes = datafit.penalty_weights.size // (datafit.n_features + datafit.fit_intercept)
-    W = x[:datafit.n_features * n_classes].reshape(datafit.n_features, n_classes)
-    b = x[datafit.n_features * n_classes:] if datafit.fit_intercept else np.zeros(n_classes)
+    W, b = split_parameters(x, datafit.n_features, n_classes, datafit.fit_intercept)
     return W.T.copy(), b - b.mean()   # a constant added to b changes no probability
 
 
@@ -748,8 +747,8 @@ def l1_logistic_path(X, y, Cs=10, *, pos_class=None, fit_intercept=True, tol=1e-
                      MULTINOMIAL_CG_MAXITER if multinomial else 1000)
         x = res.x
         if multinomial:
-            W, b = datafit.split(x)
-            coefs[k] = np.hstack([W.T, b[:, None] - b.mean()]) if fit_intercept else W.T
+            coef, intercept = _multinomial_model(datafit, x)
+            coefs[k] = np.hstack([coef, intercept[:, None]]) if fit_intercept else coef
         else:
             coefs[k] = x
         n_iter[k] = res.nit

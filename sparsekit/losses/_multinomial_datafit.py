@@ -37,6 +37,14 @@ def _as_columns(X):
     return X if X.dtype in (np.float32, np.float64) else np.asfortranarray(X, np.float64)
 
 
+def split_parameters(x, n_features, n_classes, fit_intercept):
+    """(W of shape (n_features, n_classes), b of shape (n_classes,)) of the parameter
+    vector x = (W.ravel(), b) (b = 0 without an intercept); W and b are views of x."""
+    nw = n_features * n_classes
+    W = x[:nw].reshape(n_features, n_classes)
+    return W, x[nw:] if fit_intercept else np.zeros(n_classes)
+
+
 def _margins(X, Wc, cols, b, Z, n_threads=1):
     """Z = b + X[:, cols] @ Wc (BLAS for a float64 dense X read at most of its columns)."""
     if sp.issparse(X):
@@ -102,10 +110,7 @@ class Multinomial:
     # -- layout
     def split(self, x):
         """(W of shape (n_features, n_classes), b of shape (n_classes,)) views of x."""
-        nw = self.n_features * self.n_classes
-        W = x[:nw].reshape(self.n_features, self.n_classes)
-        b = x[nw:] if self.fit_intercept else np.zeros(self.n_classes)
-        return W, b
+        return split_parameters(x, self.n_features, self.n_classes, self.fit_intercept)
 
     def _scores(self, x):
         W, b = self.split(x)
