@@ -158,8 +158,10 @@ def tsan_main(argv):
         modules[path.name] = _cuda_emulation.build(code, build_dir, sanitize=True)
     # a race is reported when the sanitizer's shadow memory still holds the other side's
     # access, which depends on the interleaving: a run without a barrier repeats the
-    # launches (each misses a removed barrier about a quarter of the time)
-    for _round in range(1 if drop is None else 6):
+    # launches until the sanitizer halts it (halt_on_error). The last barrier of a block
+    # reduction is the hardest to catch: measured, a launch misses it up to 7 times in a
+    # row (2 launches per round for a file with one kernel), so 40 rounds.
+    for _round in range(1 if drop is None else 40):
         for dtype in (np.float64, np.float32):
             for file, name, args, _ in kernel_launches(dtype, n=3, k=40):
                 if file in modules:
