@@ -47,6 +47,7 @@ ELASTIC = {"sets": ["digits", "scene"], "l1_ratio": 0.5}
 OBA_TOLS = [1e-3, 1e-4, 1e-5, 1e-6, 1e-7, 1e-8, 1e-9, 1e-10, 1e-11]
 TARGET = 1e-6
 CACHE = _report.RESULTS / "l1_multinomial.json"
+COMMIT = _report.git_commit()
 
 
 def load(name):
@@ -102,8 +103,14 @@ def oba_runs(X, y, C, l1_ratio, cap):
     return runs
 
 
-def saga_runs(X, y, C, l1_ratio, cap, target_F=None):
-    runs, epochs = [], 1
+def saga_runs(X, y, C, l1_ratio, cap, target_F=None, runs=()):
+    """saga's ladder, continuing after ``runs`` (an earlier ladder of the same row) when
+    they neither reached ``target_F`` nor ran longer than ``cap``."""
+    runs = list(runs)
+    if runs and (runs[-1]["s"] > cap
+                 or target_F is not None and runs[-1]["F"] <= target_F):
+        return runs
+    epochs = 2 * runs[-1]["epochs"] if runs else 1
     while True:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", ConvergenceWarning)
@@ -173,6 +180,19 @@ def row(name, shape, C_factor, C, l1_ratio, oba, saga, cap):
             f"{min(oba, key=lambda r: r['F'])['nnz']:,}"]
 
 
+def provenance(cache):
+    """Which commit each row's OBA and saga runs were measured at (rows measured before the
+    cache recorded it: "earlier")."""
+    groups = {}
+    for key, r in cache.items():
+        if not key.startswith("threads/"):
+            pair = (r.get("oba_commit", "earlier"), r.get("saga_commit", "earlier"))
+            groups.setdefault(pair, []).append(key.replace("/1.0/", " ").replace(
+                "/0.5/", " l1_ratio 0.5 ") + " C_min")
+    return "\n".join(f"- OBA at {o}, saga at {s}: " + ", ".join(sorted(keys))
+                     for (o, s), keys in sorted(groups.items()))
+
+
 def thread_runs(X, y, C, tol=1e-6, jobs=(1, 2)):
     """L1LogisticOBA(multiclass="multinomial") at ``n_jobs`` 1 and 2: seconds, and whether
     the coefficients are identical (the threads split the products, not the sums)."""
@@ -217,6 +237,9 @@ def main():
     parser.add_argument("--factors", nargs="+", type=int, default=FACTORS,
                         help="C as these multiples of the smallest active C")
     parser.add_argument("--fresh", action="store_true", help="ignore cached results")
+    parser.add_argument("--rerun-oba", action="store_true",
+                        help="run OBA's ladders again and keep the cached saga runs "
+                             "(extended when OBA's new best or time asks for more)")
     parser.add_argument("--threads", action="store_true",
                         help="also time n_jobs=1 and 2 on each set at the first factor")
     args = parser.parse_args()
@@ -226,10 +249,12 @@ def main():
             continue
         X, y = load(name)
         shape = f"{X.shape[0]} x {X.shape[1]}, K = {np.unique(y).size}"
-        if args.threads and f"threads/{name}" not in cache:
+        if args.threads and (f"threads/{name}" not in cache or args.rerun_oba and
+                             cache[f"threads/{name}"].get("commit") != COMMIT):
             C = args.factors[0] * smallest_C(X, y, 1.0)
             print(f"threads/{name}: C = {C:.4g}", flush=True)
-            cache[f"threads/{name}"] = {"shape": shape, **thread_runs(X, y, C)}
+            cache[f"threads/{name}"] = {"shape": shape, "commit": COMMIT,
+                                        **thread_runs(X, y, C)}
             CACHE.parent.mkdir(parents=True, exist_ok=True)
             CACHE.write_text(json.dumps(cache))
         ratios = [1.0] + ([ELASTIC["l1_ratio"]] if name in ELASTIC["sets"] else [])
@@ -237,18 +262,23 @@ def main():
             c_min = smallest_C(X, y, l1_ratio)
             for factor in args.factors:
                 key = f"{name}/{l1_ratio}/{factor}"
-                if key in cache and cache[key].get("cap") == args.cap and \
-                        cache[key].get("saga_max") == args.saga_max:
+                old = cache.get(key, {})
+                same = old.get("cap") == args.cap and old.get("saga_max") == args.saga_max
+                if same and not (args.rerun_oba and old.get("oba_commit") != COMMIT):
                     continue
                 C = factor * c_min
                 print(f"{key}: C = {C:.4g}", flush=True)
                 oba = oba_runs(X, y, C, l1_ratio, args.cap)
                 best = min(r["F"] for r in oba)
+                kept = old.get("saga", []) if args.rerun_oba and same else []
                 saga = saga_runs(X, y, C, l1_ratio, saga_cap(oba, args.cap, args.saga_max),
-                                 best * (1 + 0.1 * TARGET))
+                                 best * (1 + 0.1 * TARGET), kept)
                 cache[key] = {"shape": shape, "C": C, "factor": factor, "l1_ratio": l1_ratio,
                               "oba": oba, "saga": saga, "cap": args.cap,
-                              "saga_max": args.saga_max}
+                              "saga_max": args.saga_max, "oba_commit": COMMIT,
+                              "saga_commit": (old.get("saga_commit", old.get("oba_commit"))
+                                              if kept else COMMIT),
+                              "saga_kept": len(kept)}
                 CACHE.parent.mkdir(parents=True, exist_ok=True)
                 CACHE.write_text(json.dumps(cache))
     rows = [row(key.split("/")[0], r["shape"], r["factor"], r["C"], r["l1_ratio"], r["oba"],
@@ -267,7 +297,9 @@ def main():
               "the row's `cap` in the cache, at most `--saga-max`); \"best excess\" is a "
               "solver's lowest objective relative to the best of both (0: it found the best). "
               "A row marked \"not converged\" has no certified optimum: OBA's ladder ended on "
-              "the time cap before two tolerances agreed."
+              "the time cap before two tolerances agreed.\n\n"
+              "Where the rows were measured (saga's runs are kept across OBA reruns with "
+              "`--rerun-oba`; its code did not change):\n\n" + provenance(cache)
             + thread_table(cache))
     _report.write_section("l1_multinomial",
                           "Multinomial and elastic-net ℓ1 logistic regression: OBA vs saga",

@@ -58,6 +58,29 @@ def test_multinomial_reaches_the_objective_of_saga(wine, C, l1_ratio):
         assert (est.coef_ == 0).mean() > 0.3          # the ℓ1 penalty makes zeros
 
 
+@pytest.mark.parametrize("sparse", [False, True])
+@pytest.mark.parametrize("l1_ratio", [1.0, 0.5])
+def test_formed_and_matrix_free_hessians_reach_the_same_model(wine, monkeypatch, sparse,
+                                                              l1_ratio):
+    """Newton steps on formed subspace Hessians (every one) or on matrix-free products
+    only: the same minimizer, to the tolerance."""
+    from sparsekit.losses._multinomial_datafit import Multinomial
+
+    X, y = wine
+    X = sp.csr_matrix(X) if sparse else X
+    fits = {}
+    for route, attribute, value in (("formed", "newton_credit", np.inf),
+                                    ("matrix-free", "max_explicit", 0)):
+        monkeypatch.setattr(Multinomial, attribute, value)
+        fits[route] = L1LogisticOBA(C=2.0, multiclass="multinomial", l1_ratio=l1_ratio,
+                                    tol=1e-11).fit(X, y)
+        monkeypatch.undo()
+    a, b = fits["formed"], fits["matrix-free"]
+    np.testing.assert_allclose(a.coef_, b.coef_, atol=1e-7)
+    assert _objective(X, y, a.coef_, a.intercept_, 2.0, l1_ratio) == pytest.approx(
+        _objective(X, y, b.coef_, b.intercept_, 2.0, l1_ratio), rel=1e-12)
+
+
 @pytest.mark.parametrize("l1_ratio", [1.0, 0.4])
 def test_binary_elastic_net_reaches_the_objective_of_saga(wine, l1_ratio):
     X, y = wine

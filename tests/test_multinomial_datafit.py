@@ -105,16 +105,27 @@ def test_value_and_gradient_match_the_formula_and_finite_differences(sparse, int
     assert fd == pytest.approx(grad @ e, rel=1e-6)
 
 
+def _route(datafit, route):
+    """Force :meth:`Multinomial.hessp`'s route on this datafit."""
+    if route == "formed":
+        datafit.newton_credit = np.inf
+    elif route == "matrix-free":
+        datafit.max_explicit = 0
+    return datafit
+
+
+@pytest.mark.parametrize("route", ["formed", "matrix-free"])
 @pytest.mark.parametrize("sparse", [False, True])
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
-def test_hessian_on_a_free_set_is_the_block_hessian(sparse, dtype):
+def test_hessian_on_a_free_set_is_the_block_hessian(sparse, dtype, route):
     """The product, the diagonal and a restricted operator against the formed
     Σᵢ sᵢ/n (x̃ᵢ x̃ᵢᵀ) ⊗ (diag pᵢ − pᵢ pᵢᵀ) + λ I on W, on a free set that holds some
-    classes of some features and two intercepts."""
+    classes of some features and two intercepts, whichever route hessp takes."""
     X, y, sw, rng = _problem(2)
     X = X.astype(dtype)
     l2 = 0.2
-    f = Ridge(Multinomial(sp.csr_matrix(X) if sparse else X, y, 4, sw, True), l2)
+    f = Ridge(_route(Multinomial(sp.csr_matrix(X) if sparse else X, y, 4, sw, True), route),
+              l2)
     x = rng.normal(scale=0.5, size=f.n_params)
     f.value_grad(x)
     W, b = f.split(x)
@@ -129,12 +140,52 @@ def test_hessian_on_a_free_set_is_the_block_hessian(sparse, dtype):
     op = f.hessp(x, free)
     v = rng.normal(size=free.size)
     tol = dict(rtol=1e-10, atol=1e-12) if dtype == np.float64 else dict(rtol=1e-5, atol=1e-7)
+    assert getattr(op, "is_explicit", False) == (route == "formed")
     np.testing.assert_allclose(op(v), H[np.ix_(free, free)] @ v, **tol)
     np.testing.assert_allclose(op.diagonal(), np.diag(H)[free], **tol)
     keep = np.ones(free.size, dtype=bool)
     keep[[1, 8]] = False
     sub = op.restrict(keep)
     np.testing.assert_allclose(sub(v[keep]), H[np.ix_(free[keep], free[keep])] @ v[keep], **tol)
+
+
+@pytest.mark.parametrize("sparse", [False, True])
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("intercept", [False, True])
+def test_formed_hessian_is_the_matrix_free_operator(sparse, dtype, intercept):
+    """Formed from blocks of 7 rows or all at once, on free sets with whole features, single
+    classes, a class with no free entry and the intercepts, with huge margins (probabilities
+    0 and 1): the matrix whose columns are the matrix-free products, symmetric."""
+    X, y, sw, rng = _problem(3, n=61, D=9, Kc=5, density=0.4)
+    X = (sp.csr_matrix(X) if sparse else X).astype(dtype)
+    f = Multinomial(X, y, 5, sw, intercept)
+    x = rng.normal(scale=0.4, size=f.n_params)
+    x[7] = 300.0                                  # feature 1, class 2: p = 0 or 1 on its rows
+    f.value_grad(x)
+    nw = 45
+    for free in (np.arange(f.n_params),
+                 np.array([5, 6, 7, 8, 9, 12, 33]),           # class 3 has no free entry
+                 np.r_[np.arange(10, 15), np.arange(nw, f.n_params)]):
+        op = f._matrix_free(free)
+        dense = np.column_stack([op(e) for e in np.eye(free.size)])
+        for block in (7, None):
+            G = f._gram(op, block=block)
+            np.testing.assert_array_equal(G, G.T)
+            np.testing.assert_allclose(G, dense, rtol=1e-12, atol=1e-15)
+
+
+def test_hessp_forms_the_hessian_when_that_is_cheaper():
+    """Tall data with a small free set: formed; the same free set on 3 rows, or more free
+    entries than max_explicit: matrix-free (each product costs a pass over 3 rows)."""
+    rng = np.random.default_rng(4)
+    X, y = rng.normal(size=(2000, 30)), rng.integers(0, 3, 2000)
+    free = np.arange(0, 90, 3)
+    tall = Multinomial(X, y, 3, fit_intercept=True)
+    assert tall.hessp(np.zeros(tall.n_params), free).is_explicit
+    short = Multinomial(X[:3], np.arange(3), 3, fit_intercept=True)
+    assert not hasattr(short.hessp(np.zeros(short.n_params), np.arange(93)), "is_explicit")
+    tall.max_explicit = free.size - 1
+    assert not hasattr(tall.hessp(np.zeros(tall.n_params), free), "is_explicit")
 
 
 def test_lipschitz_bound_and_null_intercept():

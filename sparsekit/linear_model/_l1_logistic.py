@@ -77,6 +77,9 @@ EXCESS_WARN = 1e-3
 #: the next iterations change anyway (doc/benchmarks.md, l1_multinomial: Hessian products
 #: on Mulan scene 11,259 -> 4,409, MNIST at 100 C_min 58 s -> 36 s for tol 1e-4)
 MULTINOMIAL_CG_MAXITER = 20
+#: CG iterations per Newton step on a formed subspace Hessian (the datafits form it when
+#: that is cheaper): its products cost O(|F|²), so CG runs to CG_RTOL_EXPLICIT.
+CG_MAXITER_EXPLICIT = 1000
 
 
 def _fit_binary(datafit, C, tol, max_iter, w0, verbose, l1_ratio=1.0, callback=None):
@@ -172,6 +175,7 @@ def _solve(datafit, C, tol, max_iter, x0, verbose, l1_ratio=1.0, cg_maxiter=1000
                         lipschitz=datafit.lipschitz, tol=tol, max_iter=max_iter,
                         tau0_max=TAU0_MAX, tau_growth=TAU_GROWTH, tau_boost=TAU_BOOST,
                         reg_decay=REG_DECAY, cg_maxiter=cg_maxiter,
+                        cg_maxiter_explicit=CG_MAXITER_EXPLICIT,
                         cg_rtol_explicit=CG_RTOL_EXPLICIT, callback=callback,
                         verbose=max(verbose - 1, 0))
 

@@ -15,12 +15,22 @@ entry:
 or float64 values, float64 vectors. With ``n_threads`` > 1 the products X V split the rows
 among threads and the products Xᵀ R the columns: every entry gets the same sums in the same
 order as on one thread.
+
+When the free set is small next to the data, the subspace Hessian is formed instead
+(:meth:`Multinomial._gram`): with Eᵢ,ₑ = √(sᵢ/n) x̃ᵢ,ⱼ₍ₑ₎ pᵢ,ₖ₍ₑ₎ over the free entries e,
+
+    ∇²f[F, F] = blockdiagₖ(X̃_Fₖᵀ diag(s ∘ p·ₖ / n) X̃_Fₖ) − Eᵀ E,
+
+two BLAS rank-k updates per block of rows; CG then solves the Newton system on it to a
+tight tolerance at O(|F|²) per product.
 """
 import numpy as np
 import scipy.sparse as sp
+from scipy.linalg.blas import dsyrk
 from scipy.special import logsumexp, xlogy
 
 from sparsekit._cython import _oba_kernels as K
+from sparsekit.losses._logistic_datafit import _ExplicitHessian
 
 
 def _as_columns(X):
@@ -73,6 +83,16 @@ def _rmatmat(X, R, cols, out, square=False, n_threads=1):
 class Multinomial:
     """Mean softmax negative log-likelihood of a linear model (see module docstring).
 
+    :meth:`hessp` forms the subspace Hessian when its cost, counted in multiply-adds of
+    the product kernels (a BLAS multiply-add as 1/``blas_speedup`` of one on sparse X,
+    whose products run in the sparse kernels), is at most ``newton_credit`` times that of
+    the matrix-free products the solver made per Hessian lately, and the free set has at
+    most ``max_explicit`` entries. The credit stands for the outer iterations an exact
+    Newton step saves over a capped CG run. Measured at 100 times the smallest C with a
+    nonzero weight: Mulan scene 30 iterations in 1.0 s with the credit 8, 77 in 3.4 s with
+    2 (its Hessians then took both routes); MNIST (tol 1e-3) 40 s against 44 s
+    matrix-free, and 5.4 s against 19.8 s at 10 times (tol 1e-5).
+
     Parameters
     ----------
     X : {ndarray, sparse matrix} of shape (n_samples, n_features)
@@ -106,6 +126,15 @@ class Multinomial:
         self.penalty_weights[self.n_features * self.n_classes:] = 0.0
         self._x_at = None
         self._P = None
+        self._calls = [0]
+        self._products_per_hessian = 20.0
+
+    #: at most this many free entries are formed (a 3000² float64 matrix is 72 MB)
+    max_explicit = 3000
+    #: the matrix-free cost a formed Hessian may take, in products per Hessian
+    newton_credit = 8.0
+    #: BLAS multiply-adds (forming) per multiply-add of the sparse product kernels
+    blas_speedup = 4.0
 
     # -- layout
     def split(self, x):
@@ -146,11 +175,77 @@ class Multinomial:
         return f, grad
 
     def hessp(self, x, free):
-        """The Hessian ∇²f(x) on the sorted parameter indices ``free``: a matrix-free
+        """The Hessian ∇²f(x) on the sorted parameter indices ``free``: formed (an
+        :class:`~sparsekit.losses._logistic_datafit._ExplicitHessian`) when that is the
+        cheaper route (see the class docstring), else a matrix-free
         :class:`_MultinomialHessian`."""
         if self._x_at is None or not np.array_equal(self._x_at, x):
             self.value_grad(x)
-        return _MultinomialHessian(self, np.asarray(free, dtype=np.int64))
+        H = self._matrix_free(free)
+        if self._calls[0]:  # the products of the last matrix-free Hessian
+            self._products_per_hessian = 0.5 * (self._products_per_hessian + self._calls[0])
+        products, m = self._products_per_hessian, H.shape[0]
+        if 0 < m <= self.max_explicit and (
+                self._gram_cost(H) + products * 2 * m * m
+                <= self.newton_credit * products * self._product_cost(H)):
+            self._calls = [0]
+            return _ExplicitHessian(self._gram(H), [0])
+        self._calls = H._calls
+        return H
+
+    def _matrix_free(self, free):
+        """The matrix-free operator on ``free`` at the last point, with its own count."""
+        return _MultinomialHessian(self, np.asarray(free, dtype=np.int64), [0])
+
+    def _product_cost(self, H):
+        """Multiply-adds of one matrix-free product: X V and Xᵀ R over the free columns,
+        and the element-wise softmax terms."""
+        X, n, K = self.X, self.n_samples, self.n_classes
+        nnz = float(np.diff(X.indptr)[H._cols].sum()) if sp.issparse(X) else n * H._cols.size
+        return 2.0 * K * nnz + 8.0 * n * K
+
+    def _gram_cost(self, H):
+        """Multiply-adds of :meth:`_gram`: the rank-k updates and gathering the rows."""
+        n, K, m = self.n_samples, self.n_classes, H.shape[0]
+        blas = n * m * m * (1.0 + 1.0 / K) / 2
+        return (blas + 4.0 * n * m) / (self.blas_speedup if sp.issparse(self.X) else 1.0)
+
+    def _gram(self, H, block=None):
+        """∇²f[F, F] on the free entries of ``H`` as a dense float64 array (module
+        docstring), from blocks of rows of the free columns of X (densified), the entries
+        ordered by class so that each class's block-diagonal term is one slice."""
+        K, n, m, c = self.n_classes, self.n_samples, H.shape[0], H._cols.size
+        entry_col = np.concatenate([H._row, np.full(H._b_entries.size, c)])
+        entry_class = np.concatenate([H._class, H._b_entries])
+        order = np.argsort(entry_class, kind="stable")
+        entry_col = entry_col[order]
+        bounds = np.searchsorted(entry_class[order], np.arange(K + 1))
+        X = self.X[:, H._cols]
+        X = X.tocsr() if sp.issparse(X) else np.ascontiguousarray(X)
+        block = block or max(64, min(512, (1 << 19) // max(m, 1)))
+        G = np.zeros((m, m), order="F")
+        rows = np.ones((block, c + 1))      # the free columns and the intercept's
+        E = np.empty((block, m))
+        S = np.empty((block, m))
+        for start in range(0, n, block):
+            stop = min(start + block, n)
+            r = rows[:stop - start]
+            r[:, :c] = X[start:stop].toarray() if sp.issparse(X) else X[start:stop]
+            root = np.sqrt(self._sw[start:stop])[:, None]
+            Pb = self._P[start:stop]
+            for k in range(K):
+                a, b = bounds[k], bounds[k + 1]
+                if b > a:
+                    Ek, Sk = E[:stop - start, a:b], S[:stop - start, a:b]
+                    np.take(r, entry_col[a:b], axis=1, out=Sk)
+                    np.multiply(Sk, root * Pb[:, k:k + 1], out=Ek)
+                    Sk *= root * np.sqrt(Pb[:, k:k + 1])
+                    G[a:b, a:b] += dsyrk(1.0, Sk.T)      # upper triangles
+            G = dsyrk(-1.0, E[:stop - start].T, beta=1.0, c=G, overwrite_c=1)
+        G = np.triu(G) + np.triu(G, 1).T
+        back = np.empty(m, dtype=np.int64)
+        back[order] = np.arange(m)
+        return G[np.ix_(back, back)]
 
     def lipschitz(self):
         """L = Σᵢ sᵢ (‖xᵢ‖² + b) / (2n) ≥ the Lipschitz constant of ∇f (b = 1 with an
@@ -196,8 +291,9 @@ class Multinomial:
 class _MultinomialHessian:
     """``v -> ∇²f[free, free] v`` for a :class:`Multinomial` at its last point."""
 
-    def __init__(self, datafit, free):
+    def __init__(self, datafit, free, calls):
         self._f = datafit
+        self._calls = calls     # products made, shared with the restricted operators
         nw = datafit.n_features * datafit.n_classes
         self._free = free
         on_w = free < nw
@@ -212,6 +308,7 @@ class _MultinomialHessian:
 
     def __call__(self, v):
         f = self._f
+        self._calls[0] += 1
         v = np.asarray(v, dtype=np.float64)
         nwf = self._w_entries.size
         Vc = np.zeros((self._cols.size, f.n_classes))
@@ -243,4 +340,5 @@ class _MultinomialHessian:
 
     def restrict(self, keep):
         """The operator on the entries ``keep`` (boolean over this operator's)."""
-        return _MultinomialHessian(self._f, self._free[np.asarray(keep, dtype=bool)])
+        return _MultinomialHessian(self._f, self._free[np.asarray(keep, dtype=bool)],
+                                   self._calls)

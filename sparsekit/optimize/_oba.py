@@ -180,8 +180,9 @@ def _quadratic_form(H, positions, values, size):
 def minimize_oba(f_grad, hessp, x0, mu, *, penalty_weights=None, lipschitz=None, tol=1e-6,
                  max_iter=500, eta=0.01, tau0_max=None, tau0_flat=1 / 3, tau_growth=0.0,
                  tau_boost=1, cg_rtol=0.1, cg_rtol_explicit=None, cg_maxiter=1000,
-                 hess_reg=1e-8, reg_decay=False, cg_radius=1e3, adaptive_radius=True,
-                 precondition=True, ista_floor=1e-4, callback=None, verbose=0):
+                 cg_maxiter_explicit=None, hess_reg=1e-8, reg_decay=False, cg_radius=1e3,
+                 adaptive_radius=True, precondition=True, ista_floor=1e-4, callback=None,
+                 verbose=0):
     """Minimize ``f(x) + μ Σᵢ wᵢ |xᵢ|`` by OBA (Keskar 2017, Algorithms 1 and 2).
 
     Parameters
@@ -246,6 +247,10 @@ def minimize_oba(f_grad, hessp, x0, mu, *, penalty_weights=None, lipschitz=None,
         ``cg_rtol``). Its products then cost ``O(|F|²)`` against the Gram's ``O(n|F|²)`` formation,
         so solving the Newton system more exactly is nearly free and saves outer iterations
         (ours, not in the thesis).
+    cg_maxiter_explicit : int, optional
+        CG iteration cap when ``H`` is a formed matrix (default ``cg_maxiter``): a solver
+        that caps the matrix-free CG low, where each product costs a pass over the data,
+        can still solve a formed system to ``cg_rtol_explicit``.
     reg_decay : bool
         Use min(hess_reg, optimality measure) as the Hessian regularization, so that it
         vanishes near the solution (the regularized Newton methods' μₖ ∝ ‖gₖ‖ choice; not in
@@ -330,8 +335,11 @@ def minimize_oba(f_grad, hessp, x0, mu, *, penalty_weights=None, lipschitz=None,
     for name, value in (("cg_rtol", cg_rtol), ("cg_rtol_explicit", cg_rtol_explicit)):
         if value is not None and not (isinstance(value, Real) and 0 < value < 1):
             raise ValueError(f"{name} must be a number in (0, 1), got {value!r}")
-    if not (isinstance(cg_maxiter, Integral) and cg_maxiter >= 1):
-        raise ValueError(f"cg_maxiter must be a positive integer, got {cg_maxiter!r}")
+    cg_maxiter_explicit = cg_maxiter if cg_maxiter_explicit is None else cg_maxiter_explicit
+    for name, value in (("cg_maxiter", cg_maxiter),
+                        ("cg_maxiter_explicit", cg_maxiter_explicit)):
+        if not (isinstance(value, Integral) and value >= 1):
+            raise ValueError(f"{name} must be a positive integer, got {value!r}")
     muw = np.ascontiguousarray(mu * weights)
     # τ⁰ = η · #penalized up to tau0_max, and at least the support of a warm start (a
     # path restarts near the previous solution: doubling up to its support would waste time)
@@ -371,7 +379,8 @@ def minimize_oba(f_grad, hessp, x0, mu, *, penalty_weights=None, lipschitz=None,
         H = hessp(x, free)
         reg = min(hess_reg, opt) if reg_decay else hess_reg
         cg_opts = (reg, cg_rtol, cg_maxiter, radius, precondition)
-        explicit_opts = (reg, cg_rtol_explicit or cg_rtol, cg_maxiter, radius, precondition)
+        explicit_opts = (reg, cg_rtol_explicit or cg_rtol, cg_maxiter_explicit, radius,
+                         precondition)
         n_new = np.count_nonzero(new)
         d, Hd, free_c, H, loops, it = _corrective_cycle(H, hessp, x, g, zeta, free, new,
                                                         cg_opts, explicit_opts)
