@@ -63,6 +63,48 @@ def test_multinomial_kernels_are_the_matrix_products(layout, dtype, n_threads):
         K.mn_margins_csc(S.data, S.indices, S.indptr, Wc[:2], cols, b, Z)
 
 
+@pytest.mark.parametrize("K_classes", [1, 2, 7, 58])
+@pytest.mark.parametrize("n_threads", [1, 3])
+def test_row_kernels_are_the_softmax_terms(K_classes, n_threads):
+    """mn_softmax (probabilities, per-row NLL, gradient residuals) and mn_curvature against
+    SciPy on scores with ties, huge and tiny logits (±700: exp overflows without the
+    shift), a zero weight; the same bits on 1 and 3 threads."""
+    rng = np.random.default_rng(K_classes)
+    n = 50
+    Z = rng.normal(scale=3.0, size=(n, K_classes))
+    Z[0] = 0.0                                      # all tied
+    Z[1, 0] = 700.0
+    Z[2] = -700.0 + np.arange(K_classes)
+    Z[3, -1] = 1e-300
+    y = rng.integers(0, K_classes, n)
+    sw = rng.uniform(0.0, 2.0, n)
+    sw[4] = 0.0
+    P, nll, R = np.empty_like(Z), np.empty(n), np.empty_like(Z)
+    K.mn_softmax(Z, y, sw, P, nll, R, n_threads)
+    expected = softmax(Z, axis=1)
+    np.testing.assert_allclose(P, expected, rtol=1e-13, atol=1e-300)
+    np.testing.assert_allclose(nll, logsumexp(Z, axis=1) - Z[np.arange(n), y],
+                               rtol=1e-13, atol=1e-13)
+    onehot = np.eye(K_classes)[y]
+    np.testing.assert_allclose(R, sw[:, None] * (expected - onehot), rtol=1e-13, atol=1e-15)
+    P1, nll1 = np.empty_like(Z), np.empty(n)
+    K.mn_softmax(Z, y, sw, P1, nll1, None, 1)           # no residuals asked
+    np.testing.assert_array_equal(P1, P)
+    np.testing.assert_array_equal(nll1, nll)
+    U = rng.normal(size=Z.shape)
+    got = U.copy()
+    K.mn_curvature(P, got, sw, n_threads)
+    want = sw[:, None] * (P * U - P * (P * U).sum(axis=1, keepdims=True))
+    np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-15)
+    one = U.copy()
+    K.mn_curvature(P, one, sw, 1)
+    np.testing.assert_array_equal(one, got)
+    with pytest.raises(ValueError, match="mn_softmax"):
+        K.mn_softmax(Z, y[:-1], sw, P, nll, R, 1)
+    with pytest.raises(ValueError, match="mn_curvature"):
+        K.mn_curvature(P[:-1], U, sw, 1)
+
+
 @pytest.mark.parametrize("sparse", [False, True])
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
 def test_threads_give_the_same_values_gradients_and_hessian_products(sparse, dtype):

@@ -16,7 +16,7 @@ import numpy as np
 
 from cython cimport floating
 from cython.parallel cimport prange
-from libc.math cimport exp, fabs, fmax, log1p, sqrt
+from libc.math cimport exp, fabs, fmax, log, log1p, sqrt
 from scipy.linalg.cython_blas cimport daxpy, ddot, dgemv
 
 from sparsekit._cython._common cimport index_t, log1pexp
@@ -686,3 +686,65 @@ def mn_rmatmat_dense(const floating[::1, :] X, const double[:, ::1] R,
                         x = x * x
                     for k in range(K):
                         out[c, k] += x * R[i, k]
+
+
+# ---------------------------------------------------------------- softmax terms, row by row
+# One pass over the (n, K) score matrix instead of NumPy's five to seven (each a temporary):
+# on the Debian descriptions (63,436 rows, 58 classes) they took 31 ms per Hessian product
+# and 77 ms per gradient. Rows are independent, so blocks of rows among ``n_threads`` give
+# the same results as one thread.
+
+def mn_softmax(const double[:, ::1] Z, const long long[::1] y, const double[::1] sw,
+               double[:, ::1] P, double[::1] nll, double[:, ::1] R=None, int n_threads=1):
+    """Row-wise softmax of ``Z`` into ``P``, ``nll[i] = log Σₖ exp zᵢₖ − zᵢ,yᵢ`` and, if ``R``
+    is given, the gradient residuals ``R = sw ∘ (P − onehot(y))``."""
+    cdef Py_ssize_t i, k, t, lo, hi, n = Z.shape[0], K = Z.shape[1]
+    cdef Py_ssize_t T = max(1, n_threads)
+    cdef double top, total, inv
+    cdef bint residuals = R is not None
+    if (P.shape[0] != n or P.shape[1] != K or y.shape[0] != n or sw.shape[0] != n
+            or nll.shape[0] != n or residuals and (R.shape[0] != n or R.shape[1] != K)):
+        raise ValueError("mn_softmax: P (and R) must be (n, K) and y, sw, nll (n,) for Z")
+    if K == 0:
+        raise ValueError("mn_softmax: Z has no class column")
+    with nogil:
+        for t in prange(T, num_threads=T, schedule="static", chunksize=1):
+            lo = t * n // T
+            hi = (t + 1) * n // T
+            for i in range(lo, hi):
+                top = Z[i, 0]
+                for k in range(1, K):
+                    top = fmax(top, Z[i, k])
+                total = 0.0
+                for k in range(K):
+                    P[i, k] = exp(Z[i, k] - top)
+                    total = total + P[i, k]
+                inv = 1.0 / total
+                for k in range(K):
+                    P[i, k] = P[i, k] * inv
+                nll[i] = top + log(total) - Z[i, y[i]]
+                if residuals:
+                    for k in range(K):
+                        R[i, k] = sw[i] * P[i, k]
+                    R[i, y[i]] = R[i, y[i]] - sw[i]
+
+
+def mn_curvature(const double[:, ::1] P, double[:, ::1] U, const double[::1] sw,
+                 int n_threads=1):
+    """``U ← sw ∘ (P ∘ U − P (P ∘ U) 1)`` in place: the rows of (diag pᵢ − pᵢ pᵢᵀ) uᵢ,
+    weighted (the middle factor of the multinomial Hessian product)."""
+    cdef Py_ssize_t i, k, t, lo, hi, n = U.shape[0], K = U.shape[1]
+    cdef Py_ssize_t T = max(1, n_threads)
+    cdef double mean
+    if P.shape[0] != n or P.shape[1] != K or sw.shape[0] != n:
+        raise ValueError("mn_curvature: P and U must be (n, K) and sw (n,)")
+    with nogil:
+        for t in prange(T, num_threads=T, schedule="static", chunksize=1):
+            lo = t * n // T
+            hi = (t + 1) * n // T
+            for i in range(lo, hi):
+                mean = 0.0
+                for k in range(K):
+                    mean = mean + P[i, k] * U[i, k]
+                for k in range(K):
+                    U[i, k] = sw[i] * P[i, k] * (U[i, k] - mean)

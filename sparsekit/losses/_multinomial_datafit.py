@@ -27,7 +27,7 @@ tight tolerance at O(|F|²) per product.
 import numpy as np
 import scipy.sparse as sp
 from scipy.linalg.blas import dsyrk
-from scipy.special import logsumexp, xlogy
+from scipy.special import xlogy
 
 from sparsekit._cython import _oba_kernels as K
 from sparsekit.losses._logistic_datafit import _ExplicitHessian
@@ -114,7 +114,7 @@ class Multinomial:
         if y.shape != (self.n_samples,) or y.size and (y.min() < 0 or y.max() >= n_classes):
             raise ValueError(f"y must hold {self.n_samples} class indices in "
                              f"[0, {n_classes})")
-        self.y = y.astype(np.intp)
+        self.y = y.astype(np.int64)
         sw = (np.ones(self.n_samples) if sample_weight is None
               else np.asarray(sample_weight, dtype=np.float64))
         if sw.shape != (self.n_samples,):
@@ -148,11 +148,13 @@ class Multinomial:
         return _margins(self.X, np.ascontiguousarray(W[cols]), cols,
                         np.ascontiguousarray(b, dtype=np.float64), Z, self.n_threads)
 
-    def _nll(self, Z):
-        """Σᵢ sᵢ/n ℓ(zᵢ) and the probabilities."""
-        lse = logsumexp(Z, axis=1)
-        P = np.exp(Z - lse[:, None])
-        return float(self._sw @ (lse - Z[np.arange(self.n_samples), self.y])), P
+    def _nll(self, Z, residuals=False):
+        """(Σᵢ sᵢ/n ℓ(zᵢ), the probabilities, with ``residuals`` the gradient residuals
+        sᵢ/n (pᵢ − e_yᵢ) or else None)."""
+        P, nll = np.empty_like(Z), np.empty(self.n_samples)
+        R = np.empty_like(Z) if residuals else None
+        K.mn_softmax(Z, self.y, self._sw, P, nll, R, self.n_threads)
+        return float(self._sw @ nll), P, R
 
     # -- the datafit protocol
     def value(self, x):
@@ -161,10 +163,7 @@ class Multinomial:
     def value_grad(self, x):
         """(f(x), ∇f(x)); remembers x and the probabilities for :meth:`hessp`."""
         x = np.ascontiguousarray(x, dtype=np.float64)
-        f, P = self._nll(self._scores(x))
-        R = P.copy()
-        R[np.arange(self.n_samples), self.y] -= 1.0
-        R *= self._sw[:, None]
+        f, P, R = self._nll(self._scores(x), residuals=True)
         grad = np.empty(self.n_params)
         GW = grad[:self.n_features * self.n_classes].reshape(self.n_features, self.n_classes)
         _rmatmat(self.X, R, np.arange(self.n_features, dtype=np.int64), GW,
@@ -280,7 +279,7 @@ class Multinomial:
         :func:`~sparsekit.losses._duality.relative_duality_gap`)."""
         x = np.ascontiguousarray(x, dtype=np.float64)
         _, b = self.split(x)
-        _, P = self._nll(self._scores(x))
+        _, P, _ = self._nll(self._scores(x))
         rows = np.arange(self.n_samples)
         Q = alpha * P
         Q[rows, self.y] += 1.0 - alpha
@@ -317,10 +316,8 @@ class _MultinomialHessian:
         vb[self._b_entries] = v[nwf:]
         U = _margins(f.X, Vc, self._cols, vb, np.empty((f.n_samples, f.n_classes)),
                      f.n_threads)
-        P = f._P
-        R = P * U
-        R -= P * R.sum(axis=1, keepdims=True)
-        R *= f._sw[:, None]
+        R = U
+        K.mn_curvature(f._P, R, f._sw, f.n_threads)
         out = np.empty(v.size)
         G = _rmatmat(f.X, R, self._cols, np.empty_like(Vc), n_threads=f.n_threads)
         out[:nwf] = G[self._row, self._class]
