@@ -255,9 +255,39 @@ def test_subgradient_and_soft_threshold_properties(x, grad, m):
     np.testing.assert_array_equal(code, ec)
     np.testing.assert_allclose(opt, eopt, atol=1e-12)
     out = np.empty(n)
-    K.soft_threshold(x - grad, mu, out)
+    K.ista_point(x, grad, mu, 1.0, out)
     np.testing.assert_allclose(out, np.sign(x - grad) * np.maximum(np.abs(x - grad) - m, 0))
     np.testing.assert_allclose(np.abs(x - out).max(initial=0.0), opt, atol=1e-12)
+
+
+@pytest.mark.parametrize("n", [0, 1, 4095, 4096, 20_001])
+def test_ista_point_and_weighted_l1_are_their_formulas(n):
+    """The proximal-gradient point and the three sums of the ISTA model against NumPy
+    (blocks of 4096 terms summed apart: lengths around and over one block), with exact
+    zeros, unpenalized coordinates and a threshold met exactly."""
+    rng = np.random.default_rng(n)
+    x, grad = rng.normal(size=n), rng.normal(size=n)
+    mu = rng.uniform(0.0, 1.0, n)
+    x[::3] = 0.0
+    mu[::5] = 0.0
+    L = 2.5
+    if n:
+        grad[0], mu[0] = -1.25, 0.5                       # |x − g/L| = μ/L exactly
+    out = np.full(n, np.nan)
+    gs, ss, pen = K.ista_point(x, grad, mu, L, out)
+    z = x - grad / L
+    expected = np.sign(z) * np.maximum(np.abs(z) - mu / L, 0.0)
+    np.testing.assert_array_equal(out, expected)
+    s = expected - x
+    scale = max(1.0, n)
+    assert gs == pytest.approx(grad @ s, abs=1e-13 * scale)
+    assert ss == pytest.approx(s @ s, abs=1e-13 * scale)
+    assert pen == pytest.approx(mu @ np.abs(expected), abs=1e-13 * scale)
+    assert K.weighted_l1(mu, x) == pytest.approx(mu @ np.abs(x), abs=1e-13 * scale)
+    with pytest.raises(ValueError, match="L must be positive"):
+        K.ista_point(x, grad, mu, 0.0, out)
+    with pytest.raises(ValueError, match="same length"):
+        K.weighted_l1(mu, np.zeros(n + 1))
 
 
 def test_project_orthant():

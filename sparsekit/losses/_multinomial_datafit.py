@@ -170,7 +170,10 @@ class Multinomial:
                  n_threads=self.n_threads)
         if self.fit_intercept:
             grad[self.n_features * self.n_classes:] = R.sum(axis=0)
-        self._x_at, self._P = x.copy(), P
+        if self._x_at is None:    # kept: a fresh copy per call costs page faults on wide X
+            self._x_at = np.empty(self.n_params)
+        np.copyto(self._x_at, x)
+        self._P = P
         return f, grad
 
     def hessp(self, x, free):
@@ -201,7 +204,7 @@ class Multinomial:
         and the element-wise softmax terms."""
         X, n, K = self.X, self.n_samples, self.n_classes
         nnz = float(np.diff(X.indptr)[H._cols].sum()) if sp.issparse(X) else n * H._cols.size
-        return 2.0 * K * nnz + 8.0 * n * K
+        return 2.0 * K * nnz + 3.0 * n * K
 
     def _gram_cost(self, H):
         """Multiply-adds of :meth:`_gram`: the rank-k updates and gathering the rows."""

@@ -142,7 +142,7 @@ def _model_search(x, G, zeta, muw, free, d, Hd, H, hess_reg):
     q(x) − f(x), Hessian products used).
     """
     xF, GF, zF, muF = x[free], G[free], zeta[free], muw[free]
-    q0 = muw @ np.abs(x)
+    q0 = K.weighted_l1(muw, x)
     absF = np.abs(xF)
     dHd, alpha, it = d @ Hd, 1.0, 0
     while True:
@@ -363,7 +363,7 @@ def minimize_oba(f_grad, hessp, x0, mu, *, penalty_weights=None, lipschitz=None,
     radius = cg_radius
     for k in range(max_iter + 1):
         opt = K.subgradient_and_sets(x, G, muw, g, zeta, code)
-        phi = f + muw @ np.abs(x)
+        phi = f + K.weighted_l1(muw, x)
         if verbose > 0:
             print(f"OBA it {k:4d}  F={phi:.12e}  opt={opt:.3e}  tau={tau}")
         if opt <= tol:
@@ -404,17 +404,17 @@ def minimize_oba(f_grad, hessp, x0, mu, *, penalty_weights=None, lipschitz=None,
         phi_hat = None
         while True:
             x_ista = np.empty(n)
-            K.soft_threshold(x - G / L, muw / L, x_ista)
-            s = x_ista - x
-            gamma = f + G @ s + 0.5 * L * (s @ s) + muw @ np.abs(x_ista)
+            gs, ss, pen_ista = K.ista_point(x, G, muw, L, x_ista)
+            gamma = f + gs + 0.5 * L * ss + pen_ista
             abar = 1.0
             trial = x_hat
             while True:
                 f_t, G_t = f_grad(trial)
                 nfev += 1
+                pen_t = K.weighted_l1(muw, trial)
                 if phi_hat is None:
-                    phi_hat = f_t + muw @ np.abs(trial)
-                if f_t + muw @ np.abs(trial) <= gamma + slack or abar == 0.0:
+                    phi_hat = f_t + pen_t
+                if f_t + pen_t <= gamma + slack or abar == 0.0:
                     break
                 abar *= 0.5
                 if abar < ista_floor:
@@ -422,7 +422,7 @@ def minimize_oba(f_grad, hessp, x0, mu, *, penalty_weights=None, lipschitz=None,
                     trial = x_ista
                 else:
                     trial = x_ista + abar * (x_hat - x_ista)
-            excess = f_t + muw @ np.abs(trial) - gamma
+            excess = f_t + pen_t - gamma
             # at or near the optimum the test fails by rounding (~1e-14 |φ|), whatever L:
             # x_ista is then kept, and L is doubled only for an excess above that
             if abar > 0.0 or excess <= max(slack, _ROUNDING * abs(phi)):
@@ -441,16 +441,16 @@ def minimize_oba(f_grad, hessp, x0, mu, *, penalty_weights=None, lipschitz=None,
         n_ista += abar < 1.0
         if adaptive_radius and q_0 - q_hat > 10.0 * slack:
             radius = _updated_radius(radius, (phi - phi_hat) / (q_0 - q_hat),
-                                     np.linalg.norm(x_hat - x), cg_radius)
+                                     np.linalg.norm(x_hat[free] - x[free]), cg_radius)
         x, f, G = trial, f_t, G_t
-        if report.notify(x, fun=f + muw @ np.abs(x), jac=G, nit=k + 1, nfev=nfev):
+        if report.notify(x, fun=f + pen_t, jac=G, nit=k + 1, nfev=nfev):
             k += 1
             opt = K.subgradient_and_sets(x, G, muw, g, zeta, code)
             status = 0 if opt <= tol else STOPPED_BY_CALLBACK
             break
 
     return OptimizeResult(
-        x=x, fun=f + muw @ np.abs(x), jac=G, optimality=opt, success=status == 0,
+        x=x, fun=f + K.weighted_l1(muw, x), jac=G, optimality=opt, success=status == 0,
         status=status, message=_MESSAGES[status], nit=k, nfev=nfev, ncg=ncg,
         nhessp=nhessp, corrective_loops=np.asarray(corrective, dtype=np.int64),
         n_ista=int(n_ista), lipschitz=L)
