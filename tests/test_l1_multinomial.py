@@ -69,7 +69,7 @@ def test_formed_and_matrix_free_hessians_reach_the_same_model(wine, monkeypatch,
     X, y = wine
     X = sp.csr_matrix(X) if sparse else X
     fits = {}
-    for route, attribute, value in (("formed", "newton_credit", np.inf),
+    for route, attribute, value in (("formed", "formed_worth", np.inf),
                                     ("matrix-free", "max_explicit", 0)):
         monkeypatch.setattr(Multinomial, attribute, value)
         fits[route] = L1LogisticOBA(C=2.0, multiclass="multinomial", l1_ratio=l1_ratio,

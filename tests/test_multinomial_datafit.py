@@ -150,7 +150,7 @@ def test_value_and_gradient_match_the_formula_and_finite_differences(sparse, int
 def _route(datafit, route):
     """Force :meth:`Multinomial.hessp`'s route on this datafit."""
     if route == "formed":
-        datafit.newton_credit = np.inf
+        datafit.formed_worth = np.inf
     elif route == "matrix-free":
         datafit.max_explicit = 0
     return datafit

@@ -83,15 +83,17 @@ def _rmatmat(X, R, cols, out, square=False, n_threads=1):
 class Multinomial:
     """Mean softmax negative log-likelihood of a linear model (see module docstring).
 
-    :meth:`hessp` forms the subspace Hessian when its cost, counted in multiply-adds of
-    the product kernels (a BLAS multiply-add as 1/``blas_speedup`` of one on sparse X,
-    whose products run in the sparse kernels), is at most ``newton_credit`` times that of
-    the matrix-free products the solver made per Hessian lately, and the free set has at
-    most ``max_explicit`` entries. The credit stands for the outer iterations an exact
-    Newton step saves over a capped CG run. Measured at 100 times the smallest C with a
-    nonzero weight: Mulan scene 30 iterations in 1.0 s with the credit 8, 77 in 3.4 s with
-    2 (its Hessians then took both routes); MNIST (tol 1e-3) 40 s against 44 s
-    matrix-free, and 5.4 s against 19.8 s at 10 times (tol 1e-5).
+    :meth:`hessp` forms the subspace Hessian when that costs at most ``formed_worth``
+    matrix-free products (costs counted in multiply-adds of the product kernels, a BLAS
+    multiply-add as 1/``blas_speedup`` of one) and the free set has at most
+    ``max_explicit`` entries. A matrix-free Newton step here takes 20-60 products (CG capped
+    at 20, one to three passes of the corrective cycle), and steps on the formed Hessian,
+    solved to 1%, took 2.5-5 times fewer outer iterations where every Hessian was formed
+    (Mulan scene at 100 and 1000 times the smallest C with a nonzero weight: 30 and 70
+    iterations instead of 75 and 387): a formed Hessian is worth about 150 products.
+    Measured with that rule, one thread: scene at 100 times 0.8 s instead of 4.0 s, MNIST
+    at 10 times 4.7 s instead of 19.8 s (tol 1e-5), at 100 times 28 s instead of 44 s (tol
+    1e-3).
 
     Parameters
     ----------
@@ -126,15 +128,14 @@ class Multinomial:
         self.penalty_weights[self.n_features * self.n_classes:] = 0.0
         self._x_at = None
         self._P = None
-        self._calls = [0]
-        self._products_per_hessian = 20.0
 
     #: at most this many free entries are formed (a 3000² float64 matrix is 72 MB)
     max_explicit = 3000
-    #: the matrix-free cost a formed Hessian may take, in products per Hessian
-    newton_credit = 8.0
-    #: BLAS multiply-adds (forming) per multiply-add of the sparse product kernels
-    blas_speedup = 4.0
+    #: the matrix-free products a formed Hessian is worth (see the class docstring)
+    formed_worth = 150.0
+    #: BLAS multiply-adds (forming) per multiply-add of the product kernels: the sparse
+    #: kernels and the dense ones (measured on MNIST and on digits and Mulan scene)
+    blas_speedup = {"sparse": 5.0, "dense": 1.5}
 
     # -- layout
     def split(self, x):
@@ -184,20 +185,15 @@ class Multinomial:
         if self._x_at is None or not np.array_equal(self._x_at, x):
             self.value_grad(x)
         H = self._matrix_free(free)
-        if self._calls[0]:  # the products of the last matrix-free Hessian
-            self._products_per_hessian = 0.5 * (self._products_per_hessian + self._calls[0])
-        products, m = self._products_per_hessian, H.shape[0]
-        if 0 < m <= self.max_explicit and (
-                self._gram_cost(H) + products * 2 * m * m
-                <= self.newton_credit * products * self._product_cost(H)):
-            self._calls = [0]
+        m = H.shape[0]
+        if 0 < m <= self.max_explicit and \
+                self._gram_cost(H) <= self.formed_worth * self._product_cost(H):
             return _ExplicitHessian(self._gram(H), [0])
-        self._calls = H._calls
         return H
 
     def _matrix_free(self, free):
-        """The matrix-free operator on ``free`` at the last point, with its own count."""
-        return _MultinomialHessian(self, np.asarray(free, dtype=np.int64), [0])
+        """The matrix-free operator on ``free`` at the last point."""
+        return _MultinomialHessian(self, np.asarray(free, dtype=np.int64))
 
     def _product_cost(self, H):
         """Multiply-adds of one matrix-free product: X V and Xᵀ R over the free columns,
@@ -207,10 +203,12 @@ class Multinomial:
         return 2.0 * K * nnz + 3.0 * n * K
 
     def _gram_cost(self, H):
-        """Multiply-adds of :meth:`_gram`: the rank-k updates and gathering the rows."""
+        """Multiply-adds of :meth:`_gram` (the rank-k updates and gathering the rows) and of
+        ~100 CG products with its result."""
         n, K, m = self.n_samples, self.n_classes, H.shape[0]
         blas = n * m * m * (1.0 + 1.0 / K) / 2
-        return (blas + 4.0 * n * m) / (self.blas_speedup if sp.issparse(self.X) else 1.0)
+        speedup = self.blas_speedup["sparse" if sp.issparse(self.X) else "dense"]
+        return (blas + 4.0 * n * m) / speedup + 100 * 2.0 * m * m
 
     def _gram(self, H, block=None):
         """∇²f[F, F] on the free entries of ``H`` as a dense float64 array (module
@@ -293,9 +291,8 @@ class Multinomial:
 class _MultinomialHessian:
     """``v -> ∇²f[free, free] v`` for a :class:`Multinomial` at its last point."""
 
-    def __init__(self, datafit, free, calls):
+    def __init__(self, datafit, free):
         self._f = datafit
-        self._calls = calls     # products made, shared with the restricted operators
         nw = datafit.n_features * datafit.n_classes
         self._free = free
         on_w = free < nw
@@ -310,7 +307,6 @@ class _MultinomialHessian:
 
     def __call__(self, v):
         f = self._f
-        self._calls[0] += 1
         v = np.asarray(v, dtype=np.float64)
         nwf = self._w_entries.size
         Vc = np.zeros((self._cols.size, f.n_classes))
@@ -340,5 +336,4 @@ class _MultinomialHessian:
 
     def restrict(self, keep):
         """The operator on the entries ``keep`` (boolean over this operator's)."""
-        return _MultinomialHessian(self._f, self._free[np.asarray(keep, dtype=bool)],
-                                   self._calls)
+        return _MultinomialHessian(self._f, self._free[np.asarray(keep, dtype=bool)])
