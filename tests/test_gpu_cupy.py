@@ -139,6 +139,32 @@ def test_gpu_projection_and_jvp_match_cpu(cupy_backend, k, dtype, polytope, para
     np.testing.assert_allclose(J_gpu.get()[5:], J_cpu[5:], atol=1e-4)
 
 
+@pytest.mark.parametrize("k, kernel, block", [(1, "project_simplex_warp_f64", 256),
+                                               (256, "project_simplex_warp_f64", 256),
+                                               (257, "project_simplex_f64", 256),
+                                               (20000, "project_simplex_f64", 256)])
+def test_gpu_rows_of_at_most_256_entries_get_a_warp_each(monkeypatch, k, kernel, block):
+    """Short rows go to the one-warp-per-row kernels, eight rows to a block; longer rows
+    get a block each (the stand-in's launches, recorded)."""
+    import _cupy_standin
+
+    from sparsekit.gpu import _kernels, projections as gpu_projections
+
+    cp = _cupy_standin.install(monkeypatch)
+    _kernels._module.cache_clear()
+    launched = []
+    call = _cupy_standin.RawKernel.__call__
+    monkeypatch.setattr(_cupy_standin.RawKernel, "__call__",
+                        lambda self, grid, blk, args, **kw: (
+                            launched.append((self.name, grid, blk)),
+                            call(self, grid, blk, args, **kw))[1])
+    Z = cp.asarray(np.vstack([_rows(k, np.float64)] * 2)[:17])
+    gpu_projections.project(Z, "simplex")
+    _kernels._module.cache_clear()
+    rows_per_block = 8 if "warp" in kernel else 1
+    assert launched == [(kernel, (-(-17 // rows_per_block),), (block,))]
+
+
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_gpu_named_functions_and_1d_rows(cupy_backend, dtype):
     import cupy as cp

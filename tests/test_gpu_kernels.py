@@ -123,6 +123,25 @@ def emu(tmp_path_factory):
         raise
 
 
+class _WarpRows:
+    """An emulated module whose row kernels launch as their one-warp-per-row twins."""
+
+    def __init__(self, module):
+        self._module = module
+
+    def launch(self, name, grid, block, args, **kwargs):
+        twin = f"{name[:-4]}_warp{name[-4:]}"
+        if twin not in self._module.signatures:
+            twin = name
+        return self._module.launch(twin, grid, block, args, **kwargs)
+
+
+@pytest.fixture(params=["block", "warp"])
+def rows(request, emu):
+    """``emu`` with the row kernels one block per row, or one warp per row."""
+    return emu if request.param == "block" else {f: _WarpRows(m) for f, m in emu.items()}
+
+
 def _sfx(dtype):
     return "f32" if np.dtype(dtype) == np.float32 else "f64"
 
@@ -183,15 +202,15 @@ def test_every_kernel_has_a_launch_case(emu):
 
 @pytest.mark.parametrize("k", [5, 5000])     # a row in the shared cache, and one read in place
 @pytest.mark.parametrize("bad", [np.nan, np.inf, -np.inf])
-def test_emulated_kernels_flag_non_finite_entries(emu, k, bad):
+def test_emulated_kernels_flag_non_finite_entries(rows, k, bad):
     """The finiteness check of Z is the kernels' (no separate pass): any NaN or infinity
     in any row sets the flag, whatever the polytope; a finite Z leaves it clear."""
     Z = np.random.default_rng(0).normal(size=(3, k))
     Z[2, k - 1] = bad
     for polytope in ("simplex", "capped_simplex", "box"):
-        run_project(emu, Z, polytope, budget=1.0)      # asserts the flag
-    run_loss(emu, Z, np.full_like(Z, 1.0 / k))
-    run_project(emu, np.nan_to_num(Z, posinf=1.0, neginf=-1.0), "simplex")
+        run_project(rows, Z, polytope, budget=1.0)     # asserts the flag
+    run_loss(rows, Z, np.full_like(Z, 1.0 / k))
+    run_project(rows, np.nan_to_num(Z, posinf=1.0, neginf=-1.0), "simplex")
 
 
 def test_emulated_launch_checks_arguments(emu):
@@ -315,10 +334,10 @@ KS = [1, 2, 3, 33, 500]
 
 @pytest.mark.parametrize("k", KS)
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
-def test_emulated_sparsemax_matches_sort_reference(emu, k, dtype):
+def test_emulated_sparsemax_matches_sort_reference(rows, k, dtype):
     rng = np.random.default_rng(k)
     Z = adversarial_rows(rng, k).astype(dtype)
-    P, tau = run_project(emu, Z, "simplex")
+    P, tau = run_project(rows, Z, "simplex")
     tol = 1e-12 if dtype == np.float64 else 2e-6
     for z, p, t in zip(Z, P, tau):
         p_ref, t_ref = sparsemax_sort(z)
@@ -329,10 +348,10 @@ def test_emulated_sparsemax_matches_sort_reference(emu, k, dtype):
 
 
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
-def test_emulated_sparsemax_shift_invariant(emu, dtype):
+def test_emulated_sparsemax_shift_invariant(rows, dtype):
     z = np.array([[0.3, 0.1, -0.2, 0.25]], dtype=np.float64)
-    P0, _ = run_project(emu, z.astype(dtype), "simplex")
-    P1, tau = run_project(emu, (z + 1e6).astype(dtype), "simplex")
+    P0, _ = run_project(rows, z.astype(dtype), "simplex")
+    P1, tau = run_project(rows, (z + 1e6).astype(dtype), "simplex")
     np.testing.assert_allclose(P1, P0, atol=0.1 if dtype == np.float32 else 1e-9)
     # exact: float32(z + 1e6) is the row the kernel sees; its sparsemax is that of the shift
     np.testing.assert_allclose(P1[0], sparsemax_sort((z + 1e6).astype(dtype)[0])[0],
@@ -341,17 +360,17 @@ def test_emulated_sparsemax_shift_invariant(emu, dtype):
 
 
 @pytest.mark.parametrize("radius", [0.5, 3.0])
-def test_emulated_simplex_radius(emu, radius):
+def test_emulated_simplex_radius(rows, radius):
     Z = np.random.default_rng(0).normal(size=(5, 40))
-    P, _ = run_project(emu, Z, "simplex", budget=radius)
+    P, _ = run_project(rows, Z, "simplex", budget=radius)
     for z, p in zip(Z, P):
         np.testing.assert_allclose(p, simplex_sort(z, radius)[0], atol=1e-12)
 
 
 @pytest.mark.parametrize("block", [64, 160])
-def test_emulated_block_sizes_and_grid_stride(emu, block):
+def test_emulated_block_sizes_and_grid_stride(rows, block):
     Z = np.random.default_rng(1).normal(size=(7, 300))
-    P, _ = run_project(emu, Z, "simplex", grid=2, block=block)
+    P, _ = run_project(rows, Z, "simplex", grid=2, block=block)
     np.testing.assert_allclose(P, [sparsemax_sort(z)[0] for z in Z], atol=1e-12)
 
 
@@ -362,7 +381,7 @@ def test_emulated_block_sizes_and_grid_stride(emu, block):
     ("at_least_one", 1.0, False), ("box", 1.0, False),
 ])
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
-def test_emulated_capped_family_matches_bisection(emu, polytope, budget, weighted, dtype):
+def test_emulated_capped_family_matches_bisection(rows, polytope, budget, weighted, dtype):
     rng = np.random.default_rng(7)
     for k in (1, 2, 37):
         Z = np.vstack([adversarial_rows(rng, k)[:6], rng.normal(size=(4, k)) * 2 + 0.5,
@@ -371,7 +390,7 @@ def test_emulated_capped_family_matches_bisection(emu, polytope, budget, weighte
         w = rng.uniform(0.5, 2.0, size=k) if weighted else None
         wd = np.ones(k) if w is None else w.astype(dtype).astype(np.float64)
         b = min(budget, wd.sum()) if polytope == "capped_simplex" else budget
-        P, tau = run_project(emu, Z, polytope, budget=b, weights=w)
+        P, tau = run_project(rows, Z, polytope, budget=b, weights=w)
         tol = 1e-9 if dtype == np.float64 else 1e-5
         for z, p, t in zip(Z, P, tau):
             ref = capped_bisect(z, b, wd, MODES[polytope])
@@ -381,7 +400,7 @@ def test_emulated_capped_family_matches_bisection(emu, polytope, budget, weighte
                                        atol=tol)
 
 
-def test_emulated_matches_cpu_package(emu):
+def test_emulated_matches_cpu_package(rows):
     proj = pytest.importorskip("sparsekit.projections")
     rng = np.random.default_rng(3)
     Z = rng.normal(size=(9, 50)) * 3
@@ -392,30 +411,30 @@ def test_emulated_matches_cpu_package(emu):
              ("budget", {"budget": 2.0}, 2.0, None), ("box", {}, 1.0, None),
              ("at_least_one", {}, 1.0, None), ("at_most_one", {}, 1.0, None)]
     for polytope, params, budget, weights in cases:
-        P, tau = run_project(emu, Z, polytope, budget=budget, weights=weights)
+        P, tau = run_project(rows, Z, polytope, budget=budget, weights=weights)
         np.testing.assert_allclose(P, proj.project(Z, polytope, **params), atol=1e-10,
                                    err_msg=polytope)
         V = rng.normal(size=Z.shape)
-        out = run_jvp(emu, P, tau, V, polytope, weights=weights)
+        out = run_jvp(rows, P, tau, V, polytope, weights=weights)
         np.testing.assert_allclose(out, proj.jvp(Z, V, polytope, **params), atol=1e-10,
                                    err_msg=polytope)
 
 
-def test_emulated_jvp_matches_finite_differences(emu):
+def test_emulated_jvp_matches_finite_differences(rows):
     rng = np.random.default_rng(4)
     Z = rng.normal(size=(4, 20)) * 2
     V = rng.normal(size=Z.shape)
     eps = 1e-7
     for polytope, budget in (("simplex", 1.0), ("capped_simplex", 3.0), ("budget", 1.5)):
-        P, tau = run_project(emu, Z, polytope, budget=budget)
-        out = run_jvp(emu, P, tau, V, polytope)
-        Pp = run_project(emu, Z + eps * V, polytope, budget=budget)[0]
-        Pm = run_project(emu, Z - eps * V, polytope, budget=budget)[0]
+        P, tau = run_project(rows, Z, polytope, budget=budget)
+        out = run_jvp(rows, P, tau, V, polytope)
+        Pp = run_project(rows, Z + eps * V, polytope, budget=budget)[0]
+        Pm = run_project(rows, Z - eps * V, polytope, budget=budget)[0]
         np.testing.assert_allclose(out, (Pp - Pm) / (2 * eps), atol=1e-5, err_msg=polytope)
 
 
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
-def test_emulated_sparsemax_loss_and_grad(emu, dtype):
+def test_emulated_sparsemax_loss_and_grad(rows, dtype):
     rng = np.random.default_rng(5)
     k = 45
     Z = (rng.normal(size=(6, k)) * 3).astype(dtype)
@@ -423,7 +442,7 @@ def test_emulated_sparsemax_loss_and_grad(emu, dtype):
     Q = rng.dirichlet(np.ones(k) * 0.3, size=6)
     Q[0] = 0
     Q[0, 3] = 1
-    loss, G = run_loss(emu, Z, Q.astype(dtype))
+    loss, G = run_loss(rows, Z, Q.astype(dtype))
     for z, q, l, g in zip(Z.astype(np.float64), Q.astype(dtype).astype(np.float64), loss, G):
         p, _ = sparsemax_sort(z)
         zs = z - z.max()
@@ -432,14 +451,14 @@ def test_emulated_sparsemax_loss_and_grad(emu, dtype):
         np.testing.assert_allclose(l, expected, rtol=1e-9 if dtype == np.float64 else 1e-5,
                                    atol=1e-10)
         np.testing.assert_allclose(g, p - q, atol=1e-12 if dtype == np.float64 else 1e-6)
-    loss0, G0 = run_loss(emu, Z[:1], np.eye(k, dtype=dtype)[[int(np.argmax(Z[0]))]] * 0
-                         + run_project(emu, Z[:1], "simplex")[0])
+    loss0, G0 = run_loss(rows, Z[:1], np.eye(k, dtype=dtype)[[int(np.argmax(Z[0]))]] * 0
+                         + run_project(rows, Z[:1], "simplex")[0])
     np.testing.assert_allclose(loss0, 0.0, atol=1e-6)
     np.testing.assert_allclose(G0, 0.0, atol=1e-6)
 
 
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
-def test_emulated_capped_family_keeps_its_constraints_at_huge_scores(emu, dtype):
+def test_emulated_capped_family_keeps_its_constraints_at_huge_scores(rows, dtype):
     """Past 2^53 (2^24 in float32) unshifted scores lose the [0, 1] resolution: the kernel
     searches on scores shifted by their largest breakpoint (as the CPU kernel does)."""
     proj = pytest.importorskip("sparsekit.projections")
@@ -448,24 +467,24 @@ def test_emulated_capped_family_keeps_its_constraints_at_huge_scores(emu, dtype)
         Z = np.array([[c, c, -c], [c, c / 2, -c], [-c, -c, -c]], dtype=dtype)
         for polytope, budget in (("budget", 1.0), ("capped_simplex", 1.0),
                                  ("at_least_one", 1.0)):
-            P, tau = run_project(emu, Z, polytope, budget=budget)
+            P, tau = run_project(rows, Z, polytope, budget=budget)
             cpu = proj.project(Z, polytope, **({"budget": budget}
                                                if polytope != "at_least_one" else {}))
             np.testing.assert_allclose(P, cpu, atol=1e-6, err_msg=f"{polytope} {c:g}")
-        np.testing.assert_allclose(run_project(emu, Z[:1], "budget")[0], [[0.5, 0.5, 0.0]])
-        np.testing.assert_allclose(run_project(emu, Z[2:], "at_least_one")[0],
+        np.testing.assert_allclose(run_project(rows, Z[:1], "budget")[0], [[0.5, 0.5, 0.0]])
+        np.testing.assert_allclose(run_project(rows, Z[2:], "at_least_one")[0],
                                    [[1 / 3, 1 / 3, 1 / 3]], rtol=1e-6)
 
 
-def test_emulated_loss_is_zero_not_nan_at_the_largest_finite_scores(emu):
+def test_emulated_loss_is_zero_not_nan_at_the_largest_finite_scores(rows):
     Z = np.array([[1e308, -1e308, 0.0]])
-    loss, G = run_loss(emu, Z, np.array([[1.0, 0.0, 0.0]]))
+    loss, G = run_loss(rows, Z, np.array([[1.0, 0.0, 0.0]]))
     np.testing.assert_array_equal(loss, [0.0])
     np.testing.assert_array_equal(G, [[0.0, 0.0, 0.0]])
 
 
 @pytest.mark.parametrize("polytope", ["capped_simplex", "budget"])
-def test_emulated_capped_keeps_resolution_far_below_the_top(emu, polytope):
+def test_emulated_capped_keeps_resolution_far_below_the_top(rows, polytope):
     """Scores capped at 1 far above the answer (or a tiny weight, whose ratio z/w sets the
     shift) must not cost the [0, 1] resolution of the coordinates the answer depends on."""
     cases = [(np.float64, [1e12, 0.9, 0.8], 2.0, None, [1, 0.55, 0.45]),
@@ -473,21 +492,21 @@ def test_emulated_capped_keeps_resolution_far_below_the_top(emu, polytope):
     if polytope == "capped_simplex":
         cases.append((np.float64, [0.9, 0.8, 0.2], 1.0, [1, 1e-12, 1], [0.85, 0.8, 0.15]))
     for dtype, z, budget, w, expected in cases:
-        P, tau = run_project(emu, np.array([z], dtype=dtype), polytope, budget=budget,
+        P, tau = run_project(rows, np.array([z], dtype=dtype), polytope, budget=budget,
                              weights=w)
         np.testing.assert_allclose(P[0], expected, atol=1e-12 if dtype == np.float64 else 1e-6,
                                    err_msg=f"{dtype.__name__} z={z} w={w}")
 
 
-def test_emulated_capped_simplex_jvp_is_active_where_tau_is_zero(emu):
+def test_emulated_capped_simplex_jvp_is_active_where_tau_is_zero(rows):
     """The capped simplex's equality constraint is active even where its threshold is 0
     (here p = [0.7, 0.3, 0] exactly): the GPU once treated tau = 0 as inactive."""
     proj = pytest.importorskip("sparsekit.projections")
     Z = np.array([[0.7, 0.3, -0.5]])
     V = np.array([[1.0, 0.0, 0.0]])
-    P, tau = run_project(emu, Z, "capped_simplex", budget=1.0)
+    P, tau = run_project(rows, Z, "capped_simplex", budget=1.0)
     assert tau[0] == 0.0
-    out = run_jvp(emu, P, tau, V, "capped_simplex")
+    out = run_jvp(rows, P, tau, V, "capped_simplex")
     np.testing.assert_allclose(out, [[0.5, -0.5, 0.0]], atol=1e-15)
     np.testing.assert_allclose(out, proj.jvp(Z, V, "capped_simplex", budget=1.0), atol=1e-15)
 
@@ -504,7 +523,7 @@ def test_emulated_capped_simplex_jvp_is_active_where_tau_is_zero(emu):
     (np.float64, [1e300, -1e300, 0.5, 0.6], 2.0, None),
     (np.float32, [3e38, -3e38, 0.5, 0.6], 2.0, None),
 ])
-def test_emulated_capped_simplex_matches_cpu_at_extreme_scales(emu, dtype, z, budget, w):
+def test_emulated_capped_simplex_matches_cpu_at_extreme_scales(rows, dtype, z, budget, w):
     """One redo of the search around its first root is not enough when that root is off
     by ~ulp(max z/w) (tiny weights, huge scores of both signs): [1, 1e-30, 1] gave a
     weighted sum of 0.72, [1e300, -1e300, .5, .6] all zeros. The CPU kernel sweeps sorted
@@ -512,14 +531,14 @@ def test_emulated_capped_simplex_matches_cpu_at_extreme_scales(emu, dtype, z, bu
     proj = pytest.importorskip("sparsekit.projections")
     Z = np.array([z], dtype=dtype)
     params = {"budget": budget, "weights": None if w is None else np.array(w, dtype=dtype)}
-    P, tau = run_project(emu, Z, "capped_simplex", budget=budget, weights=params["weights"])
+    P, tau = run_project(rows, Z, "capped_simplex", budget=budget, weights=params["weights"])
     cpu = proj.project(Z, "capped_simplex", **params)
     np.testing.assert_allclose(P, cpu, atol=1e-12 if dtype == np.float64 else 1e-6)
     wd = np.ones(len(z)) if w is None else np.array(w, dtype=dtype).astype(np.float64)
     np.testing.assert_allclose(P.astype(np.float64)[0] @ wd, budget, rtol=1e-6)
 
 
-def test_emulated_capped_keeps_nan_from_an_overflowing_ratio(emu):
+def test_emulated_capped_keeps_nan_from_an_overflowing_ratio(rows):
     """z/w overflowing to inf makes the CPU kernel's tau NaN, which the Python layers turn
     into an error; the GPU kernel must give NaN too, not hide it behind clip(NaN) = 0 (an
     all-zero row that breaks the constraint)."""
@@ -530,6 +549,6 @@ def test_emulated_capped_keeps_nan_from_an_overflowing_ratio(emu):
     cpu, tau = np.empty_like(Z), np.empty(1)
     with np.errstate(all="ignore"):
         project_rows(POLYTOPE_CODES["capped_simplex"], Z, cpu, tau, 1.0, w, True)
-    P, _ = run_project(emu, Z, "capped_simplex", budget=1.0, weights=w)
+    P, _ = run_project(rows, Z, "capped_simplex", budget=1.0, weights=w)
     assert np.isnan(tau).all() and np.isnan(cpu).any()
     np.testing.assert_array_equal(np.isnan(P), np.isnan(cpu))

@@ -39,13 +39,27 @@ def get_kernel(filename, name, dtype):
     return _module(filename, cp.cuda.Device().id).get_function(f"{name}_{suffix}")
 
 
+#: rows of at most this many entries get a warp each (SK_WARP_CACHE of row_common.cu:
+#: such a row is read from global memory once), longer ones a block
+WARP_ROW_MAX = 256
+_WARPS_PER_BLOCK = 8  # SK_WARP_ROWS of row_common.cu
+
+
 def threads_per_row(k):
     """Block size for rows of ``k`` entries: a multiple of 32, at most 256."""
     return int(min(_MAX_THREADS, max(32, -(-int(k) // 32) * 32)))
 
 
-def launch_rows(kernel, n_rows, n_cols, args):
-    """Launch a one-block-per-row kernel over ``n_rows`` rows of ``n_cols`` entries."""
+def launch_rows(filename, name, dtype, n_rows, n_cols, args):
+    """Launch the row kernel ``name`` of ``kernels/<filename>`` over ``n_rows`` rows of
+    ``n_cols`` entries: its one-warp-per-row twin (``<name>_warp``, 8 rows per block) for
+    rows of at most :data:`WARP_ROW_MAX` entries, else one block per row."""
     if n_rows == 0:
         return
-    kernel((min(int(n_rows), _MAX_BLOCKS),), (threads_per_row(n_cols),), args)
+    if n_cols <= WARP_ROW_MAX:
+        kernel = get_kernel(filename, f"{name}_warp", dtype)
+        blocks = -(-int(n_rows) // _WARPS_PER_BLOCK)
+        kernel((min(blocks, _MAX_BLOCKS),), (32 * _WARPS_PER_BLOCK,), args)
+    else:
+        kernel = get_kernel(filename, name, dtype)
+        kernel((min(int(n_rows), _MAX_BLOCKS),), (threads_per_row(n_cols),), args)

@@ -9,7 +9,7 @@ import numpy as np
 from ..losses._targets import check_flipped_target, check_target
 from ..projections._checks import (negated_columns, reflect_columns, resolve_polytope,
                                    solve_dtype)
-from ._kernels import get_kernel, launch_rows
+from ._kernels import launch_rows
 from .projections import as_device_rows, project_with_tau, raise_if_nonfinite
 
 def _targets(cp, Z2, Y, allow_labels):
@@ -55,8 +55,8 @@ def sparsemax_loss_and_grad(Z, Y):
     grad = cp.empty_like(Z2)
     loss = cp.empty(n, dtype=cp.float64)
     nonfinite = cp.zeros(1, dtype=cp.int32)
-    kernel = get_kernel("sparsemax_loss.cu", "sparsemax_loss_grad", Z2.dtype)
-    launch_rows(kernel, n, k, (Z2, Y2, grad, loss, np.int64(n), np.int64(k), nonfinite))
+    launch_rows("sparsemax_loss.cu", "sparsemax_loss_grad", Z2.dtype, n, k,
+                (Z2, Y2, grad, loss, np.int64(n), np.int64(k), nonfinite))
     raise_if_nonfinite(nonfinite)
     if one_d:
         return float(loss[0]), grad[0]

@@ -3,14 +3,15 @@
 ``sparsekit.projections`` calls these functions when it receives a CuPy array or
 ``device="cuda"``; they may also be called directly. Inputs are moved to the current
 device (NumPy inputs included) and the outputs are CuPy arrays. Each row is handled by one
-thread block of ``kernels/projections.cu``: an exact bracketing search for the threshold
-(no sort), accumulation in float64, sparsemax computed on ``z - max(z)``.
+warp (rows of at most 256 entries, eight to a block) or one thread block of
+``kernels/projections.cu``: an exact bracketing search for the threshold (no sort),
+accumulation in float64, sparsemax computed on ``z - max(z)``.
 """
 import numpy as np
 
 from ..projections._checks import raise_on_overflow, resolve_polytope, solve_dtype
 from ._cupy import require_cupy
-from ._kernels import get_kernel, launch_rows
+from ._kernels import launch_rows
 
 _KERNELS = "projections.cu"
 # polytope -> (mode of project_capped, fixed budget or None for the user's)
@@ -71,15 +72,14 @@ def project_with_tau(Z, polytope, params):
     tau = cp.empty(n, dtype=cp.float64)
     nonfinite = cp.zeros(1, dtype=cp.int32)
     if polytope == "simplex":
-        kernel = get_kernel(_KERNELS, "project_simplex", Z.dtype)
-        launch_rows(kernel, n, k, (Z, P, tau, np.int64(n), np.int64(k), np.float64(budget),
-                                   nonfinite))
+        launch_rows(_KERNELS, "project_simplex", Z.dtype, n, k,
+                    (Z, P, tau, np.int64(n), np.int64(k), np.float64(budget), nonfinite))
     else:
         mode, fixed = _CAPPED_MODES[polytope]
-        kernel = get_kernel(_KERNELS, "project_capped", Z.dtype)
-        launch_rows(kernel, n, k, (Z, W, np.int32(weighted), P, tau, np.int64(n), np.int64(k),
-                                   np.float64(budget if fixed is None else fixed),
-                                   np.int32(mode), nonfinite))
+        launch_rows(_KERNELS, "project_capped", Z.dtype, n, k,
+                    (Z, W, np.int32(weighted), P, tau, np.int64(n), np.int64(k),
+                     np.float64(budget if fixed is None else fixed), np.int32(mode),
+                     nonfinite))
     raise_if_nonfinite(nonfinite)
     if polytope != "simplex":
         raise_on_overflow(tau, weighted, cp)
@@ -130,11 +130,10 @@ def jvp_at(P, tau, V, W, weighted, polytope):
     V = cp.ascontiguousarray(V, dtype=P.dtype)
     out = cp.empty_like(P)
     n, k = P.shape
-    kernel = get_kernel(_KERNELS, "projection_jvp", P.dtype)
-    launch_rows(kernel, n, k, (P, cp.ascontiguousarray(tau, dtype=cp.float64), V,
-                               W if weighted else P, np.int32(weighted), out, np.int64(n),
-                               np.int64(k), np.int32(polytope == "simplex"),
-                               np.int32(polytope in _EQUALITY)))
+    launch_rows(_KERNELS, "projection_jvp", P.dtype, n, k,
+                (P, cp.ascontiguousarray(tau, dtype=cp.float64), V, W if weighted else P,
+                 np.int32(weighted), out, np.int64(n), np.int64(k),
+                 np.int32(polytope == "simplex"), np.int32(polytope in _EQUALITY)))
     return out
 
 

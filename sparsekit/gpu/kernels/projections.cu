@@ -3,7 +3,10 @@
 // A non-finite entry of Z sets ``*nonfinite`` (then the results are not to be used).
 // Launch: one thread block per row (grid-stride over rows), blockDim.x a multiple of 32,
 // dynamic shared memory none (static: 128 doubles, and a row of up to SK_ROW_CACHE entries,
-// which the searches then read from shared memory: one read of the row from global memory). Each kernel writes the projection P and
+// which the searches then read from shared memory: one read of the row from global
+// memory); the ``*_warp_*`` kernels: one warp per row, up to SK_WARP_ROWS rows per block
+// (blockDim.x <= 32 SK_WARP_ROWS), a row cache of SK_WARP_CACHE entries per warp, for
+// short rows (a block per row would leave most of its threads idle). Each kernel writes the projection P and
 // the threshold tau of every row, with P = clip(Z - tau * w, 0, upper) as in the CPU kernels
 // (sparsekit/_cython/_projections.pxd): upper = +inf for the simplex, 1 otherwise; w = W
 // when ``weighted`` is non-zero, else 1 (W is then never read: any valid pointer does);
@@ -19,21 +22,21 @@
 #define SK_MODE_BOX 3 // no sum constraint
 
 // Simplex {p >= 0, sum p = radius}: shift by the row maximum (exact shift invariance).
-template <typename T>
-__device__ void sk_project_simplex(const T* Z, T* P, double* tau, long long n, long long k,
-                                   double radius, int* nonfinite) {
-    __shared__ double smem[128];
-    __shared__ T cache[SK_ROW_CACHE];
-    for (long long row = blockIdx.x; row < n; row += gridDim.x) {
-        const T* z = sk_cached_row<T>(Z + row * k, k, cache, nonfinite);
+template <typename T, typename G>
+__device__ void sk_project_simplex(const G& g, const T* Z, T* P, double* tau, long long n,
+                                   long long k, double radius, int* nonfinite) {
+    if (!sk_active(g)) return;
+    T* cache = sk_row_cache<T>(g);
+    for (long long row = g.first_row(); row < n; row += g.row_stride()) {
+        const T* z = sk_cached_row<T>(g, Z + row * k, k, cache, nonfinite);
         T* p = P + row * k;
         double m = -sk_inf();
-        for (long long j = threadIdx.x; j < k; j += blockDim.x) m = fmax(m, (double)z[j]);
-        const double zmax = sk_block_max(m, smem);
-        const double t = sk_simplex_threshold<T>(z, k, zmax, radius, smem);
-        for (long long j = threadIdx.x; j < k; j += blockDim.x)
+        for (long long j = g.rank(); j < k; j += g.size()) m = fmax(m, (double)z[j]);
+        const double zmax = g.max(m);
+        const double t = sk_simplex_threshold<T>(g, z, k, zmax, radius);
+        for (long long j = g.rank(); j < k; j += g.size())
             p[j] = (T)fmax((double)z[j] - zmax - t, 0.0);
-        if (threadIdx.x == 0) tau[row] = t + zmax;
+        if (g.rank() == 0) tau[row] = t + zmax;
     }
 }
 
@@ -48,16 +51,16 @@ __device__ void sk_project_simplex(const T* Z, T* P, double* tau, long long n, l
 // Safeguarded Newton search from the lower end of the bracket, as in sk_simplex_threshold;
 // when no breakpoint is left inside the bracket,
 // t = (sum_F w z + sum_U w - budget) / sum_F w^2 is exact (F: 0 < p < 1, U: p = 1).
-template <typename T>
-__device__ double sk_capped_root(const T* z, const T* W, int weighted, long long k,
-                                 double budget, int mode, double r, double* smem) {
+template <typename T, typename G>
+__device__ double sk_capped_root(const G& g, const T* z, const T* W, int weighted,
+                                 long long k, double budget, int mode, double r) {
     double neg_lo = -sk_inf(), top = -sk_inf();
-    for (long long j = threadIdx.x; j < k; j += blockDim.x) {
+    for (long long j = g.rank(); j < k; j += g.size()) {
         const double w = weighted ? (double)W[j] : 1.0, v = (double)z[j] - r * w;
         neg_lo = fmax(neg_lo, weighted ? (1.0 - v) / w : 1.0 - v);  // no division by 1
         top = fmax(top, weighted ? v / w : v);
     }
-    double lo = -sk_block_max(neg_lo, smem), hi = fmax(sk_block_max(top, smem), 0.0);
+    double lo = -g.max(neg_lo), hi = fmax(g.max(top), 0.0);
     if (mode == SK_MODE_LE) lo = fmax(lo, -r);  // g(0) > 0: root in (0, hi]
     if (mode == SK_MODE_GE) hi = fmin(hi, -r);  // g(0) < 0: root in [lo, 0)
     double x = lo, a = 0.0, b = 0.0, c = 0.0;  // g(lo) >= 0
@@ -65,7 +68,7 @@ __device__ double sk_capped_root(const T* z, const T* W, int weighted, long long
     for (int pass = 0; pass < SK_MAX_PASSES; ++pass) {
         double inside = 0.0;
         a = 0.0; b = 0.0; c = 0.0;
-        for (long long j = threadIdx.x; j < k; j += blockDim.x) {
+        for (long long j = g.rank(); j < k; j += g.size()) {
             const double w = weighted ? (double)W[j] : 1.0;
             const double v = (double)z[j] - r * w;
             const double y = v - x * w;
@@ -74,9 +77,9 @@ __device__ double sk_capped_root(const T* z, const T* W, int weighted, long long
             const double t0 = weighted ? v / w : v, t1 = weighted ? (v - 1.0) / w : v - 1.0;
             inside += (double)(t0 > lo && t0 < hi) + (double)(t1 > lo && t1 < hi);
         }
-        sk_block_sum4(a, b, c, inside, smem);
-        const double g = a - x * b + c - budget;
-        if (sk_is_root(g, fabs(a) + fabs(x) * b + c + budget)) {
+        g.sum4(a, b, c, inside);
+        const double gx = a - x * b + c - budget;
+        if (sk_is_root(gx, fabs(a) + fabs(x) * b + c + budget)) {
             at_root = true;  // x itself: the sets read at x may sit on a breakpoint (a
             break;           // coordinate at p = 1 or 0 exactly) and leave b ~ 0
         }
@@ -87,7 +90,7 @@ __device__ double sk_capped_root(const T* z, const T* W, int weighted, long long
             x = 0.5 * (lo + hi);
             continue;
         }
-        if (g > 0.0) lo = x; else hi = x;
+        if (gx > 0.0) lo = x; else hi = x;
         const double newton = b > 0.0 ? (a + c - budget) / b : 0.0;
         x = sk_next_point(newton, b > 0.0, lo, hi, pass, last_newton);
         // across many magnitudes (huge scores, a moved r) halve the exponent, not the
@@ -105,53 +108,53 @@ __device__ double sk_capped_root(const T* z, const T* W, int weighted, long long
     return fmin(fmax(t, lo), hi);
 }
 
-template <typename T>
-__device__ void sk_project_capped(const T* Z, const T* W, int weighted, T* P, double* tau,
-                                  long long n, long long k, double budget, int mode,
-                                  int* nonfinite) {
-    __shared__ double smem[128];
-    __shared__ T cache[SK_ROW_CACHE];
+template <typename T, typename G>
+__device__ void sk_project_capped(const G& g, const T* Z, const T* W, int weighted, T* P,
+                                  double* tau, long long n, long long k, double budget,
+                                  int mode, int* nonfinite) {
+    if (!sk_active(g)) return;
+    T* cache = sk_row_cache<T>(g);
     // max w |t'| above which the shift lost bits that matter (float32: ties of its keys
     // in the CPU kernel; here the same limits, so that both kernels agree)
     const double limit = sizeof(T) == 4 ? 16.0 : 4096.0;
-    for (long long row = blockIdx.x; row < n; row += gridDim.x) {
-        const T* z = sk_cached_row<T>(Z + row * k, k, cache, nonfinite);
+    for (long long row = g.first_row(); row < n; row += g.row_stride()) {
+        const T* z = sk_cached_row<T>(g, Z + row * k, k, cache, nonfinite);
         T* p = P + row * k;
         double t = 0.0, r = 0.0;
         bool active = false;
         if (mode != SK_MODE_BOX) {
             // g(0), the shift r and the largest weight in one pass
             double s0 = 0.0, r_part = -sk_inf(), w_part = 0.0, unused = 0.0;
-            for (long long j = threadIdx.x; j < k; j += blockDim.x) {
+            for (long long j = g.rank(); j < k; j += g.size()) {
                 const double w = weighted ? (double)W[j] : 1.0, v = (double)z[j];
                 s0 += w * fmin(fmax(v, 0.0), 1.0);
                 r_part = fmax(r_part, v / w);
                 w_part = fmax(w_part, w);
             }
-            r = sk_block_max(r_part, smem);
-            const double wmax = sk_block_max(w_part, smem);
-            sk_block_sum4(s0, unused, unused, unused, smem);
+            r = g.max(r_part);
+            const double wmax = g.max(w_part);
+            g.sum4(s0, unused, unused, unused);
             const bool inactive = (mode == SK_MODE_LE && s0 <= budget) ||
                                   (mode == SK_MODE_GE && s0 >= budget);
             if (!inactive) {
                 active = true;
-                t = sk_capped_root(z, W, weighted, k, budget, mode, r, smem);
+                t = sk_capped_root(g, z, W, weighted, k, budget, mode, r);
                 // each redo moves r to within ~ulp(r) of the answer, ~16 decimal orders
                 // per redo (as many as ~20 from 1e300); stop once r no longer moves
                 for (int redo = 0; redo < 64 && fabs(t) * wmax > limit && r + t != r; ++redo) {
                     r += t;
-                    t = sk_capped_root(z, W, weighted, k, budget, mode, r, smem);
+                    t = sk_capped_root(g, z, W, weighted, k, budget, mode, r);
                 }
             } else {
                 r = 0.0;  // inactive: t = 0 in the caller's frame
             }
         }
-        for (long long j = threadIdx.x; j < k; j += blockDim.x) {
+        for (long long j = g.rank(); j < k; j += g.size()) {
             const double w = weighted ? (double)W[j] : 1.0;
             const double q = ((double)z[j] - r * w) - t * w;
             p[j] = (T)(q != q ? q : fmin(fmax(q, 0.0), 1.0));  // NaN (overflow) stays NaN
         }
-        if (threadIdx.x == 0) {
+        if (g.rank() == 0) {
             // an active inequality has t > 0 (LE) or t < 0 (GE) even where r + t' rounds to 0
             double t_out = r + t;
             if (active && mode == SK_MODE_LE) t_out = fmax(t_out, 1.1754943508222875e-38);
@@ -166,24 +169,24 @@ __device__ void sk_project_capped(const T* Z, const T* W, int weighted, T* P, do
 // constraint is active, else v_I; out = 0 off I. Free set: p > 0 (simplex), 0 < p < 1.
 // An equality constraint (``equality``: simplex, capped simplex) is always active, an
 // inequality one where tau != 0.
-template <typename T>
-__device__ void sk_projection_jvp(const T* P, const double* tau, const T* V, const T* W,
-                                  int weighted, T* OUT, long long n, long long k,
+template <typename T, typename G>
+__device__ void sk_projection_jvp(const G& g, const T* P, const double* tau, const T* V,
+                                  const T* W, int weighted, T* OUT, long long n, long long k,
                                   int simplex, int equality) {
-    __shared__ double smem[128];
-    for (long long row = blockIdx.x; row < n; row += gridDim.x) {
+    if (!sk_active(g)) return;
+    for (long long row = g.first_row(); row < n; row += g.row_stride()) {
         const T* p = P + row * k;
         const T* v = V + row * k;
         T* out = OUT + row * k;
         const bool active = equality || tau[row] != 0.0;
         double wv = 0.0, ww = 0.0, unused = 0.0, unused2 = 0.0;
-        for (long long j = threadIdx.x; j < k; j += blockDim.x) {
+        for (long long j = g.rank(); j < k; j += g.size()) {
             const double pj = (double)p[j], w = weighted ? (double)W[j] : 1.0;
             if (pj > 0.0 && (simplex || pj < 1.0)) { wv += w * (double)v[j]; ww += w * w; }
         }
-        sk_block_sum4(wv, ww, unused, unused2, smem);
+        g.sum4(wv, ww, unused, unused2);
         const double coef = (active && ww > 0.0) ? wv / ww : 0.0;
-        for (long long j = threadIdx.x; j < k; j += blockDim.x) {
+        for (long long j = g.rank(); j < k; j += g.size()) {
             const double pj = (double)p[j], w = weighted ? (double)W[j] : 1.0;
             const bool free_j = pj > 0.0 && (simplex || pj < 1.0);
             out[j] = (T)(free_j ? (double)v[j] - w * coef : 0.0);
@@ -192,34 +195,61 @@ __device__ void sk_projection_jvp(const T* P, const double* tau, const T* V, con
 }
 
 extern "C" {
-
 __global__ void project_simplex_f32(const float* Z, float* P, double* tau, long long n,
                                     long long k, double radius, int* nonfinite) {
-    sk_project_simplex<float>(Z, P, tau, n, k, radius, nonfinite);
+    sk_project_simplex<float>(sk_block_group(), Z, P, tau, n, k, radius, nonfinite);
+}
+__global__ void project_simplex_warp_f32(const float* Z, float* P, double* tau, long long n,
+                                         long long k, double radius, int* nonfinite) {
+    sk_project_simplex<float>(SkWarpGroup(), Z, P, tau, n, k, radius, nonfinite);
 }
 __global__ void project_simplex_f64(const double* Z, double* P, double* tau, long long n,
                                     long long k, double radius, int* nonfinite) {
-    sk_project_simplex<double>(Z, P, tau, n, k, radius, nonfinite);
+    sk_project_simplex<double>(sk_block_group(), Z, P, tau, n, k, radius, nonfinite);
+}
+__global__ void project_simplex_warp_f64(const double* Z, double* P, double* tau, long long n,
+                                         long long k, double radius, int* nonfinite) {
+    sk_project_simplex<double>(SkWarpGroup(), Z, P, tau, n, k, radius, nonfinite);
 }
 __global__ void project_capped_f32(const float* Z, const float* W, int weighted, float* P,
                                    double* tau, long long n, long long k, double budget,
                                    int mode, int* nonfinite) {
-    sk_project_capped<float>(Z, W, weighted, P, tau, n, k, budget, mode, nonfinite);
+    sk_project_capped<float>(sk_block_group(), Z, W, weighted, P, tau, n, k, budget, mode, nonfinite);
+}
+__global__ void project_capped_warp_f32(const float* Z, const float* W, int weighted, float* P,
+                                        double* tau, long long n, long long k, double budget,
+                                        int mode, int* nonfinite) {
+    sk_project_capped<float>(SkWarpGroup(), Z, W, weighted, P, tau, n, k, budget, mode, nonfinite);
 }
 __global__ void project_capped_f64(const double* Z, const double* W, int weighted, double* P,
                                    double* tau, long long n, long long k, double budget,
                                    int mode, int* nonfinite) {
-    sk_project_capped<double>(Z, W, weighted, P, tau, n, k, budget, mode, nonfinite);
+    sk_project_capped<double>(sk_block_group(), Z, W, weighted, P, tau, n, k, budget, mode, nonfinite);
+}
+__global__ void project_capped_warp_f64(const double* Z, const double* W, int weighted,
+                                        double* P, double* tau, long long n, long long k,
+                                        double budget, int mode, int* nonfinite) {
+    sk_project_capped<double>(SkWarpGroup(), Z, W, weighted, P, tau, n, k, budget, mode, nonfinite);
 }
 __global__ void projection_jvp_f32(const float* P, const double* tau, const float* V,
                                    const float* W, int weighted, float* OUT, long long n,
                                    long long k, int simplex, int equality) {
-    sk_projection_jvp<float>(P, tau, V, W, weighted, OUT, n, k, simplex, equality);
+    sk_projection_jvp<float>(sk_block_group(), P, tau, V, W, weighted, OUT, n, k, simplex, equality);
+}
+__global__ void projection_jvp_warp_f32(const float* P, const double* tau, const float* V,
+                                        const float* W, int weighted, float* OUT, long long n,
+                                        long long k, int simplex, int equality) {
+    sk_projection_jvp<float>(SkWarpGroup(), P, tau, V, W, weighted, OUT, n, k, simplex, equality);
 }
 __global__ void projection_jvp_f64(const double* P, const double* tau, const double* V,
                                    const double* W, int weighted, double* OUT, long long n,
                                    long long k, int simplex, int equality) {
-    sk_projection_jvp<double>(P, tau, V, W, weighted, OUT, n, k, simplex, equality);
+    sk_projection_jvp<double>(sk_block_group(), P, tau, V, W, weighted, OUT, n, k, simplex, equality);
+}
+__global__ void projection_jvp_warp_f64(const double* P, const double* tau, const double* V,
+                                        const double* W, int weighted, double* OUT, long long n,
+                                        long long k, int simplex, int equality) {
+    sk_projection_jvp<double>(SkWarpGroup(), P, tau, V, W, weighted, OUT, n, k, simplex, equality);
 }
 
 }  // extern "C"
