@@ -16,14 +16,15 @@
 
 __device__ __forceinline__ double sk_inf() { return __longlong_as_double(0x7ff0000000000000LL); }
 
+// Warp-wide sum and maximum (butterfly shuffles: every lane gets the result).
 __device__ __forceinline__ double sk_warp_sum(double v) {
-    for (int offset = 16; offset > 0; offset >>= 1) v += __shfl_down_sync(SK_FULL_MASK, v, offset);
+    for (int offset = 16; offset > 0; offset >>= 1) v += __shfl_xor_sync(SK_FULL_MASK, v, offset);
     return v;
 }
 
 __device__ __forceinline__ double sk_warp_max(double v) {
     for (int offset = 16; offset > 0; offset >>= 1)
-        v = fmax(v, __shfl_down_sync(SK_FULL_MASK, v, offset));
+        v = fmax(v, __shfl_xor_sync(SK_FULL_MASK, v, offset));
     return v;
 }
 
@@ -64,17 +65,6 @@ __device__ double sk_block_max(double v, double* smem) {
     return smem[0];
 }
 
-__device__ __forceinline__ double sk_warp_allsum(double v) {
-    for (int offset = 16; offset > 0; offset >>= 1) v += __shfl_xor_sync(SK_FULL_MASK, v, offset);
-    return v;
-}
-
-__device__ __forceinline__ double sk_warp_allmax(double v) {
-    for (int offset = 16; offset > 0; offset >>= 1)
-        v = fmax(v, __shfl_xor_sync(SK_FULL_MASK, v, offset));
-    return v;
-}
-
 // The threads of a block share one row: member j takes entries j, j + size(), ...; the
 // reductions give every member the total. ``smem``: >= 128 doubles of shared memory.
 struct SkBlockGroup {
@@ -99,9 +89,9 @@ struct SkWarpGroup {
     }
     __device__ long long row_stride() const { return (long long)gridDim.x * (blockDim.x >> 5); }
     __device__ void sum4(double& a, double& b, double& c, double& d) const {
-        a = sk_warp_allsum(a); b = sk_warp_allsum(b); c = sk_warp_allsum(c); d = sk_warp_allsum(d);
+        a = sk_warp_sum(a); b = sk_warp_sum(b); c = sk_warp_sum(c); d = sk_warp_sum(d);
     }
-    __device__ double max(double v) const { return sk_warp_allmax(v); }
+    __device__ double max(double v) const { return sk_warp_max(v); }
 };
 
 // The group of the calling thread and its row cache in shared memory (the block's, or the
