@@ -230,8 +230,11 @@ def thread_table(cache):
     if not rows:
         return ""
     return ("\n\n**Threads** (`n_jobs`, `--threads`): the same fits with the products split "
-            "among threads (rows of X V, columns of Xᵀ R), wall seconds of one "
-            "fit each; \"same model\": the coefficients are bitwise equal.\n\n"
+            "among threads (rows of X V, columns of Xᵀ R, the softmax terms by rows), wall "
+            "seconds of one fit each; \"same model\": the coefficients are bitwise equal. "
+            "A formed subspace Hessian is BLAS's work, on BLAS's own threads (pinned to 1 "
+            "here): where the fit forms its Hessians (MNIST, digits, scene at this C) the "
+            "threads have little left to split.\n\n"
             + _report.markdown_table(["data", "shape", "C", "tol", "n_jobs", "seconds",
                                       "speed-up", "same model"], rows))
 
