@@ -601,6 +601,12 @@ def _check_margin_shapes(name, Wc, cols, b, Z):
         raise ValueError(f"{name}: Wc must be (len(cols), K) and b (K,) for Z (n, K)")
 
 
+cdef inline Py_ssize_t _block_start(Py_ssize_t t, Py_ssize_t T, Py_ssize_t n) noexcept nogil:
+    """The first of the rows ``0 .. n-1`` in block ``t`` of ``T``: the one split of every
+    row-parallel kernel here, so that a row gets the same sums whatever the thread count."""
+    return t * n // T
+
+
 cdef inline void _start_margins(double[:, ::1] Z, const double[::1] b, Py_ssize_t lo,
                                 Py_ssize_t hi) noexcept nogil:
     """Rows lo..hi-1 of Z set to b."""
@@ -644,8 +650,8 @@ def mn_margins_csc(const floating[::1] data, const index_t[::1] indices,
     _check_margin_shapes("mn_margins_csc", Wc, cols, b, Z)
     with nogil:
         for t in prange(T, num_threads=T, schedule="static", chunksize=1):
-            lo = t * n // T
-            hi = (t + 1) * n // T
+            lo = _block_start(t, T, n)
+            hi = _block_start(t + 1, T, n)
             _start_margins(Z, b, lo, hi)
             for c in range(cols.shape[0]):
                 j = cols[c]
@@ -667,8 +673,8 @@ def mn_margins_dense(const floating[::1, :] X, const double[:, ::1] Wc,
     _check_margin_shapes("mn_margins_dense", Wc, cols, b, Z)
     with nogil:
         for t in prange(T, num_threads=T, schedule="static", chunksize=1):
-            lo = t * n // T
-            hi = (t + 1) * n // T
+            lo = _block_start(t, T, n)
+            hi = _block_start(t + 1, T, n)
             _start_margins(Z, b, lo, hi)
             for c in range(cols.shape[0]):
                 j = cols[c]
@@ -745,8 +751,8 @@ def mn_softmax(const double[:, ::1] Z, const long long[::1] y, const double[::1]
         raise ValueError("mn_softmax: Z has no class column")
     with nogil:
         for t in prange(T, num_threads=T, schedule="static", chunksize=1):
-            lo = t * n // T
-            hi = (t + 1) * n // T
+            lo = _block_start(t, T, n)
+            hi = _block_start(t + 1, T, n)
             for i in range(lo, hi):
                 top = Z[i, 0]
                 for k in range(1, K):
@@ -776,8 +782,8 @@ def mn_curvature(const double[:, ::1] P, double[:, ::1] U, const double[::1] sw,
         raise ValueError("mn_curvature: P and U must be (n, K) and sw (n,)")
     with nogil:
         for t in prange(T, num_threads=T, schedule="static", chunksize=1):
-            lo = t * n // T
-            hi = (t + 1) * n // T
+            lo = _block_start(t, T, n)
+            hi = _block_start(t + 1, T, n)
             for i in range(lo, hi):
                 mean = 0.0
                 for k in range(K):

@@ -128,6 +128,7 @@ class Multinomial:
         self.penalty_weights[self.n_features * self.n_classes:] = 0.0
         self._x_at = None
         self._P = None
+        self._col_nnz = np.diff(self.X.indptr) if sp.issparse(self.X) else None
 
     #: at most this many free entries are formed (a 3000² float64 matrix is 72 MB)
     max_explicit = 3000
@@ -198,8 +199,9 @@ class Multinomial:
     def _product_cost(self, H):
         """Multiply-adds of one matrix-free product: X V and Xᵀ R over the free columns,
         and the element-wise softmax terms."""
-        X, n, K = self.X, self.n_samples, self.n_classes
-        nnz = float(np.diff(X.indptr)[H._cols].sum()) if sp.issparse(X) else n * H._cols.size
+        n, K = self.n_samples, self.n_classes
+        nnz = (float(self._col_nnz[H._cols].sum()) if self._col_nnz is not None
+               else n * H._cols.size)
         return 2.0 * K * nnz + 3.0 * n * K
 
     def _gram_cost(self, H):
