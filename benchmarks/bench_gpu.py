@@ -11,8 +11,9 @@
    tol 1e-6) and ``SparsemaxClassifier`` (alpha 1e-4, lbfgs and newton-cg); ``device="cuda"`` against ``device="cpu"`` (one CPU thread), with the objectives of both
    fits; the GPU fits are timed after one warm-up fit (kernel compilation excluded).
 3. ExtremeSoftmaxSGD epochs on the synthetic teacher (K = 1e4, D = 1000, 20 draws a row,
-   100,000 training rows, float32), sampled softmax m = 5, batch_size 256: seconds per epoch on the GPU against
-   the CPU driver (one thread, same batches), and the test accuracy of both.
+   100,000 training rows, float32), sampled softmax and Implicit SGD, m = 5, batch_size
+   256: seconds per epoch on the GPU against the CPU driver (one thread, same batches), and
+   the test accuracy of both.
 
 Writes section "gpu" of doc/benchmarks.md. Without a usable CUDA device it exits with the
 reason and writes nothing: GPU figures are measured, never estimated.
@@ -149,12 +150,13 @@ def softmax_rows(cp, n_rows):
                                         random_state=0)
     train, test = slice(0, n_rows), slice(n_rows, None)
     rows = []
-    for device in ("cpu", "cuda", "cuda"):
-        est = ExtremeSoftmaxSGD(n_sampled=5, batch_size=256, n_epochs=3, random_state=0,
-                                device=device).fit(X[train], y[train])
-        rows.append([device, f"{np.median(est.epoch_times_):.3f}",
-                     f"{est.score(X[test], y[test]):.4f}"])
-    rows.pop(1)                                        # the warm-up fit (compilation)
+    for method in ("sampled_softmax", "implicit"):
+        for device in ("cpu", "cuda", "cuda"):
+            est = ExtremeSoftmaxSGD(method, n_sampled=5, batch_size=256, n_epochs=3,
+                                    random_state=0, device=device).fit(X[train], y[train])
+            rows.append([method, device, f"{np.median(est.epoch_times_):.3f}",
+                         f"{est.score(X[test], y[test]):.4f}"])
+        rows.pop(-2)                                   # the warm-up fit (compilation)
     print(rows, flush=True)
     return rows
 
@@ -188,8 +190,9 @@ in the same run, the card's bandwidth ceiling for a one-pass kernel.
 {_report.markdown_table(["estimator, data", "CPU s", "GPU s", "speed-up",
                          "objective rel. diff. / accuracy"], fits)}
 
-### ExtremeSoftmaxSGD epochs (teacher, K = 1e4, sampled softmax m = 5, batch 256)
-{_report.markdown_table(["device", "s per epoch (median)", "test accuracy"], epochs)}
+### ExtremeSoftmaxSGD epochs (teacher, K = 1e4, m = 5, batch 256)
+{_report.markdown_table(["method", "device", "s per epoch (median)", "test accuracy"],
+                        epochs)}
 """
     _report.write_section("gpu", "The GPU paths (CuPy)", body,
                           packages=["numpy", "scipy", "cupy"])

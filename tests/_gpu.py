@@ -107,12 +107,14 @@ def kernel_launches(dtype, n=5, k=70, seed=0):
     rows = np.arange(n, dtype=np.int64)
     classes = np.array([rng.permutation(K)[:m + 1] for _ in range(n)], dtype=np.int64)
     sw = rng.uniform(0.5, 2.0, n)
-    u, coef, status = np.zeros(n), np.full((n, m + 1), np.nan), np.zeros(1, dtype=np.int32)
-    launches.append(("softmax_sgd.cu", f"sgd_coefficients_{s}",
-                     [data, indices, indptr, i32(0), i64(D), i32(1), rows, classes, sw, R,
-                      i64(D + 1), u, coef, i64(n), i32(m), i32(1), f64(0.5),
-                      f64(np.log((K - 1) / m)), f64(0.0), f64(np.inf), status],
-                     (coef, u, status)))
+    for method in (1, 0):  # U-max, Implicit SGD (its proximal step on the first lane)
+        u, coef, status = (np.zeros(n), np.full((n, m + 1), np.nan),
+                           np.zeros(1, dtype=np.int32))
+        launches.append(("softmax_sgd.cu", f"sgd_coefficients_{s}",
+                         [data, indices, indptr, i32(0), i64(D), i32(1), rows, classes, sw, R,
+                          i64(D + 1), u, coef, i64(n), i32(m), i32(method), f64(0.5),
+                          f64(np.log((K - 1) / m)), f64(0.0), f64(np.inf), status],
+                         (coef, u, status)))
     R2 = R.copy()
     launches.append(("softmax_sgd.cu", f"sgd_update_{s}",
                      [data, indices, indptr, i32(0), i64(D), i32(1), rows, classes,

@@ -243,8 +243,8 @@ def test_errors_and_warnings(data, capsys):
         _monitored().fit(np.full((4, 2), np.nan), [0, 1, 0, 1])
     with pytest.raises(ValueError, match="eval_every"):
         _monitored(tol=1e-3, eval_every=0).fit(X, y)
-    with pytest.raises(ValueError, match="batch_size=1"):
-        _monitored("implicit", batch_size=4).fit(X, y)
+    with pytest.raises(ValueError, match="batch_size=1 or alpha=0"):
+        _monitored("implicit", batch_size=4, alpha=1e-3).fit(X, y)
     with pytest.raises(ValueError, match="overflow"):
         _monitored("sgd", learning_rate=1e4, n_epochs=3, random_state=0).fit(X * 30, y)
     with pytest.raises(ValueError, match="2 classes"):
@@ -563,6 +563,31 @@ def test_warm_start_follows_fit_intercept_and_dtype(data):
     est.fit(X.astype(np.float32), y)  # warm: starts where the float64 fit ended
     assert est.coef_.dtype == np.float32
     assert est.loss_curve_[0] < np.log(len(est.classes_)) - 0.1 and est.loss_curve_[0] < start
+
+
+def test_implicit_batches_can_overflow_and_are_rolled_back():
+    """A proximal step stays finite, a batch's sum of them need not: at a rate far above
+    "auto", full-batch Implicit SGD grows the weights geometrically until they overflow;
+    the call that overflows says so and leaves the previous model (the pass runs guarded,
+    as the explicit methods' passes do)."""
+    rng = np.random.default_rng(0)
+    X, y = rng.normal(size=(60, 5)) * 3, rng.integers(0, 4, 60)
+    est = ExtremeSoftmaxSGD("implicit", batch_size=60, learning_rate=1e6, lr_decay=1.0,
+                            random_state=0)
+    est.partial_fit(X, y, classes=np.arange(4))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for _ in range(2000):
+            before = est.coef_.copy()
+            try:
+                est.partial_fit(X, y)
+            except ValueError as error:
+                assert "overflow" in str(error) and "batch_size=1" in str(error)
+                break
+        else:
+            pytest.fail("no overflow")
+    np.testing.assert_array_equal(est.coef_, before)
+    assert np.all(np.isfinite(est.coef_))
 
 
 def test_a_failed_call_leaves_the_estimator_as_it_was(data):

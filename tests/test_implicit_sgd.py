@@ -145,9 +145,11 @@ def test_empty_row_with_classes_only_moves_u(eta):
     assert abs(1.0 - A * np.exp(-u) + (u - 0.3) / eta) < 1e-12
     assert u <= np.log(A) + 1e-12
 @pytest.mark.parametrize("weighted", [False, True])
-@pytest.mark.parametrize("m,alpha", [(1, 0.0), (2, 0.2)])
-def test_implicit_epoch_matches_reference(m, alpha, weighted):
-    """Weights multiply the data term of the proximal step (eta_i = eta w_i)."""
+@pytest.mark.parametrize("m,alpha,batch_size", [(1, 0.0, 1), (2, 0.2, 1), (1, 0.0, 3),
+                                                (3, 0.0, 5)])
+def test_implicit_epoch_matches_reference(m, alpha, weighted, batch_size):
+    """Weights multiply the data term of the proximal step (eta_i = eta w_i / b); a batch's
+    steps all start from the weights at its start (classes repeat within a batch)."""
     rng = np.random.default_rng(5)
     N, D, K = 12, 4, 6
     X = rng.normal(size=(N, D))
@@ -156,10 +158,12 @@ def test_implicit_epoch_matches_reference(m, alpha, weighted):
     u = rng.uniform(0, 2, size=N)
     order = rng.permutation(N)
     sw = rng.uniform(0.2, 3.0, N) if weighted else None
-    Wr, ur = ref.reference_epoch("implicit", X, y, W, u, order, 77, m, 1, 0.8, alpha, 1.0, sw)
+    eta = 0.8 * batch_size
+    Wr, ur = ref.reference_epoch("implicit", X, y, W, u, order, 77, m, batch_size, eta, alpha,
+                                 1.0, sw)
     for sparse in (False, True):
-        Wk, uk, status, _ = ref.kernel_epoch("implicit", X, y, W, u, order, 77, m, 1, 0.8,
-                                             alpha, 1.0, sw, sparse=sparse)
+        Wk, uk, status, _ = ref.kernel_epoch("implicit", X, y, W, u, order, 77, m, batch_size,
+                                             eta, alpha, 1.0, sw, sparse=sparse)
         assert status == 0
         np.testing.assert_allclose(Wk, Wr, rtol=1e-8, atol=1e-9)
         np.testing.assert_allclose(uk, ur, rtol=1e-8, atol=1e-9)

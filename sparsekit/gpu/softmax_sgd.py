@@ -1,13 +1,14 @@
-"""Epochs of :class:`~sparsekit.ExtremeSoftmaxSGD`'s explicit methods on the GPU.
+"""Epochs of :class:`~sparsekit.ExtremeSoftmaxSGD` on the GPU.
 
-U-max, One-vs-Each, the double-sum SGD, sampled softmax and NCE run in mini-batches of
-``batch_size`` examples with the CPU epoch driver's semantics: every example of a batch
-takes its step coefficients from the weights at the batch's start (one warp per example,
-``kernels/softmax_sgd.cu``), then all of them update the weight rows of their classes
-(atomic additions: a class may be drawn by several examples of the batch); the step of an
-example is ``eta * sample_weight / batch size``. The classes are the CPU driver's draws
-from the same seed (``sample_classes``), so a GPU epoch follows the CPU epoch up to the
-order of floating-point additions.
+Every method (Implicit SGD, U-max, One-vs-Each, the double-sum SGD, sampled softmax and
+NCE) runs in mini-batches of ``batch_size`` examples with the CPU epoch driver's
+semantics: every example of a batch takes its step coefficients from the weights at the
+batch's start (one warp per example, ``kernels/softmax_sgd.cu``; Implicit SGD's proximal
+step solved by the warp's first lane), then all of them update the weight rows of their
+classes (atomic additions: a class may be drawn by several examples of the batch); the
+step of an example is ``eta * sample_weight / batch size``. The classes are the CPU
+driver's draws from the same seed (``sample_classes``), so a GPU epoch follows the CPU
+epoch up to the order of floating-point additions.
 """
 import math
 
@@ -18,8 +19,6 @@ from .._cython._softmax_sgd import METHODS, sample_classes
 from ._cupy import require_cupy
 from ._kernels import get_kernel
 
-#: the methods with GPU epochs (Implicit SGD's proximal step runs on the CPU)
-GPU_METHODS = ("umax", "ove", "sgd", "sampled_softmax", "nce")
 #: classes a step may sample (the kernel keeps an example's scores in shared memory)
 MAX_SAMPLED = 64
 _WARPS = 8  # warps per block: SK_SGD_WARPS of the kernel
@@ -61,8 +60,8 @@ def softmax_epoch_gpu(method, rows, bias, y, sample_weight, R, u, order, n_sampl
     garbage: the caller keeps its own copy), else 0.
     """
     cp = require_cupy()
-    if method not in GPU_METHODS:
-        raise ValueError(f"method={method!r} has no GPU epochs; GPU methods: {GPU_METHODS}")
+    if method not in METHODS:
+        raise ValueError(f"unknown method {method!r}; methods: {tuple(METHODS)}")
     K, stride = R.shape
     m, b, N = int(n_sampled), int(batch_size), int(order.size)
     if not 1 <= m <= MAX_SAMPLED or b < 1:

@@ -22,7 +22,7 @@ from sklearn.utils.validation import _check_sample_weight, check_is_fitted
 
 from sparsekit.gpu._cupy import require_cupy
 from sparsekit.gpu.datafits import is_device_matrix
-from sparsekit.gpu.softmax_sgd import GPU_METHODS, DeviceRows, softmax_epoch_gpu
+from sparsekit.gpu.softmax_sgd import DeviceRows, softmax_epoch_gpu
 from sparsekit.gpu.softmax_sgd import MAX_SAMPLED as GPU_MAX_SAMPLED
 from sparsekit.linear_model._device_input import device_scores, fit_device
 from sparsekit._cython._softmax_sgd import (METHODS, hashed_scores, softmax_epoch,
@@ -120,8 +120,9 @@ class ExtremeSoftmaxSGD(SparsekitClassifier):
         sampled softmax and NCE, 0.6 for U-max and 0.2 for One-vs-Each and plain SGD: on
         unit-norm rows with an intercept, 3, 2, 0.3 and 0.1. ``learning_rate_`` holds the
         value used.
-        The proximal step of Implicit SGD is stable at any rate and gained accuracy from
-        rates above 1 on text and extreme-classification sets; the explicit steps on the
+        The proximal step of Implicit SGD is stable at any rate (one example per step; a
+        batch's sum of steps is not, at rates far above ``"auto"``) and gained accuracy
+        from rates above 1 on text and extreme-classification sets; the explicit steps on the
         double sum and the One-vs-Each bound diverge beyond a few tenths of
         ``eta_0 ||x||^2``.
     lr_decay : float in (0, 1], default=0.9
@@ -133,8 +134,11 @@ class ExtremeSoftmaxSGD(SparsekitClassifier):
         the work of one per example and gave 0.03-0.1 higher accuracy on the sets we
         measured (the paper's experiments use one).
     batch_size : int, default=1
-        Examples per step for the explicit methods (the gradient is averaged over the batch).
-        Implicit SGD is a one-datapoint proximal step and requires ``batch_size=1``.
+        Examples per step. The explicit methods average their gradients over the batch;
+        Implicit SGD takes each example's proximal step at rate ``eta / batch_size`` from
+        the weights at the batch's start and adds the steps up (the paper's one-datapoint
+        step when ``batch_size=1``; larger batches need ``alpha=0``). Batches are what the
+        GPU epochs run in parallel (``device``).
     delta : float, default=1.0
         U-max reset threshold.
     alpha : float, default=0.0
@@ -217,9 +221,8 @@ class ExtremeSoftmaxSGD(SparsekitClassifier):
         sparsekit[gpu]``): one warp per example of a batch, the steps of a batch from the
         weights at its start, then atomic updates, with the CPU driver's class draws: the
         same model as on the CPU up to rounding. Give it a larger ``batch_size`` (e.g.
-        256): a batch is two kernel launches. For every method but ``"implicit"``, with
-        ``alpha=0``, ``n_sampled <= 64``, dense weights (no ``n_weights``) and
-        ``shared_classes=False``. X may be a CuPy array or a cupyx sparse matrix; CuPy input
+        256): a batch is two kernel launches. For every method, with ``alpha=0``,
+        ``n_sampled <= 64``, dense weights (no ``n_weights``) and ``shared_classes=False``. X may be a CuPy array or a cupyx sparse matrix; CuPy input
         gives CuPy predictions (whatever ``device``); the fitted attributes are NumPy
         arrays.
 
@@ -413,21 +416,21 @@ class ExtremeSoftmaxSGD(SparsekitClassifier):
         if self.sample_true_class and self.method != "implicit":
             raise ValueError("sample_true_class reproduces the authors' Implicit SGD code; it "
                              f"needs method='implicit' (got {self.method!r})")
-        if self.method == "implicit" and self.batch_size != 1:
-            raise ValueError("method='implicit' is a one-datapoint proximal step; "
-                             f"use batch_size=1 (got {self.batch_size})")
+        if self.method == "implicit" and self.batch_size != 1 and self.alpha > 0:
+            raise ValueError("method='implicit' with alpha > 0 takes one example per step "
+                             f"(its proximal step shrinks the rows it touches); use "
+                             f"batch_size=1 or alpha=0 (got batch_size={self.batch_size}, "
+                             f"alpha={self.alpha})")
         if self.device == "cuda":
-            unsupported = {"method": self.method not in GPU_METHODS, "alpha": self.alpha > 0,
-                           "n_weights": self.n_weights is not None,
+            unsupported = {"alpha": self.alpha > 0, "n_weights": self.n_weights is not None,
                            "shared_classes": self.shared_classes,
                            "n_sampled": self.n_sampled > GPU_MAX_SAMPLED}
             if any(unsupported.values()):
                 raise ValueError(
-                    f"device='cuda' trains methods {GPU_METHODS} with alpha=0, dense weights "
-                    f"(n_weights=None), shared_classes=False and n_sampled <= "
-                    f"{GPU_MAX_SAMPLED}; got "
+                    f"device='cuda' trains with alpha=0, dense weights (n_weights=None), "
+                    f"shared_classes=False and n_sampled <= {GPU_MAX_SAMPLED}; got "
                     + ", ".join(f"{k}={getattr(self, k)!r}" for k, v in unsupported.items()
-                                if v) + " (method='implicit' runs on the CPU)")
+                                if v))
         if self.n_weights is not None:
             unsupported = {"alpha": self.alpha > 0, "batch_size": self.batch_size != 1,
                            "shared_classes": self.shared_classes,
@@ -596,7 +599,7 @@ class ExtremeSoftmaxSGD(SparsekitClassifier):
             status, _ = softmax_epoch(
                 METHODS[self.method], data, indices, indptr, dense, D, self._bias, y_idx,
                 sample_weight, xsq, self._R, gamma, sqn, u, beta, order, m,
-                self.batch_size if self.method != "implicit" else 1, eta, alpha,
+                self.batch_size, eta, alpha,
                 float(self.delta), bound_w, bound_u, seed,
                 exclude_true=not self.sample_true_class,
                 shared_classes=self.shared_classes and self.batch_size > 1, undo=undo)
@@ -612,7 +615,8 @@ class ExtremeSoftmaxSGD(SparsekitClassifier):
                 f"{eta:.3g}; the estimator is left as it was before this call. "
                 + _scale_hint(xsq) + (
                     " (vanilla 'sgd' on the double sum is unstable) or use "
-                    "method='implicit'." if self.method != "implicit" else "."))
+                    "method='implicit'." if self.method != "implicit"
+                    else " or use batch_size=1 (one proximal step at a time stays finite)."))
 
     def _gpu_pass(self, inputs, y_idx, sample_weight, u, eta, order, m, bound_u, seed):
         """One pass on the GPU (:func:`sparsekit.gpu.softmax_sgd.softmax_epoch_gpu`); the
@@ -683,11 +687,17 @@ class ExtremeSoftmaxSGD(SparsekitClassifier):
         wanted = effective_n_jobs(self.n_jobs)
         return int(max(1, min(wanted, os.cpu_count() or 1, n_rows // 1000)))
 
+    def _may_overflow(self):
+        """Whether a pass can end in a non-finite value: every method but Implicit SGD with
+        one example per step (a proximal step stays finite; a batch's sum of them need
+        not)."""
+        return self.method != "implicit" or self.batch_size > 1
+
     def _guard_weights(self):
         """Run the next passes of ``fit`` on a copy of the weights when they may fail (the
         explicit methods can overflow), so that the call's rollback finds them as they
         were."""
-        if self.method != "implicit":
+        if self._may_overflow():
             self._R = self._R.copy()
             self._publish()
 
@@ -696,7 +706,7 @@ class ExtremeSoftmaxSGD(SparsekitClassifier):
         ``undo``) rather than run on a copy of the weights: when the explicit methods' pass
         (which can overflow) writes fewer bytes of log than the weights hold."""
         data, indices, indptr, dense, xsq = inputs
-        if self.method == "implicit":
+        if not self._may_overflow():
             return None       # its proximal steps stay finite: no rollback is needed
         if self._n_weights is not None:
             return False      # the hashed driver keeps no log
