@@ -129,6 +129,7 @@ class Multinomial:
         self._x_at = None
         self._P = None
         self._col_nnz = np.diff(self.X.indptr) if sp.issparse(self.X) else None
+        self._work = np.empty(0)  # _gram's buffers, kept: fresh ones cost page faults
 
     #: at most this many free entries are formed (a 3000² float64 matrix is 72 MB)
     max_explicit = 3000
@@ -214,36 +215,43 @@ class Multinomial:
 
     def _gram(self, H, block=None):
         """∇²f[F, F] on the free entries of ``H`` as a dense float64 array (module
-        docstring), from blocks of rows of the free columns of X (densified), the entries
-        ordered by class so that each class's block-diagonal term is one slice."""
+        docstring), from blocks of rows of the free columns of X (densified, one row per
+        free entry: entries × rows, so that each class's slice and Eᵀ are what BLAS takes
+        without a copy), the entries ordered by class so that each class's block-diagonal
+        term is one slice. A block holds up to ``block`` rows (default: 2¹⁸ numbers per
+        buffer, at least 512 rows); the buffers are kept for the next call."""
         K, n, m, c = self.n_classes, self.n_samples, H.shape[0], H._cols.size
         entry_col = np.concatenate([H._row, np.full(H._b_entries.size, c)])
         entry_class = np.concatenate([H._class, H._b_entries])
         order = np.argsort(entry_class, kind="stable")
-        entry_col = entry_col[order]
-        bounds = np.searchsorted(entry_class[order], np.arange(K + 1))
+        entry_col, entry_class = entry_col[order], entry_class[order]
+        bounds = np.searchsorted(entry_class, np.arange(K + 1))
         X = self.X[:, H._cols]
-        X = X.tocsr() if sp.issparse(X) else np.ascontiguousarray(X)
-        block = block or max(64, min(512, (1 << 19) // max(m, 1)))
+        X = X.tocsr() if sp.issparse(X) else np.asfortranarray(X)
+        block = min(n, block or max(512, (1 << 18) // max(m, 1)))
+        if self._work.size < (c + 1 + 3 * m) * block:
+            self._work = np.empty((c + 1 + 3 * m) * block)
         G = np.zeros((m, m), order="F")
-        rows = np.ones((block, c + 1))      # the free columns and the intercept's
-        E = np.empty((block, m))
-        S = np.empty((block, m))
         for start in range(0, n, block):
-            stop = min(start + block, n)
-            r = rows[:stop - start]
-            r[:, :c] = X[start:stop].toarray() if sp.issparse(X) else X[start:stop]
-            root = np.sqrt(self._sw[start:stop])[:, None]
-            Pb = self._P[start:stop]
+            nb = min(block, n - start)
+            stop = start + nb
+            views = np.split(self._work[:(c + 1 + 3 * m) * nb], np.cumsum([c + 1, m, m]) * nb)
+            rows, S, E, P = (v.reshape(-1, nb) for v in views)   # contiguous, for BLAS
+            rows[:c] = (X[start:stop].toarray() if sp.issparse(X) else X[start:stop]).T
+            rows[c] = 1.0                                       # the intercept's column
+            # (mode "clip": with "raise", take buffers its output; the indices are valid)
+            np.take(np.ascontiguousarray(self._P[start:stop].T), entry_class, axis=0,
+                    out=P, mode="clip")                           # entries × rows
+            np.take(rows, entry_col, axis=0, out=S, mode="clip")
+            S *= np.sqrt(self._sw[start:stop])
+            np.multiply(S, P, out=E)                                      # Eᵀ of the block
+            np.sqrt(P, out=P)
+            S *= P
             for k in range(K):
                 a, b = bounds[k], bounds[k + 1]
                 if b > a:
-                    Ek, Sk = E[:stop - start, a:b], S[:stop - start, a:b]
-                    np.take(r, entry_col[a:b], axis=1, out=Sk)
-                    np.multiply(Sk, root * Pb[:, k:k + 1], out=Ek)
-                    Sk *= root * np.sqrt(Pb[:, k:k + 1])
-                    G[a:b, a:b] += dsyrk(1.0, Sk.T)      # upper triangles
-            G = dsyrk(-1.0, E[:stop - start].T, beta=1.0, c=G, overwrite_c=1)
+                    G[a:b, a:b] += dsyrk(1.0, S[a:b].T, trans=1)   # upper triangles
+            G = dsyrk(-1.0, E.T, beta=1.0, c=G, trans=1, overwrite_c=1)
         G = np.triu(G) + np.triu(G, 1).T
         back = np.empty(m, dtype=np.int64)
         back[order] = np.arange(m)
