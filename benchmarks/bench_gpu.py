@@ -5,7 +5,8 @@
    capped family). Throughput counts the bytes read and written (2 * n * K * itemsize),
    against the device's own copy bandwidth measured in the same run (``cupy.copyto`` of the
    same array: one read and one write per element). Median of ``--repeat`` runs timed with
-   CUDA events after one warm-up.
+   CUDA events after one warm-up. Few long rows (4 rows of 2^20 and 2^23 entries): the
+   simplex projection with several blocks per row against one block per row.
 2. Fits: ``L1LogisticOBA`` (C = 1, tol 1e-6, no intercept) on a9a, w8a and MNIST (0-4 vs
    5-9); on MNIST's ten digits ``L1LogisticOBA(multiclass="multinomial")`` (C = 0.01,
    tol 1e-6) and ``SparsemaxClassifier`` (alpha 1e-4, lbfgs and newton-cg); ``device="cuda"`` against ``device="cpu"`` (one CPU thread), with the objectives of both
@@ -73,6 +74,30 @@ def projection_rows(cp, megabytes, repeat, ks=KS):
                              f"{nbytes / seconds / 1e9:.1f}", f"{copy:.1f}",
                              f"{nbytes / seconds / 1e9 / copy:.2f}"])
             print(rows[-1], flush=True)
+    return rows
+
+
+def long_row_rows(cp, repeat, ks=(2**20, 2**23), n=4):
+    """Few long simplex rows: several blocks per row (the default past ``SPLIT_MIN_COLS``)
+    against one block per row, GB/s as in :func:`projection_rows`."""
+    from sparsekit.gpu import projections as gp
+
+    rows = []
+    for dtype in (np.float32, np.float64):
+        for k in ks:
+            Z = cp.asarray(np.random.default_rng(0).standard_normal((n, k)), dtype=dtype)
+            nbytes = 2 * Z.nbytes
+            seconds = {}
+            for layout, max_rows in (("several blocks", gp.SPLIT_MAX_ROWS), ("one block", 0)):
+                default, gp.SPLIT_MAX_ROWS = gp.SPLIT_MAX_ROWS, max_rows
+                try:
+                    seconds[layout] = device_time(cp, lambda: gp.project(Z, "simplex"), repeat)
+                finally:
+                    gp.SPLIT_MAX_ROWS = default
+            for layout, t in seconds.items():
+                rows.append([np.dtype(dtype).name, k, n, layout, f"{t * 1e3:.2f}",
+                             f"{nbytes / t / 1e9:.1f}"])
+            print(rows[-2:], flush=True)
     return rows
 
 
@@ -175,6 +200,7 @@ def main():
     card = props["name"].decode() if isinstance(props["name"], bytes) else props["name"]
     repeat = 1 if args.quick else args.repeat
     projections = projection_rows(cp, 16 if args.quick else 128, repeat)
+    long_rows = long_row_rows(cp, repeat, ks=(2**17,) if args.quick else (2**20, 2**23))
     fits = fit_rows(cp, ["a9a", "mnist"] if args.quick else ["a9a", "w8a", "mnist"])
     epochs = softmax_rows(cp, 20_000 if args.quick else 100_000)
     body = f"""
@@ -185,6 +211,9 @@ in the same run, the card's bandwidth ceiling for a one-pass kernel.
 ### Projection throughput
 {_report.markdown_table(["dtype", "K", "rows", "polytope", "ms", "GB/s", "copy GB/s",
                          "share of copy"], projections)}
+
+### Few long rows: simplex projection of 4 rows, several blocks per row against one
+{_report.markdown_table(["dtype", "K", "rows", "layout", "ms", "GB/s"], long_rows)}
 
 ### Fits: device="cuda" against device="cpu" (wall seconds; the GPU fit after a warm-up)
 {_report.markdown_table(["estimator, data", "CPU s", "GPU s", "speed-up",

@@ -92,6 +92,43 @@ def kernel_launches(dtype, n=5, k=70, seed=0):
         launches.append(("projections.cu", f"projection_jvp_{s}",
                          [Pc, tc.astype(np.float64), V, W, i32(0), OUT, i64(n), i64(k),
                           i32(simplex), i32(equality)], (OUT,)))
+    # few long simplex rows, several blocks each (chunks of 32 entries): the whole search,
+    # launch by launch, from the states the host derives from the CPU projection
+    chunk = 32
+    n_chunks = -(-k // chunk)
+    partial_max, flag = np.full(n * n_chunks, np.nan), np.zeros(1, dtype=np.int32)
+    launches.append(("projections.cu", f"simplex_split_max_{s}",
+                     [Z, i64(n), i64(k), i64(chunk), partial_max, flag], (partial_max, flag)))
+    zmax = Z.astype(np.float64).max(axis=1)
+    state = np.zeros((n, 8))
+    state[:, 0], state[:, 1], state[:, 3], state[:, 5] = zmax, -1.0, -1.0, 1.0
+    if s == "f64":  # the per-row steps are float64 whatever Z's dtype
+        start = np.full(n * 8, np.nan)
+        launches.append(("projections.cu", "simplex_split_start_f64",
+                         [np.repeat(zmax, n_chunks), i64(n), i64(n_chunks), f64(1.0), start],
+                         (start,)))
+    partial = np.full(3 * n * n_chunks, np.nan)
+    launches.append(("projections.cu", f"simplex_split_sums_{s}",
+                     [Z, i64(n), i64(k), i64(chunk), state.ravel().copy(), partial],
+                     (partial,)))
+    if s == "f64":
+        sums = np.zeros((n, n_chunks, 3))
+        shifted = Z.astype(np.float64) - zmax[:, None]
+        for c in range(n_chunks):
+            part = shifted[:, c * chunk:(c + 1) * chunk]
+            sums[:, c] = np.stack([np.where(part > -1.0, part, 0).sum(1),
+                                   (part > -1.0).sum(1), ((part > -1) & (part < 0)).sum(1)], 1)
+        stepped, pending = state.ravel().copy(), np.zeros(1, dtype=np.int32)
+        launches.append(("projections.cu", "simplex_split_step_f64",
+                         [sums.ravel(), i64(n), i64(n_chunks), f64(1.0), i32(0), stepped,
+                          pending], (stepped, pending)))
+    done = state.copy()
+    done[:, 4] = tc - zmax + 1.0       # (a - radius) / b: the threshold of the shifted row
+    done[:, 1], done[:, 6] = -np.inf, 1.0
+    P, tau = out()
+    launches.append(("projections.cu", f"simplex_split_write_{s}",
+                     [Z, P, tau, i64(n), i64(k), i64(chunk), f64(1.0), done.ravel()],
+                     (P, tau)))
     Q = rng.dirichlet(np.full(k, 0.3), size=n).astype(dtype)
     G, loss = out()
     flag = np.zeros(1, dtype=np.int32)
@@ -121,7 +158,7 @@ def kernel_launches(dtype, n=5, k=70, seed=0):
                       np.nan_to_num(coef) + 0.1, R2, i64(D + 1), i64(n), i32(m)], (R2,)))
     # the one-warp-per-row twins of the row kernels, on the same inputs
     for file, name, args, outputs in list(launches):
-        if file in ("projections.cu", "sparsemax_loss.cu"):
+        if file in ("projections.cu", "sparsemax_loss.cu") and "_split_" not in name:
             fresh = {id(o): np.full_like(o, np.nan) if o.dtype.kind == "f" else np.zeros_like(o)
                      for o in outputs}
             launches.append((file, f"{name[:-4]}_warp{name[-4:]}",

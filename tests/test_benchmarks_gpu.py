@@ -24,6 +24,18 @@ def test_bench_gpu_projection_rows_on_the_stand_in(cupy_backend, bench_gpu):
         assert n == 1 and polytope in bench_gpu.POLYTOPES and float(ms) >= 0
 
 
+def test_bench_gpu_long_row_rows_on_the_stand_in(cupy_backend, bench_gpu, monkeypatch):
+    """Both layouts timed (the split thresholds lowered to the stand-in's sizes), and the
+    one-block run leaves the split rule as it was."""
+    from sparsekit.gpu import projections as gp
+
+    monkeypatch.setattr(gp, "SPLIT_MIN_COLS", 100)
+    monkeypatch.setattr(gp, "SPLIT_CHUNK", 64)
+    rows = bench_gpu.long_row_rows(cupy_backend, repeat=1, ks=(300,), n=2)
+    assert [r[3] for r in rows] == ["several blocks", "one block"] * 2
+    assert gp.SPLIT_MAX_ROWS == 128 and gp.split_rows(2, 300)
+
+
 def test_bench_gpu_fit_rows_on_the_stand_in(cupy_backend, bench_gpu, monkeypatch):
     """The fit part on a small problem (the loaders replaced): both fits reach the same
     objective."""

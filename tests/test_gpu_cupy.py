@@ -165,6 +165,67 @@ def test_gpu_rows_of_at_most_256_entries_get_a_warp_each(monkeypatch, k, kernel,
     assert launched == [(kernel, (-(-17 // rows_per_block),), (block,))]
 
 
+@pytest.mark.parametrize("k, chunk", [(300, 64), (257, 256), (4000, 1000), (1, 64)])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_gpu_long_simplex_rows_split_among_blocks_match_cpu(monkeypatch, cupy_backend, k,
+                                                            chunk, dtype):
+    """Few long rows, several blocks each (the thresholds lowered so that the stand-in runs
+    them): the CPU projection and thresholds on ties, offsets, huge and tiny spreads, a row
+    with one dominant entry, chunks that do not divide the row; non-finite entries flagged."""
+    import cupy as cp
+
+    from sparsekit import projections
+    from sparsekit.gpu import projections as gpu_projections
+
+    monkeypatch.setattr(gpu_projections, "SPLIT_MIN_COLS", 1)
+    monkeypatch.setattr(gpu_projections, "SPLIT_CHUNK", chunk)
+    Z = _rows(k, dtype)
+    Z[6, :] = -1e3
+    Z[6, k // 2] = 5.0                               # one entry takes the whole mass
+    assert gpu_projections.split_rows(*Z.shape)
+    for radius in (1.0, 0.37 * k):
+        P_gpu, tau_gpu, _, _ = gpu_projections.project_with_tau(cp.asarray(Z), "simplex",
+                                                                {"radius": radius})
+        P_cpu = projections.project(Z, "simplex", radius=radius)
+        tol = 1e-9 if dtype == np.float64 else 1e-5
+        np.testing.assert_allclose(P_gpu.get(), P_cpu, atol=tol * max(1.0, radius))
+        np.testing.assert_allclose(P_gpu.get().sum(axis=1), radius, rtol=tol * 10)
+        # tau: the threshold of the unshifted row, P = max(z - tau, 0)
+        np.testing.assert_allclose(np.maximum(Z - tau_gpu.get()[:, None], 0.0), P_gpu.get(),
+                                   atol=tol * max(1.0, radius) * 10)
+    bad = Z.copy()
+    bad[2, -1] = np.nan
+    with pytest.raises(ValueError, match="NaN or infinity"):
+        gpu_projections.project(cp.asarray(bad), "simplex")
+
+
+@pytest.mark.parametrize("n, split", [(1, True), (128, True), (129, False)])
+def test_gpu_few_long_simplex_rows_get_several_blocks(monkeypatch, n, split):
+    """Rows of 65,536 entries or more, at most 128 of them: chunks of 16,384 entries with
+    a block each, one launch pair per pass until no row is pending; more rows: a block
+    each (the stand-in's launches, recorded; rows of 65,536 ones)."""
+    import _cupy_standin
+
+    from sparsekit.gpu import _kernels, projections as gpu_projections
+
+    cp = _cupy_standin.install(monkeypatch)
+    _kernels._module.cache_clear()
+    launched = []
+    monkeypatch.setattr(_cupy_standin.RawKernel, "__call__",
+                        lambda self, grid, blk, args, **kw: launched.append(self.name))
+    monkeypatch.setattr(gpu_projections, "require_cupy", lambda: cp)
+    assert gpu_projections.split_rows(n, 65536) is split
+    assert not gpu_projections.split_rows(1, 65535)
+    if split:   # the launches only (the kernels are not run: pending stays 0)
+        Z = cp.asarray(np.ones((n, 65536)))
+        P, tau = cp.empty(Z.shape), cp.empty(n)
+        gpu_projections._project_simplex_split(Z, P, tau, 1.0, cp.zeros(1, dtype=np.int32))
+        assert launched == ["simplex_split_max_f64", "simplex_split_start_f64",
+                            "simplex_split_sums_f64", "simplex_split_step_f64",
+                            "simplex_split_write_f64"]
+    _kernels._module.cache_clear()
+
+
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_gpu_named_functions_and_1d_rows(cupy_backend, dtype):
     import cupy as cp

@@ -4,16 +4,26 @@
 ``device="cuda"``; they may also be called directly. Inputs are moved to the current
 device (NumPy inputs included) and the outputs are CuPy arrays. Each row is handled by one
 warp (rows of at most 256 entries, eight to a block) or one thread block of
-``kernels/projections.cu``: an exact bracketing search for the threshold (no sort),
+``kernels/projections.cu``, and few very long simplex rows by several blocks each
+(:func:`split_rows`): an exact bracketing search for the threshold (no sort),
 accumulation in float64, sparsemax computed on ``z - max(z)``.
 """
 import numpy as np
 
 from ..projections._checks import raise_on_overflow, resolve_polytope, solve_dtype
 from ._cupy import require_cupy
-from ._kernels import launch_rows
+from ._kernels import get_kernel, launch_rows
 
 _KERNELS = "projections.cu"
+#: simplex rows at least this long, when there are at most SPLIT_MAX_ROWS of them, are cut
+#: into chunks of SPLIT_CHUNK entries with a block each (one block per row would leave most
+#: of the device idle: a GPU runs a few blocks on each of its ~100 multiprocessors)
+SPLIT_MIN_COLS = 65536
+SPLIT_MAX_ROWS = 128
+SPLIT_CHUNK = 16384
+_SPLIT_THREADS = 256
+_SPLIT_STATE = 8  # SK_SPLIT_STATE of projections.cu
+_MAX_PASSES = 200  # SK_MAX_PASSES of row_common.cu
 # polytope -> (mode of project_capped, fixed budget or None for the user's)
 _CAPPED_MODES = {
     "capped_simplex": (0, None),
@@ -71,7 +81,9 @@ def project_with_tau(Z, polytope, params):
     P = cp.empty_like(Z)
     tau = cp.empty(n, dtype=cp.float64)
     nonfinite = cp.zeros(1, dtype=cp.int32)
-    if polytope == "simplex":
+    if polytope == "simplex" and split_rows(n, k):
+        _project_simplex_split(Z, P, tau, budget, nonfinite)
+    elif polytope == "simplex":
         launch_rows(_KERNELS, "project_simplex", Z.dtype, n, k,
                     (Z, P, tau, np.int64(n), np.int64(k), np.float64(budget), nonfinite))
     else:
@@ -84,6 +96,44 @@ def project_with_tau(Z, polytope, params):
     if polytope != "simplex":
         raise_on_overflow(tau, weighted, cp)
     return P, tau, W, weighted
+
+
+def split_rows(n_rows, n_cols):
+    """Whether simplex rows of ``n_cols`` entries get several blocks each: rows of at least
+    :data:`SPLIT_MIN_COLS` entries, at most :data:`SPLIT_MAX_ROWS` of them."""
+    return n_cols >= SPLIT_MIN_COLS and 0 < n_rows <= SPLIT_MAX_ROWS
+
+
+def _project_simplex_split(Z, P, tau, radius, nonfinite):
+    """The simplex projection of few long rows, each cut into chunks with a block each
+    (``simplex_split_*`` of ``kernels/projections.cu``): the search of the one-block kernel,
+    one launch pair per pass, until no row is pending (one device-to-host read per pass)."""
+    cp = require_cupy()
+    n, k = Z.shape
+    chunk = int(SPLIT_CHUNK)
+    n_chunks = -(-k // chunk)
+    pairs = n * n_chunks
+    grid, block = (pairs,), (_SPLIT_THREADS,)
+    rows_grid = (-(-n // _SPLIT_THREADS),)
+    partial = cp.empty(3 * pairs, dtype=cp.float64)
+    state = cp.empty(n * _SPLIT_STATE, dtype=cp.float64)
+    pending = cp.zeros(1, dtype=cp.int32)
+    args = (Z, np.int64(n), np.int64(k), np.int64(chunk))
+    get_kernel(_KERNELS, "simplex_split_max", Z.dtype)(grid, block, args + (partial, nonfinite))
+    get_kernel(_KERNELS, "simplex_split_start", np.float64)(
+        rows_grid, block, (partial, np.int64(n), np.int64(n_chunks), np.float64(radius), state))
+    sums = get_kernel(_KERNELS, "simplex_split_sums", Z.dtype)
+    step = get_kernel(_KERNELS, "simplex_split_step", np.float64)
+    for pass_ in range(_MAX_PASSES):
+        pending.fill(0)
+        sums(grid, block, args + (state, partial))
+        step(rows_grid, block, (partial, np.int64(n), np.int64(n_chunks), np.float64(radius),
+                                np.int32(pass_), state, pending))
+        if not int(pending.get()[0]):
+            break
+    get_kernel(_KERNELS, "simplex_split_write", Z.dtype)(
+        grid, block, (Z, P, tau, np.int64(n), np.int64(k), np.int64(chunk),
+                      np.float64(radius), state))
 
 
 def project(Z, polytope="simplex", **params):

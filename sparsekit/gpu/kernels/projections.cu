@@ -194,6 +194,82 @@ __device__ void sk_projection_jvp(const G& g, const T* P, const double* tau, con
     }
 }
 
+// Rows too long for one block and too few to fill the device (sparsekit.gpu.projections:
+// ``split_rows``): row r is cut into chunks of ``chunk`` entries, one block per (row, chunk)
+// pair (pairs p = r * n_chunks + c, grid-stride), and the search of sk_simplex_threshold
+// runs pass by pass across launches: ``simplex_split_max`` takes the chunks' maxima and
+// checks the entries, ``simplex_split_start`` sets each row's state, then each pass is
+// ``simplex_split_sums`` (the chunks' partial sums at the row's point) and
+// ``simplex_split_step`` (one thread per row: the sums in chunk order, the same for any
+// grid, and the next point of the search), until no row is pending; ``simplex_split_write``
+// writes P and tau. Row state (SK_SPLIT_STATE doubles): the shifted maximum, the bracket
+// lo and hi, the point x, the sums a and b at it, done, and the last step's kind.
+#define SK_SPLIT_STATE 8
+
+template <typename T>
+__device__ void sk_split_max(const T* Z, long long n, long long k, long long chunk,
+                             double* partial, int* nonfinite) {
+    __shared__ double smem[128];
+    const long long n_chunks = (k + chunk - 1) / chunk;
+    for (long long p = blockIdx.x; p < n * n_chunks; p += gridDim.x) {
+        const long long row = p / n_chunks, lo = (p % n_chunks) * chunk;
+        const long long hi = lo + chunk < k ? lo + chunk : k;
+        const T* z = Z + row * k;
+        double m = -sk_inf();
+        bool bad = false;
+        for (long long j = lo + threadIdx.x; j < hi; j += blockDim.x) {
+            const double v = (double)z[j];
+            bad |= !isfinite(v);
+            m = fmax(m, v);
+        }
+        if (bad) atomicExch(nonfinite, 1);
+        m = sk_block_max(m, smem);
+        if (threadIdx.x == 0) partial[p] = m;
+    }
+}
+
+template <typename T>
+__device__ void sk_split_sums(const T* Z, long long n, long long k, long long chunk,
+                              const double* state, double* partial) {
+    __shared__ double smem[128];
+    const long long n_chunks = (k + chunk - 1) / chunk;
+    for (long long p = blockIdx.x; p < n * n_chunks; p += gridDim.x) {
+        const long long row = p / n_chunks, lo = (p % n_chunks) * chunk;
+        const long long hi = lo + chunk < k ? lo + chunk : k;
+        const double* s = state + row * SK_SPLIT_STATE;
+        if (s[6] != 0.0) continue;  // the row is done (the same for the whole block)
+        const T* z = Z + row * k;
+        const double zmax = s[0], blo = s[1], bhi = s[2], x = s[3];
+        double a = 0.0, b = 0.0, inside = 0.0, unused = 0.0;
+        for (long long j = lo + threadIdx.x; j < hi; j += blockDim.x) {
+            const double v = (double)z[j] - zmax;
+            if (v > x) { a += v; b += 1.0; }
+            if (v > blo && v < bhi) inside += 1.0;
+        }
+        sk_block_sum4(a, b, inside, unused, smem);
+        if (threadIdx.x == 0) {
+            partial[3 * p] = a;
+            partial[3 * p + 1] = b;
+            partial[3 * p + 2] = inside;
+        }
+    }
+}
+
+template <typename T>
+__device__ void sk_split_write(const T* Z, T* P, double* tau, long long n, long long k,
+                               long long chunk, double radius, const double* state) {
+    const long long n_chunks = (k + chunk - 1) / chunk;
+    for (long long p = blockIdx.x; p < n * n_chunks; p += gridDim.x) {
+        const long long row = p / n_chunks, lo = (p % n_chunks) * chunk;
+        const long long hi = lo + chunk < k ? lo + chunk : k;
+        const double* s = state + row * SK_SPLIT_STATE;
+        const double t = fmin(fmax((s[4] - radius) / s[5], s[1]), s[2]);
+        for (long long j = lo + threadIdx.x; j < hi; j += blockDim.x)
+            P[row * k + j] = (T)fmax((double)Z[row * k + j] - s[0] - t, 0.0);
+        if (lo == 0 && threadIdx.x == 0) tau[row] = t + s[0];
+    }
+}
+
 extern "C" {
 __global__ void project_simplex_f32(const float* Z, float* P, double* tau, long long n,
                                     long long k, double radius, int* nonfinite) {
@@ -252,4 +328,83 @@ __global__ void projection_jvp_warp_f64(const double* P, const double* tau, cons
     sk_projection_jvp<double>(SkWarpGroup(), P, tau, V, W, weighted, OUT, n, k, simplex, equality);
 }
 
+__global__ void simplex_split_max_f32(const float* Z, long long n, long long k,
+                                      long long chunk, double* partial, int* nonfinite) {
+    sk_split_max<float>(Z, n, k, chunk, partial, nonfinite);
+}
+__global__ void simplex_split_max_f64(const double* Z, long long n, long long k,
+                                      long long chunk, double* partial, int* nonfinite) {
+    sk_split_max<double>(Z, n, k, chunk, partial, nonfinite);
+}
+// One thread per row: the row's maximum from its chunks' and the search's first state.
+__global__ void simplex_split_start_f64(const double* partial, long long n, long long n_chunks,
+                                        double radius, double* state) {
+    for (long long row = (long long)blockIdx.x * blockDim.x + threadIdx.x; row < n;
+         row += (long long)gridDim.x * blockDim.x) {
+        double m = -sk_inf();
+        for (long long c = 0; c < n_chunks; ++c) m = fmax(m, partial[row * n_chunks + c]);
+        double* s = state + row * SK_SPLIT_STATE;
+        s[0] = m;        // the shift
+        s[1] = -radius;  // lo: g(-radius) >= 0
+        s[2] = 0.0;      // hi: g(0) < 0
+        s[3] = -radius;  // x
+        s[4] = 0.0;      // a
+        s[5] = 1.0;      // b
+        s[6] = 0.0;      // done
+        s[7] = 0.0;      // the last step was Newton's
+    }
+}
+__global__ void simplex_split_sums_f32(const float* Z, long long n, long long k,
+                                       long long chunk, const double* state, double* partial) {
+    sk_split_sums<float>(Z, n, k, chunk, state, partial);
+}
+__global__ void simplex_split_sums_f64(const double* Z, long long n, long long k,
+                                       long long chunk, const double* state, double* partial) {
+    sk_split_sums<double>(Z, n, k, chunk, state, partial);
+}
+// One thread per row: one pass of sk_simplex_threshold from the chunks' sums (in chunk
+// order); sets ``*pending`` while a row is not done.
+__global__ void simplex_split_step_f64(const double* partial, long long n, long long n_chunks,
+                                       double radius, int pass, double* state, int* pending) {
+    for (long long row = (long long)blockIdx.x * blockDim.x + threadIdx.x; row < n;
+         row += (long long)gridDim.x * blockDim.x) {
+        double* s = state + row * SK_SPLIT_STATE;
+        if (s[6] != 0.0) continue;
+        double a = 0.0, b = 0.0, inside = 0.0;
+        for (long long c = 0; c < n_chunks; ++c) {
+            const double* q = partial + 3 * (row * n_chunks + c);
+            a += q[0];
+            b += q[1];
+            inside += q[2];
+        }
+        const double x = s[3];
+        double lo = s[1], hi = s[2];
+        s[4] = a;
+        s[5] = b;
+        const double gx = a - x * b - radius;  // b >= 1: x < 0 = the shifted maximum
+        bool stop = sk_is_root(gx, fabs(a) + fabs(x) * b + radius) || inside == 0.0;
+        if (!stop) {
+            if (gx > 0.0) lo = x; else hi = x;
+            bool last_newton = s[7] != 0.0;
+            const double next = sk_next_point((a - radius) / b, true, lo, hi, pass, last_newton);
+            s[1] = lo;
+            s[2] = hi;
+            s[3] = next;
+            s[7] = last_newton ? 1.0 : 0.0;
+            stop = !(lo < next && next < hi) || pass + 1 >= SK_MAX_PASSES;
+        }
+        if (stop) s[6] = 1.0;
+        else atomicExch(pending, 1);
+    }
+}
+__global__ void simplex_split_write_f32(const float* Z, float* P, double* tau, long long n,
+                                        long long k, long long chunk, double radius,
+                                        const double* state) {
+    sk_split_write<float>(Z, P, tau, n, k, chunk, radius, state);
+}
+__global__ void simplex_split_write_f64(const double* Z, double* P, double* tau, long long n,
+                                        long long k, long long chunk, double radius,
+                                        const double* state) {
+    sk_split_write<double>(Z, P, tau, n, k, chunk, radius, state);
+}
 }  // extern "C"
