@@ -123,6 +123,35 @@ def test_extreme_softmax_sgd_fits_on_the_gpu_as_on_the_cpu(cupy_backend, sparse,
     assert again.coef_.shape == cpu.coef_.shape
 
 
+@pytest.mark.filterwarnings("ignore:.*diverged")       # random labels: the NLL may rise
+@pytest.mark.parametrize("sparse", [True, False])
+def test_gpu_fit_records_the_cpu_fits_nll_history(cupy_backend, sparse, monkeypatch):
+    """With eval_every, a device="cuda" fit computes its training NLL on the device (the
+    rows moved there once per fit, float64 scores, log space): the CPU fit's history, for
+    fit, a warm u from the NLL, and partial_fit; no device array is left on the model."""
+    rng = np.random.default_rng(6)
+    X, y = _problem(rng, n=80, sparse=sparse, dtype=np.float32)
+    X = X * np.float32(0.3)
+    on_device = []
+    device_nll = ExtremeSoftmaxSGD._device_nll
+    monkeypatch.setattr(ExtremeSoftmaxSGD, "_device_nll",
+                        lambda self, *a: on_device.append(1) or device_nll(self, *a))
+    params = {"method": "implicit", "n_sampled": 2, "batch_size": 4, "n_epochs": 3,
+              "eval_every": 1, "eval_size": 50, "random_state": 0}
+    cpu = ExtremeSoftmaxSGD(**params).fit(X, y)
+    gpu = ExtremeSoftmaxSGD(**params, device="cuda").fit(X, y)
+    assert len(gpu.loss_curve_) == 4
+    np.testing.assert_allclose(gpu.loss_curve_, cpu.loss_curve_, rtol=1e-5)
+    for est in (cpu, gpu):
+        est.set_params(warm_start=True, u_init="exact").fit(X, y)
+        est.partial_fit(X[:30], y[:30])
+    np.testing.assert_allclose(gpu.loss_curve_, cpu.loss_curve_, rtol=1e-5)
+    np.testing.assert_allclose(gpu.u_, cpu.u_, rtol=1e-4, atol=1e-5)
+    assert len(on_device) == 10       # 4 + 1 (warm u) + 4 + 1 (partial_fit); none on the CPU
+    assert not any(type(v).__module__.split(".")[0] in ("cupy", "_cupy_standin")
+                   for v in vars(gpu).values())
+
+
 def test_extreme_softmax_sgd_gpu_refuses_what_it_does_not_run(cupy_backend):
     cp = cupy_backend
     rng = np.random.default_rng(4)

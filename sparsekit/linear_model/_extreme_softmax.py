@@ -24,7 +24,7 @@ from sparsekit.gpu._cupy import require_cupy
 from sparsekit.gpu.datafits import is_device_matrix
 from sparsekit.gpu.softmax_sgd import DeviceRows, softmax_epoch_gpu
 from sparsekit.gpu.softmax_sgd import MAX_SAMPLED as GPU_MAX_SAMPLED
-from sparsekit.linear_model._device_input import device_scores, fit_device
+from sparsekit.linear_model._device_input import device_scores, fit_device, to_device
 from sparsekit._cython._softmax_sgd import (METHODS, hashed_scores, softmax_epoch,
                                             softmax_epoch_parallel)
 from sparsekit.losses._softmax import _chunks, _log_softmax, _shifted_log_normalizer, softmax_scores
@@ -221,7 +221,8 @@ class ExtremeSoftmaxSGD(SparsekitClassifier):
         sparsekit[gpu]``): one warp per example of a batch, the steps of a batch from the
         weights at its start, then atomic updates, with the CPU driver's class draws: the
         same model as on the CPU up to rounding. Give it a larger ``batch_size`` (e.g.
-        256): a batch is two kernel launches. For every method, with ``alpha=0``,
+        256): a batch is two kernel launches; the training NLL is computed on the device
+        too. For every method, with ``alpha=0``,
         ``n_sampled <= 64``, dense weights (no ``n_weights``) and ``shared_classes=False``.
         X may be a CuPy array or a cupyx sparse matrix; CuPy input gives CuPy predictions
         (whatever ``device``); the fitted attributes are NumPy arrays.
@@ -511,11 +512,33 @@ class ExtremeSoftmaxSGD(SparsekitClassifier):
         return self._nll(X, y_idx)
 
     def _nll(self, X, y_idx):
-        """Per-row NLL of the current weights, a chunk of rows at a time."""
+        """Per-row NLL of the current weights, a chunk of rows at a time (on the GPU for a
+        ``device="cuda"`` fit with dense weights: :meth:`_device_nll`)."""
+        if self.device == "cuda" and self._n_weights is None:
+            return self._device_nll(X, y_idx)
         nll = np.empty(X.shape[0])
         for rows in _chunks(X.shape[0], len(self.classes_)):
             Z, log_norm = _shifted_log_normalizer(self._scores(X[rows]))
             nll[rows] = log_norm - Z[np.arange(Z.shape[0]), y_idx[rows]]
+        return nll
+
+    def _device_nll(self, X, y_idx):
+        """:meth:`_nll` on the GPU: float64 scores of a chunk of rows at a time, the exact
+        log-softmax in log space; the rows of host ``X`` go to the device once per fit (kept
+        in ``_gpu_eval`` while the same ``X`` is asked for)."""
+        cp = require_cupy()
+        kept = getattr(self, "_gpu_eval", None)
+        if kept is None or kept[0] is not X:
+            kept = self._gpu_eval = (X, to_device(X))
+        Xd = kept[1]
+        coef, intercept = self.coef_.astype(np.float64), self.intercept_.astype(np.float64)
+        nll = np.empty(X.shape[0])
+        for rows in _chunks(X.shape[0], len(self.classes_)):
+            S = device_scores(Xd[rows], coef, intercept)
+            Z = S - S.max(axis=1, keepdims=True)
+            labels = cp.asarray(y_idx[rows])
+            nll[rows] = (cp.log(cp.exp(Z).sum(axis=1))
+                         - Z[cp.arange(Z.shape[0]), labels]).get()
         return nll
 
     def _scores(self, X):
@@ -823,6 +846,7 @@ class ExtremeSoftmaxSGD(SparsekitClassifier):
                           f"{self.n_epochs} epochs; increase n_epochs", ConvergenceWarning)
         self.u_ = u
         self.__dict__.pop("_gpu_state", None)
+        self.__dict__.pop("_gpu_eval", None)
         self._end_fit_task(context, X, y, sample_weight)
         return self
 
@@ -910,6 +934,7 @@ class ExtremeSoftmaxSGD(SparsekitClassifier):
             self._progress(self.n_iter_)
         self.u_ = u
         self.__dict__.pop("_gpu_state", None)
+        self.__dict__.pop("_gpu_eval", None)
         return self
 
     # ------------------------------------------------------------------ prediction
