@@ -263,7 +263,7 @@ __device__ void sk_split_write(const T* Z, T* P, double* tau, long long n, long 
         const long long row = p / n_chunks, lo = (p % n_chunks) * chunk;
         const long long hi = lo + chunk < k ? lo + chunk : k;
         const double* s = state + row * SK_SPLIT_STATE;
-        const double t = fmin(fmax((s[4] - radius) / s[5], s[1]), s[2]);
+        const double t = sk_simplex_tau(s[4], s[5], radius, s[1], s[2]);
         for (long long j = lo + threadIdx.x; j < hi; j += blockDim.x)
             P[row * k + j] = (T)fmax((double)Z[row * k + j] - s[0] - t, 0.0);
         if (lo == 0 && threadIdx.x == 0) tau[row] = t + s[0];
@@ -377,22 +377,16 @@ __global__ void simplex_split_step_f64(const double* partial, long long n, long 
             b += q[1];
             inside += q[2];
         }
-        const double x = s[3];
-        double lo = s[1], hi = s[2];
+        double lo = s[1], hi = s[2], x = s[3];
+        bool last_newton = s[7] != 0.0;
+        const bool stop = sk_simplex_step(a, b, inside, radius, pass, lo, hi, x, last_newton)
+                          || pass + 1 >= SK_MAX_PASSES;
+        s[1] = lo;
+        s[2] = hi;
+        s[3] = x;
         s[4] = a;
         s[5] = b;
-        const double gx = a - x * b - radius;  // b >= 1: x < 0 = the shifted maximum
-        bool stop = sk_is_root(gx, fabs(a) + fabs(x) * b + radius) || inside == 0.0;
-        if (!stop) {
-            if (gx > 0.0) lo = x; else hi = x;
-            bool last_newton = s[7] != 0.0;
-            const double next = sk_next_point((a - radius) / b, true, lo, hi, pass, last_newton);
-            s[1] = lo;
-            s[2] = hi;
-            s[3] = next;
-            s[7] = last_newton ? 1.0 : 0.0;
-            stop = !(lo < next && next < hi) || pass + 1 >= SK_MAX_PASSES;
-        }
+        s[7] = last_newton ? 1.0 : 0.0;
         if (stop) s[6] = 1.0;
         else atomicExch(pending, 1);
     }

@@ -156,10 +156,31 @@ __device__ __forceinline__ bool sk_is_root(double g, double scale) {
     return fabs(g) <= 8.0 * 2.220446049250313e-16 * scale;
 }
 
+// One pass of the simplex threshold search on the shifted row (maximum 0), from the sums
+// at the point x: a = sum of the entries above x, b their count (>= 1: x < 0), inside the
+// entries strictly inside (lo, hi). Returns true when the search stops (a root of
+// g(x) = a - x b - radius, or nothing left inside the bracket, or the bracket exhausted in
+// floating point); else moves the bracket and x. The search starts at lo = x = -radius,
+// hi = 0 (g(-radius) >= 0 > g(0)); the threshold is then sk_simplex_tau.
+__device__ __forceinline__ bool sk_simplex_step(double a, double b, double inside, double radius,
+                                                int pass, double& lo, double& hi, double& x,
+                                                bool& last_newton) {
+    const double gx = a - x * b - radius;
+    if (sk_is_root(gx, fabs(a) + fabs(x) * b + radius) || inside == 0.0) return true;
+    if (gx > 0.0) lo = x; else hi = x;
+    x = sk_next_point((a - radius) / b, true, lo, hi, pass, last_newton);
+    return !(lo < x && x < hi);
+}
+
+__device__ __forceinline__ double sk_simplex_tau(double a, double b, double radius, double lo,
+                                                 double hi) {
+    return fmin(fmax((a - radius) / b, lo), hi);
+}
+
 template <typename T, typename G>
 __device__ double sk_simplex_threshold(const G& g, const T* z, long long k, double zmax,
                                        double radius) {
-    double lo = -radius, hi = 0.0, x = -radius;  // g(-radius) >= 0 > g(0)
+    double lo = -radius, hi = 0.0, x = -radius;
     double a = 0.0, b = 1.0;
     bool last_newton = false;
     for (int pass = 0; pass < SK_MAX_PASSES; ++pass) {
@@ -171,13 +192,9 @@ __device__ double sk_simplex_threshold(const G& g, const T* z, long long k, doub
             if (v > lo && v < hi) inside += 1.0;
         }
         g.sum4(a, b, inside, unused);
-        const double gx = a - x * b - radius;  // b >= 1: x < 0 = the shifted maximum
-        if (sk_is_root(gx, fabs(a) + fabs(x) * b + radius) || inside == 0.0) break;
-        if (gx > 0.0) lo = x; else hi = x;
-        x = sk_next_point((a - radius) / b, true, lo, hi, pass, last_newton);
-        if (!(lo < x && x < hi)) break;  // bracket exhausted in floating point
+        if (sk_simplex_step(a, b, inside, radius, pass, lo, hi, x, last_newton)) break;
     }
-    return fmin(fmax((a - radius) / b, lo), hi);
+    return sk_simplex_tau(a, b, radius, lo, hi);
 }
 
 #endif  // SPARSEKIT_ROW_COMMON_CU
