@@ -517,7 +517,10 @@ def main():
     datasets = args.datasets or (["a9a", "w8a", "synthetic-2000"] if args.quick else DATASETS)
     Cs = args.Cs or ([1.0] if args.quick else [0.1, 1.0, 10.0])
     cache = args.cache
-    results = json.loads(cache.read_text()) if args.resume and cache.exists() else {}
+    results = (json.loads(cache.read_text())
+               if (args.resume or args.report_only) and cache.exists() else {})
+    if args.report_only and not results:
+        parser.error(f"--report-only: no results in {cache}")
     for ds in [] if args.report_only or args.path_only or not args.rerun else datasets:
         todo = [C for C in Cs if f"{ds}|{C:g}" in results]
         if todo:
