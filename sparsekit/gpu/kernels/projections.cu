@@ -206,18 +206,29 @@ __device__ void sk_projection_jvp(const G& g, const T* P, const double* tau, con
 // lo and hi, the point x, the sums a and b at it, done, and the last step's kind.
 #define SK_SPLIT_STATE 8
 
+// The (row, chunk) pair p = row * n_chunks + c of rows of k entries: its row and its
+// entries [lo, hi).
+struct SkChunk {
+    long long row, lo, hi;
+};
+__device__ __forceinline__ long long sk_n_chunks(long long k, long long chunk) {
+    return (k + chunk - 1) / chunk;
+}
+__device__ __forceinline__ SkChunk sk_chunk(long long p, long long k, long long chunk) {
+    const long long n_chunks = sk_n_chunks(k, chunk), lo = (p % n_chunks) * chunk;
+    return SkChunk{p / n_chunks, lo, lo + chunk < k ? lo + chunk : k};
+}
+
 template <typename T>
 __device__ void sk_split_max(const T* Z, long long n, long long k, long long chunk,
                              double* partial, int* nonfinite) {
     __shared__ double smem[128];
-    const long long n_chunks = (k + chunk - 1) / chunk;
-    for (long long p = blockIdx.x; p < n * n_chunks; p += gridDim.x) {
-        const long long row = p / n_chunks, lo = (p % n_chunks) * chunk;
-        const long long hi = lo + chunk < k ? lo + chunk : k;
-        const T* z = Z + row * k;
+    for (long long p = blockIdx.x; p < n * sk_n_chunks(k, chunk); p += gridDim.x) {
+        const SkChunk c = sk_chunk(p, k, chunk);
+        const T* z = Z + c.row * k;
         double m = -sk_inf();
         bool bad = false;
-        for (long long j = lo + threadIdx.x; j < hi; j += blockDim.x) {
+        for (long long j = c.lo + threadIdx.x; j < c.hi; j += blockDim.x) {
             const double v = (double)z[j];
             bad |= !isfinite(v);
             m = fmax(m, v);
@@ -232,16 +243,14 @@ template <typename T>
 __device__ void sk_split_sums(const T* Z, long long n, long long k, long long chunk,
                               const double* state, double* partial) {
     __shared__ double smem[128];
-    const long long n_chunks = (k + chunk - 1) / chunk;
-    for (long long p = blockIdx.x; p < n * n_chunks; p += gridDim.x) {
-        const long long row = p / n_chunks, lo = (p % n_chunks) * chunk;
-        const long long hi = lo + chunk < k ? lo + chunk : k;
-        const double* s = state + row * SK_SPLIT_STATE;
+    for (long long p = blockIdx.x; p < n * sk_n_chunks(k, chunk); p += gridDim.x) {
+        const SkChunk c = sk_chunk(p, k, chunk);
+        const double* s = state + c.row * SK_SPLIT_STATE;
         if (s[6] != 0.0) continue;  // the row is done (the same for the whole block)
-        const T* z = Z + row * k;
+        const T* z = Z + c.row * k;
         const double zmax = s[0], blo = s[1], bhi = s[2], x = s[3];
         double a = 0.0, b = 0.0, inside = 0.0, unused = 0.0;
-        for (long long j = lo + threadIdx.x; j < hi; j += blockDim.x) {
+        for (long long j = c.lo + threadIdx.x; j < c.hi; j += blockDim.x) {
             const double v = (double)z[j] - zmax;
             if (v > x) { a += v; b += 1.0; }
             if (v > blo && v < bhi) inside += 1.0;
@@ -258,15 +267,13 @@ __device__ void sk_split_sums(const T* Z, long long n, long long k, long long ch
 template <typename T>
 __device__ void sk_split_write(const T* Z, T* P, double* tau, long long n, long long k,
                                long long chunk, double radius, const double* state) {
-    const long long n_chunks = (k + chunk - 1) / chunk;
-    for (long long p = blockIdx.x; p < n * n_chunks; p += gridDim.x) {
-        const long long row = p / n_chunks, lo = (p % n_chunks) * chunk;
-        const long long hi = lo + chunk < k ? lo + chunk : k;
-        const double* s = state + row * SK_SPLIT_STATE;
+    for (long long p = blockIdx.x; p < n * sk_n_chunks(k, chunk); p += gridDim.x) {
+        const SkChunk c = sk_chunk(p, k, chunk);
+        const double* s = state + c.row * SK_SPLIT_STATE;
         const double t = sk_simplex_tau(s[4], s[5], radius, s[1], s[2]);
-        for (long long j = lo + threadIdx.x; j < hi; j += blockDim.x)
-            P[row * k + j] = (T)fmax((double)Z[row * k + j] - s[0] - t, 0.0);
-        if (lo == 0 && threadIdx.x == 0) tau[row] = t + s[0];
+        for (long long j = c.lo + threadIdx.x; j < c.hi; j += blockDim.x)
+            P[c.row * k + j] = (T)fmax((double)Z[c.row * k + j] - s[0] - t, 0.0);
+        if (c.lo == 0 && threadIdx.x == 0) tau[c.row] = t + s[0];
     }
 }
 
