@@ -222,10 +222,10 @@ class ExtremeSoftmaxSGD(SparsekitClassifier):
         weights at its start, then atomic updates, with the CPU driver's class draws: the
         same model as on the CPU up to rounding. Give it a larger ``batch_size`` (e.g.
         256): a batch is two kernel launches; the training NLL is computed on the device
-        too. For every method, with ``alpha=0``,
-        ``n_sampled <= 64``, dense weights (no ``n_weights``) and ``shared_classes=False``.
-        X may be a CuPy array or a cupyx sparse matrix; CuPy input gives CuPy predictions
-        (whatever ``device``); the fitted attributes are NumPy arrays.
+        too. For every method, with ``alpha=0``, ``n_sampled <= 64``, dense weights (no
+        ``n_weights``) and ``shared_classes=False``. X may be a CuPy array or a cupyx
+        sparse matrix; CuPy input gives CuPy predictions (whatever ``device``); the fitted
+        attributes are NumPy arrays.
 
     Attributes
     ----------
