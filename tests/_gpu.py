@@ -156,13 +156,15 @@ def kernel_launches(dtype, n=5, k=70, seed=0):
     launches.append(("softmax_sgd.cu", f"sgd_update_{s}",
                      [data, indices, indptr, i32(0), i64(D), i32(1), rows, classes,
                       np.nan_to_num(coef) + 0.1, R2, i64(D + 1), i64(n), i32(m)], (R2,)))
-    # the one-warp-per-row twins of the row kernels, on the same inputs
+    # the one-warp-per-row twins of the row kernels (those that have one), on the same inputs
+    from sparsekit.gpu._kernels import kernel_source
+
     for file, name, args, outputs in list(launches):
-        if file in ("projections.cu", "sparsemax_loss.cu") and "_split_" not in name:
+        twin = f"{name[:-4]}_warp{name[-4:]}"
+        if f" {twin}(" in kernel_source(file):
             fresh = {id(o): np.full_like(o, np.nan) if o.dtype.kind == "f" else np.zeros_like(o)
                      for o in outputs}
-            launches.append((file, f"{name[:-4]}_warp{name[-4:]}",
-                             [fresh.get(id(a), a) for a in args],
+            launches.append((file, twin, [fresh.get(id(a), a) for a in args],
                              tuple(fresh[id(o)] for o in outputs)))
     if s == "f64":  # the logistic terms are float64 whatever X's dtype: on n * k margins
         m = (rng.normal(size=n * k) * 30).astype(np.float64)
