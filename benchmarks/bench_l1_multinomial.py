@@ -251,8 +251,8 @@ def main():
     parser.add_argument("--fresh", action="store_true", help="ignore cached results")
     parser.add_argument("--rerun-oba", action="store_true",
                         help="run OBA's ladders (and --threads) of the selected rows again "
-                             "and keep their cached saga runs (extended when OBA's new best "
-                             "or time asks for more)")
+                             "and keep their cached saga runs (extended when OBA's new best, "
+                             "time or the new caps ask for more)")
     parser.add_argument("--threads", action="store_true",
                         help="also time n_jobs=1 and 2 on each set at the first factor")
     args = parser.parse_args()
@@ -283,7 +283,9 @@ def main():
                 print(f"{key}: C = {C:.4g}", flush=True)
                 oba = oba_runs(X, y, C, l1_ratio, args.cap)
                 best = min(r["F"] for r in oba)
-                kept = old.get("saga", []) if args.rerun_oba and same else []
+                # saga's runs do not depend on the caps (each is a fixed number of epochs at
+                # tol 0): a new cap only moves where its ladder stops
+                kept = old.get("saga", []) if args.rerun_oba else []
                 saga = saga_runs(X, y, C, l1_ratio, saga_cap(oba, args.cap, args.saga_max),
                                  best * (1 + 0.1 * TARGET), kept)
                 cache[key] = {"shape": shape, "C": C, "factor": factor, "l1_ratio": l1_ratio,
