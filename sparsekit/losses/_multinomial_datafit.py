@@ -229,24 +229,25 @@ class Multinomial:
         X = self.X[:, H._cols]
         X = X.tocsr() if sp.issparse(X) else np.asfortranarray(X)
         block = min(n, block or max(512, (1 << 18) // max(m, 1)))
-        if self._work.size < (c + 1 + 3 * m) * block:
-            self._work = np.empty((c + 1 + 3 * m) * block)
+        size = (c + 1 + K + 2 * m) * block
+        if self._work.size < size:
+            self._work = np.empty(size)
         G = np.zeros((m, m), order="F")
         for start in range(0, n, block):
             nb = min(block, n - start)
             stop = start + nb
-            views = np.split(self._work[:(c + 1 + 3 * m) * nb], np.cumsum([c + 1, m, m]) * nb)
-            rows, S, E, P = (v.reshape(-1, nb) for v in views)   # contiguous, for BLAS
+            views = np.split(self._work[:(c + 1 + K + 2 * m) * nb],
+                             np.cumsum([c + 1, K, m]) * nb)
+            rows, Q, S, E = (v.reshape(-1, nb) for v in views)   # contiguous, for BLAS
             rows[:c] = (X[start:stop].toarray() if sp.issparse(X) else X[start:stop]).T
             rows[c] = 1.0                                       # the intercept's column
+            rows *= np.sqrt(self._sw[start:stop])
+            np.sqrt(self._P[start:stop].T, out=Q)               # √p, classes × rows
             # (mode "clip": with "raise", take buffers its output; the indices are valid)
-            np.take(np.ascontiguousarray(self._P[start:stop].T), entry_class, axis=0,
-                    out=P, mode="clip")                           # entries × rows
-            np.take(rows, entry_col, axis=0, out=S, mode="clip")
-            S *= np.sqrt(self._sw[start:stop])
-            np.multiply(S, P, out=E)                                      # Eᵀ of the block
-            np.sqrt(P, out=P)
-            S *= P
+            np.take(rows, entry_col, axis=0, out=S, mode="clip")  # entries × rows
+            np.take(Q, entry_class, axis=0, out=E, mode="clip")
+            S *= E                                              # √(s/n) x̃ √p
+            E *= S                                              # Eᵀ of the block
             for k in range(K):
                 a, b = bounds[k], bounds[k + 1]
                 if b > a:
