@@ -201,3 +201,39 @@ def test_progress_bar_on_every_estimator_and_through_grid_search(iris, name):
     search = GridSearchCV(make().set_callbacks(recorder), {"fit_intercept": [True]}, cv=2)
     search.fit(X, y)              # a callback set on the estimator goes with its clones
     assert search.best_estimator_ is not None
+
+
+#: estimators whose ``n_jobs`` runs OpenMP threads in the compiled kernels
+OPENMP_FITS = {
+    "L1LogisticOBA(multinomial)": lambda: L1LogisticOBA(C=10.0, multiclass="multinomial",
+                                                        n_jobs=2),
+    "ExtremeSoftmaxSGD": lambda: ExtremeSoftmaxSGD(n_epochs=3, random_state=0, n_jobs=2),
+}
+
+
+def _fit_in_child(name, X, y, queue):
+    queue.put(OPENMP_FITS[name]().fit(X, y).score(X, y))
+
+
+@pytest.mark.parametrize("name", OPENMP_FITS)
+def test_a_forked_child_fits_in_parallel_after_the_parent_did(iris, name):
+    # GNU OpenMP keeps a thread pool that a forked child does not inherit: a child of a
+    # process that ran a parallel region must still finish its own parallel fit
+    # (multiprocessing's "fork" start method; a Process, not a Pool's daemon worker, in
+    # which joblib's effective_n_jobs, hence the kernels, would run one thread)
+    import multiprocessing
+
+    if "fork" not in multiprocessing.get_all_start_methods():
+        pytest.skip("no fork on this platform")
+    X, y = iris
+    expected = OPENMP_FITS[name]().fit(X, y).score(X, y)
+    context = multiprocessing.get_context("fork")
+    queue = context.Queue()
+    child = context.Process(target=_fit_in_child, args=(name, X, y, queue))
+    child.start()
+    try:
+        assert queue.get(timeout=60) == expected
+    finally:
+        child.join(5)
+        if child.is_alive():
+            child.kill()
