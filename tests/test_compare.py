@@ -26,6 +26,21 @@ def test_multiclass_table_lists_every_model_against_logistic_regression():
                for m in measurements.values())
 
 
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+def test_probability_fits_are_capped_by_the_budget_and_say_so():
+    """On the user's large data no fit runs away: each is capped at about FIT_BUDGETS
+    budgets (sparsekit's by a callback, scikit-learn's by iterations or epochs) and a row
+    whose fit the cap ended is marked; LIBLINEAR has no cap to apply."""
+    rows = compare.compare_multiclass(1, budget=1e-4).rows
+    names = [r[0] for r in rows]
+    stopped = " [stopped by the budget]"
+    assert names[:4] == [name + stopped for name in (
+        "sparsekit SparsemaxClassifier", "sparsekit ExtremeSoftmaxSGD",
+        "scikit-learn LogisticRegression (lbfgs)", "scikit-learn SGDClassifier (log_loss)")]
+    assert names[4] == "LIBLINEAR -s 0 -B 1 (one-vs-rest)"
+    assert all(0.0 < float(r[2]) <= 1.0 for r in rows)     # stopped early, still a model
+
+
 def test_a_failing_peer_is_listed_with_its_error_and_the_others_still_run(monkeypatch):
     solvers = compare._l1_solvers
 

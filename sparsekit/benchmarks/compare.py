@@ -21,7 +21,10 @@
   once go to training): SparsemaxClassifier (and ExtremeSoftmaxSGD for more than two
   classes) vs multinomial LogisticRegression, SGDClassifier(log_loss) and LIBLINEAR
   ``-s 0 -B 1`` (every model with an intercept, at its defaults), and fastText from 20
-  classes on; time, test accuracy, mean support of ``predict_proba``. fastText reads one
+  classes on; time, test accuracy, mean support of ``predict_proba``. Each fit but
+  LIBLINEAR's and fastText's is capped at about three ``--budget``s of time (sparsekit's by
+  a callback that stops it, scikit-learn's by their iterations or epochs) and its row says
+  "stopped by the budget" when the cap ended it. fastText reads one
   token per nonzero feature (repeated for whole counts) and runs its tutorial's recipe for
   small data (25 epochs, learning rate 1, halved while it diverges), on one thread from
   explicit U(-1/dim, 1/dim) word vectors: fastText 0.9.x initializes only a tenth of them
@@ -142,28 +145,36 @@ L1_DEFAULT_TOL = 1e-8
 L1_LADDER = (1e-1, 1e-2, 1e-3, 1e-4, 1e-5, 1e-6, 1e-7, 1e-8)
 
 
-#: saga's epochs are capped so that one fit takes about this many times ``--budget``: its
-#: tol 1e-6 took 539 s (20,000 epochs) on w8a
-SAGA_BUDGETS = 3
+#: an iterative fit is capped so that it takes about this many times ``--budget`` (by its
+#: iterations or epochs, or by a callback that stops it): saga's tol 1e-6 took 539 s
+#: (20,000 epochs) on w8a
+FIT_BUDGETS = 3
 
 
-def _saga_max_iter(X, y, C, budget, fit_intercept=False):
-    """Epochs of saga that fit in SAGA_BUDGETS x ``budget`` seconds, from the time of one."""
+def _max_iter_within(fit_with, budget, most):
+    """The iterations (epochs) of ``fit_with(max_iter)`` that fit in FIT_BUDGETS x
+    ``budget`` seconds, from the time of a fit with one; at most ``most``."""
     if not np.isfinite(budget):
-        return 20000
+        return most
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
         t0 = time.perf_counter()
-        LogisticRegression(C=C, solver="saga", fit_intercept=fit_intercept, max_iter=1,
-                           **_L1).fit(X, y)
-        epoch = time.perf_counter() - t0
-    return int(np.clip(SAGA_BUDGETS * budget / max(epoch, 1e-9), 1, 20000))
+        fit_with(1)
+        one = time.perf_counter() - t0
+    return int(np.clip(FIT_BUDGETS * budget / max(one, 1e-9), 1, most))
+
+
+def _saga_max_iter(X, y, C, budget, fit_intercept=False):
+    """Epochs of saga (at most 20,000) that fit in FIT_BUDGETS x ``budget`` seconds."""
+    return _max_iter_within(lambda epochs: LogisticRegression(
+        C=C, solver="saga", fit_intercept=fit_intercept, max_iter=epochs, **_L1).fit(X, y),
+        budget, 20000)
 
 
 def _l1_solvers(X, y, C, budget=np.inf):
     """(name, fit_at) for every installed l1-logistic solver, same objective:
     ``fit_at(tol)`` fits at that tolerance and returns the coefficients; None when the
-    peer is not installed. saga's epochs are capped by ``budget`` (:data:`SAGA_BUDGETS`)."""
+    peer is not installed. saga's epochs are capped by ``budget`` (:data:`FIT_BUDGETS`)."""
     n = X.shape[0]
     yield "sparsekit L1LogisticOBA", lambda tol: L1LogisticOBA(
         C=C, tol=tol, fit_intercept=False).fit(X, y).coef_.ravel()
@@ -273,13 +284,16 @@ def _multinomial_objective(coef, intercept, X, y, C):
 
 class _TimeLimit:
     """A scikit-learn fit callback asking the fit to stop once ``seconds`` have passed since
-    it began (checked at the end of each iteration)."""
+    it began (checked at the end of each iteration); ``stopped`` tells whether it stopped
+    the last fit."""
 
     def __init__(self, seconds):
         self.seconds = seconds
+        self.stopped = False
 
     def setup(self, estimator, context):
         self._start = time.perf_counter()
+        self.stopped = False
 
     def teardown(self, estimator, context):
         pass
@@ -288,17 +302,18 @@ class _TimeLimit:
         pass
 
     def on_fit_task_end(self, estimator, context, *, X=None, y=None):
-        return time.perf_counter() - self._start > self.seconds
+        self.stopped = self.stopped or time.perf_counter() - self._start > self.seconds
+        return self.stopped
 
 
 def _multinomial_solvers(X, y, C, budget=np.inf):
     """(name, fit) for the multinomial l1 solvers, same objective (intercepts free); each
-    fit is capped at about SAGA_BUDGETS x ``budget`` seconds (OBA by a callback that stops
+    fit is capped at about FIT_BUDGETS x ``budget`` seconds (OBA by a callback that stops
     it, saga by its epochs)."""
     def oba():
         model = L1LogisticOBA(C=C, tol=L1_DEFAULT_TOL, multiclass="multinomial")
         if np.isfinite(budget):
-            model.set_callbacks(_TimeLimit(SAGA_BUDGETS * budget))
+            model.set_callbacks(_TimeLimit(FIT_BUDGETS * budget))
         return model.fit(X, y)
     yield "sparsekit L1LogisticOBA", oba
     epochs = _saga_max_iter(X, y, C, budget, fit_intercept=True)
@@ -318,18 +333,34 @@ def compare_l1_multinomial(repeat, C=1.0, data=None, budget=np.inf, announce=Non
     return _objective_table(
         f"multinomial l1-logistic, {data.name} {X.shape}, {data.classes.size} classes, "
         f"C={C:g}, intercepts free (LIBLINEAR, skglm and celer are one-vs-rest only); tol 1e-8 "
-        f"(saga 1e-6), each in its own measure, each fit capped at ~{SAGA_BUDGETS} x "
+        f"(saga 1e-6), each in its own measure, each fit capped at ~{FIT_BUDGETS} x "
         f"{budget:g} s; median (min-max) of {repeat} fits", "F(W, b)", "W", rows)
 
 
-def _multiclass_models(n_classes=10):
-    yield "sparsekit SparsemaxClassifier", lambda: SparsemaxClassifier(alpha=1e-3, max_iter=500)
-    if n_classes > 2:  # a softmax for many classes; two are LogisticRegression's ground
-        yield "sparsekit ExtremeSoftmaxSGD", lambda: ExtremeSoftmaxSGD(random_state=0)
-    yield "scikit-learn LogisticRegression (lbfgs)", lambda: LogisticRegression(
-        C=1.0, max_iter=2000)
-    yield "scikit-learn SGDClassifier (log_loss)", lambda: SGDClassifier(
-        loss="log_loss", alpha=1e-4, max_iter=20, tol=None, random_state=0)
+def _multiclass_models(X, y, budget=np.inf):
+    """(name, make, stopped) of the probability models on training data ``X, y``: ``make()``
+    returns a model to fit, capped at about FIT_BUDGETS x ``budget`` seconds (sparsekit's by
+    a callback that stops them, scikit-learn's by their iterations or epochs, from the time
+    of one), and ``stopped(model)`` tells whether that cap ended its last fit."""
+    def limited(make):
+        limit = _TimeLimit(FIT_BUDGETS * budget)
+        return (lambda: make().set_callbacks(limit)), lambda fitted: limit.stopped
+    yield "sparsekit SparsemaxClassifier", *limited(
+        lambda: SparsemaxClassifier(alpha=1e-3, max_iter=500))
+    if np.unique(y).size > 2:  # a softmax for many classes; two are LogisticRegression's
+        yield "sparsekit ExtremeSoftmaxSGD", *limited(lambda: ExtremeSoftmaxSGD(random_state=0))
+    iters = _max_iter_within(lambda k: LogisticRegression(C=1.0, max_iter=k).fit(X, y),
+                             budget, 2000)
+    yield ("scikit-learn LogisticRegression (lbfgs)",
+           lambda: LogisticRegression(C=1.0, max_iter=iters),
+           lambda fitted: iters < 2000 and fitted.n_iter_.max() >= iters)
+    epochs = _max_iter_within(lambda k: SGDClassifier(
+        loss="log_loss", alpha=1e-4, max_iter=k, tol=None, random_state=0).fit(X, y),
+        budget, 20)
+    yield ("scikit-learn SGDClassifier (log_loss)",
+           lambda: SGDClassifier(loss="log_loss", alpha=1e-4, max_iter=epochs, tol=None,
+                                 random_state=0),
+           lambda fitted: epochs < 20)
 
 
 #: fastText joins the probability table from this many classes on: a text classifier for
@@ -465,9 +496,18 @@ def compare_multiclass(repeat, data=None, budget=np.inf, announce=None):
         proba = model.predict_proba(X_test)
         return model.score(X_test, y_test), float(np.mean(np.sum(proba > 0, axis=1)))
 
-    rows = [_measure(name, lambda make=make: make().fit(X_train, y_train), repeat, describe,
-                     budget, announce)
-            for name, make in _multiclass_models(data.classes.size)]
+    rows = []
+    for name, make, stopped in _multiclass_models(X_train, y_train, budget):
+        capped = []
+
+        def described(model, stopped=stopped, capped=capped):
+            capped.append(stopped(model))
+            return describe(model)
+        row = _measure(name, lambda make=make: make().fit(X_train, y_train), repeat,
+                       described, budget, announce)
+        if any(capped):
+            row[0] += " [stopped by the budget]"
+        rows.append(row)
     rows.append(_liblinear_multiclass(X_train, y_train, X_test, y_test, repeat, budget,
                                       announce))
     if data.classes.size >= FASTTEXT_MIN_CLASSES:
@@ -479,7 +519,8 @@ def compare_multiclass(repeat, data=None, budget=np.inf, announce=None):
     _format_rows(rows, base, {2: "{:.4f}".format, 3: "{:.2f}".format})
     return Table(f"class probabilities, {data.name} {data.X.shape}, {data.classes.size} "
                  f"classes (70/30 split), every model with an intercept; median (min-max) of "
-                 f"{repeat} fits", ["model", "fit time", "test accuracy",
+                 f"{repeat} fits; fits capped at ~{FIT_BUDGETS} x {budget:g} s but LIBLINEAR's "
+                 f"and fastText's", ["model", "fit time", "test accuracy",
                                     "mean classes with p>0", "time / LogisticRegression"],
                  rows, measurements)
 
@@ -639,7 +680,8 @@ def main(argv=None):
     parser.add_argument("--C", type=_positive_float, default=1.0,
                         help="inverse l1 strength of the l1 table")
     parser.add_argument("--budget", type=_positive_float, default=10.0,
-                        help="seconds: a slower warm-up fit is timed alone")
+                        help="seconds: a slower warm-up fit is timed alone, and the "
+                             "iterative fits are capped at about 3 times this")
     parser.add_argument("--json", action="store_true", help="print JSON, not tables")
     parser.add_argument("--zero-based", action="store_true",
                         help="the files number their columns from 0 (scikit-learn's "
