@@ -5,6 +5,7 @@ import pytest
 import scipy.sparse as sp
 from scipy.special import logsumexp, softmax
 
+from sparsekit._cython import _gram_kernels
 from sparsekit._cython import _oba_kernels as K
 from sparsekit.losses._duality import relative_duality_gap
 from sparsekit.losses._multinomial_datafit import Multinomial
@@ -191,15 +192,18 @@ def test_hessian_on_a_free_set_is_the_block_hessian(sparse, dtype, route):
     np.testing.assert_allclose(sub(v[keep]), H[np.ix_(free[keep], free[keep])] @ v[keep], **tol)
 
 
-@pytest.mark.parametrize("sparse", [False, True])
+@pytest.mark.parametrize("layout", ["dense", "csr", "csr, sparse route"])
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
 @pytest.mark.parametrize("intercept", [False, True])
-def test_formed_hessian_is_the_matrix_free_operator(sparse, dtype, intercept):
-    """Formed from blocks of 7 rows or all at once, on free sets with whole features, single
-    classes, a class with no free entry and the intercepts, with huge margins (probabilities
-    0 and 1): the matrix whose columns are the matrix-free products, symmetric."""
+def test_formed_hessian_is_the_matrix_free_operator(layout, dtype, intercept):
+    """Formed from blocks of 7 rows or all at once (dense route) or from the stored entries
+    row by row (sparse route), on free sets with whole features, single classes, a class
+    with no free entry, some intercepts or all, with huge margins (probabilities 0 and 1),
+    an empty row and a row of weight 0: the matrix whose columns are the matrix-free
+    products, symmetric."""
     X, y, sw, rng = _problem(3, n=61, D=9, Kc=5, density=0.4)
-    X = (sp.csr_matrix(X) if sparse else X).astype(dtype)
+    sw[10] = 0.0
+    X = (X if layout == "dense" else sp.csr_matrix(X)).astype(dtype)
     f = Multinomial(X, y, 5, sw, intercept)
     x = rng.normal(scale=0.4, size=f.n_params)
     x[7] = 300.0                                  # feature 1, class 2: p = 0 or 1 on its rows
@@ -207,13 +211,38 @@ def test_formed_hessian_is_the_matrix_free_operator(sparse, dtype, intercept):
     nw = 45
     for free in (np.arange(f.n_params),
                  np.array([5, 6, 7, 8, 9, 12, 33]),           # class 3 has no free entry
-                 np.r_[np.arange(10, 15), np.arange(nw, f.n_params)]):
+                 np.r_[np.arange(10, 15), np.arange(nw, f.n_params)],
+                 np.r_[np.arange(0, nw, 2), np.arange(nw + 1, f.n_params, 2)]):
         op = f._matrix_free(free)
         dense = np.column_stack([op(e) for e in np.eye(free.size)])
         for block in (7, None):
-            G = f._gram(op, block=block)
+            G = f._gram(op, block=block,
+                        route="sparse" if layout.endswith("route") else "dense")
             np.testing.assert_array_equal(G, G.T)
             np.testing.assert_allclose(G, dense, rtol=1e-12, atol=1e-15)
+
+
+def test_sparse_route_counts_its_updates_and_is_chosen_where_columns_are_mostly_zeros():
+    """The update count of the sparse route is Σᵢ rᵢ(rᵢ + 1)/2 for rᵢ the free weight
+    entries in row i's stored columns; a wide sparse X (a text corpus) takes that route,
+    a sparse X whose free columns are half nonzeros the dense one."""
+    rng = np.random.default_rng(7)
+    for density, route in ((0.005, "sparse"), (0.5, "dense")):
+        X = sp.random(3000, 400, density=density, random_state=rng, format="csr")
+        y = rng.integers(0, 6, 3000)
+        f = Multinomial(X, y, 6, fit_intercept=True)
+        f.value_grad(rng.normal(scale=0.1, size=f.n_params))
+        free = np.sort(rng.choice(f.n_params, 300, replace=False))
+        op = f._matrix_free(free)
+        per_column = np.bincount(op._row, minlength=op._cols.size)
+        r = (f.X[:, op._cols] != 0).astype(float) @ per_column
+        pairs, entries = _gram_kernels.mn_entry_counts(
+            f.X.indices, f.X.indptr, op._cols, per_column, np.empty(3000))
+        assert pairs == pytest.approx(float(r @ (r + 1)) / 2, rel=1e-12)
+        assert entries == pytest.approx(float(r.sum()), rel=1e-12)
+        costs = f._gram_costs(op)
+        assert min(costs, key=costs.get) == route
+        np.testing.assert_allclose(f._gram(op), f._gram(op, route=route), rtol=0, atol=0)
 
 
 def test_hessp_forms_the_hessian_when_that_is_cheaper():

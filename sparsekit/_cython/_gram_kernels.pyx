@@ -272,3 +272,130 @@ def take_columns_csc(const floating[::1] data, const index_t[::1] indices,
                 out_indices[t] = indices[p]
                 t += 1
             out_indptr[k + 1] = t
+
+
+def mn_gram_csr(const floating[::1] data, const index_t[::1] indices,
+                const index_t[::1] indptr, const double[:, ::1] P, const double[::1] sw,
+                const long long[::1] col_start, const long long[::1] entry_class,
+                const long long[::1] b_class, const long long[::1] b_entry,
+                double[:, ::1] G):
+    """The rows of the multinomial subspace Hessian that belong to its weight entries, for
+    a CSR ``X`` of the free columns (sorted row indices).
+
+    The entries are (column a, class k) pairs in column-then-class order: column ``a``'s
+    are ``col_start[a]:col_start[a + 1]``, of classes ``entry_class``; ``nw`` =
+    ``col_start[-1]`` of them, then the intercept entries of classes ``b_class``
+    (``b_entry[k]`` is class k's intercept entry, or -1 when it is not free). Row i
+    (weight sᵢ = ``sw[i]``, probabilities pᵢ = ``P[i]``) adds, with uₑ = xᵢₐ pᵢₖ for its
+    entries e = (a, k) in its nonzero columns,
+
+        G[e, e'] += sᵢ uₑ ([k = k'] xᵢₐ' − uₑ')   (e ≤ e', weight entries),
+        G[e, f]  += sᵢ uₑ ([k = k_f] − pᵢ,k_f)     (f an intercept entry),
+
+    the entries × rows of xᵢxᵢᵀ ⊗ (diag pᵢ − pᵢpᵢᵀ): for rᵢ free weight entries in row i,
+    the rank-one part −sᵢuuᵀ takes rᵢ²/2 scattered updates, four rows of G per pass over
+    the row's entries (as in :func:`gram_csr`), the class-diagonal part [k = k'] sᵢuxᵀ
+    Σₖ rᵢₖ²/2 over the row's entries bucketed by class, and the intercepts rᵢ contiguous
+    runs, where the dense route pays n |F|² / 2 multiply-adds. Rows ``nw:`` (intercept × intercept) and the lower
+    triangle are left to the caller; ``G`` is added to.
+    """
+    cdef Py_ssize_t n = P.shape[0], K = P.shape[1], nw = col_start[col_start.shape[0] - 1]
+    cdef Py_ssize_t nb = b_class.shape[0], i, q, r, t, e, f, R, a
+    cdef Py_ssize_t width = 1
+    cdef double s, su, v
+    cdef double *row
+    cdef double *G4[4]
+    cdef double su4[4]
+    cdef long long k
+    for a in range(col_start.shape[0] - 1):
+        width = max(width, col_start[a + 1] - col_start[a])
+    width *= _max_row_length(indptr, n)
+    cdef long long[::1] pos = np.empty(width, dtype=np.int64)
+    cdef long long[::1] cls = np.empty(width, dtype=np.int64)
+    cdef double[::1] x = np.empty(width)
+    cdef double[::1] u = np.empty(width)
+    cdef double[::1] pb = np.empty(max(nb, 1))
+    cdef long long[::1] order = np.empty(width, dtype=np.int64)
+    cdef long long[::1] first = np.empty(K + 1, dtype=np.int64)
+    with nogil:
+        for i in range(n):
+            s = sw[i]
+            if s == 0.0:
+                continue
+            R = 0
+            for q in range(indptr[i], indptr[i + 1]):   # the row's free weight entries
+                a, v = indices[q], data[q]
+                for t in range(col_start[a], col_start[a + 1]):
+                    k = entry_class[t]
+                    pos[R], cls[R], x[R], u[R] = t, k, v, v * P[i, k]
+                    R += 1
+            if R == 0:
+                continue
+            for f in range(nb):
+                pb[f] = s * P[i, b_class[f]]
+            r = 0                # −sᵢ u uᵀ: rows pos[r..r+3] of G, each loaded entry serves four
+            while r + 3 < R:
+                for a in range(4):
+                    G4[a] = &G[pos[r + a], 0]
+                    su4[a] = s * u[r + a]
+                    for q in range(r + a, r + 4):       # their 4 × 4 corner
+                        G4[a][pos[q]] -= su4[a] * u[q]
+                for q in range(r + 4, R):
+                    t, v = pos[q], u[q]
+                    G4[0][t] -= su4[0] * v
+                    G4[1][t] -= su4[1] * v
+                    G4[2][t] -= su4[2] * v
+                    G4[3][t] -= su4[3] * v
+                r += 4
+            for q in range(r, R):                       # the last rows, one at a time
+                row, su = &G[pos[q], 0], s * u[q]
+                for t in range(q, R):
+                    row[pos[t]] -= su * u[t]
+            # + sᵢ u xᵀ between entries of one class: the row's entries bucketed by class
+            # (in gather order, so that e ≤ e' within a bucket)
+            for k in range(K + 1):
+                first[k] = 0
+            for r in range(R):
+                first[cls[r] + 1] += 1
+            for k in range(K):
+                first[k + 1] += first[k]
+            for r in range(R):
+                k = cls[r]
+                order[first[k]] = r
+                first[k] += 1
+            q = 0                                       # first[k] is now the end of bucket k
+            for k in range(K):
+                for a in range(q, first[k]):
+                    r = order[a]
+                    row, su = &G[pos[r], 0], s * u[r]
+                    for t in range(a, first[k]):
+                        row[pos[order[t]]] += su * x[order[t]]
+                q = first[k]
+            for r in range(R):                          # the intercept entries, contiguous
+                row = &G[pos[r], 0]
+                for f in range(nb):
+                    row[nw + f] -= u[r] * pb[f]
+                e = b_entry[cls[r]]
+                if e >= 0:
+                    row[e] += s * u[r]
+
+
+def mn_entry_counts(const index_t[::1] indices, const index_t[::1] indptr,
+                    const long long[::1] cols, const long long[::1] col_entries,
+                    double[::1] work):
+    """(Σᵢ rᵢ(rᵢ + 1)/2, Σᵢ rᵢ) for rᵢ = Σ over row i's stored entries in the columns
+    ``cols`` of a CSC matrix of ``col_entries`` (the free weight entries of each column):
+    the update counts of :func:`mn_gram_csr`, in one pass over those columns (``work``,
+    one number per row, is overwritten)."""
+    cdef Py_ssize_t a, p
+    cdef double c, pairs = 0.0, total = 0.0
+    with nogil:
+        work[:] = 0.0
+        for a in range(cols.shape[0]):
+            c = col_entries[a]
+            for p in range(indptr[cols[a]], indptr[cols[a] + 1]):
+                work[indices[p]] += c
+        for p in range(work.shape[0]):
+            pairs += work[p] * (work[p] + 1.0) / 2.0
+            total += work[p]
+    return pairs, total
