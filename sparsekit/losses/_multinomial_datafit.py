@@ -279,7 +279,7 @@ class Multinomial:
         block = min(n, block or max(512, (1 << 18) // max(m, 1)))
         size = (c + 1 + K + 2 * m) * block
         if self._work.size < size:
-            self._work = np.empty(size)
+            self._work = np.empty(max(size, 2 * self._work.size))   # few reallocations
         G = np.zeros((m, m), order="F")
         for start in range(0, n, block):
             nb = min(block, n - start)
