@@ -41,6 +41,20 @@ def test_probability_fits_are_capped_by_the_budget_and_say_so():
     assert all(0.0 < float(r[2]) <= 1.0 for r in rows)     # stopped early, still a model
 
 
+def test_a_peer_failing_its_timing_fit_is_listed_with_its_error(monkeypatch):
+    """The fit that sizes a peer's cap fails as the measured one would: the table still
+    comes, with the error in that peer's row."""
+    from sklearn.linear_model import LogisticRegression
+
+    def broken(self, X, y, sample_weight=None):
+        raise TypeError("an API change")
+    monkeypatch.setattr(LogisticRegression, "fit", broken)
+    rows = {r[0]: r for r in compare.compare_multiclass(1, budget=10.0).rows}
+    assert rows["scikit-learn LogisticRegression (lbfgs)"][1] == \
+        "error: TypeError: an API change"
+    assert rows["sparsekit SparsemaxClassifier"][1].endswith(")")
+
+
 def test_a_failing_peer_is_listed_with_its_error_and_the_others_still_run(monkeypatch):
     solvers = compare._l1_solvers
 

@@ -153,13 +153,17 @@ FIT_BUDGETS = 3
 
 def _max_iter_within(fit_with, budget, most):
     """The iterations (epochs) of ``fit_with(max_iter)`` that fit in FIT_BUDGETS x
-    ``budget`` seconds, from the time of a fit with one; at most ``most``."""
+    ``budget`` seconds, from the time of a fit with one; at most ``most`` (also when that
+    fit fails: the measured fit then reports the error in its row)."""
     if not np.isfinite(budget):
         return most
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
         t0 = time.perf_counter()
-        fit_with(1)
+        try:
+            fit_with(1)
+        except Exception:
+            return most
         one = time.perf_counter() - t0
     return int(np.clip(FIT_BUDGETS * budget / max(one, 1e-9), 1, most))
 
