@@ -6,9 +6,9 @@ one-vs-rest. On digits (pixels / 16), Mulan scene (first label), MNIST (pixels /
 the Debian package descriptions (TF-IDF of words and word pairs seen twice; the archive
 section, 58 classes), for C at 10, 100 and 1000 times the smallest C with a nonzero weight,
 each solver is run cold along a ladder (OBA: tol 1e-3 ... 1e-11 until two tolerances give
-the same objective, the tighter one after more iterations (when both stop at the same
-iterate, a run one iteration further stands in for the tighter one), or until a run takes
-longer than ``--cap`` seconds; saga: max_iter 1, 2,
+the same objective, the tighter one after more iterations (when the ladder ends on runs
+that stopped at the same iterate, a run one iteration further stands in for the tighter
+one), or until a run takes longer than ``--cap`` seconds; saga: max_iter 1, 2,
 4, ... epochs with tol 0 until it is within 1e-7 of OBA's best, or until a run takes longer
 than 10.5 times OBA's time to 1e-6 (at least ``--cap``, at most ``--saga-max`` seconds), so
 that a saga ladder that ends without reaching the target still decides whether OBA was 10
@@ -98,18 +98,17 @@ def warm_up():
 
 def oba_runs(X, y, C, l1_ratio, cap):
     """OBA cold along the tolerance ladder, until two tolerances in a row give the same
-    objective (:func:`converged`) or a run takes longer than ``cap`` seconds. When two
-    tolerances stop at the same iterate (its optimality measure met both), one more run
-    goes one iteration further (tol 0, ``max_iter`` one more: OBA's iterates do not depend
-    on tol) to see whether the objective still moves."""
+    objective (:func:`converged`) or a run takes longer than ``cap`` seconds. When the
+    ladder ends on tolerances that stopped at the same iterate (its optimality measure met
+    them all), one more run goes one iteration further (tol 0, ``max_iter`` one more: the
+    iterates up to there are the same) to see whether the objective still moves."""
     runs = []
     for tol in OBA_TOLS:
         runs.append(oba_run(X, y, C, l1_ratio, tol))
         if runs[-1]["s"] > cap or converged(runs):
             return runs
-        if len(runs) > 1 and runs[-1]["nit"] == runs[-2]["nit"] and same_F(*runs[-2:]):
-            runs.append(oba_run(X, y, C, l1_ratio, 0.0, max_iter=runs[-1]["nit"] + 1))
-            return runs
+    if runs[-1]["nit"] == runs[-2]["nit"] and same_F(*runs[-2:]):
+        runs.append(oba_run(X, y, C, l1_ratio, 0.0, max_iter=runs[-1]["nit"] + 1))
     return runs
 
 
