@@ -101,7 +101,10 @@ def oba_runs(X, y, C, l1_ratio, cap):
     objective (:func:`converged`) or a run takes longer than ``cap`` seconds. When the
     ladder ends on tolerances that stopped at the same iterate (its optimality measure met
     them all), one more run goes one iteration further (tol 0, ``max_iter`` one more: the
-    iterates up to there are the same) to see whether the objective still moves."""
+    iterates up to there are the same) to see whether the objective still moves. An untimed
+    fit of three iterations goes first: a process's first fit on new data pays for growing
+    its heap (digits: 21-27 ms against 16-18 ms for the next fits)."""
+    oba_run(X, y, C, l1_ratio, 0.0, max_iter=3)
     runs = []
     for tol in OBA_TOLS:
         runs.append(oba_run(X, y, C, l1_ratio, tol))
@@ -140,6 +143,10 @@ def saga_runs(X, y, C, l1_ratio, cap, target_F=None, runs=()):
                  or target_F is not None and runs[-1]["F"] <= target_F):
         return runs
     epochs = 2 * runs[-1]["epochs"] if runs else 1
+    with warnings.catch_warnings():          # untimed, as OBA's (see oba_runs)
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        LogisticRegression(C=C, l1_ratio=l1_ratio, solver="saga", tol=0.0,
+                           max_iter=1).fit(X, y)
     while True:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", ConvergenceWarning)
