@@ -102,9 +102,10 @@ def oba_runs(X, y, C, l1_ratio, cap):
     ladder ends on tolerances that stopped at the same iterate (its optimality measure met
     them all), one more run goes one iteration further (tol 0, ``max_iter`` one more: the
     iterates up to there are the same) to see whether the objective still moves. An untimed
-    fit of three iterations goes first: a process's first fit on new data pays for growing
-    its heap (digits: 21-27 ms against 16-18 ms for the next fits)."""
-    oba_run(X, y, C, l1_ratio, 0.0, max_iter=3)
+    fit at the first tolerance goes first: a process's first fit of a size pays for fresh
+    memory (glibc maps large buffers anew until one of their size has been freed; digits:
+    25 ms, the next fits 16-18 ms, also after an untimed fit of three iterations)."""
+    oba_run(X, y, C, l1_ratio, OBA_TOLS[0])
     runs = []
     for tol in OBA_TOLS:
         runs.append(oba_run(X, y, C, l1_ratio, tol))
@@ -143,7 +144,7 @@ def saga_runs(X, y, C, l1_ratio, cap, target_F=None, runs=()):
                  or target_F is not None and runs[-1]["F"] <= target_F):
         return runs
     epochs = 2 * runs[-1]["epochs"] if runs else 1
-    with warnings.catch_warnings():          # untimed, as OBA's (see oba_runs)
+    with warnings.catch_warnings():          # untimed, as OBA's first fit (see oba_runs)
         warnings.simplefilter("ignore", ConvergenceWarning)
         LogisticRegression(C=C, l1_ratio=l1_ratio, solver="saga", tol=0.0,
                            max_iter=1).fit(X, y)
