@@ -245,6 +245,22 @@ def test_sparse_route_counts_its_updates_and_is_chosen_where_columns_are_mostly_
         np.testing.assert_allclose(f._gram(op), f._gram(op, route=route), rtol=0, atol=0)
 
 
+def test_sparse_route_kernel_refuses_inconsistent_inputs():
+    X = sp.csr_matrix(np.eye(3))
+    P, sw = np.full((3, 2), 0.5), np.ones(3)
+    col_start, classes = np.array([0, 1, 2, 3]), np.array([0, 1, 0])
+    b_class, b_entry = np.array([0, 1]), np.array([3, 4])
+    _gram_kernels.mn_gram_csr(X.data, X.indices, X.indptr, P, sw, col_start, classes,
+                              b_class, b_entry, np.zeros((5, 5)))
+    for bad in ({"G": np.zeros((4, 4))}, {"b_entry": np.array([3])},
+                {"classes": np.array([0, 2, 0])}, {"sw": np.ones(2)}):
+        args = {"G": np.zeros((5, 5)), "b_entry": b_entry, "classes": classes, "sw": sw,
+                **bad}
+        with pytest.raises(ValueError, match="mn_gram_csr"):
+            _gram_kernels.mn_gram_csr(X.data, X.indices, X.indptr, P, args["sw"], col_start,
+                                      args["classes"], b_class, args["b_entry"], args["G"])
+
+
 def test_hessp_forms_the_hessian_when_that_is_cheaper():
     """Tall data with a small free set: formed; the same free set on 3 rows, or more free
     entries than max_explicit: matrix-free (each product costs a pass over 3 rows)."""

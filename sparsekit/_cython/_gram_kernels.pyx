@@ -296,8 +296,8 @@ def mn_gram_csr(const floating[::1] data, const index_t[::1] indices,
     the rank-one part −sᵢuuᵀ takes rᵢ²/2 scattered updates, four rows of G per pass over
     the row's entries (as in :func:`gram_csr`), the class-diagonal part [k = k'] sᵢuxᵀ
     Σₖ rᵢₖ²/2 over the row's entries bucketed by class, and the intercepts rᵢ contiguous
-    runs, where the dense route pays n |F|² / 2 multiply-adds. Rows ``nw:`` (intercept × intercept) and the lower
-    triangle are left to the caller; ``G`` is added to.
+    runs, where the dense route pays n |F|² / 2 multiply-adds. Rows ``nw:`` (intercept ×
+    intercept) and the lower triangle are left to the caller; ``G`` is added to.
     """
     cdef Py_ssize_t n = P.shape[0], K = P.shape[1], nw = col_start[col_start.shape[0] - 1]
     cdef Py_ssize_t nb = b_class.shape[0], i, q, r, t, e, f, R, a
@@ -307,6 +307,13 @@ def mn_gram_csr(const floating[::1] data, const index_t[::1] indices,
     cdef double *G4[4]
     cdef double su4[4]
     cdef long long k
+    if (indptr.shape[0] != n + 1 or sw.shape[0] != n or b_entry.shape[0] != K
+            or G.shape[0] != G.shape[1] or G.shape[0] != nw + nb
+            or entry_class.shape[0] != nw):
+        raise ValueError("mn_gram_csr: inconsistent shapes")
+    for a in range(nw):
+        if not 0 <= entry_class[a] < K:
+            raise ValueError("mn_gram_csr: a class index is out of range")
     for a in range(col_start.shape[0] - 1):
         width = max(width, col_start[a + 1] - col_start[a])
     width *= _max_row_length(indptr, n)
@@ -333,7 +340,8 @@ def mn_gram_csr(const floating[::1] data, const index_t[::1] indices,
                 continue
             for f in range(nb):
                 pb[f] = s * P[i, b_class[f]]
-            r = 0                # −sᵢ u uᵀ: rows pos[r..r+3] of G, each loaded entry serves four
+            # −sᵢ u uᵀ: rows pos[r..r+3] of G at a time, each loaded entry serves four
+            r = 0
             while r + 3 < R:
                 for a in range(4):
                     G4[a] = &G[pos[r + a], 0]
