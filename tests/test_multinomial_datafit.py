@@ -237,7 +237,7 @@ def test_sparse_route_counts_its_updates_and_is_chosen_where_columns_are_mostly_
         per_column = np.bincount(op._row, minlength=op._cols.size)
         r = (f.X[:, op._cols] != 0).astype(float) @ per_column
         pairs, entries = _gram_kernels.mn_entry_counts(
-            f.X.indices, f.X.indptr, op._cols, per_column, np.empty(3000))
+            f.X.indices, f.X.indptr, op._cols, op._col_start, np.empty(3000))
         assert pairs == pytest.approx(float(r @ (r + 1)) / 2, rel=1e-12)
         assert entries == pytest.approx(float(r.sum()), rel=1e-12)
         costs = f._gram_costs(op)

@@ -389,18 +389,20 @@ def mn_gram_csr(const floating[::1] data, const index_t[::1] indices,
 
 
 def mn_entry_counts(const index_t[::1] indices, const index_t[::1] indptr,
-                    const long long[::1] cols, const long long[::1] col_entries,
+                    const long long[::1] cols, const long long[::1] col_start,
                     double[::1] work):
-    """(Σᵢ rᵢ(rᵢ + 1)/2, Σᵢ rᵢ) for rᵢ = Σ over row i's stored entries in the columns
-    ``cols`` of a CSC matrix of ``col_entries`` (the free weight entries of each column):
-    the update counts of :func:`mn_gram_csr`, in one pass over those columns (``work``,
-    one number per row, is overwritten)."""
+    """(Σᵢ rᵢ(rᵢ + 1)/2, Σᵢ rᵢ), the update counts of :func:`mn_gram_csr`: rᵢ sums, over
+    row i's stored entries in the columns ``cols`` of a CSC matrix, the free weight entries
+    of their column a, ``col_start[a + 1] − col_start[a]`` (as in :func:`mn_gram_csr`). One
+    pass over those columns; ``work``, one number per row, is overwritten."""
     cdef Py_ssize_t a, p
     cdef double c, pairs = 0.0, total = 0.0
+    if col_start.shape[0] != cols.shape[0] + 1:
+        raise ValueError("mn_entry_counts: col_start must have len(cols) + 1 entries")
     with nogil:
         work[:] = 0.0
         for a in range(cols.shape[0]):
-            c = col_entries[a]
+            c = col_start[a + 1] - col_start[a]
             for p in range(indptr[cols[a]], indptr[cols[a] + 1]):
                 work[indices[p]] += c
         for p in range(work.shape[0]):

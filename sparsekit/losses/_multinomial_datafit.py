@@ -228,7 +228,7 @@ class Multinomial:
                 self._rows_work = np.empty(n)
             pairs, entries = _gram_kernels.mn_entry_counts(
                 self.X.indices, self.X.indptr, H._cols,
-                np.bincount(H._row, minlength=H._cols.size), self._rows_work)
+                H._col_start, self._rows_work)
             costs["sparse"] = (self.scattered_blas * (pairs + entries * mb)
                                + n * mb * mb / 2) / speedup
         return costs
@@ -248,14 +248,14 @@ class Multinomial:
         """∇²f[F, F] from the stored entries of a sparse X's free columns
         (:func:`~sparsekit._cython._gram_kernels.mn_gram_csr`), the intercepts' block by
         BLAS."""
-        m, c, nw = H.shape[0], H._cols.size, H._w_entries.size
+        m, nw = H.shape[0], H._w_entries.size
         X = self.X[:, H._cols].tocsr()
         X.sort_indices()
         b_entry = np.full(self.n_classes, -1, dtype=np.int64)
         b_entry[H._b_entries] = nw + np.arange(H._b_entries.size)
         G = np.zeros((m, m))
         _gram_kernels.mn_gram_csr(X.data, X.indices, X.indptr, self._P, self._sw,
-                                  np.searchsorted(H._row, np.arange(c + 1)), H._class,
+                                  H._col_start, H._class,
                                   H._b_entries, b_entry, G)
         Pb = self._P[:, H._b_entries]
         A = Pb * np.sqrt(self._sw)[:, None]
@@ -359,6 +359,8 @@ class _MultinomialHessian:
         self._b_entries = free[~on_w] - nw
         features = self._w_entries // datafit.n_classes
         cols, self._row = np.unique(features, return_inverse=True)
+        # column a's free entries are _w_entries[_col_start[a]:_col_start[a + 1]]
+        self._col_start = np.searchsorted(self._row, np.arange(cols.size + 1))
         self._cols = cols.astype(np.int64)
         self._class = self._w_entries % datafit.n_classes
         self._diag = None
