@@ -261,6 +261,44 @@ def test_sparse_route_kernel_refuses_inconsistent_inputs():
                                       args["classes"], b_class, args["b_entry"], args["G"])
 
 
+def test_dense_route_kernel_is_its_formula_and_refuses_inconsistent_inputs():
+    """One block of rows (from row 2 of X, entries sorted by class, an intercept entry):
+    the lower triangle of blockdiagₖ(S_k S_kᵀ) − E Eᵀ added to G; shapes, ranges and the
+    class order are checked before anything is written."""
+    rng = np.random.default_rng(5)
+    X = np.asfortranarray(rng.normal(size=(9, 4)))
+    P = softmax(rng.normal(size=(6, 3)), axis=1)
+    sw = rng.uniform(0.5, 2.0, 6)
+    cols, classes = np.array([0, 3, -1, 1, 3]), np.array([0, 0, 1, 2, 2])
+    G0 = rng.normal(size=(5, 5))
+    G = G0.copy()
+    _gram_kernels.mn_gram_dense(X, 2, cols, classes, P, sw, np.empty(100), G)
+    xt = np.column_stack([X[2:8], np.ones(6)])[:, cols]            # rows × entries
+    S = xt * np.sqrt(sw[:, None] * P[:, classes])
+    E = xt * np.sqrt(sw)[:, None] * P[:, classes]
+    want = np.where(classes[:, None] == classes[None, :], S.T @ S, 0.0) - E.T @ E
+    lower = np.tril(np.ones((5, 5), dtype=bool))
+    np.testing.assert_allclose(G[lower], (G0 + want)[lower], rtol=1e-13)
+    np.testing.assert_array_equal(G[~lower], G0[~lower])
+    back = np.array([4, 0, 2, 1, 3])
+    np.testing.assert_array_equal(_gram_kernels.symmetric_take(np.tril(G), back),
+                                  np.tril(G)[np.ix_(back, back)] + np.triu(G.T, 1)[
+                                      np.ix_(back, back)])
+    good = {"row0": 2, "cols": cols, "classes": classes, "sw": sw, "work": np.empty(100),
+            "G": np.zeros((5, 5))}
+    for bad in ({"row0": 4}, {"cols": np.array([0, 4, -1, 1, 3])},
+                {"classes": np.array([0, 1, 0, 2, 2])}, {"classes": np.array([0, 0, 1, 2, 3])},
+                {"sw": np.ones(5)}, {"work": np.empty(95)}, {"G": np.zeros((4, 4))}):
+        args = {**good, **bad}
+        G = args["G"]
+        with pytest.raises(ValueError, match="mn_gram_dense"):
+            _gram_kernels.mn_gram_dense(X, args["row0"], args["cols"], args["classes"], P,
+                                        args["sw"], args["work"], G)
+        assert not G.any()
+    with pytest.raises(ValueError, match="symmetric_take"):
+        _gram_kernels.symmetric_take(np.zeros((5, 5)), np.array([0, 1, 2, 3, 5]))
+
+
 def test_hessp_forms_the_hessian_when_that_is_cheaper():
     """Tall data with a small free set: formed; the same free set on 3 rows, or more free
     entries than max_explicit: matrix-free (each product costs a pass over 3 rows)."""

@@ -15,7 +15,7 @@ import numpy as np
 from cython cimport floating
 from libc.math cimport sqrt
 from libc.string cimport memset
-from scipy.linalg.cython_blas cimport ssyrk
+from scipy.linalg.cython_blas cimport dsyrk, ssyrk
 
 from sparsekit._cython._common cimport index_t
 
@@ -409,3 +409,100 @@ def mn_entry_counts(const index_t[::1] indices, const index_t[::1] indptr,
             pairs += work[p] * (work[p] + 1.0) / 2.0
             total += work[p]
     return pairs, total
+
+
+def mn_gram_dense(const floating[::1, :] X, Py_ssize_t row0, const long long[::1] entry_col,
+                  const long long[::1] entry_class, const double[:, ::1] P,
+                  const double[::1] sw, double[::1] work, double[:, ::1] G):
+    """Add one block of rows to the multinomial subspace Hessian, for entries sorted by
+    class: BLAS ``dsyrk`` on panels of the block's rows.
+
+    Entry e is (column ``entry_col[e]`` of ``X``, or the intercept when it is -1; class
+    ``entry_class[e]``, non-decreasing in e). The block is rows ``row0 .. row0 + nb`` of
+    the Fortran-ordered ``X``, with probabilities ``P`` (nb × K) and weights ``sw``
+    (nb). With Sₑ,ᵢ = √sᵢ x̃ᵢ,ⱼ₍ₑ₎ √pᵢ,ₖ₍ₑ₎ and Eₑ,ᵢ = √sᵢ x̃ᵢ,ⱼ₍ₑ₎ pᵢ,ₖ₍ₑ₎ (x̃ = 1 for
+    the intercept),
+
+        G += blockdiagₖ(S_k S_kᵀ) − E Eᵀ,
+
+    the rows' Σᵢ sᵢ x̃ᵢx̃ᵢᵀ ⊗ (diag pᵢ − pᵢpᵢᵀ) on the entries: one ``dsyrk`` per class
+    and one for E, into G's storage in place. Only G's lower triangle (C order; the upper
+    one of its column-major storage) is written (see :func:`symmetric_take`). ``work``
+    holds at least (2K + 2m) nb numbers; it is overwritten.
+    """
+    cdef Py_ssize_t nb = P.shape[0], K = P.shape[1], m = G.shape[0]
+    cdef Py_ssize_t e, i, j, k, a, b
+    cdef double r, p
+    cdef double *Q1
+    cdef double *Q2
+    cdef double *S
+    cdef double *E
+    cdef double *q
+    cdef const floating *x
+    cdef int n_, k_ = <int>nb, lda = <int>max(nb, 1), ldc = <int>max(m, 1)
+    cdef double one = 1.0, minus = -1.0
+    cdef char* uplo = b"U"
+    cdef char* trans = b"T"
+    if (sw.shape[0] != nb or G.shape[1] != m or entry_col.shape[0] != m
+            or entry_class.shape[0] != m or row0 < 0 or row0 + nb > X.shape[0]
+            or work.shape[0] < (2 * K + 2 * m) * nb):
+        raise ValueError("mn_gram_dense: inconsistent shapes")
+    for e in range(m):
+        if not (-1 <= entry_col[e] < X.shape[1] and 0 <= entry_class[e] < K):
+            raise ValueError("mn_gram_dense: an entry's column or class is out of range")
+        if e and entry_class[e] < entry_class[e - 1]:
+            raise ValueError("mn_gram_dense: the entries must be sorted by class")
+    if nb == 0 or m == 0:
+        return
+    Q1, Q2 = &work[0], &work[K * nb]
+    S, E = &work[2 * K * nb], &work[(2 * K + m) * nb]
+    with nogil:
+        for i in range(nb):                         # √(s p) and √s p, classes × rows
+            r = sqrt(sw[i])
+            for k in range(K):
+                p = P[i, k]
+                Q1[k * nb + i] = r * sqrt(p)
+                Q2[k * nb + i] = r * p
+        for e in range(m):                          # entries × rows: what dsyrk reads
+            k, j = entry_class[e], entry_col[e]
+            if j < 0:
+                for i in range(nb):
+                    S[e * nb + i] = Q1[k * nb + i]
+                    E[e * nb + i] = Q2[k * nb + i]
+            else:
+                x = &X[row0, j]
+                for i in range(nb):
+                    S[e * nb + i] = x[i] * Q1[k * nb + i]
+                    E[e * nb + i] = x[i] * Q2[k * nb + i]
+        a = 0
+        while a < m:                                # one class's entries: its diagonal block
+            b = a + 1
+            while b < m and entry_class[b] == entry_class[a]:
+                b += 1
+            n_ = <int>(b - a)
+            dsyrk(uplo, trans, &n_, &k_, &one, &S[a * nb], &lda, &one, &G[a, a], &ldc)
+            a = b
+        n_ = <int>m
+        dsyrk(uplo, trans, &n_, &k_, &minus, E, &lda, &one, &G[0, 0], &ldc)
+
+
+def symmetric_take(const double[:, ::1] G, const long long[::1] back):
+    """The symmetric matrix whose [p, q] entry is G[max(bp, bq), min(bp, bq)] with
+    bp = ``back[p]``: the lower triangle of ``G`` (see :func:`mn_gram_dense`) mirrored and
+    reordered in one pass."""
+    cdef Py_ssize_t m = back.shape[0], p, q, a, b
+    if G.shape[0] != m or G.shape[1] != m:
+        raise ValueError("symmetric_take: G must be len(back) x len(back)")
+    for p in range(m):
+        if not 0 <= back[p] < m:
+            raise ValueError("symmetric_take: an index is out of range")
+    out = np.empty((m, m))
+    cdef double[:, ::1] O = out
+    with nogil:
+        for p in range(m):
+            a = back[p]
+            for q in range(p + 1):
+                b = back[q]
+                O[p, q] = G[a, b] if a >= b else G[b, a]
+                O[q, p] = O[p, q]
+    return out

@@ -739,7 +739,10 @@ def mn_rmatmat_dense(const floating[::1, :] X, const double[:, ::1] R,
 def mn_softmax(const double[:, ::1] Z, const long long[::1] y, const double[::1] sw,
                double[:, ::1] P, double[::1] nll, double[:, ::1] R=None, int n_threads=1):
     """Row-wise softmax of ``Z`` into ``P``, ``nll[i] = log Σₖ exp zᵢₖ − zᵢ,yᵢ`` and, if ``R``
-    is given, the gradient residuals ``R = sw ∘ (P − onehot(y))``."""
+    is given, the gradient residuals ``R = sw ∘ (P − onehot(y))``.
+
+    Two passes over the rows around NumPy's ``exp`` of the shifted scores in place (its
+    SIMD loops: ~10× a scalar ``exp`` per element, within 1 ulp of it)."""
     cdef Py_ssize_t i, k, t, lo, hi, n = Z.shape[0], K = Z.shape[1]
     cdef Py_ssize_t T = max(1, n_threads)
     cdef double top, total, inv
@@ -749,6 +752,9 @@ def mn_softmax(const double[:, ::1] Z, const long long[::1] y, const double[::1]
         raise ValueError("mn_softmax: P (and R) must be (n, K) and y, sw, nll (n,) for Z")
     if K == 0:
         raise ValueError("mn_softmax: Z has no class column")
+    for i in range(n):
+        if not 0 <= y[i] < K:
+            raise ValueError("mn_softmax: a label is out of range")
     with nogil:
         for t in prange(T, num_threads=T, schedule="static", chunksize=1):
             lo = _block_start(t, T, n)
@@ -757,14 +763,23 @@ def mn_softmax(const double[:, ::1] Z, const long long[::1] y, const double[::1]
                 top = Z[i, 0]
                 for k in range(1, K):
                     top = fmax(top, Z[i, k])
+                for k in range(K):
+                    P[i, k] = Z[i, k] - top
+                nll[i] = top - Z[i, y[i]]
+    shifted = np.asarray(P)
+    np.exp(shifted, out=shifted)
+    with nogil:
+        for t in prange(T, num_threads=T, schedule="static", chunksize=1):
+            lo = _block_start(t, T, n)
+            hi = _block_start(t + 1, T, n)
+            for i in range(lo, hi):
                 total = 0.0
                 for k in range(K):
-                    P[i, k] = exp(Z[i, k] - top)
                     total = total + P[i, k]
                 inv = 1.0 / total
                 for k in range(K):
                     P[i, k] = P[i, k] * inv
-                nll[i] = top + log(total) - Z[i, y[i]]
+                nll[i] = nll[i] + log(total)
                 if residuals:
                     for k in range(K):
                         R[i, k] = sw[i] * P[i, k]

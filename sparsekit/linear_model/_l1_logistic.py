@@ -225,7 +225,6 @@ def _layouts(X, n_problems=1):
 def _check_fit_data(estimator, X, y, sample_weight, reset=True):
     X, y = validate_input(estimator, X, y, accept_sparse=["csr", "csc"],
                          dtype=[np.float64, np.float32], reset=reset)
-    check_labels(y)
     check_entry_magnitude(X, np.float64)
     sample_weight = _check_sample_weight(sample_weight, X, dtype=np.float64)
     if np.any(sample_weight < 0):
@@ -543,7 +542,6 @@ class L1LogisticOBA(LinearClassifierMixin, SparseCoefMixin, SparsekitClassifier)
         y, sample_weight = host_targets(X, y, sample_weight)
         self.__dict__.pop("feature_names_in_", None)
         self.n_features_in_ = X.shape[1]
-        check_labels(y)
         check_entry_magnitude(X, np.float64)
         return X, y, sample_weight
 
@@ -710,6 +708,7 @@ def l1_logistic_path(X, y, Cs=10, *, pos_class=None, fit_intercept=True, tol=1e-
     est = L1LogisticOBA(fit_intercept=fit_intercept, tol=tol, max_iter=max_iter,
                         multiclass=multiclass, l1_ratio=l1_ratio)
     X, y, sample_weight = _check_fit_data(est, X, y, sample_weight)
+    check_labels(y)
     est._validate_params()
     classes = np.unique(y)
     if classes.size < 2:

@@ -28,7 +28,6 @@ product.
 """
 import numpy as np
 import scipy.sparse as sp
-from scipy.linalg.blas import dsyrk
 from scipy.special import xlogy
 
 from sparsekit._cython import _gram_kernels
@@ -263,48 +262,41 @@ class Multinomial:
         return np.triu(G) + np.triu(G, 1).T
 
     def _gram_dense(self, H, block=None):
-        """∇²f[F, F] from blocks of rows of the free columns of X (densified, one row per
-        free entry: entries × rows, so that each class's slice and Eᵀ are what BLAS takes
-        without a copy), the entries ordered by class so that each class's block-diagonal
-        term is one slice. A block holds up to ``block`` rows (default: 2¹⁸ numbers per
-        buffer, at least 512 rows); the buffers are kept for the next call."""
-        K, n, m, c = self.n_classes, self.n_samples, H.shape[0], H._cols.size
-        entry_col = np.concatenate([H._row, np.full(H._b_entries.size, c)])
+        """∇²f[F, F] from blocks of rows of the free columns of X
+        (:func:`~sparsekit._cython._gram_kernels.mn_gram_dense`: BLAS rank-k updates of
+        panels of the rows, the entries ordered by class so that each class's
+        block-diagonal term is one update). A block holds up to ``block`` rows (default:
+        2¹⁸ numbers per panel, at least 512 rows); a sparse X's blocks are densified first.
+        The buffers are kept for the next call."""
+        K, n, m = self.n_classes, self.n_samples, H.shape[0]
+        sparse = sp.issparse(self.X)
+        entry_col = np.concatenate([H._row if sparse else H._cols[H._row],
+                                    np.full(H._b_entries.size, -1)])
         entry_class = np.concatenate([H._class, H._b_entries])
         order = np.argsort(entry_class, kind="stable")
         entry_col, entry_class = entry_col[order], entry_class[order]
-        bounds = np.searchsorted(entry_class, np.arange(K + 1))
-        X = self.X[:, H._cols]
-        X = X.tocsr() if sp.issparse(X) else np.asfortranarray(X)
         block = min(n, block or max(512, (1 << 18) // max(m, 1)))
-        size = (c + 1 + K + 2 * m) * block
+        size = (2 * K + 2 * m) * block
         if self._work.size < size:
             self._work = np.empty(max(size, 2 * self._work.size))   # few reallocations
-        G = np.zeros((m, m), order="F")
+        if sparse:
+            X = self.X[:, H._cols].tocsr()
+            panel = np.empty(H._cols.size * block, dtype=X.dtype)
+        G = np.zeros((m, m))
         for start in range(0, n, block):
-            nb = min(block, n - start)
-            stop = start + nb
-            views = np.split(self._work[:(c + 1 + K + 2 * m) * nb],
-                             np.cumsum([c + 1, K, m]) * nb)
-            rows, Q, S, E = (v.reshape(-1, nb) for v in views)   # contiguous, for BLAS
-            rows[:c] = (X[start:stop].toarray() if sp.issparse(X) else X[start:stop]).T
-            rows[c] = 1.0                                       # the intercept's column
-            rows *= np.sqrt(self._sw[start:stop])
-            np.sqrt(self._P[start:stop].T, out=Q)               # √p, classes × rows
-            # (mode "clip": with "raise", take buffers its output; the indices are valid)
-            np.take(rows, entry_col, axis=0, out=S, mode="clip")  # entries × rows
-            np.take(Q, entry_class, axis=0, out=E, mode="clip")
-            S *= E                                              # √(s/n) x̃ √p
-            E *= S                                              # Eᵀ of the block
-            for k in range(K):
-                a, b = bounds[k], bounds[k + 1]
-                if b > a:
-                    G[a:b, a:b] += dsyrk(1.0, S[a:b].T, trans=1)   # upper triangles
-            G = dsyrk(-1.0, E.T, beta=1.0, c=G, trans=1, overwrite_c=1)
-        G = np.triu(G) + np.triu(G, 1).T
+            stop = min(start + block, n)
+            if sparse:
+                rows = panel[:H._cols.size * (stop - start)].reshape(H._cols.size, -1)
+                X[start:stop].T.toarray(out=rows)
+                source, row0 = rows.T, 0                        # rows × columns, Fortran
+            else:
+                source, row0 = self.X, start
+            _gram_kernels.mn_gram_dense(source, row0, entry_col, entry_class,
+                                        self._P[start:stop], self._sw[start:stop],
+                                        self._work, G)
         back = np.empty(m, dtype=np.int64)
         back[order] = np.arange(m)
-        return G[np.ix_(back, back)]
+        return _gram_kernels.symmetric_take(G, back)
 
     def lipschitz(self):
         """L = Σᵢ sᵢ (‖xᵢ‖² + b) / (2n) ≥ the Lipschitz constant of ∇f (b = 1 with an
