@@ -147,6 +147,31 @@ def test_multiclass_ovr_matches_binary_fits_and_probabilities():
     np.testing.assert_array_equal(est.classes_[P.argmax(axis=1)], est.predict(X))
 
 
+def test_n_jobs_spreads_one_vs_rest_problems_and_solves_one_problem_in_place(monkeypatch):
+    """With n_jobs=2 the one-vs-rest problems go to joblib's threads; a single problem
+    (binary, or multinomial with its own threaded kernels) is solved in the calling thread
+    (a pool started for it cost ~10 ms, a small fit's whole time)."""
+    import threading
+
+    from sparsekit.linear_model import _l1_logistic
+
+    threads = []
+    for name in ("_fit_binary", "_fit_multinomial"):
+        solve = getattr(_l1_logistic, name)
+
+        def recorded(*args, _solve=solve, **kwargs):
+            threads.append(threading.current_thread() is threading.main_thread())
+            return _solve(*args, **kwargs)
+        monkeypatch.setattr(_l1_logistic, name, recorded)
+    rng = np.random.default_rng(4)
+    X, y = rng.standard_normal((90, 5)), np.arange(90) % 3
+    for multiclass, y_fit, expected in (("ovr", y, [False] * 3), ("ovr", y % 2, [True]),
+                                        ("multinomial", y, [True])):
+        threads.clear()
+        L1LogisticOBA(n_jobs=2, multiclass=multiclass).fit(X, y_fit)
+        assert threads == expected
+
+
 def test_class_weight_equals_sample_weight_and_sparse_coef():
     X, y = _binary(3)
     a = L1LogisticOBA(class_weight={0: 1.0, 1: 3.0}, tol=1e-10).fit(X, y)

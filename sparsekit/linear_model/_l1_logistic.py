@@ -484,7 +484,9 @@ class L1LogisticOBA(LinearClassifierMixin, SparseCoefMixin, SparsekitClassifier)
             self._end_subtask(tasks[k], X_in, y)
             return result
         jobs = (delayed(solve)(k, pos) for k, pos in enumerate(problems))
-        results = Parallel(n_jobs=self.n_jobs, prefer="threads")(jobs)
+        # one problem (binary, multinomial) runs here: a pool of threads for it cost ~10 ms
+        results = Parallel(n_jobs=self.n_jobs if len(problems) > 1 else 1,
+                           prefer="threads")(jobs)
         if multinomial:
             coef, intercept = results[0][0], results[0][1]
         else:
