@@ -3,9 +3,9 @@ Sparsemax regression: choosing alpha by cross-validation
 ========================================================
 
 :class:`sparsekit.SparsemaxClassifier` fits a linear model with the sparsemax loss
-(Martins & Astudillo 2016; the objective of Madsen et al. 2016, eq. 11): its ``predict_proba`` rows
-are probability vectors with exact zeros. This example tunes the L2 strength ``alpha``
-with :class:`~sklearn.model_selection.GridSearchCV` over a
+(Martins & Astudillo 2016; the objective of Madsen et al. 2016, eq. 11): its
+``predict_proba`` rows are probability vectors with exact zeros. This example tunes the L2
+strength ``alpha`` with :class:`~sklearn.model_selection.GridSearchCV` over a
 :class:`~sklearn.pipeline.Pipeline` (standardization, then the classifier) on the 8x8
 digits, and plots the cross-validated accuracy and the share of exact zeros in the
 predicted probabilities against ``alpha``.
