@@ -437,7 +437,6 @@ def mn_gram_dense(const floating[::1, :] X, Py_ssize_t row0, const long long[::1
     cdef double *Q2
     cdef double *S
     cdef double *E
-    cdef double *q
     cdef const floating *x
     cdef int n_, k_ = <int>nb, lda = <int>max(nb, 1), ldc = <int>max(m, 1)
     cdef double one = 1.0, minus = -1.0

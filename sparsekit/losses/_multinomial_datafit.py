@@ -133,6 +133,7 @@ class Multinomial:
         self._P = None
         self._col_nnz = np.diff(self.X.indptr) if sp.issparse(self.X) else None
         self._work = np.empty(0)  # _gram's buffers, kept: fresh ones cost page faults
+        self._panel = np.empty(0, dtype=self.X.dtype)
         self._rows_work = None
 
     #: at most this many free entries are formed (a 3000² float64 matrix is 72 MB)
@@ -281,12 +282,14 @@ class Multinomial:
             self._work = np.empty(max(size, 2 * self._work.size))   # few reallocations
         if sparse:
             X = self.X[:, H._cols].tocsr()
-            panel = np.empty(H._cols.size * block, dtype=X.dtype)
+            if self._panel.size < H._cols.size * block:
+                self._panel = np.empty(max(H._cols.size * block, 2 * self._panel.size),
+                                       dtype=X.dtype)
         G = np.zeros((m, m))
         for start in range(0, n, block):
             stop = min(start + block, n)
             if sparse:
-                rows = panel[:H._cols.size * (stop - start)].reshape(H._cols.size, -1)
+                rows = self._panel[:H._cols.size * (stop - start)].reshape(H._cols.size, -1)
                 X[start:stop].T.toarray(out=rows)
                 source, row0 = rows.T, 0                        # rows × columns, Fortran
             else:
