@@ -199,8 +199,8 @@ def test_formed_hessian_is_the_matrix_free_operator(layout, dtype, intercept):
     """Formed from blocks of 7 rows or all at once (dense route) or from the stored entries
     row by row (sparse route), on free sets with whole features, single classes, a class
     with no free entry, some intercepts or all, with huge margins (probabilities 0 and 1),
-    an empty row and a row of weight 0: the matrix whose columns are the matrix-free
-    products, symmetric."""
+    an empty row and a row of weight 0, the intercepts alone: the matrix whose columns are
+    the matrix-free products, symmetric."""
     X, y, sw, rng = _problem(3, n=61, D=9, Kc=5, density=0.4)
     sw[10] = 0.0
     X = (X if layout == "dense" else sp.csr_matrix(X)).astype(dtype)
@@ -212,7 +212,8 @@ def test_formed_hessian_is_the_matrix_free_operator(layout, dtype, intercept):
     for free in (np.arange(f.n_params),
                  np.array([5, 6, 7, 8, 9, 12, 33]),           # class 3 has no free entry
                  np.r_[np.arange(10, 15), np.arange(nw, f.n_params)],
-                 np.r_[np.arange(0, nw, 2), np.arange(nw + 1, f.n_params, 2)]):
+                 np.r_[np.arange(0, nw, 2), np.arange(nw + 1, f.n_params, 2)],
+                 *[np.arange(nw, f.n_params)] * intercept):   # no weight entry free
         op = f._matrix_free(free)
         dense = np.column_stack([op(e) for e in np.eye(free.size)])
         for block in (7, None):

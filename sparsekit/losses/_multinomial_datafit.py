@@ -269,7 +269,7 @@ class Multinomial:
         block-diagonal term is one update). A block holds up to ``block`` rows (default:
         2¹⁸ numbers per panel, at least 512 rows); a sparse X's blocks are densified first.
         The buffers are kept for the next call."""
-        K, n, m = self.n_classes, self.n_samples, H.shape[0]
+        K, n, m, c = self.n_classes, self.n_samples, H.shape[0], H._cols.size
         sparse = sp.issparse(self.X)
         entry_col = np.concatenate([H._row if sparse else H._cols[H._row],
                                     np.full(H._b_entries.size, -1)])
@@ -282,14 +282,14 @@ class Multinomial:
             self._work = np.empty(max(size, 2 * self._work.size))   # few reallocations
         if sparse:
             X = self.X[:, H._cols].tocsr()
-            if self._panel.size < H._cols.size * block:
-                self._panel = np.empty(max(H._cols.size * block, 2 * self._panel.size),
+            if self._panel.size < c * block:
+                self._panel = np.empty(max(c * block, 2 * self._panel.size),
                                        dtype=X.dtype)
         G = np.zeros((m, m))
         for start in range(0, n, block):
             stop = min(start + block, n)
             if sparse:
-                rows = self._panel[:H._cols.size * (stop - start)].reshape(H._cols.size, -1)
+                rows = self._panel[:c * (stop - start)].reshape(c, stop - start)
                 X[start:stop].T.toarray(out=rows)
                 source, row0 = rows.T, 0                        # rows × columns, Fortran
             else:
