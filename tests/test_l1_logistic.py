@@ -147,10 +147,12 @@ def test_multiclass_ovr_matches_binary_fits_and_probabilities():
     np.testing.assert_array_equal(est.classes_[P.argmax(axis=1)], est.predict(X))
 
 
-def test_n_jobs_spreads_one_vs_rest_problems_and_solves_one_problem_in_place(monkeypatch):
-    """With n_jobs=2 the one-vs-rest problems go to joblib's threads; a single problem
-    (binary, or multinomial with its own threaded kernels) is solved in the calling thread
-    (a pool started for it cost ~10 ms, a small fit's whole time)."""
+def test_n_jobs_spreads_one_vs_rest_problems_and_solves_one_problem_without_a_pool(
+        monkeypatch):
+    """With n_jobs=2 the one-vs-rest problems go to joblib's threads; a single problem is
+    solved without joblib's pool (~10 ms, a small fit's whole time): a binary one in the
+    calling thread, a multinomial one, whose kernels then run OpenMP threads, in a thread of
+    its own (see the forked-child test in test_common)."""
     import threading
 
     from sparsekit.linear_model import _l1_logistic
@@ -160,16 +162,29 @@ def test_n_jobs_spreads_one_vs_rest_problems_and_solves_one_problem_in_place(mon
         solve = getattr(_l1_logistic, name)
 
         def recorded(*args, _solve=solve, **kwargs):
-            threads.append(threading.current_thread() is threading.main_thread())
+            threads.append(threading.current_thread().name)
             return _solve(*args, **kwargs)
         monkeypatch.setattr(_l1_logistic, name, recorded)
     rng = np.random.default_rng(4)
     X, y = rng.standard_normal((90, 5)), np.arange(90) % 3
-    for multiclass, y_fit, expected in (("ovr", y, [False] * 3), ("ovr", y % 2, [True]),
-                                        ("multinomial", y, [True])):
+    main = threading.main_thread().name
+    for multiclass, y_fit, n_jobs, expected in (
+            ("ovr", y % 2, 2, [main]), ("multinomial", y, 2, ["sparsekit-openmp"]),
+            ("multinomial", y, 1, [main]), ("ovr", y, 1, [main] * 3)):
         threads.clear()
-        L1LogisticOBA(n_jobs=2, multiclass=multiclass).fit(X, y_fit)
+        L1LogisticOBA(n_jobs=n_jobs, multiclass=multiclass).fit(X, y_fit)
         assert threads == expected
+    threads.clear()
+    L1LogisticOBA(n_jobs=2).fit(X, y)
+    assert len(threads) == 3 and main not in threads and "sparsekit-openmp" not in threads
+    error = ValueError("raised in the fit's thread")
+
+    def failing(*args, **kwargs):
+        raise error
+    monkeypatch.setattr(_l1_logistic, "_fit_multinomial", failing)
+    with pytest.raises(ValueError) as raised:
+        L1LogisticOBA(n_jobs=2, multiclass="multinomial").fit(X, y)
+    assert raised.value is error
 
 
 def test_class_weight_equals_sample_weight_and_sparse_coef():

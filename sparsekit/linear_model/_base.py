@@ -1,6 +1,7 @@
 """What the three estimators share: sparse input, label encoding, rollback, progress lines
 and scikit-learn's callbacks."""
 import functools
+import threading
 import warnings
 
 import numpy as np
@@ -28,6 +29,31 @@ def unchanged_on_error(fit):
             self.__dict__.update(state)
             raise
     return guarded
+
+
+def in_own_thread(fn, *args):
+    """``fn(*args)`` run in a thread of its own; its result, or its exception raised here.
+
+    GNU OpenMP keeps the threads of a parallel region in a pool owned by the thread that
+    started it, and a process forked later inherits the pool's records but not its threads:
+    the child's next parallel region waits for them forever. Kernels that run OpenMP threads
+    for a fit are started from this short-lived thread, whose pool ends with it, so that a
+    forked child of the process can still fit (multiprocessing's default start method on
+    Linux).
+    """
+    outcome = {}
+
+    def run():
+        try:
+            outcome["result"] = fn(*args)
+        except BaseException as error:   # re-raised in the calling thread
+            outcome["error"] = error
+    thread = threading.Thread(target=run, name="sparsekit-openmp")
+    thread.start()
+    thread.join()
+    if "error" in outcome:
+        raise outcome["error"]
+    return outcome["result"]
 
 
 def check_labels(y, many_classes=False):
