@@ -31,8 +31,9 @@ def unchanged_on_error(fit):
     return guarded
 
 
-def in_own_thread(fn, *args):
-    """``fn(*args)`` run in a thread of its own; its result, or its exception raised here.
+def in_own_thread(fn, *args, **kwargs):
+    """``fn(*args, **kwargs)`` run in a thread of its own; its result, or its exception
+    raised here.
 
     GNU OpenMP keeps the threads of a parallel region in a pool owned by the thread that
     started it, and a process forked later inherits the pool's records but not its threads:
@@ -45,7 +46,7 @@ def in_own_thread(fn, *args):
 
     def run():
         try:
-            outcome["result"] = fn(*args)
+            outcome["result"] = fn(*args, **kwargs)
         except BaseException as error:   # re-raised in the calling thread
             outcome["error"] = error
     thread = threading.Thread(target=run, name="sparsekit-openmp")

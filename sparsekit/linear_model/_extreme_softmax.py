@@ -28,7 +28,8 @@ from sparsekit.linear_model._device_input import device_scores, fit_device, to_d
 from sparsekit._cython._softmax_sgd import (METHODS, hashed_scores, softmax_epoch,
                                             softmax_epoch_parallel)
 from sparsekit.losses._softmax import _chunks, _log_softmax, _shifted_log_normalizer, softmax_scores
-from sparsekit.linear_model._base import SparsekitClassifier, check_labels, unchanged_on_error
+from sparsekit.linear_model._base import (SparsekitClassifier, check_labels,
+                                          in_own_thread, unchanged_on_error)
 from sparsekit.metrics import precision_at_k
 from sparsekit.utils._labels import _declared_classes, _is_multilabel, first_label
 from sparsekit.utils._validation import check_entry_magnitude, validate_input
@@ -63,6 +64,18 @@ def _scale_hint(xsq):
     return ("The steps grow with the squared norms of the rows of X, up to "
             f"{xsq.max(initial=0.0):.3g} here: rescale X (e.g. "
             "sklearn.preprocessing.Normalizer) or lower learning_rate")
+
+
+def _call(fn, *args, **kwargs):
+    """``fn(*args, **kwargs)``: :func:`in_own_thread`'s stand-in for one thread."""
+    return fn(*args, **kwargs)
+
+
+def _timed(fn, *args, **kwargs):
+    """(``fn(*args, **kwargs)``, the CPU seconds of the calling thread it took)."""
+    c0 = time.thread_time()
+    result = fn(*args, **kwargs)
+    return result, time.thread_time() - c0
 
 
 class ExtremeSoftmaxSGD(SparsekitClassifier):
@@ -243,8 +256,9 @@ class ExtremeSoftmaxSGD(SparsekitClassifier):
     epoch_times_ : list of float
         Seconds spent in the epoch driver for each epoch (evaluation excluded).
     epoch_cpu_times_ : list of float
-        CPU seconds of the calling thread in the epoch driver for each epoch: unlike
-        ``epoch_times_``, it excludes time the thread waited for a CPU on a busy machine.
+        CPU seconds of the thread that ran the epoch driver, for each epoch: unlike
+        ``epoch_times_``, it excludes time the thread waited for a CPU on a busy machine
+        (with ``n_jobs`` > 1, the driver's first thread only).
     n_iter_ : int
         Epochs run (partial_fit calls count one each).
     learning_rate_ : float
@@ -552,9 +566,10 @@ class ExtremeSoftmaxSGD(SparsekitClassifier):
             data = np.ascontiguousarray(X, dtype=np.float64).ravel()
             indices = indptr = np.zeros(1, dtype=np.intp)
             dense = True
-        return hashed_scores(data, indices, indptr, dense, X.shape[1], self._bias,
-                             self._R[0], self._n_weights, self._slots,
-                             self._scoring_threads(X.shape[0]))
+        threads = self._scoring_threads(X.shape[0])
+        return (in_own_thread if threads > 1 else _call)(   # see in_own_thread
+            hashed_scores, data, indices, indptr, dense, X.shape[1], self._bias, self._R[0],
+            self._n_weights, self._slots, threads)
 
     def _scoring_threads(self, n_rows):
         """Threads for scoring ``n_rows`` rows under hashed weights: ``n_jobs`` (joblib's
@@ -607,26 +622,29 @@ class ExtremeSoftmaxSGD(SparsekitClassifier):
             sqn = np.zeros(1)
         D = self.n_features_in_
         threads = self._threads(len(order))
-        t0, c0 = time.perf_counter(), time.thread_time()
+        t0 = time.perf_counter()
         if self.device == "cuda":
+            c0 = time.thread_time()
             status = self._gpu_pass(inputs, y_idx, sample_weight, u, eta, order, m, bound_u,
                                     seed)
+            cpu = time.thread_time() - c0
         elif threads > 1 or self._n_weights is not None:
             if undo:    # no log across threads: the pass runs on a copy of the weights
                 self._guard_weights()
-            status, _ = softmax_epoch_parallel(
+            (status, _), cpu = (in_own_thread if threads > 1 else _call)(  # see in_own_thread
+                _timed, softmax_epoch_parallel,
                 METHODS[self.method], data, indices, indptr, dense, D, self._bias, y_idx,
                 sample_weight, xsq, self._R, u, order, m, eta, float(self.delta), bound_u,
                 seed, threads, n_weights=self._n_weights or 0, slots=self._slots)
         else:
-            status, _ = softmax_epoch(
-                METHODS[self.method], data, indices, indptr, dense, D, self._bias, y_idx,
-                sample_weight, xsq, self._R, gamma, sqn, u, beta, order, m,
+            (status, _), cpu = _timed(
+                softmax_epoch, METHODS[self.method], data, indices, indptr, dense, D,
+                self._bias, y_idx, sample_weight, xsq, self._R, gamma, sqn, u, beta, order, m,
                 self.batch_size, eta, alpha,
                 float(self.delta), bound_w, bound_u, seed,
                 exclude_true=not self.sample_true_class,
                 shared_classes=self.shared_classes and self.batch_size > 1, undo=undo)
-        self.epoch_cpu_times_.append(time.thread_time() - c0)
+        self.epoch_cpu_times_.append(cpu)
         self.epoch_times_.append(time.perf_counter() - t0)
         if not status and alpha > 0:  # fold the lazy scales of the rows the pass touched
             rows = np.flatnonzero(gamma != 1.0)
