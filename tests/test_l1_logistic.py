@@ -152,7 +152,7 @@ def test_n_jobs_spreads_one_vs_rest_problems_and_solves_one_problem_without_a_po
     """With n_jobs=2 the one-vs-rest problems go to joblib's threads; a single problem is
     solved without joblib's pool (~10 ms, a small fit's whole time): a binary one in the
     calling thread, a multinomial one, whose kernels then run OpenMP threads, in a thread of
-    its own (see the forked-child test in test_common)."""
+    its own (see openmp_call and the forked-child test in test_common)."""
     import threading
 
     from sparsekit.linear_model import _l1_logistic

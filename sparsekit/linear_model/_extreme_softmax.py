@@ -29,7 +29,7 @@ from sparsekit._cython._softmax_sgd import (METHODS, hashed_scores, softmax_epoc
                                             softmax_epoch_parallel)
 from sparsekit.losses._softmax import _chunks, _log_softmax, _shifted_log_normalizer, softmax_scores
 from sparsekit.linear_model._base import (SparsekitClassifier, check_labels,
-                                          in_own_thread, unchanged_on_error)
+                                          openmp_call, unchanged_on_error)
 from sparsekit.metrics import precision_at_k
 from sparsekit.utils._labels import _declared_classes, _is_multilabel, first_label
 from sparsekit.utils._validation import check_entry_magnitude, validate_input
@@ -64,11 +64,6 @@ def _scale_hint(xsq):
     return ("The steps grow with the squared norms of the rows of X, up to "
             f"{xsq.max(initial=0.0):.3g} here: rescale X (e.g. "
             "sklearn.preprocessing.Normalizer) or lower learning_rate")
-
-
-def _call(fn, *args, **kwargs):
-    """``fn(*args, **kwargs)``: :func:`in_own_thread`'s stand-in for one thread."""
-    return fn(*args, **kwargs)
 
 
 def _timed(fn, *args, **kwargs):
@@ -567,9 +562,8 @@ class ExtremeSoftmaxSGD(SparsekitClassifier):
             indices = indptr = np.zeros(1, dtype=np.intp)
             dense = True
         threads = self._scoring_threads(X.shape[0])
-        return (in_own_thread if threads > 1 else _call)(   # see in_own_thread
-            hashed_scores, data, indices, indptr, dense, X.shape[1], self._bias, self._R[0],
-            self._n_weights, self._slots, threads)
+        return openmp_call(threads, hashed_scores, data, indices, indptr, dense, X.shape[1],
+                           self._bias, self._R[0], self._n_weights, self._slots, threads)
 
     def _scoring_threads(self, n_rows):
         """Threads for scoring ``n_rows`` rows under hashed weights: ``n_jobs`` (joblib's
@@ -631,8 +625,8 @@ class ExtremeSoftmaxSGD(SparsekitClassifier):
         elif threads > 1 or self._n_weights is not None:
             if undo:    # no log across threads: the pass runs on a copy of the weights
                 self._guard_weights()
-            (status, _), cpu = (in_own_thread if threads > 1 else _call)(  # see in_own_thread
-                _timed, softmax_epoch_parallel,
+            (status, _), cpu = openmp_call(
+                threads, _timed, softmax_epoch_parallel,
                 METHODS[self.method], data, indices, indptr, dense, D, self._bias, y_idx,
                 sample_weight, xsq, self._R, u, order, m, eta, float(self.delta), bound_u,
                 seed, threads, n_weights=self._n_weights or 0, slots=self._slots)

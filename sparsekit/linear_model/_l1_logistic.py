@@ -41,7 +41,7 @@ from sparsekit.losses._logistic_datafit import Logistic
 from sparsekit.losses._multinomial_datafit import Multinomial, split_parameters
 from sparsekit.losses._ridge_datafit import Ridge
 from sparsekit.linear_model._base import (SparsekitClassifier, check_labels,
-                                          in_own_thread, unchanged_on_error)
+                                          openmp_call, unchanged_on_error)
 from sparsekit.utils._validation import (check_entry_magnitude, check_two_classes,
                                          validate_input)
 
@@ -484,15 +484,12 @@ class L1LogisticOBA(LinearClassifierMixin, SparseCoefMixin, SparsekitClassifier)
             close()
             self._end_subtask(tasks[k], X_in, y)
             return result
-        # one problem is solved without joblib's pool (~10 ms, a small fit's whole time),
-        # from a thread of its own when its kernels run OpenMP threads (see in_own_thread)
         if len(problems) > 1:
             jobs = (delayed(solve)(k, pos) for k, pos in enumerate(problems))
             results = Parallel(n_jobs=self.n_jobs, prefer="threads")(jobs)
-        elif multinomial and effective_n_jobs(self.n_jobs) > 1:
-            results = [in_own_thread(solve, 0, problems[0])]
-        else:
-            results = [solve(0, problems[0])]
+        else:   # without joblib's pool (~10 ms for one task, a small fit's whole time)
+            threads = effective_n_jobs(self.n_jobs) if multinomial else 1
+            results = [openmp_call(threads, solve, 0, problems[0])]
         if multinomial:
             coef, intercept = results[0][0], results[0][1]
         else:
