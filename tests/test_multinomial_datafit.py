@@ -64,6 +64,132 @@ def test_multinomial_kernels_are_the_matrix_products(layout, dtype, n_threads):
         K.mn_margins_csc(S.data, S.indices, S.indptr, Wc[:2], cols, b, Z)
 
 
+def _free_entries(rng, D, Kc, size):
+    """Sorted free weight entries j K + k, none of feature 4: (feature, start over
+    features, classes)."""
+    pool = np.setdiff1d(np.arange(D * Kc), np.arange(4 * Kc, 5 * Kc))
+    free = np.sort(rng.choice(pool, size, replace=False))
+    features, classes = free // Kc, free % Kc
+    start = np.zeros(D + 1, dtype=np.int64)
+    np.cumsum(np.bincount(features, minlength=D), out=start[1:])
+    return features, start, classes.astype(np.int64)
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("index", [np.int32, np.int64])
+def test_free_entry_kernels_are_the_products_on_the_free_entries(dtype, index):
+    """mn_margins_free_csr and mn_rmatmat_free_csr (the rows of a CSR X, each stored entry
+    touching its column's free classes) against dense products; an empty row, a column
+    without free entries; the threads and the blocks of partial sums change no bit."""
+    X, _, _, rng = _problem(7, n=9000, D=30, Kc=5, density=0.2)
+    Kc = 45
+    S = sp.csr_matrix(X.astype(dtype))
+    S.indices, S.indptr = S.indices.astype(index), S.indptr.astype(index)
+    features, start, classes = _free_entries(rng, 30, Kc, 200)
+    assert start[5] == start[4]
+    v, b = rng.normal(size=classes.size), rng.normal(size=Kc)
+    V = np.zeros((30, Kc))
+    V[features, classes] = v
+    R = rng.normal(size=(9000, Kc))
+    Xd = S.toarray().astype(np.float64)
+    results = []
+    for n_threads in (1, 3):
+        Z, out, sq = np.empty((9000, Kc)), np.empty(classes.size), np.empty(classes.size)
+        blocks = K.free_chunks(9000, classes.size)
+        assert blocks == 2                              # 9000 rows: 4,096 rows a block
+        K.mn_margins_free_csr(S.data, S.indices, S.indptr, start, classes, v, b, Z,
+                              n_threads)
+        K.mn_rmatmat_free_csr(S.data, S.indices, S.indptr, R, start, classes, out,
+                              np.empty((blocks, classes.size)), False, n_threads)
+        K.mn_rmatmat_free_csr(S.data, S.indices, S.indptr, R, start, classes, sq,
+                              np.empty((blocks, classes.size)), True, n_threads)
+        np.testing.assert_allclose(Z, Xd @ V + b, rtol=1e-12, atol=1e-12)
+        np.testing.assert_allclose(out, (Xd.T @ R)[features, classes], rtol=1e-11,
+                                   atol=1e-11)
+        np.testing.assert_allclose(sq, ((Xd ** 2).T @ R)[features, classes], rtol=1e-11,
+                                   atol=1e-11)
+        results.append((Z, out, sq))
+    for a, c in zip(*results):
+        np.testing.assert_array_equal(a, c)
+
+
+def test_free_entry_kernels_refuse_inconsistent_entries():
+    S = sp.csr_matrix(np.eye(3))
+    start, classes = np.array([0, 1, 1, 2]), np.array([0, 1])
+    R, v, b = np.ones((3, 2)), np.ones(2), np.zeros(2)
+    bad_entries = [(np.array([1, 1, 1, 2]), classes, "from 0"),
+                   (np.array([0, 2, 1, 2]), classes, "non-decreasing"),
+                   (start, np.array([0, 2]), "out of range"),
+                   (start[:1], classes, "from 0")]
+    for st, cl, message in bad_entries:
+        with pytest.raises(ValueError, match=message):
+            K.mn_margins_free_csr(S.data, S.indices, S.indptr, st, cl, v, b,
+                                  np.empty((3, 2)))
+        with pytest.raises(ValueError, match=message):
+            K.mn_rmatmat_free_csr(S.data, S.indices, S.indptr, R, st, cl, np.empty(2),
+                                  np.empty((1, 2)))
+    with pytest.raises(ValueError, match="n rows"):
+        K.mn_margins_free_csr(S.data, S.indices, S.indptr, start, classes, v, b,
+                              np.empty((4, 2)))
+    with pytest.raises(ValueError, match="v must match"):
+        K.mn_margins_free_csr(S.data, S.indices, S.indptr, start, classes, v[:1], b,
+                              np.empty((3, 2)))
+    for out, work in ((np.empty(3), np.empty((1, 2))), (np.empty(2), np.empty((1, 3))),
+                      (np.empty(2), np.empty((0, 2)))):
+        with pytest.raises(ValueError, match="work"):
+            K.mn_rmatmat_free_csr(S.data, S.indices, S.indptr, R, start, classes, out, work)
+
+
+def test_take_columns_csr_renumbers_the_kept_columns_and_refuses_bad_input():
+    X, _, _, rng = _problem(3, n=50, D=9)
+    S = sp.csr_matrix(X)
+    cols = np.array([1, 4, 5, 8])
+    colmap = np.full(9, -1, dtype=np.int64)
+    colmap[cols] = np.arange(4)
+    nnz = S[:, cols].nnz
+    data, indices, indptr = np.empty(nnz), np.empty(nnz, np.int32), np.empty(51, np.int32)
+    assert _gram_kernels.take_columns_csr(S.data, S.indices, S.indptr, colmap, data,
+                                          indices, indptr) == nnz
+    T = sp.csr_matrix((data, indices, indptr), shape=(50, 4))
+    assert T.has_sorted_indices
+    np.testing.assert_array_equal(T.toarray(), X[:, cols])
+    with pytest.raises(ValueError, match="too short"):
+        _gram_kernels.take_columns_csr(S.data, S.indices, S.indptr, colmap, data[:-1],
+                                       indices, indptr)
+    with pytest.raises(ValueError, match="outside colmap"):
+        _gram_kernels.take_columns_csr(S.data, S.indices, S.indptr, colmap[:8], data,
+                                       indices, indptr)
+    with pytest.raises(ValueError, match="out_indptr"):
+        _gram_kernels.take_columns_csr(S.data, S.indices, S.indptr, colmap, data, indices,
+                                       indptr[:-1])
+
+
+def test_row_walk_is_chosen_for_many_classes_each_column_freeing_few():
+    """The products walk the rows where K is large and the free entries are few classes of
+    each column, the columns otherwise; both give the same products, the caller's CSR
+    is used as it is."""
+    rng = np.random.default_rng(4)
+    X = sp.random(400, 60, density=0.1, random_state=4, format="csr")
+    y = rng.integers(0, 40, 400)
+    f = Multinomial(X, y, 40, fit_intercept=True)
+    f.max_explicit = 0
+    x = np.zeros(f.n_params)
+    few = np.sort(rng.choice(60 * 40, 150, replace=False))       # ~2.5 of 40 a column
+    many = np.arange(0, 20 * 40)                                  # every class of 20
+    assert f.hessp(x, few)._rows is not None and f._csr() is X
+    assert f.hessp(x, many)._rows is None
+    small = Multinomial(X, rng.integers(0, 10, 400), 10, fit_intercept=True)
+    small.max_explicit = 0
+    assert small.hessp(np.zeros(small.n_params), np.arange(0, 600, 37))._rows is None
+    H = f.hessp(x, few)
+    v = rng.normal(size=few.size)
+    f.row_walk_classes = np.inf
+    C = f.hessp(x, few)
+    assert C._rows is None
+    np.testing.assert_allclose(H(v), C(v), rtol=1e-12, atol=1e-15)
+    np.testing.assert_allclose(H.diagonal(), C.diagonal(), rtol=1e-12, atol=1e-15)
+
+
 @pytest.mark.parametrize("K_classes", [1, 2, 7, 58])
 @pytest.mark.parametrize("n_threads", [1, 3])
 def test_row_kernels_are_the_softmax_terms(K_classes, n_threads):
@@ -152,12 +278,14 @@ def _route(datafit, route):
     """Force :meth:`Multinomial.hessp`'s route on this datafit."""
     if route == "formed":
         datafit.formed_worth = np.inf
-    elif route == "matrix-free":
+    elif route in ("matrix-free", "row walk"):
         datafit.max_explicit = 0
+        datafit.row_walk_classes = 0 if route == "row walk" else np.inf
+        datafit.row_walk_ratio = 0.0
     return datafit
 
 
-@pytest.mark.parametrize("route", ["formed", "matrix-free"])
+@pytest.mark.parametrize("route", ["formed", "matrix-free", "row walk"])
 @pytest.mark.parametrize("sparse", [False, True])
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
 def test_hessian_on_a_free_set_is_the_block_hessian(sparse, dtype, route):
@@ -184,6 +312,8 @@ def test_hessian_on_a_free_set_is_the_block_hessian(sparse, dtype, route):
     v = rng.normal(size=free.size)
     tol = dict(rtol=1e-10, atol=1e-12) if dtype == np.float64 else dict(rtol=1e-5, atol=1e-7)
     assert getattr(op, "is_explicit", False) == (route == "formed")
+    if route != "formed":
+        assert (op._H._rows is not None) == (sparse and route == "row walk")
     np.testing.assert_allclose(op(v), H[np.ix_(free, free)] @ v, **tol)
     np.testing.assert_allclose(op.diagonal(), np.diag(H)[free], **tol)
     keep = np.ones(free.size, dtype=bool)

@@ -274,6 +274,47 @@ def take_columns_csc(const floating[::1] data, const index_t[::1] indices,
             out_indptr[k + 1] = t
 
 
+def take_columns_csr(const floating[::1] data, const index_t[::1] indices,
+                     const index_t[::1] indptr, const long long[::1] colmap,
+                     floating[::1] out_data, index_t[::1] out_indices, index_t[::1] out_indptr):
+    """Copy the columns j with ``colmap[j] >= 0`` of a CSR matrix, renumbered ``colmap[j]``,
+    into preallocated CSR arrays (one pass over the rows; a row keeps its order, so its
+    columns stay sorted when ``colmap`` increases over the kept ones). Returns the number
+    of entries written."""
+    cdef Py_ssize_t i, p, j, t = 0, n = indptr.shape[0] - 1, D = colmap.shape[0]
+    cdef Py_ssize_t cap = min(out_data.shape[0], out_indices.shape[0])
+    cdef long long a
+    cdef int bad = 0
+    if out_indptr.shape[0] != n + 1 or n < 0:
+        raise ValueError("take_columns_csr: out_indptr must have the rows' length + 1")
+    if indptr[n] > data.shape[0] or indptr[n] > indices.shape[0]:
+        raise ValueError("take_columns_csr: indptr runs past the stored entries")
+    with nogil:
+        out_indptr[0] = 0
+        for i in range(n):
+            for p in range(indptr[i], indptr[i + 1]):
+                j = indices[p]
+                if j < 0 or j >= D:
+                    bad = 1
+                    break
+                a = colmap[j]
+                if a >= 0:
+                    if t >= cap:
+                        bad = 2
+                        break
+                    out_data[t] = data[p]
+                    out_indices[t] = <index_t>a
+                    t = t + 1
+            if bad:
+                break
+            out_indptr[i + 1] = t
+    if bad == 1:
+        raise ValueError("take_columns_csr: a column index lies outside colmap")
+    if bad == 2:
+        raise ValueError("take_columns_csr: the output arrays are too short")
+    return t
+
+
 def mn_gram_csr(const floating[::1] data, const index_t[::1] indices,
                 const index_t[::1] indptr, const double[:, ::1] P, const double[::1] sw,
                 const long long[::1] col_start, const long long[::1] entry_class,
