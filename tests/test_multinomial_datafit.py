@@ -131,6 +131,9 @@ def test_free_entry_kernels_refuse_inconsistent_entries():
     with pytest.raises(ValueError, match="n rows"):
         K.mn_margins_free_csr(S.data, S.indices, S.indptr, start, classes, v, b,
                               np.empty((4, 2)))
+    with pytest.raises(ValueError, match="runs past"):
+        K.mn_rmatmat_free_csr(S.data[:2], S.indices[:2], S.indptr, R, start, classes,
+                              np.empty(2), np.empty((1, 2)))
     with pytest.raises(ValueError, match="v must match"):
         K.mn_margins_free_csr(S.data, S.indices, S.indptr, start, classes, v[:1], b,
                               np.empty((3, 2)))

@@ -737,9 +737,11 @@ def mn_rmatmat_dense(const floating[::1, :] X, const double[:, ::1] R,
 # or written once and each stored entry touches only its column's free classes
 # (``start[j]:start[j + 1]`` of the free entries, ``classes`` and values in that order).
 
-def _check_free_entries(name, indptr, start, classes, n, K):
+def _check_free_entries(name, data, indices, indptr, start, classes, n, K):
     if indptr.shape[0] != n + 1 or start.shape[0] < 1:
         raise ValueError(f"{name}: X must have the (n, K) matrix's n rows")
+    if indptr[n] > indices.shape[0] or indptr[n] > data.shape[0]:
+        raise ValueError(f"{name}: indptr runs past the stored entries")
     cdef Py_ssize_t j, t
     if start[0] != 0 or start[start.shape[0] - 1] != classes.shape[0]:
         raise ValueError(f"{name}: start must run from 0 to len(classes)")
@@ -763,11 +765,10 @@ def mn_margins_free_csr(const floating[::1] data, const index_t[::1] indices,
     cdef Py_ssize_t T = max(1, n_threads), D = start.shape[0] - 1
     cdef double x
     cdef double* z
-    _check_free_entries("mn_margins_free_csr", indptr, start, classes, n, K)
+    _check_free_entries("mn_margins_free_csr", data, indices, indptr, start, classes, n,
+                        K)
     if v.shape[0] != classes.shape[0] or b.shape[0] != K:
         raise ValueError("mn_margins_free_csr: v must match classes and b be (K,)")
-    if indptr[n] > indices.shape[0] or indptr[n] > data.shape[0]:
-        raise ValueError("mn_margins_free_csr: indptr runs past the stored entries")
     with nogil:
         for th in prange(T, num_threads=T, schedule="static", chunksize=1):
             lo = _block_start(th, T, n)
@@ -806,12 +807,11 @@ def mn_rmatmat_free_csr(const floating[::1] data, const index_t[::1] indices,
     cdef double x, total
     cdef const double* r
     cdef double* acc
-    _check_free_entries("mn_rmatmat_free_csr", indptr, start, classes, n, K)
+    _check_free_entries("mn_rmatmat_free_csr", data, indices, indptr, start, classes, n,
+                        K)
     if out.shape[0] != F or work.shape[1] != F or nc < 1:
         raise ValueError("mn_rmatmat_free_csr: out must be (len(classes),) and work "
                          "(blocks, len(classes)) with a block at least")
-    if indptr[n] > indices.shape[0] or indptr[n] > data.shape[0]:
-        raise ValueError("mn_rmatmat_free_csr: indptr runs past the stored entries")
     with nogil:
         for c in prange(nc, num_threads=max(1, n_threads), schedule="dynamic"):
             acc = &work[c, 0]
