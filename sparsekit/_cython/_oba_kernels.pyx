@@ -737,20 +737,32 @@ def mn_rmatmat_dense(const floating[::1, :] X, const double[:, ::1] R,
 # or written once and each stored entry touches only its column's free classes
 # (``start[j]:start[j + 1]`` of the free entries, ``classes`` and values in that order).
 
+cdef int _bad_free_entries(const long long[::1] start, const long long[::1] classes,
+                           Py_ssize_t K) noexcept nogil:
+    """0 when ``start`` runs from 0 to len(classes) without decreasing and every class is
+    in [0, K); else which of these fails (1, 2, 3)."""
+    cdef Py_ssize_t j, t
+    if start[0] != 0 or start[start.shape[0] - 1] != classes.shape[0]:
+        return 1
+    for j in range(start.shape[0] - 1):
+        if start[j + 1] < start[j]:
+            return 2
+    for t in range(classes.shape[0]):
+        if classes[t] < 0 or classes[t] >= K:
+            return 3
+    return 0
+
+
 def _check_free_entries(name, data, indices, indptr, start, classes, n, K):
     if indptr.shape[0] != n + 1 or start.shape[0] < 1:
         raise ValueError(f"{name}: X must have the (n, K) matrix's n rows")
     if indptr[n] > indices.shape[0] or indptr[n] > data.shape[0]:
         raise ValueError(f"{name}: indptr runs past the stored entries")
-    cdef Py_ssize_t j, t
-    if start[0] != 0 or start[start.shape[0] - 1] != classes.shape[0]:
-        raise ValueError(f"{name}: start must run from 0 to len(classes)")
-    for j in range(start.shape[0] - 1):
-        if start[j + 1] < start[j]:
-            raise ValueError(f"{name}: start must be non-decreasing")
-    for t in range(classes.shape[0]):
-        if not 0 <= classes[t] < K:
-            raise ValueError(f"{name}: a class is out of range")
+    bad = _bad_free_entries(start, classes, K)
+    if bad:
+        raise ValueError(f"{name}: " + ("start must run from 0 to len(classes)",
+                                        "start must be non-decreasing",
+                                        "a class is out of range")[bad - 1])
 
 
 def mn_margins_free_csr(const floating[::1] data, const index_t[::1] indices,
