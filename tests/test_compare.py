@@ -321,3 +321,16 @@ def test_time_limit_stops_the_multinomial_fit_after_an_iteration():
     assert est.n_iter_.tolist() == [1]
     full = L1LogisticOBA(C=10.0, multiclass="multinomial").fit(X / 16, y)
     assert full.n_iter_[0] > 1
+
+
+def test_a_solver_that_stops_above_the_best_objective_says_so_beside_its_time_ratio():
+    """A capped fit's time is where it stopped, not its time to the answer: its ratio cell
+    says how far above the best objective it ended (saga on Bibtex: 2.8e-01)."""
+    rows = [["sparsekit L1LogisticOBA", [2.0, 2.0, 2.0], 100.0, 5, ""],
+            ["scikit-learn saga", [1.0, 1.0, 1.0], 128.0, 3, ""],
+            ["LIBLINEAR -s 6", [4.0, 4.0, 4.0], 100.00001, 5, ""]]
+    table = compare._objective_table("t", "F(w)", "w", rows)
+    cells = {r[0]: r[4] for r in table.rows}
+    assert cells["scikit-learn saga"] == "0.50x (stopped 2.8e-01 above)"
+    assert cells["LIBLINEAR -s 6"] == "2.00x"                  # 1e-7 above: solved
+    assert cells["sparsekit L1LogisticOBA"] == "1.00x"
