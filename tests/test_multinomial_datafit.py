@@ -179,16 +179,16 @@ def test_row_walk_is_chosen_for_many_classes_each_column_freeing_few():
     x = np.zeros(f.n_params)
     few = np.sort(rng.choice(60 * 40, 150, replace=False))       # ~2.5 of 40 a column
     many = np.arange(0, 20 * 40)                                  # every class of 20
-    assert f.hessp(x, few)._rows is not None and f._csr() is X
-    assert f.hessp(x, many)._rows is None
+    assert f.hessp(x, few).walks_rows and f._csr() is X
+    assert f.hessp(x, many).walks_rows is False
     small = Multinomial(X, rng.integers(0, 10, 400), 10, fit_intercept=True)
     small.max_explicit = 0
-    assert small.hessp(np.zeros(small.n_params), np.arange(0, 600, 37))._rows is None
+    assert small.hessp(np.zeros(small.n_params), np.arange(0, 600, 37)).walks_rows is False
     H = f.hessp(x, few)
     v = rng.normal(size=few.size)
     f.row_walk_classes = np.inf
     C = f.hessp(x, few)
-    assert C._rows is None
+    assert C.walks_rows is False
     np.testing.assert_allclose(H(v), C(v), rtol=1e-12, atol=1e-15)
     np.testing.assert_allclose(H.diagonal(), C.diagonal(), rtol=1e-12, atol=1e-15)
 
@@ -316,7 +316,7 @@ def test_hessian_on_a_free_set_is_the_block_hessian(sparse, dtype, route):
     tol = dict(rtol=1e-10, atol=1e-12) if dtype == np.float64 else dict(rtol=1e-5, atol=1e-7)
     assert getattr(op, "is_explicit", False) == (route == "formed")
     if route != "formed":
-        assert (op._H._rows is not None) == (sparse and route == "row walk")
+        assert (op._H.walks_rows) == (sparse and route == "row walk")
     np.testing.assert_allclose(op(v), H[np.ix_(free, free)] @ v, **tol)
     np.testing.assert_allclose(op.diagonal(), np.diag(H)[free], **tol)
     keep = np.ones(free.size, dtype=bool)

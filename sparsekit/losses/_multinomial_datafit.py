@@ -300,7 +300,7 @@ class Multinomial:
         (:func:`~sparsekit._cython._gram_kernels.mn_gram_csr`), the intercepts' block by
         BLAS."""
         m, nw = H.shape[0], H._w_entries.size
-        X = H._rows if H._rows is not None else self._free_rows(H._cols)
+        X = H.free_rows()
         b_entry = np.full(self.n_classes, -1, dtype=np.int64)
         b_entry[H._b_entries] = nw + np.arange(H._b_entries.size)
         G = np.zeros((m, m))
@@ -331,7 +331,7 @@ class Multinomial:
         if self._work.size < size:
             self._work = np.empty(max(size, 2 * self._work.size))   # few reallocations
         if sparse:
-            X = self.X[:, H._cols].tocsr()
+            X = H.free_rows()
             if self._panel.size < c * block:
                 self._panel = np.empty(max(c * block, 2 * self._panel.size),
                                        dtype=X.dtype)
@@ -410,7 +410,8 @@ class _MultinomialHessian:
         self._class = self._w_entries % datafit.n_classes
         self._diag = None
         self.shape = (free.size, free.size)
-        self._rows = datafit._free_rows(self._cols) if datafit._walks_rows(self) else None
+        self.walks_rows = datafit._walks_rows(self)   # the products' route
+        self._rows = None
         self._sums = None   # the row-walking Xᵀ R's partial sums, kept between products
 
     def __call__(self, v):
@@ -421,8 +422,8 @@ class _MultinomialHessian:
         vb[self._b_entries] = v[nwf:]
         U = np.empty((f.n_samples, f.n_classes))
         out = np.empty(v.size)
-        if self._rows is not None:
-            X = self._rows
+        if self.walks_rows:
+            X = self.free_rows()
             K.mn_margins_free_csr(X.data, X.indices, X.indptr, self._col_start, self._class,
                                   np.ascontiguousarray(v[:nwf]), vb, U, f.n_threads)
             R = U
@@ -438,9 +439,16 @@ class _MultinomialHessian:
         out[nwf:] = R.sum(axis=0)[self._b_entries]
         return out
 
+    def free_rows(self):
+        """The free columns of the sparse X as a CSR matrix (made on first use, kept): the
+        row-walking products and both ways of forming the Hessian read it."""
+        if self._rows is None:
+            self._rows = self._f._free_rows(self._cols)
+        return self._rows
+
     def _free_rmatmat(self, R, out, square):
         """out = (X_Fᵀ R) on the free weight entries, walking the free columns' rows."""
-        X, nwf = self._rows, self._w_entries.size
+        X, nwf = self.free_rows(), self._w_entries.size
         if self._sums is None:
             self._sums = np.empty((K.free_chunks(X.shape[0], nwf), nwf))
         K.mn_rmatmat_free_csr(X.data, X.indices, X.indptr, R, self._col_start, self._class,
@@ -454,7 +462,7 @@ class _MultinomialHessian:
             D = f._P * (1.0 - f._P) * f._sw[:, None]
             nwf = self._w_entries.size
             self._diag = np.empty(self.shape[0])
-            if self._rows is not None:
+            if self.walks_rows:
                 self._free_rmatmat(D, self._diag[:nwf], square=True)
             else:
                 G = _rmatmat(f.X, D, self._cols, np.empty((self._cols.size, f.n_classes)),
