@@ -2,7 +2,7 @@
 
 bench_l1_multinomial.py runs each solver cold along a ladder of tolerances or epochs; on the
 Debian corpus at 1000 times the smallest active C a single OBA fit takes minutes and saga's
-epochs 2 s each, so a ladder would take hours. Here OBA runs once to a tight tolerance and
+epochs seconds each, so a ladder would take hours. Here OBA runs once to a tight tolerance and
 its objective is recorded after every iteration (a run stopped at iteration k would have
 taken the same time to get there); the last iterate's relative duality gap bounds its
 distance to the optimum from above, and how far F moved over the last 100 iterations shows
