@@ -9,9 +9,9 @@ from setuptools import Extension, setup
 
 COMPILE_ARGS = ["-O3", "-fno-math-errno", "-Wno-unused-function", "-Wno-unreachable-code"]
 #: modules with OpenMP loops (``prange``): ExtremeSoftmaxSGD's ``n_jobs`` and the threads of
-#: L1LogisticOBA's multinomial products. With gcc or clang on Linux; elsewhere they build
-#: without it and run those loops on one thread
-OPENMP = {"_softmax_sgd", "_oba_kernels"}
+#: L1LogisticOBA's multinomial products and formed Hessians. With gcc or clang on Linux;
+#: elsewhere they build without it and run those loops on one thread
+OPENMP = {"_softmax_sgd", "_oba_kernels", "_gram_kernels"}
 OPENMP_ARGS = ["-fopenmp"] if sys.platform.startswith("linux") else []
 DIRECTIVES = {
     "language_level": 3,

@@ -379,20 +379,87 @@ def test_sparse_route_counts_its_updates_and_is_chosen_where_columns_are_mostly_
         np.testing.assert_allclose(f._gram(op), f._gram(op, route=route), rtol=0, atol=0)
 
 
+def _sparse_route_reference(Xd, P, sw, col_start, classes, b_classes):
+    """The sparse route's matrix from its formula: Σᵢ sᵢ (x̃ᵢx̃ᵢᵀ ⊗ (diag pᵢ − pᵢpᵢᵀ)) on
+    the free entries (column a's classes ``classes[col_start[a]:col_start[a + 1]]``, then
+    intercepts of ``b_classes``), with the intercept × intercept block zero."""
+    cols = np.repeat(np.arange(col_start.size - 1), np.diff(col_start))
+    n, nw = Xd.shape[0], cols.size
+    Xe = np.c_[Xd[:, cols], np.ones((n, b_classes.size))]      # x̃ of each entry, per row
+    ke = np.r_[classes, b_classes]
+    G = np.einsum("i,ia,ib,iab->ab", sw, Xe, Xe,
+                  (ke[:, None] == ke[None, :])[None] * P[:, ke][:, :, None]
+                  - P[:, ke][:, :, None] * P[:, ke][:, None, :])
+    G[nw:, nw:] = 0.0
+    return G
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_sparse_route_kernel_is_its_formula_in_blocks_and_threads(dtype):
+    """Against the formula, on rows in blocks of any size (one entry: every row alone,
+    rows longer than a block), on 1 and 3 threads bitwise the same: columns with one free
+    class and with all, a class with no free entry, an empty row, a row of weight 0, some
+    intercepts free, a column with no free entry, int32 and int64 indices."""
+    rng = np.random.default_rng(11)
+    n, D, K = 40, 7, 5
+    rows = np.ones(n)
+    rows[3] = 0.0                                                  # an empty row
+    X = sp.csr_matrix(sp.diags(rows) @ sp.random(n, D, density=0.45, random_state=rng,
+                                                 format="csr"), dtype=dtype)
+    X.eliminate_zeros()
+    X.sort_indices()
+    assert X.indptr[4] == X.indptr[3] and X.dtype == dtype
+    P = softmax(rng.normal(size=(n, K)), axis=1)
+    sw = rng.uniform(0.5, 2.0, n)
+    sw[5] = 0.0
+    col_start = np.array([0, 1, 3, 3 + K, 3 + K, 5 + K, 6 + K, 8 + K])   # column 3: none
+    classes = np.r_[2, 0, 4, np.arange(K), 0, 2, 4, 0, 1]          # class 3: column 2 only
+    b_classes = np.array([1, 3])
+    nw, nb = classes.size, b_classes.size
+    b_entry = np.full(K, -1)
+    b_entry[b_classes] = nw + np.arange(nb)
+    want = _sparse_route_reference(X.toarray().astype(np.float64), P, sw, col_start, classes,
+                                   b_classes)
+    results = []
+    for block, threads, index in ((1 << 16, 1, np.int32), (1, 1, np.int64), (9, 3, np.int32),
+                                  (1 << 16, 3, np.int64)):
+        G = np.zeros((nw + nb, nw + nb))
+        _gram_kernels.mn_gram_csr(X.data, X.indices.astype(index), X.indptr.astype(index), P,
+                                  np.ascontiguousarray(P[:, b_classes]), sw, col_start,
+                                  classes, b_entry, G, threads, block)
+        tol = 1e-13 if dtype == np.float64 else 1e-6
+        np.testing.assert_allclose(G, want, rtol=tol, atol=tol)
+        np.testing.assert_array_equal(G, G.T)
+        results.append(G)
+    np.testing.assert_array_equal(results[0], results[3])       # threads change no bit
+
+
 def test_sparse_route_kernel_refuses_inconsistent_inputs():
     X = sp.csr_matrix(np.eye(3))
     P, sw = np.full((3, 2), 0.5), np.ones(3)
     col_start, classes = np.array([0, 1, 2, 3]), np.array([0, 1, 0])
-    b_class, b_entry = np.array([0, 1]), np.array([3, 4])
-    _gram_kernels.mn_gram_csr(X.data, X.indices, X.indptr, P, sw, col_start, classes,
-                              b_class, b_entry, np.zeros((5, 5)))
-    for bad in ({"G": np.zeros((4, 4))}, {"b_entry": np.array([3])},
-                {"classes": np.array([0, 2, 0])}, {"sw": np.ones(2)}):
-        args = {"G": np.zeros((5, 5)), "b_entry": b_entry, "classes": classes, "sw": sw,
-                **bad}
-        with pytest.raises(ValueError, match="mn_gram_csr"):
-            _gram_kernels.mn_gram_csr(X.data, X.indices, X.indptr, P, args["sw"], col_start,
-                                      args["classes"], b_class, args["b_entry"], args["G"])
+    b_entry = np.array([3, 4])
+
+    def call(data=X.data, indices=X.indices, indptr=X.indptr, Pb=P, sw=sw,
+             col_start=col_start, classes=classes, b_entry=b_entry, G=None):
+        G = np.zeros((5, 5)) if G is None else G
+        _gram_kernels.mn_gram_csr(data, indices, indptr, P, Pb, sw, col_start, classes,
+                                  b_entry, G)
+    call()
+    for bad, message in (({"G": np.zeros((4, 4))}, "square"),
+                         ({"b_entry": np.array([3])}, "b_entry"),
+                         ({"b_entry": np.array([3, 5])}, "out of range"),
+                         ({"classes": np.array([0, 2, 0])}, "out of range"),
+                         ({"col_start": np.array([0, 2, 1, 3])}, "non-decreasing"),
+                         ({"col_start": np.array([0, 1, 2])}, "run from 0"),
+                         ({"sw": np.ones(2)}, "rows"), ({"Pb": P[:2]}, "rows"),
+                         ({"indptr": np.array([0, 2, 1, 3], dtype=np.int32)}, "indptr"),
+                         ({"data": X.data[:2]}, "indptr"),
+                         ({"indices": np.array([0, 3, 2], dtype=np.int32)}, "column"),
+                         ({"indices": np.array([1, 0], dtype=np.int32),
+                           "indptr": np.array([0, 2, 2, 2], dtype=np.int32)}, "increase")):
+        with pytest.raises(ValueError, match=f"mn_gram_csr.*{message}"):
+            call(**bad)
 
 
 def test_dense_route_kernel_is_its_formula_and_refuses_inconsistent_inputs():

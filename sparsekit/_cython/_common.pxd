@@ -4,6 +4,14 @@
 #            indices and indptr as SciPy gives them, without an int64 copy.
 # log1pexp   log(1 + e^t) without overflow.
 # sigmoid    1 / (1 + e^-t) without overflow.
+# bad_csr    0 when a CSR matrix's indptr (n + 1 entries) starts at 0 or above, never
+#            decreases and ends within ``nnz`` stored entries, and its column indices there
+#            lie in [0, n_cols) (and increase along each row, with ``sorted``); else which
+#            of these fails (1 indptr, 2 a column index, 3 the order).
+# bad_free_entries
+#            0 when ``start`` runs from 0 to len(classes) without decreasing and every class
+#            is in [0, K); else which of these fails (1, 2, 3): the free (column, class)
+#            entries of the multinomial kernels.
 from libc.math cimport exp, log1p
 from libc.stdint cimport int32_t, int64_t
 
@@ -24,3 +32,36 @@ cdef inline double sigmoid(double t) noexcept nogil:
         return 1.0 / (1.0 + exp(-t))
     e = exp(t)
     return e / (1.0 + e)
+
+
+cdef inline int bad_csr(const index_t[::1] indices, const index_t[::1] indptr,
+                        Py_ssize_t nnz, Py_ssize_t n_cols, bint sorted=False) noexcept nogil:
+    cdef Py_ssize_t i, p, n = indptr.shape[0] - 1
+    if n < 0 or indptr[0] < 0 or indptr[n] > nnz or indptr[n] > indices.shape[0]:
+        return 1
+    for i in range(n):
+        if indptr[i + 1] < indptr[i]:
+            return 1
+    for p in range(indptr[0], indptr[n]):
+        if indices[p] < 0 or indices[p] >= n_cols:
+            return 2
+    if sorted:
+        for i in range(n):
+            for p in range(indptr[i] + 1, indptr[i + 1]):
+                if indices[p] <= indices[p - 1]:
+                    return 3
+    return 0
+
+
+cdef inline int bad_free_entries(const long long[::1] start, const long long[::1] classes,
+                                 Py_ssize_t K) noexcept nogil:
+    cdef Py_ssize_t j, t
+    if start.shape[0] < 1 or start[0] != 0 or start[start.shape[0] - 1] != classes.shape[0]:
+        return 1
+    for j in range(start.shape[0] - 1):
+        if start[j + 1] < start[j]:
+            return 2
+    for t in range(classes.shape[0]):
+        if classes[t] < 0 or classes[t] >= K:
+            return 3
+    return 0

@@ -13,11 +13,12 @@ float64 (fused ``floating``); index arrays int32 or int64.
 import numpy as np
 
 from cython cimport floating
+from cython.parallel cimport prange
 from libc.math cimport sqrt
 from libc.string cimport memset
 from scipy.linalg.cython_blas cimport dsyrk, ssyrk
 
-from sparsekit._cython._common cimport index_t
+from sparsekit._cython._common cimport bad_csr, bad_free_entries, index_t
 
 
 cdef Py_ssize_t _max_row_length(const index_t[::1] indptr, Py_ssize_t n):
@@ -143,7 +144,7 @@ def gram_csr_syrk(const floating[::1] data, const index_t[::1] indices,
                 break
             _syrk_add(b"N", panel, used, C, G, sign)
             memset(&panel[0, 0], 0, (k + 1) * used * sizeof(float))
-        _mirror_upper(G)
+        _mirror_upper(G, G.shape[0])
 
 
 def gram_dense_syrk(const floating[::1, :] X, const long long[:] rows, const double[:] W,
@@ -178,7 +179,7 @@ def gram_dense_syrk(const floating[::1, :] X, const long long[:] rows, const dou
                     panel[u, nf] = root[u]
             _syrk_add(b"T", panel, used, C, G, sign)
             start += used
-        _mirror_upper(G)
+        _mirror_upper(G, G.shape[0])
 
 
 cdef void _syrk_add(char* trans, float[::1, :] panel, Py_ssize_t used, float[::1, :] C,
@@ -197,10 +198,10 @@ cdef void _syrk_add(char* trans, float[::1, :] panel, Py_ssize_t used, float[::1
             G[a, b] += sign * C[a, b]
 
 
-cdef void _mirror_upper(double[:, ::1] G) noexcept nogil:
-    """Copy the upper triangle of ``G`` onto the lower one."""
+cdef void _mirror_upper(double[:, ::1] G, Py_ssize_t rows) noexcept nogil:
+    """Copy the upper triangle of the first ``rows`` rows of ``G`` onto the lower one."""
     cdef Py_ssize_t a, b
-    for a in range(G.shape[0]):
+    for a in range(rows):
         for b in range(a + 1, G.shape[0]):
             G[b, a] = G[a, b]
 
@@ -316,117 +317,168 @@ def take_columns_csr(const floating[::1] data, const index_t[::1] indices,
 
 
 def mn_gram_csr(const floating[::1] data, const index_t[::1] indices,
-                const index_t[::1] indptr, const double[:, ::1] P, const double[::1] sw,
-                const long long[::1] col_start, const long long[::1] entry_class,
-                const long long[::1] b_class, const long long[::1] b_entry,
-                double[:, ::1] G):
-    """The rows of the multinomial subspace Hessian that belong to its weight entries, for
-    a CSR ``X`` of the free columns (sorted row indices).
+                const index_t[::1] indptr, const double[:, ::1] P, const double[:, ::1] Pb,
+                const double[::1] sw, const long long[::1] col_start,
+                const long long[::1] entry_class, const long long[::1] b_entry,
+                double[:, ::1] G, int n_threads=1, Py_ssize_t block_entries=1 << 16):
+    """The multinomial subspace Hessian but its intercept × intercept block, for a
+    canonical CSR ``X`` of the free columns.
 
     The entries are (column a, class k) pairs in column-then-class order: column ``a``'s
     are ``col_start[a]:col_start[a + 1]``, of classes ``entry_class``; ``nw`` =
-    ``col_start[-1]`` of them, then the intercept entries of classes ``b_class``
-    (``b_entry[k]`` is class k's intercept entry, or -1 when it is not free). Row i
-    (weight sᵢ = ``sw[i]``, probabilities pᵢ = ``P[i]``) adds, with uₑ = xᵢₐ pᵢₖ for its
-    entries e = (a, k) in its nonzero columns,
+    ``col_start[-1]`` of them, then nb intercept entries (``b_entry[k]`` is class k's, or
+    -1 when it is not free; ``Pb`` holds their classes' columns of ``P``, in entry order).
+    Row i (weight sᵢ = ``sw[i]``, probabilities pᵢ = ``P[i]``) adds, with uₑ = xᵢₐ pᵢₖ for
+    its entries e = (a, k) in its nonzero columns,
 
         G[e, e'] += sᵢ uₑ ([k = k'] xᵢₐ' − uₑ')   (e ≤ e', weight entries),
         G[e, f]  += sᵢ uₑ ([k = k_f] − pᵢ,k_f)     (f an intercept entry),
 
-    the entries × rows of xᵢxᵢᵀ ⊗ (diag pᵢ − pᵢpᵢᵀ): for rᵢ free weight entries in row i,
-    the rank-one part −sᵢuuᵀ takes rᵢ²/2 scattered updates, four rows of G per pass over
-    the row's entries (as in :func:`gram_csr`), the class-diagonal part [k = k'] sᵢuxᵀ
-    Σₖ rᵢₖ²/2 over the row's entries bucketed by class, and the intercepts rᵢ contiguous
-    runs, where the dense route pays n |F|² / 2 multiply-adds. Rows ``nw:`` (intercept ×
-    intercept) and the lower triangle are left to the caller; ``G`` is added to.
+    the entries × rows of xᵢxᵢᵀ ⊗ (diag pᵢ − pᵢpᵢᵀ): Σᵢ rᵢ(rᵢ + 1)/2 updates for rᵢ free
+    weight entries in row i, and rᵢ runs of nb for the intercepts. The rows are taken in
+    blocks of at most ``block_entries`` listed entries (entry, uₑ, xᵢₐ, the row's next
+    entry of the same class); within a block, column a's rows of G take, from each row i
+    that stores a, the row's entries from a's on, four rows of G per pass (Gustavson's
+    order). A row of G then stays in cache while it is summed, where scattering each
+    row's rᵢ² updates over G missed the cache once G outgrew it, and a block's rows stay in
+    cache while its columns visit them. Columns are shared among ``n_threads``; each row
+    of G is summed by one thread in row order, so the count changes no bit. The weight
+    rows' upper triangle is then mirrored; ``G[nw:, nw:]`` is left to the caller, and
+    ``G`` is added to.
     """
-    cdef Py_ssize_t n = P.shape[0], K = P.shape[1], nw = col_start[col_start.shape[0] - 1]
-    cdef Py_ssize_t nb = b_class.shape[0], i, q, r, t, e, f, R, a
-    cdef Py_ssize_t width = 1
-    cdef double s, su, v
+    cdef Py_ssize_t n = P.shape[0], K = P.shape[1], D = col_start.shape[0] - 1
+    cdef Py_ssize_t nb = Pb.shape[1], nw, i, q, t, e, e2, e0, end, c, p, f, nk
+    cdef Py_ssize_t i0, i1, total, cap, width, j
+    cdef double s, x, u, w0, w1, w2, w3
     cdef double *row
-    cdef double *G4[4]
-    cdef double su4[4]
+    cdef double *g0
+    cdef double *g1
+    cdef double *g2
+    cdef double *g3
+    cdef const double* pb
     cdef long long k
-    if (indptr.shape[0] != n + 1 or sw.shape[0] != n or b_entry.shape[0] != K
-            or G.shape[0] != G.shape[1] or G.shape[0] != nw + nb
-            or entry_class.shape[0] != nw):
-        raise ValueError("mn_gram_csr: inconsistent shapes")
-    for a in range(nw):
-        if not 0 <= entry_class[a] < K:
-            raise ValueError("mn_gram_csr: a class index is out of range")
-    for a in range(col_start.shape[0] - 1):
-        width = max(width, col_start[a + 1] - col_start[a])
-    width *= _max_row_length(indptr, n)
-    cdef long long[::1] pos = np.empty(width, dtype=np.int64)
-    cdef long long[::1] cls = np.empty(width, dtype=np.int64)
-    cdef double[::1] x = np.empty(width)
-    cdef double[::1] u = np.empty(width)
-    cdef double[::1] pb = np.empty(max(nb, 1))
-    cdef long long[::1] order = np.empty(width, dtype=np.int64)
-    cdef long long[::1] first = np.empty(K + 1, dtype=np.int64)
+    if D < 0 or indptr.shape[0] != n + 1 or sw.shape[0] != n or Pb.shape[0] != n:
+        raise ValueError("mn_gram_csr: X, Pb and sw must have P's rows and col_start an "
+                         "entry")
+    bad = bad_free_entries(col_start, entry_class, K)
+    if bad:
+        raise ValueError("mn_gram_csr: " + ("col_start must run from 0 to len(entry_class)",
+                                            "col_start must be non-decreasing",
+                                            "a class index is out of range")[bad - 1])
+    nw = col_start[D]
+    if G.shape[0] != G.shape[1] or G.shape[0] != nw + nb or b_entry.shape[0] != K:
+        raise ValueError("mn_gram_csr: G must be square over the weight and intercept "
+                         "entries and b_entry hold K entries")
+    if nw + nb >= 1 << 31:
+        raise ValueError("mn_gram_csr: more than 2³¹ entries")
+    for k in range(K):
+        if not (b_entry[k] == -1 or nw <= b_entry[k] < nw + nb):
+            raise ValueError("mn_gram_csr: b_entry holds an entry out of range")
+    bad = bad_csr(indices, indptr, data.shape[0], D, True)
+    if bad:
+        raise ValueError("mn_gram_csr: X's " + ("indptr runs past its entries or decreases",
+                                                "column indices are out of range",
+                                                "column indices must increase along a row"
+                                                )[bad - 1])
+    cdef long long[::1] counts = np.zeros(n, dtype=np.int64)   # rᵢ, 0 for sᵢ = 0
+    width, total = 1, 0
     with nogil:
         for i in range(n):
-            s = sw[i]
-            if s == 0.0:
-                continue
-            R = 0
-            for q in range(indptr[i], indptr[i + 1]):   # the row's free weight entries
-                a, v = indices[q], data[q]
-                for t in range(col_start[a], col_start[a + 1]):
-                    k = entry_class[t]
-                    pos[R], cls[R], x[R], u[R] = t, k, v, v * P[i, k]
-                    R += 1
-            if R == 0:
-                continue
-            for f in range(nb):
-                pb[f] = s * P[i, b_class[f]]
-            # −sᵢ u uᵀ: rows pos[r..r+3] of G at a time, each loaded entry serves four
-            r = 0
-            while r + 3 < R:
-                for a in range(4):
-                    G4[a] = &G[pos[r + a], 0]
-                    su4[a] = s * u[r + a]
-                    for q in range(r + a, r + 4):       # their 4 × 4 corner
-                        G4[a][pos[q]] -= su4[a] * u[q]
-                for q in range(r + 4, R):
-                    t, v = pos[q], u[q]
-                    G4[0][t] -= su4[0] * v
-                    G4[1][t] -= su4[1] * v
-                    G4[2][t] -= su4[2] * v
-                    G4[3][t] -= su4[3] * v
-                r += 4
-            for q in range(r, R):                       # the last rows, one at a time
-                row, su = &G[pos[q], 0], s * u[q]
-                for t in range(q, R):
-                    row[pos[t]] -= su * u[t]
-            # + sᵢ u xᵀ between entries of one class: the row's entries bucketed by class
-            # (in gather order, so that e ≤ e' within a bucket)
-            for k in range(K + 1):
-                first[k] = 0
-            for r in range(R):
-                first[cls[r] + 1] += 1
-            for k in range(K):
-                first[k + 1] += first[k]
-            for r in range(R):
-                k = cls[r]
-                order[first[k]] = r
-                first[k] += 1
-            q = 0                                       # first[k] is now the end of bucket k
-            for k in range(K):
-                for a in range(q, first[k]):
-                    r = order[a]
-                    row, su = &G[pos[r], 0], s * u[r]
-                    for t in range(a, first[k]):
-                        row[pos[order[t]]] += su * x[order[t]]
-                q = first[k]
-            for r in range(R):                          # the intercept entries, contiguous
-                row = &G[pos[r], 0]
-                for f in range(nb):
-                    row[nw + f] -= u[r] * pb[f]
-                e = b_entry[cls[r]]
-                if e >= 0:
-                    row[e] += s * u[r]
+            if sw[i] != 0.0:
+                for q in range(indptr[i], indptr[i + 1]):
+                    c = indices[q]
+                    counts[i] += col_start[c + 1] - col_start[c]
+                width = max(width, counts[i])
+                total += counts[i]
+    cap = max(width, min(block_entries, total))
+    cdef int[::1] ent = np.empty(cap, dtype=np.int32)       # the listed entries' positions,
+    cdef double[::1] us = np.empty(cap)                     # uₑ,
+    cdef double[::1] xs = np.empty(cap)                     # xᵢₐ
+    cdef long long[::1] same = np.empty(cap, dtype=np.int64)  # and the row's next of its class
+    cdef long long[::1] last = np.full(K, -1, dtype=np.int64)
+    cdef long long[::1] row_end = np.empty(n, dtype=np.int64)
+    cdef long long[::1] col_ptr = np.empty(D + 1, dtype=np.int64)
+    cdef long long[::1] fill = np.empty(D, dtype=np.int64)
+    cdef long long[::1] visit_row = np.empty(cap, dtype=np.int64)   # column c's visits:
+    cdef long long[::1] visit_at = np.empty(cap, dtype=np.int64)    # (row, its first entry)
+    with nogil:
+        i0 = 0
+        while i0 < n:
+            total, i1 = counts[i0], i0 + 1
+            while i1 < n and total + counts[i1] <= cap:
+                total += counts[i1]
+                i1 += 1
+            # list the block's entries, row by row, and each column's visits
+            col_ptr[:] = 0
+            for i in range(i0, i1):
+                if counts[i]:
+                    for q in range(indptr[i], indptr[i + 1]):
+                        c = indices[q]
+                        col_ptr[c + 1] += col_start[c + 1] > col_start[c]
+            for c in range(D):
+                col_ptr[c + 1] += col_ptr[c]
+                fill[c] = col_ptr[c]
+            e = 0
+            for i in range(i0, i1):
+                if counts[i]:
+                    e0 = e
+                    for q in range(indptr[i], indptr[i + 1]):
+                        c, x = indices[q], data[q]
+                        if col_start[c + 1] == col_start[c]:
+                            continue                    # no free entry, no visit
+                        visit_row[fill[c]], visit_at[fill[c]] = i, e
+                        fill[c] += 1
+                        for t in range(col_start[c], col_start[c + 1]):
+                            k = entry_class[t]
+                            ent[e], us[e], xs[e], same[e] = <int>t, x * P[i, k], x, -1
+                            if last[k] >= 0:
+                                same[last[k]] = e
+                            last[k] = e
+                            e += 1
+                    for e2 in range(e0, e):
+                        last[entry_class[ent[e2]]] = -1
+                row_end[i] = e
+            # column c's rows of G, from every row of the block that stores c
+            for c in prange(D, num_threads=max(1, n_threads), schedule="dynamic"):
+                nk = col_start[c + 1] - col_start[c]
+                for p in range(col_ptr[c], col_ptr[c + 1]):
+                    i, e0 = visit_row[p], visit_at[p]
+                    s, end, pb = sw[i], row_end[i], &Pb[i, 0]
+                    for e in range(e0, e0 + nk):        # the column's own corner, e ≤ e'
+                        row = &G[ent[e], 0]
+                        u = s * us[e]
+                        for e2 in range(e, e0 + nk):
+                            row[ent[e2]] -= u * us[e2]
+                        e2 = e                          # [k = k']: the entries of its class
+                        while e2 >= 0:
+                            row[ent[e2]] += u * xs[e2]
+                            e2 = same[e2]
+                        if b_entry[entry_class[ent[e]]] >= 0:
+                            row[b_entry[entry_class[ent[e]]]] += u
+                    e = e0
+                    while e + 4 <= e0 + nk:     # the row's later entries, four rows a pass
+                        g0, g1 = &G[ent[e], 0], &G[ent[e + 1], 0]
+                        g2, g3 = &G[ent[e + 2], 0], &G[ent[e + 3], 0]
+                        w0, w1, w2, w3 = (s * us[e], s * us[e + 1], s * us[e + 2],
+                                          s * us[e + 3])
+                        for e2 in range(e0 + nk, end):
+                            q, u = ent[e2], us[e2]
+                            g0[q] -= w0 * u
+                            g1[q] -= w1 * u
+                            g2[q] -= w2 * u
+                            g3[q] -= w3 * u
+                        e = e + 4
+                    while e < e0 + nk:          # the last rows, one a pass
+                        g0, w0 = &G[ent[e], 0], s * us[e]
+                        for e2 in range(e0 + nk, end):
+                            g0[ent[e2]] -= w0 * us[e2]
+                        e = e + 1
+                    for e in range(e0, e0 + nk):        # the intercepts
+                        row, u = &G[ent[e], 0], s * us[e]
+                        for f in range(nb):
+                            row[nw + f] -= u * pb[f]
+            i0 = i1
+        _mirror_upper(G, nw)
 
 
 def mn_entry_counts(const index_t[::1] indices, const index_t[::1] indptr,

@@ -19,7 +19,7 @@ from cython.parallel cimport prange
 from libc.math cimport exp, fabs, fmax, log, log1p, sqrt
 from scipy.linalg.cython_blas cimport daxpy, ddot, dgemv
 
-from sparsekit._cython._common cimport index_t, log1pexp
+from sparsekit._cython._common cimport bad_csr, bad_free_entries, index_t, log1pexp
 
 
 # ---------------------------------------------------------------- margins  m = X w + b
@@ -737,32 +737,18 @@ def mn_rmatmat_dense(const floating[::1, :] X, const double[:, ::1] R,
 # or written once and each stored entry touches only its column's free classes
 # (``start[j]:start[j + 1]`` of the free entries, ``classes`` and values in that order).
 
-cdef int _bad_free_entries(const long long[::1] start, const long long[::1] classes,
-                           Py_ssize_t K) noexcept nogil:
-    """0 when ``start`` runs from 0 to len(classes) without decreasing and every class is
-    in [0, K); else which of these fails (1, 2, 3)."""
-    cdef Py_ssize_t j, t
-    if start[0] != 0 or start[start.shape[0] - 1] != classes.shape[0]:
-        return 1
-    for j in range(start.shape[0] - 1):
-        if start[j + 1] < start[j]:
-            return 2
-    for t in range(classes.shape[0]):
-        if classes[t] < 0 or classes[t] >= K:
-            return 3
-    return 0
-
-
-def _check_free_entries(name, data, indices, indptr, start, classes, n, K):
+def _check_free_entries(name, bad_x, indptr, start, classes, n, K):
+    """Raise for inconsistent entries and for ``bad_x`` (:func:`bad_csr`'s code for X)."""
     if indptr.shape[0] != n + 1 or start.shape[0] < 1:
         raise ValueError(f"{name}: X must have the (n, K) matrix's n rows")
-    if indptr[n] > indices.shape[0] or indptr[n] > data.shape[0]:
-        raise ValueError(f"{name}: indptr runs past the stored entries")
-    bad = _bad_free_entries(start, classes, K)
+    bad = bad_free_entries(start, classes, K)
     if bad:
         raise ValueError(f"{name}: " + ("start must run from 0 to len(classes)",
                                         "start must be non-decreasing",
                                         "a class is out of range")[bad - 1])
+    if bad_x:
+        raise ValueError(f"{name}: " + ("indptr runs past the stored entries or decreases",
+                                        "a column index is out of range")[bad_x - 1])
 
 
 def mn_margins_free_csr(const floating[::1] data, const index_t[::1] indices,
@@ -777,8 +763,9 @@ def mn_margins_free_csr(const floating[::1] data, const index_t[::1] indices,
     cdef Py_ssize_t T = max(1, n_threads), D = start.shape[0] - 1
     cdef double x
     cdef double* z
-    _check_free_entries("mn_margins_free_csr", data, indices, indptr, start, classes, n,
-                        K)
+    _check_free_entries("mn_margins_free_csr",
+                        bad_csr(indices, indptr, data.shape[0], start.shape[0] - 1),
+                        indptr, start, classes, n, K)
     if v.shape[0] != classes.shape[0] or b.shape[0] != K:
         raise ValueError("mn_margins_free_csr: v must match classes and b be (K,)")
     with nogil:
@@ -790,8 +777,6 @@ def mn_margins_free_csr(const floating[::1] data, const index_t[::1] indices,
                 z = &Z[i, 0]
                 for p in range(indptr[i], indptr[i + 1]):
                     j = indices[p]
-                    if j < 0 or j >= D:
-                        continue
                     x = data[p]
                     for t in range(start[j], start[j + 1]):
                         z[classes[t]] += x * v[t]
@@ -819,8 +804,9 @@ def mn_rmatmat_free_csr(const floating[::1] data, const index_t[::1] indices,
     cdef double x, total
     cdef const double* r
     cdef double* acc
-    _check_free_entries("mn_rmatmat_free_csr", data, indices, indptr, start, classes, n,
-                        K)
+    _check_free_entries("mn_rmatmat_free_csr",
+                        bad_csr(indices, indptr, data.shape[0], start.shape[0] - 1),
+                        indptr, start, classes, n, K)
     if out.shape[0] != F or work.shape[1] != F or nc < 1:
         raise ValueError("mn_rmatmat_free_csr: out must be (len(classes),) and work "
                          "(blocks, len(classes)) with a block at least")
@@ -835,8 +821,6 @@ def mn_rmatmat_free_csr(const floating[::1] data, const index_t[::1] indices,
                 r = &R[i, 0]
                 for p in range(indptr[i], indptr[i + 1]):
                     j = indices[p]
-                    if j < 0 or j >= D:
-                        continue
                     x = data[p]
                     if square:
                         x = x * x
