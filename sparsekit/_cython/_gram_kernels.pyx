@@ -7,8 +7,11 @@ Sparse X is walked by rows (CSR): each row's free entries are gathered through a
 (``colmap[j]`` = position of column j in F, or -1) and their products accumulated into the
 dense Gram, four rows of G at a time; ``gram_csr_syrk`` and ``gram_dense_syrk`` instead
 gather rows scaled by sqrt(D) into float32 panels accumulated by BLAS ``ssyrk`` into a
-float64 Gram (relative error ~1e-7, below the CG's forcing). Values may be float32 or
-float64 (fused ``floating``); index arrays int32 or int64.
+float64 Gram (relative error ~1e-7, below the CG's forcing). The multinomial datafit's
+subspace Hessians (``mn_*``) are formed the same two ways, from the stored entries
+(``mn_gram_csr``, one row of the Hessian at a time) or by BLAS on densified blocks of rows
+(``mn_gram_dense``). Values may be float32 or float64 (fused ``floating``); index arrays
+int32 or int64.
 """
 import numpy as np
 
