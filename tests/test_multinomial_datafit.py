@@ -134,6 +134,12 @@ def test_free_entry_kernels_refuse_inconsistent_entries():
     with pytest.raises(ValueError, match="runs past"):
         K.mn_rmatmat_free_csr(S.data[:2], S.indices[:2], S.indptr, R, start, classes,
                               np.empty(2), np.empty((1, 2)))
+    with pytest.raises(ValueError, match="decreases"):      # row 0 would read 3 entries
+        K.mn_margins_free_csr(S.data, S.indices, np.array([0, 3, 1, 3], dtype=np.int32),
+                              start, classes, v, b, np.empty((3, 2)))
+    with pytest.raises(ValueError, match="column index"):
+        K.mn_rmatmat_free_csr(S.data, np.array([0, 3, 2], dtype=np.int32), S.indptr, R,
+                              start, classes, np.empty(2), np.empty((1, 2)))
     with pytest.raises(ValueError, match="v must match"):
         K.mn_margins_free_csr(S.data, S.indices, S.indptr, start, classes, v[:1], b,
                               np.empty((3, 2)))

@@ -760,7 +760,7 @@ def mn_margins_free_csr(const floating[::1] data, const index_t[::1] indices,
     values ``v`` at the same positions. Blocks of rows among ``n_threads`` (a row's sums in
     the same order whatever the count)."""
     cdef Py_ssize_t i, p, t, j, lo, hi, th, n = Z.shape[0], K = Z.shape[1]
-    cdef Py_ssize_t T = max(1, n_threads), D = start.shape[0] - 1
+    cdef Py_ssize_t T = max(1, n_threads)
     cdef double x
     cdef double* z
     _check_free_entries("mn_margins_free_csr",
@@ -800,7 +800,7 @@ def mn_rmatmat_free_csr(const floating[::1] data, const index_t[::1] indices,
     :func:`free_chunks`) whose partial sums go to the rows of ``work`` and are added in
     block order, among ``n_threads``."""
     cdef Py_ssize_t i, p, t, j, c, lo, hi, n = R.shape[0], K = R.shape[1]
-    cdef Py_ssize_t nc = work.shape[0], F = classes.shape[0], D = start.shape[0] - 1
+    cdef Py_ssize_t nc = work.shape[0], F = classes.shape[0]
     cdef double x, total
     cdef const double* r
     cdef double* acc
