@@ -10,6 +10,7 @@ import scipy.sparse as sp
 from sklearn.exceptions import ConvergenceWarning
 
 import _oba_reference as ref
+from sparsekit.datasets import make_thesis_synthetic
 from sparsekit.linear_model import L1LogisticOBA, l1_logistic_path
 from sparsekit.losses._logistic_datafit import Logistic
 
@@ -60,6 +61,42 @@ def test_dense_sparse_float32_agree():
     c = L1LogisticOBA(C=2.0, tol=1e-9).fit(X.astype(np.float32), y)
     np.testing.assert_allclose(a.coef_, b.coef_, atol=1e-8)
     np.testing.assert_allclose(a.coef_, c.coef_, atol=1e-4)
+
+
+def test_dense_triangular_x_is_read_on_each_columns_rows():
+    """The thesis' Synthetic X is upper triangular: a dense datafit reads column j on rows
+    0..j only, and the fits equal those on the same data as CSC (per-column and all-column
+    products, with and without the intercept)."""
+    X, y = make_thesis_synthetic(120, random_state=0)
+    lo, hi = Logistic(X, y)._rows
+    np.testing.assert_array_equal(lo, 0)
+    np.testing.assert_array_equal(hi, np.arange(1, 121))
+    for C, fit_intercept in ((0.05, True), (1.0, False), (10.0, True)):
+        a = L1LogisticOBA(C=C, tol=1e-10, fit_intercept=fit_intercept).fit(X, y)
+        b = L1LogisticOBA(C=C, tol=1e-10, fit_intercept=fit_intercept).fit(sp.csc_matrix(X), y)
+        np.testing.assert_allclose(a.coef_, b.coef_, atol=1e-8)
+        np.testing.assert_allclose(a.intercept_, b.intercept_, atol=1e-8)
+
+
+@pytest.mark.parametrize("sparse", [False, True])
+def test_value_grad_at_the_same_point_returns_the_remembered_values(sparse, monkeypatch):
+    """The fit's closing duality-gap check asks value_grad at the solver's last point: it
+    is answered from memory (no pass over X), as a copy, and a new point is computed."""
+    X, y = _binary(2, sparse=sparse)
+    datafit = Logistic(sp.csc_matrix(X) if sparse else X, np.where(y == 1, 1.0, -1.0),
+                       fit_intercept=True)
+    x = np.linspace(-0.3, 0.4, datafit.n_params)
+    f, g = datafit.value_grad(x)
+    passes = []
+    original = datafit._margins
+    monkeypatch.setattr(datafit, "_margins", lambda *a: passes.append(1) or original(*a))
+    f2, g2 = datafit.value_grad(x.copy())
+    assert passes == [] and f2 == f and g2 is not g
+    np.testing.assert_array_equal(g2, g)
+    g2[:] = 0.0
+    np.testing.assert_array_equal(datafit.value_grad(x)[1], g)
+    x[0] += 1e-3
+    assert datafit.value_grad(x)[0] != f and passes == [1]
 
 
 @pytest.fixture

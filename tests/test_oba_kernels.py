@@ -71,6 +71,31 @@ def test_logistic_pointwise_is_stable_for_huge_margins():
     assert np.all(D >= 0)
 
 
+@pytest.mark.parametrize("alpha", [0.0, 0.3, 1.0])
+def test_logistic_dual_terms_is_its_formula_at_every_margin(alpha):
+    """Σ sᵢ (H(tᵢ) − tᵢ yᵢ b), tᵢ = α σ(−yᵢ mᵢ), against SciPy's expit and xlogy on
+    moderate margins and the limits at huge ones (t → 0 or α: H → 0 or H(α))."""
+    from scipy.special import expit, xlogy
+    rng = np.random.default_rng(3)
+    m = np.concatenate([rng.standard_normal(40) * 5, [-1e4, -800.0, 0.0, 800.0, 1e4]])
+    y = np.where(rng.random(m.size) < 0.5, 1.0, -1.0)
+    sw = rng.uniform(0.0, 2.0, m.size)
+    for b in (0.0, -1.7):
+        t = alpha * expit(-y * m)
+        expect = float(sw @ (-xlogy(t, t) - xlogy(1 - t, 1 - t) - t * y * b))
+        got = K.logistic_dual_terms(m, y, sw, alpha, b)
+        assert np.isfinite(got)
+        np.testing.assert_allclose(got, expect, rtol=1e-12, atol=1e-14)
+    # where σ(−ym) is within rounding of 1 and α = 1, 1 − t comes from σ(ym), not 1 − t
+    tiny = K.logistic_dual_terms(np.array([-40.0]), np.array([1.0]), np.ones(1), 1.0, 0.0)
+    e = np.exp(-40.0)
+    np.testing.assert_allclose(tiny, e * (40.0 + 1.0), rtol=1e-6)   # H(1 − e) ≈ e (1 − log e)
+    with pytest.raises(ValueError, match="same length"):
+        K.logistic_dual_terms(m, y[:-1], sw, alpha, 0.0)
+    with pytest.raises(ValueError, match="alpha"):
+        K.logistic_dual_terms(m, y, sw, 1.5, 0.0)
+
+
 def test_quadratic_pointwise():
     rng = np.random.default_rng(1)
     m, y, sw = rng.standard_normal((3, 20))
@@ -222,6 +247,104 @@ def test_dense_products_all_columns_and_permuted_list(dtype):
     out2 = np.empty(2)
     K.hessp_dense(Xd, few, D, v[:2].copy(), False, tmp, out2)
     np.testing.assert_allclose(out2, A2.T @ (D * (A2 @ v[:2])), rtol=tol, atol=tol)
+
+
+def _enveloped(rng, n, p, dtype):
+    """A dense Fortran X whose columns have zero runs at both ends of every length: upper
+    triangular on the left, banded, then columns of zeros, single entries at the first and
+    last row, and full columns (more than one 64-column block of the BLAS route)."""
+    X = rng.standard_normal((n, p))
+    for j in range(p):
+        kind = j % 6
+        if kind == 0:
+            X[min(j, n):, j] = 0.0          # upper triangular
+        elif kind == 1:
+            X[:j % n, j] = 0.0              # zeros on top
+            X[min(j % n + 5, n):, j] = 0.0  # a band of five rows
+        elif kind == 2:
+            X[:, j] = 0.0
+        elif kind == 3:
+            X[1:, j] = 0.0                  # the first row only
+        elif kind == 4:
+            X[:-1, j] = 0.0                 # the last row only
+    if n > 3 and p > 5:
+        X[3, 5] = 0.0  # a zero inside a column's range
+    return np.asfortranarray(X.astype(dtype))
+
+
+def _ranges_reference(X):
+    lo, hi = np.zeros(X.shape[1], dtype=np.int64), np.zeros(X.shape[1], dtype=np.int64)
+    for j in range(X.shape[1]):
+        nz = np.flatnonzero(X[:, j])
+        if nz.size:
+            lo[j], hi[j] = nz[0], nz[-1] + 1
+    return lo, hi
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("shape", [(40, 150), (150, 40), (1, 7), (9, 1)])
+def test_dense_kernels_read_only_each_columns_row_range(dtype, shape):
+    """column_row_ranges finds every column's first and last nonzero; the dense products,
+    gradient and Jacobi diagonal given those ranges equal NumPy's on the whole matrix, on
+    the BLAS routes (all columns: blocks of 64 with their own row spans) and the per-column
+    ones (a few columns, any order), with and without the intercept."""
+    rng = np.random.default_rng(21)
+    n, p = shape
+    X = _enveloped(rng, n, p, dtype)
+    X64 = X.astype(np.float64)
+    lo, hi = np.empty(p, dtype=np.int64), np.empty(p, dtype=np.int64)
+    lo[:], hi[:] = -7, -7
+    K.column_row_ranges(X, lo, hi)
+    expect_lo, expect_hi = _ranges_reference(X)
+    np.testing.assert_array_equal(lo, expect_lo)
+    np.testing.assert_array_equal(hi, expect_hi)
+    tol = dict(rtol=1e-12, atol=1e-12)
+    w, r, D = rng.standard_normal(p), rng.standard_normal(n), rng.uniform(0.1, 1.0, n)
+    few = rng.permutation(p)[:max(1, p // 3)].astype(np.int64)
+    w_few = np.zeros(p)
+    w_few[few] = w[few]
+    out = np.full(n, np.nan)
+    for cols, ww in ((np.arange(p, dtype=np.int64), w), (few, w_few)):
+        K.margins_dense(X, ww, cols, 0.5, out, lo, hi)
+        np.testing.assert_allclose(out, X64 @ ww + 0.5, **tol)
+    g = np.full(p, np.nan)
+    K.rmatvec_dense(X, r, g, lo, hi)
+    np.testing.assert_allclose(g, X64.T @ r, **tol)
+    for cols in (np.arange(p, dtype=np.int64), few):
+        for intercept in (False, True):
+            A = np.hstack([X64[:, cols]] + ([np.ones((n, 1))] if intercept else []))
+            H = A.T @ (D[:, None] * A)
+            v = rng.standard_normal(H.shape[0])
+            h, tmp = np.full(H.shape[0], np.nan), np.empty(n)
+            K.hessp_dense(X, cols, D, v, intercept, tmp, h, lo, hi)
+            np.testing.assert_allclose(h, H @ v, **tol)
+            h[:] = np.nan
+            K.hess_diag_dense(X, cols, D, intercept, h, lo, hi)
+            np.testing.assert_allclose(h, np.diag(H), **tol)
+
+
+def test_dense_kernels_refuse_bad_row_ranges():
+    X = np.asfortranarray(np.ones((5, 3)))
+    out, g, w = np.empty(5), np.empty(3), np.ones(3)
+    cols = np.arange(3, dtype=np.int64)
+    ok = np.zeros(3, dtype=np.int64), np.full(3, 5, dtype=np.int64)
+    bad = {"one of the two": (ok[0], None),
+           "wrong shape": (np.zeros(2, dtype=np.int64), np.full(2, 5, dtype=np.int64)),
+           "past the rows": (ok[0], np.array([5, 6, 5], dtype=np.int64)),
+           "negative": (np.array([0, -1, 0], dtype=np.int64), ok[1]),
+           "lo above hi": (np.array([0, 4, 0], dtype=np.int64), np.array([5, 3, 5],
+                                                                         dtype=np.int64))}
+    for name, (lo, hi) in bad.items():
+        with pytest.raises(ValueError):
+            K.margins_dense(X, w, cols, 0.0, out, lo, hi)
+        with pytest.raises(ValueError):
+            K.rmatvec_dense(X, out, g, lo, hi)
+        with pytest.raises(ValueError):
+            K.hessp_dense(X, cols, out, w, False, np.empty(5), g, lo, hi)
+        with pytest.raises(ValueError):
+            K.hess_diag_dense(X, cols, out, False, g, lo, hi)
+    with pytest.raises(ValueError, match="shape"):
+        K.column_row_ranges(X, np.empty(2, dtype=np.int64), np.empty(3, dtype=np.int64))
 
 
 def test_subgradient_sets_with_ties_and_unpenalized():

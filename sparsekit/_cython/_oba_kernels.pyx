@@ -39,23 +39,116 @@ def margins_csc(const floating[::1] data, const index_t[::1] indices, const inde
 
 
 def margins_dense(const floating[::1, :] X, const double[:] w, const long long[:] cols,
-                  double b, double[::1] out):
+                  double b, double[::1] out, const long long[::1] lo=None,
+                  const long long[::1] hi=None):
     """``out = X[:, cols] @ w[cols] + b`` for a Fortran-ordered dense ``X``.
 
-    ``cols`` must hold every column where ``w`` is nonzero. For float64, one ``dgemv`` on
-    the whole matrix when ``cols`` holds at least half of the columns (see
-    :func:`hessp_dense`), else one ``daxpy`` per listed column.
+    ``cols`` must hold every column where ``w`` is nonzero. Column j is read on its rows
+    ``lo[j]:hi[j]`` only, which must hold all its nonzeros (:func:`column_row_ranges`;
+    default: every row). For float64, ``dgemv`` on blocks of columns when ``cols`` holds at
+    least half of the columns (see :func:`hessp_dense`), else one ``daxpy`` per listed column.
     """
     cdef Py_ssize_t i, k, n = X.shape[0]
+    lo, hi = _row_ranges(X.shape[0], X.shape[1], lo, hi)
     with nogil:
         for i in range(n):
             out[i] = b
         if (floating is double and n > 0 and 2 * cols.shape[0] >= X.shape[1]
                 and cols.shape[0] > 0 and w.strides[0] == 8):
-            _gemv(b"N", X, &w[0], 1.0, &out[0])  # w is zero outside cols
+            _gemv_ranges(b"N", X, lo, hi, &w[0], &out[0])  # w is zero outside cols
         else:
             for k in range(cols.shape[0]):
-                _add_column(X, cols[k], w[cols[k]], &out[0])
+                _add_column(X, cols[k], lo[cols[k]], hi[cols[k]], w[cols[k]], &out[0])
+
+
+def column_row_ranges(const floating[::1, :] X, long long[::1] lo, long long[::1] hi):
+    """Write the rows ``[lo[j], hi[j])`` that hold the nonzeros of each column j of a
+    Fortran-ordered dense ``X`` (0, 0 for a column of zeros).
+
+    Each column is scanned from both ends up to its first and last nonzero. The dense
+    kernels read only these rows: a triangular X costs them half the memory traffic.
+    """
+    cdef Py_ssize_t i, j, n = X.shape[0], p = X.shape[1]
+    if lo.shape[0] != p or hi.shape[0] != p:
+        raise ValueError(f"lo and hi must have shape ({p},), got ({lo.shape[0]},) and "
+                         f"({hi.shape[0]},)")
+    with nogil:
+        for j in range(p):
+            i = 0
+            while i < n and X[i, j] == 0:
+                i += 1
+            if i == n:
+                lo[j] = 0
+                hi[j] = 0
+                continue
+            lo[j] = i
+            i = n
+            while X[i - 1, j] == 0:
+                i -= 1
+            hi[j] = i
+
+
+cdef tuple _row_ranges(Py_ssize_t n, Py_ssize_t p, lo, hi):
+    """(lo, hi) checked against an n × p matrix; None: every row of every column."""
+    if lo is None and hi is None:
+        return np.zeros(p, dtype=np.int64), np.full(p, n, dtype=np.int64)
+    if lo is None or hi is None:
+        raise ValueError("lo and hi must be given together")
+    lo_a, hi_a = np.asarray(lo), np.asarray(hi)
+    if lo_a.shape != (p,) or hi_a.shape != (p,):
+        raise ValueError(f"lo and hi must have shape ({p},), got {lo_a.shape} and {hi_a.shape}")
+    if p and not (lo_a.min() >= 0 and hi_a.max() <= n and np.all(lo_a <= hi_a)):
+        raise ValueError(f"row ranges must satisfy 0 <= lo <= hi <= {n}")
+    return lo, hi
+
+
+cdef inline void _block_rows(const long long[::1] lo, const long long[::1] hi, Py_ssize_t s,
+                             Py_ssize_t e, Py_ssize_t* a, Py_ssize_t* b) noexcept nogil:
+    """[a, b): the rows spanned by the nonzero columns s..e-1 (a = b = 0 if none)."""
+    cdef Py_ssize_t j
+    a[0], b[0] = -1, 0
+    for j in range(s, e):
+        if hi[j] > lo[j]:
+            if a[0] < 0 or lo[j] < a[0]:
+                a[0] = lo[j]
+            if hi[j] > b[0]:
+                b[0] = hi[j]
+    if a[0] < 0:
+        a[0] = 0
+
+
+cdef inline void _gemv_ranges(char* trans, const double[::1, :] X, const long long[::1] lo,
+                              const long long[::1] hi, const double* v,
+                              double* out) noexcept nogil:
+    """"N": ``out += X v``; "T": ``out = X^T v``, reading each column only on its row range.
+
+    Columns go in blocks of 64, each block by one ``dgemv`` over the rows its columns span;
+    consecutive blocks spanning the same rows share one call (a dense X is one ``dgemv``).
+    """
+    cdef Py_ssize_t p = X.shape[1], s = 0, e, e2, a, b, a2, b2, j
+    cdef int m, nc, ld = <int>X.shape[0], one = 1
+    cdef double alpha = 1.0, beta = 1.0 if trans[0] == b"N" else 0.0
+    while s < p:
+        e = min(s + 64, p)
+        _block_rows(lo, hi, s, e, &a, &b)
+        while e < p:
+            e2 = min(e + 64, p)
+            _block_rows(lo, hi, e, e2, &a2, &b2)
+            if a2 != a or b2 != b:
+                break
+            e = e2
+        if b > a:
+            m, nc = <int>(b - a), <int>(e - s)
+            if trans[0] == b"N":
+                dgemv(trans, &m, &nc, &alpha, <double*>&X[a, s], &ld, <double*>&v[s], &one,
+                      &beta, &out[a], &one)
+            else:
+                dgemv(trans, &m, &nc, &alpha, <double*>&X[a, s], &ld, <double*>&v[a], &one,
+                      &beta, &out[s], &one)
+        elif trans[0] != b"N":
+            for j in range(s, e):
+                out[j] = 0.0
+        s = e
 
 
 cdef inline void _gemv(char* trans, const double[::1, :] X, const double* v, double beta,
@@ -66,15 +159,17 @@ cdef inline void _gemv(char* trans, const double[::1, :] X, const double* v, dou
     dgemv(trans, &m, &n, &alpha, <double*>&X[0, 0], &m, <double*>v, &one, &beta, out, &one)
 
 
-cdef inline void _add_column(const floating[::1, :] X, Py_ssize_t j, double a,
-                             double* out) noexcept nogil:
-    """``out += a X[:, j]`` (``daxpy`` for float64)."""
+cdef inline void _add_column(const floating[::1, :] X, Py_ssize_t j, Py_ssize_t a,
+                             Py_ssize_t b, double c, double* out) noexcept nogil:
+    """``out[a:b] += c X[a:b, j]`` (``daxpy`` for float64)."""
     cdef Py_ssize_t i
+    if b <= a:
+        return
     if floating is double:
-        _axpy(X.shape[0], a, &X[0, j], out)
+        _axpy(b - a, c, &X[a, j], out + a)
     else:
-        for i in range(X.shape[0]):
-            out[i] += a * X[i, j]
+        for i in range(a, b):
+            out[i] += c * X[i, j]
 
 
 cdef inline void _axpy(Py_ssize_t n, double a, const double* x, double* y) noexcept nogil:
@@ -124,17 +219,20 @@ def rmatvec_csc(data, indices, indptr, r, out):
     margins_csr(data, indices, indptr, r, 0.0, out)
 
 
-def rmatvec_dense(const floating[::1, :] X, const double[::1] r, double[::1] out):
-    """``out = X.T @ r`` for a Fortran-ordered dense ``X`` (one ``dgemv`` for float64)."""
+def rmatvec_dense(const floating[::1, :] X, const double[::1] r, double[::1] out,
+                  const long long[::1] lo=None, const long long[::1] hi=None):
+    """``out = X.T @ r`` for a Fortran-ordered dense ``X``, column j read on its rows
+    ``lo[j]:hi[j]`` (default: all; ``dgemv`` on blocks of columns for float64)."""
     cdef Py_ssize_t i, j, n = X.shape[0]
     cdef double s
+    lo, hi = _row_ranges(X.shape[0], X.shape[1], lo, hi)
     with nogil:
         if floating is double and n > 0 and X.shape[1] > 0:
-            _gemv(b"T", X, &r[0], 0.0, &out[0])
+            _gemv_ranges(b"T", X, lo, hi, &r[0], &out[0])
         else:
             for j in range(X.shape[1]):
                 s = 0.0
-                for i in range(n):
+                for i in range(lo[j], hi[j]):
                     s += X[i, j] * r[i]
                 out[j] = s
 
@@ -177,6 +275,43 @@ def logistic_pointwise(const double[:] m, const double[:] y, const double[:] sw,
                 s = e / (1.0 + e)
             D[i] = sw[i] * s * (1.0 - s) if z < 0.0 else sw[i] * s * (e / (1.0 + e))
             r[i] = -y[i] * sw[i] * s
+    return total
+
+
+def logistic_dual_terms(const double[::1] m, const double[::1] y, const double[::1] sw,
+                        double alpha, double b):
+    """``sum sw_i (H(t_i) - t_i y_i b)`` with ``t_i = alpha sigma(-y_i m_i)`` and H the binary
+    entropy (0 log 0 = 0): the data part of the logistic dual objective.
+
+    ``log t`` is ``log alpha + log sigma(-y m)`` and ``1 - t`` is
+    ``sigma(y m) + (1 - alpha) sigma(-y m)``: both exact where ``t`` is within rounding of 1.
+    One exp, one log1p and one log per sample.
+    """
+    cdef Py_ssize_t i, n = m.shape[0]
+    cdef double z, e, lse, s, sc, log_s, t, u, h, log_alpha, total = 0.0
+    if y.shape[0] != n or sw.shape[0] != n:
+        raise ValueError(f"m, y and sw must have the same length, got {n}, {y.shape[0]}, "
+                         f"{sw.shape[0]}")
+    if not 0.0 <= alpha <= 1.0:
+        raise ValueError(f"alpha must lie in [0, 1], got {alpha!r}")
+    if alpha == 0.0:
+        return 0.0   # t = 0: H(0) = 0
+    log_alpha = log(alpha)
+    with nogil:
+        for i in range(n):
+            z = -y[i] * m[i]
+            e = exp(-fabs(z))
+            lse = log1p(e)
+            if z >= 0.0:   # s = sigma(z), sc = sigma(-z)
+                s, sc, log_s = 1.0 / (1.0 + e), e / (1.0 + e), -lse
+            else:
+                s, sc, log_s = e / (1.0 + e), 1.0 / (1.0 + e), z - lse
+            t = alpha * s
+            u = sc + (1.0 - alpha) * s
+            h = -t * (log_alpha + log_s)
+            if u > 0.0:
+                h -= u * log(u)
+            total += sw[i] * (h - t * y[i] * b)
     return total
 
 
@@ -230,11 +365,13 @@ def hessp_csc(const floating[::1] data, const index_t[::1] indices, const index_
 
 
 def hessp_dense(const floating[::1, :] X, const long long[:] cols, const double[:] D,
-                const double[::1] v, bint intercept, double[::1] tmp, double[::1] out):
-    """Dense (Fortran-ordered) version of :func:`hessp_csc` (BLAS for float64).
+                const double[::1] v, bint intercept, double[::1] tmp, double[::1] out,
+                const long long[::1] lo=None, const long long[::1] hi=None):
+    """Dense (Fortran-ordered) version of :func:`hessp_csc` (BLAS for float64); column j is
+    read on its rows ``lo[j]:hi[j]`` only (see :func:`margins_dense`).
 
     For float64, when ``cols`` holds at least half of the columns, ``v`` is scattered into a
-    zero vector over all columns and the product is two ``dgemv`` on the whole matrix (the
+    zero vector over all columns and the product is two ``dgemv`` passes over the matrix (the
     streaming ``dgemv`` is about twice as fast per entry as column-wise level-1 calls);
     otherwise one ``daxpy`` and one ``ddot`` per listed column.
     """
@@ -243,6 +380,7 @@ def hessp_dense(const floating[::1, :] X, const long long[:] cols, const double[
     cdef bint full = floating is double and n > 0 and 2 * nf >= p and nf > 0
     cdef double[::1] vp = np.zeros(p if full else 1)
     cdef double[::1] hp = np.empty(p if full else 1)
+    lo, hi = _row_ranges(n, p, lo, hi)
     with nogil:
         s = v[nf] if intercept else 0.0
         for i in range(n):
@@ -250,25 +388,25 @@ def hessp_dense(const floating[::1, :] X, const long long[:] cols, const double[
         if floating is double and full:
             for k in range(nf):
                 vp[cols[k]] = v[k]
-            _gemv(b"N", X, &vp[0], 1.0, &tmp[0])
+            _gemv_ranges(b"N", X, lo, hi, &vp[0], &tmp[0])
         else:
             for k in range(nf):
                 if v[k] != 0.0:
-                    _add_column(X, cols[k], v[k], &tmp[0])
+                    _add_column(X, cols[k], lo[cols[k]], hi[cols[k]], v[k], &tmp[0])
         for i in range(n):
             tmp[i] *= D[i]
         if floating is double and full:
-            _gemv(b"T", X, &tmp[0], 0.0, &hp[0])
+            _gemv_ranges(b"T", X, lo, hi, &tmp[0], &hp[0])
             for k in range(nf):
                 out[k] = hp[cols[k]]
         else:
             for k in range(nf):
                 j = cols[k]
                 if floating is double:
-                    out[k] = _dot(n, &X[0, j], &tmp[0])
+                    out[k] = _dot(hi[j] - lo[j], &X[lo[j], j], &tmp[lo[j]]) if hi[j] > lo[j] else 0.0
                 else:
                     s = 0.0
-                    for i in range(n):
+                    for i in range(lo[j], hi[j]):
                         s += X[i, j] * tmp[i]
                     out[k] = s
         if intercept:
@@ -468,41 +606,48 @@ def hess_diag_csc(const floating[::1] data, const index_t[::1] indices, const in
 
 
 def hess_diag_dense(const floating[::1, :] X, const long long[:] cols, const double[::1] D,
-                    bint intercept, double[:] out):
-    """Dense (Fortran-ordered) version of :func:`hess_diag_csc`.
+                    bint intercept, double[:] out, const long long[::1] lo=None,
+                    const long long[::1] hi=None):
+    """Dense (Fortran-ordered) version of :func:`hess_diag_csc`; column j is read on its rows
+    ``lo[j]:hi[j]`` only (see :func:`margins_dense`).
 
-    Eight columns at a time, one pass over each: the weights D are read once per eight
-    columns and the eight sums are independent chains (2.9× faster than a scaled copy and a
-    ``ddot`` per column on a 5000 × 5000 matrix).
+    Eight columns at a time, one pass over the rows they span: the weights D are read once
+    per eight columns and the eight sums are independent chains (2.9× faster than a scaled
+    copy and a ``ddot`` per column on a 5000 × 5000 matrix).
     """
-    cdef Py_ssize_t i, k, c, nf = cols.shape[0], n = X.shape[0]
-    cdef double s, d, a
+    cdef Py_ssize_t i, k, c, a, b, nf = cols.shape[0], n = X.shape[0]
+    cdef double s, d, x
     cdef double acc[8]
     cdef const floating* col[8]
+    lo, hi = _row_ranges(n, X.shape[1], lo, hi)
     with nogil:
         k = 0
         while k + 7 < nf and n > 0:
+            a, b = n, 0
             for c in range(8):
                 col[c] = &X[0, cols[k + c]]
                 acc[c] = 0.0
-            for i in range(n):
+                if hi[cols[k + c]] > lo[cols[k + c]]:
+                    a = min(a, lo[cols[k + c]])
+                    b = max(b, hi[cols[k + c]])
+            for i in range(a, b):
                 d = D[i]
                 for c in range(8):
-                    a = col[c][i]
-                    acc[c] += a * (a * d)  # x (x D): 0, not inf * 0, at huge x
+                    x = col[c][i]
+                    acc[c] += x * (x * d)  # x (x D): 0, not inf * 0, at huge x
             for c in range(8):
                 out[k + c] = acc[c]
             k += 8
         while k < nf:
             s = 0.0
-            for i in range(n):
-                a = X[i, cols[k]]
-                s += a * (a * D[i])
+            for i in range(lo[cols[k]], hi[cols[k]]):
+                x = X[i, cols[k]]
+                s += x * (x * D[i])
             out[k] = s
             k += 1
         if intercept:
             s = 0.0
-            for i in range(n):
+            for i in range(D.shape[0]):
                 s += D[i]
             out[nf] = s
 

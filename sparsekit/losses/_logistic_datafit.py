@@ -19,7 +19,6 @@ over as ``X_csr``, else a copy is made on first use.
 """
 import numpy as np
 import scipy.sparse as sp
-from scipy.special import expit, xlogy
 
 from sparsekit._cython import _oba_kernels as K
 from sparsekit._cython import _gram_kernels as GK
@@ -41,9 +40,10 @@ class _SubspaceHessian:
     """
 
     def __init__(self, X, cols, D, intercept, tmp, calls, diag=None, gram=None,
-                 explicit_after=np.inf):
+                 explicit_after=np.inf, rows=(None, None)):
         self._diag = diag
         self._X = X
+        self._rows = rows  # a dense X's row range per column (see column_row_ranges)
         self._cols = cols
         self._D = D
         self._intercept = intercept
@@ -83,7 +83,8 @@ class _SubspaceHessian:
             K.hessp_csc(X.data, X.indices, X.indptr, self._cols, self._D, v, self._intercept,
                         self._tmp, out)
         else:
-            K.hessp_dense(X, self._cols, self._D, v, self._intercept, self._tmp, out)
+            K.hessp_dense(X, self._cols, self._D, v, self._intercept, self._tmp, out,
+                          *self._rows)
         return out
 
     def diagonal(self):
@@ -98,7 +99,7 @@ class _SubspaceHessian:
             K.hess_diag_csc(X.data, X.indices, X.indptr, self._cols, self._D, self._intercept,
                             out)
         else:
-            K.hess_diag_dense(X, self._cols, self._D, self._intercept, out)
+            K.hess_diag_dense(X, self._cols, self._D, self._intercept, out, *self._rows)
         return out
 
     def quadratic_form(self, positions, values):
@@ -116,7 +117,7 @@ class _SubspaceHessian:
         if sp.issparse(X):
             K.margins_csc(X.data, X.indices, X.indptr, w, cols, b, t)
         else:
-            K.margins_dense(X, w, cols, b, t)
+            K.margins_dense(X, w, cols, b, t, *self._rows)
         return float(t @ (self._D * t))
 
     def restrict(self, keep):
@@ -128,7 +129,7 @@ class _SubspaceHessian:
         cols = self._cols[keep[:self._cols.size]]
         diag = None if self._diag is None else self._diag[keep]
         return _SubspaceHessian(self._X, cols, self._D, intercept, self._tmp, self._calls, diag,
-                                self._gram, self._explicit_after)
+                                self._gram, self._explicit_after, self._rows)
 
 
 class _ExplicitHessian:
@@ -204,6 +205,13 @@ class _LinearDatafit:
             if X.dtype not in (np.float32, np.float64):
                 X = np.asfortranarray(X, dtype=np.float64)
         self.X = X
+        # a dense X's rows [lo, hi) holding each column's nonzeros: the products read only
+        # those (a triangular X, as the thesis' Synthetic data: half the matrix)
+        self._rows = (None, None)
+        if not sp.issparse(X):
+            self._rows = (np.empty(X.shape[1], dtype=np.int64),
+                          np.empty(X.shape[1], dtype=np.int64))
+            K.column_row_ranges(X, *self._rows)
         self.n_samples, self.n_features = X.shape
         # CSR layout for the explicit Hessians: the caller's, else a copy made on first use
         # (4 ms on w8a, against a 55 ms fit)
@@ -256,7 +264,7 @@ class _LinearDatafit:
         if sp.issparse(X):
             K.margins_csc(X.data, X.indices, X.indptr, w, cols, b, out)
         else:
-            K.margins_dense(X, w, cols, b, out)
+            K.margins_dense(X, w, cols, b, out, *self._rows)
         return out
 
     def value(self, x):
@@ -266,8 +274,13 @@ class _LinearDatafit:
         return self._pointwise(m, np.empty_like(m), np.empty_like(m))
 
     def value_grad(self, x):
-        """(f(x), ∇f(x)); remembers x and the curvature weights D(x) for :meth:`hessp`."""
+        """(f(x), ∇f(x)); remembers x and the curvature weights D(x) for :meth:`hessp`.
+
+        At the point of the previous call it returns the remembered f and a copy of the
+        gradient (the fit's duality-gap check asks at the solver's last point)."""
         x = np.ascontiguousarray(x, dtype=np.float64)
+        if self._x_at is not None and np.array_equal(self._x_at, x):
+            return self._f_at, self._grad_at.copy()
         self._margins(x, self._m)
         f = self._pointwise(self._m, self._r, self._D)
         grad = np.empty(self.n_params)
@@ -275,10 +288,10 @@ class _LinearDatafit:
         if sp.issparse(X):
             K.rmatvec_csc(X.data, X.indices, X.indptr, self._r, grad[:self.n_features])
         else:
-            K.rmatvec_dense(X, self._r, grad[:self.n_features])
+            K.rmatvec_dense(X, self._r, grad[:self.n_features], *self._rows)
         if self.fit_intercept:
             grad[-1] = self._r.sum()
-        self._x_at = x.copy()
+        self._x_at, self._f_at, self._grad_at = x.copy(), f, grad
         return f, grad
 
     def hessp(self, x, free):
@@ -330,7 +343,7 @@ class _LinearDatafit:
                                 gram=(lambda c, b: self._gram(c, b, walk_all, syrk)) if switch
                                 else None,
                                 explicit_after=cost_gram / (cost_hv - k * k) if switch
-                                else np.inf)
+                                else np.inf, rows=self._rows)
 
     def _panels_fit_float32(self, block=4096):
         """Whether the float32 panels' products stay finite: a block of rows sums up to
@@ -446,9 +459,11 @@ class Logistic(_LinearDatafit):
         :func:`~sparsekit.losses._duality.relative_duality_gap`)."""
         x = np.ascontiguousarray(x, dtype=np.float64)
         b = float(x[-1]) if self.fit_intercept else 0.0
-        t = alpha * expit(-self.y * self._margins(x, np.empty(self.n_samples)))
-        entropy = -xlogy(t, t) - xlogy(1.0 - t, 1.0 - t)
-        return float(self._sw @ (entropy - t * self.y * b))
+        if self._x_at is not None and np.array_equal(self._x_at, x):
+            m = self._m   # the margins of the last value_grad
+        else:
+            m = self._margins(x, np.empty(self.n_samples))
+        return K.logistic_dual_terms(m, self.y, self._sw, alpha, b)
 
     def lipschitz(self):
         """L = Σᵢ sᵢ (‖xᵢ‖² + b) / (4n) ≥ the Lipschitz constant of ∇f (b = 1 with an intercept).
