@@ -12,7 +12,8 @@ A datafit is f(x) = (1/n) Σᵢ sᵢ ℓ(mᵢ, yᵢ) with margins m = X w + b, p
 - ``lipschitz()`` -> an upper bound on the Lipschitz constant of ∇f (for the ISTA step);
 - ``penalty_weights`` -> 1 for w, 0 for the intercept (kept free and unpenalized).
 
-Sparse X is stored once as CSC (column slices are the hot path); dense X as Fortran order.
+Sparse X is stored once as CSC (column slices are the hot path); dense X as Fortran order,
+each column read only between its first and last nonzero row (a triangular X: half of it).
 Values stay float32 if given so; all vectors are float64. The explicit Hessians of sparse X
 walk rows: a CSR layout of the same matrix (canonical: sorted, no duplicates) can be handed
 over as ``X_csr``, else a copy is made on first use.
