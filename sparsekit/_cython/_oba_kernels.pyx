@@ -9,8 +9,9 @@ Fortran-ordered dense array; their values may be float32 or float64 (fused ``flo
 Every vector the solver owns (weights, gradients, residuals, curvature) is float64.
 A column index list ``cols`` lets the margin kernels skip the columns where ``w`` is zero,
 and the Hessian kernels work on the free columns of the full matrix in place (no copy).
-Dense float64 products go through BLAS (``dgemv`` on all columns, ``daxpy``/``ddot`` per
-listed column); float32 dense data, whose vectors are float64, use plain loops.
+Dense float64 products go through BLAS (``dgemv`` on blocks of columns, ``daxpy``/``ddot``
+per listed column), each column read only on its row range (``column_row_ranges``); float32
+dense data, whose vectors are float64, use plain loops.
 """
 import numpy as np
 
@@ -149,14 +150,6 @@ cdef inline void _gemv_ranges(char* trans, const double[::1, :] X, const long lo
             for j in range(s, e):
                 out[j] = 0.0
         s = e
-
-
-cdef inline void _gemv(char* trans, const double[::1, :] X, const double* v, double beta,
-                       double* out) noexcept nogil:
-    """``out = op(X) v + beta out`` by BLAS ``dgemv`` (op = identity for "N", transpose "T")."""
-    cdef int m = <int>X.shape[0], n = <int>X.shape[1], one = 1
-    cdef double alpha = 1.0
-    dgemv(trans, &m, &n, &alpha, <double*>&X[0, 0], &m, <double*>v, &one, &beta, out, &one)
 
 
 cdef inline void _add_column(const floating[::1, :] X, Py_ssize_t j, Py_ssize_t a,
