@@ -50,7 +50,9 @@ def margins_dense(const floating[::1, :] X, const double[:] w, const long long[:
     least half of the columns (see :func:`hessp_dense`), else one ``daxpy`` per listed column.
     """
     cdef Py_ssize_t i, k, n = X.shape[0]
-    lo, hi = _row_ranges(X.shape[0], X.shape[1], lo, hi)
+    if lo is None or hi is None:
+        lo, hi = _every_row(X.shape[0], X.shape[1], lo, hi)
+    _check_ranges(lo, hi, X.shape[0], X.shape[1])
     with nogil:
         for i in range(n):
             out[i] = b
@@ -89,18 +91,30 @@ def column_row_ranges(const floating[::1, :] X, long long[::1] lo, long long[::1
             hi[j] = i
 
 
-cdef tuple _row_ranges(Py_ssize_t n, Py_ssize_t p, lo, hi):
-    """(lo, hi) checked against an n × p matrix; None: every row of every column."""
-    if lo is None and hi is None:
-        return np.zeros(p, dtype=np.int64), np.full(p, n, dtype=np.int64)
-    if lo is None or hi is None:
+cdef tuple _every_row(Py_ssize_t n, Py_ssize_t p, lo, hi):
+    """The default row ranges, every row of every column (``lo`` and ``hi`` both None)."""
+    if lo is not None or hi is not None:
         raise ValueError("lo and hi must be given together")
-    lo_a, hi_a = np.asarray(lo), np.asarray(hi)
-    if lo_a.shape != (p,) or hi_a.shape != (p,):
-        raise ValueError(f"lo and hi must have shape ({p},), got {lo_a.shape} and {hi_a.shape}")
-    if p and not (lo_a.min() >= 0 and hi_a.max() <= n and np.all(lo_a <= hi_a)):
+    return np.zeros(p, dtype=np.int64), np.full(p, n, dtype=np.int64)
+
+
+cdef int _check_ranges(const long long[::1] lo, const long long[::1] hi, Py_ssize_t n,
+                       Py_ssize_t p) except -1:
+    """Refuse row ranges that are not p pairs 0 <= lo <= hi <= n (a typed pass: the kernels
+    run once per CG product)."""
+    cdef Py_ssize_t j
+    cdef bint bad = False
+    if lo.shape[0] != p or hi.shape[0] != p:
+        raise ValueError(f"lo and hi must have shape ({p},), got ({lo.shape[0]},) and "
+                         f"({hi.shape[0]},)")
+    with nogil:
+        for j in range(p):
+            if lo[j] < 0 or lo[j] > hi[j] or hi[j] > n:
+                bad = True
+                break
+    if bad:
         raise ValueError(f"row ranges must satisfy 0 <= lo <= hi <= {n}")
-    return lo, hi
+    return 0
 
 
 cdef inline void _block_rows(const long long[::1] lo, const long long[::1] hi, Py_ssize_t s,
@@ -218,7 +232,9 @@ def rmatvec_dense(const floating[::1, :] X, const double[::1] r, double[::1] out
     ``lo[j]:hi[j]`` (default: all; ``dgemv`` on blocks of columns for float64)."""
     cdef Py_ssize_t i, j, n = X.shape[0]
     cdef double s
-    lo, hi = _row_ranges(X.shape[0], X.shape[1], lo, hi)
+    if lo is None or hi is None:
+        lo, hi = _every_row(X.shape[0], X.shape[1], lo, hi)
+    _check_ranges(lo, hi, X.shape[0], X.shape[1])
     with nogil:
         if floating is double and n > 0 and X.shape[1] > 0:
             _gemv_ranges(b"T", X, lo, hi, &r[0], &out[0])
@@ -373,7 +389,9 @@ def hessp_dense(const floating[::1, :] X, const long long[:] cols, const double[
     cdef bint full = floating is double and n > 0 and 2 * nf >= p and nf > 0
     cdef double[::1] vp = np.zeros(p if full else 1)
     cdef double[::1] hp = np.empty(p if full else 1)
-    lo, hi = _row_ranges(n, p, lo, hi)
+    if lo is None or hi is None:
+        lo, hi = _every_row(n, p, lo, hi)
+    _check_ranges(lo, hi, n, p)
     with nogil:
         s = v[nf] if intercept else 0.0
         for i in range(n):
@@ -612,7 +630,9 @@ def hess_diag_dense(const floating[::1, :] X, const long long[:] cols, const dou
     cdef double s, d, x
     cdef double acc[8]
     cdef const floating* col[8]
-    lo, hi = _row_ranges(n, X.shape[1], lo, hi)
+    if lo is None or hi is None:
+        lo, hi = _every_row(n, X.shape[1], lo, hi)
+    _check_ranges(lo, hi, n, X.shape[1])
     with nogil:
         k = 0
         while k + 7 < nf and n > 0:
