@@ -62,23 +62,31 @@ def test_multinomial_reaches_the_objective_of_saga(wine, C, l1_ratio):
 @pytest.mark.parametrize("l1_ratio", [1.0, 0.5])
 def test_formed_and_matrix_free_hessians_reach_the_same_model(wine, monkeypatch, sparse,
                                                               l1_ratio):
-    """Newton steps on formed subspace Hessians (every one) or on matrix-free products
-    only: the same minimizer, to the tolerance."""
+    """Newton steps on formed subspace Hessians (every one), on matrix-free products only
+    (CG preconditioned by the diagonal), and for a sparse X on matrix-free products with
+    the class-block preconditioner from the first step: the same minimizer, to the
+    tolerance."""
     from sparsekit.losses._multinomial_datafit import Multinomial
 
     X, y = wine
     X = sp.csr_matrix(X) if sparse else X
+    routes = {"formed": {"formed_worth": np.inf},
+              "matrix-free": {"max_explicit": 0, "block_worth": 0.0}}
+    if sparse:
+        routes["class blocks"] = {"max_explicit": 0, "block_after": 0,
+                                  "block_worth": np.inf}
     fits = {}
-    for route, attribute, value in (("formed", "formed_worth", np.inf),
-                                    ("matrix-free", "max_explicit", 0)):
-        monkeypatch.setattr(Multinomial, attribute, value)
+    for route, settings in routes.items():
+        for attribute, value in settings.items():
+            monkeypatch.setattr(Multinomial, attribute, value)
         fits[route] = L1LogisticOBA(C=2.0, multiclass="multinomial", l1_ratio=l1_ratio,
                                     tol=1e-11).fit(X, y)
         monkeypatch.undo()
-    a, b = fits["formed"], fits["matrix-free"]
-    np.testing.assert_allclose(a.coef_, b.coef_, atol=1e-7)
-    assert _objective(X, y, a.coef_, a.intercept_, 2.0, l1_ratio) == pytest.approx(
-        _objective(X, y, b.coef_, b.intercept_, 2.0, l1_ratio), rel=1e-12)
+    a = fits["formed"]
+    for b in fits.values():
+        np.testing.assert_allclose(a.coef_, b.coef_, atol=1e-7)
+        assert _objective(X, y, a.coef_, a.intercept_, 2.0, l1_ratio) == pytest.approx(
+            _objective(X, y, b.coef_, b.intercept_, 2.0, l1_ratio), rel=1e-12)
 
 
 @pytest.mark.parametrize("l1_ratio", [1.0, 0.4])

@@ -597,3 +597,180 @@ def test_duality_gap_bounds_the_suboptimality(l1_ratio):
     W1 = 1.3 * W
     assert _gap_reference(X, y, sw_unit, C, W1, b, l1_ratio) >= \
         (F(W1) - F(W)) / F(W1) - 1e-12
+
+
+def _assembled(blocks, m):
+    """The block-diagonal matrix of (G, offset, size, order), entries in operator order."""
+    G, offset, size, order = blocks
+    M, start = np.zeros((m, m)), 0
+    for b, s in enumerate(size):
+        entries = order[start:start + s]
+        M[np.ix_(entries, entries)] = G[offset[b]:offset[b] + s * s].reshape(s, s)
+        start += s
+    return M
+
+
+def _class_block_problem(seed, dtype=np.float64, index=np.int32, intercept=True):
+    rng = np.random.default_rng(seed)
+    n, D, Kc = 50, 9, 5
+    X = sp.random(n, D, density=0.4, random_state=seed, format="csr", dtype=dtype).toarray()
+    X[4] = 0.0                                              # an empty row
+    X = sp.csr_matrix(X)
+    X.indices, X.indptr = X.indices.astype(index), X.indptr.astype(index)
+    y = rng.integers(0, Kc, n)
+    f = Multinomial(X, y, Kc, rng.uniform(0.2, 2.0, n), intercept)
+    f.max_explicit, f.block_after, f.block_worth = 0, 0, np.inf
+    x = rng.normal(scale=0.7, size=f.n_params)
+    f.value_grad(x)
+    free = np.sort(rng.choice(f.n_params, size=int(0.6 * f.n_params), replace=False))
+    return f, x, free, rng
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("index", [np.int32, np.int64])
+@pytest.mark.parametrize("intercept", [False, True])
+@pytest.mark.parametrize("budget", [1 << 22, 30])
+def test_class_blocks_are_the_hessian_on_pairs_of_one_class(dtype, index, intercept, budget):
+    """The preconditioner's blocks hold the Hessian's entries between free entries of one
+    class (all of them with an ample budget; within chunks of consecutive features when the
+    budget cuts a class), nothing else; its solve is that of the shifted blocks."""
+    f, x, free, rng = _class_block_problem(7, dtype, index, intercept)
+    f.block_budget = budget
+    H = f.hessp(x, free)
+    m = free.size
+    full = np.column_stack([H(e) for e in np.eye(m)])
+    blocks = H._class_blocks()
+    M = _assembled(blocks, m)
+    classes = np.where(free < f.n_features * f.n_classes, free % f.n_classes,
+                       free - f.n_features * f.n_classes)
+    same = classes[:, None] == classes[None, :]
+    inside = _assembled((np.ones_like(blocks[0]), *blocks[1:]), m) > 0
+    assert not np.any(inside & ~same)
+    if budget == 1 << 22:
+        assert np.array_equal(inside, same)
+    else:
+        assert blocks[2].max() ** 2 <= budget < np.sum(same)
+    tol = dict(rtol=1e-10, atol=1e-13) if dtype == np.float64 else dict(rtol=2e-5, atol=1e-8)
+    np.testing.assert_allclose(M[inside], full[inside], **tol)
+    reg, r = 1e-3, rng.normal(size=m)
+    shifted = M.copy()
+    _, offset, size, order = blocks
+    start = 0
+    for b, s in enumerate(size):
+        entries = order[start:start + s]
+        start += s
+        top = M[entries, entries].max()
+        shifted[entries, entries] += reg + 1e-12 * top
+    np.testing.assert_allclose(H.preconditioner(reg)(r), np.linalg.solve(shifted, r),
+                               rtol=1e-9, atol=1e-12)
+
+
+def test_class_blocks_follow_restriction_and_come_only_when_they_pay():
+    """A restricted operator cuts its parent's blocks down (no second formation) to those of
+    a fresh operator on the kept entries; the blocks come only for a sparse X, after a
+    Hessian with ``block_after`` products or more, and when they cost at most
+    ``block_worth`` products."""
+    f, x, free, rng = _class_block_problem(3)
+    H = f.hessp(x, free)
+    H.preconditioner(0.0)
+    keep = rng.random(free.size) < 0.7
+    sub = H.restrict(keep)
+    assert sub._blocks is not None                      # taken, not formed
+    fresh = f.hessp(x, free[keep])
+    np.testing.assert_allclose(_assembled(sub._class_blocks(), keep.sum()),
+                               _assembled(fresh._class_blocks(), keep.sum()), rtol=1e-12,
+                               atol=1e-15)
+    assert H.restrict(np.zeros(free.size, dtype=bool))._class_blocks() is None
+
+    f.block_after = 3
+    f.hessp(x, free)
+    H = f.hessp(x, free)                                # the last Hessian made no products
+    assert H.preconditioner(0.0) is None
+    for _ in range(3):
+        H(rng.normal(size=free.size))
+    H = f.hessp(x, free)
+    assert H.preconditioner(0.0) is not None
+    for _ in range(3):
+        H(rng.normal(size=free.size))
+    f.block_worth = 0.0
+    assert f.hessp(x, free).preconditioner(0.0) is None
+    dense = Multinomial(f.X.toarray(), f.y, f.n_classes, fit_intercept=True)
+    dense.max_explicit, dense.block_after, dense._products = 0, 0, [5, 0]
+    assert dense.hessp(x, free).preconditioner(0.0) is None
+    # the elastic net's operator shifts the blocks by its λ
+    f.block_worth, f.block_after = np.inf, 0
+    ridge = Ridge(f, 0.5)
+    op = ridge.hessp(x, free)
+    r = rng.normal(size=free.size)
+    np.testing.assert_allclose(op.preconditioner(0.1)(r), op._H.preconditioner(0.6)(r))
+
+
+def test_class_block_kernels_refuse_inconsistent_inputs_and_fall_back_to_the_diagonal():
+    X = sp.csr_matrix(np.array([[1.0, 2.0], [0.0, 3.0], [4.0, 0.0]]))
+    W = np.full((3, 2), 0.25)
+    col_start, classes = np.array([0, 2, 3]), np.array([0, 1, 0])
+    block, pos = np.array([0, 1, 0]), np.array([0, 0, 1])
+    offset, size, icpt = np.array([0, 4]), np.array([2, 2]), np.array([-1, 1])
+
+    def call(data=X.data, indices=X.indices, indptr=X.indptr, W=W, col_start=col_start,
+             classes=classes, block=block, pos=pos, offset=offset, size=size, icpt=icpt,
+             out=None):
+        out = np.zeros(8) if out is None else out
+        _gram_kernels.mn_class_blocks_csr(data, indices, indptr, W, col_start, classes, block,
+                                          pos, offset, size, icpt, out)
+        return out
+    out = call()
+    # block 0: class 0, entries (column 0, column 1); block 1: class 1 of column 0, intercept
+    np.testing.assert_allclose(out[:4].reshape(2, 2), 0.25 * np.array([[17.0, 2.0],
+                                                                        [2.0, 13.0]]))
+    np.testing.assert_allclose(out[4:].reshape(2, 2), 0.25 * np.array([[17.0, 5.0],
+                                                                        [5.0, 0.0]]))
+    assert _gram_kernels.mn_class_block_updates(X.indices, X.indptr, col_start, block, 2) \
+        == 3 + 1 + 1 + 1 + 1                    # row 0: 2 in block 0, 1 in 1; rows 1, 2
+    for bad, message in (({"W": W[:2]}, "row per row"),
+                         ({"classes": np.array([0, 2, 0])}, "classes"),
+                         ({"block": np.array([0, 2, 0])}, "out of range"),
+                         ({"pos": np.array([0, 0, 2])}, "out of range"),
+                         ({"classes": np.array([0, 1, 1])}, "two classes"),
+                         ({"icpt": np.array([-1, 2])}, "intercept"),
+                         ({"out": np.zeros(7)}, "do not fit"),
+                         ({"offset": np.array([0, 3])}, "do not fit"),
+                         ({"indptr": np.array([0, 2, 1, 3], dtype=np.int32)}, "canonical"),
+                         ({"indices": np.array([1, 0, 1, 0], dtype=np.int32)}, "canonical")):
+        with pytest.raises(ValueError, match=f"mn_class_blocks_csr.*{message}"):
+            call(**bad)
+    with pytest.raises(ValueError, match="out of range"):
+        _gram_kernels.mn_class_block_updates(X.indices, X.indptr, col_start, block, 1)
+    with pytest.raises(ValueError, match="col_start"):
+        _gram_kernels.mn_class_block_updates(X.indices, X.indptr, col_start[:2], block, 2)
+
+    G = np.array([1.0, 2.0, 2.0, 1.0, 4.0])            # an indefinite block, then a 1 x 1
+    assert _gram_kernels.block_cholesky(G, np.array([0, 4]), np.array([2, 1]), 0.0) == 1
+    z = np.empty(3)
+    _gram_kernels.block_solve(G, np.array([0, 4]), np.array([2, 1]), np.array([2, 0, 1]),
+                              np.array([1.0, 2.0, 3.0]), z)
+    np.testing.assert_allclose(z, [1.0, 2.0 / 4.0, 3.0], rtol=1e-10)   # r / the diagonal
+    for args, message in (((G, np.array([0, 3]), np.array([2, 1]), 0.0), "do not fit"),
+                          ((G, np.array([0, 4]), np.array([2, 1]), -1.0), "non-negative")):
+        with pytest.raises(ValueError, match=f"block_cholesky.*{message}"):
+            _gram_kernels.block_cholesky(*args)
+    for order, r, message in ((np.array([2, 0]), np.ones(3), "every entry"),
+                              (np.array([3, 0, 1]), np.ones(3), "out of range"),
+                              (np.array([2, 0, 1]), np.ones(2), "every entry")):
+        with pytest.raises(ValueError, match=f"block_solve.*{message}"):
+            _gram_kernels.block_solve(G, np.array([0, 4]), np.array([2, 1]), order, r,
+                                      np.empty(3))
+
+
+def test_block_take_cuts_blocks_to_their_kept_entries_and_refuses_bad_input():
+    G = np.arange(1.0, 14.0)                       # a 3 x 3 block, then a 2 x 2
+    offset, size = np.array([0, 9]), np.array([3, 2])
+    kept = np.array([1, 0, 1, 0, 0], dtype=np.uint8)
+    out = np.empty(4)
+    _gram_kernels.block_take(G, offset, size, kept, out)
+    np.testing.assert_array_equal(out, [1.0, 3.0, 7.0, 9.0])
+    for args, message in (((G, offset, size, kept, np.empty(5)), "hold 4"),
+                          ((G, offset, size, kept[:4], out), "a flag per entry"),
+                          ((G[:12], offset, size, kept, out), "do not fit")):
+        with pytest.raises(ValueError, match=f"block_take.*{message}"):
+            _gram_kernels.block_take(*args)

@@ -10,7 +10,9 @@ gather rows scaled by sqrt(D) into float32 panels accumulated by BLAS ``ssyrk`` 
 float64 Gram (relative error ~1e-7, below the CG's forcing). The multinomial datafit's
 subspace Hessians (``mn_*``) are formed the same two ways, from the stored entries
 (``mn_gram_csr``, one row of the Hessian at a time) or by BLAS on densified blocks of rows
-(``mn_gram_dense``). Values may be float32 or float64 (fused ``floating``); index arrays
+(``mn_gram_dense``); their block-Jacobi preconditioner keeps the blocks of one class's
+entries (``mn_class_blocks_csr``, factored and applied by ``block_cholesky`` and
+``block_solve``). Values may be float32 or float64 (fused ``floating``); index arrays
 int32 or int64.
 """
 import numpy as np
@@ -20,6 +22,7 @@ from cython.parallel cimport prange
 from libc.math cimport sqrt
 from libc.string cimport memset
 from scipy.linalg.cython_blas cimport dsyrk, ssyrk
+from scipy.linalg.cython_lapack cimport dpotrf, dpotrs
 
 from sparsekit._cython._common cimport bad_csr, bad_free_entries, index_t
 
@@ -601,3 +604,292 @@ def symmetric_take(const double[:, ::1] G, const long long[::1] back):
                 O[p, q] = G[a, b] if a >= b else G[b, a]
                 O[q, p] = O[p, q]
     return out
+
+
+cdef int _bad_blocks(const long long[::1] offset, const long long[::1] size,
+                     Py_ssize_t total) noexcept nogil:
+    """0 when the blocks (``size[b]`` square, row-major at ``offset[b]``) lie in ``total``
+    numbers without overlapping in order; else 1."""
+    cdef Py_ssize_t b, end = 0
+    if offset.shape[0] != size.shape[0]:
+        return 1
+    for b in range(size.shape[0]):
+        if size[b] < 0 or offset[b] < end:
+            return 1
+        end = offset[b] + size[b] * size[b]
+    return end > total
+
+
+def mn_class_blocks_csr(const floating[::1] data, const index_t[::1] indices,
+                        const index_t[::1] indptr, const double[:, ::1] W,
+                        const long long[::1] col_start, const long long[::1] entry_class,
+                        const long long[::1] entry_block, const long long[::1] entry_pos,
+                        const long long[::1] block_offset, const long long[::1] block_size,
+                        const long long[::1] block_intercept, double[::1] out,
+                        Py_ssize_t chunk_pairs=1 << 18):
+    """Add to each block b of ``out`` (``block_size[b]`` square, row-major at
+    ``block_offset[b]``) Σᵢ Wᵢₖ x̃ x̃ᵀ over the block's entries, all of one class k: the
+    diagonal blocks of the multinomial subspace Hessian (``W`` = sᵢ pᵢₖ (1 − pᵢₖ), n × K)
+    but the intercepts' own Σᵢ Wᵢₖ, left to the caller.
+
+    ``X`` is a canonical CSR matrix of the free columns; column a's weight entries are
+    ``col_start[a]:col_start[a + 1]``, of classes ``entry_class``, in block
+    ``entry_block[e]`` at position ``entry_pos[e]``; ``block_intercept[b]`` is the position
+    of the block's intercept entry (x̃ = 1 there), or -1. The rows are taken in chunks of
+    at most ``chunk_pairs`` (stored entry, free entry) pairs, sorted by block (a counting
+    sort), and each block then takes its rows' pairs in turn, so that its part of ``out``
+    stays in cache (Σᵢ Σ_b rᵢ_b (rᵢ_b + 1)/2 updates); the blocks are made symmetric at
+    the end.
+    """
+    cdef Py_ssize_t n = indptr.shape[0] - 1, K = W.shape[1], nblocks = block_size.shape[0]
+    cdef Py_ssize_t nw = entry_class.shape[0], i, i0, i1, p, e, q, q2, end, t, nt, b, s
+    cdef Py_ssize_t width = 1, r, c, lb, row_pairs
+    cdef long long a, k
+    cdef double u, x, v
+    cdef double *G
+    if bad_csr(indices, indptr, data.shape[0], col_start.shape[0] - 1, True):
+        raise ValueError("mn_class_blocks_csr: X is not a canonical CSR matrix of "
+                         "len(col_start) - 1 columns")
+    if W.shape[0] != n or bad_free_entries(col_start, entry_class, K):
+        raise ValueError("mn_class_blocks_csr: W must have a row per row of X, and the "
+                         "entries classes in [0, K)")
+    if (entry_block.shape[0] != nw or entry_pos.shape[0] != nw
+            or block_intercept.shape[0] != nblocks
+            or _bad_blocks(block_offset, block_size, out.shape[0])):
+        raise ValueError("mn_class_blocks_csr: the blocks do not fit the entries or out")
+    cdef long long[::1] block_class = np.full(max(nblocks, 1), -1, dtype=np.int64)
+    for e in range(nw):
+        if not (0 <= entry_block[e] < nblocks and 0 <= entry_pos[e] < block_size[entry_block[e]]):
+            raise ValueError("mn_class_blocks_csr: an entry's block or position is out of range")
+        b = entry_block[e]
+        if block_class[b] >= 0 and block_class[b] != entry_class[e]:
+            raise ValueError("mn_class_blocks_csr: a block holds entries of two classes")
+        block_class[b] = entry_class[e]
+    for b in range(nblocks):
+        if block_intercept[b] >= block_size[b]:
+            raise ValueError("mn_class_blocks_csr: an intercept position is out of range")
+    for i in range(n):   # the buffers hold a chunk: at least its widest row
+        t = 0
+        for p in range(indptr[i], indptr[i + 1]):
+            t += col_start[indices[p] + 1] - col_start[indices[p]]
+        width = max(width, t)
+    width = max(width, chunk_pairs)
+    cdef long long[::1] fill = np.zeros(max(nblocks, 1), dtype=np.int64)
+    cdef long long[::1] touched = np.empty(max(nblocks, 1), dtype=np.int64)
+    cdef long long[::1] row = np.empty(width, dtype=np.int64)
+    cdef long long[::1] pos = np.empty(width, dtype=np.int64)
+    cdef double[::1] value = np.empty(width)
+    with nogil:
+        i0 = 0
+        while i0 < n:
+            # the chunk's rows, and how many pairs each touched block gets
+            i1, t, nt = i0, 0, 0
+            while i1 < n:
+                row_pairs = 0
+                for p in range(indptr[i1], indptr[i1 + 1]):
+                    row_pairs += col_start[indices[p] + 1] - col_start[indices[p]]
+                if i1 > i0 and t + row_pairs > width:
+                    break
+                t += row_pairs
+                for p in range(indptr[i1], indptr[i1 + 1]):
+                    a = indices[p]
+                    for e in range(col_start[a], col_start[a + 1]):
+                        b = entry_block[e]
+                        if fill[b] == 0:
+                            touched[nt] = b
+                            nt += 1
+                        fill[b] += 1
+                i1 += 1
+            q = 0   # fill[b]: where block b's pairs start, then where the next one goes
+            for r in range(nt):
+                b = touched[r]
+                e = fill[b]
+                fill[b] = q
+                q += e
+            for i in range(i0, i1):
+                for p in range(indptr[i], indptr[i + 1]):
+                    a = indices[p]
+                    x = data[p]
+                    for e in range(col_start[a], col_start[a + 1]):
+                        b = entry_block[e]
+                        q = fill[b]
+                        row[q] = i
+                        pos[q] = entry_pos[e]
+                        value[q] = x
+                        fill[b] = q + 1
+            q = 0   # each block's pairs, row by row
+            for r in range(nt):
+                b = touched[r]
+                end = fill[b]
+                fill[b] = 0
+                k = block_class[b]
+                s = block_size[b]
+                G = &out[block_offset[b]]
+                lb = block_intercept[b]
+                while q < end:
+                    i = row[q]
+                    t = q
+                    while t < end and row[t] == i:
+                        t += 1
+                    u = W[i, k]
+                    if u != 0.0:
+                        for q2 in range(q, t):
+                            v = u * value[q2]
+                            c = pos[q2] * s
+                            for e in range(q2, t):
+                                G[c + pos[e]] += v * value[e]
+                            if lb >= 0:
+                                G[lb * s + pos[q2]] += v
+                    q = t
+            i0 = i1
+        for b in range(nblocks):
+            s = block_size[b]
+            G = &out[block_offset[b]]
+            for r in range(s):
+                for c in range(r + 1, s):
+                    G[r * s + c] += G[c * s + r]
+                    G[c * s + r] = G[r * s + c]
+
+
+def block_cholesky(double[::1] G, const long long[::1] block_offset,
+                   const long long[::1] block_size, double shift):
+    """Factor each symmetric block of ``G`` (as :func:`mn_class_blocks_csr` lays them out)
+    plus ``shift`` + 1e-12 of its largest diagonal entry on the diagonal, in place, as
+    ``dpotrf`` leaves it for :func:`block_solve`. A block that is not positive definite
+    after the shift (duplicate columns) is replaced by its diagonal's factor (Jacobi on
+    that block); returns how many were."""
+    cdef Py_ssize_t b, j, s, fallback = 0
+    cdef int ns, info
+    cdef double top
+    cdef double *A
+    cdef char lower = b"L"
+    if _bad_blocks(block_offset, block_size, G.shape[0]):
+        raise ValueError("block_cholesky: the blocks do not fit G")
+    if not shift >= 0.0:
+        raise ValueError(f"block_cholesky: shift must be non-negative, got {shift!r}")
+    cdef double[::1] diag = np.empty(max(1, np.max(block_size, initial=1)))
+    with nogil:
+        for b in range(block_size.shape[0]):
+            s = block_size[b]
+            if s == 0:
+                continue
+            A = &G[block_offset[b]]
+            top = 0.0
+            for j in range(s):
+                top = max(top, A[j * s + j])
+            for j in range(s):
+                A[j * s + j] += shift + 1e-12 * top
+                diag[j] = A[j * s + j] if A[j * s + j] > 0.0 else 1.0
+            ns = <int>s
+            dpotrf(&lower, &ns, A, &ns, &info)
+            if info != 0:
+                fallback += 1
+                memset(A, 0, s * s * sizeof(double))
+                for j in range(s):
+                    A[j * s + j] = sqrt(diag[j])
+    return fallback
+
+
+def block_solve(const double[::1] G, const long long[::1] block_offset,
+                const long long[::1] block_size, const long long[::1] order,
+                const double[::1] r, double[::1] z):
+    """z = M⁻¹ r for the block-diagonal M factored by :func:`block_cholesky`: block b holds
+    the entries ``order[start_b:start_b + block_size[b]]`` in position order (``start`` the
+    running sum of the sizes)."""
+    cdef Py_ssize_t b, j, s, start = 0, m = order.shape[0]
+    cdef int ns, one = 1, info
+    cdef char lower = b"L"
+    if _bad_blocks(block_offset, block_size, G.shape[0]):
+        raise ValueError("block_solve: the blocks do not fit G")
+    if np.sum(block_size) != m or r.shape[0] != m or z.shape[0] != m:
+        raise ValueError("block_solve: order, r and z must hold every entry of the blocks")
+    for j in range(m):
+        if not 0 <= order[j] < m:
+            raise ValueError("block_solve: an index of order is out of range")
+    cdef double[::1] tmp = np.empty(max(1, np.max(block_size, initial=1)))
+    with nogil:
+        for b in range(block_size.shape[0]):
+            s = block_size[b]
+            if s == 0:
+                continue
+            for j in range(s):
+                tmp[j] = r[order[start + j]]
+            ns = <int>s
+            dpotrs(&lower, &ns, &one, <double*>&G[block_offset[b]], &ns, &tmp[0], &ns, &info)
+            for j in range(s):
+                z[order[start + j]] = tmp[j]
+            start += s
+
+
+def mn_class_block_updates(const index_t[::1] indices, const index_t[::1] indptr,
+                           const long long[::1] col_start, const long long[::1] entry_block,
+                           Py_ssize_t nblocks):
+    """Σᵢ Σ_b rᵢ_b (rᵢ_b + 1)/2, the updates :func:`mn_class_blocks_csr` makes for rᵢ_b
+    entries of block b in row i (the same arguments); one pass over the rows' entries."""
+    cdef Py_ssize_t n = indptr.shape[0] - 1, i, p, e, t, b
+    cdef long long a
+    cdef double total = 0.0
+    if bad_csr(indices, indptr, indices.shape[0], col_start.shape[0] - 1):
+        raise ValueError("mn_class_block_updates: X is not a CSR matrix of len(col_start) - 1 "
+                         "columns")
+    if col_start.shape[0] < 1 or col_start[0] != 0 or \
+            col_start[col_start.shape[0] - 1] != entry_block.shape[0]:
+        raise ValueError("mn_class_block_updates: col_start does not fit entry_block")
+    for e in range(entry_block.shape[0]):
+        if not 0 <= entry_block[e] < nblocks:
+            raise ValueError("mn_class_block_updates: an entry's block is out of range")
+    for e in range(col_start.shape[0] - 1):
+        if col_start[e + 1] < col_start[e]:
+            raise ValueError("mn_class_block_updates: col_start decreases")
+    cdef long long[::1] count = np.zeros(max(nblocks, 1), dtype=np.int64)
+    cdef long long[::1] touched = np.empty(max(nblocks, 1), dtype=np.int64)
+    with nogil:
+        for i in range(n):
+            t = 0
+            for p in range(indptr[i], indptr[i + 1]):
+                a = indices[p]
+                for e in range(col_start[a], col_start[a + 1]):
+                    b = entry_block[e]
+                    if count[b] == 0:
+                        touched[t] = b
+                        t += 1
+                    count[b] += 1
+            for p in range(t):
+                b = touched[p]
+                total += count[b] * (count[b] + 1.0) / 2.0
+                count[b] = 0
+    return total
+
+
+def block_take(const double[::1] G, const long long[::1] block_offset,
+               const long long[::1] block_size, const unsigned char[::1] kept,
+               double[::1] out):
+    """The blocks of ``G`` (as :func:`mn_class_blocks_csr` lays them out) cut down to their
+    rows and columns with ``kept`` (one flag per entry, in block order), one after another in
+    ``out``; blocks that keep nothing are left out."""
+    cdef Py_ssize_t b, i, j, s, start = 0, at = 0, total = 0, k
+    cdef const double* A
+    if _bad_blocks(block_offset, block_size, G.shape[0]):
+        raise ValueError("block_take: the blocks do not fit G")
+    if np.sum(block_size) != kept.shape[0]:
+        raise ValueError("block_take: kept must hold a flag per entry of the blocks")
+    for b in range(block_size.shape[0]):
+        k = 0
+        for i in range(start, start + block_size[b]):
+            k += kept[i] != 0
+        total += k * k
+        start += block_size[b]
+    if out.shape[0] != total:
+        raise ValueError(f"block_take: out must hold {total} numbers, got {out.shape[0]}")
+    start = 0
+    with nogil:
+        for b in range(block_size.shape[0]):
+            s = block_size[b]
+            A = &G[block_offset[b]]
+            for i in range(s):
+                if kept[start + i]:
+                    for j in range(s):
+                        if kept[start + j]:
+                            out[at] = A[i * s + j]
+                            at += 1
+            start += s

@@ -31,6 +31,12 @@ two BLAS rank-k updates per block of densified rows, or, for a sparse X whose fr
 columns are mostly zeros (a text corpus), the same sum over each row's stored entries only,
 one row of the Hessian at a time (``mn_gram_csr``); CG then solves the Newton system on it
 to a tight tolerance at O(|F|²) per product.
+
+On the matrix-free operator of a sparse X the CG is preconditioned by the diagonal, or,
+once a Hessian took ``block_after`` products (the CG met its cap of 20), by the first term's
+blocks on each class's free entries, blockdiagₖ(X̃_Fₖᵀ diag(s ∘ p·ₖ ∘ (1 − p·ₖ) / n) X̃_Fₖ)
+(``mn_class_blocks_csr``), each factored by Cholesky: with many classes of few samples the
+Hessian is ill-conditioned within those blocks, not across them.
 """
 import numpy as np
 import scipy.sparse as sp
@@ -145,6 +151,7 @@ class Multinomial:
         self._work = np.empty(0)  # _gram's buffers, kept: fresh ones cost page faults
         self._panel = np.empty(0, dtype=self.X.dtype)
         self._rows_work = None
+        self._products = [0, 0]   # matrix-free products on the last Hessian, on this one
 
     #: the matrix-free products walk the rows of the free columns (:meth:`_walks_rows`)
     #: when this many times their (stored entry, free class) pairs plus stored entries are
@@ -163,6 +170,19 @@ class Multinomial:
     #: BLAS multiply-adds (forming) per multiply-add of the product kernels: the sparse
     #: kernels and the dense ones (measured on MNIST and on digits and Mulan scene)
     blas_speedup = {"sparse": 5.0, "dense": 1.5}
+    #: the CG on a matrix-free Hessian of a sparse X is preconditioned by the blocks that
+    #: couple one class's free entries (:meth:`_MultinomialHessian.preconditioner`) after a
+    #: Hessian on which it made ``block_after`` products or more (the diagonal
+    #: preconditioner's CG, capped at 20 per solve, stopped short of its 10%), when forming
+    #: them costs at most ``block_worth`` products, counting an update of the blocks as
+    #: ``block_update_cost`` multiply-adds of the product kernels (Delicious: 3 ns against
+    #: 0.25 ns), and they hold at most ``block_budget`` numbers (a class with more free
+    #: entries than fit is cut into blocks of consecutive features)
+    block_after = 20
+    block_worth = 20.0
+    block_update_cost = 12.0
+    block_budget = 1 << 22
+
     #: BLAS multiply-adds per update of the sparse route: ~8 on MNIST (0.73 against
     #: 0.095 ns) and on the Debian corpus (0.40 against 0.047 ns); a Hessian of 2,834²
     #: entries on Delicious also takes ~0.7 ns per update
@@ -215,6 +235,7 @@ class Multinomial:
         :class:`_MultinomialHessian`."""
         if self._x_at is None or not np.array_equal(self._x_at, x):
             self.value_grad(x)
+        self._products = [self._products[1], 0]
         H = self._matrix_free(free)
         m = H.shape[0]
         if 0 < m <= self.max_explicit:
@@ -394,6 +415,27 @@ class Multinomial:
         return float(self._sw @ (entropy + Q @ b - b[self.y]))
 
 
+def _block_numbers(counts, cap):
+    """The numbers in blocks of at most ``cap`` entries cut from groups of ``counts``."""
+    return float(((counts // cap) * cap * cap + (counts % cap) ** 2).sum())
+
+
+def _take_blocks(blocks, keep):
+    """The blocks (G, offset, size, order) of :meth:`_MultinomialHessian.preconditioner`
+    on the entries ``keep`` (boolean over the entries), numbered among those kept, or False
+    when none is kept (:func:`~sparsekit._cython._gram_kernels.block_take`)."""
+    G, offset, size, order = blocks
+    kept = keep[order]                              # in block order
+    new_size = np.add.reduceat(kept.astype(np.int64), np.cumsum(size) - size)
+    new_size = new_size[new_size > 0]
+    if not new_size.size:
+        return False
+    out = np.empty(int(new_size @ new_size))
+    _gram_kernels.block_take(G, offset, size, kept.view(np.uint8), out)
+    new_offset = np.concatenate([[0], np.cumsum(new_size * new_size)[:-1]]).astype(np.int64)
+    return out, new_offset, new_size, (np.cumsum(keep) - 1)[order[kept]].astype(np.int64)
+
+
 class _MultinomialHessian:
     """``v -> ∇²f[free, free] v`` for a :class:`Multinomial` at its last point."""
 
@@ -415,9 +457,11 @@ class _MultinomialHessian:
         self.walks_rows = datafit._walks_rows(self)   # the products' route
         self._rows = None
         self._sums = None   # the row-walking Xᵀ R's partial sums, kept between products
+        self._blocks = None   # the preconditioner's class blocks (False: not worth forming)
 
     def __call__(self, v):
         f = self._f
+        f._products[1] += 1
         v = np.asarray(v, dtype=np.float64)
         nwf = self._w_entries.size
         vb = np.zeros(f.n_classes)
@@ -474,5 +518,86 @@ class _MultinomialHessian:
         return self._diag
 
     def restrict(self, keep):
-        """The operator on the entries ``keep`` (boolean over this operator's)."""
-        return _MultinomialHessian(self._f, self._free[np.asarray(keep, dtype=bool)])
+        """The operator on the entries ``keep`` (boolean over this operator's); the
+        preconditioner's blocks, if formed, are cut down to them."""
+        keep = np.asarray(keep, dtype=bool)
+        H = _MultinomialHessian(self._f, self._free[keep])
+        if self._blocks is not None:
+            H._blocks = self._blocks and _take_blocks(self._blocks, keep)
+        return H
+
+    def preconditioner(self, reg):
+        """``r -> M⁻¹ r`` for the CG, or None for the diagonal (Jacobi) one.
+
+        M is the block diagonal of ∇²f[F, F] + ``reg`` I whose blocks couple the free
+        entries of one class (its weights and intercept), Σᵢ sᵢ/n pᵢₖ(1 − pᵢₖ) x̃ᵢ x̃ᵢᵀ over
+        them, each factored by Cholesky. Where many classes have few samples the Hessian
+        is ill-conditioned inside such blocks (features that occur together in a class's
+        rows), and the Jacobi-preconditioned CG, capped at 20 products, stops far from the
+        Newton step. Only for a sparse X, as :attr:`Multinomial.block_after` says; formed
+        by :func:`~sparsekit._cython._gram_kernels.mn_class_blocks_csr` on first use, and
+        cut down, not formed again, for the operators :meth:`restrict` makes.
+        """
+        blocks = self._class_blocks()
+        if blocks is None:
+            return None
+        G, offset, size, order = blocks
+        factors = G.copy()
+        _gram_kernels.block_cholesky(factors, offset, size, float(reg))
+
+        def solve(r):
+            z = np.empty(self.shape[0])
+            _gram_kernels.block_solve(factors, offset, size, order,
+                                      np.ascontiguousarray(r, dtype=np.float64), z)
+            return z
+        return solve
+
+    def _class_blocks(self):
+        """(G, offset, size, order) of :meth:`preconditioner`'s blocks, formed on first use
+        and kept, or None."""
+        if self._blocks is None:
+            self._blocks = self._form_class_blocks() or False
+        return self._blocks or None
+
+    def _form_class_blocks(self):
+        """The class blocks (see :meth:`preconditioner`), or None where the datafit's rule
+        (:attr:`Multinomial.block_after`) does not ask for them or they cost too much."""
+        f, m, nwf = self._f, self.shape[0], self._w_entries.size
+        if not sp.issparse(f.X) or nwf == 0 or f._products[0] < f.block_after:
+            return None
+        # entries ordered by class, then feature (the intercept last), cut into blocks
+        classes = np.concatenate([self._class, self._b_entries])
+        features = np.concatenate([self._w_entries // f.n_classes,
+                                   np.full(self._b_entries.size, f.n_features)])
+        order = np.lexsort((features, classes))
+        by_class = classes[order]
+        counts = np.bincount(by_class, minlength=f.n_classes)
+        cap = max(int(counts.max()), 1)
+        while cap > 1 and _block_numbers(counts, cap) > f.block_budget:
+            cap //= 2
+        rank = np.arange(m) - np.searchsorted(by_class, by_class)
+        chunk = rank // cap
+        starts = np.ones(m, dtype=bool)
+        starts[1:] = (by_class[1:] != by_class[:-1]) | (chunk[1:] != chunk[:-1])
+        block_of = np.cumsum(starts) - 1
+        size = np.bincount(block_of).astype(np.int64)
+        first = np.flatnonzero(starts)
+        entry_block, entry_pos = np.empty(m, dtype=np.int64), np.empty(m, dtype=np.int64)
+        entry_block[order] = block_of
+        entry_pos[order] = np.arange(m) - first[block_of]
+        X = self.free_rows()
+        updates = _gram_kernels.mn_class_block_updates(X.indices, X.indptr, self._col_start,
+                                                       entry_block[:nwf], size.size)
+        if updates * f.block_update_cost > f.block_worth * f._product_cost(self):
+            return None
+        offset = np.concatenate([[0], np.cumsum(size * size)[:-1]]).astype(np.int64)
+        intercept = np.full(size.size, -1, dtype=np.int64)
+        intercept[entry_block[nwf:]] = entry_pos[nwf:]
+        W = f._P * (1.0 - f._P) * f._sw[:, None]
+        G = np.zeros(int(offset[-1] + size[-1] ** 2))
+        _gram_kernels.mn_class_blocks_csr(X.data, X.indices, X.indptr, W, self._col_start,
+                                          self._class, entry_block[:nwf], entry_pos[:nwf],
+                                          offset, size, intercept, G)
+        b = entry_block[nwf:]
+        G[offset[b] + (size[b] + 1) * entry_pos[nwf:]] += W.sum(axis=0)[self._b_entries]
+        return G, offset, size, order.astype(np.int64)

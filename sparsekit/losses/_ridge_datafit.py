@@ -39,7 +39,7 @@ class Ridge:
 
 class _RidgeHessian:
     """``H + diag(d)``: the wrapped operator's products, diagonal, restrictions, quadratic
-    forms and formed matrix, each with the ridge diagonal ``d`` added."""
+    forms, formed matrix and preconditioner, each with the ridge diagonal ``d`` added."""
 
     def __init__(self, H, d):
         self._H = H
@@ -47,6 +47,8 @@ class _RidgeHessian:
         self._matrix = None
         if hasattr(H, "quadratic_form"):      # else the solver makes a product instead
             self.quadratic_form = self._quadratic_form
+        if hasattr(H, "preconditioner"):      # else the CG's is the diagonal's
+            self.preconditioner = self._preconditioner
 
     @property
     def shape(self):
@@ -74,6 +76,11 @@ class _RidgeHessian:
     def _quadratic_form(self, positions, values):
         return self._H.quadratic_form(positions, values) + float(
             values @ (self._d[positions] * values))
+
+    def _preconditioner(self, reg):
+        """The wrapped operator's, shifted by λ on every entry (the intercepts' too: a
+        preconditioner need only be near the matrix)."""
+        return self._H.preconditioner(reg + float(self._d.max(initial=0.0)))
 
     def restrict(self, keep):
         keep = np.asarray(keep, dtype=bool)

@@ -22,10 +22,11 @@ def steihaug_cg(H, b, reg=0.0, rtol=0.1, maxiter=1000, radius=math.inf, precondi
     and ``psi(p) < 0`` implies ``b^T p < 0``, so descent is kept (OBA warm-starts the
     re-solves of its corrective cycle so).
 
-    With ``precondition`` and an operator that has ``diagonal()``, the CG is preconditioned
-    by ``diag(H) + reg`` (Jacobi); the stopping test stays on the plain residual. An
-    operator with ``is_explicit`` true (a formed matrix ``H.matrix``) runs the same loop
-    compiled.
+    With ``precondition``, the CG is preconditioned by the operator's
+    ``preconditioner(reg)`` (a callable applying M⁻¹ to a residual, or None) if it has one,
+    else by ``diag(H) + reg`` (Jacobi) if it has ``diagonal()``; the stopping test stays on
+    the plain residual. An operator with ``is_explicit`` true (a formed matrix ``H.matrix``)
+    runs the same loop compiled.
 
     Returns ``(p, r, n_products)`` with the residual ``r = b + (H + reg I) p`` kept up to
     date by the recurrence, also for a step to the boundary: callers read
@@ -44,15 +45,18 @@ def steihaug_cg(H, b, reg=0.0, rtol=0.1, maxiter=1000, radius=math.inf, precondi
             p, r = p0.copy(), b + Hp
             if measure(r) <= rtol * bnorm:
                 return p, r, it0
-    minv = None
-    if precondition and hasattr(H, "diagonal"):
+    minv = solve = None
+    if precondition and hasattr(H, "preconditioner"):
+        solve = H.preconditioner(reg)
+    if precondition and solve is None and hasattr(H, "diagonal"):
         minv = 1.0 / (H.diagonal() + reg)
+        solve = minv.__mul__   # z = minv * r
     if getattr(H, "is_explicit", False) and math.isfinite(radius) and norm == math.inf:
         it = K.cg_dense(H.matrix, b, bnorm, reg, rtol, maxiter, radius,
                         np.ones_like(b) if minv is None else minv, p, r)
         H.count_products(it)
         return p, r, it0 + it
-    z = r if minv is None else minv * r
+    z = r if solve is None else solve(r)
     d = -z
     rz = r @ z
     for it in range(it0 + 1, it0 + maxiter + 1):
@@ -71,7 +75,7 @@ def steihaug_cg(H, b, reg=0.0, rtol=0.1, maxiter=1000, radius=math.inf, precondi
         r += a * Hd
         if measure(r) <= rtol * bnorm:
             return p, r, it
-        z = r if minv is None else minv * r
+        z = r if solve is None else solve(r)
         rz_next = r @ z
         d = -z + (rz_next / rz) * d
         rz = rz_next
