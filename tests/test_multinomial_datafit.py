@@ -739,6 +739,15 @@ def test_class_block_kernels_refuse_inconsistent_inputs_and_fall_back_to_the_dia
                          ({"indices": np.array([1, 0, 1, 0], dtype=np.int32)}, "canonical")):
         with pytest.raises(ValueError, match=f"mn_class_blocks_csr.*{message}"):
             call(**bad)
+    empty = sp.csr_matrix((3, 2))                      # no stored entry: blocks stay 0
+    assert not call(data=empty.data, indices=empty.indices, indptr=empty.indptr).any()
+    assert _gram_kernels.mn_class_block_updates(empty.indices, empty.indptr, col_start,
+                                                block, 2) == 0
+    none = np.zeros(3, dtype=np.int64)                  # no free weight entry
+    assert not call(col_start=none, classes=none[:0], block=none[:0], pos=none[:0],
+                    size=np.array([0, 0]), offset=np.array([0, 0]),
+                    icpt=np.array([-1, -1])).any()
+    assert _gram_kernels.mn_class_block_updates(X.indices, X.indptr, none, none[:0], 2) == 0
     with pytest.raises(ValueError, match="out of range"):
         _gram_kernels.mn_class_block_updates(X.indices, X.indptr, col_start, block, 1)
     with pytest.raises(ValueError, match="col_start"):

@@ -620,6 +620,24 @@ cdef int _bad_blocks(const long long[::1] offset, const long long[::1] size,
     return end > total
 
 
+cdef inline Py_ssize_t _count_blocks(const index_t* indices, Py_ssize_t begin,
+                                     Py_ssize_t end, const long long* col_start,
+                                     const long long* entry_block, long long* count,
+                                     long long* touched, Py_ssize_t nt) noexcept nogil:
+    """Add the stored entries ``begin:end`` of a CSR row (free columns) to ``count``, one
+    per free entry of their column, by the entry's block; a block counted for the first time
+    is listed in ``touched`` after its ``nt`` first; returns the new length of that list."""
+    cdef Py_ssize_t p, e, b
+    for p in range(begin, end):
+        for e in range(col_start[indices[p]], col_start[indices[p] + 1]):
+            b = entry_block[e]
+            if count[b] == 0:
+                touched[nt] = b
+                nt += 1
+            count[b] += 1
+    return nt
+
+
 def mn_class_blocks_csr(const floating[::1] data, const index_t[::1] indices,
                         const index_t[::1] indptr, const double[:, ::1] W,
                         const long long[::1] col_start, const long long[::1] entry_class,
@@ -674,6 +692,8 @@ def mn_class_blocks_csr(const floating[::1] data, const index_t[::1] indices,
             t += col_start[indices[p] + 1] - col_start[indices[p]]
         width = max(width, t)
     width = max(width, chunk_pairs)
+    cdef const index_t* ind = &indices[0] if indices.shape[0] else NULL   # (X may be empty)
+    cdef const long long* blk = &entry_block[0] if nw else NULL
     cdef long long[::1] fill = np.zeros(max(nblocks, 1), dtype=np.int64)
     cdef long long[::1] touched = np.empty(max(nblocks, 1), dtype=np.int64)
     cdef long long[::1] row = np.empty(width, dtype=np.int64)
@@ -691,14 +711,8 @@ def mn_class_blocks_csr(const floating[::1] data, const index_t[::1] indices,
                 if i1 > i0 and t + row_pairs > width:
                     break
                 t += row_pairs
-                for p in range(indptr[i1], indptr[i1 + 1]):
-                    a = indices[p]
-                    for e in range(col_start[a], col_start[a + 1]):
-                        b = entry_block[e]
-                        if fill[b] == 0:
-                            touched[nt] = b
-                            nt += 1
-                        fill[b] += 1
+                nt = _count_blocks(ind, indptr[i1], indptr[i1 + 1], &col_start[0], blk,
+                                   &fill[0], &touched[0], nt)
                 i1 += 1
             q = 0   # fill[b]: where block b's pairs start, then where the next one goes
             for r in range(nt):
@@ -841,19 +855,14 @@ def mn_class_block_updates(const index_t[::1] indices, const index_t[::1] indptr
     for e in range(col_start.shape[0] - 1):
         if col_start[e + 1] < col_start[e]:
             raise ValueError("mn_class_block_updates: col_start decreases")
+    cdef const index_t* ind = &indices[0] if indices.shape[0] else NULL   # (X may be empty)
+    cdef const long long* blk = &entry_block[0] if entry_block.shape[0] else NULL
     cdef long long[::1] count = np.zeros(max(nblocks, 1), dtype=np.int64)
     cdef long long[::1] touched = np.empty(max(nblocks, 1), dtype=np.int64)
     with nogil:
         for i in range(n):
-            t = 0
-            for p in range(indptr[i], indptr[i + 1]):
-                a = indices[p]
-                for e in range(col_start[a], col_start[a + 1]):
-                    b = entry_block[e]
-                    if count[b] == 0:
-                        touched[t] = b
-                        t += 1
-                    count[b] += 1
+            t = _count_blocks(ind, indptr[i], indptr[i + 1], &col_start[0], blk, &count[0],
+                              &touched[0], 0)
             for p in range(t):
                 b = touched[p]
                 total += count[b] * (count[b] + 1.0) / 2.0
