@@ -208,6 +208,10 @@ class Multinomial:
         K.mn_softmax(Z, self.y, self._sw, P, nll, R, self.n_threads)
         return float(self._sw @ nll), P, R
 
+    def _diagonal_weights(self):
+        """sᵢ/n pᵢₖ (1 − pᵢₖ) at the last point, (n, K): the Hessian's diagonal weights."""
+        return self._P * (1.0 - self._P) * self._sw[:, None]
+
     # -- the datafit protocol
     def value(self, x):
         return self._nll(self._scores(np.ascontiguousarray(x, dtype=np.float64)))[0]
@@ -505,7 +509,7 @@ class _MultinomialHessian:
         """Σᵢ sᵢ/n x̃ᵢⱼ² pᵢₖ (1 − pᵢₖ) on the free entries."""
         if self._diag is None:
             f = self._f
-            D = f._P * (1.0 - f._P) * f._sw[:, None]
+            D = f._diagonal_weights()
             nwf = self._w_entries.size
             self._diag = np.empty(self.shape[0])
             if self.walks_rows:
@@ -593,7 +597,7 @@ class _MultinomialHessian:
         offset = np.concatenate([[0], np.cumsum(size * size)[:-1]]).astype(np.int64)
         intercept = np.full(size.size, -1, dtype=np.int64)
         intercept[entry_block[nwf:]] = entry_pos[nwf:]
-        W = f._P * (1.0 - f._P) * f._sw[:, None]
+        W = f._diagonal_weights()
         G = np.zeros(int(offset[-1] + size[-1] ** 2))
         _gram_kernels.mn_class_blocks_csr(X.data, X.indices, X.indptr, W, self._col_start,
                                           self._class, entry_block[:nwf], entry_pos[:nwf],

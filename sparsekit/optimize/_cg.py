@@ -50,7 +50,7 @@ def steihaug_cg(H, b, reg=0.0, rtol=0.1, maxiter=1000, radius=math.inf, precondi
         solve = H.preconditioner(reg)
     if precondition and solve is None and hasattr(H, "diagonal"):
         minv = 1.0 / (H.diagonal() + reg)
-        solve = minv.__mul__   # z = minv * r
+        solve = lambda r: minv * r  # noqa: E731
     if getattr(H, "is_explicit", False) and math.isfinite(radius) and norm == math.inf:
         it = K.cg_dense(H.matrix, b, bnorm, reg, rtol, maxiter, radius,
                         np.ones_like(b) if minv is None else minv, p, r)
