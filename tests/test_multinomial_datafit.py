@@ -113,6 +113,14 @@ def test_free_entry_kernels_are_the_products_on_the_free_entries(dtype, index):
         np.testing.assert_array_equal(a, c)
 
 
+def test_free_chunks_depend_on_rows_and_sums_only():
+    """Up to 16 blocks of at least 4,096 rows and 2²⁴ partial sums in all; one at least."""
+    assert K.free_chunks(9000, 10) == 2 and K.free_chunks(4095, 10) == 1
+    assert K.free_chunks(100, 10) == 1 and K.free_chunks(0, 0) == 1
+    assert K.free_chunks(10 ** 6, 10) == 16 and K.free_chunks(10 ** 6, 1 << 23) == 2
+    assert K.free_chunks(10 ** 6, 1 << 25) == 1
+
+
 def test_free_entry_kernels_refuse_inconsistent_entries():
     S = sp.csr_matrix(np.eye(3))
     start, classes = np.array([0, 1, 1, 2]), np.array([0, 1])
@@ -147,6 +155,166 @@ def test_free_entry_kernels_refuse_inconsistent_entries():
                       (np.empty(2), np.empty((0, 2)))):
         with pytest.raises(ValueError, match="work"):
             K.mn_rmatmat_free_csr(S.data, S.indices, S.indptr, R, start, classes, out, work)
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("index", [np.int32, np.int64])
+@pytest.mark.parametrize("intercepts", [False, True])
+def test_fused_free_entry_product_is_the_three_kernels_in_turn(dtype, index, intercepts):
+    """mn_hessp_free_csr (one pass over the rows) against mn_margins_free_csr, mn_curvature
+    and mn_rmatmat_free_csr in turn and the column sums of their R, and against the dense
+    formula; an empty row, a column without free entries, a zero weight, probabilities
+    0 and 1; the threads change no bit."""
+    X, _, _, rng = _problem(11, n=9000, D=30, Kc=5, density=0.2)
+    Kc = 45
+    S = sp.csr_matrix(X.astype(dtype))
+    S.indices, S.indptr = S.indices.astype(index), S.indptr.astype(index)
+    features, start, classes = _free_entries(rng, 30, Kc, 200)
+    v, vb = rng.normal(size=classes.size), rng.normal(size=Kc)
+    Z = rng.normal(scale=3.0, size=(9000, Kc))
+    Z[5, 0] = 800.0                                     # p = 1 and 0 in that row
+    P = softmax(Z, axis=1)
+    sw = rng.uniform(0.0, 2.0, 9000)
+    sw[6] = 0.0
+    U = np.empty((9000, Kc))
+    K.mn_margins_free_csr(S.data, S.indices, S.indptr, start, classes, v, vb, U)
+    K.mn_curvature(P, U, sw)
+    blocks = K.free_chunks(9000, classes.size + Kc)
+    want = np.empty(classes.size)
+    K.mn_rmatmat_free_csr(S.data, S.indices, S.indptr, U, start, classes, want,
+                          np.empty((blocks, classes.size)))
+    V = np.zeros((30, Kc))
+    V[features, classes] = v
+    Xd = S.toarray().astype(np.float64)
+    U_dense = Xd @ V + vb
+    R_dense = sw[:, None] * (P * U_dense - P * (P * U_dense).sum(axis=1, keepdims=True))
+    results = []
+    for n_threads in (1, 3):
+        out, out_b = np.empty(classes.size), np.full(Kc, np.nan)
+        K.mn_hessp_free_csr(S.data, S.indices, S.indptr, start, classes, v, vb, P, sw, out,
+                            out_b, np.empty((blocks, classes.size + Kc)),
+                            np.empty((blocks, Kc)), intercepts, n_threads)
+        np.testing.assert_allclose(out, want, rtol=1e-12, atol=1e-14)
+        np.testing.assert_allclose(out, (Xd.T @ R_dense)[features, classes], rtol=1e-10,
+                                   atol=1e-12)
+        np.testing.assert_allclose(out_b, U.sum(axis=0) if intercepts else 0.0,
+                                   rtol=1e-12, atol=1e-14)
+        results.append((out, out_b))
+    for a, c in zip(*results):
+        np.testing.assert_array_equal(a, c)
+
+
+def test_fused_free_entry_product_refuses_inconsistent_arrays():
+    S = sp.csr_matrix(np.eye(3))
+    start, classes = np.array([0, 1, 1, 2]), np.array([0, 1])
+    P, sw, v, vb = np.full((3, 2), 0.5), np.ones(3), np.ones(2), np.zeros(2)
+
+    def call(st=start, cl=classes, indices=S.indices, v=v, vb=vb, P=P, sw=sw, out=None,
+             out_b=None, work=None, row=None):
+        K.mn_hessp_free_csr(S.data, indices, S.indptr, st, cl, v, vb, P, sw,
+                            np.empty(2) if out is None else out,
+                            np.empty(2) if out_b is None else out_b,
+                            np.empty((1, 4)) if work is None else work,
+                            np.empty((1, 2)) if row is None else row)
+
+    call()
+    for kwargs, message in [(dict(st=np.array([1, 1, 1, 2])), "from 0"),
+                            (dict(cl=np.array([0, 2])), "out of range"),
+                            (dict(indices=np.array([0, 3, 2], dtype=np.int32)), "column"),
+                            (dict(P=P[:2]), "n rows"),
+                            (dict(v=v[:1]), "v and out"), (dict(vb=np.zeros(3)), "vb"),
+                            (dict(sw=sw[:2]), "sw"), (dict(out=np.empty(3)), "v and out"),
+                            (dict(out_b=np.empty(1)), "out_b"),
+                            (dict(work=np.empty((1, 3))), "work"),
+                            (dict(work=np.empty((0, 4)), row=np.empty((0, 2))), "work"),
+                            (dict(row=np.empty((2, 2))), "row"),
+                            (dict(row=np.empty((1, 3))), "row")]:
+        with pytest.raises(ValueError, match=message):
+            call(**kwargs)
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("index", [np.int32, np.int64])
+def test_row_walking_rmatmat_is_the_transposed_product(dtype, index):
+    """mn_rmatmat_csr against Xᵀ R: one block of rows (no partial sums) or several, an empty
+    row and an empty column; the threads change no bit; refusals."""
+    X, _, _, rng = _problem(12, n=9000, D=30, Kc=5, density=0.2)
+    S = sp.csr_matrix(X.astype(dtype))
+    S.indices, S.indptr = S.indices.astype(index), S.indptr.astype(index)
+    R = rng.normal(size=(9000, 33))
+    want = S.toarray().astype(np.float64).T @ R
+    for blocks in (1, 2, 5):
+        results = []
+        for n_threads in (1, 3):
+            out = np.full((30, 33), np.nan)
+            K.mn_rmatmat_csr(S.data, S.indices, S.indptr, R, out,
+                             np.empty((blocks - 1, out.size)), n_threads)
+            np.testing.assert_allclose(out, want, rtol=1e-11, atol=1e-11)
+            results.append(out)
+        np.testing.assert_array_equal(*results)
+    out, work = np.empty((30, 33)), np.empty((1, 30 * 33))
+    with pytest.raises(ValueError, match="len\\(out\\)"):
+        K.mn_rmatmat_csr(S.data, S.indices, S.indptr, R, out[:20], work)
+    with pytest.raises(ValueError, match="R must be"):
+        K.mn_rmatmat_csr(S.data, S.indices, S.indptr, R[:-1], out, work)
+    with pytest.raises(ValueError, match="R must be"):
+        K.mn_rmatmat_csr(S.data, S.indices, S.indptr, R, np.empty((30, 5)), work)
+    with pytest.raises(ValueError, match="R must be"):
+        K.mn_rmatmat_csr(S.data, S.indices, S.indptr, R, out, np.empty((1, 30 * 33 - 1)))
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("intercept", [False, True])
+def test_value_and_gradient_walking_rows_are_those_walking_columns(dtype, intercept,
+                                                                    monkeypatch):
+    """With many classes the scores walk the rows of X over the nonzero weights where that
+    pays, and on a tall X the gradient's Xᵀ R the rows of X (one block or several): the same
+    value and gradient as the column walks and the formula, at a sparse W (zero features,
+    zero classes), at W = 0 and at a dense W, on 1 and 3 threads (the same bits)."""
+    X, y, sw, rng = _problem(13, n=300, D=12, Kc=40, density=0.3)
+    y = rng.integers(0, 40, 300)
+    S = sp.csr_matrix(X.astype(dtype))
+    calls = {"mn_margins_free_csr": 0, "mn_rmatmat_csr": 0}
+    for name in calls:
+        def counted(*args, _kernel=getattr(K, name), _name=name):
+            calls[_name] += 1
+            return _kernel(*args)
+        monkeypatch.setattr(K, name, counted)
+    rows = [Multinomial(S, y, 40, sw, intercept, n_threads=t) for t in (1, 3)]
+    tall = Multinomial(sp.vstack([S] * 30).tocsr(), np.tile(y, 30), 40, np.tile(sw, 30),
+                       intercept)                       # the gradient in 2 blocks of rows
+    assert K.free_chunks(tall.n_samples, 12 * 40) == 2
+    cols = Multinomial(S, y, 40, sw, intercept)
+    cols.row_walk_classes = np.inf
+    assert rows[0]._gradient_walks_rows() and not cols._walks_x_rows()
+    wide = Multinomial(S, y, 40, sw, intercept)
+    wide.row_walk_tall = 26                             # 300 rows < 26 × 12: columns
+    assert wide._walks_x_rows() and not wide._gradient_walks_rows()
+    wide.row_walk_weights = 12 * 40 - 1                 # W no longer fits: columns
+    assert not wide._walks_x_rows()
+    for density, scores_by_rows in ((0.05, True), (0.0, False), (1.0, False)):
+        x = rng.normal(scale=0.3, size=rows[0].n_params)
+        x[:rows[0].n_features * 40][rng.random(12 * 40) > density] = 0.0
+        x[3 * 40:4 * 40] = 0.0                          # a feature without weights
+        before = dict(calls)
+        f1, g1 = rows[0].value_grad(x)
+        assert calls["mn_margins_free_csr"] - before["mn_margins_free_csr"] == scores_by_rows
+        assert calls["mn_rmatmat_csr"] - before["mn_rmatmat_csr"] == 1
+        fc, gc = cols.value_grad(x)
+        assert f1 == pytest.approx(fc, rel=1e-13)
+        np.testing.assert_allclose(g1, gc, rtol=1e-11, atol=1e-15)
+        f3, g3 = rows[1].value_grad(x)
+        assert f1 == f3 and np.array_equal(g1, g3)
+        f4, g4 = tall.value_grad(x)                     # 30 copies: the same mean terms
+        assert f4 == pytest.approx(f1, rel=1e-12)
+        np.testing.assert_allclose(g4, gc, rtol=1e-10, atol=1e-14)
+        W, b = rows[0].split(x)
+        assert f1 == pytest.approx(_objective(X.astype(dtype).astype(np.float64), y, sw, W,
+                                              b, 0.0), rel=1e-6 if dtype == np.float32
+                                   else 1e-12)
+        D = rows[0]._diagonal_weights()
+        assert D is rows[0]._diagonal_weights()         # once per point
+        np.testing.assert_array_equal(D, rows[0]._P * (1 - rows[0]._P) * rows[0]._sw[:, None])
 
 
 def test_take_columns_csr_renumbers_the_kept_columns_and_refuses_bad_input():
@@ -668,8 +836,8 @@ def test_class_blocks_are_the_hessian_on_pairs_of_one_class(dtype, index, interc
 def test_class_blocks_follow_restriction_and_come_only_when_they_pay():
     """A restricted operator cuts its parent's blocks down (no second formation) to those of
     a fresh operator on the kept entries; the blocks come only for a sparse X, after a
-    Hessian with ``block_after`` products or more, and when they cost at most
-    ``block_worth`` products."""
+    Hessian with ``block_after`` products or more or one with blocks itself, and when they
+    cost at most ``block_worth`` products."""
     f, x, free, rng = _class_block_problem(3)
     H = f.hessp(x, free)
     H.preconditioner(0.0)
@@ -690,9 +858,13 @@ def test_class_blocks_follow_restriction_and_come_only_when_they_pay():
         H(rng.normal(size=free.size))
     H = f.hessp(x, free)
     assert H.preconditioner(0.0) is not None
+    H = f.hessp(x, free)                                # no products, but blocks last time
+    assert H.preconditioner(0.0) is not None
     for _ in range(3):
         H(rng.normal(size=free.size))
     f.block_worth = 0.0
+    assert f.hessp(x, free).preconditioner(0.0) is None
+    f.block_worth = np.inf                              # neither products nor blocks last
     assert f.hessp(x, free).preconditioner(0.0) is None
     dense = Multinomial(f.X.toarray(), f.y, f.n_classes, fit_intercept=True)
     dense.max_explicit, dense.block_after, dense._products = 0, 0, [5, 0]

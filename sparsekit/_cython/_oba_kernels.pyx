@@ -941,9 +941,10 @@ def mn_margins_free_csr(const floating[::1] data, const index_t[::1] indices,
 
 
 def free_chunks(Py_ssize_t n_rows, Py_ssize_t n_entries):
-    """How many blocks of rows :func:`mn_rmatmat_free_csr` sums apart (its ``work`` has one
-    row of partial sums each): up to 16, at least 4,096 rows each and 2²⁴ partial sums in
-    all, whatever the thread count (so that the result does not depend on it)."""
+    """How many blocks of rows :func:`mn_rmatmat_free_csr` (and the other row walks that
+    sum a block's ``n_entries`` results apart) cuts X into: up to 16, at least 4,096 rows
+    each and 2²⁴ partial sums in all, whatever the thread count (so that the result does
+    not depend on it)."""
     return int(max(1, min(16, n_rows // 4096, (1 << 24) // max(n_entries, 1))))
 
 
@@ -989,6 +990,124 @@ def mn_rmatmat_free_csr(const floating[::1] data, const index_t[::1] indices,
             for c in range(nc):
                 total = total + work[c, t]
             out[t] = total
+
+
+def mn_rmatmat_csr(const floating[::1] data, const index_t[::1] indices,
+                   const index_t[::1] indptr, const double[:, ::1] R, double[:, ::1] out,
+                   double[:, ::1] work, int n_threads=1):
+    """``out = Xᵀ R`` for canonical CSR ``X`` of ``len(out)`` columns, walking its rows: each
+    row of R is read once and added, scaled, to the rows of ``out`` of its stored entries
+    (the column walk of :func:`mn_rmatmat_csc` reads a row of R per stored entry instead).
+    The rows are cut into ``len(work) + 1`` blocks (see :func:`free_chunks`): the first
+    block's sums go to ``out``, the others' to the rows of ``work`` ((blocks − 1, out.size),
+    possibly empty) and are added in block order, among ``n_threads``."""
+    cdef Py_ssize_t i, p, j, k, c, lo, hi, n = R.shape[0], K = R.shape[1]
+    cdef Py_ssize_t D = out.shape[0], nc = work.shape[0] + 1, size = D * K
+    cdef double x
+    cdef const double* r
+    cdef double* acc
+    cdef double* o
+    if bad_csr(indices, indptr, data.shape[0], D):
+        raise ValueError("mn_rmatmat_csr: X must be CSR with indices in [0, len(out))")
+    if indptr.shape[0] != n + 1 or out.shape[1] != K or (nc > 1 and work.shape[1] != size):
+        raise ValueError("mn_rmatmat_csr: R must be (n, K) for X's n rows, out (n_features, "
+                         "K) and work (blocks - 1, out.size)")
+    with nogil:
+        for c in prange(nc, num_threads=max(1, n_threads), schedule="dynamic"):
+            acc = &out[0, 0] if c == 0 else &work[c - 1, 0]
+            for p in range(size):
+                acc[p] = 0.0
+            lo = _block_start(c, nc, n)
+            hi = _block_start(c + 1, nc, n)
+            for i in range(lo, hi):
+                r = &R[i, 0]
+                for p in range(indptr[i], indptr[i + 1]):
+                    x = data[p]
+                    o = acc + indices[p] * K
+                    for k in range(K):
+                        o[k] += x * r[k]
+        o = &out[0, 0]
+        for c in range(nc - 1):
+            acc = &work[c, 0]
+            for p in prange(size, num_threads=max(1, n_threads), schedule="static"):
+                o[p] += acc[p]
+
+
+def mn_hessp_free_csr(const floating[::1] data, const index_t[::1] indices,
+                      const index_t[::1] indptr, const long long[::1] start,
+                      const long long[::1] classes, const double[::1] v,
+                      const double[::1] vb, const double[:, ::1] P, const double[::1] sw,
+                      double[::1] out, double[::1] out_b, double[:, ::1] work,
+                      double[:, ::1] row, bint intercepts=True, int n_threads=1):
+    """The multinomial Hessian product on free entries in one pass over the rows of a
+    canonical CSR ``X`` (``start``, ``classes`` and the values ``v`` as in
+    :func:`mn_margins_free_csr`): for each row, uᵢ = vb + Σⱼ x_ij Vⱼ, then
+    rᵢ = sᵢ (pᵢ ∘ uᵢ − pᵢ (pᵢᵀ uᵢ)), then ``out[t] += x_ij rᵢ[classes[t]]`` for the row's free
+    entries and, with ``intercepts``, ``out_b += rᵢ`` (else ``out_b`` is set to 0).
+
+    The same sums as :func:`mn_margins_free_csr`, :func:`mn_curvature` and
+    :func:`mn_rmatmat_free_csr` in turn, without their (n, K) matrix: uᵢ and rᵢ live in a
+    row of ``row`` (K numbers, in cache), so a product reads P once. The rows are cut into
+    ``len(work)`` blocks (:func:`free_chunks` of the free entries and the K intercepts) whose
+    partial sums go to the rows of ``work`` ((blocks, len(classes) + K)) and are added in block
+    order, among ``n_threads``; ``row`` has a row per block.
+    """
+    cdef Py_ssize_t i, p, t, j, c, k, lo, hi, n = P.shape[0], K = P.shape[1]
+    cdef Py_ssize_t nc = work.shape[0], F = classes.shape[0]
+    cdef double x, mean, s, total
+    cdef double* u
+    cdef double* acc
+    cdef double* acc_b
+    cdef const double* pr
+    _check_free_entries("mn_hessp_free_csr",
+                        bad_csr(indices, indptr, data.shape[0], start.shape[0] - 1),
+                        indptr, start, classes, n, K)
+    if (v.shape[0] != F or out.shape[0] != F or vb.shape[0] != K or out_b.shape[0] != K
+            or sw.shape[0] != n or nc < 1 or work.shape[1] != F + K
+            or row.shape[0] != nc or row.shape[1] != K):
+        raise ValueError("mn_hessp_free_csr: v and out must match classes, vb and out_b be "
+                         "(K,), sw (n,) for P (n, K), work (blocks, len(classes) + K) with a "
+                         "block at least and row (blocks, K)")
+    with nogil:
+        for c in prange(nc, num_threads=max(1, n_threads), schedule="dynamic"):
+            acc = &work[c, 0]
+            acc_b = &work[c, F]
+            u = &row[c, 0]
+            for t in range(F + K):
+                acc[t] = 0.0
+            lo = _block_start(c, nc, n)
+            hi = _block_start(c + 1, nc, n)
+            for i in range(lo, hi):
+                for k in range(K):
+                    u[k] = vb[k]
+                for p in range(indptr[i], indptr[i + 1]):
+                    j = indices[p]
+                    x = data[p]
+                    for t in range(start[j], start[j + 1]):
+                        u[classes[t]] += x * v[t]
+                pr = &P[i, 0]
+                mean = 0.0
+                for k in range(K):
+                    mean = mean + pr[k] * u[k]
+                s = sw[i]
+                for k in range(K):
+                    u[k] = s * pr[k] * (u[k] - mean)
+                for p in range(indptr[i], indptr[i + 1]):
+                    j = indices[p]
+                    x = data[p]
+                    for t in range(start[j], start[j + 1]):
+                        acc[t] += x * u[classes[t]]
+                if intercepts:
+                    for k in range(K):
+                        acc_b[k] += u[k]
+        for t in prange(F + K, num_threads=max(1, n_threads), schedule="static"):
+            total = 0.0
+            for c in range(nc):
+                total = total + work[c, t]
+            if t < F:
+                out[t] = total
+            else:
+                out_b[t - F] = total
 
 
 # ---------------------------------------------------------------- softmax terms, row by row
