@@ -334,3 +334,22 @@ def test_a_solver_that_stops_above_the_best_objective_says_so_beside_its_time_ra
     assert cells["scikit-learn saga"] == "0.50x (stopped 2.8e-01 above)"
     assert cells["LIBLINEAR -s 6"] == "2.00x"                  # 1e-7 above: solved
     assert cells["sparsekit L1LogisticOBA"] == "1.00x"
+
+
+def test_skglm_compiles_on_a_few_rows_before_any_timed_fit(monkeypatch):
+    """skglm's numba kernels compile on its first fit: that fit is an untimed one on 25 rows
+    of each class, so that neither a timed fit nor a warm-up longer than the budget (which
+    would be the row's time) pays for the compilation."""
+    skglm = pytest.importorskip("skglm")
+    rows, fit = [], skglm.SparseLogisticRegression.fit
+
+    def recording(self, X, y):
+        rows.append(X.shape[0])
+        return fit(self, X, y)
+
+    monkeypatch.setattr(skglm.SparseLogisticRegression, "fit", recording)
+    X, y = compare._l1_problem(compare.load_dataset("breast_cancer"))
+    solvers = dict(compare._l1_solvers(X, y, 1.0))
+    assert rows == [50]
+    w = solvers["skglm"](1e-6)
+    assert rows == [50, X.shape[0]] and w.shape == (X.shape[1],)
