@@ -6,8 +6,8 @@ classes, the many-class set of ``sparsekit-compare``), the Hessian is ill-condit
 each class's block of weights (features that occur together in a class's rows), the
 Jacobi-preconditioned CG stops at its cap far from the Newton step, and OBA crawls. Since
 then the CG takes as preconditioner the blocks that couple one class's free entries,
-factored by Cholesky, once a Hessian took 20 products or more (and while forming the blocks
-costs at most 20 products). For each problem, OBA from w = 0 (intercepts free, the
+factored by Cholesky, once a Hessian took 20 products or more, and for every Hessian after
+one that had them, while forming the blocks costs at most 20 products. For each problem, OBA from w = 0 (intercepts free, the
 estimator's solve without its closing check) with the diagonal preconditioner only
 (``Multinomial.block_worth = 0``) and with the default, same process, each run capped at
 ``--cap`` seconds: iterations, Hessian products, class-block formations, the seconds to a

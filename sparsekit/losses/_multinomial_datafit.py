@@ -163,9 +163,9 @@ class Multinomial:
     #: when this many times their (stored entry, free class) pairs plus stored entries are
     #: at most the stored entries times K, and K is at least ``row_walk_classes`` (a row of
     #: R then spans 4 cache lines or more). Per product on the Debian descriptions (58
-    #: classes), Mulan Bibtex (146) and Delicious (352): 1.9-6.5, 2.0-2.3 and 2.7-3.7 times
-    #: less time where this chooses the rows (Bibtex's first free sets, 2.2-2.5 classes per
-    #: stored entry, keep the columns: 0.85-1.0 times); MNIST (10 classes) gains nothing.
+    #: classes), Mulan Bibtex (146) and Delicious (352): 2.0-6.4, 1.6-2.2 and 3.3-5.4 times
+    #: less time where this chooses the rows (Bibtex's first free sets, 2.2 classes per
+    #: stored entry, keep the columns: 0.95 times); MNIST (10 classes) gains nothing.
     row_walk_ratio = 2.5
     row_walk_classes = 32
     #: the scores X W walk the rows of the whole X (:meth:`_scores`) where that pays, when K
