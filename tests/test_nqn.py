@@ -671,7 +671,9 @@ def test_a_far_start_is_no_success_far_from_a_stationary_point(start):
     assert r.success and r.status in (0, 7)
     # the global minimum (f = 0 at ones) or the local one near (-1, 1, ..., 1), f ~ 3.98
     assert r.fun < 1e-6 or abs(r.fun - 3.9836) < 1e-3
-    assert np.max(np.abs(rosen_der(r.x))) < 1e-2
+    # within 1e-6 of the minimum, |g| <= sqrt(2 λmax (f - f*)) ~ 0.06 (the Hessian's largest
+    # eigenvalue there is ~1,700): from 10 * ones one run stops at f = 8.7e-8, |g| = 0.011
+    assert np.max(np.abs(rosen_der(r.x))) < 0.06
 
 
 @pytest.mark.parametrize("c", [1e-8, 1.0, 1e8, 1e20, 1e50])
