@@ -67,9 +67,10 @@ def best_of(fn, repeat=3):
     return min(times), out
 
 
-def three_passes(H, v):
+def three_passes(H, v, work):
     """The row walk's product as it was until 2026-11-25: U = X V, the curvature terms and
-    Xᵀ R in three passes over an (n, K) matrix, then R's column sums for the intercepts."""
+    Xᵀ R in three passes over an (n, K) matrix (``work``: Xᵀ R's partial sums, kept), then
+    R's column sums for the intercepts."""
     f, nwf = H._f, H._w_entries.size
     X = H.free_rows()
     vb = np.zeros(f.n_classes)
@@ -78,7 +79,8 @@ def three_passes(H, v):
     K.mn_margins_free_csr(X.data, X.indices, X.indptr, H._col_start, H._class,
                           np.ascontiguousarray(v[:nwf]), vb, U)
     K.mn_curvature(f._P, U, f._sw)
-    H._free_rmatmat(U, out[:nwf], square=False)
+    K.mn_rmatmat_free_csr(X.data, X.indices, X.indptr, U, H._col_start, H._class,
+                          out[:nwf], work)
     out[nwf:] = U.sum(axis=0)[H._b_entries]
     return out
 
@@ -100,7 +102,9 @@ def measure(datafit, x, free, rng):
         cells[route] = (build, product, diagonal)
         outs.append(out)
         if route == "rows":
-            cells["three passes"], out3 = best_of(lambda: three_passes(H, v))
+            nwf = H._w_entries.size
+            work = np.empty((K.free_chunks(H.free_rows().shape[0], nwf), nwf))
+            cells["three passes"], out3 = best_of(lambda: three_passes(H, v, work))
             outs.append(out3)
     del datafit.row_walk_ratio                                  # the class's rule again
     cells["value and gradient, rows"] = None        # the datafit keeps the columns

@@ -534,7 +534,6 @@ class _MultinomialHessian:
         self.shape = (free.size, free.size)
         self.walks_rows = datafit._walks_rows(self)   # the products' route
         self._rows = None
-        self._sums = None   # the row-walking Xᵀ R's partial sums, kept between products
         self._hessp_work = None   # the row-walking product's partial sums and row buffers
         self._blocks = None   # the preconditioner's class blocks (False: not worth forming)
 
@@ -575,15 +574,6 @@ class _MultinomialHessian:
             self._rows = self._f._free_rows(self._cols)
         return self._rows
 
-    def _free_rmatmat(self, R, out, square):
-        """out = (X_Fᵀ R) on the free weight entries, walking the free columns' rows."""
-        X, nwf = self.free_rows(), self._w_entries.size
-        if self._sums is None:
-            self._sums = np.empty((K.free_chunks(X.shape[0], nwf), nwf))
-        K.mn_rmatmat_free_csr(X.data, X.indices, X.indptr, R, self._col_start, self._class,
-                              out, self._sums, square, self._f.n_threads)
-        return out
-
     def diagonal(self):
         """Σᵢ sᵢ/n x̃ᵢⱼ² pᵢₖ (1 − pᵢₖ) on the free entries."""
         if self._diag is None:
@@ -591,8 +581,12 @@ class _MultinomialHessian:
             D = f._diagonal_weights()
             nwf = self._w_entries.size
             self._diag = np.empty(self.shape[0])
-            if self.walks_rows:
-                self._free_rmatmat(D, self._diag[:nwf], square=True)
+            if self.walks_rows:   # (X_F²)ᵀ D on the free entries, walking the free rows
+                X = self.free_rows()
+                K.mn_rmatmat_free_csr(X.data, X.indices, X.indptr, D, self._col_start,
+                                      self._class, self._diag[:nwf],
+                                      np.empty((K.free_chunks(X.shape[0], nwf), nwf)), True,
+                                      f.n_threads)
             else:
                 G = _rmatmat(f.X, D, self._cols, np.empty((self._cols.size, f.n_classes)),
                              square=True, n_threads=f.n_threads)
