@@ -353,3 +353,16 @@ def test_skglm_compiles_on_a_few_rows_before_any_timed_fit(monkeypatch):
     assert rows == [50]
     w = solvers["skglm"](1e-6)
     assert rows == [50, X.shape[0]] and w.shape == (X.shape[1],)
+
+
+def test_skglm_failing_its_compiling_fit_is_listed_with_its_error(monkeypatch):
+    """A skglm that fails already on the few rows it compiles on: the l1 table still comes,
+    with the error in skglm's row."""
+    skglm = pytest.importorskip("skglm")
+
+    def broken(self, X, y):
+        raise TypeError("an API change")
+    monkeypatch.setattr(skglm.SparseLogisticRegression, "fit", broken)
+    rows = {r[0]: r for r in compare.compare_l1_logistic(1, budget=10.0).rows}
+    assert rows["skglm"][1] == "error: TypeError: an API change"
+    assert rows["sparsekit L1LogisticOBA"][1].endswith(")")

@@ -213,8 +213,10 @@ def _l1_solvers(X, y, C, budget=np.inf):
             return SparseLogisticRegression(alpha=1.0 / (C * n), fit_intercept=False, tol=tol,
                                             max_iter=1000).fit(X, y).coef_.ravel()
         # numba compiles skglm's kernels on first use: on a small slice of the same data, so
-        # that no timed fit (not even a warm-up longer than the budget) pays for it
-        skglm_fit(1e-2, *_small_slice(X, y))
+        # that no timed fit (not even a warm-up longer than the budget) pays for it; a
+        # failure here is left to the timed fits, whose row then says why
+        with contextlib.suppress(Exception):
+            skglm_fit(1e-2, *_small_slice(X, y))
         yield "skglm", skglm_fit
     try:
         from celer import LogisticRegression as CelerLR
