@@ -688,6 +688,25 @@ def test_hessp_forms_the_hessian_when_that_is_cheaper():
     assert not hasattr(tall.hessp(np.zeros(tall.n_params), free), "is_explicit")
 
 
+def test_hessp_leaves_a_row_walking_hessian_matrix_free():
+    """Many classes on a tall sparse X, a small free set: the products walk rows and the
+    Hessian stays matrix-free where forming it passes the cost rule (it is formed once
+    ``formed_row_walks`` allows it, and with few classes, whose products walk columns)."""
+    rng = np.random.default_rng(5)
+    X = sp.random(4000, 60, density=0.1, random_state=5, format="csr")
+    free = np.sort(rng.choice(60 * 40, 60, replace=False))
+    many = Multinomial(X, rng.integers(0, 40, 4000), 40, fit_intercept=True)
+    H = many.hessp(np.zeros(many.n_params), free)
+    assert H.walks_rows and not hasattr(H, "is_explicit")
+    many.formed_row_walks = True
+    G = many.hessp(np.zeros(many.n_params), free)
+    assert G.is_explicit
+    v = rng.normal(size=free.size)
+    np.testing.assert_allclose(G(v), H(v), rtol=1e-10, atol=1e-14)
+    few = Multinomial(X, rng.integers(0, 10, 4000), 10, fit_intercept=True)
+    assert few.hessp(np.zeros(few.n_params), np.arange(0, 600, 10)).is_explicit
+
+
 def test_lipschitz_bound_and_null_intercept():
     X, y, sw, rng = _problem(3)
     f = Ridge(Multinomial(X, y, 4, sw, True), 0.1)
