@@ -688,22 +688,32 @@ def test_hessp_forms_the_hessian_when_that_is_cheaper():
     assert not hasattr(tall.hessp(np.zeros(tall.n_params), free), "is_explicit")
 
 
-def test_hessp_leaves_a_row_walking_hessian_matrix_free():
-    """Many classes on a tall sparse X, a small free set: the products walk rows and the
-    Hessian stays matrix-free where forming it passes the cost rule (it is formed once
-    ``formed_row_walks`` allows it, and with few classes, whose products walk columns)."""
+def test_hessp_prices_a_row_walking_hessian_by_row_walking_products():
+    """Many classes on a tall sparse X: the products walk rows, and the Hessian is formed
+    where forming it (and 100 CG products on it) costs at most ``formed_worth_rows``
+    row-walking products, matrix-free otherwise; with few classes the products walk
+    columns and the column rule decides."""
     rng = np.random.default_rng(5)
     X = sp.random(4000, 60, density=0.1, random_state=5, format="csr")
     free = np.sort(rng.choice(60 * 40, 60, replace=False))
     many = Multinomial(X, rng.integers(0, 40, 4000), 40, fit_intercept=True)
-    H = many.hessp(np.zeros(many.n_params), free)
-    assert H.walks_rows and not hasattr(H, "is_explicit")
-    many.formed_row_walks = True
-    G = many.hessp(np.zeros(many.n_params), free)
-    assert G.is_explicit
+    x = np.zeros(many.n_params)
+    H = many._matrix_free(free)
+    assert H.walks_rows
+    pairs = float(many._col_nnz[H._cols] @ np.diff(H._col_start))
+    entries = float(many._col_nnz[H._cols].sum())
+    row = many._row_product_cost(H)
+    assert row == 5.0 * (pairs + entries) + 7.0 * 4000 * 40 < many._product_cost(H)
+    formed = min(many._gram_costs(H).values()) + 200.0 * free.size ** 2
+    for worth, explicit in ((0.99 * formed / row, False), (1.01 * formed / row, True)):
+        many.formed_worth_rows = worth
+        G = many.hessp(x, free)
+        assert getattr(G, "is_explicit", False) == explicit
+        assert explicit or G.walks_rows
     v = rng.normal(size=free.size)
     np.testing.assert_allclose(G(v), H(v), rtol=1e-10, atol=1e-14)
     few = Multinomial(X, rng.integers(0, 10, 4000), 10, fit_intercept=True)
+    few.formed_worth_rows = 0.0
     assert few.hessp(np.zeros(few.n_params), np.arange(0, 600, 10)).is_explicit
 
 

@@ -115,11 +115,12 @@ class Multinomial:
     1e-3).
 
     Where the matrix-free products walk rows (:meth:`_walks_rows`: many classes, a sparse X)
-    the Hessian is not formed (``formed_row_walks``): those products cost 2-6 times less
-    than the column walks the rule above was measured with, while forming scatters every
-    (stored entry, free class) pair into a matrix of up to 3000² entries, and a CG to 1%
-    on such ill-conditioned many-class Hessians needs hundreds of its dense products; the
-    class-block preconditioner serves the matrix-free CG instead.
+    they cost 2-6 times less than the column walks that rule was measured with, and a
+    formed Hessian is worth only ``formed_worth_rows`` of them (:meth:`_row_product_cost`):
+    forming scatters every (stored entry, free class) pair into a matrix of up to 3000²
+    entries, and a CG to 1% on the ill-conditioned Hessians of many classes with few
+    samples needs hundreds of its dense products, where the matrix-free CG has the
+    class-block preconditioner. Small free sets (the first iterations) are still formed.
 
     Parameters
     ----------
@@ -193,8 +194,11 @@ class Multinomial:
     max_explicit = 3000
     #: the matrix-free products a formed Hessian is worth (see the class docstring)
     formed_worth = 150.0
-    #: whether a Hessian whose products walk rows may be formed too (see the class docstring)
-    formed_row_walks = False
+    #: the row-walking products a formed Hessian is worth where the products walk rows (see
+    #: the class docstring): on Debian's first free sets (186-1,446 entries) forming cost
+    #: 7-27 products and saved 12% of the fit at 1000 C_min; on Delicious' late ones
+    #: (~2,200 entries) 38, plus ~300 dense CG products (C = 0.2: 3.5 times the fit's time)
+    formed_worth_rows = 40.0
     #: BLAS multiply-adds (forming) per multiply-add of the product kernels: the sparse
     #: kernels and the dense ones (measured on MNIST and on digits and Mulan scene)
     blas_speedup = {"sparse": 5.0, "dense": 1.5}
@@ -327,10 +331,12 @@ class Multinomial:
         self._blocked = [self._blocked[1], False]
         H = self._matrix_free(free)
         m = H.shape[0]
-        if 0 < m <= self.max_explicit and (self.formed_row_walks or not H.walks_rows):
+        if 0 < m <= self.max_explicit:
             costs = self._gram_costs(H)
             route = min(costs, key=costs.get)
-            if costs[route] + 100 * 2.0 * m * m <= self.formed_worth * self._product_cost(H):
+            worth = (self.formed_worth_rows * self._row_product_cost(H) if H.walks_rows
+                     else self.formed_worth * self._product_cost(H))
+            if costs[route] + 100 * 2.0 * m * m <= worth:
                 return _ExplicitHessian(self._gram(H, route=route), [0])
         return H
 
@@ -345,6 +351,15 @@ class Multinomial:
         nnz = (float(self._col_nnz[H._cols].sum()) if self._col_nnz is not None
                else n * H._cols.size)
         return 2.0 * K * nnz + 3.0 * n * K
+
+    def _row_product_cost(self, H):
+        """One matrix-free product walking the free columns' rows, in the units of
+        :meth:`_gram_costs`: 5 per (stored entry, free class) pair and per stored entry, 7
+        per softmax term (fit to products and formed Hessians on Mulan Bibtex, Delicious
+        and the Debian descriptions, where a unit of the sparse route took 0.24-0.52 ns)."""
+        nnz = self._col_nnz[H._cols]
+        walked = float(nnz @ np.diff(H._col_start)) + float(nnz.sum())
+        return 5.0 * walked + 7.0 * self.n_samples * self.n_classes
 
     def _gram_costs(self, H):
         """{route: cost of :meth:`_gram` by it}, in multiply-adds of the product kernels:
