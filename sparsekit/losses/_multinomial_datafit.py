@@ -196,8 +196,8 @@ class Multinomial:
     formed_worth = 150.0
     #: the row-walking products a formed Hessian is worth where the products walk rows (see
     #: the class docstring): on Debian's first free sets (186-1,446 entries) forming cost
-    #: 7-27 products and saved 12% of the fit at 1000 C_min; on Delicious' late ones
-    #: (~2,200 entries) 38, plus ~300 dense CG products (C = 0.2: 3.5 times the fit's time)
+    #: 7-27 products and took 10-16% off the fit at 1000 C_min; on Delicious' late ones
+    #: (~2,200 entries) 38, plus ~300 dense CG products (at C = 0.2 over 3 times the fit)
     formed_worth_rows = 40.0
     #: BLAS multiply-adds (forming) per multiply-add of the product kernels: the sparse
     #: kernels and the dense ones (measured on MNIST and on digits and Mulan scene)
