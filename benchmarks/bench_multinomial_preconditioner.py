@@ -57,15 +57,21 @@ def run(X, codes, C, tol, cap, blocks):
     if not blocks:
         datafit.block_worth = 0.0
     _Counting.formed = 0
-    trace, t0 = [], time.perf_counter()
+    return (*traced_solve(datafit, C, tol, cap), _Counting.formed)
+
+
+def traced_solve(datafit, C, tol, cap, clock=time.perf_counter):
+    """(OptimizeResult, [(seconds, F)] after each iteration) of the estimator's solve from
+    w = 0, stopped once it has run ``cap`` seconds of ``clock``."""
+    trace, t0 = [], clock()
 
     def record(intermediate_result):
-        trace.append((time.perf_counter() - t0, float(intermediate_result.fun)))
+        trace.append((clock() - t0, float(intermediate_result.fun)))
         if trace[-1][0] > cap:
             raise StopIteration
 
     res = _solve(datafit, C, tol, 100_000, None, 0, 1.0, MULTINOMIAL_CG_MAXITER, record)
-    return res, trace, _Counting.formed
+    return res, trace
 
 
 def first_time(trace, F_star, level):

@@ -33,9 +33,8 @@ import numpy as np
 sys.path.insert(0, str(_report.REPO))  # the in-place build, also when not installed
 from bench_compare import load as load_compare  # noqa: E402
 from bench_l1_multinomial import load, smallest_C  # noqa: E402
-from bench_multinomial_preconditioner import LEVELS, first_time  # noqa: E402
+from bench_multinomial_preconditioner import LEVELS, first_time, traced_solve  # noqa: E402
 
-from sparsekit.linear_model._l1_logistic import MULTINOMIAL_CG_MAXITER, _solve  # noqa: E402
 from sparsekit.losses._multinomial_datafit import Multinomial  # noqa: E402
 
 #: (set, C values, whether they are multiples of the smallest C with a nonzero weight, tol)
@@ -60,15 +59,7 @@ def run(X, codes, C, tol, cap, arm):
         return gram(*args, **kwargs)
 
     datafit._gram = counting
-    trace, t0 = [], time.process_time()
-
-    def record(intermediate_result):
-        trace.append((time.process_time() - t0, float(intermediate_result.fun)))
-        if trace[-1][0] > cap:
-            raise StopIteration
-
-    res = _solve(datafit, C, tol, 100_000, None, 0, 1.0, MULTINOMIAL_CG_MAXITER, record)
-    return res, trace, count[0]
+    return (*traced_solve(datafit, C, tol, cap, time.process_time), count[0])
 
 
 def main():
