@@ -357,9 +357,8 @@ class Multinomial:
         :meth:`_gram_costs`: 5 per (stored entry, free class) pair and per stored entry, 7
         per softmax term (fit to products and formed Hessians on Mulan Bibtex, Delicious
         and the Debian descriptions, where a unit of the sparse route took 0.24-0.52 ns)."""
-        nnz = self._col_nnz[H._cols]
-        walked = float(nnz @ np.diff(H._col_start)) + float(nnz.sum())
-        return 5.0 * walked + 7.0 * self.n_samples * self.n_classes
+        return (5.0 * sum(self._walk_counts(H))
+                + 7.0 * self.n_samples * self.n_classes)
 
     def _gram_costs(self, H):
         """{route: cost of :meth:`_gram` by it}, in multiply-adds of the product kernels:
@@ -415,9 +414,14 @@ class Multinomial:
         free columns (:meth:`_free_rows`) rather than the columns (module docstring)."""
         if H._cols.size == 0 or not self._walks_many_classes():
             return False
+        pairs, entries = self._walk_counts(H)
+        return self._rows_pay(entries, pairs, entries)
+
+    def _walk_counts(self, H):
+        """(stored entry, free class) pairs and stored entries of the free columns of a
+        sparse X: what a product walking their rows touches."""
         nnz = self._col_nnz[H._cols]
-        entries = float(nnz.sum())
-        return self._rows_pay(entries, float(nnz @ np.diff(H._col_start)), entries)
+        return float(nnz @ np.diff(H._col_start)), float(nnz.sum())
 
     def _gram_sparse(self, H):
         """∇²f[F, F] from the stored entries of a sparse X's free columns
