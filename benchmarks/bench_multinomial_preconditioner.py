@@ -60,9 +60,11 @@ def run(X, codes, C, tol, cap, blocks):
     return (*traced_solve(datafit, C, tol, cap), _Counting.formed)
 
 
-def traced_solve(datafit, C, tol, cap, clock=time.perf_counter):
+def traced_solve(datafit, C, tol, cap, clock=time.perf_counter,
+                 cg_maxiter=MULTINOMIAL_CG_MAXITER):
     """(OptimizeResult, [(seconds, F)] after each iteration) of the estimator's solve from
-    w = 0, stopped once it has run ``cap`` seconds of ``clock``."""
+    w = 0, stopped once it has run ``cap`` seconds of ``clock`` (``cg_maxiter``: the
+    multinomial fits' CG cap, or the binary ones' 1000)."""
     trace, t0 = [], clock()
 
     def record(intermediate_result):
@@ -70,7 +72,7 @@ def traced_solve(datafit, C, tol, cap, clock=time.perf_counter):
         if trace[-1][0] > cap:
             raise StopIteration
 
-    res = _solve(datafit, C, tol, 100_000, None, 0, 1.0, MULTINOMIAL_CG_MAXITER, record)
+    res = _solve(datafit, C, tol, 100_000, None, 0, 1.0, cg_maxiter, record)
     return res, trace
 
 

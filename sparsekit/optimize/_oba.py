@@ -13,7 +13,9 @@ the thesis and its reference code disagree. Each outer iteration:
    (2.11), with the thesis' sign test); the Steihaug
    radius follows the ratio of actual to predicted reduction (``adaptive_radius``, ours);
 4. projected backtracking on the piecewise-quadratic model q (2.2), with the
-   curvature term from the CG's residual (no Hessian product per trial);
+   curvature term from the CG's residual (no Hessian product per trial); when it shortens
+   a step that carries nonzero coordinates through zero, the Newton direction with those
+   coordinates pinned at zero is searched too (``pin_crossings``, ours);
 5. ISTA globalization (Algorithm 2) with a real Lipschitz constant L: the trial point is
    accepted against the prox-model value Γ (2.14), else it slides back to the ISTA point.
 
@@ -168,6 +170,44 @@ def _model_search(x, G, zeta, muw, free, d, Hd, H, hess_reg):
     return x_hat, alpha, q0 + change, q0, it
 
 
+def _pinned_step(H, hessp, x, g, zeta, free, d, new, cg_opts, explicit_opts, max_passes=10):
+    """The subspace Newton direction with the coordinates that d carries through zero
+    pinned there (ours, not in the thesis).
+
+    When d moves nonzero coordinates of ℱ across zero, the projection P sets them to zero
+    and undoes the balance the Newton direction struck among the coordinates, so the model
+    search may accept only a tiny α. Here those coordinates C (xᵢ(xᵢ + dᵢ) ≤ 0) are moved
+    to zero, δ_C = −x_C, and the model is minimized over the others,
+    (H + reg I)_RR δ_R = −(g_R + H_RC δ_C); coordinates of R that δ carries through zero
+    are pinned in turn, and newly freed ones moving against their orthant sign stay at
+    zero (the corrective cycle's test), until neither happens or after ``max_passes``
+    solves. Returns (δ over ``free``, (H + reg I) δ, CG iterations, Hessian products), or
+    None when d crosses nothing.
+    """
+    xF, gF, zF = x[free], g[free], zeta[free]
+    pinned = (xF != 0.0) & (xF * (xF + d) <= 0.0)
+    if not pinned.any():
+        return None
+    held = np.zeros(free.size, dtype=bool)   # newly freed coordinates kept at zero
+    cg_its = products = 0
+    for _ in range(max_passes):
+        delta = np.zeros(free.size)
+        delta[pinned] = -xF[pinned]
+        b = gF + H(delta)
+        keep = ~(pinned | held)
+        HR = H.restrict(keep) if hasattr(H, "restrict") else hessp(x, free[keep])
+        opts = explicit_opts if getattr(HR, "is_explicit", False) else cg_opts
+        delta[keep], _, it = steihaug_cg(HR, b[keep], *opts)
+        cg_its, products = cg_its + it, products + it + 1
+        crossing = keep & (xF != 0.0) & (xF * (xF + delta) <= 0.0)
+        against = keep & new & (delta * zF <= 0.0)
+        if not (crossing.any() or against.any()):
+            break
+        pinned |= crossing
+        held |= against
+    return delta, H(delta) + cg_opts[0] * delta, cg_its, products + 1
+
+
 def _quadratic_form(H, positions, values, size):
     """cᵀHc for c supported on ``positions`` of the ``size`` coordinates of the operator."""
     if hasattr(H, "quadratic_form"):
@@ -181,8 +221,8 @@ def minimize_oba(f_grad, hessp, x0, mu, *, penalty_weights=None, lipschitz=None,
                  max_iter=500, eta=0.01, tau0_max=None, tau0_flat=1 / 3, tau_growth=0.0,
                  tau_boost=1, cg_rtol=0.1, cg_rtol_explicit=None, cg_maxiter=1000,
                  cg_maxiter_explicit=None, hess_reg=1e-8, reg_decay=False, cg_radius=1e3,
-                 adaptive_radius=True, precondition=True, ista_floor=1e-4, callback=None,
-                 verbose=0):
+                 adaptive_radius=True, precondition=True, pin_crossings=True, ista_floor=1e-4,
+                 callback=None, verbose=0):
     """Minimize ``f(x) + μ Σᵢ wᵢ |xᵢ|`` by OBA (Keskar 2017, Algorithms 1 and 2).
 
     Parameters
@@ -268,6 +308,15 @@ def minimize_oba(f_grad, hessp, x0, mu, *, penalty_weights=None, lipschitz=None,
     precondition : bool
         Precondition the CG by the Hessian diagonal when ``H`` offers ``diagonal()`` (not
         in the thesis, whose CG is plain; the stopping rule is unchanged).
+    pin_crossings : bool
+        When the model search shortens a step that carries nonzero free coordinates across
+        zero, also try the Newton direction with those coordinates pinned at zero and the
+        model minimized over the others (again while the new direction crosses), and keep
+        whichever gives the lower model value (ours, not in the thesis). The projection
+        sets crossing coordinates to zero and undoes the balance the Newton direction
+        struck among the coordinates; the pinned direction accounts for it. On
+        weakly regularized multinomial problems the first iterations' steps cross many
+        coordinates and the model search otherwise accepts only small fractions of them.
     ista_floor : float
         Backtracking floor ε on the step towards the OBA point (1e-4).
     callback : callable, optional
@@ -382,6 +431,7 @@ def minimize_oba(f_grad, hessp, x0, mu, *, penalty_weights=None, lipschitz=None,
         explicit_opts = (reg, cg_rtol_explicit or cg_rtol, cg_maxiter_explicit, radius,
                          precondition)
         n_new = np.count_nonzero(new)
+        newly = free[new]
         d, Hd, free_c, H, loops, it = _corrective_cycle(H, hessp, x, g, zeta, free, new,
                                                         cg_opts, explicit_opts)
         ncg += it
@@ -392,6 +442,16 @@ def minimize_oba(f_grad, hessp, x0, mu, *, penalty_weights=None, lipschitz=None,
         free = free_c
         x_hat, alpha, q_hat, q_0, it = _model_search(x, G, zeta, muw, free, d, Hd, H, reg)
         nhessp += it
+        pinned = (_pinned_step(H, hessp, x, g, zeta, free, d, np.isin(free, newly), cg_opts,
+                               explicit_opts) if pin_crossings and alpha < 1.0 else None)
+        if pinned is not None:
+            delta, Hdelta, it, products = pinned
+            ncg += it
+            nhessp += products
+            search = _model_search(x, G, zeta, muw, free, delta, Hdelta, H, reg)
+            nhessp += search[4]
+            if search[2] < q_hat:
+                x_hat, alpha, q_hat = search[:3]
 
         # 5. ISTA globalization (Algorithm 2) with Γ of (2.14)
         if L is None and adaptive_L:
