@@ -62,6 +62,18 @@ def run(X, codes, C, tol, cap, arm):
     return (*traced_solve(datafit, C, tol, cap, time.process_time), count[0])
 
 
+def multinomial_problem(name, relative):
+    """(X, class codes 0..K-1, the unit of C): the smallest C with a nonzero weight where
+    ``relative``, else 1 (Bibtex and Delicious: the first label, as ``sparsekit-compare``)."""
+    if relative:
+        X, y = load(name)
+        base = smallest_C(X, y, 1.0)
+    else:
+        data = load_compare(name)
+        X, y, base = data.X, data.y, 1.0
+    return X, np.searchsorted(np.unique(y), y), base
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--cap", type=float, default=400.0, help="CPU seconds per run")
@@ -69,13 +81,7 @@ def main():
     warnings.simplefilter("ignore")
     rows = []
     for name, Cs, relative, tol in PROBLEMS:
-        if relative:
-            X, y = load(name)
-            base = smallest_C(X, y, 1.0)
-        else:
-            data = load_compare(name)
-            X, y, base = data.X, data.y, 1.0
-        codes = np.searchsorted(np.unique(y), y)
+        X, codes, base = multinomial_problem(name, relative)
         for factor in Cs:
             C = factor * base
             results = {arm: run(X, codes, C, tol, args.cap, arm) for arm in ARMS}

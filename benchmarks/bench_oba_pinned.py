@@ -30,14 +30,12 @@ import sys
 import time
 import warnings
 
-import numpy as np
 import scipy.sparse as sp
 
 sys.path.insert(0, str(_report.REPO))  # the in-place build, also when not installed
 import bench_l1_logistic as binary  # noqa: E402
-from bench_compare import load as load_compare  # noqa: E402
-from bench_l1_multinomial import load, smallest_C  # noqa: E402
 from bench_multinomial_preconditioner import LEVELS, first_time, traced_solve  # noqa: E402
+from bench_multinomial_route import multinomial_problem  # noqa: E402
 
 from sparsekit.linear_model import _l1_logistic  # noqa: E402
 from sparsekit.losses._logistic_datafit import Logistic  # noqa: E402
@@ -90,13 +88,7 @@ def main():
     warnings.simplefilter("ignore")
     rows = []
     for name, Cs, relative, tol in MULTINOMIAL:
-        if relative:
-            X, y = load(name)
-            base = smallest_C(X, y, 1.0)
-        else:
-            data = load_compare(name)
-            X, y, base = data.X, data.y, 1.0
-        codes = np.searchsorted(np.unique(y), y)
+        X, codes, base = multinomial_problem(name, relative)
         K = int(codes.max()) + 1
         for factor in Cs:
             C = factor * base
