@@ -176,13 +176,16 @@ def _pinned_step(H, hessp, x, g, zeta, free, d, new, cg_opts, explicit_opts, max
 
     When d moves nonzero coordinates of ℱ across zero, the projection P sets them to zero
     and undoes the balance the Newton direction struck among the coordinates, so the model
-    search may accept only a tiny α. Here those coordinates C (xᵢ(xᵢ + dᵢ) ≤ 0) are moved
-    to zero, δ_C = −x_C, and the model is minimized over the others,
-    (H + reg I)_RR δ_R = −(g_R + H_RC δ_C); coordinates of R that δ carries through zero
-    are pinned in turn, and newly freed ones moving against their orthant sign stay at
-    zero (the corrective cycle's test), until neither happens or after ``max_passes``
-    solves. Returns (δ over ``free``, (H + reg I) δ, CG iterations, Hessian products), or
-    None when d crosses nothing.
+    search may accept only a tiny α. Here the model is minimized over the closed orthant
+    instead, by an active-set loop: the coordinates C that d crosses (xᵢ(xᵢ + dᵢ) ≤ 0)
+    move to zero, δ_C = −x_C, and the model is minimized over the others,
+    (H + reg I)_RR δ_R = −(g_R + H_RC δ_C) (CG, warm-started from the previous pass);
+    coordinates of R that δ carries through zero are pinned in turn, newly freed ones
+    moving against their orthant sign stay at zero (the corrective cycle's test), and, on a
+    formed Hessian (whose systems are solved accurately), a coordinate held at zero is
+    released when the model decreases as it moves into its orthant, (g + Hδ)ᵢ ζᵢ < 0. At
+    most ``max_passes`` solves. Returns (δ over ``free``, (H + reg I) δ, CG iterations,
+    Hessian products), or None when d crosses nothing.
     """
     xF, gF, zF = x[free], g[free], zeta[free]
     pinned = (xF != 0.0) & (xF * (xF + d) <= 0.0)
@@ -190,21 +193,31 @@ def _pinned_step(H, hessp, x, g, zeta, free, d, new, cg_opts, explicit_opts, max
         return None
     held = np.zeros(free.size, dtype=bool)   # newly freed coordinates kept at zero
     cg_its = products = 0
+    delta = np.zeros(free.size)
     for _ in range(max_passes):
+        start = delta
         delta = np.zeros(free.size)
         delta[pinned] = -xF[pinned]
         b = gF + H(delta)
         keep = ~(pinned | held)
         HR = H.restrict(keep) if hasattr(H, "restrict") else hessp(x, free[keep])
-        opts = explicit_opts if getattr(HR, "is_explicit", False) else cg_opts
-        delta[keep], _, it = steihaug_cg(HR, b[keep], *opts)
+        explicit = getattr(HR, "is_explicit", False)
+        delta[keep], _, it = steihaug_cg(HR, b[keep], *(explicit_opts if explicit else cg_opts),
+                                         p0=start[keep] if start.any() else None)
         cg_its, products = cg_its + it, products + it + 1
         crossing = keep & (xF != 0.0) & (xF * (xF + delta) <= 0.0)
         against = keep & new & (delta * zF <= 0.0)
-        if not (crossing.any() or against.any()):
-            break
-        pinned |= crossing
-        held |= against
+        if crossing.any() or against.any():
+            pinned |= crossing
+            held |= against
+            continue
+        Hdelta = H(delta) + cg_opts[0] * delta
+        products += 1
+        release = (pinned | held) & ((gF + Hdelta) * zF < 0.0) if explicit else None
+        if release is None or not release.any():
+            return delta, Hdelta, cg_its, products
+        pinned &= ~release
+        held &= ~release
     return delta, H(delta) + cg_opts[0] * delta, cg_its, products + 1
 
 
@@ -310,13 +323,15 @@ def minimize_oba(f_grad, hessp, x0, mu, *, penalty_weights=None, lipschitz=None,
         in the thesis, whose CG is plain; the stopping rule is unchanged).
     pin_crossings : bool
         When the model search shortens a step that carries nonzero free coordinates across
-        zero, also try the Newton direction with those coordinates pinned at zero and the
-        model minimized over the others (again while the new direction crosses), and keep
-        whichever gives the lower model value (ours, not in the thesis). The projection
-        sets crossing coordinates to zero and undoes the balance the Newton direction
-        struck among the coordinates; the pinned direction accounts for it. On
-        weakly regularized multinomial problems the first iterations' steps cross many
-        coordinates and the model search otherwise accepts only small fractions of them.
+        zero, also try the direction that pins those coordinates at zero and minimizes the
+        model over the others, pinning again what that direction crosses and, on a formed
+        Hessian, releasing what the model pushes back into its orthant (at most 10 solves:
+        the model's minimizer over the closed orthant), and keep whichever step gives the
+        lower model value (ours, not in the thesis). The projection sets crossing
+        coordinates to zero and undoes the balance the Newton direction struck among the
+        coordinates; the pinned direction accounts for it. On weakly regularized
+        multinomial problems the first iterations' steps cross many coordinates and the
+        model search otherwise accepts only small fractions of them.
     ista_floor : float
         Backtracking floor ε on the step towards the OBA point (1e-4).
     callback : callable, optional
