@@ -14,8 +14,9 @@ the thesis and its reference code disagree. Each outer iteration:
    radius follows the ratio of actual to predicted reduction (``adaptive_radius``, ours);
 4. projected backtracking on the piecewise-quadratic model q (2.2), with the
    curvature term from the CG's residual (no Hessian product per trial); when it shortens
-   a step that carries nonzero coordinates through zero, the Newton direction with those
-   coordinates pinned at zero is searched too (``pin_crossings``, ours);
+   a step that carries nonzero coordinates through zero, the direction that pins those
+   coordinates at zero and minimizes the model over the closed orthant is searched too
+   (``pin_crossings``, ours);
 5. ISTA globalization (Algorithm 2) with a real Lipschitz constant L: the trial point is
    accepted against the prox-model value Γ (2.14), else it slides back to the ISTA point.
 
