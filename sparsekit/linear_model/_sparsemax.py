@@ -457,8 +457,9 @@ class SparsemaxClassifier(SparsekitClassifier):
                           f"{np.max(np.abs(r.jac)):.3g}, {r.ncg} CG steps, {r.n_active} "
                           "active rows")
             elif solver == "sdca":
-                self._say(f"sdca epoch {r.nit}: objective {r.fun:.10g}, max|grad| "
-                          f"{np.max(np.abs(r.jac)):.3g}, largest dual change {r.change:.3g}")
+                evaluated = (f"objective {r.fun:.10g}, max|grad| {np.max(np.abs(r.jac)):.3g}, "
+                             if "fun" in r else "")
+                self._say(f"sdca epoch {r.nit}: {evaluated}largest dual change {r.change:.3g}")
             else:
                 prefix = "nqn " if solver == "nqn" else ""
                 self._say(f"{prefix}objective {r.fun:.10g}")

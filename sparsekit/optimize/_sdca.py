@@ -33,6 +33,12 @@ MESSAGES = {
 #: while its duals still move by 1-2 ulps per epoch
 DUAL_ULPS = 4
 
+#: the primal objective and gradient (a pass over X, as costly as an epoch) are evaluated
+#: after epochs 1, 2, ..., 8, 9, 11, 13, ...: each gap at most 1/CHECK_GAP of the epochs
+#: run, so a fit runs at most that share of epochs beyond the first one that met tol
+#: (Bibtex, 146 classes: 153 epochs, 31 evaluations instead of 153, 6.7 -> 3.9 s)
+CHECK_GAP = 8
+
 
 def minimize_sdca(datafit, x0, *, tol, max_iter, rng, callback=None):
     """Minimize a :class:`~sparsekit.losses.FenchelYoungLinear`-style objective by SDCA.
@@ -50,20 +56,24 @@ def minimize_sdca(datafit, x0, *, tol, max_iter, rng, callback=None):
         Primal start ``[W (d, K), b]``; a nonzero start is warm: the duals start at the
         projections of its scores (the optimality condition ``mu_i = proj(W^T x_i + b)``),
         else at ``Y`` (``W = 0``).
-    tol, max_iter : stop when ``max|grad| <= tol``, when no row's scores can have moved by
-        more than the machine epsilon of ``X``'s dtype in an epoch (dual change x max q_i)
-        or no dual variable by more than ``DUAL_ULPS`` float64 epsilons (either way a
-        success only if max|grad| fell below sqrt(eps) x its value after the first epoch),
-        or after ``max_iter`` epochs.
+    tol, max_iter : stop when ``max|grad| <= tol`` (tested where the objective is
+        evaluated: after epochs 1 to ``CHECK_GAP``, then after epoch ⌈(1 + 1/CHECK_GAP) t⌉
+        when it was last evaluated after epoch t, and after the last epoch), when no row's
+        scores can have moved by more than the machine epsilon of ``X``'s dtype in an epoch
+        (dual change x max q_i) or no dual variable by more than ``DUAL_ULPS`` float64
+        epsilons (either way a success only if max|grad| fell below sqrt(eps) x its value
+        after the first epoch), or after ``max_iter`` epochs.
     rng : numpy Generator for the row order of each epoch.
     callback : callable, optional
-        SciPy's convention, after each epoch; the ``OptimizeResult`` also holds ``change``
-        (the largest dual change of the epoch). ``StopIteration`` stops with status 99.
+        SciPy's convention, after each epoch; the ``OptimizeResult`` holds ``x``, ``nit``,
+        ``nfev``, ``change`` (the largest dual change of the epoch) and, after the epochs
+        where the objective was evaluated, ``fun`` and ``jac``. ``StopIteration`` stops
+        with status 99.
 
     Returns
     -------
-    OptimizeResult with ``x``, ``fun``, ``jac``, ``nit`` (epochs), ``nfev``, ``status``,
-    ``success`` and ``message``.
+    OptimizeResult with ``x``, ``fun``, ``jac``, ``nit`` (epochs), ``nfev`` (objective
+    evaluations), ``status``, ``success`` and ``message``.
     """
     X, Y, sw, objective = datafit.X, datafit.Y, datafit.sw, datafit.value_grad
     alpha, code, budget = datafit.alpha, datafit.code, datafit.budget
@@ -104,26 +114,43 @@ def minimize_sdca(datafit, x0, *, tol, max_iter, rng, callback=None):
     resolution = np.finfo(X.dtype).eps  # float32 data: gradients below tol are noise
     # a dual change δ in row i moves that row's scores by q_i δ: the scale of the test
     score_scale = max(float(q.max(initial=0.0)), 1.0)
+    checked = f = grad = None
+    nfev = 0
     for it in range(1, max_iter + 1):
         change = epoch(rng.permutation(n).astype(np.int64))
         theta = np.concatenate([W.ravel(), b + wb if fit_intercept else b])
         if fit_intercept and not penalize_intercept:
             b += wb
-        f, grad = objective(theta)
-        gmax = np.max(np.abs(grad))
-        if report.notify(theta, fun=f, jac=grad, nit=it, nfev=it, change=change):
+        # stalled: converged as far as the data's precision allows, or stuck (scores so
+        # large that every dual step rounds away: the gradient has not moved); duals lie
+        # in [0, 1], so moves of a few float64 ulps are rounding noise
+        stalled = (change * score_scale <= resolution
+                   or change <= DUAL_ULPS * np.finfo(float).eps)
+        # the objective costs as much as an epoch: it is evaluated after epoch
+        # ⌈(1 + 1/CHECK_GAP) t⌉ when it was last evaluated after epoch t
+        due = checked is None or it >= checked + -(-checked // CHECK_GAP)
+        fields = {}
+        if due or stalled or it == max_iter:
+            f, grad = objective(theta)
+            nfev += 1
+            checked, gmax = it, np.max(np.abs(grad))
+            fields = {"fun": f, "jac": grad}
+        if report.notify(theta, nit=it, nfev=nfev, change=change, **fields):
             status = STOPPED_BY_CALLBACK
             break
+        if checked != it:
+            continue
         if gmax <= tol:
             status = 0
             break
         if it == 1:   # the stall test's scale; a warm start may begin at the optimum
             gmax_first = max(gmax, np.max(np.abs(objective(np.zeros_like(theta))[1])))
-        if change * score_scale <= resolution or change <= DUAL_ULPS * np.finfo(float).eps:
-            # stalled: converged as far as the data's precision allows, or stuck (scores
-            # so large that every dual step rounds away: the gradient has not moved); duals
-            # lie in [0, 1], so moves of a few float64 ulps are rounding noise
+            nfev += 1
+        if stalled:
             status = 7 if gmax <= np.sqrt(resolution) * gmax_first else 8
             break
-    return OptimizeResult(x=theta, fun=f, jac=grad, nit=it, nfev=it, status=status,
+    if checked != it:   # stopped by the callback after an epoch without an evaluation
+        f, grad = objective(theta)
+        nfev += 1
+    return OptimizeResult(x=theta, fun=f, jac=grad, nit=it, nfev=nfev, status=status,
                           success=status in (0, 7), message=MESSAGES[status])
