@@ -943,7 +943,7 @@ def test_verbose_nqn_prints_the_objective_of_each_iterate(capsys):
 def test_verbose_sdca_prints_each_epoch_and_the_final_objective(capsys):
     """sdca prints one line per epoch, numbered 1..n_iter_, with the objective on the
     epochs where it is evaluated (1-8, 9, 11, 13, 15, 17, 20, ...: each gap at most an
-    eighth of the epochs run, one epoch within 10 x tol), the last with the objective of
+    eighth of the epochs run, one epoch within 100 x tol), the last with the objective of
     the fitted model and a max|grad| within tol."""
     X, y, sw = _data()
     clf = SparsemaxClassifier(alpha=0.1, solver="sdca", tol=1e-8, verbose=1, random_state=0,
