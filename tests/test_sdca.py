@@ -358,3 +358,52 @@ def test_sdca_warm_start_with_a_penalized_intercept_from_another_problem():
     cold = SparsemaxClassifier(alpha=0.1, **kw).fit(X, y)
     np.testing.assert_allclose(warm.intercept_, cold.intercept_, atol=1e-7)
     np.testing.assert_allclose(warm.coef_, cold.coef_, atol=1e-7)
+
+
+def test_sdca_tests_tol_on_a_schedule_and_reports_every_epoch():
+    """The objective (a pass over X, as costly as an epoch) is evaluated after epochs 1-8,
+    then at gaps of an eighth of the epochs run while max|grad| > 100 tol, and after every
+    epoch below; the callback sees every epoch, with fun and jac on the evaluated ones."""
+    import sparsekit.optimize._sdca as sdca
+
+    X, y, _ = _data(n=60)
+    datafit = _datafit(X, y, np.ones(60), fit_intercept=True, penalize=True)
+    theta0 = np.zeros((X.shape[1] + 1) * 3)
+    seen = []
+
+    def record(intermediate_result):
+        r = intermediate_result
+        seen.append((r.nit, np.max(np.abs(r.jac)) if "fun" in r else None))
+
+    tol = 1e-9
+    res = sdca.minimize_sdca(datafit, theta0, tol=tol, max_iter=5000,
+                             rng=np.random.default_rng(0), callback=record)
+    assert res.success and res.status == 0 and np.max(np.abs(res.jac)) <= tol
+    assert [nit for nit, _ in seen] == list(range(1, res.nit + 1))
+    evaluated = [(nit, g) for nit, g in seen if g is not None]
+    assert res.nfev == len(evaluated) + 1 < res.nit / 2     # + the gradient at 0, epoch 1
+    assert [nit for nit, _ in evaluated[:8]] == list(range(1, 9))
+    for (a, g), (b, _) in zip(evaluated, evaluated[1:]):
+        assert b - a == (1 if g <= 100 * tol else -(-a // 8))
+    f, grad = datafit.value_grad(res.x)
+    assert res.fun == f and np.array_equal(res.jac, grad)
+
+
+def test_sdca_stopped_after_an_epoch_without_an_evaluation_returns_its_objective():
+    """A callback stop after epoch 10 (evaluations after 1-9 and 11) still returns the
+    objective and gradient of the returned x."""
+    import sparsekit.optimize._sdca as sdca
+
+    X, y, _ = _data(n=60)
+    datafit = _datafit(X, y, np.ones(60), fit_intercept=True, penalize=True)
+
+    def stop_at_10(intermediate_result):
+        if intermediate_result.nit == 10:
+            assert "fun" not in intermediate_result
+            raise StopIteration
+
+    res = sdca.minimize_sdca(datafit, np.zeros((X.shape[1] + 1) * 3), tol=1e-12,
+                             max_iter=100, rng=np.random.default_rng(0), callback=stop_at_10)
+    assert res.status == 99 and res.nit == 10 and res.nfev == 11
+    f, grad = datafit.value_grad(res.x)
+    assert res.fun == f and np.array_equal(res.jac, grad)
