@@ -12,8 +12,32 @@
 #            0 when ``start`` runs from 0 to len(classes) without decreasing and every class
 #            is in [0, K); else which of these fails (1, 2, 3): the free (column, class)
 #            entries of the multinomial kernels.
+# SK_PREFETCH, SK_PREFETCH_READ, SK_PREFETCH_W
+#            software prefetch of the cache line at p, for writing, for reading, and in
+#            exclusive state (x86 PREFETCHW); no-ops where the compiler has no builtin.
 from libc.math cimport exp, log1p
 from libc.stdint cimport int32_t, int64_t
+
+cdef extern from *:
+    """
+    #if defined(__GNUC__) || defined(__clang__)
+    #define SK_PREFETCH(p) __builtin_prefetch((const void*)(p), 1, 3)
+    #define SK_PREFETCH_READ(p) __builtin_prefetch((const void*)(p), 0, 3)
+    #if defined(__x86_64__) || defined(__i386__)
+    /* PREFETCHW: the line in exclusive state (a NOP on x86 CPUs without it) */
+    #define SK_PREFETCH_W(p) __asm__ volatile("prefetchw (%0)" :: "r"((const void*)(p)))
+    #else
+    #define SK_PREFETCH_W(p) __builtin_prefetch((const void*)(p), 1, 3)
+    #endif
+    #else
+    #define SK_PREFETCH(p) ((void)(p))
+    #define SK_PREFETCH_READ(p) ((void)(p))
+    #define SK_PREFETCH_W(p) ((void)(p))
+    #endif
+    """
+    void SK_PREFETCH(const void* p) noexcept nogil
+    void SK_PREFETCH_READ(const void* p) noexcept nogil
+    void SK_PREFETCH_W(const void* p) noexcept nogil
 
 ctypedef fused index_t:
     int32_t

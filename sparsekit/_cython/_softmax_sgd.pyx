@@ -55,25 +55,12 @@ from libc.stdlib cimport malloc, calloc, free, realloc
 
 from cython.parallel cimport prange
 
-from sparsekit._cython._common cimport index_t, sigmoid
+from sparsekit._cython._common cimport (SK_PREFETCH, SK_PREFETCH_READ, SK_PREFETCH_W,
+                                        index_t, sigmoid)
 from sparsekit._cython._implicit_sgd cimport _implicit_coefficients
 
 cdef extern from *:
     """
-    #if defined(__GNUC__) || defined(__clang__)
-    #define SK_PREFETCH(p) __builtin_prefetch((const void*)(p), 1, 3)
-    #define SK_PREFETCH_READ(p) __builtin_prefetch((const void*)(p), 0, 3)
-    #if defined(__x86_64__) || defined(__i386__)
-    /* PREFETCHW: the line in exclusive state (a NOP on x86 CPUs without it) */
-    #define SK_PREFETCH_W(p) __asm__ volatile("prefetchw (%0)" :: "r"((const void*)(p)))
-    #else
-    #define SK_PREFETCH_W(p) __builtin_prefetch((const void*)(p), 1, 3)
-    #endif
-    #else
-    #define SK_PREFETCH(p) ((void)(p))
-    #define SK_PREFETCH_READ(p) ((void)(p))
-    #define SK_PREFETCH_W(p) ((void)(p))
-    #endif
     #if defined(__SSE__) || defined(_M_X64)
     #include <xmmintrin.h>
     /* MXCSR flush-to-zero (0x8000) and denormals-are-zero (0x0040); returns the old state */
@@ -105,9 +92,6 @@ cdef extern from *:
         return 1L << 20;
     }
     """
-    void SK_PREFETCH(const void* p) noexcept nogil
-    void SK_PREFETCH_READ(const void* p) noexcept nogil
-    void SK_PREFETCH_W(const void* p) noexcept nogil
     unsigned int sk_flush_denormals() noexcept nogil
     void sk_restore_denormals(unsigned int saved) noexcept nogil
     int sk_flag_get(int* p) noexcept nogil
