@@ -44,3 +44,25 @@ def test_objective_gradient_is_the_derivative_of_the_objective(fit_intercept, pe
     fd = np.array([(fun(theta + eps * e)[0] - fun(theta - eps * e)[0]) / (2 * eps)
                    for e in np.eye(theta.size)])
     np.testing.assert_allclose(g, fd, rtol=1e-6, atol=1e-8)
+
+
+@pytest.mark.parametrize("k", [2, 3])     # two classes: the CSR scores summed in registers
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("index", [np.int32, np.int64])
+def test_csr_objective_and_gradient_equal_the_dense_ones(k, dtype, index):
+    """The CSR walk (empty rows and columns included) gives the dense BLAS route's objective
+    and gradient, for float32 and float64 X and both index types of SciPy's CSR."""
+    import scipy.sparse as sp
+
+    X, y, sw = _data(k=k)
+    X[X < 2.0] = 0.0                  # about half the entries, and empty rows
+    X[:, 1] = 0.0                     # an empty column
+    X, sw = X.astype(dtype), sw.astype(dtype)     # the estimator's weights follow X
+    Xs = sp.csr_matrix(X)
+    Xs.indices, Xs.indptr = Xs.indices.astype(index), Xs.indptr.astype(index)
+    theta = 0.5 * np.random.default_rng(5).standard_normal((X.shape[1] + 1) * k)
+    f, g = _datafit(X, y, sw, "simplex", 0.1, True, False).value_grad(theta)
+    fs, gs = _datafit(Xs, y, sw, "simplex", 0.1, True, False).value_grad(theta)
+    rtol = 1e-12 if dtype == np.float64 else 1e-5
+    np.testing.assert_allclose(fs, f, rtol=rtol)
+    np.testing.assert_allclose(gs, g, rtol=rtol, atol=rtol * np.abs(g).max())

@@ -45,9 +45,10 @@ def _problem(polytope, n=12, d=5, k=4, seed=0):
 
 @pytest.mark.parametrize("polytope", POLYTOPES)
 @pytest.mark.parametrize("sparse", [False, True])
-def test_block_update_maximizes_the_dual_block(polytope, sparse):
+@pytest.mark.parametrize("k", [2, 4])     # two classes: the scores summed in registers
+def test_block_update_maximizes_the_dual_block(polytope, sparse, k):
     """One update equals the generic maximizer of the dual restricted to its block."""
-    X, Y = _problem(polytope)
+    X, Y = _problem(polytope, k=k)
     n, d = X.shape
     k = Y.shape[1]
     rng = np.random.default_rng(1)

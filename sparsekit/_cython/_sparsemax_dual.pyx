@@ -37,16 +37,26 @@ cdef double _block_step(const floating* vals, const index_t* idx, Py_ssize_t nnz
     ``wb`` (NULL: no intercept) is the weight row of a constant feature 1. Returns
     ``max_j |mu_new_j - mu_old_j|``."""
     cdef Py_ssize_t t, j, col
-    cdef double v, change = 0.0
+    cdef double v, z0, z1, change = 0.0
     cdef double* wrow
     for j in range(k):
         z[j] = b[j] if wb == NULL else b[j] + wb[j]
-    for t in range(nnz):
-        col = t if idx == NULL else idx[t]
-        v = vals[t]
-        wrow = W + col * k
-        for j in range(k):
-            z[j] += v * wrow[j]
+    if k == 2:  # two classes sum in registers (through z each entry waits for a store)
+        z0, z1 = z[0], z[1]
+        for t in range(nnz):
+            col = t if idx == NULL else idx[t]
+            v = vals[t]
+            wrow = W + 2 * col
+            z0 += v * wrow[0]
+            z1 += v * wrow[1]
+        z[0], z[1] = z0, z1
+    else:
+        for t in range(nnz):
+            col = t if idx == NULL else idx[t]
+            v = vals[t]
+            wrow = W + col * k
+            for j in range(k):
+                z[j] += v * wrow[j]
     for j in range(k):
         z[j] = (z[j] + q * mu[j]) / (1.0 + q)
     project_row(polytope, z, p, k, budget, <double*> NULL, work, iwork)

