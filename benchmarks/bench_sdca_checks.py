@@ -4,14 +4,15 @@ SDCA tests ``max|grad| <= tol`` on the primal gradient, a pass over X that costs
 as an epoch. Evaluated after every epoch, it doubled the fit; ``minimize_sdca`` now
 evaluates it after epochs 1-8, then after epoch ⌈9t/8⌉ when it was last evaluated after
 epoch t (``CHECK_GAP`` = 8), and after every epoch once max|grad| is within 100 x tol
-(``CHECK_DENSE``: it is not monotone, and the test catches its dips there). Both arms run ``SparsemaxClassifier(solver="sdca")`` at the default ``tol``
-with the same seed, hence the same epochs, in one process, in turn, ``--repeat`` times
-(once for fits above 10 s), one thread; of each arm the faster run: epochs, objective
-evaluations, CPU seconds, max|grad| of the fitted model and its objective's excess over the
-lower of the two. Data: a9a and w8a (binary), the first label of Mulan's Bibtex and
-Delicious training sets (146 and 352 classes, the many-class sets of
-``sparsekit-compare``); ``alpha`` 1e-3 (``sparsekit-compare``'s) and 1e-4 (Bibtex,
-Delicious: 1e-3 only, their 1e-4 runs end on ``max_iter``).
+(``CHECK_DENSE``: it is not monotone, and the test catches its dips there). Both arms run
+``SparsemaxClassifier(solver="sdca")`` at the default ``tol`` with the same seed, hence
+the same epochs, in one process, in turn, ``--repeat`` times (once for fits above 10 s),
+one thread; of each arm the faster run: epochs, objective evaluations, the median CPU
+time of an epoch and of an evaluation, CPU seconds, max|grad| of the fitted model and its
+objective's excess over the lower of the two. Data: a9a and w8a (binary), the first label
+of Mulan's Bibtex and Delicious training sets (146 and 352 classes, the many-class sets of
+``sparsekit-compare``); ``alpha`` 1e-3 (``sparsekit-compare``'s) and 1e-4 (Delicious:
+1e-3 only).
 
 Writes section "sdca_checks" of doc/benchmarks.md::
 
