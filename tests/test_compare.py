@@ -366,3 +366,150 @@ def test_skglm_failing_its_compiling_fit_is_listed_with_its_error(monkeypatch):
     rows = {r[0]: r for r in compare.compare_l1_logistic(1, budget=10.0).rows}
     assert rows["skglm"][1] == "error: TypeError: an API change"
     assert rows["sparsekit L1LogisticOBA"][1].endswith(")")
+
+
+# --- multi-label files
+
+
+def _write_multilabel_svm(path, n=120, labels=5, seed=0, empty_rows=3):
+    """A LIBSVM multi-label file (comma-separated label sets, as the LIBSVM page's): label
+    j is active where feature j exceeds 0.3; the first ``empty_rows`` rows have none."""
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, labels + 3))
+    lines = []
+    for i, x in enumerate(X):
+        active = [] if i < empty_rows else [j for j in range(labels) if x[j] > 0.3]
+        features = " ".join(f"{j + 1}:{v:.4f}" for j, v in enumerate(x))
+        lines.append(",".join(str(10 + j) for j in active) + " " + features)
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def _slow_label_set_metrics(Y, scores, predicted):
+    """micro-F1, precision@1 and predicted labels per row, by counting."""
+    Y, scores, predicted = (np.asarray(a) for a in (Y, scores, predicted))
+    tp = fp = fn = hits = 0
+    for y, s, p in zip(Y, scores, predicted):
+        for j in range(Y.shape[1]):
+            tp += bool(y[j] and p[j])
+            fp += bool(p[j] and not y[j])
+            fn += bool(y[j] and not p[j])
+        hits += bool(y[int(np.argmax(s))])
+    return 2 * tp / (2 * tp + fp + fn), hits / len(Y), predicted.sum() / len(Y)
+
+
+def test_a_multilabel_file_gets_the_label_set_table(tmp_path, capsys):
+    """Comma-separated label sets (rows without a label included) are read as a
+    multi-label set: one table, every model measured against OneVsRest
+    LogisticRegression, the metrics in range and the models better than chance."""
+    path = _write_multilabel_svm(tmp_path / "sets.svm")
+    compare.main([str(path), "--repeat", "1", "--json"])
+    report = json.loads(capsys.readouterr().out)
+    assert len(report) == 1
+    table = report[0]
+    assert table["title"].startswith("label sets, sets.svm (120, 8), 5 labels (70/30 split;")
+    assert re.search(r"SparsemaxClassifier leaves the \d+ training rows without a label out",
+                     table["title"])
+    names = [row["model"] for row in table["rows"]]
+    assert names == ["sparsekit SparsemaxClassifier",
+                     "sparsekit SparsemaxClassifier(polytope='box')",
+                     "scikit-learn OneVsRestClassifier(LogisticRegression)",
+                     "LIBLINEAR -s 0 -B 1 (a model per label)"]
+    assert table["rows"][2]["time / OneVsRest LogisticRegression"] == "1.00x"
+    for name, m in table["measurements"].items():
+        assert 0.6 < m["micro_f1"] <= 1.0, name          # a label is one feature's sign
+        assert 0.6 < m["precision_at_1"] <= 1.0, name
+        assert 0.5 < m["mean_labels"] < 5.0, name
+
+
+def test_label_set_metrics_match_counting_on_ties_and_empty_rows():
+    import scipy.sparse as sp
+
+    rng = np.random.default_rng(1)
+    Y = (rng.random((40, 6)) < 0.3).astype(int)
+    Y[:4] = 0                                           # rows without a label
+    scores = np.round(rng.random((40, 6)), 1)           # ties: argmax takes the first
+    scores[4:8] = 0.5
+    predicted = scores > 0.6
+    expected = _slow_label_set_metrics(Y, scores, predicted)
+    assert compare._label_set_metrics(sp.csr_matrix(Y), scores, predicted) == \
+        pytest.approx(expected, rel=1e-12)
+    assert compare._label_set_metrics(Y, scores, np.zeros_like(Y)) == (0.0, expected[1], 0.0)
+
+
+def test_liblinear_label_models_are_liblinears_own_per_label_fits():
+    """The table's LIBLINEAR row relabels one problem per label and reads each model's
+    weights: its metrics are those of LIBLINEAR trained and asked per label."""
+    liblinearutil = pytest.importorskip("liblinear.liblinearutil")
+    import scipy.sparse as sp
+
+    rng = np.random.default_rng(2)
+    X = sp.random(150, 9, density=0.5, format="csr", random_state=3)
+    Y = (X[:, :4].toarray() + 0.2 * rng.normal(size=(150, 4)) > 0.3).astype(int)
+    Y[:, 3] = 0                          # constant in training: a constant score
+    X_train, X_test, Y_train, Y_test = X[:100], X[100:], Y[:100], Y[100:]
+    row = compare._liblinear_multilabel(X_train, sp.csr_matrix(Y_train), X_test,
+                                        sp.csr_matrix(Y_test), 1)
+    scores = np.full(Y_test.shape, -1.0)
+    for j in range(3):
+        model = liblinearutil.train(2.0 * Y_train[:, j] - 1, X_train, "-s 0 -c 1 -B 1 -q")
+        _, _, values = liblinearutil.predict(np.zeros(50), X_test, model, "-q")
+        sign = 1.0 if model.get_labels()[0] == 1 else -1.0
+        scores[:, j] = sign * np.ravel(values)
+    assert row[2:5] == pytest.approx(_slow_label_set_metrics(Y_test, scores, scores > 0),
+                                     rel=1e-12)
+
+
+def test_a_label_in_every_or_no_training_row_does_not_break_a_row(tmp_path, capsys):
+    path = tmp_path / "constant.svm"
+    rng = np.random.default_rng(4)
+    lines = []
+    for i in range(60):           # label 1 on every row, label 3 on none of the training
+        x = rng.normal(size=4)
+        labels = ["1"] + (["2"] if x[0] > 0 else []) + (["3"] if i == 59 else [])
+        lines.append(",".join(labels) + " " + " ".join(f"{j + 1}:{v:.3f}"
+                                                       for j, v in enumerate(x)))
+    path.write_text("\n".join(lines) + "\n")
+    compare.main([str(path), "--repeat", "1", "--json"])
+    rows = json.loads(capsys.readouterr().out)[0]["rows"]
+    assert all(row["fit time"].endswith(")") for row in rows), rows
+
+
+@pytest.mark.parametrize("content", [
+    "1,2 1:1\n2 1:2\n",                                   # two rows
+    "1 1:1\n 1:2\n1 2:1\n 2:2\n",                          # one label
+    "1,2 1:1\n1,2 1:2\n1,2 2:1\n1,2 2:2\n"])                 # the same set on every row
+def test_a_multilabel_file_too_small_or_without_a_varying_label_is_a_clear_error(
+        tmp_path, capsys, content):
+    path = tmp_path / "tiny.svm"
+    path.write_text(content)
+    with pytest.raises(SystemExit) as exit_info:
+        compare.main([str(path)])
+    assert exit_info.value.code == 2
+    assert "multi-label set needs 4 rows or more" in capsys.readouterr().err
+
+
+def test_fasttext_joins_a_multilabel_set_from_twenty_labels(tmp_path, capsys):
+    pytest.importorskip("fasttext")
+    rng = np.random.default_rng(5)
+    lines = []
+    for i in range(600):          # two topics per row, each with its own 3 words
+        labels = sorted({i % 20, (i * 7 + 3) % 20})
+        words = {1 + 3 * t + k for t in labels for k in range(3)} | set(rng.choice(60, 2) + 1)
+        lines.append(",".join(map(str, labels)) + " " +
+                     " ".join(f"{j}:1" for j in sorted(words)))
+    path = tmp_path / "topics.svm"
+    path.write_text("\n".join(lines) + "\n")
+    compare.main([str(path), "--repeat", "1", "--json"])
+    table = json.loads(capsys.readouterr().out)[0]
+    fasttext_rows = [r for r in table["rows"] if r["model"].startswith("fastText")]
+    assert len(fasttext_rows) == 1, table["rows"]
+    assert float(fasttext_rows[0]["precision@1"]) > 0.9
+    assert float(fasttext_rows[0]["test micro-F1"]) > 0.8
+
+
+def test_plot_of_a_multilabel_set_draws_micro_f1(tmp_path, capsys):
+    pytest.importorskip("matplotlib")
+    path = _write_multilabel_svm(tmp_path / "sets.svm")
+    compare.main([str(path), "--repeat", "1", "--plot", str(tmp_path / "figures")])
+    assert sorted(p.name for p in (tmp_path / "figures").iterdir()) == ["sets.svm-proba.png"]

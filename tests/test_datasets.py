@@ -342,6 +342,23 @@ def test_libsvm_bz2(tmp_path):
         load_libsvm(tmp_path / "bad.svm.bz2")
 
 
+def test_libsvm_multilabel_reads_label_sets_compressed_and_round_trips_sklearn(tmp_path):
+    from sklearn.datasets import dump_svmlight_file
+
+    (tmp_path / "m.svm.xz").write_bytes(lzma.compress(b"3,1 1:1\n 2:2\n2 1:1 2:1\n"))
+    X, sets = load_libsvm(tmp_path / "m.svm.xz", multilabel=True)
+    assert sets == [(1.0, 3.0), (), (2.0,)]               # each set sorted
+    np.testing.assert_array_equal(X.toarray(), [[1, 0], [0, 2], [1, 1]])
+    Y = np.array([[1, 0, 1], [0, 0, 0], [0, 1, 1]])
+    dump_svmlight_file(X, Y, str(tmp_path / "sk.svm"), multilabel=True, zero_based=False)
+    X2, sets2 = load_libsvm(tmp_path / "sk.svm", multilabel=True)
+    assert sets2 == [(0.0, 2.0), (), (1.0, 2.0)]
+    np.testing.assert_array_equal(X2.toarray(), X.toarray())
+    assert X2.indices.dtype == np.int32                    # as the single-label reader
+    (tmp_path / "single.svm").write_bytes(b"+1 1:1\n-1 2:1\n")   # a label per row
+    assert load_libsvm(tmp_path / "single.svm", multilabel=True)[1] == [(1.0,), (-1.0,)]
+
+
 # --- Loader and generator details from a mutation review: index bounds, dtypes, defaults,
 
 def test_libsvm_labels_are_float64_as_stored(tmp_path):

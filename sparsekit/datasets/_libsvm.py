@@ -15,7 +15,7 @@ _LIBSVM_FILES = {
 
 
 def load_libsvm(name_or_path, n_features=None, data_home=None, dtype=np.float64,
-                zero_based=False):
+                zero_based=False, multilabel=False):
     r"""Load a LIBSVM-format file as a CSR matrix and a label vector.
 
     Parameters
@@ -41,8 +41,11 @@ def load_libsvm(name_or_path, n_features=None, data_home=None, dtype=np.float64,
     Returns
     -------
     X : scipy.sparse.csr_matrix of shape (n_samples, n_features)
-    y : ndarray of shape (n_samples,), float64
-        Labels as stored in the file (``-1``/``+1`` for the binary sets).
+    y : ndarray of shape (n_samples,), float64, or list of tuples
+        Labels as stored in the file (``-1``/``+1`` for the binary sets); with
+        ``multilabel=True``, a tuple of float labels per row (scikit-learn's convention:
+        :class:`sklearn.preprocessing.MultiLabelBinarizer` turns them into an indicator
+        matrix).
 
     Raises
     ------
@@ -62,6 +65,9 @@ def load_libsvm(name_or_path, n_features=None, data_home=None, dtype=np.float64,
            [0. , 2. , 0. ]])
     >>> y
     array([ 1., -1.])
+    >>> _ = path.write_text("0,2 1:0.5\n 2:2\n1 3:1\n")    # label sets; the second is empty
+    >>> load_libsvm(path, multilabel=True)[1]
+    [(0.0, 2.0), (), (1.0,)]
     """
     if zero_based not in (True, False, "auto"):
         raise ValueError(f"zero_based must be True, False or 'auto', got {zero_based!r}")
@@ -79,7 +85,7 @@ def load_libsvm(name_or_path, n_features=None, data_home=None, dtype=np.float64,
     try:
         with f:
             X, y = load_svmlight_file(f, n_features=n_features, dtype=dtype,
-                                      zero_based=zero_based)
+                                      zero_based=zero_based, multilabel=multilabel)
     except CORRUPT as exc:
         raise ValueError(f"{path}: corrupt or truncated file ({exc})") from None
     except OverflowError:
@@ -94,7 +100,7 @@ def load_libsvm(name_or_path, n_features=None, data_home=None, dtype=np.float64,
         # int32 indices, as SciPy builds them: scikit-learn's saga, skglm and celer refuse
         # int64 ones
         X.indices, X.indptr = X.indices.astype(np.int32), X.indptr.astype(np.int32)
-    return X, np.asarray(y)
+    return X, (list(y) if multilabel else np.asarray(y))
 
 
 def load_a9a():
