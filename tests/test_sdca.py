@@ -241,6 +241,49 @@ def _epoch_problem(polytope="budget", n=15, d=6, k=4, seed=11):
     return X, c, q, M, W, wb, b, POLYTOPE_CODES[polytope]
 
 
+@pytest.mark.parametrize("polytope", ["simplex", "box", "budget"])
+@pytest.mark.parametrize("sparse", [False, True])
+def test_epoch_with_few_moving_duals_equals_a_numpy_epoch(polytope, sparse):
+    """With many classes a block update moves few dual entries (the projections are
+    sparse) and the weight update walks only those; on other rows most entries move and it
+    walks whole rows. Both give the epoch written row by row in NumPy."""
+    from sparsekit.projections import project
+
+    rng = np.random.default_rng(5)
+    n, d, k = 60, 7, 16
+    X = rng.standard_normal((n, d))
+    X[rng.random((n, d)) < 0.5] = 0
+    X[2] = 0                                        # an empty row
+    M = np.eye(k)[rng.integers(0, k, n)]            # duals at one-hot targets ...
+    M[::3] = 1.0 / k                                 # ... or spread over every class
+    c = (rng.random(n) + 0.5) / n
+    q = c * (np.sum(X**2, axis=1) + 1)
+    b = np.where(np.arange(k) < 3, 4.0, -4.0) + 0.1 * rng.standard_normal(k)
+    W, wb = np.zeros((d, k)), np.zeros(k)
+    order = rng.permutation(n).astype(np.int64)
+    budget = BUDGET if polytope == "budget" else 1.0
+    params = {"budget": budget} if polytope == "budget" else {}
+    M_ref, W_ref, wb_ref, moved = M.copy(), W.copy(), wb.copy(), []
+    for i in order:
+        z = (X[i] @ W_ref + b + wb_ref + q[i] * M_ref[i]) / (1 + q[i])
+        delta = project(z[None], polytope, **params)[0] - M_ref[i]
+        moved.append(np.count_nonzero(delta))
+        M_ref[i] += delta
+        W_ref -= c[i] * np.outer(X[i], delta)
+        wb_ref -= c[i] * delta
+    moved = np.array(moved)
+    assert np.any((moved > 0) & (4 * moved <= k)) and np.any(4 * moved > k)  # both walks
+    if sparse:
+        Xs = sp.csr_matrix(X)
+        dual_epoch_csr(Xs.data, Xs.indices, Xs.indptr, W, b, wb, M, c, q, order,
+                       POLYTOPE_CODES[polytope], budget)
+    else:
+        dual_epoch_dense(X, W, b, wb, M, c, q, order, POLYTOPE_CODES[polytope], budget)
+    np.testing.assert_allclose(M, M_ref, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(W, W_ref, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(wb, wb_ref, rtol=0, atol=1e-12)
+
+
 def test_epoch_returns_the_largest_change_of_any_dual_entry():
     """The return value (SDCA's stopping test) is max |M_new - M_old| over every row of the
     epoch and every class, not the last row's or the last entry's change."""

@@ -28,15 +28,22 @@ from ._projections cimport project_row
 from sparsekit._cython._common cimport SK_PREFETCH_READ, SK_PREFETCH_W, index_t
 
 
+# the weight update walks only the changed entries of mu_i when fewer than k / SPARSE_CHANGE
+# of them moved (a gather/scatter costs a few times a vectorized entry)
+cdef enum:
+    SPARSE_CHANGE = 4
+
+
 cdef double _block_step(const floating* vals, const index_t* idx, Py_ssize_t nnz,
                         double c, double q, double* W, const double* b, double* wb,
                         double* mu, Py_ssize_t k, int polytope, double budget, double* z,
                         double* p, double* work, Py_ssize_t* iwork) noexcept nogil:
     """One exact block update of row ``(vals, idx)`` (``idx`` NULL: dense, j = t).
 
-    ``wb`` (NULL: no intercept) is the weight row of a constant feature 1. Returns
+    ``wb`` (NULL: no intercept) is the weight row of a constant feature 1; ``iwork``
+    (k entries or more) lists the moved entries of mu_i after the projection. Returns
     ``max_j |mu_new_j - mu_old_j|``."""
-    cdef Py_ssize_t t, j, col
+    cdef Py_ssize_t t, j, m, col, changed = 0
     cdef double v, z0, z1, change = 0.0
     cdef double* wrow
     for j in range(k):
@@ -60,21 +67,34 @@ cdef double _block_step(const floating* vals, const index_t* idx, Py_ssize_t nnz
     for j in range(k):
         z[j] = (z[j] + q * mu[j]) / (1.0 + q)
     project_row(polytope, z, p, k, budget, <double*> NULL, work, iwork)
-    for j in range(k):
-        z[j] = p[j] - mu[j]  # the change of mu_i
-        change = max(change, fabs(z[j]))
+    for j in range(k):  # p becomes the change of mu_i, iwork lists its nonzeros
+        v = p[j] - mu[j]
         mu[j] = p[j]
-    if change == 0.0:
+        p[j] = v
+        if v != 0.0:
+            iwork[changed] = j
+            changed += 1
+            change = max(change, fabs(v))
+    if changed == 0:
         return 0.0
     if wb != NULL:
-        for j in range(k):
-            wb[j] -= c * z[j]
-    for t in range(nnz):
-        col = t if idx == NULL else idx[t]
-        v = c * vals[t]
-        wrow = W + col * k
-        for j in range(k):
-            wrow[j] -= v * z[j]
+        for m in range(changed):
+            wb[iwork[m]] -= c * p[iwork[m]]
+    if changed * SPARSE_CHANGE > k:  # whole rows: contiguous, vectorized
+        for t in range(nnz):
+            col = t if idx == NULL else idx[t]
+            v = c * vals[t]
+            wrow = W + col * k
+            for j in range(k):
+                wrow[j] -= v * p[j]
+    else:   # the projections are sparse: few entries of mu_i move (the same sums)
+        for t in range(nnz):
+            col = t if idx == NULL else idx[t]
+            v = c * vals[t]
+            wrow = W + col * k
+            for m in range(changed):
+                j = iwork[m]
+                wrow[j] -= v * p[j]
     return change
 
 
