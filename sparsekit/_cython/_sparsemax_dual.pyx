@@ -29,9 +29,11 @@ from sparsekit._cython._common cimport SK_PREFETCH_READ, SK_PREFETCH_W, index_t
 
 
 # the weight update walks only the changed entries of mu_i when fewer than k / SPARSE_CHANGE
-# of them moved (a gather/scatter costs a few times a vectorized entry)
+# of them moved (a gather/scatter costs a few times a vectorized entry); with fewer than
+# SPARSE_MIN_K classes it always walks whole rows
 cdef enum:
     SPARSE_CHANGE = 4
+    SPARSE_MIN_K = 8
 
 
 cdef double _block_step(const floating* vals, const index_t* idx, Py_ssize_t nnz,
@@ -67,20 +69,22 @@ cdef double _block_step(const floating* vals, const index_t* idx, Py_ssize_t nnz
     for j in range(k):
         z[j] = (z[j] + q * mu[j]) / (1.0 + q)
     project_row(polytope, z, p, k, budget, <double*> NULL, work, iwork)
-    for j in range(k):  # p becomes the change of mu_i, iwork lists its nonzeros
+    for j in range(k):  # p becomes the change of mu_i
         v = p[j] - mu[j]
         mu[j] = p[j]
         p[j] = v
-        if v != 0.0:
-            iwork[changed] = j
-            changed += 1
-            change = max(change, fabs(v))
-    if changed == 0:
+        change = max(change, fabs(v))
+    if change == 0.0:
         return 0.0
-    if wb != NULL:
-        for m in range(changed):
-            wb[iwork[m]] -= c * p[iwork[m]]
-    if changed * SPARSE_CHANGE > k:  # whole rows: contiguous, vectorized
+    if k >= SPARSE_MIN_K:  # iwork lists the entries that moved
+        for j in range(k):
+            if p[j] != 0.0:
+                iwork[changed] = j
+                changed += 1
+    if changed == 0 or changed * SPARSE_CHANGE > k:  # whole rows: contiguous, vectorized
+        if wb != NULL:
+            for j in range(k):
+                wb[j] -= c * p[j]
         for t in range(nnz):
             col = t if idx == NULL else idx[t]
             v = c * vals[t]
@@ -88,6 +92,9 @@ cdef double _block_step(const floating* vals, const index_t* idx, Py_ssize_t nnz
             for j in range(k):
                 wrow[j] -= v * p[j]
     else:   # the projections are sparse: few entries of mu_i move (the same sums)
+        if wb != NULL:
+            for m in range(changed):
+                wb[iwork[m]] -= c * p[iwork[m]]
         for t in range(nnz):
             col = t if idx == NULL else idx[t]
             v = c * vals[t]
