@@ -304,6 +304,44 @@ def test_saga_epochs_are_capped_by_the_budget():
     assert 1 <= capped < 20000
 
 
+def test_iteration_caps_count_a_fits_fixed_part_apart(monkeypatch):
+    """A fit's time is a fixed part plus one per iteration (a one-vs-rest fit of many
+    labels is mostly per-label setup at one iteration): the cap counts the fixed part once,
+    where dividing the budget by a one-iteration fit gave several times fewer iterations.
+    The fits advance a fake clock by their modelled time."""
+    import types
+
+    clock = [0.0]
+    monkeypatch.setattr(compare, "time", types.SimpleNamespace(perf_counter=lambda: clock[0]))
+
+    def fit_with(seconds_fixed, seconds_per):
+        def fit(k):
+            clock[0] += seconds_fixed + seconds_per * k
+        return fit
+
+    budget = 0.3 / compare.FIT_BUDGETS                  # 0.3 s for the capped fit
+    # (0.3 - 0.02) / 0.005 = 56, where 0.3 / 0.025 gave 12
+    assert compare._max_iter_within(fit_with(0.02, 0.005), budget, 10_000) in (55, 56)
+    # a tenth of a one-iteration fit per iteration at least: (0.3 - 0.045) / 0.005 = 51
+    assert compare._max_iter_within(fit_with(0.05, 0.0), budget, 10_000) in (50, 51)
+    assert compare._max_iter_within(fit_with(0.0, 0.01), budget, 10_000) in (29, 30)
+    assert compare._max_iter_within(fit_with(0.0, 0.01), budget, 7) == 7
+    assert compare._max_iter_within(fit_with(0.0, 0.01), np.inf, 7) == 7
+
+
+def test_liblinear_label_models_stop_between_labels_after_the_budget():
+    import scipy.sparse as sp
+
+    pytest.importorskip("liblinear")
+    X = sp.random(100, 6, density=0.5, format="csr", random_state=0)
+    Y = sp.csr_matrix((X[:, :3].toarray() > 0.5).astype(int))
+    row = compare._liblinear_multilabel(X[:70], Y[:70], X[70:], Y[70:], 1, budget=1e-12)
+    assert row[0] == "LIBLINEAR -s 0 -B 1 (a model per label) [stopped by the budget]"
+    assert row[2] == 0.0 and row[4] == 0.0             # no label trained: none predicted
+    row = compare._liblinear_multilabel(X[:70], Y[:70], X[70:], Y[70:], 1, budget=10.0)
+    assert row[0] == "LIBLINEAR -s 0 -B 1 (a model per label)" and row[2] > 0.5
+
+
 def test_time_limit_stops_the_multinomial_fit_after_an_iteration():
     """The multinomial table caps OBA's fit by a callback, as saga's by its epochs: a limit
     of 0 s stops it after its first iteration, without a ConvergenceWarning."""
