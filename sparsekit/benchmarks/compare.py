@@ -935,7 +935,8 @@ def main(argv=None):
     """The ``sparsekit-compare`` console script."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("data", nargs="*", default=["a9a", "digits"],
-                        help="LIBSVM files or data set names (default: a9a digits)")
+                        help="LIBSVM files (class labels or comma-separated label sets) or data "
+                             "set names (default: a9a digits)")
     parser.add_argument("--repeat", type=_positive_int, default=3,
                         help="fits per model (median)")
     parser.add_argument("--C", type=_positive_float, default=1.0,
