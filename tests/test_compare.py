@@ -55,6 +55,17 @@ def test_a_peer_failing_its_timing_fit_is_listed_with_its_error(monkeypatch):
     assert rows["sparsekit SparsemaxClassifier"][1].endswith(")")
 
 
+def test_a_peer_error_of_several_lines_is_one_line_of_its_row(monkeypatch):
+    from sklearn.linear_model import LogisticRegression
+
+    def broken(self, X, y, sample_weight=None):
+        raise ValueError("first line.\nsecond line")
+    monkeypatch.setattr(LogisticRegression, "fit", broken)
+    rows = {r[0]: r for r in compare.compare_multiclass(1, budget=10.0).rows}
+    assert rows["scikit-learn LogisticRegression (lbfgs)"][1] == \
+        "error: ValueError: first line. second line"
+
+
 def test_a_failing_peer_is_listed_with_its_error_and_the_others_still_run(monkeypatch):
     solvers = compare._l1_solvers
 
@@ -525,6 +536,17 @@ def test_a_multilabel_file_too_small_or_without_a_varying_label_is_a_clear_error
         compare.main([str(path)])
     assert exit_info.value.code == 2
     assert "multi-label set needs 4 rows or more" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("content", ["1 1:1\n2 2:1\n1 1:nan\n2 2:2\n",
+                                     "1,2 1:1\n2 2:1\n1 1:inf\n 2:2\n"])
+def test_a_file_with_nan_or_inf_is_a_clear_error_naming_its_row(tmp_path, capsys, content):
+    path = tmp_path / "nan.svm"
+    path.write_text(content)
+    with pytest.raises(SystemExit) as exit_info:
+        compare.main([str(path)])
+    assert exit_info.value.code == 2
+    assert "data row 3 (from 1) holds a NaN or infinite value" in capsys.readouterr().err
 
 
 def test_fasttext_joins_a_multilabel_set_from_twenty_labels(tmp_path, capsys):

@@ -125,7 +125,7 @@ cdef double _epoch(const floating* data, const index_t* indices, const index_t* 
         for r in range(order.shape[0]):
             i = order[r]
             # rows come in random order: the next rows' entries (~14 per row on a9a) would
-            # miss the caches at each visit (a9a: 3.7 -> 2.4 ms per epoch, w8a 4.2 -> 3.1)
+            # miss the caches at each visit (benchmarks section sdca_checks)
             if r + 2 < order.shape[0]:
                 SK_PREFETCH_READ(&c[order[r + 2]])
                 SK_PREFETCH_READ(&q[order[r + 2]])

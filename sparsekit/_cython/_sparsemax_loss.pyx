@@ -71,8 +71,8 @@ cdef inline void _row_scores(const floating* data, const index_t* indices, Py_ss
                              Py_ssize_t end, const floating* W, Py_ssize_t k,
                              floating* s) noexcept nogil:
     """``s = W^T x`` for the CSR row of entries ``start:end``. Two classes (binary labels)
-    sum in registers: through ``s`` each entry waits for the previous one's store (a9a:
-    3.1 -> 2.5 ms per evaluation); the sums are the same, in the same order."""
+    sum in registers: through ``s`` each entry waits for the previous one's store
+    (benchmarks section sdca_checks); the sums are the same, in the same order."""
     cdef Py_ssize_t t, j
     cdef floating v, s0 = 0, s1 = 0
     cdef const floating* wrow

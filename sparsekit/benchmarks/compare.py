@@ -126,7 +126,8 @@ def _measure(name, fit, repeat, describe, budget=np.inf, announce=None, metrics=
         times, model = _median_fit(fit, repeat, budget)
         return [name, times, *describe(model), ""]
     except Exception as exc:   # a peer's API change must not hide the other rows
-        return [name, f"error: {type(exc).__name__}: {exc}"[:100], *[""] * (metrics + 1)]
+        reason = " ".join(str(exc).split())      # one line: messages may span several
+        return [name, f"error: {type(exc).__name__}: {reason}"[:100], *[""] * (metrics + 1)]
 
 
 def _measured(rows):
@@ -639,17 +640,6 @@ def _label_set_metrics(Y_true, scores, predicted):
     return float(micro), float(hits.mean()), float(predicted.sum() / predicted.shape[0])
 
 
-class _LabelModels:
-    """One binary linear model per label: scores ``X coef_^T + intercept_``, a label
-    predicted where its score is positive."""
-
-    def __init__(self, coef, intercept):
-        self.coef_, self.intercept_ = coef, intercept
-
-    def decision_function(self, X):
-        return np.asarray(X @ self.coef_.T) + self.intercept_
-
-
 def _liblinear_multilabel(X_train, Y_train, X_test, Y_test, repeat, budget=np.inf,
                           announce=None):
     name = "LIBLINEAR -s 0 -B 1 (a model per label)"
@@ -665,8 +655,8 @@ def _liblinear_multilabel(X_train, Y_train, X_test, Y_test, repeat, budget=np.in
     stopped = []
 
     def fit():
-        """A model per label, in turn; after FIT_BUDGETS x ``budget`` seconds the labels
-        left get a constant negative score (never predicted)."""
+        """(coef, intercept) of a model per label, in turn; after FIT_BUDGETS x ``budget``
+        seconds the labels left get a constant negative score (never predicted)."""
         coef, intercept = np.zeros((n_labels, n_features)), np.full(n_labels, -1.0)
         start = time.perf_counter()
         stopped[:] = [False]
@@ -684,10 +674,11 @@ def _liblinear_multilabel(X_train, Y_train, X_test, Y_test, repeat, budget=np.in
             w = np.ctypeslib.as_array(model.w, (n_features + 1,))   # the bias weight last
             sign = 1.0 if model.get_labels()[0] == 1 else -1.0
             coef[j], intercept[j] = sign * w[:-1], sign * w[-1]
-        return _LabelModels(coef, intercept)
+        return coef, intercept
 
     def describe(model):
-        scores = model.decision_function(X_test)
+        coef, intercept = model
+        scores = np.asarray(X_test @ coef.T) + intercept
         return _label_set_metrics(Y_test, scores, scores > 0)
 
     row = _measure(name, fit, repeat, describe, budget, announce, metrics=3)
@@ -802,6 +793,11 @@ def load_dataset(spec, zero_based=False):
         data = Dataset(spec, X / 16.0, y)
     else:
         data = _read_file(spec, zero_based)
+        bad = np.flatnonzero(~np.isfinite(data.X.data))
+        if bad.size:                       # every row of the tables would fail on it
+            row = np.searchsorted(data.X.indptr, bad[0], side="right")
+            raise ValueError(f"{spec!r}: data row {row} (from 1) holds a NaN or infinite "
+                             "value")
     if data.multilabel:
         counts = np.diff(sp.csc_matrix(data.y).indptr)
         if (data.X.shape[0] < 4 or counts.size < 2

@@ -100,7 +100,7 @@ def load_libsvm(name_or_path, n_features=None, data_home=None, dtype=np.float64,
         # int32 indices, as SciPy builds them: scikit-learn's saga, skglm and celer refuse
         # int64 ones
         X.indices, X.indptr = X.indices.astype(np.int32), X.indptr.astype(np.int32)
-    return X, (list(y) if multilabel else np.asarray(y))
+    return X, (y if multilabel else np.asarray(y))
 
 
 def load_a9a():
