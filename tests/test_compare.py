@@ -41,29 +41,21 @@ def test_probability_fits_are_capped_by_the_budget_and_say_so():
     assert all(0.0 < float(r[2]) <= 1.0 for r in rows)     # stopped early, still a model
 
 
-def test_a_peer_failing_its_timing_fit_is_listed_with_its_error(monkeypatch):
+@pytest.mark.parametrize("error, shown", [
+    (TypeError("an API change"), "error: TypeError: an API change"),
+    (ValueError("first line.\nsecond line"), "error: ValueError: first line. second line"),
+])
+def test_a_peer_failing_its_timing_fit_is_listed_with_its_error(monkeypatch, error, shown):
     """The fit that sizes a peer's cap fails as the measured one would: the table still
-    comes, with the error in that peer's row."""
+    comes, with the error in that peer's row, on one line."""
     from sklearn.linear_model import LogisticRegression
 
     def broken(self, X, y, sample_weight=None):
-        raise TypeError("an API change")
+        raise error
     monkeypatch.setattr(LogisticRegression, "fit", broken)
     rows = {r[0]: r for r in compare.compare_multiclass(1, budget=10.0).rows}
-    assert rows["scikit-learn LogisticRegression (lbfgs)"][1] == \
-        "error: TypeError: an API change"
+    assert rows["scikit-learn LogisticRegression (lbfgs)"][1] == shown
     assert rows["sparsekit SparsemaxClassifier"][1].endswith(")")
-
-
-def test_a_peer_error_of_several_lines_is_one_line_of_its_row(monkeypatch):
-    from sklearn.linear_model import LogisticRegression
-
-    def broken(self, X, y, sample_weight=None):
-        raise ValueError("first line.\nsecond line")
-    monkeypatch.setattr(LogisticRegression, "fit", broken)
-    rows = {r[0]: r for r in compare.compare_multiclass(1, budget=10.0).rows}
-    assert rows["scikit-learn LogisticRegression (lbfgs)"][1] == \
-        "error: ValueError: first line. second line"
 
 
 def test_a_failing_peer_is_listed_with_its_error_and_the_others_still_run(monkeypatch):
