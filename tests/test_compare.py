@@ -158,6 +158,12 @@ def test_multinomial_table_objective_is_scikit_learns():
     (b"0.5 1:1\n1.5 2:1\n2.5 1:2\n", "labels are continuous, not classes"),
     (b"1 1:1\n1 2:1\n-1 1:2\n", "at least two classes need 2 rows or more"),
     (b"1 0:1\n-1 1:1\n", "column indices start at 1 .*use --zero-based"),
+    (b"1 1:1\n2 2:1\n1 1:nan\n2 2:2\n", r"data row 3 \(from 1\) holds a NaN or infinite"),
+    (b"1,2 1:1\n2 2:1\n1 1:inf\n 2:2\n", r"data row 3 \(from 1\) holds a NaN or infinite"),
+    # multi-label files with two rows, with one label, with the same set on every row
+    (b"1,2 1:1\n2 1:2\n", "multi-label set needs 4 rows or more"),
+    (b"1 1:1\n 1:2\n1 2:1\n 2:2\n", "multi-label set needs 4 rows or more"),
+    (b"1,2 1:1\n1,2 1:2\n1,2 2:1\n1,2 2:2\n", "multi-label set needs 4 rows or more"),
 ])
 def test_an_unreadable_file_is_a_clear_error_not_a_traceback(tmp_path, capsys, content,
                                                              match):
@@ -514,31 +520,6 @@ def test_a_label_in_every_or_no_training_row_does_not_break_a_row(tmp_path, caps
     compare.main([str(path), "--repeat", "1", "--json"])
     rows = json.loads(capsys.readouterr().out)[0]["rows"]
     assert all(row["fit time"].endswith(")") for row in rows), rows
-
-
-@pytest.mark.parametrize("content", [
-    "1,2 1:1\n2 1:2\n",                                   # two rows
-    "1 1:1\n 1:2\n1 2:1\n 2:2\n",                          # one label
-    "1,2 1:1\n1,2 1:2\n1,2 2:1\n1,2 2:2\n"])                 # the same set on every row
-def test_a_multilabel_file_too_small_or_without_a_varying_label_is_a_clear_error(
-        tmp_path, capsys, content):
-    path = tmp_path / "tiny.svm"
-    path.write_text(content)
-    with pytest.raises(SystemExit) as exit_info:
-        compare.main([str(path)])
-    assert exit_info.value.code == 2
-    assert "multi-label set needs 4 rows or more" in capsys.readouterr().err
-
-
-@pytest.mark.parametrize("content", ["1 1:1\n2 2:1\n1 1:nan\n2 2:2\n",
-                                     "1,2 1:1\n2 2:1\n1 1:inf\n 2:2\n"])
-def test_a_file_with_nan_or_inf_is_a_clear_error_naming_its_row(tmp_path, capsys, content):
-    path = tmp_path / "nan.svm"
-    path.write_text(content)
-    with pytest.raises(SystemExit) as exit_info:
-        compare.main([str(path)])
-    assert exit_info.value.code == 2
-    assert "data row 3 (from 1) holds a NaN or infinite value" in capsys.readouterr().err
 
 
 def test_fasttext_joins_a_multilabel_set_from_twenty_labels(tmp_path, capsys):
