@@ -8,6 +8,9 @@ SparsemaxClassifier
 L1LogisticOBA
     l1-regularized logistic regression by the orthant-based active-set method
     (Keskar 2017, chapter 2).
+L1LogisticOBACV
+    The same with C (and the elastic-net mixing) chosen by cross-validation on
+    warm-started regularization paths.
 ExtremeSoftmaxSGD
     Softmax regression with very many classes: Implicit SGD, U-max, One-vs-Each.
 
@@ -22,6 +25,7 @@ __version__ = "0.1.0"
 _LAZY_ATTRIBUTES = {
     "SparsemaxClassifier": "sparsekit.linear_model",
     "L1LogisticOBA": "sparsekit.linear_model",
+    "L1LogisticOBACV": "sparsekit.linear_model",
     "ExtremeSoftmaxSGD": "sparsekit.linear_model",
     "l1_logistic_path": "sparsekit.linear_model",
 }

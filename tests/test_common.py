@@ -8,7 +8,7 @@ from sklearn.datasets import load_iris
 from sklearn.exceptions import ConvergenceWarning, NotFittedError
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
-from sparsekit import ExtremeSoftmaxSGD, L1LogisticOBA, SparsemaxClassifier
+from sparsekit import ExtremeSoftmaxSGD, L1LogisticOBA, L1LogisticOBACV, SparsemaxClassifier
 from sparsekit.linear_model import _extreme_softmax, _sparsemax
 
 #: every configuration that should pass scikit-learn's checks; the L1LogisticOBA after the first
@@ -22,7 +22,18 @@ CHECKED = [
     *[ExtremeSoftmaxSGD(method, random_state=0)
       for method in ("sampled_softmax", "implicit", "umax", "ove")],
     ExtremeSoftmaxSGD(n_weights=2**10, random_state=0),
+    L1LogisticOBACV(Cs=4, cv=3),
 ]
+
+#: what scikit-learn's checks expect of a single fit that a cross-validated one cannot give
+CV_EXPECTED_FAILURES = {
+    **{f"check_sample_weight_equivalence_on_{kind}_data":
+       "repeated rows and weights split into different folds, so the chosen C differs"
+       for kind in ("dense", "sparse")},
+    "check_non_transformer_estimators_n_iter":
+        "n_iter_ holds the path's solves, and those at C below C_min start at the optimum "
+        "(0 iterations)",
+}
 
 
 def _expected_failures(estimator):
@@ -30,7 +41,8 @@ def _expected_failures(estimator):
         return {"check_class_weight_balanced_linear_classifier":
                 "the check compares coef_ with assert_allclose, which takes no sparse matrix"}
     return {SparsemaxClassifier: _sparsemax.EXPECTED_FAILED_CHECKS,
-            ExtremeSoftmaxSGD: _extreme_softmax.EXPECTED_FAILED_CHECKS}.get(type(estimator), {})
+            ExtremeSoftmaxSGD: _extreme_softmax.EXPECTED_FAILED_CHECKS,
+            L1LogisticOBACV: CV_EXPECTED_FAILURES}.get(type(estimator), {})
 
 
 @parametrize_with_checks(CHECKED, expected_failed_checks=_expected_failures)
@@ -44,6 +56,7 @@ ESTIMATORS = {
     "SparsemaxClassifier(newton-cg)": lambda: SparsemaxClassifier(solver="newton-cg"),
     "SparsemaxClassifier(sdca)": lambda: SparsemaxClassifier(solver="sdca"),
     "L1LogisticOBA": lambda: L1LogisticOBA(),
+    "L1LogisticOBACV": lambda: L1LogisticOBACV(Cs=3, cv=3),
     "ExtremeSoftmaxSGD": lambda: ExtremeSoftmaxSGD(n_epochs=3, random_state=0),
 }
 

@@ -4,6 +4,7 @@ from ..utils._labels import first_label
 from ._sparsemax import SparsemaxClassifier
 from ._extreme_softmax import ExtremeSoftmaxSGD
 from ._l1_logistic import L1LogisticOBA, l1_logistic_path
+from ._l1_logistic_cv import L1LogisticOBACV
 
 __all__ = ["SparsemaxClassifier", "ExtremeSoftmaxSGD", "first_label", "precision_at_k",
-           "L1LogisticOBA", "l1_logistic_path"]
+           "L1LogisticOBA", "L1LogisticOBACV", "l1_logistic_path"]

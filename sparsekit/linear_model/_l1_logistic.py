@@ -749,20 +749,35 @@ def l1_logistic_path(X, y, Cs=10, *, pos_class=None, fit_intercept=True, tol=1e-
     width = X.shape[1] + fit_intercept
     coefs = np.empty((Cs.size, classes.size, width) if multinomial else (Cs.size, width))
     n_iter = np.empty(Cs.size, dtype=np.int32)
-    x = None
-    for k in np.argsort(Cs):
-        res = _solve(datafit, Cs[k] * mean_weight, tol, max_iter, x, 0, l1_ratio,
-                     MULTINOMIAL_CG_MAXITER if multinomial else 1000)
-        x = res.x
-        if multinomial:
-            coef, intercept = _multinomial_model(datafit, x)
-            coefs[k] = np.hstack([coef, intercept[:, None]]) if fit_intercept else coef
-        else:
-            coefs[k] = x
+    for k, res in enumerate(_warm_path(datafit, Cs * mean_weight, tol, max_iter, l1_ratio,
+                                       multinomial)):
+        coefs[k] = _path_coef(datafit, res.x, multinomial)
         n_iter[k] = res.nit
         if not res.success:
             warnings.warn(f"OBA did not converge for C={Cs[k]:g}", ConvergenceWarning)
     return coefs, Cs, n_iter
+
+
+def _warm_path(datafit, Cs, tol, max_iter, l1_ratio, multinomial):
+    """OBA's solves of ``datafit`` at each C of ``Cs`` (C times the mean sample weight),
+    from the smallest up, each started at the previous solution; their OptimizeResults in
+    the order of ``Cs``."""
+    results, x = [None] * len(Cs), None
+    for k in np.argsort(Cs, kind="stable"):
+        results[k] = _solve(datafit, Cs[k], tol, max_iter, x, 0, l1_ratio,
+                            MULTINOMIAL_CG_MAXITER if multinomial else 1000)
+        x = results[k].x
+    return results
+
+
+def _path_coef(datafit, x, multinomial):
+    """The solution ``x`` as a path's row: (w, b) of a binary problem, or the (K, D + 1)
+    block (coef | intercept) of the multinomial one (without the intercept column when
+    none is fitted)."""
+    if not multinomial:
+        return x
+    coef, intercept = _multinomial_model(datafit, x)
+    return np.hstack([coef, intercept[:, None]]) if datafit.fit_intercept else coef
 
 
 def _smallest_active_C(datafit):

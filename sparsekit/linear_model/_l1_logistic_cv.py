@@ -1,0 +1,324 @@
+"""Cross-validated ℓ1 logistic regression: the C (and elastic-net mixing) of
+:class:`~sparsekit.L1LogisticOBA` chosen on warm-started regularization paths, one per
+training fold, as scikit-learn's ``LogisticRegressionCV`` does for its solvers."""
+import numbers
+import warnings
+
+import numpy as np
+import scipy.sparse as sp
+from joblib import Parallel, delayed
+from sklearn.callback import with_callbacks
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.metrics import check_scoring, get_scorer_names, log_loss, make_scorer
+from sklearn.model_selection import check_cv
+from sklearn.utils._param_validation import Interval, StrOptions
+
+from sparsekit.gpu.datafits import is_device_matrix
+from sparsekit.linear_model._base import unchanged_on_error
+from sparsekit.linear_model._dask_input import is_dask_collection
+from sparsekit.linear_model._l1_logistic import (L1LogisticOBA, _check_fit_data, _layouts,
+                                                 _path_coef, _smallest_active_C,
+                                                 _unit_mean_weights, _warm_path)
+from sparsekit.losses._logistic_datafit import Logistic
+from sparsekit.losses._multinomial_datafit import Multinomial
+
+
+class L1LogisticOBACV(L1LogisticOBA):
+    """ℓ1-regularized logistic regression with C chosen by cross-validation.
+
+    For each training fold, :class:`L1LogisticOBA`'s problem is solved along the whole grid
+    of ``Cs``, from the smallest C up, each solve started at the previous solution (the
+    path of :func:`l1_logistic_path`); every solution is scored on the fold's held-out
+    rows, and the C (and ``l1_ratio``) with the best mean score is refitted on all the data,
+    started at the mean of the folds' solutions. This is scikit-learn's
+    ``LogisticRegressionCV`` for the ℓ1 and elastic-net penalties; a warm-started path costs
+    a few cold fits, where a grid search refits every C from zero.
+
+    Parameters
+    ----------
+    Cs : int or array-like, default=10
+        The values of C, or their number: then log-spaced on [C_min, 10⁴ C_min], where
+        C_min, computed on all the data, is the smallest C with a nonzero coefficient (for
+        ``l1_ratios`` below 1 the grid reaches from the smallest ratio's C_min to 10⁴ times
+        the largest's).
+    l1_ratios : array-like of float in (0, 1], default=(1.0,)
+        Elastic-net mixings to search together with ``Cs`` (see :class:`L1LogisticOBA`);
+        1 is the ℓ1 penalty.
+    cv : int, cross-validation generator or iterable, default=None
+        As in scikit-learn: None is 5-fold, an integer the number of folds (stratified).
+    scoring : str, callable or None, default="neg_log_loss"
+        What to maximize on the held-out rows: a scikit-learn scorer name, a callable
+        ``scorer(estimator, X, y)``, or None for accuracy (``score``). The default is the log
+        loss of ``predict_proba``, a proper scoring rule (scikit-learn's
+        ``LogisticRegressionCV`` moves to it in version 1.11). Ties go to the smaller C, the
+        sparser model.
+    tol, max_iter, fit_intercept, class_weight, verbose, sparse_coef, multiclass
+        As in :class:`L1LogisticOBA` (``class_weight="balanced"`` is computed on all the
+        data, for every fold).
+    n_jobs : int, default=None
+        Threads for the paths, one per fold and binary problem (the kernels release the
+        GIL), and for the refit as in :class:`L1LogisticOBA`. None means 1 unless in a
+        :func:`joblib.parallel_backend` context, -1 all processors.
+    refit : bool, default=True
+        Refit the best (C, l1_ratio) on all the data. Without refit, the model is the mean
+        of the folds' solutions at each fold's best grid point, and ``C_``, ``l1_ratio_``
+        the means of those points (as scikit-learn does).
+
+    Attributes
+    ----------
+    C_ : float
+        The chosen C.
+    l1_ratio_ : float
+        The chosen elastic-net mixing.
+    Cs_ : ndarray of shape (n_Cs,)
+        The grid of C, in increasing order.
+    l1_ratios_ : ndarray of shape (n_l1_ratios,)
+    scores_ : ndarray of shape (n_folds, n_l1_ratios, n_Cs)
+        The held-out score of every fold and grid point.
+    coefs_paths_ : ndarray of shape (n_folds, n_l1_ratios, n_Cs, n_rows, n_features + \
+            fit_intercept)
+        The folds' solutions, the intercept last; n_rows is 1 for two classes, else the
+        number of classes. Dense: its size is the product of all these numbers.
+    n_iter_ : ndarray of shape (n_folds, n_l1_ratios, n_Cs)
+        OBA iterations of each path solve (summed over the one-vs-rest problems).
+    coef_, intercept_, classes_, optimality_, duality_gap_, corrective_loops_
+        The model, as in :class:`L1LogisticOBA`; without refit ``optimality_`` and
+        ``duality_gap_`` are NaN and ``corrective_loops_`` empty (no solve made the mean).
+    n_features_in_ : int
+    feature_names_in_ : ndarray of shape (`n_features_in_`,)
+
+    See Also
+    --------
+    L1LogisticOBA : the model at one C.
+    l1_logistic_path : the solutions along a grid of C on one data set.
+
+    References
+    ----------
+    .. [1] Keskar, N. S. (2017). Second-order methods for stochastic and nonsmooth optimization.
+       PhD thesis, Northwestern University, chapter 2 (OBA, Algorithms 1 and 2).
+    .. [2] Friedman, J., Hastie, T. & Tibshirani, R. (2010). Regularization paths for
+       generalized linear models via coordinate descent. Journal of Statistical Software
+       33(1), 1-22 (warm-started paths from the smallest C, chosen by cross-validation).
+
+    Examples
+    --------
+    >>> from sklearn.datasets import load_breast_cancer
+    >>> from sklearn.preprocessing import StandardScaler
+    >>> from sparsekit import L1LogisticOBACV
+    >>> X, y = load_breast_cancer(return_X_y=True)
+    >>> X = StandardScaler().fit_transform(X)
+    >>> clf = L1LogisticOBACV(Cs=8).fit(X, y)
+    >>> clf.scores_.shape          # 5 folds, one l1_ratio, 8 values of C
+    (5, 1, 8)
+    >>> round(clf.C_, 3), int((clf.coef_ != 0).sum()), round(clf.score(X, y), 3)
+    (0.884, 17, 0.988)
+    """
+
+    _parameter_constraints = {
+        **{key: L1LogisticOBA._parameter_constraints[key]
+           for key in ("tol", "max_iter", "fit_intercept", "class_weight", "n_jobs",
+                       "verbose", "sparse_coef", "multiclass")},
+        "Cs": [Interval(numbers.Integral, 1, None, closed="left"), "array-like"],
+        "l1_ratios": ["array-like"],
+        "cv": ["cv_object"],
+        "scoring": [StrOptions(set(get_scorer_names())), callable, None],
+        "refit": ["boolean"],
+    }
+
+    def __init__(self, Cs=10, *, l1_ratios=(1.0,), cv=None, scoring="neg_log_loss", tol=1e-8,
+                 max_iter=500, fit_intercept=True, class_weight=None, n_jobs=None, verbose=0,
+                 refit=True, sparse_coef=False, multiclass="ovr"):
+        self.Cs = Cs
+        self.l1_ratios = l1_ratios
+        self.cv = cv
+        self.scoring = scoring
+        self.tol = tol
+        self.max_iter = max_iter
+        self.fit_intercept = fit_intercept
+        self.class_weight = class_weight
+        self.n_jobs = n_jobs
+        self.verbose = verbose
+        self.refit = refit
+        self.sparse_coef = sparse_coef
+        self.multiclass = multiclass
+
+    @unchanged_on_error
+    @with_callbacks
+    def fit(self, X, y, sample_weight=None):
+        """Cross-validate the grid on X (dense or CSR/CSC, float32/float64) and labels y,
+        then fit the chosen model. scikit-learn's callbacks see one subtask per path (fold
+        and binary problem) and one for the refit."""
+        self._validate_params()
+        X_in = X
+        if is_dask_collection(X) or is_device_matrix(X):
+            raise TypeError("L1LogisticOBACV fits NumPy or SciPy input; for a dask array or "
+                            "a CuPy array, fit L1LogisticOBA (GridSearchCV runs on a Dask "
+                            "cluster through joblib.parallel_backend('dask'))")
+        X, y, sample_weight = _check_fit_data(self, X, y, sample_weight)
+        codes = self._encode_labels(y)
+        classes = self.classes_
+        totals = np.bincount(codes, weights=sample_weight, minlength=classes.size)
+        weights = sample_weight * self._class_weights(classes, totals)[codes]
+        multinomial = self.multiclass == "multinomial" and classes.size > 2
+        problems = [None] if multinomial else [1] if classes.size == 2 else list(
+            range(classes.size))
+        l1_ratios = _checked_l1_ratios(self.l1_ratios)
+        rows = X.tocsr() if sp.issparse(X) else X     # the folds take rows
+        Cs = self._grid(rows, codes, weights, problems, l1_ratios)
+        folds = list(check_cv(self.cv, y, classifier=True).split(X, y))
+        for k, (train, _) in enumerate(folds):
+            _check_fold(classes, codes[train], weights[train], k)
+        context = self._begin_fit_task(X_in, y, len(folds) * len(problems) + self.refit,
+                                       sample_weight)
+
+        def path(train, pos):
+            task = self._begin_subtask(context, "fold path", X_in, y)
+            result = _fold_path(rows, codes, weights, train, pos, classes.size, Cs, l1_ratios,
+                                self.fit_intercept, self.tol, self.max_iter)
+            self._end_subtask(task, X_in, y)
+            return result
+        jobs = [delayed(path)(train, pos) for train, _ in folds for pos in problems]
+        paths = Parallel(n_jobs=self.n_jobs, prefer="threads")(jobs)
+        n_folds, n_problems = len(folds), len(problems)
+        coefs = np.stack([np.concatenate([paths[f * n_problems + p][0]
+                                          for p in range(n_problems)], axis=2)
+                          for f in range(n_folds)])
+        n_iter = np.stack([sum(paths[f * n_problems + p][1] for p in range(n_problems))
+                           for f in range(n_folds)])
+        failed = sum(path[2] for path in paths)
+        if failed:
+            warnings.warn(f"OBA did not converge in {self.max_iter} iterations for {failed} "
+                          f"of the {n_iter.size * n_problems} solves of the folds' paths; "
+                          "increase max_iter.", ConvergenceWarning)
+        scorer = _scorer(self.scoring, classes)
+        scores = np.empty(n_iter.shape)
+        for f, (_, test) in enumerate(folds):
+            for r in range(l1_ratios.size):
+                for c in range(Cs.size):
+                    model = self._fold_model(coefs[f, r, c], X.dtype, multinomial)
+                    scores[f, r, c] = scorer(model, X[test], y[test])
+        self.Cs_, self.l1_ratios_, self.scores_ = Cs, l1_ratios, scores
+        self.coefs_paths_, self.n_iter_ = coefs, n_iter
+        if self.refit:
+            r, c = np.unravel_index(np.argmax(scores.mean(axis=0)), scores.shape[1:])
+            task = self._begin_subtask(context, "refit", X_in, y)
+            self._refit(X, y, sample_weight, Cs[c], l1_ratios[r], coefs[:, r, c].mean(axis=0),
+                        multinomial)
+            self._end_subtask(task, X_in, y)
+        else:
+            best = [np.unravel_index(np.argmax(s), s.shape) for s in scores]
+            self.C_ = float(np.mean([Cs[c] for _, c in best]))
+            self.l1_ratio_ = float(np.mean([l1_ratios[r] for r, _ in best]))
+            model = self._fold_model(np.mean([coefs[f, r, c] for f, (r, c) in enumerate(best)],
+                                             axis=0), X.dtype, multinomial)
+            for name in ("coef_", "intercept_", "_softmax"):
+                setattr(self, name, getattr(model, name))
+            n_rows = self.intercept_.size
+            self.optimality_ = self.duality_gap_ = np.full(n_rows, np.nan)
+            self.corrective_loops_ = [np.zeros(0, dtype=np.int64)] * n_rows
+        self._say(f"C = {self.C_:.4g}, l1_ratio = {self.l1_ratio_:g}: mean held-out score "
+                  f"{scores.mean(axis=0).max():.6g} over {n_folds} folds")
+        self._end_fit_task(context, X_in, y, sample_weight)
+        return self
+
+    def _grid(self, rows, codes, weights, problems, l1_ratios):
+        """The C values to cross-validate, increasing (see ``Cs``)."""
+        if not isinstance(self.Cs, numbers.Integral):
+            Cs = np.asarray(self.Cs, dtype=np.float64).ravel()
+            if Cs.size == 0 or not np.all(np.isfinite(Cs) & (Cs > 0)):
+                raise ValueError(f"Cs must be positive and finite, got {self.Cs!r}")
+            return np.unique(Cs)
+        sample_weight, mean = _unit_mean_weights(weights)
+        X, X_csr = _layouts(rows, len(problems))
+        c_min = min(_smallest_active_C(_datafit(X, X_csr, codes, sample_weight, pos,
+                                                self.classes_.size, self.fit_intercept))
+                    for pos in problems) / mean
+        return np.logspace(np.log10(c_min * l1_ratios.min()),
+                           np.log10(c_min * l1_ratios.max()) + 4, self.Cs)
+
+    def _fold_model(self, block, dtype, multinomial):
+        """An :class:`L1LogisticOBA` holding the path's solution ``block`` (its rows'
+        coefficients, the intercept last), for the scorer."""
+        model = L1LogisticOBA(multiclass=self.multiclass)
+        n_features = self.n_features_in_
+        model.classes_, model.n_features_in_ = self.classes_, n_features
+        model.coef_ = block[:, :n_features].astype(dtype)
+        model.intercept_ = (block[:, n_features] if self.fit_intercept
+                            else np.zeros(block.shape[0])).astype(dtype)
+        if self.sparse_coef:
+            model.coef_ = sp.csr_matrix(model.coef_)
+        model._softmax = multinomial
+        return model
+
+    def _refit(self, X, y, sample_weight, C, l1_ratio, start, multinomial):
+        """Fit the model at (C, l1_ratio) on all the data, started at ``start``."""
+        self.C_, self.l1_ratio_ = float(C), float(l1_ratio)
+        est = L1LogisticOBA(C=self.C_, tol=self.tol, max_iter=self.max_iter,
+                            fit_intercept=self.fit_intercept, warm_start=True,
+                            class_weight=self.class_weight, n_jobs=self.n_jobs,
+                            verbose=self.verbose, sparse_coef=self.sparse_coef,
+                            multiclass=self.multiclass, l1_ratio=self.l1_ratio_)
+        n_features = self.n_features_in_
+        est.coef_ = start[:, :n_features]
+        est.intercept_ = start[:, n_features] if self.fit_intercept else np.zeros(len(start))
+        est._softmax = multinomial
+        est.fit(X, y, sample_weight)
+        for name in ("coef_", "intercept_", "_softmax", "optimality_", "duality_gap_",
+                     "corrective_loops_"):
+            setattr(self, name, getattr(est, name))
+
+
+def _scorer(scoring, classes):
+    """scikit-learn's scorer for ``scoring``; the log loss told every class, so that a
+    held-out fold without some class is scored rather than refused."""
+    if scoring == "neg_log_loss":
+        return make_scorer(log_loss, greater_is_better=False, response_method="predict_proba",
+                           labels=classes)
+    return check_scoring(L1LogisticOBA(), scoring=scoring)
+
+
+def _checked_l1_ratios(l1_ratios):
+    """``l1_ratios`` as an increasing array of distinct values in (0, 1]."""
+    ratios = np.asarray(l1_ratios, dtype=np.float64).ravel()
+    if ratios.size == 0 or not np.all((ratios > 0) & (ratios <= 1)):
+        raise ValueError(f"l1_ratios must hold numbers in (0, 1], got {l1_ratios!r}")
+    return np.unique(ratios)
+
+
+def _check_fold(classes, codes, weights, k):
+    """A training fold must weigh every class (each is a problem's positive class, or a
+    term of the multinomial loss)."""
+    totals = np.bincount(codes, weights=weights, minlength=classes.size)
+    if not np.all(totals > 0):
+        raise ValueError(f"training fold {k} has no (weighted) sample of class "
+                         f"{classes[np.argmin(totals > 0)].tolist()!r}; use fewer folds (cv) "
+                         "or a stratified split")
+
+
+def _datafit(X, X_csr, codes, sample_weight, pos, n_classes, fit_intercept):
+    """The datafit of class index ``pos`` against the rest, or (``pos`` None) the
+    multinomial one."""
+    if pos is None:
+        return Multinomial(X, codes, n_classes, sample_weight=sample_weight,
+                           fit_intercept=fit_intercept)
+    return Logistic(X, np.where(codes == pos, 1.0, -1.0), sample_weight=sample_weight,
+                    fit_intercept=fit_intercept, X_csr=X_csr)
+
+
+def _fold_path(rows, codes, weights, train, pos, n_classes, Cs, l1_ratios, fit_intercept,
+               tol, max_iter):
+    """One training fold's paths of one problem, one per l1_ratio: (coefs of shape
+    (n_l1_ratios, n_Cs, n_rows, n_features + fit_intercept), iterations of shape
+    (n_l1_ratios, n_Cs), number of solves that did not converge)."""
+    sample_weight, mean = _unit_mean_weights(weights[train])
+    X, X_csr = _layouts(rows[train])
+    datafit = _datafit(X, X_csr, codes[train], sample_weight, pos, n_classes, fit_intercept)
+    multinomial = pos is None
+    coefs, n_iter, failed = [], [], 0
+    for l1_ratio in l1_ratios:
+        results = _warm_path(datafit, Cs * mean, tol, max_iter, l1_ratio, multinomial)
+        coefs.append([np.atleast_2d(_path_coef(datafit, res.x, multinomial))
+                      for res in results])
+        n_iter.append([res.nit for res in results])
+        failed += sum(not res.success for res in results)
+    return np.asarray(coefs), np.asarray(n_iter), failed

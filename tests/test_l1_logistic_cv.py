@@ -1,0 +1,195 @@
+"""L1LogisticOBACV: the grid scored as a grid search of L1LogisticOBA would score it, the
+chosen model, the grid of C, errors."""
+import warnings
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from sklearn.datasets import load_iris
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.model_selection import GridSearchCV, KFold, StratifiedKFold
+from sklearn.utils._param_validation import InvalidParameterError
+
+from sparsekit.linear_model import L1LogisticOBA, L1LogisticOBACV
+
+TIGHT = 1e-11   # every solve near its minimum: scores comparable to 1e-7
+
+
+def _data(n_classes, seed=0, n=120, d=12, sparse=False):
+    rng = np.random.default_rng(seed)
+    X = rng.standard_normal((n, d))
+    X[rng.random((n, d)) < 0.3] = 0
+    scores = X[:, :n_classes] + 0.8 * rng.standard_normal((n, n_classes))
+    y = np.argmax(scores, axis=1) if n_classes > 2 else (scores[:, 0] > 0).astype(int)
+    return (sp.csr_matrix(X) if sparse else X), y
+
+
+CASES = {
+    "binary": (2, {}),
+    "binary, no intercept, sparse": (2, {"fit_intercept": False}),
+    "one-vs-rest": (3, {}),
+    "multinomial, elastic net": (3, {"multiclass": "multinomial", "l1_ratio": 0.6}),
+}
+
+
+@pytest.mark.parametrize("case", CASES)
+@pytest.mark.parametrize("scoring", ["neg_log_loss", None])
+def test_scores_are_those_of_a_grid_search_over_cold_fits(case, scoring):
+    """Every fold's warm-started path scores each C as a cold L1LogisticOBA fit on that
+    fold does (the same folds and grid through GridSearchCV), and the refitted model is the
+    cold fit at the chosen C on all the data."""
+    n_classes, params = CASES[case]
+    X, y = _data(n_classes, sparse="sparse" in case)
+    params = dict(params)
+    l1_ratio = params.pop("l1_ratio", 1.0)
+    cv = StratifiedKFold(4, shuffle=True, random_state=0)
+    est = L1LogisticOBACV(Cs=6, l1_ratios=[l1_ratio], cv=cv, scoring=scoring, tol=TIGHT,
+                          **params).fit(X, y)
+    assert est.Cs_.shape == (6,) and np.all(np.diff(est.Cs_) > 0)
+    search = GridSearchCV(L1LogisticOBA(tol=TIGHT, l1_ratio=l1_ratio, **params),
+                          {"C": est.Cs_}, cv=cv, scoring=scoring).fit(X, y)
+    for f in range(4):
+        np.testing.assert_allclose(est.scores_[f, 0], search.cv_results_[f"split{f}_test_score"],
+                                   rtol=1e-7, atol=1e-9)
+    assert est.C_ == search.best_params_["C"] and est.l1_ratio_ == l1_ratio
+    np.testing.assert_allclose(est.coef_, search.best_estimator_.coef_, atol=1e-6)
+    np.testing.assert_allclose(est.intercept_, search.best_estimator_.intercept_, atol=1e-6)
+    rows = 1 if n_classes == 2 else n_classes
+    assert est.coefs_paths_.shape == (4, 1, 6, rows, X.shape[1] + est.fit_intercept)
+    assert est.n_iter_.shape == (4, 1, 6) and est.n_iter_.sum() > 0
+    np.testing.assert_array_equal(est.predict(X), search.best_estimator_.predict(X))
+
+
+def test_the_default_grid_starts_where_the_first_coefficient_leaves_zero():
+    X, y = _data(3, seed=1)
+    est = L1LogisticOBACV(Cs=5, cv=3, l1_ratios=[0.5, 1.0]).fit(X, y)
+    np.testing.assert_allclose(est.Cs_[-1] / est.Cs_[0], 2e4, rtol=1e-9)   # (1/0.5) 10⁴
+    c_min = est.Cs_[0] / 0.5            # ℓ1: the smallest C of any one-vs-rest problem
+    assert not np.any(L1LogisticOBA(C=0.999 * c_min).fit(X, y).coef_)
+    assert np.any(L1LogisticOBA(C=1.01 * c_min).fit(X, y).coef_)
+    assert est.scores_.shape == (3, 2, 5)
+    assert est.l1_ratio_ in (0.5, 1.0)
+
+
+def test_ties_go_to_the_smaller_C_and_an_array_grid_is_sorted():
+    X, y = _data(2)
+    est = L1LogisticOBACV(Cs=[1e-6, 1e-7, 1.0], cv=3).fit(X, y)
+    np.testing.assert_array_equal(est.Cs_, [1e-7, 1e-6, 1.0])
+    assert not est.coefs_paths_[:, :, :2, :, :-1].any()    # w = 0 below C_min
+    np.testing.assert_array_equal(est.scores_[:, 0, 0], est.scores_[:, 0, 1])
+    assert est.C_ in (1e-7, 1.0)       # the two null models tie: the smaller C wins
+
+
+def test_without_refit_the_model_averages_the_folds_best_solutions():
+    X, y = _data(3, seed=2)
+    est = L1LogisticOBACV(Cs=4, cv=3, refit=False, tol=TIGHT).fit(X, y)
+    best = [np.unravel_index(np.argmax(s), s.shape) for s in est.scores_]
+    coef = np.mean([est.coefs_paths_[f, r, c] for f, (r, c) in enumerate(best)], axis=0)
+    np.testing.assert_allclose(est.coef_, coef[:, :-1])
+    np.testing.assert_allclose(est.intercept_, coef[:, -1])
+    assert est.C_ == pytest.approx(np.mean([est.Cs_[c] for _, c in best]))
+    assert np.all(np.isnan(est.optimality_))
+    assert est.predict_proba(X).shape == (len(y), 3)
+
+
+def test_balanced_class_weights_come_from_all_the_data():
+    X, y = _data(3, seed=3)
+    y[:60] = 0                                        # unbalanced classes
+    totals = np.bincount(y)
+    weights = {k: len(y) / (3 * totals[k]) for k in range(3)}
+    a = L1LogisticOBACV(Cs=3, cv=3, class_weight="balanced", tol=TIGHT).fit(X, y)
+    b = L1LogisticOBACV(Cs=3, cv=3, class_weight=weights, tol=TIGHT).fit(X, y)
+    np.testing.assert_allclose(a.scores_, b.scores_, rtol=1e-9)
+    np.testing.assert_allclose(a.coef_, b.coef_, atol=1e-8)
+
+
+def test_sample_weight_reaches_every_fold_and_the_refit():
+    X, y = _data(2, seed=4)
+    sw = np.random.default_rng(0).uniform(0.2, 3.0, len(y))
+    cv = StratifiedKFold(3, shuffle=True, random_state=1)
+    est = L1LogisticOBACV(Cs=4, cv=cv, tol=TIGHT, scoring="accuracy").fit(X, y, sample_weight=sw)
+    for f, (train, test) in enumerate(cv.split(X, y)):
+        for c, C in enumerate(est.Cs_):
+            cold = L1LogisticOBA(C=C, tol=TIGHT).fit(X[train], y[train], sample_weight=sw[train])
+            np.testing.assert_allclose(est.coefs_paths_[f, 0, c, 0, :-1], cold.coef_[0],
+                                       atol=1e-6)
+    cold = L1LogisticOBA(C=est.C_, tol=TIGHT).fit(X, y, sample_weight=sw)
+    np.testing.assert_allclose(est.coef_, cold.coef_, atol=1e-6)
+
+
+def test_threads_change_nothing_and_float32_stays_float32():
+    X, y = _data(3, seed=5, sparse=True)
+    a = L1LogisticOBACV(Cs=4, cv=3).fit(X, y)
+    b = L1LogisticOBACV(Cs=4, cv=3, n_jobs=2).fit(X, y)
+    np.testing.assert_array_equal(a.scores_, b.scores_)
+    np.testing.assert_array_equal(a.coef_, b.coef_)
+    c = L1LogisticOBACV(Cs=4, cv=3, sparse_coef=True).fit(X.astype(np.float32), y)
+    assert sp.issparse(c.coef_) and c.coef_.dtype == np.float32
+    assert c.predict_proba(X.astype(np.float32)).dtype == np.float32
+
+
+def test_a_held_out_fold_without_some_class_is_scored_by_the_log_loss():
+    X, y = _data(3, seed=6)
+    order = np.argsort(y, kind="stable")                # class 2 only in the last fold
+    X, y = X[order], y[order]
+    cv = [(np.arange(0, 100), np.arange(100, 120)), (np.arange(20, 120), np.arange(0, 20))]
+    assert set(y[:20]) != set(y) and set(y[:100]) == set(y)
+    est = L1LogisticOBACV(Cs=3, cv=cv).fit(X, y)
+    assert np.all(np.isfinite(est.scores_))
+
+
+def test_errors_are_clear():
+    X, y = _data(3, seed=7)
+    with pytest.raises(ValueError, match="l1_ratios must hold numbers in"):
+        L1LogisticOBACV(l1_ratios=[0.0, 1.0]).fit(X, y)
+    with pytest.raises(ValueError, match="Cs must be positive and finite"):
+        L1LogisticOBACV(Cs=[1.0, -1.0]).fit(X, y)
+    with pytest.raises(InvalidParameterError):
+        L1LogisticOBACV(scoring="no such score").fit(X, y)
+    with pytest.raises(InvalidParameterError):
+        L1LogisticOBACV(Cs=0).fit(X, y)
+    order = np.argsort(y, kind="stable")
+    with pytest.raises(ValueError, match=r"training fold 0 has no \(weighted\) sample of class 0"):
+        L1LogisticOBACV(cv=KFold(2)).fit(X[order], y[order])
+    with pytest.raises(ValueError, match="n_splits=5 cannot be greater"):
+        L1LogisticOBACV().fit(X[:8], y[:8])
+    est = L1LogisticOBACV(Cs=3, cv=3).fit(X, y)
+    coef = est.coef_.copy()
+    with pytest.raises(ValueError):
+        est.fit(X, np.zeros(len(y)))                    # one class
+    np.testing.assert_array_equal(est.coef_, coef)
+
+
+def test_too_few_iterations_warn():
+    X, y = _data(2, seed=8)
+    with pytest.warns(ConvergenceWarning, match="did not converge in 1 iterations for"):
+        L1LogisticOBACV(Cs=4, cv=3, max_iter=1).fit(X, y)
+
+
+def test_progress_callbacks_see_each_path_and_the_refit():
+    from sklearn.callback import ProgressBar   # noqa: F401  (the protocol is importable)
+
+    class Recorder:
+        def __init__(self):
+            self.ended = []
+
+        def setup(self, estimator, context):
+            pass
+
+        def teardown(self, estimator, context):
+            pass
+
+        def on_fit_task_begin(self, estimator, context, *, X=None, y=None):
+            pass
+
+        def on_fit_task_end(self, estimator, context, *, X=None, y=None,
+                            fitted_estimator=None):
+            self.ended.append(context.task_name)
+
+    X, y = load_iris(return_X_y=True)
+    recorder = Recorder()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConvergenceWarning)
+        L1LogisticOBACV(Cs=3, cv=3).set_callbacks(recorder).fit(X / X.max(axis=0), y)
+    assert recorder.ended.count("fold path") == 9 and recorder.ended.count("refit") == 1
+    assert recorder.ended[-1] == "fit"
