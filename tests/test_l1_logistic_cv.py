@@ -117,6 +117,20 @@ def test_sample_weight_reaches_every_fold_and_the_refit():
     np.testing.assert_allclose(est.coef_, cold.coef_, atol=1e-6)
 
 
+@pytest.mark.parametrize("n_classes, multiclass", [(2, "ovr"), (3, "ovr"), (3, "multinomial")])
+def test_sparse_paths_hold_the_dense_paths_row_by_row(n_classes, multiclass):
+    X, y = _data(n_classes, seed=9, sparse=True)
+    params = dict(Cs=3, cv=3, l1_ratios=[0.7, 1.0], multiclass=multiclass)
+    dense = L1LogisticOBACV(**params).fit(X, y)
+    sparse = L1LogisticOBACV(sparse_coef=True, **params).fit(X, y)
+    assert sp.issparse(sparse.coefs_paths_) and sp.issparse(sparse.coef_)
+    np.testing.assert_array_equal(sparse.coefs_paths_.toarray().reshape(
+        dense.coefs_paths_.shape), dense.coefs_paths_)
+    # the scorers' margins: a sparse coef_ takes another product (rounding only)
+    np.testing.assert_allclose(sparse.scores_, dense.scores_, rtol=1e-12)
+    np.testing.assert_allclose(sparse.coef_.toarray(), dense.coef_, rtol=1e-9, atol=1e-12)
+
+
 def test_threads_change_nothing_and_float32_stays_float32():
     X, y = _data(3, seed=5, sparse=True)
     a = L1LogisticOBACV(Cs=4, cv=3).fit(X, y)

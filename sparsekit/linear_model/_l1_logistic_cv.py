@@ -54,7 +54,7 @@ class L1LogisticOBACV(L1LogisticOBA):
         sparser model.
     tol, max_iter, fit_intercept, class_weight, verbose, sparse_coef, multiclass
         As in :class:`L1LogisticOBA` (``class_weight="balanced"`` is computed on all the
-        data, for every fold).
+        data, for every fold; ``sparse_coef`` also stores ``coefs_paths_`` sparse).
     n_jobs : int, default=None
         Threads for the paths, one per fold and binary problem (the kernels release the
         GIL), and for the refit as in :class:`L1LogisticOBA`. None means 1 unless in a
@@ -76,9 +76,12 @@ class L1LogisticOBACV(L1LogisticOBA):
     scores_ : ndarray of shape (n_folds, n_l1_ratios, n_Cs)
         The held-out score of every fold and grid point.
     coefs_paths_ : ndarray of shape (n_folds, n_l1_ratios, n_Cs, n_rows, n_features + \
-            fit_intercept)
+            fit_intercept), or csr_matrix
         The folds' solutions, the intercept last; n_rows is 1 for two classes, else the
-        number of classes. Dense: its size is the product of all these numbers.
+        number of classes. With ``sparse_coef=True`` a CSR matrix of shape (n_folds ×
+        n_l1_ratios × n_Cs × n_rows, n_features + fit_intercept), rows in that order (its
+        ``toarray()`` reshapes to the array): the array's size is the product of all those
+        numbers, too large for wide data with many classes, where the nonzeros are few.
     n_iter_ : ndarray of shape (n_folds, n_l1_ratios, n_Cs)
         OBA iterations of each path solve (summed over the one-vs-rest problems).
     coef_, intercept_, classes_, optimality_, duality_gap_, corrective_loops_
@@ -173,16 +176,24 @@ class L1LogisticOBACV(L1LogisticOBA):
 
         def path(train, pos):
             task = self._begin_subtask(context, "fold path", X_in, y)
-            result = _fold_path(rows, codes, weights, train, pos, classes.size, Cs, l1_ratios,
-                                self.fit_intercept, self.tol, self.max_iter)
+            coefs, n_iter, failed = _fold_path(rows, codes, weights, train, pos, classes.size,
+                                               Cs, l1_ratios, self.fit_intercept, self.tol,
+                                               self.max_iter)
+            if self.sparse_coef:         # (l1_ratio, C, row) rows, nonzeros only
+                coefs = sp.csr_matrix(coefs.reshape(-1, coefs.shape[-1]))
             self._end_subtask(task, X_in, y)
-            return result
+            return coefs, n_iter, failed
         jobs = [delayed(path)(train, pos) for train, _ in folds for pos in problems]
         paths = Parallel(n_jobs=self.n_jobs, prefer="threads")(jobs)
         n_folds, n_problems = len(folds), len(problems)
-        coefs = np.stack([np.concatenate([paths[f * n_problems + p][0]
-                                          for p in range(n_problems)], axis=2)
-                          for f in range(n_folds)])
+        coefs = _stacked([path[0] for path in paths], n_folds, n_problems)
+        n_rows = 1 if classes.size == 2 else classes.size
+
+        def block(f, r, c):           # the (n_rows, n_features + fit_intercept) solution
+            if not sp.issparse(coefs):
+                return coefs[f, r, c]
+            start = ((f * l1_ratios.size + r) * Cs.size + c) * n_rows
+            return coefs[start:start + n_rows].toarray()
         n_iter = np.stack([sum(paths[f * n_problems + p][1] for p in range(n_problems))
                            for f in range(n_folds)])
         failed = sum(path[2] for path in paths)
@@ -195,21 +206,21 @@ class L1LogisticOBACV(L1LogisticOBA):
         for f, (_, test) in enumerate(folds):
             for r in range(l1_ratios.size):
                 for c in range(Cs.size):
-                    model = self._fold_model(coefs[f, r, c], X.dtype, multinomial)
+                    model = self._fold_model(block(f, r, c), X.dtype, multinomial)
                     scores[f, r, c] = scorer(model, X[test], y[test])
         self.Cs_, self.l1_ratios_, self.scores_ = Cs, l1_ratios, scores
         self.coefs_paths_, self.n_iter_ = coefs, n_iter
         if self.refit:
             r, c = np.unravel_index(np.argmax(scores.mean(axis=0)), scores.shape[1:])
             task = self._begin_subtask(context, "refit", X_in, y)
-            self._refit(X, y, sample_weight, Cs[c], l1_ratios[r], coefs[:, r, c].mean(axis=0),
-                        multinomial)
+            start = np.mean([block(f, r, c) for f in range(n_folds)], axis=0)
+            self._refit(X, y, sample_weight, Cs[c], l1_ratios[r], start, multinomial)
             self._end_subtask(task, X_in, y)
         else:
             best = [np.unravel_index(np.argmax(s), s.shape) for s in scores]
             self.C_ = float(np.mean([Cs[c] for _, c in best]))
             self.l1_ratio_ = float(np.mean([l1_ratios[r] for r, _ in best]))
-            model = self._fold_model(np.mean([coefs[f, r, c] for f, (r, c) in enumerate(best)],
+            model = self._fold_model(np.mean([block(f, r, c) for f, (r, c) in enumerate(best)],
                                              axis=0), X.dtype, multinomial)
             for name in ("coef_", "intercept_", "_softmax"):
                 setattr(self, name, getattr(model, name))
@@ -275,6 +286,21 @@ def _scorer(scoring, classes):
         return make_scorer(log_loss, greater_is_better=False, response_method="predict_proba",
                            labels=classes)
     return check_scoring(L1LogisticOBA(), scoring=scoring)
+
+
+def _stacked(paths, n_folds, n_problems):
+    """The jobs' paths (fold-major, then problem) as ``coefs_paths_``: a (n_folds,
+    n_l1_ratios, n_Cs, n_rows, n_dof) array of the problems' rows side by side, or, from
+    CSR blocks, one CSR matrix whose rows run in that order."""
+    folds = [paths[f * n_problems:(f + 1) * n_problems] for f in range(n_folds)]
+    if not sp.issparse(paths[0]):
+        return np.stack([np.concatenate(fold, axis=2) for fold in folds])
+    stacked = []
+    for fold in folds:            # each problem's rows run (l1_ratio, C): interleave them
+        rows = fold[0].shape[0]
+        order = np.arange(n_problems * rows).reshape(n_problems, rows).T.ravel()
+        stacked.append(sp.vstack(fold, format="csr")[order])
+    return sp.vstack(stacked, format="csr")
 
 
 def _checked_l1_ratios(l1_ratios):
