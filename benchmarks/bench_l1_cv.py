@@ -5,7 +5,8 @@ On a9a and w8a (binary, sparse) and scikit-learn's digits (ten classes, the mult
 model), every estimator cross-validates the same ten values of C (L1LogisticOBACV's default
 grid, [C_min, 10⁴ C_min]) on the same five stratified folds with the held-out log loss, then
 refits the chosen C on all the data, at its own defaults otherwise (one thread):
-L1LogisticOBACV (a warm-started OBA path per fold); GridSearchCV over L1LogisticOBA (a
+L1LogisticOBACV (a warm-started OBA path per fold; also with n_jobs=2, two threads);
+GridSearchCV over L1LogisticOBA (a
 cold fit per fold and C); LogisticRegressionCV with the ℓ1 penalty and its liblinear solver
 (binary only; it penalizes the intercept) and its saga solver. Reported: wall time (median
 of 3 below 5 s, else one run), its ratio to L1LogisticOBACV's, the chosen C, the mean
@@ -47,7 +48,9 @@ def data_sets(quick):
 def peers(kind, Cs, cv):
     """name -> an unfitted estimator cross-validating ``Cs`` on ``cv``."""
     multiclass = {"multiclass": "multinomial"} if kind == "multinomial" else {}
-    found = {"GridSearchCV(L1LogisticOBA)": GridSearchCV(L1LogisticOBA(**multiclass),
+    found = {"L1LogisticOBACV(n_jobs=2)": L1LogisticOBACV(Cs=Cs, cv=cv, n_jobs=2,
+                                                          **multiclass),
+             "GridSearchCV(L1LogisticOBA)": GridSearchCV(L1LogisticOBA(**multiclass),
                                                          {"C": Cs}, cv=cv, scoring=SCORING)}
     for solver in ("liblinear", "saga") if kind == "binary" else ("saga",):
         found[f"LogisticRegressionCV({solver})"] = LogisticRegressionCV(
@@ -108,7 +111,8 @@ Every estimator cross-validates the same 10 values of C (`L1LogisticOBACV`'s def
 log-spaced on [C_min, 10⁴ C_min], C_min the smallest C with a nonzero coefficient) on the
 same 5 stratified folds (shuffled, seed 0), scores the held-out log loss, and refits the
 chosen C on all the data, each at its own defaults otherwise, one thread: `L1LogisticOBACV`
-(a warm-started OBA path per fold, `tol` 1e-8), `GridSearchCV` over `L1LogisticOBA` (a cold
+(a warm-started OBA path per fold, `tol` 1e-8; also with `n_jobs=2`, the folds' paths on
+two threads of the 2-core machine), `GridSearchCV` over `L1LogisticOBA` (a cold
 fit per fold and C), scikit-learn's `LogisticRegressionCV(l1_ratios=(1,))` with `liblinear`
 (binary only; it penalizes the intercept) and `saga` (`tol` 1e-4, `max_iter` 100). Time:
 wall seconds of the whole `fit` (median of 3 below 5 s); "× OBACV": its ratio to

@@ -56,8 +56,10 @@ class L1LogisticOBACV(L1LogisticOBA):
         As in :class:`L1LogisticOBA` (``class_weight="balanced"`` is computed on all the
         data, for every fold; ``sparse_coef`` also stores ``coefs_paths_`` sparse).
     n_jobs : int, default=None
-        Threads for the paths, one per fold and binary problem (the kernels release the
-        GIL), and for the refit as in :class:`L1LogisticOBA`. None means 1 unless in a
+        Threads for the paths, one per fold and binary problem, and for the refit as in
+        :class:`L1LogisticOBA`. The kernels release the GIL, the solver's Python steps
+        between them do not: threads pay when the solves are long (large X), and can make
+        many short ones slower than one thread. None means 1 unless in a
         :func:`joblib.parallel_backend` context, -1 all processors.
     refit : bool, default=True
         Refit the best (C, l1_ratio) on all the data. Without refit, the model is the mean
