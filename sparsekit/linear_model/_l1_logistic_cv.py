@@ -187,50 +187,32 @@ class L1LogisticOBACV(L1LogisticOBA):
             return coefs, n_iter, failed
         jobs = [delayed(path)(train, pos) for train, _ in folds for pos in problems]
         paths = Parallel(n_jobs=self.n_jobs, prefer="threads")(jobs)
-        n_folds, n_problems = len(folds), len(problems)
-        coefs = _stacked([path[0] for path in paths], n_folds, n_problems)
-        n_rows = 1 if classes.size == 2 else classes.size
-
-        def block(f, r, c):           # the (n_rows, n_features + fit_intercept) solution
-            if not sp.issparse(coefs):
-                return coefs[f, r, c]
-            start = ((f * l1_ratios.size + r) * Cs.size + c) * n_rows
-            return coefs[start:start + n_rows].toarray()
-        n_iter = np.stack([sum(paths[f * n_problems + p][1] for p in range(n_problems))
-                           for f in range(n_folds)])
-        failed = sum(path[2] for path in paths)
+        solutions = _FoldPaths([coefs for coefs, _, _ in paths], len(folds), len(problems),
+                               l1_ratios.size, Cs.size)
+        n_iter = np.stack([sum(n for _, n, _ in paths[f * len(problems):(f + 1) * len(problems)])
+                           for f in range(len(folds))])
+        failed = sum(failed for _, _, failed in paths)
         if failed:
             warnings.warn(f"OBA did not converge in {self.max_iter} iterations for {failed} "
-                          f"of the {n_iter.size * n_problems} solves of the folds' paths; "
+                          f"of the {n_iter.size * len(problems)} solves of the folds' paths; "
                           "increase max_iter.", ConvergenceWarning)
         scorer = _scorer(self.scoring, classes)
-        scores = np.empty(n_iter.shape)
-        for f, (_, test) in enumerate(folds):
-            for r in range(l1_ratios.size):
-                for c in range(Cs.size):
-                    model = self._fold_model(block(f, r, c), X.dtype, multinomial)
-                    scores[f, r, c] = scorer(model, X[test], y[test])
+        scores = np.array([[[scorer(self._fold_model(solutions.block(f, r, c), X.dtype,
+                                                     multinomial), X[test], y[test])
+                             for c in range(Cs.size)] for r in range(l1_ratios.size)]
+                           for f, (_, test) in enumerate(folds)])
         self.Cs_, self.l1_ratios_, self.scores_ = Cs, l1_ratios, scores
-        self.coefs_paths_, self.n_iter_ = coefs, n_iter
+        self.coefs_paths_, self.n_iter_ = solutions.stored, n_iter
         if self.refit:
             r, c = np.unravel_index(np.argmax(scores.mean(axis=0)), scores.shape[1:])
             task = self._begin_subtask(context, "refit", X_in, y)
-            start = np.mean([block(f, r, c) for f in range(n_folds)], axis=0)
+            start = np.mean([solutions.block(f, r, c) for f in range(len(folds))], axis=0)
             self._refit(X, y, sample_weight, Cs[c], l1_ratios[r], start, multinomial)
             self._end_subtask(task, X_in, y)
         else:
-            best = [np.unravel_index(np.argmax(s), s.shape) for s in scores]
-            self.C_ = float(np.mean([Cs[c] for _, c in best]))
-            self.l1_ratio_ = float(np.mean([l1_ratios[r] for r, _ in best]))
-            model = self._fold_model(np.mean([block(f, r, c) for f, (r, c) in enumerate(best)],
-                                             axis=0), X.dtype, multinomial)
-            for name in ("coef_", "intercept_", "_softmax"):
-                setattr(self, name, getattr(model, name))
-            n_rows = self.intercept_.size
-            self.optimality_ = self.duality_gap_ = np.full(n_rows, np.nan)
-            self.corrective_loops_ = [np.zeros(0, dtype=np.int64)] * n_rows
+            self._average_best(solutions, X.dtype, multinomial)
         self._say(f"C = {self.C_:.4g}, l1_ratio = {self.l1_ratio_:g}: mean held-out score "
-                  f"{scores.mean(axis=0).max():.6g} over {n_folds} folds")
+                  f"{scores.mean(axis=0).max():.6g} over {len(folds)} folds")
         self._end_fit_task(context, X_in, y, sample_weight)
         return self
 
@@ -263,6 +245,21 @@ class L1LogisticOBACV(L1LogisticOBA):
         model._softmax = multinomial
         return model
 
+    def _average_best(self, solutions, dtype, multinomial):
+        """Without refit: the model is the mean of the folds' solutions at each fold's best
+        grid point, C_ and l1_ratio_ the means of those points."""
+        best = [np.unravel_index(np.argmax(s), s.shape) for s in self.scores_]
+        self.C_ = float(np.mean([self.Cs_[c] for _, c in best]))
+        self.l1_ratio_ = float(np.mean([self.l1_ratios_[r] for r, _ in best]))
+        model = self._fold_model(np.mean([solutions.block(f, r, c)
+                                          for f, (r, c) in enumerate(best)], axis=0),
+                                 dtype, multinomial)
+        for name in ("coef_", "intercept_", "_softmax"):
+            setattr(self, name, getattr(model, name))
+        n_rows = self.intercept_.size
+        self.optimality_ = self.duality_gap_ = np.full(n_rows, np.nan)
+        self.corrective_loops_ = [np.zeros(0, dtype=np.int64)] * n_rows
+
     def _refit(self, X, y, sample_weight, C, l1_ratio, start, multinomial):
         """Fit the model at (C, l1_ratio) on all the data, started at ``start``."""
         self.C_, self.l1_ratio_ = float(C), float(l1_ratio)
@@ -290,19 +287,34 @@ def _scorer(scoring, classes):
     return check_scoring(L1LogisticOBA(), scoring=scoring)
 
 
-def _stacked(paths, n_folds, n_problems):
-    """The jobs' paths (fold-major, then problem) as ``coefs_paths_``: a (n_folds,
-    n_l1_ratios, n_Cs, n_rows, n_dof) array of the problems' rows side by side, or, from
-    CSR blocks, one CSR matrix whose rows run in that order."""
-    folds = [paths[f * n_problems:(f + 1) * n_problems] for f in range(n_folds)]
-    if not sp.issparse(paths[0]):
-        return np.stack([np.concatenate(fold, axis=2) for fold in folds])
-    stacked = []
-    for fold in folds:            # each problem's rows run (l1_ratio, C): interleave them
-        rows = fold[0].shape[0]
-        order = np.arange(n_problems * rows).reshape(n_problems, rows).T.ravel()
-        stacked.append(sp.vstack(fold, format="csr")[order])
-    return sp.vstack(stacked, format="csr")
+class _FoldPaths:
+    """The folds' solutions along the grid, from the jobs' paths (fold-major, then problem;
+    each a (n_l1_ratios, n_Cs, rows, n_dof) array, or a CSR matrix of those rows in that
+    order). ``stored`` is ``coefs_paths_``: a (n_folds, n_l1_ratios, n_Cs, n_rows, n_dof)
+    array with the problems' rows side by side, or one CSR matrix of its rows in order;
+    ``block(f, r, c)`` one solution as an (n_rows, n_dof) array."""
+
+    def __init__(self, paths, n_folds, n_problems, n_l1_ratios, n_Cs):
+        folds = [paths[f * n_problems:(f + 1) * n_problems] for f in range(n_folds)]
+        self._grid = (n_l1_ratios, n_Cs)
+        if not sp.issparse(paths[0]):
+            self.stored = np.stack([np.concatenate(fold, axis=2) for fold in folds])
+            self._rows = self.stored.shape[3]
+            return
+        stacked = []
+        for fold in folds:        # each problem's rows run (l1_ratio, C): interleave them
+            rows = fold[0].shape[0]
+            order = np.arange(n_problems * rows).reshape(n_problems, rows).T.ravel()
+            stacked.append(sp.vstack(fold, format="csr")[order])
+        self.stored = sp.vstack(stacked, format="csr")
+        self._rows = self.stored.shape[0] // (n_folds * n_l1_ratios * n_Cs)
+
+    def block(self, f, r, c):
+        if not sp.issparse(self.stored):
+            return self.stored[f, r, c]
+        n_l1_ratios, n_Cs = self._grid
+        start = ((f * n_l1_ratios + r) * n_Cs + c) * self._rows
+        return self.stored[start:start + self._rows].toarray()
 
 
 def _checked_l1_ratios(l1_ratios):
