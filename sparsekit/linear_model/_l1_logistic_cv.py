@@ -186,7 +186,7 @@ class L1LogisticOBACV(L1LogisticOBA):
             self._end_subtask(task, X_in, y)
             return coefs, n_iter, failed
         jobs = [delayed(path)(train, pos) for train, _ in folds for pos in problems]
-        paths = Parallel(n_jobs=self.n_jobs, prefer="threads")(jobs)
+        paths = Parallel(n_jobs=self.n_jobs, require="sharedmem")(jobs)   # threads, always
         solutions = _FoldPaths([coefs for coefs, _, _ in paths], len(folds), len(problems),
                                l1_ratios.size, Cs.size)
         n_iter = np.stack([sum(n for _, n, _ in paths[f * len(problems):(f + 1) * len(problems)])
