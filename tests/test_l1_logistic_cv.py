@@ -174,6 +174,13 @@ def test_errors_are_clear():
     np.testing.assert_array_equal(est.coef_, coef)
 
 
+def test_a_dask_array_is_refused_with_what_to_use_instead():
+    da = pytest.importorskip("dask.array")
+    X, y = _data(2)
+    with pytest.raises(TypeError, match="fits NumPy or SciPy input; for a dask array"):
+        L1LogisticOBACV().fit(da.from_array(X, chunks=40), y)
+
+
 def test_too_few_iterations_warn():
     X, y = _data(2, seed=8)
     with pytest.warns(ConvergenceWarning, match="did not converge in 1 iterations for"):
