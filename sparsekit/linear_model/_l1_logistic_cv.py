@@ -9,7 +9,7 @@ import scipy.sparse as sp
 from joblib import Parallel, delayed
 from sklearn.callback import with_callbacks
 from sklearn.exceptions import ConvergenceWarning
-from sklearn.metrics import check_scoring, get_scorer_names, log_loss, make_scorer
+from sklearn.metrics import check_scoring, get_scorer_names
 from sklearn.model_selection import check_cv
 from sklearn.utils._param_validation import Interval, StrOptions
 
@@ -279,12 +279,20 @@ class L1LogisticOBACV(L1LogisticOBA):
 
 
 def _scorer(scoring, classes):
-    """scikit-learn's scorer for ``scoring``; the log loss told every class, so that a
-    held-out fold without some class is scored rather than refused."""
-    if scoring == "neg_log_loss":
-        return make_scorer(log_loss, greater_is_better=False, response_method="predict_proba",
-                           labels=classes)
-    return check_scoring(L1LogisticOBA(), scoring=scoring)
+    """scikit-learn's scorer for ``scoring``; for the log loss, its value computed here from
+    ``predict_log_proba`` (the probabilities clipped to [eps, 1 − eps], as scikit-learn
+    does), without the label checks that cost more than the scoring on every grid point,
+    and for every class, so that a held-out fold without some class is scored rather than
+    refused."""
+    if scoring != "neg_log_loss":
+        return check_scoring(L1LogisticOBA(), scoring=scoring)
+
+    def neg_log_loss(model, X, y):
+        log_proba = model.predict_log_proba(X)
+        eps = np.finfo(log_proba.dtype).eps
+        picked = log_proba[np.arange(len(y)), np.searchsorted(classes, y)]
+        return float(np.mean(np.clip(picked.astype(np.float64), np.log(eps), np.log1p(-eps))))
+    return neg_log_loss
 
 
 class _FoldPaths:
