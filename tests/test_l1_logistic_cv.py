@@ -181,6 +181,17 @@ def test_a_dask_array_is_refused_with_what_to_use_instead():
         L1LogisticOBACV().fit(da.from_array(X, chunks=40), y)
 
 
+def test_verbose_prints_a_line_per_path_and_the_choice(capsys):
+    X, y = _data(3, seed=10)
+    L1LogisticOBACV(Cs=3, cv=2, verbose=1).fit(X, y)
+    lines = [line for line in capsys.readouterr().out.splitlines()
+             if line.startswith("[L1LogisticOBACV]")]
+    assert sum("fold " in line and "3 solves" in line for line in lines) == 6   # 2 folds x 3
+    assert "fold 2/2, class 2: 3 solves" in "\n".join(lines)
+    assert lines[-1].startswith("[L1LogisticOBACV] C = ")
+    assert lines[-1].endswith("refit on all the data")
+
+
 def test_too_few_iterations_warn():
     X, y = _data(2, seed=8)
     with pytest.warns(ConvergenceWarning, match="did not converge in 1 iterations for"):

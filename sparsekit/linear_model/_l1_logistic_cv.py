@@ -2,6 +2,7 @@
 :class:`~sparsekit.L1LogisticOBA` chosen on warm-started regularization paths, one per
 training fold, as scikit-learn's ``LogisticRegressionCV`` does for its solvers."""
 import numbers
+import time
 import warnings
 
 import numpy as np
@@ -176,16 +177,22 @@ class L1LogisticOBACV(L1LogisticOBA):
         context = self._begin_fit_task(X_in, y, len(folds) * len(problems) + self.refit,
                                        sample_weight)
 
-        def path(train, pos):
+        def path(k, train, pos):
             task = self._begin_subtask(context, "fold path", X_in, y)
+            start = time.perf_counter()
             coefs, n_iter, failed = _fold_path(rows, codes, weights, train, pos, classes.size,
                                                Cs, l1_ratios, self.fit_intercept, self.tol,
                                                self.max_iter)
             if self.sparse_coef:         # (l1_ratio, C, row) rows, nonzeros only
                 coefs = sp.csr_matrix(coefs.reshape(-1, coefs.shape[-1]))
+            problem = ("" if pos is None or classes.size == 2
+                       else f", class {np.asarray(classes[pos]).tolist()!r}")
+            self._say(f"fold {k + 1}/{len(folds)}{problem}: {n_iter.size} solves, "
+                      f"{int(n_iter.sum())} OBA iterations, {time.perf_counter() - start:.2f} s")
             self._end_subtask(task, X_in, y)
             return coefs, n_iter, failed
-        jobs = [delayed(path)(train, pos) for train, _ in folds for pos in problems]
+        jobs = [delayed(path)(k, train, pos) for k, (train, _) in enumerate(folds)
+                for pos in problems]
         paths = Parallel(n_jobs=self.n_jobs, require="sharedmem")(jobs)   # threads, always
         solutions = _FoldPaths([coefs for coefs, _, _ in paths], len(folds), len(problems),
                                l1_ratios.size, Cs.size)
@@ -203,16 +210,19 @@ class L1LogisticOBACV(L1LogisticOBA):
                            for f, (_, test) in enumerate(folds)])
         self.Cs_, self.l1_ratios_, self.scores_ = Cs, l1_ratios, scores
         self.coefs_paths_, self.n_iter_ = solutions.stored, n_iter
+        best = f"mean held-out score {scores.mean(axis=0).max():.6g} over {len(folds)} folds"
         if self.refit:
             r, c = np.unravel_index(np.argmax(scores.mean(axis=0)), scores.shape[1:])
+            self._say(f"C = {Cs[c]:.4g}, l1_ratio = {l1_ratios[r]:g}: {best}; refit on all "
+                      "the data")
             task = self._begin_subtask(context, "refit", X_in, y)
             start = np.mean([solutions.block(f, r, c) for f in range(len(folds))], axis=0)
             self._refit(X, y, sample_weight, Cs[c], l1_ratios[r], start, multinomial)
             self._end_subtask(task, X_in, y)
         else:
             self._average_best(solutions, X.dtype, multinomial)
-        self._say(f"C = {self.C_:.4g}, l1_ratio = {self.l1_ratio_:g}: mean held-out score "
-                  f"{scores.mean(axis=0).max():.6g} over {len(folds)} folds")
+            self._say(f"C = {self.C_:.4g}, l1_ratio = {self.l1_ratio_:g} (the folds' best "
+                      f"points averaged): {best}")
         self._end_fit_task(context, X_in, y, sample_weight)
         return self
 
