@@ -55,7 +55,8 @@ class L1LogisticOBACV(L1LogisticOBA):
         sparser model.
     tol, max_iter, fit_intercept, class_weight, verbose, sparse_coef, multiclass
         As in :class:`L1LogisticOBA` (``class_weight="balanced"`` is computed on all the
-        data, for every fold; ``sparse_coef`` also stores ``coefs_paths_`` sparse).
+        data, for every fold; ``sparse_coef`` also stores ``coefs_paths_`` sparse;
+        ``verbose`` ≥ 1 also prints a line per fold path and the choice).
     n_jobs : int, default=None
         Threads for the paths, one per fold and binary problem, and for the refit as in
         :class:`L1LogisticOBA`. The kernels release the GIL, the solver's Python steps
