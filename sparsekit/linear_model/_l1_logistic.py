@@ -111,15 +111,16 @@ def _multinomial_model(datafit, x):
     return W.T.copy(), b - b.mean()   # a constant added to b changes no probability
 
 
-def _binary_block(pos, fit_intercept, X, codes, sample_weight):
-    """The binary datafit of class index ``pos`` against the rest on one row partition."""
+def _binary_block(pos, fit_intercept, X, codes, sample_weight, X_csr=None):
+    """The binary datafit of class index ``pos`` against the rest (on the data, or on one
+    row partition of it); ``X_csr`` a CSR copy of X shared by several problems."""
     return Logistic(X, np.where(codes == pos, 1.0, -1.0), sample_weight=sample_weight,
-                    fit_intercept=fit_intercept)
+                    fit_intercept=fit_intercept, X_csr=X_csr)
 
 
-def _multinomial_block(n_classes, fit_intercept, X, codes, sample_weight):
-    """The multinomial datafit on one row partition."""
-    return Multinomial(X, codes, n_classes, sample_weight=sample_weight,
+def _multinomial_block(n_classes, fit_intercept, X, codes, sample_weight, n_threads=1):
+    """The multinomial datafit (on the data, or on one row partition of it)."""
+    return Multinomial(X, codes, n_classes, sample_weight=sample_weight, n_threads=n_threads,
                        fit_intercept=fit_intercept)
 
 
@@ -444,12 +445,9 @@ class L1LogisticOBA(LinearClassifierMixin, SparseCoefMixin, SparsekitClassifier)
 
             def datafit(pos):
                 if pos is None:
-                    return Multinomial(X, codes, classes.size, sample_weight=sample_weight,
-                                       fit_intercept=self.fit_intercept,
-                                       n_threads=effective_n_jobs(self.n_jobs))
-                return Logistic(X, np.where(codes == pos, 1.0, -1.0),
-                                sample_weight=sample_weight, fit_intercept=self.fit_intercept,
-                                X_csr=X_csr)
+                    return _multinomial_block(classes.size, self.fit_intercept, X, codes,
+                                              sample_weight, effective_n_jobs(self.n_jobs))
+                return _binary_block(pos, self.fit_intercept, X, codes, sample_weight, X_csr)
         multinomial = self.multiclass == "multinomial" and classes.size > 2
         problems = (["the multinomial problem"] if multinomial
                     else [classes[1]] if classes.size == 2 else list(classes))
@@ -731,21 +729,13 @@ def l1_logistic_path(X, y, Cs=10, *, pos_class=None, fit_intercept=True, tol=1e-
         raise ValueError(f"pos_class {pos_class!r} is not a label of y")
     sample_weight, mean_weight = _unit_mean_weights(sample_weight)
     X, X_csr = _layouts(X)
+    codes = np.searchsorted(classes, y)
     if multinomial:
-        datafit = Multinomial(X, np.searchsorted(classes, y), classes.size,
-                              sample_weight=sample_weight, fit_intercept=fit_intercept)
+        datafit = _multinomial_block(classes.size, fit_intercept, X, codes, sample_weight)
     else:
-        datafit = Logistic(X, np.where(y == pos_class, 1.0, -1.0),
-                           sample_weight=sample_weight, fit_intercept=fit_intercept,
-                           X_csr=X_csr)
-    if isinstance(Cs, bool) or isinstance(Cs, numbers.Integral) and Cs < 1:
-        raise ValueError(f"Cs must be a number of C values (>= 1) or an array of them, got {Cs!r}")
-    if isinstance(Cs, numbers.Integral):
-        c_min = l1_ratio * _smallest_active_C(datafit) / mean_weight
-        Cs = np.logspace(np.log10(c_min), np.log10(c_min) + 4, Cs)
-    Cs = np.asarray(Cs, dtype=np.float64).ravel()
-    if Cs.size == 0 or np.any(~np.isfinite(Cs)) or np.any(Cs <= 0):
-        raise ValueError("Cs must be positive and finite")
+        datafit = _binary_block(np.searchsorted(classes, pos_class), fit_intercept, X, codes,
+                                sample_weight, X_csr)
+    Cs = _C_values(Cs, lambda: (l1_ratio * _smallest_active_C(datafit) / mean_weight,) * 2)
     width = X.shape[1] + fit_intercept
     coefs = np.empty((Cs.size, classes.size, width) if multinomial else (Cs.size, width))
     n_iter = np.empty(Cs.size, dtype=np.int32)
@@ -778,6 +768,20 @@ def _path_coef(datafit, x, multinomial):
         return x
     coef, intercept = _multinomial_model(datafit, x)
     return np.hstack([coef, intercept[:, None]]) if datafit.fit_intercept else coef
+
+
+def _C_values(Cs, span):
+    """``Cs`` as an array of positive C values; an integer ``Cs`` is that many log-spaced on
+    [lo, 10⁴ hi], ``(lo, hi) = span()`` (computed only then)."""
+    if isinstance(Cs, bool) or isinstance(Cs, numbers.Integral) and Cs < 1:
+        raise ValueError(f"Cs must be a number of C values (>= 1) or an array of them, got {Cs!r}")
+    if isinstance(Cs, numbers.Integral):
+        lo, hi = span()
+        Cs = np.logspace(np.log10(lo), np.log10(hi) + 4, Cs)
+    Cs = np.asarray(Cs, dtype=np.float64).ravel()
+    if Cs.size == 0 or np.any(~np.isfinite(Cs)) or np.any(Cs <= 0):
+        raise ValueError(f"Cs must be positive and finite, got {Cs!r}")
+    return Cs
 
 
 def _smallest_active_C(datafit):

@@ -17,11 +17,11 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sparsekit.gpu.datafits import is_device_matrix
 from sparsekit.linear_model._base import unchanged_on_error
 from sparsekit.linear_model._dask_input import is_dask_collection
-from sparsekit.linear_model._l1_logistic import (L1LogisticOBA, _check_fit_data, _layouts,
-                                                 _path_coef, _smallest_active_C,
-                                                 _unit_mean_weights, _warm_path)
-from sparsekit.losses._logistic_datafit import Logistic
-from sparsekit.losses._multinomial_datafit import Multinomial
+from sparsekit.linear_model._l1_logistic import (L1LogisticOBA, _binary_block, _C_values,
+                                                 _check_fit_data, _layouts,
+                                                 _multinomial_block, _path_coef,
+                                                 _smallest_active_C, _unit_mean_weights,
+                                                 _warm_path)
 
 
 class L1LogisticOBACV(L1LogisticOBA):
@@ -205,10 +205,12 @@ class L1LogisticOBACV(L1LogisticOBA):
                           f"of the {n_iter.size * len(problems)} solves of the folds' paths; "
                           "increase max_iter.", ConvergenceWarning)
         scorer = _scorer(self.scoring, classes)
-        scores = np.array([[[scorer(self._fold_model(solutions.block(f, r, c), X.dtype,
-                                                     multinomial), X[test], y[test])
-                             for c in range(Cs.size)] for r in range(l1_ratios.size)]
-                           for f, (_, test) in enumerate(folds)])
+        scores = np.empty(n_iter.shape)
+        for f, (_, test) in enumerate(folds):
+            X_test, y_test = X[test], y[test]        # sliced once per fold
+            for r, c in np.ndindex(scores.shape[1:]):
+                model = self._fold_model(solutions.block(f, r, c), X.dtype, multinomial)
+                scores[f, r, c] = scorer(model, X_test, y_test)
         self.Cs_, self.l1_ratios_, self.scores_ = Cs, l1_ratios, scores
         self.coefs_paths_, self.n_iter_ = solutions.stored, n_iter
         best = f"mean held-out score {scores.mean(axis=0).max():.6g} over {len(folds)} folds"
@@ -229,18 +231,14 @@ class L1LogisticOBACV(L1LogisticOBA):
 
     def _grid(self, rows, codes, weights, problems, l1_ratios):
         """The C values to cross-validate, increasing (see ``Cs``)."""
-        if not isinstance(self.Cs, numbers.Integral):
-            Cs = np.asarray(self.Cs, dtype=np.float64).ravel()
-            if Cs.size == 0 or not np.all(np.isfinite(Cs) & (Cs > 0)):
-                raise ValueError(f"Cs must be positive and finite, got {self.Cs!r}")
-            return np.unique(Cs)
-        sample_weight, mean = _unit_mean_weights(weights)
-        X, X_csr = _layouts(rows, len(problems))
-        c_min = min(_smallest_active_C(_datafit(X, X_csr, codes, sample_weight, pos,
-                                                self.classes_.size, self.fit_intercept))
-                    for pos in problems) / mean
-        return np.logspace(np.log10(c_min * l1_ratios.min()),
-                           np.log10(c_min * l1_ratios.max()) + 4, self.Cs)
+        def span():
+            sample_weight, mean = _unit_mean_weights(weights)
+            X, X_csr = _layouts(rows, len(problems))
+            c_min = min(_smallest_active_C(_datafit(X, X_csr, codes, sample_weight, pos,
+                                                    self.classes_.size, self.fit_intercept))
+                        for pos in problems) / mean
+            return c_min * l1_ratios.min(), c_min * l1_ratios.max()
+        return np.unique(_C_values(self.Cs, span))
 
     def _fold_model(self, block, dtype, multinomial):
         """An :class:`L1LogisticOBA` holding the path's solution ``block`` (its rows'
@@ -358,10 +356,8 @@ def _datafit(X, X_csr, codes, sample_weight, pos, n_classes, fit_intercept):
     """The datafit of class index ``pos`` against the rest, or (``pos`` None) the
     multinomial one."""
     if pos is None:
-        return Multinomial(X, codes, n_classes, sample_weight=sample_weight,
-                           fit_intercept=fit_intercept)
-    return Logistic(X, np.where(codes == pos, 1.0, -1.0), sample_weight=sample_weight,
-                    fit_intercept=fit_intercept, X_csr=X_csr)
+        return _multinomial_block(n_classes, fit_intercept, X, codes, sample_weight)
+    return _binary_block(pos, fit_intercept, X, codes, sample_weight, X_csr)
 
 
 def _fold_path(rows, codes, weights, train, pos, n_classes, Cs, l1_ratios, fit_intercept,
