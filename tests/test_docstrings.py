@@ -68,6 +68,31 @@ def test_public_name_has_an_example_that_runs(qualname):
     assert runner.summarize(verbose=False).failed == 0, "".join(report)
 
 
+#: numpydoc checks every public function and method passes: each parameter documented, in
+#: the signature's order, with a type and a description, and a Returns section
+NUMPYDOC_CHECKS = {"PR01", "PR02", "PR03", "PR04", "PR07", "PR10", "RT01"}
+
+
+def _public_methods():
+    """``module.Class.method`` of the public methods sparsekit defines on public classes
+    (not those inherited from scikit-learn, whose docstrings are its own)."""
+    names = []
+    for qualname, obj in PUBLIC.items():
+        if inspect.isclass(obj):
+            for name, member in inspect.getmembers(obj, inspect.isfunction):
+                if not name.startswith("_") and member.__module__.startswith("sparsekit"):
+                    names.append(f"{qualname}.{name}")
+    return names
+
+
+@pytest.mark.parametrize("qualname", sorted(PUBLIC) + sorted(_public_methods()))
+def test_public_name_documents_its_parameters_and_returns(qualname):
+    validate = pytest.importorskip("numpydoc.validate").validate
+    errors = [f"{code}: {message}" for code, message in validate(qualname)["errors"]
+              if code in NUMPYDOC_CHECKS]
+    assert not errors, "\n".join(errors)
+
+
 def test_the_package_cites_no_internal_file():
     """Docstrings, comments and messages cite papers, never our notes or labels: every
     source of the package (Python, Cython, CUDA) and the gallery's examples."""

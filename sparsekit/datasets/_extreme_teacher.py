@@ -44,6 +44,7 @@ def make_extreme_softmax_teacher(n_samples, n_features, n_classes, nnz_per_row,
         Also return the teacher.
     dtype : {np.float64, np.float32}, default=np.float64
     random_state : int, RandomState instance or None, default=None
+        Seed of the generator, for reproducible output across calls.
 
     Returns
     -------

@@ -37,6 +37,9 @@ def load_libsvm(name_or_path, n_features=None, data_home=None, dtype=np.float64,
         then an error, never a silent shift of every column. ``True`` reads zero-based
         files; ``"auto"`` guesses as :func:`sklearn.datasets.load_svmlight_file` does
         (zero-based as soon as one index is 0).
+    multilabel : bool, default=False
+        Read a multi-label file, whose rows start with comma-separated labels
+        (``0,4 1:0.64 ...``; an empty label list is allowed).
 
     Returns
     -------

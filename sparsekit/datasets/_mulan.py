@@ -63,10 +63,10 @@ def load_mulan(name, subset=None, data_home=None):
 
     Returns
     -------
-    X : ndarray of shape (n_samples, n_features), float64, or CSR for the sparse ARFF
-        sets (bibtex, delicious).
-    Y : ndarray of shape (n_samples, n_labels), int64 0/1, or CSR (int64) for the sparse
-        sets.
+    X : ndarray of shape (n_samples, n_features) or csr_matrix
+        The features in float64; CSR for the sparse ARFF sets (bibtex, delicious).
+    Y : ndarray of shape (n_samples, n_labels) or csr_matrix
+        The label indicators, int64 0/1; CSR (int64) for the sparse sets.
 
     Examples
     --------

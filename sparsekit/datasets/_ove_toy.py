@@ -37,6 +37,7 @@ def make_ove_toy(kind="T1", n_samples=None, n_classes=None, *, return_params=Fal
     return_params : bool, default=False
         Also return the generating parameters.
     random_state : int, RandomState instance or None, default=None
+        Seed of the generator, for reproducible output across calls.
 
     Returns
     -------

@@ -2,8 +2,17 @@
 
 
 def is_cupy_array(x):
-    """True when ``x`` is a CuPy array (checked by type, without importing CuPy; not
-    cupyx's sparse matrices).
+    """Whether ``x`` is a CuPy array, checked by type without importing CuPy.
+
+    Parameters
+    ----------
+    x : object
+        Anything.
+
+    Returns
+    -------
+    bool
+        True for a ``cupy.ndarray`` (not for cupyx's sparse matrices).
 
     Examples
     --------
@@ -17,6 +26,11 @@ def is_cupy_array(x):
 
 def require_cupy():
     """Return the ``cupy`` module, or raise a clear error.
+
+    Returns
+    -------
+    module
+        ``cupy``, with a usable CUDA device and NVRTC.
 
     Raises
     ------

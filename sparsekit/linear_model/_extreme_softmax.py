@@ -152,6 +152,8 @@ class ExtremeSoftmaxSGD(SparsekitClassifier):
     alpha : float, default=0.0
         Ridge strength on the weights (and the intercept, which is a constant feature).
     fit_intercept : bool, default=True
+        Learn a per-class intercept, as the weight of a constant feature 1 (``alpha``
+        applies to it too).
     u_init : {"log_k", "zero", "exact"}, default="log_k"
         Initial u_i: log K (= u_i*(0), Algorithm 1), 0 (the authors' code), or the exact
         u_i*(W) of the current weights (costs one full scoring pass).
@@ -780,6 +782,8 @@ class ExtremeSoftmaxSGD(SparsekitClassifier):
         Parameters
         ----------
         X : {array-like, sparse matrix} of shape (n_samples, n_features)
+            Dense or CSR/CSC, float32 or float64 (the weights follow its dtype), or a CuPy
+            array / cupyx sparse matrix with ``device="cuda"``.
         y : array-like of shape (n_samples,)
             Class labels (multi-label targets: see ``multilabel``).
         sample_weight : array-like of shape (n_samples,), default=None
@@ -787,7 +791,8 @@ class ExtremeSoftmaxSGD(SparsekitClassifier):
 
         Returns
         -------
-        self
+        self : ExtremeSoftmaxSGD
+            The fitted estimator.
         """
         self._validate_params()
         self._check_method_params()
@@ -876,13 +881,19 @@ class ExtremeSoftmaxSGD(SparsekitClassifier):
         Parameters
         ----------
         X : {array-like, sparse matrix} of shape (n_samples, n_features)
+            The chunk's rows (as in :meth:`fit`).
         y : array-like of shape (n_samples,)
+            The chunk's class labels, all among the declared classes.
         classes : array-like of shape (n_classes,), default=None
+            Every class the model will know: required on the first call; a later call may
+            declare a superset.
         sample_weight : array-like of shape (n_samples,), default=None
+            Per-example multiplier of the data term (and of its step).
 
         Returns
         -------
-        self
+        self : ExtremeSoftmaxSGD
+            The updated estimator.
         """
         first = not hasattr(self, "classes_")
         self._validate_params()  # every call: set_params may change them between chunks
@@ -1000,10 +1011,15 @@ class ExtremeSoftmaxSGD(SparsekitClassifier):
     def decision_function(self, X):
         """Class scores ``X @ coef_.T + intercept_``; for two classes, score(1) - score(0).
 
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+            Dense or CSR/CSC, or a CuPy array / cupyx sparse matrix.
+
         Returns
         -------
         scores : ndarray of shape (n_samples, n_classes) or (n_samples,)
-            float32 when X and the model are float32, else float64.
+            In float32 when X and the model are float32, else float64.
         """
         S = (self._on_device(X, "scores") if is_device_matrix(X)
              else self._row_map(X, lambda S: S))
@@ -1012,10 +1028,15 @@ class ExtremeSoftmaxSGD(SparsekitClassifier):
     def predict_log_proba(self, X):
         """Exact log-softmax of the scores (computed in log space, in float64).
 
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+            Dense or CSR/CSC, or a CuPy array / cupyx sparse matrix.
+
         Returns
         -------
         log_proba : ndarray of shape (n_samples, n_classes)
-            float32 when X and the model are float32, else float64.
+            In float32 when X and the model are float32, else float64.
         """
         if is_device_matrix(X):
             return self._on_device(X, "log_proba")
@@ -1024,18 +1045,33 @@ class ExtremeSoftmaxSGD(SparsekitClassifier):
     def predict_proba(self, X):
         """Exact softmax probabilities (computed in log space, in float64).
 
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+            Dense or CSR/CSC, or a CuPy array / cupyx sparse matrix.
+
         Returns
         -------
         proba : ndarray of shape (n_samples, n_classes)
-            float32 when X and the model are float32, else float64.
+            In float32 when X and the model are float32, else float64.
         """
         if is_device_matrix(X):
             return self._on_device(X, "proba")
         return self._row_map(X, lambda S: np.exp(_log_softmax(S)))
 
     def predict(self, X):
-        """Most probable class of each example (a CuPy array for CuPy X and numeric
-        classes)."""
+        """Most probable class of each example.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+            Dense or CSR/CSC, or a CuPy array / cupyx sparse matrix.
+
+        Returns
+        -------
+        labels : ndarray of shape (n_samples,)
+            Elements of ``classes_`` (a CuPy array for CuPy X and numeric classes).
+        """
         if is_device_matrix(X):
             return self._on_device(X, "labels")
         best = self._row_reduce(X, lambda S: np.argmax(S, axis=1))
@@ -1044,9 +1080,17 @@ class ExtremeSoftmaxSGD(SparsekitClassifier):
     def predict_topk(self, X, k=5):
         """The ``k`` highest-scoring classes of each example, best first.
 
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+            Dense or CSR/CSC, or a CuPy array / cupyx sparse matrix.
+        k : int, default=5
+            How many classes per example, at most ``n_classes``.
+
         Returns
         -------
         labels : ndarray of shape (n_samples, k)
+            Elements of ``classes_``; ties broken toward the lower class index.
         """
         check_is_fitted(self)
         if not isinstance(k, Integral) or isinstance(k, bool) or not 1 <= k <= len(
@@ -1069,6 +1113,23 @@ class ExtremeSoftmaxSGD(SparsekitClassifier):
 
 
     def precision_at_k(self, X, y_true, k=5):
-        """Mean precision@k of ``predict_topk(X, k)`` against single or multiple labels."""
+        """Mean precision@k of ``predict_topk(X, k)`` against single or multiple labels.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+            Dense or CSR/CSC, or a CuPy array / cupyx sparse matrix.
+        y_true : array-like of shape (n_samples,), sequence of label sets, or indicator
+            The true label of each example, a set of labels per example, or an (n_samples,
+            L) indicator matrix (see :func:`sparsekit.metrics.precision_at_k`).
+        k : int, default=5
+            How many predicted classes per example.
+
+        Returns
+        -------
+        precision : float
+            The fraction of the ``k`` predicted classes that are true labels, averaged over
+            the examples.
+        """
         top = self.predict_topk(X, k)
         return precision_at_k(y_true, top.get() if is_device_matrix(top) else top)

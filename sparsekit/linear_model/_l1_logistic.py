@@ -235,7 +235,7 @@ def _check_fit_data(estimator, X, y, sample_weight, reset=True):
 
 
 class L1LogisticOBA(LinearClassifierMixin, SparseCoefMixin, SparsekitClassifier):
-    """ℓ1-regularized logistic regression by OBA, the orthant-based second-order method.
+    """Logistic regression with an ℓ1 (or elastic-net) penalty by OBA, a second-order method.
 
     Minimizes ‖w‖₁ + C Σᵢ sᵢ log(1 + exp(−yᵢ(wᵀxᵢ + b))) with the intercept b free and
     unpenalized: LIBLINEAR's ``-s 6 -B 1 -R`` objective, and its ``-s 6`` with
@@ -385,8 +385,25 @@ class L1LogisticOBA(LinearClassifierMixin, SparseCoefMixin, SparsekitClassifier)
     @unchanged_on_error
     @with_callbacks
     def fit(self, X, y, sample_weight=None):
-        """Fit the model on X (dense or CSR/CSC, float32/float64, a dask array of such row
-        blocks, or a CuPy array / cupyx sparse matrix) and labels y."""
+        """Fit the model on X and labels y.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+            Dense or CSR/CSC, float32 or float64 (``coef_`` follows its dtype); a dask
+            array of such row blocks (fit on the workers of the default
+            ``distributed.Client``); or, with ``device="cuda"``, a CuPy array / cupyx sparse
+            matrix.
+        y : array-like of shape (n_samples,)
+            Class labels (two or more classes).
+        sample_weight : array-like of shape (n_samples,), default=None
+            Non-negative weights of the rows' loss terms (multiplied by ``class_weight``).
+
+        Returns
+        -------
+        self : L1LogisticOBA
+            The fitted estimator.
+        """
         self._validate_params()
         X_in = X
         on_device = fit_device(self.device, X)
@@ -605,8 +622,19 @@ class L1LogisticOBA(LinearClassifierMixin, SparseCoefMixin, SparsekitClassifier)
         return coef.copy()
 
     def decision_function(self, X):
-        """Signed margins X wᵀ + b: shape (n_samples,) for binary, (n_samples, n_classes) else
-        (a CuPy array for CuPy X)."""
+        """Signed margins X wᵀ + b of the rows of X.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+            Dense or CSR/CSC, or a CuPy array / cupyx sparse matrix.
+
+        Returns
+        -------
+        scores : ndarray of shape (n_samples,) or (n_samples, n_classes)
+            The positive class' margin for two classes, one column per class otherwise;
+            float32 when both X and the model are (a CuPy array for CuPy X).
+        """
         check_is_fitted(self)
         if is_device_matrix(X):
             scores = device_scores(X, self.coef_, self.intercept_)
@@ -628,7 +656,18 @@ class L1LogisticOBA(LinearClassifierMixin, SparseCoefMixin, SparsekitClassifier)
         return scores.ravel() if scores.shape[1] == 1 else scores
 
     def predict(self, X):
-        """Class labels (a CuPy array for CuPy X when the labels are numbers)."""
+        """Predicted class of each row of X (the largest margin).
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+            Dense or CSR/CSC, or a CuPy array / cupyx sparse matrix.
+
+        Returns
+        -------
+        labels : ndarray of shape (n_samples,)
+            Elements of ``classes_`` (a CuPy array for CuPy X when the labels are numbers).
+        """
         if not is_device_matrix(X):
             return super().predict(X)
         scores = self.decision_function(X)
@@ -638,14 +677,41 @@ class L1LogisticOBA(LinearClassifierMixin, SparseCoefMixin, SparsekitClassifier)
         return self.classes_[best.get()]
 
     def predict_proba(self, X):
-        """Class probabilities: σ(margin) for binary, the softmax of the scores for a
-        multinomial model, normalized one-vs-rest σ's otherwise."""
+        """Class probabilities of the rows of X.
+
+        σ(margin) for two classes, the softmax of the scores for a multinomial model, the
+        one-vs-rest σ's normalized to sum to 1 otherwise (as scikit-learn's one-vs-rest
+        ``LogisticRegression``).
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+            Dense or CSR/CSC, or a CuPy array / cupyx sparse matrix.
+
+        Returns
+        -------
+        proba : ndarray of shape (n_samples, n_classes)
+            Columns in the order of ``classes_``; rows sum to 1.
+        """
         log_proba = self.predict_log_proba(X)
         return _namespace(log_proba).exp(log_proba)
 
     def predict_log_proba(self, X):
-        """Logarithm of :meth:`predict_proba`, computed in log space (finite for any margin):
-        log σ(z) = −log(1 + e^{−z}) per class, normalized by a log-sum-exp over the classes."""
+        """Logarithm of :meth:`predict_proba`, computed in log space.
+
+        log σ(z) = −log(1 + e^{−z}) per class, normalized by a log-sum-exp over the
+        classes: finite for any margin, where the log of a rounded probability is −inf.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+            Dense or CSR/CSC, or a CuPy array / cupyx sparse matrix.
+
+        Returns
+        -------
+        log_proba : ndarray of shape (n_samples, n_classes)
+            Columns in the order of ``classes_``.
+        """
         scores = self.decision_function(X)
         xp = _namespace(scores)                       # NumPy, or CuPy for CuPy X
         dtype = scores.dtype                          # float32 for a float32 model and X
@@ -680,7 +746,17 @@ def l1_logistic_path(X, y, Cs=10, *, pos_class=None, fit_intercept=True, tol=1e-
         C_min = l1_ratio/‖Xᵀ∇ℓ(0)‖_∞ is the smallest C giving a nonzero w).
     pos_class : label, optional
         The positive class (default: the larger of two labels).
-    fit_intercept, tol, max_iter, sample_weight, multiclass, l1_ratio
+    fit_intercept : bool, default=True
+        As in :class:`L1LogisticOBA`.
+    tol : float, default=1e-8
+        As in :class:`L1LogisticOBA`, for each C.
+    max_iter : int, default=500
+        As in :class:`L1LogisticOBA`, for each C.
+    sample_weight : array-like of shape (n_samples,), default=None
+        Non-negative weights of the rows' loss terms.
+    multiclass : {"ovr", "multinomial"}, default="ovr"
+        As in :class:`L1LogisticOBA`.
+    l1_ratio : float in (0, 1], default=1.0
         As in :class:`L1LogisticOBA`.
 
     Returns
@@ -690,6 +766,7 @@ def l1_logistic_path(X, y, Cs=10, *, pos_class=None, fit_intercept=True, tol=1e-
         Solutions in the order of ``Cs`` (the intercept last); one row per class for the
         multinomial model.
     Cs : ndarray of shape (n_Cs,)
+        The C values, increasing.
     n_iter : ndarray of shape (n_Cs,)
         OBA iterations per C.
 

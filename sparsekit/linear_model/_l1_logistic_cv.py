@@ -25,7 +25,7 @@ from sparsekit.linear_model._l1_logistic import (L1LogisticOBA, _binary_block, _
 
 
 class L1LogisticOBACV(L1LogisticOBA):
-    """ℓ1-regularized logistic regression with C chosen by cross-validation.
+    """Logistic regression with an ℓ1 (or elastic-net) penalty, C chosen by cross-validation.
 
     For each training fold, :class:`L1LogisticOBA`'s problem is solved along the whole grid
     of ``Cs``, from the smallest C up, each solve started at the previous solution (the
@@ -53,20 +53,32 @@ class L1LogisticOBACV(L1LogisticOBA):
         loss of ``predict_proba``, a proper scoring rule (scikit-learn's
         ``LogisticRegressionCV`` moves to it in version 1.11). Ties go to the smaller C, the
         sparser model.
-    tol, max_iter, fit_intercept, class_weight, verbose, sparse_coef, multiclass
-        As in :class:`L1LogisticOBA` (``class_weight="balanced"`` is computed on all the
-        data, for every fold; ``sparse_coef`` also stores ``coefs_paths_`` sparse;
-        ``verbose`` ≥ 1 also prints a line per fold path and the choice).
+    tol : float, default=1e-8
+        As in :class:`L1LogisticOBA`, for each solve of a path and for the refit.
+    max_iter : int, default=500
+        As in :class:`L1LogisticOBA`, for each solve.
+    fit_intercept : bool, default=True
+        As in :class:`L1LogisticOBA`.
+    class_weight : dict, "balanced" or None, default=None
+        As in :class:`L1LogisticOBA`; ``"balanced"`` is computed on all the data, for every
+        fold.
     n_jobs : int, default=None
         Threads for the paths, one per fold and binary problem, and for the refit as in
         :class:`L1LogisticOBA`. The kernels release the GIL, the solver's Python steps
         between them do not: threads pay when the solves are long (large X), and can make
         many short ones slower than one thread. None means 1 unless in a
         :func:`joblib.parallel_backend` context, -1 all processors.
+    verbose : int, default=0
+        As in :class:`L1LogisticOBA`; 1 or more also prints a line per fold path (solves,
+        OBA iterations, seconds) and the choice before the refit.
     refit : bool, default=True
         Refit the best (C, l1_ratio) on all the data. Without refit, the model is the mean
         of the folds' solutions at each fold's best grid point, and ``C_``, ``l1_ratio_``
         the means of those points (as scikit-learn does).
+    sparse_coef : bool, default=False
+        As in :class:`L1LogisticOBA`; also stores ``coefs_paths_`` as a sparse matrix.
+    multiclass : {"ovr", "multinomial"}, default="ovr"
+        As in :class:`L1LogisticOBA`.
 
     Attributes
     ----------
@@ -96,8 +108,8 @@ class L1LogisticOBACV(L1LogisticOBA):
 
     See Also
     --------
-    L1LogisticOBA : the model at one C.
-    l1_logistic_path : the solutions along a grid of C on one data set.
+    L1LogisticOBA : The model at one C.
+    l1_logistic_path : The solutions along a grid of C on one data set.
 
     References
     ----------
@@ -152,9 +164,25 @@ class L1LogisticOBACV(L1LogisticOBA):
     @unchanged_on_error
     @with_callbacks
     def fit(self, X, y, sample_weight=None):
-        """Cross-validate the grid on X (dense or CSR/CSC, float32/float64) and labels y,
-        then fit the chosen model. scikit-learn's callbacks see one subtask per path (fold
-        and binary problem) and one for the refit."""
+        """Cross-validate the grid on X and labels y, then fit the chosen model.
+
+        scikit-learn's callbacks see one subtask per path (fold and binary problem) and one
+        for the refit.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+            Dense or CSR/CSC, float32 or float64 (``coef_`` follows its dtype).
+        y : array-like of shape (n_samples,)
+            Class labels (two or more classes; every training fold must hold every class).
+        sample_weight : array-like of shape (n_samples,), default=None
+            Non-negative weights of the rows' loss terms, in the folds and in the refit.
+
+        Returns
+        -------
+        self : L1LogisticOBACV
+            The fitted estimator.
+        """
         self._validate_params()
         X_in = X
         if is_dask_collection(X) or is_device_matrix(X):

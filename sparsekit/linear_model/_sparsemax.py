@@ -573,6 +573,7 @@ class SparsemaxClassifier(SparsekitClassifier):
         Parameters
         ----------
         X : {array-like, sparse matrix} of shape (n_samples, n_features)
+            Dense or CSR/CSC, or a CuPy array / cupyx sparse matrix.
 
         Returns
         -------
@@ -613,6 +614,7 @@ class SparsemaxClassifier(SparsekitClassifier):
         Parameters
         ----------
         X : {array-like, sparse matrix} of shape (n_samples, n_features)
+            Dense or CSR/CSC, or a CuPy array / cupyx sparse matrix.
 
         Returns
         -------
@@ -630,6 +632,7 @@ class SparsemaxClassifier(SparsekitClassifier):
         Parameters
         ----------
         X : {array-like, sparse matrix} of shape (n_samples, n_features)
+            Dense or CSR/CSC, or a CuPy array / cupyx sparse matrix.
 
         Returns
         -------
@@ -657,12 +660,16 @@ class SparsemaxClassifier(SparsekitClassifier):
         Parameters
         ----------
         X : {array-like, sparse matrix} of shape (n_samples, n_features)
+            Dense or CSR/CSC.
         y : array-like of shape (n_samples,) or (n_samples, n_classes)
+            True labels, or the 2-D targets of the kind the model was fit on.
         sample_weight : array-like of shape (n_samples,), default=None
+            Weights of the rows in the mean.
 
         Returns
         -------
         score : float
+            The (weighted) fraction of rows predicted exactly.
         """
         check_is_fitted(self)
         if self.target_type_ == "multiclass":

@@ -57,9 +57,9 @@ def fenchel_young_loss(Z, Y, polytope="simplex", *, negated=None, **params):
         entries, simplex rows not summing to 1, or a budget below a row's label count).
         With ``negated``, the polytope is the negated one: Y with ``1 - Y`` on the negated
         columns must lie in ``polytope``.
-    polytope : str
+    polytope : str, default="simplex"
         One of ``sparsekit.projections.POLYTOPES``.
-    negated : array-like of bool of shape (n_classes,), default None
+    negated : array-like of bool of shape (n_classes,), default=None
         Negated coordinates, as in :func:`sparsekit.projections.project`: the loss of the
         polytope flip(M), equal to the loss of M at the flipped scores and targets
         (Niculae & Martins 2020, Prop. 7).
@@ -68,8 +68,8 @@ def fenchel_young_loss(Z, Y, polytope="simplex", *, negated=None, **params):
 
     Returns
     -------
-    loss : ndarray of shape (n_rows,) (a float for 1-D ``Z``), float64
-        Non-negative, zero exactly when ``proj(z) = y``.
+    loss : ndarray of shape (n_rows,) or float
+        In float64 (a float for 1-D ``Z``); non-negative, zero exactly when ``proj(z) = y``.
 
     References
     ----------
@@ -96,14 +96,29 @@ def fenchel_young_loss(Z, Y, polytope="simplex", *, negated=None, **params):
 def fenchel_young_loss_and_grad(Z, Y, polytope="simplex", *, negated=None, **params):
     """Row-wise Fenchel-Young loss and its gradient ``proj(z) - y`` with respect to ``Z``.
 
-    Parameters are those of :func:`fenchel_young_loss`. With ``negated`` the gradient is
-    ``L (proj_M(flip z) - flip y)``, L = diag(+-1) with -1 on the negated columns, which
-    equals ``proj_{flip M}(z) - y`` (Niculae & Martins 2020, Cor. 7.1).
+    With ``negated`` the gradient is ``L (proj_M(flip z) - flip y)``, L = diag(+-1) with -1
+    on the negated columns, which equals ``proj_{flip M}(z) - y`` (Niculae & Martins 2020,
+    Cor. 7.1).
+
+    Parameters
+    ----------
+    Z : array-like of shape (n_rows, n_classes) or (n_classes,)
+        Scores.
+    Y : array-like of the same shape
+        Targets in the polytope, as in :func:`fenchel_young_loss`.
+    polytope : str, default="simplex"
+        One of ``sparsekit.projections.POLYTOPES``.
+    negated : array-like of bool of shape (n_classes,), default=None
+        Negated coordinates, as in :func:`fenchel_young_loss`.
+    **params
+        The polytope's parameters, as in :func:`sparsekit.projections.project`.
 
     Returns
     -------
-    loss : ndarray of shape (n_rows,) (a float for 1-D ``Z``)
+    loss : ndarray of shape (n_rows,) or float
+        The loss of each row (a float for 1-D ``Z``).
     grad : ndarray of the shape and dtype of ``Z``
+        ``proj(z) - y`` row by row.
 
     References
     ----------

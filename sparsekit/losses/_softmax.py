@@ -117,12 +117,14 @@ def softmax_scores(X, coef, intercept=None):
     X : {array-like, sparse matrix} of shape (n, D)
         Finite real numbers (checked in O(nnz); a sparse X stays sparse).
     coef : ndarray of shape (K, D)
-        Not checked for NaN (NaN weights give NaN scores).
+        The weights, one row per class; not checked for NaN (NaN weights give NaN scores).
     intercept : ndarray of shape (K,), optional
+        Added to every row of scores.
 
     Returns
     -------
-    scores : ndarray of shape (n, K), float64
+    scores : ndarray of shape (n, K)
+        In float64.
 
     Examples
     --------
@@ -218,13 +220,16 @@ def softmax_nll(X, y, coef, intercept=None, sample_weight=None):
     y : array-like of shape (n,)
         Class indices in ``0..K-1``.
     coef : ndarray of shape (K, D)
+        The weights, one row per class.
     intercept : ndarray of shape (K,), optional
+        The classes' intercepts (default 0).
     sample_weight : array-like of shape (n,), optional
         Finite and non-negative; weighted mean when given.
 
     Returns
     -------
     nll : float
+        The (weighted) mean of −log softmax(scores)_y over the rows.
 
     Examples
     --------
@@ -296,7 +301,24 @@ def _gaps(X, y, coef, alpha=0.0, intercept=None):
 def optimal_u(X, y, coef, intercept=None):
     """``u_i* = log(1 + sum_{k != y_i} e^{s_ik})`` (Fagan & Iyengar 2018), the NLL of each example.
 
-    X (dense or sparse) must hold finite real numbers and y class indices in ``0..K-1``.
+    Here s_ik = x_iᵀ(w_k − w_{y_i}) (+ the intercepts' difference) is class k's score gap.
+
+    Parameters
+    ----------
+    X : {array-like, sparse matrix} of shape (n, D)
+        Finite real numbers (a sparse X stays sparse).
+    y : array-like of shape (n,)
+        Class indices in ``0..K-1``.
+    coef : ndarray of shape (K, D)
+        The weights W, one row per class.
+    intercept : ndarray of shape (K,), optional
+        The classes' intercepts (default 0).
+
+    Returns
+    -------
+    u : ndarray of shape (n,)
+        The minimizer over u of the double-sum objective for these weights: each
+        example's softmax negative log-likelihood.
 
     References
     ----------
@@ -320,8 +342,27 @@ def optimal_u(X, y, coef, intercept=None):
 def double_sum_objective(X, y, coef, u, alpha=0.0):
     """``mean_i[u_i + e^{-u_i}(1 + sum_{k != y_i} e^{s_ik}) - 1] + alpha/2 ||W||^2``.
 
-    X (dense or sparse) and u of shape (n,) must hold finite real numbers, y class indices
-    in ``0..K-1`` and alpha must be a finite number >= 0.
+    The double-sum form of the softmax negative log-likelihood: at ``u = optimal_u(X, y,
+    coef)`` it equals :func:`softmax_nll` (plus the ridge), and it is an upper bound for
+    every other u.
+
+    Parameters
+    ----------
+    X : {array-like, sparse matrix} of shape (n, D)
+        Finite real numbers (a sparse X stays sparse).
+    y : array-like of shape (n,)
+        Class indices in ``0..K-1``.
+    coef : ndarray of shape (K, D)
+        The weights W, one row per class.
+    u : array-like of shape (n,)
+        One finite auxiliary variable per example.
+    alpha : float, default=0.0
+        Ridge strength, finite and >= 0.
+
+    Returns
+    -------
+    objective : float
+        The objective's value.
 
     References
     ----------
@@ -345,7 +386,27 @@ def double_sum_objective(X, y, coef, u, alpha=0.0):
 
 
 def double_sum_gradient(X, y, coef, u, alpha=0.0):
-    """Exact gradient of ``double_sum_objective`` with respect to (W, u); same inputs.
+    """Exact gradient of :func:`double_sum_objective` with respect to (W, u).
+
+    Parameters
+    ----------
+    X : {array-like, sparse matrix} of shape (n, D)
+        Finite real numbers (a sparse X stays sparse).
+    y : array-like of shape (n,)
+        Class indices in ``0..K-1``.
+    coef : ndarray of shape (K, D)
+        The weights W, one row per class.
+    u : array-like of shape (n,)
+        One finite auxiliary variable per example.
+    alpha : float, default=0.0
+        Ridge strength, finite and >= 0.
+
+    Returns
+    -------
+    grad_coef : ndarray of shape (K, D)
+        The gradient with respect to W.
+    grad_u : ndarray of shape (n,)
+        The gradient with respect to u (0 at ``optimal_u``).
 
     References
     ----------
@@ -376,8 +437,23 @@ def double_sum_gradient(X, y, coef, u, alpha=0.0):
 def ove_objective(X, y, coef, alpha=0.0):
     """Negated One-vs-Each bound: ``mean_i sum_{k != y_i} softplus(s_ik) + alpha/2 ||W||^2``.
 
-    X (dense or sparse) must hold finite real numbers, y class indices in ``0..K-1`` and
-    alpha must be a finite number >= 0.
+    An upper bound on :func:`softmax_nll` (plus the ridge).
+
+    Parameters
+    ----------
+    X : {array-like, sparse matrix} of shape (n, D)
+        Finite real numbers (a sparse X stays sparse).
+    y : array-like of shape (n,)
+        Class indices in ``0..K-1``.
+    coef : ndarray of shape (K, D)
+        The weights W, one row per class.
+    alpha : float, default=0.0
+        Ridge strength, finite and >= 0.
+
+    Returns
+    -------
+    objective : float
+        The objective's value.
 
     References
     ----------
@@ -398,8 +474,23 @@ def ove_objective(X, y, coef, alpha=0.0):
 
 
 def ove_gradient(X, y, coef, alpha=0.0):
-    """Gradient of ``ove_objective`` (Titsias 2016, eq. (16), negated, mean form);
-    same inputs.
+    """Gradient of :func:`ove_objective` (Titsias 2016, eq. (16), negated, mean form).
+
+    Parameters
+    ----------
+    X : {array-like, sparse matrix} of shape (n, D)
+        Finite real numbers (a sparse X stays sparse).
+    y : array-like of shape (n,)
+        Class indices in ``0..K-1``.
+    coef : ndarray of shape (K, D)
+        The weights W, one row per class.
+    alpha : float, default=0.0
+        Ridge strength, finite and >= 0.
+
+    Returns
+    -------
+    grad_coef : ndarray of shape (K, D)
+        The gradient with respect to W.
 
     References
     ----------
@@ -435,8 +526,9 @@ def log_ove_bound(scores):
 
     Returns
     -------
-    log_bound : ndarray of shape (n, K), ``<= softmax_log_proba(scores)`` (up to rounding,
-        a few 1e-16 where the bound is tight).
+    log_bound : ndarray of shape (n, K)
+        At most ``softmax_log_proba(scores)`` (up to rounding, a few 1e-16 where the bound
+        is tight).
 
     References
     ----------

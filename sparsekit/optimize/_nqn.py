@@ -430,14 +430,42 @@ def fmin_nqn(func, x0, fprime=None, args=(), approx_grad=0, bounds=None, m=10,
     func : callable
         ``func(x, *args)``; returns ``(f, g)`` unless ``fprime`` is given or
         ``approx_grad`` is true.
-    x0, fprime, args, approx_grad, bounds, m, factr, pgtol, epsilon, maxfun, maxiter,
-    callback, maxls :
-        As in ``fmin_l_bfgs_b``; ``factr`` gives ``ftol = factr · eps``.
-    iprint, disp : int or None
-        Print one line per iteration when ``disp`` (or, if ``disp`` is None,
-        ``iprint``) is positive.
-    variant, sample_size : int
-        NQN's active-set variant (1–4) and gradient-sample size M.
+    x0 : ndarray of shape (n,)
+        Starting point (projected onto the bounds).
+    fprime : callable, default=None
+        ``fprime(x, *args)``, the gradient of ``func`` (then ``func`` returns f only).
+    args : tuple, default=()
+        Extra arguments of ``func`` and ``fprime``.
+    approx_grad : bool, default=False
+        Approximate the gradient by forward differences of step ``epsilon`` (then
+        ``func`` returns f only).
+    bounds : sequence of (min, max) pairs, default=None
+        Bounds of each variable; None on a side (or ``bounds=None``) for no bound.
+    m : int, default=10
+        Number of L-BFGS correction pairs kept.
+    factr : float, default=1e7
+        Stop when the relative decrease of f falls below ``factr`` times the machine
+        epsilon (``ftol = factr · eps``, as in ``fmin_l_bfgs_b``).
+    pgtol : float, default=1e-5
+        Stop when the largest component of the projected gradient is at most ``pgtol``.
+    epsilon : float, default=1e-8
+        Finite-difference step, with ``approx_grad``.
+    iprint : int, default=-1
+        Print one line per iteration when positive and ``disp`` is None.
+    maxfun : int, default=15000
+        Maximum number of function evaluations.
+    maxiter : int, default=15000
+        Maximum number of iterations.
+    disp : int, default=None
+        Print one line per iteration when positive (overrides ``iprint``).
+    callback : callable, default=None
+        Called after each iteration with the current ``x``, as in SciPy.
+    maxls : int, default=20
+        Maximum number of line-search trials once a decrease is found.
+    variant : int, default=3
+        NQN's active-set variant (1–4).
+    sample_size : int, default=20
+        Gradient-sample size M.
 
     Returns
     -------

@@ -263,13 +263,13 @@ def minimize_oba(f_grad, hessp, x0, mu, *, penalty_weights=None, lipschitz=None,
         power-iteration estimate at the first iterate. Either is doubled whenever the ISTA
         point fails the descent test (a given bound then with a RuntimeWarning: it was below
         the true constant, and keeping it would let φ increase).
-    tol : float
+    tol : float, default=1e-6
         Stop when ‖x − S_μw(x − ∇f(x))‖_∞ ≤ tol (the semismooth measure). The default
         1e-6 is the one the thesis' reference code documents; the 1e-8 it uses is
         :class:`~sparsekit.linear_model.L1LogisticOBA`'s.
-    max_iter : int
+    max_iter : int, default=500
         Maximum number of outer iterations.
-    eta : float
+    eta : float, default=0.01
         Initial free fraction: τ⁰ = max(1, ⌊η · #penalized⌋, nnz(x0)) (the last term
         is ours, for warm starts).
     tau0_max : int, optional
@@ -278,40 +278,45 @@ def minimize_oba(f_grad, hessp, x0, mu, *, penalty_weights=None, lipschitz=None,
         iterations otherwise free thousands of variables that the corrective cycles and the
         following iterations remove again; τ's doubling recovers a larger support in a few
         iterations.
-    tau0_flat : float or None
+    tau0_flat : float or None, default=1/3
         If the median violation ``|gᵢ|`` over 𝒰 at x0 is at least ``tau0_flat`` times the largest
         (a flat profile, where ranking the violators says little), the first free set is all
         of 𝒰 (ours; None: always the thesis' τ⁰). Where every coordinate violates about
         equally, the first subspace Newton steps on the top 1% fit the data with a few
         coordinates and the later ones must undo that; where the violations differ by
         orders of magnitude, ranking them pays.
-    tau_growth : float
+    tau_growth : float, default=0.0
         τ doubles after an iteration whose corrective cycle removed at most
-        ``tau_growth · τ̂`` variables. 0 is the thesis rule (double only without corrections,
-        the thesis); a positive value lets the free set grow faster on problems with many nonzeros.
-    tau_boost : int
+        ``tau_growth · τ̂`` variables. 0 is the thesis rule (double only without corrections);
+        a positive value lets the free set grow faster on problems with many nonzeros.
+    tau_boost : int, default=1
         Extra factor on that growth after an iteration whose corrective cycle removed nothing
         (1: the thesis' doubling; 2: τ quadruples, ours: fewer iterations spent growing the
         free set when w* is dense).
-    cg_rtol, cg_maxiter, hess_reg, cg_radius : float, int, float, float
-        CG stopping ratio on the ∞-norm residual (0.1), iteration cap (1000), Hessian
-        regularization (1e-8) and Steihaug radius (1e3), as in the thesis and its reference code.
+    cg_rtol : float, default=0.1
+        CG stopping ratio on the ∞-norm residual, as in the thesis and its reference code.
     cg_rtol_explicit : float, optional
         CG stopping ratio when ``H`` is a formed matrix (``H.is_explicit``; default
         ``cg_rtol``). Its products then cost ``O(|F|²)`` against the Gram's ``O(n|F|²)`` formation,
         so solving the Newton system more exactly is nearly free and saves outer iterations
         (ours, not in the thesis).
+    cg_maxiter : int, default=1000
+        CG iteration cap, as in the thesis' reference code.
     cg_maxiter_explicit : int, optional
         CG iteration cap when ``H`` is a formed matrix (default ``cg_maxiter``): a solver
         that caps the matrix-free CG low, where each product costs a pass over the data,
         can still solve a formed system to ``cg_rtol_explicit``.
-    reg_decay : bool
+    hess_reg : float, default=1e-8
+        Hessian regularization: CG solves (∇²f_FF + hess_reg I) d = −g_F, as in the thesis.
+    reg_decay : bool, default=False
         Use min(hess_reg, optimality measure) as the Hessian regularization, so that it
         vanishes near the solution (the regularized Newton methods' μₖ ∝ ‖gₖ‖ choice; not in
         the thesis). With the fixed 10⁻⁸, directions of smaller curvature only move by a
         fraction of their Newton step each iteration, and weakly regularized, nearly separable
         problems crawl in their last digits.
-    adaptive_radius : bool
+    cg_radius : float, default=1e3
+        Steihaug radius of the CG (the largest, with ``adaptive_radius``), as in the thesis.
+    adaptive_radius : bool, default=True
         Update the CG's Steihaug radius as a trust region (Nocedal & Wright, Algorithm 4.1):
         with ρ = (φ(x) − φ(x̂)) / (q(x) − q(x̂)) at the OBA point x̂, the radius becomes a
         quarter of the step when ρ < 1/4 and doubles (up to ``cg_radius``) when ρ > 3/4 and
@@ -319,10 +324,10 @@ def minimize_oba(f_grad, hessp, x0, mu, *, penalty_weights=None, lipschitz=None,
         data the subspace Hessian has directions of tiny curvature, so CG steps reach the
         fixed radius, the true objective rises where the model predicted a fall and
         Algorithm 2 slides back towards the short ISTA step.
-    precondition : bool
+    precondition : bool, default=True
         Precondition the CG by the Hessian diagonal when ``H`` offers ``diagonal()`` (not
         in the thesis, whose CG is plain; the stopping rule is unchanged).
-    pin_crossings : bool
+    pin_crossings : bool, default=True
         When the model search shortens a step that carries nonzero free coordinates across
         zero, also try the direction that pins those coordinates at zero and minimizes the
         model over the others, pinning again what that direction crosses and, on a formed
@@ -333,14 +338,14 @@ def minimize_oba(f_grad, hessp, x0, mu, *, penalty_weights=None, lipschitz=None,
         coordinates; the pinned direction accounts for it. On weakly regularized
         multinomial problems the first iterations' steps cross many coordinates and the
         model search otherwise accepts only small fractions of them.
-    ista_floor : float
-        Backtracking floor ε on the step towards the OBA point (1e-4).
+    ista_floor : float, default=1e-4
+        Backtracking floor ε on the step towards the OBA point.
     callback : callable, optional
         Called after each iteration with a copy of ``x``, or, when its only parameter is
         named ``intermediate_result``, with an ``OptimizeResult`` holding ``x``, ``fun``,
         ``jac``, ``nit`` and ``nfev`` (SciPy's convention). Raising ``StopIteration`` stops
         the solver with status 99.
-    verbose : int
+    verbose : int, default=0
         Print one line per iteration when > 0.
 
     Returns

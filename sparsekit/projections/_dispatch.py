@@ -64,7 +64,7 @@ def project(Z, polytope="simplex", *, negated=None, device=None, **params):
         ``budget``: {0 <= p <= 1, sum p <= budget} (``budget``); ``box``: [0, 1]^K;
         ``at_least_one``: {0 <= p <= 1, sum p >= 1}; ``at_most_one``:
         {0 <= p <= 1, sum p <= 1} (Niculae & Martins 2020).
-    negated : array-like of bool of shape (n_classes,), default None
+    negated : array-like of bool of shape (n_classes,), default=None
         Negated coordinates N: project onto flip(M) = {flip(p) : p in M}, with
         flip(p)_k = 1 - p_k for k in N, computed as ``flip(proj_M(flip(z)))``
         (Niculae & Martins 2020, Prop. 7, delta = 1; flip is an isometry). For M in
@@ -72,7 +72,7 @@ def project(Z, polytope="simplex", *, negated=None, device=None, **params):
         coordinates negated is NAND, {sum p <= K - 1}, and with the first K - 1 negated it
         is IMPLY (p_1 and ... and p_{K-1} => p_K). 0/1 values are accepted; other values,
         NaN or a wrong shape raise ``ValueError``. None (or all False): no negation.
-    device : {None, "cpu", "cuda"}
+    device : {None, "cpu", "cuda"}, default=None
         None follows the array type.
     **params
         The polytope's parameters listed above.
@@ -129,12 +129,19 @@ def jvp(Z, V, polytope="simplex", *, negated=None, device=None, **params):
         Points at which the projection is differentiated.
     V : array-like of the same shape
         Vectors to multiply.
-    polytope, negated, device, **params
+    polytope : str, default="simplex"
         As in :func:`project`.
+    negated : array-like of bool of shape (n_classes,), default=None
+        As in :func:`project`.
+    device : {None, "cpu", "cuda"}, default=None
+        As in :func:`project`.
+    **params
+        The polytope's parameters, as in :func:`project`.
 
     Returns
     -------
     JV : ndarray of the shape and dtype of ``Z``
+        The products, row by row.
 
     References
     ----------

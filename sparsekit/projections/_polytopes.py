@@ -21,9 +21,19 @@ def project_capped_simplex(Z, budget, weights=None, *, device=None):
     Parameters
     ----------
     Z : array-like of shape (n_rows, n_classes) or (n_classes,)
-    budget : float with 0 <= budget <= sum(weights)
-    weights : array-like of shape (n_classes,), positive, default all ones
-    device : {None, "cpu", "cuda"}
+        Scores (float32 or float64 kept, other dtypes cast to float64); a CuPy array is
+        projected on the GPU.
+    budget : float
+        The weighted sum of each projected row, with 0 <= budget <= sum(weights).
+    weights : array-like of shape (n_classes,), default=None
+        Positive weights w (None: all ones).
+    device : {None, "cpu", "cuda"}, default=None
+        None follows the array type.
+
+    Returns
+    -------
+    P : ndarray of the shape and dtype of ``Z``
+        Projections, with exact zeros (and ones) on the inactive coordinates.
 
     References
     ----------
@@ -44,6 +54,19 @@ def project_capped_simplex(Z, budget, weights=None, *, device=None):
 def project_box(Z, *, device=None):
     """Projection of each row onto the box [0, 1]^K: ``clip(z, 0, 1)`` (K1).
 
+    Parameters
+    ----------
+    Z : array-like of shape (n_rows, n_classes) or (n_classes,)
+        Scores (float32 or float64 kept, other dtypes cast to float64); a CuPy array is
+        projected on the GPU.
+    device : {None, "cpu", "cuda"}, default=None
+        None follows the array type.
+
+    Returns
+    -------
+    P : ndarray of the shape and dtype of ``Z``
+        Projections, with exact zeros (and ones) on the inactive coordinates.
+
     Examples
     --------
     >>> import numpy as np
@@ -56,6 +79,21 @@ def project_box(Z, *, device=None):
 
 def project_budget(Z, budget, *, device=None):
     """Projection of each row onto {0 <= p <= 1, sum p <= budget} (clip, then sifting).
+
+    Parameters
+    ----------
+    Z : array-like of shape (n_rows, n_classes) or (n_classes,)
+        Scores (float32 or float64 kept, other dtypes cast to float64); a CuPy array is
+        projected on the GPU.
+    budget : float
+        The largest sum of a projected row, >= 0.
+    device : {None, "cpu", "cuda"}, default=None
+        None follows the array type.
+
+    Returns
+    -------
+    P : ndarray of the shape and dtype of ``Z``
+        Projections, with exact zeros (and ones) on the inactive coordinates.
 
     References
     ----------
@@ -77,6 +115,23 @@ def project_knapsack(Z, budget, weights=None, *, device=None):
     """Projection of each row onto {0 <= p <= 1, sum_i c_i p_i <= budget}, costs
     ``c = weights`` (positive; all ones gives :func:`project_budget`); Alg. 4 (sifting).
 
+    Parameters
+    ----------
+    Z : array-like of shape (n_rows, n_classes) or (n_classes,)
+        Scores (float32 or float64 kept, other dtypes cast to float64); a CuPy array is
+        projected on the GPU.
+    budget : float
+        The largest cost c.p of a projected row, >= 0.
+    weights : array-like of shape (n_classes,), default=None
+        Positive costs c (None: all ones).
+    device : {None, "cpu", "cuda"}, default=None
+        None follows the array type.
+
+    Returns
+    -------
+    P : ndarray of the shape and dtype of ``Z``
+        Projections, with exact zeros (and ones) on the inactive coordinates.
+
     References
     ----------
     .. [1] Niculae, V. & Martins, A. F. T. (2020). LP-SparseMAP: differentiable relaxed
@@ -95,6 +150,19 @@ def project_knapsack(Z, budget, weights=None, *, device=None):
 def project_at_least_one(Z, *, device=None):
     """Projection of each row onto {0 <= p <= 1, sum p >= 1} (OR factor, Alg. 3).
 
+    Parameters
+    ----------
+    Z : array-like of shape (n_rows, n_classes) or (n_classes,)
+        Scores (float32 or float64 kept, other dtypes cast to float64); a CuPy array is
+        projected on the GPU.
+    device : {None, "cpu", "cuda"}, default=None
+        None follows the array type.
+
+    Returns
+    -------
+    P : ndarray of the shape and dtype of ``Z``
+        Projections, with exact zeros (and ones) on the inactive coordinates.
+
     References
     ----------
     .. [1] Niculae, V. & Martins, A. F. T. (2020). LP-SparseMAP: differentiable relaxed
@@ -112,6 +180,19 @@ def project_at_least_one(Z, *, device=None):
 
 def project_at_most_one(Z, *, device=None):
     """Projection of each row onto {0 <= p <= 1, sum p <= 1} (AtMostOne, Eq. 83).
+
+    Parameters
+    ----------
+    Z : array-like of shape (n_rows, n_classes) or (n_classes,)
+        Scores (float32 or float64 kept, other dtypes cast to float64); a CuPy array is
+        projected on the GPU.
+    device : {None, "cpu", "cuda"}, default=None
+        None follows the array type.
+
+    Returns
+    -------
+    P : ndarray of the shape and dtype of ``Z``
+        Projections, with exact zeros (and ones) on the inactive coordinates.
 
     References
     ----------

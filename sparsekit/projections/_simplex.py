@@ -18,10 +18,10 @@ def sparsemax(Z, method="pivot", *, device=None):
     Z : array-like of shape (n_rows, n_classes) or (n_classes,)
         Logits; float32 and float64 are kept. Computed on ``z - max(z)``, so the result is
         shift invariant in floating point (offsets of 1e6 in float32 are harmless).
-    method : {"pivot", "sort"}
-        ``"pivot"``: Condat's O(K) expected-time algorithm (default); ``"sort"``: the
+    method : {"pivot", "sort"}, default="pivot"
+        ``"pivot"``: Condat's O(K) expected-time algorithm; ``"sort"``: the
         O(K log K) sort-based reference (Algorithm 1, Held/Helgason).
-    device : {None, "cpu", "cuda"}
+    device : {None, "cpu", "cuda"}, default=None
         None follows the array type (a CuPy array goes to ``sparsekit.gpu.projections``).
 
     Returns
@@ -62,12 +62,17 @@ def project_simplex(Z, radius=1.0, *, device=None):
     Parameters
     ----------
     Z : array-like of shape (n_rows, n_classes) or (n_classes,)
-    radius : float > 0
-    device : {None, "cpu", "cuda"}
+        Scores (float32 or float64 kept, other dtypes cast to float64); a CuPy array is
+        projected on the GPU.
+    radius : float, default=1.0
+        The sum of each projected row, > 0.
+    device : {None, "cpu", "cuda"}, default=None
+        None follows the array type.
 
     Returns
     -------
     P : ndarray of the shape and dtype of ``Z``
+        Rows summing to ``radius``, with exact zeros outside the support.
 
     References
     ----------
