@@ -588,3 +588,99 @@ def test_single_class_and_balanced_weights_of_an_empty_class_are_named_errors():
         with pytest.raises(ValueError, match="class 1.0 has none"):
             L1LogisticOBA(class_weight="balanced").fit(
                 X, y, sample_weight=np.r_[np.ones(10), np.zeros(10)])
+
+
+# --- empty columns (hashed features): the solvers see the used columns only
+
+
+def _multiclass(seed=0, n=150, d=12):
+    rng = np.random.default_rng(seed)
+    X = rng.standard_normal((n, d)) * (rng.random((n, d)) < 0.5)
+    y = np.argmax(X[:, :3] + 0.5 * rng.standard_normal((n, 3)), axis=1)
+    return X, y
+
+
+@pytest.mark.parametrize("kind", ["binary", "ovr", "multinomial", "elastic-net", "sparse_coef",
+                                  "no intercept"])
+def test_empty_columns_cost_nothing_and_get_zero_weights(kind, monkeypatch):
+    import sparsekit.linear_model._l1_logistic as module
+    from _hashed import spread_columns
+
+    X, y = _binary(sparse=True) if kind == "binary" else _multiclass()
+    wide, places = spread_columns(X, 1000)
+    params = {"binary": {}, "ovr": {}, "multinomial": {"multiclass": "multinomial"},
+              "elastic-net": {"l1_ratio": 0.5}, "sparse_coef": {"sparse_coef": True},
+              "no intercept": {"fit_intercept": False}}[kind]
+    seen = []
+    layouts = module._layouts
+    monkeypatch.setattr(module, "_layouts", lambda X, *a: (seen.append(X.shape[1]),
+                                                           layouts(X, *a))[1])
+    est = L1LogisticOBA(C=2.0, **params).fit(wide, y)
+    assert seen == [X.shape[1]]                       # the solvers saw the used columns
+    ref = L1LogisticOBA(C=2.0, **params).fit(sp.csr_matrix(X), y)
+    coef = est.coef_.toarray() if kind == "sparse_coef" else est.coef_
+    assert sp.issparse(est.coef_) == (kind == "sparse_coef")
+    assert coef.shape == (ref.intercept_.size, 1000)
+    np.testing.assert_array_equal(coef[:, places], ref.coef_.toarray() if kind == "sparse_coef"
+                                  else ref.coef_)
+    assert not np.any(np.delete(coef, places, axis=1))
+    np.testing.assert_array_equal(est.intercept_, ref.intercept_)
+    np.testing.assert_array_equal(est.n_iter_, ref.n_iter_)
+    np.testing.assert_allclose(est.predict_proba(wide), ref.predict_proba(X), rtol=1e-12)
+
+
+def test_warm_start_drops_weights_of_columns_now_empty():
+    from _hashed import spread_columns
+
+    X, y = _multiclass()
+    wide, places = spread_columns(X, 300)
+    assert places[0] > 1
+    filled = wide.tolil()
+    filled[:, 0], filled[:, 1] = 1.0, np.arange(150.0) % 3 == y   # two more used columns
+    est = L1LogisticOBA(C=5.0).fit(filled, y)
+    assert np.any(est.coef_[:, :2])
+    warm = est.set_params(warm_start=True).fit(wide, y)    # starts with columns 0-1's weights
+    assert not np.any(warm.coef_[:, :2])
+    np.testing.assert_allclose(warm.coef_, L1LogisticOBA(C=5.0).fit(wide, y).coef_, atol=1e-6)
+
+
+def test_callbacks_see_models_as_wide_as_X():
+    from _hashed import spread_columns
+
+    X, y = _multiclass()
+    wide, _ = spread_columns(X, 500)
+    scores = []
+
+    class Scorer:
+        def setup(self, estimator, context):
+            pass
+
+        def teardown(self, estimator, context):
+            pass
+
+        def on_fit_task_begin(self, estimator, context, *, X=None, y=None):
+            pass
+
+        def on_fit_task_end(self, estimator, context, *, X=None, y=None,
+                            fitted_estimator=None):
+            if fitted_estimator is not None and context.parent is not None:
+                scores.append(fitted_estimator.score(X, y))
+
+    est = L1LogisticOBA(C=2.0, multiclass="multinomial").set_callbacks(Scorer()).fit(wide, y)
+    assert scores and scores[-1] == est.score(wide, y)
+
+
+def test_path_on_empty_columns_is_the_path_on_the_used_ones():
+    from _hashed import spread_columns
+
+    X, y = _binary(sparse=True)
+    wide, places = spread_columns(X, 700)
+    coefs, Cs, n_iter = l1_logistic_path(wide, y, Cs=4)
+    ref, ref_Cs, ref_iter = l1_logistic_path(X, y, Cs=4)
+    assert coefs.shape == (4, 701)
+    np.testing.assert_array_equal(Cs, ref_Cs)
+    np.testing.assert_array_equal(coefs[:, np.r_[places, 700]], ref)
+    assert not np.any(np.delete(coefs[:, :700], places, axis=1))
+    multi, _, _ = l1_logistic_path(spread_columns(_multiclass()[0], 50)[0], _multiclass()[1],
+                                   Cs=[1.0], multiclass="multinomial")
+    assert multi.shape == (1, 3, 51)

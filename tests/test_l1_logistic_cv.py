@@ -225,3 +225,26 @@ def test_progress_callbacks_see_each_path_and_the_refit():
         L1LogisticOBACV(Cs=3, cv=3).set_callbacks(recorder).fit(X / X.max(axis=0), y)
     assert recorder.ended.count("fold path") == 9 and recorder.ended.count("refit") == 1
     assert recorder.ended[-1] == "fit"
+
+
+@pytest.mark.parametrize("multiclass", ["ovr", "multinomial"])
+@pytest.mark.parametrize("sparse_coef", [False, True])
+def test_empty_columns_cost_nothing_and_get_zero_weights(multiclass, sparse_coef):
+    from _hashed import spread_columns
+
+    X, y = _data(3, seed=4, sparse=True)
+    wide, places = spread_columns(X, 600)
+    params = dict(Cs=3, cv=3, multiclass=multiclass, sparse_coef=sparse_coef)
+    est = L1LogisticOBACV(**params).fit(wide, y)
+    ref = L1LogisticOBACV(**params).fit(X, y)
+    np.testing.assert_array_equal(est.Cs_, ref.Cs_)
+    np.testing.assert_allclose(est.scores_, ref.scores_, rtol=1e-12)   # margins' rounding
+    paths = est.coefs_paths_.toarray() if sparse_coef else est.coefs_paths_
+    ref_paths = ref.coefs_paths_.toarray() if sparse_coef else ref.coefs_paths_
+    assert paths.shape[-1] == 601
+    np.testing.assert_array_equal(paths[..., np.r_[places, 600]], ref_paths)
+    assert not np.any(np.delete(paths[..., :600], places, axis=-1))
+    coef = est.coef_.toarray() if sparse_coef else est.coef_
+    np.testing.assert_allclose(coef[:, places], ref.coef_.toarray() if sparse_coef
+                               else ref.coef_, rtol=1e-9, atol=1e-12)
+    assert not np.any(np.delete(coef, places, axis=1))

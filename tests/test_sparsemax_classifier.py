@@ -1005,3 +1005,42 @@ def test_auto_picks_sdca_for_sparse_well_conditioned_problems(sparse, alpha, opt
     explicit = SparsemaxClassifier(alpha=alpha, solver=expected, random_state=0,
                                    **options).fit(X, y)
     np.testing.assert_array_equal(clf.coef_, explicit.coef_)
+
+
+@pytest.mark.parametrize("params", [{}, {"solver": "newton-cg"}, {"solver": "nqn"},
+                                    {"solver": "sdca"},
+                                    {"positive": True}, {"polytope": "box"}])
+def test_empty_columns_cost_nothing_and_get_zero_weights(params, monkeypatch):
+    import sparsekit.linear_model._sparsemax as module
+    from _hashed import spread_columns
+
+    X, y, _ = _data(n=60, d=8, k=3, seed=2)
+    X = X * (np.random.default_rng(2).random(X.shape) < 0.5)
+    wide, places = spread_columns(X, 900)
+    seen = []
+    datafit = module.FenchelYoungLinear
+    monkeypatch.setattr(module, "FenchelYoungLinear",
+                        lambda X, *a, **k: (seen.append(X.shape[1]), datafit(X, *a, **k))[1])
+    est = SparsemaxClassifier(alpha=0.05, random_state=0, **params).fit(wide, y)
+    assert seen == [8]                                   # the solvers saw the used columns
+    ref = SparsemaxClassifier(alpha=0.05, random_state=0, **params).fit(sp.csr_matrix(X), y)
+    assert est.coef_.shape == (3, 900)
+    np.testing.assert_array_equal(est.coef_[:, places], ref.coef_)
+    assert not np.any(np.delete(est.coef_, places, axis=1))
+    np.testing.assert_array_equal(est.intercept_, ref.intercept_)
+    warm = clone(est).set_params(warm_start=True)
+    warm.coef_, warm.intercept_ = est.coef_ + 1.0, est.intercept_   # weights on empty columns
+    warm.fit(wide, y)
+    assert not np.any(np.delete(warm.coef_, places, axis=1))
+
+
+def test_bounds_on_every_coefficient_keep_every_column():
+    from _hashed import spread_columns
+
+    X, y, _ = _data(n=60, d=8, k=3, seed=2)
+    wide, places = spread_columns(X, 90)
+    lower = np.full((3, 90), -1.0)
+    lower[:, np.delete(np.arange(90), places)[:2]] = 0.5   # two empty columns held off 0
+    est = SparsemaxClassifier(alpha=0.05, bounds=(lower, 2.0)).fit(wide, y)
+    assert est.coef_.shape == (3, 90)
+    np.testing.assert_allclose(est.coef_[:, np.delete(np.arange(90), places)[:2]], 0.5)

@@ -42,6 +42,7 @@ from sparsekit.losses._multinomial_datafit import Multinomial, split_parameters
 from sparsekit.losses._ridge_datafit import Ridge
 from sparsekit.linear_model._base import (SparsekitClassifier, check_labels,
                                           openmp_call, unchanged_on_error)
+from sparsekit.utils._columns import UsedColumns
 from sparsekit.utils._validation import (check_entry_magnitude, check_two_classes,
                                          validate_input)
 
@@ -457,7 +458,8 @@ class L1LogisticOBA(LinearClassifierMixin, SparseCoefMixin, SparsekitClassifier)
         else:
             sample_weight, mean_weight = _unit_mean_weights(sample_weight * cw[codes])
             one = self.multiclass == "multinomial" or classes.size == 2
-            X, X_csr = _layouts(X, 1 if one else classes.size)
+            columns = UsedColumns(X)
+            X, X_csr = _layouts(columns.take(X), 1 if one else classes.size)
             dtype = X.dtype
 
             def datafit(pos):
@@ -473,8 +475,10 @@ class L1LogisticOBA(LinearClassifierMixin, SparseCoefMixin, SparsekitClassifier)
         tasks = [context.subcontext(task_name="multinomial problem" if multinomial
                                     else "binary problem", max_subtasks=None)
                  for _ in problems]
+        if is_dask_collection(X) or on_device:
+            columns = UsedColumns(X, keep_all=True)
         w0 = self._warm_start_point(classes.size if multinomial else len(problems),
-                                    self.n_features_in_, multinomial)
+                                    self.n_features_in_, multinomial, columns)
         C = self.C * mean_weight
 
         def solve(k, pos):
@@ -486,8 +490,8 @@ class L1LogisticOBA(LinearClassifierMixin, SparseCoefMixin, SparsekitClassifier)
                 if len(problems) > 1:
                     return None
                 coef, intercept = parameters(problem, x)
-                return {"coef_": coef.astype(dtype), "intercept_": intercept.astype(dtype),
-                        "_softmax": multinomial}
+                return {"coef_": columns.expand(coef).astype(dtype),
+                        "intercept_": intercept.astype(dtype), "_softmax": multinomial}
             callback, close = self._iteration_callback(tasks[k], X_in, y, model)
             if multinomial:
                 result = _fit_multinomial(problem, C, self.tol, self.max_iter, w0,
@@ -511,7 +515,7 @@ class L1LogisticOBA(LinearClassifierMixin, SparseCoefMixin, SparsekitClassifier)
             coef = np.vstack([w for w, _, _ in results])
             intercept = np.array([b for _, b, _ in results])
         coef = coef.astype(dtype)  # follows X's dtype
-        self.coef_ = sp.csr_matrix(coef) if self.sparse_coef else coef
+        self.coef_ = columns.expand(sp.csr_matrix(coef) if self.sparse_coef else coef)
         self.intercept_ = intercept.astype(dtype)
         self._softmax = multinomial
         self.n_iter_ = np.array([r.nit for _, _, r in results], dtype=np.int32)
@@ -604,16 +608,17 @@ class L1LogisticOBA(LinearClassifierMixin, SparseCoefMixin, SparsekitClassifier)
         begin()
         return callback, lambda: self._end_subtask(current[-1])
 
-    def _warm_start_point(self, n_problems, n_features, multinomial=False):
-        """The previous solution as start(s): one row per binary problem, or the
-        multinomial problem's (W.ravel(), b); None without a usable one."""
+    def _warm_start_point(self, n_problems, n_features, multinomial, columns):
+        """The previous solution as start(s) on the solvers' ``columns`` (UsedColumns):
+        one row per binary problem, or the multinomial problem's (W.ravel(), b); None
+        without a usable one."""
         if not (self.warm_start and hasattr(self, "coef_")) or multinomial != getattr(
                 self, "_softmax", False):
             return None
         coef = self.coef_.toarray() if sp.issparse(self.coef_) else self.coef_
         if coef.shape != (n_problems, n_features):
             return None
-        coef = coef.astype(np.float64)
+        coef = columns.restrict(coef.astype(np.float64))
         if multinomial:
             return np.concatenate([coef.T.ravel(), self.intercept_ if self.fit_intercept
                                    else []]).astype(np.float64)
@@ -805,7 +810,8 @@ def l1_logistic_path(X, y, Cs=10, *, pos_class=None, fit_intercept=True, tol=1e-
     elif pos_class not in classes:
         raise ValueError(f"pos_class {pos_class!r} is not a label of y")
     sample_weight, mean_weight = _unit_mean_weights(sample_weight)
-    X, X_csr = _layouts(X)
+    columns = UsedColumns(X)
+    X, X_csr = _layouts(columns.take(X))
     codes = np.searchsorted(classes, y)
     if multinomial:
         datafit = _multinomial_block(classes.size, fit_intercept, X, codes, sample_weight)
@@ -822,7 +828,7 @@ def l1_logistic_path(X, y, Cs=10, *, pos_class=None, fit_intercept=True, tol=1e-
         n_iter[k] = res.nit
         if not res.success:
             warnings.warn(f"OBA did not converge for C={Cs[k]:g}", ConvergenceWarning)
-    return coefs, Cs, n_iter
+    return columns.expand(coefs), Cs, n_iter
 
 
 def _warm_path(datafit, Cs, tol, max_iter, l1_ratio, multinomial):

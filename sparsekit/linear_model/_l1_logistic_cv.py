@@ -22,6 +22,7 @@ from sparsekit.linear_model._l1_logistic import (L1LogisticOBA, _binary_block, _
                                                  _multinomial_block, _path_coef,
                                                  _smallest_active_C, _unit_mean_weights,
                                                  _warm_path)
+from sparsekit.utils._columns import UsedColumns
 
 
 class L1LogisticOBACV(L1LogisticOBA):
@@ -198,7 +199,8 @@ class L1LogisticOBACV(L1LogisticOBA):
         problems = [None] if multinomial else [1] if classes.size == 2 else list(
             range(classes.size))
         l1_ratios = _checked_l1_ratios(self.l1_ratios)
-        rows = X.tocsr() if sp.issparse(X) else X     # the folds take rows
+        columns = UsedColumns(X)                      # the solvers see the used columns
+        rows = columns.take(X.tocsr() if sp.issparse(X) else X)    # the folds take rows
         Cs = self._grid(rows, codes, weights, problems, l1_ratios)
         folds = list(check_cv(self.cv, y, classifier=True).split(X, y))
         for k, (train, _) in enumerate(folds):
@@ -214,6 +216,7 @@ class L1LogisticOBACV(L1LogisticOBA):
                                                self.max_iter)
             if self.sparse_coef:         # (l1_ratio, C, row) rows, nonzeros only
                 coefs = sp.csr_matrix(coefs.reshape(-1, coefs.shape[-1]))
+            coefs = columns.expand(coefs)
             problem = ("" if pos is None or classes.size == 2
                        else f", class {np.asarray(classes[pos]).tolist()!r}")
             self._say(f"fold {k + 1}/{len(folds)}{problem}: {n_iter.size} solves, "

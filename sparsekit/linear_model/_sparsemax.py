@@ -25,6 +25,7 @@ from ..optimize._result import STOPPED_BY_CALLBACK
 from ..optimize._sdca import minimize_sdca
 from ..projections import project
 from ..projections._checks import negated_columns, reflect_columns
+from ..utils._columns import UsedColumns
 from ..utils._validation import (check_device, check_entry_magnitude, check_sparse_structure,
                                  check_two_classes, validate_input)
 from ._base import SparsekitClassifier, unchanged_on_error
@@ -314,6 +315,7 @@ class SparsemaxClassifier(SparsekitClassifier):
             self.__dict__.pop("feature_names_in_", None)
             self.n_features_in_ = X.shape[1]
             check_entry_magnitude(X, X.dtype)
+            used = UsedColumns(X, keep_all=True)
         else:
             X, y = validate_input(self, X, y, accept_sparse=["csr", "csc"],
                                  dtype=[np.float64, np.float32], order="C", multi_output=True,
@@ -326,6 +328,12 @@ class SparsemaxClassifier(SparsekitClassifier):
             check_entry_magnitude(X, X.dtype)
             sw = _check_sample_weight(sample_weight, X, dtype=np.float64,
                                       ensure_non_negative=True)
+            # per-coefficient bounds are given for every column: the solvers see them all
+            used = UsedColumns(X, keep_all=self.bounds is not None)
+        X_shown = X_rows          # what the callbacks see: X as validated
+        same = X_rows is X
+        X = used.take(X)
+        X_rows = X if same else used.take(X_rows)
         Y, keep = self._encode_targets(y, budget)
         sw = np.where(keep, sw, 0.0)
         if not sw.max() > 0:
@@ -343,7 +351,8 @@ class SparsemaxClassifier(SparsekitClassifier):
             offset=reflect_columns(np.zeros(n_classes), columns), X_rows=X_rows,
             center=(self.fit_intercept and not self.penalize_intercept
                     and solver != "sdca"), device=self.device)
-        return self._solve_and_publish(solver, datafit, columns, X_rows, y, sample_weight)
+        return self._solve_and_publish(solver, datafit, columns, X_shown, y, sample_weight,
+                                       used)
 
     def _fit_dask(self, X, y, sample_weight):
         """``fit`` on dask arrays (row partitions on the workers of a distributed cluster):
@@ -378,15 +387,17 @@ class SparsemaxClassifier(SparsekitClassifier):
                                    alpha=self.alpha, fit_intercept=self.fit_intercept,
                                    penalize_intercept=self.penalize_intercept,
                                    center=self.fit_intercept and not self.penalize_intercept)
-        return self._solve_and_publish(solver, datafit, (), X, y, sample_weight)
+        return self._solve_and_publish(solver, datafit, (), X, y, sample_weight,
+                                       UsedColumns(X, keep_all=True))
 
-    def _solve_and_publish(self, solver, datafit, columns, X, y, sample_weight):
+    def _solve_and_publish(self, solver, datafit, columns, X, y, sample_weight, used):
         """Solve on ``datafit`` (with the scikit-learn callbacks) and set the fitted
-        attributes; ``X`` and ``y`` are what the callbacks are shown."""
+        attributes; ``X`` and ``y`` are what the callbacks are shown, ``used`` the
+        :class:`UsedColumns` of X that the datafit holds."""
         bounds = self._coefficient_bounds(datafit.n_features, datafit.n_classes, columns)
         context = self._begin_fit_task(X, y, self.max_iter + 1, sample_weight)
-        callback, close = self._solver_callback(solver, datafit, context, X, y, columns)
-        res = self._solve(solver, datafit, self._initial_point(datafit, columns), bounds,
+        callback, close = self._solver_callback(solver, datafit, context, X, y, columns, used)
+        res = self._solve(solver, datafit, self._initial_point(datafit, columns, used), bounds,
                           callback)
         self.solver_ = solver
         close()
@@ -396,7 +407,8 @@ class SparsemaxClassifier(SparsekitClassifier):
                              "rescale the features or use float64 X.")
         # coef_ follows X's dtype (the solvers iterate in float64)
         dtype = datafit.dtype
-        self.coef_ = np.ascontiguousarray(reflect_columns(W, columns, 0).T, dtype=dtype)
+        self.coef_ = used.expand(np.ascontiguousarray(reflect_columns(W, columns, 0).T,
+                                                      dtype=dtype))
         self.intercept_ = reflect_columns(b, columns, 0).astype(dtype)
         self.n_iter_ = int(res.nit)
         if not res.success and res.status != STOPPED_BY_CALLBACK:
@@ -437,7 +449,7 @@ class SparsemaxClassifier(SparsekitClassifier):
         return minimize(datafit.value_grad, theta0, method="L-BFGS-B", jac=True,
                         bounds=bounds, callback=callback, options=options)
 
-    def _solver_callback(self, solver, datafit, context, X, y, columns):
+    def _solver_callback(self, solver, datafit, context, X, y, columns, used):
         """``(callback, close)``: the solvers' callback, which prints one line per iteration
         (``verbose``) and makes each iteration a subtask of the fit for scikit-learn's
         callbacks (a callback that asks to stop raises ``StopIteration`` in the solver),
@@ -466,8 +478,8 @@ class SparsemaxClassifier(SparsekitClassifier):
 
             def model():
                 W, b = datafit.from_solver(r.x)
-                return {"coef_": np.ascontiguousarray(reflect_columns(W, columns, 0).T,
-                                                      dtype=datafit.dtype),
+                return {"coef_": used.expand(np.ascontiguousarray(
+                            reflect_columns(W, columns, 0).T, dtype=datafit.dtype)),
                         "intercept_": reflect_columns(b, columns, 0).astype(datafit.dtype)}
 
             stop = self._end_subtask(tasks[-1], X, y, model)
@@ -525,11 +537,12 @@ class SparsemaxClassifier(SparsekitClassifier):
         self._negated = np.isin(np.arange(Y.shape[1]), columns) if columns else None
         return polytope_targets(Y, self.polytope, budget, self.target_type_, columns)
 
-    def _initial_point(self, datafit, columns=()):
-        n_classes, n_features = datafit.n_classes, datafit.n_features
+    def _initial_point(self, datafit, columns, used):
+        """The solver's start: the previous model on the ``used`` columns (warm_start), or
+        zeros."""
         if (self.warm_start and hasattr(self, "coef_")
-                and self.coef_.shape == (n_classes, n_features)):
-            return datafit.to_solver(reflect_columns(self.coef_.T, columns, 0),
+                and self.coef_.shape == (datafit.n_classes, used.n_features)):
+            return datafit.to_solver(reflect_columns(used.restrict(self.coef_).T, columns, 0),
                                      reflect_columns(self.intercept_, columns, 0))
         return np.zeros(datafit.size)
 

@@ -1,0 +1,72 @@
+"""UsedColumns: the solvers' view of a sparse X without its empty columns."""
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+from sparsekit.utils._columns import MAX_USED_SHARE, UsedColumns
+
+
+def _wide(n_used=6, n_features=40, seed=0):
+    rng = np.random.default_rng(seed)
+    cols = np.sort(rng.choice(n_features, n_used, replace=False))
+    dense = np.zeros((8, n_features))
+    dense[:, cols] = rng.normal(size=(8, n_used))
+    return dense, cols
+
+
+@pytest.mark.parametrize("layout", ["csr", "csc"])
+def test_index_lists_the_columns_that_store_an_entry(layout):
+    dense, cols = _wide()
+    X = sp.csr_matrix(dense).asformat(layout)
+    used = UsedColumns(X)
+    np.testing.assert_array_equal(used.index, cols)
+    assert used.n_used == cols.size and used.n_features == 40
+    taken = used.take(X)
+    assert taken.format == layout and taken.has_sorted_indices
+    np.testing.assert_array_equal(taken.toarray(), dense[:, cols])
+
+
+def test_an_explicit_zero_counts_as_used():
+    X = sp.csr_matrix((np.array([0.0, 1.0]), np.array([3, 7]), np.array([0, 2])),
+                      shape=(1, 40))
+    np.testing.assert_array_equal(UsedColumns(X).index, [3, 7])
+
+
+def test_dense_mostly_used_and_keep_all_pass_through():
+    dense, _ = _wide()
+    n_full = int(MAX_USED_SHARE * 40) + 1          # one column more than the share
+    mostly = sp.csr_matrix(np.hstack([np.ones((2, n_full)), np.zeros((2, 40 - n_full))]))
+    for used in (UsedColumns(dense), UsedColumns(mostly),
+                 UsedColumns(sp.csr_matrix(dense), keep_all=True)):
+        assert used.index is None and used.n_used == 40
+        assert used.take(dense) is dense
+        coef = np.arange(82.0).reshape(2, 41)
+        assert used.restrict(coef) is coef and used.expand(coef) is coef
+    at_share = sp.csr_matrix(np.hstack([np.ones((2, n_full - 1)), np.zeros((2, 41 - n_full))]))
+    assert UsedColumns(at_share).n_used == n_full - 1 < 40      # restricted from the share
+
+
+def test_restrict_and_expand_keep_trailing_columns_and_leading_axes():
+    dense, cols = _wide()
+    used = UsedColumns(sp.csr_matrix(dense))
+    rng = np.random.default_rng(1)
+    full = np.zeros((3, 2, 41))                    # (..., n_features + an intercept)
+    full[..., cols] = rng.normal(size=(3, 2, cols.size))
+    full[..., 40] = rng.normal(size=(3, 2))
+    small = used.restrict(full)
+    assert small.shape == (3, 2, cols.size + 1)
+    np.testing.assert_array_equal(small[..., -1], full[..., 40])
+    np.testing.assert_array_equal(used.expand(small), full)
+    assert used.expand(small[..., :-1]).shape == (3, 2, 40)       # no trailing column
+    assert used.restrict(None) is None
+
+
+def test_expand_keeps_a_sparse_coef_sparse():
+    dense, cols = _wide()
+    used = UsedColumns(sp.csc_matrix(dense))
+    small = np.zeros((4, cols.size + 1))
+    small[0, 1], small[2, 0], small[3, -1] = 2.0, -1.0, 0.5      # the last: an intercept
+    out = used.expand(sp.csr_matrix(small))
+    assert sp.issparse(out) and out.format == "csr" and out.shape == (4, 41)
+    np.testing.assert_array_equal(out.toarray(), used.expand(small))
+    assert out.nnz == 3
