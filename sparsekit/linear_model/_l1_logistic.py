@@ -394,7 +394,8 @@ class L1LogisticOBA(LinearClassifierMixin, SparseCoefMixin, SparsekitClassifier)
             Dense or CSR/CSC, float32 or float64 (``coef_`` follows its dtype); a dask
             array of such row blocks (fit on the workers of the default
             ``distributed.Client``); or, with ``device="cuda"``, a CuPy array / cupyx sparse
-            matrix.
+            matrix. The columns of a sparse X that store no entry (hashed features) are left
+            out of the solve: their weights are 0.
         y : array-like of shape (n_samples,)
             Class labels (two or more classes).
         sample_weight : array-like of shape (n_samples,), default=None
@@ -416,7 +417,9 @@ class L1LogisticOBA(LinearClassifierMixin, SparseCoefMixin, SparsekitClassifier)
             codes = self._encode_labels(y)
             classes = self.classes_
             totals = np.bincount(codes, weights=sample_weight, minlength=classes.size)
+            columns = UsedColumns(X, keep_all=True)     # the device datafits see them all
         elif is_dask_collection(X):
+            columns = UsedColumns(X, keep_all=True)     # so do the partitions' datafits
             data = DaskRows(X, y, sample_weight, [np.float64, np.float32])
             self.__dict__.pop("feature_names_in_", None)
             self.n_features_in_ = data.n_features
@@ -475,8 +478,6 @@ class L1LogisticOBA(LinearClassifierMixin, SparseCoefMixin, SparsekitClassifier)
         tasks = [context.subcontext(task_name="multinomial problem" if multinomial
                                     else "binary problem", max_subtasks=None)
                  for _ in problems]
-        if is_dask_collection(X) or on_device:
-            columns = UsedColumns(X, keep_all=True)
         w0 = self._warm_start_point(classes.size if multinomial else len(problems),
                                     self.n_features_in_, multinomial, columns)
         C = self.C * mean_weight

@@ -290,6 +290,8 @@ class SparsemaxClassifier(SparsekitClassifier):
             with at most 25% nonzero entries (e.g. MNIST) is fit through a CSR copy. A dask
             array partitioned by rows (with class labels ``y``) is fit on the workers of
             the default ``distributed.Client`` by ``"lbfgs"``, ``"nqn"`` or ``"newton-cg"``.
+            The columns of a sparse X that store no entry (hashed features) are left out of
+            the solve, their weights 0, unless ``bounds`` are given.
         y : array-like of shape (n_samples,) or (n_samples, n_classes)
             Class labels, a label-indicator matrix or a row-stochastic proportion matrix.
         sample_weight : array-like of shape (n_samples,), default=None
