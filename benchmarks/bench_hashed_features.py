@@ -134,7 +134,7 @@ def main():
         "alternate_sign=False)`, then TF-IDF): " + "; ".join(shapes) + ". \"All columns\": "
         "the solve on every column, as before the estimators left the empty ones out "
         "(`MAX_USED_SHARE = 0` in `sparsekit.utils._columns`); \"used columns\": the "
-        "estimator as shipped. Process CPU seconds, one fit each; \"max |Δp|\": the largest "
+        "estimator as shipped. Process CPU seconds, one fit each; \"max Δp\": the largest "
         "difference between the two fits' `predict_proba` on the training rows (the ℓ1 "
         "minimizer need not be unique, e.g. on columns that hold one document each, so the "
         "coefficients may differ where the model does not). One-vs-rest ℓ1 against LIBLINEAR `-s 6 -B 1 -R` on the same "
@@ -144,7 +144,7 @@ def main():
         "LIBLINEAR's.",
         "",
         _report.markdown_table(["data", "model", "all columns (s)", "used columns (s)",
-                                "speed-up", "max |Δp|", "against LIBLINEAR"], rows),
+                                "speed-up", "max Δp", "against LIBLINEAR"], rows),
     ])
     _report.write_section("hashed_features", "Hashed features: the empty columns left out",
                           body, packages=("numpy", "scipy", "scikit-learn",
