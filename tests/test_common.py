@@ -8,6 +8,7 @@ from sklearn.datasets import load_iris
 from sklearn.exceptions import ConvergenceWarning, NotFittedError
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
+from _callbacks import Recorder
 from sparsekit import ExtremeSoftmaxSGD, L1LogisticOBA, L1LogisticOBACV, SparsemaxClassifier
 from sparsekit.linear_model import _extreme_softmax, _sparsemax
 
@@ -114,36 +115,6 @@ def test_a_failed_refit_keeps_the_fitted_model(iris, name):
 # --- scikit-learn's callbacks (sklearn.callback): set_callbacks, ProgressBar, propagation
 
 
-class _Recorder:
-    """A FitCallback recording each finished task (name, depth) and, on the deepest tasks
-    (iterations, epochs), the score of the model as it stood; asks to stop after
-    ``stop_after`` of them."""
-
-    def __init__(self, stop_after=None):
-        self.stop_after = stop_after
-        self.ended, self.scores, self.setups, self.teardowns = [], [], 0, 0
-
-    def setup(self, estimator, context):
-        self.setups += 1
-
-    def teardown(self, estimator, context):
-        self.teardowns += 1
-
-    def on_fit_task_begin(self, estimator, context, *, X=None, y=None):
-        pass
-
-    def on_fit_task_end(self, estimator, context, *, X=None, y=None, fitted_estimator=None):
-        depth, parent = 0, context.parent
-        while parent is not None:
-            depth, parent = depth + 1, parent.parent
-        self.ended.append((context.task_name, depth))
-        if depth and fitted_estimator is not None and X is not None:
-            self.scores.append(fitted_estimator.score(X, y))
-        deepest = sum(name == context.task_name for name, _ in self.ended)
-        return self.stop_after is not None and context.max_subtasks == 0 and \
-            deepest >= self.stop_after
-
-
 #: estimator, the name of its tasks one level below the fit, and of those below them
 CALLBACK_CASES = {
     "SparsemaxClassifier(lbfgs)": (lambda: SparsemaxClassifier(alpha=1e-2), "lbfgs iteration",
@@ -169,7 +140,7 @@ def test_callbacks_see_one_subtask_per_iteration_and_can_stop_the_fit(iris, name
     if name == "L1LogisticOBA(binary)":
         X, y = X[y < 2], y[y < 2]
     make, subtask, iteration = CALLBACK_CASES[name]
-    recorder = _Recorder()
+    recorder = Recorder()
     est = make().set_callbacks(recorder).fit(X, y)
     assert recorder.ended[-1] == ("fit", 0) and recorder.setups == recorder.teardowns == 1
     assert {task for task, depth in recorder.ended if depth == 1} == {subtask}
@@ -194,7 +165,7 @@ def test_callbacks_see_one_subtask_per_iteration_and_can_stop_the_fit(iris, name
     if name != "L1LogisticOBA":
         with warnings.catch_warnings():
             warnings.simplefilter("error", ConvergenceWarning)  # a requested stop is no failure
-            stopped = make().set_callbacks(_Recorder(stop_after=2)).fit(X, y)
+            stopped = make().set_callbacks(Recorder(stop_after=2)).fit(X, y)
         assert np.all(stopped.n_iter_ == 2)
 
 
@@ -210,7 +181,7 @@ def test_progress_bar_on_every_estimator_and_through_grid_search(iris, name):
     search = GridSearchCV(make(), {"fit_intercept": [True, False]}, cv=2)
     search.set_callbacks(ProgressBar()).fit(X, y)
     assert search.best_estimator_.score(X, y) > 0.6
-    recorder = _Recorder()        # an auto-propagated callback would need the protocol's
+    recorder = Recorder()        # an auto-propagated callback would need the protocol's
     search = GridSearchCV(make().set_callbacks(recorder), {"fit_intercept": [True]}, cv=2)
     search.fit(X, y)              # a callback set on the estimator goes with its clones
     assert search.best_estimator_ is not None

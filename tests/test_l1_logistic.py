@@ -645,29 +645,14 @@ def test_warm_start_drops_weights_of_columns_now_empty():
 
 
 def test_callbacks_see_models_as_wide_as_X():
+    from _callbacks import Recorder
     from _hashed import spread_columns
 
     X, y = _multiclass()
     wide, _ = spread_columns(X, 500)
-    scores = []
-
-    class Scorer:
-        def setup(self, estimator, context):
-            pass
-
-        def teardown(self, estimator, context):
-            pass
-
-        def on_fit_task_begin(self, estimator, context, *, X=None, y=None):
-            pass
-
-        def on_fit_task_end(self, estimator, context, *, X=None, y=None,
-                            fitted_estimator=None):
-            if fitted_estimator is not None and context.parent is not None:
-                scores.append(fitted_estimator.score(X, y))
-
-    est = L1LogisticOBA(C=2.0, multiclass="multinomial").set_callbacks(Scorer()).fit(wide, y)
-    assert scores and scores[-1] == est.score(wide, y)
+    recorder = Recorder()      # scores the model of each iteration on the X it was given
+    est = L1LogisticOBA(C=2.0, multiclass="multinomial").set_callbacks(recorder).fit(wide, y)
+    assert recorder.scores and recorder.scores[-1] == est.score(wide, y)
 
 
 def test_path_on_empty_columns_is_the_path_on_the_used_ones():

@@ -10,6 +10,7 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.model_selection import GridSearchCV, KFold, StratifiedKFold
 from sklearn.utils._param_validation import InvalidParameterError
 
+from _callbacks import Recorder
 from sparsekit.linear_model import L1LogisticOBA, L1LogisticOBACV
 
 TIGHT = 1e-11   # every solve near its minimum: scores comparable to 1e-7
@@ -199,32 +200,14 @@ def test_too_few_iterations_warn():
 
 
 def test_progress_callbacks_see_each_path_and_the_refit():
-    from sklearn.callback import ProgressBar   # noqa: F401  (the protocol is importable)
-
-    class Recorder:
-        def __init__(self):
-            self.ended = []
-
-        def setup(self, estimator, context):
-            pass
-
-        def teardown(self, estimator, context):
-            pass
-
-        def on_fit_task_begin(self, estimator, context, *, X=None, y=None):
-            pass
-
-        def on_fit_task_end(self, estimator, context, *, X=None, y=None,
-                            fitted_estimator=None):
-            self.ended.append(context.task_name)
-
     X, y = load_iris(return_X_y=True)
     recorder = Recorder()
     with warnings.catch_warnings():
         warnings.simplefilter("error", ConvergenceWarning)
         L1LogisticOBACV(Cs=3, cv=3).set_callbacks(recorder).fit(X / X.max(axis=0), y)
-    assert recorder.ended.count("fold path") == 9 and recorder.ended.count("refit") == 1
-    assert recorder.ended[-1] == "fit"
+    ended = [name for name, _ in recorder.ended]
+    assert ended.count("fold path") == 9 and ended.count("refit") == 1
+    assert ended[-1] == "fit"
 
 
 @pytest.mark.parametrize("multiclass", ["ovr", "multinomial"])
