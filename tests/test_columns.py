@@ -70,3 +70,12 @@ def test_expand_keeps_a_sparse_coef_sparse():
     assert sp.issparse(out) and out.format == "csr" and out.shape == (4, 41)
     np.testing.assert_array_equal(out.toarray(), used.expand(small))
     assert out.nnz == 3
+
+
+def test_expand_with_no_used_column_keeps_the_trailing_ones():
+    used = UsedColumns(sp.csr_matrix((3, 10)))
+    assert used.n_used == 0
+    intercepts = np.array([[0.5], [0.0]])
+    np.testing.assert_array_equal(used.expand(intercepts)[:, -1], [0.5, 0.0])
+    out = used.expand(sp.csr_matrix(intercepts))
+    assert out.shape == (2, 11) and out[0, 10] == 0.5 and out.nnz == 1

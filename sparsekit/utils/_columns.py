@@ -62,17 +62,13 @@ class UsedColumns:
         extra) with zeros on the empty columns; a sparse 2-D ``coef`` stays sparse (CSR)."""
         if self.index is None:
             return coef
-        used = self.index.size
+        extra = coef.shape[-1] - self.index.size
+        target = np.concatenate([self.index, self.n_features + np.arange(extra)])
+        width = self.n_features + extra
         if sp.issparse(coef):
             coef = sp.csr_matrix(coef)
-            extra = coef.shape[1] - used
-            indices = np.where(coef.indices < used,
-                               self.index[np.minimum(coef.indices, used - 1)],
-                               coef.indices - used + self.n_features)
-            return sp.csr_matrix((coef.data, indices, coef.indptr),
-                                 shape=(coef.shape[0], self.n_features + extra))
-        extra = coef.shape[-1] - used
-        out = np.zeros(coef.shape[:-1] + (self.n_features + extra,), dtype=coef.dtype)
-        out[..., self.index] = coef[..., :used]
-        out[..., self.n_features:] = coef[..., used:]
+            return sp.csr_matrix((coef.data, target[coef.indices], coef.indptr),
+                                 shape=(coef.shape[0], width))
+        out = np.zeros(coef.shape[:-1] + (width,), dtype=coef.dtype)
+        out[..., target] = coef
         return out
