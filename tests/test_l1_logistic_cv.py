@@ -231,3 +231,9 @@ def test_empty_columns_cost_nothing_and_get_zero_weights(multiclass, sparse_coef
     np.testing.assert_allclose(coef[:, places], ref.coef_.toarray() if sparse_coef
                                else ref.coef_, rtol=1e-9, atol=1e-12)
     assert not np.any(np.delete(coef, places, axis=1))
+    mean = L1LogisticOBACV(refit=False, **params).fit(wide, y)     # the folds' average
+    ref = L1LogisticOBACV(refit=False, **params).fit(X, y)
+    coef = mean.coef_.toarray() if sparse_coef else mean.coef_
+    np.testing.assert_allclose(coef[:, places], ref.coef_.toarray() if sparse_coef
+                               else ref.coef_, rtol=1e-12, atol=1e-15)
+    assert not np.any(np.delete(coef, places, axis=1)) and mean.C_ == ref.C_

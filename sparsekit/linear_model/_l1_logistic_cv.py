@@ -199,7 +199,8 @@ class L1LogisticOBACV(L1LogisticOBA):
         problems = [None] if multinomial else [1] if classes.size == 2 else list(
             range(classes.size))
         l1_ratios = _checked_l1_ratios(self.l1_ratios)
-        columns = UsedColumns(X)                      # the solvers see the used columns
+        # the paths and the scores use the used columns; coefs_paths_ and the model all
+        columns = UsedColumns(X)
         rows = columns.take(X.tocsr() if sp.issparse(X) else X)    # the folds take rows
         Cs = self._grid(rows, codes, weights, problems, l1_ratios)
         folds = list(check_cv(self.cv, y, classifier=True).split(X, y))
@@ -216,7 +217,6 @@ class L1LogisticOBACV(L1LogisticOBA):
                                                self.max_iter)
             if self.sparse_coef:         # (l1_ratio, C, row) rows, nonzeros only
                 coefs = sp.csr_matrix(coefs.reshape(-1, coefs.shape[-1]))
-            coefs = columns.expand(coefs)
             problem = ("" if pos is None or classes.size == 2
                        else f", class {np.asarray(classes[pos]).tolist()!r}")
             self._say(f"fold {k + 1}/{len(folds)}{problem}: {n_iter.size} solves, "
@@ -238,23 +238,24 @@ class L1LogisticOBACV(L1LogisticOBA):
         scorer = _scorer(self.scoring, classes)
         scores = np.empty(n_iter.shape)
         for f, (_, test) in enumerate(folds):
-            X_test, y_test = X[test], y[test]        # sliced once per fold
+            X_test, y_test = rows[test], y[test]     # sliced once per fold
             for r, c in np.ndindex(scores.shape[1:]):
                 model = self._fold_model(solutions.block(f, r, c), X.dtype, multinomial)
                 scores[f, r, c] = scorer(model, X_test, y_test)
         self.Cs_, self.l1_ratios_, self.scores_ = Cs, l1_ratios, scores
-        self.coefs_paths_, self.n_iter_ = solutions.stored, n_iter
+        self.coefs_paths_, self.n_iter_ = columns.expand(solutions.stored), n_iter
         best = f"mean held-out score {scores.mean(axis=0).max():.6g} over {len(folds)} folds"
         if self.refit:
             r, c = np.unravel_index(np.argmax(scores.mean(axis=0)), scores.shape[1:])
             self._say(f"C = {Cs[c]:.4g}, l1_ratio = {l1_ratios[r]:g}: {best}; refit on all "
                       "the data")
             task = self._begin_subtask(context, "refit", X_in, y)
-            start = np.mean([solutions.block(f, r, c) for f in range(len(folds))], axis=0)
+            start = columns.expand(np.mean([solutions.block(f, r, c)
+                                            for f in range(len(folds))], axis=0))
             self._refit(X, y, sample_weight, Cs[c], l1_ratios[r], start, multinomial)
             self._end_subtask(task, X_in, y)
         else:
-            self._average_best(solutions, X.dtype, multinomial)
+            self._average_best(solutions, X.dtype, multinomial, columns)
             self._say(f"C = {self.C_:.4g}, l1_ratio = {self.l1_ratio_:g} (the folds' best "
                       f"points averaged): {best}")
         self._end_fit_task(context, X_in, y, sample_weight)
@@ -273,9 +274,9 @@ class L1LogisticOBACV(L1LogisticOBA):
 
     def _fold_model(self, block, dtype, multinomial):
         """An :class:`L1LogisticOBA` holding the path's solution ``block`` (its rows'
-        coefficients, the intercept last), for the scorer."""
+        coefficients on the used columns, the intercept last), for the scorer."""
         model = L1LogisticOBA(multiclass=self.multiclass)
-        n_features = self.n_features_in_
+        n_features = block.shape[1] - self.fit_intercept
         model.classes_, model.n_features_in_ = self.classes_, n_features
         model.coef_ = block[:, :n_features].astype(dtype)
         model.intercept_ = (block[:, n_features] if self.fit_intercept
@@ -285,9 +286,10 @@ class L1LogisticOBACV(L1LogisticOBA):
         model._softmax = multinomial
         return model
 
-    def _average_best(self, solutions, dtype, multinomial):
+    def _average_best(self, solutions, dtype, multinomial, columns):
         """Without refit: the model is the mean of the folds' solutions at each fold's best
-        grid point, C_ and l1_ratio_ the means of those points."""
+        grid point (written back to X's ``columns``), C_ and l1_ratio_ the means of those
+        points."""
         best = [np.unravel_index(np.argmax(s), s.shape) for s in self.scores_]
         self.C_ = float(np.mean([self.Cs_[c] for _, c in best]))
         self.l1_ratio_ = float(np.mean([self.l1_ratios_[r] for r, _ in best]))
@@ -296,6 +298,7 @@ class L1LogisticOBACV(L1LogisticOBA):
                                  dtype, multinomial)
         for name in ("coef_", "intercept_", "_softmax"):
             setattr(self, name, getattr(model, name))
+        self.coef_ = columns.expand(self.coef_)
         n_rows = self.intercept_.size
         self.optimality_ = self.duality_gap_ = np.full(n_rows, np.nan)
         self.corrective_loops_ = [np.zeros(0, dtype=np.int64)] * n_rows
