@@ -135,6 +135,34 @@ def test_a_multiclass_compressed_file_gets_the_multinomial_and_probability_table
     assert len(seconds) == 1 and seconds[0] > 0      # the raw numbers, for machines
 
 
+def test_a_files_empty_columns_are_left_out_for_every_model(tmp_path, capsys):
+    """Hashed features: a file whose 8 used columns lie among 2**24 gets the tables of the
+    same file with its columns numbered 1 to 8 (the same objectives and test accuracies),
+    and the titles give both column counts; the peers never see the empty columns
+    (LogisticRegression's L-BFGS would keep vectors of 2**24 weights per class)."""
+    compact = _write_svm(tmp_path / "compact.svm", n=90, classes=3)
+    places = np.sort(np.random.default_rng(1).choice(2**24, 8, replace=False)) + 1
+    wide = tmp_path / "wide.svm"
+    wide.write_text("".join(
+        " ".join([tokens[0]] + [f"{places[int(t.split(':')[0]) - 1]}:{t.split(':')[1]}"
+                                for t in tokens[1:]]) + "\n"
+        for tokens in map(str.split, compact.read_text().splitlines())))
+    reports = []
+    for path in (compact, wide):
+        compare.main([str(path), "--repeat", "1", "--json", "--budget", "100"])
+        reports.append(json.loads(capsys.readouterr().out))
+    titles = [table["title"] for table in reports[1]]
+    assert titles[0].startswith("multinomial l1-logistic, wide.svm (90, 8) (the 8 used "
+                                f"columns of {places[-1]}), 3 classes")
+    assert titles[1].startswith("class probabilities, wide.svm (90, 8) (the 8 used columns")
+    for small, large in zip(*reports):
+        for name, m in small["measurements"].items():
+            for metric in ("objective", "test_accuracy"):
+                if metric in m:
+                    assert large["measurements"][name][metric] == pytest.approx(
+                        m[metric], rel=1e-6, abs=1e-9), (name, metric)
+
+
 def test_multinomial_table_objective_is_scikit_learns():
     """The table's objective is the one LogisticRegression(l1) minimizes: its value at
     OBA's solution matches a direct computation from predict_proba."""

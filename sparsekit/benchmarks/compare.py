@@ -40,8 +40,10 @@
   between labels at the cap below, the labels left never predicted.
 
 DATA is a LIBSVM/svmlight file (any path; ``.xz``, ``.gz`` and ``.bz2`` are read
-compressed; ``--zero-based`` for files numbered from 0), ``a9a`` (shipped inside
-sparsekit), a set of the data home (``a9a.t``, ``w8a``: see
+compressed; ``--zero-based`` for files numbered from 0; the columns that store no entry
+(most of them in hashed features) are left out for every model, as each model's weight on
+such a column is 0 and would only cost it time and memory, and the titles say so),
+``a9a`` (shipped inside sparsekit), a set of the data home (``a9a.t``, ``w8a``: see
 :func:`sparsekit.datasets.get_data_home`) or one of scikit-learn's ``breast_cancer`` and
 ``digits`` (dense, standardized for the l1 table). Without DATA it runs on a9a and digits.
 
@@ -88,6 +90,7 @@ from threadpoolctl import threadpool_limits
 
 from sparsekit import ExtremeSoftmaxSGD, L1LogisticOBA, SparsemaxClassifier
 from sparsekit.datasets import load_a9a, load_libsvm
+from sparsekit.utils._columns import UsedColumns
 from sparsekit.utils._sklearn import l1_penalty
 
 _L1 = l1_penalty()
@@ -272,7 +275,7 @@ def compare_l1_logistic(repeat, C=1.0, data=None, budget=np.inf, announce=None):
                      announce)
             for name, fit_at in _l1_solvers(X, y, C, budget)]
     return _objective_table(
-        f"l1-logistic (LIBLINEAR -s 6 objective), {data.name} {X.shape}, C={C:g}, no "
+        f"l1-logistic (LIBLINEAR -s 6 objective), {data.described}, C={C:g}, no "
         f"intercept; tol 1e-8 (saga 1e-6), each in its own measure; LIBLINEAR's copy of the "
         f"data built untimed; median (min-max) of {repeat} fits", "F(w)", "w", rows)
 
@@ -386,7 +389,7 @@ def compare_l1_multinomial(repeat, C=1.0, data=None, budget=np.inf, announce=Non
                 int(np.sum(model.coef_ == 0))), budget, announce)
             for name, fit in _multinomial_solvers(X, y, C, budget)]
     return _objective_table(
-        f"multinomial l1-logistic, {data.name} {X.shape}, {data.classes.size} classes, "
+        f"multinomial l1-logistic, {data.described}, {data.classes.size} classes, "
         f"C={C:g}, intercepts free (LIBLINEAR, skglm and celer are one-vs-rest only); tol 1e-8 "
         f"(saga 1e-6), each in its own measure, each fit capped at ~{FIT_BUDGETS} x "
         f"{budget:g} s; median (min-max) of {repeat} fits", "F(W, b)", "W", rows)
@@ -601,7 +604,7 @@ def compare_multiclass(repeat, data=None, budget=np.inf, announce=None):
                     for r in _measured(rows)}
     base = next(r for r in rows if r[0].startswith("scikit-learn LogisticRegression"))
     _format_rows(rows, base, {2: "{:.4f}".format, 3: "{:.2f}".format})
-    return Table(f"class probabilities, {data.name} {data.X.shape}, {data.classes.size} "
+    return Table(f"class probabilities, {data.described}, {data.classes.size} "
                  f"classes (70/30 split), every model with an intercept; median (min-max) of "
                  f"{repeat} fits; fits capped at ~{FIT_BUDGETS} x {budget:g} s but LIBLINEAR's "
                  f"and fastText's", ["model", "fit time", "test accuracy",
@@ -735,7 +738,7 @@ def compare_multilabel(repeat, data, budget=np.inf, announce=None):
     _format_rows(rows, base, {2: "{:.4f}".format, 3: "{:.4f}".format, 4: "{:.2f}".format})
     unlabelled = int(np.sum(np.asarray(Y_train.sum(axis=1)).ravel() == 0))
     per_row = np.asarray(Y_test.sum(axis=1)).mean()
-    return Table(f"label sets, {data.name} {data.X.shape}, {data.classes.size} labels (70/30 "
+    return Table(f"label sets, {data.described}, {data.classes.size} labels (70/30 "
                  f"split; {per_row:.2f} labels per test row), every model with an intercept"
                  + (f"; SparsemaxClassifier leaves the {unlabelled} training rows without a "
                     "label out of its fit" if unlabelled else "")
@@ -749,10 +752,12 @@ class Dataset:
     """A data set to compare on: ``X`` (dense or CSR), labels ``y``, ``X_l1`` (the matrix
     of the l1 table: scikit-learn's dense sets standardized) and its sorted ``classes``;
     for a multi-label set (``multilabel``), ``y`` is a 0/1 CSR indicator matrix whose
-    columns are the labels ``classes``."""
+    columns are the labels ``classes``; ``n_features`` is the column count of the source
+    when ``X`` holds only its used columns."""
 
-    def __init__(self, name, X, y, X_l1=None, classes=None):
+    def __init__(self, name, X, y, X_l1=None, classes=None, n_features=None):
         self.name, self.X = name, X
+        self.n_features = X.shape[1] if n_features is None else n_features
         self.multilabel = sp.issparse(y) or np.ndim(y) == 2
         # int64: scikit-learn's LabelBinarizer (inside OneVsRestClassifier) misplaces the
         # columns of an int8 indicator from 129 labels on
@@ -762,20 +767,33 @@ class Dataset:
                         else np.arange(self.y.shape[1]) if self.multilabel
                         else np.unique(self.y))
 
+    @property
+    def described(self):
+        """The name and shape for a table's title, with the source's column count when the
+        empty columns were left out."""
+        n, p = self.X.shape
+        if p == self.n_features:
+            return f"{self.name} {self.X.shape}"
+        return f"{self.name} ({n}, {p}) (the {p} used columns of {self.n_features})"
+
 
 def _read_file(spec, zero_based):
     """The :class:`Dataset` of a LIBSVM file: class labels when every row has one label,
-    label sets otherwise (comma-separated, as the LIBSVM page's multi-label sets)."""
+    label sets otherwise (comma-separated, as the LIBSVM page's multi-label sets); X holds
+    the columns that store an entry when many store none (:class:`UsedColumns`)."""
     try:
         X, label_sets = load_libsvm(spec, zero_based=zero_based, multilabel=True)
     except (OSError, ValueError) as exc:
         message = str(exc).replace("pass zero_based=True", "use --zero-based")
         raise ValueError(f"cannot read {spec!r}: {message}") from None
+    n_features = X.shape[1]
+    X = UsedColumns(X).take(X)
     if all(len(labels) == 1 for labels in label_sets):
-        return Dataset(Path(spec).name, X, [labels[0] for labels in label_sets])
+        return Dataset(Path(spec).name, X, [labels[0] for labels in label_sets],
+                       n_features=n_features)
     binarizer = MultiLabelBinarizer(sparse_output=True)
     Y = binarizer.fit_transform(label_sets)
-    return Dataset(Path(spec).name, X, Y, classes=binarizer.classes_)
+    return Dataset(Path(spec).name, X, Y, classes=binarizer.classes_, n_features=n_features)
 
 
 def load_dataset(spec, zero_based=False):
