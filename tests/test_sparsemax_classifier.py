@@ -987,18 +987,22 @@ def test_non_finite_entries_of_a_label_matrix_are_rejected(bad):
 # --- solver="auto"
 
 
-@pytest.mark.parametrize("sparse, alpha, options, expected", [
-    (False, 1e-3, {}, "lbfgs"),
-    (True, 1e-3, {}, "sdca"),                   # alpha * n = 1.2
-    (True, 1e-6, {}, "lbfgs"),                  # alpha * n < 1: SDCA's dual would crawl
-    (True, 1e-3, {"positive": True}, "lbfgs"),  # SDCA takes no bounds
-    (True, 0.0, {}, "lbfgs"),                   # nor alpha = 0
+@pytest.mark.parametrize("sparse, scale, alpha, options, expected", [
+    (False, 1.0, 1e-3, {}, "lbfgs"),
+    (True, 1.0, 1e-3, {}, "sdca"),                   # mean ||x||^2 / (alpha n) = 2.4 / 1.2
+    (True, 1.0, 1e-6, {}, "lbfgs"),                  # 2000: SDCA's dual would crawl
+    (True, 0.1, 1e-5, {}, "sdca"),                   # 0.024 / 0.012: small alpha n, small rows
+    (True, 10.0, 1e-3, {}, "lbfgs"),                 # 240 / 1.2: large rows
+    (True, 1.0, 1e-3, {"positive": True}, "lbfgs"),  # SDCA takes no bounds
+    (True, 1.0, 0.0, {}, "lbfgs"),                   # nor alpha = 0
 ])
-def test_auto_picks_sdca_for_sparse_well_conditioned_problems(sparse, alpha, options,
+def test_auto_picks_sdca_for_sparse_well_conditioned_problems(sparse, scale, alpha, options,
                                                               expected):
+    """SDCA where its dual's condition number, the mean squared row norm over alpha n, is
+    at most AUTO_SDCA_MAX_CONDITION (20)."""
     rng = np.random.default_rng(0)
-    X = rng.standard_normal((1200, 6)) * (rng.random((1200, 6)) < 0.4)
-    y = np.argmax(X[:, :3] + 0.5 * rng.standard_normal((1200, 3)), axis=1)
+    X = scale * rng.standard_normal((1200, 6)) * (rng.random((1200, 6)) < 0.4)
+    y = np.argmax(X[:, :3] + 0.5 * scale * rng.standard_normal((1200, 3)), axis=1)
     X = sp.csr_matrix(X) if sparse else X
     clf = SparsemaxClassifier(alpha=alpha, random_state=0, **options).fit(X, y)
     assert clf.get_params()["solver"] == "auto" and clf.solver_ == expected

@@ -46,21 +46,25 @@ _POLYTOPES = ("simplex", "budget", "box", "at_most_one", "at_least_one")
 _CSR_DENSITY = 0.25
 
 
-#: ``solver="auto"`` takes SDCA for sparse X when ``alpha * n_samples`` is at least this:
-#: below it the dual is ill-conditioned and SDCA needs hundreds of epochs
-AUTO_SDCA_MIN_ALPHA_N = 1.0
+#: ``solver="auto"`` takes SDCA for sparse X when the dual's condition number, the mean squared
+#: row norm over ``alpha * n_samples``, is at most this: SDCA's epochs grow with it, while
+#: L-BFGS's iterations grow with the primal's conditioning and each costs about an epoch or,
+#: with many classes and features, more (the benchmark notes, "SparsemaxClassifier: which
+#: solver")
+AUTO_SDCA_MAX_CONDITION = 20.0
 
 
 def auto_solver(X, alpha, bounded=False, device="cpu"):
     """The solver of ``solver="auto"``: exact dual coordinate ascent for sparse X, where each
     row update touches only the row's nonzeros, when the dual is well conditioned
-    (``alpha * n_samples >= AUTO_SDCA_MIN_ALPHA_N``); L-BFGS for dense X and wherever SDCA
-    does not apply or would crawl (``alpha * n_samples`` small, bounds, a GPU). The
-    measurements are in the benchmark notes, "SparsemaxClassifier: which solver"."""
-    if (sp.issparse(X) and alpha * X.shape[0] >= AUTO_SDCA_MIN_ALPHA_N and not bounded
-            and device == "cpu"):
-        return "sdca"
-    return "lbfgs"
+    (mean ‖xᵢ‖² / (``alpha`` n) ≤ ``AUTO_SDCA_MAX_CONDITION``: TF-IDF rows of norm 1 down
+    to ``alpha`` = 1/(20 n)); L-BFGS for dense X and wherever SDCA does not apply or would
+    crawl (a small ``alpha`` for the rows' scale, bounds, a GPU)."""
+    if not sp.issparse(X) or bounded or device != "cpu" or not alpha > 0:
+        return "lbfgs"
+    data = X.data.astype(np.float64, copy=False)
+    mean_row_sq = float(data @ data) / max(X.shape[0], 1)
+    return "sdca" if mean_row_sq <= AUTO_SDCA_MAX_CONDITION * alpha * X.shape[0] else "lbfgs"
 
 
 class SparsemaxClassifier(SparsekitClassifier):
@@ -113,9 +117,10 @@ class SparsemaxClassifier(SparsekitClassifier):
     penalize_intercept : bool, default=False
         Whether ``alpha / 2 ||b||^2`` is added to the objective.
     solver : {"auto", "lbfgs", "newton-cg", "nqn", "sdca"}, default="auto"
-        ``"auto"``: ``"sdca"`` for sparse X when ``alpha * n_samples >= 1`` (no bounds, on
-        the CPU), ``"lbfgs"`` otherwise; ``solver_`` tells which ran. ``"lbfgs"``:
-        :func:`scipy.optimize.minimize` with L-BFGS-B. ``"nqn"``:
+        ``"auto"``: ``"sdca"`` for sparse X when the mean squared row norm is at most
+        ``20 * alpha * n_samples`` (no bounds, on the CPU), ``"lbfgs"`` otherwise;
+        ``solver_`` tells which ran. ``"lbfgs"``: :func:`scipy.optimize.minimize` with
+        L-BFGS-B. ``"nqn"``:
         :func:`sparsekit.optimize.minimize_nqn` with the same bounds. ``"newton-cg"``:
         truncated semismooth Newton (no bounds): the loss is piecewise quadratic, and its
         generalized Hessian ``X_A^T diag(sw) J X_A / sum(sw) + alpha I`` only involves the
@@ -126,7 +131,8 @@ class SparsemaxClassifier(SparsekitClassifier):
         free intercept by a proximal-point step after each epoch (no bounds, ``alpha > 0``,
         CPU only; keeps an (n_samples, n_classes) float64 array of dual variables). The
         fastest choice for sparse, high-dimensional data such as TF-IDF text; slow when
-        ``alpha * n_samples`` is small (the dual is then ill-conditioned).
+        ``alpha * n_samples`` is small for the rows' squared norms (the dual is then
+        ill-conditioned).
     positive : bool, default=False
         Constrain the coefficients (not the intercept) to be nonnegative; shorthand for
         ``bounds=(0, None)``.
@@ -306,10 +312,6 @@ class SparsemaxClassifier(SparsekitClassifier):
             return self._fit_dask(X, y, sample_weight)
         if self.solver == "sdca":
             self._check_sdca()
-        solver = self.solver
-        if solver == "auto":
-            solver = auto_solver(X, self.alpha, bounded=self.bounds is not None or self.positive,
-                                 device=self.device)
         budget = self._check_budget()
         if fit_device(self.device, X) and is_device_matrix(X):
             X = X_rows = check_device_X(X)
@@ -333,6 +335,9 @@ class SparsemaxClassifier(SparsekitClassifier):
             # per-coefficient bounds are given for every column: the solvers see them all
             used = UsedColumns(X, keep_all=self.bounds is not None)
         X_shown = X_rows          # what the callbacks see: X as validated
+        solver = self.solver if self.solver != "auto" else auto_solver(
+            X_shown, self.alpha, bounded=self.bounds is not None or self.positive,
+            device=self.device)
         same = X_rows is X
         X = used.take(X)
         X_rows = X if same else used.take(X_rows)
