@@ -163,6 +163,19 @@ def test_a_files_empty_columns_are_left_out_for_every_model(tmp_path, capsys):
                         m[metric], rel=1e-6, abs=1e-9), (name, metric)
 
 
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")     # saga's step on an empty X
+def test_a_file_without_entries_keeps_its_column(tmp_path, capsys):
+    """With no stored entry at all there is no used column to keep: the models still get
+    one (an intercept-only fit), not an X of zero columns that every one of them refuses."""
+    path = tmp_path / "empty.svm"
+    path.write_text("1\n-1\n" * 4)
+    compare.main([str(path), "--repeat", "1", "--json"])
+    l1, proba = json.loads(capsys.readouterr().out)
+    assert "empty.svm (8, 1), C=1" in l1["title"]
+    assert "objective" in l1["measurements"]["sparsekit L1LogisticOBA"]
+    assert "test_accuracy" in proba["measurements"]["sparsekit SparsemaxClassifier"]
+
+
 def test_multinomial_table_objective_is_scikit_learns():
     """The table's objective is the one LogisticRegression(l1) minimizes: its value at
     OBA's solution matches a direct computation from predict_proba."""

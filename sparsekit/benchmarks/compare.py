@@ -786,8 +786,9 @@ def _read_file(spec, zero_based):
     except (OSError, ValueError) as exc:
         message = str(exc).replace("pass zero_based=True", "use --zero-based")
         raise ValueError(f"cannot read {spec!r}: {message}") from None
-    n_features = X.shape[1]
-    X = UsedColumns(X).take(X)
+    n_features, columns = X.shape[1], UsedColumns(X)
+    if columns.n_used:      # a file without a single entry keeps its columns: models need one
+        X = columns.take(X)
     if all(len(labels) == 1 for labels in label_sets):
         return Dataset(Path(spec).name, X, [labels[0] for labels in label_sets],
                        n_features=n_features)
