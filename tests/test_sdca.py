@@ -405,9 +405,11 @@ def test_sdca_warm_start_with_a_penalized_intercept_from_another_problem():
 
 
 def test_sdca_tests_tol_on_a_schedule_and_reports_every_epoch():
-    """The objective (a pass over X, as costly as an epoch) is evaluated after epochs 1-8,
-    then at gaps of an eighth of the epochs run while max|grad| > 100 tol, and after every
-    epoch below; the callback sees every epoch, with fun and jac on the evaluated ones."""
+    """The objective (a pass over X, as costly as an epoch) is evaluated after epoch 1; while
+    max|grad| > 100 tol, next after the first epoch whose largest dual change is a quarter
+    of the one at the last evaluation, or ⌈t/2⌉ epochs after an evaluation after epoch t;
+    and after every epoch below. The callback sees every epoch, with fun and jac on the
+    evaluated ones."""
     import sparsekit.optimize._sdca as sdca
 
     X, y, _ = _data(n=60)
@@ -417,37 +419,49 @@ def test_sdca_tests_tol_on_a_schedule_and_reports_every_epoch():
 
     def record(intermediate_result):
         r = intermediate_result
-        seen.append((r.nit, np.max(np.abs(r.jac)) if "fun" in r else None))
+        seen.append((r.nit, r.change, np.max(np.abs(r.jac)) if "fun" in r else None))
 
     tol = 1e-9
     res = sdca.minimize_sdca(datafit, theta0, tol=tol, max_iter=5000,
                              rng=np.random.default_rng(0), callback=record)
     assert res.success and res.status == 0 and np.max(np.abs(res.jac)) <= tol
-    assert [nit for nit, _ in seen] == list(range(1, res.nit + 1))
-    evaluated = [(nit, g) for nit, g in seen if g is not None]
+    assert [nit for nit, _, _ in seen] == list(range(1, res.nit + 1))
+    change = {nit: c for nit, c, _ in seen}
+    evaluated = [(nit, g) for nit, _, g in seen if g is not None]
     assert res.nfev == len(evaluated) + 1 < res.nit / 2     # + the gradient at 0, epoch 1
-    assert [nit for nit, _ in evaluated[:8]] == list(range(1, 9))
+    assert evaluated[0][0] == 1
+    skipped_far = 0
     for (a, g), (b, _) in zip(evaluated, evaluated[1:]):
-        assert b - a == (1 if g <= 100 * tol else -(-a // 8))
+        if g <= 100 * tol:
+            assert b == a + 1
+            continue
+        due = [t for t in range(a + 1, res.nit + 1)
+               if change[t] <= change[a] / 4 or t >= a - (-a // 2)]
+        assert b == due[0]
+        skipped_far += b - a - 1
+    assert skipped_far > 0     # far from tol, epochs pass without an evaluation
     f, grad = datafit.value_grad(res.x)
     assert res.fun == f and np.array_equal(res.jac, grad)
 
 
 def test_sdca_stopped_after_an_epoch_without_an_evaluation_returns_its_objective():
-    """A callback stop after epoch 10 (evaluations after 1-9 and 11) still returns the
-    objective and gradient of the returned x."""
+    """A callback stop after epoch 10, which the schedule does not evaluate, still returns
+    the objective and gradient of the returned x (one more evaluation)."""
     import sparsekit.optimize._sdca as sdca
 
     X, y, _ = _data(n=60)
     datafit = _datafit(X, y, np.ones(60), fit_intercept=True, penalize=True)
+    evaluated = []
 
     def stop_at_10(intermediate_result):
+        evaluated.append("fun" in intermediate_result)
         if intermediate_result.nit == 10:
             assert "fun" not in intermediate_result
             raise StopIteration
 
     res = sdca.minimize_sdca(datafit, np.zeros((X.shape[1] + 1) * 3), tol=1e-12,
                              max_iter=100, rng=np.random.default_rng(0), callback=stop_at_10)
-    assert res.status == 99 and res.nit == 10 and res.nfev == 11
+    # the epochs' evaluations, the gradient at 0 (after epoch 1), and the returned x's
+    assert res.status == 99 and res.nit == 10 and res.nfev == sum(evaluated) + 2
     f, grad = datafit.value_grad(res.x)
     assert res.fun == f and np.array_equal(res.jac, grad)

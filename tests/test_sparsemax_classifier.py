@@ -942,9 +942,9 @@ def test_verbose_nqn_prints_the_objective_of_each_iterate(capsys):
 
 def test_verbose_sdca_prints_each_epoch_and_the_final_objective(capsys):
     """sdca prints one line per epoch, numbered 1..n_iter_, with the objective on the
-    epochs where it is evaluated (1-8, 9, 11, 13, 15, 17, 20, ...: each gap at most an
-    eighth of the epochs run, one epoch within 100 x tol), the last with the objective of
-    the fitted model and a max|grad| within tol."""
+    epochs where it is evaluated (1, then each gap at most half the epochs run, one epoch
+    within 100 x tol: the schedule of minimize_sdca), the last with the objective of the
+    fitted model and a max|grad| within tol."""
     X, y, sw = _data()
     clf = SparsemaxClassifier(alpha=0.1, solver="sdca", tol=1e-8, verbose=1, random_state=0,
                               max_iter=2000)
@@ -952,11 +952,10 @@ def test_verbose_sdca_prints_each_epoch_and_the_final_objective(capsys):
     lines = _verbose_lines(capsys, "sdca epoch")
     assert len(lines) == clf.n_iter_ >= 20
     evaluated = [it for it, line in enumerate(lines, 1) if "objective" in line]
-    assert evaluated[:12] == [1, 2, 3, 4, 5, 6, 7, 8, 9, 11, 13, 15]
-    assert evaluated[-1] == clf.n_iter_
+    assert evaluated[0] == 1 and evaluated[-1] == clf.n_iter_
     assert len(evaluated) < clf.n_iter_ / 2
     for last, it in zip(evaluated, evaluated[1:]):
-        assert it - last <= -(-last // 8)
+        assert it - last <= -(-last // 2)
     for it, line in enumerate(lines, 1):
         assert line.startswith(f"[SparsemaxClassifier] sdca epoch {it}: "
                                + ("objective " if it in evaluated else "largest dual change"))
