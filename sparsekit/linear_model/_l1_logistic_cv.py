@@ -199,7 +199,7 @@ class L1LogisticOBACV(L1LogisticOBA):
         problems = [None] if multinomial else [1] if classes.size == 2 else list(
             range(classes.size))
         l1_ratios = _checked_l1_ratios(self.l1_ratios)
-        # the paths and the scores use the used columns; coefs_paths_ and the model all
+        # paths and scores run on the used columns; coefs_paths_ and the model get all of X's
         columns = UsedColumns(X)
         rows = columns.take(X.tocsr() if sp.issparse(X) else X)    # the folds take rows
         Cs = self._grid(rows, codes, weights, problems, l1_ratios)

@@ -120,8 +120,8 @@ class SparsemaxClassifier(SparsekitClassifier):
         ``"auto"``: ``"sdca"`` for sparse X when the mean squared row norm is at most
         ``20 * alpha * n_samples`` (no bounds, on the CPU), ``"lbfgs"`` otherwise;
         ``solver_`` tells which ran. ``"lbfgs"``: :func:`scipy.optimize.minimize` with
-        L-BFGS-B. ``"nqn"``:
-        :func:`sparsekit.optimize.minimize_nqn` with the same bounds. ``"newton-cg"``:
+        L-BFGS-B. ``"nqn"``: :func:`sparsekit.optimize.minimize_nqn` with the same bounds.
+        ``"newton-cg"``:
         truncated semismooth Newton (no bounds): the loss is piecewise quadratic, and its
         generalized Hessian ``X_A^T diag(sw) J X_A / sum(sw) + alpha I`` only involves the
         rows ``A`` whose projection Jacobian ``J`` is nonzero (report eq. 5,
