@@ -301,6 +301,46 @@ def test_zero_based_files_are_read_with_the_flag(tmp_path, capsys):
     assert "sklearn.svm (80, 6)" in capsys.readouterr().out
 
 
+def test_a_csv_file_with_text_columns_and_text_labels_gets_every_row(tmp_path, capsys):
+    """A scikit-learn user's file: a header, numbers and text, the labels as words; every
+    model, LIBLINEAR's included, fits the coded labels."""
+    pytest.importorskip("pandas")
+    from sklearn.datasets import load_iris
+
+    frame = load_iris(as_frame=True).frame
+    frame["species"] = np.array(["setosa", "versicolor", "virginica"])[frame.pop("target")]
+    frame.insert(2, "colour", np.random.default_rng(0).choice(["red", "blue"], len(frame)))
+    frame.to_csv(tmp_path / "iris.csv", index=False)
+    compare.main([str(tmp_path / "iris.csv"), "--label", "species", "--repeat", "1",
+                  "--json"])
+    l1, proba = json.loads(capsys.readouterr().out)
+    described = ("iris.csv (150, 6) (label 'species' coded setosa=0, versicolor=1, "
+                 "virginica=2; 4 numeric columns standardized; 1 text column one-hot "
+                 "encoded into 2)")
+    assert l1["title"].startswith(f"multinomial l1-logistic, {described}, 3 classes")
+    assert proba["title"].startswith(f"class probabilities, {described}, 3 classes")
+    accuracies = {row["model"]: float(row["test accuracy"]) for row in proba["rows"]}
+    assert len(accuracies) == 5 and min(accuracies.values()) > 0.7, accuracies
+
+
+def test_label_is_for_csv_files_only(tmp_path, capsys):
+    path = _write_svm(tmp_path / "tiny.svm")
+    with pytest.raises(SystemExit) as exit_info:
+        compare.main([str(path), "--label", "0"])
+    assert exit_info.value.code == 2
+    assert "--label applies to CSV and TSV files" in capsys.readouterr().err
+
+
+def test_a_bad_csv_file_is_a_clear_error_not_a_traceback(tmp_path, capsys):
+    pytest.importorskip("pandas")
+    path = tmp_path / "bad.csv"
+    path.write_text("age,city,y\n25,Oslo,1\n?,Lyon,0\n31,Oslo,1\n")
+    with pytest.raises(SystemExit) as exit_info:
+        compare.main([str(path)])
+    assert exit_info.value.code == 2
+    assert "the column 'age' holds numbers and the text '?'" in capsys.readouterr().err
+
+
 def test_classes_seen_once_train_and_the_rest_split_stratified():
     y = np.array([0] * 10 + [1] * 10 + [2])          # class 2 has a single row
     data = compare.Dataset("rare", np.arange(21.0)[:, None], y)
@@ -357,8 +397,9 @@ def test_saga_epochs_are_capped_by_the_budget():
 def test_iteration_caps_count_a_fits_fixed_part_apart(monkeypatch):
     """A fit's time is a fixed part plus one per iteration (a one-vs-rest fit of many
     labels is mostly per-label setup at one iteration): the cap counts the fixed part once,
-    where dividing the budget by a one-iteration fit gave several times fewer iterations.
-    The fits advance a fake clock by their modelled time."""
+    where dividing the budget by a one-iteration fit gave several times fewer iterations;
+    the part per iteration is measured on fits long enough to be timed. The fits advance a
+    fake clock by their modelled time."""
     import types
 
     clock = [0.0]
@@ -377,6 +418,12 @@ def test_iteration_caps_count_a_fits_fixed_part_apart(monkeypatch):
     assert compare._max_iter_within(fit_with(0.0, 0.01), budget, 10_000) in (29, 30)
     assert compare._max_iter_within(fit_with(0.0, 0.01), budget, 7) == 7
     assert compare._max_iter_within(fit_with(0.0, 0.01), np.inf, 7) == 7
+
+    def warming(k):               # the first two iterations at half the cost of the others
+        clock[0] += 0.002 * k if k <= 2 else 0.004 * k
+    # sized by fits doubled to 0.3 s (SIZING_SHARE of 30 s): 30 / 0.004 = 7500, where the
+    # fits of 1 and 2 iterations gave 15000, twice the time
+    assert compare._max_iter_within(warming, 30.0 / compare.FIT_BUDGETS, 100_000) == 7500
 
 
 def test_liblinear_label_models_stop_between_labels_after_the_budget():

@@ -43,6 +43,9 @@ DATA is a LIBSVM/svmlight file (any path; ``.xz``, ``.gz`` and ``.bz2`` are read
 compressed; ``--zero-based`` for files numbered from 0; the columns that store no entry
 (most of them in hashed features) are left out for every model, as each model's weight on
 such a column is 0 and would only cost it time and memory, and the titles say so),
+a CSV or TSV file (``.csv``, ``.tsv``, also compressed: its label column is the last one or
+``--label``'s, numeric columns are standardized and text columns one-hot encoded for every
+model),
 ``a9a`` (shipped inside sparsekit), a set of the data home (``a9a.t``, ``w8a``: see
 :func:`sparsekit.datasets.get_data_home`) or one of scikit-learn's ``breast_cancer`` and
 ``digits`` (dense, standardized for the l1 table). Without DATA it runs on a9a and digits.
@@ -62,6 +65,7 @@ Usage::
     sparsekit-compare                       # a9a and digits
     sparsekit-compare my_data.svm.xz --C 0.5 --repeat 5
     sparsekit-compare w8a --json            # machine-readable tables
+    sparsekit-compare adult.csv --label income
     sparsekit-compare --plot figures/       # and PNG figures
 """
 import argparse
@@ -89,6 +93,7 @@ from sklearn.preprocessing import MultiLabelBinarizer, StandardScaler
 from threadpoolctl import threadpool_limits
 
 from sparsekit import ExtremeSoftmaxSGD, L1LogisticOBA, SparsemaxClassifier
+from sparsekit.benchmarks._csv import is_delimited, read_csv
 from sparsekit.datasets import load_a9a, load_libsvm
 from sparsekit.utils._columns import UsedColumns
 from sparsekit.utils._sklearn import l1_penalty
@@ -166,14 +171,19 @@ L1_LADDER = (1e-1, 1e-2, 1e-3, 1e-4, 1e-5, 1e-6, 1e-7, 1e-8)
 #: iterations or epochs, or by a callback that stops it): saga's tol 1e-6 took 539 s
 #: (20,000 epochs) on w8a
 FIT_BUDGETS = 3
+#: the fits that size a cap run until one takes this share of the capped fit's time: the
+#: difference of fits with one and two iterations was mostly timing noise (saga on UCI
+#: Adult as a CSV file: sized at 3226 epochs, 49 s for a cap of 30 s)
+SIZING_SHARE = 0.01
 
 
 def _max_iter_within(fit_with, budget, most):
     """The iterations (epochs) of ``fit_with(max_iter)`` that fit in FIT_BUDGETS x
     ``budget`` seconds, at most ``most`` (also when a sizing fit fails: the measured fit
     then reports the error in its row). A fit's time is taken as a fixed part plus one per
-    iteration, measured by fits with one and two iterations: a one-vs-rest fit of many
-    labels spends most of a one-iteration fit on each label's setup. The part per
+    iteration: a one-vs-rest fit of many labels spends most of a one-iteration fit on each
+    label's setup. Both are measured by fits with 1, 2, 4, ... iterations, doubled until
+    one takes SIZING_SHARE of the capped fit's time, from the last two. The part per
     iteration is taken as at least a tenth of the one-iteration fit, so that timing noise
     cannot size a runaway fit."""
     if not np.isfinite(budget):
@@ -185,11 +195,13 @@ def _max_iter_within(fit_with, budget, most):
             one = _seconds(lambda: fit_with(1))
             if limit / max(one, 1e-9) >= most:
                 return most
-            two = _seconds(lambda: fit_with(2))
+            low, high = (1, one), (2, _seconds(lambda: fit_with(2)))
+            while high[1] < SIZING_SHARE * limit and 2 * high[0] < most:
+                low, high = high, (2 * high[0], _seconds(lambda: fit_with(2 * high[0])))
         except Exception:
             return most
-    per = max(two - one, one / 10, 1e-9)
-    return int(np.clip((limit - (one - per)) / per, 1, most))
+    per = max((high[1] - low[1]) / (high[0] - low[0]), one / 10, 1e-9)
+    return int(np.clip((limit - (low[1] - low[0] * per)) / per, 1, most))
 
 
 def _seconds(call):
@@ -753,10 +765,11 @@ class Dataset:
     of the l1 table: scikit-learn's dense sets standardized) and its sorted ``classes``;
     for a multi-label set (``multilabel``), ``y`` is a 0/1 CSR indicator matrix whose
     columns are the labels ``classes``; ``n_features`` is the column count of the source
-    when ``X`` holds only its used columns."""
+    when ``X`` holds only its used columns; ``note`` says how ``X`` was made from the
+    source."""
 
-    def __init__(self, name, X, y, X_l1=None, classes=None, n_features=None):
-        self.name, self.X = name, X
+    def __init__(self, name, X, y, X_l1=None, classes=None, n_features=None, note=None):
+        self.name, self.X, self.note = name, X, note
         self.n_features = X.shape[1] if n_features is None else n_features
         self.multilabel = sp.issparse(y) or np.ndim(y) == 2
         # int64: scikit-learn's LabelBinarizer (inside OneVsRestClassifier) misplaces the
@@ -770,11 +783,12 @@ class Dataset:
     @property
     def described(self):
         """The name and shape for a table's title, with the source's column count when the
-        empty columns were left out."""
+        empty columns were left out, and the note."""
         n, p = self.X.shape
-        if p == self.n_features:
-            return f"{self.name} {self.X.shape}"
-        return f"{self.name} ({n}, {p}) (the {p} used columns of {self.n_features})"
+        text = f"{self.name} {self.X.shape}"
+        if p != self.n_features:
+            text = f"{self.name} ({n}, {p}) (the {p} used columns of {self.n_features})"
+        return text if self.note is None else f"{text} ({self.note})"
 
 
 def _read_file(spec, zero_based):
@@ -797,11 +811,13 @@ def _read_file(spec, zero_based):
     return Dataset(Path(spec).name, X, Y, classes=binarizer.classes_, n_features=n_features)
 
 
-def load_dataset(spec, zero_based=False):
+def load_dataset(spec, zero_based=False, label=None):
     """The :class:`Dataset` named by ``spec``: ``a9a`` (shipped), ``breast_cancer`` or
-    ``digits`` (scikit-learn), a LIBSVM file (columns numbered from 1, or from 0 with
-    ``zero_based=True``), or a set of the data home. Raises ValueError with a message for
-    the user when it cannot be read or is not a classification task."""
+    ``digits`` (scikit-learn), a CSV or TSV file (its column ``label``, the last by
+    default, for the labels: ``_csv.read_csv``), a LIBSVM file
+    (columns numbered from 1, or from 0 with ``zero_based=True``), or a set of the data
+    home. Raises ValueError with a message for the user when it cannot be read or is not a
+    classification task."""
     if spec == "a9a":
         data = Dataset("a9a", *load_a9a())
     elif spec == "breast_cancer":
@@ -810,6 +826,9 @@ def load_dataset(spec, zero_based=False):
     elif spec == "digits":
         X, y = load_digits(return_X_y=True)
         data = Dataset(spec, X / 16.0, y)
+    elif is_delimited(spec):
+        table = read_csv(spec, label)
+        data = Dataset(Path(spec).name, table.X, table.y, note=table.note)
     else:
         data = _read_file(spec, zero_based)
         bad = np.flatnonzero(~np.isfinite(data.X.data))
@@ -950,8 +969,9 @@ def main(argv=None):
     """The ``sparsekit-compare`` console script."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("data", nargs="*", default=["a9a", "digits"],
-                        help="LIBSVM files (class labels or comma-separated label sets) or data "
-                             "set names (default: a9a digits)")
+                        help="LIBSVM files (class labels or comma-separated label sets), CSV "
+                             "or TSV files (.csv, .tsv), or data set "
+                             "names (default: a9a digits)")
     parser.add_argument("--repeat", type=_positive_int, default=3,
                         help="fits per model (median)")
     parser.add_argument("--C", type=_positive_float, default=1.0,
@@ -963,6 +983,10 @@ def main(argv=None):
     parser.add_argument("--zero-based", action="store_true",
                         help="the files number their columns from 0 (scikit-learn's "
                              "dump_svmlight_file), not from 1 as LIBSVM does")
+    parser.add_argument("--label", metavar="COLUMN",
+                        help="the label column of CSV and TSV files, by header or position "
+                             "from 0 (default: the last column); the others are features, "
+                             "numbers standardized and text one-hot encoded")
     parser.add_argument("--plot", metavar="DIR", type=Path,
                         help="write PNG figures to DIR: time vs suboptimality of the l1 "
                              "solvers (a ladder of tolerances), accuracy vs time")
@@ -977,10 +1001,13 @@ def main(argv=None):
             args.plot.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
             parser.error(f"--plot: cannot create {str(args.plot)!r}: {exc.strerror}")
+    if args.label is not None and not any(map(is_delimited, args.data)):
+        parser.error("--label applies to CSV and TSV files (.csv, .tsv); LIBSVM files "
+                     "carry their labels first on each line")
     datasets = []
     for spec in args.data:
         try:
-            datasets.append(load_dataset(spec, args.zero_based))
+            datasets.append(load_dataset(spec, args.zero_based, args.label))
         except ValueError as exc:
             parser.error(str(exc))
     warnings.simplefilter("ignore", ConvergenceWarning)

@@ -1,0 +1,170 @@
+"""CSV and TSV files for ``sparsekit-compare``: one label column, the others features.
+
+The feature columns become the matrix that every model of the tables gets, as a
+scikit-learn user would build it: numeric columns (numbers and booleans) standardized,
+the others (text) one-hot encoded, a missing text value a category of its own. The
+matrix is CSR when a column is one-hot encoded, dense otherwise.
+"""
+import warnings
+from collections import namedtuple
+from pathlib import Path
+
+import numpy as np
+import scipy.sparse as sp
+from sklearn.preprocessing import OneHotEncoder, StandardScaler
+
+#: file name endings read as delimited text, and their separators
+SEPARATORS = {".csv": ",", ".tsv": "\t"}
+#: endings of the compressions pandas reads by the file name
+COMPRESSIONS = {".gz", ".bz2", ".xz", ".zip", ".zst"}
+#: a text column with more distinct values than this share of the rows is probably an
+#: identifier or free text: it gets a warning, as its one-hot columns would outnumber
+#: the other features without describing the rows
+MAX_DISTINCT_SHARE = 0.5
+
+#: ``X`` (dense or CSR), labels ``y`` and a ``note`` for the tables' titles
+CsvData = namedtuple("CsvData", "X y note")
+
+
+def is_delimited(path):
+    """Whether ``path`` names a CSV or TSV file (compressed or not)."""
+    return _separator(path) is not None
+
+
+def _separator(path):
+    suffixes = [s.lower() for s in Path(path).suffixes]
+    if suffixes and suffixes[-1] in COMPRESSIONS:
+        suffixes.pop()
+    return SEPARATORS.get(suffixes[-1]) if suffixes else None
+
+
+def _is_number(cell):
+    try:
+        float(cell)
+    except (TypeError, ValueError):
+        return False
+    return True
+
+
+def read_csv(path, label=None):
+    """The :class:`CsvData` of a CSV or TSV file.
+
+    The first line is the header unless every one of its cells is a number (then the
+    columns are numbered from 0). ``label`` names the label column, by its header or by
+    its position (from 0; negative counts from the end); the last column by default.
+    Raises ValueError with a message for the user when the file cannot be read, the label
+    column does not exist, or a value is missing from the label or a numeric column.
+    """
+    try:
+        import pandas as pd
+    except ImportError:
+        raise ValueError(f"reading {str(path)!r} needs pandas: pip install pandas") from None
+    sep = _separator(path)
+    try:
+        first = pd.read_csv(path, sep=sep, header=None, nrows=1, dtype=str,
+                            keep_default_na=False, skipinitialspace=True)
+        header = None if all(_is_number(c) for c in first.iloc[0]) else 0
+        frame = pd.read_csv(path, sep=sep, header=header, skipinitialspace=True)
+    except (OSError, ValueError) as exc:   # pandas' parser and empty-file errors included
+        raise ValueError(f"cannot read {str(path)!r}: {exc}") from None
+    # headers written "name ," (UCI Adult's) keep their spaces: --label takes the bare name
+    frame.columns = [c.strip() if isinstance(c, str) else c for c in frame.columns]
+    if frame.shape[1] < 2:
+        raise ValueError(f"{str(path)!r}: a label column and at least one feature column "
+                         f"are needed, the file has {frame.shape[1]} column(s) (separator "
+                         f"{sep!r})")
+    name = _label_column(frame, path, label)
+    line = 2 if header == 0 else 1          # the file's line of the first data row
+    y = frame[name]
+    _refuse_missing(y, f"the label column {name!r}", path, line)
+    features = frame.drop(columns=[name])
+    numeric = [c for c in features if pd.api.types.is_numeric_dtype(features[c])
+               or pd.api.types.is_bool_dtype(features[c])]
+    text = [c for c in features if c not in numeric]
+    blocks = []
+    if numeric:
+        for c in numeric:
+            _refuse_missing(features[c], f"the numeric column {c!r}", path, line)
+        values = features[numeric].to_numpy(np.float64)
+        scaler = StandardScaler()
+        with np.errstate(over="ignore", invalid="ignore"):
+            bad = ~np.isfinite(values).all(axis=0)
+            if not bad.any():
+                values = scaler.fit_transform(values)
+                bad = ~np.isfinite(scaler.var_) | ~np.isfinite(values).all(axis=0)
+        if bad.any():
+            raise ValueError(f"{str(path)!r}: the numeric column "
+                             f"{numeric[int(np.argmax(bad))]!r} holds values too large to "
+                             "standardize (infinite or overflowing)")
+        blocks.append(values)
+    if text:
+        for c in text:
+            _refuse_mixed(features[c], c, path)
+            distinct = features[c].nunique(dropna=False)
+            if distinct > MAX_DISTINCT_SHARE * len(frame) and distinct > 2:
+                warnings.warn(f"{str(path)!r}: the text column {c!r} has {distinct} distinct "
+                              f"values in {len(frame)} rows (an identifier or free text?): "
+                              "each becomes a one-hot column", UserWarning, stacklevel=2)
+        encoder = OneHotEncoder(sparse_output=True, dtype=np.float64)
+        blocks.append(encoder.fit_transform(features[text].astype(object).to_numpy()))
+    if text:
+        X = sp.hstack([sp.csr_matrix(b) for b in blocks], format="csr")
+    else:
+        X = np.ascontiguousarray(blocks[0])
+    parts = [f"label {name!r}"]
+    if numeric:
+        parts.append(f"{_columns(len(numeric), 'numeric')} standardized")
+    if text:
+        parts.append(f"{_columns(len(text), 'text')} one-hot encoded into "
+                     f"{X.shape[1] - len(numeric)}")
+    y = y.to_numpy()
+    if not pd.api.types.is_numeric_dtype(y.dtype):
+        # LIBLINEAR takes numbers only, and fastText's labels are tokens: text labels are
+        # coded by their sorted order, and the note says so
+        names, y = np.unique(y.astype(str), return_inverse=True)
+        shown = ", ".join(f"{v}={i}" for i, v in enumerate(names[:5]))
+        parts[0] += f" coded {shown}{', ...' if names.size > 5 else ''}"
+    return CsvData(X, y, "; ".join(parts))
+
+
+def _columns(count, kind):
+    return f"{count} {kind} column{'s' if count > 1 else ''}"
+
+
+def _label_column(frame, path, label):
+    """The name of the label column ``label`` (a header, or a position from 0)."""
+    columns = list(frame.columns)
+    if label is None:
+        return columns[-1]
+    if label in columns:
+        return label
+    try:
+        return columns[int(label)]
+    except (ValueError, IndexError):
+        shown = ", ".join(repr(c) for c in columns[:20]) + (", ..." if len(columns) > 20
+                                                            else "")
+        raise ValueError(f"{str(path)!r}: no label column {label!r} (by name or position "
+                         f"from 0); its {len(columns)} columns: {shown}") from None
+
+
+def _refuse_mixed(column, name, path):
+    """ValueError for a text column whose values are mostly numbers: a numeric column with
+    markers in it (``?``, ``n/a``) that one-hot encoding would turn into one column per
+    number."""
+    values = column.dropna().astype(str)
+    numbers = values.map(_is_number).to_numpy(bool)
+    if numbers.size and numbers.mean() > 0.5:
+        others = sorted(set(values[~numbers]))
+        shown = ", ".join(repr(v) for v in others[:3]) + (", ..." if len(others) > 3 else "")
+        raise ValueError(f"{str(path)!r}: the column {name!r} holds numbers and the text "
+                         f"{shown} ({int((~numbers).sum())} value(s)); if they mark missing "
+                         "values, leave those fields empty, then fill or drop them")
+
+
+def _refuse_missing(column, what, path, line):
+    """ValueError naming the first missing value of ``column``, if any."""
+    missing = column.isna().to_numpy()
+    if missing.any():
+        raise ValueError(f"{str(path)!r}: {what} misses {int(missing.sum())} value(s), the "
+                         f"first on line {line + int(np.argmax(missing))}; fill or drop "
+                         "them first")

@@ -1,0 +1,123 @@
+"""CSV and TSV files for ``sparsekit-compare``: the label column, the model matrix (numbers
+standardized, text one-hot encoded) and the errors a user's file can meet."""
+import gzip
+import re
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+from sparsekit.benchmarks._csv import is_delimited, read_csv
+
+pd = pytest.importorskip("pandas")
+
+
+def _mixed_frame(n=12):
+    rng = np.random.default_rng(0)
+    return pd.DataFrame({
+        "age": rng.integers(18, 90, n),
+        "hours": rng.normal(40, 10, n),
+        "member": rng.integers(0, 2, n).astype(bool),
+        "city": rng.choice(["Oslo", "Lyon", "Turin"], n),
+        "income": rng.choice(["<=50K", ">50K"], n),
+    })
+
+
+def test_delimited_files_are_told_by_their_ending():
+    assert is_delimited("a/b.csv") and is_delimited("b.TSV") and is_delimited("b.csv.gz")
+    assert not any(map(is_delimited, ["a9a", "b.svm", "b.svm.xz", "b.gz", "csv"]))
+
+
+def test_numbers_are_standardized_and_text_one_hot_encoded(tmp_path):
+    frame = _mixed_frame()
+    frame.loc[3, "city"] = None                       # a missing text value: a category
+    path = tmp_path / "adult.csv"
+    frame.to_csv(path, index=False)
+    data = read_csv(path)
+    numeric = frame[["age", "hours", "member"]].to_numpy(float)
+    expected_numeric = (numeric - numeric.mean(0)) / numeric.std(0)
+    assert sp.issparse(data.X) and data.X.format == "csr"
+    X = data.X.toarray()
+    np.testing.assert_allclose(X[:, :3], expected_numeric, atol=1e-12)
+    cities = frame["city"].astype(object).to_numpy()
+    names = sorted({c for c in cities if isinstance(c, str)})
+    for k, city in enumerate(names):             # OneHotEncoder's order: sorted, missing last
+        np.testing.assert_array_equal(X[:, 3 + k], cities == city)
+    np.testing.assert_array_equal(X[:, -1], np.arange(12) == 3)
+    # text labels are coded by their sorted order for LIBLINEAR and fastText
+    np.testing.assert_array_equal(data.y, (frame["income"] == ">50K").astype(int))
+    assert data.note == ("label 'income' coded <=50K=0, >50K=1; 3 numeric columns "
+                         "standardized; 1 text column one-hot encoded into 4")
+
+
+def test_a_file_of_numbers_only_is_dense_and_may_lack_a_header(tmp_path):
+    path = tmp_path / "plain.csv"
+    path.write_text("1.5,2,0\n2.5,4,1\n3.5,5,1\n")
+    data = read_csv(path)                       # every cell of line 1 is a number: data
+    assert isinstance(data.X, np.ndarray) and data.X.shape == (3, 2)
+    np.testing.assert_array_equal(data.y, [0, 1, 1])
+    assert data.note == "label 2; 2 numeric columns standardized"
+    first = read_csv(path, label="0")           # by position from 0, as the header is absent
+    np.testing.assert_array_equal(first.y, [1.5, 2.5, 3.5])
+
+
+@pytest.mark.parametrize("label, expected", [("city", "city"), ("-2", "city"), ("0", "age"),
+                                             (None, "income")])
+def test_the_label_column_is_named_by_header_or_position(tmp_path, label, expected):
+    path = tmp_path / "adult.csv"
+    _mixed_frame().to_csv(path, index=False)
+    assert read_csv(path, label).note.startswith(f"label {expected!r}")
+
+
+def test_tsv_and_compressed_files_are_read(tmp_path):
+    frame = _mixed_frame()
+    frame.to_csv(tmp_path / "a.csv", index=False)
+    frame.to_csv(tmp_path / "a.tsv", index=False, sep="\t")
+    (tmp_path / "a.csv.gz").write_bytes(gzip.compress((tmp_path / "a.csv").read_bytes()))
+    reference = read_csv(tmp_path / "a.csv")
+    for name in ("a.tsv", "a.csv.gz"):
+        data = read_csv(tmp_path / name)
+        assert (data.X != reference.X).nnz == 0 and data.note == reference.note
+        np.testing.assert_array_equal(data.y, reference.y)
+
+
+def test_an_identifier_column_is_warned_about(tmp_path):
+    frame = _mixed_frame()
+    frame.insert(0, "name", [f"person {i}" for i in range(len(frame))])
+    path = tmp_path / "people.csv"
+    frame.to_csv(path, index=False)
+    with pytest.warns(UserWarning, match="'name' has 12 distinct values in 12 rows"):
+        data = read_csv(path)
+    assert data.X.shape == (12, 3 + 12 + 3)
+
+
+@pytest.mark.parametrize("content, label, match", [
+    ("", None, "cannot read .*No columns to parse"),
+    ("a,b\n1,2\n3,4\n", "c", r"no label column 'c' .* its 2 columns: 'a', 'b'"),
+    ("a,b\n1,2\n3,4\n", "7", "no label column '7'"),
+    ("only\n1\n2\n", None, "a label column and at least one feature column are needed"),
+    ("a,b\n1,x\n,y\n", None, "the numeric column 'a' misses 1 value.*first on line 3"),
+    ("a,b\n1,x\n2,\n3,y\n", None, "the label column 'b' misses 1 value.*first on line 3"),
+    ("a,b\n1,x\ninf,y\n", None, "the numeric column 'a' holds values too large"),
+    ("a,b\n1e308,x\n-1e308,y\n", None, "the numeric column 'a' holds values too large"),
+    ("age,b\n25,x\n?,y\n31,x\n", None, r"the column 'age' holds numbers and the text '\?' "
+                                       r"\(1 value\(s\)\); if they mark missing values"),
+])
+def test_a_bad_file_is_a_clear_error(tmp_path, content, label, match):
+    path = tmp_path / "bad.csv"
+    path.write_text(content)
+    with pytest.raises(ValueError, match=match):
+        read_csv(path, label)
+
+
+def test_a_missing_file_is_a_clear_error(tmp_path):
+    with pytest.raises(ValueError, match=re.escape(f"cannot read {str(tmp_path / 'no.csv')!r}")):
+        read_csv(tmp_path / "no.csv")
+
+
+def test_without_pandas_the_error_says_how_to_get_it(tmp_path, monkeypatch):
+    import sys
+
+    monkeypatch.setitem(sys.modules, "pandas", None)        # as if it were not installed
+    with pytest.raises(ValueError, match="needs pandas: pip install pandas"):
+        read_csv(tmp_path / "a.csv")
