@@ -1,0 +1,66 @@
+"""``sparsekit-compare`` on a user's CSV file, beside the same rows in LIBSVM's encoding.
+
+Runs the command's tables (its functions, the same code path as the console script) on a
+CSV file as a user passes it, e.g. UCI Adult's training file with a header line (6 numeric
+and 8 text columns, labels ``<=50K``/``>50K``), and on a9a, the LIBSVM data page's encoding
+of the same 32,561 rows (every column binary). Writes section "compare_csv" of
+doc/benchmarks.md, with the file's SHA-256 and the source given::
+
+    python benchmarks/bench_compare_csv.py adult.csv --label class \\
+        --source "UCI Adult training file with a header line, ..."
+"""
+import _report  # noqa: F401  (pins BLAS threads before NumPy)
+
+import argparse
+import hashlib
+import sys
+import time
+import warnings
+from pathlib import Path
+
+import numpy as np
+from sklearn.exceptions import ConvergenceWarning
+
+sys.path.insert(0, str(_report.REPO))  # the in-place build, also when not installed
+from sparsekit.benchmarks import compare  # noqa: E402
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("path", type=Path, help="the CSV (or TSV) file")
+    parser.add_argument("--label", help="its label column (default: the last)")
+    parser.add_argument("--source", required=True, help="where the file comes from")
+    parser.add_argument("--beside", default="a9a", help="a data set to run beside it")
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--budget", type=float, default=10.0)
+    args = parser.parse_args()
+    warnings.simplefilter("ignore", ConvergenceWarning)
+    warnings.filterwarnings("ignore", message=".*faster on contiguous arrays")
+    digest = hashlib.sha256(args.path.read_bytes()).hexdigest()
+    body = [f"The tables of `sparsekit-compare {args.path.name}"
+            + (f" --label {args.label}" if args.label else "")
+            + f"` (every solver on one thread, median of {args.repeat} fits after a warm-up "
+            f"fit, iterative fits capped at about {compare.FIT_BUDGETS} x {args.budget:g} s) "
+            f"and of `sparsekit-compare {args.beside}`. File: {args.source}; SHA-256 "
+            f"{digest}. Wall time of each data set's tables (loading included) beside its "
+            "title."]
+    for spec, label in ((str(args.path), args.label), (args.beside, None)):
+        start = time.perf_counter()
+        data = compare.load_dataset(spec, label=label)
+        announce = lambda model, data=data: print(f"  {data.name}: {model}", flush=True)  # noqa: E731
+        with compare.threadpool_limits(limits=1):
+            results = compare.tables(data, args.repeat, budget=args.budget, announce=announce)
+        seconds = time.perf_counter() - start
+        for k, table in enumerate(results):
+            wall = f" ({seconds:.0f} s for this data set's tables)" if k == 0 else ""
+            body.append(f"\n**{table.title}**{wall}\n")
+            body.append(_report.markdown_table(table.header, table.rows))
+    _report.write_section("compare_csv", "sparsekit-compare on a user's CSV file",
+                          "\n".join(body), packages=("numpy", "scipy", "scikit-learn",
+                                                     "pandas", "liblinear-official", "skglm",
+                                                     "celer"))
+
+
+if __name__ == "__main__":
+    np.seterr(all="ignore")
+    main()
