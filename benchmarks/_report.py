@@ -12,6 +12,7 @@ Each script owns one section of ``doc/benchmarks.md``, delimited by HTML comment
 import fcntl
 import os
 import platform
+import shlex
 import statistics
 import subprocess
 import sys
@@ -95,7 +96,7 @@ def markdown_table(header, rows):
 
 def write_section(name, title, body, packages=("numpy", "scipy", "scikit-learn")):
     """Replace (or append) section ``name`` of doc/benchmarks.md with ``body``."""
-    command = "python " + " ".join([os.path.relpath(sys.argv[0], REPO)] + sys.argv[1:])
+    command = "python " + shlex.join([os.path.relpath(sys.argv[0], REPO)] + sys.argv[1:])
     stamp = (f"*{date.today().isoformat()} · {machine()} · {versions(['sparsekit', *packages])}"
              f" · BLAS threads {THREADS} · commit {git_commit()}*\n\n"
              f"Reproduce: `{command}`\n")
