@@ -2,27 +2,32 @@
 
 Runs the command's tables (its functions, the same code path as the console script) on a
 CSV file as a user passes it, e.g. UCI Adult's training file with a header line (6 numeric
-and 8 text columns, labels ``<=50K``/``>50K``), and on a9a, the LIBSVM data page's encoding
-of the same 32,561 rows (every column binary). Writes section "compare_csv" of
-doc/benchmarks.md, with the file's SHA-256 and the source given::
+and 8 text columns, labels ``<=50K``/``>50K``), on a9a, the LIBSVM data page's encoding of
+the same 32,561 rows (every column binary), and on ``--debian N`` documents of the Debian
+corpus of the data home written as a CSV file of two columns, ``description,section`` (free
+text, 58 classes: fastText joins). Writes section "compare_csv" of doc/benchmarks.md, with
+the file's SHA-256 and the source given::
 
     python benchmarks/bench_compare_csv.py adult.csv --label class \\
-        --source "UCI Adult training file with a header line, ..."
+        --source "UCI Adult training file with a header line, ..." --debian 20000
 """
 import _report  # noqa: F401  (pins BLAS threads before NumPy)
 
 import argparse
 import hashlib
 import sys
+import tempfile
 import time
 import warnings
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 from sklearn.exceptions import ConvergenceWarning
 
 sys.path.insert(0, str(_report.REPO))  # the in-place build, also when not installed
 from sparsekit.benchmarks import compare  # noqa: E402
+from sparsekit.datasets import load_debian  # noqa: E402
 
 
 def main():
@@ -31,6 +36,8 @@ def main():
     parser.add_argument("--label", help="its label column (default: the last)")
     parser.add_argument("--source", required=True, help="where the file comes from")
     parser.add_argument("--beside", default="a9a", help="a data set to run beside it")
+    parser.add_argument("--debian", type=int, default=0, metavar="N",
+                        help="also N documents of the Debian corpus as a CSV file")
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--budget", type=float, default=10.0)
     args = parser.parse_args()
@@ -44,7 +51,19 @@ def main():
             f"and of `sparsekit-compare {args.beside}`. File: {args.source}; SHA-256 "
             f"{digest}. Wall time of each data set's tables (loading included) beside its "
             "title."]
-    for spec, label in ((str(args.path), args.label), (args.beside, None)):
+    runs = [(str(args.path), args.label), (args.beside, None)]
+    workdir = tempfile.TemporaryDirectory()
+    if args.debian:
+        corpus = load_debian()
+        rows = np.random.default_rng(0).permutation(len(corpus.text))[:args.debian]
+        path = Path(workdir.name) / "debian.csv"
+        pd.DataFrame({"description": [corpus.text[i] for i in rows],
+                      "section": np.asarray(corpus.section)[rows]}).to_csv(path, index=False)
+        runs.append((str(path), None))
+        body[0] += (f" Then `sparsekit-compare debian.csv`: {len(rows)} documents of the "
+                    "Debian corpus (a random sample, seed 0) written as a CSV file with the "
+                    "columns description and section.")
+    for spec, label in runs:
         start = time.perf_counter()
         data = compare.load_dataset(spec, label=label)
         announce = lambda model, data=data: print(f"  {data.name}: {model}", flush=True)  # noqa: E731
@@ -55,10 +74,11 @@ def main():
             wall = f" ({seconds:.0f} s for this data set's tables)" if k == 0 else ""
             body.append(f"\n**{table.title}**{wall}\n")
             body.append(_report.markdown_table(table.header, table.rows))
+    workdir.cleanup()
     _report.write_section("compare_csv", "sparsekit-compare on a user's CSV file",
                           "\n".join(body), packages=("numpy", "scipy", "scikit-learn",
                                                      "pandas", "liblinear-official", "skglm",
-                                                     "celer"))
+                                                     "celer", "fasttext-numpy2-wheel"))
 
 
 if __name__ == "__main__":

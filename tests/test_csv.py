@@ -69,6 +69,34 @@ def test_the_label_column_is_named_by_header_or_position(tmp_path, label, expect
     assert read_csv(path, label).note.startswith(f"label {expected!r}")
 
 
+def test_free_text_is_a_bag_of_words_and_names_are_warned_about(tmp_path):
+    """A column of sentences becomes TF-IDF (scikit-learn's TfidfVectorizer), an empty field
+    an empty document; a column of two-word names, all distinct, stays one-hot with a
+    warning; short repeated phrases stay categories."""
+    from sklearn.feature_extraction.text import TfidfVectorizer
+
+    rng = np.random.default_rng(1)
+    words = np.array(["good", "bad", "plot", "actor", "film", "long", "dull", "fun"])
+    frame = pd.DataFrame({
+        "review": [" ".join(rng.choice(words, rng.integers(3, 9))) + f" take{i}"
+                   for i in range(12)],
+        "critic": [f"Critic {chr(65 + i)}" for i in range(12)],
+        "venue": rng.choice(["New York Times", "Le Monde"], 12),
+        "stars": rng.integers(1, 6, 12),
+    })
+    frame.loc[4, "review"] = None
+    path = tmp_path / "reviews.csv"
+    frame.to_csv(path, index=False)
+    with pytest.warns(UserWarning, match="'critic' has 12 distinct values in 12 rows"):
+        data = read_csv(path)
+    expected = TfidfVectorizer().fit_transform(frame["review"].fillna(""))
+    np.testing.assert_allclose(data.X[:, -expected.shape[1]:].toarray(), expected.toarray())
+    assert data.X[4, -expected.shape[1]:].nnz == 0
+    assert data.X.shape[1] == 12 + 2 + expected.shape[1]
+    assert data.note == ("label 'stars'; 2 text columns one-hot encoded into 14; 1 free-text "
+                         f"column as TF-IDF over {expected.shape[1]} words")
+
+
 def test_tsv_and_compressed_files_are_read(tmp_path):
     frame = _mixed_frame()
     frame.to_csv(tmp_path / "a.csv", index=False)
@@ -100,6 +128,7 @@ def test_an_identifier_column_is_warned_about(tmp_path):
     ("a,b\n1,x\n2,\n3,y\n", None, "the label column 'b' misses 1 value.*first on line 3"),
     ("a,b\n1,x\ninf,y\n", None, "the numeric column 'a' holds values too large"),
     ("a,b\n1e308,x\n-1e308,y\n", None, "the numeric column 'a' holds values too large"),
+    ("a,b\n1 2 3,0\n4 5 6,1\n", None, "the free-text column 'a': empty vocabulary"),
     ("age,b\n25,x\n?,y\n31,x\n", None, r"the column 'age' holds numbers and the text '\?' "
                                        r"\(1 value\(s\)\); if they mark missing values"),
 ])

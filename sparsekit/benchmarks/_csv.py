@@ -2,8 +2,10 @@
 
 The feature columns become the matrix that every model of the tables gets, as a
 scikit-learn user would build it: numeric columns (numbers and booleans) standardized,
-the others (text) one-hot encoded, a missing text value a category of its own. The
-matrix is CSR when a column is one-hot encoded, dense otherwise.
+free text (three words or more, and more than half the rows differ) as TF-IDF
+(``TfidfVectorizer``, an empty field an empty document), the other text columns one-hot
+encoded (a missing value a category of its own). The matrix is CSR when a column is text,
+dense otherwise.
 """
 import warnings
 from collections import namedtuple
@@ -11,16 +13,19 @@ from pathlib import Path
 
 import numpy as np
 import scipy.sparse as sp
+from sklearn.feature_extraction.text import TfidfVectorizer
 from sklearn.preprocessing import OneHotEncoder, StandardScaler
 
 #: file name endings read as delimited text, and their separators
 SEPARATORS = {".csv": ",", ".tsv": "\t"}
 #: endings of the compressions pandas reads by the file name
 COMPRESSIONS = {".gz", ".bz2", ".xz", ".zip", ".zst"}
-#: a text column with more distinct values than this share of the rows is probably an
-#: identifier or free text: it gets a warning, as its one-hot columns would outnumber
-#: the other features without describing the rows
+#: a text column with more distinct values than this share of the rows is free text
+#: (a bag of words) when its values hold FREE_TEXT_WORDS words or more (the median), else
+#: probably an identifier or a name: it gets a warning, as its one-hot columns would
+#: outnumber the other features without describing the rows
 MAX_DISTINCT_SHARE = 0.5
+FREE_TEXT_WORDS = 3
 
 #: ``X`` (dense or CSR), labels ``y`` and a ``note`` for the tables' titles
 CsvData = namedtuple("CsvData", "X y note")
@@ -81,42 +86,32 @@ def read_csv(path, label=None):
     numeric = [c for c in features if pd.api.types.is_numeric_dtype(features[c])
                or pd.api.types.is_bool_dtype(features[c])]
     text = [c for c in features if c not in numeric]
-    blocks = []
+    for c in text:
+        _refuse_mixed(features[c], c, path)
+    words = [c for c in text if _is_free_text(features[c])]
+    categories = [c for c in text if c not in words]
+    blocks, parts = [], [f"label {name!r}"]
     if numeric:
-        for c in numeric:
-            _refuse_missing(features[c], f"the numeric column {c!r}", path, line)
-        values = features[numeric].to_numpy(np.float64)
-        scaler = StandardScaler()
-        with np.errstate(over="ignore", invalid="ignore"):
-            bad = ~np.isfinite(values).all(axis=0)
-            if not bad.any():
-                values = scaler.fit_transform(values)
-                bad = ~np.isfinite(scaler.var_) | ~np.isfinite(values).all(axis=0)
-        if bad.any():
-            raise ValueError(f"{str(path)!r}: the numeric column "
-                             f"{numeric[int(np.argmax(bad))]!r} holds values too large to "
-                             "standardize (infinite or overflowing)")
-        blocks.append(values)
-    if text:
-        for c in text:
-            _refuse_mixed(features[c], c, path)
-            distinct = features[c].nunique(dropna=False)
-            if distinct > MAX_DISTINCT_SHARE * len(frame) and distinct > 2:
-                warnings.warn(f"{str(path)!r}: the text column {c!r} has {distinct} distinct "
-                              f"values in {len(frame)} rows (an identifier or free text?): "
-                              "each becomes a one-hot column", UserWarning, stacklevel=2)
-        encoder = OneHotEncoder(sparse_output=True, dtype=np.float64)
-        blocks.append(encoder.fit_transform(features[text].astype(object).to_numpy()))
+        blocks.append(_standardized(features[numeric], numeric, path, line))
+        parts.append(f"{_columns(len(numeric), 'numeric')} standardized")
+    if categories:
+        blocks.append(_one_hot(features[categories], path))
+        parts.append(f"{_columns(len(categories), 'text')} one-hot encoded into "
+                     f"{blocks[-1].shape[1]}")
+    if words:
+        vocabulary = 0
+        for c in words:       # an empty field is an empty document
+            try:
+                blocks.append(TfidfVectorizer().fit_transform(features[c].fillna("")))
+            except ValueError as exc:           # no word of two letters or more
+                raise ValueError(f"{str(path)!r}: the free-text column {c!r}: {exc}") from None
+            vocabulary += blocks[-1].shape[1]
+        parts.append(f"{_columns(len(words), 'free-text')} as TF-IDF over {vocabulary} "
+                     "words")
     if text:
         X = sp.hstack([sp.csr_matrix(b) for b in blocks], format="csr")
     else:
         X = np.ascontiguousarray(blocks[0])
-    parts = [f"label {name!r}"]
-    if numeric:
-        parts.append(f"{_columns(len(numeric), 'numeric')} standardized")
-    if text:
-        parts.append(f"{_columns(len(text), 'text')} one-hot encoded into "
-                     f"{X.shape[1] - len(numeric)}")
     y = y.to_numpy()
     if not pd.api.types.is_numeric_dtype(y.dtype):
         # LIBLINEAR takes numbers only, and fastText's labels are tokens: text labels are
@@ -125,6 +120,43 @@ def read_csv(path, label=None):
         shown = ", ".join(f"{v}={i}" for i, v in enumerate(names[:5]))
         parts[0] += f" coded {shown}{', ...' if names.size > 5 else ''}"
     return CsvData(X, y, "; ".join(parts))
+
+
+def _is_free_text(column):
+    """Whether a text column holds free text: a median of FREE_TEXT_WORDS words or more
+    (names have two), and more distinct values than MAX_DISTINCT_SHARE of the rows."""
+    words = column.dropna().astype(str).str.split().str.len()
+    return (words.size > 0 and words.median() >= FREE_TEXT_WORDS
+            and column.nunique() > MAX_DISTINCT_SHARE * column.size)
+
+
+def _standardized(frame, names, path, line):
+    """The numeric columns standardized; ValueError for a missing or too large value."""
+    for c in names:
+        _refuse_missing(frame[c], f"the numeric column {c!r}", path, line)
+    values = frame.to_numpy(np.float64)
+    scaler = StandardScaler()
+    with np.errstate(over="ignore", invalid="ignore"):
+        bad = ~np.isfinite(values).all(axis=0)
+        if not bad.any():
+            values = scaler.fit_transform(values)
+            bad = ~np.isfinite(scaler.var_) | ~np.isfinite(values).all(axis=0)
+    if bad.any():
+        raise ValueError(f"{str(path)!r}: the numeric column {names[int(np.argmax(bad))]!r} "
+                         "holds values too large to standardize (infinite or overflowing)")
+    return values
+
+
+def _one_hot(frame, path):
+    """The category columns one-hot encoded, a missing value a category of its own; a
+    warning for a column with more distinct values than MAX_DISTINCT_SHARE of the rows."""
+    for c in frame:
+        distinct = frame[c].nunique(dropna=False)
+        if distinct > MAX_DISTINCT_SHARE * len(frame) and distinct > 2:
+            warnings.warn(f"{str(path)!r}: the text column {c!r} has {distinct} distinct "
+                          f"values in {len(frame)} rows (an identifier?): each becomes a "
+                          "one-hot column", UserWarning, stacklevel=3)
+    return OneHotEncoder(dtype=np.float64).fit_transform(frame.astype(object).to_numpy())
 
 
 def _columns(count, kind):
