@@ -79,21 +79,21 @@ def test_free_text_is_a_bag_of_words_and_names_are_warned_about(tmp_path):
     words = np.array(["good", "bad", "plot", "actor", "film", "long", "dull", "fun"])
     frame = pd.DataFrame({
         "review": [" ".join(rng.choice(words, rng.integers(3, 9))) + f" take{i}"
-                   for i in range(12)],
-        "critic": [f"Critic {chr(65 + i)}" for i in range(12)],
-        "venue": rng.choice(["New York Times", "Le Monde"], 12),
-        "stars": rng.integers(1, 6, 12),
+                   for i in range(24)],
+        "critic": [f"Critic {chr(65 + i)}" for i in range(24)],
+        "venue": rng.choice(["New York Times", "Le Monde"], 24),
+        "stars": rng.integers(1, 6, 24),
     })
     frame.loc[4, "review"] = None
     path = tmp_path / "reviews.csv"
     frame.to_csv(path, index=False)
-    with pytest.warns(UserWarning, match="'critic' has 12 distinct values in 12 rows"):
+    with pytest.warns(UserWarning, match="'critic' has 24 distinct values in 24 rows"):
         data = read_csv(path)
     expected = TfidfVectorizer().fit_transform(frame["review"].fillna(""))
     np.testing.assert_allclose(data.X[:, -expected.shape[1]:].toarray(), expected.toarray())
     assert data.X[4, -expected.shape[1]:].nnz == 0
-    assert data.X.shape[1] == 12 + 2 + expected.shape[1]
-    assert data.note == ("label 'stars'; 2 text columns one-hot encoded into 14; 1 free-text "
+    assert data.X.shape[1] == 24 + 2 + expected.shape[1]
+    assert data.note == ("label 'stars'; 2 text columns one-hot encoded into 26; 1 free-text "
                          f"column as TF-IDF over {expected.shape[1]} words")
 
 
@@ -110,13 +110,26 @@ def test_tsv_and_compressed_files_are_read(tmp_path):
 
 
 def test_an_identifier_column_is_warned_about(tmp_path):
-    frame = _mixed_frame()
+    frame = _mixed_frame(n=30)
     frame.insert(0, "name", [f"person {i}" for i in range(len(frame))])
     path = tmp_path / "people.csv"
     frame.to_csv(path, index=False)
-    with pytest.warns(UserWarning, match="'name' has 12 distinct values in 12 rows"):
+    with pytest.warns(UserWarning, match="'name' has 30 distinct values in 30 rows"):
         data = read_csv(path)
-    assert data.X.shape == (12, 3 + 12 + 3)
+    assert data.X.shape == (30, 3 + 30 + 3)
+
+
+def test_spreadsheet_files_are_read(tmp_path):
+    """What spreadsheets write: a byte-order mark, ';' with decimal commas, Latin-1."""
+    (tmp_path / "bom.csv").write_bytes(b"\xef\xbb\xbfa,b,label\n1,x,0\n2,y,1\n3,x,1\n")
+    (tmp_path / "semi.csv").write_bytes(b"a;b;label\n1,5;x;0\n2;y;1\n3;x;1\n")
+    (tmp_path / "latin.csv").write_bytes(b"a,b,label\n1,caf\xe9,0\n2,y,1\n3,caf\xe9,1\n")
+    for name, a in (("bom", [1, 2, 3]), ("semi", [1.5, 2, 3]), ("latin", [1, 2, 3])):
+        data = read_csv(tmp_path / f"{name}.csv")
+        assert data.note == ("label 'label'; 1 numeric column standardized; 1 text column "
+                             "one-hot encoded into 2"), name
+        np.testing.assert_allclose(data.X.toarray()[:, 0], (a - np.mean(a)) / np.std(a))
+        np.testing.assert_array_equal(data.X.toarray()[:, 1:], [[1, 0], [0, 1], [1, 0]])
 
 
 @pytest.mark.parametrize("content, label, match", [

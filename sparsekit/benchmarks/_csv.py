@@ -26,6 +26,8 @@ COMPRESSIONS = {".gz", ".bz2", ".xz", ".zip", ".zst"}
 #: outnumber the other features without describing the rows
 MAX_DISTINCT_SHARE = 0.5
 FREE_TEXT_WORDS = 3
+#: ... and more distinct values than this (no warning on a few rows)
+MIN_WARNED_DISTINCT = 20
 
 #: ``X`` (dense or CSR), labels ``y`` and a ``note`` for the tables' titles
 CsvData = namedtuple("CsvData", "X y note")
@@ -65,11 +67,18 @@ def read_csv(path, label=None):
     except ImportError:
         raise ValueError(f"reading {str(path)!r} needs pandas: pip install pandas") from None
     sep = _separator(path)
+    # bytes that are not UTF-8 (a Latin-1 file) are replaced rather than refused
+    options = {"skipinitialspace": True, "encoding_errors": "replace"}
     try:
         first = pd.read_csv(path, sep=sep, header=None, nrows=1, dtype=str,
-                            keep_default_na=False, skipinitialspace=True)
+                            keep_default_na=False, **options)
+        if first.shape[1] == 1 and ";" in first.iloc[0, 0]:
+            sep = ";"                       # a spreadsheet's CSV with a decimal comma
+            first = pd.read_csv(path, sep=sep, header=None, nrows=1, dtype=str,
+                                keep_default_na=False, **options)
         header = None if all(_is_number(c) for c in first.iloc[0]) else 0
-        frame = pd.read_csv(path, sep=sep, header=header, skipinitialspace=True)
+        frame = pd.read_csv(path, sep=sep, header=header, decimal="," if sep == ";" else ".",
+                            **options)
     except (OSError, ValueError) as exc:   # pandas' parser and empty-file errors included
         raise ValueError(f"cannot read {str(path)!r}: {exc}") from None
     # headers written "name ," (UCI Adult's) keep their spaces: --label takes the bare name
@@ -152,7 +161,7 @@ def _one_hot(frame, path):
     warning for a column with more distinct values than MAX_DISTINCT_SHARE of the rows."""
     for c in frame:
         distinct = frame[c].nunique(dropna=False)
-        if distinct > MAX_DISTINCT_SHARE * len(frame) and distinct > 2:
+        if distinct > max(MAX_DISTINCT_SHARE * len(frame), MIN_WARNED_DISTINCT):
             warnings.warn(f"{str(path)!r}: the text column {c!r} has {distinct} distinct "
                           f"values in {len(frame)} rows (an identifier?): each becomes a "
                           "one-hot column", UserWarning, stacklevel=3)

@@ -44,8 +44,8 @@ compressed; ``--zero-based`` for files numbered from 0; the columns that store n
 (most of them in hashed features) are left out for every model, as each model's weight on
 such a column is 0 and would only cost it time and memory, and the titles say so),
 a CSV or TSV file (``.csv``, ``.tsv``, also compressed: its label column is the last one or
-``--label``'s, numeric columns are standardized and text columns one-hot encoded for every
-model),
+``--label``'s; for every model numeric columns are standardized, free text becomes TF-IDF
+and other text columns are one-hot encoded),
 ``a9a`` (shipped inside sparsekit), a set of the data home (``a9a.t``, ``w8a``: see
 :func:`sparsekit.datasets.get_data_home`) or one of scikit-learn's ``breast_cancer`` and
 ``digits`` (dense, standardized for the l1 table). Without DATA it runs on a9a and digits.
@@ -814,10 +814,9 @@ def _read_file(spec, zero_based):
 def load_dataset(spec, zero_based=False, label=None):
     """The :class:`Dataset` named by ``spec``: ``a9a`` (shipped), ``breast_cancer`` or
     ``digits`` (scikit-learn), a CSV or TSV file (its column ``label``, the last by
-    default, for the labels: ``_csv.read_csv``), a LIBSVM file
-    (columns numbered from 1, or from 0 with ``zero_based=True``), or a set of the data
-    home. Raises ValueError with a message for the user when it cannot be read or is not a
-    classification task."""
+    default, for the labels: ``_csv.read_csv``), a LIBSVM file (columns numbered from 1,
+    or from 0 with ``zero_based=True``), or a set of the data home. Raises ValueError with
+    a message for the user when it cannot be read or is not a classification task."""
     if spec == "a9a":
         data = Dataset("a9a", *load_a9a())
     elif spec == "breast_cancer":
@@ -970,8 +969,8 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("data", nargs="*", default=["a9a", "digits"],
                         help="LIBSVM files (class labels or comma-separated label sets), CSV "
-                             "or TSV files (.csv, .tsv), or data set "
-                             "names (default: a9a digits)")
+                             "or TSV files (.csv, .tsv), or data set names (default: a9a "
+                             "digits)")
     parser.add_argument("--repeat", type=_positive_int, default=3,
                         help="fits per model (median)")
     parser.add_argument("--C", type=_positive_float, default=1.0,
@@ -985,8 +984,9 @@ def main(argv=None):
                              "dump_svmlight_file), not from 1 as LIBSVM does")
     parser.add_argument("--label", metavar="COLUMN",
                         help="the label column of CSV and TSV files, by header or position "
-                             "from 0 (default: the last column); the others are features, "
-                             "numbers standardized and text one-hot encoded")
+                             "from 0 (default: the last column); the others are features: "
+                             "numbers standardized, free text as TF-IDF, other text one-hot "
+                             "encoded")
     parser.add_argument("--plot", metavar="DIR", type=Path,
                         help="write PNG figures to DIR: time vs suboptimality of the l1 "
                              "solvers (a ladder of tolerances), accuracy vs time")
