@@ -72,7 +72,7 @@ def objective(clf, X, Y):
         T /= T.sum(axis=1, keepdims=True)
     P = project(Z, "simplex")
     loss = 0.5 * ((T - Z) ** 2).sum(1) - 0.5 * ((P - Z) ** 2).sum(1)
-    return float(loss.mean() + 0.5 * clf.alpha * (clf.coef_.astype(float) ** 2).sum())
+    return float(loss.mean() + 0.5 * clf.alpha_ * (clf.coef_.astype(float) ** 2).sum())
 
 
 def fit(solver, alpha, X, y):

@@ -325,6 +325,13 @@ class csr_matrix:
     def __rmatmul__(self, other):
         return _wrap(np.asarray(_unwrap(other) @ self._m))
 
+    def multiply(self, other):  # elementwise
+        other = other._m if isinstance(other, csr_matrix) else _unwrap(other)
+        return _sparse(self._m.multiply(other))
+
+    def sum(self, axis=None):   # a dense (n, 1) or (1, d) array, as cupyx returns
+        return _wrap(np.asarray(self._m.sum(axis=axis)))
+
     def get(self):
         return self._m.copy()
 

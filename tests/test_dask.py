@@ -173,10 +173,11 @@ def test_sparsemax_dask_fit_is_the_in_memory_fit(client, solver, layout):
     X, y = _data(n=800, d=20, classes=4, seed=8)
     w = np.random.default_rng(2).uniform(0.5, 2.0, len(y))
     Xd = (da.from_array(X, chunks=(300, -1)) if layout == "dense" else _sparse_dask(X, 250))
-    kw = dict(alpha=1e-3, solver=solver, tol=1e-10, max_iter=3000)
+    kw = dict(solver=solver, tol=1e-10, max_iter=3000)     # alpha="scale": a reduction too
     local = SparsemaxClassifier(**kw).fit(X, y, sample_weight=w)
     spread = SparsemaxClassifier(**kw).fit(Xd, da.from_array(y, chunks=200),
                                            sample_weight=da.from_array(w, chunks=400))
+    assert spread.alpha_ == pytest.approx(local.alpha_, rel=1e-12)
     np.testing.assert_allclose(spread.coef_, local.coef_, rtol=1e-6, atol=1e-7)
     np.testing.assert_allclose(spread.intercept_, local.intercept_, rtol=1e-6, atol=1e-7)
     assert spread.solver_ == solver and spread.n_features_in_ == 20

@@ -242,6 +242,23 @@ def test_device_active_rows_match_cpu(cupy_backend, sparse, polytope):
         np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5 * np.abs(want).max())
 
 
+@pytest.mark.parametrize("sparse", [False, True])
+def test_sparsemax_classifier_scales_alpha_on_the_gpu_as_on_the_cpu(cupy_backend, sparse):
+    """alpha="scale" reads the weighted mean squared row norm of device X as of host X."""
+    from sparsekit import SparsemaxClassifier
+
+    rng = np.random.default_rng(6)
+    X, _ = _problem(rng, n=40, d=5, density=0.6 if sparse else None)
+    y, sw = rng.integers(0, 3, 40), rng.uniform(0.5, 2.0, 40)
+    Xh = sp.csr_matrix(X) if sparse else X
+    cpu = SparsemaxClassifier(tol=1e-4).fit(Xh, y, sample_weight=sw)
+    gpu = SparsemaxClassifier(tol=1e-4, device="cuda").fit(_device(cupy_backend, X, sparse),
+                                                           y, sample_weight=sw)
+    expected = 1e-4 * np.average(np.sum(X ** 2, axis=1), weights=sw)
+    assert gpu.alpha_ == pytest.approx(expected, rel=1e-12)
+    assert cpu.alpha_ == pytest.approx(expected, rel=1e-12)
+
+
 @pytest.mark.parametrize("solver", ["lbfgs", "nqn", "newton-cg"])
 @pytest.mark.parametrize("sparse", [False, True])
 def test_sparsemax_classifier_on_the_gpu_matches_cpu(cupy_backend, solver, sparse):

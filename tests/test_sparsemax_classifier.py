@@ -189,7 +189,7 @@ def _flat_theta(clf):
 
 def _objective_at(clf, X, Y, sw=None):
     sw = np.ones(X.shape[0]) if sw is None else sw
-    return objective_ref(clf.coef_.T, clf.intercept_, X, Y, sw, clf.alpha, clf.polytope,
+    return objective_ref(clf.coef_.T, clf.intercept_, X, Y, sw, clf.alpha_, clf.polytope,
                          clf.budget or 1.0)
 
 
@@ -231,7 +231,7 @@ def test_fit_reaches_reference_optimum_and_csr_equals_dense():
         pert = SparsemaxClassifier(alpha=1e-2)
         pert.coef_ = dense.coef_ + 1e-3 * rng.standard_normal(dense.coef_.shape)
         pert.intercept_ = dense.intercept_ + 1e-3 * rng.standard_normal(3)
-        pert.polytope, pert.budget = "simplex", None
+        pert.polytope, pert.budget, pert.alpha_ = "simplex", None, dense.alpha_
         assert _objective_at(pert, X, Y) >= f - 1e-12
 
 
@@ -241,6 +241,7 @@ def _assert_locally_optimal(clf, X, Y, lo=-np.inf, hi=np.inf):
     rng = np.random.default_rng(0)
     for _ in range(20):
         pert = clone(clf)
+        pert.alpha_ = clf.alpha_
         pert.coef_ = np.clip(clf.coef_ + 1e-3 * rng.standard_normal(clf.coef_.shape), lo, hi)
         pert.intercept_ = clf.intercept_ + clf.fit_intercept * 1e-3 * rng.standard_normal(
             clf.intercept_.shape)
@@ -433,6 +434,27 @@ def test_positive_bounds_and_no_intercept():
     pen = SparsemaxClassifier(alpha=10.0, penalize_intercept=True).fit(X, y)
     unpen = SparsemaxClassifier(alpha=10.0).fit(X, y)
     assert np.linalg.norm(pen.intercept_) < np.linalg.norm(unpen.intercept_)
+
+
+@pytest.mark.parametrize("sparse", [False, True])
+def test_default_alpha_follows_the_scale_of_x(sparse):
+    """alpha="scale" is 1e-4 times the weighted mean squared row norm, so that multiplying X
+    by a constant divides the coefficients by it and leaves the probabilities as they are
+    (the sparsemax support depends on the scale of the scores)."""
+    X, y = _blobs(n=80, d=5)
+    sw = np.random.default_rng(1).uniform(0.5, 2.0, 80)
+    fits = {}
+    for c in (1.0, 30.0, 0.05):
+        Xc = sp.csr_matrix(c * X) if sparse else c * X
+        fits[c] = SparsemaxClassifier(tol=1e-10).fit(Xc, y, sample_weight=sw)
+        expected = 1e-4 * np.average(np.sum((c * X) ** 2, axis=1), weights=sw)
+        assert fits[c].alpha_ == pytest.approx(expected, rel=1e-12)
+    for c in (30.0, 0.05):
+        np.testing.assert_allclose(c * fits[c].coef_, fits[1.0].coef_, atol=1e-4)
+        np.testing.assert_allclose(fits[c].predict_proba(c * X), fits[1.0].predict_proba(X),
+                                   atol=1e-4)
+    assert SparsemaxClassifier(alpha=0.25).fit(X, y).alpha_ == 0.25
+    assert SparsemaxClassifier().fit(np.zeros((6, 2)), y[:6]).alpha_ == 1e-4  # X = 0
 
 
 def test_verbose_prints(capsys):
@@ -893,7 +915,7 @@ def _objective_of_fit(clf, X, y, sw):
     Y = np.eye(len(clf.classes_))[np.searchsorted(clf.classes_, y)]
     P = _sparsemax_rows(Z)
     loss = 0.5 * ((Y - Z) ** 2).sum(1) - 0.5 * ((P - Z) ** 2).sum(1)
-    return (sw * loss).sum() / sw.sum() + 0.5 * clf.alpha * (clf.coef_ ** 2).sum()
+    return (sw * loss).sum() / sw.sum() + 0.5 * clf.alpha_ * (clf.coef_ ** 2).sum()
 
 
 def _verbose_lines(capsys, marker):

@@ -78,8 +78,8 @@ def objective(clf, X, Y):
     Z = X @ clf.coef_.T + clf.intercept_
     loss = fenchel_young_loss(Z, Y, clf.polytope, negated=clf.negated,
                               **polytope_params(clf.polytope))
-    f = loss.mean() + 0.5 * clf.alpha * np.sum(clf.coef_ ** 2)
-    return f + 0.5 * clf.alpha * np.sum(clf.intercept_ ** 2) * clf.penalize_intercept
+    f = loss.mean() + 0.5 * clf.alpha_ * np.sum(clf.coef_ ** 2)
+    return f + 0.5 * clf.alpha_ * np.sum(clf.intercept_ ** 2) * clf.penalize_intercept
 
 
 def in_negated_polytope(P, polytope, mask, tol=1e-9):
@@ -96,7 +96,7 @@ def assert_stationary(clf, X, Y, atol=1e-6):
     """Optimality of the negated objective with the targets Y taken as they are: the
     gradient of L_{flip M}(z; y) in z is predict_proba - y (free intercept, no bounds)."""
     G = clf.predict_proba(X) - Y
-    assert_allclose(G.T @ X / len(X) + clf.alpha * clf.coef_, 0, atol=atol)
+    assert_allclose(G.T @ X / len(X) + clf.alpha_ * clf.coef_, 0, atol=atol)
     assert_allclose(G.mean(axis=0), 0, atol=atol)
 
 

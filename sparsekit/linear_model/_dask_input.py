@@ -5,6 +5,7 @@ Only the labels' classes and totals, the parameters and vectors of their size re
 client. Dask and distributed are imported only when a dask collection is passed.
 """
 import numpy as np
+import scipy.sparse as sp
 
 from sparsekit.utils._validation import check_entry_magnitude
 
@@ -54,6 +55,14 @@ def _block_weights(y, sample_weight, classes, class_weight, mean):
 
 def _codes(y, classes):
     return np.searchsorted(classes, np.asarray(y).ravel())
+
+
+def _row_sq_sums(X, sample_weight):
+    squares = (np.asarray(X.multiply(X).sum(axis=1)).ravel() if sp.issparse(X)
+               else np.einsum("ij,ij->i", X, X, dtype=np.float64))
+    sw = np.ones(X.shape[0]) if sample_weight is None else np.asarray(sample_weight,
+                                                                      dtype=np.float64)
+    return np.array([float(squares @ sw), float(sw.sum())])
 
 
 class DaskRows:
@@ -110,6 +119,14 @@ class DaskRows:
         """The sorted labels (a reduction of each partition's)."""
         parts = self.client.gather([self.client.submit(_labels, y) for y in self.y])
         return np.unique(np.concatenate(parts))
+
+    def mean_row_sq(self):
+        """The mean of the rows' squared norms, weighted by the sample weights (a
+        reduction of each partition's sums)."""
+        parts = self.client.gather([self.client.submit(_row_sq_sums, X, s)
+                                    for X, s in zip(self.X, self.sample_weight)])
+        total, weight = np.sum(parts, axis=0)
+        return float(total / weight) if weight > 0 else 0.0
 
     def class_totals(self, classes):
         """The total sample weight of each class."""

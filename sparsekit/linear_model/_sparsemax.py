@@ -15,7 +15,8 @@ from sklearn.utils.validation import _check_sample_weight, check_is_fitted, colu
 
 from ..gpu._cupy import require_cupy
 from ..gpu.datafits import is_device_matrix
-from ._device_input import check_device_X, device_scores, fit_device, host_targets, to_device
+from ._device_input import (_host, check_device_X, device_scores, fit_device, host_targets,
+                            to_device)
 from ..losses._dask_datafit import DaskFenchelYoung
 from ..losses._fenchel_young_datafit import FenchelYoungLinear
 from ..losses._targets import check_target_entries, polytope_targets
@@ -53,6 +54,24 @@ _CSR_DENSITY = 0.25
 #: solver")
 AUTO_SDCA_MAX_CONDITION = 20.0
 
+#: ``alpha="scale"`` is this times the (sample-weighted) mean squared norm of X's rows
+ALPHA_SCALE = 1e-4
+
+
+def mean_row_sq(X, sw):
+    """The mean of ‖xᵢ‖² weighted by ``sw``; X is a NumPy or CuPy array or a SciPy or
+    cupyx sparse matrix."""
+    squares = X.multiply(X).sum(axis=1) if hasattr(X, "multiply") else (X * X).sum(axis=1)
+    squares = np.asarray(_host(squares), dtype=np.float64).ravel()
+    sw = np.asarray(_host(sw), dtype=np.float64)
+    sw = sw / sw.max()           # a weighted mean: huge weights would overflow the sums
+    return float(squares @ sw) / float(sw.sum())
+
+
+def scaled_alpha(mean_row_sq):
+    """``alpha="scale"`` for rows of this mean squared norm (``ALPHA_SCALE`` when X is 0)."""
+    return ALPHA_SCALE * mean_row_sq if mean_row_sq > 0 else ALPHA_SCALE
+
 
 def auto_solver(X, alpha, bounded=False, device="cpu"):
     """The solver of ``solver="auto"``: exact dual coordinate ascent for sparse X, where each
@@ -63,8 +82,8 @@ def auto_solver(X, alpha, bounded=False, device="cpu"):
     if not sp.issparse(X) or bounded or device != "cpu" or not alpha > 0:
         return "lbfgs"
     data = X.data.astype(np.float64, copy=False)
-    mean_row_sq = float(data @ data) / max(X.shape[0], 1)
-    return "sdca" if mean_row_sq <= AUTO_SDCA_MAX_CONDITION * alpha * X.shape[0] else "lbfgs"
+    mean_sq = float(data @ data) / max(X.shape[0], 1)
+    return "sdca" if mean_sq <= AUTO_SDCA_MAX_CONDITION * alpha * X.shape[0] else "lbfgs"
 
 
 class SparsemaxClassifier(SparsekitClassifier):
@@ -83,8 +102,13 @@ class SparsemaxClassifier(SparsekitClassifier):
 
     Parameters
     ----------
-    alpha : float, default=1e-3
-        L2 regularization strength (the report's lambda).
+    alpha : float or "scale", default="scale"
+        L2 regularization strength (the report's lambda). ``"scale"`` takes
+        ``1e-4 * mean(||x_i||^2)``, the mean of the squared norms of X's rows (weighted by
+        ``sample_weight``): the fitted probabilities then do not change when X is
+        multiplied by a constant (the coefficients are divided by it), as the sparsity of
+        sparsemax depends on the scale of the scores. Rows of 14 ones (a9a) give 1.4e-3,
+        TF-IDF rows of norm 1 give 1e-4. The value used is ``alpha_``.
     polytope : {"simplex", "budget", "box", "at_most_one", "at_least_one"}, default="simplex"
         Polytope of the projection. ``"simplex"`` is sparsemax. The others give label
         marginals in ``[0, 1]`` for multi-label targets: ``"budget"`` bounds the sum by
@@ -238,7 +262,7 @@ class SparsemaxClassifier(SparsekitClassifier):
     """
 
     _parameter_constraints = {
-        "alpha": [Interval(Real, 0, None, closed="left")],
+        "alpha": [Interval(Real, 0, None, closed="left"), StrOptions({"scale"})],
         "polytope": [StrOptions(set(_POLYTOPES))],
         "budget": [Interval(Real, 0, None, closed="neither"), None],
         "negated": ["array-like", None],
@@ -256,7 +280,7 @@ class SparsemaxClassifier(SparsekitClassifier):
         "device": [StrOptions({"cpu", "cuda"})],
     }
 
-    def __init__(self, alpha=1e-3, *, polytope="simplex", budget=None, negated=None,
+    def __init__(self, alpha="scale", *, polytope="simplex", budget=None, negated=None,
                  fit_intercept=True, penalize_intercept=False, solver="auto",
                  positive=False, bounds=None, threshold="auto", tol=1e-6, max_iter=1000,
                  warm_start=False, verbose=0, random_state=None, device="cpu"):
@@ -335,16 +359,18 @@ class SparsemaxClassifier(SparsekitClassifier):
             # per-coefficient bounds are given for every column: the solvers see them all
             used = UsedColumns(X, keep_all=self.bounds is not None)
         X_shown = X_rows          # what the callbacks see: X as validated
-        solver = self.solver if self.solver != "auto" else auto_solver(
-            X_shown, self.alpha, bounded=self.bounds is not None or self.positive,
-            device=self.device)
-        same = X_rows is X
-        X = used.take(X)
-        X_rows = X if same else used.take(X_rows)
         Y, keep = self._encode_targets(y, budget)
         sw = np.where(keep, sw, 0.0)
         if not sw.max() > 0:
             raise ValueError("The sample weights of the rows used in the fit sum to zero.")
+        self.alpha_ = (scaled_alpha(mean_row_sq(X_shown, sw)) if self.alpha == "scale"
+                       else float(self.alpha))
+        solver = self.solver if self.solver != "auto" else auto_solver(
+            X_shown, self.alpha_, bounded=self.bounds is not None or self.positive,
+            device=self.device)
+        same = X_rows is X
+        X = used.take(X)
+        X_rows = X if same else used.take(X_rows)
         # the objective is a weighted mean: dividing by the largest weight changes nothing
         # but keeps sums of huge weights (and their float32 copy) finite
         sw = (sw / sw.max()).astype(X.dtype)
@@ -353,7 +379,7 @@ class SparsemaxClassifier(SparsekitClassifier):
         # since flip(z) = L z + flip(0) (see the negated parameter)
         columns = negated_columns(self._negated, n_classes)
         datafit = FenchelYoungLinear(
-            X, Y, sw, polytope=self.polytope, budget=budget, alpha=self.alpha,
+            X, Y, sw, polytope=self.polytope, budget=budget, alpha=self.alpha_,
             fit_intercept=self.fit_intercept, penalize_intercept=self.penalize_intercept,
             offset=reflect_columns(np.zeros(n_classes), columns), X_rows=X_rows,
             center=(self.fit_intercept and not self.penalize_intercept
@@ -390,8 +416,10 @@ class SparsemaxClassifier(SparsekitClassifier):
                              "matrix): class labels are decoded by the argmax of the "
                              "scores, which negation does not preserve.")
         self._negated = None
+        self.alpha_ = (scaled_alpha(data.mean_row_sq()) if self.alpha == "scale"
+                       else float(self.alpha))
         datafit = DaskFenchelYoung(data, classes, polytope=self.polytope, budget=budget,
-                                   alpha=self.alpha, fit_intercept=self.fit_intercept,
+                                   alpha=self.alpha_, fit_intercept=self.fit_intercept,
                                    penalize_intercept=self.penalize_intercept,
                                    center=self.fit_intercept and not self.penalize_intercept)
         return self._solve_and_publish(solver, datafit, (), X, y, sample_weight,
@@ -501,7 +529,7 @@ class SparsemaxClassifier(SparsekitClassifier):
         if self.device != "cpu":
             raise ValueError("solver='sdca' runs on the CPU only; use device='cpu' or "
                              "another solver.")
-        if self.alpha <= 0:
+        if self.alpha != "scale" and self.alpha <= 0:
             raise ValueError("solver='sdca' needs alpha > 0 (the dual requires a "
                              "strongly convex penalty).")
 
