@@ -57,10 +57,12 @@ def read_csv(path, label=None):
     """The :class:`CsvData` of a CSV or TSV file.
 
     The first line is the header unless every one of its cells is a number (then the
-    columns are numbered from 0). ``label`` names the label column, by its header or by
-    its position (from 0; negative counts from the end); the last column by default.
-    Raises ValueError with a message for the user when the file cannot be read, the label
-    column does not exist, or a value is missing from the label or a numeric column.
+    columns are numbered from 0); a ``.csv`` file whose first line holds ``;`` and no comma
+    is ``;``-separated with decimal commas, and bytes that are not UTF-8 are replaced.
+    ``label`` names the label column, by its header or by its position (from 0; negative
+    counts from the end); the last column by default. Raises ValueError with a message for
+    the user when the file cannot be read, the label column does not exist, a value is
+    missing from the label or a numeric column, or a column mixes numbers and text.
     """
     try:
         import pandas as pd
