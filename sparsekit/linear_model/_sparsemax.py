@@ -61,8 +61,11 @@ ALPHA_SCALE = 1e-4
 def mean_row_sq(X, sw):
     """The mean of ‖xᵢ‖² weighted by ``sw``; X is a NumPy or CuPy array or a SciPy or
     cupyx sparse matrix."""
-    squares = X.multiply(X).sum(axis=1) if hasattr(X, "multiply") else (X * X).sum(axis=1)
-    squares = np.asarray(_host(squares), dtype=np.float64).ravel()
+    if isinstance(X, np.ndarray):        # no temporary of X's size
+        squares = np.einsum("ij,ij->i", X, X, dtype=np.float64)
+    else:
+        squares = X.multiply(X).sum(axis=1) if hasattr(X, "multiply") else (X * X).sum(axis=1)
+        squares = np.asarray(_host(squares), dtype=np.float64).ravel()
     sw = np.asarray(_host(sw), dtype=np.float64)
     sw = sw / sw.max()           # a weighted mean: huge weights would overflow the sums
     return float(squares @ sw) / float(sw.sum())
