@@ -262,14 +262,20 @@ def test_plot_writes_the_suboptimality_and_accuracy_figures(tmp_path, capsys):
     assert "wrote" in capsys.readouterr().err
 
 
+def _usage_error(argv, capsys):
+    """The message of the usage error (exit code 2) that ``argv`` ends in."""
+    with pytest.raises(SystemExit) as exit_info:
+        compare.main(argv)
+    assert exit_info.value.code == 2
+    return capsys.readouterr().err
+
+
 def test_plot_into_a_path_that_cannot_be_a_directory_is_a_clear_error(tmp_path, capsys):
     pytest.importorskip("matplotlib")
     blocker = tmp_path / "a_file"
     blocker.write_text("")
-    with pytest.raises(SystemExit) as exit_info:
-        compare.main(["digits", "--plot", str(blocker / "figures")])
-    assert exit_info.value.code == 2
-    assert "--plot: cannot create" in capsys.readouterr().err
+    assert "--plot: cannot create" in _usage_error(
+        ["digits", "--plot", str(blocker / "figures")], capsys)
 
 
 @pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")   # tol 0.1
@@ -325,20 +331,16 @@ def test_a_csv_file_with_text_columns_and_text_labels_gets_every_row(tmp_path, c
 
 def test_label_is_for_csv_files_only(tmp_path, capsys):
     path = _write_svm(tmp_path / "tiny.svm")
-    with pytest.raises(SystemExit) as exit_info:
-        compare.main([str(path), "--label", "0"])
-    assert exit_info.value.code == 2
-    assert "--label applies to CSV and TSV files" in capsys.readouterr().err
+    assert "--label applies to CSV and TSV files" in _usage_error([str(path), "--label", "0"],
+                                                                  capsys)
 
 
 def test_a_bad_csv_file_is_a_clear_error_not_a_traceback(tmp_path, capsys):
     pytest.importorskip("pandas")
     path = tmp_path / "bad.csv"
     path.write_text("age,city,y\n25,Oslo,1\n?,Lyon,0\n31,Oslo,1\n")
-    with pytest.raises(SystemExit) as exit_info:
-        compare.main([str(path)])
-    assert exit_info.value.code == 2
-    assert "the column 'age' holds numbers and the text '?'" in capsys.readouterr().err
+    assert "the column 'age' holds numbers and the text '?'" in _usage_error([str(path)],
+                                                                             capsys)
 
 
 def test_classes_seen_once_train_and_the_rest_split_stratified():
