@@ -97,6 +97,14 @@ def test_free_text_is_a_bag_of_words_and_names_are_warned_about(tmp_path):
                          f"column as TF-IDF over {expected.shape[1]} words")
 
 
+def test_names_that_stripping_would_merge_keep_their_spaces(tmp_path):
+    path = tmp_path / "names.csv"
+    path.write_text("a ,a,label \n1,2,0\n2,3,1\n3,1,0\n")
+    data = read_csv(path)
+    assert data.note == "label 'label'; 2 numeric columns standardized"
+    assert data.X.shape == (3, 2)
+
+
 def test_tsv_and_compressed_files_are_read(tmp_path):
     frame = _mixed_frame()
     frame.to_csv(tmp_path / "a.csv", index=False)
@@ -137,6 +145,7 @@ def test_spreadsheet_files_are_read(tmp_path):
     ("a,b\n1,2\n3,4\n", "c", r"no label column 'c' .* its 2 columns: 'a', 'b'"),
     ("a,b\n1,2\n3,4\n", "7", "no label column '7'"),
     ("only\n1\n2\n", None, "a label column and at least one feature column are needed"),
+    ("a,b,label\n", None, "no data rows after the header"),
     ("a,b\n1,x\n,y\n", None, "the numeric column 'a' misses 1 value.*first on line 3"),
     ("a,b\n1,x\n2,\n3,y\n", None, "the label column 'b' misses 1 value.*first on line 3"),
     ("a,b\n1,x\ninf,y\n", None, "the numeric column 'a' holds values too large"),

@@ -8,7 +8,7 @@ encoded (a missing value a category of its own). The matrix is CSR when a column
 dense otherwise.
 """
 import warnings
-from collections import namedtuple
+from collections import Counter, namedtuple
 from pathlib import Path
 
 import numpy as np
@@ -83,8 +83,13 @@ def read_csv(path, label=None):
                             **options)
     except (OSError, ValueError) as exc:   # pandas' parser and empty-file errors included
         raise ValueError(f"cannot read {str(path)!r}: {exc}") from None
-    # headers written "name ," (UCI Adult's) keep their spaces: --label takes the bare name
-    frame.columns = [c.strip() if isinstance(c, str) else c for c in frame.columns]
+    # headers written "name ," (UCI Adult's) lose their spaces: --label takes the bare name;
+    # names that would become one ("a" and "a ") keep theirs
+    stripped = [c.strip() if isinstance(c, str) else c for c in frame.columns]
+    counts = Counter(stripped)
+    frame.columns = [s if counts[s] == 1 else c for s, c in zip(stripped, frame.columns)]
+    if frame.shape[0] == 0:
+        raise ValueError(f"{str(path)!r}: no data rows after the header")
     if frame.shape[1] < 2:
         raise ValueError(f"{str(path)!r}: a label column and at least one feature column "
                          f"are needed, the file has {frame.shape[1]} column(s) (separator "
