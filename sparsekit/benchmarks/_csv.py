@@ -199,8 +199,10 @@ def _refuse_mixed(column, name, path):
     """ValueError for a text column whose values are mostly numbers: a numeric column with
     markers in it (``?``, ``n/a``) that one-hot encoding would turn into one column per
     number."""
+    import pandas as pd
+
     values = column.dropna().astype(str)
-    numbers = values.map(_is_number).to_numpy(bool)
+    numbers = pd.to_numeric(values, errors="coerce").notna().to_numpy()
     if numbers.size and numbers.mean() > 0.5:
         others = sorted(set(values[~numbers]))
         shown = ", ".join(repr(v) for v in others[:3]) + (", ..." if len(others) > 3 else "")
