@@ -197,18 +197,19 @@ def test_sdca_bad_options(kwargs, match):
 
 def test_sdca_stuck_at_a_huge_feature_scale_warns_instead_of_claiming_success():
     """Features of size 1e8 make every dual step round to nothing (the step is about
-    1/(c ||x_i||^2)): the stall test used to report success after one epoch with the model
-    at W = 0; now the fit warns, while lbfgs still solves the problem."""
+    1/(c ||x_i||^2) with c = 1/(alpha n)) at a fixed alpha: the stall test used to report
+    success after one epoch with the model at W = 0; now the fit warns, while lbfgs still
+    solves the problem. (The default alpha="scale" grows with the features' scale.)"""
     rng = np.random.default_rng(0)
     X = rng.standard_normal((200, 5))
     y = np.argmax(X @ rng.standard_normal((5, 3)) + 0.3 * rng.standard_normal((200, 3)), 1)
     with pytest.warns(ConvergenceWarning, match="round to nothing"):
-        stuck = SparsemaxClassifier(solver="sdca", random_state=0).fit(X * 1e8, y)
+        stuck = SparsemaxClassifier(1e-3, solver="sdca", random_state=0).fit(X * 1e8, y)
     assert stuck.n_iter_ == 1
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        SparsemaxClassifier(solver="sdca", random_state=0).fit(X, y)
-        assert SparsemaxClassifier().fit(X * 1e8, y).score(X * 1e8, y) > 0.8
+        SparsemaxClassifier(1e-3, solver="sdca", random_state=0).fit(X, y)
+        assert SparsemaxClassifier(1e-3).fit(X * 1e8, y).score(X * 1e8, y) > 0.8
 
 
 def test_sdca_with_tol_zero_stops_at_the_rounding_floor():
