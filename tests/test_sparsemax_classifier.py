@@ -438,7 +438,7 @@ def test_positive_bounds_and_no_intercept():
 
 @pytest.mark.parametrize("sparse", [False, True])
 def test_default_alpha_follows_the_scale_of_x(sparse):
-    """alpha="scale" is 1e-4 times the weighted mean squared row norm, so that multiplying X
+    """alpha="scale" is 5e-5 times the weighted mean squared row norm, so that multiplying X
     by a constant divides the coefficients by it and leaves the probabilities as they are
     (the sparsemax support depends on the scale of the scores)."""
     X, y = _blobs(n=80, d=5)
@@ -447,14 +447,14 @@ def test_default_alpha_follows_the_scale_of_x(sparse):
     for c in (1.0, 30.0, 0.05):
         Xc = sp.csr_matrix(c * X) if sparse else c * X
         fits[c] = SparsemaxClassifier(tol=1e-10).fit(Xc, y, sample_weight=sw)
-        expected = 1e-4 * np.average(np.sum((c * X) ** 2, axis=1), weights=sw)
+        expected = 5e-5 * np.average(np.sum((c * X) ** 2, axis=1), weights=sw)
         assert fits[c].alpha_ == pytest.approx(expected, rel=1e-12)
     for c in (30.0, 0.05):
         np.testing.assert_allclose(c * fits[c].coef_, fits[1.0].coef_, atol=1e-4)
         np.testing.assert_allclose(fits[c].predict_proba(c * X), fits[1.0].predict_proba(X),
                                    atol=1e-4)
     assert SparsemaxClassifier(alpha=0.25).fit(X, y).alpha_ == 0.25
-    assert SparsemaxClassifier().fit(np.zeros((6, 2)), y[:6]).alpha_ == 1e-4  # X = 0
+    assert SparsemaxClassifier().fit(np.zeros((6, 2)), y[:6]).alpha_ == 5e-5  # X = 0
 
 
 def test_verbose_prints(capsys):
