@@ -5,8 +5,8 @@ Only the labels' classes and totals, the parameters and vectors of their size re
 client. Dask and distributed are imported only when a dask collection is passed.
 """
 import numpy as np
-import scipy.sparse as sp
 
+from sparsekit.utils._rows import row_sq_norms
 from sparsekit.utils._validation import check_entry_magnitude
 
 
@@ -58,8 +58,7 @@ def _codes(y, classes):
 
 
 def _row_sq_sums(X, sample_weight):
-    squares = (np.asarray(X.multiply(X).sum(axis=1)).ravel() if sp.issparse(X)
-               else np.einsum("ij,ij->i", X, X, dtype=np.float64))
+    squares = row_sq_norms(X)
     sw = np.ones(X.shape[0]) if sample_weight is None else np.asarray(sample_weight,
                                                                       dtype=np.float64)
     return np.array([float(squares @ sw), float(sw.sum())])

@@ -27,6 +27,7 @@ from ..optimize._sdca import minimize_sdca
 from ..projections import project
 from ..projections._checks import negated_columns, reflect_columns
 from ..utils._columns import UsedColumns
+from ..utils._rows import row_sq_norms
 from ..utils._validation import (check_device, check_entry_magnitude, check_sparse_structure,
                                  check_two_classes, validate_input)
 from ._base import SparsekitClassifier, unchanged_on_error
@@ -61,19 +62,15 @@ ALPHA_SCALE = 5e-5
 def mean_row_sq(X, sw):
     """The mean of ‖xᵢ‖² weighted by ``sw``; X is a NumPy or CuPy array or a SciPy or
     cupyx sparse matrix."""
-    if isinstance(X, np.ndarray):        # no temporary of X's size
-        squares = np.einsum("ij,ij->i", X, X, dtype=np.float64)
-    else:
+    if is_device_matrix(X):
         squares = X.multiply(X).sum(axis=1) if hasattr(X, "multiply") else (X * X).sum(axis=1)
         squares = np.asarray(_host(squares), dtype=np.float64).ravel()
+    else:
+        squares = row_sq_norms(X)
     sw = np.asarray(_host(sw), dtype=np.float64)
     sw = sw / sw.max()           # a weighted mean: huge weights would overflow the sums
     return float(squares @ sw) / float(sw.sum())
 
-
-def scaled_alpha(mean_row_sq):
-    """``alpha="scale"`` for rows of this mean squared norm (``ALPHA_SCALE`` when X is 0)."""
-    return ALPHA_SCALE * mean_row_sq if mean_row_sq > 0 else ALPHA_SCALE
 
 
 def auto_solver(X, alpha, bounded=False, device="cpu"):
@@ -366,8 +363,7 @@ class SparsemaxClassifier(SparsekitClassifier):
         sw = np.where(keep, sw, 0.0)
         if not sw.max() > 0:
             raise ValueError("The sample weights of the rows used in the fit sum to zero.")
-        self.alpha_ = (scaled_alpha(mean_row_sq(X_shown, sw)) if self.alpha == "scale"
-                       else float(self.alpha))
+        self.alpha_ = self._resolved_alpha(lambda: mean_row_sq(X_shown, sw))
         solver = self.solver if self.solver != "auto" else auto_solver(
             X_shown, self.alpha_, bounded=self.bounds is not None or self.positive,
             device=self.device)
@@ -419,8 +415,7 @@ class SparsemaxClassifier(SparsekitClassifier):
                              "matrix): class labels are decoded by the argmax of the "
                              "scores, which negation does not preserve.")
         self._negated = None
-        self.alpha_ = (scaled_alpha(data.mean_row_sq()) if self.alpha == "scale"
-                       else float(self.alpha))
+        self.alpha_ = self._resolved_alpha(data.mean_row_sq)
         datafit = DaskFenchelYoung(data, classes, polytope=self.polytope, budget=budget,
                                    alpha=self.alpha_, fit_intercept=self.fit_intercept,
                                    penalize_intercept=self.penalize_intercept,
@@ -527,6 +522,14 @@ class SparsemaxClassifier(SparsekitClassifier):
 
         begin()
         return callback, lambda: self._end_subtask(tasks[-1])
+
+    def _resolved_alpha(self, mean_row_sq):
+        """``alpha`` as a number: for ``"scale"``, ``ALPHA_SCALE`` times ``mean_row_sq()``
+        (``ALPHA_SCALE`` itself when X is 0)."""
+        if self.alpha != "scale":
+            return float(self.alpha)
+        mean = mean_row_sq()
+        return ALPHA_SCALE * mean if mean > 0 else ALPHA_SCALE
 
     def _check_sdca(self):
         if self.device != "cpu":

@@ -49,6 +49,7 @@ from scipy.special import xlogy
 from sparsekit._cython import _gram_kernels
 from sparsekit._cython import _oba_kernels as K
 from sparsekit.losses._logistic_datafit import _ExplicitHessian
+from sparsekit.utils._rows import row_sq_norms
 
 
 def _as_columns(X):
@@ -483,9 +484,7 @@ class Multinomial:
     def lipschitz(self):
         """L = Σᵢ sᵢ (‖xᵢ‖² + b) / (2n) ≥ the Lipschitz constant of ∇f (b = 1 with an
         intercept): each block diag(p) − p pᵀ has eigenvalues at most 1/2."""
-        X = self.X
-        rows = (np.asarray(X.multiply(X).sum(axis=1)).ravel() if sp.issparse(X)
-                else np.einsum("ij,ij->i", X, X, dtype=np.float64))
+        rows = row_sq_norms(self.X)
         return max(float(self._sw @ (rows + self.fit_intercept)) / 2.0, 1e-12)
 
     def label_totals(self):

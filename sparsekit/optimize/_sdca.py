@@ -17,6 +17,7 @@ from scipy.optimize import OptimizeResult
 
 from .._cython._projections import project_rows
 from .._cython._sparsemax_dual import dual_epoch_csr, dual_epoch_dense
+from ..utils._rows import row_sq_norms
 from ._result import CALLBACK_MESSAGE, STOPPED_BY_CALLBACK, Callback
 
 MESSAGES = {
@@ -96,8 +97,7 @@ def minimize_sdca(datafit, x0, *, tol, max_iter, rng, callback=None):
     n, d = X.shape
     k = Y.shape[1]
     c = sw.astype(np.float64) / (alpha * float(sw.sum(dtype=np.float64)))
-    sq_norms = (np.asarray(X.multiply(X).sum(axis=1)).ravel() if sp.issparse(X)
-                else np.einsum("ij,ij->i", X, X, dtype=np.float64))
+    sq_norms = row_sq_norms(X)
     q = c * (sq_norms + fit_intercept)
     W = np.ascontiguousarray(theta0[: d * k].reshape(d, k), dtype=np.float64)
     b = theta0[d * k:].astype(np.float64) if fit_intercept else np.zeros(k)
