@@ -14,7 +14,8 @@ def make_data(n=40, d=4, k=3, seed=0):
     return X, y, sw
 
 
-def make_datafit(X, y, sw, polytope="simplex", alpha=0.1, fit_intercept=True, penalize=False):
+def make_datafit(X, y, sw, polytope="simplex", alpha=0.1, fit_intercept=True, penalize=False,
+                 weight_scale=1.0):
     """The solvers' objective for labels ``y``, as SparsemaxClassifier builds it."""
     clf = SparsemaxClassifier(alpha=alpha, polytope=polytope, fit_intercept=fit_intercept,
                               penalize_intercept=penalize)
@@ -22,4 +23,5 @@ def make_datafit(X, y, sw, polytope="simplex", alpha=0.1, fit_intercept=True, pe
     Yt, _ = clf._encode_targets(y, budget)
     return FenchelYoungLinear(X, Yt, sw, polytope=polytope, budget=budget, alpha=alpha,
                               fit_intercept=fit_intercept, penalize_intercept=penalize,
-                              center=fit_intercept and not penalize)
+                              center=fit_intercept and not penalize,
+                              weight_scale=weight_scale)

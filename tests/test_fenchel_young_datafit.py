@@ -8,14 +8,16 @@ from _sparsemax_problems import make_data as _data, make_datafit as _datafit
 @pytest.mark.parametrize("polytope", ["simplex", "at_least_one"])
 @pytest.mark.parametrize("fit_intercept,penalize", [(True, False), (True, True),
                                                     (False, False)])
+@pytest.mark.parametrize("weight_scale", [1.0, 7.0])
 def test_hessian_product_is_the_derivative_of_the_gradient(polytope, fit_intercept,
-                                                           penalize):
+                                                           penalize, weight_scale):
     """newton-cg's generalized Hessian-vector product, with sample weights, the implicit
-    centering and the intercept options, equals a central difference of the gradient
-    (the loss is piecewise quadratic: exact away from kinks, up to float32 products)."""
+    centering, the intercept options and scaled weights, equals a central difference of
+    the gradient (the loss is piecewise quadratic: exact away from kinks, up to float32
+    products)."""
     X, y, sw = _data()
     k, d = 3, X.shape[1]
-    datafit = _datafit(X, y, sw, polytope, 0.1, fit_intercept, penalize)
+    datafit = _datafit(X, y, sw, polytope, 0.1, fit_intercept, penalize, weight_scale)
     fun, hessp_at = datafit.value_grad, datafit.hessp_at
     rng = np.random.default_rng(1)
     for _ in range(3):
@@ -32,12 +34,15 @@ def test_hessian_product_is_the_derivative_of_the_gradient(polytope, fit_interce
 
 @pytest.mark.parametrize("fit_intercept,penalize", [(True, False), (True, True),
                                                     (False, False)])
-def test_objective_gradient_is_the_derivative_of_the_objective(fit_intercept, penalize):
+@pytest.mark.parametrize("weight_scale", [1.0, 0.2])
+def test_objective_gradient_is_the_derivative_of_the_objective(fit_intercept, penalize,
+                                                               weight_scale):
     """The gradient of the solvers' objective, in the centered coordinates (b + W^T mu)
-    with sample weights, matches central differences of the objective."""
+    with sample weights and the weights scaled, matches central differences of the
+    objective."""
     X, y, sw = _data()
     k, d = 3, X.shape[1]
-    fun = _datafit(X, y, sw, "simplex", 0.1, fit_intercept, penalize).value_grad
+    fun = _datafit(X, y, sw, "simplex", 0.1, fit_intercept, penalize, weight_scale).value_grad
     theta = 0.5 * np.random.default_rng(3).standard_normal((d + 1) * k)
     g = fun(theta)[1]
     eps = 1e-6
@@ -66,3 +71,24 @@ def test_csr_objective_and_gradient_equal_the_dense_ones(k, dtype, index):
     rtol = 1e-12 if dtype == np.float64 else 1e-5
     np.testing.assert_allclose(fs, f, rtol=rtol)
     np.testing.assert_allclose(gs, g, rtol=rtol, atol=rtol * np.abs(g).max())
+
+
+@pytest.mark.parametrize("fit_intercept,penalize", [(True, False), (True, True),
+                                                    (False, False)])
+def test_scaled_weights_are_a_change_of_variables(fit_intercept, penalize):
+    """With weight_scale r the solver variable holds r W: the same model round-trips, the
+    objective at the same model is the same, and the weights' gradient is divided by r."""
+    X, y, sw = _data()
+    k, d = 3, X.shape[1]
+    plain = _datafit(X, y, sw, "simplex", 0.1, fit_intercept, penalize)
+    scaled = _datafit(X, y, sw, "simplex", 0.1, fit_intercept, penalize, weight_scale=4.0)
+    rng = np.random.default_rng(5)
+    W, b = rng.standard_normal((d, k)), rng.standard_normal(k) * fit_intercept
+    theta, theta_r = plain.to_solver(W, b), scaled.to_solver(W, b)
+    np.testing.assert_allclose(theta_r[: d * k], 4.0 * theta[: d * k])
+    for got, want in zip(scaled.from_solver(theta_r), (W, b)):
+        np.testing.assert_allclose(got, want, atol=1e-14)
+    (f, g), (f_r, g_r) = plain.value_grad(theta), scaled.value_grad(theta_r)
+    assert f_r == pytest.approx(f, rel=1e-14)
+    np.testing.assert_allclose(g_r[: d * k], g[: d * k] / 4.0, rtol=1e-12, atol=1e-15)
+    np.testing.assert_allclose(g_r[d * k:], g[d * k:], rtol=1e-12, atol=1e-15)

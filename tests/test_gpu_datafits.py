@@ -246,6 +246,7 @@ def test_device_active_rows_match_cpu(cupy_backend, sparse, polytope):
 def test_sparsemax_classifier_scales_alpha_on_the_gpu_as_on_the_cpu(cupy_backend, sparse):
     """alpha="scale" reads the weighted mean squared row norm of device X as of host X."""
     from sparsekit import SparsemaxClassifier
+    from sparsekit.linear_model._sparsemax import row_sums
 
     rng = np.random.default_rng(6)
     X, _ = _problem(rng, n=40, d=5, density=0.6 if sparse else None)
@@ -257,6 +258,9 @@ def test_sparsemax_classifier_scales_alpha_on_the_gpu_as_on_the_cpu(cupy_backend
     expected = 5e-5 * np.average(np.sum(X ** 2, axis=1), weights=sw)
     assert gpu.alpha_ == pytest.approx(expected, rel=1e-12)
     assert cpu.alpha_ == pytest.approx(expected, rel=1e-12)
+    # the weights' scale too: the sums over device X are those over host X
+    np.testing.assert_allclose(row_sums(_device(cupy_backend, X, sparse), sw),
+                               row_sums(Xh, sw), rtol=1e-12)
 
 
 @pytest.mark.parametrize("solver", ["lbfgs", "nqn", "newton-cg"])

@@ -2,7 +2,7 @@
 import numpy as np
 import scipy.sparse as sp
 
-from sparsekit.utils._rows import row_sq_norms
+from sparsekit.utils._rows import row_nnz, row_sq_norms, weighted_row_sums
 
 
 def test_row_sq_norms_of_dense_and_sparse_x_in_float64():
@@ -15,3 +15,19 @@ def test_row_sq_norms_of_dense_and_sparse_x_in_float64():
         squares = row_sq_norms(given)
         assert squares.dtype == np.float64 and squares.shape == (7,)
         np.testing.assert_allclose(squares, expected, rtol=1e-6)
+
+
+def test_row_nnz_and_weighted_sums_skip_stored_zeros():
+    rng = np.random.default_rng(1)
+    X = rng.standard_normal((6, 5)) * (rng.random((6, 5)) < 0.5)
+    X[2] = 0
+    S = sp.csr_matrix(X)
+    S.data[:2] = 0.0                                   # stored zeros are not entries
+    dense = S.toarray()
+    sw = rng.uniform(0.5, 2.0, 6)
+    expected = [np.sum((dense ** 2).sum(axis=1) * sw), np.sum((dense != 0).sum(axis=1) * sw),
+                sw.sum()]
+    for given in (dense, dense.astype(np.float32), S, S.tocsc()):
+        np.testing.assert_array_equal(row_nnz(given), (dense != 0).sum(axis=1))
+        np.testing.assert_allclose(weighted_row_sums(given, sw), expected, rtol=1e-6)
+    np.testing.assert_allclose(weighted_row_sums(S), [np.sum(dense ** 2), np.sum(dense != 0), 6])

@@ -46,8 +46,10 @@ def _problem(polytope, n=12, d=5, k=4, seed=0):
 @pytest.mark.parametrize("polytope", POLYTOPES)
 @pytest.mark.parametrize("sparse", [False, True])
 @pytest.mark.parametrize("k", [2, 4])     # two classes: the scores summed in registers
-def test_block_update_maximizes_the_dual_block(polytope, sparse, k):
-    """One update equals the generic maximizer of the dual restricted to its block."""
+@pytest.mark.parametrize("intercept_sq", [1.0, 2.25])
+def test_block_update_maximizes_the_dual_block(polytope, sparse, k, intercept_sq):
+    """One update equals the generic maximizer of the dual restricted to its block; the
+    intercept feature's value rho (rho^2 = intercept_sq) scales its scores' move."""
     X, Y = _problem(polytope, k=k)
     n, d = X.shape
     k = Y.shape[1]
@@ -55,14 +57,14 @@ def test_block_update_maximizes_the_dual_block(polytope, sparse, k):
     sw = rng.random(n) + 0.5
     alpha = 0.3
     c = sw / (alpha * sw.sum())
-    q = c * (np.sum(X**2, axis=1) + 1)
+    q = c * (np.sum(X**2, axis=1) + intercept_sq)
     M = Y.copy()
     M[:, :] = np.clip(M + 0.3 * rng.random(M.shape), 0, 1)  # any duals, W = W(M)
     if polytope == "simplex":
         M /= M.sum(axis=1, keepdims=True)
     b = rng.standard_normal(k)
     W = np.ascontiguousarray(X.T @ ((Y - M) * c[:, None]))
-    wb = ((Y - M) * c[:, None]).sum(axis=0)
+    wb = ((Y - M) * c[:, None]).sum(axis=0) * intercept_sq
     budget = BUDGET if polytope == "budget" else 1.0
     code = POLYTOPE_CODES[polytope]
     for i in range(n):
@@ -72,10 +74,10 @@ def test_block_update_maximizes_the_dual_block(polytope, sparse, k):
         order = np.array([i], dtype=np.int64)
         if sparse:
             Xs = sp.csr_matrix(X)
-            dual_epoch_csr(Xs.data, Xs.indices, Xs.indptr, W, b, wb, M, c, q, order, code,
-                           budget)
+            dual_epoch_csr(Xs.data, Xs.indices, Xs.indptr, W, b, wb, intercept_sq, M, c, q,
+                           order, code, budget)
         else:
-            dual_epoch_dense(X, W, b, wb, M, c, q, order, code, budget)
+            dual_epoch_dense(X, W, b, wb, intercept_sq, M, c, q, order, code, budget)
 
         def neg_block_dual(m):
             return -(z @ m - 0.5 * m @ m - 0.5 * q[i] * np.sum((m - mu_old) ** 2))
@@ -87,7 +89,7 @@ def test_block_update_maximizes_the_dual_block(polytope, sparse, k):
         assert -neg_block_dual(M[i]) >= -ref.fun - 1e-12
         delta = M[i] - mu_old
         np.testing.assert_allclose(W, W_old - c[i] * np.outer(X[i], delta), atol=1e-13)
-        np.testing.assert_allclose(wb, wb_old - c[i] * delta, atol=1e-13)
+        np.testing.assert_allclose(wb, wb_old - c[i] * intercept_sq * delta, atol=1e-13)
 
 
 def _dual_value(M, Y, W, sw, alpha):
@@ -109,8 +111,8 @@ def test_dual_ascends_and_the_gap_closes(polytope):
     rng = np.random.default_rng(4)
     previous = -np.inf
     for epoch in range(300):
-        dual_epoch_dense(X, W, b, None, M, c, q, rng.permutation(n).astype(np.int64), code,
-                         1.0)
+        dual_epoch_dense(X, W, b, None, 1.0, M, c, q, rng.permutation(n).astype(np.int64),
+                         code, 1.0)
         np.testing.assert_allclose(W, X.T @ ((Y - M) * c[:, None]), atol=1e-12)
         dual = _dual_value(M, Y, W, sw, alpha)
         assert dual >= previous - 1e-13
@@ -276,10 +278,10 @@ def test_epoch_with_few_moving_duals_equals_a_numpy_epoch(polytope, sparse):
     assert np.any((moved > 0) & (4 * moved <= k)) and np.any(4 * moved > k)  # both walks
     if sparse:
         Xs = sp.csr_matrix(X)
-        dual_epoch_csr(Xs.data, Xs.indices, Xs.indptr, W, b, wb, M, c, q, order,
+        dual_epoch_csr(Xs.data, Xs.indices, Xs.indptr, W, b, wb, 1.0, M, c, q, order,
                        POLYTOPE_CODES[polytope], budget)
     else:
-        dual_epoch_dense(X, W, b, wb, M, c, q, order, POLYTOPE_CODES[polytope], budget)
+        dual_epoch_dense(X, W, b, wb, 1.0, M, c, q, order, POLYTOPE_CODES[polytope], budget)
     np.testing.assert_allclose(M, M_ref, rtol=0, atol=1e-12)
     np.testing.assert_allclose(W, W_ref, rtol=0, atol=1e-12)
     np.testing.assert_allclose(wb, wb_ref, rtol=0, atol=1e-12)
@@ -294,10 +296,10 @@ def test_epoch_returns_the_largest_change_of_any_dual_entry():
         M1, W1, wb1 = M.copy(), W.copy(), wb.copy()
         if sparse:
             Xs = sp.csr_matrix(X)
-            change = dual_epoch_csr(Xs.data, Xs.indices, Xs.indptr, W1, b, wb1, M1, c, q,
+            change = dual_epoch_csr(Xs.data, Xs.indices, Xs.indptr, W1, b, wb1, 1.0, M1, c, q,
                                     order, code, BUDGET)
         else:
-            change = dual_epoch_dense(X, W1, b, wb1, M1, c, q, order, code, BUDGET)
+            change = dual_epoch_dense(X, W1, b, wb1, 1.0, M1, c, q, order, code, BUDGET)
         delta = np.abs(M1 - M)
         i, j = np.unravel_index(np.argmax(delta), delta.shape)
         assert i != order[-1] and j != M.shape[1] - 1  # the case the test is about
@@ -313,10 +315,10 @@ def test_epoch_skips_rows_of_zero_weight():
     q[zero] = 0.0
     order = np.random.default_rng(1).permutation(len(X)).astype(np.int64)
     M1, W1, wb1 = M.copy(), W.copy(), wb.copy()
-    change = dual_epoch_dense(X, W1, b, wb1, M1, c, q, order, code, BUDGET)
+    change = dual_epoch_dense(X, W1, b, wb1, 1.0, M1, c, q, order, code, BUDGET)
     kept = order[~np.isin(order, zero)]
     M2, W2, wb2 = M.copy(), W.copy(), wb.copy()
-    change2 = dual_epoch_dense(X, W2, b, wb2, M2, c, q, kept, code, BUDGET)
+    change2 = dual_epoch_dense(X, W2, b, wb2, 1.0, M2, c, q, kept, code, BUDGET)
     np.testing.assert_array_equal(M1[zero], M[zero])
     np.testing.assert_array_equal(M1, M2)
     np.testing.assert_array_equal(W1, W2)
@@ -333,7 +335,7 @@ def test_epoch_same_for_float32_and_int64_index_inputs():
 
     def run(epoch, *data):
         M1, W1, wb1 = M.copy(), W.copy(), wb.copy()
-        changes = [epoch(*data, W1, b, wb1, M1, c, q, o, code, BUDGET) for o in orders]
+        changes = [epoch(*data, W1, b, wb1, 1.0, M1, c, q, o, code, BUDGET) for o in orders]
         return M1, W1, wb1, changes
 
     ref = run(dual_epoch_dense, X)

@@ -457,6 +457,30 @@ def test_default_alpha_follows_the_scale_of_x(sparse):
     assert SparsemaxClassifier().fit(np.zeros((6, 2)), y[:6]).alpha_ == 5e-5  # X = 0
 
 
+@pytest.mark.parametrize("solver,sparse", [("lbfgs", False), ("nqn", False),
+                                           ("newton-cg", True), ("sdca", True)])
+def test_the_fit_does_not_depend_on_the_units_of_x(solver, sparse):
+    """The solvers see the weights times the root-mean-square of X's nonzero entries, and
+    SDCA's free intercept a constant feature of that size, so at the default tol a fit on
+    c X runs the iterations of the fit on X and gives its probabilities: before, X x 1e-6
+    stopped at once with the class frequencies (the gradient below tol at W = 0), X x 1e6
+    ran into max_iter, and SDCA's intercept crawled at either end."""
+    X, y = _blobs(n=300, d=6, seed=3)
+    X[np.abs(X) < 1.0] = 0.0                          # sparse rows, entries not of size 1
+    fits = {}
+    for c in (1e-6, 1.0, 1e6):
+        Xc = sp.csr_matrix(c * X) if sparse else c * X
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", ConvergenceWarning)
+            fits[c] = SparsemaxClassifier(solver=solver, random_state=0).fit(Xc, y)
+    base = fits[1.0]
+    assert base.score(X, y) > 0.8
+    for c in (1e-6, 1e6):
+        assert abs(fits[c].n_iter_ - base.n_iter_) <= max(2, base.n_iter_ // 10)
+        np.testing.assert_allclose(fits[c].predict_proba(c * X), base.predict_proba(X),
+                                   atol=1e-5)
+
+
 def test_verbose_prints(capsys):
     X, y = _blobs()
     SparsemaxClassifier(verbose=1, max_iter=3).fit(X, y)

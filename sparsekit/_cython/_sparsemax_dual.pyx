@@ -11,9 +11,12 @@ Shalev-Shwartz & Zhang 2013, with the conjugate of the Fenchel-Young loss)::
     mu_i <- proj_C((z_i + q_i mu_i) / (1 + q_i)),   z_i = W^T x_i + b,
     q_i = s_i ||x_i||^2 / (alpha S),   W -= (s_i / (alpha S)) x_i (mu_i_new - mu_i_old)^T.
 
-The intercept enters as the weight row ``wb`` of a constant feature 1 (then ``||x_i||^2``
-in ``q_i`` counts it), on top of a fixed offset ``b``: the caller folds ``wb`` into ``b``
-between epochs when the intercept is unpenalized (a proximal-point step on ``b``).
+The intercept enters through a constant feature of value ``rho`` (then ``||x_i||^2`` in
+``q_i`` counts ``rho^2``) whose weight's scores are ``wb`` (``rho`` times the weight, so an
+update moves them by ``rho^2`` times the change of a feature-1 weight), on top of a fixed
+offset ``b``: the caller folds ``wb`` into ``b`` between epochs when the intercept is
+unpenalized (a proximal-point step on ``b``, whose strength ``alpha / rho^2`` ``rho``
+sets).
 
 ``W`` (d, K), ``b`` and the duals ``M`` (n, K) are float64; ``X`` is float32 or float64,
 CSR (walked through ``indptr/indices/data``) or dense C-contiguous.
@@ -38,11 +41,12 @@ cdef enum:
 
 cdef double _block_step(const floating* vals, const index_t* idx, Py_ssize_t nnz,
                         double c, double q, double* W, const double* b, double* wb,
-                        double* mu, Py_ssize_t k, int polytope, double budget, double* z,
+                        double intercept_sq, double* mu, Py_ssize_t k, int polytope, double budget, double* z,
                         double* p, double* work, Py_ssize_t* iwork) noexcept nogil:
     """One exact block update of row ``(vals, idx)`` (``idx`` NULL: dense, j = t).
 
-    ``wb`` (NULL: no intercept) is the weight row of a constant feature 1; ``iwork``
+    ``wb`` (NULL: no intercept) are the scores of the intercept feature, whose squared
+    value is ``intercept_sq``; ``iwork``
     (k entries or more) lists the moved entries of mu_i after the projection. Returns
     ``max_j |mu_new_j - mu_old_j|``."""
     cdef Py_ssize_t t, j, m, col, changed = 0
@@ -84,7 +88,7 @@ cdef double _block_step(const floating* vals, const index_t* idx, Py_ssize_t nnz
     if changed == 0 or changed * SPARSE_CHANGE > k:  # whole rows: contiguous, vectorized
         if wb != NULL:
             for j in range(k):
-                wb[j] -= c * p[j]
+                wb[j] -= c * intercept_sq * p[j]
         for t in range(nnz):
             col = t if idx == NULL else idx[t]
             v = c * vals[t]
@@ -94,7 +98,7 @@ cdef double _block_step(const floating* vals, const index_t* idx, Py_ssize_t nnz
     else:   # the projections are sparse: few entries of mu_i move (the same sums)
         if wb != NULL:
             for m in range(changed):
-                wb[iwork[m]] -= c * p[iwork[m]]
+                wb[iwork[m]] -= c * intercept_sq * p[iwork[m]]
         for t in range(nnz):
             col = t if idx == NULL else idx[t]
             v = c * vals[t]
@@ -107,7 +111,7 @@ cdef double _block_step(const floating* vals, const index_t* idx, Py_ssize_t nnz
 
 cdef double _epoch(const floating* data, const index_t* indices, const index_t* indptr,
                    Py_ssize_t d, double[:, ::1] W, const double[::1] b, double[::1] wb,
-                   double[:, ::1] M, const double[::1] c, const double[::1] q,
+                   double intercept_sq, double[:, ::1] M, const double[::1] c, const double[::1] q,
                    const int64_t[::1] order, int polytope, double budget) except -1:
     """Block updates over the rows ``order``: CSR rows, or dense rows of length ``d``
     when ``indptr`` is NULL. Returns the largest change of a dual entry."""
@@ -146,7 +150,7 @@ cdef double _epoch(const floating* data, const index_t* indices, const index_t* 
                 start, nnz = indptr[i], indptr[i + 1] - indptr[i]
                 idx = indices + start
             change = max(change, _block_step(
-                data + start, idx, nnz, c[i], q[i], &W[0, 0], &b[0], wbp, &M[i, 0], k,
+                data + start, idx, nnz, c[i], q[i], &W[0, 0], &b[0], wbp, intercept_sq, &M[i, 0], k,
                 polytope, budget, buf, buf + k, buf + 2 * k, iwork))
     free(buf)
     free(iwork)
@@ -155,23 +159,24 @@ cdef double _epoch(const floating* data, const index_t* indices, const index_t* 
 
 def dual_epoch_csr(const floating[::1] data, const index_t[::1] indices,
                    const index_t[::1] indptr, double[:, ::1] W, const double[::1] b,
-                   double[::1] wb, double[:, ::1] M, const double[::1] c,
-                   const double[::1] q, const int64_t[::1] order, int polytope,
-                   double budget):
+                   double[::1] wb, double intercept_sq, double[:, ::1] M,
+                   const double[::1] c, const double[::1] q, const int64_t[::1] order,
+                   int polytope, double budget):
     """One pass of exact block updates over the rows ``order`` of CSR ``X``.
 
-    ``c_i = s_i / (alpha S)`` and ``q_i = c_i ||x_i||^2``; rows with ``c_i == 0`` are
-    skipped. ``wb``: intercept weights (None: no intercept). Updates ``W``, ``wb`` and
-    ``M`` in place; returns the largest change of a dual entry.
+    ``c_i = s_i / (alpha S)`` and ``q_i = c_i (||x_i||^2 + intercept_sq)``; rows with
+    ``c_i == 0`` are skipped. ``wb``: the intercept feature's scores (None: no intercept),
+    ``intercept_sq`` that feature's squared value. Updates ``W``, ``wb`` and ``M`` in place;
+    returns the largest change of a dual entry.
     """
-    return _epoch(&data[0], &indices[0], &indptr[0], W.shape[0], W, b, wb, M, c, q, order,
-                  polytope, budget)
+    return _epoch(&data[0], &indices[0], &indptr[0], W.shape[0], W, b, wb, intercept_sq, M,
+                  c, q, order, polytope, budget)
 
 
 def dual_epoch_dense(const floating[:, ::1] X, double[:, ::1] W, const double[::1] b,
-                     double[::1] wb, double[:, ::1] M, const double[::1] c,
-                     const double[::1] q, const int64_t[::1] order, int polytope,
-                     double budget):
+                     double[::1] wb, double intercept_sq, double[:, ::1] M,
+                     const double[::1] c, const double[::1] q, const int64_t[::1] order,
+                     int polytope, double budget):
     """Same as :func:`dual_epoch_csr` for dense C-contiguous ``X``."""
     return _epoch(&X[0, 0], <const int32_t*> NULL, <const int32_t*> NULL, X.shape[1], W, b,
-                  wb, M, c, q, order, polytope, budget)
+                  wb, intercept_sq, M, c, q, order, polytope, budget)

@@ -6,7 +6,7 @@ client. Dask and distributed are imported only when a dask collection is passed.
 """
 import numpy as np
 
-from sparsekit.utils._rows import row_sq_norms
+from sparsekit.utils._rows import weighted_row_sums
 from sparsekit.utils._validation import check_entry_magnitude
 
 
@@ -55,13 +55,6 @@ def _block_weights(y, sample_weight, classes, class_weight, mean):
 
 def _codes(y, classes):
     return np.searchsorted(classes, np.asarray(y).ravel())
-
-
-def _row_sq_sums(X, sample_weight):
-    squares = row_sq_norms(X)
-    sw = np.ones(X.shape[0]) if sample_weight is None else np.asarray(sample_weight,
-                                                                      dtype=np.float64)
-    return np.array([float(squares @ sw), float(sw.sum())])
 
 
 class DaskRows:
@@ -119,13 +112,12 @@ class DaskRows:
         parts = self.client.gather([self.client.submit(_labels, y) for y in self.y])
         return np.unique(np.concatenate(parts))
 
-    def mean_row_sq(self):
-        """The mean of the rows' squared norms, weighted by the sample weights (a
-        reduction of each partition's sums)."""
-        parts = self.client.gather([self.client.submit(_row_sq_sums, X, s)
+    def row_sums(self):
+        """``[Σ sᵢ ‖xᵢ‖², Σ sᵢ nnz(xᵢ), Σ sᵢ]`` over the partitions (a reduction of each
+        partition's :func:`~sparsekit.utils._rows.weighted_row_sums`)."""
+        parts = self.client.gather([self.client.submit(weighted_row_sums, X, s)
                                     for X, s in zip(self.X, self.sample_weight)])
-        total, weight = np.sum(parts, axis=0)
-        return float(total / weight) if weight > 0 else 0.0
+        return np.sum(parts, axis=0)
 
     def class_totals(self, classes):
         """The total sample weight of each class."""

@@ -27,7 +27,7 @@ from ..optimize._sdca import minimize_sdca
 from ..projections import project
 from ..projections._checks import negated_columns, reflect_columns
 from ..utils._columns import UsedColumns
-from ..utils._rows import row_sq_norms
+from ..utils._rows import weighted_row_sums
 from ..utils._validation import (check_device, check_entry_magnitude, check_sparse_structure,
                                  check_two_classes, validate_input)
 from ._base import SparsekitClassifier, unchanged_on_error
@@ -59,18 +59,23 @@ AUTO_SDCA_MAX_CONDITION = 20.0
 ALPHA_SCALE = 5e-5
 
 
-def mean_row_sq(X, sw):
-    """The mean of ‖xᵢ‖² weighted by ``sw``; X is a NumPy or CuPy array or a SciPy or
-    cupyx sparse matrix."""
-    if is_device_matrix(X):
-        squares = X.multiply(X).sum(axis=1) if hasattr(X, "multiply") else (X * X).sum(axis=1)
-        squares = np.asarray(_host(squares), dtype=np.float64).ravel()
-    else:
-        squares = row_sq_norms(X)
+def row_sums(X, sw):
+    """``[Σ sᵢ ‖xᵢ‖², Σ sᵢ nnz(xᵢ), Σ sᵢ]`` with the weights ``sw`` divided by their largest
+    (huge weights would overflow the sums); X is a NumPy or CuPy array or a SciPy or cupyx
+    sparse matrix."""
     sw = np.asarray(_host(sw), dtype=np.float64)
-    sw = sw / sw.max()           # a weighted mean: huge weights would overflow the sums
-    return float(squares @ sw) / float(sw.sum())
-
+    sw = sw / sw.max()
+    if not is_device_matrix(X):
+        return weighted_row_sums(X, sw)
+    if hasattr(X, "multiply"):                       # cupyx sparse
+        squares, nonzero = X.multiply(X).sum(axis=1), X.copy()
+        nonzero.data = (nonzero.data != 0).astype(X.dtype)
+        nonzero = nonzero.sum(axis=1)
+    else:
+        squares, nonzero = (X * X).sum(axis=1), (X != 0).sum(axis=1)
+    squares, nonzero = (np.asarray(_host(a), dtype=np.float64).ravel()
+                        for a in (squares, nonzero))
+    return np.array([float(squares @ sw), float(nonzero @ sw), float(sw.sum())])
 
 
 def auto_solver(X, alpha, bounded=False, device="cpu"):
@@ -170,7 +175,12 @@ class SparsemaxClassifier(SparsekitClassifier):
         label marginals (LP-SparseMAP leaves the rule open; 0.5 is the usual one
         for marginals, and the support of a box fit holds most labels).
     tol : float, default=1e-6
-        Stop when the largest projected-gradient entry is below ``tol``. lbfgs, nqn and
+        Stop when the largest projected-gradient entry is below ``tol``, the gradient taken
+        in the solvers' variables: the intercepts and the coefficients times ``s``, the
+        root-mean-square of X's nonzero entries (weighted by ``sample_weight``), i.e. the
+        problem on ``X / s``. For 0/1 features (``s = 1``) that is the gradient in
+        ``coef_``; multiplying X by a constant changes neither where a fit stops nor, with
+        ``alpha="scale"``, the iterations it takes. lbfgs, nqn and
         newton-cg also stop, with success, once an iteration lowers the objective by less
         than 64 machine epsilons relative to it (scikit-learn's LogisticRegression rule):
         at that point the gradient may still exceed a very small ``tol``.
@@ -222,9 +232,11 @@ class SparsemaxClassifier(SparsekitClassifier):
     more active labels than ``budget`` raises ``ValueError``, since the Fenchel-Young loss
     can be negative outside the polytope (Blondel et al. 2020).
 
-    The solvers work in the coordinates ``(W, b + W^T mu)`` with ``mu`` the weighted
-    feature mean whenever the bias is free and unpenalized: the same objective, better
-    conditioned, and ``X`` is never centered (sparse input stays sparse).
+    The solvers work in the coordinates ``(s W, b + W^T mu)`` with ``s`` the
+    root-mean-square of X's nonzero entries and ``mu`` the weighted feature mean (when the
+    bias is free and unpenalized): the same objective, better conditioned, whatever the
+    units of X, and ``X`` is never centered or copied (sparse input stays sparse).
+    ``"sdca"`` fits a free intercept as the weight of a constant feature ``s``.
 
     ``check_estimator`` passes except ``check_sample_weight_equivalence_on_dense_data`` and
     ``..._on_sparse_data`` (:data:`EXPECTED_FAILED_CHECKS`): weighting and repeating rows
@@ -363,7 +375,7 @@ class SparsemaxClassifier(SparsekitClassifier):
         sw = np.where(keep, sw, 0.0)
         if not sw.max() > 0:
             raise ValueError("The sample weights of the rows used in the fit sum to zero.")
-        self.alpha_ = self._resolved_alpha(lambda: mean_row_sq(X_shown, sw))
+        self.alpha_, weight_scale = self._data_scales(row_sums(X_shown, sw))
         solver = self.solver if self.solver != "auto" else auto_solver(
             X_shown, self.alpha_, bounded=self.bounds is not None or self.positive,
             device=self.device)
@@ -382,7 +394,7 @@ class SparsemaxClassifier(SparsekitClassifier):
             fit_intercept=self.fit_intercept, penalize_intercept=self.penalize_intercept,
             offset=reflect_columns(np.zeros(n_classes), columns), X_rows=X_rows,
             center=(self.fit_intercept and not self.penalize_intercept
-                    and solver != "sdca"), device=self.device)
+                    and solver != "sdca"), device=self.device, weight_scale=weight_scale)
         return self._solve_and_publish(solver, datafit, columns, X_shown, y, sample_weight,
                                        used)
 
@@ -415,11 +427,12 @@ class SparsemaxClassifier(SparsekitClassifier):
                              "matrix): class labels are decoded by the argmax of the "
                              "scores, which negation does not preserve.")
         self._negated = None
-        self.alpha_ = self._resolved_alpha(data.mean_row_sq)
+        self.alpha_, weight_scale = self._data_scales(data.row_sums())
         datafit = DaskFenchelYoung(data, classes, polytope=self.polytope, budget=budget,
                                    alpha=self.alpha_, fit_intercept=self.fit_intercept,
                                    penalize_intercept=self.penalize_intercept,
-                                   center=self.fit_intercept and not self.penalize_intercept)
+                                   center=self.fit_intercept and not self.penalize_intercept,
+                                   weight_scale=weight_scale)
         return self._solve_and_publish(solver, datafit, (), X, y, sample_weight,
                                        UsedColumns(X, keep_all=True))
 
@@ -427,7 +440,8 @@ class SparsemaxClassifier(SparsekitClassifier):
         """Solve on ``datafit`` (with the scikit-learn callbacks) and set the fitted
         attributes; ``X`` and ``y`` are what the callbacks are shown, ``used`` the
         :class:`UsedColumns` of X that the datafit holds."""
-        bounds = self._coefficient_bounds(datafit.n_features, datafit.n_classes, columns)
+        bounds = self._coefficient_bounds(datafit.n_features, datafit.n_classes, columns,
+                                          datafit.weight_scale)
         context = self._begin_fit_task(X, y, self.max_iter + 1, sample_weight)
         callback, close = self._solver_callback(solver, datafit, context, X, y, columns, used)
         res = self._solve(solver, datafit, self._initial_point(datafit, columns, used), bounds,
@@ -523,13 +537,16 @@ class SparsemaxClassifier(SparsekitClassifier):
         begin()
         return callback, lambda: self._end_subtask(tasks[-1])
 
-    def _resolved_alpha(self, mean_row_sq):
-        """``alpha`` as a number: for ``"scale"``, ``ALPHA_SCALE`` times ``mean_row_sq()``
-        (``ALPHA_SCALE`` itself when X is 0)."""
-        if self.alpha != "scale":
-            return float(self.alpha)
-        mean = mean_row_sq()
-        return ALPHA_SCALE * mean if mean > 0 else ALPHA_SCALE
+    def _data_scales(self, row_sums):
+        """``(alpha, weight_scale)`` from X's weighted row sums ``[Σ sᵢ ‖xᵢ‖², Σ sᵢ nnz(xᵢ),
+        Σ sᵢ]``: ``alpha`` as a number (for ``"scale"``, ``ALPHA_SCALE`` times the mean
+        ‖xᵢ‖²; ``ALPHA_SCALE`` when X is 0) and the root-mean-square of X's nonzero
+        entries, by which the solvers' variable multiplies the weights (1 when X is 0)."""
+        squares, nonzero, weight = row_sums
+        if not squares > 0:
+            return (ALPHA_SCALE if self.alpha == "scale" else float(self.alpha)), 1.0
+        alpha = ALPHA_SCALE * squares / weight if self.alpha == "scale" else float(self.alpha)
+        return alpha, float(np.sqrt(squares / nonzero))
 
     def _check_sdca(self):
         if self.device != "cpu":
@@ -587,8 +604,9 @@ class SparsemaxClassifier(SparsekitClassifier):
                                      reflect_columns(self.intercept_, columns, 0))
         return np.zeros(datafit.size)
 
-    def _coefficient_bounds(self, n_features, n_classes, columns=()):
-        """``positive``/``bounds`` as a ``Bounds`` on the solver variable, or None."""
+    def _coefficient_bounds(self, n_features, n_classes, columns=(), weight_scale=1.0):
+        """``positive``/``bounds`` as a ``Bounds`` on the solver variable (the weights times
+        ``weight_scale``), or None."""
         if self.bounds is None and not self.positive:
             return None
         if self.bounds is not None and self.positive:
@@ -610,8 +628,8 @@ class SparsemaxClassifier(SparsekitClassifier):
             lo, hi = np.array(lo), np.array(hi)
             lo[columns], hi[columns] = -hi[columns], -lo[columns]
         free = np.full(n_classes, np.inf)
-        bounds = Bounds(np.concatenate([lo.T.ravel(), -free]),
-                        np.concatenate([hi.T.ravel(), free]))
+        bounds = Bounds(np.concatenate([lo.T.ravel() * weight_scale, -free]),
+                        np.concatenate([hi.T.ravel() * weight_scale, free]))
         parse_bounds(bounds, bounds.lb.size)  # the checks of NQN: NaN, lower > upper, ...
         return bounds
 

@@ -191,16 +191,17 @@ class DaskFenchelYoung(FenchelYoungLinear):
     rows : sparsekit.linear_model._dask_input.DaskRows
     classes : ndarray
         The sorted labels.
-    polytope, budget, alpha, fit_intercept, penalize_intercept, center
+    polytope, budget, alpha, fit_intercept, penalize_intercept, center, weight_scale
         As for :class:`FenchelYoungLinear`.
     """
 
     def __init__(self, rows, classes, *, polytope, budget, alpha, fit_intercept,
-                 penalize_intercept, center):
+                 penalize_intercept, center, weight_scale=1.0):
         from sparsekit._cython._projections import POLYTOPE_CODES
 
         client = self._client = rows.client
         self.X = self.Y = self.sw = self.X_rows = None
+        self.weight_scale = float(weight_scale)
         self.dtype = rows.dtype
         self.polytope, self.code, self.budget = polytope, POLYTOPE_CODES[polytope], budget
         self.alpha = float(alpha)

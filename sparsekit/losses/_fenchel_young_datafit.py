@@ -10,7 +10,10 @@ When the intercept is free and unpenalized, the solvers work in ``(W, b + W^T mu
 ``mu`` the weighted feature mean: the same objective, better conditioned (features with a
 large mean no longer couple with the bias), and ``X`` is never centered (sparse input stays
 sparse). :meth:`FenchelYoungLinear.to_solver` and :meth:`FenchelYoungLinear.from_solver`
-move between the two coordinates.
+move between the two coordinates. They also scale the weights: the solvers see ``r W``
+with ``r`` the ``weight_scale`` (SparsemaxClassifier passes the root-mean-square row norm
+of X), i.e. the same problem on ``X / r``, whose gradients and Hessians do not depend on
+the units of ``X``.
 """
 import numpy as np
 import scipy.sparse as sp
@@ -48,11 +51,15 @@ class FenchelYoungLinear:
         ``X`` as the Hessian products should gather its rows (default ``X``): dense X that
         is fit through a CSR copy is faster to gather dense.
     device : {"cpu", "cuda"}
+    weight_scale : float, default=1.0
+        The solver variable holds the weights times this (the intercepts unscaled).
     """
 
     def __init__(self, X, Y, sample_weight, *, polytope, budget, alpha, fit_intercept,
-                 penalize_intercept, offset=None, center=False, X_rows=None, device="cpu"):
+                 penalize_intercept, offset=None, center=False, X_rows=None, device="cpu",
+                 weight_scale=1.0):
         self.X, self.Y, self.sw = X, Y, sample_weight
+        self.weight_scale = float(weight_scale)
         self.dtype = X.dtype
         self.X_rows = X if X_rows is None else X_rows
         self.polytope, self.code, self.budget = polytope, POLYTOPE_CODES[polytope], budget
@@ -102,11 +109,13 @@ class FenchelYoungLinear:
         b = np.zeros(self.n_classes) if not self.fit_intercept else np.asarray(b, float)
         if self.center is not None:
             b = b + self.center @ W
-        return np.concatenate([np.ravel(W), b]).astype(np.float64)
+        return np.concatenate([np.ravel(W) * self.weight_scale, b]).astype(np.float64)
 
     def from_solver(self, theta):
         """``(W, b)`` of the model at the solver variable ``theta``."""
         W, b = self.unpack(theta)
+        if self.weight_scale != 1.0:
+            W = W / self.weight_scale
         if not self.fit_intercept:
             b[:] = 0.0
         if self.center is not None:
@@ -120,9 +129,9 @@ class FenchelYoungLinear:
         dtype = self.dtype
         loss, gW, gb = self._data_term(W.astype(dtype, copy=False),
                                        (b + self.offset).astype(dtype))
-        w_flat = theta[: W.size]
+        w_flat = W.ravel()
         f = scale * loss + 0.5 * alpha * np.dot(w_flat, w_flat)
-        # grad_W = scale (gW - center gb^T) + alpha W, without full-size temporaries
+        # grad_W = (scale (gW - center gb^T) + alpha W) / r, without full-size temporaries
         grad = np.empty_like(theta)
         grad_W = grad[: W.size].reshape(W.shape)
         np.multiply(W, alpha, out=grad_W)
@@ -130,6 +139,8 @@ class FenchelYoungLinear:
         grad_W += gW
         if self.center is not None:
             grad_W -= np.multiply.outer(self.center, scale * gb)
+        if self.weight_scale != 1.0:
+            grad_W /= self.weight_scale
         grad[W.size:] = scale * gb if self.fit_intercept else 0.0
         if self.penalize_intercept and self.fit_intercept:
             f += 0.5 * alpha * np.dot(b, b)
@@ -159,9 +170,12 @@ class FenchelYoungLinear:
         its column sums)`` with ``U = X_A V + c`` (an :class:`ActiveRows`' or a sum of
         them): the centered coordinates, the ridge and the intercept's block added."""
         size, alpha, center = self.n_features * self.n_classes, self.alpha, self.center
+        r = self.weight_scale
 
         def hessp(v):
             V, c = self.unpack(v)
+            if r != 1.0:
+                V = V / r
             if not self.fit_intercept:
                 c[:] = 0
             if center is not None:
@@ -170,7 +184,9 @@ class FenchelYoungLinear:
             if center is not None:
                 HV = HV - np.outer(center, Jc)
             out = np.empty_like(v)
-            out[:size] = HV.ravel() + alpha * v[:size]
+            out[:size] = HV.ravel() + alpha * V.ravel()
+            if r != 1.0:
+                out[:size] /= r
             out[size:] = Jc if self.fit_intercept else 0.0
             if self.penalize_intercept and self.fit_intercept:
                 out[size:] += alpha * c

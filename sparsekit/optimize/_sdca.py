@@ -61,12 +61,14 @@ def minimize_sdca(datafit, x0, *, tol, max_iter, rng, callback=None):
     ----------
     datafit : FenchelYoungLinear
         Uncentered (``center=False``), with ``alpha > 0``; its ``X``, ``Y``, ``sw``,
-        ``code``, ``budget``, ``offset``, ``fit_intercept`` and ``penalize_intercept`` define
-        the dual, its ``value_grad`` the primal objective that is monitored.
+        ``code``, ``budget``, ``offset``, ``fit_intercept``, ``penalize_intercept`` and
+        ``weight_scale`` define the dual, its ``value_grad`` the primal objective that is
+        monitored.
     x0 : ndarray
-        Primal start ``[W (d, K), b]``; a nonzero start is warm: the duals start at the
-        projections of its scores (the optimality condition ``mu_i = proj(W^T x_i + b)``),
-        else at ``Y`` (``W = 0``).
+        Primal start in the datafit's solver variable (``to_solver(W, b)``; the iterates
+        and the tested gradient are in it too); a nonzero start is warm: the duals start
+        at the projections of its scores (the optimality condition
+        ``mu_i = proj(W^T x_i + b)``), else at ``Y`` (``W = 0``).
     tol, max_iter : stop when ``max|grad| <= tol`` (tested where the objective is
         evaluated: after epoch 1; then, when it was last evaluated after epoch t with the
         largest dual change δ_t, after the first epoch whose change is at most
@@ -97,10 +99,12 @@ def minimize_sdca(datafit, x0, *, tol, max_iter, rng, callback=None):
     n, d = X.shape
     k = Y.shape[1]
     c = sw.astype(np.float64) / (alpha * float(sw.sum(dtype=np.float64)))
-    sq_norms = row_sq_norms(X)
-    q = c * (sq_norms + fit_intercept)
-    W = np.ascontiguousarray(theta0[: d * k].reshape(d, k), dtype=np.float64)
-    b = theta0[d * k:].astype(np.float64) if fit_intercept else np.zeros(k)
+    # a free intercept's constant feature has the rows' scale (the datafit's weight_scale),
+    # so the epochs do not depend on the units of X; a penalized one is the feature 1
+    rho_sq = datafit.weight_scale ** 2 if not penalize_intercept else 1.0
+    q = c * (row_sq_norms(X) + rho_sq * fit_intercept)
+    W, b = datafit.from_solver(theta0)
+    W = np.array(W, dtype=np.float64, order="C")   # updated in place: not x0's memory
     wb = np.zeros(k) if fit_intercept else None
     offset = np.asarray(offset, dtype=np.float64)
     Ydense = Y.toarray()
@@ -110,18 +114,19 @@ def minimize_sdca(datafit, x0, *, tol, max_iter, rng, callback=None):
         project_rows(code, scores, M, np.empty(n), budget, np.ones(k), False)
         R = (Ydense - M) * c[:, None]
         W = np.ascontiguousarray(X.T @ R, dtype=np.float64)
-        if fit_intercept:  # keep wb = W(mu)'s intercept row; b + wb is the start's b
-            wb = R.sum(axis=0)
+        if fit_intercept:  # keep wb = W(mu)'s intercept scores; b + wb is the start's b
+            wb = R.sum(axis=0) * rho_sq
             b = np.zeros(k) if penalize_intercept else b - wb
     if sp.issparse(X):
         indices, indptr = X.indices, X.indptr
 
         def epoch(order):
-            return dual_epoch_csr(X.data, indices, indptr, W, b + offset, wb, M, c, q,
-                                  order, code, budget)
+            return dual_epoch_csr(X.data, indices, indptr, W, b + offset, wb, rho_sq, M, c,
+                                  q, order, code, budget)
     else:
         def epoch(order):
-            return dual_epoch_dense(X, W, b + offset, wb, M, c, q, order, code, budget)
+            return dual_epoch_dense(X, W, b + offset, wb, rho_sq, M, c, q, order, code,
+                                    budget)
 
     status, it = 1, 0
     resolution = np.finfo(X.dtype).eps  # float32 data: gradients below tol are noise
@@ -131,7 +136,7 @@ def minimize_sdca(datafit, x0, *, tol, max_iter, rng, callback=None):
     nfev = 0
     for it in range(1, max_iter + 1):
         change = epoch(rng.permutation(n).astype(np.int64))
-        theta = np.concatenate([W.ravel(), b + wb if fit_intercept else b])
+        theta = datafit.to_solver(W, b + wb if fit_intercept else b)
         if fit_intercept and not penalize_intercept:
             b += wb
         # stalled: converged as far as the data's precision allows, or stuck (scores so
