@@ -15,8 +15,7 @@ The intercept enters through a constant feature of value ``rho`` (then ``||x_i||
 ``q_i`` counts ``rho^2``) whose weight's scores are ``wb`` (``rho`` times the weight, so an
 update moves them by ``rho^2`` times the change of a feature-1 weight), on top of a fixed
 offset ``b``: the caller folds ``wb`` into ``b`` between epochs when the intercept is
-unpenalized (a proximal-point step on ``b``, whose strength ``alpha / rho^2`` ``rho``
-sets).
+unpenalized (a proximal-point step on ``b`` of strength ``alpha / rho^2``).
 
 ``W`` (d, K), ``b`` and the duals ``M`` (n, K) are float64; ``X`` is float32 or float64,
 CSR (walked through ``indptr/indices/data``) or dense C-contiguous.
@@ -41,13 +40,14 @@ cdef enum:
 
 cdef double _block_step(const floating* vals, const index_t* idx, Py_ssize_t nnz,
                         double c, double q, double* W, const double* b, double* wb,
-                        double intercept_sq, double* mu, Py_ssize_t k, int polytope, double budget, double* z,
-                        double* p, double* work, Py_ssize_t* iwork) noexcept nogil:
+                        double intercept_sq, double* mu, Py_ssize_t k, int polytope,
+                        double budget, double* z, double* p, double* work,
+                        Py_ssize_t* iwork) noexcept nogil:
     """One exact block update of row ``(vals, idx)`` (``idx`` NULL: dense, j = t).
 
     ``wb`` (NULL: no intercept) are the scores of the intercept feature, whose squared
-    value is ``intercept_sq``; ``iwork``
-    (k entries or more) lists the moved entries of mu_i after the projection. Returns
+    value is ``intercept_sq``; ``iwork`` (k entries or more) lists the moved entries of
+    mu_i after the projection. Returns
     ``max_j |mu_new_j - mu_old_j|``."""
     cdef Py_ssize_t t, j, m, col, changed = 0
     cdef double v, z0, z1, change = 0.0
@@ -111,8 +111,9 @@ cdef double _block_step(const floating* vals, const index_t* idx, Py_ssize_t nnz
 
 cdef double _epoch(const floating* data, const index_t* indices, const index_t* indptr,
                    Py_ssize_t d, double[:, ::1] W, const double[::1] b, double[::1] wb,
-                   double intercept_sq, double[:, ::1] M, const double[::1] c, const double[::1] q,
-                   const int64_t[::1] order, int polytope, double budget) except -1:
+                   double intercept_sq, double[:, ::1] M, const double[::1] c,
+                   const double[::1] q, const int64_t[::1] order, int polytope,
+                   double budget) except -1:
     """Block updates over the rows ``order``: CSR rows, or dense rows of length ``d``
     when ``indptr`` is NULL. Returns the largest change of a dual entry."""
     cdef Py_ssize_t k = W.shape[1], r, i, start, nnz
@@ -150,8 +151,8 @@ cdef double _epoch(const floating* data, const index_t* indices, const index_t* 
                 start, nnz = indptr[i], indptr[i + 1] - indptr[i]
                 idx = indices + start
             change = max(change, _block_step(
-                data + start, idx, nnz, c[i], q[i], &W[0, 0], &b[0], wbp, intercept_sq, &M[i, 0], k,
-                polytope, budget, buf, buf + k, buf + 2 * k, iwork))
+                data + start, idx, nnz, c[i], q[i], &W[0, 0], &b[0], wbp, intercept_sq,
+                &M[i, 0], k, polytope, budget, buf, buf + k, buf + 2 * k, iwork))
     free(buf)
     free(iwork)
     return change

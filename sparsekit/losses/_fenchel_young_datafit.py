@@ -11,9 +11,9 @@ When the intercept is free and unpenalized, the solvers work in ``(W, b + W^T mu
 large mean no longer couple with the bias), and ``X`` is never centered (sparse input stays
 sparse). :meth:`FenchelYoungLinear.to_solver` and :meth:`FenchelYoungLinear.from_solver`
 move between the two coordinates. They also scale the weights: the solvers see ``r W``
-with ``r`` the ``weight_scale`` (SparsemaxClassifier passes the root-mean-square row norm
-of X), i.e. the same problem on ``X / r``, whose gradients and Hessians do not depend on
-the units of ``X``.
+with ``r`` the ``weight_scale`` (SparsemaxClassifier passes the root-mean-square of X's
+nonzero entries), i.e. the same problem on ``X / r``, whose gradients and Hessians do not
+depend on the units of ``X``.
 """
 import numpy as np
 import scipy.sparse as sp

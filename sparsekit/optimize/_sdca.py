@@ -99,7 +99,7 @@ def minimize_sdca(datafit, x0, *, tol, max_iter, rng, callback=None):
     n, d = X.shape
     k = Y.shape[1]
     c = sw.astype(np.float64) / (alpha * float(sw.sum(dtype=np.float64)))
-    # a free intercept's constant feature has the rows' scale (the datafit's weight_scale),
+    # a free intercept's constant feature has the entries' scale (the datafit's weight_scale),
     # so the epochs do not depend on the units of X; a penalized one is the feature 1
     rho_sq = datafit.weight_scale ** 2 if not penalize_intercept else 1.0
     q = c * (row_sq_norms(X) + rho_sq * fit_intercept)
