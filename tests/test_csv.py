@@ -140,18 +140,45 @@ def test_spreadsheet_files_are_read(tmp_path):
         np.testing.assert_array_equal(data.X.toarray()[:, 1:], [[1, 0], [0, 1], [1, 0]])
 
 
+def test_missing_numbers_are_imputed_by_the_median_and_marked(tmp_path):
+    """Empty fields, NA and the UCI repository's ? are missing values: in a numeric column
+    the column's median takes their place before standardizing (0 in a column without
+    any), and a 0/1 column per such column marks the rows; in a text column they are a
+    category of their own."""
+    path = tmp_path / "gaps.csv"
+    path.write_text("age,hours,none,city,label\n20,1,,Oslo,a\n,2,,?,b\n40,NA,,Lyon,a\n"
+                    " ?,4,,Oslo,b\n30,5,,Lyon,a\n")
+    data = read_csv(path)
+    X = data.X.toarray()
+    filled = np.array([[20, 1, 0], [30, 2, 0], [40, 3, 0], [30, 4, 0], [30, 5, 0]], float)
+    std = filled.std(0)
+    np.testing.assert_allclose(X[:, :3], (filled - filled.mean(0)) / np.where(std, std, 1))
+    np.testing.assert_array_equal(X[:, 3:6], [[0, 0, 1], [1, 0, 1], [0, 1, 1], [1, 0, 1],
+                                              [0, 0, 1]])
+    np.testing.assert_array_equal(X[:, 6:], [[0, 1, 0], [0, 0, 1], [1, 0, 0], [0, 1, 0],
+                                             [1, 0, 0]])      # Lyon, Oslo, missing
+    assert data.note == ("label 'label' coded a=0, b=1; 3 numeric columns standardized "
+                         "(8 missing value(s) in 3 of them set to the column's median, 3 0/1 "
+                         "columns marking where); 1 text column one-hot encoded into 3")
+    dense = tmp_path / "numbers.csv"
+    dense.write_text("a,b\n1,0\n,1\n3,1\n")
+    data = read_csv(dense)
+    assert isinstance(data.X, np.ndarray) and data.X.shape == (3, 2)
+    np.testing.assert_allclose(data.X[:, 0], [-1.224744871, 0, 1.224744871], atol=1e-9)
+    np.testing.assert_array_equal(data.X[:, 1], [0, 1, 0])
+
+
 @pytest.mark.parametrize("content, label, match", [
     ("", None, "cannot read .*No columns to parse"),
     ("a,b\n1,2\n3,4\n", "c", r"no label column 'c' .* its 2 columns: 'a', 'b'"),
     ("a,b\n1,2\n3,4\n", "7", "no label column '7'"),
     ("only\n1\n2\n", None, "a label column and at least one feature column are needed"),
     ("a,b,label\n", None, "no data rows after the header"),
-    ("a,b\n1,x\n,y\n", None, "the numeric column 'a' misses 1 value.*first on line 3"),
     ("a,b\n1,x\n2,\n3,y\n", None, "the label column 'b' misses 1 value.*first on line 3"),
     ("a,b\n1,x\ninf,y\n", None, "the numeric column 'a' holds values too large"),
     ("a,b\n1e308,x\n-1e308,y\n", None, "the numeric column 'a' holds values too large"),
     ("a,b\n1 2 3,0\n4 5 6,1\n", None, "the free-text column 'a': empty vocabulary"),
-    ("age,b\n25,x\n?,y\n31,x\n", None, r"the column 'age' holds numbers and the text '\?' "
+    ("age,b\n25,x\n-,y\n31,x\n", None, r"the column 'age' holds numbers and the text '-' "
                                        r"\(1 value\(s\)\); if they mark missing values"),
 ])
 def test_a_bad_file_is_a_clear_error(tmp_path, content, label, match):

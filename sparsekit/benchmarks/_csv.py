@@ -1,11 +1,13 @@
 """CSV and TSV files for ``sparsekit-compare``: one label column, the others features.
 
 The feature columns become the matrix that every model of the tables gets, as a
-scikit-learn user would build it: numeric columns (numbers and booleans) standardized,
-free text (three words or more, and more than half the rows differ) as TF-IDF
-(``TfidfVectorizer``, an empty field an empty document), the other text columns one-hot
-encoded (a missing value a category of its own). The matrix is CSR when a column is text,
-dense otherwise.
+scikit-learn user would build it: numeric columns (numbers and booleans) standardized, a
+missing number set to its column's median with a 0/1 column marking where (scikit-learn's
+``SimpleImputer(strategy="median", add_indicator=True)``), free text (three words or
+more, and more than half the rows differ) as TF-IDF (``TfidfVectorizer``, an empty field an
+empty document), the other text columns one-hot encoded (a missing value a category of its
+own). Empty fields, ``NA``, ``n/a`` and ``?`` (the UCI repository's mark) are missing
+values. The matrix is CSR when a column is text, dense otherwise.
 """
 import warnings
 from collections import Counter, namedtuple
@@ -61,8 +63,8 @@ def read_csv(path, label=None):
     is ``;``-separated with decimal commas, and bytes that are not UTF-8 are replaced.
     ``label`` names the label column, by its header or by its position (from 0; negative
     counts from the end); the last column by default. Raises ValueError with a message for
-    the user when the file cannot be read, the label column does not exist, a value is
-    missing from the label or a numeric column, or a column mixes numbers and text.
+    the user when the file cannot be read, the label column does not exist, a label is
+    missing, or a column mixes numbers and text.
     """
     try:
         import pandas as pd
@@ -80,7 +82,7 @@ def read_csv(path, label=None):
                                 keep_default_na=False, **options)
         header = None if all(_is_number(c) for c in first.iloc[0]) else 0
         frame = pd.read_csv(path, sep=sep, header=header, decimal="," if sep == ";" else ".",
-                            **options)
+                            na_values=["?"], **options)
     except (OSError, ValueError) as exc:   # pandas' parser and empty-file errors included
         raise ValueError(f"cannot read {str(path)!r}: {exc}") from None
     # headers written "name ," (UCI Adult's) lose their spaces: --label takes the bare name;
@@ -108,8 +110,14 @@ def read_csv(path, label=None):
     categories = [c for c in text if c not in words]
     blocks, parts = [], [f"label {name!r}"]
     if numeric:
-        blocks.append(_standardized(features[numeric], numeric, path, line))
+        blocks.append(_standardized(features[numeric], numeric, path))
         parts.append(f"{_columns(len(numeric), 'numeric')} standardized")
+        missing = features[numeric].isna().to_numpy()
+        if missing.any():
+            gaps = int(missing.any(axis=0).sum())
+            blocks.append(missing[:, missing.any(axis=0)].astype(np.float64))
+            parts[-1] += (f" ({int(missing.sum())} missing value(s) in {gaps} of them set to "
+                          f"the column's median, {_columns(gaps, '0/1')} marking where)")
     if categories:
         blocks.append(_one_hot(features[categories], path))
         parts.append(f"{_columns(len(categories), 'text')} one-hot encoded into "
@@ -127,7 +135,7 @@ def read_csv(path, label=None):
     if text:
         X = sp.hstack([sp.csr_matrix(b) for b in blocks], format="csr")
     else:
-        X = np.ascontiguousarray(blocks[0])
+        X = np.ascontiguousarray(np.hstack(blocks))
     y = y.to_numpy()
     if not pd.api.types.is_numeric_dtype(y.dtype):
         # LIBLINEAR takes numbers only, and fastText's labels are tokens: text labels are
@@ -146,11 +154,16 @@ def _is_free_text(column):
             and column.nunique() > MAX_DISTINCT_SHARE * column.size)
 
 
-def _standardized(frame, names, path, line):
-    """The numeric columns standardized; ValueError for a missing or too large value."""
-    for c in names:
-        _refuse_missing(frame[c], f"the numeric column {c!r}", path, line)
+def _standardized(frame, names, path):
+    """The numeric columns standardized, a missing value replaced by its column's median
+    (0 for a column without any value); ValueError for a value too large."""
     values = frame.to_numpy(np.float64)
+    missing = np.isnan(values)
+    if missing.any():
+        present = np.where(missing, 0.0, values)
+        medians = [np.median(v[~m]) if (~m).any() else 0.0
+                   for v, m in zip(present.T, missing.T)]
+        values = np.where(missing, np.asarray(medians), values)
     scaler = StandardScaler()
     with np.errstate(over="ignore", invalid="ignore"):
         bad = ~np.isfinite(values).all(axis=0)
@@ -208,7 +221,7 @@ def _refuse_mixed(column, name, path):
         shown = ", ".join(repr(v) for v in others[:3]) + (", ..." if len(others) > 3 else "")
         raise ValueError(f"{str(path)!r}: the column {name!r} holds numbers and the text "
                          f"{shown} ({int((~numbers).sum())} value(s)); if they mark missing "
-                         "values, leave those fields empty, then fill or drop them")
+                         "values, leave those fields empty (or write NA or ?)")
 
 
 def _refuse_missing(column, what, path, line):
@@ -216,5 +229,5 @@ def _refuse_missing(column, what, path, line):
     missing = column.isna().to_numpy()
     if missing.any():
         raise ValueError(f"{str(path)!r}: {what} misses {int(missing.sum())} value(s), the "
-                         f"first on line {line + int(np.argmax(missing))}; fill or drop "
-                         "them first")
+                         f"first on line {line + int(np.argmax(missing))}; fill them in or "
+                         "drop those rows")

@@ -985,8 +985,8 @@ def main(argv=None):
     parser.add_argument("--label", metavar="COLUMN",
                         help="the label column of CSV and TSV files, by header or position "
                              "from 0 (default: the last column); the others are features: "
-                             "numbers standardized, free text as TF-IDF, other text one-hot "
-                             "encoded")
+                             "numbers standardized (a missing one set to the column's median "
+                             "and marked), free text as TF-IDF, other text one-hot encoded")
     parser.add_argument("--plot", metavar="DIR", type=Path,
                         help="write PNG figures to DIR: time vs suboptimality of the l1 "
                              "solvers (a ladder of tolerances), accuracy vs time")
