@@ -2,7 +2,7 @@
 
 For dense and sparse data sets (scikit-learn's digits; Mulan scene, dense; a9a and w8a,
 sparse binary; Bibtex from XMLRepository, sparse multi-label indicators; 5000 documents of
-the Debian corpus, TF-IDF text, 58 sections) and ``alpha`` in {1e-3 (the default), 1e-4,
+the Debian corpus, TF-IDF text, 58 sections) and ``alpha`` in {1e-3, 1e-4,
 1e-5}, it fits ``SparsemaxClassifier`` with each of
 ``lbfgs``, ``newton-cg`` and ``sdca`` at the default ``tol`` (one thread, median of 3 below
 2 s, one fit above; ``max_iter`` 2000) and reports the time and the objective each reached
