@@ -98,3 +98,23 @@ def test_newton_cg_stops_when_no_damping_gives_a_decrease():
     # the full steps tried: 1 / (1 + 1e-3 * 100^j) for j = 0..7
     np.testing.assert_allclose(calls[1::20], 1.0 / (1.0 + 1e-3 * 100.0 ** np.arange(8)),
                                rtol=1e-12)
+
+
+def test_newton_cg_at_the_objectives_rounding_floor_is_a_success():
+    """Where the Newton step promises less than 64 eps of f, an objective whose rounding
+    noise hides the decrease (here 1e-14 added away from the start, with x·x / 2 =
+    3.75e-15 left to gain) is as converged as f can tell: status 7, not a failed line
+    search; a step that promised more and found no decrease still fails (the test
+    above)."""
+    x0 = np.full(3, 5e-8)
+
+    def fun(x):
+        noise = 0.0 if np.array_equal(x, x0) else 1e-14
+        return 1.0 + 0.5 * float(x @ x) + noise, x.copy()
+
+    def hessp_at(x):
+        return (lambda v: v), 1
+
+    res = minimize_newton_cg(fun, x0, hessp_at, tol=1e-10, max_iter=50)
+    assert res.success and res.status == 7 and "64 eps" in res.message
+    np.testing.assert_array_equal(res.x, x0)

@@ -60,7 +60,8 @@ def minimize_newton_cg(fun, x0, hessp_at, *, tol=1e-6, max_iter=1000, callback=N
     OptimizeResult
         ``x``, ``fun``, ``jac``, ``nit``, ``nfev``, ``status`` (0: ``max|grad| <= tol``,
         1: ``max_iter`` reached, 2: no decrease found, 7: the objective's relative decrease
-        fell below 64 machine epsilons, 99: stopped by the callback), ``success``
+        fell below 64 machine epsilons, or no decrease was found where the Newton step
+        promised less than that, 99: stopped by the callback), ``success``
         (status 0 or 7) and ``message``.
 
     References
@@ -90,17 +91,22 @@ def minimize_newton_cg(fun, x0, hessp_at, *, tol=1e-6, max_iter=1000, callback=N
             break
         hessp, n_active = hessp_at(x)
         gnorm = np.linalg.norm(g)
+        promised = None
         for _ in range(_DAMPING_TRIALS):
             direction, _, n_cg = steihaug_cg(hessp, g, reg=damping * gnorm,
                                              rtol=min(0.5, np.sqrt(gnorm)),
                                              maxiter=min(2 * g.size, _MAX_CG), norm=2)
-            step, f_new, g_new, n_eval = _armijo(fun, x, f, g @ direction, direction)
+            slope = g @ direction
+            promised = -slope if promised is None else promised
+            step, f_new, g_new, n_eval = _armijo(fun, x, f, slope, direction)
             nfev += n_eval
             if step is not None:
                 break
             damping *= 100.0
         else:
-            status = 2
+            # no step lowered f: where the least damped Newton step promised less than the
+            # objective's resolution (64 eps of it), f cannot tell a better point
+            status = 7 if promised <= 64 * np.finfo(float).eps * max(abs(f), 1.0) else 2
             break
         damping = max(damping / 10, 1e-8) if step == 1.0 else damping * 10 ** (step < 0.25)
         x = x + step * direction
