@@ -110,14 +110,9 @@ def read_csv(path, label=None):
     categories = [c for c in text if c not in words]
     blocks, parts = [], [f"label {name!r}"]
     if numeric:
-        blocks.append(_standardized(features[numeric], numeric, path))
-        parts.append(f"{_columns(len(numeric), 'numeric')} standardized")
-        missing = features[numeric].isna().to_numpy()
-        if missing.any():
-            gaps = int(missing.any(axis=0).sum())
-            blocks.append(missing[:, missing.any(axis=0)].astype(np.float64))
-            parts[-1] += (f" ({int(missing.sum())} missing value(s) in {gaps} of them set to "
-                          f"the column's median, {_columns(gaps, '0/1')} marking where)")
+        values, marks, note = _standardized(features[numeric], numeric, path)
+        blocks += [values, marks] if marks.shape[1] else [values]
+        parts.append(f"{_columns(len(numeric), 'numeric')} standardized{note}")
     if categories:
         blocks.append(_one_hot(features[categories], path))
         parts.append(f"{_columns(len(categories), 'text')} one-hot encoded into "
@@ -155,15 +150,19 @@ def _is_free_text(column):
 
 
 def _standardized(frame, names, path):
-    """The numeric columns standardized, a missing value replaced by its column's median
-    (0 for a column without any value); ValueError for a value too large."""
+    """``(values, marks, note)``: the numeric columns standardized, a missing value replaced
+    by its column's median (0 in a column without any), the 0/1 columns marking the missing
+    values of each column that has some, and the note that counts them; ValueError for a
+    value too large."""
     values = frame.to_numpy(np.float64)
     missing = np.isnan(values)
-    if missing.any():
-        present = np.where(missing, 0.0, values)
-        medians = [np.median(v[~m]) if (~m).any() else 0.0
-                   for v, m in zip(present.T, missing.T)]
+    gaps = missing.any(axis=0)
+    marks, note = missing[:, gaps].astype(np.float64), ""
+    if gaps.any():
+        medians = [np.median(v[~m]) if (~m).any() else 0.0 for v, m in zip(values.T, missing.T)]
         values = np.where(missing, np.asarray(medians), values)
+        note = (f" ({int(missing.sum())} missing value(s) in {int(gaps.sum())} of them set to "
+                f"the column's median, {_columns(int(gaps.sum()), '0/1')} marking where)")
     scaler = StandardScaler()
     with np.errstate(over="ignore", invalid="ignore"):
         bad = ~np.isfinite(values).all(axis=0)
@@ -173,7 +172,7 @@ def _standardized(frame, names, path):
     if bad.any():
         raise ValueError(f"{str(path)!r}: the numeric column {names[int(np.argmax(bad))]!r} "
                          "holds values too large to standardize (infinite or overflowing)")
-    return values
+    return values, marks, note
 
 
 def _one_hot(frame, path):

@@ -542,9 +542,7 @@ class SparsemaxClassifier(SparsekitClassifier):
         Σ sᵢ]``: ``alpha`` as a number (for ``"scale"``, ``ALPHA_SCALE`` times the mean
         ‖xᵢ‖²; ``ALPHA_SCALE`` when X is 0) and the root-mean-square of X's nonzero
         entries, by which the solvers' variable multiplies the weights (1 when X is 0)."""
-        squares, nonzero, weight = row_sums
-        if not squares > 0:
-            return (ALPHA_SCALE if self.alpha == "scale" else float(self.alpha)), 1.0
+        squares, nonzero, weight = row_sums if row_sums[0] > 0 else (1.0, 1.0, 1.0)
         alpha = ALPHA_SCALE * squares / weight if self.alpha == "scale" else float(self.alpha)
         return alpha, float(np.sqrt(squares / nonzero))
 

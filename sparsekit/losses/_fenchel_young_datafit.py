@@ -109,7 +109,10 @@ class FenchelYoungLinear:
         b = np.zeros(self.n_classes) if not self.fit_intercept else np.asarray(b, float)
         if self.center is not None:
             b = b + self.center @ W
-        return np.concatenate([np.ravel(W) * self.weight_scale, b]).astype(np.float64)
+        theta = np.empty(np.size(W) + self.n_classes)   # one pass over W (SDCA: every epoch)
+        np.multiply(np.ravel(W), self.weight_scale, out=theta[: np.size(W)])
+        theta[np.size(W):] = b
+        return theta
 
     def from_solver(self, theta):
         """``(W, b)`` of the model at the solver variable ``theta``."""
