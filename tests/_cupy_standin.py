@@ -325,6 +325,11 @@ class csr_matrix:
     def __rmatmul__(self, other):
         return _wrap(np.asarray(_unwrap(other) @ self._m))
 
+    def __mul__(self, other):   # cupyx: by a scalar (its matrix product is refused here)
+        if not np.isscalar(other):
+            raise TypeError("the stand-in multiplies a sparse matrix by scalars only")
+        return _sparse(self._m * other)
+
     def multiply(self, other):  # elementwise
         other = other._m if isinstance(other, csr_matrix) else _unwrap(other)
         return _sparse(self._m.multiply(other))

@@ -92,3 +92,27 @@ def test_scaled_weights_are_a_change_of_variables(fit_intercept, penalize):
     assert f_r == pytest.approx(f, rel=1e-14)
     np.testing.assert_allclose(g_r[: d * k], g[: d * k] / 4.0, rtol=1e-12, atol=1e-15)
     np.testing.assert_allclose(g_r[d * k:], g[d * k:], rtol=1e-12, atol=1e-15)
+
+
+@pytest.mark.parametrize("units", [1e-100, 1e100])
+@pytest.mark.parametrize("sparse", [False, True])
+def test_in_the_solver_variable_the_problem_does_not_depend_on_the_units_of_x(units, sparse):
+    """On c X with weight scale c and ridge c² alpha (alpha="scale"'s) the objective,
+    gradient and Hessian products in the solver's variable are those on X with scale 1,
+    also where c X is far outside float32's range (the Hessian products run in float32 on
+    the rows divided by the weight scale)."""
+    import scipy.sparse as sp
+
+    X, y, sw = _data()
+    X[X < 2.0] = 0.0
+    as_given = (lambda Z: sp.csr_matrix(Z)) if sparse else (lambda Z: Z)
+    plain = _datafit(as_given(X), y, sw)
+    scaled = _datafit(as_given(units * X), y, sw, alpha=0.1 * units**2, weight_scale=units)
+    rng = np.random.default_rng(6)
+    for _ in range(3):
+        theta, v = 0.5 * rng.standard_normal((2, plain.n_features * 3 + 3))
+        (f, g), (f_c, g_c) = plain.value_grad(theta), scaled.value_grad(theta)
+        assert f_c == pytest.approx(f, rel=1e-12)
+        np.testing.assert_allclose(g_c, g, rtol=1e-10, atol=1e-12)
+        hv, hv_c = plain.hessp_at(theta)[0](v), scaled.hessp_at(theta)[0](v)
+        np.testing.assert_allclose(hv_c, hv, rtol=1e-5, atol=1e-6 * np.abs(hv).max())

@@ -217,9 +217,11 @@ def test_l1_logistic_oba_device_input_errors(cupy_backend):
 
 @pytest.mark.parametrize("sparse", [False, True])
 @pytest.mark.parametrize("polytope", ["simplex", "budget", "at_least_one"])
-def test_device_active_rows_match_cpu(cupy_backend, sparse, polytope):
+@pytest.mark.parametrize("units", [1.0, 1e60])
+def test_device_active_rows_match_cpu(cupy_backend, sparse, polytope, units):
     """Newton-CG's Hessian products on the GPU: the same active rows and products as the
-    CPU's (both in float32)."""
+    CPU's (both in float32, on the rows divided by the weight scale: X in units of 1e60
+    would overflow float32)."""
     from sparsekit._cython._projections import POLYTOPE_CODES
     from sparsekit.gpu.datafits import DeviceActiveRows
     from sparsekit.losses._fenchel_young_datafit import ActiveRows
@@ -231,10 +233,11 @@ def test_device_active_rows_match_cpu(cupy_backend, sparse, polytope):
     sw[:3] = 0.0
     W, b = rng.normal(size=(6, 4)), rng.normal(size=4)
     budget = 2.0
+    X, W = X * units, W / units
     Xh = sp.csr_matrix(X) if sparse else X
-    cpu = ActiveRows(Xh, Xh, sw, W, b, polytope, POLYTOPE_CODES[polytope], budget, 0.1)
+    cpu = ActiveRows(Xh, Xh, sw, W, b, polytope, POLYTOPE_CODES[polytope], budget, 0.1, units)
     gpu = DeviceActiveRows(_device(cp, X, sparse), cp.asarray(sw), W, b, polytope, budget,
-                           0.1)
+                           0.1, units)
     assert gpu.n_active == cpu.n_active > 0
     V, c = rng.normal(size=(6, 4)), rng.normal(size=4)
     for got, want in zip(gpu.product(V, c), cpu.product(V, c)):

@@ -15,6 +15,8 @@ def test_row_sq_norms_of_dense_and_sparse_x_in_float64():
         squares = row_sq_norms(given)
         assert squares.dtype == np.float64 and squares.shape == (7,)
         np.testing.assert_allclose(squares, expected, rtol=1e-6)
+    tiny = sp.csr_matrix(1e-25 * X, dtype=np.float32)  # squares below float32's range
+    np.testing.assert_allclose(row_sq_norms(tiny), 1e-50 * expected, rtol=1e-6)
 
 
 def test_row_nnz_and_weighted_sums_skip_stored_zeros():

@@ -464,21 +464,39 @@ def test_the_fit_does_not_depend_on_the_units_of_x(solver, sparse):
     SDCA's free intercept a constant feature of that size, so at the default tol a fit on
     c X runs the iterations of the fit on X and gives its probabilities: before, X x 1e-6
     stopped at once with the class frequencies (the gradient below tol at W = 0), X x 1e6
-    ran into max_iter, and SDCA's intercept crawled at either end."""
+    ran into max_iter, and SDCA's intercept crawled at either end; X x 1e±100 made
+    newton-cg's float32 Hessian products overflow or vanish."""
     X, y = _blobs(n=300, d=6, seed=3)
     X[np.abs(X) < 1.0] = 0.0                          # sparse rows, entries not of size 1
     fits = {}
-    for c in (1e-6, 1.0, 1e6):
+    factors = (1e-100, 1e-6, 1e6, 1e100)              # 1e±100: outside float32's range
+    for c in (1.0, *factors):
         Xc = sp.csr_matrix(c * X) if sparse else c * X
         with warnings.catch_warnings():
             warnings.simplefilter("error", ConvergenceWarning)
             fits[c] = SparsemaxClassifier(solver=solver, random_state=0).fit(Xc, y)
     base = fits[1.0]
     assert base.score(X, y) > 0.8
-    for c in (1e-6, 1e6):
+    for c in factors:
         assert abs(fits[c].n_iter_ - base.n_iter_) <= max(2, base.n_iter_ // 10)
         np.testing.assert_allclose(fits[c].predict_proba(c * X), base.predict_proba(X),
                                    atol=1e-5)
+
+
+@pytest.mark.parametrize("sparse", [False, True])
+def test_entries_whose_squares_underflow_are_refused(sparse):
+    """The weight scale is the root-mean-square of X's entries: below ~1e-154 the squares
+    underflow float64 and the fit would be the fit of X = 0 (before, silently). float32
+    entries of 1e-30, whose squares underflow float32, fit as X does (their squares are
+    summed in float64: sparse float32 X at 1e-25 fit the class frequencies)."""
+    X, y = _blobs()
+    given = sp.csr_matrix if sparse else np.asarray
+    with pytest.raises(ValueError, match="underflow float64; rescale"):
+        SparsemaxClassifier().fit(given(1e-160 * X), y)
+    small = given((1e-30 * X).astype(np.float32))
+    expected = SparsemaxClassifier().fit(X, y).predict_proba(X)
+    np.testing.assert_allclose(SparsemaxClassifier().fit(small, y).predict_proba(small),
+                               expected, atol=1e-4)
 
 
 def test_verbose_prints(capsys):

@@ -398,9 +398,10 @@ class _DeviceHessian:
 class DeviceActiveRows:
     """:class:`~sparsekit.losses._fenchel_young_datafit.ActiveRows` with X on the GPU: the
     scores, their projection, the rows whose projection Jacobian is nonzero and the
-    Hessian products ``product(V, c) = (X_Aᵀ diag(s_A) J U / Σs, the column sums of
-    diag(s_A) J U / Σs)``, ``U = X_A V + c``, all on the device in float32 (they only
-    steer the Newton direction); V, c in and the results out are NumPy float64.
+    Hessian products ``product(V, c) = (X_Aᵀ diag(s_A) J U / (r Σs), the column sums of
+    diag(s_A) J U / Σs)``, ``U = X_A V / r + c``, all on the device in float32 (they only
+    steer the Newton direction) with the rows divided by the weight scale r; V, c in and
+    the results out are NumPy float64.
 
     Parameters
     ----------
@@ -413,9 +414,11 @@ class DeviceActiveRows:
         The budget polytope's budget, the simplex's radius (1 for the classifier).
     scale : float
         1 / Σ sw.
+    weight_scale : float, default=1.0
+        r, the factor of the solver's weights.
     """
 
-    def __init__(self, X, sw, W, b, polytope, budget, scale):
+    def __init__(self, X, sw, W, b, polytope, budget, scale, weight_scale=1.0):
         from .projections import project_with_tau
 
         cp = self._cp = require_cupy()
@@ -428,7 +431,8 @@ class DeviceActiveRows:
         active = cp.flatnonzero(rows)
         self.n_active = int(active.size)
         hdt = np.float32
-        self._XA = X[active].astype(hdt)
+        XA = X[active]
+        self._XA = (XA * (1.0 / weight_scale) if weight_scale != 1.0 else XA).astype(hdt)
         self._PA = cp.ascontiguousarray(P[active], dtype=hdt)
         self._tauA = tau[active]
         self._swA = (scale * sw[active]).astype(hdt)[:, None]

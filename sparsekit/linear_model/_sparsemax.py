@@ -542,6 +542,10 @@ class SparsemaxClassifier(SparsekitClassifier):
         Σ sᵢ]``: ``alpha`` as a number (for ``"scale"``, ``ALPHA_SCALE`` times the mean
         ‖xᵢ‖²; ``ALPHA_SCALE`` when X is 0) and the root-mean-square of X's nonzero
         entries, by which the solvers' variable multiplies the weights (1 when X is 0)."""
+        if row_sums[1] > 0 and not row_sums[0] >= np.finfo(np.float64).tiny * row_sums[1]:
+            raise ValueError("X's nonzero entries are so small (~1e-154 or less) that their "
+                             "squares underflow float64; rescale the features (e.g. "
+                             "MaxAbsScaler)")
         squares, nonzero, weight = row_sums if row_sums[0] > 0 else (1.0, 1.0, 1.0)
         alpha = ALPHA_SCALE * squares / weight if self.alpha == "scale" else float(self.alpha)
         return alpha, float(np.sqrt(squares / nonzero))

@@ -162,10 +162,10 @@ class _FenchelYoungBlock:
         s = self.sw.astype(np.float64)
         return float(s.sum()), np.asarray(self.X.T @ s, dtype=np.float64).ravel()
 
-    def active_rows(self, W, b, polytope, scale):
+    def active_rows(self, W, b, polytope, scale, weight_scale):
         """The partition's :class:`ActiveRows` at the scores ``X W + b``."""
         return ActiveRows(self.X, self.X, self.sw, W, b, polytope, self.code, self.budget,
-                          scale)
+                          scale, weight_scale)
 
     def __call__(self, W, b):
         from sparsekit.losses._fenchel_young_datafit import cpu_data_term
@@ -239,7 +239,7 @@ class DaskFenchelYoung(FenchelYoungLinear):
         W = client.scatter(np.ascontiguousarray(W), broadcast=True, hash=False)
         b = client.scatter(b + self.offset, broadcast=True, hash=False)
         rows = [client.submit(_call, p, "active_rows", W, b, self.polytope, self.scale,
-                              pure=False) for p in self._parts]
+                              self.weight_scale, pure=False) for p in self._parts]
         n_active = sum(client.gather([client.submit(_n_active, r) for r in rows]))
 
         def product(V, c):

@@ -155,41 +155,41 @@ class FenchelYoungLinear:
 
         ``H = X_A^T diag(s) J X_A / sum(s) + alpha I`` (Niculae & Martins 2020, Prop. 6)
         only involves the rows ``A`` whose projection Jacobian ``J`` is nonzero: with
-        sparsemax most rows drop out near the optimum. The products run in float32.
+        sparsemax most rows drop out near the optimum. The products run in float32, on the
+        rows divided by the weight scale (the solver's units: no overflow or underflow
+        whatever the units of X).
         """
         W, b = self.from_solver(theta)
         if self.device == "cuda":
             from ..gpu.datafits import DeviceActiveRows
 
             rows = DeviceActiveRows(self.X, self._sw_device, W, b + self.offset, self.polytope,
-                                    self.budget, self.scale)
+                                    self.budget, self.scale, self.weight_scale)
         else:
             rows = ActiveRows(self.X, self.X_rows, self.sw, W, b + self.offset, self.polytope,
-                              self.code, self.budget, self.scale)
+                              self.code, self.budget, self.scale, self.weight_scale)
         return self.combine_hessp(rows.product), rows.n_active
 
     def combine_hessp(self, product):
-        """``v -> H v`` from the data part ``product(V, c) -> (X_Aᵀ diag(s) J U / Σs,
-        its column sums)`` with ``U = X_A V + c`` (an :class:`ActiveRows`' or a sum of
-        them): the centered coordinates, the ridge and the intercept's block added."""
+        """``v -> H v`` from the data part ``product(V, c) -> (X_Aᵀ diag(s) J U / (r Σs),
+        its column sums)`` with ``U = X_A V / r + c``, ``V`` the weights in the solver's
+        units (an :class:`ActiveRows`' or a sum of them): the centered coordinates, the
+        ridge and the intercept's block added."""
         size, alpha, center = self.n_features * self.n_classes, self.alpha, self.center
         r = self.weight_scale
 
         def hessp(v):
             V, c = self.unpack(v)
-            if r != 1.0:
-                V = V / r
             if not self.fit_intercept:
                 c[:] = 0
             if center is not None:
-                c -= center @ V
+                c -= center @ V / r
             HV, Jc = product(V, c)
             if center is not None:
-                HV = HV - np.outer(center, Jc)
+                HV = HV - np.outer(center / r, Jc)
             out = np.empty_like(v)
-            out[:size] = HV.ravel() + alpha * V.ravel()
-            if r != 1.0:
-                out[:size] /= r
+            np.multiply(V.ravel(), alpha / r / r, out=out[:size])
+            out[:size] += HV.ravel()
             out[size:] = Jc if self.fit_intercept else 0.0
             if self.penalize_intercept and self.fit_intercept:
                 out[size:] += alpha * c
@@ -280,11 +280,12 @@ def gpu_data_term(X, Y, sw, polytope, budget):
 
 class ActiveRows:
     """The rows of X whose projection Jacobian is nonzero at the scores ``X W + b``, with
-    what the Hessian products need (float32: they only steer the Newton direction):
-    ``product(V, c) = (X_Aᵀ diag(s_A) J U / Σs, the column sums of diag(s_A) J U / Σs)``,
-    ``U = X_A V + c``, in float64."""
+    what the Hessian products need, in float32 (they only steer the Newton direction) and
+    divided by ``weight_scale`` r (entries near 1 whatever the units of X):
+    ``product(V, c) = (X_Aᵀ diag(s_A) J U / (r Σs), the column sums of diag(s_A) J U / Σs)``,
+    ``U = X_A V / r + c``, in float64."""
 
-    def __init__(self, X, X_rows, sw, W, b, polytope, code, budget, scale):
+    def __init__(self, X, X_rows, sw, W, b, polytope, code, budget, scale, weight_scale=1.0):
         hdt = _HESSIAN_DTYPE
         k = W.shape[1]
         self._ones = np.ones(k, dtype=hdt)
@@ -296,7 +297,10 @@ class ActiveRows:
         min_free = 2 if polytope == "simplex" else 1
         rows = (free.sum(axis=1) >= min_free) & (sw > 0)
         self.n_active = int(rows.sum())
-        self._XA = X_rows[rows].astype(hdt)
+        XA = X_rows[rows]
+        if weight_scale != 1.0:
+            XA = XA * (1.0 / weight_scale)       # in X's dtype, before the cast
+        self._XA = XA.astype(hdt)
         self._PA = np.ascontiguousarray(P[rows], dtype=hdt)
         self._tauA = tau[rows].astype(hdt)
         self._swA = (scale * sw[rows]).astype(hdt)[:, None]

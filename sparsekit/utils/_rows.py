@@ -4,10 +4,13 @@ import scipy.sparse as sp
 
 
 def row_sq_norms(X):
-    """‖xᵢ‖² of every row of NumPy or SciPy sparse ``X``, in float64, without a
-    temporary of X's size for dense X."""
+    """‖xᵢ‖² of every row of NumPy or SciPy sparse ``X``, in float64 (the squares too: a
+    float32 X's may underflow), without a temporary of X's size for dense X."""
     if sp.issparse(X):
-        return np.asarray(X.multiply(X).sum(axis=1), dtype=np.float64).ravel()
+        X = X.tocsr()
+        squares = sp.csr_matrix((np.square(X.data, dtype=np.float64), X.indices, X.indptr),
+                                shape=X.shape)
+        return np.asarray(squares.sum(axis=1)).ravel()
     return np.einsum("ij,ij->i", X, X, dtype=np.float64)
 
 
