@@ -198,6 +198,10 @@ def test_multinomial_table_objective_is_scikit_learns():
     (b"1 1:0.5\n0 0:1\n", "cannot read .*column indices start at 1"),
     (b"0.5 1:1\n1.5 2:1\n2.5 1:2\n", "labels are continuous, not classes"),
     (b"1 1:1\n1 2:1\n-1 1:2\n", "at least two classes need 2 rows or more"),
+    # integer targets of a regression: more classes than a stratified split holds
+    (b"".join(b"%d 1:%d\n%d 2:1\n" % (k, k, k) for k in range(1, 6)),
+     "5 classes of 2 rows or more do not fit a stratified 30% test split of 3 rows .*a "
+     "regression target"),
     (b"1 0:1\n-1 1:1\n", "column indices start at 1 .*use --zero-based"),
     (b"1 1:1\n2 2:1\n1 1:nan\n2 2:2\n", r"data row 3 \(from 1\) holds a NaN or infinite"),
     (b"1,2 1:1\n2 2:1\n1 1:inf\n 2:2\n", r"data row 3 \(from 1\) holds a NaN or infinite"),
@@ -216,6 +220,23 @@ def test_an_unreadable_file_is_a_clear_error_not_a_traceback(tmp_path, capsys, c
         compare.main([str(path)])
     assert exit_info.value.code == 2
     assert re.search(match, capsys.readouterr().err)
+
+
+def test_a_spreadsheet_or_a_binary_file_is_a_short_clear_error(tmp_path, capsys):
+    """A workbook is refused by its name with what to do; any other binary file gets the
+    LIBSVM reader's error cut short (it quoted the whole first "number": kilobytes)."""
+    workbook, binary = tmp_path / "sales.xlsx", tmp_path / "sales.bin"
+    for path in (workbook, binary):
+        path.write_bytes(b"PK\x03\x04" + bytes(5000))
+    messages = []
+    for path in (workbook, binary):
+        with pytest.raises(SystemExit) as exit_info:
+            compare.main([str(path)])
+        assert exit_info.value.code == 2
+        messages.append(capsys.readouterr().err.splitlines()[-1])
+    assert "is a spreadsheet workbook: save its sheet as CSV" in messages[0]
+    assert "as a LIBSVM file (or a .csv/.tsv file by its name)" in messages[1]
+    assert len(messages[1]) < 500
 
 
 def test_without_data_it_compares_on_the_shipped_a9a_and_digits(monkeypatch):

@@ -140,6 +140,24 @@ def test_spreadsheet_files_are_read(tmp_path):
         np.testing.assert_array_equal(data.X.toarray()[:, 1:], [[1, 0], [0, 1], [1, 0]])
 
 
+def test_numbers_with_thousands_separators_are_numbers(tmp_path):
+    """Spreadsheets save formatted cells as shown: "1,234.5" in a comma file, "1.234,5" or
+    "1 234,5" in a semicolon file with decimal commas; a column that also holds other text
+    stays text."""
+    (tmp_path / "comma.csv").write_text('n,code,label\n"1,234.5",1-2,0\n12,"1,2",1\n'
+                                        '"-3,000",3,1\n,x,0\n')
+    (tmp_path / "semi.csv").write_text("n;code;label\n1.234,5;1-2;0\n12;1.2;1\n"
+                                       "-3 000;3;1\n;x;0\n")
+    for name in ("comma", "semi"):
+        data = read_csv(tmp_path / f"{name}.csv")
+        assert data.note == ("label 'label'; 1 numeric column standardized (1 missing "
+                             "value(s) in 1 of them set to the column's median, 1 0/1 column "
+                             "marking where) (1 written with thousands separators); 1 text "
+                             "column one-hot encoded into 4"), name
+        n = np.array([1234.5, 12.0, -3000.0, 12.0])          # the median fills the gap
+        np.testing.assert_allclose(data.X.toarray()[:, 0], (n - n.mean()) / n.std())
+
+
 def test_missing_numbers_are_imputed_by_the_median_and_marked(tmp_path):
     """Empty fields, NA and the UCI repository's ? are missing values: in a numeric column
     the column's median takes their place before standardizing (0 in a column without

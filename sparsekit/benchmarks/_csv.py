@@ -7,8 +7,10 @@ missing number set to its column's median with a 0/1 column marking where (sciki
 more, and more than half the rows differ) as TF-IDF (``TfidfVectorizer``, an empty field an
 empty document), the other text columns one-hot encoded (a missing value a category of its
 own). Empty fields, ``NA``, ``n/a`` and ``?`` (the UCI repository's mark) are missing
-values. The matrix is CSR when a column is text, dense otherwise.
+values; numbers written with thousands separators (``"1,234.5"``, as spreadsheets save
+formatted cells) are numbers. The matrix is CSR when a column is text, dense otherwise.
 """
+import re
 import warnings
 from collections import Counter, namedtuple
 from pathlib import Path
@@ -101,6 +103,7 @@ def read_csv(path, label=None):
     y = frame[name]
     _refuse_missing(y, f"the label column {name!r}", path, line)
     features = frame.drop(columns=[name])
+    grouped = _read_grouped_numbers(features, "," if sep == ";" else ".")
     numeric = [c for c in features if pd.api.types.is_numeric_dtype(features[c])
                or pd.api.types.is_bool_dtype(features[c])]
     text = [c for c in features if c not in numeric]
@@ -113,6 +116,8 @@ def read_csv(path, label=None):
         values, marks, note = _standardized(features[numeric], numeric, path)
         blocks += [values, marks] if marks.shape[1] else [values]
         parts.append(f"{_columns(len(numeric), 'numeric')} standardized{note}")
+        if grouped:
+            parts[-1] += f" ({len(grouped)} written with thousands separators)"
     if categories:
         blocks.append(_one_hot(features[categories], path))
         parts.append(f"{_columns(len(categories), 'text')} one-hot encoded into "
@@ -139,6 +144,29 @@ def read_csv(path, label=None):
         shown = ", ".join(f"{v}={i}" for i, v in enumerate(names[:5]))
         parts[0] += f" coded {shown}{', ...' if names.size > 5 else ''}"
     return CsvData(X, y, "; ".join(parts))
+
+
+def _read_grouped_numbers(frame, decimal):
+    """Convert, in place, the text columns of ``frame`` whose every value is a number,
+    some written with thousands separators (``1,234.5``; ``1.234,5`` or ``1 234,5`` where
+    the decimal mark is a comma), as spreadsheets save formatted cells; return their
+    names."""
+    import pandas as pd
+
+    group = "," if decimal == "." else "[. \u00a0]"
+    point = re.escape(decimal)
+    pattern = rf"[-+]?(?:\d{{1,3}}(?:{group}\d{{3}})+|\d+)(?:{point}\d*)?"
+    names = []
+    for c in frame:
+        if pd.api.types.is_numeric_dtype(frame[c]) or pd.api.types.is_bool_dtype(frame[c]):
+            continue
+        values = frame[c].dropna().astype(str).str.strip()
+        if values.empty or not values.str.fullmatch(pattern).all():
+            continue
+        digits = values.str.replace(group, "", regex=True).str.replace(decimal, ".")
+        frame[c] = pd.to_numeric(digits).reindex(frame.index)
+        names.append(c)
+    return names
 
 
 def _is_free_text(column):

@@ -546,11 +546,15 @@ def _fasttext_multiclass(X_train, y_train, X_test, y_test, repeat, budget=np.inf
                          describe, repeat, budget, announce)
 
 
+#: the held-out share of the rows (70/30 splits)
+TEST_SHARE = 0.3
+
+
 def _split(data):
     """Stratified 70/30 split of the rows; the rows of classes seen once go to training."""
     labels, inverse, counts = np.unique(data.y, return_inverse=True, return_counts=True)
     rows = np.flatnonzero(counts[inverse] >= 2)
-    train, test = train_test_split(rows, test_size=0.3, random_state=0,
+    train, test = train_test_split(rows, test_size=TEST_SHARE, random_state=0,
                                    stratify=data.y[rows])
     train = np.concatenate([train, np.flatnonzero(counts[inverse] < 2)])
     return data.X[train], data.X[test], data.y[train], data.y[test]
@@ -724,7 +728,8 @@ def _fasttext_multilabel(X_train, Y_train, X_test, Y_test, repeat, budget=np.inf
 def compare_multilabel(repeat, data, budget=np.inf, announce=None):
     """The label-set comparison on a multi-label ``data`` (a :class:`Dataset` whose ``y`` is
     an indicator matrix), as a :data:`Table`."""
-    train, test = train_test_split(np.arange(data.X.shape[0]), test_size=0.3, random_state=0)
+    train, test = train_test_split(np.arange(data.X.shape[0]), test_size=TEST_SHARE,
+                                   random_state=0)
     X_train, X_test = data.X[train], data.X[test]
     Y_train, Y_test = data.y[train], data.y[test]
 
@@ -791,15 +796,25 @@ class Dataset:
         return text if self.note is None else f"{text} ({self.note})"
 
 
+#: file endings of spreadsheet workbooks, which are refused with a hint
+SPREADSHEETS = {".xlsx", ".xlsm", ".xls", ".ods", ".numbers"}
+
+
 def _read_file(spec, zero_based):
     """The :class:`Dataset` of a LIBSVM file: class labels when every row has one label,
     label sets otherwise (comma-separated, as the LIBSVM page's multi-label sets); X holds
     the columns that store an entry when many store none (:class:`UsedColumns`)."""
+    if Path(spec).suffix.lower() in SPREADSHEETS:
+        raise ValueError(f"{spec!r} is a spreadsheet workbook: save its sheet as CSV (in "
+                         "the spreadsheet: Save As, CSV) and pass the .csv file")
     try:
         X, label_sets = load_libsvm(spec, zero_based=zero_based, multilabel=True)
     except (OSError, ValueError) as exc:
         message = str(exc).replace("pass zero_based=True", "use --zero-based")
-        raise ValueError(f"cannot read {spec!r}: {message}") from None
+        if len(message) > 300:           # a binary file's first "number" is quoted whole
+            message = message[:300] + " ..."
+        raise ValueError(f"cannot read {spec!r} as a LIBSVM file (or a .csv/.tsv file by "
+                         f"its name): {message}") from None
     n_features, columns = X.shape[1], UsedColumns(X)
     if columns.n_used:      # a file without a single entry keeps its columns: models need one
         X = columns.take(X)
@@ -846,11 +861,19 @@ def load_dataset(spec, zero_based=False, label=None):
         return data
     kind = type_of_target(data.y)
     if kind not in ("binary", "multiclass"):
-        raise ValueError(f"{spec!r}: the labels are {kind}, not classes")
+        raise ValueError(f"{spec!r}: the labels are {kind}, not classes (a regression "
+                         "target? the models compared are classifiers)")
     counts = np.unique(data.y, return_counts=True)[1]
     if np.count_nonzero(counts >= 2) < 2:
         raise ValueError(f"{spec!r}: at least two classes need 2 rows or more for a "
                          f"train/test split (class sizes {counts.tolist()[:20]})")
+    split = counts[counts >= 2]                    # the rows _split stratifies
+    n_test = int(np.ceil(TEST_SHARE * split.sum()))
+    if split.size > min(n_test, split.sum() - n_test):
+        raise ValueError(f"{spec!r}: {split.size} classes of 2 rows or more do not fit a "
+                         f"stratified {TEST_SHARE:.0%} test split of {n_test} rows "
+                         f"({counts.size} distinct labels in {data.X.shape[0]} rows: a "
+                         "regression target? the models compared are classifiers)")
     return data
 
 
