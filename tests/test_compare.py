@@ -222,6 +222,29 @@ def test_an_unreadable_file_is_a_clear_error_not_a_traceback(tmp_path, capsys, c
     assert re.search(match, capsys.readouterr().err)
 
 
+def test_extreme_classification_repository_files_are_read(tmp_path):
+    """Files of the Extreme Classification Repository (first line ``N D L``, 0-based
+    labels and columns) give label sets, or classes when every row has one label; the
+    LIBSVM reader stopped at the header ("need more than 1 value to unpack")."""
+    rows = ["0,2 0:1 3:0.5", "1 1:2", " 2:1", "2,0 0:0.25 1:1"]
+    (tmp_path / "sets.txt").write_text("4 5 3\n" + "\n".join(rows) + "\n")
+    data = compare.load_dataset(str(tmp_path / "sets.txt"))
+    assert data.multilabel and data.classes.tolist() == [0, 1, 2]
+    np.testing.assert_array_equal(data.y.toarray(), [[1, 0, 1], [0, 1, 0], [0, 0, 0],
+                                                      [1, 0, 1]])
+    # the 4 used columns of the 5 (column 4 holds no entry); a row may have no label
+    assert data.X.shape == (4, 4) and data.n_features == 5
+    np.testing.assert_array_equal(data.X.toarray(), [[1, 0, 0, 0.5], [0, 2, 0, 0],
+                                                     [0, 0, 1, 0], [0.25, 1, 0, 0]])
+    (tmp_path / "classes.txt").write_text("4 2 2\n0 0:1\n1 1:1\n0 0:2\n1 1:3\n")
+    data = compare.load_dataset(str(tmp_path / "classes.txt"))
+    assert not data.multilabel and data.y.tolist() == [0, 1, 0, 1]
+    (tmp_path / "short.txt").write_text("3 2 2\n0 0:1\n")
+    with pytest.raises(ValueError, match="as an Extreme Classification Repository file: .*"
+                       "header says 3 rows, found 1"):
+        compare.load_dataset(str(tmp_path / "short.txt"))
+
+
 def test_a_spreadsheet_or_a_binary_file_is_a_short_clear_error(tmp_path, capsys):
     """A workbook is refused by its name with what to do; any other binary file gets the
     LIBSVM reader's error cut short (it quoted the whole first "number": kilobytes)."""
@@ -352,7 +375,7 @@ def test_a_csv_file_with_text_columns_and_text_labels_gets_every_row(tmp_path, c
 
 def test_label_is_for_csv_files_only(tmp_path, capsys):
     path = _write_svm(tmp_path / "tiny.svm")
-    assert "--label applies to CSV and TSV files" in _usage_error([str(path), "--label", "0"],
+    assert "--label applies to CSV, TSV and ARFF files" in _usage_error([str(path), "--label", "0"],
                                                                   capsys)
 
 

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from sparsekit.benchmarks._csv import is_delimited, read_csv
+from sparsekit.benchmarks._csv import is_table, read_csv
 
 pd = pytest.importorskip("pandas")
 
@@ -24,8 +24,9 @@ def _mixed_frame(n=12):
 
 
 def test_delimited_files_are_told_by_their_ending():
-    assert is_delimited("a/b.csv") and is_delimited("b.TSV") and is_delimited("b.csv.gz")
-    assert not any(map(is_delimited, ["a9a", "b.svm", "b.svm.xz", "b.gz", "csv"]))
+    assert is_table("a/b.csv") and is_table("b.TSV") and is_table("b.csv.gz")
+    assert is_table("b.arff") and is_table("b.ARFF.xz")
+    assert not any(map(is_table, ["a9a", "b.svm", "b.svm.xz", "b.gz", "csv"]))
 
 
 def test_numbers_are_standardized_and_text_one_hot_encoded(tmp_path):
@@ -217,3 +218,55 @@ def test_without_pandas_the_error_says_how_to_get_it(tmp_path, monkeypatch):
     monkeypatch.setitem(sys.modules, "pandas", None)        # as if it were not installed
     with pytest.raises(ValueError, match="needs pandas: pip install pandas"):
         read_csv(tmp_path / "a.csv")
+
+
+ARFF = """% Weka's format: comments, quoted names and values, ? for a missing value
+@RELATION flowers
+
+@ATTRIBUTE length\tREAL
+@ATTRIBUTE 'leaf width' NUMERIC
+@ATTRIBUTE colour {red,'light blue'}
+@ATTRIBUTE class {setosa,virginica}
+
+@DATA
+5.1,3.5,red,setosa
+% a comment between rows
+4.9,?,'light blue',virginica
+4.7,3.2,?,virginica
+
+4.6,3.1,red,setosa
+"""
+
+
+def test_arff_files_are_read_with_their_attribute_names_and_nominal_values(tmp_path):
+    path = tmp_path / "flowers.arff"
+    path.write_text(ARFF)
+    data = read_csv(path)
+    assert data.note == ("label 'class' coded setosa=0, virginica=1; 2 numeric columns "
+                         "standardized (1 missing value(s) in 1 of them set to the column's "
+                         "median, 1 0/1 column marking where); 1 text column one-hot encoded "
+                         "into 3")
+    np.testing.assert_array_equal(data.y, [0, 1, 1, 0])
+    X = data.X.toarray()
+    length = np.array([5.1, 4.9, 4.7, 4.6])
+    np.testing.assert_allclose(X[:, 0], (length - length.mean()) / length.std())
+    np.testing.assert_array_equal(X[:, 2], [0, 1, 0, 0])             # the marked gap
+    np.testing.assert_array_equal(X[:, 3:], [[0, 1, 0], [1, 0, 0], [0, 0, 1], [0, 1, 0]])
+    assert read_csv(path, label="0").note.startswith("label 'length'")
+    # a missing label is named by its line in the file, past the comment and blank lines
+    for label, line in (("leaf width", 12), ("colour", 13)):
+        with pytest.raises(ValueError, match=f"misses 1 value.*the first on line {line};"):
+            read_csv(path, label=label)
+
+
+@pytest.mark.parametrize("content, match", [
+    ("@relation r\n@attribute a numeric\n@attribute c {x,y}\n@data\n{0 1,1 y}\n",
+     "sparse ARFF rows"),
+    ("@relation r\n@attribute a numeric\n1\n", "no @data line"),
+    ("@relation r\n@attribute a\n@data\n1\n", "cannot read the attribute line"),
+])
+def test_an_arff_file_it_cannot_read_is_a_clear_error(tmp_path, content, match):
+    path = tmp_path / "bad.arff"
+    path.write_text(content)
+    with pytest.raises(ValueError, match=match):
+        read_csv(path)

@@ -1,4 +1,5 @@
-"""CSV and TSV files for ``sparsekit-compare``: one label column, the others features.
+"""CSV, TSV and ARFF files for ``sparsekit-compare``: one label column, the others
+features.
 
 The feature columns become the matrix that every model of the tables gets, as a
 scikit-learn user would build it: numeric columns (numbers and booleans) standardized, a
@@ -22,6 +23,8 @@ from sklearn.preprocessing import OneHotEncoder, StandardScaler
 
 #: file name endings read as delimited text, and their separators
 SEPARATORS = {".csv": ",", ".tsv": "\t"}
+#: the file name ending of Weka's ARFF tables
+ARFF = ".arff"
 #: endings of the compressions pandas reads by the file name
 COMPRESSIONS = {".gz", ".bz2", ".xz", ".zip", ".zst"}
 #: a text column with more distinct values than this share of the rows is free text
@@ -37,16 +40,20 @@ MIN_WARNED_DISTINCT = 20
 CsvData = namedtuple("CsvData", "X y note")
 
 
-def is_delimited(path):
-    """Whether ``path`` names a CSV or TSV file (compressed or not)."""
-    return _separator(path) is not None
+def is_table(path):
+    """Whether ``path`` names a CSV, TSV or ARFF file (compressed or not)."""
+    return _separator(path) is not None or _ending(path) == ARFF
 
 
-def _separator(path):
+def _ending(path):
     suffixes = [s.lower() for s in Path(path).suffixes]
     if suffixes and suffixes[-1] in COMPRESSIONS:
         suffixes.pop()
-    return SEPARATORS.get(suffixes[-1]) if suffixes else None
+    return suffixes[-1] if suffixes else None
+
+
+def _separator(path):
+    return SEPARATORS.get(_ending(path))
 
 
 def _is_number(cell):
@@ -58,37 +65,25 @@ def _is_number(cell):
 
 
 def read_csv(path, label=None):
-    """The :class:`CsvData` of a CSV or TSV file.
+    """The :class:`CsvData` of a CSV, TSV or ARFF file.
 
-    The first line is the header unless every one of its cells is a number (then the
-    columns are numbered from 0); a ``.csv`` file whose first line holds ``;`` and no comma
-    is ``;``-separated with decimal commas, and bytes that are not UTF-8 are replaced.
-    ``label`` names the label column, by its header or by its position (from 0; negative
-    counts from the end); the last column by default. Raises ValueError with a message for
-    the user when the file cannot be read, the label column does not exist, a label is
-    missing, or a column mixes numbers and text.
+    CSV and TSV: the first line is the header unless every one of its cells is a number
+    (then the columns are numbered from 0); a ``.csv`` file whose first line holds ``;``
+    and no comma is ``;``-separated with decimal commas, and bytes that are not UTF-8 are
+    replaced. ARFF (Weka's format): the ``@attribute`` names, nominal attributes as text
+    (their values quoted with ``'`` where they hold spaces), ``?`` a missing value; sparse
+    rows (``{i v, ...}``) are refused. ``label`` names the label column, by its header or
+    by its position (from 0; negative counts from the end); the last column by default
+    (Weka's class attribute). Raises ValueError with a message for the user when the file
+    cannot be read, the label column does not exist, a label is missing, or a column mixes
+    numbers and text.
     """
     try:
         import pandas as pd
     except ImportError:
         raise ValueError(f"reading {str(path)!r} needs pandas: pip install pandas") from None
-    sep = _separator(path)
-    # bytes that are not UTF-8 (a Latin-1 file) are replaced rather than refused
-    options = {"skipinitialspace": True, "encoding_errors": "replace"}
-    try:
-        first = pd.read_csv(path, sep=sep, header=None, nrows=1, dtype=str,
-                            keep_default_na=False, **options)
-        if first.shape[1] == 1 and ";" in first.iloc[0, 0]:
-            sep = ";"                       # a spreadsheet's CSV with a decimal comma
-            first = pd.read_csv(path, sep=sep, header=None, nrows=1, dtype=str,
-                                keep_default_na=False, **options)
-        header = None if all(_is_number(c) for c in first.iloc[0]) else 0
-        frame = pd.read_csv(path, sep=sep, header=header, decimal="," if sep == ";" else ".",
-                            na_values=["?"], **options)
-    except (OSError, ValueError) as exc:   # pandas' parser and empty-file errors included
-        raise ValueError(f"cannot read {str(path)!r}: {exc}") from None
-    # headers written "name ," (UCI Adult's) lose their spaces: --label takes the bare name;
-    # names that would become one ("a" and "a ") keep theirs
+    read = _arff_frame if _ending(path) == ARFF else _delimited_frame
+    frame, lines, decimal, layout = read(path, pd)
     stripped = [c.strip() if isinstance(c, str) else c for c in frame.columns]
     counts = Counter(stripped)
     frame.columns = [s if counts[s] == 1 else c for s, c in zip(stripped, frame.columns)]
@@ -96,14 +91,12 @@ def read_csv(path, label=None):
         raise ValueError(f"{str(path)!r}: no data rows after the header")
     if frame.shape[1] < 2:
         raise ValueError(f"{str(path)!r}: a label column and at least one feature column "
-                         f"are needed, the file has {frame.shape[1]} column(s) (separator "
-                         f"{sep!r})")
+                         f"are needed, the file has {frame.shape[1]} column(s) ({layout})")
     name = _label_column(frame, path, label)
-    line = 2 if header == 0 else 1          # the file's line of the first data row
     y = frame[name]
-    _refuse_missing(y, f"the label column {name!r}", path, line)
+    _refuse_missing(y, f"the label column {name!r}", path, lines)
     features = frame.drop(columns=[name])
-    grouped = _read_grouped_numbers(features, "," if sep == ";" else ".")
+    grouped = _read_grouped_numbers(features, decimal)
     numeric = [c for c in features if pd.api.types.is_numeric_dtype(features[c])
                or pd.api.types.is_bool_dtype(features[c])]
     text = [c for c in features if c not in numeric]
@@ -144,6 +137,70 @@ def read_csv(path, label=None):
         shown = ", ".join(f"{v}={i}" for i, v in enumerate(names[:5]))
         parts[0] += f" coded {shown}{', ...' if names.size > 5 else ''}"
     return CsvData(X, y, "; ".join(parts))
+
+
+def _delimited_frame(path, pd):
+    """``(frame, lines, decimal, layout)`` of a CSV or TSV file: the table, the file's line
+    of each row (from 1), the decimal mark and the separator for messages."""
+    sep = _separator(path)
+    # bytes that are not UTF-8 (a Latin-1 file) are replaced rather than refused
+    options = {"skipinitialspace": True, "encoding_errors": "replace"}
+    try:
+        first = pd.read_csv(path, sep=sep, header=None, nrows=1, dtype=str,
+                            keep_default_na=False, **options)
+        if first.shape[1] == 1 and ";" in first.iloc[0, 0]:
+            sep = ";"                       # a spreadsheet's CSV with a decimal comma
+            first = pd.read_csv(path, sep=sep, header=None, nrows=1, dtype=str,
+                                keep_default_na=False, **options)
+        header = None if all(_is_number(c) for c in first.iloc[0]) else 0
+        frame = pd.read_csv(path, sep=sep, header=header, decimal="," if sep == ";" else ".",
+                            na_values=["?"], **options)
+    except (OSError, ValueError) as exc:   # pandas' parser and empty-file errors included
+        raise ValueError(f"cannot read {str(path)!r}: {exc}") from None
+    lines = np.arange(len(frame)) + (2 if header == 0 else 1)
+    return frame, lines, "," if sep == ";" else ".", f"separator {sep!r}"
+
+
+def _arff_frame(path, pd):
+    """:func:`_delimited_frame` of an ARFF file: the ``@data`` rows read as CSV with ``'``
+    quotes under the ``@attribute`` names, nominal attributes as text."""
+    import io
+
+    from sparsekit.datasets._arff import _ATTRIBUTE, _unquote
+    from sparsekit.datasets._home import _read_text
+
+    try:
+        text = _read_text(path)
+    except (OSError, ValueError) as exc:
+        raise ValueError(f"cannot read {str(path)!r}: {exc}") from None
+    parts = re.split(r"^[ \t]*@data[ \t]*\r?$", text, maxsplit=1, flags=re.I | re.M)
+    if len(parts) != 2:
+        raise ValueError(f"{str(path)!r}: no @data line (not an ARFF file?)")
+    head, body = parts
+    names, nominal = [], []
+    for line in head.splitlines():
+        match = _ATTRIBUTE.match(line.strip())
+        if match is not None:
+            names.append(_unquote(match.group(1)))
+            if match.group(2).startswith("{"):
+                nominal.append(names[-1])
+        elif line.strip()[:10].lower() == "@attribute":
+            raise ValueError(f"{str(path)!r}: cannot read the attribute line {line!r}")
+    first = head.count("\n") + 2                   # the file's line after @data
+    rows = [(first + i, ln) for i, ln in enumerate(body.split("\n")[1:])
+            if ln.strip() and not ln.lstrip().startswith("%")]
+    if any(ln.lstrip().startswith("{") for _, ln in rows):
+        raise ValueError(f"{str(path)!r}: sparse ARFF rows ({{index value, ...}}) are not "
+                         "read here; convert the file to LIBSVM or CSV")
+    try:
+        frame = pd.read_csv(io.StringIO("\n".join(ln for _, ln in rows)), header=None,
+                            names=names, quotechar="'", escapechar="\\", na_values=["?"],
+                            keep_default_na=False, skipinitialspace=True,
+                            dtype=dict.fromkeys(nominal, str))
+    except (ValueError, pd.errors.ParserError) as exc:
+        raise ValueError(f"cannot read {str(path)!r}: {exc}") from None
+    lines = np.array([number for number, _ in rows], dtype=np.int64)
+    return frame, lines, ".", f"{len(names)} @attribute line(s)"
 
 
 def _read_grouped_numbers(frame, decimal):
@@ -251,10 +308,11 @@ def _refuse_mixed(column, name, path):
                          "values, leave those fields empty (or write NA or ?)")
 
 
-def _refuse_missing(column, what, path, line):
-    """ValueError naming the first missing value of ``column``, if any."""
+def _refuse_missing(column, what, path, lines):
+    """ValueError naming the first missing value of ``column`` by its line (``lines``:
+    the file's line of each row), if any."""
     missing = column.isna().to_numpy()
     if missing.any():
         raise ValueError(f"{str(path)!r}: {what} misses {int(missing.sum())} value(s), the "
-                         f"first on line {line + int(np.argmax(missing))}; fill them in or "
+                         f"first on line {lines[int(np.argmax(missing))]}; fill them in or "
                          "drop those rows")

@@ -43,9 +43,10 @@ DATA is a LIBSVM/svmlight file (any path; ``.xz``, ``.gz`` and ``.bz2`` are read
 compressed; ``--zero-based`` for files numbered from 0; the columns that store no entry
 (most of them in hashed features) are left out for every model, as each model's weight on
 such a column is 0 and would only cost it time and memory, and the titles say so),
-a CSV or TSV file (``.csv``, ``.tsv``, also compressed: its label column is the last one or
-``--label``'s; for every model numeric columns are standardized, free text becomes TF-IDF
-and other text columns are one-hot encoded),
+an Extreme Classification Repository file (first line ``N D L``, as Bibtex_train.txt),
+a CSV, TSV or ARFF file (``.csv``, ``.tsv``, ``.arff``, also compressed: its label column is
+the last one or ``--label``'s; for every model numeric columns are standardized, free text
+becomes TF-IDF and other text columns are one-hot encoded),
 ``a9a`` (shipped inside sparsekit), a set of the data home (``a9a.t``, ``w8a``: see
 :func:`sparsekit.datasets.get_data_home`) or one of scikit-learn's ``breast_cancer`` and
 ``digits`` (dense, standardized for the l1 table). Without DATA it runs on a9a and digits.
@@ -66,11 +67,13 @@ Usage::
     sparsekit-compare my_data.svm.xz --C 0.5 --repeat 5
     sparsekit-compare w8a --json            # machine-readable tables
     sparsekit-compare adult.csv --label income
+    sparsekit-compare iris.arff             # Weka's ARFF, the class attribute last
     sparsekit-compare --plot figures/       # and PNG figures
 """
 import argparse
 import contextlib
 import json
+import re
 import statistics
 import sys
 import tempfile
@@ -93,8 +96,10 @@ from sklearn.preprocessing import MultiLabelBinarizer, StandardScaler
 from threadpoolctl import threadpool_limits
 
 from sparsekit import ExtremeSoftmaxSGD, L1LogisticOBA, SparsemaxClassifier
-from sparsekit.benchmarks._csv import is_delimited, read_csv
+from sparsekit.benchmarks._csv import is_table, read_csv
 from sparsekit.datasets import load_a9a, load_libsvm
+from sparsekit.datasets._home import CORRUPT, _open_binary, _read_text
+from sparsekit.datasets._xmlrepo import _parse_xmlrepo
 from sparsekit.utils._columns import UsedColumns
 from sparsekit.utils._sklearn import l1_penalty
 
@@ -801,20 +806,27 @@ SPREADSHEETS = {".xlsx", ".xlsm", ".xls", ".ods", ".numbers"}
 
 
 def _read_file(spec, zero_based):
-    """The :class:`Dataset` of a LIBSVM file: class labels when every row has one label,
+    """The :class:`Dataset` of a LIBSVM file, or of an Extreme Classification Repository
+    file (told by its first line, ``N D L``): class labels when every row has one label,
     label sets otherwise (comma-separated, as the LIBSVM page's multi-label sets); X holds
     the columns that store an entry when many store none (:class:`UsedColumns`)."""
     if Path(spec).suffix.lower() in SPREADSHEETS:
         raise ValueError(f"{spec!r} is a spreadsheet workbook: save its sheet as CSV (in "
                          "the spreadsheet: Save As, CSV) and pass the .csv file")
+    xmlrepo = _is_xmlrepo(spec)
     try:
-        X, label_sets = load_libsvm(spec, zero_based=zero_based, multilabel=True)
+        if xmlrepo:
+            X, Y = _parse_xmlrepo(_read_text(spec), spec)
+            label_sets = np.split(Y.indices, Y.indptr[1:-1])
+        else:
+            X, label_sets = load_libsvm(spec, zero_based=zero_based, multilabel=True)
     except (OSError, ValueError) as exc:
         message = str(exc).replace("pass zero_based=True", "use --zero-based")
         if len(message) > 300:           # a binary file's first "number" is quoted whole
             message = message[:300] + " ..."
-        raise ValueError(f"cannot read {spec!r} as a LIBSVM file (or a .csv/.tsv file by "
-                         f"its name): {message}") from None
+        kind = ("an Extreme Classification Repository file" if xmlrepo else
+                "a LIBSVM file (or a .csv/.tsv file by its name)")
+        raise ValueError(f"cannot read {spec!r} as {kind}: {message}") from None
     n_features, columns = X.shape[1], UsedColumns(X)
     if columns.n_used:      # a file without a single entry keeps its columns: models need one
         X = columns.take(X)
@@ -822,15 +834,27 @@ def _read_file(spec, zero_based):
         return Dataset(Path(spec).name, X, [labels[0] for labels in label_sets],
                        n_features=n_features)
     binarizer = MultiLabelBinarizer(sparse_output=True)
-    Y = binarizer.fit_transform(label_sets)
+    Y = binarizer.fit_transform([tuple(labels) for labels in label_sets])
     return Dataset(Path(spec).name, X, Y, classes=binarizer.classes_, n_features=n_features)
+
+
+def _is_xmlrepo(spec):
+    """Whether the file's first line is three whole numbers (an Extreme Classification
+    Repository file's ``N D L``: a LIBSVM row holds ``index:value`` pairs)."""
+    try:
+        with _open_binary(spec) as f:
+            first = f.readline(4096)
+    except CORRUPT:                     # a missing or damaged file: the reader says why
+        return False
+    return re.fullmatch(rb"\s*\d+\s+\d+\s+\d+\s*", first) is not None
 
 
 def load_dataset(spec, zero_based=False, label=None):
     """The :class:`Dataset` named by ``spec``: ``a9a`` (shipped), ``breast_cancer`` or
-    ``digits`` (scikit-learn), a CSV or TSV file (its column ``label``, the last by
+    ``digits`` (scikit-learn), a CSV, TSV or ARFF file (its column ``label``, the last by
     default, for the labels: ``_csv.read_csv``), a LIBSVM file (columns numbered from 1,
-    or from 0 with ``zero_based=True``), or a set of the data home. Raises ValueError with
+    or from 0 with ``zero_based=True``), an Extreme Classification Repository file, or a
+    set of the data home. Raises ValueError with
     a message for the user when it cannot be read or is not a classification task."""
     if spec == "a9a":
         data = Dataset("a9a", *load_a9a())
@@ -840,7 +864,7 @@ def load_dataset(spec, zero_based=False, label=None):
     elif spec == "digits":
         X, y = load_digits(return_X_y=True)
         data = Dataset(spec, X / 16.0, y)
-    elif is_delimited(spec):
+    elif is_table(spec):
         table = read_csv(spec, label)
         data = Dataset(Path(spec).name, table.X, table.y, note=table.note)
     else:
@@ -991,9 +1015,9 @@ def main(argv=None):
     """The ``sparsekit-compare`` console script."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("data", nargs="*", default=["a9a", "digits"],
-                        help="LIBSVM files (class labels or comma-separated label sets), CSV "
-                             "or TSV files (.csv, .tsv), or data set names (default: a9a "
-                             "digits)")
+                        help="LIBSVM files (class labels or comma-separated label sets), "
+                             "Extreme Classification Repository files, CSV, TSV or ARFF files "
+                             "(.csv, .tsv, .arff), or data set names (default: a9a digits)")
     parser.add_argument("--repeat", type=_positive_int, default=3,
                         help="fits per model (median)")
     parser.add_argument("--C", type=_positive_float, default=1.0,
@@ -1006,7 +1030,8 @@ def main(argv=None):
                         help="the files number their columns from 0 (scikit-learn's "
                              "dump_svmlight_file), not from 1 as LIBSVM does")
     parser.add_argument("--label", metavar="COLUMN",
-                        help="the label column of CSV and TSV files, by header or position "
+                        help="the label column of CSV, TSV and ARFF files, by header or "
+                             "position "
                              "from 0 (default: the last column); the others are features: "
                              "numbers standardized (a missing one set to the column's median "
                              "and marked), free text as TF-IDF, other text one-hot encoded")
@@ -1024,9 +1049,9 @@ def main(argv=None):
             args.plot.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
             parser.error(f"--plot: cannot create {str(args.plot)!r}: {exc.strerror}")
-    if args.label is not None and not any(map(is_delimited, args.data)):
-        parser.error("--label applies to CSV and TSV files (.csv, .tsv); LIBSVM files "
-                     "carry their labels first on each line")
+    if args.label is not None and not any(map(is_table, args.data)):
+        parser.error("--label applies to CSV, TSV and ARFF files (.csv, .tsv, .arff); "
+                     "LIBSVM files carry their labels first on each line")
     datasets = []
     for spec in args.data:
         try:
