@@ -84,7 +84,9 @@ class L1LogisticOBACV(L1LogisticOBA):
     Attributes
     ----------
     C_ : float
-        The chosen C.
+        The chosen C. This and the attributes below have the shapes of scikit-learn's
+        ``LogisticRegressionCV`` with ``use_legacy_attributes=False`` (its default from
+        version 1.10): a float, not C repeated per class.
     l1_ratio_ : float
         The chosen elastic-net mixing.
     Cs_ : ndarray of shape (n_Cs,)
