@@ -44,18 +44,35 @@ def test_get_data_home_env_and_explicit(tmp_path, monkeypatch):
 
 
 @pytest.mark.parametrize(
-    "call, missing",
+    "call, missing, source",
     [
-        (lambda h: load_libsvm("a9a", data_home=h), "a9a.xz"),
-        (lambda h: load_mnist("test", data_home=h), "t10k-images-idx3-ubyte.gz"),
-        (lambda h: load_mulan("scene", "train", data_home=h), "scene.xml"),
-        (lambda h: load_xmlrepo("Bibtex", "test", data_home=h), "Bibtex_test.txt.xz"),
-        (lambda h: load_debian(data_home=h), "debian_packages.jsonl.xz"),
+        (lambda h: load_libsvm("a9a", data_home=h), "a9a.xz", "the LIBSVM data page"),
+        (lambda h: load_mnist("test", data_home=h), "t10k-images-idx3-ubyte.gz",
+         "the MNIST database"),
+        (lambda h: load_mulan("scene", "train", data_home=h), "scene.xml", "Mulan's"),
+        (lambda h: load_xmlrepo("Bibtex", "test", data_home=h), "Bibtex_test.txt.xz",
+         "load_mulan reads the same rows"),
+        (lambda h: load_debian(data_home=h), "debian_packages.jsonl.xz", "Debian 12"),
     ],
 )
-def test_missing_file_is_named(tmp_path, call, missing):
-    with pytest.raises(FileNotFoundError, match=missing):
+def test_missing_file_is_named_with_its_source(tmp_path, call, missing, source):
+    with pytest.raises(FileNotFoundError, match=f"{missing}.*source: .*{source}"):
         call(tmp_path)
+
+
+@pytest.mark.parametrize("stored", ["w8a", "w8a.gz", "w8a.bz2"])
+def test_a_data_file_is_found_plain_or_under_another_compression(tmp_path, stored):
+    """As the LIBSVM page serves it (plain, or .bz2), not only as the xz copy the loaders
+    name."""
+    import bz2
+
+    text = b"+1 1:1 300:0.5\n-1 2:1\n"
+    (tmp_path / "libsvm").mkdir()
+    opener = {"gz": gzip.open, "bz2": bz2.open}.get(stored.rpartition(".")[2], open)
+    with opener(tmp_path / "libsvm" / stored, "wb") as f:
+        f.write(text)
+    X, y = load_libsvm("w8a", data_home=tmp_path)
+    assert X.shape == (2, 300) and y.tolist() == [1, -1]
 
 
 def test_bad_arguments():

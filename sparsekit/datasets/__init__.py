@@ -1,8 +1,9 @@
 """Loaders for benchmark data files, and synthetic generators.
 
 Loaders of named sets take ``data_home=None`` (the environment variable ``SPARSEKIT_DATA``,
-else ``~/sparsekit_data``, see :func:`get_data_home`) or an explicit folder, and raise
-``FileNotFoundError`` naming the missing file. :func:`load_a9a` reads the copy of a9a shipped
+else ``~/sparsekit_data``, see :func:`get_data_home`) or an explicit folder, find a file
+stored plain or compressed (``.xz``, ``.gz``, ``.bz2``), and raise ``FileNotFoundError``
+naming the missing file and where it comes from. :func:`load_a9a` reads the copy of a9a shipped
 inside the package.
 """
 from ._debian import load_debian

@@ -35,15 +35,38 @@ def get_data_home(data_home=None):
     return Path(data_home).expanduser()
 
 
+#: compressions a data file may be stored under, besides the name the loaders ask for
+_COMPRESSED = (".xz", ".gz", ".bz2")
+#: where the files of each folder of the data home come from (FileNotFoundError says it)
+SOURCES = {
+    "libsvm": "the LIBSVM data page, "
+              "https://www.csie.ntu.edu.tw/~cjlin/libsvmtools/datasets/binary.html",
+    "mnist": "the MNIST database, https://yann.lecun.com/exdb/mnist/ (its four .gz files)",
+    "mulan": "Mulan's multi-label data sets, "
+             "https://github.com/tsoumakas/mulan/tree/master/data/multi-label (the .arff and "
+             ".xml files)",
+    "xmlrepo": "these are Mulan's train/test files in the Extreme Classification "
+               "Repository's format: load_mulan reads the same rows",
+    "debian": "built from the Debian 12 archive's Packages and Translation-en indexes",
+}
+
+
 def _find_file(relative, data_home=None):
-    """Resolve ``relative`` under the data home; FileNotFoundError names the missing file."""
-    path = get_data_home(data_home) / relative
-    if not path.is_file():
-        raise FileNotFoundError(
-            f"dataset file not found: {path} (pass data_home= or set the SPARSEKIT_DATA "
-            f"environment variable to the folder that holds {relative})"
-        )
-    return path
+    """Resolve ``relative`` under the data home, also stored plain or under another
+    compression (``w8a`` as the LIBSVM page serves it for ``libsvm/w8a.xz``);
+    FileNotFoundError names the missing file and where the folder's files come from."""
+    home = get_data_home(data_home)
+    path = home / relative
+    stem = next((relative[: -len(c)] for c in _COMPRESSED if relative.endswith(c)), relative)
+    for candidate in (relative, stem, *(stem + c for c in _COMPRESSED)):
+        if (home / candidate).is_file():
+            return home / candidate
+    source = SOURCES.get(Path(relative).parts[0])
+    raise FileNotFoundError(
+        f"dataset file not found: {path} (pass data_home= or set the SPARSEKIT_DATA "
+        f"environment variable to the folder that holds {relative}, also stored plain or as "
+        f".gz, .bz2{'; source: ' + source if source else ''})"
+    )
 
 
 def _open_binary(path):
