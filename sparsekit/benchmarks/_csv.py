@@ -84,6 +84,8 @@ def read_csv(path, label=None):
         raise ValueError(f"reading {str(path)!r} needs pandas: pip install pandas") from None
     read = _arff_frame if _ending(path) == ARFF else _delimited_frame
     frame, lines, decimal, layout = read(path, pd)
+    # headers written "name ," (UCI Adult's) lose their spaces: --label takes the bare name;
+    # names that would become one ("a" and "a ") keep theirs
     stripped = [c.strip() if isinstance(c, str) else c for c in frame.columns]
     counts = Counter(stripped)
     frame.columns = [s if counts[s] == 1 else c for s, c in zip(stripped, frame.columns)]
