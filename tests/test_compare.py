@@ -258,7 +258,7 @@ def test_a_spreadsheet_or_a_binary_file_is_a_short_clear_error(tmp_path, capsys)
         assert exit_info.value.code == 2
         messages.append(capsys.readouterr().err.splitlines()[-1])
     assert "is a spreadsheet workbook: save its sheet as CSV" in messages[0]
-    assert "as a LIBSVM file (or a .csv/.tsv file by its name)" in messages[1]
+    assert "as a LIBSVM file (or a .csv/.tsv/.arff file by its name)" in messages[1]
     assert len(messages[1]) < 500
 
 

@@ -825,7 +825,7 @@ def _read_file(spec, zero_based):
         if len(message) > 300:           # a binary file's first "number" is quoted whole
             message = message[:300] + " ..."
         kind = ("an Extreme Classification Repository file" if xmlrepo else
-                "a LIBSVM file (or a .csv/.tsv file by its name)")
+                "a LIBSVM file (or a .csv/.tsv/.arff file by its name)")
         raise ValueError(f"cannot read {spec!r} as {kind}: {message}") from None
     n_features, columns = X.shape[1], UsedColumns(X)
     if columns.n_used:      # a file without a single entry keeps its columns: models need one
@@ -854,8 +854,8 @@ def load_dataset(spec, zero_based=False, label=None):
     ``digits`` (scikit-learn), a CSV, TSV or ARFF file (its column ``label``, the last by
     default, for the labels: ``_csv.read_csv``), a LIBSVM file (columns numbered from 1,
     or from 0 with ``zero_based=True``), an Extreme Classification Repository file, or a
-    set of the data home. Raises ValueError with
-    a message for the user when it cannot be read or is not a classification task."""
+    set of the data home. Raises ValueError with a message for the user when it cannot be
+    read or is not a classification task."""
     if spec == "a9a":
         data = Dataset("a9a", *load_a9a())
     elif spec == "breast_cancer":
@@ -1031,8 +1031,8 @@ def main(argv=None):
                              "dump_svmlight_file), not from 1 as LIBSVM does")
     parser.add_argument("--label", metavar="COLUMN",
                         help="the label column of CSV, TSV and ARFF files, by header or "
-                             "position "
-                             "from 0 (default: the last column); the others are features: "
+                             "position from 0 (default: the last column); the others are "
+                             "features: "
                              "numbers standardized (a missing one set to the column's median "
                              "and marked), free text as TF-IDF, other text one-hot encoded")
     parser.add_argument("--plot", metavar="DIR", type=Path,
