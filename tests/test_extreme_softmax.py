@@ -177,6 +177,19 @@ def test_zero_weight_mass_gives_a_nan_curve_point_and_an_error_in_softmax_nll(da
         softmax_nll(X[:0], np.zeros(0, dtype=int), est.coef_)
 
 
+def test_the_monitored_nll_stays_finite_under_weights_near_the_float_maximum(data):
+    """The weights multiply the steps (the fit diverges, and says so), but the weighted
+    mean NLL of the history is computed on weights divided by their largest: their sum
+    overflowed, with a RuntimeWarning, at weights of 1e300."""
+    X, y = data
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        est = _monitored(n_epochs=2, random_state=0).fit(X, y,
+                                                          sample_weight=np.full(len(y), 1e300))
+    assert np.all(np.isfinite(est.loss_curve_))
+    assert not [w for w in caught if issubclass(w.category, RuntimeWarning)]
+
+
 def test_softmax_log_proba_takes_rows_only():
     rows = np.array([[1.0, 2.0, 3.0], [0.0, 0.0, 0.0]])
     np.testing.assert_allclose(softmax_log_proba(rows[0]), softmax_log_proba(rows)[0])

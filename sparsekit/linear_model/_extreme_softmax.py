@@ -695,10 +695,11 @@ class ExtremeSoftmaxSGD(SparsekitClassifier):
     def _training_nll(self, X, y_idx, sample_weight):
         """Weighted mean NLL of the current weights (NaN when every weight is 0); its time
         goes to ``_eval_seconds`` (reported by ``verbose``)."""
-        if not sample_weight.sum() > 0:
+        if not sample_weight.max(initial=0.0) > 0:
             return np.nan
         start = time.perf_counter()
-        nll = float(self._nll(X, y_idx) @ sample_weight / sample_weight.sum())
+        weights = sample_weight / sample_weight.max()     # sums of weights near 1e308 stay finite
+        nll = float(self._nll(X, y_idx) @ weights / weights.sum())
         self._eval_seconds = getattr(self, "_eval_seconds", 0.0) + time.perf_counter() - start
         return nll
 
