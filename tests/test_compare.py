@@ -396,6 +396,33 @@ def test_classes_seen_once_train_and_the_rest_split_stratified():
     assert np.bincount(y_test.astype(int)).tolist() == [3, 3]
 
 
+def test_a_csv_files_split_is_encoded_on_its_training_rows(tmp_path):
+    """The probability table's models see the test rows as a scikit-learn pipeline fit on
+    the training rows would give them: the numbers standardized by the training rows' mean
+    and deviation, not every row's (the l1 tables' matrix)."""
+    pytest.importorskip("pandas")
+    rng = np.random.default_rng(0)
+    path = tmp_path / "shifted.csv"
+    x = rng.normal(size=40)
+    np.savetxt(path, np.column_stack([x, x > 0]), delimiter=",", header="x,label",
+               comments="", fmt="%.6f")
+    data = compare.load_dataset(str(path))
+    rows, encode = {}, data.encode
+
+    def spy(train, test):
+        rows.update(train=train, test=test)
+        return encode(train, test)
+    data.encode = spy
+    X_train, X_test, y_train, y_test = compare._split(data)
+    train, test = rows["train"], rows["test"]
+    assert train.size == 28 and test.size == 12
+    x = np.round(x, 6)                                  # as written
+    mean, std = x[train].mean(), x[train].std()
+    np.testing.assert_allclose(X_train[:, 0], (x[train] - mean) / std, atol=1e-12)
+    np.testing.assert_allclose(X_test[:, 0], (x[test] - mean) / std, atol=1e-12)
+    assert abs(data.X[train].mean()) > 1e-3             # every row's scaling differs
+
+
 def test_fasttext_joins_on_many_classes_on_its_tokens(tmp_path, capsys):
     pytest.importorskip("fasttext")
     rng = np.random.default_rng(0)

@@ -187,6 +187,37 @@ def test_missing_numbers_are_imputed_by_the_median_and_marked(tmp_path):
     np.testing.assert_array_equal(data.X[:, 1], [0, 1, 0])
 
 
+def test_a_split_is_encoded_by_encoders_fit_on_its_training_rows(tmp_path):
+    """Medians, means and scales, categories and vocabularies come from the training rows
+    alone (as in a scikit-learn pipeline): a test row's category or word unseen in training
+    encodes to zeros, its number is scaled by the training rows' mean and deviation, and
+    the columns marking gaps are those of the file."""
+    path = tmp_path / "split.csv"
+    path.write_text("age,height,city,review,label\n"
+                    "20,1.5,Oslo,good plot fine actor,a\n,1.6,Lyon,bad plot dull actor,b\n"
+                    "40,1.7,Oslo,good film long fun,a\n30,1.8,Lyon,dull film bad end,b\n"
+                    "90,,Turin,good good great plot,a\n10,2.0,Rome,unseen words only here,b\n")
+    data = read_csv(path)
+    X_train, X_test = data.encode(np.arange(4), np.array([4, 5]))
+    assert sp.issparse(X_train) and X_train.format == "csr" and sp.issparse(X_test)
+    X_train, X_test = X_train.toarray(), X_test.toarray()
+    age = np.array([20, 30, 40, 30])                 # the training median fills row 1
+    mean, std = age.mean(), age.std()
+    np.testing.assert_allclose(X_train[:, 0], (age - mean) / std)
+    np.testing.assert_allclose(X_test[:, 0], (np.array([90, 10]) - mean) / std)
+    height = np.array([1.5, 1.6, 1.7, 1.8])
+    np.testing.assert_allclose(X_test[:, 1], (np.array([np.median(height), 2.0])
+                                              - height.mean()) / height.std())
+    # gaps: age's in training, height's in the test rows only; both columns are marked
+    np.testing.assert_array_equal(X_train[:, 2:4], [[0, 0], [1, 0], [0, 0], [0, 0]])
+    np.testing.assert_array_equal(X_test[:, 2:4], [[0, 1], [0, 0]])
+    np.testing.assert_array_equal(X_train[:, 4:6], [[0, 1], [1, 0], [0, 1], [1, 0]])
+    np.testing.assert_array_equal(X_test[:, 4:6], 0)    # Turin and Rome: unseen in training
+    assert X_test[1, 6:].sum() == 0                     # only unseen words
+    assert X_train.shape[1] == X_test.shape[1] == 6 + 10    # the training rows' 10 words
+    assert data.X.shape[1] == 2 + 2 + 4 + 15            # the l1 tables': every row's
+
+
 @pytest.mark.parametrize("content, label, match", [
     ("", None, "cannot read .*No columns to parse"),
     ("a,b\n1,2\n3,4\n", "c", r"no label column 'c' .* its 2 columns: 'a', 'b'"),

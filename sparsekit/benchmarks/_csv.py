@@ -7,18 +7,24 @@ missing number set to its column's median with a 0/1 column marking where (sciki
 ``SimpleImputer(strategy="median", add_indicator=True)``), free text (three words or
 more, and more than half the rows differ) as TF-IDF (``TfidfVectorizer``, an empty field an
 empty document), the other text columns one-hot encoded (a missing value a category of its
-own). Empty fields, ``NA``, ``n/a`` and ``?`` (the UCI repository's mark) are missing
+own); :data:`CsvData`'s ``encode`` fits these encoders on training rows only, for held-out
+scores. Empty fields, ``NA``, ``n/a`` and ``?`` (the UCI repository's mark) are missing
 values; numbers written with thousands separators (``"1,234.5"``, as spreadsheets save
 formatted cells) are numbers. The matrix is CSR when a column is text, dense otherwise.
 """
 import re
 import warnings
 from collections import Counter, namedtuple
+from functools import partial
 from pathlib import Path
 
 import numpy as np
 import scipy.sparse as sp
+from sklearn.base import clone
+from sklearn.compose import ColumnTransformer
 from sklearn.feature_extraction.text import TfidfVectorizer
+from sklearn.impute import MissingIndicator, SimpleImputer
+from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import OneHotEncoder, StandardScaler
 
 #: file name endings read as delimited text, and their separators
@@ -36,8 +42,10 @@ FREE_TEXT_WORDS = 3
 #: ... and more distinct values than this (no warning on a few rows)
 MIN_WARNED_DISTINCT = 20
 
-#: ``X`` (dense or CSR), labels ``y`` and a ``note`` for the tables' titles
-CsvData = namedtuple("CsvData", "X y note")
+#: ``X`` (dense or CSR, the encoders fit on every row), labels ``y``, a ``note`` for the
+#: tables' titles, and ``encode(train, test)``: ``(X_train, X_test)`` with the encoders fit
+#: on the rows ``train`` only
+CsvData = namedtuple("CsvData", "X y note encode")
 
 
 def is_table(path):
@@ -106,31 +114,29 @@ def read_csv(path, label=None):
         _refuse_mixed(features[c], c, path)
     words = [c for c in text if _is_free_text(features[c])]
     categories = [c for c in text if c not in words]
-    blocks, parts = [], [f"label {name!r}"]
+    _warn_identifiers(features[categories], path)
+    features = _typed(features, numeric, categories, words)
+    encoder = _encoder(features, numeric, categories, words)
+    X = _fit_encoder(encoder, features, path)        # on every row: the l1 tables' matrix
+    parts = [f"label {name!r}"]
     if numeric:
-        values, marks, note = _standardized(features[numeric], numeric, path)
-        blocks += [values, marks] if marks.shape[1] else [values]
-        parts.append(f"{_columns(len(numeric), 'numeric')} standardized{note}")
+        missing = features[numeric].isna().to_numpy()
+        gaps = int(missing.any(axis=0).sum())
+        parts.append(f"{_columns(len(numeric), 'numeric')} standardized")
+        if gaps:
+            parts[-1] += (f" ({int(missing.sum())} missing value(s) in {gaps} of them set to "
+                          f"the column's median, {_columns(gaps, '0/1')} marking where)")
         if grouped:
             parts[-1] += f" ({len(grouped)} written with thousands separators)"
     if categories:
-        blocks.append(_one_hot(features[categories], path))
+        width = encoder.output_indices_["categories"]
         parts.append(f"{_columns(len(categories), 'text')} one-hot encoded into "
-                     f"{blocks[-1].shape[1]}")
+                     f"{width.stop - width.start}")
     if words:
-        vocabulary = 0
-        for c in words:       # an empty field is an empty document
-            try:
-                blocks.append(TfidfVectorizer().fit_transform(features[c].fillna("")))
-            except ValueError as exc:           # no word of two letters or more
-                raise ValueError(f"{str(path)!r}: the free-text column {c!r}: {exc}") from None
-            vocabulary += blocks[-1].shape[1]
+        vocabulary = sum(len(encoder.named_transformers_[f"words {c}"].vocabulary_)
+                         for c in words)
         parts.append(f"{_columns(len(words), 'free-text')} as TF-IDF over {vocabulary} "
                      "words")
-    if text:
-        X = sp.hstack([sp.csr_matrix(b) for b in blocks], format="csr")
-    else:
-        X = np.ascontiguousarray(np.hstack(blocks))
     y = y.to_numpy()
     if not pd.api.types.is_numeric_dtype(y.dtype):
         # LIBLINEAR takes numbers only, and fastText's labels are tokens: text labels are
@@ -138,7 +144,7 @@ def read_csv(path, label=None):
         names, y = np.unique(y.astype(str), return_inverse=True)
         shown = ", ".join(f"{v}={i}" for i, v in enumerate(names[:5]))
         parts[0] += f" coded {shown}{', ...' if names.size > 5 else ''}"
-    return CsvData(X, y, "; ".join(parts))
+    return CsvData(X, y, "; ".join(parts), partial(_encode_split, encoder, features, path))
 
 
 def _delimited_frame(path, pd):
@@ -236,42 +242,103 @@ def _is_free_text(column):
             and column.nunique() > MAX_DISTINCT_SHARE * column.size)
 
 
-def _standardized(frame, names, path):
-    """``(values, marks, note)``: the numeric columns standardized, a missing value replaced
-    by its column's median (0 in a column without any), the 0/1 columns marking the missing
-    values of each column that has some, and the note that counts them; ValueError for a
-    value too large."""
-    values = frame.to_numpy(np.float64)
-    missing = np.isnan(values)
-    gaps = missing.any(axis=0)
-    marks, note = missing[:, gaps].astype(np.float64), ""
-    if gaps.any():
-        medians = [np.median(v[~m]) if (~m).any() else 0.0 for v, m in zip(values.T, missing.T)]
-        values = np.where(missing, np.asarray(medians), values)
-        note = (f" ({int(missing.sum())} missing value(s) in {int(gaps.sum())} of them set to "
-                f"the column's median, {_columns(int(gaps.sum()), '0/1')} marking where)")
-    scaler = StandardScaler()
-    with np.errstate(over="ignore", invalid="ignore"):
-        bad = ~np.isfinite(values).all(axis=0)
-        if not bad.any():
-            values = scaler.fit_transform(values)
-            bad = ~np.isfinite(scaler.var_) | ~np.isfinite(values).all(axis=0)
-    if bad.any():
-        raise ValueError(f"{str(path)!r}: the numeric column {names[int(np.argmax(bad))]!r} "
-                         "holds values too large to standardize (infinite or overflowing)")
-    return values, marks, note
+def _typed(features, numeric, categories, words):
+    """``features`` as the encoder takes them: numbers as float64 (a missing one NaN),
+    category values as Python objects (a missing one a category of its own), free text
+    as strings (a missing one an empty document); columns by position, as a file without
+    a header names them by numbers."""
+    import pandas as pd
+
+    typed = pd.DataFrame(index=features.index)
+    for position, c in enumerate(features):
+        column = features[c]
+        if c in numeric:
+            column = column.astype(np.float64)
+        elif c in words:
+            column = column.fillna("").astype(str)
+        else:
+            column = column.astype(object)
+        typed[position] = column
+    typed.columns = list(features.columns)
+    return typed
 
 
-def _one_hot(frame, path):
-    """The category columns one-hot encoded, a missing value a category of its own; a
-    warning for a column with more distinct values than MAX_DISTINCT_SHARE of the rows."""
+def _encoder(features, numeric, categories, words):
+    """The unfitted ``ColumnTransformer`` of the model matrix: numbers median-imputed
+    (0 in a column without any) and standardized, then a 0/1 column marking the missing
+    numbers of each numeric column with a gap in the file, the categories one-hot
+    (categories unseen in its fit ignored), and each free-text column as TF-IDF; sparse
+    output when a column is text."""
+    columns = list(features.columns)
+    gaps = [columns.index(c) for c in numeric if features[c].isna().any()]
+    steps = []
+    if numeric:
+        steps.append(("numbers", make_pipeline(SimpleImputer(strategy="median",
+                                                             keep_empty_features=True),
+                                               StandardScaler()),
+                      [columns.index(c) for c in numeric]))
+    if gaps:     # the columns with a gap in the file, marked in every split
+        steps.append(("missing", MissingIndicator(features="all"), gaps))
+    if categories:
+        steps.append(("categories", OneHotEncoder(handle_unknown="ignore"),
+                      [columns.index(c) for c in categories]))
+    steps += [(f"words {c}", TfidfVectorizer(), columns.index(c)) for c in words]
+    return ColumnTransformer(steps, sparse_threshold=1.0 if categories or words else 0.0)
+
+
+def _fit_encoder(encoder, features, path):
+    """``encoder`` fit on the rows of ``features``, and their matrix (CSR, or dense
+    float64); ValueError for a number too large to standardize or a free-text column
+    without a word of two letters in these rows."""
+    numeric = features.select_dtypes(np.float64)
+    infinite = np.isinf(numeric.to_numpy()).any(axis=0)
+    if infinite.any():
+        _too_large(numeric.columns[int(np.argmax(infinite))], path)
+    try:
+        with np.errstate(over="ignore", invalid="ignore"):    # told below by the scaler
+            X = encoder.fit_transform(features)
+    except ValueError as exc:                # no word of two letters in a free-text column
+        for name, tfidf, c in encoder.transformers:
+            if name.startswith("words ") and not features.iloc[:, c].str.contains(
+                    r"\w\w", regex=True).any():
+                raise ValueError(f"{str(path)!r}: the free-text column "
+                                 f"{features.columns[c]!r}: {exc}") from None
+        raise
+    if "numbers" in encoder.named_transformers_:
+        scaler = encoder.named_transformers_["numbers"][-1]
+        bad = ~np.isfinite(scaler.mean_) | ~np.isfinite(scaler.var_)
+        if bad.any():
+            _too_large(numeric.columns[int(np.argmax(bad))], path)
+    return _matrix(X)
+
+
+def _too_large(name, path):
+    raise ValueError(f"{str(path)!r}: the numeric column {name!r} holds values too large "
+                     "to standardize (infinite or overflowing)")
+
+
+def _matrix(X):
+    return X.tocsr() if sp.issparse(X) else np.ascontiguousarray(X, dtype=np.float64)
+
+
+def _encode_split(encoder, features, path, train, test):
+    """``(X_train, X_test)``: a copy of ``encoder`` fit on the rows ``train`` (medians,
+    means and scales, categories and vocabularies of the training rows only, as a
+    scikit-learn pipeline would), applied to both."""
+    fitted = clone(encoder)
+    X_train = _fit_encoder(fitted, features.iloc[train], path)
+    return X_train, _matrix(fitted.transform(features.iloc[test]))
+
+
+def _warn_identifiers(frame, path):
+    """A warning for each category column with more distinct values than
+    MAX_DISTINCT_SHARE of the rows."""
     for c in frame:
         distinct = frame[c].nunique(dropna=False)
         if distinct > max(MAX_DISTINCT_SHARE * len(frame), MIN_WARNED_DISTINCT):
             warnings.warn(f"{str(path)!r}: the text column {c!r} has {distinct} distinct "
                           f"values in {len(frame)} rows (an identifier?): each becomes a "
                           "one-hot column", UserWarning, stacklevel=3)
-    return OneHotEncoder(dtype=np.float64).fit_transform(frame.astype(object).to_numpy())
 
 
 def _columns(count, kind):

@@ -46,7 +46,8 @@ such a column is 0 and would only cost it time and memory, and the titles say so
 an Extreme Classification Repository file (first line ``N D L``, as Bibtex_train.txt),
 a CSV, TSV or ARFF file (``.csv``, ``.tsv``, ``.arff``, also compressed: its label column is
 the last one or ``--label``'s; for every model numeric columns are standardized, free text
-becomes TF-IDF and other text columns are one-hot encoded),
+becomes TF-IDF and other text columns are one-hot encoded, by encoders fit on the training
+rows for the probability table and on every row for the l1 table),
 ``a9a`` (shipped inside sparsekit), a set of the data home (``a9a.t``, ``w8a``: see
 :func:`sparsekit.datasets.get_data_home`) or one of scikit-learn's ``breast_cancer`` and
 ``digits`` (dense, standardized for the l1 table). Without DATA it runs on a9a and digits.
@@ -556,13 +557,16 @@ TEST_SHARE = 0.3
 
 
 def _split(data):
-    """Stratified 70/30 split of the rows; the rows of classes seen once go to training."""
+    """Stratified 70/30 split of the rows; the rows of classes seen once go to training. A
+    table file's columns are encoded again with the encoders fit on the training rows."""
     labels, inverse, counts = np.unique(data.y, return_inverse=True, return_counts=True)
     rows = np.flatnonzero(counts[inverse] >= 2)
     train, test = train_test_split(rows, test_size=TEST_SHARE, random_state=0,
                                    stratify=data.y[rows])
     train = np.concatenate([train, np.flatnonzero(counts[inverse] < 2)])
-    return data.X[train], data.X[test], data.y[train], data.y[test]
+    X_train, X_test = (data.X[train], data.X[test]) if data.encode is None else \
+        data.encode(train, test)
+    return X_train, X_test, data.y[train], data.y[test]
 
 
 def _liblinear_multiclass(X_train, y_train, X_test, y_test, repeat, budget=np.inf,
@@ -625,8 +629,10 @@ def compare_multiclass(repeat, data=None, budget=np.inf, announce=None):
                     for r in _measured(rows)}
     base = next(r for r in rows if r[0].startswith("scikit-learn LogisticRegression"))
     _format_rows(rows, base, {2: "{:.4f}".format, 3: "{:.2f}".format})
+    split = ("70/30 split" if data.encode is None else
+             f"70/30 split; encoders fit on the training rows: {X_train.shape[1]} columns")
     return Table(f"class probabilities, {data.described}, {data.classes.size} "
-                 f"classes (70/30 split), every model with an intercept; median (min-max) of "
+                 f"classes ({split}), every model with an intercept; median (min-max) of "
                  f"{repeat} fits; fits capped at ~{FIT_BUDGETS} x {budget:g} s but LIBLINEAR's "
                  f"and fastText's", ["model", "fit time", "test accuracy",
                                     "mean classes with p>0", "time / LogisticRegression"],
@@ -776,10 +782,12 @@ class Dataset:
     for a multi-label set (``multilabel``), ``y`` is a 0/1 CSR indicator matrix whose
     columns are the labels ``classes``; ``n_features`` is the column count of the source
     when ``X`` holds only its used columns; ``note`` says how ``X`` was made from the
-    source."""
+    source; ``encode(train, test)``, for a table file, gives ``(X_train, X_test)`` with
+    its encoders fit on the rows ``train`` (``X`` has them fit on every row)."""
 
-    def __init__(self, name, X, y, X_l1=None, classes=None, n_features=None, note=None):
-        self.name, self.X, self.note = name, X, note
+    def __init__(self, name, X, y, X_l1=None, classes=None, n_features=None, note=None,
+                 encode=None):
+        self.name, self.X, self.note, self.encode = name, X, note, encode
         self.n_features = X.shape[1] if n_features is None else n_features
         self.multilabel = sp.issparse(y) or np.ndim(y) == 2
         # int64: scikit-learn's LabelBinarizer (inside OneVsRestClassifier) misplaces the
@@ -866,7 +874,8 @@ def load_dataset(spec, zero_based=False, label=None):
         data = Dataset(spec, X / 16.0, y)
     elif is_table(spec):
         table = read_csv(spec, label)
-        data = Dataset(Path(spec).name, table.X, table.y, note=table.note)
+        data = Dataset(Path(spec).name, table.X, table.y, note=table.note,
+                       encode=table.encode)
     else:
         data = _read_file(spec, zero_based)
         bad = np.flatnonzero(~np.isfinite(data.X.data))
@@ -1034,7 +1043,8 @@ def main(argv=None):
                              "position from 0 (default: the last column); the others are "
                              "features: "
                              "numbers standardized (a missing one set to the column's median "
-                             "and marked), free text as TF-IDF, other text one-hot encoded")
+                             "and marked), free text as TF-IDF, other text one-hot encoded "
+                             "(fit on the training rows for the test accuracy)")
     parser.add_argument("--plot", metavar="DIR", type=Path,
                         help="write PNG figures to DIR: time vs suboptimality of the l1 "
                              "solvers (a ladder of tolerances), accuracy vs time")
