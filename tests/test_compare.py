@@ -373,6 +373,19 @@ def test_a_csv_file_with_text_columns_and_text_labels_gets_every_row(tmp_path, c
     assert len(accuracies) == 5 and min(accuracies.values()) > 0.7, accuracies
 
 
+def test_warnings_print_as_one_line_each(tmp_path, capsys):
+    pytest.importorskip("pandas")
+    path = tmp_path / "people.csv"
+    rows = "\n".join(f"{i},{i % 3},{i % 2}" for i in range(1, 31))
+    path.write_text(f"id,group,label\n{rows}\n")
+    compare.main([str(path), "--repeat", "1", "--json"])
+    err = capsys.readouterr().err.splitlines()
+    assert f"sparsekit-compare: warning: {str(path)!r}: the numeric column 'id' numbers the rows " \
+        "1..30 (an identifier?): it is a feature here; leave it out of the file if it should " \
+        "not be one" in err
+    assert not any("UserWarning" in line for line in err)
+
+
 def test_label_is_for_csv_files_only(tmp_path, capsys):
     path = _write_svm(tmp_path / "tiny.svm")
     assert "--label applies to CSV, TSV and ARFF files" in _usage_error([str(path), "--label", "0"],

@@ -2,6 +2,7 @@
 standardized, text one-hot encoded) and the errors a user's file can meet."""
 import gzip
 import re
+import warnings
 
 import numpy as np
 import pytest
@@ -141,6 +142,20 @@ def test_spreadsheet_files_are_read(tmp_path):
         np.testing.assert_array_equal(data.X.toarray()[:, 1:], [[1, 0], [0, 1], [1, 0]])
 
 
+def test_a_semicolon_file_with_decimal_points_is_read_as_numbers(tmp_path):
+    """UCI's bank marketing files: ';'-separated, quoted text, decimal points (93.994 is a
+    price index, not 93 994)."""
+    path = tmp_path / "bank-additional.csv"
+    path.write_text('"age";"job";"cons.price.idx";"euribor3m";"y"\n'
+                    '56;"housemaid";93.994;4.857;"no"\n57;"services";93.994;4.857;"no"\n'
+                    '37;"services";92.893;1.313;"yes"\n40;"admin.";94.465;4.961;"no"\n')
+    data = read_csv(path)
+    assert data.note == ("label 'y' coded no=0, yes=1; 3 numeric columns standardized; 1 "
+                         "text column one-hot encoded into 3")
+    price = np.array([93.994, 93.994, 92.893, 94.465])
+    np.testing.assert_allclose(data.X.toarray()[:, 1], (price - price.mean()) / price.std())
+
+
 def test_numbers_with_thousands_separators_are_numbers(tmp_path):
     """Spreadsheets save formatted cells as shown: "1,234.5" in a comma file, "1.234,5" or
     "1 234,5" in a semicolon file with decimal commas; a column that also holds other text
@@ -216,6 +231,51 @@ def test_a_split_is_encoded_by_encoders_fit_on_its_training_rows(tmp_path):
     assert X_test[1, 6:].sum() == 0                     # only unseen words
     assert X_train.shape[1] == X_test.shape[1] == 6 + 10    # the training rows' 10 words
     assert data.X.shape[1] == 2 + 2 + 4 + 15            # the l1 tables': every row's
+
+
+def test_a_column_of_codes_mostly_numbers_is_text(tmp_path):
+    """Titanic's tickets (``113803``, ``A/5 21171``, ``PC 17599``, ...): numbers beside many
+    distinct other values are codes, one-hot encoded, where a few distinct other values
+    (``-``, ``n.a.``) mark missing numbers and are refused."""
+    tickets = ["113803", "A/5 21171", "PC 17599", "349909", "STON/O2. 3101282", "330877",
+               "17463", "W./C. 6608", "248738", "2649"]
+    frame = pd.DataFrame({"ticket": tickets, "fare": np.arange(10.0) ** 2, "label": [0, 1] * 5})
+    path = tmp_path / "tickets.csv"
+    frame.to_csv(path, index=False)
+    data = read_csv(path)
+    assert data.note == ("label 'label'; 1 numeric column standardized; 1 text column "
+                         "one-hot encoded into 10")
+    frame["ticket"] = ["113803", "-", "n.a.", "349909", "-", "330877", "17463", "248738",
+                       "2649", "--"]
+    frame.to_csv(path, index=False)
+    with pytest.raises(ValueError, match=r"'ticket' holds numbers and the text '-', '--', "
+                                         r"'n.a.' \(4 value\(s\)\)"):
+        read_csv(path)
+
+
+def test_a_row_index_is_left_out_and_a_row_counter_warned_about(tmp_path):
+    """The unnamed first column pandas' ``to_csv`` writes (0, 1, ...) is left out, with a
+    note; a named column numbering the rows (Titanic's ``PassengerId``) stays a feature,
+    with a warning."""
+    frame = _mixed_frame(n=30)
+    frame.insert(0, "PassengerId", np.arange(1, 31))
+    path = tmp_path / "indexed.csv"
+    frame.to_csv(path)                                    # the index too, unnamed
+    with pytest.warns(UserWarning, match="'PassengerId' numbers the rows 1..30"):
+        data = read_csv(path)
+    assert data.X.shape == (30, 4 + 3)
+    assert data.note == ("label 'income' coded <=50K=0, >50K=1; the unnamed column "
+                         "'Unnamed: 0' left out (the row index 0, 1, ... that pandas' to_csv "
+                         "writes); 4 numeric columns standardized; 1 text column one-hot "
+                         "encoded into 3")
+    frame.index = frame.index[::-1]                       # not a row index: kept
+    frame.to_csv(path)
+    with pytest.warns(UserWarning, match="PassengerId"):
+        assert read_csv(path).X.shape == (30, 5 + 3)
+    frame.reset_index(drop=True).iloc[:5].to_csv(path)    # a few rows: no warning
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert read_csv(path).note.split("; ")[1].startswith("the unnamed column")
 
 
 @pytest.mark.parametrize("content, label, match", [

@@ -39,8 +39,12 @@ COMPRESSIONS = {".gz", ".bz2", ".xz", ".zip", ".zst"}
 #: outnumber the other features without describing the rows
 MAX_DISTINCT_SHARE = 0.5
 FREE_TEXT_WORDS = 3
-#: ... and more distinct values than this (no warning on a few rows)
+#: ... and more distinct values than this (no warning on a few rows; nor on a numeric
+#: column numbering the rows, an identifier too)
 MIN_WARNED_DISTINCT = 20
+#: a column of numbers with at most this many distinct other values holds missing-value
+#: markers (refused with a hint); with more, it is a column of codes (text)
+MAX_MARKERS = 3
 
 #: ``X`` (dense or CSR, the encoders fit on every row), labels ``y``, a ``note`` for the
 #: tables' titles, and ``encode(train, test)``: ``(X_train, X_test)`` with the encoders fit
@@ -77,7 +81,8 @@ def read_csv(path, label=None):
 
     CSV and TSV: the first line is the header unless every one of its cells is a number
     (then the columns are numbered from 0); a ``.csv`` file whose first line holds ``;``
-    and no comma is ``;``-separated with decimal commas, and bytes that are not UTF-8 are
+    and no comma is ``;``-separated with decimal commas (decimal points where they read
+    more columns as numbers: UCI's bank marketing files), and bytes that are not UTF-8 are
     replaced. ARFF (Weka's format): the ``@attribute`` names, nominal attributes as text
     (their values quoted with ``'`` where they hold spaces), ``?`` a missing value; sparse
     rows (``{i v, ...}``) are refused. ``label`` names the label column, by its header or
@@ -106,9 +111,22 @@ def read_csv(path, label=None):
     y = frame[name]
     _refuse_missing(y, f"the label column {name!r}", path, lines)
     features = frame.drop(columns=[name])
+    # pandas' to_csv writes the frame's index as a first column without a header
+    index = [c for c in features if isinstance(c, str)
+             and re.fullmatch(r"Unnamed: \d+(\.\d+)?", c) and _counts_rows(features[c], 0)]
+    features = features.drop(columns=index)
+    if features.shape[1] == 0:
+        raise ValueError(f"{str(path)!r}: no feature column beside the label and the row "
+                         f"index {index[0]!r}")
     grouped = _read_grouped_numbers(features, decimal)
     numeric = [c for c in features if pd.api.types.is_numeric_dtype(features[c])
                or pd.api.types.is_bool_dtype(features[c])]
+    for c in numeric if len(features) > MIN_WARNED_DISTINCT else []:
+        if _counts_rows(features[c], 1) or _counts_rows(features[c], 0):
+            warnings.warn(f"{str(path)!r}: the numeric column {c!r} numbers the rows "
+                          f"{features[c].iloc[0]:g}..{features[c].iloc[-1]:g} (an "
+                          "identifier?): it is a feature here; leave it out of the file if "
+                          "it should not be one", UserWarning, stacklevel=2)
     text = [c for c in features if c not in numeric]
     for c in text:
         _refuse_mixed(features[c], c, path)
@@ -119,6 +137,9 @@ def read_csv(path, label=None):
     encoder = _encoder(features, numeric, categories, words)
     X = _fit_encoder(encoder, features, path)        # on every row: the l1 tables' matrix
     parts = [f"label {name!r}"]
+    if index:
+        parts.append(f"the unnamed column {index[0]!r} left out (the row index 0, 1, ... "
+                     "that pandas' to_csv writes)")
     if numeric:
         missing = features[numeric].isna().to_numpy()
         gaps = int(missing.any(axis=0).sum())
@@ -161,12 +182,21 @@ def _delimited_frame(path, pd):
             first = pd.read_csv(path, sep=sep, header=None, nrows=1, dtype=str,
                                 keep_default_na=False, **options)
         header = None if all(_is_number(c) for c in first.iloc[0]) else 0
-        frame = pd.read_csv(path, sep=sep, header=header, decimal="," if sep == ";" else ".",
-                            na_values=["?"], **options)
+        decimal = "."
+        frame = pd.read_csv(path, sep=sep, header=header, na_values=["?"], **options)
+        if sep == ";":   # decimal commas, unless decimal points read more columns as numbers
+            commas = pd.read_csv(path, sep=sep, header=header, decimal=",", na_values=["?"],
+                                 **options)   # (UCI's bank marketing: ';' and 93.994)
+            if _numeric_count(commas, pd) >= _numeric_count(frame, pd):
+                frame, decimal = commas, ","
     except (OSError, ValueError) as exc:   # pandas' parser and empty-file errors included
         raise ValueError(f"cannot read {str(path)!r}: {exc}") from None
     lines = np.arange(len(frame)) + (2 if header == 0 else 1)
-    return frame, lines, "," if sep == ";" else ".", f"separator {sep!r}"
+    return frame, lines, decimal, f"separator {sep!r}"
+
+
+def _numeric_count(frame, pd):
+    return sum(pd.api.types.is_numeric_dtype(frame[c]) for c in frame)
 
 
 def _arff_frame(path, pd):
@@ -361,17 +391,28 @@ def _label_column(frame, path, label):
                          f"from 0); its {len(columns)} columns: {shown}") from None
 
 
+def _counts_rows(column, start):
+    """Whether ``column`` holds ``start, start + 1, ...`` down its rows (2 rows or more)."""
+    import pandas as pd
+
+    values = column.to_numpy()
+    return (values.size >= 2 and pd.api.types.is_numeric_dtype(column)
+            and not pd.api.types.is_bool_dtype(column)
+            and np.array_equal(values, start + np.arange(values.size)))
+
+
 def _refuse_mixed(column, name, path):
-    """ValueError for a text column whose values are mostly numbers: a numeric column with
-    markers in it (``?``, ``n/a``) that one-hot encoding would turn into one column per
-    number."""
+    """ValueError for a text column whose values are mostly numbers beside a few other
+    words: a numeric column with markers in it (``-``, ``n.a.``) that one-hot encoding would
+    turn into one column per number. More than MAX_MARKERS distinct other values make a
+    column of codes (Titanic's tickets: ``113803``, ``A/5 21171``, ...), which stays text."""
     import pandas as pd
 
     values = column.dropna().astype(str)
     numbers = pd.to_numeric(values, errors="coerce").notna().to_numpy()
-    if numbers.size and numbers.mean() > 0.5:
-        others = sorted(set(values[~numbers]))
-        shown = ", ".join(repr(v) for v in others[:3]) + (", ..." if len(others) > 3 else "")
+    others = set(values[~numbers])
+    if numbers.size and numbers.mean() > 0.5 and len(others) <= MAX_MARKERS:
+        shown = ", ".join(repr(v) for v in sorted(others))
         raise ValueError(f"{str(path)!r}: the column {name!r} holds numbers and the text "
                          f"{shown} ({int((~numbers).sum())} value(s)); if they mark missing "
                          "values, leave those fields empty (or write NA or ?)")

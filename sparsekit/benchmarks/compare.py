@@ -1021,8 +1021,20 @@ def _positive_float(text):
 
 
 def main(argv=None):
-    """The ``sparsekit-compare`` console script."""
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    """The ``sparsekit-compare`` console script: warnings print as one line each,
+    ``sparsekit-compare: warning: ...``, not with the line of code that raised them."""
+    with warnings.catch_warnings():
+        warnings.showwarning = _print_warning
+        _main(argv)
+
+
+def _print_warning(message, category, filename, lineno, file=None, line=None):
+    print(f"sparsekit-compare: warning: {message}", file=sys.stderr if file is None else file)
+
+
+def _main(argv):
+    parser = argparse.ArgumentParser(prog="sparsekit-compare",
+                                     description=__doc__.split("\n\n")[0])
     parser.add_argument("data", nargs="*", default=["a9a", "digits"],
                         help="LIBSVM files (class labels or comma-separated label sets), "
                              "Extreme Classification Repository files, CSV, TSV or ARFF files "
