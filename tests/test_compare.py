@@ -209,6 +209,10 @@ def test_multinomial_table_objective_is_scikit_learns():
     (b"1,2 1:1\n2 1:2\n", "multi-label set needs 4 rows or more"),
     (b"1 1:1\n 1:2\n1 2:1\n 2:2\n", "multi-label set needs 4 rows or more"),
     (b"1,2 1:1\n1,2 1:2\n1,2 2:1\n1,2 2:2\n", "multi-label set needs 4 rows or more"),
+    # a repository's web page of the file, saved in place of the file
+    (b"\n\n<!DOCTYPE html>\n<html lang='en'>\n<head></head></html>\n",
+     "is a web page \\(HTML\\), not a data file: download the file itself"),
+    (b"<HTML><body>1 1:1</body></HTML>", "is a web page"),
 ])
 def test_an_unreadable_file_is_a_clear_error_not_a_traceback(tmp_path, capsys, content,
                                                              match):

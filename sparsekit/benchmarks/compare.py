@@ -857,6 +857,21 @@ def _is_xmlrepo(spec):
     return re.fullmatch(rb"\s*\d+\s+\d+\s+\d+\s*", first) is not None
 
 
+def _refuse_web_page(spec):
+    """ValueError for a file that is an HTML page: a web page saved in place of the data
+    (a repository's page of the file rather than its raw content)."""
+    if not Path(spec).is_file():
+        return
+    try:
+        with _open_binary(spec) as f:
+            first = f.read(1024)
+    except CORRUPT:                     # a damaged file: the reader says why
+        return
+    if re.match(rb"\s*<(!doctype\s+html|html[\s>])", first, re.IGNORECASE):
+        raise ValueError(f"{spec!r} is a web page (HTML), not a data file: download the file "
+                         "itself (on GitHub, its Raw button)")
+
+
 def load_dataset(spec, zero_based=False, label=None):
     """The :class:`Dataset` named by ``spec``: ``a9a`` (shipped), ``breast_cancer`` or
     ``digits`` (scikit-learn), a CSV, TSV or ARFF file (its column ``label``, the last by
@@ -864,6 +879,7 @@ def load_dataset(spec, zero_based=False, label=None):
     or from 0 with ``zero_based=True``), an Extreme Classification Repository file, or a
     set of the data home. Raises ValueError with a message for the user when it cannot be
     read or is not a classification task."""
+    _refuse_web_page(spec)
     if spec == "a9a":
         data = Dataset("a9a", *load_a9a())
     elif spec == "breast_cancer":
