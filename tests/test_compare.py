@@ -390,6 +390,22 @@ def test_warnings_print_as_one_line_each(tmp_path, capsys):
     assert not any("UserWarning" in line for line in err)
 
 
+def test_a_uci_data_file_is_read_as_csv(tmp_path):
+    """UCI's ``.data`` files: comma-separated, no header, text labels (wine's first)."""
+    pytest.importorskip("pandas")
+    from sklearn.datasets import load_wine
+
+    X, y = load_wine(return_X_y=True)
+    path = tmp_path / "wine.data"
+    np.savetxt(path, np.column_stack([y + 1, X]), delimiter=",", fmt="%g")
+    data = compare.load_dataset(str(path), label="0")
+    assert data.X.shape == (178, 13) and data.classes.tolist() == [1, 2, 3]
+    assert data.note == "label 0; 13 numeric columns standardized"
+    with pytest.raises(ValueError, match="a regression target.*if another column holds the "
+                                         "labels, --label names it"):
+        compare.load_dataset(str(path))                 # the last column: a measurement
+
+
 def test_label_is_for_csv_files_only(tmp_path, capsys):
     path = _write_svm(tmp_path / "tiny.svm")
     assert "--label applies to CSV, TSV and ARFF files" in _usage_error([str(path), "--label", "0"],

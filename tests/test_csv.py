@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from sparsekit.benchmarks._csv import is_table, read_csv
+from sparsekit.benchmarks._csv import is_table, read_csv, reads_as_table
 
 pd = pytest.importorskip("pandas")
 
@@ -61,6 +61,35 @@ def test_a_file_of_numbers_only_is_dense_and_may_lack_a_header(tmp_path):
     assert data.note == "label 2; 2 numeric columns standardized"
     first = read_csv(path, label="0")           # by position from 0, as the header is absent
     np.testing.assert_array_equal(first.y, [1.5, 2.5, 3.5])
+
+
+@pytest.mark.parametrize("content, header", [
+    ("age,city,label\n39,Oslo,a\n50,Lyon,b\n", True),         # names atop numbers
+    ("39,Oslo,a\n50,Lyon,b\n39,Oslo,a\n", False),             # UCI's adult.data: Oslo again
+    ("5.1,3.5,Iris-setosa\n4.9,3.0,Iris-setosa\n", False),      # iris.data
+    ("p,x,s\ne,y,s\np,x,k\n", False),                         # mushrooms: letters repeat
+    ("0,1,target\n0.5,1.5,0\n2.5,0.5,1\n", True),              # to_csv of numbered columns
+    ("review,label\ngood film,pos\ndull plot,neg\n", True),    # text under text names
+    ("1.5,2,0\n2.5,4,1\n", False),                            # numbers only
+    ("a,b,label\n?,1,0\n2,,1\n", True),                       # missing values below
+])
+def test_the_first_line_is_a_header_unless_it_reads_as_data(tmp_path, content, header):
+    path = tmp_path / "t.csv"
+    path.write_text(content)
+    rows = content.count("\n") - header
+    assert read_csv(path).y.size == rows
+
+
+def test_comma_separated_files_are_tables_under_any_name(tmp_path):
+    """UCI's ``.data`` files are CSV; LIBSVM files, multi-label ones included, and the
+    Extreme Classification Repository's are not."""
+    files = {"adult.data": "39, State-gov, 77516, <=50K\n", "a.svm": "1 1:0.5 3:1\n",
+             "sets.svm": "0,4 1:0.64 2:1\n", "xml.txt": "4 5 3\n0,2 0:1\n"}
+    for name, content in files.items():
+        (tmp_path / name).write_text(content)
+    assert reads_as_table(tmp_path / "adult.data") and reads_as_table(tmp_path / "b.csv")
+    assert not any(reads_as_table(tmp_path / n) for n in ("a.svm", "sets.svm", "xml.txt"))
+    assert not reads_as_table(tmp_path / "missing.data") and not reads_as_table("w8a")
 
 
 @pytest.mark.parametrize("label, expected", [("city", "city"), ("-2", "city"), ("0", "age"),

@@ -42,6 +42,10 @@ FREE_TEXT_WORDS = 3
 #: ... and more distinct values than this (no warning on a few rows; nor on a numeric
 #: column numbering the rows, an identifier too)
 MIN_WARNED_DISTINCT = 20
+#: the lines read to tell whether the first line is a header
+HEADER_SAMPLE = 101
+#: cells read as missing values (pandas' defaults among them, and UCI's ``?``)
+MISSING_MARKS = {"", "?", "NA", "N/A", "n/a", "NaN", "nan", "null", "NULL", "None", "#N/A"}
 #: a column of numbers with at most this many distinct other values holds missing-value
 #: markers (refused with a hint); with more, it is a column of codes (text)
 MAX_MARKERS = 3
@@ -55,6 +59,22 @@ CsvData = namedtuple("CsvData", "X y note encode")
 def is_table(path):
     """Whether ``path`` names a CSV, TSV or ARFF file (compressed or not)."""
     return _separator(path) is not None or _ending(path) == ARFF
+
+
+def reads_as_table(path):
+    """Whether ``path`` is read as a table: a CSV, TSV or ARFF file by its ending, or a
+    file of another ending whose first line holds commas and no LIBSVM ``index:value``
+    pair (UCI's ``.data`` files: ``39, State-gov, 77516, ...``)."""
+    from sparsekit.datasets._home import CORRUPT, _open_binary
+
+    if is_table(path):
+        return True
+    try:
+        with _open_binary(path) as f:
+            line = f.readline(1 << 16)
+    except CORRUPT:                 # not a file here (a set's name), or damaged: the reader says
+        return False
+    return b"," in line and re.search(rb"(^|\s)\d+:", line) is None
 
 
 def _ending(path):
@@ -79,8 +99,10 @@ def _is_number(cell):
 def read_csv(path, label=None):
     """The :class:`CsvData` of a CSV, TSV or ARFF file.
 
-    CSV and TSV: the first line is the header unless every one of its cells is a number
-    (then the columns are numbered from 0); a ``.csv`` file whose first line holds ``;``
+    CSV and TSV (and comma-separated lines under another name, as UCI's ``.data`` files):
+    the first line is the header unless it reads as data (numbers only, or text that
+    recurs below it in its column, and no name atop a column of numbers; then the columns
+    are numbered from 0); a ``.csv`` file whose first line holds ``;``
     and no comma is ``;``-separated with decimal commas (decimal points where they read
     more columns as numbers: UCI's bank marketing files), and bytes that are not UTF-8 are
     replaced. ARFF (Weka's format): the ``@attribute`` names, nominal attributes as text
@@ -171,7 +193,7 @@ def read_csv(path, label=None):
 def _delimited_frame(path, pd):
     """``(frame, lines, decimal, layout)`` of a CSV or TSV file: the table, the file's line
     of each row (from 1), the decimal mark and the separator for messages."""
-    sep = _separator(path)
+    sep = _separator(path) or ","        # UCI's .data files are comma-separated
     # bytes that are not UTF-8 (a Latin-1 file) are replaced rather than refused
     options = {"skipinitialspace": True, "encoding_errors": "replace"}
     try:
@@ -179,9 +201,9 @@ def _delimited_frame(path, pd):
                             keep_default_na=False, **options)
         if first.shape[1] == 1 and ";" in first.iloc[0, 0]:
             sep = ";"                       # a spreadsheet's CSV with a decimal comma
-            first = pd.read_csv(path, sep=sep, header=None, nrows=1, dtype=str,
-                                keep_default_na=False, **options)
-        header = None if all(_is_number(c) for c in first.iloc[0]) else 0
+        sample = pd.read_csv(path, sep=sep, header=None, nrows=HEADER_SAMPLE, dtype=str,
+                             keep_default_na=False, **options)
+        header = 0 if _has_header(sample, sep) else None
         decimal = "."
         frame = pd.read_csv(path, sep=sep, header=header, na_values=["?"], **options)
         if sep == ";":   # decimal commas, unless decimal points read more columns as numbers
@@ -193,6 +215,28 @@ def _delimited_frame(path, pd):
         raise ValueError(f"cannot read {str(path)!r}: {exc}") from None
     lines = np.arange(len(frame)) + (2 if header == 0 else 1)
     return frame, lines, decimal, f"separator {sep!r}"
+
+
+def _has_header(sample, sep):
+    """Whether the first line of ``sample`` (the file's first lines as text) names the
+    columns: a name atop a column of numbers says so (``age`` over ``39, 50, ...``); else
+    a line of numbers only is data, and so is a line whose text repeats below it in its
+    column (a category: UCI's ``adult.data``, ``iris.data``, mushrooms); else a header."""
+    first, rest = sample.iloc[0], sample.iloc[1:]
+
+    def number(cell):
+        return _is_number(cell.replace(",", ".") if sep == ";" else cell)
+
+    def missing(cell):
+        return cell.strip() in MISSING_MARKS
+    repeated = False
+    for c in sample:
+        cells = [v for v in rest[c] if not missing(v)]
+        if cells and all(map(number, cells)) and not number(first[c]) \
+                and not missing(first[c]):
+            return True
+        repeated |= not number(first[c]) and first[c] in set(cells)
+    return not (repeated or all(map(number, first)))
 
 
 def _numeric_count(frame, pd):

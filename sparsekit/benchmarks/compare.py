@@ -44,7 +44,8 @@ compressed; ``--zero-based`` for files numbered from 0; the columns that store n
 (most of them in hashed features) are left out for every model, as each model's weight on
 such a column is 0 and would only cost it time and memory, and the titles say so),
 an Extreme Classification Repository file (first line ``N D L``, as Bibtex_train.txt),
-a CSV, TSV or ARFF file (``.csv``, ``.tsv``, ``.arff``, also compressed: its label column is
+a CSV, TSV or ARFF file (``.csv``, ``.tsv``, ``.arff``, also compressed, or comma-separated
+lines under another name, as UCI's ``.data`` files: its label column is
 the last one or ``--label``'s; for every model numeric columns are standardized, free text
 becomes TF-IDF and other text columns are one-hot encoded, by encoders fit on the training
 rows for the probability table and on every row for the l1 table),
@@ -97,7 +98,7 @@ from sklearn.preprocessing import MultiLabelBinarizer, StandardScaler
 from threadpoolctl import threadpool_limits
 
 from sparsekit import ExtremeSoftmaxSGD, L1LogisticOBA, SparsemaxClassifier
-from sparsekit.benchmarks._csv import is_table, read_csv
+from sparsekit.benchmarks._csv import reads_as_table, read_csv
 from sparsekit.datasets import load_a9a, load_libsvm
 from sparsekit.datasets._home import CORRUPT, _open_binary, _read_text
 from sparsekit.datasets._xmlrepo import _parse_xmlrepo
@@ -888,7 +889,7 @@ def load_dataset(spec, zero_based=False, label=None):
     elif spec == "digits":
         X, y = load_digits(return_X_y=True)
         data = Dataset(spec, X / 16.0, y)
-    elif is_table(spec):
+    elif reads_as_table(spec):
         table = read_csv(spec, label)
         data = Dataset(Path(spec).name, table.X, table.y, note=table.note,
                        encode=table.encode)
@@ -909,9 +910,11 @@ def load_dataset(spec, zero_based=False, label=None):
                              f"{counts.tolist()[:20]})")
         return data
     kind = type_of_target(data.y)
+    other = ("; if another column holds the labels, --label names it" if data.encode is not None
+             else "")
     if kind not in ("binary", "multiclass"):
         raise ValueError(f"{spec!r}: the labels are {kind}, not classes (a regression "
-                         "target? the models compared are classifiers)")
+                         f"target? the models compared are classifiers{other})")
     counts = np.unique(data.y, return_counts=True)[1]
     if np.count_nonzero(counts >= 2) < 2:
         raise ValueError(f"{spec!r}: at least two classes need 2 rows or more for a "
@@ -922,7 +925,7 @@ def load_dataset(spec, zero_based=False, label=None):
         raise ValueError(f"{spec!r}: {split.size} classes of 2 rows or more do not fit a "
                          f"stratified {TEST_SHARE:.0%} test split of {n_test} rows "
                          f"({counts.size} distinct labels in {data.X.shape[0]} rows: a "
-                         "regression target? the models compared are classifiers)")
+                         f"regression target? the models compared are classifiers{other})")
     return data
 
 
@@ -1087,8 +1090,9 @@ def _main(argv):
             args.plot.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
             parser.error(f"--plot: cannot create {str(args.plot)!r}: {exc.strerror}")
-    if args.label is not None and not any(map(is_table, args.data)):
-        parser.error("--label applies to CSV, TSV and ARFF files (.csv, .tsv, .arff); "
+    if args.label is not None and not any(map(reads_as_table, args.data)):
+        parser.error("--label applies to CSV, TSV and ARFF files (.csv, .tsv, .arff, or "
+                     "comma-separated lines under another name, as UCI's .data files); "
                      "LIBSVM files carry their labels first on each line")
     datasets = []
     for spec in args.data:
