@@ -117,11 +117,42 @@ def test_dask_input_errors_are_clear(client):
         L1LogisticOBA().fit(da.from_array(bad, chunks=(300, -1)), y)
     with pytest.raises(ValueError, match="shape"):
         L1LogisticOBA().fit(da.from_array(X, chunks=(300, -1)), y[:10])
+    import dask.bag as db
+    with pytest.raises(TypeError, match="a dask array or DataFrame for X, got Bag"):
+        L1LogisticOBA().fit(db.from_sequence(list(X), npartitions=2), y)
+
+
+def test_a_dask_dataframe_fits_as_its_array(client):
+    """dd.read_csv's partitions, of unknown lengths, with the labels and weights as Series
+    of the same frame: the fit of the same rows as a dask array, the lengths read off the
+    computed partitions; ExtremeSoftmaxSGD, which trains in memory, computes them. Labels
+    partitioned otherwise are refused."""
     pd = pytest.importorskip("pandas")
     dd = pytest.importorskip("dask.dataframe")
-    frame = dd.from_pandas(pd.DataFrame(X), npartitions=2)
-    with pytest.raises(TypeError, match="to_dask_array"):
-        L1LogisticOBA().fit(frame, y)
+    from sparsekit import ExtremeSoftmaxSGD
+
+    X, y = _data(seed=6)
+    w = np.random.default_rng(2).uniform(0.5, 2.0, len(y))
+    frame = dd.from_pandas(pd.DataFrame(X, columns=[f"f{j}" for j in range(30)])
+                           .assign(label=y, weight=w), npartitions=4)
+    Xf, yf, wf = frame.drop(columns=["label", "weight"]), frame["label"], frame["weight"]
+    assert np.isnan(Xf.to_dask_array().shape[0])              # lengths unknown
+    rows = tuple(len(part) for part in frame.partitions)
+    Xd = da.from_array(X, chunks=(rows, -1))
+    for model in (L1LogisticOBA(C=0.3, tol=1e-10), SparsemaxClassifier(solver="newton-cg")):
+        from_frame = model.fit(Xf, yf, sample_weight=wf).coef_.copy()
+        from_array = model.fit(Xd, da.from_array(y, chunks=rows),
+                               sample_weight=da.from_array(w, chunks=rows)).coef_
+        np.testing.assert_allclose(from_frame, from_array, rtol=1e-7, atol=1e-9)  # rounding
+        assert model.n_features_in_ == 30
+    from_frame = ExtremeSoftmaxSGD(random_state=0).fit(Xf, yf, sample_weight=wf)
+    in_memory = ExtremeSoftmaxSGD(random_state=0).fit(Xf.compute(), y, sample_weight=w)
+    np.testing.assert_array_equal(from_frame.coef_, in_memory.coef_)
+    with pytest.raises(ValueError, match="y has 3 partitions and X 4: pass the columns of "
+                                         "one DataFrame"):
+        L1LogisticOBA().fit(Xf, dd.from_pandas(pd.Series(y), npartitions=3))
+    with pytest.raises(ValueError, match="y's partitions hold .* rows and X's"):
+        L1LogisticOBA().fit(Xf, dd.from_pandas(pd.Series(y[::-1][:-4]), npartitions=4))
 
 
 def test_grid_search_runs_on_the_cluster_through_joblib(client):

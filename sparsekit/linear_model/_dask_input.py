@@ -33,6 +33,17 @@ def _dtype(X):
     return X.dtype
 
 
+def _length(block):
+    return block.shape[0]
+
+
+def _as_dask_array(v):
+    """A dask DataFrame or Series as a dask array (its partitions as row chunks, of
+    unknown lengths); anything else as it is."""
+    to_array = getattr(v, "to_dask_array", None)
+    return to_array() if is_dask_collection(v) and to_array is not None else v
+
+
 def _labels(y):
     y = np.asarray(y)
     if y.ndim != 1:
@@ -62,10 +73,14 @@ class DaskRows:
 
     Parameters
     ----------
-    X : dask.array.Array of shape (n_samples, n_features)
-        Dense or scipy.sparse blocks; chunked along the rows (column chunks are merged).
-    y, sample_weight : dask or NumPy arrays of shape (n_samples,)
-        Rechunked like X's rows.
+    X : dask.array.Array or dask DataFrame of shape (n_samples, n_features)
+        Dense or scipy.sparse blocks; chunked along the rows (column chunks are merged). A
+        DataFrame's partitions are its blocks, and their lengths are read off the computed
+        blocks (no pass over the data of its own, as ``to_dask_array(lengths=True)`` makes).
+        Its column names are not kept, as in dask-ml: a dask DataFrame at predict time has
+        none for scikit-learn.
+    y, sample_weight : dask arrays or Series, or NumPy arrays, of shape (n_samples,)
+        Rechunked like X's rows (a Series or an array of unknown chunks: partitioned as X).
     dtype : list of dtypes
         Accepted value types (others are converted on the workers).
     """
@@ -74,38 +89,53 @@ class DaskRows:
         import dask.array as da
         from distributed import default_client
 
+        X = _as_dask_array(X)
         if not isinstance(X, da.Array):
-            raise TypeError("fit takes a dask.array.Array for X (a dask DataFrame: pass "
-                            "df.to_dask_array(lengths=True)), got " + type(X).__name__)
+            raise TypeError("fit takes a dask array or DataFrame for X, got "
+                            + type(X).__name__)
         try:
             self.client = default_client()
         except ValueError:
             raise ValueError("a fit on dask arrays runs on a distributed cluster: create a "
                              "distributed.Client first") from None
-        if X.ndim != 2 or any(np.isnan(X.shape)):
-            raise ValueError(f"X must be 2-D with known chunk sizes, got shape {X.shape} "
-                             "(use X.compute_chunk_sizes())")
+        if X.ndim != 2 or np.isnan(X.shape[1]):
+            raise ValueError(f"X must be 2-D with a known number of columns, got shape "
+                             f"{X.shape}")
         if X.numblocks[1] > 1:
             X = X.rechunk({1: -1})
-        rows = X.chunks[0]
-        y = da.asarray(y)
-        if y.ndim != 1 or y.shape[0] != X.shape[0]:
-            raise ValueError(f"y must have shape ({X.shape[0]},), got {y.shape}")
-        y = y.rechunk((rows,))
-        if sample_weight is not None:
-            sample_weight = da.asarray(sample_weight, dtype=np.float64)
-            if sample_weight.shape != (X.shape[0],):
-                raise ValueError(f"sample_weight must have shape ({X.shape[0]},), got "
-                                 f"{sample_weight.shape}")
-            sample_weight = sample_weight.rechunk((rows,))
-        self.n_samples, self.n_features = X.shape
         client = self.client
         blocks = client.compute(list(X.to_delayed().ravel()))
         self.X = [client.submit(_checked_block, b, dtype) for b in blocks]
-        self.y = client.compute(list(y.to_delayed().ravel()))
-        self.sample_weight = (client.compute(list(sample_weight.to_delayed().ravel()))
+        if np.isnan(X.shape[0]):           # a DataFrame's partitions: lengths from the blocks
+            rows = tuple(client.gather([client.submit(_length, b) for b in blocks]))
+        else:
+            rows = X.chunks[0]
+        self.n_samples, self.n_features = int(sum(rows)), X.shape[1]
+        self.y = self._parts(y, rows, "y", None)
+        self.sample_weight = (self._parts(sample_weight, rows, "sample_weight", np.float64)
                               if sample_weight is not None else [None] * len(self.X))
         self.dtype = client.gather(client.submit(_dtype, self.X[0]))
+
+    def _parts(self, v, rows, name, dtype):
+        """Futures of ``v``'s partitions, aligned with X's ``rows``."""
+        import dask.array as da
+
+        v = _as_dask_array(v)
+        v = da.asarray(v, dtype=dtype) if not isinstance(v, da.Array) or dtype else v
+        if v.ndim != 1:
+            raise ValueError(f"{name} must have shape ({self.n_samples},), got {v.shape}")
+        if np.isnan(v.shape[0]):           # a Series: partitioned as X, checked by length
+            if v.numblocks[0] != len(rows):
+                raise ValueError(f"{name} has {v.numblocks[0]} partitions and X "
+                                 f"{len(rows)}: pass the columns of one DataFrame")
+            parts = self.client.compute(list(v.to_delayed().ravel()))
+            lengths = self.client.gather([self.client.submit(_length, b) for b in parts])
+            if tuple(lengths) != tuple(rows):
+                raise ValueError(f"{name}'s partitions hold {lengths} rows and X's {rows}")
+            return parts
+        if v.shape[0] != self.n_samples:
+            raise ValueError(f"{name} must have shape ({self.n_samples},), got {v.shape}")
+        return self.client.compute(list(v.rechunk((rows,)).to_delayed().ravel()))
 
     def classes(self):
         """The sorted labels (a reduction of each partition's)."""

@@ -24,6 +24,7 @@ from sparsekit.gpu._cupy import require_cupy
 from sparsekit.gpu.datafits import is_device_matrix
 from sparsekit.gpu.softmax_sgd import DeviceRows, softmax_epoch_gpu
 from sparsekit.gpu.softmax_sgd import MAX_SAMPLED as GPU_MAX_SAMPLED
+from sparsekit.linear_model._dask_input import is_dask_collection
 from sparsekit.linear_model._device_input import device_scores, fit_device, to_device
 from sparsekit._cython._softmax_sgd import (METHODS, hashed_scores, softmax_epoch,
                                             softmax_epoch_parallel)
@@ -425,6 +426,8 @@ class ExtremeSoftmaxSGD(SparsekitClassifier):
         if is_device_matrix(X):     # trained from host memory; the epochs move it back
             fit_device(self.device, X)
             X, y = X.get(), y.get() if is_device_matrix(y) else y
+        # trained in memory: a dask array or DataFrame is computed (streams: Incremental)
+        X, y = (v.compute() if is_dask_collection(v) else v for v in (X, y))
         y = self._targets(y)
         X, y = validate_input(self, X, y, accept_sparse="csr", dtype=[np.float64, np.float32],
                              order="C", reset=reset)
@@ -800,7 +803,9 @@ class ExtremeSoftmaxSGD(SparsekitClassifier):
         ----------
         X : {array-like, sparse matrix} of shape (n_samples, n_features)
             Dense or CSR/CSC, float32 or float64 (the weights follow its dtype), or a CuPy
-            array / cupyx sparse matrix with ``device="cuda"``.
+            array / cupyx sparse matrix with ``device="cuda"``. A dask array or DataFrame
+            (and ``y``) is computed into memory, where the epochs run; to stream its
+            partitions, use ``partial_fit`` (dask-ml's ``Incremental``).
         y : array-like of shape (n_samples,)
             Class labels (multi-label targets: see ``multilabel``).
         sample_weight : array-like of shape (n_samples,), default=None

@@ -245,7 +245,7 @@ class L1LogisticOBA(LinearClassifierMixin, SparseCoefMixin, SparsekitClassifier)
     (softmax) problem: C Σᵢ sᵢ (log Σₖ exp(zᵢₖ) − zᵢ,yᵢ) + ‖W‖₁ with z = W xᵢ + b, solved by
     the same second-order method with the block Hessian of the softmax on the free set.
     ``l1_ratio`` < 1 makes the penalty scikit-learn's elastic net. X may be a dask array
-    partitioned by rows: the fit then runs on the workers of the default
+    partitioned by rows, or a dask DataFrame: the fit then runs on the workers of the default
     ``distributed.Client`` that hold its partitions, and only parameter-sized vectors
     travel (the user guide's "Scaling out with Dask").
 
@@ -392,10 +392,11 @@ class L1LogisticOBA(LinearClassifierMixin, SparseCoefMixin, SparsekitClassifier)
         ----------
         X : {array-like, sparse matrix} of shape (n_samples, n_features)
             Dense or CSR/CSC, float32 or float64 (``coef_`` follows its dtype); a dask
-            array of such row blocks (fit on the workers of the default
-            ``distributed.Client``); or, with ``device="cuda"``, a CuPy array / cupyx sparse
-            matrix. The columns of a sparse X that store no entry (hashed features) are left
-            out of the solve: their weights are 0.
+            array of such row blocks, or a dask DataFrame (its partitions; ``y`` and
+            ``sample_weight`` then Series of the same frame, or arrays), fit on the workers
+            of the default ``distributed.Client``; or, with ``device="cuda"``, a CuPy array /
+            cupyx sparse matrix. The columns of a sparse X that store no entry (hashed
+            features) are left out of the solve: their weights are 0.
         y : array-like of shape (n_samples,)
             Class labels (two or more classes).
         sample_weight : array-like of shape (n_samples,), default=None
@@ -419,8 +420,8 @@ class L1LogisticOBA(LinearClassifierMixin, SparseCoefMixin, SparsekitClassifier)
             totals = np.bincount(codes, weights=sample_weight, minlength=classes.size)
             columns = UsedColumns(X, keep_all=True)     # the device datafits see them all
         elif is_dask_collection(X):
-            columns = UsedColumns(X, keep_all=True)     # so do the partitions' datafits
             data = DaskRows(X, y, sample_weight, [np.float64, np.float32])
+            columns = UsedColumns(X, keep_all=True)     # so do the partitions' datafits
             self.__dict__.pop("feature_names_in_", None)
             self.n_features_in_ = data.n_features
             self.classes_ = classes = data.classes()

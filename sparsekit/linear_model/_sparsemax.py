@@ -330,7 +330,8 @@ class SparsemaxClassifier(SparsekitClassifier):
         X : {array-like, sparse matrix} of shape (n_samples, n_features)
             Dense, CSR or CSC (CSC is converted to CSR, never densified). Dense input
             with at most 25% nonzero entries (e.g. MNIST) is fit through a CSR copy. A dask
-            array partitioned by rows (with class labels ``y``) is fit on the workers of
+            array partitioned by rows, or a dask DataFrame (with class labels ``y``), is
+            fit on the workers of
             the default ``distributed.Client`` by ``"lbfgs"``, ``"nqn"`` or ``"newton-cg"``.
             The columns of a sparse X that store no entry (hashed features) are left out of
             the solve, their weights 0, unless ``bounds`` are given.
