@@ -81,13 +81,19 @@ def test_the_first_line_is_a_header_unless_it_reads_as_data(tmp_path, content, h
 
 
 def test_comma_separated_files_are_tables_under_any_name(tmp_path):
-    """UCI's ``.data`` files are CSV; LIBSVM files, multi-label ones included, and the
-    Extreme Classification Repository's are not."""
+    """UCI's ``.data`` files are CSV (or tab- or ';'-separated); LIBSVM files, multi-label
+    ones included, and the Extreme Classification Repository's are not."""
     files = {"adult.data": "39, State-gov, 77516, <=50K\n", "a.svm": "1 1:0.5 3:1\n",
-             "sets.svm": "0,4 1:0.64 2:1\n", "xml.txt": "4 5 3\n0,2 0:1\n"}
+             "sets.svm": "0,4 1:0.64 2:1\n", "xml.txt": "4 5 3\n0,2 0:1\n",
+             "tabs.data": "1.5\tred\t0\n2.5\tblue\t1\n3\tred\t1\n",
+             "semi.data": "1,5;red;0\n2,5;blue;1\n3;red;1\n"}
     for name, content in files.items():
         (tmp_path / name).write_text(content)
     assert reads_as_table(tmp_path / "adult.data") and reads_as_table(tmp_path / "b.csv")
+    for name in ("tabs.data", "semi.data"):                   # by their separators
+        data = read_csv(tmp_path / name)
+        np.testing.assert_allclose(data.X[:, 0].toarray().ravel() * np.std([1.5, 2.5, 3])
+                                   + np.mean([1.5, 2.5, 3]), [1.5, 2.5, 3])
     assert not any(reads_as_table(tmp_path / n) for n in ("a.svm", "sets.svm", "xml.txt"))
     assert not reads_as_table(tmp_path / "missing.data") and not reads_as_table("w8a")
 
@@ -316,6 +322,8 @@ def test_a_row_index_is_left_out_and_a_row_counter_warned_about(tmp_path):
     ("a,b\n1,x\n2,\n3,y\n", None, "the label column 'b' misses 1 value.*first on line 3"),
     ("a,b\n1,x\ninf,y\n", None, "the numeric column 'a' holds values too large"),
     ("a,b\n1e308,x\n-1e308,y\n", None, "the numeric column 'a' holds values too large"),
+    ("1,x\ninf,y\n2,x\n", None, "the numeric column 0 holds values too large"),   # no header
+    ("a,b\n-1e308,x\n-1e308,y\n,x\n", None, "the numeric column 'a' holds values too large"),
     ("a,b\n1 2 3,0\n4 5 6,1\n", None, "the free-text column 'a': empty vocabulary"),
     ("age,b\n25,x\n-,y\n31,x\n", None, r"the column 'age' holds numbers and the text '-' "
                                        r"\(1 value\(s\)\); if they mark missing values"),

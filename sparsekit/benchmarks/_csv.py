@@ -63,18 +63,24 @@ def is_table(path):
 
 def reads_as_table(path):
     """Whether ``path`` is read as a table: a CSV, TSV or ARFF file by its ending, or a
-    file of another ending whose first line holds commas and no LIBSVM ``index:value``
-    pair (UCI's ``.data`` files: ``39, State-gov, 77516, ...``)."""
+    file of another ending whose first line is delimited (UCI's ``.data`` files)."""
+    return is_table(path) or _sniffed_separator(path) is not None
+
+
+def _sniffed_separator(path):
+    """The separator of a file whose first line holds tabs, semicolons or commas (in this
+    order of preference: a ``;`` file writes decimal commas) and no LIBSVM ``index:value``
+    pair (``39, State-gov, 77516, ...``), else None."""
     from sparsekit.datasets._home import CORRUPT, _open_binary
 
-    if is_table(path):
-        return True
     try:
         with _open_binary(path) as f:
             line = f.readline(1 << 16)
     except CORRUPT:                 # not a file here (a set's name), or damaged: the reader says
-        return False
-    return b"," in line and re.search(rb"(^|\s)\d+:", line) is None
+        return None
+    if re.search(rb"(^|\s)\d+:", line) is not None:
+        return None
+    return next((sep for sep in ("\t", ";", ",") if sep.encode() in line), None)
 
 
 def _ending(path):
@@ -99,7 +105,7 @@ def _is_number(cell):
 def read_csv(path, label=None):
     """The :class:`CsvData` of a CSV, TSV or ARFF file.
 
-    CSV and TSV (and comma-separated lines under another name, as UCI's ``.data`` files):
+    CSV and TSV (and delimited lines under another name, as UCI's ``.data`` files):
     the first line is the header unless it reads as data (numbers only, or text that
     recurs below it in its column, and no name atop a column of numbers; then the columns
     are numbered from 0); a ``.csv`` file whose first line holds ``;``
@@ -193,7 +199,7 @@ def read_csv(path, label=None):
 def _delimited_frame(path, pd):
     """``(frame, lines, decimal, layout)`` of a CSV or TSV file: the table, the file's line
     of each row (from 1), the decimal mark and the separator for messages."""
-    sep = _separator(path) or ","        # UCI's .data files are comma-separated
+    sep = _separator(path) or _sniffed_separator(path)      # UCI's .data files: by content
     # bytes that are not UTF-8 (a Latin-1 file) are replaced rather than refused
     options = {"skipinitialspace": True, "encoding_errors": "replace"}
     try:
@@ -362,15 +368,17 @@ def _encoder(features, numeric, categories, words):
 
 def _fit_encoder(encoder, features, path):
     """``encoder`` fit on the rows of ``features``, and their matrix (CSR, or dense
-    float64); ValueError for a number too large to standardize or a free-text column
-    without a word of two letters in these rows."""
+    float64); ValueError for a number too large to standardize (its square summed over the
+    rows would overflow: the mean, median and variance stay finite below) or a free-text
+    column without a word of two letters in these rows."""
     numeric = features.select_dtypes(np.float64)
-    infinite = np.isinf(numeric.to_numpy()).any(axis=0)
-    if infinite.any():
-        _too_large(numeric.columns[int(np.argmax(infinite))], path)
+    limit = np.sqrt(np.finfo(np.float64).max / max(len(features), 1))
+    with np.errstate(invalid="ignore"):
+        too_large = (np.abs(numeric.to_numpy()) > limit).any(axis=0)   # inf too, not NaN
+    if too_large.any():
+        _too_large(numeric.columns[int(np.argmax(too_large))], path)
     try:
-        with np.errstate(over="ignore", invalid="ignore"):    # told below by the scaler
-            X = encoder.fit_transform(features)
+        X = encoder.fit_transform(features)
     except ValueError as exc:                # no word of two letters in a free-text column
         for name, tfidf, c in encoder.transformers:
             if name.startswith("words ") and not features.iloc[:, c].str.contains(
@@ -378,15 +386,11 @@ def _fit_encoder(encoder, features, path):
                 raise ValueError(f"{str(path)!r}: the free-text column "
                                  f"{features.columns[c]!r}: {exc}") from None
         raise
-    if "numbers" in encoder.named_transformers_:
-        scaler = encoder.named_transformers_["numbers"][-1]
-        bad = ~np.isfinite(scaler.mean_) | ~np.isfinite(scaler.var_)
-        if bad.any():
-            _too_large(numeric.columns[int(np.argmax(bad))], path)
     return _matrix(X)
 
 
 def _too_large(name, path):
+    name = name.item() if isinstance(name, np.generic) else name     # a column number
     raise ValueError(f"{str(path)!r}: the numeric column {name!r} holds values too large "
                      "to standardize (infinite or overflowing)")
 

@@ -44,8 +44,8 @@ compressed; ``--zero-based`` for files numbered from 0; the columns that store n
 (most of them in hashed features) are left out for every model, as each model's weight on
 such a column is 0 and would only cost it time and memory, and the titles say so),
 an Extreme Classification Repository file (first line ``N D L``, as Bibtex_train.txt),
-a CSV, TSV or ARFF file (``.csv``, ``.tsv``, ``.arff``, also compressed, or comma-separated
-lines under another name, as UCI's ``.data`` files: its label column is
+a CSV, TSV or ARFF file (``.csv``, ``.tsv``, ``.arff``, also compressed, or comma-, tab- or
+;-separated lines under another name, as UCI's ``.data`` files: its label column is
 the last one or ``--label``'s; for every model numeric columns are standardized, free text
 becomes TF-IDF and other text columns are one-hot encoded, by encoders fit on the training
 rows for the probability table and on every row for the l1 table),
@@ -1092,7 +1092,7 @@ def _main(argv):
             parser.error(f"--plot: cannot create {str(args.plot)!r}: {exc.strerror}")
     if args.label is not None and not any(map(reads_as_table, args.data)):
         parser.error("--label applies to CSV, TSV and ARFF files (.csv, .tsv, .arff, or "
-                     "comma-separated lines under another name, as UCI's .data files); "
+                     "delimited lines under another name, as UCI's .data files); "
                      "LIBSVM files carry their labels first on each line")
     datasets = []
     for spec in args.data:
