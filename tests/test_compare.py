@@ -415,9 +415,9 @@ def test_label_is_for_csv_files_only(tmp_path, capsys):
 def test_a_bad_csv_file_is_a_clear_error_not_a_traceback(tmp_path, capsys):
     pytest.importorskip("pandas")
     path = tmp_path / "bad.csv"
-    path.write_text("age,city,y\n25,Oslo,1\nn.a.,Lyon,0\n31,Oslo,1\n")
-    assert "the column 'age' holds numbers and the text 'n.a.'" in _usage_error([str(path)],
-                                                                                capsys)
+    path.write_text("age,city,y\n25,Oslo,1\n27,Lyon,\n31,Oslo,1\n")
+    assert "the label column 'y' misses 1 value(s), the first on line 3" in _usage_error(
+        [str(path)], capsys)
 
 
 def test_classes_seen_once_train_and_the_rest_split_stratified():

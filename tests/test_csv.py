@@ -270,8 +270,8 @@ def test_a_split_is_encoded_by_encoders_fit_on_its_training_rows(tmp_path):
 
 def test_a_column_of_codes_mostly_numbers_is_text(tmp_path):
     """Titanic's tickets (``113803``, ``A/5 21171``, ``PC 17599``, ...): numbers beside many
-    distinct other values are codes, one-hot encoded, where a few distinct other values
-    (``-``, ``n.a.``) mark missing numbers and are refused."""
+    distinct other values are codes, one-hot encoded, where a few distinct other words
+    (``-``, ``n.a.``) mark missing numbers: read as missing, imputed and marked, and said."""
     tickets = ["113803", "A/5 21171", "PC 17599", "349909", "STON/O2. 3101282", "330877",
                "17463", "W./C. 6608", "248738", "2649"]
     frame = pd.DataFrame({"ticket": tickets, "fare": np.arange(10.0) ** 2, "label": [0, 1] * 5})
@@ -283,9 +283,25 @@ def test_a_column_of_codes_mostly_numbers_is_text(tmp_path):
     frame["ticket"] = ["113803", "-", "n.a.", "349909", "-", "330877", "17463", "248738",
                        "2649", "--"]
     frame.to_csv(path, index=False)
-    with pytest.raises(ValueError, match=r"'ticket' holds numbers and the text '-', '--', "
-                                         r"'n.a.' \(4 value\(s\)\)"):
-        read_csv(path)
+    data = read_csv(path)
+    assert data.note == ("label 'label'; 2 numeric columns standardized (4 missing value(s) in "
+                         "1 of them set to the column's median, 1 0/1 column marking where) "
+                         "(the text '-', '--', 'n.a.' read as missing in 1 of them)")
+    tickets = np.array([113803, 0, 0, 349909, 0, 330877, 17463, 248738, 2649, 0], float)
+    known = tickets > 0
+    tickets[~known] = np.median(tickets[known])
+    np.testing.assert_allclose(data.X[:, 0], (tickets - tickets.mean()) / tickets.std())
+    np.testing.assert_array_equal(data.X[:, 2], ~known)
+
+
+def test_marks_of_missing_numbers_in_a_decimal_comma_file(tmp_path):
+    path = tmp_path / "semi.csv"
+    path.write_text("a;b;label\n1,5;x;0\n-;y;1\n2,5;x;1\nunknown;y;0\n3,5;x;1\n")
+    data = read_csv(path)
+    assert data.note.endswith("(the text '-', 'unknown' read as missing in 1 of them); 1 "
+                              "text column one-hot encoded into 2")
+    a = np.array([1.5, 2.5, 2.5, 2.5, 3.5])                   # the median in the gaps
+    np.testing.assert_allclose(data.X[:, 0].toarray().ravel(), (a - a.mean()) / a.std())
 
 
 def test_a_row_index_is_left_out_and_a_row_counter_warned_about(tmp_path):
@@ -325,8 +341,6 @@ def test_a_row_index_is_left_out_and_a_row_counter_warned_about(tmp_path):
     ("1,x\ninf,y\n2,x\n", None, "the numeric column 0 holds values too large"),   # no header
     ("a,b\n-1e308,x\n-1e308,y\n,x\n", None, "the numeric column 'a' holds values too large"),
     ("a,b\n1 2 3,0\n4 5 6,1\n", None, "the free-text column 'a': empty vocabulary"),
-    ("age,b\n25,x\n-,y\n31,x\n", None, r"the column 'age' holds numbers and the text '-' "
-                                       r"\(1 value\(s\)\); if they mark missing values"),
 ])
 def test_a_bad_file_is_a_clear_error(tmp_path, content, label, match):
     path = tmp_path / "bad.csv"

@@ -9,8 +9,9 @@ more, and more than half the rows differ) as TF-IDF (``TfidfVectorizer``, an emp
 empty document), the other text columns one-hot encoded (a missing value a category of its
 own); :data:`CsvData`'s ``encode`` fits these encoders on training rows only, for held-out
 scores. Empty fields, ``NA``, ``n/a`` and ``?`` (the UCI repository's mark) are missing
-values; numbers written with thousands separators (``"1,234.5"``, as spreadsheets save
-formatted cells) are numbers. The matrix is CSR when a column is text, dense otherwise.
+values, and so are up to MAX_MARKERS other words in a column of numbers (``-``); numbers
+written with thousands separators (``"1,234.5"``, as spreadsheets save formatted cells) are
+numbers. The matrix is CSR when a column is text, dense otherwise.
 """
 import re
 import warnings
@@ -46,8 +47,9 @@ MIN_WARNED_DISTINCT = 20
 HEADER_SAMPLE = 101
 #: cells read as missing values (pandas' defaults among them, and UCI's ``?``)
 MISSING_MARKS = {"", "?", "NA", "N/A", "n/a", "NaN", "nan", "null", "NULL", "None", "#N/A"}
-#: a column of numbers with at most this many distinct other values holds missing-value
-#: markers (refused with a hint); with more, it is a column of codes (text)
+#: a column of numbers with at most this many distinct other words holds marks of missing
+#: values (``-``, ``n.a.``, ``unknown``), read as missing; with more, it is a column of codes
+#: (text: Titanic's tickets)
 MAX_MARKERS = 3
 
 #: ``X`` (dense or CSR, the encoders fit on every row), labels ``y``, a ``note`` for the
@@ -116,8 +118,8 @@ def read_csv(path, label=None):
     rows (``{i v, ...}``) are refused. ``label`` names the label column, by its header or
     by its position (from 0; negative counts from the end); the last column by default
     (Weka's class attribute). Raises ValueError with a message for the user when the file
-    cannot be read, the label column does not exist, a label is missing, or a column mixes
-    numbers and text.
+    cannot be read, the label column does not exist, a label is missing, or a number is
+    too large to standardize.
     """
     try:
         import pandas as pd
@@ -147,6 +149,7 @@ def read_csv(path, label=None):
         raise ValueError(f"{str(path)!r}: no feature column beside the label and the row "
                          f"index {index[0]!r}")
     grouped = _read_grouped_numbers(features, decimal)
+    marks = _read_marked_numbers(features, decimal)
     numeric = [c for c in features if pd.api.types.is_numeric_dtype(features[c])
                or pd.api.types.is_bool_dtype(features[c])]
     for c in numeric if len(features) > MIN_WARNED_DISTINCT else []:
@@ -156,8 +159,6 @@ def read_csv(path, label=None):
                           "identifier?): it is a feature here; leave it out of the file if "
                           "it should not be one", UserWarning, stacklevel=2)
     text = [c for c in features if c not in numeric]
-    for c in text:
-        _refuse_mixed(features[c], c, path)
     words = [c for c in text if _is_free_text(features[c])]
     categories = [c for c in text if c not in words]
     _warn_identifiers(features[categories], path)
@@ -177,6 +178,9 @@ def read_csv(path, label=None):
                           f"the column's median, {_columns(gaps, '0/1')} marking where)")
         if grouped:
             parts[-1] += f" ({len(grouped)} written with thousands separators)"
+        if marks:
+            shown = ", ".join(repr(m) for m in sorted(set().union(*marks.values())))
+            parts[-1] += f" (the text {shown} read as missing in {len(marks)} of them)"
     if categories:
         width = encoder.output_indices_["categories"]
         parts.append(f"{_columns(len(categories), 'text')} one-hot encoded into "
@@ -314,6 +318,26 @@ def _read_grouped_numbers(frame, decimal):
     return names
 
 
+def _read_marked_numbers(frame, decimal):
+    """Convert, in place, the text columns of ``frame`` that hold numbers (more than half
+    their values) and at most MAX_MARKERS distinct other words, which mark missing values
+    (``-``, ``n.a.``, ``unknown``) and are read as such; return ``{column: words}``."""
+    import pandas as pd
+
+    marks = {}
+    for c in frame:
+        if pd.api.types.is_numeric_dtype(frame[c]) or pd.api.types.is_bool_dtype(frame[c]):
+            continue
+        text = frame[c].dropna().astype(str).str.strip()
+        numbers = pd.to_numeric(text.str.replace(decimal, ".") if decimal != "." else text,
+                                errors="coerce")
+        words = set(text[numbers.isna()])
+        if text.size and numbers.notna().mean() > 0.5 and len(words) <= MAX_MARKERS:
+            frame[c] = numbers.reindex(frame.index)
+            marks[c] = words
+    return marks
+
+
 def _is_free_text(column):
     """Whether a text column holds free text: a median of FREE_TEXT_WORDS words or more
     (names have two), and more distinct values than MAX_DISTINCT_SHARE of the rows."""
@@ -447,23 +471,6 @@ def _counts_rows(column, start):
     return (values.size >= 2 and pd.api.types.is_numeric_dtype(column)
             and not pd.api.types.is_bool_dtype(column)
             and np.array_equal(values, start + np.arange(values.size)))
-
-
-def _refuse_mixed(column, name, path):
-    """ValueError for a text column whose values are mostly numbers beside a few other
-    words: a numeric column with markers in it (``-``, ``n.a.``) that one-hot encoding would
-    turn into one column per number. More than MAX_MARKERS distinct other values make a
-    column of codes (Titanic's tickets: ``113803``, ``A/5 21171``, ...), which stays text."""
-    import pandas as pd
-
-    values = column.dropna().astype(str)
-    numbers = pd.to_numeric(values, errors="coerce").notna().to_numpy()
-    others = set(values[~numbers])
-    if numbers.size and numbers.mean() > 0.5 and len(others) <= MAX_MARKERS:
-        shown = ", ".join(repr(v) for v in sorted(others))
-        raise ValueError(f"{str(path)!r}: the column {name!r} holds numbers and the text "
-                         f"{shown} ({int((~numbers).sum())} value(s)); if they mark missing "
-                         "values, leave those fields empty (or write NA or ?)")
 
 
 def _refuse_missing(column, what, path, lines):
