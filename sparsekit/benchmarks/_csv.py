@@ -162,7 +162,7 @@ def read_csv(path, label=None):
     words = [c for c in text if _is_free_text(features[c])]
     categories = [c for c in text if c not in words]
     _warn_identifiers(features[categories], path)
-    features = _typed(features, numeric, categories, words)
+    features = _typed(features, numeric, words)
     encoder = _encoder(features, numeric, categories, words)
     X = _fit_encoder(encoder, features, path)        # on every row: the l1 tables' matrix
     parts = [f"label {name!r}"]
@@ -346,7 +346,7 @@ def _is_free_text(column):
             and column.nunique() > MAX_DISTINCT_SHARE * column.size)
 
 
-def _typed(features, numeric, categories, words):
+def _typed(features, numeric, words):
     """``features`` as the encoder takes them: numbers as float64 (a missing one NaN),
     category values as Python objects (a missing one a category of its own), free text
     as strings (a missing one an empty document); columns by position, as a file without
@@ -404,7 +404,7 @@ def _fit_encoder(encoder, features, path):
     try:
         X = encoder.fit_transform(features)
     except ValueError as exc:                # no word of two letters in a free-text column
-        for name, tfidf, c in encoder.transformers:
+        for name, _, c in encoder.transformers:
             if name.startswith("words ") and not features.iloc[:, c].str.contains(
                     r"\w\w", regex=True).any():
                 raise ValueError(f"{str(path)!r}: the free-text column "

@@ -1047,8 +1047,8 @@ def main(argv=None):
         _main(argv)
 
 
-def _print_warning(message, category, filename, lineno, file=None, line=None):
-    print(f"sparsekit-compare: warning: {message}", file=sys.stderr if file is None else file)
+def _print_warning(message, *_):     # warnings.showwarning's other arguments: unused
+    print(f"sparsekit-compare: warning: {message}", file=sys.stderr)
 
 
 def _main(argv):
