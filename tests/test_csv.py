@@ -211,24 +211,23 @@ def test_numbers_with_thousands_separators_are_numbers(tmp_path):
 
 def test_missing_numbers_are_imputed_by_the_median_and_marked(tmp_path):
     """Empty fields, NA and the UCI repository's ? are missing values: in a numeric column
-    the column's median takes their place before standardizing (0 in a column without
-    any), and a 0/1 column per such column marks the rows; in a text column they are a
-    category of their own."""
+    the column's median takes their place before standardizing, and a 0/1 column per such
+    column marks the rows; in a text column they are a category of their own; a column
+    without a value is left out."""
     path = tmp_path / "gaps.csv"
     path.write_text("age,hours,none,city,label\n20,1,,Oslo,a\n,2,,?,b\n40,NA,,Lyon,a\n"
                     " ?,4,,Oslo,b\n30,5,,Lyon,a\n")
     data = read_csv(path)
     X = data.X.toarray()
-    filled = np.array([[20, 1, 0], [30, 2, 0], [40, 3, 0], [30, 4, 0], [30, 5, 0]], float)
-    std = filled.std(0)
-    np.testing.assert_allclose(X[:, :3], (filled - filled.mean(0)) / np.where(std, std, 1))
-    np.testing.assert_array_equal(X[:, 3:6], [[0, 0, 1], [1, 0, 1], [0, 1, 1], [1, 0, 1],
-                                              [0, 0, 1]])
-    np.testing.assert_array_equal(X[:, 6:], [[0, 1, 0], [0, 0, 1], [1, 0, 0], [0, 1, 0],
+    filled = np.array([[20, 1], [30, 2], [40, 3], [30, 4], [30, 5]], float)
+    np.testing.assert_allclose(X[:, :2], (filled - filled.mean(0)) / filled.std(0))
+    np.testing.assert_array_equal(X[:, 2:4], [[0, 0], [1, 0], [0, 1], [1, 0], [0, 0]])
+    np.testing.assert_array_equal(X[:, 4:], [[0, 1, 0], [0, 0, 1], [1, 0, 0], [0, 1, 0],
                                              [1, 0, 0]])      # Lyon, Oslo, missing
-    assert data.note == ("label 'label' coded a=0, b=1; 3 numeric columns standardized "
-                         "(8 missing value(s) in 3 of them set to the column's median, 3 0/1 "
-                         "columns marking where); 1 text column one-hot encoded into 3")
+    assert data.note == ("label 'label' coded a=0, b=1; 1 empty column left out; 2 numeric "
+                         "columns standardized (3 missing value(s) in 2 of them set to the "
+                         "column's median, 2 0/1 columns marking where); 1 text column "
+                         "one-hot encoded into 3")
     dense = tmp_path / "numbers.csv"
     dense.write_text("a,b\n1,0\n,1\n3,1\n")
     data = read_csv(dense)
@@ -302,6 +301,20 @@ def test_marks_of_missing_numbers_in_a_decimal_comma_file(tmp_path):
                               "text column one-hot encoded into 2")
     a = np.array([1.5, 2.5, 2.5, 2.5, 3.5])                   # the median in the gaps
     np.testing.assert_allclose(data.X[:, 0].toarray().ravel(), (a - a.mean()) / a.std())
+
+
+def test_columns_without_a_value_are_left_out(tmp_path):
+    """Trailing separators (spreadsheets, the SMS spam collection) make columns without a
+    value: left out and counted, not imputed and marked."""
+    path = tmp_path / "trailing.csv"
+    path.write_text("a,b,label,,\n1,x,0,,\n2,y,1,,\n3,x,1,,\n")
+    data = read_csv(path, "label")
+    assert data.note == ("label 'label'; 2 empty columns left out; 1 numeric column "
+                         "standardized; 1 text column one-hot encoded into 2")
+    assert data.X.shape == (3, 3)
+    path.write_text("a,label\n,0\n,1\n")
+    with pytest.raises(ValueError, match="no feature column with a value beside the label"):
+        read_csv(path)
 
 
 def test_a_row_index_is_left_out_and_a_row_counter_warned_about(tmp_path):

@@ -144,10 +144,11 @@ def read_csv(path, label=None):
     # pandas' to_csv writes the frame's index as a first column without a header
     index = [c for c in features if isinstance(c, str)
              and re.fullmatch(r"Unnamed: \d+(\.\d+)?", c) and _counts_rows(features[c], 0)]
-    features = features.drop(columns=index)
+    # ... and spreadsheets columns without a value (trailing separators)
+    empty = [c for c in features if c not in index and features[c].isna().all()]
+    features = features.drop(columns=index + empty)
     if features.shape[1] == 0:
-        raise ValueError(f"{str(path)!r}: no feature column beside the label and the row "
-                         f"index {index[0]!r}")
+        raise ValueError(f"{str(path)!r}: no feature column with a value beside the label")
     grouped = _read_grouped_numbers(features, decimal)
     marks = _read_marked_numbers(features, decimal)
     numeric = [c for c in features if pd.api.types.is_numeric_dtype(features[c])
@@ -169,6 +170,8 @@ def read_csv(path, label=None):
     if index:
         parts.append(f"the unnamed column {index[0]!r} left out (the row index 0, 1, ... "
                      "that pandas' to_csv writes)")
+    if empty:
+        parts.append(f"{_columns(len(empty), 'empty')} left out")
     if numeric:
         missing = features[numeric].isna().to_numpy()
         gaps = int(missing.any(axis=0).sum())
