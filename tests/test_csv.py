@@ -414,6 +414,21 @@ def test_arff_files_are_read_with_their_attribute_names_and_nominal_values(tmp_p
             read_csv(path, label=label)
 
 
+def test_an_arff_nominal_attribute_of_numbers_is_categories(tmp_path):
+    """Weka declares ``{1,2,3}`` a nominal attribute: its codes are one-hot encoded (a
+    missing one a category of its own), not read as numbers, nor as numbers written with
+    thousands separators."""
+    path = tmp_path / "grades.arff"
+    path.write_text("@relation t\n@attribute a numeric\n@attribute grade {1,2,3}\n"
+                    "@attribute class {yes,no}\n@data\n1.5,1,yes\n2.5,2,no\n3.5,?,yes\n"
+                    "4.5,3,no\n")
+    data = read_csv(path)
+    assert data.note == ("label 'class' coded no=0, yes=1; 1 numeric column standardized; "
+                         "1 text column one-hot encoded into 4")
+    np.testing.assert_array_equal(data.X.toarray()[:, 1:], [[1, 0, 0, 0], [0, 1, 0, 0],
+                                                            [0, 0, 0, 1], [0, 0, 1, 0]])
+
+
 @pytest.mark.parametrize("content, match", [
     ("@relation r\n@attribute a numeric\n@attribute c {x,y}\n@data\n{0 1,1 y}\n",
      "sparse ARFF rows"),

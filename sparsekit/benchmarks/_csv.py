@@ -313,8 +313,8 @@ def _read_grouped_numbers(frame, decimal):
         if pd.api.types.is_numeric_dtype(frame[c]) or pd.api.types.is_bool_dtype(frame[c]):
             continue
         values = frame[c].dropna().astype(str).str.strip()
-        if values.empty or not values.str.fullmatch(pattern).all():
-            continue
+        if not (values.str.fullmatch(pattern).all() and values.str.contains(group).any()):
+            continue    # (plain numbers as text: an ARFF nominal attribute's codes)
         digits = values.str.replace(group, "", regex=True).str.replace(decimal, ".")
         frame[c] = pd.to_numeric(digits).reindex(frame.index)
         names.append(c)
@@ -323,8 +323,9 @@ def _read_grouped_numbers(frame, decimal):
 
 def _read_marked_numbers(frame, decimal):
     """Convert, in place, the text columns of ``frame`` that hold numbers (more than half
-    their values) and at most MAX_MARKERS distinct other words, which mark missing values
-    (``-``, ``n.a.``, ``unknown``) and are read as such; return ``{column: words}``."""
+    their values) and 1 to MAX_MARKERS distinct other words, which mark missing values
+    (``-``, ``n.a.``, ``unknown``) and are read as such; return ``{column: words}``. Text
+    columns of numbers only (an ARFF nominal attribute's codes) stay categories."""
     import pandas as pd
 
     marks = {}
@@ -335,7 +336,7 @@ def _read_marked_numbers(frame, decimal):
         numbers = pd.to_numeric(text.str.replace(decimal, ".") if decimal != "." else text,
                                 errors="coerce")
         words = set(text[numbers.isna()])
-        if text.size and numbers.notna().mean() > 0.5 and len(words) <= MAX_MARKERS:
+        if numbers.notna().mean() > 0.5 and 0 < len(words) <= MAX_MARKERS:
             frame[c] = numbers.reindex(frame.index)
             marks[c] = words
     return marks
