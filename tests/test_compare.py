@@ -406,6 +406,33 @@ def test_a_uci_data_file_is_read_as_csv(tmp_path):
         compare.load_dataset(str(path))                 # the last column: a measurement
 
 
+def test_a_mulan_arff_file_with_its_label_xml_gives_label_sets(tmp_path):
+    """Mulan's multi-label files: ``<set>-train.arff`` (sparse rows too) beside
+    ``<set>.xml``, whose labels are the label sets; without the XML the file is a table."""
+    (tmp_path / "toy.xml").write_text(
+        '<labels xmlns="http://mulan.sourceforge.net/labels">'
+        '<label name="sad"></label><label name="calm"></label></labels>')
+    header = ("@relation toy\n@attribute f1 numeric\n@attribute f2 numeric\n"
+              "@attribute sad {0,1}\n@attribute calm {0,1}\n@data\n")
+    dense = ["0.5,1,1,0", "1.5,0,0,1", "2.5,1,1,1", "0,2,0,0", "1,1,1,0", "2,0,0,1"]
+    (tmp_path / "toy-train.arff").write_text(header + "\n".join(dense) + "\n")
+    data = compare.load_dataset(str(tmp_path / "toy-train.arff"))
+    assert data.multilabel and data.classes.tolist() == ["sad", "calm"]
+    assert data.y.toarray().tolist() == [[1, 0], [0, 1], [1, 1], [0, 0], [1, 0], [0, 1]]
+    np.testing.assert_array_equal(data.X, [[0.5, 1], [1.5, 0], [2.5, 1], [0, 2], [1, 1],
+                                           [2, 0]])
+    assert data.note == "2 labels named by toy.xml"
+    sparse = ["{0 0.5,1 1,2 1}", "{0 1.5,3 1}", "{0 2.5,1 1,2 1,3 1}", "{1 2}", "{0 1,1 1,2 1}",
+              "{0 2,3 1}"]
+    (tmp_path / "toy.arff").write_text(header + "\n".join(sparse) + "\n")
+    data = compare.load_dataset(str(tmp_path / "toy.arff"))
+    assert data.multilabel and data.X.format == "csr" and data.X.shape == (6, 2)
+    assert data.y.toarray().tolist() == [[1, 0], [0, 1], [1, 1], [0, 0], [1, 0], [0, 1]]
+    (tmp_path / "toy.xml").unlink()                     # a table: the last attribute labels
+    data = compare.load_dataset(str(tmp_path / "toy-train.arff"))
+    assert not data.multilabel and data.note.startswith("label 'calm'")
+
+
 def test_label_is_for_csv_files_only(tmp_path, capsys):
     path = _write_svm(tmp_path / "tiny.svm")
     assert "--label applies to CSV, TSV and ARFF files" in _usage_error([str(path), "--label", "0"],

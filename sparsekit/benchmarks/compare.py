@@ -44,6 +44,7 @@ compressed; ``--zero-based`` for files numbered from 0; the columns that store n
 (most of them in hashed features) are left out for every model, as each model's weight on
 such a column is 0 and would only cost it time and memory, and the titles say so),
 an Extreme Classification Repository file (first line ``N D L``, as Bibtex_train.txt),
+a Mulan multi-label ARFF file beside its label XML (``scene-train.arff`` and ``scene.xml``),
 a CSV, TSV or ARFF file (``.csv``, ``.tsv``, ``.arff``, also compressed, or comma-, tab- or
 ;-separated lines under another name, as UCI's ``.data`` files: its label column is
 the last one or ``--label``'s; for every model numeric columns are standardized, free text
@@ -858,6 +859,38 @@ def _is_xmlrepo(spec):
     return re.fullmatch(rb"\s*\d+\s+\d+\s+\d+\s*", first) is not None
 
 
+def _mulan_labels_file(spec):
+    """The label XML of a Mulan multi-label ARFF file, ``<set>.xml`` beside
+    ``<set>.arff``, ``<set>-train.arff`` or ``<set>-test.arff`` (also compressed), or
+    None."""
+    path = Path(spec)
+    match = re.fullmatch(r"(.+?)(-train|-test)?\.arff(\.(xz|gz|bz2))?", path.name, re.I)
+    if match is None:
+        return None
+    xml = path.with_name(match.group(1) + ".xml")
+    return xml if xml.is_file() else None
+
+
+def _read_mulan(spec, labels_file):
+    """The multi-label :class:`Dataset` of a Mulan ARFF file: the attributes its label XML
+    names are the labels, the others the features (sparse ARFF rows included)."""
+    from sparsekit.datasets._mulan import _label_names, _load_file
+
+    try:
+        names = _label_names(labels_file)
+        X, Y = _load_file(spec, names)
+    except (OSError, ValueError) as exc:
+        raise ValueError(f"cannot read {spec!r} as a Mulan file with the labels of "
+                         f"{labels_file.name}: {exc}") from None
+    n_features = X.shape[1]
+    if sp.issparse(X):
+        columns = UsedColumns(X)
+        if columns.n_used:
+            X = columns.take(X)
+    return Dataset(Path(spec).name, X, sp.csr_matrix(Y), classes=np.array(names),
+                   n_features=n_features, note=f"{len(names)} labels named by {labels_file.name}")
+
+
 def _refuse_web_page(spec):
     """ValueError for a file that is an HTML page: a web page saved in place of the data
     (a repository's page of the file rather than its raw content)."""
@@ -877,10 +910,12 @@ def load_dataset(spec, zero_based=False, label=None):
     """The :class:`Dataset` named by ``spec``: ``a9a`` (shipped), ``breast_cancer`` or
     ``digits`` (scikit-learn), a CSV, TSV or ARFF file (its column ``label``, the last by
     default, for the labels: ``_csv.read_csv``), a LIBSVM file (columns numbered from 1,
-    or from 0 with ``zero_based=True``), an Extreme Classification Repository file, or a
-    set of the data home. Raises ValueError with a message for the user when it cannot be
-    read or is not a classification task."""
+    or from 0 with ``zero_based=True``), an Extreme Classification Repository file, a Mulan
+    ARFF file beside its label XML (label sets), or a set of the data home. Raises
+    ValueError with a message for the user when it cannot be read or is not a
+    classification task."""
     _refuse_web_page(spec)
+    labels_file = _mulan_labels_file(spec)
     if spec == "a9a":
         data = Dataset("a9a", *load_a9a())
     elif spec == "breast_cancer":
@@ -889,6 +924,8 @@ def load_dataset(spec, zero_based=False, label=None):
     elif spec == "digits":
         X, y = load_digits(return_X_y=True)
         data = Dataset(spec, X / 16.0, y)
+    elif labels_file is not None:
+        data = _read_mulan(spec, labels_file)
     elif reads_as_table(spec):
         table = read_csv(spec, label)
         data = Dataset(Path(spec).name, table.X, table.y, note=table.note,
@@ -1057,7 +1094,8 @@ def _main(argv):
     parser.add_argument("data", nargs="*", default=["a9a", "digits"],
                         help="LIBSVM files (class labels or comma-separated label sets), "
                              "Extreme Classification Repository files, CSV, TSV or ARFF files "
-                             "(.csv, .tsv, .arff), or data set names (default: a9a digits)")
+                             "(.csv, .tsv, .arff; a Mulan ARFF file beside its label XML: "
+                             "label sets), or data set names (default: a9a digits)")
     parser.add_argument("--repeat", type=_positive_int, default=3,
                         help="fits per model (median)")
     parser.add_argument("--C", type=_positive_float, default=1.0,
