@@ -285,8 +285,9 @@ def _arff_frame(path, pd):
     rows = [(first + i, ln) for i, ln in enumerate(body.split("\n")[1:])
             if ln.strip() and not ln.lstrip().startswith("%")]
     if any(ln.lstrip().startswith("{") for _, ln in rows):
-        raise ValueError(f"{str(path)!r}: sparse ARFF rows ({{index value, ...}}) are not "
-                         "read here; convert the file to LIBSVM or CSV")
+        raise ValueError(f"{str(path)!r}: sparse ARFF rows ({{index value, ...}}) are read "
+                         "as a Mulan multi-label file, with its label XML beside it "
+                         "(<set>.xml); else convert the file to LIBSVM or CSV")
     try:
         frame = pd.read_csv(io.StringIO("\n".join(ln for _, ln in rows)), header=None,
                             names=names, quotechar="'", escapechar="\\", na_values=["?"],
