@@ -428,6 +428,8 @@ def test_a_mulan_arff_file_with_its_label_xml_gives_label_sets(tmp_path):
     data = compare.load_dataset(str(tmp_path / "toy.arff"))
     assert data.multilabel and data.X.format == "csr" and data.X.shape == (6, 2)
     assert data.y.toarray().tolist() == [[1, 0], [0, 1], [1, 1], [0, 0], [1, 0], [0, 1]]
+    data = compare.load_dataset(str(tmp_path / "toy-train.arff"), label="sad")
+    assert not data.multilabel and data.note.startswith("label 'sad'")   # one label, named
     (tmp_path / "toy.xml").unlink()                     # a table: the last attribute labels
     data = compare.load_dataset(str(tmp_path / "toy-train.arff"))
     assert not data.multilabel and data.note.startswith("label 'calm'")

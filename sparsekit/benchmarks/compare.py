@@ -911,11 +911,11 @@ def load_dataset(spec, zero_based=False, label=None):
     ``digits`` (scikit-learn), a CSV, TSV or ARFF file (its column ``label``, the last by
     default, for the labels: ``_csv.read_csv``), a LIBSVM file (columns numbered from 1,
     or from 0 with ``zero_based=True``), an Extreme Classification Repository file, a Mulan
-    ARFF file beside its label XML (label sets), or a set of the data home. Raises
-    ValueError with a message for the user when it cannot be read or is not a
-    classification task."""
+    ARFF file beside its label XML (label sets, unless ``label`` names one), or a set of
+    the data home. Raises ValueError with a message for the user when it cannot be read or
+    is not a classification task."""
     _refuse_web_page(spec)
-    labels_file = _mulan_labels_file(spec)
+    labels_file = _mulan_labels_file(spec) if label is None else None   # --label: one label
     if spec == "a9a":
         data = Dataset("a9a", *load_a9a())
     elif spec == "breast_cancer":
