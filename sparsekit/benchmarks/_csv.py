@@ -149,8 +149,7 @@ def read_csv(path, label=None):
     features = features.drop(columns=index + empty)
     if features.shape[1] == 0:
         raise ValueError(f"{str(path)!r}: no feature column with a value beside the label")
-    grouped = _read_grouped_numbers(features, decimal)
-    marks = _read_marked_numbers(features, decimal)
+    grouped, marks = _read_text_numbers(features, decimal)
     numeric = [c for c in features if pd.api.types.is_numeric_dtype(features[c])
                or pd.api.types.is_bool_dtype(features[c])]
     for c in numeric if len(features) > MIN_WARNED_DISTINCT else []:
@@ -299,48 +298,35 @@ def _arff_frame(path, pd):
     return frame, lines, ".", f"{len(names)} @attribute line(s)"
 
 
-def _read_grouped_numbers(frame, decimal):
-    """Convert, in place, the text columns of ``frame`` whose every value is a number,
-    some written with thousands separators (``1,234.5``; ``1.234,5`` or ``1 234,5`` where
-    the decimal mark is a comma), as spreadsheets save formatted cells; return their
-    names."""
+def _read_text_numbers(frame, decimal):
+    """Convert, in place, the text columns of ``frame`` that hold numbers written otherwise:
+    with thousands separators (``1,234.5``; ``1.234,5`` or ``1 234,5`` where the decimal mark
+    is a comma), as spreadsheets save formatted cells, or (more than half the values) beside
+    1 to MAX_MARKERS distinct words that mark missing values (``-``, ``n.a.``, ``unknown``),
+    read as missing. Return ``(the columns with separators, {column: its words})``; text
+    columns of plain numbers only (an ARFF nominal attribute's codes) stay categories."""
     import pandas as pd
 
     group = "," if decimal == "." else "[. \u00a0]"
-    point = re.escape(decimal)
-    pattern = rf"[-+]?(?:\d{{1,3}}(?:{group}\d{{3}})+|\d+)(?:{point}\d*)?"
-    names = []
-    for c in frame:
-        if pd.api.types.is_numeric_dtype(frame[c]) or pd.api.types.is_bool_dtype(frame[c]):
-            continue
-        values = frame[c].dropna().astype(str).str.strip()
-        if not (values.str.fullmatch(pattern).all() and values.str.contains(group).any()):
-            continue    # (plain numbers as text: an ARFF nominal attribute's codes)
-        digits = values.str.replace(group, "", regex=True).str.replace(decimal, ".")
-        frame[c] = pd.to_numeric(digits).reindex(frame.index)
-        names.append(c)
-    return names
-
-
-def _read_marked_numbers(frame, decimal):
-    """Convert, in place, the text columns of ``frame`` that hold numbers (more than half
-    their values) and 1 to MAX_MARKERS distinct other words, which mark missing values
-    (``-``, ``n.a.``, ``unknown``) and are read as such; return ``{column: words}``. Text
-    columns of numbers only (an ARFF nominal attribute's codes) stay categories."""
-    import pandas as pd
-
-    marks = {}
+    pattern = rf"[-+]?(?:\d{{1,3}}(?:{group}\d{{3}})+|\d+)(?:{re.escape(decimal)}\d*)?"
+    grouped, marks = [], {}
     for c in frame:
         if pd.api.types.is_numeric_dtype(frame[c]) or pd.api.types.is_bool_dtype(frame[c]):
             continue
         text = frame[c].dropna().astype(str).str.strip()
-        numbers = pd.to_numeric(text.str.replace(decimal, ".") if decimal != "." else text,
+        separated = text.str.fullmatch(pattern) & text.str.contains(group)
+        digits = text.where(~separated, text.str.replace(group, "", regex=True))
+        numbers = pd.to_numeric(digits.str.replace(decimal, ".") if decimal != "." else digits,
                                 errors="coerce")
         words = set(text[numbers.isna()])
-        if numbers.notna().mean() > 0.5 and 0 < len(words) <= MAX_MARKERS:
+        if (numbers.notna().mean() > 0.5 and len(words) <= MAX_MARKERS
+                and (words or separated.any())):
             frame[c] = numbers.reindex(frame.index)
-            marks[c] = words
-    return marks
+            if separated.any():
+                grouped.append(c)
+            if words:
+                marks[c] = words
+    return grouped, marks
 
 
 def _is_free_text(column):

@@ -837,15 +837,22 @@ def _read_file(spec, zero_based):
         kind = ("an Extreme Classification Repository file" if xmlrepo else
                 "a LIBSVM file (or a .csv/.tsv/.arff file by its name)")
         raise ValueError(f"cannot read {spec!r} as {kind}: {message}") from None
-    n_features, columns = X.shape[1], UsedColumns(X)
-    if columns.n_used:      # a file without a single entry keeps its columns: models need one
-        X = columns.take(X)
+    X, n_features = _used_columns(X)
     if all(len(labels) == 1 for labels in label_sets):
         return Dataset(Path(spec).name, X, [labels[0] for labels in label_sets],
                        n_features=n_features)
     binarizer = MultiLabelBinarizer(sparse_output=True)
     Y = binarizer.fit_transform([tuple(labels) for labels in label_sets])
     return Dataset(Path(spec).name, X, Y, classes=binarizer.classes_, n_features=n_features)
+
+
+def _used_columns(X):
+    """``(X on its used columns, X's column count)``: a file's columns that store no entry
+    are left out (:class:`UsedColumns`; dense X as it is)."""
+    n_features, columns = X.shape[1], UsedColumns(X)
+    if columns.n_used:      # a file without a single entry keeps its columns: models need one
+        X = columns.take(X)
+    return X, n_features
 
 
 def _is_xmlrepo(spec):
@@ -882,11 +889,7 @@ def _read_mulan(spec, labels_file):
     except (OSError, ValueError) as exc:
         raise ValueError(f"cannot read {spec!r} as a Mulan file with the labels of "
                          f"{labels_file.name}: {exc}") from None
-    n_features = X.shape[1]
-    if sp.issparse(X):
-        columns = UsedColumns(X)
-        if columns.n_used:
-            X = columns.take(X)
+    X, n_features = _used_columns(X)
     return Dataset(Path(spec).name, X, sp.csr_matrix(Y), classes=np.array(names),
                    n_features=n_features, note=f"{len(names)} labels named by {labels_file.name}")
 

@@ -120,8 +120,7 @@ class DaskRows:
         """Futures of ``v``'s partitions, aligned with X's ``rows``."""
         import dask.array as da
 
-        v = _as_dask_array(v)
-        v = da.asarray(v, dtype=dtype) if not isinstance(v, da.Array) or dtype else v
+        v = da.asarray(_as_dask_array(v), dtype=dtype)
         if v.ndim != 1:
             raise ValueError(f"{name} must have shape ({self.n_samples},), got {v.shape}")
         if np.isnan(v.shape[0]):           # a Series: partitioned as X, checked by length
