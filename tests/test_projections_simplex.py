@@ -293,3 +293,34 @@ def test_batched_rows_near_the_largest_value_match_one_row_at_a_time(dtype, big)
     for n in (2, 3, 4, 5, 8):
         assert_allclose(project_simplex(np.tile(z, (n, 1)), radius=radius),
                         np.tile(single, (n, 1)), rtol=4 * np.finfo(dtype).eps)
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("radius", [1.0, 2.5])
+def test_two_entries_in_closed_form_match_algorithm_1(dtype, radius):
+    """A single row of two entries (binary labels: the losses, SDCA's block steps) takes
+    a closed form: the projection and threshold of the sort-based Algorithm 1 on ties, gaps
+    of exactly the radius or an ulp off it, offsets of 1e6, -inf and huge entries."""
+    from sparsekit._cython._projections import project_rows, sparsemax_rows
+
+    big = np.finfo(dtype).max / 4
+    eps = np.finfo(dtype).eps
+    rows = [[0, 0], [3, 3], [radius, 0], [0, radius], [radius * (1 + eps), 0],
+            [radius * (1 - eps), 0], [0.3, -0.2], [1e6 + 0.5, 1e6], [-np.inf, 0],
+            [5, -np.inf], [big, -big], [-big, 1.0], [1e-30, 0], [-7.25, -7.0]]
+    for z in rows:
+        Z = np.array([z], dtype=dtype)
+        P, tau = np.empty_like(Z), np.empty(1, dtype=dtype)
+        project_rows(0, Z, P, tau, radius, np.ones(1, dtype=dtype), False)  # one row: scalar
+        assert P.sum() == pytest.approx(radius) and (P >= 0).all(), z
+        top = int(np.argmax(z))           # the larger gets (radius + gap) / 2, at most all
+        gap = float(Z[0, top]) - float(Z[0, 1 - top])
+        expected = np.empty(2)
+        expected[top] = radius if gap >= radius else (radius + gap) / 2
+        expected[1 - top] = radius - expected[top]
+        assert_allclose(P[0], expected, atol=4 * eps * radius, err_msg=str(z))
+        if radius == 1.0:
+            P_sort, tau_sort = np.empty_like(Z), np.empty(1, dtype=dtype)
+            sparsemax_rows(Z, P_sort, tau_sort, sort=True)
+            assert_array_equal(P, P_sort, err_msg=str(z))
+            assert_allclose(tau, tau_sort, rtol=4 * eps, err_msg=str(z))

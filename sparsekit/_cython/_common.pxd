@@ -12,11 +12,16 @@
 #            0 when ``start`` runs from 0 to len(classes) without decreasing and every class
 #            is in [0, K); else which of these fails (1, 2, 3): the free (column, class)
 #            entries of the multinomial kernels.
+# splitmix64_next
+#            the next 64 random bits of a splitmix64 generator whose state is ``s[0]``.
+# random_below
+#            a uniform integer in [0, n) for n < 2**32 (multiply-shift on the top 32 bits of
+#            splitmix64_next; bias below n / 2**32).
 # SK_PREFETCH, SK_PREFETCH_READ, SK_PREFETCH_W
 #            software prefetch of the cache line at p, for writing, for reading, and in
 #            exclusive state (x86 PREFETCHW); no-ops where the compiler has no builtin.
 from libc.math cimport exp, log1p
-from libc.stdint cimport int32_t, int64_t
+from libc.stdint cimport int32_t, int64_t, uint64_t
 
 cdef extern from *:
     """
@@ -42,6 +47,18 @@ cdef extern from *:
 ctypedef fused index_t:
     int32_t
     int64_t
+
+
+cdef inline uint64_t splitmix64_next(uint64_t* s) noexcept nogil:
+    s[0] += <uint64_t>0x9E3779B97F4A7C15
+    cdef uint64_t z = s[0]
+    z = (z ^ (z >> 30)) * <uint64_t>0xBF58476D1CE4E5B9
+    z = (z ^ (z >> 27)) * <uint64_t>0x94D049BB133111EB
+    return z ^ (z >> 31)
+
+
+cdef inline Py_ssize_t random_below(uint64_t* s, Py_ssize_t n) noexcept nogil:
+    return <Py_ssize_t>(((splitmix64_next(s) >> 32) * <uint64_t>n) >> 32)
 
 
 cdef inline double log1pexp(double t) noexcept nogil:

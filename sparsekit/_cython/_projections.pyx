@@ -301,6 +301,14 @@ cdef double _simplex_project(const floating* z, floating* p, Py_ssize_t k, doubl
         p[0] = <floating>a
         return -a
     zmax = _row_max(z, k)
+    if k == 2 and fabs(zmax) <= DBL_MAX:
+        # two entries (binary labels), in closed form: the other entry z_o is in the
+        # support when z_o - max >= -a, and then tau = (z_o - max - a) / 2
+        shift[0] = zmax
+        thr = (z[0] - zmax) + (z[1] - zmax)     # z_o - max: one of the two terms is 0
+        tau = (thr - a) / 2 if thr >= -a else -a
+        _threshold_out(z, p, k, zmax, tau)
+        return tau
     thr = zmax - a
     for i in range(k):
         zi = z[i]

@@ -56,7 +56,7 @@ from libc.stdlib cimport malloc, calloc, free, realloc
 from cython.parallel cimport prange
 
 from sparsekit._cython._common cimport (SK_PREFETCH, SK_PREFETCH_READ, SK_PREFETCH_W,
-                                        index_t, sigmoid)
+                                        index_t, random_below, sigmoid, splitmix64_next)
 from sparsekit._cython._implicit_sgd cimport _implicit_coefficients
 
 cdef extern from *:
@@ -127,22 +127,8 @@ METHODS = {"implicit": IMPLICIT, "umax": UMAX, "ove": OVE, "sgd": SGD,
            "sampled_softmax": SAMPLED_SOFTMAX, "nce": NCE}
 
 
-
 # ----------------------------------------------------------------------------------------
-# Random numbers: splitmix64 (one 64-bit state, no Python objects).
-
-cdef inline uint64_t _next(uint64_t* s) noexcept nogil:
-    s[0] += <uint64_t>0x9E3779B97F4A7C15
-    cdef uint64_t z = s[0]
-    z = (z ^ (z >> 30)) * <uint64_t>0xBF58476D1CE4E5B9
-    z = (z ^ (z >> 27)) * <uint64_t>0x94D049BB133111EB
-    return z ^ (z >> 31)
-
-
-cdef inline Py_ssize_t _randint(uint64_t* s, Py_ssize_t n) noexcept nogil:
-    """Uniform integer in [0, n), n < 2**32 (multiply-shift on the top 32 bits)."""
-    return <Py_ssize_t>(((_next(s) >> 32) * <uint64_t>n) >> 32)
-
+# Class sampling; random numbers from splitmix64 (one 64-bit state, _common.pxd).
 
 cdef inline bint _insert(Py_ssize_t* table, Py_ssize_t mask, Py_ssize_t v) noexcept nogil:
     """Add v >= 0 to an open-addressing set of mask + 1 slots (free: -1, linear probing,
@@ -180,7 +166,7 @@ cdef void _sample_classes(uint64_t* s, Py_ssize_t K, Py_ssize_t y, int m, bint e
         for q in range(table_size):
             table[q] = -1
     for jj in range(n - m, n):
-        t = _randint(s, jj + 1)
+        t = random_below(s, jj + 1)
         if table_size:
             dup = not _insert(table, table_size - 1, t)
             if dup:
@@ -253,7 +239,7 @@ cdef void _draw_classes(uint64_t* s, Py_ssize_t K, Py_ssize_t y, int m, bint exc
         if out[q] == y:
             c = y
             while _holds(shared, m, c):      # K / (K - m) draws on average
-                c = _randint(s, K)
+                c = random_below(s, K)
             out[q] = c
             return
 
@@ -1247,7 +1233,7 @@ def softmax_epoch_parallel(int method, const floating[::1] data, const index_t[:
     seeds = np.empty(T, dtype=np.uint64)
     cdef uint64_t mix = seed
     for part in range(T):
-        seeds[part] = _next(&mix)
+        seeds[part] = splitmix64_next(&mix)
     cdef int[::1] st = statuses
     cdef Py_ssize_t[::1] rs = resets
     cdef uint64_t[::1] sd = seeds
@@ -1384,7 +1370,7 @@ def sampled_gradient(int method, const double[:, ::1] X, const Py_ssize_t[::1] y
         raise ValueError("implicit steps are proximal, not gradient steps")
     with nogil:
         for r in range(n_draws):
-            i = _randint(&state, N)
+            i = random_below(&state, N)
             T[0] = y[i]
             _draw_classes(&state, K, y[i], m, True, &shared[0] if shared_batch > 0 else NULL,
                           shared_batch > 0 and r % shared_batch == 0, &T[1], &table[0],

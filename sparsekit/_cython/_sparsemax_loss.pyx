@@ -163,7 +163,7 @@ def loss_grad_csr(const floating[::1] data, const index_t[::1] indices,
     cdef Py_ssize_t i, j, t, col
     cdef double total = 0.0
     cdef bint row_nonzero
-    cdef floating v
+    cdef floating v, g0, g1
     cdef floating* s
     cdef floating* grow
     cdef Py_ssize_t* iwork
@@ -189,6 +189,14 @@ def loss_grad_csr(const floating[::1] data, const index_t[::1] indices,
                 continue
             for j in range(k):
                 grad_b[j] += s[j]
+            if k == 2:   # the two classes' terms in registers, as in _row_scores
+                g0, g1 = s[0], s[1]
+                for t in range(indptr[i], indptr[i + 1]):
+                    v = data[t]
+                    grow = &grad_W[indices[t], 0]
+                    grow[0] += v * g0
+                    grow[1] += v * g1
+                continue
             for t in range(indptr[i], indptr[i + 1]):
                 v = data[t]
                 grow = &grad_W[indices[t], 0]

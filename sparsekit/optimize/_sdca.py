@@ -16,7 +16,7 @@ import scipy.sparse as sp
 from scipy.optimize import OptimizeResult
 
 from .._cython._projections import project_rows
-from .._cython._sparsemax_dual import dual_epoch_csr, dual_epoch_dense
+from .._cython._sparsemax_dual import dual_epoch_csr, dual_epoch_dense, shuffle
 from ..utils._rows import row_sq_norms
 from ._result import CALLBACK_MESSAGE, STOPPED_BY_CALLBACK, Callback
 
@@ -134,8 +134,10 @@ def minimize_sdca(datafit, x0, *, tol, max_iter, rng, callback=None):
     score_scale = max(float(q.max(initial=0.0)), 1.0)
     checked = f = grad = gmax = change_checked = None
     nfev = 0
+    order = np.arange(n, dtype=np.int64)
     for it in range(1, max_iter + 1):
-        change = epoch(rng.permutation(n).astype(np.int64))
+        shuffle(order, int(rng.integers(2 ** 63)))
+        change = epoch(order)
         theta = datafit.to_solver(W, b + wb if fit_intercept else b)
         if fit_intercept and not penalize_intercept:
             b += wb
@@ -163,10 +165,11 @@ def minimize_sdca(datafit, x0, *, tol, max_iter, rng, callback=None):
         if gmax <= tol:
             status = 0
             break
-        if it == 1:   # the stall test's scale; a warm start may begin at the optimum
-            gmax_first = max(gmax, np.max(np.abs(objective(np.zeros_like(theta))[1])))
+        if it == 1:
+            gmax_first = gmax
+        if stalled:   # the test's scale: a warm start may begin at the optimum
+            gmax_first = max(gmax_first, np.max(np.abs(objective(np.zeros_like(theta))[1])))
             nfev += 1
-        if stalled:
             status = 7 if gmax <= np.sqrt(resolution) * gmax_first else 8
             break
     if checked != it:   # stopped by the callback after an epoch without an evaluation
