@@ -180,9 +180,8 @@ class SparsemaxClassifier(SparsekitClassifier):
         (weighted as in the fit), or 0, the support (the sparsemax rule of Martins &
         Astudillo 2016), when no smaller sets do better: the entries of a simplex fit are
         shares of one distribution over the labels, whose support holds many more labels
-        than the rows when ``alpha`` is not small (at the default ``alpha``, 15 labels
-        per row where Mulan's Bibtex rows have 2.4). With ``negated`` and for
-        proportion targets it is 0; on the other polytopes, whose entries are label
+        than the rows unless ``alpha`` is small. With ``negated`` and for proportion
+        targets it is 0; on the other polytopes, whose entries are label
         marginals, 0.5 (LP-SparseMAP leaves the rule open; 0.5 is the usual one for
         marginals).
     tol : float, default=1e-6
