@@ -51,7 +51,7 @@ cdef double _block_step(const floating* vals, const index_t* idx, Py_ssize_t nnz
     mu_i after the projection. Returns
     ``max_j |mu_new_j - mu_old_j|``."""
     cdef Py_ssize_t t, j, m, col, changed = 0
-    cdef double v, z0, z1, y0, y1, change = 0.0
+    cdef double v, z0, z1, y0, y1, d0, d1, change = 0.0
     cdef double* wrow
     for j in range(k):
         z[j] = b[j] if wb == NULL else b[j] + wb[j]
@@ -103,14 +103,14 @@ cdef double _block_step(const floating* vals, const index_t* idx, Py_ssize_t nnz
         if wb != NULL:
             for j in range(k):
                 wb[j] -= c * intercept_sq * p[j]
-        if k == 2:   # as the scores: the two changes in registers
-            z0, z1 = c * p[0], c * p[1]
+        if k == 2:   # as the scores: the two weighted changes in registers
+            d0, d1 = c * p[0], c * p[1]
             for t in range(nnz):
                 col = t if idx == NULL else idx[t]
                 v = vals[t]
                 wrow = W + 2 * col
-                wrow[0] -= v * z0
-                wrow[1] -= v * z1
+                wrow[0] -= v * d0
+                wrow[1] -= v * d1
             return change
         for t in range(nnz):
             col = t if idx == NULL else idx[t]

@@ -28,8 +28,7 @@ def micro_f1_threshold(blocks):
     values, hits, weights = [], [], []
     n_true = 0.0
     for proba, y_true, sample_weight in blocks:
-        truth = (sp.csr_matrix(y_true) if sp.issparse(y_true) else np.asarray(y_true)) != 0
-        truth = truth.toarray() if sp.issparse(truth) else truth
+        truth = (y_true.toarray() if sp.issparse(y_true) else np.asarray(y_true)) != 0
         sample_weight = np.asarray(sample_weight, dtype=np.float64)
         n_true += float(truth.sum(axis=1) @ sample_weight)
         rows, cols = np.nonzero((proba > 0) & (sample_weight > 0)[:, None])
