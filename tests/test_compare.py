@@ -680,8 +680,9 @@ def test_a_multilabel_file_gets_the_label_set_table(tmp_path, capsys):
     assert table["title"].startswith("label sets, sets.svm (120, 8), 5 labels (70/30 split;")
     assert re.search(r"SparsemaxClassifier leaves the \d+ training rows without a label out",
                      table["title"])
-    assert re.search(r"SparsemaxClassifier on the simplex predicts the labels above 0\.\d+, "
-                     "the training rows' best micro-F1 cut", table["title"])
+    assert re.search(r"SparsemaxClassifier on the simplex predicts the labels above 0\.\d+; "
+                     r"SparsemaxClassifier on the box predicts the labels above 0\.\d+, "
+                     "the training rows' best micro-F1 cuts", table["title"])
     names = [row["model"] for row in table["rows"]]
     assert names == ["sparsekit SparsemaxClassifier",
                      "sparsekit SparsemaxClassifier(polytope='box')",

@@ -630,11 +630,12 @@ def test_gpu_classifier_fit_and_predict_proba_match_cpu(cupy_backend):
     np.testing.assert_allclose(proba, cpu.predict_proba(X), atol=1e-3)
 
 
+@pytest.mark.parametrize("polytope", ["simplex", "box"])
 @pytest.mark.parametrize("on_device", [False, True])
 def test_gpu_classifier_label_sets_threshold_matches_cpu(cupy_backend, monkeypatch,
-                                                         on_device):
-    """Label sets on the simplex: the decision threshold found on the training rows'
-    projections (computed on the device, in blocks) is the CPU's."""
+                                                         on_device, polytope):
+    """Label sets on the simplex and the box: the decision threshold found on the
+    training rows' projections (computed on the device, in blocks) is the CPU's."""
     from sparsekit.linear_model import SparsemaxClassifier
     import sparsekit.linear_model._sparsemax as sparsemax_module
 
@@ -643,9 +644,10 @@ def test_gpu_classifier_label_sets_threshold_matches_cpu(cupy_backend, monkeypat
     scores = X @ rng.normal(size=(5, 4)) + rng.normal(size=(90, 4))
     Y = (scores > 0.5).astype(int)
     Y[np.arange(90), scores.argmax(axis=1)] = 1
-    cpu = SparsemaxClassifier(tol=1e-10, max_iter=2000).fit(X, Y)
+    cpu = SparsemaxClassifier(polytope=polytope, tol=1e-10, max_iter=2000).fit(X, Y)
     monkeypatch.setattr(sparsemax_module, "_THRESHOLD_BLOCK", 4 * 7)   # blocks of 7 rows
-    gpu = SparsemaxClassifier(tol=1e-10, max_iter=2000, device="cuda").fit(
+    gpu = SparsemaxClassifier(polytope=polytope, tol=1e-10, max_iter=2000,
+                              device="cuda").fit(
         cupy_backend.asarray(X) if on_device else X, Y)
     assert cpu.threshold_ > 0
     np.testing.assert_allclose(gpu.threshold_, cpu.threshold_, atol=1e-6)

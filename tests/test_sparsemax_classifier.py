@@ -905,11 +905,15 @@ def test_threshold_decides_the_predicted_labels_strictly():
 
 
 @pytest.mark.parametrize("polytope, params, intercept, proba, expected", [
-    ("box", {}, [1.0, 0.2, -1.0], [1.0, 0.2, 0.0], [1, 0, 0]),       # marginals > 0.5
     ("budget", {"budget": 2}, [1.0, 0.2, -1.0], [1.0, 0.2, 0.0], [1, 0, 0]),
+    ("at_most_one", {}, [0.7, 0.3, -1.0], [0.7, 0.3, 0.0], [1, 0, 0]),
+    ("box", {"negated": [True, False, False]}, [1.0, 0.2, -1.0], [1.0, 0.2, 0.0],
+     [1, 0, 0]),
 ])
-def test_auto_threshold_is_one_half_for_marginals(polytope, params, intercept, proba,
-                                                   expected):
+def test_auto_threshold_is_one_half_on_coupled_marginals(polytope, params, intercept, proba,
+                                                         expected):
+    """Marginals of the polytopes that couple the labels (and negated ones) are cut at
+    1/2: a lower cut could predict two labels of an at-most-one polytope."""
     rng = np.random.default_rng(0)
     X = rng.standard_normal((30, 2))
     Y = np.eye(3, dtype=int)[rng.integers(0, 3, 30)]
@@ -936,19 +940,23 @@ def _micro_f1(Y, predicted, sw=None):
     return f1_score(Y, predicted, average="micro", sample_weight=sw, zero_division=0.0)
 
 
+@pytest.mark.parametrize("polytope", ["simplex", "box"])
 @pytest.mark.parametrize("sparse, dtype", [(False, np.float64), (True, np.float32)])
-def test_auto_threshold_on_label_sets_has_the_best_training_micro_f1(sparse, dtype):
-    """On the simplex, label sets are cut where the training rows' micro-F1 is largest:
-    no cut of their projections (the support included) does better."""
+def test_auto_threshold_on_label_sets_has_the_best_training_micro_f1(sparse, dtype,
+                                                                     polytope):
+    """On the simplex and the box, label sets are cut where the training rows' micro-F1
+    is largest: no cut of their projections (the support included) does better."""
     X, Y = _label_sets()
     X = sp.csr_matrix(X, dtype=dtype) if sparse else X.astype(dtype)
-    clf = SparsemaxClassifier().fit(X, Y)
+    clf = SparsemaxClassifier(polytope=polytope).fit(X, Y)
     P = clf.predict_proba(X)
     best = _micro_f1(Y, clf.predict(X))
     cuts = [np.nextafter(v, -np.inf) for v in np.unique(P[P > 0])] + [0.0]
     assert best >= max(_micro_f1(Y, P > t) for t in cuts) - 1e-12
     assert 0.0 < clf.threshold_ < P.max()
     assert best > _micro_f1(Y, P > 0)            # the support holds more labels than rows
+    if polytope == "box":                        # 1/2 predicts fewer labels than the rows
+        assert clf.threshold_ < 0.5 and best > _micro_f1(Y, P > 0.5)
     np.testing.assert_array_equal(clf.predict(X), P > clf.threshold_)
     clf.set_params(threshold=0.0)                # the sparsemax rule, on demand
     np.testing.assert_array_equal(clf.predict(X), P > 0)

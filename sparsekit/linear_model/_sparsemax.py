@@ -59,6 +59,9 @@ AUTO_SDCA_MAX_CONDITION = 20.0
 #: ``alpha="scale"`` is this times the (sample-weighted) mean squared norm of X's rows
 ALPHA_SCALE = 5e-5
 
+#: the polytopes whose label sets ``threshold="auto"`` cuts at the training rows' best
+#: micro-F1; on the others a cut below 1/2 can predict sets the polytope excludes
+_TUNED_POLYTOPES = ("simplex", "box")
 #: the training rows are projected for ``threshold_`` in blocks of about this many scores
 _THRESHOLD_BLOCK = 1 << 20
 
@@ -175,15 +178,18 @@ class SparsemaxClassifier(SparsekitClassifier):
     threshold : float in [0, 1) or "auto", default="auto"
         Multi-label decision rule of :meth:`predict`: label ``j`` is predicted when
         ``predict_proba(X)[:, j] > threshold``. ``"auto"`` uses ``threshold_``, set by
-        ``fit``. For label sets (a 0/1 indicator ``y``) on the simplex it is the
-        threshold whose label sets have the largest micro-F1 on the training rows
-        (weighted as in the fit), or 0, the support (the sparsemax rule of Martins &
-        Astudillo 2016), when no smaller sets do better: the entries of a simplex fit are
-        shares of one distribution over the labels, whose support holds many more labels
-        than the rows unless ``alpha`` is small. With ``negated`` and for proportion
-        targets it is 0; on the other polytopes, whose entries are label
-        marginals, 0.5 (LP-SparseMAP leaves the rule open; 0.5 is the usual one for
-        marginals).
+        ``fit``. For label sets (a 0/1 indicator ``y``) on the simplex and on the box it
+        is the threshold whose label sets have the largest micro-F1 on the training rows
+        (weighted as in the fit), or 0, every label with a positive entry, when no
+        smaller sets do better. On the simplex the entries are shares of one
+        distribution over the labels, whose support (the sparsemax rule of Martins &
+        Astudillo 2016) holds many more labels than the rows unless ``alpha`` is small;
+        on the box they are label marginals, which for rare labels seldom reach 1/2, so
+        that a cut at 1/2 predicts fewer labels than the rows hold. With
+        ``negated`` and for proportion targets it is 0 on the simplex and 0.5 elsewhere;
+        on the budget, at-most-one and at-least-one polytopes 0.5 (LP-SparseMAP leaves
+        the rule open; 0.5 is the usual one for marginals, and a lower cut could predict
+        sets those polytopes exclude, such as two labels at most one of which holds).
     tol : float, default=1e-6
         Stop when the largest projected-gradient entry is below ``tol``, the gradient taken
         in the solvers' variables: the intercepts and the coefficients times ``s``, the
@@ -757,7 +763,7 @@ class SparsemaxClassifier(SparsekitClassifier):
         if self.target_type_ == "multiclass":
             self.__dict__.pop("threshold_", None)
             return
-        if not (self.target_type_ == "multilabel" and self.polytope == "simplex"
+        if not (self.target_type_ == "multilabel" and self.polytope in _TUNED_POLYTOPES
                 and self._negated is None):
             self.threshold_ = 0.0 if self.polytope == "simplex" else 0.5
             return
