@@ -219,6 +219,23 @@ def test_sparsemax_dask_fit_is_the_in_memory_fit(client, solver, layout):
     assert single.coef_.dtype == np.float32 and single.solver_ == "lbfgs"
 
 
+
+def test_sparsemax_dask_class_weight_is_the_in_memory_one(client):
+    """'balanced' from the partitions' class totals, applied on the workers: the in-memory
+    fit (alpha="scale" follows the weighted rows on both)."""
+    X, y = _data(n=600, d=10, classes=3, seed=12)
+    keep = (y != 2) | (np.arange(len(y)) % 5 == 0)          # class 2 rare
+    X, y = X[keep], y[keep]
+    w = np.random.default_rng(3).uniform(0.5, 2.0, len(y))
+    kw = dict(solver="lbfgs", tol=1e-10, max_iter=3000, class_weight="balanced")
+    local = SparsemaxClassifier(**kw).fit(X, y, sample_weight=w)
+    spread = SparsemaxClassifier(**kw).fit(da.from_array(X, chunks=(150, -1)),
+                                           da.from_array(y, chunks=150),
+                                           sample_weight=da.from_array(w, chunks=150))
+    assert spread.alpha_ == pytest.approx(local.alpha_, rel=1e-12)
+    np.testing.assert_allclose(spread.coef_, local.coef_, rtol=1e-6, atol=1e-7)
+    np.testing.assert_allclose(spread.intercept_, local.intercept_, rtol=1e-6, atol=1e-7)
+
 def test_sparsemax_dask_refuses_what_it_cannot_run(client):
     X, y = _data(n=200, d=5, seed=9)
     Xd = da.from_array(X, chunks=(100, -1))

@@ -629,6 +629,56 @@ def test_mostly_zero_dense_input(solver):
     assert _objective_at(dense, X, Y) == pytest.approx(_objective_at(csr, X, Y), rel=1e-8)
 
 
+
+@pytest.mark.parametrize("solver, sparse", [("lbfgs", False), ("sdca", True)])
+def test_class_weight_equals_sample_weight(solver, sparse):
+    """class_weight multiplies the rows' weights by their class's: the fit given those
+    weights as sample_weight (times the user's own)."""
+    X, y = _blobs(n=90, seed=4)
+    X = sp.csr_matrix(X) if sparse else X
+    labels = np.array(["a", "b", "c"])[y]
+    sw = np.random.default_rng(1).uniform(0.5, 2.0, len(y))
+    kw = dict(alpha=1e-2, solver=solver, tol=1e-10, max_iter=5000, random_state=0)
+    a = SparsemaxClassifier(class_weight={"a": 1.0, "b": 3.0, "c": 0.5}, **kw).fit(
+        X, labels, sample_weight=sw)
+    b = SparsemaxClassifier(**kw).fit(X, labels, sample_weight=sw * np.array([1, 3, .5])[y])
+    np.testing.assert_allclose(a.coef_, b.coef_, atol=1e-7)
+    np.testing.assert_allclose(a.intercept_, b.intercept_, atol=1e-7)
+
+
+def test_balanced_class_weight_counts_sample_weight_as_repeated_rows():
+    X, y = _blobs(n=70, seed=5)
+    counts = np.random.default_rng(0).integers(1, 4, len(y))
+    rows = np.repeat(np.arange(len(y)), counts)
+    est = SparsemaxClassifier(class_weight="balanced", tol=1e-10)
+    a = est.fit(X, y, sample_weight=counts).coef_.copy()
+    np.testing.assert_allclose(est.fit(X[rows], y[rows]).coef_, a, atol=1e-7)
+
+
+def test_balanced_class_weight_recovers_a_rare_class():
+    """A class of 5% of the rows, overlapping the others: 'balanced' predicts it far more
+    often (its recall rises), as with scikit-learn's LogisticRegression."""
+    rng = np.random.default_rng(3)
+    y = (rng.random(2000) < 0.05).astype(int)
+    X = rng.standard_normal((2000, 3)) + 1.2 * y[:, None]
+    plain = SparsemaxClassifier().fit(X, y)
+    balanced = SparsemaxClassifier(class_weight="balanced").fit(X, y)
+    recall = [np.mean(m.predict(X)[y == 1] == 1) for m in (plain, balanced)]
+    assert recall[1] > recall[0] + 0.3
+    assert 0.5 < np.mean(balanced.predict(X)[y == 0] == 0) < 1.0
+
+
+def test_class_weight_needs_class_labels_and_weight():
+    X, y = _blobs(n=40, seed=6)
+    with pytest.raises(ValueError, match="for 2-D targets"):
+        SparsemaxClassifier(class_weight="balanced").fit(X, np.eye(3)[y])
+    with pytest.raises(ValueError, match="has none"):
+        SparsemaxClassifier(class_weight="balanced").fit(
+            X, y, sample_weight=np.where(y == 2, 0.0, 1.0))
+    with pytest.raises(ValueError, match="finite and non-negative"):
+        SparsemaxClassifier(class_weight={0: 1.0, 1: -1.0, 2: 1.0}).fit(X, y)
+
+
 # ------------------------------------- smoke tests (notes/sparsemax_report.md §4.1 item 14)
 def _cv_sparsemax_loss_and_misses(clf, X, y, seed):
     """Per-fold sparsemax loss (report eq. 8, via project_ref) and misses, 5-fold stratified."""

@@ -7,6 +7,7 @@ import warnings
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.callback import CallbackSupportMixin
+from sklearn.utils.class_weight import compute_class_weight
 from sklearn.utils.multiclass import check_classification_targets
 
 from ..utils._validation import check_two_classes
@@ -92,6 +93,23 @@ class SparsekitClassifier(CallbackSupportMixin, ClassifierMixin, BaseEstimator):
         check_two_classes(classes)
         self.classes_ = classes
         return codes
+
+    def _class_weights(self, classes, totals):
+        """The weight of each class (``class_weight``; ones when None), checked; ``totals``
+        are the classes' total sample weights ("balanced" divides by them)."""
+        if self.class_weight is None:
+            return np.ones(classes.size)
+        if self.class_weight == "balanced":
+            if not np.all(totals > 0):
+                raise ValueError("class_weight='balanced' divides by each class's total "
+                                 "sample weight, and class "
+                                 f"{classes[np.argmin(totals > 0)].tolist()!r} has none")
+            cw = totals.sum() / (classes.size * totals)
+        else:
+            cw = compute_class_weight(self.class_weight, classes=classes, y=classes)
+        if not np.all(np.isfinite(cw) & (cw >= 0)):
+            raise ValueError(f"class_weight must be finite and non-negative, got {cw}")
+        return cw
 
     def _say(self, text):
         """One progress line, ``[ClassName] text``, when ``verbose`` is set."""

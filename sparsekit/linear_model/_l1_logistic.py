@@ -21,7 +21,6 @@ from sklearn.callback import with_callbacks
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.linear_model._base import LinearClassifierMixin, SparseCoefMixin
 from sklearn.utils._param_validation import Interval, StrOptions
-from sklearn.utils.class_weight import compute_class_weight
 from sklearn.utils.extmath import safe_sparse_dot
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import _check_sample_weight, check_is_fitted
@@ -570,22 +569,6 @@ class L1LogisticOBA(LinearClassifierMixin, SparseCoefMixin, SparsekitClassifier)
         self.n_features_in_ = X.shape[1]
         check_entry_magnitude(X, np.float64)
         return X, y, sample_weight
-
-    def _class_weights(self, classes, totals):
-        """The weight of each class (``class_weight``; ones when None), checked."""
-        if self.class_weight is None:
-            return np.ones(classes.size)
-        if self.class_weight == "balanced":
-            if not np.all(totals > 0):
-                raise ValueError("class_weight='balanced' divides by each class's total "
-                                 "sample weight, and class "
-                                 f"{classes[np.argmin(totals > 0)].tolist()!r} has none")
-            cw = totals.sum() / (classes.size * totals)
-        else:
-            cw = compute_class_weight(self.class_weight, classes=classes, y=classes)
-        if not np.all(np.isfinite(cw) & (cw >= 0)):
-            raise ValueError(f"class_weight must be finite and non-negative, got {cw}")
-        return cw
 
     def _iteration_callback(self, task, X, y, model):
         """``(callback, close)``: OBA's callback, which makes each iteration a subtask of the

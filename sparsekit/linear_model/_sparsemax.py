@@ -175,6 +175,11 @@ class SparsemaxClassifier(SparsekitClassifier):
     bounds : tuple (lower, upper), default=None
         Box constraints on the coefficients (not the intercept). Each of ``lower`` and
         ``upper`` is None, a scalar, or an array broadcastable to ``(n_classes, n_features)``.
+    class_weight : dict, "balanced" or None, default=None
+        Multiplies the loss terms of each class (as sample weights do); ``"balanced"``
+        gives class c the weight (total sample weight) / (n_classes x weight of class c),
+        as scikit-learn does. Class labels only: for 2-D targets weigh the rows with
+        ``sample_weight``.
     threshold : float in [0, 1) or "auto", default="auto"
         Multi-label decision rule of :meth:`predict`: label ``j`` is predicted when
         ``predict_proba(X)[:, j] > threshold``. ``"auto"`` uses ``threshold_``, set by
@@ -302,6 +307,7 @@ class SparsemaxClassifier(SparsekitClassifier):
         "solver": [StrOptions({"auto", "lbfgs", "newton-cg", "nqn", "sdca"})],
         "positive": ["boolean"],
         "bounds": [tuple, None],
+        "class_weight": [dict, StrOptions({"balanced"}), None],
         "threshold": [Interval(Real, 0, 1, closed="left"), StrOptions({"auto"})],
         "tol": [Interval(Real, 0, None, closed="left")],
         "max_iter": [Interval(Integral, 1, None, closed="left")],
@@ -313,8 +319,9 @@ class SparsemaxClassifier(SparsekitClassifier):
 
     def __init__(self, alpha="scale", *, polytope="simplex", budget=None, negated=None,
                  fit_intercept=True, penalize_intercept=False, solver="auto",
-                 positive=False, bounds=None, threshold="auto", tol=1e-6, max_iter=1000,
-                 warm_start=False, verbose=0, random_state=None, device="cpu"):
+                 positive=False, bounds=None, class_weight=None, threshold="auto", tol=1e-6,
+                 max_iter=1000, warm_start=False, verbose=0, random_state=None,
+                 device="cpu"):
         self.alpha = alpha
         self.polytope = polytope
         self.budget = budget
@@ -324,6 +331,7 @@ class SparsemaxClassifier(SparsekitClassifier):
         self.solver = solver
         self.positive = positive
         self.bounds = bounds
+        self.class_weight = class_weight
         self.threshold = threshold
         self.tol = tol
         self.max_iter = max_iter
@@ -391,8 +399,8 @@ class SparsemaxClassifier(SparsekitClassifier):
             # per-coefficient bounds are given for every column: the solvers see them all
             used = UsedColumns(X, keep_all=self.bounds is not None)
         X_shown = X_rows          # what the callbacks see: X as validated
-        Y, keep = self._encode_targets(y, budget)
-        sw = np.where(keep, sw, 0.0)
+        Y, keep, codes = self._encode_targets(y, budget)
+        sw = np.where(keep, self._weigh_classes(sw, codes), 0.0)
         if not sw.max() > 0:
             raise ValueError("The sample weights of the rows used in the fit sum to zero.")
         self.alpha_, weight_scale = self._data_scales(row_sums(X_shown, sw))
@@ -448,6 +456,9 @@ class SparsemaxClassifier(SparsekitClassifier):
                              "matrix): class labels are decoded by the argmax of the "
                              "scores, which negation does not preserve.")
         self._negated = None
+        if self.class_weight is not None:    # the partitions' weights times their class's
+            data.sample_weight = data.weights(
+                classes, self._class_weights(classes, data.class_totals(classes)), 1.0)
         self.alpha_, weight_scale = self._data_scales(data.row_sums())
         datafit = DaskFenchelYoung(data, classes, polytope=self.polytope, budget=budget,
                                    alpha=self.alpha_, fit_intercept=self.fit_intercept,
@@ -590,8 +601,10 @@ class SparsemaxClassifier(SparsekitClassifier):
         return 1.0
 
     def _encode_targets(self, y, budget):
-        """CSR targets of the un-negated problem (n, K), mask of the rows kept in the fit;
-        sets ``classes_`` and the validated ``negated`` mask ``_negated`` (None: none)."""
+        """CSR targets of the un-negated problem (n, K), mask of the rows kept in the fit,
+        and the class codes of class labels (None for 2-D targets); sets ``classes_`` and
+        the validated ``negated`` mask ``_negated`` (None: none)."""
+        codes = None
         if sp.issparse(y) and y.shape[1] == 1:
             y = y.toarray()           # a column of labels, as the same y given dense
         if sp.issparse(y) or np.ndim(y) == 2 and np.shape(y)[1] > 1:
@@ -616,7 +629,19 @@ class SparsemaxClassifier(SparsekitClassifier):
                              "matrix): class labels are decoded by the argmax of the "
                              "scores, which negation does not preserve.")
         self._negated = np.isin(np.arange(Y.shape[1]), columns) if columns else None
-        return polytope_targets(Y, self.polytope, budget, self.target_type_, columns)
+        return (*polytope_targets(Y, self.polytope, budget, self.target_type_, columns),
+                codes)
+
+    def _weigh_classes(self, sw, codes):
+        """The row weights ``sw`` times ``class_weight`` of the rows' classes ``codes``."""
+        if self.class_weight is None:
+            return sw
+        if codes is None:
+            raise ValueError("class_weight weighs the classes of class labels; for 2-D "
+                             "targets (label sets or proportions) weigh the rows with "
+                             "sample_weight")
+        totals = np.bincount(codes, weights=sw, minlength=self.classes_.size)
+        return sw * self._class_weights(self.classes_, totals)[codes]
 
     def _initial_point(self, datafit, columns, used):
         """The solver's start: the previous model on the ``used`` columns (warm_start), or
