@@ -20,7 +20,7 @@ def make_datafit(X, y, sw, polytope="simplex", alpha=0.1, fit_intercept=True, pe
     clf = SparsemaxClassifier(alpha=alpha, polytope=polytope, fit_intercept=fit_intercept,
                               penalize_intercept=penalize)
     budget = clf._check_budget()
-    Yt, _ = clf._encode_targets(y, budget)
+    Yt = clf._encode_targets(y, budget)[0]
     return FenchelYoungLinear(X, Yt, sw, polytope=polytope, budget=budget, alpha=alpha,
                               fit_intercept=fit_intercept, penalize_intercept=penalize,
                               center=fit_intercept and not penalize,

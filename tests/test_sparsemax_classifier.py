@@ -160,6 +160,48 @@ def test_kernel_dense_equals_csr_and_float32(block):
         np.testing.assert_allclose(e, a, rtol=1e-4, atol=1e-4)
 
 
+
+@pytest.mark.parametrize("polytope", ["simplex", "box", "budget"])
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_kernel_csr_on_many_classes_with_sparse_projections_matches_reference(polytope,
+                                                                              dtype):
+    """Many classes, spread scores: most rows' gradient p - y has a few nonzero classes
+    (their scatter walks those only), some rows many (a flat score row, whole rows), an
+    empty row and a zero weight: the reference's loss and gradient, and the dense kernel's."""
+    rng = np.random.default_rng(7)
+    n, d, k = 30, 8, 40
+    X = rng.standard_normal((n, d))
+    X[rng.random((n, d)) < 0.6] = 0
+    X[:, 0] = 0
+    X[4] = 0                                       # empty: p = proj(b)
+    Y = np.zeros((n, k))
+    Y[np.arange(n), rng.integers(0, k, n)] = 1
+    Y[::3, 5] = 1
+    if polytope == "simplex":
+        Y /= Y.sum(1, keepdims=True)
+    W = 4 * rng.standard_normal((d, k))
+    b = 0.05 * rng.standard_normal(k) - (0 if polytope == "simplex" else 3)
+    W[0] = 3.5 + 0.01 * rng.standard_normal(k)    # feature 0, row 9's only one: flat
+    X[9] = 0                                       # scores (near 1/2 on the box), a wide
+    X[9, 0] = 1.0                                  # support, scattered whole
+    sw = rng.random(n) + 0.5
+    sw[11] = 0.0
+    budget = 3.0 if polytope == "budget" else 1.0
+    Xc, Wc = X.astype(dtype), W.astype(dtype)
+    loss, gW, gb = _kernel(sp.csr_matrix(Xc), Wc, b, Y, sw, polytope, budget)
+    P = np.array([project_ref(z, polytope, budget) for z in X @ W + b])
+    R = sw[:, None] * (P - Y)
+    assert 1 <= np.median(np.count_nonzero(R, axis=1)) <= k // 4   # the sparse scatter
+    assert np.count_nonzero(R[9]) > k // 4                          # and whole rows
+    rtol = 1e-10 if dtype == np.float64 else 1e-4
+    assert loss == pytest.approx(objective_ref(W, b, X, Y, sw, 0.0, polytope, budget)
+                                 * sw.sum(), rel=rtol)
+    np.testing.assert_allclose(gW, X.T @ R, rtol=rtol, atol=rtol * np.abs(X.T @ R).max())
+    np.testing.assert_allclose(gb, R.sum(axis=0), rtol=rtol, atol=rtol * np.abs(R).max())
+    dense = _kernel(Xc, Wc, b, Y, sw, polytope, budget)
+    for a, c in zip((loss, gW, gb), dense):
+        np.testing.assert_allclose(a, c, rtol=rtol, atol=rtol * np.max(np.abs(c)))
+
 def test_kernel_huge_logits_float32():
     """The loss is shift invariant on the simplex; a 1e6 offset must not break float32.
 
@@ -210,7 +252,7 @@ def test_internal_objective_equals_reference(polytope):
     clf = SparsemaxClassifier(alpha=0.3, polytope=polytope,
                               budget=3 if polytope == "budget" else None)
     sw = rng.random(25)
-    Yt, keep = clf._encode_targets(Y, clf._check_budget())
+    Yt, keep, _ = clf._encode_targets(Y, clf._check_budget())
     fun = FenchelYoungLinear(X, Yt, sw, polytope=polytope, budget=clf._check_budget(),
                              alpha=0.3, fit_intercept=True,
                              penalize_intercept=False).value_grad

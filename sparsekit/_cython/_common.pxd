@@ -17,6 +17,11 @@
 # random_below
 #            a uniform integer in [0, n) for n < 2**32 (multiply-shift on the top 32 bits of
 #            splitmix64_next; bias below n / 2**32).
+# SPARSE_SHARE, SPARSE_MIN_K
+#            a row of k class entries (a dual change, a gradient row) is scattered over
+#            its nonzero entries only when fewer than k / SPARSE_SHARE of them are nonzero
+#            (a gather/scatter costs a few times a vectorized entry), and whole below
+#            SPARSE_MIN_K classes.
 # SK_PREFETCH, SK_PREFETCH_READ, SK_PREFETCH_W
 #            software prefetch of the cache line at p, for writing, for reading, and in
 #            exclusive state (x86 PREFETCHW); no-ops where the compiler has no builtin.
@@ -43,6 +48,10 @@ cdef extern from *:
     void SK_PREFETCH(const void* p) noexcept nogil
     void SK_PREFETCH_READ(const void* p) noexcept nogil
     void SK_PREFETCH_W(const void* p) noexcept nogil
+
+cdef enum:
+    SPARSE_SHARE = 4
+    SPARSE_MIN_K = 8
 
 ctypedef fused index_t:
     int32_t

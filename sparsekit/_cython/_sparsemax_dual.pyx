@@ -27,16 +27,8 @@ from libc.stdlib cimport free, malloc
 
 from ._projections cimport project_row
 
-from sparsekit._cython._common cimport (SK_PREFETCH_READ, SK_PREFETCH_W, index_t,
-                                        random_below)
-
-
-# the weight update walks only the changed entries of mu_i when fewer than k / SPARSE_CHANGE
-# of them moved (a gather/scatter costs a few times a vectorized entry); with fewer than
-# SPARSE_MIN_K classes it always walks whole rows
-cdef enum:
-    SPARSE_CHANGE = 4
-    SPARSE_MIN_K = 8
+from sparsekit._cython._common cimport (SK_PREFETCH_READ, SK_PREFETCH_W, SPARSE_MIN_K,
+                                        SPARSE_SHARE, index_t, random_below)
 
 
 cdef double _block_step(const floating* vals, const index_t* idx, Py_ssize_t nnz,
@@ -99,7 +91,7 @@ cdef double _block_step(const floating* vals, const index_t* idx, Py_ssize_t nnz
             if p[j] != 0.0:
                 iwork[changed] = j
                 changed += 1
-    if changed == 0 or changed * SPARSE_CHANGE > k:  # whole rows: contiguous, vectorized
+    if changed == 0 or changed * SPARSE_SHARE > k:  # whole rows: contiguous, vectorized
         if wb != NULL:
             for j in range(k):
                 wb[j] -= c * intercept_sq * p[j]

@@ -21,7 +21,7 @@ from scipy.linalg.cython_blas cimport dgemm, sgemm
 
 from ._projections cimport fenchel_young_row
 
-from sparsekit._cython._common cimport index_t
+from sparsekit._cython._common cimport SPARSE_MIN_K, SPARSE_SHARE, index_t
 
 
 cdef inline void _gemm(char* transb, int m, int n, int kk, const floating* a, int lda,
@@ -42,13 +42,15 @@ cdef inline double _row_loss_grad(int polytope, floating* s, const floating* b,
                                   const int64_t* yind, const floating* ydat,
                                   Py_ssize_t ystart, Py_ssize_t yend, floating sw,
                                   Py_ssize_t k, double budget, floating* y, floating* p,
-                                  floating* work, Py_ssize_t* iwork,
-                                  bint* nonzero) noexcept nogil:
-    """Add ``b`` to the scores ``s``, overwrite them with ``sw (p - y)``, return ``sw * loss``."""
-    cdef Py_ssize_t j, t
+                                  floating* work, Py_ssize_t* iwork, Py_ssize_t* nz,
+                                  Py_ssize_t* n_nonzero) noexcept nogil:
+    """Add ``b`` to the scores ``s``, overwrite them with ``sw (p - y)``, return ``sw * loss``;
+    the classes of its nonzero entries into ``nz`` (k entries), their count into
+    ``n_nonzero``."""
+    cdef Py_ssize_t j, t, m = 0
     cdef double loss
     cdef floating g
-    nonzero[0] = False
+    n_nonzero[0] = 0
     if sw == 0:
         for j in range(k):
             s[j] = 0
@@ -59,11 +61,12 @@ cdef inline double _row_loss_grad(int polytope, floating* s, const floating* b,
     for t in range(ystart, yend):
         y[yind[t]] += ydat[t]
     loss = fenchel_young_row(polytope, s, y, p, k, budget, <floating*> NULL, work, iwork)
-    for j in range(k):
+    for j in range(k):   # branch-free list of the nonzero entries
         g = sw * (p[j] - y[j])
         s[j] = g
-        if g != 0:
-            nonzero[0] = True
+        nz[m] = j
+        m += g != 0
+    n_nonzero[0] = m
     return sw * loss
 
 
@@ -104,9 +107,9 @@ def loss_grad_dense(const floating[:, ::1] X, const floating[:, ::1] W,
     ``grad_b = sum_i sw_i (p_i - y_i)`` (k,). ``block`` rows are processed per BLAS call.
     """
     cdef Py_ssize_t n = X.shape[0], d = X.shape[1], k = W.shape[1]
-    cdef Py_ssize_t start, m, r, i, j
+    cdef Py_ssize_t start, m, r, i, j, row_nonzero
     cdef double total = 0.0
-    cdef bint row_nonzero, block_nonzero
+    cdef bint block_nonzero
     cdef floating* S
     cdef floating* srow
     cdef Py_ssize_t* iwork
@@ -114,9 +117,10 @@ def loss_grad_dense(const floating[:, ::1] X, const floating[:, ::1] W,
         block = 1
     if block > n:
         block = n
-    # one allocation: scores (block * k), then y (k), p (k) and work (2k)
+    # one allocation: scores (block * k), then y (k), p (k) and work (2k); iwork: the
+    # projections' work (2k), then the rows' nonzero classes (k)
     S = <floating*> malloc((block * k + 4 * k) * sizeof(floating))
-    iwork = <Py_ssize_t*> malloc(2 * k * sizeof(Py_ssize_t))
+    iwork = <Py_ssize_t*> malloc(3 * k * sizeof(Py_ssize_t))
     if S == NULL or iwork == NULL:
         free(S)
         free(iwork)
@@ -139,7 +143,8 @@ def loss_grad_dense(const floating[:, ::1] X, const floating[:, ::1] W,
                 total += _row_loss_grad(polytope, srow, &b[0], &yind[0], &ydat[0],
                                         yptr[i], yptr[i + 1], sw[i], k, budget,
                                         S + block * k, S + block * k + k,
-                                        S + block * k + 2 * k, iwork, &row_nonzero)
+                                        S + block * k + 2 * k, iwork, iwork + 2 * k,
+                                        &row_nonzero)
                 if row_nonzero:
                     block_nonzero = True
                     for j in range(k):
@@ -158,22 +163,26 @@ def loss_grad_csr(const floating[::1] data, const index_t[::1] indices,
                   const floating[::1] b, const int64_t[::1] yptr, const int64_t[::1] yind,
                   const floating[::1] ydat, const floating[::1] sw, int polytope,
                   double budget, floating[:, ::1] grad_W, floating[::1] grad_b):
-    """Same as :func:`loss_grad_dense` for CSR ``X`` given by ``data, indices, indptr``."""
+    """Same as :func:`loss_grad_dense` for CSR ``X`` given by ``data, indices, indptr``.
+    A row's gradient ``sw_i (p_i - y_i)`` with few nonzero classes (sparse projections)
+    is scattered over those only."""
     cdef Py_ssize_t n = indptr.shape[0] - 1, d = W.shape[0], k = W.shape[1]
-    cdef Py_ssize_t i, j, t, col
+    cdef Py_ssize_t i, j, t, m, row_nonzero
     cdef double total = 0.0
-    cdef bint row_nonzero
     cdef floating v, g0, g1
     cdef floating* s
     cdef floating* grow
     cdef Py_ssize_t* iwork
-    # one allocation: scores (k), then y (k), p (k) and work (2k)
+    cdef Py_ssize_t* nz
+    # one allocation: scores (k), then y (k), p (k) and work (2k); iwork: the projections'
+    # work (2k), then the row's nonzero classes (k)
     s = <floating*> malloc(5 * k * sizeof(floating))
-    iwork = <Py_ssize_t*> malloc(2 * k * sizeof(Py_ssize_t))
+    iwork = <Py_ssize_t*> malloc(3 * k * sizeof(Py_ssize_t))
     if s == NULL or iwork == NULL:
         free(s)
         free(iwork)
         raise MemoryError()
+    nz = iwork + 2 * k
     with nogil:
         for j in range(d):
             for t in range(k):
@@ -184,12 +193,12 @@ def loss_grad_csr(const floating[::1] data, const index_t[::1] indices,
             _row_scores(&data[0], &indices[0], indptr[i], indptr[i + 1], &W[0, 0], k, s)
             total += _row_loss_grad(polytope, s, &b[0], &yind[0], &ydat[0], yptr[i],
                                     yptr[i + 1], sw[i], k, budget, s + k, s + 2 * k,
-                                    s + 3 * k, iwork, &row_nonzero)
-            if not row_nonzero:
+                                    s + 3 * k, iwork, nz, &row_nonzero)
+            if row_nonzero == 0:
                 continue
-            for j in range(k):
-                grad_b[j] += s[j]
             if k == 2:   # the two classes' terms in registers, as in _row_scores
+                grad_b[0] += s[0]
+                grad_b[1] += s[1]
                 g0, g1 = s[0], s[1]
                 for t in range(indptr[i], indptr[i + 1]):
                     v = data[t]
@@ -197,6 +206,19 @@ def loss_grad_csr(const floating[::1] data, const index_t[::1] indices,
                     grow[0] += v * g0
                     grow[1] += v * g1
                 continue
+            if k >= SPARSE_MIN_K and row_nonzero * SPARSE_SHARE <= k:
+                # few classes moved: the same sums, over the nonzero terms only
+                for m in range(row_nonzero):
+                    grad_b[nz[m]] += s[nz[m]]
+                for t in range(indptr[i], indptr[i + 1]):
+                    v = data[t]
+                    grow = &grad_W[indices[t], 0]
+                    for m in range(row_nonzero):
+                        j = nz[m]
+                        grow[j] += v * s[j]
+                continue
+            for j in range(k):
+                grad_b[j] += s[j]
             for t in range(indptr[i], indptr[i + 1]):
                 v = data[t]
                 grow = &grad_W[indices[t], 0]
@@ -205,4 +227,3 @@ def loss_grad_csr(const floating[::1] data, const index_t[::1] indices,
     free(s)
     free(iwork)
     return total
-
