@@ -37,7 +37,20 @@ CV_EXPECTED_FAILURES = {
 }
 
 
+#: scikit-learn's class-weight check fits make_blobs' unscaled rows (squared norms ~800):
+#: learning_rate="auto" scales the steps to them, so the intercept (a constant feature 1)
+#: moves ~800 times more slowly than the weights, and 20 epochs of the methods with the
+#: smaller steps leave the share predicted as the heavy class at 0.54-0.78 (0.87 needed;
+#: sampled softmax, the default, 0.90 and 1.0)
+ESGD_CLASS_WEIGHT_FAILURE = {
+    "check_class_weight_classifiers":
+        "unscaled rows: the intercept learns ~800 times more slowly than the weights"}
+
+
 def _expected_failures(estimator):
+    if isinstance(estimator, ExtremeSoftmaxSGD) and estimator.method in ("implicit", "umax",
+                                                                          "ove"):
+        return {**_extreme_softmax.EXPECTED_FAILED_CHECKS, **ESGD_CLASS_WEIGHT_FAILURE}
     if isinstance(estimator, L1LogisticOBA) and estimator.sparse_coef:
         return {"check_class_weight_balanced_linear_classifier":
                 "the check compares coef_ with assert_allclose, which takes no sparse matrix"}

@@ -1009,6 +1009,56 @@ def test_estimator_sample_weights_are_not_a_mask(method):
     assert est.loss_curve_[-1] != pytest.approx(softmax_nll(X, y, est.coef_), rel=1e-6)
 
 
+
+@pytest.mark.parametrize("method", ["sampled_softmax", "implicit"])
+def test_class_weight_is_the_class_weighted_sample_weight(method):
+    """class_weight multiplies the examples' weights by their class's: the same run as
+    those weights given as sample_weight (learning_rate="auto" reads them too), in fit
+    and, for a dict, in partial_fit."""
+    X, y = _small(4, N=60, K=3)
+    X += 2.0 * np.eye(3)[y]                    # labels the rows tell (no "diverged" alarm)
+    labels = np.array(["x", "y", "z"])[y]
+    sw = np.random.default_rng(5).uniform(0.5, 2.0, len(y))
+    weights = {"x": 2.0, "y": 0.5, "z": 1.0}
+    kw = dict(n_epochs=3, random_state=0)
+    a = ExtremeSoftmaxSGD(method, class_weight=weights, **kw).fit(X, labels, sample_weight=sw)
+    b = ExtremeSoftmaxSGD(method, **kw).fit(X, labels, sample_weight=sw * np.array(
+        [2.0, 0.5, 1.0])[y])
+    np.testing.assert_array_equal(a.coef_, b.coef_)
+    assert a.learning_rate_ == b.learning_rate_
+    counts = np.bincount(y)
+    balanced = ExtremeSoftmaxSGD(method, class_weight="balanced", **kw).fit(X, labels)
+    c = ExtremeSoftmaxSGD(method, **kw).fit(X, labels,
+                                            sample_weight=(len(y) / (3 * counts))[y])
+    np.testing.assert_allclose(balanced.coef_, c.coef_, rtol=1e-12)
+    streamed = ExtremeSoftmaxSGD(method, class_weight=weights, **kw).partial_fit(
+        X, labels, classes=["x", "y", "z"])
+    plain = ExtremeSoftmaxSGD(method, **kw).partial_fit(
+        X, labels, classes=["x", "y", "z"], sample_weight=np.array([2.0, 0.5, 1.0])[y])
+    np.testing.assert_array_equal(streamed.coef_, plain.coef_)
+    with pytest.raises(ValueError, match="not supported for partial_fit"):
+        ExtremeSoftmaxSGD(method, class_weight="balanced").partial_fit(X, labels,
+                                                                      classes=["x", "y", "z"])
+
+
+def test_balanced_class_weight_recovers_rare_classes():
+    """Two rare classes (3% of the rows each) overlapping a common one: 'balanced'
+    predicts them far more often, and its weights (up to 11) do not make the automatic
+    step diverge: it is scaled to the rows' squared norms times their weights."""
+    rng = np.random.default_rng(8)
+    y = rng.choice(3, size=3000, p=[0.94, 0.03, 0.03])
+    X = rng.normal(size=(3000, 4)) + 1.5 * np.eye(3, 4)[y]
+    kw = dict(random_state=0, n_epochs=10)
+    plain = ExtremeSoftmaxSGD(**kw).fit(X, y)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConvergenceWarning)     # "diverged"
+        balanced = ExtremeSoftmaxSGD(class_weight="balanced", **kw).fit(X, y)
+    rare = y > 0
+    recall = [np.mean(m.predict(X)[rare] == y[rare]) for m in (plain, balanced)]
+    assert recall[1] > recall[0] + 0.2
+    scaled = ExtremeSoftmaxSGD(**kw).fit(X, y, sample_weight=np.full(len(y), 7.0))
+    assert scaled.learning_rate_ == pytest.approx(plain.learning_rate_ / 7, rel=1e-12)
+
 def test_sample_true_class_draws_among_all_classes():
     """sample_true_class=True is the exclude_true=False epoch (the authors' code)."""
     X, y = _small(3, N=25, K=4)

@@ -81,6 +81,13 @@ def _timed(fn, *args, **kwargs):
     return result, time.thread_time() - c0
 
 
+def _weighted_median(values, weights):
+    """The median of ``values`` under the nonnegative ``weights`` (positive sum)."""
+    order = np.argsort(values, kind="stable")
+    cumulative = np.cumsum(weights[order])
+    return float(values[order[np.searchsorted(cumulative, 0.5 * cumulative[-1])]])
+
+
 class ExtremeSoftmaxSGD(SparsekitClassifier):
     """Softmax regression for very many classes with per-step work independent of K.
 
@@ -132,7 +139,9 @@ class ExtremeSoftmaxSGD(SparsekitClassifier):
     learning_rate : float or "auto", default="auto"
         Initial per-example step eta_0; epoch e uses ``eta_0 * lr_decay**e``. ``"auto"``
         scales it to the data: c over the median squared norm of the rows of X (the
-        intercept's constant feature included), with c = 6 for Implicit SGD, 4 for
+        intercept's constant feature included; with sample or class weights, the
+        weighted median of the rows' squared norms times their weights, so that the steps
+        do not depend on the weights' common scale), with c = 6 for Implicit SGD, 4 for
         sampled softmax and NCE, 0.6 for U-max and 0.2 for One-vs-Each and plain SGD: on
         unit-norm rows with an intercept, 3, 2, 0.3 and 0.1. ``learning_rate_`` holds the
         value used. With an intercept, rows much shorter than its constant feature 1
@@ -164,6 +173,11 @@ class ExtremeSoftmaxSGD(SparsekitClassifier):
     fit_intercept : bool, default=True
         Learn a per-class intercept, as the weight of a constant feature 1 (``alpha``
         applies to it too).
+    class_weight : dict, "balanced" or None, default=None
+        Multiplies each example's weight by its class's (as ``sample_weight`` does), as
+        scikit-learn's ``SGDClassifier``: ``"balanced"`` gives class c the weight (total
+        sample weight) / (n_classes x weight of class c) in :meth:`fit`; :meth:`partial_fit`
+        takes a dict only (a chunk's class totals are not the data's).
     u_init : {"log_k", "zero", "exact"}, default="log_k"
         Initial u_i: log K (= u_i*(0), Algorithm 1), 0 (the authors' code), or the exact
         u_i*(W) of the current weights (costs one full scoring pass).
@@ -348,6 +362,7 @@ class ExtremeSoftmaxSGD(SparsekitClassifier):
         "delta": [Interval(Real, 0, None, closed="neither")],
         "alpha": [Interval(Real, 0, None, closed="left")],
         "fit_intercept": ["boolean"],
+        "class_weight": [dict, StrOptions({"balanced"}), None],
         "u_init": [StrOptions({"log_k", "zero", "exact"})],
         "shuffle": ["boolean"],
         "random_state": ["random_state"],
@@ -366,7 +381,7 @@ class ExtremeSoftmaxSGD(SparsekitClassifier):
 
     def __init__(self, method="sampled_softmax", *, learning_rate="auto", lr_decay=0.9, n_epochs=20,
                  n_sampled=5, batch_size=1, delta=1.0, alpha=0.0, fit_intercept=True,
-                 u_init="log_k", shuffle=True, random_state=None, verbose=0, eval_every=0,
+                 class_weight=None, u_init="log_k", shuffle=True, random_state=None, verbose=0, eval_every=0,
                  eval_size=100_000, tol=None, warm_start=False, multilabel="error",
                  sample_true_class=False, shared_classes=False, n_jobs=None, n_weights=None,
                  device="cpu"):
@@ -379,6 +394,7 @@ class ExtremeSoftmaxSGD(SparsekitClassifier):
         self.delta = delta
         self.alpha = alpha
         self.fit_intercept = fit_intercept
+        self.class_weight = class_weight
         self.u_init = u_init
         self.shuffle = shuffle
         self.random_state = random_state
@@ -766,16 +782,16 @@ class ExtremeSoftmaxSGD(SparsekitClassifier):
         return 16 * written < self._R.nbytes
 
     def _initial_rate(self, xsq, sample_weight):
-        """eta_0: ``learning_rate``, or for "auto" the method's rate over the median squared
-        row norm (intercept included; weighted as the rows are, so that a weight-0 row is a
-        row left out; a median, so that a few huge rows do not stall the others)."""
+        """eta_0: ``learning_rate``, or for "auto" the method's rate over the median of the
+        steps' scales ``w_i ||x_i||^2`` (intercept included; weighted as the rows are, so
+        that a weight-0 row is a row left out; a median, so that a few huge rows do not
+        stall the others): with unit weights the median squared row norm, and the same
+        steps whatever the weights' common scale."""
         if self.learning_rate != "auto":
             return float(self.learning_rate)
-        order = np.argsort(xsq, kind="stable")
-        cumulative = np.cumsum(sample_weight[order])
-        if cumulative.size == 0 or cumulative[-1] <= 0:
+        if not sample_weight.size or not sample_weight.sum() > 0:
             return AUTO_RATE.get(self.method, AUTO_RATE_EXPLICIT)
-        median = float(xsq[order[np.searchsorted(cumulative, 0.5 * cumulative[-1])]])
+        median = _weighted_median(xsq, sample_weight)
         if self.fit_intercept and median - 1.0 < SHORT_ROWS:   # xsq counts the intercept's 1
             warnings.warn(
                 f"The rows of X have a median squared norm of {median - 1.0:.3g}: with "
@@ -783,7 +799,8 @@ class ExtremeSoftmaxSGD(SparsekitClassifier):
                 "the weights learn that many times more slowly, possibly not beyond the class "
                 "frequencies. Rescale X (e.g. sklearn.preprocessing.Normalizer or "
                 "StandardScaler) or give learning_rate.", UserWarning)
-        return AUTO_RATE.get(self.method, AUTO_RATE_EXPLICIT) / (median if median > 0 else 1.0)
+        scale = _weighted_median(xsq * sample_weight, sample_weight)
+        return AUTO_RATE.get(self.method, AUTO_RATE_EXPLICIT) / (scale if scale > 0 else 1.0)
 
     def _warn_if_diverged(self, xsq, first, last):
         """ConvergenceWarning when the training NLL ended above where it started."""
@@ -824,6 +841,9 @@ class ExtremeSoftmaxSGD(SparsekitClassifier):
         classes = self.classes_
         sample_weight = _check_sample_weight(sample_weight, X, dtype=np.float64,
                                              ensure_non_negative=True)
+        if self.class_weight is not None:
+            totals = np.bincount(y_idx, weights=sample_weight, minlength=classes.size)
+            sample_weight = sample_weight * self._class_weights(classes, totals)[y_idx]
         rng = check_random_state(self.random_state)
         warm = (self.warm_start and hasattr(self, "_R")
                 and np.array_equal(previous, classes)
@@ -944,6 +964,11 @@ class ExtremeSoftmaxSGD(SparsekitClassifier):
                              f"{np.unique(y[unknown])[:5].tolist()}")
         sample_weight = _check_sample_weight(sample_weight, X, dtype=np.float64,
                                              ensure_non_negative=True)
+        if isinstance(self.class_weight, str):
+            raise ValueError("class_weight='balanced' is not supported for partial_fit: a "
+                             "chunk's class totals are not the data's; pass a dict, e.g. "
+                             "from sklearn.utils.class_weight.compute_class_weight on all "
+                             "the labels")
         fresh = first or not np.array_equal(known, self.classes_)  # new weight arrays
         if first:
             self.classes_ = known
@@ -954,6 +979,8 @@ class ExtremeSoftmaxSGD(SparsekitClassifier):
         elif not np.array_equal(known, self.classes_):
             self._grow_classes(known)
         y_idx = np.searchsorted(self.classes_, y).astype(np.intp)
+        if self.class_weight is not None:  # a dict (checked above): over every class
+            sample_weight = sample_weight * self._class_weights(self.classes_, None)[y_idx]
         X = X.astype(self._R.dtype, copy=False)
         rng = getattr(self, "_stream_rng", None)
         # the stream's generator advances on a copy: a call that fails leaves it as it was
