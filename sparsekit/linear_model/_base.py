@@ -111,6 +111,14 @@ class SparsekitClassifier(CallbackSupportMixin, ClassifierMixin, BaseEstimator):
             raise ValueError(f"class_weight must be finite and non-negative, got {cw}")
         return cw
 
+    def _class_weighted(self, sample_weight, codes):
+        """``sample_weight`` times the ``class_weight`` of each row's class (``codes`` into
+        ``classes_``; "balanced" from the classes' totals of ``sample_weight``)."""
+        if self.class_weight is None:
+            return sample_weight
+        totals = np.bincount(codes, weights=sample_weight, minlength=self.classes_.size)
+        return sample_weight * self._class_weights(self.classes_, totals)[codes]
+
     def _say(self, text):
         """One progress line, ``[ClassName] text``, when ``verbose`` is set."""
         if self.verbose:

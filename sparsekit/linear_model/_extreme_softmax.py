@@ -841,9 +841,7 @@ class ExtremeSoftmaxSGD(SparsekitClassifier):
         classes = self.classes_
         sample_weight = _check_sample_weight(sample_weight, X, dtype=np.float64,
                                              ensure_non_negative=True)
-        if self.class_weight is not None:
-            totals = np.bincount(y_idx, weights=sample_weight, minlength=classes.size)
-            sample_weight = sample_weight * self._class_weights(classes, totals)[y_idx]
+        sample_weight = self._class_weighted(sample_weight, y_idx)
         rng = check_random_state(self.random_state)
         warm = (self.warm_start and hasattr(self, "_R")
                 and np.array_equal(previous, classes)
@@ -979,8 +977,7 @@ class ExtremeSoftmaxSGD(SparsekitClassifier):
         elif not np.array_equal(known, self.classes_):
             self._grow_classes(known)
         y_idx = np.searchsorted(self.classes_, y).astype(np.intp)
-        if self.class_weight is not None:  # a dict (checked above): over every class
-            sample_weight = sample_weight * self._class_weights(self.classes_, None)[y_idx]
+        sample_weight = self._class_weighted(sample_weight, y_idx)   # a dict: checked above
         X = X.astype(self._R.dtype, copy=False)
         rng = getattr(self, "_stream_rng", None)
         # the stream's generator advances on a copy: a call that fails leaves it as it was

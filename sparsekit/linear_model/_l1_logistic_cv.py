@@ -195,8 +195,7 @@ class L1LogisticOBACV(L1LogisticOBA):
         X, y, sample_weight = _check_fit_data(self, X, y, sample_weight)
         codes = self._encode_labels(y)
         classes = self.classes_
-        totals = np.bincount(codes, weights=sample_weight, minlength=classes.size)
-        weights = sample_weight * self._class_weights(classes, totals)[codes]
+        weights = self._class_weighted(sample_weight, codes)
         multinomial = self.multiclass == "multinomial" and classes.size > 2
         problems = [None] if multinomial else [1] if classes.size == 2 else list(
             range(classes.size))

@@ -640,8 +640,7 @@ class SparsemaxClassifier(SparsekitClassifier):
             raise ValueError("class_weight weighs the classes of class labels; for 2-D "
                              "targets (label sets or proportions) weigh the rows with "
                              "sample_weight")
-        totals = np.bincount(codes, weights=sw, minlength=self.classes_.size)
-        return sw * self._class_weights(self.classes_, totals)[codes]
+        return self._class_weighted(sw, codes)
 
     def _initial_point(self, datafit, columns, used):
         """The solver's start: the previous model on the ``used`` columns (warm_start), or
