@@ -1036,6 +1036,8 @@ def test_class_weight_is_the_class_weighted_sample_weight(method):
     plain = ExtremeSoftmaxSGD(method, **kw).partial_fit(
         X, labels, classes=["x", "y", "z"], sample_weight=np.array([2.0, 0.5, 1.0])[y])
     np.testing.assert_array_equal(streamed.coef_, plain.coef_)
+    with pytest.raises(ValueError, match="every sample has weight 0"):
+        ExtremeSoftmaxSGD(method, class_weight={"x": 0, "y": 0, "z": 0}).fit(X, labels)
     with pytest.raises(ValueError, match="not supported for partial_fit"):
         ExtremeSoftmaxSGD(method, class_weight="balanced").partial_fit(X, labels,
                                                                       classes=["x", "y", "z"])

@@ -117,7 +117,10 @@ class SparsekitClassifier(CallbackSupportMixin, ClassifierMixin, BaseEstimator):
         if self.class_weight is None:
             return sample_weight
         totals = np.bincount(codes, weights=sample_weight, minlength=self.classes_.size)
-        return sample_weight * self._class_weights(self.classes_, totals)[codes]
+        weighted = sample_weight * self._class_weights(self.classes_, totals)[codes]
+        if not weighted.max(initial=0.0) > 0:
+            raise ValueError("every sample has weight 0 (sample_weight times class_weight)")
+        return weighted
 
     def _say(self, text):
         """One progress line, ``[ClassName] text``, when ``verbose`` is set."""
