@@ -89,7 +89,9 @@ class SparsekitClassifier(CallbackSupportMixin, ClassifierMixin, BaseEstimator):
         (``many_classes``: see :func:`check_labels`).
         """
         check_labels(y, many_classes)
-        classes, codes = np.unique(y, return_inverse=True)
+        # np.unique's return_inverse sorts stably: 20x the time of sorting and searching
+        classes = np.unique(y)
+        codes = np.searchsorted(classes, y)
         check_two_classes(classes)
         self.classes_ = classes
         return codes

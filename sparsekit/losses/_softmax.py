@@ -143,8 +143,11 @@ def softmax_scores(X, coef, intercept=None):
 def _scores(X, coef, intercept=None):
     """``softmax_scores`` of inputs already checked by ``_check_X``."""
     if sp.issparse(X):
-        columns, inverse = np.unique(X.indices, return_inverse=True)
-        X = sp.csr_matrix((X.data.astype(np.float64), inverse.ravel(), X.indptr),
+        stored = np.zeros(X.shape[1], dtype=bool)
+        stored[X.indices] = True
+        columns = np.flatnonzero(stored)
+        renumbered = (np.cumsum(stored) - 1)[X.indices]
+        X = sp.csr_matrix((X.data.astype(np.float64), renumbered, X.indptr),
                           shape=(X.shape[0], columns.size))
     else:
         X = np.asarray(X, dtype=np.float64)
