@@ -111,7 +111,7 @@ def main():
             rows.append(row)
             print(row, flush=True)
     body = f"""
-Time of `SparsemaxClassifier(alpha, solver).fit` at the default `tol` (1e-6 on the largest
+Time of `SparsemaxClassifier(alpha, solver).fit` at the default `tol` (1e-4 on the largest
 gradient entry; one thread; median of 3 fits below 2 s) with, in brackets, the iterations
 (epochs for sdca) and the objective's excess over the lowest of the three solvers. "auto" is
 the solver `solver="auto"` (the default) picks: `sdca` for sparse X when the dual's

@@ -454,10 +454,10 @@ def test_sample_weight_equals_repetition_objective():
 def test_warm_start_and_convergence_warning():
     X, y = _blobs(n=200, d=8, k=4)
     with pytest.warns(ConvergenceWarning):
-        clf = SparsemaxClassifier(alpha=1e-4, max_iter=2, warm_start=True).fit(X, y)
+        clf = SparsemaxClassifier(alpha=1e-4, max_iter=2, warm_start=True, tol=1e-6).fit(X, y)
     clf.set_params(max_iter=1000)
     clf.fit(X, y)
-    cold = SparsemaxClassifier(alpha=1e-4).fit(X, y)
+    cold = SparsemaxClassifier(alpha=1e-4, tol=1e-6).fit(X, y)
     again = clf.fit(X, y).n_iter_
     assert again < cold.n_iter_
     np.testing.assert_allclose(clf.predict_proba(X), cold.predict_proba(X), atol=1e-3)

@@ -35,7 +35,7 @@ from ._base import SparsekitClassifier, unchanged_on_error
 from ._dask_input import DaskRows, is_dask_collection
 
 EXPECTED_FAILED_CHECKS = {
-    **{name: "same objective; the solutions differ at the 1e-6 level (flat intercept valley)"
+    **{name: "same objective; the solutions differ within tol (flat intercept valley)"
        for name in ("check_sample_weight_equivalence_on_dense_data",
                     "check_sample_weight_equivalence_on_sparse_data")},
     "check_classifiers_multilabel_output_format_predict_proba":
@@ -195,8 +195,10 @@ class SparsemaxClassifier(SparsekitClassifier):
         on the budget, at-most-one and at-least-one polytopes 0.5 (LP-SparseMAP leaves
         the rule open; 0.5 is the usual one for marginals, and a lower cut could predict
         sets those polytopes exclude, such as two labels at most one of which holds).
-    tol : float, default=1e-6
-        Stop when the largest projected-gradient entry is below ``tol``, the gradient taken
+    tol : float, default=1e-4
+        Stop when the largest projected-gradient entry is below ``tol`` (the default of
+        scikit-learn's ``LogisticRegression``, whose test this is; ``1e-6`` or less for
+        probabilities that agree with the optimum's to more digits), the gradient taken
         in the solvers' variables: the intercepts and the coefficients times ``s``, the
         root-mean-square of X's nonzero entries (weighted by ``sample_weight``), i.e. the
         problem on ``X / s``. For 0/1 features (``s = 1``) that is the gradient in
@@ -266,8 +268,8 @@ class SparsemaxClassifier(SparsekitClassifier):
     ``..._on_sparse_data`` (:data:`EXPECTED_FAILED_CHECKS`): weighting and repeating rows
     give the same objective (tested), but with small ``alpha`` the unpenalized intercept
     lies in a nearly flat valley of the piecewise-quadratic loss, so two L-BFGS runs stop at
-    points whose probabilities differ by up to ~1e-5 at the default ``tol`` (~1e-7 at
-    ``tol=1e-12``), above the check's rtol of 1e-7. That is
+    points whose probabilities differ by up to ~4e-4 at the default ``tol`` (~7e-5 at
+    ``tol=1e-6``, ~6e-7 at ``tol=1e-12``), above the check's rtol of 1e-7. That is
     the default ``polytope="simplex"``; on the other polytopes ``check_classifiers_train``
     fails too, by design: their ``predict_proba`` rows are label marginals that need not
     sum to 1.
@@ -319,7 +321,7 @@ class SparsemaxClassifier(SparsekitClassifier):
 
     def __init__(self, alpha="scale", *, polytope="simplex", budget=None, negated=None,
                  fit_intercept=True, penalize_intercept=False, solver="auto",
-                 positive=False, bounds=None, class_weight=None, threshold="auto", tol=1e-6,
+                 positive=False, bounds=None, class_weight=None, threshold="auto", tol=1e-4,
                  max_iter=1000, warm_start=False, verbose=0, random_state=None,
                  device="cpu"):
         self.alpha = alpha
