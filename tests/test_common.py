@@ -241,3 +241,18 @@ def test_a_forked_child_fits_in_parallel_after_the_parent_did(name):
         child.join(5)
         if child.is_alive():
             child.kill()
+
+
+@pytest.mark.parametrize("y", [
+    np.array(["b", "a", "ç", "b", "a"]), np.array([3, -1, 7, -1, 3]),
+    np.array([1.0, -0.0, 0.0, 2.0, 1.0]), np.array([True, False, True, True, False]),
+    np.array(["x", "y", "x"], dtype=object), np.array([2**40, 1, 2**40], dtype=np.int64),
+], ids=["str", "int", "float", "bool", "object", "int64"])
+def test_labels_are_encoded_as_numpy_sorts_them(y):
+    # classes_ sorted and every label's code into it, as np.unique(return_inverse=True)
+    estimator = SparsemaxClassifier()
+    codes = estimator._encode_labels(y)
+    classes, inverse = np.unique(y, return_inverse=True)
+    np.testing.assert_array_equal(estimator.classes_, classes)
+    np.testing.assert_array_equal(codes, inverse)
+    np.testing.assert_array_equal(estimator.classes_[codes], y)
