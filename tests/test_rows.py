@@ -33,3 +33,20 @@ def test_row_nnz_and_weighted_sums_skip_stored_zeros():
         np.testing.assert_array_equal(row_nnz(given), (dense != 0).sum(axis=1))
         np.testing.assert_allclose(weighted_row_sums(given, sw), expected, rtol=1e-6)
     np.testing.assert_allclose(weighted_row_sums(S), [np.sum(dense ** 2), np.sum(dense != 0), 6])
+
+
+def test_row_statistics_of_other_sparse_forms():
+    # COO with duplicate entries (summed by the conversion to CSR), 64-bit index arrays,
+    # integer and boolean data, a sparse array
+    rows, cols = np.array([0, 0, 2, 2, 2]), np.array([1, 1, 0, 3, 3])
+    values = np.array([1.0, 2.0, -3.0, 0.0, 4.0])
+    coo = sp.coo_matrix((values, (rows, cols)), shape=(4, 5))
+    np.testing.assert_array_equal(row_sq_norms(coo), [9.0, 0.0, 25.0, 0.0])
+    np.testing.assert_array_equal(row_nnz(coo), [1, 0, 2, 0])
+    wide = sp.csr_matrix(np.eye(3) * 2.0)
+    wide.indices, wide.indptr = wide.indices.astype(np.int64), wide.indptr.astype(np.int64)
+    np.testing.assert_array_equal(row_sq_norms(wide), [4.0, 4.0, 4.0])
+    for data in (np.array([[0, 3], [1, 0]]), np.array([[False, True], [True, True]])):
+        for given in (sp.csr_matrix(data), sp.csr_array(data)):
+            np.testing.assert_array_equal(row_sq_norms(given), (data.astype(float) ** 2).sum(1))
+            np.testing.assert_array_equal(row_nnz(given), (data != 0).sum(1))

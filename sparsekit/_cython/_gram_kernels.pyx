@@ -265,6 +265,26 @@ def row_stats_csc(const floating[::1] data, const index_t[::1] indices, double[:
             row_sq[i] += v * v
 
 
+def row_stats_csr(const floating[::1] data, const index_t[::1] indptr,
+                  long long[::1] row_nnz, double[::1] row_sq):
+    """Per row of a CSR matrix: the count of its nonzero entries (stored zeros left out) and
+    the sum of their squares in float64, in one pass (``row_nnz`` and ``row_sq`` are
+    overwritten)."""
+    cdef Py_ssize_t p, i
+    cdef long long count
+    cdef double v, total
+    with nogil:
+        for i in range(row_nnz.shape[0]):
+            count = 0
+            total = 0.0
+            for p in range(indptr[i], indptr[i + 1]):
+                v = data[p]
+                count += v != 0.0
+                total += v * v
+            row_nnz[i] = count
+            row_sq[i] = total
+
+
 def take_columns_csc(const floating[::1] data, const index_t[::1] indices,
                      const index_t[::1] indptr, const long long[:] cols, floating[:] out_data,
                      index_t[:] out_indices, index_t[:] out_indptr):

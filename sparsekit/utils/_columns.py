@@ -30,8 +30,7 @@ class UsedColumns:
         if X.format == "csc":
             stored = np.diff(X.indptr) > 0
         else:
-            stored = np.zeros(self.n_features, dtype=bool)
-            stored[X.tocsr().indices] = True
+            stored = np.bincount(X.tocsr().indices, minlength=self.n_features) > 0
         if np.count_nonzero(stored) <= MAX_USED_SHARE * self.n_features:
             self.index = np.flatnonzero(stored)
 

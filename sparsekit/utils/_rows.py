@@ -2,15 +2,24 @@
 import numpy as np
 import scipy.sparse as sp
 
+from .._cython._gram_kernels import row_stats_csr
+
+
+def _sparse_row_stats(X):
+    """(nonzero entries, squared norm in float64) of every row of SciPy sparse ``X``, from
+    one pass over its CSR form."""
+    X = X.tocsr()
+    data = X.data if X.data.dtype in (np.float32, np.float64) else X.data.astype(np.float64)
+    nnz, sq = np.empty(X.shape[0], dtype=np.int64), np.empty(X.shape[0])
+    row_stats_csr(np.ascontiguousarray(data), np.ascontiguousarray(X.indptr), nnz, sq)
+    return nnz, sq
+
 
 def row_sq_norms(X):
     """‖xᵢ‖² of every row of NumPy or SciPy sparse ``X``, in float64 (the squares too: a
-    float32 X's may underflow), without a temporary of X's size for dense X."""
+    float32 X's may underflow), without a temporary of X's size."""
     if sp.issparse(X):
-        X = X.tocsr()
-        squares = sp.csr_matrix((np.square(X.data, dtype=np.float64), X.indices, X.indptr),
-                                shape=X.shape)
-        return np.asarray(squares.sum(axis=1)).ravel()
+        return _sparse_row_stats(X)[1]
     return np.einsum("ij,ij->i", X, X, dtype=np.float64)
 
 
@@ -18,9 +27,7 @@ def row_nnz(X):
     """The number of nonzero entries of every row of NumPy or SciPy sparse ``X`` (stored
     zeros of a sparse X not counted)."""
     if sp.issparse(X):
-        X = X.tocsr()
-        nonzero = np.concatenate([[0], np.cumsum(X.data != 0)])
-        return np.diff(nonzero[X.indptr])
+        return _sparse_row_stats(X)[0]
     return np.count_nonzero(X, axis=1)
 
 
@@ -29,4 +36,5 @@ def weighted_row_sums(X, sample_weight=None):
     weights ``s`` default to 1. Sums, so that row partitions add up."""
     sw = (np.ones(X.shape[0]) if sample_weight is None
           else np.asarray(sample_weight, dtype=np.float64))
-    return np.array([float(row_sq_norms(X) @ sw), float(row_nnz(X) @ sw), float(sw.sum())])
+    nnz, sq = _sparse_row_stats(X) if sp.issparse(X) else (row_nnz(X), row_sq_norms(X))
+    return np.array([float(sq @ sw), float(nnz @ sw), float(sw.sum())])
