@@ -59,6 +59,15 @@ def split(name):
     return X_train, X_test, Y_train, Y_test
 
 
+def quiet():
+    """Silence the fits' expected warnings: capped iterations, rows without a label (left
+    out of the simplex fit, said in the notes), labels every training row holds."""
+    warnings.simplefilter("ignore", ConvergenceWarning)
+    warnings.filterwarnings("ignore", message=".*no active label", category=UserWarning)
+    warnings.filterwarnings("ignore", message="Label .* present in all training",
+                            category=UserWarning)
+
+
 def cell(Y, predicted):
     return (f"{f1_score(Y, predicted, average='micro', zero_division=0.0):.3f} / "
             f"{predicted.sum(axis=1).mean():.2f}")
@@ -108,11 +117,7 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sets", nargs="+", choices=SETS, default=list(SETS))
     args = parser.parse_args()
-    warnings.simplefilter("ignore", ConvergenceWarning)
-    # rows without a label: left out of the simplex fit (said in the notes)
-    warnings.filterwarnings("ignore", message=".*no active label", category=UserWarning)
-    warnings.filterwarnings("ignore", message="Label .* present in all training",
-                            category=UserWarning)
+    quiet()
     header = ["data", "train rows x features, labels", "labels per row (train / test)",
               "simplex, default threshold_", "simplex, support (threshold=0)",
               "simplex, best cut of the test rows", "box, default threshold_", "box (0.5)",

@@ -24,18 +24,16 @@ import _report  # noqa: F401  (pins BLAS threads before NumPy)
 
 import argparse
 import time
-import warnings
 
 import numpy as np
 from sklearn.datasets import load_breast_cancer, load_digits
-from sklearn.exceptions import ConvergenceWarning
 from sklearn.linear_model import LogisticRegression
 from sklearn.metrics import f1_score
 from sklearn.model_selection import train_test_split
 from sklearn.multiclass import OneVsRestClassifier
 from sklearn.preprocessing import StandardScaler
 
-from bench_sparsemax_label_sets import split
+from bench_sparsemax_label_sets import quiet, split
 from sparsekit import SparsemaxClassifier
 from sparsekit.datasets import load_libsvm
 
@@ -142,10 +140,7 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sets", nargs="+", choices=SETS, default=list(SETS))
     args = parser.parse_args()
-    warnings.simplefilter("ignore", ConvergenceWarning)
-    warnings.filterwarnings("ignore", message=".*no active label", category=UserWarning)
-    warnings.filterwarnings("ignore", message="Label .* present in all training",
-                            category=UserWarning)
+    quiet()
     header = ["data", "train rows x features, classes or labels", "model", "fit s",
               "iterations (solver)", "test accuracy / micro-F1",
               "mean Σ|p − p*| per test row", "max |p − p*|"]
