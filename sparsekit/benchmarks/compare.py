@@ -430,7 +430,7 @@ def _multiclass_models(X, y, budget=np.inf):
     a callback that stops them, scikit-learn's by their iterations or epochs, from the time
     of one), and ``stopped(model)`` tells whether that cap ended its last fit."""
     yield "sparsekit SparsemaxClassifier", *_limited(
-        lambda: SparsemaxClassifier(max_iter=500), budget)
+        lambda: SparsemaxClassifier(max_iter=500, random_state=0), budget)
     if np.unique(y).size > 2:  # a softmax for many classes; two are LogisticRegression's
         yield "sparsekit ExtremeSoftmaxSGD", *_limited(
             lambda: ExtremeSoftmaxSGD(random_state=0), budget)
@@ -647,9 +647,10 @@ def _multilabel_models(X, Y, budget=np.inf):
     SparsemaxClassifier on the simplex (a sparse distribution over the labels) and on the
     box (a marginal per label), each cut where the training rows' micro-F1 is best."""
     yield "sparsekit SparsemaxClassifier", *_limited(
-        lambda: SparsemaxClassifier(max_iter=500), budget)
+        lambda: SparsemaxClassifier(max_iter=500, random_state=0), budget)
     yield "sparsekit SparsemaxClassifier(polytope='box')", *_limited(
-        lambda: SparsemaxClassifier(polytope="box", max_iter=500), budget)
+        lambda: SparsemaxClassifier(polytope="box", max_iter=500, random_state=0),
+        budget)
     iters = _max_iter_within(
         lambda k: OneVsRestClassifier(LogisticRegression(C=1.0, max_iter=k)).fit(X, Y),
         budget, 2000)
