@@ -1,5 +1,6 @@
 """Row statistics shared by the solvers and estimators."""
 import numpy as np
+import pytest
 import scipy.sparse as sp
 
 from sparsekit.utils._rows import row_nnz, row_sq_norms, weighted_row_sums
@@ -50,3 +51,14 @@ def test_row_statistics_of_other_sparse_forms():
         for given in (sp.csr_matrix(data), sp.csr_array(data)):
             np.testing.assert_array_equal(row_sq_norms(given), (data.astype(float) ** 2).sum(1))
             np.testing.assert_array_equal(row_nnz(given), (data != 0).sum(1))
+
+
+def test_row_stats_kernel_refuses_offsets_outside_the_data():
+    from sparsekit._cython._gram_kernels import row_stats_csr
+    data = np.ones(4)
+    nnz, sq = np.empty(2, dtype=np.int64), np.empty(2)
+    for indptr in ([0, 2, 5], [0, 3, 2], [-1, 1, 2], [0, 2]):
+        with pytest.raises(ValueError, match="indptr"):
+            row_stats_csr(data, np.array(indptr, dtype=np.int32), nnz, sq)
+    row_stats_csr(data, np.array([0, 1, 4], dtype=np.int32), nnz, sq)
+    np.testing.assert_array_equal(nnz, [1, 3])

@@ -269,12 +269,19 @@ def row_stats_csr(const floating[::1] data, const index_t[::1] indptr,
                   long long[::1] row_nnz, double[::1] row_sq):
     """Per row of a CSR matrix: the count of its nonzero entries (stored zeros left out) and
     the sum of their squares in float64, in one pass (``row_nnz`` and ``row_sq`` are
-    overwritten)."""
-    cdef Py_ssize_t p, i
+    overwritten). ``ValueError`` unless ``indptr`` holds n + 1 offsets that start at 0 or
+    above, never decrease and end within ``data``."""
+    cdef Py_ssize_t p, i, n = row_nnz.shape[0]
     cdef long long count
     cdef double v, total
+    if row_sq.shape[0] != n or indptr.shape[0] != n + 1 or indptr[0] < 0 \
+            or indptr[n] > data.shape[0]:
+        raise ValueError("row_stats_csr: indptr does not fit the rows or the data")
+    for i in range(n):
+        if indptr[i + 1] < indptr[i]:
+            raise ValueError("row_stats_csr: indptr decreases")
     with nogil:
-        for i in range(row_nnz.shape[0]):
+        for i in range(n):
             count = 0
             total = 0.0
             for p in range(indptr[i], indptr[i + 1]):
