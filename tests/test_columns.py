@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from sparsekit.utils._columns import MAX_USED_SHARE, UsedColumns
+from sparsekit.utils._columns import MAX_USED_SHARE, UsedColumns, stored_columns
 
 
 def _wide(n_used=6, n_features=40, seed=0):
@@ -79,3 +79,10 @@ def test_expand_with_no_used_column_keeps_the_trailing_ones():
     np.testing.assert_array_equal(used.expand(intercepts)[:, -1], [0.5, 0.0])
     out = used.expand(sp.csr_matrix(intercepts))
     assert out.shape == (2, 11) and out[0, 10] == 0.5 and out.nnz == 1
+
+
+def test_stored_columns_of_csr_and_csc_agree():
+    X = sp.csr_matrix(np.array([[0.0, 2.0, 0.0, 0.0], [1.0, 0.0, 0.0, 0.0]]))
+    X.data[0] = 0.0                                   # a stored zero still stores an entry
+    for given in (X, X.tocsc(), sp.csr_array(X)):
+        np.testing.assert_array_equal(stored_columns(given), [True, True, False, False])

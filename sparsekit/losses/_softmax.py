@@ -28,6 +28,7 @@ import scipy.sparse as sp
 from scipy.special import log_expit, logsumexp
 from sklearn import get_config
 
+from ..utils._columns import stored_columns
 from ..utils._validation import check_sparse_structure, checked_sparse
 
 __all__ = [
@@ -143,8 +144,7 @@ def softmax_scores(X, coef, intercept=None):
 def _scores(X, coef, intercept=None):
     """``softmax_scores`` of inputs already checked by ``_check_X``."""
     if sp.issparse(X):
-        stored = np.zeros(X.shape[1], dtype=bool)
-        stored[X.indices] = True
+        stored = stored_columns(X)
         columns = np.flatnonzero(stored)
         renumbered = (np.cumsum(stored) - 1)[X.indices]
         X = sp.csr_matrix((X.data.astype(np.float64), renumbered, X.indptr),

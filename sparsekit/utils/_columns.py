@@ -7,6 +7,13 @@ import scipy.sparse as sp
 MAX_USED_SHARE = 0.9
 
 
+def stored_columns(X):
+    """Boolean mask of the columns of SciPy sparse ``X`` (CSR or CSC) that store an entry."""
+    if X.format == "csc":
+        return np.diff(X.indptr) > 0
+    return np.bincount(X.tocsr().indices, minlength=X.shape[1]) > 0
+
+
 class UsedColumns:
     """The columns of a sparse X that store an entry, when some store none.
 
@@ -27,10 +34,7 @@ class UsedColumns:
         self.index = None
         if keep_all or not sp.issparse(X):
             return
-        if X.format == "csc":
-            stored = np.diff(X.indptr) > 0
-        else:
-            stored = np.bincount(X.tocsr().indices, minlength=self.n_features) > 0
+        stored = stored_columns(X)
         if np.count_nonzero(stored) <= MAX_USED_SHARE * self.n_features:
             self.index = np.flatnonzero(stored)
 
