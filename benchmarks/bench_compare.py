@@ -10,6 +10,14 @@ command's own loader. Writes the tables and the ``--plot`` figures (doc/compare/
 
     python benchmarks/bench_compare.py [--repeat 3] [--sets a9a digits bibtex delicious
                                                     scene-sets bibtex-sets delicious-sets]
+
+With ``--test-files``, the command's ``--test`` on the published train/test pairs of the
+data home, each file read as a user's (``a9a --test a9a.t``; Mulan's scene and emotions
+ARFF files beside their label XML; the Extreme Classification Repository's Bibtex and
+Delicious files), to section "compare_test_files" (figures in doc/compare/test_files/)::
+
+    python benchmarks/bench_compare.py --test-files [--sets a9a scene emotions bibtex
+                                                           delicious]
 """
 import _report  # noqa: F401  (pins BLAS threads before NumPy)
 
@@ -26,10 +34,24 @@ from sklearn.exceptions import ConvergenceWarning
 
 sys.path.insert(0, str(_report.REPO))  # the in-place build, also when not installed
 from sparsekit.benchmarks import compare  # noqa: E402
-from sparsekit.datasets import load_mulan  # noqa: E402
+from sparsekit.datasets import get_data_home, load_mulan  # noqa: E402
 from sparsekit.linear_model import first_label  # noqa: E402
 
 FIGURES = _report.DOC.parent / "compare"
+
+#: the published train/test pairs of the data home (paths under it; a9a is shipped)
+PAIRS = {"a9a": ("a9a", "libsvm/a9a.t.xz"),
+         "scene": ("mulan/scene-train.arff.xz", "mulan/scene-test.arff.xz"),
+         "emotions": ("mulan/emotions-train.arff.xz", "mulan/emotions-test.arff.xz"),
+         "bibtex": ("xmlrepo/Bibtex_train.txt.xz", "xmlrepo/Bibtex_test.txt.xz"),
+         "delicious": ("xmlrepo/Delicious_train.txt.xz", "xmlrepo/Delicious_test.txt.xz")}
+
+
+def load_pair(name):
+    """The :class:`compare.Dataset` of a published pair, as ``DATA --test FILE`` reads it."""
+    home = get_data_home()
+    train, test = (spec if spec == "a9a" else str(home / spec) for spec in PAIRS[name])
+    return compare.load_dataset(train, test=test)
 
 
 def load(name):
@@ -56,25 +78,44 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--budget", type=float, default=10.0)
-    parser.add_argument("--sets", nargs="+", default=["a9a", "digits", "bibtex", "delicious",
-                                                      "scene-sets", "bibtex-sets",
-                                                      "delicious-sets"])
+    parser.add_argument("--test-files", action="store_true",
+                        help="the published train/test pairs, by the command's --test")
+    parser.add_argument("--sets", nargs="+")
     args = parser.parse_args()
     warnings.simplefilter("ignore", ConvergenceWarning)
     warnings.filterwarnings("ignore", message=".*faster on contiguous arrays")
-    FIGURES.mkdir(exist_ok=True)
-    body = ["The tables of `sparsekit-compare` (see its `--help`; every solver on one thread, "
-            f"median of {args.repeat} fits after a warm-up fit, a model whose warm-up exceeds "
-            f"{args.budget:g} s timed by that fit alone) on the shipped a9a, scikit-learn's "
-            "digits and the first label of Mulan's Bibtex and Delicious training sets "
-            "(binary features; rows without a label dropped), then the label sets of Mulan's "
-            "scene, Bibtex and Delicious training sets, each written as a LIBSVM multi-label "
-            "file and read as the command reads a user's. fastText joins from 20 classes or "
-            "labels on (tokens = nonzero features; 25 epochs, learning rate 1; explicit "
-            "U(-1/dim, 1/dim) word vectors, as fastText 0.9.x initializes only a tenth of "
-            "them per thread). Figures: the `--plot` output."]
-    for name in args.sets:
-        data = load(name)
+    common = ("The tables of `sparsekit-compare` (see its `--help`; every solver on one "
+              f"thread, median of {args.repeat} fits after a warm-up fit, a model whose warm-up "
+              f"exceeds {args.budget:g} s timed by that fit alone)")
+    fasttext = ("fastText joins from 20 classes or labels on (tokens = nonzero features; 25 "
+                "epochs, learning rate 1; explicit U(-1/dim, 1/dim) word vectors, as fastText "
+                "0.9.x initializes only a tenth of them per thread). Figures: the `--plot` "
+                "output.")
+    if args.test_files:
+        sets, loader, figures = args.sets or list(PAIRS), load_pair, FIGURES / "test_files"
+        section = ("compare_test_files",
+                   "sparsekit-compare on published train/test pairs (--test)")
+        intro = (f"{common} with `--test` on the published train/test pairs of the data "
+                 "home, each file read as the command reads a user's: `a9a --test a9a.t` "
+                 "(LIBSVM's), Mulan's `scene-train.arff --test scene-test.arff` and emotions' "
+                 "(beside their label XML: label sets), the Extreme Classification "
+                 "Repository's `Bibtex_train.txt --test Bibtex_test.txt` and Delicious'. "
+                 "The probability and label-set tables train on every row of the training "
+                 "file and score on the test file's. " + fasttext)
+    else:
+        sets = args.sets or ["a9a", "digits", "bibtex", "delicious", "scene-sets",
+                             "bibtex-sets", "delicious-sets"]
+        loader, figures = load, FIGURES
+        section = ("compare", "sparsekit-compare on the default and on many-class sets")
+        intro = (f"{common} on the shipped a9a, scikit-learn's digits and the first label of "
+                 "Mulan's Bibtex and Delicious training sets (binary features; rows without a "
+                 "label dropped), then the label sets of Mulan's scene, Bibtex and Delicious "
+                 "training sets, each written as a LIBSVM multi-label file and read as the "
+                 "command reads a user's. " + fasttext)
+    figures.mkdir(parents=True, exist_ok=True)
+    body = [intro]
+    for name in sets:
+        data = loader(name)
         announce = lambda model, data=data: print(f"  {data.name}: {model}", flush=True)  # noqa: E731
         with compare.threadpool_limits(limits=1):
             results = compare.tables(data, args.repeat, budget=args.budget, announce=announce)
@@ -83,12 +124,12 @@ def main():
         for table in results:
             body.append(f"\n**{table.title}**\n")
             body.append(_report.markdown_table(table.header, table.rows))
-        paths = compare.plot(data, results, traces, FIGURES)
-        body.append("\n" + " ".join(f"![{p.stem}](compare/{p.name})" for p in paths))
-    _report.write_section("compare", "sparsekit-compare on the default and on many-class sets",
-                          "\n".join(body), packages=("numpy", "scipy", "scikit-learn",
-                                                     "liblinear-official", "skglm", "celer",
-                                                     "fasttext-numpy2-wheel"))
+        paths = compare.plot(data, results, traces, figures)
+        folder = figures.relative_to(_report.DOC.parent).as_posix()
+        body.append("\n" + " ".join(f"![{p.stem}]({folder}/{p.name})" for p in paths))
+    _report.write_section(*section, "\n".join(body),
+                          packages=("numpy", "scipy", "scikit-learn", "liblinear-official",
+                                    "skglm", "celer", "fasttext-numpy2-wheel"))
 
 
 if __name__ == "__main__":

@@ -772,3 +772,172 @@ def test_plot_of_a_multilabel_set_draws_micro_f1(tmp_path, capsys):
     path = _write_multilabel_svm(tmp_path / "sets.svm")
     compare.main([str(path), "--repeat", "1", "--plot", str(tmp_path / "figures")])
     assert sorted(p.name for p in (tmp_path / "figures").iterdir()) == ["sets.svm-proba.png"]
+
+
+# --- test files (--test)
+
+
+def _write_rows(path, X, y):
+    """A LIBSVM file of dense ``X`` (its nonzeros) and labels ``y``."""
+    path.write_text("".join(
+        f"{label} " + " ".join(f"{j + 1}:{v:.4f}" for j, v in enumerate(x) if v) + "\n"
+        for x, label in zip(X, y)))
+    return path
+
+
+def test_a_test_file_scores_the_probability_table_as_train_and_predict(tmp_path, capsys):
+    """``DATA --test FILE``: the probability table's models train on every row of DATA and
+    score on FILE's rows (LogisticRegression's accuracy is scikit-learn's own fit on the
+    training file scored on the test file, its extra column carrying no weight); the l1
+    table solves on DATA's rows only."""
+    from sklearn.linear_model import LogisticRegression
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(90, 4)) * (rng.random((90, 4)) < 0.7)
+    y = np.where(X @ [1.0, -1.0, 0.5, 0.0] + rng.normal(0, 0.5, 90) > 0, 1, -1)
+    X_test = np.column_stack([rng.normal(size=(50, 4)), rng.normal(size=50)])  # a 5th column
+    y_test = np.where(X_test[:, :4] @ [1.0, -1.0, 0.5, 0.0] > 0, 1, -1)
+    train = _write_rows(tmp_path / "tr.svm", X, y)
+    test = _write_rows(tmp_path / "te.svm", X_test, y_test)
+    compare.main([str(train), "--test", str(test), "--repeat", "1", "--json", "--C", "0.5"])
+    l1, proba = json.loads(capsys.readouterr().out)
+    X, X_test = np.round(X, 4), np.round(X_test, 4)               # as written
+    assert l1["title"].startswith("l1-logistic (LIBLINEAR -s 6 objective), tr.svm (90, 4), ")
+    w = l1["measurements"]["sparsekit L1LogisticOBA"]["objective"]
+    best = min(m["objective"] for m in l1["measurements"].values())
+    assert w == pytest.approx(best, rel=1e-9)
+    assert compare._l1_objective(np.zeros(4), X, y, 0.5) == pytest.approx(90 * 0.5 * np.log(2))
+    assert proba["title"].startswith("class probabilities, tr.svm (90, 4), 2 classes (trained "
+                                     "on every row, tested on te.svm's 50 rows)")
+    expected = LogisticRegression().fit(X, y).score(X_test[:, :4], y_test)
+    measured = proba["measurements"]["scikit-learn LogisticRegression (lbfgs)"]
+    assert measured["test_accuracy"] == pytest.approx(expected, abs=1e-12)
+    data = compare.load_dataset(str(train), test=str(test))
+    assert data.X.shape == (90, 4) and data.test.X.shape == (50, 4)   # the 5th: no weight
+    np.testing.assert_allclose(data.test.X.toarray(), X_test[:, :4])
+    np.testing.assert_array_equal(data.test.y, y_test)
+
+
+def test_a_test_files_labels_missing_from_training_are_warned_and_count_as_errors(tmp_path):
+    rng = np.random.default_rng(1)
+    X = rng.normal(size=(40, 3))
+    train = _write_rows(tmp_path / "tr.svm", X, np.where(X[:, 0] > 0, 1, 2))
+    test = _write_rows(tmp_path / "te.svm", X[:10], [1, 2, 7, 7, 1, 2, 1, 2, 9, 1])
+    with pytest.warns(UserWarning, match=r"'[^']*te.svm': 3 of its 10 rows hold labels that "
+                                         r"'.*tr.svm' does not \(7, 9\): no model predicts "
+                                         "them, those rows count as errors"):
+        data = compare.load_dataset(str(train), test=str(test))
+    assert data.classes.tolist() == [1, 2]            # the training file's classes
+    X_train, X_test, y_train, y_test = compare._split(data)
+    assert X_train.shape == (40, 3) and y_test.tolist().count(7) == 2
+
+
+def test_a_multilabel_test_file_scores_the_label_set_table(tmp_path, capsys):
+    """Label sets: the models train on DATA's rows; a label only in the test file is
+    warned about and stays a column of the test rows (missed by every model)."""
+    train = _write_multilabel_svm(tmp_path / "tr.svm", n=100, seed=0)
+    test = _write_multilabel_svm(tmp_path / "te.svm", n=40, seed=1, empty_rows=0)
+    test.write_text(test.read_text().replace("\n", " 9:1\n", 1).replace("10", "10,99", 1))
+    with pytest.warns(UserWarning, match=r"1 label\(s\) of the test file never occur in .*"
+                                         r"\(99\).*counts as missed"):
+        data = compare.load_dataset(str(train), test=str(test))
+    assert data.X.shape == (100, 8) and data.test.X.shape == (40, 8)   # column 9: no weight
+    assert data.classes.tolist() == [10, 11, 12, 13, 14, 99]
+    assert data.y[:, -1].nnz == 0 and data.test.y[0, -1] == 1
+    compare.main([str(train), "--test", str(test), "--repeat", "1", "--json"])
+    out, err = capsys.readouterr()
+    assert "sparsekit-compare: warning: " in err and "(99): no model predicts them" in err
+    (table,) = json.loads(out)
+    assert table["title"].startswith("label sets, tr.svm (100, 8), 6 labels (trained on every "
+                                     "row, tested on te.svm's 40 rows;")
+    for name, m in table["measurements"].items():
+        assert 0.5 < m["micro_f1"] < 1.0, name     # the label only the test file holds: missed
+
+
+def test_a_csv_test_file_is_encoded_by_the_training_files_encoders(tmp_path):
+    """A CSV test file of the same columns (in another order, or without a header) is
+    encoded as a pipeline fit on the training file would encode it; the l1 tables' matrix
+    is the training file's rows."""
+    pytest.importorskip("pandas")
+    rng = np.random.default_rng(0)
+    x, x_test = rng.normal(2.0, 3.0, 30), rng.normal(size=12)
+    city, city_test = rng.choice(["Oslo", "Lyon"], 30), rng.choice(["Oslo", "Kyiv"], 12)
+    label = np.where(x > 2, "yes", "no")
+    (tmp_path / "tr.csv").write_text("x,city,label\n" + "".join(
+        f"{a:.6f},{c},{b}\n" for a, c, b in zip(x, city, label)))
+    (tmp_path / "te.csv").write_text("label,city,x\n" + "".join(      # another column order
+        f"{b},{c},{a:.6f}\n" for a, c, b in zip(x_test, city_test, np.where(x_test > 2, "yes",
+                                                                             "no"))))
+    (tmp_path / "bare.csv").write_text("".join(                   # no header: by position
+        f"{a:.6f},{c},yes\n" for a, c in zip(x_test, city_test)))
+    data = compare.load_dataset(str(tmp_path / "tr.csv"), test=str(tmp_path / "te.csv"))
+    x, x_test = np.round(x, 6), np.round(x_test, 6)
+    standardized = (x_test - x.mean()) / x.std()
+    X_test = data.test.X.toarray() if hasattr(data.test.X, "toarray") else data.test.X
+    np.testing.assert_allclose(X_test[:, 0], standardized, atol=1e-12)
+    np.testing.assert_array_equal(X_test[:, 1:], np.column_stack(   # Lyon, Oslo; Kyiv unseen
+        [city_test == "Lyon", city_test == "Oslo"]))
+    assert data.X.shape == (30, 3) and data.X_l1 is data.X
+    np.testing.assert_allclose(np.asarray(data.X[:, [0]].todense() if hasattr(data.X, "todense")
+                                          else data.X[:, [0]]).ravel(),
+                               (x - x.mean()) / x.std(), atol=1e-12)
+    assert data.test.y.tolist() == (x_test > 2).astype(int).tolist()   # coded as training
+    bare = compare.load_dataset(str(tmp_path / "tr.csv"), test=str(tmp_path / "bare.csv"))
+    np.testing.assert_allclose(bare.test.X[:, 0] if not hasattr(bare.test.X, "toarray")
+                               else bare.test.X.toarray()[:, 0], standardized, atol=1e-12)
+
+
+@pytest.mark.parametrize("argv, shown", [
+    (["--test", "te.svm"], "--test takes one test file per data file, in the same order, "
+                           "after them (sparsekit-compare a9a --test a9a.t); got 1 test "
+                           "file(s) for the data a9a digits"),
+    (["tr.svm", "tr.svm", "--test", "te.svm"], "got 1 test file(s) for the data tr.svm tr.svm"),
+    (["digits", "--test", "te.svm"], "'digits' (scikit-learn's) comes without a test file"),
+    (["tr.svm", "--test", "empty.svm"], "'empty.svm': the test file holds no rows"),
+    (["tr.csv", "--test", "te.svm"], "'te.svm' is not a CSV, TSV or ARFF file as 'tr.csv' is"),
+    (["tr.csv", "--test", "other.csv"], "'other.csv' does not have the columns of 'tr.csv': 3 "
+                                        "(separator ',': 'x', 'y', 'label') against 2 ('x', "
+                                        "'label')"),
+    (["tr.svm", "--test", "missing.svm"], "cannot read 'missing.svm' as a LIBSVM file"),
+])
+def test_a_test_file_that_cannot_serve_is_a_clear_error(tmp_path, capsys, monkeypatch, argv,
+                                                         shown):
+    pytest.importorskip("pandas")
+    monkeypatch.chdir(tmp_path)
+    _write_svm(tmp_path / "tr.svm")
+    _write_svm(tmp_path / "te.svm", seed=1)
+    (tmp_path / "empty.svm").write_text("")
+    (tmp_path / "tr.csv").write_text("x,label\n" + "".join(f"{i},{i % 2}\n" for i in range(20)))
+    (tmp_path / "other.csv").write_text("x,y,label\n1,2,0\n3,4,1\n")
+    assert shown in _usage_error(argv, capsys)
+
+
+def test_a_mulan_test_file_pairs_with_its_training_file(tmp_path):
+    (tmp_path / "toy.xml").write_text(
+        '<labels xmlns="http://mulan.sourceforge.net/labels">'
+        '<label name="sad"></label><label name="calm"></label></labels>')
+    header = ("@relation toy\n@attribute f1 numeric\n@attribute f2 numeric\n"
+              "@attribute sad {0,1}\n@attribute calm {0,1}\n@data\n")
+    rows = ["0.5,1,1,0", "1.5,0,0,1", "2.5,1,1,1", "0,2,0,0", "1,1,1,0", "2,0,0,1"]
+    (tmp_path / "toy-train.arff").write_text(header + "\n".join(rows) + "\n")
+    (tmp_path / "toy-test.arff").write_text(header + "{0 3,3 1}\n{1 4,2 1}\n")   # sparse rows
+    data = compare.load_dataset(str(tmp_path / "toy-train.arff"),
+                                test=str(tmp_path / "toy-test.arff"))
+    assert data.multilabel and data.X.shape == (6, 2) and data.classes.tolist() == ["sad", "calm"]
+    assert data.test.X.toarray().tolist() == [[3, 0], [0, 4]]
+    assert data.test.y.toarray().tolist() == [[0, 1], [1, 0]]
+    (tmp_path / "toy-test.arff").write_text(header.replace("@attribute f2 numeric\n", "")
+                                            + "3,0,1\n")
+    with pytest.raises(ValueError, match="'.*toy-test.arff' has 1 feature attributes, "
+                                         "'.*toy-train.arff' 2: not the same data set's files"):
+        compare.load_dataset(str(tmp_path / "toy-train.arff"),
+                             test=str(tmp_path / "toy-test.arff"))
+
+
+@pytest.mark.skipif(not compare.Path(__import__("os").environ.get("SPARSEKIT_DATA", "/nonexistent"),
+                                     "libsvm", "a9a.t.xz").is_file(),
+                    reason="no a9a.t in the data home")
+def test_the_shipped_a9a_pairs_with_the_data_homes_a9a_t():
+    data = compare.load_dataset("a9a", test="a9a.t")
+    assert data.X.shape == (32561, 123) and data.test.X.shape == (16281, 123)
+    assert data.classes.tolist() == [-1, 1] and set(np.unique(data.test.y)) == {-1, 1}

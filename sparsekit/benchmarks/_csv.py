@@ -53,9 +53,11 @@ MISSING_MARKS = {"", "?", "NA", "N/A", "n/a", "NaN", "nan", "null", "NULL", "Non
 MAX_MARKERS = 3
 
 #: ``X`` (dense or CSR, the encoders fit on every row), labels ``y``, a ``note`` for the
-#: tables' titles, and ``encode(train, test)``: ``(X_train, X_test)`` with the encoders fit
-#: on the rows ``train`` only
-CsvData = namedtuple("CsvData", "X y note encode")
+#: tables' titles, ``encode(train, test)``: ``(X_train, X_test)`` with the encoders fit
+#: on the rows ``train`` only, and ``n_train``: the rows of the first file (the others are
+#: a held-out file's), and ``label_names``: the text of each label code when the labels
+#: were text (code ``i`` is ``label_names[i]``), else None
+CsvData = namedtuple("CsvData", "X y note encode n_train label_names")
 
 
 def is_table(path):
@@ -104,8 +106,9 @@ def _is_number(cell):
     return True
 
 
-def read_csv(path, label=None):
-    """The :class:`CsvData` of a CSV, TSV or ARFF file.
+def read_csv(path, label=None, test=None):
+    """The :class:`CsvData` of a CSV, TSV or ARFF file, followed by the rows of the table
+    file ``test`` when given (a held-out file of the same columns).
 
     CSV and TSV (and delimited lines under another name, as UCI's ``.data`` files):
     the first line is the header unless it reads as data (numbers only, or text that
@@ -125,25 +128,22 @@ def read_csv(path, label=None):
         import pandas as pd
     except ImportError:
         raise ValueError(f"reading {str(path)!r} needs pandas: pip install pandas") from None
-    read = _arff_frame if _ending(path) == ARFF else _delimited_frame
-    frame, lines, decimal, layout = read(path, pd)
-    # headers written "name ," (UCI Adult's) lose their spaces: --label takes the bare name;
-    # names that would become one ("a" and "a ") keep theirs
-    stripped = [c.strip() if isinstance(c, str) else c for c in frame.columns]
-    counts = Counter(stripped)
-    frame.columns = [s if counts[s] == 1 else c for s, c in zip(stripped, frame.columns)]
-    if frame.shape[0] == 0:
-        raise ValueError(f"{str(path)!r}: no data rows after the header")
+    frame, lines, decimal, layout = _frame(path, pd)
     if frame.shape[1] < 2:
         raise ValueError(f"{str(path)!r}: a label column and at least one feature column "
                          f"are needed, the file has {frame.shape[1]} column(s) ({layout})")
     name = _label_column(frame, path, label)
+    _refuse_missing(frame[name], f"the label column {name!r}", path, lines)
+    n_train = len(frame)
+    if test is not None:
+        frame = pd.concat([frame, _test_frame(test, frame, name, path, pd)],
+                          ignore_index=True)
     y = frame[name]
-    _refuse_missing(y, f"the label column {name!r}", path, lines)
     features = frame.drop(columns=[name])
     # pandas' to_csv writes the frame's index as a first column without a header
-    index = [c for c in features if isinstance(c, str)
-             and re.fullmatch(r"Unnamed: \d+(\.\d+)?", c) and _counts_rows(features[c], 0)]
+    index = [c for c in features if isinstance(c, str)     # numbering the first file's rows
+             and re.fullmatch(r"Unnamed: \d+(\.\d+)?", c)
+             and _counts_rows(features[c].iloc[:n_train], 0)]
     # ... and spreadsheets columns without a value (trailing separators)
     empty = [c for c in features if c not in index and features[c].isna().all()]
     features = features.drop(columns=index + empty)
@@ -153,9 +153,10 @@ def read_csv(path, label=None):
     numeric = [c for c in features if pd.api.types.is_numeric_dtype(features[c])
                or pd.api.types.is_bool_dtype(features[c])]
     for c in numeric if len(features) > MIN_WARNED_DISTINCT else []:
-        if _counts_rows(features[c], 1) or _counts_rows(features[c], 0):
+        column = features[c].iloc[:n_train]
+        if _counts_rows(column, 1) or _counts_rows(column, 0):
             warnings.warn(f"{str(path)!r}: the numeric column {c!r} numbers the rows "
-                          f"{features[c].iloc[0]:g}..{features[c].iloc[-1]:g} (an "
+                          f"{column.iloc[0]:g}..{column.iloc[-1]:g} (an "
                           "identifier?): it is a feature here; leave it out of the file if "
                           "it should not be one", UserWarning, stacklevel=2)
     text = [c for c in features if c not in numeric]
@@ -192,14 +193,50 @@ def read_csv(path, label=None):
                          for c in words)
         parts.append(f"{_columns(len(words), 'free-text')} as TF-IDF over {vocabulary} "
                      "words")
-    y = y.to_numpy()
+    y, names = y.to_numpy(), None
     if not pd.api.types.is_numeric_dtype(y.dtype):
         # LIBLINEAR takes numbers only, and fastText's labels are tokens: text labels are
         # coded by their sorted order, and the note says so
         names, y = np.unique(y.astype(str), return_inverse=True)
         shown = ", ".join(f"{v}={i}" for i, v in enumerate(names[:5]))
         parts[0] += f" coded {shown}{', ...' if names.size > 5 else ''}"
-    return CsvData(X, y, "; ".join(parts), partial(_encode_split, encoder, features, path))
+    return CsvData(X, y, "; ".join(parts), partial(_encode_split, encoder, features, path),
+                   n_train, names)
+
+
+def _frame(path, pd):
+    """``(frame, lines, decimal, layout)`` of a CSV, TSV or ARFF file
+    (:func:`_delimited_frame`, :func:`_arff_frame`), its column names stripped of the
+    spaces around them and at least one data row."""
+    read = _arff_frame if _ending(path) == ARFF else _delimited_frame
+    frame, lines, decimal, layout = read(path, pd)
+    # headers written "name ," (UCI Adult's) lose their spaces: --label takes the bare name;
+    # names that would become one ("a" and "a ") keep theirs
+    stripped = [c.strip() if isinstance(c, str) else c for c in frame.columns]
+    counts = Counter(stripped)
+    frame.columns = [s if counts[s] == 1 else c for s, c in zip(stripped, frame.columns)]
+    if frame.shape[0] == 0:
+        raise ValueError(f"{str(path)!r}: no data rows after the header")
+    return frame, lines, decimal, layout
+
+
+def _test_frame(test, frame, label, path, pd):
+    """The rows of the table file ``test`` under the columns of ``frame`` (the training
+    file ``path``'s, its label column ``label``): the same column names in any order, or,
+    where either file has no header, the same number of columns in the same order."""
+    held, lines, _, layout = _frame(test, pd)
+    numbered = [list(f.columns) == list(range(f.shape[1])) for f in (frame, held)]
+    if set(held.columns) != set(frame.columns):
+        if not any(numbered) or held.shape[1] != frame.shape[1]:
+            def shown(f):
+                return ", ".join(repr(c) for c in list(f.columns)[:20]) + (
+                    ", ..." if f.shape[1] > 20 else "")
+            raise ValueError(f"{str(test)!r} does not have the columns of {str(path)!r}: "
+                             f"{held.shape[1]} ({layout}: {shown(held)}) against "
+                             f"{frame.shape[1]} ({shown(frame)})")
+        held.columns = frame.columns
+    _refuse_missing(held[label], f"the label column {label!r}", test, lines)
+    return held[list(frame.columns)]
 
 
 def _delimited_frame(path, pd):

@@ -54,6 +54,13 @@ rows for the probability table and on every row for the l1 table),
 ``a9a`` (shipped inside sparsekit), a set of the data home (``a9a.t``, ``w8a``: see
 :func:`sparsekit.datasets.get_data_home`) or one of scikit-learn's ``breast_cancer`` and
 ``digits`` (dense, standardized for the l1 table). Without DATA it runs on a9a and digits.
+``--test`` names a test file for each DATA, of the same kind (LIBLINEAR's ``train`` and
+``predict`` files: ``a9a --test a9a.t``; Mulan's ``-train`` and ``-test`` ARFF files; a CSV
+file of the same columns, or of as many without a header): the probability and label-set
+tables then train on every row of DATA and score on the test file's rows, the l1 tables
+solve on DATA's rows, and a table file's encoders are fit on DATA's rows. The test file's
+columns past DATA's count nothing (no model has a weight there), and a label it holds
+that DATA does not is said in a warning (those rows count as errors).
 
 On a terminal (with ``rich``, installed by the ``compare`` extra) a spinner line on stderr
 names the model being timed. Every fit is preceded by one untimed warm-up fit (and skglm,
@@ -70,6 +77,7 @@ Usage::
     sparsekit-compare                       # a9a and digits
     sparsekit-compare my_data.svm.xz --C 0.5 --repeat 5
     sparsekit-compare w8a --json            # machine-readable tables
+    sparsekit-compare a9a --test a9a.t      # the published split: train, then test
     sparsekit-compare adult.csv --label income
     sparsekit-compare iris.arff             # Weka's ARFF, the class attribute last
     sparsekit-compare --plot figures/       # and PNG figures
@@ -560,8 +568,12 @@ TEST_SHARE = 0.3
 
 
 def _split(data):
-    """Stratified 70/30 split of the rows; the rows of classes seen once go to training. A
-    table file's columns are encoded again with the encoders fit on the training rows."""
+    """``(X_train, X_test, y_train, y_test)``: the training rows and the test file's
+    (``data.test``), or a stratified 70/30 split of the rows, the rows of classes seen once
+    in training. A table file's columns are encoded again with the encoders fit on the
+    training rows."""
+    if data.test is not None:
+        return data.X, data.test.X, data.y, data.test.y
     labels, inverse, counts = np.unique(data.y, return_inverse=True, return_counts=True)
     rows = np.flatnonzero(counts[inverse] >= 2)
     train, test = train_test_split(rows, test_size=TEST_SHARE, random_state=0,
@@ -570,6 +582,13 @@ def _split(data):
     X_train, X_test = (data.X[train], data.X[test]) if data.encode is None else \
         data.encode(train, test)
     return X_train, X_test, data.y[train], data.y[test]
+
+
+def _held_out(data, X_test):
+    """How the test rows of ``data`` were held out, for a table's title."""
+    if data.test is None:
+        return "70/30 split"
+    return f"trained on every row, tested on {data.test.name}'s {X_test.shape[0]} rows"
 
 
 def _liblinear_multiclass(X_train, y_train, X_test, y_test, repeat, budget=np.inf,
@@ -632,8 +651,9 @@ def compare_multiclass(repeat, data=None, budget=np.inf, announce=None):
                     for r in _measured(rows)}
     base = next(r for r in rows if r[0].startswith("scikit-learn LogisticRegression"))
     _format_rows(rows, base, {2: "{:.4f}".format, 3: "{:.2f}".format})
-    split = ("70/30 split" if data.encode is None else
-             f"70/30 split; encoders fit on the training rows: {X_train.shape[1]} columns")
+    split = _held_out(data, X_test) + ("" if data.encode is None else
+                                       f"; encoders fit on the training rows: "
+                                       f"{X_train.shape[1]} columns")
     return Table(f"class probabilities, {data.described}, {data.classes.size} "
                  f"classes ({split}), every model with an intercept; median (min-max) of "
                  f"{repeat} fits; fits capped at ~{FIT_BUDGETS} x {budget:g} s but LIBLINEAR's "
@@ -743,10 +763,13 @@ def _fasttext_multilabel(X_train, Y_train, X_test, Y_test, repeat, budget=np.inf
 def compare_multilabel(repeat, data, budget=np.inf, announce=None):
     """The label-set comparison on a multi-label ``data`` (a :class:`Dataset` whose ``y`` is
     an indicator matrix), as a :data:`Table`."""
-    train, test = train_test_split(np.arange(data.X.shape[0]), test_size=TEST_SHARE,
-                                   random_state=0)
-    X_train, X_test = data.X[train], data.X[test]
-    Y_train, Y_test = data.y[train], data.y[test]
+    if data.test is not None:
+        X_train, X_test, Y_train, Y_test = data.X, data.test.X, data.y, data.test.y
+    else:
+        train, test = train_test_split(np.arange(data.X.shape[0]), test_size=TEST_SHARE,
+                                       random_state=0)
+        X_train, X_test = data.X[train], data.X[test]
+        Y_train, Y_test = data.y[train], data.y[test]
 
     cuts = {"simplex": [], "box": []}    # the fits' threshold_, said in the title
 
@@ -774,8 +797,9 @@ def compare_multilabel(repeat, data, budget=np.inf, announce=None):
     _format_rows(rows, base, {2: "{:.4f}".format, 3: "{:.4f}".format, 4: "{:.2f}".format})
     unlabelled = int(np.sum(np.asarray(Y_train.sum(axis=1)).ravel() == 0))
     per_row = np.asarray(Y_test.sum(axis=1)).mean()
-    return Table(f"label sets, {data.described}, {data.classes.size} labels (70/30 "
-                 f"split; {per_row:.2f} labels per test row), every model with an intercept"
+    return Table(f"label sets, {data.described}, {data.classes.size} labels "
+                 f"({_held_out(data, X_test)}; {per_row:.2f} labels per test row), every "
+                 "model with an intercept"
                  + "".join(f"; SparsemaxClassifier on the {polytope} predicts the labels "
                            f"above {np.median(found):.3g}" for polytope, found in cuts.items()
                            if found)
@@ -789,6 +813,11 @@ def compare_multilabel(repeat, data, budget=np.inf, announce=None):
                   "time / OneVsRest LogisticRegression"], rows, measurements)
 
 
+#: the rows of a test file, held out for the probability (label-set) table: its ``name``,
+#: ``X`` (the training rows' columns) and labels ``y``
+HeldOut = namedtuple("HeldOut", "name X y")
+
+
 class Dataset:
     """A data set to compare on: ``X`` (dense or CSR), labels ``y``, ``X_l1`` (the matrix
     of the l1 table: scikit-learn's dense sets standardized) and its sorted ``classes``;
@@ -796,11 +825,14 @@ class Dataset:
     columns are the labels ``classes``; ``n_features`` is the column count of the source
     when ``X`` holds only its used columns; ``note`` says how ``X`` was made from the
     source; ``encode(train, test)``, for a table file, gives ``(X_train, X_test)`` with
-    its encoders fit on the rows ``train`` (``X`` has them fit on every row)."""
+    its encoders fit on the rows ``train`` (``X`` has them fit on every row); ``test``,
+    a test file's :data:`HeldOut` rows (:meth:`hold_out`), or None (a 70/30 split);
+    ``label_names``, the text of each label code when a table file's labels were text."""
 
     def __init__(self, name, X, y, X_l1=None, classes=None, n_features=None, note=None,
-                 encode=None):
+                 encode=None, label_names=None):
         self.name, self.X, self.note, self.encode = name, X, note, encode
+        self.label_names = label_names
         self.n_features = X.shape[1] if n_features is None else n_features
         self.multilabel = sp.issparse(y) or np.ndim(y) == 2
         # int64: scikit-learn's LabelBinarizer (inside OneVsRestClassifier) misplaces the
@@ -810,6 +842,23 @@ class Dataset:
         self.classes = (np.asarray(classes) if classes is not None
                         else np.arange(self.y.shape[1]) if self.multilabel
                         else np.unique(self.y))
+        self.test = None
+
+    def hold_out(self, n_train, name):
+        """Train on the first ``n_train`` rows only and hold out the others as ``test``, a
+        :data:`HeldOut` named ``name`` (a test file's rows): with ``encode``, both are
+        encoded by encoders fit on the training rows, which then make ``X_l1`` too. The
+        classes become the training rows' (a multi-label set keeps every label)."""
+        rows = np.arange(self.y.shape[0])
+        if self.encode is not None:
+            X, X_test = self.encode(rows[:n_train], rows[n_train:])
+            X_l1 = X
+        else:
+            X, X_test, X_l1 = self.X[:n_train], self.X[n_train:], self.X_l1[:n_train]
+        self.test = HeldOut(name, X_test, self.y[n_train:])
+        self.X, self.X_l1, self.y = X, X_l1, self.y[:n_train]
+        if not self.multilabel:
+            self.classes = np.unique(self.y)
 
     @property
     def described(self):
@@ -826,11 +875,10 @@ class Dataset:
 SPREADSHEETS = {".xlsx", ".xlsm", ".xls", ".ods", ".numbers"}
 
 
-def _read_file(spec, zero_based):
-    """The :class:`Dataset` of a LIBSVM file, or of an Extreme Classification Repository
-    file (told by its first line, ``N D L``): class labels when every row has one label,
-    label sets otherwise (comma-separated, as the LIBSVM page's multi-label sets); X holds
-    the columns that store an entry when many store none (:class:`UsedColumns`)."""
+def _read_rows(spec, zero_based):
+    """``(X, label_sets)`` of a LIBSVM file, or of an Extreme Classification Repository
+    file (told by its first line, ``N D L``): a CSR X and a tuple of labels per row
+    (comma-separated label sets, as the LIBSVM page's multi-label sets, or one label)."""
     if Path(spec).suffix.lower() in SPREADSHEETS:
         raise ValueError(f"{spec!r} is a spreadsheet workbook: save its sheet as CSV (in "
                          "the spreadsheet: Save As, CSV) and pass the .csv file")
@@ -848,19 +896,54 @@ def _read_file(spec, zero_based):
         kind = ("an Extreme Classification Repository file" if xmlrepo else
                 "a LIBSVM file (or a .csv/.tsv/.arff file by its name)")
         raise ValueError(f"cannot read {spec!r} as {kind}: {message}") from None
-    X, n_features = _used_columns(X)
+    bad = np.flatnonzero(~np.isfinite(X.data))
+    if bad.size:                       # every row of the tables would fail on it
+        row = np.searchsorted(X.indptr, bad[0], side="right")
+        raise ValueError(f"{spec!r}: data row {row} (from 1) holds a NaN or infinite value")
+    return sp.csr_matrix(X), list(label_sets)
+
+
+def _read_file(spec, zero_based, test=None):
+    """``(dataset, n_train)``: the :class:`Dataset` of a LIBSVM or Extreme Classification
+    Repository file (:func:`_read_rows`), followed by the rows of the file ``test`` when
+    given (their columns numbered as the first file's), and the first file's row count.
+    Class labels when every row has one label, label sets otherwise; X holds the columns
+    that store an entry when many store none (:class:`UsedColumns`)."""
+    if spec == "a9a":                               # shipped; its label per row
+        X, y = load_a9a()
+        label_sets = [(label,) for label in y]
+    else:
+        X, label_sets = _read_rows(spec, zero_based)
+    n_train = X.shape[0]
+    if test is not None:
+        X_test, test_sets = _read_rows(test, zero_based)
+        X = sp.vstack([X, _resized(X_test, X.shape[1])], format="csr")
+        label_sets += test_sets
+    X, n_features = _used_columns(X, n_train)
     if all(len(labels) == 1 for labels in label_sets):
         return Dataset(Path(spec).name, X, [labels[0] for labels in label_sets],
-                       n_features=n_features)
+                       n_features=n_features), n_train
     binarizer = MultiLabelBinarizer(sparse_output=True)
     Y = binarizer.fit_transform([tuple(labels) for labels in label_sets])
-    return Dataset(Path(spec).name, X, Y, classes=binarizer.classes_, n_features=n_features)
+    return Dataset(Path(spec).name, X, Y, classes=binarizer.classes_,
+                   n_features=n_features), n_train
 
 
-def _used_columns(X):
+def _resized(X, n_columns):
+    """CSR ``X`` on ``n_columns`` columns: a test file's rows on the training file's
+    columns (those past them dropped: no model has a weight there; those short of them
+    empty)."""
+    if X.shape[1] > n_columns:
+        X = X[:, :n_columns]
+    return sp.csr_matrix((X.data, X.indices, X.indptr), shape=(X.shape[0], n_columns))
+
+
+def _used_columns(X, n_train=None):
     """``(X on its used columns, X's column count)``: a file's columns that store no entry
-    are left out (:class:`UsedColumns`; dense X as it is)."""
-    n_features, columns = X.shape[1], UsedColumns(X)
+    in its first ``n_train`` rows (the training rows; all by default) are left out
+    (:class:`UsedColumns`; dense X as it is)."""
+    n_features = X.shape[1]
+    columns = UsedColumns(X if n_train is None or not sp.issparse(X) else X[:n_train])
     if columns.n_used:      # a file without a single entry keeps its columns: models need one
         X = columns.take(X)
     return X, n_features
@@ -889,20 +972,34 @@ def _mulan_labels_file(spec):
     return xml if xml.is_file() else None
 
 
-def _read_mulan(spec, labels_file):
-    """The multi-label :class:`Dataset` of a Mulan ARFF file: the attributes its label XML
-    names are the labels, the others the features (sparse ARFF rows included)."""
+def _read_mulan(spec, labels_file, test=None):
+    """``(dataset, n_train)``: the multi-label :class:`Dataset` of a Mulan ARFF file (the
+    attributes its label XML names are the labels, the others the features; sparse ARFF
+    rows included), followed by the rows of the Mulan file ``test`` when given, and the
+    first file's row count."""
     from sparsekit.datasets._mulan import _label_names, _load_file
 
-    try:
-        names = _label_names(labels_file)
-        X, Y = _load_file(spec, names)
-    except (OSError, ValueError) as exc:
-        raise ValueError(f"cannot read {spec!r} as a Mulan file with the labels of "
-                         f"{labels_file.name}: {exc}") from None
-    X, n_features = _used_columns(X)
+    parts = []
+    for path in [spec] if test is None else [spec, test]:
+        try:
+            names = _label_names(labels_file)
+            parts.append(_load_file(path, names))
+        except (OSError, ValueError) as exc:
+            raise ValueError(f"cannot read {path!r} as a Mulan file with the labels of "
+                             f"{labels_file.name}: {exc}") from None
+    (X, Y), n_train = parts[0], parts[0][0].shape[0]
+    if test is not None:
+        X_test, Y_test = parts[1]
+        if X_test.shape[1] != X.shape[1]:
+            raise ValueError(f"{test!r} has {X_test.shape[1]} feature attributes, {spec!r} "
+                             f"{X.shape[1]}: not the same data set's files")
+        stack = sp.vstack if sp.issparse(X) or sp.issparse(X_test) else np.vstack
+        X, Y = stack([X, X_test]), sp.vstack([sp.csr_matrix(Y), sp.csr_matrix(Y_test)])
+        X = X.tocsr() if sp.issparse(X) else X
+    X, n_features = _used_columns(X, n_train)
     return Dataset(Path(spec).name, X, sp.csr_matrix(Y), classes=np.array(names),
-                   n_features=n_features, note=f"{len(names)} labels named by {labels_file.name}")
+                   n_features=n_features,
+                   note=f"{len(names)} labels named by {labels_file.name}"), n_train
 
 
 def _refuse_web_page(spec):
@@ -920,37 +1017,53 @@ def _refuse_web_page(spec):
                          "itself (on GitHub, its Raw button)")
 
 
-def load_dataset(spec, zero_based=False, label=None):
+def load_dataset(spec, zero_based=False, label=None, test=None):
     """The :class:`Dataset` named by ``spec``: ``a9a`` (shipped), ``breast_cancer`` or
     ``digits`` (scikit-learn), a CSV, TSV or ARFF file (its column ``label``, the last by
     default, for the labels: ``_csv.read_csv``), a LIBSVM file (columns numbered from 1,
     or from 0 with ``zero_based=True``), an Extreme Classification Repository file, a Mulan
     ARFF file beside its label XML (label sets, unless ``label`` names one), or a set of
-    the data home. Raises ValueError with a message for the user when it cannot be read or
-    is not a classification task."""
+    the data home; ``test``, a file of the same kind (a set of the data home, or ``a9a``'s
+    ``a9a.t``), is its held-out rows (:meth:`Dataset.hold_out`). Raises ValueError with a
+    message for the user when it cannot be read or is not a classification task."""
     _refuse_web_page(spec)
+    if test is not None:
+        _refuse_web_page(test)
     labels_file = _mulan_labels_file(spec) if label is None else None   # --label: one label
-    if spec == "a9a":
-        data = Dataset("a9a", *load_a9a())
-    elif spec == "breast_cancer":
-        X, y = load_breast_cancer(return_X_y=True)
-        data = Dataset(spec, X, y, StandardScaler().fit_transform(X))
-    elif spec == "digits":
-        X, y = load_digits(return_X_y=True)
-        data = Dataset(spec, X / 16.0, y)
+    n_train = None
+    if spec in ("breast_cancer", "digits"):
+        if test is not None:
+            raise ValueError(f"{spec!r} (scikit-learn's) comes without a test file: its "
+                             "probability table holds out 30% of its rows")
+        if spec == "breast_cancer":
+            X, y = load_breast_cancer(return_X_y=True)
+            data = Dataset(spec, X, y, StandardScaler().fit_transform(X))
+        else:
+            X, y = load_digits(return_X_y=True)
+            data = Dataset(spec, X / 16.0, y)
     elif labels_file is not None:
-        data = _read_mulan(spec, labels_file)
+        data, n_train = _read_mulan(spec, labels_file, test)
     elif reads_as_table(spec):
-        table = read_csv(spec, label)
+        if test is not None and not reads_as_table(test):
+            raise ValueError(f"{test!r} is not a CSV, TSV or ARFF file as {spec!r} is: a "
+                             "test file is of its training file's kind")
+        table = read_csv(spec, label, test)
         data = Dataset(Path(spec).name, table.X, table.y, note=table.note,
-                       encode=table.encode)
+                       encode=table.encode, label_names=table.label_names)
+        n_train = table.n_train
     else:
-        data = _read_file(spec, zero_based)
-        bad = np.flatnonzero(~np.isfinite(data.X.data))
-        if bad.size:                       # every row of the tables would fail on it
-            row = np.searchsorted(data.X.indptr, bad[0], side="right")
-            raise ValueError(f"{spec!r}: data row {row} (from 1) holds a NaN or infinite "
-                             "value")
+        data, n_train = _read_file(spec, zero_based, test)
+    if test is not None:
+        data.hold_out(n_train, Path(test).name)
+    return _checked(data, spec, test)
+
+
+def _checked(data, spec, test=None):
+    """``data`` when its tables can be measured; ValueError with a message for the user
+    otherwise, and a warning for the labels of a held-out file ``test`` that its training
+    rows do not hold (no model can predict them)."""
+    if test is not None and data.test.X.shape[0] == 0:
+        raise ValueError(f"{test!r}: the test file holds no rows")
     if data.multilabel:
         counts = np.diff(sp.csc_matrix(data.y).indptr)
         if (data.X.shape[0] < 4 or counts.size < 2
@@ -959,6 +1072,12 @@ def load_dataset(spec, zero_based=False, label=None):
                              "or more, and a label that some rows have and others not "
                              f"(rows {data.X.shape[0]}, rows per label "
                              f"{counts.tolist()[:20]})")
+        if test is not None and np.any(counts == 0):
+            unseen = data.classes[counts == 0]
+            warnings.warn(f"{test!r}: {unseen.size} label(s) of the test file never occur in "
+                          f"{spec!r} ({_listed(unseen)}): no model predicts them, "
+                          "each of their test labels counts as missed", UserWarning,
+                          stacklevel=3)
         return data
     kind = type_of_target(data.y)
     other = ("; if another column holds the labels, --label names it" if data.encode is not None
@@ -967,6 +1086,20 @@ def load_dataset(spec, zero_based=False, label=None):
         raise ValueError(f"{spec!r}: the labels are {kind}, not classes (a regression "
                          f"target? the models compared are classifiers{other})")
     counts = np.unique(data.y, return_counts=True)[1]
+    if test is not None:
+        if counts.size < 2:
+            raise ValueError(f"{spec!r}: the training file holds a single class "
+                             f"({data.classes[0]!r}); classifiers need two or more")
+        unseen = ~np.isin(data.test.y, data.classes)
+        if unseen.any():
+            shown = np.unique(data.test.y[unseen])
+            if data.label_names is not None:
+                shown = data.label_names[shown]
+            warnings.warn(f"{test!r}: {int(unseen.sum())} of its {unseen.size} rows hold "
+                          f"labels that {spec!r} does not ({_listed(shown)}): no model "
+                          "predicts them, those rows count as errors", UserWarning,
+                          stacklevel=3)
+        return data
     if np.count_nonzero(counts >= 2) < 2:
         raise ValueError(f"{spec!r}: at least two classes need 2 rows or more for a "
                          f"train/test split (class sizes {counts.tolist()[:20]})")
@@ -978,6 +1111,13 @@ def load_dataset(spec, zero_based=False, label=None):
                          f"({counts.size} distinct labels in {data.X.shape[0]} rows: a "
                          f"regression target? the models compared are classifiers{other})")
     return data
+
+
+def _listed(labels, most=5):
+    """The first ``most`` of ``labels`` for a message (numbers as 7, not 7.0)."""
+    shown = [f"{v:g}" if isinstance(v, (float, np.floating)) else str(v)
+             for v in labels[:most]]
+    return ", ".join(shown) + (", ..." if len(labels) > most else "")
 
 
 def tables(data, repeat, C=1.0, budget=np.inf, announce=None):
@@ -1105,7 +1245,7 @@ def _print_warning(message, *_):     # warnings.showwarning's other arguments: u
 def _main(argv):
     parser = argparse.ArgumentParser(prog="sparsekit-compare",
                                      description=__doc__.split("\n\n")[0])
-    parser.add_argument("data", nargs="*", default=["a9a", "digits"],
+    parser.add_argument("data", nargs="*",
                         help="LIBSVM files (class labels or comma-separated label sets), "
                              "Extreme Classification Repository files, CSV, TSV or ARFF files "
                              "(.csv, .tsv, .arff; a Mulan ARFF file beside its label XML: "
@@ -1128,10 +1268,16 @@ def _main(argv):
                              "numbers standardized (a missing one set to the column's median "
                              "and marked), free text as TF-IDF, other text one-hot encoded "
                              "(fit on the training rows for the test accuracy)")
+    parser.add_argument("--test", metavar="FILE", nargs="+",
+                        help="test files, one per data file in the same order (LIBLINEAR's "
+                             "train/predict: a9a --test a9a.t): the probability and label-set "
+                             "tables train on every row of the data file and score on these "
+                             "instead of a 70/30 split")
     parser.add_argument("--plot", metavar="DIR", type=Path,
                         help="write PNG figures to DIR: time vs suboptimality of the l1 "
                              "solvers (a ladder of tolerances), accuracy vs time")
     args = parser.parse_args(argv)
+    named, args.data = bool(args.data), args.data or ["a9a", "digits"]
     if args.plot is not None:
         try:
             import matplotlib
@@ -1146,10 +1292,18 @@ def _main(argv):
         parser.error("--label applies to CSV, TSV and ARFF files (.csv, .tsv, .arff, or "
                      "delimited lines under another name, as UCI's .data files); "
                      "LIBSVM files carry their labels first on each line")
+    tests = [None] * len(args.data)
+    if args.test is not None:
+        if len(args.test) != len(args.data) or not named:
+            parser.error(f"--test takes one test file per data file, in the same order, "
+                         f"after them (sparsekit-compare a9a --test a9a.t); got "
+                         f"{len(args.test)} test file(s) for the data "
+                         f"{' '.join(args.data)}")
+        tests = args.test
     datasets = []
-    for spec in args.data:
+    for spec, test in zip(args.data, tests):
         try:
-            datasets.append(load_dataset(spec, args.zero_based, args.label))
+            datasets.append(load_dataset(spec, args.zero_based, args.label, test))
         except ValueError as exc:
             parser.error(str(exc))
     warnings.simplefilter("ignore", ConvergenceWarning)
