@@ -832,6 +832,26 @@ def test_a_test_files_labels_missing_from_training_are_warned_and_count_as_error
     assert X_train.shape == (40, 3) and y_test.tolist().count(7) == 2
 
 
+def test_text_labels_written_differently_in_the_test_file_get_a_hint(tmp_path):
+    """UCI Adult's pair: ``adult.test`` (a ``|`` comment line first) writes ``>50K.`` where
+    ``adult.data`` writes ``>50K``; the labels are coded on both files, and the warning
+    names the test file's labels as written and says how they differ."""
+    pytest.importorskip("pandas")
+    rows = [f"{20 + i}, {'Private' if i % 3 else 'State-gov'}, {i % 7}, "
+            f"{'>50K' if i % 2 else '<=50K'}" for i in range(40)]
+    (tmp_path / "adult.data").write_text("\n".join(rows[:30]) + "\n")
+    (tmp_path / "adult.test").write_text("|1x3 Cross validator\n"
+                                        + "".join(r + ".\n" for r in rows[30:]))
+    with pytest.warns(UserWarning, match=r"10 of its 10 rows hold labels that '[^']*adult.data' "
+                                         r"does not \(<=50K., >50K.\).*they differ from its "
+                                         r"labels \(<=50K, >50K\) only by trailing periods or "
+                                         "spaces"):
+        data = compare.load_dataset(str(tmp_path / "adult.data"),
+                                    test=str(tmp_path / "adult.test"))
+    assert data.X.shape[0] == 30 and data.test.X.shape[0] == 10
+    assert data.label_names[data.classes].tolist() == ["<=50K", ">50K"]
+
+
 def test_a_multilabel_test_file_scores_the_label_set_table(tmp_path, capsys):
     """Label sets: the models train on DATA's rows; a label only in the test file is
     warned about and stays a column of the test rows (missed by every model)."""

@@ -342,6 +342,22 @@ def test_a_row_index_is_left_out_and_a_row_counter_warned_about(tmp_path):
         assert read_csv(path).note.split("; ")[1].startswith("the unnamed column")
 
 
+def test_leading_comment_lines_of_uci_files_are_skipped(tmp_path):
+    """UCI's ``adult.test`` opens with ``|1x3 Cross validator``: lines starting with ``|``
+    above the data are comments, skipped, and a file under another name is still told a
+    table by its first data line; errors count the file's lines with them."""
+    path = tmp_path / "adult.test"
+    path.write_text("|1x3 Cross validator\n| another\n39, State-gov, 1, <=50K.\n"
+                    "50, Private, 2, >50K.\n38, Private, 3, <=50K.\n")
+    assert reads_as_table(path)
+    data = read_csv(path)
+    assert data.X.shape[0] == 3 and data.y.tolist() == [0, 1, 0]
+    assert data.label_names.tolist() == ["<=50K.", ">50K."]
+    path.write_text("|1x3 Cross validator\n39, State-gov, 1, <=50K\n50, Private, 2,\n")
+    with pytest.raises(ValueError, match="misses 1 value.*first on line 3"):
+        read_csv(path)
+
+
 @pytest.mark.parametrize("content, label, match", [
     ("", None, "cannot read .*No columns to parse"),
     ("a,b\n1,2\n3,4\n", "c", r"no label column 'c' .* its 2 columns: 'a', 'b'"),

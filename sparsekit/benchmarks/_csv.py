@@ -43,6 +43,9 @@ FREE_TEXT_WORDS = 3
 #: ... and more distinct values than this (no warning on a few rows; nor on a numeric
 #: column numbering the rows, an identifier too)
 MIN_WARNED_DISTINCT = 20
+#: lines starting with ``|`` before the data are comments, as in the UCI repository's files
+#: (``adult.test`` opens with ``|1x3 Cross validator``), up to this many
+MAX_COMMENT_LINES = 100
 #: the lines read to tell whether the first line is a header
 HEADER_SAMPLE = 101
 #: cells read as missing values (pandas' defaults among them, and UCI's ``?``)
@@ -72,14 +75,16 @@ def reads_as_table(path):
 
 
 def _sniffed_separator(path):
-    """The separator of a file whose first line holds tabs, semicolons or commas (in this
-    order of preference: a ``;`` file writes decimal commas) and no LIBSVM ``index:value``
-    pair (``39, State-gov, 77516, ...``), else None."""
+    """The separator of a file whose first line (past UCI's ``|`` comment lines) holds
+    tabs, semicolons or commas (in this order of preference: a ``;`` file writes decimal
+    commas) and no LIBSVM ``index:value`` pair (``39, State-gov, 77516, ...``), else
+    None."""
     from sparsekit.datasets._home import CORRUPT, _open_binary
 
     try:
         with _open_binary(path) as f:
-            line = f.readline(1 << 16)
+            for _ in range(_comment_lines(path) + 1):     # the first line past the comments
+                line = f.readline(1 << 16)
     except CORRUPT:                 # not a file here (a set's name), or damaged: the reader says
         return None
     if re.search(rb"(^|\s)\d+:", line) is not None:
@@ -243,8 +248,9 @@ def _delimited_frame(path, pd):
     """``(frame, lines, decimal, layout)`` of a CSV or TSV file: the table, the file's line
     of each row (from 1), the decimal mark and the separator for messages."""
     sep = _separator(path) or _sniffed_separator(path)      # UCI's .data files: by content
+    comments = _comment_lines(path)
     # bytes that are not UTF-8 (a Latin-1 file) are replaced rather than refused
-    options = {"skipinitialspace": True, "encoding_errors": "replace"}
+    options = {"skipinitialspace": True, "encoding_errors": "replace", "skiprows": comments}
     try:
         first = pd.read_csv(path, sep=sep, header=None, nrows=1, dtype=str,
                             keep_default_na=False, **options)
@@ -262,8 +268,23 @@ def _delimited_frame(path, pd):
                 frame, decimal = commas, ","
     except (OSError, ValueError) as exc:   # pandas' parser and empty-file errors included
         raise ValueError(f"cannot read {str(path)!r}: {exc}") from None
-    lines = np.arange(len(frame)) + (2 if header == 0 else 1)
+    lines = np.arange(len(frame)) + (2 if header == 0 else 1) + comments
     return frame, lines, decimal, f"separator {sep!r}"
+
+
+def _comment_lines(path):
+    """How many lines at the top of ``path`` start with ``|`` (UCI's comments), at most
+    MAX_COMMENT_LINES."""
+    from sparsekit.datasets._home import CORRUPT, _open_binary
+
+    count = 0
+    try:
+        with _open_binary(path) as f:
+            while count < MAX_COMMENT_LINES and f.readline(1 << 16).startswith(b"|"):
+                count += 1
+    except CORRUPT:                 # the reader says why
+        return 0
+    return count
 
 
 def _has_header(sample, sep):

@@ -1041,6 +1041,8 @@ def load_dataset(spec, zero_based=False, label=None, test=None):
         else:
             X, y = load_digits(return_X_y=True)
             data = Dataset(spec, X / 16.0, y)
+    elif spec == "a9a":
+        data, n_train = _read_file(spec, zero_based, test)
     elif labels_file is not None:
         data, n_train = _read_mulan(spec, labels_file, test)
     elif reads_as_table(spec):
@@ -1072,8 +1074,9 @@ def _checked(data, spec, test=None):
                              "or more, and a label that some rows have and others not "
                              f"(rows {data.X.shape[0]}, rows per label "
                              f"{counts.tolist()[:20]})")
-        if test is not None and np.any(counts == 0):
-            unseen = data.classes[counts == 0]
+        held = np.diff(sp.csc_matrix(data.test.y).indptr) > 0 if test is not None else False
+        unseen = data.classes[(counts == 0) & held]      # the test file's labels alone
+        if unseen.size:
             warnings.warn(f"{test!r}: {unseen.size} label(s) of the test file never occur in "
                           f"{spec!r} ({_listed(unseen)}): no model predicts them, "
                           "each of their test labels counts as missed", UserWarning,
@@ -1092,12 +1095,16 @@ def _checked(data, spec, test=None):
                              f"({data.classes[0]!r}); classifiers need two or more")
         unseen = ~np.isin(data.test.y, data.classes)
         if unseen.any():
-            shown = np.unique(data.test.y[unseen])
+            shown, hint = np.unique(data.test.y[unseen]), ""
             if data.label_names is not None:
-                shown = data.label_names[shown]
+                shown, known = data.label_names[shown], data.label_names[data.classes]
+                if {_bare(v) for v in shown} <= {_bare(v) for v in known}:
+                    hint = (f"; they differ from its labels ({_listed(known)}) only by "
+                            "trailing periods or spaces: the same labels written differently? "
+                            "edit one file to match the other")
             warnings.warn(f"{test!r}: {int(unseen.sum())} of its {unseen.size} rows hold "
                           f"labels that {spec!r} does not ({_listed(shown)}): no model "
-                          "predicts them, those rows count as errors", UserWarning,
+                          f"predicts them, those rows count as errors{hint}", UserWarning,
                           stacklevel=3)
         return data
     if np.count_nonzero(counts >= 2) < 2:
@@ -1111,6 +1118,12 @@ def _checked(data, spec, test=None):
                          f"({counts.size} distinct labels in {data.X.shape[0]} rows: a "
                          f"regression target? the models compared are classifiers{other})")
     return data
+
+
+def _bare(label):
+    """A text label without the periods and spaces around it (UCI's ``adult.test`` writes
+    ``>50K.`` where ``adult.data`` writes ``>50K``)."""
+    return label.strip(" .")
 
 
 def _listed(labels, most=5):
