@@ -119,6 +119,7 @@ def test_a_multiclass_compressed_file_gets_the_multinomial_and_probability_table
     compare.main([str(packed), "--repeat", "1", "--json", "--C", "2"])
     report = json.loads(capsys.readouterr().out)
     assert [t["data"] for t in report] == ["three.svm.gz"] * 2
+    assert [t["test"] for t in report] == [None] * 2               # a 70/30 split
     l1, proba = report
     assert l1["title"].startswith("multinomial l1-logistic, three.svm.gz (90, 8), 3 classes, "
                                   "C=2")
@@ -801,6 +802,7 @@ def test_a_test_file_scores_the_probability_table_as_train_and_predict(tmp_path,
     test = _write_rows(tmp_path / "te.svm", X_test, y_test)
     compare.main([str(train), "--test", str(test), "--repeat", "1", "--json", "--C", "0.5"])
     l1, proba = json.loads(capsys.readouterr().out)
+    assert l1["data"] == proba["data"] == "tr.svm" and l1["test"] == proba["test"] == "te.svm"
     X, X_test = np.round(X, 4), np.round(X_test, 4)               # as written
     assert l1["title"].startswith("l1-logistic (LIBLINEAR -s 6 objective), tr.svm (90, 4), ")
     w = l1["measurements"]["sparsekit L1LogisticOBA"]["objective"]

@@ -1331,7 +1331,9 @@ def _main(argv):
                       and not data.multilabel and data.classes.size == 2 else None)
         for table in results:
             if args.json:
-                report.append({"data": data.name, "title": table.title,
+                report.append({"data": data.name,
+                               "test": None if data.test is None else data.test.name,
+                               "title": table.title,
                                "rows": [dict(zip(table.header, map(str, r)))
                                         for r in table.rows],
                                "measurements": table.measurements})
