@@ -921,6 +921,7 @@ def test_a_csv_test_file_is_encoded_by_the_training_files_encoders(tmp_path):
                                         "(separator ',': 'x', 'y', 'label') against 2 ('x', "
                                         "'label')"),
     (["tr.svm", "--test", "missing.svm"], "cannot read 'missing.svm' as a LIBSVM file"),
+    (["tr.csv", "--test", "."], "'.' is a directory; give the path of a test file"),
 ])
 def test_a_test_file_that_cannot_serve_is_a_clear_error(tmp_path, capsys, monkeypatch, argv,
                                                          shown):

@@ -1028,6 +1028,8 @@ def load_dataset(spec, zero_based=False, label=None, test=None):
     message for the user when it cannot be read or is not a classification task."""
     _refuse_web_page(spec)
     if test is not None:
+        if Path(test).is_dir():
+            raise ValueError(f"{test!r} is a directory; give the path of a test file")
         _refuse_web_page(test)
     labels_file = _mulan_labels_file(spec) if label is None else None   # --label: one label
     n_train = None
