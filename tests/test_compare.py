@@ -407,16 +407,25 @@ def test_a_uci_data_file_is_read_as_csv(tmp_path):
         compare.load_dataset(str(path))                 # the last column: a measurement
 
 
+#: a Mulan ARFF file's header: two features, then the labels of :func:`_write_mulan_toy`
+MULAN_TOY_HEADER = ("@relation toy\n@attribute f1 numeric\n@attribute f2 numeric\n"
+                    "@attribute sad {0,1}\n@attribute calm {0,1}\n@data\n")
+
+
+def _write_mulan_toy(folder):
+    """``toy.xml`` (the labels sad and calm) and ``toy-train.arff`` (6 dense rows)."""
+    (folder / "toy.xml").write_text(
+        '<labels xmlns="http://mulan.sourceforge.net/labels">'
+        '<label name="sad"></label><label name="calm"></label></labels>')
+    dense = ["0.5,1,1,0", "1.5,0,0,1", "2.5,1,1,1", "0,2,0,0", "1,1,1,0", "2,0,0,1"]
+    (folder / "toy-train.arff").write_text(MULAN_TOY_HEADER + "\n".join(dense) + "\n")
+
+
 def test_a_mulan_arff_file_with_its_label_xml_gives_label_sets(tmp_path):
     """Mulan's multi-label files: ``<set>-train.arff`` (sparse rows too) beside
     ``<set>.xml``, whose labels are the label sets; without the XML the file is a table."""
-    (tmp_path / "toy.xml").write_text(
-        '<labels xmlns="http://mulan.sourceforge.net/labels">'
-        '<label name="sad"></label><label name="calm"></label></labels>')
-    header = ("@relation toy\n@attribute f1 numeric\n@attribute f2 numeric\n"
-              "@attribute sad {0,1}\n@attribute calm {0,1}\n@data\n")
-    dense = ["0.5,1,1,0", "1.5,0,0,1", "2.5,1,1,1", "0,2,0,0", "1,1,1,0", "2,0,0,1"]
-    (tmp_path / "toy-train.arff").write_text(header + "\n".join(dense) + "\n")
+    _write_mulan_toy(tmp_path)
+    header = MULAN_TOY_HEADER
     data = compare.load_dataset(str(tmp_path / "toy-train.arff"))
     assert data.multilabel and data.classes.tolist() == ["sad", "calm"]
     assert data.y.toarray().tolist() == [[1, 0], [0, 1], [1, 1], [0, 0], [1, 0], [0, 1]]
@@ -936,13 +945,8 @@ def test_a_test_file_that_cannot_serve_is_a_clear_error(tmp_path, capsys, monkey
 
 
 def test_a_mulan_test_file_pairs_with_its_training_file(tmp_path):
-    (tmp_path / "toy.xml").write_text(
-        '<labels xmlns="http://mulan.sourceforge.net/labels">'
-        '<label name="sad"></label><label name="calm"></label></labels>')
-    header = ("@relation toy\n@attribute f1 numeric\n@attribute f2 numeric\n"
-              "@attribute sad {0,1}\n@attribute calm {0,1}\n@data\n")
-    rows = ["0.5,1,1,0", "1.5,0,0,1", "2.5,1,1,1", "0,2,0,0", "1,1,1,0", "2,0,0,1"]
-    (tmp_path / "toy-train.arff").write_text(header + "\n".join(rows) + "\n")
+    _write_mulan_toy(tmp_path)
+    header = MULAN_TOY_HEADER
     (tmp_path / "toy-test.arff").write_text(header + "{0 3,3 1}\n{1 4,2 1}\n")   # sparse rows
     data = compare.load_dataset(str(tmp_path / "toy-train.arff"),
                                 test=str(tmp_path / "toy-test.arff"))
