@@ -931,6 +931,9 @@ def test_a_csv_test_file_is_encoded_by_the_training_files_encoders(tmp_path):
                                         "'label')"),
     (["tr.svm", "--test", "missing.svm"], "cannot read 'missing.svm' as a LIBSVM file"),
     (["tr.csv", "--test", "."], "'.' is a directory; give the path of a test file"),
+    (["empty.svm"], "'empty.svm': the file holds no rows"),
+    (["one.csv", "--test", "tr.csv"], "'one.csv': the training file holds a single class (no); "
+                                      "classifiers need two or more"),
 ])
 def test_a_test_file_that_cannot_serve_is_a_clear_error(tmp_path, capsys, monkeypatch, argv,
                                                          shown):
@@ -941,7 +944,23 @@ def test_a_test_file_that_cannot_serve_is_a_clear_error(tmp_path, capsys, monkey
     (tmp_path / "empty.svm").write_text("")
     (tmp_path / "tr.csv").write_text("x,label\n" + "".join(f"{i},{i % 2}\n" for i in range(20)))
     (tmp_path / "other.csv").write_text("x,y,label\n1,2,0\n3,4,1\n")
+    (tmp_path / "one.csv").write_text("x,label\n1,no\n2,no\n3,no\n")
     assert shown in _usage_error(argv, capsys)
+
+
+def test_a_test_files_column_of_other_values_is_read_as_one_file_would_be(tmp_path):
+    """Columns swapped under the same header: the values of both files are read as one
+    file's would be (column a, numbers with two words: missing values; column b, words
+    with two numbers: four categories), not a crash of the encoders on numbers mixed with
+    strings."""
+    pytest.importorskip("pandas")
+    (tmp_path / "tr.csv").write_text("a,b,label\n" + "".join(
+        f"{i / 10},{'xy'[i % 2]},{i % 2}\n" for i in range(20)))
+    (tmp_path / "te.csv").write_text("a,b,label\nx,0.5,1\ny,0.7,0\n")
+    data = compare.load_dataset(str(tmp_path / "tr.csv"), test=str(tmp_path / "te.csv"))
+    assert data.X.shape[0] == 20 and data.test.X.shape == (2, data.X.shape[1])
+    assert "(the text 'x', 'y' read as missing in 1 of them)" in data.note
+    assert "1 text column one-hot encoded into 4" in data.note
 
 
 def test_a_mulan_test_file_pairs_with_its_training_file(tmp_path):

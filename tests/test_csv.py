@@ -95,6 +95,8 @@ def test_comma_separated_files_are_tables_under_any_name(tmp_path):
         np.testing.assert_allclose(data.X[:, 0].toarray().ravel() * np.std([1.5, 2.5, 3])
                                    + np.mean([1.5, 2.5, 3]), [1.5, 2.5, 3])
     assert not any(reads_as_table(tmp_path / n) for n in ("a.svm", "sets.svm", "xml.txt"))
+    (tmp_path / "bare.svm").write_text("1,2 \n3 3:-0.69 4:0.33\n")  # a first row without pairs
+    assert not reads_as_table(tmp_path / "bare.svm")
     assert not reads_as_table(tmp_path / "missing.data") and not reads_as_table("w8a")
 
 

@@ -46,6 +46,8 @@ MIN_WARNED_DISTINCT = 20
 #: lines starting with ``|`` before the data are comments, as in the UCI repository's files
 #: (``adult.test`` opens with ``|1x3 Cross validator``), up to this many
 MAX_COMMENT_LINES = 100
+#: the lines read to tell a delimited file from a LIBSVM file by its ``index:value`` pairs
+SNIFFED_LINES = 10
 #: the lines read to tell whether the first line is a header
 HEADER_SAMPLE = 101
 #: cells read as missing values (pandas' defaults among them, and UCI's ``?``)
@@ -77,19 +79,20 @@ def reads_as_table(path):
 def _sniffed_separator(path):
     """The separator of a file whose first line (past UCI's ``|`` comment lines) holds
     tabs, semicolons or commas (in this order of preference: a ``;`` file writes decimal
-    commas) and no LIBSVM ``index:value`` pair (``39, State-gov, 77516, ...``), else
-    None."""
+    commas) and none of whose first SNIFFED_LINES lines holds a LIBSVM ``index:value`` pair
+    (``39, State-gov, 77516, ...``), else None."""
     from sparsekit.datasets._home import CORRUPT, _open_binary
 
     try:
         with _open_binary(path) as f:
-            for _ in range(_comment_lines(path) + 1):     # the first line past the comments
-                line = f.readline(1 << 16)
+            for _ in range(_comment_lines(path)):
+                f.readline(1 << 16)
+            lines = [f.readline(1 << 16) for _ in range(SNIFFED_LINES)]
     except CORRUPT:                 # not a file here (a set's name), or damaged: the reader says
         return None
-    if re.search(rb"(^|\s)\d+:", line) is not None:
-        return None
-    return next((sep for sep in ("\t", ";", ",") if sep.encode() in line), None)
+    if any(re.search(rb"(^|\s)\d+:", line) is not None for line in lines):
+        return None                 # (a LIBSVM row may have no pair: "1,4 " has no features)
+    return next((sep for sep in ("\t", ";", ",") if sep.encode() in lines[0]), None)
 
 
 def _ending(path):
@@ -397,7 +400,7 @@ def _is_free_text(column):
 
 def _typed(features, numeric, words):
     """``features`` as the encoder takes them: numbers as float64 (a missing one NaN),
-    category values as Python objects (a missing one a category of its own), free text
+    category values as Python strings (a missing one a category of its own), free text
     as strings (a missing one an empty document); columns by position, as a file without
     a header names them by numbers."""
     import pandas as pd
@@ -409,8 +412,8 @@ def _typed(features, numeric, words):
             column = column.astype(np.float64)
         elif c in words:
             column = column.fillna("").astype(str)
-        else:
-            column = column.astype(object)
+        else:     # text (numbers too where a test file's column mixes them in)
+            column = column.where(column.isna(), column.astype(str)).astype(object)
         typed[position] = column
     typed.columns = list(features.columns)
     return typed

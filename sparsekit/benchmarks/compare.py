@@ -1066,6 +1066,8 @@ def _checked(data, spec, test=None):
     """``data`` when its tables can be measured; ValueError with a message for the user
     otherwise, and a warning for the labels of a held-out file ``test`` that its training
     rows do not hold (no model can predict them)."""
+    if data.y.shape[0] == 0:
+        raise ValueError(f"{spec!r}: the file holds no rows")
     if test is not None and data.test.X.shape[0] == 0:
         raise ValueError(f"{test!r}: the test file holds no rows")
     if data.multilabel:
@@ -1093,8 +1095,10 @@ def _checked(data, spec, test=None):
     counts = np.unique(data.y, return_counts=True)[1]
     if test is not None:
         if counts.size < 2:
+            only = (data.classes if data.label_names is None
+                    else data.label_names[data.classes])
             raise ValueError(f"{spec!r}: the training file holds a single class "
-                             f"({data.classes[0]!r}); classifiers need two or more")
+                             f"({_listed(only)}); classifiers need two or more")
         unseen = ~np.isin(data.test.y, data.classes)
         if unseen.any():
             shown, hint = np.unique(data.test.y[unseen]), ""
