@@ -34,6 +34,7 @@ from sklearn.exceptions import ConvergenceWarning
 
 sys.path.insert(0, str(_report.REPO))  # the in-place build, also when not installed
 from sparsekit.benchmarks import compare  # noqa: E402
+from sparsekit.benchmarks._data import Dataset, load_dataset  # noqa: E402
 from sparsekit.datasets import get_data_home, load_mulan  # noqa: E402
 from sparsekit.linear_model import first_label  # noqa: E402
 
@@ -48,15 +49,15 @@ PAIRS = {"a9a": ("a9a", "libsvm/a9a.t.xz"),
 
 
 def load_pair(name):
-    """The :class:`compare.Dataset` of a published pair, as ``DATA --test FILE`` reads it."""
+    """The :class:`Dataset` of a published pair, as ``DATA --test FILE`` reads it."""
     home = get_data_home()
     train, test = (spec if spec == "a9a" else str(home / spec) for spec in PAIRS[name])
-    return compare.load_dataset(train, test=test)
+    return load_dataset(train, test=test)
 
 
 def load(name):
     if name in ("a9a", "digits", "breast_cancer"):
-        return compare.load_dataset(name)
+        return load_dataset(name)
     if name.endswith("-sets"):             # through a LIBSVM multi-label file, as a user's
         name = name[:-len("-sets")]
         X, Y = load_mulan(name, subset="train")
@@ -64,13 +65,13 @@ def load(name):
             path = Path(workdir) / f"{name}.svm"
             dump_svmlight_file(sp.csr_matrix(X), sp.csr_matrix(Y), str(path),
                                multilabel=True, zero_based=False)
-            data = compare.load_dataset(str(path))
+            data = load_dataset(str(path))
         data.name = f"{name} (label sets)"
         return data
     X, Y = load_mulan(name, subset="train")
     Y = sp.csr_matrix(Y)
     keep = np.diff(Y.indptr) > 0                    # rows without a label have no class
-    return compare.Dataset(f"{name} (first label)", sp.csr_matrix(X)[keep],
+    return Dataset(f"{name} (first label)", sp.csr_matrix(X)[keep],
                            first_label(Y[keep]))
 
 

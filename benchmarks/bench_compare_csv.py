@@ -27,6 +27,7 @@ from sklearn.exceptions import ConvergenceWarning
 
 sys.path.insert(0, str(_report.REPO))  # the in-place build, also when not installed
 from sparsekit.benchmarks import compare  # noqa: E402
+from sparsekit.benchmarks._data import load_dataset  # noqa: E402
 from sparsekit.datasets import load_debian  # noqa: E402
 
 
@@ -65,7 +66,7 @@ def main():
                     "columns description and section.")
     for spec, label in runs:
         start = time.perf_counter()
-        data = compare.load_dataset(spec, label=label)
+        data = load_dataset(spec, label=label)
         announce = lambda model, data=data: print(f"  {data.name}: {model}", flush=True)  # noqa: E731
         with compare.threadpool_limits(limits=1):
             results = compare.tables(data, args.repeat, budget=args.budget, announce=announce)

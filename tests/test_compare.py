@@ -7,7 +7,9 @@ import re
 import numpy as np
 import pytest
 
+from _compare_files import write_multilabel_svm, write_rows, write_svm
 from sparsekit.benchmarks import compare
+from sparsekit.benchmarks._data import Dataset, load_dataset
 
 
 def test_multiclass_table_lists_every_model_against_logistic_regression():
@@ -86,21 +88,8 @@ def test_repeat_must_be_positive():
 # --- the command on the user's data
 
 
-def _write_svm(path, n=60, classes=2, seed=0):
-    """A small LIBSVM file with ``classes`` separable-ish classes."""
-    rng = np.random.default_rng(seed)
-    y = np.arange(n) % classes
-    lines = []
-    for label in y:
-        features = {j: rng.normal() + (label == j % classes) for j in rng.choice(8, 4, False)}
-        tokens = " ".join(f"{j + 1}:{v:.4f}" for j, v in sorted(features.items()))
-        lines.append(f"{label if classes > 2 else 2 * label - 1} {tokens}")
-    path.write_text("\n".join(lines) + "\n")
-    return path
-
-
 def test_a_binary_file_gets_the_l1_table_and_the_probability_table(tmp_path, capsys):
-    path = _write_svm(tmp_path / "tiny.svm")
+    path = write_svm(tmp_path / "tiny.svm")
     compare.main([str(path), "--repeat", "1", "--C", "0.5"])
     out = capsys.readouterr().out
     assert "l1-logistic (LIBLINEAR -s 6 objective), tiny.svm (60, 8), C=0.5" in out
@@ -113,7 +102,7 @@ def test_a_multiclass_compressed_file_gets_the_multinomial_and_probability_table
         tmp_path, capsys):
     import gzip
 
-    plain = _write_svm(tmp_path / "three.svm", n=90, classes=3)
+    plain = write_svm(tmp_path / "three.svm", n=90, classes=3)
     packed = tmp_path / "three.svm.gz"
     packed.write_bytes(gzip.compress(plain.read_bytes()))
     compare.main([str(packed), "--repeat", "1", "--json", "--C", "2"])
@@ -141,7 +130,7 @@ def test_a_files_empty_columns_are_left_out_for_every_model(tmp_path, capsys):
     same file with its columns numbered 1 to 8 (the same objectives and test accuracies),
     and the titles give both column counts; the peers never see the empty columns
     (LogisticRegression's L-BFGS would keep vectors of 2**24 weights per class)."""
-    compact = _write_svm(tmp_path / "compact.svm", n=90, classes=3)
+    compact = write_svm(tmp_path / "compact.svm", n=90, classes=3)
     places = np.sort(np.random.default_rng(1).choice(2**24, 8, replace=False)) + 1
     wide = tmp_path / "wide.svm"
     wide.write_text("".join(
@@ -227,29 +216,6 @@ def test_an_unreadable_file_is_a_clear_error_not_a_traceback(tmp_path, capsys, c
     assert re.search(match, capsys.readouterr().err)
 
 
-def test_extreme_classification_repository_files_are_read(tmp_path):
-    """Files of the Extreme Classification Repository (first line ``N D L``, 0-based
-    labels and columns) give label sets, or classes when every row has one label; the
-    LIBSVM reader stopped at the header ("need more than 1 value to unpack")."""
-    rows = ["0,2 0:1 3:0.5", "1 1:2", " 2:1", "2,0 0:0.25 1:1"]
-    (tmp_path / "sets.txt").write_text("4 5 3\n" + "\n".join(rows) + "\n")
-    data = compare.load_dataset(str(tmp_path / "sets.txt"))
-    assert data.multilabel and data.classes.tolist() == [0, 1, 2]
-    np.testing.assert_array_equal(data.y.toarray(), [[1, 0, 1], [0, 1, 0], [0, 0, 0],
-                                                      [1, 0, 1]])
-    # the 4 used columns of the 5 (column 4 holds no entry); a row may have no label
-    assert data.X.shape == (4, 4) and data.n_features == 5
-    np.testing.assert_array_equal(data.X.toarray(), [[1, 0, 0, 0.5], [0, 2, 0, 0],
-                                                     [0, 0, 1, 0], [0.25, 1, 0, 0]])
-    (tmp_path / "classes.txt").write_text("4 2 2\n0 0:1\n1 1:1\n0 0:2\n1 1:3\n")
-    data = compare.load_dataset(str(tmp_path / "classes.txt"))
-    assert not data.multilabel and data.y.tolist() == [0, 1, 0, 1]
-    (tmp_path / "short.txt").write_text("3 2 2\n0 0:1\n")
-    with pytest.raises(ValueError, match="as an Extreme Classification Repository file: .*"
-                       "header says 3 rows, found 1"):
-        compare.load_dataset(str(tmp_path / "short.txt"))
-
-
 def test_a_spreadsheet_or_a_binary_file_is_a_short_clear_error(tmp_path, capsys):
     """A workbook is refused by its name with what to do; any other binary file gets the
     LIBSVM reader's error cut short (it quoted the whole first "number": kilobytes)."""
@@ -302,7 +268,7 @@ def test_on_a_terminal_a_spinner_names_each_model_and_leaves_the_tables_clean(
 
 def test_plot_writes_the_suboptimality_and_accuracy_figures(tmp_path, capsys):
     pytest.importorskip("matplotlib")
-    path = _write_svm(tmp_path / "tiny.svm")
+    path = write_svm(tmp_path / "tiny.svm")
     compare.main([str(path), "--repeat", "1", "--plot", str(tmp_path / "figures")])
     written = sorted(p.name for p in (tmp_path / "figures").iterdir())
     assert written == ["tiny.svm-l1.png", "tiny.svm-proba.png"]
@@ -329,7 +295,7 @@ def test_plot_into_a_path_that_cannot_be_a_directory_is_a_clear_error(tmp_path, 
 
 @pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")   # tol 0.1
 def test_the_l1_ladder_reaches_the_tables_objective_from_above():
-    data = compare.Dataset("tiny", *_tiny_binary())
+    data = Dataset("tiny", *_tiny_binary())
     traces = compare.l1_traces(data, C=1.0)
     best = compare.compare_l1_logistic(1, data=data).measurements
     F_star = best["sparsekit L1LogisticOBA"]["objective"]
@@ -391,62 +357,8 @@ def test_warnings_print_as_one_line_each(tmp_path, capsys):
     assert not any("UserWarning" in line for line in err)
 
 
-def test_a_uci_data_file_is_read_as_csv(tmp_path):
-    """UCI's ``.data`` files: comma-separated, no header, text labels (wine's first)."""
-    pytest.importorskip("pandas")
-    from sklearn.datasets import load_wine
-
-    X, y = load_wine(return_X_y=True)
-    path = tmp_path / "wine.data"
-    np.savetxt(path, np.column_stack([y + 1, X]), delimiter=",", fmt="%g")
-    data = compare.load_dataset(str(path), label="0")
-    assert data.X.shape == (178, 13) and data.classes.tolist() == [1, 2, 3]
-    assert data.note == "label 0; 13 numeric columns standardized"
-    with pytest.raises(ValueError, match="a regression target.*if another column holds the "
-                                         "labels, --label names it"):
-        compare.load_dataset(str(path))                 # the last column: a measurement
-
-
-#: a Mulan ARFF file's header: two features, then the labels of :func:`_write_mulan_toy`
-MULAN_TOY_HEADER = ("@relation toy\n@attribute f1 numeric\n@attribute f2 numeric\n"
-                    "@attribute sad {0,1}\n@attribute calm {0,1}\n@data\n")
-
-
-def _write_mulan_toy(folder):
-    """``toy.xml`` (the labels sad and calm) and ``toy-train.arff`` (6 dense rows)."""
-    (folder / "toy.xml").write_text(
-        '<labels xmlns="http://mulan.sourceforge.net/labels">'
-        '<label name="sad"></label><label name="calm"></label></labels>')
-    dense = ["0.5,1,1,0", "1.5,0,0,1", "2.5,1,1,1", "0,2,0,0", "1,1,1,0", "2,0,0,1"]
-    (folder / "toy-train.arff").write_text(MULAN_TOY_HEADER + "\n".join(dense) + "\n")
-
-
-def test_a_mulan_arff_file_with_its_label_xml_gives_label_sets(tmp_path):
-    """Mulan's multi-label files: ``<set>-train.arff`` (sparse rows too) beside
-    ``<set>.xml``, whose labels are the label sets; without the XML the file is a table."""
-    _write_mulan_toy(tmp_path)
-    header = MULAN_TOY_HEADER
-    data = compare.load_dataset(str(tmp_path / "toy-train.arff"))
-    assert data.multilabel and data.classes.tolist() == ["sad", "calm"]
-    assert data.y.toarray().tolist() == [[1, 0], [0, 1], [1, 1], [0, 0], [1, 0], [0, 1]]
-    np.testing.assert_array_equal(data.X, [[0.5, 1], [1.5, 0], [2.5, 1], [0, 2], [1, 1],
-                                           [2, 0]])
-    assert data.note == "2 labels named by toy.xml"
-    sparse = ["{0 0.5,1 1,2 1}", "{0 1.5,3 1}", "{0 2.5,1 1,2 1,3 1}", "{1 2}", "{0 1,1 1,2 1}",
-              "{0 2,3 1}"]
-    (tmp_path / "toy.arff").write_text(header + "\n".join(sparse) + "\n")
-    data = compare.load_dataset(str(tmp_path / "toy.arff"))
-    assert data.multilabel and data.X.format == "csr" and data.X.shape == (6, 2)
-    assert data.y.toarray().tolist() == [[1, 0], [0, 1], [1, 1], [0, 0], [1, 0], [0, 1]]
-    data = compare.load_dataset(str(tmp_path / "toy-train.arff"), label="sad")
-    assert not data.multilabel and data.note.startswith("label 'sad'")   # one label, named
-    (tmp_path / "toy.xml").unlink()                     # a table: the last attribute labels
-    data = compare.load_dataset(str(tmp_path / "toy-train.arff"))
-    assert not data.multilabel and data.note.startswith("label 'calm'")
-
-
 def test_label_is_for_csv_files_only(tmp_path, capsys):
-    path = _write_svm(tmp_path / "tiny.svm")
+    path = write_svm(tmp_path / "tiny.svm")
     assert "--label applies to CSV, TSV and ARFF files" in _usage_error([str(path), "--label", "0"],
                                                                   capsys)
 
@@ -461,7 +373,7 @@ def test_a_bad_csv_file_is_a_clear_error_not_a_traceback(tmp_path, capsys):
 
 def test_classes_seen_once_train_and_the_rest_split_stratified():
     y = np.array([0] * 10 + [1] * 10 + [2])          # class 2 has a single row
-    data = compare.Dataset("rare", np.arange(21.0)[:, None], y)
+    data = Dataset("rare", np.arange(21.0)[:, None], y)
     X_train, X_test, y_train, y_test = compare._split(data)
     assert 2 in y_train and 2 not in y_test
     assert sorted(np.concatenate([X_train, X_test]).ravel()) == list(range(21))
@@ -478,7 +390,7 @@ def test_a_csv_files_split_is_encoded_on_its_training_rows(tmp_path):
     x = rng.normal(size=40)
     np.savetxt(path, np.column_stack([x, x > 0]), delimiter=",", header="x,label",
                comments="", fmt="%.6f")
-    data = compare.load_dataset(str(path))
+    data = load_dataset(str(path))
     rows, encode = {}, data.encode
 
     def spy(train, test):
@@ -628,7 +540,7 @@ def test_skglm_compiles_on_a_few_rows_before_any_timed_fit(monkeypatch):
         return fit(self, X, y)
 
     monkeypatch.setattr(skglm.SparseLogisticRegression, "fit", recording)
-    X, y = compare._l1_problem(compare.load_dataset("breast_cancer"))
+    X, y = compare._l1_problem(load_dataset("breast_cancer"))
     solvers = dict(compare._l1_solvers(X, y, 1.0))
     assert rows == [50]
     w = solvers["skglm"](1e-6)
@@ -651,20 +563,6 @@ def test_skglm_failing_its_compiling_fit_is_listed_with_its_error(monkeypatch):
 # --- multi-label files
 
 
-def _write_multilabel_svm(path, n=120, labels=5, seed=0, empty_rows=3):
-    """A LIBSVM multi-label file (comma-separated label sets, as the LIBSVM page's): label
-    j is active where feature j exceeds 0.3; the first ``empty_rows`` rows have none."""
-    rng = np.random.default_rng(seed)
-    X = rng.normal(size=(n, labels + 3))
-    lines = []
-    for i, x in enumerate(X):
-        active = [] if i < empty_rows else [j for j in range(labels) if x[j] > 0.3]
-        features = " ".join(f"{j + 1}:{v:.4f}" for j, v in enumerate(x))
-        lines.append(",".join(str(10 + j) for j in active) + " " + features)
-    path.write_text("\n".join(lines) + "\n")
-    return path
-
-
 def _slow_label_set_metrics(Y, scores, predicted):
     """micro-F1, precision@1 and predicted labels per row, by counting."""
     Y, scores, predicted = (np.asarray(a) for a in (Y, scores, predicted))
@@ -682,7 +580,7 @@ def test_a_multilabel_file_gets_the_label_set_table(tmp_path, capsys):
     """Comma-separated label sets (rows without a label included) are read as a
     multi-label set: one table, every model measured against OneVsRest
     LogisticRegression, the metrics in range and the models better than chance."""
-    path = _write_multilabel_svm(tmp_path / "sets.svm")
+    path = write_multilabel_svm(tmp_path / "sets.svm")
     compare.main([str(path), "--repeat", "1", "--json"])
     report = json.loads(capsys.readouterr().out)
     assert len(report) == 1
@@ -779,20 +677,12 @@ def test_fasttext_joins_a_multilabel_set_from_twenty_labels(tmp_path, capsys):
 
 def test_plot_of_a_multilabel_set_draws_micro_f1(tmp_path, capsys):
     pytest.importorskip("matplotlib")
-    path = _write_multilabel_svm(tmp_path / "sets.svm")
+    path = write_multilabel_svm(tmp_path / "sets.svm")
     compare.main([str(path), "--repeat", "1", "--plot", str(tmp_path / "figures")])
     assert sorted(p.name for p in (tmp_path / "figures").iterdir()) == ["sets.svm-proba.png"]
 
 
 # --- test files (--test)
-
-
-def _write_rows(path, X, y):
-    """A LIBSVM file of dense ``X`` (its nonzeros) and labels ``y``."""
-    path.write_text("".join(
-        f"{label} " + " ".join(f"{j + 1}:{v:.4f}" for j, v in enumerate(x) if v) + "\n"
-        for x, label in zip(X, y)))
-    return path
 
 
 def test_a_test_file_scores_the_probability_table_as_train_and_predict(tmp_path, capsys):
@@ -807,8 +697,8 @@ def test_a_test_file_scores_the_probability_table_as_train_and_predict(tmp_path,
     y = np.where(X @ [1.0, -1.0, 0.5, 0.0] + rng.normal(0, 0.5, 90) > 0, 1, -1)
     X_test = np.column_stack([rng.normal(size=(50, 4)), rng.normal(size=50)])  # a 5th column
     y_test = np.where(X_test[:, :4] @ [1.0, -1.0, 0.5, 0.0] > 0, 1, -1)
-    train = _write_rows(tmp_path / "tr.svm", X, y)
-    test = _write_rows(tmp_path / "te.svm", X_test, y_test)
+    train = write_rows(tmp_path / "tr.svm", X, y)
+    test = write_rows(tmp_path / "te.svm", X_test, y_test)
     compare.main([str(train), "--test", str(test), "--repeat", "1", "--json", "--C", "0.5"])
     l1, proba = json.loads(capsys.readouterr().out)
     assert l1["data"] == proba["data"] == "tr.svm" and l1["test"] == proba["test"] == "te.svm"
@@ -823,55 +713,21 @@ def test_a_test_file_scores_the_probability_table_as_train_and_predict(tmp_path,
     expected = LogisticRegression().fit(X, y).score(X_test[:, :4], y_test)
     measured = proba["measurements"]["scikit-learn LogisticRegression (lbfgs)"]
     assert measured["test_accuracy"] == pytest.approx(expected, abs=1e-12)
-    data = compare.load_dataset(str(train), test=str(test))
+    data = load_dataset(str(train), test=str(test))
     assert data.X.shape == (90, 4) and data.test.X.shape == (50, 4)   # the 5th: no weight
     np.testing.assert_allclose(data.test.X.toarray(), X_test[:, :4])
     np.testing.assert_array_equal(data.test.y, y_test)
 
 
-def test_a_test_files_labels_missing_from_training_are_warned_and_count_as_errors(tmp_path):
-    rng = np.random.default_rng(1)
-    X = rng.normal(size=(40, 3))
-    train = _write_rows(tmp_path / "tr.svm", X, np.where(X[:, 0] > 0, 1, 2))
-    test = _write_rows(tmp_path / "te.svm", X[:10], [1, 2, 7, 7, 1, 2, 1, 2, 9, 1])
-    with pytest.warns(UserWarning, match=r"'[^']*te.svm': 3 of its 10 rows hold labels that "
-                                         r"'.*tr.svm' does not \(7, 9\): no model predicts "
-                                         "them, those rows count as errors"):
-        data = compare.load_dataset(str(train), test=str(test))
-    assert data.classes.tolist() == [1, 2]            # the training file's classes
-    X_train, X_test, y_train, y_test = compare._split(data)
-    assert X_train.shape == (40, 3) and y_test.tolist().count(7) == 2
-
-
-def test_text_labels_written_differently_in_the_test_file_get_a_hint(tmp_path):
-    """UCI Adult's pair: ``adult.test`` (a ``|`` comment line first) writes ``>50K.`` where
-    ``adult.data`` writes ``>50K``; the labels are coded on both files, and the warning
-    names the test file's labels as written and says how they differ."""
-    pytest.importorskip("pandas")
-    rows = [f"{20 + i}, {'Private' if i % 3 else 'State-gov'}, {i % 7}, "
-            f"{'>50K' if i % 2 else '<=50K'}" for i in range(40)]
-    (tmp_path / "adult.data").write_text("\n".join(rows[:30]) + "\n")
-    (tmp_path / "adult.test").write_text("|1x3 Cross validator\n"
-                                        + "".join(r + ".\n" for r in rows[30:]))
-    with pytest.warns(UserWarning, match=r"10 of its 10 rows hold labels that '[^']*adult.data' "
-                                         r"does not \(<=50K., >50K.\).*they differ from its "
-                                         r"labels \(<=50K, >50K\) only by trailing periods or "
-                                         "spaces"):
-        data = compare.load_dataset(str(tmp_path / "adult.data"),
-                                    test=str(tmp_path / "adult.test"))
-    assert data.X.shape[0] == 30 and data.test.X.shape[0] == 10
-    assert data.label_names[data.classes].tolist() == ["<=50K", ">50K"]
-
-
 def test_a_multilabel_test_file_scores_the_label_set_table(tmp_path, capsys):
     """Label sets: the models train on DATA's rows; a label only in the test file is
     warned about and stays a column of the test rows (missed by every model)."""
-    train = _write_multilabel_svm(tmp_path / "tr.svm", n=100, seed=0)
-    test = _write_multilabel_svm(tmp_path / "te.svm", n=40, seed=1, empty_rows=0)
+    train = write_multilabel_svm(tmp_path / "tr.svm", n=100, seed=0)
+    test = write_multilabel_svm(tmp_path / "te.svm", n=40, seed=1, empty_rows=0)
     test.write_text(test.read_text().replace("\n", " 9:1\n", 1).replace("10", "10,99", 1))
     with pytest.warns(UserWarning, match=r"1 label\(s\) of the test file never occur in .*"
                                          r"\(99\).*counts as missed"):
-        data = compare.load_dataset(str(train), test=str(test))
+        data = load_dataset(str(train), test=str(test))
     assert data.X.shape == (100, 8) and data.test.X.shape == (40, 8)   # column 9: no weight
     assert data.classes.tolist() == [10, 11, 12, 13, 14, 99]
     assert data.y[:, -1].nnz == 0 and data.test.y[0, -1] == 1
@@ -883,39 +739,6 @@ def test_a_multilabel_test_file_scores_the_label_set_table(tmp_path, capsys):
                                      "row, tested on te.svm's 40 rows;")
     for name, m in table["measurements"].items():
         assert 0.5 < m["micro_f1"] < 1.0, name     # the label only the test file holds: missed
-
-
-def test_a_csv_test_file_is_encoded_by_the_training_files_encoders(tmp_path):
-    """A CSV test file of the same columns (in another order, or without a header) is
-    encoded as a pipeline fit on the training file would encode it; the l1 tables' matrix
-    is the training file's rows."""
-    pytest.importorskip("pandas")
-    rng = np.random.default_rng(0)
-    x, x_test = rng.normal(2.0, 3.0, 30), rng.normal(size=12)
-    city, city_test = rng.choice(["Oslo", "Lyon"], 30), rng.choice(["Oslo", "Kyiv"], 12)
-    label = np.where(x > 2, "yes", "no")
-    (tmp_path / "tr.csv").write_text("x,city,label\n" + "".join(
-        f"{a:.6f},{c},{b}\n" for a, c, b in zip(x, city, label)))
-    (tmp_path / "te.csv").write_text("label,city,x\n" + "".join(      # another column order
-        f"{b},{c},{a:.6f}\n" for a, c, b in zip(x_test, city_test, np.where(x_test > 2, "yes",
-                                                                             "no"))))
-    (tmp_path / "bare.csv").write_text("".join(                   # no header: by position
-        f"{a:.6f},{c},yes\n" for a, c in zip(x_test, city_test)))
-    data = compare.load_dataset(str(tmp_path / "tr.csv"), test=str(tmp_path / "te.csv"))
-    x, x_test = np.round(x, 6), np.round(x_test, 6)
-    standardized = (x_test - x.mean()) / x.std()
-    X_test = data.test.X.toarray() if hasattr(data.test.X, "toarray") else data.test.X
-    np.testing.assert_allclose(X_test[:, 0], standardized, atol=1e-12)
-    np.testing.assert_array_equal(X_test[:, 1:], np.column_stack(   # Lyon, Oslo; Kyiv unseen
-        [city_test == "Lyon", city_test == "Oslo"]))
-    assert data.X.shape == (30, 3) and data.X_l1 is data.X
-    np.testing.assert_allclose(np.asarray(data.X[:, [0]].todense() if hasattr(data.X, "todense")
-                                          else data.X[:, [0]]).ravel(),
-                               (x - x.mean()) / x.std(), atol=1e-12)
-    assert data.test.y.tolist() == (x_test > 2).astype(int).tolist()   # coded as training
-    bare = compare.load_dataset(str(tmp_path / "tr.csv"), test=str(tmp_path / "bare.csv"))
-    np.testing.assert_allclose(bare.test.X[:, 0] if not hasattr(bare.test.X, "toarray")
-                               else bare.test.X.toarray()[:, 0], standardized, atol=1e-12)
 
 
 @pytest.mark.parametrize("argv, shown", [
@@ -939,8 +762,8 @@ def test_a_test_file_that_cannot_serve_is_a_clear_error(tmp_path, capsys, monkey
                                                          shown):
     pytest.importorskip("pandas")
     monkeypatch.chdir(tmp_path)
-    _write_svm(tmp_path / "tr.svm")
-    _write_svm(tmp_path / "te.svm", seed=1)
+    write_svm(tmp_path / "tr.svm")
+    write_svm(tmp_path / "te.svm", seed=1)
     (tmp_path / "empty.svm").write_text("")
     (tmp_path / "tr.csv").write_text("x,label\n" + "".join(f"{i},{i % 2}\n" for i in range(20)))
     (tmp_path / "other.csv").write_text("x,y,label\n1,2,0\n3,4,1\n")
@@ -948,42 +771,3 @@ def test_a_test_file_that_cannot_serve_is_a_clear_error(tmp_path, capsys, monkey
     assert shown in _usage_error(argv, capsys)
 
 
-def test_a_test_files_column_of_other_values_is_read_as_one_file_would_be(tmp_path):
-    """Columns swapped under the same header: the values of both files are read as one
-    file's would be (column a, numbers with two words: missing values; column b, words
-    with two numbers: four categories), not a crash of the encoders on numbers mixed with
-    strings."""
-    pytest.importorskip("pandas")
-    (tmp_path / "tr.csv").write_text("a,b,label\n" + "".join(
-        f"{i / 10},{'xy'[i % 2]},{i % 2}\n" for i in range(20)))
-    (tmp_path / "te.csv").write_text("a,b,label\nx,0.5,1\ny,0.7,0\n")
-    data = compare.load_dataset(str(tmp_path / "tr.csv"), test=str(tmp_path / "te.csv"))
-    assert data.X.shape[0] == 20 and data.test.X.shape == (2, data.X.shape[1])
-    assert "(the text 'x', 'y' read as missing in 1 of them)" in data.note
-    assert "1 text column one-hot encoded into 4" in data.note
-
-
-def test_a_mulan_test_file_pairs_with_its_training_file(tmp_path):
-    _write_mulan_toy(tmp_path)
-    header = MULAN_TOY_HEADER
-    (tmp_path / "toy-test.arff").write_text(header + "{0 3,3 1}\n{1 4,2 1}\n")   # sparse rows
-    data = compare.load_dataset(str(tmp_path / "toy-train.arff"),
-                                test=str(tmp_path / "toy-test.arff"))
-    assert data.multilabel and data.X.shape == (6, 2) and data.classes.tolist() == ["sad", "calm"]
-    assert data.test.X.toarray().tolist() == [[3, 0], [0, 4]]
-    assert data.test.y.toarray().tolist() == [[0, 1], [1, 0]]
-    (tmp_path / "toy-test.arff").write_text(header.replace("@attribute f2 numeric\n", "")
-                                            + "3,0,1\n")
-    with pytest.raises(ValueError, match="'.*toy-test.arff' has 1 feature attributes, "
-                                         "'.*toy-train.arff' 2: not the same data set's files"):
-        compare.load_dataset(str(tmp_path / "toy-train.arff"),
-                             test=str(tmp_path / "toy-test.arff"))
-
-
-@pytest.mark.skipif(not compare.Path(__import__("os").environ.get("SPARSEKIT_DATA", "/nonexistent"),
-                                     "libsvm", "a9a.t.xz").is_file(),
-                    reason="no a9a.t in the data home")
-def test_the_shipped_a9a_pairs_with_the_data_homes_a9a_t():
-    data = compare.load_dataset("a9a", test="a9a.t")
-    assert data.X.shape == (32561, 123) and data.test.X.shape == (16281, 123)
-    assert data.classes.tolist() == [-1, 1] and set(np.unique(data.test.y)) == {-1, 1}
