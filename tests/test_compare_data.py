@@ -96,23 +96,26 @@ def test_a_test_files_labels_missing_from_training_are_warned_and_count_as_error
 
 def test_text_labels_written_differently_in_the_test_file_get_a_hint(tmp_path):
     """UCI Adult's pair: ``adult.test`` (a ``|`` comment line first) writes ``>50K.`` where
-    ``adult.data`` writes ``>50K``; the labels are coded on both files, and the warning
-    names the test file's labels as written and says how they differ."""
+    ``adult.data`` writes ``>50K``; the labels are coded on both files. When no test label
+    occurs in training (every accuracy would be 0) it is an error, otherwise a warning;
+    both name the test file's labels as written and say how they differ."""
     pytest.importorskip("pandas")
     rows = [f"{20 + i}, {'Private' if i % 3 else 'State-gov'}, {i % 7}, "
             f"{'>50K' if i % 2 else '<=50K'}" for i in range(40)]
     (tmp_path / "adult.data").write_text("\n".join(rows[:30]) + "\n")
     (tmp_path / "adult.test").write_text("|1x3 Cross validator\n"
                                         + "".join(r + ".\n" for r in rows[30:]))
-    with pytest.warns(UserWarning, match=r"10 of its 10 rows hold labels that '[^']*adult.data' "
-                                         r"does not \(<=50K., >50K.\).*they differ from its "
-                                         r"labels \(<=50K, >50K\) only by trailing periods or "
-                                         "spaces"):
-        data = load_dataset(str(tmp_path / "adult.data"),
-                                    test=str(tmp_path / "adult.test"))
+    differ = (r"\(<=50K., >50K.\).*they differ from its labels \(<=50K, >50K\) only by "
+              "trailing periods or spaces: the same labels written differently")
+    with pytest.raises(ValueError, match=r"'[^']*adult.test': none of its labels " + differ):
+        load_dataset(str(tmp_path / "adult.data"), test=str(tmp_path / "adult.test"))
+    (tmp_path / "adult.test").write_text("|1x3 Cross validator\n" + rows[30] + "\n"
+                                        + "".join(r + ".\n" for r in rows[31:]))
+    with pytest.warns(UserWarning, match=r"9 of its 10 rows hold labels that '[^']*adult.data' "
+                                         r"does not " + differ):
+        data = load_dataset(str(tmp_path / "adult.data"), test=str(tmp_path / "adult.test"))
     assert data.X.shape[0] == 30 and data.test.X.shape[0] == 10
     assert data.label_names[data.classes].tolist() == ["<=50K", ">50K"]
-
 
 
 def test_a_csv_test_file_is_encoded_by_the_training_files_encoders(tmp_path):
@@ -189,3 +192,15 @@ def test_the_shipped_a9a_pairs_with_the_data_homes_a9a_t():
     data = load_dataset("a9a", test="a9a.t")
     assert data.X.shape == (32561, 123) and data.test.X.shape == (16281, 123)
     assert data.classes.tolist() == [-1, 1] and set(np.unique(data.test.y)) == {-1, 1}
+
+
+def test_a_test_file_without_a_label_of_the_training_file_is_refused(tmp_path):
+    """Every accuracy or micro-F1 would be 0: an error, not a table of zeros."""
+    train = write_rows(tmp_path / "tr.svm", np.eye(6), [1, 2, 1, 2, 1, 2])
+    test = write_rows(tmp_path / "te.svm", np.eye(3), [5, 6, 5])
+    with pytest.raises(ValueError, match=r"'[^']*te.svm': none of its labels \(5, 6\) occurs in "):
+        load_dataset(str(train), test=str(test))
+    (tmp_path / "tr.svm").write_text("1,2 1:1\n2 2:1\n1 3:1\n3 1:1 2:1\n")
+    (tmp_path / "te.svm").write_text("7 1:1\n8,9 2:1\n 3:1\n")
+    with pytest.raises(ValueError, match=r"none of its labels \(7, 8, 9\) occurs in"):
+        load_dataset(str(train), test=str(test))

@@ -290,6 +290,9 @@ def _checked(data, spec, test=None):
                              f"{counts.tolist()[:20]})")
         held = np.diff(sp.csc_matrix(data.test.y).indptr) > 0 if test is not None else False
         unseen = data.classes[(counts == 0) & held]      # the test file's labels alone
+        if unseen.size and not np.any((counts > 0) & held):   # every micro-F1 would be 0
+            raise ValueError(f"{test!r}: none of its labels ({_listed(unseen)}) occurs in "
+                             f"{spec!r}")
         if unseen.size:
             warnings.warn(f"{test!r}: {unseen.size} label(s) of the test file never occur in "
                           f"{spec!r} ({_listed(unseen)}): no model predicts them, "
@@ -318,6 +321,9 @@ def _checked(data, spec, test=None):
                     hint = (f"; they differ from its labels ({_listed(known)}) only by "
                             "trailing periods or spaces: the same labels written differently? "
                             "edit one file to match the other")
+            if unseen.all():           # every accuracy would be 0: nothing to compare
+                raise ValueError(f"{test!r}: none of its labels ({_listed(shown)}) occurs "
+                                 f"in {spec!r}{hint}")
             warnings.warn(f"{test!r}: {int(unseen.sum())} of its {unseen.size} rows hold "
                           f"labels that {spec!r} does not ({_listed(shown)}): no model "
                           f"predicts them, those rows count as errors{hint}", UserWarning,

@@ -59,8 +59,9 @@ rows for the probability table and on every row for the l1 table),
 file of the same columns, or of as many without a header): the probability and label-set
 tables then train on every row of DATA and score on the test file's rows, the l1 tables
 solve on DATA's rows, and a table file's encoders are fit on DATA's rows. The test file's
-columns past DATA's count nothing (no model has a weight there), and a label it holds
-that DATA does not is said in a warning (those rows count as errors).
+columns past DATA's count nothing (no model has a weight there), a label it holds that
+DATA does not is said in a warning (those rows count as errors), and a test file without
+any of DATA's labels is refused.
 
 On a terminal (with ``rich``, installed by the ``compare`` extra) a spinner line on stderr
 names the model being timed. Every fit is preceded by one untimed warm-up fit (and skglm,
