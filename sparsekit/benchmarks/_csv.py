@@ -236,12 +236,9 @@ def _test_frame(test, frame, label, path, pd):
     numbered = [list(f.columns) == list(range(f.shape[1])) for f in (frame, held)]
     if set(held.columns) != set(frame.columns):
         if not any(numbered) or held.shape[1] != frame.shape[1]:
-            def shown(f):
-                return ", ".join(repr(c) for c in list(f.columns)[:20]) + (
-                    ", ..." if f.shape[1] > 20 else "")
             raise ValueError(f"{str(test)!r} does not have the columns of {str(path)!r}: "
-                             f"{held.shape[1]} ({layout}: {shown(held)}) against "
-                             f"{frame.shape[1]} ({shown(frame)})")
+                             f"{held.shape[1]} ({layout}: {_listed_columns(held.columns)}) "
+                             f"against {frame.shape[1]} ({_listed_columns(frame.columns)})")
         held.columns = frame.columns
     _refuse_missing(held[label], f"the label column {label!r}", test, lines)
     return held[list(frame.columns)]
@@ -509,10 +506,15 @@ def _label_column(frame, path, label):
     try:
         return columns[int(label)]
     except (ValueError, IndexError):
-        shown = ", ".join(repr(c) for c in columns[:20]) + (", ..." if len(columns) > 20
-                                                            else "")
         raise ValueError(f"{str(path)!r}: no label column {label!r} (by name or position "
-                         f"from 0); its {len(columns)} columns: {shown}") from None
+                         f"from 0); its {len(columns)} columns: {_listed_columns(columns)}"
+                         ) from None
+
+
+def _listed_columns(columns, most=20):
+    """The first ``most`` column names for a message."""
+    columns = list(columns)
+    return ", ".join(repr(c) for c in columns[:most]) + (", ..." if len(columns) > most else "")
 
 
 def _counts_rows(column, start):

@@ -559,16 +559,20 @@ def _fasttext_multiclass(X_train, y_train, X_test, y_test, repeat, budget=np.inf
 
 def _split(data):
     """``(X_train, X_test, y_train, y_test)``: the training rows and the test file's
-    (``data.test``), or a stratified 70/30 split of the rows, the rows of classes seen once
-    in training. A table file's columns are encoded again with the encoders fit on the
-    training rows."""
+    (``data.test``), or a 70/30 split of the rows: stratified for classes (the rows of
+    classes seen once in training), at random for label sets. A table file's columns are
+    encoded again with the encoders fit on the training rows."""
     if data.test is not None:
         return data.X, data.test.X, data.y, data.test.y
-    labels, inverse, counts = np.unique(data.y, return_inverse=True, return_counts=True)
-    rows = np.flatnonzero(counts[inverse] >= 2)
-    train, test = train_test_split(rows, test_size=TEST_SHARE, random_state=0,
-                                   stratify=data.y[rows])
-    train = np.concatenate([train, np.flatnonzero(counts[inverse] < 2)])
+    if data.multilabel:
+        train, test = train_test_split(np.arange(data.X.shape[0]), test_size=TEST_SHARE,
+                                       random_state=0)
+    else:
+        labels, inverse, counts = np.unique(data.y, return_inverse=True, return_counts=True)
+        rows = np.flatnonzero(counts[inverse] >= 2)
+        train, test = train_test_split(rows, test_size=TEST_SHARE, random_state=0,
+                                       stratify=data.y[rows])
+        train = np.concatenate([train, np.flatnonzero(counts[inverse] < 2)])
     X_train, X_test = (data.X[train], data.X[test]) if data.encode is None else \
         data.encode(train, test)
     return X_train, X_test, data.y[train], data.y[test]
@@ -753,13 +757,7 @@ def _fasttext_multilabel(X_train, Y_train, X_test, Y_test, repeat, budget=np.inf
 def compare_multilabel(repeat, data, budget=np.inf, announce=None):
     """The label-set comparison on a multi-label ``data`` (a :class:`Dataset` whose ``y`` is
     an indicator matrix), as a :data:`Table`."""
-    if data.test is not None:
-        X_train, X_test, Y_train, Y_test = data.X, data.test.X, data.y, data.test.y
-    else:
-        train, test = train_test_split(np.arange(data.X.shape[0]), test_size=TEST_SHARE,
-                                       random_state=0)
-        X_train, X_test = data.X[train], data.X[test]
-        Y_train, Y_test = data.y[train], data.y[test]
+    X_train, X_test, Y_train, Y_test = _split(data)
 
     cuts = {"simplex": [], "box": []}    # the fits' threshold_, said in the title
 
