@@ -29,18 +29,25 @@ def test_multiclass_table_lists_every_model_against_logistic_regression():
 
 
 @pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
-def test_probability_fits_are_capped_by_the_budget_and_say_so():
+def test_probability_fits_are_capped_by_the_budget_and_say_so(monkeypatch):
     """On the user's large data no fit runs away: each is capped at about FIT_BUDGETS
     budgets (sparsekit's by a callback, scikit-learn's by iterations or epochs) and a row
-    whose fit the cap ended is marked; LIBLINEAR has no cap to apply."""
+    whose fit the cap ended is marked; LIBLINEAR has no cap to apply. A scikit-learn model
+    whose one iteration takes longer than the cap is not run."""
     rows = compare.compare_multiclass(1, budget=1e-4).rows
     names = [r[0] for r in rows]
     stopped = " [stopped by the budget]"
-    assert names[:4] == [name + stopped for name in (
-        "sparsekit SparsemaxClassifier", "sparsekit ExtremeSoftmaxSGD",
-        "scikit-learn LogisticRegression (lbfgs)", "scikit-learn SGDClassifier (log_loss)")]
+    assert names[:2] == ["sparsekit SparsemaxClassifier" + stopped,
+                         "sparsekit ExtremeSoftmaxSGD" + stopped]
+    assert rows[2][1].startswith("not run: one iteration took ")
+    assert rows[3][1].startswith("not run: one epoch took ")
     assert names[4] == "LIBLINEAR -s 0 -B 1 (one-vs-rest)"
-    assert all(0.0 < float(r[2]) <= 1.0 for r in rows)     # stopped early, still a model
+    assert all(0.0 < float(r[2]) <= 1.0 for r in rows[:2] + rows[4:])  # stopped, still a model
+
+    monkeypatch.setattr(compare, "_max_iter_within", lambda *args: 1)   # one iteration fits
+    names = [r[0] for r in compare.compare_multiclass(1, budget=1e-4).rows]
+    assert names[2:4] == [name + stopped for name in (
+        "scikit-learn LogisticRegression (lbfgs)", "scikit-learn SGDClassifier (log_loss)")]
 
 
 @pytest.mark.parametrize("error, shown", [
@@ -463,24 +470,108 @@ def test_iteration_caps_count_a_fits_fixed_part_apart(monkeypatch):
     monkeypatch.setattr(compare, "time", types.SimpleNamespace(perf_counter=lambda: clock[0]))
 
     def fit_with(seconds_fixed, seconds_per):
-        def fit(k):
+        def fit(k, step):
             clock[0] += seconds_fixed + seconds_per * k
         return fit
 
     budget = 0.3 / compare.FIT_BUDGETS                  # 0.3 s for the capped fit
     # (0.3 - 0.02) / 0.005 = 56, where 0.3 / 0.025 gave 12
-    assert compare._max_iter_within(fit_with(0.02, 0.005), budget, 10_000) in (55, 56)
+    assert compare._max_iter_within(fit_with(0.02, 0.005), 100, budget, 10_000) in (55, 56)
     # a tenth of a one-iteration fit per iteration at least: (0.3 - 0.045) / 0.005 = 51
-    assert compare._max_iter_within(fit_with(0.05, 0.0), budget, 10_000) in (50, 51)
-    assert compare._max_iter_within(fit_with(0.0, 0.01), budget, 10_000) in (29, 30)
-    assert compare._max_iter_within(fit_with(0.0, 0.01), budget, 7) == 7
-    assert compare._max_iter_within(fit_with(0.0, 0.01), np.inf, 7) == 7
+    assert compare._max_iter_within(fit_with(0.05, 0.0), 100, budget, 10_000) in (50, 51)
+    assert compare._max_iter_within(fit_with(0.0, 0.01), 100, budget, 10_000) in (29, 30)
+    assert compare._max_iter_within(fit_with(0.0, 0.01), 100, budget, 7) == 7
+    assert compare._max_iter_within(fit_with(0.0, 0.01), 100, np.inf, 7) == 7
 
-    def warming(k):               # the first two iterations at half the cost of the others
+    def cheap_start(k, step):     # 1 s of setup, a first iteration of 0.02 s, then 0.4 s
+        clock[0] += 1.0 + (0.02 if k == 1 else 0.1 + 0.4 * (k - 2))
+    # lbfgs on 210,000 rows of 50 classes took 1.02 and 1.10 s for one and two iterations,
+    # and 125 s for the 286 these made fit in 30 s: the fits double until they differ by
+    # SIZING_SHARE of the cap (4 iterations, 1.9 s): (30 - (1.1 - 2 x 0.4)) / 0.4 = 74
+    assert compare._max_iter_within(cheap_start, 100, 10.0, 2000) == 74
+
+    def warming(k, step):         # the first two iterations at half the cost of the others
         clock[0] += 0.002 * k if k <= 2 else 0.004 * k
-    # sized by fits doubled to 0.3 s (SIZING_SHARE of 30 s): 30 / 0.004 = 7500, where the
-    # fits of 1 and 2 iterations gave 15000, twice the time
-    assert compare._max_iter_within(warming, 30.0 / compare.FIT_BUDGETS, 100_000) == 7500
+    # sized by fits doubled until they differ by 0.3 s (SIZING_SHARE of 30 s): 30 / 0.004 =
+    # 7500, where the fits of 1 and 2 iterations gave 15000, twice the time
+    assert compare._max_iter_within(warming, 100, 30.0 / compare.FIT_BUDGETS,
+                                    100_000) in (7499, 7500)
+
+
+def test_a_fit_whose_one_iteration_passes_the_cap_is_not_run(monkeypatch):
+    """saga's first epoch took 390 s on a 300,000 x 50,000 file of 50 classes against a cap
+    of 30 s, and the command ran it to learn so. On many rows the one-iteration fit is
+    first estimated from fits on every 64th, 32nd, ... row (a fixed part not scaled): over
+    the cap, the full fit never runs and the row says why; far below it, the rows stop
+    doubling. On few rows, a one-iteration fit over the cap is the only sizing fit, and one
+    above a third of the cap sizes the fit alone. The fits advance a fake clock."""
+    import types
+
+    clock = [0.0]
+    monkeypatch.setattr(compare, "time", types.SimpleNamespace(perf_counter=lambda: clock[0]))
+    calls = []
+    n = 400_000
+
+    def fit_with(seconds_fixed, seconds_per_row, power=1.0):
+        def fit(k, step):
+            calls.append((k, step))
+            clock[0] += seconds_fixed + k * seconds_per_row * (-(-n // step)) ** power
+        return fit
+
+    budget = 10.0                                       # a cap of 30 s
+    # quadratic in the rows: 1/64 of them 0.2 s, 1/32 0.8 s, all 820 s; the estimate
+    # 0.8 + 0.6 / 6250 x 387,500 = 38 s
+    reason = compare._max_iter_within(fit_with(0.0, 5.125e-9, 2.0), n, budget, 20000,
+                                      "epoch")
+    assert reason == ("not run: one epoch would take about 38 s (timed on 12,500 of the "
+                      "400,000 rows), more than the cap of ~30 s (3 x --budget)")
+    assert calls == [(1, 64), (1, 32)]
+    calls.clear()
+    # a power of 1.2, 40 s in all: the estimates from 1/32 ... 1/4 of the rows grow from 22
+    # to 33 s, so the rows double until a quarter of them (7.6 s)
+    reason = compare._max_iter_within(fit_with(0.0, 40 / n ** 1.2, 1.2), n, budget, 20000)
+    assert reason == ("not run: one iteration would take about 33 s (timed on 100,000 of "
+                      "the 400,000 rows), more than the cap of ~30 s (3 x --budget)")
+    assert calls == [(1, 64), (1, 32), (1, 16), (1, 8), (1, 4)]
+    calls.clear()
+    # a fixed part of 5 s and 4 s an iteration on all rows: the estimate (9 s) is less than
+    # twice a fit on 1/32 of the rows, so the iterations are sized on every row: (30 - 5) / 4
+    assert compare._max_iter_within(fit_with(5.0, 1e-5), n, budget, 20000) == 6
+    assert calls == [(1, 64), (1, 32), (1, 1), (2, 1)]
+    calls.clear()
+    # cheap: two small fits, then the sizing on every row
+    assert compare._max_iter_within(fit_with(0.0, 1e-8), n, budget, 20000) > 100
+    assert calls[:3] == [(1, 64), (1, 32), (1, 1)]
+    calls.clear()
+    reason = compare._max_iter_within(fit_with(95.0, 0.0), 100, budget, 20000, "epoch")
+    assert reason == "not run: one epoch took 95.0 s, more than the cap of ~30 s (3 x --budget)"
+    assert calls == [(1, 1)]
+    calls.clear()
+    assert compare._max_iter_within(fit_with(12.0, 0.0), 100, budget, 20000) == 2
+    assert calls == [(1, 1)]
+    row = compare._measure("scikit-learn saga", compare._unless_too_slow(reason, print), 3,
+                           None)
+    assert row == ["scikit-learn saga", reason, "", "", ""]
+
+
+def test_a_model_not_run_leaves_the_other_rows_and_no_ratio(monkeypatch):
+    """A model not run: its row says why and the others are measured; in the probability
+    table, where LogisticRegression is the base, the others have no ratio."""
+    monkeypatch.setattr(compare, "_max_iter_within",
+                        lambda fit_with, n_rows, budget, most, unit="iteration": "not run: slow")
+    rows = {r[0]: r for r in compare.compare_l1_logistic(1, budget=1.0).rows}
+    assert rows["scikit-learn saga"][1:] == ["not run: slow", "", "", ""]
+    assert rows["sparsekit L1LogisticOBA"][4] == "1.00x"
+    rows = {r[0]: r for r in compare.compare_l1_multinomial(1, budget=1.0).rows}
+    assert rows["scikit-learn saga"][1:] == ["not run: slow", "", "", ""]
+    traces = compare.l1_traces(compare.load_dataset("breast_cancer"), budget=1.0)
+    assert "scikit-learn saga" not in traces and "sparsekit L1LogisticOBA" in traces
+    rows = {r[0]: r for r in compare.compare_multiclass(1, budget=1.0).rows}
+    assert rows["scikit-learn LogisticRegression (lbfgs)"][1:] == ["not run: slow", "", "",
+                                                                  ""]
+    assert rows["scikit-learn SGDClassifier (log_loss)"][1] == "not run: slow"
+    assert rows["sparsekit SparsemaxClassifier"][1].endswith(")")
+    assert rows["sparsekit SparsemaxClassifier"][-1] == "n/a"
 
 
 def test_liblinear_label_models_stop_between_labels_after_the_budget():

@@ -8,7 +8,7 @@
   zeros. sparsekit, LIBLINEAR, skglm and celer run at tol 1e-8, each in its own measure,
   which leaves them within ~1e-12 of the best objective (saga at 1e-6 stops ~1e-7 away;
   its epochs are capped to about three ``--budget``s of time, and the objective column
-  shows how far that left it).
+  shows how far that left it; it is not run when one epoch takes longer).
   LIBLINEAR's own copy of the data (``problem``) is built once, outside the timing, as the
   other solvers take the arrays as they are.
 - more than two classes: multinomial l1-logistic regression, scikit-learn's objective
@@ -26,7 +26,8 @@
   classes on; time, test accuracy, mean support of ``predict_proba``. Each fit but
   LIBLINEAR's and fastText's is capped at about three ``--budget``s of time (sparsekit's by
   a callback that stops it, scikit-learn's by their iterations or epochs) and its row says
-  "stopped by the budget" when the cap ended it. fastText reads one
+  "stopped by the budget" when the cap ended it. A scikit-learn model of which one
+  iteration (epoch) takes longer than the cap is not run; its row says so. fastText reads one
   token per nonzero feature (repeated for whole counts) and runs its tutorial's recipe for
   small data (25 epochs, learning rate 1, halved while it diverges), on one thread from
   explicit U(-1/dim, 1/dim) word vectors: fastText 0.9.x initializes only a tenth of them
@@ -134,11 +135,11 @@ def _median_fit(make_and_fit, repeat, budget=np.inf):
 
 def _measure(name, fit, repeat, describe, budget=np.inf, announce=None, metrics=2):
     """One table row: ``[name, times, *describe(model), ""]`` (``describe`` gives the
-    ``metrics`` columns), or the reason it has none (not installed; the error a peer
-    raised). ``announce(name)`` is called before the model is timed (the progress display
-    of ``main``)."""
-    if fit is None:
-        return [name, "not installed", *[""] * (metrics + 1)]
+    ``metrics`` columns), or the reason it has none: ``fit`` None (not installed) or a
+    string (why it is not run), or the error a peer raised. ``announce(name)`` is called
+    before the model is timed (the progress display of ``main``)."""
+    if fit is None or isinstance(fit, str):
+        return [name, fit or "not installed", *[""] * (metrics + 1)]
     if announce is not None:
         announce(name)
     try:
@@ -182,33 +183,91 @@ L1_LADDER = (1e-1, 1e-2, 1e-3, 1e-4, 1e-5, 1e-6, 1e-7, 1e-8)
 #: iterations or epochs, or by a callback that stops it): saga's tol 1e-6 took 539 s
 #: (20,000 epochs) on w8a
 FIT_BUDGETS = 3
-#: the fits that size a cap run until one takes this share of the capped fit's time: the
-#: difference of fits with one and two iterations was mostly timing noise (saga on UCI
-#: Adult as a CSV file: sized at 3226 epochs, 49 s for a cap of 30 s)
+#: the fits that size a cap run until the last two differ by this share of the capped fit's
+#: time: the difference of fits with one and two iterations was mostly timing noise (saga
+#: on UCI Adult as a CSV file: sized at 3226 epochs, 49 s for a cap of 30 s; lbfgs on
+#: 210,000 rows of 50 classes: 1.02 and 1.10 s, sized at 286 iterations, 125 s)
 SIZING_SHARE = 0.01
+#: ... or until one takes this share of it
+SIZING_MOST = 0.1
 
 
-def _max_iter_within(fit_with, budget, most):
-    """The iterations (epochs) of ``fit_with(max_iter)`` that fit in FIT_BUDGETS x
+#: a one-iteration fit on many rows is first estimated from fits on every 64th, 32nd, ...
+#: row (at least this many of them), so that no fit whose one iteration exceeds its cap is
+#: run to learn it: saga's first epoch took 390 s on a 300,000 x 50,000 file of 50 classes
+PROBE_ROWS = 1000
+
+
+def _every(A, step):
+    """Every ``step``-th row of ``A`` (``A`` itself for 1)."""
+    return A if step == 1 else A[::step]
+
+
+def _one_iteration_estimate(fit_with, n_rows, limit):
+    """(seconds, rows): the time of ``fit_with(1, 1)``, a one-iteration fit on all
+    ``n_rows`` rows, estimated from fits ``fit_with(1, step)`` on every ``step``-th row,
+    when it is more than ``limit``; None when it is not. The step is halved from 64 (no
+    fewer than PROBE_ROWS rows) until two fits put the estimate (the second fit's time, plus
+    the difference of the two per row for the rows left: a fixed part, as a model's setup,
+    is not scaled) above ``limit``, or below an eighth of it or twice the last fit's time. A
+    cost that grows faster than the rows (saga's lazy updates of rare columns) is
+    underestimated, so the rows double while the estimate is within reach of the limit."""
+    step = 64
+    while step > 1 and n_rows / step < PROBE_ROWS:
+        step //= 2
+    previous = None
+    while step > 1:
+        rows = -(-n_rows // step)
+        seconds = _seconds(lambda: fit_with(1, step))
+        if seconds > limit:
+            return seconds, rows
+        if previous is not None:
+            per_row = max((seconds - previous[1]) / (rows - previous[0]), 0.0)
+            estimate = seconds + per_row * (n_rows - rows)
+            if estimate > limit:
+                return estimate, rows
+            if 8 * estimate < limit or estimate < 2 * seconds:
+                return None
+        previous, step = (rows, seconds), step // 2
+    return None
+
+
+def _max_iter_within(fit_with, n_rows, budget, most, unit="iteration"):
+    """The iterations (epochs) of ``fit_with(max_iter, 1)`` (a fit on all ``n_rows`` rows;
+    ``fit_with(max_iter, step)`` fits every ``step``-th row) that fit in FIT_BUDGETS x
     ``budget`` seconds, at most ``most`` (also when a sizing fit fails: the measured fit
-    then reports the error in its row). A fit's time is taken as a fixed part plus one per
+    then reports the error in its row), or, when a single ``unit`` takes longer than that,
+    the reason the fit is not run (a string for its row; on many rows estimated first by
+    :func:`_one_iteration_estimate`). A fit's time is taken as a fixed part plus one per
     iteration: a one-vs-rest fit of many labels spends most of a one-iteration fit on each
-    label's setup. Both are measured by fits with 1, 2, 4, ... iterations, doubled until
-    one takes SIZING_SHARE of the capped fit's time, from the last two. The part per
-    iteration is taken as at least a tenth of the one-iteration fit, so that timing noise
-    cannot size a runaway fit."""
+    label's setup. Both are measured by fits with 1, 2, 4, ... iterations, doubled until the
+    last two differ by SIZING_SHARE of the capped fit's time (or one takes SIZING_MOST of
+    it), from the last two. The part per iteration is taken as at least a tenth of the
+    one-iteration fit, so that timing noise cannot size a runaway fit. When the one-iteration fit takes more than a third of the cap, no longer
+    fit sizes it: its time is all taken as per iteration."""
     if not np.isfinite(budget):
         return most
     limit = FIT_BUDGETS * budget
+    too_slow = (f"not run: one {unit} {{}}, more than the cap of ~{limit:g} s "
+                f"({FIT_BUDGETS} x --budget)")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
         try:
-            one = _seconds(lambda: fit_with(1))
+            estimate = _one_iteration_estimate(fit_with, n_rows, limit)
+            if estimate is not None:
+                return too_slow.format(f"would take about {estimate[0]:.0f} s (timed on "
+                                       f"{estimate[1]:,} of the {n_rows:,} rows)")
+            one = _seconds(lambda: fit_with(1, 1))
             if limit / max(one, 1e-9) >= most:
                 return most
-            low, high = (1, one), (2, _seconds(lambda: fit_with(2)))
-            while high[1] < SIZING_SHARE * limit and 2 * high[0] < most:
-                low, high = high, (2 * high[0], _seconds(lambda: fit_with(2 * high[0])))
+            if one > limit:
+                return too_slow.format(f"took {one:.1f} s")
+            if 3 * one > limit:
+                return int(limit // one)
+            low, high = (1, one), (2, _seconds(lambda: fit_with(2, 1)))
+            while (high[1] - low[1] < SIZING_SHARE * limit and high[1] < SIZING_MOST * limit
+                   and 2 * high[0] < most):
+                low, high = high, (2 * high[0], _seconds(lambda: fit_with(2 * high[0], 1)))
         except Exception:
             return most
     per = max((high[1] - low[1]) / (high[0] - low[0]), one / 10, 1e-9)
@@ -222,10 +281,17 @@ def _seconds(call):
 
 
 def _saga_max_iter(X, y, C, budget, fit_intercept=False):
-    """Epochs of saga (at most 20,000) that fit in FIT_BUDGETS x ``budget`` seconds."""
-    return _max_iter_within(lambda epochs: LogisticRegression(
-        C=C, solver="saga", fit_intercept=fit_intercept, max_iter=epochs, **_L1).fit(X, y),
-        budget, 20000)
+    """Epochs of saga (at most 20,000) that fit in FIT_BUDGETS x ``budget`` seconds, or why
+    it is not run (:func:`_max_iter_within`)."""
+    return _max_iter_within(lambda epochs, step: LogisticRegression(
+        C=C, solver="saga", fit_intercept=fit_intercept, max_iter=epochs, **_L1).fit(
+            _every(X, step), _every(y, step)), X.shape[0], budget, 20000, "epoch")
+
+
+def _unless_too_slow(iterations, fit):
+    """``fit``, or the reason it is not run when ``iterations`` (of
+    :func:`_max_iter_within`) is one."""
+    return iterations if isinstance(iterations, str) else fit
 
 
 def _small_slice(X, y, per_class=25):
@@ -277,9 +343,9 @@ def _l1_solvers(X, y, C, budget=np.inf):
         yield "celer", lambda tol: CelerLR(C=C, fit_intercept=False, tol=tol).fit(
             X, y).coef_.ravel()
     saga_epochs = _saga_max_iter(X, y, C, budget)
-    yield "scikit-learn saga", lambda tol: LogisticRegression(
+    yield "scikit-learn saga", _unless_too_slow(saga_epochs, lambda tol: LogisticRegression(
         C=C, solver="saga", fit_intercept=False, tol=tol, max_iter=saga_epochs, **_L1
-    ).fit(X, y).coef_.ravel()
+    ).fit(X, y).coef_.ravel())
 
 
 def _l1_problem(data):
@@ -292,8 +358,9 @@ def compare_l1_logistic(repeat, C=1.0, data=None, budget=np.inf, announce=None):
     with two classes; default: breast_cancer)."""
     data = data or load_dataset("breast_cancer")
     X, y = _l1_problem(data)
-    rows = [_measure(name, fit_at and (lambda fit_at=fit_at, name=name: fit_at(
-                         L1_TOL.get(name, L1_DEFAULT_TOL))), repeat,
+    rows = [_measure(name, (lambda fit_at=fit_at, name=name: fit_at(
+                         L1_TOL.get(name, L1_DEFAULT_TOL))) if callable(fit_at) else fit_at,
+                     repeat,
                      lambda w: (_l1_objective(w, X, y, C), int(np.sum(w == 0))), budget,
                      announce)
             for name, fit_at in _l1_solvers(X, y, C, budget)]
@@ -334,7 +401,7 @@ def l1_traces(data, C=1.0, budget=np.inf, announce=None):
     X, y = _l1_problem(data)
     traces = {}
     for name, fit_at in _l1_solvers(X, y, C, budget):
-        if fit_at is None:
+        if not callable(fit_at):       # not installed, or not run (its table row says why)
             continue
         if announce is not None:
             announce(f"{name} (tolerance ladder)")
@@ -398,8 +465,8 @@ def _multinomial_solvers(X, y, C, budget=np.inf):
         return model.fit(X, y)
     yield "sparsekit L1LogisticOBA", oba
     epochs = _saga_max_iter(X, y, C, budget, fit_intercept=True)
-    yield "scikit-learn saga", lambda: LogisticRegression(
-        C=C, solver="saga", tol=L1_TOL["scikit-learn saga"], max_iter=epochs, **_L1).fit(X, y)
+    yield "scikit-learn saga", _unless_too_slow(epochs, lambda: LogisticRegression(
+        C=C, solver="saga", tol=L1_TOL["scikit-learn saga"], max_iter=epochs, **_L1).fit(X, y))
 
 
 def compare_l1_multinomial(repeat, C=1.0, data=None, budget=np.inf, announce=None):
@@ -436,17 +503,17 @@ def _multiclass_models(X, y, budget=np.inf):
     if np.unique(y).size > 2:  # a softmax for many classes; two are LogisticRegression's
         yield "sparsekit ExtremeSoftmaxSGD", *_limited(
             lambda: ExtremeSoftmaxSGD(random_state=0), budget)
-    iters = _max_iter_within(lambda k: LogisticRegression(C=1.0, max_iter=k).fit(X, y),
-                             budget, 2000)
+    iters = _max_iter_within(lambda k, step: LogisticRegression(C=1.0, max_iter=k).fit(
+        _every(X, step), _every(y, step)), X.shape[0], budget, 2000)
     yield ("scikit-learn LogisticRegression (lbfgs)",
-           lambda: LogisticRegression(C=1.0, max_iter=iters),
+           _unless_too_slow(iters, lambda: LogisticRegression(C=1.0, max_iter=iters)),
            lambda fitted: iters < 2000 and fitted.n_iter_.max() >= iters)
-    epochs = _max_iter_within(lambda k: SGDClassifier(
-        loss="log_loss", alpha=1e-4, max_iter=k, tol=None, random_state=0).fit(X, y),
-        budget, 20)
+    epochs = _max_iter_within(lambda k, step: SGDClassifier(
+        loss="log_loss", alpha=1e-4, max_iter=k, tol=None, random_state=0).fit(
+            _every(X, step), _every(y, step)), X.shape[0], budget, 20, "epoch")
     yield ("scikit-learn SGDClassifier (log_loss)",
-           lambda: SGDClassifier(loss="log_loss", alpha=1e-4, max_iter=epochs, tol=None,
-                                 random_state=0),
+           _unless_too_slow(epochs, lambda: SGDClassifier(
+               loss="log_loss", alpha=1e-4, max_iter=epochs, tol=None, random_state=0)),
            lambda fitted: epochs < 20)
 
 
@@ -616,8 +683,9 @@ def _measure_models(models, X_train, y_train, describe, repeat, budget=np.inf,
         def described(model, stopped=stopped, capped=capped):
             capped.append(stopped(model))
             return describe(model)
-        row = _measure(name, lambda make=make: make().fit(X_train, y_train), repeat,
-                       described, budget, announce, metrics)
+        fit = make if isinstance(make, str) else (
+            lambda make=make: make().fit(X_train, y_train))
+        row = _measure(name, fit, repeat, described, budget, announce, metrics)
         if any(capped):
             row[0] += " [stopped by the budget]"
         rows.append(row)
@@ -666,14 +734,15 @@ def _multilabel_models(X, Y, budget=np.inf):
         lambda: SparsemaxClassifier(polytope="box", max_iter=500, random_state=0),
         budget)
     iters = _max_iter_within(
-        lambda k: OneVsRestClassifier(LogisticRegression(C=1.0, max_iter=k)).fit(X, Y),
-        budget, 2000)
+        lambda k, step: OneVsRestClassifier(LogisticRegression(C=1.0, max_iter=k)).fit(
+            _every(X, step), _every(Y, step)), X.shape[0], budget, 2000)
 
     def stopped(fitted):   # labels constant in training get no LogisticRegression
         spent = [e.n_iter_.max() for e in fitted.estimators_ if hasattr(e, "n_iter_")]
         return iters < 2000 and max(spent, default=0) >= iters
     yield ("scikit-learn OneVsRestClassifier(LogisticRegression)",
-           lambda: OneVsRestClassifier(LogisticRegression(C=1.0, max_iter=iters)), stopped)
+           _unless_too_slow(iters, lambda: OneVsRestClassifier(
+               LogisticRegression(C=1.0, max_iter=iters))), stopped)
 
 
 def _label_set_metrics(Y_true, scores, predicted):
