@@ -243,8 +243,9 @@ def _max_iter_within(fit_with, n_rows, budget, most, unit="iteration"):
     label's setup. Both are measured by fits with 1, 2, 4, ... iterations, doubled until the
     last two differ by SIZING_SHARE of the capped fit's time (or one takes SIZING_MOST of
     it), from the last two. The part per iteration is taken as at least a tenth of the
-    one-iteration fit, so that timing noise cannot size a runaway fit. When the one-iteration fit takes more than a third of the cap, no longer
-    fit sizes it: its time is all taken as per iteration."""
+    one-iteration fit, so that timing noise cannot size a runaway fit. When the
+    one-iteration fit takes more than a third of the cap, no longer fit sizes it: its time
+    is all taken as per iteration."""
     if not np.isfinite(budget):
         return most
     limit = FIT_BUDGETS * budget
