@@ -290,8 +290,8 @@ def _saga_max_iter(X, y, C, budget, fit_intercept=False):
 
 
 def _unless_too_slow(iterations, fit):
-    """``fit``, or the reason it is not run when ``iterations`` (of
-    :func:`_max_iter_within`) is one."""
+    """``fit``, or, when ``iterations`` (of :func:`_max_iter_within`) is a string, that
+    string: the reason ``fit`` is not run."""
     return iterations if isinstance(iterations, str) else fit
 
 
