@@ -684,8 +684,7 @@ def _measure_models(models, X_train, y_train, describe, repeat, budget=np.inf,
         def described(model, stopped=stopped, capped=capped):
             capped.append(stopped(model))
             return describe(model)
-        fit = make if isinstance(make, str) else (
-            lambda make=make: make().fit(X_train, y_train))
+        fit = (lambda make=make: make().fit(X_train, y_train)) if callable(make) else make
         row = _measure(name, fit, repeat, described, budget, announce, metrics)
         if any(capped):
             row[0] += " [stopped by the budget]"
