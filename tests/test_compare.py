@@ -547,6 +547,9 @@ def test_a_fit_whose_one_iteration_passes_the_cap_is_not_run(monkeypatch):
     assert reason == "not run: one epoch took 95.0 s, more than the cap of ~30 s (3 x --budget)"
     assert calls == [(1, 1)]
     calls.clear()
+    assert compare._max_iter_within(fit_with(0.0043, 0.0), 100, 0.001, 20000) == (
+        "not run: one iteration took 0.0043 s, more than the cap of ~0.003 s (3 x --budget)")
+    calls.clear()
     assert compare._max_iter_within(fit_with(12.0, 0.0), 100, budget, 20000) == 2
     assert calls == [(1, 1)]
     row = compare._measure("scikit-learn saga", compare._unless_too_slow(reason, print), 3,

@@ -256,13 +256,13 @@ def _max_iter_within(fit_with, n_rows, budget, most, unit="iteration"):
         try:
             estimate = _one_iteration_estimate(fit_with, n_rows, limit)
             if estimate is not None:
-                return too_slow.format(f"would take about {estimate[0]:.0f} s (timed on "
-                                       f"{estimate[1]:,} of the {n_rows:,} rows)")
+                return too_slow.format(f"would take about {_duration(estimate[0], 0)} s "
+                                       f"(timed on {estimate[1]:,} of the {n_rows:,} rows)")
             one = _seconds(lambda: fit_with(1, 1))
             if limit / max(one, 1e-9) >= most:
                 return most
             if one > limit:
-                return too_slow.format(f"took {one:.1f} s")
+                return too_slow.format(f"took {_duration(one, 1)} s")
             if 3 * one > limit:
                 return int(limit // one)
             low, high = (1, one), (2, _seconds(lambda: fit_with(2, 1)))
@@ -273,6 +273,12 @@ def _max_iter_within(fit_with, n_rows, budget, most, unit="iteration"):
             return most
     per = max((high[1] - low[1]) / (high[0] - low[0]), one / 10, 1e-9)
     return int(np.clip((limit - (low[1] - low[0] * per)) / per, 1, most))
+
+
+def _duration(seconds, decimals):
+    """``seconds`` with ``decimals`` decimals, or two significant digits below 1 (a cap of
+    a small ``--budget`` is milliseconds)."""
+    return f"{seconds:.{decimals}f}" if seconds >= 1 else f"{seconds:.2g}"
 
 
 def _seconds(call):
