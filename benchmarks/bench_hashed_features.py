@@ -77,7 +77,7 @@ def ovr_objective(X, y, classes, coef, intercept):
     return float(np.abs(coef).sum() + C * np.logaddexp(0.0, -signs * margins).sum())
 
 
-def liblinear(X, y, classes, tol):
+def liblinear(X, y, classes, tol, C=C):
     """(seconds, coef (K, D), intercept (K,)) of LIBLINEAR -s 6 -B 1 -R, one-vs-rest."""
     from liblinear import liblinearutil
 

@@ -22,10 +22,10 @@ import _report  # noqa: F401  (pins BLAS threads before NumPy)
 
 import argparse
 import sys
-import time
 import warnings
 
 import numpy as np
+from bench_hashed_features import cpu_seconds, liblinear
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.feature_extraction.text import TfidfVectorizer
 from sklearn.metrics import accuracy_score, log_loss
@@ -43,28 +43,6 @@ def split():
                                                     test_size=0.25, random_state=0)
     vectorizer = TfidfVectorizer(sublinear_tf=True, min_df=2)
     return vectorizer.fit_transform(text_tr), vectorizer.transform(text_te), y_tr, y_te
-
-
-def cpu_seconds(fn):
-    start = time.process_time()
-    out = fn()
-    return time.process_time() - start, out
-
-
-def liblinear(X, y, classes, C, tol):
-    """(seconds, coef (K, D), intercept (K,)) of LIBLINEAR -s 6 -B 1 -R, one-vs-rest."""
-    from liblinear import liblinearutil
-
-    codes = np.searchsorted(classes, y).astype(np.float64)
-    prob = liblinearutil.problem(codes, X)
-    param = liblinearutil.parameter(f"-s 6 -B 1 -R -q -c {C} -e {tol}")
-    seconds, model = cpu_seconds(lambda: liblinearutil.train(prob, param))
-    labels = np.array(model.get_labels(), dtype=int)
-    D = X.shape[1]
-    W = np.ctypeslib.as_array(model.w, shape=((D + 1) * len(labels),)).reshape(D + 1, -1)
-    coef, intercept = np.zeros((classes.size, D)), np.zeros(classes.size)
-    coef[labels], intercept[labels] = W[:D].T, W[D]
-    return seconds, coef, intercept
 
 
 def ovr_proba(scores):
@@ -108,7 +86,7 @@ def main():
                                    iterations, int(np.count_nonzero(est.coef_)), y_te,
                                    est.predict_proba(X_te), est.classes_))
             print(" | ".join(rows[-1]), flush=True)
-        seconds, coef, intercept = liblinear(X_tr, y_tr, classes, C, 1e-4)
+        seconds, coef, intercept = liblinear(X_tr, y_tr, classes, 1e-4, C=C)
         rows.append(scores_row("LIBLINEAR -s 6, one-vs-rest, -e 1e-4", C, seconds, base, "—",
                                int(np.count_nonzero(coef)), y_te,
                                ovr_proba(np.asarray(X_te @ coef.T) + intercept), classes))
