@@ -26,6 +26,7 @@ import warnings
 
 import numpy as np
 from bench_hashed_features import cpu_seconds, liblinear
+from scipy.special import expit
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.feature_extraction.text import TfidfVectorizer
 from sklearn.metrics import accuracy_score, log_loss
@@ -47,7 +48,7 @@ def split():
 
 def ovr_proba(scores):
     """scikit-learn's one-vs-rest probabilities: the sigmoids, normalized per row."""
-    p = 1.0 / (1.0 + np.exp(-scores))
+    p = expit(scores)
     return p / p.sum(axis=1, keepdims=True)
 
 
@@ -80,7 +81,7 @@ def main():
                 seconds, est = cpu_seconds(
                     lambda: L1LogisticOBA(C=C, multiclass=multiclass).fit(X_tr, y_tr))
             base = seconds if base is None else base
-            iterations = (f"{int(est.n_iter_.sum()):,} (58 problems)" if multiclass == "ovr"
+            iterations = (f"{int(est.n_iter_.sum()):,} ({classes.size} problems)" if multiclass == "ovr"
                           else f"{int(est.n_iter_[0]):,}")
             rows.append(scores_row(f"L1LogisticOBA, {multiclass}", C, seconds, base,
                                    iterations, int(np.count_nonzero(est.coef_)), y_te,
