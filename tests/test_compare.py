@@ -105,8 +105,7 @@ def test_a_binary_file_gets_the_l1_table_and_the_probability_table(tmp_path, cap
     assert "ExtremeSoftmaxSGD" not in out       # a softmax for many classes, not two
 
 
-def test_a_multiclass_compressed_file_gets_the_multinomial_and_probability_tables(
-        tmp_path, capsys):
+def test_a_multiclass_compressed_file_gets_the_l1_and_probability_tables(tmp_path, capsys):
     import gzip
 
     plain = write_svm(tmp_path / "three.svm", n=90, classes=3)
@@ -114,9 +113,14 @@ def test_a_multiclass_compressed_file_gets_the_multinomial_and_probability_table
     packed.write_bytes(gzip.compress(plain.read_bytes()))
     compare.main([str(packed), "--repeat", "1", "--json", "--C", "2"])
     report = json.loads(capsys.readouterr().out)
-    assert [t["data"] for t in report] == ["three.svm.gz"] * 2
-    assert [t["test"] for t in report] == [None] * 2               # a 70/30 split
-    l1, proba = report
+    assert [t["data"] for t in report] == ["three.svm.gz"] * 3
+    assert [t["test"] for t in report] == [None] * 3               # a 70/30 split
+    ovr, l1, proba = report
+    assert ovr["title"].startswith("l1-logistic one-vs-rest (LIBLINEAR -s 6 objective for "
+                                   "each class against the others, summed), three.svm.gz "
+                                   "(90, 8), 3 classes, C=2")
+    assert ovr["rows"][0]["solver"] == "sparsekit L1LogisticOBA"
+    assert "LIBLINEAR -s 6" in ovr["measurements"]
     assert l1["title"].startswith("multinomial l1-logistic, three.svm.gz (90, 8), 3 classes, "
                                   "C=2")
     assert [row["solver"] for row in l1["rows"]] == ["sparsekit L1LogisticOBA",
@@ -149,9 +153,12 @@ def test_a_files_empty_columns_are_left_out_for_every_model(tmp_path, capsys):
         compare.main([str(path), "--repeat", "1", "--json", "--budget", "100"])
         reports.append(json.loads(capsys.readouterr().out))
     titles = [table["title"] for table in reports[1]]
-    assert titles[0].startswith("multinomial l1-logistic, wide.svm (90, 8) (the 8 used "
+    assert titles[0].startswith("l1-logistic one-vs-rest (LIBLINEAR -s 6 objective for each "
+                                "class against the others, summed), wide.svm (90, 8) (the 8 "
+                                f"used columns of {places[-1]}), 3 classes")
+    assert titles[1].startswith("multinomial l1-logistic, wide.svm (90, 8) (the 8 used "
                                 f"columns of {places[-1]}), 3 classes")
-    assert titles[1].startswith("class probabilities, wide.svm (90, 8) (the 8 used columns")
+    assert titles[2].startswith("class probabilities, wide.svm (90, 8) (the 8 used columns")
     for small, large in zip(*reports):
         for name, m in small["measurements"].items():
             for metric in ("objective", "test_accuracy"):
@@ -266,10 +273,13 @@ def test_on_a_terminal_a_spinner_names_each_model_and_leaves_the_tables_clean(
     monkeypatch.setattr(compare, "_progress", spying)
     compare.main(["digits", "--repeat", "1"])
     captured = capsys.readouterr()
-    assert announced[:3] == ["digits: sparsekit L1LogisticOBA", "digits: scikit-learn saga",
-                             "digits: sparsekit SparsemaxClassifier"]
-    assert len(announced) == 7
-    assert captured.out.startswith("multinomial l1-logistic, digits")
+    peers = ["LIBLINEAR -s 6", "skglm", "celer"]
+    assert announced[:7] == [f"digits: {name}" for name in (
+        "sparsekit L1LogisticOBA", *peers, "sparsekit L1LogisticOBA", "scikit-learn saga",
+        "sparsekit SparsemaxClassifier")]
+    assert len(announced) == 11
+    assert captured.out.startswith("l1-logistic one-vs-rest (LIBLINEAR -s 6 objective")
+    assert "\n\nmultinomial l1-logistic, digits" in captured.out
     assert "\n\nclass probabilities, digits" in captured.out
 
 
@@ -341,10 +351,13 @@ def test_a_csv_file_with_text_columns_and_text_labels_gets_every_row(tmp_path, c
     frame.to_csv(tmp_path / "iris.csv", index=False)
     compare.main([str(tmp_path / "iris.csv"), "--label", "species", "--repeat", "1",
                   "--json"])
-    l1, proba = json.loads(capsys.readouterr().out)
+    ovr, l1, proba = json.loads(capsys.readouterr().out)
     described = ("iris.csv (150, 6) (label 'species' coded setosa=0, versicolor=1, "
                  "virginica=2; 4 numeric columns standardized; 1 text column one-hot "
                  "encoded into 2)")
+    assert ovr["title"].startswith("l1-logistic one-vs-rest (LIBLINEAR -s 6 objective for "
+                                   f"each class against the others, summed), {described}, "
+                                   "3 classes")
     assert l1["title"].startswith(f"multinomial l1-logistic, {described}, 3 classes")
     assert proba["title"].startswith(f"class probabilities, {described}, 3 classes")
     accuracies = {row["model"]: float(row["test accuracy"]) for row in proba["rows"]}
@@ -865,3 +878,85 @@ def test_a_test_file_that_cannot_serve_is_a_clear_error(tmp_path, capsys, monkey
     assert shown in _usage_error(argv, capsys)
 
 
+
+
+# --- the one-vs-rest l1 table (more than two classes)
+
+
+def _three_classes(tmp_path, labels=(0, 1, 2)):
+    """A small LIBSVM file of three classes, read as the command reads it; its labels
+    ``labels`` (not 0, 1, 2: the table must code them)."""
+    path = write_svm(tmp_path / "three.svm", n=90, classes=3)
+    text = path.read_text()
+    lines = [f"{labels[int(line.split(' ', 1)[0])]} {line.split(' ', 1)[1]}"
+             for line in text.splitlines()]
+    path.write_text("\n".join(lines) + "\n")
+    return load_dataset(str(path))
+
+
+def test_one_vs_rest_table_objective_is_liblinears_own_multiclass_fit(tmp_path):
+    """Each solver's summed objective is the one LIBLINEAR -s 6 minimizes for a multiclass
+    file (a model per class against the others): every row ends at the objective of
+    LIBLINEAR's own multiclass fit, computed here class by class from its models, and the
+    peers fit class by class give the same classes' models."""
+    liblinearutil = pytest.importorskip("liblinear.liblinearutil")
+    data = _three_classes(tmp_path, labels=(-1, 4, 7))
+    X, y = data.X_l1, data.y
+    table = compare.compare_l1_ovr(1, C=0.5, data=data)
+    assert table.title.startswith("l1-logistic one-vs-rest (LIBLINEAR -s 6 objective")
+    assert "three.svm (90, 8), 3 classes, C=0.5, no intercept" in table.title
+    assert [r[0] for r in table.rows] == ["sparsekit L1LogisticOBA", "LIBLINEAR -s 6",
+                                          "skglm", "celer"]
+    model = liblinearutil.train(liblinearutil.problem(y.astype(float), X),
+                                liblinearutil.parameter("-s 6 -c 0.5 -B -1 -e 1e-10 -q"))
+    F = 0.0
+    for k, label in enumerate(model.get_labels()):
+        w = np.array(model.get_decfun(k)[0])
+        margins = np.where(y == label, 1.0, -1.0) * (X @ w)
+        F += np.abs(w).sum() + 0.5 * sum(np.log1p(np.exp(-m)) for m in margins)
+    for name, m in table.measurements.items():
+        assert m["objective"] == pytest.approx(F, rel=1e-9), name
+    assert table.rows[0][4] == "1.00x" and all("stopped" not in r[4] for r in table.rows)
+
+
+def test_class_by_class_stops_between_classes_after_the_limit():
+    fitted = []
+
+    def fit_class(k):
+        fitted.append(k)
+        return np.full(4, k + 1.0)
+    done = []
+    coef = compare._class_by_class(fit_class, 3, np.inf, done)
+    assert coef.tolist() == [[1.0] * 4, [2.0] * 4, [3.0] * 4] and done == [3]
+    fitted.clear()
+    coef = compare._class_by_class(fit_class, 3, 0.0, done)
+    assert fitted == [0] and done == [1]           # the first class is always fit
+    assert coef.tolist() == [[1.0] * 4, [0.0] * 4, [0.0] * 4]
+
+
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+def test_one_vs_rest_fits_are_capped_by_the_budget_and_say_so(tmp_path):
+    """OBA stops by its callback, the peers between classes (the classes left at zero
+    weights); the rows say how many classes were solved and the objective column how far
+    the caps left them."""
+    pytest.importorskip("liblinear")
+    pytest.importorskip("skglm")
+    pytest.importorskip("celer")
+    table = compare.compare_l1_ovr(1, data=_three_classes(tmp_path), budget=1e-9)
+    rows = {r[0]: r for r in table.rows}
+    assert set(rows) == {"sparsekit L1LogisticOBA [stopped by the budget: 0 of 3 classes "
+                         "solved]",
+                         *(f"{peer} [stopped by the budget: 1 of 3 classes solved]"
+                           for peer in ("LIBLINEAR -s 6", "skglm", "celer"))}
+    capped = [r for name, r in rows.items() if "1 of 3" in name]
+    assert all("above)" in r[4] for r in capped)   # two classes never fit: far above
+
+
+def test_one_vs_rest_table_lists_a_missing_peer_and_measures_the_others(tmp_path,
+                                                                        monkeypatch):
+    import sys
+
+    monkeypatch.setitem(sys.modules, "celer", None)      # import celer raises ImportError
+    rows = {r[0]: r for r in compare.compare_l1_ovr(1, data=_three_classes(tmp_path)).rows}
+    assert rows["celer"][1:] == ["not installed", "", "", ""]
+    assert rows["sparsekit L1LogisticOBA"][4] == "1.00x"
