@@ -438,11 +438,25 @@ def l1_traces(data, C=1.0, budget=np.inf, announce=None):
     return traces
 
 
+#: the objectives below compute the scores of at most this many (row, class) pairs at a
+#: time, so that a file of many rows and classes needs no n_samples x n_classes matrix
+SCORE_BLOCK = 1 << 22
+
+
+def _score_blocks(X, coef, intercept=0.0):
+    """(rows, scores): the scores ``X[rows] @ coef.T + intercept`` of consecutive slices of
+    rows, SCORE_BLOCK entries or fewer each."""
+    step = max(1, SCORE_BLOCK // coef.shape[0])
+    for start in range(0, X.shape[0], step):
+        rows = slice(start, start + step)
+        yield rows, np.asarray(X[rows] @ coef.T) + intercept
+
+
 def _multinomial_objective(coef, intercept, X, y, C):
     """||W||_1 + C sum_i NLL_softmax(W x_i + b; y_i), y as class indices."""
-    Z = np.asarray(X @ coef.T) + intercept
-    return float(np.abs(coef).sum() + C * (logsumexp(Z, axis=1)
-                                           - Z[np.arange(len(y)), y]).sum())
+    loss = sum((logsumexp(Z, axis=1) - Z[np.arange(Z.shape[0]), y[rows]]).sum()
+               for rows, Z in _score_blocks(X, coef, intercept))
+    return float(np.abs(coef).sum() + C * loss)
 
 
 class _TimeLimit:
@@ -504,9 +518,10 @@ def _ovr_objective(coef, X, codes, C):
     """sum_k (||w_k||_1 + C sum_i log(1 + exp(-y_ik w_k.x_i))), y_ik = +1 for the rows of
     class k and -1 for the others: LIBLINEAR ``-s 6``'s objective of each one-vs-rest model,
     summed over the classes."""
-    signs = np.where(codes[:, None] == np.arange(coef.shape[0]), 1.0, -1.0)
-    return float(np.abs(coef).sum()
-                 + C * np.logaddexp(0.0, -signs * np.asarray(X @ coef.T)).sum())
+    classes = np.arange(coef.shape[0])
+    loss = sum(np.logaddexp(0.0, np.where(codes[rows, None] == classes, -Z, Z)).sum()
+               for rows, Z in _score_blocks(X, coef))
+    return float(np.abs(coef).sum() + C * loss)
 
 
 def _class_by_class(fit_class, n_classes, limit, done):
