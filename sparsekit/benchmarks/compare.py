@@ -13,9 +13,10 @@
   other solvers take the arrays as they are.
 - more than two classes: one-vs-rest l1-logistic regression, LIBLINEAR ``-s 6``'s
   objective for each class against the others (no intercept), summed over the classes:
-  L1LogisticOBA (its default ``multiclass="ovr"``) vs LIBLINEAR, skglm and celer, each fit
-  class by class on one copy of the data, at tol 1e-8 in its own measure (saga is in the
-  multinomial table); time, objective, suboptimality, zeros. Each fit is capped at about
+  L1LogisticOBA (its default ``multiclass="ovr"``) vs LIBLINEAR (its copy of the data
+  built once and relabelled for each class), skglm and celer fit class by class, at tol
+  1e-8 in its own measure (saga is in the multinomial table); time, objective,
+  suboptimality, zeros. Each fit is capped at about
   three ``--budget``s (OBA by a callback, after which each class left gets one iteration;
   the peers between classes, the classes left at zero weights), and a capped row says how
   many classes it solved.
@@ -550,8 +551,7 @@ def _ovr_solvers(X, codes, n_classes, C, budget=np.inf):
     which each class left gets one iteration); the peers are fit class by class (on one copy
     of the data: LIBLINEAR's ``problem`` is relabelled), stopping between classes after
     FIT_BUDGETS x ``budget`` seconds (the classes left keep zero weights). scikit-learn's
-    saga is left to the multinomial table: class by class it took 118 times OBA's time on
-    digits, a quarter of the command's default run."""
+    saga, by far the slowest class by class, is in the multinomial table only."""
     n, limit = X.shape[0], FIT_BUDGETS * budget
     signs = [np.where(codes == k, 1, -1) for k in range(n_classes)]
 
@@ -567,7 +567,7 @@ def _ovr_solvers(X, codes, n_classes, C, budget=np.inf):
         oba_solved[:] = [int(np.sum(model.optimality_ <= model.tol))]
         return model.coef_
     yield ("sparsekit L1LogisticOBA", oba,
-           lambda: capped(oba_solved[0]) if time_limit.stopped else "")
+           lambda: capped(oba_solved[0]) if time_limit.stopped and oba_solved else "")
 
     def by_class(fit_class):
         done = []
