@@ -317,21 +317,24 @@ def _small_slice(X, y, per_class=25):
     return X[rows], y[rows]
 
 
-def _l1_solvers(X, y, C, budget=np.inf):
-    """(name, fit_at) for every installed l1-logistic solver, same objective:
-    ``fit_at(tol)`` fits at that tolerance and returns the coefficients; None when the
-    peer is not installed. saga's epochs are capped by ``budget`` (:data:`FIT_BUDGETS`)."""
-    n = X.shape[0]
-    yield "sparsekit L1LogisticOBA", lambda tol: L1LogisticOBA(
-        C=C, tol=tol, fit_intercept=False).fit(X, y).coef_.ravel()
+def _binary_l1_peers(X, y, C):
+    """(name, fit) for each peer l1-logistic solver of the binary problems on ``X``, no
+    intercept: ``fit(labels, tol)`` fits labels in {-1, +1} at that tolerance (in the
+    peer's own measure) and returns the coefficients; None when the peer is not installed.
+    Work a fit need not repeat is done here, untimed: LIBLINEAR's copy of the data
+    (``problem``, relabelled by each fit), and skglm's numba compilation, on a small slice
+    of ``X`` and ``y`` (so that no timed fit, not even a warm-up longer than the budget,
+    pays for it; a failure here is left to the timed fits, whose row then says why)."""
     try:
         from liblinear import liblinearutil
     except ImportError:
         yield "LIBLINEAR -s 6", None
     else:
-        problem = liblinearutil.problem(y.astype(float), X)  # its own format, built once
+        problem = liblinearutil.problem(np.asarray(y, dtype=float), X)
+        problem_labels = np.ctypeslib.as_array(problem.y, (problem.l,))
 
-        def liblinear_fit(tol):
+        def liblinear_fit(labels, tol):
+            problem_labels[:] = labels
             model = liblinearutil.train(problem, liblinearutil.parameter(
                 f"-s 6 -c {C} -B -1 -e {tol:g} -q"))
             w = np.array(model.get_decfun()[0])
@@ -342,22 +345,30 @@ def _l1_solvers(X, y, C, budget=np.inf):
     except ImportError:
         yield "skglm", None
     else:
-        def skglm_fit(tol, X=X, y=y):
-            return SparseLogisticRegression(alpha=1.0 / (C * n), fit_intercept=False, tol=tol,
-                                            max_iter=1000).fit(X, y).coef_.ravel()
-        # numba compiles skglm's kernels on first use: on a small slice of the same data, so
-        # that no timed fit (not even a warm-up longer than the budget) pays for it; a
-        # failure here is left to the timed fits, whose row then says why
+        def skglm_fit(labels, tol, X=X):
+            return SparseLogisticRegression(alpha=1.0 / (C * X.shape[0]), fit_intercept=False,
+                                            tol=tol, max_iter=1000).fit(X, labels).coef_.ravel()
         with contextlib.suppress(Exception):
-            skglm_fit(1e-2, *_small_slice(X, y))
+            X_small, y_small = _small_slice(X, y)
+            skglm_fit(y_small, 1e-2, X_small)
         yield "skglm", skglm_fit
     try:
         from celer import LogisticRegression as CelerLR
     except ImportError:
         yield "celer", None
     else:
-        yield "celer", lambda tol: CelerLR(C=C, fit_intercept=False, tol=tol).fit(
-            X, y).coef_.ravel()
+        yield "celer", lambda labels, tol: CelerLR(C=C, fit_intercept=False, tol=tol).fit(
+            X, labels).coef_.ravel()
+
+
+def _l1_solvers(X, y, C, budget=np.inf):
+    """(name, fit_at) for every installed l1-logistic solver, same objective:
+    ``fit_at(tol)`` fits at that tolerance and returns the coefficients; None when the
+    peer is not installed. saga's epochs are capped by ``budget`` (:data:`FIT_BUDGETS`)."""
+    yield "sparsekit L1LogisticOBA", lambda tol: L1LogisticOBA(
+        C=C, tol=tol, fit_intercept=False).fit(X, y).coef_.ravel()
+    for name, fit in _binary_l1_peers(X, y, C):
+        yield name, None if fit is None else (lambda tol, fit=fit: fit(y, tol))
     saga_epochs = _saga_max_iter(X, y, C, budget)
     yield "scikit-learn saga", _unless_too_slow(saga_epochs, lambda tol: LogisticRegression(
         C=C, solver="saga", fit_intercept=False, tol=tol, max_iter=saga_epochs, **_L1
@@ -552,7 +563,7 @@ def _ovr_solvers(X, codes, n_classes, C, budget=np.inf):
     of the data: LIBLINEAR's ``problem`` is relabelled), stopping between classes after
     FIT_BUDGETS x ``budget`` seconds (the classes left keep zero weights). scikit-learn's
     saga, by far the slowest class by class, is in the multinomial table only."""
-    n, limit = X.shape[0], FIT_BUDGETS * budget
+    limit = FIT_BUDGETS * budget
     signs = [np.where(codes == k, 1, -1) for k in range(n_classes)]
 
     def capped(solved):
@@ -573,39 +584,11 @@ def _ovr_solvers(X, codes, n_classes, C, budget=np.inf):
         done = []
         return (lambda: _class_by_class(fit_class, n_classes, limit, done),
                 lambda: capped(done[0]) if done and done[0] < n_classes else "")
-    try:
-        from liblinear import liblinearutil
-    except ImportError:
-        yield "LIBLINEAR -s 6", None, str
-    else:
-        problem = liblinearutil.problem(np.ones(n), X)  # its own format, built once, untimed
-        labels = np.ctypeslib.as_array(problem.y, (problem.l,))   # relabelled per class
-
-        def liblinear_class(k):
-            labels[:] = signs[k]
-            model = liblinearutil.train(problem, liblinearutil.parameter(
-                f"-s 6 -c {C} -B -1 -e {L1_DEFAULT_TOL:g} -q"))
-            w = np.array(model.get_decfun()[0])
-            return w if model.get_labels()[0] == 1 else -w
-        yield "LIBLINEAR -s 6", *by_class(liblinear_class)
-    try:
-        from skglm import SparseLogisticRegression
-    except ImportError:
-        yield "skglm", None, str
-    else:
-        def skglm_fit(X, y, tol=L1_DEFAULT_TOL):
-            return SparseLogisticRegression(alpha=1.0 / (C * X.shape[0]), fit_intercept=False,
-                                            tol=tol, max_iter=1000).fit(X, y).coef_.ravel()
-        with contextlib.suppress(Exception):    # numba compiles: see _l1_solvers
-            skglm_fit(*_small_slice(X, signs[0]), tol=1e-2)
-        yield "skglm", *by_class(lambda k: skglm_fit(X, signs[k]))
-    try:
-        from celer import LogisticRegression as CelerLR
-    except ImportError:
-        yield "celer", None, str
-    else:
-        yield "celer", *by_class(lambda k: CelerLR(
-            C=C, fit_intercept=False, tol=L1_DEFAULT_TOL).fit(X, signs[k]).coef_.ravel())
+    for name, fit in _binary_l1_peers(X, signs[0], C):
+        if fit is None:
+            yield name, None, str
+        else:
+            yield name, *by_class(lambda k, fit=fit: fit(signs[k], L1_DEFAULT_TOL))
 
 
 def compare_l1_ovr(repeat, C=1.0, data=None, budget=np.inf, announce=None):
