@@ -604,14 +604,20 @@ def test_a_model_not_run_leaves_the_other_rows_and_no_ratio(monkeypatch):
 
 
 def test_liblinear_label_models_stop_between_labels_after_the_budget():
+    """As the one-vs-rest table's peers: the first label's model is always fit, the labels
+    left after the budget are never predicted, and the row says how many were fit."""
     import scipy.sparse as sp
 
     pytest.importorskip("liblinear")
-    X = sp.random(100, 6, density=0.5, format="csr", random_state=0)
+    X = sp.random(100, 6, density=0.5, format="csr", random_state=1)
     Y = sp.csr_matrix((X[:, :3].toarray() > 0.5).astype(int))
+    Y_first = sp.csr_matrix(Y.toarray() * [1, 0, 0])      # only the first label's models
+    first = compare._liblinear_multilabel(X[:70], Y_first[:70], X[70:], Y[70:], 1)
     row = compare._liblinear_multilabel(X[:70], Y[:70], X[70:], Y[70:], 1, budget=1e-12)
-    assert row[0] == "LIBLINEAR -s 0 -B 1 (a model per label) [stopped by the budget]"
-    assert row[2] == 0.0 and row[4] == 0.0             # no label trained: none predicted
+    assert row[0] == ("LIBLINEAR -s 0 -B 1 (a model per label) [stopped by the budget: "
+                      "1 of 3 labels fit]")
+    assert row[2:5] == first[2:5]     # the first label's model, the others never predicted
+    assert first[4] > 0.0
     row = compare._liblinear_multilabel(X[:70], Y[:70], X[70:], Y[70:], 1, budget=10.0)
     assert row[0] == "LIBLINEAR -s 0 -B 1 (a model per label)" and row[2] > 0.5
 
