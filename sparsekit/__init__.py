@@ -5,6 +5,8 @@ Estimators
 SparsemaxClassifier
     Sparsemax regression and its polytope family (Martins & Astudillo 2016;
     Niculae & Martins, LP-SparseMAP).
+SparsemaxClassifierCV
+    The same with alpha chosen by cross-validation on warm-started paths.
 L1LogisticOBA
     l1-regularized logistic regression by the orthant-based active-set method
     (Keskar 2017, chapter 2).
@@ -24,6 +26,7 @@ __version__ = "0.1.0"
 
 _LAZY_ATTRIBUTES = {
     "SparsemaxClassifier": "sparsekit.linear_model",
+    "SparsemaxClassifierCV": "sparsekit.linear_model",
     "L1LogisticOBA": "sparsekit.linear_model",
     "L1LogisticOBACV": "sparsekit.linear_model",
     "ExtremeSoftmaxSGD": "sparsekit.linear_model",

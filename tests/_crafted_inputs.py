@@ -121,7 +121,8 @@ def _fitted(make):
 
 
 def _entries():
-    from sparsekit import ExtremeSoftmaxSGD, L1LogisticOBA, SparsemaxClassifier
+    from sparsekit import (ExtremeSoftmaxSGD, L1LogisticOBA, SparsemaxClassifier,
+                           SparsemaxClassifierCV)
     from sparsekit import l1_logistic_path, losses, projections
     from sparsekit.linear_model import first_label, precision_at_k
     from sparsekit.optimize import minimize_oba
@@ -133,6 +134,7 @@ def _entries():
     for label, make in {"SparsemaxClassifier": SparsemaxClassifier,
                         "SparsemaxClassifier(sdca)": lambda: SparsemaxClassifier(
                             solver="sdca"),
+                        "SparsemaxClassifierCV": lambda: SparsemaxClassifierCV(alphas=2, cv=2),
                         "L1LogisticOBA": L1LogisticOBA, "ExtremeSoftmaxSGD": sgd}.items():
         entries[f"{label}.fit"] = (CASES, lambda M, make=make: make().fit(M, y))
     entries["ExtremeSoftmaxSGD.partial_fit"] = (
@@ -156,6 +158,8 @@ def _entries():
     # sparse targets: label-indicator matrices
     entries["SparsemaxClassifier.fit(y)"] = (
         TARGET_CASES, lambda M: SparsemaxClassifier().fit(X, M))
+    entries["SparsemaxClassifierCV.fit(y)"] = (
+        TARGET_CASES, lambda M: SparsemaxClassifierCV(alphas=2, cv=2).fit(X, M))
     entries["SparsemaxClassifier.score(y)"] = (
         TARGET_CASES, lambda M: SparsemaxClassifier().fit(X, Y).score(X, M))
     entries["ExtremeSoftmaxSGD.fit(y)"] = (

@@ -9,7 +9,8 @@ from sklearn.exceptions import ConvergenceWarning, NotFittedError
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from _callbacks import Recorder
-from sparsekit import ExtremeSoftmaxSGD, L1LogisticOBA, L1LogisticOBACV, SparsemaxClassifier
+from sparsekit import (ExtremeSoftmaxSGD, L1LogisticOBA, L1LogisticOBACV, SparsemaxClassifier,
+                       SparsemaxClassifierCV)
 from sparsekit.linear_model import _extreme_softmax, _sparsemax
 
 #: every configuration that should pass scikit-learn's checks; the L1LogisticOBA after the first
@@ -24,6 +25,7 @@ CHECKED = [
       for method in ("sampled_softmax", "implicit", "umax", "ove")],
     ExtremeSoftmaxSGD(n_weights=2**10, random_state=0),
     L1LogisticOBACV(Cs=4, cv=3),
+    SparsemaxClassifierCV(alphas=3, cv=3),
 ]
 
 #: what scikit-learn's checks expect of a single fit that a cross-validated one cannot give
@@ -56,7 +58,8 @@ def _expected_failures(estimator):
                 "the check compares coef_ with assert_allclose, which takes no sparse matrix"}
     return {SparsemaxClassifier: _sparsemax.EXPECTED_FAILED_CHECKS,
             ExtremeSoftmaxSGD: _extreme_softmax.EXPECTED_FAILED_CHECKS,
-            L1LogisticOBACV: CV_EXPECTED_FAILURES}.get(type(estimator), {})
+            L1LogisticOBACV: CV_EXPECTED_FAILURES,
+            SparsemaxClassifierCV: _sparsemax.EXPECTED_FAILED_CHECKS}.get(type(estimator), {})
 
 
 @parametrize_with_checks(CHECKED, expected_failed_checks=_expected_failures)
@@ -71,6 +74,7 @@ ESTIMATORS = {
     "SparsemaxClassifier(sdca)": lambda: SparsemaxClassifier(solver="sdca"),
     "L1LogisticOBA": lambda: L1LogisticOBA(),
     "L1LogisticOBACV": lambda: L1LogisticOBACV(Cs=3, cv=3),
+    "SparsemaxClassifierCV": lambda: SparsemaxClassifierCV(alphas=3, cv=3),
     "ExtremeSoftmaxSGD": lambda: ExtremeSoftmaxSGD(n_epochs=3, random_state=0),
 }
 

@@ -31,7 +31,8 @@ PUBLIC = _public_names()
 
 #: names that implement a published method, and so cite it
 IMPLEMENTS_A_PAPER = {
-    "SparsemaxClassifier", "L1LogisticOBA", "L1LogisticOBACV", "l1_logistic_path",
+    "SparsemaxClassifier", "SparsemaxClassifierCV", "L1LogisticOBA", "L1LogisticOBACV",
+    "l1_logistic_path",
     "ExtremeSoftmaxSGD",
     "minimize_oba", "minimize_nqn", "fmin_nqn", "minimize_newton_cg", "fenchel_young_loss",
     "fenchel_young_loss_and_grad", "sparsemax_loss", "optimal_u", "double_sum_objective",

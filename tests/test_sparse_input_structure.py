@@ -19,7 +19,8 @@ from sparsekit.utils._validation import check_sparse_structure
 X = crafted.X
 
 
-ENTRIES = ["SparsemaxClassifier.fit", "SparsemaxClassifier(sdca).fit", "L1LogisticOBA.fit",
+ENTRIES = ["SparsemaxClassifier.fit", "SparsemaxClassifier(sdca).fit",
+           "SparsemaxClassifierCV.fit", "SparsemaxClassifierCV.fit(y)", "L1LogisticOBA.fit",
            "ExtremeSoftmaxSGD.fit", "ExtremeSoftmaxSGD.partial_fit",
            *[f"SparsemaxClassifier.{m}" for m in ("predict", "predict_proba",
                                                   "decision_function", "score")],

@@ -1,0 +1,320 @@
+"""Cross-validated sparsemax regression: the ``alpha`` of
+:class:`~sparsekit.SparsemaxClassifier` chosen on warm-started paths, one per training
+fold, as scikit-learn's ``RidgeClassifierCV`` and ``LogisticRegressionCV`` choose theirs."""
+import warnings
+from numbers import Integral
+
+import numpy as np
+import scipy.sparse as sp
+from joblib import Parallel, delayed
+from sklearn.base import clone
+from sklearn.callback import with_callbacks
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.metrics import check_scoring, get_scorer_names
+from sklearn.model_selection import check_cv
+from sklearn.utils import _safe_indexing
+from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils.multiclass import check_classification_targets
+from sklearn.utils.validation import _check_sample_weight
+
+from ..gpu.datafits import is_device_matrix
+from ..utils._validation import validate_input
+from ._base import unchanged_on_error
+from ._dask_input import is_dask_collection
+from ._sparsemax import ALPHA_SCALE, SparsemaxClassifier, row_sums
+
+# the span of an integer grid of ``alphas``: 10^2 down to 10^-2 times alpha="scale"
+_GRID_DECADES = 2.0
+_SHARED = ("polytope", "budget", "negated", "fit_intercept", "penalize_intercept", "solver",
+           "positive", "bounds", "class_weight", "threshold", "tol", "max_iter",
+           "random_state")
+
+
+class SparsemaxClassifierCV(SparsemaxClassifier):
+    """Sparsemax regression with ``alpha`` chosen by cross-validation.
+
+    For each training fold, :class:`SparsemaxClassifier` is fit along the whole grid of
+    ``alphas``, from the largest (the most regularized) down, each fit started at the
+    previous solution; every solution is scored on the fold's held-out rows, and the alpha
+    with the best mean score is refitted on all the data, started at the mean of the
+    folds' solutions. A warm-started path costs fewer solver iterations than the cold fits
+    of a grid search over the same alphas, and finds the same models.
+
+    Parameters
+    ----------
+    alphas : int or array-like of float, default=10
+        The values of alpha, or their number: then log-spaced from 100 to 0.01 times the
+        ``alpha="scale"`` value of :class:`SparsemaxClassifier` (5e-5 times the mean
+        squared norm of X's rows, weighted by ``sample_weight``), computed on all the data;
+        a single value is that scale.
+    cv : int, cross-validation generator or iterable, default=None
+        As in scikit-learn: None is 5-fold, an integer the number of folds (stratified for
+        class labels).
+    scoring : str, callable or None, default=None
+        What to maximize on the held-out rows: a scikit-learn scorer name (e.g.
+        ``"f1_micro"`` for label sets), a callable ``scorer(estimator, X, y)``, or None for
+        :meth:`score` (accuracy; subset accuracy for 2-D targets). Ties go to the larger
+        alpha, the simpler model.
+    polytope : {"simplex", "budget", "box", "at_most_one", "at_least_one"}, \
+default="simplex"
+        As in :class:`SparsemaxClassifier`.
+    budget : float, default=None
+        As in :class:`SparsemaxClassifier` (``polytope="budget"`` only).
+    negated : array-like of bool of shape (n_classes,), default=None
+        As in :class:`SparsemaxClassifier`.
+    fit_intercept : bool, default=True
+        As in :class:`SparsemaxClassifier`.
+    penalize_intercept : bool, default=False
+        As in :class:`SparsemaxClassifier`.
+    solver : {"auto", "lbfgs", "newton-cg", "nqn", "sdca"}, default="auto"
+        As in :class:`SparsemaxClassifier`; ``"auto"`` chooses for each fit, by its alpha.
+    positive : bool, default=False
+        As in :class:`SparsemaxClassifier`.
+    bounds : tuple, default=None
+        As in :class:`SparsemaxClassifier`.
+    class_weight : dict, "balanced" or None, default=None
+        As in :class:`SparsemaxClassifier`, in every fit.
+    threshold : float in [0, 1) or "auto", default="auto"
+        As in :class:`SparsemaxClassifier`; ``"auto"`` is chosen by each fit on its
+        training rows.
+    tol : float, default=1e-4
+        As in :class:`SparsemaxClassifier`, for every fit of the paths and for the refit.
+    max_iter : int, default=1000
+        As in :class:`SparsemaxClassifier`, for each fit.
+    n_jobs : int, default=None
+        Folds fit in parallel processes (joblib); None is 1, -1 all the cores.
+    verbose : int, default=0
+        One line per fold path and for the refit when positive; per-iteration lines of
+        each fit when above 1.
+    random_state : int, RandomState instance or None, default=None
+        As in :class:`SparsemaxClassifier` (``solver="sdca"``'s row order), for each fit.
+
+    Attributes
+    ----------
+    alphas_ : ndarray of shape (n_alphas,)
+        The grid, decreasing (the order of the paths).
+    scores_ : ndarray of shape (n_folds, n_alphas)
+        The held-out score of each fold's solution at each alpha.
+    alpha_ : float
+        The alpha chosen (the best mean score), at which the model was refitted.
+    coef_, intercept_, classes_, target_type_, threshold_, solver_, n_iter_
+        Those of the refitted :class:`SparsemaxClassifier` (``n_iter_``: the refit's
+        iterations).
+    n_iter_path_ : ndarray of shape (n_folds, n_alphas)
+        Solver iterations of each fit of the folds' paths.
+    n_features_in_ : int
+    feature_names_in_ : ndarray of shape (`n_features_in_`,)
+        Defined only when ``X`` has string feature names.
+
+    See Also
+    --------
+    SparsemaxClassifier : the model at a given alpha.
+    L1LogisticOBACV : the same search for the ℓ1-penalized logistic regression.
+
+    References
+    ----------
+    .. [1] Martins, A. F. T. & Astudillo, R. F. (2016). From softmax to sparsemax: a sparse
+       model of attention and multi-label classification. ICML, Algorithm 1 and eqs. 6-10.
+    .. [2] Friedman, J., Hastie, T. & Tibshirani, R. (2010). Regularization paths for
+       generalized linear models via coordinate descent. Journal of Statistical Software
+       33(1), section 2.5 (warm starts along a decreasing grid of penalties).
+
+    Examples
+    --------
+    >>> from sklearn.datasets import load_iris
+    >>> X, y = load_iris(return_X_y=True)
+    >>> from sparsekit import SparsemaxClassifierCV
+    >>> clf = SparsemaxClassifierCV(alphas=[1e-1, 1e-2, 1e-3], cv=3).fit(X, y)
+    >>> clf.alphas_
+    array([0.1  , 0.01 , 0.001])
+    >>> clf.scores_.shape
+    (3, 3)
+    >>> float(clf.alpha_) in clf.alphas_
+    True
+    """
+
+    _parameter_constraints = {
+        **{name: SparsemaxClassifier._parameter_constraints[name] for name in _SHARED},
+        "alphas": [Interval(Integral, 1, None, closed="left"), "array-like"],
+        "cv": ["cv_object"],
+        "scoring": [StrOptions(set(get_scorer_names())), callable, None],
+        "n_jobs": [Integral, None],
+        "verbose": ["verbose"],
+    }
+
+    def __init__(self, alphas=10, *, cv=None, scoring=None, polytope="simplex", budget=None,
+                 negated=None, fit_intercept=True, penalize_intercept=False, solver="auto",
+                 positive=False, bounds=None, class_weight=None, threshold="auto", tol=1e-4,
+                 max_iter=1000, n_jobs=None, verbose=0, random_state=None):
+        self.alphas = alphas
+        self.cv = cv
+        self.scoring = scoring
+        self.polytope = polytope
+        self.budget = budget
+        self.negated = negated
+        self.fit_intercept = fit_intercept
+        self.penalize_intercept = penalize_intercept
+        self.solver = solver
+        self.positive = positive
+        self.bounds = bounds
+        self.class_weight = class_weight
+        self.threshold = threshold
+        self.tol = tol
+        self.max_iter = max_iter
+        self.n_jobs = n_jobs
+        self.verbose = verbose
+        self.random_state = random_state
+
+    @unchanged_on_error
+    @with_callbacks
+    def fit(self, X, y, sample_weight=None):
+        """Cross-validate the grid on X and y, then fit the chosen model on all of it.
+
+        scikit-learn's callbacks see one subtask per fold path and one for the refit.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+            Dense, CSR or CSC, float32 or float64.
+        y : array-like of shape (n_samples,) or (n_samples, n_classes)
+            Class labels (every training fold must hold two classes or more; a fold's
+            model lacks the classes its training rows lack), a label-indicator matrix or
+            a row-stochastic proportion matrix.
+        sample_weight : array-like of shape (n_samples,), default=None
+            Non-negative weights of the rows' loss terms, in the folds' fits, the grid's
+            scale and the refit (the held-out rows are scored unweighted).
+
+        Returns
+        -------
+        self : SparsemaxClassifierCV
+            The fitted estimator.
+        """
+        self._validate_params()
+        if is_dask_collection(X) or is_device_matrix(X):
+            raise TypeError("SparsemaxClassifierCV fits NumPy or SciPy input; for a dask "
+                            "array or a CuPy array, fit SparsemaxClassifier (GridSearchCV "
+                            "runs on a Dask cluster through joblib.parallel_backend('dask'))")
+        X, y = validate_input(self, X, y, accept_sparse=["csr", "csc"],
+                              dtype=[np.float64, np.float32], multi_output=True,
+                              y_numeric=False)
+        if sp.issparse(X):
+            X = X.tocsr()               # the folds take rows
+        sw = _check_sample_weight(sample_weight, X, dtype=np.float64,
+                                  ensure_non_negative=True)
+        base = SparsemaxClassifier(**{name: getattr(self, name) for name in _SHARED},
+                                   verbose=max(self.verbose - 1, 0), warm_start=True)
+        alphas = self._grid(X, sw)
+        folds = list(check_cv(self.cv, y, classifier=True).split(X, y))
+        _check_folds(y, folds)
+        context = self._begin_fit_task(X, y, len(folds) + 1, sample_weight)
+        scorer = (None if self.scoring is None
+                  else check_scoring(base, scoring=self.scoring))
+        labels = not (sp.issparse(y) or np.ndim(y) == 2 and np.shape(y)[1] > 1)
+        classes = np.unique(np.ravel(y)) if labels else None
+        jobs = (delayed(_fold_path)(clone(base), X, y, sw, train, test, alphas, scorer,
+                                    classes) for train, test in folds)
+        paths = []
+        for k, path in enumerate(Parallel(n_jobs=self.n_jobs, return_as="generator")(jobs)):
+            task = self._begin_subtask(context, "fold path", X, y)
+            paths.append(path)
+            self._say(f"fold {k + 1}/{len(folds)}: {alphas.size} fits, "
+                      f"{int(path['n_iter'].sum())} solver iterations")
+            self._end_subtask(task, X, y)
+        _warn_once([w for path in paths for w in path["warnings"]], sum(
+            path["failed"] for path in paths), len(folds) * alphas.size, self.max_iter)
+        self.alphas_ = alphas
+        self.scores_ = np.stack([path["scores"] for path in paths])
+        self.n_iter_path_ = np.stack([path["n_iter"] for path in paths])
+        best = int(np.argmax(self.scores_.mean(axis=0)))     # first: the larger alpha
+        self._say(f"alpha = {alphas[best]:.4g}: mean held-out score "
+                  f"{self.scores_[:, best].mean():.6g} over {len(folds)} folds; refit on "
+                  "all the data")
+        task = self._begin_subtask(context, "refit", X, y)
+        self._refit(base, X, y, sample_weight, alphas[best], paths, best)
+        self._end_subtask(task, X, y)
+        self._end_fit_task(context, X, y, sample_weight)
+        return self
+
+    def _grid(self, X, sw):
+        """The alphas to cross-validate, decreasing (see ``alphas``)."""
+        if isinstance(self.alphas, Integral):
+            squares, _, weight = row_sums(X, sw)
+            scale = ALPHA_SCALE * squares / weight if squares > 0 else ALPHA_SCALE
+            if self.alphas == 1:
+                return np.array([scale])
+            return scale * np.logspace(_GRID_DECADES, -_GRID_DECADES, self.alphas)
+        alphas = np.asarray(self.alphas, dtype=np.float64)
+        if alphas.ndim != 1 or alphas.size == 0 or not np.all(np.isfinite(alphas)) or np.any(
+                alphas < 0):
+            raise ValueError(f"alphas must be a positive integer or a non-empty 1-D list of "
+                             f"finite non-negative numbers, got {self.alphas!r}")
+        return np.unique(alphas)[::-1]
+
+    def _refit(self, base, X, y, sample_weight, alpha, paths, best):
+        """Fit ``base`` at ``alpha`` on all the data from the mean of the folds' solutions
+        there, and take over its fitted attributes."""
+        est = clone(base).set_params(alpha=float(alpha), verbose=self.verbose)
+        est.coef_ = np.mean([path["coefs"][best] for path in paths], axis=0)
+        est.intercept_ = np.mean([path["intercepts"][best] for path in paths], axis=0)
+        est.fit(X, y, sample_weight)
+        for name, value in vars(est).items():
+            if name.endswith("_") or name in ("_negated", "_target_dtype"):
+                setattr(self, name, value)
+
+
+def _check_folds(y, folds):
+    """Class labels must be labels, and a training fold must hold two classes or more (a
+    fold's model lacks the classes its training rows lack, as in a grid search); 2-D
+    targets have their columns whatever the rows."""
+    if np.ndim(y) == 2 and np.shape(y)[1] > 1 or sp.issparse(y):
+        return
+    check_classification_targets(y)
+    y = np.ravel(y)
+    for k, (train, _) in enumerate(folds):
+        present = np.unique(y[train])
+        if present.size < 2:
+            raise ValueError(f"training fold {k} holds only the class "
+                             f"{present[:1].tolist()[0]!r}; use fewer folds or a "
+                             "stratified cv")
+
+
+def _fold_path(est, X, y, sw, train, test, alphas, scorer, classes):
+    """Fit ``est`` (warm_start=True) at each alpha in turn on the ``train`` rows and score
+    it on the ``test`` rows; the warnings of the fits are returned, not shown. The solutions
+    are returned with a row for each of ``classes`` (all the data's, for class labels; None
+    for 2-D targets): a class absent from the training rows gets zero weights and the
+    lowest intercept, as a start for the refit."""
+    X_train, y_train, sw_train = X[train], _safe_indexing(y, train), sw[train]
+    X_test, y_test = X[test], _safe_indexing(y, test)
+    out = {"scores": np.empty(alphas.size), "n_iter": np.empty(alphas.size, dtype=np.int64),
+           "coefs": [], "intercepts": [], "failed": 0}
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        for i, alpha in enumerate(alphas):
+            est.set_params(alpha=float(alpha)).fit(X_train, y_train, sw_train)
+            out["scores"][i] = (est.score(X_test, y_test) if scorer is None
+                                else scorer(est, X_test, y_test))
+            out["n_iter"][i] = est.n_iter_
+            coef, intercept = est.coef_, est.intercept_
+            if classes is not None and est.classes_.size < classes.size:
+                rows = np.searchsorted(classes, est.classes_)
+                coef = np.zeros((classes.size, coef.shape[1]), dtype=coef.dtype)
+                coef[rows] = est.coef_
+                intercept = np.full(classes.size, intercept.min(), dtype=intercept.dtype)
+                intercept[rows] = est.intercept_
+            out["coefs"].append(coef.copy())
+            out["intercepts"].append(intercept.copy())
+    out["failed"] = sum(issubclass(w.category, ConvergenceWarning) for w in caught)
+    out["warnings"] = [(w.category, str(w.message)) for w in caught
+                       if not issubclass(w.category, ConvergenceWarning)]
+    return out
+
+
+def _warn_once(caught, failed, total, max_iter):
+    """The folds' warnings, each message once, and one ConvergenceWarning for them all."""
+    for category, message in dict.fromkeys(caught):
+        warnings.warn(message, category, stacklevel=3)
+    if failed:
+        warnings.warn(f"SparsemaxClassifier did not converge in {failed} of the {total} fits "
+                      f"of the folds' paths (max_iter={max_iter}); increase max_iter or "
+                      "scale the data.", ConvergenceWarning, stacklevel=3)

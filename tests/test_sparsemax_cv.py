@@ -1,0 +1,167 @@
+"""SparsemaxClassifierCV: the grid search it replaces, its grid, label sets, bad input."""
+import warnings
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from sklearn.datasets import load_iris
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.model_selection import GridSearchCV, KFold, StratifiedKFold
+from sklearn.utils._param_validation import InvalidParameterError
+
+from _callbacks import Recorder
+from sparsekit import SparsemaxClassifier, SparsemaxClassifierCV
+
+TIGHT = 1e-10    # every fit near its minimum: warm and cold fits give the same models
+
+
+def _data(n_classes=3, seed=0, n=150, d=10, sparse=False):
+    rng = np.random.default_rng(seed)
+    X = rng.standard_normal((n, d))
+    X[rng.random((n, d)) < 0.3] = 0
+    scores = X[:, :n_classes] + 0.8 * rng.standard_normal((n, n_classes))
+    y = np.argmax(scores, axis=1)
+    return (sp.csr_matrix(X) if sparse else X), y
+
+
+def _label_sets(seed=1, n=160, d=8, k=4):
+    rng = np.random.default_rng(seed)
+    X = rng.standard_normal((n, d))
+    Y = (X[:, :k] + 0.5 * rng.standard_normal((n, k)) > 0.3).astype(int)
+    return X, Y
+
+
+@pytest.mark.parametrize("sparse", [False, True])
+def test_scores_and_choice_are_those_of_a_grid_search_over_cold_fits(sparse):
+    X, y = _data(sparse=sparse)
+    cv = StratifiedKFold(4, shuffle=True, random_state=0)
+    est = SparsemaxClassifierCV(alphas=6, cv=cv, tol=TIGHT).fit(X, y)
+    grid = GridSearchCV(SparsemaxClassifier(tol=TIGHT), {"alpha": list(est.alphas_)},
+                        cv=cv).fit(X, y)
+    for k in range(4):
+        np.testing.assert_array_equal(est.scores_[k],
+                                      grid.cv_results_[f"split{k}_test_score"])
+    assert est.alpha_ == grid.best_params_["alpha"]
+    np.testing.assert_allclose(est.coef_, grid.best_estimator_.coef_, atol=1e-6)
+    np.testing.assert_allclose(est.intercept_, grid.best_estimator_.intercept_, atol=1e-6)
+    np.testing.assert_array_equal(est.predict(X), grid.predict(X))
+
+
+def test_the_warm_paths_take_fewer_iterations_than_cold_fits():
+    X, y = _data(seed=2, n=300)
+    cv = list(StratifiedKFold(3).split(X, y))
+    est = SparsemaxClassifierCV(alphas=8, cv=cv, tol=1e-6).fit(X, y)
+    cold = np.array([[SparsemaxClassifier(alpha=a, tol=1e-6).fit(X[train], y[train]).n_iter_
+                      for a in est.alphas_] for train, _ in cv])
+    assert est.n_iter_path_.shape == cold.shape == (3, 8)
+    assert np.all(est.n_iter_path_[:, 0] == cold[:, 0])     # the first fit starts at zero
+    assert est.n_iter_path_.sum() < 0.8 * cold.sum()
+
+
+def test_an_integer_grid_spans_the_scale_of_the_default_alpha():
+    X, y = _data(seed=3)
+    w = np.random.default_rng(0).uniform(0.5, 2.0, size=len(y))
+    for sample_weight in (None, w):
+        scale = SparsemaxClassifier().fit(X, y, sample_weight).alpha_
+        est = SparsemaxClassifierCV(alphas=5, cv=3).fit(X, y, sample_weight)
+        np.testing.assert_allclose(est.alphas_, scale * np.logspace(2, -2, 5), rtol=1e-12)
+        assert est.alpha_ in est.alphas_ and est.scores_.shape == (3, 5)
+        one = SparsemaxClassifierCV(alphas=1, cv=3).fit(X, y, sample_weight)
+        np.testing.assert_allclose(one.alphas_, [scale], rtol=1e-12)
+
+
+def test_given_alphas_are_searched_from_the_largest_and_ties_go_to_it():
+    X, y = load_iris(return_X_y=True)
+    est = SparsemaxClassifierCV(alphas=[1e-3, 1e4, 1e-3, 1e3], cv=3).fit(X, y)
+    np.testing.assert_array_equal(est.alphas_, [1e4, 1e3, 1e-3])
+    # at 1e3 and 1e4 the weights are ~0: the same predictions, the same scores
+    assert est.scores_[:, 0].tolist() == est.scores_[:, 1].tolist()
+    huge = SparsemaxClassifierCV(alphas=[1e3, 1e4], cv=3).fit(X, y)
+    assert huge.alpha_ == 1e4
+
+
+def test_label_sets_on_the_box_with_a_scorer_name():
+    X, Y = _label_sets()
+    cv = KFold(3, shuffle=True, random_state=0)
+    est = SparsemaxClassifierCV(alphas=4, cv=cv, polytope="box", scoring="f1_micro",
+                                tol=TIGHT).fit(X, Y)
+    grid = GridSearchCV(SparsemaxClassifier(polytope="box", tol=TIGHT),
+                        {"alpha": list(est.alphas_)}, cv=cv, scoring="f1_micro").fit(X, Y)
+    np.testing.assert_allclose(est.scores_.mean(axis=0), grid.cv_results_["mean_test_score"],
+                               atol=1e-12)
+    assert est.alpha_ == grid.best_params_["alpha"]
+    assert est.target_type_ == "multilabel" and 0.0 < est.threshold_ < 1.0
+    assert est.threshold_ == pytest.approx(grid.best_estimator_.threshold_, abs=1e-6)
+    np.testing.assert_array_equal(est.predict(X), grid.predict(X))
+
+
+def test_folds_in_processes_give_the_same_result():
+    """(to rounding: the worker processes' kernels may run another number of threads)"""
+    X, y = _data(seed=5, sparse=True)
+    one = SparsemaxClassifierCV(alphas=4, cv=3, tol=TIGHT).fit(X, y)
+    two = SparsemaxClassifierCV(alphas=4, cv=3, tol=TIGHT, n_jobs=2).fit(X, y)
+    np.testing.assert_array_equal(one.scores_, two.scores_)
+    np.testing.assert_allclose(one.coef_, two.coef_, atol=1e-8)
+
+
+def test_the_folds_convergence_warnings_come_as_one():
+    X, y = _data(seed=6)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        SparsemaxClassifierCV(alphas=3, cv=3, max_iter=1).fit(X, y)
+    paths = [w for w in caught if "folds' paths" in str(w.message)]
+    assert len(paths) == 1 and issubclass(paths[0].category, ConvergenceWarning)
+    assert "in 9 of the 9 fits" in str(paths[0].message)
+
+
+def test_callbacks_see_each_fold_path_and_the_refit():
+    X, y = _data(seed=7)
+    recorder = Recorder()
+    SparsemaxClassifierCV(alphas=3, cv=4).set_callbacks(recorder).fit(X, y)
+    ended = [name for name, _ in recorder.ended]
+    assert ended.count("fold path") == 4 and ended.count("refit") == 1
+    assert ended[-1] == "fit"
+
+
+@pytest.mark.parametrize("alphas, error", [
+    ([], ValueError), ([-1.0, 1.0], ValueError), ([np.nan], ValueError),
+    ([[1.0, 2.0]], ValueError), (0, InvalidParameterError), ("scale", InvalidParameterError),
+])
+def test_bad_alphas_are_refused(alphas, error):
+    X, y = _data()
+    with pytest.raises(error, match="alphas"):
+        SparsemaxClassifierCV(alphas=alphas).fit(X, y)
+
+
+def test_a_class_missing_from_a_training_fold_is_scored_as_a_grid_search_scores_it():
+    """A class in two rows is missing from some training folds: their models lack it (as a
+    grid search's do) and the refit, started from the folds' solutions, has every class."""
+    X, y = _data(seed=8)
+    y = y.copy()
+    y[:2] = 7
+    cv = KFold(3)
+    est = SparsemaxClassifierCV(alphas=3, cv=cv, tol=TIGHT).fit(X, y)
+    grid = GridSearchCV(SparsemaxClassifier(tol=TIGHT), {"alpha": list(est.alphas_)},
+                        cv=cv).fit(X, y)
+    for k in range(3):
+        np.testing.assert_array_equal(est.scores_[k], grid.cv_results_[f"split{k}_test_score"])
+    assert est.classes_.tolist() == [0, 1, 2, 7] and est.coef_.shape == (4, X.shape[1])
+    np.testing.assert_allclose(est.coef_, grid.best_estimator_.coef_, atol=1e-6)
+
+
+def test_one_class_folds_and_continuous_targets_are_refused():
+    X, y = _data()
+    y = np.where(np.arange(len(y)) < 100, 0, 1)
+    with pytest.raises(ValueError, match="training fold 2 holds only the class 0"):
+        SparsemaxClassifierCV(alphas=2, cv=KFold(3)).fit(X, y)
+    with pytest.raises(ValueError, match="Unknown label type"):
+        SparsemaxClassifierCV(alphas=2).fit(X, np.linspace(0, 1, len(y)))
+    with pytest.raises(ValueError, match="non-zero"):
+        SparsemaxClassifierCV(alphas=2).fit(X, y, np.zeros(len(y)))
+
+
+def test_dask_input_is_sent_to_the_single_fit():
+    da = pytest.importorskip("dask.array")
+    X, y = _data()
+    with pytest.raises(TypeError, match="fit SparsemaxClassifier"):
+        SparsemaxClassifierCV().fit(da.from_array(X, chunks=50), y)
