@@ -149,7 +149,7 @@ def test_a_class_missing_from_a_training_fold_is_scored_as_a_grid_search_scores_
     np.testing.assert_allclose(est.coef_, grid.best_estimator_.coef_, atol=1e-6)
 
 
-def test_one_class_folds_and_continuous_targets_are_refused():
+def test_one_class_folds_continuous_targets_and_huge_entries_are_refused():
     X, y = _data()
     y = np.where(np.arange(len(y)) < 100, 0, 1)
     with pytest.raises(ValueError, match="training fold 2 holds only the class 0"):
@@ -158,6 +158,10 @@ def test_one_class_folds_and_continuous_targets_are_refused():
         SparsemaxClassifierCV(alphas=2).fit(X, np.linspace(0, 1, len(y)))
     with pytest.raises(ValueError, match="non-zero"):
         SparsemaxClassifierCV(alphas=2).fit(X, y, np.zeros(len(y)))
+    with pytest.raises(ValueError, match="only one class: 0"):
+        SparsemaxClassifierCV(alphas=2).fit(X, np.zeros(len(y), dtype=int))
+    with pytest.raises(ValueError, match="squared row norms overflow"):   # not an alpha of inf
+        SparsemaxClassifierCV().fit(X * 1e300, y)
 
 
 def test_dask_input_is_sent_to_the_single_fit():

@@ -18,10 +18,10 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import _check_sample_weight
 
 from ..gpu.datafits import is_device_matrix
-from ..utils._validation import validate_input
+from ..utils._validation import check_entry_magnitude, check_two_classes, validate_input
 from ._base import unchanged_on_error
 from ._dask_input import is_dask_collection
-from ._sparsemax import ALPHA_SCALE, SparsemaxClassifier, row_sums
+from ._sparsemax import SparsemaxClassifier, row_sums
 
 # the span of an integer grid of ``alphas``: 10^2 down to 10^-2 times alpha="scale"
 _GRID_DECADES = 2.0
@@ -199,11 +199,12 @@ default="simplex"
                               y_numeric=False)
         if sp.issparse(X):
             X = X.tocsr()               # the folds take rows
+        check_entry_magnitude(X, X.dtype)
         sw = _check_sample_weight(sample_weight, X, dtype=np.float64,
                                   ensure_non_negative=True)
         base = SparsemaxClassifier(**{name: getattr(self, name) for name in _SHARED},
                                    verbose=max(self.verbose - 1, 0), warm_start=True)
-        alphas = self._grid(X, sw)
+        alphas = self._grid(base, X, sw)
         folds = list(check_cv(self.cv, y, classifier=True).split(X, y))
         _check_folds(y, folds)
         context = self._begin_fit_task(X, y, len(folds) + 1, sample_weight)
@@ -235,11 +236,11 @@ default="simplex"
         self._end_fit_task(context, X, y, sample_weight)
         return self
 
-    def _grid(self, X, sw):
-        """The alphas to cross-validate, decreasing (see ``alphas``)."""
+    def _grid(self, base, X, sw):
+        """The alphas to cross-validate, decreasing (see ``alphas``); ``base`` is the
+        fits' estimator, whose ``alpha="scale"`` an integer grid is centred on."""
         if isinstance(self.alphas, Integral):
-            squares, _, weight = row_sums(X, sw)
-            scale = ALPHA_SCALE * squares / weight if squares > 0 else ALPHA_SCALE
+            scale, _ = base._data_scales(row_sums(X, sw))
             if self.alphas == 1:
                 return np.array([scale])
             return scale * np.logspace(_GRID_DECADES, -_GRID_DECADES, self.alphas)
@@ -270,6 +271,7 @@ def _check_folds(y, folds):
         return
     check_classification_targets(y)
     y = np.ravel(y)
+    check_two_classes(np.unique(y))
     for k, (train, _) in enumerate(folds):
         present = np.unique(y[train])
         if present.size < 2:
