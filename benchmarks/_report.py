@@ -17,6 +17,7 @@ import statistics
 import subprocess
 import sys
 import time
+import warnings
 from datetime import date
 from importlib import metadata
 from pathlib import Path
@@ -45,6 +46,24 @@ def median_time(fn, repeat=3, warmup=0):
         out = fn()
         times.append(time.perf_counter() - t0)
     return statistics.median(times), out
+
+
+def timed_fit(est, X, y, long=5.0):
+    """(median wall seconds of ``est.fit(X, y)`` over 3 fits, or of the first fit that
+    takes longer than ``long`` seconds; the fitted ``est``; the ConvergenceWarnings of the
+    last fit)."""
+    from sklearn.exceptions import ConvergenceWarning
+
+    times = []
+    while True:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always", ConvergenceWarning)
+            start = time.perf_counter()
+            est.fit(X, y)
+            times.append(time.perf_counter() - start)
+        if times[-1] > long or len(times) == 3:
+            warned = sum(issubclass(w.category, ConvergenceWarning) for w in caught)
+            return statistics.median(times), est, warned
 
 
 def machine():

@@ -19,14 +19,10 @@ Writes section "l1_cv" of doc/benchmarks.md::
 import _report  # noqa: F401  (pins BLAS threads before NumPy)
 
 import argparse
-import statistics
 import sys
-import time
-import warnings
 
 import numpy as np
 from sklearn.datasets import load_digits
-from sklearn.exceptions import ConvergenceWarning
 from sklearn.linear_model import LogisticRegressionCV
 from sklearn.model_selection import GridSearchCV, StratifiedKFold
 
@@ -68,20 +64,6 @@ def summary(est):
     return float(est.C_), -float(scores.max()), int(np.count_nonzero(est.coef_))
 
 
-def timed_fit(est, X, y):
-    """(median wall seconds, fitted estimator, ConvergenceWarnings of the last fit)."""
-    times = []
-    while True:
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always", ConvergenceWarning)
-            start = time.perf_counter()
-            est.fit(X, y)
-            times.append(time.perf_counter() - start)
-        if times[-1] > 5.0 or len(times) == 3:
-            warned = sum(issubclass(w.category, ConvergenceWarning) for w in caught)
-            return statistics.median(times), est, warned
-
-
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="subsets (smoke run)")
@@ -91,10 +73,10 @@ def main():
         cv = StratifiedKFold(5, shuffle=True, random_state=0)
         oba = L1LogisticOBACV(cv=cv, multiclass="multinomial" if kind == "multinomial"
                               else "ovr")
-        seconds, oba, warned = timed_fit(oba, X, y)     # its grid is every estimator's
+        seconds, oba, warned = _report.timed_fit(oba, X, y)     # its grid is every estimator's
         results = {"L1LogisticOBACV": (seconds, oba, warned)}
         for label, est in peers(kind, oba.Cs_, cv).items():
-            results[label] = timed_fit(est, X, y)
+            results[label] = _report.timed_fit(est, X, y)
         for label, (seconds, fitted, warned) in results.items():
             C, loss, nnz = summary(fitted)
             rows.append([f"{name} ({X.shape[0]} x {X.shape[1]}, {kind})", label,

@@ -21,15 +21,11 @@ Writes section "sparsemax_cv" of doc/benchmarks.md::
 import _report  # noqa: F401  (pins BLAS threads before NumPy)
 
 import argparse
-import statistics
 import sys
-import time
-import warnings
 
 import numpy as np
 import scipy.sparse as sp
 from sklearn.datasets import load_digits
-from sklearn.exceptions import ConvergenceWarning
 from sklearn.feature_extraction.text import TfidfVectorizer
 from sklearn.linear_model import LogisticRegressionCV
 from sklearn.model_selection import GridSearchCV, KFold, StratifiedKFold
@@ -54,20 +50,6 @@ def data_sets(quick):
     yield "scene (label sets)", np.asarray(X), sp.csr_matrix(Y), "f1_micro"
 
 
-def timed_fit(est, X, y):
-    """(median wall seconds, fitted estimator, ConvergenceWarnings of the last fit)."""
-    times = []
-    while True:
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always", ConvergenceWarning)
-            start = time.perf_counter()
-            est.fit(X, y)
-            times.append(time.perf_counter() - start)
-        if times[-1] > 5.0 or len(times) == 3:
-            warned = sum(issubclass(w.category, ConvergenceWarning) for w in caught)
-            return statistics.median(times), est, warned
-
-
 def summary(est):
     """(chosen alpha or C, mean held-out score at it, the folds' solver iterations)."""
     if isinstance(est, GridSearchCV):
@@ -86,7 +68,7 @@ def main():
         labels = scoring is None
         cv = (StratifiedKFold if labels else KFold)(5, shuffle=True, random_state=0)
         cv_est = SparsemaxClassifierCV(cv=cv, scoring=scoring, random_state=0)
-        results = {"SparsemaxClassifierCV": timed_fit(cv_est, X, y)}
+        results = {"SparsemaxClassifierCV": _report.timed_fit(cv_est, X, y)}
         alphas = list(results["SparsemaxClassifierCV"][1].alphas_)
         peers = {"SparsemaxClassifierCV(n_jobs=2)": SparsemaxClassifierCV(
                      cv=cv, scoring=scoring, n_jobs=2, random_state=0),
@@ -97,7 +79,7 @@ def main():
             peers["LogisticRegressionCV(lbfgs)"] = LogisticRegressionCV(
                 cv=cv, use_legacy_attributes=False, scoring="accuracy")
         for label, est in peers.items():
-            results[label] = timed_fit(est, X, y)
+            results[label] = _report.timed_fit(est, X, y)
         base = results["SparsemaxClassifierCV"][0]
         for label, (seconds, fitted, warned) in results.items():
             chosen, score, iterations = summary(fitted)
