@@ -169,3 +169,13 @@ def test_dask_input_is_sent_to_the_single_fit():
     X, y = _data()
     with pytest.raises(TypeError, match="fit SparsemaxClassifier"):
         SparsemaxClassifierCV().fit(da.from_array(X, chunks=50), y)
+
+
+def test_verbose_prints_a_line_per_fold_and_the_choice_and_the_fits_lines_above_one(capsys):
+    X, y = _data(seed=9)
+    SparsemaxClassifierCV(alphas=3, cv=3, verbose=1).fit(X, y)
+    lines = capsys.readouterr().out.splitlines()
+    assert len(lines) == 4 and all(line.startswith("[SparsemaxClassifierCV]") for line in lines)
+    assert "fold 3/3: 3 fits" in lines[2] and "refit on all the data" in lines[3]
+    SparsemaxClassifierCV(alphas=3, cv=3, verbose=2).fit(X, y)
+    assert "[SparsemaxClassifier] objective" in capsys.readouterr().out

@@ -254,7 +254,7 @@ default="simplex"
     def _refit(self, base, X, y, sample_weight, alpha, paths, best):
         """Fit ``base`` at ``alpha`` on all the data from the mean of the folds' solutions
         there, and take over its fitted attributes."""
-        est = clone(base).set_params(alpha=float(alpha), verbose=self.verbose)
+        est = clone(base).set_params(alpha=float(alpha))
         est.coef_ = np.mean([path["coefs"][best] for path in paths], axis=0)
         est.intercept_ = np.mean([path["intercepts"][best] for path in paths], axis=0)
         est.fit(X, y, sample_weight)
