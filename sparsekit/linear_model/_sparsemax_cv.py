@@ -1,6 +1,6 @@
 """Cross-validated sparsemax regression: the ``alpha`` of
 :class:`~sparsekit.SparsemaxClassifier` chosen on warm-started paths, one per training
-fold, as scikit-learn's ``RidgeClassifierCV`` and ``LogisticRegressionCV`` choose theirs."""
+fold, as scikit-learn's ``LogisticRegressionCV`` chooses its C."""
 import warnings
 from numbers import Integral
 
