@@ -166,6 +166,10 @@ def test_errors_are_clear():
     order = np.argsort(y, kind="stable")
     with pytest.raises(ValueError, match=r"training fold 0 has no \(weighted\) sample of class 0"):
         L1LogisticOBACV(cv=KFold(2)).fit(X[order], y[order])
+    rare = y.copy()
+    rare[0] = 9                              # a class of one sample: no split can help
+    with pytest.raises(ValueError, match=r"class 9 \(1 in all the data\).*merge or drop"):
+        L1LogisticOBACV(Cs=2).fit(X, rare)
     with pytest.raises(ValueError, match="n_splits=5 cannot be greater"):
         L1LogisticOBACV().fit(X[:8], y[:8])
     est = L1LogisticOBACV(Cs=3, cv=3).fit(X, y)
