@@ -317,6 +317,22 @@ def _small_slice(X, y, per_class=25):
     return X[rows], y[rows]
 
 
+def _liblinear_binary(liblinearutil, X, labels):
+    """``train(labels, options)``: LIBLINEAR's binary model on ``X`` for labels in {-1, +1}
+    (``labels`` the first ones), its weights (the bias weight last under ``-B 1``) signed
+    for label +1. The problem, LIBLINEAR's copy of ``X``, is built here once, untimed, and
+    relabelled by each call."""
+    problem = liblinearutil.problem(np.asarray(labels, dtype=float), X)
+    problem_labels = np.ctypeslib.as_array(problem.y, (problem.l,))
+
+    def train(labels, options):
+        problem_labels[:] = labels
+        model = liblinearutil.train(problem, liblinearutil.parameter(options))
+        w = np.ctypeslib.as_array(model.w, (model.nr_feature + (model.bias >= 0),))
+        return (1.0 if model.get_labels()[0] == 1 else -1.0) * w     # a copy of model.w
+    return train
+
+
 def _binary_l1_peers(X, y, C):
     """(name, fit) for each peer l1-logistic solver of the binary problems on ``X``, no
     intercept: ``fit(labels, tol)`` fits labels in {-1, +1} at that tolerance (in the
@@ -330,16 +346,9 @@ def _binary_l1_peers(X, y, C):
     except ImportError:
         yield "LIBLINEAR -s 6", None
     else:
-        problem = liblinearutil.problem(np.asarray(y, dtype=float), X)
-        problem_labels = np.ctypeslib.as_array(problem.y, (problem.l,))
-
-        def liblinear_fit(labels, tol):
-            problem_labels[:] = labels
-            model = liblinearutil.train(problem, liblinearutil.parameter(
-                f"-s 6 -c {C} -B -1 -e {tol:g} -q"))
-            w = np.array(model.get_decfun()[0])
-            return w if model.get_labels()[0] == 1 else -w
-        yield "LIBLINEAR -s 6", liblinear_fit
+        train = _liblinear_binary(liblinearutil, X, y)
+        yield "LIBLINEAR -s 6", lambda labels, tol: train(
+            labels, f"-s 6 -c {C} -B -1 -e {tol:g} -q")
     try:
         from skglm import SparseLogisticRegression
     except ImportError:
@@ -894,22 +903,19 @@ def _liblinear_multilabel(X_train, Y_train, X_test, Y_test, repeat, budget=np.in
         return _measure(name, None, repeat, None, metrics=3)
     X_train = sp.csr_matrix(X_train)
     Y_train = sp.csc_matrix(Y_train)
-    problem = liblinearutil.problem(np.ones(X_train.shape[0]), X_train)  # built once, untimed
-    labels = np.ctypeslib.as_array(problem.y, (problem.l,))    # relabelled for each label
-    n_labels, n_features = Y_train.shape[1], X_train.shape[1]
+    n, n_labels, n_features = X_train.shape[0], Y_train.shape[1], X_train.shape[1]
+    train = _liblinear_binary(liblinearutil, X_train, np.ones(n))
     done = []
 
     def fit_label(j):
         """Label j's weights, its bias last; a label constant in training gets a constant
         score."""
         rows = Y_train.indices[Y_train.indptr[j]:Y_train.indptr[j + 1]]
-        if rows.size in (0, labels.size):
+        if rows.size in (0, n):
             return np.r_[np.zeros(n_features), 1.0 if rows.size else -1.0]
-        labels[:] = -1.0
+        labels = np.full(n, -1.0)
         labels[rows] = 1.0
-        model = liblinearutil.train(problem, liblinearutil.parameter("-s 0 -c 1 -B 1 -q"))
-        w = np.ctypeslib.as_array(model.w, (n_features + 1,))   # the bias weight last
-        return (1.0 if model.get_labels()[0] == 1 else -1.0) * w
+        return train(labels, "-s 0 -c 1 -B 1 -q")
 
     def fit():
         """(coef, intercept) of a model per label, in turn, stopping between labels after
