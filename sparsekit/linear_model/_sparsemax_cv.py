@@ -206,12 +206,10 @@ default="simplex"
                                    verbose=max(self.verbose - 1, 0), warm_start=True)
         alphas = self._grid(base, X, sw)
         folds = list(check_cv(self.cv, y, classifier=True).split(X, y))
-        _check_folds(y, folds)
+        classes = _check_folds(y, folds)
         context = self._begin_fit_task(X, y, len(folds) + 1, sample_weight)
         scorer = (None if self.scoring is None
                   else check_scoring(base, scoring=self.scoring))
-        labels = not (sp.issparse(y) or np.ndim(y) == 2 and np.shape(y)[1] > 1)
-        classes = np.unique(np.ravel(y)) if labels else None
         jobs = (delayed(_fold_path)(clone(base), X, y, sw, train, test, alphas, scorer,
                                     classes) for train, test in folds)
         paths = []
@@ -264,20 +262,22 @@ default="simplex"
 
 
 def _check_folds(y, folds):
-    """Class labels must be labels, and a training fold must hold two classes or more (a
-    fold's model lacks the classes its training rows lack, as in a grid search); 2-D
-    targets have their columns whatever the rows."""
+    """The classes of class labels (None for 2-D targets, which have their columns whatever
+    the rows), checked: labels, two classes or more, and two or more in every training fold
+    (a fold's model lacks the classes its training rows lack, as in a grid search)."""
     if np.ndim(y) == 2 and np.shape(y)[1] > 1 or sp.issparse(y):
-        return
+        return None
     check_classification_targets(y)
     y = np.ravel(y)
-    check_two_classes(np.unique(y))
+    classes = np.unique(y)
+    check_two_classes(classes)
     for k, (train, _) in enumerate(folds):
         present = np.unique(y[train])
         if present.size < 2:
             raise ValueError(f"training fold {k} holds only the class "
                              f"{present[:1].tolist()[0]!r}; use fewer folds or a "
                              "stratified cv")
+    return classes
 
 
 def _fold_path(est, X, y, sw, train, test, alphas, scorer, classes):
