@@ -153,6 +153,40 @@ def test_a_held_out_fold_without_some_class_is_scored_by_the_log_loss():
     assert np.all(np.isfinite(est.scores_))
 
 
+@pytest.mark.parametrize("multiclass", ["ovr", "multinomial"])
+def test_a_class_rarer_than_the_folds_is_fit_as_a_grid_search_fits_it(multiclass):
+    """A class of one sample is absent from the training fold whose test rows hold it: that
+    fold's models give it zero weights and a probability of about 0 (the fold's model of a
+    grid search lacks it), and the others are those of a grid search."""
+    X, y = _data(3, seed=11)
+    y[0] = 9
+    cv = StratifiedKFold(4, shuffle=True, random_state=0)
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", "The least populated class")
+        warnings.simplefilter("error", ConvergenceWarning)
+        est = L1LogisticOBACV(Cs=4, cv=cv, scoring="accuracy", tol=TIGHT,
+                              multiclass=multiclass).fit(X, y)
+        search = GridSearchCV(L1LogisticOBA(tol=TIGHT, multiclass=multiclass),
+                              {"C": est.Cs_}, cv=cv).fit(X, y)
+        folds = list(cv.split(X, y))
+    for f, (train, _) in enumerate(folds):
+        np.testing.assert_array_equal(est.scores_[f, 0],
+                                      search.cv_results_[f"split{f}_test_score"])
+        rare = est.coefs_paths_[f, 0, :, 3]
+        if 0 in train:
+            assert rare[-1, :-1].any()          # the sample is fit at the largest C
+            continue
+        assert not rare[:, :-1].any()
+        assert np.all(rare[:, -1] < est.coefs_paths_[f, 0, :, :3, -1].min(axis=1) - 20)
+        for block in est.coefs_paths_[f, 0]:
+            model = est._fold_model(block, X.dtype, multiclass == "multinomial")
+            assert model.predict_proba(X)[:, 3].max() < 1e-10
+    assert est.C_ == search.best_params_["C"]
+    # (with four classes a column's multinomial weights may shift together at no cost)
+    np.testing.assert_allclose(est.predict_proba(X), search.best_estimator_.predict_proba(X),
+                               atol=1e-7)
+
+
 def test_errors_are_clear():
     X, y = _data(3, seed=7)
     with pytest.raises(ValueError, match="l1_ratios must hold numbers in"):
@@ -163,13 +197,12 @@ def test_errors_are_clear():
         L1LogisticOBACV(scoring="no such score").fit(X, y)
     with pytest.raises(InvalidParameterError):
         L1LogisticOBACV(Cs=0).fit(X, y)
-    order = np.argsort(y, kind="stable")
-    with pytest.raises(ValueError, match=r"training fold 0 has no \(weighted\) sample of class 0"):
-        L1LogisticOBACV(cv=KFold(2)).fit(X[order], y[order])
-    rare = y.copy()
-    rare[0] = 9                              # a class of one sample: no split can help
-    with pytest.raises(ValueError, match=r"class 9 \(1 in all the data\).*merge or drop"):
-        L1LogisticOBACV(Cs=2).fit(X, rare)
+    two = np.sort(y % 2)
+    with pytest.raises(ValueError, match="training fold 1 weighs only the class 0: every "
+                                         "training fold needs two classes"):
+        L1LogisticOBACV(cv=KFold(2)).fit(X, two)
+    with pytest.raises(ValueError, match="training fold 1 weighs no sample"):
+        L1LogisticOBACV(cv=KFold(2)).fit(X, y, sample_weight=np.r_[np.zeros(60), np.ones(60)])
     with pytest.raises(ValueError, match="n_splits=5 cannot be greater"):
         L1LogisticOBACV().fit(X[:8], y[:8])
     est = L1LogisticOBACV(Cs=3, cv=3).fit(X, y)

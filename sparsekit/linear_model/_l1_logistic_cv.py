@@ -177,9 +177,11 @@ class L1LogisticOBACV(L1LogisticOBA):
         X : {array-like, sparse matrix} of shape (n_samples, n_features)
             Dense or CSR/CSC, float32 or float64 (``coef_`` follows its dtype).
         y : array-like of shape (n_samples,)
-            Class labels (two or more classes; every training fold must hold every class,
-            so each class at least as many samples as folds: without a sample a class's
-            unpenalized intercept has no finite optimum).
+            Class labels, two classes or more in every training fold. A class that a
+            training fold does not hold (rarer than the folds, or weighted 0 there) gets
+            zero weights in that fold's models and the intercept of a share of 10⁻¹² (its
+            optimum is at −∞, with no sample): its probability is about 0, as in the
+            model a grid search fits on that fold, which lacks the class.
         sample_weight : array-like of shape (n_samples,), default=None
             Non-negative weights of the rows' loss terms, in the folds and in the refit.
 
@@ -207,9 +209,8 @@ class L1LogisticOBACV(L1LogisticOBA):
         rows = columns.take(X.tocsr() if sp.issparse(X) else X)    # the folds take rows
         Cs = self._grid(rows, codes, weights, problems, l1_ratios)
         folds = list(check_cv(self.cv, y, classifier=True).split(X, y))
-        counts = np.bincount(codes, minlength=classes.size)
         for k, (train, _) in enumerate(folds):
-            _check_fold(classes, codes[train], weights[train], k, counts)
+            _check_fold(classes, codes[train], weights[train], k)
         context = self._begin_fit_task(X_in, y, len(folds) * len(problems) + self.refit,
                                        sample_weight)
 
@@ -380,18 +381,15 @@ def _checked_l1_ratios(l1_ratios):
     return np.unique(ratios)
 
 
-def _check_fold(classes, codes, weights, k, counts):
-    """A training fold must weigh every class (each is a problem's positive class, or a
-    term of the multinomial loss: without a sample its intercept has no finite optimum);
-    ``counts`` are the classes' samples in all the data, for the message."""
-    totals = np.bincount(codes, weights=weights, minlength=classes.size)
-    if not np.all(totals > 0):
-        c = int(np.argmin(totals > 0))
-        raise ValueError(f"training fold {k} has no (weighted) sample of class "
-                         f"{classes[c].tolist()!r} ({counts[c]} in all the data): every "
-                         "class needs a sample in every training fold, so at least as many "
-                         "samples as folds and a stratified split; merge or drop rarer "
-                         "classes, or use fewer folds (cv)")
+def _check_fold(classes, codes, weights, k):
+    """A training fold must weigh two classes or more. A class it does not weigh is solved
+    like the others, from the datafits' start: zero weights and the intercept of a share
+    of 10⁻¹², where its gradient is of that order (its optimum is at −∞)."""
+    held = classes[np.bincount(codes, weights=weights, minlength=classes.size) > 0]
+    if held.size < 2:
+        what = f"only the class {held[0].tolist()!r}" if held.size else "no sample"
+        raise ValueError(f"training fold {k} weighs {what}: every training fold needs two "
+                         "classes; use fewer folds (cv) or a stratified split")
 
 
 def _datafit(X, X_csr, codes, sample_weight, pos, n_classes, fit_intercept):
