@@ -66,6 +66,21 @@ def timed_fit(est, X, y, long=5.0):
             return statistics.median(times), est, warned
 
 
+def debian_sample(n_docs, seed=0):
+    """(TF-IDF rows, sections) of ``n_docs`` Debian package descriptions drawn at random:
+    the text corpus of the cross-validation benchmarks (58 sections, some of a few
+    documents)."""
+    import numpy as np
+    from sklearn.feature_extraction.text import TfidfVectorizer
+
+    from sparsekit.datasets import load_debian
+
+    corpus = load_debian()
+    rows = np.random.default_rng(seed).permutation(len(corpus.text))[:n_docs]
+    return (TfidfVectorizer().fit_transform([corpus.text[i] for i in rows]),
+            np.asarray(corpus.section)[rows])
+
+
 def machine():
     """One line describing the CPU, core count and memory of this machine."""
     cpu = platform.processor() or platform.machine()

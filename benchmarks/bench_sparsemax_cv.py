@@ -26,12 +26,11 @@ import sys
 import numpy as np
 import scipy.sparse as sp
 from sklearn.datasets import load_digits
-from sklearn.feature_extraction.text import TfidfVectorizer
 from sklearn.linear_model import LogisticRegressionCV
 from sklearn.model_selection import GridSearchCV, KFold, StratifiedKFold
 
 sys.path.insert(0, str(_report.REPO))  # the in-place build, also when not installed
-from sparsekit.datasets import load_debian, load_libsvm, load_mulan  # noqa: E402
+from sparsekit.datasets import load_libsvm, load_mulan  # noqa: E402
 from sparsekit.linear_model import SparsemaxClassifier, SparsemaxClassifierCV  # noqa: E402
 
 
@@ -42,10 +41,8 @@ def data_sets(quick):
     for name in ("a9a", "w8a"):
         X, y = load_libsvm(name)
         yield name, (X[:3000] if quick else X), (y[:3000] if quick else y), None
-    corpus = load_debian()
-    rows = np.random.default_rng(0).permutation(len(corpus.text))[:1000 if quick else 5000]
-    yield (f"debian {rows.size} docs, TF-IDF", TfidfVectorizer().fit_transform(
-        [corpus.text[i] for i in rows]), np.asarray(corpus.section)[rows], None)
+    X, y = _report.debian_sample(1000 if quick else 5000)
+    yield f"debian {X.shape[0]} docs, TF-IDF", X, y, None
     X, Y = load_mulan("scene", subset="train")
     yield "scene (label sets)", np.asarray(X), sp.csr_matrix(Y), "f1_micro"
 
