@@ -154,6 +154,8 @@ def test_one_class_folds_continuous_targets_and_huge_entries_are_refused():
     y = np.where(np.arange(len(y)) < 100, 0, 1)
     with pytest.raises(ValueError, match="training fold 2 holds only the class 0"):
         SparsemaxClassifierCV(alphas=2, cv=KFold(3)).fit(X, y)
+    with pytest.raises(ValueError, match="training fold 0 holds no sample"):
+        SparsemaxClassifierCV(alphas=2, cv=[(np.arange(0), np.arange(len(y)))]).fit(X, y)
     with pytest.raises(ValueError, match="Unknown label type"):
         SparsemaxClassifierCV(alphas=2).fit(X, np.linspace(0, 1, len(y)))
     with pytest.raises(ValueError, match="non-zero"):

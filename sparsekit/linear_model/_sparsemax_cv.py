@@ -274,8 +274,8 @@ def _check_folds(y, folds):
     for k, (train, _) in enumerate(folds):
         present = np.unique(y[train])
         if present.size < 2:
-            raise ValueError(f"training fold {k} holds only the class "
-                             f"{present[:1].tolist()[0]!r}; use fewer folds or a "
+            what = f"only the class {present[0].tolist()!r}" if present.size else "no sample"
+            raise ValueError(f"training fold {k} holds {what}; use fewer folds or a "
                              "stratified cv")
     return classes
 
