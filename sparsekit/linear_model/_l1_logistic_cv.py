@@ -213,26 +213,32 @@ class L1LogisticOBACV(L1LogisticOBA):
             _check_fold(classes, codes[train], weights[train], k)
         context = self._begin_fit_task(X_in, y, len(folds) * len(problems) + self.refit,
                                        sample_weight)
+        span = classes.size if multinomial else 1           # a problem's rows
+        shape = (len(folds), l1_ratios.size, Cs.size, span * len(problems),
+                 rows.shape[1] + self.fit_intercept)
+        stored = None if self.sparse_coef else np.empty(shape)   # the paths write in place
 
-        def path(k, train, pos):
+        def path(k, train, i, pos):
             task = self._begin_subtask(context, "fold path", X_in, y)
             start = time.perf_counter()
-            coefs, n_iter, failed = _fold_path(rows, codes, weights, train, pos, classes.size,
-                                               Cs, l1_ratios, self.fit_intercept, self.tol,
-                                               self.max_iter)
-            if self.sparse_coef:         # (l1_ratio, C, row) rows, nonzeros only
-                coefs = sp.csr_matrix(coefs.reshape(-1, coefs.shape[-1]))
+            coefs = (np.empty(shape[1:3] + (span, shape[4])) if stored is None
+                     else stored[k, :, :, i * span:(i + 1) * span])
+            n_iter, failed = _fold_path(rows, codes, weights, train, pos, classes.size, Cs,
+                                        l1_ratios, self.fit_intercept, self.tol,
+                                        self.max_iter, coefs)
+            sparse = (None if stored is not None    # (l1_ratio, C, row) rows, nonzeros only
+                      else sp.csr_matrix(coefs.reshape(-1, coefs.shape[-1])))
             problem = ("" if pos is None or classes.size == 2
                        else f", class {np.asarray(classes[pos]).tolist()!r}")
             self._say(f"fold {k + 1}/{len(folds)}{problem}: {n_iter.size} solves, "
                       f"{int(n_iter.sum())} OBA iterations, {time.perf_counter() - start:.2f} s")
             self._end_subtask(task, X_in, y)
-            return coefs, n_iter, failed
-        jobs = [delayed(path)(k, train, pos) for k, (train, _) in enumerate(folds)
-                for pos in problems]
+            return sparse, n_iter, failed
+        jobs = [delayed(path)(k, train, i, pos) for k, (train, _) in enumerate(folds)
+                for i, pos in enumerate(problems)]
         paths = Parallel(n_jobs=self.n_jobs, require="sharedmem")(jobs)   # threads, always
-        solutions = _FoldPaths([coefs for coefs, _, _ in paths], len(folds), len(problems),
-                               l1_ratios.size, Cs.size)
+        solutions = _FoldPaths(stored if stored is not None else [
+            sparse for sparse, _, _ in paths], shape)
         n_iter = np.stack([sum(n for _, n, _ in paths[f * len(problems):(f + 1) * len(problems)])
                            for f in range(len(folds))])
         failed = sum(failed for _, _, failed in paths)
@@ -344,33 +350,34 @@ def _scorer(scoring, classes):
 
 
 class _FoldPaths:
-    """The folds' solutions along the grid, from the jobs' paths (fold-major, then problem;
-    each a (n_l1_ratios, n_Cs, rows, n_dof) array, or a CSR matrix of those rows in that
-    order). ``stored`` is ``coefs_paths_``: a (n_folds, n_l1_ratios, n_Cs, n_rows, n_dof)
-    array with the problems' rows side by side, or one CSR matrix of its rows in order;
-    ``block(f, r, c)`` one solution as an (n_rows, n_dof) array."""
+    """The folds' solutions along the grid: ``stored`` is ``coefs_paths_``, ``found`` itself
+    when it is the array of ``shape`` (n_folds, n_l1_ratios, n_Cs, n_rows, n_dof), the
+    problems' rows side by side; else one CSR matrix of that array's rows in order, built
+    from the jobs' paths ``found`` (fold-major, then problem; each a CSR matrix of
+    (l1_ratio, C, row) rows). ``block(f, r, c)`` is one solution as an (n_rows, n_dof)
+    array."""
 
-    def __init__(self, paths, n_folds, n_problems, n_l1_ratios, n_Cs):
-        folds = [paths[f * n_problems:(f + 1) * n_problems] for f in range(n_folds)]
-        self._grid = (n_l1_ratios, n_Cs)
-        if not sp.issparse(paths[0]):
-            self.stored = np.stack([np.concatenate(fold, axis=2) for fold in folds])
-            self._rows = self.stored.shape[3]
+    def __init__(self, found, shape):
+        self._shape = shape
+        if not isinstance(found, list):
+            self.stored = found
             return
+        n_folds = shape[0]
+        n_problems = len(found) // n_folds
         stacked = []
-        for fold in folds:        # each problem's rows run (l1_ratio, C): interleave them
+        for f in range(n_folds):  # each problem's rows run (l1_ratio, C): interleave them
+            fold = found[f * n_problems:(f + 1) * n_problems]
             rows = fold[0].shape[0]
             order = np.arange(n_problems * rows).reshape(n_problems, rows).T.ravel()
             stacked.append(sp.vstack(fold, format="csr")[order])
         self.stored = sp.vstack(stacked, format="csr")
-        self._rows = self.stored.shape[0] // (n_folds * n_l1_ratios * n_Cs)
 
     def block(self, f, r, c):
         if not sp.issparse(self.stored):
             return self.stored[f, r, c]
-        n_l1_ratios, n_Cs = self._grid
-        start = ((f * n_l1_ratios + r) * n_Cs + c) * self._rows
-        return self.stored[start:start + self._rows].toarray()
+        _, n_l1_ratios, n_Cs, n_rows, _ = self._shape
+        start = ((f * n_l1_ratios + r) * n_Cs + c) * n_rows
+        return self.stored[start:start + n_rows].toarray()
 
 
 def _checked_l1_ratios(l1_ratios):
@@ -401,19 +408,19 @@ def _datafit(X, X_csr, codes, sample_weight, pos, n_classes, fit_intercept):
 
 
 def _fold_path(rows, codes, weights, train, pos, n_classes, Cs, l1_ratios, fit_intercept,
-               tol, max_iter):
-    """One training fold's paths of one problem, one per l1_ratio: (coefs of shape
-    (n_l1_ratios, n_Cs, n_rows, n_features + fit_intercept), iterations of shape
-    (n_l1_ratios, n_Cs), number of solves that did not converge)."""
+               tol, max_iter, out):
+    """One training fold's paths of one problem, one per l1_ratio, written to ``out`` of
+    shape (n_l1_ratios, n_Cs, n_rows, n_features + fit_intercept); returns the iterations,
+    of shape (n_l1_ratios, n_Cs), and the number of solves that did not converge."""
     sample_weight, mean = _unit_mean_weights(weights[train])
     X, X_csr = _layouts(rows[train])
     datafit = _datafit(X, X_csr, codes[train], sample_weight, pos, n_classes, fit_intercept)
     multinomial = pos is None
-    coefs, n_iter, failed = [], [], 0
-    for l1_ratio in l1_ratios:
+    n_iter, failed = np.empty(out.shape[:2], dtype=np.int64), 0
+    for r, l1_ratio in enumerate(l1_ratios):
         results = _warm_path(datafit, Cs * mean, tol, max_iter, l1_ratio, multinomial)
-        coefs.append([np.atleast_2d(_path_coef(datafit, res.x, multinomial))
-                      for res in results])
-        n_iter.append([res.nit for res in results])
-        failed += sum(not res.success for res in results)
-    return np.asarray(coefs), np.asarray(n_iter), failed
+        for c, res in enumerate(results):
+            out[r, c] = _path_coef(datafit, res.x, multinomial)
+            n_iter[r, c] = res.nit
+            failed += not res.success
+    return n_iter, failed
