@@ -7,7 +7,7 @@ document: one-vs-rest, also multinomial), every estimator cross-validates the sa
 values of C (L1LogisticOBACV's default grid, [C_min, 10⁴ C_min]) on the same five
 stratified folds with the held-out log loss, then refits the chosen C on all the data, at
 its own defaults otherwise (one thread): L1LogisticOBACV (a warm-started OBA path per fold;
-also with n_jobs=2, two threads); GridSearchCV over L1LogisticOBA (a cold fit per fold and
+also with n_jobs=2, two processes); GridSearchCV over L1LogisticOBA (a cold fit per fold and
 C; not on the corpus, where scikit-learn's log loss scores every fold NaN: a held-out fold
 lacks some of the model's classes); LogisticRegressionCV with the ℓ1 penalty and its
 liblinear solver (binary only; it penalizes the intercept) and its saga solver. Reported: wall time (median
@@ -106,7 +106,7 @@ log-spaced on [C_min, 10⁴ C_min], C_min the smallest C with a nonzero coeffici
 same 5 stratified folds (shuffled, seed 0), scores the held-out log loss, and refits the
 chosen C on all the data, each at its own defaults otherwise, one thread: `L1LogisticOBACV`
 (a warm-started OBA path per fold, `tol` 1e-8; also with `n_jobs=2`, the folds' paths on
-two threads of the 2-core machine), `GridSearchCV` over `L1LogisticOBA` (a cold
+two processes on the 2-core machine), `GridSearchCV` over `L1LogisticOBA` (a cold
 fit per fold and C; not on the corpus, where scikit-learn's log loss scores every fold NaN,
 each held-out fold lacking some of the model's classes), scikit-learn's `LogisticRegressionCV(l1_ratios=(1,))` with `liblinear`
 (binary only; it penalizes the intercept) and `saga` (`tol` 1e-4, `max_iter` 100). Time:

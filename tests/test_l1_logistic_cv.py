@@ -132,7 +132,7 @@ def test_sparse_paths_hold_the_dense_paths_row_by_row(n_classes, multiclass):
     np.testing.assert_allclose(sparse.coef_.toarray(), dense.coef_, rtol=1e-9, atol=1e-12)
 
 
-def test_threads_change_nothing_and_float32_stays_float32():
+def test_processes_change_nothing_and_float32_stays_float32():
     X, y = _data(3, seed=5, sparse=True)
     a = L1LogisticOBACV(Cs=4, cv=3).fit(X, y)
     b = L1LogisticOBACV(Cs=4, cv=3, n_jobs=2).fit(X, y)

@@ -64,11 +64,10 @@ class L1LogisticOBACV(L1LogisticOBA):
         As in :class:`L1LogisticOBA`; ``"balanced"`` is computed on all the data, for every
         fold.
     n_jobs : int, default=None
-        Threads for the paths, one per fold and binary problem, and for the refit as in
-        :class:`L1LogisticOBA`. The kernels release the GIL, the solver's Python steps
-        between them do not: threads pay when the solves are long (large X), and can make
-        many short ones slower than one thread. None means 1 unless in a
-        :func:`joblib.parallel_backend` context, -1 all processors.
+        Processes for the paths, one job per fold and binary problem (joblib; X is
+        shared through memory maps), and threads for the refit as in
+        :class:`L1LogisticOBA`. None means 1 unless in a :func:`joblib.parallel_backend`
+        context, -1 all processors.
     verbose : int, default=0
         As in :class:`L1LogisticOBA`; 1 or more also prints a line per fold path (solves,
         OBA iterations, seconds) and the choice before the refit.
@@ -216,32 +215,28 @@ class L1LogisticOBACV(L1LogisticOBA):
         span = classes.size if multinomial else 1           # a problem's rows
         shape = (len(folds), l1_ratios.size, Cs.size, span * len(problems),
                  rows.shape[1] + self.fit_intercept)
-        stored = None if self.sparse_coef else np.empty(shape)   # the paths write in place
-
-        def path(k, train, i, pos):
+        stored = None if self.sparse_coef else np.empty(shape)
+        found, n_iter, failed = [], np.zeros(shape[:3], dtype=np.int64), 0
+        jobs = (delayed(_fold_path)(rows, codes, weights, train, pos, classes.size, Cs,
+                                    l1_ratios, self.fit_intercept, self.tol, self.max_iter)
+                for train, _ in folds for pos in problems)
+        done = Parallel(n_jobs=self.n_jobs, return_as="generator")(jobs)
+        for j, (coefs, path_iter, path_failed, seconds) in enumerate(done):
+            k, i = divmod(j, len(problems))
             task = self._begin_subtask(context, "fold path", X_in, y)
-            start = time.perf_counter()
-            coefs = (np.empty(shape[1:3] + (span, shape[4])) if stored is None
-                     else stored[k, :, :, i * span:(i + 1) * span])
-            n_iter, failed = _fold_path(rows, codes, weights, train, pos, classes.size, Cs,
-                                        l1_ratios, self.fit_intercept, self.tol,
-                                        self.max_iter, coefs)
-            sparse = (None if stored is not None    # (l1_ratio, C, row) rows, nonzeros only
-                      else sp.csr_matrix(coefs.reshape(-1, coefs.shape[-1])))
+            if stored is None:           # (l1_ratio, C, row) rows, nonzeros only
+                found.append(sp.csr_matrix(coefs.reshape(-1, coefs.shape[-1])))
+            else:
+                stored[k, :, :, i * span:(i + 1) * span] = coefs
+            n_iter[k] += path_iter
+            failed += path_failed
+            pos = problems[i]
             problem = ("" if pos is None or classes.size == 2
                        else f", class {np.asarray(classes[pos]).tolist()!r}")
-            self._say(f"fold {k + 1}/{len(folds)}{problem}: {n_iter.size} solves, "
-                      f"{int(n_iter.sum())} OBA iterations, {time.perf_counter() - start:.2f} s")
+            self._say(f"fold {k + 1}/{len(folds)}{problem}: {path_iter.size} solves, "
+                      f"{int(path_iter.sum())} OBA iterations, {seconds:.2f} s")
             self._end_subtask(task, X_in, y)
-            return sparse, n_iter, failed
-        jobs = [delayed(path)(k, train, i, pos) for k, (train, _) in enumerate(folds)
-                for i, pos in enumerate(problems)]
-        paths = Parallel(n_jobs=self.n_jobs, require="sharedmem")(jobs)   # threads, always
-        solutions = _FoldPaths(stored if stored is not None else [
-            sparse for sparse, _, _ in paths], shape)
-        n_iter = np.stack([sum(n for _, n, _ in paths[f * len(problems):(f + 1) * len(problems)])
-                           for f in range(len(folds))])
-        failed = sum(failed for _, _, failed in paths)
+        solutions = _FoldPaths(found or stored, shape)
         if failed:
             warnings.warn(f"OBA did not converge in {self.max_iter} iterations for {failed} "
                           f"of the {n_iter.size * len(problems)} solves of the folds' paths; "
@@ -408,19 +403,22 @@ def _datafit(X, X_csr, codes, sample_weight, pos, n_classes, fit_intercept):
 
 
 def _fold_path(rows, codes, weights, train, pos, n_classes, Cs, l1_ratios, fit_intercept,
-               tol, max_iter, out):
-    """One training fold's paths of one problem, one per l1_ratio, written to ``out`` of
-    shape (n_l1_ratios, n_Cs, n_rows, n_features + fit_intercept); returns the iterations,
-    of shape (n_l1_ratios, n_Cs), and the number of solves that did not converge."""
+               tol, max_iter):
+    """One training fold's paths of one problem, one per l1_ratio: (coefs of shape
+    (n_l1_ratios, n_Cs, n_rows, n_features + fit_intercept), iterations of shape
+    (n_l1_ratios, n_Cs), number of solves that did not converge, wall seconds)."""
+    start = time.perf_counter()
     sample_weight, mean = _unit_mean_weights(weights[train])
     X, X_csr = _layouts(rows[train])
     datafit = _datafit(X, X_csr, codes[train], sample_weight, pos, n_classes, fit_intercept)
     multinomial = pos is None
-    n_iter, failed = np.empty(out.shape[:2], dtype=np.int64), 0
+    coefs = np.empty((l1_ratios.size, Cs.size, n_classes if multinomial else 1,
+                      rows.shape[1] + fit_intercept))
+    n_iter, failed = np.empty(coefs.shape[:2], dtype=np.int64), 0
     for r, l1_ratio in enumerate(l1_ratios):
         results = _warm_path(datafit, Cs * mean, tol, max_iter, l1_ratio, multinomial)
         for c, res in enumerate(results):
-            out[r, c] = _path_coef(datafit, res.x, multinomial)
+            coefs[r, c] = _path_coef(datafit, res.x, multinomial)
             n_iter[r, c] = res.nit
             failed += not res.success
-    return n_iter, failed
+    return coefs, n_iter, failed, time.perf_counter() - start
