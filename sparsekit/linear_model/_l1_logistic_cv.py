@@ -213,10 +213,9 @@ class L1LogisticOBACV(L1LogisticOBA):
         context = self._begin_fit_task(X_in, y, len(folds) * len(problems) + self.refit,
                                        sample_weight)
         span = classes.size if multinomial else 1           # a problem's rows
-        shape = (len(folds), l1_ratios.size, Cs.size, span * len(problems),
-                 rows.shape[1] + self.fit_intercept)
-        stored = None if self.sparse_coef else np.empty(shape)
-        found, n_iter, failed = [], np.zeros(shape[:3], dtype=np.int64), 0
+        solutions = _FoldPaths((len(folds), l1_ratios.size, Cs.size, span * len(problems),
+                                rows.shape[1] + self.fit_intercept), span, self.sparse_coef)
+        n_iter, failed = np.zeros((len(folds), l1_ratios.size, Cs.size), dtype=np.int64), 0
         jobs = (delayed(_fold_path)(rows, codes, weights, train, pos, classes.size, Cs,
                                     l1_ratios, self.fit_intercept, self.tol, self.max_iter)
                 for train, _ in folds for pos in problems)
@@ -224,10 +223,7 @@ class L1LogisticOBACV(L1LogisticOBA):
         for j, (coefs, path_iter, path_failed, seconds) in enumerate(done):
             k, i = divmod(j, len(problems))
             task = self._begin_subtask(context, "fold path", X_in, y)
-            if stored is None:           # (l1_ratio, C, row) rows, nonzeros only
-                found.append(sp.csr_matrix(coefs.reshape(-1, coefs.shape[-1])))
-            else:
-                stored[k, :, :, i * span:(i + 1) * span] = coefs
+            solutions.add(k, i, coefs)
             n_iter[k] += path_iter
             failed += path_failed
             pos = problems[i]
@@ -236,7 +232,7 @@ class L1LogisticOBACV(L1LogisticOBA):
             self._say(f"fold {k + 1}/{len(folds)}{problem}: {path_iter.size} solves, "
                       f"{int(path_iter.sum())} OBA iterations, {seconds:.2f} s")
             self._end_subtask(task, X_in, y)
-        solutions = _FoldPaths(found or stored, shape)
+        solutions.close()
         if failed:
             warnings.warn(f"OBA did not converge in {self.max_iter} iterations for {failed} "
                           f"of the {n_iter.size * len(problems)} solves of the folds' paths; "
@@ -345,27 +341,37 @@ def _scorer(scoring, classes):
 
 
 class _FoldPaths:
-    """The folds' solutions along the grid: ``stored`` is ``coefs_paths_``, ``found`` itself
-    when it is the array of ``shape`` (n_folds, n_l1_ratios, n_Cs, n_rows, n_dof), the
-    problems' rows side by side; else one CSR matrix of that array's rows in order, built
-    from the jobs' paths ``found`` (fold-major, then problem; each a CSR matrix of
-    (l1_ratio, C, row) rows). ``block(f, r, c)`` is one solution as an (n_rows, n_dof)
-    array."""
+    """The folds' solutions along the grid, gathered path by path (``add``, fold-major,
+    then problem). After ``close``, ``stored`` is ``coefs_paths_``: an array of ``shape``
+    (n_folds, n_l1_ratios, n_Cs, n_rows, n_dof), the problems' ``span`` rows side by side,
+    or (``sparse``) one CSR matrix of that array's rows in order; ``block(f, r, c)`` is one
+    solution as an (n_rows, n_dof) array."""
 
-    def __init__(self, found, shape):
-        self._shape = shape
-        if not isinstance(found, list):
-            self.stored = found
+    def __init__(self, shape, span, sparse):
+        self._shape, self._span = shape, span
+        self.stored = None if sparse else np.empty(shape)
+        self._paths = []
+
+    def add(self, f, i, coefs):
+        """Fold ``f``'s path of problem ``i``, an (n_l1_ratios, n_Cs, span, n_dof) array."""
+        if self.stored is not None:
+            self.stored[f, :, :, i * self._span:(i + 1) * self._span] = coefs
+        else:                    # (l1_ratio, C, row) rows, nonzeros only
+            self._paths.append(sp.csr_matrix(coefs.reshape(-1, coefs.shape[-1])))
+
+    def close(self):
+        if self.stored is not None:
             return
-        n_folds = shape[0]
-        n_problems = len(found) // n_folds
+        n_folds = self._shape[0]
+        n_problems = len(self._paths) // n_folds
         stacked = []
         for f in range(n_folds):  # each problem's rows run (l1_ratio, C): interleave them
-            fold = found[f * n_problems:(f + 1) * n_problems]
+            fold = self._paths[f * n_problems:(f + 1) * n_problems]
             rows = fold[0].shape[0]
             order = np.arange(n_problems * rows).reshape(n_problems, rows).T.ravel()
             stacked.append(sp.vstack(fold, format="csr")[order])
         self.stored = sp.vstack(stacked, format="csr")
+        self._paths = []
 
     def block(self, f, r, c):
         if not sp.issparse(self.stored):
