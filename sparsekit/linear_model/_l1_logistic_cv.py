@@ -65,9 +65,10 @@ class L1LogisticOBACV(L1LogisticOBA):
         fold.
     n_jobs : int, default=None
         Processes for the paths, one job per fold and binary problem (joblib; X is
-        shared through memory maps), and threads for the refit as in
-        :class:`L1LogisticOBA`. None means 1 unless in a :func:`joblib.parallel_backend`
-        context, -1 all processors.
+        shared through memory maps; the first parallel fit of a session starts the
+        workers, about a second), and threads for the refit as in :class:`L1LogisticOBA`.
+        None means 1 unless in a :func:`joblib.parallel_backend` context, -1 all
+        processors.
     verbose : int, default=0
         As in :class:`L1LogisticOBA`; 1 or more also prints a line per fold path (solves,
         OBA iterations, seconds) and the choice before the refit.
