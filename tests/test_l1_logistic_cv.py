@@ -236,12 +236,15 @@ def test_too_few_iterations_warn():
         L1LogisticOBACV(Cs=4, cv=3, max_iter=1).fit(X, y)
 
 
-def test_progress_callbacks_see_each_path_and_the_refit():
+@pytest.mark.parametrize("n_jobs", [None, 2])
+def test_progress_callbacks_see_each_path_and_the_refit(n_jobs):
+    """Also when the paths run in worker processes: the fit reports them as they arrive."""
     X, y = load_iris(return_X_y=True)
     recorder = Recorder()
     with warnings.catch_warnings():
         warnings.simplefilter("error", ConvergenceWarning)
-        L1LogisticOBACV(Cs=3, cv=3).set_callbacks(recorder).fit(X / X.max(axis=0), y)
+        L1LogisticOBACV(Cs=3, cv=3, n_jobs=n_jobs).set_callbacks(recorder).fit(
+            X / X.max(axis=0), y)
     ended = [name for name, _ in recorder.ended]
     assert ended.count("fold path") == 9 and ended.count("refit") == 1
     assert ended[-1] == "fit"
