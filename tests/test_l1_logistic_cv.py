@@ -201,8 +201,12 @@ def test_errors_are_clear():
     with pytest.raises(ValueError, match="training fold 1 weighs only the class 0: every "
                                          "training fold needs two classes"):
         L1LogisticOBACV(cv=KFold(2)).fit(X, two)
-    with pytest.raises(ValueError, match="training fold 1 weighs no sample"):
-        L1LogisticOBACV(cv=KFold(2)).fit(X, y, sample_weight=np.r_[np.zeros(60), np.ones(60)])
+    halves = np.r_[np.zeros(60), np.ones(60)]
+    with pytest.raises(ValueError, match="training fold 0 weighs no sample"):
+        L1LogisticOBACV(cv=[(np.arange(60), np.arange(60, 120))]).fit(X, y, halves)
+    with pytest.raises(ValueError, match="held-out fold 0 weighs 0 in sample_weight: its "
+                                         "score is undefined"):
+        L1LogisticOBACV(cv=KFold(2)).fit(X, y, sample_weight=halves)
     with pytest.raises(ValueError, match="n_splits=5 cannot be greater"):
         L1LogisticOBACV().fit(X[:8], y[:8])
     est = L1LogisticOBACV(Cs=3, cv=3).fit(X, y)

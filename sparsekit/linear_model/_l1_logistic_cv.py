@@ -11,7 +11,6 @@ from joblib import Parallel, delayed
 from sklearn.callback import with_callbacks
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.metrics import check_scoring, get_scorer_names
-from sklearn.model_selection import check_cv
 from sklearn.utils._param_validation import Interval, StrOptions
 
 from sparsekit.gpu.datafits import is_device_matrix
@@ -22,10 +21,11 @@ from sparsekit.linear_model._l1_logistic import (L1LogisticOBA, _binary_block, _
                                                  _multinomial_block, _path_coef,
                                                  _smallest_active_C, _unit_mean_weights,
                                                  _warm_path)
+from sparsekit.linear_model._routing import CVRoutingMixin
 from sparsekit.utils._columns import UsedColumns
 
 
-class L1LogisticOBACV(L1LogisticOBA):
+class L1LogisticOBACV(CVRoutingMixin, L1LogisticOBA):
     """Logistic regression with an ℓ1 (or elastic-net) penalty, C chosen by cross-validation.
 
     For each training fold, :class:`L1LogisticOBA`'s problem is solved along the whole grid
@@ -47,7 +47,9 @@ class L1LogisticOBACV(L1LogisticOBA):
         Elastic-net mixings to search together with ``Cs`` (see :class:`L1LogisticOBA`);
         1 is the ℓ1 penalty.
     cv : int, cross-validation generator or iterable, default=None
-        As in scikit-learn: None is 5-fold, an integer the number of folds (stratified).
+        As in scikit-learn: None is 5-fold, an integer the number of folds (stratified);
+        a group splitter such as ``GroupKFold`` takes its ``groups`` through metadata
+        routing (see :meth:`fit`).
     scoring : str, callable or None, default="neg_log_loss"
         What to maximize on the held-out rows: a scikit-learn scorer name, a callable
         ``scorer(estimator, X, y)``, or None for accuracy (``score``). The default is the log
@@ -166,7 +168,7 @@ class L1LogisticOBACV(L1LogisticOBA):
 
     @unchanged_on_error
     @with_callbacks
-    def fit(self, X, y, sample_weight=None):
+    def fit(self, X, y, sample_weight=None, **params):
         """Cross-validate the grid on X and labels y, then fit the chosen model.
 
         scikit-learn's callbacks see one subtask per path (fold and binary problem) and one
@@ -183,7 +185,14 @@ class L1LogisticOBACV(L1LogisticOBA):
             optimum is at −∞, with no sample): its probability is about 0, as in the
             model a grid search fits on that fold, which lacks the class.
         sample_weight : array-like of shape (n_samples,), default=None
-            Non-negative weights of the rows' loss terms, in the folds and in the refit.
+            Non-negative weights of the rows' loss terms, in the folds and in the refit,
+            and of the held-out rows' scores (when the scorer takes ``sample_weight``, as
+            scikit-learn's do), as in scikit-learn's ``LogisticRegressionCV``.
+        **params : dict
+            Only with scikit-learn's metadata routing enabled
+            (``sklearn.set_config(enable_metadata_routing=True)``): metadata for the
+            splitter, such as ``groups`` for a ``GroupKFold`` ``cv``, and for the scorer;
+            ``sample_weight`` too then goes to the scorer only if it requests it.
 
         Returns
         -------
@@ -191,7 +200,7 @@ class L1LogisticOBACV(L1LogisticOBA):
             The fitted estimator.
         """
         self._validate_params()
-        X_in = X
+        X_in, sample_weight_in = X, sample_weight
         if is_dask_collection(X) or is_device_matrix(X):
             raise TypeError("L1LogisticOBACV fits NumPy or SciPy input; for a dask array or "
                             "a CuPy array, fit L1LogisticOBA (GridSearchCV runs on a Dask "
@@ -200,6 +209,9 @@ class L1LogisticOBACV(L1LogisticOBA):
         codes = self._encode_labels(y)
         classes = self.classes_
         weights = self._class_weighted(sample_weight, codes)
+        scorer = _scorer(self.scoring, classes)
+        given = None if sample_weight_in is None else sample_weight   # checked
+        folds, held_out = self._routed_folds(X, y, given, params, scorer)
         multinomial = self.multiclass == "multinomial" and classes.size > 2
         problems = [None] if multinomial else [1] if classes.size == 2 else list(
             range(classes.size))
@@ -208,7 +220,6 @@ class L1LogisticOBACV(L1LogisticOBA):
         columns = UsedColumns(X)
         rows = columns.take(X.tocsr() if sp.issparse(X) else X)    # the folds take rows
         Cs = self._grid(rows, codes, weights, problems, l1_ratios)
-        folds = list(check_cv(self.cv, y, classifier=True).split(X, y))
         for k, (train, _) in enumerate(folds):
             _check_fold(classes, codes[train], weights[train], k)
         context = self._begin_fit_task(X_in, y, len(folds) * len(problems) + self.refit,
@@ -238,13 +249,12 @@ class L1LogisticOBACV(L1LogisticOBA):
             warnings.warn(f"OBA did not converge in {self.max_iter} iterations for {failed} "
                           f"of the {n_iter.size * len(problems)} solves of the folds' paths; "
                           "increase max_iter.", ConvergenceWarning)
-        scorer = _scorer(self.scoring, classes)
         scores = np.empty(n_iter.shape)
         for f, (_, test) in enumerate(folds):
             X_test, y_test = rows[test], y[test]     # sliced once per fold
             for r, c in np.ndindex(scores.shape[1:]):
                 model = self._fold_model(solutions.block(f, r, c), X.dtype, multinomial)
-                scores[f, r, c] = scorer(model, X_test, y_test)
+                scores[f, r, c] = scorer(model, X_test, y_test, **held_out[f])
         self.Cs_, self.l1_ratios_, self.scores_ = Cs, l1_ratios, scores
         self.coefs_paths_, self.n_iter_ = columns.expand(solutions.stored), n_iter
         best = f"mean held-out score {scores.mean(axis=0).max():.6g} over {len(folds)} folds"
@@ -327,17 +337,18 @@ class L1LogisticOBACV(L1LogisticOBA):
 def _scorer(scoring, classes):
     """scikit-learn's scorer for ``scoring``; for the log loss, its value computed here from
     ``predict_log_proba`` (the probabilities clipped to [eps, 1 − eps], as scikit-learn
-    does), without the label checks that cost more than the scoring on every grid point,
-    and for every class, so that a held-out fold without some class is scored rather than
-    refused."""
+    does; weighted by ``sample_weight`` as there), without the label checks that cost more
+    than the scoring on every grid point, and for every class, so that a held-out fold
+    without some class is scored rather than refused."""
     if scoring != "neg_log_loss":
         return check_scoring(L1LogisticOBA(), scoring=scoring)
 
-    def neg_log_loss(model, X, y):
+    def neg_log_loss(model, X, y, sample_weight=None):
         log_proba = model.predict_log_proba(X)
         eps = np.finfo(log_proba.dtype).eps
         picked = log_proba[np.arange(len(y)), np.searchsorted(classes, y)]
-        return float(np.mean(np.clip(picked.astype(np.float64), np.log(eps), np.log1p(-eps))))
+        return float(np.average(np.clip(picked.astype(np.float64), np.log(eps),
+                                        np.log1p(-eps)), weights=sample_weight))
     return neg_log_loss
 
 

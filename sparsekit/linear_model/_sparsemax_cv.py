@@ -11,7 +11,6 @@ from sklearn.base import clone
 from sklearn.callback import with_callbacks
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.metrics import check_scoring, get_scorer_names
-from sklearn.model_selection import check_cv
 from sklearn.utils import _safe_indexing
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.multiclass import check_classification_targets
@@ -21,6 +20,7 @@ from ..gpu.datafits import is_device_matrix
 from ..utils._validation import check_entry_magnitude, check_two_classes, validate_input
 from ._base import unchanged_on_error
 from ._dask_input import is_dask_collection
+from ._routing import CVRoutingMixin
 from ._sparsemax import SparsemaxClassifier, row_sums
 
 # the span of an integer grid of ``alphas``: 10^2 down to 10^-2 times alpha="scale"
@@ -30,7 +30,7 @@ _SHARED = ("polytope", "budget", "negated", "fit_intercept", "penalize_intercept
            "random_state")
 
 
-class SparsemaxClassifierCV(SparsemaxClassifier):
+class SparsemaxClassifierCV(CVRoutingMixin, SparsemaxClassifier):
     """Sparsemax regression with ``alpha`` chosen by cross-validation.
 
     For each training fold, :class:`SparsemaxClassifier` is fit along the whole grid of
@@ -49,7 +49,8 @@ class SparsemaxClassifierCV(SparsemaxClassifier):
         a single value is that scale.
     cv : int, cross-validation generator or iterable, default=None
         As in scikit-learn: None is 5-fold, an integer the number of folds (stratified for
-        class labels).
+        class labels); a group splitter such as ``GroupKFold`` takes its ``groups``
+        through metadata routing (see :meth:`fit`).
     scoring : str, callable or None, default=None
         What to maximize on the held-out rows: a scikit-learn scorer name (e.g.
         ``"f1_micro"`` for label sets), a callable ``scorer(estimator, X, y)``, or None for
@@ -167,7 +168,7 @@ default="simplex"
 
     @unchanged_on_error
     @with_callbacks
-    def fit(self, X, y, sample_weight=None):
+    def fit(self, X, y, sample_weight=None, **params):
         """Cross-validate the grid on X and y, then fit the chosen model on all of it.
 
         scikit-learn's callbacks see one subtask per fold path and one for the refit.
@@ -182,7 +183,14 @@ default="simplex"
             a row-stochastic proportion matrix.
         sample_weight : array-like of shape (n_samples,), default=None
             Non-negative weights of the rows' loss terms, in the folds' fits, the grid's
-            scale and the refit (the held-out rows are scored unweighted).
+            scale and the refit, and of the held-out rows' scores (when the scorer takes
+            ``sample_weight``, as scikit-learn's do), as in scikit-learn's
+            ``LogisticRegressionCV``.
+        **params : dict
+            Only with scikit-learn's metadata routing enabled
+            (``sklearn.set_config(enable_metadata_routing=True)``): metadata for the
+            splitter, such as ``groups`` for a ``GroupKFold`` ``cv``, and for the scorer;
+            ``sample_weight`` too then goes to the scorer only if it requests it.
 
         Returns
         -------
@@ -204,14 +212,15 @@ default="simplex"
                                   ensure_non_negative=True)
         base = SparsemaxClassifier(**{name: getattr(self, name) for name in _SHARED},
                                    verbose=max(self.verbose - 1, 0), warm_start=True)
+        scorer = check_scoring(base, scoring=self.scoring)    # None: base's score
+        folds, held_out = self._routed_folds(X, y, None if sample_weight is None else sw,
+                                             params, scorer)
         alphas = self._grid(base, X, sw)
-        folds = list(check_cv(self.cv, y, classifier=True).split(X, y))
         classes = _check_folds(y, folds)
         context = self._begin_fit_task(X, y, len(folds) + 1, sample_weight)
-        scorer = (None if self.scoring is None
-                  else check_scoring(base, scoring=self.scoring))
         jobs = (delayed(_fold_path)(clone(base), X, y, sw, train, test, alphas, scorer,
-                                    classes) for train, test in folds)
+                                    score_params, classes)
+                for (train, test), score_params in zip(folds, held_out))
         paths = []
         for k, path in enumerate(Parallel(n_jobs=self.n_jobs, return_as="generator")(jobs)):
             task = self._begin_subtask(context, "fold path", X, y)
@@ -280,12 +289,13 @@ def _check_folds(y, folds):
     return classes
 
 
-def _fold_path(est, X, y, sw, train, test, alphas, scorer, classes):
+def _fold_path(est, X, y, sw, train, test, alphas, scorer, score_params, classes):
     """Fit ``est`` (warm_start=True) at each alpha in turn on the ``train`` rows and score
-    it on the ``test`` rows; the warnings of the fits are returned, not shown. The solutions
-    are returned with a row for each of ``classes`` (all the data's, for class labels; None
-    for 2-D targets): a class absent from the training rows gets zero weights and the
-    lowest intercept, as a start for the refit."""
+    it on the ``test`` rows (``scorer(est, X_test, y_test, **score_params)``); the warnings
+    of the fits are returned, not shown. The solutions are returned with a row for each of
+    ``classes`` (all the data's, for class labels; None for 2-D targets): a class absent
+    from the training rows gets zero weights and the lowest intercept, as a start for the
+    refit."""
     X_train, y_train, sw_train = X[train], _safe_indexing(y, train), sw[train]
     X_test, y_test = X[test], _safe_indexing(y, test)
     out = {"scores": np.empty(alphas.size), "n_iter": np.empty(alphas.size, dtype=np.int64),
@@ -294,8 +304,7 @@ def _fold_path(est, X, y, sw, train, test, alphas, scorer, classes):
         warnings.simplefilter("always")
         for i, alpha in enumerate(alphas):
             est.set_params(alpha=float(alpha)).fit(X_train, y_train, sw_train)
-            out["scores"][i] = (est.score(X_test, y_test) if scorer is None
-                                else scorer(est, X_test, y_test))
+            out["scores"][i] = scorer(est, X_test, y_test, **score_params)
             out["n_iter"][i] = est.n_iter_
             coef, intercept = est.coef_, est.intercept_
             if classes is not None and est.classes_.size < classes.size:

@@ -1,0 +1,74 @@
+"""What the cross-validating estimators share: the extra arguments of ``fit`` routed to the
+splitter and to the scorer, as scikit-learn's ``LogisticRegressionCV`` routes them."""
+import inspect
+import warnings
+
+import numpy as np
+from sklearn.metrics import get_scorer
+from sklearn.model_selection import check_cv
+from sklearn.utils.metadata_routing import (MetadataRouter, MethodMapping,
+                                            _raise_for_params, _routing_enabled,
+                                            process_routing)
+from sklearn.utils.validation import _check_method_params
+
+
+class CVRoutingMixin:
+    """``fit(X, y, sample_weight=None, **params)`` of a cross-validating estimator whose
+    ``cv`` makes the folds and whose ``scoring`` scores the held-out rows.
+
+    With scikit-learn's metadata routing enabled, ``params`` (``groups`` for a group
+    splitter, say) and ``sample_weight`` go where they are requested: to ``cv.split`` and to
+    the scorer. Without it, ``params`` are refused and ``sample_weight`` weighs the
+    held-out rows' scores when the scorer takes it (scikit-learn's scorers do; a warning
+    says when it does not), as scikit-learn's ``GridSearchCV`` weighs them.
+    """
+
+    def get_metadata_routing(self):
+        """The metadata routing of this estimator: ``fit`` consumes ``sample_weight`` and
+        passes metadata to ``cv.split`` and to the scorer's ``score``.
+
+        Returns
+        -------
+        routing : MetadataRouter
+            See scikit-learn's user guide on metadata routing.
+        """
+        return (MetadataRouter(owner=self)
+                .add_self_request(self)
+                .add(splitter=check_cv(self.cv),
+                     method_mapping=MethodMapping().add(caller="fit", callee="split"))
+                .add(scorer=get_scorer("accuracy" if self.scoring is None else self.scoring),
+                     method_mapping=MethodMapping().add(caller="fit", callee="score")))
+
+    def _routed_folds(self, X, y, sample_weight, params, scorer):
+        """(the folds of ``cv`` on X and y, the scorer's arguments for each held-out fold);
+        ``scorer`` is the callable that will score the folds."""
+        _raise_for_params(params, self, "fit")
+        if _routing_enabled():
+            routed = process_routing(self, "fit", sample_weight=sample_weight, **params)
+            split, score = routed.splitter.split, routed.scorer.score
+        else:
+            split, score = {}, {}
+            if sample_weight is not None and _takes_sample_weight(scorer):
+                score = {"sample_weight": sample_weight}
+            elif sample_weight is not None:      # as scikit-learn's grid search warns
+                warnings.warn(f"The scoring {scorer} does not take sample_weight: the "
+                              "held-out rows are scored unweighted.", UserWarning,
+                              stacklevel=4)
+        folds = list(check_cv(self.cv, y, classifier=True).split(X, y, **split))
+        held_out = [_check_method_params(X, score, indices=test) for _, test in folds]
+        for k, fold in enumerate(held_out):
+            weights = fold.get("sample_weight")
+            if weights is not None and not np.sum(weights) > 0:
+                raise ValueError(f"held-out fold {k} weighs 0 in sample_weight: its score "
+                                 "is undefined; use other folds (cv)")
+        return folds, held_out
+
+
+def _takes_sample_weight(scorer):
+    """Whether ``scorer(estimator, X, y, sample_weight=...)`` weighs the rows."""
+    if hasattr(scorer, "_accept_sample_weight"):     # scikit-learn's scorers say it
+        return scorer._accept_sample_weight()
+    try:
+        return "sample_weight" in inspect.signature(scorer).parameters
+    except (TypeError, ValueError):
+        return False
