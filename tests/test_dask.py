@@ -14,7 +14,8 @@ else:
     da = pytest.importorskip("dask.array")
     distributed = pytest.importorskip("distributed")
 
-from sparsekit.linear_model import L1LogisticOBA, SparsemaxClassifier  # noqa: E402
+from sparsekit.linear_model import (L1LogisticOBA, L1LogisticOBACV,  # noqa: E402
+                                    SparsemaxClassifier, SparsemaxClassifierCV)
 
 
 def test_dask_fit_without_a_client_says_so():
@@ -169,6 +170,23 @@ def test_grid_search_runs_on_the_cluster_through_joblib(client):
     np.testing.assert_allclose(spread.cv_results_["mean_test_score"],
                                local.cv_results_["mean_test_score"])
     assert spread.best_params_ == local.best_params_
+
+
+@pytest.mark.parametrize("estimator", [L1LogisticOBACV(Cs=4, cv=3, tol=1e-10),
+                                       SparsemaxClassifierCV(alphas=4, cv=3, tol=1e-10)])
+def test_the_cross_validated_paths_run_on_the_cluster_through_joblib(client, estimator):
+    """The CV estimators' fold paths (``n_jobs``) run as tasks of the cluster on joblib's
+    dask backend, with the in-memory scores and model."""
+    import joblib
+
+    X, y = _data(n=300, seed=7)
+    local = estimator.fit(X, y)
+    scores, coef = local.scores_.copy(), local.coef_.copy()
+    with distributed.get_task_stream(client) as tasks, joblib.parallel_backend("dask"):
+        spread = estimator.set_params(n_jobs=-1).fit(X, y)
+    assert any("_fold_path" in task["key"] for task in tasks.data)
+    np.testing.assert_array_equal(spread.scores_, scores)
+    np.testing.assert_allclose(spread.coef_, coef, rtol=1e-12, atol=1e-14)
 
 
 def test_streaming_extreme_softmax_with_incremental_and_predictions_on_dask(client):
