@@ -47,6 +47,25 @@ def test_scores_and_choice_are_those_of_a_grid_search_over_cold_fits(sparse):
     np.testing.assert_array_equal(est.predict(X), grid.predict(X))
 
 
+def test_the_refit_starts_at_the_mean_of_the_folds_solutions(monkeypatch):
+    X, y = _data(seed=5, n=240)
+    fits = []                       # (rows, alpha, coef_ at the start, coef_ at the end)
+    fit = SparsemaxClassifier.fit
+
+    def spy(est, X, y, sample_weight=None):
+        start = getattr(est, "coef_", None)
+        start = None if start is None else start.copy()
+        fit(est, X, y, sample_weight)
+        fits.append((X.shape[0], est.alpha, start, est.coef_.copy()))
+        return est
+    monkeypatch.setattr(SparsemaxClassifier, "fit", spy)
+    est = SparsemaxClassifierCV(alphas=5, cv=4).fit(X, y)
+    folds = [end for rows, alpha, _, end in fits if rows < len(y) and alpha == est.alpha_]
+    refit = [start for rows, _, start, _ in fits if rows == len(y)]
+    assert len(folds) == 4 and len(refit) == 1
+    np.testing.assert_allclose(refit[0], np.mean(folds, axis=0), rtol=1e-12, atol=1e-15)
+
+
 def test_the_warm_paths_take_fewer_iterations_than_cold_fits():
     X, y = _data(seed=2, n=300)
     cv = list(StratifiedKFold(3).split(X, y))

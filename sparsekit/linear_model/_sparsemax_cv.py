@@ -224,6 +224,15 @@ default="simplex"
         paths = []
         for k, path in enumerate(Parallel(n_jobs=self.n_jobs, return_as="generator")(jobs)):
             task = self._begin_subtask(context, "fold path", X, y)
+            # the folds' solutions are summed per alpha as they come (the refit starts at
+            # their mean), not kept: n_alphas models in memory, not n_folds x n_alphas
+            coefs, intercepts = path.pop("coefs"), path.pop("intercepts")
+            if k == 0:
+                coef_sum, intercept_sum = coefs, intercepts
+            else:
+                coef_sum += coefs
+                intercept_sum += intercepts
+            del coefs, intercepts
             paths.append(path)
             self._say(f"fold {k + 1}/{len(folds)}: {alphas.size} fits, "
                       f"{int(path['n_iter'].sum())} solver iterations")
@@ -238,7 +247,8 @@ default="simplex"
                   f"{self.scores_[:, best].mean():.6g} over {len(folds)} folds; refit on "
                   "all the data")
         task = self._begin_subtask(context, "refit", X, y)
-        self._refit(base, X, y, sample_weight, alphas[best], paths, best)
+        self._refit(base, X, y, sample_weight, alphas[best], coef_sum[best] / len(folds),
+                    intercept_sum[best] / len(folds))
         self._end_subtask(task, X, y)
         self._end_fit_task(context, X, y, sample_weight)
         return self
@@ -258,12 +268,11 @@ default="simplex"
                              f"finite non-negative numbers, got {self.alphas!r}")
         return np.unique(alphas)[::-1]
 
-    def _refit(self, base, X, y, sample_weight, alpha, paths, best):
-        """Fit ``base`` at ``alpha`` on all the data from the mean of the folds' solutions
-        there, and take over its fitted attributes."""
+    def _refit(self, base, X, y, sample_weight, alpha, coef, intercept):
+        """Fit ``base`` at ``alpha`` on all the data from ``coef`` and ``intercept`` (the
+        mean of the folds' solutions there), and take over its fitted attributes."""
         est = clone(base).set_params(alpha=float(alpha))
-        est.coef_ = np.mean([path["coefs"][best] for path in paths], axis=0)
-        est.intercept_ = np.mean([path["intercepts"][best] for path in paths], axis=0)
+        est.coef_, est.intercept_ = coef, intercept
         est.fit(X, y, sample_weight)
         for name, value in vars(est).items():
             if name.endswith("_") or name in ("_negated", "_target_dtype"):
@@ -299,7 +308,7 @@ def _fold_path(est, X, y, sw, train, test, alphas, scorer, score_params, classes
     X_train, y_train, sw_train = X[train], _safe_indexing(y, train), sw[train]
     X_test, y_test = X[test], _safe_indexing(y, test)
     out = {"scores": np.empty(alphas.size), "n_iter": np.empty(alphas.size, dtype=np.int64),
-           "coefs": [], "intercepts": [], "failed": 0}
+           "failed": 0}
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         for i, alpha in enumerate(alphas):
@@ -313,8 +322,11 @@ def _fold_path(est, X, y, sw, train, test, alphas, scorer, score_params, classes
                 coef[rows] = est.coef_
                 intercept = np.full(classes.size, intercept.min(), dtype=intercept.dtype)
                 intercept[rows] = est.intercept_
-            out["coefs"].append(coef.copy())
-            out["intercepts"].append(intercept.copy())
+            if i == 0:                    # (n_alphas, n_classes, n_features), X's dtype
+                out["coefs"] = np.empty((alphas.size,) + coef.shape, dtype=coef.dtype)
+                out["intercepts"] = np.empty((alphas.size,) + intercept.shape,
+                                             dtype=intercept.dtype)
+            out["coefs"][i], out["intercepts"][i] = coef, intercept
     out["failed"] = sum(issubclass(w.category, ConvergenceWarning) for w in caught)
     out["warnings"] = [(w.category, str(w.message)) for w in caught
                        if not issubclass(w.category, ConvergenceWarning)]
