@@ -103,3 +103,13 @@ def test_a_scorer_without_sample_weight_scores_unweighted_and_a_weightless_fold_
     with pytest.raises(ValueError, match="held-out fold 0 weighs 0 in sample_weight: its "
                                          "score is undefined"):
         est.set_params(cv=KFold(2), scoring=None).fit(X, y, sample_weight=halves)
+
+
+@pytest.mark.parametrize("kind", ["l1", "sparsemax"])
+def test_a_cv_without_folds_or_with_an_empty_held_out_fold_is_refused(kind):
+    X, y, _, _ = _data()
+    with pytest.raises(ValueError, match=r"cv=\[\] gave no \(train, test\) folds"):
+        _pair(kind)[0].set_params(cv=[]).fit(X, y)
+    folds = [(np.arange(100), np.arange(100, 150)), (np.arange(150), np.arange(0))]
+    with pytest.raises(ValueError, match="held-out fold 1 holds no sample: nothing to score"):
+        _pair(kind)[0].set_params(cv=folds).fit(X, y)

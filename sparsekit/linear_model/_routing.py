@@ -55,6 +55,11 @@ class CVRoutingMixin:
                               "held-out rows are scored unweighted.", UserWarning,
                               stacklevel=4)
         folds = list(check_cv(self.cv, y, classifier=True).split(X, y, **split))
+        if not folds:
+            raise ValueError(f"cv={self.cv!r} gave no (train, test) folds")
+        for k, (_, test) in enumerate(folds):
+            if len(test) == 0:
+                raise ValueError(f"held-out fold {k} holds no sample: nothing to score")
         held_out = [_check_method_params(X, score, indices=test) for _, test in folds]
         for k, fold in enumerate(held_out):
             weights = fold.get("sample_weight")
