@@ -55,6 +55,9 @@ def test_groups_reach_a_group_splitter_with_routing_enabled(kind):
     for _, test in folds:             # the folds hold whole groups
         assert not set(groups[test]) & set(np.delete(groups, test))
     np.testing.assert_array_equal(scores, est.set_params(cv=folds).fit(X, y).scores_)
+    with sklearn.config_context(enable_metadata_routing=True):   # a generator of folds
+        generated = est.set_params(cv=GroupKFold(3).split(X, y, groups)).fit(X, y).scores_
+    np.testing.assert_array_equal(scores, generated)
 
 
 @pytest.mark.parametrize("kind, scoring", [("l1", "neg_log_loss"), ("l1", "accuracy"),

@@ -34,7 +34,7 @@ class CVRoutingMixin:
         """
         return (MetadataRouter(owner=self)
                 .add_self_request(self)
-                .add(splitter=check_cv(self.cv),
+                .add(splitter=self.cv,       # not check_cv's: it would consume a generator
                      method_mapping=MethodMapping().add(caller="fit", callee="split"))
                 .add(scorer=get_scorer("accuracy" if self.scoring is None else self.scoring),
                      method_mapping=MethodMapping().add(caller="fit", callee="score")))
