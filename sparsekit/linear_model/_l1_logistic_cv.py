@@ -2,6 +2,7 @@
 :class:`~sparsekit.L1LogisticOBA` chosen on warm-started regularization paths, one per
 training fold, as scikit-learn's ``LogisticRegressionCV`` does for its solvers."""
 import numbers
+import os
 import time
 import warnings
 
@@ -102,7 +103,9 @@ class L1LogisticOBACV(CVRoutingMixin, L1LogisticOBA):
         number of classes. With ``sparse_coef=True`` a CSR matrix of shape (n_folds ×
         n_l1_ratios × n_Cs × n_rows, n_features + fit_intercept), rows in that order (its
         ``toarray()`` reshapes to the array): the array's size is the product of all those
-        numbers, too large for wide data with many classes, where the nonzeros are few.
+        numbers, too large for wide data with many classes, where the nonzeros are few (a
+        dense array larger than half the machine's memory is refused before the fit starts,
+        with its size).
     n_iter_ : ndarray of shape (n_folds, n_l1_ratios, n_Cs)
         OBA iterations of each path solve (summed over the one-vs-rest problems).
     coef_, intercept_, classes_, optimality_, duality_gap_, corrective_loops_
@@ -222,11 +225,14 @@ class L1LogisticOBACV(CVRoutingMixin, L1LogisticOBA):
         Cs = self._grid(rows, codes, weights, problems, l1_ratios)
         for k, (train, _) in enumerate(folds):
             _check_fold(classes, codes[train], weights[train], k)
+        span = classes.size if multinomial else 1           # a problem's rows
+        shape = (len(folds), l1_ratios.size, Cs.size, span * len(problems))
+        if not self.sparse_coef:
+            _check_dense_paths(shape + (X.shape[1] + self.fit_intercept,))
         context = self._begin_fit_task(X_in, y, len(folds) * len(problems) + self.refit,
                                        sample_weight)
-        span = classes.size if multinomial else 1           # a problem's rows
-        solutions = _FoldPaths((len(folds), l1_ratios.size, Cs.size, span * len(problems),
-                                rows.shape[1] + self.fit_intercept), span, self.sparse_coef)
+        solutions = _FoldPaths(shape + (rows.shape[1] + self.fit_intercept,), span,
+                               self.sparse_coef)
         n_iter, failed = np.zeros((len(folds), l1_ratios.size, Cs.size), dtype=np.int64), 0
         jobs = (delayed(_fold_path)(rows, codes, weights, train, pos, classes.size, Cs,
                                     l1_ratios, self.fit_intercept, self.tol, self.max_iter)
@@ -391,6 +397,29 @@ class _FoldPaths:
         _, n_l1_ratios, n_Cs, n_rows, _ = self._shape
         start = ((f * n_l1_ratios + r) * n_Cs + c) * n_rows
         return self.stored[start:start + n_rows].toarray()
+
+
+def _physical_memory():
+    """This machine's physical memory in bytes, or None where the OS does not say."""
+    try:
+        return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (AttributeError, ValueError, OSError):
+        return None
+
+
+def _check_dense_paths(shape):
+    """Refuse, before any solve, a dense ``coefs_paths_`` of ``shape`` that would take more
+    than half of the machine's memory (wide or hashed columns with many classes): it is
+    filled as the paths arrive, and would run out of memory late in the fit."""
+    size = 8.0 * np.prod(shape, dtype=np.float64)
+    memory = _physical_memory()
+    if memory is not None and size > memory / 2:
+        n_folds, n_ratios, n_Cs, n_rows, width = shape
+        raise ValueError(f"coefs_paths_ would take {size / 2**30:.1f} GiB as a dense array "
+                         f"({n_folds} folds x {n_ratios} l1_ratios x {n_Cs} Cs x {n_rows} rows "
+                         f"x {width:,} columns), more than half of this machine's "
+                         f"{memory / 2**30:.1f} GiB: pass sparse_coef=True, which stores its "
+                         "nonzeros (and the model's)")
 
 
 def _checked_l1_ratios(l1_ratios):
