@@ -47,8 +47,11 @@ def test_scores_and_choice_are_those_of_a_grid_search_over_cold_fits(sparse):
     np.testing.assert_array_equal(est.predict(X), grid.predict(X))
 
 
-def test_the_refit_starts_at_the_mean_of_the_folds_solutions(monkeypatch):
+@pytest.mark.parametrize("empty_columns", [0, 100])
+def test_the_refit_starts_at_the_mean_of_the_folds_solutions(monkeypatch, empty_columns):
     X, y = _data(seed=5, n=240)
+    if empty_columns:      # as hashed features: the paths keep the used columns only
+        X = sp.hstack([sp.csr_matrix((len(y), empty_columns)), X], format="csr")
     fits = []                       # (rows, alpha, coef_ at the start, coef_ at the end)
     fit = SparsemaxClassifier.fit
 
@@ -64,6 +67,7 @@ def test_the_refit_starts_at_the_mean_of_the_folds_solutions(monkeypatch):
     refit = [start for rows, _, start, _ in fits if rows == len(y)]
     assert len(folds) == 4 and len(refit) == 1
     np.testing.assert_allclose(refit[0], np.mean(folds, axis=0), rtol=1e-12, atol=1e-15)
+    assert refit[0].shape == (3, X.shape[1]) and not np.any(refit[0][:, :empty_columns])
 
 
 def test_the_warm_paths_take_fewer_iterations_than_cold_fits():
