@@ -1288,3 +1288,24 @@ def test_bounds_on_every_coefficient_keep_every_column():
     est = SparsemaxClassifier(alpha=0.05, bounds=(lower, 2.0)).fit(wide, y)
     assert est.coef_.shape == (3, 90)
     np.testing.assert_allclose(est.coef_[:, np.delete(np.arange(90), places)[:2]], 0.5)
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("fmt", ["csr", "csc"])
+def test_scores_of_x_wider_than_its_entries_are_the_product(dtype, fmt):
+    """Hashed features: X of many more columns than entries is scored on its used columns
+    only (the same numbers as X coef_ᵀ + intercept_), rows of other sizes as before."""
+    rng = np.random.default_rng(3)
+    X = sp.random(200, 5000, density=0.002, random_state=4, format="csr", dtype=dtype)
+    X.data = rng.uniform(0.1, 1.0, X.nnz).astype(dtype)
+    y = rng.integers(0, 4, 200)
+    clf = SparsemaxClassifier(alpha=1e-3).fit(X, y)
+    assert X.shape[1] > X.nnz
+    for rows in (X, X[:1], sp.vstack([X] * 8)):   # the last has more entries than columns
+        rows = rows.asformat(fmt)
+        expected = (rows.astype(np.float64) @ clf.coef_.T.astype(np.float64)
+                    + clf.intercept_.astype(np.float64))
+        scores = clf.decision_function(rows)
+        assert scores.dtype == dtype and scores.shape == (rows.shape[0], 4)
+        np.testing.assert_allclose(scores, expected, rtol=1e-5 if dtype == np.float32 else 1e-12,
+                                   atol=1e-6 if dtype == np.float32 else 1e-13)

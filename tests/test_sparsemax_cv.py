@@ -50,24 +50,28 @@ def test_scores_and_choice_are_those_of_a_grid_search_over_cold_fits(sparse):
 @pytest.mark.parametrize("empty_columns", [0, 100])
 def test_the_refit_starts_at_the_mean_of_the_folds_solutions(monkeypatch, empty_columns):
     X, y = _data(seed=5, n=240)
-    if empty_columns:      # as hashed features: the paths keep the used columns only
+    if empty_columns:      # as hashed features: the paths run on the used columns only
         X = sp.hstack([sp.csr_matrix((len(y), empty_columns)), X], format="csr")
-    fits = []                       # (rows, alpha, coef_ at the start, coef_ at the end)
+    fits = []              # (rows, columns, alpha, coef_ at the start, coef_ at the end)
     fit = SparsemaxClassifier.fit
 
     def spy(est, X, y, sample_weight=None):
         start = getattr(est, "coef_", None)
         start = None if start is None else start.copy()
         fit(est, X, y, sample_weight)
-        fits.append((X.shape[0], est.alpha, start, est.coef_.copy()))
+        fits.append((X.shape[0], X.shape[1], est.alpha, start, est.coef_.copy()))
         return est
     monkeypatch.setattr(SparsemaxClassifier, "fit", spy)
     est = SparsemaxClassifierCV(alphas=5, cv=4).fit(X, y)
-    folds = [end for rows, alpha, _, end in fits if rows < len(y) and alpha == est.alpha_]
-    refit = [start for rows, _, start, _ in fits if rows == len(y)]
+    folds = [end for rows, _, alpha, _, end in fits if rows < len(y) and alpha == est.alpha_]
+    refit = [start for rows, _, _, start, _ in fits if rows == len(y)]
     assert len(folds) == 4 and len(refit) == 1
-    np.testing.assert_allclose(refit[0], np.mean(folds, axis=0), rtol=1e-12, atol=1e-15)
-    assert refit[0].shape == (3, X.shape[1]) and not np.any(refit[0][:, :empty_columns])
+    assert {width for rows, width, *_ in fits if rows < len(y)} == {X.shape[1] - empty_columns}
+    start = refit[0]
+    np.testing.assert_allclose(start[:, empty_columns:], np.mean(folds, axis=0), rtol=1e-12,
+                               atol=1e-15)
+    assert start.shape == (3, X.shape[1]) and not np.any(start[:, :empty_columns])
+    assert est.coef_.shape == (3, X.shape[1]) and not np.any(est.coef_[:, :empty_columns])
 
 
 def test_the_warm_paths_take_fewer_iterations_than_cold_fits():

@@ -725,6 +725,12 @@ class SparsemaxClassifier(SparsekitClassifier):
             scores = device_scores(to_device(X), self.coef_, self.intercept_)
             return scores if keep_on_device else scores.get()
         coef = self.coef_.astype(X.dtype, copy=False)
+        if sp.issparse(X) and X.shape[1] > X.nnz:
+            # SciPy copies coef_ᵀ into C order, which on X wider than its entries (hashed
+            # features, a few rows) costs more than the product: X's used columns only
+            used = UsedColumns(X)
+            X, coef = used.take(X), np.ascontiguousarray(used.restrict(coef).T)
+            return np.asarray(X @ coef) + self.intercept_.astype(X.dtype)
         return np.asarray(X @ coef.T) + self.intercept_.astype(X.dtype)
 
     def predict_proba(self, X):

@@ -219,11 +219,13 @@ default="simplex"
         alphas = self._grid(base, X, sw)
         classes = _check_folds(y, folds)
         context = self._begin_fit_task(X, y, len(folds) + 1, sample_weight)
-        # the folds' solutions are kept on the columns that store an entry (hashed features:
-        # 2% of them), as the solvers see them; a bound may hold an empty column's weight
+        # the paths run on the columns that store an entry (hashed features: 2% of them),
+        # as the solvers would, so that their models are that narrow too; a bound may hold
+        # an empty column's weight away from 0
         used = UsedColumns(X, keep_all=self.bounds is not None)
-        jobs = (delayed(_fold_path)(clone(base), X, y, sw, train, test, alphas, scorer,
-                                    score_params, classes, used)
+        X_used = used.take(X)
+        jobs = (delayed(_fold_path)(clone(base), X_used, y, sw, train, test, alphas, scorer,
+                                    score_params, classes)
                 for (train, test), score_params in zip(folds, held_out))
         paths = []
         for k, path in enumerate(Parallel(n_jobs=self.n_jobs, return_as="generator")(jobs)):
@@ -302,13 +304,13 @@ def _check_folds(y, folds):
     return classes
 
 
-def _fold_path(est, X, y, sw, train, test, alphas, scorer, score_params, classes, used):
+def _fold_path(est, X, y, sw, train, test, alphas, scorer, score_params, classes):
     """Fit ``est`` (warm_start=True) at each alpha in turn on the ``train`` rows and score
     it on the ``test`` rows (``scorer(est, X_test, y_test, **score_params)``); the warnings
     of the fits are returned, not shown. The solutions are returned with a row for each of
-    ``classes`` (all the data's, for class labels; None for 2-D targets), on the ``used``
-    columns (UsedColumns of all of X): a class absent from the training rows gets zero
-    weights and the lowest intercept, as a start for the refit."""
+    ``classes`` (all the data's, for class labels; None for 2-D targets): a class absent
+    from the training rows gets zero weights and the lowest intercept, as a start for the
+    refit."""
     X_train, y_train, sw_train = X[train], _safe_indexing(y, train), sw[train]
     X_test, y_test = X[test], _safe_indexing(y, test)
     out = {"scores": np.empty(alphas.size), "n_iter": np.empty(alphas.size, dtype=np.int64),
@@ -326,8 +328,7 @@ def _fold_path(est, X, y, sw, train, test, alphas, scorer, score_params, classes
                 coef[rows] = est.coef_
                 intercept = np.full(classes.size, intercept.min(), dtype=intercept.dtype)
                 intercept[rows] = est.intercept_
-            coef = used.restrict(coef)
-            if i == 0:                    # (n_alphas, n_classes, n_used), X's dtype
+            if i == 0:                    # (n_alphas, n_classes, n_features), X's dtype
                 out["coefs"] = np.empty((alphas.size,) + coef.shape, dtype=coef.dtype)
                 out["intercepts"] = np.empty((alphas.size,) + intercept.shape,
                                              dtype=intercept.dtype)
