@@ -669,3 +669,25 @@ def test_path_on_empty_columns_is_the_path_on_the_used_ones():
     multi, _, _ = l1_logistic_path(spread_columns(_multiclass()[0], 50)[0], _multiclass()[1],
                                    Cs=[1.0], multiclass="multinomial")
     assert multi.shape == (1, 3, 51)
+
+
+@pytest.mark.parametrize("dtype, multiclass", [(np.float64, "ovr"), (np.float32, "multinomial")])
+def test_a_dense_coef_larger_than_half_the_memory_is_refused_before_the_fit(
+        monkeypatch, dtype, multiclass):
+    """Hashed features with many classes: the dense coef_ (classes x columns, in X's dtype)
+    would fill the memory at the fit's end; refused at its start, sparse_coef=True fits."""
+    import sparsekit.utils._validation as validation
+    rng = np.random.default_rng(0)
+    X = sp.random(60, 5000, density=0.002, random_state=1, format="csr", dtype=dtype)
+    y = rng.integers(0, 3, 60)
+    size = 3 * 5000 * np.dtype(dtype).itemsize
+    monkeypatch.setattr(validation, "physical_memory", lambda: 2 * size - 2)
+    clf = L1LogisticOBA(C=10.0, multiclass=multiclass)
+    with pytest.raises(ValueError, match=r"coef_ would take 0.0 GiB as a dense array \(3 rows "
+                                         r"x 5,000 columns\), more than half .* "
+                                         r"sparse_coef=True"):
+        clf.fit(X, y)
+    assert not hasattr(clf, "coef_")
+    assert sp.issparse(clf.set_params(sparse_coef=True).fit(X, y).coef_)
+    monkeypatch.setattr(validation, "physical_memory", lambda: 2 * size)
+    assert clf.set_params(sparse_coef=False).fit(X, y).coef_.shape == (3, 5000)

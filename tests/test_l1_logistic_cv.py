@@ -217,20 +217,20 @@ def test_errors_are_clear():
 
 
 def test_a_dense_coefs_paths_larger_than_half_the_memory_is_refused(monkeypatch):
-    import sparsekit.linear_model._l1_logistic_cv as module
+    import sparsekit.utils._validation as module
     X, y = _data(3, seed=8)
     est = L1LogisticOBACV(Cs=4, cv=3)
     # 3 folds x 1 l1_ratio x 4 Cs x 3 rows x 13 columns of 8 bytes: 3,744 bytes
-    monkeypatch.setattr(module, "_physical_memory", lambda: 5000)
+    monkeypatch.setattr(module, "physical_memory", lambda: 5000)
     with pytest.raises(ValueError, match=r"coefs_paths_ would take 0.0 GiB as a dense array "
                                          r"\(3 folds x 1 l1_ratios x 4 Cs x 3 rows x 13 "
                                          r"columns\), more than half .* sparse_coef=True"):
         est.fit(X, y)
     assert not hasattr(est, "coef_")
     assert sp.issparse(est.set_params(sparse_coef=True).fit(X, y).coefs_paths_)
-    monkeypatch.setattr(module, "_physical_memory", lambda: 7500)
+    monkeypatch.setattr(module, "physical_memory", lambda: 7500)
     assert est.set_params(sparse_coef=False).fit(X, y).coefs_paths_.shape == (3, 1, 4, 3, 13)
-    monkeypatch.setattr(module, "_physical_memory", lambda: None)   # the OS does not say
+    monkeypatch.setattr(module, "physical_memory", lambda: None)   # the OS does not say
     assert est.fit(X, y).coefs_paths_.shape == (3, 1, 4, 3, 13)
 
 

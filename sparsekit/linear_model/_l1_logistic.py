@@ -42,8 +42,8 @@ from sparsekit.losses._ridge_datafit import Ridge
 from sparsekit.linear_model._base import (SparsekitClassifier, check_labels,
                                           openmp_call, unchanged_on_error)
 from sparsekit.utils._columns import UsedColumns
-from sparsekit.utils._validation import (check_entry_magnitude, check_two_classes,
-                                         validate_input)
+from sparsekit.utils._validation import (check_dense_size, check_entry_magnitude,
+                                         check_two_classes, validate_input)
 
 # OBA's options as this estimator sets them; the measurements behind each choice are in
 # the package's benchmark notes (doc/benchmarks.md, "Why the defaults are what they are").
@@ -276,7 +276,9 @@ class L1LogisticOBA(LinearClassifierMixin, SparseCoefMixin, SparsekitClassifier)
     verbose : int, default=0
         1 prints one line per binary problem, 2 also one line per OBA iteration.
     sparse_coef : bool, default=False
-        Store ``coef_`` as a ``scipy.sparse.csr_matrix``.
+        Store ``coef_`` as a ``scipy.sparse.csr_matrix``. A dense ``coef_`` larger than half
+        the machine's memory (hashed features with many classes) is refused before the fit
+        starts.
     multiclass : {"ovr", "multinomial"}, default="ovr"
         With more than two classes: one binary problem per class against the rest (as
         LIBLINEAR), or one multinomial problem over all classes (the softmax model, as
@@ -473,6 +475,11 @@ class L1LogisticOBA(LinearClassifierMixin, SparseCoefMixin, SparsekitClassifier)
         multinomial = self.multiclass == "multinomial" and classes.size > 2
         problems = (["the multinomial problem"] if multinomial
                     else [classes[1]] if classes.size == 2 else list(classes))
+        if not self.sparse_coef:
+            check_dense_size("coef_", [("rows", 1 if classes.size == 2 else classes.size),
+                                       ("columns", self.n_features_in_)],
+                             np.dtype(dtype).itemsize,
+                             "pass sparse_coef=True, which stores its nonzeros")
         context = self._begin_fit_task(X_in, y, len(problems), sample_weight)
         # one subtask per problem, created here so that their ids follow the classes
         tasks = [context.subcontext(task_name="multinomial problem" if multinomial

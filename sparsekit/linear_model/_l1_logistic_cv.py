@@ -2,7 +2,6 @@
 :class:`~sparsekit.L1LogisticOBA` chosen on warm-started regularization paths, one per
 training fold, as scikit-learn's ``LogisticRegressionCV`` does for its solvers."""
 import numbers
-import os
 import time
 import warnings
 
@@ -24,6 +23,7 @@ from sparsekit.linear_model._l1_logistic import (L1LogisticOBA, _binary_block, _
                                                  _warm_path)
 from sparsekit.linear_model._routing import CVRoutingMixin
 from sparsekit.utils._columns import UsedColumns
+from sparsekit.utils._validation import check_dense_size
 
 
 class L1LogisticOBACV(CVRoutingMixin, L1LogisticOBA):
@@ -227,8 +227,11 @@ class L1LogisticOBACV(CVRoutingMixin, L1LogisticOBA):
             _check_fold(classes, codes[train], weights[train], k)
         span = classes.size if multinomial else 1           # a problem's rows
         shape = (len(folds), l1_ratios.size, Cs.size, span * len(problems))
-        if not self.sparse_coef:
-            _check_dense_paths(shape + (X.shape[1] + self.fit_intercept,))
+        if not self.sparse_coef:     # filled as the paths arrive: refused before they start
+            check_dense_size("coefs_paths_", list(zip(
+                ("folds", "l1_ratios", "Cs", "rows", "columns"),
+                shape + (X.shape[1] + self.fit_intercept,))), 8,
+                "pass sparse_coef=True, which stores its nonzeros (and the model's)")
         context = self._begin_fit_task(X_in, y, len(folds) * len(problems) + self.refit,
                                        sample_weight)
         solutions = _FoldPaths(shape + (rows.shape[1] + self.fit_intercept,), span,
@@ -397,29 +400,6 @@ class _FoldPaths:
         _, n_l1_ratios, n_Cs, n_rows, _ = self._shape
         start = ((f * n_l1_ratios + r) * n_Cs + c) * n_rows
         return self.stored[start:start + n_rows].toarray()
-
-
-def _physical_memory():
-    """This machine's physical memory in bytes, or None where the OS does not say."""
-    try:
-        return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
-    except (AttributeError, ValueError, OSError):
-        return None
-
-
-def _check_dense_paths(shape):
-    """Refuse, before any solve, a dense ``coefs_paths_`` of ``shape`` that would take more
-    than half of the machine's memory (wide or hashed columns with many classes): it is
-    filled as the paths arrive, and would run out of memory late in the fit."""
-    size = 8.0 * np.prod(shape, dtype=np.float64)
-    memory = _physical_memory()
-    if memory is not None and size > memory / 2:
-        n_folds, n_ratios, n_Cs, n_rows, width = shape
-        raise ValueError(f"coefs_paths_ would take {size / 2**30:.1f} GiB as a dense array "
-                         f"({n_folds} folds x {n_ratios} l1_ratios x {n_Cs} Cs x {n_rows} rows "
-                         f"x {width:,} columns), more than half of this machine's "
-                         f"{memory / 2**30:.1f} GiB: pass sparse_coef=True, which stores its "
-                         "nonzeros (and the model's)")
 
 
 def _checked_l1_ratios(l1_ratios):

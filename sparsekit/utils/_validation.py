@@ -1,6 +1,7 @@
 """Input checks shared by the estimators and the array-level API."""
 import itertools
 import numbers
+import os
 
 import numpy as np
 import scipy.sparse as sp
@@ -198,3 +199,23 @@ def check_finite_2d(Z, name="Z"):
     if not np.isfinite(Z).all():
         raise ValueError(f"{name} contains NaN or infinity")
     return np.ascontiguousarray(Z)
+
+
+def physical_memory():
+    """This machine's physical memory in bytes, or None where the OS does not say."""
+    try:
+        return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (AttributeError, ValueError, OSError):
+        return None
+
+
+def check_dense_size(name, dims, itemsize, remedy):
+    """Refuse, before a fit starts, a dense result larger than half of the machine's memory
+    (wide or hashed columns with many classes), which would otherwise run out of memory
+    at the fit's end. ``dims``: (label, size) pairs whose sizes multiply to the shape."""
+    size = float(itemsize) * np.prod([n for _, n in dims], dtype=np.float64)
+    memory = physical_memory()
+    if memory is not None and size > memory / 2:
+        shape = " x ".join(f"{n:,} {label}" for label, n in dims)
+        raise ValueError(f"{name} would take {size / 2**30:.1f} GiB as a dense array ({shape}), "
+                         f"more than half of this machine's {memory / 2**30:.1f} GiB: {remedy}")
