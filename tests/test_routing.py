@@ -116,3 +116,30 @@ def test_a_cv_without_folds_or_with_an_empty_held_out_fold_is_refused(kind):
     folds = [(np.arange(100), np.arange(100, 150)), (np.arange(150), np.arange(0))]
     with pytest.raises(ValueError, match="held-out fold 1 holds no sample: nothing to score"):
         _pair(kind)[0].set_params(cv=folds).fit(X, y)
+
+
+@pytest.mark.parametrize("kind", ["l1", "sparsemax"])
+@pytest.mark.parametrize("scoring", [None, "neg_log_loss", "f1_macro"])
+def test_score_uses_scoring_as_logistic_regression_cv(kind, scoring):
+    X, y, w, _ = _data()
+    est, _, _, _ = _pair(kind)
+    if kind == "sparsemax" and scoring == "neg_log_loss":
+        scoring = "neg_brier_score"       # sparsemax gives zero probabilities
+    est.set_params(scoring=scoring, cv=3).fit(X[:100], y[:100])
+    X_test, y_test, w_test = X[100:], y[100:], w[100:]
+    scorer = get_scorer("accuracy" if scoring is None else scoring)
+    assert est.score(X_test, y_test) == pytest.approx(scorer(est, X_test, y_test), rel=1e-12)
+    weighted = scorer(est, X_test, y_test, sample_weight=w_test)
+    assert weighted != pytest.approx(scorer(est, X_test, y_test), rel=1e-6)
+    assert est.score(X_test, y_test, w_test) == pytest.approx(weighted, rel=1e-12)
+    with pytest.raises(ValueError, match="only supported if enable_metadata_routing=True"):
+        est.score(X_test, y_test, groups=np.zeros(len(y_test)))
+    with sklearn.config_context(enable_metadata_routing=True):
+        if scoring is not None:     # scoring=None's fresh accuracy scorer takes no requests
+            requesting = scorer.set_score_request(sample_weight=True)
+            routed = est.set_params(scoring=requesting).fit(X[:100], y[:100])
+            assert routed.score(X_test, y_test, sample_weight=w_test) == pytest.approx(
+                weighted, rel=1e-12)
+            est.set_params(scoring=scoring)
+        with pytest.raises(UnsetMetadataPassedError):     # as LogisticRegressionCV.score
+            est.score(X_test, y_test, sample_weight=w_test)

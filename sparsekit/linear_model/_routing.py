@@ -4,12 +4,12 @@ import inspect
 import warnings
 
 import numpy as np
-from sklearn.metrics import get_scorer
+from sklearn.metrics import check_scoring, get_scorer
 from sklearn.model_selection import check_cv
 from sklearn.utils.metadata_routing import (MetadataRouter, MethodMapping,
                                             _raise_for_params, _routing_enabled,
                                             process_routing)
-from sklearn.utils.validation import _check_method_params
+from sklearn.utils.validation import _check_method_params, check_is_fitted
 
 
 class CVRoutingMixin:
@@ -20,12 +20,14 @@ class CVRoutingMixin:
     splitter, say) and ``sample_weight`` go where they are requested: to ``cv.split`` and to
     the scorer. Without it, ``params`` are refused and ``sample_weight`` weighs the
     held-out rows' scores when the scorer takes it (scikit-learn's scorers do; a warning
-    says when it does not), as scikit-learn's ``GridSearchCV`` weighs them.
+    says when it does not), as scikit-learn's ``GridSearchCV`` weighs them. ``score`` scores
+    with ``scoring`` too, as ``LogisticRegressionCV.score`` does.
     """
 
     def get_metadata_routing(self):
         """The metadata routing of this estimator: ``fit`` consumes ``sample_weight`` and
-        passes metadata to ``cv.split`` and to the scorer's ``score``.
+        passes metadata to ``cv.split`` and to the scorer's ``score``; ``score`` passes
+        them to the scorer's ``score``.
 
         Returns
         -------
@@ -37,7 +39,42 @@ class CVRoutingMixin:
                 .add(splitter=self.cv,       # not check_cv's: it would consume a generator
                      method_mapping=MethodMapping().add(caller="fit", callee="split"))
                 .add(scorer=get_scorer("accuracy" if self.scoring is None else self.scoring),
-                     method_mapping=MethodMapping().add(caller="fit", callee="score")))
+                     method_mapping=MethodMapping().add(caller="fit", callee="score")
+                                                   .add(caller="score", callee="score")))
+
+    def score(self, X, y, sample_weight=None, **params):
+        """The score of ``scoring`` on the given rows, the score the grid point was chosen
+        by (as scikit-learn's ``LogisticRegressionCV.score``).
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+            Test samples.
+        y : array-like
+            True labels for X, of the kind the model was fit on.
+        sample_weight : array-like of shape (n_samples,), default=None
+            Weights of the rows, given to the scorer. Under scikit-learn's metadata routing
+            (``enable_metadata_routing=True``) the scorer must request it.
+        **params : dict
+            Further metadata for the scorer; only under metadata routing.
+
+        Returns
+        -------
+        score : float
+            The scorer's value: larger is better (``neg_log_loss`` is the negative mean
+            log loss). With ``scoring=None``, the classifier's accuracy.
+        """
+        check_is_fitted(self)
+        _raise_for_params(params, self, "score")
+        if _routing_enabled():
+            if sample_weight is not None:
+                params["sample_weight"] = sample_weight
+            params = process_routing(self, "score", **params).scorer.score
+        else:
+            params = {} if sample_weight is None else {"sample_weight": sample_weight}
+        if self.scoring is None:                 # the estimator's own: accuracy
+            return super().score(X, y, **params)
+        return check_scoring(self, scoring=self.scoring)(self, X, y, **params)
 
     def _routed_folds(self, X, y, sample_weight, params, scorer):
         """(the folds of ``cv`` on X and y, the scorer's arguments for each held-out fold);

@@ -55,8 +55,8 @@ class SparsemaxClassifierCV(CVRoutingMixin, SparsemaxClassifier):
     scoring : str, callable or None, default=None
         What to maximize on the held-out rows: a scikit-learn scorer name (e.g.
         ``"f1_micro"`` for label sets), a callable ``scorer(estimator, X, y)``, or None for
-        :meth:`score` (accuracy; subset accuracy for 2-D targets). Ties go to the larger
-        alpha, the simpler model.
+        accuracy (subset accuracy for 2-D targets). Ties go to the larger alpha, the
+        simpler model. :meth:`score` scores with it too, as ``LogisticRegressionCV.score``.
     polytope : {"simplex", "budget", "box", "at_most_one", "at_least_one"}, \
 default="simplex"
         As in :class:`SparsemaxClassifier`.
