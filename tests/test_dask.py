@@ -189,6 +189,69 @@ def test_the_cross_validated_paths_run_on_the_cluster_through_joblib(client, est
     np.testing.assert_allclose(spread.coef_, coef, rtol=1e-12, atol=1e-14)
 
 
+def _cv_case(case):
+    """(data, its dask form, the CV's parameters, fit arguments) of a CV case."""
+    if case == "binary, sparse, weights, folds with repeated rows":
+        X, y = _data(n=300, classes=2, seed=8)
+        w = np.random.default_rng(2).uniform(0.5, 2.0, len(y))
+        rng = np.random.default_rng(3)
+        folds = []
+        for test in (rng.permutation(300)[:100], rng.permutation(300)[:120]):
+            train = np.setdiff1d(np.arange(300), test)
+            folds.append((np.concatenate([train, train[:40]]), test))  # unsorted, repeated
+        return (X, _sparse_dask(X, 70), dict(Cs=3, cv=folds, tol=1e-10),
+                dict(sample_weight=w), dict(sample_weight=da.from_array(w, chunks=70)))
+    X, y = _data(n=240, seed=9)
+    params = (dict(multiclass="multinomial", Cs=[0.05, 0.1]) if "multinomial" in case
+              else dict(class_weight="balanced", n_jobs=2, Cs=[0.03, 0.3]))
+    return X, da.from_array(X, chunks=(80, -1)), dict(cv=2, tol=1e-10, **params), {}, {}
+
+
+@pytest.mark.parametrize("case", ["binary, sparse, weights, folds with repeated rows",
+                                  "one-vs-rest, dense, balanced, n_jobs on the dask backend",
+                                  "multinomial, dense"])
+def test_cross_validation_of_dask_arrays_is_the_in_memory_one(client, case):
+    """L1LogisticOBACV on dask arrays: the folds' paths weigh their training rows on the
+    workers and the held-out margins come back; the scores, the grid and the refit equal
+    the in-memory ones (the OvR refit's threads also under joblib's dask backend)."""
+    import joblib
+
+    X, Xd, params, fit_local, fit_dask = _cv_case(case)
+    y = _data(n=X.shape[0], classes=2 if "binary" in case else 3,
+              seed=8 if "binary" in case else 9)[1]
+    local = L1LogisticOBACV(**params).fit(X, y, **fit_local)
+    with joblib.parallel_backend("dask" if "dask backend" in case else "loky"):
+        spread = L1LogisticOBACV(**params).fit(Xd, da.from_array(y, chunks=50), **fit_dask)
+    np.testing.assert_allclose(spread.Cs_, local.Cs_, rtol=1e-12)
+    np.testing.assert_allclose(spread.scores_, local.scores_, rtol=1e-7, atol=1e-9)
+    np.testing.assert_allclose(spread.coefs_paths_, local.coefs_paths_, rtol=1e-4, atol=1e-4)
+    assert spread.C_ == local.C_
+    np.testing.assert_allclose(spread.coef_, local.coef_, rtol=1e-5, atol=1e-7)
+    np.testing.assert_allclose(spread.intercept_, local.intercept_, rtol=1e-5, atol=1e-7)
+    assert spread.n_features_in_ == X.shape[1] and not hasattr(spread, "feature_names_in_")
+    assert spread.score(X, y) == pytest.approx(local.score(X, y), rel=1e-7)
+
+
+def test_cross_validation_of_dask_arrays_gathers_margins_not_rows(client, monkeypatch):
+    """What the CV gathers is labels, weights, margins and parameter-sized vectors: the
+    largest object is the held-out margins (rows x grid points), not rows of X."""
+    X, y = _data(n=2000, d=60, classes=2, seed=10)
+    sizes = []
+    gather = distributed.Client.gather
+
+    def recording(self, futures, *args, **kwargs):
+        out = gather(self, futures, *args, **kwargs)
+        for value in (out if isinstance(out, list) else [out]):
+            parts = value if isinstance(value, tuple) else (value,)
+            sizes.append(sum(np.asarray(p).nbytes for p in parts
+                             if isinstance(p, (np.ndarray, float, int, np.generic))))
+        return out
+    monkeypatch.setattr(distributed.Client, "gather", recording)
+    L1LogisticOBACV(Cs=2, cv=2, refit=False).fit(da.from_array(X, chunks=(500, -1)), y)
+    assert max(sizes) <= 8 * 500 * 2              # a partition's margins: 500 rows x 2 Cs
+    assert max(sizes) < X[:500].nbytes / 10
+
+
 def test_streaming_extreme_softmax_with_incremental_and_predictions_on_dask(client):
     """dask-ml's Incremental streams the blocks of a dask array through partial_fit (the
     classes declared up front); its predictions map over the blocks and stay dask arrays,

@@ -234,11 +234,10 @@ def test_a_dense_coefs_paths_larger_than_half_the_memory_is_refused(monkeypatch)
     assert est.fit(X, y).coefs_paths_.shape == (3, 1, 4, 3, 13)
 
 
-def test_a_dask_array_is_refused_with_what_to_use_instead():
-    da = pytest.importorskip("dask.array")
+def test_a_cupy_array_is_refused_with_what_to_use_instead(cupy_backend):
     X, y = _data(2)
-    with pytest.raises(TypeError, match="fits NumPy or SciPy input; for a dask array"):
-        L1LogisticOBACV().fit(da.from_array(X, chunks=40), y)
+    with pytest.raises(TypeError, match="for a CuPy array, fit L1LogisticOBA"):
+        L1LogisticOBACV().fit(cupy_backend.asarray(X), y)
 
 
 def test_verbose_prints_a_line_per_path_and_the_choice(capsys):

@@ -2,9 +2,11 @@
 cluster, validated there, and the per-partition datafits built there.
 
 Only the labels' classes and totals, the parameters and vectors of their size reach the
-client. Dask and distributed are imported only when a dask collection is passed.
+client (for a cross-validation also the labels and weights, a number per row, and the
+held-out rows' margins). Dask and distributed are imported only when a dask collection is passed.
 """
 import numpy as np
+import scipy.sparse as sp
 
 from sparsekit.utils._rows import weighted_row_sums
 from sparsekit.utils._validation import check_entry_magnitude
@@ -56,12 +58,21 @@ def _class_totals(y, sample_weight, classes):
     return np.bincount(codes, weights=sample_weight, minlength=classes.size)
 
 
-def _block_weights(y, sample_weight, classes, class_weight, mean):
+def _block_weights(y, sample_weight, classes, class_weight, mean, counts=None):
     """A partition's weights as the solver takes them: sample weights times class
-    weights, over their mean."""
+    weights, over their mean (times each row's count in a training fold)."""
     codes = np.searchsorted(classes, np.asarray(y).ravel())
     s = np.ones(codes.size) if sample_weight is None else np.asarray(sample_weight, np.float64)
-    return s * class_weight[codes] / mean
+    weights = s * class_weight[codes] / mean
+    return weights if counts is None else weights * counts
+
+
+def _block_margins(X, rows, coef, intercept):
+    """The margins X[rows] coefᵀ + intercept of a partition's ``rows`` (local indices),
+    one column per row of ``coef`` (a CSR matrix), as float64."""
+    scores = X[rows] @ coef.T
+    scores = scores.toarray() if sp.issparse(scores) else np.asarray(scores)
+    return scores.astype(np.float64, copy=False) + intercept
 
 
 def _codes(y, classes):
@@ -110,6 +121,7 @@ class DaskRows:
             rows = tuple(client.gather([client.submit(_length, b) for b in blocks]))
         else:
             rows = X.chunks[0]
+        self.rows = np.asarray(rows, dtype=np.int64)       # each partition's
         self.n_samples, self.n_features = int(sum(rows)), X.shape[1]
         self.y = self._parts(y, rows, "y", None)
         self.sample_weight = (self._parts(sample_weight, rows, "sample_weight", np.float64)
@@ -154,10 +166,35 @@ class DaskRows:
                                     for y, s in zip(self.y, self.sample_weight)])
         return np.sum(parts, axis=0)
 
-    def weights(self, classes, class_weight, mean):
-        """Futures of each partition's solver weights (sample x class weights / mean)."""
-        return [self.client.submit(_block_weights, y, s, classes, class_weight, mean)
-                for y, s in zip(self.y, self.sample_weight)]
+    def weights(self, classes, class_weight, mean, counts=None):
+        """Futures of each partition's solver weights (sample x class weights / mean),
+        times ``counts``, one number per row, when given (a training fold's rows)."""
+        counts = (self._split(counts) if counts is not None
+                  else [None] * len(self.y))
+        return [self.client.submit(_block_weights, y, s, classes, class_weight, mean, c)
+                for y, s, c in zip(self.y, self.sample_weight, counts)]
+
+    def gather(self, parts):
+        """Partitions' futures (``y``, ``sample_weight``) as one NumPy array."""
+        return np.concatenate([np.asarray(p).ravel() for p in self.client.gather(parts)])
+
+    def margins(self, rows, coef, intercept):
+        """The margins of the rows ``rows`` (indices into X, in any order) under each row of
+        ``coef`` (a CSR matrix of shape (m, n_features)) plus ``intercept`` (m,):
+        computed where the partitions are, an array of shape (len(rows), m) gathered."""
+        order = np.sort(rows)
+        ends = np.cumsum(self.rows)
+        cuts = np.searchsorted(order, ends - self.rows), np.searchsorted(order, ends)
+        coef = self.client.scatter(sp.csr_matrix(coef), broadcast=True, hash=False)
+        futures = [self.client.submit(_block_margins, X, order[lo:hi] - (end - n), coef,
+                                      intercept, pure=False)
+                   for X, lo, hi, end, n in zip(self.X, *cuts, ends, self.rows) if hi > lo]
+        return np.concatenate(self.client.gather(futures))[np.searchsorted(order, rows)]
+
+    def _split(self, values):
+        """Futures of an n_samples array's slices, one per partition, on the workers."""
+        bounds = np.cumsum(self.rows)[:-1]
+        return [self.client.scatter(v, hash=False) for v in np.split(values, bounds)]
 
     def codes(self, classes):
         """Futures of each partition's class indices."""

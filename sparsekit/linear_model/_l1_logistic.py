@@ -513,7 +513,10 @@ class L1LogisticOBA(LinearClassifierMixin, SparseCoefMixin, SparsekitClassifier)
             return result
         if len(problems) > 1:
             jobs = (delayed(solve)(k, pos) for k, pos in enumerate(problems))
-            results = Parallel(n_jobs=self.n_jobs, prefer="threads")(jobs)
+            # on dask input each solve drives the cluster from a thread of the client: not
+            # a task that joblib's dask backend could send to a worker
+            backend = {"backend": "threading"} if is_dask_collection(X) else {}
+            results = Parallel(n_jobs=self.n_jobs, prefer="threads", **backend)(jobs)
         else:   # without joblib's pool (~10 ms for one task, a small fit's whole time)
             threads = effective_n_jobs(self.n_jobs) if multinomial else 1
             results = [openmp_call(threads, solve, 0, problems[0])]

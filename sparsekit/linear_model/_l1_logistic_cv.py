@@ -4,6 +4,7 @@ training fold, as scikit-learn's ``LogisticRegressionCV`` does for its solvers."
 import numbers
 import time
 import warnings
+from functools import partial
 
 import numpy as np
 import scipy.sparse as sp
@@ -12,16 +13,18 @@ from sklearn.callback import with_callbacks
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.metrics import check_scoring, get_scorer_names
 from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils.validation import _check_sample_weight
 
 from sparsekit.gpu.datafits import is_device_matrix
 from sparsekit.linear_model._base import unchanged_on_error
-from sparsekit.linear_model._dask_input import is_dask_collection
+from sparsekit.linear_model._dask_input import DaskRows, is_dask_collection
 from sparsekit.linear_model._l1_logistic import (L1LogisticOBA, _binary_block, _C_values,
                                                  _check_fit_data, _layouts,
                                                  _multinomial_block, _path_coef,
                                                  _smallest_active_C, _unit_mean_weights,
                                                  _warm_path)
 from sparsekit.linear_model._routing import CVRoutingMixin
+from sparsekit.losses._dask_datafit import DaskDatafit
 from sparsekit.utils._columns import UsedColumns
 from sparsekit.utils._validation import check_dense_size
 
@@ -71,7 +74,8 @@ class L1LogisticOBACV(CVRoutingMixin, L1LogisticOBA):
         shared through memory maps; the first parallel fit of a session starts the
         workers, about a second), and threads for the refit as in :class:`L1LogisticOBA`.
         None means 1 unless in a :func:`joblib.parallel_backend` context, -1 all
-        processors.
+        processors. On dask input, threads of the client instead, each driving one path's
+        solves on the cluster.
     verbose : int, default=0
         As in :class:`L1LogisticOBA`; 1 or more also prints a line per fold path (solves,
         OBA iterations, seconds) and the choice before the refit.
@@ -182,7 +186,14 @@ class L1LogisticOBACV(CVRoutingMixin, L1LogisticOBA):
         Parameters
         ----------
         X : {array-like, sparse matrix} of shape (n_samples, n_features)
-            Dense or CSR/CSC, float32 or float64 (``coef_`` follows its dtype).
+            Dense or CSR/CSC, float32 or float64 (``coef_`` follows its dtype); or a dask
+            array of such row blocks, or a dask DataFrame, as in :class:`L1LogisticOBA`:
+            each fold's paths are solved on the workers of the default
+            ``distributed.Client``, where the partitions are, weighing the fold's training
+            rows (the held-out ones by 0: the same problem), and the held-out rows' margins
+            under every solution come back to be scored (the scorer's model returns them;
+            the X it is given is a placeholder with as many rows). The labels and weights
+            are gathered on the client for the splitter and the scorer; X never is.
         y : array-like of shape (n_samples,)
             Class labels, two classes or more in every training fold. A class that a
             training fold does not hold (rarer than the folds, or weighted 0 there) gets
@@ -205,47 +216,40 @@ class L1LogisticOBACV(CVRoutingMixin, L1LogisticOBA):
             The fitted estimator.
         """
         self._validate_params()
-        X_in, sample_weight_in = X, sample_weight
-        if is_dask_collection(X) or is_device_matrix(X):
-            raise TypeError("L1LogisticOBACV fits NumPy or SciPy input; for a dask array or "
-                            "a CuPy array, fit L1LogisticOBA (GridSearchCV runs on a Dask "
-                            "cluster through joblib.parallel_backend('dask'))")
-        X, y, sample_weight = _check_fit_data(self, X, y, sample_weight)
-        codes = self._encode_labels(y)
+        X_in, y_in, sample_weight_in = X, y, sample_weight
+        if is_device_matrix(X):
+            raise TypeError("L1LogisticOBACV fits NumPy, SciPy or dask input; for a CuPy "
+                            "array, fit L1LogisticOBA(device='cuda') at each C")
+        data = (_DaskFolds if is_dask_collection(X) else _MemoryFolds)(self, X, y,
+                                                                       sample_weight)
         classes = self.classes_
-        weights = self._class_weighted(sample_weight, codes)
         scorer = _scorer(self.scoring, classes)
-        given = None if sample_weight_in is None else sample_weight   # checked
-        folds, held_out = self._routed_folds(X, y, given, params, scorer)
+        given = None if sample_weight_in is None else data.sample_weight   # checked
+        folds, held_out = self._routed_folds(data.splittable, data.y, given, params, scorer)
         multinomial = self.multiclass == "multinomial" and classes.size > 2
         problems = [None] if multinomial else [1] if classes.size == 2 else list(
             range(classes.size))
         l1_ratios = _checked_l1_ratios(self.l1_ratios)
-        # paths and scores run on the used columns; coefs_paths_ and the model get all of X's
-        columns = UsedColumns(X)
-        rows = columns.take(X.tocsr() if sp.issparse(X) else X)    # the folds take rows
-        Cs = self._grid(rows, codes, weights, problems, l1_ratios)
+        Cs = self._grid(data, problems, l1_ratios)
         for k, (train, _) in enumerate(folds):
-            _check_fold(classes, codes[train], weights[train], k)
+            _check_fold(classes, data.codes[train], data.weights[train], k)
         span = classes.size if multinomial else 1           # a problem's rows
         shape = (len(folds), l1_ratios.size, Cs.size, span * len(problems))
         if not self.sparse_coef:     # filled as the paths arrive: refused before they start
             check_dense_size("coefs_paths_", list(zip(
                 ("folds", "l1_ratios", "Cs", "rows", "columns"),
-                shape + (X.shape[1] + self.fit_intercept,))), 8,
+                shape + (self.n_features_in_ + self.fit_intercept,))), 8,
                 "pass sparse_coef=True, which stores its nonzeros (and the model's)")
-        context = self._begin_fit_task(X_in, y, len(folds) * len(problems) + self.refit,
+        context = self._begin_fit_task(X_in, y_in, len(folds) * len(problems) + self.refit,
                                        sample_weight)
-        solutions = _FoldPaths(shape + (rows.shape[1] + self.fit_intercept,), span,
+        # paths and scores run on the used columns; coefs_paths_ and the model get all of X's
+        solutions = _FoldPaths(shape + (data.columns.n_used + self.fit_intercept,), span,
                                self.sparse_coef)
         n_iter, failed = np.zeros((len(folds), l1_ratios.size, Cs.size), dtype=np.int64), 0
-        jobs = (delayed(_fold_path)(rows, codes, weights, train, pos, classes.size, Cs,
-                                    l1_ratios, self.fit_intercept, self.tol, self.max_iter)
-                for train, _ in folds for pos in problems)
-        done = Parallel(n_jobs=self.n_jobs, return_as="generator")(jobs)
+        done = data.paths(self, folds, problems, Cs, l1_ratios)
         for j, (coefs, path_iter, path_failed, seconds) in enumerate(done):
             k, i = divmod(j, len(problems))
-            task = self._begin_subtask(context, "fold path", X_in, y)
+            task = self._begin_subtask(context, "fold path", X_in, y_in)
             solutions.add(k, i, coefs)
             n_iter[k] += path_iter
             failed += path_failed
@@ -254,7 +258,7 @@ class L1LogisticOBACV(CVRoutingMixin, L1LogisticOBA):
                        else f", class {np.asarray(classes[pos]).tolist()!r}")
             self._say(f"fold {k + 1}/{len(folds)}{problem}: {path_iter.size} solves, "
                       f"{int(path_iter.sum())} OBA iterations, {seconds:.2f} s")
-            self._end_subtask(task, X_in, y)
+            self._end_subtask(task, X_in, y_in)
         solutions.close()
         if failed:
             warnings.warn(f"OBA did not converge in {self.max_iter} iterations for {failed} "
@@ -262,44 +266,44 @@ class L1LogisticOBACV(CVRoutingMixin, L1LogisticOBA):
                           "increase max_iter.", ConvergenceWarning)
         scores = np.empty(n_iter.shape)
         for f, (_, test) in enumerate(folds):
-            X_test, y_test = rows[test], y[test]     # sliced once per fold
-            for r, c in np.ndindex(scores.shape[1:]):
-                model = self._fold_model(solutions.block(f, r, c), X.dtype, multinomial)
-                scores[f, r, c] = scorer(model, X_test, y_test, **held_out[f])
+            points = list(np.ndindex(scores.shape[1:]))
+            models = data.held_out(test, (solutions.block(f, r, c) for r, c in points),
+                                   partial(self._fold_model, dtype=data.dtype,
+                                           multinomial=multinomial))
+            for (r, c), (model, X_test) in zip(points, models):
+                scores[f, r, c] = scorer(model, X_test, data.y[test], **held_out[f])
         self.Cs_, self.l1_ratios_, self.scores_ = Cs, l1_ratios, scores
-        self.coefs_paths_, self.n_iter_ = columns.expand(solutions.stored), n_iter
+        self.coefs_paths_, self.n_iter_ = data.columns.expand(solutions.stored), n_iter
         best = f"mean held-out score {scores.mean(axis=0).max():.6g} over {len(folds)} folds"
         if self.refit:
             r, c = np.unravel_index(np.argmax(scores.mean(axis=0)), scores.shape[1:])
             self._say(f"C = {Cs[c]:.4g}, l1_ratio = {l1_ratios[r]:g}: {best}; refit on all "
                       "the data")
-            task = self._begin_subtask(context, "refit", X_in, y)
-            start = columns.expand(np.mean([solutions.block(f, r, c)
-                                            for f in range(len(folds))], axis=0))
-            self._refit(X, y, sample_weight, Cs[c], l1_ratios[r], start, multinomial)
-            self._end_subtask(task, X_in, y)
+            task = self._begin_subtask(context, "refit", X_in, y_in)
+            start = data.columns.expand(np.mean([solutions.block(f, r, c)
+                                                 for f in range(len(folds))], axis=0))
+            self._refit(*data.refit_input, Cs[c], l1_ratios[r], start, multinomial)
+            self._end_subtask(task, X_in, y_in)
         else:
-            self._average_best(solutions, X.dtype, multinomial, columns)
+            self._average_best(solutions, data.dtype, multinomial, data.columns)
             self._say(f"C = {self.C_:.4g}, l1_ratio = {self.l1_ratio_:g} (the folds' best "
                       f"points averaged): {best}")
-        self._end_fit_task(context, X_in, y, sample_weight)
+        self._end_fit_task(context, X_in, y_in, sample_weight)
         return self
 
-    def _grid(self, rows, codes, weights, problems, l1_ratios):
+    def _grid(self, data, problems, l1_ratios):
         """The C values to cross-validate, increasing (see ``Cs``)."""
         def span():
-            sample_weight, mean = _unit_mean_weights(weights)
-            X, X_csr = _layouts(rows, len(problems))
-            c_min = min(_smallest_active_C(_datafit(X, X_csr, codes, sample_weight, pos,
-                                                    self.classes_.size, self.fit_intercept))
-                        for pos in problems) / mean
+            datafits, mean = data.datafits(problems, self.classes_.size, self.fit_intercept)
+            c_min = min(_smallest_active_C(datafit) for datafit in datafits) / mean
             return c_min * l1_ratios.min(), c_min * l1_ratios.max()
         return np.unique(_C_values(self.Cs, span))
 
-    def _fold_model(self, block, dtype, multinomial):
-        """An :class:`L1LogisticOBA` holding the path's solution ``block`` (its rows'
-        coefficients on the used columns, the intercept last), for the scorer."""
-        model = L1LogisticOBA(multiclass=self.multiclass)
+    def _fold_model(self, block, dtype, multinomial, kind=L1LogisticOBA):
+        """An :class:`L1LogisticOBA` (or its subclass ``kind``) holding the path's solution
+        ``block`` (its rows' coefficients on the used columns, the intercept last), for the
+        scorer."""
+        model = kind(multiclass=self.multiclass)
         n_features = block.shape[1] - self.fit_intercept
         model.classes_, model.n_features_in_ = self.classes_, n_features
         model.coef_ = block[:, :n_features].astype(dtype)
@@ -433,16 +437,22 @@ def _datafit(X, X_csr, codes, sample_weight, pos, n_classes, fit_intercept):
 
 def _fold_path(rows, codes, weights, train, pos, n_classes, Cs, l1_ratios, fit_intercept,
                tol, max_iter):
-    """One training fold's paths of one problem, one per l1_ratio: (coefs of shape
-    (n_l1_ratios, n_Cs, n_rows, n_features + fit_intercept), iterations of shape
-    (n_l1_ratios, n_Cs), number of solves that did not converge, wall seconds)."""
+    """One training fold's paths of one problem (in memory): :func:`_paths`' results and
+    the wall seconds."""
     start = time.perf_counter()
     sample_weight, mean = _unit_mean_weights(weights[train])
     X, X_csr = _layouts(rows[train])
     datafit = _datafit(X, X_csr, codes[train], sample_weight, pos, n_classes, fit_intercept)
-    multinomial = pos is None
+    return (*_paths(datafit, mean, Cs, l1_ratios, tol, max_iter, n_classes, pos is None),
+            time.perf_counter() - start)
+
+
+def _paths(datafit, mean, Cs, l1_ratios, tol, max_iter, n_classes, multinomial):
+    """The warm-started paths of ``datafit`` (its weights over their ``mean``), one per
+    l1_ratio: (coefs of shape (n_l1_ratios, n_Cs, n_rows, n_features + fit_intercept),
+    iterations of shape (n_l1_ratios, n_Cs), number of solves that did not converge)."""
     coefs = np.empty((l1_ratios.size, Cs.size, n_classes if multinomial else 1,
-                      rows.shape[1] + fit_intercept))
+                      datafit.n_features + datafit.fit_intercept))
     n_iter, failed = np.empty(coefs.shape[:2], dtype=np.int64), 0
     for r, l1_ratio in enumerate(l1_ratios):
         results = _warm_path(datafit, Cs * mean, tol, max_iter, l1_ratio, multinomial)
@@ -450,4 +460,144 @@ def _fold_path(rows, codes, weights, train, pos, n_classes, Cs, l1_ratios, fit_i
             coefs[r, c] = _path_coef(datafit, res.x, multinomial)
             n_iter[r, c] = res.nit
             failed += not res.success
-    return coefs, n_iter, failed, time.perf_counter() - start
+    return coefs, n_iter, failed
+
+
+class _MemoryFolds:
+    """In-memory data of a cross-validation: X's used columns as rows (the folds take
+    rows), the labels' codes and weights; the folds' paths run in joblib's processes.
+
+    Sets the estimator's ``classes_`` (and what scikit-learn's validation sets)."""
+
+    def __init__(self, est, X, y, sample_weight):
+        X, self.y, self.sample_weight = _check_fit_data(est, X, y, sample_weight)
+        self.codes = est._encode_labels(self.y)
+        self.weights = est._class_weighted(self.sample_weight, self.codes)
+        self.columns = UsedColumns(X)
+        self.rows = self.columns.take(X.tocsr() if sp.issparse(X) else X)
+        self.splittable, self.dtype = self.rows, X.dtype
+        self.refit_input = (X, self.y, self.sample_weight)
+
+    def datafits(self, problems, n_classes, fit_intercept):
+        """(the problems' datafits on all the rows, one after the other; the weights'
+        mean)."""
+        sample_weight, mean = _unit_mean_weights(self.weights)
+        X, X_csr = _layouts(self.rows, len(problems))
+        return (_datafit(X, X_csr, self.codes, sample_weight, pos, n_classes, fit_intercept)
+                for pos in problems), mean
+
+    def paths(self, est, folds, problems, Cs, l1_ratios):
+        """The paths of each training fold and problem, in that order, as they arrive:
+        (coefs, iterations, failures, seconds)."""
+        jobs = (delayed(_fold_path)(self.rows, self.codes, self.weights, train, pos,
+                                    est.classes_.size, Cs, l1_ratios, est.fit_intercept,
+                                    est.tol, est.max_iter)
+                for train, _ in folds for pos in problems)
+        return Parallel(n_jobs=est.n_jobs, return_as="generator")(jobs)
+
+    def held_out(self, test, blocks, make_model):
+        """(model, X) for the scorer, for each path solution of ``blocks`` on the held-out
+        rows ``test``."""
+        X_test = self.rows[test]                 # sliced once per fold
+        for block in blocks:
+            yield make_model(block), X_test
+
+
+class _DaskFolds:
+    """The data of a cross-validation on dask arrays: X's row partitions stay on the
+    workers, where each fold's datafit weighs its training rows (the held-out ones by 0:
+    the same objective as on the fold's rows) and the held-out rows' margins under the
+    paths' solutions are computed. The labels and weights, a number per row, are gathered
+    for the splitter, the folds' checks and the scorer.
+
+    Sets the estimator's ``classes_`` and ``n_features_in_``."""
+
+    #: bytes of held-out margins gathered at a time (the solutions are sent in chunks)
+    MARGIN_BYTES = 1 << 28
+
+    def __init__(self, est, X, y, sample_weight):
+        self.data = data = DaskRows(X, y, sample_weight, [np.float64, np.float32])
+        est.__dict__.pop("feature_names_in_", None)
+        est.n_features_in_ = data.n_features
+        self.y = data.gather(data.y)
+        self.codes = est._encode_labels(self.y)
+        given = None if sample_weight is None else data.gather(data.sample_weight)
+        self.sample_weight = _check_sample_weight(given, self.y, dtype=np.float64,
+                                                  ensure_non_negative=True)
+        totals = np.bincount(self.codes, weights=self.sample_weight,
+                             minlength=est.classes_.size)
+        self.class_weight = est._class_weights(est.classes_, totals)
+        self.weights = self.sample_weight * self.class_weight[self.codes]
+        if not self.weights.max(initial=0.0) > 0:
+            raise ValueError("every sample has weight 0 (sample_weight times class_weight)")
+        self.columns = UsedColumns(X, keep_all=True)   # as the partitions' datafits
+        self.splittable = np.empty((data.n_samples, 0))
+        self.dtype, self.classes = data.dtype, est.classes_
+        self.refit_input = (X, y, sample_weight)
+
+    def _datafit(self, pos, weights, fit_intercept):
+        """The datafit of problem ``pos`` (None: multinomial) over the partitions, with the
+        partitions' solver ``weights``."""
+        make = (partial(_multinomial_block, self.classes.size, fit_intercept) if pos is None
+                else partial(_binary_block, pos, fit_intercept))
+        return DaskDatafit(make, self.data.X, self.data.codes(self.classes), weights,
+                           self.data.client)
+
+    def _weights(self, counts=None):
+        """(each partition's solver weights, their mean over all the rows), for all the
+        rows or ``counts`` times each (a training fold)."""
+        weights = self.weights if counts is None else self.weights * counts
+        mean = float(weights.sum()) / weights.size
+        return self.data.weights(self.classes, self.class_weight, mean, counts), mean
+
+    def datafits(self, problems, n_classes, fit_intercept):
+        weights, mean = self._weights()
+        return (self._datafit(pos, weights, fit_intercept) for pos in problems), mean
+
+    def paths(self, est, folds, problems, Cs, l1_ratios):
+        """As :meth:`_MemoryFolds.paths`; ``n_jobs`` paths at a time, each from a thread
+        of the client (a solve waits on the workers, round trip after round trip)."""
+        def path(train, pos):
+            start = time.perf_counter()
+            counts = np.bincount(train, minlength=self.y.size).astype(np.float64)
+            weights, mean = self._weights(counts)
+            datafit = self._datafit(pos, weights, est.fit_intercept)
+            return (*_paths(datafit, mean, Cs, l1_ratios, est.tol, est.max_iter,
+                            self.classes.size, pos is None), time.perf_counter() - start)
+        jobs = (delayed(path)(train, pos) for train, _ in folds for pos in problems)
+        return Parallel(n_jobs=est.n_jobs, backend="threading", return_as="generator")(jobs)
+
+    def held_out(self, test, blocks, make_model):
+        """As :meth:`_MemoryFolds.held_out`; the models return the margins computed on
+        the workers, whatever X (a placeholder with as many rows as ``test``)."""
+        X_test = np.empty((len(test), 0))
+        chunk = []
+        for block in blocks:
+            model = make_model(block, kind=_HeldOutMargins)
+            model.coef_ = sp.csr_matrix(model.coef_)
+            chunk.append(model)
+            if len(test) * 8 * model.coef_.shape[0] * (len(chunk) + 1) > self.MARGIN_BYTES:
+                yield from self._score_chunk(test, chunk, X_test)
+                chunk = []
+        yield from self._score_chunk(test, chunk, X_test)
+
+    def _score_chunk(self, test, models, X_test):
+        if not models:
+            return
+        margins = self.data.margins(test, sp.vstack([m.coef_ for m in models]),
+                                    np.concatenate([m.intercept_ for m in models]))
+        start = 0
+        for model in models:
+            rows = model.coef_.shape[0]
+            model.margins = margins[:, start:start + rows].astype(self.dtype)
+            start += rows
+            yield model, X_test
+
+
+class _HeldOutMargins(L1LogisticOBA):
+    """A fold's model whose held-out margins were computed where the rows are (on a
+    dask cluster): ``decision_function`` returns them; predictions and probabilities
+    follow from them as from any :class:`L1LogisticOBA`'s."""
+
+    def decision_function(self, X):
+        return self.margins.ravel() if self.margins.shape[1] == 1 else self.margins
