@@ -86,10 +86,8 @@ def test_binary_float32_and_numpy_labels(client):
     np.testing.assert_allclose(spread.coef_, local.coef_, rtol=1e-5, atol=1e-7)
 
 
-def test_the_client_gathers_vectors_not_rows(client, monkeypatch):
-    """Everything the fit gathers is parameter-sized: the largest object is far smaller
-    than one partition of X."""
-    X, y = _data(n=6000, d=40, seed=3)
+def _gathered_sizes(monkeypatch):
+    """A list that records the bytes of every object the client gathers from now on."""
     sizes = []
     gather = distributed.Client.gather
 
@@ -101,6 +99,14 @@ def test_the_client_gathers_vectors_not_rows(client, monkeypatch):
                              if isinstance(p, (np.ndarray, float, int, np.generic))))
         return out
     monkeypatch.setattr(distributed.Client, "gather", recording)
+    return sizes
+
+
+def test_the_client_gathers_vectors_not_rows(client, monkeypatch):
+    """Everything the fit gathers is parameter-sized: the largest object is far smaller
+    than one partition of X."""
+    X, y = _data(n=6000, d=40, seed=3)
+    sizes = _gathered_sizes(monkeypatch)
     Xd, yd = da.from_array(X, chunks=(1500, -1)), da.from_array(y, chunks=1500)
     L1LogisticOBA(C=0.3, multiclass="multinomial").fit(Xd, yd)
     assert sizes and max(sizes) <= 8 * 3 * 41 * 2       # (gradient: 3 x 41 numbers)
@@ -236,17 +242,7 @@ def test_cross_validation_of_dask_arrays_gathers_margins_not_rows(client, monkey
     """What the CV gathers is labels, weights, margins and parameter-sized vectors: the
     largest object is the held-out margins (rows x grid points), not rows of X."""
     X, y = _data(n=2000, d=60, classes=2, seed=10)
-    sizes = []
-    gather = distributed.Client.gather
-
-    def recording(self, futures, *args, **kwargs):
-        out = gather(self, futures, *args, **kwargs)
-        for value in (out if isinstance(out, list) else [out]):
-            parts = value if isinstance(value, tuple) else (value,)
-            sizes.append(sum(np.asarray(p).nbytes for p in parts
-                             if isinstance(p, (np.ndarray, float, int, np.generic))))
-        return out
-    monkeypatch.setattr(distributed.Client, "gather", recording)
+    sizes = _gathered_sizes(monkeypatch)
     L1LogisticOBACV(Cs=2, cv=2, refit=False).fit(da.from_array(X, chunks=(500, -1)), y)
     assert max(sizes) <= 8 * 500 * 2              # a partition's margins: 500 rows x 2 Cs
     assert max(sizes) < X[:500].nbytes / 10
