@@ -103,14 +103,15 @@ def _gathered_sizes(monkeypatch):
 
 
 def test_the_client_gathers_vectors_not_rows(client, monkeypatch):
-    """Everything the fit gathers is parameter-sized: the largest object is far smaller
-    than one partition of X."""
+    """Everything the fit gathers is parameter-sized: vectors, and the partitions'
+    Hessians formed on a small free set; the largest object is smaller than one partition
+    of X."""
     X, y = _data(n=6000, d=40, seed=3)
     sizes = _gathered_sizes(monkeypatch)
     Xd, yd = da.from_array(X, chunks=(1500, -1)), da.from_array(y, chunks=1500)
     L1LogisticOBA(C=0.3, multiclass="multinomial").fit(Xd, yd)
-    assert sizes and max(sizes) <= 8 * 3 * 41 * 2       # (gradient: 3 x 41 numbers)
-    assert max(sizes) < X[:1500].nbytes / 50
+    assert sizes and max(sizes) <= 8 * (3 * 41) ** 2    # (a Hessian on 3 x 41 parameters)
+    assert max(sizes) < X[:1500].nbytes / 3
     sizes.clear()
     SparsemaxClassifier(solver="newton-cg").fit(Xd, yd)
     assert sizes and max(sizes) <= 8 * (3 * 41 + 1)     # (loss, gradient (40, 3), (3,))
@@ -239,13 +240,13 @@ def test_cross_validation_of_dask_arrays_is_the_in_memory_one(client, case):
 
 
 def test_cross_validation_of_dask_arrays_gathers_margins_not_rows(client, monkeypatch):
-    """What the CV gathers is labels, weights, margins and parameter-sized vectors: the
-    largest object is the held-out margins (rows x grid points), not rows of X."""
+    """What the CV gathers is labels, weights, the held-out margins (rows x grid points)
+    and what a fit gathers (vectors and small formed Hessians), never rows of X."""
     X, y = _data(n=2000, d=60, classes=2, seed=10)
     sizes = _gathered_sizes(monkeypatch)
     L1LogisticOBACV(Cs=2, cv=2, refit=False).fit(da.from_array(X, chunks=(500, -1)), y)
-    assert max(sizes) <= 8 * 500 * 2              # a partition's margins: 500 rows x 2 Cs
-    assert max(sizes) < X[:500].nbytes / 10
+    assert max(sizes) <= 8 * 61 * 61               # a Hessian on 61 parameters
+    assert max(sizes) < X[:500].nbytes / 5
 
 
 def test_streaming_extreme_softmax_with_incremental_and_predictions_on_dask(client):

@@ -16,6 +16,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from sparsekit.losses._fenchel_young_datafit import ActiveRows, FenchelYoungLinear
+from sparsekit.losses._logistic_datafit import _ExplicitHessian
 
 
 def _call(obj, name, *args):
@@ -24,6 +25,23 @@ def _call(obj, name, *args):
 
 def _rows(datafit):
     return datafit.n_samples
+
+
+def _hessp(datafit, x, free, counted):
+    """The partition's Hessian at x on ``free``, once ``counted`` (the products the client
+    made with the last one) is recorded."""
+    return datafit.hessp(x, free)
+
+
+def _formed(H):
+    """A partition's Hessian as its formed matrix (None: it is matrix-free)."""
+    return H.matrix if getattr(H, "is_explicit", False) else None
+
+
+def _count(H, count):
+    """Record on a partition's formed Hessian the products the client made with the sum of
+    them: its datafit estimates from them the products a Hessian will take."""
+    H.count_products(count)
 
 
 class DaskDatafit:
@@ -39,6 +57,9 @@ class DaskDatafit:
         The row partitions, aligned.
     client : distributed.Client
     """
+
+    #: bytes of formed partition Hessians gathered to be summed on the client
+    GATHER_BYTES = 1 << 26
 
     def __init__(self, make, X_blocks, y_blocks, weight_blocks, client):
         self._client = client
@@ -56,6 +77,7 @@ class DaskDatafit:
                 lambda d: (d.penalty_weights, d.n_params, d.n_features, d.fit_intercept),
                 head))
         self._bound = None
+        self._counted = None      # the products of the last gathered Hessian, to record
 
     # -- reductions
     def _map(self, name, *args, parts=None):
@@ -87,9 +109,24 @@ class DaskDatafit:
         return f, g
 
     def hessp(self, x, free):
-        return _DaskHessian(self, self._map("hessp", np.ascontiguousarray(x, dtype=np.float64),
-                                            np.asarray(free, dtype=np.int64)),
-                            int(np.size(free)))
+        """The partitions' Hessians at x on ``free``. When each formed its matrix (their
+        datafits' rule) and the matrices are small (``GATHER_BYTES`` in all), their weighted
+        sum is gathered once and the solver's products are made on the client; otherwise
+        each product is a round trip to the workers."""
+        client, size = self._client, int(np.size(free))
+        x, free = (client.scatter(np.asarray(a, dtype=dtype), broadcast=True, hash=False)
+                   for a, dtype in ((x, np.float64), (free, np.int64)))
+        counted = self._counted or [None] * len(self._parts)
+        parts = [client.submit(_hessp, p, x, free, c, pure=False)
+                 for p, c in zip(self._parts, counted)]
+        self._counted = None
+        if 8 * size * size * len(parts) <= self.GATHER_BYTES:
+            formed = client.gather([client.submit(_formed, H, pure=False) for H in parts])
+            if all(M is not None for M in formed):
+                H = _ExplicitHessian(sum(w * M for w, M in zip(self._share, formed)), [0])
+                self._counted = _Counts(client, parts, H)
+                return H
+        return _DaskHessian(self, parts, size)
 
     def lipschitz(self):
         if self._bound is None:
@@ -106,6 +143,18 @@ class DaskDatafit:
     def dual_terms(self, x, alpha):
         return float(self._sum(self._map("dual_terms", np.asarray(x, dtype=np.float64),
                                          float(alpha))))
+
+
+class _Counts:
+    """The products made on the client with a gathered Hessian, sent to the partitions'
+    formed Hessians when the next Hessian is asked for (iterating gives the futures)."""
+
+    def __init__(self, client, parts, H):
+        self._client, self._parts, self._H = client, parts, H
+
+    def __iter__(self):
+        count = self._H._calls[0]
+        return iter([self._client.submit(_count, H, count, pure=False) for H in self._parts])
 
 
 class _DaskHessian:
