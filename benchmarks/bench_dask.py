@@ -7,7 +7,8 @@ workers before the timing, so that the client never holds X) is fitted at C = 0.
 ``distributed.LocalCluster`` of one and of two worker processes (one thread each), and in
 memory in this process. Reported: end-to-end fit time, time per OBA iteration, the bytes
 the client scattered (the parameter vectors, once per worker) and gathered (one vector per
-partition) per iteration, against the size of X.
+partition, and the partitions' Hessians on the free set when they formed them and all of
+them fit in 64 MB) per iteration, against the size of X.
 
 Writes section "dask" of doc/benchmarks.md::
 

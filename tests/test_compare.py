@@ -480,7 +480,8 @@ def test_tokens_repeat_whole_counts_and_keep_other_values_once():
 def test_saga_epochs_are_capped_by_the_budget():
     X, y = _tiny_binary(n=2000)
     assert compare._saga_max_iter(X, y, 1.0, np.inf) == 20000
-    capped = compare._saga_max_iter(X, y, 1.0, 1e-3)     # a few ms for thousands of epochs
+    # ~30 ms for thousands of epochs: one epoch (~2 ms) within it on a loaded machine too
+    capped = compare._saga_max_iter(X, y, 1.0, 1e-2)
     assert 1 <= capped < 20000
 
 
