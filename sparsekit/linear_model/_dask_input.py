@@ -58,13 +58,12 @@ def _class_totals(y, sample_weight, classes):
     return np.bincount(codes, weights=sample_weight, minlength=classes.size)
 
 
-def _block_weights(y, sample_weight, classes, class_weight, mean, counts=None):
+def _block_weights(y, sample_weight, classes, class_weight, mean):
     """A partition's weights as the solver takes them: sample weights times class
-    weights, over their mean (times each row's count in a training fold)."""
+    weights, over their mean."""
     codes = np.searchsorted(classes, np.asarray(y).ravel())
     s = np.ones(codes.size) if sample_weight is None else np.asarray(sample_weight, np.float64)
-    weights = s * class_weight[codes] / mean
-    return weights if counts is None else weights * counts
+    return s * class_weight[codes] / mean
 
 
 def _block_margins(X, rows, coef, intercept):
@@ -166,13 +165,10 @@ class DaskRows:
                                     for y, s in zip(self.y, self.sample_weight)])
         return np.sum(parts, axis=0)
 
-    def weights(self, classes, class_weight, mean, counts=None):
-        """Futures of each partition's solver weights (sample x class weights / mean),
-        times ``counts``, one number per row, when given (a training fold's rows)."""
-        counts = (self._split(counts) if counts is not None
-                  else [None] * len(self.y))
-        return [self.client.submit(_block_weights, y, s, classes, class_weight, mean, c)
-                for y, s, c in zip(self.y, self.sample_weight, counts)]
+    def weights(self, classes, class_weight, mean):
+        """Futures of each partition's solver weights (sample x class weights / mean)."""
+        return [self.client.submit(_block_weights, y, s, classes, class_weight, mean)
+                for y, s in zip(self.y, self.sample_weight)]
 
     def gather(self, parts):
         """Partitions' futures (``y``, ``sample_weight``) as one NumPy array."""
@@ -191,7 +187,7 @@ class DaskRows:
                    for X, lo, hi, end, n in zip(self.X, *cuts, ends, self.rows) if hi > lo]
         return np.concatenate(self.client.gather(futures))[np.searchsorted(order, rows)]
 
-    def _split(self, values):
+    def split(self, values):
         """Futures of an n_samples array's slices, one per partition, on the workers."""
         bounds = np.cumsum(self.rows)[:-1]
         return [self.client.scatter(v, hash=False) for v in np.split(values, bounds)]

@@ -524,12 +524,7 @@ class _DaskFolds:
         given = None if sample_weight is None else data.gather(data.sample_weight)
         self.sample_weight = _check_sample_weight(given, self.y, dtype=np.float64,
                                                   ensure_non_negative=True)
-        totals = np.bincount(self.codes, weights=self.sample_weight,
-                             minlength=est.classes_.size)
-        self.class_weight = est._class_weights(est.classes_, totals)
-        self.weights = self.sample_weight * self.class_weight[self.codes]
-        if not self.weights.max(initial=0.0) > 0:
-            raise ValueError("every sample has weight 0 (sample_weight times class_weight)")
+        self.weights = est._class_weighted(self.sample_weight, self.codes)
         self.columns = UsedColumns(X, keep_all=True)   # as the partitions' datafits
         self.splittable = np.empty((data.n_samples, 0))
         self.dtype, self.classes = data.dtype, est.classes_
@@ -544,11 +539,11 @@ class _DaskFolds:
                            self.data.client)
 
     def _weights(self, counts=None):
-        """(each partition's solver weights, their mean over all the rows), for all the
-        rows or ``counts`` times each (a training fold)."""
-        weights = self.weights if counts is None else self.weights * counts
-        mean = float(weights.sum()) / weights.size
-        return self.data.weights(self.classes, self.class_weight, mean, counts), mean
+        """(each partition's solver weights on its worker, their mean over all the rows),
+        for all the rows or ``counts`` times each (a training fold)."""
+        weights, mean = _unit_mean_weights(self.weights if counts is None
+                                           else self.weights * counts)
+        return self.data.split(weights), mean
 
     def datafits(self, problems, n_classes, fit_intercept):
         weights, mean = self._weights()

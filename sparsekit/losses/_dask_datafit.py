@@ -77,7 +77,7 @@ class DaskDatafit:
                 lambda d: (d.penalty_weights, d.n_params, d.n_features, d.fit_intercept),
                 head))
         self._bound = None
-        self._counted = None      # the products of the last gathered Hessian, to record
+        self._gathered = None     # (partitions' Hessians, products made on their sum)
 
     # -- reductions
     def _map(self, name, *args, parts=None):
@@ -116,16 +116,19 @@ class DaskDatafit:
         client, size = self._client, int(np.size(free))
         x, free = (client.scatter(np.asarray(a, dtype=dtype), broadcast=True, hash=False)
                    for a, dtype in ((x, np.float64), (free, np.int64)))
-        counted = self._counted or [None] * len(self._parts)
+        counted = [None] * len(self._parts)
+        if self._gathered is not None:     # the last Hessian's products, made on the client
+            last, calls = self._gathered
+            counted = [client.submit(_count, H, calls[0], pure=False) for H in last]
+            self._gathered = None
         parts = [client.submit(_hessp, p, x, free, c, pure=False)
                  for p, c in zip(self._parts, counted)]
-        self._counted = None
         if 8 * size * size * len(parts) <= self.GATHER_BYTES:
             formed = client.gather([client.submit(_formed, H, pure=False) for H in parts])
             if all(M is not None for M in formed):
-                H = _ExplicitHessian(sum(w * M for w, M in zip(self._share, formed)), [0])
-                self._counted = _Counts(client, parts, H)
-                return H
+                calls = [0]
+                self._gathered = parts, calls
+                return _ExplicitHessian(sum(w * M for w, M in zip(self._share, formed)), calls)
         return _DaskHessian(self, parts, size)
 
     def lipschitz(self):
@@ -143,18 +146,6 @@ class DaskDatafit:
     def dual_terms(self, x, alpha):
         return float(self._sum(self._map("dual_terms", np.asarray(x, dtype=np.float64),
                                          float(alpha))))
-
-
-class _Counts:
-    """The products made on the client with a gathered Hessian, sent to the partitions'
-    formed Hessians when the next Hessian is asked for (iterating gives the futures)."""
-
-    def __init__(self, client, parts, H):
-        self._client, self._parts, self._H = client, parts, H
-
-    def __iter__(self):
-        count = self._H._calls[0]
-        return iter([self._client.submit(_count, H, count, pure=False) for H in self._parts])
 
 
 class _DaskHessian:
