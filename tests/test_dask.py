@@ -239,12 +239,15 @@ def test_cross_validation_of_dask_arrays_is_the_in_memory_one(client, case):
     assert spread.score(X, y) == pytest.approx(local.score(X, y), rel=1e-7)
 
 
-def test_cross_validation_of_dask_arrays_gathers_margins_not_rows(client, monkeypatch):
+@pytest.mark.parametrize("estimator", [L1LogisticOBACV(Cs=2, cv=2, refit=False),
+                                       SparsemaxClassifierCV(alphas=2, cv=2)])
+def test_cross_validation_of_dask_arrays_gathers_margins_not_rows(client, monkeypatch,
+                                                                  estimator):
     """What the CV gathers is labels, weights, the held-out margins (rows x grid points)
     and what a fit gathers (vectors and small formed Hessians), never rows of X."""
     X, y = _data(n=2000, d=60, classes=2, seed=10)
     sizes = _gathered_sizes(monkeypatch)
-    L1LogisticOBACV(Cs=2, cv=2, refit=False).fit(da.from_array(X, chunks=(500, -1)), y)
+    estimator.fit(da.from_array(X, chunks=(500, -1)), y)
     assert max(sizes) <= 8 * 61 * 61               # a Hessian on 61 parameters
     assert max(sizes) < X[:500].nbytes / 5
 
@@ -317,10 +320,58 @@ def test_sparsemax_dask_class_weight_is_the_in_memory_one(client):
 def test_sparsemax_dask_refuses_what_it_cannot_run(client):
     X, y = _data(n=200, d=5, seed=9)
     Xd = da.from_array(X, chunks=(100, -1))
-    with pytest.raises(ValueError, match="in memory only"):
-        SparsemaxClassifier(solver="sdca").fit(Xd, y)
-    with pytest.raises(ValueError, match="shape"):
-        SparsemaxClassifier().fit(Xd, np.c_[y, y])
+    for model in (SparsemaxClassifier(), SparsemaxClassifierCV(alphas=2, cv=2)):
+        with pytest.raises(ValueError, match="in memory only"):
+            model.set_params(solver="sdca").fit(Xd, y)
+        with pytest.raises(ValueError, match="shape"):
+            model.set_params(solver="auto").fit(Xd, np.c_[y, y])
+    with pytest.raises(ValueError, match="negated needs 2-D targets"):
+        SparsemaxClassifierCV(alphas=2, cv=2, negated=[True, False, False]).fit(Xd, y)
+
+
+def _sparsemax_cv_case(case):
+    """(X, its dask form, y, the CV's parameters, fit arguments in memory, on dask)."""
+    X, y = _data(n=450, d=20, classes=3, seed=13)
+    if case.startswith("sparse"):
+        w = np.random.default_rng(4).uniform(0.5, 2.0, len(y))
+        third = np.flatnonzero(y == 2)              # the first fold trains without it
+        folds = []
+        for test in (np.concatenate([third, np.arange(0, 450, 4)]),
+                     np.arange(1, 450, 3)):
+            test = np.unique(test)
+            train = np.setdiff1d(np.arange(450), test)[::-1]               # unsorted
+            folds.append((np.concatenate([train, train[:30]]), test))      # repeated rows
+        params = dict(alphas=3, cv=folds, solver="lbfgs", tol=1e-10, max_iter=5000)
+        return (X, _sparse_dask(X, 100), y, params, dict(sample_weight=w),
+                dict(sample_weight=da.from_array(w, chunks=120)))
+    params = dict(alphas=[0.3, 0.03, 0.003], cv=3, solver="newton-cg", tol=1e-10,
+                  class_weight="balanced", scoring="f1_macro", n_jobs=2)
+    return X, da.from_array(X, chunks=(100, -1)), y, params, {}, {}
+
+
+@pytest.mark.parametrize("case", ["sparse, weights, folds with repeated rows, one without "
+                                  "a class",
+                                  "dense, balanced, f1_macro, n_jobs on the dask backend"])
+def test_sparsemax_cross_validation_of_dask_arrays_is_the_in_memory_one(client, case):
+    """SparsemaxClassifierCV on dask arrays: each fold's fits weigh its training rows on
+    the workers (a class the fold lacks: its rows weigh 0 and the fold's model lacks it,
+    as in memory) and its held-out scores come back; the grid, the scores and the refit
+    equal the in-memory ones."""
+    import joblib
+
+    X, Xd, y, params, fit_local, fit_dask = _sparsemax_cv_case(case)
+    local = SparsemaxClassifierCV(**params).fit(X, y, **fit_local)
+    with joblib.parallel_backend("dask" if "dask backend" in case else "loky"):
+        spread = SparsemaxClassifierCV(**params).fit(Xd, da.from_array(y, chunks=50),
+                                                     **fit_dask)
+    np.testing.assert_allclose(spread.alphas_, local.alphas_, rtol=1e-12)
+    np.testing.assert_allclose(spread.scores_, local.scores_, rtol=1e-7, atol=1e-9)
+    np.testing.assert_allclose(spread.n_iter_path_, local.n_iter_path_, atol=3)
+    assert spread.alpha_ == pytest.approx(local.alpha_, rel=1e-12)
+    np.testing.assert_allclose(spread.coef_, local.coef_, rtol=1e-6, atol=1e-7)
+    np.testing.assert_allclose(spread.intercept_, local.intercept_, rtol=1e-6, atol=1e-7)
+    assert spread.n_features_in_ == X.shape[1] and not hasattr(spread, "feature_names_in_")
+    assert spread.score(X, y) == pytest.approx(local.score(X, y), rel=1e-7)
 
 
 def test_one_vs_rest_problems_and_path_chunks_on_the_dask_backend(client):

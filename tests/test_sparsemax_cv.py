@@ -193,11 +193,10 @@ def test_one_class_folds_continuous_targets_and_huge_entries_are_refused():
         SparsemaxClassifierCV().fit(X * 1e300, y)
 
 
-def test_dask_input_is_sent_to_the_single_fit():
-    da = pytest.importorskip("dask.array")
+def test_a_cupy_array_is_refused_with_what_to_use_instead(cupy_backend):
     X, y = _data()
-    with pytest.raises(TypeError, match="fit SparsemaxClassifier"):
-        SparsemaxClassifierCV().fit(da.from_array(X, chunks=50), y)
+    with pytest.raises(TypeError, match="for a CuPy array, fit SparsemaxClassifier"):
+        SparsemaxClassifierCV().fit(cupy_backend.asarray(X), y)
 
 
 def test_verbose_prints_a_line_per_fold_and_the_choice_and_the_fits_lines_above_one(capsys):

@@ -152,11 +152,13 @@ class DaskRows:
         parts = self.client.gather([self.client.submit(_labels, y) for y in self.y])
         return np.unique(np.concatenate(parts))
 
-    def row_sums(self):
+    def row_sums(self, weights=None):
         """``[Σ sᵢ ‖xᵢ‖², Σ sᵢ nnz(xᵢ), Σ sᵢ]`` over the partitions (a reduction of each
-        partition's :func:`~sparsekit.utils._rows.weighted_row_sums`)."""
+        partition's :func:`~sparsekit.utils._rows.weighted_row_sums`), sᵢ the sample
+        weights or the partitions' ``weights`` (futures)."""
+        weights = self.sample_weight if weights is None else weights
         parts = self.client.gather([self.client.submit(weighted_row_sums, X, s)
-                                    for X, s in zip(self.X, self.sample_weight)])
+                                    for X, s in zip(self.X, weights)])
         return np.sum(parts, axis=0)
 
     def class_totals(self, classes):

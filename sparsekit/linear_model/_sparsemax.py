@@ -435,6 +435,20 @@ class SparsemaxClassifier(SparsekitClassifier):
         computed, and so are the Hessian products of Newton-CG; only parameter-sized arrays
         travel. Class labels only; ``"auto"`` is L-BFGS, ``"sdca"`` (which updates each
         row's dual variable) runs in memory only."""
+        self._dask_solver()
+        data = DaskRows(X, y, sample_weight, [np.float64, np.float32])
+        classes = data.classes()
+        check_classification_targets(classes)
+        check_two_classes(classes)
+        weights = None
+        if self.class_weight is not None:    # the partitions' weights times their class's
+            weights = data.weights(
+                classes, self._class_weights(classes, data.class_totals(classes)), 1.0)
+        self._fit_rows(data, classes, weights, X, y, sample_weight)
+        return self
+
+    def _dask_solver(self):
+        """The solver of a fit on dask arrays (``"auto"``: L-BFGS), or the error."""
         solver = "lbfgs" if self.solver == "auto" else self.solver
         if solver == "sdca":
             raise ValueError("on dask arrays SparsemaxClassifier runs solver='lbfgs', 'nqn' "
@@ -444,36 +458,39 @@ class SparsemaxClassifier(SparsekitClassifier):
         if self.device != "cpu":
             raise ValueError("on dask arrays SparsemaxClassifier runs on the workers' CPUs: "
                              "use device='cpu'")
+        return solver
+
+    def _fit_rows(self, data, classes, weights, X, y, sample_weight, warn=True):
+        """Fit on the partitions of ``data`` (a :class:`DaskRows`) with the labels
+        ``classes`` (rows of other labels weigh 0) and the partitions' solver ``weights``
+        (futures; None: the sample weights); ``X``, ``y`` and ``sample_weight`` are what
+        the callbacks are shown. Whether the solver converged (see
+        :meth:`_solve_and_publish`)."""
+        solver = self._dask_solver()
         budget = self._check_budget()
-        data = DaskRows(X, y, sample_weight, [np.float64, np.float32])
-        self.__dict__.pop("feature_names_in_", None)
-        self.n_features_in_ = data.n_features
-        classes = data.classes()
-        check_classification_targets(classes)
-        check_two_classes(classes)
-        self.classes_, self.target_type_ = classes, "multiclass"
-        columns = negated_columns(self.negated, classes.size)
-        if columns:
+        if negated_columns(self.negated, classes.size):
             raise ValueError("negated needs 2-D targets (a label-indicator or proportion "
                              "matrix): class labels are decoded by the argmax of the "
                              "scores, which negation does not preserve.")
-        self._negated = None
-        if self.class_weight is not None:    # the partitions' weights times their class's
-            data.sample_weight = data.weights(
-                classes, self._class_weights(classes, data.class_totals(classes)), 1.0)
-        self.alpha_, weight_scale = self._data_scales(data.row_sums())
-        datafit = DaskFenchelYoung(data, classes, polytope=self.polytope, budget=budget,
-                                   alpha=self.alpha_, fit_intercept=self.fit_intercept,
+        self.__dict__.pop("feature_names_in_", None)
+        self.n_features_in_ = data.n_features
+        self.classes_, self.target_type_, self._negated = classes, "multiclass", None
+        self.alpha_, weight_scale = self._data_scales(data.row_sums(weights))
+        datafit = DaskFenchelYoung(data, classes, weights, polytope=self.polytope,
+                                   budget=budget, alpha=self.alpha_,
+                                   fit_intercept=self.fit_intercept,
                                    penalize_intercept=self.penalize_intercept,
                                    center=self.fit_intercept and not self.penalize_intercept,
                                    weight_scale=weight_scale)
         return self._solve_and_publish(solver, datafit, (), X, y, sample_weight,
-                                       UsedColumns(X, keep_all=True))
+                                       UsedColumns(X, keep_all=True), warn)
 
-    def _solve_and_publish(self, solver, datafit, columns, X, y, sample_weight, used):
+    def _solve_and_publish(self, solver, datafit, columns, X, y, sample_weight, used,
+                           warn=True):
         """Solve on ``datafit`` (with the scikit-learn callbacks) and set the fitted
         attributes; ``X`` and ``y`` are what the callbacks are shown, ``used`` the
-        :class:`UsedColumns` of X that the datafit holds."""
+        :class:`UsedColumns` of X that the datafit holds. Whether the solver converged (or
+        a callback stopped it); if not, a ConvergenceWarning when ``warn``."""
         bounds = self._coefficient_bounds(datafit.n_features, datafit.n_classes, columns,
                                           datafit.weight_scale)
         context = self._begin_fit_task(X, y, self.max_iter + 1, sample_weight)
@@ -492,7 +509,8 @@ class SparsemaxClassifier(SparsekitClassifier):
                                                       dtype=dtype))
         self.intercept_ = reflect_columns(b, columns, 0).astype(dtype)
         self.n_iter_ = int(res.nit)
-        if not res.success and res.status != STOPPED_BY_CALLBACK:
+        converged = res.success or res.status == STOPPED_BY_CALLBACK
+        if not converged and warn:
             hint = "increase max_iter or scale the data"
             if solver == "lbfgs" and res.status == 2 and dtype == np.float32:
                 hint = ("its line search found no decrease, which for float32 X is usually "
@@ -501,7 +519,7 @@ class SparsemaxClassifier(SparsekitClassifier):
             warnings.warn(f"SparsemaxClassifier did not converge "
                           f"({str(res.message).rstrip(': ')}); {hint}.", ConvergenceWarning)
         self._end_fit_task(context, X, y, sample_weight)
-        return self
+        return converged
 
     def _solve(self, solver, datafit, theta0, bounds, callback=None):
         """Run ``solver`` on ``datafit`` from ``theta0``: an ``OptimizeResult``."""

@@ -20,7 +20,7 @@ from ..gpu.datafits import is_device_matrix
 from ..utils._columns import UsedColumns
 from ..utils._validation import check_entry_magnitude, check_two_classes, validate_input
 from ._base import unchanged_on_error
-from ._dask_input import is_dask_collection
+from ._dask_input import DaskRows, is_dask_collection
 from ._routing import CVRoutingMixin
 from ._sparsemax import SparsemaxClassifier, row_sums
 
@@ -84,7 +84,8 @@ default="simplex"
     max_iter : int, default=1000
         As in :class:`SparsemaxClassifier`, for each fit.
     n_jobs : int, default=None
-        Folds fit in parallel processes (joblib); None is 1, -1 all the cores.
+        Folds fit in parallel processes (joblib); None is 1, -1 all the cores. On dask
+        input, threads of the client instead, each driving one fold's fits on the cluster.
     verbose : int, default=0
         One line per fold path and for the refit when positive; per-iteration lines of
         each fit when above 1.
@@ -177,7 +178,12 @@ default="simplex"
         Parameters
         ----------
         X : {array-like, sparse matrix} of shape (n_samples, n_features)
-            Dense, CSR or CSC, float32 or float64.
+            Dense, CSR or CSC, float32 or float64. A dask array partitioned by rows, or a
+            dask DataFrame, with class labels ``y`` (dask or NumPy), is cross-validated on
+            the workers of the default ``distributed.Client``, as
+            :class:`SparsemaxClassifier` fits it (``solver="auto"`` is L-BFGS there): each
+            fold's fits weigh its training rows where the rows are, and only the labels,
+            the weights and the held-out rows' scores reach the client.
         y : array-like of shape (n_samples,) or (n_samples, n_classes)
             Class labels (every training fold must hold two classes or more; a fold's
             model lacks the classes its training rows lack), a label-indicator matrix or
@@ -199,36 +205,23 @@ default="simplex"
             The fitted estimator.
         """
         self._validate_params()
-        if is_dask_collection(X) or is_device_matrix(X):
-            raise TypeError("SparsemaxClassifierCV fits NumPy or SciPy input; for a dask "
-                            "array or a CuPy array, fit SparsemaxClassifier (GridSearchCV "
-                            "runs on a Dask cluster through joblib.parallel_backend('dask'))")
-        X, y = validate_input(self, X, y, accept_sparse=["csr", "csc"],
-                              dtype=[np.float64, np.float32], multi_output=True,
-                              y_numeric=False)
-        if sp.issparse(X):
-            X = X.tocsr()               # the folds take rows
-        check_entry_magnitude(X, X.dtype)
-        sw = _check_sample_weight(sample_weight, X, dtype=np.float64,
-                                  ensure_non_negative=True)
+        if is_device_matrix(X):
+            raise TypeError("SparsemaxClassifierCV fits NumPy, SciPy or dask input; for a "
+                            "CuPy array, fit SparsemaxClassifier(device='cuda') at each "
+                            "alpha")
         base = SparsemaxClassifier(**{name: getattr(self, name) for name in _SHARED},
                                    verbose=max(self.verbose - 1, 0), warm_start=True)
+        data = (_DaskFolds if is_dask_collection(X) else _MemoryFolds)(self, base, X, y,
+                                                                       sample_weight)
         scorer = check_scoring(base, scoring=self.scoring)    # None: base's score
-        folds, held_out = self._routed_folds(X, y, None if sample_weight is None else sw,
+        folds, held_out = self._routed_folds(data.splittable, data.y, data.given_weight,
                                              params, scorer)
-        alphas = self._grid(base, X, sw)
-        classes = _check_folds(y, folds)
+        alphas = self._grid(base, data.row_sums)
+        classes = _check_folds(data.y, folds)
         context = self._begin_fit_task(X, y, len(folds) + 1, sample_weight)
-        # the paths run on the columns that store an entry (hashed features: 2% of them),
-        # as the solvers would, so that their models are that narrow too; a bound may hold
-        # an empty column's weight away from 0
-        used = UsedColumns(X, keep_all=self.bounds is not None)
-        X_used = used.take(X)
-        jobs = (delayed(_fold_path)(clone(base), X_used, y, sw, train, test, alphas, scorer,
-                                    score_params, classes)
-                for (train, test), score_params in zip(folds, held_out))
         paths = []
-        for k, path in enumerate(Parallel(n_jobs=self.n_jobs, return_as="generator")(jobs)):
+        for k, path in enumerate(data.paths(base, folds, held_out, alphas, scorer, classes,
+                                            self.n_jobs)):
             task = self._begin_subtask(context, "fold path", X, y)
             # the folds' solutions are summed per alpha as they come (the refit starts at
             # their mean), not kept: n_alphas models in memory, not n_folds x n_alphas
@@ -253,17 +246,19 @@ default="simplex"
                   f"{self.scores_[:, best].mean():.6g} over {len(folds)} folds; refit on "
                   "all the data")
         task = self._begin_subtask(context, "refit", X, y)
-        self._refit(base, X, y, sample_weight, alphas[best],
-                    used.expand(coef_sum[best] / len(folds)), intercept_sum[best] / len(folds))
+        self._refit(base, *data.refit_input, alphas[best],
+                    data.columns.expand(coef_sum[best] / len(folds)),
+                    intercept_sum[best] / len(folds))
         self._end_subtask(task, X, y)
         self._end_fit_task(context, X, y, sample_weight)
         return self
 
-    def _grid(self, base, X, sw):
+    def _grid(self, base, sums):
         """The alphas to cross-validate, decreasing (see ``alphas``); ``base`` is the
-        fits' estimator, whose ``alpha="scale"`` an integer grid is centred on."""
+        fits' estimator, whose ``alpha="scale"`` of the data's row sums (``sums()``, see
+        :func:`row_sums`) an integer grid is centred on."""
         if isinstance(self.alphas, Integral):
-            scale, _ = base._data_scales(row_sums(X, sw))
+            scale, _ = base._data_scales(sums())
             if self.alphas == 1:
                 return np.array([scale])
             return scale * np.logspace(_GRID_DECADES, -_GRID_DECADES, self.alphas)
@@ -304,39 +299,161 @@ def _check_folds(y, folds):
     return classes
 
 
-def _fold_path(est, X, y, sw, train, test, alphas, scorer, score_params, classes):
-    """Fit ``est`` (warm_start=True) at each alpha in turn on the ``train`` rows and score
-    it on the ``test`` rows (``scorer(est, X_test, y_test, **score_params)``); the warnings
-    of the fits are returned, not shown. The solutions are returned with a row for each of
-    ``classes`` (all the data's, for class labels; None for 2-D targets): a class absent
-    from the training rows gets zero weights and the lowest intercept, as a start for the
-    refit."""
-    X_train, y_train, sw_train = X[train], _safe_indexing(y, train), sw[train]
-    X_test, y_test = X[test], _safe_indexing(y, test)
+def _path(est, alphas, fit, score, classes):
+    """Fit ``est`` (warm_start=True) at each alpha in turn by ``fit(est)``, which returns
+    whether the solver converged, and score it by ``score(est)``. The solutions are
+    returned with a row for each of ``classes`` (all the data's, for class labels; None
+    for 2-D targets): a class absent from the training rows gets zero weights and the
+    lowest intercept, as a start for the refit."""
     out = {"scores": np.empty(alphas.size), "n_iter": np.empty(alphas.size, dtype=np.int64),
            "failed": 0}
+    for i, alpha in enumerate(alphas):
+        out["failed"] += not fit(est.set_params(alpha=float(alpha)))
+        out["scores"][i] = score(est)
+        out["n_iter"][i] = est.n_iter_
+        coef, intercept = est.coef_, est.intercept_
+        if classes is not None and est.classes_.size < classes.size:
+            rows = np.searchsorted(classes, est.classes_)
+            coef = np.zeros((classes.size, coef.shape[1]), dtype=coef.dtype)
+            coef[rows] = est.coef_
+            intercept = np.full(classes.size, intercept.min(), dtype=intercept.dtype)
+            intercept[rows] = est.intercept_
+        if i == 0:                        # (n_alphas, n_classes, n_features), X's dtype
+            out["coefs"] = np.empty((alphas.size,) + coef.shape, dtype=coef.dtype)
+            out["intercepts"] = np.empty((alphas.size,) + intercept.shape,
+                                         dtype=intercept.dtype)
+        out["coefs"][i], out["intercepts"][i] = coef, intercept
+    return out
+
+
+def _fold_path(est, X, y, sw, train, test, alphas, scorer, score_params, classes):
+    """:func:`_path` on the ``train`` rows of in-memory data, each fit scored on the
+    ``test`` rows (``scorer(est, X_test, y_test, **score_params)``); the warnings of the
+    fits are returned (``warnings``, ``failed``), not shown."""
+    X_train, y_train, sw_train = X[train], _safe_indexing(y, train), sw[train]
+    X_test, y_test = X[test], _safe_indexing(y, test)
+
+    def fit(est):
+        est.fit(X_train, y_train, sw_train)
+        return True                       # ConvergenceWarnings are counted below
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        for i, alpha in enumerate(alphas):
-            est.set_params(alpha=float(alpha)).fit(X_train, y_train, sw_train)
-            out["scores"][i] = scorer(est, X_test, y_test, **score_params)
-            out["n_iter"][i] = est.n_iter_
-            coef, intercept = est.coef_, est.intercept_
-            if classes is not None and est.classes_.size < classes.size:
-                rows = np.searchsorted(classes, est.classes_)
-                coef = np.zeros((classes.size, coef.shape[1]), dtype=coef.dtype)
-                coef[rows] = est.coef_
-                intercept = np.full(classes.size, intercept.min(), dtype=intercept.dtype)
-                intercept[rows] = est.intercept_
-            if i == 0:                    # (n_alphas, n_classes, n_features), X's dtype
-                out["coefs"] = np.empty((alphas.size,) + coef.shape, dtype=coef.dtype)
-                out["intercepts"] = np.empty((alphas.size,) + intercept.shape,
-                                             dtype=intercept.dtype)
-            out["coefs"][i], out["intercepts"][i] = coef, intercept
+        out = _path(est, alphas, fit, lambda est: scorer(est, X_test, y_test, **score_params),
+                    classes)
     out["failed"] = sum(issubclass(w.category, ConvergenceWarning) for w in caught)
     out["warnings"] = [(w.category, str(w.message)) for w in caught
                        if not issubclass(w.category, ConvergenceWarning)]
     return out
+
+
+class _MemoryFolds:
+    """In-memory data of a cross-validation: X validated (CSR: the folds take rows), its
+    used columns for the paths, the labels and weights; the folds' paths run in joblib's
+    processes.
+
+    Sets the estimator's ``n_features_in_`` (and ``feature_names_in_``)."""
+
+    def __init__(self, est, base, X, y, sample_weight):
+        X, y = validate_input(est, X, y, accept_sparse=["csr", "csc"],
+                              dtype=[np.float64, np.float32], multi_output=True,
+                              y_numeric=False)
+        if sp.issparse(X):
+            X = X.tocsr()
+        check_entry_magnitude(X, X.dtype)
+        self.splittable, self.y = X, y
+        self.sample_weight = _check_sample_weight(sample_weight, X, dtype=np.float64,
+                                                  ensure_non_negative=True)
+        self.given_weight = None if sample_weight is None else self.sample_weight
+        # the paths run on the columns that store an entry (hashed features: 2% of
+        # them), as the solvers would, so that their models are that narrow too; a bound
+        # may hold an empty column's weight away from 0
+        self.columns = UsedColumns(X, keep_all=est.bounds is not None)
+        self.refit_input = (X, y, sample_weight)
+
+    def row_sums(self):
+        return row_sums(self.splittable, self.sample_weight)
+
+    def paths(self, base, folds, held_out, alphas, scorer, classes, n_jobs):
+        """Each fold's path (:func:`_fold_path`) as it arrives."""
+        X = self.columns.take(self.splittable)
+        jobs = (delayed(_fold_path)(clone(base), X, self.y, self.sample_weight, train, test,
+                                    alphas, scorer, score_params, classes)
+                for (train, test), score_params in zip(folds, held_out))
+        return Parallel(n_jobs=n_jobs, return_as="generator")(jobs)
+
+
+class _DaskFolds:
+    """The data of a cross-validation on dask arrays: X's row partitions stay on the
+    workers, where each fold's fits weigh its training rows (the held-out ones by 0: the
+    same objective as on the fold's rows) and the held-out rows' scores under each
+    solution are computed. The labels and weights, a number per row, are gathered for the
+    splitter, the folds' checks and the scorer.
+
+    Sets the estimator's ``n_features_in_``."""
+
+    def __init__(self, est, base, X, y, sample_weight):
+        base._dask_solver()               # its errors before the data moves
+        self.data = data = DaskRows(X, y, sample_weight, [np.float64, np.float32])
+        est.__dict__.pop("feature_names_in_", None)
+        est.n_features_in_ = data.n_features
+        self.y = data.gather(data.y)
+        given = None if sample_weight is None else data.gather(data.sample_weight)
+        self.sample_weight = _check_sample_weight(given, self.y, dtype=np.float64,
+                                                  ensure_non_negative=True)
+        self.given_weight = None if sample_weight is None else self.sample_weight
+        self.splittable = np.empty((data.n_samples, 0))
+        self.columns = UsedColumns(X, keep_all=True)   # as the partitions' datafits
+        self.refit_input = self._shown = (X, y, sample_weight)
+
+    def row_sums(self):
+        return self.data.row_sums()
+
+    def _fold_weights(self, est, train, classes):
+        """(the training fold's classes, each partition's weights on its worker): the
+        sample weights times the rows' counts in ``train`` and the class weights of the
+        fold's classes, as :class:`SparsemaxClassifier` weighs the fold's rows."""
+        codes = np.searchsorted(classes, self.y)
+        counts = np.bincount(train, minlength=self.y.size)
+        weights = self.sample_weight * counts
+        present = np.bincount(codes, weights=counts, minlength=classes.size) > 0
+        totals = np.bincount(codes, weights=weights, minlength=classes.size)
+        class_weight = np.zeros(classes.size)
+        class_weight[present] = est._class_weights(classes[present], totals[present])
+        return classes[present], self.data.split(weights * class_weight[codes])
+
+    def paths(self, base, folds, held_out, alphas, scorer, classes, n_jobs):
+        """Each fold's path as it arrives; ``n_jobs`` paths at a time, each from a thread
+        of the client (a fit waits on the workers, round trip after round trip). The
+        solvers' failures are counted, not warned (warnings are not thread-safe)."""
+        X_shown, y_shown, _ = self._shown
+
+        def path(train, test, score_params):
+            est = clone(base)
+            fold_classes, weights = self._fold_weights(est, train, classes)
+            X_test, y_test = np.empty((len(test), 0)), self.y[test]
+
+            def score(est):
+                model = _HeldOutScores(**est.get_params())
+                model.__dict__.update(vars(est))
+                model.scores = self.data.margins(test, est.coef_, est.intercept_).astype(
+                    self.data.dtype)
+                return scorer(model, X_test, y_test, **score_params)
+            out = _path(est, alphas, lambda est: est._fit_rows(
+                self.data, fold_classes, weights, X_shown, y_shown, None, warn=False),
+                score, classes)
+            out["warnings"] = []
+            return out
+        jobs = (delayed(path)(train, test, score_params)
+                for (train, test), score_params in zip(folds, held_out))
+        return Parallel(n_jobs=n_jobs, backend="threading", return_as="generator")(jobs)
+
+
+class _HeldOutScores(SparsemaxClassifier):
+    """A fold's model whose held-out scores were computed where the rows are (on a dask
+    cluster): its predictions and probabilities follow from them, whatever X."""
+
+    def _scores(self, X, keep_on_device=False):
+        return self.scores
 
 
 def _warn_once(caught, failed, total, max_iter):
