@@ -117,6 +117,32 @@ def test_the_client_gathers_vectors_not_rows(client, monkeypatch):
     assert sizes and max(sizes) <= 8 * (3 * 41 + 1)     # (loss, gradient (40, 3), (3,))
 
 
+@pytest.mark.parametrize("model", [L1LogisticOBA(C=0.3, tol=1e-10),
+                                   SparsemaxClassifier(solver="newton-cg", tol=1e-10)])
+def test_small_arguments_travel_inside_the_tasks_large_ones_are_scattered(client,
+                                                                          monkeypatch,
+                                                                          model):
+    """A fit's vectors go inside its tasks when their copies are small (a scatter is a
+    blocking round trip of its own), else are scattered once to every worker: the same
+    fit either way (to rounding: the workers' BLAS may round otherwise from run to run)."""
+    from sparsekit.losses import _dask_datafit
+
+    X, y = _data(n=600, d=12, seed=14)
+    Xd = da.from_array(X, chunks=(200, -1))
+    scattered = []
+    scatter = distributed.Client.scatter
+
+    def recording(self, data, *args, **kwargs):
+        scattered.append(kwargs.get("broadcast", False))
+        return scatter(self, data, *args, **kwargs)
+    monkeypatch.setattr(distributed.Client, "scatter", recording)
+    embedded = model.fit(Xd, y).coef_.copy()
+    assert scattered == []
+    monkeypatch.setattr(_dask_datafit, "EMBED_BYTES", 0)
+    np.testing.assert_allclose(model.fit(Xd, y).coef_, embedded, rtol=1e-8, atol=1e-10)
+    assert len(scattered) > 10 and all(scattered)
+
+
 def test_dask_input_errors_are_clear(client):
     X, y = _data(seed=4)
     bad = X.copy()

@@ -8,6 +8,7 @@ held-out rows' margins). Dask and distributed are imported only when a dask coll
 import numpy as np
 import scipy.sparse as sp
 
+from sparsekit.losses._dask_datafit import shared_argument
 from sparsekit.utils._rows import weighted_row_sums
 from sparsekit.utils._validation import check_entry_magnitude
 
@@ -183,7 +184,7 @@ class DaskRows:
         order = np.sort(rows)
         ends = np.cumsum(self.rows)
         cuts = np.searchsorted(order, ends - self.rows), np.searchsorted(order, ends)
-        coef = self.client.scatter(sp.csr_matrix(coef), broadcast=True, hash=False)
+        coef = shared_argument(self.client, sp.csr_matrix(coef), len(self.X))
         futures = [self.client.submit(_block_margins, X, order[lo:hi] - (end - n), coef,
                                       intercept, pure=False)
                    for X, lo, hi, end, n in zip(self.X, *cuts, ends, self.rows) if hi > lo]
