@@ -155,6 +155,35 @@ def test_one_vs_rest_shares_one_csr_copy_of_a_csc_input(handed, monkeypatch):
     assert handed == [None] * 4
 
 
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("layout", ["csr", "csc"])
+def test_tall_data_walk_rows_for_products_margins_and_gradients(monkeypatch, layout, dtype):
+    """Past ``row_walk_rows`` rows the margins, the gradient and the matrix-free Hessian
+    products walk the rows of a CSR copy (their column walks miss the cache on tall X):
+    the same fits as the column walks', to rounding, with an intercept and weights."""
+    import sparsekit.losses._logistic_datafit as module
+    from sparsekit._cython import _oba_kernels as K
+
+    X, y = _binary(7, n=400, d=40)
+    X = getattr(sp, f"{layout}_matrix")(X.astype(dtype))
+    w = np.random.default_rng(3).uniform(0.5, 2.0, y.size)
+    columns = [L1LogisticOBA(C=C, tol=1e-10).fit(X, y, sample_weight=w)
+               for C in (0.3, 30.0)]
+    walked = []
+    for name in ("hessp_csr", "margins_csr", "rmatvec_csr"):
+        kernel = getattr(K, name)
+        monkeypatch.setattr(K, name, lambda *a, _k=kernel, _n=name: walked.append(_n) or _k(*a))
+    monkeypatch.setattr(module.Logistic, "row_walk_rows", 100)
+    monkeypatch.setattr(module.Logistic, "max_explicit", 0)     # every product matrix-free
+    for C, by_columns in zip((0.3, 30.0), columns):
+        by_rows = L1LogisticOBA(C=C, tol=1e-10).fit(X, y, sample_weight=w)
+        tol = 1e-4 if dtype == np.float32 else 1e-7
+        np.testing.assert_allclose(by_rows.coef_, by_columns.coef_, rtol=tol, atol=tol)
+        np.testing.assert_allclose(by_rows.intercept_, by_columns.intercept_, rtol=tol,
+                                   atol=tol)
+    assert {"hessp_csr", "margins_csr", "rmatvec_csr"} <= set(walked)
+
+
 @pytest.mark.parametrize("layout", ["csr", "csc"])
 def test_duplicate_entries_are_summed(layout):
     """A sparse input with duplicate entries (legal in scipy, left alone by scikit-learn's

@@ -147,6 +147,24 @@ def test_subspace_hessian_products_and_gram(dtype, intercept, cols):
     K.hess_diag_dense(Xd, cols, D, intercept, out)
     np.testing.assert_allclose(out, np.diag(H), rtol=tol, atol=tol)
 
+    # the row walks of a CSR copy: v zero off the listed columns, the product read on them
+    # (row 3 has D = 0, row 8 is empty)
+    Xr = X.tolil()
+    Xr[8, :] = 0
+    Xr = Xr.tocsr()
+    Xr.eliminate_zeros()
+    Ar = A.copy()
+    Ar[8, :k] = 0.0
+    Hr = Ar.T @ (D[:, None] * Ar)
+    full, out_full = np.zeros(15), np.full(15, np.nan)
+    full[cols] = v[:k]
+    s = K.hessp_csr(Xr.data, Xr.indices, Xr.indptr, D, full, v[k] if intercept else 0.0,
+                    out_full)
+    got = np.append(out_full[cols], s) if intercept else out_full[cols]
+    np.testing.assert_allclose(got, Hr @ v, rtol=tol, atol=tol)
+    K.hess_diag_csr(Xr.data, Xr.indices, Xr.indptr, D, out_full)
+    np.testing.assert_allclose(out_full[cols], np.diag(Hr)[:k], rtol=tol, atol=tol)
+
     colmap = np.full(15, -1, dtype=np.int64)
     colmap[cols] = np.arange(k)
     R = X.tocsr()

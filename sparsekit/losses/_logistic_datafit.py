@@ -38,12 +38,16 @@ class _SubspaceHessian:
     explicitly once the products made reach ``explicit_after`` (the Gram's cost in products):
     the ski-rental rule, never more than twice the cheaper of the two routes when the number
     of products a solve will need is not known in advance.
+
+    With ``X_rows`` (a CSR copy of the sparse X), the products and the diagonal walk its
+    rows once each instead of the free columns (see :attr:`Logistic.row_walk_rows`).
     """
 
     def __init__(self, X, cols, D, intercept, tmp, calls, diag=None, gram=None,
-                 explicit_after=np.inf, rows=(None, None)):
+                 explicit_after=np.inf, rows=(None, None), X_rows=None):
         self._diag = diag
         self._X = X
+        self._X_rows = X_rows
         self._rows = rows  # a dense X's row range per column (see column_row_ranges)
         self._cols = cols
         self._D = D
@@ -80,7 +84,16 @@ class _SubspaceHessian:
         out = np.empty(self.shape[0])
         v = np.ascontiguousarray(v, dtype=np.float64)
         X = self._X
-        if sp.issparse(X):
+        if self._X_rows is not None:
+            R, nf = self._X_rows, self._cols.size
+            full, out_full = np.zeros(X.shape[1]), np.empty(X.shape[1])
+            full[self._cols] = v[:nf]
+            s = K.hessp_csr(R.data, R.indices, R.indptr, self._D, full,
+                            float(v[nf]) if self._intercept else 0.0, out_full)
+            out[:nf] = out_full[self._cols]
+            if self._intercept:
+                out[nf] = s
+        elif sp.issparse(X):
             K.hessp_csc(X.data, X.indices, X.indptr, self._cols, self._D, v, self._intercept,
                         self._tmp, out)
         else:
@@ -96,7 +109,14 @@ class _SubspaceHessian:
             return self._diag
         self._diag = out = np.empty(self.shape[0])
         X = self._X
-        if sp.issparse(X):
+        if self._X_rows is not None:
+            R, nf = self._X_rows, self._cols.size
+            out_full = np.empty(X.shape[1])
+            K.hess_diag_csr(R.data, R.indices, R.indptr, self._D, out_full)
+            out[:nf] = out_full[self._cols]
+            if self._intercept:
+                out[nf] = self._D.sum()
+        elif sp.issparse(X):
             K.hess_diag_csc(X.data, X.indices, X.indptr, self._cols, self._D, self._intercept,
                             out)
         else:
@@ -130,7 +150,7 @@ class _SubspaceHessian:
         cols = self._cols[keep[:self._cols.size]]
         diag = None if self._diag is None else self._diag[keep]
         return _SubspaceHessian(self._X, cols, self._D, intercept, self._tmp, self._calls, diag,
-                                self._gram, self._explicit_after, self._rows)
+                                self._gram, self._explicit_after, self._rows, self._X_rows)
 
 
 class _ExplicitHessian:
@@ -252,17 +272,36 @@ class _LinearDatafit:
     max_explicit = 3000
     #: explicit Hessians of sparse X walk all rows only up to this many columns (see _gram)
     max_walk_columns = 32768
+    #: from this many rows (an n-vector of 16 MB, beyond a server's last-level cache), a
+    #: sparse X of at most ``max_walk_columns`` columns is also walked by rows (a CSR copy,
+    #: kept) for the margins, the gradient and the matrix-free Hessian products, whose
+    #: column walks read or update an n-vector and then miss the cache at every entry; the
+    #: row walks keep the parameter-sized vectors in cache (4,194,304 rows of 20 entries:
+    #: 3.2x, 6.2x and 4.9x faster), and are used where the columns read hold a quarter of
+    #: X's entries or more (they read every entry)
+    row_walk_rows = 1 << 21
     #: a dense-panel Gram is updated, not formed again, where cheaper: rows whose curvature
     #: weight moved by more than this relative amount are refreshed (see ``_panel_gram``)
     gram_refresh_rtol = 0.05
 
     # -- margins and gradient
+    def _walks_rows(self, cols):
+        """Whether the products on ``cols`` walk the rows of the CSR copy (see
+        :attr:`row_walk_rows`)."""
+        X = self.X
+        return (sp.issparse(X) and self.n_samples >= self.row_walk_rows
+                and self.n_features <= self.max_walk_columns
+                and 4 * int(np.diff(X.indptr)[cols].sum()) >= X.nnz)
+
     def _margins(self, x, out):
         w = x[:self.n_features]
         b = float(x[-1]) if self.fit_intercept else 0.0
         cols = np.flatnonzero(w).astype(np.int64)
         X = self.X
-        if sp.issparse(X):
+        if self._walks_rows(cols):
+            R = self._csr()
+            K.margins_csr(R.data, R.indices, R.indptr, np.ascontiguousarray(w), b, out)
+        elif sp.issparse(X):
             K.margins_csc(X.data, X.indices, X.indptr, w, cols, b, out)
         else:
             K.margins_dense(X, w, cols, b, out, *self._rows)
@@ -286,7 +325,10 @@ class _LinearDatafit:
         f = self._pointwise(self._m, self._r, self._D)
         grad = np.empty(self.n_params)
         X = self.X
-        if sp.issparse(X):
+        if self._walks_rows(np.arange(self.n_features)):
+            R = self._csr()
+            K.rmatvec_csr(R.data, R.indices, R.indptr, self._r, grad[:self.n_features])
+        elif sp.issparse(X):
             K.rmatvec_csc(X.data, X.indices, X.indptr, self._r, grad[:self.n_features])
         else:
             K.rmatvec_dense(X, self._r, grad[:self.n_features], *self._rows)
@@ -344,7 +386,8 @@ class _LinearDatafit:
                                 gram=(lambda c, b: self._gram(c, b, walk_all, syrk)) if switch
                                 else None,
                                 explicit_after=cost_gram / (cost_hv - k * k) if switch
-                                else np.inf, rows=self._rows)
+                                else np.inf, rows=self._rows,
+                                X_rows=self._csr() if self._walks_rows(cols) else None)
 
     def _panels_fit_float32(self, block=4096):
         """Whether the float32 panels' products stay finite: a block of rows sums up to

@@ -1,0 +1,81 @@
+"""L1LogisticOBA on a tall sparse X in memory: its rows walked for the margins, the gradient
+and the Hessian products, or its columns.
+
+The problem of bench_dask.py (``--rows`` rows, 2,000 features, 1% of the entries nonzero, a
+planted sparse w) fitted at C = 0.1, tol 1e-8, in this process, from CSR and from CSC input,
+with the estimator's route (past ``Logistic.row_walk_rows`` rows its margins, gradient and
+matrix-free Hessian products walk the rows of a CSR copy) and with the columns walked as
+below that size (``row_walk_rows`` set above the number of rows). Process CPU seconds of
+each fit (one thread; the CSR copy of a CSC input included), the two routes alternated,
+``--rounds`` rounds, the median reported; and the largest coefficient difference between
+the routes. Writes section "tall" of doc/benchmarks.md::
+
+    python benchmarks/bench_tall.py [--rows 4194304] [--rounds 3]
+"""
+import _report  # noqa: F401  (pins BLAS threads before NumPy)
+
+import argparse
+import sys
+import time
+
+import numpy as np
+import scipy.sparse as sp
+from bench_dask import C, D, block
+
+sys.path.insert(0, str(_report.REPO))  # the in-place build, also when not installed
+from sparsekit.linear_model import L1LogisticOBA  # noqa: E402
+from sparsekit.losses._logistic_datafit import Logistic  # noqa: E402
+
+
+def fit(X, y, walk_rows):
+    """(CPU seconds, fitted estimator) with the rows walked or not."""
+    default = Logistic.row_walk_rows
+    Logistic.row_walk_rows = default if walk_rows else X.shape[0] + 1
+    try:
+        start = time.process_time()
+        est = L1LogisticOBA(C=C, tol=1e-8).fit(X, y)
+        return time.process_time() - start, est
+    finally:
+        Logistic.row_walk_rows = default
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--rows", type=int, default=1 << 22)
+    parser.add_argument("--rounds", type=int, default=3)
+    args = parser.parse_args()
+    blocks = 16
+    parts = [block(seed, args.rows // blocks) for seed in range(blocks)]
+    X = sp.vstack([p[0] for p in parts], format="csr")
+    y = np.concatenate([p[1] for p in parts])
+    del parts
+    layouts = {"CSR": X, "CSC": X.tocsc()}
+    rows = []
+    for name, Z in layouts.items():
+        times = {True: [], False: []}
+        fits = {}
+        for _ in range(args.rounds):
+            for walk_rows in (True, False):
+                seconds, fits[walk_rows] = fit(Z, y, walk_rows)
+                times[walk_rows].append(seconds)
+        by_rows, by_cols = (float(np.median(times[w])) for w in (True, False))
+        gap = float(np.abs(fits[True].coef_ - fits[False].coef_).max()
+                    / np.abs(fits[False].coef_).max())
+        rows.append([name, f"{by_rows:.2f}", f"{by_cols:.2f}", f"{by_cols / by_rows:.2f}x",
+                     f"{int(fits[True].n_iter_[0])} / {int(fits[False].n_iter_[0])}",
+                     f"{gap:.1e}"])
+        print(rows[-1], flush=True)
+    body = (" ".join(__doc__.split("\n\n")[1:2]).replace("\n", " ")
+            + f"\n\nX: {X.shape[0]:,} x {D:,}, {X.nnz:,} nonzeros "
+            f"({(X.data.nbytes + X.indices.nbytes + X.indptr.nbytes) / 1e6:.0f} MB as CSR); "
+            f"row_walk_rows = {Logistic.row_walk_rows:,}.\n\n"
+            + _report.markdown_table(
+                ["input", "rows walked (s)", "columns walked (s)", "speed-up",
+                 "OBA iterations (rows / columns)",
+                 "largest coefficient difference, relative"], rows))
+    _report.write_section("tall", "L1LogisticOBA on a tall sparse X: rows or columns walked",
+                          body)
+
+
+if __name__ == "__main__":
+    main()
