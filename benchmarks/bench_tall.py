@@ -8,7 +8,12 @@ matrix-free Hessian products walk the rows of a CSR copy) and with the columns w
 below that size (``row_walk_rows`` set above the number of rows). Process CPU seconds of
 each fit (one thread; the CSR copy of a CSC input included), the two routes alternated,
 ``--rounds`` rounds, the median reported; and the largest coefficient difference between
-the routes. Writes section "tall" of doc/benchmarks.md::
+the routes. The peer, in the same run: LIBLINEAR ``-s 6 -B 1 -R`` (the same objective, the
+intercept unpenalized) at its default ``-e 0.01`` and at ``-e 1e-4`` (scikit-learn's ``tol``
+for its ``liblinear`` solver), on the same rows (its problem built untimed), with its
+objective's relative gap to OBA's.
+
+Writes section "tall" of doc/benchmarks.md::
 
     python benchmarks/bench_tall.py [--rows 4194304] [--rounds 3]
 """
@@ -39,6 +44,26 @@ def fit(X, y, walk_rows):
         Logistic.row_walk_rows = default
 
 
+def objective(X, y, coef, intercept):
+    """LIBLINEAR's -s 6 objective ‖w‖₁ + C Σ log(1 + exp(−yᵢ (wᵀxᵢ + b))), y in {0, 1}."""
+    margins = (2.0 * y - 1.0) * (X @ coef + intercept)
+    return float(np.abs(coef).sum() + C * np.logaddexp(0.0, -margins).sum())
+
+
+def liblinear(X, y, tol):
+    """(CPU seconds, coef, intercept) of LIBLINEAR -s 6 -B 1 -R at ``-e tol``."""
+    from liblinear import liblinearutil
+
+    prob = liblinearutil.problem(np.where(y == 1, 1.0, -1.0), X)
+    param = liblinearutil.parameter(f"-s 6 -B 1 -R -q -c {C} -e {tol}")
+    start = time.process_time()
+    model = liblinearutil.train(prob, param)
+    seconds = time.process_time() - start
+    W = np.ctypeslib.as_array(model.w, shape=(X.shape[1] + 1,))
+    sign = 1.0 if model.get_labels()[0] == 1 else -1.0
+    return seconds, sign * W[:-1], sign * W[-1]
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rows", type=int, default=1 << 22)
@@ -50,7 +75,7 @@ def main():
     y = np.concatenate([p[1] for p in parts])
     del parts
     layouts = {"CSR": X, "CSC": X.tocsc()}
-    rows = []
+    rows, peers = [], []
     for name, Z in layouts.items():
         times = {True: [], False: []}
         fits = {}
@@ -65,6 +90,15 @@ def main():
                      f"{int(fits[True].n_iter_[0])} / {int(fits[False].n_iter_[0])}",
                      f"{gap:.1e}"])
         print(rows[-1], flush=True)
+        if name == "CSR":
+            est = fits[True]
+            best = objective(X, y, est.coef_.ravel(), float(est.intercept_[0]))
+            for tol in (1e-2, 1e-4):
+                seconds, coef, intercept = liblinear(X, y, tol)
+                gap = objective(X, y, coef, intercept) / best - 1.0
+                peers.append([f"LIBLINEAR -e {tol:g}", f"{seconds:.2f}",
+                              f"{seconds / by_rows:.2f}x", f"{gap:.1e}"])
+                print(peers[-1], flush=True)
     body = (" ".join(__doc__.split("\n\n")[1:2]).replace("\n", " ")
             + f"\n\nX: {X.shape[0]:,} x {D:,}, {X.nnz:,} nonzeros "
             f"({(X.data.nbytes + X.indices.nbytes + X.indptr.nbytes) / 1e6:.0f} MB as CSR); "
@@ -72,7 +106,11 @@ def main():
             + _report.markdown_table(
                 ["input", "rows walked (s)", "columns walked (s)", "speed-up",
                  "OBA iterations (rows / columns)",
-                 "largest coefficient difference, relative"], rows))
+                 "largest coefficient difference, relative"], rows)
+            + "\n\nThe peer on the CSR rows (\"/ OBA\": its time over OBA's with the rows "
+            "walked; the objective's gap relative to OBA's, tol 1e-8):\n\n"
+            + _report.markdown_table(["solver", "CPU seconds", "/ OBA",
+                                      "objective gap to OBA's, relative"], peers))
     _report.write_section("tall", "L1LogisticOBA on a tall sparse X: rows or columns walked",
                           body)
 
