@@ -1,5 +1,6 @@
 """GPU test helpers: the skip marker of the tests that need CuPy and a usable CUDA device,
-and a check that CPU code never tries to import CuPy."""
+and a check that CPU code never tries to import CuPy (in a fresh interpreter, which other
+import checks use too)."""
 import os
 import subprocess
 import sys
@@ -35,19 +36,23 @@ sys.meta_path.insert(0, Spy())
 """
 
 
-def cupy_imports_of(body, cwd):
-    """Run ``body`` in a fresh interpreter and return the CuPy modules it loaded and tried
-    to import: ``"[] []"`` when it never touches CuPy. It imports the sparsekit this test
-    session uses (installed or in-place build), never an uncompiled source tree that
-    happens to be the working directory."""
-    code = _SPY + textwrap.dedent(body) + (
-        "\nprint(sorted(m for m in sys.modules if m.split('.')[0] in ('cupy', 'cupyx')),"
-        " attempts)\n")
+def run_fresh(code, cwd):
+    """Run ``code`` in a fresh interpreter (in ``cwd``) and return what it printed. It
+    imports the sparsekit this test session uses (installed or in-place build), never an
+    uncompiled source tree that happens to be the working directory."""
     package_root = str(Path(sparsekit.__file__).resolve().parents[1])
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          timeout=300, cwd=cwd, env={**os.environ, "PYTHONPATH": package_root})
     assert out.returncode == 0, out.stderr
     return out.stdout.strip()
+
+
+def cupy_imports_of(body, cwd):
+    """Run ``body`` in a fresh interpreter (:func:`run_fresh`) and return the CuPy modules
+    it loaded and tried to import: ``"[] []"`` when it never touches CuPy."""
+    return run_fresh(_SPY + textwrap.dedent(body) + (
+        "\nprint(sorted(m for m in sys.modules if m.split('.')[0] in ('cupy', 'cupyx')),"
+        " attempts)\n"), cwd)
 
 
 # ---------------------------------------------------------------- every kernel, once

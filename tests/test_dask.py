@@ -32,11 +32,7 @@ def test_dask_fit_without_a_client_says_so():
 def test_fits_of_numpy_data_do_not_import_dask(tmp_path):
     """Checking whether X is a dask collection does not import dask (~0.1 s of a first
     fit): none exists before dask is imported."""
-    import subprocess
-    import sys
-    from pathlib import Path
-
-    import sparsekit
+    from _gpu import run_fresh
 
     code = ("import sys\n"
             "import numpy as np\n"
@@ -47,11 +43,7 @@ def test_fits_of_numpy_data_do_not_import_dask(tmp_path):
             "            SparsemaxClassifierCV(alphas=2, cv=2), ExtremeSoftmaxSGD()):\n"
             "    est.fit(X, y).predict(X)\n"
             "print(sorted(m for m in sys.modules if m.split('.')[0] == 'dask'))\n")
-    root = str(Path(sparsekit.__file__).resolve().parents[1])
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         timeout=300, cwd=tmp_path, env={**os.environ, "PYTHONPATH": root})
-    assert out.returncode == 0, out.stderr
-    assert out.stdout.strip() == "[]"
+    assert run_fresh(code, tmp_path) == "[]"
 
 
 @pytest.fixture(scope="module")

@@ -162,7 +162,7 @@ def test_subspace_hessian_products_and_gram(dtype, intercept, cols):
                     out_full)
     got = np.append(out_full[cols], s) if intercept else out_full[cols]
     np.testing.assert_allclose(got, Hr @ v, rtol=tol, atol=tol)
-    K.hess_diag_csr(Xr.data, Xr.indices, Xr.indptr, D, out_full)
+    K.rmatvec_csr(Xr.data, Xr.indices, Xr.indptr, D, out_full, True)
     np.testing.assert_allclose(out_full[cols], np.diag(Hr)[:k], rtol=tol, atol=tol)
 
     colmap = np.full(15, -1, dtype=np.int64)

@@ -247,10 +247,12 @@ def rmatvec_dense(const floating[::1, :] X, const double[::1] r, double[::1] out
 
 
 def rmatvec_csr(const floating[::1] data, const index_t[::1] indices, const index_t[::1] indptr,
-                const double[:] r, double[:] out):
-    """``out = X.T @ r`` for CSR ``X`` (one scatter per row)."""
+                const double[:] r, double[:] out, bint square=False):
+    """``out = X.T @ r`` for CSR ``X`` (one scatter per row); with ``square``, of the
+    entries' squares (``r`` the curvature weights: the diagonal of :func:`hessp_csr`'s
+    product on every column)."""
     cdef Py_ssize_t i, p
-    cdef double ri
+    cdef double ri, a
     with nogil:
         for p in range(out.shape[0]):
             out[p] = 0.0
@@ -258,7 +260,8 @@ def rmatvec_csr(const floating[::1] data, const index_t[::1] indices, const inde
             ri = r[i]
             if ri != 0.0:
                 for p in range(indptr[i], indptr[i + 1]):
-                    out[indices[p]] += ri * data[p]
+                    a = data[p]
+                    out[indices[p]] += ri * (a * a if square else a)
 
 
 # ---------------------------------------------------------------- pointwise losses
@@ -402,23 +405,6 @@ def hessp_csr(const floating[::1] data, const index_t[::1] indices, const index_
             for p in range(start, start + m):
                 out[indices[p]] += t * data[p]
     return s
-
-
-def hess_diag_csr(const floating[::1] data, const index_t[::1] indices,
-                  const index_t[::1] indptr, const double[::1] D, double[::1] out):
-    """``out[j] = Σᵢ Dᵢ x_ij²`` for every column of CSR ``X``, in one pass over its rows (the
-    diagonal of :func:`hessp_csr`'s product)."""
-    cdef Py_ssize_t i, p
-    cdef double d, a
-    with nogil:
-        for p in range(out.shape[0]):
-            out[p] = 0.0
-        for i in range(D.shape[0]):
-            d = D[i]
-            if d != 0.0:
-                for p in range(indptr[i], indptr[i + 1]):
-                    a = data[p]
-                    out[indices[p]] += d * a * a
 
 
 def hessp_dense(const floating[::1, :] X, const long long[:] cols, const double[:] D,

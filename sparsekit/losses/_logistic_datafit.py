@@ -112,7 +112,7 @@ class _SubspaceHessian:
         if self._X_rows is not None:
             R, nf = self._X_rows, self._cols.size
             out_full = np.empty(X.shape[1])
-            K.hess_diag_csr(R.data, R.indices, R.indptr, self._D, out_full)
+            K.rmatvec_csr(R.data, R.indices, R.indptr, self._D, out_full, True)
             out[:nf] = out_full[self._cols]
             if self._intercept:
                 out[nf] = self._D.sum()
