@@ -367,6 +367,30 @@ def test_row_walk_is_chosen_for_many_classes_each_column_freeing_few():
     np.testing.assert_allclose(H.diagonal(), C.diagonal(), rtol=1e-12, atol=1e-15)
 
 
+def test_few_classes_walk_rows_where_the_scores_outgrow_the_cache():
+    """With fewer than ``row_walk_classes`` classes the rows are walked only on tall X
+    (``row_walk_tall_bytes``): there the scores, the gradient and the products walk them,
+    every class of every column free included, with the column walks' values."""
+    rng = np.random.default_rng(5)
+    X = sp.random(2400, 30, density=0.2, random_state=5, format="csr")
+    y = rng.integers(0, 5, 2400)
+    rows, cols = (Multinomial(X, y, 5, fit_intercept=True) for _ in range(2))
+    assert not rows._walks_x_rows()                  # 2400 x 5 numbers: in cache
+    rows.row_walk_tall_bytes = 8 * 2400 * 5
+    assert rows._walks_x_rows() and rows._gradient_walks_rows()
+    rows.max_explicit = cols.max_explicit = 0
+    x = rng.normal(scale=0.3, size=rows.n_params)
+    (f1, g1), (f2, g2) = rows.value_grad(x), cols.value_grad(x)
+    assert f1 == pytest.approx(f2, rel=1e-13)
+    np.testing.assert_allclose(g1, g2, rtol=1e-11, atol=1e-15)
+    free = np.arange(rows.n_params)                  # every entry, the intercepts too
+    H, C = rows.hessp(x, free), cols.hessp(x, free)
+    assert H.walks_rows and not C.walks_rows
+    v = rng.normal(size=free.size)
+    np.testing.assert_allclose(H(v), C(v), rtol=1e-11, atol=1e-15)
+    np.testing.assert_allclose(H.diagonal(), C.diagonal(), rtol=1e-11, atol=1e-15)
+
+
 @pytest.mark.parametrize("K_classes", [1, 2, 7, 58])
 @pytest.mark.parametrize("n_threads", [1, 3])
 def test_row_kernels_are_the_softmax_terms(K_classes, n_threads):
