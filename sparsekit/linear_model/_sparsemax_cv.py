@@ -403,7 +403,7 @@ class _DaskFolds:
         self.given_weight = None if sample_weight is None else self.sample_weight
         self.splittable = np.empty((data.n_samples, 0))
         self.columns = UsedColumns(X, keep_all=True)   # as the partitions' datafits
-        self.refit_input = self._shown = (X, y, sample_weight)
+        self.refit_input = (X, y, sample_weight)
 
     def row_sums(self):
         return self.data.row_sums()
@@ -425,7 +425,7 @@ class _DaskFolds:
         """Each fold's path as it arrives; ``n_jobs`` paths at a time, each from a thread
         of the client (a fit waits on the workers, round trip after round trip). The
         solvers' failures are counted, not warned (warnings are not thread-safe)."""
-        X_shown, y_shown, _ = self._shown
+        X_shown, y_shown, _ = self.refit_input          # what the fits' callbacks see
 
         def path(train, test, score_params):
             est = clone(base)

@@ -285,13 +285,14 @@ class _LinearDatafit:
     gram_refresh_rtol = 0.05
 
     # -- margins and gradient
-    def _walks_rows(self, cols):
-        """Whether the products on ``cols`` walk the rows of the CSR copy (see
-        :attr:`row_walk_rows`)."""
+    def _walks_rows(self, cols=None):
+        """Whether the kernels that read the columns ``cols`` (None: all of them) of a
+        sparse X, the margins, the gradient and the Hessian products, walk the rows of its
+        CSR copy instead (see :attr:`row_walk_rows`)."""
         X = self.X
         return (sp.issparse(X) and self.n_samples >= self.row_walk_rows
                 and self.n_features <= self.max_walk_columns
-                and 4 * int(np.diff(X.indptr)[cols].sum()) >= X.nnz)
+                and (cols is None or 4 * int(np.diff(X.indptr)[cols].sum()) >= X.nnz))
 
     def _margins(self, x, out):
         w = x[:self.n_features]
@@ -325,7 +326,7 @@ class _LinearDatafit:
         f = self._pointwise(self._m, self._r, self._D)
         grad = np.empty(self.n_params)
         X = self.X
-        if self._walks_rows(np.arange(self.n_features)):
+        if self._walks_rows():
             R = self._csr()
             K.rmatvec_csr(R.data, R.indices, R.indptr, self._r, grad[:self.n_features])
         elif sp.issparse(X):
