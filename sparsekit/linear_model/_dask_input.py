@@ -195,7 +195,7 @@ class DaskRows:
     def split(self, values):
         """Futures of an n_samples array's slices, one per partition, on the workers."""
         bounds = np.cumsum(self.rows)[:-1]
-        return [self.client.scatter(v, hash=False) for v in np.split(values, bounds)]
+        return self.client.scatter(np.split(values, bounds), hash=False)   # one round trip
 
     def codes(self, classes):
         """Futures of each partition's class indices."""
