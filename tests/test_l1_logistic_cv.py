@@ -234,10 +234,92 @@ def test_a_dense_coefs_paths_larger_than_half_the_memory_is_refused(monkeypatch)
     assert est.fit(X, y).coefs_paths_.shape == (3, 1, 4, 3, 13)
 
 
-def test_a_cupy_array_is_refused_with_what_to_use_instead(cupy_backend):
+def _on_device(cp, X):
+    if sp.issparse(X):
+        import cupyx.scipy.sparse as cusp
+
+        return cusp.csr_matrix(X)
+    return cp.asarray(X)
+
+
+DEVICE_CASES = {
+    "binary, sparse, weights, folds with repeated rows": (
+        2, dict(Cs=4, sparse=True), "weights"),
+    "one-vs-rest, dense, balanced, accuracy": (
+        3, dict(Cs=[0.03, 0.3, 3.0], class_weight="balanced", scoring="accuracy"), None),
+    "multinomial, sparse, elastic net": (
+        3, dict(Cs=[0.05, 0.5], l1_ratios=[0.5, 1.0], multiclass="multinomial",
+                sparse=True), None),
+    "binary, float32, no refit": (2, dict(Cs=3, refit=False, dtype=np.float32), None),
+}
+
+
+@pytest.mark.parametrize("case", DEVICE_CASES)
+def test_cross_validation_on_the_gpu_is_the_cpu_one(cupy_backend, monkeypatch, case):
+    """device="cuda": the folds' paths weigh their training rows in device datafits on all
+    of X and the held-out margins are device products; the grid, the scores, the paths
+    and the refit equal the CPU's, from device X and from host X (copied once)."""
+    import sparsekit.linear_model._l1_logistic as one
+    import sparsekit.linear_model._l1_logistic_cv as module
+
+    cp = cupy_backend
+    made, block = [], one._device_block
+    for where in (one, module):
+        monkeypatch.setattr(where, "_device_block", lambda *a: made.append(a[-1]) or block(*a))
+    n_classes, params, extra = DEVICE_CASES[case]
+    params = dict(params)
+    sparse, dtype = params.pop("sparse", False), params.pop("dtype", np.float64)
+    X, y = _data(n_classes, seed=21, sparse=sparse)
+    X = X.astype(dtype)
+    fit = {}
+    cv = 3
+    if extra == "weights":
+        rng = np.random.default_rng(3)
+        fit["sample_weight"] = rng.uniform(0.2, 2.0, y.size)
+        order = rng.permutation(y.size)     # unsorted held-out rows, repeated training rows
+        cv = [(np.r_[order[40:], order[40:60]], order[:40]),
+              (np.r_[order[:80], order[:10]], order[80:])]
+    params.update(cv=cv, tol=TIGHT)
+    cpu = L1LogisticOBACV(**params).fit(X, y, **fit)
+    rtol = 1e-4 if dtype == np.float32 else 1e-7
+    problems = [None] if "multinomial" in case else [1] if n_classes == 2 else [0, 1, 2]
+    solves = (isinstance(params["Cs"], int) + len(cv if isinstance(cv, list) else range(cv))
+              + ("no refit" not in case))
+    for X_fit in (_on_device(cp, X), X):
+        made.clear()
+        gpu = L1LogisticOBACV(device="cuda", **params).fit(X_fit, y, **fit)
+        assert made == problems * solves     # the grid's span, the folds', the refit's
+        np.testing.assert_allclose(gpu.Cs_, cpu.Cs_, rtol=1e-12)
+        np.testing.assert_allclose(gpu.scores_, cpu.scores_, rtol=rtol, atol=1e-9)
+        np.testing.assert_allclose(gpu.coefs_paths_, cpu.coefs_paths_, rtol=1e-4, atol=1e-5)
+        assert gpu.C_ == pytest.approx(cpu.C_, rel=1e-12)
+        assert gpu.l1_ratio_ == cpu.l1_ratio_
+        assert type(gpu.coef_) is np.ndarray and gpu.coef_.dtype == cpu.coef_.dtype
+        np.testing.assert_allclose(gpu.coef_, cpu.coef_, rtol=1e-4, atol=1e-5)
+        np.testing.assert_allclose(gpu.intercept_, cpu.intercept_, rtol=1e-4, atol=1e-5)
+        np.testing.assert_array_equal(gpu.classes_, cpu.classes_)
+        assert gpu.n_features_in_ == X.shape[1]
+        assert gpu.score(X, y) == pytest.approx(cpu.score(X, y), rel=1e-5)
+
+
+def test_device_input_errors(cupy_backend):
+    """CuPy X needs device="cuda" (as L1LogisticOBA); bad labels and weights fail on the
+    host before any solve, as on the CPU."""
     X, y = _data(2)
-    with pytest.raises(TypeError, match="for a CuPy array, fit L1LogisticOBA"):
-        L1LogisticOBACV().fit(cupy_backend.asarray(X), y)
+    Xd = cupy_backend.asarray(X)
+    with pytest.raises(TypeError, match="X is on the GPU .* device='cpu'"):
+        L1LogisticOBACV().fit(Xd, y)
+    with pytest.raises(ValueError, match="y must have shape"):
+        L1LogisticOBACV(device="cuda").fit(Xd, y[:-1])
+    with pytest.raises(ValueError, match="sample_weight must be finite and non-negative"):
+        L1LogisticOBACV(device="cuda").fit(Xd, y, sample_weight=-np.ones(y.size))
+    with pytest.raises(ValueError, match="training fold 0 weighs only the class 1"):
+        L1LogisticOBACV(device="cuda", cv=[(np.flatnonzero(y == 1), np.arange(10))]).fit(
+            Xd, y)
+    bad = X.copy()
+    bad[3, 2] = np.nan
+    with pytest.raises(ValueError, match="NaN"):
+        L1LogisticOBACV(device="cuda").fit(cupy_backend.asarray(bad), y)
 
 
 def test_verbose_prints_a_line_per_path_and_the_choice(capsys):

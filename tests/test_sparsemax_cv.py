@@ -193,10 +193,75 @@ def test_one_class_folds_continuous_targets_and_huge_entries_are_refused():
         SparsemaxClassifierCV().fit(X * 1e300, y)
 
 
-def test_a_cupy_array_is_refused_with_what_to_use_instead(cupy_backend):
+def _on_device(cp, X):
+    if sp.issparse(X):
+        import cupyx.scipy.sparse as cusp
+
+        return cusp.csr_matrix(X)
+    return cp.asarray(X)
+
+
+DEVICE_CASES = {
+    "labels, sparse, weights, f1_macro": (
+        lambda: _data(sparse=True, n=30, d=5), dict(alphas=[0.3, 0.03], scoring="f1_macro"),
+        True),
+    "labels, dense, balanced, newton-cg": (
+        lambda: _data(n=30, d=5), dict(alphas=1, class_weight="balanced", solver="newton-cg"),
+        False),
+    "label sets, box": (
+        lambda: _label_sets(n=30, d=5, k=3), dict(alphas=[1e-1, 1e-2], polytope="box"), False),
+}
+
+
+@pytest.mark.parametrize("case", DEVICE_CASES)
+def test_cross_validation_on_the_gpu_is_the_cpu_one(cupy_backend, monkeypatch, case):
+    """device="cuda": each fold's rows sliced on the device and its path fit there, the
+    held-out scores computed there; the grid, the scores and the refit equal the CPU's,
+    from device X and from host X (copied once)."""
+    import sparsekit.linear_model._sparsemax as module
+
+    cp = cupy_backend
+    on_device = []
+    scores = module.device_scores
+    monkeypatch.setattr(module, "device_scores",
+                        lambda *a: on_device.append(a[0].shape[0]) or scores(*a))
+    make, params, weighted = DEVICE_CASES[case]
+    X, y = make()
+    fit = {"sample_weight": np.random.default_rng(4).uniform(0.2, 2.0, y.shape[0])
+           } if weighted else {}
+    params.update(cv=KFold(3, shuffle=True, random_state=1), tol=1e-8)
+    cpu = SparsemaxClassifierCV(**params).fit(X, y, **fit)
+    for X_fit in (_on_device(cp, X), X):
+        on_device.clear()
+        gpu = SparsemaxClassifierCV(device="cuda", **params).fit(X_fit, y, **fit)
+        # every held-out score (3 folds x the grid) was a device product, of a third of y
+        assert on_device.count(len(y) // 3) == 3 * cpu.alphas_.size
+        np.testing.assert_allclose(gpu.alphas_, cpu.alphas_, rtol=1e-12)
+        np.testing.assert_allclose(gpu.scores_, cpu.scores_, rtol=1e-6, atol=1e-9)
+        assert gpu.alpha_ == pytest.approx(cpu.alpha_, rel=1e-12)
+        assert type(gpu.coef_) is np.ndarray
+        np.testing.assert_allclose(gpu.coef_, cpu.coef_, rtol=1e-4, atol=1e-5)
+        np.testing.assert_allclose(gpu.intercept_, cpu.intercept_, rtol=1e-4, atol=1e-5)
+        assert gpu.n_features_in_ == X.shape[1]
+        assert gpu.score(X, y) == pytest.approx(cpu.score(X, y), rel=1e-6)
+
+
+def test_device_input_errors(cupy_backend):
+    """CuPy X needs device="cuda" (as SparsemaxClassifier); bad labels and weights fail
+    before any fit, as on the CPU; sdca runs on the CPU only."""
     X, y = _data()
-    with pytest.raises(TypeError, match="for a CuPy array, fit SparsemaxClassifier"):
-        SparsemaxClassifierCV().fit(cupy_backend.asarray(X), y)
+    Xd = cupy_backend.asarray(X)
+    with pytest.raises(TypeError, match="X is on the GPU .* device='cpu'"):
+        SparsemaxClassifierCV().fit(Xd, y)
+    with pytest.raises(ValueError, match="y must have shape"):
+        SparsemaxClassifierCV(device="cuda").fit(Xd, y[:-1])
+    with pytest.raises(ValueError, match="sample_weight must be finite and non-negative"):
+        SparsemaxClassifierCV(device="cuda").fit(Xd, y, -np.ones(y.size))
+    with pytest.raises(ValueError, match="training fold 0 holds only the class 1"):
+        SparsemaxClassifierCV(device="cuda", cv=[(np.flatnonzero(y == 1), np.arange(9))]).fit(
+            Xd, y)
+    with pytest.raises(ValueError, match="sdca.* CPU only"):
+        SparsemaxClassifierCV(device="cuda", solver="sdca", alphas=2).fit(Xd, y)
 
 
 def test_verbose_prints_a_line_per_fold_and_the_choice_and_the_fits_lines_above_one(capsys):

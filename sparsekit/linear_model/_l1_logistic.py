@@ -124,6 +124,22 @@ def _multinomial_block(n_classes, fit_intercept, X, codes, sample_weight, n_thre
                        fit_intercept=fit_intercept)
 
 
+def device_float64(X):
+    """Device X in float64, the device datafits' precision: one copy for every problem."""
+    return X if X.dtype == np.float64 else X.astype(np.float64)
+
+
+def _device_block(n_classes, fit_intercept, X, codes, sample_weight, shared, pos):
+    """The device datafit of class index ``pos`` against the rest, or (``pos`` None) the
+    multinomial one, on float64 device X; ``shared`` holds what the one-vs-rest datafits of
+    the same X share."""
+    if pos is None:
+        return DeviceMultinomial(X, codes, n_classes, sample_weight=sample_weight,
+                                 fit_intercept=fit_intercept)
+    return DeviceLogistic(X, np.where(codes == pos, 1.0, -1.0), sample_weight=sample_weight,
+                          fit_intercept=fit_intercept, shared=shared)
+
+
 def _checked_solve(datafit, C, tol, max_iter, x0, verbose, l1_ratio, cg_maxiter=1000,
                    callback=None):
     """:func:`_solve`, its result with the relative duality gap at x as ``duality_gap``.
@@ -449,17 +465,8 @@ class L1LogisticOBA(LinearClassifierMixin, SparseCoefMixin, SparsekitClassifier)
         elif on_device:
             sample_weight, mean_weight = _unit_mean_weights(sample_weight * cw[codes])
             dtype = X.dtype                                  # coef_ follows X
-            if X.dtype != np.float64:                        # one copy for every problem
-                X = X.astype(np.float64)
-            shared = {}
-
-            def datafit(pos):
-                if pos is None:
-                    return DeviceMultinomial(X, codes, classes.size, sample_weight=sample_weight,
-                                             fit_intercept=self.fit_intercept)
-                return DeviceLogistic(X, np.where(codes == pos, 1.0, -1.0),
-                                      sample_weight=sample_weight,
-                                      fit_intercept=self.fit_intercept, shared=shared)
+            datafit = partial(_device_block, classes.size, self.fit_intercept,
+                              device_float64(X), codes, sample_weight, {})
         else:
             sample_weight, mean_weight = _unit_mean_weights(sample_weight * cw[codes])
             one = self.multiclass == "multinomial" or classes.size == 2

@@ -15,14 +15,15 @@ from sklearn.metrics import check_scoring, get_scorer_names
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import _check_sample_weight
 
-from sparsekit.gpu.datafits import is_device_matrix
+from sparsekit.gpu._cupy import require_cupy
 from sparsekit.linear_model._base import unchanged_on_error
 from sparsekit.linear_model._dask_input import DaskRows, is_dask_collection
+from sparsekit.linear_model._device_input import device_scores, fit_device
 from sparsekit.linear_model._l1_logistic import (L1LogisticOBA, _binary_block, _C_values,
-                                                 _check_fit_data, _layouts,
+                                                 _check_fit_data, _device_block, _layouts,
                                                  _multinomial_block, _path_coef,
                                                  _smallest_active_C, _unit_mean_weights,
-                                                 _warm_path)
+                                                 _warm_path, device_float64)
 from sparsekit.linear_model._routing import CVRoutingMixin
 from sparsekit.losses._dask_datafit import DaskDatafit
 from sparsekit.utils._columns import UsedColumns
@@ -75,7 +76,7 @@ class L1LogisticOBACV(CVRoutingMixin, L1LogisticOBA):
         workers, about a second), and threads for the refit as in :class:`L1LogisticOBA`.
         None means 1 unless in a :func:`joblib.parallel_backend` context, -1 all
         processors. On dask input, threads of the client instead, each driving one path's
-        solves on the cluster.
+        solves on the cluster; with ``device="cuda"`` the paths run one after another.
     verbose : int, default=0
         As in :class:`L1LogisticOBA`; 1 or more also prints a line per fold path (solves,
         OBA iterations, seconds) and the choice before the refit.
@@ -87,6 +88,13 @@ class L1LogisticOBACV(CVRoutingMixin, L1LogisticOBA):
         As in :class:`L1LogisticOBA`; also stores ``coefs_paths_`` as a sparse matrix.
     multiclass : {"ovr", "multinomial"}, default="ovr"
         As in :class:`L1LogisticOBA`.
+    device : {"cpu", "cuda"}, default="cpu"
+        As in :class:`L1LogisticOBA`: ``"cuda"`` solves every fold's path and the refit
+        on the current GPU with CuPy (X given as a CuPy array or a cupyx sparse matrix
+        needs it; host X is copied there once). Each fold's problem is the data's,
+        weighing the fold's training rows (the held-out ones by 0), so X is not sliced
+        per fold; the held-out rows' margins are device products, scored on the host. The
+        paths run one after another.
 
     Attributes
     ----------
@@ -150,7 +158,7 @@ class L1LogisticOBACV(CVRoutingMixin, L1LogisticOBA):
     _parameter_constraints = {
         **{key: L1LogisticOBA._parameter_constraints[key]
            for key in ("tol", "max_iter", "fit_intercept", "class_weight", "n_jobs",
-                       "verbose", "sparse_coef", "multiclass")},
+                       "verbose", "sparse_coef", "multiclass", "device")},
         "Cs": [Interval(numbers.Integral, 1, None, closed="left"), "array-like"],
         "l1_ratios": ["array-like"],
         "cv": ["cv_object"],
@@ -160,7 +168,7 @@ class L1LogisticOBACV(CVRoutingMixin, L1LogisticOBA):
 
     def __init__(self, Cs=10, *, l1_ratios=(1.0,), cv=None, scoring="neg_log_loss", tol=1e-8,
                  max_iter=500, fit_intercept=True, class_weight=None, n_jobs=None, verbose=0,
-                 refit=True, sparse_coef=False, multiclass="ovr"):
+                 refit=True, sparse_coef=False, multiclass="ovr", device="cpu"):
         self.Cs = Cs
         self.l1_ratios = l1_ratios
         self.cv = cv
@@ -174,6 +182,7 @@ class L1LogisticOBACV(CVRoutingMixin, L1LogisticOBA):
         self.refit = refit
         self.sparse_coef = sparse_coef
         self.multiclass = multiclass
+        self.device = device
 
     @unchanged_on_error
     @with_callbacks
@@ -193,7 +202,9 @@ class L1LogisticOBACV(CVRoutingMixin, L1LogisticOBA):
             rows (the held-out ones by 0: the same problem), and the held-out rows' margins
             under every solution come back to be scored (the scorer's model returns them;
             the X it is given is a placeholder with as many rows). The labels and weights
-            are gathered on the client for the splitter and the scorer; X never is.
+            are gathered on the client for the splitter and the scorer; X never is. With
+            ``device="cuda"``, a CuPy array or cupyx sparse matrix (or host X, copied to
+            the GPU), cross-validated there the same way.
         y : array-like of shape (n_samples,)
             Class labels, two classes or more in every training fold. A class that a
             training fold does not hold (rarer than the folds, or weighted 0 there) gets
@@ -217,11 +228,12 @@ class L1LogisticOBACV(CVRoutingMixin, L1LogisticOBA):
         """
         self._validate_params()
         X_in, y_in, sample_weight_in = X, y, sample_weight
-        if is_device_matrix(X):
-            raise TypeError("L1LogisticOBACV fits NumPy, SciPy or dask input; for a CuPy "
-                            "array, fit L1LogisticOBA(device='cuda') at each C")
-        data = (_DaskFolds if is_dask_collection(X) else _MemoryFolds)(self, X, y,
-                                                                       sample_weight)
+        on_device = fit_device(self.device, X)
+        if on_device and is_dask_collection(X):
+            raise ValueError("device='cuda' cross-validates in-memory X; use device='cpu' "
+                             "for dask arrays")
+        data = (_DeviceFolds if on_device else _DaskFolds if is_dask_collection(X)
+                else _MemoryFolds)(self, X, y, sample_weight)
         classes = self.classes_
         scorer = _scorer(self.scoring, classes)
         given = None if sample_weight_in is None else data.sample_weight   # checked
@@ -338,7 +350,8 @@ class L1LogisticOBACV(CVRoutingMixin, L1LogisticOBA):
                             fit_intercept=self.fit_intercept, warm_start=True,
                             class_weight=self.class_weight, n_jobs=self.n_jobs,
                             verbose=self.verbose, sparse_coef=self.sparse_coef,
-                            multiclass=self.multiclass, l1_ratio=self.l1_ratio_)
+                            multiclass=self.multiclass, l1_ratio=self.l1_ratio_,
+                            device=self.device)
         n_features = self.n_features_in_
         est.coef_ = start[:, :n_features]
         est.intercept_ = start[:, n_features] if self.fit_intercept else np.zeros(len(start))
@@ -503,12 +516,47 @@ class _MemoryFolds:
             yield make_model(block), X_test
 
 
-class _DaskFolds:
-    """The data of a cross-validation on dask arrays: X's row partitions stay on the
-    workers, where each fold's datafit weighs its training rows (the held-out ones by 0:
-    the same objective as on the fold's rows) and the held-out rows' margins under the
-    paths' solutions are computed. The labels and weights, a number per row, are gathered
-    for the splitter, the folds' checks and the scorer.
+class _WeightedFolds:
+    """The data of a cross-validation that the client does not hold (on a dask cluster or
+    a GPU): each fold's datafit is on all the rows, weighing its training rows by their
+    count (the held-out ones by 0: the same objective as on the fold's rows), and the
+    held-out rows' margins under the paths' solutions are computed where the rows are.
+    The labels and weights, a number per row, are on the host for the splitter, the
+    folds' checks and the scorer.
+
+    Subclasses set ``y``, ``codes``, ``sample_weight``, ``weights``, ``columns``,
+    ``splittable``, ``dtype``, ``classes`` and ``refit_input``, and define ``_datafit``,
+    ``_place`` and ``held_out``."""
+
+    def _weights(self, counts=None):
+        """(the solver weights where the rows are, their mean over all the rows), for all
+        the rows or ``counts`` times each (a training fold)."""
+        weights, mean = _unit_mean_weights(self.weights if counts is None
+                                           else self.weights * counts)
+        return self._place(weights), mean
+
+    def datafits(self, problems, n_classes, fit_intercept):
+        weights, mean = self._weights()
+        return (self._datafit(pos, weights, fit_intercept) for pos in problems), mean
+
+    def paths(self, est, folds, problems, Cs, l1_ratios):
+        """As :meth:`_MemoryFolds.paths`, from threads of the client (a solve waits on the
+        workers or the device)."""
+        def path(train, pos):
+            start = time.perf_counter()
+            counts = np.bincount(train, minlength=self.y.size).astype(np.float64)
+            weights, mean = self._weights(counts)
+            datafit = self._datafit(pos, weights, est.fit_intercept)
+            return (*_paths(datafit, mean, Cs, l1_ratios, est.tol, est.max_iter,
+                            self.classes.size, pos is None), time.perf_counter() - start)
+        jobs = (delayed(path)(train, pos) for train, _ in folds for pos in problems)
+        return Parallel(n_jobs=self.n_jobs(est), backend="threading",
+                        return_as="generator")(jobs)
+
+
+class _DaskFolds(_WeightedFolds):
+    """Dask arrays: X's row partitions stay on the workers, where the folds' datafits
+    and the held-out margins are computed; ``n_jobs`` paths at a time.
 
     Sets the estimator's ``classes_`` and ``n_features_in_``."""
 
@@ -530,6 +578,13 @@ class _DaskFolds:
         self.dtype, self.classes = data.dtype, est.classes_
         self.refit_input = (X, y, sample_weight)
 
+    @staticmethod
+    def n_jobs(est):
+        return est.n_jobs
+
+    def _place(self, weights):
+        return self.data.split(weights)
+
     def _datafit(self, pos, weights, fit_intercept):
         """The datafit of problem ``pos`` (None: multinomial) over the partitions, with the
         partitions' solver ``weights``."""
@@ -537,30 +592,6 @@ class _DaskFolds:
                 else partial(_binary_block, pos, fit_intercept))
         return DaskDatafit(make, self.data.X, self.data.codes(self.classes), weights,
                            self.data.client)
-
-    def _weights(self, counts=None):
-        """(each partition's solver weights on its worker, their mean over all the rows),
-        for all the rows or ``counts`` times each (a training fold)."""
-        weights, mean = _unit_mean_weights(self.weights if counts is None
-                                           else self.weights * counts)
-        return self.data.split(weights), mean
-
-    def datafits(self, problems, n_classes, fit_intercept):
-        weights, mean = self._weights()
-        return (self._datafit(pos, weights, fit_intercept) for pos in problems), mean
-
-    def paths(self, est, folds, problems, Cs, l1_ratios):
-        """As :meth:`_MemoryFolds.paths`; ``n_jobs`` paths at a time, each from a thread
-        of the client (a solve waits on the workers, round trip after round trip)."""
-        def path(train, pos):
-            start = time.perf_counter()
-            counts = np.bincount(train, minlength=self.y.size).astype(np.float64)
-            weights, mean = self._weights(counts)
-            datafit = self._datafit(pos, weights, est.fit_intercept)
-            return (*_paths(datafit, mean, Cs, l1_ratios, est.tol, est.max_iter,
-                            self.classes.size, pos is None), time.perf_counter() - start)
-        jobs = (delayed(path)(train, pos) for train, _ in folds for pos in problems)
-        return Parallel(n_jobs=est.n_jobs, backend="threading", return_as="generator")(jobs)
 
     def held_out(self, test, blocks, make_model):
         """As :meth:`_MemoryFolds.held_out`; the models return the margins computed on
@@ -589,9 +620,54 @@ class _DaskFolds:
             yield model, X_test
 
 
+class _DeviceFolds(_WeightedFolds):
+    """X on the GPU (a CuPy array or cupyx sparse matrix, or host X moved there once): the
+    folds' datafits are the device datafits of :class:`L1LogisticOBA`, the held-out
+    margins device products; the paths run one after another (one device).
+
+    Sets the estimator's ``classes_``, ``n_features_in_`` (and what scikit-learn's
+    validation sets for host X)."""
+
+    def __init__(self, est, X, y, sample_weight):
+        X, self.y, self.sample_weight = est._device_fit_data(X, y, sample_weight)
+        self.codes = est._encode_labels(self.y)
+        self.weights = est._class_weighted(self.sample_weight, self.codes)
+        self.columns = UsedColumns(X, keep_all=True)   # as the device datafits
+        self.rows, self.X = X, device_float64(X)
+        self.splittable = np.empty((X.shape[0], 0))
+        self.dtype, self.classes = X.dtype, est.classes_
+        self.shared = {}                               # X's squares, for every datafit
+        self.refit_input = (X, self.y, self.sample_weight)
+
+    @staticmethod
+    def n_jobs(est):
+        return 1
+
+    @staticmethod
+    def _place(weights):
+        return weights
+
+    def _datafit(self, pos, weights, fit_intercept):
+        return _device_block(self.classes.size, fit_intercept, self.X, self.codes, weights,
+                             self.shared, pos)
+
+    def held_out(self, test, blocks, make_model):
+        """As :meth:`_MemoryFolds.held_out`; the models return their margins on the
+        held-out rows, computed on the device (in X's precision, as on the CPU), whatever
+        X (a placeholder with as many rows as ``test``)."""
+        cp = require_cupy()
+        rows = self.rows[cp.asarray(test)]              # sliced once per fold
+        X_test = np.empty((len(test), 0))
+        for block in blocks:
+            model = make_model(block, kind=_HeldOutMargins)
+            margins = device_scores(rows, model.coef_, model.intercept_)
+            model.margins = cp.asnumpy(margins).astype(self.dtype, copy=False)
+            yield model, X_test
+
+
 class _HeldOutMargins(L1LogisticOBA):
     """A fold's model whose held-out margins were computed where the rows are (on a
-    dask cluster): ``decision_function`` returns them; predictions and probabilities
+    dask cluster or a GPU): ``decision_function`` returns them; predictions and probabilities
     follow from them as from any :class:`L1LogisticOBA`'s."""
 
     def decision_function(self, X):

@@ -16,11 +16,13 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import _check_sample_weight
 
+from ..gpu._cupy import require_cupy
 from ..gpu.datafits import is_device_matrix
 from ..utils._columns import UsedColumns
 from ..utils._validation import check_entry_magnitude, check_two_classes, validate_input
 from ._base import unchanged_on_error
 from ._dask_input import DaskRows, is_dask_collection
+from ._device_input import check_device_X, fit_device, host_targets, to_device
 from ._routing import CVRoutingMixin
 from ._sparsemax import SparsemaxClassifier, row_sums
 
@@ -28,7 +30,7 @@ from ._sparsemax import SparsemaxClassifier, row_sums
 _GRID_DECADES = 2.0
 _SHARED = ("polytope", "budget", "negated", "fit_intercept", "penalize_intercept", "solver",
            "positive", "bounds", "class_weight", "threshold", "tol", "max_iter",
-           "random_state")
+           "random_state", "device")
 
 
 class SparsemaxClassifierCV(CVRoutingMixin, SparsemaxClassifier):
@@ -85,12 +87,18 @@ default="simplex"
         As in :class:`SparsemaxClassifier`, for each fit.
     n_jobs : int, default=None
         Folds fit in parallel processes (joblib); None is 1, -1 all the cores. On dask
-        input, threads of the client instead, each driving one fold's fits on the cluster.
+        input, threads of the client instead, each driving one fold's fits on the cluster;
+        with ``device="cuda"`` the folds fit one after another.
     verbose : int, default=0
         One line per fold path and for the refit when positive; per-iteration lines of
         each fit when above 1.
     random_state : int, RandomState instance or None, default=None
         As in :class:`SparsemaxClassifier` (``solver="sdca"``'s row order), for each fit.
+    device : {"cpu", "cuda"}, default="cpu"
+        As in :class:`SparsemaxClassifier`: ``"cuda"`` fits every fold's path and the refit
+        on the current GPU with CuPy (X given as a CuPy array or a cupyx sparse matrix
+        needs it; host X is copied there once, and each fold's rows are sliced there);
+        the held-out rows' scores are computed on the device and scored on the host.
 
     Attributes
     ----------
@@ -148,7 +156,7 @@ default="simplex"
     def __init__(self, alphas=10, *, cv=None, scoring=None, polytope="simplex", budget=None,
                  negated=None, fit_intercept=True, penalize_intercept=False, solver="auto",
                  positive=False, bounds=None, class_weight=None, threshold="auto", tol=1e-4,
-                 max_iter=1000, n_jobs=None, verbose=0, random_state=None):
+                 max_iter=1000, n_jobs=None, verbose=0, random_state=None, device="cpu"):
         self.alphas = alphas
         self.cv = cv
         self.scoring = scoring
@@ -167,6 +175,7 @@ default="simplex"
         self.n_jobs = n_jobs
         self.verbose = verbose
         self.random_state = random_state
+        self.device = device
 
     @unchanged_on_error
     @with_callbacks
@@ -183,7 +192,9 @@ default="simplex"
             the workers of the default ``distributed.Client``, as
             :class:`SparsemaxClassifier` fits it (``solver="auto"`` is L-BFGS there): each
             fold's fits weigh its training rows where the rows are, and only the labels,
-            the weights and the held-out rows' scores reach the client.
+            the weights and the held-out rows' scores reach the client. With
+            ``device="cuda"``, a CuPy array or cupyx sparse matrix (or host X, copied to
+            the GPU).
         y : array-like of shape (n_samples,) or (n_samples, n_classes)
             Class labels (every training fold must hold two classes or more; a fold's
             model lacks the classes its training rows lack), a label-indicator matrix or
@@ -205,14 +216,11 @@ default="simplex"
             The fitted estimator.
         """
         self._validate_params()
-        if is_device_matrix(X):
-            raise TypeError("SparsemaxClassifierCV fits NumPy, SciPy or dask input; for a "
-                            "CuPy array, fit SparsemaxClassifier(device='cuda') at each "
-                            "alpha")
         base = SparsemaxClassifier(**{name: getattr(self, name) for name in _SHARED},
                                    verbose=max(self.verbose - 1, 0), warm_start=True)
-        data = (_DaskFolds if is_dask_collection(X) else _MemoryFolds)(self, base, X, y,
-                                                                       sample_weight)
+        on_device = fit_device(self.device, X)
+        data = (_DaskFolds if is_dask_collection(X) else _DeviceFolds if on_device
+                else _MemoryFolds)(self, base, X, y, sample_weight)
         scorer = check_scoring(base, scoring=self.scoring)    # None: base's score
         folds, held_out = self._routed_folds(data.splittable, data.y, data.given_weight,
                                              params, scorer)
@@ -332,14 +340,17 @@ def _fold_path(est, X, y, sw, train, test, alphas, scorer, score_params, classes
     fits are returned (``warnings``, ``failed``), not shown."""
     X_train, y_train, sw_train = X[train], _safe_indexing(y, train), sw[train]
     X_test, y_test = X[test], _safe_indexing(y, test)
+    return _recorded(lambda: _path(
+        est, alphas, lambda est: est.fit(X_train, y_train, sw_train) or True,
+        lambda est: scorer(est, X_test, y_test, **score_params), classes))
 
-    def fit(est):
-        est.fit(X_train, y_train, sw_train)
-        return True                       # ConvergenceWarnings are counted below
+
+def _recorded(path):
+    """``path()``'s result, the warnings its fits raised counted (ConvergenceWarnings:
+    ``failed``) and kept (the others: ``warnings``) instead of shown."""
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        out = _path(est, alphas, fit, lambda est: scorer(est, X_test, y_test, **score_params),
-                    classes)
+        out = path()
     out["failed"] = sum(issubclass(w.category, ConvergenceWarning) for w in caught)
     out["warnings"] = [(w.category, str(w.message)) for w in caught
                        if not issubclass(w.category, ConvergenceWarning)]
@@ -433,11 +444,9 @@ class _DaskFolds:
             X_test, y_test = np.empty((len(test), 0)), self.y[test]
 
             def score(est):
-                model = _HeldOutScores(**est.get_params())
-                model.__dict__.update(vars(est))
-                model.scores = self.data.margins(test, est.coef_, est.intercept_).astype(
-                    self.data.dtype)
-                return scorer(model, X_test, y_test, **score_params)
+                scores = self.data.margins(test, est.coef_, est.intercept_)
+                return scorer(_HeldOutScores.of(est, scores.astype(self.data.dtype)), X_test,
+                              y_test, **score_params)
             out = _path(est, alphas, lambda est: est._fit_rows(
                 self.data, fold_classes, weights, X_shown, y_shown, None, warn=False),
                 score, classes)
@@ -448,9 +457,62 @@ class _DaskFolds:
         return Parallel(n_jobs=n_jobs, backend="threading", return_as="generator")(jobs)
 
 
+class _DeviceFolds:
+    """The data of a cross-validation on the GPU (a CuPy array or cupyx sparse matrix, or
+    host X moved there once): each fold's rows are sliced on the device and its path fit
+    there (``device="cuda"``), the held-out rows' scores computed there and scored on the
+    host; one fold after another (one device).
+
+    Sets the estimator's ``n_features_in_`` (and what scikit-learn's validation sets for
+    host X)."""
+
+    def __init__(self, est, base, X, y, sample_weight):
+        if is_device_matrix(X):
+            X = check_device_X(X)
+            y, self.sample_weight = host_targets(X, y, sample_weight, multi_output=True)
+            est.__dict__.pop("feature_names_in_", None)
+            est.n_features_in_ = X.shape[1]
+            check_entry_magnitude(X, X.dtype)
+        else:
+            host = _MemoryFolds(est, base, X, y, sample_weight)
+            X, y, self.sample_weight = to_device(host.splittable), host.y, host.sample_weight
+        self.X, self.y = X, y
+        self.given_weight = None if sample_weight is None else self.sample_weight
+        self.splittable = np.empty((X.shape[0], 0))
+        self.columns = UsedColumns(X, keep_all=True)   # as a device fit
+        self.refit_input = (X, y, sample_weight)
+
+    def row_sums(self):
+        return row_sums(self.X, self.sample_weight)
+
+    def paths(self, base, folds, held_out, alphas, scorer, classes, n_jobs):
+        """Each fold's path as it arrives, one after another on the device."""
+        cp = require_cupy()
+        for (train, test), score_params in zip(folds, held_out):
+            X_train, X_test = self.X[cp.asarray(train)], self.X[cp.asarray(test)]
+            y_train, y_test = _safe_indexing(self.y, train), _safe_indexing(self.y, test)
+            rows = np.empty((len(test), 0))
+
+            def score(est):
+                scores = _HeldOutScores.of(est, cp.asnumpy(est._scores(X_test)))
+                return scorer(scores, rows, y_test, **score_params)
+            yield _recorded(lambda: _path(
+                clone(base), alphas,
+                lambda est: est.fit(X_train, y_train, self.sample_weight[train]) or True,
+                score, classes))
+
+
 class _HeldOutScores(SparsemaxClassifier):
     """A fold's model whose held-out scores were computed where the rows are (on a dask
-    cluster): its predictions and probabilities follow from them, whatever X."""
+    cluster or a GPU): its predictions and probabilities follow from them, whatever X."""
+
+    @classmethod
+    def of(cls, est, scores):
+        """The fitted ``est`` with the held-out ``scores``."""
+        model = cls(**est.get_params())
+        model.__dict__.update(vars(est))
+        model.scores = scores
+        return model
 
     def _scores(self, X, keep_on_device=False):
         return self.scores
