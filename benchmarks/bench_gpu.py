@@ -11,7 +11,11 @@
    5-9); on MNIST's ten digits ``L1LogisticOBA(multiclass="multinomial")`` (C = 0.01,
    tol 1e-6) and ``SparsemaxClassifier`` (alpha 1e-4, lbfgs and newton-cg); ``device="cuda"`` against ``device="cpu"`` (one CPU thread), with the objectives of both
    fits; the GPU fits are timed after one warm-up fit (kernel compilation excluded).
-3. ExtremeSoftmaxSGD epochs on the synthetic teacher (K = 1e4, D = 1000, 20 draws a row,
+3. Cross-validation on a9a: ``L1LogisticOBACV(Cs=10, cv=5)`` and
+   ``SparsemaxClassifierCV(alphas=5, cv=5)``, ``device="cuda"`` against ``device="cpu"``
+   (one process), with the largest difference between their held-out scores and the
+   choices (C_ or alpha_) of both.
+4. ExtremeSoftmaxSGD epochs on the synthetic teacher (K = 1e4, D = 1000, 20 draws a row,
    100,000 training rows, float32), sampled softmax and Implicit SGD, m = 5, batch_size
    256: seconds per epoch on the GPU against the CPU driver (one thread, same batches), and
    the test accuracy of both.
@@ -34,7 +38,8 @@ import scipy.sparse as sp
 from scipy.special import logsumexp
 
 sys.path.insert(0, str(_report.REPO))  # the in-place build, also when not installed
-from sparsekit import L1LogisticOBA, SparsemaxClassifier  # noqa: E402
+from sparsekit import (L1LogisticOBA, L1LogisticOBACV, SparsemaxClassifier,  # noqa: E402
+                       SparsemaxClassifierCV)
 from sparsekit.datasets import load_libsvm, load_mnist  # noqa: E402
 from sparsekit.gpu import require_cupy  # noqa: E402
 
@@ -167,6 +172,31 @@ def fit_rows(cp, datasets):
     return rows
 
 
+def cv_rows(cp, X, y, Cs=10, alphas=5, cv=5):
+    """Both CV estimators on the CPU and on the GPU (after a warm-up fit of each on the
+    GPU): wall seconds, the largest score difference, the choices."""
+    rows = []
+    for name, make, choice in (
+            (f"L1LogisticOBACV(Cs={Cs}, cv={cv})", lambda device: L1LogisticOBACV(
+                Cs=Cs, cv=cv, device=device), "C_"),
+            (f"SparsemaxClassifierCV(alphas={alphas}, cv={cv})",
+             lambda device: SparsemaxClassifierCV(alphas=alphas, cv=cv, device=device),
+             "alpha_")):
+        times, fitted = {}, {}
+        for device in ("cpu", "cuda", "cuda"):  # the first GPU fit compiles the kernels
+            t0 = time.perf_counter()
+            fitted[device] = make(device).fit(X, y)
+            cp.cuda.Device().synchronize()
+            times[device] = time.perf_counter() - t0
+        cpu, gpu = fitted["cpu"], fitted["cuda"]
+        rows.append([name, f"{times['cpu']:.3f}", f"{times['cuda']:.3f}",
+                     f"{times['cpu'] / times['cuda']:.2f}",
+                     f"{np.abs(gpu.scores_ - cpu.scores_).max():.1e}",
+                     f"{getattr(cpu, choice):.4g} / {getattr(gpu, choice):.4g}"])
+        print(rows[-1], flush=True)
+    return rows
+
+
 def softmax_rows(cp, n_rows):
     from sparsekit import ExtremeSoftmaxSGD
     from sparsekit.datasets import make_extreme_softmax_teacher
@@ -202,6 +232,7 @@ def main():
     projections = projection_rows(cp, 16 if args.quick else 128, repeat)
     long_rows = long_row_rows(cp, repeat, ks=(2**17,) if args.quick else (2**20, 2**23))
     fits = fit_rows(cp, ["a9a", "mnist"] if args.quick else ["a9a", "w8a", "mnist"])
+    cvs = cv_rows(cp, *load_libsvm("a9a", data_home=_report.DATA_HOME))
     epochs = softmax_rows(cp, 20_000 if args.quick else 100_000)
     body = f"""
 Device: {card}, CuPy {cp.__version__}. Projections: median of {repeat} runs timed with CUDA
@@ -218,6 +249,10 @@ in the same run, the card's bandwidth ceiling for a one-pass kernel.
 ### Fits: device="cuda" against device="cpu" (wall seconds; the GPU fit after a warm-up)
 {_report.markdown_table(["estimator, data", "CPU s", "GPU s", "speed-up",
                          "objective rel. diff. / accuracy"], fits)}
+
+### Cross-validation on a9a: device="cuda" against device="cpu" (wall seconds; after a warm-up)
+{_report.markdown_table(["estimator", "CPU s", "GPU s", "speed-up", "largest score diff.",
+                         "choice CPU / GPU"], cvs)}
 
 ### ExtremeSoftmaxSGD epochs (teacher, K = 1e4, m = 5, batch 256)
 {_report.markdown_table(["method", "device", "s per epoch (median)", "test accuracy"],

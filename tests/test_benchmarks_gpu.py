@@ -58,6 +58,20 @@ def test_bench_gpu_multinomial_row_on_the_stand_in(cupy_backend, bench_gpu):
     assert row[0].startswith("L1LogisticOBA multinomial") and float(row[4]) < 1e-8
 
 
+def test_bench_gpu_cv_rows_on_the_stand_in(cupy_backend, bench_gpu):
+    """The cross-validation part on a small problem: both estimators, the same scores and
+    choices on both devices."""
+    rng = np.random.default_rng(2)
+    X = rng.normal(size=(50, 4))
+    y = np.where(X[:, 0] + 0.5 * rng.normal(size=50) > 0, 1.0, -1.0)
+    rows = bench_gpu.cv_rows(cupy_backend, X, y, Cs=3, alphas=2, cv=2)
+    assert [r[0].split("(")[0] for r in rows] == ["L1LogisticOBACV", "SparsemaxClassifierCV"]
+    for row in rows:
+        assert float(row[4]) < 1e-6
+        cpu, gpu = row[5].split(" / ")
+        assert cpu == gpu
+
+
 def test_bench_gpu_without_a_device_writes_nothing(bench_gpu, monkeypatch, capsys):
     def no_device():
         raise RuntimeError("no CUDA device was found")
