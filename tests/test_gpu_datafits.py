@@ -185,6 +185,32 @@ def test_multinomial_l1_logistic_oba_on_the_gpu_matches_cpu(cupy_backend, sparse
     np.testing.assert_array_equal(gpu.predict(Xd).get(), cpu.predict(Xh))
 
 
+@pytest.mark.parametrize("multiclass", ["ovr", "multinomial"])
+def test_l1_logistic_path_on_the_gpu_matches_cpu(cupy_backend, multiclass):
+    """l1_logistic_path(device="cuda") from device X and from host X: the CPU path's grid
+    and solutions (a binary path with weights, a multinomial one; the iterations differ,
+    the device's Hessians being matrix-free)."""
+    from sparsekit import l1_logistic_path
+
+    cp = cupy_backend
+    rng = np.random.default_rng(6)
+    X, _ = _problem(rng, n=90, d=8, density=0.5)
+    y = np.argmax(X[:, :3] + 0.4 * rng.normal(size=(90, 3)), axis=1)
+    params = dict(Cs=4, tol=1e-10, multiclass=multiclass,
+                  sample_weight=rng.uniform(0.5, 2.0, 90))
+    if multiclass == "ovr":
+        params["pos_class"] = 2
+    cpu = l1_logistic_path(sp.csr_matrix(X), y, **params)
+    for X_fit in (_device(cp, X, True), X):
+        coefs, Cs, n_iter = l1_logistic_path(X_fit, y, device="cuda", **params)
+        assert type(coefs) is np.ndarray
+        np.testing.assert_allclose(Cs, cpu[1], rtol=1e-12)
+        np.testing.assert_allclose(coefs, cpu[0], atol=1e-7)
+        assert n_iter[0] == cpu[2][0] == 0 and np.all(n_iter[1:] >= 1)   # C_min: w = 0
+    with pytest.raises(TypeError, match="X is on the GPU"):
+        l1_logistic_path(_device(cp, X, False), y, **params)
+
+
 def test_l1_logistic_oba_float32_on_the_gpu(cupy_backend):
     cp = cupy_backend
     rng = np.random.default_rng(2)

@@ -736,7 +736,8 @@ class L1LogisticOBA(LinearClassifierMixin, SparseCoefMixin, SparsekitClassifier)
 
 
 def l1_logistic_path(X, y, Cs=10, *, pos_class=None, fit_intercept=True, tol=1e-8,
-                     max_iter=500, sample_weight=None, multiclass="ovr", l1_ratio=1.0):
+                     max_iter=500, sample_weight=None, multiclass="ovr", l1_ratio=1.0,
+                     device="cpu"):
     """Regularization path of :class:`L1LogisticOBA` over ``Cs``, with warm starts.
 
     The problems are solved from the smallest C to the largest, each started at the
@@ -745,6 +746,7 @@ def l1_logistic_path(X, y, Cs=10, *, pos_class=None, fit_intercept=True, tol=1e-
     Parameters
     ----------
     X : {array-like, sparse matrix} of shape (n_samples, n_features)
+        Or, with ``device="cuda"``, a CuPy array or cupyx sparse matrix.
     y : array-like of shape (n_samples,)
         Labels; with more than two classes, ``pos_class`` picks the positive one, or
         ``multiclass="multinomial"`` fits the multinomial model of all of them.
@@ -765,6 +767,9 @@ def l1_logistic_path(X, y, Cs=10, *, pos_class=None, fit_intercept=True, tol=1e-
         As in :class:`L1LogisticOBA`.
     l1_ratio : float in (0, 1], default=1.0
         As in :class:`L1LogisticOBA`.
+    device : {"cpu", "cuda"}, default="cpu"
+        As in :class:`L1LogisticOBA`: ``"cuda"`` solves the path on the current GPU (host
+        X is copied there once); the solutions are NumPy arrays.
 
     Returns
     -------
@@ -793,10 +798,12 @@ def l1_logistic_path(X, y, Cs=10, *, pos_class=None, fit_intercept=True, tol=1e-
     array([ 0,  8, 16, 27])
     """
     est = L1LogisticOBA(fit_intercept=fit_intercept, tol=tol, max_iter=max_iter,
-                        multiclass=multiclass, l1_ratio=l1_ratio)
-    X, y, sample_weight = _check_fit_data(est, X, y, sample_weight)
-    check_labels(y)
+                        multiclass=multiclass, l1_ratio=l1_ratio, device=device)
     est._validate_params()
+    on_device = fit_device(device, X)
+    X, y, sample_weight = (est._device_fit_data(X, y, sample_weight) if on_device
+                           else _check_fit_data(est, X, y, sample_weight))
+    check_labels(y)
     classes = np.unique(y)
     if classes.size < 2:
         raise ValueError(f"y has a single class ({classes[0]!r}); a path needs two")
@@ -812,14 +819,18 @@ def l1_logistic_path(X, y, Cs=10, *, pos_class=None, fit_intercept=True, tol=1e-
     elif pos_class not in classes:
         raise ValueError(f"pos_class {pos_class!r} is not a label of y")
     sample_weight, mean_weight = _unit_mean_weights(sample_weight)
-    columns = UsedColumns(X)
-    X, X_csr = _layouts(columns.take(X))
     codes = np.searchsorted(classes, y)
-    if multinomial:
-        datafit = _multinomial_block(classes.size, fit_intercept, X, codes, sample_weight)
+    pos = None if multinomial else np.searchsorted(classes, pos_class)
+    if on_device:
+        columns = UsedColumns(X, keep_all=True)      # the device datafits see them all
+        datafit = _device_block(classes.size, fit_intercept, device_float64(X), codes,
+                                sample_weight, None, pos)
     else:
-        datafit = _binary_block(np.searchsorted(classes, pos_class), fit_intercept, X, codes,
-                                sample_weight, X_csr)
+        columns = UsedColumns(X)
+        X, X_csr = _layouts(columns.take(X))
+        datafit = (_multinomial_block(classes.size, fit_intercept, X, codes, sample_weight)
+                   if multinomial else _binary_block(pos, fit_intercept, X, codes,
+                                                     sample_weight, X_csr))
     Cs = _C_values(Cs, lambda: (l1_ratio * _smallest_active_C(datafit) / mean_weight,) * 2)
     width = X.shape[1] + fit_intercept
     coefs = np.empty((Cs.size, classes.size, width) if multinomial else (Cs.size, width))
