@@ -1,5 +1,6 @@
 """GPU test helpers: the skip marker of the tests that need CuPy and a usable CUDA device,
-and a check that CPU code never tries to import CuPy (in a fresh interpreter, which other
+host data moved to the device of a ``cupy`` module, and a check that CPU code never tries
+to import CuPy (in a fresh interpreter, which other
 import checks use too)."""
 import os
 import subprocess
@@ -9,6 +10,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import scipy.sparse as sp
 
 import sparsekit
 from sparsekit.gpu import require_cupy
@@ -23,6 +25,16 @@ def _gpu_available():
 
 
 needs_gpu = pytest.mark.skipif(not _gpu_available(), reason="needs CuPy and a CUDA device")
+
+
+def on_device(cp, X):
+    """Host X on the device of ``cp`` (real CuPy or the stand-in): a cupyx CSR matrix for
+    sparse X, else a CuPy array."""
+    if sp.issparse(X):
+        import cupyx.scipy.sparse as cusp
+
+        return cusp.csr_matrix(sp.csr_matrix(X))
+    return cp.asarray(X)
 
 _SPY = """
 import importlib, importlib.abc, sys

@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
+from _gpu import on_device
 from sparsekit import L1LogisticOBA
 from sparsekit.losses._logistic_datafit import Logistic
 from sparsekit.losses._multinomial_datafit import Multinomial
@@ -20,11 +21,7 @@ def _problem(rng, n=60, d=12, dtype=np.float64, density=None):
 
 
 def _device(cp, X, sparse):
-    if sparse:
-        import cupyx.scipy.sparse as cusp
-
-        return cusp.csr_matrix(sp.csr_matrix(X))
-    return cp.asarray(X)
+    return on_device(cp, sp.csr_matrix(X) if sparse else X)
 
 
 def _assert_same_datafit(cpu, gpu, x, free, rng, rtol, attrs):

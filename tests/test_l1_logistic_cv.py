@@ -11,6 +11,7 @@ from sklearn.model_selection import GridSearchCV, KFold, StratifiedKFold
 from sklearn.utils._param_validation import InvalidParameterError
 
 from _callbacks import Recorder
+from _gpu import on_device
 from sparsekit.linear_model import L1LogisticOBA, L1LogisticOBACV
 
 TIGHT = 1e-11   # every solve near its minimum: scores comparable to 1e-7
@@ -234,14 +235,6 @@ def test_a_dense_coefs_paths_larger_than_half_the_memory_is_refused(monkeypatch)
     assert est.fit(X, y).coefs_paths_.shape == (3, 1, 4, 3, 13)
 
 
-def _on_device(cp, X):
-    if sp.issparse(X):
-        import cupyx.scipy.sparse as cusp
-
-        return cusp.csr_matrix(X)
-    return cp.asarray(X)
-
-
 DEVICE_CASES = {
     "binary, sparse, weights, folds with repeated rows": (
         2, dict(Cs=4, sparse=True), "weights"),
@@ -285,7 +278,7 @@ def test_cross_validation_on_the_gpu_is_the_cpu_one(cupy_backend, monkeypatch, c
     problems = [None] if "multinomial" in case else [1] if n_classes == 2 else [0, 1, 2]
     solves = (isinstance(params["Cs"], int) + len(cv if isinstance(cv, list) else range(cv))
               + ("no refit" not in case))
-    for X_fit in (_on_device(cp, X), X):
+    for X_fit in (on_device(cp, X), X):
         made.clear()
         gpu = L1LogisticOBACV(device="cuda", **params).fit(X_fit, y, **fit)
         assert made == problems * solves     # the grid's span, the folds', the refit's

@@ -10,6 +10,7 @@ from sklearn.model_selection import GridSearchCV, KFold, StratifiedKFold
 from sklearn.utils._param_validation import InvalidParameterError
 
 from _callbacks import Recorder
+from _gpu import on_device
 from sparsekit import SparsemaxClassifier, SparsemaxClassifierCV
 
 TIGHT = 1e-10    # every fit near its minimum: warm and cold fits give the same models
@@ -193,14 +194,6 @@ def test_one_class_folds_continuous_targets_and_huge_entries_are_refused():
         SparsemaxClassifierCV().fit(X * 1e300, y)
 
 
-def _on_device(cp, X):
-    if sp.issparse(X):
-        import cupyx.scipy.sparse as cusp
-
-        return cusp.csr_matrix(X)
-    return cp.asarray(X)
-
-
 DEVICE_CASES = {
     "labels, sparse, weights, f1_macro": (
         lambda: _data(sparse=True, n=30, d=5), dict(alphas=[0.3, 0.03], scoring="f1_macro"),
@@ -221,21 +214,21 @@ def test_cross_validation_on_the_gpu_is_the_cpu_one(cupy_backend, monkeypatch, c
     import sparsekit.linear_model._sparsemax as module
 
     cp = cupy_backend
-    on_device = []
+    products = []
     scores = module.device_scores
     monkeypatch.setattr(module, "device_scores",
-                        lambda *a: on_device.append(a[0].shape[0]) or scores(*a))
+                        lambda *a: products.append(a[0].shape[0]) or scores(*a))
     make, params, weighted = DEVICE_CASES[case]
     X, y = make()
     fit = {"sample_weight": np.random.default_rng(4).uniform(0.2, 2.0, y.shape[0])
            } if weighted else {}
     params.update(cv=KFold(3, shuffle=True, random_state=1), tol=1e-8)
     cpu = SparsemaxClassifierCV(**params).fit(X, y, **fit)
-    for X_fit in (_on_device(cp, X), X):
-        on_device.clear()
+    for X_fit in (on_device(cp, X), X):
+        products.clear()
         gpu = SparsemaxClassifierCV(device="cuda", **params).fit(X_fit, y, **fit)
         # every held-out score (3 folds x the grid) was a device product, of a third of y
-        assert on_device.count(len(y) // 3) == 3 * cpu.alphas_.size
+        assert products.count(len(y) // 3) == 3 * cpu.alphas_.size
         np.testing.assert_allclose(gpu.alphas_, cpu.alphas_, rtol=1e-12)
         np.testing.assert_allclose(gpu.scores_, cpu.scores_, rtol=1e-6, atol=1e-9)
         assert gpu.alpha_ == pytest.approx(cpu.alpha_, rel=1e-12)
