@@ -211,13 +211,13 @@ def test_cross_validation_on_the_gpu_is_the_cpu_one(cupy_backend, monkeypatch, c
     """device="cuda": each fold's rows sliced on the device and its path fit there, the
     held-out scores computed there; the grid, the scores and the refit equal the CPU's,
     from device X and from host X (copied once)."""
-    import sparsekit.linear_model._sparsemax as module
+    import sparsekit.linear_model._sparsemax_cv as module
 
     cp = cupy_backend
     products = []
-    scores = module.device_scores
-    monkeypatch.setattr(module, "device_scores",
-                        lambda *a: products.append(a[0].shape[0]) or scores(*a))
+    product = module.device_product
+    monkeypatch.setattr(module, "device_product",
+                        lambda *a: products.append(a[0].shape[0]) or product(*a))
     make, params, weighted = DEVICE_CASES[case]
     X, y = make()
     fit = {"sample_weight": np.random.default_rng(4).uniform(0.2, 2.0, y.shape[0])
@@ -228,7 +228,7 @@ def test_cross_validation_on_the_gpu_is_the_cpu_one(cupy_backend, monkeypatch, c
         products.clear()
         gpu = SparsemaxClassifierCV(device="cuda", **params).fit(X_fit, y, **fit)
         # every held-out score (3 folds x the grid) was a device product, of a third of y
-        assert products.count(len(y) // 3) == 3 * cpu.alphas_.size
+        assert products == [len(y) // 3] * (3 * cpu.alphas_.size)
         np.testing.assert_allclose(gpu.alphas_, cpu.alphas_, rtol=1e-12)
         np.testing.assert_allclose(gpu.scores_, cpu.scores_, rtol=1e-6, atol=1e-9)
         assert gpu.alpha_ == pytest.approx(cpu.alpha_, rel=1e-12)

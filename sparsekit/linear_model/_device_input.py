@@ -90,9 +90,15 @@ def host_targets(X, y, sample_weight, multi_output=False):
 
 
 def device_scores(X, coef, intercept):
-    """X coefᵀ + intercept on X's device, in float32 only when both X and coef are."""
+    """X coefᵀ + intercept on X's device, in float32 only when both X and coef are (X as a
+    user gave it: validated here)."""
+    return device_product(check_device_X(X, coef.shape[1]), coef, intercept)
+
+
+def device_product(X, coef, intercept):
+    """:func:`device_scores` of device X already validated (host X validated and moved,
+    or rows of validated device X): no second pass over X's values."""
     cp = require_cupy()
-    X = check_device_X(X, coef.shape[1])
     dtype = np.result_type(X.dtype, coef.dtype)
     coef = coef.toarray() if sp.issparse(coef) else coef
     scores = X.astype(dtype) @ cp.asarray(np.ascontiguousarray(coef.T, dtype=dtype))

@@ -25,7 +25,8 @@ from sparsekit.gpu.datafits import is_device_matrix
 from sparsekit.gpu.softmax_sgd import DeviceRows, softmax_epoch_gpu
 from sparsekit.gpu.softmax_sgd import MAX_SAMPLED as GPU_MAX_SAMPLED
 from sparsekit.linear_model._dask_input import is_dask_collection
-from sparsekit.linear_model._device_input import device_scores, fit_device, to_device
+from sparsekit.linear_model._device_input import (device_product, device_scores, fit_device,
+                                                  to_device)
 from sparsekit._cython._softmax_sgd import (METHODS, hashed_scores, softmax_epoch,
                                             softmax_epoch_parallel)
 from sparsekit.losses._softmax import _chunks, _log_softmax, _shifted_log_normalizer, softmax_scores
@@ -573,7 +574,7 @@ class ExtremeSoftmaxSGD(SparsekitClassifier):
         coef, intercept = self.coef_.astype(np.float64), self.intercept_.astype(np.float64)
         nll = np.empty(X.shape[0])
         for rows in _chunks(X.shape[0], len(self.classes_)):
-            S = device_scores(Xd[rows], coef, intercept)
+            S = device_product(Xd[rows], coef, intercept)
             Z = S - S.max(axis=1, keepdims=True)
             labels = cp.asarray(y_idx[rows])
             nll[rows] = (cp.log(cp.exp(Z).sum(axis=1))

@@ -18,7 +18,7 @@ from sklearn.utils.validation import _check_sample_weight
 from sparsekit.gpu._cupy import require_cupy
 from sparsekit.linear_model._base import unchanged_on_error
 from sparsekit.linear_model._dask_input import DaskRows, is_dask_collection
-from sparsekit.linear_model._device_input import device_scores, fit_device
+from sparsekit.linear_model._device_input import device_product, fit_device
 from sparsekit.linear_model._l1_logistic import (L1LogisticOBA, _binary_block, _C_values,
                                                  _check_fit_data, _device_block, _layouts,
                                                  _multinomial_block, _path_coef,
@@ -661,7 +661,7 @@ class _DeviceFolds(_WeightedFolds):
         X_test = np.empty((len(test), 0))
         for block in blocks:
             model = make_model(block, kind=_HeldOutMargins)
-            margins = device_scores(rows, model.coef_, model.intercept_)
+            margins = device_product(rows, model.coef_, model.intercept_)
             model.margins = cp.asnumpy(margins).astype(self.dtype, copy=False)
             yield model, X_test
 

@@ -15,8 +15,8 @@ from sklearn.utils.validation import _check_sample_weight, check_is_fitted, colu
 
 from ..gpu._cupy import require_cupy
 from ..gpu.datafits import is_device_matrix
-from ._device_input import (_host, check_device_X, device_scores, fit_device, host_targets,
-                            to_device)
+from ._device_input import (_host, check_device_X, device_product, device_scores, fit_device,
+                            host_targets, to_device)
 from ..losses._dask_datafit import DaskFenchelYoung
 from ..losses._fenchel_young_datafit import FenchelYoungLinear
 from ..losses._targets import check_target_entries, polytope_targets
@@ -740,7 +740,7 @@ class SparsemaxClassifier(SparsekitClassifier):
         if is_device_matrix(X):
             return device_scores(X, self.coef_, self.intercept_)
         if getattr(self, "device", "cpu") == "cuda":
-            scores = device_scores(to_device(X), self.coef_, self.intercept_)
+            scores = device_product(to_device(X), self.coef_, self.intercept_)
             return scores if keep_on_device else scores.get()
         coef = self.coef_.astype(X.dtype, copy=False)
         if sp.issparse(X) and X.shape[1] > X.nnz:

@@ -22,7 +22,7 @@ from ..utils._columns import UsedColumns
 from ..utils._validation import check_entry_magnitude, check_two_classes, validate_input
 from ._base import unchanged_on_error
 from ._dask_input import DaskRows, is_dask_collection
-from ._device_input import check_device_X, fit_device, host_targets, to_device
+from ._device_input import check_device_X, device_product, fit_device, host_targets, to_device
 from ._routing import CVRoutingMixin
 from ._sparsemax import SparsemaxClassifier, row_sums
 
@@ -494,7 +494,8 @@ class _DeviceFolds:
             rows = np.empty((len(test), 0))
 
             def score(est):
-                scores = _HeldOutScores.of(est, cp.asnumpy(est._scores(X_test)))
+                scores = _HeldOutScores.of(est, cp.asnumpy(device_product(
+                    X_test, est.coef_, est.intercept_)))
                 return scorer(scores, rows, y_test, **score_params)
             yield _recorded(lambda: _path(
                 clone(base), alphas,
