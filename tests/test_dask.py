@@ -437,6 +437,28 @@ def test_one_vs_rest_problems_and_path_chunks_on_the_dask_backend(client):
                                atol=1e-8)
 
 
+@pytest.mark.parametrize("multiclass", ["ovr", "multinomial"])
+def test_regularization_path_of_a_dask_array_is_the_in_memory_one(client, multiclass):
+    """l1_logistic_path on a dask array (CSR blocks, dask sample weights) solves on the
+    workers: the in-memory path's grid and solutions; one path on a chunked y too."""
+    from sparsekit.linear_model import l1_logistic_path
+
+    X, y = _data(n=300, d=12, seed=11)
+    sw = np.random.default_rng(2).uniform(0.5, 2.0, y.size)
+    params = dict(Cs=4, tol=1e-10, multiclass=multiclass, l1_ratio=0.8)
+    if multiclass == "ovr":
+        params["pos_class"] = 2
+    local = l1_logistic_path(sp.csr_matrix(X), y, sample_weight=sw, **params)
+    coefs, Cs, n_iter = l1_logistic_path(_sparse_dask(X, 100), da.from_array(y, chunks=100),
+                                         sample_weight=da.from_array(sw, chunks=100),
+                                         **params)
+    np.testing.assert_allclose(Cs, local[1], rtol=1e-10)
+    np.testing.assert_allclose(coefs, local[0], rtol=1e-6, atol=1e-8)
+    assert n_iter.shape == local[2].shape
+    with pytest.raises(ValueError, match="pos_class must be given"):
+        l1_logistic_path(da.from_array(X, chunks=(100, -1)), y)
+
+
 def test_incremental_streams_a_dask_dataframe(client):
     dd = pytest.importorskip("dask.dataframe")
     pd = pytest.importorskip("pandas")

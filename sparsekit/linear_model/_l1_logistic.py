@@ -746,7 +746,10 @@ def l1_logistic_path(X, y, Cs=10, *, pos_class=None, fit_intercept=True, tol=1e-
     Parameters
     ----------
     X : {array-like, sparse matrix} of shape (n_samples, n_features)
-        Or, with ``device="cuda"``, a CuPy array or cupyx sparse matrix.
+        Or, with ``device="cuda"``, a CuPy array or cupyx sparse matrix; or a dask array of
+        row blocks (or a dask DataFrame, ``y`` and ``sample_weight`` then of the same
+        frame, or arrays), solved on the workers of the default ``distributed.Client`` as
+        :class:`L1LogisticOBA` fits it.
     y : array-like of shape (n_samples,)
         Labels; with more than two classes, ``pos_class`` picks the positive one, or
         ``multiclass="multinomial"`` fits the multinomial model of all of them.
@@ -800,11 +803,18 @@ def l1_logistic_path(X, y, Cs=10, *, pos_class=None, fit_intercept=True, tol=1e-
     est = L1LogisticOBA(fit_intercept=fit_intercept, tol=tol, max_iter=max_iter,
                         multiclass=multiclass, l1_ratio=l1_ratio, device=device)
     est._validate_params()
-    on_device = fit_device(device, X)
-    X, y, sample_weight = (est._device_fit_data(X, y, sample_weight) if on_device
-                           else _check_fit_data(est, X, y, sample_weight))
-    check_labels(y)
-    classes = np.unique(y)
+    on_device, on_dask = fit_device(device, X), is_dask_collection(X)
+    if on_device and on_dask:
+        raise ValueError("device='cuda' solves in-memory X; use device='cpu' for dask arrays")
+    if on_dask:
+        data = DaskRows(X, y, sample_weight, [np.float64, np.float32])
+        classes = data.classes()
+        check_labels(classes)
+    else:
+        X, y, sample_weight = (est._device_fit_data(X, y, sample_weight) if on_device
+                               else _check_fit_data(est, X, y, sample_weight))
+        check_labels(y)
+        classes = np.unique(y)
     if classes.size < 2:
         raise ValueError(f"y has a single class ({classes[0]!r}); a path needs two")
     multinomial = multiclass == "multinomial" and classes.size > 2
@@ -818,21 +828,32 @@ def l1_logistic_path(X, y, Cs=10, *, pos_class=None, fit_intercept=True, tol=1e-
         pos_class = classes[1]
     elif pos_class not in classes:
         raise ValueError(f"pos_class {pos_class!r} is not a label of y")
-    sample_weight, mean_weight = _unit_mean_weights(sample_weight)
-    codes = np.searchsorted(classes, y)
-    pos = None if multinomial else np.searchsorted(classes, pos_class)
-    if on_device:
+    pos = None if multinomial else int(np.searchsorted(classes, pos_class))
+    if on_dask:
+        columns = UsedColumns(X, keep_all=True)      # as the partitions' datafits
+        mean_weight = float(data.class_totals(classes).sum()) / data.n_samples
+        if not mean_weight > 0:
+            raise ValueError("every sample has weight 0")
+        make = (partial(_multinomial_block, classes.size, fit_intercept) if multinomial
+                else partial(_binary_block, pos, fit_intercept))
+        datafit = DaskDatafit(make, data.X, data.codes(classes), data.weights(
+            classes, np.ones(classes.size), mean_weight), data.client)
+    elif on_device:
+        sample_weight, mean_weight = _unit_mean_weights(sample_weight)
+        codes = np.searchsorted(classes, y)
         columns = UsedColumns(X, keep_all=True)      # the device datafits see them all
         datafit = _device_block(classes.size, fit_intercept, device_float64(X), codes,
                                 sample_weight, None, pos)
     else:
+        sample_weight, mean_weight = _unit_mean_weights(sample_weight)
+        codes = np.searchsorted(classes, y)
         columns = UsedColumns(X)
         X, X_csr = _layouts(columns.take(X))
         datafit = (_multinomial_block(classes.size, fit_intercept, X, codes, sample_weight)
                    if multinomial else _binary_block(pos, fit_intercept, X, codes,
                                                      sample_weight, X_csr))
     Cs = _C_values(Cs, lambda: (l1_ratio * _smallest_active_C(datafit) / mean_weight,) * 2)
-    width = X.shape[1] + fit_intercept
+    width = datafit.n_features + fit_intercept
     coefs = np.empty((Cs.size, classes.size, width) if multinomial else (Cs.size, width))
     n_iter = np.empty(Cs.size, dtype=np.int32)
     for k, res in enumerate(_warm_path(datafit, Cs * mean_weight, tol, max_iter, l1_ratio,
