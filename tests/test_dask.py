@@ -15,7 +15,8 @@ else:
     distributed = pytest.importorskip("distributed")
 
 from sparsekit.linear_model import (L1LogisticOBA, L1LogisticOBACV,  # noqa: E402
-                                    SparsemaxClassifier, SparsemaxClassifierCV)
+                                    SparsemaxClassifier, SparsemaxClassifierCV,
+                                    l1_logistic_path)
 
 
 def test_dask_fit_without_a_client_says_so():
@@ -171,6 +172,22 @@ def test_dask_input_errors_are_clear(client):
     import dask.bag as db
     with pytest.raises(TypeError, match="a dask array or DataFrame for X, got Bag"):
         L1LogisticOBA().fit(db.from_sequence(list(X), npartitions=2), y)
+
+
+@pytest.mark.parametrize("fit", [
+    lambda X, y, sw: L1LogisticOBA().fit(X, y, sample_weight=sw),
+    lambda X, y, sw: SparsemaxClassifier().fit(X, y, sample_weight=sw),
+    lambda X, y, sw: l1_logistic_path(X, y, Cs=2, pos_class=1, sample_weight=sw)])
+def test_dask_sample_weights_are_checked_as_in_memory(client, fit):
+    """Negative or NaN weights in one partition are the in-memory fit's errors (negative
+    weights made a non-convex problem that ran to max_iter)."""
+    X, y = _data(n=200, seed=4)
+    Xd, yd = da.from_array(X, chunks=(50, -1)), da.from_array(y, chunks=50)
+    for value, message in ((-1.0, "sample_weight must be non-negative"), (np.nan, "NaN")):
+        sw = np.ones(200)
+        sw[120] = value
+        with pytest.raises(ValueError, match=message):
+            fit(Xd, yd, da.from_array(sw, chunks=50))
 
 
 def test_a_dask_dataframe_fits_as_its_array(client):
@@ -422,7 +439,6 @@ def test_one_vs_rest_problems_and_path_chunks_on_the_dask_backend(client):
     (one ``l1_logistic_path`` per chunk of C values) run as tasks of the cluster through
     joblib's dask backend, with the in-memory results."""
     import joblib
-    from sparsekit.linear_model import l1_logistic_path
 
     X, y = _data(n=400, seed=10)
     local = L1LogisticOBA(C=0.3, tol=1e-10).fit(X, y)
@@ -441,8 +457,6 @@ def test_one_vs_rest_problems_and_path_chunks_on_the_dask_backend(client):
 def test_regularization_path_of_a_dask_array_is_the_in_memory_one(client, multiclass):
     """l1_logistic_path on a dask array (CSR blocks, dask sample weights) solves on the
     workers: the in-memory path's grid and solutions; one path on a chunked y too."""
-    from sparsekit.linear_model import l1_logistic_path
-
     X, y = _data(n=300, d=12, seed=11)
     sw = np.random.default_rng(2).uniform(0.5, 2.0, y.size)
     params = dict(Cs=4, tol=1e-10, multiclass=multiclass, l1_ratio=0.8)

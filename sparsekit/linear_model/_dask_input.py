@@ -34,6 +34,18 @@ def _checked_block(X, dtype):
     return X
 
 
+def _checked_weights(sample_weight):
+    """One partition of the sample weights, or the error a fit in memory raises (run on
+    the worker that holds it)."""
+    from sklearn.utils import check_array
+
+    s = check_array(sample_weight, ensure_2d=False, dtype=np.float64, ensure_min_samples=0,
+                    input_name="sample_weight")
+    if np.any(s < 0):
+        raise ValueError("sample_weight must be non-negative")
+    return s
+
+
 def _dtype(X):
     return X.dtype
 
@@ -126,8 +138,9 @@ class DaskRows:
         self.rows = np.asarray(rows, dtype=np.int64)       # each partition's
         self.n_samples, self.n_features = int(sum(rows)), X.shape[1]
         self.y = self._parts(y, rows, "y", None)
-        self.sample_weight = (self._parts(sample_weight, rows, "sample_weight", np.float64)
-                              if sample_weight is not None else [None] * len(self.X))
+        self.sample_weight = ([client.submit(_checked_weights, s) for s in self._parts(
+            sample_weight, rows, "sample_weight", np.float64)]
+            if sample_weight is not None else [None] * len(self.X))
         self.dtype = client.gather(client.submit(_dtype, self.X[0]))
 
     def _parts(self, v, rows, name, dtype):
