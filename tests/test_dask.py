@@ -190,6 +190,34 @@ def test_dask_sample_weights_are_checked_as_in_memory(client, fit):
             fit(Xd, yd, da.from_array(sw, chunks=50))
 
 
+def test_empty_partitions_of_a_filtered_frame_are_left_out(client):
+    """A dask DataFrame filtered row-wise keeps partitions with no row (and a dask array
+    may have empty chunks): the fit is the in-memory fit of the rows left; a frame with
+    no row at all is a clear error."""
+    pd = pytest.importorskip("pandas")
+    dd = pytest.importorskip("dask.dataframe")
+    X, y = _data(n=400, d=8, seed=12)
+    w = np.random.default_rng(3).uniform(0.5, 2.0, len(y))
+    frame = dd.from_pandas(pd.DataFrame(X, columns=[f"f{j}" for j in range(8)])
+                           .assign(label=y, weight=w), npartitions=4)
+    kept = frame.map_partitions(lambda part: part[part.index >= 250])   # two are empty
+    assert [len(part) for part in kept.partitions] == [0, 0, 50, 100]
+    Xf, yf, wf = kept.drop(columns=["label", "weight"]), kept["label"], kept["weight"]
+    rows = slice(250, None)
+    Xa = da.from_array(X, chunks=((100, 0, 150, 150), -1))
+    for model in (L1LogisticOBA(C=0.3, tol=1e-10), SparsemaxClassifier(solver="newton-cg")):
+        local = model.fit(X[rows], y[rows], sample_weight=w[rows]).coef_.copy()
+        np.testing.assert_allclose(model.fit(Xf, yf, sample_weight=wf).coef_, local,
+                                   rtol=1e-6, atol=1e-8)
+        whole = model.fit(X, y).coef_.copy()
+        np.testing.assert_allclose(model.fit(Xa, da.from_array(y, chunks=((100, 0, 150, 150),)
+                                                                )).coef_, whole,
+                                   rtol=1e-6, atol=1e-8)
+    none = frame.map_partitions(lambda part: part[part.index < 0])
+    with pytest.raises(ValueError, match="X has no rows"):
+        L1LogisticOBA().fit(none.drop(columns=["label", "weight"]), none["label"])
+
+
 def test_a_dask_dataframe_fits_as_its_array(client):
     """dd.read_csv's partitions, of unknown lengths, with the labels and weights as Series
     of the same frame: the fit of the same rows as a dask array, the lengths read off the

@@ -130,17 +130,23 @@ class DaskRows:
             X = X.rechunk({1: -1})
         client = self.client
         blocks = client.compute(list(X.to_delayed().ravel()))
-        self.X = [client.submit(_checked_block, b, dtype) for b in blocks]
         if np.isnan(X.shape[0]):           # a DataFrame's partitions: lengths from the blocks
             rows = tuple(client.gather([client.submit(_length, b) for b in blocks]))
         else:
             rows = X.chunks[0]
-        self.rows = np.asarray(rows, dtype=np.int64)       # each partition's
         self.n_samples, self.n_features = int(sum(rows)), X.shape[1]
-        self.y = self._parts(y, rows, "y", None)
-        self.sample_weight = ([client.submit(_checked_weights, s) for s in self._parts(
-            sample_weight, rows, "sample_weight", np.float64)]
-            if sample_weight is not None else [None] * len(self.X))
+        if self.n_samples == 0:
+            raise ValueError(f"X has no rows (shape {(0, X.shape[1])}); a fit needs one")
+        # a filtered DataFrame leaves empty partitions: they hold nothing to fit
+        keep = [k for k, r in enumerate(rows) if r > 0]
+        self.rows = np.asarray([rows[k] for k in keep], dtype=np.int64)   # each partition's
+        self.X = [client.submit(_checked_block, blocks[k], dtype) for k in keep]
+        y = self._parts(y, rows, "y", None)
+        self.y = [y[k] for k in keep]
+        self.sample_weight = [None] * len(keep)
+        if sample_weight is not None:
+            weights = self._parts(sample_weight, rows, "sample_weight", np.float64)
+            self.sample_weight = [client.submit(_checked_weights, weights[k]) for k in keep]
         self.dtype = client.gather(client.submit(_dtype, self.X[0]))
 
     def _parts(self, v, rows, name, dtype):
