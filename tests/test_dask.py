@@ -218,6 +218,47 @@ def test_empty_partitions_of_a_filtered_frame_are_left_out(client):
         L1LogisticOBA().fit(none.drop(columns=["label", "weight"]), none["label"])
 
 
+def test_predictions_of_dask_collections_are_dask_arrays(client):
+    """Every prediction method maps over the row blocks of a dask array or DataFrame and
+    returns a dask array (X is not computed on the client), equal to the in-memory
+    predictions (to float32 rounding: products of row blocks); empty partitions give empty
+    blocks; float32 stays float32; a wrong width fails before anything is computed."""
+    pd = pytest.importorskip("pandas")
+    dd = pytest.importorskip("dask.dataframe")
+    from sparsekit import ExtremeSoftmaxSGD
+
+    X, y = _data(n=300, d=6, seed=13)
+    Y = np.c_[y == 0, y == 1, (y == 2) | (y == 0)].astype(int)
+    X32 = (X / np.linalg.norm(X, axis=1, keepdims=True)).astype(np.float32)
+    frame = dd.from_pandas(pd.DataFrame(X32), npartitions=3)
+    frame = frame.map_partitions(lambda part: part[part.index >= 100])   # one empty
+    models = {
+        "l1": (L1LogisticOBA(C=0.5).fit(X32, y),
+               ["decision_function", "predict", "predict_proba", "predict_log_proba"]),
+        "sparsemax": (SparsemaxClassifier().fit(X32, y),
+                      ["decision_function", "predict", "predict_proba"]),
+        "label sets": (SparsemaxClassifier().fit(X32, Y), ["predict", "predict_proba"]),
+        "esgd": (ExtremeSoftmaxSGD(n_epochs=2, random_state=0).fit(X32, X32[:, :3].argmax(1)),
+                 ["decision_function", "predict", "predict_proba", "predict_log_proba",
+                  "predict_topk"])}
+    for name, (model, methods) in models.items():
+        for method in methods:
+            kw = {"k": 2} if method == "predict_topk" else {}
+            local = getattr(model, method)(X32, **kw)
+            for Xd, rows in ((da.from_array(X32, chunks=(70, 3)), slice(None)),
+                             (frame, slice(100, None))):
+                out = getattr(model, method)(Xd, **kw)
+                assert isinstance(out, da.Array), (name, method)
+                got = out.compute()
+                assert got.dtype == local.dtype and got.shape == local[rows].shape
+                np.testing.assert_allclose(got, local[rows], rtol=1e-5, atol=1e-6)  # blocks
+        assert model.score(da.from_array(X32, chunks=(70, -1)),
+                           Y if name == "label sets" else y) == model.score(
+            X32, Y if name == "label sets" else y)
+    with pytest.raises(ValueError, match="features"):
+        models["l1"][0].predict(da.from_array(X[:, :4], chunks=(70, -1)))
+
+
 def test_a_dask_dataframe_fits_as_its_array(client):
     """dd.read_csv's partitions, of unknown lengths, with the labels and weights as Series
     of the same frame: the fit of the same rows as a dask array, the lengths read off the

@@ -5,6 +5,7 @@ Only the labels' classes and totals, the parameters and vectors of their size re
 client (for a cross-validation also the labels and weights, a number per row, and the
 held-out rows' margins). Dask and distributed are imported only when a dask collection is passed.
 """
+import functools
 import sys
 
 import numpy as np
@@ -22,6 +23,40 @@ def is_dask_collection(obj):
         return False
     from dask.base import is_dask_collection as check
     return check(obj)
+
+
+def block_predictions(method):
+    """A prediction method that, given a dask array or DataFrame, maps itself over X's row
+    blocks on the workers and returns a dask array (as dask-ml's ``ParallelPostFit``),
+    instead of computing X into the client's memory; other input as before."""
+    @functools.wraps(method)
+    def predict(self, X, *args, **kwargs):
+        if not is_dask_collection(X):
+            return method(self, X, *args, **kwargs)
+        X = _as_dask_array(X)
+        if X.ndim != 2:
+            raise ValueError(f"X must be 2-D, got shape {X.shape}")
+        if X.numblocks[1] > 1:
+            X = X.rechunk({1: -1})
+        # the output's type and columns (and X's width checked), from a row of zeros
+        sample = _predict_block(np.zeros((0, X.shape[1]), dtype=X.dtype), self, method, args,
+                                kwargs)
+        rows = (X.chunks[0],)
+        if sample.ndim == 1:
+            return X.map_blocks(_predict_block, self, method, args, kwargs, drop_axis=1,
+                                dtype=sample.dtype, chunks=rows, meta=sample[:0])
+        return X.map_blocks(_predict_block, self, method, args, kwargs, dtype=sample.dtype,
+                            chunks=rows + ((sample.shape[1],),), meta=sample[:0])
+    return predict
+
+
+def _predict_block(block, est, method, args, kwargs):
+    """``method`` of ``est`` on one row block (an empty one, as a filtered DataFrame's
+    partition can be: the output of a row of zeros, cut to none)."""
+    if block.shape[0] == 0:
+        return method(est, np.zeros((1, block.shape[1]), dtype=block.dtype), *args,
+                      **kwargs)[:0]
+    return method(est, block, *args, **kwargs)
 
 
 def _checked_block(X, dtype):

@@ -24,7 +24,7 @@ from sparsekit.gpu._cupy import require_cupy
 from sparsekit.gpu.datafits import is_device_matrix
 from sparsekit.gpu.softmax_sgd import DeviceRows, softmax_epoch_gpu
 from sparsekit.gpu.softmax_sgd import MAX_SAMPLED as GPU_MAX_SAMPLED
-from sparsekit.linear_model._dask_input import is_dask_collection
+from sparsekit.linear_model._dask_input import block_predictions, is_dask_collection
 from sparsekit.linear_model._device_input import (device_product, device_scores, fit_device,
                                                   to_device)
 from sparsekit._cython._softmax_sgd import (METHODS, hashed_scores, softmax_epoch,
@@ -1055,13 +1055,16 @@ class ExtremeSoftmaxSGD(SparsekitClassifier):
             out[rows] = transform(self._scores(X[rows]))
         return out
 
+    @block_predictions
     def decision_function(self, X):
         """Class scores ``X @ coef_.T + intercept_``; for two classes, score(1) - score(0).
 
         Parameters
         ----------
         X : {array-like, sparse matrix} of shape (n_samples, n_features)
-            Dense or CSR/CSC, or a CuPy array / cupyx sparse matrix.
+            Dense or CSR/CSC, or a CuPy array / cupyx sparse matrix (CuPy out), or a
+            dask array / DataFrame (a dask array out: its row blocks predicted on
+            the workers).
 
         Returns
         -------
@@ -1072,13 +1075,16 @@ class ExtremeSoftmaxSGD(SparsekitClassifier):
              else self._row_map(X, lambda S: S))
         return S[:, 1] - S[:, 0] if S.shape[1] == 2 else S
 
+    @block_predictions
     def predict_log_proba(self, X):
         """Exact log-softmax of the scores (computed in log space, in float64).
 
         Parameters
         ----------
         X : {array-like, sparse matrix} of shape (n_samples, n_features)
-            Dense or CSR/CSC, or a CuPy array / cupyx sparse matrix.
+            Dense or CSR/CSC, or a CuPy array / cupyx sparse matrix (CuPy out), or a
+            dask array / DataFrame (a dask array out: its row blocks predicted on
+            the workers).
 
         Returns
         -------
@@ -1089,13 +1095,16 @@ class ExtremeSoftmaxSGD(SparsekitClassifier):
             return self._on_device(X, "log_proba")
         return self._row_map(X, _log_softmax)
 
+    @block_predictions
     def predict_proba(self, X):
         """Exact softmax probabilities (computed in log space, in float64).
 
         Parameters
         ----------
         X : {array-like, sparse matrix} of shape (n_samples, n_features)
-            Dense or CSR/CSC, or a CuPy array / cupyx sparse matrix.
+            Dense or CSR/CSC, or a CuPy array / cupyx sparse matrix (CuPy out), or a
+            dask array / DataFrame (a dask array out: its row blocks predicted on
+            the workers).
 
         Returns
         -------
@@ -1106,13 +1115,16 @@ class ExtremeSoftmaxSGD(SparsekitClassifier):
             return self._on_device(X, "proba")
         return self._row_map(X, lambda S: np.exp(_log_softmax(S)))
 
+    @block_predictions
     def predict(self, X):
         """Most probable class of each example.
 
         Parameters
         ----------
         X : {array-like, sparse matrix} of shape (n_samples, n_features)
-            Dense or CSR/CSC, or a CuPy array / cupyx sparse matrix.
+            Dense or CSR/CSC, or a CuPy array / cupyx sparse matrix (CuPy out), or a
+            dask array / DataFrame (a dask array out: its row blocks predicted on
+            the workers).
 
         Returns
         -------
@@ -1124,13 +1136,16 @@ class ExtremeSoftmaxSGD(SparsekitClassifier):
         best = self._row_reduce(X, lambda S: np.argmax(S, axis=1))
         return self.classes_[best]
 
+    @block_predictions
     def predict_topk(self, X, k=5):
         """The ``k`` highest-scoring classes of each example, best first.
 
         Parameters
         ----------
         X : {array-like, sparse matrix} of shape (n_samples, n_features)
-            Dense or CSR/CSC, or a CuPy array / cupyx sparse matrix.
+            Dense or CSR/CSC, or a CuPy array / cupyx sparse matrix (CuPy out), or a
+            dask array / DataFrame (a dask array out: its row blocks predicted on
+            the workers).
         k : int, default=5
             How many classes per example, at most ``n_classes``.
 
@@ -1165,7 +1180,9 @@ class ExtremeSoftmaxSGD(SparsekitClassifier):
         Parameters
         ----------
         X : {array-like, sparse matrix} of shape (n_samples, n_features)
-            Dense or CSR/CSC, or a CuPy array / cupyx sparse matrix.
+            Dense or CSR/CSC, or a CuPy array / cupyx sparse matrix (CuPy out), or a
+            dask array / DataFrame (a dask array out: its row blocks predicted on
+            the workers).
         y_true : array-like of shape (n_samples,), sequence of label sets, or indicator
             The true label of each example, a set of labels per example, or an (n_samples,
             L) indicator matrix (see :func:`sparsekit.metrics.precision_at_k`).

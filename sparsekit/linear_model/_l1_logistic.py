@@ -29,7 +29,7 @@ from sparsekit._cython import _oba_kernels as K
 from sparsekit.losses._softmax import _log_softmax
 from sparsekit.optimize import minimize_oba
 from sparsekit.optimize._result import STOPPED_BY_CALLBACK
-from sparsekit.linear_model._dask_input import DaskRows, is_dask_collection
+from sparsekit.linear_model._dask_input import DaskRows, block_predictions, is_dask_collection
 from sparsekit.gpu._cupy import require_cupy
 from sparsekit.linear_model._device_input import (check_device_X, device_scores, fit_device,
                                                   host_targets, to_device)
@@ -628,13 +628,16 @@ class L1LogisticOBA(LinearClassifierMixin, SparseCoefMixin, SparsekitClassifier)
             return np.hstack([coef, self.intercept_[:, None]])
         return coef.copy()
 
+    @block_predictions
     def decision_function(self, X):
         """Signed margins X wᵀ + b of the rows of X.
 
         Parameters
         ----------
         X : {array-like, sparse matrix} of shape (n_samples, n_features)
-            Dense or CSR/CSC, or a CuPy array / cupyx sparse matrix.
+            Dense or CSR/CSC, or a CuPy array / cupyx sparse matrix (CuPy out), or a
+            dask array / DataFrame (a dask array out: its row blocks predicted on
+            the workers).
 
         Returns
         -------
@@ -662,13 +665,16 @@ class L1LogisticOBA(LinearClassifierMixin, SparseCoefMixin, SparsekitClassifier)
             scores = np.asarray(scores + self.intercept_.astype(dtype))
         return scores.ravel() if scores.shape[1] == 1 else scores
 
+    @block_predictions
     def predict(self, X):
         """Predicted class of each row of X (the largest margin).
 
         Parameters
         ----------
         X : {array-like, sparse matrix} of shape (n_samples, n_features)
-            Dense or CSR/CSC, or a CuPy array / cupyx sparse matrix.
+            Dense or CSR/CSC, or a CuPy array / cupyx sparse matrix (CuPy out), or a
+            dask array / DataFrame (a dask array out: its row blocks predicted on
+            the workers).
 
         Returns
         -------
@@ -683,6 +689,7 @@ class L1LogisticOBA(LinearClassifierMixin, SparseCoefMixin, SparsekitClassifier)
             return _namespace(best).asarray(self.classes_)[best]
         return self.classes_[best.get()]
 
+    @block_predictions
     def predict_proba(self, X):
         """Class probabilities of the rows of X.
 
@@ -693,7 +700,9 @@ class L1LogisticOBA(LinearClassifierMixin, SparseCoefMixin, SparsekitClassifier)
         Parameters
         ----------
         X : {array-like, sparse matrix} of shape (n_samples, n_features)
-            Dense or CSR/CSC, or a CuPy array / cupyx sparse matrix.
+            Dense or CSR/CSC, or a CuPy array / cupyx sparse matrix (CuPy out), or a
+            dask array / DataFrame (a dask array out: its row blocks predicted on
+            the workers).
 
         Returns
         -------
@@ -703,6 +712,7 @@ class L1LogisticOBA(LinearClassifierMixin, SparseCoefMixin, SparsekitClassifier)
         log_proba = self.predict_log_proba(X)
         return _namespace(log_proba).exp(log_proba)
 
+    @block_predictions
     def predict_log_proba(self, X):
         """Logarithm of :meth:`predict_proba`, computed in log space.
 
@@ -712,7 +722,9 @@ class L1LogisticOBA(LinearClassifierMixin, SparseCoefMixin, SparsekitClassifier)
         Parameters
         ----------
         X : {array-like, sparse matrix} of shape (n_samples, n_features)
-            Dense or CSR/CSC, or a CuPy array / cupyx sparse matrix.
+            Dense or CSR/CSC, or a CuPy array / cupyx sparse matrix (CuPy out), or a
+            dask array / DataFrame (a dask array out: its row blocks predicted on
+            the workers).
 
         Returns
         -------

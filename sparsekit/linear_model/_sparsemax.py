@@ -32,7 +32,7 @@ from ..utils._rows import weighted_row_sums
 from ..utils._validation import (check_device, check_entry_magnitude, check_sparse_structure,
                                  check_two_classes, validate_input)
 from ._base import SparsekitClassifier, unchanged_on_error
-from ._dask_input import DaskRows, is_dask_collection
+from ._dask_input import DaskRows, block_predictions, is_dask_collection
 
 EXPECTED_FAILED_CHECKS = {
     **{name: "same objective; the solutions differ within tol (flat intercept valley)"
@@ -701,6 +701,7 @@ class SparsemaxClassifier(SparsekitClassifier):
         return bounds
 
     # -------------------------------------------------------------- predict
+    @block_predictions
     def decision_function(self, X):
         """Scores ``X coef_^T + intercept_``; for two classes, ``s_1 - s_0`` (1-D).
 
@@ -712,7 +713,9 @@ class SparsemaxClassifier(SparsekitClassifier):
         Parameters
         ----------
         X : {array-like, sparse matrix} of shape (n_samples, n_features)
-            Dense or CSR/CSC, or a CuPy array / cupyx sparse matrix.
+            Dense or CSR/CSC, or a CuPy array / cupyx sparse matrix (CuPy out), or a
+            dask array / DataFrame (a dask array out: its row blocks predicted on
+            the workers).
 
         Returns
         -------
@@ -751,6 +754,7 @@ class SparsemaxClassifier(SparsekitClassifier):
             return np.asarray(X @ coef) + self.intercept_.astype(X.dtype)
         return np.asarray(X @ coef.T) + self.intercept_.astype(X.dtype)
 
+    @block_predictions
     def predict_proba(self, X):
         """Projection of the scores onto the polytope, with exact zeros.
 
@@ -764,7 +768,9 @@ class SparsemaxClassifier(SparsekitClassifier):
         Parameters
         ----------
         X : {array-like, sparse matrix} of shape (n_samples, n_features)
-            Dense or CSR/CSC, or a CuPy array / cupyx sparse matrix.
+            Dense or CSR/CSC, or a CuPy array / cupyx sparse matrix (CuPy out), or a
+            dask array / DataFrame (a dask array out: its row blocks predicted on
+            the workers).
 
         Returns
         -------
@@ -778,13 +784,16 @@ class SparsemaxClassifier(SparsekitClassifier):
         negated = getattr(self, "_negated", None)  # absent from models pickled before it
         return project(scores, self.polytope, negated=negated, **params)
 
+    @block_predictions
     def predict(self, X):
         """Class labels (argmax) or, for 2-D targets, the indicator ``proba > threshold``.
 
         Parameters
         ----------
         X : {array-like, sparse matrix} of shape (n_samples, n_features)
-            Dense or CSR/CSC, or a CuPy array / cupyx sparse matrix.
+            Dense or CSR/CSC, or a CuPy array / cupyx sparse matrix (CuPy out), or a
+            dask array / DataFrame (a dask array out: its row blocks predicted on
+            the workers).
 
         Returns
         -------
