@@ -257,6 +257,13 @@ def test_predictions_of_dask_collections_are_dask_arrays(client):
             X32, Y if name == "label sets" else y)
     with pytest.raises(ValueError, match="features"):
         models["l1"][0].predict(da.from_array(X[:, :4], chunks=(70, -1)))
+    # the model enters the graph once (a delayed object), not once per block
+    import pickle
+    model = models["l1"][0]
+    model.payload = np.zeros(50_000)                                    # a 400 kB model
+    out = model.predict_proba(da.from_array(X32, chunks=(10, -1)))     # 30 blocks
+    graph = pickle.dumps(dict(out.__dask_graph__()))
+    assert len(pickle.dumps(model)) < len(graph) < 2 * len(pickle.dumps(model))
 
 
 def test_a_dask_dataframe_fits_as_its_array(client):

@@ -39,24 +39,27 @@ def block_predictions(method):
         if X.numblocks[1] > 1:
             X = X.rechunk({1: -1})
         # the output's type and columns (and X's width checked), from a row of zeros
-        sample = _predict_block(np.zeros((0, X.shape[1]), dtype=X.dtype), self, method, args,
+        name = method.__name__
+        sample = _predict_block(np.zeros((0, X.shape[1]), dtype=X.dtype), self, name, args,
                                 kwargs)
         rows = (X.chunks[0],)
+        from dask import delayed
+        est = delayed(self, pure=False)    # one copy of the model in the graph, not per block
         if sample.ndim == 1:
-            return X.map_blocks(_predict_block, self, method, args, kwargs, drop_axis=1,
+            return X.map_blocks(_predict_block, est, name, args, kwargs, drop_axis=1,
                                 dtype=sample.dtype, chunks=rows, meta=sample[:0])
-        return X.map_blocks(_predict_block, self, method, args, kwargs, dtype=sample.dtype,
+        return X.map_blocks(_predict_block, est, name, args, kwargs, dtype=sample.dtype,
                             chunks=rows + ((sample.shape[1],),), meta=sample[:0])
     return predict
 
 
-def _predict_block(block, est, method, args, kwargs):
-    """``method`` of ``est`` on one row block (an empty one, as a filtered DataFrame's
-    partition can be: the output of a row of zeros, cut to none)."""
+def _predict_block(block, est, name, args, kwargs):
+    """The method ``name`` of ``est`` on one row block (an empty one, as a filtered
+    DataFrame's partition can be: the output of a row of zeros, cut to none)."""
+    method = getattr(est, name)
     if block.shape[0] == 0:
-        return method(est, np.zeros((1, block.shape[1]), dtype=block.dtype), *args,
-                      **kwargs)[:0]
-    return method(est, block, *args, **kwargs)
+        return method(np.zeros((1, block.shape[1]), dtype=block.dtype), *args, **kwargs)[:0]
+    return method(block, *args, **kwargs)
 
 
 def _checked_block(X, dtype):
