@@ -459,7 +459,7 @@ def test_sparsemax_dask_refuses_what_it_cannot_run(client):
     for model in (SparsemaxClassifier(), SparsemaxClassifierCV(alphas=2, cv=2)):
         with pytest.raises(ValueError, match="in memory only"):
             model.set_params(solver="sdca").fit(Xd, y)
-        with pytest.raises(ValueError, match="shape"):
+        with pytest.raises(ValueError, match="fits class labels .* label sets and proportion"):
             model.set_params(solver="auto").fit(Xd, np.c_[y, y])
     with pytest.raises(ValueError, match="negated needs 2-D targets"):
         SparsemaxClassifierCV(alphas=2, cv=2, negated=[True, False, False]).fit(Xd, y)

@@ -435,7 +435,7 @@ class SparsemaxClassifier(SparsekitClassifier):
         computed, and so are the Hessian products of Newton-CG; only parameter-sized arrays
         travel. Class labels only; ``"auto"`` is L-BFGS, ``"sdca"`` (which updates each
         row's dual variable) runs in memory only."""
-        self._dask_solver()
+        self._dask_solver(y)
         data = DaskRows(X, y, sample_weight, [np.float64, np.float32])
         classes = data.classes()
         check_classification_targets(classes)
@@ -447,8 +447,12 @@ class SparsemaxClassifier(SparsekitClassifier):
         self._fit_rows(data, classes, weights, X, y, sample_weight)
         return self
 
-    def _dask_solver(self):
-        """The solver of a fit on dask arrays (``"auto"``: L-BFGS), or the error."""
+    def _dask_solver(self, y=None):
+        """The solver of a fit on dask arrays (``"auto"``: L-BFGS), or the error (also for
+        targets ``y`` other than class labels)."""
+        if y is not None and np.ndim(y) > 1:
+            raise ValueError("on dask arrays SparsemaxClassifier fits class labels (y of shape "
+                             "(n_samples,)); label sets and proportion targets fit in memory")
         solver = "lbfgs" if self.solver == "auto" else self.solver
         if solver == "sdca":
             raise ValueError("on dask arrays SparsemaxClassifier runs solver='lbfgs', 'nqn' "
