@@ -412,6 +412,42 @@ def test_streaming_extreme_softmax_with_incremental_and_predictions_on_dask(clie
     np.testing.assert_allclose(proba.compute(), post.estimator.predict_proba(X))
 
 
+def test_partial_fit_streams_the_blocks_of_a_dask_collection(client):
+    """ExtremeSoftmaxSGD.partial_fit on a dask array or DataFrame makes one pass per row
+    block, computing one block at a time: the model of partial_fit on each block in turn
+    (labels and weights as dask arrays, NumPy arrays or Series of the frame; an empty
+    partition skipped)."""
+    pd = pytest.importorskip("pandas")
+    dd = pytest.importorskip("dask.dataframe")
+    from sparsekit import ExtremeSoftmaxSGD
+
+    X, y = _data(n=600, d=10, classes=4, seed=14)
+    X /= np.linalg.norm(X, axis=1, keepdims=True)
+    w = np.random.default_rng(5).uniform(0.5, 2.0, y.size)
+    params = dict(random_state=0, lr_decay=1.0)
+    local = ExtremeSoftmaxSGD(**params)
+    for start in range(0, 600, 150):
+        local.partial_fit(X[start:start + 150], y[start:start + 150], classes=np.arange(4),
+                          sample_weight=w[start:start + 150])
+    Xd = da.from_array(X, chunks=(150, 5))
+    for yy, ww in ((da.from_array(y, chunks=100), da.from_array(w, chunks=200)), (y, w)):
+        streamed = ExtremeSoftmaxSGD(**params).partial_fit(Xd, yy, classes=np.arange(4),
+                                                           sample_weight=ww)
+        assert streamed.n_iter_ == 4
+        np.testing.assert_array_equal(streamed.coef_, local.coef_)
+    frame = dd.from_pandas(pd.DataFrame(X).assign(label=y, weight=w), npartitions=5)
+    frame = frame.map_partitions(lambda part: part[part.index < 480])    # the last is empty
+    streamed = ExtremeSoftmaxSGD(**params).partial_fit(
+        frame.drop(columns=["label", "weight"]), frame["label"], classes=np.arange(4),
+        sample_weight=frame["weight"])
+    assert streamed.n_iter_ == 4
+    with pytest.raises(ValueError, match="unknown lengths"):
+        ExtremeSoftmaxSGD().partial_fit(frame.drop(columns=["label", "weight"]), y,
+                                        classes=np.arange(4))
+    with pytest.raises(ValueError, match="600 rows and a vector 500"):
+        ExtremeSoftmaxSGD().partial_fit(Xd, y[:500], classes=np.arange(4))
+
+
 @pytest.mark.parametrize("solver", ["lbfgs", "nqn", "newton-cg"])
 @pytest.mark.parametrize("layout", ["dense", "sparse"])
 def test_sparsemax_dask_fit_is_the_in_memory_fit(client, solver, layout):

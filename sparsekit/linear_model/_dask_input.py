@@ -62,6 +62,52 @@ def _predict_block(block, est, name, args, kwargs):
     return method(block, *args, **kwargs)
 
 
+def row_blocks(X, *vectors):
+    """The row blocks of a dask array or DataFrame ``X`` and the aligned blocks of
+    ``vectors`` (dask arrays or Series, NumPy arrays, or None), computed one block at a
+    time: a stream whose memory is one block's (as dask-ml's ``Incremental`` feeds
+    ``partial_fit``)."""
+    import dask
+
+    X = _as_dask_array(X)
+    if X.ndim != 2:
+        raise ValueError(f"X must be 2-D, got shape {X.shape}")
+    if X.numblocks[1] > 1:
+        X = X.rechunk({1: -1})
+    blocks = list(X.to_delayed().ravel())
+    rows = X.chunks[0]
+    parts = []
+    for v in vectors:
+        if v is None:
+            parts.append([None] * len(blocks))
+        elif is_dask_collection(v):
+            v = _as_dask_array(v)
+            if not np.isnan(X.shape[0]) and not np.isnan(v.shape[0]):
+                if v.shape[0] != X.shape[0]:
+                    raise ValueError(f"X has {X.shape[0]} rows and a vector {v.shape[0]}")
+                v = v.rechunk((rows,))
+            if v.numblocks[0] != len(blocks):
+                raise ValueError(f"a vector has {v.numblocks[0]} partitions and X "
+                                 f"{len(blocks)}: pass the columns of one DataFrame")
+            parts.append(list(v.to_delayed().ravel()))
+        else:
+            if np.isnan(X.shape[0]):
+                raise ValueError("X's partitions have unknown lengths: pass the labels and "
+                                 "weights as columns (Series) of the same DataFrame")
+            v = np.asarray(v)
+            if v.shape[0] != X.shape[0]:
+                raise ValueError(f"X has {X.shape[0]} rows and a vector {v.shape[0]}")
+            ends = np.cumsum(rows)
+            parts.append([v[end - n:end] for end, n in zip(ends, rows)])
+    for k, block in enumerate(blocks):
+        out = dask.compute(block, *(p[k] for p in parts))
+        for v in out[1:]:
+            if v is not None and len(v) != out[0].shape[0]:
+                raise ValueError(f"block {k} of X holds {out[0].shape[0]} rows and of a "
+                                 f"vector {len(v)}")
+        yield out
+
+
 def _checked_block(X, dtype):
     """One partition of X as the datafits take it, or the error scikit-learn's check would
     raise (run on the worker that holds it)."""

@@ -24,7 +24,8 @@ from sparsekit.gpu._cupy import require_cupy
 from sparsekit.gpu.datafits import is_device_matrix
 from sparsekit.gpu.softmax_sgd import DeviceRows, softmax_epoch_gpu
 from sparsekit.gpu.softmax_sgd import MAX_SAMPLED as GPU_MAX_SAMPLED
-from sparsekit.linear_model._dask_input import block_predictions, is_dask_collection
+from sparsekit.linear_model._dask_input import (block_predictions, is_dask_collection,
+                                                row_blocks)
 from sparsekit.linear_model._device_input import (device_product, device_scores, fit_device,
                                                   to_device)
 from sparsekit._cython._softmax_sgd import (METHODS, hashed_scores, softmax_epoch,
@@ -922,7 +923,10 @@ class ExtremeSoftmaxSGD(SparsekitClassifier):
         Parameters
         ----------
         X : {array-like, sparse matrix} of shape (n_samples, n_features)
-            The chunk's rows (as in :meth:`fit`).
+            The chunk's rows (as in :meth:`fit`). A dask array or DataFrame is streamed:
+            one pass per row block, each block computed in turn (only one in memory),
+            ``y`` and ``sample_weight`` then dask arrays, Series of the same frame, or
+            NumPy arrays.
         y : array-like of shape (n_samples,)
             The chunk's class labels, all among the declared classes.
         classes : array-like of shape (n_classes,), default=None
@@ -936,6 +940,11 @@ class ExtremeSoftmaxSGD(SparsekitClassifier):
         self : ExtremeSoftmaxSGD
             The updated estimator.
         """
+        if is_dask_collection(X):     # a pass per row block, one block in memory at a time
+            for block, y_block, weights in row_blocks(X, y, sample_weight):
+                if block.shape[0]:
+                    self.partial_fit(block, y_block, classes=classes, sample_weight=weights)
+            return self
         first = not hasattr(self, "classes_")
         self._validate_params()  # every call: set_params may change them between chunks
         if first:
