@@ -62,10 +62,35 @@ def _predict_block(block, est, name, args, kwargs):
     return method(block, *args, **kwargs)
 
 
-def row_blocks(X, *vectors):
-    """The row blocks of a dask array or DataFrame ``X`` and the aligned blocks of
-    ``vectors`` (dask arrays or Series, NumPy arrays, or None), computed one block at a
-    time: a stream whose memory is one block's (as dask-ml's ``Incremental`` feeds
+def _aligned(v, rows, name, dtype=None):
+    """The partitions of ``v`` (a dask array or Series, or a NumPy array), as delayed
+    objects aligned with X's row chunks ``rows``. Where a length is unknown (a
+    DataFrame's partitions) ``v`` must be partitioned as X; its partitions' lengths are
+    then for the caller to check once computed."""
+    import dask.array as da
+
+    given = v
+    v = da.asarray(_as_dask_array(v), dtype=dtype)
+    n = float(np.sum(rows))
+    if v.ndim != 1:
+        raise ValueError(f"{name} must have shape ({n:.0f},), got {v.shape}")
+    if np.isnan(v.shape[0]) or np.isnan(n):
+        if not is_dask_collection(given):
+            raise ValueError("X's partitions have unknown lengths: pass the labels and "
+                             "weights as columns (Series) of the same DataFrame")
+        if v.numblocks[0] != len(rows):
+            raise ValueError(f"{name} has {v.numblocks[0]} partitions and X {len(rows)}: "
+                             "pass the columns of one DataFrame")
+        return list(v.to_delayed().ravel())
+    if v.shape[0] != n:
+        raise ValueError(f"{name} must have shape ({n:.0f},), got {v.shape}")
+    return list(v.rechunk((tuple(rows),)).to_delayed().ravel())
+
+
+def row_blocks(X, y, sample_weight=None):
+    """The row blocks of a dask array or DataFrame ``X`` with the aligned blocks of ``y``
+    and ``sample_weight`` (see :func:`_aligned`; None: None blocks), computed one block at
+    a time: a stream whose memory is one block's (as dask-ml's ``Incremental`` feeds
     ``partial_fit``)."""
     import dask
 
@@ -75,37 +100,16 @@ def row_blocks(X, *vectors):
     if X.numblocks[1] > 1:
         X = X.rechunk({1: -1})
     blocks = list(X.to_delayed().ravel())
-    rows = X.chunks[0]
-    parts = []
-    for v in vectors:
-        if v is None:
-            parts.append([None] * len(blocks))
-        elif is_dask_collection(v):
-            v = _as_dask_array(v)
-            if not np.isnan(X.shape[0]) and not np.isnan(v.shape[0]):
-                if v.shape[0] != X.shape[0]:
-                    raise ValueError(f"X has {X.shape[0]} rows and a vector {v.shape[0]}")
-                v = v.rechunk((rows,))
-            if v.numblocks[0] != len(blocks):
-                raise ValueError(f"a vector has {v.numblocks[0]} partitions and X "
-                                 f"{len(blocks)}: pass the columns of one DataFrame")
-            parts.append(list(v.to_delayed().ravel()))
-        else:
-            if np.isnan(X.shape[0]):
-                raise ValueError("X's partitions have unknown lengths: pass the labels and "
-                                 "weights as columns (Series) of the same DataFrame")
-            v = np.asarray(v)
-            if v.shape[0] != X.shape[0]:
-                raise ValueError(f"X has {X.shape[0]} rows and a vector {v.shape[0]}")
-            ends = np.cumsum(rows)
-            parts.append([v[end - n:end] for end, n in zip(ends, rows)])
-    for k, block in enumerate(blocks):
-        out = dask.compute(block, *(p[k] for p in parts))
-        for v in out[1:]:
-            if v is not None and len(v) != out[0].shape[0]:
-                raise ValueError(f"block {k} of X holds {out[0].shape[0]} rows and of a "
-                                 f"vector {len(v)}")
-        yield out
+    ys = _aligned(y, X.chunks[0], "y")
+    weights = ([None] * len(blocks) if sample_weight is None
+               else _aligned(sample_weight, X.chunks[0], "sample_weight", np.float64))
+    for k, parts in enumerate(zip(blocks, ys, weights)):
+        block, y_block, w_block = dask.compute(*parts)
+        for name, v in (("y", y_block), ("sample_weight", w_block)):
+            if v is not None and len(v) != block.shape[0]:
+                raise ValueError(f"{name}'s partition {k} holds {len(v)} rows and X's "
+                                 f"{block.shape[0]}")
+        yield block, y_block, w_block
 
 
 def _checked_block(X, dtype):
@@ -234,24 +238,15 @@ class DaskRows:
         self.dtype = client.gather(client.submit(_dtype, self.X[0]))
 
     def _parts(self, v, rows, name, dtype):
-        """Futures of ``v``'s partitions, aligned with X's ``rows``."""
-        import dask.array as da
-
-        v = da.asarray(_as_dask_array(v), dtype=dtype)
-        if v.ndim != 1:
-            raise ValueError(f"{name} must have shape ({self.n_samples},), got {v.shape}")
-        if np.isnan(v.shape[0]):           # a Series: partitioned as X, checked by length
-            if v.numblocks[0] != len(rows):
-                raise ValueError(f"{name} has {v.numblocks[0]} partitions and X "
-                                 f"{len(rows)}: pass the columns of one DataFrame")
-            parts = self.client.compute(list(v.to_delayed().ravel()))
+        """Futures of ``v``'s partitions, aligned with X's ``rows`` (known: a Series'
+        partitions are checked against them by length)."""
+        unknown = np.isnan(_as_dask_array(v).shape[0]) if is_dask_collection(v) else False
+        parts = self.client.compute(_aligned(v, rows, name, dtype))
+        if unknown:
             lengths = self.client.gather([self.client.submit(_length, b) for b in parts])
             if tuple(lengths) != tuple(rows):
                 raise ValueError(f"{name}'s partitions hold {lengths} rows and X's {rows}")
-            return parts
-        if v.shape[0] != self.n_samples:
-            raise ValueError(f"{name} must have shape ({self.n_samples},), got {v.shape}")
-        return self.client.compute(list(v.rechunk((rows,)).to_delayed().ravel()))
+        return parts
 
     def classes(self):
         """The sorted labels (a reduction of each partition's)."""
