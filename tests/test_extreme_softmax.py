@@ -664,6 +664,25 @@ def test_a_diverged_fit_warns_and_names_the_scale_of_X(data, method):
     assert est.learning_rate_ < 1e-290 and est.score(X * 1e150, y) > 0.5
 
 
+@pytest.mark.parametrize("seed,n_epochs", [(0, 1), (0, 5), (7, 2), (9, 2)])
+def test_the_divergence_check_is_not_fooled_by_a_few_rows(monkeypatch, seed, n_epochs):
+    """On 300 rows of 3 classes these short fits end well below the uniform NLL, but the
+    mean over 16 random rows rose (a few confidently wrong rows): the check reads enough
+    rows to tell, and says nothing."""
+    from sklearn.datasets import make_classification
+    from sklearn.metrics import log_loss
+
+    X, y = make_classification(300, 20, n_informative=5, n_classes=3, random_state=0)
+    est = ExtremeSoftmaxSGD(random_state=seed, n_epochs=n_epochs)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConvergenceWarning)
+        est.fit(X, y)
+    assert log_loss(y, est.predict_proba(X)) < np.log(3)          # the uniform start
+    monkeypatch.setattr(est_module, "DIVERGENCE_SCORES", 0)     # 16 rows, as before
+    with pytest.warns(ConvergenceWarning, match="diverged"):
+        est.fit(X, y)
+
+
 def test_rows_too_short_for_the_intercept_warn():
     """With learning_rate="auto" and an intercept, rows whose median squared norm is far
     below the intercept's constant feature 1 learn their weights that much more slowly:
@@ -679,22 +698,25 @@ def test_rows_too_short_for_the_intercept_warn():
         warnings.simplefilter("error", UserWarning)
         given = ExtremeSoftmaxSGD(random_state=0).fit(X, y)
         ExtremeSoftmaxSGD(random_state=0, fit_intercept=False).fit(0.01 * X, y)
-        ExtremeSoftmaxSGD(random_state=0, learning_rate=400.0).fit(0.01 * X, y)
+        ExtremeSoftmaxSGD(random_state=0, learning_rate=100.0).fit(0.01 * X, y)
     assert short.score(0.01 * X, y) < given.score(X, y) - 0.3
 
 
-def test_the_default_fit_evaluates_the_nll_on_a_few_rows_only(monkeypatch):
-    """Without a history (the default) fit scores every class on DIVERGENCE_ROWS rows,
-    twice, whatever the data size: its cost does not grow with N x K."""
+@pytest.mark.parametrize("K,expected", [(3, 3000), (300, 2**15 // 300), (2500, 16)])
+def test_the_default_fit_evaluates_the_nll_on_a_few_rows_only(monkeypatch, K, expected):
+    """Without a history (the default) fit scores every class twice on DIVERGENCE_SCORES
+    class scores' worth of rows (all of them when fewer, at least DIVERGENCE_ROWS),
+    whatever the data size: its cost does not grow with N x K."""
     rows = []
     real = ExtremeSoftmaxSGD._nll
     monkeypatch.setattr(ExtremeSoftmaxSGD, "_nll",
                         lambda self, X, *args: rows.append(X.shape[0]) or real(self, X, *args))
     rng = np.random.default_rng(0)
     X = sp.random(3000, 40, density=0.1, format="csr", random_state=0)
-    y = rng.integers(0, 300, 3000)
+    y = rng.permutation(np.arange(3000) % K)
     est = ExtremeSoftmaxSGD(n_epochs=5, random_state=0).fit(X, y)
-    assert rows == [est_module.DIVERGENCE_ROWS] * 2 and est.loss_curve_ == []
+    assert len(est.classes_) == K
+    assert rows == [expected] * 2 and est.loss_curve_ == []
     rows.clear()
     _monitored(n_epochs=5, eval_size=500, random_state=0).fit(X, y)
     assert rows == [500] * 6

@@ -39,8 +39,11 @@ from sparsekit.utils._validation import check_entry_magnitude, validate_input
 
 __all__ = ["ExtremeSoftmaxSGD", "EXPECTED_FAILED_CHECKS"]
 
-#: without a history (``eval_every=0``), fit compares the NLL of this many rows before and
-#: after training to tell a diverged fit: two scorings of every class on a few rows
+#: without a history (``eval_every=0``), fit compares the training NLL before and after
+#: training to tell a diverged fit, on as many rows (all, if fewer) as DIVERGENCE_SCORES class
+#: scores allow, and at least DIVERGENCE_ROWS: with few classes a mean over 16 rows is too
+#: noisy (a few confidently wrong rows read as a divergence), with many it would cost epochs
+DIVERGENCE_SCORES = 2**15
 DIVERGENCE_ROWS = 16
 
 #: ``check_estimator`` checks that a stochastic solver cannot pass (as for scikit-learn's
@@ -726,10 +729,11 @@ class ExtremeSoftmaxSGD(SparsekitClassifier):
 
     def _evaluation_rows(self, n):
         """Rows of ``fit``'s NLL history: all, or ``eval_size`` of them (without a history,
-        ``DIVERGENCE_ROWS`` of them for the divergence check) from a generator seeded like
-        the training stream but separate from it (a RandomState instance is read, not
-        advanced)."""
-        size = self.eval_size if self.eval_every else DIVERGENCE_ROWS
+        those of the divergence check: ``DIVERGENCE_SCORES`` class scores' worth, at least
+        ``DIVERGENCE_ROWS``) from a generator seeded like the training stream but separate
+        from it (a RandomState instance is read, not advanced)."""
+        size = (self.eval_size if self.eval_every
+                else max(DIVERGENCE_ROWS, DIVERGENCE_SCORES // len(self.classes_)))
         if size is None or n <= size:
             return slice(None)
         rs = self.random_state
