@@ -56,7 +56,8 @@ from libc.stdlib cimport malloc, calloc, free, realloc
 from cython.parallel cimport prange
 
 from sparsekit._cython._common cimport (SK_PREFETCH, SK_PREFETCH_READ, SK_PREFETCH_W,
-                                        index_t, random_below, sigmoid, splitmix64_next)
+                                        index_t, prefetch_span, random_below, sigmoid,
+                                        splitmix64_next)
 from sparsekit._cython._implicit_sgd cimport _implicit_coefficients
 
 cdef extern from *:
@@ -428,17 +429,6 @@ cdef inline void _prefetch_slice(floating* R, Py_ssize_t stride, const Py_ssize_
         w = <const char*>(R + rows[j] * stride)
         for q in range(lo, hi):
             SK_PREFETCH_W(w + 64 * q)
-
-
-cdef inline void _prefetch_span(const void* p, Py_ssize_t nbytes) noexcept nogil:
-    """Ask for every cache line of ``nbytes`` bytes at ``p`` (read-only data)."""
-    cdef const char* c = <const char*>p
-    cdef Py_ssize_t off
-    if nbytes <= 0:
-        return
-    for off in range(0, nbytes, 64):
-        SK_PREFETCH_READ(c + off)
-    SK_PREFETCH_READ(c + nbytes - 1)
 
 
 # ----------------------------------------------------------------------------------------
@@ -911,7 +901,7 @@ def softmax_epoch(int method, const floating[::1] data, const index_t[::1] indic
                         break
                     if dense:
                         nnz = _walk_row(&walk, e, data_p, indices_p, dense, D, &xd, &xi)
-                        _prefetch_span(xd, nnz * sizeof(floating))
+                        prefetch_span(xd, nnz * sizeof(floating))
                     SK_PREFETCH(&u[walk.example[e & (2 * walk.block - 1)]])
                 cls = &ringbuf[(start % ring) * mm]     # contiguous: start is a multiple of b
                 cls_ahead = &ringbuf[((start + ahead) % ring) * mm]
