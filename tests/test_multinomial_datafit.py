@@ -64,6 +64,26 @@ def test_multinomial_kernels_are_the_matrix_products(layout, dtype, n_threads):
         K.mn_margins_csc(S.data, S.indices, S.indptr, Wc[:2], cols, b, Z)
 
 
+@pytest.mark.parametrize("n_threads", [1, 3])
+def test_multinomial_csc_kernels_prefetching_rows_ahead(n_threads):
+    """The column-walking kernels prefetch the row ROW_AHEAD stored entries ahead (the
+    thread's own rows of Z only): on thousands of entries, columns listed out of storage
+    order, repeated and empty, the sums are still the products'."""
+    rng = np.random.default_rng(3)
+    dense = sp.random(500, 60, density=0.2, random_state=3).toarray()
+    dense[:, 7] = 0.0
+    S = sp.csc_matrix(dense)
+    cols = np.array([59, 3, 7, 3, 40, *range(10, 30)], dtype=np.int64)
+    Wc, b = rng.normal(size=(cols.size, 9)), rng.normal(size=9)
+    R, Z = rng.normal(size=(500, 9)), np.empty((500, 9))
+    out = np.empty((cols.size, 9))
+    K.mn_margins_csc(S.data, S.indices, S.indptr, Wc, cols, b, Z, n_threads)
+    K.mn_rmatmat_csc(S.data, S.indices, S.indptr, R, cols, out, False, n_threads)
+    Xd = S.toarray()
+    np.testing.assert_allclose(Z, Xd[:, cols] @ Wc + b, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(out, Xd[:, cols].T @ R, rtol=1e-12, atol=1e-12)
+
+
 def _free_entries(rng, D, Kc, size):
     """Sorted free weight entries j K + k, none of feature 4: (feature, start over
     features, classes)."""
