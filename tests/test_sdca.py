@@ -350,6 +350,34 @@ def test_epoch_same_for_float32_and_int64_index_inputs():
                 np.testing.assert_allclose(a, r, rtol=1e-14, atol=1e-16)
 
 
+def test_epoch_on_a_W_beyond_the_caches_equals_the_dense_epoch():
+    """With W larger than W_CACHED_BYTES (1 MiB; here 9,000 columns x 16 classes) the CSR epoch
+    prefetches the rows of W of the next row's entries: the same epoch as on the dense
+    rows, which reads no such rows."""
+    rng = np.random.default_rng(4)
+    n, d, k = 120, 9_000, 16
+    X = sp.random(n, d, density=0.003, random_state=4).toarray()
+    X[5] = 0.0                                    # an empty row
+    Xs = sp.csr_matrix(X)
+    y = rng.integers(0, k, n)
+    M = np.zeros((n, k))
+    M[np.arange(n), y] = 1.0
+    W, b = X.T @ M * 0.1, np.zeros(k)
+    c = np.full(n, 0.1)
+    q = c * ((X ** 2).sum(axis=1) + 1.0)
+    code = POLYTOPE_CODES["simplex"]
+    got, ref = (M.copy(), W.copy()), (M.copy(), W.copy())
+    for seed in (0, 1):
+        order = np.random.default_rng(seed).permutation(n).astype(np.int64)
+        a = dual_epoch_csr(Xs.data, Xs.indices, Xs.indptr, got[1], b, None, 0.0, got[0], c, q,
+                           order, code, 1.0)
+        r = dual_epoch_dense(X, ref[1], b, None, 0.0, ref[0], c, q, order, code, 1.0)
+        assert a == pytest.approx(r, rel=1e-12)
+    assert d * k * 8 > 2**20
+    for a, r in zip(got, ref):
+        np.testing.assert_allclose(a, r, rtol=1e-12, atol=1e-14)
+
+
 @pytest.mark.parametrize("polytope", ["simplex", "box", "at_least_one"])
 def test_sdca_one_row_with_a_penalized_intercept_is_solved_in_one_epoch(polytope):
     """With a single row and a penalized intercept (the weight of a constant feature 1),

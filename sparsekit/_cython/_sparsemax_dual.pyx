@@ -28,7 +28,8 @@ from libc.stdlib cimport free, malloc
 from ._projections cimport project_row
 
 from sparsekit._cython._common cimport (SK_PREFETCH_READ, SK_PREFETCH_W, SPARSE_MIN_K,
-                                        SPARSE_SHARE, index_t, random_below)
+                                        SPARSE_SHARE, index_t, prefetch_span,
+                                        random_below)
 
 
 cdef double _block_step(const floating* vals, const index_t* idx, Py_ssize_t nnz,
@@ -124,6 +125,11 @@ cdef double _block_step(const floating* vals, const index_t* idx, Py_ssize_t nnz
     return change
 
 
+cdef enum:
+    # the bytes of W below which its rows are taken to stay in the caches (L2)
+    W_CACHED_BYTES = 1 << 20
+
+
 cdef double _epoch(const floating* data, const index_t* indices, const index_t* indptr,
                    Py_ssize_t d, double[:, ::1] W, const double[::1] b, double[::1] wb,
                    double intercept_sq, double[:, ::1] M, const double[::1] c,
@@ -131,8 +137,11 @@ cdef double _epoch(const floating* data, const index_t* indices, const index_t* 
                    double budget) except -1:
     """Block updates over the rows ``order``: CSR rows, or dense rows of length ``d``
     when ``indptr`` is NULL. Returns the largest change of a dual entry."""
-    cdef Py_ssize_t k = W.shape[1], r, i, start, nnz
+    cdef Py_ssize_t k = W.shape[1], r, i, start, nnz, t, nxt
     cdef double change = 0.0
+    # W larger than the caches (many classes on many columns): each entry of a row reads a
+    # row of W that misses them, so the rows of the next row's entries are asked for ahead
+    cdef bint far_rows = indptr != NULL and d * k * sizeof(double) > W_CACHED_BYTES
     cdef double* wbp = NULL if wb is None else &wb[0]
     cdef const index_t* idx = NULL
     cdef double* buf = <double*> malloc(4 * k * sizeof(double))
@@ -158,6 +167,17 @@ cdef double _epoch(const floating* data, const index_t* indices, const index_t* 
                 SK_PREFETCH_READ(indices + start + 16)
                 SK_PREFETCH_READ(data + start)
                 SK_PREFETCH_READ(data + start + 8)
+            if far_rows:   # indptr three rows ahead, indices two, the rows of W one
+                if r + 3 < order.shape[0]:
+                    SK_PREFETCH_READ(&indptr[order[r + 3]])
+                if r + 2 < order.shape[0]:
+                    nxt = order[r + 2]
+                    prefetch_span(indices + indptr[nxt],
+                                  (indptr[nxt + 1] - indptr[nxt]) * sizeof(index_t))
+                if r + 1 < order.shape[0]:
+                    nxt = order[r + 1]
+                    for t in range(indptr[nxt], indptr[nxt + 1]):
+                        prefetch_span(&W[indices[t], 0], k * sizeof(double))
             if c[i] == 0:
                 continue
             if indptr == NULL:
