@@ -20,8 +20,8 @@ from cython.parallel cimport prange
 from libc.math cimport exp, fabs, fmax, log, log1p, sqrt
 from scipy.linalg.cython_blas cimport daxpy, ddot, dgemv
 
-from sparsekit._cython._common cimport (bad_csr, bad_free_entries, index_t, log1pexp,
-                                        prefetch_span)
+from sparsekit._cython._common cimport (SK_PREFETCH_READ, SK_PREFETCH_W, bad_csr,
+                                        bad_free_entries, index_t, log1pexp, prefetch_span)
 
 
 # ---------------------------------------------------------------- margins  m = X w + b
@@ -1109,7 +1109,8 @@ def mn_hessp_free_csr(const floating[::1] data, const index_t[::1] indices,
     order, among ``n_threads``; ``row`` has a row per block.
     """
     cdef Py_ssize_t i, p, t, j, c, k, lo, hi, n = P.shape[0], K = P.shape[1]
-    cdef Py_ssize_t nc = work.shape[0], F = classes.shape[0]
+    cdef Py_ssize_t nc = work.shape[0], F = classes.shape[0], nnz = indptr[indptr.shape[0] - 1]
+    cdef Py_ssize_t a
     cdef double x, mean, s, total
     cdef double* u
     cdef double* acc
@@ -1137,6 +1138,16 @@ def mn_hessp_free_csr(const floating[::1] data, const index_t[::1] indices,
                 for k in range(K):
                     u[k] = vb[k]
                 for p in range(indptr[i], indptr[i + 1]):
+                    # the column's free entries (v, classes, acc at start[j]) are scattered
+                    # over the free set: start 2 ROW_AHEAD entries ahead, they ROW_AHEAD
+                    if p + 2 * ROW_AHEAD < nnz:
+                        SK_PREFETCH_READ(&start[indices[p + 2 * ROW_AHEAD]])
+                    if p + ROW_AHEAD < nnz:
+                        a = start[indices[p + ROW_AHEAD]]
+                        if a < F:
+                            SK_PREFETCH_READ(&v[a])
+                            SK_PREFETCH_READ(&classes[a])
+                            SK_PREFETCH_W(&acc[a])
                     j = indices[p]
                     x = data[p]
                     for t in range(start[j], start[j + 1]):
