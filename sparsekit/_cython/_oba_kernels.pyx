@@ -20,7 +20,7 @@ from cython.parallel cimport prange
 from libc.math cimport exp, fabs, fmax, log, log1p, sqrt
 from scipy.linalg.cython_blas cimport daxpy, ddot, dgemv
 
-from sparsekit._cython._common cimport (SK_PREFETCH_READ, SK_PREFETCH_W, bad_csr,
+from sparsekit._cython._common cimport (ROW_AHEAD, SK_PREFETCH_READ, SK_PREFETCH_W, bad_csr,
                                         bad_free_entries, index_t, log1pexp, prefetch_span)
 
 
@@ -830,14 +830,6 @@ cdef inline Py_ssize_t _first_row_at_least(const index_t* rows, Py_ssize_t lo, P
     return lo
 
 
-cdef enum:
-    # Walking a CSC X by columns, each stored entry reads or updates the row of an (n, K)
-    # matrix at its row index; where that matrix outgrows the caches, the access waits on
-    # memory, so the kernels prefetch the row of the entry this many entries further on in
-    # X's storage (57 classes on the Debian descriptions: 1.7-2x faster at 16, no gain beyond)
-    ROW_AHEAD = 16
-
-
 def mn_margins_csc(const floating[::1] data, const index_t[::1] indices,
                    const index_t[::1] indptr, const double[:, ::1] Wc,
                    const long long[::1] cols, const double[::1] b, double[:, ::1] Z,
@@ -1109,8 +1101,7 @@ def mn_hessp_free_csr(const floating[::1] data, const index_t[::1] indices,
     order, among ``n_threads``; ``row`` has a row per block.
     """
     cdef Py_ssize_t i, p, t, j, c, k, lo, hi, n = P.shape[0], K = P.shape[1]
-    cdef Py_ssize_t nc = work.shape[0], F = classes.shape[0], nnz = indptr[indptr.shape[0] - 1]
-    cdef Py_ssize_t a
+    cdef Py_ssize_t nc = work.shape[0], F = classes.shape[0], nnz, a
     cdef double x, mean, s, total
     cdef double* u
     cdef double* acc
@@ -1125,6 +1116,7 @@ def mn_hessp_free_csr(const floating[::1] data, const index_t[::1] indices,
         raise ValueError("mn_hessp_free_csr: v and out must match classes, vb and out_b be "
                          "(K,), sw (n,) for P (n, K), work (blocks, len(classes) + K) with a "
                          "block at least and row (blocks, K)")
+    nnz = indptr[indptr.shape[0] - 1]    # a valid CSR (checked above): the stored entries
     with nogil:
         for c in prange(nc, num_threads=max(1, n_threads), schedule="dynamic"):
             acc = &work[c, 0]

@@ -21,7 +21,8 @@ from scipy.linalg.cython_blas cimport dgemm, sgemm
 
 from ._projections cimport fenchel_young_row
 
-from sparsekit._cython._common cimport SPARSE_MIN_K, SPARSE_SHARE, index_t, prefetch_span
+from sparsekit._cython._common cimport (ROW_AHEAD, SPARSE_MIN_K, SPARSE_SHARE, index_t,
+                                        prefetch_span)
 
 
 cdef inline void _gemm(char* transb, int m, int n, int kk, const floating* a, int lda,
@@ -68,13 +69,6 @@ cdef inline double _row_loss_grad(int polytope, floating* s, const floating* b,
         m += g != 0
     n_nonzero[0] = m
     return sw * loss
-
-
-cdef enum:
-    # stored entries ahead whose rows of W and of the gradient loss_grad_csr prefetches:
-    # with many classes and columns W outgrows the caches and each entry's row waits on
-    # memory (57 classes on 264k columns of Debian TF-IDF rows: 2x faster)
-    ROW_AHEAD = 16
 
 
 cdef inline void _row_scores(const floating* data, const index_t* indices, Py_ssize_t start,
