@@ -128,6 +128,9 @@ cdef double _block_step(const floating* vals, const index_t* idx, Py_ssize_t nnz
 cdef enum:
     # the bytes of W below which its rows are taken to stay in the caches (L2)
     W_CACHED_BYTES = 1 << 20
+    # the entries of the next row whose rows of W are prefetched (the rows of longer ones
+    # would leave the caches before their turn: rows of 3,000 entries ran 25% slower)
+    FAR_ROWS = 128
 
 
 cdef double _epoch(const floating* data, const index_t* indices, const index_t* indptr,
@@ -176,7 +179,7 @@ cdef double _epoch(const floating* data, const index_t* indices, const index_t* 
                                   (indptr[nxt + 1] - indptr[nxt]) * sizeof(index_t))
                 if r + 1 < order.shape[0]:
                     nxt = order[r + 1]
-                    for t in range(indptr[nxt], indptr[nxt + 1]):
+                    for t in range(indptr[nxt], min(indptr[nxt + 1], indptr[nxt] + FAR_ROWS)):
                         prefetch_span(&W[indices[t], 0], k * sizeof(double))
             if c[i] == 0:
                 continue
