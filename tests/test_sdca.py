@@ -351,12 +351,12 @@ def test_epoch_same_for_float32_and_int64_index_inputs():
 
 
 def test_epoch_on_a_W_beyond_the_caches_equals_the_dense_epoch():
-    """With W larger than W_CACHED_BYTES (1 MiB; here 9,000 columns x 16 classes) the CSR epoch
+    """With W larger than CACHED_BYTES (8 MiB; here 70,000 columns x 16 classes) the CSR epoch
     prefetches the rows of W of the next row's entries: the same epoch as on the dense
     rows, which reads no such rows."""
     rng = np.random.default_rng(4)
-    n, d, k = 120, 9_000, 16
-    X = sp.random(n, d, density=0.003, random_state=4).toarray()
+    n, d, k = 60, 70_000, 16
+    X = sp.random(n, d, density=0.0005, random_state=4).toarray()
     X[5] = 0.0                                    # an empty row
     Xs = sp.csr_matrix(X)
     y = rng.integers(0, k, n)
@@ -373,7 +373,7 @@ def test_epoch_on_a_W_beyond_the_caches_equals_the_dense_epoch():
                            order, code, 1.0)
         r = dual_epoch_dense(X, ref[1], b, None, 0.0, ref[0], c, q, order, code, 1.0)
         assert a == pytest.approx(r, rel=1e-12)
-    assert d * k * 8 > 2**20
+    assert d * k * 8 > 2**23
     for a, r in zip(got, ref):
         np.testing.assert_allclose(a, r, rtol=1e-12, atol=1e-14)
 

@@ -20,8 +20,9 @@ from cython.parallel cimport prange
 from libc.math cimport exp, fabs, fmax, log, log1p, sqrt
 from scipy.linalg.cython_blas cimport daxpy, ddot, dgemv
 
-from sparsekit._cython._common cimport (ROW_AHEAD, SK_PREFETCH_READ, SK_PREFETCH_W, bad_csr,
-                                        bad_free_entries, index_t, log1pexp, prefetch_span)
+from sparsekit._cython._common cimport (CACHED_BYTES, ROW_AHEAD, SK_PREFETCH_READ,
+                                        SK_PREFETCH_W, bad_csr, bad_free_entries, index_t,
+                                        log1pexp, prefetch_span)
 
 
 # ---------------------------------------------------------------- margins  m = X w + b
@@ -837,11 +838,13 @@ def mn_margins_csc(const floating[::1] data, const index_t[::1] indices,
     """``Z = b + X[:, cols] @ Wc`` for canonical CSC ``X`` (sorted row indices): row c of
     ``Wc`` is column ``cols[c]``. With ``n_threads`` > 1 each thread takes a block of rows
     and reads its part of every listed column (found by bisection), so that the rows of Z
-    get the same sums in the same order as on one thread. The row of Z ``ROW_AHEAD``
-    stored entries further on is prefetched when it is the thread's."""
+    get the same sums in the same order as on one thread. Where Z outgrows the caches, the
+    row of Z ``ROW_AHEAD`` stored entries further on is prefetched when it is the thread's."""
     cdef Py_ssize_t c, j, p, end, t, lo, hi, ahead, K = Z.shape[1], n = Z.shape[0]
     cdef Py_ssize_t T = max(1, n_threads), nnz = indices.shape[0]
     _check_margin_shapes("mn_margins_csc", Wc, cols, b, Z)
+    if n * K * sizeof(double) <= CACHED_BYTES:
+        nnz = 0                             # Z stays in the caches: nothing to prefetch
     with nogil:
         for t in prange(T, num_threads=T, schedule="static", chunksize=1):
             lo = _block_start(t, T, n)
@@ -888,13 +891,16 @@ def mn_rmatmat_csc(const floating[::1] data, const index_t[::1] indices,
     """``out = X[:, cols].T @ R`` for CSC ``X`` (``square``: of X's entries squared),
     columns split among ``n_threads``.
 
-    The row of R ``ROW_AHEAD`` stored entries further on is prefetched."""
+    Where R outgrows the caches, the row of R ``ROW_AHEAD`` stored entries further on is
+    prefetched."""
     cdef Py_ssize_t i, c, j, k, p, K = R.shape[1], nnz = indices.shape[0]
     cdef double x
     cdef double* o
     cdef const double* r
     if out.shape[0] != cols.shape[0] or out.shape[1] != K:
         raise ValueError("mn_rmatmat_csc: out must be (len(cols), K) for R (n, K)")
+    if R.shape[0] * K * sizeof(double) <= CACHED_BYTES:
+        nnz = 0                             # R stays in the caches: nothing to prefetch
     with nogil:
         for c in prange(cols.shape[0], num_threads=max(1, n_threads), schedule="guided"):
             j = cols[c]

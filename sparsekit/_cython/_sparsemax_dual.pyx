@@ -27,8 +27,8 @@ from libc.stdlib cimport free, malloc
 
 from ._projections cimport project_row
 
-from sparsekit._cython._common cimport (SK_PREFETCH_READ, SK_PREFETCH_W, SPARSE_MIN_K,
-                                        SPARSE_SHARE, index_t, prefetch_span,
+from sparsekit._cython._common cimport (CACHED_BYTES, SK_PREFETCH_READ, SK_PREFETCH_W,
+                                        SPARSE_MIN_K, SPARSE_SHARE, index_t, prefetch_span,
                                         random_below)
 
 
@@ -126,8 +126,6 @@ cdef double _block_step(const floating* vals, const index_t* idx, Py_ssize_t nnz
 
 
 cdef enum:
-    # the bytes of W below which its rows are taken to stay in the caches (L2)
-    W_CACHED_BYTES = 1 << 20
     # the entries of the next row whose rows of W are prefetched (the rows of longer ones
     # would leave the caches before their turn: rows of 3,000 entries ran 25% slower)
     FAR_ROWS = 128
@@ -144,7 +142,7 @@ cdef double _epoch(const floating* data, const index_t* indices, const index_t* 
     cdef double change = 0.0
     # W larger than the caches (many classes on many columns): each entry of a row reads a
     # row of W that misses them, so the rows of the next row's entries are asked for ahead
-    cdef bint far_rows = indptr != NULL and d * k * sizeof(double) > W_CACHED_BYTES
+    cdef bint far_rows = indptr != NULL and d * k * sizeof(double) > CACHED_BYTES
     cdef double* wbp = NULL if wb is None else &wb[0]
     cdef const index_t* idx = NULL
     cdef double* buf = <double*> malloc(4 * k * sizeof(double))

@@ -21,8 +21,8 @@ from scipy.linalg.cython_blas cimport dgemm, sgemm
 
 from ._projections cimport fenchel_young_row
 
-from sparsekit._cython._common cimport (ROW_AHEAD, SPARSE_MIN_K, SPARSE_SHARE, index_t,
-                                        prefetch_span)
+from sparsekit._cython._common cimport (CACHED_BYTES, ROW_AHEAD, SPARSE_MIN_K, SPARSE_SHARE,
+                                        index_t, prefetch_span)
 
 
 cdef inline void _gemm(char* transb, int m, int n, int kk, const floating* a, int lda,
@@ -78,7 +78,7 @@ cdef inline void _row_scores(const floating* data, const index_t* indices, Py_ss
     sum in registers: through ``s`` each entry waits for the previous one's store
     (benchmarks section sdca_checks); the sums are the same, in the same order. With more
     classes the rows of W and G (the gradient, updated next) of the entry ``ROW_AHEAD``
-    further on among the ``nnz`` stored are prefetched."""
+    further on among the first ``nnz`` stored are prefetched (``nnz`` 0: none)."""
     cdef Py_ssize_t t, j, ahead
     cdef floating v, s0 = 0, s1 = 0
     cdef const floating* wrow
@@ -175,6 +175,8 @@ def loss_grad_csr(const floating[::1] data, const index_t[::1] indices,
     is scattered over those only."""
     cdef Py_ssize_t n = indptr.shape[0] - 1, d = W.shape[0], k = W.shape[1]
     cdef Py_ssize_t i, j, t, m, row_nonzero
+    # the stored entries whose rows of W and grad_W are prefetched: none for a cached W
+    cdef Py_ssize_t ahead_nnz = 0
     cdef double total = 0.0
     cdef floating v, g0, g1
     cdef floating* s
@@ -190,6 +192,8 @@ def loss_grad_csr(const floating[::1] data, const index_t[::1] indices,
         free(iwork)
         raise MemoryError()
     nz = iwork + 2 * k
+    if n > 0 and d * k * sizeof(floating) > CACHED_BYTES:
+        ahead_nnz = indptr[n]
     with nogil:
         for j in range(d):
             for t in range(k):
@@ -198,7 +202,7 @@ def loss_grad_csr(const floating[::1] data, const index_t[::1] indices,
             grad_b[t] = 0
         for i in range(n):
             _row_scores(&data[0], &indices[0], indptr[i], indptr[i + 1], &W[0, 0], k, s,
-                        indptr[n], &grad_W[0, 0])
+                        ahead_nnz, &grad_W[0, 0])
             total += _row_loss_grad(polytope, s, &b[0], &yind[0], &ydat[0], yptr[i],
                                     yptr[i + 1], sw[i], k, budget, s + k, s + 2 * k,
                                     s + 3 * k, iwork, nz, &row_nonzero)
