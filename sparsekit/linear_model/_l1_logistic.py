@@ -25,12 +25,12 @@ from sklearn.utils.extmath import safe_sparse_dot
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import _check_sample_weight, check_is_fitted
 
-from sparsekit._cython import _oba_kernels as K
 from sparsekit.losses._softmax import _log_softmax
 from sparsekit.optimize import minimize_oba
 from sparsekit.optimize._result import STOPPED_BY_CALLBACK
 from sparsekit.linear_model._dask_input import DaskRows, block_predictions, is_dask_collection
 from sparsekit.gpu._cupy import require_cupy
+from sparsekit.linear_model._sparse_scores import linear_scores
 from sparsekit.linear_model._device_input import (check_device_X, device_scores, fit_device,
                                                   host_targets, to_device)
 from sparsekit.gpu.datafits import DeviceLogistic, DeviceMultinomial, is_device_matrix
@@ -652,13 +652,9 @@ class L1LogisticOBA(LinearClassifierMixin, SparseCoefMixin, SparsekitClassifier)
         X = validate_input(self, X, accept_sparse=["csr", "csc"],
                           dtype=[np.float64, np.float32], reset=False)
         dtype = np.result_type(X.dtype, self.coef_.dtype)    # float32 only if both are
-        if sp.issparse(X) and X.format == "csr" and not sp.issparse(self.coef_):
-            scores = np.empty((X.shape[0], self.coef_.shape[0]), dtype=dtype)
-            out = np.empty(X.shape[0])
-            for k, (w, b) in enumerate(zip(self.coef_, self.intercept_)):
-                K.margins_csr(X.data, X.indices, X.indptr,
-                              np.ascontiguousarray(w, dtype=np.float64), float(b), out)
-                scores[:, k] = out
+        if sp.issparse(X):
+            scores = linear_scores(X, self.coef_, self.intercept_,
+                                   effective_n_jobs(self.n_jobs)).astype(dtype, copy=False)
         else:
             coef = self.coef_.astype(dtype)
             scores = safe_sparse_dot(X.astype(dtype, copy=False), coef.T, dense_output=True)

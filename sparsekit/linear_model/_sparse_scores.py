@@ -1,0 +1,88 @@
+"""Scores X Wᵀ + b of sparse rows under a linear model of K classes, read where W is nonzero.
+
+The scores of a model over K classes computed class by class walk X K times. An ℓ1 model
+on a text corpus has nonzero weights on a few hundred of its features: then one walk of
+CSR X does, each stored entry adding its value times its feature's nonzero class weights
+to its row's scores, and of CSC X only the columns of the features with a weight are
+walked. Finding those weights costs a pass over W and O(n_features) memory, so CSR X keeps
+the class-by-class route for one class, for a model with most features in use, and for
+rows too few to repay that pass (see :func:`_model_route_pays`); for CSC X SciPy's product
+would copy W transposed, a pass as long.
+"""
+import numpy as np
+import scipy.sparse as sp
+from sklearn.utils.extmath import safe_sparse_dot
+
+from sparsekit._cython import _oba_kernels as K
+
+#: the model route is taken only when at most this share of the features have a weight
+USED_FEATURES_SHARE = 0.25
+#: costs in nanoseconds on the development machine: of a stored entry of X walked once per
+#: class (the class-by-class route), of a weight of W scanned for nonzeros, and of a stored
+#: entry walked once over its feature's nonzero weights (the model route, a text corpus)
+CLASS_ENTRY_NS = 1.0
+WEIGHT_SCAN_NS = 0.4
+MODEL_ENTRY_NS = 8.0
+
+
+def linear_scores(X, coef, intercept, n_threads=1):
+    """``X @ coef.T + intercept`` for a CSR or CSC ``X``, float64, of shape (n, K).
+
+    ``coef`` (K, n_features) is a dense array or a SciPy sparse matrix; ``intercept`` (K,).
+    Where it pays, each stored entry of X is visited once, with its feature's nonzero
+    weights only (``n_threads`` blocks of rows for CSR X, the same sums whatever the count).
+    """
+    n_classes, n_features = coef.shape
+    b = np.ascontiguousarray(intercept, dtype=np.float64)
+    scanned = coef.nnz + n_features if sp.issparse(coef) else n_classes * n_features
+    if X.format == "csr" and not _model_route_pays(X.nnz, n_classes, scanned):
+        return _by_class(X, coef, b)
+    used, Wu = _used_weights(coef)
+    Z = np.empty((X.shape[0], n_classes))
+    if X.format == "csc":
+        threads = n_threads if X.has_sorted_indices else 1   # its row blocks bisect columns
+        K.mn_margins_csc(X.data, X.indices, X.indptr, np.ascontiguousarray(Wu.T), used, b, Z,
+                         threads)
+        return Z
+    if used.size > USED_FEATURES_SHARE * n_features:
+        return _by_class(X, coef, b)
+    # the free entries of the multinomial kernels: feature j's classes and weights are
+    # classes[start[j]:start[j + 1]] and values at the same positions
+    position, classes = np.nonzero(Wu.T)
+    start = np.zeros(n_features + 1, dtype=np.int64)
+    start[used + 1] = np.bincount(position, minlength=used.size)
+    np.cumsum(start, out=start)
+    K.mn_margins_free_csr(X.data, X.indices, X.indptr, start, classes.astype(np.int64),
+                          np.ascontiguousarray(Wu.T[position, classes]), b, Z, n_threads)
+    return Z
+
+
+def _model_route_pays(nnz, n_classes, scanned):
+    """Whether one walk of CSR X's ``nnz`` entries over the model's nonzero weights, after a
+    scan of ``scanned`` weights for them, is expected to beat a walk of X per class."""
+    return CLASS_ENTRY_NS * n_classes * nnz > WEIGHT_SCAN_NS * scanned + MODEL_ENTRY_NS * nnz
+
+
+def _used_weights(coef):
+    """(the features with a nonzero weight, int64 and increasing; their weights, (K, |used|)
+    float64)."""
+    if sp.issparse(coef):
+        coef = sp.csc_array(coef)
+        used = np.flatnonzero(np.diff(coef.indptr)).astype(np.int64)
+        return used, coef[:, used].toarray().astype(np.float64, copy=False)
+    used = np.flatnonzero(coef.any(axis=0)).astype(np.int64)
+    return used, coef[:, used].astype(np.float64, copy=False)
+
+
+def _by_class(X, coef, b):
+    """The scores class by class: one walk of CSR X per class, or SciPy's product."""
+    if X.format == "csr" and not sp.issparse(coef):
+        Z = np.empty((X.shape[0], coef.shape[0]))
+        for k, w in enumerate(coef):
+            K.margins_csr(X.data, X.indices, X.indptr, np.ascontiguousarray(w, np.float64),
+                          float(b[k]), Z[:, k])
+        return Z
+    dtype = np.result_type(X.dtype, coef.dtype)        # SciPy's sparse product wants one
+    Z = safe_sparse_dot(X.astype(dtype, copy=False), coef.astype(dtype, copy=False).T,
+                        dense_output=True)
+    return np.asarray(Z, dtype=np.float64) + b

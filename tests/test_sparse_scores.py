@@ -1,0 +1,139 @@
+"""The scores of sparse rows read where the model is nonzero (``linear_model._sparse_scores``)
+against a dense product, on both routes, and the estimators' predictions through them."""
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+from sparsekit import L1LogisticOBA
+from sparsekit.linear_model import _sparse_scores as S
+
+
+def _rows(rng, n, d, fmt, dtype, index_dtype, canonical):
+    """Sparse rows with empty rows and columns; not ``canonical``: entries shuffled within
+    their rows or columns and some stored twice."""
+    X = sp.random(n, d, density=0.08, format="coo", random_state=rng, dtype=np.float64)
+    X.data = rng.standard_normal(X.nnz)
+    rows, cols = np.ones(n), np.ones(d)
+    rows[3] = cols[5] = 0.0
+    X = (sp.diags(rows) @ X.tocsr() @ sp.diags(cols)).asformat(fmt)
+    X.eliminate_zeros()
+    if not canonical:                 # each stored entry split in two, in shuffled order
+        X = X.copy()
+        indptr, indices, data = [0], [], []
+        for lo, hi in zip(X.indptr[:-1], X.indptr[1:]):
+            twice = np.concatenate([np.arange(lo, hi), np.arange(lo, hi)])
+            order = rng.permutation(twice.size)
+            indices.append(X.indices[twice][order])
+            data.append(X.data[twice][order] / 2)
+            indptr.append(indptr[-1] + twice.size)
+        X = type(X)((np.concatenate(data), np.concatenate(indices), np.array(indptr)),
+                    shape=X.shape)
+        assert not X.has_canonical_format
+    X = X.astype(dtype)
+    X.indices = X.indices.astype(index_dtype)
+    X.indptr = X.indptr.astype(index_dtype)
+    return X
+
+
+def _model(rng, K, d):
+    """A sparse model: a few features with some classes' weights, one with every class'."""
+    W = np.zeros((K, d))
+    for j in rng.choice(d, 6, replace=False):
+        W[rng.random(K) < 0.5, j] = rng.standard_normal()
+    W[:, 7] = rng.standard_normal(K)
+    return W, rng.standard_normal(K)
+
+
+@pytest.fixture(params=["model", "by class"])
+def route(request, monkeypatch):
+    """Force one route of CSR X: the model's nonzero weights or a walk per class."""
+    if request.param == "model":
+        monkeypatch.setattr(S, "WEIGHT_SCAN_NS", 0.0)
+        monkeypatch.setattr(S, "MODEL_ENTRY_NS", 0.0)
+        monkeypatch.setattr(S, "USED_FEATURES_SHARE", 1.0)
+    else:
+        monkeypatch.setattr(S, "MODEL_ENTRY_NS", np.inf)
+    return request.param
+
+
+@pytest.mark.parametrize("fmt", ["csr", "csc"])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("index_dtype", [np.int32, np.int64])
+@pytest.mark.parametrize("canonical", [True, False])
+@pytest.mark.parametrize("K", [1, 2, 9])
+@pytest.mark.parametrize("sparse_coef", [False, True])
+def test_scores_equal_dense_product(route, fmt, dtype, index_dtype, canonical, K,
+                                    sparse_coef):
+    rng = np.random.default_rng(K + 10 * canonical)
+    X = _rows(rng, 60, 40, fmt, dtype, index_dtype, canonical)
+    W, b = _model(rng, K, X.shape[1])
+    coef = sp.csr_matrix(W) if sparse_coef else W
+    Z = S.linear_scores(X, coef, b)
+    assert Z.dtype == np.float64 and Z.shape == (60, K)
+    np.testing.assert_allclose(Z, X.toarray().astype(np.float64) @ W.T + b, rtol=1e-12,
+                               atol=1e-12)
+    np.testing.assert_array_equal(Z[3], b)           # an empty row scores its intercepts
+
+
+@pytest.mark.parametrize("fmt", ["csr", "csc"])
+def test_scores_same_on_any_thread_count(route, fmt):
+    rng = np.random.default_rng(0)
+    X = _rows(rng, 500, 60, fmt, np.float64, np.int32, True)
+    W, b = _model(rng, 5, X.shape[1])
+    Z = S.linear_scores(X, W, b, n_threads=1)
+    np.testing.assert_array_equal(S.linear_scores(X, W, b, n_threads=3), Z)
+
+
+def _take_route(monkeypatch):
+    """Record which route :func:`linear_scores` takes: "by class" or "model"."""
+    taken = []
+    by_class = S._by_class
+
+    def recorded(*args):
+        taken.append("by class")
+        return by_class(*args)
+
+    monkeypatch.setattr(S, "_by_class", recorded)
+    return taken
+
+
+def test_route_follows_the_costs(monkeypatch):
+    """Many rows under a sparse model of many classes: one walk of CSR X; a row, one
+    class or a dense model: a walk per class; CSC X: the model's features."""
+    rng = np.random.default_rng(1)
+    X = _rows(rng, 2000, 300, "csr", np.float64, np.int32, True)
+    W, b = _model(rng, 30, X.shape[1])
+    taken = _take_route(monkeypatch)
+    cases = [(X, W, b, []), (X[:1], W, b, ["by class"]), (X, W[:1], b[:1], ["by class"]),
+             (X, W + 1.0, b, ["by class"]), (X.tocsc(), W, b, []),
+             (X.tocsc(), W + 1.0, b, [])]
+    for rows, coef, intercept, expected in cases:
+        taken.clear()
+        Z = S.linear_scores(rows, coef, intercept)
+        assert taken == expected
+        np.testing.assert_allclose(Z, rows.toarray() @ coef.T + intercept, rtol=1e-12,
+                                   atol=1e-12)
+
+
+@pytest.mark.parametrize("multiclass", ["ovr", "multinomial"])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_estimator_predictions_of_sparse_rows(monkeypatch, multiclass, dtype):
+    """L1LogisticOBA's scores of CSR and CSC rows take the model route on a text-like
+    problem and equal those of the same rows dense (dtype kept, sparse_coef too)."""
+    rng = np.random.default_rng(2)
+    X = sp.random(3000, 400, density=0.02, format="csr", random_state=rng, dtype=dtype)
+    y = rng.integers(0, 12, 3000)
+    X = X + sp.csr_matrix((np.ones(3000, dtype), (np.arange(3000), y)), shape=X.shape)
+    fits = [L1LogisticOBA(C=0.5, multiclass=multiclass, sparse_coef=s).fit(X, y)
+            for s in (False, True)]
+    assert 0 < np.count_nonzero(fits[0].coef_.any(axis=0)) <= 0.25 * X.shape[1]
+    taken = _take_route(monkeypatch)
+    dense = fits[0].decision_function(X.toarray())
+    for clf in fits:
+        for rows in (X, X.tocsc()):
+            scores = clf.decision_function(rows)
+            assert scores.dtype == dense.dtype == dtype
+            np.testing.assert_allclose(scores, dense, rtol=1e-5 if dtype == np.float32
+                                       else 1e-12, atol=1e-5 if dtype == np.float32 else 1e-12)
+        np.testing.assert_array_equal(clf.predict(X), fits[0].classes_[dense.argmax(axis=1)])
+    assert taken == []
