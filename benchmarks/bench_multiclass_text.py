@@ -38,10 +38,15 @@ from sparsekit.linear_model import (ExtremeSoftmaxSGD, L1LogisticOBA,  # noqa: E
                                     SparsemaxClassifier)
 
 
-def split():
+def texts():
+    """The descriptions and sections, split 75/25: training and test texts, then labels."""
     corpus = load_debian(data_home=_report.DATA_HOME)
-    text_tr, text_te, y_tr, y_te = train_test_split(corpus.text, np.asarray(corpus.section),
-                                                    test_size=0.25, random_state=0)
+    return train_test_split(corpus.text, np.asarray(corpus.section), test_size=0.25,
+                            random_state=0)
+
+
+def split():
+    text_tr, text_te, y_tr, y_te = texts()
     vectorizer = TfidfVectorizer(sublinear_tf=True, min_df=2)
     return vectorizer.fit_transform(text_tr), vectorizer.transform(text_te), y_tr, y_te
 

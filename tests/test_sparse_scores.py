@@ -48,8 +48,8 @@ def _model(rng, K, d):
 def route(request, monkeypatch):
     """Force one route of CSR X: the model's nonzero weights or a walk per class."""
     if request.param == "model":
-        monkeypatch.setattr(S, "WEIGHT_SCAN_NS", 0.0)
-        monkeypatch.setattr(S, "MODEL_ENTRY_NS", 0.0)
+        for cost in ("WEIGHT_SCAN_NS", "FEATURE_NS", "MODEL_ENTRY_NS"):
+            monkeypatch.setattr(S, cost, 0.0)
         monkeypatch.setattr(S, "USED_FEATURES_SHARE", 1.0)
     else:
         monkeypatch.setattr(S, "MODEL_ENTRY_NS", np.inf)
@@ -99,14 +99,16 @@ def _take_route(monkeypatch):
 
 def test_route_follows_the_costs(monkeypatch):
     """Many rows under a sparse model of many classes: one walk of CSR X; a row, one
-    class or a dense model: a walk per class; CSC X: the model's features."""
+    class or a dense model: a walk per class; CSC X: the model's features; a sparse model:
+    SciPy's sparse product."""
     rng = np.random.default_rng(1)
     X = _rows(rng, 2000, 300, "csr", np.float64, np.int32, True)
     W, b = _model(rng, 30, X.shape[1])
     taken = _take_route(monkeypatch)
     cases = [(X, W, b, []), (X[:1], W, b, ["by class"]), (X, W[:1], b[:1], ["by class"]),
              (X, W + 1.0, b, ["by class"]), (X.tocsc(), W, b, []),
-             (X.tocsc(), W + 1.0, b, [])]
+             (X.tocsc(), W + 1.0, b, []), (X, sp.csr_matrix(W), b, ["by class"]),
+             (X.tocsc(), sp.csr_matrix(W), b, ["by class"])]
     for rows, coef, intercept, expected in cases:
         taken.clear()
         Z = S.linear_scores(rows, coef, intercept)
@@ -119,7 +121,8 @@ def test_route_follows_the_costs(monkeypatch):
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_estimator_predictions_of_sparse_rows(monkeypatch, multiclass, dtype):
     """L1LogisticOBA's scores of CSR and CSC rows take the model route on a text-like
-    problem and equal those of the same rows dense (dtype kept, sparse_coef too)."""
+    problem (SciPy's with sparse_coef) and equal those of the same rows dense (dtype
+    kept)."""
     rng = np.random.default_rng(2)
     X = sp.random(3000, 400, density=0.02, format="csr", random_state=rng, dtype=dtype)
     y = rng.integers(0, 12, 3000)
@@ -136,4 +139,4 @@ def test_estimator_predictions_of_sparse_rows(monkeypatch, multiclass, dtype):
             np.testing.assert_allclose(scores, dense, rtol=1e-5 if dtype == np.float32
                                        else 1e-12, atol=1e-5 if dtype == np.float32 else 1e-12)
         np.testing.assert_array_equal(clf.predict(X), fits[0].classes_[dense.argmax(axis=1)])
-    assert taken == []
+    assert taken == ["by class"] * 3       # the sparse model's three: SciPy's product

@@ -1,13 +1,15 @@
 """Scores X Wᵀ + b of sparse rows under a linear model of K classes, read where W is nonzero.
 
-The scores of a model over K classes computed class by class walk X K times. An ℓ1 model
-on a text corpus has nonzero weights on a few hundred of its features: then one walk of
-CSR X does, each stored entry adding its value times its feature's nonzero class weights
-to its row's scores, and of CSC X only the columns of the features with a weight are
-walked. Finding those weights costs a pass over W and O(n_features) memory, so CSR X keeps
-the class-by-class route for one class, for a model with most features in use, and for
-rows too few to repay that pass (see :func:`_model_route_pays`); for CSC X SciPy's product
-would copy W transposed, a pass as long.
+The scores of a model over K classes computed class by class walk X K times, and read a
+row of W per class. An ℓ1 model on a text corpus has nonzero weights on a few thousand of
+its features: then one walk of CSR X does, each stored entry adding its value times its
+feature's nonzero class weights to its row's scores, and of CSC X only the columns of the
+features with a weight are walked. Finding those weights in a dense W costs a pass over it
+and O(n_features) memory, so CSR X keeps the class-by-class route for one class, for a
+model with most features in use, and for rows too few to repay that pass (see
+:func:`_model_route_pays`); for CSC X, SciPy's product would copy W transposed, a pass as
+long. A sparse W (``sparse_coef=True``, ``sparsify()``) goes to SciPy's sparse product,
+which walks the nonzeros the same way.
 """
 import numpy as np
 import scipy.sparse as sp
@@ -17,12 +19,14 @@ from sparsekit._cython import _oba_kernels as K
 
 #: the model route is taken only when at most this share of the features have a weight
 USED_FEATURES_SHARE = 0.25
-#: costs in nanoseconds on the development machine: of a stored entry of X walked once per
-#: class (the class-by-class route), of a weight of W scanned for nonzeros, and of a stored
-#: entry walked once over its feature's nonzero weights (the model route, a text corpus)
-CLASS_ENTRY_NS = 1.0
-WEIGHT_SCAN_NS = 0.4
-MODEL_ENTRY_NS = 8.0
+#: costs in nanoseconds on the development machine (Debian TF-IDF, 57 classes, batches of
+#: 100 to 44,000 rows): of a stored entry of X walked once per class (the class-by-class
+#: route, its reads of W's rows included), and on the model route, of a weight of W scanned
+#: for nonzeros, of a feature (the O(n_features) arrays) and of a stored entry walked once
+CLASS_ENTRY_NS = 1.5
+WEIGHT_SCAN_NS = 0.3
+FEATURE_NS = 2.0
+MODEL_ENTRY_NS = 7.0
 
 
 def linear_scores(X, coef, intercept, n_threads=1):
@@ -34,10 +38,11 @@ def linear_scores(X, coef, intercept, n_threads=1):
     """
     n_classes, n_features = coef.shape
     b = np.ascontiguousarray(intercept, dtype=np.float64)
-    scanned = coef.nnz + n_features if sp.issparse(coef) else n_classes * n_features
-    if X.format == "csr" and not _model_route_pays(X.nnz, n_classes, scanned):
+    if sp.issparse(coef) or (X.format == "csr"
+                             and not _model_route_pays(X.nnz, n_classes, n_features)):
         return _by_class(X, coef, b)
-    used, Wu = _used_weights(coef)
+    used = np.flatnonzero(coef.any(axis=0)).astype(np.int64)
+    Wu = coef[:, used].astype(np.float64, copy=False)
     Z = np.empty((X.shape[0], n_classes))
     if X.format == "csc":
         threads = n_threads if X.has_sorted_indices else 1   # its row blocks bisect columns
@@ -57,21 +62,12 @@ def linear_scores(X, coef, intercept, n_threads=1):
     return Z
 
 
-def _model_route_pays(nnz, n_classes, scanned):
+def _model_route_pays(nnz, n_classes, n_features):
     """Whether one walk of CSR X's ``nnz`` entries over the model's nonzero weights, after a
-    scan of ``scanned`` weights for them, is expected to beat a walk of X per class."""
-    return CLASS_ENTRY_NS * n_classes * nnz > WEIGHT_SCAN_NS * scanned + MODEL_ENTRY_NS * nnz
-
-
-def _used_weights(coef):
-    """(the features with a nonzero weight, int64 and increasing; their weights, (K, |used|)
-    float64)."""
-    if sp.issparse(coef):
-        coef = sp.csc_array(coef)
-        used = np.flatnonzero(np.diff(coef.indptr)).astype(np.int64)
-        return used, coef[:, used].toarray().astype(np.float64, copy=False)
-    used = np.flatnonzero(coef.any(axis=0)).astype(np.int64)
-    return used, coef[:, used].astype(np.float64, copy=False)
+    scan of the K × n_features weights for them, is expected to beat a walk per class."""
+    model = (WEIGHT_SCAN_NS * n_classes * n_features + FEATURE_NS * n_features
+             + MODEL_ENTRY_NS * nnz)
+    return CLASS_ENTRY_NS * n_classes * nnz > model
 
 
 def _by_class(X, coef, b):
