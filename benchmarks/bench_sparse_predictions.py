@@ -35,7 +35,8 @@ from sklearn.linear_model import LogisticRegression
 sys.path.insert(0, str(_report.REPO))  # the in-place build, also when not installed
 from bench_multiclass_text import split, texts  # noqa: E402
 from sparsekit.linear_model import L1LogisticOBA  # noqa: E402
-from sparsekit.linear_model import _l1_logistic, _sparse_scores  # noqa: E402
+from sparsekit.linear_model import _l1_logistic  # noqa: E402
+from sparsekit.utils import _scores  # noqa: E402
 
 BATCHES = (None, 1000, 100, 1)
 
@@ -69,7 +70,7 @@ def by_class(est):
     CSC X (after the same validation)."""
     def scores(X):
         routed = _l1_logistic.linear_scores
-        _l1_logistic.linear_scores = lambda X, coef, b, n_threads: _sparse_scores._by_class(
+        _l1_logistic.linear_scores = lambda X, coef, b, n_threads: _scores._by_class(
             X, coef, np.asarray(b, dtype=np.float64))
         try:
             return est.decision_function(X)

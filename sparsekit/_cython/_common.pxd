@@ -2,6 +2,8 @@
 #
 # index_t    the index type of SciPy's CSR/CSC arrays (int32 or int64), so that kernels take
 #            indices and indptr as SciPy gives them, without an int64 copy.
+# weight_t   float32 or float64 model weights read as they are stored (a second fused type
+#            beside the data's ``floating``, so that the two may differ).
 # log1pexp   log(1 + e^t) without overflow.
 # sigmoid    1 / (1 + e^-t) without overflow.
 # bad_csr    0 when a CSR matrix's indptr (n + 1 entries) starts at 0 or above, never
@@ -69,6 +71,10 @@ cdef enum:
 ctypedef fused index_t:
     int32_t
     int64_t
+
+ctypedef fused weight_t:
+    float
+    double
 
 
 cdef inline uint64_t splitmix64_next(uint64_t* s) noexcept nogil:

@@ -22,7 +22,7 @@ from scipy.linalg.cython_blas cimport daxpy, ddot, dgemv
 
 from sparsekit._cython._common cimport (CACHED_BYTES, ROW_AHEAD, SK_PREFETCH_READ,
                                         SK_PREFETCH_W, bad_csr, bad_free_entries, index_t,
-                                        log1pexp, prefetch_span)
+                                        log1pexp, prefetch_span, weight_t)
 
 
 # ---------------------------------------------------------------- margins  m = X w + b
@@ -862,6 +862,44 @@ def mn_margins_csc(const floating[::1] data, const index_t[::1] indices,
                             prefetch_span(&Z[0, 0] + ahead * K, K * sizeof(double))
                     _add_scaled(&Z[indices[p], 0], data[p], &Wc[c, 0], K)
                     p = p + 1
+
+
+def mn_margins_csr(const floating[::1] data, const index_t[::1] indices,
+                   const index_t[::1] indptr, const weight_t[:, ::1] Wt, const double[::1] b,
+                   double[:, ::1] Z, int n_threads=1):
+    """``Z = b + X Wt`` for CSR ``X`` of ``len(indptr) - 1`` rows and a dense ``Wt`` of
+    shape (n_features, K), float32 or float64 (the model's weights transposed), blocks of
+    rows among ``n_threads`` (a row's sums in the same order whatever the count). Where Wt
+    outgrows the caches, the row of Wt of the stored entry ``ROW_AHEAD`` places further on
+    is prefetched: each stored entry reads a row of K weights, at memory latency otherwise."""
+    cdef Py_ssize_t i, k, p, t, lo, hi, n = Z.shape[0], K = Z.shape[1], end
+    cdef Py_ssize_t T = max(1, n_threads)
+    cdef double x
+    cdef double* z
+    cdef const weight_t* w
+    if indptr.shape[0] != n + 1 or Wt.shape[1] != K or b.shape[0] != K:
+        raise ValueError("mn_margins_csr: Z must be (n, K) for X's n rows, Wt (n_features, K) "
+                         "and b (K,)")
+    bad = bad_csr(indices, indptr, data.shape[0], Wt.shape[0])
+    if bad:
+        raise ValueError("mn_margins_csr: " + ("indptr runs past the stored entries or "
+                                               "decreases", "a column index is out of "
+                                               "range")[bad - 1])
+    end = indptr[n] if Wt.shape[0] * K * sizeof(weight_t) > CACHED_BYTES else 0
+    with nogil:
+        for t in prange(T, num_threads=T, schedule="static", chunksize=1):
+            lo = _block_start(t, T, n)
+            hi = _block_start(t + 1, T, n)
+            _start_margins(Z, b, lo, hi)
+            for i in range(lo, hi):
+                z = &Z[i, 0]
+                for p in range(indptr[i], indptr[i + 1]):
+                    if p + ROW_AHEAD < end:
+                        prefetch_span(&Wt[indices[p + ROW_AHEAD], 0], K * sizeof(weight_t))
+                    x = data[p]
+                    w = &Wt[indices[p], 0]
+                    for k in range(K):
+                        z[k] += x * w[k]
 
 
 def mn_margins_dense(const floating[::1, :] X, const double[:, ::1] Wc,

@@ -30,7 +30,7 @@ from sparsekit.optimize import minimize_oba
 from sparsekit.optimize._result import STOPPED_BY_CALLBACK
 from sparsekit.linear_model._dask_input import DaskRows, block_predictions, is_dask_collection
 from sparsekit.gpu._cupy import require_cupy
-from sparsekit.linear_model._sparse_scores import linear_scores
+from sparsekit.utils._scores import linear_scores
 from sparsekit.linear_model._device_input import (check_device_X, device_scores, fit_device,
                                                   host_targets, to_device)
 from sparsekit.gpu.datafits import DeviceLogistic, DeviceMultinomial, is_device_matrix

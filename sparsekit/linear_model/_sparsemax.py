@@ -27,6 +27,7 @@ from ..optimize._result import STOPPED_BY_CALLBACK
 from ..optimize._sdca import minimize_sdca
 from ..projections import project
 from ..projections._checks import negated_columns, reflect_columns
+from ..utils._scores import csr_scores
 from ..utils._columns import UsedColumns
 from ..utils._rows import weighted_row_sums
 from ..utils._validation import (check_device, check_entry_magnitude, check_sparse_structure,
@@ -749,13 +750,15 @@ class SparsemaxClassifier(SparsekitClassifier):
         if getattr(self, "device", "cpu") == "cuda":
             scores = device_product(to_device(X), self.coef_, self.intercept_)
             return scores if keep_on_device else scores.get()
-        coef = self.coef_.astype(X.dtype, copy=False)
+        coef = self.coef_
         if sp.issparse(X) and X.shape[1] > X.nnz:
-            # SciPy copies coef_ᵀ into C order, which on X wider than its entries (hashed
-            # features, a few rows) costs more than the product: X's used columns only
+            # coef_ is copied transposed for the product, which on X wider than its entries
+            # (hashed features, a few rows) costs more than the product: X's used columns only
             used = UsedColumns(X)
-            X, coef = used.take(X), np.ascontiguousarray(used.restrict(coef).T)
-            return np.asarray(X @ coef) + self.intercept_.astype(X.dtype)
+            X, coef = used.take(X), used.restrict(coef)
+        if sp.issparse(X) and X.format == "csr":
+            return csr_scores(X, coef.T, self.intercept_).astype(X.dtype, copy=False)
+        coef = coef.astype(X.dtype, copy=False)
         return np.asarray(X @ coef.T) + self.intercept_.astype(X.dtype)
 
     @block_predictions

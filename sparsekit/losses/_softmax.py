@@ -29,6 +29,7 @@ from scipy.special import log_expit, logsumexp
 from sklearn import get_config
 
 from ..utils._columns import stored_columns
+from ..utils._scores import csr_scores
 from ..utils._validation import check_sparse_structure, checked_sparse
 
 __all__ = [
@@ -144,11 +145,12 @@ def softmax_scores(X, coef, intercept=None):
 def _scores(X, coef, intercept=None):
     """``softmax_scores`` of inputs already checked by ``_check_X``."""
     if sp.issparse(X):
+        if coef.T.flags.c_contiguous and coef.dtype in (np.float32, np.float64):
+            return csr_scores(X, coef.T, intercept)      # a Fortran-ordered coef, in place
         stored = stored_columns(X)
         columns = np.flatnonzero(stored)
         renumbered = (np.cumsum(stored) - 1)[X.indices]
-        X = sp.csr_matrix((X.data.astype(np.float64), renumbered, X.indptr),
-                          shape=(X.shape[0], columns.size))
+        X = sp.csr_matrix((X.data, renumbered, X.indptr), shape=(X.shape[0], columns.size))
     else:
         X = np.asarray(X, dtype=np.float64)
         columns = slice(None)
@@ -156,8 +158,9 @@ def _scores(X, coef, intercept=None):
     step = max(1, _CHUNK_ENTRIES // max(X.shape[1], 1))
     S = np.empty((X.shape[0], K))
     for start in range(0, K, step):
-        block = coef[start:start + step, columns].astype(np.float64, copy=False)
-        S[:, start:start + step] = X @ block.T
+        block = coef[start:start + step, columns]
+        S[:, start:start + step] = (csr_scores(X, block.T) if sp.issparse(X)
+                                    else X @ block.T.astype(np.float64, copy=False))
     if intercept is not None:
         S += intercept
     return S

@@ -1,15 +1,21 @@
-"""Scores X Wᵀ + b of sparse rows under a linear model of K classes, read where W is nonzero.
+"""Scores X Wᵀ + b of sparse rows under a linear model of K classes.
 
-The scores of a model over K classes computed class by class walk X K times, and read a
-row of W per class. An ℓ1 model on a text corpus has nonzero weights on a few thousand of
-its features: then one walk of CSR X does, each stored entry adding its value times its
-feature's nonzero class weights to its row's scores, and of CSC X only the columns of the
-features with a weight are walked. Finding those weights in a dense W costs a pass over it
-and O(n_features) memory, so CSR X keeps the class-by-class route for one class, for a
-model with most features in use, and for rows too few to repay that pass (see
-:func:`_model_route_pays`); for CSC X, SciPy's product would copy W transposed, a pass as
-long. A sparse W (``sparse_coef=True``, ``sparsify()``) goes to SciPy's sparse product,
-which walks the nonzeros the same way.
+:func:`csr_scores` walks CSR X once, each stored entry adding its value times its
+feature's K weights to its row's scores, the weights' rows prefetched ahead: SciPy's product
+waits on memory for each once the weights outgrow the caches (a text corpus with many
+classes), and copies a C-ordered ``coef_`` transposed first.
+
+:func:`linear_scores` reads only the nonzero weights. The scores of a model over K classes
+computed class by class walk X K times, and read a row of W per class. An ℓ1 model on a
+text corpus has nonzero weights on a few thousand of its features: then one walk of CSR X
+does, each stored entry adding its value times its feature's nonzero class weights, and of
+CSC X only the columns of the features with a weight are walked. Finding those weights in
+a dense W costs a pass over it and O(n_features) memory, so CSR X keeps the class-by-class
+route for one class and for rows too few to repay that pass (see
+:func:`_model_route_pays`), and a model with most features in use goes to
+:func:`csr_scores`; for CSC X, SciPy's product would copy W transposed, a pass as long. A
+sparse W (``sparse_coef=True``, ``sparsify()``) goes to SciPy's sparse product, which walks
+the nonzeros the same way.
 """
 import numpy as np
 import scipy.sparse as sp
@@ -50,7 +56,7 @@ def linear_scores(X, coef, intercept, n_threads=1):
                          threads)
         return Z
     if used.size > USED_FEATURES_SHARE * n_features:
-        return _by_class(X, coef, b)
+        return csr_scores(X, coef.T, b, n_threads)
     # the free entries of the multinomial kernels: feature j's classes and weights are
     # classes[start[j]:start[j + 1]] and values at the same positions
     position, classes = np.nonzero(Wu.T)
@@ -59,6 +65,24 @@ def linear_scores(X, coef, intercept, n_threads=1):
     np.cumsum(start, out=start)
     K.mn_margins_free_csr(X.data, X.indices, X.indptr, start, classes.astype(np.int64),
                           np.ascontiguousarray(Wu.T[position, classes]), b, Z, n_threads)
+    return Z
+
+
+def csr_scores(X, Wt, intercept=None, n_threads=1):
+    """``X @ Wt (+ intercept)`` for CSR ``X`` and dense weights ``Wt`` of shape
+    (n_features, K), float64 of shape (n, K): one walk of X, each stored entry adding its
+    value times its feature's row of Wt (prefetched ahead where Wt outgrows the caches;
+    SciPy's product waits on memory for each). ``Wt`` is read in place when C-ordered float32
+    or float64 (a Fortran-ordered ``coef`` transposed), copied so otherwise."""
+    if not (Wt.flags.c_contiguous and Wt.dtype in (np.float32, np.float64)):
+        Wt = np.ascontiguousarray(Wt, dtype=Wt.dtype if Wt.dtype == np.float32
+                                  else np.float64)
+    n_classes = Wt.shape[1]
+    b = (np.zeros(n_classes) if intercept is None
+         else np.ascontiguousarray(np.broadcast_to(intercept, n_classes), dtype=np.float64))
+    data = X.data if X.dtype in (np.float32, np.float64) else X.data.astype(np.float64)
+    Z = np.empty((X.shape[0], n_classes))
+    K.mn_margins_csr(data, X.indices, X.indptr, Wt, b, Z, n_threads)
     return Z
 
 

@@ -1,11 +1,11 @@
-"""The scores of sparse rows read where the model is nonzero (``linear_model._sparse_scores``)
+"""The scores of sparse rows read where the model is nonzero (``utils._scores``)
 against a dense product, on both routes, and the estimators' predictions through them."""
 import numpy as np
 import pytest
 import scipy.sparse as sp
 
 from sparsekit import L1LogisticOBA
-from sparsekit.linear_model import _sparse_scores as S
+from sparsekit.utils import _scores as S
 
 
 def _rows(rng, n, d, fmt, dtype, index_dtype, canonical):
@@ -98,15 +98,15 @@ def _take_route(monkeypatch):
 
 
 def test_route_follows_the_costs(monkeypatch):
-    """Many rows under a sparse model of many classes: one walk of CSR X; a row, one
-    class or a dense model: a walk per class; CSC X: the model's features; a sparse model:
-    SciPy's sparse product."""
+    """Many rows under a sparse model of many classes: one walk of CSR X over its nonzero
+    weights, or over all of them for a dense model; a row or one class: a walk per class;
+    CSC X: the model's features; a sparse model: SciPy's sparse product."""
     rng = np.random.default_rng(1)
     X = _rows(rng, 2000, 300, "csr", np.float64, np.int32, True)
     W, b = _model(rng, 30, X.shape[1])
     taken = _take_route(monkeypatch)
     cases = [(X, W, b, []), (X[:1], W, b, ["by class"]), (X, W[:1], b[:1], ["by class"]),
-             (X, W + 1.0, b, ["by class"]), (X.tocsc(), W, b, []),
+             (X, W + 1.0, b, []), (X.tocsc(), W, b, []),
              (X.tocsc(), W + 1.0, b, []), (X, sp.csr_matrix(W), b, ["by class"]),
              (X.tocsc(), sp.csr_matrix(W), b, ["by class"])]
     for rows, coef, intercept, expected in cases:
@@ -140,3 +140,59 @@ def test_estimator_predictions_of_sparse_rows(monkeypatch, multiclass, dtype):
                                        else 1e-12, atol=1e-5 if dtype == np.float32 else 1e-12)
         np.testing.assert_array_equal(clf.predict(X), fits[0].classes_[dense.argmax(axis=1)])
     assert taken == ["by class"] * 3       # the sparse model's three: SciPy's product
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("weight_dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("index_dtype", [np.int32, np.int64])
+@pytest.mark.parametrize("canonical", [True, False])
+@pytest.mark.parametrize("K", [1, 9])
+@pytest.mark.parametrize("layout", ["C", "F"])
+def test_csr_scores_equal_dense_product(dtype, weight_dtype, index_dtype, canonical, K,
+                                        layout):
+    """Weights (n_features, K) read in place (C order) or copied (a transposed C-ordered
+    coef_), float32 kept: the float64 sums of the dense product."""
+    rng = np.random.default_rng(K + 10 * canonical)
+    X = _rows(rng, 60, 40, "csr", dtype, index_dtype, canonical)
+    Wt = np.asarray(rng.standard_normal((40, K)), dtype=weight_dtype, order=layout)
+    b = rng.standard_normal(K)
+    Z = S.csr_scores(X, Wt, b)
+    assert Z.dtype == np.float64 and Z.shape == (60, K)
+    want = X.toarray().astype(np.float64) @ Wt.astype(np.float64) + b
+    np.testing.assert_allclose(Z, want, rtol=1e-12, atol=1e-12)
+    np.testing.assert_array_equal(Z[3], b)
+    np.testing.assert_allclose(S.csr_scores(X, Wt), want - b, rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("threads", [1, 3])
+def test_csr_scores_prefetch_past_the_caches(threads):
+    """Weights of more than 8 MiB (their rows prefetched ahead): the same sums as without,
+    whatever the thread count, on rows with repeated, unsorted and empty entries."""
+    rng = np.random.default_rng(3)
+    n, d, K = 300, 70_000, 16                       # 9 MB of float64 weights
+    lengths = rng.integers(0, 40, n)
+    lengths[5] = 0
+    indptr = np.concatenate([[0], np.cumsum(lengths)])
+    X = sp.csr_matrix((rng.standard_normal(indptr[-1]), rng.integers(0, d, indptr[-1]),
+                       indptr), shape=(n, d))       # unsorted rows
+    X.indices[indptr[1] - 1] = X.indices[0]          # a column stored twice in row 0
+    assert lengths[0] >= 2
+    Wt = rng.standard_normal((d, K))
+    Z = S.csr_scores(X, Wt, n_threads=threads)
+    np.testing.assert_allclose(Z, X @ Wt, rtol=1e-12, atol=1e-12)
+    small = S.csr_scores(X, Wt[:, :4], n_threads=threads)    # 2.2 MB: no prefetch
+    np.testing.assert_allclose(small, X @ Wt[:, :4], rtol=1e-12, atol=1e-12)
+
+
+def test_csr_scores_checks_what_the_kernel_receives():
+    X = sp.csr_matrix(np.eye(3))
+    with pytest.raises(ValueError, match="column index is out of range"):
+        S.csr_scores(X, np.ones((2, 4)))
+    bad = sp.csr_matrix(np.eye(3))
+    bad.indptr[-1] = 7
+    with pytest.raises(ValueError, match="indptr"):
+        S.csr_scores(bad, np.ones((3, 4)))
+    from sparsekit._cython import _oba_kernels as K
+    with pytest.raises(ValueError, match="must be"):
+        K.mn_margins_csr(X.data, X.indices, X.indptr, np.ones((3, 4)), np.zeros(3),
+                         np.empty((3, 4)))
