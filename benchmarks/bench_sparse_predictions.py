@@ -1,22 +1,27 @@
-"""Predictions of sparse rows under an ℓ1 model: one walk of X over the model's nonzeros.
+"""Predictions of sparse rows: one walk of X, over an ℓ1 model's nonzero weights or a
+dense model's rows of weights read ahead.
 
 The Debian package descriptions (58 archive sections), the split of section
 "multiclass_text" (75/25, ``random_state=0``), TF-IDF of words and of words and word pairs
 (``sublinear_tf=True, min_df=2``, fit on the training rows). ``L1LogisticOBA(C=1)``,
-one-vs-rest and multinomial, is fit once per matrix; then ``decision_function`` is timed on
-the test rows, CSR and CSC, all of them and batches of 1,000, 100 and 1 rows (a batch's
-time: the median over the batches of the test rows, of ``--repeat`` passes), against:
+one-vs-rest and multinomial, ``SparsemaxClassifier()`` and
+``ExtremeSoftmaxSGD(random_state=0)`` are fit once per matrix; then ``decision_function``
+is timed on the test rows, CSR and CSC, all of them and batches of 1,000, 100 and 1 rows
+(a batch's time: the median over the batches of the test rows, of ``--repeat`` passes),
+against:
 
 - scikit-learn's product on the same weights (``LogisticRegression`` with the model's
-  ``coef_`` and ``intercept_``: ``X @ coef_.T + intercept_``), dense and after
+  ``coef_`` and ``intercept_``: ``X @ coef_.T + intercept_``), and for the ℓ1 models after
   ``sparsify()`` (its documented route for models with most weights zero);
-- ``L1LogisticOBA``'s scores as they were before: one walk of CSR X per class, SciPy's
-  product for CSC X.
+- the estimator's scores as they were before: for the ℓ1 models one walk of CSR X per
+  class and SciPy's product for CSC X; for the others SciPy's product (ExtremeSoftmaxSGD's
+  on blocks of classes over X's used columns).
 
 Every time includes the input's validation. A sparsified model pays no scan of its dense
-weights for their nonzeros, which the estimator's default dense ``coef_`` costs each call
-(``sparse_coef=True`` or ``sparsify()`` take that route in sparsekit too). Process CPU
-seconds, one thread (BLAS pinned); the scores of all routes agree to 1e-12 (checked). Writes section "sparse_predictions" of doc/benchmarks.md::
+weights for their nonzeros, which the ℓ1 estimator's default dense ``coef_`` costs each
+call (``sparse_coef=True`` or ``sparsify()`` take that route in sparsekit too). Process CPU
+seconds, one thread (BLAS pinned); the scores of all routes agree to 1e-12 (checked).
+Writes section "sparse_predictions" of doc/benchmarks.md::
 
     python benchmarks/bench_sparse_predictions.py [--repeat 7]
 """
@@ -34,8 +39,10 @@ from sklearn.linear_model import LogisticRegression
 
 sys.path.insert(0, str(_report.REPO))  # the in-place build, also when not installed
 from bench_multiclass_text import split, texts  # noqa: E402
-from sparsekit.linear_model import L1LogisticOBA  # noqa: E402
-from sparsekit.linear_model import _l1_logistic  # noqa: E402
+from sparsekit.linear_model import (ExtremeSoftmaxSGD, L1LogisticOBA,  # noqa: E402
+                                    SparsemaxClassifier)
+from sparsekit.linear_model import _l1_logistic, _sparsemax  # noqa: E402
+from sparsekit.losses import _softmax  # noqa: E402
 from sparsekit.utils import _scores  # noqa: E402
 
 BATCHES = (None, 1000, 100, 1)
@@ -79,6 +86,28 @@ def by_class(est):
     return scores
 
 
+def scipy_product(est):
+    """``est.decision_function`` with SciPy's product of CSR rows, as it was."""
+    def product(X, Wt, intercept=None, n_threads=1):
+        Z = np.asarray(X @ np.asarray(Wt, dtype=np.float64))
+        return Z if intercept is None else Z + intercept
+
+    def scores(X):
+        routed = _sparsemax.csr_scores, _softmax.csr_scores
+        _sparsemax.csr_scores = _softmax.csr_scores = product
+        try:
+            return est.decision_function(X)
+        finally:
+            _sparsemax.csr_scores, _softmax.csr_scores = routed
+    return scores
+
+
+MODELS = [("L1LogisticOBA, one-vs-rest", lambda: L1LogisticOBA(C=1.0)),
+          ("L1LogisticOBA, multinomial", lambda: L1LogisticOBA(C=1.0, multiclass="multinomial")),
+          ("SparsemaxClassifier", SparsemaxClassifier),
+          ("ExtremeSoftmaxSGD", lambda: ExtremeSoftmaxSGD(random_state=0))]
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--repeat", type=int, default=7)
@@ -95,28 +124,31 @@ def main():
         shapes.append(f"{name}: {A_tr.shape[1]:,} columns, {A_te.shape[0]:,} test rows "
                       f"({A_te.nnz:,} nonzeros)")
         print(shapes[-1], flush=True)
-        for multiclass in ("ovr", "multinomial"):
+        for model, make in MODELS:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", ConvergenceWarning)
-                est = L1LogisticOBA(C=1.0, multiclass=multiclass).fit(A_tr, y_tr)
+                est = make().fit(A_tr, y_tr)
             used = int(np.count_nonzero(est.coef_.any(axis=0)))
-            routes = [("sparsekit", est.decision_function), ("before", by_class(est)),
-                      ("scikit-learn", peer(est, False).decision_function),
-                      ("scikit-learn sparsified", peer(est, True).decision_function)]
+            l1 = isinstance(est, L1LogisticOBA)
+            routes = [est.decision_function, by_class(est) if l1 else scipy_product(est),
+                      peer(est, False).decision_function,
+                      peer(est, True).decision_function if l1 else None]
             for fmt in ("csr", "csc"):
                 A = A_te.asformat(fmt)
-                scores = [np.asarray(fn(A)) for _, fn in routes]
+                scores = [np.asarray(fn(A)) for fn in routes if fn is not None]
                 gap = max(float(np.abs(s - scores[0]).max()) for s in scores[1:])
                 assert gap < 1e-12, gap
                 for batch in BATCHES:
                     if fmt == "csc" and batch is not None and batch < 1000:
                         continue            # CSC batches of a few rows are not a use
-                    t = [batch_seconds(fn, A, batch, args.repeat) for _, fn in routes]
-                    rows.append([name, multiclass, f"{used:,}", fmt.upper(),
+                    t = [np.nan if fn is None else batch_seconds(fn, A, batch, args.repeat)
+                         for fn in routes]
+                    rows.append([name, model, f"{used:,}", fmt.upper(),
                                  "all" if batch is None else f"{batch:,}",
-                                 f"{t[0] * 1e3:.3f}", f"{t[1] * 1e3:.3f}",
-                                 f"{t[2] * 1e3:.3f}", f"{t[3] * 1e3:.3f}",
-                                 f"{t[2] / t[0]:.1f}x", f"{t[3] / t[0]:.2f}x",
+                                 *(f"{v * 1e3:.3f}" if l1 or i < 3 else "—"
+                                   for i, v in enumerate(t)),
+                                 f"{t[2] / t[0]:.1f}x",
+                                 f"{t[3] / t[0]:.2f}x" if l1 else "—",
                                  f"{t[1] / t[0]:.2f}x"])
                     print(" | ".join(rows[-1]), flush=True)
     body = "\n".join([
@@ -131,8 +163,7 @@ def main():
                                 "scikit-learn / sparsekit", "sparsified / sparsekit",
                                 "before / sparsekit"], rows),
     ])
-    _report.write_section("sparse_predictions",
-                          "Predictions of sparse rows under an ℓ1 model", body)
+    _report.write_section("sparse_predictions", "Predictions of sparse rows", body)
 
 
 if __name__ == "__main__":
