@@ -48,6 +48,8 @@ def linear_scores(X, coef, intercept, n_threads=1):
                              and not _model_route_pays(X.nnz, n_classes, n_features)):
         return _by_class(X, coef, b)
     used = np.flatnonzero(coef.any(axis=0)).astype(np.int64)
+    if X.format == "csr" and used.size > USED_FEATURES_SHARE * n_features:
+        return csr_scores(X, coef.T, b, n_threads)
     Wu = coef[:, used].astype(np.float64, copy=False)
     Z = np.empty((X.shape[0], n_classes))
     if X.format == "csc":
@@ -55,8 +57,6 @@ def linear_scores(X, coef, intercept, n_threads=1):
         K.mn_margins_csc(X.data, X.indices, X.indptr, np.ascontiguousarray(Wu.T), used, b, Z,
                          threads)
         return Z
-    if used.size > USED_FEATURES_SHARE * n_features:
-        return csr_scores(X, coef.T, b, n_threads)
     # the free entries of the multinomial kernels: feature j's classes and weights are
     # classes[start[j]:start[j + 1]] and values at the same positions
     position, classes = np.nonzero(Wu.T)
