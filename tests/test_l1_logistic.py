@@ -473,6 +473,27 @@ def test_log_probabilities_are_exact_and_finite_for_huge_margins(n_classes):
     np.testing.assert_allclose(est.predict_log_proba(X), np.log(plain), rtol=1e-10, atol=1e-12)
 
 
+@pytest.mark.parametrize("multiclass", ["ovr", "multinomial"])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_probabilities_where_every_sigma_underflows(multiclass, dtype):
+    """Rows whose one-vs-rest margins all lie below -700 (every σ below the smallest normal
+    float64, or 0) keep the probabilities of their logarithms; the others' are those of
+    the logarithms to rounding, in the model's and X's dtype."""
+    rng = np.random.default_rng(4)
+    X = rng.standard_normal((60, 3)).astype(dtype)
+    y = np.arange(60) % 3
+    est = L1LogisticOBA(C=1.0, multiclass=multiclass).fit(X, y)
+    est.intercept_ = est.intercept_ + np.array([-800.0, -750.0, -705.0], dtype=dtype)
+    X[::2] = 0                          # even rows: the intercepts' margins alone
+    P, logp = est.predict_proba(X), est.predict_log_proba(X)
+    assert P.dtype == logp.dtype == dtype and np.all(np.isfinite(P))
+    np.testing.assert_allclose(P.sum(axis=1), 1.0, rtol=1e-6 if dtype == np.float32 else 1e-12)
+    np.testing.assert_allclose(P, np.exp(logp), rtol=1e-6 if dtype == np.float32 else 1e-12,
+                               atol=1e-44 if dtype == np.float32 else 1e-300)  # subnormals
+    np.testing.assert_array_equal(P[::2].argmax(axis=1), 2)
+    assert P[0, 2] > 0.99
+
+
 def test_path_rejects_a_single_class_and_invalid_parameters():
     X, y = _binary(4)
     with pytest.raises(ValueError, match="single class"):

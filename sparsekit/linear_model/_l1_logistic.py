@@ -17,6 +17,7 @@ from functools import partial
 import numpy as np
 import scipy.sparse as sp
 from joblib import Parallel, delayed, effective_n_jobs
+from scipy.special import expit, log_expit
 from sklearn.callback import with_callbacks
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.linear_model._base import LinearClassifierMixin, SparseCoefMixin
@@ -708,8 +709,10 @@ class L1LogisticOBA(LinearClassifierMixin, SparseCoefMixin, SparsekitClassifier)
         proba : ndarray of shape (n_samples, n_classes)
             Columns in the order of ``classes_``; rows sum to 1.
         """
-        log_proba = self.predict_log_proba(X)
-        return _namespace(log_proba).exp(log_proba)
+        scores = self.decision_function(X)
+        if _namespace(scores) is np and scores.ndim == 2:
+            return _probabilities(scores, getattr(self, "_softmax", False))
+        return _namespace(scores).exp(self._log_proba(scores))
 
     @block_predictions
     def predict_log_proba(self, X):
@@ -730,7 +733,10 @@ class L1LogisticOBA(LinearClassifierMixin, SparseCoefMixin, SparsekitClassifier)
         log_proba : ndarray of shape (n_samples, n_classes)
             Columns in the order of ``classes_``.
         """
-        scores = self.decision_function(X)
+        return self._log_proba(self.decision_function(X))
+
+    def _log_proba(self, scores):
+        """:meth:`predict_log_proba` of the scores (NumPy or CuPy)."""
         xp = _namespace(scores)                       # NumPy, or CuPy for CuPy X
         dtype = scores.dtype                          # float32 for a float32 model and X
         scores = scores.astype(np.float64)
@@ -744,6 +750,32 @@ class L1LogisticOBA(LinearClassifierMixin, SparseCoefMixin, SparsekitClassifier)
         top = scores.max(axis=1, keepdims=True)
         shifted = scores - top
         return (shifted - xp.log(xp.exp(shifted).sum(axis=1, keepdims=True))).astype(dtype)
+
+
+#: a row whose largest one-vs-rest margin is below this has every σ near or below the
+#: smallest normal float64 (σ(-708) ≈ 2.2e-308): its probabilities come from their logarithms
+SIGMOID_FLOOR = -700.0
+
+
+def _probabilities(scores, softmax):
+    """``predict_proba`` of host scores of several classes, in probability space (one pass
+    of ``exp``, where the logarithms take three): the softmax, shifted by each row's largest
+    score, or the σ's normalized (from their logarithms in the rows :data:`SIGMOID_FLOOR`
+    sets apart)."""
+    dtype = scores.dtype                              # float32 for a float32 model and X
+    P = np.array(scores, dtype=np.float64)
+    low = np.zeros(P.shape[0], dtype=bool)
+    if softmax:
+        P -= P.max(axis=1, keepdims=True)
+        np.exp(P, out=P)
+    else:
+        low = P.max(axis=1) < SIGMOID_FLOOR
+        expit(P, out=P)
+        P[low] = 1.0                                  # replaced below
+    P /= P.sum(axis=1, keepdims=True)
+    if low.any():
+        P[low] = np.exp(_log_softmax(log_expit(np.asarray(scores[low], dtype=np.float64))))
+    return P.astype(dtype, copy=False)
 
 
 def l1_logistic_path(X, y, Cs=10, *, pos_class=None, fit_intercept=True, tol=1e-8,
