@@ -423,6 +423,23 @@ def test_sparse_scores_never_copy_the_whole_weight_matrix():
     assert peak < 4e6
 
 
+@pytest.mark.parametrize("rows", [2, 200])          # fewer entries than columns, and more
+@pytest.mark.parametrize("order", ["C", "F"])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_softmax_scores_of_sparse_rows_every_route(monkeypatch, rows, order, dtype):
+    """Sparse X scored on its used columns (few rows), on all of them, and in place under a
+    Fortran-ordered coef, a block of classes at a time: the dense product in float64."""
+    monkeypatch.setattr(_softmax, "_CHUNK_ENTRIES", 300)          # blocks of classes
+    rng = np.random.default_rng(rows)
+    X = sp.random(rows, 50, density=0.1, format="csr", random_state=rng).astype(dtype)
+    coef = np.asarray(rng.standard_normal((11, 50)), dtype=dtype, order=order)
+    b = rng.standard_normal(11)
+    S = _softmax.softmax_scores(X, coef, b)
+    assert S.dtype == np.float64
+    np.testing.assert_allclose(S, X.toarray().astype(np.float64) @ coef.T.astype(np.float64)
+                               + b, rtol=1e-12, atol=1e-12)
+
+
 def test_sample_true_class_is_for_implicit_only(data):
     X, y = data
     est = ExtremeSoftmaxSGD("implicit", sample_true_class=True, n_epochs=3, random_state=0,
@@ -805,7 +822,7 @@ def test_predictions_score_a_chunk_of_rows_at_a_time(data, monkeypatch):
     def spy(Xc, coef, intercept=None):
         rows.append(Xc.shape[0])
         return _softmax.softmax_scores(Xc, coef, intercept)
-    monkeypatch.setattr(module, "softmax_scores", spy)
+    monkeypatch.setattr(module, "_softmax_scores", spy)
     np.testing.assert_array_equal(est.predict(X), whole_pred)
     np.testing.assert_array_equal(est.predict_topk(X, 3), whole_top)
     assert max(rows) == 7 and sum(rows) == 2 * X.shape[0]

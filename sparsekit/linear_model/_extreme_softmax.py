@@ -30,7 +30,8 @@ from sparsekit.linear_model._device_input import (device_product, device_scores,
                                                   to_device)
 from sparsekit._cython._softmax_sgd import (METHODS, hashed_scores, softmax_epoch,
                                             softmax_epoch_parallel)
-from sparsekit.losses._softmax import _chunks, _log_softmax, _shifted_log_normalizer, softmax_scores
+from sparsekit.losses._softmax import _chunks, _log_softmax, _shifted_log_normalizer
+from sparsekit.losses._softmax import _scores as _softmax_scores
 from sparsekit.linear_model._base import (SparsekitClassifier, check_labels,
                                           openmp_call, unchanged_on_error)
 from sparsekit.metrics import precision_at_k
@@ -588,7 +589,7 @@ class ExtremeSoftmaxSGD(SparsekitClassifier):
     def _scores(self, X):
         """float64 scores of every class for the rows of a validated X (a chunk of them)."""
         if self._n_weights is None:
-            return softmax_scores(X, self.coef_, self.intercept_)
+            return _softmax_scores(X, self.coef_, self.intercept_)
         if sp.issparse(X):
             X = sp.csr_matrix(X, dtype=np.float64)
             data, indices, indptr, dense = X.data, X.indices, X.indptr, False
@@ -1063,8 +1064,12 @@ class ExtremeSoftmaxSGD(SparsekitClassifier):
         float64; the output is float32 when both X and the model are."""
         X = self._checked(X)
         K = len(self.classes_)
-        out = np.empty((X.shape[0], K), dtype=np.result_type(X.dtype, self._R.dtype))
-        for rows in _chunks(X.shape[0], K):
+        dtype = np.result_type(X.dtype, self._R.dtype)
+        chunks = list(_chunks(X.shape[0], K))
+        if len(chunks) == 1:                          # no slice of X, no copy of the output
+            return transform(self._scores(X)).astype(dtype, copy=False)
+        out = np.empty((X.shape[0], K), dtype=dtype)
+        for rows in chunks:
             out[rows] = transform(self._scores(X[rows]))
         return out
 

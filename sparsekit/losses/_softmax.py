@@ -111,8 +111,10 @@ def softmax_scores(X, coef, intercept=None):
 
     Computed in float64 whatever the dtypes (a float32 model scores as its float64 copy
     would), a block of classes at a time, so that ``coef`` is never copied whole: a sparse
-    X is scored on the columns it uses (SciPy's ``X @ coef.T`` would make a C-ordered copy
-    of all K x D weights for every call), a dense X against float64 blocks of rows of coef.
+    X with fewer stored entries than columns is scored on the columns it uses (SciPy's
+    ``X @ coef.T`` would make a C-ordered copy of all K x D weights for every call), a dense
+    X against float64 blocks of rows of coef. A Fortran-ordered ``coef`` scores sparse X
+    in place.
 
     Parameters
     ----------
@@ -147,10 +149,13 @@ def _scores(X, coef, intercept=None):
     if sp.issparse(X):
         if coef.T.flags.c_contiguous and coef.dtype in (np.float32, np.float64):
             return csr_scores(X, coef.T, intercept)      # a Fortran-ordered coef, in place
-        stored = stored_columns(X)
-        columns = np.flatnonzero(stored)
-        renumbered = (np.cumsum(stored) - 1)[X.indices]
-        X = sp.csr_matrix((X.data, renumbered, X.indptr), shape=(X.shape[0], columns.size))
+        if X.nnz < X.shape[1]:          # fewer entries than columns: gather X's columns'
+            stored = stored_columns(X)
+            columns = np.flatnonzero(stored)
+            renumbered = (np.cumsum(stored) - 1)[X.indices]
+            X = sp.csr_matrix((X.data, renumbered, X.indptr), shape=(X.shape[0], columns.size))
+        else:                           # usually most columns: a plain copy is cheaper
+            columns = slice(None)
     else:
         X = np.asarray(X, dtype=np.float64)
         columns = slice(None)
