@@ -13,9 +13,9 @@ against:
 - scikit-learn's product on the same weights (``LogisticRegression`` with the model's
   ``coef_`` and ``intercept_``: ``X @ coef_.T + intercept_``), and for the ℓ1 models after
   ``sparsify()`` (its documented route for models with most weights zero);
-- the estimator's scores as they were before: for the ℓ1 models one walk of CSR X per
-  class and SciPy's product for CSC X; for the others SciPy's product (ExtremeSoftmaxSGD's
-  on blocks of classes over X's used columns).
+- "before": for the ℓ1 models their scores as they were, one walk of CSR X per class and
+  SciPy's product for CSC X; for the others the same code with SciPy's product of CSR X
+  in place of the walk with the weights read ahead.
 
 Then ``predict_proba`` of all the test rows under the ℓ1 models, against the same
 routes. Every time includes the input's validation. A sparsified model pays no scan of its dense

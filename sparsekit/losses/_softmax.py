@@ -149,7 +149,7 @@ def _scores(X, coef, intercept=None):
     if sp.issparse(X):
         if coef.T.flags.c_contiguous and coef.dtype in (np.float32, np.float64):
             return csr_scores(X, coef.T, intercept)      # a Fortran-ordered coef, in place
-        if X.nnz < X.shape[1]:          # fewer entries than columns: gather X's columns'
+        if X.nnz < X.shape[1]:          # fewer entries than columns: gather their weights
             stored = stored_columns(X)
             columns = np.flatnonzero(stored)
             renumbered = (np.cumsum(stored) - 1)[X.indices]
