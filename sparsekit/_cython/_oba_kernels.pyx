@@ -880,11 +880,7 @@ def mn_margins_csr(const floating[::1] data, const index_t[::1] indices,
     if indptr.shape[0] != n + 1 or Wt.shape[1] != K or b.shape[0] != K:
         raise ValueError("mn_margins_csr: Z must be (n, K) for X's n rows, Wt (n_features, K) "
                          "and b (K,)")
-    bad = bad_csr(indices, indptr, data.shape[0], Wt.shape[0])
-    if bad:
-        raise ValueError("mn_margins_csr: " + ("indptr runs past the stored entries or "
-                                               "decreases", "a column index is out of "
-                                               "range")[bad - 1])
+    _check_csr("mn_margins_csr", bad_csr(indices, indptr, data.shape[0], Wt.shape[0]))
     end = indptr[n] if Wt.shape[0] * K * sizeof(weight_t) > CACHED_BYTES else 0
     with nogil:
         for t in prange(T, num_threads=T, schedule="static", chunksize=1):
@@ -996,9 +992,14 @@ def _check_free_entries(name, bad_x, indptr, start, classes, n, K):
         raise ValueError(f"{name}: " + ("start must run from 0 to len(classes)",
                                         "start must be non-decreasing",
                                         "a class is out of range")[bad - 1])
-    if bad_x:
+    _check_csr(name, bad_x)
+
+
+def _check_csr(name, bad):
+    """Raise for :func:`bad_csr`'s code ``bad`` of X (0: nothing to say)."""
+    if bad:
         raise ValueError(f"{name}: " + ("indptr runs past the stored entries or decreases",
-                                        "a column index is out of range")[bad_x - 1])
+                                        "a column index is out of range")[bad - 1])
 
 
 def mn_margins_free_csr(const floating[::1] data, const index_t[::1] indices,
