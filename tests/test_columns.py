@@ -61,6 +61,18 @@ def test_restrict_and_expand_keep_trailing_columns_and_leading_axes():
     assert used.restrict(None) is None
 
 
+@pytest.mark.parametrize("order", ["C", "F"])
+def test_expand_keeps_the_memory_order(order):
+    """A Fortran-ordered coef (its transpose feature-major, as the scores of CSR rows read
+    it) expands Fortran-ordered; a C-ordered one C-ordered."""
+    dense, cols = _wide()
+    used = UsedColumns(sp.csr_matrix(dense))
+    small = np.asarray(np.random.default_rng(2).normal(size=(5, cols.size)), order=order)
+    out = used.expand(small)
+    assert out.flags.f_contiguous == (order == "F") and out.flags.c_contiguous == (order == "C")
+    np.testing.assert_array_equal(out[:, cols], small)
+
+
 def test_expand_keeps_a_sparse_coef_sparse():
     dense, cols = _wide()
     used = UsedColumns(sp.csc_matrix(dense))

@@ -1327,3 +1327,20 @@ def test_scores_of_x_wider_than_its_entries_are_the_product(dtype, fmt):
         assert scores.dtype == dtype and scores.shape == (rows.shape[0], 4)
         np.testing.assert_allclose(scores, expected, rtol=1e-5 if dtype == np.float32 else 1e-12,
                                    atol=1e-6 if dtype == np.float32 else 1e-13)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_coef_is_feature_major_for_the_scores_of_csr_rows(dtype):
+    """coef_ is Fortran-ordered (its transpose C-ordered, read in place by the scores of
+    CSR rows), with empty columns too; the scores equal those of the same rows dense."""
+    rng = np.random.default_rng(5)
+    X = sp.random(200, 60, density=0.1, format="csr", random_state=rng, dtype=dtype)
+    X = X @ sp.diags(np.r_[np.ones(50), np.zeros(10)]).astype(dtype)   # 10 empty columns
+    y = rng.integers(0, 4, 200)
+    est = SparsemaxClassifier().fit(X, y)
+    assert est.coef_.shape == (4, 60) and est.coef_.T.flags.c_contiguous
+    assert est.coef_.dtype == dtype
+    np.testing.assert_allclose(est.decision_function(X),
+                               est.decision_function(X.toarray()),
+                               rtol=1e-5 if dtype == np.float32 else 1e-12, atol=1e-6)
+

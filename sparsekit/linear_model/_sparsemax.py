@@ -510,8 +510,9 @@ class SparsemaxClassifier(SparsekitClassifier):
                              "rescale the features or use float64 X.")
         # coef_ follows X's dtype (the solvers iterate in float64)
         dtype = datafit.dtype
-        self.coef_ = used.expand(np.ascontiguousarray(reflect_columns(W, columns, 0).T,
-                                                      dtype=dtype))
+        # Fortran-ordered: coef_ᵀ, the feature-major layout the scores of CSR rows read
+        self.coef_ = used.expand(np.asfortranarray(reflect_columns(W, columns, 0).T,
+                                                   dtype=dtype))
         self.intercept_ = reflect_columns(b, columns, 0).astype(dtype)
         self.n_iter_ = int(res.nit)
         converged = res.success or res.status == STOPPED_BY_CALLBACK

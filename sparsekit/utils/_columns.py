@@ -62,7 +62,8 @@ class UsedColumns:
 
     def expand(self, coef):
         """The inverse of :meth:`restrict`: (..., n_used + extra) to (..., n_features +
-        extra) with zeros on the empty columns; a sparse 2-D ``coef`` stays sparse (CSR)."""
+        extra) with zeros on the empty columns, in ``coef``'s memory order; a sparse 2-D
+        ``coef`` stays sparse (CSR)."""
         if self.index is None:
             return coef
         extra = coef.shape[-1] - self.index.size
@@ -72,6 +73,7 @@ class UsedColumns:
             coef = sp.csr_matrix(coef)
             return sp.csr_matrix((coef.data, target[coef.indices], coef.indptr),
                                  shape=(coef.shape[0], width))
-        out = np.zeros(coef.shape[:-1] + (width,), dtype=coef.dtype)
+        order = "F" if coef.flags.f_contiguous and not coef.flags.c_contiguous else "C"
+        out = np.zeros(coef.shape[:-1] + (width,), dtype=coef.dtype, order=order)
         out[..., target] = coef
         return out
