@@ -1051,26 +1051,33 @@ class ExtremeSoftmaxSGD(SparsekitClassifier):
         return validate_input(self, X, accept_sparse="csr", dtype=[np.float64, np.float32],
                              reset=False)
 
+    def _chunk_scores(self, X):
+        """(rows, float64 scores of X[rows]) for the chunks of rows of a validated X
+        (``_chunks``), one chunk scored at a time; a chunk of every row scores X itself,
+        unsliced."""
+        for rows in _chunks(X.shape[0], len(self.classes_)):
+            yield rows, self._scores(X if rows == slice(0, X.shape[0]) else X[rows])
+
     def _row_reduce(self, X, reduce):
         """``reduce(scores)`` over chunks of rows, stacked: the scores of a chunk at a time
         (predictions for 1e4 rows and 1e5 classes would otherwise hold 8 GB of scores)."""
-        X = self._checked(X)
-        K = len(self.classes_)
-        return np.concatenate([reduce(self._scores(X[rows])) for rows in _chunks(X.shape[0], K)])
+        parts = [reduce(S) for _, S in self._chunk_scores(self._checked(X))]
+        return parts[0] if len(parts) == 1 else np.concatenate(parts)
 
     def _row_map(self, X, transform):
         """``transform(scores)`` of every row, a chunk of rows at a time, written into one
-        (n_samples, n_classes) array: the output is the peak memory. Scores are computed in
-        float64; the output is float32 when both X and the model are."""
+        (n_samples, n_classes) array: the output is the peak memory (one chunk's output is
+        returned as it is). Scores are computed in float64; the output is float32 when both
+        X and the model are."""
         X = self._checked(X)
-        K = len(self.classes_)
         dtype = np.result_type(X.dtype, self._R.dtype)
-        chunks = list(_chunks(X.shape[0], K))
-        if len(chunks) == 1:                          # no slice of X, no copy of the output
-            return transform(self._scores(X)).astype(dtype, copy=False)
-        out = np.empty((X.shape[0], K), dtype=dtype)
-        for rows in chunks:
-            out[rows] = transform(self._scores(X[rows]))
+        out = None
+        for rows, S in self._chunk_scores(X):
+            if rows == slice(0, X.shape[0]):
+                return transform(S).astype(dtype, copy=False)
+            if out is None:
+                out = np.empty((X.shape[0], len(self.classes_)), dtype=dtype)
+            out[rows] = transform(S)
         return out
 
     @block_predictions
