@@ -84,6 +84,37 @@ def test_scores_same_on_any_thread_count(route, fmt):
     np.testing.assert_array_equal(S.linear_scores(X, W, b, n_threads=3), Z)
 
 
+def _threaded_scores(X, W, b, queue):
+    queue.put(S.linear_scores(X, W, b, n_threads=2))
+
+
+@pytest.mark.parametrize("fmt", ["csr", "csc"])
+def test_a_forked_child_scores_in_parallel_after_the_parent_did(route, fmt):
+    # GNU OpenMP keeps a parallel region's threads in a pool owned by the thread that ran
+    # it; a child forked later waits forever for them in its own next region, unless the
+    # kernels ran from a thread of their own (as the fits' do)
+    import multiprocessing
+
+    if "fork" not in multiprocessing.get_all_start_methods():
+        pytest.skip("no fork on this platform")
+    rng = np.random.default_rng(0)
+    X = _rows(rng, 500, 60, fmt, np.float64, np.int32, True)
+    W, b = _model(rng, 5, X.shape[1])
+    expected = S.linear_scores(X, W, b, n_threads=2)          # the parent's threads
+    np.testing.assert_allclose(S.csr_scores(X.tocsr(), W.T, b, n_threads=2), expected,
+                               rtol=1e-12, atol=1e-12)
+    context = multiprocessing.get_context("fork")
+    queue = context.Queue()
+    child = context.Process(target=_threaded_scores, args=(X, W, b, queue))
+    child.start()
+    try:
+        np.testing.assert_array_equal(queue.get(timeout=60), expected)
+    finally:
+        child.join(5)
+        if child.is_alive():
+            child.kill()
+
+
 def _take_route(monkeypatch):
     """Record which route :func:`linear_scores` takes: "by class" or "model"."""
     taken = []

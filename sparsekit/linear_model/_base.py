@@ -1,7 +1,6 @@
 """What the three estimators share: sparse input, label encoding, rollback, progress lines
 and scikit-learn's callbacks."""
 import functools
-import threading
 import warnings
 
 import numpy as np
@@ -30,34 +29,6 @@ def unchanged_on_error(fit):
             self.__dict__.update(state)
             raise
     return guarded
-
-
-def openmp_call(n_threads, fn, *args, **kwargs):
-    """``fn(*args, **kwargs)``, whose compiled kernels run ``n_threads`` OpenMP threads:
-    called here on one thread, else from a short-lived thread of its own (its result, or
-    its exception, comes back here).
-
-    GNU OpenMP keeps the threads of a parallel region in a pool owned by the thread that
-    started it, and a process forked later inherits the pool's records but not its threads:
-    the child's next parallel region waits for them forever. Started from a thread that
-    ends with the call, the pool ends with it, and a forked child of the process can still
-    fit (multiprocessing's default start method on Linux).
-    """
-    if n_threads <= 1:
-        return fn(*args, **kwargs)
-    outcome = {}
-
-    def run():
-        try:
-            outcome["result"] = fn(*args, **kwargs)
-        except BaseException as error:   # re-raised in the calling thread
-            outcome["error"] = error
-    thread = threading.Thread(target=run, name="sparsekit-openmp")
-    thread.start()
-    thread.join()
-    if "error" in outcome:
-        raise outcome["error"]
-    return outcome["result"]
 
 
 def check_labels(y, many_classes=False):

@@ -33,9 +33,10 @@ from sparsekit._cython._softmax_sgd import (METHODS, hashed_scores, softmax_epoc
 from sparsekit.losses._softmax import _chunks, _log_softmax, _shifted_log_normalizer
 from sparsekit.losses._softmax import _scores as _softmax_scores
 from sparsekit.linear_model._base import (SparsekitClassifier, check_labels,
-                                          openmp_call, unchanged_on_error)
+                                          unchanged_on_error)
 from sparsekit.metrics import precision_at_k
 from sparsekit.utils._labels import _declared_classes, _is_multilabel, first_label
+from sparsekit.utils._threads import openmp_call
 from sparsekit.utils._validation import check_entry_magnitude, validate_input
 
 __all__ = ["ExtremeSoftmaxSGD", "EXPECTED_FAILED_CHECKS"]

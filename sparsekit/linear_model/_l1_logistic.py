@@ -41,8 +41,9 @@ from sparsekit.losses._logistic_datafit import Logistic
 from sparsekit.losses._multinomial_datafit import Multinomial, split_parameters
 from sparsekit.losses._ridge_datafit import Ridge
 from sparsekit.linear_model._base import (SparsekitClassifier, check_labels,
-                                          openmp_call, unchanged_on_error)
+                                          unchanged_on_error)
 from sparsekit.utils._columns import UsedColumns
+from sparsekit.utils._threads import openmp_call
 from sparsekit.utils._validation import (check_dense_size, check_entry_magnitude,
                                          check_two_classes, validate_input)
 

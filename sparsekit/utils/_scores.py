@@ -22,6 +22,7 @@ import scipy.sparse as sp
 from sklearn.utils.extmath import safe_sparse_dot
 
 from sparsekit._cython import _oba_kernels as K
+from sparsekit.utils._threads import openmp_call
 
 #: the model route is taken only when at most this share of the features have a weight
 USED_FEATURES_SHARE = 0.25
@@ -40,7 +41,8 @@ def linear_scores(X, coef, intercept, n_threads=1):
 
     ``coef`` (K, n_features) is a dense array or a SciPy sparse matrix; ``intercept`` (K,).
     Where it pays, each stored entry of X is visited once, with its feature's nonzero
-    weights only (``n_threads`` blocks of rows for CSR X, the same sums whatever the count).
+    weights only (``n_threads`` blocks of rows for CSR X, the same sums whatever the count;
+    the kernels run from a thread of their own: ``openmp_call``).
     """
     n_classes, n_features = coef.shape
     b = np.ascontiguousarray(intercept, dtype=np.float64)
@@ -54,8 +56,8 @@ def linear_scores(X, coef, intercept, n_threads=1):
     Z = np.empty((X.shape[0], n_classes))
     if X.format == "csc":
         threads = n_threads if X.has_sorted_indices else 1   # its row blocks bisect columns
-        K.mn_margins_csc(X.data, X.indices, X.indptr, np.ascontiguousarray(Wu.T), used, b, Z,
-                         threads)
+        openmp_call(threads, K.mn_margins_csc, X.data, X.indices, X.indptr,
+                    np.ascontiguousarray(Wu.T), used, b, Z, threads)
         return Z
     # the free entries of the multinomial kernels: feature j's classes and weights are
     # classes[start[j]:start[j + 1]] and values at the same positions
@@ -63,8 +65,9 @@ def linear_scores(X, coef, intercept, n_threads=1):
     start = np.zeros(n_features + 1, dtype=np.int64)
     start[used + 1] = np.bincount(position, minlength=used.size)
     np.cumsum(start, out=start)
-    K.mn_margins_free_csr(X.data, X.indices, X.indptr, start, classes.astype(np.int64),
-                          np.ascontiguousarray(Wu.T[position, classes]), b, Z, n_threads)
+    openmp_call(n_threads, K.mn_margins_free_csr, X.data, X.indices, X.indptr, start,
+                classes.astype(np.int64), np.ascontiguousarray(Wu.T[position, classes]), b, Z,
+                n_threads)
     return Z
 
 
@@ -82,7 +85,7 @@ def csr_scores(X, Wt, intercept=None, n_threads=1):
          else np.ascontiguousarray(np.broadcast_to(intercept, n_classes), dtype=np.float64))
     data = X.data if X.dtype in (np.float32, np.float64) else X.data.astype(np.float64)
     Z = np.empty((X.shape[0], n_classes))
-    K.mn_margins_csr(data, X.indices, X.indptr, Wt, b, Z, n_threads)
+    openmp_call(n_threads, K.mn_margins_csr, data, X.indices, X.indptr, Wt, b, Z, n_threads)
     return Z
 
 
