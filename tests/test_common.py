@@ -232,7 +232,7 @@ def test_a_forked_child_fits_in_parallel_after_the_parent_did(name):
     y = np.argmax(X[:, :3], axis=1)
     estimator = OPENMP_FITS[name]().fit(X, y)
     if isinstance(estimator, ExtremeSoftmaxSGD):
-        assert estimator._threads(len(y)) == 2          # the parent ran parallel epochs
+        assert estimator._passes().threads(len(y)) == 2          # the parent ran parallel epochs
     expected = estimator.score(X, y)
     context = multiprocessing.get_context("fork")
     queue = context.Queue()

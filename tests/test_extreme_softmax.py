@@ -17,6 +17,7 @@ from sparsekit.linear_model import ExtremeSoftmaxSGD, first_label, precision_at_
 from sparsekit.losses import (_softmax, double_sum_gradient, double_sum_objective,
                               ove_objective, softmax_log_proba, softmax_nll)
 import sparsekit.linear_model._extreme_softmax as est_module
+import sparsekit.optimize._softmax_passes as passes_module
 
 #: the estimator with its training-NLL history on (eval_every defaults to 0)
 _monitored = functools.partial(ExtremeSoftmaxSGD, eval_every=1)
@@ -811,7 +812,7 @@ def test_partial_fit_checks_parameters_on_every_call(data, bad):
 
 
 def test_predictions_score_a_chunk_of_rows_at_a_time(data, monkeypatch):
-    import sparsekit.linear_model._extreme_softmax as module
+    module = est_module
     X, y = data
     est = ExtremeSoftmaxSGD(n_epochs=2, random_state=0).fit(X, y)
     whole_pred, whole_top = est.predict(X), est.predict_topk(X, 3)
@@ -838,25 +839,6 @@ def test_partial_fit_keeps_each_class_row_when_a_class_sorts_first(data):
     np.testing.assert_allclose(est.coef_[1:], W, atol=1e-12)   # rows follow their labels
     np.testing.assert_allclose(est.coef_[0], 0.0, atol=1e-12)
     np.testing.assert_array_equal(est.predict(X), pred)
-
-
-def test_ridge_weights_make_the_sampled_penalty_unbiased(data, monkeypatch):
-    import sparsekit.linear_model._extreme_softmax as module
-    X, y = data
-    seen = {}
-
-    def spy(*args, **kwargs):
-        seen["beta"] = np.array(args[14])
-        return softmax_epoch(*args, **kwargs)
-    softmax_epoch = module.softmax_epoch
-    monkeypatch.setattr(module, "softmax_epoch", spy)
-    m = 2
-    est = ExtremeSoftmaxSGD("umax", n_sampled=m, alpha=0.1, n_epochs=1, random_state=0)
-    est.fit(X, y)
-    K = len(est.classes_)
-    c = np.bincount(np.searchsorted(est.classes_, y), minlength=K) / len(y)
-    # beta_k = 1 / P(row k is touched in a step) = 1 / (c_k + (1 - c_k) m / (K - 1)), eq. (6)
-    np.testing.assert_allclose(seen["beta"] * (c + (1 - c) * m / (K - 1)), 1.0)
 
 
 def test_loss_curve_is_computed_on_eval_size_rows(data, monkeypatch):
@@ -1001,7 +983,8 @@ def test_a_failed_partial_fit_keeps_the_stream_by_log_or_by_copy(data, monkeypat
     """partial_fit gives the weights back after an overflow either from the driver's log of
     the entries it wrote (updating the weights in place) or from a copy of them."""
     X, y = data
-    monkeypatch.setattr(ExtremeSoftmaxSGD, "_undo_is_cheaper", lambda self, inputs: undo)
+    monkeypatch.setattr(passes_module.SoftmaxPasses, "undo_is_cheaper",
+                        lambda self, R, rows, n_classes: undo)
     stream = ExtremeSoftmaxSGD("sgd", learning_rate=0.01, lr_decay=1.0, random_state=0)
     twin = ExtremeSoftmaxSGD("sgd", learning_rate=0.01, lr_decay=1.0, random_state=0)
     for model in (stream, twin):
@@ -1211,7 +1194,7 @@ def test_log_softmax_shift_does_not_depend_on_column_order():
 def test_partial_fit_ridge_weights_cover_declared_classes_absent_from_the_chunk(monkeypatch):
     """beta has one entry per declared class; a class absent from the chunk is touched only
     as a sampled class: beta = (K - 1)/m (eq. (6) with n_j = 0)."""
-    import sparsekit.linear_model._extreme_softmax as module
+    module = passes_module
     X, y = _small(6, N=50, K=4)                           # labels 0..3
     seen = {}
     epoch = module.softmax_epoch
@@ -1251,7 +1234,7 @@ def test_the_epoch_driver_rejects_arrays_of_the_wrong_length():
 
 def _spy_epoch(monkeypatch):
     """Record the u each softmax_epoch call starts from (the driver updates it in place)."""
-    import sparsekit.linear_model._extreme_softmax as module
+    module = passes_module
     starts = []
     epoch = module.softmax_epoch
 
@@ -1382,16 +1365,16 @@ def test_the_driver_decides_the_prefetch_path_and_results_never_depend_on_it():
     coefs = []
     for write_intent in (None, False, True):
         est = ExtremeSoftmaxSGD(n_epochs=2, random_state=0)
-        epoch = est_module.softmax_epoch
+        epoch = passes_module.softmax_epoch
 
         def forced(*args, _epoch=epoch, _wi=write_intent, **kwargs):
             return _epoch(*args, write_intent=_wi, **kwargs)
 
-        est_module.softmax_epoch = forced
+        passes_module.softmax_epoch = forced
         try:
             coefs.append(est.fit(X, y).coef_)
         finally:
-            est_module.softmax_epoch = epoch
+            passes_module.softmax_epoch = epoch
     np.testing.assert_array_equal(coefs[0], coefs[1])
     np.testing.assert_array_equal(coefs[0], coefs[2])
 
@@ -1505,7 +1488,7 @@ def test_n_jobs_reaches_the_one_thread_model_on_a_many_class_problem():
     Xtr, ytr, Xte, yte = X[:10_000], y[:10_000], X[10_000:], y[10_000:]
     one = ExtremeSoftmaxSGD(n_epochs=5, random_state=0).fit(Xtr, ytr)
     two = ExtremeSoftmaxSGD(n_epochs=5, random_state=0, n_jobs=2).fit(Xtr, ytr)
-    assert two._threads(10_000) == min(2, os.cpu_count())
+    assert two._passes().threads(10_000) == min(2, os.cpu_count())
     assert abs(one.score(Xte, yte) - two.score(Xte, yte)) < 0.02
     nll = [softmax_nll(Xtr, np.searchsorted(e.classes_, ytr), e.coef_, e.intercept_)
            for e in (one, two)]
@@ -1517,16 +1500,6 @@ def test_n_jobs_one_and_none_are_the_same_deterministic_fit(data):
     fits = [ExtremeSoftmaxSGD(n_epochs=2, random_state=0, n_jobs=n).fit(X, y).coef_
             for n in (None, 1)]
     np.testing.assert_array_equal(*fits)
-
-
-@pytest.mark.parametrize("params", [dict(batch_size=4), dict(alpha=0.1),
-                                    dict(batch_size=4, shared_classes=True),
-                                    dict(sample_true_class=True, method="implicit")])
-def test_n_jobs_runs_one_thread_where_the_parallel_driver_does_not_apply(params):
-    est = ExtremeSoftmaxSGD(n_jobs=2, **params)
-    assert est._threads(100_000) == 1
-    assert ExtremeSoftmaxSGD(n_jobs=2)._threads(999) == 1        # too few rows to split
-    assert ExtremeSoftmaxSGD(n_jobs=-1)._threads(100_000) == os.cpu_count()
 
 
 def test_a_parallel_fit_that_overflows_leaves_the_model_as_it_was(data):

@@ -2,8 +2,9 @@
 
 Methods follow Fagan & Iyengar (2018) (Implicit SGD, section 3.2; U-max, section 3.1;
 vanilla SGD on the double sum, section 2.2; the sampled baselines) and Titsias (2016) (OVE).
-The numerical work is done by the Cython epoch driver ``_softmax_sgd.softmax_epoch``; this
-module holds only the scikit-learn plumbing.
+The passes over the rows are :class:`sparsekit.optimize._softmax_passes.SoftmaxPasses`'
+(around the Cython epoch drivers); this module holds the epochs, their history and the
+scikit-learn plumbing.
 """
 import copy
 import os
@@ -22,19 +23,18 @@ from sklearn.utils.validation import _check_sample_weight, check_is_fitted
 
 from sparsekit.gpu._cupy import require_cupy
 from sparsekit.gpu.datafits import is_device_matrix
-from sparsekit.gpu.softmax_sgd import DeviceRows, softmax_epoch_gpu
 from sparsekit.gpu.softmax_sgd import MAX_SAMPLED as GPU_MAX_SAMPLED
 from sparsekit.linear_model._dask_input import (block_predictions, is_dask_collection,
                                                 row_blocks)
 from sparsekit.linear_model._device_input import (device_product, device_scores, fit_device,
                                                   to_device)
-from sparsekit._cython._softmax_sgd import (METHODS, hashed_scores, softmax_epoch,
-                                            softmax_epoch_parallel)
+from sparsekit._cython._softmax_sgd import METHODS, hashed_scores
 from sparsekit.losses._softmax import _chunks, _log_softmax, _shifted_log_normalizer
 from sparsekit.losses._softmax import _scores as _softmax_scores
 from sparsekit.linear_model._base import (SparsekitClassifier, check_labels,
                                           unchanged_on_error)
 from sparsekit.metrics import precision_at_k
+from sparsekit.optimize._softmax_passes import SGDRows, SoftmaxPasses, initial_rate
 from sparsekit.utils._labels import _declared_classes, _is_multilabel, first_label
 from sparsekit.utils._threads import openmp_call
 from sparsekit.utils._validation import check_entry_magnitude, validate_input
@@ -58,41 +58,11 @@ EXPECTED_FAILED_CHECKS = {
 }
 
 
-#: ``learning_rate="auto"``: eta_0 = AUTO_RATE[method] / median squared row norm (the intercept's
-#: constant feature included), chosen on development splits (doc/benchmarks.md, "choosing the
-#: defaults"): the proximal step of Implicit SGD is stable at any rate and gains from a large
-#: one; the biased sampled losses take moderate steps; the explicit steps on the double sum
-#: and the One-vs-Each bound diverge beyond a few tenths of ``eta ||x||^2``
-AUTO_RATE = {"implicit": 6.0, "sampled_softmax": 4.0, "nce": 4.0, "umax": 0.6}
-AUTO_RATE_EXPLICIT = 0.2
-
-#: with an intercept, ``learning_rate="auto"`` warns when the rows' median squared norm is
-#: below this: the intercept's constant feature 1 then sets the rate and the weights move
-#: that many times more slowly (scikit-learn's digits / 16 scaled to a median of 0.15
-#: reaches 0.967 test accuracy, to 0.014 0.917, to 0.0015 0.406; a9a's 0/1 rows at 0.0014
-#: 0.838, at 1.4e-5 the class frequencies' 0.759)
-SHORT_ROWS = 0.05
-
-
 def _scale_hint(xsq):
     """What to do about a step too large for the data: the cause is usually the scale of X."""
     return ("The steps grow with the squared norms of the rows of X, up to "
             f"{xsq.max(initial=0.0):.3g} here: rescale X (e.g. "
             "sklearn.preprocessing.Normalizer) or lower learning_rate")
-
-
-def _timed(fn, *args, **kwargs):
-    """(``fn(*args, **kwargs)``, the CPU seconds of the calling thread it took)."""
-    c0 = time.thread_time()
-    result = fn(*args, **kwargs)
-    return result, time.thread_time() - c0
-
-
-def _weighted_median(values, weights):
-    """The median of ``values`` under the nonnegative ``weights`` (positive sum)."""
-    order = np.argsort(values, kind="stable")
-    cumulative = np.cumsum(weights[order])
-    return float(values[order[np.searchsorted(cumulative, 0.5 * cumulative[-1])]])
 
 
 class ExtremeSoftmaxSGD(SparsekitClassifier):
@@ -609,114 +579,45 @@ class ExtremeSoftmaxSGD(SparsekitClassifier):
             return 1
         return int(max(1, min(effective_n_jobs(self.n_jobs), os.cpu_count() or 1, n_rows)))
 
-    def _kernel_inputs(self, X):
-        if sp.issparse(X):
-            X = sp.csr_matrix(X, dtype=self._R.dtype)
-            if not X.has_canonical_format:          # never reorder the caller's arrays
-                X = X.copy()
-                X.sum_duplicates()
-            data = np.ascontiguousarray(X.data)
-            indices = np.ascontiguousarray(X.indices)     # int32 or int64, as given
-            indptr = np.ascontiguousarray(X.indptr)
-            squares = sp.csr_matrix((np.square(data, dtype=np.float64), indices, indptr),
-                                    shape=X.shape)     # float64: float32 squares overflow
-            xsq = np.asarray(squares.sum(axis=1)).ravel()
-            dense = False
-        else:
-            X = np.ascontiguousarray(X, dtype=self._R.dtype)
-            data = X.ravel()
-            indices = indptr = np.zeros(1, dtype=np.intp)
-            xsq = np.einsum("ij,ij->i", X, X, dtype=np.float64)
-            dense = True
-        if self._bias:
-            xsq = xsq + 1.0
-        return data, indices, indptr, dense, xsq
+    def _passes(self):
+        """The passes of the method over rows, with the estimator's parameters and the
+        weights' layout (``_new_weights``)."""
+        return SoftmaxPasses(self.method, n_sampled=self.n_sampled,
+                             batch_size=self.batch_size, delta=self.delta, alpha=self.alpha,
+                             exclude_true=not self.sample_true_class,
+                             shared_classes=self.shared_classes, n_jobs=self.n_jobs,
+                             device=self.device, bias=self._bias, n_weights=self._n_weights)
 
-    def _run_pass(self, inputs, y_idx, sample_weight, u, eta, order, seed, undo=False):
-        data, indices, indptr, dense, xsq = inputs
-        if sample_weight.min() <= 0.0:  # a row of weight 0 is a row left out (of b's mean too)
-            order = order[sample_weight[order] > 0.0]
-        K = len(self.classes_)
-        m = min(self.n_sampled, K - 1)
-        # the ridge weights and u's bound come from the rows the pass visits
-        counts = np.bincount(y_idx[order], minlength=K) / max(len(order), 1)
-        beta = 1.0 / (counts + (1.0 - counts) * m / (K - 1))
-        gamma = np.ones(K)
-        alpha = float(self.alpha)
-        if alpha > 0:
-            bound_w = np.sqrt(2.0 * np.log(K) / alpha)
-            bound_x = np.sqrt(xsq[order].max(initial=0.0))
-            bound_u = np.logaddexp(0.0, np.log(K - 1) + 2.0 * bound_x * bound_w)
-            sqn = np.full(K, -1.0)  # U-max's row norms: the driver computes them on first touch
-        else:
-            bound_w = bound_u = np.inf
-            sqn = np.zeros(1)
-        D = self.n_features_in_
-        threads = self._threads(len(order))
-        t0 = time.perf_counter()
-        if self.device == "cuda":
-            c0 = time.thread_time()
-            status = self._gpu_pass(inputs, y_idx, sample_weight, u, eta, order, m, bound_u,
-                                    seed)
-            cpu = time.thread_time() - c0
-        elif threads > 1 or self._n_weights is not None:
-            if undo:    # no log across threads: the pass runs on a copy of the weights
-                self._guard_weights()
-            (status, _), cpu = openmp_call(
-                threads, _timed, softmax_epoch_parallel,
-                METHODS[self.method], data, indices, indptr, dense, D, self._bias, y_idx,
-                sample_weight, xsq, self._R, u, order, m, eta, float(self.delta), bound_u,
-                seed, threads, n_weights=self._n_weights or 0, slots=self._slots)
-        else:
-            (status, _), cpu = _timed(
-                softmax_epoch, METHODS[self.method], data, indices, indptr, dense, D,
-                self._bias, y_idx, sample_weight, xsq, self._R, gamma, sqn, u, beta, order, m,
-                self.batch_size, eta, alpha,
-                float(self.delta), bound_w, bound_u, seed,
-                exclude_true=not self.sample_true_class,
-                shared_classes=self.shared_classes and self.batch_size > 1, undo=undo)
+    def _initial_rate(self, xsq, sample_weight):
+        """eta_0: ``learning_rate``, or for "auto" the method's rate over the rows' scale
+        (:func:`~sparsekit.optimize._softmax_passes.initial_rate`)."""
+        if self.learning_rate != "auto":
+            return float(self.learning_rate)
+        return initial_rate(self.method, xsq, sample_weight, self.fit_intercept)
+
+    def _guard_weights(self, passes):
+        """Run the next passes on a copy of the weights when they may fail (the explicit
+        methods can overflow), so that the call's rollback finds them as they were."""
+        if passes.may_overflow():
+            self._R = self._R.copy()
+            self._publish()
+
+    def _pass(self, passes, rows, y_idx, sample_weight, u, eta, order, seed, undo=False):
+        """One pass of ``passes`` over ``rows`` on the weights, its times recorded; a pass
+        that overflowed is a ValueError."""
+        status, wall, cpu = passes.run(self._R, rows, y_idx, sample_weight, u, eta, order,
+                                       seed, slots=self._slots, undo=undo)
         self.epoch_cpu_times_.append(cpu)
-        self.epoch_times_.append(time.perf_counter() - t0)
-        if not status and alpha > 0:  # fold the lazy scales of the rows the pass touched
-            rows = np.flatnonzero(gamma != 1.0)
-            self._R[rows] *= gamma[rows, None].astype(self._R.dtype)
+        self.epoch_times_.append(wall)
         self._publish()
         if status:
             raise ValueError(
                 f"Floating-point overflow in method={self.method!r} with learning rate "
                 f"{eta:.3g}; the estimator is left as it was before this call. "
-                + _scale_hint(xsq) + (
+                + _scale_hint(rows.xsq) + (
                     " (vanilla 'sgd' on the double sum is unstable) or use "
                     "method='implicit'." if self.method != "implicit"
                     else " or use batch_size=1 (one proximal step at a time stays finite)."))
-
-    def _gpu_pass(self, inputs, y_idx, sample_weight, u, eta, order, m, bound_u, seed):
-        """One pass on the GPU (:func:`sparsekit.gpu.softmax_sgd.softmax_epoch_gpu`); the
-        weights and u come back to the host only if the pass stayed finite. Within a fit the
-        rows and the weights stay on the device between passes (``_gpu_state``: the inputs,
-        their device rows, and the host weights with their device copy while they agree)."""
-        cp = require_cupy()
-        data, indices, indptr, dense, xsq = inputs
-        state = getattr(self, "_gpu_state", None)
-        if state is None or state["inputs"] is not inputs:
-            shape = (xsq.shape[0], self.n_features_in_)
-            X = (data.reshape(shape) if dense
-                 else sp.csr_matrix((data, indices, indptr), shape=shape))
-            state = self._gpu_state = {"inputs": inputs, "rows": DeviceRows(X, self._R.dtype),
-                                       "host": None, "weights": None}
-        R = state["weights"] if state["host"] is self._R else cp.asarray(self._R)
-        u_device = cp.asarray(u)
-        status = softmax_epoch_gpu(self.method, state["rows"], self._bias, y_idx,
-                                   sample_weight, R, u_device, order, m, self.batch_size, eta,
-                                   float(self.delta), bound_u, seed,
-                                   exclude_true=not self.sample_true_class)
-        if status:
-            state["host"] = state["weights"] = None      # the device copy is garbage now
-        else:
-            self._R[...] = R.get()
-            u[:] = u_device.get()
-            state["host"], state["weights"] = self._R, R
-        return status
 
     def _training_nll(self, X, y_idx, sample_weight):
         """Weighted mean NLL of the current weights (NaN when every weight is 0); its time
@@ -751,64 +652,6 @@ class ExtremeSoftmaxSGD(SparsekitClassifier):
         evaluating = getattr(self, "_eval_seconds", 0.0)
         self._say(f"epoch {epoch}: {text}{sum(self.epoch_times_):.2f} s in the epoch driver"
                   + (f", {evaluating:.2f} s evaluating the NLL" if evaluating else ""))
-
-    def _threads(self, n_rows):
-        """Threads for a pass over ``n_rows`` rows: ``n_jobs`` (joblib's convention, at
-        most the CPUs and one per 1,000 rows) where the parallel driver applies, else 1."""
-        if (self.n_jobs in (None, 1) or self.batch_size != 1 or self.alpha > 0
-                or self.shared_classes or self.sample_true_class):
-            return 1
-        wanted = effective_n_jobs(self.n_jobs)
-        return int(max(1, min(wanted, os.cpu_count() or 1, n_rows // 1000)))
-
-    def _may_overflow(self):
-        """Whether a pass can end in a non-finite value: every method but Implicit SGD with
-        one example per step (a proximal step stays finite; a batch's sum of them need
-        not)."""
-        return self.method != "implicit" or self.batch_size > 1
-
-    def _guard_weights(self):
-        """Run the next passes of ``fit`` on a copy of the weights when they may fail (the
-        explicit methods can overflow), so that the call's rollback finds them as they
-        were."""
-        if self._may_overflow():
-            self._R = self._R.copy()
-            self._publish()
-
-    def _undo_is_cheaper(self, inputs):
-        """Whether ``partial_fit``'s pass should log the entries it writes (the driver's
-        ``undo``) rather than run on a copy of the weights: when the explicit methods' pass
-        (which can overflow) writes fewer bytes of log than the weights hold."""
-        data, indices, indptr, dense, xsq = inputs
-        if not self._may_overflow():
-            return None       # its proximal steps stay finite: no rollback is needed
-        if self._n_weights is not None:
-            return False      # the hashed driver keeps no log
-        n = xsq.shape[0]
-        stored = data.size if dense else int(indptr[-1] - indptr[0])
-        written = (min(self.n_sampled, len(self.classes_) - 1) + 1) * (stored + n * self._bias)
-        return 16 * written < self._R.nbytes
-
-    def _initial_rate(self, xsq, sample_weight):
-        """eta_0: ``learning_rate``, or for "auto" the method's rate over the median of the
-        steps' scales ``w_i ||x_i||^2`` (intercept included; weighted as the rows are, so
-        that a weight-0 row is a row left out; a median, so that a few huge rows do not
-        stall the others): with unit weights the median squared row norm, and the same
-        steps whatever the weights' common scale."""
-        if self.learning_rate != "auto":
-            return float(self.learning_rate)
-        if not sample_weight.size or not sample_weight.sum() > 0:
-            return AUTO_RATE.get(self.method, AUTO_RATE_EXPLICIT)
-        median = _weighted_median(xsq, sample_weight)
-        if self.fit_intercept and median - 1.0 < SHORT_ROWS:   # xsq counts the intercept's 1
-            warnings.warn(
-                f"The rows of X have a median squared norm of {median - 1.0:.3g}: with "
-                "learning_rate='auto' the intercept's constant feature 1 sets the step, and "
-                "the weights learn that many times more slowly, possibly not beyond the class "
-                "frequencies. Rescale X (e.g. sklearn.preprocessing.Normalizer or "
-                "StandardScaler) or give learning_rate.", UserWarning)
-        scale = _weighted_median(xsq * sample_weight, sample_weight)
-        return AUTO_RATE.get(self.method, AUTO_RATE_EXPLICIT) / (scale if scale > 0 else 1.0)
 
     def _warn_if_diverged(self, xsq, first, last):
         """ConvergenceWarning when the training NLL ended above where it started."""
@@ -860,14 +703,15 @@ class ExtremeSoftmaxSGD(SparsekitClassifier):
         self.__dict__.pop("_stream_rng", None)  # a later partial_fit restarts the stream
         if not warm:
             self._new_weights(len(classes), X.shape[1], X.dtype)
-        elif self._R.dtype != X.dtype:  # warm weights follow the new data's precision
+        passes = self._passes()
+        if warm and self._R.dtype != X.dtype:  # warm weights follow the new data's precision
             self._R = self._R.astype(X.dtype)
             self._publish()
-        else:
-            self._guard_weights()
+        elif warm:
+            self._guard_weights(passes)
         y_idx = y_idx.astype(np.intp)
-        inputs = self._kernel_inputs(X)
-        self.learning_rate_ = self._initial_rate(inputs[4], sample_weight)
+        rows = SGDRows.of(X, self._R.dtype, self._bias)
+        self.learning_rate_ = self._initial_rate(rows.xsq, sample_weight)
         u = (self.u_.copy() if warm and getattr(self, "u_", np.empty(0)).shape == (X.shape[0],)
              else self._initial_u(X, y_idx))
         n = X.shape[0]
@@ -888,7 +732,7 @@ class ExtremeSoftmaxSGD(SparsekitClassifier):
             seed = int(rng.randint(0, 2**62))
             eta = self.learning_rate_ * self.lr_decay**epoch
             task = self._begin_subtask(context, "epoch", X, y)
-            self._run_pass(inputs, y_idx, sample_weight, u, eta, order, seed)
+            self._pass(passes, rows, y_idx, sample_weight, u, eta, order, seed)
             stop = self._end_subtask(task, X, y, self._model_now)
             self.n_iter_ = epoch + 1
             last = epoch + 1 == self.n_epochs
@@ -905,12 +749,11 @@ class ExtremeSoftmaxSGD(SparsekitClassifier):
                 break
         final_nll = (self.loss_curve_[-1] if self.eval_every and self.loss_curve_
                      else self._training_nll(Xe, ye, we))
-        self._warn_if_diverged(inputs[-1], first_nll, final_nll)
+        self._warn_if_diverged(rows.xsq, first_nll, final_nll)
         if self.tol is not None and not converged:
             warnings.warn(f"ExtremeSoftmaxSGD did not reach tol={self.tol} in "
                           f"{self.n_epochs} epochs; increase n_epochs", ConvergenceWarning)
         self.u_ = u
-        self.__dict__.pop("_gpu_state", None)
         self.__dict__.pop("_gpu_eval", None)
         self._end_fit_task(context, X, y, sample_weight)
         return self
@@ -1002,15 +845,16 @@ class ExtremeSoftmaxSGD(SparsekitClassifier):
         n = X.shape[0]
         order = (rng.permutation(n) if self.shuffle else np.arange(n)).astype(np.intp)
         u = self._initial_u(X, y_idx)
-        inputs = self._kernel_inputs(X)
+        passes = self._passes()
+        rows = SGDRows.of(X, self._R.dtype, self._bias)
         if first or self.learning_rate != "auto" or not hasattr(self, "learning_rate_"):
-            self.learning_rate_ = self._initial_rate(inputs[4], sample_weight)  # first chunk
+            self.learning_rate_ = self._initial_rate(rows.xsq, sample_weight)  # first chunk
         eta = self.learning_rate_ * self.lr_decay**self.n_iter_
-        undo = None if fresh else self._undo_is_cheaper(inputs)
+        undo = None if fresh else passes.undo_is_cheaper(self._R, rows, len(self.classes_))
         if undo is False:    # the pass overwrites weights that a failure must give back
-            self._guard_weights()
-        self._run_pass(inputs, y_idx, sample_weight, u, eta, order, int(rng.randint(0, 2**62)),
-                       undo=bool(undo))
+            self._guard_weights(passes)
+        self._pass(passes, rows, y_idx, sample_weight, u, eta, order,
+                   int(rng.randint(0, 2**62)), undo=bool(undo))
         self.n_iter_ += 1
         if self.eval_every and self.n_iter_ % self.eval_every == 0:
             self._record(self.n_iter_, self._training_nll(X, y_idx, sample_weight),
@@ -1018,7 +862,6 @@ class ExtremeSoftmaxSGD(SparsekitClassifier):
         else:
             self._progress(self.n_iter_)
         self.u_ = u
-        self.__dict__.pop("_gpu_state", None)
         self.__dict__.pop("_gpu_eval", None)
         return self
 
