@@ -1344,3 +1344,29 @@ def test_coef_is_feature_major_for_the_scores_of_csr_rows(dtype):
                                est.decision_function(X.toarray()),
                                rtol=1e-5 if dtype == np.float32 else 1e-12, atol=1e-6)
 
+
+
+@pytest.mark.parametrize("solver", ["lbfgs", "sdca"])
+def test_the_callbacks_model_is_laid_out_as_the_fitted_one(solver):
+    """The model a callback is shown after each iteration has the fitted coef_'s dtype and
+    feature-major layout; after the last iteration it is the fitted model."""
+    from _callbacks import Recorder
+
+    class Models(Recorder):
+        def on_fit_task_end(self, estimator, context, *, X=None, y=None,
+                            fitted_estimator=None):
+            if fitted_estimator is not None and context.parent is not None:
+                self.scores.append((fitted_estimator.coef_, fitted_estimator.intercept_))
+
+    rng = np.random.default_rng(2)
+    X = sp.random(150, 30, density=0.2, format="csr", random_state=rng, dtype=np.float32)
+    X = X @ sp.diags(np.r_[np.ones(25), np.zeros(5)]).astype(np.float32)   # empty columns
+    y = rng.integers(0, 3, 150)
+    models = Models()
+    est = SparsemaxClassifier(alpha=0.01, solver=solver, random_state=0)
+    est.set_callbacks(models).fit(X, y)
+    assert len(models.scores) == est.n_iter_
+    for coef, intercept in models.scores:
+        assert coef.dtype == intercept.dtype == np.float32 and coef.T.flags.c_contiguous
+    np.testing.assert_array_equal(models.scores[-1][0], est.coef_)
+    np.testing.assert_array_equal(models.scores[-1][1], est.intercept_)

@@ -99,6 +99,17 @@ def auto_solver(X, alpha, bounded=False, device="cpu"):
     return "sdca" if mean_sq <= AUTO_SDCA_MAX_CONDITION * alpha * X.shape[0] else "lbfgs"
 
 
+def _model(datafit, x, columns, used):
+    """``coef_`` and ``intercept_`` of the solver's point ``x``, in X's dtype (the solvers
+    iterate in float64), the negated ``columns`` reflected back and the weights of the
+    columns ``used`` left out set to 0; ``coef_`` Fortran-ordered: its transpose is the
+    feature-major layout that the scores of CSR rows read."""
+    W, b = datafit.from_solver(x)
+    return {"coef_": used.expand(np.asfortranarray(reflect_columns(W, columns, 0).T,
+                                                   dtype=datafit.dtype)),
+            "intercept_": reflect_columns(b, columns, 0).astype(datafit.dtype)}
+
+
 class SparsemaxClassifier(SparsekitClassifier):
     """Sparsemax regression: a linear model fit with a Fenchel-Young loss over a polytope.
 
@@ -504,16 +515,12 @@ class SparsemaxClassifier(SparsekitClassifier):
                           callback)
         self.solver_ = solver
         close()
-        W, b = datafit.from_solver(res.x)
-        if not (np.isfinite(W).all() and np.isfinite(b).all()):
+        model = _model(datafit, res.x, columns, used)
+        if not all(np.isfinite(v).all() for v in model.values()):
             raise ValueError("SparsemaxClassifier's solver reached non-finite coefficients; "
                              "rescale the features or use float64 X.")
-        # coef_ follows X's dtype (the solvers iterate in float64)
+        self.__dict__.update(model)
         dtype = datafit.dtype
-        # Fortran-ordered: coef_ᵀ, the feature-major layout the scores of CSR rows read
-        self.coef_ = used.expand(np.asfortranarray(reflect_columns(W, columns, 0).T,
-                                                   dtype=dtype))
-        self.intercept_ = reflect_columns(b, columns, 0).astype(dtype)
         self.n_iter_ = int(res.nit)
         converged = res.success or res.status == STOPPED_BY_CALLBACK
         if not converged and warn:
@@ -581,13 +588,8 @@ class SparsemaxClassifier(SparsekitClassifier):
                 prefix = "nqn " if solver == "nqn" else ""
                 self._say(f"{prefix}objective {r.fun:.10g}")
 
-            def model():
-                W, b = datafit.from_solver(r.x)
-                return {"coef_": used.expand(np.ascontiguousarray(
-                            reflect_columns(W, columns, 0).T, dtype=datafit.dtype)),
-                        "intercept_": reflect_columns(b, columns, 0).astype(datafit.dtype)}
-
-            stop = self._end_subtask(tasks[-1], X, y, model)
+            stop = self._end_subtask(tasks[-1], X, y,
+                                     lambda: _model(datafit, r.x, columns, used))
             begin()
             if stop:
                 raise StopIteration
