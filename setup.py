@@ -45,4 +45,6 @@ def extensions():
     return cythonize(exts, compiler_directives=DIRECTIVES, nthreads=os.cpu_count() or 1)
 
 
-setup(ext_modules=extensions())
+# the extensions compile in parallel, one per CPU (``build_ext --parallel`` overrides it):
+# on two cores ``pip install .`` builds in about half the time
+setup(ext_modules=extensions(), options={"build_ext": {"parallel": os.cpu_count() or 1}})
