@@ -137,6 +137,33 @@ def test_kernel_matches_reference_and_finite_differences(polytope, kind, sparse)
         assert gb[j] == pytest.approx(fd, rel=1e-5, abs=1e-6)
 
 
+@pytest.mark.parametrize("sparse", [False, True])
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_kernel_of_one_box_output_matches_reference_and_finite_differences(sparse, dtype):
+    """One output (a two-class fit's box problem): rows of 0-9 entries, the scores in four
+    chains of additions and the gradient scattered without the class loop."""
+    rng = np.random.default_rng(3)
+    n, d = 60, 9
+    X = rng.standard_normal((n, d))
+    X[rng.random((n, d)) < 0.3] = 0
+    X[3] = 0                                         # an empty row
+    Y = rng.random((n, 1)).round(1)                  # targets in [0, 1], 0 and 1 among them
+    sw = rng.random(n) + 0.5
+    sw[5] = 0.0
+    W, b = rng.standard_normal((d, 1)), rng.standard_normal(1)
+    Xin = sp.csr_matrix(X.astype(dtype)) if sparse else X.astype(dtype)
+    loss, gW, gb = _kernel(Xin, W.astype(dtype), b, Y, sw, "box")
+    Xr = X.astype(dtype).astype(np.float64)
+    S = Xr @ W + b
+    P = np.clip(S, 0.0, 1.0)
+    G = sw[:, None] * (P - Y)
+    rtol = 1e-12 if dtype == np.float64 else 2e-5
+    assert loss == pytest.approx(objective_ref(W, b, Xr, Y, sw, 0.0, "box") * sw.sum(),
+                                 rel=rtol)
+    np.testing.assert_allclose(gW, Xr.T @ G, rtol=rtol, atol=rtol * np.abs(Xr.T @ G).max())
+    np.testing.assert_allclose(gb, G.sum(axis=0), rtol=rtol, atol=rtol)
+
+
 @pytest.mark.parametrize("block", [1, 3, 50])
 def test_kernel_dense_equals_csr_and_float32(block):
     rng = np.random.default_rng(1)
@@ -1370,3 +1397,73 @@ def test_the_callbacks_model_is_laid_out_as_the_fitted_one(solver):
         assert coef.dtype == intercept.dtype == np.float32 and coef.T.flags.c_contiguous
     np.testing.assert_array_equal(models.scores[-1][0], est.coef_)
     np.testing.assert_array_equal(models.scores[-1][1], est.intercept_)
+
+
+def _simplex_fits(monkeypatch, estimator, X, Y, fit_params):
+    """(the fit of two classes as one box output, the same fit over both simplex columns,
+    the number of outputs each solver saw)."""
+    from sparsekit.linear_model import _sparsemax as module
+
+    outputs = []
+    datafit = module.FenchelYoungLinear
+
+    def spy(*args, **kwargs):
+        outputs.append(args[1].shape[1])
+        return datafit(*args, **kwargs)
+    monkeypatch.setattr(module, "FenchelYoungLinear", spy)
+    one = clone(estimator).fit(X, Y, **fit_params)
+    monkeypatch.setattr(SparsemaxClassifier, "_two_classes", lambda self, *args: False)
+    both = clone(estimator).fit(X, Y, **fit_params)
+    return one, both, outputs
+
+
+@pytest.mark.parametrize("solver", ["lbfgs", "nqn", "newton-cg", "sdca"])
+@pytest.mark.parametrize("kind", ["labels", "multilabel", "proportions"])
+@pytest.mark.parametrize("intercept", ["free", "penalized", "none"])
+def test_two_classes_fit_as_one_box_output_is_the_simplex_fit(monkeypatch, solver, kind,
+                                                              intercept):
+    if solver == "sdca" and intercept == "penalized" and kind != "labels":
+        pytest.skip("covered by the other SDCA cases")
+    rng = np.random.default_rng(7)
+    n, d = 120, 6
+    X = rng.standard_normal((n, d)) + 0.5
+    X[rng.random((n, d)) < 0.3] = 0
+    Y = _targets(rng, n, 2, kind)
+    y = Y.argmax(axis=1) if kind == "labels" else Y
+    sw = rng.uniform(0.2, 3.0, n)
+    est = SparsemaxClassifier(alpha=0.05, solver=solver, tol=1e-10, max_iter=5000,
+                              fit_intercept=intercept != "none",
+                              penalize_intercept=intercept == "penalized", threshold=0.5)
+    one, both, outputs = _simplex_fits(monkeypatch, est, sp.csr_matrix(X), y,
+                                       {"sample_weight": sw})
+    assert outputs == [1, 2]
+    assert one.coef_.shape == both.coef_.shape == (2, d)
+    np.testing.assert_allclose(one.coef_[1], -one.coef_[0], rtol=0, atol=0)
+    np.testing.assert_allclose(one.coef_, both.coef_, rtol=1e-6, atol=1e-6)
+    targets = Y if kind != "multilabel" else Y / Y.sum(axis=1, keepdims=True)
+    f_one = objective_ref(one.coef_.T, one.intercept_, X, targets, sw, one.alpha_)
+    f_both = objective_ref(both.coef_.T, both.intercept_, X, targets, sw, both.alpha_)
+    if intercept == "penalized":
+        f_one += 0.5 * one.alpha_ * np.sum(one.intercept_**2)
+        f_both += 0.5 * both.alpha_ * np.sum(both.intercept_**2)
+    assert f_one == pytest.approx(f_both, rel=1e-9)
+    np.testing.assert_allclose(one.predict_proba(X), both.predict_proba(X), atol=1e-6)
+
+
+def test_two_classes_warm_start_from_either_fit(monkeypatch):
+    """A warm two-class fit starts from the previous model's antisymmetric part: after a
+    fit over both simplex columns (whose intercepts need not be antisymmetric) as after
+    one of its own, it reaches the cold fit."""
+    X, y = _blobs(k=2)
+    cold = SparsemaxClassifier(alpha=0.01, tol=1e-9, max_iter=5000).fit(X, y)
+    warm = SparsemaxClassifier(alpha=0.1, tol=1e-9, max_iter=5000, warm_start=True)
+    warm.fit(X, y)
+    warm.set_params(alpha=0.01).fit(X, y)
+    np.testing.assert_allclose(warm.coef_, cold.coef_, atol=1e-6)
+    other = SparsemaxClassifier(alpha=0.1, warm_start=True)
+    with monkeypatch.context() as m:
+        m.setattr(SparsemaxClassifier, "_two_classes", lambda self, *args: False)
+        other.fit(X, y)
+    other.intercept_ = other.intercept_ + 3.0          # the simplex's free shift
+    other.set_params(alpha=0.01, tol=1e-9, max_iter=5000).fit(X, y)
+    np.testing.assert_allclose(other.coef_, cold.coef_, atol=1e-6)

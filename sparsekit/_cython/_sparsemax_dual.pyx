@@ -48,7 +48,20 @@ cdef double _block_step(const floating* vals, const index_t* idx, Py_ssize_t nnz
     cdef double* wrow
     for j in range(k):
         z[j] = b[j] if wb == NULL else b[j] + wb[j]
-    if k == 2:  # two classes sum in registers (through z each entry waits for a store),
+    if k == 1:  # one output (two classes as one box output): four chains of additions
+        z0, z1, y0, y1 = z[0], 0.0, 0.0, 0.0
+        t = 0
+        while t + 3 < nnz:
+            z0 += vals[t] * W[t if idx == NULL else idx[t]]
+            z1 += vals[t + 1] * W[t + 1 if idx == NULL else idx[t + 1]]
+            y0 += vals[t + 2] * W[t + 2 if idx == NULL else idx[t + 2]]
+            y1 += vals[t + 3] * W[t + 3 if idx == NULL else idx[t + 3]]
+            t += 4
+        while t < nnz:
+            z0 += vals[t] * W[t if idx == NULL else idx[t]]
+            t += 1
+        z[0] = (z0 + z1) + (y0 + y1)
+    elif k == 2:  # two classes sum in registers (through z each entry waits for a store),
         # the even and odd entries apart: four short chains of dependent additions
         z0, z1, y0, y1 = z[0], z[1], 0.0, 0.0
         for t in range(0, nnz - 1, 2):
@@ -96,6 +109,11 @@ cdef double _block_step(const floating* vals, const index_t* idx, Py_ssize_t nnz
         if wb != NULL:
             for j in range(k):
                 wb[j] -= c * intercept_sq * p[j]
+        if k == 1:
+            d0 = c * p[0]
+            for t in range(nnz):
+                W[t if idx == NULL else idx[t]] -= vals[t] * d0
+            return change
         if k == 2:   # as the scores: the two weighted changes in registers
             d0, d1 = c * p[0], c * p[1]
             for t in range(nnz):

@@ -80,8 +80,21 @@ cdef inline void _row_scores(const floating* data, const index_t* indices, Py_ss
     classes the rows of W and G (the gradient, updated next) of the entry ``ROW_AHEAD``
     further on among the first ``nnz`` stored are prefetched (``nnz`` 0: none)."""
     cdef Py_ssize_t t, j, ahead
-    cdef floating v, s0 = 0, s1 = 0
+    cdef floating v, s0 = 0, s1 = 0, s2 = 0, s3 = 0
     cdef const floating* wrow
+    if k == 1:   # one output (two classes as one box output): four chains of additions
+        t = start
+        while t + 3 < end:
+            s0 += data[t] * W[indices[t]]
+            s1 += data[t + 1] * W[indices[t + 1]]
+            s2 += data[t + 2] * W[indices[t + 2]]
+            s3 += data[t + 3] * W[indices[t + 3]]
+            t += 4
+        while t < end:
+            s0 += data[t] * W[indices[t]]
+            t += 1
+        s[0] = (s0 + s1) + (s2 + s3)
+        return
     if k == 2:
         for t in range(start, end):
             v = data[t]
@@ -207,6 +220,12 @@ def loss_grad_csr(const floating[::1] data, const index_t[::1] indices,
                                     yptr[i + 1], sw[i], k, budget, s + k, s + 2 * k,
                                     s + 3 * k, iwork, nz, &row_nonzero)
             if row_nonzero == 0:
+                continue
+            if k == 1:
+                grad_b[0] += s[0]
+                g0 = s[0]
+                for t in range(indptr[i], indptr[i + 1]):
+                    grad_W[indices[t], 0] += data[t] * g0
                 continue
             if k == 2:   # the two classes' terms in registers, as in _row_scores
                 grad_b[0] += s[0]

@@ -99,12 +99,20 @@ def auto_solver(X, alpha, bounded=False, device="cpu"):
     return "sdca" if mean_sq <= AUTO_SDCA_MAX_CONDITION * alpha * X.shape[0] else "lbfgs"
 
 
+#: the score offset of the two-class simplex fit as one box output (``_two_classes``)
+_TWO_CLASS_OFFSET = 0.5
+
+
 def _model(datafit, x, columns, used):
     """``coef_`` and ``intercept_`` of the solver's point ``x``, in X's dtype (the solvers
     iterate in float64), the negated ``columns`` reflected back and the weights of the
     columns ``used`` left out set to 0; ``coef_`` Fortran-ordered: its transpose is the
-    feature-major layout that the scores of CSR rows read."""
+    feature-major layout that the scores of CSR rows read. A datafit of one output is a
+    two-class fit (``SparsemaxClassifier._two_classes``): the model ``[w, -w]``,
+    ``[c, -c]``."""
     W, b = datafit.from_solver(x)
+    if datafit.n_classes == 1:
+        W, b = np.hstack([W, -W]), np.concatenate([b, -b])
     return {"coef_": used.expand(np.asfortranarray(reflect_columns(W, columns, 0).T,
                                                    dtype=datafit.dtype)),
             "intercept_": reflect_columns(b, columns, 0).astype(datafit.dtype)}
@@ -431,10 +439,14 @@ class SparsemaxClassifier(SparsekitClassifier):
         # negated=N: the un-negated problem in (W L, L b) with the score offset flip(0),
         # since flip(z) = L z + flip(0) (see the negated parameter)
         columns = negated_columns(self._negated, n_classes)
+        polytope, targets, offset = self.polytope, Y, reflect_columns(np.zeros(n_classes),
+                                                                      columns)
+        if self._two_classes(n_classes, columns):
+            polytope, targets, offset = "box", Y[:, :1], np.full(1, _TWO_CLASS_OFFSET)
         datafit = FenchelYoungLinear(
-            X, Y, sw, polytope=self.polytope, budget=budget, alpha=self.alpha_,
+            X, targets, sw, polytope=polytope, budget=budget, alpha=self.alpha_,
             fit_intercept=self.fit_intercept, penalize_intercept=self.penalize_intercept,
-            offset=reflect_columns(np.zeros(n_classes), columns), X_rows=X_rows,
+            offset=offset, X_rows=X_rows,
             center=(self.fit_intercept and not self.penalize_intercept
                     and solver != "sdca"), device=self.device, weight_scale=weight_scale)
         self._solve_and_publish(solver, datafit, columns, X_shown, y, sample_weight, used)
@@ -670,14 +682,32 @@ class SparsemaxClassifier(SparsekitClassifier):
                              "sample_weight")
         return self._class_weighted(sw, codes)
 
+    def _two_classes(self, n_classes, columns):
+        """Whether the fit is of two classes on the simplex, neither negated nor bounded.
+
+        The objective then depends on the difference of the two scores only, and the
+        penalty is least where ``W = [w, -w]`` and ``b = [c, -c]``; with ``t`` the first
+        probability, ``Ω(t, 1 - t) = t² - t + 1/2`` gives ``L_simplex(z; y) = 2 L_box(u;
+        y_1)`` with ``u = (z_1 - z_2 + 1) / 2 = w·x + c + 1/2``: the problem of ``(w, c)`` is
+        the box's over one output, at the same alpha and with the score offset 1/2, half
+        the objective with the same gradient in ``w``. The solvers then handle one weight
+        vector instead of two."""
+        return (n_classes == 2 and self.polytope == "simplex" and not columns
+                and self.bounds is None and not self.positive)
+
     def _initial_point(self, datafit, columns, used):
         """The solver's start: the previous model on the ``used`` columns (warm_start), or
-        zeros."""
-        if (self.warm_start and hasattr(self, "coef_")
-                and self.coef_.shape == (datafit.n_classes, used.n_features)):
-            return datafit.to_solver(reflect_columns(used.restrict(self.coef_).T, columns, 0),
-                                     reflect_columns(self.intercept_, columns, 0))
-        return np.zeros(datafit.size)
+        zeros (a two-class fit of one output starts from the previous model's
+        antisymmetric part, which is all of it when that model is one of these fits)."""
+        n_classes = max(datafit.n_classes, 2)
+        if not (self.warm_start and hasattr(self, "coef_")
+                and self.coef_.shape == (n_classes, used.n_features)):
+            return np.zeros(datafit.size)
+        W = reflect_columns(used.restrict(self.coef_).T, columns, 0)
+        b = reflect_columns(self.intercept_, columns, 0)
+        if datafit.n_classes == 1:
+            W, b = (W[:, :1] - W[:, 1:]) / 2, (b[:1] - b[1:]) / 2
+        return datafit.to_solver(W, b)
 
     def _coefficient_bounds(self, n_features, n_classes, columns=(), weight_scale=1.0):
         """``positive``/``bounds`` as a ``Bounds`` on the solver variable (the weights times
