@@ -19,7 +19,7 @@ from libc.stdint cimport int32_t, int64_t
 from libc.stdlib cimport free, malloc
 from scipy.linalg.cython_blas cimport dgemm, sgemm
 
-from ._projections cimport fenchel_young_row
+from ._projections cimport POLYTOPE_BOX, fenchel_young_row
 
 from sparsekit._cython._common cimport (CACHED_BYTES, ROW_AHEAD, SPARSE_MIN_K, SPARSE_SHARE,
                                         index_t, prefetch_span)
@@ -192,6 +192,7 @@ def loss_grad_csr(const floating[::1] data, const index_t[::1] indices,
     cdef Py_ssize_t ahead_nnz = 0
     cdef double total = 0.0
     cdef floating v, g0, g1
+    cdef double z, target, p0
     cdef floating* s
     cdef floating* grow
     cdef Py_ssize_t* iwork
@@ -216,16 +217,26 @@ def loss_grad_csr(const floating[::1] data, const index_t[::1] indices,
         for i in range(n):
             _row_scores(&data[0], &indices[0], indptr[i], indptr[i + 1], &W[0, 0], k, s,
                         ahead_nnz, &grad_W[0, 0])
+            if k == 1 and polytope == POLYTOPE_BOX:
+                # one box output (a two-class fit): p = clip(s, 0, 1) inline, no buffers
+                if sw[i] == 0:
+                    continue
+                z = s[0] + b[0]
+                target = 0
+                for t in range(yptr[i], yptr[i + 1]):
+                    target += ydat[t]
+                p0 = min(max(z, 0.0), 1.0)
+                total += sw[i] * 0.5 * ((target - z) * (target - z) - (p0 - z) * (p0 - z))
+                g0 = sw[i] * (p0 - target)
+                if g0 != 0:
+                    grad_b[0] += g0
+                    for t in range(indptr[i], indptr[i + 1]):
+                        grad_W[indices[t], 0] += data[t] * g0
+                continue
             total += _row_loss_grad(polytope, s, &b[0], &yind[0], &ydat[0], yptr[i],
                                     yptr[i + 1], sw[i], k, budget, s + k, s + 2 * k,
                                     s + 3 * k, iwork, nz, &row_nonzero)
             if row_nonzero == 0:
-                continue
-            if k == 1:
-                grad_b[0] += s[0]
-                g0 = s[0]
-                for t in range(indptr[i], indptr[i + 1]):
-                    grad_W[indices[t], 0] += data[t] * g0
                 continue
             if k == 2:   # the two classes' terms in registers, as in _row_scores
                 grad_b[0] += s[0]
