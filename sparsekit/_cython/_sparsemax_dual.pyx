@@ -25,7 +25,7 @@ from libc.math cimport fabs
 from libc.stdint cimport int32_t, int64_t, uint64_t
 from libc.stdlib cimport free, malloc
 
-from ._projections cimport project_row
+from ._projections cimport POLYTOPE_BOX, project_row
 
 from sparsekit._cython._common cimport (CACHED_BYTES, SK_PREFETCH_READ, SK_PREFETCH_W,
                                         SPARSE_MIN_K, SPARSE_SHARE, index_t, prefetch_span,
@@ -61,6 +61,18 @@ cdef double _block_step(const floating* vals, const index_t* idx, Py_ssize_t nnz
             z0 += vals[t] * W[t if idx == NULL else idx[t]]
             t += 1
         z[0] = (z0 + z1) + (y0 + y1)
+        if polytope == POLYTOPE_BOX:   # clipped inline: mu_i <- clip(.., 0, 1)
+            d1 = min(max((z[0] + q * mu[0]) / (1.0 + q), 0.0), 1.0)
+            v = d1 - mu[0]
+            if v == 0.0:
+                return 0.0
+            mu[0] = d1
+            if wb != NULL:
+                wb[0] -= c * intercept_sq * v
+            d0 = c * v
+            for t in range(nnz):
+                W[t if idx == NULL else idx[t]] -= vals[t] * d0
+            return fabs(v)
     elif k == 2:  # two classes sum in registers (through z each entry waits for a store),
         # the even and odd entries apart: four short chains of dependent additions
         z0, z1, y0, y1 = z[0], z[1], 0.0, 0.0
@@ -109,11 +121,6 @@ cdef double _block_step(const floating* vals, const index_t* idx, Py_ssize_t nnz
         if wb != NULL:
             for j in range(k):
                 wb[j] -= c * intercept_sq * p[j]
-        if k == 1:
-            d0 = c * p[0]
-            for t in range(nnz):
-                W[t if idx == NULL else idx[t]] -= vals[t] * d0
-            return change
         if k == 2:   # as the scores: the two weighted changes in registers
             d0, d1 = c * p[0], c * p[1]
             for t in range(nnz):
