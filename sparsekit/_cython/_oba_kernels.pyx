@@ -22,7 +22,7 @@ from scipy.linalg.cython_blas cimport daxpy, ddot, dgemv
 
 from sparsekit._cython._common cimport (CACHED_BYTES, ROW_AHEAD, SK_PREFETCH_READ,
                                         SK_PREFETCH_W, bad_csr, bad_free_entries, index_t,
-                                        log1pexp, prefetch_span, weight_t)
+                                        log1pexp, prefetch_span, sparse_dot, weight_t)
 
 
 # ---------------------------------------------------------------- margins  m = X w + b
@@ -193,24 +193,6 @@ cdef inline double _dot(Py_ssize_t n, const double* x, const double* y) noexcept
     return ddot(&nn, <double*>x, &one, <double*>y, &one)
 
 
-cdef inline double _sparse_dot(const floating* data, const index_t* indices, const double* x,
-                               Py_ssize_t m) noexcept nogil:
-    """``Σ_p data[p] x[indices[p]]`` over ``p < m``, in four interleaved partial sums (one sum
-    is a chain of dependent additions; with raw pointers: 1.4× faster on MNIST and w8a)."""
-    cdef double s0 = 0.0, s1 = 0.0, s2 = 0.0, s3 = 0.0
-    cdef Py_ssize_t p = 0
-    while p + 3 < m:
-        s0 += data[p] * x[indices[p]]
-        s1 += data[p + 1] * x[indices[p + 1]]
-        s2 += data[p + 2] * x[indices[p + 2]]
-        s3 += data[p + 3] * x[indices[p + 3]]
-        p += 4
-    while p < m:
-        s0 += data[p] * x[indices[p]]
-        p += 1
-    return (s0 + s1) + (s2 + s3)
-
-
 def margins_csr(const floating[::1] data, const index_t[::1] indices,
                 const index_t[::1] indptr, const double[::1] w, double b, double[:] out):
     """``out = X @ w + b`` for CSR ``X`` (one gather per row)."""
@@ -218,7 +200,7 @@ def margins_csr(const floating[::1] data, const index_t[::1] indices,
     with nogil:
         for i in range(out.shape[0]):
             start = indptr[i]
-            out[i] = b + _sparse_dot(&data[start], &indices[start], &w[0], indptr[i + 1] - start)
+            out[i] = b + sparse_dot(&data[start], &indices[start], &w[0], indptr[i + 1] - start)
 
 
 # ---------------------------------------------------------------- gradient  g = X^T r
@@ -370,7 +352,7 @@ def hessp_csc(const floating[::1] data, const index_t[::1] indices, const index_
         for k in range(nf):
             j = cols[k]
             p = indptr[j]
-            out[k] = _sparse_dot(&data[0] + p, &indices[0] + p, &tmp[0], indptr[j + 1] - p)
+            out[k] = sparse_dot(&data[0] + p, &indices[0] + p, &tmp[0], indptr[j + 1] - p)
         if intercept:
             s = 0.0
             for i in range(n):
@@ -401,7 +383,7 @@ def hessp_csr(const floating[::1] data, const index_t[::1] indices, const index_
                 continue
             t = b
             if m > 0:
-                t = t + _sparse_dot(&data[start], &indices[start], &v[0], m)
+                t = t + sparse_dot(&data[start], &indices[start], &v[0], m)
             t = t * D[i]
             s += t
             for p in range(start, start + m):

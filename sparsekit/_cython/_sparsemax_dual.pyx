@@ -29,7 +29,7 @@ from ._projections cimport POLYTOPE_BOX, project_row
 
 from sparsekit._cython._common cimport (CACHED_BYTES, SK_PREFETCH_READ, SK_PREFETCH_W,
                                         SPARSE_MIN_K, SPARSE_SHARE, index_t, prefetch_span,
-                                        random_below)
+                                        random_below, sparse_dot)
 
 
 cdef double _block_step(const floating* vals, const index_t* idx, Py_ssize_t nnz,
@@ -48,19 +48,8 @@ cdef double _block_step(const floating* vals, const index_t* idx, Py_ssize_t nnz
     cdef double* wrow
     for j in range(k):
         z[j] = b[j] if wb == NULL else b[j] + wb[j]
-    if k == 1:  # one output (two classes as one box output): four chains of additions
-        z0, z1, y0, y1 = z[0], 0.0, 0.0, 0.0
-        t = 0
-        while t + 3 < nnz:
-            z0 += vals[t] * W[t if idx == NULL else idx[t]]
-            z1 += vals[t + 1] * W[t + 1 if idx == NULL else idx[t + 1]]
-            y0 += vals[t + 2] * W[t + 2 if idx == NULL else idx[t + 2]]
-            y1 += vals[t + 3] * W[t + 3 if idx == NULL else idx[t + 3]]
-            t += 4
-        while t < nnz:
-            z0 += vals[t] * W[t if idx == NULL else idx[t]]
-            t += 1
-        z[0] = (z0 + z1) + (y0 + y1)
+    if k == 1:  # one output (two classes as one box output)
+        z[0] += sparse_dot(vals, idx, W, nnz)
         if polytope == POLYTOPE_BOX:   # clipped inline: mu_i <- clip(.., 0, 1)
             d1 = min(max((z[0] + q * mu[0]) / (1.0 + q), 0.0), 1.0)
             v = d1 - mu[0]

@@ -22,7 +22,7 @@ from scipy.linalg.cython_blas cimport dgemm, sgemm
 from ._projections cimport POLYTOPE_BOX, fenchel_young_row
 
 from sparsekit._cython._common cimport (CACHED_BYTES, ROW_AHEAD, SPARSE_MIN_K, SPARSE_SHARE,
-                                        index_t, prefetch_span)
+                                        index_t, prefetch_span, sparse_dot)
 
 
 cdef inline void _gemm(char* transb, int m, int n, int kk, const floating* a, int lda,
@@ -80,20 +80,10 @@ cdef inline void _row_scores(const floating* data, const index_t* indices, Py_ss
     classes the rows of W and G (the gradient, updated next) of the entry ``ROW_AHEAD``
     further on among the first ``nnz`` stored are prefetched (``nnz`` 0: none)."""
     cdef Py_ssize_t t, j, ahead
-    cdef floating v, s0 = 0, s1 = 0, s2 = 0, s3 = 0
+    cdef floating v, s0 = 0, s1 = 0
     cdef const floating* wrow
-    if k == 1:   # one output (two classes as one box output): four chains of additions
-        t = start
-        while t + 3 < end:
-            s0 += data[t] * W[indices[t]]
-            s1 += data[t + 1] * W[indices[t + 1]]
-            s2 += data[t + 2] * W[indices[t + 2]]
-            s3 += data[t + 3] * W[indices[t + 3]]
-            t += 4
-        while t < end:
-            s0 += data[t] * W[indices[t]]
-            t += 1
-        s[0] = (s0 + s1) + (s2 + s3)
+    if k == 1:   # one output (two classes as one box output)
+        s[0] = <floating> sparse_dot(data + start, indices + start, W, end - start)
         return
     if k == 2:
         for t in range(start, end):
