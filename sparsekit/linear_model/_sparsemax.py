@@ -531,7 +531,7 @@ class SparsemaxClassifier(SparsekitClassifier):
         if not all(np.isfinite(v).all() for v in model.values()):
             raise ValueError("SparsemaxClassifier's solver reached non-finite coefficients; "
                              "rescale the features or use float64 X.")
-        self.__dict__.update(model)
+        self.coef_, self.intercept_ = model["coef_"], model["intercept_"]
         dtype = datafit.dtype
         self.n_iter_ = int(res.nit)
         converged = res.success or res.status == STOPPED_BY_CALLBACK
