@@ -3,7 +3,9 @@ import threading
 
 import pytest
 
-from sparsekit.utils._threads import openmp_call
+import os
+
+from sparsekit.utils._threads import openmp_call, threads_for
 
 
 def _caller(*args, **kwargs):
@@ -22,3 +24,12 @@ def test_an_error_of_the_call_is_raised_in_the_caller():
         raise MemoryError("kernel")
     with pytest.raises(MemoryError, match="kernel"):
         openmp_call(2, fails)
+
+
+def test_threads_follow_joblibs_n_jobs_within_the_cpus_and_the_parts():
+    cpus = os.cpu_count()
+    assert threads_for(None, 10**6) == threads_for(1, 10**6) == 1
+    assert threads_for(-1, 10**6) == cpus
+    assert threads_for(2, 10**6) == min(2, cpus)
+    assert threads_for(64, 10**6) == cpus
+    assert threads_for(-1, 1) == threads_for(-1, 0) == 1

@@ -7,14 +7,12 @@ The passes over the rows are :class:`sparsekit.optimize._softmax_passes.SoftmaxP
 scikit-learn plumbing.
 """
 import copy
-import os
 import time
 import warnings
 from numbers import Integral, Real
 
 import numpy as np
 import scipy.sparse as sp
-from joblib import effective_n_jobs
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.callback import with_callbacks
 from sklearn.utils import check_random_state
@@ -36,7 +34,7 @@ from sparsekit.linear_model._base import (SparsekitClassifier, check_labels,
 from sparsekit.metrics import precision_at_k
 from sparsekit.optimize._softmax_passes import SGDRows, SoftmaxPasses, initial_rate
 from sparsekit.utils._labels import _declared_classes, _is_multilabel, first_label
-from sparsekit.utils._threads import openmp_call
+from sparsekit.utils._threads import openmp_call, threads_for
 from sparsekit.utils._validation import check_entry_magnitude, validate_input
 
 __all__ = ["ExtremeSoftmaxSGD", "EXPECTED_FAILED_CHECKS"]
@@ -568,16 +566,9 @@ class ExtremeSoftmaxSGD(SparsekitClassifier):
             data = np.ascontiguousarray(X, dtype=np.float64).ravel()
             indices = indptr = np.zeros(1, dtype=np.intp)
             dense = True
-        threads = self._scoring_threads(X.shape[0])
+        threads = threads_for(self.n_jobs, X.shape[0])
         return openmp_call(threads, hashed_scores, data, indices, indptr, dense, X.shape[1],
                            self._bias, self._R[0], self._n_weights, self._slots, threads)
-
-    def _scoring_threads(self, n_rows):
-        """Threads for scoring ``n_rows`` rows under hashed weights: ``n_jobs`` (joblib's
-        convention, at most the CPUs and the rows)."""
-        if self.n_jobs in (None, 1):
-            return 1
-        return int(max(1, min(effective_n_jobs(self.n_jobs), os.cpu_count() or 1, n_rows)))
 
     def _passes(self):
         """The passes of the method over rows, with the estimator's parameters and the

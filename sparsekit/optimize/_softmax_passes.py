@@ -9,19 +9,17 @@ weights, or the CuPy kernels) and folds the ridge's lazy scales back into ``R``.
 :func:`initial_rate` is ``learning_rate="auto"``'s step. The epochs, their history and the
 scikit-learn plumbing are :class:`~sparsekit.ExtremeSoftmaxSGD`'s.
 """
-import os
 import time
 import warnings
 from typing import NamedTuple
 
 import numpy as np
 import scipy.sparse as sp
-from joblib import effective_n_jobs
 
 from .._cython._softmax_sgd import METHODS, softmax_epoch, softmax_epoch_parallel
 from ..gpu._cupy import require_cupy
 from ..gpu.softmax_sgd import DeviceRows, softmax_epoch_gpu
-from ..utils._threads import openmp_call
+from ..utils._threads import openmp_call, threads_for
 
 #: ``learning_rate="auto"``: eta_0 = AUTO_RATE[method] / median squared row norm (the
 #: intercept's constant feature included), chosen on development splits (doc/benchmarks.md,
@@ -157,11 +155,10 @@ class SoftmaxPasses:
         most the CPUs and one per ``ROWS_PER_THREAD`` rows) where the parallel driver
         applies (one example a step, no ridge, classes drawn per example among the wrong
         ones), else 1."""
-        if (self.n_jobs in (None, 1) or self.batch_size != 1 or self.alpha > 0
-                or self.shared_classes or not self.exclude_true):
+        if (self.batch_size != 1 or self.alpha > 0 or self.shared_classes
+                or not self.exclude_true):
             return 1
-        wanted = effective_n_jobs(self.n_jobs)
-        return int(max(1, min(wanted, os.cpu_count() or 1, n_rows // ROWS_PER_THREAD)))
+        return threads_for(self.n_jobs, n_rows // ROWS_PER_THREAD)
 
     def may_overflow(self):
         """Whether a pass can end in a non-finite value: every method but Implicit SGD with

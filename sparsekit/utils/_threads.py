@@ -1,5 +1,8 @@
-"""Calls of compiled kernels that run OpenMP threads."""
+"""Calls of compiled kernels that run OpenMP threads, and how many they run."""
+import os
 import threading
+
+from joblib import effective_n_jobs
 
 
 def openmp_call(n_threads, fn, *args, **kwargs):
@@ -28,3 +31,12 @@ def openmp_call(n_threads, fn, *args, **kwargs):
     if "error" in outcome:
         raise outcome["error"]
     return outcome["result"]
+
+
+def threads_for(n_jobs, n_tasks):
+    """OpenMP threads for ``n_tasks`` independent parts of a kernel's work: ``n_jobs`` in
+    joblib's convention (None and 1 one thread, -1 every CPU), at most the CPUs and the
+    parts."""
+    if n_jobs in (None, 1):
+        return 1
+    return int(max(1, min(effective_n_jobs(n_jobs), os.cpu_count() or 1, n_tasks)))
