@@ -699,7 +699,7 @@ class SparsemaxClassifier(SparsekitClassifier):
         """The solver's start: the previous model on the ``used`` columns (warm_start), or
         zeros (a two-class fit of one output starts from the previous model's
         antisymmetric part, which is all of it when that model is one of these fits)."""
-        n_classes = max(datafit.n_classes, 2)
+        n_classes = 2 if datafit.n_classes == 1 else datafit.n_classes
         if not (self.warm_start and hasattr(self, "coef_")
                 and self.coef_.shape == (n_classes, used.n_features)):
             return np.zeros(datafit.size)
