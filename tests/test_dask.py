@@ -450,17 +450,31 @@ def test_partial_fit_streams_the_blocks_of_a_dask_collection(client):
 
 @pytest.mark.parametrize("solver", ["lbfgs", "nqn", "newton-cg"])
 @pytest.mark.parametrize("layout", ["dense", "sparse"])
-def test_sparsemax_dask_fit_is_the_in_memory_fit(client, solver, layout):
+@pytest.mark.parametrize("n_classes", [4, 2])
+def test_sparsemax_dask_fit_is_the_in_memory_fit(client, solver, layout, n_classes,
+                                                 monkeypatch):
     """The same objective summed over partitions: the same solution (the data term and its
     gradient are computed on the workers; the feature mean of the centered coordinates is
-    a reduction there too), with sample weights and float32."""
-    X, y = _data(n=800, d=20, classes=4, seed=8)
+    a reduction there too), with sample weights and float32. Two classes are fit as one
+    output there too."""
+    from sparsekit.linear_model import _sparsemax
+
+    outputs = []
+
+    class Spied(_sparsemax.DaskFenchelYoung):
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **kwargs)
+            outputs.append(self.n_classes)
+    monkeypatch.setattr(_sparsemax, "DaskFenchelYoung", Spied)
+    X, y = _data(n=800, d=20, classes=n_classes, seed=8)
     w = np.random.default_rng(2).uniform(0.5, 2.0, len(y))
     Xd = (da.from_array(X, chunks=(300, -1)) if layout == "dense" else _sparse_dask(X, 250))
     kw = dict(solver=solver, tol=1e-10, max_iter=3000)     # alpha="scale": a reduction too
     local = SparsemaxClassifier(**kw).fit(X, y, sample_weight=w)
     spread = SparsemaxClassifier(**kw).fit(Xd, da.from_array(y, chunks=200),
                                            sample_weight=da.from_array(w, chunks=400))
+    assert outputs == [1 if n_classes == 2 else n_classes]
+    assert spread.coef_.shape == (n_classes, 20) and spread.intercept_.shape == (n_classes,)
     assert spread.alpha_ == pytest.approx(local.alpha_, rel=1e-12)
     np.testing.assert_allclose(spread.n_iter_, local.n_iter_, atol=max(2, local.n_iter_ // 10))
     np.testing.assert_allclose(spread.coef_, local.coef_, rtol=1e-6, atol=1e-7)

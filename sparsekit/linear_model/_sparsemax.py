@@ -504,10 +504,13 @@ class SparsemaxClassifier(SparsekitClassifier):
         self.n_features_in_ = data.n_features
         self.classes_, self.target_type_, self._negated = classes, "multiclass", None
         self.alpha_, weight_scale = self._data_scales(data.row_sums(weights))
-        datafit = DaskFenchelYoung(data, classes, weights, polytope=self.polytope,
-                                   budget=budget, alpha=self.alpha_,
+        polytope, n_outputs, offset = self.polytope, None, None
+        if self._two_classes(classes.size, ()):
+            polytope, n_outputs, offset = "box", 1, np.full(1, _TWO_CLASS_OFFSET)
+        datafit = DaskFenchelYoung(data, classes, weights, n_outputs=n_outputs,
+                                   polytope=polytope, budget=budget, alpha=self.alpha_,
                                    fit_intercept=self.fit_intercept,
-                                   penalize_intercept=self.penalize_intercept,
+                                   penalize_intercept=self.penalize_intercept, offset=offset,
                                    center=self.fit_intercept and not self.penalize_intercept,
                                    weight_scale=weight_scale)
         return self._solve_and_publish(solver, datafit, (), X, y, sample_weight,

@@ -190,12 +190,12 @@ class _DaskHessian:
 
 
 class _FenchelYoungBlock:
-    """One row partition's Fenchel-Young data term, built on its worker: the one-hot
-    targets of its labels (rows whose target leaves the polytope, or whose label is not
-    among ``classes``, get weight 0: a training fold's held-out class) and its weights
-    over the largest weight of all partitions."""
+    """One row partition's Fenchel-Young data term, built on its worker: the first
+    ``n_outputs`` columns of the one-hot targets of its labels (rows whose target leaves the
+    polytope, or whose label is not among ``classes``, get weight 0: a training fold's
+    held-out class) and its weights over the largest weight of all partitions."""
 
-    def __init__(self, X, y, sample_weight, classes, top, polytope, budget):
+    def __init__(self, X, y, sample_weight, classes, top, polytope, budget, n_outputs):
         from sparsekit._cython._projections import POLYTOPE_CODES
         from sparsekit.losses._targets import polytope_targets
 
@@ -203,7 +203,7 @@ class _FenchelYoungBlock:
         codes = np.minimum(np.searchsorted(classes, y), classes.size - 1)
         n = codes.size
         Y = sp.csr_matrix((np.ones(n), codes, np.arange(n + 1)), shape=(n, classes.size))
-        Y, keep = polytope_targets(Y, polytope, budget, "multiclass", ())
+        Y, keep = polytope_targets(Y[:, :n_outputs], polytope, budget, "multiclass", ())
         keep &= classes[codes] == y
         sw = np.ones(n) if sample_weight is None else np.asarray(sample_weight, np.float64)
         self.X = X.tocsr() if sp.issparse(X) else np.ascontiguousarray(X)
@@ -252,12 +252,16 @@ class DaskFenchelYoung(FenchelYoungLinear):
         The sorted labels of the fit (rows of other labels weigh 0).
     sample_weight : list of futures, default=None
         Each partition's weights; None: those of ``rows``.
-    polytope, budget, alpha, fit_intercept, penalize_intercept, center, weight_scale
+    n_outputs : int, default=None
+        The model's outputs: the first ``n_outputs`` columns of the labels' one-hot
+        targets (one for the two-class fit of ``SparsemaxClassifier``); None: all.
+    polytope, budget, alpha, fit_intercept, penalize_intercept, offset, center, weight_scale
         As for :class:`FenchelYoungLinear`.
     """
 
-    def __init__(self, rows, classes, sample_weight=None, *, polytope, budget, alpha,
-                 fit_intercept, penalize_intercept, center, weight_scale=1.0):
+    def __init__(self, rows, classes, sample_weight=None, *, n_outputs=None, polytope,
+                 budget, alpha, fit_intercept, penalize_intercept, offset=None, center,
+                 weight_scale=1.0):
         from sparsekit._cython._projections import POLYTOPE_CODES
 
         client = self._client = rows.client
@@ -267,14 +271,15 @@ class DaskFenchelYoung(FenchelYoungLinear):
         self.polytope, self.code, self.budget = polytope, POLYTOPE_CODES[polytope], budget
         self.alpha = float(alpha)
         self.fit_intercept, self.penalize_intercept = fit_intercept, penalize_intercept
-        self.n_features, self.n_classes = rows.n_features, classes.size
-        self.offset = np.zeros(self.n_classes)
+        self.n_features = rows.n_features
+        self.n_classes = classes.size if n_outputs is None else n_outputs
+        self.offset = np.zeros(self.n_classes) if offset is None else offset
         weights = rows.sample_weight if sample_weight is None else sample_weight
         tops = client.gather([client.submit(_largest_weight, s) for s in weights])
         if not max(tops) > 0:
             raise ValueError("The sample weights of the rows used in the fit sum to zero.")
         self._parts = [client.submit(_FenchelYoungBlock, X, y, s, classes, max(tops),
-                                     polytope, budget, pure=False)
+                                     polytope, budget, self.n_classes, pure=False)
                        for X, y, s in zip(rows.X, rows.y, weights)]
         totals = client.gather([client.submit(_call, p, "totals") for p in self._parts])
         total = sum(t for t, _ in totals)
