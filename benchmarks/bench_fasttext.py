@@ -46,8 +46,8 @@ import scipy.sparse as sp
 sys.path.insert(0, str(_report.REPO))  # the in-place build, also when not installed
 from bench_extreme_softmax import (_eval_rows, _labels_to_index, debian_documents,  # noqa: E402
                                    load_debian_split, load_set)
-from sparsekit.benchmarks.compare import (FASTTEXT_DIM, _fasttext_initial_vectors,  # noqa: E402
-                                          _feature_words, _tokens)
+from sparsekit.benchmarks._fasttext import (FASTTEXT_DIM, feature_words,  # noqa: E402
+                                            initial_vectors, tokens)
 from sparsekit.datasets import make_extreme_softmax_teacher  # noqa: E402
 from sparsekit.linear_model import ExtremeSoftmaxSGD, precision_at_k  # noqa: E402
 
@@ -195,7 +195,7 @@ def run_fasttext(params, explicit_init, train_lines, ytr, test_lines, yte, sets,
         options = dict(input=str(path), thread=1, seed=0, verbose=0, dim=FASTTEXT_DIM,
                        wordNgrams=2 if bigrams else 1, **params)
         if explicit_init:
-            _fasttext_initial_vectors(init, words)
+            initial_vectors(init, words)
             options["pretrainedVectors"] = str(init)
         try:
             fasttext.train_supervised(**options)            # warm-up, as for ours
@@ -227,7 +227,7 @@ def main():
         Xtr, ytr, Xte, yte, sets, text = load(name)
         ev = _eval_rows(Xtr.shape[0])
         if text is None:        # one token per nonzero feature (values dropped)
-            train_lines, test_lines, words = _tokens(Xtr), _tokens(Xte), _feature_words(Xtr)
+            train_lines, test_lines, words = tokens(Xtr), tokens(Xte), feature_words(Xtr)
         else:                   # the words themselves; fastText adds the bigrams
             train_lines, test_lines = text
             words = sorted({w for line in train_lines for w in line.split()})

@@ -1,4 +1,8 @@
-"""Small data files of the kinds ``sparsekit-compare`` reads, written for its tests."""
+"""Small data files of the kinds ``sparsekit-compare`` reads, written for its tests, and
+the peers its l1 tables find installed."""
+import contextlib
+import importlib
+
 import numpy as np
 
 
@@ -53,3 +57,22 @@ def write_rows(path, X, y):
         f"{label} " + " ".join(f"{j + 1}:{v:.4f}" for j, v in enumerate(x) if v) + "\n"
         for x, label in zip(X, y)))
     return path
+
+
+def installed_l1_peers():
+    """The l1 tables' peers that import, in their rows' order."""
+    peers = []
+    for module, name in (("liblinear", "LIBLINEAR -s 6"), ("skglm", "skglm"),
+                         ("celer", "celer")):
+        with contextlib.suppress(ImportError):
+            importlib.import_module(module)
+            peers.append(name)
+    return peers
+
+
+def tiny_binary(n=80, seed=0):
+    """A small dense binary problem, labels in {-1, +1}."""
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, 6))
+    y = np.where(X[:, 0] - X[:, 1] + 0.5 * rng.normal(size=n) > 0, 1, -1)
+    return X, y

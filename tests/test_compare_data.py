@@ -6,8 +6,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
 from _compare_files import MULAN_TOY_HEADER, write_mulan_toy, write_rows
+
 from sparsekit.benchmarks._data import load_dataset
 
 #: the data home the tests' conftest points at

@@ -332,7 +332,7 @@ def _checked(data, spec, test=None):
     if np.count_nonzero(counts >= 2) < 2:
         raise ValueError(f"{spec!r}: at least two classes need 2 rows or more for a "
                          f"train/test split (class sizes {counts.tolist()[:20]})")
-    split = counts[counts >= 2]                    # the rows _split stratifies
+    split = counts[counts >= 2]                    # the rows _class_tables.split stratifies
     n_test = int(np.ceil(TEST_SHARE * split.sum()))
     if split.size > min(n_test, split.sum() - n_test):
         raise ValueError(f"{spec!r}: {split.size} classes of 2 rows or more do not fit a "

@@ -1,0 +1,310 @@
+"""The l1-logistic tables of ``sparsekit-compare``: LIBLINEAR ``-s 6``'s binary objective,
+its one-vs-rest sum over the classes, and scikit-learn's multinomial objective, each solved
+by L1LogisticOBA and the installed peers (LIBLINEAR, skglm, celer, saga), with the
+tolerance ladders of ``--plot``."""
+import contextlib
+import time
+
+import numpy as np
+from scipy.special import logsumexp
+from sklearn.linear_model import LogisticRegression
+
+from sparsekit import L1LogisticOBA
+from sparsekit.benchmarks._data import load_dataset
+from sparsekit.benchmarks._timing import (FIT_BUDGETS, Table, TimeLimit, class_by_class,
+                                          every, format_rows, max_iter_within, measure,
+                                          measured, unless_too_slow)
+from sparsekit.utils._sklearn import l1_penalty
+
+_L1 = l1_penalty()
+
+
+def _l1_objective(w, X, y, C):
+    margins = y * (X @ w)
+    return np.abs(w).sum() + C * np.logaddexp(0.0, -margins).sum()
+
+
+#: each l1 solver's tolerance in the table (in its own measure), and the ladder of ``--plot``
+L1_TOL = {"scikit-learn saga": 1e-6}
+L1_DEFAULT_TOL = 1e-8
+L1_LADDER = (1e-1, 1e-2, 1e-3, 1e-4, 1e-5, 1e-6, 1e-7, 1e-8)
+
+
+def _saga_max_iter(X, y, C, budget, fit_intercept=False):
+    """Epochs of saga (at most 20,000) that fit in FIT_BUDGETS x ``budget`` seconds, or why
+    it is not run (:func:`max_iter_within`)."""
+    return max_iter_within(lambda epochs, step: LogisticRegression(
+        C=C, solver="saga", fit_intercept=fit_intercept, max_iter=epochs, **_L1).fit(
+            every(X, step), every(y, step)), X.shape[0], budget, 20000, "epoch")
+
+
+def _small_slice(X, y, per_class=25):
+    """(X, y) on the first ``per_class`` rows of each class: the same layout and types, for
+    a compiling first fit."""
+    rows = np.concatenate([np.flatnonzero(y == c)[:per_class] for c in np.unique(y)])
+    return X[rows], y[rows]
+
+
+def liblinear_binary(liblinearutil, X, labels):
+    """``train(labels, options)``: LIBLINEAR's binary model on ``X`` for labels in {-1, +1}
+    (``labels`` the first ones), its weights (the bias weight last under ``-B 1``) signed
+    for label +1. The problem, LIBLINEAR's copy of ``X``, is built here once, untimed, and
+    relabelled by each call."""
+    problem = liblinearutil.problem(np.asarray(labels, dtype=float), X)
+    problem_labels = np.ctypeslib.as_array(problem.y, (problem.l,))
+
+    def train(labels, options):
+        problem_labels[:] = labels
+        model = liblinearutil.train(problem, liblinearutil.parameter(options))
+        w = np.ctypeslib.as_array(model.w, (model.nr_feature + (model.bias >= 0),))
+        return (1.0 if model.get_labels()[0] == 1 else -1.0) * w     # a copy of model.w
+    return train
+
+
+def _binary_l1_peers(X, y, C):
+    """(name, fit) for each peer l1-logistic solver of the binary problems on ``X``, no
+    intercept: ``fit(labels, tol)`` fits labels in {-1, +1} at that tolerance (in the
+    peer's own measure) and returns the coefficients; None when the peer is not installed.
+    Work a fit need not repeat is done here, untimed: LIBLINEAR's copy of the data
+    (``problem``, relabelled by each fit), and skglm's numba compilation, on a small slice
+    of ``X`` and ``y`` (so that no timed fit, not even a warm-up longer than the budget,
+    pays for it; a failure here is left to the timed fits, whose row then says why)."""
+    try:
+        from liblinear import liblinearutil
+    except ImportError:
+        yield "LIBLINEAR -s 6", None
+    else:
+        train = liblinear_binary(liblinearutil, X, y)
+        yield "LIBLINEAR -s 6", lambda labels, tol: train(
+            labels, f"-s 6 -c {C} -B -1 -e {tol:g} -q")
+    try:
+        from skglm import SparseLogisticRegression
+    except ImportError:
+        yield "skglm", None
+    else:
+        def skglm_fit(labels, tol, X=X):
+            return SparseLogisticRegression(alpha=1.0 / (C * X.shape[0]), fit_intercept=False,
+                                            tol=tol, max_iter=1000).fit(X, labels).coef_.ravel()
+        with contextlib.suppress(Exception):
+            X_small, y_small = _small_slice(X, y)
+            skglm_fit(y_small, 1e-2, X_small)
+        yield "skglm", skglm_fit
+    try:
+        from celer import LogisticRegression as CelerLR
+    except ImportError:
+        yield "celer", None
+    else:
+        yield "celer", lambda labels, tol: CelerLR(C=C, fit_intercept=False, tol=tol).fit(
+            X, labels).coef_.ravel()
+
+
+def _l1_solvers(X, y, C, budget=np.inf):
+    """(name, fit_at) for every installed l1-logistic solver, same objective:
+    ``fit_at(tol)`` fits at that tolerance and returns the coefficients; None when the
+    peer is not installed. saga's epochs are capped by ``budget`` (:data:`FIT_BUDGETS`)."""
+    yield "sparsekit L1LogisticOBA", lambda tol: L1LogisticOBA(
+        C=C, tol=tol, fit_intercept=False).fit(X, y).coef_.ravel()
+    for name, fit in _binary_l1_peers(X, y, C):
+        yield name, None if fit is None else (lambda tol, fit=fit: fit(y, tol))
+    saga_epochs = _saga_max_iter(X, y, C, budget)
+    yield "scikit-learn saga", unless_too_slow(saga_epochs, lambda tol: LogisticRegression(
+        C=C, solver="saga", fit_intercept=False, tol=tol, max_iter=saga_epochs, **_L1
+    ).fit(X, y).coef_.ravel())
+
+
+def _l1_problem(data):
+    """The l1 table's matrix and its labels in {-1, +1}."""
+    return data.X_l1, np.where(data.y == data.classes[1], 1, -1)
+
+
+def compare_l1_logistic(repeat, C=1.0, data=None, budget=np.inf, announce=None):
+    """(title, header, rows) of the l1-logistic comparison on ``data`` (a :class:`Dataset`
+    with two classes; default: breast_cancer)."""
+    data = data or load_dataset("breast_cancer")
+    X, y = _l1_problem(data)
+    rows = [measure(name, (lambda fit_at=fit_at, name=name: fit_at(
+                         L1_TOL.get(name, L1_DEFAULT_TOL))) if callable(fit_at) else fit_at,
+                     repeat,
+                     lambda w: (_l1_objective(w, X, y, C), int(np.sum(w == 0))), budget,
+                     announce)
+            for name, fit_at in _l1_solvers(X, y, C, budget)]
+    return _objective_table(
+        f"l1-logistic (LIBLINEAR -s 6 objective), {data.described}, C={C:g}, no "
+        f"intercept; tol 1e-8 (saga 1e-6), each in its own measure; LIBLINEAR's copy of the "
+        f"data built untimed; median (min-max) of {repeat} fits", "F(w)", "w", rows)
+
+
+#: a solver whose objective ends more than this (relative) above the best one did not
+#: solve the same problem to the table's precision: its time ratio says where it stopped
+UNSOLVED_GAP = 1e-6
+
+
+def _objective_table(title, objective, variable, rows):
+    """The :class:`Table` of an objective comparison: the raw measurements, then the rows
+    formatted with each objective's relative gap to the best and the time ratio to the
+    first row (sparsekit's), which for a solver that stopped more than UNSOLVED_GAP above
+    the best says so (a capped fit's time is not its time to the answer)."""
+    solved = measured(rows)
+    measurements = {r[0]: {"seconds": r[1], "objective": r[2], "zeros": r[3]}
+                    for r in solved}
+    best = min((r[2] for r in solved), default=np.nan)
+    gaps = [(r[2] - best) / best for r in solved]
+    format_rows(rows, rows[0], {2: lambda f: f"{f:.8f} (rel. gap {(f - best) / best:.1e})"})
+    for r, gap in zip(solved, gaps):
+        if gap > UNSOLVED_GAP:
+            r[4] += f" (stopped {gap:.1e} above)"
+    return Table(title, ["solver", "fit time", f"objective {objective}", f"zeros in {variable}",
+                         "time / sparsekit"], rows, measurements)
+
+
+def l1_traces(data, C=1.0, budget=np.inf, announce=None):
+    """``{solver: [(seconds, objective), ...]}``: one timed fit per tolerance of
+    :data:`L1_LADDER` (saga down to 1e-6), each solver in its own measure, for the
+    time-vs-suboptimality figure of ``--plot``. A solver's ladder ends after a fit longer
+    than ``budget`` seconds."""
+    X, y = _l1_problem(data)
+    traces = {}
+    for name, fit_at in _l1_solvers(X, y, C, budget):
+        if not callable(fit_at):       # not installed, or not run (its table row says why)
+            continue
+        if announce is not None:
+            announce(f"{name} (tolerance ladder)")
+        points = []
+        try:
+            fit_at(L1_LADDER[0])                      # warm-up: JIT compilers, caches
+            for tol in L1_LADDER:
+                if tol < L1_TOL.get(name, L1_DEFAULT_TOL):
+                    break
+                t0 = time.perf_counter()
+                w = fit_at(tol)
+                seconds = time.perf_counter() - t0
+                points.append((seconds, _l1_objective(w, X, y, C)))
+                if seconds > budget:
+                    break
+        except Exception:   # a failing peer has no curve; its table row says why
+            continue
+        traces[name] = points
+    return traces
+
+
+#: the objectives below compute the scores of at most this many (row, class) pairs at a
+#: time, so that a file of many rows and classes needs no n_samples x n_classes matrix
+SCORE_BLOCK = 1 << 22
+
+
+def _score_blocks(X, coef, intercept=0.0):
+    """(rows, scores): the scores ``X[rows] @ coef.T + intercept`` of consecutive slices of
+    rows, SCORE_BLOCK entries or fewer each."""
+    step = max(1, SCORE_BLOCK // coef.shape[0])
+    for start in range(0, X.shape[0], step):
+        rows = slice(start, start + step)
+        yield rows, np.asarray(X[rows] @ coef.T) + intercept
+
+
+def _multinomial_objective(coef, intercept, X, y, C):
+    """||W||_1 + C sum_i NLL_softmax(W x_i + b; y_i), y as class indices."""
+    loss = sum((logsumexp(Z, axis=1) - Z[np.arange(Z.shape[0]), y[rows]]).sum()
+               for rows, Z in _score_blocks(X, coef, intercept))
+    return float(np.abs(coef).sum() + C * loss)
+
+
+def _multinomial_solvers(X, y, C, budget=np.inf):
+    """(name, fit) for the multinomial l1 solvers, same objective (intercepts free); each
+    fit is capped at about FIT_BUDGETS x ``budget`` seconds (OBA by a callback that stops
+    it, saga by its epochs)."""
+    def oba():
+        model = L1LogisticOBA(C=C, tol=L1_DEFAULT_TOL, multiclass="multinomial")
+        if np.isfinite(budget):
+            model.set_callbacks(TimeLimit(FIT_BUDGETS * budget))
+        return model.fit(X, y)
+    yield "sparsekit L1LogisticOBA", oba
+    epochs = _saga_max_iter(X, y, C, budget, fit_intercept=True)
+    yield "scikit-learn saga", unless_too_slow(epochs, lambda: LogisticRegression(
+        C=C, solver="saga", tol=L1_TOL["scikit-learn saga"], max_iter=epochs, **_L1).fit(X, y))
+
+
+def compare_l1_multinomial(repeat, C=1.0, data=None, budget=np.inf, announce=None):
+    """(title, header, rows) of the multinomial l1-logistic comparison on ``data`` (a
+    :class:`Dataset` with more than two classes; default: digits)."""
+    data = data or load_dataset("digits")
+    X, y = data.X_l1, np.searchsorted(data.classes, data.y)
+    rows = [measure(name, fit, repeat, lambda model: (
+                _multinomial_objective(model.coef_, model.intercept_, X, y, C),
+                int(np.sum(model.coef_ == 0))), budget, announce)
+            for name, fit in _multinomial_solvers(X, y, C, budget)]
+    return _objective_table(
+        f"multinomial l1-logistic, {data.described}, {data.classes.size} classes, "
+        f"C={C:g}, intercepts free (LIBLINEAR, skglm and celer are one-vs-rest only); tol 1e-8 "
+        f"(saga 1e-6), each in its own measure, each fit capped at ~{FIT_BUDGETS} x "
+        f"{budget:g} s; median (min-max) of {repeat} fits", "F(W, b)", "W", rows)
+
+
+def _ovr_objective(coef, X, codes, C):
+    """sum_k (||w_k||_1 + C sum_i log(1 + exp(-y_ik w_k.x_i))), y_ik = +1 for the rows of
+    class k and -1 for the others: LIBLINEAR ``-s 6``'s objective of each one-vs-rest model,
+    summed over the classes."""
+    classes = np.arange(coef.shape[0])
+    loss = sum(np.logaddexp(0.0, np.where(codes[rows, None] == classes, -Z, Z)).sum()
+               for rows, Z in _score_blocks(X, coef))
+    return float(np.abs(coef).sum() + C * loss)
+
+
+def _ovr_solvers(X, codes, n_classes, C, budget=np.inf):
+    """(name, fit, stopped) for every installed l1-logistic solver, one binary model per
+    class against the others, no intercept: ``fit()`` returns the (n_classes, n_features)
+    coefficients, None when the peer is not installed, or why it is not run; ``stopped()``
+    says how the budget cap ended the last fit and how many classes it solved ("" when it
+    did not end it). L1LogisticOBA fits its classes itself, capped by a callback (after
+    which each class left gets one iteration); the peers are fit class by class (on one copy
+    of the data: LIBLINEAR's ``problem`` is relabelled), stopping between classes after
+    FIT_BUDGETS x ``budget`` seconds (the classes left keep zero weights). scikit-learn's
+    saga, by far the slowest class by class, is in the multinomial table only."""
+    limit = FIT_BUDGETS * budget
+    signs = [np.where(codes == k, 1, -1) for k in range(n_classes)]
+
+    def capped(solved):
+        return f"stopped by the budget: {solved} of {n_classes} classes solved"
+    time_limit, oba_solved = TimeLimit(limit), []
+
+    def oba():
+        model = L1LogisticOBA(C=C, tol=L1_DEFAULT_TOL, fit_intercept=False)
+        if np.isfinite(budget):
+            model.set_callbacks(time_limit)
+        model.fit(X, codes)
+        oba_solved[:] = [int(np.sum(model.optimality_ <= model.tol))]
+        return model.coef_
+    yield ("sparsekit L1LogisticOBA", oba,
+           lambda: capped(oba_solved[0]) if time_limit.stopped and oba_solved else "")
+
+    def by_class(fit_class):
+        done = []
+        return (lambda: class_by_class(fit_class, n_classes, limit, done),
+                lambda: capped(done[0]) if done and done[0] < n_classes else "")
+    for name, fit in _binary_l1_peers(X, signs[0], C):
+        if fit is None:
+            yield name, None, str
+        else:
+            yield name, *by_class(lambda k, fit=fit: fit(signs[k], L1_DEFAULT_TOL))
+
+
+def compare_l1_ovr(repeat, C=1.0, data=None, budget=np.inf, announce=None):
+    """The one-vs-rest l1-logistic comparison on ``data`` (a :class:`Dataset` with more
+    than two classes; default: digits), as a :class:`Table`: LIBLINEAR ``-s 6``'s problem
+    for each class against the others, the objectives summed."""
+    data = data or load_dataset("digits")
+    X, codes, k = data.X_l1, np.searchsorted(data.classes, data.y), data.classes.size
+    rows = []
+    for name, fit, stopped in _ovr_solvers(X, codes, k, C, budget):
+        row = measure(name, fit, repeat, lambda coef: (_ovr_objective(coef, X, codes, C),
+                                                        int(np.sum(coef == 0))),
+                       budget, announce)
+        if stopped():
+            row[0] += f" [{stopped()}]"
+        rows.append(row)
+    return _objective_table(
+        f"l1-logistic one-vs-rest (LIBLINEAR -s 6 objective for each class against the "
+        f"others, summed), {data.described}, {k} classes, C={C:g}, no intercept; tol 1e-8, "
+        f"each in its own measure; L1LogisticOBA fits its classes itself, the peers class by "
+        f"class on one copy of the data (LIBLINEAR's built untimed); each fit capped at "
+        f"~{FIT_BUDGETS} x {budget:g} s (OBA by a callback, the peers between classes); "
+        f"median (min-max) of {repeat} fits", "F(W)", "W", rows)

@@ -1,0 +1,151 @@
+"""The class-probability and label-set tables of ``sparsekit-compare``: their rows, the
+held-out split, the budget caps, LIBLINEAR's per-label models and the label-set metrics."""
+import numpy as np
+import pytest
+
+from sparsekit.benchmarks import _class_tables, compare
+from sparsekit.benchmarks._data import Dataset, load_dataset
+
+
+def test_multiclass_table_lists_every_model_against_logistic_regression():
+    title, header, rows, measurements = _class_tables.compare_multiclass(1)
+    assert [r[0] for r in rows][:3] == ["sparsekit SparsemaxClassifier",
+                                        "sparsekit ExtremeSoftmaxSGD",
+                                        "scikit-learn LogisticRegression (lbfgs)"]
+    assert all(len(r) == len(header) for r in rows)
+    assert rows[2][4] == "1.00x"
+    for name, seconds, accuracy, support, ratio in rows[:2]:
+        assert seconds.endswith(")") and ratio.endswith("x")
+        assert float(accuracy) > 0.9 and 1.0 <= float(support) <= 10.0
+    assert title in compare.format_table(title, header, rows)
+    assert set(measurements) == {r[0] for r in rows}           # every model was measured
+    assert all(len(m["seconds"]) == 1 and 0.9 < m["test_accuracy"] <= 1.0
+               for m in measurements.values())
+
+
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+def test_probability_fits_are_capped_by_the_budget_and_say_so(monkeypatch):
+    """On the user's large data no fit runs away: each is capped at about FIT_BUDGETS
+    budgets (sparsekit's by a callback, scikit-learn's by iterations or epochs) and a row
+    whose fit the cap ended is marked; LIBLINEAR has no cap to apply. A scikit-learn model
+    whose one iteration takes longer than the cap is not run."""
+    rows = _class_tables.compare_multiclass(1, budget=1e-4).rows
+    names = [r[0] for r in rows]
+    stopped = " [stopped by the budget]"
+    assert names[:2] == ["sparsekit SparsemaxClassifier" + stopped,
+                         "sparsekit ExtremeSoftmaxSGD" + stopped]
+    assert rows[2][1].startswith("not run: one iteration took ")
+    assert rows[3][1].startswith("not run: one epoch took ")
+    assert names[4] == "LIBLINEAR -s 0 -B 1 (one-vs-rest)"
+    assert all(0.0 < float(r[2]) <= 1.0 for r in rows[:2] + rows[4:])  # stopped, still a model
+
+    monkeypatch.setattr(_class_tables, "max_iter_within", lambda *args: 1)  # one iteration fits
+    names = [r[0] for r in _class_tables.compare_multiclass(1, budget=1e-4).rows]
+    assert names[2:4] == [name + stopped for name in (
+        "scikit-learn LogisticRegression (lbfgs)", "scikit-learn SGDClassifier (log_loss)")]
+
+
+def test_classes_seen_once_train_and_the_rest_split_stratified():
+    y = np.array([0] * 10 + [1] * 10 + [2])          # class 2 has a single row
+    data = Dataset("rare", np.arange(21.0)[:, None], y)
+    X_train, X_test, y_train, y_test = _class_tables.split(data)
+    assert 2 in y_train and 2 not in y_test
+    assert sorted(np.concatenate([X_train, X_test]).ravel()) == list(range(21))
+    assert np.bincount(y_test.astype(int)).tolist() == [3, 3]
+
+
+def test_a_csv_files_split_is_encoded_on_its_training_rows(tmp_path):
+    """The probability table's models see the test rows as a scikit-learn pipeline fit on
+    the training rows would give them: the numbers standardized by the training rows' mean
+    and deviation, not every row's (the l1 tables' matrix)."""
+    pytest.importorskip("pandas")
+    rng = np.random.default_rng(0)
+    path = tmp_path / "shifted.csv"
+    x = rng.normal(size=40)
+    np.savetxt(path, np.column_stack([x, x > 0]), delimiter=",", header="x,label",
+               comments="", fmt="%.6f")
+    data = load_dataset(str(path))
+    rows, encode = {}, data.encode
+
+    def spy(train, test):
+        rows.update(train=train, test=test)
+        return encode(train, test)
+    data.encode = spy
+    X_train, X_test, y_train, y_test = _class_tables.split(data)
+    train, test = rows["train"], rows["test"]
+    assert train.size == 28 and test.size == 12
+    x = np.round(x, 6)                                  # as written
+    mean, std = x[train].mean(), x[train].std()
+    np.testing.assert_allclose(X_train[:, 0], (x[train] - mean) / std, atol=1e-12)
+    np.testing.assert_allclose(X_test[:, 0], (x[test] - mean) / std, atol=1e-12)
+    assert abs(data.X[train].mean()) > 1e-3             # every row's scaling differs
+
+
+def test_liblinear_label_models_stop_between_labels_after_the_budget():
+    """As the one-vs-rest table's peers: the first label's model is always fit, the labels
+    left after the budget are never predicted, and the row says how many were fit."""
+    import scipy.sparse as sp
+
+    pytest.importorskip("liblinear")
+    X = sp.random(100, 6, density=0.5, format="csr", random_state=1)
+    Y = sp.csr_matrix((X[:, :3].toarray() > 0.5).astype(int))
+    Y_first = sp.csr_matrix(Y.toarray() * [1, 0, 0])      # only the first label's models
+    first = _class_tables._liblinear_multilabel(X[:70], Y_first[:70], X[70:], Y[70:], 1)
+    row = _class_tables._liblinear_multilabel(X[:70], Y[:70], X[70:], Y[70:], 1, budget=1e-12)
+    assert row[0] == ("LIBLINEAR -s 0 -B 1 (a model per label) [stopped by the budget: "
+                      "1 of 3 labels fit]")
+    assert row[2:5] == first[2:5]     # the first label's model, the others never predicted
+    assert first[4] > 0.0
+    row = _class_tables._liblinear_multilabel(X[:70], Y[:70], X[70:], Y[70:], 1, budget=10.0)
+    assert row[0] == "LIBLINEAR -s 0 -B 1 (a model per label)" and row[2] > 0.5
+
+
+def _slow_label_set_metrics(Y, scores, predicted):
+    """micro-F1, precision@1 and predicted labels per row, by counting."""
+    Y, scores, predicted = (np.asarray(a) for a in (Y, scores, predicted))
+    tp = fp = fn = hits = 0
+    for y, s, p in zip(Y, scores, predicted):
+        for j in range(Y.shape[1]):
+            tp += bool(y[j] and p[j])
+            fp += bool(p[j] and not y[j])
+            fn += bool(y[j] and not p[j])
+        hits += bool(y[int(np.argmax(s))])
+    return 2 * tp / (2 * tp + fp + fn), hits / len(Y), predicted.sum() / len(Y)
+
+
+def test_label_set_metrics_match_counting_on_ties_and_empty_rows():
+    import scipy.sparse as sp
+
+    rng = np.random.default_rng(1)
+    Y = (rng.random((40, 6)) < 0.3).astype(int)
+    Y[:4] = 0                                           # rows without a label
+    scores = np.round(rng.random((40, 6)), 1)           # ties: argmax takes the first
+    scores[4:8] = 0.5
+    predicted = scores > 0.6
+    expected = _slow_label_set_metrics(Y, scores, predicted)
+    assert _class_tables._label_set_metrics(sp.csr_matrix(Y), scores, predicted) == \
+        pytest.approx(expected, rel=1e-12)
+    assert _class_tables._label_set_metrics(Y, scores, np.zeros_like(Y)) == (0.0, expected[1], 0.0)
+
+
+def test_liblinear_label_models_are_liblinears_own_per_label_fits():
+    """The table's LIBLINEAR row relabels one problem per label and reads each model's
+    weights: its metrics are those of LIBLINEAR trained and asked per label."""
+    liblinearutil = pytest.importorskip("liblinear.liblinearutil")
+    import scipy.sparse as sp
+
+    rng = np.random.default_rng(2)
+    X = sp.random(150, 9, density=0.5, format="csr", random_state=3)
+    Y = (X[:, :4].toarray() + 0.2 * rng.normal(size=(150, 4)) > 0.3).astype(int)
+    Y[:, 3] = 0                          # constant in training: a constant score
+    X_train, X_test, Y_train, Y_test = X[:100], X[100:], Y[:100], Y[100:]
+    row = _class_tables._liblinear_multilabel(X_train, sp.csr_matrix(Y_train), X_test,
+                                        sp.csr_matrix(Y_test), 1)
+    scores = np.full(Y_test.shape, -1.0)
+    for j in range(3):
+        model = liblinearutil.train(2.0 * Y_train[:, j] - 1, X_train, "-s 0 -c 1 -B 1 -q")
+        _, _, values = liblinearutil.predict(np.zeros(50), X_test, model, "-q")
+        sign = 1.0 if model.get_labels()[0] == 1 else -1.0
+        scores[:, j] = sign * np.ravel(values)
+    assert row[2:5] == pytest.approx(_slow_label_set_metrics(Y_test, scores, scores > 0),
+                                     rel=1e-12)

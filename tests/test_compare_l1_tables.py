@@ -1,0 +1,195 @@
+"""The l1-logistic tables of ``sparsekit-compare``: the objectives against the peers' own
+fits, failing and missing peers, the budget caps, the tolerance ladder."""
+import numpy as np
+import pytest
+from _compare_files import installed_l1_peers, tiny_binary, write_svm
+
+from sparsekit.benchmarks import _l1_tables
+from sparsekit.benchmarks._data import Dataset, load_dataset
+
+
+def test_a_failing_peer_is_listed_with_its_error_and_the_others_still_run(monkeypatch):
+    solvers = _l1_tables._l1_solvers
+
+    def with_broken_peers(X, y, C, budget):
+        yield next(solvers(X, y, C))            # sparsekit's
+
+        def broken(tol):
+            raise TypeError("an API change")
+        yield "broken peer", broken
+        yield "absent peer", None
+
+    monkeypatch.setattr(_l1_tables, "_l1_solvers", with_broken_peers)
+    rows = _l1_tables.compare_l1_logistic(1).rows
+    by_name = {r[0]: r for r in rows}
+    assert by_name["broken peer"][1] == "error: TypeError: an API change"
+    assert by_name["absent peer"][1] == "not installed"
+    assert by_name["sparsekit L1LogisticOBA"][4] == "1.00x"
+    assert "rel. gap 0.0e+00" in by_name["sparsekit L1LogisticOBA"][2]
+
+
+def test_multinomial_table_objective_is_scikit_learns():
+    """The table's objective is the one LogisticRegression(l1) minimizes: its value at
+    OBA's solution matches a direct computation from predict_proba."""
+    title, header, rows, measurements = _l1_tables.compare_l1_multinomial(1, C=0.5)
+    assert "digits (1797, 64), 10 classes, C=0.5" in title
+    from sklearn.datasets import load_digits
+
+    from sparsekit import L1LogisticOBA
+    X, y = load_digits(return_X_y=True)
+    est = L1LogisticOBA(C=0.5, tol=1e-8, multiclass="multinomial").fit(X / 16, y)
+    nll = -np.log(est.predict_proba(X / 16)[np.arange(len(y)), y]).sum()
+    F = np.abs(est.coef_).sum() + 0.5 * nll
+    assert measurements["sparsekit L1LogisticOBA"]["objective"] == pytest.approx(F, rel=1e-10)
+    assert rows[0][4] == "1.00x" and "rel. gap" in rows[1][2]
+
+
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")   # tol 0.1
+def test_the_l1_ladder_reaches_the_tables_objective_from_above():
+    data = Dataset("tiny", *tiny_binary())
+    traces = _l1_tables.l1_traces(data, C=1.0)
+    best = _l1_tables.compare_l1_logistic(1, data=data).measurements
+    F_star = best["sparsekit L1LogisticOBA"]["objective"]
+    oba = traces["sparsekit L1LogisticOBA"]
+    assert len(oba) == len(_l1_tables.L1_LADDER)
+    assert all(F >= F_star * (1 - 1e-12) for _, F in oba)
+    assert oba[-1][1] == pytest.approx(F_star, rel=1e-10)
+    assert len(traces["scikit-learn saga"]) == _l1_tables.L1_LADDER.index(1e-6) + 1
+
+
+def test_saga_epochs_are_capped_by_the_budget():
+    X, y = tiny_binary(n=2000)
+    assert _l1_tables._saga_max_iter(X, y, 1.0, np.inf) == 20000
+    # ~30 ms for thousands of epochs: one epoch (~2 ms) within it on a loaded machine too
+    capped = _l1_tables._saga_max_iter(X, y, 1.0, 1e-2)
+    assert 1 <= capped < 20000
+
+
+def test_a_solver_that_stops_above_the_best_objective_says_so_beside_its_time_ratio():
+    """A capped fit's time is where it stopped, not its time to the answer: its ratio cell
+    says how far above the best objective it ended (saga on Bibtex: 2.8e-01)."""
+    rows = [["sparsekit L1LogisticOBA", [2.0, 2.0, 2.0], 100.0, 5, ""],
+            ["scikit-learn saga", [1.0, 1.0, 1.0], 128.0, 3, ""],
+            ["LIBLINEAR -s 6", [4.0, 4.0, 4.0], 100.00001, 5, ""]]
+    table = _l1_tables._objective_table("t", "F(w)", "w", rows)
+    cells = {r[0]: r[4] for r in table.rows}
+    assert cells["scikit-learn saga"] == "0.50x (stopped 2.8e-01 above)"
+    assert cells["LIBLINEAR -s 6"] == "2.00x"                  # 1e-7 above: solved
+    assert cells["sparsekit L1LogisticOBA"] == "1.00x"
+
+
+def test_skglm_compiles_on_a_few_rows_before_any_timed_fit(monkeypatch):
+    """skglm's numba kernels compile on its first fit: that fit is an untimed one on 25 rows
+    of each class, so that neither a timed fit nor a warm-up longer than the budget (which
+    would be the row's time) pays for the compilation."""
+    skglm = pytest.importorskip("skglm")
+    rows, fit = [], skglm.SparseLogisticRegression.fit
+
+    def recording(self, X, y):
+        rows.append(X.shape[0])
+        return fit(self, X, y)
+
+    monkeypatch.setattr(skglm.SparseLogisticRegression, "fit", recording)
+    X, y = _l1_tables._l1_problem(load_dataset("breast_cancer"))
+    solvers = dict(_l1_tables._l1_solvers(X, y, 1.0))
+    assert rows == [50]
+    w = solvers["skglm"](1e-6)
+    assert rows == [50, X.shape[0]] and w.shape == (X.shape[1],)
+
+
+def test_skglm_failing_its_compiling_fit_is_listed_with_its_error(monkeypatch):
+    """A skglm that fails already on the few rows it compiles on: the l1 table still comes,
+    with the error in skglm's row."""
+    skglm = pytest.importorskip("skglm")
+
+    def broken(self, X, y):
+        raise TypeError("an API change")
+    monkeypatch.setattr(skglm.SparseLogisticRegression, "fit", broken)
+    rows = {r[0]: r for r in _l1_tables.compare_l1_logistic(1, budget=10.0).rows}
+    assert rows["skglm"][1] == "error: TypeError: an API change"
+    assert rows["sparsekit L1LogisticOBA"][1].endswith(")")
+
+
+def _three_classes(tmp_path, labels=(0, 1, 2)):
+    """A small LIBSVM file of three classes, read as the command reads it; its labels
+    ``labels`` (not 0, 1, 2: the table must code them)."""
+    path = write_svm(tmp_path / "three.svm", n=90, classes=3)
+    text = path.read_text()
+    lines = [f"{labels[int(line.split(' ', 1)[0])]} {line.split(' ', 1)[1]}"
+             for line in text.splitlines()]
+    path.write_text("\n".join(lines) + "\n")
+    return load_dataset(str(path))
+
+
+def test_one_vs_rest_table_objective_is_liblinears_own_multiclass_fit(tmp_path):
+    """Each solver's summed objective is the one LIBLINEAR -s 6 minimizes for a multiclass
+    file (a model per class against the others): every row ends at the objective of
+    LIBLINEAR's own multiclass fit, computed here class by class from its models, and the
+    peers fit class by class give the same classes' models."""
+    liblinearutil = pytest.importorskip("liblinear.liblinearutil")
+    data = _three_classes(tmp_path, labels=(-1, 4, 7))
+    X, y = data.X_l1, data.y
+    table = _l1_tables.compare_l1_ovr(1, C=0.5, data=data)
+    assert table.title.startswith("l1-logistic one-vs-rest (LIBLINEAR -s 6 objective")
+    assert "three.svm (90, 8), 3 classes, C=0.5, no intercept" in table.title
+    assert [r[0] for r in table.rows] == ["sparsekit L1LogisticOBA", "LIBLINEAR -s 6",
+                                          "skglm", "celer"]
+    model = liblinearutil.train(liblinearutil.problem(y.astype(float), X),
+                                liblinearutil.parameter("-s 6 -c 0.5 -B -1 -e 1e-10 -q"))
+    F = 0.0
+    for k, label in enumerate(model.get_labels()):
+        w = np.array(model.get_decfun(k)[0])
+        margins = np.where(y == label, 1.0, -1.0) * (X @ w)
+        F += np.abs(w).sum() + 0.5 * sum(np.log1p(np.exp(-m)) for m in margins)
+    for name, m in table.measurements.items():
+        assert m["objective"] == pytest.approx(F, rel=1e-9), name
+    assert table.rows[0][4] == "1.00x" and all("stopped" not in r[4] for r in table.rows)
+
+
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+def test_one_vs_rest_fits_are_capped_by_the_budget_and_say_so(tmp_path):
+    """OBA stops by its callback, the peers between classes (the classes left at zero
+    weights); the rows say how many classes were solved and the objective column how far
+    the caps left them."""
+    peers = installed_l1_peers()
+    if not peers:
+        pytest.skip("no l1 peer installed (pip install '.[compare]')")
+    table = _l1_tables.compare_l1_ovr(1, data=_three_classes(tmp_path), budget=1e-9)
+    rows = {r[0]: r for r in table.rows if r[1] != "not installed"}
+    assert set(rows) == {"sparsekit L1LogisticOBA [stopped by the budget: 0 of 3 classes "
+                         "solved]",
+                         *(f"{peer} [stopped by the budget: 1 of 3 classes solved]"
+                           for peer in peers)}
+    capped = [r for name, r in rows.items() if "1 of 3" in name]
+    assert all("above)" in r[4] for r in capped)   # two classes never fit: far above
+
+
+def test_one_vs_rest_table_lists_a_missing_peer_and_measures_the_others(tmp_path,
+                                                                        monkeypatch):
+    import sys
+
+    monkeypatch.setitem(sys.modules, "celer", None)      # import celer raises ImportError
+    rows = {r[0]: r for r in _l1_tables.compare_l1_ovr(1, data=_three_classes(tmp_path)).rows}
+    assert rows["celer"][1:] == ["not installed", "", "", ""]
+    assert rows["sparsekit L1LogisticOBA"][4] == "1.00x"
+
+
+def test_objectives_score_a_few_rows_at_a_time_and_sum_the_same(monkeypatch):
+    """The l1 tables' objectives never hold an n_samples x n_classes matrix (a file of
+    300,000 rows and 1,000 classes would need 2.4 GB per copy): computed in blocks of rows
+    they are the direct formulas'."""
+    import scipy.sparse as sp
+    from scipy.special import logsumexp
+
+    rng = np.random.default_rng(0)
+    X = sp.random(1000, 30, density=0.2, format="csr", random_state=0)
+    W, b, y = rng.normal(size=(7, 30)), rng.normal(size=7), rng.integers(0, 7, 1000)
+    Z = X @ W.T
+    softmax = np.abs(W).sum() + 2.0 * (logsumexp(Z + b, axis=1)
+                                       - (Z + b)[np.arange(1000), y]).sum()
+    signs = np.where(y[:, None] == np.arange(7), 1.0, -1.0)
+    ovr = np.abs(W).sum() + 2.0 * np.logaddexp(0.0, -signs * Z).sum()
+    monkeypatch.setattr(_l1_tables, "SCORE_BLOCK", 50)             # 143 blocks of 7 rows
+    assert len(list(_l1_tables._score_blocks(X, W))) == 143
+    assert _l1_tables._multinomial_objective(W, b, X, y, 2.0) == pytest.approx(softmax, rel=1e-13)
+    assert _l1_tables._ovr_objective(W, X, y, 2.0) == pytest.approx(ovr, rel=1e-13)
