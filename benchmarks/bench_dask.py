@@ -1,15 +1,18 @@
-"""L1LogisticOBA on a dask array: one worker against two on this machine, and the bytes
-that travel.
+"""L1LogisticOBA and SparsemaxClassifier on a dask array: one worker against two on this
+machine, and the bytes that travel.
 
 A sparse binary problem (``--rows`` rows, 2,000 features, 1% of the entries nonzero, a
 planted sparse w; CSR blocks of ``--rows / --blocks`` rows, built and persisted on the
-workers before the timing, so that the client never holds X) is fitted at C = 0.1 (tol 1e-8) by ``L1LogisticOBA`` on a
+workers before the timing, so that the client never holds X) is fitted by
+``L1LogisticOBA(C=0.1, tol=1e-8)`` and by ``SparsemaxClassifier`` (default alpha and tol; the
+two classes fit as one weight vector) with ``solver="lbfgs"`` (what ``"auto"`` runs on dask
+arrays) and ``"newton-cg"``, on a
 ``distributed.LocalCluster`` of one and of two worker processes (one thread each), and in
-memory in this process. Reported: end-to-end fit time, time per OBA iteration, the bytes
+memory in this process. Reported: end-to-end fit time, time per solver iteration, the bytes
 the client sent (the parameter vectors: inside each partition's task when their copies
 take at most 1 MB, else scattered once per worker) and gathered (one vector per
-partition, and the partitions' Hessians on the free set when they formed them and all of
-them fit in 64 MB) per iteration, against the size of X.
+partition, and for OBA the partitions' Hessians on the free set when they formed them and
+all of them fit in 64 MB) per iteration, against the size of X.
 
 Writes section "dask" of doc/benchmarks.md::
 
@@ -25,9 +28,21 @@ import numpy as np
 import scipy.sparse as sp
 
 sys.path.insert(0, str(_report.REPO))  # the in-place build, also when not installed
-from sparsekit.linear_model import L1LogisticOBA  # noqa: E402
+from sparsekit.linear_model import L1LogisticOBA, SparsemaxClassifier  # noqa: E402
 
 D, DENSITY, C = 2000, 0.01, 0.1
+
+#: the fits timed, each in memory and on the clusters
+MODELS = {
+    "L1LogisticOBA(C=0.1, tol=1e-8)": lambda: L1LogisticOBA(C=C, tol=1e-8),
+    "SparsemaxClassifier(solver='lbfgs')": lambda: SparsemaxClassifier(solver="lbfgs"),
+    "SparsemaxClassifier(solver='newton-cg')": lambda: SparsemaxClassifier(solver="newton-cg"),
+}
+
+
+def _iterations(est):
+    """Solver iterations of a fit (OBA's of its one binary problem)."""
+    return int(np.max(est.n_iter_))
 
 
 def block(seed, rows):
@@ -96,22 +111,27 @@ class Traffic:
 
 
 def run_cluster(workers, rows, blocks):
+    """``{model: (fitted, seconds, Traffic)}`` of each of MODELS on a LocalCluster of
+    ``workers`` processes, the data persisted there once."""
     import distributed
 
+    out = {}
     with distributed.LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
                                   dashboard_address=None) as cluster, \
             distributed.Client(cluster) as client:
         client.wait_for_workers(workers)
         X, y = client.persist(list(dask_problem(rows, blocks)))   # data in place, untimed
         distributed.wait([X, y])
-        traffic = Traffic(distributed.Client)
-        try:
-            t0 = time.perf_counter()
-            est = L1LogisticOBA(C=C, tol=1e-8).fit(X, y)
-            seconds = time.perf_counter() - t0
-        finally:
-            traffic.close()
-        return est, seconds, traffic
+        for name, make in MODELS.items():
+            traffic = Traffic(distributed.Client)
+            try:
+                t0 = time.perf_counter()
+                est = make().fit(X, y)
+                seconds = time.perf_counter() - t0
+            finally:
+                traffic.close()
+            out[name] = est, seconds, traffic
+    return out
 
 
 def main():
@@ -123,35 +143,42 @@ def main():
     parts = [block(seed, share) for seed in range(args.blocks)]
     X, y = sp.vstack([p[0] for p in parts], format="csr"), np.concatenate([p[1] for p in parts])
     x_bytes = X.data.nbytes + X.indices.nbytes + X.indptr.nbytes
-    t0 = time.perf_counter()
-    local = L1LogisticOBA(C=C, tol=1e-8).fit(X, y)
-    local_s = time.perf_counter() - t0
-    del X, parts
-    rows = [["in memory (this process)", f"{local_s:.2f}", int(local.n_iter_[0]),
-             f"{local_s / local.n_iter_[0] * 1e3:.1f}", "—", "—", ""]]
-    print(rows[-1], flush=True)
-    fits = {}
-    for workers in (1, 2):
-        est, seconds, traffic = run_cluster(workers, args.rows, args.blocks)
-        fits[workers] = est
-        it = int(est.n_iter_[0])
-        gap = float(np.abs(est.coef_ - local.coef_).max() / np.abs(local.coef_).max())
-        rows.append([f"LocalCluster, {workers} worker{'s' * (workers > 1)}", f"{seconds:.2f}",
-                     it, f"{seconds / it * 1e3:.1f}", f"{traffic.sent / it / 1e3:.1f}",
-                     f"{traffic.gathered / it / 1e3:.1f}", f"{gap:.1e}"])
+    rows, local, seconds = [], {}, {}
+    for name, make in MODELS.items():
+        t0 = time.perf_counter()
+        local[name] = make().fit(X, y)
+        local_s = time.perf_counter() - t0
+        it = _iterations(local[name])
+        rows.append([name, "in memory (this process)", f"{local_s:.2f}", it,
+                     f"{local_s / it * 1e3:.1f}", "—", "—", ""])
         print(rows[-1], flush=True)
+    del X, parts
+    for workers in (1, 2):
+        for name, (est, spent, traffic) in run_cluster(workers, args.rows, args.blocks).items():
+            seconds[name, workers] = spent
+            it = _iterations(est)
+            ref = local[name].coef_
+            gap = float(np.abs(est.coef_ - ref).max() / np.abs(ref).max())
+            rows.append([name, f"LocalCluster, {workers} worker{'s' * (workers > 1)}",
+                         f"{spent:.2f}", it, f"{spent / it * 1e3:.1f}",
+                         f"{traffic.sent / it / 1e3:.1f}",
+                         f"{traffic.gathered / it / 1e3:.1f}", f"{gap:.1e}"])
+            print(rows[-1], flush=True)
+    rows.sort(key=lambda r: list(MODELS).index(r[0]))
+    ratios = "; ".join(f"{name} {seconds[name, 2] / seconds[name, 1]:.2f}x"
+                       for name in MODELS)
     body = (" ".join(__doc__.split("\n\n")[1:2]).replace("\n", " ")
             + f"\n\nX: {args.rows:,} x {D:,}, {int(args.rows * D * DENSITY):,} nonzeros, "
             f"{x_bytes / 1e6:.0f} MB as CSR, in {args.blocks} partitions.\n\n"
             + _report.markdown_table(
-                ["fit", "seconds", "OBA iterations", "ms per iteration",
+                ["model", "fit", "seconds", "solver iterations", "ms per iteration",
                  "kB sent per iteration", "kB gathered per iteration",
                  "largest coefficient difference from the in-memory fit, relative"], rows)
-            + "\n\nTwo workers against one: "
-            f"{float(rows[2][1]) / float(rows[1][1]):.2f}x the end-to-end time (the client, "
-            "which runs the solver, and the workers share this machine's two cores).")
-    _report.write_section("dask", "L1LogisticOBA on a Dask cluster", body,
-                          packages=("numpy", "scipy", "scikit-learn", "dask", "distributed"))
+            + f"\n\nTwo workers against one, end-to-end time: {ratios} (the client, which "
+            "runs the solver, and the workers share this machine's two cores).")
+    _report.write_section("dask", "L1LogisticOBA and SparsemaxClassifier on a Dask cluster",
+                          body, packages=("numpy", "scipy", "scikit-learn", "dask",
+                                          "distributed"))
 
 
 if __name__ == "__main__":

@@ -2,6 +2,7 @@
 distributed.LocalCluster (two worker processes): the fits equal the in-memory ones and the
 client never holds X."""
 import os
+import warnings
 
 import numpy as np
 import pytest
@@ -509,10 +510,102 @@ def test_sparsemax_dask_refuses_what_it_cannot_run(client):
     for model in (SparsemaxClassifier(), SparsemaxClassifierCV(alphas=2, cv=2)):
         with pytest.raises(ValueError, match="in memory only"):
             model.set_params(solver="sdca").fit(Xd, y)
-        with pytest.raises(ValueError, match="fits class labels .* label sets and proportion"):
-            model.set_params(solver="auto").fit(Xd, np.c_[y, y])
+    with pytest.raises(ValueError, match="cross-validates class labels .* label sets and "
+                                         "proportion targets cross-validate in memory"):
+        SparsemaxClassifierCV(alphas=2, cv=2).fit(Xd, np.eye(3)[y])
     with pytest.raises(ValueError, match="negated needs 2-D targets"):
         SparsemaxClassifierCV(alphas=2, cv=2, negated=[True, False, False]).fit(Xd, y)
+    with pytest.raises(ValueError, match="class_weight weighs the classes of class labels"):
+        SparsemaxClassifier(class_weight="balanced").fit(Xd, np.eye(3)[y])
+    with pytest.raises(ValueError, match=r"Target entries must lie in \[0, 1\]"):
+        SparsemaxClassifier().fit(Xd, np.c_[y, y])
+    with pytest.raises(ValueError, match=r"y must have 200 rows as X, got shape \(150, 3\)"):
+        SparsemaxClassifier().fit(Xd, np.eye(3)[y][:150])
+
+
+def _label_sets(n=600, d=12, k=5, seed=0):
+    """X and label sets of k labels; the first 7 rows without a label."""
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, d))
+    Y = (X @ rng.normal(size=(d, k)) + rng.normal(size=(n, k)) > 0.8).astype(np.int64)
+    Y[:7] = 0
+    return X, Y
+
+
+@pytest.mark.parametrize("case", ["label sets", "box", "proportions", "newton-cg, float32",
+                                  "negated", "sparse y", "y as a DataFrame"])
+def test_sparsemax_dask_label_sets_are_the_in_memory_fit(client, case):
+    """2-D targets on dask arrays: each partition's targets are built on its worker as in
+    memory (their kind, the rows without a label, said once, and negated columns), and
+    the decision threshold is searched over the partitions' label scores: the same model
+    and the same threshold_ as the in-memory fit (the search's cut is the in-memory one)."""
+    import dask.dataframe as dd
+    import pandas as pd
+
+    X, Y = _label_sets(seed=3)
+    rng = np.random.default_rng(4)
+    w = rng.uniform(0.5, 2.0, len(X))
+    kw = dict(tol=1e-10, max_iter=5000)
+    if case == "box":
+        kw["polytope"] = "box"
+    elif case == "proportions":
+        Y = rng.dirichlet(np.ones(5), len(X))
+    elif case == "newton-cg, float32":
+        kw["solver"], X = "newton-cg", X.astype(np.float32)
+    elif case == "negated":         # the first label's column fit as 1 - y
+        Y = np.eye(3, dtype=np.int64)[rng.integers(0, 3, len(X))]
+        kw.update(polytope="box", negated=[True, False, False])
+    Yd = {"sparse y": sp.csr_matrix(Y),
+          "y as a DataFrame": dd.from_pandas(pd.DataFrame(Y), npartitions=4)}.get(
+              case, da.from_array(Y, chunks=(130, -1)))
+    Xd = (dd.from_pandas(pd.DataFrame(X), npartitions=4) if case == "y as a DataFrame"
+          else da.from_array(X, chunks=(150, -1)))
+    wd = (dd.from_pandas(pd.Series(w), npartitions=4) if case == "y as a DataFrame"
+          else da.from_array(w, chunks=150))
+    def fit(X, Y, w):
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            model = SparsemaxClassifier(**kw).fit(X, Y, sample_weight=w)
+        return model, [str(m.message) for m in caught if "active label" in str(m.message)]
+    local, local_said = fit(X, Y, w)
+    spread, spread_said = fit(Xd, Yd, wd)
+    on_the_simplex = local.polytope == "simplex" and local.target_type_ == "multilabel"
+    unlabelled = int(np.sum(Y.sum(axis=1) == 0)) if on_the_simplex else 0
+    assert spread_said == local_said == ([f"{unlabelled} rows of y have no active label; they "
+                                          "are left out of the fit (their sparsemax target is "
+                                          "undefined)."] if unlabelled else [])
+    assert spread.target_type_ == local.target_type_
+    assert spread.coef_.dtype == local.coef_.dtype
+    rtol, atol = (1e-4, 1e-5) if X.dtype == np.float32 else (1e-6, 1e-8)
+    np.testing.assert_allclose(spread.coef_, local.coef_, rtol=rtol, atol=atol)
+    np.testing.assert_allclose(spread.intercept_, local.intercept_, rtol=rtol, atol=atol)
+    assert spread.threshold_ == pytest.approx(local.threshold_, rel=rtol, abs=1e-12)
+    np.testing.assert_array_equal(spread.classes_, local.classes_)
+    np.testing.assert_array_equal(spread.predict(X), local.predict(X))
+    if case == "label sets":
+        assert local.threshold_ > 0 and spread.predict(X).dtype == Y.dtype
+        predicted = spread.predict(da.from_array(X, chunks=(200, -1)))
+        assert isinstance(predicted, da.Array) and predicted.shape == Y.shape
+        np.testing.assert_array_equal(predicted.compute(), local.predict(X))
+
+
+@pytest.mark.filterwarnings("ignore:.*no active label")
+def test_label_set_thresholds_gather_histograms_not_rows(client, monkeypatch):
+    """The decision threshold of label sets on many rows: the partitions' label scores stay
+    on the workers; histograms of their values come back, and the entries of the value
+    ranges where the best cut can lie (at most GATHERED of them a range)."""
+    from sparsekit.metrics import _thresholds
+
+    X, Y = _label_sets(n=8000, d=10, k=6, seed=5)
+    local = SparsemaxClassifier(tol=1e-8).fit(X, Y)
+    monkeypatch.setattr(_thresholds, "GATHERED", 300)
+    monkeypatch.setattr(_thresholds, "BINS", 64)
+    sizes = _gathered_sizes(monkeypatch)
+    spread = SparsemaxClassifier(tol=1e-8).fit(da.from_array(X, chunks=(2000, -1)),
+                                               da.from_array(Y, chunks=(2000, -1)))
+    assert spread.threshold_ == pytest.approx(local.threshold_, rel=1e-9)
+    assert max(sizes) <= 5 * 8 * 64               # one histogram of 64 bins, or vectors
+    assert sum(sizes) < X[:2000].nbytes
 
 
 def _sparsemax_cv_case(case):

@@ -1,10 +1,12 @@
-"""micro_f1_threshold against a brute-force search over every cut."""
+"""micro_f1_threshold against a brute-force search over every cut, and the search over
+entries held in parts (the row partitions of a cluster) against it."""
 import numpy as np
 import pytest
 import scipy.sparse as sp
 from sklearn.metrics import f1_score
 
-from sparsekit.metrics._thresholds import micro_f1_threshold
+from sparsekit.metrics._thresholds import (PositiveEntries, micro_f1_threshold, row_slices,
+                                           threshold_search)
 
 
 def _micro_f1(P, Y, w, t):
@@ -72,3 +74,94 @@ def test_row_blocks_give_the_threshold_of_the_whole():
 def test_without_anything_to_gain_the_threshold_is_the_support(P, Y, w):
     assert micro_f1_threshold([(P, Y, w)]) == 0.0
     assert micro_f1_threshold([]) == 0.0
+
+
+class _Parts:
+    """Positive entries held in parts, searched as a cluster would search them: histograms
+    summed, ranges of entries merged; the calls counted."""
+
+    def __init__(self, P, Y, w, n_parts):
+        cuts = np.linspace(0, len(w), n_parts + 1).astype(int)
+        self.parts = [PositiveEntries([(P[a:b], Y[a:b], w[a:b])])
+                      for a, b in zip(cuts[:-1], cuts[1:])]
+        self.n_true = sum(p.n_true for p in self.parts)
+        self.histograms, self.taken = 0, 0
+
+    def histogram(self, edges):
+        self.histograms += 1
+        out = [p.histogram(edges) for p in self.parts]
+        return (*(sum(o[i] for o in out) for i in range(3)),
+                np.min([o[3] for o in out], axis=0), np.max([o[4] for o in out], axis=0))
+
+    def take(self, lo, hi):
+        values, hits, weights = (np.concatenate(a) for a in zip(*(p.take(lo, hi)
+                                                                  for p in self.parts)))
+        self.taken += values.size
+        order = np.argsort(-values, kind="stable")
+        return values[order], hits[order], weights[order]
+
+
+def _entries_case(seed):
+    rng = np.random.default_rng(seed)
+    n, k = int(rng.integers(20, 120)), int(rng.integers(2, 12))
+    P = rng.random((n, k)) * (rng.random((n, k)) < 0.5)
+    kind = seed % 4
+    if kind == 1:
+        P = np.round(P, 2)                          # ties between entries
+    elif kind == 2:
+        P[rng.random((n, k)) < 0.3] = 1.0           # one-hot predictions: many ties at 1
+    elif kind == 3:                                 # values a few ulps apart: no bin splits
+        P = np.where(P > 0, 0.5 + rng.integers(0, 6, (n, k)) * np.finfo(float).eps, 0.0)
+    Y = (rng.random((n, k)) < np.clip(P + 0.1, 0, 1)).astype(int)
+    w = rng.random(n) * (rng.random(n) < 0.9) if seed % 2 else np.ones(n)
+    return P, Y, w
+
+
+@pytest.mark.parametrize("seed", range(16))
+@pytest.mark.parametrize("bins, gathered", [(4, 3), (16, 40), (1024, 1 << 16)])
+def test_the_search_over_parts_finds_the_in_memory_cut(seed, bins, gathered):
+    """Few bins and a small gathering limit force several rounds of splits; the cut found
+    is the in-memory one (its micro-F1 the best of any cut), and at most the entries of
+    the ranges that can hold the best cut are gathered."""
+    P, Y, w = _entries_case(seed)
+    parts = _Parts(P, Y, w, n_parts=3)
+    t = threshold_search(parts.n_true, parts.histogram, parts.take, bins, gathered)
+    whole = micro_f1_threshold([(P, Y, w)])
+    assert _micro_f1(P, Y, w, t) == pytest.approx(_micro_f1(P, Y, w, whole), abs=1e-12)
+    if bins == 4:
+        assert _micro_f1(P, Y, w, t) == pytest.approx(_best_by_brute_force(P, Y, w),
+                                                      abs=1e-12)
+    if seed % 4 == 0:          # distinct values: one best cut, the same threshold
+        assert t == pytest.approx(whole, rel=1e-12)
+    if bins == 4 and seed % 4 == 0:
+        assert parts.histograms > 2 and parts.taken < np.count_nonzero(P)
+
+
+def test_the_search_splits_a_wide_range_before_it_gathers():
+    """On many entries the search gathers a small share of them."""
+    rng = np.random.default_rng(7)
+    P = rng.random((20000, 5)) * (rng.random((20000, 5)) < 0.5)
+    Y = (rng.random((20000, 5)) < P).astype(int)
+    w = np.ones(20000)
+    parts = _Parts(P, Y, w, n_parts=4)
+    t = threshold_search(parts.n_true, parts.histogram, parts.take, bins=64, gathered=500)
+    assert t == pytest.approx(micro_f1_threshold([(P, Y, w)]), rel=1e-12)
+    assert parts.taken < 0.05 * np.count_nonzero(P)
+
+
+@pytest.mark.parametrize("P, Y, w", [
+    (np.zeros((3, 2)), np.eye(3, 2), np.ones(3)),
+    (np.full((2, 2), 0.5), np.zeros((2, 2)), np.ones(2)),
+    (np.array([[0.9, 0.1]]), [[0, 1]], [0.0]),
+    (np.full((4, 3), 0.25), np.eye(4, 3), np.ones(4)),      # one value: the support
+])
+def test_the_search_without_a_cut_to_make_is_the_support(P, Y, w):
+    parts = _Parts(np.asarray(P), np.asarray(Y), np.asarray(w), n_parts=2)
+    assert threshold_search(parts.n_true, parts.histogram, parts.take, 4, 1) == 0.0
+
+
+def test_row_slices_bound_the_scores_formed_at_once():
+    slices = row_slices(10, 1 << 19)
+    assert [s.start for s in slices] == [0, 2, 4, 6, 8] and slices[-1].stop >= 10
+    assert len(row_slices(5, 1 << 22)) == 5                  # one row at a time, at least
+    assert row_slices(0, 3) == []

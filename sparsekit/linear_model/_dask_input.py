@@ -11,7 +11,7 @@ import sys
 import numpy as np
 import scipy.sparse as sp
 
-from sparsekit.losses._dask_datafit import shared_argument
+from sparsekit.losses._dask_datafit import kept_weights, shared_argument
 from sparsekit.utils._rows import weighted_row_sums
 from sparsekit.utils._validation import check_entry_magnitude
 
@@ -62,18 +62,23 @@ def _predict_block(block, est, name, args, kwargs):
     return method(block, *args, **kwargs)
 
 
-def _aligned(v, rows, name, dtype=None):
-    """The partitions of ``v`` (a dask array or Series, or a NumPy array), as delayed
-    objects aligned with X's row chunks ``rows``. Where a length is unknown (a
-    DataFrame's partitions) ``v`` must be partitioned as X; its partitions' lengths are
-    then for the caller to check once computed."""
+def _aligned(v, rows, name, dtype=None, columns=False):
+    """The partitions of ``v`` (a dask array or Series, or a NumPy array; with
+    ``columns``, also 2-D: a dask array or DataFrame, a NumPy array or a SciPy sparse
+    matrix, its columns merged), as delayed objects aligned with X's row chunks ``rows``.
+    Where a length is unknown (a DataFrame's partitions) ``v`` must be partitioned as X;
+    its partitions' lengths are then for the caller to check once computed."""
     import dask.array as da
 
     given = v
-    v = da.asarray(_as_dask_array(v), dtype=dtype)
     n = float(np.sum(rows))
-    if v.ndim != 1:
+    if columns and sp.issparse(v) and not np.isnan(n):
+        v = da.from_array(sp.csr_matrix(v), chunks=(tuple(rows), -1), asarray=False)
+    v = da.asarray(_as_dask_array(v), dtype=dtype)
+    if v.ndim != 1 and not (columns and v.ndim == 2):
         raise ValueError(f"{name} must have shape ({n:.0f},), got {v.shape}")
+    if v.ndim == 2 and v.numblocks[1] > 1:
+        v = v.rechunk({1: -1})
     if np.isnan(v.shape[0]) or np.isnan(n):
         if not is_dask_collection(given):
             raise ValueError("X's partitions have unknown lengths: pass the labels and "
@@ -83,8 +88,9 @@ def _aligned(v, rows, name, dtype=None):
                              "pass the columns of one DataFrame")
         return list(v.to_delayed().ravel())
     if v.shape[0] != n:
-        raise ValueError(f"{name} must have shape ({n:.0f},), got {v.shape}")
-    return list(v.rechunk((tuple(rows),)).to_delayed().ravel())
+        expected = f"shape ({n:.0f},), got" if v.ndim == 1 else f"{n:.0f} rows as X, got shape"
+        raise ValueError(f"{name} must have {expected} {v.shape}")
+    return list(v.rechunk({0: tuple(rows)}).to_delayed().ravel())
 
 
 def row_blocks(X, y, sample_weight=None):
@@ -196,9 +202,19 @@ class DaskRows:
         Rechunked like X's rows (a Series or an array of unknown chunks: partitioned as X).
     dtype : list of dtypes
         Accepted value types (others are converted on the workers).
+    targets_2d : bool, default=False
+        Whether ``y`` may also be 2-D targets of shape (n_samples, n_targets) (a dask
+        array or DataFrame, or a NumPy or SciPy sparse one), its columns merged.
+
+    Attributes
+    ----------
+    n_targets : int
+        ``y``'s columns (1 for 1-D labels).
+    target_dtype : numpy.dtype
+        ``y``'s.
     """
 
-    def __init__(self, X, y, sample_weight, dtype):
+    def __init__(self, X, y, sample_weight, dtype, targets_2d=False):
         import dask.array as da
         from distributed import default_client
 
@@ -229,7 +245,11 @@ class DaskRows:
         keep = [k for k, r in enumerate(rows) if r > 0]
         self.rows = np.asarray([rows[k] for k in keep], dtype=np.int64)   # each partition's
         self.X = [client.submit(_checked_block, blocks[k], dtype) for k in keep]
-        y = self._parts(y, rows, "y", None)
+        shape = getattr(y, "shape", None) or np.shape(y)   # a DataFrame's: (rows?, columns)
+        self.n_targets = int(shape[1]) if len(shape) == 2 else 1
+        self.target_dtype = np.dtype(_as_dask_array(y).dtype if is_dask_collection(y) or
+                                     sp.issparse(y) else np.asarray(y).dtype)
+        y = self._parts(y, rows, "y", None, targets_2d)
         self.y = [y[k] for k in keep]
         self.sample_weight = [None] * len(keep)
         if sample_weight is not None:
@@ -237,11 +257,11 @@ class DaskRows:
             self.sample_weight = [client.submit(_checked_weights, weights[k]) for k in keep]
         self.dtype = client.gather(client.submit(_dtype, self.X[0]))
 
-    def _parts(self, v, rows, name, dtype):
+    def _parts(self, v, rows, name, dtype, columns=False):
         """Futures of ``v``'s partitions, aligned with X's ``rows`` (known: a Series'
         partitions are checked against them by length)."""
         unknown = np.isnan(_as_dask_array(v).shape[0]) if is_dask_collection(v) else False
-        parts = self.client.compute(_aligned(v, rows, name, dtype))
+        parts = self.client.compute(_aligned(v, rows, name, dtype, columns))
         if unknown:
             lengths = self.client.gather([self.client.submit(_length, b) for b in parts])
             if tuple(lengths) != tuple(rows):
@@ -294,6 +314,16 @@ class DaskRows:
         """Futures of an n_samples array's slices, one per partition, on the workers."""
         bounds = np.cumsum(self.rows)[:-1]
         return self.client.scatter(np.split(values, bounds), hash=False)   # one round trip
+
+    def over_targets(self, func, *args):
+        """``func(y, *args)`` of each partition's ``y``, gathered."""
+        return self.client.gather([self.client.submit(func, y, *args) for y in self.y])
+
+    def kept_weights(self, targets):
+        """Futures of each partition's sample weights with 0 on the rows that ``targets``
+        (a :class:`~sparsekit.losses._dask_datafit.SetTargets`) leaves out."""
+        return [self.client.submit(kept_weights, targets, y, s)
+                for y, s in zip(self.y, self.sample_weight)]
 
     def codes(self, classes):
         """Futures of each partition's class indices."""

@@ -17,10 +17,11 @@ from ..gpu._cupy import require_cupy
 from ..gpu.datafits import is_device_matrix
 from ._device_input import (_host, check_device_X, device_product, device_scores, fit_device,
                             host_targets, to_device)
-from ..losses._dask_datafit import DaskFenchelYoung
+from ..losses._dask_datafit import DaskFenchelYoung, LabelTargets, SetTargets
 from ..losses._fenchel_young_datafit import FenchelYoungLinear
-from ..losses._targets import check_target_entries, polytope_targets
-from ..metrics._thresholds import micro_f1_threshold
+from ..losses._targets import (check_target_entries, label_set_matrix, leaves_out_unlabelled,
+                               polytope_targets, warn_unlabelled)
+from ..metrics._thresholds import micro_f1_threshold, row_slices
 from ..optimize import minimize_newton_cg, minimize_nqn
 from ..optimize._bounds import parse_bounds
 from ..optimize._result import STOPPED_BY_CALLBACK
@@ -63,8 +64,6 @@ ALPHA_SCALE = 5e-5
 #: the polytopes whose label sets ``threshold="auto"`` cuts at the training rows' best
 #: micro-F1; on the others a cut below 1/2 can predict sets the polytope excludes
 _TUNED_POLYTOPES = ("simplex", "box")
-#: the training rows are projected for ``threshold_`` in blocks of about this many scores
-_THRESHOLD_BLOCK = 1 << 20
 
 
 def row_sums(X, sw):
@@ -97,6 +96,13 @@ def auto_solver(X, alpha, bounded=False, device="cpu"):
     data = X.data.astype(np.float64, copy=False)
     mean_sq = float(data @ data) / max(X.shape[0], 1)
     return "sdca" if mean_sq <= AUTO_SDCA_MAX_CONDITION * alpha * X.shape[0] else "lbfgs"
+
+
+def _target_summary(y):
+    """Of a partition's 2-D targets: whether they are label sets (every nonzero entry 1),
+    and how many rows have no label."""
+    Y, binary = label_set_matrix(y)
+    return binary, int(np.sum(np.diff(Y.indptr) == 0))
 
 
 #: the score offset of the two-class simplex fit as one box output (``_two_classes``)
@@ -379,13 +385,14 @@ class SparsemaxClassifier(SparsekitClassifier):
         X : {array-like, sparse matrix} of shape (n_samples, n_features)
             Dense, CSR or CSC (CSC is converted to CSR, never densified). Dense input
             with at most 25% nonzero entries (e.g. MNIST) is fit through a CSR copy. A dask
-            array partitioned by rows, or a dask DataFrame (with class labels ``y``), is
-            fit on the workers of
-            the default ``distributed.Client`` by ``"lbfgs"``, ``"nqn"`` or ``"newton-cg"``.
+            array partitioned by rows, or a dask DataFrame, is fit on the workers of the
+            default ``distributed.Client`` by ``"lbfgs"``, ``"nqn"`` or ``"newton-cg"``.
             The columns of a sparse X that store no entry (hashed features) are left out of
             the solve, their weights 0, unless ``bounds`` are given.
         y : array-like of shape (n_samples,) or (n_samples, n_classes)
-            Class labels, a label-indicator matrix or a row-stochastic proportion matrix.
+            Class labels, a label-indicator matrix or a row-stochastic proportion matrix
+            (dense or sparse). With dask X: a dask array or DataFrame of them, or a NumPy
+            array or SciPy sparse matrix, split as X's rows.
         sample_weight : array-like of shape (n_samples,), default=None
             Nonnegative weights; the data term is their weighted mean.
 
@@ -457,10 +464,14 @@ class SparsemaxClassifier(SparsekitClassifier):
         """``fit`` on dask arrays (row partitions on the workers of a distributed cluster):
         the data term and its gradient are summed over the partitions, where they are
         computed, and so are the Hessian products of Newton-CG; only parameter-sized arrays
-        travel. Class labels only; ``"auto"`` is L-BFGS, ``"sdca"`` (which updates each
-        row's dual variable) runs in memory only."""
-        self._dask_solver(y)
-        data = DaskRows(X, y, sample_weight, [np.float64, np.float32])
+        travel. Class labels, label sets and proportions (whose targets are built on the
+        workers); ``"auto"`` is L-BFGS, ``"sdca"`` (which updates each row's dual variable)
+        runs in memory only."""
+        self._dask_solver()
+        data = DaskRows(X, y, sample_weight, [np.float64, np.float32], targets_2d=True)
+        if data.n_targets > 1:
+            self._fit_label_sets(data, X, y, sample_weight)
+            return self
         classes = data.classes()
         check_classification_targets(classes)
         check_two_classes(classes)
@@ -471,12 +482,8 @@ class SparsemaxClassifier(SparsekitClassifier):
         self._fit_rows(data, classes, weights, X, y, sample_weight)
         return self
 
-    def _dask_solver(self, y=None):
-        """The solver of a fit on dask arrays (``"auto"``: L-BFGS), or the error (also for
-        targets ``y`` other than class labels)."""
-        if y is not None and np.ndim(y) > 1:
-            raise ValueError("on dask arrays SparsemaxClassifier fits class labels (y of shape "
-                             "(n_samples,)); label sets and proportion targets fit in memory")
+    def _dask_solver(self):
+        """The solver of a fit on dask arrays (``"auto"``: L-BFGS), or the error."""
         solver = "lbfgs" if self.solver == "auto" else self.solver
         if solver == "sdca":
             raise ValueError("on dask arrays SparsemaxClassifier runs solver='lbfgs', 'nqn' "
@@ -494,27 +501,64 @@ class SparsemaxClassifier(SparsekitClassifier):
         (futures; None: the sample weights); ``X``, ``y`` and ``sample_weight`` are what
         the callbacks are shown. Whether the solver converged (see
         :meth:`_solve_and_publish`)."""
-        solver = self._dask_solver()
-        budget = self._check_budget()
         if negated_columns(self.negated, classes.size):
             raise ValueError("negated needs 2-D targets (a label-indicator or proportion "
                              "matrix): class labels are decoded by the argmax of the "
                              "scores, which negation does not preserve.")
+        self.classes_, self.target_type_, self._negated = classes, "multiclass", None
+        budget = self._check_budget()
+        targets, offset = LabelTargets(classes, self.polytope, budget), None
+        if self._two_classes(classes.size, ()):
+            targets = LabelTargets(classes, "box", budget, n_outputs=1)
+            offset = np.full(1, _TWO_CLASS_OFFSET)
+        _, converged = self._fit_partitions(data, targets, offset, (), weights, X, y,
+                                            sample_weight, warn)
+        self._set_threshold(None)
+        return converged
+
+    def _fit_label_sets(self, data, X, y, sample_weight):
+        """Fit on the partitions of ``data`` (a :class:`DaskRows`) with 2-D targets (label
+        sets or proportions), as a fit in memory: their kind, the rows left out and the
+        decision threshold are reductions over the partitions."""
+        if self.class_weight is not None:
+            raise ValueError("class_weight weighs the classes of class labels; for 2-D "
+                             "targets (label sets or proportions) weigh the rows with "
+                             "sample_weight")
+        budget = self._check_budget()
+        n_labels = data.n_targets
+        summaries = data.over_targets(_target_summary)
+        binary = all(b for b, _ in summaries)
+        self.classes_ = np.arange(n_labels)
+        self.target_type_ = "multilabel" if binary else "proportions"
+        self._target_dtype = data.target_dtype
+        columns = negated_columns(self.negated, n_labels)
+        self._negated = np.isin(np.arange(n_labels), columns) if columns else None
+        targets = SetTargets(n_labels, self.polytope, budget, self.target_type_, columns)
+        unlabelled = sum(n for _, n in summaries)
+        if unlabelled and leaves_out_unlabelled(self.polytope, self.target_type_, columns):
+            warn_unlabelled(unlabelled)
+        weights = data.kept_weights(targets)
+        datafit, _ = self._fit_partitions(data, targets, reflect_columns(
+            np.zeros(n_labels), columns), columns, weights, X, y, sample_weight)
+        self._set_threshold(lambda: datafit.micro_f1_threshold(self.predict_proba))
+
+    def _fit_partitions(self, data, targets, offset, columns, weights, X, y, sample_weight,
+                        warn=True):
+        """``(datafit, converged)``: the :class:`DaskFenchelYoung` of the partitions with
+        ``targets``, score ``offset`` and the partitions' solver ``weights`` (None: the
+        sample weights), solved and published (see :meth:`_solve_and_publish`)."""
+        solver = self._dask_solver()
         self.__dict__.pop("feature_names_in_", None)
         self.n_features_in_ = data.n_features
-        self.classes_, self.target_type_, self._negated = classes, "multiclass", None
         self.alpha_, weight_scale = self._data_scales(data.row_sums(weights))
-        polytope, n_outputs, offset = self.polytope, None, None
-        if self._two_classes(classes.size, ()):
-            polytope, n_outputs, offset = "box", 1, np.full(1, _TWO_CLASS_OFFSET)
-        datafit = DaskFenchelYoung(data, classes, weights, n_outputs=n_outputs,
-                                   polytope=polytope, budget=budget, alpha=self.alpha_,
+        datafit = DaskFenchelYoung(data, targets, weights, alpha=self.alpha_,
                                    fit_intercept=self.fit_intercept,
                                    penalize_intercept=self.penalize_intercept, offset=offset,
                                    center=self.fit_intercept and not self.penalize_intercept,
                                    weight_scale=weight_scale)
-        return self._solve_and_publish(solver, datafit, (), X, y, sample_weight,
-                                       UsedColumns(X, keep_all=True), warn)
+        converged = self._solve_and_publish(solver, datafit, columns, X, y, sample_weight,
+                                            UsedColumns(X, keep_all=True), warn)
+        return datafit, converged
 
     def _solve_and_publish(self, solver, datafit, columns, X, y, sample_weight, used,
                            warn=True):
@@ -651,13 +695,8 @@ class SparsemaxClassifier(SparsekitClassifier):
         if sp.issparse(y) and y.shape[1] == 1:
             y = y.toarray()           # a column of labels, as the same y given dense
         if sp.issparse(y) or np.ndim(y) == 2 and np.shape(y)[1] > 1:
-            Y = sp.csr_matrix(y, dtype=np.float64, copy=True)  # cleaned below, in place
-            Y.sum_duplicates()
-            Y.eliminate_zeros()
+            Y, binary = label_set_matrix(y)
             self.classes_ = np.arange(Y.shape[1])
-            check_target_entries(Y.data)
-            np.clip(Y.data, 0.0, 1.0, out=Y.data)  # rounding noise within the tolerance
-            binary = np.all(Y.data == 1)
             self.target_type_ = "multilabel" if binary else "proportions"
             self._target_dtype = y.dtype if sp.issparse(y) else np.asarray(y).dtype
         else:
@@ -860,24 +899,25 @@ class SparsemaxClassifier(SparsekitClassifier):
         return getattr(self, "threshold_", 0.0 if self.polytope == "simplex" else 0.5)
 
     def _fit_threshold(self, X, Y, sw):
-        """Set ``threshold_`` (see the ``threshold`` parameter) from the validated
-        training ``X``, the fit's targets ``Y`` (CSR) and row weights ``sw``."""
+        """Set ``threshold_`` from the validated training ``X``, the fit's targets ``Y``
+        (CSR) and row weights ``sw`` (see :meth:`_set_threshold`)."""
+        def search():
+            return micro_f1_threshold(
+                (_host(self._project(self._validated_scores(X[rows]))), Y[rows],
+                 _host(sw[rows])) for rows in row_slices(*Y.shape))
+        self._set_threshold(search)
+
+    def _set_threshold(self, search):
+        """Set ``threshold_`` (see the ``threshold`` parameter): none for class labels,
+        ``search()`` (the best micro-F1 on the training rows) for label sets on the simplex
+        or the box without negated labels, the polytope's fixed one otherwise."""
         if self.target_type_ == "multiclass":
             self.__dict__.pop("threshold_", None)
-            return
-        if not (self.target_type_ == "multilabel" and self.polytope in _TUNED_POLYTOPES
-                and self._negated is None):
+        elif (self.target_type_ == "multilabel" and self.polytope in _TUNED_POLYTOPES
+              and self._negated is None):
+            self.threshold_ = search()
+        else:
             self.threshold_ = 0.0 if self.polytope == "simplex" else 0.5
-            return
-        step = max(1, _THRESHOLD_BLOCK // Y.shape[1])
-
-        def blocks():
-            for start in range(0, Y.shape[0], step):
-                rows = slice(start, start + step)
-                proba = _host(self._project(self._validated_scores(X[rows])))
-                yield proba, Y[rows], _host(sw[rows])
-
-        self.threshold_ = micro_f1_threshold(blocks())
 
     def score(self, X, y, sample_weight=None):
         """Accuracy; for 2-D targets, subset accuracy of ``predict`` against ``y > 0``.

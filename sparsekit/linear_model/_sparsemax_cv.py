@@ -403,7 +403,11 @@ class _DaskFolds:
     Sets the estimator's ``n_features_in_``."""
 
     def __init__(self, est, base, X, y, sample_weight):
-        base._dask_solver(y)              # its errors before the data moves
+        base._dask_solver()               # its errors before the data moves
+        if np.ndim(y) > 1:
+            raise ValueError("on dask arrays SparsemaxClassifierCV cross-validates class "
+                             "labels (y of shape (n_samples,)); label sets and proportion "
+                             "targets cross-validate in memory")
         self.data = data = DaskRows(X, y, sample_weight, [np.float64, np.float32])
         est.__dict__.pop("feature_names_in_", None)
         est.n_features_in_ = data.n_features

@@ -9,7 +9,9 @@ per partition, kept on its worker (matrix-free or formed there): a product sends
 gathers one vector per partition.
 
 :class:`DaskFenchelYoung` does the same for :class:`~sparsekit.SparsemaxClassifier`'s
-objective (value, gradient and Hessian products). The estimators build these objects only
+objective (value, gradient and Hessian products), with each partition's targets built on
+its worker (:class:`LabelTargets`, :class:`SetTargets`), and searches the decision threshold
+of label sets over the partitions' label scores. The estimators build these objects only
 when they are given a dask array; this module never imports dask itself.
 """
 import numpy as np
@@ -17,6 +19,7 @@ import scipy.sparse as sp
 
 from sparsekit.losses._fenchel_young_datafit import ActiveRows, FenchelYoungLinear
 from sparsekit.losses._logistic_datafit import _ExplicitHessian
+from sparsekit.metrics._thresholds import PositiveEntries, row_slices, threshold_search
 
 
 #: bytes of an argument's copies that may travel inside the tasks taking it (through the
@@ -189,27 +192,71 @@ class _DaskHessian:
                             int(keep.sum()))
 
 
-class _FenchelYoungBlock:
-    """One row partition's Fenchel-Young data term, built on its worker: the first
-    ``n_outputs`` columns of the one-hot targets of its labels (rows whose target leaves the
-    polytope, or whose label is not among ``classes``, get weight 0: a training fold's
-    held-out class) and its weights over the largest weight of all partitions."""
+class LabelTargets:
+    """A partition's targets from its class labels: the first ``n_outputs`` columns (None:
+    all) of their one-hot rows over ``classes``; a row whose label is not among ``classes``
+    (a training fold's held-out class) is left out (weight 0)."""
 
-    def __init__(self, X, y, sample_weight, classes, top, polytope, budget, n_outputs):
-        from sparsekit._cython._projections import POLYTOPE_CODES
+    def __init__(self, classes, polytope, budget, n_outputs=None):
+        self.classes, self.polytope, self.budget = classes, polytope, budget
+        self.n_outputs = classes.size if n_outputs is None else n_outputs
+
+    def __call__(self, y):
+        """``(Y, keep)``: the targets (CSR) and the mask of the rows kept."""
         from sparsekit.losses._targets import polytope_targets
 
+        classes = self.classes
         y = np.asarray(y).ravel()
         codes = np.minimum(np.searchsorted(classes, y), classes.size - 1)
         n = codes.size
         Y = sp.csr_matrix((np.ones(n), codes, np.arange(n + 1)), shape=(n, classes.size))
-        Y, keep = polytope_targets(Y[:, :n_outputs], polytope, budget, "multiclass", ())
-        keep &= classes[codes] == y
-        sw = np.ones(n) if sample_weight is None else np.asarray(sample_weight, np.float64)
+        Y, keep = polytope_targets(Y[:, :self.n_outputs], self.polytope, self.budget,
+                                   "multiclass")
+        return Y, keep & (classes[codes] == y)
+
+
+class SetTargets:
+    """A partition's targets from its 2-D targets (label sets or proportions of
+    ``n_outputs`` labels, ``target_type`` "multilabel" or "proportions"), ``columns``
+    negated, as a fit in memory makes them; the rows the polytope leaves out (label sets
+    without a label on the simplex) are said once by the client, not by each worker."""
+
+    def __init__(self, n_outputs, polytope, budget, target_type, columns=()):
+        self.n_outputs, self.polytope, self.budget = n_outputs, polytope, budget
+        self.target_type, self.columns = target_type, columns
+
+    def __call__(self, y):
+        from sparsekit.losses._targets import label_set_matrix, polytope_targets
+
+        Y, _ = label_set_matrix(y)
+        return polytope_targets(Y, self.polytope, self.budget, self.target_type, self.columns,
+                                warn=False)
+
+
+def kept_weights(targets, y, sample_weight):
+    """A partition's sample weights (None: ones) with 0 on the rows ``targets`` leaves
+    out."""
+    _, keep = targets(y)
+    sw = np.ones(keep.size) if sample_weight is None else np.asarray(sample_weight,
+                                                                     np.float64)
+    return np.where(keep, sw, 0.0)
+
+
+class _FenchelYoungBlock:
+    """One row partition's Fenchel-Young data term, built on its worker: its ``targets``
+    (:class:`LabelTargets` or :class:`SetTargets`; the rows they leave out get weight 0) and
+    its weights over the largest weight of all partitions."""
+
+    def __init__(self, X, y, sample_weight, top, targets):
+        from sparsekit._cython._projections import POLYTOPE_CODES
+
+        Y, keep = targets(y)
+        sw = np.ones(keep.size) if sample_weight is None else np.asarray(sample_weight,
+                                                                         np.float64)
         self.X = X.tocsr() if sp.issparse(X) else np.ascontiguousarray(X)
         self.Y = Y
         self.sw = (np.where(keep, sw, 0.0) / top).astype(self.X.dtype)
-        self.code, self.budget = POLYTOPE_CODES[polytope], budget
+        self.code, self.budget = POLYTOPE_CODES[targets.polytope], targets.budget
         self._term = None
 
     def __getstate__(self):           # the kernel closure is rebuilt where the block lands
@@ -225,6 +272,13 @@ class _FenchelYoungBlock:
         """The partition's :class:`ActiveRows` at the scores ``X W + b``."""
         return ActiveRows(self.X, self.X, self.sw, W, b, polytope, self.code, self.budget,
                           scale, weight_scale)
+
+    def positive_entries(self, proba):
+        """The :class:`~sparsekit.metrics._thresholds.PositiveEntries` of ``proba`` (the
+        model's ``predict_proba``) on the partition's rows, against its targets."""
+        n, k = self.Y.shape
+        return PositiveEntries((proba(self.X[rows]), self.Y[rows], self.sw[rows])
+                               for rows in row_slices(n, k))
 
     def __call__(self, W, b):
         from sparsekit.losses._fenchel_young_datafit import cpu_data_term
@@ -248,38 +302,36 @@ class DaskFenchelYoung(FenchelYoungLinear):
     Parameters
     ----------
     rows : sparsekit.linear_model._dask_input.DaskRows
-    classes : ndarray
-        The sorted labels of the fit (rows of other labels weigh 0).
+    targets : LabelTargets or SetTargets
+        How each partition's targets are built from its ``y`` (they also give the
+        polytope, its budget and the model's outputs).
     sample_weight : list of futures, default=None
         Each partition's weights; None: those of ``rows``.
-    n_outputs : int, default=None
-        The model's outputs: the first ``n_outputs`` columns of the labels' one-hot
-        targets (one for the two-class fit of ``SparsemaxClassifier``); None: all.
-    polytope, budget, alpha, fit_intercept, penalize_intercept, offset, center, weight_scale
+    alpha, fit_intercept, penalize_intercept, offset, center, weight_scale
         As for :class:`FenchelYoungLinear`.
     """
 
-    def __init__(self, rows, classes, sample_weight=None, *, n_outputs=None, polytope,
-                 budget, alpha, fit_intercept, penalize_intercept, offset=None, center,
-                 weight_scale=1.0):
+    def __init__(self, rows, targets, sample_weight=None, *, alpha, fit_intercept,
+                 penalize_intercept, offset=None, center, weight_scale=1.0):
         from sparsekit._cython._projections import POLYTOPE_CODES
 
         client = self._client = rows.client
         self.X = self.Y = self.sw = self.X_rows = None
         self.weight_scale = float(weight_scale)
         self.dtype = rows.dtype
-        self.polytope, self.code, self.budget = polytope, POLYTOPE_CODES[polytope], budget
+        polytope = targets.polytope
+        self.polytope, self.code, self.budget = polytope, POLYTOPE_CODES[polytope], \
+            targets.budget
         self.alpha = float(alpha)
         self.fit_intercept, self.penalize_intercept = fit_intercept, penalize_intercept
-        self.n_features = rows.n_features
-        self.n_classes = classes.size if n_outputs is None else n_outputs
+        self.n_features, self.n_classes = rows.n_features, targets.n_outputs
         self.offset = np.zeros(self.n_classes) if offset is None else offset
         weights = rows.sample_weight if sample_weight is None else sample_weight
         tops = client.gather([client.submit(_largest_weight, s) for s in weights])
         if not max(tops) > 0:
             raise ValueError("The sample weights of the rows used in the fit sum to zero.")
-        self._parts = [client.submit(_FenchelYoungBlock, X, y, s, classes, max(tops),
-                                     polytope, budget, self.n_classes, pure=False)
+        self._parts = [client.submit(_FenchelYoungBlock, X, y, s, max(tops), targets,
+                                     pure=False)
                        for X, y, s in zip(rows.X, rows.y, weights)]
         totals = client.gather([client.submit(_call, p, "totals") for p in self._parts])
         total = sum(t for t, _ in totals)
@@ -315,6 +367,34 @@ class DaskFenchelYoung(FenchelYoungLinear):
                                    for r in rows])
             return sum(HV for HV, _ in parts), sum(Jc for _, Jc in parts)
         return self.combine_hessp(product), int(n_active)
+
+
+    def micro_f1_threshold(self, proba):
+        """The decision threshold of label sets with the best micro-F1 on the fit's rows
+        (:func:`~sparsekit.metrics._thresholds.threshold_search`) under ``proba`` (the
+        model's ``predict_proba``): each partition's positive entries stay on its worker,
+        whence the summed histograms of their values and the entries of the value ranges
+        where the best cut can lie come back."""
+        client = self._client
+        proba = client.scatter(proba, broadcast=True, hash=False)
+        entries = [client.submit(_call, p, "positive_entries", proba, pure=False)
+                   for p in self._parts]
+
+        def each(name, *args):
+            return client.gather([client.submit(_call, e, name, *args, pure=False)
+                                  for e in entries])
+
+        def histogram(edges):
+            parts = each("histogram", edges)
+            return (*(sum(p[i] for p in parts) for i in range(3)),
+                    np.min([p[3] for p in parts], axis=0), np.max([p[4] for p in parts], axis=0))
+
+        def take(lo, hi):
+            values, hits, weights = (np.concatenate(a) for a in zip(*each("take", lo, hi)))
+            order = np.argsort(-values, kind="stable")
+            return values[order], hits[order], weights[order]
+        n_true = sum(client.gather([client.submit(getattr, e, "n_true") for e in entries]))
+        return threshold_search(n_true, histogram, take)
 
 
 def _n_active(rows):

@@ -83,6 +83,31 @@ def check_target_entries(values):
         raise ValueError("Target entries must lie in [0, 1].")
 
 
+def label_set_matrix(y):
+    """2-D targets ``y`` (a label-indicator or proportion matrix, dense or sparse) as a
+    float64 CSR matrix, its duplicates summed, its zeros dropped and its entries checked to
+    lie in [0, 1] (clipped there: rounding noise within the tolerance), and whether they
+    are label sets (every stored entry 1) rather than proportions."""
+    Y = sp.csr_matrix(y, dtype=np.float64, copy=True)
+    Y.sum_duplicates()
+    Y.eliminate_zeros()
+    check_target_entries(Y.data)
+    np.clip(Y.data, 0.0, 1.0, out=Y.data)
+    return Y, bool(np.all(Y.data == 1))
+
+
+def leaves_out_unlabelled(polytope, target_type, columns=()):
+    """Whether :func:`polytope_targets` leaves the rows without an active label out of
+    the fit (label sets on the simplex, none negated: their target is undefined)."""
+    return polytope == "simplex" and target_type == "multilabel" and not columns
+
+
+def warn_unlabelled(n_rows):
+    """The warning that ``n_rows`` rows without an active label are left out of the fit."""
+    warnings.warn(f"{n_rows} rows of y have no active label; they are left out of the fit "
+                  "(their sparsemax target is undefined).", UserWarning)
+
+
 def flip_columns(Y, columns):
     """CSR ``Y`` with ``1 - Y`` on ``columns``: only those columns become dense (n x |N|
     values), the others keep their sparsity."""
@@ -95,13 +120,13 @@ def flip_columns(Y, columns):
     return out
 
 
-def polytope_targets(Y, polytope, budget, target_type, columns=()):
+def polytope_targets(Y, polytope, budget, target_type, columns=(), warn=True):
     """The fit's targets: ``flip(Y)`` (CSR), checked against the polytope, and a mask of
     the rows kept.
 
     On the simplex, multi-label rows become uniform over their active labels (rows with
-    none are left out with a ``UserWarning``), except with negated columns, where 0/1 rows
-    are points of the flipped simplex as they are.
+    none are left out, with a ``UserWarning`` when ``warn``), except with negated columns,
+    where 0/1 rows are points of the flipped simplex as they are.
     """
     if columns:
         Y = flip_columns(Y, columns)
@@ -118,12 +143,10 @@ def polytope_targets(Y, polytope, budget, target_type, columns=()):
     sums = np.asarray(Y.sum(axis=1)).ravel()
     keep = np.ones(Y.shape[0], dtype=bool)
     if polytope == "simplex":
-        if target_type == "multilabel" and not columns:
+        if leaves_out_unlabelled(polytope, target_type, columns):
             keep = sums > 0
-            if not keep.all():
-                warnings.warn(f"{np.sum(~keep)} rows of y have no active label; they "
-                              "are left out of the fit (their sparsemax target is "
-                              "undefined).", UserWarning)
+            if warn and not keep.all():
+                warn_unlabelled(int(np.sum(~keep)))
             Y = (sp.diags(1.0 / np.where(keep, sums, 1.0)) @ Y).tocsr()
         else:
             hint = " (a 0/1 row: exactly one active label)" if columns else ""

@@ -1,18 +1,36 @@
-"""The decision threshold of label scores that maximizes micro-F1."""
+"""The decision threshold of label scores that maximizes micro-F1.
+
+Micro-F1 is ``2 TP / (P + T)``: TP the (weighted) count of predicted labels that are true, P
+of predicted labels, T of true labels. Only positive entries of the scores can be
+predicted, so the candidates are the cuts between consecutive distinct positive values.
+:func:`micro_f1_threshold` tries each of them on the entries in memory;
+:func:`threshold_search` finds the same cut on entries held in parts (the row partitions of
+a cluster) from summed histograms of their values, gathering only the entries of the value
+ranges where the best cut can lie.
+"""
+from collections import namedtuple
+
 import numpy as np
 import scipy.sparse as sp
 
+#: the scores of at most this many (row, label) pairs are formed at a time
+SCORE_BLOCK = 1 << 20
+#: the search splits a range of values into this many bins a round ...
+BINS = 1024
+#: ... and gathers a range's entries once it holds at most this many
+GATHERED = 1 << 16
 
-def micro_f1_threshold(blocks):
-    """The threshold ``t >= 0`` whose label sets ``proba > t`` have the largest micro-F1.
 
-    Micro-F1 is ``2 TP / (P + T)``: TP the (weighted) count of predicted labels that are
-    true, P of predicted labels, T of true labels. Only positive entries of ``proba`` can
-    be predicted, so the candidates are cuts between consecutive distinct positive values,
-    each tried exactly (one sort of the positive entries). The threshold returned lies
-    halfway between the last value kept and the next one below it, or is 0 (every
-    positive entry: the support) when keeping them all is best, when no label is true or
-    none is ever predicted right.
+def row_slices(n_rows, n_labels):
+    """Consecutive slices of ``n_rows`` rows whose scores over ``n_labels`` labels hold at
+    most SCORE_BLOCK entries each."""
+    step = max(1, SCORE_BLOCK // max(n_labels, 1))
+    return [slice(start, start + step) for start in range(0, n_rows, step)]
+
+
+class PositiveEntries:
+    """The positive entries of label scores (of rows of positive weight), sorted by value,
+    descending (ties in the order of the rows): all that micro-F1 depends on.
 
     Parameters
     ----------
@@ -21,32 +39,181 @@ def micro_f1_threshold(blocks):
         indicator (ndarray or sparse matrix), ``sample_weight`` an ndarray of shape (m,)
         (nonnegative row weights).
 
+    Attributes
+    ----------
+    values, hits, weights : ndarray
+        Each entry's value, whether its label is true, and its row's weight.
+    n_true : float
+        The weighted count of true labels (T), entries of zero score included.
+    """
+
+    def __init__(self, blocks):
+        values, hits, weights = [], [], []
+        n_true = 0.0
+        for proba, y_true, sample_weight in blocks:
+            truth = (y_true.toarray() if sp.issparse(y_true) else np.asarray(y_true)) != 0
+            sample_weight = np.asarray(sample_weight, dtype=np.float64)
+            n_true += float(truth.sum(axis=1) @ sample_weight)
+            rows, cols = np.nonzero((proba > 0) & (sample_weight > 0)[:, None])
+            values.append(np.asarray(proba[rows, cols], dtype=np.float64))
+            hits.append(truth[rows, cols])
+            weights.append(sample_weight[rows])
+        values, hits, weights = (np.concatenate(a) if a else np.empty(0)
+                                 for a in (values, hits, weights))
+        order = np.argsort(-values, kind="stable")
+        self.values, self.weights = values[order], weights[order]
+        self.hits = hits[order].astype(bool)
+        self.n_true = n_true
+        self._keys = -self.values             # ascending, for searchsorted
+
+    def _above(self, v):
+        """How many entries exceed each value of ``v``."""
+        return np.searchsorted(self._keys, -np.asarray(v, dtype=np.float64), side="left")
+
+    def histogram(self, edges):
+        """``(count, weight, true_weight, smallest, largest)`` of the entries in each bin
+        ``(edges[j], edges[j + 1]]`` (ascending edges); an empty bin's smallest value is
+        +inf and its largest -inf."""
+        above = self._above(edges)
+        top, bottom = above[1:], above[:-1]          # each bin's positions: [top, bottom)
+        n = edges.size - 1
+        count = bottom - top
+        weight, true_weight = np.zeros(n), np.zeros(n)
+        smallest, largest = np.full(n, np.inf), np.full(n, -np.inf)
+        for j in np.flatnonzero(count):
+            a, b = top[j], bottom[j]
+            w = self.weights[a:b]
+            weight[j], true_weight[j] = w.sum(), w[self.hits[a:b]].sum()
+            smallest[j], largest[j] = self.values[b - 1], self.values[a]
+        return count, weight, true_weight, smallest, largest
+
+    def take(self, lo, hi):
+        """``(values, hits, weights)`` of the entries in ``(lo, hi]``, descending."""
+        a, b = self._above([hi, lo])
+        return self.values[a:b], self.hits[a:b], self.weights[a:b]
+
+
+def micro_f1_threshold(blocks):
+    """The threshold ``t >= 0`` whose label sets ``proba > t`` have the largest micro-F1.
+
+    Each cut between consecutive distinct positive values is tried exactly (one sort of
+    the positive entries). The threshold returned lies halfway between the last value kept
+    and the next one below it, or is 0 (every positive entry: the support) when keeping
+    them all is best, when no label is true or none is ever predicted right.
+
+    Parameters
+    ----------
+    blocks : iterable of (proba, y_true, sample_weight)
+        As for :class:`PositiveEntries`.
+
     Returns
     -------
     threshold : float
     """
-    values, hits, weights = [], [], []
-    n_true = 0.0
-    for proba, y_true, sample_weight in blocks:
-        truth = (y_true.toarray() if sp.issparse(y_true) else np.asarray(y_true)) != 0
-        sample_weight = np.asarray(sample_weight, dtype=np.float64)
-        n_true += float(truth.sum(axis=1) @ sample_weight)
-        rows, cols = np.nonzero((proba > 0) & (sample_weight > 0)[:, None])
-        values.append(np.asarray(proba[rows, cols], dtype=np.float64))
-        hits.append(truth[rows, cols])
-        weights.append(sample_weight[rows])
-    values, hits, weights = (np.concatenate(a) if a else np.empty(0)
-                             for a in (values, hits, weights))
-    if values.size == 0 or n_true <= 0:
+    entries = PositiveEntries(blocks)
+    return threshold_search(entries.n_true, entries.histogram, entries.take,
+                            gathered=np.inf)
+
+
+#: a value range of the search: ``(lo, hi]``, its entries' count, weight, true weight,
+#: smallest and largest value, and the entries themselves once gathered (else None)
+_Range = namedtuple("_Range", "lo hi count weight true_weight smallest largest entries")
+
+
+def _ranges(histogram, edges):
+    """The nonempty bins of ``histogram(edges)`` as :data:`_Range`, descending."""
+    count, weight, true_weight, smallest, largest = histogram(edges)
+    return [_Range(edges[j], edges[j + 1], count[j], weight[j], true_weight[j], smallest[j],
+                   largest[j], None) for j in np.flatnonzero(count)[::-1]]
+
+
+def _cuts(ranges):
+    """Every cut the ranges allow, descending: ``(kept weight, kept true weight, smallest
+    value kept, largest value of the stretch the cut adds)`` as arrays. A range whose
+    entries are gathered is cut between each pair of its distinct values; another only
+    below its smallest value."""
+    kept, kept_true, last, first = [], [], [], []
+    weight = true_weight = 0.0
+    for r in ranges:
+        if r.entries is None:
+            weight, true_weight = weight + r.weight, true_weight + r.true_weight
+            kept.append([weight])
+            kept_true.append([true_weight])
+            last.append([r.smallest])
+            first.append([r.largest])
+            continue
+        values, hits, weights = r.entries
+        cum = weight + np.cumsum(weights)
+        cum_true = true_weight + np.cumsum(np.where(hits, weights, 0.0))
+        # a cut keeps every entry of a tie: it ends where the next value is smaller
+        ends = np.flatnonzero(np.append(values[1:] < values[:-1], True))
+        kept.append(cum[ends])
+        kept_true.append(cum_true[ends])
+        last.append(values[ends])
+        first.append(values[np.append(0, ends[:-1] + 1)])
+        weight, true_weight = cum[-1], cum_true[-1]
+    return tuple(np.concatenate(a) if a else np.empty(0)
+                 for a in (kept, kept_true, last, first))
+
+
+def threshold_search(n_true, histogram, take, bins=None, gathered=None):
+    """The threshold of :func:`micro_f1_threshold` over entries held in parts.
+
+    The value range of the entries is split into ``bins`` bins by their summed histograms;
+    the cut below each bin is exact, and the cuts inside a bin are bounded above (its true
+    entries kept, none of the others). A bin whose bound reaches the best exact cut is split
+    again, or its entries are gathered once it holds at most ``gathered`` of them (or no
+    split separates them), until no bound does: the best cut of all is then among the
+    exact ones. The sums over the parts may round otherwise than the in-memory sums, so
+    cuts whose micro-F1 agree to rounding may be chosen either way.
+
+    Parameters
+    ----------
+    n_true : float
+        The weighted count of true labels of all parts.
+    histogram : callable
+        ``histogram(edges)``: :meth:`PositiveEntries.histogram` summed over the parts
+        (counts, weights and true weights added, the smallest values' minimum, the largest
+        values' maximum).
+    take : callable
+        ``take(lo, hi)``: :meth:`PositiveEntries.take` of every part, merged (descending,
+        ties in any order).
+    bins, gathered : int, default=None
+        None: BINS and GATHERED.
+
+    Returns
+    -------
+    threshold : float
+    """
+    bins = BINS if bins is None else bins
+    gathered = GATHERED if gathered is None else gathered
+    if not n_true > 0:
         return 0.0
-    order = np.argsort(-values, kind="stable")
-    values = values[order]
-    predicted = np.cumsum(weights[order])
-    true_positives = np.cumsum(np.where(hits[order], weights[order], 0.0))
-    # a cut keeps every entry of a tie: it ends where the next value is smaller
-    ends = np.flatnonzero(np.append(values[1:] < values[:-1], True))
-    f1 = 2.0 * true_positives[ends] / (predicted[ends] + n_true)
-    best = ends[np.argmax(f1)]
-    if best == values.size - 1 or not f1.max() > 0:
+    ranges = _ranges(histogram, np.array([0.0, np.inf]))
+    while True:
+        kept, kept_true, _, _ = _cuts(ranges)
+        best = np.max(2.0 * kept_true / (kept + n_true), initial=0.0)
+        refined, changed, weight, true_weight = [], False, 0.0, 0.0
+        for r in ranges:
+            bound = 2.0 * (true_weight + r.true_weight) / (weight + r.true_weight + n_true)
+            weight, true_weight = weight + r.weight, true_weight + r.true_weight
+            if r.entries is not None or not r.smallest < r.largest or bound < best:
+                refined.append(r)
+                continue
+            split = (_ranges(histogram, np.linspace(r.lo, r.largest, bins + 1))
+                     if r.count > gathered else [r])
+            if len(split) == 1:             # few entries, or values no bin separates
+                split = [r._replace(entries=take(r.lo, r.largest))]
+            refined.extend(split)
+            changed = True
+        if not changed:
+            break
+        ranges = refined
+    kept, kept_true, last, first = _cuts(ranges)
+    if kept.size == 0:
         return 0.0
-    return float((values[best] + values[best + 1]) / 2)
+    f1 = 2.0 * kept_true / (kept + n_true)
+    best = int(np.argmax(f1))
+    if best == f1.size - 1 or not f1[best] > 0:
+        return 0.0
+    return float((last[best] + first[best + 1]) / 2)
