@@ -6,7 +6,9 @@ planted sparse w; CSR blocks of ``--rows / --blocks`` rows, built and persisted 
 workers before the timing, so that the client never holds X) is fitted by
 ``L1LogisticOBA(C=0.1, tol=1e-8)`` and by ``SparsemaxClassifier`` (default alpha and tol; the
 two classes fit as one weight vector) with ``solver="lbfgs"`` (what ``"auto"`` runs on dask
-arrays) and ``"newton-cg"``, on a
+arrays) and ``"newton-cg"``; ``SparsemaxClassifier(solver="lbfgs")`` also fits label sets of
+20 labels on the same rows (a planted sparse model, 0/1 targets; its decision threshold
+searched over the partitions' label scores), on a
 ``distributed.LocalCluster`` of one and of two worker processes (one thread each), and in
 memory in this process. Reported: end-to-end fit time, time per solver iteration, the bytes
 the client sent (the parameter vectors: inside each partition's task when their copies
@@ -31,12 +33,17 @@ sys.path.insert(0, str(_report.REPO))  # the in-place build, also when not insta
 from sparsekit.linear_model import L1LogisticOBA, SparsemaxClassifier  # noqa: E402
 
 D, DENSITY, C = 2000, 0.01, 0.1
+#: the label sets' labels
+LABELS = 20
 
-#: the fits timed, each in memory and on the clusters
+#: the fits timed, each in memory and on the clusters: (model, whether it fits the label sets)
 MODELS = {
-    "L1LogisticOBA(C=0.1, tol=1e-8)": lambda: L1LogisticOBA(C=C, tol=1e-8),
-    "SparsemaxClassifier(solver='lbfgs')": lambda: SparsemaxClassifier(solver="lbfgs"),
-    "SparsemaxClassifier(solver='newton-cg')": lambda: SparsemaxClassifier(solver="newton-cg"),
+    "L1LogisticOBA(C=0.1, tol=1e-8)": (lambda: L1LogisticOBA(C=C, tol=1e-8), False),
+    "SparsemaxClassifier(solver='lbfgs')": (lambda: SparsemaxClassifier(solver="lbfgs"), False),
+    "SparsemaxClassifier(solver='newton-cg')": (
+        lambda: SparsemaxClassifier(solver="newton-cg"), False),
+    f"SparsemaxClassifier(solver='lbfgs'), {LABELS} label sets": (
+        lambda: SparsemaxClassifier(solver="lbfgs"), True),
 }
 
 
@@ -46,14 +53,19 @@ def _iterations(est):
 
 
 def block(seed, rows):
-    """One CSR partition of the problem and its labels (the same on any machine)."""
+    """One CSR partition of the problem, its labels and its label sets (the same on any
+    machine)."""
     rng = np.random.default_rng(seed)
     X = sp.random(rows, D, density=DENSITY, format="csr", random_state=rng,
                   data_rvs=rng.standard_normal)
+    planted = np.random.default_rng(12345)
     w = np.zeros(D)
-    w[np.random.default_rng(12345).choice(D, 50, replace=False)] = 1.0
+    w[planted.choice(D, 50, replace=False)] = 1.0
     y = np.where(X @ w + 0.5 * rng.standard_normal(rows) > 0, 1, 0)
-    return X, y
+    V = sp.random(D, LABELS, density=0.05, random_state=planted,
+                  data_rvs=planted.standard_normal)
+    Y = ((X @ V).toarray() + 0.3 * rng.standard_normal((rows, LABELS)) > 0.4).astype(np.int8)
+    return X, y, Y
 
 
 def dask_problem(rows, blocks):
@@ -61,12 +73,14 @@ def dask_problem(rows, blocks):
     from dask import delayed
 
     share = rows // blocks
-    parts = [delayed(block)(seed, share) for seed in range(blocks)]
+    parts = [delayed(block, nout=3)(seed, share) for seed in range(blocks)]
     X = da.concatenate([da.from_delayed(p[0], shape=(share, D), dtype=np.float64,
                                         meta=sp.csr_matrix((0, D))) for p in parts])
     y = da.concatenate([da.from_delayed(p[1], shape=(share,), dtype=np.int64)
                         for p in parts])
-    return X, y
+    Y = da.concatenate([da.from_delayed(p[2], shape=(share, LABELS), dtype=np.int8)
+                        for p in parts])
+    return X, y, Y
 
 
 def _nbytes(value):
@@ -120,13 +134,13 @@ def run_cluster(workers, rows, blocks):
                                   dashboard_address=None) as cluster, \
             distributed.Client(cluster) as client:
         client.wait_for_workers(workers)
-        X, y = client.persist(list(dask_problem(rows, blocks)))   # data in place, untimed
-        distributed.wait([X, y])
-        for name, make in MODELS.items():
+        X, y, Y = client.persist(list(dask_problem(rows, blocks)))   # in place, untimed
+        distributed.wait([X, y, Y])
+        for name, (make, sets) in MODELS.items():
             traffic = Traffic(distributed.Client)
             try:
                 t0 = time.perf_counter()
-                est = make().fit(X, y)
+                est = make().fit(X, Y if sets else y)
                 seconds = time.perf_counter() - t0
             finally:
                 traffic.close()
@@ -141,12 +155,13 @@ def main():
     args = parser.parse_args()
     share = args.rows // args.blocks
     parts = [block(seed, share) for seed in range(args.blocks)]
-    X, y = sp.vstack([p[0] for p in parts], format="csr"), np.concatenate([p[1] for p in parts])
+    X = sp.vstack([p[0] for p in parts], format="csr")
+    y, Y = np.concatenate([p[1] for p in parts]), np.concatenate([p[2] for p in parts])
     x_bytes = X.data.nbytes + X.indices.nbytes + X.indptr.nbytes
-    rows, local, seconds = [], {}, {}
-    for name, make in MODELS.items():
+    rows, local, seconds, thresholds = [], {}, {}, {}
+    for name, (make, sets) in MODELS.items():
         t0 = time.perf_counter()
-        local[name] = make().fit(X, y)
+        local[name] = make().fit(X, Y if sets else y)
         local_s = time.perf_counter() - t0
         it = _iterations(local[name])
         rows.append([name, "in memory (this process)", f"{local_s:.2f}", it,
@@ -159,6 +174,8 @@ def main():
             it = _iterations(est)
             ref = local[name].coef_
             gap = float(np.abs(est.coef_ - ref).max() / np.abs(ref).max())
+            if hasattr(est, "threshold_"):
+                thresholds[workers] = est.threshold_
             rows.append([name, f"LocalCluster, {workers} worker{'s' * (workers > 1)}",
                          f"{spent:.2f}", it, f"{spent / it * 1e3:.1f}",
                          f"{traffic.sent / it / 1e3:.1f}",
@@ -175,7 +192,12 @@ def main():
                  "kB sent per iteration", "kB gathered per iteration",
                  "largest coefficient difference from the in-memory fit, relative"], rows)
             + f"\n\nTwo workers against one, end-to-end time: {ratios} (the client, which "
-            "runs the solver, and the workers share this machine's two cores).")
+            "runs the solver, and the workers share this machine's two cores). The label "
+            "sets' decision threshold, searched over the partitions' label scores: "
+            + ", ".join(f"{thresholds[w]:.12g} on {w} worker{'s' * (w > 1)}"
+                        for w in sorted(thresholds))
+            + f"; {next(e.threshold_ for e in local.values() if hasattr(e, 'threshold_')):.12g}"
+            " in memory.")
     _report.write_section("dask", "L1LogisticOBA and SparsemaxClassifier on a Dask cluster",
                           body, packages=("numpy", "scipy", "scikit-learn", "dask",
                                           "distributed"))
