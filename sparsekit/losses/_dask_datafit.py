@@ -233,13 +233,19 @@ class SetTargets:
                                 warn=False)
 
 
+def _targets_and_weights(targets, y, sample_weight):
+    """``(Y, w)``: a partition's ``targets`` of its ``y`` and its sample weights (None:
+    ones) with 0 on the rows they leave out."""
+    Y, keep = targets(y)
+    sw = np.ones(keep.size) if sample_weight is None else np.asarray(sample_weight,
+                                                                     np.float64)
+    return Y, np.where(keep, sw, 0.0)
+
+
 def kept_weights(targets, y, sample_weight):
     """A partition's sample weights (None: ones) with 0 on the rows ``targets`` leaves
     out."""
-    _, keep = targets(y)
-    sw = np.ones(keep.size) if sample_weight is None else np.asarray(sample_weight,
-                                                                     np.float64)
-    return np.where(keep, sw, 0.0)
+    return _targets_and_weights(targets, y, sample_weight)[1]
 
 
 class _FenchelYoungBlock:
@@ -250,12 +256,9 @@ class _FenchelYoungBlock:
     def __init__(self, X, y, sample_weight, top, targets):
         from sparsekit._cython._projections import POLYTOPE_CODES
 
-        Y, keep = targets(y)
-        sw = np.ones(keep.size) if sample_weight is None else np.asarray(sample_weight,
-                                                                         np.float64)
+        self.Y, sw = _targets_and_weights(targets, y, sample_weight)
         self.X = X.tocsr() if sp.issparse(X) else np.ascontiguousarray(X)
-        self.Y = Y
-        self.sw = (np.where(keep, sw, 0.0) / top).astype(self.X.dtype)
+        self.sw = (sw / top).astype(self.X.dtype)
         self.code, self.budget = POLYTOPE_CODES[targets.polytope], targets.budget
         self._term = None
 
