@@ -521,6 +521,10 @@ def test_sparsemax_dask_refuses_what_it_cannot_run(client):
         SparsemaxClassifier().fit(Xd, np.c_[y, y])
     with pytest.raises(ValueError, match=r"y must have 200 rows as X, got shape \(150, 3\)"):
         SparsemaxClassifier().fit(Xd, np.eye(3)[y][:150])
+    Y = np.eye(3)[y]
+    Y[[130, 177]] = 1.0                # in the second partition: named by their rows in y
+    with pytest.raises(ValueError, match=r"sums to more than budget=2 \(rows \[130, 177\]\)"):
+        SparsemaxClassifier(polytope="budget", budget=2).fit(Xd, Y)
 
 
 def _label_sets(n=600, d=12, k=5, seed=0):

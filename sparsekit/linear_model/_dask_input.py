@@ -322,8 +322,9 @@ class DaskRows:
     def kept_weights(self, targets):
         """Futures of each partition's sample weights with 0 on the rows that ``targets``
         (a :class:`~sparsekit.losses._dask_datafit.SetTargets`) leaves out."""
-        return [self.client.submit(kept_weights, targets, y, s)
-                for y, s in zip(self.y, self.sample_weight)]
+        first_rows = np.cumsum(self.rows) - self.rows
+        return [self.client.submit(kept_weights, targets, y, s, int(first))
+                for y, s, first in zip(self.y, self.sample_weight, first_rows)]
 
     def codes(self, classes):
         """Futures of each partition's class indices."""

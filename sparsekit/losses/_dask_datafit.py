@@ -201,8 +201,9 @@ class LabelTargets:
         self.classes, self.polytope, self.budget = classes, polytope, budget
         self.n_outputs = classes.size if n_outputs is None else n_outputs
 
-    def __call__(self, y):
-        """``(Y, keep)``: the targets (CSR) and the mask of the rows kept."""
+    def __call__(self, y, first_row=0):
+        """``(Y, keep)``: the targets (CSR) and the mask of the rows kept (an error counts
+        the rows from ``first_row``)."""
         from sparsekit.losses._targets import polytope_targets
 
         classes = self.classes
@@ -211,7 +212,7 @@ class LabelTargets:
         n = codes.size
         Y = sp.csr_matrix((np.ones(n), codes, np.arange(n + 1)), shape=(n, classes.size))
         Y, keep = polytope_targets(Y[:, :self.n_outputs], self.polytope, self.budget,
-                                   "multiclass")
+                                   "multiclass", first_row=first_row)
         return Y, keep & (classes[codes] == y)
 
 
@@ -225,27 +226,29 @@ class SetTargets:
         self.n_outputs, self.polytope, self.budget = n_outputs, polytope, budget
         self.target_type, self.columns = target_type, columns
 
-    def __call__(self, y):
+    def __call__(self, y, first_row=0):
         from sparsekit.losses._targets import label_set_matrix, polytope_targets
 
         Y, _ = label_set_matrix(y)
         return polytope_targets(Y, self.polytope, self.budget, self.target_type, self.columns,
-                                warn=False)
+                                warn=False, first_row=first_row)
 
 
-def _targets_and_weights(targets, y, sample_weight):
+def _targets_and_weights(targets, y, sample_weight, first_row=0):
     """``(Y, w)``: a partition's ``targets`` of its ``y`` and its sample weights (None:
-    ones) with 0 on the rows they leave out."""
-    Y, keep = targets(y)
+    ones) with 0 on the rows they leave out; ``first_row``: the partition's place in the
+    data, for the errors."""
+    Y, keep = targets(y, first_row)
     sw = np.ones(keep.size) if sample_weight is None else np.asarray(sample_weight,
                                                                      np.float64)
     return Y, np.where(keep, sw, 0.0)
 
 
-def kept_weights(targets, y, sample_weight):
+def kept_weights(targets, y, sample_weight, first_row=0):
     """A partition's sample weights (None: ones) with 0 on the rows ``targets`` leaves
-    out."""
-    return _targets_and_weights(targets, y, sample_weight)[1]
+    out; a target outside the polytope is an error naming its row, counted from
+    ``first_row``."""
+    return _targets_and_weights(targets, y, sample_weight, first_row)[1]
 
 
 class _FenchelYoungBlock:

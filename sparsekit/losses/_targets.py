@@ -120,20 +120,22 @@ def flip_columns(Y, columns):
     return out
 
 
-def polytope_targets(Y, polytope, budget, target_type, columns=(), warn=True):
+def polytope_targets(Y, polytope, budget, target_type, columns=(), warn=True, first_row=0):
     """The fit's targets: ``flip(Y)`` (CSR), checked against the polytope, and a mask of
     the rows kept.
 
     On the simplex, multi-label rows become uniform over their active labels (rows with
     none are left out, with a ``UserWarning`` when ``warn``), except with negated columns,
-    where 0/1 rows are points of the flipped simplex as they are.
+    where 0/1 rows are points of the flipped simplex as they are. An error names the rows
+    outside the polytope counting ``Y``'s first row as ``first_row`` (a partition's place
+    in the data).
     """
     if columns:
         Y = flip_columns(Y, columns)
 
     def require(ok, message):
         if not np.all(ok):
-            rows = np.flatnonzero(~np.asarray(ok))
+            rows = np.flatnonzero(~np.asarray(ok)) + first_row
             where = "this polytope" if not columns else (
                 f"the {polytope!r} polytope with columns {columns} negated (y with 1 - y on "
                 f"those columns must lie in {polytope!r}; checked on those flipped rows)")
