@@ -294,8 +294,14 @@ class DaskRows:
                 for y, s in zip(self.y, self.sample_weight)]
 
     def gather(self, parts):
-        """Partitions' futures (``y``, ``sample_weight``) as one NumPy array."""
-        return np.concatenate([np.asarray(p).ravel() for p in self.client.gather(parts)])
+        """Partitions' futures (``y``, ``sample_weight``) as one NumPy array; 2-D targets
+        ``y`` as one array, or a CSR matrix when a partition is sparse."""
+        values = self.client.gather(parts)
+        if parts is self.y and self.n_targets > 1:
+            if any(sp.issparse(v) for v in values):
+                return sp.vstack([sp.csr_matrix(v) for v in values], format="csr")
+            return np.concatenate([np.asarray(v) for v in values])
+        return np.concatenate([np.asarray(v).ravel() for v in values])
 
     def margins(self, rows, coef, intercept):
         """The margins of the rows ``rows`` (indices into X, in any order) under each row of
@@ -319,12 +325,14 @@ class DaskRows:
         """``func(y, *args)`` of each partition's ``y``, gathered."""
         return self.client.gather([self.client.submit(func, y, *args) for y in self.y])
 
-    def kept_weights(self, targets):
-        """Futures of each partition's sample weights with 0 on the rows that ``targets``
-        (a :class:`~sparsekit.losses._dask_datafit.SetTargets`) leaves out."""
+    def kept_weights(self, targets, weights=None):
+        """Futures of each partition's ``weights`` (futures; None: the sample weights) with
+        0 on the rows that ``targets`` (a
+        :class:`~sparsekit.losses._dask_datafit.SetTargets`) leaves out."""
+        weights = self.sample_weight if weights is None else weights
         first_rows = np.cumsum(self.rows) - self.rows
         return [self.client.submit(kept_weights, targets, y, s, int(first))
-                for y, s, first in zip(self.y, self.sample_weight, first_rows)]
+                for y, s, first in zip(self.y, weights, first_rows)]
 
     def codes(self, classes):
         """Futures of each partition's class indices."""

@@ -516,10 +516,13 @@ class SparsemaxClassifier(SparsekitClassifier):
         self._set_threshold(None)
         return converged
 
-    def _fit_label_sets(self, data, X, y, sample_weight):
+    def _fit_label_sets(self, data, X, y, sample_weight, weights=None, warn=True):
         """Fit on the partitions of ``data`` (a :class:`DaskRows`) with 2-D targets (label
-        sets or proportions), as a fit in memory: their kind, the rows left out and the
-        decision threshold are reductions over the partitions."""
+        sets or proportions) and the partitions' solver ``weights`` (futures; None: the
+        sample weights), as a fit in memory: their kind, the rows left out and the decision
+        threshold are reductions over the partitions. ``X``, ``y`` and ``sample_weight``
+        are what the callbacks are shown; ``warn``: whether the rows left out and a
+        solver that did not converge are warned of. Whether it converged."""
         if self.class_weight is not None:
             raise ValueError("class_weight weighs the classes of class labels; for 2-D "
                              "targets (label sets or proportions) weigh the rows with "
@@ -535,12 +538,14 @@ class SparsemaxClassifier(SparsekitClassifier):
         self._negated = np.isin(np.arange(n_labels), columns) if columns else None
         targets = SetTargets(n_labels, self.polytope, budget, self.target_type_, columns)
         unlabelled = sum(n for _, n in summaries)
-        if unlabelled and leaves_out_unlabelled(self.polytope, self.target_type_, columns):
+        if warn and unlabelled and leaves_out_unlabelled(self.polytope, self.target_type_,
+                                                         columns):
             warn_unlabelled(unlabelled)
-        weights = data.kept_weights(targets)
-        datafit, _ = self._fit_partitions(data, targets, reflect_columns(
-            np.zeros(n_labels), columns), columns, weights, X, y, sample_weight)
+        weights = data.kept_weights(targets, weights)
+        datafit, converged = self._fit_partitions(data, targets, reflect_columns(
+            np.zeros(n_labels), columns), columns, weights, X, y, sample_weight, warn)
         self._set_threshold(lambda: datafit.micro_f1_threshold(self.predict_proba))
+        return converged
 
     def _fit_partitions(self, data, targets, offset, columns, weights, X, y, sample_weight,
                         warn=True):

@@ -188,10 +188,10 @@ default="simplex"
         ----------
         X : {array-like, sparse matrix} of shape (n_samples, n_features)
             Dense, CSR or CSC, float32 or float64. A dask array partitioned by rows, or a
-            dask DataFrame, with class labels ``y`` (dask or NumPy), is cross-validated on
-            the workers of the default ``distributed.Client``, as
+            dask DataFrame, with its ``y`` (dask, NumPy or SciPy sparse), is
+            cross-validated on the workers of the default ``distributed.Client``, as
             :class:`SparsemaxClassifier` fits it (``solver="auto"`` is L-BFGS there): each
-            fold's fits weigh its training rows where the rows are, and only the labels,
+            fold's fits weigh its training rows where the rows are, and only the targets,
             the weights and the held-out rows' scores reach the client. With
             ``device="cuda"``, a CuPy array or cupyx sparse matrix (or host X, copied to
             the GPU).
@@ -397,18 +397,15 @@ class _DaskFolds:
     """The data of a cross-validation on dask arrays: X's row partitions stay on the
     workers, where each fold's fits weigh its training rows (the held-out ones by 0: the
     same objective as on the fold's rows) and the held-out rows' scores under each
-    solution are computed. The labels and weights, a number per row, are gathered for the
-    splitter, the folds' checks and the scorer.
+    solution are computed. The labels and weights (a number per row, or its 2-D targets),
+    are gathered for the splitter, the folds' checks and the scorer.
 
     Sets the estimator's ``n_features_in_``."""
 
     def __init__(self, est, base, X, y, sample_weight):
         base._dask_solver()               # its errors before the data moves
-        if np.ndim(y) > 1:
-            raise ValueError("on dask arrays SparsemaxClassifierCV cross-validates class "
-                             "labels (y of shape (n_samples,)); label sets and proportion "
-                             "targets cross-validate in memory")
-        self.data = data = DaskRows(X, y, sample_weight, [np.float64, np.float32])
+        self.data = data = DaskRows(X, y, sample_weight, [np.float64, np.float32],
+                                    targets_2d=True)
         est.__dict__.pop("feature_names_in_", None)
         est.n_features_in_ = data.n_features
         self.y = data.gather(data.y)
@@ -426,10 +423,13 @@ class _DaskFolds:
     def _fold_weights(self, est, train, classes):
         """(the training fold's classes, each partition's weights on its worker): the
         sample weights times the rows' counts in ``train`` and the class weights of the
-        fold's classes, as :class:`SparsemaxClassifier` weighs the fold's rows."""
-        codes = np.searchsorted(classes, self.y)
-        counts = np.bincount(train, minlength=self.y.size)
+        fold's classes, as :class:`SparsemaxClassifier` weighs the fold's rows (2-D
+        targets, ``classes`` None: no classes and no class weights)."""
+        counts = np.bincount(train, minlength=self.sample_weight.size)
         weights = self.sample_weight * counts
+        if classes is None:
+            return None, self.data.split(weights)
+        codes = np.searchsorted(classes, self.y)
         present = np.bincount(codes, weights=counts, minlength=classes.size) > 0
         totals = np.bincount(codes, weights=weights, minlength=classes.size)
         class_weight = np.zeros(classes.size)
@@ -451,9 +451,13 @@ class _DaskFolds:
                 scores = self.data.margins(test, est.coef_, est.intercept_)
                 return scorer(_HeldOutScores.of(est, scores.astype(self.data.dtype)), X_test,
                               y_test, **score_params)
-            out = _path(est, alphas, lambda est: est._fit_rows(
-                self.data, fold_classes, weights, X_shown, y_shown, None, warn=False),
-                score, classes)
+            def fit(est):
+                if classes is None:     # the rows without a label: said by the refit
+                    return est._fit_label_sets(self.data, X_shown, y_shown, None, weights,
+                                               warn=False)
+                return est._fit_rows(self.data, fold_classes, weights, X_shown, y_shown,
+                                     None, warn=False)
+            out = _path(est, alphas, fit, score, classes)
             out["warnings"] = []
             return out
         jobs = (delayed(path)(train, test, score_params)
