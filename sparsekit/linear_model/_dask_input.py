@@ -297,7 +297,7 @@ class DaskRows:
         """Partitions' futures (``y``, ``sample_weight``) as one NumPy array; 2-D targets
         ``y`` as one array, or a CSR matrix when a partition is sparse."""
         values = self.client.gather(parts)
-        if parts is self.y and self.n_targets > 1:
+        if any(sp.issparse(v) or np.ndim(v) == 2 and np.shape(v)[1] > 1 for v in values):
             if any(sp.issparse(v) for v in values):
                 return sp.vstack([sp.csr_matrix(v) for v in values], format="csr")
             return np.concatenate([np.asarray(v) for v in values])

@@ -397,8 +397,8 @@ class _DaskFolds:
     """The data of a cross-validation on dask arrays: X's row partitions stay on the
     workers, where each fold's fits weigh its training rows (the held-out ones by 0: the
     same objective as on the fold's rows) and the held-out rows' scores under each
-    solution are computed. The labels and weights (a number per row, or its 2-D targets),
-    are gathered for the splitter, the folds' checks and the scorer.
+    solution are computed. The labels (a number per row, or its 2-D targets) and the
+    weights are gathered for the splitter, the folds' checks and the scorer.
 
     Sets the estimator's ``n_features_in_``."""
 
