@@ -637,7 +637,7 @@ def test_gpu_classifier_label_sets_threshold_matches_cpu(cupy_backend, monkeypat
     """Label sets on the simplex and the box: the decision threshold found on the
     training rows' projections (computed on the device, in blocks) is the CPU's."""
     from sparsekit.linear_model import SparsemaxClassifier
-    import sparsekit.linear_model._sparsemax as sparsemax_module
+    from sparsekit.metrics import _thresholds
 
     rng = np.random.default_rng(9)
     X = rng.normal(size=(90, 5))
@@ -645,7 +645,7 @@ def test_gpu_classifier_label_sets_threshold_matches_cpu(cupy_backend, monkeypat
     Y = (scores > 0.5).astype(int)
     Y[np.arange(90), scores.argmax(axis=1)] = 1
     cpu = SparsemaxClassifier(polytope=polytope, tol=1e-10, max_iter=2000).fit(X, Y)
-    monkeypatch.setattr(sparsemax_module, "_THRESHOLD_BLOCK", 4 * 7)   # blocks of 7 rows
+    monkeypatch.setattr(_thresholds, "SCORE_BLOCK", 4 * 7)   # blocks of 7 rows
     gpu = SparsemaxClassifier(polytope=polytope, tol=1e-10, max_iter=2000,
                               device="cuda").fit(
         cupy_backend.asarray(X) if on_device else X, Y)
