@@ -5,8 +5,8 @@ import pytest
 import scipy.sparse as sp
 from sklearn.metrics import f1_score
 
-from sparsekit.metrics._thresholds import (PositiveEntries, micro_f1_threshold, row_slices,
-                                           threshold_search)
+from sparsekit.metrics._thresholds import (PositiveEntries, merged_entries, micro_f1_threshold,
+                                           row_slices, summed_histogram, threshold_search)
 
 
 def _micro_f1(P, Y, w, t):
@@ -78,27 +78,24 @@ def test_without_anything_to_gain_the_threshold_is_the_support(P, Y, w):
 
 class _Parts:
     """Positive entries held in parts, searched as a cluster would search them: histograms
-    summed, ranges of entries merged; the calls counted."""
+    summed, ranges of entries merged, each round's requests counted."""
 
     def __init__(self, P, Y, w, n_parts):
         cuts = np.linspace(0, len(w), n_parts + 1).astype(int)
         self.parts = [PositiveEntries([(P[a:b], Y[a:b], w[a:b])])
                       for a, b in zip(cuts[:-1], cuts[1:])]
         self.n_true = sum(p.n_true for p in self.parts)
-        self.histograms, self.taken = 0, 0
+        self.histogram_rounds, self.take_rounds, self.taken = 0, 0, 0
 
-    def histogram(self, edges):
-        self.histograms += 1
-        out = [p.histogram(edges) for p in self.parts]
-        return (*(sum(o[i] for o in out) for i in range(3)),
-                np.min([o[3] for o in out], axis=0), np.max([o[4] for o in out], axis=0))
+    def histograms(self, edges):
+        self.histogram_rounds += 1
+        return [summed_histogram([p.histogram(e) for p in self.parts]) for e in edges]
 
-    def take(self, lo, hi):
-        values, hits, weights = (np.concatenate(a) for a in zip(*(p.take(lo, hi)
-                                                                  for p in self.parts)))
-        self.taken += values.size
-        order = np.argsort(-values, kind="stable")
-        return values[order], hits[order], weights[order]
+    def takes(self, ranges):
+        self.take_rounds += 1
+        out = [merged_entries([p.take(lo, hi) for p in self.parts]) for lo, hi in ranges]
+        self.taken += sum(values.size for values, _, _ in out)
+        return out
 
 
 def _entries_case(seed):
@@ -125,7 +122,7 @@ def test_the_search_over_parts_finds_the_in_memory_cut(seed, bins, gathered):
     the ranges that can hold the best cut are gathered."""
     P, Y, w = _entries_case(seed)
     parts = _Parts(P, Y, w, n_parts=3)
-    t = threshold_search(parts.n_true, parts.histogram, parts.take, bins, gathered)
+    t = threshold_search(parts.n_true, parts.histograms, parts.takes, bins, gathered)
     whole = micro_f1_threshold([(P, Y, w)])
     assert _micro_f1(P, Y, w, t) == pytest.approx(_micro_f1(P, Y, w, whole), abs=1e-12)
     if bins == 4:
@@ -134,19 +131,21 @@ def test_the_search_over_parts_finds_the_in_memory_cut(seed, bins, gathered):
     if seed % 4 == 0:          # distinct values: one best cut, the same threshold
         assert t == pytest.approx(whole, rel=1e-12)
     if bins == 4 and seed % 4 == 0:
-        assert parts.histograms > 2 and parts.taken < np.count_nonzero(P)
+        assert parts.histogram_rounds > 2 and parts.taken < np.count_nonzero(P)
 
 
 def test_the_search_splits_a_wide_range_before_it_gathers():
-    """On many entries the search gathers a small share of them."""
+    """On many entries the search gathers a small share of them, in a few rounds (each
+    asking the parts once for all its histograms, once for all its entries)."""
     rng = np.random.default_rng(7)
     P = rng.random((20000, 5)) * (rng.random((20000, 5)) < 0.5)
     Y = (rng.random((20000, 5)) < P).astype(int)
     w = np.ones(20000)
     parts = _Parts(P, Y, w, n_parts=4)
-    t = threshold_search(parts.n_true, parts.histogram, parts.take, bins=64, gathered=500)
+    t = threshold_search(parts.n_true, parts.histograms, parts.takes, bins=64, gathered=500)
     assert t == pytest.approx(micro_f1_threshold([(P, Y, w)]), rel=1e-12)
     assert parts.taken < 0.05 * np.count_nonzero(P)
+    assert parts.histogram_rounds + parts.take_rounds <= 5
 
 
 @pytest.mark.parametrize("P, Y, w", [
@@ -157,7 +156,7 @@ def test_the_search_splits_a_wide_range_before_it_gathers():
 ])
 def test_the_search_without_a_cut_to_make_is_the_support(P, Y, w):
     parts = _Parts(np.asarray(P), np.asarray(Y), np.asarray(w), n_parts=2)
-    assert threshold_search(parts.n_true, parts.histogram, parts.take, 4, 1) == 0.0
+    assert threshold_search(parts.n_true, parts.histograms, parts.takes, 4, 1) == 0.0
 
 
 def test_row_slices_bound_the_scores_formed_at_once():

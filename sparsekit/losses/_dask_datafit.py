@@ -19,7 +19,8 @@ import scipy.sparse as sp
 
 from sparsekit.losses._fenchel_young_datafit import ActiveRows, FenchelYoungLinear
 from sparsekit.losses._logistic_datafit import _ExplicitHessian
-from sparsekit.metrics._thresholds import PositiveEntries, row_slices, threshold_search
+from sparsekit.metrics._thresholds import (PositiveEntries, merged_entries, row_slices,
+                                           summed_histogram, threshold_search)
 
 
 #: bytes of an argument's copies that may travel inside the tasks taking it (through the
@@ -386,21 +387,25 @@ class DaskFenchelYoung(FenchelYoungLinear):
         entries = [client.submit(_call, p, "positive_entries", proba, pure=False)
                    for p in self._parts]
 
-        def each(name, *args):
-            return client.gather([client.submit(_call, e, name, *args, pure=False)
-                                  for e in entries])
+        def each(func, args):        # func(part's entries, arg) for every arg, one task a part
+            parts = client.gather([client.submit(func, e, args, pure=False) for e in entries])
+            return list(zip(*parts))
 
-        def histogram(edges):
-            parts = each("histogram", edges)
-            return (*(sum(p[i] for p in parts) for i in range(3)),
-                    np.min([p[3] for p in parts], axis=0), np.max([p[4] for p in parts], axis=0))
+        def histograms(edges):
+            return [summed_histogram(h) for h in each(_histograms, edges)]
 
-        def take(lo, hi):
-            values, hits, weights = (np.concatenate(a) for a in zip(*each("take", lo, hi)))
-            order = np.argsort(-values, kind="stable")
-            return values[order], hits[order], weights[order]
+        def takes(ranges):
+            return [merged_entries(e) for e in each(_takes, ranges)]
         n_true = sum(client.gather([client.submit(getattr, e, "n_true") for e in entries]))
-        return threshold_search(n_true, histogram, take)
+        return threshold_search(n_true, histograms, takes)
+
+
+def _histograms(entries, edges):
+    return [entries.histogram(e) for e in edges]
+
+
+def _takes(entries, ranges):
+    return [entries.take(lo, hi) for lo, hi in ranges]
 
 
 def _n_active(rows):

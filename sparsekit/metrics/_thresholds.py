@@ -93,6 +93,22 @@ class PositiveEntries:
         return self.values[a:b], self.hits[a:b], self.weights[a:b]
 
 
+def summed_histogram(histograms):
+    """The histogram of all parts from each part's :meth:`PositiveEntries.histogram` over
+    the same edges."""
+    return (*(sum(h[i] for h in histograms) for i in range(3)),
+            np.min([h[3] for h in histograms], axis=0),
+            np.max([h[4] for h in histograms], axis=0))
+
+
+def merged_entries(entries):
+    """The entries of all parts, descending, from each part's :meth:`PositiveEntries.take`
+    of the same range."""
+    values, hits, weights = (np.concatenate(a) for a in zip(*entries))
+    order = np.argsort(-values, kind="stable")
+    return values[order], hits[order], weights[order]
+
+
 def micro_f1_threshold(blocks):
     """The threshold ``t >= 0`` whose label sets ``proba > t`` have the largest micro-F1.
 
@@ -111,7 +127,8 @@ def micro_f1_threshold(blocks):
     threshold : float
     """
     entries = PositiveEntries(blocks)
-    return threshold_search(entries.n_true, entries.histogram, entries.take,
+    return threshold_search(entries.n_true, lambda edges: [entries.histogram(e) for e in edges],
+                            lambda ranges: [entries.take(*r) for r in ranges],
                             gathered=np.inf)
 
 
@@ -121,8 +138,8 @@ _Range = namedtuple("_Range", "lo hi count weight true_weight smallest largest e
 
 
 def _ranges(histogram, edges):
-    """The nonempty bins of ``histogram(edges)`` as :data:`_Range`, descending."""
-    count, weight, true_weight, smallest, largest = histogram(edges)
+    """The nonempty bins of a ``histogram`` over ``edges`` as :data:`_Range`, descending."""
+    count, weight, true_weight, smallest, largest = histogram
     return [_Range(edges[j], edges[j + 1], count[j], weight[j], true_weight[j], smallest[j],
                    largest[j], None) for j in np.flatnonzero(count)[::-1]]
 
@@ -156,7 +173,7 @@ def _cuts(ranges):
                  for a in (kept, kept_true, last, first))
 
 
-def threshold_search(n_true, histogram, take, bins=None, gathered=None):
+def threshold_search(n_true, histograms, takes, bins=None, gathered=None):
     """The threshold of :func:`micro_f1_threshold` over entries held in parts.
 
     The value range of the entries is split into ``bins`` bins by their summed histograms;
@@ -164,20 +181,21 @@ def threshold_search(n_true, histogram, take, bins=None, gathered=None):
     entries kept, none of the others). A bin whose bound reaches the best exact cut is split
     again, or its entries are gathered once it holds at most ``gathered`` of them (or no
     split separates them), until no bound does: the best cut of all is then among the
-    exact ones. The sums over the parts may round otherwise than the in-memory sums, so
-    cuts whose micro-F1 agree to rounding may be chosen either way.
+    exact ones. Each round asks the parts once for all its histograms and once for all its
+    entries. The sums over the parts may round otherwise than the in-memory sums, so cuts
+    whose micro-F1 agree to rounding may be chosen either way.
 
     Parameters
     ----------
     n_true : float
         The weighted count of true labels of all parts.
-    histogram : callable
-        ``histogram(edges)``: :meth:`PositiveEntries.histogram` summed over the parts
-        (counts, weights and true weights added, the smallest values' minimum, the largest
-        values' maximum).
-    take : callable
-        ``take(lo, hi)``: :meth:`PositiveEntries.take` of every part, merged (descending,
-        ties in any order).
+    histograms : callable
+        ``histograms(edges_list)``: for each array of edges, :meth:`PositiveEntries.histogram`
+        summed over the parts (counts, weights and true weights added, the smallest values'
+        minimum, the largest values' maximum).
+    takes : callable
+        ``takes(ranges)``: for each ``(lo, hi)``, :meth:`PositiveEntries.take` of every
+        part, merged (descending, ties in any order).
     bins, gathered : int, default=None
         None: BINS and GATHERED.
 
@@ -189,26 +207,29 @@ def threshold_search(n_true, histogram, take, bins=None, gathered=None):
     gathered = GATHERED if gathered is None else gathered
     if not n_true > 0:
         return 0.0
-    ranges = _ranges(histogram, np.array([0.0, np.inf]))
+    edges = np.array([0.0, np.inf])
+    ranges = _ranges(histograms([edges])[0], edges)
     while True:
         kept, kept_true, _, _ = _cuts(ranges)
         best = np.max(2.0 * kept_true / (kept + n_true), initial=0.0)
-        refined, changed, weight, true_weight = [], False, 0.0, 0.0
-        for r in ranges:
+        split, weight, true_weight = {}, 0.0, 0.0
+        for i, r in enumerate(ranges):
             bound = 2.0 * (true_weight + r.true_weight) / (weight + r.true_weight + n_true)
             weight, true_weight = weight + r.weight, true_weight + r.true_weight
-            if r.entries is not None or not r.smallest < r.largest or bound < best:
-                refined.append(r)
-                continue
-            split = (_ranges(histogram, np.linspace(r.lo, r.largest, bins + 1))
-                     if r.count > gathered else [r])
-            if len(split) == 1:             # few entries, or values no bin separates
-                split = [r._replace(entries=take(r.lo, r.largest))]
-            refined.extend(split)
-            changed = True
-        if not changed:
+            if r.entries is None and r.smallest < r.largest and bound >= best:
+                split[i] = [r]
+        if not split:
             break
-        ranges = refined
+        wide = [i for i in split if split[i][0].count > gathered]
+        edges = [np.linspace(split[i][0].lo, split[i][0].largest, bins + 1) for i in wide]
+        for i, e, counts in zip(wide, edges, histograms(edges) if wide else []):
+            split[i] = _ranges(counts, e)
+        # few entries, or values no bin separates: gathered
+        narrow = [i for i in split if len(split[i]) == 1]
+        for i, entries in zip(narrow, takes([(split[i][0].lo, split[i][0].largest)
+                                             for i in narrow]) if narrow else []):
+            split[i] = [split[i][0]._replace(entries=entries)]
+        ranges = [q for i, r in enumerate(ranges) for q in split.get(i, [r])]
     kept, kept_true, last, first = _cuts(ranges)
     if kept.size == 0:
         return 0.0
