@@ -132,16 +132,17 @@ def micro_f1_threshold(blocks):
                             gathered=np.inf)
 
 
-#: a value range of the search: ``(lo, hi]``, its entries' count, weight, true weight,
-#: smallest and largest value, and the entries themselves once gathered (else None)
-_Range = namedtuple("_Range", "lo hi count weight true_weight smallest largest entries")
+#: a value range of the search: the values above ``lo`` up to its largest one, its entries'
+#: count, weight, true weight, smallest and largest value, and the entries themselves once
+#: gathered (else None)
+_Range = namedtuple("_Range", "lo count weight true_weight smallest largest entries")
 
 
 def _ranges(histogram, edges):
     """The nonempty bins of a ``histogram`` over ``edges`` as :data:`_Range`, descending."""
     count, weight, true_weight, smallest, largest = histogram
-    return [_Range(edges[j], edges[j + 1], count[j], weight[j], true_weight[j], smallest[j],
-                   largest[j], None) for j in np.flatnonzero(count)[::-1]]
+    return [_Range(edges[j], count[j], weight[j], true_weight[j], smallest[j], largest[j],
+                   None) for j in np.flatnonzero(count)[::-1]]
 
 
 def _cuts(ranges):
