@@ -162,6 +162,41 @@ def test_small_arguments_travel_inside_the_tasks_large_ones_are_scattered(client
     assert len(scattered) > 10 and all(scattered)
 
 
+@pytest.mark.parametrize("multiclass", ["ovr", "multinomial"])
+def test_the_partitions_price_a_round_trip_into_their_hessian_route(client, monkeypatch,
+                                                                    multiclass):
+    """On small partitions a matrix-free Hessian product costs mostly its round trip to the
+    workers: the partitions form their Hessians on the free set (the client sums them and
+    makes the CG's products) where, pricing the arithmetic only as in memory, they send
+    every product to the workers."""
+    from sparsekit.losses import _dask_datafit
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(800, 120)) @ rng.normal(size=(120, 120)) * 0.1  # correlated columns
+    y = ((X @ rng.normal(size=120) + rng.logistic(size=800) > 0).astype(int)
+         if multiclass == "ovr" else
+         np.argmax(X @ rng.normal(size=(120, 3)) + rng.gumbel(size=(800, 3)), axis=1))
+    Xd = da.from_array(X, chunks=(200, -1))
+    products = []
+    product = _dask_datafit._DaskHessian.__call__
+    monkeypatch.setattr(_dask_datafit._DaskHessian, "__call__",
+                        lambda H, v: products.append(1) or product(H, v))
+    priced = L1LogisticOBA(C=10.0, multiclass=multiclass).fit(Xd, y)
+    assert products == []
+    monkeypatch.setattr(_dask_datafit.DaskDatafit, "UNIT_SECONDS", np.inf)  # no round trip
+    free = L1LogisticOBA(C=10.0, multiclass=multiclass).fit(Xd, y)
+    assert len(products) > 20
+    local = L1LogisticOBA(C=10.0, multiclass=multiclass).fit(X, y)
+
+    def objective(model):
+        S = model.decision_function(X)
+        loss = (np.logaddexp(0.0, np.where(y == 1, -S, S)) if S.ndim == 1
+                else np.logaddexp.reduce(S, axis=1) - S[np.arange(len(y)), y])
+        return 10.0 * loss.sum() + np.abs(model.coef_).sum()
+    for model in (priced, free):
+        assert objective(model) == pytest.approx(objective(local), rel=1e-9)
+
+
 def test_dask_input_errors_are_clear(client):
     X, y = _data(seed=4)
     bad = X.copy()

@@ -14,6 +14,8 @@ its worker (:class:`LabelTargets`, :class:`SetTargets`), and searches the decisi
 of label sets over the partitions' label scores. The estimators build these objects only
 when they are given a dask array; this module never imports dask itself.
 """
+import time
+
 import numpy as np
 import scipy.sparse as sp
 
@@ -48,10 +50,11 @@ def _rows(datafit):
     return datafit.n_samples
 
 
-def _hessp(datafit, x, free, counted):
+def _hessp(datafit, x, free, counted, overhead):
     """The partition's Hessian at x on ``free``, once ``counted`` (the products the client
-    made with the last one) is recorded."""
-    return datafit.hessp(x, free)
+    made with the last one) is recorded; ``overhead``: the cost of a product's round trip
+    in the units of the partition's route rule."""
+    return datafit.hessp(x, free, overhead=overhead)
 
 
 def _formed(H):
@@ -81,6 +84,9 @@ class DaskDatafit:
 
     #: bytes of formed partition Hessians gathered to be summed on the client
     GATHER_BYTES = 1 << 26
+    #: seconds of one unit of the partitions' route rules (``Logistic.hessp``,
+    #: ``Multinomial.hessp``), which count multiply-adds of the product kernels
+    UNIT_SECONDS = 1e-9
 
     def __init__(self, make, X_blocks, y_blocks, weight_blocks, client):
         self._client = client
@@ -93,10 +99,13 @@ class DaskDatafit:
             raise ValueError("the dask arrays hold no rows")
         self._share = rows / self.n_samples
         head = self._parts[int(np.argmax(rows > 0))]
+        start = time.perf_counter()
         self.penalty_weights, self.n_params, self.n_features, self.fit_intercept = \
             client.gather(client.submit(
                 lambda d: (d.penalty_weights, d.n_params, d.n_features, d.fit_intercept),
                 head))
+        #: a round trip to the workers (this one's), which a matrix-free product makes
+        self.round_trip = time.perf_counter() - start
         self._bound = None
         self._gathered = None     # (partitions' Hessians, products made on their sum)
 
@@ -132,8 +141,12 @@ class DaskDatafit:
         """The partitions' Hessians at x on ``free``. When each formed its matrix (their
         datafits' rule) and the matrices are small (``GATHER_BYTES`` in all), their weighted
         sum is gathered once and the solver's products are made on the client; otherwise
-        each product is a round trip to the workers."""
+        each product is a round trip to the workers. The rule prices that round trip
+        (``round_trip``) into the products when the formed matrices would be gathered: on
+        small partitions it forms them where in memory it would not."""
         client, size = self._client, int(np.size(free))
+        gathered = 8 * size * size * len(self._parts) <= self.GATHER_BYTES
+        overhead = self.round_trip / self.UNIT_SECONDS if gathered else 0.0
         x, free = (shared_argument(client, np.asarray(a, dtype=dtype), len(self._parts))
                    for a, dtype in ((x, np.float64), (free, np.int64)))
         counted = [None] * len(self._parts)
@@ -141,9 +154,9 @@ class DaskDatafit:
             last, calls = self._gathered
             counted = [client.submit(_count, H, calls[0], pure=False) for H in last]
             self._gathered = None
-        parts = [client.submit(_hessp, p, x, free, c, pure=False)
+        parts = [client.submit(_hessp, p, x, free, c, overhead, pure=False)
                  for p, c in zip(self._parts, counted)]
-        if 8 * size * size * len(parts) <= self.GATHER_BYTES:
+        if gathered:
             formed = client.gather([client.submit(_formed, H, pure=False) for H in parts])
             if all(M is not None for M in formed):
                 calls = [0]

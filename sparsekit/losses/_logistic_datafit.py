@@ -338,14 +338,17 @@ class _LinearDatafit:
         self._x_at, self._f_at, self._grad_at = x.copy(), f, grad
         return f, grad
 
-    def hessp(self, x, free):
+    def hessp(self, x, free, overhead=0.0):
         """Subspace Hessian ∇²f(x)[free, free]: an :class:`_ExplicitHessian` when the free set
         is small enough that forming it is cheaper than the matrix-free products the solver
         made per Hessian lately, else a matrix-free :class:`_SubspaceHessian` that forms itself
         once its products have cost as much as the Gram (at most ``max_explicit`` columns).
 
         ``free`` is a sorted integer array of parameter indices. Uses the curvature weights of
-        the last :meth:`value_grad` call, recomputing them if ``x`` differs.
+        the last :meth:`value_grad` call, recomputing them if ``x`` differs. ``overhead`` is
+        what each matrix-free product costs beyond its arithmetic, in the cost model's units
+        (about a nanosecond each): a round trip to the workers when this is a partition of
+        a dask array whose formed Hessian the client would gather.
         """
         if self._x_at is None or not np.array_equal(self._x_at, x):
             self.value_grad(x)
@@ -377,7 +380,7 @@ class _LinearDatafit:
         self._calls = [0]
         products = self._products_per_hessian
         fits = k <= self.max_explicit
-        if fits and cost_gram + products * k * k <= products * cost_hv:
+        if fits and cost_gram + products * k * k <= products * (cost_hv + overhead):
             return _ExplicitHessian(self._gram(cols, intercept, walk_all, syrk), self._calls)
         # the switch is armed for the sparse X's dense-panel route only, whose cost the model
         # predicts within 20% (the sparse Gram's runs ~1.8× over it on w8a), and only where a

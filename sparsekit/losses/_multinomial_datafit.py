@@ -339,11 +339,13 @@ class Multinomial:
         self._P, self._D = P, None
         return f, grad
 
-    def hessp(self, x, free):
+    def hessp(self, x, free, overhead=0.0):
         """The Hessian ∇²f(x) on the sorted parameter indices ``free``: formed (an
         :class:`~sparsekit.losses._logistic_datafit._ExplicitHessian`) when that is the
         cheaper route (see the class docstring), else a matrix-free
-        :class:`_MultinomialHessian`."""
+        :class:`_MultinomialHessian`. ``overhead``: what each matrix-free product costs
+        beyond its arithmetic, in the units of the costs (about a nanosecond each), as in
+        :meth:`~sparsekit.losses._logistic_datafit.Logistic.hessp`."""
         if self._x_at is None or not np.array_equal(self._x_at, x):
             self.value_grad(x)
         self._products = [self._products[1], 0]
@@ -353,8 +355,8 @@ class Multinomial:
         if 0 < m <= self.max_explicit:
             costs = self._gram_costs(H)
             route = min(costs, key=costs.get)
-            worth = (self.formed_worth_rows * self._row_product_cost(H) if H.walks_rows
-                     else self.formed_worth * self._product_cost(H))
+            worth = (self.formed_worth_rows * (self._row_product_cost(H) + overhead)
+                     if H.walks_rows else self.formed_worth * (self._product_cost(H) + overhead))
             if costs[route] + 100 * 2.0 * m * m <= worth:
                 return _ExplicitHessian(self._gram(H, route=route), [0])
         return H
