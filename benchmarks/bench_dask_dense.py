@@ -104,7 +104,8 @@ def main():
                                   dashboard_address=None) as cluster, \
             distributed.Client(cluster) as client:
         client.wait_for_workers(2)
-        for name, X, y, multiclass, chunk in problems():
+        fits = problems()
+        for name, X, y, multiclass, chunk in fits:
             Xd = client.persist(da.from_array(X, chunks=(chunk, -1)))
             yd = client.persist(da.from_array(y, chunks=chunk))
             shape = f"{X.shape[0]:,} x {X.shape[1]} in {len(Xd.chunks[0])} partitions"
@@ -129,7 +130,7 @@ def main():
                     rows.append([name, shape, C, arm, f"{spent:.3f}", int(np.sum(est.n_iter_)),
                                  counter.count, f"{(objective(est, X, y, C) - F) / F:.1e}"])
                     print(rows[-1], flush=True)
-        name, X, y, _, chunk = problems()[0]
+        name, X, y, _, chunk = fits[0]
         Xd = client.persist(da.from_array(X, chunks=(chunk, -1)))
         yd = client.persist(da.from_array(y, chunks=chunk))
 
