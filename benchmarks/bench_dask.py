@@ -13,8 +13,9 @@ searched over the partitions' label scores), on a
 memory in this process. Reported: end-to-end fit time, time per solver iteration, the bytes
 the client sent (the parameter vectors: inside each partition's task when their copies
 take at most 1 MB, else scattered once per worker) and gathered (one vector per
-partition, and for OBA the partitions' Hessians on the free set when they formed them and
-all of them fit in 64 MB) per iteration, against the size of X.
+partition, and for OBA the partitions' Hessians on the free set when they formed them,
+summed on each worker, and one matrix per worker fits in 64 MB) per iteration, against the
+size of X.
 
 Writes section "dask" of doc/benchmarks.md::
 

@@ -197,6 +197,34 @@ def test_the_partitions_price_a_round_trip_into_their_hessian_route(client, monk
         assert objective(model) == pytest.approx(objective(local), rel=1e-9)
 
 
+@pytest.mark.parametrize("multiclass", ["ovr", "multinomial"])
+def test_each_worker_sums_its_partitions_formed_hessians(client, monkeypatch, multiclass):
+    """The client gathers one formed Hessian per worker, summed there over the worker's
+    partitions: with room for two matrices (two workers) and not for eight (the
+    partitions), the fit of eight partitions sends no product to the workers."""
+    from sparsekit.losses import _dask_datafit
+
+    rng = np.random.default_rng(5)
+    X = rng.normal(size=(800, 30)) @ rng.normal(size=(30, 30)) * 0.3
+    y = np.argmax(X @ rng.normal(size=(30, 3)) + rng.gumbel(size=(800, 3)), axis=1)
+    if multiclass == "ovr":
+        y = (y == 0).astype(int)
+    n_params = 31 * (3 if multiclass == "multinomial" else 1)
+    Xd = da.from_array(X, chunks=(100, -1))
+    products = []
+    product = _dask_datafit._DaskHessian.__call__
+    monkeypatch.setattr(_dask_datafit._DaskHessian, "__call__",
+                        lambda H, v: products.append(1) or product(H, v))
+    monkeypatch.setattr(_dask_datafit.DaskDatafit, "GATHER_BYTES", 2 * 8 * n_params ** 2)
+    spread = L1LogisticOBA(C=10.0, multiclass=multiclass, tol=1e-10).fit(Xd, y)
+    assert products == []
+    local = L1LogisticOBA(C=10.0, multiclass=multiclass, tol=1e-10).fit(X, y)
+    np.testing.assert_allclose(spread.coef_, local.coef_, rtol=1e-6, atol=1e-8)
+    monkeypatch.setattr(_dask_datafit.DaskDatafit, "GATHER_BYTES", 8 * n_params ** 2 // 4)
+    L1LogisticOBA(C=10.0, multiclass=multiclass, tol=1e-10).fit(Xd, y)
+    assert len(products) > 0          # not even one worker's matrix: products on the cluster
+
+
 def test_dask_input_errors_are_clear(client):
     X, y = _data(seed=4)
     bad = X.copy()

@@ -6,7 +6,8 @@ rows' losses), so the value, the gradient, the Hessian products, their diagonals
 Lipschitz bound and the dual terms are the n_b/n-weighted sums of the partitions'; the
 intercepts at w = 0 come from the summed label totals. A Hessian operator is one operator
 per partition, kept on its worker (matrix-free or formed there): a product sends v and
-gathers one vector per partition.
+gathers one vector per partition; formed ones are summed on each worker and gathered
+once, one matrix per worker.
 
 :class:`DaskFenchelYoung` does the same for :class:`~sparsekit.SparsemaxClassifier`'s
 objective (value, gradient and Hessian products), with each partition's targets built on
@@ -57,9 +58,15 @@ def _hessp(datafit, x, free, counted, overhead):
     return datafit.hessp(x, free, overhead=overhead)
 
 
-def _formed(H):
-    """A partition's Hessian as its formed matrix (None: it is matrix-free)."""
-    return H.matrix if getattr(H, "is_explicit", False) else None
+def _formed_sum(shares, *hessians):
+    """The ``shares``-weighted sum of partitions' Hessians (a worker's) as a formed matrix
+    (None: one of them is matrix-free)."""
+    total = 0.0
+    for share, H in zip(shares, hessians):
+        if not getattr(H, "is_explicit", False):
+            return None
+        total = total + share * H.matrix
+    return total
 
 
 def _count(H, count):
@@ -106,6 +113,11 @@ class DaskDatafit:
                 head))
         #: a round trip to the workers (this one's), which a matrix-free product makes
         self.round_trip = time.perf_counter() - start
+        # the partitions by the worker holding them: each worker sums its formed Hessians
+        holders = {}
+        for k, where in enumerate(client.who_has(self._parts).values()):
+            holders.setdefault(where[0] if where else None, []).append(k)
+        self._holders = holders
         self._bound = None
         self._gathered = None     # (partitions' Hessians, products made on their sum)
 
@@ -139,13 +151,14 @@ class DaskDatafit:
 
     def hessp(self, x, free):
         """The partitions' Hessians at x on ``free``. When each formed its matrix (their
-        datafits' rule) and the matrices are small (``GATHER_BYTES`` in all), their weighted
-        sum is gathered once and the solver's products are made on the client; otherwise
-        each product is a round trip to the workers. The rule prices that round trip
-        (``round_trip``) into the products when the formed matrices would be gathered: on
-        small partitions it forms them where in memory it would not."""
+        datafits' rule) and one matrix per worker is small (``GATHER_BYTES`` in all), each
+        worker sums its partitions' matrices, their weighted sum is gathered once and the
+        solver's products are made on the client; otherwise each product is a round trip
+        to the workers. The rule prices that round trip (``round_trip``) into the products
+        when the formed matrices would be gathered: on small partitions it forms them where
+        in memory it would not."""
         client, size = self._client, int(np.size(free))
-        gathered = 8 * size * size * len(self._parts) <= self.GATHER_BYTES
+        gathered = 8 * size * size * len(self._holders) <= self.GATHER_BYTES
         overhead = self.round_trip / self.UNIT_SECONDS if gathered else 0.0
         x, free = (shared_argument(client, np.asarray(a, dtype=dtype), len(self._parts))
                    for a, dtype in ((x, np.float64), (free, np.int64)))
@@ -157,11 +170,15 @@ class DaskDatafit:
         parts = [client.submit(_hessp, p, x, free, c, overhead, pure=False)
                  for p, c in zip(self._parts, counted)]
         if gathered:
-            formed = client.gather([client.submit(_formed, H, pure=False) for H in parts])
+            formed = client.gather([
+                client.submit(_formed_sum, self._share[ks], *(parts[k] for k in ks),
+                              workers=None if where is None else [where],
+                              allow_other_workers=True, pure=False)
+                for where, ks in self._holders.items()])
             if all(M is not None for M in formed):
                 calls = [0]
                 self._gathered = parts, calls
-                return _ExplicitHessian(sum(w * M for w, M in zip(self._share, formed)), calls)
+                return _ExplicitHessian(sum(formed), calls)
         return _DaskHessian(self, parts, size)
 
     def lipschitz(self):
