@@ -114,10 +114,9 @@ class DaskDatafit:
         #: a round trip to the workers (this one's), which a matrix-free product makes
         self.round_trip = time.perf_counter() - start
         # the partitions by the worker holding them: each worker sums its formed Hessians
-        holders = {}
-        for k, where in enumerate(client.who_has(self._parts).values()):
-            holders.setdefault(where[0] if where else None, []).append(k)
-        self._holders = holders
+        who, self._holders = client.who_has(self._parts), {}
+        for k, part in enumerate(self._parts):
+            self._holders.setdefault((who.get(part.key) or (None,))[0], []).append(k)
         self._bound = None
         self._gathered = None     # (partitions' Hessians, products made on their sum)
 
