@@ -162,6 +162,18 @@ def test_small_arguments_travel_inside_the_tasks_large_ones_are_scattered(client
     assert len(scattered) > 10 and all(scattered)
 
 
+def _sent_products(monkeypatch):
+    """A list that records every matrix-free Hessian product the client sends to the
+    workers from now on."""
+    from sparsekit.losses import _dask_datafit
+
+    products = []
+    product = _dask_datafit._DaskHessian.__call__
+    monkeypatch.setattr(_dask_datafit._DaskHessian, "__call__",
+                        lambda H, v: products.append(1) or product(H, v))
+    return products
+
+
 @pytest.mark.parametrize("multiclass", ["ovr", "multinomial"])
 def test_the_partitions_price_a_round_trip_into_their_hessian_route(client, monkeypatch,
                                                                     multiclass):
@@ -177,10 +189,7 @@ def test_the_partitions_price_a_round_trip_into_their_hessian_route(client, monk
          if multiclass == "ovr" else
          np.argmax(X @ rng.normal(size=(120, 3)) + rng.gumbel(size=(800, 3)), axis=1))
     Xd = da.from_array(X, chunks=(200, -1))
-    products = []
-    product = _dask_datafit._DaskHessian.__call__
-    monkeypatch.setattr(_dask_datafit._DaskHessian, "__call__",
-                        lambda H, v: products.append(1) or product(H, v))
+    products = _sent_products(monkeypatch)
     priced = L1LogisticOBA(C=10.0, multiclass=multiclass).fit(Xd, y)
     assert products == []
     monkeypatch.setattr(_dask_datafit.DaskDatafit, "UNIT_SECONDS", np.inf)  # no round trip
@@ -211,10 +220,7 @@ def test_each_worker_sums_its_partitions_formed_hessians(client, monkeypatch, mu
         y = (y == 0).astype(int)
     n_params = 31 * (3 if multiclass == "multinomial" else 1)
     Xd = da.from_array(X, chunks=(100, -1))
-    products = []
-    product = _dask_datafit._DaskHessian.__call__
-    monkeypatch.setattr(_dask_datafit._DaskHessian, "__call__",
-                        lambda H, v: products.append(1) or product(H, v))
+    products = _sent_products(monkeypatch)
     monkeypatch.setattr(_dask_datafit.DaskDatafit, "GATHER_BYTES", 2 * 8 * n_params ** 2)
     spread = L1LogisticOBA(C=10.0, multiclass=multiclass, tol=1e-10).fit(Xd, y)
     assert products == []
