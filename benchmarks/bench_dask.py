@@ -11,11 +11,11 @@ arrays) and ``"newton-cg"``; ``SparsemaxClassifier(solver="lbfgs")`` also fits l
 searched over the partitions' label scores), on a
 ``distributed.LocalCluster`` of one and of two worker processes (one thread each), and in
 memory in this process. Reported: end-to-end fit time, time per solver iteration, the bytes
-the client sent (the parameter vectors: inside each partition's task when their copies
-take at most 1 MB, else scattered once per worker) and gathered (one vector per
-partition, and for OBA the partitions' Hessians on the free set when they formed them,
-summed on each worker, and one matrix per worker fits in 64 MB) per iteration, against the
-size of X.
+the client sent (the parameter vectors: inside each task when their copies take at most
+1 MB, else scattered once per worker) and gathered (one vector per worker thread, whose
+task sums its partitions', and for OBA the partitions' Hessians on the free set when they
+formed them, summed in the same tasks, and one matrix per worker thread fits in 64 MB) per
+iteration, against the size of X.
 
 Writes section "dask" of doc/benchmarks.md::
 

@@ -2,8 +2,8 @@
 round trips.
 
 On a dask array each matrix-free Hessian product of OBA's conjugate gradient is a round
-trip to the workers (each partition's product, summed on the client), where in memory it
-is a pass over the free columns. The partitions' datafits price that round trip (measured
+trip to the workers (the partitions' products, summed on their workers and on the
+client), where in memory it is a pass over the free columns. The partitions' datafits price that round trip (measured
 when the fit starts) into their choice between forming the Hessian on the free set and
 matrix-free products: a formed Hessian is gathered once, summed on the client, and the
 products are made there. Dense real data in small partitions (Mulan scene's training rows,

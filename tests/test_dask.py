@@ -231,6 +231,105 @@ def test_each_worker_sums_its_partitions_formed_hessians(client, monkeypatch, mu
     assert len(products) > 0          # not even one worker's matrix: products on the cluster
 
 
+def test_a_group_sums_its_partitions_results_weighted():
+    """A group's total weighs each partition's result by its share (numbers, arrays, and
+    tuples of them entry by entry, in float64); unweighted on request; ``each`` keeps
+    the results with the same shares."""
+    from sparsekit.losses._dask_datafit import PartitionGroup
+
+    class Part:
+        def __init__(self, k):
+            self.k = k
+
+        def value(self, v):
+            return self.k * v
+
+        def pair(self):
+            return float(self.k), np.full(3, self.k, dtype=np.float32)
+
+    group = PartitionGroup(np.array([0.5, 0.25]), Part(2), Part(4))
+    np.testing.assert_array_equal(group.total("value", np.arange(3.0)), [0.0, 2.0, 4.0])
+    f, g = group.total("pair")
+    assert f == 2.0 and g.dtype == np.float64
+    np.testing.assert_array_equal(g, [2.0, 2.0, 2.0])
+    assert group.total("value", 1.0, weighted=False) == 6.0
+    doubled = group.each("value", 2.0)
+    assert doubled.parts == (4.0, 8.0) and doubled.shares is group.shares
+
+
+def _gathered_counts(monkeypatch):
+    """A list that records how many results each of the client's gathers collects."""
+    counts = []
+    gather = distributed.Client.gather
+
+    def recording(self, futures, *args, **kwargs):
+        counts.append(len(futures) if isinstance(futures, list) else 1)
+        return gather(self, futures, *args, **kwargs)
+    monkeypatch.setattr(distributed.Client, "gather", recording)
+    return counts
+
+
+@pytest.mark.parametrize("layout", ["dense", "sparse"])
+def test_an_evaluation_is_one_task_per_worker_thread(client, monkeypatch, layout):
+    """Eight partitions on two one-thread workers: the gradient, a matrix-free Hessian
+    (with its diagonal) and its products each gather two results, one per worker, and
+    equal the datafit of all the rows in memory."""
+    from functools import partial
+
+    from sparsekit.linear_model._dask_input import DaskRows
+    from sparsekit.linear_model._l1_logistic import _binary_block
+    from sparsekit.losses import _dask_datafit
+
+    X, y = _data(n=800, d=20, classes=2, seed=12)
+    rows = DaskRows(da.from_array(X, chunks=(100, -1)) if layout == "dense"
+                    else _sparse_dask(X, 100), y, None, [np.float64])
+    classes = rows.classes()
+    datafit = _dask_datafit.DaskDatafit(
+        partial(_binary_block, 1, True), rows.X, rows.codes(classes),
+        rows.weights(classes, np.ones(2), 1.0), client)
+    local = _binary_block(1, True, sp.csc_matrix(X) if layout == "sparse" else X, y,
+                          np.ones(len(y)))
+    x = np.random.default_rng(0).normal(size=21) * 0.1
+    free = np.array([0, 3, 4, 9, 20])
+    v = np.arange(5.0)
+    monkeypatch.setattr(_dask_datafit.DaskDatafit, "GATHER_BYTES", 0)  # matrix-free
+    counts = _gathered_counts(monkeypatch)
+    f, g = datafit.value_grad(x)
+    H = datafit.hessp(x, free)
+    Hv = H(v)
+    diagonal = H.diagonal()
+    assert counts == [2, 2, 2]
+    f_local, g_local = local.value_grad(x)
+    H_local = local.hessp(x, free)
+    assert f == pytest.approx(f_local, rel=1e-12)
+    np.testing.assert_allclose(g, g_local, rtol=1e-10, atol=1e-14)
+    np.testing.assert_allclose(Hv, H_local(v), rtol=1e-10, atol=1e-14)
+    np.testing.assert_allclose(diagonal, H_local.diagonal(), rtol=1e-10, atol=1e-14)
+    np.testing.assert_allclose(H.restrict(v > 1)(v[v > 1]),
+                               H_local.restrict(v > 1)(v[v > 1]), rtol=1e-10, atol=1e-14)
+
+
+@pytest.mark.filterwarnings("ignore:Port .* is already in use")   # the module's cluster's
+def test_a_workers_partitions_are_grouped_by_its_threads():
+    """A worker of two threads holds its five partitions in two groups, each built where
+    the partitions are (no copy of them), with their shares."""
+    from sparsekit.losses._dask_datafit import group_partitions
+
+    with distributed.LocalCluster(n_workers=1, threads_per_worker=2, processes=False,
+                                  dashboard_address=None) as cluster, \
+            distributed.Client(cluster, set_as_default=False) as own:
+        parts = [own.submit(np.full, 3, k, pure=False) for k in range(5)]
+        own.gather(parts)                               # computed, on the worker
+        groups = group_partitions(own, parts, np.arange(5) / 10)
+        assert len(groups) == 2
+        built = own.gather(groups)
+        held = [part for group in built for part in group.parts]
+        assert [int(part[0]) for part in held] == [0, 1, 2, 3, 4]
+        assert held[0] is own.gather(parts[0])      # the worker's object, not a copy
+        np.testing.assert_array_equal(np.concatenate([b.shares for b in built]),
+                                      np.arange(5) / 10)
+
+
 def test_dask_input_errors_are_clear(client):
     X, y = _data(seed=4)
     bad = X.copy()

@@ -4,10 +4,12 @@ worker that holds the partition, and only parameter-sized vectors travel.
 f(x) = Σ_b (n_b / n) f_b(x) for the partitions' datafits f_b (each the weighted mean of its
 rows' losses), so the value, the gradient, the Hessian products, their diagonals, the
 Lipschitz bound and the dual terms are the n_b/n-weighted sums of the partitions'; the
-intercepts at w = 0 come from the summed label totals. A Hessian operator is one operator
-per partition, kept on its worker (matrix-free or formed there): a product sends v and
-gathers one vector per partition; formed ones are summed on each worker and gathered
-once, one matrix per worker.
+intercepts at w = 0 come from the summed label totals. The partitions are grouped by the
+worker thread that holds them (:class:`PartitionGroup`): each reduction is one task per
+group, which sums its partitions' results, so an evaluation costs a round trip to the
+workers whatever the number of partitions. A Hessian operator is one operator per
+partition, kept on its worker (matrix-free or formed there): a product sends v and gathers
+one vector per group; formed ones are summed in their group and gathered once.
 
 :class:`DaskFenchelYoung` does the same for :class:`~sparsekit.SparsemaxClassifier`'s
 objective (value, gradient and Hessian products), with each partition's targets built on
@@ -43,36 +45,82 @@ def shared_argument(client, value, n_tasks):
     return client.scatter(value, broadcast=True, hash=False)
 
 
-def _call(obj, name, *args):
-    return getattr(obj, name)(*args)
+def _call(obj, name, *args, **kwargs):
+    return getattr(obj, name)(*args, **kwargs)
+
+
+class PartitionGroup:
+    """The objects of the row partitions one worker thread holds, with their weights: a
+    call on the group is one task for all of them (a task's round trip, not the
+    partitions', is what an evaluation on a cluster costs)."""
+
+    def __init__(self, shares, *parts):
+        self.shares = shares
+        self.parts = parts
+
+    def total(self, name, *args, weighted=True):
+        """Σₖ sharesₖ · partₖ.name(*args) (plain sums when not ``weighted``); a result that
+        is a tuple is summed entry by entry, as float64."""
+        total = None
+        for share, part in zip(self.shares, self.parts):
+            value = getattr(part, name)(*args)
+            terms = value if isinstance(value, tuple) else (value,)
+            terms = [np.asarray(t, dtype=np.float64) * (share if weighted else 1.0)
+                     for t in terms]
+            total = terms if total is None else [a + b for a, b in zip(total, terms)]
+        return tuple(total) if isinstance(value, tuple) else total[0]
+
+    def each(self, name, *args):
+        """The group of every partition's ``part.name(*args)``, with the same weights."""
+        return PartitionGroup(self.shares, *(getattr(p, name)(*args) for p in self.parts))
+
+
+def group_partitions(client, parts, shares):
+    """Futures of :class:`PartitionGroup` s of the partitions' futures ``parts`` (computed),
+    with their weights ``shares``: each worker's partitions in as many groups as it has
+    threads, each group built on its worker."""
+    who, threads = client.who_has(parts), client.nthreads()
+    held = {}
+    for k, part in enumerate(parts):
+        held.setdefault((who.get(part.key) or (None,))[0], []).append(k)
+    groups = []
+    for where, ks in held.items():
+        for chunk in np.array_split(ks, min(threads.get(where, 1), len(ks))):
+            groups.append(client.submit(
+                PartitionGroup, np.asarray(shares)[chunk], *(parts[k] for k in chunk),
+                workers=None if where is None else [where], allow_other_workers=True,
+                pure=False))
+    return groups
+
+
+def _hessp(group, x, free, counted, overhead):
+    """The group's Hessians at x on ``free``, once ``counted`` (the products the client
+    made with the last ones) is recorded; ``overhead``: the cost of a product's round trip
+    in the units of the partitions' route rule."""
+    return group.each("hessp", x, free, overhead)
+
+
+def _formed_or_diagonal(group, formed):
+    """Σ shareₖ Hₖ (a matrix) when ``formed`` and each of the group's Hessians is a formed
+    matrix, else Σ shareₖ diag Hₖ (a vector)."""
+    if formed and all(getattr(H, "is_explicit", False) for H in group.parts):
+        return sum(share * H.matrix for share, H in zip(group.shares, group.parts))
+    return group.total("diagonal")
+
+
+def _count(group, count):
+    """Record on the group's formed Hessians the products the client made with the sum of
+    them: their datafits estimate from them the products a Hessian will take."""
+    for H in group.parts:
+        H.count_products(count)
+
+
+def _attribute(group, name):
+    return getattr(group.parts[0], name)
 
 
 def _rows(datafit):
     return datafit.n_samples
-
-
-def _hessp(datafit, x, free, counted, overhead):
-    """The partition's Hessian at x on ``free``, once ``counted`` (the products the client
-    made with the last one) is recorded; ``overhead``: the cost of a product's round trip
-    in the units of the partition's route rule."""
-    return datafit.hessp(x, free, overhead=overhead)
-
-
-def _formed_sum(shares, *hessians):
-    """The ``shares``-weighted sum of partitions' Hessians (a worker's) as a formed matrix
-    (None: one of them is matrix-free)."""
-    total = 0.0
-    for share, H in zip(shares, hessians):
-        if not getattr(H, "is_explicit", False):
-            return None
-        total = total + share * H.matrix
-    return total
-
-
-def _count(H, count):
-    """Record on a partition's formed Hessian the products the client made with the sum of
-    them: its datafit estimates from them the products a Hessian will take."""
-    H.count_products(count)
 
 
 class DaskDatafit:
@@ -97,45 +145,37 @@ class DaskDatafit:
 
     def __init__(self, make, X_blocks, y_blocks, weight_blocks, client):
         self._client = client
-        self._parts = [client.submit(make, X, y, s, pure=False)
-                       for X, y, s in zip(X_blocks, y_blocks, weight_blocks)]
-        rows = np.array(client.gather([client.submit(_rows, d) for d in self._parts]),
+        parts = [client.submit(make, X, y, s, pure=False)
+                 for X, y, s in zip(X_blocks, y_blocks, weight_blocks)]
+        rows = np.array(client.gather([client.submit(_rows, d) for d in parts]),
                         dtype=np.float64)
         self.n_samples = int(rows.sum())
         if not self.n_samples:
             raise ValueError("the dask arrays hold no rows")
-        self._share = rows / self.n_samples
-        head = self._parts[int(np.argmax(rows > 0))]
+        self._groups = group_partitions(client, parts, rows / self.n_samples)
         start = time.perf_counter()
         self.penalty_weights, self.n_params, self.n_features, self.fit_intercept = \
-            client.gather(client.submit(
-                lambda d: (d.penalty_weights, d.n_params, d.n_features, d.fit_intercept),
-                head))
-        #: a round trip to the workers (this one's), which a matrix-free product makes
+            client.gather([client.submit(_attribute, self._groups[0], name) for name in
+                           ("penalty_weights", "n_params", "n_features", "fit_intercept")])
+        #: a round trip to the workers, which a matrix-free product makes (this one's,
+        #: which also waits for the first group to be built: somewhat longer)
         self.round_trip = time.perf_counter() - start
-        # the partitions by the worker holding them: each worker sums its formed Hessians
-        who, self._holders = client.who_has(self._parts), {}
-        for k, part in enumerate(self._parts):
-            self._holders.setdefault((who.get(part.key) or (None,))[0], []).append(k)
         self._bound = None
-        self._gathered = None     # (partitions' Hessians, products made on their sum)
+        self._gathered = None     # (the groups' Hessians, products made on their sum)
 
     # -- reductions
-    def _map(self, name, *args, parts=None):
-        """``getattr(part, name)(*args)`` on every partition's datafit (or object), as
-        futures; array arguments are shared (:func:`shared_argument`)."""
-        parts = self._parts if parts is None else parts
-        args = [shared_argument(self._client, a, len(parts)) if isinstance(a, np.ndarray)
+    def _map(self, name, *args, groups=None, weighted=True):
+        """Futures of each group's :meth:`PartitionGroup.total` of ``name(*args)`` over
+        the partitions' datafits (or ``groups``); array arguments are shared
+        (:func:`shared_argument`)."""
+        groups = self._groups if groups is None else groups
+        args = [shared_argument(self._client, a, len(groups)) if isinstance(a, np.ndarray)
                 else a for a in args]
-        return [self._client.submit(_call, p, name, *args, pure=False) for p in parts]
+        return [self._client.submit(_call, g, "total", name, *args, weighted=weighted,
+                                    pure=False) for g in groups]
 
-    def _sum(self, futures, share=None):
-        share = self._share if share is None else share
-        values = self._client.gather(futures)
-        total = 0.0
-        for weight, value in zip(share, values):
-            total = total + weight * np.asarray(value, dtype=np.float64)
-        return total
+    def _sum(self, futures):
+        return sum(self._client.gather(futures))
 
     # -- the datafit protocol
     def value(self, x):
@@ -144,41 +184,37 @@ class DaskDatafit:
     def value_grad(self, x):
         x = np.ascontiguousarray(x, dtype=np.float64)
         values = self._client.gather(self._map("value_grad", x))
-        f = float(sum(w * v for w, (v, _) in zip(self._share, values)))
-        g = sum(w * np.asarray(grad) for w, (_, grad) in zip(self._share, values))
-        return f, g
+        return float(sum(f for f, _ in values)), sum(g for _, g in values)
 
     def hessp(self, x, free):
         """The partitions' Hessians at x on ``free``. When each formed its matrix (their
-        datafits' rule) and one matrix per worker is small (``GATHER_BYTES`` in all), each
-        worker sums its partitions' matrices, their weighted sum is gathered once and the
-        solver's products are made on the client; otherwise each product is a round trip
-        to the workers. The rule prices that round trip (``round_trip``) into the products
-        when the formed matrices would be gathered: on small partitions it forms them where
-        in memory it would not."""
+        datafits' rule) and one matrix per worker thread is small (``GATHER_BYTES`` in
+        all), each thread's partitions' matrices are summed there, their weighted sum is
+        gathered once and the solver's products are made on the client; otherwise each
+        product is a round trip to the workers (the diagonal comes with the Hessians). The
+        rule prices that round trip (``round_trip``) into the products when the formed
+        matrices would be gathered: on small partitions it forms them where in memory it
+        would not."""
         client, size = self._client, int(np.size(free))
-        gathered = 8 * size * size * len(self._holders) <= self.GATHER_BYTES
+        gathered = 8 * size * size * len(self._groups) <= self.GATHER_BYTES
         overhead = self.round_trip / self.UNIT_SECONDS if gathered else 0.0
-        x, free = (shared_argument(client, np.asarray(a, dtype=dtype), len(self._parts))
+        x, free = (shared_argument(client, np.asarray(a, dtype=dtype), len(self._groups))
                    for a, dtype in ((x, np.float64), (free, np.int64)))
-        counted = [None] * len(self._parts)
+        counted = [None] * len(self._groups)
         if self._gathered is not None:     # the last Hessian's products, made on the client
             last, calls = self._gathered
             counted = [client.submit(_count, H, calls[0], pure=False) for H in last]
             self._gathered = None
-        parts = [client.submit(_hessp, p, x, free, c, overhead, pure=False)
-                 for p, c in zip(self._parts, counted)]
-        if gathered:
-            formed = client.gather([
-                client.submit(_formed_sum, self._share[ks], *(parts[k] for k in ks),
-                              workers=None if where is None else [where],
-                              allow_other_workers=True, pure=False)
-                for where, ks in self._holders.items()])
-            if all(M is not None for M in formed):
-                calls = [0]
-                self._gathered = parts, calls
-                return _ExplicitHessian(sum(formed), calls)
-        return _DaskHessian(self, parts, size)
+        hessians = [client.submit(_hessp, g, x, free, c, overhead, pure=False)
+                    for g, c in zip(self._groups, counted)]
+        routes = client.gather([client.submit(_formed_or_diagonal, H, gathered, pure=False)
+                                for H in hessians])
+        if all(M.ndim == 2 for M in routes):
+            calls = [0]
+            self._gathered = hessians, calls
+            return _ExplicitHessian(sum(routes), calls)
+        diagonal = sum(np.diagonal(M) if M.ndim == 2 else M for M in routes)
+        return _DaskHessian(self, hessians, diagonal)
 
     def lipschitz(self):
         if self._bound is None:
@@ -186,10 +222,11 @@ class DaskDatafit:
         return self._bound
 
     def label_totals(self):
-        return self._sum(self._map("label_totals"), share=np.ones(len(self._parts)))
+        return self._sum(self._map("label_totals", weighted=False))
 
     def null_intercept(self):
-        make_type = self._client.gather(self._client.submit(type, self._parts[0]))
+        make_type = self._client.gather(self._client.submit(_attribute, self._groups[0],
+                                                            "__class__"))
         return make_type.intercept_for(self.label_totals())
 
     def dual_terms(self, x, alpha):
@@ -198,28 +235,29 @@ class DaskDatafit:
 
 
 class _DaskHessian:
-    """One Hessian operator per partition, on its worker: products, diagonals and
-    restrictions are their n_b/n-weighted sums."""
+    """Each worker thread's partitions' Hessian operators, on their worker, and the
+    diagonal of their weighted sum: products and restrictions are their sums."""
 
-    def __init__(self, datafit, parts, size):
+    def __init__(self, datafit, groups, diagonal):
         self._f = datafit
-        self._parts = parts
-        self.shape = (size, size)
-        self._diag = None
+        self._groups = groups
+        self._diag = diagonal
+        self.shape = (diagonal.size, diagonal.size)
 
     def __call__(self, v):
         return self._f._sum(self._f._map("__call__", np.asarray(v, dtype=np.float64),
-                                         parts=self._parts))
+                                         groups=self._groups))
 
     def diagonal(self):
-        if self._diag is None:
-            self._diag = self._f._sum(self._f._map("diagonal", parts=self._parts))
         return self._diag
 
     def restrict(self, keep):
         keep = np.asarray(keep, dtype=bool)
-        return _DaskHessian(self._f, self._f._map("restrict", keep, parts=self._parts),
-                            int(keep.sum()))
+        client = self._f._client
+        shared = shared_argument(client, keep, len(self._groups))
+        groups = [client.submit(_call, g, "each", "restrict", shared, pure=False)
+                  for g in self._groups]
+        return _DaskHessian(self._f, groups, self._diag[keep])
 
 
 class LabelTargets:
@@ -366,42 +404,45 @@ class DaskFenchelYoung(FenchelYoungLinear):
         tops = client.gather([client.submit(_largest_weight, s) for s in weights])
         if not max(tops) > 0:
             raise ValueError("The sample weights of the rows used in the fit sum to zero.")
-        self._parts = [client.submit(_FenchelYoungBlock, X, y, s, max(tops), targets,
-                                     pure=False)
-                       for X, y, s in zip(rows.X, rows.y, weights)]
-        totals = client.gather([client.submit(_call, p, "totals") for p in self._parts])
+        parts = [client.submit(_FenchelYoungBlock, X, y, s, max(tops), targets, pure=False)
+                 for X, y, s in zip(rows.X, rows.y, weights)]
+        totals = client.gather([client.submit(_call, p, "totals") for p in parts])
         total = sum(t for t, _ in totals)
         if not total > 0:
             raise ValueError("The sample weights of the rows used in the fit sum to zero.")
         self.scale = 1.0 / total
         self.center = sum(m for _, m in totals) * self.scale if center else None
+        self._groups = group_partitions(client, parts, np.ones(len(parts)))
         self._data_term = self._summed_data_term
 
-    def _summed_data_term(self, W, b):
+    def _total(self, groups, name, *args):
+        """The sum over ``groups`` of their partitions' ``name(*args)`` (a tuple; array
+        arguments shared), gathered."""
         client = self._client
-        W, b = (shared_argument(client, np.asarray(a), len(self._parts)) for a in (W, b))
-        parts = client.gather([client.submit(_call, p, "__call__", W, b, pure=False)
-                               for p in self._parts])
-        return (sum(loss for loss, _, _ in parts), sum(gW for _, gW, _ in parts),
-                sum(gb for _, _, gb in parts))
+        args = [shared_argument(client, np.asarray(a), len(groups)) for a in args]
+        totals = client.gather([client.submit(_call, g, "total", name, *args, pure=False)
+                                for g in groups])
+        return tuple(sum(entries) for entries in zip(*totals))
+
+    def _summed_data_term(self, W, b):
+        loss, gW, gb = self._total(self._groups, "__call__", W, b)
+        return float(loss), gW, gb
 
     def hessp_at(self, theta):
         """``(v -> H v, n_active)`` with each partition's active rows kept on its worker:
-        a product sends (V, c) and gathers one (d, K) block per partition."""
+        a product sends (V, c) and gathers one (d, K) block per worker thread."""
         client = self._client
         W, b = self.from_solver(theta)
-        W, b = (shared_argument(client, a, len(self._parts))
+        W, b = (shared_argument(client, a, len(self._groups))
                 for a in (np.ascontiguousarray(W), b + self.offset))
-        rows = [client.submit(_call, p, "active_rows", W, b, self.polytope, self.scale,
-                              self.weight_scale, pure=False) for p in self._parts]
-        n_active = sum(client.gather([client.submit(_n_active, r) for r in rows]))
+        rows = [client.submit(_call, g, "each", "active_rows", W, b, self.polytope,
+                              self.scale, self.weight_scale, pure=False)
+                for g in self._groups]
+        n_active = sum(client.gather([client.submit(_summed_attribute, r, "n_active")
+                                      for r in rows]))
 
         def product(V, c):
-            V, c = (shared_argument(client, a, len(rows))
-                    for a in (np.ascontiguousarray(V), np.asarray(c)))
-            parts = client.gather([client.submit(_call, r, "product", V, c, pure=False)
-                                   for r in rows])
-            return sum(HV for HV, _ in parts), sum(Jc for _, Jc in parts)
+            return self._total(rows, "product", np.ascontiguousarray(V), c)
         return self.combine_hessp(product), int(n_active)
 
 
@@ -413,19 +454,21 @@ class DaskFenchelYoung(FenchelYoungLinear):
         where the best cut can lie come back."""
         client = self._client
         proba = client.scatter(proba, broadcast=True, hash=False)
-        entries = [client.submit(_call, p, "positive_entries", proba, pure=False)
-                   for p in self._parts]
+        entries = [client.submit(_call, g, "each", "positive_entries", proba, pure=False)
+                   for g in self._groups]
 
-        def each(func, args):        # func(part's entries, arg) for every arg, one task a part
-            parts = client.gather([client.submit(func, e, args, pure=False) for e in entries])
-            return list(zip(*parts))
+        def each(func, args):   # func(part's entries, arg) for every arg, one task a group
+            groups = client.gather([client.submit(_over_parts, func, e, args, pure=False)
+                                    for e in entries])
+            return list(zip(*(part for group in groups for part in group)))
 
         def histograms(edges):
             return [summed_histogram(h) for h in each(_histograms, edges)]
 
         def takes(ranges):
             return [merged_entries(e) for e in each(_takes, ranges)]
-        n_true = sum(client.gather([client.submit(getattr, e, "n_true") for e in entries]))
+        n_true = sum(client.gather([client.submit(_summed_attribute, e, "n_true")
+                                    for e in entries]))
         return threshold_search(n_true, histograms, takes)
 
 
@@ -437,5 +480,9 @@ def _takes(entries, ranges):
     return [entries.take(lo, hi) for lo, hi in ranges]
 
 
-def _n_active(rows):
-    return rows.n_active
+def _over_parts(func, group, args):
+    return [func(part, args) for part in group.parts]
+
+
+def _summed_attribute(group, name):
+    return sum(getattr(part, name) for part in group.parts)
