@@ -269,26 +269,33 @@ def _gathered_counts(monkeypatch):
     return counts
 
 
+def _binary_datafit(client, X, y, rows):
+    """The binary l1-logistic datafit of (X, y) split in partitions of ``rows`` rows, and
+    the datafit of all of them in memory."""
+    from functools import partial
+
+    from sparsekit.linear_model._dask_input import DaskRows
+    from sparsekit.linear_model._l1_logistic import _binary_block
+    from sparsekit.losses._dask_datafit import DaskDatafit
+
+    data = DaskRows(da.from_array(X, chunks=(rows, -1)) if isinstance(X, np.ndarray)
+                    else _sparse_dask(X.toarray(), rows), y, None, [np.float64])
+    classes = data.classes()
+    datafit = DaskDatafit(partial(_binary_block, 1, True), data.X, data.codes(classes),
+                          data.weights(classes, np.ones(2), 1.0), client)
+    return datafit, _binary_block(1, True, X, y, np.ones(len(y)))
+
+
 @pytest.mark.parametrize("layout", ["dense", "sparse"])
 def test_an_evaluation_is_one_task_per_worker_thread(client, monkeypatch, layout):
     """Eight partitions on two one-thread workers: the gradient, a matrix-free Hessian
     (with its diagonal) and its products each gather two results, one per worker, and
     equal the datafit of all the rows in memory."""
-    from functools import partial
-
-    from sparsekit.linear_model._dask_input import DaskRows
-    from sparsekit.linear_model._l1_logistic import _binary_block
     from sparsekit.losses import _dask_datafit
 
     X, y = _data(n=800, d=20, classes=2, seed=12)
-    rows = DaskRows(da.from_array(X, chunks=(100, -1)) if layout == "dense"
-                    else _sparse_dask(X, 100), y, None, [np.float64])
-    classes = rows.classes()
-    datafit = _dask_datafit.DaskDatafit(
-        partial(_binary_block, 1, True), rows.X, rows.codes(classes),
-        rows.weights(classes, np.ones(2), 1.0), client)
-    local = _binary_block(1, True, sp.csc_matrix(X) if layout == "sparse" else X, y,
-                          np.ones(len(y)))
+    datafit, local = _binary_datafit(client, X if layout == "dense" else sp.csc_matrix(X),
+                                     y, 100)
     x = np.random.default_rng(0).normal(size=21) * 0.1
     free = np.array([0, 3, 4, 9, 20])
     v = np.arange(5.0)
@@ -307,6 +314,30 @@ def test_an_evaluation_is_one_task_per_worker_thread(client, monkeypatch, layout
     np.testing.assert_allclose(diagonal, H_local.diagonal(), rtol=1e-10, atol=1e-14)
     np.testing.assert_allclose(H.restrict(v > 1)(v[v > 1]),
                                H_local.restrict(v > 1)(v[v > 1]), rtol=1e-10, atol=1e-14)
+
+
+def test_each_partition_prices_its_share_of_a_products_round_trip(client, monkeypatch):
+    """A product's round trip is one for all the partitions: each of the eight prices an
+    eighth of it into its Hessian route (none when the formed matrices would not be
+    gathered)."""
+    from sparsekit.losses import _dask_datafit
+
+    X, y = _data(n=800, d=20, classes=2, seed=12)
+    datafit = _binary_datafit(client, X, y, 100)[0]
+    overheads = []
+    submit = distributed.Client.submit
+
+    def recording(self, func, *args, **kwargs):
+        if func is _dask_datafit._hessp:
+            overheads.append(args[4])
+        return submit(self, func, *args, **kwargs)
+    monkeypatch.setattr(distributed.Client, "submit", recording)
+    x, free = np.zeros(21), np.arange(21)
+    datafit.hessp(x, free)
+    monkeypatch.setattr(_dask_datafit.DaskDatafit, "GATHER_BYTES", 0)
+    datafit.hessp(x, free)
+    share = datafit.round_trip / _dask_datafit.DaskDatafit.UNIT_SECONDS / 8
+    assert overheads == [pytest.approx(share)] * 2 + [0.0] * 2
 
 
 @pytest.mark.filterwarnings("ignore:Port .* is already in use")   # the module's cluster's

@@ -95,8 +95,8 @@ def group_partitions(client, parts, shares):
 
 def _hessp(group, x, free, counted, overhead):
     """The group's Hessians at x on ``free``, once ``counted`` (the products the client
-    made with the last ones) is recorded; ``overhead``: the cost of a product's round trip
-    in the units of the partitions' route rule."""
+    made with the last ones) is recorded; ``overhead``: each partition's share of a
+    product's round trip, in the units of the partitions' route rule."""
     return group.each("hessp", x, free, overhead)
 
 
@@ -115,12 +115,13 @@ def _count(group, count):
         H.count_products(count)
 
 
-def _attribute(group, name):
-    return getattr(group.parts[0], name)
-
-
 def _rows(datafit):
     return datafit.n_samples
+
+
+def _sizes(datafit):
+    return (datafit.penalty_weights, datafit.n_params, datafit.n_features,
+            datafit.fit_intercept, type(datafit))
 
 
 class DaskDatafit:
@@ -152,14 +153,13 @@ class DaskDatafit:
         self.n_samples = int(rows.sum())
         if not self.n_samples:
             raise ValueError("the dask arrays hold no rows")
-        self._groups = group_partitions(client, parts, rows / self.n_samples)
         start = time.perf_counter()
-        self.penalty_weights, self.n_params, self.n_features, self.fit_intercept = \
-            client.gather([client.submit(_attribute, self._groups[0], name) for name in
-                           ("penalty_weights", "n_params", "n_features", "fit_intercept")])
-        #: a round trip to the workers, which a matrix-free product makes (this one's,
-        #: which also waits for the first group to be built: somewhat longer)
+        (self.penalty_weights, self.n_params, self.n_features, self.fit_intercept,
+         self._type) = client.gather(client.submit(_sizes, parts[0]))
+        #: a round trip to the workers (this one's), which a matrix-free product makes
         self.round_trip = time.perf_counter() - start
+        self._groups = group_partitions(client, parts, rows / self.n_samples)
+        self._n_parts = len(parts)
         self._bound = None
         self._gathered = None     # (the groups' Hessians, products made on their sum)
 
@@ -192,12 +192,13 @@ class DaskDatafit:
         all), each thread's partitions' matrices are summed there, their weighted sum is
         gathered once and the solver's products are made on the client; otherwise each
         product is a round trip to the workers (the diagonal comes with the Hessians). The
-        rule prices that round trip (``round_trip``) into the products when the formed
-        matrices would be gathered: on small partitions it forms them where in memory it
-        would not."""
+        rule prices that round trip (``round_trip``, shared by the partitions: each prices
+        its share) into the products when the formed matrices would be gathered: on small
+        partitions it forms them where in memory it would not."""
         client, size = self._client, int(np.size(free))
         gathered = 8 * size * size * len(self._groups) <= self.GATHER_BYTES
-        overhead = self.round_trip / self.UNIT_SECONDS if gathered else 0.0
+        overhead = (self.round_trip / self.UNIT_SECONDS / self._n_parts if gathered
+                    else 0.0)
         x, free = (shared_argument(client, np.asarray(a, dtype=dtype), len(self._groups))
                    for a, dtype in ((x, np.float64), (free, np.int64)))
         counted = [None] * len(self._groups)
@@ -225,9 +226,7 @@ class DaskDatafit:
         return self._sum(self._map("label_totals", weighted=False))
 
     def null_intercept(self):
-        make_type = self._client.gather(self._client.submit(_attribute, self._groups[0],
-                                                            "__class__"))
-        return make_type.intercept_for(self.label_totals())
+        return self._type.intercept_for(self.label_totals())
 
     def dual_terms(self, x, alpha):
         return float(self._sum(self._map("dual_terms", np.asarray(x, dtype=np.float64),
