@@ -66,6 +66,16 @@ def timed_fit(est, X, y, long=5.0):
             return statistics.median(times), est, warned
 
 
+def fit_once(make, X, y):
+    """(``make().fit(X, y)``, its wall seconds), warnings silenced: one fit, for fits too
+    long or too many to repeat."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        start = time.perf_counter()
+        est = make().fit(X, y)
+    return est, time.perf_counter() - start
+
+
 def debian_sample(n_docs, seed=0):
     """(TF-IDF rows, sections) of ``n_docs`` Debian package descriptions drawn at random:
     the text corpus of the cross-validation benchmarks (58 sections, some of a few

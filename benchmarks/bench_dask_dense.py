@@ -24,8 +24,6 @@ import _report  # noqa: F401  (pins BLAS threads before NumPy)
 
 import argparse
 import sys
-import time
-import warnings
 
 import numpy as np
 
@@ -82,15 +80,6 @@ class ProductCount:
         _dask_datafit._DaskHessian.__call__ = self._product
 
 
-def timed(make, X, y):
-    """(fitted estimator, wall seconds)."""
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        start = time.perf_counter()
-        est = make().fit(X, y)
-    return est, time.perf_counter() - start
-
-
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--Cs", type=float, nargs="+", default=[0.1, 1.0])
@@ -112,7 +101,7 @@ def main():
             for C in args.Cs:
                 def make():
                     return L1LogisticOBA(C=C, multiclass=multiclass)
-                local, local_s = timed(make, X, y)
+                local, local_s = _report.fit_once(make, X, y)
                 F = objective(local, X, y, C)
                 rows.append([name, shape, C, "in memory (this process)", f"{local_s:.3f}",
                              int(np.sum(local.n_iter_)), "—", ""])
@@ -123,7 +112,7 @@ def main():
                     _dask_datafit.DaskDatafit.UNIT_SECONDS = seconds_per_unit
                     counter = ProductCount()
                     try:
-                        est, spent = timed(make, Xd, yd)
+                        est, spent = _report.fit_once(make, Xd, yd)
                     finally:
                         counter.close()
                         _dask_datafit.DaskDatafit.UNIT_SECONDS = unit
@@ -136,8 +125,8 @@ def main():
 
         def make_cv():
             return L1LogisticOBACV(Cs=5, cv=3)
-        local, local_s = timed(make_cv, X, y)
-        est, spent = timed(make_cv, Xd, yd)
+        local, local_s = _report.fit_once(make_cv, X, y)
+        est, spent = _report.fit_once(make_cv, Xd, yd)
         cv_rows = [[name, "in memory (this process)", f"{local_s:.2f}", f"{local.C_:.6g}"],
                    [name, "LocalCluster, round trip priced", f"{spent:.2f}", f"{est.C_:.6g}"]]
         print(cv_rows, flush=True)

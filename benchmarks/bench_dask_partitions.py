@@ -24,7 +24,6 @@ import argparse
 import collections
 import sys
 import time
-import warnings
 
 import numpy as np
 import scipy.sparse as sp
@@ -95,15 +94,6 @@ def distance(est, local, X, y):
     return f"{np.abs(est.coef_ - local.coef_).max() / np.abs(local.coef_).max():.1e}"
 
 
-def timed(make, X, y):
-    """(fitted estimator, wall seconds)."""
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        start = time.perf_counter()
-        est = make().fit(X, y)
-    return est, time.perf_counter() - start
-
-
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--docs", type=int, default=20000)
@@ -127,7 +117,7 @@ def main():
             distributed.Client(cluster) as client:
         client.wait_for_workers(2)
         for name, make in models:
-            local, spent = timed(make, X, y)
+            local, spent = _report.fit_once(make, X, y)
             rows.append([name, "in memory (this process)", f"{spent:.2f}",
                          int(np.max(local.n_iter_)), "—", "—", ""])
             print(rows[-1], flush=True)
@@ -137,7 +127,7 @@ def main():
                 yd = client.persist(da.from_array(y, chunks=chunk))
                 times = CallTimes()
                 try:
-                    est, spent = timed(make, Xd, yd)
+                    est, spent = _report.fit_once(make, Xd, yd)
                 finally:
                     times.close()
                 difference = distance(est, local, X, y)
