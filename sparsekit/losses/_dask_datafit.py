@@ -75,6 +75,19 @@ class PartitionGroup:
         return PartitionGroup(self.shares, *(getattr(p, name)(*args) for p in self.parts))
 
 
+def summed(client, groups, name, *args, weighted=True):
+    """The sum over ``groups`` (futures of :class:`PartitionGroup` s) of their partitions'
+    ``name(*args)`` (:meth:`PartitionGroup.total`; tuples entry by entry), gathered: one
+    task per group, array arguments shared (:func:`shared_argument`)."""
+    args = [shared_argument(client, a, len(groups)) if isinstance(a, np.ndarray) else a
+            for a in args]
+    totals = client.gather([client.submit(_call, g, "total", name, *args, weighted=weighted,
+                                          pure=False) for g in groups])
+    if isinstance(totals[0], tuple):
+        return tuple(sum(entries) for entries in zip(*totals))
+    return sum(totals)
+
+
 def group_partitions(client, parts, shares):
     """Futures of :class:`PartitionGroup` s of the partitions' futures ``parts`` (computed),
     with their weights ``shares``: each worker's partitions in as many groups as it has
@@ -163,28 +176,15 @@ class DaskDatafit:
         self._bound = None
         self._gathered = None     # (the groups' Hessians, products made on their sum)
 
-    # -- reductions
-    def _map(self, name, *args, groups=None, weighted=True):
-        """Futures of each group's :meth:`PartitionGroup.total` of ``name(*args)`` over
-        the partitions' datafits (or ``groups``); array arguments are shared
-        (:func:`shared_argument`)."""
-        groups = self._groups if groups is None else groups
-        args = [shared_argument(self._client, a, len(groups)) if isinstance(a, np.ndarray)
-                else a for a in args]
-        return [self._client.submit(_call, g, "total", name, *args, weighted=weighted,
-                                    pure=False) for g in groups]
-
-    def _sum(self, futures):
-        return sum(self._client.gather(futures))
-
     # -- the datafit protocol
     def value(self, x):
-        return float(self._sum(self._map("value", np.asarray(x, dtype=np.float64))))
+        return float(summed(self._client, self._groups, "value",
+                            np.asarray(x, dtype=np.float64)))
 
     def value_grad(self, x):
-        x = np.ascontiguousarray(x, dtype=np.float64)
-        values = self._client.gather(self._map("value_grad", x))
-        return float(sum(f for f, _ in values)), sum(g for _, g in values)
+        f, g = summed(self._client, self._groups, "value_grad",
+                      np.ascontiguousarray(x, dtype=np.float64))
+        return float(f), g
 
     def hessp(self, x, free):
         """The partitions' Hessians at x on ``free``. When each formed its matrix (their
@@ -219,18 +219,18 @@ class DaskDatafit:
 
     def lipschitz(self):
         if self._bound is None:
-            self._bound = float(self._sum(self._map("lipschitz")))
+            self._bound = float(summed(self._client, self._groups, "lipschitz"))
         return self._bound
 
     def label_totals(self):
-        return self._sum(self._map("label_totals", weighted=False))
+        return summed(self._client, self._groups, "label_totals", weighted=False)
 
     def null_intercept(self):
         return self._type.intercept_for(self.label_totals())
 
     def dual_terms(self, x, alpha):
-        return float(self._sum(self._map("dual_terms", np.asarray(x, dtype=np.float64),
-                                         float(alpha))))
+        return float(summed(self._client, self._groups, "dual_terms",
+                            np.asarray(x, dtype=np.float64), float(alpha)))
 
 
 class _DaskHessian:
@@ -244,8 +244,8 @@ class _DaskHessian:
         self.shape = (diagonal.size, diagonal.size)
 
     def __call__(self, v):
-        return self._f._sum(self._f._map("__call__", np.asarray(v, dtype=np.float64),
-                                         groups=self._groups))
+        return summed(self._f._client, self._groups, "__call__",
+                      np.asarray(v, dtype=np.float64))
 
     def diagonal(self):
         return self._diag
@@ -414,17 +414,9 @@ class DaskFenchelYoung(FenchelYoungLinear):
         self._groups = group_partitions(client, parts, np.ones(len(parts)))
         self._data_term = self._summed_data_term
 
-    def _total(self, groups, name, *args):
-        """The sum over ``groups`` of their partitions' ``name(*args)`` (a tuple; array
-        arguments shared), gathered."""
-        client = self._client
-        args = [shared_argument(client, np.asarray(a), len(groups)) for a in args]
-        totals = client.gather([client.submit(_call, g, "total", name, *args, pure=False)
-                                for g in groups])
-        return tuple(sum(entries) for entries in zip(*totals))
-
     def _summed_data_term(self, W, b):
-        loss, gW, gb = self._total(self._groups, "__call__", W, b)
+        loss, gW, gb = summed(self._client, self._groups, "__call__", np.asarray(W),
+                              np.asarray(b))
         return float(loss), gW, gb
 
     def hessp_at(self, theta):
@@ -441,7 +433,7 @@ class DaskFenchelYoung(FenchelYoungLinear):
                                       for r in rows]))
 
         def product(V, c):
-            return self._total(rows, "product", np.ascontiguousarray(V), c)
+            return summed(client, rows, "product", np.ascontiguousarray(V), np.asarray(c))
         return self.combine_hessp(product), int(n_active)
 
 
