@@ -105,20 +105,29 @@ def test_binary_float32_and_numpy_labels(client):
     np.testing.assert_allclose(spread.coef_, local.coef_, rtol=1e-5, atol=1e-7)
 
 
-def _gathered_sizes(monkeypatch):
-    """A list that records the bytes of every object the client gathers from now on."""
-    sizes = []
+def _recorded_gathers(monkeypatch, entries):
+    """A list to which each of the client's gathers from now on adds ``entries(results)``
+    (``results``: the list of what the gather collected)."""
+    recorded = []
     gather = distributed.Client.gather
 
     def recording(self, futures, *args, **kwargs):
         out = gather(self, futures, *args, **kwargs)
-        for value in (out if isinstance(out, list) else [out]):
-            parts = value if isinstance(value, tuple) else (value,)
-            sizes.append(sum(np.asarray(p).nbytes for p in parts
-                             if isinstance(p, (np.ndarray, float, int, np.generic))))
+        recorded.extend(entries(out if isinstance(out, list) else [out]))
         return out
     monkeypatch.setattr(distributed.Client, "gather", recording)
-    return sizes
+    return recorded
+
+
+def _nbytes(value):
+    """The bytes of a gathered number or array (a tuple's summed)."""
+    return sum(np.asarray(p).nbytes for p in (value if isinstance(value, tuple) else (value,))
+               if isinstance(p, (np.ndarray, float, int, np.generic)))
+
+
+def _gathered_sizes(monkeypatch):
+    """A list that records the bytes of every object the client gathers from now on."""
+    return _recorded_gathers(monkeypatch, lambda results: [_nbytes(v) for v in results])
 
 
 def test_the_client_gathers_vectors_not_rows(client, monkeypatch):
@@ -257,18 +266,6 @@ def test_a_group_sums_its_partitions_results_weighted():
     assert doubled.parts == (4.0, 8.0) and doubled.shares is group.shares
 
 
-def _gathered_counts(monkeypatch):
-    """A list that records how many results each of the client's gathers collects."""
-    counts = []
-    gather = distributed.Client.gather
-
-    def recording(self, futures, *args, **kwargs):
-        counts.append(len(futures) if isinstance(futures, list) else 1)
-        return gather(self, futures, *args, **kwargs)
-    monkeypatch.setattr(distributed.Client, "gather", recording)
-    return counts
-
-
 def _binary_datafit(client, X, y, rows):
     """The binary l1-logistic datafit of (X, y) split in partitions of ``rows`` rows, and
     the datafit of all of them in memory."""
@@ -300,7 +297,7 @@ def test_an_evaluation_is_one_task_per_worker_thread(client, monkeypatch, layout
     free = np.array([0, 3, 4, 9, 20])
     v = np.arange(5.0)
     monkeypatch.setattr(_dask_datafit.DaskDatafit, "GATHER_BYTES", 0)  # matrix-free
-    counts = _gathered_counts(monkeypatch)
+    counts = _recorded_gathers(monkeypatch, lambda results: [len(results)])
     f, g = datafit.value_grad(x)
     H = datafit.hessp(x, free)
     Hv = H(v)
