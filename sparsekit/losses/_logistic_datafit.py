@@ -347,8 +347,8 @@ class _LinearDatafit:
         ``free`` is a sorted integer array of parameter indices. Uses the curvature weights of
         the last :meth:`value_grad` call, recomputing them if ``x`` differs. ``overhead`` is
         what each matrix-free product costs beyond its arithmetic, in the cost model's units
-        (about a nanosecond each): a round trip to the workers when this is a partition of
-        a dask array whose formed Hessian the client would gather.
+        (about a nanosecond each): its share of a round trip to the workers when this is a
+        partition of a dask array whose formed Hessian the client would gather.
         """
         if self._x_at is None or not np.array_equal(self._x_at, x):
             self.value_grad(x)
