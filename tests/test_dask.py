@@ -273,13 +273,10 @@ def _binary_datafit(client, X, y, rows):
 
     from sparsekit.linear_model._dask_input import DaskRows
     from sparsekit.linear_model._l1_logistic import _binary_block
-    from sparsekit.losses._dask_datafit import DaskDatafit
 
     data = DaskRows(da.from_array(X, chunks=(rows, -1)) if isinstance(X, np.ndarray)
                     else _sparse_dask(X.toarray(), rows), y, None, [np.float64])
-    classes = data.classes()
-    datafit = DaskDatafit(partial(_binary_block, 1, True), data.X, data.codes(classes),
-                          data.weights(classes, np.ones(2), 1.0), client)
+    datafit = data.datafit(partial(_binary_block, 1, True), data.classes(), np.ones(2), 1.0)
     return datafit, _binary_block(1, True, X, y, np.ones(len(y)))
 
 
@@ -337,19 +334,49 @@ def test_each_partition_prices_its_share_of_a_products_round_trip(client, monkey
     assert overheads == [pytest.approx(share)] * 2 + [0.0] * 2
 
 
+def test_a_fits_setup_is_one_task_per_worker_thread(client, monkeypatch):
+    """Eight partitions on two one-thread workers: the labels' reductions, the row sums
+    and the building of the partitions' datafits each gather (at most) one result per
+    worker, and the reductions equal those of all the rows."""
+    from functools import partial
+
+    from sparsekit.linear_model._dask_input import DaskRows
+    from sparsekit.linear_model._l1_logistic import _binary_block
+
+    X, y = _data(n=800, d=20, classes=3, seed=13)
+    w = np.random.default_rng(1).uniform(0.5, 2.0, size=len(y))
+    counts = _recorded_gathers(monkeypatch, lambda results: [len(results)])
+    data = DaskRows(da.from_array(X, chunks=(100, -1)), da.from_array(y, chunks=100),
+                    da.from_array(w, chunks=100), [np.float64])
+    assert len(data.X) == 8 and sorted(len(ks) for _, ks in data.layout) == [4, 4]
+    classes = data.classes()
+    totals = data.class_totals(classes)
+    sums = data.row_sums()
+    datafit = data.datafit(partial(_binary_block, 1, True), classes, np.ones(3), 1.0)
+    assert max(counts) <= 2
+    np.testing.assert_array_equal(classes, [0, 1, 2])
+    np.testing.assert_allclose(totals, np.bincount(y, weights=w))
+    np.testing.assert_allclose(sums, [w @ (X ** 2).sum(axis=1), w @ np.count_nonzero(X, axis=1),
+                                      w.sum()])
+    local = _binary_block(1, True, X, y, w)
+    x = np.random.default_rng(2).normal(size=21) * 0.1
+    assert datafit.value(x) == pytest.approx(local.value(x), rel=1e-12)
+
+
 @pytest.mark.filterwarnings("ignore:Port .* is already in use")   # the module's cluster's
 def test_a_workers_partitions_are_grouped_by_its_threads():
     """A worker of two threads holds its five partitions in two groups, each built where
     the partitions are (no copy of them), with their shares."""
-    from sparsekit.losses._dask_datafit import group_partitions
+    from sparsekit.losses._dask_datafit import build_groups, thread_layout
 
     with distributed.LocalCluster(n_workers=1, threads_per_worker=2, processes=False,
                                   dashboard_address=None) as cluster, \
             distributed.Client(cluster, set_as_default=False) as own:
         parts = [own.submit(np.full, 3, k, pure=False) for k in range(5)]
         own.gather(parts)                               # computed, on the worker
-        groups = group_partitions(own, parts, np.arange(5) / 10)
-        assert len(groups) == 2
+        layout = thread_layout(own, parts)
+        assert [list(ks) for _, ks in layout] == [[0, 1, 2], [3, 4]]
+        groups = build_groups(own, layout, np.arange(5) / 10, np.asarray, parts)
         built = own.gather(groups)
         held = [part for group in built for part in group.parts]
         assert [int(part[0]) for part in held] == [0, 1, 2, 3, 4]

@@ -11,7 +11,8 @@ import sys
 import numpy as np
 import scipy.sparse as sp
 
-from sparsekit.losses._dask_datafit import kept_weights, shared_argument
+from sparsekit.losses._dask_datafit import (DaskDatafit, finished, kept_weights, on_threads,
+                                           shared_argument, thread_layout)
 from sparsekit.utils._rows import weighted_row_sums
 from sparsekit.utils._validation import check_entry_magnitude
 
@@ -170,9 +171,22 @@ def _class_totals(y, sample_weight, classes):
 def _block_weights(y, sample_weight, classes, class_weight, mean):
     """A partition's weights as the solver takes them: sample weights times class
     weights, over their mean."""
-    codes = np.searchsorted(classes, np.asarray(y).ravel())
+    codes = _codes(y, classes)
     s = np.ones(codes.size) if sample_weight is None else np.asarray(sample_weight, np.float64)
     return s * class_weight[codes] / mean
+
+
+def _labelled_block(make, classes, class_weight, mean, X, y, sample_weight):
+    """``make(X, codes, weights)`` of one partition: its labels as indices into
+    ``classes``, its weights times the class weights over ``mean`` (class_weight None:
+    the weights as given)."""
+    if class_weight is not None:
+        sample_weight = _block_weights(y, sample_weight, classes, class_weight, mean)
+    return make(X, _codes(y, classes), sample_weight)
+
+
+def _mapped(func, args, *columns):
+    return [func(*entries, *args) for entries in zip(*columns)]
 
 
 def _block_margins(X, rows, coef, intercept):
@@ -212,6 +226,9 @@ class DaskRows:
         ``y``'s columns (1 for 1-D labels).
     target_dtype : numpy.dtype
         ``y``'s.
+    layout : list of (worker, indices)
+        The partitions by the worker thread that holds them: each thread's work on them is
+        one task (:meth:`map`, :meth:`datafit`).
     """
 
     def __init__(self, X, y, sample_weight, dtype, targets_2d=False):
@@ -255,6 +272,7 @@ class DaskRows:
         if sample_weight is not None:
             weights = self._parts(sample_weight, rows, "sample_weight", np.float64)
             self.sample_weight = [client.submit(_checked_weights, weights[k]) for k in keep]
+        self.layout = thread_layout(client, finished(self.X))
         self.dtype = client.gather(client.submit(_dtype, self.X[0]))
 
     def _parts(self, v, rows, name, dtype, columns=False):
@@ -268,30 +286,47 @@ class DaskRows:
                 raise ValueError(f"{name}'s partitions hold {lengths} rows and X's {rows}")
         return parts
 
+    def map(self, func, *columns, args=()):
+        """``func(*entries, *args)`` of each partition's entries in ``columns`` (lists
+        aligned with ``X``), gathered in the partitions' order: one task per worker
+        thread."""
+        results = [None] * len(self.X)
+        chunks = self.client.gather(on_threads(self.client, self.layout,
+                                               functools.partial(_mapped, func, args), *columns))
+        for (_, ks), chunk in zip(self.layout, chunks):
+            for k, result in zip(ks, chunk):
+                results[k] = result
+        return results
+
     def classes(self):
         """The sorted labels (a reduction of each partition's)."""
-        parts = self.client.gather([self.client.submit(_labels, y) for y in self.y])
-        return np.unique(np.concatenate(parts))
+        return np.unique(np.concatenate(self.map(_labels, self.y)))
 
     def row_sums(self, weights=None):
         """``[Σ sᵢ ‖xᵢ‖², Σ sᵢ nnz(xᵢ), Σ sᵢ]`` over the partitions (a reduction of each
         partition's :func:`~sparsekit.utils._rows.weighted_row_sums`), sᵢ the sample
         weights or the partitions' ``weights`` (futures)."""
         weights = self.sample_weight if weights is None else weights
-        parts = self.client.gather([self.client.submit(weighted_row_sums, X, s)
-                                    for X, s in zip(self.X, weights)])
-        return np.sum(parts, axis=0)
+        return np.sum(self.map(weighted_row_sums, self.X, weights), axis=0)
 
     def class_totals(self, classes):
         """The total sample weight of each class."""
-        parts = self.client.gather([self.client.submit(_class_totals, y, s, classes)
-                                    for y, s in zip(self.y, self.sample_weight)])
-        return np.sum(parts, axis=0)
+        return np.sum(self.map(_class_totals, self.y, self.sample_weight, args=(classes,)),
+                      axis=0)
 
     def weights(self, classes, class_weight, mean):
         """Futures of each partition's solver weights (sample x class weights / mean)."""
         return [self.client.submit(_block_weights, y, s, classes, class_weight, mean)
                 for y, s in zip(self.y, self.sample_weight)]
+
+    def datafit(self, make, classes, class_weight=None, mean=1.0, weights=None):
+        """The :class:`~sparsekit.losses._dask_datafit.DaskDatafit` of ``make(X_b, codes_b,
+        weights_b)`` over the partitions: their labels as indices into ``classes``, their
+        ``weights`` (futures; None: the sample weights) times ``class_weight`` over
+        ``mean`` (class_weight None: as given)."""
+        weights = self.sample_weight if weights is None else weights
+        labelled = functools.partial(_labelled_block, make, classes, class_weight, mean)
+        return DaskDatafit(labelled, self, self.y, weights)
 
     def gather(self, parts):
         """Partitions' futures (``y``, ``sample_weight``) as one NumPy array; 2-D targets
@@ -323,7 +358,7 @@ class DaskRows:
 
     def over_targets(self, func, *args):
         """``func(y, *args)`` of each partition's ``y``, gathered."""
-        return self.client.gather([self.client.submit(func, y, *args) for y in self.y])
+        return self.map(func, self.y, args=args)
 
     def kept_weights(self, targets, weights=None):
         """Futures of each partition's ``weights`` (futures; None: the sample weights) with
@@ -333,7 +368,3 @@ class DaskRows:
         first_rows = np.cumsum(self.rows) - self.rows
         return [self.client.submit(kept_weights, targets, y, s, int(first))
                 for y, s, first in zip(self.y, weights, first_rows)]
-
-    def codes(self, classes):
-        """Futures of each partition's class indices."""
-        return [self.client.submit(_codes, y, classes) for y in self.y]

@@ -35,7 +35,6 @@ from sparsekit.utils._scores import linear_scores
 from sparsekit.linear_model._device_input import (check_device_X, device_scores, fit_device,
                                                   host_targets, to_device)
 from sparsekit.gpu.datafits import DeviceLogistic, DeviceMultinomial, is_device_matrix
-from sparsekit.losses._dask_datafit import DaskDatafit
 from sparsekit.losses._duality import relative_duality_gap
 from sparsekit.losses._logistic_datafit import Logistic
 from sparsekit.losses._multinomial_datafit import Multinomial, split_parameters
@@ -460,13 +459,12 @@ class L1LogisticOBA(LinearClassifierMixin, SparseCoefMixin, SparsekitClassifier)
             mean_weight = float(cw @ totals) / data.n_samples
             if not mean_weight > 0:
                 raise ValueError("every sample has weight 0 (sample_weight times class_weight)")
-            parts = (data.X, data.codes(classes), data.weights(classes, cw, mean_weight))
             dtype = data.dtype
 
             def datafit(pos):
                 make = (partial(_multinomial_block, classes.size, self.fit_intercept)
                         if pos is None else partial(_binary_block, pos, self.fit_intercept))
-                return DaskDatafit(make, *parts, data.client)
+                return data.datafit(make, classes, cw, mean_weight)
         elif on_device:
             sample_weight, mean_weight = _unit_mean_weights(sample_weight * cw[codes])
             dtype = X.dtype                                  # coef_ follows X
@@ -880,8 +878,7 @@ def l1_logistic_path(X, y, Cs=10, *, pos_class=None, fit_intercept=True, tol=1e-
             raise ValueError("every sample has weight 0")
         make = (partial(_multinomial_block, classes.size, fit_intercept) if multinomial
                 else partial(_binary_block, pos, fit_intercept))
-        datafit = DaskDatafit(make, data.X, data.codes(classes), data.weights(
-            classes, np.ones(classes.size), mean_weight), data.client)
+        datafit = data.datafit(make, classes, np.ones(classes.size), mean_weight)
     elif on_device:
         sample_weight, mean_weight = _unit_mean_weights(sample_weight)
         codes = np.searchsorted(classes, y)

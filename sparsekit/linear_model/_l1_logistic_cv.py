@@ -25,7 +25,6 @@ from sparsekit.linear_model._l1_logistic import (L1LogisticOBA, _binary_block, _
                                                  _smallest_active_C, _unit_mean_weights,
                                                  _warm_path, device_float64)
 from sparsekit.linear_model._routing import CVRoutingMixin
-from sparsekit.losses._dask_datafit import DaskDatafit
 from sparsekit.utils._columns import UsedColumns
 from sparsekit.utils._validation import check_dense_size
 
@@ -591,8 +590,7 @@ class _DaskFolds(_WeightedFolds):
         partitions' solver ``weights``."""
         make = (partial(_multinomial_block, self.classes.size, fit_intercept) if pos is None
                 else partial(_binary_block, pos, fit_intercept))
-        return DaskDatafit(make, self.data.X, self.data.codes(self.classes), weights,
-                           self.data.client)
+        return self.data.datafit(make, self.classes, weights=weights)
 
     def held_out(self, test, blocks, make_model):
         """As :meth:`_MemoryFolds.held_out`; the models return the margins computed on

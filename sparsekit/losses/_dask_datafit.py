@@ -18,6 +18,7 @@ of label sets over the partitions' label scores. The estimators build these obje
 when they are given a dask array; this module never imports dask itself.
 """
 import time
+from functools import partial
 
 import numpy as np
 import scipy.sparse as sp
@@ -88,22 +89,51 @@ def summed(client, groups, name, *args, weighted=True):
     return sum(totals)
 
 
-def group_partitions(client, parts, shares):
-    """Futures of :class:`PartitionGroup` s of the partitions' futures ``parts`` (computed),
-    with their weights ``shares``: each worker's partitions in as many groups as it has
-    threads, each group built on its worker."""
+def finished(futures):
+    """``futures`` once computed (on the default client's cluster, the one the fits use);
+    the error of the first that failed is raised."""
+    from distributed import wait
+
+    wait(futures)
+    for future in futures:
+        if future.status == "error":
+            future.result()
+    return futures
+
+
+def thread_layout(client, parts):
+    """The partitions ``parts`` (computed futures) by worker thread: ``(worker, indices)``
+    pairs, each worker's partitions split over as many as it has threads (worker None for
+    partitions no worker holds)."""
     who, threads = client.who_has(parts), client.nthreads()
     held = {}
     for k, part in enumerate(parts):
         held.setdefault((who.get(part.key) or (None,))[0], []).append(k)
-    groups = []
-    for where, ks in held.items():
-        for chunk in np.array_split(ks, min(threads.get(where, 1), len(ks))):
-            groups.append(client.submit(
-                PartitionGroup, np.asarray(shares)[chunk], *(parts[k] for k in chunk),
-                workers=None if where is None else [where], allow_other_workers=True,
-                pure=False))
-    return groups
+    return [(where, chunk) for where, ks in held.items()
+            for chunk in np.array_split(ks, min(threads.get(where, 1), len(ks)))]
+
+
+def on_threads(client, layout, func, *columns):
+    """Futures, one per ``(worker, indices)`` of ``layout`` and computed on that worker, of
+    ``func(*lists)``: each list a column's entries (futures or values, one per partition)
+    at those indices."""
+    return [client.submit(func, *([column[k] for k in ks] for column in columns),
+                          workers=None if where is None else [where],
+                          allow_other_workers=True, pure=False)
+            for where, ks in layout]
+
+
+def _built_group(make, args, shares, *columns):
+    return PartitionGroup(np.asarray(shares), *(make(*entries, *args)
+                                                 for entries in zip(*columns)))
+
+
+def build_groups(client, layout, shares, make, *columns, args=()):
+    """Futures of :class:`PartitionGroup` s, one per worker thread of ``layout``
+    (:func:`thread_layout`), built on its worker: ``make(*entries, *args)`` of each of its
+    partitions' entries in ``columns``, weighted by their ``shares``."""
+    return on_threads(client, layout, partial(_built_group, make, args), list(shares),
+                      *columns)
 
 
 def _hessp(group, x, free, counted, overhead):
@@ -128,11 +158,8 @@ def _count(group, count):
         H.count_products(count)
 
 
-def _rows(datafit):
-    return datafit.n_samples
-
-
-def _sizes(datafit):
+def _sizes(group):
+    datafit = group.parts[0]
     return (datafit.penalty_weights, datafit.n_params, datafit.n_features,
             datafit.fit_intercept, type(datafit))
 
@@ -143,12 +170,13 @@ class DaskDatafit:
     Parameters
     ----------
     make : callable
-        ``make(X_block, y_block, sample_weight_block) -> datafit`` (run on the workers);
-        ``make.__sparsekit_unpenalized__`` is not used: ``penalty_weights`` and the sizes
-        come from the first partition's datafit.
-    X_blocks, y_blocks, weight_blocks : list of distributed.Future
-        The row partitions, aligned.
-    client : distributed.Client
+        ``make(X_block, y_block, sample_weight_block) -> datafit`` (run on the workers, for
+        each worker thread's partitions in one task); ``make.__sparsekit_unpenalized__`` is
+        not used: ``penalty_weights`` and the sizes come from the first partition's datafit.
+    rows : sparsekit.linear_model._dask_input.DaskRows
+        X's row partitions, where they are (its ``layout``) and their lengths.
+    y_blocks, weight_blocks : list of distributed.Future
+        The partitions' labels and weights, aligned with ``rows.X``.
     """
 
     #: bytes of formed partition Hessians gathered to be summed on the client
@@ -157,22 +185,20 @@ class DaskDatafit:
     #: ``Multinomial.hessp``), which count multiply-adds of the product kernels
     UNIT_SECONDS = 1e-9
 
-    def __init__(self, make, X_blocks, y_blocks, weight_blocks, client):
-        self._client = client
-        parts = [client.submit(make, X, y, s, pure=False)
-                 for X, y, s in zip(X_blocks, y_blocks, weight_blocks)]
-        rows = np.array(client.gather([client.submit(_rows, d) for d in parts]),
-                        dtype=np.float64)
-        self.n_samples = int(rows.sum())
-        if not self.n_samples:
-            raise ValueError("the dask arrays hold no rows")
+    def __init__(self, make, rows, y_blocks, weight_blocks):
+        client = self._client = rows.client
+        self.n_samples = rows.n_samples
+        self._groups = finished(build_groups(client, rows.layout, rows.rows / rows.n_samples,
+                                             make, rows.X, y_blocks, weight_blocks))
         start = time.perf_counter()
         (self.penalty_weights, self.n_params, self.n_features, self.fit_intercept,
-         self._type) = client.gather(client.submit(_sizes, parts[0]))
-        #: a round trip to the workers (this one's), which a matrix-free product makes
+         self._type) = client.gather(client.submit(_sizes, self._groups[0], pure=False))
+        #: seconds of a matrix-free product's round trip to the workers: this bare one's
+        #: until products are made, then the products' own (a running mean, their
+        #: partitions' calls and arithmetic included)
         self.round_trip = time.perf_counter() - start
-        self._groups = group_partitions(client, parts, rows / self.n_samples)
-        self._n_parts = len(parts)
+        self._timed = False
+        self._n_parts = len(rows.X)
         self._bound = None
         self._gathered = None     # (the groups' Hessians, products made on their sum)
 
@@ -217,6 +243,11 @@ class DaskDatafit:
         diagonal = sum(np.diagonal(M) if M.ndim == 2 else M for M in routes)
         return _DaskHessian(self, hessians, diagonal)
 
+    def _product_took(self, seconds):
+        self.round_trip = (seconds if not self._timed
+                           else 0.5 * (self.round_trip + seconds))
+        self._timed = True
+
     def lipschitz(self):
         if self._bound is None:
             self._bound = float(summed(self._client, self._groups, "lipschitz"))
@@ -244,8 +275,11 @@ class _DaskHessian:
         self.shape = (diagonal.size, diagonal.size)
 
     def __call__(self, v):
-        return summed(self._f._client, self._groups, "__call__",
-                      np.asarray(v, dtype=np.float64))
+        start = time.perf_counter()
+        product = summed(self._f._client, self._groups, "__call__",
+                         np.asarray(v, dtype=np.float64))
+        self._f._product_took(time.perf_counter() - start)
+        return product
 
     def diagonal(self):
         return self._diag
@@ -400,18 +434,17 @@ class DaskFenchelYoung(FenchelYoungLinear):
         self.n_features, self.n_classes = rows.n_features, targets.n_outputs
         self.offset = np.zeros(self.n_classes) if offset is None else offset
         weights = rows.sample_weight if sample_weight is None else sample_weight
-        tops = client.gather([client.submit(_largest_weight, s) for s in weights])
-        if not max(tops) > 0:
+        top = max(rows.map(_largest_weight, weights))
+        if not top > 0:
             raise ValueError("The sample weights of the rows used in the fit sum to zero.")
-        parts = [client.submit(_FenchelYoungBlock, X, y, s, max(tops), targets, pure=False)
-                 for X, y, s in zip(rows.X, rows.y, weights)]
-        totals = client.gather([client.submit(_call, p, "totals") for p in parts])
-        total = sum(t for t, _ in totals)
+        self._groups = finished(build_groups(client, rows.layout, np.ones(len(rows.X)),
+                                             _FenchelYoungBlock, rows.X, rows.y, weights,
+                                             args=(top, targets)))
+        total, X_sum = summed(client, self._groups, "totals", weighted=False)
         if not total > 0:
             raise ValueError("The sample weights of the rows used in the fit sum to zero.")
         self.scale = 1.0 / total
-        self.center = sum(m for _, m in totals) * self.scale if center else None
-        self._groups = group_partitions(client, parts, np.ones(len(parts)))
+        self.center = X_sum * self.scale if center else None
         self._data_term = self._summed_data_term
 
     def _summed_data_term(self, W, b):
