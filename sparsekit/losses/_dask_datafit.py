@@ -15,7 +15,8 @@ one vector per group; formed ones are summed in their group and gathered once.
 objective (value, gradient and Hessian products), with each partition's targets built on
 its worker (:class:`LabelTargets`, :class:`SetTargets`), and searches the decision threshold
 of label sets over the partitions' label scores. The estimators build these objects only
-when they are given a dask array; this module never imports dask itself.
+when they are given a dask array; this module imports nothing of dask at import time
+(:func:`finished` imports ``distributed.wait`` when it is called).
 """
 import time
 from functools import partial
