@@ -363,6 +363,27 @@ def test_a_fits_setup_is_one_task_per_worker_thread(client, monkeypatch):
     assert datafit.value(x) == pytest.approx(local.value(x), rel=1e-12)
 
 
+def test_a_products_price_is_what_the_products_take(client, monkeypatch):
+    """The round trip the partitions price starts as a round trip of one task per worker
+    thread, and follows the matrix-free products' own times once they are made (a running
+    mean)."""
+    from types import SimpleNamespace
+
+    from sparsekit.losses import _dask_datafit
+
+    X, y = _data(n=800, d=20, classes=2, seed=12)
+    datafit = _binary_datafit(client, X, y, 100)[0]
+    assert 0 < datafit.round_trip < 10
+    monkeypatch.setattr(_dask_datafit.DaskDatafit, "GATHER_BYTES", 0)  # matrix-free
+    H = datafit.hessp(np.zeros(21), np.arange(21))
+    clock = iter([1.0, 1.25, 2.0, 2.75])
+    monkeypatch.setattr(_dask_datafit, "time", SimpleNamespace(perf_counter=lambda: next(clock)))
+    H(np.ones(21))
+    assert datafit.round_trip == 0.25
+    H.restrict(np.arange(21) < 5)(np.ones(5))       # a restriction's products count too
+    assert datafit.round_trip == 0.5
+
+
 @pytest.mark.filterwarnings("ignore:Port .* is already in use")   # the module's cluster's
 def test_a_workers_partitions_are_grouped_by_its_threads():
     """A worker of two threads holds its five partitions in two groups, each built where

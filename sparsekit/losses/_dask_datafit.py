@@ -191,13 +191,17 @@ class DaskDatafit:
         self.n_samples = rows.n_samples
         self._groups = finished(build_groups(client, rows.layout, rows.rows / rows.n_samples,
                                              make, rows.X, y_blocks, weight_blocks))
-        start = time.perf_counter()
+        trips = []
+        for _ in range(3):
+            start = time.perf_counter()
+            sizes = client.gather([client.submit(_sizes, g, pure=False) for g in self._groups])
+            trips.append(time.perf_counter() - start)
+        #: seconds of a matrix-free product's round trip to the workers: the median of three
+        #: of a task per worker thread (as a product's) until products are made, then the
+        #: products' own (a running mean, their partitions' calls and arithmetic included)
+        self.round_trip = float(np.median(trips))
         (self.penalty_weights, self.n_params, self.n_features, self.fit_intercept,
-         self._type) = client.gather(client.submit(_sizes, self._groups[0], pure=False))
-        #: seconds of a matrix-free product's round trip to the workers: this bare one's
-        #: until products are made, then the products' own (a running mean, their
-        #: partitions' calls and arithmetic included)
-        self.round_trip = time.perf_counter() - start
+         self._type) = sizes[0]
         self._timed = False
         self._n_parts = len(rows.X)
         self._bound = None
