@@ -229,6 +229,10 @@ class DaskRows:
     layout : list of (worker, indices)
         The partitions by the worker thread that holds them: each thread's work on them is
         one task (:meth:`map`, :meth:`datafit`).
+    round_trip : float or None
+        Seconds of a Hessian product's round trip to the workers, which the datafits on
+        these rows price into their Hessians' route: timed by the first, then updated by
+        each with its products' times (None until then).
     """
 
     def __init__(self, X, y, sample_weight, dtype, targets_2d=False):
@@ -273,6 +277,7 @@ class DaskRows:
             weights = self._parts(sample_weight, rows, "sample_weight", np.float64)
             self.sample_weight = [client.submit(_checked_weights, weights[k]) for k in keep]
         self.layout = thread_layout(client, finished(self.X))
+        self.round_trip = None
         self.dtype = client.gather(client.submit(_dtype, self.X[0]))
 
     def _parts(self, v, rows, name, dtype, columns=False):

@@ -60,9 +60,11 @@ class PartitionGroup:
         self.shares = shares
         self.parts = parts
 
-    def total(self, name, *args, weighted=True):
+    def total(self, name, *args, weighted=True, timed=False):
         """Σₖ sharesₖ · partₖ.name(*args) (plain sums when not ``weighted``); a result that
-        is a tuple is summed entry by entry, as float64."""
+        is a tuple is summed entry by entry, as float64. ``timed``: (the sum, the seconds
+        it took here)."""
+        start = time.perf_counter()
         total = None
         for share, part in zip(self.shares, self.parts):
             value = getattr(part, name)(*args)
@@ -70,24 +72,30 @@ class PartitionGroup:
             terms = [np.asarray(t, dtype=np.float64) * (share if weighted else 1.0)
                      for t in terms]
             total = terms if total is None else [a + b for a, b in zip(total, terms)]
-        return tuple(total) if isinstance(value, tuple) else total[0]
+        total = tuple(total) if isinstance(value, tuple) else total[0]
+        return (total, time.perf_counter() - start) if timed else total
 
     def each(self, name, *args):
         """The group of every partition's ``part.name(*args)``, with the same weights."""
         return PartitionGroup(self.shares, *(getattr(p, name)(*args) for p in self.parts))
 
 
-def summed(client, groups, name, *args, weighted=True):
+def summed(client, groups, name, *args, weighted=True, timed=False):
     """The sum over ``groups`` (futures of :class:`PartitionGroup` s) of their partitions'
     ``name(*args)`` (:meth:`PartitionGroup.total`; tuples entry by entry), gathered: one
-    task per group, array arguments shared (:func:`shared_argument`)."""
+    task per group, array arguments shared (:func:`shared_argument`). ``timed``: (the
+    sum, the longest time a group's task spent in its partitions' calls)."""
     args = [shared_argument(client, a, len(groups)) if isinstance(a, np.ndarray) else a
             for a in args]
     totals = client.gather([client.submit(_call, g, "total", name, *args, weighted=weighted,
-                                          pure=False) for g in groups])
-    if isinstance(totals[0], tuple):
-        return tuple(sum(entries) for entries in zip(*totals))
-    return sum(totals)
+                                          timed=timed, pure=False) for g in groups])
+    busy = 0.0
+    if timed:
+        busy = max(seconds for _, seconds in totals)
+        totals = [total for total, _ in totals]
+    result = (tuple(sum(entries) for entries in zip(*totals)) if isinstance(totals[0], tuple)
+              else sum(totals))
+    return (result, busy) if timed else result
 
 
 def finished(futures):
@@ -191,18 +199,19 @@ class DaskDatafit:
         self.n_samples = rows.n_samples
         self._groups = finished(build_groups(client, rows.layout, rows.rows / rows.n_samples,
                                              make, rows.X, y_blocks, weight_blocks))
-        trips = []
-        for _ in range(3):
-            start = time.perf_counter()
-            sizes = client.gather([client.submit(_sizes, g, pure=False) for g in self._groups])
-            trips.append(time.perf_counter() - start)
-        #: seconds of a matrix-free product's round trip to the workers: the median of three
-        #: of a task per worker thread (as a product's) until products are made, then the
-        #: products' own (a running mean, their partitions' calls and arithmetic included)
-        self.round_trip = float(np.median(trips))
+        self._rows = rows
+        if rows.round_trip is None:      # the first datafit on these rows times the cluster
+            trips = []
+            for _ in range(3):
+                start = time.perf_counter()
+                sizes = client.gather([client.submit(_sizes, g, pure=False)
+                                       for g in self._groups])
+                trips.append(time.perf_counter() - start)
+            rows.round_trip = float(np.median(trips))
+        else:
+            sizes = [client.gather(client.submit(_sizes, self._groups[0], pure=False))]
         (self.penalty_weights, self.n_params, self.n_features, self.fit_intercept,
          self._type) = sizes[0]
-        self._timed = False
         self._n_parts = len(rows.X)
         self._bound = None
         self._gathered = None     # (the groups' Hessians, products made on their sum)
@@ -248,10 +257,17 @@ class DaskDatafit:
         diagonal = sum(np.diagonal(M) if M.ndim == 2 else M for M in routes)
         return _DaskHessian(self, hessians, diagonal)
 
+    @property
+    def round_trip(self):
+        """Seconds of a matrix-free product's round trip to the workers beyond the
+        partitions' work (``rows.round_trip``: the median of three round trips of a task
+        per worker thread, as a product's, then a running mean with the products' own,
+        less the longest time a worker thread spent in its partitions' products, over every
+        datafit of the same rows)."""
+        return self._rows.round_trip
+
     def _product_took(self, seconds):
-        self.round_trip = (seconds if not self._timed
-                           else 0.5 * (self.round_trip + seconds))
-        self._timed = True
+        self._rows.round_trip = 0.5 * (self._rows.round_trip + seconds)
 
     def lipschitz(self):
         if self._bound is None:
@@ -281,9 +297,9 @@ class _DaskHessian:
 
     def __call__(self, v):
         start = time.perf_counter()
-        product = summed(self._f._client, self._groups, "__call__",
-                         np.asarray(v, dtype=np.float64))
-        self._f._product_took(time.perf_counter() - start)
+        product, busy = summed(self._f._client, self._groups, "__call__",
+                               np.asarray(v, dtype=np.float64), timed=True)
+        self._f._product_took(time.perf_counter() - start - busy)
         return product
 
     def diagonal(self):
