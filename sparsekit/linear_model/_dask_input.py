@@ -11,8 +11,9 @@ import sys
 import numpy as np
 import scipy.sparse as sp
 
-from sparsekit.losses._dask_datafit import (DaskDatafit, finished, kept_weights, on_threads,
-                                           shared_argument, thread_layout)
+from sparsekit.losses._dask_datafit import (DaskDatafit, each_partition, finished,
+                                           kept_weights, on_threads, shared_argument,
+                                           thread_layout)
 from sparsekit.utils._rows import weighted_row_sums
 from sparsekit.utils._validation import check_entry_magnitude
 
@@ -185,10 +186,6 @@ def _labelled_block(make, classes, class_weight, mean, X, y, sample_weight):
     return make(X, _codes(y, classes), sample_weight)
 
 
-def _mapped(func, args, *columns):
-    return [func(*entries, *args) for entries in zip(*columns)]
-
-
 def _block_margins(X, rows, coef, intercept):
     """The margins X[rows] coefᵀ + intercept of a partition's ``rows`` (local indices),
     one column per row of ``coef`` (a CSR matrix), as float64."""
@@ -296,8 +293,8 @@ class DaskRows:
         aligned with ``X``), gathered in the partitions' order: one task per worker
         thread."""
         results = [None] * len(self.X)
-        chunks = self.client.gather(on_threads(self.client, self.layout,
-                                               functools.partial(_mapped, func, args), *columns))
+        task = functools.partial(each_partition, func, args)
+        chunks = self.client.gather(on_threads(self.client, self.layout, task, *columns))
         for (_, ks), chunk in zip(self.layout, chunks):
             for k, result in zip(ks, chunk):
                 results[k] = result

@@ -132,9 +132,14 @@ def on_threads(client, layout, func, *columns):
             for where, ks in layout]
 
 
+def each_partition(func, args, *columns):
+    """``[func(*entries, *args)]`` for each partition's entries in ``columns`` (run in a
+    task of :func:`on_threads`)."""
+    return [func(*entries, *args) for entries in zip(*columns)]
+
+
 def _built_group(make, args, shares, *columns):
-    return PartitionGroup(np.asarray(shares), *(make(*entries, *args)
-                                                 for entries in zip(*columns)))
+    return PartitionGroup(np.asarray(shares), *each_partition(make, args, *columns))
 
 
 def build_groups(client, layout, shares, make, *columns, args=()):
@@ -165,6 +170,16 @@ def _count(group, count):
     them: their datafits estimate from them the products a Hessian will take."""
     for H in group.parts:
         H.count_products(count)
+
+
+def _round_trip(client, groups):
+    """The median seconds of three round trips of a task per group, as a product makes."""
+    trips = []
+    for _ in range(3):
+        start = time.perf_counter()
+        client.gather([client.submit(_sizes, g, pure=False) for g in groups])
+        trips.append(time.perf_counter() - start)
+    return float(np.median(trips))
 
 
 def _sizes(group):
@@ -201,17 +216,9 @@ class DaskDatafit:
                                              make, rows.X, y_blocks, weight_blocks))
         self._rows = rows
         if rows.round_trip is None:      # the first datafit on these rows times the cluster
-            trips = []
-            for _ in range(3):
-                start = time.perf_counter()
-                sizes = client.gather([client.submit(_sizes, g, pure=False)
-                                       for g in self._groups])
-                trips.append(time.perf_counter() - start)
-            rows.round_trip = float(np.median(trips))
-        else:
-            sizes = [client.gather(client.submit(_sizes, self._groups[0], pure=False))]
+            rows.round_trip = _round_trip(client, self._groups)
         (self.penalty_weights, self.n_params, self.n_features, self.fit_intercept,
-         self._type) = sizes[0]
+         self._type) = client.gather(client.submit(_sizes, self._groups[0], pure=False))
         self._n_parts = len(rows.X)
         self._bound = None
         self._gathered = None     # (the groups' Hessians, products made on their sum)
