@@ -167,7 +167,7 @@ def test_a_spreadsheet_or_a_binary_file_is_a_short_clear_error(tmp_path, capsys)
         assert exit_info.value.code == 2
         messages.append(capsys.readouterr().err.splitlines()[-1])
     assert "is a spreadsheet workbook: save its sheet as CSV" in messages[0]
-    assert "as a LIBSVM file (or a .csv/.tsv/.arff file by its name)" in messages[1]
+    assert "as a LIBSVM file (or a .csv/.tsv/.arff/.parquet file by its name)" in messages[1]
     assert len(messages[1]) < 500
 
 
@@ -283,8 +283,8 @@ def test_warnings_print_as_one_line_each(tmp_path, capsys):
 
 def test_label_is_for_csv_files_only(tmp_path, capsys):
     path = write_svm(tmp_path / "tiny.svm")
-    assert "--label applies to CSV, TSV and ARFF files" in _usage_error([str(path), "--label", "0"],
-                                                                  capsys)
+    assert "--label applies to CSV, TSV, ARFF and Parquet files" in _usage_error(
+        [str(path), "--label", "0"], capsys)
 
 
 def test_a_bad_csv_file_is_a_clear_error_not_a_traceback(tmp_path, capsys):
@@ -465,7 +465,8 @@ def test_a_multilabel_test_file_scores_the_label_set_table(tmp_path, capsys):
     (["tr.svm", "tr.svm", "--test", "te.svm"], "got 1 test file(s) for the data tr.svm tr.svm"),
     (["digits", "--test", "te.svm"], "'digits' (scikit-learn's) comes without a test file"),
     (["tr.svm", "--test", "empty.svm"], "'empty.svm': the test file holds no rows"),
-    (["tr.csv", "--test", "te.svm"], "'te.svm' is not a CSV, TSV or ARFF file as 'tr.csv' is"),
+    (["tr.csv", "--test", "te.svm"],
+     "'te.svm' is not a CSV, TSV, ARFF or Parquet file as 'tr.csv' is"),
     (["tr.csv", "--test", "other.csv"], "'other.csv' does not have the columns of 'tr.csv': 3 "
                                         "(separator ',': 'x', 'y', 'label') against 2 ('x', "
                                         "'label')"),

@@ -458,3 +458,85 @@ def test_an_arff_file_it_cannot_read_is_a_clear_error(tmp_path, content, match):
     path.write_text(content)
     with pytest.raises(ValueError, match=match):
         read_csv(path)
+
+
+def _typed_frame(n=40):
+    """A table as a Parquet file keeps it: nullable integers and booleans with gaps, a
+    category, a pandas string column of free text, dates and text labels."""
+    rng = np.random.default_rng(1)
+    frame = pd.DataFrame({
+        "age": pd.array(rng.integers(18, 80, n), dtype="Int64"),
+        "member": pd.array(rng.random(n) < 0.5, dtype="boolean"),
+        "city": pd.Categorical(rng.choice(["Oslo", "Lyon", "Turin"], n)),
+        "joined": pd.Timestamp("2024-01-01") + pd.to_timedelta(rng.integers(0, 900, n), "D"),
+        "review": pd.array([" ".join(rng.choice(["good", "slow", "cheap", "kind"], 4))
+                            for _ in range(n)], dtype="string"),
+        "churn": pd.Categorical(rng.choice(["yes", "no"], n)),
+    })
+    frame.loc[3, "age"] = pd.NA
+    frame.loc[5, "member"] = pd.NA
+    return frame
+
+
+def test_parquet_files_are_read_with_their_columns_types(tmp_path):
+    pytest.importorskip("pyarrow")
+    frame = _typed_frame()
+    path = tmp_path / "churn.parquet"
+    frame.to_parquet(path)
+    assert is_table(path) and reads_as_table(path) and is_table("b.PARQUET")
+    data = read_csv(path)
+    assert data.note == ("label 'churn' coded no=0, yes=1; 3 numeric columns standardized "
+                         "(2 missing value(s) in 2 of them set to the column's median, "
+                         "2 0/1 columns marking where) (1 of dates or durations, in seconds); "
+                         "1 text column one-hot encoded into 3; 1 free-text column as TF-IDF "
+                         "over 4 words")
+    np.testing.assert_array_equal(data.y, (frame["churn"] == "yes").astype(int))
+    X = data.X.toarray()
+    age = frame["age"].to_numpy(float, na_value=np.nan)
+    age[3] = np.nanmedian(age)
+    np.testing.assert_allclose(X[:, 0], (age - age.mean()) / age.std(), atol=1e-12)
+    days = (frame["joined"] - frame["joined"].min()).dt.days.to_numpy(float)
+    np.testing.assert_allclose(X[:, 2], (days - days.mean()) / days.std(), atol=1e-12)
+    np.testing.assert_array_equal(X[:, 3:5], np.c_[np.arange(40) == 3, np.arange(40) == 5])
+    for k, city in enumerate(["Lyon", "Oslo", "Turin"]):
+        np.testing.assert_array_equal(X[:, 5 + k], frame["city"] == city)
+    # the same table written as CSV reads to the same matrix but for the dates (text there)
+    frame.loc[5, "member"] = False                  # (a CSV's boolean column has no gap)
+    frame.to_parquet(path)
+    frame.drop(columns="joined").to_csv(tmp_path / "churn.csv", index=False)
+    np.testing.assert_allclose(read_csv(tmp_path / "churn.csv").X.toarray(),
+                               np.delete(read_csv(path).X.toarray(), 2, axis=1), atol=1e-12)
+
+
+def test_a_parquet_test_file_is_read_by_column_names(tmp_path):
+    pytest.importorskip("pyarrow")
+    frame = _typed_frame()
+    frame.iloc[:30].to_parquet(tmp_path / "train.parquet")
+    frame.iloc[30:, ::-1].to_parquet(tmp_path / "test.parquet")      # columns in any order
+    both = read_csv(tmp_path / "train.parquet", "churn", test=tmp_path / "test.parquet")
+    assert both.n_train == 30
+    frame.to_parquet(tmp_path / "all.parquet")
+    whole = read_csv(tmp_path / "all.parquet", "churn")
+    np.testing.assert_allclose(both.X.toarray(), whole.X.toarray(), atol=1e-12)
+    missing = frame.iloc[30:].copy()
+    missing.loc[36, "churn"] = np.nan
+    missing.to_parquet(tmp_path / "gap.parquet")
+    with pytest.raises(ValueError, match=r"'churn' misses 1 value\(s\), the first on row 6;"):
+        read_csv(tmp_path / "train.parquet", "churn", test=tmp_path / "gap.parquet")
+
+
+def test_a_parquet_file_it_cannot_read_is_a_clear_error(tmp_path, monkeypatch):
+    pytest.importorskip("pyarrow")
+    import sys
+
+    path = tmp_path / "table.parquet"
+    path.write_text("a,b\n1,2\n")                           # a CSV file under the name
+    with pytest.raises(ValueError, match="cannot read .*table.parquet' as Parquet: .*magic"):
+        read_csv(path)
+    with pytest.raises(ValueError, match="cannot read .*no.parquet': no such file"):
+        read_csv(tmp_path / "no.parquet")
+    _typed_frame().to_parquet(path)
+    for module in ("pyarrow", "fastparquet"):                # as if neither were installed
+        monkeypatch.setitem(sys.modules, module, None)
+    with pytest.raises(ValueError, match="needs pyarrow: pip install pyarrow"):
+        read_csv(path)

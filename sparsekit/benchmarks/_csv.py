@@ -1,5 +1,5 @@
-"""CSV, TSV and ARFF files for ``sparsekit-compare``: one label column, the others
-features.
+"""CSV, TSV, ARFF and Parquet files for ``sparsekit-compare``: one label column, the
+others features.
 
 The feature columns become the matrix that every model of the tables gets, as a
 scikit-learn user would build it: numeric columns (numbers and booleans) standardized, a
@@ -32,6 +32,8 @@ from sklearn.preprocessing import OneHotEncoder, StandardScaler
 SEPARATORS = {".csv": ",", ".tsv": "\t"}
 #: the file name ending of Weka's ARFF tables
 ARFF = ".arff"
+#: the file name ending of Apache Parquet tables (read by pandas through pyarrow)
+PARQUET = ".parquet"
 #: endings of the compressions pandas reads by the file name
 COMPRESSIONS = {".gz", ".bz2", ".xz", ".zip", ".zst"}
 #: a text column with more distinct values than this share of the rows is free text
@@ -66,8 +68,9 @@ CsvData = namedtuple("CsvData", "X y note encode n_train label_names")
 
 
 def is_table(path):
-    """Whether ``path`` names a CSV, TSV or ARFF file (compressed or not)."""
-    return _separator(path) is not None or _ending(path) == ARFF
+    """Whether ``path`` names a CSV, TSV or ARFF file (compressed or not) or a Parquet
+    file."""
+    return _separator(path) is not None or _ending(path) in (ARFF, PARQUET)
 
 
 def reads_as_table(path):
@@ -115,8 +118,8 @@ def _is_number(cell):
 
 
 def read_csv(path, label=None, test=None):
-    """The :class:`CsvData` of a CSV, TSV or ARFF file, followed by the rows of the table
-    file ``test`` when given (a held-out file of the same columns).
+    """The :class:`CsvData` of a CSV, TSV, ARFF or Parquet file, followed by the rows of
+    the table file ``test`` when given (a held-out file of the same columns).
 
     CSV and TSV (and delimited lines under another name, as UCI's ``.data`` files):
     the first line is the header unless it reads as data (numbers only, or text that
@@ -126,7 +129,8 @@ def read_csv(path, label=None, test=None):
     more columns as numbers: UCI's bank marketing files), and bytes that are not UTF-8 are
     replaced. ARFF (Weka's format): the ``@attribute`` names, nominal attributes as text
     (their values quoted with ``'`` where they hold spaces), ``?`` a missing value; sparse
-    rows (``{i v, ...}``) are refused. ``label`` names the label column, by its header or
+    rows (``{i v, ...}``) are refused. Parquet: its columns and their types as pandas
+    reads them (pyarrow needed). ``label`` names the label column, by its header or
     by its position (from 0; negative counts from the end); the last column by default
     (Weka's class attribute). Raises ValueError with a message for the user when the file
     cannot be read, the label column does not exist, a label is missing, or a number is
@@ -136,12 +140,12 @@ def read_csv(path, label=None, test=None):
         import pandas as pd
     except ImportError:
         raise ValueError(f"reading {str(path)!r} needs pandas: pip install pandas") from None
-    frame, lines, decimal, layout = _frame(path, pd)
+    frame, place, decimal, layout = _frame(path, pd)
     if frame.shape[1] < 2:
         raise ValueError(f"{str(path)!r}: a label column and at least one feature column "
                          f"are needed, the file has {frame.shape[1]} column(s) ({layout})")
     name = _label_column(frame, path, label)
-    _refuse_missing(frame[name], f"the label column {name!r}", path, lines)
+    _refuse_missing(frame[name], f"the label column {name!r}", path, place)
     n_train = len(frame)
     if test is not None:
         frame = pd.concat([frame, _test_frame(test, frame, name, path, pd)],
@@ -158,6 +162,7 @@ def read_csv(path, label=None, test=None):
     if features.shape[1] == 0:
         raise ValueError(f"{str(path)!r}: no feature column with a value beside the label")
     grouped, marks = _read_text_numbers(features, decimal)
+    times = _read_times(features, pd)
     numeric = [c for c in features if pd.api.types.is_numeric_dtype(features[c])
                or pd.api.types.is_bool_dtype(features[c])]
     for c in numeric if len(features) > MIN_WARNED_DISTINCT else []:
@@ -189,6 +194,8 @@ def read_csv(path, label=None, test=None):
                           f"the column's median, {_columns(gaps, '0/1')} marking where)")
         if grouped:
             parts[-1] += f" ({len(grouped)} written with thousands separators)"
+        if times:
+            parts[-1] += f" ({len(times)} of dates or durations, in seconds)"
         if marks:
             shown = ", ".join(repr(m) for m in sorted(set().union(*marks.values())))
             parts[-1] += f" (the text {shown} read as missing in {len(marks)} of them)"
@@ -213,11 +220,11 @@ def read_csv(path, label=None, test=None):
 
 
 def _frame(path, pd):
-    """``(frame, lines, decimal, layout)`` of a CSV, TSV or ARFF file
-    (:func:`_delimited_frame`, :func:`_arff_frame`), its column names stripped of the
-    spaces around them and at least one data row."""
-    read = _arff_frame if _ending(path) == ARFF else _delimited_frame
-    frame, lines, decimal, layout = read(path, pd)
+    """``(frame, place, decimal, layout)`` of a CSV, TSV, ARFF or Parquet file
+    (:func:`_delimited_frame`, :func:`_arff_frame`, :func:`_parquet_frame`), its column
+    names stripped of the spaces around them and at least one data row."""
+    read = {ARFF: _arff_frame, PARQUET: _parquet_frame}.get(_ending(path), _delimited_frame)
+    frame, place, decimal, layout = read(path, pd)
     # headers written "name ," (UCI Adult's) lose their spaces: --label takes the bare name;
     # names that would become one ("a" and "a ") keep theirs
     stripped = [c.strip() if isinstance(c, str) else c for c in frame.columns]
@@ -225,14 +232,14 @@ def _frame(path, pd):
     frame.columns = [s if counts[s] == 1 else c for s, c in zip(stripped, frame.columns)]
     if frame.shape[0] == 0:
         raise ValueError(f"{str(path)!r}: no data rows after the header")
-    return frame, lines, decimal, layout
+    return frame, place, decimal, layout
 
 
 def _test_frame(test, frame, label, path, pd):
     """The rows of the table file ``test`` under the columns of ``frame`` (the training
     file ``path``'s, its label column ``label``): the same column names in any order, or,
     where either file has no header, the same number of columns in the same order."""
-    held, lines, _, layout = _frame(test, pd)
+    held, place, _, layout = _frame(test, pd)
     numbered = [list(f.columns) == list(range(f.shape[1])) for f in (frame, held)]
     if set(held.columns) != set(frame.columns):
         if not any(numbered) or held.shape[1] != frame.shape[1]:
@@ -240,13 +247,14 @@ def _test_frame(test, frame, label, path, pd):
                              f"{held.shape[1]} ({layout}: {_listed_columns(held.columns)}) "
                              f"against {frame.shape[1]} ({_listed_columns(frame.columns)})")
         held.columns = frame.columns
-    _refuse_missing(held[label], f"the label column {label!r}", test, lines)
+    _refuse_missing(held[label], f"the label column {label!r}", test, place)
     return held[list(frame.columns)]
 
 
 def _delimited_frame(path, pd):
-    """``(frame, lines, decimal, layout)`` of a CSV or TSV file: the table, the file's line
-    of each row (from 1), the decimal mark and the separator for messages."""
+    """``(frame, place, decimal, layout)`` of a CSV or TSV file: the table, ``place(i)``
+    naming the file's line of row ``i`` for messages (``"line 7"``), the decimal mark and
+    the separator for messages."""
     sep = _separator(path) or _sniffed_separator(path)      # UCI's .data files: by content
     comments = _comment_lines(path)
     # bytes that are not UTF-8 (a Latin-1 file) are replaced rather than refused
@@ -268,8 +276,8 @@ def _delimited_frame(path, pd):
                 frame, decimal = commas, ","
     except (OSError, ValueError) as exc:   # pandas' parser and empty-file errors included
         raise ValueError(f"cannot read {str(path)!r}: {exc}") from None
-    lines = np.arange(len(frame)) + (2 if header == 0 else 1) + comments
-    return frame, lines, decimal, f"separator {sep!r}"
+    first = (2 if header == 0 else 1) + comments
+    return frame, lambda i: f"line {first + i}", decimal, f"separator {sep!r}"
 
 
 def _comment_lines(path):
@@ -352,8 +360,23 @@ def _arff_frame(path, pd):
                             dtype=dict.fromkeys(nominal, str))
     except (ValueError, pd.errors.ParserError) as exc:
         raise ValueError(f"cannot read {str(path)!r}: {exc}") from None
-    lines = np.array([number for number, _ in rows], dtype=np.int64)
-    return frame, lines, ".", f"{len(names)} @attribute line(s)"
+    return frame, lambda i: f"line {rows[i][0]}", ".", f"{len(names)} @attribute line(s)"
+
+
+def _parquet_frame(path, pd):
+    """:func:`_delimited_frame` of a Parquet file: its columns as pandas reads them (a
+    categorical column as text, dates and durations as numbers of seconds), rows named by
+    their position from 0."""
+    try:
+        frame = pd.read_parquet(path)
+    except FileNotFoundError:
+        raise ValueError(f"cannot read {str(path)!r}: no such file") from None
+    except ImportError:
+        raise ValueError(f"reading the Parquet file {str(path)!r} needs pyarrow: "
+                         "pip install pyarrow") from None
+    except (OSError, ValueError) as exc:    # pyarrow's ArrowInvalid is a ValueError
+        raise ValueError(f"cannot read {str(path)!r} as Parquet: {exc}") from None
+    return frame, lambda i: f"row {i}", ".", f"{frame.shape[1]} Parquet column(s)"
 
 
 def _read_text_numbers(frame, decimal):
@@ -385,6 +408,20 @@ def _read_text_numbers(frame, decimal):
             if words:
                 marks[c] = words
     return grouped, marks
+
+
+def _read_times(frame, pd):
+    """Convert, in place, the columns of dates and durations of ``frame`` (a Parquet
+    file's typed columns) to seconds (dates since the column's first), a missing one NaN;
+    their names."""
+    times = [c for c in frame if pd.api.types.is_datetime64_any_dtype(frame[c])
+             or pd.api.types.is_timedelta64_dtype(frame[c])]
+    for c in times:
+        column = frame[c]
+        if pd.api.types.is_datetime64_any_dtype(column):
+            column = column - column.min()
+        frame[c] = column.dt.total_seconds()
+    return times
 
 
 def _is_free_text(column):
@@ -527,11 +564,11 @@ def _counts_rows(column, start):
             and np.array_equal(values, start + np.arange(values.size)))
 
 
-def _refuse_missing(column, what, path, lines):
-    """ValueError naming the first missing value of ``column`` by its line (``lines``:
-    the file's line of each row), if any."""
+def _refuse_missing(column, what, path, place):
+    """ValueError naming the first missing value of ``column`` by its place in the file
+    (``place(i)``: where row ``i`` is), if any."""
     missing = column.isna().to_numpy()
     if missing.any():
         raise ValueError(f"{str(path)!r}: {what} misses {int(missing.sum())} value(s), the "
-                         f"first on line {lines[int(np.argmax(missing))]}; fill them in or "
+                         f"first on {place(int(np.argmax(missing)))}; fill them in or "
                          "drop those rows")
