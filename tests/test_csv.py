@@ -518,6 +518,14 @@ def test_a_parquet_test_file_is_read_by_column_names(tmp_path):
     frame.to_parquet(tmp_path / "all.parquet")
     whole = read_csv(tmp_path / "all.parquet", "churn")
     np.testing.assert_allclose(both.X.toarray(), whole.X.toarray(), atol=1e-12)
+    parts = tmp_path / "parts"                       # a table's parts, as dask writes them
+    parts.mkdir()
+    frame.iloc[:20].to_parquet(parts / "part.0.parquet")
+    frame.iloc[20:].to_parquet(parts / "part.1.parquet")
+    (tmp_path / "empty").mkdir()
+    assert is_table(parts) and not is_table(tmp_path / "empty")
+    np.testing.assert_allclose(read_csv(parts, "churn").X.toarray(), whole.X.toarray(),
+                               atol=1e-12)
     missing = frame.iloc[30:].copy()
     missing.loc[36, "churn"] = np.nan
     missing.to_parquet(tmp_path / "gap.parquet")

@@ -69,8 +69,13 @@ CsvData = namedtuple("CsvData", "X y note encode n_train label_names")
 
 def is_table(path):
     """Whether ``path`` names a CSV, TSV or ARFF file (compressed or not) or a Parquet
-    file."""
-    return _separator(path) is not None or _ending(path) in (ARFF, PARQUET)
+    file (or a directory of them, as dask and Spark write a table)."""
+    return _separator(path) is not None or _ending(path) == ARFF or _is_parquet(path)
+
+
+def _is_parquet(path):
+    return _ending(path) == PARQUET or (Path(path).is_dir()
+                                        and any(Path(path).glob("*" + PARQUET)))
 
 
 def reads_as_table(path):
@@ -223,7 +228,8 @@ def _frame(path, pd):
     """``(frame, place, decimal, layout)`` of a CSV, TSV, ARFF or Parquet file
     (:func:`_delimited_frame`, :func:`_arff_frame`, :func:`_parquet_frame`), its column
     names stripped of the spaces around them and at least one data row."""
-    read = {ARFF: _arff_frame, PARQUET: _parquet_frame}.get(_ending(path), _delimited_frame)
+    read = (_parquet_frame if _is_parquet(path) else
+            _arff_frame if _ending(path) == ARFF else _delimited_frame)
     frame, place, decimal, layout = read(path, pd)
     # headers written "name ," (UCI Adult's) lose their spaces: --label takes the bare name;
     # names that would become one ("a" and "a ") keep theirs
@@ -364,7 +370,8 @@ def _arff_frame(path, pd):
 
 
 def _parquet_frame(path, pd):
-    """:func:`_delimited_frame` of a Parquet file: its columns as pandas reads them (a
+    """:func:`_delimited_frame` of a Parquet file, or of a directory of them (a table's
+    parts, read as one): its columns as pandas reads them (a
     categorical column as text, dates and durations as numbers of seconds), rows named by
     their position from 0."""
     try:

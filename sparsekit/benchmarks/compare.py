@@ -58,7 +58,7 @@ an Extreme Classification Repository file (first line ``N D L``, as Bibtex_train
 a Mulan multi-label ARFF file beside its label XML (``scene-train.arff`` and ``scene.xml``),
 a CSV, TSV or ARFF file (``.csv``, ``.tsv``, ``.arff``, also compressed, or comma-, tab- or
 ;-separated lines under another name, as UCI's ``.data`` files) or a Parquet file
-(``.parquet``, read through pyarrow) of a table: its label column is
+(``.parquet``, or a directory of them as dask writes a table; read through pyarrow): its label column is
 the last one or ``--label``'s; for every model numeric columns are standardized, free text
 becomes TF-IDF and other text columns are one-hot encoded, by encoders fit on the training
 rows for the probability table and on every row for the l1 table),
