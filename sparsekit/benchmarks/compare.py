@@ -58,10 +58,11 @@ an Extreme Classification Repository file (first line ``N D L``, as Bibtex_train
 a Mulan multi-label ARFF file beside its label XML (``scene-train.arff`` and ``scene.xml``),
 a CSV, TSV or ARFF file (``.csv``, ``.tsv``, ``.arff``, also compressed, or comma-, tab- or
 ;-separated lines under another name, as UCI's ``.data`` files) or a Parquet file
-(``.parquet``, or a directory of them as dask writes a table; read through pyarrow): its label column is
-the last one or ``--label``'s; for every model numeric columns are standardized, free text
-becomes TF-IDF and other text columns are one-hot encoded, by encoders fit on the training
-rows for the probability table and on every row for the l1 table),
+(``.parquet``, or a directory of them as dask writes a table; read through pyarrow): its
+label column is the last one or ``--label``'s; for every model numeric columns are
+standardized, free text becomes TF-IDF and other text columns are one-hot encoded, by
+encoders fit on the training rows for the probability table and on every row for the l1
+table),
 ``a9a`` (shipped inside sparsekit), a set of the data home (``a9a.t``, ``w8a``: see
 :func:`sparsekit.datasets.get_data_home`) or one of scikit-learn's ``breast_cancer`` and
 ``digits`` (dense, standardized for the l1 table). Without DATA it runs on a9a and digits.
