@@ -213,6 +213,10 @@ def _read_mulan(spec, labels_file, test=None):
                    note=f"{len(names)} labels named by {labels_file.name}"), n_train
 
 
+#: the start of an HTML page (a web page saved or served in place of a data file)
+WEB_PAGE = re.compile(rb"\s*<(!doctype\s+html|html[\s>])", re.IGNORECASE)
+
+
 def _refuse_web_page(spec):
     """ValueError for a file that is an HTML page: a web page saved in place of the data
     (a repository's page of the file rather than its raw content)."""
@@ -223,7 +227,7 @@ def _refuse_web_page(spec):
             first = f.read(1024)
     except CORRUPT:                     # a damaged file: the reader says why
         return
-    if re.match(rb"\s*<(!doctype\s+html|html[\s>])", first, re.IGNORECASE):
+    if WEB_PAGE.match(first):
         raise ValueError(f"{spec!r} is a web page (HTML), not a data file: download the file "
                          "itself (on GitHub, its Raw button)")
 

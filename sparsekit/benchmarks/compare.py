@@ -63,6 +63,8 @@ label column is the last one or ``--label``'s; for every model numeric columns a
 standardized, free text becomes TF-IDF and other text columns are one-hot encoded, by
 encoders fit on the training rows for the probability table and on every row for the l1
 table),
+any of these files by its URL (http, https or ftp: downloaded once into the data home's
+``downloads`` folder, under the URL's host and path, and read from there in later runs),
 ``a9a`` (shipped inside sparsekit), a set of the data home (``a9a.t``, ``w8a``: see
 :func:`sparsekit.datasets.get_data_home`) or one of scikit-learn's ``breast_cancer`` and
 ``digits`` (dense, standardized for the l1 table). Without DATA it runs on a9a and digits.
@@ -110,6 +112,7 @@ from threadpoolctl import threadpool_limits
 from sparsekit.benchmarks._class_tables import compare_multiclass, compare_multilabel
 from sparsekit.benchmarks._csv import reads_as_table
 from sparsekit.benchmarks._data import load_dataset
+from sparsekit.benchmarks._download import is_url, local_copy
 from sparsekit.benchmarks._l1_tables import (compare_l1_logistic, compare_l1_multinomial,
                                              compare_l1_ovr, l1_traces)
 
@@ -233,6 +236,15 @@ def main(argv=None):
         _main(argv)
 
 
+def _local_copies(specs):
+    """``specs`` with each URL replaced by the path of its downloaded file."""
+    return [str(local_copy(spec, report=_say)) if is_url(spec) else spec for spec in specs]
+
+
+def _say(text):
+    print(f"sparsekit-compare: {text}", file=sys.stderr, flush=True)
+
+
 def _print_warning(message, *_):     # warnings.showwarning's other arguments: unused
     print(f"sparsekit-compare: warning: {message}", file=sys.stderr)
 
@@ -244,8 +256,8 @@ def _main(argv):
                         help="LIBSVM files (class labels or comma-separated label sets), "
                              "Extreme Classification Repository files, CSV, TSV, ARFF or "
                              "Parquet files (.csv, .tsv, .arff, .parquet; a Mulan ARFF file "
-                             "beside its label XML: label sets), or data set names (default: "
-                             "a9a digits)")
+                             "beside its label XML: label sets), their URLs (downloaded once "
+                             "into the data home), or data set names (default: a9a digits)")
     parser.add_argument("--repeat", type=_positive_int, default=3,
                         help="fits per model (median)")
     parser.add_argument("--C", type=_positive_float, default=1.0,
@@ -274,6 +286,12 @@ def _main(argv):
                              "solvers (a ladder of tolerances), accuracy vs time")
     args = parser.parse_args(argv)
     named, args.data = bool(args.data), args.data or ["a9a", "digits"]
+    try:                                       # files named by URL: downloaded once
+        args.data = _local_copies(args.data)
+        if args.test is not None:
+            args.test = _local_copies(args.test)
+    except ValueError as exc:
+        parser.error(str(exc))
     if args.plot is not None:
         try:
             import matplotlib
