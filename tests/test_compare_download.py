@@ -6,11 +6,13 @@ import http.server
 import socket
 import threading
 import time
+from pathlib import Path
 
 import pytest
-from _compare_files import write_svm
+from _compare_files import write_mulan_toy, write_svm
 
 from sparsekit.benchmarks import _download, compare
+from sparsekit.benchmarks._data import load_dataset
 
 
 class _Handler(http.server.SimpleHTTPRequestHandler):
@@ -89,6 +91,24 @@ def test_a_file_named_by_url_is_downloaded_once_and_compared(tmp_path, home, cap
 
 #: the paths whose error starts "cannot download"
 CANNOT = ("/missing.svm", "/broken.svm", "/slow.svm")
+
+
+def test_a_mulan_files_label_xml_is_downloaded_beside_it(tmp_path, home, capsys):
+    served = tmp_path / "www"
+    served.mkdir()
+    write_mulan_toy(served)                              # toy.xml beside toy-train.arff
+    (served / "flowers.arff").write_text("@relation f\n@attribute a numeric\n"
+                                         "@attribute c {x,y}\n@data\n1,x\n2,y\n3,x\n4,y\n")
+    with _serving(served) as (url, requests):
+        local = compare._local_copies([f"{url}/toy-train.arff?raw=true", f"{url}/flowers.arff",
+                                       "a9a"])
+    assert requests == ["/toy.xml", "/toy-train.arff?raw=true", "/flowers.xml",
+                        "/flowers.arff"]                  # a table: no XML there, no error
+    assert local[2] == "a9a" and [p.name for p in map(Path, local[:2])] == [
+        "toy-train.arff", "flowers.arff"]
+    assert (Path(local[0]).parent / "toy.xml").read_bytes() == (served / "toy.xml").read_bytes()
+    assert load_dataset(local[0]).multilabel and not load_dataset(local[1]).multilabel
+    assert "flowers.xml" not in capsys.readouterr().err
 
 
 @pytest.mark.parametrize("path, message", [

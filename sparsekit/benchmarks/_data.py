@@ -171,16 +171,20 @@ def _is_xmlrepo(spec):
     return re.fullmatch(rb"\s*\d+\s+\d+\s+\d+\s*", first) is not None
 
 
+def mulan_labels_name(name):
+    """The name of a Mulan multi-label ARFF file's label XML, ``<set>.xml`` for
+    ``<set>.arff``, ``<set>-train.arff`` or ``<set>-test.arff`` (also compressed), or None
+    for another file name."""
+    match = re.fullmatch(r"(.+?)(-train|-test)?\.arff(\.(xz|gz|bz2))?", name, re.I)
+    return None if match is None else match.group(1) + ".xml"
+
+
 def _mulan_labels_file(spec):
-    """The label XML of a Mulan multi-label ARFF file, ``<set>.xml`` beside
-    ``<set>.arff``, ``<set>-train.arff`` or ``<set>-test.arff`` (also compressed), or
+    """The label XML beside a Mulan multi-label ARFF file (:func:`mulan_labels_name`), or
     None."""
-    path = Path(spec)
-    match = re.fullmatch(r"(.+?)(-train|-test)?\.arff(\.(xz|gz|bz2))?", path.name, re.I)
-    if match is None:
-        return None
-    xml = path.with_name(match.group(1) + ".xml")
-    return xml if xml.is_file() else None
+    name = mulan_labels_name(Path(spec).name)
+    xml = None if name is None else Path(spec).with_name(name)
+    return xml if xml is not None and xml.is_file() else None
 
 
 def _read_mulan(spec, labels_file, test=None):

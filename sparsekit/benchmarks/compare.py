@@ -103,7 +103,8 @@ import json
 import statistics
 import sys
 import warnings
-from pathlib import Path
+from pathlib import Path, PurePosixPath
+from urllib.parse import urljoin, urlsplit
 
 import numpy as np
 from sklearn.exceptions import ConvergenceWarning
@@ -111,7 +112,7 @@ from threadpoolctl import threadpool_limits
 
 from sparsekit.benchmarks._class_tables import compare_multiclass, compare_multilabel
 from sparsekit.benchmarks._csv import reads_as_table
-from sparsekit.benchmarks._data import load_dataset
+from sparsekit.benchmarks._data import load_dataset, mulan_labels_name
 from sparsekit.benchmarks._download import is_url, local_copy
 from sparsekit.benchmarks._l1_tables import (compare_l1_logistic, compare_l1_multinomial,
                                              compare_l1_ovr, l1_traces)
@@ -237,8 +238,18 @@ def main(argv=None):
 
 
 def _local_copies(specs):
-    """``specs`` with each URL replaced by the path of its downloaded file."""
-    return [str(local_copy(spec, report=_say)) if is_url(spec) else spec for spec in specs]
+    """``specs`` with each URL replaced by the path of its downloaded file (and a Mulan
+    ARFF file's label XML downloaded beside it, when the server has it there)."""
+    local = []
+    for spec in specs:
+        if is_url(spec):
+            xml = mulan_labels_name(PurePosixPath(urlsplit(spec).path).name)
+            if xml is not None:
+                with contextlib.suppress(ValueError):    # none there: read as a table
+                    local_copy(urljoin(spec, xml), report=_say)
+            spec = str(local_copy(spec, report=_say))
+        local.append(spec)
+    return local
 
 
 def _say(text):
