@@ -35,6 +35,33 @@ def test_repeat_must_be_positive():
         compare.main(["--repeat", "0"])
 
 
+def test_a_reader_that_stops_early_ends_the_command_quietly(tmp_path):
+    """``sparsekit-compare a b | head -1``: the tables of ``b`` have no reader left; the
+    command ends with status 1 and no traceback."""
+    import subprocess
+    import sys
+
+    files = [str(write_svm(tmp_path / f"{name}.svm", seed=seed))
+             for seed, name in enumerate("ab")]
+    command = subprocess.Popen([sys.executable, "-m", "sparsekit.benchmarks.compare", *files,
+                                "--repeat", "1", "--budget", "0.5"],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert command.stdout.readline().startswith(b"l1-logistic")
+    command.stdout.close()                                     # as head does
+    err = command.stderr.read().decode()
+    assert command.wait(timeout=300) == 1 and "Traceback" not in err, err
+
+
+def test_ctrl_c_ends_the_command_with_a_line_and_status_130(monkeypatch, capsys):
+    def interrupted(*args):
+        raise KeyboardInterrupt
+    monkeypatch.setattr(compare, "load_dataset", interrupted)
+    with pytest.raises(SystemExit) as exit_info:
+        compare.main(["digits"])
+    assert exit_info.value.code == 130
+    assert capsys.readouterr().err == "\nsparsekit-compare: interrupted\n"
+
+
 def test_a_binary_file_gets_the_l1_table_and_the_probability_table(tmp_path, capsys):
     path = write_svm(tmp_path / "tiny.svm")
     compare.main([str(path), "--repeat", "1", "--C", "0.5"])

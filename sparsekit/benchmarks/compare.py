@@ -100,6 +100,7 @@ Usage::
 import argparse
 import contextlib
 import json
+import os
 import statistics
 import sys
 import warnings
@@ -231,10 +232,20 @@ def _positive_float(text):
 
 def main(argv=None):
     """The ``sparsekit-compare`` console script: warnings print as one line each,
-    ``sparsekit-compare: warning: ...``, not with the line of code that raised them."""
+    ``sparsekit-compare: warning: ...``, not with the line of code that raised them; a
+    reader that stops early (``| head``) ends it quietly with status 1, and Ctrl-C with a
+    line and status 130, as other commands do."""
     with warnings.catch_warnings():
         warnings.showwarning = _print_warning
-        _main(argv)
+        try:
+            _main(argv)
+        except BrokenPipeError:
+            # the tables' reader is gone: nothing more can be shown, nor flushed at exit
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            sys.exit(1)
+        except KeyboardInterrupt:
+            print("\nsparsekit-compare: interrupted", file=sys.stderr)
+            sys.exit(130)
 
 
 def _local_copies(specs):
