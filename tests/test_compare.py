@@ -35,6 +35,23 @@ def test_repeat_must_be_positive():
         compare.main(["--repeat", "0"])
 
 
+def test_version_lists_sparsekit_the_peers_and_the_libraries(capsys, monkeypatch):
+    from importlib.metadata import PackageNotFoundError, version
+
+    import sparsekit
+
+    def version_without_celer(name):
+        if name == "celer":
+            raise PackageNotFoundError(name)
+        return version(name)
+    monkeypatch.setattr("importlib.metadata.version", version_without_celer)
+    compare.main(["--version", "a9a"])                     # no table: only the versions
+    first, peers, libraries = capsys.readouterr().out.splitlines()
+    assert first.startswith(f"sparsekit-compare (sparsekit {sparsekit.__version__}, Python 3.")
+    assert peers.startswith("peers: liblinear-official ") and "celer not installed" in peers
+    assert f"scikit-learn {version('scikit-learn')}, numpy {np.__version__}" in libraries
+
+
 def test_a_reader_that_stops_early_ends_the_command_quietly(tmp_path):
     """``sparsekit-compare a b | head -1``: the tables of ``b`` have no reader left; the
     command ends with status 1 and no traceback."""

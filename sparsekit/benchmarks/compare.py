@@ -134,6 +134,31 @@ def tables(data, repeat, C=1.0, budget=np.inf, announce=None):
     return out
 
 
+#: the distributions the tables measure or stand on, as ``--version`` lists them
+DISTRIBUTIONS = {"peers": ("liblinear-official", "skglm", "celer", "fasttext-numpy2-wheel"),
+                 "libraries": ("scikit-learn", "numpy", "scipy", "pandas")}
+
+
+def versions():
+    """One line per kind: sparsekit's version and Python's, then each of DISTRIBUTIONS'
+    versions ("not installed" where it is not)."""
+    import platform
+    from importlib.metadata import PackageNotFoundError, version
+
+    import sparsekit
+
+    def found(name):
+        try:
+            return f"{name} {version(name)}"
+        except PackageNotFoundError:
+            return f"{name} not installed"
+    lines = [f"sparsekit-compare (sparsekit {sparsekit.__version__}, Python "
+             f"{platform.python_version()})"]
+    lines += [f"{kind}: " + ", ".join(map(found, names))
+              for kind, names in DISTRIBUTIONS.items()]
+    return "\n".join(lines)
+
+
 def _file_stem(name):
     return "".join(c if c.isalnum() or c in "-_." else "_" for c in name)
 
@@ -306,7 +331,13 @@ def _main(argv):
     parser.add_argument("--plot", metavar="DIR", type=Path,
                         help="write PNG figures to DIR: time vs suboptimality of the l1 "
                              "solvers (a ladder of tolerances), accuracy vs time")
+    parser.add_argument("--version", action="store_true",
+                        help="print the versions of sparsekit, the peers and the libraries "
+                             "under them, and exit")
     args = parser.parse_args(argv)
+    if args.version:
+        print(versions())
+        return
     named, args.data = bool(args.data), args.data or ["a9a", "digits"]
     try:                                       # files named by URL: downloaded once
         args.data = _local_copies(args.data)
