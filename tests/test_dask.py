@@ -2,6 +2,7 @@
 distributed.LocalCluster (two worker processes): the fits equal the in-memory ones and the
 client never holds X."""
 import os
+import re
 import warnings
 
 import numpy as np
@@ -427,6 +428,41 @@ def test_dask_input_errors_are_clear(client):
     import dask.bag as db
     with pytest.raises(TypeError, match="a dask array or DataFrame for X, got Bag"):
         L1LogisticOBA().fit(db.from_sequence(list(X), npartitions=2), y)
+
+
+def test_a_frames_nullable_columns_are_read_as_in_memory(client):
+    """A dask DataFrame's nullable integer and boolean columns (as Parquet files keep
+    them) are floats as scikit-learn reads a DataFrame in memory: the same fit and
+    predictions; a missing value is the in-memory fit's NaN error, text its conversion
+    error (not a TypeError of pandas' NA in an object array on the worker)."""
+    pd = pytest.importorskip("pandas")
+    dd = pytest.importorskip("dask.dataframe")
+    rng = np.random.default_rng(5)
+    n = 240
+    frame = pd.DataFrame({"x": rng.normal(size=n),
+                          "count": pd.array(rng.integers(0, 9, n), dtype="Int64"),
+                          "member": pd.array(rng.random(n) < 0.5, dtype="boolean")})
+    y = (frame["x"] + 0.3 * frame["count"].astype(float) > 1.2).astype(int).to_numpy()
+    Xd, yd = dd.from_pandas(frame, npartitions=3), dd.from_pandas(pd.Series(y), npartitions=3)
+    for model in (L1LogisticOBA(C=0.5, tol=1e-10),
+                  SparsemaxClassifier(solver="newton-cg", tol=1e-10)):
+        local = model.fit(frame, y)
+        coef, proba = local.coef_.copy(), local.predict_proba(frame)
+        model.fit(Xd, yd)
+        np.testing.assert_allclose(model.coef_, coef, rtol=1e-6, atol=1e-8)
+        np.testing.assert_allclose(model.predict_proba(Xd).compute(), proba, rtol=1e-6,
+                                   atol=1e-8)
+    gap = frame.copy()
+    gap.loc[200, "count"] = pd.NA
+    with pytest.raises(ValueError, match="Input X contains NaN"):
+        L1LogisticOBA().fit(gap, y)
+    with pytest.raises(ValueError, match="Input X contains NaN"):
+        L1LogisticOBA().fit(dd.from_pandas(gap, npartitions=3), yd)
+    text = frame.assign(city=pd.Categorical(rng.choice(["Oslo", "Lyon"], n)))
+    with pytest.raises(ValueError) as in_memory:
+        L1LogisticOBA().fit(text, y)
+    with pytest.raises(ValueError, match=re.escape(str(in_memory.value))):
+        L1LogisticOBA().fit(dd.from_pandas(text, npartitions=3), yd)
 
 
 @pytest.mark.parametrize("fit", [

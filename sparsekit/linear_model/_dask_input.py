@@ -125,7 +125,7 @@ def _checked_block(X, dtype):
     raise (run on the worker that holds it)."""
     from sklearn.utils import check_array
 
-    X = check_array(X, accept_sparse=["csr", "csc"], dtype=dtype)
+    X = check_array(X, accept_sparse=["csr", "csc"], dtype=dtype, input_name="X")
     check_entry_magnitude(X, np.float64)
     return X
 
@@ -152,9 +152,24 @@ def _length(block):
 
 def _as_dask_array(v):
     """A dask DataFrame or Series as a dask array (its partitions as row chunks, of
-    unknown lengths); anything else as it is."""
+    unknown lengths; a DataFrame's values as :func:`_frame_values` reads them); anything
+    else as it is."""
     to_array = getattr(v, "to_dask_array", None)
-    return to_array() if is_dask_collection(v) and to_array is not None else v
+    if not is_dask_collection(v) or to_array is None:
+        return v
+    if getattr(v, "ndim", 1) == 2:                  # a DataFrame
+        return v.map_partitions(_frame_values, meta=_frame_values(v._meta))
+    return to_array()
+
+
+def _frame_values(frame):
+    """A DataFrame partition's values as scikit-learn reads a DataFrame in memory:
+    nullable integers and booleans as floats, a missing one NaN (which the partition's
+    check then refuses as a fit in memory does), text as objects."""
+    from sklearn.utils import check_array
+
+    return check_array(frame, accept_sparse=True, dtype=None, ensure_all_finite=False,
+                       ensure_min_samples=0, ensure_min_features=0)
 
 
 def _labels(y):
