@@ -432,8 +432,8 @@ def test_dask_input_errors_are_clear(client):
 
 def test_a_frames_nullable_columns_are_read_as_in_memory(client):
     """A dask DataFrame's nullable integer and boolean columns (as Parquet files keep
-    them) are floats as scikit-learn reads a DataFrame in memory: the same fit and
-    predictions; a missing value is the in-memory fit's NaN error, text its conversion
+    them) are floats as scikit-learn reads a DataFrame in memory, and sparse columns a
+    sparse matrix: the same fits and predictions; a missing value is the in-memory fit's NaN error, text its conversion
     error (not a TypeError of pandas' NA in an object array on the worker)."""
     pd = pytest.importorskip("pandas")
     dd = pytest.importorskip("dask.dataframe")
@@ -452,6 +452,11 @@ def test_a_frames_nullable_columns_are_read_as_in_memory(client):
         np.testing.assert_allclose(model.coef_, coef, rtol=1e-6, atol=1e-8)
         np.testing.assert_allclose(model.predict_proba(Xd).compute(), proba, rtol=1e-6,
                                    atol=1e-8)
+    sparse = pd.DataFrame.sparse.from_spmatrix(sp.random(n, 5, density=0.3, random_state=0,
+                                                         format="csr"))   # stays sparse
+    local = L1LogisticOBA(tol=1e-10).fit(sparse, y)
+    model = L1LogisticOBA(tol=1e-10).fit(dd.from_pandas(sparse, npartitions=3), yd)
+    np.testing.assert_allclose(model.coef_, local.coef_, rtol=1e-6, atol=1e-8)
     gap = frame.copy()
     gap.loc[200, "count"] = pd.NA
     with pytest.raises(ValueError, match="Input X contains NaN"):

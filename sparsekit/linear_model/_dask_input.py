@@ -168,7 +168,7 @@ def _frame_values(frame):
     check then refuses as a fit in memory does), text as objects."""
     from sklearn.utils import check_array
 
-    return check_array(frame, accept_sparse=True, dtype=None, ensure_all_finite=False,
+    return check_array(frame, accept_sparse="csr", dtype=None, ensure_all_finite=False,
                        ensure_min_samples=0, ensure_min_features=0)
 
 
