@@ -433,8 +433,9 @@ def test_dask_input_errors_are_clear(client):
 def test_a_frames_nullable_columns_are_read_as_in_memory(client):
     """A dask DataFrame's nullable integer and boolean columns (as Parquet files keep
     them) are floats as scikit-learn reads a DataFrame in memory, and sparse columns a
-    sparse matrix: the same fits and predictions; a missing value is the in-memory fit's NaN error, text its conversion
-    error (not a TypeError of pandas' NA in an object array on the worker)."""
+    sparse matrix: the same fits and predictions; a missing value is the in-memory fit's
+    NaN error, text its conversion error (not a TypeError of pandas' NA in an object array
+    on the worker)."""
     pd = pytest.importorskip("pandas")
     dd = pytest.importorskip("dask.dataframe")
     rng = np.random.default_rng(5)
