@@ -55,15 +55,23 @@ def test_version_lists_sparsekit_the_peers_and_the_libraries(capsys, monkeypatch
 def test_a_reader_that_stops_early_ends_the_command_quietly(tmp_path):
     """``sparsekit-compare a b | head -1``: the tables of ``b`` have no reader left; the
     command ends with status 1 and no traceback."""
+    import os
     import subprocess
     import sys
+    from pathlib import Path
+
+    import sparsekit
 
     files = [str(write_svm(tmp_path / f"{name}.svm", seed=seed))
              for seed, name in enumerate("ab")]
+    # the sparsekit of this session (installed or built in place), not a source tree in cwd
+    package_root = str(Path(sparsekit.__file__).resolve().parents[1])
     command = subprocess.Popen([sys.executable, "-m", "sparsekit.benchmarks.compare", *files,
-                                "--repeat", "1", "--budget", "0.5"],
+                                "--repeat", "1", "--budget", "0.5"], cwd=tmp_path,
+                               env={**os.environ, "PYTHONPATH": package_root},
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    assert command.stdout.readline().startswith(b"l1-logistic")
+    first = command.stdout.readline()
+    assert first.startswith(b"l1-logistic"), command.communicate()[1].decode()
     command.stdout.close()                                     # as head does
     err = command.stderr.read().decode()
     assert command.wait(timeout=300) == 1 and "Traceback" not in err, err
