@@ -371,9 +371,8 @@ def _arff_frame(path, pd):
 
 def _parquet_frame(path, pd):
     """:func:`_delimited_frame` of a Parquet file, or of a directory of them (a table's
-    parts, read as one): its columns as pandas reads them (a
-    categorical column as text, dates and durations as numbers of seconds), rows named by
-    their position from 0."""
+    parts, read as one): its columns as pandas reads them (a categorical column as text,
+    dates and durations as numbers of seconds), rows named by their position from 0."""
     try:
         frame = pd.read_parquet(path)
     except FileNotFoundError:

@@ -1,8 +1,8 @@
 """The data sets of ``sparsekit-compare``: its files (LIBSVM, the Extreme Classification
 Repository's, Mulan's ARFF beside a label XML, CSV/TSV/ARFF/Parquet tables through
-``_csv``),
-the shipped a9a and scikit-learn's sets, a test file's rows held out (``--test``), and the
-checks that the tables can be measured on them, with messages for the user."""
+``_csv``), the shipped a9a and scikit-learn's sets, a test file's rows held out
+(``--test``), and the checks that the tables can be measured on them, with messages for
+the user."""
 import re
 import warnings
 from collections import namedtuple
@@ -238,11 +238,11 @@ def _refuse_web_page(spec):
 
 def load_dataset(spec, zero_based=False, label=None, test=None):
     """The :class:`Dataset` named by ``spec``: ``a9a`` (shipped), ``breast_cancer`` or
-    ``digits`` (scikit-learn), a CSV, TSV, ARFF or Parquet file (its column ``label``, the last by
-    default, for the labels: ``_csv.read_csv``), a LIBSVM file (columns numbered from 1,
-    or from 0 with ``zero_based=True``), an Extreme Classification Repository file, a Mulan
-    ARFF file beside its label XML (label sets, unless ``label`` names one), or a set of
-    the data home; ``test``, a file of the same kind (a set of the data home, or ``a9a``'s
+    ``digits`` (scikit-learn), a CSV, TSV, ARFF or Parquet file (its column ``label``, the
+    last by default, for the labels: ``_csv.read_csv``), a LIBSVM file (columns numbered
+    from 1, or from 0 with ``zero_based=True``), an Extreme Classification Repository file,
+    a Mulan ARFF file beside its label XML (label sets, unless ``label`` names one), or a
+    set of the data home; ``test``, a file of the same kind (a set of the data home, or ``a9a``'s
     ``a9a.t``), is its held-out rows (:meth:`Dataset.hold_out`). Raises ValueError with a
     message for the user when it cannot be read or is not a classification task."""
     _refuse_web_page(spec)
@@ -268,8 +268,8 @@ def load_dataset(spec, zero_based=False, label=None, test=None):
         data, n_train = _read_mulan(spec, labels_file, test)
     elif reads_as_table(spec):
         if test is not None and not reads_as_table(test):
-            raise ValueError(f"{test!r} is not a CSV, TSV, ARFF or Parquet file as {spec!r} is: a "
-                             "test file is of its training file's kind")
+            raise ValueError(f"{test!r} is not a CSV, TSV, ARFF or Parquet file as {spec!r} "
+                             "is: a test file is of its training file's kind")
         table = read_csv(spec, label, test)
         data = Dataset(Path(spec).name, table.X, table.y, note=table.note,
                        encode=table.encode, label_names=table.label_names)

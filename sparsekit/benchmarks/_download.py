@@ -49,15 +49,16 @@ def local_copy(url, data_home=None, report=None):
                     or WEB_PAGE.match(first)):
                 raise ValueError(f"{url!r} is a web page (HTML), not a data file: give the "
                                  "URL of the file itself (on GitHub, its Raw button)")
-            size = response.headers.get("Content-Length")
-            shown = f" ({int(size) / 1e6:.1f} MB)" if size and size.isdigit() else ""
+            size = response.headers.get("Content-Length", "")
+            size = int(size) if size.isdigit() else None        # None: not announced
+            shown = "" if size is None else f" ({size / 1e6:.1f} MB)"
             report(f"downloading {url}{shown} to {path}")
             path.parent.mkdir(parents=True, exist_ok=True)
             with open(partial, "wb") as f:
                 f.write(first)
                 shutil.copyfileobj(response, f, 1 << 20)
                 written = f.tell()
-        if shown and written != int(size):       # the connection closed before the end
+        if size is not None and written != size:    # the connection closed before the end
             raise ValueError(f"cannot download {url!r}: the transfer ended after {written} "
                              f"of {size} bytes; try again")
         partial.replace(path)
