@@ -70,9 +70,9 @@ any of these files by its URL (http, https or ftp: downloaded once into the data
 ``digits`` (dense, standardized for the l1 table). Without DATA it runs on a9a and digits.
 ``--test`` names a test file for each DATA, of the same kind (LIBLINEAR's ``train`` and
 ``predict`` files: ``a9a --test a9a.t``; Mulan's ``-train`` and ``-test`` ARFF files; a CSV
-or Parquet file of the same columns, or of as many without a header): the probability and label-set
-tables then train on every row of DATA and score on the test file's rows, the l1 tables
-solve on DATA's rows, and a table file's encoders are fit on DATA's rows. The test file's
+or Parquet file of the same columns, or of as many without a header): the probability and
+label-set tables then train on every row of DATA and score on the test file's rows, the l1
+tables solve on DATA's rows, and a table file's encoders are fit on DATA's rows. The test file's
 columns past DATA's count nothing (no model has a weight there), a label it holds that
 DATA does not is said in a warning (those rows count as errors), and a test file without
 any of DATA's labels is refused.
@@ -317,12 +317,12 @@ def _main(argv):
                         help="the files number their columns from 0 (scikit-learn's "
                              "dump_svmlight_file), not from 1 as LIBSVM does")
     parser.add_argument("--label", metavar="COLUMN",
-                        help="the label column of CSV, TSV, ARFF and Parquet files, by header or "
-                             "position from 0 (default: the last column); the others are "
-                             "features: "
-                             "numbers standardized (a missing one set to the column's median "
-                             "and marked), free text as TF-IDF, other text one-hot encoded "
-                             "(fit on the training rows for the test accuracy)")
+                        help="the label column of CSV, TSV, ARFF and Parquet files, by "
+                             "header or position from 0 (default: the last column); the "
+                             "others are features: numbers standardized (a missing one set "
+                             "to the column's median and marked), free text as TF-IDF, "
+                             "other text one-hot encoded (fit on the training rows for the "
+                             "test accuracy)")
     parser.add_argument("--test", metavar="FILE", nargs="+",
                         help="test files, one per data file in the same order (LIBLINEAR's "
                              "train/predict: a9a --test a9a.t): the probability and label-set "
