@@ -430,12 +430,13 @@ def test_dask_input_errors_are_clear(client):
         L1LogisticOBA().fit(db.from_sequence(list(X), npartitions=2), y)
 
 
-def test_a_frames_nullable_columns_are_read_as_in_memory(client):
+def test_a_frames_columns_and_labels_are_read_as_in_memory(client):
     """A dask DataFrame's nullable integer and boolean columns (as Parquet files keep
     them) are floats as scikit-learn reads a DataFrame in memory, and sparse columns a
-    sparse matrix: the same fits and predictions; a missing value is the in-memory fit's
+    sparse matrix; labels in a Series of categories or nullable integers are read as in
+    memory too: the same fits and predictions; a missing value is the in-memory fit's
     NaN error, text its conversion error (not a TypeError of pandas' NA in an object array
-    on the worker)."""
+    on the worker, nor "unknown" labels)."""
     pd = pytest.importorskip("pandas")
     dd = pytest.importorskip("dask.dataframe")
     rng = np.random.default_rng(5)
@@ -458,6 +459,16 @@ def test_a_frames_nullable_columns_are_read_as_in_memory(client):
     local = L1LogisticOBA(tol=1e-10).fit(sparse, y)
     model = L1LogisticOBA(tol=1e-10).fit(dd.from_pandas(sparse, npartitions=3), yd)
     np.testing.assert_allclose(model.coef_, local.coef_, rtol=1e-6, atol=1e-8)
+    words = pd.Series(np.array(["no", "yes"])[y]).astype("category")
+    for labels in (words, pd.Series(y).astype("Int64")):
+        local = L1LogisticOBA(tol=1e-10).fit(frame, labels)
+        model = L1LogisticOBA(tol=1e-10).fit(Xd, dd.from_pandas(labels, npartitions=3))
+        np.testing.assert_array_equal(model.classes_, local.classes_)
+        np.testing.assert_allclose(model.coef_, local.coef_, rtol=1e-6, atol=1e-8)
+    missing = pd.Series(y).astype("Int64")
+    missing[100] = pd.NA
+    with pytest.raises(ValueError, match="Input y contains NaN"):
+        L1LogisticOBA().fit(Xd, dd.from_pandas(missing, npartitions=3))
     gap = frame.copy()
     gap.loc[200, "count"] = pd.NA
     with pytest.raises(ValueError, match="Input X contains NaN"):

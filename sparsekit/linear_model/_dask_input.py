@@ -152,24 +152,22 @@ def _length(block):
 
 def _as_dask_array(v):
     """A dask DataFrame or Series as a dask array (its partitions as row chunks, of
-    unknown lengths; a DataFrame's values as :func:`_frame_values` reads them); anything
-    else as it is."""
-    to_array = getattr(v, "to_dask_array", None)
-    if not is_dask_collection(v) or to_array is None:
+    unknown lengths, their values as :func:`_pandas_values` reads them); anything else as
+    it is."""
+    if not is_dask_collection(v) or getattr(v, "to_dask_array", None) is None:
         return v
-    if getattr(v, "ndim", 1) == 2:                  # a DataFrame
-        return v.map_partitions(_frame_values, meta=_frame_values(v._meta))
-    return to_array()
+    return v.map_partitions(_pandas_values, meta=_pandas_values(v._meta))
 
 
-def _frame_values(frame):
-    """A DataFrame partition's values as scikit-learn reads a DataFrame in memory:
-    nullable integers and booleans as floats, a missing one NaN (which the partition's
-    check then refuses as a fit in memory does), text as objects."""
+def _pandas_values(part):
+    """A DataFrame or Series partition's values as scikit-learn reads a DataFrame or
+    Series in memory: nullable integers and booleans as floats (a missing one NaN, which
+    the checks then refuse as a fit in memory does), categories as their values' type,
+    text as objects, sparse columns as a CSR matrix."""
     from sklearn.utils import check_array
 
-    return check_array(frame, accept_sparse="csr", dtype=None, ensure_all_finite=False,
-                       ensure_min_samples=0, ensure_min_features=0)
+    return check_array(part, accept_sparse="csr", dtype=None, ensure_all_finite=False,
+                       ensure_2d=False, ensure_min_samples=0, ensure_min_features=0)
 
 
 def _labels(y):
@@ -316,8 +314,12 @@ class DaskRows:
         return results
 
     def classes(self):
-        """The sorted labels (a reduction of each partition's)."""
-        return np.unique(np.concatenate(self.map(_labels, self.y)))
+        """The sorted labels (a reduction of each partition's); a missing label (NaN, as
+        a nullable Series' gap reads) is the in-memory fit's error."""
+        classes = np.unique(np.concatenate(self.map(_labels, self.y)))
+        if classes.dtype.kind == "f" and np.isnan(classes).any():
+            raise ValueError("Input y contains NaN.")
+        return classes
 
     def row_sums(self, weights=None):
         """``[Σ sᵢ ‖xᵢ‖², Σ sᵢ nnz(xᵢ), Σ sᵢ]`` over the partitions (a reduction of each
