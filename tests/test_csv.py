@@ -548,3 +548,20 @@ def test_a_parquet_file_it_cannot_read_is_a_clear_error(tmp_path, monkeypatch):
         monkeypatch.setitem(sys.modules, module, None)
     with pytest.raises(ValueError, match="needs pyarrow: pip install pyarrow"):
         read_csv(path)
+
+
+def test_a_hive_partitioned_parquet_table_is_read_with_its_partition_column(tmp_path):
+    """A table written by partitions (``year=2024/...parquet``, as Spark and pandas'
+    ``partition_cols`` write it): its partition column reads back as categories of
+    numbers, which are one-hot encoded as any category column (they crashed the reader's
+    conversion to text)."""
+    pytest.importorskip("pyarrow")
+    frame = _typed_frame().assign(year=np.tile([2023, 2024], 20))
+    frame.to_parquet(tmp_path / "table", partition_cols=["year"])
+    assert is_table(tmp_path / "table")
+    data = read_csv(tmp_path / "table", "churn")
+    assert isinstance(pd.read_parquet(tmp_path / "table")["year"].dtype, pd.CategoricalDtype)
+    assert "2 text columns one-hot encoded into 5" in data.note      # city's 3, year's 2
+    years = data.X.toarray()[:, -6:-4]          # year's columns, before review's 4 words
+    np.testing.assert_array_equal(years.sum(axis=1), 1)
+    np.testing.assert_array_equal(years.sum(axis=0), [20, 20])

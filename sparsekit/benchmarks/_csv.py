@@ -75,7 +75,7 @@ def is_table(path):
 
 def _is_parquet(path):
     return _ending(path) == PARQUET or (Path(path).is_dir()
-                                        and any(Path(path).glob("*" + PARQUET)))
+                                        and any(Path(path).rglob("*" + PARQUET)))
 
 
 def reads_as_table(path):
@@ -451,9 +451,10 @@ def _typed(features, numeric, words):
         if c in numeric:
             column = column.astype(np.float64)
         elif c in words:
-            column = column.fillna("").astype(str)
+            column = column.astype(object).fillna("").astype(str)
         else:     # text (numbers too where a test file's column mixes them in)
-            column = column.where(column.isna(), column.astype(str)).astype(object)
+            column = column.astype(object)        # (a category column: any values)
+            column = column.where(column.isna(), column.astype(str))
         typed[position] = column
     typed.columns = list(features.columns)
     return typed
