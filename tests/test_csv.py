@@ -565,3 +565,23 @@ def test_a_hive_partitioned_parquet_table_is_read_with_its_partition_column(tmp_
     years = data.X.toarray()[:, -6:-4]          # year's columns, before review's 4 words
     np.testing.assert_array_equal(years.sum(axis=1), 1)
     np.testing.assert_array_equal(years.sum(axis=0), [20, 20])
+
+
+def test_parquet_decimals_are_numbers_and_nested_columns_are_left_out(tmp_path):
+    """Parquet's decimal numbers (prices) are numbers, not text of as many categories;
+    a column of lists or records, which no model takes, is left out with a warning."""
+    pa = pytest.importorskip("pyarrow")
+    import pyarrow.parquet as pq
+    from decimal import Decimal
+
+    rng = np.random.default_rng(2)
+    prices = rng.uniform(1, 100, 40).round(2)
+    pq.write_table(pa.table({
+        "price": pa.array([Decimal(f"{p:.2f}") for p in prices], pa.decimal128(10, 2)),
+        "tags": pa.array([["a", "b"][:k] for k in rng.integers(0, 3, 40)]),
+        "label": pa.array(rng.integers(0, 2, 40)),
+    }), tmp_path / "shop.parquet")
+    with pytest.warns(UserWarning, match="'tags' hold lists or records .*: left out"):
+        data = read_csv(tmp_path / "shop.parquet")
+    assert data.note == "label 'label'; 1 numeric column standardized"
+    np.testing.assert_allclose(data.X[:, 0], (prices - prices.mean()) / prices.std())

@@ -13,6 +13,7 @@ values, and so are up to MAX_MARKERS other words in a column of numbers (``-``);
 written with thousands separators (``"1,234.5"``, as spreadsheets save formatted cells) are
 numbers. The matrix is CSR when a column is text, dense otherwise.
 """
+from decimal import Decimal
 import re
 import warnings
 from collections import Counter, namedtuple
@@ -372,7 +373,8 @@ def _arff_frame(path, pd):
 def _parquet_frame(path, pd):
     """:func:`_delimited_frame` of a Parquet file, or of a directory of them (a table's
     parts, read as one): its columns as pandas reads them (a categorical column as text,
-    dates and durations as numbers of seconds), rows named by their position from 0."""
+    dates and durations as numbers of seconds), decimal numbers as floats, columns of
+    lists or records left out with a warning; rows named by their position from 0."""
     try:
         frame = pd.read_parquet(path)
     except FileNotFoundError:
@@ -382,6 +384,19 @@ def _parquet_frame(path, pd):
                          "pip install pyarrow") from None
     except (OSError, ValueError) as exc:    # pyarrow's ArrowInvalid is a ValueError
         raise ValueError(f"cannot read {str(path)!r} as Parquet: {exc}") from None
+    nested = []
+    for c in frame.select_dtypes(object):               # typed: the first value tells
+        values = frame[c].dropna()
+        first = values.iloc[0] if len(values) else None
+        if isinstance(first, Decimal):                    # decimal numbers (prices)
+            frame[c] = frame[c].astype(np.float64)
+        elif isinstance(first, (list, tuple, dict, set, np.ndarray)):
+            nested.append(c)
+    if nested:
+        warnings.warn(f"{str(path)!r}: {_listed_columns(nested)} hold lists or records "
+                      "(nested values), which no model here takes: left out", UserWarning,
+                      stacklevel=3)
+    frame = frame.drop(columns=nested)
     return frame, lambda i: f"row {i}", ".", f"{frame.shape[1]} Parquet column(s)"
 
 
