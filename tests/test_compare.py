@@ -219,7 +219,8 @@ def test_a_spreadsheet_or_a_binary_file_is_a_short_clear_error(tmp_path, capsys)
         assert exit_info.value.code == 2
         messages.append(capsys.readouterr().err.splitlines()[-1])
     assert "is a spreadsheet workbook: save its sheet as CSV" in messages[0]
-    assert "as a LIBSVM file (or a .csv/.tsv/.arff/.parquet file by its name)" in messages[1]
+    assert "as a LIBSVM file (or a .csv/.tsv/.arff/.parquet/.json(l) file by its name)" in \
+        messages[1]
     assert len(messages[1]) < 500
 
 
@@ -335,7 +336,7 @@ def test_warnings_print_as_one_line_each(tmp_path, capsys):
 
 def test_label_is_for_csv_files_only(tmp_path, capsys):
     path = write_svm(tmp_path / "tiny.svm")
-    assert "--label applies to CSV, TSV, ARFF and Parquet files" in _usage_error(
+    assert "--label applies to CSV, TSV, ARFF, Parquet and JSON files" in _usage_error(
         [str(path), "--label", "0"], capsys)
 
 
@@ -518,7 +519,7 @@ def test_a_multilabel_test_file_scores_the_label_set_table(tmp_path, capsys):
     (["digits", "--test", "te.svm"], "'digits' (scikit-learn's) comes without a test file"),
     (["tr.svm", "--test", "empty.svm"], "'empty.svm': the test file holds no rows"),
     (["tr.csv", "--test", "te.svm"],
-     "'te.svm' is not a CSV, TSV, ARFF or Parquet file as 'tr.csv' is"),
+     "'te.svm' is not a table (CSV, TSV, ARFF, Parquet, JSON) as 'tr.csv' is"),
     (["tr.csv", "--test", "other.csv"], "'other.csv' does not have the columns of 'tr.csv': 3 "
                                         "(separator ',': 'x', 'y', 'label') against 2 ('x', "
                                         "'label')"),

@@ -585,3 +585,49 @@ def test_parquet_decimals_are_numbers_and_nested_columns_are_left_out(tmp_path):
         data = read_csv(tmp_path / "shop.parquet")
     assert data.note == "label 'label'; 1 numeric column standardized"
     np.testing.assert_allclose(data.X[:, 0], (prices - prices.mean()) / prices.std())
+
+
+def _records(n=30):
+    rng = np.random.default_rng(4)
+    return [{"size": float(rng.integers(1, 500)),
+             "text": " ".join(rng.choice(["tool", "game", "library", "font", "data"], 4)),
+             "tags": ["a", "b"][: int(rng.integers(0, 3))],
+             "section": str(rng.choice(["games", "libs"]))} for _ in range(n)]
+
+
+def test_json_records_are_read_one_per_line_or_in_an_array(tmp_path):
+    """JSON Lines (``.jsonl``, also compressed) and an array of records (``.json``): the
+    fields are the columns, a field a record lacks is missing there, lists are left out
+    with a warning; a missing label is named by its line."""
+    import json
+
+    records = _records()
+    del records[5]["size"]                                 # a field one record lacks
+    lines = "\n".join(json.dumps(r) for r in records) + "\n"
+    (tmp_path / "pkgs.jsonl.gz").write_bytes(gzip.compress(lines.encode()))
+    (tmp_path / "pkgs.json").write_text(json.dumps(records))
+    assert is_table("a.jsonl") and is_table("a.NDJSON.xz") and is_table("a.json")
+    read = []
+    for name in ("pkgs.jsonl.gz", "pkgs.json"):
+        with pytest.warns(UserWarning, match="'tags' hold lists or records"):
+            read.append(read_csv(tmp_path / name))
+    for data in read:
+        assert data.note.startswith("label 'section' coded games=0, libs=1; 1 numeric column "
+                                    "standardized (1 missing value(s) in 1 of them")
+        np.testing.assert_array_equal(data.y, [r["section"] == "libs" for r in records])
+    np.testing.assert_allclose(read[0].X.toarray(), read[1].X.toarray())
+    records[7].pop("section")
+    (tmp_path / "gap.jsonl").write_text("\n".join(json.dumps(r) for r in records))
+    with pytest.warns(UserWarning), pytest.raises(ValueError, match="the first on line 8;"):
+        read_csv(tmp_path / "gap.jsonl")
+
+
+@pytest.mark.parametrize("content, match", [
+    ('{"a": 1, "b": 2}\n{"a": 2, "b":\n', "cannot read .* as JSON"),
+    ("[[1, 2], [3, 4]]", "not a table of records with named fields"),
+])
+def test_a_json_file_it_cannot_read_is_a_clear_error(tmp_path, content, match):
+    path = tmp_path / ("bad.jsonl" if content.startswith("{") else "bad.json")
+    path.write_text(content)
+    with pytest.raises(ValueError, match=match):
+        read_csv(path)

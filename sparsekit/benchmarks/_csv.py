@@ -1,4 +1,4 @@
-"""CSV, TSV, ARFF and Parquet files for ``sparsekit-compare``: one label column, the
+"""CSV, TSV, ARFF, Parquet and JSON files for ``sparsekit-compare``: one label column, the
 others features.
 
 The feature columns become the matrix that every model of the tables gets, as a
@@ -35,6 +35,8 @@ SEPARATORS = {".csv": ",", ".tsv": "\t"}
 ARFF = ".arff"
 #: the file name ending of Apache Parquet tables (read by pandas through pyarrow)
 PARQUET = ".parquet"
+#: file name endings of JSON tables: one record per line, or an array of records
+JSON_LINES, JSON = {".jsonl", ".ndjson"}, ".json"
 #: endings of the compressions pandas reads by the file name
 COMPRESSIONS = {".gz", ".bz2", ".xz", ".zip", ".zst"}
 #: a text column with more distinct values than this share of the rows is free text
@@ -69,9 +71,10 @@ CsvData = namedtuple("CsvData", "X y note encode n_train label_names")
 
 
 def is_table(path):
-    """Whether ``path`` names a CSV, TSV or ARFF file (compressed or not) or a Parquet
-    file (or a directory of them, as dask and Spark write a table)."""
-    return _separator(path) is not None or _ending(path) == ARFF or _is_parquet(path)
+    """Whether ``path`` names a CSV, TSV, ARFF or JSON file (compressed or not) or a
+    Parquet file (or a directory of them, as dask and Spark write a table)."""
+    return (_separator(path) is not None or _ending(path) in (ARFF, JSON, *JSON_LINES)
+            or _is_parquet(path))
 
 
 def _is_parquet(path):
@@ -136,11 +139,12 @@ def read_csv(path, label=None, test=None):
     replaced. ARFF (Weka's format): the ``@attribute`` names, nominal attributes as text
     (their values quoted with ``'`` where they hold spaces), ``?`` a missing value; sparse
     rows (``{i v, ...}``) are refused. Parquet: its columns and their types as pandas
-    reads them (pyarrow needed). ``label`` names the label column, by its header or
-    by its position (from 0; negative counts from the end); the last column by default
-    (Weka's class attribute). Raises ValueError with a message for the user when the file
-    cannot be read, the label column does not exist, a label is missing, or a number is
-    too large to standardize.
+    reads them (pyarrow needed). JSON: records, one per line (``.jsonl``, ``.ndjson``)
+    or in an array (``.json``), their fields the columns. ``label`` names the label
+    column, by its header or by its position (from 0; negative counts from the end); the
+    last column by default (Weka's class attribute). Raises ValueError with a message for
+    the user when the file cannot be read, the label column does not exist, a label is
+    missing, or a number is too large to standardize.
     """
     try:
         import pandas as pd
@@ -230,6 +234,7 @@ def _frame(path, pd):
     (:func:`_delimited_frame`, :func:`_arff_frame`, :func:`_parquet_frame`), its column
     names stripped of the spaces around them and at least one data row."""
     read = (_parquet_frame if _is_parquet(path) else
+            _json_frame if _ending(path) in (JSON, *JSON_LINES) else
             _arff_frame if _ending(path) == ARFF else _delimited_frame)
     frame, place, decimal, layout = read(path, pd)
     # headers written "name ," (UCI Adult's) lose their spaces: --label takes the bare name;
@@ -384,8 +389,36 @@ def _parquet_frame(path, pd):
                          "pip install pyarrow") from None
     except (OSError, ValueError) as exc:    # pyarrow's ArrowInvalid is a ValueError
         raise ValueError(f"cannot read {str(path)!r} as Parquet: {exc}") from None
+    frame = _flat(frame, path)
+    return frame, lambda i: f"row {i}", ".", f"{frame.shape[1]} Parquet column(s)"
+
+
+def _json_frame(path, pd):
+    """:func:`_delimited_frame` of a JSON file: records one per line (``.jsonl``,
+    ``.ndjson``; rows named by their line) or an array of records (``.json``), their
+    fields the columns as pandas types them (a field a record lacks missing there), lists
+    and nested records left out with a warning."""
+    lines = _ending(path) in JSON_LINES
+    try:
+        frame = pd.read_json(path, lines=lines, compression="infer")
+    except FileNotFoundError:
+        raise ValueError(f"cannot read {str(path)!r}: no such file") from None
+    except (OSError, ValueError) as exc:           # pandas' parser errors are ValueError
+        raise ValueError(f"cannot read {str(path)!r} as JSON: {exc}") from None
+    if frame.ndim != 2 or isinstance(frame.columns, pd.RangeIndex):
+        raise ValueError(f"{str(path)!r}: not a table of records with named fields "
+                         "({\"field\": value, ...}" + (" on each line)" if lines else
+                                                       " in an array: [{...}, ...])"))
+    frame = _flat(frame, path)
+    place = (lambda i: f"line {i + 1}") if lines else (lambda i: f"record {i}")
+    return frame, place, ".", f"{frame.shape[1]} field(s)"
+
+
+def _flat(frame, path):
+    """``frame`` (a Parquet or JSON file's, its values typed) with decimal numbers as
+    floats, and without its columns of lists or records (a warning names them)."""
     nested = []
-    for c in frame.select_dtypes(object):               # typed: the first value tells
+    for c in [c for c in frame if frame[c].dtype.kind == "O"]:   # the first value tells
         values = frame[c].dropna()
         first = values.iloc[0] if len(values) else None
         if isinstance(first, Decimal):                    # decimal numbers (prices)
@@ -395,9 +428,8 @@ def _parquet_frame(path, pd):
     if nested:
         warnings.warn(f"{str(path)!r}: {_listed_columns(nested)} hold lists or records "
                       "(nested values), which no model here takes: left out", UserWarning,
-                      stacklevel=3)
-    frame = frame.drop(columns=nested)
-    return frame, lambda i: f"row {i}", ".", f"{frame.shape[1]} Parquet column(s)"
+                      stacklevel=4)
+    return frame.drop(columns=nested)
 
 
 def _read_text_numbers(frame, decimal):

@@ -1,5 +1,5 @@
 """The data sets of ``sparsekit-compare``: its files (LIBSVM, the Extreme Classification
-Repository's, Mulan's ARFF beside a label XML, CSV/TSV/ARFF/Parquet tables through
+Repository's, Mulan's ARFF beside a label XML, CSV/TSV/ARFF/Parquet/JSON tables through
 ``_csv``), the shipped a9a and scikit-learn's sets, a test file's rows held out
 (``--test``), and the checks that the tables can be measured on them, with messages for
 the user."""
@@ -105,7 +105,7 @@ def _read_rows(spec, zero_based):
         if len(message) > 300:           # a binary file's first "number" is quoted whole
             message = message[:300] + " ..."
         kind = ("an Extreme Classification Repository file" if xmlrepo else
-                "a LIBSVM file (or a .csv/.tsv/.arff/.parquet file by its name)")
+                "a LIBSVM file (or a .csv/.tsv/.arff/.parquet/.json(l) file by its name)")
         raise ValueError(f"cannot read {spec!r} as {kind}: {message}") from None
     bad = np.flatnonzero(~np.isfinite(X.data))
     if bad.size:                       # every row of the tables would fail on it
@@ -238,7 +238,7 @@ def _refuse_web_page(spec):
 
 def load_dataset(spec, zero_based=False, label=None, test=None):
     """The :class:`Dataset` named by ``spec``: ``a9a`` (shipped), ``breast_cancer`` or
-    ``digits`` (scikit-learn), a CSV, TSV, ARFF or Parquet file (its column ``label``, the
+    ``digits`` (scikit-learn), a CSV, TSV, ARFF, Parquet or JSON file (its column ``label``, the
     last by default, for the labels: ``_csv.read_csv``), a LIBSVM file (columns numbered
     from 1, or from 0 with ``zero_based=True``), an Extreme Classification Repository file,
     a Mulan ARFF file beside its label XML (label sets, unless ``label`` names one), or a
@@ -268,7 +268,7 @@ def load_dataset(spec, zero_based=False, label=None, test=None):
         data, n_train = _read_mulan(spec, labels_file, test)
     elif reads_as_table(spec):
         if test is not None and not reads_as_table(test):
-            raise ValueError(f"{test!r} is not a CSV, TSV, ARFF or Parquet file as {spec!r} "
+            raise ValueError(f"{test!r} is not a table (CSV, TSV, ARFF, Parquet, JSON) as {spec!r} "
                              "is: a test file is of its training file's kind")
         table = read_csv(spec, label, test)
         data = Dataset(Path(spec).name, table.X, table.y, note=table.note,

@@ -57,12 +57,13 @@ such a column is 0 and would only cost it time and memory, and the titles say so
 an Extreme Classification Repository file (first line ``N D L``, as Bibtex_train.txt),
 a Mulan multi-label ARFF file beside its label XML (``scene-train.arff`` and ``scene.xml``),
 a CSV, TSV or ARFF file (``.csv``, ``.tsv``, ``.arff``, also compressed, or comma-, tab- or
-;-separated lines under another name, as UCI's ``.data`` files) or a Parquet file
-(``.parquet``, or a directory of them as dask writes a table; read through pyarrow): its
-label column is the last one or ``--label``'s; for every model numeric columns are
-standardized, free text becomes TF-IDF and other text columns are one-hot encoded, by
-encoders fit on the training rows for the probability table and on every row for the l1
-table),
+;-separated lines under another name, as UCI's ``.data`` files), a Parquet file
+(``.parquet``, or a directory of them as dask writes a table; read through pyarrow) or a
+JSON file of records (``.jsonl`` or ``.ndjson``: one per line; ``.json``: an array;
+lists and nested records left out): its label column is the last one or ``--label``'s;
+for every model numeric columns are standardized, free text becomes TF-IDF and other text
+columns are one-hot encoded, by encoders fit on the training rows for the probability
+table and on every row for the l1 table),
 any of these files by its URL (http, https or ftp: downloaded once into the data home's
 ``downloads`` folder, under the URL's host and path, and read from there in later runs),
 ``a9a`` (shipped inside sparsekit), a set of the data home (``a9a.t``, ``w8a``: see
@@ -70,7 +71,7 @@ any of these files by its URL (http, https or ftp: downloaded once into the data
 ``digits`` (dense, standardized for the l1 table). Without DATA it runs on a9a and digits.
 ``--test`` names a test file for each DATA, of the same kind (LIBLINEAR's ``train`` and
 ``predict`` files: ``a9a --test a9a.t``; Mulan's ``-train`` and ``-test`` ARFF files; a CSV
-or Parquet file of the same columns, or of as many without a header): the probability and
+Parquet or JSON file of the same columns, or of as many without a header): the probability and
 label-set tables then train on every row of DATA and score on the test file's rows, the l1
 tables solve on DATA's rows, and a table file's encoders are fit on DATA's rows. The test file's
 columns past DATA's count nothing (no model has a weight there), a label it holds that
@@ -301,10 +302,11 @@ def _main(argv):
                                      description=__doc__.split("\n\n")[0])
     parser.add_argument("data", nargs="*",
                         help="LIBSVM files (class labels or comma-separated label sets), "
-                             "Extreme Classification Repository files, CSV, TSV, ARFF or "
-                             "Parquet files (.csv, .tsv, .arff, .parquet; a Mulan ARFF file "
-                             "beside its label XML: label sets), their URLs (downloaded once "
-                             "into the data home), or data set names (default: a9a digits)")
+                             "Extreme Classification Repository files, CSV, TSV, ARFF, "
+                             "Parquet or JSON files (.csv, .tsv, .arff, .parquet, .json, "
+                             ".jsonl; a Mulan ARFF file beside its label XML: label sets), "
+                             "their URLs (downloaded once into the data home), or data set "
+                             "names (default: a9a digits)")
     parser.add_argument("--repeat", type=_positive_int, default=3,
                         help="fits per model (median)")
     parser.add_argument("--C", type=_positive_float, default=1.0,
@@ -317,7 +319,7 @@ def _main(argv):
                         help="the files number their columns from 0 (scikit-learn's "
                              "dump_svmlight_file), not from 1 as LIBSVM does")
     parser.add_argument("--label", metavar="COLUMN",
-                        help="the label column of CSV, TSV, ARFF and Parquet files, by "
+                        help="the label column of CSV, TSV, ARFF, Parquet and JSON files, by "
                              "header or position from 0 (default: the last column); the "
                              "others are features: numbers standardized (a missing one set "
                              "to the column's median and marked), free text as TF-IDF, "
@@ -356,9 +358,9 @@ def _main(argv):
         except OSError as exc:
             parser.error(f"--plot: cannot create {str(args.plot)!r}: {exc.strerror}")
     if args.label is not None and not any(map(reads_as_table, args.data)):
-        parser.error("--label applies to CSV, TSV, ARFF and Parquet files (.csv, .tsv, "
-                     ".arff, .parquet, or delimited lines under another name, as UCI's "
-                     ".data files); "
+        parser.error("--label applies to CSV, TSV, ARFF, Parquet and JSON files (.csv, "
+                     ".tsv, .arff, .parquet, .json, .jsonl, or delimited lines under another "
+                     "name, as UCI's .data files); "
                      "LIBSVM files carry their labels first on each line")
     tests = [None] * len(args.data)
     if args.test is not None:
