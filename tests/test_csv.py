@@ -631,3 +631,18 @@ def test_a_json_file_it_cannot_read_is_a_clear_error(tmp_path, content, match):
     path.write_text(content)
     with pytest.raises(ValueError, match=match):
         read_csv(path)
+
+
+def test_columns_named_by_drop_are_left_out(tmp_path):
+    frame = _mixed_frame()
+    path = tmp_path / "adult.csv"
+    frame.to_csv(path, index=False)
+    for drop in (["city", "hours"], ["3", "1"], ["city", "3", "hours"]):   # names, positions
+        data = read_csv(path, drop=drop)
+        assert data.note.startswith("label 'income' coded <=50K=0, >50K=1; 'city', 'hours' "
+                                    "left out, as asked; 2 numeric columns standardized")
+        assert isinstance(data.X, np.ndarray) and data.X.shape == (12, 2)   # no text left
+    with pytest.raises(ValueError, match="no column to leave out 'town'"):
+        read_csv(path, drop=["town"])
+    with pytest.raises(ValueError, match="the label column 'income' cannot be left out"):
+        read_csv(path, drop=["income"])

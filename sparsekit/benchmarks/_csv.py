@@ -126,9 +126,10 @@ def _is_number(cell):
     return True
 
 
-def read_csv(path, label=None, test=None):
-    """The :class:`CsvData` of a CSV, TSV, ARFF or Parquet file, followed by the rows of
-    the table file ``test`` when given (a held-out file of the same columns).
+def read_csv(path, label=None, test=None, drop=()):
+    """The :class:`CsvData` of a CSV, TSV, ARFF, Parquet or JSON file, followed by the
+    rows of the table file ``test`` when given (a held-out file of the same columns),
+    without the columns ``drop`` names (by header or position, as ``label``).
 
     CSV and TSV (and delimited lines under another name, as UCI's ``.data`` files):
     the first line is the header unless it reads as data (numbers only, or text that
@@ -155,13 +156,17 @@ def read_csv(path, label=None, test=None):
         raise ValueError(f"{str(path)!r}: a label column and at least one feature column "
                          f"are needed, the file has {frame.shape[1]} column(s) ({layout})")
     name = _label_column(frame, path, label)
+    dropped = list(dict.fromkeys(_label_column(frame, path, c, "column to leave out")
+                                 for c in drop))
+    if name in dropped:
+        raise ValueError(f"{str(path)!r}: the label column {name!r} cannot be left out")
     _refuse_missing(frame[name], f"the label column {name!r}", path, place)
     n_train = len(frame)
     if test is not None:
         frame = pd.concat([frame, _test_frame(test, frame, name, path, pd)],
                           ignore_index=True)
     y = frame[name]
-    features = frame.drop(columns=[name])
+    features = frame.drop(columns=[name, *dropped])
     # pandas' to_csv writes the frame's index as a first column without a header
     index = [c for c in features if isinstance(c, str)     # numbering the first file's rows
              and re.fullmatch(r"Unnamed: \d+(\.\d+)?", c)
@@ -180,7 +185,7 @@ def read_csv(path, label=None, test=None):
         if _counts_rows(column, 1) or _counts_rows(column, 0):
             warnings.warn(f"{str(path)!r}: the numeric column {c!r} numbers the rows "
                           f"{column.iloc[0]:g}..{column.iloc[-1]:g} (an "
-                          "identifier?): it is a feature here; leave it out of the file if "
+                          "identifier?): it is a feature here; --drop leaves it out if "
                           "it should not be one", UserWarning, stacklevel=2)
     text = [c for c in features if c not in numeric]
     words = [c for c in text if _is_free_text(features[c])]
@@ -190,6 +195,8 @@ def read_csv(path, label=None, test=None):
     encoder = _encoder(features, numeric, categories, words)
     X = _fit_encoder(encoder, features, path)        # on every row: the l1 tables' matrix
     parts = [f"label {name!r}"]
+    if dropped:
+        parts.append(f"{_listed_columns(dropped)} left out, as asked")
     if index:
         parts.append(f"the unnamed column {index[0]!r} left out (the row index 0, 1, ... "
                      "that pandas' to_csv writes)")
@@ -580,15 +587,17 @@ def _warn_identifiers(frame, path):
         if distinct > max(MAX_DISTINCT_SHARE * len(frame), MIN_WARNED_DISTINCT):
             warnings.warn(f"{str(path)!r}: the text column {c!r} has {distinct} distinct "
                           f"values in {len(frame)} rows (an identifier?): each becomes a "
-                          "one-hot column", UserWarning, stacklevel=3)
+                          f"one-hot column; --drop {c} leaves it out", UserWarning,
+                          stacklevel=3)
 
 
 def _columns(count, kind):
     return f"{count} {kind} column{'s' if count > 1 else ''}"
 
 
-def _label_column(frame, path, label):
-    """The name of the label column ``label`` (a header, or a position from 0)."""
+def _label_column(frame, path, label, what="label column"):
+    """The name of the column ``label`` (a header, or a position from 0; None: the last),
+    ``what`` for the message when there is none."""
     columns = list(frame.columns)
     if label is None:
         return columns[-1]
@@ -597,7 +606,7 @@ def _label_column(frame, path, label):
     try:
         return columns[int(label)]
     except (ValueError, IndexError):
-        raise ValueError(f"{str(path)!r}: no label column {label!r} (by name or position "
+        raise ValueError(f"{str(path)!r}: no {what} {label!r} (by name or position "
                          f"from 0); its {len(columns)} columns: {_listed_columns(columns)}"
                          ) from None
 

@@ -236,7 +236,7 @@ def _refuse_web_page(spec):
                          "itself (on GitHub, its Raw button)")
 
 
-def load_dataset(spec, zero_based=False, label=None, test=None):
+def load_dataset(spec, zero_based=False, label=None, test=None, drop=()):
     """The :class:`Dataset` named by ``spec``: ``a9a`` (shipped), ``breast_cancer`` or
     ``digits`` (scikit-learn), a CSV, TSV, ARFF, Parquet or JSON file (its column ``label``, the
     last by default, for the labels: ``_csv.read_csv``), a LIBSVM file (columns numbered
@@ -270,7 +270,7 @@ def load_dataset(spec, zero_based=False, label=None, test=None):
         if test is not None and not reads_as_table(test):
             raise ValueError(f"{test!r} is not a table (CSV, TSV, ARFF, Parquet, JSON) as {spec!r} "
                              "is: a test file is of its training file's kind")
-        table = read_csv(spec, label, test)
+        table = read_csv(spec, label, test, drop)
         data = Dataset(Path(spec).name, table.X, table.y, note=table.note,
                        encode=table.encode, label_names=table.label_names)
         n_train = table.n_train

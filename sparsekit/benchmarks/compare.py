@@ -325,6 +325,10 @@ def _main(argv):
                              "to the column's median and marked), free text as TF-IDF, "
                              "other text one-hot encoded (fit on the training rows for the "
                              "test accuracy)")
+    parser.add_argument("--drop", metavar="COLUMN", nargs="+", default=(),
+                        help="columns of CSV, TSV, ARFF, Parquet and JSON files to leave out "
+                             "of the features (identifiers, leaks), by header or position "
+                             "from 0")
     parser.add_argument("--test", metavar="FILE", nargs="+",
                         help="test files, one per data file in the same order (LIBLINEAR's "
                              "train/predict: a9a --test a9a.t): the probability and label-set "
@@ -357,11 +361,12 @@ def _main(argv):
             args.plot.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
             parser.error(f"--plot: cannot create {str(args.plot)!r}: {exc.strerror}")
-    if args.label is not None and not any(map(reads_as_table, args.data)):
-        parser.error("--label applies to CSV, TSV, ARFF, Parquet and JSON files (.csv, "
+    if (args.label is not None or args.drop) and not any(map(reads_as_table, args.data)):
+        option = "--label" if args.label is not None else "--drop"
+        parser.error(f"{option} applies to CSV, TSV, ARFF, Parquet and JSON files (.csv, "
                      ".tsv, .arff, .parquet, .json, .jsonl, or delimited lines under another "
-                     "name, as UCI's .data files); "
-                     "LIBSVM files carry their labels first on each line")
+                     "name, as UCI's .data files); LIBSVM files carry their labels first on "
+                     "each line")
     tests = [None] * len(args.data)
     if args.test is not None:
         if len(args.test) != len(args.data) or not named:
@@ -373,7 +378,8 @@ def _main(argv):
     datasets = []
     for spec, test in zip(args.data, tests):
         try:
-            datasets.append(load_dataset(spec, args.zero_based, args.label, test))
+            datasets.append(load_dataset(spec, args.zero_based, args.label, test,
+                                         args.drop))
         except ValueError as exc:
             parser.error(str(exc))
     warnings.simplefilter("ignore", ConvergenceWarning)
