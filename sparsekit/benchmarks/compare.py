@@ -325,10 +325,11 @@ def _main(argv):
                              "to the column's median and marked), free text as TF-IDF, "
                              "other text one-hot encoded (fit on the training rows for the "
                              "test accuracy)")
-    parser.add_argument("--drop", metavar="COLUMN", nargs="+", default=(),
-                        help="columns of CSV, TSV, ARFF, Parquet and JSON files to leave out "
-                             "of the features (identifiers, leaks), by header or position "
-                             "from 0")
+    parser.add_argument("--drop", metavar="COLUMNS", action="extend", default=[],
+                        type=lambda text: [c for c in text.split(",") if c],
+                        help="comma-separated columns of CSV, TSV, ARFF, Parquet and JSON "
+                             "files to leave out of the features (identifiers, leaks), by "
+                             "header or position from 0; repeatable")
     parser.add_argument("--test", metavar="FILE", nargs="+",
                         help="test files, one per data file in the same order (LIBLINEAR's "
                              "train/predict: a9a --test a9a.t): the probability and label-set "
