@@ -138,6 +138,33 @@ def markdown_table(header, rows):
     return "\n".join(lines)
 
 
+#: the peers of ``sparsekit-compare``'s tables, for a section's versions line
+COMPARE_PACKAGES = ("numpy", "scipy", "scikit-learn", "pandas", "liblinear-official", "skglm",
+                    "celer", "fasttext-numpy2-wheel")
+
+
+def compare_tables(spec, repeat, budget, **options):
+    """Markdown of ``sparsekit-compare``'s tables of the data ``spec`` (its functions: the
+    console script's code path; ``options`` as ``load_dataset``'s, e.g. ``label``,
+    ``drop``), each under its title, the wall seconds of them all (loading included)
+    beside the first."""
+    from sparsekit.benchmarks import compare
+    from sparsekit.benchmarks._data import load_dataset
+
+    start = time.perf_counter()
+    data = load_dataset(spec, **options)
+    announce = lambda model: print(f"  {data.name}: {model}", flush=True)  # noqa: E731
+    with compare.threadpool_limits(limits=1):
+        results = compare.tables(data, repeat, budget=budget, announce=announce)
+    seconds = time.perf_counter() - start
+    body = []
+    for k, table in enumerate(results):
+        wall = f" ({seconds:.0f} s for this data set's tables)" if k == 0 else ""
+        body.append(f"\n**{table.title}**{wall}\n")
+        body.append(markdown_table(table.header, table.rows))
+    return "\n".join(body)
+
+
 def write_section(name, title, body, packages=("numpy", "scipy", "scikit-learn")):
     """Replace (or append) section ``name`` of doc/benchmarks.md with ``body``."""
     command = "python " + shlex.join([os.path.relpath(sys.argv[0], REPO)] + sys.argv[1:])

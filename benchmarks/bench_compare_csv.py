@@ -17,7 +17,6 @@ import argparse
 import hashlib
 import sys
 import tempfile
-import time
 import warnings
 from pathlib import Path
 
@@ -27,7 +26,6 @@ from sklearn.exceptions import ConvergenceWarning
 
 sys.path.insert(0, str(_report.REPO))  # the in-place build, also when not installed
 from sparsekit.benchmarks import compare  # noqa: E402
-from sparsekit.benchmarks._data import load_dataset  # noqa: E402
 from sparsekit.datasets import load_debian  # noqa: E402
 
 
@@ -65,21 +63,10 @@ def main():
                     "Debian corpus (a random sample, seed 0) written as a CSV file with the "
                     "columns description and section.")
     for spec, label in runs:
-        start = time.perf_counter()
-        data = load_dataset(spec, label=label)
-        announce = lambda model, data=data: print(f"  {data.name}: {model}", flush=True)  # noqa: E731
-        with compare.threadpool_limits(limits=1):
-            results = compare.tables(data, args.repeat, budget=args.budget, announce=announce)
-        seconds = time.perf_counter() - start
-        for k, table in enumerate(results):
-            wall = f" ({seconds:.0f} s for this data set's tables)" if k == 0 else ""
-            body.append(f"\n**{table.title}**{wall}\n")
-            body.append(_report.markdown_table(table.header, table.rows))
+        body.append(_report.compare_tables(spec, args.repeat, args.budget, label=label))
     workdir.cleanup()
     _report.write_section("compare_csv", "sparsekit-compare on a user's CSV file",
-                          "\n".join(body), packages=("numpy", "scipy", "scikit-learn",
-                                                     "pandas", "liblinear-official", "skglm",
-                                                     "celer", "fasttext-numpy2-wheel"))
+                          "\n".join(body), packages=_report.COMPARE_PACKAGES)
 
 
 if __name__ == "__main__":
