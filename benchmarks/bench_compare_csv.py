@@ -25,7 +25,7 @@ import pandas as pd
 from sklearn.exceptions import ConvergenceWarning
 
 sys.path.insert(0, str(_report.REPO))  # the in-place build, also when not installed
-from sparsekit.benchmarks import compare  # noqa: E402
+from sparsekit.benchmarks._timing import FIT_BUDGETS  # noqa: E402
 from sparsekit.datasets import load_debian  # noqa: E402
 
 
@@ -46,7 +46,7 @@ def main():
     body = [f"The tables of `sparsekit-compare {args.path.name}"
             + (f" --label {args.label}" if args.label else "")
             + f"` (every solver on one thread, median of {args.repeat} fits after a warm-up "
-            f"fit, iterative fits capped at about {compare.FIT_BUDGETS} x {args.budget:g} s) "
+            f"fit, iterative fits capped at about {FIT_BUDGETS} x {args.budget:g} s) "
             f"and of `sparsekit-compare {args.beside}`. File: {args.source}; SHA-256 "
             f"{digest}. Wall time of each data set's tables (loading included) beside its "
             "title."]

@@ -21,7 +21,7 @@ import numpy as np
 from sklearn.exceptions import ConvergenceWarning
 
 sys.path.insert(0, str(_report.REPO))  # the in-place build, also when not installed
-from sparsekit.benchmarks import compare  # noqa: E402
+from sparsekit.benchmarks._timing import FIT_BUDGETS  # noqa: E402
 from sparsekit.datasets._home import _find_file  # noqa: E402
 
 
@@ -37,7 +37,7 @@ def main():
     body = (f"The tables of `sparsekit-compare {path.name} --label section --drop package "
             f"--budget {args.budget:g}` (every solver on one thread, median of {args.repeat} "
             f"fits after a warm-up fit, iterative fits capped at about "
-            f"{compare.FIT_BUDGETS} x {args.budget:g} s): the Debian 12 package "
+            f"{FIT_BUDGETS} x {args.budget:g} s): the Debian 12 package "
             f"descriptions of the data home, SHA-256 {digest}. Wall time of the tables "
             "(loading included) beside the first title.\n"
             + _report.compare_tables(str(path), args.repeat, args.budget, label="section",
