@@ -13,10 +13,10 @@ values, and so are up to MAX_MARKERS other words in a column of numbers (``-``);
 written with thousands separators (``"1,234.5"``, as spreadsheets save formatted cells) are
 numbers. The matrix is CSR when a column is text, dense otherwise.
 """
-from decimal import Decimal
 import re
 import warnings
 from collections import Counter, namedtuple
+from decimal import Decimal
 from functools import partial
 from pathlib import Path
 
@@ -155,8 +155,8 @@ def read_csv(path, label=None, test=None, drop=()):
     if frame.shape[1] < 2:
         raise ValueError(f"{str(path)!r}: a label column and at least one feature column "
                          f"are needed, the file has {frame.shape[1]} column(s) ({layout})")
-    name = _label_column(frame, path, label)
-    dropped = list(dict.fromkeys(_label_column(frame, path, c, "column to leave out")
+    name = _named_column(frame, path, label)
+    dropped = list(dict.fromkeys(_named_column(frame, path, c, "column to leave out")
                                  for c in drop))
     if name in dropped:
         raise ValueError(f"{str(path)!r}: the label column {name!r} cannot be left out")
@@ -237,9 +237,10 @@ def read_csv(path, label=None, test=None, drop=()):
 
 
 def _frame(path, pd):
-    """``(frame, place, decimal, layout)`` of a CSV, TSV, ARFF or Parquet file
-    (:func:`_delimited_frame`, :func:`_arff_frame`, :func:`_parquet_frame`), its column
-    names stripped of the spaces around them and at least one data row."""
+    """``(frame, place, decimal, layout)`` of a CSV, TSV, ARFF, Parquet or JSON file
+    (:func:`_delimited_frame`, :func:`_arff_frame`, :func:`_parquet_frame`,
+    :func:`_json_frame`), its column names stripped of the spaces around them and at least
+    one data row."""
     read = (_parquet_frame if _is_parquet(path) else
             _json_frame if _ending(path) in (JSON, *JSON_LINES) else
             _arff_frame if _ending(path) == ARFF else _delimited_frame)
@@ -595,7 +596,7 @@ def _columns(count, kind):
     return f"{count} {kind} column{'s' if count > 1 else ''}"
 
 
-def _label_column(frame, path, label, what="label column"):
+def _named_column(frame, path, label, what="label column"):
     """The name of the column ``label`` (a header, or a position from 0; None: the last),
     ``what`` for the message when there is none."""
     columns = list(frame.columns)
