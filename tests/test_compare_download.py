@@ -143,3 +143,5 @@ def test_a_server_that_is_not_there_is_a_clear_error(home):
 def test_only_urls_are_downloaded():
     assert _download.is_url("https://example.org/a9a") and _download.is_url("FTP://h/x.csv")
     assert not any(map(_download.is_url, ["a9a", "data/x.svm", "file:///x.svm", "http:x"]))
+    assert _download.path_segments("https://h:8/a/./b/../scene%2Dtrain.arff?raw=1") == [
+        "a", "b", "scene-train.arff"]                     # unquoted, no way out of the folder

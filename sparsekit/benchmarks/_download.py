@@ -24,18 +24,22 @@ def is_url(spec):
     return URL.match(str(spec)) is not None
 
 
+def path_segments(url):
+    """The folders and file name of ``url``'s path, unquoted (``.`` and ``..`` dropped)."""
+    path = urllib.parse.unquote(urllib.parse.urlsplit(url).path)
+    return [s for s in path.split("/") if s not in ("", ".", "..")]
+
+
 def local_copy(url, data_home=None, report=None):
     """The path of ``url``'s file in ``<data home>/downloads/<host>/<path>``, downloaded
     there unless an earlier run did (a download is written beside it and renamed when
     complete: an interrupted one is not reused); ``report(text)`` is told which. Raises
     ValueError with a message for the user when it cannot be downloaded or stored."""
     report = report or (lambda text: None)
-    parts = urllib.parse.urlsplit(url)
-    segments = [s for s in urllib.parse.unquote(parts.path).split("/")
-                if s not in ("", ".", "..")]
+    segments = path_segments(url)
     if not segments:
         raise ValueError(f"{url!r}: the URL names no file")
-    host = re.sub(r"[^\w.-]", "_", parts.netloc.rsplit("@", 1)[-1])
+    host = re.sub(r"[^\w.-]", "_", urllib.parse.urlsplit(url).netloc.rsplit("@", 1)[-1])
     path = get_data_home(data_home) / "downloads" / host / Path(*segments)
     if path.is_file():
         report(f"{url}: read from {path}, downloaded earlier (delete it to download again)")

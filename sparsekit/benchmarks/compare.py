@@ -105,8 +105,8 @@ import os
 import statistics
 import sys
 import warnings
-from pathlib import Path, PurePosixPath
-from urllib.parse import urljoin, urlsplit
+from pathlib import Path
+from urllib.parse import urljoin
 
 import numpy as np
 from sklearn.exceptions import ConvergenceWarning
@@ -115,7 +115,7 @@ from threadpoolctl import threadpool_limits
 from sparsekit.benchmarks._class_tables import compare_multiclass, compare_multilabel
 from sparsekit.benchmarks._csv import reads_as_table
 from sparsekit.benchmarks._data import load_dataset, mulan_labels_name
-from sparsekit.benchmarks._download import is_url, local_copy
+from sparsekit.benchmarks._download import is_url, local_copy, path_segments
 from sparsekit.benchmarks._l1_tables import (compare_l1_logistic, compare_l1_multinomial,
                                              compare_l1_ovr, l1_traces)
 
@@ -280,7 +280,8 @@ def _local_copies(specs):
     local = []
     for spec in specs:
         if is_url(spec):
-            xml = mulan_labels_name(PurePosixPath(urlsplit(spec).path).name)
+            segments = path_segments(spec)
+            xml = mulan_labels_name(segments[-1]) if segments else None
             if xml is not None:
                 with contextlib.suppress(ValueError):    # none there: read as a table
                     local_copy(urljoin(spec, xml), report=_say)
