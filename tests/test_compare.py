@@ -206,21 +206,22 @@ def test_an_unreadable_file_is_a_clear_error_not_a_traceback(tmp_path, capsys, c
     assert re.search(match, capsys.readouterr().err)
 
 
-def test_a_spreadsheet_or_a_binary_file_is_a_short_clear_error(tmp_path, capsys):
-    """A workbook is refused by its name with what to do; any other binary file gets the
-    LIBSVM reader's error cut short (it quoted the whole first "number": kilobytes)."""
-    workbook, binary = tmp_path / "sales.xlsx", tmp_path / "sales.bin"
-    for path in (workbook, binary):
+def test_a_numbers_document_or_a_binary_file_is_a_short_clear_error(tmp_path, capsys):
+    """An Apple Numbers document is refused by its name with what to do; any other binary
+    file gets the LIBSVM reader's error cut short (it quoted the whole first "number":
+    kilobytes)."""
+    document, binary = tmp_path / "sales.numbers", tmp_path / "sales.bin"
+    for path in (document, binary):
         path.write_bytes(b"PK\x03\x04" + bytes(5000))
     messages = []
-    for path in (workbook, binary):
+    for path in (document, binary):
         with pytest.raises(SystemExit) as exit_info:
             compare.main([str(path)])
         assert exit_info.value.code == 2
         messages.append(capsys.readouterr().err.splitlines()[-1])
-    assert "is a spreadsheet workbook: save its sheet as CSV" in messages[0]
-    assert "as a LIBSVM file (or a .csv/.tsv/.arff/.parquet/.json(l) file by its name)" in \
-        messages[1]
+    assert "is an Apple Numbers document: export its table as CSV or Excel" in messages[0]
+    assert "as a LIBSVM file (or a .csv/.tsv/.arff/.parquet/.json(l)/.xlsx file by its " \
+        "name)" in messages[1]
     assert len(messages[1]) < 500
 
 
@@ -339,8 +340,33 @@ def test_warnings_print_as_one_line_each(tmp_path, capsys):
 
 def test_label_is_for_csv_files_only(tmp_path, capsys):
     path = write_svm(tmp_path / "tiny.svm")
-    assert "--label applies to CSV, TSV, ARFF, Parquet and JSON files" in _usage_error(
-        [str(path), "--label", "0"], capsys)
+    assert "--label applies to CSV, TSV, ARFF, Parquet, JSON and spreadsheet files" in \
+        _usage_error([str(path), "--label", "0"], capsys)
+    assert "--sheet applies to spreadsheet workbooks (.xlsx, .xlsm, .xlsb, .xls, .ods)" in \
+        _usage_error([str(path), "--sheet", "0"], capsys)
+
+
+def test_a_workbooks_sheet_is_compared_as_a_csv_file(tmp_path, capsys):
+    """A workbook's sheet chosen by ``--sheet``, the others not warned about; the titles
+    name it."""
+    pytest.importorskip("python_calamine")
+    pd = pytest.importorskip("pandas")
+    pytest.importorskip("openpyxl")
+    from sklearn.datasets import load_iris
+
+    frame = load_iris(as_frame=True).frame
+    frame["species"] = np.array(["setosa", "versicolor", "virginica"])[frame.pop("target")]
+    path = tmp_path / "plants.xlsx"
+    with pd.ExcelWriter(path) as writer:
+        pd.DataFrame({"note": ["measured by hand"]}).to_excel(writer, sheet_name="Notes")
+        frame.to_excel(writer, sheet_name="iris", index=False)
+    compare.main([str(path), "--sheet", "iris", "--repeat", "1", "--json"])
+    captured = capsys.readouterr()
+    titles = [table["title"] for table in json.loads(captured.out)]
+    assert len(titles) == 3 and all(
+        "plants.xlsx (150, 4) (sheet 'iris'; label 'species' coded setosa=0, " in title
+        for title in titles), titles
+    assert "warning" not in captured.err
 
 
 def test_a_bad_csv_file_is_a_clear_error_not_a_traceback(tmp_path, capsys):
@@ -522,7 +548,7 @@ def test_a_multilabel_test_file_scores_the_label_set_table(tmp_path, capsys):
     (["digits", "--test", "te.svm"], "'digits' (scikit-learn's) comes without a test file"),
     (["tr.svm", "--test", "empty.svm"], "'empty.svm': the test file holds no rows"),
     (["tr.csv", "--test", "te.svm"],
-     "'te.svm' is not a table (CSV, TSV, ARFF, Parquet, JSON) as 'tr.csv' is"),
+     "'te.svm' is not a table (CSV, TSV, ARFF, Parquet, JSON, spreadsheet) as 'tr.csv' is"),
     (["tr.csv", "--test", "other.csv"], "'other.csv' does not have the columns of 'tr.csv': 3 "
                                         "(separator ',': 'x', 'y', 'label') against 2 ('x', "
                                         "'label')"),

@@ -332,8 +332,8 @@ def test_a_row_index_is_left_out_and_a_row_counter_warned_about(tmp_path):
     assert data.X.shape == (30, 4 + 3)
     assert data.note == ("label 'income' coded <=50K=0, >50K=1; the unnamed column "
                          "'Unnamed: 0' left out (the row index 0, 1, ... that pandas' to_csv "
-                         "writes); 4 numeric columns standardized; 1 text column one-hot "
-                         "encoded into 3")
+                         "and to_excel write); 4 numeric columns standardized; 1 text column "
+                         "one-hot encoded into 3")
     frame.index = frame.index[::-1]                       # not a row index: kept
     frame.to_csv(path)
     with pytest.warns(UserWarning, match="PassengerId"):
@@ -646,3 +646,121 @@ def test_columns_named_by_drop_are_left_out(tmp_path):
         read_csv(path, drop=["town"])
     with pytest.raises(ValueError, match="the label column 'income' cannot be left out"):
         read_csv(path, drop=["income"])
+
+
+def _workbook(path, sheets, title=None, engine=None):
+    """Write ``sheets`` ({name: frame}) to the workbook ``path`` without the index, the
+    first sheet's table below a ``title`` line and a blank line, one column right of the
+    sheet's edge, and a blank row in the middle of its table."""
+    with pd.ExcelWriter(path, engine=engine) as writer:
+        for k, (name, frame) in enumerate(sheets.items()):
+            if k == 0 and title is not None:        # the sheet's cells, row by row
+                rows = [[None, *frame.columns]] + [
+                    [None, *(None if pd.isna(v) else v for v in row)]
+                    for row in frame.astype(object).itertuples(index=False)]
+                blank = [None] * len(rows[0])
+                rows = [[title, *blank[1:]], blank] + rows[:11] + [blank] + rows[11:]
+                pd.DataFrame(rows).to_excel(writer, sheet_name=name, index=False,
+                                            header=False)
+            else:
+                frame.to_excel(writer, sheet_name=name, index=False)
+
+
+@pytest.mark.parametrize("ending, engine", [(".xlsx", "openpyxl"), (".ods", "odf")])
+def test_a_workbooks_sheet_is_read_as_its_csv_file(tmp_path, ending, engine):
+    """A sheet below a title, with a blank row, at a column from the sheet's edge, reads
+    to the matrix of the same table written as CSV; its dates are seconds (as Parquet's);
+    other sheets are warned about; a missing label is named by the sheet's row."""
+    pytest.importorskip("python_calamine")
+    pytest.importorskip(engine)
+    frame = _typed_frame()
+    frame["member"] = frame["member"].astype("Float64")     # a CSV's 0/1 (a bool's gap: text)
+    path = tmp_path / f"churn{ending}"
+    _workbook(path, {"Customers": frame, "Notes": pd.DataFrame({"n": ["by hand"]})},
+              title="Churn, 2024", engine=engine)
+    assert is_table(path) and reads_as_table(path) and is_table("b.XLSX")
+    with pytest.warns(UserWarning, match=r"holds 2 sheets \('Customers', 'Notes'\): the "
+                                         "first, 'Customers', is read; --sheet names"):
+        data = read_csv(path)
+    assert data.note.startswith("sheet 'Customers' (rows 1-2 above its table left out); "
+                                "label 'churn' coded no=0, yes=1; 3 numeric columns "
+                                "standardized (2 missing value(s)")
+    assert "(1 of dates or durations, in seconds)" in data.note
+    X = data.X.toarray()
+    days = (frame["joined"] - frame["joined"].min()).dt.days.to_numpy(float)
+    np.testing.assert_allclose(X[:, 2], (days - days.mean()) / days.std(), atol=1e-12)
+    frame.drop(columns="joined").to_csv(tmp_path / "churn.csv", index=False)  # dates: text
+    np.testing.assert_allclose(np.delete(X, 2, axis=1),
+                               read_csv(tmp_path / "churn.csv").X.toarray(), atol=1e-12)
+    frame.loc[12, "churn"] = np.nan
+    _workbook(path, {"Customers": frame}, title="Churn, 2024", engine=engine)
+    # rows 1-2 the title, 3 the header, 4-13 frame rows 0-9, 14 blank, 15 frame row 10
+    with pytest.raises(ValueError, match=r"misses 1 value\(s\), the first on row 17 of "
+                                         "sheet 'Customers';"):
+        read_csv(path)
+
+
+def test_a_workbooks_sheet_is_named_or_numbered_and_a_test_sheet_matched(tmp_path):
+    """``sheet`` names a sheet (a hidden one too) or numbers it from 0 among the sheets
+    shown (no warning then; the first shown by default); a sheet without a header has its
+    columns numbered, as a CSV file's; a test workbook is read as a test CSV file (by
+    column names, the same sheet); a sheet with no table, or none of that name, is a clear
+    error naming the sheets shown."""
+    pytest.importorskip("python_calamine")
+    pytest.importorskip("openpyxl")
+    frame = _mixed_frame(40)
+    path = tmp_path / "adult.xlsx"
+    _workbook(path, {"Notes": pd.DataFrame(columns=["note", "author"]), "2024": frame,
+                     "empty": pd.DataFrame()})
+    frame.to_csv(tmp_path / "adult.csv", index=False)
+    csv = read_csv(tmp_path / "adult.csv")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for sheet in ("2024", "1"):                  # a name first, then a position
+            data = read_csv(path, sheet=sheet)
+            assert data.note == f"sheet '2024'; {csv.note}"
+            np.testing.assert_allclose(data.X.toarray(), csv.X.toarray(), atol=1e-12)
+    import openpyxl
+
+    book = openpyxl.load_workbook(path)
+    book["Notes"].sheet_state = "hidden"                   # as a workbook's tab can be
+    book.save(path)
+    with pytest.warns(UserWarning, match=r"holds 2 sheets \('2024', 'empty'\): the first"):
+        assert read_csv(path).note == f"sheet '2024'; {csv.note}"
+    assert read_csv(path, sheet="0").note == f"sheet '2024'; {csv.note}"
+    for sheet, match in (("2", r"no sheet '2' \(by name or position from 0\); its sheets: "
+                                "'2024', 'empty'"),
+                         ("empty", "its sheet 'empty' holds no table"),
+                         ("Notes", "its sheet 'Notes' holds no data rows after the header")):
+        with pytest.raises(ValueError, match=match):
+            read_csv(path, sheet=sheet)
+    frame.to_excel(tmp_path / "bare.xlsx", header=False, index=False)
+    data = read_csv(tmp_path / "bare.xlsx")
+    assert data.note.startswith("sheet 'Sheet1'; label 4 coded <=50K=0, >50K=1; 3 numeric")
+    frame.to_csv(tmp_path / "bare.csv", header=False, index=False)
+    np.testing.assert_allclose(data.X.toarray(), read_csv(tmp_path / "bare.csv").X.toarray(),
+                               atol=1e-12)
+    frame.to_excel(tmp_path / "indexed.xlsx")             # pandas' index, a first column
+    assert "the unnamed column 'Unnamed: 0' left out" in read_csv(tmp_path / "indexed.xlsx").note
+    _workbook(tmp_path / "train.xlsx", {"2024": frame.iloc[:30]})
+    _workbook(tmp_path / "test.xlsx", {"2024": frame.iloc[30:, ::-1]})  # columns in any order
+    both = read_csv(tmp_path / "train.xlsx", test=tmp_path / "test.xlsx", sheet="2024")
+    assert both.n_train == 30
+    np.testing.assert_allclose(both.X.toarray(), csv.X.toarray(), atol=1e-12)
+
+
+def test_a_workbook_it_cannot_read_is_a_clear_error(tmp_path, monkeypatch):
+    pytest.importorskip("python_calamine")
+    import sys
+
+    path = tmp_path / "sales.xlsx"
+    for content in (b"a,b\n1,2\n", b"PK\x03\x04" + bytes(500), b""):
+        path.write_bytes(content)
+        with pytest.raises(ValueError, match="cannot read .*sales.xlsx' as a spreadsheet "
+                                             "workbook: "):
+            read_csv(path)
+    with pytest.raises(ValueError, match="cannot read .*no.ods': no such file"):
+        read_csv(tmp_path / "no.ods")
+    monkeypatch.setitem(sys.modules, "python_calamine", None)   # as if not installed
+    with pytest.raises(ValueError, match="needs python-calamine: pip install python-calamine"):
+        read_csv(path)

@@ -1,5 +1,5 @@
-"""CSV, TSV, ARFF, Parquet and JSON files for ``sparsekit-compare``: one label column, the
-others features.
+"""CSV, TSV, ARFF, Parquet and JSON files and spreadsheet workbooks for
+``sparsekit-compare``: one label column, the others features.
 
 The feature columns become the matrix that every model of the tables gets, as a
 scikit-learn user would build it: numeric columns (numbers and booleans) standardized, a
@@ -37,6 +37,13 @@ ARFF = ".arff"
 PARQUET = ".parquet"
 #: file name endings of JSON tables: one record per line, or an array of records
 JSON_LINES, JSON = {".jsonl", ".ndjson"}, ".json"
+#: file name endings of spreadsheet workbooks (Excel's and OpenDocument's), read by pandas
+#: through python-calamine
+WORKBOOKS = {".xlsx", ".xlsm", ".xlsb", ".xls", ".ods"}
+#: a workbook's table starts at the first of its sheet's first TITLE_ROWS rows filled at
+#: least half as wide as the widest of them: rows above it (a title, blank rows) are not
+#: part of the table
+TITLE_ROWS = 20
 #: endings of the compressions pandas reads by the file name
 COMPRESSIONS = {".gz", ".bz2", ".xz", ".zip", ".zst"}
 #: a text column with more distinct values than this share of the rows is free text
@@ -71,10 +78,16 @@ CsvData = namedtuple("CsvData", "X y note encode n_train label_names")
 
 
 def is_table(path):
-    """Whether ``path`` names a CSV, TSV, ARFF or JSON file (compressed or not) or a
-    Parquet file (or a directory of them, as dask and Spark write a table)."""
+    """Whether ``path`` names a CSV, TSV, ARFF or JSON file (compressed or not), a
+    Parquet file (or a directory of them, as dask and Spark write a table) or a
+    spreadsheet workbook."""
     return (_separator(path) is not None or _ending(path) in (ARFF, JSON, *JSON_LINES)
-            or _is_parquet(path))
+            or _is_parquet(path) or is_workbook(path))
+
+
+def is_workbook(path):
+    """Whether ``path`` names a spreadsheet workbook (by its ending)."""
+    return Path(path).suffix.lower() in WORKBOOKS
 
 
 def _is_parquet(path):
@@ -126,10 +139,11 @@ def _is_number(cell):
     return True
 
 
-def read_csv(path, label=None, test=None, drop=()):
-    """The :class:`CsvData` of a CSV, TSV, ARFF, Parquet or JSON file, followed by the
-    rows of the table file ``test`` when given (a held-out file of the same columns),
-    without the columns ``drop`` names (by header or position, as ``label``).
+def read_csv(path, label=None, test=None, drop=(), sheet=None):
+    """The :class:`CsvData` of a CSV, TSV, ARFF, Parquet or JSON file or of a sheet of a
+    spreadsheet workbook, followed by the rows of the table file ``test`` when given (a
+    held-out file of the same columns), without the columns ``drop`` names (by header or
+    position, as ``label``).
 
     CSV and TSV (and delimited lines under another name, as UCI's ``.data`` files):
     the first line is the header unless it reads as data (numbers only, or text that
@@ -141,7 +155,11 @@ def read_csv(path, label=None, test=None, drop=()):
     (their values quoted with ``'`` where they hold spaces), ``?`` a missing value; sparse
     rows (``{i v, ...}``) are refused. Parquet: its columns and their types as pandas
     reads them (pyarrow needed). JSON: records, one per line (``.jsonl``, ``.ndjson``)
-    or in an array (``.json``), their fields the columns. ``label`` names the label
+    or in an array (``.json``), their fields the columns. Workbooks (``.xlsx``, ``.xlsm``,
+    ``.xlsb``, ``.xls``, ``.ods``; python-calamine needed): the sheet ``sheet`` names (by
+    name or position from 0; the first by default), its cells typed as the workbook holds
+    them, its header told as a CSV file's, rows above its table (a title) and rows and
+    unnamed columns without a value left out. ``label`` names the label
     column, by its header or by its position (from 0; negative counts from the end); the
     last column by default (Weka's class attribute). Raises ValueError with a message for
     the user when the file cannot be read, the label column does not exist, a label is
@@ -151,7 +169,7 @@ def read_csv(path, label=None, test=None, drop=()):
         import pandas as pd
     except ImportError:
         raise ValueError(f"reading {str(path)!r} needs pandas: pip install pandas") from None
-    frame, place, decimal, layout = _frame(path, pd)
+    frame, place, decimal, layout = _frame(path, pd, sheet)
     if frame.shape[1] < 2:
         raise ValueError(f"{str(path)!r}: a label column and at least one feature column "
                          f"are needed, the file has {frame.shape[1]} column(s) ({layout})")
@@ -163,11 +181,11 @@ def read_csv(path, label=None, test=None, drop=()):
     _refuse_missing(frame[name], f"the label column {name!r}", path, place)
     n_train = len(frame)
     if test is not None:
-        frame = pd.concat([frame, _test_frame(test, frame, name, path, pd)],
+        frame = pd.concat([frame, _test_frame(test, frame, name, path, pd, sheet)],
                           ignore_index=True)
     y = frame[name]
     features = frame.drop(columns=[name, *dropped])
-    # pandas' to_csv writes the frame's index as a first column without a header
+    # pandas' to_csv (and to_excel) writes the frame's index as a first column without a header
     index = [c for c in features if isinstance(c, str)     # numbering the first file's rows
              and re.fullmatch(r"Unnamed: \d+(\.\d+)?", c)
              and _counts_rows(features[c].iloc[:n_train], 0)]
@@ -199,7 +217,7 @@ def read_csv(path, label=None, test=None, drop=()):
         parts.append(f"{_listed_columns(dropped)} left out, as asked")
     if index:
         parts.append(f"the unnamed column {index[0]!r} left out (the row index 0, 1, ... "
-                     "that pandas' to_csv writes)")
+                     "that pandas' to_csv and to_excel write)")
     if empty:
         parts.append(f"{_columns(len(empty), 'empty')} left out")
     if numeric:
@@ -232,16 +250,19 @@ def read_csv(path, label=None, test=None, drop=()):
         names, y = np.unique(y.astype(str), return_inverse=True)
         shown = ", ".join(f"{v}={i}" for i, v in enumerate(names[:5]))
         parts[0] += f" coded {shown}{', ...' if names.size > 5 else ''}"
+    if is_workbook(path):
+        parts.insert(0, layout)             # the sheet read
     return CsvData(X, y, "; ".join(parts), partial(_encode_split, encoder, features, path),
                    n_train, names)
 
 
-def _frame(path, pd):
+def _frame(path, pd, sheet=None):
     """``(frame, place, decimal, layout)`` of a CSV, TSV, ARFF, Parquet or JSON file
     (:func:`_delimited_frame`, :func:`_arff_frame`, :func:`_parquet_frame`,
-    :func:`_json_frame`), its column names stripped of the spaces around them and at least
-    one data row."""
-    read = (_parquet_frame if _is_parquet(path) else
+    :func:`_json_frame`) or of a workbook's sheet ``sheet`` (:func:`_workbook_frame`), its
+    column names stripped of the spaces around them and at least one data row."""
+    read = (partial(_workbook_frame, sheet=sheet) if is_workbook(path) else
+            _parquet_frame if _is_parquet(path) else
             _json_frame if _ending(path) in (JSON, *JSON_LINES) else
             _arff_frame if _ending(path) == ARFF else _delimited_frame)
     frame, place, decimal, layout = read(path, pd)
@@ -255,11 +276,12 @@ def _frame(path, pd):
     return frame, place, decimal, layout
 
 
-def _test_frame(test, frame, label, path, pd):
-    """The rows of the table file ``test`` under the columns of ``frame`` (the training
-    file ``path``'s, its label column ``label``): the same column names in any order, or,
-    where either file has no header, the same number of columns in the same order."""
-    held, place, _, layout = _frame(test, pd)
+def _test_frame(test, frame, label, path, pd, sheet=None):
+    """The rows of the table file ``test`` (of a workbook: its sheet ``sheet``) under the
+    columns of ``frame`` (the training file ``path``'s, its label column ``label``): the
+    same column names in any order, or, where either file has no header, the same number
+    of columns in the same order."""
+    held, place, _, layout = _frame(test, pd, sheet)
     numbered = [list(f.columns) == list(range(f.shape[1])) for f in (frame, held)]
     if set(held.columns) != set(frame.columns):
         if not any(numbered) or held.shape[1] != frame.shape[1]:
@@ -420,6 +442,92 @@ def _json_frame(path, pd):
     frame = _flat(frame, path)
     place = (lambda i: f"line {i + 1}") if lines else (lambda i: f"record {i}")
     return frame, place, ".", f"{frame.shape[1]} field(s)"
+
+
+def _workbook_frame(path, pd, sheet=None):
+    """:func:`_delimited_frame` of a spreadsheet workbook's sheet ``sheet`` (by name, or
+    position from 0 among the sheets shown, not hidden; the first shown by default, a
+    warning naming the others): its table from
+    its first row filled at least half as wide as the widest of the first TITLE_ROWS
+    rows, its header told as a CSV file's (:func:`_has_header`), its cells typed as the
+    workbook holds them (dates as Parquet's), rows and unnamed columns without a value
+    left out (blank rows, the sheet's margins); rows named as the sheet numbers them."""
+    try:
+        from python_calamine import CalamineError, SheetVisibleEnum
+    except ImportError:
+        raise ValueError(f"reading the workbook {str(path)!r} needs python-calamine: "
+                         "pip install python-calamine") from None
+    try:
+        book = pd.ExcelFile(path, engine="calamine")
+    except FileNotFoundError:
+        raise ValueError(f"cannot read {str(path)!r}: no such file") from None
+    except (OSError, ValueError, CalamineError) as exc:
+        raise ValueError(f"cannot read {str(path)!r} as a spreadsheet workbook: {exc}"
+                         ) from None
+    with book:
+        hidden = {s.name for s in book.book.sheets_metadata
+                  if s.visible != SheetVisibleEnum.Visible}
+        shown = [n for n in book.sheet_names if n not in hidden] or book.sheet_names
+        name = _sheet_name(book.sheet_names, shown, sheet, path)
+        read = partial(_read_sheet, book, name, path, CalamineError)
+        cells = read(header=None, nrows=TITLE_ROWS + HEADER_SAMPLE)
+        filled = cells.notna().sum(axis=1).to_numpy()[:TITLE_ROWS]
+        if not filled.any():
+            raise ValueError(f"{str(path)!r}: its sheet {name!r} holds no table (no value "
+                             f"in its first {TITLE_ROWS} rows); its sheets: "
+                             f"{_listed_columns(shown)} (--sheet picks one)")
+        start = int(np.argmax(2 * filled >= filled.max()))
+        sample = cells.iloc[start:].dropna(how="all").dropna(axis=1, how="all")
+        header = _has_header(sample.map(lambda v: "" if pd.isna(v) else str(v)), ",")
+        frame = read(header=start) if header else read(header=None, skiprows=start)
+    margins = [c for c in frame if (not header or str(c).startswith("Unnamed: "))
+               and frame[c].isna().all()]
+    frame = frame.drop(columns=margins)
+    if not header:                          # numbered from 0, as a CSV file's columns
+        frame.columns = range(frame.shape[1])
+    kept = frame.notna().any(axis=1).to_numpy()
+    # the sheet's row numbers (from 1) of the frame's rows
+    rows = np.flatnonzero(kept) + start + 1 + int(header)
+    frame = frame[kept].reset_index(drop=True)
+    if frame.shape[0] == 0:
+        raise ValueError(f"{str(path)!r}: its sheet {name!r} holds no data rows after the "
+                         f"header; its sheets: {_listed_columns(shown)} (--sheet picks "
+                         "one)")
+    above = "row 1" if start == 1 else f"rows 1-{start}"
+    title = f" ({above} above its table left out)" if filled[:start].any() else ""
+    return (frame, lambda i: f"row {rows[i]} of sheet {name!r}", ".",
+            f"sheet {name!r}{title}")
+
+
+def _read_sheet(book, name, path, errors, **options):
+    """The sheet ``name`` of the workbook ``book`` as pandas reads it with ``options``
+    (and ``?`` a missing value, as in CSV files), ValueError for the user on the reader's
+    ``errors``."""
+    import pandas as pd
+
+    try:
+        return pd.read_excel(book, sheet_name=name, na_values=["?"], **options)
+    except (OSError, ValueError, errors) as exc:
+        raise ValueError(f"cannot read the sheet {name!r} of {str(path)!r}: {exc}") from None
+
+
+def _sheet_name(names, shown, sheet, path):
+    """The name of the sheet ``sheet`` among a workbook's sheets ``names``: a name (a
+    hidden one too), or a position from 0 among the sheets ``shown`` (None: the first
+    shown, with a warning when others are shown)."""
+    if sheet is None:
+        if len(shown) > 1:
+            warnings.warn(f"{str(path)!r} holds {len(shown)} sheets "
+                          f"({_listed_columns(shown)}): the first, {shown[0]!r}, is read; "
+                          "--sheet names another", UserWarning, stacklevel=5)
+        return shown[0]
+    if sheet in names:
+        return sheet
+    try:
+        return shown[int(sheet)]
+    except (ValueError, IndexError):
+        raise ValueError(f"{str(path)!r}: no sheet {sheet!r} (by name or position from "
+                         f"0); its sheets: {_listed_columns(shown)}") from None
 
 
 def _flat(frame, path):

@@ -82,17 +82,18 @@ class Dataset:
         return text if self.note is None else f"{text} ({self.note})"
 
 
-#: file endings of spreadsheet workbooks, which are refused with a hint
-SPREADSHEETS = {".xlsx", ".xlsm", ".xls", ".ods", ".numbers"}
+#: the file ending of Apple Numbers documents (a package pandas does not read), refused
+#: with a hint
+NUMBERS = ".numbers"
 
 
 def _read_rows(spec, zero_based):
     """``(X, label_sets)`` of a LIBSVM file, or of an Extreme Classification Repository
     file (told by its first line, ``N D L``): a CSR X and a tuple of labels per row
     (comma-separated label sets, as the LIBSVM page's multi-label sets, or one label)."""
-    if Path(spec).suffix.lower() in SPREADSHEETS:
-        raise ValueError(f"{spec!r} is a spreadsheet workbook: save its sheet as CSV (in "
-                         "the spreadsheet: Save As, CSV) and pass the .csv file")
+    if Path(spec).suffix.lower() == NUMBERS:
+        raise ValueError(f"{spec!r} is an Apple Numbers document: export its table as CSV "
+                         "or Excel (File, Export To) and pass that file")
     xmlrepo = _is_xmlrepo(spec)
     try:
         if xmlrepo:
@@ -105,7 +106,8 @@ def _read_rows(spec, zero_based):
         if len(message) > 300:           # a binary file's first "number" is quoted whole
             message = message[:300] + " ..."
         kind = ("an Extreme Classification Repository file" if xmlrepo else
-                "a LIBSVM file (or a .csv/.tsv/.arff/.parquet/.json(l) file by its name)")
+                "a LIBSVM file (or a .csv/.tsv/.arff/.parquet/.json(l)/.xlsx file by its "
+                "name)")
         raise ValueError(f"cannot read {spec!r} as {kind}: {message}") from None
     bad = np.flatnonzero(~np.isfinite(X.data))
     if bad.size:                       # every row of the tables would fail on it
@@ -236,10 +238,11 @@ def _refuse_web_page(spec):
                          "itself (on GitHub, its Raw button)")
 
 
-def load_dataset(spec, zero_based=False, label=None, test=None, drop=()):
+def load_dataset(spec, zero_based=False, label=None, test=None, drop=(), sheet=None):
     """The :class:`Dataset` named by ``spec``: ``a9a`` (shipped), ``breast_cancer`` or
-    ``digits`` (scikit-learn), a CSV, TSV, ARFF, Parquet or JSON file (its column ``label``, the
-    last by default, for the labels: ``_csv.read_csv``), a LIBSVM file (columns numbered
+    ``digits`` (scikit-learn), a CSV, TSV, ARFF, Parquet or JSON file or a workbook's
+    sheet ``sheet`` (its column ``label``, the last by default, for the labels:
+    ``_csv.read_csv``), a LIBSVM file (columns numbered
     from 1, or from 0 with ``zero_based=True``), an Extreme Classification Repository file,
     a Mulan ARFF file beside its label XML (label sets, unless ``label`` names one), or a
     set of the data home; ``test``, a file of the same kind (a set of the data home, or ``a9a``'s
@@ -268,9 +271,10 @@ def load_dataset(spec, zero_based=False, label=None, test=None, drop=()):
         data, n_train = _read_mulan(spec, labels_file, test)
     elif reads_as_table(spec):
         if test is not None and not reads_as_table(test):
-            raise ValueError(f"{test!r} is not a table (CSV, TSV, ARFF, Parquet, JSON) as {spec!r} "
+            raise ValueError(f"{test!r} is not a table (CSV, TSV, ARFF, Parquet, JSON, "
+                             f"spreadsheet) as {spec!r} "
                              "is: a test file is of its training file's kind")
-        table = read_csv(spec, label, test, drop)
+        table = read_csv(spec, label, test, drop, sheet)
         data = Dataset(Path(spec).name, table.X, table.y, note=table.note,
                        encode=table.encode, label_names=table.label_names)
         n_train = table.n_train

@@ -60,7 +60,10 @@ a CSV, TSV or ARFF file (``.csv``, ``.tsv``, ``.arff``, also compressed, or comm
 ;-separated lines under another name, as UCI's ``.data`` files), a Parquet file
 (``.parquet``, or a directory of them as dask writes a table; read through pyarrow) or a
 JSON file of records (``.jsonl`` or ``.ndjson``: one per line; ``.json``: an array;
-lists and nested records left out): its label column is the last one or ``--label``'s;
+lists and nested records left out) or a sheet of a spreadsheet workbook (``.xlsx``,
+``.xlsm``, ``.xlsb``, ``.xls``, ``.ods``: the first or ``--sheet``'s; read through
+python-calamine; rows above its table, a title, left out): its label column is the last
+one or ``--label``'s;
 for every model numeric columns are standardized, free text becomes TF-IDF and other text
 columns are one-hot encoded, by encoders fit on the training rows for the probability
 table and on every row for the l1 table),
@@ -70,10 +73,11 @@ any of these files by its URL (http, https or ftp: downloaded once into the data
 :func:`sparsekit.datasets.get_data_home`) or one of scikit-learn's ``breast_cancer`` and
 ``digits`` (dense, standardized for the l1 table). Without DATA it runs on a9a and digits.
 ``--test`` names a test file for each DATA, of the same kind (LIBLINEAR's ``train`` and
-``predict`` files: ``a9a --test a9a.t``; Mulan's ``-train`` and ``-test`` ARFF files; a CSV
-Parquet or JSON file of the same columns, or of as many without a header): the probability and
-label-set tables then train on every row of DATA and score on the test file's rows, the l1
-tables solve on DATA's rows, and a table file's encoders are fit on DATA's rows. The test file's
+``predict`` files: ``a9a --test a9a.t``; Mulan's ``-train`` and ``-test`` ARFF files; a CSV,
+Parquet or JSON file or a workbook of the same columns, or of as many without a header):
+the probability and label-set tables then train on every row of DATA and score on the test
+file's rows, the l1 tables solve on DATA's rows, and a table file's encoders are fit on
+DATA's rows. The test file's
 columns past DATA's count nothing (no model has a weight there), a label it holds that
 DATA does not is said in a warning (those rows count as errors), and a test file without
 any of DATA's labels is refused.
@@ -96,6 +100,7 @@ Usage::
     sparsekit-compare a9a --test a9a.t      # the published split: train, then test
     sparsekit-compare adult.csv --label income
     sparsekit-compare iris.arff             # Weka's ARFF, the class attribute last
+    sparsekit-compare sales.xlsx --sheet 2024 --label churned
     sparsekit-compare --plot figures/       # and PNG figures
 """
 import argparse
@@ -113,7 +118,7 @@ from sklearn.exceptions import ConvergenceWarning
 from threadpoolctl import threadpool_limits
 
 from sparsekit.benchmarks._class_tables import compare_multiclass, compare_multilabel
-from sparsekit.benchmarks._csv import reads_as_table
+from sparsekit.benchmarks._csv import is_workbook, reads_as_table
 from sparsekit.benchmarks._data import load_dataset, mulan_labels_name
 from sparsekit.benchmarks._download import is_url, local_copy, path_segments
 from sparsekit.benchmarks._l1_tables import (compare_l1_logistic, compare_l1_multinomial,
@@ -137,7 +142,8 @@ def tables(data, repeat, C=1.0, budget=np.inf, announce=None):
 
 #: the distributions the tables measure or stand on, as ``--version`` lists them
 DISTRIBUTIONS = {"peers": ("liblinear-official", "skglm", "celer", "fasttext-numpy2-wheel"),
-                 "libraries": ("scikit-learn", "numpy", "scipy", "pandas")}
+                 "libraries": ("scikit-learn", "numpy", "scipy", "pandas", "pyarrow",
+                               "python-calamine")}
 
 
 def versions():
@@ -306,6 +312,7 @@ def _main(argv):
                              "Extreme Classification Repository files, CSV, TSV, ARFF, "
                              "Parquet or JSON files (.csv, .tsv, .arff, .parquet, .json, "
                              ".jsonl; a Mulan ARFF file beside its label XML: label sets), "
+                             "spreadsheet workbooks (.xlsx, .xlsm, .xlsb, .xls, .ods), "
                              "their URLs (downloaded once into the data home), or data set "
                              "names (default: a9a digits)")
     parser.add_argument("--repeat", type=_positive_int, default=3,
@@ -320,7 +327,8 @@ def _main(argv):
                         help="the files number their columns from 0 (scikit-learn's "
                              "dump_svmlight_file), not from 1 as LIBSVM does")
     parser.add_argument("--label", metavar="COLUMN",
-                        help="the label column of CSV, TSV, ARFF, Parquet and JSON files, by "
+                        help="the label column of CSV, TSV, ARFF, Parquet, JSON and "
+                             "spreadsheet files, by "
                              "header or position from 0 (default: the last column); the "
                              "others are features: numbers standardized (a missing one set "
                              "to the column's median and marked), free text as TF-IDF, "
@@ -328,9 +336,12 @@ def _main(argv):
                              "test accuracy)")
     parser.add_argument("--drop", metavar="COLUMNS", action="extend", default=[],
                         type=lambda text: [c for c in text.split(",") if c],
-                        help="comma-separated columns of CSV, TSV, ARFF, Parquet and JSON "
-                             "files to leave out of the features (identifiers, leaks), by "
-                             "header or position from 0; repeatable")
+                        help="comma-separated columns of CSV, TSV, ARFF, Parquet, JSON and "
+                             "spreadsheet files to leave out of the features (identifiers, "
+                             "leaks), by header or position from 0; repeatable")
+    parser.add_argument("--sheet", metavar="NAME",
+                        help="the sheet of spreadsheet workbooks to read, by name or "
+                             "position from 0 (default: the first)")
     parser.add_argument("--test", metavar="FILE", nargs="+",
                         help="test files, one per data file in the same order (LIBLINEAR's "
                              "train/predict: a9a --test a9a.t): the probability and label-set "
@@ -365,10 +376,13 @@ def _main(argv):
             parser.error(f"--plot: cannot create {str(args.plot)!r}: {exc.strerror}")
     if (args.label is not None or args.drop) and not any(map(reads_as_table, args.data)):
         option = "--label" if args.label is not None else "--drop"
-        parser.error(f"{option} applies to CSV, TSV, ARFF, Parquet and JSON files (.csv, "
-                     ".tsv, .arff, .parquet, .json, .jsonl, or delimited lines under another "
-                     "name, as UCI's .data files); LIBSVM files carry their labels first on "
-                     "each line")
+        parser.error(f"{option} applies to CSV, TSV, ARFF, Parquet, JSON and spreadsheet "
+                     "files (.csv, .tsv, .arff, .parquet, .json, .jsonl, .xlsx, ..., or "
+                     "delimited lines under another name, as UCI's .data files); LIBSVM "
+                     "files carry their labels first on each line")
+    if args.sheet is not None and not any(map(is_workbook, args.data + (args.test or []))):
+        parser.error("--sheet applies to spreadsheet workbooks (.xlsx, .xlsm, .xlsb, .xls, "
+                     ".ods)")
     tests = [None] * len(args.data)
     if args.test is not None:
         if len(args.test) != len(args.data) or not named:
@@ -381,7 +395,7 @@ def _main(argv):
     for spec, test in zip(args.data, tests):
         try:
             datasets.append(load_dataset(spec, args.zero_based, args.label, test,
-                                         args.drop))
+                                         args.drop, args.sheet))
         except ValueError as exc:
             parser.error(str(exc))
     warnings.simplefilter("ignore", ConvergenceWarning)
