@@ -137,6 +137,47 @@ def test_kernel_matches_reference_and_finite_differences(polytope, kind, sparse)
         assert gb[j] == pytest.approx(fd, rel=1e-5, abs=1e-6)
 
 
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("sparse", [False, True])
+@pytest.mark.parametrize("block", [1, 7, 64])
+def test_one_box_output_kernel_matches_the_reference(dtype, sparse, block):
+    """A two-class fit's one box output (its rows' loss inline, the dense products by
+    GEMV): the reference objective and gradient, in blocks of 1 row, a last partial
+    block, or one; rows of zero weight (one with huge scores: no NaN), an empty row, a
+    row whose target is written as two entries, scores on both sides of the box."""
+    rng = np.random.default_rng(1)
+    n, d = 23, 6
+    X = rng.standard_normal((n, d))
+    X[rng.random((n, d)) < 0.3] = 0
+    X[3] = 0                                     # an empty row
+    X[9] *= 1e150 if dtype == np.float64 else 1e30     # huge scores, weight 0
+    y = (rng.random(n) < 0.5).astype(float)
+    sw = rng.random(n) + 0.5
+    sw[[5, 9]] = 0.0
+    W = rng.standard_normal((d, 1)) * 2
+    b = np.array([0.3])
+    Xin = sp.csr_matrix(X.astype(dtype)) if sparse else X.astype(dtype)
+    loss, gW, gb = _kernel(Xin, W.astype(dtype), b, y[:, None], sw, "box", block=block)
+    keep = sw > 0
+    ref = objective_ref(W, b, X[keep], y[keep, None], sw[keep], 0.0, "box") * sw.sum()
+    Z = X[keep] @ W + b
+    G = sw[keep, None] * (np.clip(Z, 0, 1) - y[keep, None])
+    rtol = 1e-12 if dtype == np.float64 else 1e-5
+    assert np.isfinite(loss) and loss == pytest.approx(ref, rel=rtol)
+    np.testing.assert_allclose(gW, X[keep].T @ G, rtol=rtol, atol=rtol * np.abs(G).sum())
+    np.testing.assert_allclose(gb, G.sum(axis=0), rtol=rtol, atol=rtol * np.abs(G).sum())
+    # targets written as two entries of a row's one column (0.5 + 0.5) read the same
+    Ycsr = sp.csr_matrix(y[:, None])
+    twice = (W.astype(dtype), np.asarray(b, dtype), 2 * Ycsr.indptr.astype(np.int64),
+             np.repeat(Ycsr.indices, 2).astype(np.int64), np.repeat(Ycsr.data / 2, 2)
+             .astype(dtype), sw.astype(dtype), _POLYTOPE_CODES["box"], 1.0)
+    g2W, g2b = np.empty_like(gW), np.empty_like(gb)
+    loss2 = (loss_grad_csr(Xin.data, Xin.indices, Xin.indptr, *twice, g2W, g2b) if sparse
+             else loss_grad_dense(Xin, *twice, g2W, g2b, block))
+    assert loss2 == pytest.approx(loss, rel=rtol)
+    np.testing.assert_allclose(g2W, gW, rtol=rtol, atol=rtol * np.abs(G).sum())
+
+
 @pytest.mark.parametrize("sparse", [False, True])
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
 def test_kernel_of_one_box_output_matches_reference_and_finite_differences(sparse, dtype):

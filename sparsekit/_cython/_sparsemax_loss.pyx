@@ -8,16 +8,19 @@ Blondel et al. 2020). Rows whose gradient is exactly zero (``p_i == y_i``,
 frequent with sparsemax) are skipped in the gradient accumulation.
 
 Dense ``X`` is processed in row blocks small enough to stay in cache between the two BLAS
-products (scores, then gradient), so ``X`` is read from memory once per evaluation. CSR ``X``
+products (scores, then gradient), so ``X`` is read from memory once per evaluation; with one
+output (two classes) the products are matrix-vector ones (GEMV), which the BLAS runs several
+times faster than a GEMM with one row. CSR ``X``
 is walked natively through ``indptr/indices/data``.
 
 Targets ``Y`` arrive as CSR arrays (``yptr, yind, ydat``); each row is expanded into a
 K-buffer before the projection. ``W`` has shape (n_features, n_classes), C-contiguous.
 """
 from cython cimport floating
+from libc.float cimport DBL_MAX
 from libc.stdint cimport int32_t, int64_t
 from libc.stdlib cimport free, malloc
-from scipy.linalg.cython_blas cimport dgemm, sgemm
+from scipy.linalg.cython_blas cimport dgemm, dgemv, sgemm, sgemv
 
 from ._projections cimport POLYTOPE_BOX, fenchel_young_row
 
@@ -37,6 +40,17 @@ cdef inline void _gemm(char* transb, int m, int n, int kk, const floating* a, in
     else:
         sgemm(transa, transb, &m, &n, &kk, &one, <float*> a, &lda, <float*> b, &ldb,
               &beta, c, &ldc)
+
+
+cdef inline void _gemv(char* trans, int m, int n, const floating* a, int lda,
+                       const floating* x, floating beta, floating* y) noexcept nogil:
+    """y = op(A) x + beta y in column-major BLAS terms, unit strides."""
+    cdef int inc = 1
+    cdef floating one = 1.0
+    if floating is double:
+        dgemv(trans, &m, &n, &one, <double*> a, &lda, <double*> x, &inc, &beta, y, &inc)
+    else:
+        sgemv(trans, &m, &n, &one, <float*> a, &lda, <float*> x, &inc, &beta, y, &inc)
 
 
 cdef inline double _row_loss_grad(int polytope, floating* s, const floating* b,
@@ -69,6 +83,19 @@ cdef inline double _row_loss_grad(int polytope, floating* s, const floating* b,
         m += g != 0
     n_nonzero[0] = m
     return sw * loss
+
+
+cdef inline double _box_output(double z, double target, double sw,
+                               floating* g) noexcept nogil:
+    """One output on the box [0, 1] (a two-class fit) at the score ``z`` (intercept
+    added), without buffers: writes ``g = sw (p - target)``, ``p = clip(z, 0, 1)``, and
+    returns ``sw`` times the loss, as the row kernel computes it: ``1/2 (y - p)(y + p) -
+    (y - p) z`` (no square of a huge score; -inf kept finite so that a zero term stays 0)."""
+    cdef double p = min(max(z, 0.0), 1.0), d = target - p
+    if z < -DBL_MAX:
+        z = -DBL_MAX
+    g[0] = <floating> (sw * (p - target))
+    return sw * (0.5 * d * (target + p) - d * z)
 
 
 cdef inline void _row_scores(const floating* data, const index_t* indices, Py_ssize_t start,
@@ -118,7 +145,7 @@ def loss_grad_dense(const floating[:, ::1] X, const floating[:, ::1] W,
     """
     cdef Py_ssize_t n = X.shape[0], d = X.shape[1], k = W.shape[1]
     cdef Py_ssize_t start, m, r, i, j, row_nonzero
-    cdef double total = 0.0
+    cdef double total = 0.0, target
     cdef bint block_nonzero
     cdef floating* S
     cdef floating* srow
@@ -144,12 +171,26 @@ def loss_grad_dense(const floating[:, ::1] X, const floating[:, ::1] W,
         start = 0
         while start < n:
             m = min(block, n - start)
-            _gemm(b"N", <int> k, <int> m, <int> d, &W[0, 0], <int> k, &X[start, 0],
-                  <int> d, 0.0, S, <int> k)
+            if k == 1:      # the block's rows times W's column
+                _gemv(b"T", <int> d, <int> m, &X[start, 0], <int> d, &W[0, 0], 0.0, S)
+            else:
+                _gemm(b"N", <int> k, <int> m, <int> d, &W[0, 0], <int> k, &X[start, 0],
+                      <int> d, 0.0, S, <int> k)
             block_nonzero = False
             for r in range(m):
                 i = start + r
                 srow = S + r * k
+                if k == 1 and polytope == POLYTOPE_BOX:     # a two-class fit: inline
+                    if sw[i] == 0:
+                        srow[0] = 0
+                        continue
+                    target = 0
+                    for j in range(yptr[i], yptr[i + 1]):
+                        target += ydat[j]
+                    total += _box_output(srow[0] + b[0], target, sw[i], srow)
+                    grad_b[0] += srow[0]
+                    block_nonzero |= srow[0] != 0
+                    continue
                 total += _row_loss_grad(polytope, srow, &b[0], &yind[0], &ydat[0],
                                         yptr[i], yptr[i + 1], sw[i], k, budget,
                                         S + block * k, S + block * k + k,
@@ -159,7 +200,9 @@ def loss_grad_dense(const floating[:, ::1] X, const floating[:, ::1] W,
                     block_nonzero = True
                     for j in range(k):
                         grad_b[j] += srow[j]
-            if block_nonzero:
+            if block_nonzero and k == 1:
+                _gemv(b"N", <int> d, <int> m, &X[start, 0], <int> d, S, 1.0, &grad_W[0, 0])
+            elif block_nonzero:
                 _gemm(b"T", <int> k, <int> d, <int> m, S, <int> k, &X[start, 0], <int> d,
                       1.0, &grad_W[0, 0], <int> k)
             start += m
@@ -182,7 +225,7 @@ def loss_grad_csr(const floating[::1] data, const index_t[::1] indices,
     cdef Py_ssize_t ahead_nnz = 0
     cdef double total = 0.0
     cdef floating v, g0, g1
-    cdef double z, target, p0
+    cdef double target
     cdef floating* s
     cdef floating* grow
     cdef Py_ssize_t* iwork
@@ -207,17 +250,13 @@ def loss_grad_csr(const floating[::1] data, const index_t[::1] indices,
         for i in range(n):
             _row_scores(&data[0], &indices[0], indptr[i], indptr[i + 1], &W[0, 0], k, s,
                         ahead_nnz, &grad_W[0, 0])
-            if k == 1 and polytope == POLYTOPE_BOX:
-                # one box output (a two-class fit): p = clip(s, 0, 1) inline, no buffers
+            if k == 1 and polytope == POLYTOPE_BOX:     # a two-class fit: inline
                 if sw[i] == 0:
                     continue
-                z = s[0] + b[0]
                 target = 0
                 for t in range(yptr[i], yptr[i + 1]):
                     target += ydat[t]
-                p0 = min(max(z, 0.0), 1.0)
-                total += sw[i] * 0.5 * ((target - z) * (target - z) - (p0 - z) * (p0 - z))
-                g0 = sw[i] * (p0 - target)
+                total += _box_output(s[0] + b[0], target, sw[i], &g0)
                 if g0 != 0:
                     grad_b[0] += g0
                     for t in range(indptr[i], indptr[i + 1]):

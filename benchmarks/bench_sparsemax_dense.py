@@ -1,0 +1,139 @@
+"""SparsemaxClassifier on dense tables: its loss kernel, and its fits beside LogisticRegression.
+
+Two parts, every product on one BLAS thread:
+
+1. The fused loss and gradient of the dense kernel (``cpu_data_term``: the scores ``X W +
+   b``, each row's Fenchel-Young loss and ``p - y``, then ``Xᵀ G``, in blocks of rows), ms
+   per evaluation (median of 30), beside NumPy's two products alone (``X @ W`` and
+   ``X.T @ G``: no loss), on random dense X of the shapes given, float64 (and float32
+   for one output), at one output (two classes: the box), 3 and 10 classes (the simplex).
+2. ``SparsemaxClassifier()`` and ``LogisticRegression()`` at their defaults, fit on
+   standardized dense tables (median of 5 fits after one untimed fit): scikit-learn's
+   breast cancer (569 x 30, 2 classes) and ``make_classification`` tables (half the
+   columns informative, a tenth of the labels drawn at random, seed 0); iterations,
+   training accuracy, time ratio.
+
+``--save FILE`` writes the rows as JSON; ``--before FILE`` puts such a file's rows (the
+same script run on an earlier commit's build) beside this run's. Writes section
+"sparsemax_dense_kernel" of doc/benchmarks.md::
+
+    python benchmarks/bench_sparsemax_dense.py [--save F] [--before F]
+"""
+import _report  # noqa: F401  (pins BLAS threads before NumPy)
+
+import argparse
+import json
+import sys
+import warnings
+
+import numpy as np
+import scipy.sparse as sp
+from sklearn.datasets import load_breast_cancer, make_classification
+from sklearn.linear_model import LogisticRegression
+from sklearn.preprocessing import StandardScaler
+
+sys.path.insert(0, str(_report.REPO))  # the in-place build, also when not installed
+from sparsekit import SparsemaxClassifier  # noqa: E402
+from sparsekit._cython._projections import POLYTOPE_CODES  # noqa: E402
+from sparsekit.losses._fenchel_young_datafit import cpu_data_term  # noqa: E402
+
+#: (rows, columns, outputs, dtype) of the kernel part
+KERNEL_SHAPES = [(100_000, 50, 1, "float64"), (100_000, 50, 1, "float32"),
+                 (20_000, 20, 1, "float64"), (20_000, 500, 1, "float64"),
+                 (100_000, 50, 3, "float64"), (100_000, 50, 10, "float64"),
+                 (20_000, 500, 10, "float64")]
+#: (name, rows, columns, classes) of the fit part (rows None: breast cancer)
+TABLES = [("breast cancer", None, 30, 2), ("make_classification", 20_000, 20, 2),
+          ("make_classification", 20_000, 20, 5), ("make_classification", 100_000, 50, 2),
+          ("make_classification", 5_000, 100, 3)]
+
+
+def kernel_rows():
+    rows = []
+    for n, d, k, dtype in KERNEL_SHAPES:
+        rng = np.random.default_rng(0)
+        X = rng.standard_normal((n, d)).astype(dtype)
+        labels = rng.integers(0, max(k, 2), n)
+        Y = sp.csr_matrix((labels == 1).astype(float)[:, None] if k == 1 else np.eye(k)[labels])
+        W = (0.1 * rng.standard_normal((d, k))).astype(dtype)
+        b = np.zeros(k, dtype=dtype)
+        code = POLYTOPE_CODES["box" if k == 1 else "simplex"]
+        term = cpu_data_term(X, Y, np.ones(n, dtype=dtype), code, 1.0)
+        G = rng.standard_normal((n, k)).astype(dtype)
+        fused, _ = _report.median_time(lambda: term(W, b), repeat=30, warmup=2)
+        products, _ = _report.median_time(lambda: (X @ W, X.T @ G), repeat=30, warmup=2)
+        rows.append({"shape": f"{n} x {d}, {k} output{'s' if k > 1 else ''}, {dtype}",
+                     "kernel": fused * 1e3, "numpy": products * 1e3})
+        print(rows[-1], flush=True)
+    return rows
+
+
+def tables():
+    for name, n, d, k in TABLES:
+        if n is None:
+            X, y = load_breast_cancer(return_X_y=True)
+        else:
+            X, y = make_classification(n, d, n_informative=d // 2, n_classes=k,
+                                       flip_y=0.1, random_state=0)
+        yield f"{name} {X.shape[0]} x {X.shape[1]}, {k} classes", \
+            StandardScaler().fit_transform(X), y
+
+
+def fit_rows():
+    rows = []
+    for name, X, y in tables():
+        row = {"data": name}
+        for label, make in (("smx", SparsemaxClassifier), ("lr", LogisticRegression)):
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                est = make()
+                seconds, est = _report.median_time(lambda: est.fit(X, y), repeat=5, warmup=1)
+            row[label] = seconds * 1e3
+            row[f"{label}_iter"] = int(np.max(est.n_iter_))
+            row[f"{label}_acc"] = float(est.score(X, y))
+        rows.append(row)
+        print(row, flush=True)
+    return rows
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--save", help="write this run's rows as JSON")
+    parser.add_argument("--before", help="JSON rows of an earlier commit's run, shown beside")
+    args = parser.parse_args()
+    results = {"commit": _report.git_commit(), "kernel": kernel_rows(), "fits": fit_rows()}
+    if args.save:
+        with open(args.save, "w") as f:
+            json.dump(results, f, indent=1)
+    before = {"commit": None, "kernel": [], "fits": []}
+    if args.before:
+        with open(args.before) as f:
+            before = json.load(f)
+    old_kernel = {r["shape"]: r for r in before["kernel"]}
+    old_fits = {r["data"]: r for r in before["fits"]}
+    then = f" (commit {before['commit']})" if args.before else ""
+    header = ["X (dense)", "fused kernel, ms", f"before{then}", "NumPy's two products, ms",
+              "kernel / products"]
+    kernel = [[r["shape"], f"{r['kernel']:.2f}",
+               f"{old_kernel[r['shape']]['kernel']:.2f}" if r["shape"] in old_kernel else "-",
+               f"{r['numpy']:.2f}", f"{r['kernel'] / r['numpy']:.2f}x"]
+              for r in results["kernel"]]
+    fit_header = ["table", "SparsemaxClassifier, ms (iterations)", f"before{then}",
+                  "LogisticRegression, ms (iterations)", "time / LogisticRegression",
+                  "training accuracy (SMX / LR)"]
+    fits = [[r["data"], f"{r['smx']:.1f} ({r['smx_iter']})",
+             f"{old_fits[r['data']]['smx']:.1f}" if r["data"] in old_fits else "-",
+             f"{r['lr']:.1f} ({r['lr_iter']})", f"{r['smx'] / r['lr']:.2f}x",
+             f"{r['smx_acc']:.4f} / {r['lr_acc']:.4f}"] for r in results["fits"]]
+    body = ("Loss and gradient of SparsemaxClassifier's dense kernel per evaluation (median "
+            "of 30), beside NumPy's two products alone (no loss) on the same X; one BLAS "
+            "thread.\n\n" + _report.markdown_table(header, kernel)
+            + "\n\nFits at the defaults on standardized dense tables (median of 5 after one "
+            "untimed fit):\n\n" + _report.markdown_table(fit_header, fits))
+    _report.write_section("sparsemax_dense_kernel",
+                          "SparsemaxClassifier on dense tables: the loss kernel and the fits",
+                          body)
+
+
+if __name__ == "__main__":
+    main()
