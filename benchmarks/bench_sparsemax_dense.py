@@ -6,7 +6,7 @@ Two parts, every product on one BLAS thread:
    b``, each row's Fenchel-Young loss and ``p - y``, then ``Xᵀ G``, in blocks of rows), ms
    per evaluation (median of 30), beside NumPy's two products alone (``X @ W`` and
    ``X.T @ G``: no loss), on random dense X of the shapes given, float64 (and float32
-   for one output), at one output (two classes: the box), 3 and 10 classes (the simplex).
+   for one output), at one output (two classes: the box), 3 to 10 classes (the simplex).
 2. ``SparsemaxClassifier()`` and ``LogisticRegression()`` at their defaults, fit on
    standardized dense tables (median of 5 fits after one untimed fit): scikit-learn's
    breast cancer (569 x 30, 2 classes) and ``make_classification`` tables (half the
@@ -40,7 +40,8 @@ from sparsekit.losses._fenchel_young_datafit import cpu_data_term  # noqa: E402
 #: (rows, columns, outputs, dtype) of the kernel part
 KERNEL_SHAPES = [(100_000, 50, 1, "float64"), (100_000, 50, 1, "float32"),
                  (20_000, 20, 1, "float64"), (20_000, 500, 1, "float64"),
-                 (100_000, 50, 3, "float64"), (100_000, 50, 10, "float64"),
+                 (100_000, 50, 3, "float64"), (100_000, 50, 5, "float64"),
+                 (100_000, 50, 10, "float64"), (20_000, 500, 3, "float64"),
                  (20_000, 500, 10, "float64")]
 #: (name, rows, columns, classes) of the fit part (rows None: breast cancer)
 TABLES = [("breast cancer", None, 30, 2), ("make_classification", 20_000, 20, 2),

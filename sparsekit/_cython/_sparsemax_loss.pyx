@@ -8,9 +8,9 @@ Blondel et al. 2020). Rows whose gradient is exactly zero (``p_i == y_i``,
 frequent with sparsemax) are skipped in the gradient accumulation.
 
 Dense ``X`` is processed in row blocks small enough to stay in cache between the two BLAS
-products (scores, then gradient), so ``X`` is read from memory once per evaluation; with one
-output (two classes) the products are matrix-vector ones (GEMV), which the BLAS runs several
-times faster than a GEMM with one row. CSR ``X``
+products (scores, then gradient), so ``X`` is read from memory once per evaluation; with up
+to GEMV_MAX_K outputs the products are matrix-vector ones (GEMV, one per output), which the
+BLAS runs faster than a GEMM with so few rows. CSR ``X``
 is walked natively through ``indptr/indices/data``.
 
 Targets ``Y`` arrive as CSR arrays (``yptr, yind, ydat``); each row is expanded into a
@@ -43,14 +43,14 @@ cdef inline void _gemm(char* transb, int m, int n, int kk, const floating* a, in
 
 
 cdef inline void _gemv(char* trans, int m, int n, const floating* a, int lda,
-                       const floating* x, floating beta, floating* y) noexcept nogil:
-    """y = op(A) x + beta y in column-major BLAS terms, unit strides."""
-    cdef int inc = 1
+                       const floating* x, int incx, floating beta, floating* y,
+                       int incy) noexcept nogil:
+    """y = op(A) x + beta y in column-major BLAS terms."""
     cdef floating one = 1.0
     if floating is double:
-        dgemv(trans, &m, &n, &one, <double*> a, &lda, <double*> x, &inc, &beta, y, &inc)
+        dgemv(trans, &m, &n, &one, <double*> a, &lda, <double*> x, &incx, &beta, y, &incy)
     else:
-        sgemv(trans, &m, &n, &one, <float*> a, &lda, <float*> x, &inc, &beta, y, &inc)
+        sgemv(trans, &m, &n, &one, <float*> a, &lda, <float*> x, &incx, &beta, y, &incy)
 
 
 cdef inline double _row_loss_grad(int polytope, floating* s, const floating* b,
@@ -83,6 +83,12 @@ cdef inline double _row_loss_grad(int polytope, floating* s, const floating* b,
         m += g != 0
     n_nonzero[0] = m
     return sw * loss
+
+
+cdef enum:
+    # up to this many outputs, the dense products are one GEMV per output: the BLAS's
+    # GEMM with so few rows runs slower (2-3x at one output; even from 8 on)
+    GEMV_MAX_K = 7
 
 
 cdef inline double _box_output(double z, double target, double sw,
@@ -171,8 +177,10 @@ def loss_grad_dense(const floating[:, ::1] X, const floating[:, ::1] W,
         start = 0
         while start < n:
             m = min(block, n - start)
-            if k == 1:      # the block's rows times W's column
-                _gemv(b"T", <int> d, <int> m, &X[start, 0], <int> d, &W[0, 0], 0.0, S)
+            if k <= GEMV_MAX_K:      # the block's rows times each column of W
+                for j in range(k):
+                    _gemv(b"T", <int> d, <int> m, &X[start, 0], <int> d, &W[0, j], <int> k,
+                          0.0, S + j, <int> k)
             else:
                 _gemm(b"N", <int> k, <int> m, <int> d, &W[0, 0], <int> k, &X[start, 0],
                       <int> d, 0.0, S, <int> k)
@@ -200,8 +208,10 @@ def loss_grad_dense(const floating[:, ::1] X, const floating[:, ::1] W,
                     block_nonzero = True
                     for j in range(k):
                         grad_b[j] += srow[j]
-            if block_nonzero and k == 1:
-                _gemv(b"N", <int> d, <int> m, &X[start, 0], <int> d, S, 1.0, &grad_W[0, 0])
+            if block_nonzero and k <= GEMV_MAX_K:
+                for j in range(k):
+                    _gemv(b"N", <int> d, <int> m, &X[start, 0], <int> d, S + j, <int> k,
+                          1.0, &grad_W[0, j], <int> k)
             elif block_nonzero:
                 _gemm(b"T", <int> k, <int> d, <int> m, S, <int> k, &X[start, 0], <int> d,
                       1.0, &grad_W[0, 0], <int> k)
