@@ -14,6 +14,10 @@
 #     coordinates of z. k == 1 gives p = [1]. Exact zeros outside the support.
 # simplex_row(z, p, k, radius) -> tau
 #     Same onto {p >= 0, sum p = radius}, radius > 0.
+# simplex_rows(Z, P, tau, n, k, radius)
+#     simplex_row of each of the n rows of the C-contiguous Z (n x k) into P, thresholds into
+#     tau; rows of 2 to 16 entries two at a time (four in float32) in SIMD lanes, their sums
+#     in the rows' own type (a row whose threshold overflows is redone alone).
 # sparsemax_sort_row(z, p, k) -> tau
 #     Reference O(K log K) sort-based sparsemax (Madsen et al. 2016, Algorithm 1),
 #     same output; ``p`` is used as the sort buffer.
@@ -57,6 +61,8 @@ cdef enum:
 cdef floating sparsemax_row(const floating* z, floating* p, Py_ssize_t k) noexcept nogil
 cdef floating simplex_row(const floating* z, floating* p, Py_ssize_t k,
                           double radius) noexcept nogil
+cdef void simplex_rows(const floating* Z, floating* P, floating* tau, Py_ssize_t n,
+                       Py_ssize_t k, double radius) noexcept nogil
 cdef floating sparsemax_sort_row(const floating* z, floating* p, Py_ssize_t k) noexcept nogil
 cdef double sparsemax_loss_row(const floating* z, const floating* q, floating* p,
                                Py_ssize_t k) noexcept nogil

@@ -777,8 +777,8 @@ cdef enum:
     _PAIR_MAX_K = 16
 
 
-cdef inline void _redo_overflowed_rows(const floating[:, ::1] Z, floating[:, ::1] P,
-                                       floating[::1] tau, Py_ssize_t r, Py_ssize_t m,
+cdef inline void _redo_overflowed_rows(const floating* Z, floating* P, floating* tau,
+                                       Py_ssize_t r, Py_ssize_t m, Py_ssize_t k,
                                        double radius) noexcept nogil:
     """Rows ``r .. r+m-1`` of a batched kernel, whose sums run in the rows' own type, redone
     one at a time (sums in float64) where the threshold overflowed (scores near the
@@ -786,28 +786,27 @@ cdef inline void _redo_overflowed_rows(const floating[:, ::1] Z, floating[:, ::1
     cdef Py_ssize_t q
     for q in range(r, r + m):
         if not isfinite(tau[q]):
-            tau[q] = simplex_row(&Z[q, 0], &P[q, 0], Z.shape[1], radius)
+            tau[q] = simplex_row(Z + q * k, P + q * k, k, radius)
 
 
-cdef void _simplex_rows(const floating[:, ::1] Z, floating[:, ::1] P, floating[::1] tau,
-                        double radius) noexcept nogil:
-    """Simplex projection of every row; short rows two at a time (sk_simplex_pair_*)."""
-    cdef Py_ssize_t r = 0, n = Z.shape[0], k = Z.shape[1]
+cdef void simplex_rows(const floating* Z, floating* P, floating* tau, Py_ssize_t n,
+                       Py_ssize_t k, double radius) noexcept nogil:
+    cdef Py_ssize_t r = 0
     if SK_HAVE_PAIR and 2 <= k <= _PAIR_MAX_K:
         if floating is float:
             while r + 4 <= n:
-                sk_simplex_quad_f32(&Z[r, 0], &P[r, 0], &tau[r], k, radius)
-                _redo_overflowed_rows(Z, P, tau, r, 4, radius)
+                sk_simplex_quad_f32(Z + r * k, P + r * k, tau + r, k, radius)
+                _redo_overflowed_rows(Z, P, tau, r, 4, k, radius)
                 r += 4
         while r + 2 <= n:
             if floating is double:
-                sk_simplex_pair_f64(&Z[r, 0], &P[r, 0], &tau[r], k, radius)
+                sk_simplex_pair_f64(Z + r * k, P + r * k, tau + r, k, radius)
             else:
-                sk_simplex_pair_f32(&Z[r, 0], &P[r, 0], &tau[r], k, radius)
-            _redo_overflowed_rows(Z, P, tau, r, 2, radius)
+                sk_simplex_pair_f32(Z + r * k, P + r * k, tau + r, k, radius)
+            _redo_overflowed_rows(Z, P, tau, r, 2, k, radius)
             r += 2
     while r < n:
-        tau[r] = simplex_row(&Z[r, 0], &P[r, 0], k, radius)
+        tau[r] = simplex_row(Z + r * k, P + r * k, k, radius)
         r += 1
 
 
@@ -818,7 +817,8 @@ def sparsemax_rows(const floating[:, ::1] Z, floating[:, ::1] P, floating[::1] t
     cdef Py_ssize_t r, n = Z.shape[0], k = Z.shape[1]
     with nogil:
         if not sort:
-            _simplex_rows(Z, P, tau, 1.0)
+            if n > 0 and k > 0:
+                simplex_rows(&Z[0, 0], &P[0, 0], &tau[0], n, k, 1.0)
         else:
             for r in range(n):
                 tau[r] = sparsemax_sort_row(&Z[r, 0], &P[r, 0], k)
@@ -844,8 +844,9 @@ def project_rows(int polytope, const floating[:, ::1] Z, floating[:, ::1] P,
     cdef Py_ssize_t* iwork = NULL
     cdef const floating* wp = &w[0] if weighted else NULL
     if polytope == POLYTOPE_SIMPLEX:
-        with nogil:
-            _simplex_rows(Z, P, tau, budget)
+        if n > 0 and k > 0:
+            with nogil:
+                simplex_rows(&Z[0, 0], &P[0, 0], &tau[0], n, k, budget)
         return
     _alloc_work(polytope, k, &work, &iwork)
     with nogil:

@@ -22,7 +22,7 @@ from libc.stdint cimport int32_t, int64_t
 from libc.stdlib cimport free, malloc
 from scipy.linalg.cython_blas cimport dgemm, dgemv, sgemm, sgemv
 
-from ._projections cimport POLYTOPE_BOX, fenchel_young_row
+from ._projections cimport POLYTOPE_BOX, POLYTOPE_SIMPLEX, fenchel_young_row, simplex_rows
 
 from sparsekit._cython._common cimport (CACHED_BYTES, ROW_AHEAD, SPARSE_MIN_K, SPARSE_SHARE,
                                         index_t, prefetch_span, sparse_dot)
@@ -104,6 +104,58 @@ cdef inline double _box_output(double z, double target, double sw,
     return sw * (0.5 * d * (target + p) - d * z)
 
 
+cdef inline double _simplex_block(floating* S, floating* P, floating* tau, Py_ssize_t m,
+                                  Py_ssize_t k, const floating* b, const int64_t* yptr,
+                                  const int64_t* yind, const floating* ydat,
+                                  const floating* sw, double radius, floating* y,
+                                  floating* grad_b, bint* nonzero) noexcept nogil:
+    """The ``m`` rows of a block on the simplex (of ``radius``), their scores ``S`` (m x k)
+    without the intercept ``b``, ``yptr`` and ``sw`` from the block's first row: ``S``
+    overwritten with each row's ``sw (p - y)`` (added to ``grad_b``; ``nonzero`` set if
+    any entry is), the projections ``P`` of the rows computed together (thresholds into
+    ``tau``: :func:`simplex_rows`, two rows at a time); returns the sum of ``sw`` times the
+    rows' losses, computed as :func:`fenchel_young_row` does (on ``z - max z``)."""
+    cdef Py_ssize_t r, j, t
+    cdef double total = 0.0, loss, shift, u, diff
+    cdef floating g
+    cdef floating* s
+    cdef floating* p
+    for r in range(m):
+        s = S + r * k
+        for j in range(k):
+            s[j] += b[j]
+    simplex_rows(S, P, tau, m, k, radius)
+    for r in range(m):
+        s = S + r * k
+        p = P + r * k
+        if sw[r] == 0:
+            for j in range(k):
+                s[j] = 0
+            continue
+        for j in range(k):
+            y[j] = 0
+        for t in range(yptr[r], yptr[r + 1]):
+            y[yind[t]] += ydat[t]
+        shift = s[0]
+        for j in range(1, k):
+            if s[j] > shift:
+                shift = s[j]
+        loss = 0.0
+        for j in range(k):
+            u = s[j] - shift
+            if u < -DBL_MAX:      # -inf: kept finite, so that a zero term stays 0
+                u = -DBL_MAX
+            diff = y[j] - p[j]
+            loss += 0.5 * diff * (y[j] + p[j]) - diff * u
+        total += sw[r] * loss
+        for j in range(k):
+            g = sw[r] * (p[j] - y[j])
+            s[j] = g
+            grad_b[j] += g
+            nonzero[0] |= g != 0
+    return total
+
+
 cdef inline void _row_scores(const floating* data, const index_t* indices, Py_ssize_t start,
                              Py_ssize_t end, const floating* W, Py_ssize_t k,
                              floating* s, Py_ssize_t nnz, const floating* G) noexcept nogil:
@@ -155,19 +207,22 @@ def loss_grad_dense(const floating[:, ::1] X, const floating[:, ::1] W,
     cdef bint block_nonzero
     cdef floating* S
     cdef floating* srow
+    cdef floating* P
     cdef Py_ssize_t* iwork
     if block < 1:
         block = 1
     if block > n:
         block = n
-    # one allocation: scores (block * k), then y (k), p (k) and work (2k); iwork: the
+    # one allocation: scores (block * k), then y (k), p (k) and work (2k), then the block's
+    # projections (block * k) and thresholds (block) on the simplex; iwork: the
     # projections' work (2k), then the rows' nonzero classes (k)
-    S = <floating*> malloc((block * k + 4 * k) * sizeof(floating))
+    S = <floating*> malloc((2 * block * k + block + 4 * k) * sizeof(floating))
     iwork = <Py_ssize_t*> malloc(3 * k * sizeof(Py_ssize_t))
     if S == NULL or iwork == NULL:
         free(S)
         free(iwork)
         raise MemoryError()
+    P = S + block * k + 4 * k
     with nogil:
         for j in range(d):
             for r in range(k):
@@ -185,29 +240,35 @@ def loss_grad_dense(const floating[:, ::1] X, const floating[:, ::1] W,
                 _gemm(b"N", <int> k, <int> m, <int> d, &W[0, 0], <int> k, &X[start, 0],
                       <int> d, 0.0, S, <int> k)
             block_nonzero = False
-            for r in range(m):
-                i = start + r
-                srow = S + r * k
-                if k == 1 and polytope == POLYTOPE_BOX:     # a two-class fit: inline
+            if polytope == POLYTOPE_SIMPLEX and k >= 2:     # the rows projected together
+                total += _simplex_block(S, P, P + block * k, m, k, &b[0], &yptr[start],
+                                        &yind[0], &ydat[0], &sw[start], budget,
+                                        S + block * k, &grad_b[0], &block_nonzero)
+            elif k == 1 and polytope == POLYTOPE_BOX:       # a two-class fit: inline
+                for r in range(m):
+                    i = start + r
                     if sw[i] == 0:
-                        srow[0] = 0
+                        S[r] = 0
                         continue
                     target = 0
                     for j in range(yptr[i], yptr[i + 1]):
                         target += ydat[j]
-                    total += _box_output(srow[0] + b[0], target, sw[i], srow)
-                    grad_b[0] += srow[0]
-                    block_nonzero |= srow[0] != 0
-                    continue
-                total += _row_loss_grad(polytope, srow, &b[0], &yind[0], &ydat[0],
-                                        yptr[i], yptr[i + 1], sw[i], k, budget,
-                                        S + block * k, S + block * k + k,
-                                        S + block * k + 2 * k, iwork, iwork + 2 * k,
-                                        &row_nonzero)
-                if row_nonzero:
-                    block_nonzero = True
-                    for j in range(k):
-                        grad_b[j] += srow[j]
+                    total += _box_output(S[r] + b[0], target, sw[i], S + r)
+                    grad_b[0] += S[r]
+                    block_nonzero |= S[r] != 0
+            else:
+                for r in range(m):
+                    i = start + r
+                    srow = S + r * k
+                    total += _row_loss_grad(polytope, srow, &b[0], &yind[0], &ydat[0],
+                                            yptr[i], yptr[i + 1], sw[i], k, budget,
+                                            S + block * k, S + block * k + k,
+                                            S + block * k + 2 * k, iwork, iwork + 2 * k,
+                                            &row_nonzero)
+                    if row_nonzero:
+                        block_nonzero = True
+                        for j in range(k):
+                            grad_b[j] += srow[j]
             if block_nonzero and k <= GEMV_MAX_K:
                 for j in range(k):
                     _gemv(b"N", <int> d, <int> m, &X[start, 0], <int> d, S + j, <int> k,
