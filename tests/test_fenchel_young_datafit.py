@@ -116,3 +116,20 @@ def test_in_the_solver_variable_the_problem_does_not_depend_on_the_units_of_x(un
         np.testing.assert_allclose(g_c, g, rtol=1e-10, atol=1e-12)
         hv, hv_c = plain.hessp_at(theta)[0](v), scaled.hessp_at(theta)[0](v)
         np.testing.assert_allclose(hv_c, hv, rtol=1e-5, atol=1e-6 * np.abs(hv).max())
+
+
+def test_a_dense_x_is_fit_through_csr_by_its_share_of_nonzeros_and_outputs():
+    """At most 25% nonzero entries, but 10% from 2 to GEMV_MAX_OUTPUTS outputs (where the
+    dense products are GEMVs); a sparse X is never copied."""
+    import scipy.sparse as sp
+
+    from sparsekit._cython._sparsemax_loss import GEMV_MAX_OUTPUTS
+    from sparsekit.losses._fenchel_young_datafit import fits_through_csr
+
+    X = np.zeros((20, 10))
+    for share, routes in ((0.05, [True, True, True, True]), (0.15, [True, False, False, True]),
+                          (0.3, [False, False, False, False])):
+        X.flat[:round(share * X.size)] = 1.0
+        outputs = (1, 2, GEMV_MAX_OUTPUTS, GEMV_MAX_OUTPUTS + 1)
+        assert [fits_through_csr(X, k) for k in outputs] == routes, share
+    assert not fits_through_csr(sp.csr_matrix(np.eye(20)), 1)

@@ -90,6 +90,9 @@ cdef enum:
     # GEMM with so few rows runs slower (2-3x at one output; even from 8 on)
     GEMV_MAX_K = 7
 
+#: ``GEMV_MAX_K`` for Python: the largest number of outputs whose dense products are GEMVs
+GEMV_MAX_OUTPUTS = GEMV_MAX_K
+
 
 cdef inline double _box_output(double z, double target, double sw,
                                floating* g) noexcept nogil:

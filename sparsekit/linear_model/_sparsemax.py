@@ -18,7 +18,7 @@ from ..gpu.datafits import is_device_matrix
 from ._device_input import (_host, check_device_X, device_product, device_scores, fit_device,
                             host_targets, to_device)
 from ..losses._dask_datafit import DaskFenchelYoung, LabelTargets, SetTargets
-from ..losses._fenchel_young_datafit import FenchelYoungLinear
+from ..losses._fenchel_young_datafit import FenchelYoungLinear, fits_through_csr
 from ..losses._targets import (check_target_entries, label_set_matrix, leaves_out_unlabelled,
                                polytope_targets, warn_unlabelled)
 from ..metrics._thresholds import micro_f1_threshold, row_slices
@@ -46,9 +46,6 @@ EXPECTED_FAILED_CHECKS = {
         "a label is predicted where its score exceeds its row's threshold tau, not 0",
 }
 _POLYTOPES = ("simplex", "budget", "box", "at_most_one", "at_least_one")
-# dense X with at most this share of nonzeros is fit through the CSR kernel: with few
-# classes the row loop over nonzeros beats a skinny GEMM over all entries.
-_CSR_DENSITY = 0.25
 
 
 #: ``solver="auto"`` takes SDCA for sparse X when the dual's condition number, the mean squared
@@ -384,7 +381,8 @@ class SparsemaxClassifier(SparsekitClassifier):
         ----------
         X : {array-like, sparse matrix} of shape (n_samples, n_features)
             Dense, CSR or CSC (CSC is converted to CSR, never densified). Dense input
-            with at most 25% nonzero entries (e.g. MNIST) is fit through a CSR copy. A dask
+            with at most 25% nonzero entries (e.g. MNIST; 10% with 3 to 7 classes) is fit
+            through a CSR copy. A dask
             array partitioned by rows, or a dask DataFrame, is fit on the workers of the
             default ``distributed.Client`` by ``"lbfgs"``, ``"nqn"`` or ``"newton-cg"``.
             The columns of a sparse X that store no entry (hashed features) are left out of
@@ -412,7 +410,6 @@ class SparsemaxClassifier(SparsekitClassifier):
             self.__dict__.pop("feature_names_in_", None)
             self.n_features_in_ = X.shape[1]
             check_entry_magnitude(X, X.dtype)
-            used = UsedColumns(X, keep_all=True)
         else:
             X, y = validate_input(self, X, y, accept_sparse=["csr", "csc"],
                                  dtype=[np.float64, np.float32], order="C", multi_output=True,
@@ -420,13 +417,9 @@ class SparsemaxClassifier(SparsekitClassifier):
             if sp.issparse(X):
                 X = X.tocsr()
             X_rows = X  # Hessian products gather rows of X; dense float32 GEMMs are fastest
-            if not sp.issparse(X) and np.count_nonzero(X) <= _CSR_DENSITY * X.size:
-                X = sp.csr_matrix(X)
             check_entry_magnitude(X, X.dtype)
             sw = _check_sample_weight(sample_weight, X, dtype=np.float64,
                                       ensure_non_negative=True)
-            # per-coefficient bounds are given for every column: the solvers see them all
-            used = UsedColumns(X, keep_all=self.bounds is not None)
         X_shown = X_rows          # what the callbacks see: X as validated
         Y, keep, codes = self._encode_targets(y, budget)
         sw = np.where(keep, self._weigh_classes(sw, codes), 0.0)
@@ -436,12 +429,6 @@ class SparsemaxClassifier(SparsekitClassifier):
         solver = self.solver if self.solver != "auto" else auto_solver(
             X_shown, self.alpha_, bounded=self.bounds is not None or self.positive,
             device=self.device)
-        same = X_rows is X
-        X = used.take(X)
-        X_rows = X if same else used.take(X_rows)
-        # the objective is a weighted mean: dividing by the largest weight changes nothing
-        # but keeps sums of huge weights (and their float32 copy) finite
-        sw = (sw / sw.max()).astype(X.dtype)
         n_classes = Y.shape[1]
         # negated=N: the un-negated problem in (W L, L b) with the score offset flip(0),
         # since flip(z) = L z + flip(0) (see the negated parameter)
@@ -450,6 +437,16 @@ class SparsemaxClassifier(SparsekitClassifier):
                                                                       columns)
         if self._two_classes(n_classes, columns):
             polytope, targets, offset = "box", Y[:, :1], np.full(1, _TWO_CLASS_OFFSET)
+        if not is_device_matrix(X) and fits_through_csr(X, targets.shape[1]):
+            X = sp.csr_matrix(X)
+        # a device fit's and per-coefficient bounds' columns: the solvers see them all
+        used = UsedColumns(X, keep_all=self.bounds is not None or is_device_matrix(X))
+        same = X_rows is X
+        X = used.take(X)
+        X_rows = X if same else used.take(X_rows)
+        # the objective is a weighted mean: dividing by the largest weight changes nothing
+        # but keeps sums of huge weights (and their float32 copy) finite
+        sw = (sw / sw.max()).astype(X.dtype)
         datafit = FenchelYoungLinear(
             X, targets, sw, polytope=polytope, budget=budget, alpha=self.alpha_,
             fit_intercept=self.fit_intercept, penalize_intercept=self.penalize_intercept,

@@ -19,12 +19,17 @@ import numpy as np
 import scipy.sparse as sp
 
 from .._cython._projections import POLYTOPE_CODES, jvp_rows, project_rows
-from .._cython._sparsemax_loss import loss_grad_csr, loss_grad_dense
+from .._cython._sparsemax_loss import GEMV_MAX_OUTPUTS, loss_grad_csr, loss_grad_dense
 
 #: rows of dense X per block of the dense loss kernel: 256 kB, read twice (scores, then
 #: gradient) from a core's L2 cache beside the BLAS buffers (benchmarks section
 #: sparsemax_dense_kernel: 5-15% faster than 2 MB blocks)
 _BLOCK_BYTES = 1 << 18
+#: dense X with at most this share of nonzeros is fit through a CSR copy, whose kernel's row
+#: loop over the nonzeros beats the dense kernel's products over all entries; the second
+#: share applies from 2 to GEMV_MAX_OUTPUTS outputs, where the dense products are one GEMV
+#: per output, the fastest (benchmarks section sparsemax_dense_kernel)
+_CSR_DENSITY, _CSR_DENSITY_GEMV = 0.25, 0.10
 #: precision of the Hessian products: they only steer the Newton direction, so half the
 #: memory traffic and much faster skinny GEMMs cost nothing in the result
 _HESSIAN_DTYPE = np.float32
@@ -224,6 +229,15 @@ class FenchelYoungLinear:
             return (lambda v: centered(hessp(v))), n_active
 
         return value_grad, hessp_at
+
+
+def fits_through_csr(X, n_outputs):
+    """Whether the dense X (or CSR X: False) of a fit of ``n_outputs`` score columns is
+    best fit through a CSR copy, by its share of nonzero entries."""
+    if sp.issparse(X):
+        return False
+    share = _CSR_DENSITY_GEMV if 2 <= n_outputs <= GEMV_MAX_OUTPUTS else _CSR_DENSITY
+    return np.count_nonzero(X) <= share * X.size
 
 
 def cpu_data_term(X, Y, sw, code, budget):
