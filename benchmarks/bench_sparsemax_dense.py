@@ -1,6 +1,6 @@
 """SparsemaxClassifier on dense tables: its loss kernel, and its fits beside LogisticRegression.
 
-Two parts, every product on one BLAS thread:
+Three parts, every product on one BLAS thread:
 
 1. The fused loss and gradient of the dense kernel (``cpu_data_term``: the scores ``X W +
    b``, each row's Fenchel-Young loss and ``p - y``, then ``Xᵀ G``, in blocks of rows), ms
@@ -12,6 +12,10 @@ Two parts, every product on one BLAS thread:
    breast cancer (569 x 30, 2 classes) and ``make_classification`` tables (half the
    columns informative, a tenth of the labels drawn at random, seed 0); iterations,
    training accuracy, time ratio.
+3. The same kernel on a dense X with a given share of nonzero entries (50,000 x 100, the
+   others 0) against the CSR kernel on its CSR copy, ms per evaluation (median of 20), by
+   the number of outputs: the evidence for the share below which ``fit`` takes the CSR
+   copy (``fits_through_csr``).
 
 ``--save FILE`` writes the rows as JSON; ``--before FILE`` puts such a file's rows (the
 same script run on an earlier commit's build) beside this run's. Writes section
@@ -97,12 +101,37 @@ def fit_rows():
     return rows
 
 
+def density_rows(shares=(0.05, 0.1, 0.15, 0.25, 0.4), outputs=(1, 3, 5, 7, 8, 10)):
+    rows = []
+    rng = np.random.default_rng(0)
+    n, d = 50_000, 100
+    for share in shares:
+        X = rng.standard_normal((n, d))
+        X[rng.random((n, d)) > share] = 0
+        Xs = sp.csr_matrix(X)
+        row = {"share": share}
+        for k in outputs:
+            labels = rng.integers(0, max(k, 2), n)
+            Y = sp.csr_matrix((labels == 1).astype(float)[:, None] if k == 1
+                              else np.eye(k)[labels])
+            W, b = 0.1 * rng.standard_normal((d, k)), np.zeros(k)
+            code = POLYTOPE_CODES["box" if k == 1 else "simplex"]
+            dense = cpu_data_term(X, Y, np.ones(n), code, 1.0)
+            csr = cpu_data_term(Xs, Y, np.ones(n), code, 1.0)
+            row[k] = [_report.median_time(lambda f=f: f(W, b), repeat=20, warmup=2)[0] * 1e3
+                      for f in (dense, csr)]
+        rows.append(row)
+        print(row, flush=True)
+    return rows
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--save", help="write this run's rows as JSON")
     parser.add_argument("--before", help="JSON rows of an earlier commit's run, shown beside")
     args = parser.parse_args()
-    results = {"commit": _report.git_commit(), "kernel": kernel_rows(), "fits": fit_rows()}
+    results = {"commit": _report.git_commit(), "kernel": kernel_rows(), "fits": fit_rows(),
+               "density": density_rows()}
     if args.save:
         with open(args.save, "w") as f:
             json.dump(results, f, indent=1)
@@ -131,6 +160,14 @@ def main():
             "thread.\n\n" + _report.markdown_table(header, kernel)
             + "\n\nFits at the defaults on standardized dense tables (median of 5 after one "
             "untimed fit):\n\n" + _report.markdown_table(fit_header, fits))
+    outputs = [k for k in results["density"][0] if k != "share"]
+    density = [[f"{r['share']:.0%}"] + [f"{r[k][0]:.2f} / {r[k][1]:.2f} ({r[k][1] / r[k][0]:.2f})"
+                                        for k in outputs] for r in results["density"]]
+    body += ("\n\nDense X (50,000 x 100) with the given share of nonzero entries: the dense "
+             "kernel / the CSR kernel on its CSR copy, ms per evaluation (median of 20), "
+             "and their ratio, by outputs (1: two classes on the box; more: classes on the "
+             "simplex):\n\n" + _report.markdown_table(
+                 ["nonzero"] + [f"{k} output{'s' if k > 1 else ''}" for k in outputs], density))
     _report.write_section("sparsemax_dense_kernel",
                           "SparsemaxClassifier on dense tables: the loss kernel and the fits",
                           body)
