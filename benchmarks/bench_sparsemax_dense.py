@@ -1,6 +1,6 @@
 """SparsemaxClassifier on dense tables: its loss kernel, and its fits beside LogisticRegression.
 
-Three parts, every product on one BLAS thread:
+Four parts, every product on one BLAS thread:
 
 1. The fused loss and gradient of the dense kernel (``cpu_data_term``: the scores ``X W +
    b``, each row's Fenchel-Young loss and ``p - y``, then ``Xᵀ G``, in blocks of rows), ms
@@ -16,6 +16,8 @@ Three parts, every product on one BLAS thread:
    others 0) against the CSR kernel on its CSR copy, ms per evaluation (median of 20), by
    the number of outputs: the evidence for the share below which ``fit`` takes the CSR
    copy (``fits_through_csr``).
+4. The CSR kernel on random sparse rows of 10, 50 and 200 stored entries (50,000 x 1000)
+   with 3 to 20 classes on the simplex, ms per evaluation (median of 30).
 
 ``--save FILE`` writes the rows as JSON; ``--before FILE`` puts such a file's rows (the
 same script run on an earlier commit's build) beside this run's. Writes section
@@ -125,13 +127,29 @@ def density_rows(shares=(0.05, 0.1, 0.15, 0.25, 0.4), outputs=(1, 3, 5, 7, 8, 10
     return rows
 
 
+def csr_rows(entries=(10, 50, 200), outputs=(3, 5, 10, 16, 20)):
+    rows = []
+    n, d = 50_000, 1000
+    for nnz in entries:
+        X = sp.random(n, d, density=nnz / d, format="csr", random_state=0)
+        row = {"entries": nnz}
+        for k in outputs:
+            Y = sp.csr_matrix(np.eye(k)[np.random.default_rng(1).integers(0, k, n)])
+            W, b = 0.3 * np.random.default_rng(2).standard_normal((d, k)), np.zeros(k)
+            term = cpu_data_term(X, Y, np.ones(n), POLYTOPE_CODES["simplex"], 1.0)
+            row[str(k)] = _report.median_time(lambda: term(W, b), repeat=30, warmup=2)[0] * 1e3
+        rows.append(row)
+        print(row, flush=True)
+    return rows
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--save", help="write this run's rows as JSON")
     parser.add_argument("--before", help="JSON rows of an earlier commit's run, shown beside")
     args = parser.parse_args()
     results = {"commit": _report.git_commit(), "kernel": kernel_rows(), "fits": fit_rows(),
-               "density": density_rows()}
+               "density": density_rows(), "csr": csr_rows()}
     if args.save:
         with open(args.save, "w") as f:
             json.dump(results, f, indent=1)
@@ -168,6 +186,16 @@ def main():
              "and their ratio, by outputs (1: two classes on the box; more: classes on the "
              "simplex):\n\n" + _report.markdown_table(
                  ["nonzero"] + [f"{k} output{'s' if k > 1 else ''}" for k in outputs], density))
+    old_csr = {r["entries"]: r for r in before.get("csr", [])}
+    classes = [k for k in results["csr"][0] if k != "entries"]
+    csr = [[str(r["entries"])] + [f"{r[k]:.2f}" + (f" ({old_csr[r['entries']][k]:.2f})"
+                                                   if r["entries"] in old_csr else "")
+                                  for k in classes] for r in results["csr"]]
+    body += ("\n\nThe CSR kernel on random rows of the given number of stored entries "
+             "(50,000 x 1000; classes on the simplex), ms per evaluation (median of 30)"
+             + (f", before{then} in parentheses" if args.before else "") + ":\n\n"
+             + _report.markdown_table(["entries a row"] + [f"{k} classes" for k in classes],
+                                      csr))
     _report.write_section("sparsemax_dense_kernel",
                           "SparsemaxClassifier on dense tables: the loss kernel and the fits",
                           body)

@@ -138,6 +138,31 @@ def test_kernel_matches_reference_and_finite_differences(polytope, kind, sparse,
         assert gb[j] == pytest.approx(fd, rel=1e-5, abs=1e-6)
 
 
+@pytest.mark.parametrize("k", [2, 5, 16, 17])    # CSR: blocks of rows up to 16 classes
+@pytest.mark.parametrize("sparse", [False, True])
+def test_simplex_rows_projected_in_blocks_match_the_reference(k, sparse):
+    """The simplex kernels' blocks of rows (scored, then projected together): several
+    blocks and a partial one, rows of zero weight, empty rows, label sets; the reference
+    objective and gradient ``Xᵀ sw (p - y)``."""
+    rng = np.random.default_rng(3)
+    n, d = 150, 7
+    X = rng.standard_normal((n, d))
+    X[rng.random((n, d)) < 0.5] = 0
+    X[[4, 70]] = 0                                  # empty rows
+    Y = _targets(rng, n, k, "multilabel")
+    sw = rng.random(n) + 0.5
+    sw[[9, 64, 149]] = 0.0
+    W = rng.standard_normal((d, k))
+    b = rng.standard_normal(k)
+    Xin = sp.csr_matrix(X) if sparse else X
+    loss, gW, gb = _kernel(Xin, W, b, Y, sw, "simplex", block=33)
+    ref = objective_ref(W, b, X, Y, sw, 0.0, "simplex") * sw.sum()
+    G = sw[:, None] * (np.array([project_ref(z, "simplex") for z in X @ W + b]) - Y)
+    assert loss == pytest.approx(ref, rel=1e-10)
+    np.testing.assert_allclose(gW, X.T @ G, rtol=1e-10, atol=1e-10)
+    np.testing.assert_allclose(gb, G.sum(axis=0), rtol=1e-10, atol=1e-10)
+
+
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
 @pytest.mark.parametrize("sparse", [False, True])
 @pytest.mark.parametrize("block", [1, 7, 64])

@@ -50,6 +50,10 @@
 from cython cimport floating
 
 cdef enum:
+    # longest rows simplex_rows projects two (four) at a time
+    SIMPLEX_PAIR_MAX_K = 16
+
+cdef enum:
     POLYTOPE_SIMPLEX = 0
     POLYTOPE_BUDGET = 1
     POLYTOPE_KNAPSACK = 2

@@ -772,11 +772,6 @@ cdef extern from *:
     void sk_simplex_quad_f32(const float* z, float* p, float* tau, Py_ssize_t k,
                              double a) noexcept nogil
 
-cdef enum:
-    # longest rows sent to the two-row kernel
-    _PAIR_MAX_K = 16
-
-
 cdef inline void _redo_overflowed_rows(const floating* Z, floating* P, floating* tau,
                                        Py_ssize_t r, Py_ssize_t m, Py_ssize_t k,
                                        double radius) noexcept nogil:
@@ -792,7 +787,7 @@ cdef inline void _redo_overflowed_rows(const floating* Z, floating* P, floating*
 cdef void simplex_rows(const floating* Z, floating* P, floating* tau, Py_ssize_t n,
                        Py_ssize_t k, double radius) noexcept nogil:
     cdef Py_ssize_t r = 0
-    if SK_HAVE_PAIR and 2 <= k <= _PAIR_MAX_K:
+    if SK_HAVE_PAIR and 2 <= k <= SIMPLEX_PAIR_MAX_K:
         if floating is float:
             while r + 4 <= n:
                 sk_simplex_quad_f32(Z + r * k, P + r * k, tau + r, k, radius)

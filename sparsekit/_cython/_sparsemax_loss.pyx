@@ -22,7 +22,8 @@ from libc.stdint cimport int32_t, int64_t
 from libc.stdlib cimport free, malloc
 from scipy.linalg.cython_blas cimport dgemm, dgemv, sgemm, sgemv
 
-from ._projections cimport POLYTOPE_BOX, POLYTOPE_SIMPLEX, fenchel_young_row, simplex_rows
+from ._projections cimport (POLYTOPE_BOX, POLYTOPE_SIMPLEX, SIMPLEX_PAIR_MAX_K,
+                           fenchel_young_row, simplex_rows)
 
 from sparsekit._cython._common cimport (CACHED_BYTES, ROW_AHEAD, SPARSE_MIN_K, SPARSE_SHARE,
                                         index_t, prefetch_span, sparse_dot)
@@ -89,6 +90,13 @@ cdef enum:
     # up to this many outputs, the dense products are one GEMV per output: the BLAS's
     # GEMM with so few rows runs slower (2-3x at one output; even from 8 on)
     GEMV_MAX_K = 7
+
+cdef enum:
+    # a CSR block's rows are scored before their projections are computed together: at
+    # most CSR_BLOCK_ROWS rows and, on average, CSR_BLOCK_ENTRIES stored entries (the
+    # scatter after the projections reads them again: still in cache)
+    CSR_BLOCK_ROWS = 64
+    CSR_BLOCK_ENTRIES = 1024
 
 #: ``GEMV_MAX_K`` for Python: the largest number of outputs whose dense products are GEMVs
 GEMV_MAX_OUTPUTS = GEMV_MAX_K
@@ -157,6 +165,53 @@ cdef inline double _simplex_block(floating* S, floating* P, floating* tau, Py_ss
             grad_b[j] += g
             nonzero[0] |= g != 0
     return total
+
+
+cdef inline Py_ssize_t _nonzero_entries(const floating* g, Py_ssize_t k,
+                                        Py_ssize_t* nz) noexcept nogil:
+    """List the nonzero entries of ``g`` into ``nz`` (branch-free); return their count."""
+    cdef Py_ssize_t j, m = 0
+    for j in range(k):
+        nz[m] = j
+        m += g[j] != 0
+    return m
+
+
+cdef inline void _scatter_row(const floating* data, const index_t* indices,
+                              Py_ssize_t start, Py_ssize_t end, const floating* g,
+                              Py_ssize_t k, const Py_ssize_t* nz, Py_ssize_t m,
+                              floating* grad_W) noexcept nogil:
+    """``grad_W[j] += x_j g`` over the CSR row of entries ``start:end``, the ``m`` nonzero
+    entries of ``g`` listed in ``nz``: two classes in registers, as in :func:`_row_scores`;
+    from SPARSE_MIN_K classes with at most k / SPARSE_SHARE of them nonzero (sparse
+    projections) over those only; nothing for a zero ``g``."""
+    cdef Py_ssize_t j, t, q
+    cdef floating v, g0, g1
+    cdef floating* grow
+    if m == 0:
+        return
+    if k == 2:
+        g0, g1 = g[0], g[1]
+        for t in range(start, end):
+            v = data[t]
+            grow = grad_W + 2 * indices[t]
+            grow[0] += v * g0
+            grow[1] += v * g1
+        return
+    if k >= SPARSE_MIN_K and m * SPARSE_SHARE <= k:
+        # few classes moved: the same sums, over the nonzero terms only
+        for t in range(start, end):
+            v = data[t]
+            grow = grad_W + k * indices[t]
+            for q in range(m):
+                j = nz[q]
+                grow[j] += v * g[j]
+        return
+    for t in range(start, end):
+        v = data[t]
+        grow = grad_W + k * indices[t]
+        for j in range(k):
+            grow[j] += v * g[j]
 
 
 cdef inline void _row_scores(const floating* data, const index_t* indices, Py_ssize_t start,
@@ -292,26 +347,37 @@ def loss_grad_csr(const floating[::1] data, const index_t[::1] indices,
                   double budget, floating[:, ::1] grad_W, floating[::1] grad_b):
     """Same as :func:`loss_grad_dense` for CSR ``X`` given by ``data, indices, indptr``.
     A row's gradient ``sw_i (p_i - y_i)`` with few nonzero classes (sparse projections)
-    is scattered over those only."""
+    is scattered over those only (:func:`_scatter_row`). Rows of 2 to SIMPLEX_PAIR_MAX_K
+    classes on the simplex are scored a block at a time (2 to CSR_BLOCK_ROWS rows of about
+    CSR_BLOCK_ENTRIES stored entries), then projected together (:func:`_simplex_block`)."""
     cdef Py_ssize_t n = indptr.shape[0] - 1, d = W.shape[0], k = W.shape[1]
-    cdef Py_ssize_t i, j, t, m, row_nonzero
+    cdef Py_ssize_t i, j, t, r, m, start, row_nonzero
     # the stored entries whose rows of W and grad_W are prefetched: none for a cached W
     cdef Py_ssize_t ahead_nnz = 0
-    cdef double total = 0.0
-    cdef floating v, g0, g1
-    cdef double target
+    cdef double total = 0.0, target
+    cdef floating g0
+    cdef bint nonzero
+    cdef bint blocked = polytope == POLYTOPE_SIMPLEX and 2 <= k <= SIMPLEX_PAIR_MAX_K
+    cdef Py_ssize_t rows = 1
     cdef floating* s
-    cdef floating* grow
+    cdef floating* y
+    cdef floating* P
     cdef Py_ssize_t* iwork
     cdef Py_ssize_t* nz
-    # one allocation: scores (k), then y (k), p (k) and work (2k); iwork: the projections'
-    # work (2k), then the row's nonzero classes (k)
-    s = <floating*> malloc(5 * k * sizeof(floating))
+    if blocked:
+        rows = CSR_BLOCK_ENTRIES * n // max(1, <Py_ssize_t> indptr[n]) if n > 0 else 1
+        rows = max(2, min(CSR_BLOCK_ROWS, rows))
+    # one allocation: scores (rows * k), then y (k), p (k) and work (2k), then a block's
+    # projections (rows * k) and thresholds (rows); iwork: the projections' work (2k), then
+    # a row's nonzero classes (k)
+    s = <floating*> malloc((2 * rows * k + rows + 4 * k) * sizeof(floating))
     iwork = <Py_ssize_t*> malloc(3 * k * sizeof(Py_ssize_t))
     if s == NULL or iwork == NULL:
         free(s)
         free(iwork)
         raise MemoryError()
+    y = s + rows * k
+    P = y + 4 * k
     nz = iwork + 2 * k
     if n > 0 and d * k * sizeof(floating) > CACHED_BYTES:
         ahead_nnz = indptr[n]
@@ -321,54 +387,51 @@ def loss_grad_csr(const floating[::1] data, const index_t[::1] indices,
                 grad_W[j, t] = 0
         for t in range(k):
             grad_b[t] = 0
-        for i in range(n):
-            _row_scores(&data[0], &indices[0], indptr[i], indptr[i + 1], &W[0, 0], k, s,
-                        ahead_nnz, &grad_W[0, 0])
+        start = 0
+        while start < n:      # a block of rows, or one row
+            m = min(rows, n - start)
+            for r in range(m):
+                i = start + r
+                _row_scores(&data[0], &indices[0], indptr[i], indptr[i + 1], &W[0, 0], k,
+                            s + r * k, ahead_nnz, &grad_W[0, 0])
             if k == 1 and polytope == POLYTOPE_BOX:     # a two-class fit: inline
-                if sw[i] == 0:
-                    continue
-                target = 0
-                for t in range(yptr[i], yptr[i + 1]):
-                    target += ydat[t]
-                total += _box_output(s[0] + b[0], target, sw[i], &g0)
-                if g0 != 0:
-                    grad_b[0] += g0
-                    for t in range(indptr[i], indptr[i + 1]):
-                        grad_W[indices[t], 0] += data[t] * g0
+                if sw[start] != 0:
+                    target = 0
+                    for t in range(yptr[start], yptr[start + 1]):
+                        target += ydat[t]
+                    total += _box_output(s[0] + b[0], target, sw[start], &g0)
+                    if g0 != 0:
+                        grad_b[0] += g0
+                        for t in range(indptr[start], indptr[start + 1]):
+                            grad_W[indices[t], 0] += data[t] * g0
+                start += 1
                 continue
+            if blocked:
+                nonzero = False
+                total += _simplex_block(s, P, P + rows * k, m, k, &b[0], &yptr[start],
+                                        &yind[0], &ydat[0], &sw[start], budget, y,
+                                        &grad_b[0], &nonzero)
+                for r in range(m if nonzero else 0):   # (their intercepts are added)
+                    i = start + r
+                    _scatter_row(&data[0], &indices[0], indptr[i], indptr[i + 1], s + r * k,
+                                 k, nz, _nonzero_entries(s + r * k, k, nz), &grad_W[0, 0])
+                start += m
+                continue
+            i = start
+            start += 1
             total += _row_loss_grad(polytope, s, &b[0], &yind[0], &ydat[0], yptr[i],
-                                    yptr[i + 1], sw[i], k, budget, s + k, s + 2 * k,
-                                    s + 3 * k, iwork, nz, &row_nonzero)
+                                    yptr[i + 1], sw[i], k, budget, y, y + k, y + 2 * k,
+                                    iwork, nz, &row_nonzero)
             if row_nonzero == 0:
                 continue
-            if k == 2:   # the two classes' terms in registers, as in _row_scores
-                grad_b[0] += s[0]
-                grad_b[1] += s[1]
-                g0, g1 = s[0], s[1]
-                for t in range(indptr[i], indptr[i + 1]):
-                    v = data[t]
-                    grow = &grad_W[indices[t], 0]
-                    grow[0] += v * g0
-                    grow[1] += v * g1
-                continue
             if k >= SPARSE_MIN_K and row_nonzero * SPARSE_SHARE <= k:
-                # few classes moved: the same sums, over the nonzero terms only
-                for m in range(row_nonzero):
-                    grad_b[nz[m]] += s[nz[m]]
-                for t in range(indptr[i], indptr[i + 1]):
-                    v = data[t]
-                    grow = &grad_W[indices[t], 0]
-                    for m in range(row_nonzero):
-                        j = nz[m]
-                        grow[j] += v * s[j]
-                continue
-            for j in range(k):
-                grad_b[j] += s[j]
-            for t in range(indptr[i], indptr[i + 1]):
-                v = data[t]
-                grow = &grad_W[indices[t], 0]
+                for j in range(row_nonzero):
+                    grad_b[nz[j]] += s[nz[j]]
+            else:
                 for j in range(k):
-                    grow[j] += v * s[j]
+                    grad_b[j] += s[j]
+            _scatter_row(&data[0], &indices[0], indptr[i], indptr[i + 1], s, k, nz,
+                         row_nonzero, &grad_W[0, 0])
     free(s)
     free(iwork)
     return total
