@@ -119,17 +119,19 @@ def test_in_the_solver_variable_the_problem_does_not_depend_on_the_units_of_x(un
 
 
 def test_a_dense_x_is_fit_through_csr_by_its_share_of_nonzeros_and_outputs():
-    """At most 25% nonzero entries, but 10% from 2 to GEMV_MAX_OUTPUTS outputs (where the
-    dense products are GEMVs); a sparse X is never copied."""
+    """At most 25% nonzero entries, but from 2 to GEMV_MAX_OUTPUTS outputs (where the
+    dense products are GEMVs) 5% + 2.5% an output; a sparse X is never copied."""
     import scipy.sparse as sp
 
     from sparsekit._cython._sparsemax_loss import GEMV_MAX_OUTPUTS
     from sparsekit.losses._fenchel_young_datafit import fits_through_csr
 
     X = np.zeros((20, 10))
-    for share, routes in ((0.05, [True, True, True, True]), (0.15, [True, False, False, True]),
-                          (0.3, [False, False, False, False])):
+    assert GEMV_MAX_OUTPUTS == 7        # the shares below: 25%, 10%, 17.5%, 22.5%, 25%
+    for share, routes in ((0.05, [True] * 5), (0.15, [True, False, True, True, True]),
+                          (0.2, [True, False, False, True, True]),
+                          (0.24, [True, False, False, False, True]), (0.3, [False] * 5)):
         X.flat[:round(share * X.size)] = 1.0
-        outputs = (1, 2, GEMV_MAX_OUTPUTS, GEMV_MAX_OUTPUTS + 1)
+        outputs = (1, 2, 5, GEMV_MAX_OUTPUTS, GEMV_MAX_OUTPUTS + 1)
         assert [fits_through_csr(X, k) for k in outputs] == routes, share
     assert not fits_through_csr(sp.csr_matrix(np.eye(20)), 1)

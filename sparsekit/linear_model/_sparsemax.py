@@ -381,8 +381,8 @@ class SparsemaxClassifier(SparsekitClassifier):
         ----------
         X : {array-like, sparse matrix} of shape (n_samples, n_features)
             Dense, CSR or CSC (CSC is converted to CSR, never densified). Dense input
-            with at most 25% nonzero entries (e.g. MNIST; 10% with 3 to 7 classes) is fit
-            through a CSR copy. A dask
+            with at most 25% nonzero entries (e.g. MNIST; 12.5-22.5% with 3 to 7 classes)
+            is fit through a CSR copy. A dask
             array partitioned by rows, or a dask DataFrame, is fit on the workers of the
             default ``distributed.Client`` by ``"lbfgs"``, ``"nqn"`` or ``"newton-cg"``.
             The columns of a sparse X that store no entry (hashed features) are left out of

@@ -26,10 +26,12 @@ from .._cython._sparsemax_loss import GEMV_MAX_OUTPUTS, loss_grad_csr, loss_grad
 #: sparsemax_dense_kernel: 5-15% faster than 2 MB blocks)
 _BLOCK_BYTES = 1 << 18
 #: dense X with at most this share of nonzeros is fit through a CSR copy, whose kernel's row
-#: loop over the nonzeros beats the dense kernel's products over all entries; the second
-#: share applies from 2 to GEMV_MAX_OUTPUTS outputs, where the dense products are one GEMV
-#: per output, the fastest (benchmarks section sparsemax_dense_kernel)
-_CSR_DENSITY, _CSR_DENSITY_GEMV = 0.25, 0.10
+#: loop over the nonzeros beats the dense kernel's products over all entries; from 2 to
+#: GEMV_MAX_OUTPUTS outputs, where the dense products are one GEMV per output (the fastest),
+#: at most _CSR_DENSITY_BASE + _CSR_DENSITY_PER_OUTPUT per output: about where the two
+#: kernels' times cross (13% at 3 outputs, 20% at 5, 25% at 7: benchmarks section
+#: sparsemax_dense_kernel)
+_CSR_DENSITY, _CSR_DENSITY_BASE, _CSR_DENSITY_PER_OUTPUT = 0.25, 0.05, 0.025
 #: precision of the Hessian products: they only steer the Newton direction, so half the
 #: memory traffic and much faster skinny GEMMs cost nothing in the result
 _HESSIAN_DTYPE = np.float32
@@ -236,7 +238,9 @@ def fits_through_csr(X, n_outputs):
     best fit through a CSR copy, by its share of nonzero entries."""
     if sp.issparse(X):
         return False
-    share = _CSR_DENSITY_GEMV if 2 <= n_outputs <= GEMV_MAX_OUTPUTS else _CSR_DENSITY
+    share = _CSR_DENSITY
+    if 2 <= n_outputs <= GEMV_MAX_OUTPUTS:
+        share = min(share, _CSR_DENSITY_BASE + _CSR_DENSITY_PER_OUTPUT * n_outputs)
     return np.count_nonzero(X) <= share * X.size
 
 
