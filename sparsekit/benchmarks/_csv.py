@@ -521,13 +521,11 @@ def _sheet_name(names, shown, sheet, path):
                           f"({_listed_columns(shown)}): the first, {shown[0]!r}, is read; "
                           "--sheet names another", UserWarning, stacklevel=5)
         return shown[0]
-    if sheet in names:
-        return sheet
-    try:
-        return shown[int(sheet)]
-    except (ValueError, IndexError):
+    name = _by_name_or_position(names, shown, sheet)
+    if name is None:
         raise ValueError(f"{str(path)!r}: no sheet {sheet!r} (by name or position from "
-                         f"0); its sheets: {_listed_columns(shown)}") from None
+                         f"0); its sheets: {_listed_columns(shown)}")
+    return name
 
 
 def _flat(frame, path):
@@ -710,14 +708,22 @@ def _named_column(frame, path, label, what="label column"):
     columns = list(frame.columns)
     if label is None:
         return columns[-1]
-    if label in columns:
-        return label
-    try:
-        return columns[int(label)]
-    except (ValueError, IndexError):
+    name = _by_name_or_position(columns, columns, label)
+    if name is None:
         raise ValueError(f"{str(path)!r}: no {what} {label!r} (by name or position "
-                         f"from 0); its {len(columns)} columns: {_listed_columns(columns)}"
-                         ) from None
+                         f"from 0); its {len(columns)} columns: {_listed_columns(columns)}")
+    return name
+
+
+def _by_name_or_position(names, numbered, key):
+    """``key`` if it is one of ``names``, else the item of ``numbered`` at the position it
+    writes (from 0; negative from the end), else None."""
+    if key in names:
+        return key
+    try:
+        return numbered[int(key)]
+    except (ValueError, IndexError):
+        return None
 
 
 def _listed_columns(columns, most=20):
