@@ -10,8 +10,10 @@ frequent with sparsemax) are skipped in the gradient accumulation.
 Dense ``X`` is processed in row blocks small enough to stay in cache between the two BLAS
 products (scores, then gradient), so ``X`` is read from memory once per evaluation; with up
 to GEMV_MAX_K outputs the products are matrix-vector ones (GEMV, one per output), which the
-BLAS runs faster than a GEMM with so few rows. CSR ``X``
-is walked natively through ``indptr/indices/data``.
+BLAS runs faster than a GEMM with so few rows. CSR ``X`` is walked natively through
+``indptr/indices/data``. On the simplex, the rows of a block (of 2 to SIMPLEX_PAIR_MAX_K
+classes for CSR ``X``) are scored first, then projected together by the two-row SIMD kernel
+of :func:`simplex_rows`.
 
 Targets ``Y`` arrive as CSR arrays (``yptr, yind, ydat``); each row is expanded into a
 K-buffer before the projection. ``W`` has shape (n_features, n_classes), C-contiguous.
