@@ -340,8 +340,9 @@ def _main(argv):
                              "spreadsheet files to leave out of the features (identifiers, "
                              "leaks), by header or position from 0; repeatable")
     parser.add_argument("--sheet", metavar="NAME",
-                        help="the sheet of spreadsheet workbooks to read, by name or "
-                             "position from 0 (default: the first)")
+                        help="the sheet of spreadsheet workbooks to read (data and --test "
+                             "files), by name or position from 0 among the sheets shown "
+                             "(default: the first shown)")
     parser.add_argument("--test", metavar="FILE", nargs="+",
                         help="test files, one per data file in the same order (LIBLINEAR's "
                              "train/predict: a9a --test a9a.t): the probability and label-set "
