@@ -28,9 +28,9 @@ _BLOCK_BYTES = 1 << 18
 #: dense X with at most this share of nonzeros is fit through a CSR copy, whose kernel's row
 #: loop over the nonzeros beats the dense kernel's products over all entries; from 2 to
 #: GEMV_MAX_OUTPUTS outputs, where the dense products are one GEMV per output (the fastest),
-#: at most _CSR_DENSITY_BASE + _CSR_DENSITY_PER_OUTPUT per output: about where the two
-#: kernels' times cross (13% at 3 outputs, 20% at 5, 25% at 7: benchmarks section
-#: sparsemax_dense_kernel)
+#: at most _CSR_DENSITY_BASE plus _CSR_DENSITY_PER_OUTPUT for each output (12.5% at 3
+#: outputs, 22.5% at 7): about where the two kernels' times cross (13% at 3 outputs, 20% at
+#: 5, 25% at 7: benchmarks section sparsemax_dense_kernel)
 _CSR_DENSITY, _CSR_DENSITY_BASE, _CSR_DENSITY_PER_OUTPUT = 0.25, 0.05, 0.025
 #: precision of the Hessian products: they only steer the Newton direction, so half the
 #: memory traffic and much faster skinny GEMMs cost nothing in the result
