@@ -369,6 +369,37 @@ def test_a_workbooks_sheet_is_compared_as_a_csv_file(tmp_path, capsys):
     assert "warning" not in captured.err
 
 
+def test_train_and_test_sheets_of_one_workbook(tmp_path, capsys):
+    """``--test-sheet`` names the test workbook's sheet (``--sheet``'s by default, which on
+    the data workbook itself is warned about); it needs a test workbook."""
+    pytest.importorskip("python_calamine")
+    pd = pytest.importorskip("pandas")
+    pytest.importorskip("openpyxl")
+    from sklearn.datasets import load_iris
+
+    frame = load_iris(as_frame=True).frame.sample(frac=1, random_state=0)
+    path = tmp_path / "plants.xlsx"
+    with pd.ExcelWriter(path) as writer:
+        frame.iloc[:100].to_excel(writer, sheet_name="train", index=False)
+        frame.iloc[100:].to_excel(writer, sheet_name="test", index=False)
+    argv = [str(path), "--sheet", "train", "--test", str(path), "--repeat", "1", "--json"]
+    compare.main(argv + ["--test-sheet", "test"])
+    captured = capsys.readouterr()
+    proba = json.loads(captured.out)[-1]
+    assert proba["test"] == "plants.xlsx's sheet 'test'"
+    assert proba["title"].startswith("class probabilities, plants.xlsx (100, 4) (sheet "
+                                     "'train'; label 'target'; ") and \
+        "(trained on every row, tested on the 50 rows of plants.xlsx's sheet 'test';" in \
+        proba["title"]
+    assert "warning" not in captured.err
+    compare.main(argv)
+    assert f"sparsekit-compare: warning: {str(path)!r} is the data file itself, the same " \
+        "sheet: the test accuracies are those of the training rows (--test-sheet names " \
+        "another sheet)" in capsys.readouterr().err
+    assert "--test-sheet applies to --test spreadsheet workbooks" in _usage_error(
+        [str(path), "--test-sheet", "test"], capsys)
+
+
 def test_a_bad_csv_file_is_a_clear_error_not_a_traceback(tmp_path, capsys):
     pytest.importorskip("pandas")
     path = tmp_path / "bad.csv"
@@ -508,7 +539,7 @@ def test_a_test_file_scores_the_probability_table_as_train_and_predict(tmp_path,
     assert w == pytest.approx(best, rel=1e-9)
     assert _l1_tables._l1_objective(np.zeros(4), X, y, 0.5) == pytest.approx(90 * 0.5 * np.log(2))
     assert proba["title"].startswith("class probabilities, tr.svm (90, 4), 2 classes (trained "
-                                     "on every row, tested on te.svm's 50 rows)")
+                                     "on every row, tested on the 50 rows of te.svm)")
     expected = LogisticRegression().fit(X, y).score(X_test[:, :4], y_test)
     measured = proba["measurements"]["scikit-learn LogisticRegression (lbfgs)"]
     assert measured["test_accuracy"] == pytest.approx(expected, abs=1e-12)
@@ -516,6 +547,9 @@ def test_a_test_file_scores_the_probability_table_as_train_and_predict(tmp_path,
     assert data.X.shape == (90, 4) and data.test.X.shape == (50, 4)   # the 5th: no weight
     np.testing.assert_allclose(data.test.X.toarray(), X_test[:, :4])
     np.testing.assert_array_equal(data.test.y, y_test)
+    with pytest.warns(UserWarning, match="'.*tr.svm' is the data file itself: the test "
+                                         "accuracies are those of the training rows$"):
+        load_dataset(str(train), test=str(train))
 
 
 def test_a_multilabel_test_file_scores_the_label_set_table(tmp_path, capsys):
@@ -535,7 +569,7 @@ def test_a_multilabel_test_file_scores_the_label_set_table(tmp_path, capsys):
     assert "sparsekit-compare: warning: " in err and "(99): no model predicts them" in err
     (table,) = json.loads(out)
     assert table["title"].startswith("label sets, tr.svm (100, 8), 6 labels (trained on every "
-                                     "row, tested on te.svm's 40 rows;")
+                                     "row, tested on the 40 rows of te.svm;")
     for name, m in table["measurements"].items():
         assert 0.5 < m["micro_f1"] < 1.0, name     # the label only the test file holds: missed
 

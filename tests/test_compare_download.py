@@ -86,7 +86,7 @@ def test_a_file_named_by_url_is_downloaded_once_and_compared(tmp_path, home, cap
     assert "downloaded earlier (delete it to download again)" in second.err
     for out in (first.out, second.out):
         assert "l1-logistic (LIBLINEAR -s 6 objective), tiny.svm (60, 8)" in out
-        assert "tested on tiny.t.svm.gz's 30 rows" in out
+        assert "tested on the 30 rows of tiny.t.svm.gz" in out
 
 
 #: the paths whose error starts "cannot download"

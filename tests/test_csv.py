@@ -704,8 +704,9 @@ def test_a_workbooks_sheet_is_named_or_numbered_and_a_test_sheet_matched(tmp_pat
     """``sheet`` names a sheet (a hidden one too) or numbers it from 0 among the sheets
     shown (no warning then; the first shown by default); a sheet without a header has its
     columns numbered, as a CSV file's; a test workbook is read as a test CSV file (by
-    column names, the same sheet); a sheet with no table, or none of that name, is a clear
-    error naming the sheets shown."""
+    column names, the same sheet or ``test_sheet``: another sheet of the data workbook too,
+    its own sheet warned about, as a CSV file tested on itself); a sheet with no table, or
+    none of that name, is a clear error naming the sheets shown."""
     pytest.importorskip("python_calamine")
     pytest.importorskip("openpyxl")
     frame = _mixed_frame(40)
@@ -745,8 +746,23 @@ def test_a_workbooks_sheet_is_named_or_numbered_and_a_test_sheet_matched(tmp_pat
     _workbook(tmp_path / "train.xlsx", {"2024": frame.iloc[:30]})
     _workbook(tmp_path / "test.xlsx", {"2024": frame.iloc[30:, ::-1]})  # columns in any order
     both = read_csv(tmp_path / "train.xlsx", test=tmp_path / "test.xlsx", sheet="2024")
-    assert both.n_train == 30
+    assert both.n_train == 30 and both.test_name == "test.xlsx's sheet '2024'"
     np.testing.assert_allclose(both.X.toarray(), csv.X.toarray(), atol=1e-12)
+    book = tmp_path / "book.xlsx"                   # train and test: two sheets of one book
+    _workbook(book, {"train": frame.iloc[:30], "test": frame.iloc[30:, ::-1]})
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for test_sheet in ("test", "1"):
+            one = read_csv(book, test=book, sheet="train", test_sheet=test_sheet)
+            assert one.n_train == 30 and one.test_name == "book.xlsx's sheet 'test'"
+            np.testing.assert_allclose(one.X.toarray(), csv.X.toarray(), atol=1e-12)
+    for test_sheet in (None, "0", "train"):        # the training sheet itself, however named
+        with pytest.warns(UserWarning, match="book.xlsx' is the data file itself, the same "
+                                             "sheet: the test accuracies are those of the "
+                                             r"training rows \(--test-sheet names another"):
+            assert read_csv(book, test=book, sheet="train", test_sheet=test_sheet).n_train == 30
+    with pytest.warns(UserWarning, match="adult.csv' is the data file itself: the test "):
+        assert read_csv(tmp_path / "adult.csv", test=tmp_path / "adult.csv").n_train == 40
 
 
 def test_a_workbook_it_cannot_read_is_a_clear_error(tmp_path, monkeypatch):

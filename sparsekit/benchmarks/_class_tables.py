@@ -85,7 +85,7 @@ def _held_out(data, X_test):
     """How the test rows of ``data`` were held out, for a table's title."""
     if data.test is None:
         return "70/30 split"
-    return f"trained on every row, tested on {data.test.name}'s {X_test.shape[0]} rows"
+    return f"trained on every row, tested on the {X_test.shape[0]} rows of {data.test.name}"
 
 
 def _liblinear_multiclass(X_train, y_train, X_test, y_test, repeat, budget=np.inf,

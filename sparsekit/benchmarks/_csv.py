@@ -13,6 +13,7 @@ values, and so are up to MAX_MARKERS other words in a column of numbers (``-``);
 written with thousands separators (``"1,234.5"``, as spreadsheets save formatted cells) are
 numbers. The matrix is CSR when a column is text, dense otherwise.
 """
+import os
 import re
 import warnings
 from collections import Counter, namedtuple
@@ -74,7 +75,7 @@ MAX_MARKERS = 3
 #: on the rows ``train`` only, and ``n_train``: the rows of the first file (the others are
 #: a held-out file's), and ``label_names``: the text of each label code when the labels
 #: were text (code ``i`` is ``label_names[i]``), else None
-CsvData = namedtuple("CsvData", "X y note encode n_train label_names")
+CsvData = namedtuple("CsvData", "X y note encode n_train label_names test_name")
 
 
 def is_table(path):
@@ -88,6 +89,22 @@ def is_table(path):
 def is_workbook(path):
     """Whether ``path`` names a spreadsheet workbook (by its ending)."""
     return Path(path).suffix.lower() in WORKBOOKS
+
+
+def warn_if_same_file(path, test, part=None):
+    """Warn when the test file ``test`` is the data file ``path`` itself (``part``: and
+    the same ``part`` of it, a workbook's sheet): the test accuracies would be the training
+    rows'."""
+    try:
+        same = os.path.samefile(path, test)
+    except OSError:                   # a file that is not there is refused elsewhere
+        return
+    if same:
+        warnings.warn(f"{str(test)!r} is the data file itself"
+                      + (f", the same {part}" if part else "")
+                      + ": the test accuracies are those of the training rows"
+                      + (f" (--test-{part} names another {part})" if part else ""),
+                      UserWarning, stacklevel=3)
 
 
 def _is_parquet(path):
@@ -139,11 +156,14 @@ def _is_number(cell):
     return True
 
 
-def read_csv(path, label=None, test=None, drop=(), sheet=None):
+def read_csv(path, label=None, test=None, drop=(), sheet=None, test_sheet=None):
     """The :class:`CsvData` of a CSV, TSV, ARFF, Parquet or JSON file or of a sheet of a
     spreadsheet workbook, followed by the rows of the table file ``test`` when given (a
-    held-out file of the same columns), without the columns ``drop`` names (by header or
-    position, as ``label``).
+    held-out file of the same columns; of a workbook, its sheet ``test_sheet``, by default
+    ``sheet``: train and test can be two sheets of one workbook), without the columns
+    ``drop`` names (by header or position, as ``label``). ``test_name`` names the held-out
+    rows for titles; a test file that is the data file itself (the same sheet of a
+    workbook) is warned about: its accuracies are the training rows'.
 
     CSV and TSV (and delimited lines under another name, as UCI's ``.data`` files):
     the first line is the header unless it reads as data (numbers only, or text that
@@ -179,10 +199,16 @@ def read_csv(path, label=None, test=None, drop=(), sheet=None):
     if name in dropped:
         raise ValueError(f"{str(path)!r}: the label column {name!r} cannot be left out")
     _refuse_missing(frame[name], f"the label column {name!r}", path, place)
-    n_train = len(frame)
+    n_train, test_name = len(frame), None
     if test is not None:
-        frame = pd.concat([frame, _test_frame(test, frame, name, path, pd, sheet)],
-                          ignore_index=True)
+        held, held_layout = _test_frame(test, frame, name, path, pd,
+                                        sheet if test_sheet is None else test_sheet)
+        test_name = Path(test).name
+        if is_workbook(test):
+            test_name += f"'s {held_layout}"
+        if held_layout == layout:
+            warn_if_same_file(path, test, "sheet" if is_workbook(path) else None)
+        frame = pd.concat([frame, held], ignore_index=True)
     y = frame[name]
     features = frame.drop(columns=[name, *dropped])
     # pandas' to_csv (and to_excel) writes the frame's index as a first column without a header
@@ -253,7 +279,7 @@ def read_csv(path, label=None, test=None, drop=(), sheet=None):
     if is_workbook(path):
         parts.insert(0, layout)             # the sheet read
     return CsvData(X, y, "; ".join(parts), partial(_encode_split, encoder, features, path),
-                   n_train, names)
+                   n_train, names, test_name)
 
 
 def _frame(path, pd, sheet=None):
@@ -277,10 +303,11 @@ def _frame(path, pd, sheet=None):
 
 
 def _test_frame(test, frame, label, path, pd, sheet=None):
-    """The rows of the table file ``test`` (of a workbook: its sheet ``sheet``) under the
-    columns of ``frame`` (the training file ``path``'s, its label column ``label``): the
-    same column names in any order, or, where either file has no header, the same number
-    of columns in the same order."""
+    """``(rows, layout)``: the rows of the table file ``test`` (of a workbook: its sheet
+    ``sheet``) under the columns of ``frame`` (the training file ``path``'s, its label
+    column ``label``): the same column names in any order, or, where either file has no
+    header, the same number of columns in the same order; and the layout read (for a
+    workbook: the sheet)."""
     held, place, _, layout = _frame(test, pd, sheet)
     numbered = [list(f.columns) == list(range(f.shape[1])) for f in (frame, held)]
     if set(held.columns) != set(frame.columns):
@@ -290,7 +317,7 @@ def _test_frame(test, frame, label, path, pd, sheet=None):
                              f"against {frame.shape[1]} ({_listed_columns(frame.columns)})")
         held.columns = frame.columns
     _refuse_missing(held[label], f"the label column {label!r}", test, place)
-    return held[list(frame.columns)]
+    return held[list(frame.columns)], layout
 
 
 def _delimited_frame(path, pd):

@@ -14,7 +14,7 @@ from sklearn.datasets import load_breast_cancer, load_digits
 from sklearn.preprocessing import MultiLabelBinarizer, StandardScaler
 from sklearn.utils.multiclass import type_of_target
 
-from sparsekit.benchmarks._csv import read_csv, reads_as_table
+from sparsekit.benchmarks._csv import read_csv, reads_as_table, warn_if_same_file
 from sparsekit.datasets import load_a9a, load_libsvm
 from sparsekit.datasets._home import CORRUPT, _open_binary, _read_text
 from sparsekit.datasets._xmlrepo import _parse_xmlrepo
@@ -238,7 +238,8 @@ def _refuse_web_page(spec):
                          "itself (on GitHub, its Raw button)")
 
 
-def load_dataset(spec, zero_based=False, label=None, test=None, drop=(), sheet=None):
+def load_dataset(spec, zero_based=False, label=None, test=None, drop=(), sheet=None,
+                 test_sheet=None):
     """The :class:`Dataset` named by ``spec``: ``a9a`` (shipped), ``breast_cancer`` or
     ``digits`` (scikit-learn), a CSV, TSV, ARFF, Parquet or JSON file or a workbook's
     sheet ``sheet`` (its column ``label``, the last by default, for the labels:
@@ -246,15 +247,17 @@ def load_dataset(spec, zero_based=False, label=None, test=None, drop=(), sheet=N
     from 1, or from 0 with ``zero_based=True``), an Extreme Classification Repository file,
     a Mulan ARFF file beside its label XML (label sets, unless ``label`` names one), or a
     set of the data home; ``test``, a file of the same kind (a set of the data home, or ``a9a``'s
-    ``a9a.t``), is its held-out rows (:meth:`Dataset.hold_out`). Raises ValueError with a
-    message for the user when it cannot be read or is not a classification task."""
+    ``a9a.t``), is its held-out rows (:meth:`Dataset.hold_out`; of a workbook, its sheet
+    ``test_sheet``, ``sheet`` by default; the data file itself is warned about). Raises
+    ValueError with a message for the user when it cannot be read or is not a
+    classification task."""
     _refuse_web_page(spec)
     if test is not None:
         if Path(test).is_dir():
             raise ValueError(f"{test!r} is a directory; give the path of a test file")
         _refuse_web_page(test)
     labels_file = _mulan_labels_file(spec) if label is None else None   # --label: one label
-    n_train = None
+    n_train, table, test_name = None, None, None if test is None else Path(test).name
     if spec in ("breast_cancer", "digits"):
         if test is not None:
             raise ValueError(f"{spec!r} (scikit-learn's) comes without a test file: its "
@@ -274,14 +277,16 @@ def load_dataset(spec, zero_based=False, label=None, test=None, drop=(), sheet=N
             raise ValueError(f"{test!r} is not a table (CSV, TSV, ARFF, Parquet, JSON, "
                              f"spreadsheet) as {spec!r} "
                              "is: a test file is of its training file's kind")
-        table = read_csv(spec, label, test, drop, sheet)
+        table = read_csv(spec, label, test, drop, sheet, test_sheet)
         data = Dataset(Path(spec).name, table.X, table.y, note=table.note,
                        encode=table.encode, label_names=table.label_names)
-        n_train = table.n_train
+        n_train, test_name = table.n_train, table.test_name
     else:
         data, n_train = _read_file(spec, zero_based, test)
     if test is not None:
-        data.hold_out(n_train, Path(test).name)
+        if table is None:                 # read_csv tells a workbook's sheets apart
+            warn_if_same_file(spec, test)
+        data.hold_out(n_train, test_name)
     return _checked(data, spec, test)
 
 

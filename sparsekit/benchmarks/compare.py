@@ -74,7 +74,9 @@ any of these files by its URL (http, https or ftp: downloaded once into the data
 ``digits`` (dense, standardized for the l1 table). Without DATA it runs on a9a and digits.
 ``--test`` names a test file for each DATA, of the same kind (LIBLINEAR's ``train`` and
 ``predict`` files: ``a9a --test a9a.t``; Mulan's ``-train`` and ``-test`` ARFF files; a CSV,
-Parquet or JSON file or a workbook of the same columns, or of as many without a header):
+Parquet or JSON file or a workbook of the same columns, or of as many without a header;
+the same workbook's sheet ``--test-sheet``: ``book.xlsx --sheet train --test book.xlsx
+--test-sheet test``):
 the probability and label-set tables then train on every row of DATA and score on the test
 file's rows, the l1 tables solve on DATA's rows, and a table file's encoders are fit on
 DATA's rows. The test file's
@@ -101,6 +103,7 @@ Usage::
     sparsekit-compare adult.csv --label income
     sparsekit-compare iris.arff             # Weka's ARFF, the class attribute last
     sparsekit-compare sales.xlsx --sheet 2024 --label churned
+    sparsekit-compare book.xlsx --sheet train --test book.xlsx --test-sheet test
     sparsekit-compare --plot figures/       # and PNG figures
 """
 import argparse
@@ -343,6 +346,10 @@ def _main(argv):
                         help="the sheet of spreadsheet workbooks to read (data and --test "
                              "files), by name or position from 0 among the sheets shown "
                              "(default: the first shown)")
+    parser.add_argument("--test-sheet", metavar="NAME",
+                        help="the sheet of the --test workbooks, as --sheet (default: "
+                             "--sheet's): train and test as two sheets of one workbook, "
+                             "book.xlsx --sheet train --test book.xlsx --test-sheet test")
     parser.add_argument("--test", metavar="FILE", nargs="+",
                         help="test files, one per data file in the same order (LIBLINEAR's "
                              "train/predict: a9a --test a9a.t): the probability and label-set "
@@ -384,6 +391,9 @@ def _main(argv):
     if args.sheet is not None and not any(map(is_workbook, args.data + (args.test or []))):
         parser.error("--sheet applies to spreadsheet workbooks (.xlsx, .xlsm, .xlsb, .xls, "
                      ".ods)")
+    if args.test_sheet is not None and not any(map(is_workbook, args.test or [])):
+        parser.error("--test-sheet applies to --test spreadsheet workbooks (.xlsx, .xlsm, "
+                     ".xlsb, .xls, .ods)")
     tests = [None] * len(args.data)
     if args.test is not None:
         if len(args.test) != len(args.data) or not named:
@@ -396,7 +406,7 @@ def _main(argv):
     for spec, test in zip(args.data, tests):
         try:
             datasets.append(load_dataset(spec, args.zero_based, args.label, test,
-                                         args.drop, args.sheet))
+                                         args.drop, args.sheet, args.test_sheet))
         except ValueError as exc:
             parser.error(str(exc))
     warnings.simplefilter("ignore", ConvergenceWarning)
