@@ -353,13 +353,13 @@ def test_a_fits_setup_is_one_task_per_worker_thread(client, monkeypatch):
     assert sorted(k for _, ks in data.layout for k in ks) == list(range(8))
     classes = data.classes()
     totals = data.class_totals(classes)
-    sums = data.row_sums()
+    sums = data.scale_sums()
     datafit = data.datafit(partial(_binary_block, 1, True), classes, np.ones(3), 1.0)
     assert max(counts) <= 2
     np.testing.assert_array_equal(classes, [0, 1, 2])
     np.testing.assert_allclose(totals, np.bincount(y, weights=w))
     np.testing.assert_allclose(sums, [w @ (X ** 2).sum(axis=1), w @ np.count_nonzero(X, axis=1),
-                                      w.sum()])
+                                      w.sum(), *(w @ X ** 2)])
     local = _binary_block(1, True, X, y, w)
     x = np.random.default_rng(2).normal(size=21) * 0.1
     assert datafit.value(x) == pytest.approx(local.value(x), rel=1e-12)

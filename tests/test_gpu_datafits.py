@@ -272,7 +272,7 @@ def test_device_active_rows_match_cpu(cupy_backend, sparse, polytope, units):
 def test_sparsemax_classifier_scales_alpha_on_the_gpu_as_on_the_cpu(cupy_backend, sparse):
     """alpha="scale" reads the weighted mean squared row norm of device X as of host X."""
     from sparsekit import SparsemaxClassifier
-    from sparsekit.linear_model._sparsemax import row_sums
+    from sparsekit.linear_model._sparsemax import scale_sums
 
     rng = np.random.default_rng(6)
     X, _ = _problem(rng, n=40, d=5, density=0.6 if sparse else None)
@@ -285,8 +285,8 @@ def test_sparsemax_classifier_scales_alpha_on_the_gpu_as_on_the_cpu(cupy_backend
     assert gpu.alpha_ == pytest.approx(expected, rel=1e-12)
     assert cpu.alpha_ == pytest.approx(expected, rel=1e-12)
     # the weights' scale too: the sums over device X are those over host X
-    np.testing.assert_allclose(row_sums(_device(cupy_backend, X, sparse), sw),
-                               row_sums(Xh, sw), rtol=1e-12)
+    np.testing.assert_allclose(scale_sums(_device(cupy_backend, X, sparse), sw),
+                               scale_sums(Xh, sw), rtol=1e-12)
 
 
 @pytest.mark.parametrize("solver", ["lbfgs", "nqn", "newton-cg"])

@@ -643,6 +643,37 @@ def test_the_fit_does_not_depend_on_the_units_of_x(solver, sparse):
 
 
 @pytest.mark.parametrize("sparse", [False, True])
+def test_a_column_in_other_units_does_not_set_the_scale(sparse):
+    """alpha="scale" and the solvers' scale read X's squared norms with each column's share
+    cut to 1000 times the median column's: standardized features beside an identifier
+    (0, 1, 2, ...) or a timestamp fit about as the features alone do (before, alpha
+    followed the extra column's squares, 1e5 to 1e18 times the features', and the fits
+    predicted near chance); columns within the cap keep the plain mean squared norm."""
+    from sklearn.datasets import make_classification
+    from sklearn.preprocessing import StandardScaler
+
+    X, y = make_classification(1200, 8, n_informative=5, random_state=0)
+    X = StandardScaler().fit_transform(X)
+    rng = np.random.default_rng(4)
+    sw = rng.uniform(0.5, 2.0, y.size)
+    train, test = np.arange(800), np.arange(800, 1200)
+    given = sp.csr_matrix if sparse else np.asarray
+    alone = SparsemaxClassifier().fit(given(X[train]), y[train], sample_weight=sw[train])
+    for extra in (np.arange(y.size, dtype=float), 1.7e9 + rng.uniform(0, 3e7, y.size)):
+        Xe = np.column_stack([X, extra])
+        fit = SparsemaxClassifier().fit(given(Xe[train]), y[train], sample_weight=sw[train])
+        squares = sw[train] @ Xe[train] ** 2
+        capped = np.minimum(squares, 1000 * np.median(squares)).sum()
+        assert capped < 0.01 * squares.sum()
+        assert fit.alpha_ == pytest.approx(5e-5 * capped / sw[train].sum(), rel=1e-10)
+        assert fit.score(given(Xe[test]), y[test]) >= alone.score(given(X[test]), y[test]) - 0.03
+    within = X * np.where(np.arange(8) == 0, 30.0, 1.0)      # shares 900 times apart
+    fit = SparsemaxClassifier().fit(given(within), y, sample_weight=sw)
+    expected = 5e-5 * np.average(np.sum(within ** 2, axis=1), weights=sw)
+    assert fit.alpha_ == pytest.approx(expected, rel=1e-12)
+
+
+@pytest.mark.parametrize("sparse", [False, True])
 def test_entries_whose_squares_underflow_are_refused(sparse):
     """The weight scale is the root-mean-square of X's entries: below ~1e-154 the squares
     underflow float64 and the fit would be the fit of X = 0 (before, silently). float32

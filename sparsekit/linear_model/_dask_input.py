@@ -14,7 +14,7 @@ import scipy.sparse as sp
 from sparsekit.losses._dask_datafit import (DaskDatafit, each_partition, finished,
                                            kept_weights, on_threads, shared_argument,
                                            thread_layout)
-from sparsekit.utils._rows import weighted_row_sums
+from sparsekit.utils._rows import weighted_scale_sums
 from sparsekit.utils._validation import check_entry_magnitude
 
 
@@ -321,12 +321,13 @@ class DaskRows:
             raise ValueError("Input y contains NaN.")
         return classes
 
-    def row_sums(self, weights=None):
-        """``[Σ sᵢ ‖xᵢ‖², Σ sᵢ nnz(xᵢ), Σ sᵢ]`` over the partitions (a reduction of each
-        partition's :func:`~sparsekit.utils._rows.weighted_row_sums`), sᵢ the sample
-        weights or the partitions' ``weights`` (futures)."""
+    def scale_sums(self, weights=None):
+        """``[Σ sᵢ ‖xᵢ‖², Σ sᵢ nnz(xᵢ), Σ sᵢ, Σᵢ sᵢ xᵢ₁², ..., Σᵢ sᵢ xᵢ_d²]`` over the
+        partitions (a reduction of each partition's
+        :func:`~sparsekit.utils._rows.weighted_scale_sums`), sᵢ the sample weights or the
+        partitions' ``weights`` (futures)."""
         weights = self.sample_weight if weights is None else weights
-        return np.sum(self.map(weighted_row_sums, self.X, weights), axis=0)
+        return np.sum(self.map(weighted_scale_sums, self.X, weights), axis=0)
 
     def class_totals(self, classes):
         """The total sample weight of each class."""

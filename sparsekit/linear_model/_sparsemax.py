@@ -30,7 +30,7 @@ from ..projections import project
 from ..projections._checks import negated_columns, reflect_columns
 from ..utils._scores import csr_scores
 from ..utils._columns import UsedColumns
-from ..utils._rows import weighted_row_sums
+from ..utils._rows import weighted_scale_sums
 from ..utils._validation import (check_device, check_entry_magnitude, check_sparse_structure,
                                  check_two_classes, validate_input)
 from ._base import SparsekitClassifier, unchanged_on_error
@@ -58,28 +58,51 @@ AUTO_SDCA_MAX_CONDITION = 20.0
 #: ``alpha="scale"`` is this times the (sample-weighted) mean squared norm of X's rows
 ALPHA_SCALE = 5e-5
 
+#: in the squared norms behind ``alpha="scale"`` and the solvers' scale, a column's share
+#: is at most this times the median column's: TF-IDF, one-hot and pixel columns of the
+#: benchmark sets span up to 763 times (Debian's TF-IDF), while one column in other units
+#: among standardized ones (an identifier, a timestamp) would set alpha for all of them
+COLUMN_SHARE_CAP = 1000.0
+
 #: the polytopes whose label sets ``threshold="auto"`` cuts at the training rows' best
 #: micro-F1; on the others a cut below 1/2 can predict sets the polytope excludes
 _TUNED_POLYTOPES = ("simplex", "box")
 
 
-def row_sums(X, sw):
-    """``[Σ sᵢ ‖xᵢ‖², Σ sᵢ nnz(xᵢ), Σ sᵢ]`` with the weights ``sw`` divided by their largest
-    (huge weights would overflow the sums); X is a NumPy or CuPy array or a SciPy or cupyx
-    sparse matrix."""
+def scale_sums(X, sw):
+    """``[Σ sᵢ ‖xᵢ‖², Σ sᵢ nnz(xᵢ), Σ sᵢ, Σᵢ sᵢ xᵢ₁², ..., Σᵢ sᵢ xᵢ_d²]`` with the weights
+    ``sw`` divided by their largest (huge weights would overflow the sums): the sums
+    :meth:`SparsemaxClassifier._data_scales` reads X's scale from; X is a NumPy or CuPy
+    array or a SciPy or cupyx sparse matrix."""
     sw = np.asarray(_host(sw), dtype=np.float64)
     sw = sw / sw.max()
     if not is_device_matrix(X):
-        return weighted_row_sums(X, sw)
+        return weighted_scale_sums(X, sw)
+    weights = to_device(sw).astype(X.dtype)
     if hasattr(X, "multiply"):                       # cupyx sparse
-        squares, nonzero = X.multiply(X).sum(axis=1), X.copy()
+        squared, nonzero = X.multiply(X), X.copy()
         nonzero.data = (nonzero.data != 0).astype(X.dtype)
-        nonzero = nonzero.sum(axis=1)
+        squares, nonzero = squared.sum(axis=1), nonzero.sum(axis=1)
     else:
-        squares, nonzero = (X * X).sum(axis=1), (X != 0).sum(axis=1)
+        squared = X * X
+        squares, nonzero = squared.sum(axis=1), (X != 0).sum(axis=1)
+    columns = np.asarray(_host(squared.T @ weights), dtype=np.float64).ravel()
     squares, nonzero = (np.asarray(_host(a), dtype=np.float64).ravel()
                         for a in (squares, nonzero))
-    return np.array([float(squares @ sw), float(nonzero @ sw), float(sw.sum())])
+    return np.concatenate([[float(squares @ sw), float(nonzero @ sw), float(sw.sum())],
+                           columns])
+
+
+def typical_squares(total, columns):
+    """X's weighted sum of squares ``total``, unless some of the columns' weighted sums of
+    squares ``columns`` exceed COLUMN_SHARE_CAP times their median (over the columns with
+    an entry): columns in other units than most (an identifier, a timestamp or an income
+    among features of unit scale), whose shares are then cut to the cap."""
+    stored = columns[columns > 0]
+    if stored.size == 0:
+        return total
+    cap = COLUMN_SHARE_CAP * np.median(stored)
+    return total if stored.max() <= cap else float(np.minimum(stored, cap).sum())
 
 
 def auto_solver(X, alpha, bounded=False, device="cpu"):
@@ -143,7 +166,12 @@ class SparsemaxClassifier(SparsekitClassifier):
         ``sample_weight``): the fitted probabilities then do not change when X is
         multiplied by a constant (the coefficients are divided by it), as the sparsity of
         sparsemax depends on the scale of the scores. Rows of 14 ones (a9a) give 7e-4,
-        TF-IDF rows of norm 1 give 5e-5. The value used is ``alpha_``.
+        TF-IDF rows of norm 1 give 5e-5. A column whose sum of squares exceeds 1000
+        times the median column's (an identifier, a timestamp or an amount in dollars
+        beside standardized features) counts as 1000 times the median: one column in
+        other units does not set the penalty of all the others. The value used is
+        ``alpha_``. Standardizing X (``StandardScaler``) still fits such tables in fewer
+        iterations.
     polytope : {"simplex", "budget", "box", "at_most_one", "at_least_one"}, default="simplex"
         Polytope of the projection. ``"simplex"`` is sparsemax. The others give label
         marginals in ``[0, 1]`` for multi-label targets: ``"budget"`` bounds the sum by
@@ -223,8 +251,9 @@ class SparsemaxClassifier(SparsekitClassifier):
         scikit-learn's ``LogisticRegression``, whose test this is; ``1e-6`` or less for
         probabilities that agree with the optimum's to more digits), the gradient taken
         in the solvers' variables: the intercepts and the coefficients times ``s``, the
-        root-mean-square of X's nonzero entries (weighted by ``sample_weight``), i.e. the
-        problem on ``X / s``. For 0/1 features (``s = 1``) that is the gradient in
+        root-mean-square of X's nonzero entries (weighted by ``sample_weight``; a column in
+        other units counted as for ``alpha="scale"``), i.e. the problem on ``X / s``. For
+        0/1 features (``s = 1``) that is the gradient in
         ``coef_``; multiplying X by a constant changes neither where a fit stops nor, with
         ``alpha="scale"``, the iterations it takes. lbfgs, nqn and
         newton-cg also stop, with success, once an iteration lowers the objective by less
@@ -425,7 +454,7 @@ class SparsemaxClassifier(SparsekitClassifier):
         sw = np.where(keep, self._weigh_classes(sw, codes), 0.0)
         if not sw.max() > 0:
             raise ValueError("The sample weights of the rows used in the fit sum to zero.")
-        self.alpha_, weight_scale = self._data_scales(row_sums(X_shown, sw))
+        self.alpha_, weight_scale = self._data_scales(scale_sums(X_shown, sw))
         solver = self.solver if self.solver != "auto" else auto_solver(
             X_shown, self.alpha_, bounded=self.bounds is not None or self.positive,
             device=self.device)
@@ -552,7 +581,7 @@ class SparsemaxClassifier(SparsekitClassifier):
         solver = self._dask_solver()
         self.__dict__.pop("feature_names_in_", None)
         self.n_features_in_ = data.n_features
-        self.alpha_, weight_scale = self._data_scales(data.row_sums(weights))
+        self.alpha_, weight_scale = self._data_scales(data.scale_sums(weights))
         datafit = DaskFenchelYoung(data, targets, weights, alpha=self.alpha_,
                                    fit_intercept=self.fit_intercept,
                                    penalize_intercept=self.penalize_intercept, offset=offset,
@@ -658,16 +687,19 @@ class SparsemaxClassifier(SparsekitClassifier):
         begin()
         return callback, lambda: self._end_subtask(tasks[-1])
 
-    def _data_scales(self, row_sums):
-        """``(alpha, weight_scale)`` from X's weighted row sums ``[Σ sᵢ ‖xᵢ‖², Σ sᵢ nnz(xᵢ),
-        Σ sᵢ]``: ``alpha`` as a number (for ``"scale"``, ``ALPHA_SCALE`` times the mean
-        ‖xᵢ‖²; ``ALPHA_SCALE`` when X is 0) and the root-mean-square of X's nonzero
-        entries, by which the solvers' variable multiplies the weights (1 when X is 0)."""
-        if row_sums[1] > 0 and not row_sums[0] >= np.finfo(np.float64).tiny * row_sums[1]:
+    def _data_scales(self, sums):
+        """``(alpha, weight_scale)`` from X's weighted sums ``[Σ sᵢ ‖xᵢ‖², Σ sᵢ nnz(xᵢ),
+        Σ sᵢ, Σᵢ sᵢ xᵢ₁², ..., Σᵢ sᵢ xᵢ_d²]`` (:func:`scale_sums`), the squares taken as
+        :func:`typical_squares` of the columns': ``alpha`` as a number (for ``"scale"``,
+        ``ALPHA_SCALE`` times the mean ‖xᵢ‖²; ``ALPHA_SCALE`` when X is 0) and the
+        root-mean-square of X's nonzero entries, by which the solvers' variable multiplies
+        the weights (1 when X is 0)."""
+        if sums[1] > 0 and not sums[0] >= np.finfo(np.float64).tiny * sums[1]:
             raise ValueError("X's nonzero entries are so small (~1e-154 or less) that their "
                              "squares underflow float64; rescale the features (e.g. "
                              "MaxAbsScaler)")
-        squares, nonzero, weight = row_sums if row_sums[0] > 0 else (1.0, 1.0, 1.0)
+        squares = typical_squares(sums[0], np.asarray(sums[3:]))
+        squares, nonzero, weight = (squares, *sums[1:3]) if squares > 0 else (1.0, 1.0, 1.0)
         alpha = ALPHA_SCALE * squares / weight if self.alpha == "scale" else float(self.alpha)
         return alpha, float(np.sqrt(squares / nonzero))
 

@@ -24,7 +24,7 @@ from ._base import unchanged_on_error
 from ._dask_input import DaskRows, is_dask_collection
 from ._device_input import check_device_X, device_product, fit_device, host_targets, to_device
 from ._routing import CVRoutingMixin
-from ._sparsemax import SparsemaxClassifier, row_sums
+from ._sparsemax import SparsemaxClassifier, scale_sums
 
 # the span of an integer grid of ``alphas``: 10^2 down to 10^-2 times alpha="scale"
 _GRID_DECADES = 2.0
@@ -48,8 +48,8 @@ class SparsemaxClassifierCV(CVRoutingMixin, SparsemaxClassifier):
     alphas : int or array-like of float, default=10
         The values of alpha, or their number: then log-spaced from 100 to 0.01 times the
         ``alpha="scale"`` value of :class:`SparsemaxClassifier` (5e-5 times the mean
-        squared norm of X's rows, weighted by ``sample_weight``), computed on all the data;
-        a single value is that scale.
+        squared norm of X's rows, weighted by ``sample_weight``, a column in other units
+        counted as there), computed on all the data; a single value is that scale.
     cv : int, cross-validation generator or iterable, default=None
         As in scikit-learn: None is 5-fold, an integer the number of folds (stratified for
         class labels); a group splitter such as ``GroupKFold`` takes its ``groups``
@@ -224,7 +224,7 @@ default="simplex"
         scorer = check_scoring(base, scoring=self.scoring)    # None: base's score
         folds, held_out = self._routed_folds(data.splittable, data.y, data.given_weight,
                                              params, scorer)
-        alphas = self._grid(base, data.row_sums)
+        alphas = self._grid(base, data.scale_sums)
         classes = _check_folds(data.y, folds)
         context = self._begin_fit_task(X, y, len(folds) + 1, sample_weight)
         paths = []
@@ -263,8 +263,8 @@ default="simplex"
 
     def _grid(self, base, sums):
         """The alphas to cross-validate, decreasing (see ``alphas``); ``base`` is the
-        fits' estimator, whose ``alpha="scale"`` of the data's row sums (``sums()``, see
-        :func:`row_sums`) an integer grid is centred on."""
+        fits' estimator, whose ``alpha="scale"`` of the data's sums (``sums()``, see
+        :func:`scale_sums`) an integer grid is centred on."""
         if isinstance(self.alphas, Integral):
             scale, _ = base._data_scales(sums())
             if self.alphas == 1:
@@ -381,8 +381,8 @@ class _MemoryFolds:
         self.columns = UsedColumns(X, keep_all=est.bounds is not None)
         self.refit_input = (X, y, sample_weight)
 
-    def row_sums(self):
-        return row_sums(self.splittable, self.sample_weight)
+    def scale_sums(self):
+        return scale_sums(self.splittable, self.sample_weight)
 
     def paths(self, base, folds, held_out, alphas, scorer, classes, n_jobs):
         """Each fold's path (:func:`_fold_path`) as it arrives."""
@@ -417,8 +417,8 @@ class _DaskFolds:
         self.columns = UsedColumns(X, keep_all=True)   # as the partitions' datafits
         self.refit_input = (X, y, sample_weight)
 
-    def row_sums(self):
-        return self.data.row_sums()
+    def scale_sums(self):
+        return self.data.scale_sums()
 
     def _fold_weights(self, est, train, classes):
         """(the training fold's classes, each partition's weights on its worker): the
@@ -490,8 +490,8 @@ class _DeviceFolds:
         self.columns = UsedColumns(X, keep_all=True)   # as a device fit
         self.refit_input = (X, y, sample_weight)
 
-    def row_sums(self):
-        return row_sums(self.X, self.sample_weight)
+    def scale_sums(self):
+        return scale_sums(self.X, self.sample_weight)
 
     def paths(self, base, folds, held_out, alphas, scorer, classes, n_jobs):
         """Each fold's path as it arrives, one after another on the device."""

@@ -1,0 +1,171 @@
+"""SparsemaxClassifier on raw tables whose columns are in different units.
+
+``alpha="scale"`` and the solvers' scale read X's squared norms, which one column in other
+units (an identifier, a timestamp, an income beside standardized features; a measurement
+in thousands beside ratios) can make on its own. Their sums now cut each column's share to
+1000 times the median column's. Two tables:
+
+- the shares: for each data set the largest column's weighted sum of squares over the
+  median column's (columns with an entry), whether the cap applies, and ``alpha_`` of
+  ``"scale"`` with it;
+- the fits at the defaults, ``SparsemaxClassifier()`` against ``LogisticRegression()`` (its
+  defaults too: lbfgs, ``C=1``, ``max_iter=100``), on a stratified 70/30 split (seed 0):
+  test accuracy / iterations / fit seconds (median of 3 fits, one thread; "warned": a
+  ConvergenceWarning).
+
+Data: scikit-learn's wine and breast cancer tables as given and standardized (the scaler
+fit on the training rows), digits as given (0-16), a9a (one-hot, sparse), and
+make_classification (5000 rows, 10 standardized features, 5 informative) beside a row
+number, a Unix timestamp or an income in dollars (lognormal, uninformative), and 20
+features of 5 classes in units 1e-2 to 1e4.
+
+``--save FILE`` writes the rows as JSON; ``--before FILE`` puts such a file's rows (the
+same script run on an earlier commit's checkout) beside this run's. Writes section
+"sparsemax_mixed_units" of doc/benchmarks.md::
+
+    python benchmarks/bench_sparsemax_mixed_units.py [--save F] [--before F]
+"""
+import _report  # noqa: F401  (pins BLAS threads before NumPy)
+
+import argparse
+import json
+import statistics
+import sys
+import time
+import warnings
+
+import numpy as np
+import scipy.sparse as sp
+from sklearn.datasets import (load_breast_cancer, load_digits, load_wine,
+                              make_classification)
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.linear_model import LogisticRegression
+from sklearn.model_selection import train_test_split
+from sklearn.preprocessing import StandardScaler
+
+sys.path.insert(0, str(_report.REPO))  # the in-place build, also when not installed
+from sparsekit import SparsemaxClassifier  # noqa: E402
+from sparsekit.datasets import load_a9a  # noqa: E402
+
+REPEAT = 3
+
+
+def data_sets():
+    """``(name, X, y, standardize)``: standardize fits a scaler on the training rows."""
+    for name, load in (("wine", load_wine), ("breast cancer", load_breast_cancer)):
+        X, y = load(return_X_y=True)
+        yield f"{name} (as given)", X, y, False
+        yield f"{name} (standardized)", X, y, True
+    yield "digits (0-16)", *load_digits(return_X_y=True), False
+    yield "a9a (one-hot, sparse)", *load_a9a(), False
+    X, y = make_classification(5000, 10, n_informative=5, random_state=0)
+    X = StandardScaler().fit_transform(X)
+    rng = np.random.default_rng(0)
+    extra = {"a row number": np.arange(5000.0),
+             "a Unix timestamp": 1.7e9 + rng.uniform(0, 3e7, 5000),
+             "an income in dollars": 5e4 * rng.lognormal(0.0, 0.5, 5000)}
+    yield "10 standardized features", X, y, False
+    for what, column in extra.items():
+        yield f"10 standardized features and {what}", np.column_stack([X, column]), y, False
+    X, y = make_classification(5000, 20, n_informative=8, n_classes=5, random_state=1)
+    yield "20 features in units 1e-2 to 1e4, 5 classes", \
+        X * 10 ** rng.uniform(-2, 4, 20), y, False
+
+
+def _split(X, y, standardize):
+    X_train, X_test, y_train, y_test = train_test_split(X, y, test_size=0.3, random_state=0,
+                                                        stratify=y)
+    if standardize:
+        scaler = StandardScaler().fit(X_train)
+        X_train, X_test = scaler.transform(X_train), scaler.transform(X_test)
+    return X_train, X_test, y_train, y_test
+
+
+def _fit(make, X_train, y_train, X_test, y_test):
+    """Median fit seconds of REPEAT fits, the last fit's test accuracy, iterations and
+    whether it warned."""
+    times = []
+    for _ in range(REPEAT):
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always", ConvergenceWarning)
+            start = time.perf_counter()
+            model = make().fit(X_train, y_train)
+            times.append(time.perf_counter() - start)
+    return {"accuracy": float(model.score(X_test, y_test)),
+            "iterations": int(np.max(model.n_iter_)), "seconds": statistics.median(times),
+            "warned": any(issubclass(w.category, ConvergenceWarning) for w in caught),
+            "alpha": float(getattr(model, "alpha_", np.nan))}
+
+
+def _shares(X):
+    """The largest column's sum of squares over the median column's (with an entry)."""
+    squares = (np.asarray(X.multiply(X).sum(axis=0)).ravel() if sp.issparse(X)
+               else np.sum(np.square(X), axis=0))
+    stored = squares[squares > 0]
+    return float(stored.max() / np.median(stored))
+
+
+def measure():
+    rows = []
+    for name, X, y, standardize in data_sets():
+        X_train, X_test, y_train, y_test = _split(X, y, standardize)
+        row = {"data": name, "shape": list(X_train.shape), "share": _shares(X_train),
+               "sparsemax": _fit(SparsemaxClassifier, X_train, y_train, X_test, y_test),
+               "logistic": _fit(LogisticRegression, X_train, y_train, X_test, y_test)}
+        print(row, flush=True)
+        rows.append(row)
+    return rows
+
+
+def _cell(fit):
+    warned = ", warned" if fit["warned"] else ""
+    return (f"{fit['accuracy']:.4f} / {fit['iterations']} / {fit['seconds'] * 1e3:.1f} ms"
+            f"{warned}")
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--save", help="write this run's rows to this JSON file")
+    parser.add_argument("--before", help="JSON rows of an earlier commit's run, shown beside")
+    args = parser.parse_args()
+    warnings.simplefilter("ignore", UserWarning)
+    rows = measure()
+    if args.save:
+        with open(args.save, "w") as f:
+            json.dump({"commit": _report.git_commit(), "rows": rows}, f, indent=1)
+    before = {}
+    if args.before:
+        with open(args.before) as f:
+            earlier = json.load(f)
+        before = {r["data"]: r for r in earlier["rows"]}
+    label = f"commit {earlier['commit']}" if args.before else None
+    shares = [[r["data"], f"{r['shape'][0]} x {r['shape'][1]}", f"{r['share']:.3g}",
+               "yes" if r["share"] > 1000 else "no", f"{r['sparsemax']['alpha']:.3g}"]
+              + ([f"{before[r['data']]['sparsemax']['alpha']:.3g}"] if r["data"] in before
+                 else [""] if args.before else [])
+              for r in rows]
+    fits = [[r["data"], _cell(r["logistic"]), _cell(r["sparsemax"])]
+            + ([_cell(before[r["data"]]["sparsemax"]) if r["data"] in before else ""]
+               if args.before else [])
+            for r in rows]
+    body = (
+        "The training rows' largest column sum of squares over the median column's (columns "
+        "with an entry), whether it passes the cap of 1000, and `alpha_` of "
+        "`alpha=\"scale\"`" + (f" (this commit; {label})" if label else "") + ":\n\n"
+        + _report.markdown_table(
+            ["data", "training rows x columns", "largest / median column", "capped",
+             "alpha_"] + ([f"alpha_, {label}"] if label else []), shares)
+        + "\n\nTest accuracy / iterations / fit time at the defaults, stratified 70/30 split "
+        f"(seed 0), median of {REPEAT} fits on one thread; \"warned\": a "
+        "ConvergenceWarning. LogisticRegression at its defaults too (lbfgs, C=1, "
+        "max_iter=100).\n\n"
+        + _report.markdown_table(
+            ["data", "LogisticRegression()", "SparsemaxClassifier()"]
+            + ([f"SparsemaxClassifier(), {label}"] if label else []), fits))
+    _report.write_section("sparsemax_mixed_units",
+                          "SparsemaxClassifier on raw tables of columns in other units",
+                          body)
+
+
+if __name__ == "__main__":
+    main()
