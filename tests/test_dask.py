@@ -359,7 +359,7 @@ def test_a_fits_setup_is_one_task_per_worker_thread(client, monkeypatch):
     np.testing.assert_array_equal(classes, [0, 1, 2])
     np.testing.assert_allclose(totals, np.bincount(y, weights=w))
     np.testing.assert_allclose(sums, [w @ (X ** 2).sum(axis=1), w @ np.count_nonzero(X, axis=1),
-                                      w.sum(), *(w @ X ** 2)])
+                                      w.sum(), *(w @ X ** 2), *(w @ (X != 0))])
     local = _binary_block(1, True, X, y, w)
     x = np.random.default_rng(2).normal(size=21) * 0.1
     assert datafit.value(x) == pytest.approx(local.value(x), rel=1e-12)

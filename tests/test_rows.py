@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from sparsekit.utils._rows import (row_nnz, row_sq_norms, weighted_column_squares,
+from sparsekit.utils._rows import (row_nnz, row_sq_norms, weighted_column_stats,
                                    weighted_row_sums, weighted_scale_sums)
 
 
@@ -65,43 +65,49 @@ def test_row_stats_kernel_refuses_offsets_outside_the_data():
     np.testing.assert_array_equal(nnz, [1, 3])
 
 
-def test_weighted_column_squares_of_dense_and_sparse_x_in_float64():
-    """Σᵢ sᵢ xᵢⱼ² per column, as the dense reference computes it, for every form of X (an
-    empty column, stored zeros, float32 squares below float32's range, dense blocks of
-    rows); the scale sums are the row sums followed by them."""
+def test_weighted_column_stats_of_dense_and_sparse_x_in_float64():
+    """Σᵢ sᵢ xᵢⱼ² and Σᵢ sᵢ [xᵢⱼ ≠ 0] per column, as the dense reference computes them,
+    for every form of X (an empty column, stored zeros, float32 squares below float32's
+    range, dense blocks of rows); the scale sums are the row sums followed by them."""
     rng = np.random.default_rng(2)
     X = rng.standard_normal((9, 5)) * (rng.random((9, 5)) < 0.6)
     X[:, 3] = 0                                       # an empty column
     sw = rng.uniform(0.5, 2.0, 9)
-    expected = sw @ X ** 2
     S = sp.csr_matrix(X)
-    S.data[:1] = 0.0                                  # a stored zero adds nothing
-    expected_s = sw @ S.toarray() ** 2
-    for given, want in ((X, expected), (X.astype(np.float32), expected), (S, expected_s),
-                        (S.tocsc(), expected_s), (sp.csr_matrix(X, dtype=np.float32), expected),
-                        (np.asfortranarray(X), expected)):
-        columns = weighted_column_squares(given, sw)
-        assert columns.dtype == np.float64 and columns.shape == (5,)
-        np.testing.assert_allclose(columns, want, rtol=1e-6)
-        np.testing.assert_allclose(weighted_scale_sums(given, sw),
-                                   np.concatenate([weighted_row_sums(given, sw), want]),
-                                   rtol=1e-6)
-    np.testing.assert_allclose(weighted_column_squares(X), (X ** 2).sum(axis=0))
+    S.data[:1] = 0.0                                  # a stored zero counts in neither
+    for given, dense in ((X, X), (X.astype(np.float32), X), (S, S.toarray()),
+                         (S.tocsc(), S.toarray()), (sp.csr_matrix(X, dtype=np.float32), X),
+                         (np.asfortranarray(X), X)):
+        squares, counts = weighted_column_stats(given, sw)
+        assert squares.dtype == counts.dtype == np.float64 and squares.shape == (5,)
+        np.testing.assert_allclose(squares, sw @ dense ** 2, rtol=1e-6)
+        np.testing.assert_allclose(counts, sw @ (dense != 0), rtol=1e-12)
+        np.testing.assert_allclose(weighted_scale_sums(given, sw), np.concatenate(
+            [weighted_row_sums(given, sw), sw @ dense ** 2, sw @ (dense != 0)]), rtol=1e-6)
+    squares, counts = weighted_column_stats(X)
+    np.testing.assert_allclose(squares, (X ** 2).sum(axis=0))
+    np.testing.assert_array_equal(counts, (X != 0).sum(axis=0))
     tiny = sp.csr_matrix(1e-25 * X, dtype=np.float32)
-    np.testing.assert_allclose(weighted_column_squares(tiny, sw), 1e-50 * expected, rtol=1e-6)
+    np.testing.assert_allclose(weighted_column_stats(tiny, sw)[0], 1e-50 * (sw @ X ** 2),
+                               rtol=1e-6)
     tall = rng.standard_normal((3000, 400))           # several blocks of rows
-    np.testing.assert_allclose(weighted_column_squares(tall), (tall ** 2).sum(axis=0),
+    np.testing.assert_allclose(weighted_column_stats(tall)[0], (tall ** 2).sum(axis=0),
                                rtol=1e-12)
 
 
-def test_column_squares_kernel_refuses_structures_outside_the_columns():
-    from sparsekit._cython._gram_kernels import column_squares_csr
-    data, sw, out = np.ones(3), np.ones(2), np.empty(3)
+def test_column_stats_kernel_refuses_structures_outside_the_columns():
+    from sparsekit._cython._gram_kernels import column_stats_csr
+    data, sw, squares, counts = np.ones(3), np.ones(2), np.empty(3), np.empty(3)
     for indices, indptr in (([0, 1, 3], [0, 1, 3]), ([0, -1, 2], [0, 1, 3]),
                             ([0, 1, 2], [0, 2, 1]), ([0, 1, 2], [0, 1, 4]), ([0, 1, 2], [0, 3])):
         with pytest.raises(ValueError, match="indptr or indices"):
-            column_squares_csr(data, np.array(indices, dtype=np.int32),
-                               np.array(indptr, dtype=np.int32), sw, out)
-    column_squares_csr(np.array([1.0, 2.0, 3.0]), np.array([0, 2, 2], dtype=np.int64),
-                       np.array([0, 1, 3], dtype=np.int64), np.array([1.0, 0.5]), out)
-    np.testing.assert_array_equal(out, [1.0, 0.0, 6.5])
+            column_stats_csr(data, np.array(indices, dtype=np.int32),
+                             np.array(indptr, dtype=np.int32), sw, squares, counts)
+    with pytest.raises(ValueError, match="indptr or indices"):
+        column_stats_csr(data, np.array([0, 1, 2], dtype=np.int32),
+                         np.array([0, 1, 3], dtype=np.int32), sw, squares, np.empty(2))
+    column_stats_csr(np.array([1.0, 2.0, 3.0]), np.array([0, 2, 2], dtype=np.int64),
+                     np.array([0, 1, 3], dtype=np.int64), np.array([1.0, 0.5]), squares,
+                     counts)
+    np.testing.assert_array_equal(squares, [1.0, 0.0, 6.5])
+    np.testing.assert_array_equal(counts, [1.0, 0.0, 1.0])

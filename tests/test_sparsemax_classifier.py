@@ -644,11 +644,13 @@ def test_the_fit_does_not_depend_on_the_units_of_x(solver, sparse):
 
 @pytest.mark.parametrize("sparse", [False, True])
 def test_a_column_in_other_units_does_not_set_the_scale(sparse):
-    """alpha="scale" and the solvers' scale read X's squared norms with each column's share
-    cut to 1000 times the median column's: standardized features beside an identifier
-    (0, 1, 2, ...) or a timestamp fit about as the features alone do (before, alpha
-    followed the extra column's squares, 1e5 to 1e18 times the features', and the fits
-    predicted near chance); columns within the cap keep the plain mean squared norm."""
+    """alpha="scale" and the solvers' scale read X's squared norms with a column whose
+    nonzero entries have a mean square above 1000 times the median column's counted as if
+    its entries were of that size: standardized features beside an identifier (0, 1, 2,
+    ...) or a timestamp fit about as the features alone do (before, alpha followed the
+    extra column's squares, 1e5 to 1e18 times the features', and the fits predicted near
+    chance); entries 30 times larger, or a column 2000 times rarer (as a rare word's),
+    keep the plain mean squared norm."""
     from sklearn.datasets import make_classification
     from sklearn.preprocessing import StandardScaler
 
@@ -662,15 +664,18 @@ def test_a_column_in_other_units_does_not_set_the_scale(sparse):
     for extra in (np.arange(y.size, dtype=float), 1.7e9 + rng.uniform(0, 3e7, y.size)):
         Xe = np.column_stack([X, extra])
         fit = SparsemaxClassifier().fit(given(Xe[train]), y[train], sample_weight=sw[train])
-        squares = sw[train] @ Xe[train] ** 2
-        capped = np.minimum(squares, 1000 * np.median(squares)).sum()
+        squares, counts = sw[train] @ Xe[train] ** 2, sw[train] @ (Xe[train] != 0)
+        cap = 1000 * np.median(squares / counts)
+        capped = np.minimum(squares, cap * counts).sum()
         assert capped < 0.01 * squares.sum()
         assert fit.alpha_ == pytest.approx(5e-5 * capped / sw[train].sum(), rel=1e-10)
         assert fit.score(given(Xe[test]), y[test]) >= alone.score(given(X[test]), y[test]) - 0.03
-    within = X * np.where(np.arange(8) == 0, 30.0, 1.0)      # shares 900 times apart
-    fit = SparsemaxClassifier().fit(given(within), y, sample_weight=sw)
-    expected = 5e-5 * np.average(np.sum(within ** 2, axis=1), weights=sw)
-    assert fit.alpha_ == pytest.approx(expected, rel=1e-12)
+    rare = np.zeros(y.size)
+    rare[7] = 1.0
+    for within in (X * np.where(np.arange(8) == 0, 30.0, 1.0), np.column_stack([X, rare])):
+        fit = SparsemaxClassifier().fit(given(within), y, sample_weight=sw)
+        expected = 5e-5 * np.average(np.sum(within ** 2, axis=1), weights=sw)
+        assert fit.alpha_ == pytest.approx(expected, rel=1e-12)
 
 
 @pytest.mark.parametrize("sparse", [False, True])

@@ -292,26 +292,32 @@ def row_stats_csr(const floating[::1] data, const index_t[::1] indptr,
             row_sq[i] = total
 
 
-def column_squares_csr(const floating[::1] data, const index_t[::1] indices,
-                       const index_t[::1] indptr, const double[::1] sample_weight,
-                       double[::1] out):
-    """Per column j of a CSR matrix: ``Σᵢ sᵢ xᵢⱼ²`` in float64, in one pass over the stored
-    entries (``out``, of one entry per column, is overwritten; duplicate entries count
-    each). ``ValueError`` unless ``indptr`` and ``indices`` describe ``sample_weight``'s
-    rows within ``out``'s columns."""
+def column_stats_csr(const floating[::1] data, const index_t[::1] indices,
+                     const index_t[::1] indptr, const double[::1] sample_weight,
+                     double[::1] squares, double[::1] counts):
+    """Per column j of a CSR matrix: ``Σᵢ sᵢ xᵢⱼ²`` and ``Σᵢ sᵢ [xᵢⱼ ≠ 0]`` in float64, in
+    one pass over the stored entries (``squares`` and ``counts``, of one entry per column,
+    are overwritten; stored zeros count in neither, duplicate entries each).
+    ``ValueError`` unless ``indptr`` and ``indices`` describe ``sample_weight``'s rows
+    within the columns."""
     cdef Py_ssize_t p, i, j, n = sample_weight.shape[0]
     cdef double v, s
-    if indptr.shape[0] != n + 1 or bad_csr(indices, indptr, data.shape[0], out.shape[0]):
-        raise ValueError("column_squares_csr: indptr or indices do not fit the rows, the "
+    if (indptr.shape[0] != n + 1 or counts.shape[0] != squares.shape[0]
+            or bad_csr(indices, indptr, data.shape[0], squares.shape[0])):
+        raise ValueError("column_stats_csr: indptr or indices do not fit the rows, the "
                          "data or the columns")
     with nogil:
-        for j in range(out.shape[0]):
-            out[j] = 0.0
+        for j in range(squares.shape[0]):
+            squares[j] = 0.0
+            counts[j] = 0.0
         for i in range(n):
             s = sample_weight[i]
             for p in range(indptr[i], indptr[i + 1]):
                 v = data[p]
-                out[indices[p]] += s * v * v
+                if v != 0.0:
+                    j = indices[p]
+                    squares[j] += s * v * v
+                    counts[j] += s
 
 
 def take_columns_csc(const floating[::1] data, const index_t[::1] indices,

@@ -322,8 +322,8 @@ class DaskRows:
         return classes
 
     def scale_sums(self, weights=None):
-        """``[Σ sᵢ ‖xᵢ‖², Σ sᵢ nnz(xᵢ), Σ sᵢ, Σᵢ sᵢ xᵢ₁², ..., Σᵢ sᵢ xᵢ_d²]`` over the
-        partitions (a reduction of each partition's
+        """X's weighted row sums and its columns' weighted sums of squares and counts of
+        nonzero entries over the partitions (a reduction of each partition's
         :func:`~sparsekit.utils._rows.weighted_scale_sums`), sᵢ the sample weights or the
         partitions' ``weights`` (futures)."""
         weights = self.sample_weight if weights is None else weights

@@ -58,11 +58,12 @@ AUTO_SDCA_MAX_CONDITION = 20.0
 #: ``alpha="scale"`` is this times the (sample-weighted) mean squared norm of X's rows
 ALPHA_SCALE = 5e-5
 
-#: in the squared norms behind ``alpha="scale"`` and the solvers' scale, a column's share
-#: is at most this times the median column's: TF-IDF, one-hot and pixel columns of the
-#: benchmark sets span up to 763 times (Debian's TF-IDF), while one column in other units
-#: among standardized ones (an identifier, a timestamp) would set alpha for all of them
-COLUMN_SHARE_CAP = 1000.0
+#: in the squared norms behind ``alpha="scale"`` and the solvers' scale, the mean square of
+#: a column's nonzero entries counts as at most this times the median column's (31.6 times
+#: in root mean square): those of the benchmark sets' TF-IDF, one-hot and pixel columns
+#: span at most 40 times (Debian's TF-IDF), raw tables' 1e5 (wine) to 2e7 (breast
+#: cancer), where one column in other units would set alpha for all the others
+COLUMN_UNITS_CAP = 1000.0
 
 #: the polytopes whose label sets ``threshold="auto"`` cuts at the training rows' best
 #: micro-F1; on the others a cut below 1/2 can predict sets the polytope excludes
@@ -70,10 +71,11 @@ _TUNED_POLYTOPES = ("simplex", "box")
 
 
 def scale_sums(X, sw):
-    """``[Σ sᵢ ‖xᵢ‖², Σ sᵢ nnz(xᵢ), Σ sᵢ, Σᵢ sᵢ xᵢ₁², ..., Σᵢ sᵢ xᵢ_d²]`` with the weights
-    ``sw`` divided by their largest (huge weights would overflow the sums): the sums
-    :meth:`SparsemaxClassifier._data_scales` reads X's scale from; X is a NumPy or CuPy
-    array or a SciPy or cupyx sparse matrix."""
+    """``[Σ sᵢ ‖xᵢ‖², Σ sᵢ nnz(xᵢ), Σ sᵢ, squares..., counts...]``: X's weighted row sums
+    and its columns' weighted sums of squares and counts of nonzero entries (see
+    :func:`~sparsekit.utils._rows.weighted_scale_sums`), with the weights ``sw`` divided
+    by their largest (huge weights would overflow the sums); X is a NumPy or CuPy array or
+    a SciPy or cupyx sparse matrix."""
     sw = np.asarray(_host(sw), dtype=np.float64)
     sw = sw / sw.max()
     if not is_device_matrix(X):
@@ -82,27 +84,30 @@ def scale_sums(X, sw):
     if hasattr(X, "multiply"):                       # cupyx sparse
         squared, nonzero = X.multiply(X), X.copy()
         nonzero.data = (nonzero.data != 0).astype(X.dtype)
-        squares, nonzero = squared.sum(axis=1), nonzero.sum(axis=1)
     else:
-        squared = X * X
-        squares, nonzero = squared.sum(axis=1), (X != 0).sum(axis=1)
-    columns = np.asarray(_host(squared.T @ weights), dtype=np.float64).ravel()
-    squares, nonzero = (np.asarray(_host(a), dtype=np.float64).ravel()
-                        for a in (squares, nonzero))
-    return np.concatenate([[float(squares @ sw), float(nonzero @ sw), float(sw.sum())],
-                           columns])
+        squared, nonzero = X * X, (X != 0).astype(X.dtype)
+    rows = (squared.sum(axis=1), nonzero.sum(axis=1))
+    columns = (squared.T @ weights, nonzero.T @ weights)
+    (squares, counts), (column_squares, column_counts) = (
+        [np.asarray(_host(a), dtype=np.float64).ravel() for a in pair]
+        for pair in (rows, columns))
+    return np.concatenate([[float(squares @ sw), float(counts @ sw), float(sw.sum())],
+                           column_squares, column_counts])
 
 
-def typical_squares(total, columns):
-    """X's weighted sum of squares ``total``, unless some of the columns' weighted sums of
-    squares ``columns`` exceed COLUMN_SHARE_CAP times their median (over the columns with
-    an entry): columns in other units than most (an identifier, a timestamp or an income
-    among features of unit scale), whose shares are then cut to the cap."""
-    stored = columns[columns > 0]
-    if stored.size == 0:
+def typical_squares(total, squares, counts):
+    """X's weighted sum of squares ``total``, unless some column's nonzero entries have a
+    mean square (``squares / counts``, the columns' weighted sums) above COLUMN_UNITS_CAP
+    times the median column's: a column in other units than most (an identifier, a
+    timestamp or an income among features of unit scale), whose squares then count as
+    entries of that cap."""
+    stored = counts > 0
+    if not stored.any():
         return total
-    cap = COLUMN_SHARE_CAP * np.median(stored)
-    return total if stored.max() <= cap else float(np.minimum(stored, cap).sum())
+    cap = COLUMN_UNITS_CAP * np.median(squares[stored] / counts[stored])
+    if np.all(squares[stored] <= cap * counts[stored]):
+        return total
+    return float(np.minimum(squares[stored], cap * counts[stored]).sum())
 
 
 def auto_solver(X, alpha, bounded=False, device="cpu"):
@@ -166,12 +171,12 @@ class SparsemaxClassifier(SparsekitClassifier):
         ``sample_weight``): the fitted probabilities then do not change when X is
         multiplied by a constant (the coefficients are divided by it), as the sparsity of
         sparsemax depends on the scale of the scores. Rows of 14 ones (a9a) give 7e-4,
-        TF-IDF rows of norm 1 give 5e-5. A column whose sum of squares exceeds 1000
-        times the median column's (an identifier, a timestamp or an amount in dollars
-        beside standardized features) counts as 1000 times the median: one column in
-        other units does not set the penalty of all the others. The value used is
-        ``alpha_``. Standardizing X (``StandardScaler``) still fits such tables in fewer
-        iterations.
+        TF-IDF rows of norm 1 give 5e-5. A column whose nonzero entries have a mean
+        square above 1000 times the median column's (an identifier, a timestamp or an
+        amount in dollars beside standardized features) counts as if its entries were
+        of that size: one column in other units does not set the penalty of all the
+        others. The value used is ``alpha_``. Standardizing X (``StandardScaler``) still
+        fits such tables in fewer iterations.
     polytope : {"simplex", "budget", "box", "at_most_one", "at_least_one"}, default="simplex"
         Polytope of the projection. ``"simplex"`` is sparsemax. The others give label
         marginals in ``[0, 1]`` for multi-label targets: ``"budget"`` bounds the sum by
@@ -689,7 +694,7 @@ class SparsemaxClassifier(SparsekitClassifier):
 
     def _data_scales(self, sums):
         """``(alpha, weight_scale)`` from X's weighted sums ``[Σ sᵢ ‖xᵢ‖², Σ sᵢ nnz(xᵢ),
-        Σ sᵢ, Σᵢ sᵢ xᵢ₁², ..., Σᵢ sᵢ xᵢ_d²]`` (:func:`scale_sums`), the squares taken as
+        Σ sᵢ, squares..., counts...]`` (:func:`scale_sums`), the squares taken as
         :func:`typical_squares` of the columns': ``alpha`` as a number (for ``"scale"``,
         ``ALPHA_SCALE`` times the mean ‖xᵢ‖²; ``ALPHA_SCALE`` when X is 0) and the
         root-mean-square of X's nonzero entries, by which the solvers' variable multiplies
@@ -698,7 +703,8 @@ class SparsemaxClassifier(SparsekitClassifier):
             raise ValueError("X's nonzero entries are so small (~1e-154 or less) that their "
                              "squares underflow float64; rescale the features (e.g. "
                              "MaxAbsScaler)")
-        squares = typical_squares(sums[0], np.asarray(sums[3:]))
+        columns = np.asarray(sums[3:])
+        squares = typical_squares(sums[0], *np.split(columns, 2))
         squares, nonzero, weight = (squares, *sums[1:3]) if squares > 0 else (1.0, 1.0, 1.0)
         alpha = ALPHA_SCALE * squares / weight if self.alpha == "scale" else float(self.alpha)
         return alpha, float(np.sqrt(squares / nonzero))

@@ -2,7 +2,7 @@
 import numpy as np
 import scipy.sparse as sp
 
-from .._cython._gram_kernels import column_squares_csr, row_stats_csr
+from .._cython._gram_kernels import column_stats_csr, row_stats_csr
 
 
 def _sparse_row_stats(X):
@@ -40,33 +40,37 @@ def weighted_row_sums(X, sample_weight=None):
     return np.array([float(sq @ sw), float(nnz @ sw), float(sw.sum())])
 
 
-#: bytes of float64 squares of a dense X's rows that :func:`weighted_column_squares` forms at
+#: bytes of float64 squares of a dense X's rows that :func:`weighted_column_stats` forms at
 #: a time
 _SQUARES_BLOCK_BYTES = 1 << 23
 
 
-def weighted_column_squares(X, sample_weight=None):
-    """``Σᵢ sᵢ xᵢⱼ²`` (float64) of every column j of NumPy or SciPy sparse ``X``; the
-    weights ``s`` default to 1. Sums, so that row partitions add up."""
+def weighted_column_stats(X, sample_weight=None):
+    """``(Σᵢ sᵢ xᵢⱼ², Σᵢ sᵢ [xᵢⱼ ≠ 0])`` (float64) of every column j of NumPy or SciPy
+    sparse ``X``: its weighted sum of squares and count of nonzero entries; the weights
+    ``s`` default to 1. Sums, so that row partitions add up."""
     sw = (np.ones(X.shape[0]) if sample_weight is None
           else np.asarray(sample_weight, dtype=np.float64))
-    out = np.zeros(X.shape[1])
+    squares, counts = np.zeros(X.shape[1]), np.zeros(X.shape[1])
     if sp.issparse(X):
         X = X.tocsr()
         data = X.data if X.data.dtype in (np.float32, np.float64) else X.data.astype(np.float64)
-        column_squares_csr(np.ascontiguousarray(data), np.ascontiguousarray(X.indices),
-                           np.ascontiguousarray(X.indptr), np.ascontiguousarray(sw), out)
-        return out
+        column_stats_csr(np.ascontiguousarray(data), np.ascontiguousarray(X.indices),
+                         np.ascontiguousarray(X.indptr), np.ascontiguousarray(sw), squares,
+                         counts)
+        return squares, counts
     step = max(1, _SQUARES_BLOCK_BYTES // (8 * max(X.shape[1], 1)))
     for start in range(0, X.shape[0], step):
-        out += sw[start:start + step] @ np.square(X[start:start + step], dtype=np.float64)
-    return out
+        block, weights = X[start:start + step], sw[start:start + step]
+        squares += weights @ np.square(block, dtype=np.float64)
+        counts += weights @ (block != 0)
+    return squares, counts
 
 
 def weighted_scale_sums(X, sample_weight=None):
-    """``[Σ sᵢ ‖xᵢ‖², Σ sᵢ nnz(xᵢ), Σ sᵢ, Σᵢ sᵢ xᵢ₁², ..., Σᵢ sᵢ xᵢ_d²]`` (float64) of NumPy
-    or SciPy sparse ``X``: :func:`weighted_row_sums` followed by
-    :func:`weighted_column_squares`, the sums the scale of X is read from. Sums, so that
-    row partitions add up."""
+    """``[Σ sᵢ ‖xᵢ‖², Σ sᵢ nnz(xᵢ), Σ sᵢ, squares..., counts...]`` (float64, 3 + 2 d
+    entries) of NumPy or SciPy sparse ``X``: :func:`weighted_row_sums` followed by the
+    columns' :func:`weighted_column_stats`, the sums the scale of X is read from. Sums, so
+    that row partitions add up."""
     return np.concatenate([weighted_row_sums(X, sample_weight),
-                           weighted_column_squares(X, sample_weight)])
+                           *weighted_column_stats(X, sample_weight)])
