@@ -795,6 +795,22 @@ def test_sparsemax_dask_fit_is_the_in_memory_fit(client, solver, layout, n_class
 
 
 
+@pytest.mark.parametrize("solver", ["lbfgs", "newton-cg"])
+def test_sparsemax_dask_fit_of_a_column_in_other_units_is_the_in_memory_fit(client, solver):
+    """A column in other units (its solver weight scaled by its own factor; the workers'
+    Hessian rows divided column by column): the in-memory fit, in its few iterations."""
+    X, y = _data(n=800, d=20, classes=4, seed=9)
+    X[:, 3] = 1e6 * np.abs(X[:, 3]) + 5e6                  # an amount in other units
+    kw = dict(solver=solver, tol=1e-8, max_iter=3000)
+    local = SparsemaxClassifier(**kw).fit(X, y)
+    spread = SparsemaxClassifier(**kw).fit(da.from_array(X, chunks=(300, -1)),
+                                           da.from_array(y, chunks=200))
+    assert spread.alpha_ == pytest.approx(local.alpha_, rel=1e-12)
+    assert local.n_iter_ < 200
+    np.testing.assert_allclose(spread.n_iter_, local.n_iter_, atol=max(2, local.n_iter_ // 10))
+    np.testing.assert_allclose(spread.predict_proba(X), local.predict_proba(X), atol=1e-6)
+
+
 def test_sparsemax_dask_class_weight_is_the_in_memory_one(client):
     """'balanced' from the partitions' class totals, applied on the workers: the in-memory
     fit (alpha="scale" follows the weighted rows on both)."""

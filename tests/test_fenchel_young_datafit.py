@@ -8,14 +8,20 @@ from _sparsemax_problems import make_data as _data, make_datafit as _datafit
 @pytest.mark.parametrize("polytope", ["simplex", "at_least_one"])
 @pytest.mark.parametrize("fit_intercept,penalize", [(True, False), (True, True),
                                                     (False, False)])
-@pytest.mark.parametrize("weight_scale", [1.0, 7.0])
+@pytest.mark.parametrize("weight_scale", [1.0, 7.0, (7.0, 0.5, 30.0, 1.0)],
+                         ids=["1", "7", "per column"])
+@pytest.mark.parametrize("sparse", [False, True])
 def test_hessian_product_is_the_derivative_of_the_gradient(polytope, fit_intercept,
-                                                           penalize, weight_scale):
+                                                           penalize, weight_scale, sparse):
     """newton-cg's generalized Hessian-vector product, with sample weights, the implicit
-    centering, the intercept options and scaled weights, equals a central difference of
-    the gradient (the loss is piecewise quadratic: exact away from kinks, up to float32
-    products)."""
+    centering, the intercept options and scaled weights (one factor, or one per column),
+    on dense and CSR X, equals a central difference of the gradient (the loss is piecewise
+    quadratic: exact away from kinks, up to float32 products)."""
+    import scipy.sparse as sp
+
     X, y, sw = _data()
+    X = sp.csr_matrix(X) if sparse else X
+    weight_scale = np.asarray(weight_scale) if np.ndim(weight_scale) else weight_scale
     k, d = 3, X.shape[1]
     datafit = _datafit(X, y, sw, polytope, 0.1, fit_intercept, penalize, weight_scale)
     fun, hessp_at = datafit.value_grad, datafit.hessp_at
@@ -34,13 +40,15 @@ def test_hessian_product_is_the_derivative_of_the_gradient(polytope, fit_interce
 
 @pytest.mark.parametrize("fit_intercept,penalize", [(True, False), (True, True),
                                                     (False, False)])
-@pytest.mark.parametrize("weight_scale", [1.0, 0.2])
+@pytest.mark.parametrize("weight_scale", [1.0, 0.2, (0.2, 5.0, 1.0, 40.0)],
+                         ids=["1", "0.2", "per column"])
 def test_objective_gradient_is_the_derivative_of_the_objective(fit_intercept, penalize,
                                                                weight_scale):
     """The gradient of the solvers' objective, in the centered coordinates (b + W^T mu)
-    with sample weights and the weights scaled, matches central differences of the
-    objective."""
+    with sample weights and the weights scaled (one factor, or one per column), matches
+    central differences of the objective."""
     X, y, sw = _data()
+    weight_scale = np.asarray(weight_scale) if np.ndim(weight_scale) else weight_scale
     k, d = 3, X.shape[1]
     fun = _datafit(X, y, sw, "simplex", 0.1, fit_intercept, penalize, weight_scale).value_grad
     theta = 0.5 * np.random.default_rng(3).standard_normal((d + 1) * k)
@@ -75,22 +83,26 @@ def test_csr_objective_and_gradient_equal_the_dense_ones(k, dtype, index):
 
 @pytest.mark.parametrize("fit_intercept,penalize", [(True, False), (True, True),
                                                     (False, False)])
-def test_scaled_weights_are_a_change_of_variables(fit_intercept, penalize):
-    """With weight_scale r the solver variable holds r W: the same model round-trips, the
-    objective at the same model is the same, and the weights' gradient is divided by r."""
+@pytest.mark.parametrize("r", [4.0, (4.0, 1.0, 1e3, 0.5)], ids=["one", "per column"])
+def test_scaled_weights_are_a_change_of_variables(fit_intercept, penalize, r):
+    """With weight_scale r (one factor, or one per column) the solver variable holds r W
+    (row j of W times r_j): the same model round-trips, the objective at the same model is
+    the same, and the weights' gradient is divided by r."""
     X, y, sw = _data()
     k, d = 3, X.shape[1]
+    r = np.asarray(r) if np.ndim(r) else r
+    rows = np.broadcast_to(np.reshape(r, (-1, 1)), (d, k)).ravel()
     plain = _datafit(X, y, sw, "simplex", 0.1, fit_intercept, penalize)
-    scaled = _datafit(X, y, sw, "simplex", 0.1, fit_intercept, penalize, weight_scale=4.0)
+    scaled = _datafit(X, y, sw, "simplex", 0.1, fit_intercept, penalize, weight_scale=r)
     rng = np.random.default_rng(5)
     W, b = rng.standard_normal((d, k)), rng.standard_normal(k) * fit_intercept
     theta, theta_r = plain.to_solver(W, b), scaled.to_solver(W, b)
-    np.testing.assert_allclose(theta_r[: d * k], 4.0 * theta[: d * k])
+    np.testing.assert_allclose(theta_r[: d * k], rows * theta[: d * k])
     for got, want in zip(scaled.from_solver(theta_r), (W, b)):
         np.testing.assert_allclose(got, want, atol=1e-14)
     (f, g), (f_r, g_r) = plain.value_grad(theta), scaled.value_grad(theta_r)
     assert f_r == pytest.approx(f, rel=1e-14)
-    np.testing.assert_allclose(g_r[: d * k], g[: d * k] / 4.0, rtol=1e-12, atol=1e-15)
+    np.testing.assert_allclose(g_r[: d * k], g[: d * k] / rows, rtol=1e-12, atol=1e-15)
     np.testing.assert_allclose(g_r[d * k:], g[d * k:], rtol=1e-12, atol=1e-15)
 
 

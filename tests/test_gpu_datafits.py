@@ -289,6 +289,27 @@ def test_sparsemax_classifier_scales_alpha_on_the_gpu_as_on_the_cpu(cupy_backend
                                scale_sums(Xh, sw), rtol=1e-12)
 
 
+@pytest.mark.parametrize("sparse", [False, True])
+@pytest.mark.parametrize("solver", ["lbfgs", "newton-cg"])
+def test_a_column_in_other_units_fits_on_the_gpu_as_on_the_cpu(cupy_backend, sparse, solver):
+    """A column in other units: the device fit scales its solver weight by the same factor
+    (newton-cg's Hessian rows divided column by column on the device) and fits the CPU's
+    model."""
+    from sparsekit import SparsemaxClassifier
+
+    rng = np.random.default_rng(7)
+    X, _ = _problem(rng, n=60, d=6, density=0.7 if sparse else None)
+    X[:, 2] *= 1e6                                         # an amount in other units
+    y = rng.integers(0, 3, 60)
+    Xh = sp.csr_matrix(X) if sparse else X
+    kw = dict(solver=solver, tol=1e-8)
+    cpu = SparsemaxClassifier(**kw).fit(Xh, y)
+    gpu = SparsemaxClassifier(**kw, device="cuda").fit(_device(cupy_backend, X, sparse), y)
+    assert gpu.alpha_ == pytest.approx(cpu.alpha_, rel=1e-12)
+    assert abs(gpu.n_iter_ - cpu.n_iter_) <= max(2, cpu.n_iter_ // 10)
+    np.testing.assert_allclose(gpu.predict_proba(Xh), cpu.predict_proba(Xh), atol=1e-4)
+
+
 @pytest.mark.parametrize("solver", ["lbfgs", "nqn", "newton-cg"])
 @pytest.mark.parametrize("sparse", [False, True])
 def test_sparsemax_classifier_on_the_gpu_matches_cpu(cupy_backend, solver, sparse):

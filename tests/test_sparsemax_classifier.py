@@ -649,8 +649,9 @@ def test_a_column_in_other_units_does_not_set_the_scale(sparse):
     its entries were of that size: standardized features beside an identifier (0, 1, 2,
     ...) or a timestamp fit about as the features alone do (before, alpha followed the
     extra column's squares, 1e5 to 1e18 times the features', and the fits predicted near
-    chance); entries 30 times larger, or a column 2000 times rarer (as a rare word's),
-    keep the plain mean squared norm."""
+    chance), and in about their iterations (the solvers' variable scales that column's
+    weight by its own factor); entries 30 times larger, or a column 2000 times rarer (as
+    a rare word's), keep the plain mean squared norm."""
     from sklearn.datasets import make_classification
     from sklearn.preprocessing import StandardScaler
 
@@ -670,6 +671,9 @@ def test_a_column_in_other_units_does_not_set_the_scale(sparse):
         assert capped < 0.01 * squares.sum()
         assert fit.alpha_ == pytest.approx(5e-5 * capped / sw[train].sum(), rel=1e-10)
         assert fit.score(given(Xe[test]), y[test]) >= alone.score(given(X[test]), y[test]) - 0.03
+        # its solver weight scaled by its own factor: about the features' iterations (one
+        # scale for all columns took 150 there)
+        assert fit.n_iter_ <= 3 * alone.n_iter_ + 10
     rare = np.zeros(y.size)
     rare[7] = 1.0
     for within in (X * np.where(np.arange(8) == 0, 30.0, 1.0), np.column_stack([X, rare])):

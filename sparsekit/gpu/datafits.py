@@ -414,8 +414,8 @@ class DeviceActiveRows:
         The budget polytope's budget, the simplex's radius (1 for the classifier).
     scale : float
         1 / Σ sw.
-    weight_scale : float, default=1.0
-        r, the factor of the solver's weights.
+    weight_scale : float or ndarray of shape (d,), default=1.0
+        r, the factor of the solver's weights (one, or one per column).
     """
 
     def __init__(self, X, sw, W, b, polytope, budget, scale, weight_scale=1.0):
@@ -432,7 +432,13 @@ class DeviceActiveRows:
         self.n_active = int(active.size)
         hdt = np.float32
         XA = X[active]
-        self._XA = (XA * (1.0 / weight_scale) if weight_scale != 1.0 else XA).astype(hdt)
+        if np.ndim(weight_scale):                     # one factor per column
+            inverse = cp.asarray(1.0 / np.asarray(weight_scale), dtype=XA.dtype)
+            XA = XA.multiply(inverse[None, :]).tocsr() if hasattr(XA, "multiply") \
+                else XA * inverse
+        elif weight_scale != 1.0:
+            XA = XA * (1.0 / weight_scale)
+        self._XA = XA.astype(hdt)
         self._PA = cp.ascontiguousarray(P[active], dtype=hdt)
         self._tauA = tau[active]
         self._swA = (scale * sw[active]).astype(hdt)[:, None]

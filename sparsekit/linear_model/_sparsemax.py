@@ -95,19 +95,22 @@ def scale_sums(X, sw):
                            column_squares, column_counts])
 
 
-def typical_squares(total, squares, counts):
-    """X's weighted sum of squares ``total``, unless some column's nonzero entries have a
-    mean square (``squares / counts``, the columns' weighted sums) above COLUMN_UNITS_CAP
-    times the median column's: a column in other units than most (an identifier, a
-    timestamp or an income among features of unit scale), whose squares then count as
-    entries of that cap."""
+def unit_factors(squares, counts):
+    """Each column's factor ``max(1, sqrt(m_j / cap))``, ``m_j = squares_j / counts_j`` the
+    mean square of its nonzero entries (the columns' weighted sums) and ``cap``
+    COLUMN_UNITS_CAP times their median, or None when every factor is 1: a column in other
+    units than most (an identifier, a timestamp or an income among features of unit
+    scale) counts as if its entries were of the cap's size (its squares divided by the
+    factor squared)."""
     stored = counts > 0
     if not stored.any():
-        return total
-    cap = COLUMN_UNITS_CAP * np.median(squares[stored] / counts[stored])
-    if np.all(squares[stored] <= cap * counts[stored]):
-        return total
-    return float(np.minimum(squares[stored], cap * counts[stored]).sum())
+        return None
+    means = np.zeros_like(squares)
+    means[stored] = squares[stored] / counts[stored]
+    cap = COLUMN_UNITS_CAP * np.median(means[stored])
+    if np.all(means <= cap):
+        return None
+    return np.sqrt(np.maximum(means / cap, 1.0))
 
 
 def auto_solver(X, alpha, bounded=False, device="cpu"):
@@ -175,8 +178,7 @@ class SparsemaxClassifier(SparsekitClassifier):
         square above 1000 times the median column's (an identifier, a timestamp or an
         amount in dollars beside standardized features) counts as if its entries were
         of that size: one column in other units does not set the penalty of all the
-        others. The value used is ``alpha_``. Standardizing X (``StandardScaler``) still
-        fits such tables in fewer iterations.
+        others. The value used is ``alpha_``.
     polytope : {"simplex", "budget", "box", "at_most_one", "at_least_one"}, default="simplex"
         Polytope of the projection. ``"simplex"`` is sparsemax. The others give label
         marginals in ``[0, 1]`` for multi-label targets: ``"budget"`` bounds the sum by
@@ -257,7 +259,8 @@ class SparsemaxClassifier(SparsekitClassifier):
         probabilities that agree with the optimum's to more digits), the gradient taken
         in the solvers' variables: the intercepts and the coefficients times ``s``, the
         root-mean-square of X's nonzero entries (weighted by ``sample_weight``; a column in
-        other units counted as for ``alpha="scale"``), i.e. the problem on ``X / s``. For
+        other units counted as for ``alpha="scale"``, and its coefficients also times the
+        factor that brings its entries to that size), i.e. the problem on ``X / s``. For
         0/1 features (``s = 1``) that is the gradient in
         ``coef_``; multiplying X by a constant changes neither where a fit stops nor, with
         ``alpha="scale"``, the iterations it takes. lbfgs, nqn and
@@ -459,7 +462,7 @@ class SparsemaxClassifier(SparsekitClassifier):
         sw = np.where(keep, self._weigh_classes(sw, codes), 0.0)
         if not sw.max() > 0:
             raise ValueError("The sample weights of the rows used in the fit sum to zero.")
-        self.alpha_, weight_scale = self._data_scales(scale_sums(X_shown, sw))
+        self.alpha_, scale, factors = self._data_scales(scale_sums(X_shown, sw))
         solver = self.solver if self.solver != "auto" else auto_solver(
             X_shown, self.alpha_, bounded=self.bounds is not None or self.positive,
             device=self.device)
@@ -478,6 +481,9 @@ class SparsemaxClassifier(SparsekitClassifier):
         same = X_rows is X
         X = used.take(X)
         X_rows = X if same else used.take(X_rows)
+        # SDCA's free intercept is a constant feature of one scale: one factor for all
+        weight_scale = (scale if factors is None or solver == "sdca"
+                        else scale * used.restrict(factors))
         # the objective is a weighted mean: dividing by the largest weight changes nothing
         # but keeps sums of huge weights (and their float32 copy) finite
         sw = (sw / sw.max()).astype(X.dtype)
@@ -586,7 +592,8 @@ class SparsemaxClassifier(SparsekitClassifier):
         solver = self._dask_solver()
         self.__dict__.pop("feature_names_in_", None)
         self.n_features_in_ = data.n_features
-        self.alpha_, weight_scale = self._data_scales(data.scale_sums(weights))
+        self.alpha_, scale, factors = self._data_scales(data.scale_sums(weights))
+        weight_scale = scale if factors is None else scale * factors
         datafit = DaskFenchelYoung(data, targets, weights, alpha=self.alpha_,
                                    fit_intercept=self.fit_intercept,
                                    penalize_intercept=self.penalize_intercept, offset=offset,
@@ -693,21 +700,22 @@ class SparsemaxClassifier(SparsekitClassifier):
         return callback, lambda: self._end_subtask(tasks[-1])
 
     def _data_scales(self, sums):
-        """``(alpha, weight_scale)`` from X's weighted sums ``[Σ sᵢ ‖xᵢ‖², Σ sᵢ nnz(xᵢ),
-        Σ sᵢ, squares..., counts...]`` (:func:`scale_sums`), the squares taken as
-        :func:`typical_squares` of the columns': ``alpha`` as a number (for ``"scale"``,
-        ``ALPHA_SCALE`` times the mean ‖xᵢ‖²; ``ALPHA_SCALE`` when X is 0) and the
-        root-mean-square of X's nonzero entries, by which the solvers' variable multiplies
-        the weights (1 when X is 0)."""
+        """``(alpha, scale, factors)`` from X's weighted sums ``[Σ sᵢ ‖xᵢ‖², Σ sᵢ nnz(xᵢ),
+        Σ sᵢ, squares..., counts...]`` (:func:`scale_sums`), each column's squares divided
+        by its :func:`unit_factors` squared: ``alpha`` as a number (for ``"scale"``,
+        ``ALPHA_SCALE`` times the mean ‖xᵢ‖²; ``ALPHA_SCALE`` when X is 0), the
+        root-mean-square of X's nonzero entries (1 when X is 0) and the columns' factors
+        (None: all 1). The solvers' variable holds the weights times ``scale * factors``."""
         if sums[1] > 0 and not sums[0] >= np.finfo(np.float64).tiny * sums[1]:
             raise ValueError("X's nonzero entries are so small (~1e-154 or less) that their "
                              "squares underflow float64; rescale the features (e.g. "
                              "MaxAbsScaler)")
-        columns = np.asarray(sums[3:])
-        squares = typical_squares(sums[0], *np.split(columns, 2))
+        column_squares, column_counts = np.split(np.asarray(sums[3:]), 2)
+        factors = unit_factors(column_squares, column_counts)
+        squares = sums[0] if factors is None else float(np.sum(column_squares / factors ** 2))
         squares, nonzero, weight = (squares, *sums[1:3]) if squares > 0 else (1.0, 1.0, 1.0)
         alpha = ALPHA_SCALE * squares / weight if self.alpha == "scale" else float(self.alpha)
-        return alpha, float(np.sqrt(squares / nonzero))
+        return alpha, float(np.sqrt(squares / nonzero)), factors
 
     def _check_sdca(self):
         if self.device != "cpu":
@@ -793,7 +801,7 @@ class SparsemaxClassifier(SparsekitClassifier):
 
     def _coefficient_bounds(self, n_features, n_classes, columns=(), weight_scale=1.0):
         """``positive``/``bounds`` as a ``Bounds`` on the solver variable (the weights times
-        ``weight_scale``), or None."""
+        ``weight_scale``, one factor or one per column), or None."""
         if self.bounds is None and not self.positive:
             return None
         if self.bounds is not None and self.positive:
@@ -815,8 +823,9 @@ class SparsemaxClassifier(SparsekitClassifier):
             lo, hi = np.array(lo), np.array(hi)
             lo[columns], hi[columns] = -hi[columns], -lo[columns]
         free = np.full(n_classes, np.inf)
-        bounds = Bounds(np.concatenate([lo.T.ravel() * weight_scale, -free]),
-                        np.concatenate([hi.T.ravel() * weight_scale, free]))
+        r = weight_scale if np.ndim(weight_scale) == 0 else weight_scale[:, None]
+        bounds = Bounds(np.concatenate([(lo.T * r).ravel(), -free]),
+                        np.concatenate([(hi.T * r).ravel(), free]))
         parse_bounds(bounds, bounds.lb.size)  # the checks of NQN: NaN, lower > upper, ...
         return bounds
 

@@ -266,7 +266,7 @@ default="simplex"
         fits' estimator, whose ``alpha="scale"`` of the data's sums (``sums()``, see
         :func:`scale_sums`) an integer grid is centred on."""
         if isinstance(self.alphas, Integral):
-            scale, _ = base._data_scales(sums())
+            scale = base._data_scales(sums())[0]
             if self.alphas == 1:
                 return np.array([scale])
             return scale * np.logspace(_GRID_DECADES, -_GRID_DECADES, self.alphas)

@@ -24,7 +24,8 @@ from functools import partial
 import numpy as np
 import scipy.sparse as sp
 
-from sparsekit.losses._fenchel_young_datafit import ActiveRows, FenchelYoungLinear
+from sparsekit.losses._fenchel_young_datafit import (ActiveRows, FenchelYoungLinear,
+                                                      checked_scale)
 from sparsekit.losses._logistic_datafit import _ExplicitHessian
 from sparsekit.metrics._thresholds import (PositiveEntries, merged_entries, row_slices,
                                            summed_histogram, threshold_search)
@@ -452,7 +453,7 @@ class DaskFenchelYoung(FenchelYoungLinear):
 
         client = self._client = rows.client
         self.X = self.Y = self.sw = self.X_rows = None
-        self.weight_scale = float(weight_scale)
+        self.weight_scale = checked_scale(weight_scale)
         self.dtype = rows.dtype
         polytope = targets.polytope
         self.polytope, self.code, self.budget = polytope, POLYTOPE_CODES[polytope], \

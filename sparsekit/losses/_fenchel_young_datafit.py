@@ -12,8 +12,8 @@ large mean no longer couple with the bias), and ``X`` is never centered (sparse 
 sparse). :meth:`FenchelYoungLinear.to_solver` and :meth:`FenchelYoungLinear.from_solver`
 move between the two coordinates. They also scale the weights: the solvers see ``r W``
 with ``r`` the ``weight_scale`` (SparsemaxClassifier passes the root-mean-square of X's
-nonzero entries), i.e. the same problem on ``X / r``, whose gradients and Hessians do not
-depend on the units of ``X``.
+nonzero entries, times a factor for each column in other units than most), i.e. the same
+problem on ``X / r``, whose gradients and Hessians do not depend on the units of ``X``.
 """
 import numpy as np
 import scipy.sparse as sp
@@ -60,15 +60,16 @@ class FenchelYoungLinear:
         ``X`` as the Hessian products should gather its rows (default ``X``): dense X that
         is fit through a CSR copy is faster to gather dense.
     device : {"cpu", "cuda"}
-    weight_scale : float, default=1.0
-        The solver variable holds the weights times this (the intercepts unscaled).
+    weight_scale : float or ndarray of shape (d,), default=1.0
+        The solver variable holds the weights times this, one factor for all the columns
+        or one per column (the intercepts unscaled).
     """
 
     def __init__(self, X, Y, sample_weight, *, polytope, budget, alpha, fit_intercept,
                  penalize_intercept, offset=None, center=False, X_rows=None, device="cpu",
                  weight_scale=1.0):
         self.X, self.Y, self.sw = X, Y, sample_weight
-        self.weight_scale = float(weight_scale)
+        self.weight_scale = checked_scale(weight_scale)
         self.dtype = X.dtype
         self.X_rows = X if X_rows is None else X_rows
         self.polytope, self.code, self.budget = polytope, POLYTOPE_CODES[polytope], budget
@@ -119,15 +120,15 @@ class FenchelYoungLinear:
         if self.center is not None:
             b = b + self.center @ W
         theta = np.empty(np.size(W) + self.n_classes)   # one pass over W (SDCA: every epoch)
-        np.multiply(np.ravel(W), self.weight_scale, out=theta[: np.size(W)])
+        np.multiply(W, _rows(self.weight_scale), out=theta[: np.size(W)].reshape(np.shape(W)))
         theta[np.size(W):] = b
         return theta
 
     def from_solver(self, theta):
         """``(W, b)`` of the model at the solver variable ``theta``."""
         W, b = self.unpack(theta)
-        if self.weight_scale != 1.0:
-            W = W / self.weight_scale
+        if np.any(self.weight_scale != 1.0):
+            W = W / _rows(self.weight_scale)
         if not self.fit_intercept:
             b[:] = 0.0
         if self.center is not None:
@@ -151,8 +152,8 @@ class FenchelYoungLinear:
         grad_W += gW
         if self.center is not None:
             grad_W -= np.multiply.outer(self.center, scale * gb)
-        if self.weight_scale != 1.0:
-            grad_W /= self.weight_scale
+        if np.any(self.weight_scale != 1.0):
+            grad_W /= _rows(self.weight_scale)
         grad[W.size:] = scale * gb if self.fit_intercept else 0.0
         if self.penalize_intercept and self.fit_intercept:
             f += 0.5 * alpha * np.dot(b, b)
@@ -192,12 +193,12 @@ class FenchelYoungLinear:
             if not self.fit_intercept:
                 c[:] = 0
             if center is not None:
-                c -= center @ V / r
+                c -= (center / r) @ V
             HV, Jc = product(V, c)
             if center is not None:
                 HV = HV - np.outer(center / r, Jc)
             out = np.empty_like(v)
-            np.multiply(V.ravel(), alpha / r / r, out=out[:size])
+            np.multiply(V, _rows(alpha / r / r), out=out[:size].reshape(V.shape))
             out[:size] += HV.ravel()
             out[size:] = Jc if self.fit_intercept else 0.0
             if self.penalize_intercept and self.fit_intercept:
@@ -301,7 +302,8 @@ def gpu_data_term(X, Y, sw, polytope, budget):
 class ActiveRows:
     """The rows of X whose projection Jacobian is nonzero at the scores ``X W + b``, with
     what the Hessian products need, in float32 (they only steer the Newton direction) and
-    divided by ``weight_scale`` r (entries near 1 whatever the units of X):
+    divided by ``weight_scale`` r (entries near 1 whatever the units of X; one factor, or
+    one per column):
     ``product(V, c) = (X_Aᵀ diag(s_A) J U / (r Σs), the column sums of diag(s_A) J U / Σs)``,
     ``U = X_A V / r + c``, in float64."""
 
@@ -317,10 +319,7 @@ class ActiveRows:
         min_free = 2 if polytope == "simplex" else 1
         rows = (free.sum(axis=1) >= min_free) & (sw > 0)
         self.n_active = int(rows.sum())
-        XA = X_rows[rows]
-        if weight_scale != 1.0:
-            XA = XA * (1.0 / weight_scale)       # in X's dtype, before the cast
-        self._XA = XA.astype(hdt)
+        self._XA = divide_columns(X_rows[rows], weight_scale).astype(hdt)
         self._PA = np.ascontiguousarray(P[rows], dtype=hdt)
         self._tauA = tau[rows].astype(hdt)
         self._swA = (scale * sw[rows]).astype(hdt)[:, None]
@@ -334,3 +333,24 @@ class ActiveRows:
         np.multiply(JU, self._swA, out=JU)
         return (np.asarray(self._XA.T @ JU, dtype=np.float64),
                 JU.sum(axis=0, dtype=np.float64))
+
+
+def checked_scale(weight_scale):
+    """``weight_scale`` as a float, or as a float64 array of one factor per column."""
+    if np.ndim(weight_scale) == 0:
+        return float(weight_scale)
+    return np.asarray(weight_scale, dtype=np.float64)
+
+
+def _rows(weight_scale):
+    """``weight_scale`` shaped to multiply the rows of W (d, K): a float, or (d, 1)."""
+    return weight_scale if np.ndim(weight_scale) == 0 else weight_scale[:, None]
+
+
+def divide_columns(X, weight_scale):
+    """X (dense or SciPy sparse) divided by ``weight_scale``, one factor or one per column,
+    in X's dtype (X itself for the factor 1)."""
+    if np.ndim(weight_scale) == 0:
+        return X if weight_scale == 1.0 else X * (1.0 / weight_scale)
+    inverse = (1.0 / np.asarray(weight_scale)).astype(X.dtype)
+    return X.multiply(inverse).tocsr() if sp.issparse(X) else X * inverse
