@@ -9,7 +9,9 @@ Each script owns one section of ``doc/benchmarks.md``, delimited by HTML comment
 ``<!-- BEGIN name -->`` / ``<!-- END name -->``; :func:`write_section` replaces it in place
 (adding it at the end the first time) and stamps it with date, machine, versions and command.
 """
+import argparse
 import fcntl
+import json
 import os
 import platform
 import shlex
@@ -89,6 +91,26 @@ def debian_sample(n_docs, seed=0):
     rows = np.random.default_rng(seed).permutation(len(corpus.text))[:n_docs]
     return (TfidfVectorizer().fit_transform([corpus.text[i] for i in rows]),
             np.asarray(corpus.section)[rows])
+
+
+def beside_before(description, measure):
+    """``(results, before)``: this run's ``measure()`` (a dict) with ``"commit"`` added, and
+    an earlier commit's (None without ``--before``). The script's command line: ``--save
+    FILE`` writes the results as JSON, ``--before FILE`` reads such a file, written by the
+    same script run in a checkout of the earlier commit, to be shown beside."""
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument("--save", help="write this run's results to this JSON file")
+    parser.add_argument("--before", help="an earlier commit's results (its --save), shown "
+                                         "beside")
+    args = parser.parse_args()
+    results = {"commit": git_commit(), **measure()}
+    if args.save:
+        with open(args.save, "w") as f:
+            json.dump(results, f, indent=1)
+    if args.before is None:
+        return results, None
+    with open(args.before) as f:
+        return results, json.load(f)
 
 
 def machine():

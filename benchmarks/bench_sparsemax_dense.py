@@ -27,8 +27,6 @@ same script run on an earlier commit's build) beside this run's. Writes section
 """
 import _report  # noqa: F401  (pins BLAS threads before NumPy)
 
-import argparse
-import json
 import sys
 import warnings
 
@@ -144,22 +142,13 @@ def csr_rows(entries=(10, 50, 200), outputs=(3, 5, 10, 16, 20)):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--save", help="write this run's rows as JSON")
-    parser.add_argument("--before", help="JSON rows of an earlier commit's run, shown beside")
-    args = parser.parse_args()
-    results = {"commit": _report.git_commit(), "kernel": kernel_rows(), "fits": fit_rows(),
-               "density": density_rows(), "csr": csr_rows()}
-    if args.save:
-        with open(args.save, "w") as f:
-            json.dump(results, f, indent=1)
-    before = {"commit": None, "kernel": [], "fits": []}
-    if args.before:
-        with open(args.before) as f:
-            before = json.load(f)
+    results, earlier = _report.beside_before(__doc__.split("\n\n")[0], lambda: {
+        "kernel": kernel_rows(), "fits": fit_rows(), "density": density_rows(),
+        "csr": csr_rows()})
+    before = earlier or {"commit": None, "kernel": [], "fits": []}
     old_kernel = {r["shape"]: r for r in before["kernel"]}
     old_fits = {r["data"]: r for r in before["fits"]}
-    then = f" (commit {before['commit']})" if args.before else ""
+    then = f" (commit {before['commit']})" if earlier else ""
     header = ["X (dense)", "fused kernel, ms", f"before{then}", "NumPy's two products, ms",
               "kernel / products"]
     kernel = [[r["shape"], f"{r['kernel']:.2f}",
@@ -193,7 +182,7 @@ def main():
                                   for k in classes] for r in results["csr"]]
     body += ("\n\nThe CSR kernel on random rows of the given number of stored entries "
              "(50,000 x 1000; classes on the simplex), ms per evaluation (median of 30)"
-             + (f", before{then} in parentheses" if args.before else "") + ":\n\n"
+             + (f", before{then} in parentheses" if earlier else "") + ":\n\n"
              + _report.markdown_table(["entries a row"] + [f"{k} classes" for k in classes],
                                       csr))
     _report.write_section("sparsemax_dense_kernel",

@@ -31,8 +31,6 @@ same script run on an earlier commit's checkout) beside this run's. Writes secti
 """
 import _report  # noqa: F401  (pins BLAS threads before NumPy)
 
-import argparse
-import json
 import statistics
 import sys
 import time
@@ -149,29 +147,20 @@ def _cell(fit):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--save", help="write this run's rows to this JSON file")
-    parser.add_argument("--before", help="JSON rows of an earlier commit's run, shown beside")
-    args = parser.parse_args()
     warnings.simplefilter("ignore", UserWarning)
-    rows = measure()
-    if args.save:
-        with open(args.save, "w") as f:
-            json.dump({"commit": _report.git_commit(), "rows": rows}, f, indent=1)
-    before = {}
-    if args.before:
-        with open(args.before) as f:
-            earlier = json.load(f)
-        before = {r["data"]: r for r in earlier["rows"]}
-    label = f"commit {earlier['commit']}" if args.before else None
+    results, earlier = _report.beside_before(__doc__.split("\n")[0],
+                                             lambda: {"rows": measure()})
+    rows = results["rows"]
+    before = {r["data"]: r for r in earlier["rows"]} if earlier else {}
+    label = f"commit {earlier['commit']}" if earlier else None
     shares = [[r["data"], f"{r['shape'][0]} x {r['shape'][1]}", f"{r['units']:.3g}",
                "yes" if r["units"] > 1000 else "no", f"{r['sparsemax']['alpha']:.3g}"]
               + ([f"{before[r['data']]['sparsemax']['alpha']:.3g}"] if r["data"] in before
-                 else [""] if args.before else [])
+                 else [""] if earlier else [])
               for r in rows]
     fits = [[r["data"], _cell(r["logistic"]), _cell(r["sparsemax"])]
             + ([_cell(before[r["data"]]["sparsemax"]) if r["data"] in before else ""]
-               if args.before else [])
+               if earlier else [])
             for r in rows if r["logistic"] is not None]
     body = (
         "The largest mean square of a column's nonzero entries over the median column's "

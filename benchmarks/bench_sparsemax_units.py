@@ -17,8 +17,6 @@ same script run on an earlier commit's checkout) beside this run's. Writes secti
 """
 import _report  # noqa: F401  (pins BLAS threads before NumPy)
 
-import argparse
-import json
 import sys
 import time
 import warnings
@@ -84,26 +82,19 @@ def _cell(row):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--save", help="write this run's rows to this JSON file")
-    parser.add_argument("--before", help="JSON rows of an earlier commit's run, shown beside")
-    args = parser.parse_args()
     warnings.simplefilter("ignore", UserWarning)
-    rows = measure()
-    if args.save:
-        with open(args.save, "w") as f:
-            json.dump({"commit": _report.git_commit(), "rows": rows}, f, indent=1)
+    results, earlier = _report.beside_before(__doc__.split("\n")[0],
+                                             lambda: {"rows": measure()})
+    rows = results["rows"]
     header = ["data", "X times", "solver", "this commit"]
     before = {}
-    if args.before:
-        with open(args.before) as f:
-            earlier = json.load(f)
+    if earlier:
         header.append(f"commit {earlier['commit']}")
         before = {(r["data"], r["factor"], r["solver"]): r for r in earlier["rows"]}
     table = []
     for row in rows:
         cells = [row["data"], f"{row['factor']:g}", row["solver"], _cell(row)]
-        if args.before:
+        if earlier:
             old = before.get((row["data"], row["factor"], row["solver"]))
             cells.append(_cell(old) if old else "")
         table.append(cells)
