@@ -113,6 +113,16 @@ def beside_before(description, measure):
         return results, json.load(f)
 
 
+def fit_cell(fit, unit="s"):
+    """``iterations / accuracy / time`` of a fit's ``{"iterations", "accuracy", "seconds",
+    "warned"}`` for a table cell, the time in ``unit`` ("s" or "ms"), ", warned" after a
+    ConvergenceWarning."""
+    time_text = (f"{fit['seconds']:.2f} s" if unit == "s"
+                 else f"{fit['seconds'] * 1e3:.1f} ms")
+    return (f"{fit['iterations']} / {fit['accuracy']:.4f} / {time_text}"
+            + (", warned" if fit["warned"] else ""))
+
+
 def machine():
     """One line describing the CPU, core count and memory of this machine."""
     cpu = platform.processor() or platform.machine()

@@ -12,7 +12,7 @@ were of that size. Two tables:
 - the fits at the defaults, ``SparsemaxClassifier()`` (``random_state=0``: SDCA's row
   order) against ``LogisticRegression()`` (its defaults too: lbfgs, ``C=1``,
   ``max_iter=100``), on a stratified 70/30 split (seed 0):
-  test accuracy / iterations / fit seconds (median of 3 fits, one thread; "warned": a
+  iterations / test accuracy / fit seconds (median of 3 fits, one thread; "warned": a
   ConvergenceWarning).
 
 Data: scikit-learn's wine and breast cancer tables as given and standardized (the scaler
@@ -140,10 +140,8 @@ def measure():
     return rows
 
 
-def _cell(fit):
-    warned = ", warned" if fit["warned"] else ""
-    return (f"{fit['accuracy']:.4f} / {fit['iterations']} / {fit['seconds'] * 1e3:.1f} ms"
-            f"{warned}")
+def _ms_cell(fit):
+    return _report.fit_cell(fit, "ms")
 
 
 def main():
@@ -158,8 +156,8 @@ def main():
               + ([f"{before[r['data']]['sparsemax']['alpha']:.3g}"] if r["data"] in before
                  else [""] if earlier else [])
               for r in rows]
-    fits = [[r["data"], _cell(r["logistic"]), _cell(r["sparsemax"])]
-            + ([_cell(before[r["data"]]["sparsemax"]) if r["data"] in before else ""]
+    fits = [[r["data"], _ms_cell(r["logistic"]), _ms_cell(r["sparsemax"])]
+            + ([_ms_cell(before[r["data"]]["sparsemax"]) if r["data"] in before else ""]
                if earlier else [])
             for r in rows if r["logistic"] is not None]
     body = (
@@ -170,8 +168,8 @@ def main():
         + _report.markdown_table(
             ["data", "rows x columns", "largest / median column entries", "capped",
              "alpha_"] + ([f"alpha_, {label}"] if label else []), shares)
-        + "\n\nTest accuracy / iterations (epochs for SDCA, which `solver=\"auto\"` picks "
-        "on a9a) / fit time at the defaults (SparsemaxClassifier with `random_state=0`), "
+        + "\n\nIterations (epochs for SDCA, which `solver=\"auto\"` picks on a9a) / test "
+        "accuracy / fit time at the defaults (SparsemaxClassifier with `random_state=0`), "
         "stratified 70/30 split "
         f"(seed 0), median of {REPEAT} fits on one thread; \"warned\": a "
         "ConvergenceWarning. LogisticRegression at its defaults too (lbfgs, C=1, "

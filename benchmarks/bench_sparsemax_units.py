@@ -75,12 +75,6 @@ def measure():
     return rows
 
 
-def _cell(row):
-    warned = ", warned" if row["warned"] else ""
-    return (f"{row['iterations']} / {row['accuracy']:.4f} / {row['seconds']:.2f} s"
-            f"{warned}")
-
-
 def main():
     warnings.simplefilter("ignore", UserWarning)
     results, earlier = _report.beside_before(__doc__.split("\n")[0],
@@ -93,10 +87,10 @@ def main():
         before = {(r["data"], r["factor"], r["solver"]): r for r in earlier["rows"]}
     table = []
     for row in rows:
-        cells = [row["data"], f"{row['factor']:g}", row["solver"], _cell(row)]
+        cells = [row["data"], f"{row['factor']:g}", row["solver"], _report.fit_cell(row)]
         if earlier:
             old = before.get((row["data"], row["factor"], row["solver"]))
-            cells.append(_cell(old) if old else "")
+            cells.append(_report.fit_cell(old) if old else "")
         table.append(cells)
     body = ("Iterations (epochs for sdca) / test accuracy / fit seconds of "
             "`SparsemaxClassifier(solver=s, tol=1e-6)` at its other defaults "
