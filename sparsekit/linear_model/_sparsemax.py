@@ -18,7 +18,7 @@ from ..gpu.datafits import is_device_matrix
 from ._device_input import (_host, check_device_X, device_product, device_scores, fit_device,
                             host_targets, to_device)
 from ..losses._dask_datafit import DaskFenchelYoung, LabelTargets, SetTargets
-from ..losses._fenchel_young_datafit import FenchelYoungLinear, fits_through_csr
+from ..losses._fenchel_young_datafit import FenchelYoungLinear, by_rows, fits_through_csr
 from ..losses._targets import (check_target_entries, label_set_matrix, leaves_out_unlabelled,
                                polytope_targets, warn_unlabelled)
 from ..metrics._thresholds import micro_f1_threshold, row_slices
@@ -823,9 +823,8 @@ class SparsemaxClassifier(SparsekitClassifier):
             lo, hi = np.array(lo), np.array(hi)
             lo[columns], hi[columns] = -hi[columns], -lo[columns]
         free = np.full(n_classes, np.inf)
-        r = weight_scale if np.ndim(weight_scale) == 0 else weight_scale[:, None]
-        bounds = Bounds(np.concatenate([(lo.T * r).ravel(), -free]),
-                        np.concatenate([(hi.T * r).ravel(), free]))
+        bounds = Bounds(np.concatenate([(lo.T * by_rows(weight_scale)).ravel(), -free]),
+                        np.concatenate([(hi.T * by_rows(weight_scale)).ravel(), free]))
         parse_bounds(bounds, bounds.lb.size)  # the checks of NQN: NaN, lower > upper, ...
         return bounds
 

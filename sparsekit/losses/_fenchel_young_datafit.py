@@ -120,7 +120,7 @@ class FenchelYoungLinear:
         if self.center is not None:
             b = b + self.center @ W
         theta = np.empty(np.size(W) + self.n_classes)   # one pass over W (SDCA: every epoch)
-        np.multiply(W, _rows(self.weight_scale), out=theta[: np.size(W)].reshape(np.shape(W)))
+        np.multiply(W, by_rows(self.weight_scale), out=theta[: np.size(W)].reshape(np.shape(W)))
         theta[np.size(W):] = b
         return theta
 
@@ -128,7 +128,7 @@ class FenchelYoungLinear:
         """``(W, b)`` of the model at the solver variable ``theta``."""
         W, b = self.unpack(theta)
         if np.any(self.weight_scale != 1.0):
-            W = W / _rows(self.weight_scale)
+            W = W / by_rows(self.weight_scale)
         if not self.fit_intercept:
             b[:] = 0.0
         if self.center is not None:
@@ -153,7 +153,7 @@ class FenchelYoungLinear:
         if self.center is not None:
             grad_W -= np.multiply.outer(self.center, scale * gb)
         if np.any(self.weight_scale != 1.0):
-            grad_W /= _rows(self.weight_scale)
+            grad_W /= by_rows(self.weight_scale)
         grad[W.size:] = scale * gb if self.fit_intercept else 0.0
         if self.penalize_intercept and self.fit_intercept:
             f += 0.5 * alpha * np.dot(b, b)
@@ -198,7 +198,7 @@ class FenchelYoungLinear:
             if center is not None:
                 HV = HV - np.outer(center / r, Jc)
             out = np.empty_like(v)
-            np.multiply(V, _rows(alpha / r / r), out=out[:size].reshape(V.shape))
+            np.multiply(V, by_rows(alpha / r / r), out=out[:size].reshape(V.shape))
             out[:size] += HV.ravel()
             out[size:] = Jc if self.fit_intercept else 0.0
             if self.penalize_intercept and self.fit_intercept:
@@ -342,7 +342,7 @@ def checked_scale(weight_scale):
     return np.asarray(weight_scale, dtype=np.float64)
 
 
-def _rows(weight_scale):
+def by_rows(weight_scale):
     """``weight_scale`` shaped to multiply the rows of W (d, K): a float, or (d, 1)."""
     return weight_scale if np.ndim(weight_scale) == 0 else weight_scale[:, None]
 
