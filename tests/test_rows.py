@@ -4,7 +4,7 @@ import pytest
 import scipy.sparse as sp
 
 from sparsekit.utils._rows import (row_nnz, row_sq_norms, weighted_column_stats,
-                                   weighted_row_sums, weighted_scale_sums)
+                                   weighted_scale_sums)
 
 
 def test_row_sq_norms_of_dense_and_sparse_x_in_float64():
@@ -33,8 +33,9 @@ def test_row_nnz_and_weighted_sums_skip_stored_zeros():
                 sw.sum()]
     for given in (dense, dense.astype(np.float32), S, S.tocsc()):
         np.testing.assert_array_equal(row_nnz(given), (dense != 0).sum(axis=1))
-        np.testing.assert_allclose(weighted_row_sums(given, sw), expected, rtol=1e-6)
-    np.testing.assert_allclose(weighted_row_sums(S), [np.sum(dense ** 2), np.sum(dense != 0), 6])
+        np.testing.assert_allclose(weighted_scale_sums(given, sw)[:3], expected, rtol=1e-6)
+    np.testing.assert_allclose(weighted_scale_sums(S)[:3],
+                               [np.sum(dense ** 2), np.sum(dense != 0), 6])
 
 
 def test_row_statistics_of_other_sparse_forms():
@@ -68,7 +69,7 @@ def test_row_stats_kernel_refuses_offsets_outside_the_data():
 def test_weighted_column_stats_of_dense_and_sparse_x_in_float64():
     """Σᵢ sᵢ xᵢⱼ² and Σᵢ sᵢ [xᵢⱼ ≠ 0] per column, as the dense reference computes them,
     for every form of X (an empty column, stored zeros, float32 squares below float32's
-    range, dense blocks of rows); the scale sums are the row sums followed by them."""
+    range, dense blocks of rows); the scale sums are their totals followed by them."""
     rng = np.random.default_rng(2)
     X = rng.standard_normal((9, 5)) * (rng.random((9, 5)) < 0.6)
     X[:, 3] = 0                                       # an empty column
@@ -83,7 +84,8 @@ def test_weighted_column_stats_of_dense_and_sparse_x_in_float64():
         np.testing.assert_allclose(squares, sw @ dense ** 2, rtol=1e-6)
         np.testing.assert_allclose(counts, sw @ (dense != 0), rtol=1e-12)
         np.testing.assert_allclose(weighted_scale_sums(given, sw), np.concatenate(
-            [weighted_row_sums(given, sw), sw @ dense ** 2, sw @ (dense != 0)]), rtol=1e-6)
+            [[sw @ (dense ** 2).sum(axis=1), sw @ (dense != 0).sum(axis=1), sw.sum()],
+             sw @ dense ** 2, sw @ (dense != 0)]), rtol=1e-6)
     squares, counts = weighted_column_stats(X)
     np.testing.assert_allclose(squares, (X ** 2).sum(axis=0))
     np.testing.assert_array_equal(counts, (X != 0).sum(axis=0))

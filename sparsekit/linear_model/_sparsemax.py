@@ -71,11 +71,10 @@ _TUNED_POLYTOPES = ("simplex", "box")
 
 
 def scale_sums(X, sw):
-    """``[Σ sᵢ ‖xᵢ‖², Σ sᵢ nnz(xᵢ), Σ sᵢ, squares..., counts...]``: X's weighted row sums
-    and its columns' weighted sums of squares and counts of nonzero entries (see
-    :func:`~sparsekit.utils._rows.weighted_scale_sums`), with the weights ``sw`` divided
-    by their largest (huge weights would overflow the sums); X is a NumPy or CuPy array or
-    a SciPy or cupyx sparse matrix."""
+    """:func:`~sparsekit.utils._rows.weighted_scale_sums` of X, ``[Σ sᵢ ‖xᵢ‖², Σ sᵢ nnz(xᵢ),
+    Σ sᵢ, squares..., counts...]``, with the weights ``sw`` divided by their largest (huge
+    weights would overflow the sums); X is a NumPy or CuPy array or a SciPy or cupyx
+    sparse matrix."""
     sw = np.asarray(_host(sw), dtype=np.float64)
     sw = sw / sw.max()
     if not is_device_matrix(X):
@@ -86,13 +85,11 @@ def scale_sums(X, sw):
         nonzero.data = (nonzero.data != 0).astype(X.dtype)
     else:
         squared, nonzero = X * X, (X != 0).astype(X.dtype)
-    rows = (squared.sum(axis=1), nonzero.sum(axis=1))
-    columns = (squared.T @ weights, nonzero.T @ weights)
-    (squares, counts), (column_squares, column_counts) = (
-        [np.asarray(_host(a), dtype=np.float64).ravel() for a in pair]
-        for pair in (rows, columns))
-    return np.concatenate([[float(squares @ sw), float(counts @ sw), float(sw.sum())],
-                           column_squares, column_counts])
+    squares, counts = (np.asarray(_host(A.T @ weights), dtype=np.float64).ravel()
+                       for A in (squared, nonzero))
+    stored = counts > 0
+    return np.concatenate([[squares[stored].sum(), counts[stored].sum(), sw.sum()], squares,
+                           counts])
 
 
 def unit_factors(squares, counts):

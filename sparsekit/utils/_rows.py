@@ -31,15 +31,6 @@ def row_nnz(X):
     return np.count_nonzero(X, axis=1)
 
 
-def weighted_row_sums(X, sample_weight=None):
-    """``[Σ sᵢ ‖xᵢ‖², Σ sᵢ nnz(xᵢ), Σ sᵢ]`` (float64) of NumPy or SciPy sparse ``X``; the
-    weights ``s`` default to 1. Sums, so that row partitions add up."""
-    sw = (np.ones(X.shape[0]) if sample_weight is None
-          else np.asarray(sample_weight, dtype=np.float64))
-    nnz, sq = _sparse_row_stats(X) if sp.issparse(X) else (row_nnz(X), row_sq_norms(X))
-    return np.array([float(sq @ sw), float(nnz @ sw), float(sw.sum())])
-
-
 #: bytes of float64 squares of a dense X's rows that :func:`weighted_column_stats` forms at
 #: a time
 _SQUARES_BLOCK_BYTES = 1 << 23
@@ -69,8 +60,12 @@ def weighted_column_stats(X, sample_weight=None):
 
 def weighted_scale_sums(X, sample_weight=None):
     """``[Σ sᵢ ‖xᵢ‖², Σ sᵢ nnz(xᵢ), Σ sᵢ, squares..., counts...]`` (float64, 3 + 2 d
-    entries) of NumPy or SciPy sparse ``X``: :func:`weighted_row_sums` followed by the
-    columns' :func:`weighted_column_stats`, the sums the scale of X is read from. Sums, so
-    that row partitions add up."""
-    return np.concatenate([weighted_row_sums(X, sample_weight),
-                           *weighted_column_stats(X, sample_weight)])
+    entries) of NumPy or SciPy sparse ``X``: the sums the scale of X is read from, its
+    columns' :func:`weighted_column_stats` after their totals (over the columns with an
+    entry); the weights ``s`` default to 1. Sums, so that row partitions add up."""
+    sw = (np.ones(X.shape[0]) if sample_weight is None
+          else np.asarray(sample_weight, dtype=np.float64))
+    squares, counts = weighted_column_stats(X, sw)
+    stored = counts > 0
+    return np.concatenate([[squares[stored].sum(), counts[stored].sum(), sw.sum()], squares,
+                           counts])
