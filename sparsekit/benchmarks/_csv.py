@@ -73,8 +73,9 @@ MAX_MARKERS = 3
 #: ``X`` (dense or CSR, the encoders fit on every row), labels ``y``, a ``note`` for the
 #: tables' titles, ``encode(train, test)``: ``(X_train, X_test)`` with the encoders fit
 #: on the rows ``train`` only, and ``n_train``: the rows of the first file (the others are
-#: a held-out file's), and ``label_names``: the text of each label code when the labels
-#: were text (code ``i`` is ``label_names[i]``), else None
+#: a held-out file's), ``label_names``: the text of each label code when the labels were
+#: text (code ``i`` is ``label_names[i]``), else None, and ``test_name``: the held-out
+#: file's name for titles (with its sheet, of a workbook), else None
 CsvData = namedtuple("CsvData", "X y note encode n_train label_names test_name")
 
 
