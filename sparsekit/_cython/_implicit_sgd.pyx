@@ -13,7 +13,7 @@ import numpy as np
 
 from libc.math cimport exp, fabs, fmax, isfinite, log
 
-from sparsekit._cython._common cimport log1pexp
+from sparsekit._cython._common cimport log1pexp, row_max
 from sparsekit._cython._lambertw cimport _wexp_from
 
 ctypedef double (*resid_fn)(double, void*, double*) noexcept nogil   # f(x); f', f'' out
@@ -223,10 +223,7 @@ cdef double _implicit_multi(int m, double* shat, double* kappa, double kappa_y, 
     if h0 > 0.0:
         v = _root(_h_multi, &c, 0.0, u0, x0)
     else:
-        mx = shat[0]
-        for k in range(1, m):
-            if shat[k] > mx:
-                mx = shat[k]
+        mx = row_max(shat, m)
         acc = 0.0
         for k in range(m):
             acc += exp(shat[k] - mx)

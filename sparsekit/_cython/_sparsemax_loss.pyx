@@ -28,7 +28,7 @@ from ._projections cimport (POLYTOPE_BOX, POLYTOPE_SIMPLEX, SIMPLEX_PAIR_MAX_K,
                            fenchel_young_row, simplex_rows)
 
 from sparsekit._cython._common cimport (CACHED_BYTES, ROW_AHEAD, SPARSE_MIN_K, SPARSE_SHARE,
-                                        index_t, prefetch_span, sparse_dot)
+                                        index_t, prefetch_span, row_max, sparse_dot)
 
 
 cdef inline void _gemm(char* transb, int m, int n, int kk, const floating* a, int lda,
@@ -149,10 +149,7 @@ cdef inline double _simplex_block(floating* S, floating* P, floating* tau, Py_ss
             y[j] = 0
         for t in range(yptr[r], yptr[r + 1]):
             y[yind[t]] += ydat[t]
-        shift = s[0]
-        for j in range(1, k):
-            if s[j] > shift:
-                shift = s[j]
+        shift = row_max(s, k)
         loss = 0.0
         for j in range(k):
             u = s[j] - shift
