@@ -387,9 +387,17 @@ def test_verbose_reports_epochs_that_are_not_evaluated(data, capsys):
     X, y = data
     ExtremeSoftmaxSGD(n_epochs=3, eval_every=0, verbose=1, random_state=0).fit(X, y)
     assert capsys.readouterr().out.count("s in the epoch driver") == 3
-    ExtremeSoftmaxSGD(n_epochs=3, eval_every=2, verbose=1, random_state=0).fit(X, y)
+    ExtremeSoftmaxSGD(n_epochs=3, eval_every=2, verbose=1, random_state=0,
+                      average=False).fit(X, y)
     out = capsys.readouterr().out
     assert out.count("s in the epoch driver") == 4 and out.count("training NLL") == 3
+    # averaged: one more line, for the model fit returns
+    ExtremeSoftmaxSGD(n_epochs=5, eval_every=2, verbose=1, random_state=0,
+                      average=True).fit(X, y)
+    lines = capsys.readouterr().out.splitlines()
+    assert len(lines) == 7 and lines[-1].startswith(
+        "[ExtremeSoftmaxSGD] epoch 5: the model is the mean of the weights after epochs 4-5, "
+        "training NLL ")
 
 
 def test_float32_models_score_in_float64_and_answer_in_the_dtype_of_X(data):
@@ -466,7 +474,7 @@ def test_learning_rate_decays_by_lr_decay_per_epoch(data):
                                     0.0, 1.0)
     kw = dict(method="umax", learning_rate=eta0, shuffle=False, fit_intercept=False,
               eval_every=0, random_state=0)
-    est = ExtremeSoftmaxSGD(n_epochs=3, **kw).fit(X, y2)
+    est = ExtremeSoftmaxSGD(n_epochs=3, average=False, **kw).fit(X, y2)
     np.testing.assert_allclose(est.coef_, W, rtol=1e-10, atol=1e-12)
     np.testing.assert_allclose(est.u_, u, rtol=1e-10, atol=1e-12)
     stream = ExtremeSoftmaxSGD(**kw)
@@ -711,7 +719,8 @@ def test_rows_too_short_for_the_intercept_warn():
     X, y = load_digits(return_X_y=True)
     X = X / 16.0
     with pytest.warns(UserWarning, match="median squared norm of 0.00"):
-        short = ExtremeSoftmaxSGD(random_state=0).fit(0.01 * X, y)
+        # the last weights, not their mean over epochs (which reaches 0.87)
+        short = ExtremeSoftmaxSGD(random_state=0, average=False).fit(0.01 * X, y)
     with warnings.catch_warnings():
         warnings.simplefilter("error", UserWarning)
         given = ExtremeSoftmaxSGD(random_state=0).fit(X, y)
@@ -737,7 +746,7 @@ def test_the_default_fit_evaluates_the_nll_on_a_few_rows_only(monkeypatch, K, ex
     assert rows == [expected] * 2 and est.loss_curve_ == []
     rows.clear()
     _monitored(n_epochs=5, eval_size=500, random_state=0).fit(X, y)
-    assert rows == [500] * 6
+    assert rows == [500] * (6 + (K <= 100))     # + the averaged weights' (average="auto")
 
 
 def test_probabilities_are_computed_a_chunk_of_rows_at_a_time(monkeypatch):
@@ -1631,3 +1640,96 @@ def test_hashed_scoring_on_two_threads_is_the_one_thread_scoring():
     est = ExtremeSoftmaxSGD(n_weights=2**12, n_epochs=2, random_state=0).fit(Xtr, ytr)
     S1 = est.decision_function(Xte)
     np.testing.assert_array_equal(est.set_params(n_jobs=2).decision_function(Xte), S1)
+
+
+# ------------------------------------------------------------------ average
+@pytest.mark.parametrize("params", [{}, {"method": "implicit"}, {"n_weights": 97},
+                                    {"method": "umax", "alpha": 1e-3}])
+@pytest.mark.parametrize("n_epochs,averaged", [(5, 2), (8, 2), (9, 3)])
+def test_average_is_the_mean_of_the_last_quarter_of_the_epochs(data, params, n_epochs,
+                                                                averaged):
+    """average=True: the model is the mean of the weights after each of the last
+    ceil(n_epochs / 4) epochs, which are the weights a fit of that many epochs ends with
+    (the same random stream); the scores are linear in the weights."""
+    X, y = data
+    kw = dict(random_state=0, **params)
+    mean = ExtremeSoftmaxSGD(n_epochs=n_epochs, average=True, **kw).fit(X, y)
+    last = [ExtremeSoftmaxSGD(n_epochs=e, average=False, **kw).fit(X, y)
+            for e in range(n_epochs - averaged + 1, n_epochs + 1)]
+    expected = np.mean([est.decision_function(X) for est in last], axis=0)
+    np.testing.assert_allclose(mean.decision_function(X), expected, rtol=1e-12, atol=1e-12)
+    assert not np.allclose(mean.decision_function(X), last[-1].decision_function(X))
+    assert mean.n_iter_ == n_epochs and mean.u_.shape == (X.shape[0],)
+    # up to 4 epochs the last quarter is the last epoch: nothing to average
+    one = ExtremeSoftmaxSGD(n_epochs=4, average=True, **kw).fit(X, y)
+    np.testing.assert_array_equal(one.decision_function(X), ExtremeSoftmaxSGD(
+        n_epochs=4, average=False, **kw).fit(X, y).decision_function(X))
+
+
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")  # noise labels
+def test_average_auto_averages_with_few_classes_and_dense_weights():
+    """average="auto" (the default): averaged with at most 100 classes and no n_weights."""
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((1500, 10))
+    for K, params, averages in [(100, {}, True), (101, {}, False),
+                                (3, {"n_weights": 64}, False)]:
+        y = np.arange(1500) % K
+        kw = dict(n_epochs=8, random_state=0, **params)
+        auto = ExtremeSoftmaxSGD(**kw).fit(X, y)
+        explicit = ExtremeSoftmaxSGD(average=averages, **kw).fit(X, y)
+        other = ExtremeSoftmaxSGD(average=not averages, **kw).fit(X, y)
+        np.testing.assert_array_equal(auto.decision_function(X), explicit.decision_function(X))
+        assert not np.array_equal(auto.decision_function(X), other.decision_function(X))
+
+
+def test_average_raises_test_accuracy_on_noisy_dense_classes():
+    """On dense tables with few classes and noisy labels the last weights of a pass
+    scatter around the optimum: their mean over the last epochs predicts better."""
+    from sklearn.datasets import make_classification
+    from sklearn.metrics import log_loss
+
+    gains, nll_gains = [], []
+    for seed in range(3):
+        X, y = make_classification(6000, 20, n_informative=10, n_classes=5,
+                                   random_state=seed)
+        fits = [ExtremeSoftmaxSGD(average=a, random_state=0).fit(X[:3000], y[:3000])
+                for a in (False, True)]
+        accuracy = [est.score(X[3000:], y[3000:]) for est in fits]
+        nll = [log_loss(y[3000:], est.predict_proba(X[3000:])) for est in fits]
+        gains.append(accuracy[1] - accuracy[0])
+        nll_gains.append(nll[0] - nll[1])
+    assert min(gains) > -0.005 and np.mean(gains) > 0.015
+    assert min(nll_gains) > 0
+
+
+def test_average_keeps_float32_and_the_history_ends_with_the_averaged_model(data):
+    X, y = data
+    est = ExtremeSoftmaxSGD(n_epochs=8, eval_every=2, average=True,
+                            random_state=0).fit(X.astype(np.float32), y)
+    assert est.coef_.dtype == np.float32 and est.intercept_.dtype == np.float32
+    assert est.loss_epochs_ == [0, 2, 4, 6, 8]
+    Y = np.searchsorted(est.classes_, y)
+    logp = est.predict_log_proba(X.astype(np.float32)).astype(np.float64)
+    assert est.loss_curve_[-1] == pytest.approx(-logp[np.arange(len(y)), Y].mean(), rel=1e-5)
+
+
+def test_average_leaves_the_last_weights_after_an_early_stop(data):
+    """A stop before the averaged epochs (tol) returns the last weights."""
+    X, y = data
+    stopped = ExtremeSoftmaxSGD(n_epochs=10, eval_every=1, tol=1e6, average=True,
+                                random_state=0).fit(X, y)
+    assert stopped.n_iter_ == 1
+    one = ExtremeSoftmaxSGD(n_epochs=1, random_state=0).fit(X, y)
+    np.testing.assert_array_equal(stopped.coef_, one.coef_)
+
+
+def test_partial_fit_refuses_average_and_trains_the_weights_under_auto(data):
+    X, y = data
+    with pytest.raises(ValueError, match="average=True averages the epochs of fit"):
+        ExtremeSoftmaxSGD(average=True).partial_fit(X, y, classes=np.unique(y))
+    auto = ExtremeSoftmaxSGD(random_state=0)
+    plain = ExtremeSoftmaxSGD(average=False, random_state=0)
+    for _ in range(3):
+        auto.partial_fit(X, y, classes=np.unique(y))
+        plain.partial_fit(X, y, classes=np.unique(y))
+    np.testing.assert_array_equal(auto.coef_, plain.coef_)

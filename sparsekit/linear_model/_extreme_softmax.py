@@ -46,6 +46,11 @@ __all__ = ["ExtremeSoftmaxSGD", "EXPECTED_FAILED_CHECKS"]
 DIVERGENCE_SCORES = 2**15
 DIVERGENCE_ROWS = 16
 
+#: ``average="auto"`` averages the epochs' weights with at most this many classes: every
+#: set of 2 to 100 classes measured gained test accuracy, the sets of 146 to 9434 classes
+#: moved by -0.008 to +0.014 (doc/benchmarks.md, section esgd_average)
+AVERAGE_MAX_CLASSES = 100
+
 #: ``check_estimator`` checks that a stochastic solver cannot pass (as for scikit-learn's
 #: SGDClassifier): weighting an example by 2 is not the same random path as repeating it.
 EXPECTED_FAILED_CHECKS = {
@@ -54,6 +59,28 @@ EXPECTED_FAILED_CHECKS = {
     "check_sample_weight_equivalence_on_sparse_data":
         "stochastic passes: weights and repeated rows give different random paths",
 }
+
+
+class _EpochMean:
+    """The running sum of the weights at the ends of the epochs from ``start`` (0-based)
+    on, in the weights' dtype (``average``)."""
+
+    def __init__(self, start):
+        self.start, self.count, self.total = start, 0, None
+
+    def add(self, epoch, R):
+        if epoch < self.start:
+            return
+        if self.total is None:
+            self.total = R.copy()
+        else:
+            np.add(self.total, R, out=self.total)
+        self.count += 1
+
+    def mean(self):
+        """The mean (the running sum's array, divided in place)."""
+        self.total /= self.count
+        return self.total
 
 
 def _scale_hint(xsq):
@@ -131,6 +158,21 @@ class ExtremeSoftmaxSGD(SparsekitClassifier):
         Step decay per epoch of ``fit`` and per call of ``partial_fit``.
     n_epochs : int, default=20
         Passes over the data in ``fit``.
+    average : bool or "auto", default="auto"
+        Make ``fit``'s model the mean of the weights at the ends of its last
+        ``ceil(n_epochs / 4)`` epochs (the last 5 of 20) instead of the last ones (iterate
+        averaging, Polyak & Juditsky 1992, over epochs): the steps' noise averages out.
+        ``"auto"`` averages with at most 100 classes and dense weights (no
+        ``n_weights``). With few classes every class's weights take many steps an epoch
+        and their last values scatter around the optimum: averaging gave 0.005-0.04 higher
+        test accuracy on every such set we measured (dense and sparse, two to 100
+        classes), close to LogisticRegression's. With hundreds of classes or more a
+        class's weights take few steps an epoch and are still improving at the last
+        ones: averaging moved the accuracy of the text and extreme-classification sets we
+        measured by -0.008 to +0.014, so ``"auto"`` leaves them. Holds a second copy of
+        the weights during ``fit``. An early stop (``tol``, a callback) before the
+        averaged epochs leaves the last weights. :meth:`partial_fit` trains the weights
+        as they are (``"auto"`` does not average there; ``True`` is refused).
     n_sampled : int, default=5
         Sampled wrong classes m per example (capped at K - 1). Five cost about 2.5 times
         the work of one per example and gave 0.03-0.1 higher accuracy on the sets we
@@ -303,6 +345,8 @@ class ExtremeSoftmaxSGD(SparsekitClassifier):
        to parallelizing stochastic gradient descent. NIPS (``n_jobs``).
     .. [6] Weinberger, K., Dasgupta, A., Langford, J., Smola, A. & Attenberg, J. (2009).
        Feature hashing for large scale multitask learning. ICML (``n_weights``).
+    .. [7] Polyak, B. T. & Juditsky, A. B. (1992). Acceleration of stochastic
+       approximation by averaging. SIAM J. Control Optim. 30(4), 838-855 (``average``).
 
     Examples
     --------
@@ -313,10 +357,10 @@ class ExtremeSoftmaxSGD(SparsekitClassifier):
     >>> X = Normalizer().fit_transform(X)
     >>> clf = ExtremeSoftmaxSGD("implicit", n_epochs=10, random_state=0).fit(X, y)
     >>> round(clf.score(X, y), 2)
-    0.97
+    0.98
     >>> clf.predict_topk(X[:2], k=3)
-    array([[0, 9, 8],
-           [1, 8, 4]])
+    array([[0, 9, 5],
+           [1, 4, 8]])
     >>> clf.learning_rate_           # "auto": 6 / (1 + 1) on unit rows with an intercept
     3.0
 
@@ -332,6 +376,7 @@ class ExtremeSoftmaxSGD(SparsekitClassifier):
         "learning_rate": [Interval(Real, 0, None, closed="neither"), StrOptions({"auto"})],
         "lr_decay": [Interval(Real, 0, 1, closed="right")],
         "n_epochs": [Interval(Integral, 1, None, closed="left")],
+        "average": ["boolean", StrOptions({"auto"})],
         "n_sampled": [Interval(Integral, 1, None, closed="left")],
         "batch_size": [Interval(Integral, 1, None, closed="left")],
         "delta": [Interval(Real, 0, None, closed="neither")],
@@ -355,15 +400,17 @@ class ExtremeSoftmaxSGD(SparsekitClassifier):
     }
 
     def __init__(self, method="sampled_softmax", *, learning_rate="auto", lr_decay=0.9, n_epochs=20,
-                 n_sampled=5, batch_size=1, delta=1.0, alpha=0.0, fit_intercept=True,
-                 class_weight=None, u_init="log_k", shuffle=True, random_state=None, verbose=0,
-                 eval_every=0, eval_size=100_000, tol=None, warm_start=False, multilabel="error",
+                 average="auto", n_sampled=5, batch_size=1, delta=1.0, alpha=0.0,
+                 fit_intercept=True, class_weight=None, u_init="log_k", shuffle=True,
+                 random_state=None, verbose=0, eval_every=0, eval_size=100_000, tol=None,
+                 warm_start=False, multilabel="error",
                  sample_true_class=False, shared_classes=False, n_jobs=None, n_weights=None,
                  device="cpu"):
         self.method = method
         self.learning_rate = learning_rate
         self.lr_decay = lr_decay
         self.n_epochs = n_epochs
+        self.average = average
         self.n_sampled = n_sampled
         self.batch_size = batch_size
         self.delta = delta
@@ -586,6 +633,12 @@ class ExtremeSoftmaxSGD(SparsekitClassifier):
             return float(self.learning_rate)
         return initial_rate(self.method, xsq, sample_weight, self.fit_intercept)
 
+    def _averages(self, n_classes):
+        """Whether ``fit`` averages the epochs' weights (``average``)."""
+        if isinstance(self.average, str):     # "auto"
+            return n_classes <= AVERAGE_MAX_CLASSES and self.n_weights is None
+        return bool(self.average)
+
     def _guard_weights(self, passes):
         """Run the next passes on a copy of the weights when they may fail (the explicit
         methods can overflow), so that the call's rollback finds them as they were."""
@@ -717,6 +770,8 @@ class ExtremeSoftmaxSGD(SparsekitClassifier):
             self._record(0, first_nll)
         converged = False
         self.n_iter_ = 0
+        averaged = _EpochMean(self.n_epochs - (self.n_epochs + 3) // 4
+                              if self._averages(len(classes)) else self.n_epochs)
         context = self._begin_fit_task(X, y, self.n_epochs, sample_weight)
         for epoch in range(self.n_epochs):
             order = (rng.permutation(n) if self.shuffle else np.arange(n)).astype(np.intp)
@@ -725,6 +780,7 @@ class ExtremeSoftmaxSGD(SparsekitClassifier):
             task = self._begin_subtask(context, "epoch", X, y)
             self._pass(passes, rows, y_idx, sample_weight, u, eta, order, seed)
             stop = self._end_subtask(task, X, y, self._model_now)
+            averaged.add(epoch, self._R)
             self.n_iter_ = epoch + 1
             last = epoch + 1 == self.n_epochs
             if self.eval_every and ((epoch + 1) % self.eval_every == 0 or last):
@@ -738,6 +794,19 @@ class ExtremeSoftmaxSGD(SparsekitClassifier):
             if stop:               # a callback asked to stop: no convergence warning
                 converged = True
                 break
+        if averaged.count > 1:
+            self._R = averaged.mean()
+            self._publish()
+            said = (f"epoch {self.n_iter_}: the model is the mean of the weights after "
+                    f"epochs {averaged.start + 1}-{self.n_iter_}")
+            if self.eval_every:      # the history ends with the model fit returns
+                if self.loss_epochs_[-1] == self.n_iter_:
+                    self.loss_curve_.pop()
+                    self.loss_epochs_.pop()
+                self.loss_curve_.append(self._training_nll(Xe, ye, we))
+                self.loss_epochs_.append(self.n_iter_)
+                said += f", training NLL {self.loss_curve_[-1]:.6f}"
+            self._say(said)
         final_nll = (self.loss_curve_[-1] if self.eval_every and self.loss_curve_
                      else self._training_nll(Xe, ye, we))
         self._warn_if_diverged(rows.xsq, first_nll, final_nll)
@@ -787,6 +856,9 @@ class ExtremeSoftmaxSGD(SparsekitClassifier):
             return self
         first = not hasattr(self, "classes_")
         self._validate_params()  # every call: set_params may change them between chunks
+        if not isinstance(self.average, str) and self.average:
+            raise ValueError("average=True averages the epochs of fit; partial_fit trains "
+                             "the weights as they are: set average=False")
         if first:
             if classes is None:
                 raise ValueError("classes must be passed on the first call to partial_fit")
