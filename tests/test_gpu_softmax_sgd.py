@@ -95,12 +95,15 @@ def test_extreme_softmax_sgd_fits_on_the_gpu_as_on_the_cpu(cupy_backend, sparse,
     rng = np.random.default_rng(3)
     X, y = _problem(rng, n=60, sparse=sparse)
     y = np.array(["a", "b", "c", "d", "e", "f", "g"])[y]
-    params = {"method": method, "n_sampled": 3, "batch_size": 8, "n_epochs": 3,
+    params = {"method": method, "n_sampled": 3, "batch_size": 8, "n_epochs": 6,
               "random_state": 0}
     cpu = ExtremeSoftmaxSGD(**params).fit(X, y)
     gpu = ExtremeSoftmaxSGD(**params, device="cuda").fit(X, y)
     assert type(gpu.coef_) is np.ndarray
     np.testing.assert_allclose(gpu.coef_, cpu.coef_, rtol=1e-9, atol=1e-9)
+    # both the mean of the last two epochs' weights (average="auto", 7 classes)
+    last = ExtremeSoftmaxSGD(**params, average=False, device="cuda").fit(X, y)
+    assert not np.allclose(last.coef_, gpu.coef_)
     np.testing.assert_allclose(gpu.intercept_, cpu.intercept_, rtol=1e-9, atol=1e-9)
     np.testing.assert_allclose(gpu.loss_curve_, cpu.loss_curve_, rtol=1e-9)
     Xd = cp.asarray(X.toarray()) if sparse else cp.asarray(X)
