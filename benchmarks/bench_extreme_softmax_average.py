@@ -35,7 +35,8 @@ from sklearn.metrics import log_loss
 from sklearn.model_selection import train_test_split
 
 sys.path.insert(0, str(_report.REPO))  # the in-place build, also when not installed
-from bench_fasttext import SETS, load  # noqa: E402
+from bench_extreme_softmax_dev import development_split  # noqa: E402
+from bench_fasttext import SETS  # noqa: E402
 from sparsekit.datasets import load_libsvm, load_mnist, load_mulan  # noqa: E402
 from sparsekit.linear_model import ExtremeSoftmaxSGD, first_label  # noqa: E402
 
@@ -102,12 +103,7 @@ def few_classes():
 def many_classes():
     rows = []
     for name in SETS:
-        X, y, *_ = load(name)
-        perm = np.random.RandomState(0).permutation(X.shape[0])
-        cut = int(0.8 * X.shape[0])
-        fit, dev = perm[:cut], perm[cut:]
-        seen = np.isin(y[dev], y[fit])
-        Xf, yf, Xd, yd = X[fit], y[fit], X[dev[seen]], y[dev[seen]]
+        Xf, yf, Xd, yd = development_split(name)
         row = {"data": name, "classes": int(len(np.unique(yf))), "fits": {}}
         for method in METHODS:
             for average in (False, True):

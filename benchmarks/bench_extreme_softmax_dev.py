@@ -34,13 +34,19 @@ GRID = ([("implicit", m, lr) for m in (1, 5) for lr in (1.0, 3.0, 10.0, 30.0)]
 CACHE = _report.RESULTS / "extreme_softmax_dev.json"
 
 
-def run(name):
+def development_split(name):
+    """``(X_fit, y_fit, X_dev, y_dev)``: the training split of set ``name`` cut 80/20 at
+    random (seed 0), the development rows those of classes the fitting part has."""
     X, y, *_ = load(name)
     perm = np.random.RandomState(0).permutation(X.shape[0])
     cut = int(0.8 * X.shape[0])
     fit, dev = perm[:cut], perm[cut:]
     seen = np.isin(y[dev], y[fit])
-    Xf, yf, Xd, yd = X[fit], y[fit], X[dev[seen]], y[dev[seen]]
+    return X[fit], y[fit], X[dev[seen]], y[dev[seen]]
+
+
+def run(name):
+    Xf, yf, Xd, yd = development_split(name)
     ev = _eval_rows(Xf.shape[0])
     rows = {}
     for method, m, lr in GRID:
