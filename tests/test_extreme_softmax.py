@@ -690,6 +690,27 @@ def test_a_diverged_fit_warns_and_names_the_scale_of_X(data, method):
     assert est.learning_rate_ < 1e-290 and est.score(X * 1e150, y) > 0.5
 
 
+def test_a_divergence_at_the_auto_rate_on_rows_of_similar_norms_blames_the_step():
+    """learning_rate="auto" divides by the rows' median squared norm: when no row is much
+    longer, rescaling X cannot change the steps, and the warning says what can (a few
+    short epochs on a noisy dense table overshoot); its advice ends the warning."""
+    from sklearn.datasets import make_classification
+
+    X, y = make_classification(5000, 20, n_informative=10, random_state=0)
+    with pytest.warns(ConvergenceWarning, match="diverged.*would not change it.*Lower "
+                                                "learning_rate .this fit's learning_rate_"):
+        est = ExtremeSoftmaxSGD(n_epochs=3, random_state=0).fit(X, y)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConvergenceWarning)
+        ExtremeSoftmaxSGD(n_epochs=3, random_state=0,
+                          learning_rate=est.learning_rate_ / 4).fit(X, y)
+        ExtremeSoftmaxSGD(random_state=0).fit(X, y)                 # 20 epochs
+    # a few rows 30 times longer than the others get steps 900 times larger: X's scale
+    X[:50] *= 30.0
+    with pytest.warns(ConvergenceWarning, match="diverged.*rescale X"):
+        ExtremeSoftmaxSGD(n_epochs=3, random_state=0).fit(X, y)
+
+
 @pytest.mark.parametrize("seed,n_epochs", [(0, 1), (0, 5), (7, 2), (9, 2)])
 def test_the_divergence_check_is_not_fooled_by_a_few_rows(monkeypatch, seed, n_epochs):
     """On 300 rows of 3 classes these short fits end well below the uniform NLL, but the
