@@ -16,7 +16,10 @@ averages with at most 100 classes. Two tables, one thread, ``random_state=0``:
   (58 archive sections; 70/30);
 - many classes: the development splits of ``bench_extreme_softmax_dev.py`` (80/20 of
   the training split of each set of ``bench_fasttext.py``): development accuracy of the
-  two methods with ``average=False`` and ``True``.
+  two methods with ``average=False`` and ``True``;
+- a stream: ``partial_fit`` on the training rows of three few-class sets in 10 chunks,
+  twice over, at a constant step (``lr_decay=1.0``) and at the default decay: test
+  accuracy with ``average=False`` and ``True`` (the mean of the weights after each call).
 
 Writes section "esgd_average" of doc/benchmarks.md::
 
@@ -41,6 +44,8 @@ from sparsekit.datasets import load_libsvm, load_mnist, load_mulan  # noqa: E402
 from sparsekit.linear_model import ExtremeSoftmaxSGD, first_label  # noqa: E402
 
 METHODS = ("sampled_softmax", "implicit")
+STREAMED = ("make_classification, 5 classes", "make_classification, 10 classes",
+            "a9a / a9a.t")
 
 
 def few_class_sets():
@@ -120,6 +125,26 @@ def many_classes():
     return rows
 
 
+def streams():
+    rows = []
+    for name, X_train, X_test, y_train, y_test in few_class_sets():
+        if name not in STREAMED:
+            continue
+        classes = np.unique(y_train)
+        row = {"data": name, "fits": {}}
+        for decay in (1.0, 0.9):
+            for average in (False, True):
+                est = ExtremeSoftmaxSGD(average=average, lr_decay=decay, random_state=0)
+                for _ in range(2):
+                    for chunk in np.array_split(np.arange(X_train.shape[0]), 10):
+                        est.partial_fit(X_train[chunk], y_train[chunk], classes=classes)
+                row["fits"][f"lr_decay={decay} average={average}"] = float(
+                    est.score(X_test, y_test))
+        print(row, flush=True)
+        rows.append(row)
+    return rows
+
+
 def _gain(row, method):
     """The change of accuracy that ``average=True`` made to ``method``'s fit."""
     fits = row["fits"]
@@ -131,7 +156,7 @@ def _cell(fit):
 
 
 def main():
-    few, many = few_classes(), many_classes()
+    few, many, streamed = few_classes(), many_classes(), streams()
     columns = ["LogisticRegression", "SGDClassifier average=False",
                "SGDClassifier average=True"] + [f"{m} average={a}" for m in METHODS
                                                 for a in (False, True)]
@@ -139,6 +164,7 @@ def main():
              + [_cell(r["fits"][c]) for c in columns] for r in few]
     gains = [_gain(r, m) for r in few for m in METHODS]
     keys = [f"{m} average={a}" for m in METHODS for a in (False, True)]
+    stream_keys = [f"lr_decay={d} average={a}" for d in (1.0, 0.9) for a in (False, True)]
     many_table = [[r["data"], str(r["classes"])]
                   + [f"{r['fits'][k]['accuracy']:.4f} / {r['fits'][k]['seconds']:.2f} s"
                      for k in keys]
@@ -160,7 +186,14 @@ def main():
                                  + ["averaging's change (sampled / implicit)"], many_table)
         + f"\n\nAveraging's change of development accuracy over these {len(many_gains)} "
         f"fits: {min(many_gains):+.4f} to {max(many_gains):+.4f} "
-        f"(mean {np.mean(many_gains):+.4f}).")
+        f"(mean {np.mean(many_gains):+.4f}).\n\n"
+        "A stream: `partial_fit` on the training rows in 10 chunks, twice over (20 calls), "
+        "the default method; test accuracy without and with `average=True` (the mean of "
+        "the weights after each call), at a constant step and at the default decay per "
+        "call.\n\n"
+        + _report.markdown_table(["data"] + stream_keys,
+                                 [[r["data"]] + [f"{r['fits'][k]:.4f}" for k in stream_keys]
+                                  for r in streamed]))
     _report.write_section("esgd_average",
                           "ExtremeSoftmaxSGD: the mean of the last epochs' weights", body)
 

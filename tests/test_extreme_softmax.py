@@ -1744,13 +1744,56 @@ def test_average_leaves_the_last_weights_after_an_early_stop(data):
     np.testing.assert_array_equal(stopped.coef_, one.coef_)
 
 
-def test_partial_fit_refuses_average_and_trains_the_weights_under_auto(data):
+@pytest.mark.parametrize("params", [{}, {"method": "implicit"}, {"n_weights": 97},
+                                    {"method": "sgd", "learning_rate": 0.05}])
+def test_a_stream_averaged_is_the_mean_of_its_calls_weights(data, params):
+    """partial_fit with average=True: the model is the mean of the weights after each call,
+    and each call goes on from the last weights (the plain stream's), not from the mean;
+    "auto" does not average a stream."""
     X, y = data
-    with pytest.raises(ValueError, match="average=True averages the epochs of fit"):
-        ExtremeSoftmaxSGD(average=True).partial_fit(X, y, classes=np.unique(y))
-    auto = ExtremeSoftmaxSGD(random_state=0)
-    plain = ExtremeSoftmaxSGD(average=False, random_state=0)
-    for _ in range(3):
-        auto.partial_fit(X, y, classes=np.unique(y))
-        plain.partial_fit(X, y, classes=np.unique(y))
-    np.testing.assert_array_equal(auto.coef_, plain.coef_)
+    classes = np.unique(y)
+    chunks = [slice(0, 200), slice(200, 400), slice(400, 600), slice(0, 300)]
+    plain, auto = (ExtremeSoftmaxSGD(average=a, random_state=0, **params)
+                   for a in (False, "auto"))
+    mean = ExtremeSoftmaxSGD(average=True, random_state=0, **params)
+    scores = []
+    for rows in chunks:
+        for est in (plain, auto, mean):
+            est.partial_fit(X[rows], y[rows], classes=classes)
+        scores.append(plain.decision_function(X))
+        np.testing.assert_allclose(mean.decision_function(X), np.mean(scores, axis=0),
+                                   rtol=1e-10, atol=1e-10)
+    np.testing.assert_array_equal(auto.decision_function(X), plain.decision_function(X))
+    assert mean.n_iter_ == 4
+    # pickled mid-stream, it goes on as the original
+    again = pickle.loads(pickle.dumps(mean))
+    for est in (mean, again, plain):
+        est.partial_fit(X[:200], y[:200])
+    scores.append(plain.decision_function(X))
+    np.testing.assert_allclose(again.decision_function(X), np.mean(scores, axis=0),
+                               rtol=1e-10, atol=1e-10)
+    # fit ends the stream: its model is fit's own
+    mean.fit(X, y)
+    np.testing.assert_array_equal(mean.decision_function(X), ExtremeSoftmaxSGD(
+        average=True, random_state=0, **params).fit(X, y).decision_function(X))
+
+
+def test_a_stream_averaged_restarts_its_mean_at_new_classes_and_survives_a_failed_call(data):
+    X, y = data
+    low = y < 4
+    est = ExtremeSoftmaxSGD("sgd", average=True, random_state=0, learning_rate=0.05)
+    est.partial_fit(X[low], y[low], classes=np.arange(4))
+    est.partial_fit(X[low], y[low])
+    before = {k: np.copy(getattr(est, k)) for k in ("_R", "_R_iterate", "_R_total")}
+    with pytest.raises(ValueError, match="overflow"):
+        est.set_params(learning_rate=1e300).partial_fit(X[low] * 1e150, y[low])
+    for key, value in before.items():
+        np.testing.assert_array_equal(getattr(est, key), value)
+    assert est._n_averaged == 2
+    # new classes: the mean restarts (from the model's weights, the mean so far)
+    est.set_params(learning_rate=0.05).partial_fit(X, y, classes=np.arange(8))
+    assert est._n_averaged == 1 and est.coef_.shape == (8, X.shape[1])
+    np.testing.assert_array_equal(est._R, est._R_iterate)
+    est.partial_fit(X, y)
+    assert est._n_averaged == 2
+    np.testing.assert_allclose(est._R, est._R_total / 2)
