@@ -714,6 +714,15 @@ def test_streaming_extreme_softmax_with_incremental_and_predictions_on_dask(clie
     assert isinstance(predicted, da.Array)
     np.testing.assert_array_equal(predicted.compute(), model.predict(X))
     assert model.score(X, y) > 0.5
+    # average=True: the model is the mean of the weights after each block's call
+    averaged = dask_ml.Incremental(ExtremeSoftmaxSGD(random_state=0, lr_decay=1.0,
+                                                     average=True), shuffle_blocks=False)
+    averaged.fit(Xd, yd, classes=np.arange(5))
+    local = ExtremeSoftmaxSGD(random_state=0, lr_decay=1.0, average=True)
+    for start in range(0, 3000, 500):
+        local.partial_fit(X[start:start + 500], y[start:start + 500], classes=np.arange(5))
+    np.testing.assert_allclose(averaged.estimator_.coef_, local.coef_, rtol=1e-12)
+    assert averaged.estimator_._n_averaged == 6
     post = dask_ml.ParallelPostFit(L1LogisticOBA(C=0.3).fit(X[:500], y[:500]))
     proba = post.predict_proba(Xd)
     assert isinstance(proba, da.Array)

@@ -1797,3 +1797,10 @@ def test_a_stream_averaged_restarts_its_mean_at_new_classes_and_survives_a_faile
     est.partial_fit(X, y)
     assert est._n_averaged == 2
     np.testing.assert_allclose(est._R, est._R_total / 2)
+    # average=False goes on from the model's weights and lets the mean go; True restarts it
+    model = est._R.copy()
+    est.set_params(average=False).partial_fit(X, y)
+    assert not hasattr(est, "_R_iterate")
+    est.set_params(average=True).partial_fit(X, y)
+    assert est._n_averaged == 1
+    assert not np.array_equal(est._R, model)

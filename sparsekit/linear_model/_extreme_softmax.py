@@ -56,7 +56,7 @@ SIMILAR_ROWS = 10
 
 #: ``average="auto"`` averages the epochs' weights with at most this many classes: on the
 #: sets of 2 to 100 classes measured the default method's test accuracy rose by 0 to 0.09,
-#: on those of 146 to 9434 classes averaging moved it by -0.008 to +0.014 at up to 2.8x
+#: on those of 146 to 9434 classes averaging moved it by -0.008 to +0.014 at up to 3.9x
 #: the fit's time (doc/benchmarks.md, section esgd_average)
 AVERAGE_MAX_CLASSES = 100
 
@@ -180,7 +180,7 @@ class ExtremeSoftmaxSGD(SparsekitClassifier):
         classes or more a class's weights take few steps an epoch and still improve at
         the last ones: averaging moved the accuracy of the text and extreme-classification
         sets we measured by -0.008 to +0.014 and, the weights being large, cost up to
-        2.8 times the fit's time, so ``"auto"`` leaves them. It holds a second copy of the
+        3.9 times the fit's time, so ``"auto"`` leaves them. It holds a second copy of the
         weights during ``fit``. An early stop (``tol``, a callback) before the averaged
         epochs leaves the last weights. In :meth:`partial_fit`, ``True`` makes the model
         the mean of the weights after each call since the first (as
@@ -658,8 +658,10 @@ class ExtremeSoftmaxSGD(SparsekitClassifier):
         """With ``average=True``, make ``_R`` the weights partial_fit trains: the stream's
         last weights (the model is their mean), or the model's own on the first call and on
         a call that declares new classes (the mean restarts there). Returns whether the
-        stream averages."""
+        stream averages (if not, a mean kept from earlier calls is let go)."""
         if isinstance(self.average, str) or not self.average:
+            for key in STREAM_MEAN:
+                self.__dict__.pop(key, None)
             return False
         if not fresh and "_R_iterate" in self.__dict__:
             self._R = self._R_iterate
@@ -882,6 +884,8 @@ class ExtremeSoftmaxSGD(SparsekitClassifier):
         for its rows (``u_init``). A call counts as an epoch for the decay: to stream one
         data set in many chunks, pass ``lr_decay=1.0`` and lower ``learning_rate`` between
         passes with ``set_params`` (at 0.9 per chunk, 100 chunks leave 3e-5 of the step).
+        With ``average=True`` the model is the mean of the weights after each call, and each
+        call goes on from the last weights (see ``average``).
 
         Parameters
         ----------
