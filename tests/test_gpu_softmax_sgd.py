@@ -155,6 +155,22 @@ def test_gpu_fit_records_the_cpu_fits_nll_history(cupy_backend, sparse, monkeypa
                    for v in vars(gpu).values())
 
 
+@pytest.mark.parametrize("sparse", [True, False])
+def test_a_stream_averaged_on_the_gpu_is_the_cpu_stream(cupy_backend, sparse):
+    """partial_fit with average=True and device="cuda": each call trains the stream's last
+    weights on the device (a different host array from the model each call) and the model
+    is their mean, as on the CPU."""
+    X, y = _problem(np.random.default_rng(5), n=90, sparse=sparse)
+    params = {"batch_size": 8, "lr_decay": 1.0, "average": True, "random_state": 0}
+    cpu, gpu = ExtremeSoftmaxSGD(**params), ExtremeSoftmaxSGD(**params, device="cuda")
+    for rows in (slice(0, 30), slice(30, 60), slice(60, 90), slice(0, 45)):
+        for est in (cpu, gpu):
+            est.partial_fit(X[rows], y[rows], classes=np.arange(7))
+        np.testing.assert_allclose(gpu.coef_, cpu.coef_, rtol=1e-9, atol=1e-9)
+        np.testing.assert_allclose(gpu._R_iterate, cpu._R_iterate, rtol=1e-9, atol=1e-9)
+    assert gpu._n_averaged == 4 and not np.allclose(gpu._R_iterate, gpu._R)
+
+
 def test_extreme_softmax_sgd_gpu_refuses_what_it_does_not_run(cupy_backend):
     cp = cupy_backend
     rng = np.random.default_rng(4)
