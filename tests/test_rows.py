@@ -3,8 +3,7 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from sparsekit.utils._rows import (row_nnz, row_sq_norms, weighted_column_stats,
-                                   weighted_scale_sums)
+from sparsekit.utils._rows import row_sq_norms, weighted_column_stats, weighted_scale_sums
 
 
 def test_row_sq_norms_of_dense_and_sparse_x_in_float64():
@@ -21,7 +20,7 @@ def test_row_sq_norms_of_dense_and_sparse_x_in_float64():
     np.testing.assert_allclose(row_sq_norms(tiny), 1e-50 * expected, rtol=1e-6)
 
 
-def test_row_nnz_and_weighted_sums_skip_stored_zeros():
+def test_column_counts_and_weighted_sums_skip_stored_zeros():
     rng = np.random.default_rng(1)
     X = rng.standard_normal((6, 5)) * (rng.random((6, 5)) < 0.5)
     X[2] = 0
@@ -32,7 +31,8 @@ def test_row_nnz_and_weighted_sums_skip_stored_zeros():
     expected = [np.sum((dense ** 2).sum(axis=1) * sw), np.sum((dense != 0).sum(axis=1) * sw),
                 sw.sum()]
     for given in (dense, dense.astype(np.float32), S, S.tocsc()):
-        np.testing.assert_array_equal(row_nnz(given), (dense != 0).sum(axis=1))
+        np.testing.assert_array_equal(weighted_column_stats(given)[1],
+                                      (dense != 0).sum(axis=0))
         np.testing.assert_allclose(weighted_scale_sums(given, sw)[:3], expected, rtol=1e-6)
     np.testing.assert_allclose(weighted_scale_sums(S)[:3],
                                [np.sum(dense ** 2), np.sum(dense != 0), 6])
@@ -45,14 +45,15 @@ def test_row_statistics_of_other_sparse_forms():
     values = np.array([1.0, 2.0, -3.0, 0.0, 4.0])
     coo = sp.coo_matrix((values, (rows, cols)), shape=(4, 5))
     np.testing.assert_array_equal(row_sq_norms(coo), [9.0, 0.0, 25.0, 0.0])
-    np.testing.assert_array_equal(row_nnz(coo), [1, 0, 2, 0])
+    np.testing.assert_array_equal(weighted_column_stats(coo)[1], [1, 1, 0, 1, 0])
     wide = sp.csr_matrix(np.eye(3) * 2.0)
     wide.indices, wide.indptr = wide.indices.astype(np.int64), wide.indptr.astype(np.int64)
     np.testing.assert_array_equal(row_sq_norms(wide), [4.0, 4.0, 4.0])
     for data in (np.array([[0, 3], [1, 0]]), np.array([[False, True], [True, True]])):
         for given in (sp.csr_matrix(data), sp.csr_array(data)):
             np.testing.assert_array_equal(row_sq_norms(given), (data.astype(float) ** 2).sum(1))
-            np.testing.assert_array_equal(row_nnz(given), (data != 0).sum(1))
+            np.testing.assert_array_equal(weighted_column_stats(given)[1],
+                                          (data != 0).sum(0))
 
 
 def test_row_stats_kernel_refuses_offsets_outside_the_data():

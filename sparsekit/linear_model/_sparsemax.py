@@ -30,7 +30,7 @@ from ..projections import project
 from ..projections._checks import negated_columns, reflect_columns
 from ..utils._scores import csr_scores
 from ..utils._columns import UsedColumns
-from ..utils._rows import weighted_scale_sums
+from ..utils._rows import scale_sums_of, weighted_scale_sums
 from ..utils._validation import (check_device, check_entry_magnitude, check_sparse_structure,
                                  check_two_classes, validate_input)
 from ._base import SparsekitClassifier, unchanged_on_error
@@ -85,11 +85,8 @@ def scale_sums(X, sw):
         nonzero.data = (nonzero.data != 0).astype(X.dtype)
     else:
         squared, nonzero = X * X, (X != 0).astype(X.dtype)
-    squares, counts = (np.asarray(_host(A.T @ weights), dtype=np.float64).ravel()
-                       for A in (squared, nonzero))
-    stored = counts > 0
-    return np.concatenate([[squares[stored].sum(), counts[stored].sum(), sw.sum()], squares,
-                           counts])
+    return scale_sums_of(*(np.asarray(_host(A.T @ weights), dtype=np.float64).ravel()
+                           for A in (squared, nonzero)), sw.sum())
 
 
 def unit_factors(squares, counts):

@@ -5,30 +5,16 @@ import scipy.sparse as sp
 from .._cython._gram_kernels import column_stats_csr, row_stats_csr
 
 
-def _sparse_row_stats(X):
-    """(nonzero entries, squared norm in float64) of every row of SciPy sparse ``X``, from
-    one pass over its CSR form."""
+def row_sq_norms(X):
+    """‖xᵢ‖² of every row of NumPy or SciPy sparse ``X``, in float64 (the squares too: a
+    float32 X's may underflow), without a temporary of X's size."""
+    if not sp.issparse(X):
+        return np.einsum("ij,ij->i", X, X, dtype=np.float64)
     X = X.tocsr()
     data = X.data if X.data.dtype in (np.float32, np.float64) else X.data.astype(np.float64)
     nnz, sq = np.empty(X.shape[0], dtype=np.int64), np.empty(X.shape[0])
     row_stats_csr(np.ascontiguousarray(data), np.ascontiguousarray(X.indptr), nnz, sq)
-    return nnz, sq
-
-
-def row_sq_norms(X):
-    """‖xᵢ‖² of every row of NumPy or SciPy sparse ``X``, in float64 (the squares too: a
-    float32 X's may underflow), without a temporary of X's size."""
-    if sp.issparse(X):
-        return _sparse_row_stats(X)[1]
-    return np.einsum("ij,ij->i", X, X, dtype=np.float64)
-
-
-def row_nnz(X):
-    """The number of nonzero entries of every row of NumPy or SciPy sparse ``X`` (stored
-    zeros of a sparse X not counted)."""
-    if sp.issparse(X):
-        return _sparse_row_stats(X)[0]
-    return np.count_nonzero(X, axis=1)
+    return sq
 
 
 #: bytes of float64 squares of a dense X's rows that :func:`weighted_column_stats` forms at
@@ -65,7 +51,12 @@ def weighted_scale_sums(X, sample_weight=None):
     entry); the weights ``s`` default to 1. Sums, so that row partitions add up."""
     sw = (np.ones(X.shape[0]) if sample_weight is None
           else np.asarray(sample_weight, dtype=np.float64))
-    squares, counts = weighted_column_stats(X, sw)
+    return scale_sums_of(*weighted_column_stats(X, sw), sw.sum())
+
+
+def scale_sums_of(squares, counts, total_weight):
+    """:func:`weighted_scale_sums`' vector from the columns' weighted sums of squares and
+    counts of nonzero entries and the weights' total."""
     stored = counts > 0
-    return np.concatenate([[squares[stored].sum(), counts[stored].sum(), sw.sum()], squares,
-                           counts])
+    return np.concatenate([[squares[stored].sum(), counts[stored].sum(), total_weight],
+                           squares, counts])
