@@ -1,5 +1,6 @@
 """CSV and TSV files for ``sparsekit-compare``: the label column, the model matrix (numbers
 standardized, text one-hot encoded) and the errors a user's file can meet."""
+import codecs
 import gzip
 import re
 import warnings
@@ -167,16 +168,96 @@ def test_an_identifier_column_is_warned_about(tmp_path):
 
 
 def test_spreadsheet_files_are_read(tmp_path):
-    """What spreadsheets write: a byte-order mark, ';' with decimal commas, Latin-1."""
+    """What spreadsheets write: a byte-order mark, ';' with decimal commas, Windows' code
+    page (Latin-1's letters)."""
     (tmp_path / "bom.csv").write_bytes(b"\xef\xbb\xbfa,b,label\n1,x,0\n2,y,1\n3,x,1\n")
     (tmp_path / "semi.csv").write_bytes(b"a;b;label\n1,5;x;0\n2;y;1\n3;x;1\n")
     (tmp_path / "latin.csv").write_bytes(b"a,b,label\n1,caf\xe9,0\n2,y,1\n3,caf\xe9,1\n")
     for name, a in (("bom", [1, 2, 3]), ("semi", [1.5, 2, 3]), ("latin", [1, 2, 3])):
         data = read_csv(tmp_path / f"{name}.csv")
-        assert data.note == ("label 'label'; 1 numeric column standardized; 1 text column "
+        assert data.note == ("read as cp1252 text, not UTF-8; " * (name == "latin")
+                             + "label 'label'; 1 numeric column standardized; 1 text column "
                              "one-hot encoded into 2"), name
         np.testing.assert_allclose(data.X.toarray()[:, 0], (a - np.mean(a)) / np.std(a))
         np.testing.assert_array_equal(data.X.toarray()[:, 1:], [[1, 0], [0, 1], [1, 0]])
+
+
+def _encoded_table(sep=","):
+    """A table with accented names and categories (and a euro sign, cp1252's 0x80), as text."""
+    return (f"région{sep}prix{sep}classe\n" + "".join(
+        f"{place}{sep}{i % 5 + 0.5}{sep}{label}\n" for i, (place, label) in enumerate(
+            [("Bâle", "oui"), ("Piémont", "non"), ("Bâle", "non"), ("Zürich €", "oui")] * 3)))
+
+
+@pytest.mark.parametrize("name, encoding, bom", [
+    ("unicode.txt", "utf-16-le", codecs.BOM_UTF16_LE),   # Excel's "Unicode text": tabs
+    ("big.tsv", "utf-16-be", codecs.BOM_UTF16_BE),
+    ("wide.csv.gz", "utf-32-le", codecs.BOM_UTF32_LE),
+    ("sig.csv", "utf-8", codecs.BOM_UTF8),
+])
+def test_a_file_with_a_byte_order_mark_is_read_in_its_encoding(tmp_path, name, encoding,
+                                                               bom):
+    """UTF-16 and UTF-32 after their byte-order mark (compressed too) read as the same table
+    in UTF-8, UCI's comment lines skipped, no note: nothing was guessed."""
+    sep = "," if ".csv" in name else "\t"
+    text = "| a comment\n" + _encoded_table(sep)
+    (tmp_path / "plain.csv").write_text(_encoded_table(), encoding="utf-8")
+    data = bom + text.encode(encoding)
+    (tmp_path / name).write_bytes(gzip.compress(data) if name.endswith(".gz") else data)
+    read, plain = read_csv(tmp_path / name, label="classe"), read_csv(tmp_path / "plain.csv",
+                                                                       label="classe")
+    assert read.note == plain.note == ("label 'classe' coded non=0, oui=1; 1 numeric column "
+                                       "standardized; 1 text column one-hot encoded into 3")
+    np.testing.assert_array_equal(read.X.toarray(), plain.X.toarray())
+    np.testing.assert_array_equal(read.y, plain.y)
+
+
+@pytest.mark.parametrize("suffix", [".csv", ".arff"])
+def test_a_file_that_is_not_utf8_is_read_as_windows_code_page_and_said(tmp_path, suffix):
+    """Windows' Western code page, as Excel saves a CSV file in Western European locales:
+    its names and categories read as written (--label by the accented name), the note says
+    it was a guess."""
+    text = _encoded_table()
+    if suffix == ".arff":
+        text = ("@relation t\n@attribute région {Bâle,Piémont,'Zürich €'}\n"
+                "@attribute prix numeric\n@attribute classe {oui,non}\n@data\n"
+                + text.split("\n", 1)[1].replace("Zürich €", "'Zürich €'"))
+    path = tmp_path / f"table{suffix}"
+    path.write_bytes(text.encode("cp1252"))
+    data = read_csv(path, label="classe", drop=["prix"])
+    assert data.note == ("read as cp1252 text, not UTF-8; label 'classe' coded non=0, oui=1; "
+                         "'prix' left out, as asked; 1 text column one-hot encoded into 3")
+    categories = read_csv(path, label="région").label_names
+    np.testing.assert_array_equal(categories, ["Bâle", "Piémont", "Zürich €"])
+
+
+def test_bytes_that_are_not_cp1252_read_as_latin1_and_late_ones_count(tmp_path):
+    """A byte Windows' code page leaves undefined (0x81) reads as Latin-1; a byte that is
+    not UTF-8 after the lines read for the header still decides for the whole file."""
+    rows = "".join(f"{i},{'ab'[i % 2]},{i % 2}\n" for i in range(300))
+    path = tmp_path / "late.csv"
+    path.write_bytes(("n,code,label\n" + rows).encode() + b"7,caf\xe9,1\n")
+    assert read_csv(path).note.startswith("read as cp1252 text, not UTF-8; label 'label'")
+    path.write_bytes(("n,code,label\n" + rows).encode() + b"7,\x81,1\n")
+    assert read_csv(path).note.startswith("read as latin-1 text, not UTF-8; label 'label'")
+
+
+def test_a_test_file_read_as_windows_code_page_is_named_so(tmp_path):
+    (tmp_path / "train.csv").write_text(_encoded_table(), encoding="utf-8")
+    (tmp_path / "test.csv").write_bytes(_encoded_table().encode("cp1252"))
+    data = read_csv(tmp_path / "train.csv", label="classe", test=tmp_path / "test.csv")
+    assert data.test_name == "test.csv (read as cp1252 text, not UTF-8)"
+    assert not data.note.startswith("read as")
+    half = data.X.shape[0] // 2
+    np.testing.assert_array_equal(data.X[:half].toarray(), data.X[half:].toarray())
+
+
+def test_a_file_that_breaks_its_byte_order_mark_is_a_clear_error(tmp_path):
+    path = tmp_path / "broken.csv"
+    path.write_bytes(codecs.BOM_UTF16_LE + "a,label\n1,0\n".encode("utf-16-le") + b"\x00\xdc")
+    with pytest.raises(ValueError, match="broken.csv.*not utf-16 text, as its byte-order mark "
+                                         "says"):
+        read_csv(path)
 
 
 def test_a_semicolon_file_with_decimal_points_is_read_as_numbers(tmp_path):

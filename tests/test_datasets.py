@@ -1,4 +1,5 @@
 """Loaders against the counts of shared/datasets/MANIFEST.md (skipped without the folder)."""
+import codecs
 import gzip
 import lzma
 import os
@@ -21,6 +22,7 @@ from sparsekit.datasets import (
     make_ove_toy,
     make_thesis_synthetic,
 )
+from sparsekit.datasets._home import decode_text, text_encodings
 from sparsekit.utils._validation import is_positive_integer
 
 DATA_HOME = Path(
@@ -724,12 +726,33 @@ def test_mnist_wrong_magic_number_is_an_error(tmp_path):
 @pytest.mark.parametrize("content, message", [
     (b"2 4\n0 1:1\n", "first line must be 'N D L', got '2 4'"),
     (b"1 4 3\n0 1:1 2\n", "features are not all 'index:value' pairs"),
-    (b"1 4 3\n0 1:\xff\n", "not UTF-8 text"),
+    (b"1 4 3\n0 1:\xff\n", "rows must read 'l1,l2 i:v i:v ...' \\(could not convert string "
+                          "to float: 'ÿ'\\)"),     # read as Windows' code page
+    (codecs.BOM_UTF16_LE + "1 4 3\n".encode("utf-16-le") + b"\x00\xdc",
+     "not utf-16 text, as its byte-order mark says"),
 ])
 def test_malformed_xmlrepo_file_is_an_error_that_names_it(tmp_path, content, message):
     (tmp_path / "x.txt").write_bytes(content)
     with pytest.raises(ValueError, match=f"x.txt: {message}"):
         load_xmlrepo(tmp_path / "x.txt")
+
+
+@pytest.mark.parametrize("text", ["a,é\n", "Zürich €\r\n", ""])
+def test_text_is_decoded_by_its_byte_order_mark_else_utf8_else_windows_code_page(text,
+                                                                                   tmp_path):
+    for codec, bom, name in (("utf-8", codecs.BOM_UTF8, "utf-8-sig"),
+                             ("utf-16-le", codecs.BOM_UTF16_LE, "utf-16"),
+                             ("utf-16-be", codecs.BOM_UTF16_BE, "utf-16"),
+                             ("utf-32-le", codecs.BOM_UTF32_LE, "utf-32"),
+                             ("utf-32-be", codecs.BOM_UTF32_BE, "utf-32")):
+        assert decode_text(bom + text.encode(codec), "x") == (text, name)
+        (tmp_path / "t.gz").write_bytes(gzip.compress(bom + text.encode(codec)))
+        assert text_encodings(tmp_path / "t.gz") == (name,)
+    assert decode_text(text.encode(), "x") == (text, "utf-8")
+    assert decode_text(text.encode("cp1252"), "x") == (
+        text, "utf-8" if text.isascii() else "cp1252")
+    assert decode_text(b"\x81" + text.encode("latin-1", "replace"), "x")[1] == "latin-1"
+    assert text_encodings(tmp_path / "nowhere") == ("utf-8", "cp1252", "latin-1")
 
 
 def test_missing_explicit_path_is_named(tmp_path):

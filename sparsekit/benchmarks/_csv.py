@@ -13,6 +13,7 @@ values, and so are up to MAX_MARKERS other words in a column of numbers (``-``);
 written with thousands separators (``"1,234.5"``, as spreadsheets save formatted cells) are
 numbers. The matrix is CSR when a column is text, dense otherwise.
 """
+import io
 import os
 import re
 import warnings
@@ -29,6 +30,10 @@ from sklearn.feature_extraction.text import TfidfVectorizer
 from sklearn.impute import MissingIndicator, SimpleImputer
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import OneHotEncoder, StandardScaler
+
+from sparsekit.datasets._arff import _ATTRIBUTE, _unquote
+from sparsekit.datasets._home import (CORRUPT, FALLBACK_ENCODINGS, _open_binary, _read_bytes,
+                                      decode_text, text_encodings)
 
 #: file name endings read as delimited text, and their separators
 SEPARATORS = {".csv": ",", ".tsv": "\t"}
@@ -77,6 +82,11 @@ MAX_MARKERS = 3
 #: text (code ``i`` is ``label_names[i]``), else None, and ``test_name``: the held-out
 #: file's name for titles (with its sheet, of a workbook), else None
 CsvData = namedtuple("CsvData", "X y note encode n_train label_names test_name")
+#: what a table file's reader returns: the ``frame``, ``place(i)`` naming the file's line
+#: (row, record) of row ``i`` for messages (``"line 7"``), the ``decimal`` mark, the
+#: ``layout`` read for messages (the separator; a workbook's sheet) and, for a text file,
+#: the ``encoding`` it was decoded with
+TableRead = namedtuple("TableRead", "frame place decimal layout encoding", defaults=(None,))
 
 
 def is_table(path):
@@ -124,18 +134,30 @@ def _sniffed_separator(path):
     tabs, semicolons or commas (in this order of preference: a ``;`` file writes decimal
     commas) and none of whose first SNIFFED_LINES lines holds a LIBSVM ``index:value`` pair
     (``39, State-gov, 77516, ...``), else None."""
-    from sparsekit.datasets._home import CORRUPT, _open_binary
-
-    try:
-        with _open_binary(path) as f:
-            for _ in range(_comment_lines(path)):
-                f.readline(1 << 16)
-            lines = [f.readline(1 << 16) for _ in range(SNIFFED_LINES)]
-    except CORRUPT:                 # not a file here (a set's name), or damaged: the reader says
-        return None
-    if any(re.search(rb"(^|\s)\d+:", line) is not None for line in lines):
+    lines = _head_lines(path, MAX_COMMENT_LINES + SNIFFED_LINES)
+    lines = lines[_comments(lines):][:SNIFFED_LINES]
+    if not lines or any(re.search(r"(^|\s)\d+:", line) is not None for line in lines):
         return None                 # (a LIBSVM row may have no pair: "1,4 " has no features)
-    return next((sep for sep in ("\t", ";", ",") if sep.encode() in lines[0]), None)
+    return next((sep for sep in ("\t", ";", ",") if sep in lines[0]), None)
+
+
+def _head_lines(path, count):
+    """The first ``count`` lines of the decompressed file ``path``, each cut at 64 kB,
+    decoded as its byte-order mark says, else as UTF-8 with other bytes replaced (what is
+    looked for, separators, digits and ``|``, is ASCII in every codec read); [] when the
+    file cannot be read (not a file here, a set's name; or damaged: the reader says)."""
+    try:
+        with io.TextIOWrapper(_open_binary(path), encoding=text_encodings(path)[0],
+                              errors="replace") as f:
+            return [f.readline(1 << 16) for _ in range(count)]
+    except CORRUPT:
+        return []
+
+
+def _comments(lines):
+    """How many of ``lines`` start with ``|`` before the first that does not (UCI's
+    comments)."""
+    return next((i for i, line in enumerate(lines) if not line.startswith("|")), len(lines))
 
 
 def _ending(path):
@@ -171,16 +193,18 @@ def read_csv(path, label=None, test=None, drop=(), sheet=None, test_sheet=None):
     recurs below it in its column, and no name atop a column of numbers; then the columns
     are numbered from 0); a ``.csv`` file whose first line holds ``;``
     and no comma is ``;``-separated with decimal commas (decimal points where they read
-    more columns as numbers: UCI's bank marketing files), and bytes that are not UTF-8 are
-    replaced. ARFF (Weka's format): the ``@attribute`` names, nominal attributes as text
-    (their values quoted with ``'`` where they hold spaces), ``?`` a missing value; sparse
-    rows (``{i v, ...}``) are refused. Parquet: its columns and their types as pandas
-    reads them (pyarrow needed). JSON: records, one per line (``.jsonl``, ``.ndjson``)
-    or in an array (``.json``), their fields the columns. Workbooks (``.xlsx``, ``.xlsm``,
-    ``.xlsb``, ``.xls``, ``.ods``; python-calamine needed): the sheet ``sheet`` names (by
-    name or position from 0; the first by default), its cells typed as the workbook holds
-    them, its header told as a CSV file's, rows above its table (a title) and rows and
-    unnamed columns without a value left out. ``label`` names the label
+    more columns as numbers: UCI's bank marketing files). CSV, TSV and ARFF text is UTF-8,
+    or UTF-16 or 32 after their byte-order mark; a file that is not is read as Windows'
+    Western code page (cp1252, what Excel saves in Western European locales), else as
+    Latin-1, and the note says so. ARFF (Weka's format): the ``@attribute`` names, nominal
+    attributes as text (their values quoted with ``'`` where they hold spaces), ``?`` a
+    missing value; sparse rows (``{i v, ...}``) are refused. Parquet: its columns and their
+    types as pandas reads them (pyarrow needed). JSON: records, one per line (``.jsonl``,
+    ``.ndjson``) or in an array (``.json``), their fields the columns. Workbooks
+    (``.xlsx``, ``.xlsm``, ``.xlsb``, ``.xls``, ``.ods``; python-calamine needed): the sheet
+    ``sheet`` names (by name or position from 0; the first by default), its cells typed as
+    the workbook holds them, its header told as a CSV file's, rows above its table (a
+    title) and rows and unnamed columns without a value left out. ``label`` names the label
     column, by its header or by its position (from 0; negative counts from the end); the
     last column by default (Weka's class attribute). Raises ValueError with a message for
     the user when the file cannot be read, the label column does not exist, a label is
@@ -190,7 +214,7 @@ def read_csv(path, label=None, test=None, drop=(), sheet=None, test_sheet=None):
         import pandas as pd
     except ImportError:
         raise ValueError(f"reading {str(path)!r} needs pandas: pip install pandas") from None
-    frame, place, decimal, layout = _frame(path, pd, sheet)
+    frame, place, decimal, layout, encoding = _frame(path, pd, sheet)
     if frame.shape[1] < 2:
         raise ValueError(f"{str(path)!r}: a label column and at least one feature column "
                          f"are needed, the file has {frame.shape[1]} column(s) ({layout})")
@@ -202,12 +226,14 @@ def read_csv(path, label=None, test=None, drop=(), sheet=None, test_sheet=None):
     _refuse_missing(frame[name], f"the label column {name!r}", path, place)
     n_train, test_name = len(frame), None
     if test is not None:
-        held, held_layout = _test_frame(test, frame, name, path, pd,
-                                        sheet if test_sheet is None else test_sheet)
+        held, read = _test_frame(test, frame, name, path, pd,
+                                 sheet if test_sheet is None else test_sheet)
         test_name = Path(test).name
         if is_workbook(test):
-            test_name += f"'s {held_layout}"
-        if held_layout == layout:
+            test_name += f"'s {read.layout}"
+        if read.encoding in FALLBACK_ENCODINGS:
+            test_name += f" (read as {read.encoding} text, not UTF-8)"
+        if read.layout == layout:
             warn_if_same_file(path, test, "sheet" if is_workbook(path) else None)
         frame = pd.concat([frame, held], ignore_index=True)
     y = frame[name]
@@ -277,6 +303,8 @@ def read_csv(path, label=None, test=None, drop=(), sheet=None, test_sheet=None):
         names, y = np.unique(y.astype(str), return_inverse=True)
         shown = ", ".join(f"{v}={i}" for i, v in enumerate(names[:5]))
         parts[0] += f" coded {shown}{', ...' if names.size > 5 else ''}"
+    if encoding in FALLBACK_ENCODINGS:     # a guess: said, for names that read wrong
+        parts.insert(0, f"read as {encoding} text, not UTF-8")
     if is_workbook(path):
         parts.insert(0, layout)             # the sheet read
     return CsvData(X, y, "; ".join(parts), partial(_encode_split, encoder, features, path),
@@ -284,7 +312,7 @@ def read_csv(path, label=None, test=None, drop=(), sheet=None, test_sheet=None):
 
 
 def _frame(path, pd, sheet=None):
-    """``(frame, place, decimal, layout)`` of a CSV, TSV, ARFF, Parquet or JSON file
+    """The :data:`TableRead` of a CSV, TSV, ARFF, Parquet or JSON file
     (:func:`_delimited_frame`, :func:`_arff_frame`, :func:`_parquet_frame`,
     :func:`_json_frame`) or of a workbook's sheet ``sheet`` (:func:`_workbook_frame`), its
     column names stripped of the spaces around them and at least one data row."""
@@ -292,7 +320,8 @@ def _frame(path, pd, sheet=None):
             _parquet_frame if _is_parquet(path) else
             _json_frame if _ending(path) in (JSON, *JSON_LINES) else
             _arff_frame if _ending(path) == ARFF else _delimited_frame)
-    frame, place, decimal, layout = read(path, pd)
+    table = read(path, pd)
+    frame = table.frame
     # headers written "name ," (UCI Adult's) lose their spaces: --label takes the bare name;
     # names that would become one ("a" and "a ") keep theirs
     stripped = [c.strip() if isinstance(c, str) else c for c in frame.columns]
@@ -300,16 +329,16 @@ def _frame(path, pd, sheet=None):
     frame.columns = [s if counts[s] == 1 else c for s, c in zip(stripped, frame.columns)]
     if frame.shape[0] == 0:
         raise ValueError(f"{str(path)!r}: no data rows after the header")
-    return frame, place, decimal, layout
+    return table
 
 
 def _test_frame(test, frame, label, path, pd, sheet=None):
-    """``(rows, layout)``: the rows of the table file ``test`` (of a workbook: its sheet
+    """``(rows, read)``: the rows of the table file ``test`` (of a workbook: its sheet
     ``sheet``) under the columns of ``frame`` (the training file ``path``'s, its label
     column ``label``): the same column names in any order, or, where either file has no
-    header, the same number of columns in the same order; and the layout read (for a
-    workbook: the sheet)."""
-    held, place, _, layout = _frame(test, pd, sheet)
+    header, the same number of columns in the same order; and its :data:`TableRead`."""
+    read = _frame(test, pd, sheet)
+    held, layout = read.frame, read.layout
     numbered = [list(f.columns) == list(range(f.shape[1])) for f in (frame, held)]
     if set(held.columns) != set(frame.columns):
         if not any(numbered) or held.shape[1] != frame.shape[1]:
@@ -317,18 +346,30 @@ def _test_frame(test, frame, label, path, pd, sheet=None):
                              f"{held.shape[1]} ({layout}: {_listed_columns(held.columns)}) "
                              f"against {frame.shape[1]} ({_listed_columns(frame.columns)})")
         held.columns = frame.columns
-    _refuse_missing(held[label], f"the label column {label!r}", test, place)
-    return held[list(frame.columns)], layout
+    _refuse_missing(held[label], f"the label column {label!r}", test, read.place)
+    return held[list(frame.columns)], read
 
 
 def _delimited_frame(path, pd):
-    """``(frame, place, decimal, layout)`` of a CSV or TSV file: the table, ``place(i)``
-    naming the file's line of row ``i`` for messages (``"line 7"``), the decimal mark and
-    the separator for messages."""
+    """The :data:`TableRead` of a CSV or TSV file, decoded by the first of its
+    :func:`~sparsekit.datasets._home.text_encodings` that reads every byte (UTF-8, else
+    Windows' Western code page, else Latin-1; UTF-16 or 32 after their byte-order mark)."""
     sep = _separator(path) or _sniffed_separator(path)      # UCI's .data files: by content
     comments = _comment_lines(path)
-    # bytes that are not UTF-8 (a Latin-1 file) are replaced rather than refused
-    options = {"skipinitialspace": True, "encoding_errors": "replace", "skiprows": comments}
+    encodings = text_encodings(path)
+    for encoding in encodings:
+        try:
+            return _decoded_frame(path, pd, sep, comments, encoding)
+        except UnicodeDecodeError as exc:
+            error = exc
+    raise ValueError(f"cannot read {str(path)!r}: not {encodings[0]} text, as its "
+                     f"byte-order mark says ({error})")
+
+
+def _decoded_frame(path, pd, sep, comments, encoding):
+    """:func:`_delimited_frame` with the separator ``sep`` (None: pandas' default), after
+    ``comments`` lines, decoded with ``encoding`` (a UnicodeDecodeError where it cannot)."""
+    options = {"skipinitialspace": True, "encoding": encoding, "skiprows": comments}
     try:
         first = pd.read_csv(path, sep=sep, header=None, nrows=1, dtype=str,
                             keep_default_na=False, **options)
@@ -344,25 +385,19 @@ def _delimited_frame(path, pd):
                                  **options)   # (UCI's bank marketing: ';' and 93.994)
             if _numeric_count(commas, pd) >= _numeric_count(frame, pd):
                 frame, decimal = commas, ","
+    except UnicodeDecodeError:
+        raise
     except (OSError, ValueError) as exc:   # pandas' parser and empty-file errors included
         raise ValueError(f"cannot read {str(path)!r}: {exc}") from None
     first = (2 if header == 0 else 1) + comments
-    return frame, lambda i: f"line {first + i}", decimal, f"separator {sep!r}"
+    return TableRead(frame, lambda i: f"line {first + i}", decimal, f"separator {sep!r}",
+                     encoding)
 
 
 def _comment_lines(path):
     """How many lines at the top of ``path`` start with ``|`` (UCI's comments), at most
     MAX_COMMENT_LINES."""
-    from sparsekit.datasets._home import CORRUPT, _open_binary
-
-    count = 0
-    try:
-        with _open_binary(path) as f:
-            while count < MAX_COMMENT_LINES and f.readline(1 << 16).startswith(b"|"):
-                count += 1
-    except CORRUPT:                 # the reader says why
-        return 0
-    return count
+    return _comments(_head_lines(path, MAX_COMMENT_LINES))
 
 
 def _has_header(sample, sep):
@@ -394,13 +429,8 @@ def _numeric_count(frame, pd):
 def _arff_frame(path, pd):
     """:func:`_delimited_frame` of an ARFF file: the ``@data`` rows read as CSV with ``'``
     quotes under the ``@attribute`` names, nominal attributes as text."""
-    import io
-
-    from sparsekit.datasets._arff import _ATTRIBUTE, _unquote
-    from sparsekit.datasets._home import _read_text
-
     try:
-        text = _read_text(path)
+        text, encoding = decode_text(_read_bytes(path), path)
     except (OSError, ValueError) as exc:
         raise ValueError(f"cannot read {str(path)!r}: {exc}") from None
     parts = re.split(r"^[ \t]*@data[ \t]*\r?$", text, maxsplit=1, flags=re.I | re.M)
@@ -430,7 +460,8 @@ def _arff_frame(path, pd):
                             dtype=dict.fromkeys(nominal, str))
     except (ValueError, pd.errors.ParserError) as exc:
         raise ValueError(f"cannot read {str(path)!r}: {exc}") from None
-    return frame, lambda i: f"line {rows[i][0]}", ".", f"{len(names)} @attribute line(s)"
+    return TableRead(frame, lambda i: f"line {rows[i][0]}", ".",
+                     f"{len(names)} @attribute line(s)", encoding)
 
 
 def _parquet_frame(path, pd):
@@ -448,7 +479,7 @@ def _parquet_frame(path, pd):
     except (OSError, ValueError) as exc:    # pyarrow's ArrowInvalid is a ValueError
         raise ValueError(f"cannot read {str(path)!r} as Parquet: {exc}") from None
     frame = _flat(frame, path)
-    return frame, lambda i: f"row {i}", ".", f"{frame.shape[1]} Parquet column(s)"
+    return TableRead(frame, lambda i: f"row {i}", ".", f"{frame.shape[1]} Parquet column(s)")
 
 
 def _json_frame(path, pd):
@@ -469,7 +500,7 @@ def _json_frame(path, pd):
                                                        " in an array: [{...}, ...])"))
     frame = _flat(frame, path)
     place = (lambda i: f"line {i + 1}") if lines else (lambda i: f"record {i}")
-    return frame, place, ".", f"{frame.shape[1]} field(s)"
+    return TableRead(frame, place, ".", f"{frame.shape[1]} field(s)")
 
 
 def _workbook_frame(path, pd, sheet=None):
@@ -523,7 +554,7 @@ def _workbook_frame(path, pd, sheet=None):
                          "one)")
     above = "row 1" if start == 1 else f"rows 1-{start}"
     title = f" ({above} above its table left out)" if filled[:start].any() else ""
-    return (frame, lambda i: f"row {rows[i]} of sheet {name!r}", ".",
+    return TableRead(frame, lambda i: f"row {rows[i]} of sheet {name!r}", ".",
             f"sheet {name!r}{title}")
 
 

@@ -1,5 +1,6 @@
 """Where the benchmark files live, and how to open them (plain, ``.xz``, ``.gz``, ``.bz2``)."""
 import bz2
+import codecs
 import gzip
 import lzma
 import os
@@ -102,9 +103,49 @@ def _read_bytes(path):
         raise ValueError(f"{path}: corrupt or truncated file ({exc})") from None
 
 
-def _read_text(path):
-    """Whole decompressed content of ``path`` as str (UTF-8)."""
+#: what a text file that is not UTF-8 is read as, in this order: Windows' Western code page
+#: (what Excel and Notepad save in Western European locales), then Latin-1, which reads
+#: any byte
+FALLBACK_ENCODINGS = ("cp1252", "latin-1")
+#: byte-order marks and their codecs (UTF-32's first: FF FE 00 00 also starts UTF-16's)
+_BOMS = ((codecs.BOM_UTF32_LE, "utf-32"), (codecs.BOM_UTF32_BE, "utf-32"),
+         (codecs.BOM_UTF8, "utf-8-sig"), (codecs.BOM_UTF16_LE, "utf-16"),
+         (codecs.BOM_UTF16_BE, "utf-16"))
+
+
+def encodings_for(head):
+    """The codecs to read a text whose first bytes are ``head`` with, in order, each tried
+    when the one before cannot decode it: the codec of the byte-order mark it starts with
+    alone (UTF-8's; UTF-16's, as Excel's "Unicode text" files; UTF-32's), else UTF-8 and
+    then :data:`FALLBACK_ENCODINGS` (the last reads any byte)."""
+    codec = next((codec for bom, codec in _BOMS if head.startswith(bom)), None)
+    return (codec,) if codec else ("utf-8", *FALLBACK_ENCODINGS)
+
+
+def text_encodings(path):
+    """:func:`encodings_for` the decompressed file ``path``."""
     try:
-        return _read_bytes(path).decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise ValueError(f"{path}: not UTF-8 text ({exc})") from None
+        with _open_binary(path) as f:
+            head = f.read(4)
+    except CORRUPT:                 # the reader says why
+        head = b""
+    return encodings_for(head)
+
+
+def decode_text(data, source):
+    """``(text, codec)``: the bytes ``data`` decoded by the first of
+    :func:`encodings_for` them that can; a text that does not follow its byte-order mark is
+    a ValueError naming ``source``."""
+    encodings = encodings_for(data[:4])
+    for encoding in encodings:
+        try:
+            return data.decode(encoding), encoding
+        except UnicodeDecodeError as exc:
+            error = exc
+    raise ValueError(f"{source}: not {encodings[0]} text, as its byte-order mark says "
+                     f"({error})")
+
+
+def _read_text(path):
+    """Whole decompressed content of ``path`` as str (:func:`decode_text`)."""
+    return decode_text(_read_bytes(path), path)[0]
