@@ -260,6 +260,26 @@ def test_a_file_that_breaks_its_byte_order_mark_is_a_clear_error(tmp_path):
         read_csv(path)
 
 
+@pytest.mark.parametrize("name, content, kind", [
+    ("book.csv", None, "a zip archive \\(an Excel or OpenDocument workbook"),
+    ("old.csv", b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1" + bytes(100), "an Office document"),
+    ("packed.tsv", gzip.compress(b"a\tlabel\n1\t0\n"), "gzip-compressed data"),
+    ("t.csv.gz", gzip.compress(b"PAR1" + bytes(10)), "a Parquet file"),
+])
+def test_a_binary_file_named_as_text_is_named_for_what_it_is(tmp_path, name, content, kind):
+    """A workbook or a compressed file under a text file's name: what it is, and what to do."""
+    if content is None:
+        frame = _mixed_frame(n=10)
+        frame.to_excel(tmp_path / "book.xlsx", index=False)
+        content = (tmp_path / "book.xlsx").read_bytes()
+    (tmp_path / name).write_bytes(content)
+    with pytest.raises(ValueError, match=f"'.*{re.escape(name)}' is {kind}.*not delimited "
+                                         "text: name the file by its kind"):
+        read_csv(tmp_path / name)
+    (tmp_path / "text.csv").write_bytes(b"PAR1,BZh,label\n1,2,0\n3,4,1\n")   # text: read
+    assert read_csv(tmp_path / "text.csv").X.shape == (2, 2)
+
+
 def test_a_semicolon_file_with_decimal_points_is_read_as_numbers(tmp_path):
     """UCI's bank marketing files: ';'-separated, quoted text, decimal points (93.994 is a
     price index, not 93 994)."""

@@ -68,6 +68,13 @@ MAX_COMMENT_LINES = 100
 SNIFFED_LINES = 10
 #: the lines read to tell whether the first line is a header
 HEADER_SAMPLE = 101
+#: what the first bytes of a file named as text say it is instead, for the message, when
+#: control characters among its first 64 bytes confirm it is not text
+NOT_TEXT = {b"PK\x03\x04": "a zip archive (an Excel or OpenDocument workbook, or a zipped "
+                            "file)",
+            b"\xd0\xcf\x11\xe0": "an Office document (an Excel 97-2003 workbook, .xls?)",
+            b"PAR1": "a Parquet file", b"\x1f\x8b": "gzip-compressed data",
+            b"\xfd7zXZ": "xz-compressed data", b"BZh": "bzip2-compressed data"}
 #: cells read as missing values (pandas' defaults among them, and UCI's ``?``)
 MISSING_MARKS = {"", "?", "NA", "N/A", "n/a", "NaN", "nan", "null", "NULL", "None", "#N/A"}
 #: a column of numbers with at most this many distinct other words holds marks of missing
@@ -354,6 +361,10 @@ def _delimited_frame(path, pd):
     """The :data:`TableRead` of a CSV or TSV file, decoded by the first of its
     :func:`~sparsekit.datasets._home.text_encodings` that reads every byte (UTF-8, else
     Windows' Western code page, else Latin-1; UTF-16 or 32 after their byte-order mark)."""
+    kind = _not_text(path)
+    if kind is not None:
+        raise ValueError(f"{str(path)!r} is {kind}, not delimited text: name the file by "
+                         "its kind (.xlsx, .ods, .xls, .parquet, .gz, ...), or export a CSV file")
     sep = _separator(path) or _sniffed_separator(path)      # UCI's .data files: by content
     comments = _comment_lines(path)
     encodings = text_encodings(path)
@@ -392,6 +403,19 @@ def _decoded_frame(path, pd, sep, comments, encoding):
     first = (2 if header == 0 else 1) + comments
     return TableRead(frame, lambda i: f"line {first + i}", decimal, f"separator {sep!r}",
                      encoding)
+
+
+def _not_text(path):
+    """What :data:`NOT_TEXT` says the decompressed file ``path`` is by its first bytes, or
+    None."""
+    try:
+        with _open_binary(path) as f:
+            head = f.read(64)
+    except CORRUPT:                 # the reader says why
+        return None
+    if not re.search(rb"[\x00-\x08\x0e-\x1f]", head):
+        return None
+    return next((kind for magic, kind in NOT_TEXT.items() if head.startswith(magic)), None)
 
 
 def _comment_lines(path):
