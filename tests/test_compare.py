@@ -474,6 +474,30 @@ def test_a_multilabel_file_gets_the_label_set_table(tmp_path, capsys):
         assert 0.5 < m["mean_labels"] < 5.0, name
 
 
+def test_a_tables_label_columns_get_the_label_set_table(tmp_path, capsys):
+    """``--label a,b,c`` on a CSV file's 0/1 columns, and a JSON file's field of lists:
+    the label-set table, its labels named by the columns (the lists' labels)."""
+    import pandas as pd
+
+    rng = np.random.default_rng(6)
+    X = rng.standard_normal((150, 4))
+    Y = X[:, :3] > 0.3
+    frame = pd.DataFrame(X, columns=["a", "b", "c", "d"])
+    for j, name in enumerate(["red", "green", "blue"]):
+        frame[name] = np.where(Y[:, j], "yes", "no")
+    frame.to_csv(tmp_path / "colors.csv", index=False)
+    frame["labels"] = [[n for n, on in zip(["red", "green", "blue"], row) if on] for row in Y]
+    frame.drop(columns=["red", "green", "blue"]).to_json(tmp_path / "colors.jsonl",
+                                                         orient="records", lines=True)
+    for name, label in (("colors.csv", "red,green,blue"), ("colors.jsonl", "labels")):
+        compare.main([str(tmp_path / name), "--label", label, "--repeat", "1", "--json"])
+        (table,) = json.loads(capsys.readouterr().out)
+        assert table["title"].startswith(f"label sets, {name} (150, 4) (label"), name
+        assert ", 3 labels (70/30 split;" in table["title"]
+        for model, m in table["measurements"].items():
+            assert 0.7 < m["micro_f1"] <= 1.0, (name, model)   # a label is a feature's sign
+
+
 def test_a_label_in_every_or_no_training_row_does_not_break_a_row(tmp_path, capsys):
     path = tmp_path / "constant.svm"
     rng = np.random.default_rng(4)

@@ -719,7 +719,7 @@ def test_json_records_are_read_one_per_line_or_in_an_array(tmp_path):
     np.testing.assert_allclose(read[0].X.toarray(), read[1].X.toarray())
     records[7].pop("section")
     (tmp_path / "gap.jsonl").write_text("\n".join(json.dumps(r) for r in records))
-    with pytest.warns(UserWarning), pytest.raises(ValueError, match="the first on line 8;"):
+    with pytest.raises(ValueError, match="the first on line 8;"):
         read_csv(tmp_path / "gap.jsonl")
 
 
@@ -881,3 +881,92 @@ def test_a_workbook_it_cannot_read_is_a_clear_error(tmp_path, monkeypatch):
     monkeypatch.setitem(sys.modules, "python_calamine", None)   # as if not installed
     with pytest.raises(ValueError, match="needs python-calamine: pip install python-calamine"):
         read_csv(path)
+
+
+def _label_set_table(n=40):
+    """Features, and five label columns written as spreadsheets and exports write them."""
+    import pandas as pd
+
+    rng = np.random.default_rng(5)
+    Y = rng.random((n, 5)) < 0.4
+    frame = pd.DataFrame({"x": rng.standard_normal(n), "city": rng.choice(["a", "b"], n)})
+    frame["toxic"], frame["obscene"] = Y[:, 0].astype(int), Y[:, 1].astype(float)
+    frame["insult"] = np.where(Y[:, 2], "Yes", "no")
+    frame["threat"], frame["hate"] = Y[:, 3], np.where(Y[:, 4], "TRUE", "false")
+    return frame, Y
+
+
+def test_several_label_columns_are_a_label_set(tmp_path):
+    """``--label a,b,c``: 0/1, 1.0/0.0, yes/no, booleans, true/false columns (any case) are
+    a label set's indicator columns, named by header or position; the test file's too."""
+    frame, Y = _label_set_table()
+    frame.to_csv(tmp_path / "t.csv", index=False)
+    data = read_csv(tmp_path / "t.csv", label="toxic,obscene,insult,threat,hate")
+    assert data.note == ("label sets of the 5 columns 'toxic', 'obscene', 'insult', 'threat', "
+                         "'hate'; 1 numeric column standardized; 1 text column one-hot "
+                         "encoded into 2")
+    np.testing.assert_array_equal(data.y, Y)
+    np.testing.assert_array_equal(data.label_names, ["toxic", "obscene", "insult", "threat",
+                                                     "hate"])
+    by_position = read_csv(tmp_path / "t.csv", label="2,3,-3,-2,-1", drop=["city"])
+    np.testing.assert_array_equal(by_position.y, Y)
+    assert by_position.X.shape == (40, 1)
+    frame[:30].to_csv(tmp_path / "train.csv", index=False)
+    frame[30:].to_csv(tmp_path / "test.csv", index=False)
+    held = read_csv(tmp_path / "train.csv", label="toxic,obscene,insult,threat,hate",
+                    test=tmp_path / "test.csv")
+    np.testing.assert_array_equal(held.y, Y)
+    assert held.n_train == 30
+
+
+def test_label_set_columns_refuse_other_values_missing_ones_and_leaving_out(tmp_path):
+    frame, _ = _label_set_table()
+    frame.loc[6, "insult"] = "maybe"
+    frame.to_csv(tmp_path / "t.csv", index=False)
+    with pytest.raises(ValueError, match="the label column 'insult' holds 'maybe' on line 8: "
+                                         "the columns of a label set hold 0/1, true/false"):
+        read_csv(tmp_path / "t.csv", label="toxic,insult")
+    with pytest.raises(ValueError, match="the label column 'city' holds '[ab]' on line 2"):
+        read_csv(tmp_path / "t.csv", label="toxic,city")
+    with pytest.raises(ValueError, match="the label column 'toxic' cannot be left out"):
+        read_csv(tmp_path / "t.csv", label="toxic,obscene", drop=["toxic"])
+    with pytest.raises(ValueError, match="no label column 'nope'"):
+        read_csv(tmp_path / "t.csv", label="toxic,nope")
+    frame.loc[3, "obscene"] = np.nan
+    frame.to_csv(tmp_path / "t.csv", index=False)
+    with pytest.raises(ValueError, match="the label column 'obscene' misses 1 value.*line 5"):
+        read_csv(tmp_path / "t.csv", label="toxic,obscene")
+    frame.rename(columns={"x": "a,b"}).to_csv(tmp_path / "comma.csv", index=False)
+    assert read_csv(tmp_path / "comma.csv", label="a,b").note.startswith("label 'a,b';")
+
+
+def test_a_column_of_lists_is_a_label_set(tmp_path):
+    """JSON records (and Parquet rows) whose label field is a list: label sets (an empty
+    list a row without a label), classes when every list holds one label; records are
+    refused, and so is such a column among several label columns."""
+    import json
+
+    records = _records()
+    records[3]["tags"], records[4]["tags"] = [], ["b", "a", "b"]
+    (tmp_path / "p.jsonl").write_text("\n".join(json.dumps(r) for r in records))
+    data = read_csv(tmp_path / "p.jsonl", label="tags")
+    assert data.note.startswith("label 'tags', label sets; 1 numeric column standardized; ")
+    np.testing.assert_array_equal(data.label_names, ["a", "b"])
+    np.testing.assert_array_equal(data.y, [["a" in r["tags"], "b" in r["tags"]]
+                                           for r in records])
+    for r in records:
+        r["tags"] = [r["section"]]
+    (tmp_path / "one.jsonl").write_text("\n".join(json.dumps(r) for r in records))
+    data = read_csv(tmp_path / "one.jsonl", label="tags", drop=["section"])
+    assert data.note.startswith("label 'tags' coded games=0, libs=1; ")
+    np.testing.assert_array_equal(data.y, [r["section"] == "libs" for r in records])
+    records[9]["tags"] = [{"a": 1}]
+    (tmp_path / "bad.jsonl").write_text("\n".join(json.dumps(r) for r in records))
+    with pytest.raises(ValueError, match="the label column 'tags' holds \\[\\{'a': 1\\}\\] on "
+                                         "line 10: a label set is a list of labels"):
+        read_csv(tmp_path / "bad.jsonl", label="tags")
+    with pytest.raises(ValueError, match="holds lists, a label set by itself: name it alone"):
+        read_csv(tmp_path / "bad.jsonl", label="tags,section")
+    with pytest.warns(UserWarning, match="'tags' hold lists .*left out \\(--label tags reads "
+                                         "a column of lists as label sets\\)"):
+        assert read_csv(tmp_path / "p.jsonl").note.startswith("label 'section'")

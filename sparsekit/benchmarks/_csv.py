@@ -82,11 +82,13 @@ MISSING_MARKS = {"", "?", "NA", "N/A", "n/a", "NaN", "nan", "null", "NULL", "Non
 #: (text: Titanic's tickets)
 MAX_MARKERS = 3
 
-#: ``X`` (dense or CSR, the encoders fit on every row), labels ``y``, a ``note`` for the
-#: tables' titles, ``encode(train, test)``: ``(X_train, X_test)`` with the encoders fit
+#: ``X`` (dense or CSR, the encoders fit on every row), labels ``y`` (a 0/1 matrix of
+#: label sets, a column per label, when several label columns were named), a ``note`` for
+#: the tables' titles, ``encode(train, test)``: ``(X_train, X_test)`` with the encoders fit
 #: on the rows ``train`` only, and ``n_train``: the rows of the first file (the others are
 #: a held-out file's), ``label_names``: the text of each label code when the labels were
-#: text (code ``i`` is ``label_names[i]``), else None, and ``test_name``: the held-out
+#: text (code ``i`` is ``label_names[i]``), the label columns' names for label sets, else
+#: None, and ``test_name``: the held-out
 #: file's name for titles (with its sheet, of a workbook), else None
 CsvData = namedtuple("CsvData", "X y note encode n_train label_names test_name")
 #: what a table file's reader returns: the ``frame``, ``place(i)`` naming the file's line
@@ -213,7 +215,9 @@ def read_csv(path, label=None, test=None, drop=(), sheet=None, test_sheet=None):
     the workbook holds them, its header told as a CSV file's, rows above its table (a
     title) and rows and unnamed columns without a value left out. ``label`` names the label
     column, by its header or by its position (from 0; negative counts from the end); the
-    last column by default (Weka's class attribute). Raises ValueError with a message for
+    last column by default (Weka's class attribute); several, separated by commas, are a
+    label set's columns (each 0/1, true/false or yes/no: a row's labels are its columns
+    that hold 1). Raises ValueError with a message for
     the user when the file cannot be read, the label column does not exist, a label is
     missing, or a number is too large to standardize.
     """
@@ -225,15 +229,17 @@ def read_csv(path, label=None, test=None, drop=(), sheet=None, test_sheet=None):
     if frame.shape[1] < 2:
         raise ValueError(f"{str(path)!r}: a label column and at least one feature column "
                          f"are needed, the file has {frame.shape[1]} column(s) ({layout})")
-    name = _named_column(frame, path, label)
+    nested = _nested_columns(frame)
+    labels = _label_columns(frame, path, label, nested)
     dropped = list(dict.fromkeys(_named_column(frame, path, c, "column to leave out")
                                  for c in drop))
-    if name in dropped:
-        raise ValueError(f"{str(path)!r}: the label column {name!r} cannot be left out")
-    _refuse_missing(frame[name], f"the label column {name!r}", path, place)
+    for name in labels:
+        if name in dropped:
+            raise ValueError(f"{str(path)!r}: the label column {name!r} cannot be left out")
+        _refuse_missing(frame[name], f"the label column {name!r}", path, place)
     n_train, test_name = len(frame), None
     if test is not None:
-        held, read = _test_frame(test, frame, name, path, pd,
+        held, read = _test_frame(test, frame, labels, path, pd,
                                  sheet if test_sheet is None else test_sheet)
         test_name = Path(test).name
         if is_workbook(test):
@@ -243,8 +249,17 @@ def read_csv(path, label=None, test=None, drop=(), sheet=None, test_sheet=None):
         if read.layout == layout:
             warn_if_same_file(path, test, "sheet" if is_workbook(path) else None)
         frame = pd.concat([frame, held], ignore_index=True)
-    y = frame[name]
-    features = frame.drop(columns=[name, *dropped])
+    if len(labels) > 1 and set(labels) & set(nested):
+        raise ValueError(f"{str(path)!r}: the label column {_listed_columns(nested)} holds "
+                         "lists, a label set by itself: name it alone")
+    unused = [c for c in nested if c not in labels and c not in dropped]
+    if unused:
+        lists = [c for c in unused if not isinstance(_first_value(frame[c]), dict)]
+        warnings.warn(f"{str(path)!r}: {_listed_columns(unused)} hold lists or records "
+                      "(nested values), which no model here takes: left out"
+                      + (f" (--label {lists[0]} reads a column of lists as label sets)"
+                         if lists else ""), UserWarning, stacklevel=2)
+    features = frame.drop(columns=[*labels, *dropped, *unused])
     # pandas' to_csv (and to_excel) writes the frame's index as a first column without a header
     index = [c for c in features if isinstance(c, str)     # numbering the first file's rows
              and re.fullmatch(r"Unnamed: \d+(\.\d+)?", c)
@@ -272,7 +287,15 @@ def read_csv(path, label=None, test=None, drop=(), sheet=None, test_sheet=None):
     features = _typed(features, numeric, words)
     encoder = _encoder(features, numeric, categories, words)
     X = _fit_encoder(encoder, features, path)        # on every row: the l1 tables' matrix
-    parts = [f"label {name!r}"]
+    if len(labels) > 1:
+        y, names = _label_sets(frame[labels], path, place), np.array(labels, dtype=object)
+        parts = [f"label sets of the {len(labels)} columns {_listed_columns(labels, 5)}"]
+    elif labels[0] in nested:
+        y, names = _listed_labels(frame[labels[0]], path, place)
+        parts = [f"label {labels[0]!r}" + (", label sets" if y.ndim == 2 else "")]
+    else:
+        y, names = frame[labels[0]].to_numpy(), None
+        parts = [f"label {labels[0]!r}"]
     if dropped:
         parts.append(f"{_listed_columns(dropped)} left out, as asked")
     if index:
@@ -303,8 +326,7 @@ def read_csv(path, label=None, test=None, drop=(), sheet=None, test_sheet=None):
                          for c in words)
         parts.append(f"{_columns(len(words), 'free-text')} as TF-IDF over {vocabulary} "
                      "words")
-    y, names = y.to_numpy(), None
-    if not pd.api.types.is_numeric_dtype(y.dtype):
+    if y.ndim == 1 and not pd.api.types.is_numeric_dtype(y.dtype):
         # LIBLINEAR takes numbers only, and fastText's labels are tokens: text labels are
         # coded by their sorted order, and the note says so
         names, y = np.unique(y.astype(str), return_inverse=True)
@@ -339,10 +361,10 @@ def _frame(path, pd, sheet=None):
     return table
 
 
-def _test_frame(test, frame, label, path, pd, sheet=None):
+def _test_frame(test, frame, labels, path, pd, sheet=None):
     """``(rows, read)``: the rows of the table file ``test`` (of a workbook: its sheet
     ``sheet``) under the columns of ``frame`` (the training file ``path``'s, its label
-    column ``label``): the same column names in any order, or, where either file has no
+    columns ``labels``): the same column names in any order, or, where either file has no
     header, the same number of columns in the same order; and its :data:`TableRead`."""
     read = _frame(test, pd, sheet)
     held, layout = read.frame, read.layout
@@ -353,7 +375,8 @@ def _test_frame(test, frame, label, path, pd, sheet=None):
                              f"{held.shape[1]} ({layout}: {_listed_columns(held.columns)}) "
                              f"against {frame.shape[1]} ({_listed_columns(frame.columns)})")
         held.columns = frame.columns
-    _refuse_missing(held[label], f"the label column {label!r}", test, read.place)
+    for label in labels:
+        _refuse_missing(held[label], f"the label column {label!r}", test, read.place)
     return held[list(frame.columns)], read
 
 
@@ -502,7 +525,7 @@ def _parquet_frame(path, pd):
                          "pip install pyarrow") from None
     except (OSError, ValueError) as exc:    # pyarrow's ArrowInvalid is a ValueError
         raise ValueError(f"cannot read {str(path)!r} as Parquet: {exc}") from None
-    frame = _flat(frame, path)
+    frame = _flat(frame)
     return TableRead(frame, lambda i: f"row {i}", ".", f"{frame.shape[1]} Parquet column(s)")
 
 
@@ -522,7 +545,7 @@ def _json_frame(path, pd):
         raise ValueError(f"{str(path)!r}: not a table of records with named fields "
                          "({\"field\": value, ...}" + (" on each line)" if lines else
                                                        " in an array: [{...}, ...])"))
-    frame = _flat(frame, path)
+    frame = _flat(frame)
     place = (lambda i: f"line {i + 1}") if lines else (lambda i: f"record {i}")
     return TableRead(frame, place, ".", f"{frame.shape[1]} field(s)")
 
@@ -611,22 +634,25 @@ def _sheet_name(names, shown, sheet, path):
     return name
 
 
-def _flat(frame, path):
+def _flat(frame):
     """``frame`` (a Parquet or JSON file's, its values typed) with decimal numbers as
-    floats, and without its columns of lists or records (a warning names them)."""
-    nested = []
+    floats."""
     for c in [c for c in frame if frame[c].dtype.kind == "O"]:   # the first value tells
-        values = frame[c].dropna()
-        first = values.iloc[0] if len(values) else None
-        if isinstance(first, Decimal):                    # decimal numbers (prices)
+        if isinstance(_first_value(frame[c]), Decimal):          # decimal numbers (prices)
             frame[c] = frame[c].astype(np.float64)
-        elif isinstance(first, (list, tuple, dict, set, np.ndarray)):
-            nested.append(c)
-    if nested:
-        warnings.warn(f"{str(path)!r}: {_listed_columns(nested)} hold lists or records "
-                      "(nested values), which no model here takes: left out", UserWarning,
-                      stacklevel=4)
-    return frame.drop(columns=nested)
+    return frame
+
+
+def _first_value(column):
+    values = column.dropna()
+    return values.iloc[0] if len(values) else None
+
+
+def _nested_columns(frame):
+    """The columns of ``frame`` that hold lists or records (a Parquet or JSON file's): no
+    model takes them as features; a column of lists can be a label set."""
+    return [c for c in frame if frame[c].dtype.kind == "O"
+            and isinstance(_first_value(frame[c]), (list, tuple, dict, set, np.ndarray))]
 
 
 def _read_text_numbers(frame, decimal):
@@ -783,6 +809,70 @@ def _warn_identifiers(frame, path):
 
 def _columns(count, kind):
     return f"{count} {kind} column{'s' if count > 1 else ''}"
+
+
+def _label_columns(frame, path, label, nested=()):
+    """The names of the label columns ``label`` names: a header or a position from 0
+    (None: the last column but the ``nested`` ones, of lists or records), or several of
+    them separated by commas (a label set's columns; a header holding commas is one
+    column)."""
+    columns = list(frame.columns)
+    if label is None:
+        flat = [c for c in columns if c not in nested]
+        return [flat[-1] if flat else columns[-1]]
+    if "," not in str(label) or _by_name_or_position(columns, columns, label) is not None:
+        return [_named_column(frame, path, label)]
+    return list(dict.fromkeys(_named_column(frame, path, c) for c in str(label).split(",")
+                              if c.strip()))
+
+
+#: the text of a label-set column's cells, and whether the row has that label
+LABEL_FLAGS = {"1": 1, "0": 0, "1.0": 1, "0.0": 0, "true": 1, "false": 0, "yes": 1, "no": 0,
+               "y": 1, "n": 0, "t": 1, "f": 0}
+
+
+def _label_sets(columns, path, place):
+    """The 0/1 indicator matrix of a label set's ``columns`` (a frame), each column 0/1,
+    boolean, or :data:`LABEL_FLAGS` text (``yes``/``no``, ``true``/``false``, any case);
+    ValueError naming the first other value and its place in the file."""
+    Y = np.empty(columns.shape, dtype=np.int8)
+    for j, c in enumerate(columns):
+        text = columns[c].astype(str).str.strip().str.lower()
+        flags = text.map(LABEL_FLAGS)
+        if flags.isna().any():
+            i = int(np.argmax(flags.isna().to_numpy()))
+            raise ValueError(f"{str(path)!r}: the label column {c!r} holds "
+                             f"{columns[c].iloc[i]!r} on {place(i)}: the columns of a label "
+                             "set hold 0/1, true/false or yes/no")
+        Y[:, j] = flags.to_numpy(dtype=np.int8)
+    return Y
+
+
+def _listed_labels(column, path, place):
+    """``(y, names)`` of a label column of lists (a JSON or Parquet file's): the labels as
+    text and None when every list holds one (classes), else the 0/1 indicator matrix of the
+    label sets, a column per label ``names`` (sorted text; an empty list a row without a
+    label); ValueError naming the first record or other value."""
+    sets = []
+    for i, value in enumerate(column):
+        if not isinstance(value, (list, tuple, set, np.ndarray)) or any(
+                isinstance(v, (list, tuple, dict, set, np.ndarray)) for v in value):
+            raise ValueError(f"{str(path)!r}: the label column {column.name!r} holds "
+                             f"{_shown(value)} on {place(i)}: a label set is a list of "
+                             "labels")
+        sets.append({str(v) for v in value})
+    if all(len(labels) == 1 for labels in sets):
+        return np.array([next(iter(labels)) for labels in sets], dtype=object), None
+    names = np.array(sorted(set().union(*sets)), dtype=object)
+    Y = np.zeros((len(sets), names.size), dtype=np.int8)
+    for i, labels in enumerate(sets):
+        Y[i, np.searchsorted(names, sorted(labels))] = 1
+    return Y, names
+
+
+def _shown(value, most=60):
+    text = repr(value)
+    return text if len(text) <= most else text[:most] + " ..."
 
 
 def _named_column(frame, path, label, what="label column"):

@@ -278,8 +278,10 @@ def load_dataset(spec, zero_based=False, label=None, test=None, drop=(), sheet=N
                              f"spreadsheet) as {spec!r} "
                              "is: a test file is of its training file's kind")
         table = read_csv(spec, label, test, drop, sheet, test_sheet)
+        sets = table.y.ndim == 2                 # label sets: the names are the labels'
         data = Dataset(Path(spec).name, table.X, table.y, note=table.note,
-                       encode=table.encode, label_names=table.label_names)
+                       encode=table.encode, classes=table.label_names if sets else None,
+                       label_names=None if sets else table.label_names)
         n_train, test_name = table.n_train, table.test_name
     else:
         data, n_train = _read_file(spec, zero_based, test)
