@@ -83,13 +83,13 @@ MISSING_MARKS = {"", "?", "NA", "N/A", "n/a", "NaN", "nan", "null", "NULL", "Non
 MAX_MARKERS = 3
 
 #: ``X`` (dense or CSR, the encoders fit on every row), labels ``y`` (a 0/1 matrix of
-#: label sets, a column per label, when several label columns were named), a ``note`` for
+#: label sets, a column per label, for several label columns or a column of lists), a ``note`` for
 #: the tables' titles, ``encode(train, test)``: ``(X_train, X_test)`` with the encoders fit
 #: on the rows ``train`` only, and ``n_train``: the rows of the first file (the others are
 #: a held-out file's), ``label_names``: the text of each label code when the labels were
-#: text (code ``i`` is ``label_names[i]``), the label columns' names for label sets, else
-#: None, and ``test_name``: the held-out
-#: file's name for titles (with its sheet, of a workbook), else None
+#: text (code ``i`` is ``label_names[i]``), the labels' names for label sets, else None,
+#: and ``test_name``: the held-out file's name for titles (with its sheet, of a workbook),
+#: else None
 CsvData = namedtuple("CsvData", "X y note encode n_train label_names test_name")
 #: what a table file's reader returns: the ``frame``, ``place(i)`` naming the file's line
 #: (row, record) of row ``i`` for messages (``"line 7"``), the ``decimal`` mark, the
@@ -215,9 +215,11 @@ def read_csv(path, label=None, test=None, drop=(), sheet=None, test_sheet=None):
     the workbook holds them, its header told as a CSV file's, rows above its table (a
     title) and rows and unnamed columns without a value left out. ``label`` names the label
     column, by its header or by its position (from 0; negative counts from the end); the
-    last column by default (Weka's class attribute); several, separated by commas, are a
-    label set's columns (each 0/1, true/false or yes/no: a row's labels are its columns
-    that hold 1). Raises ValueError with a message for
+    last column by default (Weka's class attribute; columns of lists or records, which no
+    model takes as features and which are left out with a warning, are passed over); several,
+    separated by commas, are a label set's columns (each 0/1, true/false or yes/no: a row's
+    labels are its columns that hold 1), and a JSON or Parquet column of lists holds label
+    sets. Raises ValueError with a message for
     the user when the file cannot be read, the label column does not exist, a label is
     missing, or a number is too large to standardize.
     """
@@ -249,8 +251,9 @@ def read_csv(path, label=None, test=None, drop=(), sheet=None, test_sheet=None):
         if read.layout == layout:
             warn_if_same_file(path, test, "sheet" if is_workbook(path) else None)
         frame = pd.concat([frame, held], ignore_index=True)
-    if len(labels) > 1 and set(labels) & set(nested):
-        raise ValueError(f"{str(path)!r}: the label column {_listed_columns(nested)} holds "
+    listed = [c for c in labels if c in nested]
+    if len(labels) > 1 and listed:
+        raise ValueError(f"{str(path)!r}: the label column {_listed_columns(listed)} holds "
                          "lists, a label set by itself: name it alone")
     unused = [c for c in nested if c not in labels and c not in dropped]
     if unused:
@@ -419,7 +422,7 @@ def _decoded_frame(path, pd, sep, comments, encoding):
                                  **options)   # (UCI's bank marketing: ';' and 93.994)
             if _numeric_count(commas, pd) >= _numeric_count(frame, pd):
                 frame, decimal = commas, ","
-    except UnicodeDecodeError:
+    except UnicodeDecodeError:             # (a ValueError) the next encoding is tried
         raise
     except (OSError, ValueError) as exc:   # pandas' parser and empty-file errors included
         raise ValueError(f"cannot read {str(path)!r}: {exc}") from None
@@ -474,7 +477,7 @@ def _numeric_count(frame, pd):
 
 
 def _arff_frame(path, pd):
-    """:func:`_delimited_frame` of an ARFF file: the ``@data`` rows read as CSV with ``'``
+    """The :data:`TableRead` of an ARFF file: the ``@data`` rows read as CSV with ``'``
     quotes under the ``@attribute`` names, nominal attributes as text."""
     try:
         text, encoding = decode_text(_read_bytes(path), path)
@@ -512,10 +515,10 @@ def _arff_frame(path, pd):
 
 
 def _parquet_frame(path, pd):
-    """:func:`_delimited_frame` of a Parquet file, or of a directory of them (a table's
+    """The :data:`TableRead` of a Parquet file, or of a directory of them (a table's
     parts, read as one): its columns as pandas reads them (a categorical column as text,
-    dates and durations as numbers of seconds), decimal numbers as floats, columns of
-    lists or records left out with a warning; rows named by their position from 0."""
+    dates and durations as numbers of seconds; lists as lists), decimal numbers as floats;
+    rows named by their position from 0."""
     try:
         frame = pd.read_parquet(path)
     except FileNotFoundError:
@@ -530,10 +533,10 @@ def _parquet_frame(path, pd):
 
 
 def _json_frame(path, pd):
-    """:func:`_delimited_frame` of a JSON file: records one per line (``.jsonl``,
+    """The :data:`TableRead` of a JSON file: records one per line (``.jsonl``,
     ``.ndjson``; rows named by their line) or an array of records (``.json``), their
-    fields the columns as pandas types them (a field a record lacks missing there), lists
-    and nested records left out with a warning."""
+    fields the columns as pandas types them (a field a record lacks missing there; lists
+    and nested records as they are)."""
     lines = _ending(path) in JSON_LINES
     try:
         frame = pd.read_json(path, lines=lines, compression="infer")
