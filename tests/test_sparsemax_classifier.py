@@ -1122,6 +1122,33 @@ def test_score_checks_two_dimensional_targets_as_fit_does(bad, match):
     assert clf.score(X, sp.csr_matrix(Y)) == clf.score(X, Y)
 
 
+def _label_collections(Y):
+    """Y's label sets as a list of labels per example, as sets, as an object array of
+    tuples (a pandas Series of lists is one)."""
+    rows = [np.flatnonzero(row).tolist() for row in Y]
+    tuples = np.empty(len(rows), dtype=object)
+    tuples[:] = [tuple(r) for r in rows]
+    return [rows, [set(r) for r in rows], tuples]
+
+
+def test_label_sets_as_collections_of_labels_name_the_binarizer():
+    """Label sets written as a collection of labels per example (ExtremeSoftmaxSGD's
+    multi-label input, a JSON field of tags) are refused with the conversion to an indicator
+    matrix; rows of 0/1 of one length are that matrix; a matrix of text is named as text."""
+    X, y = _blobs(n=30)
+    Y = np.eye(3, dtype=int)[y]
+    Y[::4, (y[::4] + 1) % 3] = 1
+    for labels in _label_collections(Y):
+        with pytest.raises(ValueError, match="y holds a collection of labels per example; "
+                                             "SparsemaxClassifier takes label sets as a 0/1 "
+                                             "indicator matrix.*MultiLabelBinarizer"):
+            SparsemaxClassifier().fit(X, labels)
+    assert SparsemaxClassifier().fit(X, Y.tolist()).predict(X).shape == (30, 3)
+    with pytest.raises(ValueError, match="2-D targets are label-indicator .* numbers .*'yes'"
+                                         ".*: map text such as yes/no to 1/0"):
+        SparsemaxClassifier().fit(X, np.where(Y == 1, "yes", "no"))
+
+
 def test_newton_cg_float32_intercept_does_not_drift_along_the_common_shift():
     """On the simplex a constant added to every intercept changes nothing; float32 rounding
     in that direction, divided by the Newton damping, once moved the intercepts by ~-1088."""

@@ -123,6 +123,15 @@ def test_label_sets_on_the_box_with_a_scorer_name():
     np.testing.assert_array_equal(est.predict(X), grid.predict(X))
 
 
+def test_label_sets_as_lists_of_labels_name_the_binarizer():
+    X, y = load_iris(return_X_y=True)
+    labels = [[c] if i % 3 else [c, (c + 1) % 3] for i, c in enumerate(y)]
+    with pytest.raises(ValueError, match="y holds a collection of labels per example; "
+                                         "SparsemaxClassifierCV takes label sets as a 0/1 "
+                                         "indicator matrix.*MultiLabelBinarizer"):
+        SparsemaxClassifierCV(alphas=2, cv=2).fit(X, labels)
+
+
 def test_folds_in_processes_give_the_same_result():
     """(to rounding: the worker processes' kernels may run another number of threads)"""
     X, y = _data(seed=5, sparse=True)

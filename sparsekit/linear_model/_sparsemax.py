@@ -30,6 +30,7 @@ from ..projections import project
 from ..projections._checks import negated_columns, reflect_columns
 from ..utils._scores import csr_scores
 from ..utils._columns import UsedColumns
+from ..utils._labels import refuse_label_collections
 from ..utils._rows import scale_sums_of, weighted_scale_sums
 from ..utils._validation import (check_device, check_entry_magnitude, check_sparse_structure,
                                  check_two_classes, validate_input)
@@ -432,6 +433,7 @@ class SparsemaxClassifier(SparsekitClassifier):
         self._validate_params()
         if is_dask_collection(X):
             return self._fit_dask(X, y, sample_weight)
+        refuse_label_collections(y, "SparsemaxClassifier")
         if self.solver == "sdca":
             self._check_sdca()
         budget = self._check_budget()

@@ -19,6 +19,7 @@ from sklearn.utils.validation import _check_sample_weight
 from ..gpu._cupy import require_cupy
 from ..gpu.datafits import is_device_matrix
 from ..utils._columns import UsedColumns
+from ..utils._labels import refuse_label_collections
 from ..utils._validation import check_entry_magnitude, check_two_classes, validate_input
 from ._base import unchanged_on_error
 from ._dask_input import DaskRows, is_dask_collection
@@ -219,6 +220,8 @@ default="simplex"
         base = SparsemaxClassifier(**{name: getattr(self, name) for name in _SHARED},
                                    verbose=max(self.verbose - 1, 0), warm_start=True)
         on_device = fit_device(self.device, X)
+        if not is_dask_collection(X):
+            refuse_label_collections(y, "SparsemaxClassifierCV")
         data = (_DaskFolds if is_dask_collection(X) else _DeviceFolds if on_device
                 else _MemoryFolds)(self, base, X, y, sample_weight)
         scorer = check_scoring(base, scoring=self.scoring)    # None: base's score

@@ -88,7 +88,11 @@ def label_set_matrix(y):
     float64 CSR matrix, its duplicates summed, its zeros dropped and its entries checked to
     lie in [0, 1] (clipped there: rounding noise within the tolerance), and whether they
     are label sets (every stored entry 1) rather than proportions."""
-    Y = sp.csr_matrix(y, dtype=np.float64, copy=True)
+    try:
+        Y = sp.csr_matrix(y, dtype=np.float64, copy=True)
+    except (TypeError, ValueError) as exc:      # text: 'yes', 'no'
+        raise ValueError(f"2-D targets are label-indicator (0/1) or proportion matrices of "
+                         f"numbers ({exc}): map text such as yes/no to 1/0") from None
     Y.sum_duplicates()
     Y.eliminate_zeros()
     check_target_entries(Y.data)

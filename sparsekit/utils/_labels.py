@@ -78,6 +78,24 @@ def _label_sets(y_true):
 _COLLECTIONS = (list, tuple, set, frozenset, np.ndarray)
 
 
+def refuse_label_collections(y, estimator):
+    """ValueError for ``y`` holding one collection of labels per example (``[[0, 3], [1]]``,
+    sets, a pandas Series of lists), which ``estimator`` takes as a 0/1 indicator matrix
+    instead; rows of numbers of one length are such a matrix, and pass."""
+    if (sp.issparse(y) or getattr(y, "ndim", 1) != 1
+            or getattr(y, "dtype", np.dtype(object)).kind != "O"):
+        return
+    entries = y.tolist() if hasattr(y, "tolist") else list(y)
+    if not entries or not isinstance(entries[0], _COLLECTIONS):
+        return
+    if any(isinstance(e, (set, frozenset)) for e in entries) or len(
+            {len(e) if isinstance(e, _COLLECTIONS) else -1 for e in entries}) > 1:
+        raise ValueError(f"y holds a collection of labels per example; {estimator} takes "
+                         "label sets as a 0/1 indicator matrix, a column per label: "
+                         "sklearn.preprocessing.MultiLabelBinarizer().fit_transform(y) makes "
+                         "one (its classes_ name the columns)")
+
+
 def _label_entries(Y, name):
     """The entries of a 1-D label container (list, tuple, array, pandas Series) by
     position: one label or one collection of labels per example."""
