@@ -72,7 +72,7 @@ def test_implicit_is_robust_to_large_learning_rates(data):
     """§1.7: the proximal step stays stable where U-max's explicit step blows up."""
     X, y = data
     kw = dict(learning_rate=30.0, n_epochs=10, n_sampled=1, fit_intercept=False,
-              random_state=0, eval_every=10)
+              random_state=0, eval_every=10, shrink=False)   # the epochs' NLL
     imp = ExtremeSoftmaxSGD("implicit", **kw).fit(X, y).loss_curve_[-1]
     umax = ExtremeSoftmaxSGD("umax", **kw).fit(X, y).loss_curve_[-1]
     # over 100 seeds implicit ends at NLL 1.83-2.54 (log 8 = 2.08), U-max at 46.5 or more
@@ -385,15 +385,16 @@ def test_sparse_float32_norms_are_summed_in_float64():
 
 def test_verbose_reports_epochs_that_are_not_evaluated(data, capsys):
     X, y = data
-    ExtremeSoftmaxSGD(n_epochs=3, eval_every=0, verbose=1, random_state=0).fit(X, y)
+    ExtremeSoftmaxSGD(n_epochs=3, eval_every=0, verbose=1, random_state=0,
+                      shrink=False).fit(X, y)
     assert capsys.readouterr().out.count("s in the epoch driver") == 3
     ExtremeSoftmaxSGD(n_epochs=3, eval_every=2, verbose=1, random_state=0,
-                      average=False).fit(X, y)
+                      average=False, shrink=False).fit(X, y)
     out = capsys.readouterr().out
     assert out.count("s in the epoch driver") == 4 and out.count("training NLL") == 3
     # averaged: one more line, for the model fit returns
     ExtremeSoftmaxSGD(n_epochs=5, eval_every=2, verbose=1, random_state=0,
-                      average=True).fit(X, y)
+                      average=True, shrink=False).fit(X, y)
     lines = capsys.readouterr().out.splitlines()
     assert len(lines) == 7 and lines[-1].startswith(
         "[ExtremeSoftmaxSGD] epoch 5: the model is the mean of the weights after epochs 4-5, "
@@ -473,7 +474,7 @@ def test_learning_rate_decays_by_lr_decay_per_epoch(data):
         Ws, _ = ref.reference_epoch("umax", Xd, y2, Ws, u_init, order, 0, 1, 1, eta0 * 0.9**e,
                                     0.0, 1.0)
     kw = dict(method="umax", learning_rate=eta0, shuffle=False, fit_intercept=False,
-              eval_every=0, random_state=0)
+              eval_every=0, random_state=0, shrink=False)
     est = ExtremeSoftmaxSGD(n_epochs=3, average=False, **kw).fit(X, y2)
     np.testing.assert_allclose(est.coef_, W, rtol=1e-10, atol=1e-12)
     np.testing.assert_allclose(est.u_, u, rtol=1e-10, atol=1e-12)
@@ -555,7 +556,7 @@ def test_loss_curve_is_the_exact_nll(data, dtype, rtol):
     X, y = data
     X = X.astype(dtype) * 40.0                    # large scores after two epochs
     est = _monitored("implicit", n_epochs=2, eval_size=None, random_state=0,
-                     learning_rate=1.0).fit(X, y)
+                     learning_rate=1.0, shrink=False).fit(X, y)
     assert est.loss_curve_[0] == pytest.approx(np.log(8), rel=1e-15)
     S = X.astype(np.float64) @ est.coef_.astype(np.float64).T + est.intercept_
     assert np.abs(S).max() > 20
@@ -762,11 +763,11 @@ def test_the_default_fit_evaluates_the_nll_on_a_few_rows_only(monkeypatch, K, ex
     rng = np.random.default_rng(0)
     X = sp.random(3000, 40, density=0.1, format="csr", random_state=0)
     y = rng.permutation(np.arange(3000) % K)
-    est = ExtremeSoftmaxSGD(n_epochs=5, random_state=0).fit(X, y)
+    est = ExtremeSoftmaxSGD(n_epochs=5, random_state=0, shrink=False).fit(X, y)
     assert len(est.classes_) == K
     assert rows == [expected] * 2 and est.loss_curve_ == []
     rows.clear()
-    _monitored(n_epochs=5, eval_size=500, random_state=0).fit(X, y)
+    _monitored(n_epochs=5, eval_size=500, random_state=0, shrink=False).fit(X, y)
     assert rows == [500] * (6 + (K <= 100))     # + the averaged weights' (average="auto")
 
 
@@ -1051,7 +1052,8 @@ def test_estimator_sample_weights_are_not_a_mask(method):
     and loss_curve_ is the weighted NLL."""
     X, y = _small(1, N=30, K=2)
     sw = np.random.default_rng(2).uniform(0.3, 3.0, len(y))
-    kw = dict(learning_rate=0.4, shuffle=False, fit_intercept=False, random_state=0)
+    kw = dict(learning_rate=0.4, shuffle=False, fit_intercept=False, random_state=0,
+              shrink=False)
     est = _monitored(method, n_epochs=1, **kw).fit(X, y, sample_weight=sw)
     W, _ = ref.reference_epoch(method, X, y, np.zeros((2, 3)), np.full(len(y), np.log(2)),
                                np.arange(len(y)), 0, 1, 1, 0.4, 0.0, 1.0, sw)
@@ -1119,7 +1121,7 @@ def test_sample_true_class_draws_among_all_classes():
     seed = _first_seed(0)
     est = ExtremeSoftmaxSGD("implicit", sample_true_class=True, n_epochs=1, shuffle=False,
                             fit_intercept=False, random_state=0, eval_every=0,
-                            learning_rate=0.6, n_sampled=1).fit(X, y)
+                            learning_rate=0.6, n_sampled=1, shrink=False).fit(X, y)
     W, _ = ref.reference_epoch("implicit", X, y, np.zeros((4, 3)), np.full(len(y), np.log(4)),
                                np.arange(len(y)), seed, 1, 1, 0.6, 0.0, 1.0, exclude=False)
     np.testing.assert_allclose(est.coef_, W, rtol=1e-8, atol=1e-9)
@@ -1131,7 +1133,7 @@ def test_shared_classes_is_the_one_set_per_batch_epoch(method):
     X, y = _small(5, N=30, K=6)
     est = ExtremeSoftmaxSGD(method, shared_classes=True, batch_size=4, n_sampled=2,
                             n_epochs=1, shuffle=False, fit_intercept=False, random_state=0,
-                            eval_every=0, learning_rate=0.5).fit(X, y)
+                            eval_every=0, learning_rate=0.5, shrink=False).fit(X, y)
     W, _ = ref.reference_epoch(method, X, y, np.zeros((6, 3)), np.full(len(y), np.log(6)),
                                np.arange(len(y)), _first_seed(0), 2, 4, 0.5, 0.0, 1.0,
                                shared=True)
@@ -1325,7 +1327,8 @@ def test_u_init_exact_in_a_warm_fit_on_new_rows(monkeypatch):
 def test_u_init_zero_starts_every_u_at_zero():
     """u_init='zero' (the authors' code) is the epoch from u = 0, not from log K."""
     X, y = _small(13, N=30, K=2)
-    kw = dict(learning_rate=0.4, shuffle=False, fit_intercept=False, random_state=0)
+    kw = dict(learning_rate=0.4, shuffle=False, fit_intercept=False, random_state=0,
+              shrink=False)
     est = ExtremeSoftmaxSGD("umax", u_init="zero", n_epochs=1, **kw).fit(X, y)
     W, u = ref.reference_epoch("umax", X, y, np.zeros((2, 3)), np.zeros(len(y)),
                                np.arange(len(y)), 0, 1, 1, 0.4, 0.0, 1.0)
@@ -1673,7 +1676,7 @@ def test_average_is_the_mean_of_the_last_quarter_of_the_epochs(data, params, n_e
     ceil(n_epochs / 4) epochs, which are the weights a fit of that many epochs ends with
     (the same random stream); the scores are linear in the weights."""
     X, y = data
-    kw = dict(random_state=0, **params)
+    kw = dict(random_state=0, shrink=False, **params)
     mean = ExtremeSoftmaxSGD(n_epochs=n_epochs, average=True, **kw).fit(X, y)
     last = [ExtremeSoftmaxSGD(n_epochs=e, average=False, **kw).fit(X, y)
             for e in range(n_epochs - averaged + 1, n_epochs + 1)]
@@ -1804,3 +1807,136 @@ def test_a_stream_averaged_restarts_its_mean_at_new_classes_and_survives_a_faile
     est.set_params(average=True).partial_fit(X, y)
     assert est._n_averaged == 1
     assert not np.array_equal(est._R, model)
+
+
+# --- shrink: the line search on the weights' scale that ends fit
+
+def _shrink_objective(s, S, y_idx, weights, ridge):
+    """phi(s) of _best_shrink, straight from its definition."""
+    Z = s * S
+    nll = logsumexp(Z, axis=1) - Z[np.arange(len(y_idx)), y_idx]
+    return float(weights @ nll) + 0.5 * ridge * s * s
+
+
+@pytest.mark.parametrize("spread, ridge", [(8.0, 0.0), (8.0, 0.5), (40.0, 0.0), (0.3, 0.0)])
+def test_best_shrink_minimizes_the_objective_on_its_interval(spread, ridge):
+    """The factor is the minimum over [SHRINK_FLOOR, 1] of the exact weighted NLL (plus the
+    ridge) at s times the scores, found on a fine grid: below 1 for overconfident scores
+    (most of the spread random), 1 where the minimum lies above 1 (informative scores
+    shrunk by 0.3)."""
+    from scipy.optimize import minimize_scalar
+
+    rng = np.random.default_rng(int(spread))
+    y_idx = rng.integers(0, 7, 300)
+    S = rng.normal(size=(300, 7)) * spread
+    S[np.arange(300), y_idx] += 1.5 * spread         # the true class usually on top
+    weights = rng.uniform(0.5, 2.0, 300)
+    weights /= weights.sum()
+    found = est_module._best_shrink(S, y_idx, weights, ridge)
+    best = minimize_scalar(_shrink_objective, bounds=(est_module.SHRINK_FLOOR, 1.0),
+                           args=(S, y_idx, weights, ridge), method="bounded",
+                           options={"xatol": 1e-9})
+    if spread < 1:                     # under-confident: phi still falls at s = 1
+        assert found == 1.0 and best.x > 1.0 - 1e-6
+    else:
+        assert found < 1.0
+        assert found == pytest.approx(best.x, rel=2e-4)
+    assert _shrink_objective(found, S, y_idx, weights, ridge) <= best.fun + 1e-9
+
+
+def test_best_shrink_of_a_diverged_fit_stays_finite():
+    """Scores near 1e200 (a diverged fit's) are clipped where exp underflows at every
+    factor: the factor is finite and in range, with no overflow warning; non-finite scores
+    leave the weights as they are."""
+    rng = np.random.default_rng(3)
+    S = rng.normal(size=(50, 4)) * 1e200
+    y_idx = rng.integers(0, 4, 50)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        found = est_module._best_shrink(S, y_idx, np.full(50, 1 / 50), 0.0)
+    assert est_module.SHRINK_FLOOR <= found <= 1.0
+    S[3, 2] = np.inf
+    assert est_module._best_shrink(S, y_idx, np.full(50, 1 / 50), 0.0) == 1.0
+
+
+def _noisy_classes(K=20, n=3000, seed=0):
+    from sklearn.datasets import make_classification
+
+    X, y = make_classification(n, 20, n_informative=10, n_classes=K, n_clusters_per_class=1,
+                               random_state=seed)
+    return X[: n // 2], X[n // 2:], y[: n // 2], y[n // 2:]
+
+
+@pytest.mark.parametrize("params", [{}, {"method": "implicit"}, {"n_weights": 4096},
+                                    {"alpha": 1e-2, "method": "umax"}])
+def test_shrink_scales_the_weights_and_keeps_the_predictions(params):
+    """fit's weights are the unshrunk fit's (the same random stream) times shrink_; the
+    predictions are the same; the exact training NLL on the rows is lower (the factor is a
+    line search on it); float32 is kept."""
+    X, X_test, y, _ = _noisy_classes()
+    X = X.astype(np.float32)
+    kw = dict(random_state=0, n_epochs=8, **params)
+    shrunk = ExtremeSoftmaxSGD(shrink=True, **kw).fit(X, y)
+    plain = ExtremeSoftmaxSGD(shrink=False, **kw).fit(X, y)
+    assert plain.shrink_ == 1.0 and 0.0 < shrunk.shrink_ <= 1.0
+    np.testing.assert_allclose(shrunk.decision_function(X_test),
+                               shrunk.shrink_ * plain.decision_function(X_test),
+                               rtol=1e-5, atol=1e-5)
+    np.testing.assert_array_equal(shrunk.predict(X_test), plain.predict(X_test))
+    assert shrunk.intercept_.dtype == np.float32
+
+    def nll(est):
+        return np.mean(-np.log(est.predict_proba(X)[np.arange(len(y)), y]))
+    assert nll(shrunk) <= nll(plain) + 1e-6
+
+
+def test_shrink_flattens_overconfident_sampled_softmax_probabilities():
+    """The default method on 20 noisy classes: the factor is well below 1 and the test log
+    loss falls (the accuracy is the same)."""
+    from sklearn.metrics import log_loss
+
+    X, X_test, y, y_test = _noisy_classes()
+    auto = ExtremeSoftmaxSGD(random_state=0).fit(X, y)
+    plain = ExtremeSoftmaxSGD(random_state=0, shrink=False).fit(X, y)
+    assert auto.shrink_ < 0.8
+    assert (log_loss(y_test, auto.predict_proba(X_test))
+            < log_loss(y_test, plain.predict_proba(X_test)) - 0.05)
+    assert auto.score(X_test, y_test) == plain.score(X_test, y_test)
+
+
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")  # 2 epochs
+def test_shrink_auto_up_to_100_classes_and_not_in_a_stream():
+    """"auto" shrinks with at most SHRINK_MAX_CLASSES classes; partial_fit does not (its
+    shrink_ is 1)."""
+    rng = np.random.default_rng(0)
+    for K, shrinks in ((est_module.SHRINK_MAX_CLASSES, True),
+                       (est_module.SHRINK_MAX_CLASSES + 1, False)):
+        y = np.arange(4 * K) % K
+        X = rng.normal(size=(4 * K, 5)) + np.eye(K, 5)[y]
+        est = ExtremeSoftmaxSGD(random_state=0, n_epochs=2).fit(X, y)
+        plain = ExtremeSoftmaxSGD(random_state=0, n_epochs=2, shrink=False).fit(X, y)
+        assert (est.shrink_ < 1.0) == shrinks
+        if not shrinks:
+            np.testing.assert_array_equal(est.coef_, plain.coef_)
+    est.partial_fit(X, y)
+    assert est.shrink_ == 1.0
+
+
+def test_shrink_ends_the_history_and_is_said_and_a_divergence_still_warns(capsys):
+    """With eval_every the history's last entry is the NLL of the model fit returns, the
+    verbose line names the factor; a fit that diverged warns though the shrink lowered the
+    NLL it returns."""
+    X, _, y, _ = _noisy_classes(K=10)
+    est = ExtremeSoftmaxSGD(random_state=0, n_epochs=4, eval_every=2, verbose=1).fit(X, y)
+    assert est.shrink_ < 1.0
+    rows = np.arange(len(y))
+    expected = np.mean(-est.predict_log_proba(X)[rows, np.searchsorted(est.classes_, y)])
+    assert est.loss_curve_[-1] == pytest.approx(expected, rel=1e-9)
+    assert est.loss_epochs_ == [0, 2, 4]
+    last = capsys.readouterr().out.splitlines()[-1]
+    assert last.startswith(f"[ExtremeSoftmaxSGD] epoch 4: the model is scaled by "
+                           f"{est.shrink_:.4g}, training NLL ")
+    with pytest.warns(ConvergenceWarning, match="diverged"):
+        wild = ExtremeSoftmaxSGD("umax", learning_rate=30.0, n_epochs=3, random_state=0,
+                                 eval_every=1).fit(X, y)
+    assert wild.shrink_ < 1.0 and wild.loss_curve_[-1] < max(wild.loss_curve_[1:-1])
