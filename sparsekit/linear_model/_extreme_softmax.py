@@ -491,8 +491,7 @@ class ExtremeSoftmaxSGD(SparsekitClassifier):
 
     def __init__(self, method="sampled_softmax", *, learning_rate="auto", lr_decay=0.9, n_epochs=20,
                  average="auto", shrink="auto", n_sampled=5, batch_size=1, delta=1.0,
-                 alpha=0.0,
-                 fit_intercept=True, class_weight=None, u_init="log_k", shuffle=True,
+                 alpha=0.0, fit_intercept=True, class_weight=None, u_init="log_k", shuffle=True,
                  random_state=None, verbose=0, eval_every=0, eval_size=100_000, tol=None,
                  warm_start=False, multilabel="error",
                  sample_true_class=False, shared_classes=False, n_jobs=None, n_weights=None,
