@@ -245,7 +245,8 @@ class ExtremeSoftmaxSGD(SparsekitClassifier):
         NLL of the full softmax, plus the ridge), taken only to shrink them: the weights
         and intercepts are multiplied by the factor s in (0, 1] that minimizes the
         objective at s times them, measured on 2^19 / K training rows (all of them when
-        fewer: 5,242 at 100 classes), the ridge weighed over all of them.
+        fewer: 5,242 at 100 classes; on the host, also with ``device="cuda"``), the ridge
+        weighed over all of them.
         The scores keep their order, so ``predict`` and ``predict_topk`` are unchanged;
         ``predict_proba`` flattens. The sampled methods' fixed point is not the softmax
         model's, and with tens of classes their scores spread too far: on
