@@ -82,10 +82,13 @@ def refuse_label_collections(y, estimator):
     """ValueError for ``y`` holding one collection of labels per example (``[[0, 3], [1]]``,
     sets, a pandas Series of lists), which ``estimator`` takes as a 0/1 indicator matrix
     instead; rows of numbers of one length are such a matrix, and pass."""
-    if (sp.issparse(y) or getattr(y, "ndim", 1) != 1
-            or getattr(y, "dtype", np.dtype(object)).kind != "O"):
+    if isinstance(y, (list, tuple)):
+        entries = list(y)
+    elif (hasattr(y, "tolist") and getattr(y, "ndim", None) == 1
+          and getattr(y, "dtype", None) is not None and y.dtype.kind == "O"):
+        entries = y.tolist()            # an object array, a pandas Series
+    else:                               # anything else is the array checks' to judge
         return
-    entries = y.tolist() if hasattr(y, "tolist") else list(y)
     if not entries or not isinstance(entries[0], _COLLECTIONS):
         return
     if any(isinstance(e, (set, frozenset)) for e in entries) or len(
