@@ -554,7 +554,7 @@ def _json_frame(path, pd):
 
 
 def _workbook_frame(path, pd, sheet=None):
-    """:func:`_delimited_frame` of a spreadsheet workbook's sheet ``sheet`` (by name, or
+    """The :data:`TableRead` of a spreadsheet workbook's sheet ``sheet`` (by name, or
     position from 0 among the sheets shown, not hidden; the first shown by default, a
     warning naming the others): its table from
     its first row filled at least half as wide as the widest of the first TITLE_ROWS
@@ -605,7 +605,7 @@ def _workbook_frame(path, pd, sheet=None):
     above = "row 1" if start == 1 else f"rows 1-{start}"
     title = f" ({above} above its table left out)" if filled[:start].any() else ""
     return TableRead(frame, lambda i: f"row {rows[i]} of sheet {name!r}", ".",
-            f"sheet {name!r}{title}")
+                     f"sheet {name!r}{title}")
 
 
 def _read_sheet(book, name, path, errors, **options):
