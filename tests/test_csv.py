@@ -970,3 +970,40 @@ def test_a_column_of_lists_is_a_label_set(tmp_path):
     with pytest.warns(UserWarning, match="'tags' hold lists .*left out \\(--label tags reads "
                                          "a column of lists as label sets\\)"):
         assert read_csv(tmp_path / "p.jsonl").note.startswith("label 'section'")
+
+
+def test_label_sets_written_in_a_text_column(tmp_path):
+    """A CSV label column of list literals (pandas' to_csv of a column of lists, JSON's
+    lists) or of labels separated by '|' (MovieLens' genres) is read as label sets, as the
+    JSON field of lists is; '|' in a few class names that do not recombine stays a class."""
+    import json
+
+    import pandas as pd
+
+    records = _records()
+    records[3]["tags"] = []
+    (tmp_path / "p.jsonl").write_text("\n".join(json.dumps(r) for r in records))
+    expected = read_csv(tmp_path / "p.jsonl", label="tags")
+    frame = pd.DataFrame(records)
+    frame.to_csv(tmp_path / "lists.csv", index=False)
+    frame.assign(tags=frame["tags"].map(json.dumps)).to_csv(tmp_path / "json.csv",
+                                                              index=False)
+    for name in ("lists.csv", "json.csv"):
+        data = read_csv(tmp_path / name, label="tags")
+        assert data.note.startswith("label 'tags', label sets written as lists; "), name
+        np.testing.assert_array_equal(data.y, expected.y)
+        np.testing.assert_array_equal(data.label_names, expected.label_names)
+    genres = ["Comedy|Drama", "Drama", "Comedy", "Action|Comedy", "Action", "Drama"] * 5
+    frame.iloc[:30].assign(genres=genres).to_csv(tmp_path / "movies.csv", index=False)
+    data = read_csv(tmp_path / "movies.csv", label="genres", drop=["tags"])
+    assert data.note.startswith("label 'genres', label sets split at '|'; ")
+    np.testing.assert_array_equal(data.label_names, ["Action", "Comedy", "Drama"])
+    np.testing.assert_array_equal(data.y[:4], [[0, 1, 1], [0, 0, 1], [0, 1, 0], [1, 1, 0]])
+    names = ["A|B", "C", "D", "E"] * 7                  # one class name holds a '|'
+    frame.iloc[:28].assign(kind=names).to_csv(tmp_path / "kinds.csv", index=False)
+    data = read_csv(tmp_path / "kinds.csv", label="kind", drop=["tags"])
+    assert data.note.startswith("label 'kind' coded A|B=0, C=1, D=2, E=3; ")
+    frame.iloc[:30].assign(one=[[s] for s in ["x", "y", "z"] * 10]).to_csv(
+        tmp_path / "one.csv", index=False)
+    data = read_csv(tmp_path / "one.csv", label="one", drop=["tags"])
+    assert data.note.startswith("label 'one' coded x=0, y=1, z=2; ")

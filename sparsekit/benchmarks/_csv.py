@@ -13,6 +13,7 @@ values, and so are up to MAX_MARKERS other words in a column of numbers (``-``);
 written with thousands separators (``"1,234.5"``, as spreadsheets save formatted cells) are
 numbers. The matrix is CSR when a column is text, dense otherwise.
 """
+import ast
 import io
 import os
 import re
@@ -219,7 +220,8 @@ def read_csv(path, label=None, test=None, drop=(), sheet=None, test_sheet=None):
     model takes as features and which are left out with a warning, are passed over); several,
     separated by commas, are a label set's columns (each 0/1, true/false or yes/no: a row's
     labels are its columns that hold 1), and a JSON or Parquet column of lists holds label
-    sets. Raises ValueError with a message for
+    sets, as does a text column of list literals (``['a', 'b']``) or of labels separated by
+    ``|`` that recombine (``Comedy|Drama``). Raises ValueError with a message for
     the user when the file cannot be read, the label column does not exist, a label is
     missing, or a number is too large to standardize.
     """
@@ -290,12 +292,17 @@ def read_csv(path, label=None, test=None, drop=(), sheet=None, test_sheet=None):
     features = _typed(features, numeric, words)
     encoder = _encoder(features, numeric, categories, words)
     X = _fit_encoder(encoder, features, path)        # on every row: the l1 tables' matrix
+    written = (None if len(labels) > 1 or labels[0] in nested
+               else _written_sets(frame[labels[0]]))
     if len(labels) > 1:
         y, names = _label_sets(frame[labels], path, place), np.array(labels, dtype=object)
         parts = [f"label sets of the {len(labels)} columns {_listed_columns(labels, 5)}"]
-    elif labels[0] in nested:
-        y, names = _listed_labels(frame[labels[0]], path, place)
-        parts = [f"label {labels[0]!r}" + (", label sets" if y.ndim == 2 else "")]
+    elif labels[0] in nested or written is not None:
+        y, names = _listed_labels(frame[labels[0]] if written is None else written[0], path,
+                                  place)
+        how = "" if y.ndim == 1 else ", label sets" + ("" if written is None
+                                                       else f" {written[1]}")
+        parts = [f"label {labels[0]!r}{how}"]
     else:
         y, names = frame[labels[0]].to_numpy(), None
         parts = [f"label {labels[0]!r}"]
@@ -849,6 +856,36 @@ def _label_sets(columns, path, place):
                              "set hold 0/1, true/false or yes/no")
         Y[:, j] = flags.to_numpy(dtype=np.int8)
     return Y
+
+
+def _written_sets(column):
+    """``(lists, how)`` when a text label column writes label sets: every cell a list
+    literal (``['a', 'b']``, as pandas writes a column of lists to a CSV file; JSON's
+    ``["a", "b"]``), or labels separated by ``|`` (MovieLens' ``Comedy|Drama``) where a cell
+    holds two or more and the cells combine fewer labels than they have distinct values
+    (else ``|`` is part of a few class names); ``lists`` a Series of lists, ``how`` for
+    the note. Else None."""
+    import pandas as pd
+
+    if pd.api.types.is_numeric_dtype(column) or pd.api.types.is_bool_dtype(column):
+        return None
+    text = column.astype(str).str.strip()
+    if len(text) and text.str.startswith("[").all() and text.str.endswith("]").all():
+        try:
+            lists = [ast.literal_eval(cell) for cell in text]
+        except (ValueError, SyntaxError, MemoryError, RecursionError):
+            return None
+        if all(isinstance(v, list) for v in lists):
+            return pd.Series(lists, index=column.index), "written as lists"
+        return None
+    if not text.str.contains("|", regex=False).any():
+        return None
+    split = text.str.split("|").map(lambda labels: [v.strip() for v in labels])
+    if any("" in labels for labels in split):
+        return None
+    if len(set().union(*map(set, split))) >= text.nunique():   # not combinations of labels
+        return None
+    return split, "split at '|'"
 
 
 def _listed_labels(column, path, place):

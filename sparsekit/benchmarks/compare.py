@@ -337,7 +337,9 @@ def _main(argv):
                              "to the column's median and marked), free text as TF-IDF, "
                              "other text one-hot encoded (fit on the training rows for the "
                              "test accuracy); label sets: several 0/1 (yes/no) columns "
-                             "separated by commas, or a JSON or Parquet column of lists")
+                             "separated by commas, a JSON or Parquet column of lists, or "
+                             "a column of lists written as text (['a', 'b']) or of labels "
+                             "separated by | (Comedy|Drama)")
     parser.add_argument("--drop", metavar="COLUMNS", action="extend", default=[],
                         type=lambda text: [c for c in text.split(",") if c],
                         help="comma-separated columns of CSV, TSV, ARFF, Parquet, JSON and "
