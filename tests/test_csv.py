@@ -908,7 +908,7 @@ def test_several_label_columns_are_a_label_set(tmp_path):
     np.testing.assert_array_equal(data.y, Y)
     np.testing.assert_array_equal(data.label_names, ["toxic", "obscene", "insult", "threat",
                                                      "hate"])
-    by_position = read_csv(tmp_path / "t.csv", label="2,3,-3,-2,-1", drop=["city"])
+    by_position = read_csv(tmp_path / "t.csv", label="2, 3,-3 ,-2,-1", drop=["city"])
     np.testing.assert_array_equal(by_position.y, Y)
     assert by_position.X.shape == (40, 1)
     frame[:30].to_csv(tmp_path / "train.csv", index=False)

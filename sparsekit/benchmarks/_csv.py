@@ -832,8 +832,8 @@ def _label_columns(frame, path, label, nested=()):
         return [flat[-1] if flat else columns[-1]]
     if "," not in str(label) or _by_name_or_position(columns, columns, label) is not None:
         return [_named_column(frame, path, label)]
-    return list(dict.fromkeys(_named_column(frame, path, c) for c in str(label).split(",")
-                              if c.strip()))
+    return list(dict.fromkeys(_named_column(frame, path, c.strip())   # "a, b" as "a,b"
+                              for c in str(label).split(",") if c.strip()))
 
 
 #: the text of a label-set column's cells, and whether the row has that label
