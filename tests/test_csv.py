@@ -952,8 +952,8 @@ def test_a_column_of_lists_is_a_label_set(tmp_path):
     data = read_csv(tmp_path / "p.jsonl", label="tags")
     assert data.note.startswith("label 'tags', label sets; 1 numeric column standardized; ")
     np.testing.assert_array_equal(data.label_names, ["a", "b"])
-    np.testing.assert_array_equal(data.y, [["a" in r["tags"], "b" in r["tags"]]
-                                           for r in records])
+    np.testing.assert_array_equal(data.y.toarray(), [["a" in r["tags"], "b" in r["tags"]]
+                                                     for r in records])
     for r in records:
         r["tags"] = [r["section"]]
     (tmp_path / "one.jsonl").write_text("\n".join(json.dumps(r) for r in records))
@@ -991,14 +991,15 @@ def test_label_sets_written_in_a_text_column(tmp_path):
     for name in ("lists.csv", "json.csv"):
         data = read_csv(tmp_path / name, label="tags")
         assert data.note.startswith("label 'tags', label sets written as lists; "), name
-        np.testing.assert_array_equal(data.y, expected.y)
+        np.testing.assert_array_equal(data.y.toarray(), expected.y.toarray())
         np.testing.assert_array_equal(data.label_names, expected.label_names)
     genres = ["Comedy|Drama", "Drama", "Comedy", "Action|Comedy", "Action", "Drama"] * 5
     frame.iloc[:30].assign(genres=genres).to_csv(tmp_path / "movies.csv", index=False)
     data = read_csv(tmp_path / "movies.csv", label="genres", drop=["tags"])
     assert data.note.startswith("label 'genres', label sets split at '|'; ")
     np.testing.assert_array_equal(data.label_names, ["Action", "Comedy", "Drama"])
-    np.testing.assert_array_equal(data.y[:4], [[0, 1, 1], [0, 0, 1], [0, 1, 0], [1, 1, 0]])
+    np.testing.assert_array_equal(data.y[:4].toarray(),
+                                  [[0, 1, 1], [0, 0, 1], [0, 1, 0], [1, 1, 0]])
     names = ["A|B", "C", "D", "E"] * 7                  # one class name holds a '|'
     frame.iloc[:28].assign(kind=names).to_csv(tmp_path / "kinds.csv", index=False)
     data = read_csv(tmp_path / "kinds.csv", label="kind", drop=["tags"])

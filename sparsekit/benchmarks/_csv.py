@@ -30,7 +30,7 @@ from sklearn.compose import ColumnTransformer
 from sklearn.feature_extraction.text import TfidfVectorizer
 from sklearn.impute import MissingIndicator, SimpleImputer
 from sklearn.pipeline import make_pipeline
-from sklearn.preprocessing import OneHotEncoder, StandardScaler
+from sklearn.preprocessing import MultiLabelBinarizer, OneHotEncoder, StandardScaler
 
 from sparsekit.datasets._arff import _ATTRIBUTE, _unquote
 from sparsekit.datasets._home import (CORRUPT, FALLBACK_ENCODINGS, _open_binary, _read_bytes,
@@ -890,8 +890,8 @@ def _written_sets(column):
 
 def _listed_labels(column, path, place):
     """``(y, names)`` of a label column of lists (a JSON or Parquet file's): the labels as
-    text and None when every list holds one (classes), else the 0/1 indicator matrix of the
-    label sets, a column per label ``names`` (sorted text; an empty list a row without a
+    text and None when every list holds one (classes), else the 0/1 CSR indicator matrix of
+    the label sets, a column per label ``names`` (sorted text; an empty list a row without a
     label); ValueError naming the first record or other value."""
     sets = []
     for i, value in enumerate(column):
@@ -903,11 +903,9 @@ def _listed_labels(column, path, place):
         sets.append({str(v) for v in value})
     if all(len(labels) == 1 for labels in sets):
         return np.array([next(iter(labels)) for labels in sets], dtype=object), None
-    names = np.array(sorted(set().union(*sets)), dtype=object)
-    Y = np.zeros((len(sets), names.size), dtype=np.int8)
-    for i, labels in enumerate(sets):
-        Y[i, np.searchsorted(names, sorted(labels))] = 1
-    return Y, names
+    binarizer = MultiLabelBinarizer(sparse_output=True)     # as the LIBSVM files' sets
+    Y = binarizer.fit_transform(sets)
+    return Y, binarizer.classes_.astype(object)
 
 
 def _shown(value, most=60):
