@@ -2,16 +2,19 @@
 
 ``shrink=True`` ends ``fit`` by multiplying the weights and intercepts by the factor s in
 (0, 1] that minimizes the exact training NLL (the full softmax) at s times them, on 2^19
-class scores' worth of training rows; ``"auto"`` (the default) does so with at most 100
-classes. One table on the few-class sets of ``bench_extreme_softmax_average.py`` (2 to 100
-classes: make_classification, digits, MNIST, a9a, w8a, scene, emotions, Debian), one
-thread, ``random_state=0``: for the default method (sampled softmax) and Implicit SGD,
+class scores' worth of training rows; ``"auto"`` (the default) does so with at most
+10,000 classes. One thread, ``random_state=0``. A table on the few-class sets of
+``bench_extreme_softmax_average.py`` (2 to 100 classes: make_classification, digits,
+MNIST, a9a, w8a, scene, emotions, Debian): for the default method (sampled softmax) and
+Implicit SGD,
 the factor found, the test accuracy (the same with and without: a positive factor keeps
 the scores' order), the test log loss with ``shrink=False`` and ``True`` and the fit
 seconds of both; beside them the factor the same line search finds without the bound
 s <= 1 (on every training row of the unshrunk fit) and the test log loss at it, the evidence
 for taking only shrinks; and LogisticRegression (lbfgs, ``max_iter=1000``) in the same
-run.
+run. A table on the development splits of ``bench_extreme_softmax_dev.py`` (146 to 9,434
+classes): the default method's factor, development NLL and accuracy, fit seconds, with
+``shrink=False`` and ``True``.
 
 Writes section "esgd_shrink" of doc/benchmarks.md::
 
@@ -31,6 +34,8 @@ from sklearn.metrics import log_loss
 
 sys.path.insert(0, str(_report.REPO))  # the in-place build, also when not installed
 from bench_extreme_softmax_average import few_class_sets  # noqa: E402
+from bench_extreme_softmax_dev import development_split  # noqa: E402
+from bench_fasttext import SETS  # noqa: E402
 from sparsekit.linear_model import ExtremeSoftmaxSGD  # noqa: E402
 
 METHODS = ("sampled_softmax", "implicit")
@@ -98,8 +103,36 @@ def measure():
     return rows
 
 
+def _development_nll(model, X, y, chunk=2000):
+    """Mean NLL of the development rows whose class the model knows, a chunk at a time."""
+    keep = np.isin(y, model.classes_)
+    X, y_idx = X[keep], np.searchsorted(model.classes_, y[keep])
+    nll = []
+    for start in range(0, X.shape[0], chunk):
+        S = _scores(model, X[start:start + chunk])
+        nll.append(logsumexp(S, axis=1) - S[np.arange(S.shape[0]), y_idx[start:start + chunk]])
+    return float(np.mean(np.concatenate(nll)))
+
+
+def many_classes():
+    rows = []
+    for name in SETS:
+        X_fit, y_fit, X_dev, y_dev = development_split(name)
+        row = {"data": name, "classes": int(len(np.unique(y_fit)))}
+        for shrink in (False, True):
+            model, seconds = _fit(lambda s=shrink: ExtremeSoftmaxSGD(shrink=s, random_state=0),
+                                  X_fit, y_fit)
+            row[f"shrink={shrink}"] = {
+                "factor": model.shrink_, "nll": _development_nll(model, X_dev, y_dev),
+                "accuracy": float(model.score(X_dev, y_dev)), "seconds": seconds}
+        print(row, flush=True)
+        rows.append(row)
+    return rows
+
+
 def main():
     rows = measure()
+    many = many_classes()
     header = ["data", "training rows x columns", "classes", "LogisticRegression"]
     for method in METHODS:
         header += [f"{method}: factor (unbounded)", f"{method}: test log loss "
@@ -123,7 +156,7 @@ def main():
     sharper = [f for f in fits if f["unbounded_factor"] > 1.0]
     body = (
         "Test log loss of ExtremeSoftmaxSGD without and with the closing line search "
-        "(`shrink=False` → `True`; `\"auto\"` is `True` on every row: at most 100 classes), "
+        "(`shrink=False` → `True`; `\"auto\"` is `True` on every row), "
         "the factor it found and, in brackets, the factor and test log loss of the same "
         "line search without the bound s <= 1; the test accuracy, which the factor does "
         "not change (a (!) would mark a changed prediction); fit seconds without / with; "
@@ -138,6 +171,20 @@ def main():
         + (f"{min(f['log_loss_unbounded'] - f['log_loss'] for f in sharper):+.3f} to "
            f"{max(f['log_loss_unbounded'] - f['log_loss'] for f in sharper):+.3f}."
            if sharper else "nothing."))
+    many_table = [[r["data"], f"{r['classes']} ({np.log(r['classes']):.2f})",
+                   f"{r['shrink=True']['factor']:.3f}",
+                   f"{r['shrink=False']['nll']:.3f} → {r['shrink=True']['nll']:.3f}",
+                   f"{r['shrink=False']['accuracy']:.4f} / {r['shrink=True']['accuracy']:.4f}",
+                   f"{r['shrink=False']['seconds']:.2f} / {r['shrink=True']['seconds']:.2f}"]
+                  for r in many]
+    body += ("\n\nMany classes: the development splits of section extreme_softmax_dev, the "
+             "default method with `shrink=False` and `True`; development NLL on the rows whose "
+             "class the training split holds; log K, the uniform distribution's, beside the "
+             "classes.\n\n"
+             + _report.markdown_table(["data", "classes", "factor",
+                                       "development NLL False → True",
+                                       "development accuracy False / True",
+                                       "fit seconds False / True"], many_table))
     _report.write_section("esgd_shrink", "ExtremeSoftmaxSGD: the closing line search on "
                           "the weights' scale", body)
 

@@ -1905,12 +1905,12 @@ def test_shrink_flattens_overconfident_sampled_softmax_probabilities():
 
 
 @pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")  # 2 epochs
-def test_shrink_auto_up_to_100_classes_and_not_in_a_stream():
-    """"auto" shrinks with at most SHRINK_MAX_CLASSES classes; partial_fit does not (its
-    shrink_ is 1)."""
+def test_shrink_auto_up_to_its_classes_and_not_in_a_stream(monkeypatch):
+    """"auto" shrinks with at most SHRINK_MAX_CLASSES classes (here 100); partial_fit does
+    not (its shrink_ is 1)."""
+    monkeypatch.setattr(est_module, "SHRINK_MAX_CLASSES", 100)
     rng = np.random.default_rng(0)
-    for K, shrinks in ((est_module.SHRINK_MAX_CLASSES, True),
-                       (est_module.SHRINK_MAX_CLASSES + 1, False)):
+    for K, shrinks in ((100, True), (101, False)):
         y = np.arange(4 * K) % K
         X = rng.normal(size=(4 * K, 5)) + np.eye(K, 5)[y]
         est = ExtremeSoftmaxSGD(random_state=0, n_epochs=2).fit(X, y)
@@ -1940,3 +1940,37 @@ def test_shrink_ends_the_history_and_is_said_and_a_divergence_still_warns(capsys
         wild = ExtremeSoftmaxSGD("umax", learning_rate=30.0, n_epochs=3, random_state=0,
                                  eval_every=1).fit(X, y)
     assert wild.shrink_ < 1.0 and wild.loss_curve_[-1] < max(wild.loss_curve_[1:-1])
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_shrunk_weights_hold_no_subnormals(dtype):
+    """Scaling weights near the smallest normal number would leave subnormals, which slow
+    every later product: they are set to 0, the others scaled, a block of rows at a time
+    (here one row per block, on a strided view too)."""
+    tiny = np.finfo(dtype).tiny
+    R = np.array([[1.0, 1.5 * tiny, -3.0 * tiny], [-2.0, 0.0, 4.0 * tiny]], dtype=dtype)
+    big = np.zeros((2, 6), dtype=dtype)
+    big[:, ::2] = R
+    for target in (R, big[:, ::2]):
+        est_module._scale_flushed(target, 0.5, block=2)
+        np.testing.assert_array_equal(target, np.array([[0.5, 0.0, -1.5 * tiny],
+                                                        [-1.0, 0.0, 2.0 * tiny]], dtype=dtype))
+    assert not big[:, 1::2].any()
+
+
+def test_best_shrink_keeps_a_calibrated_model_on_a_sample():
+    """Labels drawn from softmax(S) itself: the slope of the NLL at factor 1 is 0 in
+    expectation, and a sample's noise in it (positive for some seeds) is not a reason to
+    shrink (under SHRINK_Z standard errors); the same rows with the scores spread 3-fold
+    are shrunk, by about 1/3."""
+    kept = []
+    for seed in range(20):
+        rng = np.random.default_rng(seed)
+        S = rng.normal(size=(400, 6)) * 2.0
+        P = np.exp(S - logsumexp(S, axis=1, keepdims=True))
+        y_idx = np.array([rng.choice(6, p=p) for p in P])
+        weights = np.full(400, 1 / 400)
+        kept.append(est_module._best_shrink(S, y_idx, weights, 0.0))
+        assert est_module._best_shrink(3.0 * S, y_idx, weights, 0.0) == pytest.approx(
+            1 / 3, rel=0.25)
+    assert kept.count(1.0) >= 18
