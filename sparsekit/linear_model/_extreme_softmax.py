@@ -64,8 +64,8 @@ AVERAGE_MAX_CLASSES = 100
 #: many classes: on the sets of 2 to 9,434 classes measured the factor found was below 1
 #: where the sampled softmax's scores were too spread (make_classification, 100 classes:
 #: test log loss 5.76 -> 3.55; Delicious, 336 classes: 6.91 -> 4.05; both worse than
-#: uniform before) and the log loss fell wherever it was (doc/benchmarks.md, section
-#: esgd_shrink); beyond, the 2^19 scores of the search are few rows
+#: uniform before), the log loss fell wherever it was, and the others kept their weights
+#: (doc/benchmarks.md, section esgd_shrink); beyond, the 2^19 scores are few rows
 SHRINK_MAX_CLASSES = 10_000
 #: ... on at most this many class scores' worth of training rows (all of them when fewer)
 SHRINK_SCORES = 2**19
@@ -268,23 +268,22 @@ class ExtremeSoftmaxSGD(SparsekitClassifier):
         and intercepts are multiplied by the factor s in (0, 1] that minimizes the
         objective at s times them, measured on 2^19 / K training rows (all of them when
         fewer: 5,242 at 100 classes; on the host, also with ``device="cuda"``), the ridge
-        weighed over all of them.
-        The scores keep their order, so ``predict`` and ``predict_topk`` are unchanged;
-        ``predict_proba`` flattens. The sampled methods' fixed point is not the softmax
-        model's, and with tens of classes their scores spread too far: on
-        make_classification with 100 classes the default method's test log loss was
-        5.76, worse than the uniform distribution's 4.61, and 3.55 after the shrink
-        (s = 0.36; LogisticRegression's 3.49); on the 22 fits of 2 to 100 classes we
-        measured, the 10 it shrank lost 0 to 2.2 of test log loss and none gained any. A
-        factor above 1 (sharper probabilities) is not taken: where the weights nearly
-        separate the rows it lowers the training NLL by undoing the early stop, and on the
-        12 fits where it would have been found it raised the test log loss on 9 (by up to
-        0.13: digits, scene, Debian) and lowered it by at most 0.02 on 3.
-        On the text and extreme-classification sets of 146 to 9,434 classes the factor
-        was 1 but on Delicious (336 classes: development NLL 6.91, worse than uniform, to
-        4.05). ``"auto"`` shrinks with at most 10,000 classes (the search's 2^19 scores are
-        few rows beyond). ``shrink_`` holds the factor.
-        :meth:`partial_fit` does not shrink.
+        weighed over all of them, and only where the objective's slope at s = 1 exceeds
+        twice its standard error over those rows (a model at the optimum is not shrunk by
+        a sample's noise). The scores keep their order, so ``predict`` and
+        ``predict_topk`` are unchanged; ``predict_proba`` flattens. The sampled methods'
+        fixed point is not the softmax model's, and their scores can spread too far: on
+        make_classification with 100 classes the default method's test log loss was 5.76,
+        worse than the uniform distribution's 4.61, and 3.55 after the shrink (s = 0.36;
+        LogisticRegression's 3.49); on Delicious (336 classes) the development NLL went
+        from 6.91, worse than uniform, to 4.05. On the other sets we measured (2 to 9,434
+        classes) it shrank where the log loss fell and left the others. A factor above 1
+        (sharper probabilities) is not taken: where the weights nearly separate the rows it
+        lowers the training NLL by undoing the early stop, and on the 12 fits where it
+        would have been found it raised the test log loss on 9 (by up to 0.13: digits,
+        scene, Debian) and lowered it by at most 0.02 on 3. ``"auto"`` shrinks with at
+        most 10,000 classes (the search's 2^19 scores are few rows beyond). ``shrink_``
+        holds the factor. :meth:`partial_fit` does not shrink.
     n_sampled : int, default=5
         Sampled wrong classes m per example (capped at K - 1). Five cost about 2.5 times
         the work of one per example and gave 0.03-0.1 higher accuracy on the sets we
