@@ -136,8 +136,8 @@ def _best_shrink(S, y_idx, weights, ridge):
 
     low, high, s = SHRINK_FLOOR, 1.0, 1.0
     rows, slope, curvature = slopes_curvature(s)
-    # the rows are a sample: shrink only where phi's slope at 1 exceeds twice its standard
-    # error (a model at the optimum of all the rows has a slope of about 0 on any sample)
+    # the rows are a sample: shrink only where phi's slope at 1 exceeds SHRINK_Z standard
+    # errors (a model at the optimum of all the rows has a slope of about 0 on any sample)
     error = float(np.sqrt(weights * weights @ (rows - (slope - ridge)) ** 2))
     if slope <= SHRINK_Z * error:
         return 1.0
