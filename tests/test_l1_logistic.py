@@ -597,6 +597,35 @@ def test_a_fit_that_meets_tol_far_from_the_minimum_continues_or_warns(capsys):
         assert L1LogisticOBA(C=1.0).fit(X, y).duality_gap_[0] < 1e-6
 
 
+def test_one_warning_per_kind_for_a_one_vs_rest_fit():
+    """A one-vs-rest fit of many classes warns once for each kind of failure, naming how many
+    classes and the first five of them, not once per class (53 warnings of 400 characters
+    on a corpus of 53 sections)."""
+    rng = np.random.default_rng(1)
+    X = rng.standard_normal((300, 40))
+    y = np.argmax(X @ rng.standard_normal((40, 7)), axis=1)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        L1LogisticOBA(max_iter=1).fit(X, y)
+    assert [str(w.message) for w in caught] == [
+        "OBA did not converge for 7 of 7 classes (0, 1, 2, 3, 4 and 2 more) in 1 iterations "
+        "(optimality up to 8.51e-02 > tol 1.00e-08); increase max_iter."]
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        est = L1LogisticOBA(C=1e5, tol=1e-4).fit(X, y)
+    assert len(caught) == 1 and caught[0].category is ConvergenceWarning
+    flat = np.flatnonzero(est.duality_gap_ > 0.05)
+    assert flat.size >= 2
+    message = str(caught[0].message)
+    assert message.startswith(f"OBA met tol 1.00e-04 for {flat.size} of 7 classes "
+                              f"({', '.join(map(str, flat))}) with F at least ")
+    assert f"by up to {est.duality_gap_.max():.1%}: F is very flat" in message
+    with warnings.catch_warnings(record=True) as caught:   # one class: its name alone
+        warnings.simplefilter("always")
+        L1LogisticOBA(max_iter=1).fit(X, y == 0)
+    assert str(caught[0].message).startswith("OBA did not converge for class True in 1 ")
+
+
 def test_no_gap_warning_where_tol_exceeds_the_penalty_weight():
     """scikit-learn's test_consistency_path problem at tol 1e-5: F within 2e-10 of its
     minimum, and a gap of up to 73% of F, because tol (1e-5) lets the optimality conditions

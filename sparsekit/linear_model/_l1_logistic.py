@@ -141,6 +141,23 @@ def _device_block(n_classes, fit_intercept, X, codes, sample_weight, shared, pos
                           fit_intercept=fit_intercept, shared=shared)
 
 
+def _problems(names, which, shown=5):
+    """The problems ``which`` of ``names`` in a message: their name when there is one
+    ("class 'a'"), else how many of them and the first ``shown``."""
+    if len(names) == 1:
+        return names[0]
+    labels = [names[k].removeprefix("class ") for k in which]
+    listed = ", ".join(labels[:shown])
+    if len(labels) > shown:
+        listed += f" and {len(labels) - shown} more"
+    return f"{len(which)} of {len(names)} classes ({listed})"
+
+
+def _upto(which, value, spec):
+    """``value`` formatted, as a maximum ("up to ...") over several problems."""
+    return f"{'up to ' if len(which) > 1 else ''}{value:{spec}}"
+
+
 def _checked_solve(datafit, C, tol, max_iter, x0, verbose, l1_ratio, cg_maxiter=1000,
                    callback=None):
     """:func:`_solve`, its result with the relative duality gap at x as ``duality_gap``.
@@ -550,33 +567,53 @@ class L1LogisticOBA(LinearClassifierMixin, SparseCoefMixin, SparsekitClassifier)
             self._say(f"{name}: {r.nit} iterations, {r.ncg} CG, optimality "
                       f"{r.optimality:.2e}, F/(C n) {r.fun:.10e}, relative duality gap "
                       f"{gap:.2e}")
-            if r.status == STOPPED_BY_CALLBACK:   # a requested stop is no failure
-                continue
-            if not r.success:
-                warnings.warn(f"OBA did not converge for {name} in {r.nit} iterations "
-                              f"(optimality {r.optimality:.2e} > tol {self.tol:.2e}); "
-                              "increase max_iter.", ConvergenceWarning)
-            elif np.isnan(r.refined):
-                warnings.warn(f"OBA met tol {self.tol:.2e} for {name}, but its duality "
-                              f"gap, an upper bound on how far F lies above its minimum, is "
-                              f"{gap:.1%} of F, and a solve from there at a smaller tol did "
-                              f"not converge in max_iter={self.max_iter} iterations to confirm "
-                              "the fit: rescale X (e.g. StandardScaler) or raise max_iter.",
-                              ConvergenceWarning)
-            elif r.refined > EXCESS_WARN and gap > GAP_WARN:
-                warnings.warn(f"OBA met tol {self.tol:.2e} for {name} with F at least "
-                              f"{r.refined:.2%} above its minimum: the solve continued to tol "
-                              f"{r.refine_tol:.2e}, which lowered F that much (the model "
-                              f"returned), and the duality gap still bounds F's excess by "
-                              f"{gap:.1%}: F is very flat here (large C, (nearly) separable "
-                              "classes or tiny feature scales); lower tol or rescale X.",
-                              ConvergenceWarning)
-            elif r.refined > 0:
+            if r.success and r.refined > 0 and not (r.refined > EXCESS_WARN
+                                                    and gap > GAP_WARN):
                 self._say(f"{name}: tol {self.tol:.2e} left a duality gap above "
                           f"{GAP_WARN:.0%} of F; the solve continued to tol "
                           f"{r.refine_tol:.2e}, lowering F by {r.refined:.2e} of it")
+        self._warn_unconverged(names, [r for _, _, r in results], self.duality_gap_)
         self._end_fit_task(context, X_in, y, sample_weight)
         return self
+
+    def _warn_unconverged(self, names, results, gaps):
+        """One ConvergenceWarning per kind of failure, naming the problems it concerns (a
+        one-vs-rest fit of many classes would otherwise print a warning per class)."""
+        requested = [r.status == STOPPED_BY_CALLBACK for r in results]
+        unconverged = [k for k, r in enumerate(results)
+                       if not (r.success or requested[k])]
+        unconfirmed = [k for k, r in enumerate(results)
+                       if r.success and not requested[k] and np.isnan(r.refined)]
+        flat = [k for k, r in enumerate(results)
+                if r.success and not requested[k] and r.refined > EXCESS_WARN
+                and gaps[k] > GAP_WARN]
+        if unconverged:
+            nit = max(results[k].nit for k in unconverged)
+            opt = max(results[k].optimality for k in unconverged)
+            warnings.warn(f"OBA did not converge for {_problems(names, unconverged)} in "
+                          f"{nit} iterations (optimality {_upto(unconverged, opt, '.2e')} > "
+                          f"tol {self.tol:.2e}); increase max_iter.", ConvergenceWarning)
+        if unconfirmed:
+            gap = _upto(unconfirmed, max(gaps[k] for k in unconfirmed), ".1%")
+            warnings.warn(f"OBA met tol {self.tol:.2e} for {_problems(names, unconfirmed)}, "
+                          f"but its duality gap, an upper bound on how far F lies above its "
+                          f"minimum, is {gap} of F, and a solve from there at a smaller tol "
+                          f"did not converge in max_iter={self.max_iter} iterations to "
+                          "confirm the fit: rescale X (e.g. StandardScaler) or raise "
+                          "max_iter.", ConvergenceWarning)
+        if flat:
+            excess = [results[k].refined for k in flat]
+            excess = (f"{excess[0]:.2%}" if len(flat) == 1
+                      else f"{min(excess):.2%} to {max(excess):.2%}")
+            tols = {f"{results[k].refine_tol:.2e}" for k in flat}
+            gap = _upto(flat, max(gaps[k] for k in flat), ".1%")
+            warnings.warn(f"OBA met tol {self.tol:.2e} for {_problems(names, flat)} with F at "
+                          f"least {excess} above its minimum: the solve continued to tol "
+                          f"{' or '.join(sorted(tols, key=float, reverse=True))}, which "
+                          f"lowered F that much (the model returned), and the duality gap "
+                          f"still bounds F's excess by {gap}: F is very flat here (large C, "
+                          "(nearly) separable classes or tiny feature scales); lower tol or "
+                          "rescale X.", ConvergenceWarning)
 
     def _device_fit_data(self, X, y, sample_weight):
         """(X on the GPU, y, sample_weight on the host), validated as on the CPU."""
