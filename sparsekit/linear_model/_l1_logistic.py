@@ -579,14 +579,11 @@ class L1LogisticOBA(LinearClassifierMixin, SparseCoefMixin, SparsekitClassifier)
     def _warn_unconverged(self, names, results, gaps):
         """One ConvergenceWarning per kind of failure, naming the problems it concerns (a
         one-vs-rest fit of many classes would otherwise print a warning per class)."""
-        requested = [r.status == STOPPED_BY_CALLBACK for r in results]
-        unconverged = [k for k, r in enumerate(results)
-                       if not (r.success or requested[k])]
-        unconfirmed = [k for k, r in enumerate(results)
-                       if r.success and not requested[k] and np.isnan(r.refined)]
+        unconverged = [k for k, r in enumerate(results)   # a requested stop is no failure
+                       if not r.success and r.status != STOPPED_BY_CALLBACK]
+        unconfirmed = [k for k, r in enumerate(results) if r.success and np.isnan(r.refined)]
         flat = [k for k, r in enumerate(results)
-                if r.success and not requested[k] and r.refined > EXCESS_WARN
-                and gaps[k] > GAP_WARN]
+                if r.success and r.refined > EXCESS_WARN and gaps[k] > GAP_WARN]
         if unconverged:
             nit = max(results[k].nit for k in unconverged)
             opt = max(results[k].optimality for k in unconverged)
