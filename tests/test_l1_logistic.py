@@ -626,6 +626,31 @@ def test_one_warning_per_kind_for_a_one_vs_rest_fit():
     assert str(caught[0].message).startswith("OBA did not converge for class True in 1 ")
 
 
+def test_path_warns_once_naming_the_Cs_that_did_not_converge():
+    """l1_logistic_path warns once for the Cs whose solve did not converge (their number and
+    the first five), not once per C; a single C keeps its name; a loose run does not warn."""
+    X, y = _binary()
+    Cs = np.logspace(-1, 1, 7)
+
+    def messages(**kwargs):
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            n_iter = l1_logistic_path(X, y, **kwargs)[2]
+        return [str(w.message) for w in caught if w.category is ConvergenceWarning], n_iter
+
+    found, n_iter = messages(Cs=Cs, max_iter=1, tol=1e-12)
+    np.testing.assert_array_equal(n_iter, 1)
+    assert len(found) == 1
+    assert found[0].startswith("OBA did not converge for 7 of 7 values of C (C=0.1, "
+                               "C=0.215443, C=0.464159, C=1, C=2.15443 and 2 more) in 1 "
+                               "iterations (optimality up to ")
+    assert found[0].endswith(" > tol 1.00e-12); increase max_iter.")
+    found, _ = messages(Cs=[2.0], max_iter=1, tol=1e-12)
+    assert len(found) == 1 and found[0].startswith("OBA did not converge for C=2 in 1 "
+                                                   "iterations (optimality ")
+    assert messages(Cs=Cs)[0] == []
+
+
 def test_no_gap_warning_where_tol_exceeds_the_penalty_weight():
     """scikit-learn's test_consistency_path problem at tol 1e-5: F within 2e-10 of its
     minimum, and a gap of up to 73% of F, because tol (1e-5) lets the optimality conditions

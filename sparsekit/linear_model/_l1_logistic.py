@@ -141,16 +141,16 @@ def _device_block(n_classes, fit_intercept, X, codes, sample_weight, shared, pos
                           fit_intercept=fit_intercept, shared=shared)
 
 
-def _problems(names, which, shown=5):
+def _problems(names, which, shown=5, noun="classes"):
     """The problems ``which`` of ``names`` in a message: their name when there is one
-    ("class 'a'"), else how many of them and the first ``shown``."""
+    ("class 'a'"), else how many of them (of ``noun``) and the first ``shown``."""
     if len(names) == 1:
         return names[0]
     labels = [names[k].removeprefix("class ") for k in which]
     listed = ", ".join(labels[:shown])
     if len(labels) > shown:
         listed += f" and {len(labels) - shown} more"
-    return f"{len(which)} of {len(names)} classes ({listed})"
+    return f"{len(which)} of {len(names)} {noun} ({listed})"
 
 
 def _upto(which, value, spec):
@@ -931,12 +931,17 @@ def l1_logistic_path(X, y, Cs=10, *, pos_class=None, fit_intercept=True, tol=1e-
     width = datafit.n_features + fit_intercept
     coefs = np.empty((Cs.size, classes.size, width) if multinomial else (Cs.size, width))
     n_iter = np.empty(Cs.size, dtype=np.int32)
-    for k, res in enumerate(_warm_path(datafit, Cs * mean_weight, tol, max_iter, l1_ratio,
-                                       multinomial)):
+    results = _warm_path(datafit, Cs * mean_weight, tol, max_iter, l1_ratio, multinomial)
+    for k, res in enumerate(results):
         coefs[k] = _path_coef(datafit, res.x, multinomial)
         n_iter[k] = res.nit
-        if not res.success:
-            warnings.warn(f"OBA did not converge for C={Cs[k]:g}", ConvergenceWarning)
+    failed = [k for k, res in enumerate(results) if not res.success]
+    if failed:   # one warning for the path, not one per C
+        opt = max(results[k].optimality for k in failed)
+        warnings.warn(f"OBA did not converge for "
+                      f"{_problems([f'C={C:g}' for C in Cs], failed, noun='values of C')} "
+                      f"in {max_iter} iterations (optimality {_upto(failed, opt, '.2e')} > "
+                      f"tol {tol:.2e}); increase max_iter.", ConvergenceWarning)
     return columns.expand(coefs), Cs, n_iter
 
 
