@@ -158,6 +158,16 @@ def _upto(which, value, spec):
     return f"{'up to ' if len(which) > 1 else ''}{value:{spec}}"
 
 
+def _warn_not_converged(names, which, results, tol, noun="classes"):
+    """One ConvergenceWarning for the solves ``which`` (of ``results``, named ``names``)
+    that stopped at max_iter: how many (:func:`_problems`) and their largest optimality."""
+    nit = max(results[k].nit for k in which)
+    opt = max(results[k].optimality for k in which)
+    warnings.warn(f"OBA did not converge for {_problems(names, which, noun=noun)} in {nit} "
+                  f"iterations (optimality {_upto(which, opt, '.2e')} > tol {tol:.2e}); "
+                  "increase max_iter.", ConvergenceWarning)
+
+
 def _checked_solve(datafit, C, tol, max_iter, x0, verbose, l1_ratio, cg_maxiter=1000,
                    callback=None):
     """:func:`_solve`, its result with the relative duality gap at x as ``duality_gap``.
@@ -585,11 +595,7 @@ class L1LogisticOBA(LinearClassifierMixin, SparseCoefMixin, SparsekitClassifier)
         flat = [k for k, r in enumerate(results)
                 if r.success and r.refined > EXCESS_WARN and gaps[k] > GAP_WARN]
         if unconverged:
-            nit = max(results[k].nit for k in unconverged)
-            opt = max(results[k].optimality for k in unconverged)
-            warnings.warn(f"OBA did not converge for {_problems(names, unconverged)} in "
-                          f"{nit} iterations (optimality {_upto(unconverged, opt, '.2e')} > "
-                          f"tol {self.tol:.2e}); increase max_iter.", ConvergenceWarning)
+            _warn_not_converged(names, unconverged, results, self.tol)
         if unconfirmed:
             gap = _upto(unconfirmed, max(gaps[k] for k in unconfirmed), ".1%")
             warnings.warn(f"OBA met tol {self.tol:.2e} for {_problems(names, unconfirmed)}, "
@@ -937,11 +943,8 @@ def l1_logistic_path(X, y, Cs=10, *, pos_class=None, fit_intercept=True, tol=1e-
         n_iter[k] = res.nit
     failed = [k for k, res in enumerate(results) if not res.success]
     if failed:   # one warning for the path, not one per C
-        opt = max(results[k].optimality for k in failed)
-        warnings.warn(f"OBA did not converge for "
-                      f"{_problems([f'C={C:g}' for C in Cs], failed, noun='values of C')} "
-                      f"in {max_iter} iterations (optimality {_upto(failed, opt, '.2e')} > "
-                      f"tol {tol:.2e}); increase max_iter.", ConvergenceWarning)
+        _warn_not_converged([f"C={C:g}" for C in Cs], failed, results, tol,
+                            noun="values of C")
     return columns.expand(coefs), Cs, n_iter
 
 
