@@ -56,15 +56,15 @@ def test_row_statistics_of_other_sparse_forms():
                                           (data != 0).sum(0))
 
 
-def test_row_stats_kernel_refuses_offsets_outside_the_data():
-    from sparsekit._cython._gram_kernels import row_stats_csr
+def test_row_sq_norms_kernel_refuses_offsets_outside_the_data():
+    from sparsekit._cython._gram_kernels import row_sq_norms_csr
     data = np.ones(4)
-    nnz, sq = np.empty(2, dtype=np.int64), np.empty(2)
+    sq = np.empty(2)
     for indptr in ([0, 2, 5], [0, 3, 2], [-1, 1, 2], [0, 2]):
         with pytest.raises(ValueError, match="indptr"):
-            row_stats_csr(data, np.array(indptr, dtype=np.int32), nnz, sq)
-    row_stats_csr(data, np.array([0, 1, 4], dtype=np.int32), nnz, sq)
-    np.testing.assert_array_equal(nnz, [1, 3])
+            row_sq_norms_csr(data, np.array(indptr, dtype=np.int32), sq)
+    row_sq_norms_csr(data, np.array([0, 1, 4], dtype=np.int32), sq)
+    np.testing.assert_array_equal(sq, [1, 3])
 
 
 def test_weighted_column_stats_of_dense_and_sparse_x_in_float64():

@@ -265,30 +265,24 @@ def row_stats_csc(const floating[::1] data, const index_t[::1] indices, double[:
             row_sq[i] += v * v
 
 
-def row_stats_csr(const floating[::1] data, const index_t[::1] indptr,
-                  long long[::1] row_nnz, double[::1] row_sq):
-    """Per row of a CSR matrix: the count of its nonzero entries (stored zeros left out) and
-    the sum of their squares in float64, in one pass (``row_nnz`` and ``row_sq`` are
-    overwritten). ``ValueError`` unless ``indptr`` holds n + 1 offsets that start at 0 or
-    above, never decrease and end within ``data``."""
-    cdef Py_ssize_t p, i, n = row_nnz.shape[0]
-    cdef long long count
+def row_sq_norms_csr(const floating[::1] data, const index_t[::1] indptr,
+                     double[::1] row_sq):
+    """Per row of a CSR matrix: the sum of the squares of its stored entries in float64
+    (``row_sq`` is overwritten). ``ValueError`` unless ``indptr`` holds n + 1 offsets that
+    start at 0 or above, never decrease and end within ``data``."""
+    cdef Py_ssize_t p, i, n = row_sq.shape[0]
     cdef double v, total
-    if row_sq.shape[0] != n or indptr.shape[0] != n + 1 or indptr[0] < 0 \
-            or indptr[n] > data.shape[0]:
-        raise ValueError("row_stats_csr: indptr does not fit the rows or the data")
+    if indptr.shape[0] != n + 1 or indptr[0] < 0 or indptr[n] > data.shape[0]:
+        raise ValueError("row_sq_norms_csr: indptr does not fit the rows or the data")
     for i in range(n):
         if indptr[i + 1] < indptr[i]:
-            raise ValueError("row_stats_csr: indptr decreases")
+            raise ValueError("row_sq_norms_csr: indptr decreases")
     with nogil:
         for i in range(n):
-            count = 0
             total = 0.0
             for p in range(indptr[i], indptr[i + 1]):
                 v = data[p]
-                count += v != 0.0
                 total += v * v
-            row_nnz[i] = count
             row_sq[i] = total
 
 

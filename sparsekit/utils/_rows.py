@@ -2,7 +2,7 @@
 import numpy as np
 import scipy.sparse as sp
 
-from .._cython._gram_kernels import column_stats_csr, row_stats_csr
+from .._cython._gram_kernels import column_stats_csr, row_sq_norms_csr
 
 
 def row_sq_norms(X):
@@ -12,8 +12,8 @@ def row_sq_norms(X):
         return np.einsum("ij,ij->i", X, X, dtype=np.float64)
     X = X.tocsr()
     data = X.data if X.data.dtype in (np.float32, np.float64) else X.data.astype(np.float64)
-    nnz, sq = np.empty(X.shape[0], dtype=np.int64), np.empty(X.shape[0])
-    row_stats_csr(np.ascontiguousarray(data), np.ascontiguousarray(X.indptr), nnz, sq)
+    sq = np.empty(X.shape[0])
+    row_sq_norms_csr(np.ascontiguousarray(data), np.ascontiguousarray(X.indptr), sq)
     return sq
 
 
