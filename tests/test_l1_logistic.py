@@ -500,10 +500,13 @@ def test_path_rejects_a_single_class_and_invalid_parameters():
         l1_logistic_path(X, np.zeros(len(y)))
     with pytest.raises(ValueError, match="single class"):
         l1_logistic_path(X, np.zeros(len(y)), pos_class=0.0)
-    with pytest.raises(ValueError, match="max_iter"):
+    # the messages name the function the user called, not the estimator it delegates to
+    with pytest.raises(ValueError, match="'max_iter' parameter of l1_logistic_path"):
         l1_logistic_path(X, y, max_iter=-1)
-    with pytest.raises(ValueError, match="tol"):
+    with pytest.raises(ValueError, match="'tol' parameter of l1_logistic_path"):
         l1_logistic_path(X, y, tol=-1.0)
+    with pytest.raises(ValueError, match="'multiclass' parameter of l1_logistic_path"):
+        l1_logistic_path(X, y, multiclass="softmax")
     for Cs in (0, -3, True, [1.0, -1.0]):
         with pytest.raises(ValueError, match="Cs"):
             l1_logistic_path(X, y, Cs=Cs)

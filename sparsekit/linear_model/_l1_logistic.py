@@ -21,7 +21,8 @@ from scipy.special import expit, log_expit
 from sklearn.callback import with_callbacks
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.linear_model._base import LinearClassifierMixin, SparseCoefMixin
-from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils._param_validation import (Interval, StrOptions,
+                                            validate_parameter_constraints)
 from sklearn.utils.extmath import safe_sparse_dot
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import _check_sample_weight, check_is_fitted
@@ -884,7 +885,8 @@ def l1_logistic_path(X, y, Cs=10, *, pos_class=None, fit_intercept=True, tol=1e-
     """
     est = L1LogisticOBA(fit_intercept=fit_intercept, tol=tol, max_iter=max_iter,
                         multiclass=multiclass, l1_ratio=l1_ratio, device=device)
-    est._validate_params()
+    validate_parameter_constraints(est._parameter_constraints, est.get_params(deep=False),
+                                   caller_name="l1_logistic_path")   # names the function
     on_device, on_dask = fit_device(device, X), is_dask_collection(X)
     if on_device and on_dask:
         raise ValueError("device='cuda' solves in-memory X; use device='cpu' for dask arrays")
