@@ -1430,6 +1430,26 @@ def test_auto_picks_sdca_for_sparse_well_conditioned_problems(sparse, scale, alp
     np.testing.assert_array_equal(clf.coef_, explicit.coef_)
 
 
+@pytest.mark.parametrize("fit_intercept", [True, False])
+def test_auto_counts_the_intercepts_constant_feature(fit_intercept):
+    """On an X with (nearly) no stored entry SDCA's free intercept, a constant feature of
+    the entries' scale, alone sets its dual's condition: at the default alpha on 7 rows it
+    ran 1000 epochs and stopped far from the optimum; "auto" now takes L-BFGS there, and a
+    zero X gives the model of the dense zero X, the class frequencies."""
+    y = np.array([0, 1, 2, 0, 1, 2, 0])
+    zero, one = sp.csr_matrix((7, 5)), sp.csr_matrix(([1.0], ([0], [0])), shape=(7, 5))
+    for X in (zero, one):
+        clf = SparsemaxClassifier(fit_intercept=fit_intercept).fit(X, y)
+        assert clf.solver_ == "lbfgs" if fit_intercept or X is one else "sdca"
+        dense = SparsemaxClassifier(fit_intercept=fit_intercept).fit(X.toarray(), y)
+        np.testing.assert_allclose(clf.predict_proba(X), dense.predict_proba(X.toarray()),
+                                   atol=1e-6)
+        if X is zero:
+            np.testing.assert_allclose(clf.predict_proba(X)[0],
+                                       [3 / 7, 2 / 7, 2 / 7] if fit_intercept else 1 / 3,
+                                       atol=1e-6)
+
+
 @pytest.mark.parametrize("params", [{}, {"solver": "newton-cg"}, {"solver": "nqn"},
                                     {"solver": "sdca"},
                                     {"positive": True}, {"polytope": "box"}])

@@ -108,16 +108,18 @@ def unit_factors(squares, counts):
     return np.sqrt(np.maximum(means / cap, 1.0))
 
 
-def auto_solver(X, alpha, bounded=False, device="cpu"):
+def auto_solver(X, alpha, bounded=False, device="cpu", intercept_scale=0.0):
     """The solver of ``solver="auto"``: exact dual coordinate ascent for sparse X, where each
     row update touches only the row's nonzeros, when the dual is well conditioned
     (mean ‖xᵢ‖² / (``alpha`` n) ≤ ``AUTO_SDCA_MAX_CONDITION``: TF-IDF rows of norm 1 down
     to ``alpha`` = 1/(20 n)); L-BFGS for dense X and wherever SDCA does not apply or would
-    crawl (a small ``alpha`` for the rows' scale, bounds, a GPU)."""
+    crawl (a small ``alpha`` for the rows' scale, bounds, a GPU). The rows' norms count
+    SDCA's constant feature of a free intercept, ``intercept_scale`` (0: none): on an X
+    with few stored entries it alone sets the condition."""
     if not sp.issparse(X) or bounded or device != "cpu" or not alpha > 0:
         return "lbfgs"
     data = X.data.astype(np.float64, copy=False)
-    mean_sq = float(data @ data) / max(X.shape[0], 1)
+    mean_sq = float(data @ data) / max(X.shape[0], 1) + intercept_scale ** 2
     return "sdca" if mean_sq <= AUTO_SDCA_MAX_CONDITION * alpha * X.shape[0] else "lbfgs"
 
 
@@ -206,8 +208,9 @@ class SparsemaxClassifier(SparsekitClassifier):
     penalize_intercept : bool, default=False
         Whether ``alpha / 2 ||b||^2`` is added to the objective.
     solver : {"auto", "lbfgs", "newton-cg", "nqn", "sdca"}, default="auto"
-        ``"auto"``: ``"sdca"`` for sparse X when the mean squared row norm is at most
-        ``20 * alpha * n_samples`` (no bounds, on the CPU), ``"lbfgs"`` otherwise;
+        ``"auto"``: ``"sdca"`` for sparse X when the mean squared row norm (with the
+        intercept's constant feature, see Notes) is at most ``20 * alpha * n_samples``
+        (no bounds, on the CPU), ``"lbfgs"`` otherwise;
         ``solver_`` tells which ran. ``"lbfgs"``: :func:`scipy.optimize.minimize` with
         L-BFGS-B. ``"nqn"``: :func:`sparsekit.optimize.minimize_nqn` with the same bounds.
         ``"newton-cg"``:
@@ -461,7 +464,7 @@ class SparsemaxClassifier(SparsekitClassifier):
         self.alpha_, scale, factors = self._data_scales(scale_sums(X_shown, sw))
         solver = self.solver if self.solver != "auto" else auto_solver(
             X_shown, self.alpha_, bounded=self.bounds is not None or self.positive,
-            device=self.device)
+            device=self.device, intercept_scale=scale if self.fit_intercept else 0.0)
         n_classes = Y.shape[1]
         # negated=N: the un-negated problem in (W L, L b) with the score offset flip(0),
         # since flip(z) = L z + flip(0) (see the negated parameter)
