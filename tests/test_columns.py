@@ -32,6 +32,20 @@ def test_an_explicit_zero_counts_as_used():
     np.testing.assert_array_equal(UsedColumns(X).index, [3, 7])
 
 
+@pytest.mark.parametrize("layout", ["csr", "csc"])
+def test_an_X_that_stores_no_entry_keeps_its_first_column(layout):
+    """The solvers (and scikit-learn's checks) are never given a matrix of no columns."""
+    X = sp.csr_matrix((8, 40)).asformat(layout)
+    used = UsedColumns(X)
+    np.testing.assert_array_equal(used.index, [0])
+    assert used.take(X).shape == (8, 1)
+    for coef in (np.array([[2.0, 3.0]]), sp.csr_matrix([[2.0, 3.0]])):  # weight, intercept
+        expanded = used.expand(coef)
+        assert expanded.shape == (1, 41) and sp.issparse(expanded) == sp.issparse(coef)
+        assert expanded[0, 0] == 2.0 and expanded[0, 40] == 3.0
+    assert UsedColumns(sp.csr_matrix((8, 1)).asformat(layout)).n_used == 1
+
+
 def test_dense_mostly_used_and_keep_all_pass_through():
     dense, _ = _wide()
     n_full = int(MAX_USED_SHARE * 40) + 1          # one column more than the share
@@ -82,15 +96,6 @@ def test_expand_keeps_a_sparse_coef_sparse():
     assert sp.issparse(out) and out.format == "csr" and out.shape == (4, 41)
     np.testing.assert_array_equal(out.toarray(), used.expand(small))
     assert out.nnz == 3
-
-
-def test_expand_with_no_used_column_keeps_the_trailing_ones():
-    used = UsedColumns(sp.csr_matrix((3, 10)))
-    assert used.n_used == 0
-    intercepts = np.array([[0.5], [0.0]])
-    np.testing.assert_array_equal(used.expand(intercepts)[:, -1], [0.5, 0.0])
-    out = used.expand(sp.csr_matrix(intercepts))
-    assert out.shape == (2, 11) and out[0, 10] == 0.5 and out.nnz == 1
 
 
 def test_stored_columns_of_csr_and_csc_agree():

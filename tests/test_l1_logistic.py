@@ -778,6 +778,27 @@ def test_path_on_empty_columns_is_the_path_on_the_used_ones():
     assert multi.shape == (1, 3, 51)
 
 
+@pytest.mark.parametrize("multiclass", ["ovr", "multinomial"])
+@pytest.mark.parametrize("fit_intercept", [True, False])
+def test_an_X_that_stores_no_entry_fits_the_model_of_a_zero_X(multiclass, fit_intercept):
+    """No used column at all (and, without an intercept, no parameter): the model of the
+    dense zero X, w = 0 and the class frequencies or uniform probabilities; its path says
+    that w = 0 is optimal for every C, as on the dense zero X (the multinomial fit without
+    an intercept raised ZeroDivisionError, the paths a NumPy reduction error)."""
+    y = np.array([0, 1, 2, 0, 1, 2, 0])
+    empty = sp.csr_matrix((7, 5))
+    est = L1LogisticOBA(multiclass=multiclass, fit_intercept=fit_intercept).fit(empty, y)
+    ref = L1LogisticOBA(multiclass=multiclass, fit_intercept=fit_intercept).fit(
+        np.zeros((7, 5)), y)
+    assert est.coef_.shape == (3, 5) and not np.any(est.coef_)
+    np.testing.assert_allclose(est.predict_proba(empty), ref.predict_proba(np.zeros((7, 5))),
+                               atol=1e-8)
+    for X in (empty, np.zeros((7, 5))):
+        with pytest.raises(ValueError, match="w = 0 is optimal for every C"):
+            l1_logistic_path(X, y % 2, Cs=3, multiclass=multiclass,
+                             fit_intercept=fit_intercept)
+
+
 @pytest.mark.parametrize("dtype, multiclass", [(np.float64, "ovr"), (np.float32, "multinomial")])
 def test_a_dense_coef_larger_than_half_the_memory_is_refused_before_the_fit(
         monkeypatch, dtype, multiclass):

@@ -186,6 +186,19 @@ def test_a_class_missing_from_a_training_fold_is_scored_as_a_grid_search_scores_
     np.testing.assert_allclose(est.coef_, grid.best_estimator_.coef_, atol=1e-6)
 
 
+def test_an_X_that_stores_no_entry_is_the_zero_X():
+    """A sparse X of no stored entry: the model of the dense zero X (the class frequencies)
+    where the folds' fits were given a matrix of no columns and refused it."""
+    y = np.tile([0, 1, 2, 0, 1, 2, 0], 3)
+    est = SparsemaxClassifierCV(cv=3).fit(sp.csr_matrix((21, 5)), y)
+    ref = SparsemaxClassifierCV(cv=3).fit(np.zeros((21, 5)), y)
+    assert est.coef_.shape == (3, 5) and not np.any(est.coef_) and est.alpha_ == ref.alpha_
+    np.testing.assert_allclose(est.predict_proba(np.zeros((1, 5)))[0], [3 / 7, 2 / 7, 2 / 7],
+                               atol=1e-4)     # the default tol (SDCA at the chosen alpha)
+    np.testing.assert_allclose(ref.predict_proba(np.zeros((1, 5)))[0], [3 / 7, 2 / 7, 2 / 7],
+                               atol=1e-4)
+
+
 def test_one_class_folds_continuous_targets_and_huge_entries_are_refused():
     X, y = _data()
     y = np.where(np.arange(len(y)) < 100, 0, 1)

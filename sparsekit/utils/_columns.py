@@ -26,7 +26,8 @@ class UsedColumns:
     the others. Dense X (and anything that is not a SciPy sparse matrix), sparse X with
     more than ``MAX_USED_SHARE`` of its columns used, and any X with ``keep_all`` (where a
     constraint may hold an empty column's weight away from 0) pass through unchanged:
-    ``index`` is None.
+    ``index`` is None. An X that stores no entry keeps its first column (a matrix of no
+    columns is what scikit-learn's checks and the models' shapes refuse).
     """
 
     def __init__(self, X, keep_all=False):
@@ -35,6 +36,8 @@ class UsedColumns:
         if keep_all or not sp.issparse(X):
             return
         stored = stored_columns(X)
+        if not stored.any():
+            stored[:1] = True   # X stores no entry: one column, the solvers never get none
         if np.count_nonzero(stored) <= MAX_USED_SHARE * self.n_features:
             self.index = np.flatnonzero(stored)
 
