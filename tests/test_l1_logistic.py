@@ -342,6 +342,8 @@ def test_convergence_warning_and_bad_input():
         L1LogisticOBA(C=1e307).fit(X, y)
     with pytest.raises(ValueError, match="too large"):
         L1LogisticOBA().fit(X, y, sample_weight=np.full(len(y), 1e307))
+    with pytest.raises(ValueError, match="too small: .* overflows; use a larger C"):
+        L1LogisticOBA(C=1e-20).fit(X, y, sample_weight=np.full(len(y), 1e-300))
     est = L1LogisticOBA().fit(X, y)
     pickle.loads(pickle.dumps(est)).predict(X)
     with pytest.raises(ValueError):
@@ -510,6 +512,9 @@ def test_path_rejects_a_single_class_and_invalid_parameters():
     for Cs in (0, -3, True, [1.0, -1.0]):
         with pytest.raises(ValueError, match="Cs"):
             l1_logistic_path(X, y, Cs=Cs)
+    # subnormal entries: the smallest active C overflows, no grid (it was one of nan and inf)
+    with pytest.raises(ValueError, match="smallest C that gives a nonzero w is inf"):
+        l1_logistic_path(X * 1e-310, y)
 
 
 def test_path_grid_starts_at_the_smallest_active_C_on_unbalanced_classes():

@@ -194,6 +194,8 @@ def test_errors_are_clear():
         L1LogisticOBACV(l1_ratios=[0.0, 1.0]).fit(X, y)
     with pytest.raises(ValueError, match="Cs must be positive and finite"):
         L1LogisticOBACV(Cs=[1.0, -1.0]).fit(X, y)
+    with pytest.raises(ValueError, match="smallest C that gives a nonzero w is inf, no start"):
+        L1LogisticOBACV().fit(X * 1e-310, y)          # subnormal entries: no default grid
     with pytest.raises(InvalidParameterError):
         L1LogisticOBACV(scoring="no such score").fit(X, y)
     with pytest.raises(InvalidParameterError):

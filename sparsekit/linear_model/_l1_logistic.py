@@ -210,10 +210,12 @@ def _solve(datafit, C, tol, max_iter, x0, verbose, l1_ratio=1.0, cg_maxiter=1000
     The datafit does not depend on C: a path reuses one (its Lipschitz bound and layout).
     """
     mu = l1_ratio / (C * datafit.n_samples)
-    if not mu > 0:
+    if not 0 < mu < np.inf:
+        size, fault, fix = (("large", "underflows", "smaller") if not mu > 0
+                            else ("small", "overflows", "larger"))
         raise ValueError(f"C times the total sample weight, {C * datafit.n_samples:.3g}, is "
-                         "too large: the penalty's weight 1/(C sum(s)) underflows; use a "
-                         "smaller C or smaller sample weights")
+                         f"too {size}: the penalty's weight 1/(C sum(s)) {fault}; use a {fix} "
+                         f"C or {fix} sample weights")
     if l1_ratio < 1.0:
         datafit = Ridge(datafit, (1.0 - l1_ratio) / (C * datafit.n_samples))
     x0 = _null_start(datafit) if x0 is None else np.asarray(x0, dtype=np.float64)
@@ -979,6 +981,11 @@ def _C_values(Cs, span):
         raise ValueError(f"Cs must be a number of C values (>= 1) or an array of them, got {Cs!r}")
     if isinstance(Cs, numbers.Integral):
         lo, hi = span()
+        if not 0 < lo <= hi < np.finfo(np.float64).max / 1e4:
+            raise ValueError(f"the smallest C that gives a nonzero w is {lo:.3g}, no start for "
+                             "a grid of C values in float64: X's entries or the sample weights "
+                             "are too small; rescale them (e.g. MaxAbsScaler) or pass Cs as an "
+                             "array")
         Cs = np.logspace(np.log10(lo), np.log10(hi) + 4, Cs)
     Cs = np.asarray(Cs, dtype=np.float64).ravel()
     if Cs.size == 0 or np.any(~np.isfinite(Cs)) or np.any(Cs <= 0):
