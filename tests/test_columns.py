@@ -98,8 +98,21 @@ def test_expand_keeps_a_sparse_coef_sparse():
     assert out.nnz == 3
 
 
+def test_hashed_columns_cost_memory_of_the_entries_not_of_the_columns():
+    """2**40 columns (SciPy's column indexing and a bincount would take terabytes)."""
+    X = sp.csr_matrix((np.array([1.0, 2.0, 3.0]), np.array([5, 2**39, 2**40 - 1]),
+                       np.array([0, 2, 2, 3])), shape=(3, 2**40))
+    used = UsedColumns(X)
+    np.testing.assert_array_equal(used.index, [5, 2**39, 2**40 - 1])
+    taken = used.take(X)
+    np.testing.assert_array_equal(taken.toarray(), [[1.0, 2.0, 0.0], [0, 0, 0], [0, 0, 3.0]])
+    other = sp.csr_matrix((np.array([4.0, 5.0]), np.array([7, 2**39]), np.array([0, 2])),
+                          shape=(1, 2**40))              # an entry in an unused column
+    np.testing.assert_array_equal(used.take(other).toarray(), [[0.0, 5.0, 0.0]])
+
+
 def test_stored_columns_of_csr_and_csc_agree():
     X = sp.csr_matrix(np.array([[0.0, 2.0, 0.0, 0.0], [1.0, 0.0, 0.0, 0.0]]))
     X.data[0] = 0.0                                   # a stored zero still stores an entry
     for given in (X, X.tocsc(), sp.csr_array(X)):
-        np.testing.assert_array_equal(stored_columns(given), [True, True, False, False])
+        np.testing.assert_array_equal(stored_columns(given), [0, 1])

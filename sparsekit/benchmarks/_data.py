@@ -157,9 +157,7 @@ def _used_columns(X, n_train=None):
     (:class:`UsedColumns`; dense X as it is)."""
     n_features = X.shape[1]
     columns = UsedColumns(X if n_train is None or not sp.issparse(X) else X[:n_train])
-    if columns.n_used:      # a file without a single entry keeps its columns: models need one
-        X = columns.take(X)
-    return X, n_features
+    return columns.take(X), n_features
 
 
 def _is_xmlrepo(spec):

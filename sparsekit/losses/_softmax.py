@@ -28,7 +28,7 @@ import scipy.sparse as sp
 from scipy.special import log_expit, logsumexp
 from sklearn import get_config
 
-from ..utils._columns import stored_columns
+from ..utils._columns import renumbered_columns, stored_columns
 from ..utils._scores import csr_scores
 from ..utils._validation import check_sparse_structure, checked_sparse
 
@@ -150,10 +150,8 @@ def _scores(X, coef, intercept=None):
         if coef.T.flags.c_contiguous and coef.dtype in (np.float32, np.float64):
             return csr_scores(X, coef.T, intercept)      # a Fortran-ordered coef, in place
         if X.nnz < X.shape[1]:          # fewer entries than columns: gather their weights
-            stored = stored_columns(X)
-            columns = np.flatnonzero(stored)
-            renumbered = (np.cumsum(stored) - 1)[X.indices]
-            X = sp.csr_matrix((X.data, renumbered, X.indptr), shape=(X.shape[0], columns.size))
+            columns = stored_columns(X)
+            X = renumbered_columns(X, columns)
         else:                           # usually most columns: a plain copy is cheaper
             columns = slice(None)
     else:

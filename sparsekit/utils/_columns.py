@@ -8,10 +8,28 @@ MAX_USED_SHARE = 0.9
 
 
 def stored_columns(X):
-    """Boolean mask of the columns of SciPy sparse ``X`` (CSR or CSC) that store an entry."""
+    """The sorted indices of the columns of SciPy sparse ``X`` (CSR or CSC) that store an
+    entry; for a CSR X of fewer entries than columns (hashed features), in memory that
+    follows its entries, not its columns."""
     if X.format == "csc":
-        return np.diff(X.indptr) > 0
-    return np.bincount(X.tocsr().indices, minlength=X.shape[1]) > 0
+        return np.flatnonzero(np.diff(X.indptr))
+    X = X.tocsr()
+    if X.nnz < X.shape[1]:
+        return np.unique(X.indices).astype(np.intp)
+    return np.flatnonzero(np.bincount(X.indices, minlength=X.shape[1]))
+
+
+def renumbered_columns(X, index):
+    """A CSR ``X`` on the columns ``index`` (sorted), entries in other columns dropped, in
+    memory that follows its entries (SciPy's column indexing makes arrays of X's column
+    count: 16 GB for 2**31 hashed columns)."""
+    X = X.tocsr()
+    pos = np.searchsorted(index, X.indices)
+    kept = pos < index.size
+    kept[kept] = index[pos[kept]] == X.indices[kept]
+    indptr = np.concatenate([[0], np.cumsum(kept)])[X.indptr]
+    return type(X)((X.data[kept], pos[kept].astype(X.indices.dtype), indptr.astype(X.indptr.dtype)),
+                   shape=(X.shape[0], index.size))
 
 
 class UsedColumns:
@@ -36,10 +54,10 @@ class UsedColumns:
         if keep_all or not sp.issparse(X):
             return
         stored = stored_columns(X)
-        if not stored.any():
-            stored[:1] = True   # X stores no entry: one column, the solvers never get none
-        if np.count_nonzero(stored) <= MAX_USED_SHARE * self.n_features:
-            self.index = np.flatnonzero(stored)
+        if not stored.size:
+            stored = np.zeros(1, dtype=np.intp)   # X stores no entry: the solvers get a column
+        if stored.size <= MAX_USED_SHARE * self.n_features:
+            self.index = stored
 
     @property
     def n_used(self):
@@ -51,7 +69,10 @@ class UsedColumns:
         ``index`` is None)."""
         if self.index is None:
             return X
-        taken = X[:, self.index]
+        if sp.issparse(X) and X.format == "csr":
+            taken = renumbered_columns(X, self.index)
+        else:
+            taken = X[:, self.index]
         if sp.issparse(taken):
             taken.sort_indices()  # a monotone renumbering: already sorted, now also flagged
         return taken
