@@ -1631,8 +1631,23 @@ def test_hashed_weights_refuse_what_their_driver_does_not_run(params):
         ExtremeSoftmaxSGD(n_weights=64, **params).fit(X, y)
 
 
-def test_weights_too_large_to_allocate_say_so():
+def test_weights_too_large_to_allocate_say_so(monkeypatch):
+    """Refused before they are allocated: on Linux np.empty of more than the memory may
+    succeed and filling it end the process; where the memory is unknown, the allocation's
+    MemoryError is named."""
+    import sparsekit.utils._validation as validation
     X, y = _small(3, N=30, K=3)
+    with pytest.raises(ValueError, match=r"the weights would take 8589934592.0 GiB as a dense "
+                                         r"array \(1 rows x 1,152,921,504,606,846,979 columns\)"
+                                         r", more than half .*: pass a smaller n_weights"):
+        ExtremeSoftmaxSGD(n_weights=2**60).fit(X, y)
+    size = 3 * (X.shape[1] + 1) * X.dtype.itemsize
+    monkeypatch.setattr(validation, "physical_memory", lambda: 2 * size - 2)
+    with pytest.raises(ValueError, match=r"\(3 rows x .* pass n_weights to bound them"):
+        ExtremeSoftmaxSGD(n_epochs=1).fit(X, y)
+    monkeypatch.setattr(validation, "physical_memory", lambda: 2 * size)
+    assert ExtremeSoftmaxSGD(n_epochs=1).fit(X, y).coef_.shape == (3, X.shape[1])
+    monkeypatch.setattr(validation, "physical_memory", lambda: None)
     with pytest.raises(MemoryError, match="n_weights=1152921504606846976 take 9.22e\\+18"):
         ExtremeSoftmaxSGD(n_weights=2**60).fit(X, y)
 

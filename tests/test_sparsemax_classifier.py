@@ -1403,6 +1403,27 @@ def test_non_finite_entries_of_a_label_matrix_are_rejected(bad):
             SparsemaxClassifier(polytope="box").fit(X, same)
 
 
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_a_dense_coef_larger_than_half_the_memory_is_refused_before_the_fit(monkeypatch,
+                                                                            dtype):
+    """Hashed features with many classes: coef_ (classes x columns, in X's dtype) would
+    fill the memory (2**31 columns and 3 classes: killed by the OS); refused at the start."""
+    import sparsekit.utils._validation as validation
+    rng = np.random.default_rng(0)
+    X = sp.random(60, 5000, density=0.002, random_state=1, format="csr", dtype=dtype)
+    y = rng.integers(0, 3, 60)
+    size = 3 * 5000 * np.dtype(dtype).itemsize
+    monkeypatch.setattr(validation, "physical_memory", lambda: 2 * size - 2)
+    clf = SparsemaxClassifier()
+    with pytest.raises(ValueError, match=r"coef_ would take 0.0 GiB as a dense array \(3 "
+                                         r"classes x 5,000 columns\), more than half .*"
+                                         r"\(HashingVectorizer's n_features\)"):
+        clf.fit(X, y)
+    assert not hasattr(clf, "coef_")
+    monkeypatch.setattr(validation, "physical_memory", lambda: 2 * size)
+    assert clf.fit(X, y).coef_.shape == (3, 5000)
+
+
 # --- solver="auto"
 
 

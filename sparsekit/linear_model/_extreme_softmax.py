@@ -35,7 +35,8 @@ from sparsekit.metrics import precision_at_k
 from sparsekit.optimize._softmax_passes import SGDRows, SoftmaxPasses, initial_rate
 from sparsekit.utils._labels import _declared_classes, _is_multilabel, first_label
 from sparsekit.utils._threads import openmp_call, threads_for
-from sparsekit.utils._validation import check_entry_magnitude, validate_input
+from sparsekit.utils._validation import (check_dense_size, check_entry_magnitude,
+                                         validate_input)
 
 __all__ = ["ExtremeSoftmaxSGD", "EXPECTED_FAILED_CHECKS"]
 
@@ -628,6 +629,10 @@ class ExtremeSoftmaxSGD(SparsekitClassifier):
         self._bias = bool(self.fit_intercept)
         shape = ((1, self.n_weights + n_classes) if self.n_weights is not None
                  else (n_classes, n_features + int(self.fit_intercept)))
+        # refused before np.empty, whose pages may not exist: filling them ends the process
+        check_dense_size("the weights", [("rows", shape[0]), ("columns", shape[1])],
+                         np.dtype(dtype).itemsize, "pass a smaller n_weights" if self.n_weights
+                         else "pass n_weights to bound them (a hashed table of that size)")
         # filled explicitly: np.zeros maps lazily, and the first epoch would pay the page faults
         try:
             self._R = np.empty(shape, dtype=dtype)

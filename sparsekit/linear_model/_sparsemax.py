@@ -32,8 +32,8 @@ from ..utils._scores import csr_scores
 from ..utils._columns import UsedColumns
 from ..utils._labels import refuse_label_collections
 from ..utils._rows import scale_sums_of, weighted_scale_sums
-from ..utils._validation import (check_device, check_entry_magnitude, check_sparse_structure,
-                                 check_two_classes, validate_input)
+from ..utils._validation import (check_dense_size, check_device, check_entry_magnitude,
+                                 check_sparse_structure, check_two_classes, validate_input)
 from ._base import SparsekitClassifier, unchanged_on_error
 from ._dask_input import DaskRows, block_predictions, is_dask_collection
 
@@ -458,6 +458,9 @@ class SparsemaxClassifier(SparsekitClassifier):
                                       ensure_non_negative=True)
         X_shown = X_rows          # what the callbacks see: X as validated
         Y, keep, codes = self._encode_targets(y, budget)
+        check_dense_size("coef_", [("classes", Y.shape[1]), ("columns", X.shape[1])],
+                         X.dtype.itemsize, "SparsemaxClassifier stores a dense coef_: hash the "
+                         "features to fewer columns (HashingVectorizer's n_features)")
         sw = np.where(keep, self._weigh_classes(sw, codes), 0.0)
         if not sw.max() > 0:
             raise ValueError("The sample weights of the rows used in the fit sum to zero.")
