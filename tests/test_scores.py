@@ -75,6 +75,19 @@ def test_scores_equal_dense_product(route, fmt, dtype, index_dtype, canonical, K
     np.testing.assert_array_equal(Z[3], b)           # an empty row scores its intercepts
 
 
+def test_a_sparse_coef_scores_hashed_columns_in_memory_of_the_entries():
+    """2**40 columns: SciPy's product (coef.T made CSR) would take terabytes; the scores
+    read X and coef on the columns coef stores, also none."""
+    X = sp.csr_matrix((np.array([1.0, 2.0, 3.0]), np.array([5, 2**39, 2**40 - 1]),
+                       np.array([0, 2, 2, 3])), shape=(3, 2**40))
+    coef = sp.csr_matrix((np.array([0.5, -1.0]), np.array([2**39, 7]), np.array([0, 1, 2])),
+                         shape=(2, 2**40))
+    b = np.array([0.25, -0.25])
+    np.testing.assert_array_equal(S.linear_scores(X, coef, b), [[1.25, -0.25], b, b])
+    np.testing.assert_array_equal(S.linear_scores(X, sp.csr_matrix((2, 2**40)), b),
+                                  np.tile(b, (3, 1)))
+
+
 @pytest.mark.parametrize("fmt", ["csr", "csc"])
 def test_scores_same_on_any_thread_count(route, fmt):
     rng = np.random.default_rng(0)

@@ -22,6 +22,7 @@ import scipy.sparse as sp
 from sklearn.utils.extmath import safe_sparse_dot
 
 from sparsekit._cython import _oba_kernels as K
+from sparsekit.utils._columns import renumbered_columns, stored_columns
 from sparsekit.utils._threads import openmp_call
 
 #: the model route is taken only when at most this share of the features have a weight
@@ -105,6 +106,9 @@ def _by_class(X, coef, b):
             K.margins_csr(X.data, X.indices, X.indptr, np.ascontiguousarray(w, np.float64),
                           float(b[k]), Z[:, k])
         return Z
+    if sp.issparse(coef):   # on coef's columns: SciPy's product (coef.T to CSR) would make
+        used = stored_columns(coef.tocsr())       # arrays of X's column count (hashed: 2**31)
+        X, coef = renumbered_columns(X, used), renumbered_columns(coef, used)
     dtype = np.result_type(X.dtype, coef.dtype)        # SciPy's sparse product wants one
     Z = safe_sparse_dot(X.astype(dtype, copy=False), coef.astype(dtype, copy=False).T,
                         dense_output=True)
