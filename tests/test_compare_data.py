@@ -2,6 +2,7 @@
 Repository's, Mulan's, tables), test files held out by ``--test``, and the checks with their
 messages for the user."""
 import os
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -31,11 +32,31 @@ def test_extreme_classification_repository_files_are_read(tmp_path):
     (tmp_path / "classes.txt").write_text("4 2 2\n0 0:1\n1 1:1\n0 0:2\n1 1:3\n")
     data = load_dataset(str(tmp_path / "classes.txt"))
     assert not data.multilabel and data.y.tolist() == [0, 1, 0, 1]
+    (tmp_path / "bom.txt").write_text("4 2 2\n0 0:1\n1 1:1\n0 0:2\n1 1:3\n",
+                                      encoding="utf-8-sig")     # a byte order mark first
+    assert load_dataset(str(tmp_path / "bom.txt")).y.tolist() == [0, 1, 0, 1]
     (tmp_path / "short.txt").write_text("3 2 2\n0 0:1\n")
     with pytest.raises(ValueError, match="as an Extreme Classification Repository file: .*"
                        "header says 3 rows, found 1"):
         load_dataset(str(tmp_path / "short.txt"))
 
+
+
+def test_a_file_of_classes_with_rows_of_no_label_says_so(tmp_path):
+    """A LIBSVM file of one label per row but rows of none is read as label sets (an empty
+    set is allowed there), with a warning naming those rows: a class file missing labels
+    would otherwise turn into the label-set comparison unannounced."""
+    rows = ["+1 1:1", "-1 2:1", " 3:1", "+1 1:2", "-1 2:2"]
+    (tmp_path / "classes.svm").write_text("\n".join(rows) + "\n")
+    with pytest.warns(UserWarning, match=r"'.*classes.svm': 1 data row\(s\) hold no label "
+                                         r"\(3, from 1\), every other row one: read as "
+                                         r"label sets"):
+        data = load_dataset(str(tmp_path / "classes.svm"))
+    assert data.multilabel and data.y.shape == (5, 2)
+    (tmp_path / "sets.svm").write_text("1,2 1:1\n 2:1\n1 3:1\n2 1:2\n")  # a set of two
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert load_dataset(str(tmp_path / "sets.svm")).multilabel
 
 
 def test_a_uci_data_file_is_read_as_csv(tmp_path):

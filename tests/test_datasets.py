@@ -1,4 +1,5 @@
 """Loaders against the counts of shared/datasets/MANIFEST.md (skipped without the folder)."""
+import bz2
 import codecs
 import gzip
 import lzma
@@ -88,12 +89,14 @@ def test_bad_arguments():
         load_xmlrepo("Bibtex", "valid")
 
 
-def test_libsvm_path_plain_gz_xz(tmp_path):
-    text = b"+1 1:0.5 3:2\n-1 2:1\n"
+@pytest.mark.parametrize("bom", [b"", codecs.BOM_UTF8])   # Windows tools write one
+def test_libsvm_path_plain_gz_xz(tmp_path, bom):
+    text = bom + b"+1 1:0.5 3:2\n-1 2:1\n"
     (tmp_path / "t.txt").write_bytes(text)
     (tmp_path / "t.gz").write_bytes(gzip.compress(text))
     (tmp_path / "t.xz").write_bytes(lzma.compress(text))
-    for name in ("t.txt", "t.gz", "t.xz"):
+    (tmp_path / "t.bz2").write_bytes(bz2.compress(text))
+    for name in ("t.txt", "t.gz", "t.xz", "t.bz2"):
         X, y = load_libsvm(tmp_path / name, n_features=4, dtype=np.float32)
         assert X.format == "csr" and X.dtype == np.float32
         np.testing.assert_array_equal(X.toarray(), [[0.5, 0, 2, 0], [0, 1, 0, 0]])

@@ -3,6 +3,7 @@ Repository's, Mulan's ARFF beside a label XML, CSV/TSV/ARFF/Parquet/JSON tables 
 ``_csv``), the shipped a9a and scikit-learn's sets, a test file's rows held out
 (``--test``), and the checks that the tables can be measured on them, with messages for
 the user."""
+import codecs
 import re
 import warnings
 from collections import namedtuple
@@ -113,6 +114,13 @@ def _read_rows(spec, zero_based):
     if bad.size:                       # every row of the tables would fail on it
         row = np.searchsorted(X.indptr, bad[0], side="right")
         raise ValueError(f"{spec!r}: data row {row} (from 1) holds a NaN or infinite value")
+    sizes = np.array([len(labels) for labels in label_sets])
+    if sizes.max(initial=0) == 1 and not sizes.all():   # a file of classes missing labels?
+        missing = np.flatnonzero(sizes == 0) + 1
+        warnings.warn(f"{spec!r}: {missing.size} data row(s) hold no label "
+                      f"({_listed(missing)}, from 1), every other row one: read as label "
+                      "sets, empty on those rows; a file of classes needs a label on every "
+                      "row", UserWarning, stacklevel=4)
     return sp.csr_matrix(X), list(label_sets)
 
 
@@ -165,7 +173,7 @@ def _is_xmlrepo(spec):
     Repository file's ``N D L``: a LIBSVM row holds ``index:value`` pairs)."""
     try:
         with _open_binary(spec) as f:
-            first = f.readline(4096)
+            first = f.readline(4096).removeprefix(codecs.BOM_UTF8)
     except CORRUPT:                     # a missing or damaged file: the reader says why
         return False
     return re.fullmatch(rb"\s*\d+\s+\d+\s+\d+\s*", first) is not None

@@ -1,4 +1,5 @@
 """LIBSVM / svmlight text files, compressed or not."""
+import codecs
 from pathlib import Path
 
 import numpy as np
@@ -87,6 +88,8 @@ def load_libsvm(name_or_path, n_features=None, data_home=None, dtype=np.float64,
     f = _open_binary(path)       # a missing file or a folder: its own error, not CORRUPT
     try:
         with f:
+            if f.peek(3)[:3] == codecs.BOM_UTF8:    # a UTF-8 byte order mark (Windows tools)
+                f.read(3)
             X, y = load_svmlight_file(f, n_features=n_features, dtype=dtype,
                                       zero_based=zero_based, multilabel=multilabel)
     except CORRUPT as exc:
