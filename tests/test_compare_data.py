@@ -59,6 +59,15 @@ def test_a_file_of_classes_with_rows_of_no_label_says_so(tmp_path):
         assert load_dataset(str(tmp_path / "sets.svm")).multilabel
 
 
+def test_a_binary_file_is_named_so(tmp_path):
+    """An image (any bytes with a NUL) was sniffed as a CSV table and refused for its
+    label column's missing values."""
+    (tmp_path / "photo.png").write_bytes(bytes(range(256)) * 10)
+    with pytest.raises(ValueError, match="cannot read .*photo.png' as a LIBSVM file .*: its "
+                                         "first bytes hold a NUL: a binary file"):
+        load_dataset(str(tmp_path / "photo.png"))
+
+
 def test_a_uci_data_file_is_read_as_csv(tmp_path):
     """UCI's ``.data`` files: comma-separated, no header, text labels (wine's first)."""
     pytest.importorskip("pandas")

@@ -146,7 +146,8 @@ def _sniffed_separator(path):
     (``39, State-gov, 77516, ...``), else None."""
     lines = _head_lines(path, MAX_COMMENT_LINES + SNIFFED_LINES)
     lines = lines[_comments(lines):][:SNIFFED_LINES]
-    if not lines or any(re.search(r"(^|\s)\d+:", line) is not None for line in lines):
+    if not lines or any(re.search(r"(^|\s)\d+:", line) is not None or "\0" in line
+                        for line in lines):   # a pair or a NUL (binary: not a table)
         return None                 # (a LIBSVM row may have no pair: "1,4 " has no features)
     return next((sep for sep in ("\t", ";", ",") if sep in lines[0]), None)
 

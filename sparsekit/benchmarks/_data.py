@@ -97,6 +97,9 @@ def _read_rows(spec, zero_based):
                          "or Excel (File, Export To) and pass that file")
     xmlrepo = _is_xmlrepo(spec)
     try:
+        if _starts_binary(spec):
+            raise ValueError("its first bytes hold a NUL: a binary file, or text in UTF-16 "
+                             "(save it as UTF-8)")
         if xmlrepo:
             X, Y = _parse_xmlrepo(_read_text(spec), spec)
             label_sets = np.split(Y.indices, Y.indptr[1:-1])
@@ -166,6 +169,14 @@ def _used_columns(X, n_train=None):
     n_features = X.shape[1]
     columns = UsedColumns(X if n_train is None or not sp.issparse(X) else X[:n_train])
     return columns.take(X), n_features
+
+
+def _starts_binary(spec):
+    """Whether the file ``spec`` (not a set's name) holds a NUL in its first 64 kB."""
+    if not Path(spec).is_file():
+        return False
+    with _open_binary(spec) as f:
+        return b"\0" in f.read(1 << 16)
 
 
 def _is_xmlrepo(spec):
