@@ -175,8 +175,11 @@ def _starts_binary(spec):
     """Whether the file ``spec`` (not a set's name) holds a NUL in its first 64 kB."""
     if not Path(spec).is_file():
         return False
-    with _open_binary(spec) as f:
-        return b"\0" in f.read(1 << 16)
+    try:
+        with _open_binary(spec) as f:
+            return b"\0" in f.read(1 << 16)
+    except CORRUPT:                     # a damaged compressed file: the reader says why
+        return False
 
 
 def _is_xmlrepo(spec):
