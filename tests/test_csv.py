@@ -749,6 +749,20 @@ def test_columns_named_by_drop_are_left_out(tmp_path):
         read_csv(path, drop=["income"])
 
 
+def test_a_wide_table_reads_without_pandas_warnings(tmp_path):
+    """150 numeric columns and a text one: the typed frame was grown a column at a time,
+    and pandas warned "DataFrame is highly fragmented" once per column past the 100th."""
+    rng = np.random.default_rng(0)
+    frame = pd.DataFrame(rng.standard_normal((20, 150)), columns=[f"c{j}" for j in range(150)])
+    frame["town"] = np.array(["a", "b"])[np.arange(20) % 2]
+    frame["label"] = np.arange(20) % 2
+    frame.to_csv(tmp_path / "wide.csv", index=False)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        data = read_csv(tmp_path / "wide.csv")
+    assert data.X.shape == (20, 152) and data.note.startswith("label 'label'; 150 numeric")
+
+
 def _workbook(path, sheets, title=None, engine=None):
     """Write ``sheets`` ({name: frame}) to the workbook ``path`` without the index, the
     first sheet's table below a ``title`` line and a blank line, one column right of the

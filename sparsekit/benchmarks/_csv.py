@@ -726,9 +726,9 @@ def _typed(features, numeric, words):
     a header names them by numbers."""
     import pandas as pd
 
-    typed = pd.DataFrame(index=features.index)
+    columns = []
     for position, c in enumerate(features):
-        column = features[c]
+        column = features.iloc[:, position]
         if c in numeric:
             column = column.astype(np.float64)
         elif c in words:
@@ -736,7 +736,10 @@ def _typed(features, numeric, words):
         else:     # text (numbers too where a test file's column mixes them in)
             column = column.astype(object)        # (a category column: any values)
             column = column.where(column.isna(), column.astype(str))
-        typed[position] = column
+        columns.append(column.rename(position))
+    # joined at once: a frame grown a column at a time warns (PerformanceWarning) past 100
+    typed = (pd.concat(columns, axis=1) if columns
+             else pd.DataFrame(index=features.index))
     typed.columns = list(features.columns)
     return typed
 
