@@ -118,3 +118,19 @@ def test_newton_cg_at_the_objectives_rounding_floor_is_a_success():
     res = minimize_newton_cg(fun, x0, hessp_at, tol=1e-10, max_iter=50)
     assert res.success and res.status == 7 and "64 eps" in res.message
     np.testing.assert_array_equal(res.x, x0)
+
+
+def test_newton_cg_names_a_gradient_of_another_shape_and_a_start_that_is_not_finite():
+    """As minimize_oba: the objective's output is checked where it comes back (a wrong
+    gradient shape was NumPy's matmul error, a NaN objective at x0 'line search failed')."""
+    A = np.array([[2.0, 0.5], [0.5, 1.0]])
+    hessp_at = lambda x: ((lambda v: A @ v), 0)        # noqa: E731
+    with pytest.raises(ValueError, match=r"fun returned a gradient of shape \(3,\); "
+                                         r"expected \(2,\)"):
+        minimize_newton_cg(lambda x: (0.5 * x @ A @ x, np.ones(3)), np.zeros(2), hessp_at)
+    for value, grad in ((np.nan, np.zeros(2)), (0.0, np.array([np.inf, 0.0]))):
+        with pytest.raises(ValueError, match=r"fun\(x0\) is not finite"):
+            minimize_newton_cg(lambda x: (value, grad), np.zeros(2), hessp_at)
+    res = minimize_newton_cg(lambda x: (0.5 * x @ A @ x - x.sum(), list(A @ x - 1.0)),
+                             np.zeros(2), hessp_at, tol=1e-10)   # a list is a gradient too
+    assert res.success and res.jac.dtype == np.float64

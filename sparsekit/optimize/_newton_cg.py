@@ -3,7 +3,7 @@ import numpy as np
 from scipy.optimize import OptimizeResult
 
 from ._cg import steihaug_cg
-from ._result import CALLBACK_MESSAGE, STOPPED_BY_CALLBACK, Callback
+from ._result import CALLBACK_MESSAGE, STOPPED_BY_CALLBACK, Callback, checked_f_grad
 
 MESSAGES = {
     0: "max|grad| <= tol",
@@ -81,8 +81,11 @@ def minimize_newton_cg(fun, x0, hessp_at, *, tol=1e-6, max_iter=1000, callback=N
     (True, array([0.2, 0.4]))
     """
     report = Callback(callback)
-    x = np.array(x0, dtype=np.float64, copy=True)
+    x = np.array(x0, dtype=np.float64, copy=True).ravel()
+    fun = checked_f_grad(fun, x.size, "fun")
     f, g = fun(x)
+    if not (np.isfinite(f) and np.all(np.isfinite(g))):
+        raise ValueError("fun(x0) is not finite")
     nfev, damping, status, it = 1, 1e-3, 1, 0
     for it in range(1, max_iter + 1):
         gmax = np.max(np.abs(g))

@@ -32,7 +32,8 @@ from scipy.optimize import OptimizeResult
 
 from sparsekit._cython import _oba_kernels as K
 from sparsekit.optimize._cg import steihaug_cg
-from sparsekit.optimize._result import CALLBACK_MESSAGE, STOPPED_BY_CALLBACK, Callback
+from sparsekit.optimize._result import (CALLBACK_MESSAGE, STOPPED_BY_CALLBACK, Callback,
+                                        checked_f_grad)
 
 # relative size of φ's rounding error that the ISTA descent test tolerates before doubling L
 _ROUNDING = 1e-11
@@ -71,17 +72,6 @@ def _estimate_lipschitz(hessp, x, n):
         lam = float(v @ Hv)
         v = Hv
     return max(2.0 * lam, 1e-12)
-
-
-def _float64_f_grad(f_grad, n):
-    """``f_grad`` returning (float, float64 array of shape (n,)), or a clear error."""
-    def call(x):
-        f, G = f_grad(x)
-        G = np.ascontiguousarray(G, dtype=np.float64)
-        if G.size != n:
-            raise ValueError(f"f_grad returned a gradient of shape {G.shape}; expected ({n},)")
-        return float(f), G.reshape(n)
-    return call
 
 
 def _free_set(code, g, tau):
@@ -394,7 +384,7 @@ def minimize_oba(f_grad, hessp, x0, mu, *, penalty_weights=None, lipschitz=None,
             np.ndim(lipschitz) == 0 and np.isfinite(lipschitz) and lipschitz > 0):
         raise ValueError(f"lipschitz must be a positive finite number, a callable or None, "
                          f"got {lipschitz!r}")
-    f_grad = _float64_f_grad(f_grad, n)
+    f_grad = checked_f_grad(f_grad, n, "f_grad")
     report = Callback(callback)
     if tau0_max is not None and not (isinstance(tau0_max, Integral) and tau0_max >= 1):
         raise ValueError(f"tau0_max must be a positive integer or None, got {tau0_max!r}")

@@ -7,6 +7,8 @@
   copy of ``xk``. Raising ``StopIteration`` ends the run with status 99 and SciPy's
   message (:func:`scipy.optimize.minimize`).
 - The solver works on a copy of ``x0``: the user's array is never written to.
+- The objective and gradient it is given are checked where they come back: a float and
+  a float64 gradient of the shape of ``x`` (:func:`checked_f_grad`).
 """
 import inspect
 
@@ -58,3 +60,15 @@ class Callback:
         except StopIteration:
             return True
         return False
+
+
+def checked_f_grad(f_grad, n, name):
+    """``f_grad`` returning (float, float64 array of shape (n,)), or a clear error naming
+    it as ``name`` (the solver's parameter)."""
+    def call(x):
+        f, G = f_grad(x)
+        G = np.ascontiguousarray(G, dtype=np.float64)
+        if G.size != n:
+            raise ValueError(f"{name} returned a gradient of shape {G.shape}; expected ({n},)")
+        return float(f), G.reshape(n)
+    return call
