@@ -14,7 +14,7 @@ MAX_USED_SHARE = 0.9
 TABLE_COLUMNS = 2**27
 
 
-def _by_table(X):
+def affords_column_arrays(X):
     """Whether arrays of X's column count are affordable (:data:`TABLE_COLUMNS`)."""
     return X.shape[1] <= max(X.nnz, TABLE_COLUMNS)
 
@@ -25,7 +25,7 @@ def stored_columns(X):
     if X.format == "csc":
         return np.flatnonzero(np.diff(X.indptr))
     X = X.tocsr()
-    if _by_table(X):
+    if affords_column_arrays(X):
         return np.flatnonzero(np.bincount(X.indices, minlength=X.shape[1]))
     indices = np.sort(X.indices).astype(np.intp)      # each run's first (np.unique: 30x slower)
     return indices[np.r_[True, indices[1:] != indices[:-1]]] if indices.size else indices
@@ -34,7 +34,7 @@ def stored_columns(X):
 def renumbered_columns(X, index):
     """A CSR ``X`` on the columns ``index`` (sorted), entries in other columns dropped."""
     X = X.tocsr()
-    if _by_table(X):
+    if affords_column_arrays(X):
         return X[:, index]
     pos = np.searchsorted(index, X.indices)
     kept = pos < index.size

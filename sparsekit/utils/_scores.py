@@ -22,7 +22,8 @@ import scipy.sparse as sp
 from sklearn.utils.extmath import safe_sparse_dot
 
 from sparsekit._cython import _oba_kernels as K
-from sparsekit.utils._columns import renumbered_columns, stored_columns
+from sparsekit.utils._columns import (affords_column_arrays, renumbered_columns,
+                                      stored_columns)
 from sparsekit.utils._threads import openmp_call
 
 #: the model route is taken only when at most this share of the features have a weight
@@ -106,8 +107,10 @@ def _by_class(X, coef, b):
             K.margins_csr(X.data, X.indices, X.indptr, np.ascontiguousarray(w, np.float64),
                           float(b[k]), Z[:, k])
         return Z
-    if sp.issparse(coef):   # on coef's columns: SciPy's product (coef.T to CSR) would make
-        used = stored_columns(coef.tocsr())       # arrays of X's column count (hashed: 2**31)
+    if sp.issparse(coef) and not affords_column_arrays(coef):
+        # on coef's columns: SciPy's product (coef.T made CSR) would make arrays of X's
+        # column count (2**31 hashed columns: 17 GB)
+        used = stored_columns(coef.tocsr())
         X, coef = renumbered_columns(X, used), renumbered_columns(coef, used)
     dtype = np.result_type(X.dtype, coef.dtype)        # SciPy's sparse product wants one
     Z = safe_sparse_dot(X.astype(dtype, copy=False), coef.astype(dtype, copy=False).T,
