@@ -1461,7 +1461,7 @@ def test_auto_counts_the_intercepts_constant_feature(fit_intercept):
     zero, one = sp.csr_matrix((7, 5)), sp.csr_matrix(([1.0], ([0], [0])), shape=(7, 5))
     for X in (zero, one):
         clf = SparsemaxClassifier(fit_intercept=fit_intercept).fit(X, y)
-        assert clf.solver_ == "lbfgs" if fit_intercept or X is one else "sdca"
+        assert clf.solver_ == ("lbfgs" if fit_intercept or X is one else "sdca")
         dense = SparsemaxClassifier(fit_intercept=fit_intercept).fit(X.toarray(), y)
         np.testing.assert_allclose(clf.predict_proba(X), dense.predict_proba(X.toarray()),
                                    atol=1e-6)
