@@ -1989,3 +1989,86 @@ def test_best_shrink_keeps_a_calibrated_model_on_a_sample():
         assert est_module._best_shrink(3.0 * S, y_idx, weights, 0.0) == pytest.approx(
             1 / 3, rel=0.25)
     assert kept.count(1.0) >= 18
+
+
+# --- columns in other units ------------------------------------------------------------
+
+
+def _mixed_units(n=900, seed=0):
+    """Standardized informative columns beside one in other units (a timestamp) and one
+    of tiny entries: the rows' norms are the timestamp's alone."""
+    from sklearn.datasets import make_classification
+    X, y = make_classification(n, 6, n_informative=4, n_redundant=0, n_classes=3,
+                               random_state=seed)
+    rng = np.random.default_rng(seed)
+    X = np.column_stack([X, 1.7e9 + rng.uniform(0, 3e7, n), 1e-4 * rng.normal(size=n)])
+    return X, y
+
+
+def test_columns_in_other_units_do_not_set_the_steps():
+    """A column's units do not change the fitted model: the passes run on columns of one
+    entry scale, so multiplying a column by 1e6 divides its coefficient by 1e6 and leaves
+    the others (before, the timestamp's norm set the step and the fit stayed near the class
+    frequencies)."""
+    from sklearn.preprocessing import StandardScaler
+    X, y = _mixed_units()
+    fit = lambda X: ExtremeSoftmaxSGD(random_state=0).fit(X, y)   # noqa: E731
+    model = fit(X)
+    standardized = StandardScaler().fit_transform(X)
+    assert model.score(X, y) >= fit(standardized).score(standardized, y) - 0.02
+    assert model.score(X, y) > 0.7             # 0.34 before: the class frequencies
+    units = np.ones(X.shape[1])
+    units[[0, 6]] = [1e6, 1e-3]
+    other = fit(X * units)
+    np.testing.assert_allclose(other.coef_ * units, model.coef_, rtol=1e-5, atol=1e-9)
+    np.testing.assert_allclose(other.intercept_, model.intercept_, rtol=1e-5, atol=1e-9)
+    np.testing.assert_allclose(other.predict_proba(X * units), model.predict_proba(X),
+                               rtol=1e-6, atol=1e-9)
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_columns_in_other_units_sparse_dense_and_float32_alike(dtype):
+    """The columns' divisors apply to CSR rows as to dense ones, in X's dtype."""
+    X, y = _mixed_units(300)
+    X[np.abs(X) < 0.5] = 0.0          # stored entries only: the divisors read those
+    X = X.astype(dtype)
+    dense = ExtremeSoftmaxSGD(random_state=0, shuffle=False).fit(X, y)
+    sparse = ExtremeSoftmaxSGD(random_state=0, shuffle=False).fit(sp.csr_matrix(X), y)
+    assert dense.coef_.dtype == sparse.coef_.dtype == dtype
+    np.testing.assert_allclose(sparse.coef_, dense.coef_, rtol=1e-4, atol=1e-7)
+    assert dense.score(X, y) > 0.7
+
+
+def test_columns_in_other_units_warm_start_and_callbacks_see_the_coefficients():
+    """A warm fit starts from the coefficients (the passes' weights are the coefficients
+    times the divisors), and a callback's model is the coefficients' too."""
+    from _callbacks import Recorder
+    X, y = _mixed_units(400)
+    model = ExtremeSoftmaxSGD(random_state=0, warm_start=True).fit(X, y)
+    first = model.coef_.copy()
+    model.set_params(learning_rate=1e-12, n_epochs=1, average=False, shrink=False).fit(X, y)
+    np.testing.assert_allclose(model.coef_, first, rtol=1e-6)
+    recorder = Recorder()                     # its last model, scored on X as given, is fit's
+    model = ExtremeSoftmaxSGD(random_state=0, average=False, shrink=False)
+    model.set_callbacks(recorder).fit(X, y)
+    assert recorder.scores[-1] == model.score(X, y) > 0.7
+
+
+@pytest.mark.parametrize("case", ["alpha", "n_weights", "partial_fit"])
+def test_columns_in_other_units_warn_where_the_passes_keep_X(case):
+    """Where the passes run on X as given (a ridge on the coefficients, hashed weights, a
+    stream), the fit warns, naming the column."""
+    import pandas as pd
+    X, y = _mixed_units(200)
+    X = pd.DataFrame(X, columns=[f"f{j}" for j in range(6)] + ["timestamp", "tiny"])
+    with pytest.warns(UserWarning, match=r"column 'timestamp'.* With (alpha > 0|n_weights|"
+                                         r"partial_fit).*StandardScaler"):
+        if case == "partial_fit":
+            ExtremeSoftmaxSGD().partial_fit(X, y, classes=[0, 1, 2])
+        else:
+            ExtremeSoftmaxSGD(**{"alpha": {"alpha": 1e-3},
+                                 "n_weights": {"n_weights": 64}}[case]).fit(X, y)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UserWarning)   # columns of one scale: no warning
+        ExtremeSoftmaxSGD(alpha=1e-3).fit(X.iloc[:, :6], y)
+        ExtremeSoftmaxSGD().fit(X, y)                  # divided: no warning either

@@ -1,6 +1,8 @@
 """ExtremeSoftmaxSGD's GPU epochs against the CPU epoch driver (the same class draws: the
 results agree up to the order of floating-point additions), and the estimator with
 device="cuda", on the CuPy stand-in and on real CuPy when a device is usable."""
+import warnings
+
 import numpy as np
 import pytest
 import scipy.sparse as sp
@@ -124,6 +126,26 @@ def test_extreme_softmax_sgd_fits_on_the_gpu_as_on_the_cpu(cupy_backend, sparse,
     again = ExtremeSoftmaxSGD(**params, device="cuda").fit(Xd, cp.asarray(np.unique(
         y, return_inverse=True)[1]))
     assert again.coef_.shape == cpu.coef_.shape
+
+
+@pytest.mark.parametrize("sparse", [True, False])
+def test_columns_in_other_units_fit_on_the_gpu_as_on_the_cpu(cupy_backend, sparse):
+    """A column in other units: the device fit runs on the same divided columns (host X,
+    divided before it moves) and returns the CPU fit's coefficients of X's own columns."""
+    rng = np.random.default_rng(4)
+    X, y = _problem(rng, n=80, sparse=sparse)
+    X = X @ sp.diags(np.r_[1e5, np.ones(X.shape[1] - 1)]) if sparse else X * np.r_[
+        1e5, np.ones(X.shape[1] - 1)]
+    params = {"n_sampled": 3, "batch_size": 8, "n_epochs": 6, "random_state": 0,
+              "eval_every": 2}
+    with warnings.catch_warnings(record=True) as seen:   # random labels: the NLL may rise
+        warnings.simplefilter("always")
+        cpu = ExtremeSoftmaxSGD(**params).fit(X, y)
+        gpu = ExtremeSoftmaxSGD(**params, device="cuda").fit(X, y)
+    assert not any("units" in str(w.message) for w in seen)
+    assert abs(cpu.coef_[:, 0]).max() < 1e-3 < abs(cpu.coef_[:, 1:]).max()
+    np.testing.assert_allclose(gpu.coef_, cpu.coef_, rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(gpu.loss_curve_, cpu.loss_curve_, rtol=1e-9)
 
 
 @pytest.mark.filterwarnings("ignore:.*diverged")       # random labels: the NLL may rise

@@ -3,7 +3,8 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from sparsekit.utils._rows import row_sq_norms, weighted_column_stats, weighted_scale_sums
+from sparsekit.utils._rows import (COLUMN_UNITS_CAP, entry_scales, row_sq_norms, unit_factors,
+                                   weighted_column_stats, weighted_scale_sums)
 
 
 def test_row_sq_norms_of_dense_and_sparse_x_in_float64():
@@ -114,3 +115,20 @@ def test_column_stats_kernel_refuses_structures_outside_the_columns():
                      counts)
     np.testing.assert_array_equal(squares, [1.0, 0.0, 6.5])
     np.testing.assert_array_equal(counts, [1.0, 0.0, 1.0])
+
+
+def test_unit_factors_and_entry_scales_of_columns_in_other_units():
+    """Both read each column's mean square of nonzero entries against the median column's
+    and are None until one passes COLUMN_UNITS_CAP times it; then unit_factors brings the
+    columns above the cap down to it, entry_scales every column to the median (1 for a
+    column without an entry)."""
+    squares = np.array([4.0, 1.0, 9.0, 0.0, 2.0])       # mean squares 2, 1, 3, -, 1
+    counts = np.array([2.0, 1.0, 3.0, 0.0, 2.0])
+    assert unit_factors(squares, counts) is None and entry_scales(squares, counts) is None
+    assert entry_scales(np.zeros(3), np.zeros(3)) is None
+    squares[1] = 1e-6                     # the median mean square is now (1 + 2) / 2
+    median = 1.5
+    squares[2] = 3 * 1.5 * COLUMN_UNITS_CAP * median        # 1.5 cap x the median's
+    np.testing.assert_allclose(unit_factors(squares, counts), [1, 1, np.sqrt(1.5), 1, 1])
+    np.testing.assert_allclose(entry_scales(squares, counts), np.sqrt(
+        [2 / median, 1e-6 / median, 1.5 * COLUMN_UNITS_CAP, 1, 1 / median]))

@@ -34,6 +34,7 @@ from sparsekit.linear_model._base import (SparsekitClassifier, check_labels,
 from sparsekit.metrics import precision_at_k
 from sparsekit.optimize._softmax_passes import SGDRows, SoftmaxPasses, initial_rate
 from sparsekit.utils._labels import _declared_classes, _is_multilabel, first_label
+from sparsekit.utils._rows import entry_scales, weighted_column_stats
 from sparsekit.utils._threads import openmp_call, threads_for
 from sparsekit.utils._validation import (check_dense_size, check_entry_magnitude,
                                          validate_input)
@@ -172,6 +173,17 @@ def _scale_hint(xsq):
     return ("The steps grow with the squared norms of the rows of X, up to "
             f"{xsq.max(initial=0.0):.3g} here: rescale X (e.g. "
             "sklearn.preprocessing.Normalizer) or lower learning_rate")
+
+
+def _divided_columns(X, scales):
+    """A copy of validated X (C-ordered or CSR) with each column divided by its entry of
+    ``scales``, in X's dtype."""
+    scales = scales.astype(X.dtype)
+    if not sp.issparse(X):
+        return X / scales
+    X = X.copy()
+    X.data /= scales[X.indices]
+    return X
 
 
 class ExtremeSoftmaxSGD(SparsekitClassifier):
@@ -438,6 +450,18 @@ class ExtremeSoftmaxSGD(SparsekitClassifier):
     not the name of a schedule. ``alpha`` is the ridge strength in all of sparsekit
     (:class:`SparsemaxClassifier` too); :class:`L1LogisticOBA` takes LIBLINEAR's ``C``.
 
+    The steps follow the rows' norms, so on a raw table one column in other units (an
+    identifier, a timestamp, an amount in dollars beside features of unit scale) would set
+    them alone, and the other columns' weights would barely move. Where some column's
+    nonzero entries have a mean square over 1000 times the median column's, ``fit`` runs its
+    passes on X's columns each divided by its entries' root mean square over the median
+    column's, whose weights are the coefficients times those divisors (X is copied; the
+    objective is the same with ``alpha=0``, and ``coef_`` is the coefficients of X's own
+    columns): a column's units then change its coefficient, not the fit. With ``alpha > 0``
+    (the ridge is on the coefficients), ``n_weights`` (weights shared by columns) or in
+    ``partial_fit`` the passes run on X as given and a ``UserWarning`` names the column:
+    standardize the columns there.
+
     A ``fit`` or ``partial_fit`` that fails (bad input, a floating-point overflow) leaves the
     estimator as it was. The explicit methods can overflow mid-pass: a ``partial_fit`` on
     existing weights has the epoch driver log the entries it writes and give them back on
@@ -675,14 +699,50 @@ class ExtremeSoftmaxSGD(SparsekitClassifier):
         return {"coef_": R[:, :D],
                 "intercept_": R[:, D] if self._bias else np.zeros(R.shape[0], R.dtype)}
 
-    def _model_now(self):
-        """The fitted attributes of the weights as they are now (for the callbacks)."""
+    def _model_now(self, scales=None):
+        """The fitted attributes of the weights as they are now (for the callbacks); the
+        passes' weights of columns divided by ``scales`` (:meth:`_column_scales`) divided
+        by them too."""
         R = self._R.copy()
+        if scales is not None:
+            R[:, :scales.size] /= scales
         return {"_R": R, **self._attributes(R)}
 
     def _publish(self):
         self.__dict__.pop("coef_", None)      # hashed weights have none
         self.__dict__.update(self._attributes(self._R))
+
+    def _column_scales(self, X, sample_weight, streamed=False):
+        """The divisors of X's columns that fit's passes run on, or None.
+
+        Where X's columns are in other units (:func:`~sparsekit.utils._rows.entry_scales`:
+        some column's nonzero entries have a mean square over 1000 times the median
+        column's, weighted as the rows), the steps, which follow the rows' norms, would
+        follow that column, and the others would barely move: the passes then run on X's
+        columns divided by their entries' root mean square over the median column's, and
+        their weights are the coefficients times those divisors. The objective does not
+        change with alpha = 0; with ``alpha > 0`` (whose ridge is on the coefficients),
+        hashed weights (shared by columns) or a stream (``streamed``: partial_fit) the
+        passes run on X as given and the fit warns."""
+        sw = sample_weight / sample_weight.max() if sample_weight.max(initial=0.0) > 0 else None
+        scales = None if sw is None else entry_scales(*weighted_column_stats(X, sw))
+        if scales is None:
+            return None
+        if self.alpha > 0 or self.n_weights is not None or streamed:
+            column = int(np.argmax(scales))
+            name = (repr(str(self.feature_names_in_[column]))
+                    if hasattr(self, "feature_names_in_") else str(column))
+            why = ("partial_fit" if streamed else "alpha > 0" if self.alpha > 0
+                   else "n_weights (hashed weights)")
+            warnings.warn(
+                f"X's columns are in different units: column {name}'s nonzero entries have "
+                f"a root mean square {scales[column]:.3g} times the median column's. The "
+                "steps follow the rows' norms, which such a column sets, and the other "
+                f"columns' weights learn that many times more slowly. With {why} the passes "
+                "run on X as given: standardize the columns (StandardScaler, or "
+                "MaxAbsScaler for sparse X).", UserWarning)
+            return None
+        return scales
 
     def _initial_u(self, X, y_idx):
         K = len(self.classes_)
@@ -940,19 +1000,26 @@ class ExtremeSoftmaxSGD(SparsekitClassifier):
         if not warm:
             self._new_weights(len(classes), X.shape[1], X.dtype)
         passes = self._passes()
-        if warm and self._R.dtype != X.dtype:  # warm weights follow the new data's precision
+        scales = self._column_scales(X, sample_weight)
+        if warm and (self._R.dtype != X.dtype or scales is not None):
+            # warm weights follow the new data's precision; a new array, scaled in place
             self._R = self._R.astype(X.dtype)
             self._publish()
         elif warm:
             self._guard_weights(passes)
+        Xt = X
+        if scales is not None:        # the passes' weights: the coefficients times scales
+            Xt = _divided_columns(X, scales)
+            self._R[:, :X.shape[1]] *= scales.astype(self._R.dtype)
+            self._publish()
         y_idx = y_idx.astype(np.intp)
-        rows = SGDRows.of(X, self._R.dtype, self._bias)
+        rows = SGDRows.of(Xt, self._R.dtype, self._bias)
         self.learning_rate_ = self._initial_rate(rows.xsq, sample_weight)
         u = (self.u_.copy() if warm and getattr(self, "u_", np.empty(0)).shape == (X.shape[0],)
-             else self._initial_u(X, y_idx))
+             else self._initial_u(Xt, y_idx))
         n = X.shape[0]
         ev = self._evaluation_rows(n)
-        Xe, ye, we = X[ev], y_idx[ev], sample_weight[ev]
+        Xe, ye, we = Xt[ev], y_idx[ev], sample_weight[ev]
         self.loss_curve_, self.loss_epochs_, self.epoch_times_ = [], [], []
         self.epoch_cpu_times_ = []
         self._eval_seconds = 0.0
@@ -971,7 +1038,7 @@ class ExtremeSoftmaxSGD(SparsekitClassifier):
             eta = self.learning_rate_ * self.lr_decay**epoch
             task = self._begin_subtask(context, "epoch", X, y)
             self._pass(passes, rows, y_idx, sample_weight, u, eta, order, seed)
-            stop = self._end_subtask(task, X, y, self._model_now)
+            stop = self._end_subtask(task, X, y, lambda: self._model_now(scales))
             averaged.add(epoch, self._R)
             self.n_iter_ = epoch + 1
             last = epoch + 1 == self.n_epochs
@@ -995,8 +1062,11 @@ class ExtremeSoftmaxSGD(SparsekitClassifier):
         trained = (self.loss_curve_[-1] if self.eval_every and self.loss_curve_
                    and not changes else self._training_nll(Xe, ye, we))
         self._warn_if_diverged(rows.xsq, first_nll, trained)   # the epochs', before shrink
-        self.shrink_ = (self._shrink(X, y_idx, sample_weight)
+        self.shrink_ = (self._shrink(Xt, y_idx, sample_weight)
                         if self._shrinks(len(classes)) else 1.0)
+        if scales is not None:
+            self._R[:, :X.shape[1]] /= scales.astype(self._R.dtype)
+            self._publish()
         if self.shrink_ < 1.0:
             changes.append(f"scaled by {self.shrink_:.4g}")
         if changes:
@@ -1090,6 +1160,7 @@ class ExtremeSoftmaxSGD(SparsekitClassifier):
                              "the labels")
         fresh = first or not np.array_equal(known, self.classes_)  # new weight arrays
         if first:
+            self._column_scales(X, sample_weight, streamed=True)    # warns; X as given
             self.classes_ = known
             self._new_weights(len(known), X.shape[1], X.dtype)
             self.n_iter_ = 0

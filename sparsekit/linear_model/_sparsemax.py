@@ -31,7 +31,7 @@ from ..projections._checks import negated_columns, reflect_columns
 from ..utils._scores import csr_scores
 from ..utils._columns import UsedColumns
 from ..utils._labels import refuse_label_collections
-from ..utils._rows import scale_sums_of, weighted_scale_sums
+from ..utils._rows import scale_sums_of, unit_factors, weighted_scale_sums
 from ..utils._validation import (check_dense_size, check_device, check_entry_magnitude,
                                  check_sparse_structure, check_two_classes, validate_input)
 from ._base import SparsekitClassifier, unchanged_on_error
@@ -59,13 +59,6 @@ AUTO_SDCA_MAX_CONDITION = 20.0
 #: ``alpha="scale"`` is this times the (sample-weighted) mean squared norm of X's rows
 ALPHA_SCALE = 5e-5
 
-#: in the squared norms behind ``alpha="scale"`` and the solvers' scale, the mean square of
-#: a column's nonzero entries counts as at most this times the median column's (31.6 times
-#: in root mean square): those of the benchmark sets' TF-IDF, one-hot and pixel columns
-#: span at most 40 times (Debian's TF-IDF), raw tables' 1e5 (wine) to 2e7 (breast
-#: cancer), where one column in other units would set alpha for all the others
-COLUMN_UNITS_CAP = 1000.0
-
 #: the polytopes whose label sets ``threshold="auto"`` cuts at the training rows' best
 #: micro-F1; on the others a cut below 1/2 can predict sets the polytope excludes
 _TUNED_POLYTOPES = ("simplex", "box")
@@ -88,24 +81,6 @@ def scale_sums(X, sw):
         squared, nonzero = X * X, (X != 0).astype(X.dtype)
     return scale_sums_of(*(np.asarray(_host(A.T @ weights), dtype=np.float64).ravel()
                            for A in (squared, nonzero)), sw.sum())
-
-
-def unit_factors(squares, counts):
-    """Each column's factor ``max(1, sqrt(m_j / cap))``, ``m_j = squares_j / counts_j`` the
-    mean square of its nonzero entries (the columns' weighted sums) and ``cap``
-    COLUMN_UNITS_CAP times their median, or None when every factor is 1: a column in other
-    units than most (an identifier, a timestamp or an income among features of unit
-    scale) counts as if its entries were of the cap's size (its squares divided by the
-    factor squared)."""
-    stored = counts > 0
-    if not stored.any():
-        return None
-    means = np.zeros_like(squares)
-    means[stored] = squares[stored] / counts[stored]
-    cap = COLUMN_UNITS_CAP * np.median(means[stored])
-    if np.all(means <= cap):
-        return None
-    return np.sqrt(np.maximum(means / cap, 1.0))
 
 
 def auto_solver(X, alpha, bounded=False, device="cpu", intercept_scale=0.0):
