@@ -4,11 +4,11 @@ Its steps follow the rows' norms (``learning_rate="auto"`` divides by the median
 row norm), so on a raw table one column in other units (an identifier, a timestamp, an
 income beside standardized features; wine's proline beside ratios) set the steps alone
 and the other columns' weights barely moved. ``fit`` now runs its passes, where some
-column's nonzero entries have a mean square over 1000 times the median column's, on the
-columns divided by their entries' root mean square over the median column's. One table:
-test accuracy / test log loss / fit milliseconds at the defaults, the accuracy and log
-loss the mean over ``random_state`` 0, 1, 2 and the time the median of those fits (one
-thread), of
+column's nonzero entries have a mean square over 1000 times the median column's, on X
+with each column of larger entries than the median column's divided by their root mean
+square over the median's. One table: test accuracy / test log loss / fit milliseconds at
+the defaults, the accuracy and log loss the mean over ``random_state`` 0, 1, 2 and the
+time the median of those fits (one thread), of
 
 - ``ExtremeSoftmaxSGD()`` on X as given, this commit (and ``--before``: the same script
   run in a checkout of an earlier commit);

@@ -2051,7 +2051,7 @@ def test_columns_in_other_units_warm_start_and_callbacks_see_the_coefficients():
     recorder = Recorder()                     # its last model, scored on X as given, is fit's
     model = ExtremeSoftmaxSGD(random_state=0, average=False, shrink=False)
     model.set_callbacks(recorder).fit(X, y)
-    assert recorder.scores[-1] == model.score(X, y) > 0.7
+    assert recorder.scores[-1] == model.score(X, y) > 0.6
 
 
 @pytest.mark.parametrize("case", ["alpha", "n_weights", "partial_fit"])

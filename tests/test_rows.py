@@ -120,8 +120,8 @@ def test_column_stats_kernel_refuses_structures_outside_the_columns():
 def test_unit_factors_and_entry_scales_of_columns_in_other_units():
     """Both read each column's mean square of nonzero entries against the median column's
     and are None until one passes COLUMN_UNITS_CAP times it; then unit_factors brings the
-    columns above the cap down to it, entry_scales every column to the median (1 for a
-    column without an entry)."""
+    columns above the cap down to it, entry_scales every column above the median down to
+    it (1 for the others and for a column without an entry)."""
     squares = np.array([4.0, 1.0, 9.0, 0.0, 2.0])       # mean squares 2, 1, 3, -, 1
     counts = np.array([2.0, 1.0, 3.0, 0.0, 2.0])
     assert unit_factors(squares, counts) is None and entry_scales(squares, counts) is None
@@ -131,4 +131,4 @@ def test_unit_factors_and_entry_scales_of_columns_in_other_units():
     squares[2] = 3 * 1.5 * COLUMN_UNITS_CAP * median        # 1.5 cap x the median's
     np.testing.assert_allclose(unit_factors(squares, counts), [1, 1, np.sqrt(1.5), 1, 1])
     np.testing.assert_allclose(entry_scales(squares, counts), np.sqrt(
-        [2 / median, 1e-6 / median, 1.5 * COLUMN_UNITS_CAP, 1, 1 / median]))
+        [2 / median, 1, 1.5 * COLUMN_UNITS_CAP, 1, 1]))

@@ -177,8 +177,7 @@ def _scale_hint(xsq):
 
 def _divided_columns(X, scales):
     """A copy of validated X (C-ordered or CSR) with each column divided by its entry of
-    ``scales``, in X's dtype."""
-    scales = scales.astype(X.dtype)
+    ``scales`` (at least 1, in X's dtype)."""
     if not sp.issparse(X):
         return X / scales
     X = X.copy()
@@ -454,13 +453,13 @@ class ExtremeSoftmaxSGD(SparsekitClassifier):
     identifier, a timestamp, an amount in dollars beside features of unit scale) would set
     them alone, and the other columns' weights would barely move. Where some column's
     nonzero entries have a mean square over 1000 times the median column's, ``fit`` runs its
-    passes on X's columns each divided by its entries' root mean square over the median
-    column's, whose weights are the coefficients times those divisors (X is copied; the
-    objective is the same with ``alpha=0``, and ``coef_`` is the coefficients of X's own
-    columns): a column's units then change its coefficient, not the fit. With ``alpha > 0``
-    (the ridge is on the coefficients), ``n_weights`` (weights shared by columns) or in
-    ``partial_fit`` the passes run on X as given and a ``UserWarning`` names the column:
-    standardize the columns there.
+    passes on X with each column of larger entries than the median column's divided by
+    their root mean square over the median's, whose weights are the coefficients times
+    those divisors (X is copied; the objective is the same with ``alpha=0``, and ``coef_``
+    holds the coefficients of X's own columns): a column's units then change its
+    coefficient, not the fit. With ``alpha > 0`` (the ridge is on the coefficients),
+    ``n_weights`` (weights shared by columns) or in ``partial_fit`` the passes run on X as
+    given and a ``UserWarning`` names the column: standardize the columns there.
 
     A ``fit`` or ``partial_fit`` that fails (bad input, a floating-point overflow) leaves the
     estimator as it was. The explicit methods can overflow mid-pass: a ``partial_fit`` on
@@ -718,9 +717,10 @@ class ExtremeSoftmaxSGD(SparsekitClassifier):
         Where X's columns are in other units (:func:`~sparsekit.utils._rows.entry_scales`:
         some column's nonzero entries have a mean square over 1000 times the median
         column's, weighted as the rows), the steps, which follow the rows' norms, would
-        follow that column, and the others would barely move: the passes then run on X's
-        columns divided by their entries' root mean square over the median column's, and
-        their weights are the coefficients times those divisors. The objective does not
+        follow that column, and the others would barely move: the passes then run on X
+        with each column of larger entries than the median column's divided by their root
+        mean square over the median's (capped to X's dtype), and their weights are the
+        coefficients times those divisors. The objective does not
         change with alpha = 0; with ``alpha > 0`` (whose ridge is on the coefficients),
         hashed weights (shared by columns) or a stream (``streamed``: partial_fit) the
         passes run on X as given and the fit warns."""
@@ -742,7 +742,7 @@ class ExtremeSoftmaxSGD(SparsekitClassifier):
                 "run on X as given: standardize the columns (StandardScaler, or "
                 "MaxAbsScaler for sparse X).", UserWarning)
             return None
-        return scales
+        return np.minimum(scales, np.finfo(X.dtype).max).astype(X.dtype)
 
     def _initial_u(self, X, y_idx):
         K = len(self.classes_)
@@ -1010,7 +1010,7 @@ class ExtremeSoftmaxSGD(SparsekitClassifier):
         Xt = X
         if scales is not None:        # the passes' weights: the coefficients times scales
             Xt = _divided_columns(X, scales)
-            self._R[:, :X.shape[1]] *= scales.astype(self._R.dtype)
+            self._R[:, :X.shape[1]] *= scales
             self._publish()
         y_idx = y_idx.astype(np.intp)
         rows = SGDRows.of(Xt, self._R.dtype, self._bias)
@@ -1065,7 +1065,7 @@ class ExtremeSoftmaxSGD(SparsekitClassifier):
         self.shrink_ = (self._shrink(Xt, y_idx, sample_weight)
                         if self._shrinks(len(classes)) else 1.0)
         if scales is not None:
-            self._R[:, :X.shape[1]] /= scales.astype(self._R.dtype)
+            self._R[:, :X.shape[1]] /= scales
             self._publish()
         if self.shrink_ < 1.0:
             changes.append(f"scaled by {self.shrink_:.4g}")

@@ -99,12 +99,13 @@ def unit_factors(squares, counts):
 
 
 def entry_scales(squares, counts):
-    """Each column's root mean square of its nonzero entries over the median column's
-    (1 for a column without one), or None when X's columns are in about the same units
-    (none passes COLUMN_UNITS_CAP times the median in mean square): X divided by them
-    column by column has columns of one entry scale."""
+    """Each column's root mean square of its nonzero entries over the median column's, at
+    least 1, or None when X's columns are in about the same units (none passes
+    COLUMN_UNITS_CAP times the median in mean square): X divided by them column by column
+    has no column of larger entries than the median column's (columns of smaller ones are
+    left, so that the division never enlarges an entry)."""
     found = _entry_mean_squares(squares, counts)
     if found is None:
         return None
     means, median = found
-    return np.sqrt(np.where(means > 0, means / median, 1.0))
+    return np.sqrt(np.maximum(means / median, 1.0))
