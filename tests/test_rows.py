@@ -132,3 +132,15 @@ def test_unit_factors_and_entry_scales_of_columns_in_other_units():
     np.testing.assert_allclose(unit_factors(squares, counts), [1, 1, np.sqrt(1.5), 1, 1])
     np.testing.assert_allclose(entry_scales(squares, counts), np.sqrt(
         [2 / median, 1, 1.5 * COLUMN_UNITS_CAP, 1, 1]))
+
+
+def test_units_of_columns_whose_squares_underflow_are_unknown():
+    """A median column whose mean square is 0 or subnormal (entries below ~1e-154) tells no
+    units: None, not inf or NaN factors; the ratios are capped to float64's largest."""
+    counts = np.ones(4)
+    for median in (0.0, 1e-310):
+        squares = np.array([median, median, median, 1.0])
+        assert unit_factors(squares, counts) is None and entry_scales(squares, counts) is None
+    squares = np.array([1e-300, 1e-300, 1e-300, 1e300])
+    for factors in (unit_factors(squares, counts), entry_scales(squares, counts)):
+        assert np.all(np.isfinite(factors)) and factors[3] > 1e150

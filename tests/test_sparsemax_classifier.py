@@ -683,6 +683,18 @@ def test_a_column_in_other_units_does_not_set_the_scale(sparse):
 
 
 @pytest.mark.parametrize("sparse", [False, True])
+def test_columns_whose_squares_underflow_beside_others_fit(sparse):
+    """Most columns of entries ~1e-170 (squares 0 in float64) beside two of unit scale:
+    the median column's mean square is 0, so no column counts as in other units (before,
+    every factor was inf or NaN and the fit ended in "non-finite coefficients")."""
+    X, y = _blobs(d=6)
+    X = X * np.where(np.arange(6) < 4, 1e-170, 1.0)
+    given = sp.csr_matrix if sparse else np.asarray
+    fit = SparsemaxClassifier().fit(given(X), y)
+    assert np.all(np.isfinite(fit.coef_)) and fit.score(given(X), y) > 0.5
+
+
+@pytest.mark.parametrize("sparse", [False, True])
 def test_entries_whose_squares_underflow_are_refused(sparse):
     """The weight scale is the root-mean-square of X's entries: below ~1e-154 the squares
     underflow float64 and the fit would be the fit of X = 0 (before, silently). float32

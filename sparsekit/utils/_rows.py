@@ -69,20 +69,22 @@ def scale_sums_of(squares, counts, total_weight):
 COLUMN_UNITS_CAP = 1000.0
 
 
-def _entry_mean_squares(squares, counts):
-    """``(m, median)``: each column's mean square of its nonzero entries ``m_j = squares_j
-    / counts_j`` (0 without one; the columns' weighted sums of :func:`weighted_column_stats`)
-    and the median of those of the columns with one, or None when no column has one or no
-    column's passes COLUMN_UNITS_CAP times that median."""
+def _entry_ratios(squares, counts):
+    """Each column's mean square of its nonzero entries ``m_j = squares_j / counts_j`` (0
+    without one; the columns' weighted sums of :func:`weighted_column_stats`) over the
+    median of those of the columns with one (at most float64's largest), or None when no
+    column's passes COLUMN_UNITS_CAP times that median, or when the median is 0 or
+    subnormal (entries below ~1e-154, whose squares underflow: their units unknown)."""
     stored = counts > 0
     if not stored.any():
         return None
     means = np.zeros_like(squares)
     means[stored] = squares[stored] / counts[stored]
     median = float(np.median(means[stored]))
-    if np.all(means <= COLUMN_UNITS_CAP * median):
+    if not median >= np.finfo(np.float64).tiny or np.all(means <= COLUMN_UNITS_CAP * median):
         return None
-    return means, median
+    with np.errstate(over="ignore"):
+        return np.minimum(means / median, np.finfo(np.float64).max)
 
 
 def unit_factors(squares, counts):
@@ -91,11 +93,8 @@ def unit_factors(squares, counts):
     every factor is 1: a column in other units than most (an identifier, a timestamp or an
     income among features of unit scale) counts as if its entries were of the cap's size
     (its squares divided by the factor squared)."""
-    found = _entry_mean_squares(squares, counts)
-    if found is None:
-        return None
-    means, median = found
-    return np.sqrt(np.maximum(means / (COLUMN_UNITS_CAP * median), 1.0))
+    ratios = _entry_ratios(squares, counts)
+    return None if ratios is None else np.sqrt(np.maximum(ratios / COLUMN_UNITS_CAP, 1.0))
 
 
 def entry_scales(squares, counts):
@@ -104,8 +103,5 @@ def entry_scales(squares, counts):
     COLUMN_UNITS_CAP times the median in mean square): X divided by them column by column
     has no column of larger entries than the median column's (columns of smaller ones are
     left, so that the division never enlarges an entry)."""
-    found = _entry_mean_squares(squares, counts)
-    if found is None:
-        return None
-    means, median = found
-    return np.sqrt(np.maximum(means / median, 1.0))
+    ratios = _entry_ratios(squares, counts)
+    return None if ratios is None else np.sqrt(np.maximum(ratios, 1.0))
