@@ -1,0 +1,59 @@
+"""Input checks shared by the estimators (sparse structures: test_sparse_input_structure)."""
+import warnings
+
+import numpy as np
+import pandas as pd
+import pytest
+from sklearn.exceptions import ConvergenceWarning
+
+from sparsekit import (ExtremeSoftmaxSGD, L1LogisticOBA, L1LogisticOBACV, SparsemaxClassifier,
+                       SparsemaxClassifierCV)
+from sparsekit.utils._validation import check_no_time_columns
+
+ESTIMATORS = [L1LogisticOBA, SparsemaxClassifier, ExtremeSoftmaxSGD,
+              lambda: L1LogisticOBACV(Cs=2, cv=2), lambda: SparsemaxClassifierCV(alphas=2, cv=2)]
+
+
+def _table(column):
+    return pd.DataFrame({"a": np.arange(8.0), "b": np.arange(8.0) % 3, "when": column})
+
+
+@pytest.mark.parametrize("column, says", [
+    (pd.date_range("2020", periods=8), r"column 'when' holds dates \(datetime64"),
+    (pd.date_range("2020", periods=8, tz="UTC"), r"holds dates \(datetime64\[.*, UTC\]\)"),
+    (pd.to_timedelta(np.arange(8), unit="s"), r"holds durations \(timedelta64.*total_seconds"),
+])
+@pytest.mark.parametrize("make", ESTIMATORS)
+def test_dates_and_durations_are_named_at_fit_and_predict(make, column, says):
+    """A DataFrame column of dates or durations is refused naming the column and what to
+    do (scikit-learn's conversion reports NumPy's "DType could not be promoted")."""
+    y = np.arange(8) % 2
+    warnings.simplefilter("ignore", ConvergenceWarning)     # 8 rows, random labels
+    with pytest.raises(ValueError, match=says) as refused:
+        make().fit(_table(column), y)
+    assert "takes numbers: convert it first" in str(refused.value)
+    model = make().fit(_table(np.arange(8.0)), y)
+    with pytest.raises(ValueError, match=says):
+        model.predict(_table(column))
+
+
+def test_time_arrays_and_arrow_timestamps_are_named():
+    dates = np.array(pd.date_range("2020", periods=4)).reshape(-1, 1)
+    with pytest.raises(ValueError, match=r"^X holds dates .* convert them first"):
+        check_no_time_columns(dates, "L1LogisticOBA")
+    arrow = _table(pd.date_range("2020", periods=8)).astype({"when": "timestamp[ns][pyarrow]"})
+    with pytest.raises(ValueError, match=r"column 'when' holds dates \(timestamp\[ns\]"):
+        check_no_time_columns(arrow, "L1LogisticOBA")
+    for fine in (np.zeros((3, 2)), _table(np.arange(8.0)), [[1, 2]], None):
+        check_no_time_columns(fine, "L1LogisticOBA")
+
+
+@pytest.mark.parametrize("make", [L1LogisticOBA, SparsemaxClassifier])
+def test_dates_in_a_dask_dataframe_are_named(make):
+    """Refused from the frame's column types, before any partition is computed (the
+    partitions' conversion raised NumPy's promotion error)."""
+    dd = pytest.importorskip("dask.dataframe")
+    X = dd.from_pandas(_table(pd.date_range("2020", periods=8)), npartitions=2)
+    y = dd.from_pandas(pd.Series(np.arange(8) % 2), npartitions=2)
+    with pytest.raises(ValueError, match="column 'when' holds dates"):
+        make().fit(X, y)
