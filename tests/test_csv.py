@@ -601,12 +601,44 @@ def test_parquet_files_are_read_with_their_columns_types(tmp_path):
     np.testing.assert_array_equal(X[:, 3:5], np.c_[np.arange(40) == 3, np.arange(40) == 5])
     for k, city in enumerate(["Lyon", "Oslo", "Turin"]):
         np.testing.assert_array_equal(X[:, 5 + k], frame["city"] == city)
-    # the same table written as CSV reads to the same matrix but for the dates (text there)
+    # the same table written as CSV reads to the same matrix, its ISO dates as seconds too
     frame.loc[5, "member"] = False                  # (a CSV's boolean column has no gap)
     frame.to_parquet(path)
-    frame.drop(columns="joined").to_csv(tmp_path / "churn.csv", index=False)
-    np.testing.assert_allclose(read_csv(tmp_path / "churn.csv").X.toarray(),
-                               np.delete(read_csv(path).X.toarray(), 2, axis=1), atol=1e-12)
+    frame.to_csv(tmp_path / "churn.csv", index=False)
+    as_csv = read_csv(tmp_path / "churn.csv")
+    assert "(1 of dates or durations, in seconds)" in as_csv.note
+    np.testing.assert_allclose(as_csv.X.toarray(), read_csv(path).X.toarray(), atol=1e-12)
+
+
+def test_iso_dates_in_text_columns_are_seconds(tmp_path):
+    """A CSV column whose every value is an ISO 8601 date (a time and an offset optional, a
+    gap missing) is read as seconds since its first, as a typed date column is (it was
+    one-hot encoded as an identifier, one column a date); a column with one value that is
+    not a date, or a day that does not exist, stays text."""
+    n = 30
+    when = pd.date_range("2023-03-01", periods=n, freq="7D")
+    frame = pd.DataFrame({"when": when.strftime("%Y-%m-%d"), "x": np.arange(n) % 4,
+                          "y": np.arange(n) % 2})
+    frame.loc[4, "when"] = ""
+    frame.to_csv(tmp_path / "dated.csv", index=False)
+    data = read_csv(tmp_path / "dated.csv")
+    assert data.note == ("label 'y'; 2 numeric columns standardized (1 missing value(s) in 1 "
+                         "of them set to the column's median, 1 0/1 column marking where) "
+                         "(1 of dates or durations, in seconds)")
+    days = np.arange(n, dtype=float) * 7
+    days[4] = np.median(np.delete(days, 4))
+    np.testing.assert_allclose(data.X[:, 0], (days - days.mean()) / days.std(), atol=1e-12)
+    stamps = ["2023-03-01T08:00:00Z", "2023-03-01 10:30+02:00", "2023-03-02T00:00:00.5"]
+    frame = pd.DataFrame({"when": stamps * 10, "y": [0, 1, 1] * 10})
+    frame.to_csv(tmp_path / "stamps.csv", index=False)
+    seconds = np.array([8 * 3600, 8.5 * 3600, 24 * 3600 + 0.5] * 10) - 8 * 3600
+    np.testing.assert_allclose(read_csv(tmp_path / "stamps.csv").X[:, 0],
+                               (seconds - seconds.mean()) / seconds.std(), atol=1e-12)
+    for odd in ("soon", "2023-02-30"):
+        frame = pd.DataFrame({"when": ["2023-03-01", odd, "2023-03-03"] * 4,
+                              "y": [0, 1, 1] * 4})
+        frame.to_csv(tmp_path / "odd.csv", index=False)
+        assert "text column one-hot encoded into 3" in read_csv(tmp_path / "odd.csv").note
 
 
 def test_a_parquet_test_file_is_read_by_column_names(tmp_path):
@@ -804,9 +836,8 @@ def test_a_workbooks_sheet_is_read_as_its_csv_file(tmp_path, ending, engine):
     X = data.X.toarray()
     days = (frame["joined"] - frame["joined"].min()).dt.days.to_numpy(float)
     np.testing.assert_allclose(X[:, 2], (days - days.mean()) / days.std(), atol=1e-12)
-    frame.drop(columns="joined").to_csv(tmp_path / "churn.csv", index=False)  # dates: text
-    np.testing.assert_allclose(np.delete(X, 2, axis=1),
-                               read_csv(tmp_path / "churn.csv").X.toarray(), atol=1e-12)
+    frame.to_csv(tmp_path / "churn.csv", index=False)            # its dates: ISO text
+    np.testing.assert_allclose(X, read_csv(tmp_path / "churn.csv").X.toarray(), atol=1e-12)
     frame.loc[12, "churn"] = np.nan
     _workbook(path, {"Customers": frame}, title="Churn, 2024", engine=engine)
     # rows 1-2 the title, 3 the header, 4-13 frame rows 0-9, 14 blank, 15 frame row 10

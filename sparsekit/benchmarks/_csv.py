@@ -77,6 +77,11 @@ NOT_TEXT = {b"PK\x03\x04": "a zip archive (an Excel or OpenDocument workbook, or
             b"PAR1": "a Parquet file", b"\x1f\x8b": "gzip-compressed data",
             b"\xfd7zXZ": "xz-compressed data", b"BZh": "bzip2-compressed data"}
 #: cells read as missing values (pandas' defaults among them, and UCI's ``?``)
+#: a text cell that reads as a date: ISO 8601's calendar date, a time of day after it
+#: (``T`` or a space) and a UTC offset or ``Z`` optional (what databases and pandas write)
+ISO_DATE = re.compile(r"\d{4}-\d{2}-\d{2}([T ]\d{2}:\d{2}(:\d{2}(\.\d+)?)?)?"
+                      r"(Z|[+-]\d{2}:?\d{2})?")
+
 MISSING_MARKS = {"", "?", "NA", "N/A", "n/a", "NaN", "nan", "null", "NULL", "None", "#N/A"}
 #: a column of numbers with at most this many distinct other words holds marks of missing
 #: values (``-``, ``n.a.``, ``unknown``), read as missing; with more, it is a column of codes
@@ -222,7 +227,10 @@ def read_csv(path, label=None, test=None, drop=(), sheet=None, test_sheet=None):
     separated by commas, are a label set's columns (each 0/1, true/false or yes/no: a row's
     labels are its columns that hold 1), and a JSON or Parquet column of lists holds label
     sets, as does a text column of list literals (``['a', 'b']``) or of labels separated by
-    ``|`` that recombine (``Comedy|Drama``). Raises ValueError with a message for
+    ``|`` that recombine (``Comedy|Drama``). Dates and durations become seconds (dates
+    since the column's first): typed ones (Parquet, JSON, workbooks) and text columns
+    whose every value is an ISO 8601 date (``2024-03-01``, a time and an offset
+    optional). Raises ValueError with a message for
     the user when the file cannot be read, the label column does not exist, a label is
     missing, or a number is too large to standardize.
     """
@@ -276,6 +284,7 @@ def read_csv(path, label=None, test=None, drop=(), sheet=None, test_sheet=None):
     if features.shape[1] == 0:
         raise ValueError(f"{str(path)!r}: no feature column with a value beside the label")
     grouped, marks = _read_text_numbers(features, decimal)
+    _read_text_dates(features, pd)
     times = _read_times(features, pd)
     numeric = [c for c in features if pd.api.types.is_numeric_dtype(features[c])
                or pd.api.types.is_bool_dtype(features[c])]
@@ -695,6 +704,26 @@ def _read_text_numbers(frame, decimal):
             if words:
                 marks[c] = words
     return grouped, marks
+
+
+def _read_text_dates(frame, pd):
+    """Convert, in place, the text columns of ``frame`` whose every value is an ISO 8601
+    date (:data:`ISO_DATE`; a missing one NaT) to datetime64, in UTC where a value carries
+    an offset, so that :func:`_read_times` makes them seconds; a column with a value that
+    is not a valid date stays text."""
+    for c in frame:
+        column = frame[c]
+        if pd.api.types.is_numeric_dtype(column) or pd.api.types.is_bool_dtype(column):
+            continue
+        values = column.dropna()
+        if values.empty or not all(isinstance(v, str) and ISO_DATE.fullmatch(v.strip())
+                                   for v in values):
+            continue
+        zoned = values.str.strip().str.contains(r"(?:Z|[+-]\d{2}:?\d{2})$", regex=True).any()
+        try:
+            frame[c] = pd.to_datetime(column.str.strip(), format="ISO8601", utc=bool(zoned))
+        except (ValueError, OverflowError):         # a day that does not exist: text
+            continue
 
 
 def _read_times(frame, pd):
