@@ -634,6 +634,12 @@ def test_iso_dates_in_text_columns_are_seconds(tmp_path):
     seconds = np.array([8 * 3600, 8.5 * 3600, 24 * 3600 + 0.5] * 10) - 8 * 3600
     np.testing.assert_allclose(read_csv(tmp_path / "stamps.csv").X[:, 0],
                                (seconds - seconds.mean()) / seconds.std(), atol=1e-12)
+    frame = pd.DataFrame({"when": when.strftime("%m/%d/%Y"), "y": np.arange(n) % 2})
+    frame.to_csv(tmp_path / "us.csv", index=False)          # day and month either way round
+    with pytest.warns(UserWarning, match=r"the text column 'when' has 30 distinct values in "
+                                         r"30 rows \(dates such as '03/01/2023'\? only ISO "
+                                         r"8601 dates, 2024-03-01, are read as seconds"):
+        assert "text column one-hot encoded into 30" in read_csv(tmp_path / "us.csv").note
     for odd in ("soon", "2023-02-30"):
         frame = pd.DataFrame({"when": ["2023-03-01", odd, "2023-03-03"] * 4,
                               "y": [0, 1, 1] * 4})

@@ -82,6 +82,10 @@ NOT_TEXT = {b"PK\x03\x04": "a zip archive (an Excel or OpenDocument workbook, or
 ISO_DATE = re.compile(r"\d{4}-\d{2}-\d{2}([T ]\d{2}:\d{2}(:\d{2}(\.\d+)?)?)?"
                       r"(Z|[+-]\d{2}:?\d{2})?")
 
+#: ... and one in another order (03/01/2024, 1.3.24), whose day and month may be either
+#: way round: read as text, the identifiers' warning says so
+OTHER_DATE = re.compile(r"\d{1,2}[/.-]\d{1,2}[/.-](\d{2}|\d{4})([T ]\d{1,2}:\d{2}(:\d{2})?)?")
+
 MISSING_MARKS = {"", "?", "NA", "N/A", "n/a", "NaN", "nan", "null", "NULL", "None", "#N/A"}
 #: a column of numbers with at most this many distinct other words holds marks of missing
 #: values (``-``, ``n.a.``, ``unknown``), read as missing; with more, it is a column of codes
@@ -844,8 +848,14 @@ def _warn_identifiers(frame, path):
     for c in frame:
         distinct = frame[c].nunique(dropna=False)
         if distinct > max(MAX_DISTINCT_SHARE * len(frame), MIN_WARNED_DISTINCT):
+            values = frame[c].dropna().astype(str).str.strip()
+            what = "an identifier?"
+            if values.size and values.str.fullmatch(OTHER_DATE.pattern).all():
+                what = (f"dates such as {values.iloc[0]!r}? only ISO 8601 dates, "
+                        "2024-03-01, are read as seconds: day and month here may be either "
+                        "way round")
             warnings.warn(f"{str(path)!r}: the text column {c!r} has {distinct} distinct "
-                          f"values in {len(frame)} rows (an identifier?): each becomes a "
+                          f"values in {len(frame)} rows ({what}): each becomes a "
                           f"one-hot column; --drop {c} leaves it out", UserWarning,
                           stacklevel=3)
 
