@@ -8,7 +8,7 @@ from sklearn.exceptions import ConvergenceWarning
 
 from sparsekit import (ExtremeSoftmaxSGD, L1LogisticOBA, L1LogisticOBACV, SparsemaxClassifier,
                        SparsemaxClassifierCV)
-from sparsekit.utils._validation import check_no_time_columns
+from sparsekit.utils._validation import check_column_kinds
 
 ESTIMATORS = [L1LogisticOBA, SparsemaxClassifier, ExtremeSoftmaxSGD,
               lambda: L1LogisticOBACV(Cs=2, cv=2), lambda: SparsemaxClassifierCV(alphas=2, cv=2)]
@@ -40,12 +40,30 @@ def test_dates_and_durations_are_named_at_fit_and_predict(make, column, says):
 def test_time_arrays_and_arrow_timestamps_are_named():
     dates = np.array(pd.date_range("2020", periods=4)).reshape(-1, 1)
     with pytest.raises(ValueError, match=r"^X holds dates .* convert them first"):
-        check_no_time_columns(dates, "L1LogisticOBA")
+        check_column_kinds(dates, "L1LogisticOBA")
     arrow = _table(pd.date_range("2020", periods=8)).astype({"when": "timestamp[ns][pyarrow]"})
     with pytest.raises(ValueError, match=r"column 'when' holds dates \(timestamp\[ns\]"):
-        check_no_time_columns(arrow, "L1LogisticOBA")
+        check_column_kinds(arrow, "L1LogisticOBA")
     for fine in (np.zeros((3, 2)), _table(np.arange(8.0)), [[1, 2]], None):
-        check_no_time_columns(fine, "L1LogisticOBA")
+        check_column_kinds(fine, "L1LogisticOBA")
+
+
+@pytest.mark.parametrize("column", [["Oslo", "Rome"] * 4,
+                                    pd.Categorical(["Oslo", "Rome"] * 4),
+                                    pd.array(["1", "2", "3", "Oslo"] * 2, dtype="string")])
+@pytest.mark.parametrize("make", ESTIMATORS)
+def test_text_columns_are_named(make, column):
+    """A DataFrame's text column is refused naming it, its first value that is not a
+    number and the encoders (scikit-learn's conversion said "could not convert string to
+    float: 'Oslo'"); numbers written as text, categories of numbers and gaps pass as they
+    do in scikit-learn."""
+    y = np.arange(8) % 2
+    with pytest.raises(ValueError, match=r"X's column 'when' holds text \('Oslo'\); .* "
+                                         r"takes numbers: encode it first \(OneHotEncoder"):
+        make().fit(_table(column), y)
+    for numbers in (["1", "2.5"] * 4, pd.Categorical([1, 2] * 4), [True, False] * 4):
+        check_column_kinds(_table(pd.Series(numbers, dtype=object)), "L1LogisticOBA")
+    check_column_kinds(_table(["1", None] * 4), "L1LogisticOBA")
 
 
 @pytest.mark.parametrize("make", [L1LogisticOBA, SparsemaxClassifier])

@@ -15,7 +15,7 @@ from sparsekit.losses._dask_datafit import (DaskDatafit, each_partition, finishe
                                            kept_weights, on_threads, shared_argument,
                                            thread_layout)
 from sparsekit.utils._rows import weighted_scale_sums
-from sparsekit.utils._validation import check_entry_magnitude, check_no_time_columns
+from sparsekit.utils._validation import check_entry_magnitude, check_column_kinds
 
 
 def is_dask_collection(obj):
@@ -249,7 +249,7 @@ class DaskRows:
         import dask.array as da
         from distributed import default_client
 
-        check_no_time_columns(X)            # (the frame's meta: NumPy's promotion error)
+        check_column_kinds(X)            # (the frame's meta: NumPy's promotion error)
         X = _as_dask_array(X)
         if not isinstance(X, da.Array):
             raise TypeError("fit takes a dask array or DataFrame for X, got "

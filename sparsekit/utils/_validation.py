@@ -136,32 +136,50 @@ def validate_input(estimator, X, y="no_validation", **check_params):
     The entry point of every estimator's input; returns what ``validate_data`` returns."""
     check_sparse_structure(X)
     check_sparse_structure(y, "y")
-    check_no_time_columns(X, type(estimator).__name__)
+    check_column_kinds(X, type(estimator).__name__)
     out = validate_data(estimator, X, y, **check_params)
     if isinstance(out, tuple):
         return tuple(checked_sparse(v, n) for v, n in zip(out, ("X", "y")))
     return checked_sparse(out)
 
 
-def check_no_time_columns(X, model="the model"):
+def check_column_kinds(X, model="the model"):
     """Raise a ``ValueError`` naming the column when X (a pandas or dask DataFrame, a NumPy or
-    dask array) holds
-    dates or durations (datetime64, timedelta64, time-zone-aware or Arrow timestamps), which
-    scikit-learn's conversion reports as NumPy's "DType could not be promoted" error."""
+    dask array) holds dates or durations (datetime64, timedelta64, time-zone-aware or Arrow
+    timestamps), or when a pandas DataFrame's text column holds a value that is not a
+    number: scikit-learn's conversion reports the first as NumPy's "DType could not be
+    promoted" and the second as "could not convert string to float", without the column."""
     dtypes = getattr(X, "dtypes", None)
     columns = (list(dtypes.items()) if hasattr(dtypes, "items")
                else [(None, getattr(X, "dtype", None))])
     for name, dtype in columns:
         kind = getattr(dtype, "kind", None)
-        if kind not in ("M", "m"):
-            continue
         where = "X" if name is None else f"X's column {name!r}"
-        what, how = (("dates", "seconds since a date, or the year, month and weekday as "
-                      "columns") if kind == "M" else ("durations", "seconds, e.g. pandas' "
-                                                      ".dt.total_seconds()"))
         them = "them" if name is None else "it"
-        raise ValueError(f"{where} holds {what} ({dtype}); {model} takes numbers: convert "
-                         f"{them} first ({how}) or drop {them}")
+        if kind in ("M", "m"):
+            what, how = (("dates", "seconds since a date, or the year, month and weekday as "
+                          "columns") if kind == "M" else ("durations", "seconds, e.g. pandas' "
+                                                          ".dt.total_seconds()"))
+            raise ValueError(f"{where} holds {what} ({dtype}); {model} takes numbers: convert "
+                             f"{them} first ({how}) or drop {them}")
+        if name is not None and kind == "O" and not hasattr(X, "compute"):   # pandas' text
+            text = _first_text(X[name])
+            if text is not None:
+                raise ValueError(
+                    f"{where} holds text ({text!r}); {model} takes numbers: encode it first "
+                    "(OneHotEncoder for categories, TfidfVectorizer for free text, in a "
+                    "ColumnTransformer) or drop it")
+
+
+def _first_text(column):
+    """The first value of a pandas column (of objects, strings or categories) that is
+    neither missing nor a number as scikit-learn converts it, or None."""
+    import pandas as pd
+
+    values = column.dropna()
+    numbers = pd.to_numeric(values.astype(object), errors="coerce")
+    text = values[numbers.isna().to_numpy()]
+    return None if text.empty else text.iloc[0]
 
 
 def checked_sparse(X, name="X"):
