@@ -66,6 +66,30 @@ def test_text_columns_are_named(make, column):
     check_column_kinds(_table(["1", None] * 4), "L1LogisticOBA")
 
 
+@pytest.mark.parametrize("make", ESTIMATORS)
+def test_polars_frames_fit_as_pandas_frames_and_their_text_is_named(make):
+    """A polars DataFrame fits and predicts as the pandas frame of its values (scikit-learn
+    converts it; its column names kept); a text or categorical column is refused naming
+    it, numbers written as text pass."""
+    pl = pytest.importorskip("polars")
+    table = _table(np.arange(8.0) * 1.5)
+    y = np.arange(8) % 2
+    warnings.simplefilter("ignore", ConvergenceWarning)
+    def seeded():
+        est = make()
+        return est.set_params(random_state=0) if "random_state" in est.get_params() else est
+    fitted = seeded().fit(pl.from_pandas(table), y)
+    expected = seeded().fit(table, y)
+    assert list(fitted.feature_names_in_) == ["a", "b", "when"]
+    np.testing.assert_allclose(fitted.predict_proba(pl.from_pandas(table)),
+                               expected.predict_proba(table), rtol=1e-12, atol=1e-12)
+    for text in (pl.Series(["Oslo", "Rome"] * 4),
+                 pl.Series(["1", "2", "Oslo", None] * 2, dtype=pl.Categorical)):
+        with pytest.raises(ValueError, match=r"column 'when' holds text \('Oslo'\)"):
+            make().fit(pl.from_pandas(table).with_columns(when=text), y)
+    check_column_kinds(pl.from_pandas(table).with_columns(when=pl.Series(["1", "2.5"] * 4)))
+
+
 @pytest.mark.parametrize("make", [L1LogisticOBA, SparsemaxClassifier])
 def test_dates_in_a_dask_dataframe_are_named(make):
     """Refused from the frame's column types, before any partition is computed (the

@@ -149,6 +149,8 @@ def check_column_kinds(X, model="the model"):
     timestamps), or when a pandas DataFrame's text column holds a value that is not a
     number: scikit-learn's conversion reports the first as NumPy's "DType could not be
     promoted" and the second as "could not convert string to float", without the column."""
+    if type(X).__module__.startswith("polars"):
+        return _check_polars_text(X, model)
     dtypes = getattr(X, "dtypes", None)
     columns = (list(dtypes.items()) if hasattr(dtypes, "items")
                else [(None, getattr(X, "dtype", None))])
@@ -169,6 +171,23 @@ def check_column_kinds(X, model="the model"):
                     f"{where} holds text ({text!r}); {model} takes numbers: encode it first "
                     "(OneHotEncoder for categories, TfidfVectorizer for free text, in a "
                     "ColumnTransformer) or drop it")
+
+
+def _check_polars_text(X, model):
+    """:func:`check_column_kinds` of a polars DataFrame: its text columns (polars turns
+    its dates into numbers for scikit-learn)."""
+    import polars as pl
+
+    for name, dtype in X.schema.items():
+        if isinstance(dtype, (pl.String, pl.Categorical, pl.Enum)):
+            column = X.get_column(name).cast(pl.String)
+            numbers = column.cast(pl.Float64, strict=False)
+            text = column.filter(numbers.is_null() & column.is_not_null())
+            if len(text):
+                raise ValueError(
+                    f"X's column {name!r} holds text ({text[0]!r}); {model} takes numbers: "
+                    "encode it first (OneHotEncoder for categories, TfidfVectorizer for "
+                    "free text, in a ColumnTransformer) or drop it")
 
 
 def _first_text(column):
