@@ -76,7 +76,6 @@ NOT_TEXT = {b"PK\x03\x04": "a zip archive (an Excel or OpenDocument workbook, or
             b"\xd0\xcf\x11\xe0": "an Office document (an Excel 97-2003 workbook, .xls?)",
             b"PAR1": "a Parquet file", b"\x1f\x8b": "gzip-compressed data",
             b"\xfd7zXZ": "xz-compressed data", b"BZh": "bzip2-compressed data"}
-#: cells read as missing values (pandas' defaults among them, and UCI's ``?``)
 #: a text cell that reads as a date: ISO 8601's calendar date, a time of day after it
 #: (``T`` or a space) and a UTC offset or ``Z`` optional (what databases and pandas write)
 ISO_DATE = re.compile(r"\d{4}-\d{2}-\d{2}([T ]\d{2}:\d{2}(:\d{2}(\.\d+)?)?)?"
@@ -86,6 +85,7 @@ ISO_DATE = re.compile(r"\d{4}-\d{2}-\d{2}([T ]\d{2}:\d{2}(:\d{2}(\.\d+)?)?)?"
 #: way round: read as text, the identifiers' warning says so
 OTHER_DATE = re.compile(r"\d{1,2}[/.-]\d{1,2}[/.-](\d{2}|\d{4})([T ]\d{1,2}:\d{2}(:\d{2})?)?")
 
+#: cells read as missing values (pandas' defaults among them, and UCI's ``?``)
 MISSING_MARKS = {"", "?", "NA", "N/A", "n/a", "NaN", "nan", "null", "NULL", "None", "#N/A"}
 #: a column of numbers with at most this many distinct other words holds marks of missing
 #: values (``-``, ``n.a.``, ``unknown``), read as missing; with more, it is a column of codes

@@ -154,7 +154,7 @@ def check_column_kinds(X, model="the model"):
     dtypes = getattr(X, "dtypes", None)
     columns = (list(dtypes.items()) if hasattr(dtypes, "items")
                else [(None, getattr(X, "dtype", None))])
-    for name, dtype in columns:
+    for position, (name, dtype) in enumerate(columns):
         kind = getattr(dtype, "kind", None)
         where = "X" if name is None else f"X's column {name!r}"
         them = "them" if name is None else "it"
@@ -165,11 +165,12 @@ def check_column_kinds(X, model="the model"):
             raise ValueError(f"{where} holds {what} ({dtype}); {model} takes numbers: convert "
                              f"{them} first ({how}) or drop {them}")
         if name is not None and kind == "O" and not hasattr(X, "compute"):   # pandas' text
-            text = _first_text(X[name])
+            text = _first_text(X.iloc[:, position])
             if text is not None:
+                what = "text" if isinstance(text, str) else "values that are not numbers"
                 raise ValueError(
-                    f"{where} holds text ({text!r}); {model} takes numbers: encode it first "
-                    "(OneHotEncoder for categories, TfidfVectorizer for free text, in a "
+                    f"{where} holds {what} ({text!r}); {model} takes numbers: encode it "
+                    "first (OneHotEncoder for categories, TfidfVectorizer for free text, in a "
                     "ColumnTransformer) or drop it")
 
 
