@@ -2054,21 +2054,51 @@ def test_columns_in_other_units_warm_start_and_callbacks_see_the_coefficients():
     assert recorder.scores[-1] == model.score(X, y) > 0.6
 
 
-@pytest.mark.parametrize("case", ["alpha", "n_weights", "partial_fit"])
+@pytest.mark.parametrize("case", ["alpha", "n_weights"])
 def test_columns_in_other_units_warn_where_the_passes_keep_X(case):
-    """Where the passes run on X as given (a ridge on the coefficients, hashed weights, a
-    stream), the fit warns, naming the column."""
+    """Where the passes run on X as given (a ridge on the coefficients, hashed weights),
+    the fit warns, naming the column."""
     import pandas as pd
     X, y = _mixed_units(200)
     X = pd.DataFrame(X, columns=[f"f{j}" for j in range(6)] + ["timestamp", "tiny"])
-    with pytest.warns(UserWarning, match=r"column 'timestamp'.* With (alpha > 0|n_weights|"
-                                         r"partial_fit).*StandardScaler"):
-        if case == "partial_fit":
-            ExtremeSoftmaxSGD().partial_fit(X, y, classes=[0, 1, 2])
-        else:
-            ExtremeSoftmaxSGD(**{"alpha": {"alpha": 1e-3},
-                                 "n_weights": {"n_weights": 64}}[case]).fit(X, y)
+    with pytest.warns(UserWarning, match=r"column 'timestamp'.* With (alpha > 0|n_weights)"
+                                         r".*StandardScaler"):
+        ExtremeSoftmaxSGD(**{"alpha": {"alpha": 1e-3},
+                             "n_weights": {"n_weights": 64}}[case]).fit(X, y)
     with warnings.catch_warnings():
         warnings.simplefilter("error", UserWarning)   # columns of one scale: no warning
         ExtremeSoftmaxSGD(alpha=1e-3).fit(X.iloc[:, :6], y)
         ExtremeSoftmaxSGD().fit(X, y)                  # divided: no warning either
+        ExtremeSoftmaxSGD().partial_fit(X, y, classes=[0, 1, 2])
+
+
+def test_a_stream_divides_its_chunks_as_its_first():
+    """partial_fit divides every chunk by the divisors of its first (or of the fit it
+    continues): a column's units change its coefficient, not the stream (before, the
+    stream stayed near the class frequencies and warned); a call that fails leaves the
+    coefficients as they were; a tiny step after a fit keeps its coefficients."""
+    X, y = _mixed_units()
+    units = np.ones(X.shape[1])
+    units[[0, 6]] = [1e6, 1e-3]
+    streams = []
+    for given in (X, X * units):
+        stream = ExtremeSoftmaxSGD(random_state=0)
+        for _ in range(2):
+            for chunk in np.array_split(np.arange(len(y)), 6):
+                stream.partial_fit(given[chunk], y[chunk], classes=[0, 1, 2])
+        streams.append(stream)
+    assert streams[0].score(X, y) > 0.7           # 0.34 before: the class frequencies
+    np.testing.assert_allclose(streams[1].coef_ * units, streams[0].coef_, rtol=1e-5,
+                               atol=1e-9)
+    before = streams[0].coef_.copy()
+    with pytest.raises(ValueError, match="overflow"):
+        ExtremeSoftmaxSGD("sgd", learning_rate=1e4, random_state=0).partial_fit(
+            X * 30, y, classes=[0, 1, 2])
+    failing = streams[0].set_params(method="sgd", learning_rate=1e6)
+    with pytest.raises(ValueError, match="overflow"):
+        failing.partial_fit(X * 1e3, y)
+    np.testing.assert_array_equal(failing.coef_, before)
+    model = ExtremeSoftmaxSGD(random_state=0).fit(X, y)
+    first = model.coef_.copy()
+    model.set_params(learning_rate=1e-12).partial_fit(X[:100], y[:100])
+    np.testing.assert_allclose(model.coef_, first, rtol=1e-6)

@@ -457,9 +457,10 @@ class ExtremeSoftmaxSGD(SparsekitClassifier):
     their root mean square over the median's, whose weights are the coefficients times
     those divisors (X is copied; the objective is the same with ``alpha=0``, and ``coef_``
     holds the coefficients of X's own columns): a column's units then change its
-    coefficient, not the fit. With ``alpha > 0`` (the ridge is on the coefficients),
-    ``n_weights`` (weights shared by columns) or in ``partial_fit`` the passes run on X as
-    given and a ``UserWarning`` names the column: standardize the columns there.
+    coefficient, not the fit. ``partial_fit`` divides its chunks by the divisors of its
+    first chunk (or of the ``fit`` it continues). With ``alpha > 0`` (the ridge is on the
+    coefficients) or ``n_weights`` (weights shared by columns) the passes run on X as given
+    and a ``UserWarning`` names the column: standardize the columns there.
 
     A ``fit`` or ``partial_fit`` that fails (bad input, a floating-point overflow) leaves the
     estimator as it was. The explicit methods can overflow mid-pass: a ``partial_fit`` on
@@ -711,8 +712,9 @@ class ExtremeSoftmaxSGD(SparsekitClassifier):
         self.__dict__.pop("coef_", None)      # hashed weights have none
         self.__dict__.update(self._attributes(self._R))
 
-    def _column_scales(self, X, sample_weight, streamed=False):
-        """The divisors of X's columns that fit's passes run on, or None.
+    def _column_scales(self, X, sample_weight):
+        """The divisors of X's columns that the passes run on (fit's, and a stream's from
+        its first chunk), or None.
 
         Where X's columns are in other units (:func:`~sparsekit.utils._rows.entry_scales`:
         some column's nonzero entries have a mean square over 1000 times the median
@@ -720,20 +722,18 @@ class ExtremeSoftmaxSGD(SparsekitClassifier):
         follow that column, and the others would barely move: the passes then run on X
         with each column of larger entries than the median column's divided by their root
         mean square over the median's (capped to X's dtype), and their weights are the
-        coefficients times those divisors. The objective does not
-        change with alpha = 0; with ``alpha > 0`` (whose ridge is on the coefficients),
-        hashed weights (shared by columns) or a stream (``streamed``: partial_fit) the
-        passes run on X as given and the fit warns."""
+        coefficients times those divisors. The objective does not change with alpha = 0;
+        with ``alpha > 0`` (whose ridge is on the coefficients) or hashed weights (shared
+        by columns) the passes run on X as given and the fit warns."""
         sw = sample_weight / sample_weight.max() if sample_weight.max(initial=0.0) > 0 else None
         scales = None if sw is None else entry_scales(*weighted_column_stats(X, sw))
         if scales is None:
             return None
-        if self.alpha > 0 or self.n_weights is not None or streamed:
+        if self.alpha > 0 or self.n_weights is not None:
             column = int(np.argmax(scales))
             name = (repr(str(self.feature_names_in_[column]))
                     if hasattr(self, "feature_names_in_") else str(column))
-            why = ("partial_fit" if streamed else "alpha > 0" if self.alpha > 0
-                   else "n_weights (hashed weights)")
+            why = "alpha > 0" if self.alpha > 0 else "n_weights (hashed weights)"
             warnings.warn(
                 f"X's columns are in different units: column {name}'s nonzero entries have "
                 f"a root mean square {scales[column]:.3g} times the median column's. The "
@@ -1000,7 +1000,7 @@ class ExtremeSoftmaxSGD(SparsekitClassifier):
         if not warm:
             self._new_weights(len(classes), X.shape[1], X.dtype)
         passes = self._passes()
-        scales = self._column_scales(X, sample_weight)
+        scales = self._scales = self._column_scales(X, sample_weight)   # partial_fit's too
         if warm and (self._R.dtype != X.dtype or scales is not None):
             # warm weights follow the new data's precision; a new array, scaled in place
             self._R = self._R.astype(X.dtype)
@@ -1160,7 +1160,7 @@ class ExtremeSoftmaxSGD(SparsekitClassifier):
                              "the labels")
         fresh = first or not np.array_equal(known, self.classes_)  # new weight arrays
         if first:
-            self._column_scales(X, sample_weight, streamed=True)    # warns; X as given
+            self._scales = self._column_scales(X, sample_weight)    # the stream's divisors
             self.classes_ = known
             self._new_weights(len(known), X.shape[1], X.dtype)
             self.n_iter_ = 0
@@ -1180,15 +1180,27 @@ class ExtremeSoftmaxSGD(SparsekitClassifier):
         order = (rng.permutation(n) if self.shuffle else np.arange(n)).astype(np.intp)
         u = self._initial_u(X, y_idx)
         passes = self._passes()
-        rows = SGDRows.of(X, self._R.dtype, self._bias)
+        scales = getattr(self, "_scales", None)      # those of the first call, or of fit
+        scales = None if scales is None else scales.astype(X.dtype)
+        rows = SGDRows.of(X if scales is None else _divided_columns(X, scales),
+                          self._R.dtype, self._bias)
         if first or self.learning_rate != "auto" or not hasattr(self, "learning_rate_"):
             self.learning_rate_ = self._initial_rate(rows.xsq, sample_weight)  # first chunk
         eta = self.learning_rate_ * self.lr_decay**self.n_iter_
-        undo = None if fresh else passes.undo_is_cheaper(self._R, rows, len(self.classes_))
+        if scales is not None:     # the passes' weights: a new array, which a failure drops
+            undo = None
+            self._R = self._R.copy()
+            self._R[:, :X.shape[1]] *= scales
+        else:
+            undo = None if fresh else passes.undo_is_cheaper(self._R, rows,
+                                                             len(self.classes_))
         if undo is False:    # the pass overwrites weights that a failure must give back
             self._guard_weights(passes)
         self._pass(passes, rows, y_idx, sample_weight, u, eta, order,
                    int(rng.randint(0, 2**62)), undo=bool(undo))
+        if scales is not None:
+            self._R[:, :X.shape[1]] /= scales
+            self._publish()
         if streamed:
             self._average_stream(fresh)
         self.n_iter_ += 1
