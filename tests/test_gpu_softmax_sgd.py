@@ -130,8 +130,9 @@ def test_extreme_softmax_sgd_fits_on_the_gpu_as_on_the_cpu(cupy_backend, sparse,
 
 @pytest.mark.parametrize("sparse", [True, False])
 def test_columns_in_other_units_fit_on_the_gpu_as_on_the_cpu(cupy_backend, sparse):
-    """A column in other units: the device fit runs on the same divided columns (host X,
-    divided before it moves) and returns the CPU fit's coefficients of X's own columns."""
+    """A column in other units: the device fit and stream run on the same divided columns
+    (host X, divided before it moves) and return the CPU's coefficients of X's own
+    columns."""
     rng = np.random.default_rng(4)
     X, y = _problem(rng, n=80, sparse=sparse)
     X = X @ sp.diags(np.r_[1e5, np.ones(X.shape[1] - 1)]) if sparse else X * np.r_[
@@ -142,10 +143,17 @@ def test_columns_in_other_units_fit_on_the_gpu_as_on_the_cpu(cupy_backend, spars
         warnings.simplefilter("always")
         cpu = ExtremeSoftmaxSGD(**params).fit(X, y)
         gpu = ExtremeSoftmaxSGD(**params, device="cuda").fit(X, y)
+        streams = [ExtremeSoftmaxSGD(n_sampled=3, random_state=0, device=device)
+                   for device in ("cpu", "cuda")]
+        for stream in streams:
+            for rows in np.array_split(np.arange(X.shape[0]), 4):
+                stream.partial_fit(X[rows], y[rows], classes=np.arange(7))
     assert not any("units" in str(w.message) for w in seen)
     assert abs(cpu.coef_[:, 0]).max() < 1e-3 < abs(cpu.coef_[:, 1:]).max()
     np.testing.assert_allclose(gpu.coef_, cpu.coef_, rtol=1e-9, atol=1e-12)
     np.testing.assert_allclose(gpu.loss_curve_, cpu.loss_curve_, rtol=1e-9)
+    np.testing.assert_allclose(streams[1].coef_, streams[0].coef_, rtol=1e-9, atol=1e-12)
+    assert abs(streams[0].coef_[:, 0]).max() < 1e-3 < abs(streams[0].coef_[:, 1:]).max()
 
 
 @pytest.mark.filterwarnings("ignore:.*diverged")       # random labels: the NLL may rise
