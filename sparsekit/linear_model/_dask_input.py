@@ -163,9 +163,12 @@ def _pandas_values(part):
     """A DataFrame or Series partition's values as scikit-learn reads a DataFrame or
     Series in memory: nullable integers and booleans as floats (a missing one NaN, which
     the checks then refuse as a fit in memory does), categories as their values' type,
-    text as objects, sparse columns as a CSR matrix."""
+    text as objects (a DataFrame's text column refused, named), sparse columns as a CSR
+    matrix."""
     from sklearn.utils import check_array
 
+    if getattr(part, "ndim", 1) == 2:    # X's: a text column named (the labels may be text)
+        check_column_kinds(part)
     return check_array(part, accept_sparse="csr", dtype=None, ensure_all_finite=False,
                        ensure_2d=False, ensure_min_samples=0, ensure_min_features=0)
 
