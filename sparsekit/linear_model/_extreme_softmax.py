@@ -712,6 +712,16 @@ class ExtremeSoftmaxSGD(SparsekitClassifier):
         self.__dict__.pop("coef_", None)      # hashed weights have none
         self.__dict__.update(self._attributes(self._R))
 
+    def _scale_columns(self, scales, inverse=False):
+        """Multiply (``inverse``: divide) in place the weights of X's columns by ``scales``:
+        from the coefficients to the weights of the passes on X's columns divided by them
+        (:meth:`_column_scales`), and back."""
+        if inverse:
+            self._R[:, :scales.size] /= scales
+        else:
+            self._R[:, :scales.size] *= scales
+        self._publish()
+
     def _column_scales(self, X, sample_weight):
         """The divisors of X's columns that the passes run on (fit's, and a stream's from
         its first chunk), or None.
@@ -1008,10 +1018,9 @@ class ExtremeSoftmaxSGD(SparsekitClassifier):
         elif warm:
             self._guard_weights(passes)
         Xt = X
-        if scales is not None:        # the passes' weights: the coefficients times scales
+        if scales is not None:
             Xt = _divided_columns(X, scales)
-            self._R[:, :X.shape[1]] *= scales
-            self._publish()
+            self._scale_columns(scales)
         y_idx = y_idx.astype(np.intp)
         rows = SGDRows.of(Xt, self._R.dtype, self._bias)
         self.learning_rate_ = self._initial_rate(rows.xsq, sample_weight)
@@ -1065,8 +1074,7 @@ class ExtremeSoftmaxSGD(SparsekitClassifier):
         self.shrink_ = (self._shrink(Xt, y_idx, sample_weight)
                         if self._shrinks(len(classes)) else 1.0)
         if scales is not None:
-            self._R[:, :X.shape[1]] /= scales
-            self._publish()
+            self._scale_columns(scales, inverse=True)
         if self.shrink_ < 1.0:
             changes.append(f"scaled by {self.shrink_:.4g}")
         if changes:
@@ -1190,7 +1198,7 @@ class ExtremeSoftmaxSGD(SparsekitClassifier):
         if scales is not None:     # the passes' weights: a new array, which a failure drops
             undo = None
             self._R = self._R.copy()
-            self._R[:, :X.shape[1]] *= scales
+            self._scale_columns(scales)
         else:
             undo = None if fresh else passes.undo_is_cheaper(self._R, rows,
                                                              len(self.classes_))
@@ -1199,8 +1207,7 @@ class ExtremeSoftmaxSGD(SparsekitClassifier):
         self._pass(passes, rows, y_idx, sample_weight, u, eta, order,
                    int(rng.randint(0, 2**62)), undo=bool(undo))
         if scales is not None:
-            self._R[:, :X.shape[1]] /= scales
-            self._publish()
+            self._scale_columns(scales, inverse=True)
         if streamed:
             self._average_stream(fresh)
         self.n_iter_ += 1
