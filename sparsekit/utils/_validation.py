@@ -167,11 +167,7 @@ def check_column_kinds(X, model="the model"):
         if name is not None and kind == "O" and not hasattr(X, "compute"):   # pandas' text
             text = _first_text(X.iloc[:, position])
             if text is not None:
-                what = "text" if isinstance(text, str) else "values that are not numbers"
-                raise ValueError(
-                    f"{where} holds {what} ({text!r}); {model} takes numbers: encode it "
-                    "first (OneHotEncoder for categories, TfidfVectorizer for free text, in a "
-                    "ColumnTransformer) or drop it")
+                raise _text_error(name, text, model)
 
 
 def _check_polars_text(X, model):
@@ -185,10 +181,16 @@ def _check_polars_text(X, model):
             numbers = column.cast(pl.Float64, strict=False)
             text = column.filter(numbers.is_null() & column.is_not_null())
             if len(text):
-                raise ValueError(
-                    f"X's column {name!r} holds text ({text[0]!r}); {model} takes numbers: "
-                    "encode it first (OneHotEncoder for categories, TfidfVectorizer for "
-                    "free text, in a ColumnTransformer) or drop it")
+                raise _text_error(name, text[0], model)
+
+
+def _text_error(name, value, model):
+    """The ValueError of :func:`check_column_kinds` for X's column ``name`` holding
+    ``value``, which is not a number."""
+    what = "text" if isinstance(value, str) else "values that are not numbers"
+    return ValueError(f"X's column {name!r} holds {what} ({value!r}); {model} takes numbers: "
+                      "encode it first (OneHotEncoder for categories, TfidfVectorizer for free "
+                      "text, in a ColumnTransformer) or drop it")
 
 
 def _first_text(column):
