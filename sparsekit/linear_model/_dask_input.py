@@ -252,7 +252,6 @@ class DaskRows:
         import dask.array as da
         from distributed import default_client
 
-        check_column_kinds(X)            # (the frame's meta: NumPy's promotion error)
         X = _as_dask_array(X)
         if not isinstance(X, da.Array):
             raise TypeError("fit takes a dask array or DataFrame for X, got "
