@@ -49,7 +49,9 @@ def _lil(base, row=None, data=None):
 
 def _dok(base, key):
     M = sp.dok_matrix(base)
-    M._dict[key] = 1.0     # its storage, where M[key] = 1.0 would refuse the key
+    # its storage, where M[key] = 1.0 would refuse the key: a dict attribute since SciPy
+    # 1.13, the matrix itself (a dict subclass) before
+    dict.__setitem__(getattr(M, "_dict", M), key, 1.0)
     return M
 
 

@@ -165,13 +165,17 @@ def test_predict_topk_needs_an_integer_k(data):
             est.predict_topk(X[:3], k)
 
 
-def test_zero_weight_mass_gives_a_nan_curve_point_and_an_error_in_softmax_nll(data):
+def test_the_evaluated_rows_are_rows_of_nonzero_weight_and_softmax_nll_needs_one(data):
+    """A one-row evaluation subsample is the one weighted row (it was a row of weight 0,
+    and the curve NaN), so it is the curve of all rows; softmax_nll without weight: error."""
     X, y = data
     weight = np.zeros(X.shape[0])
-    weight[0] = 1.0  # the one-row evaluation subsample (seed 0) misses the weighted row
-    est = _monitored(n_epochs=2, eval_size=1, random_state=0)
-    est.fit(X, y, sample_weight=weight)
-    assert len(est.loss_curve_) == 3 and np.all(np.isnan(est.loss_curve_))
+    weight[0] = 1.0
+    fits = [_monitored(n_epochs=2, eval_size=size, random_state=0).fit(
+        X, y, sample_weight=weight) for size in (1, None)]
+    assert len(fits[0].loss_curve_) == 3 and np.all(np.isfinite(fits[0].loss_curve_))
+    assert fits[0].loss_curve_ == fits[1].loss_curve_
+    est = fits[0]
     with pytest.raises(ValueError, match="positive weight"):
         softmax_nll(X[:50], np.zeros(50, dtype=int), est.coef_, sample_weight=np.zeros(50))
     with pytest.raises(ValueError, match="positive weight"):

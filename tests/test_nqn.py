@@ -372,7 +372,8 @@ def test_myopic_optimal_active_set_and_nesterov_3():
         P = BoundedProblem(name, 20)
         r = minimize_nqn(P.fun, P.starting_points(1, 3)[0], jac=True, bounds=P.bounds,
                          options={"ftol": 0, "maxfun": 2000, "maxcor": 20})
-        at_bound = (r.x <= P.lb) | (r.x >= P.ub)
+        # at a bound to rounding: with NumPy 1.24 one coordinate ends 1 ulp inside it
+        at_bound = (r.x <= P.lb + 1e-12) | (r.x >= P.ub - 1e-12)
         assert at_bound.sum() == 10 and at_bound[1::2].all()
     P = BoundedProblem("Nesterov_3", 20)
     r = minimize_nqn(P.fun, P.starting_points(1, 0)[0], jac=True, bounds=P.bounds,

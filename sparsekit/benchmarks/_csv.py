@@ -713,21 +713,27 @@ def _read_text_numbers(frame, decimal):
 def _read_text_dates(frame, pd):
     """Convert, in place, the text columns of ``frame`` whose every value is an ISO 8601
     date (:data:`ISO_DATE`; a missing one NaT) to datetime64, in UTC where a value carries
-    an offset, so that :func:`_read_times` makes them seconds; a column with a value that
-    is not a valid date stays text."""
+    an offset (the values without one read as UTC times), so that :func:`_read_times` makes
+    them seconds; a column with a value that is not a valid date stays text."""
     for c in frame:
         column = frame[c]
         if pd.api.types.is_numeric_dtype(column) or pd.api.types.is_bool_dtype(column):
             continue
         values = column.dropna()
-        if values.empty or not all(isinstance(v, str) and ISO_DATE.fullmatch(v.strip())
-                                   for v in values):
+        if values.empty or not all(isinstance(v, str) for v in values):
             continue
-        zoned = values.str.strip().str.contains(r"(?:Z|[+-]\d{2}:?\d{2})$", regex=True).any()
+        values = values.str.strip()
+        if not values.str.fullmatch(ISO_DATE.pattern).all():
+            continue
+        zoned = values.str.contains(r"(?:Z|[+-]\d{2}:?\d{2})$", regex=True)
+        # the values with an offset and those without parsed apart: pandas 2.1-2.3 read a
+        # value without one after a value with one in that value's offset
         try:
-            frame[c] = pd.to_datetime(column.str.strip(), format="ISO8601", utc=bool(zoned))
+            parts = [pd.to_datetime(values[where], format="ISO8601", utc=bool(zoned.any()))
+                     for where in (zoned, ~zoned) if where.any()]
         except (ValueError, OverflowError):         # a day that does not exist: text
             continue
+        frame[c] = pd.concat(parts).reindex(column.index)
 
 
 def _read_times(frame, pd):

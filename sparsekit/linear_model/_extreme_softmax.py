@@ -335,8 +335,9 @@ class ExtremeSoftmaxSGD(SparsekitClassifier):
         row for an epoch of the sampled methods: with many classes it costs many epochs,
         so the history is kept only on request (``eval_size`` bounds it).
     eval_size : int or None, default=100_000
-        Evaluate on a fixed random subsample of this many training rows (None: all rows),
-        drawn from a random stream of its own: the monitoring never changes the weights.
+        Evaluate on a fixed random subsample of this many training rows of nonzero weight
+        (None: all of them), drawn from a random stream of its own: the monitoring never
+        changes the weights.
     tol : float or None, default=None
         Stop when an evaluated NLL improves by less than ``tol``; a ConvergenceWarning is
         raised if that never happens. None runs all ``n_epochs``. Needs ``eval_every > 0``.
@@ -840,8 +841,8 @@ class ExtremeSoftmaxSGD(SparsekitClassifier):
         """Scale the weights by the factor of :func:`_best_shrink` on SHRINK_SCORES class
         scores' worth of the training rows (the ridge term's weight from all of them), and
         return it."""
-        rows = self._sample_rows(X.shape[0], max(DIVERGENCE_ROWS,
-                                                 SHRINK_SCORES // len(self.classes_)))
+        rows = self._sample_rows(sample_weight, max(DIVERGENCE_ROWS,
+                                                    SHRINK_SCORES // len(self.classes_)))
         weights = sample_weight[rows]
         if not weights.max(initial=0.0) > 0:
             return 1.0
@@ -917,22 +918,24 @@ class ExtremeSoftmaxSGD(SparsekitClassifier):
         self._eval_seconds = getattr(self, "_eval_seconds", 0.0) + time.perf_counter() - start
         return nll
 
-    def _evaluation_rows(self, n):
+    def _evaluation_rows(self, sample_weight):
         """Rows of ``fit``'s NLL history: all, or ``eval_size`` of them (without a history,
         those of the divergence check: ``DIVERGENCE_SCORES`` class scores' worth, at least
         ``DIVERGENCE_ROWS``; :meth:`_sample_rows`)."""
-        return self._sample_rows(n, self.eval_size if self.eval_every
-                                 else max(DIVERGENCE_ROWS, DIVERGENCE_SCORES // len(self.classes_)))
+        return self._sample_rows(sample_weight, self.eval_size if self.eval_every else
+                                 max(DIVERGENCE_ROWS, DIVERGENCE_SCORES // len(self.classes_)))
 
-    def _sample_rows(self, n, size):
-        """All ``n`` rows, or ``size`` of them (None: all) from a generator seeded like the
-        training stream but separate from it (a RandomState instance is read, not
-        advanced)."""
-        if size is None or n <= size:
-            return slice(None)
+    def _sample_rows(self, sample_weight, size):
+        """The rows of nonzero weight (all rows: a slice), or ``size`` of them (None: all)
+        from a generator seeded like the training stream but separate from it (a
+        RandomState instance is read, not advanced): rows of weight 0 take no place in a
+        sample and no part in its sums."""
+        kept = np.flatnonzero(sample_weight)
+        if size is None or kept.size <= size:
+            return slice(None) if kept.size == sample_weight.shape[0] else kept
         rs = self.random_state
         seed = rs.get_state()[1] if isinstance(rs, np.random.RandomState) else rs
-        return np.sort(np.random.default_rng(seed).choice(n, size, replace=False))
+        return kept[np.sort(np.random.default_rng(seed).choice(kept.size, size, replace=False))]
 
     def _record(self, epoch, nll, where="training NLL"):
         self.loss_curve_.append(nll)
@@ -1023,11 +1026,12 @@ class ExtremeSoftmaxSGD(SparsekitClassifier):
             self._scale_columns(scales)
         y_idx = y_idx.astype(np.intp)
         rows = SGDRows.of(Xt, self._R.dtype, self._bias)
+        Xt = rows.matrix()     # a sparse X's entries summed and sorted, as the passes read them
         self.learning_rate_ = self._initial_rate(rows.xsq, sample_weight)
         u = (self.u_.copy() if warm and getattr(self, "u_", np.empty(0)).shape == (X.shape[0],)
              else self._initial_u(Xt, y_idx))
         n = X.shape[0]
-        ev = self._evaluation_rows(n)
+        ev = self._evaluation_rows(sample_weight)
         Xe, ye, we = Xt[ev], y_idx[ev], sample_weight[ev]
         self.loss_curve_, self.loss_epochs_, self.epoch_times_ = [], [], []
         self.epoch_cpu_times_ = []
