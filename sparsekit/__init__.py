@@ -20,7 +20,7 @@ Subpackages: ``projections``, ``losses``, ``optimize``, ``metrics``, ``datasets`
 (CuPy, optional).
 """
 
-import importlib
+from importlib import import_module as _import_module
 
 __version__ = "0.1.0"
 
@@ -48,9 +48,9 @@ _SUBPACKAGES = ("datasets", "gpu", "linear_model", "losses", "metrics", "optimiz
 
 def __getattr__(name):
     if name in _LAZY_ATTRIBUTES:
-        return getattr(importlib.import_module(_LAZY_ATTRIBUTES[name]), name)
+        return getattr(_import_module(_LAZY_ATTRIBUTES[name]), name)
     if name in _SUBPACKAGES:  # sparsekit.gpu never imports CuPy by itself
-        return importlib.import_module(f"sparsekit.{name}")
+        return _import_module(f"sparsekit.{name}")
     raise AttributeError(f"module 'sparsekit' has no attribute {name!r}")
 
 

@@ -1000,4 +1000,5 @@ def _smallest_active_C(datafit):
     if not g > 0:
         raise ValueError("w = 0 is optimal for every C (X is zero on the weighted rows, or "
                          "the null start already fits them): pass Cs as an array")
-    return 1.0 / g
+    with np.errstate(over="ignore"):  # a subnormal g: the caller says what to do of inf
+        return 1.0 / g

@@ -4,6 +4,7 @@ import math
 import numpy as np
 
 from sparsekit._cython import _oba_kernels as K
+from sparsekit.optimize._result import hessian_product
 
 
 def steihaug_cg(H, b, reg=0.0, rtol=0.1, maxiter=1000, radius=math.inf, precondition=False,
@@ -39,7 +40,7 @@ def steihaug_cg(H, b, reg=0.0, rtol=0.1, maxiter=1000, radius=math.inf, precondi
         return p, b.copy(), 0
     r, it0 = b.copy(), 0
     if p0 is not None and p0.size and p0 @ p0 < radius * radius:
-        Hp = H(p0) + reg * p0
+        Hp = hessian_product(H, p0) + reg * p0
         it0 = 1
         if b @ p0 + 0.5 * (p0 @ Hp) < 0.0:
             p, r = p0.copy(), b + Hp
@@ -60,7 +61,7 @@ def steihaug_cg(H, b, reg=0.0, rtol=0.1, maxiter=1000, radius=math.inf, precondi
     d = -z
     rz = r @ z
     for it in range(it0 + 1, it0 + maxiter + 1):
-        Hd = H(d) + reg * d
+        Hd = hessian_product(H, d) + reg * d
         dd = d @ d
         dHd = d @ Hd
         if dHd <= 1e-16 * dd:

@@ -3,7 +3,8 @@ import numpy as np
 from scipy.optimize import OptimizeResult
 
 from ._cg import steihaug_cg
-from ._result import CALLBACK_MESSAGE, STOPPED_BY_CALLBACK, Callback, checked_f_grad
+from ._result import (CALLBACK_MESSAGE, STOPPED_BY_CALLBACK, Callback, checked_f_grad,
+                      checked_operator)
 
 MESSAGES = {
     0: "max|grad| <= tol",
@@ -83,6 +84,8 @@ def minimize_newton_cg(fun, x0, hessp_at, *, tol=1e-6, max_iter=1000, callback=N
     report = Callback(callback)
     x = np.array(x0, dtype=np.float64, copy=True).ravel()
     fun = checked_f_grad(fun, x.size, "fun")
+    if not callable(hessp_at):
+        raise TypeError(f"hessp_at must be callable, got {type(hessp_at).__name__}")
     f, g = fun(x)
     if not (np.isfinite(f) and np.all(np.isfinite(g))):
         raise ValueError("fun(x0) is not finite")
@@ -92,7 +95,7 @@ def minimize_newton_cg(fun, x0, hessp_at, *, tol=1e-6, max_iter=1000, callback=N
         if gmax <= tol:
             status, it = 0, it - 1
             break
-        hessp, n_active = hessp_at(x)
+        hessp, n_active = _hessp_at(hessp_at, x)
         gnorm = np.linalg.norm(g)
         promised = None
         for _ in range(_DAMPING_TRIALS):
@@ -125,6 +128,15 @@ def minimize_newton_cg(fun, x0, hessp_at, *, tol=1e-6, max_iter=1000, callback=N
             break
     return OptimizeResult(x=x, fun=f, jac=g, nit=it, nfev=nfev, status=status,
                           success=status in (0, 7), message=MESSAGES[status])
+
+
+def _hessp_at(hessp_at, x):
+    """``hessp_at(x)``'s pair, its operator checked (a clear error naming it otherwise)."""
+    out = hessp_at(x)
+    if not (isinstance(out, tuple) and len(out) == 2):
+        raise TypeError(f"hessp_at(x) must return the pair (hessp, n_active), "
+                        f"got {type(out).__name__}")
+    return checked_operator(out[0], "hessp_at(x)[0]"), out[1]
 
 
 def _armijo(fun, x, f, slope, direction, max_halvings=20):

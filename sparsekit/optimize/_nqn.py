@@ -50,6 +50,7 @@ Changes that make the method cheaper and more reliable than the thesis' version:
 import math
 import warnings
 from collections import deque
+from collections.abc import Mapping
 from numbers import Real
 
 import numpy as np
@@ -60,7 +61,7 @@ from ._eps_subgradient import min_norm_subgradient
 from ._nqn_linesearch import FAILED, projected_wolfe
 from ._nqn_memory import FreeSetLBFGS
 from ._bounds import parse_bounds
-from ._result import CALLBACK_MESSAGE, STOPPED_BY_CALLBACK, Callback
+from ._result import CALLBACK_MESSAGE, STOPPED_BY_CALLBACK, Callback, objective_value
 
 #: Termination flags (0–7 as in the authors' code, 9 for a stall, 99 for a callback stop,
 #: with SciPy's status and message).
@@ -102,6 +103,8 @@ _DEFAULTS = {
 
 
 def _parse_options(options):
+    if options is not None and not isinstance(options, Mapping):
+        raise TypeError(f"options must be a dict or None, got {type(options).__name__}")
     opts = dict(_DEFAULTS)
     for key, value in (options or {}).items():
         if key not in opts:
@@ -151,7 +154,7 @@ class _Objective:
 
     def _value(self, x):
         self.nfev += 1
-        return _scalar(self.fun(x.copy(), *self.args))
+        return objective_value(self.fun(x.copy(), *self.args), "fun")
 
     def _forward_difference(self, x, f):
         """One-sided differences with every point inside the bounds: forward, else
@@ -174,8 +177,12 @@ class _Objective:
         # place must not move the iterate
         if self.jac is True:
             self.nfev += 1
-            f, g = self.fun(x.copy(), *self.args)
-            f = _scalar(f)
+            out = self.fun(x.copy(), *self.args)
+            if not (isinstance(out, tuple) and len(out) == 2):
+                raise TypeError(f"with jac=True, fun must return the pair (f(x), gradient), "
+                                f"got {type(out).__name__}")
+            f = objective_value(out[0], "fun")
+            g = out[1]
         elif callable(self.jac):
             f = self._value(x)
             g = self.jac(x.copy(), *self.args)
@@ -183,18 +190,14 @@ class _Objective:
             f = self._value(x)
             g = self._forward_difference(x, f) if math.isfinite(f) else np.full_like(x, np.nan)
         self.njev += 1
-        g = np.array(g, dtype=float).reshape(-1)
+        try:
+            g = np.array(g, dtype=float).reshape(-1)
+        except (TypeError, ValueError):
+            raise TypeError(f"the gradient is not an array of real numbers: "
+                            f"{type(g).__name__}") from None
         if g.shape != x.shape:
             raise ValueError(f"the gradient has shape {g.shape}, expected {x.shape}")
         return f, g
-
-
-def _scalar(f):
-    """The function value as a float; a size-1 array is accepted, as by SciPy."""
-    f = np.asarray(f, dtype=float)
-    if f.size != 1:
-        raise ValueError(f"the objective must return a scalar, got shape {f.shape}")
-    return float(f.reshape(()))
 
 
 def _theta(g, kind, mem, scale=1.0):

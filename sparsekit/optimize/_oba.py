@@ -33,7 +33,8 @@ from scipy.optimize import OptimizeResult
 from sparsekit._cython import _oba_kernels as K
 from sparsekit.optimize._cg import steihaug_cg
 from sparsekit.optimize._result import (CALLBACK_MESSAGE, STOPPED_BY_CALLBACK, Callback,
-                                        checked_f_grad)
+                                        checked_f_grad, checked_hessp, hessian_product,
+                                        is_positive_finite)
 
 # relative size of φ's rounding error that the ISTA descent test tolerates before doubling L
 _ROUNDING = 1e-11
@@ -68,7 +69,7 @@ def _estimate_lipschitz(hessp, x, n):
         if nv == 0.0:
             break
         v /= nv
-        Hv = H(v)
+        Hv = hessian_product(H, v)
         lam = float(v @ Hv)
         v = Hv
     return max(2.0 * lam, 1e-12)
@@ -189,7 +190,7 @@ def _pinned_step(H, hessp, x, g, zeta, free, d, new, cg_opts, explicit_opts, max
         start = delta
         delta = np.zeros(free.size)
         delta[pinned] = -xF[pinned]
-        b = gF + H(delta)
+        b = gF + hessian_product(H, delta)
         keep = ~(pinned | held)
         HR = H.restrict(keep) if hasattr(H, "restrict") else hessp(x, free[keep])
         explicit = getattr(HR, "is_explicit", False)
@@ -202,14 +203,14 @@ def _pinned_step(H, hessp, x, g, zeta, free, d, new, cg_opts, explicit_opts, max
             pinned |= crossing
             held |= against
             continue
-        Hdelta = H(delta) + cg_opts[0] * delta
+        Hdelta = hessian_product(H, delta) + cg_opts[0] * delta
         products += 1
         release = (pinned | held) & ((gF + Hdelta) * zF < 0.0) if explicit else None
         if release is None or not release.any():
             return delta, Hdelta, cg_its, products
         pinned &= ~release
         held &= ~release
-    return delta, H(delta) + cg_opts[0] * delta, cg_its, products + 1
+    return delta, hessian_product(H, delta) + cg_opts[0] * delta, cg_its, products + 1
 
 
 def _quadratic_form(H, positions, values, size):
@@ -218,7 +219,7 @@ def _quadratic_form(H, positions, values, size):
         return H.quadratic_form(positions, values)
     c = np.zeros(size)
     c[positions] = values
-    return c @ H(c)
+    return c @ hessian_product(H, c)
 
 
 def minimize_oba(f_grad, hessp, x0, mu, *, penalty_weights=None, lipschitz=None, tol=1e-6,
@@ -235,7 +236,8 @@ def minimize_oba(f_grad, hessp, x0, mu, *, penalty_weights=None, lipschitz=None,
         ``f_grad(x) -> (f(x), ∇f(x))`` for the smooth convex part f.
     hessp : callable
         ``hessp(x, free) -> H`` where ``free`` is a sorted integer index array and ``H(v)``
-        returns ∇²f(x)[free][:, free] @ v. If ``H`` has a method ``restrict(keep)`` (boolean
+        returns ∇²f(x)[free][:, free] @ v (an operator, where SciPy's ``hessp(x, p)``
+        returns the product itself). If ``H`` has a method ``restrict(keep)`` (boolean
         mask over its coordinates) it is used to shrink the operator during the corrective
         cycle (the thesis' reference code caches a column slice); otherwise ``hessp`` is called
         again. ``hessp`` is always called at the point of the latest ``f_grad`` call.
@@ -372,7 +374,7 @@ def minimize_oba(f_grad, hessp, x0, mu, *, penalty_weights=None, lipschitz=None,
                else np.asarray(penalty_weights, dtype=np.float64).ravel())
     if weights.shape != (n,) or np.any(weights < 0) or not np.all(np.isfinite(weights)):
         raise ValueError("penalty_weights must be finite, non-negative and of the shape of x0")
-    if not (np.ndim(mu) == 0 and np.isfinite(mu) and mu > 0):
+    if not is_positive_finite(mu):
         raise ValueError(f"mu must be a positive finite number, got {mu!r}")
     if not np.all(np.isfinite(x)):
         raise ValueError("x0 must be finite")
@@ -380,11 +382,11 @@ def minimize_oba(f_grad, hessp, x0, mu, *, penalty_weights=None, lipschitz=None,
         raise ValueError(f"max_iter must be a non-negative integer, got {max_iter!r}")
     if not (np.ndim(tol) == 0 and tol >= 0):
         raise ValueError(f"tol must be a non-negative number, got {tol!r}")
-    if lipschitz is not None and not callable(lipschitz) and not (
-            np.ndim(lipschitz) == 0 and np.isfinite(lipschitz) and lipschitz > 0):
+    if lipschitz is not None and not callable(lipschitz) and not is_positive_finite(lipschitz):
         raise ValueError(f"lipschitz must be a positive finite number, a callable or None, "
                          f"got {lipschitz!r}")
     f_grad = checked_f_grad(f_grad, n, "f_grad")
+    hessp = checked_hessp(hessp, "hessp")
     report = Callback(callback)
     if tau0_max is not None and not (isinstance(tau0_max, Integral) and tau0_max >= 1):
         raise ValueError(f"tau0_max must be a positive integer or None, got {tau0_max!r}")
@@ -469,9 +471,10 @@ def minimize_oba(f_grad, hessp, x0, mu, *, penalty_weights=None, lipschitz=None,
             L = _estimate_lipschitz(hessp, x, n)
             nhessp += 20
         elif L is None:
-            L = float(lipschitz() if callable(lipschitz) else lipschitz)
-            if not (math.isfinite(L) and L > 0):
+            L = lipschitz() if callable(lipschitz) else lipschitz
+            if not is_positive_finite(L):
                 raise ValueError(f"lipschitz() must return a positive finite number, got {L!r}")
+            L = float(L)
         phi_hat = None
         while True:
             x_ista = np.empty(n)

@@ -8,9 +8,11 @@
   message (:func:`scipy.optimize.minimize`).
 - The solver works on a copy of ``x0``: the user's array is never written to.
 - The objective and gradient it is given are checked where they come back: a float and
-  a float64 gradient of the shape of ``x`` (:func:`checked_f_grad`).
+  a float64 gradient of the shape of ``x`` (:func:`checked_f_grad`); so are the Hessian
+  operators (:func:`checked_hessp`) and their products (:func:`hessian_product`).
 """
 import inspect
+import math
 
 import numpy as np
 from scipy.optimize import OptimizeResult
@@ -62,13 +64,88 @@ class Callback:
         return False
 
 
+def is_positive_finite(value):
+    """Whether ``value`` is a real number in (0, ∞) (a 0-d array too)."""
+    try:
+        value = float(value) if np.ndim(value) == 0 else math.nan
+    except (TypeError, ValueError):
+        return False
+    return 0.0 < value < math.inf
+
+
+def objective_value(f, name):
+    """The value ``name`` returned, as a float (a size-1 array too, as SciPy accepts), or a
+    clear error."""
+    try:
+        if f is None:  # NumPy would read it as NaN
+            raise TypeError
+        f = np.asarray(f, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise TypeError(f"{name} must return a real number as the objective's value, "
+                        f"got {type(f).__name__} {f!r:.60}") from None
+    if f.size != 1:
+        raise ValueError(f"{name} must return a scalar as the objective's value, "
+                         f"got shape {f.shape}")
+    return float(f.reshape(()))
+
+
 def checked_f_grad(f_grad, n, name):
     """``f_grad`` returning (float, float64 array of shape (n,)), or a clear error naming
     it as ``name`` (the solver's parameter)."""
+    if not callable(f_grad):
+        raise TypeError(f"{name} must be callable, got {type(f_grad).__name__}")
+
     def call(x):
-        f, G = f_grad(x)
-        G = np.ascontiguousarray(G, dtype=np.float64)
+        out = f_grad(x)
+        if not (isinstance(out, tuple) and len(out) == 2):
+            raise TypeError(f"{name}(x) must return the pair (f(x), gradient), "
+                            f"got {type(out).__name__}")
+        f, G = out
+        f = objective_value(f, name)
+        try:
+            G = np.ascontiguousarray(G, dtype=np.float64)
+        except (TypeError, ValueError):
+            raise TypeError(f"{name} returned a gradient that is not an array of real "
+                            f"numbers: {type(G).__name__}") from None
         if G.size != n:
             raise ValueError(f"{name} returned a gradient of shape {G.shape}; expected ({n},)")
-        return float(f), G.reshape(n)
+        return f, G.reshape(n)
     return call
+
+
+def checked_hessp(hessp, name):
+    """``hessp(x, free)`` whose operators are callable, or a clear error naming it as
+    ``name``; their products are checked by :func:`hessian_product`."""
+    if not callable(hessp):
+        raise TypeError(f"{name} must be callable, got {type(hessp).__name__}")
+
+    def call(x, free):
+        return checked_operator(hessp(x, free), f"{name}(x, free)")
+    return call
+
+
+def checked_operator(H, name):
+    """``H`` if it is callable, else a clear error saying that ``name`` must be an operator."""
+    if not callable(H):
+        raise TypeError(
+            f"{name} must be an operator H, a callable with H(v) the product of the "
+            f"Hessian with v, not the product itself (as SciPy's hessp(x, p) is); "
+            f"got {type(H).__name__}")
+    return H
+
+
+def hessian_product(H, v):
+    """``H(v)`` as a vector of ``v``'s shape (a list or a column is the vector it holds), or
+    a clear error."""
+    Hv = H(v)
+    if getattr(Hv, "shape", None) == v.shape:
+        return Hv
+    try:
+        Hv = np.asarray(Hv, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise TypeError(f"the Hessian operator gave an H(v) that is not an array of real "
+                        f"numbers: {type(Hv).__name__}") from None
+    if Hv.size != v.size:
+        raise ValueError(f"the Hessian operator gave H(v) of shape {Hv.shape} for v of shape "
+                         f"{v.shape}")
+    return Hv.reshape(v.shape)
