@@ -789,6 +789,34 @@ def test_float32_gram_route_reaches_the_float64_solution(intercept, layout, monk
     np.testing.assert_allclose(results[0].x, results[1].x, atol=1e-7)
 
 
+@pytest.mark.parametrize("intercept", [False, True])
+def test_tall_dense_x_takes_the_float32_gram_with_few_free_columns(intercept, monkeypatch):
+    """A dense X of 2**16 rows: its formed Hessians over 16 to 20 columns (2**20 entries of
+    the slice or more) go through the float32 panels, and the solution is the one exact
+    matrix-free float64 products find; the same X cut to 2**12 rows takes NumPy's float64
+    products (a slice of fewer entries than 2**20)."""
+    rng = np.random.default_rng(3)
+    X = rng.standard_normal((1 << 16, 20))
+    y = np.where(X[:, :6] @ rng.standard_normal(6) + rng.logistic(size=1 << 16) > 0, 1.0, -1.0)
+    calls = []
+    syrk = GK.gram_dense_syrk
+    monkeypatch.setattr(GK, "gram_dense_syrk", lambda *a, **kw: calls.append(a[3].size)
+                        or syrk(*a, **kw))
+
+    def solve(A, b, max_explicit):
+        datafit = Logistic(A, b, fit_intercept=intercept)
+        datafit.max_explicit = max_explicit
+        return minimize_oba(datafit.value_grad, datafit.hessp, np.zeros(datafit.n_params),
+                            1e-4, penalty_weights=datafit.penalty_weights, tol=1e-10)
+    panels, exact = solve(X, y, 3000), solve(X, y, 0)
+    assert calls and min(calls) * X.shape[0] >= 1 << 20 and max(calls) < 64
+    assert panels.success and exact.success
+    np.testing.assert_allclose(panels.fun, exact.fun, rtol=1e-12)
+    np.testing.assert_allclose(panels.x, exact.x, atol=1e-7)
+    calls.clear()
+    assert solve(X[:1 << 12], y[:1 << 12], 3000).success and not calls
+
+
 def test_formed_hessian_gets_its_own_cg_tolerance():
     """``explicit_opts`` apply to a formed operator only: its CG residual meets their tolerance,
     while the matrix-free operator stops at the looser ``cg_opts`` one."""

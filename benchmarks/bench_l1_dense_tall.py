@@ -1,0 +1,182 @@
+"""L1LogisticOBA on tall dense tables: the subspace Hessian's route, and fits beside the peers.
+
+Two parts, every product on one BLAS thread:
+
+1. The subspace Hessian ``[X_F, 1]ᵀ diag(D) [X_F, 1]`` of the logistic datafit on a random
+   dense X (Fortran order, curvature weights of a random w), ms per formation (the fastest
+   of 5) by its two routes: NumPy's float64 products of the slice (``X[:, F] * √D``, then
+   ``Xsᵀ Xs``) and float32 panels through ``ssyrk`` (``PanelGram``, formed anew each time),
+   for k free columns of the given shapes; and the route the datafit takes.
+2. ``L1LogisticOBA()`` at its defaults (C = 1, one-vs-rest, an unpenalized intercept, tol
+   1e-8) on ``make_classification`` tables (n_informative min(20, d − 4), seed 0; float32
+   as generated then cast, or float64), process CPU seconds of one fit (median of 3 where a fit takes
+   under 5 s); the peers in the same run: ``LogisticRegression()`` (lbfgs, its ℓ2 default)
+   and LIBLINEAR ``-s 6 -B 1 -R -e 1e-4 -c 1`` (the same objective as OBA's, one-vs-rest
+   for more classes; its problem built untimed), with OBA's objective's relative gap to
+   LIBLINEAR's (negative: OBA's is lower).
+
+``--save FILE`` writes the rows as JSON; ``--before FILE`` puts such a file's rows (the
+same script run on an earlier commit's build) beside this run's. Writes section
+"l1_dense_tall" of doc/benchmarks.md::
+
+    python benchmarks/bench_l1_dense_tall.py [--save F] [--before F]
+"""
+import _report  # noqa: F401  (pins BLAS threads before NumPy)
+
+import statistics
+import sys
+import time
+import warnings
+
+import numpy as np
+from sklearn.datasets import make_classification
+from sklearn.linear_model import LogisticRegression
+
+sys.path.insert(0, str(_report.REPO))  # the in-place build, also when not installed
+from sparsekit import L1LogisticOBA  # noqa: E402
+from sparsekit.losses._logistic_datafit import Logistic  # noqa: E402
+
+#: (rows, columns, dtype, free columns) of the Gram part
+GRAM_SHAPES = [(1_000_000, 50, "float32", (4, 16, 50)), (100_000, 50, "float64", (4, 16, 32, 50)),
+               (5_000, 50, "float64", (8, 50)), (300, 50, "float64", (50,))]
+#: (rows, columns, classes, dtype) of the fit part
+TABLES = [(1_000_000, 50, 2, "float32"), (300_000, 50, 5, "float32"),
+          (200_000, 20, 2, "float64"), (100_000, 100, 3, "float64"), (20_000, 30, 2, "float64")]
+
+
+def best_time(fn, repeat=5):
+    times = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+    return min(times)
+
+
+def gram_rows():
+    rows = []
+    rng = np.random.default_rng(0)
+    for n, d, dtype, ks in GRAM_SHAPES:
+        X = np.asfortranarray(rng.standard_normal((n, d)).astype(dtype))
+        y = np.where(rng.random(n) < 0.5, -1.0, 1.0)
+        datafit = Logistic(X, y, fit_intercept=True)
+        datafit.value_grad(0.1 * rng.standard_normal(d + 1))
+        for k in ks:
+            cols = np.sort(rng.choice(d, k, replace=False))
+            numpy = best_time(lambda: datafit._gram(cols, True, False, syrk=False))
+
+            def panels():
+                datafit._panel_gram = None       # formed anew, not carried
+                datafit._gram(cols, True, False, syrk=True)
+            panel_ms = 1e3 * best_time(panels)
+            datafit._panel_gram = None
+            H = datafit.hessp(datafit._x_at, np.append(cols, d))
+            rows.append({"shape": f"{n} x {d} {dtype}", "k": k, "numpy": 1e3 * numpy,
+                         "panels": panel_ms,
+                         "route": ("panels" if datafit._panel_gram is not None
+                                   else "float64") if getattr(H, "is_explicit", False)
+                         else "matrix-free"})
+            datafit._panel_gram = None
+            print(rows[-1], flush=True)
+    return rows
+
+
+def cpu_time(fit, long=5.0):
+    """(median process CPU seconds over 3 calls of ``fit``, or of the first call longer than
+    ``long``; its last result)."""
+    times = []
+    while True:
+        start = time.process_time()
+        out = fit()
+        times.append(time.process_time() - start)
+        if times[-1] > long or len(times) == 3:
+            return statistics.median(times), out
+
+
+def liblinear(X, y):
+    """(CPU seconds, coef (classes x features, one row for two classes), intercepts)."""
+    from liblinear import liblinearutil
+
+    prob = liblinearutil.problem([float(v) for v in y], np.ascontiguousarray(X, np.float64))
+    param = liblinearutil.parameter("-s 6 -B 1 -R -q -c 1 -e 1e-4")
+    seconds, model = cpu_time(lambda: liblinearutil.train(prob, param))
+    labels = model.get_labels()
+    k = 1 if len(labels) == 2 else len(labels)
+    # a copy: the model's memory goes with it
+    W = np.array(np.ctypeslib.as_array(model.w, shape=(X.shape[1] + 1, k)).T)
+    order = np.argsort(labels) if k > 1 else None
+    if k == 1 and labels[0] != 1:
+        W = -W
+    W = W[order] if order is not None else W
+    return seconds, W[:, :-1], W[:, -1]
+
+
+def objective(X, y, coef, intercept):
+    """The one-vs-rest -s 6 objective at C = 1, summed over the problems (one for two
+    classes)."""
+    classes = np.unique(y)
+    targets = [classes[1]] if classes.size == 2 else classes
+    total = 0.0
+    for row, b, c in zip(coef, intercept, targets):
+        margins = np.where(y == c, 1.0, -1.0) * (X @ row.astype(np.float64) + b)
+        total += np.abs(row).sum() + np.logaddexp(0.0, -margins).sum()
+    return total
+
+
+def fit_rows():
+    rows = []
+    for n, d, k, dtype in TABLES:
+        X, y = make_classification(n, d, n_informative=min(20, d - 4), n_classes=k,
+                                   random_state=0)
+        X = X.astype(dtype)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            oba_s, oba = cpu_time(lambda: L1LogisticOBA().fit(X, y))
+            lr_s, lr = cpu_time(lambda: LogisticRegression().fit(X, y))
+        ll_s, ll_coef, ll_b = liblinear(X, y)
+        f_oba = objective(X, y, oba.coef_, oba.intercept_)
+        f_ll = objective(X, y, ll_coef, ll_b)
+        rows.append({"data": f"{n} x {d} {dtype}, {k} classes", "oba": oba_s,
+                     "oba_iter": int(np.sum(oba.n_iter_)), "lr": lr_s, "liblinear": ll_s,
+                     "gap": (f_oba - f_ll) / abs(f_ll), "oba_acc": float(oba.score(X, y)),
+                     "lr_acc": float(lr.score(X, y))})
+        print(rows[-1], flush=True)
+    return rows
+
+
+def main():
+    results, earlier = _report.beside_before(__doc__.split("\n\n")[0], lambda: {
+        "gram": gram_rows(), "fits": fit_rows()})
+    then = f" (commit {earlier['commit']})" if earlier else ""
+    old_fits = {r["data"]: r for r in (earlier or {}).get("fits", [])}
+    gram = [[r["shape"], str(r["k"]), f"{r['numpy']:.3f}", f"{r['panels']:.3f}",
+             f"{r['panels'] / r['numpy']:.2f}", r["route"]] for r in results["gram"]]
+    body = ("The subspace Hessian over k free columns and the intercept, ms per formation "
+            "(the fastest of 5), by NumPy's float64 products and by float32 panels "
+            "(`ssyrk`); the route the datafit takes for these k columns at these weights "
+            "(a formed Hessian by one of the two, or matrix-free products):\n\n"
+            + _report.markdown_table(["X (dense)", "k", "float64 products, ms",
+                                      "float32 panels, ms", "panels / products",
+                                      "route taken"], gram))
+    header = ["table", "L1LogisticOBA, s (iterations)", f"before{then}",
+              "LogisticRegression (lbfgs), s", "LIBLINEAR -s 6 -e 1e-4, s",
+              "OBA / LogisticRegression", "OBA / LIBLINEAR",
+              "OBA's objective vs LIBLINEAR's", "training accuracy (OBA / LR)"]
+    fits = []
+    for r in results["fits"]:
+        old = old_fits.get(r["data"])
+        fits.append([r["data"], f"{r['oba']:.2f} ({r['oba_iter']})",
+                     f"{old['oba']:.2f} ({old['oba_iter']})" if old else "-",
+                     f"{r['lr']:.2f}", f"{r['liblinear']:.2f}", f"{r['oba'] / r['lr']:.2f}x",
+                     f"{r['oba'] / r['liblinear']:.2f}x", f"{r['gap']:+.1e}",
+                     f"{r['oba_acc']:.4f} / {r['lr_acc']:.4f}"])
+    body += ("\n\nFits at the defaults (process CPU seconds; iterations summed over the "
+             "one-vs-rest problems):\n\n" + _report.markdown_table(header, fits))
+    _report.write_section("l1_dense_tall",
+                          "L1LogisticOBA on tall dense tables: the subspace Hessian's route",
+                          body, packages=("numpy", "scipy", "scikit-learn",
+                                          "liblinear-official"))
+
+
+if __name__ == "__main__":
+    main()
