@@ -53,7 +53,9 @@ def test_checked_f_grad_names_what_came_back():
             (lambda x: (1.0, "abcde"), TypeError, "gradient that is not an array of real")]:
         with pytest.raises(error, match=match):
             checked_f_grad(bad, 5, "f_grad")(np.zeros(5))
-    # a list gradient, a column, float32: accepted as the vector they hold
+    # the pair as a list (as SciPy takes it); a list gradient, a column, float32: accepted
+    # as the vector they hold
+    assert checked_f_grad(lambda x: [1.0, np.zeros(5)], 5, "f_grad")(np.zeros(5))[0] == 1.0
     for G in (list(range(5)), np.arange(5.0)[:, None], np.arange(5, dtype=np.float32)):
         _, out = checked_f_grad(lambda x, G=G: (1, G), 5, "f_grad")(np.zeros(5))
         np.testing.assert_array_equal(out, np.arange(5.0))

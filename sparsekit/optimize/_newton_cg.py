@@ -133,7 +133,7 @@ def minimize_newton_cg(fun, x0, hessp_at, *, tol=1e-6, max_iter=1000, callback=N
 def _hessp_at(hessp_at, x):
     """``hessp_at(x)``'s pair, its operator checked (a clear error naming it otherwise)."""
     out = hessp_at(x)
-    if not (isinstance(out, tuple) and len(out) == 2):
+    if not (isinstance(out, (tuple, list)) and len(out) == 2):
         raise TypeError(f"hessp_at(x) must return the pair (hessp, n_active), "
                         f"got {type(out).__name__}")
     return checked_operator(out[0], "hessp_at(x)[0]"), out[1]

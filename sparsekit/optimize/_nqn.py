@@ -178,7 +178,7 @@ class _Objective:
         if self.jac is True:
             self.nfev += 1
             out = self.fun(x.copy(), *self.args)
-            if not (isinstance(out, tuple) and len(out) == 2):
+            if not (isinstance(out, (tuple, list)) and len(out) == 2):
                 raise TypeError(f"with jac=True, fun must return the pair (f(x), gradient), "
                                 f"got {type(out).__name__}")
             f = objective_value(out[0], "fun")

@@ -97,7 +97,7 @@ def checked_f_grad(f_grad, n, name):
 
     def call(x):
         out = f_grad(x)
-        if not (isinstance(out, tuple) and len(out) == 2):
+        if not (isinstance(out, (tuple, list)) and len(out) == 2):
             raise TypeError(f"{name}(x) must return the pair (f(x), gradient), "
                             f"got {type(out).__name__}")
         f, G = out
