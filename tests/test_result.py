@@ -136,7 +136,7 @@ def test_minimize_nqn_names_what_fun_returned():
         minimize_nqn(lambda x: f_grad(x)[0], np.zeros(5), jac=True)
     with pytest.raises(TypeError, match="fun must return a real number"):
         minimize_nqn(lambda x: "a", np.zeros(5))
-    with pytest.raises(TypeError, match="gradient is not an array of real numbers"):
+    with pytest.raises(TypeError, match="jac returned a gradient that is not an array of real"):
         minimize_nqn(lambda x: f_grad(x)[0], np.zeros(5), jac=lambda x: "abcde")
     with pytest.raises(TypeError, match="options must be a dict or None, got str"):
         minimize_nqn(lambda x: f_grad(x)[0], np.zeros(5), options="maxiter=10")

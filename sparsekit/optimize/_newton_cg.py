@@ -4,7 +4,7 @@ from scipy.optimize import OptimizeResult
 
 from ._cg import steihaug_cg
 from ._result import (CALLBACK_MESSAGE, STOPPED_BY_CALLBACK, Callback, checked_f_grad,
-                      checked_operator)
+                      checked_operator, returned_pair)
 
 MESSAGES = {
     0: "max|grad| <= tol",
@@ -132,11 +132,8 @@ def minimize_newton_cg(fun, x0, hessp_at, *, tol=1e-6, max_iter=1000, callback=N
 
 def _hessp_at(hessp_at, x):
     """``hessp_at(x)``'s pair, its operator checked (a clear error naming it otherwise)."""
-    out = hessp_at(x)
-    if not (isinstance(out, (tuple, list)) and len(out) == 2):
-        raise TypeError(f"hessp_at(x) must return the pair (hessp, n_active), "
-                        f"got {type(out).__name__}")
-    return checked_operator(out[0], "hessp_at(x)[0]"), out[1]
+    hessp, n_active = returned_pair(hessp_at(x), "hessp_at(x)", "(hessp, n_active)")
+    return checked_operator(hessp, "hessp_at(x)[0]"), n_active
 
 
 def _armijo(fun, x, f, slope, direction, max_halvings=20):

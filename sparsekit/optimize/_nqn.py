@@ -61,7 +61,8 @@ from ._eps_subgradient import min_norm_subgradient
 from ._nqn_linesearch import FAILED, projected_wolfe
 from ._nqn_memory import FreeSetLBFGS
 from ._bounds import parse_bounds
-from ._result import CALLBACK_MESSAGE, STOPPED_BY_CALLBACK, Callback, objective_value
+from ._result import (CALLBACK_MESSAGE, STOPPED_BY_CALLBACK, Callback, gradient_array,
+                      objective_value, returned_pair)
 
 #: Termination flags (0–7 as in the authors' code, 9 for a stall, 99 for a callback stop,
 #: with SciPy's status and message).
@@ -177,12 +178,9 @@ class _Objective:
         # place must not move the iterate
         if self.jac is True:
             self.nfev += 1
-            out = self.fun(x.copy(), *self.args)
-            if not (isinstance(out, (tuple, list)) and len(out) == 2):
-                raise TypeError(f"with jac=True, fun must return the pair (f(x), gradient), "
-                                f"got {type(out).__name__}")
-            f = objective_value(out[0], "fun")
-            g = out[1]
+            f, g = returned_pair(self.fun(x.copy(), *self.args), "with jac=True, fun",
+                                 "(f(x), gradient)")
+            f = objective_value(f, "fun")
         elif callable(self.jac):
             f = self._value(x)
             g = self.jac(x.copy(), *self.args)
@@ -190,11 +188,8 @@ class _Objective:
             f = self._value(x)
             g = self._forward_difference(x, f) if math.isfinite(f) else np.full_like(x, np.nan)
         self.njev += 1
-        try:
-            g = np.array(g, dtype=float).reshape(-1)
-        except (TypeError, ValueError):
-            raise TypeError(f"the gradient is not an array of real numbers: "
-                            f"{type(g).__name__}") from None
+        # a copy: the solver's updates must not reach the user's array
+        g = np.array(gradient_array(g, "jac" if callable(self.jac) else "fun").reshape(-1))
         if g.shape != x.shape:
             raise ValueError(f"the gradient has shape {g.shape}, expected {x.shape}")
         return f, g

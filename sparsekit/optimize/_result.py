@@ -89,6 +89,23 @@ def objective_value(f, name):
     return float(f.reshape(()))
 
 
+def returned_pair(out, what, pair):
+    """``out`` if it is a pair (a tuple or list of two, as SciPy takes ``jac=True``'s), or a
+    clear error saying that ``what`` must return ``pair``."""
+    if not (isinstance(out, (tuple, list)) and len(out) == 2):
+        raise TypeError(f"{what} must return the pair {pair}, got {type(out).__name__}")
+    return out
+
+
+def gradient_array(G, name):
+    """The gradient ``name`` returned as a float64 array, or a clear error."""
+    try:
+        return np.ascontiguousarray(G, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise TypeError(f"{name} returned a gradient that is not an array of real numbers: "
+                        f"{type(G).__name__}") from None
+
+
 def checked_f_grad(f_grad, n, name):
     """``f_grad`` returning (float, float64 array of shape (n,)), or a clear error naming
     it as ``name`` (the solver's parameter)."""
@@ -96,17 +113,8 @@ def checked_f_grad(f_grad, n, name):
         raise TypeError(f"{name} must be callable, got {type(f_grad).__name__}")
 
     def call(x):
-        out = f_grad(x)
-        if not (isinstance(out, (tuple, list)) and len(out) == 2):
-            raise TypeError(f"{name}(x) must return the pair (f(x), gradient), "
-                            f"got {type(out).__name__}")
-        f, G = out
-        f = objective_value(f, name)
-        try:
-            G = np.ascontiguousarray(G, dtype=np.float64)
-        except (TypeError, ValueError):
-            raise TypeError(f"{name} returned a gradient that is not an array of real "
-                            f"numbers: {type(G).__name__}") from None
+        f, G = returned_pair(f_grad(x), f"{name}(x)", "(f(x), gradient)")
+        f, G = objective_value(f, name), gradient_array(G, name)
         if G.size != n:
             raise ValueError(f"{name} returned a gradient of shape {G.shape}; expected ({n},)")
         return f, G.reshape(n)
