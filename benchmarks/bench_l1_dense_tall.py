@@ -3,8 +3,8 @@
 Two parts, every product on one BLAS thread:
 
 1. The subspace Hessian ``[X_F, 1]ᵀ diag(D) [X_F, 1]`` of the logistic datafit on a random
-   dense X (Fortran order, curvature weights of a random w), ms per formation (the fastest
-   of 5) by its two routes: NumPy's float64 products of the slice (``X[:, F] * √D``, then
+   dense X (Fortran order, curvature weights of a random w), ms per formation (median of
+   5 after one untimed) by its two routes: NumPy's float64 products of the slice (``X[:, F] * √D``, then
    ``Xsᵀ Xs``) and float32 panels through ``ssyrk`` (``PanelGram``, formed anew each time),
    for k free columns of the given shapes; and the route the datafit takes.
 2. ``L1LogisticOBA()`` at its defaults (C = 1, one-vs-rest, an unpenalized intercept, tol
@@ -44,15 +44,6 @@ TABLES = [(1_000_000, 50, 2, "float32"), (300_000, 50, 5, "float32"),
           (200_000, 20, 2, "float64"), (100_000, 100, 3, "float64"), (20_000, 30, 2, "float64")]
 
 
-def best_time(fn, repeat=5):
-    times = []
-    for _ in range(repeat):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return min(times)
-
-
 def gram_rows():
     rows = []
     rng = np.random.default_rng(0)
@@ -63,19 +54,21 @@ def gram_rows():
         datafit.value_grad(0.1 * rng.standard_normal(d + 1))
         for k in ks:
             cols = np.sort(rng.choice(d, k, replace=False))
-            numpy = best_time(lambda: datafit._gram(cols, True, False, syrk=False))
+            numpy, _ = _report.median_time(lambda: datafit._gram(cols, True, False, syrk=False),
+                                           repeat=5, warmup=1)
 
             def panels():
                 datafit._panel_gram = None       # formed anew, not carried
                 datafit._gram(cols, True, False, syrk=True)
-            panel_ms = 1e3 * best_time(panels)
+            panel_ms = 1e3 * _report.median_time(panels, repeat=5, warmup=1)[0]
             datafit._panel_gram = None
             H = datafit.hessp(datafit._x_at, np.append(cols, d))
+            if not getattr(H, "is_explicit", False):
+                route = "matrix-free"
+            else:
+                route = "panels" if datafit._panel_gram is not None else "float64"
             rows.append({"shape": f"{n} x {d} {dtype}", "k": k, "numpy": 1e3 * numpy,
-                         "panels": panel_ms,
-                         "route": ("panels" if datafit._panel_gram is not None
-                                   else "float64") if getattr(H, "is_explicit", False)
-                         else "matrix-free"})
+                         "panels": panel_ms, "route": route})
             datafit._panel_gram = None
             print(rows[-1], flush=True)
     return rows
@@ -104,10 +97,10 @@ def liblinear(X, y):
     k = 1 if len(labels) == 2 else len(labels)
     # a copy: the model's memory goes with it
     W = np.array(np.ctypeslib.as_array(model.w, shape=(X.shape[1] + 1, k)).T)
-    order = np.argsort(labels) if k > 1 else None
-    if k == 1 and labels[0] != 1:
-        W = -W
-    W = W[order] if order is not None else W
+    if k == 1:                      # the weights of labels[0] against the other label
+        W = W if labels[0] == 1 else -W
+    else:                           # one row per label, in LIBLINEAR's order of labels
+        W = W[np.argsort(labels)]
     return seconds, W[:, :-1], W[:, -1]
 
 
@@ -152,7 +145,7 @@ def main():
     gram = [[r["shape"], str(r["k"]), f"{r['numpy']:.3f}", f"{r['panels']:.3f}",
              f"{r['panels'] / r['numpy']:.2f}", r["route"]] for r in results["gram"]]
     body = ("The subspace Hessian over k free columns and the intercept, ms per formation "
-            "(the fastest of 5), by NumPy's float64 products and by float32 panels "
+            "(median of 5 after one untimed), by NumPy's float64 products and by float32 panels "
             "(`ssyrk`); the route the datafit takes for these k columns at these weights "
             "(a formed Hessian by one of the two, or matrix-free products):\n\n"
             + _report.markdown_table(["X (dense)", "k", "float64 products, ms",
