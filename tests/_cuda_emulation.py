@@ -38,16 +38,74 @@ PRELUDE = r"""
 #include <vector>
 
 // Two ways to run a block's CUDA threads. "threads": one OS thread each (real
-// concurrency: what ThreadSanitizer checks). "fibers": one ucontext fiber each, switched
+// concurrency: what ThreadSanitizer checks). "fibers": one fiber each, switched
 // round-robin by one OS thread at every barrier (the same interleavings at barriers, no
-// preemption in between; ~100x faster on a two-core machine: what the CuPy stand-in uses).
+// preemption in between: what the CuPy stand-in uses).
 static int sk_use_threads = 0;
 extern "C" void sk_set_threads(int on) { sk_use_threads = on; }
 
-static thread_local ucontext_t* sk_fiber_self;
-static ucontext_t sk_scheduler;
+// A fiber's context and the switch between two. On x86-64 the switch saves the callee-saved
+// registers on the stack it leaves and pops them from the one it enters (System V ABI: the
+// fibers never change MXCSR or the x87 control word); glibc's swapcontext, elsewhere or
+// with SK_UCONTEXT defined, also makes a system call per switch (the signal mask) and was
+// ~90% of a launch's time: a warp kernel on 30 rows switches ~10^5 times.
+#if defined(__x86_64__) && !defined(SK_UCONTEXT)
+extern "C" void sk_switch_stack(void** save_sp, void* load_sp);
+asm(R"(
+    .text
+    .p2align 4
+    .globl sk_switch_stack
+    .hidden sk_switch_stack
+    .type sk_switch_stack, @function
+sk_switch_stack:
+    pushq %rbp
+    pushq %rbx
+    pushq %r12
+    pushq %r13
+    pushq %r14
+    pushq %r15
+    movq %rsp, (%rdi)
+    movq %rsi, %rsp
+    popq %r15
+    popq %r14
+    popq %r13
+    popq %r12
+    popq %rbx
+    popq %rbp
+    ret
+    .size sk_switch_stack, .-sk_switch_stack
+)");
+struct sk_context { void* sp = nullptr; };
+// a fresh stack whose first switch "returns" into entry, as if entry had been called
+static void sk_context_make(sk_context& c, char* stack, size_t size, void (*entry)()) {
+    auto top = ((uintptr_t)(stack + size) & ~(uintptr_t)15) - 16;   // entry's return slot
+    auto* slot = reinterpret_cast<void**>(top);
+    slot[0] = reinterpret_cast<void*>(entry);
+    for (int r = 1; r <= 6; ++r) slot[-r] = nullptr;             // rbp, rbx, r12-r15
+    c.sp = slot - 6;
+}
+static inline void sk_context_switch(sk_context& from, sk_context& to) {
+    sk_switch_stack(&from.sp, to.sp);
+}
+#else
+struct sk_context { ucontext_t uc; };
+static void sk_context_make(sk_context& c, char* stack, size_t size, void (*entry)()) {
+    getcontext(&c.uc);
+    c.uc.uc_stack.ss_sp = stack;
+    c.uc.uc_stack.ss_size = size;
+    c.uc.uc_link = nullptr;                          // the fibers never return
+    makecontext(&c.uc, entry, 0);
+}
+static inline void sk_context_switch(sk_context& from, sk_context& to) {
+    swapcontext(&from.uc, &to.uc);
+}
+#endif
+
+static thread_local sk_context* sk_fiber_self;
+static sk_context sk_scheduler;
 static int sk_fiber_finished = 0;
-static inline void sk_fiber_yield() { swapcontext(sk_fiber_self, &sk_scheduler); }
+static const void* sk_fiber_run = nullptr;          // the launch's sk_block_run
+static inline void sk_fiber_yield() { sk_context_switch(*sk_fiber_self, sk_scheduler); }
 
 // A barrier of ``n`` CUDA threads: the last to arrive starts the next generation, the
 // others wait for it (threads: asleep on the generation; fibers: switching to the next
@@ -171,11 +229,13 @@ template <class F> struct sk_block_run {
     }
 };
 
-template <class F> static void sk_fiber_entry(int hi, int lo, int t) {
-    auto* run = reinterpret_cast<const sk_block_run<F>*>(
-        ((uintptr_t)(unsigned)hi << 32) | (uintptr_t)(unsigned)lo);
-    (*run)(t);
-    sk_fiber_finished = 1;  // back to the scheduler through uc_link
+// a fiber's life: its CUDA thread (threadIdx.x, set by the scheduler before the first
+// switch) over the grid, then back to the scheduler for good
+template <class F> static void sk_fiber_entry() {
+    (*static_cast<const sk_block_run<F>*>(sk_fiber_run))((int)threadIdx.x);
+    sk_fiber_finished = 1;
+    sk_fiber_yield();
+    std::abort();                                    // a finished fiber is never resumed
 }
 
 template <class F> static void sk_emulate(long long grid, int block, F kernel) {
@@ -197,17 +257,12 @@ template <class F> static void sk_emulate(long long grid, int block, F kernel) {
         return;
     }
     const size_t stack = 1 << 16;
-    std::vector<ucontext_t> fibers(block);
+    std::vector<sk_context> fibers(block);
     std::vector<std::unique_ptr<char[]>> stacks;
-    const uintptr_t address = (uintptr_t)&run;
+    sk_fiber_run = &run;
     for (int t = 0; t < block; ++t) {
         stacks.emplace_back(new char[stack]);
-        getcontext(&fibers[t]);
-        fibers[t].uc_stack.ss_sp = stacks.back().get();
-        fibers[t].uc_stack.ss_size = stack;
-        fibers[t].uc_link = &sk_scheduler;
-        makecontext(&fibers[t], (void (*)())sk_fiber_entry<F>, 3, (int)(address >> 32),
-                    (int)(address & 0xffffffffu), t);
+        sk_context_make(fibers[t], stacks.back().get(), stack, sk_fiber_entry<F>);
     }
     // the fibers share the OS thread's threadIdx and blockIdx: each fiber's own are put
     // back before it resumes
@@ -219,7 +274,7 @@ template <class F> static void sk_emulate(long long grid, int block, F kernel) {
             sk_fiber_self = &fibers[t];
             threadIdx = {(unsigned)t, 0, 0};
             blockIdx = block_of[t];
-            swapcontext(&sk_scheduler, &fibers[t]);
+            sk_context_switch(sk_scheduler, fibers[t]);
             block_of[t] = blockIdx;  // at a barrier, or at the fiber's end
             if (sk_fiber_finished) { done[t] = 1; ++finished; sk_fiber_finished = 0; }
         }
@@ -343,10 +398,11 @@ class EmulatedModule:
                                                     ctypes.c_int(int(block)), argv)
 
 
-def build(code, workdir, *, sanitize=False, include_dirs=()):
+def build(code, workdir, *, sanitize=False, include_dirs=(), defines=()):
     """Compile ``code`` (a ``.cu`` source) with the emulation prelude into ``workdir``
-    (cached by content) and load it. Raises RuntimeError with the compiler's output when
-    the source does not compile."""
+    (cached by content) and load it; ``defines``: macro names (``SK_UCONTEXT``: the
+    fibers switch by glibc's swapcontext, as on a machine other than x86-64). Raises
+    RuntimeError with the compiler's output when the source does not compile."""
     cxx = compiler()
     if cxx is None:
         raise RuntimeError("no C++ compiler (g++ or clang++) for the CUDA emulation")
@@ -355,7 +411,7 @@ def build(code, workdir, *, sanitize=False, include_dirs=()):
     flags = ["-std=c++20", "-O2", "-g", "-shared", "-fPIC", "-pthread",
              "-Wall", "-Wno-unused-function", "-Wno-unused-variable"]
     flags += ["-fsanitize=thread"] if sanitize else []
-    flags += [f"-I{d}" for d in include_dirs]
+    flags += [f"-I{d}" for d in include_dirs] + [f"-D{name}" for name in defines]
     key = hashlib.sha256((source + " ".join(flags)).encode()).hexdigest()[:16]
     workdir = Path(workdir)
     library = workdir / f"emu_{key}.so"

@@ -243,6 +243,23 @@ def test_emulated_multi_warp_blocks_in_os_threads_match_one_warp(emu, dtype):
             np.testing.assert_allclose(y, x, rtol=tol, atol=tol)
 
 
+def test_fibers_switched_by_swapcontext_match_the_stack_switch(emu, tmp_path):
+    """The fibers' portable switch (glibc's swapcontext, on machines other than x86-64)
+    runs the kernels to the results of the default one, bit for bit (the same order): the
+    loss's, whose block and warp reductions take both kinds of barrier."""
+    file = "sparsemax_loss.cu"
+    portable = {name: module for name, module in emu.items() if name != file}
+    portable[file] = _cuda_emulation.build(kernel_source(file), tmp_path,
+                                           defines=["SK_UCONTEXT"])
+    for dtype in (np.float64, np.float32):
+        fast = run_every_kernel(emu, dtype, grid=2, block=64, threads=False, n=4, k=40)
+        slow = run_every_kernel(portable, dtype, grid=2, block=64, threads=False, n=4, k=40)
+        for a, b in zip(fast, slow):
+            for x, y in zip(a, b):
+                assert np.isfinite(x).all()
+                np.testing.assert_array_equal(y, x)
+
+
 def _tsan(argv):
     runtime = _cuda_emulation.tsan_runtime()
     if runtime is None:
