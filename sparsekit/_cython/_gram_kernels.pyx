@@ -561,9 +561,10 @@ def mn_entry_counts(const index_t[::1] indices, const index_t[::1] indptr,
 
 def mn_gram_dense(const floating[::1, :] X, Py_ssize_t row0, const long long[::1] entry_col,
                   const long long[::1] entry_class, const double[:, ::1] P,
-                  const double[::1] sw, double[::1] work, double[:, ::1] G):
-    """Add one block of rows to the multinomial subspace Hessian, for entries sorted by
-    class: BLAS ``dsyrk`` on panels of the block's rows.
+                  const double[::1] sw, double[::1] work, double[:, ::1] G,
+                  double sign=1.0):
+    """Add one block of rows to the multinomial subspace Hessian (``sign`` = -1: subtract
+    it), for entries sorted by class: BLAS ``dsyrk`` on panels of the block's rows.
 
     Entry e is (column ``entry_col[e]`` of ``X``, or the intercept when it is -1; class
     ``entry_class[e]``, non-decreasing in e). The block is rows ``row0 .. row0 + nb`` of
@@ -571,7 +572,7 @@ def mn_gram_dense(const floating[::1, :] X, Py_ssize_t row0, const long long[::1
     (nb). With Sₑ,ᵢ = √sᵢ x̃ᵢ,ⱼ₍ₑ₎ √pᵢ,ₖ₍ₑ₎ and Eₑ,ᵢ = √sᵢ x̃ᵢ,ⱼ₍ₑ₎ pᵢ,ₖ₍ₑ₎ (x̃ = 1 for
     the intercept),
 
-        G += blockdiagₖ(S_k S_kᵀ) − E Eᵀ,
+        G += sign · (blockdiagₖ(S_k S_kᵀ) − E Eᵀ),
 
     the rows' Σᵢ sᵢ x̃ᵢx̃ᵢᵀ ⊗ (diag pᵢ − pᵢpᵢᵀ) on the entries: one ``dsyrk`` per class
     and one for E, into G's storage in place. Only G's lower triangle (C order; the upper
@@ -587,7 +588,7 @@ def mn_gram_dense(const floating[::1, :] X, Py_ssize_t row0, const long long[::1
     cdef double *E
     cdef const floating *x
     cdef int n_, k_ = <int>nb, lda = <int>max(nb, 1), ldc = <int>max(m, 1)
-    cdef double one = 1.0, minus = -1.0
+    cdef double one = 1.0, plus = sign, minus = -sign
     cdef char* uplo = b"U"
     cdef char* trans = b"T"
     if (sw.shape[0] != nb or G.shape[1] != m or entry_col.shape[0] != m
@@ -627,7 +628,7 @@ def mn_gram_dense(const floating[::1, :] X, Py_ssize_t row0, const long long[::1
             while b < m and entry_class[b] == entry_class[a]:
                 b += 1
             n_ = <int>(b - a)
-            dsyrk(uplo, trans, &n_, &k_, &one, &S[a * nb], &lda, &one, &G[a, a], &ldc)
+            dsyrk(uplo, trans, &n_, &k_, &plus, &S[a * nb], &lda, &one, &G[a, a], &ldc)
             a = b
         n_ = <int>m
         dsyrk(uplo, trans, &n_, &k_, &minus, E, &lda, &one, &G[0, 0], &ldc)
