@@ -496,7 +496,7 @@ class Multinomial:
         entry_class = np.concatenate([H._class, H._b_entries])
         order = np.argsort(entry_class, kind="stable")
         entry_col, entry_class = entry_col[order], entry_class[order]
-        block = max(1, min(n, block or max(512, (1 << 18) // max(m, 1))))
+        block = min(n, block or max(512, (1 << 18) // max(m, 1)))
         size = (2 * K + 2 * m) * block
         if self._work.size < size:
             self._work = np.empty(max(size, 2 * self._work.size))   # few reallocations
@@ -538,13 +538,13 @@ class Multinomial:
         col = np.concatenate([H._row, np.full(H._b_entries.size, c)])    # c: the intercept
         cls = np.concatenate([H._class, H._b_entries])
         jc, jk = col[positions], cls[positions]
+        on_w = jc < c                                            # the weights' entries
         delta = jk[:, None] == np.arange(K)                      # δₖₗ, |positions| × K
         out = np.zeros((positions.size, c + 1, K))
         for start in range(0, n, block):
             stop = min(start + block, n)
             Xb = X[start:stop] if sparse else X[start:stop][:, H._cols]
             xj = np.ones((stop - start, positions.size))
-            on_w = jc < c
             xj[:, on_w] = (Xb[:, jc[on_w]].toarray() if sparse else Xb[:, jc[on_w]])
             Pb = P[start:stop]
             base = self._sw[start:stop, None] * xj * Pb[:, jk]
