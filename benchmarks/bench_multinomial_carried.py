@@ -8,8 +8,8 @@ of 3 where a fit takes under 5 s), its iterations, and the Grams formed over eve
 (the others carried: rows refreshed, entries joined); beside it in the same run, the
 same objective by scikit-learn's saga (``LogisticRegression(l1_ratio=1, solver="saga")``,
 tol 1e-4, max_iter 100: the only other multinomial ℓ1 solver) and the ℓ2 model by
-lbfgs (``LogisticRegression()``, a speed reference for another objective), with each
-objective's relative gap to OBA's (negative: below OBA's).
+lbfgs (``LogisticRegression()``, a speed reference for another objective); saga's
+objective as a relative gap to OBA's, and OBA's to the earlier commit's (negative: lower).
 
 ``--save FILE`` writes the rows as JSON; ``--before FILE`` puts such a file's rows (the
 same script run on an earlier commit's build) beside this run's. Writes section
