@@ -84,6 +84,63 @@ def test_multinomial_csc_kernels_prefetching_rows_ahead(n_threads):
     np.testing.assert_allclose(out, Xd[:, cols].T @ R, rtol=1e-12, atol=1e-12)
 
 
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("n_cols", [1, 45, 600])
+def test_dense_kernels_over_many_blocks_of_rows_and_chunks_of_columns(dtype, n_cols):
+    """The dense kernels multiply float64 panels of fixed blocks of rows (the listed
+    columns, in chunks of 32 for Xᵀ R) by BLAS: on row counts that are no multiple of a
+    block, columns listed out of order and repeated, and huge or tiny float32 entries
+    (exact in the panels), the products are NumPy's; 1 and 3 threads give the same bits."""
+    rng = np.random.default_rng(7)
+    n, D, Kc = 5003, 640, 6
+    X = rng.normal(size=(n, D)).astype(dtype)
+    X[:, 5] *= 1e30 if dtype == np.float32 else 1e200
+    X[:, 6] *= 1e-30
+    X[17] = 0.0
+    cols = rng.choice(D, n_cols, replace=n_cols > 500).astype(np.int64)
+    cols[0] = 5
+    F, Xd = np.asfortranarray(X), X.astype(np.float64)[:, cols]
+    Wc, b, R = rng.normal(size=(n_cols, Kc)), rng.normal(size=Kc), rng.normal(size=(n, Kc))
+    got = {}
+    for n_threads in (1, 3):
+        Z, out, sq = np.empty((n, Kc)), np.empty((n_cols, Kc)), np.empty((n_cols, Kc))
+        K.mn_margins_dense(F, Wc, cols, b, Z, n_threads)
+        K.mn_rmatmat_dense(F, R, cols, out, False, n_threads)
+        with np.errstate(over="ignore"):
+            K.mn_rmatmat_dense(F, R, cols, sq, True, n_threads)
+        got[n_threads] = Z, out, sq
+    for a, c in zip(got[1], got[3]):
+        np.testing.assert_array_equal(a, c)
+    Z, out, sq = got[1]
+    np.testing.assert_allclose(Z, Xd @ Wc + b, rtol=1e-10, atol=1e-12 * np.abs(Xd).max())
+    np.testing.assert_allclose(out, Xd.T @ R, rtol=1e-10, atol=1e-12 * np.abs(Xd).max())
+    finite = np.abs(Xd).max(axis=0) < 1e100
+    np.testing.assert_allclose(sq[finite], (Xd[:, finite] ** 2).T @ R, rtol=1e-10)
+
+
+def test_dense_kernels_refuse_columns_and_shapes_they_cannot_read():
+    X = np.asfortranarray(np.ones((10, 4)))
+    Z, out = np.empty((10, 2)), np.empty((1, 2))
+    for bad in (-1, 4):
+        cols = np.array([bad], dtype=np.int64)
+        with pytest.raises(ValueError, match="column index is out of range"):
+            K.mn_margins_dense(X, np.ones((1, 2)), cols, np.zeros(2), Z)
+        with pytest.raises(ValueError, match="column index is out of range"):
+            K.mn_rmatmat_dense(X, np.ones((10, 2)), cols, out)
+    cols = np.array([1], dtype=np.int64)
+    with pytest.raises(ValueError, match="X's rows"):
+        K.mn_margins_dense(X, np.ones((1, 2)), cols, np.zeros(2), Z[:9])
+    with pytest.raises(ValueError, match="X's rows"):
+        K.mn_rmatmat_dense(X, np.ones((9, 2)), cols, out)
+    empty = np.asfortranarray(np.ones((0, 4)))
+    out[:] = np.nan
+    K.mn_rmatmat_dense(empty, np.ones((0, 2)), cols, out)
+    np.testing.assert_array_equal(out, 0.0)
+    Z0 = np.empty((10, 2))
+    K.mn_margins_dense(X, np.ones((0, 2)), np.empty(0, dtype=np.int64), np.arange(2.0), Z0)
+    np.testing.assert_array_equal(Z0, np.tile(np.arange(2.0), (10, 1)))
+
+
 def _free_entries(rng, D, Kc, size):
     """Sorted free weight entries j K + k, none of feature 4: (feature, start over
     features, classes)."""

@@ -11,14 +11,16 @@ A column index list ``cols`` lets the margin kernels skip the columns where ``w`
 and the Hessian kernels work on the free columns of the full matrix in place (no copy).
 Dense float64 products go through BLAS (``dgemv`` on blocks of columns, ``daxpy``/``ddot``
 per listed column), each column read only on its row range (``column_row_ranges``); float32
-dense data, whose vectors are float64, use plain loops.
+dense data, whose vectors are float64, use plain loops. The multinomial model's products
+with K columns (``mn_*_dense``) copy blocks of rows of the listed columns into float64
+panels, float32 entries exactly, and multiply those by BLAS ``dgemm``.
 """
 import numpy as np
 
 from cython cimport floating
-from cython.parallel cimport prange
+from cython.parallel cimport parallel, prange, threadid
 from libc.math cimport exp, fabs, fmax, log, log1p, sqrt
-from scipy.linalg.cython_blas cimport daxpy, ddot, dgemv
+from scipy.linalg.cython_blas cimport daxpy, ddot, dgemm, dgemv
 
 from sparsekit._cython._common cimport (CACHED_BYTES, ROW_AHEAD, SK_PREFETCH_READ,
                                         SK_PREFETCH_W, bad_csr, bad_free_entries, index_t,
@@ -880,24 +882,76 @@ def mn_margins_csr(const floating[::1] data, const index_t[::1] indices,
                         z[k] += x * w[k]
 
 
+cdef inline void _gather_panel(const floating[::1, :] X, const long long* cols,
+                               Py_ssize_t nc, Py_ssize_t lo, Py_ssize_t nb, double* panel,
+                               bint square) noexcept nogil:
+    """panel (nb × nc, column-major) = X[lo:lo + nb, cols[:nc]] in float64 (squared)."""
+    cdef Py_ssize_t c, i
+    cdef const floating* x
+    cdef double* o
+    for c in range(nc):
+        x = &X[lo, cols[c]]
+        o = panel + c * nb
+        if square:
+            for i in range(nb):
+                o[i] = <double>x[i] * <double>x[i]
+        else:
+            for i in range(nb):
+                o[i] = x[i]
+
+
+def _check_cols(name, const long long[::1] cols, Py_ssize_t n_features):
+    cdef Py_ssize_t c
+    for c in range(cols.shape[0]):
+        if not 0 <= cols[c] < n_features:
+            raise ValueError(f"{name}: a column index is out of range")
+
+
+# Dense X: the listed columns of a block of rows are copied into a float64 panel (float32
+# entries exact in it) and multiplied by BLAS ``dgemm``. The blocks' sizes depend on the
+# shapes only, never on the thread count, so that each sum is the same whatever the count.
+# The panels hold PANEL_NUMBERS numbers (256 KB: in the L2 cache with the block of the
+# (n, K) matrix); ``mn_rmatmat_dense`` gives the threads the columns in chunks of
+# COLUMN_CHUNK.
+cdef enum:
+    PANEL_NUMBERS = 32768
+    COLUMN_CHUNK = 32
+
+
 def mn_margins_dense(const floating[::1, :] X, const double[:, ::1] Wc,
                      const long long[::1] cols, const double[::1] b, double[:, ::1] Z,
                      int n_threads=1):
-    """``Z = b + X[:, cols] @ Wc`` for a Fortran-ordered dense ``X`` (blocks of rows
-    among ``n_threads``)."""
-    cdef Py_ssize_t i, c, j, t, lo, hi, K = Z.shape[1], n = X.shape[0]
-    cdef Py_ssize_t T = max(1, n_threads)
+    """``Z = b + X[:, cols] @ Wc`` for a Fortran-ordered dense ``X``: blocks of rows (a
+    float64 panel of the listed columns each, times ``Wc`` by ``dgemm``) among
+    ``n_threads``."""
+    cdef Py_ssize_t blk, lo, nb, t, K = Z.shape[1], n = X.shape[0], nc = cols.shape[0]
+    cdef Py_ssize_t B = min(max(64, PANEL_NUMBERS // max(nc, 1)), max(n, 1))
+    cdef Py_ssize_t n_blocks = (n + B - 1) // B
+    cdef int T = <int>max(1, min(n_threads, n_blocks))
+    cdef int m_ = <int>K, n_, k_ = <int>nc, ld_panel
+    cdef double one = 1.0
+    cdef char* no = b"N"
+    cdef char* tr = b"T"
+    cdef double* panel
     _check_margin_shapes("mn_margins_dense", Wc, cols, b, Z)
+    if Z.shape[0] != n:
+        raise ValueError("mn_margins_dense: Z must have X's rows")
+    _check_cols("mn_margins_dense", cols, X.shape[1])
+    work = np.empty(T * B * max(nc, 1))
+    cdef double[::1] W = work
     with nogil:
-        for t in prange(T, num_threads=T, schedule="static", chunksize=1):
-            lo = _block_start(t, T, n)
-            hi = _block_start(t + 1, T, n)
-            _start_margins(Z, b, lo, hi)
-            for c in range(cols.shape[0]):
-                j = cols[c]
-                for i in range(lo, hi):
-                    if X[i, j] != 0.0:
-                        _add_scaled(&Z[i, 0], X[i, j], &Wc[c, 0], K)
+        for blk in prange(n_blocks, num_threads=T, schedule="static"):
+            lo = blk * B
+            nb = min(B, n - lo)
+            _start_margins(Z, b, lo, lo + nb)
+            if nc and K:
+                panel = &W[0] + threadid() * B * nc
+                _gather_panel(X, &cols[0], nc, lo, nb, panel, False)
+                n_ = <int>nb
+                ld_panel = <int>nb
+                # Zᵀ (K × nb, Z's rows) += Wcᵀ (K × nc) · panelᵀ (nc × nb)
+                dgemm(no, tr, &m_, &n_, &k_, &one, <double*>&Wc[0, 0], &m_, panel,
+                      &ld_panel, &one, &Z[lo, 0], &m_)
 
 
 def mn_rmatmat_csc(const floating[::1] data, const index_t[::1] indices,
@@ -939,23 +993,44 @@ def mn_rmatmat_dense(const floating[::1, :] X, const double[:, ::1] R,
                      const long long[::1] cols, double[:, ::1] out, bint square=False,
                      int n_threads=1):
     """``out = X[:, cols].T @ R`` for a Fortran-ordered dense ``X`` (``square``: of X's
-    entries squared), columns split among ``n_threads``."""
-    cdef Py_ssize_t i, c, j, k, K = R.shape[1]
-    cdef double x
-    if out.shape[0] != cols.shape[0] or out.shape[1] != K:
+    entries squared): for each block of rows in turn, the listed columns in chunks among
+    ``n_threads`` (a float64 panel each, times the block of ``R`` by ``dgemm``)."""
+    cdef Py_ssize_t blk, lo, nb, ch, c0, K = R.shape[1], n = X.shape[0], nc = cols.shape[0]
+    cdef Py_ssize_t B = min(max(64, PANEL_NUMBERS // min(max(nc, 1), COLUMN_CHUNK)),
+                            max(n, 1))
+    cdef Py_ssize_t n_blocks = (n + B - 1) // B
+    cdef Py_ssize_t n_chunks = (nc + COLUMN_CHUNK - 1) // COLUMN_CHUNK
+    cdef int T = <int>max(1, min(n_threads, n_chunks))
+    cdef int m_ = <int>K, n_, k_, ld_panel
+    cdef double one = 1.0, beta
+    cdef char* no = b"N"
+    cdef double* panel
+    if out.shape[0] != nc or out.shape[1] != K:
         raise ValueError("mn_rmatmat_dense: out must be (len(cols), K) for R (n, K)")
-    with nogil:
-        for c in prange(cols.shape[0], num_threads=max(1, n_threads), schedule="static"):
-            j = cols[c]
-            for k in range(K):
-                out[c, k] = 0.0
-            for i in range(X.shape[0]):
-                x = X[i, j]
-                if x != 0.0:
-                    if square:
-                        x = x * x
-                    for k in range(K):
-                        out[c, k] += x * R[i, k]
+    if R.shape[0] != n:
+        raise ValueError("mn_rmatmat_dense: R must have X's rows")
+    _check_cols("mn_rmatmat_dense", cols, X.shape[1])
+    if n == 0 or nc == 0 or K == 0:
+        out[:, :] = 0.0
+        return
+    work = np.empty(T * B * min(nc, COLUMN_CHUNK))
+    cdef double[::1] W = work
+    panel, blk, lo, nb, beta = NULL, 0, 0, 0, 0.0    # firstprivate in the parallel block
+    with nogil, parallel(num_threads=T):
+        panel = &W[0] + threadid() * B * min(nc, COLUMN_CHUNK)
+        for blk in range(n_blocks):
+            lo = blk * B
+            nb = min(B, n - lo)
+            beta = 0.0 if blk == 0 else 1.0
+            for ch in prange(n_chunks, schedule="static"):
+                c0 = ch * COLUMN_CHUNK
+                n_ = <int>min(COLUMN_CHUNK, nc - c0)
+                k_ = <int>nb
+                ld_panel = <int>nb
+                _gather_panel(X, &cols[c0], n_, lo, nb, panel, square)
+                # out[c0:]ᵀ (K × chunk) (+)= R[lo:lo + nb]ᵀ (K × nb) · panel (nb × chunk)
+                dgemm(no, no, &m_, &n_, &k_, &one, <double*>&R[lo, 0], &m_, panel,
+                      &ld_panel, &beta, &out[c0, 0], &m_)
 
 
 # Free entries by rows. A Hessian product on the free entries of a sparse X walked by

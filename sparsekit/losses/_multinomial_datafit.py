@@ -12,7 +12,8 @@ entry:
 
 (the block Hessian Σᵢ sᵢ/n (x̃ᵢ x̃ᵢᵀ) ⊗ (diag pᵢ − pᵢ pᵢᵀ)), the O(nnz K) kernels of
 ``_oba_kernels`` (``mn_*``) doing the X products on CSC or Fortran-ordered dense X, float32
-or float64 values, float64 vectors. With ``n_threads`` > 1 the products X V split the rows
+or float64 values, float64 vectors (a dense X by BLAS on float64 panels of blocks of its
+rows). With ``n_threads`` > 1 the products X V split the rows
 among threads and the products Xᵀ R the columns: every entry gets the same sums in the same
 order as on one thread. Walked by columns, every stored entry of a free column reads or
 updates a whole row of K numbers of the (n, K) matrices; where K is large and each column
@@ -78,14 +79,9 @@ def split_parameters(x, n_features, n_classes, fit_intercept):
 
 
 def _margins(X, Wc, cols, b, Z, n_threads=1):
-    """Z = b + X[:, cols] @ Wc (BLAS for a float64 dense X read at most of its columns)."""
+    """Z = b + X[:, cols] @ Wc."""
     if sp.issparse(X):
         K.mn_margins_csc(X.data, X.indices, X.indptr, Wc, cols, b, Z, n_threads)
-    elif X.dtype == np.float64 and 2 * cols.size >= X.shape[1] > 0:
-        W = np.zeros((X.shape[1], Z.shape[1]))
-        W[cols] = Wc
-        np.matmul(X, W, out=Z)
-        Z += b
     else:
         K.mn_margins_dense(X, Wc, cols, b, Z, n_threads)
     return Z
@@ -95,8 +91,6 @@ def _rmatmat(X, R, cols, out, square=False, n_threads=1):
     """out = X[:, cols].T @ R (of X's entries squared with ``square``)."""
     if sp.issparse(X):
         K.mn_rmatmat_csc(X.data, X.indices, X.indptr, R, cols, out, square, n_threads)
-    elif X.dtype == np.float64 and not square and 2 * cols.size >= X.shape[1] > 0:
-        out[:] = (X.T @ R)[cols]
     else:
         K.mn_rmatmat_dense(X, R, cols, out, square, n_threads)
     return out
