@@ -775,6 +775,43 @@ def test_dense_route_kernel_is_its_formula_and_refuses_inconsistent_inputs():
         _gram_kernels.symmetric_take(np.zeros((5, 5)), np.array([0, 1, 2, 3, 5]))
 
 
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("n_free", [0, 3, 700])
+def test_hessian_rows_kernel_is_its_formula_over_many_sub_blocks(dtype, n_free):
+    """Rows of the Hessian of a few entries (the intercept's among them) over rows 3 ..
+    3 + nb of X, in sub-blocks of rows that fit a panel (700 free columns: 16 rows each),
+    added to ``out``; no free column at all leaves the intercept's only; inconsistent inputs
+    are refused before anything is written."""
+    rng = np.random.default_rng(11)
+    n, D, Kc, nb = 3000, 900, 4, 2990
+    X = np.asfortranarray(rng.normal(size=(n, D)).astype(dtype))
+    X[10:20] = 0.0
+    cols = np.sort(rng.choice(D, n_free, replace=False)).astype(np.int64)
+    P = softmax(50.0 * rng.normal(size=(nb, Kc)), axis=1)           # many p near 0 and 1
+    sw = rng.uniform(0.5, 2.0, nb)
+    entry_col = np.array([n_free, 0, n_free - 1, n_free, 1][: 2 if n_free == 0 else 5])
+    entry_class = rng.integers(0, Kc, entry_col.size).astype(np.int64)
+    out0 = rng.normal(size=(Kc, entry_col.size, n_free + 1))
+    out = out0.copy()
+    _gram_kernels.mn_gram_rows_dense(X, 3, cols, P, sw, entry_col, entry_class, out)
+    xt = np.column_stack([X[3:3 + nb, cols].astype(np.float64), np.ones(nb)])
+    A = sw[:, None] * xt[:, entry_col] * P[:, entry_class]              # rows × entries
+    want = np.stack([xt.T @ (A * ((entry_class == l) - P[:, [l]])) for l in range(Kc)])
+    np.testing.assert_allclose(out, out0 + want.transpose(0, 2, 1), rtol=1e-10,
+                               atol=1e-10 * np.abs(want).max())
+    good = {"row0": 3, "cols": cols, "sw": sw, "entry_col": entry_col,
+            "entry_class": entry_class, "out": np.zeros_like(out0)}
+    for bad in ({"row0": 11}, {"row0": -1}, {"cols": np.append(cols[1:], D)},
+                {"entry_col": entry_col + n_free + 1}, {"entry_class": entry_class + Kc},
+                {"sw": sw[1:]}, {"out": np.zeros((Kc, entry_col.size, n_free + 2))}):
+        args = {**good, **bad}
+        target = args["out"]
+        with pytest.raises(ValueError, match="mn_gram_rows_dense"):
+            _gram_kernels.mn_gram_rows_dense(X, args["row0"], args["cols"], P, args["sw"],
+                                             args["entry_col"], args["entry_class"], target)
+        assert not target.any()
+
 def test_hessp_forms_the_hessian_when_that_is_cheaper():
     """Tall data with a small free set: formed; the same free set on 3 rows, or more free
     entries than max_explicit: matrix-free (each product costs a pass over 3 rows)."""

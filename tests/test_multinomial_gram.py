@@ -163,3 +163,25 @@ def test_a_tall_dense_fit_carries_its_gram_to_the_solution_formed_anew(monkeypat
     anew = L1LogisticOBA(multiclass="multinomial", tol=1e-8).fit(X, y)
     assert sum(full) == len(calls) > 0
     assert objective(carried) == pytest.approx(objective(anew), rel=1e-9)
+
+
+def test_moved_rows_are_those_with_a_probability_beyond_the_relative_tolerance():
+    """``mn_moved_rows``: a row moved when any class's probability differs from the carried
+    one by more than rtol times it (strictly; exact ties, zeros and NaNs do not move), as
+    the NumPy formula says."""
+    from sparsekit._cython._gram_kernels import mn_moved_rows
+    rng = np.random.default_rng(4)
+    P = rng.dirichlet(np.ones(5), size=2000)
+    carried = P * np.exp(rng.normal(scale=0.04, size=P.shape))
+    P[:10] = [0.5, 0.25, 0.125, 0.0625, 0.0625]
+    carried[:10] = P[:10] * 1.0625                 # exactly rtol away (exact in binary)
+    P[10:20], carried[10:20] = 0.0, 0.0
+    carried[20] = P[20]
+    carried[20, 2] = np.nan
+    want = np.flatnonzero((np.abs(P - carried) > 0.0625 * P).any(axis=1))
+    got = mn_moved_rows(P, carried, 0.0625)
+    np.testing.assert_array_equal(got, want)
+    assert 0 < got.size < 2000 and not np.isin(np.arange(21), got).any()
+    np.testing.assert_array_equal(mn_moved_rows(P, P, 0.0), [])
+    with pytest.raises(ValueError, match="mn_moved_rows"):
+        mn_moved_rows(P, carried[1:], 0.1)

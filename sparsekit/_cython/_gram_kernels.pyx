@@ -10,21 +10,22 @@ gather rows scaled by sqrt(D) into float32 panels accumulated by BLAS ``ssyrk`` 
 float64 Gram (relative error ~1e-7, below the CG's forcing). The multinomial datafit's
 subspace Hessians (``mn_*``) are formed the same two ways, from the stored entries
 (``mn_gram_csr``, one row of the Hessian at a time) or by BLAS on densified blocks of rows
-(``mn_gram_dense``); their block-Jacobi preconditioner keeps the blocks of one class's
-entries (``mn_class_blocks_csr``, factored and applied by ``block_cholesky`` and
-``block_solve``). Values may be float32 or float64 (fused ``floating``); index arrays
+(``mn_gram_dense``; the rows of a few entries, ``mn_gram_rows_dense``); their block-Jacobi
+preconditioner keeps the blocks of one class's entries (``mn_class_blocks_csr``, factored
+and applied by ``block_cholesky`` and ``block_solve``). Values may be float32 or float64 (fused ``floating``); index arrays
 int32 or int64.
 """
 import numpy as np
 
 from cython cimport floating
 from cython.parallel cimport prange
-from libc.math cimport sqrt
+from libc.math cimport fabs, sqrt
 from libc.string cimport memset
-from scipy.linalg.cython_blas cimport dsyrk, ssyrk
+from scipy.linalg.cython_blas cimport dgemm, dsyrk, ssyrk
 from scipy.linalg.cython_lapack cimport dpotrf, dpotrs
 
-from sparsekit._cython._common cimport bad_csr, bad_free_entries, index_t
+from sparsekit._cython._common cimport (PANEL_NUMBERS, bad_csr, bad_free_entries,
+                                        gather_panel, index_t)
 
 
 cdef Py_ssize_t _max_row_length(const index_t[::1] indptr, Py_ssize_t n):
@@ -632,6 +633,91 @@ def mn_gram_dense(const floating[::1, :] X, Py_ssize_t row0, const long long[::1
             a = b
         n_ = <int>m
         dsyrk(uplo, trans, &n_, &k_, &minus, E, &lda, &one, &G[0, 0], &ldc)
+
+
+def mn_gram_rows_dense(const floating[::1, :] X, Py_ssize_t row0,
+                       const long long[::1] cols, const double[:, ::1] P,
+                       const double[::1] sw, const long long[::1] entry_col,
+                       const long long[::1] entry_class, double[:, :, ::1] out):
+    """Add one block of rows to some rows of the multinomial subspace Hessian: for q
+    entries e (column ``entry_col[e]`` of the c free columns ``cols`` of ``X``, or the
+    intercept when it is c; class ``entry_class[e]``),
+
+        out[l, e, j] += Σᵢ sᵢ x̃ᵢ,ⱼ₍ₑ₎ pᵢ,ₖ₍ₑ₎ (δₖ₍ₑ₎ₗ − pᵢₗ) x̃ᵢ,ⱼ
+
+    over the rows i = ``row0`` .. ``row0 + nb`` of the Fortran-ordered ``X`` (nb = len(P),
+    probabilities ``P``, weights ``sw``), every free column j < c and the intercept j = c
+    (x̃ = 1), every class l: by BLAS ``dgemm`` on float64 panels of sub-blocks of the
+    rows, one per class. ``out`` is (K, q, c + 1)."""
+    cdef Py_ssize_t nb = P.shape[0], K = P.shape[1], c = cols.shape[0]
+    cdef Py_ssize_t q = entry_col.shape[0], lo, m, e, i, j, k, l
+    cdef Py_ssize_t sub = max(16, PANEL_NUMBERS // (c + 1 + q))
+    cdef double d
+    cdef double *Xp
+    cdef double *A
+    cdef double *M
+    cdef const double *x
+    cdef int m_, n_ = <int>(c + 1), q_ = <int>q
+    cdef double one = 1.0
+    cdef char* tr = b"T"
+    cdef char* no = b"N"
+    if (sw.shape[0] != nb or row0 < 0 or row0 + nb > X.shape[0]
+            or entry_class.shape[0] != q or out.shape[0] != K or out.shape[1] != q
+            or out.shape[2] != c + 1):
+        raise ValueError("mn_gram_rows_dense: inconsistent shapes")
+    for j in range(c):
+        if not 0 <= cols[j] < X.shape[1]:
+            raise ValueError("mn_gram_rows_dense: a column index is out of range")
+    for e in range(q):
+        if not (0 <= entry_col[e] <= c and 0 <= entry_class[e] < K):
+            raise ValueError("mn_gram_rows_dense: an entry's column or class is out of range")
+    if nb == 0 or q == 0 or K == 0:
+        return
+    work = np.empty(min(sub, nb) * (c + 1 + 2 * q))
+    cdef double[::1] W = work
+    Xp = &W[0]
+    lo = 0
+    with nogil:
+        while lo < nb:
+            m = min(sub, nb - lo)
+            A, M = Xp + (c + 1) * m, Xp + (c + 1 + q) * m
+            if c:
+                gather_panel(X, &cols[0], c, row0 + lo, m, Xp, False)
+            for i in range(m):
+                Xp[c * m + i] = 1.0
+            for e in range(q):                      # A[i, e] = sᵢ x̃ᵢ,ⱼ₍ₑ₎ pᵢ,ₖ₍ₑ₎
+                k = entry_class[e]
+                x = Xp + entry_col[e] * m
+                for i in range(m):
+                    A[e * m + i] = sw[lo + i] * x[i] * P[lo + i, k]
+            m_ = <int>m
+            for l in range(K):
+                for e in range(q):                  # M[i, e] = A[i, e] (δₖ₍ₑ₎ₗ − pᵢₗ)
+                    d = 1.0 if entry_class[e] == l else 0.0
+                    for i in range(m):
+                        M[e * m + i] = A[e * m + i] * (d - P[lo + i, l])
+                # out[l]ᵀ ((c + 1) × q) += Xpᵀ M
+                dgemm(tr, no, &n_, &q_, &m_, &one, Xp, &m_, M, &m_, &one, &out[l, 0, 0],
+                      &n_)
+            lo += m
+
+
+def mn_moved_rows(const double[:, ::1] P, const double[:, ::1] carried, double rtol):
+    """The rows i (ascending) where ``|P[i, k] - carried[i, k]| > rtol * P[i, k]`` for some
+    class k, in one pass (a NaN moves nothing)."""
+    cdef Py_ssize_t i, k, m = 0, n = P.shape[0], K = P.shape[1]
+    if carried.shape[0] != n or carried.shape[1] != K:
+        raise ValueError("mn_moved_rows: P and carried must have the same shape")
+    out = np.empty(n, dtype=np.int64)
+    cdef long long[::1] rows = out
+    with nogil:
+        for i in range(n):
+            for k in range(K):
+                if fabs(P[i, k] - carried[i, k]) > rtol * P[i, k]:
+                    rows[m] = i
+                    m += 1
+                    break
+    return out[:m]
 
 
 def symmetric_take(const double[:, ::1] G, const long long[::1] back):

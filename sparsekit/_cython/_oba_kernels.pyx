@@ -22,9 +22,10 @@ from cython.parallel cimport parallel, prange, threadid
 from libc.math cimport exp, fabs, fmax, log, log1p, sqrt
 from scipy.linalg.cython_blas cimport daxpy, ddot, dgemm, dgemv
 
-from sparsekit._cython._common cimport (CACHED_BYTES, ROW_AHEAD, SK_PREFETCH_READ,
-                                        SK_PREFETCH_W, bad_csr, bad_free_entries, index_t,
-                                        log1pexp, prefetch_span, sparse_dot, weight_t)
+from sparsekit._cython._common cimport (CACHED_BYTES, PANEL_NUMBERS, ROW_AHEAD,
+                                        SK_PREFETCH_READ, SK_PREFETCH_W, bad_csr,
+                                        bad_free_entries, gather_panel, index_t, log1pexp,
+                                        prefetch_span, sparse_dot, weight_t)
 
 
 # ---------------------------------------------------------------- margins  m = X w + b
@@ -882,24 +883,6 @@ def mn_margins_csr(const floating[::1] data, const index_t[::1] indices,
                         z[k] += x * w[k]
 
 
-cdef inline void _gather_panel(const floating[::1, :] X, const long long* cols,
-                               Py_ssize_t nc, Py_ssize_t lo, Py_ssize_t nb, double* panel,
-                               bint square) noexcept nogil:
-    """panel (nb × nc, column-major) = X[lo:lo + nb, cols[:nc]] in float64 (squared)."""
-    cdef Py_ssize_t c, i
-    cdef const floating* x
-    cdef double* o
-    for c in range(nc):
-        x = &X[lo, cols[c]]
-        o = panel + c * nb
-        if square:
-            for i in range(nb):
-                o[i] = <double>x[i] * <double>x[i]
-        else:
-            for i in range(nb):
-                o[i] = x[i]
-
-
 def _check_cols(name, const long long[::1] cols, Py_ssize_t n_features):
     cdef Py_ssize_t c
     for c in range(cols.shape[0]):
@@ -907,14 +890,11 @@ def _check_cols(name, const long long[::1] cols, Py_ssize_t n_features):
             raise ValueError(f"{name}: a column index is out of range")
 
 
-# Dense X: the listed columns of a block of rows are copied into a float64 panel (float32
-# entries exact in it) and multiplied by BLAS ``dgemm``. The blocks' sizes depend on the
-# shapes only, never on the thread count, so that each sum is the same whatever the count.
-# The panels hold PANEL_NUMBERS numbers (256 KB: in the L2 cache with the block of the
-# (n, K) matrix); ``mn_rmatmat_dense`` gives the threads the columns in chunks of
-# COLUMN_CHUNK.
+# Dense X: the listed columns of a block of rows are copied into a float64 panel
+# (``gather_panel``) and multiplied by BLAS ``dgemm``. The blocks' sizes depend on the
+# shapes only, never on the thread count, so that each sum is the same whatever the count;
+# ``mn_rmatmat_dense`` gives the threads the columns in chunks of COLUMN_CHUNK.
 cdef enum:
-    PANEL_NUMBERS = 32768
     COLUMN_CHUNK = 32
 
 
@@ -946,7 +926,7 @@ def mn_margins_dense(const floating[::1, :] X, const double[:, ::1] Wc,
             _start_margins(Z, b, lo, lo + nb)
             if nc and K:
                 panel = &W[0] + threadid() * B * nc
-                _gather_panel(X, &cols[0], nc, lo, nb, panel, False)
+                gather_panel(X, &cols[0], nc, lo, nb, panel, False)
                 n_ = <int>nb
                 ld_panel = <int>nb
                 # Zᵀ (K × nb, Z's rows) += Wcᵀ (K × nc) · panelᵀ (nc × nb)
@@ -1027,7 +1007,7 @@ def mn_rmatmat_dense(const floating[::1, :] X, const double[:, ::1] R,
                 n_ = <int>min(COLUMN_CHUNK, nc - c0)
                 k_ = <int>nb
                 ld_panel = <int>nb
-                _gather_panel(X, &cols[c0], n_, lo, nb, panel, square)
+                gather_panel(X, &cols[c0], n_, lo, nb, panel, square)
                 # out[c0:]ᵀ (K × chunk) (+)= R[lo:lo + nb]ᵀ (K × nb) · panel (nb × chunk)
                 dgemm(no, no, &m_, &n_, &k_, &one, <double*>&R[lo, 0], &m_, panel,
                       &ld_panel, &beta, &out[c0, 0], &m_)

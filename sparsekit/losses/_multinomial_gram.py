@@ -19,6 +19,8 @@ system solved as well as to a relative residual of ~rtol.
 """
 import numpy as np
 
+from sparsekit._cython import _gram_kernels
+
 
 class CarriedGram:
     """∇²f[F, F] of a :class:`~sparsekit.losses._multinomial_datafit.Multinomial` by its
@@ -77,5 +79,4 @@ class CarriedGram:
 
     def _moved(self, P):
         """The rows with a probability more than ``rtol`` away from the carried one."""
-        far = np.abs(P - self._P) > self._rtol * P
-        return np.flatnonzero(far.any(axis=1))
+        return _gram_kernels.mn_moved_rows(P, self._P, self._rtol)
