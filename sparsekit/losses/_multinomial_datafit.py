@@ -13,13 +13,13 @@ entry:
 (the block Hessian Σᵢ sᵢ/n (x̃ᵢ x̃ᵢᵀ) ⊗ (diag pᵢ − pᵢ pᵢᵀ)), the O(nnz K) kernels of
 ``_oba_kernels`` (``mn_*``) doing the X products on CSC or Fortran-ordered dense X, float32
 or float64 values, float64 vectors (a dense X by BLAS on float64 panels of blocks of its
-rows). With ``n_threads`` > 1 the products X V split the rows
-among threads and the products Xᵀ R the columns: every entry gets the same sums in the same
-order as on one thread. Walked by columns, every stored entry of a free column reads or
-updates a whole row of K numbers of the (n, K) matrices; where K is large and each column
-frees few of its classes (a text corpus with many classes), the products walk instead the
-rows of a CSR copy of the free columns, each stored entry touching only its column's free
-classes (``mn_hessp_free_csr``: the whole product in one pass over the rows, each row's uᵢ
+rows). With ``n_threads`` > 1 the products X V split the rows among threads and the
+products Xᵀ R the columns: every entry gets the same sums in the same order as on one
+thread. Walked by columns, every stored entry of a free column reads or updates a whole
+row of K numbers of the (n, K) matrices; where K is large and each column frees few of its
+classes (a text corpus with many classes), the products walk instead the rows of a CSR
+copy of the free columns, each stored entry touching only its column's free classes
+(``mn_hessp_free_csr``: the whole product in one pass over the rows, each row's uᵢ
 and rᵢ in cache, P read once; the Xᵀ R partial sums of fixed blocks of rows are added in
 block order, so that the threads do not change them either). With many classes and few
 enough features that the rows of W stay in cache, the scores walk the rows of X too, over
