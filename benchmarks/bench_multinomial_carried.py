@@ -1,6 +1,6 @@
 """L1LogisticOBA(multiclass="multinomial") on dense tables: its formed Hessian carried between iterates.
 
-``L1LogisticOBA(multiclass="multinomial")`` at C = 1 (an unpenalized intercept, tol 1e-4,
+``L1LogisticOBA(multiclass="multinomial")`` at C = 1 (an unpenalized intercept, tol 1e-8,
 its default) on ``make_classification`` tables (seed 0; n_informative min(20, d − 4),
 n_redundant 2 as scikit-learn's default, or 0; cast to the dtype) and on scikit-learn's
 digits (standardized), every product on one BLAS thread: wall seconds of one fit (median

@@ -5,9 +5,9 @@ X (``mn_margins_dense``: Z = b + X[:, cols] W, ``mn_rmatmat_dense``: Xᵀ R over
 columns), one call each, every column listed unless the row says otherwise: milliseconds
 (median of 5 after one warm-up call) on 1 and 2 threads (``n_jobs``), BLAS pinned to one
 thread. Then ``L1LogisticOBA(multiclass="multinomial")`` fits on dense X (an unpenalized
-intercept, tol 1e-4, its default): digits (pixels / 16) and Mulan scene (first label) at
+intercept, tol 1e-8, its default): digits (pixels / 16) and Mulan scene (first label) at
 10, 100 and 1000 times the smallest C with a nonzero weight, MNIST (pixels / 255, a dense
-float32 array, as ``fetch_openml`` users hold it) at 10 and 100 times, and the
+float32 array) at 10 and 100 times, and the
 ``make_classification`` tables of section multinomial_carried at C = 1: wall seconds (median
 of 3 where a fit takes under 5 s) and iterations; beside it in the same run scikit-learn's
 saga on the same objective (``LogisticRegression(l1_ratio=1, solver="saga")``, tol 1e-4,
