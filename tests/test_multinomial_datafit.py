@@ -826,6 +826,28 @@ def test_hessp_forms_the_hessian_when_that_is_cheaper():
     assert not hasattr(tall.hessp(np.zeros(tall.n_params), free), "is_explicit")
 
 
+@pytest.mark.parametrize("sparse", [False, True])
+def test_hessp_forms_after_a_matrix_free_hessian_took_many_products(sparse):
+    """A free set whose Hessian costs more to form than ``formed_worth`` products is
+    matrix-free, until a matrix-free Hessian of the fit took so many products (an
+    ill-conditioned one) that ``formed_worth_seen`` times them pay for forming: then it is
+    formed, for the rest of the fit, on a dense X; a sparse X keeps its rule (its CG has the
+    class-block preconditioner)."""
+    rng = np.random.default_rng(6)
+    X, y = rng.normal(size=(300, 300)), rng.integers(0, 5, 300)
+    f = Multinomial(sp.csr_matrix(X) if sparse else X, y, 5, fit_intercept=False)
+    x, free = np.zeros(f.n_params), np.arange(0, 1500)
+    H = f.hessp(x, free)
+    assert not hasattr(H, "is_explicit")
+    costs = f._gram_costs(H)
+    formed = min(costs.values()) + 100 * 2.0 * free.size ** 2
+    assert formed > f.formed_worth * f._product_cost(H)
+    many = int(formed / (f.formed_worth_seen * f._product_cost(H))) + 1
+    for _ in range(many):                      # the products of that Hessian's CG runs
+        H(rng.normal(size=free.size))
+    assert hasattr(f.hessp(x, free), "is_explicit") is not sparse
+    assert hasattr(f.hessp(x, free), "is_explicit") is not sparse     # the next one too
+
 def test_hessp_prices_a_row_walking_hessian_by_row_walking_products():
     """Many classes on a tall sparse X: the products walk rows, and the Hessian is formed
     where forming it (and 100 CG products on it) costs at most ``formed_worth_rows``

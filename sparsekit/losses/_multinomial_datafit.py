@@ -110,7 +110,11 @@ class Multinomial:
     iterations instead of 75 and 387): a formed Hessian is worth about 150 products.
     Measured with that rule, one thread: scene at 100 times 0.8 s instead of 4.0 s, MNIST
     at 10 times 4.7 s instead of 19.8 s (tol 1e-5), at 100 times 28 s instead of 44 s (tol
-    1e-3).
+    1e-3). Where a matrix-free Hessian took more products than that rule counts on (its CG
+    met its cap of 20 on several corrective passes: an ill-conditioned Hessian, whose
+    inexact steps also take more iterations), a formed Hessian is worth
+    ``formed_worth_seen`` times the most products a matrix-free Hessian of the fit took, if
+    that is more; on a dense X only, which has no class-block preconditioner.
 
     Where the matrix-free products walk rows (:meth:`_walks_rows`: many classes, a sparse X)
     they cost 2-6 times less than the column walks that rule was measured with, and a
@@ -163,6 +167,7 @@ class Multinomial:
         self._rows_work = None
         self._products = [0, 0]   # matrix-free products on the last Hessian, on this one
         self._blocked = [False, False]   # class blocks formed on the last Hessian, this one
+        self._most_products = 0   # the most a matrix-free Hessian took (dense X: hessp)
         self._buffers = {}        # see _kept
         self._ones = None         # see _column_sums
         self._carried_gram = CarriedGram(self, self.gram_refresh_rtol)
@@ -203,6 +208,11 @@ class Multinomial:
     max_explicit = 3000
     #: the matrix-free products a formed Hessian is worth (see the class docstring)
     formed_worth = 150.0
+    #: ... or, on a dense X, this many times the most products a matrix-free Hessian of
+    #: the fit took (see the class docstring): Mulan scene at 1000 and 1600 times the
+    #: smallest C with a nonzero weight took 117 iterations and 500 without converging (tol
+    #: 1e-8), its matrix-free Hessians 100-260 products each; MNIST's took 5-60
+    formed_worth_seen = 3.0
     #: the row-walking products a formed Hessian is worth where the products walk rows (see
     #: the class docstring): on Debian's first free sets (186-1,446 entries) forming cost
     #: 7-27 products and took 10-16% off the fit at 1000 C_min; on Delicious' late ones
@@ -361,13 +371,16 @@ class Multinomial:
             self.value_grad(x)
         self._products = [self._products[1], 0]
         self._blocked = [self._blocked[1], False]
+        if not sp.issparse(self.X):
+            self._most_products = max(self._most_products, self._products[0])
         H = self._matrix_free(free)
         m = H.shape[0]
         if 0 < m <= self.max_explicit:
             costs = self._gram_costs(H)
             route = min(costs, key=costs.get)
+            worth = max(self.formed_worth, self.formed_worth_seen * self._most_products)
             worth = (self.formed_worth_rows * (self._row_product_cost(H) + overhead)
-                     if H.walks_rows else self.formed_worth * (self._product_cost(H) + overhead))
+                     if H.walks_rows else worth * (self._product_cost(H) + overhead))
             if costs[route] + 100 * 2.0 * m * m <= worth:
                 return _ExplicitHessian(self._gram(H, route=route), [0])
         return H
