@@ -24,8 +24,8 @@ from libc.string cimport memset
 from scipy.linalg.cython_blas cimport dgemm, dsyrk, ssyrk
 from scipy.linalg.cython_lapack cimport dpotrf, dpotrs
 
-from sparsekit._cython._common cimport (PANEL_NUMBERS, bad_csr, bad_free_entries,
-                                        gather_panel, index_t)
+from sparsekit._cython._common cimport (PANEL_NUMBERS, bad_cols, bad_csr,
+                                        bad_free_entries, gather_panel, index_t)
 
 
 cdef Py_ssize_t _max_row_length(const index_t[::1] indptr, Py_ssize_t n):
@@ -650,7 +650,7 @@ def mn_gram_rows_dense(const floating[::1, :] X, Py_ssize_t row0,
     (x̃ = 1), every class l: by BLAS ``dgemm`` on float64 panels of sub-blocks of the
     rows, one per class. ``out`` is (K, q, c + 1)."""
     cdef Py_ssize_t nb = P.shape[0], K = P.shape[1], c = cols.shape[0]
-    cdef Py_ssize_t q = entry_col.shape[0], lo, m, e, i, j, k, l
+    cdef Py_ssize_t q = entry_col.shape[0], lo, m, e, i, k, l
     cdef Py_ssize_t sub = max(16, PANEL_NUMBERS // (c + 1 + q))
     cdef double d
     cdef double *Xp
@@ -665,9 +665,8 @@ def mn_gram_rows_dense(const floating[::1, :] X, Py_ssize_t row0,
             or entry_class.shape[0] != q or out.shape[0] != K or out.shape[1] != q
             or out.shape[2] != c + 1):
         raise ValueError("mn_gram_rows_dense: inconsistent shapes")
-    for j in range(c):
-        if not 0 <= cols[j] < X.shape[1]:
-            raise ValueError("mn_gram_rows_dense: a column index is out of range")
+    if bad_cols(cols, X.shape[1]):
+        raise ValueError("mn_gram_rows_dense: a column index is out of range")
     for e in range(q):
         if not (0 <= entry_col[e] <= c and 0 <= entry_class[e] < K):
             raise ValueError("mn_gram_rows_dense: an entry's column or class is out of range")

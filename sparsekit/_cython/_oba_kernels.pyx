@@ -23,7 +23,7 @@ from libc.math cimport exp, fabs, fmax, log, log1p, sqrt
 from scipy.linalg.cython_blas cimport daxpy, ddot, dgemm, dgemv
 
 from sparsekit._cython._common cimport (CACHED_BYTES, PANEL_NUMBERS, ROW_AHEAD,
-                                        SK_PREFETCH_READ, SK_PREFETCH_W, bad_csr,
+                                        SK_PREFETCH_READ, SK_PREFETCH_W, bad_cols, bad_csr,
                                         bad_free_entries, gather_panel, index_t, log1pexp,
                                         prefetch_span, sparse_dot, weight_t)
 
@@ -883,13 +883,6 @@ def mn_margins_csr(const floating[::1] data, const index_t[::1] indices,
                         z[k] += x * w[k]
 
 
-def _check_cols(name, const long long[::1] cols, Py_ssize_t n_features):
-    cdef Py_ssize_t c
-    for c in range(cols.shape[0]):
-        if not 0 <= cols[c] < n_features:
-            raise ValueError(f"{name}: a column index is out of range")
-
-
 # Dense X: the listed columns of a block of rows are copied into a float64 panel
 # (``gather_panel``) and multiplied by BLAS ``dgemm``. The blocks' sizes depend on the
 # shapes only, never on the thread count, so that each sum is the same whatever the count;
@@ -904,7 +897,7 @@ def mn_margins_dense(const floating[::1, :] X, const double[:, ::1] Wc,
     """``Z = b + X[:, cols] @ Wc`` for a Fortran-ordered dense ``X``: blocks of rows (a
     float64 panel of the listed columns each, times ``Wc`` by ``dgemm``) among
     ``n_threads``."""
-    cdef Py_ssize_t blk, lo, nb, t, K = Z.shape[1], n = X.shape[0], nc = cols.shape[0]
+    cdef Py_ssize_t blk, lo, nb, K = Z.shape[1], n = X.shape[0], nc = cols.shape[0]
     cdef Py_ssize_t B = min(max(64, PANEL_NUMBERS // max(nc, 1)), max(n, 1))
     cdef Py_ssize_t n_blocks = (n + B - 1) // B
     cdef int T = <int>max(1, min(n_threads, n_blocks))
@@ -916,7 +909,8 @@ def mn_margins_dense(const floating[::1, :] X, const double[:, ::1] Wc,
     _check_margin_shapes("mn_margins_dense", Wc, cols, b, Z)
     if Z.shape[0] != n:
         raise ValueError("mn_margins_dense: Z must have X's rows")
-    _check_cols("mn_margins_dense", cols, X.shape[1])
+    if bad_cols(cols, X.shape[1]):
+        raise ValueError("mn_margins_dense: a column index is out of range")
     work = np.empty(T * B * max(nc, 1))
     cdef double[::1] W = work
     with nogil:
@@ -989,7 +983,8 @@ def mn_rmatmat_dense(const floating[::1, :] X, const double[:, ::1] R,
         raise ValueError("mn_rmatmat_dense: out must be (len(cols), K) for R (n, K)")
     if R.shape[0] != n:
         raise ValueError("mn_rmatmat_dense: R must have X's rows")
-    _check_cols("mn_rmatmat_dense", cols, X.shape[1])
+    if bad_cols(cols, X.shape[1]):
+        raise ValueError("mn_rmatmat_dense: a column index is out of range")
     if n == 0 or nc == 0 or K == 0:
         out[:, :] = 0.0
         return
