@@ -12,8 +12,8 @@ subspace Hessians (``mn_*``) are formed the same two ways, from the stored entri
 (``mn_gram_csr``, one row of the Hessian at a time) or by BLAS on densified blocks of rows
 (``mn_gram_dense``; the rows of a few entries, ``mn_gram_rows_dense``); their block-Jacobi
 preconditioner keeps the blocks of one class's entries (``mn_class_blocks_csr``, factored
-and applied by ``block_cholesky`` and ``block_solve``). Values may be float32 or float64 (fused ``floating``); index arrays
-int32 or int64.
+and applied by ``block_cholesky`` and ``block_solve``). Values may be float32 or float64
+(fused ``floating``); index arrays int32 or int64.
 """
 import numpy as np
 

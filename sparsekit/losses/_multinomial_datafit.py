@@ -560,8 +560,7 @@ class Multinomial:
             X, cols, block = self.X, H._cols, max(n, 1)
         for start in range(0, n, block):
             stop = min(start + block, n)
-            source, row0 = ((np.asfortranarray(X[start:stop].toarray()), 0) if sparse
-                            else (X, start))
+            source, row0 = (X[start:stop].toarray(order="F"), 0) if sparse else (X, start)
             _gram_kernels.mn_gram_rows_dense(source, row0, cols, P[start:stop],
                                              self._sw[start:stop], col[positions],
                                              cls[positions], out)
