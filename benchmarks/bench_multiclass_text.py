@@ -51,6 +51,16 @@ def split():
     return vectorizer.fit_transform(text_tr), vectorizer.transform(text_te), y_tr, y_te
 
 
+def described_split():
+    """:func:`split`, the training classes and a line describing the data (also printed)."""
+    X_tr, X_te, y_tr, y_te = split()
+    classes = np.unique(y_tr)
+    shape = (f"{X_tr.shape[0]:,} training rows × {X_tr.shape[1]:,} columns "
+             f"({X_tr.nnz:,} nonzeros), {X_te.shape[0]:,} test rows, {classes.size} classes")
+    print(shape, flush=True)
+    return X_tr, X_te, y_tr, y_te, classes, shape
+
+
 def ovr_proba(scores):
     """scikit-learn's one-vs-rest probabilities: the sigmoids, normalized per row."""
     p = expit(scores)
@@ -72,11 +82,7 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--Cs", type=float, nargs="+", default=[0.1, 1.0, 10.0])
     args = parser.parse_args()
-    X_tr, X_te, y_tr, y_te = split()
-    classes = np.unique(y_tr)
-    shape = (f"{X_tr.shape[0]:,} training rows × {X_tr.shape[1]:,} columns "
-             f"({X_tr.nnz:,} nonzeros), {X_te.shape[0]:,} test rows, {classes.size} classes")
-    print(shape, flush=True)
+    X_tr, X_te, y_tr, y_te, classes, shape = described_split()
     rows = []
     for C in args.Cs:
         base = None

@@ -18,7 +18,7 @@ import warnings
 import numpy as np
 from bench_hashed_features import cpu_seconds
 from bench_l1_multinomial import objective
-from bench_multiclass_text import split
+from bench_multiclass_text import described_split
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.metrics import accuracy_score, log_loss
 
@@ -44,11 +44,7 @@ def main():
     parser.add_argument("--tols", type=float, nargs="+", default=[1e-4, 1e-6, 1e-8])
     args = parser.parse_args()
     tols = sorted(args.tols, reverse=True)
-    X_tr, X_te, y_tr, y_te = split()
-    classes = np.unique(y_tr)
-    shape = (f"{X_tr.shape[0]:,} training rows × {X_tr.shape[1]:,} columns, "
-             f"{X_te.shape[0]:,} test rows, {classes.size} classes")
-    print(shape, flush=True)
+    X_tr, X_te, y_tr, y_te, classes, shape = described_split()
     rows = []
     for C in args.Cs:
         fits = [(tol, *fitted(X_tr, y_tr, C=C, tol=tol, multiclass="multinomial"))
