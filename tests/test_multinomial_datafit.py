@@ -848,6 +848,7 @@ def test_hessp_forms_after_a_matrix_free_hessian_took_many_products(sparse):
     assert hasattr(f.hessp(x, free), "is_explicit") is not sparse
     assert hasattr(f.hessp(x, free), "is_explicit") is not sparse     # the next one too
 
+
 def test_hessp_prices_a_row_walking_hessian_by_row_walking_products():
     """Many classes on a tall sparse X: the products walk rows, and the Hessian is formed
     where forming it (and 100 CG products on it) costs at most ``formed_worth_rows``

@@ -378,9 +378,9 @@ class Multinomial:
         if 0 < m <= self.max_explicit:
             costs = self._gram_costs(H)
             route = min(costs, key=costs.get)
-            worth = max(self.formed_worth, self.formed_worth_seen * self._most_products)
+            products = max(self.formed_worth, self.formed_worth_seen * self._most_products)
             worth = (self.formed_worth_rows * (self._row_product_cost(H) + overhead)
-                     if H.walks_rows else worth * (self._product_cost(H) + overhead))
+                     if H.walks_rows else products * (self._product_cost(H) + overhead))
             if costs[route] + 100 * 2.0 * m * m <= worth:
                 return _ExplicitHessian(self._gram(H, route=route), [0])
         return H
