@@ -1,11 +1,13 @@
-"""Kernels on OpenMP threads called from a thread of their own (``utils._threads``)."""
+"""Kernels on OpenMP threads called from a thread of their own, BLAS held to one thread
+(``utils._threads``)."""
+import os
 import threading
 
+import numpy as np
 import pytest
+from threadpoolctl import threadpool_info, threadpool_limits
 
-import os
-
-from sparsekit.utils._threads import openmp_call, threads_for
+from sparsekit.utils._threads import one_blas_thread, openmp_call, threads_for
 
 
 def _caller(*args, **kwargs):
@@ -33,3 +35,47 @@ def test_threads_follow_joblibs_n_jobs_within_the_cpus_and_the_parts():
     assert threads_for(2, 10**6) == min(2, cpus)
     assert threads_for(64, 10**6) == cpus
     assert threads_for(-1, 1) == threads_for(-1, 0) == 1
+
+
+def _blas_threads():
+    return [lib["num_threads"] for lib in threadpool_info() if lib["user_api"] == "blas"]
+
+
+def test_blas_runs_one_thread_inside_and_its_count_comes_back():
+    np.ones(2) @ np.ones(2)   # NumPy's BLAS loaded
+    with threadpool_limits(2, user_api="blas"):
+        assert set(_blas_threads()) == {2}
+        with one_blas_thread():
+            assert set(_blas_threads()) == {1}
+            with one_blas_thread():           # nested: the outer entry restores
+                assert set(_blas_threads()) == {1}
+            assert set(_blas_threads()) == {1}
+        assert set(_blas_threads()) == {2}
+        with pytest.raises(ZeroDivisionError):
+            with one_blas_thread():
+                1 / 0
+        assert set(_blas_threads()) == {2}
+
+
+def test_from_another_thread_it_leaves_blas_as_the_main_thread_set_it():
+    # OpenBLAS ignores a count set from another thread once the main thread has set one:
+    # such a thread could set 1 and fail to give the count back
+    seen = {}
+
+    def worker():
+        with one_blas_thread():
+            seen["inside"] = _blas_threads()
+
+    with threadpool_limits(2, user_api="blas"):
+        for held in (False, True):
+            if held:
+                with one_blas_thread():
+                    thread = threading.Thread(target=worker)
+                    thread.start()
+                    thread.join()
+            else:
+                thread = threading.Thread(target=worker)
+                thread.start()
+                thread.join()
+            assert set(seen["inside"]) == ({1} if held else {2})
+            assert set(_blas_threads()) == {2}

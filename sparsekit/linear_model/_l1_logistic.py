@@ -43,7 +43,7 @@ from sparsekit.losses._ridge_datafit import Ridge
 from sparsekit.linear_model._base import (SparsekitClassifier, check_labels,
                                           unchanged_on_error)
 from sparsekit.utils._columns import UsedColumns
-from sparsekit.utils._threads import openmp_call
+from sparsekit.utils._threads import one_blas_thread, openmp_call
 from sparsekit.utils._validation import (check_dense_size, check_entry_magnitude,
                                          check_two_classes, validate_input)
 
@@ -320,6 +320,8 @@ class L1LogisticOBA(LinearClassifierMixin, SparseCoefMixin, SparsekitClassifier)
         or, with ``multiclass="multinomial"``, for the matrix products of its one problem
         (the rows of X V, the columns of Xᵀ R split among them; the fit is the same). None
         means 1 unless in a :func:`joblib.parallel_backend` context, -1 all processors.
+        BLAS runs one thread during the solves (its calls there are small; its own
+        threads would take the cores from these), and is set back after the fit.
     verbose : int, default=0
         1 prints one line per binary problem, 2 also one line per OBA iteration.
     sparse_coef : bool, default=False
@@ -551,15 +553,19 @@ class L1LogisticOBA(LinearClassifierMixin, SparseCoefMixin, SparsekitClassifier)
             close()
             self._end_subtask(tasks[k], X_in, y)
             return result
-        if len(problems) > 1:
-            jobs = (delayed(solve)(k, pos) for k, pos in enumerate(problems))
-            # on dask input each solve drives the cluster from a thread of the client: not
-            # a task that joblib's dask backend could send to a worker
-            backend = {"backend": "threading"} if is_dask_collection(X) else {}
-            results = Parallel(n_jobs=self.n_jobs, prefer="threads", **backend)(jobs)
-        else:   # without joblib's pool (~10 ms for one task, a small fit's whole time)
-            threads = effective_n_jobs(self.n_jobs) if multinomial else 1
-            results = [openmp_call(threads, solve, 0, problems[0])]
+        # BLAS on one thread: the solves' BLAS calls are small and alternate with OBA's own
+        # kernels and the other problems' threads (at BLAS's default threads, dense fits
+        # took 1.2-3.7 times as long: doc/benchmarks.md, "blas_threads")
+        with one_blas_thread():
+            if len(problems) > 1:
+                jobs = (delayed(solve)(k, pos) for k, pos in enumerate(problems))
+                # on dask input each solve drives the cluster from a thread of the client:
+                # not a task that joblib's dask backend could send to a worker
+                backend = {"backend": "threading"} if is_dask_collection(X) else {}
+                results = Parallel(n_jobs=self.n_jobs, prefer="threads", **backend)(jobs)
+            else:   # without joblib's pool (~10 ms for one task, a small fit's whole time)
+                threads = effective_n_jobs(self.n_jobs) if multinomial else 1
+                results = [openmp_call(threads, solve, 0, problems[0])]
         if multinomial:
             coef, intercept = results[0][0], results[0][1]
         else:
@@ -957,10 +963,11 @@ def _warm_path(datafit, Cs, tol, max_iter, l1_ratio, multinomial):
     from the smallest up, each started at the previous solution; their OptimizeResults in
     the order of ``Cs``."""
     results, x = [None] * len(Cs), None
-    for k in np.argsort(Cs, kind="stable"):
-        results[k] = _solve(datafit, Cs[k], tol, max_iter, x, 0, l1_ratio,
-                            MULTINOMIAL_CG_MAXITER if multinomial else 1000)
-        x = results[k].x
+    with one_blas_thread():   # as L1LogisticOBA.fit's solves
+        for k in np.argsort(Cs, kind="stable"):
+            results[k] = _solve(datafit, Cs[k], tol, max_iter, x, 0, l1_ratio,
+                                MULTINOMIAL_CG_MAXITER if multinomial else 1000)
+            x = results[k].x
     return results
 
 

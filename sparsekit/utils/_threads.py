@@ -1,8 +1,11 @@
-"""Calls of compiled kernels that run OpenMP threads, and how many they run."""
+"""Calls of compiled kernels that run OpenMP threads, how many they run, and BLAS's threads
+around them."""
 import os
 import threading
+from contextlib import contextmanager
 
 from joblib import effective_n_jobs
+from threadpoolctl import ThreadpoolController
 
 
 def openmp_call(n_threads, fn, *args, **kwargs):
@@ -40,3 +43,28 @@ def threads_for(n_jobs, n_tasks):
     if n_jobs in (None, 1):
         return 1
     return int(max(1, min(effective_n_jobs(n_jobs), os.cpu_count() or 1, n_tasks)))
+
+
+_blas = {"controller": None, "limiter": None}
+
+
+@contextmanager
+def one_blas_thread():
+    """Inside, when entered from the main thread: the BLAS libraries of the process run one
+    thread each (threadpoolctl), in every thread, until it leaves and their former counts
+    come back; a nested entry leaves that to the outer one. From another thread it does
+    nothing: OpenBLAS (0.3.31) ignores a count set from a thread other than the main one
+    once the main one has set one, so such a thread could neither set the count nor give
+    it back. The controller is made at the first entry (3-4 ms, a small fit's whole time;
+    a later entry costs ~0.03 ms): a BLAS library loaded after it is not held."""
+    if threading.current_thread() is not threading.main_thread() or _blas["limiter"]:
+        yield
+        return
+    if _blas["controller"] is None:
+        _blas["controller"] = ThreadpoolController()
+    _blas["limiter"] = _blas["controller"].limit(limits=1, user_api="blas")
+    try:
+        yield
+    finally:
+        _blas["limiter"].restore_original_limits()
+        _blas["limiter"] = None
