@@ -216,7 +216,7 @@ def test_multiclass_ovr_matches_binary_fits_and_probabilities():
 def test_the_solves_hold_blas_to_one_thread_and_give_its_threads_back(monkeypatch):
     """Every OBA solve runs BLAS on one thread (its BLAS calls are small and alternate with
     its own kernels and the other problems' threads: BLAS's own threads made dense fits
-    1.2-3.7 times slower); the count set before the fit is the count after it, also when
+    up to 3.2 times slower); the count set before the fit is the count after it, also when
     one-vs-rest problems overlap in joblib's threads."""
     from threadpoolctl import threadpool_info, threadpool_limits
 

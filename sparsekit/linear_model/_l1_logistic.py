@@ -555,7 +555,7 @@ class L1LogisticOBA(LinearClassifierMixin, SparseCoefMixin, SparsekitClassifier)
             return result
         # BLAS on one thread: the solves' BLAS calls are small and alternate with OBA's own
         # kernels and the other problems' threads (at BLAS's default threads, dense fits
-        # took 1.2-3.7 times as long: doc/benchmarks.md, "blas_threads")
+        # took up to 3.2 times as long: doc/benchmarks.md, "blas_threads")
         with one_blas_thread():
             if len(problems) > 1:
                 jobs = (delayed(solve)(k, pos) for k, pos in enumerate(problems))
