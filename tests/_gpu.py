@@ -2,7 +2,9 @@
 host data moved to the device of a ``cupy`` module, and a check that CPU code never tries
 to import CuPy (in a fresh interpreter, which other
 import checks use too)."""
+import itertools
 import os
+import re
 import subprocess
 import sys
 import textwrap
@@ -202,13 +204,27 @@ def run_every_kernel(modules, dtype, grid, block, threads, n=5, k=70):
     return results
 
 
+#: the numbered barriers of :func:`numbered_barriers` (a source's prefix)
+NUMBERED_BARRIERS = """
+static int sk_dropped_barrier = -1;
+extern "C" void sk_drop_barrier(int index) { sk_dropped_barrier = index; }
+static inline void sk_barrier(int index) {
+    if (index != sk_dropped_barrier) __syncthreads();
+}
+"""
+
+
+def numbered_barriers(code):
+    """``code`` with its i-th ``__syncthreads();`` (counted from 0) made ``sk_barrier(i);``."""
+    counter = itertools.count()
+    return re.sub(r"__syncthreads\(\);", lambda _: f"sk_barrier({next(counter)});", code)
+
+
 def tsan_main(argv):
     """Entry point of the ThreadSanitizer run (a subprocess with the sanitizer runtime
     preloaded): build every source sanitized, with ``argv = [file, barrier index]`` that
     barrier (``__syncthreads();`` in the inlined source, counted from 0) removed, and run
     every kernel in OS threads with two-warp blocks and grid-stride loops."""
-    import re
-
     import _cuda_emulation
     from sparsekit.gpu._kernels import kernel_source
 
@@ -217,11 +233,13 @@ def tsan_main(argv):
     files = [p for p in KERNEL_SOURCES if drop is None or p.name == drop[0]]
     modules = {}
     for path in files:
-        code = kernel_source(path.name)
-        if drop and drop[0] == path.name:
-            spot = [m.start() for m in re.finditer(r"__syncthreads\(\);", code)][drop[1]]
-            code = code[:spot] + ";" + code[spot + len("__syncthreads();"):]
+        # one sanitized build per source serves the run with every barrier and each run
+        # without one (a compile is ~half of such a run): the barriers are numbered, and
+        # the one set by sk_drop_barrier is skipped by every thread
+        code = NUMBERED_BARRIERS + numbered_barriers(kernel_source(path.name))
         modules[path.name] = _cuda_emulation.build(code, build_dir, sanitize=True)
+    if drop:
+        modules[drop[0]]._lib.sk_drop_barrier(drop[1])
     # a race is reported when the sanitizer's shadow memory still holds the other side's
     # access, which depends on the interleaving: a run without a barrier repeats the
     # launches until the sanitizer halts it (halt_on_error). The last barrier of a block
