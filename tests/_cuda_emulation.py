@@ -14,8 +14,10 @@ arguments (grid, block, and ``void** args``, each entry pointing at one argument
 ``cuLaunchKernel`` takes them); :meth:`EmulatedModule.launch` checks the argument count and
 each argument's type against the kernel's signature before launching.
 """
+import concurrent.futures
 import ctypes
 import hashlib
+import os
 import threading
 import re
 import shutil
@@ -398,11 +400,12 @@ class EmulatedModule:
                                                     ctypes.c_int(int(block)), argv)
 
 
-def build(code, workdir, *, sanitize=False, include_dirs=(), defines=()):
+def _compile(code, workdir, *, sanitize=False, include_dirs=(), defines=()):
     """Compile ``code`` (a ``.cu`` source) with the emulation prelude into ``workdir``
-    (cached by content) and load it; ``defines``: macro names (``SK_UCONTEXT``: the
-    fibers switch by glibc's swapcontext, as on a machine other than x86-64). Raises
-    RuntimeError with the compiler's output when the source does not compile."""
+    (cached by content): (the library's path, the kernels' signatures). ``defines``: macro
+    names (``SK_UCONTEXT``: the fibers switch by glibc's swapcontext, as on a machine other
+    than x86-64). Raises RuntimeError with the compiler's output when the source does not
+    compile."""
     cxx = compiler()
     if cxx is None:
         raise RuntimeError("no C++ compiler (g++ or clang++) for the CUDA emulation")
@@ -425,4 +428,17 @@ def build(code, workdir, *, sanitize=False, include_dirs=(), defines=()):
             raise RuntimeError(f"the CUDA emulation of the source does not compile:\n"
                                f"{out.stderr[-4000:]}")
         Path(str(library) + ".tmp").rename(library)
-    return EmulatedModule(library, signatures)
+    return library, signatures
+
+
+def build(code, workdir, **options):
+    """Compile ``code`` (a ``.cu`` source) as :func:`_compile` does (``options``:
+    ``sanitize``, ``include_dirs``, ``defines``) and load it."""
+    return EmulatedModule(*_compile(code, workdir, **options))
+
+
+def build_many(codes, workdir, **options):
+    """:func:`build` of each of ``codes``, the compiles run side by side (one per CPU)."""
+    with concurrent.futures.ThreadPoolExecutor(os.cpu_count() or 1) as pool:
+        compiled = list(pool.map(lambda code: _compile(code, workdir, **options), codes))
+    return [EmulatedModule(*built) for built in compiled]

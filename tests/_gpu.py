@@ -231,13 +231,12 @@ def tsan_main(argv):
     build_dir = Path(argv[0])
     drop = (argv[1], int(argv[2])) if len(argv) > 2 else None
     files = [p for p in KERNEL_SOURCES if drop is None or p.name == drop[0]]
-    modules = {}
-    for path in files:
-        # one sanitized build per source serves the run with every barrier and each run
-        # without one (a compile is ~half of such a run): the barriers are numbered, and
-        # the one set by sk_drop_barrier is skipped by every thread
-        code = NUMBERED_BARRIERS + numbered_barriers(kernel_source(path.name))
-        modules[path.name] = _cuda_emulation.build(code, build_dir, sanitize=True)
+    # one sanitized build per source serves the run with every barrier and each run
+    # without one (a compile is ~half of such a run): the barriers are numbered, and the
+    # one set by sk_drop_barrier is skipped by every thread
+    codes = [NUMBERED_BARRIERS + numbered_barriers(kernel_source(p.name)) for p in files]
+    modules = dict(zip([p.name for p in files],
+                       _cuda_emulation.build_many(codes, build_dir, sanitize=True)))
     if drop:
         modules[drop[0]]._lib.sk_drop_barrier(drop[1])
     # a race is reported when the sanitizer's shadow memory still holds the other side's

@@ -115,8 +115,9 @@ def emu(tmp_path_factory):
         _missing("a C++ compiler")
     build = tmp_path_factory.mktemp("cuda_emulation")
     try:
-        return {p.name: _cuda_emulation.build(kernel_source(p.name), build)
-                for p in KERNEL_SOURCES}
+        modules = _cuda_emulation.build_many([kernel_source(p.name) for p in KERNEL_SOURCES],
+                                             build)
+        return dict(zip([p.name for p in KERNEL_SOURCES], modules))
     except RuntimeError as exc:
         if "barrier" in str(exc) or "atomic_ref" in str(exc):
             _missing("a C++20 compiler")
