@@ -72,6 +72,7 @@ def test_dense_only_entry_points_refuse_sparse_input(entry):
         assert outcome == "TypeError" and re.search("dense|sparse", message), (case, message)
 
 
+@pytest.mark.filterwarnings("error:ind.* has non-integer dtype")   # SciPy's, of unsigned ones
 @pytest.mark.parametrize("index_type", [np.uint32, np.int16, np.uint64, np.int8, np.uint16])
 @pytest.mark.parametrize("make", [
     lambda: SparsemaxClassifier(), lambda: L1LogisticOBA(),

@@ -30,7 +30,7 @@ from sklearn import get_config
 
 from ..utils._columns import renumbered_columns, stored_columns
 from ..utils._scores import csr_scores
-from ..utils._validation import check_sparse_structure, checked_sparse
+from ..utils._validation import checked_sparse
 
 __all__ = [
     "softmax_scores",
@@ -64,8 +64,9 @@ def _check_X(X, coef):
     (n_classes, n_features of X), its values not checked."""
     kind = "2-D array or sparse matrix"
     if sp.issparse(X):
-        check_sparse_structure(X)     # SciPy's conversion trusts the structure it is given
-        X = checked_sparse(sp.csr_matrix(X))
+        # checked before SciPy's conversion, which trusts the structure it is given (and
+        # warns of unsigned indices, which checked_sparse makes int32/int64)
+        X = checked_sparse(sp.csr_matrix(checked_sparse(X)))
         _finite_real(X.data, "X", kind)
     else:
         X = _finite_real(X, "X", kind)
