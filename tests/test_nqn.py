@@ -286,6 +286,7 @@ def test_flag_5_nan():
     assert r.status == 5
 
 
+@pytest.mark.filterwarnings("error::RuntimeWarning")   # the overflow is the flag, no warning
 def test_flag_6_numerical():
     r = minimize_nqn(lambda x: (float(x.sum()), np.full_like(x, 1e308)), [1.0, 1.0], jac=True)
     assert r.status == 6

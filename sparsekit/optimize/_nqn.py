@@ -410,7 +410,8 @@ def _direction(x, g, g_step, lo, hi, mem, sample, active, added, p, d, opts,
     except np.linalg.LinAlgError:
         return 6
     nnz = _k.project_direction(x, p, lo, hi, d)
-    slope = float(g_step @ d)
+    with np.errstate(over="ignore", invalid="ignore"):    # an overflow is flag 6, below
+        slope = float(g_step @ d)
     if not (math.isfinite(slope) and np.isfinite(d).all()):
         return 6
     if nnz == 0 or slope >= 0.0:
