@@ -1955,10 +1955,18 @@ def test_shrink_ends_the_history_and_is_said_and_a_divergence_still_warns(capsys
     last = capsys.readouterr().out.splitlines()[-1]
     assert last.startswith(f"[ExtremeSoftmaxSGD] epoch 4: the model is scaled by "
                            f"{est.shrink_:.4g}, training NLL ")
-    with pytest.warns(ConvergenceWarning, match="diverged"):
+    with pytest.warns(ConvergenceWarning, match="diverged") as caught:
         wild = ExtremeSoftmaxSGD("umax", learning_rate=30.0, n_epochs=3, random_state=0,
                                  eval_every=1).fit(X, y)
     assert wild.shrink_ < 1.0 and wild.loss_curve_[-1] < max(wild.loss_curve_[1:-1])
+    # the warning names the epochs' NLL, the shrink, and the NLL of the model returned
+    # (the history's last entry, which replaced the last epoch's)
+    said = next(str(w.message) for w in caught if "diverged" in str(w.message))
+    assert (f"(the weights fit returns are scaled by shrink_={wild.shrink_:.3g}: NLL "
+            f"{wild.loss_curve_[-1]:.4g})") in said
+    with pytest.warns(ConvergenceWarning, match=r"diverged.*\(the weights fit returns are "
+                      r"scaled by shrink_=[0-9.e-]+\)\. "):   # without a history: no NLL
+        ExtremeSoftmaxSGD("umax", learning_rate=30.0, n_epochs=3, random_state=0).fit(X, y)
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])

@@ -947,12 +947,17 @@ class ExtremeSoftmaxSGD(SparsekitClassifier):
         self._say(f"epoch {epoch}: {text}{sum(self.epoch_times_):.2f} s in the epoch driver"
                   + (f", {evaluating:.2f} s evaluating the NLL" if evaluating else ""))
 
-    def _warn_if_diverged(self, xsq, first, last):
-        """ConvergenceWarning when the training NLL ended above where it started."""
+    def _warn_if_diverged(self, xsq, first, last, returned=None):
+        """ConvergenceWarning when the epochs' training NLL ``last`` ended above where it
+        started, naming the shrink that followed (and ``returned``, the NLL it left)."""
         if last > first:
+            shrunk = ""
+            if self.shrink_ < 1.0:
+                shrunk = (f" (the weights fit returns are scaled by shrink_={self.shrink_:.3g}"
+                          + (f": NLL {returned:.4g})" if returned is not None else ")"))
             warnings.warn(
                 f"ExtremeSoftmaxSGD(method={self.method!r}) diverged: its training NLL rose "
-                f"from {first:.4g} to {last:.4g}. " + self._divergence_hint(xsq) + ".",
+                f"from {first:.4g} to {last:.4g}{shrunk}. " + self._divergence_hint(xsq) + ".",
                 ConvergenceWarning)
 
     def _divergence_hint(self, xsq):
@@ -1074,7 +1079,6 @@ class ExtremeSoftmaxSGD(SparsekitClassifier):
                            f"{self.n_iter_}")
         trained = (self.loss_curve_[-1] if self.eval_every and self.loss_curve_
                    and not changes else self._training_nll(Xe, ye, we))
-        self._warn_if_diverged(rows.xsq, first_nll, trained)   # the epochs', before shrink
         self.shrink_ = (self._shrink(Xt, y_idx, sample_weight)
                         if self._shrinks(len(classes)) else 1.0)
         if scales is not None:
@@ -1092,6 +1096,9 @@ class ExtremeSoftmaxSGD(SparsekitClassifier):
                 self.loss_epochs_.append(self.n_iter_)
                 said += f", training NLL {self.loss_curve_[-1]:.6f}"
             self._say(said)
+        # the epochs' NLL (before the shrink), and what the shrink made of it
+        self._warn_if_diverged(rows.xsq, first_nll, trained,
+                               self.loss_curve_[-1] if self.eval_every else None)
         if self.tol is not None and not converged:
             warnings.warn(f"ExtremeSoftmaxSGD did not reach tol={self.tol} in "
                           f"{self.n_epochs} epochs; increase n_epochs", ConvergenceWarning)
