@@ -357,6 +357,10 @@ class EmulatedModule:
         self._lib = ctypes.CDLL(str(library))
         self.signatures = signatures
 
+    def symbol(self, name):
+        """The library's C function ``name`` (ctypes), e.g. a setter a source defines."""
+        return getattr(self._lib, name)
+
     def check_args(self, name, args):
         """Raise TypeError unless ``args`` fit kernel ``name``'s parameters: a C-contiguous
         writable-or-const NumPy array of the pointed-to dtype for each pointer, a NumPy

@@ -223,7 +223,7 @@ def numbered_barriers(code):
 def tsan_main(argv):
     """Entry point of the ThreadSanitizer run (a subprocess with the sanitizer runtime
     preloaded): build every source sanitized, with ``argv = [file, barrier index]`` that
-    barrier (``__syncthreads();`` in the inlined source, counted from 0) removed, and run
+    barrier (``__syncthreads();`` in the inlined source, counted from 0) skipped, and run
     every kernel in OS threads with two-warp blocks and grid-stride loops."""
     import _cuda_emulation
     from sparsekit.gpu._kernels import kernel_source
@@ -232,13 +232,13 @@ def tsan_main(argv):
     drop = (argv[1], int(argv[2])) if len(argv) > 2 else None
     files = [p for p in KERNEL_SOURCES if drop is None or p.name == drop[0]]
     # one sanitized build per source serves the run with every barrier and each run
-    # without one (a compile is ~half of such a run): the barriers are numbered, and the
-    # one set by sk_drop_barrier is skipped by every thread
+    # without one (a compile per run was most of its time): the barriers are numbered, and
+    # the one set by sk_drop_barrier is skipped by every thread
     codes = [NUMBERED_BARRIERS + numbered_barriers(kernel_source(p.name)) for p in files]
     modules = dict(zip([p.name for p in files],
                        _cuda_emulation.build_many(codes, build_dir, sanitize=True)))
     if drop:
-        modules[drop[0]]._lib.sk_drop_barrier(drop[1])
+        modules[drop[0]].symbol("sk_drop_barrier")(drop[1])
     # a race is reported when the sanitizer's shadow memory still holds the other side's
     # access, which depends on the interleaving: a run without a barrier repeats the
     # launches until the sanitizer halts it (halt_on_error). The last barrier of a block
