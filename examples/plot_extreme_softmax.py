@@ -37,8 +37,7 @@ print(f"{X_train.shape[0]} training rows, {X.shape[1]} features, {classes.size} 
 
 # %%
 # Ten epochs per method and learning rate. The explicit steps diverge at the large rates,
-# as the plot shows (each such fit warns, and its ``shrink_`` scales the weights back):
-# those warnings are silenced here
+# as the plot shows; each such fit warns, and those warnings are silenced here
 rates = [0.01, 0.1, 1.0, 10.0, 100.0]
 best_rate = {}
 fig, ax = plt.subplots(figsize=(6, 3.5))
