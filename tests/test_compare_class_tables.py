@@ -18,6 +18,7 @@ def test_multiclass_table_lists_every_model_against_logistic_regression():
         assert seconds.endswith(")") and ratio.endswith("x")
         assert float(accuracy) > 0.9 and 1.0 <= float(support) <= 10.0
     assert title in compare.format_table(title, header, rows)
+    assert title.endswith("no fit capped in time")   # no budget; and no fastText row to name
     assert set(measurements) == {r[0] for r in rows}           # every model was measured
     assert all(len(m["seconds"]) == 1 and 0.9 < m["test_accuracy"] <= 1.0
                for m in measurements.values())
@@ -29,7 +30,9 @@ def test_probability_fits_are_capped_by_the_budget_and_say_so(monkeypatch):
     budgets (sparsekit's by a callback, scikit-learn's by iterations or epochs) and a row
     whose fit the cap ended is marked; LIBLINEAR has no cap to apply. A scikit-learn model
     whose one iteration takes longer than the cap is not run."""
-    rows = _class_tables.compare_multiclass(1, budget=1e-4).rows
+    title, _, rows, _ = _class_tables.compare_multiclass(1, budget=1e-4)
+    assert title.endswith(f"fits capped at ~{_class_tables.FIT_BUDGETS} x 0.0001 s except "
+                          "LIBLINEAR's")
     names = [r[0] for r in rows]
     stopped = " [stopped by the budget]"
     assert names[:2] == ["sparsekit SparsemaxClassifier" + stopped,
@@ -43,6 +46,20 @@ def test_probability_fits_are_capped_by_the_budget_and_say_so(monkeypatch):
     names = [r[0] for r in _class_tables.compare_multiclass(1, budget=1e-4).rows]
     assert names[2:4] == [name + stopped for name in (
         "scikit-learn LogisticRegression (lbfgs)", "scikit-learn SGDClassifier (log_loss)")]
+
+
+def test_captions_name_the_uncapped_fits_of_their_own_rows():
+    """fastText's one call is named among the fits the budget cannot stop only where the
+    table has a fastText row (from FASTTEXT_MIN_CLASSES classes on)."""
+    few = Dataset("few", np.zeros((4, 1)), np.arange(4))
+    many = Dataset("many", np.zeros((40, 1)), np.arange(40) % 20)
+    assert _class_tables._fasttext_named(few) == []
+    assert _class_tables._fasttext_named(many) == ["fastText's"]
+    cap = f"fits capped at ~{_class_tables.FIT_BUDGETS} x 10 s"
+    assert (_class_tables._caps(10, ["LIBLINEAR's"] + _class_tables._fasttext_named(many))
+            == f"{cap} except LIBLINEAR's and fastText's")
+    assert (_class_tables._caps(10, [], between="LIBLINEAR's between labels")
+            == f"{cap} (LIBLINEAR's between labels)")
 
 
 def test_classes_seen_once_train_and_the_rest_split_stratified():

@@ -127,6 +127,24 @@ def _measure_models(models, X_train, y_train, describe, repeat, budget=np.inf,
     return rows
 
 
+def _fasttext_named(data):
+    """["fastText's"] when the table has a fastText row, else []."""
+    return ["fastText's"] if data.classes.size >= FASTTEXT_MIN_CLASSES else []
+
+
+def _caps(budget, uncapped, between=None):
+    """The caption's words on the fits' time cap: which fits it stops (``between``: where
+    a peer's own loop is stopped) and which it cannot (``uncapped``: one call each)."""
+    if not np.isfinite(budget):
+        return "no fit capped in time"
+    text = f"fits capped at ~{FIT_BUDGETS} x {budget:g} s"
+    if between:
+        text += f" ({between})"
+    if uncapped:
+        text += " except " + " and ".join(uncapped)
+    return text
+
+
 def compare_multiclass(repeat, data=None, budget=np.inf, announce=None):
     """(title, header, rows) of the class-probability comparison on ``data`` (a
     :class:`Dataset`; default: digits)."""
@@ -153,10 +171,10 @@ def compare_multiclass(repeat, data=None, budget=np.inf, announce=None):
                                           f"{X_train.shape[1]} columns")
     return Table(f"class probabilities, {data.described}, {data.classes.size} "
                  f"classes ({held_out}), every model with an intercept; median (min-max) of "
-                 f"{repeat} fits; fits capped at ~{FIT_BUDGETS} x {budget:g} s but LIBLINEAR's "
-                 f"and fastText's", ["model", "fit time", "test accuracy",
-                                    "mean classes with p>0", "time / LogisticRegression"],
-                 rows, measurements)
+                 f"{repeat} fits; "
+                 + _caps(budget, ["LIBLINEAR's"] + _fasttext_named(data)),
+                 ["model", "fit time", "test accuracy", "mean classes with p>0",
+                  "time / LogisticRegression"], rows, measurements)
 
 
 def _multilabel_models(X, Y, budget=np.inf):
@@ -294,7 +312,7 @@ def compare_multilabel(repeat, data, budget=np.inf, announce=None):
                     if any(cuts.values()) else "")
                  + (f"; SparsemaxClassifier leaves the {unlabelled} training rows without a "
                     "label out of its fit" if unlabelled else "")
-                 + f"; median (min-max) of {repeat} fits; fits capped at ~{FIT_BUDGETS} x "
-                 f"{budget:g} s (LIBLINEAR's between labels) but fastText's",
+                 + f"; median (min-max) of {repeat} fits; "
+                 + _caps(budget, _fasttext_named(data), between="LIBLINEAR's between labels"),
                  ["model", "fit time", "test micro-F1", "precision@1", "labels predicted per row",
                   "time / OneVsRest LogisticRegression"], rows, measurements)
