@@ -18,10 +18,10 @@ import concurrent.futures
 import ctypes
 import hashlib
 import os
-import threading
 import re
 import shutil
 import subprocess
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 
