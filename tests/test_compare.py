@@ -235,9 +235,11 @@ def test_without_data_it_compares_on_the_shipped_a9a_and_digits(monkeypatch):
 
 
 def test_on_a_terminal_a_spinner_names_each_model_and_leaves_the_tables_clean(
-        monkeypatch, capsys):
+        monkeypatch, capsys, tmp_path):
     pytest.importorskip("rich")
     import sys
+
+    path = write_svm(tmp_path / "three.svm", classes=3)   # the tables of a multiclass file
 
     announced = []
     real = compare._progress
@@ -249,16 +251,16 @@ def test_on_a_terminal_a_spinner_names_each_model_and_leaves_the_tables_clean(
 
     monkeypatch.setattr(sys.stderr, "isatty", lambda: True, raising=False)
     monkeypatch.setattr(compare, "_progress", spying)
-    compare.main(["digits", "--repeat", "1"])
+    compare.main([str(path), "--repeat", "1"])
     captured = capsys.readouterr()
     peers = installed_l1_peers()                    # a peer not installed is not timed
-    assert announced[:4 + len(peers)] == [f"digits: {name}" for name in (
+    assert announced[:4 + len(peers)] == [f"three.svm: {name}" for name in (
         "sparsekit L1LogisticOBA", *peers, "sparsekit L1LogisticOBA", "scikit-learn saga",
         "sparsekit SparsemaxClassifier")]
     assert len(announced) == 7 + len(peers) + ("LIBLINEAR -s 6" in peers)
     assert captured.out.startswith("l1-logistic one-vs-rest (LIBLINEAR -s 6 objective")
-    assert "\n\nmultinomial l1-logistic, digits" in captured.out
-    assert "\n\nclass probabilities, digits" in captured.out
+    assert "\n\nmultinomial l1-logistic, three.svm" in captured.out
+    assert "\n\nclass probabilities, three.svm" in captured.out
 
 
 def test_plot_writes_the_suboptimality_and_accuracy_figures(tmp_path, capsys):
