@@ -426,6 +426,7 @@ def test_fasttext_joins_on_many_classes_on_its_tokens(tmp_path, capsys):
     fasttext_rows = [r for r in table["rows"] if r["model"].startswith("fastText")]
     assert len(fasttext_rows) == 1, table["rows"]
     assert float(fasttext_rows[0]["test accuracy"]) > 0.9     # chance: 0.05
+    assert table["title"].endswith("s except LIBLINEAR's and fastText's")   # one call each
 
 
 def test_a_model_not_run_leaves_the_other_rows_and_no_ratio(monkeypatch):
@@ -532,6 +533,7 @@ def test_fasttext_joins_a_multilabel_set_from_twenty_labels(tmp_path, capsys):
     assert len(fasttext_rows) == 1, table["rows"]
     assert float(fasttext_rows[0]["precision@1"]) > 0.9
     assert float(fasttext_rows[0]["test micro-F1"]) > 0.8
+    assert table["title"].endswith("s (LIBLINEAR's between labels) except fastText's")
 
 
 def test_plot_of_a_multilabel_set_draws_micro_f1(tmp_path, capsys):

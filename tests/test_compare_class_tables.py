@@ -51,13 +51,13 @@ def test_probability_fits_are_capped_by_the_budget_and_say_so(monkeypatch):
 def test_captions_name_the_uncapped_fits_of_their_own_rows():
     """fastText's one call is named among the fits the budget cannot stop only where the
     table has a fastText row (from FASTTEXT_MIN_CLASSES classes on)."""
-    few = Dataset("few", np.zeros((4, 1)), np.arange(4))
-    many = Dataset("many", np.zeros((40, 1)), np.arange(40) % 20)
-    assert _class_tables._fasttext_named(few) == []
-    assert _class_tables._fasttext_named(many) == ["fastText's"]
+    rows = [["sparsekit SparsemaxClassifier"], ["LIBLINEAR -s 0 -B 1 (one-vs-rest)"]]
+    with_fasttext = rows + [["fastText supervised (softmax, 25 epochs, lr 1)"]]
+    assert _class_tables._fasttext_named(rows) == []
+    assert _class_tables._fasttext_named(with_fasttext) == ["fastText's"]
     cap = f"fits capped at ~{_class_tables.FIT_BUDGETS} x 10 s"
-    assert (_class_tables._caps(10, ["LIBLINEAR's"] + _class_tables._fasttext_named(many))
-            == f"{cap} except LIBLINEAR's and fastText's")
+    assert (_class_tables._caps(10, ["LIBLINEAR's"] + _class_tables._fasttext_named(
+        with_fasttext)) == f"{cap} except LIBLINEAR's and fastText's")
     assert (_class_tables._caps(10, [], between="LIBLINEAR's between labels")
             == f"{cap} (LIBLINEAR's between labels)")
 

@@ -127,9 +127,9 @@ def _measure_models(models, X_train, y_train, describe, repeat, budget=np.inf,
     return rows
 
 
-def _fasttext_named(data):
-    """["fastText's"] when the table has a fastText row, else []."""
-    return ["fastText's"] if data.classes.size >= FASTTEXT_MIN_CLASSES else []
+def _fasttext_named(rows):
+    """["fastText's"] when the table's ``rows`` hold fastText's, else []."""
+    return ["fastText's"] if any(row[0].startswith("fastText") for row in rows) else []
 
 
 def _caps(budget, uncapped, between=None):
@@ -172,7 +172,7 @@ def compare_multiclass(repeat, data=None, budget=np.inf, announce=None):
     return Table(f"class probabilities, {data.described}, {data.classes.size} "
                  f"classes ({held_out}), every model with an intercept; median (min-max) of "
                  f"{repeat} fits; "
-                 + _caps(budget, ["LIBLINEAR's"] + _fasttext_named(data)),
+                 + _caps(budget, ["LIBLINEAR's"] + _fasttext_named(rows)),
                  ["model", "fit time", "test accuracy", "mean classes with p>0",
                   "time / LogisticRegression"], rows, measurements)
 
@@ -313,6 +313,6 @@ def compare_multilabel(repeat, data, budget=np.inf, announce=None):
                  + (f"; SparsemaxClassifier leaves the {unlabelled} training rows without a "
                     "label out of its fit" if unlabelled else "")
                  + f"; median (min-max) of {repeat} fits; "
-                 + _caps(budget, _fasttext_named(data), between="LIBLINEAR's between labels"),
+                 + _caps(budget, _fasttext_named(rows), between="LIBLINEAR's between labels"),
                  ["model", "fit time", "test micro-F1", "precision@1", "labels predicted per row",
                   "time / OneVsRest LogisticRegression"], rows, measurements)
