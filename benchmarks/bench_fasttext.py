@@ -3,7 +3,7 @@
 For Bibtex and Delicious (XMLRepository; first label, unit rows, as in the paper's
 protocol), the Debian package descriptions (first tag; ExtremeSoftmaxSGD on TF-IDF 1-2
 grams, fastText on the words with ``wordNgrams=2``, the same tokens), "pydoc" (below) and
-the synthetic teacher with K = 1e4, it fits
+the synthetic teacher with K = 1e4, it fits:
 
 - ExtremeSoftmaxSGD at its defaults (sampled softmax, m = 5, ``learning_rate="auto"``),
   Implicit SGD with m = 5 (its "auto" rate), the defaults before 2026-11-24 (Implicit SGD,
@@ -29,7 +29,7 @@ the first pays the page faults of fresh weight arrays), test accuracy
 on a fixed 2000-row subsample. Writes section "extreme_softmax_fasttext" of
 doc/benchmarks.md and doc/fasttext_accuracy_time.png::
 
-    python benchmarks/bench_fasttext.py [--sets bibtex delicious debian teacher]
+    python benchmarks/bench_fasttext.py [--sets bibtex delicious debian pydoc teacher]
 """
 import _report  # noqa: F401  (pins BLAS threads before NumPy)
 
@@ -262,7 +262,12 @@ def report(results):
     cached.update({name: {"facts": facts, "rows": rows} for name, (facts, rows) in
                    results.items()})
     CACHE.write_text(json.dumps(cached, indent=1))
-    body = [__doc__.split("\n\n")[1].replace("\n", " "),
+    intro, systems, pydoc, measures = __doc__.split("\n\n")[1:5]
+    items = ("\n" + systems).split("\n- ")[1:]
+    body = ["\n\n".join([" ".join(intro.split()),
+                          "\n".join("- " + " ".join(item.split()) for item in items),
+                          " ".join(pydoc.split()),
+                          " ".join(measures.split(" Writes")[0].split())]) + "\n\n"
             "Every system on one thread, deterministic at a fixed seed; \"/ ours\" is the "
             "fit time over ExtremeSoftmaxSGD's at its defaults. "
             "The teacher: N = 50,000 training and 5,000 test rows, D = 12,000, K = 1e4 "
