@@ -2069,14 +2069,18 @@ def test_columns_in_other_units_warm_start_and_callbacks_see_the_coefficients():
 @pytest.mark.parametrize("case", ["alpha", "n_weights"])
 def test_columns_in_other_units_warn_where_the_passes_keep_X(case):
     """Where the passes run on X as given (a ridge on the coefficients, hashed weights),
-    the fit warns, naming the column."""
+    the fit warns, naming the column; the divergence that follows says the same (it said
+    that rescaling X would not change it and to lower the step, 1e-18 here)."""
     import pandas as pd
     X, y = _mixed_units(200)
     X = pd.DataFrame(X, columns=[f"f{j}" for j in range(6)] + ["timestamp", "tiny"])
     with pytest.warns(UserWarning, match=r"column 'timestamp'.* With (alpha > 0|n_weights)"
                                          r".*StandardScaler"):
-        ExtremeSoftmaxSGD(**{"alpha": {"alpha": 1e-3},
-                             "n_weights": {"n_weights": 64}}[case]).fit(X, y)
+        with pytest.warns(ConvergenceWarning, match=r"diverged: .*ran on X as given, whose "
+                                                    r"column 'timestamp' is in other units.*"
+                                                    r"StandardScaler"):
+            ExtremeSoftmaxSGD(random_state=0, **{"alpha": {"alpha": 1e-3},
+                                                 "n_weights": {"n_weights": 64}}[case]).fit(X, y)
     with warnings.catch_warnings():
         warnings.simplefilter("error", UserWarning)   # columns of one scale: no warning
         ExtremeSoftmaxSGD(alpha=1e-3).fit(X.iloc[:, :6], y)

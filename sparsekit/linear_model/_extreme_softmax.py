@@ -738,12 +738,14 @@ class ExtremeSoftmaxSGD(SparsekitClassifier):
         by columns) the passes run on X as given and the fit warns."""
         sw = sample_weight / sample_weight.max() if sample_weight.max(initial=0.0) > 0 else None
         scales = None if sw is None else entry_scales(*weighted_column_stats(X, sw))
+        self._units_column = None               # the column that sets the steps, if kept
         if scales is None:
             return None
         if self.alpha > 0 or self.n_weights is not None:
             column = int(np.argmax(scales))
-            name = (repr(str(self.feature_names_in_[column]))
-                    if hasattr(self, "feature_names_in_") else str(column))
+            name = self._units_column = (repr(str(self.feature_names_in_[column]))
+                                         if hasattr(self, "feature_names_in_")
+                                         else str(column))
             why = "alpha > 0" if self.alpha > 0 else "n_weights (hashed weights)"
             warnings.warn(
                 f"X's columns are in different units: column {name}'s nonzero entries have "
@@ -961,9 +963,14 @@ class ExtremeSoftmaxSGD(SparsekitClassifier):
                 ConvergenceWarning)
 
     def _divergence_hint(self, xsq):
-        """What to change after a divergence: X's scale where the steps follow it (a given
-        ``learning_rate``, or rows much longer than the median row, whose steps "auto"
-        leaves large); else the step itself, which "auto" already scaled to the rows."""
+        """What to change after a divergence: the columns' units where a column in other
+        units set the steps (the passes ran on X as given); X's scale where the steps follow
+        it (a given ``learning_rate``, or rows much longer than the median row, whose steps
+        "auto" leaves large); else the step itself, which "auto" already scaled to the rows."""
+        if getattr(self, "_units_column", None) is not None:
+            return (f"The passes ran on X as given, whose column {self._units_column} is in "
+                    "other units and sets every step: standardize the columns "
+                    "(StandardScaler, or MaxAbsScaler for sparse X)")
         median = float(np.median(xsq)) if xsq.size else 0.0
         if (self.learning_rate != "auto" or not median > 0
                 or xsq.max() > SIMILAR_ROWS * median):
