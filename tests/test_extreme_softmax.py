@@ -716,6 +716,20 @@ def test_a_divergence_at_the_auto_rate_on_rows_of_similar_norms_blames_the_step(
         ExtremeSoftmaxSGD(n_epochs=3, random_state=0).fit(X, y)
 
 
+def test_a_divergence_at_a_given_rate_on_unit_rows_blames_the_rate(data):
+    """Rows of squared norms up to 1 and no row much longer than the median: a given
+    ``learning_rate`` too large for them is what to change, not X's scale (the warning
+    advised sklearn's Normalizer for rows it had already normalized)."""
+    X, y = data
+    assert np.isclose(sp.linalg.norm(X, axis=1).max(), 1.0)
+    with pytest.warns(ConvergenceWarning, match=r"diverged.*squared norms of at most 1, so "
+                                                r"rescaling them would not shrink the steps: "
+                                                r"lower learning_rate \(30 here\)") as record:
+        ExtremeSoftmaxSGD("umax", learning_rate=30.0, n_epochs=10, n_sampled=1,
+                          random_state=0, shrink=False).fit(X, y)
+    assert "Normalizer" not in str(record[0].message)
+
+
 @pytest.mark.parametrize("seed,n_epochs", [(0, 1), (0, 5), (7, 2), (9, 2)])
 def test_the_divergence_check_is_not_fooled_by_a_few_rows(monkeypatch, seed, n_epochs):
     """On 300 rows of 3 classes these short fits end well below the uniform NLL, but the

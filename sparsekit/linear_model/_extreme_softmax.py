@@ -168,10 +168,19 @@ def _scale_flushed(R, factor, block=1 << 20):
         part[np.abs(part) < tiny] = 0
 
 
-def _scale_hint(xsq):
-    """What to do about a step too large for the data: the cause is usually the scale of X."""
+def _scale_hint(xsq, learning_rate, intercept):
+    """What to do about a step too large for the data: the cause is usually the scale of X,
+    unless a given ``learning_rate`` is too large for rows of squared norms up to 1
+    (``xsq`` counts the intercept's constant feature when ``intercept``)."""
+    top = xsq.max(initial=0.0)
+    if (learning_rate != "auto" and top <= 1.0 + intercept
+            and top <= SIMILAR_ROWS * (float(np.median(xsq)) if xsq.size else 0.0)):
+        return (f"The rows of X have squared norms of at most {top - intercept:.3g}, so "
+                "rescaling them would not shrink the steps: lower learning_rate "
+                f"({learning_rate:g} here) or leave it to 'auto', which scales the step to "
+                "the rows")
     return ("The steps grow with the squared norms of the rows of X, up to "
-            f"{xsq.max(initial=0.0):.3g} here: rescale X (e.g. "
+            f"{top:.3g} here: rescale X (e.g. "
             "sklearn.preprocessing.Normalizer) or lower learning_rate")
 
 
@@ -904,7 +913,7 @@ class ExtremeSoftmaxSGD(SparsekitClassifier):
             raise ValueError(
                 f"Floating-point overflow in method={self.method!r} with learning rate "
                 f"{eta:.3g}; the estimator is left as it was before this call. "
-                + _scale_hint(rows.xsq) + (
+                + _scale_hint(rows.xsq, self.learning_rate, self.fit_intercept) + (
                     " (vanilla 'sgd' on the double sum is unstable) or use "
                     "method='implicit'." if self.method != "implicit"
                     else " or use batch_size=1 (one proximal step at a time stays finite)."))
@@ -974,7 +983,7 @@ class ExtremeSoftmaxSGD(SparsekitClassifier):
         median = float(np.median(xsq)) if xsq.size else 0.0
         if (self.learning_rate != "auto" or not median > 0
                 or xsq.max() > SIMILAR_ROWS * median):
-            return _scale_hint(xsq)
+            return _scale_hint(xsq, self.learning_rate, self.fit_intercept)
         return (f"learning_rate='auto' scaled the step to the rows, whose squared norms are "
                 f"at most {xsq.max() / median:.3g} times their median, so rescaling X would "
                 f"not change it: the first epochs' steps overshoot on these rows. Lower "
