@@ -355,6 +355,39 @@ def test_warm_start_uses_fewer_iterations():
     np.testing.assert_allclose(est.coef_, cold.coef_, atol=1e-7)
 
 
+def _with_timestamps(n=2000, seed=0):
+    """Three classes on standardized columns beside a raw timestamp (about 1.7e9, spread
+    3e7): nearly constant, so ∇f's rounding error in its coefficient is far above tol."""
+    from sklearn.datasets import make_classification
+    X, y = make_classification(n, 6, n_informative=4, n_redundant=0, n_classes=3,
+                               random_state=seed)
+    stamps = 1.7e9 + np.random.default_rng(seed).uniform(0, 3e7, n)
+    return np.column_stack([X, stamps]), y
+
+
+@pytest.mark.parametrize("path", [False, True])
+def test_a_fit_at_the_rounding_floor_stops_and_says_why(path):
+    """Where tol lies below the gradient's rounding the solve stalls (it ran 500 iterations,
+    2 s, and advised raising max_iter): the fit stops within a few dozen iterations at the
+    objective a longer solve reaches, and the warning says to standardize or raise tol."""
+    X, y = _with_timestamps()
+    match = r"(stopped for the multinomial problem|stopped for C=1).*StandardScaler\) or raise tol"
+    with pytest.warns(ConvergenceWarning, match=match) as record:
+        if path:
+            coefs, _, n_iter = l1_logistic_path(X, y, Cs=[1.0], multiclass="multinomial")
+        else:
+            est = L1LogisticOBA(multiclass="multinomial").fit(X, y)
+            n_iter = est.n_iter_
+    assert len(record) == 1 and "max_iter" not in str(record[0].message)
+    assert n_iter[0] < 60
+    if not path:
+        long = L1LogisticOBA(multiclass="multinomial", max_iter=200, tol=0.0)
+        with pytest.warns(ConvergenceWarning, match="stopped"):
+            long.fit(X, y)
+        assert long.n_iter_[0] < 60          # tol=0 stalls too
+        np.testing.assert_array_equal(est.predict(X), long.predict(X))
+
+
 def test_convergence_warning_and_bad_input():
     X, y = _binary(5)
     with pytest.warns(ConvergenceWarning):

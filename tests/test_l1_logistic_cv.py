@@ -334,6 +334,19 @@ def test_too_few_iterations_warn():
         L1LogisticOBACV(Cs=4, cv=3, max_iter=1).fit(X, y)
 
 
+def test_stalled_solves_warn_apart_from_those_at_max_iter():
+    """The folds' solves that stalled (tol below the gradient's rounding: a raw timestamp
+    column) are counted in a warning of their own, which does not advise max_iter."""
+    from sklearn.datasets import make_classification
+    X, y = make_classification(600, 6, n_informative=4, n_redundant=0, n_classes=3,
+                               random_state=0)
+    X = np.column_stack([X, 1.7e9 + np.random.default_rng(0).uniform(0, 3e7, 600)])
+    with pytest.warns(ConvergenceWarning, match=r"OBA stalled in \d+ of the 9 solves .*"
+                                                r"StandardScaler") as record:
+        L1LogisticOBACV(Cs=[0.1, 1.0, 10.0], cv=3, multiclass="multinomial").fit(X, y)
+    assert not any("max_iter" in str(w.message) for w in record)
+
+
 @pytest.mark.parametrize("n_jobs", [None, 2])
 def test_progress_callbacks_see_each_path_and_the_refit(n_jobs):
     """Also when the paths run in worker processes: the fit reports them as they arrive."""

@@ -17,7 +17,7 @@ from sparsekit.optimize import minimize_oba
 from sparsekit.losses._logistic_datafit import (Logistic, Quadratic, _ExplicitHessian,
                                           _SubspaceHessian)
 from sparsekit.optimize._cg import steihaug_cg as _cg
-from sparsekit.optimize._oba import (_corrective_cycle, _estimate_lipschitz,
+from sparsekit.optimize._oba import (STALL_ITERATIONS, _corrective_cycle, _estimate_lipschitz,
                                     _flat_violations, _free_set, _model_search, _pinned_step,
                                     _updated_radius)
 
@@ -242,6 +242,23 @@ def test_max_iter_and_callback_stop():
     assert [r.nit for r in seen] == [1, 2]
     assert seen[-1].fun == pytest.approx(datafit.value_grad(seen[-1].x)[0]
                                          + 0.001 * np.abs(seen[-1].x).sum())
+
+
+def test_a_solve_whose_tol_is_below_the_gradients_rounding_stalls():
+    """X times 1e12 (the penalty too: the same problem in coefficients 1e-12 as large):
+    ∇f's rounding error is about 1e-6, above tol, and the solve stops as stalled (status 2)
+    once neither F nor the measure improve, at the minimum, where it ran to max_iter."""
+    X, y = _problem(9)
+    plain = Logistic(X, y)
+    ref = minimize_oba(plain.value_grad, plain.hessp, np.zeros(30), 0.001, tol=1e-10)
+    assert ref.status == 0
+    scaled = Logistic(X * 1e12, y)
+    res = minimize_oba(scaled.value_grad, scaled.hessp, np.zeros(30), 0.001 * 1e12,
+                       tol=1e-10, max_iter=500)
+    assert res.status == 2 and not res.success and "rounding" in res.message
+    assert STALL_ITERATIONS < res.nit < 100 and res.optimality > 1e-10
+    assert res.fun == pytest.approx(ref.fun, rel=1e-12)
+    np.testing.assert_allclose(res.x * 1e12, ref.x, atol=1e-6)
 
 
 def _stop(xk):

@@ -29,6 +29,7 @@ from sklearn.utils.validation import _check_sample_weight, check_is_fitted
 
 from sparsekit.losses._softmax import _log_softmax
 from sparsekit.optimize import minimize_oba
+from sparsekit.optimize._oba import STALL_ITERATIONS
 from sparsekit.optimize._result import STOPPED_BY_CALLBACK
 from sparsekit.linear_model._dask_input import DaskRows, block_predictions, is_dask_collection
 from sparsekit.gpu._cupy import require_cupy
@@ -160,13 +161,28 @@ def _upto(which, value, spec):
 
 
 def _warn_not_converged(names, which, results, tol, noun="classes"):
-    """One ConvergenceWarning for the solves ``which`` (of ``results``, named ``names``)
-    that stopped at max_iter: how many (:func:`_problems`) and their largest optimality."""
-    nit = max(results[k].nit for k in which)
-    opt = max(results[k].optimality for k in which)
-    warnings.warn(f"OBA did not converge for {_problems(names, which, noun=noun)} in {nit} "
-                  f"iterations (optimality {_upto(which, opt, '.2e')} > tol {tol:.2e}); "
-                  "increase max_iter.", ConvergenceWarning)
+    """ConvergenceWarnings for the solves ``which`` (of ``results``, named ``names``) that
+    stopped at max_iter, and for those that stalled (status 2): how many
+    (:func:`_problems`) and their largest optimality."""
+    stalled = [k for k in which if results[k].status == 2]
+    for part in ([k for k in which if k not in stalled], stalled):
+        if not part:
+            continue
+        nit = max(results[k].nit for k in part)
+        opt = _upto(part, max(results[k].optimality for k in part), ".2e")
+        problems = _problems(names, part, noun=noun)
+        if part is stalled:
+            warnings.warn(f"OBA stopped for {problems} at iteration {nit}: in its last "
+                          f"{STALL_ITERATIONS} iterations neither its objective nor its "
+                          f"optimality ({opt} > tol {tol:.2e}) improved, "
+                          "tol being below the rounding error of the gradient at this "
+                          "X's scale (a column of large entries, such as timestamps); "
+                          "standardize the columns (StandardScaler) or raise tol, more "
+                          "iterations will not help.", ConvergenceWarning)
+        else:
+            warnings.warn(f"OBA did not converge for {problems} in {nit} iterations "
+                          f"(optimality {opt} > tol {tol:.2e}); increase max_iter.",
+                          ConvergenceWarning)
 
 
 def _checked_solve(datafit, C, tol, max_iter, x0, verbose, l1_ratio, cg_maxiter=1000,
@@ -303,7 +319,10 @@ class L1LogisticOBA(LinearClassifierMixin, SparseCoefMixin, SparsekitClassifier)
         Stopping tolerance on the optimality measure ‖x − S_μ(x − ∇f(x))‖_∞ of the scaled
         problem f = Σᵢ sᵢ log(1 + exp(−yᵢ(wᵀxᵢ + b))) / Σᵢ sᵢ (the weighted mean loss),
         μ = 1/(C Σᵢ sᵢ) (1e-8 is the default ``optol`` of the thesis' reference code): rescaling the
-        sample weights and 1/C together changes neither the solution nor the stop.
+        sample weights and 1/C together changes neither the solution nor the stop. The
+        measure is in the units of the gradient, which a column of large entries scales: a
+        solve that makes no progress for 20 iterations above ``tol`` (its gradient's rounding
+        error) stops there and warns.
     max_iter : int, default=500
         Maximum number of OBA iterations per binary problem.
     fit_intercept : bool, default=True

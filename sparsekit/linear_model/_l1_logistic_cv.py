@@ -256,7 +256,8 @@ class L1LogisticOBACV(CVRoutingMixin, L1LogisticOBA):
         # paths and scores run on the used columns; coefs_paths_ and the model get all of X's
         solutions = _FoldPaths(shape + (data.columns.n_used + self.fit_intercept,), span,
                                self.sparse_coef)
-        n_iter, failed = np.zeros((len(folds), l1_ratios.size, Cs.size), dtype=np.int64), 0
+        n_iter = np.zeros((len(folds), l1_ratios.size, Cs.size), dtype=np.int64)
+        failed = np.zeros(2, dtype=np.int64)    # solves at max_iter, solves that stalled
         done = data.paths(self, folds, problems, Cs, l1_ratios)
         for j, (coefs, path_iter, path_failed, seconds) in enumerate(done):
             k, i = divmod(j, len(problems))
@@ -271,10 +272,17 @@ class L1LogisticOBACV(CVRoutingMixin, L1LogisticOBA):
                       f"{int(path_iter.sum())} OBA iterations, {seconds:.2f} s")
             self._end_subtask(task, X_in, y_in)
         solutions.close()
-        if failed:
-            warnings.warn(f"OBA did not converge in {self.max_iter} iterations for {failed} "
-                          f"of the {n_iter.size * len(problems)} solves of the folds' paths; "
-                          "increase max_iter.", ConvergenceWarning)
+        solves = n_iter.size * len(problems)
+        if failed[0]:
+            warnings.warn(f"OBA did not converge in {self.max_iter} iterations for "
+                          f"{failed[0]} of the {solves} solves of the folds' paths; increase "
+                          "max_iter.", ConvergenceWarning)
+        if failed[1]:
+            warnings.warn(f"OBA stalled in {failed[1]} of the {solves} solves of the folds' "
+                          "paths: tol is below the rounding error of the gradient at this "
+                          "X's scale (a column of large entries, such as timestamps); "
+                          "standardize the columns (StandardScaler) or raise tol.",
+                          ConvergenceWarning)
         scores = np.empty(n_iter.shape)
         for f, (_, test) in enumerate(folds):
             points = list(np.ndindex(scores.shape[1:]))
@@ -462,16 +470,18 @@ def _fold_path(rows, codes, weights, train, pos, n_classes, Cs, l1_ratios, fit_i
 def _paths(datafit, mean, Cs, l1_ratios, tol, max_iter, n_classes, multinomial):
     """The warm-started paths of ``datafit`` (its weights over their ``mean``), one per
     l1_ratio: (coefs of shape (n_l1_ratios, n_Cs, n_rows, n_features + fit_intercept),
-    iterations of shape (n_l1_ratios, n_Cs), number of solves that did not converge)."""
+    iterations of shape (n_l1_ratios, n_Cs), numbers of solves that stopped at max_iter
+    and that stalled)."""
     coefs = np.empty((l1_ratios.size, Cs.size, n_classes if multinomial else 1,
                       datafit.n_features + datafit.fit_intercept))
-    n_iter, failed = np.empty(coefs.shape[:2], dtype=np.int64), 0
+    n_iter, failed = np.empty(coefs.shape[:2], dtype=np.int64), np.zeros(2, dtype=np.int64)
     for r, l1_ratio in enumerate(l1_ratios):
         results = _warm_path(datafit, Cs * mean, tol, max_iter, l1_ratio, multinomial)
         for c, res in enumerate(results):
             coefs[r, c] = _path_coef(datafit, res.x, multinomial)
             n_iter[r, c] = res.nit
-            failed += not res.success
+            if not res.success:
+                failed[int(res.status == 2)] += 1
     return coefs, n_iter, failed
 
 

@@ -38,10 +38,16 @@ from sparsekit.optimize._result import (CALLBACK_MESSAGE, STOPPED_BY_CALLBACK, C
 
 # relative size of φ's rounding error that the ISTA descent test tolerates before doubling L
 _ROUNDING = 1e-11
+# iterations in which neither φ falls by more than its rounding nor the optimality measure
+# below half its best that end a solve as stalled (status 2): tol is then below the
+# rounding error of ∇f, e.g. for a column of large, nearly constant entries (timestamps)
+STALL_ITERATIONS = 20
 
 _MESSAGES = {
     0: "Optimization terminated: the optimality measure is below tol.",
     1: "Maximum number of iterations reached.",
+    2: f"Stalled: in {STALL_ITERATIONS} iterations neither the objective decreased nor the "
+       "optimality measure fell; tol is below the rounding error of the gradient.",
     STOPPED_BY_CALLBACK: CALLBACK_MESSAGE,
 }
 
@@ -344,7 +350,10 @@ def minimize_oba(f_grad, hessp, x0, mu, *, penalty_weights=None, lipschitz=None,
     -------
     OptimizeResult
         ``x``, ``fun`` (F = f + μ‖x‖₁ weighted), ``jac`` (∇f), ``optimality`` (the measure),
-        ``success``, ``status``, ``message``, ``nit``, ``nfev`` (``f_grad`` calls), ``ncg``
+        ``success``, ``status`` (0: converged, 1: ``max_iter`` reached, 2: stalled, as
+        neither F decreased by more than its rounding nor the measure fell below half its
+        least value in 20 iterations, where tol is below the rounding error of ∇f; 99: stopped
+        by the callback), ``message``, ``nit``, ``nfev`` (``f_grad`` calls), ``ncg``
         (CG iterations), ``nhessp`` (Hessian products), ``corrective_loops`` (passes of the
         corrective cycle, one entry per iteration; 1 = no correction), ``n_ista`` (iterations
         that fell back to the ISTA point), ``lipschitz`` (None when no ISTA step was made).
@@ -423,6 +432,8 @@ def minimize_oba(f_grad, hessp, x0, mu, *, penalty_weights=None, lipschitz=None,
     status, k = 1, 0
     slack = 0.0
     radius = cg_radius
+    best_phi = best_opt = math.inf
+    since = 0   # iterations since φ or the optimality measure last made progress
     for k in range(max_iter + 1):
         opt = K.subgradient_and_sets(x, G, muw, g, zeta, code)
         phi = f + K.weighted_l1(muw, x)
@@ -430,6 +441,13 @@ def minimize_oba(f_grad, hessp, x0, mu, *, penalty_weights=None, lipschitz=None,
             print(f"OBA it {k:4d}  F={phi:.12e}  opt={opt:.3e}  tau={tau}")
         if opt <= tol:
             status = 0
+            break
+        since += 1
+        if phi < best_phi - 1e-14 * abs(phi) or opt < 0.5 * best_opt:
+            since = 0
+        best_phi, best_opt = min(best_phi, phi), min(best_opt, opt)
+        if since >= STALL_ITERATIONS:
+            status = 2
             break
         if k == max_iter:
             break
