@@ -1,0 +1,110 @@
+"""L1LogisticOBA where tol lies below the gradient's rounding: the solve's stall exit.
+
+OBA's stopping measure is absolute, in the units of the gradient, which a column of large,
+nearly constant entries scales (raw timestamps, zip codes): there the measure cannot reach
+the default tol 1e-8 and the solve ran to max_iter. A solve in which for 20 iterations
+neither the objective decreases beyond its rounding nor the measure falls below half its
+least value now ends as stalled and says so. This script fits ``L1LogisticOBA`` at its
+defaults (C = 1, tol 1e-8, max_iter 500; one-vs-rest and multinomial) on tables with one
+raw column beside standardized ones (``make_classification``, 5,000 rows, 4 classes, seed
+0, its last column replaced), and on real tables where no solve stalls (digits / 16; wine
+and breast cancer as loaded, raw units), with the exit and without it (the same build, the
+exit's window set beyond max_iter): wall seconds (median of 3), OBA iterations (summed over
+the one-vs-rest problems), the warning each fit gave, and the objective
+C Σ loss + ‖W‖₁ of the fit without the exit minus that of the fit with it, relative to the
+latter (positive: the exit's fit is lower). Writes section "oba_stall" of
+doc/benchmarks.md::
+
+    python benchmarks/bench_oba_stall.py
+"""
+import _report  # noqa: F401  (pins BLAS threads before NumPy)
+
+import argparse
+import sys
+import time
+import warnings
+
+import numpy as np
+from sklearn.datasets import load_breast_cancer, load_digits, load_wine, make_classification
+from sklearn.exceptions import ConvergenceWarning
+
+sys.path.insert(0, str(_report.REPO))  # the in-place build, also when not installed
+import sparsekit.optimize._oba as oba  # noqa: E402
+from sparsekit import L1LogisticOBA  # noqa: E402
+from sparsekit.benchmarks._l1_tables import _multinomial_objective  # noqa: E402
+
+
+def tables():
+    """(name, X, y) of each table."""
+    X, y = make_classification(5000, 8, n_informative=5, n_redundant=0, n_classes=4,
+                               random_state=0)
+    rng = np.random.default_rng(0)
+    raw = {"zip code (10,000-99,999)": rng.integers(10_000, 100_000, 5000).astype(float),
+           "unix time (1.7e9 + U(0, 3e7))": 1.7e9 + 3e7 * rng.random(5000),
+           "unix time, informative (1.7e9 + 1e6 x)": 1.7e9 + 1e6 * X[:, 0]}
+    for name, column in raw.items():
+        yield name, np.column_stack([X[:, 1:], column]), y
+    yield "standardized (no raw column)", X, y
+    digits = load_digits()
+    yield "digits / 16", digits.data / 16, digits.target
+    for name, loader in (("wine, raw", load_wine), ("breast cancer, raw", load_breast_cancer)):
+        data = loader()
+        yield name, data.data, data.target
+
+
+def objective(model, X, y):
+    """C Σᵢ loss + ‖W‖₁ of a fitted L1LogisticOBA (summed over one-vs-rest problems)."""
+    codes = np.searchsorted(model.classes_, y)
+    if model.multiclass == "multinomial" and model.classes_.size > 2:
+        return _multinomial_objective(model.coef_, model.intercept_, X, codes, model.C)
+    scores = X @ model.coef_.T + model.intercept_
+    positive = (codes[:, None] == (np.arange(scores.shape[1]) if scores.shape[1] > 1 else 1))
+    loss = np.logaddexp(0.0, np.where(positive, -scores, scores)).sum()
+    return model.C * loss + np.abs(model.coef_).sum()
+
+
+def fit(X, y, multiclass, window):
+    """(seconds, the model, its warning) of a default fit with the stall window ``window``."""
+    oba.STALL_ITERATIONS = window
+    times, model, said = [], None, ""
+    for _ in range(3):
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always", ConvergenceWarning)
+            start = time.perf_counter()
+            model = L1LogisticOBA(multiclass=multiclass).fit(X, y)
+            times.append(time.perf_counter() - start)
+        said = next((str(w.message) for w in caught
+                     if issubclass(w.category, ConvergenceWarning)), "")
+        if times[-1] > 5.0:
+            break
+    said = ("stalled" if said.startswith("OBA stopped") else
+            "max_iter" if "did not converge" in said else said[:40] or "none")
+    return float(np.median(times)), model, said
+
+
+def main():
+    argparse.ArgumentParser(description=__doc__.split("\n\n")[0]).parse_args()
+    window = oba.STALL_ITERATIONS
+    table = []
+    for name, X, y in tables():
+        for multiclass in ("ovr", "multinomial") if len(np.unique(y)) > 2 else ("ovr",):
+            runs = [fit(X, y, multiclass, w) for w in (window, 10**9)]
+            (s_with, m_with, w_with), (s_without, m_without, w_without) = runs
+            f_with, f_without = objective(m_with, X, y), objective(m_without, X, y)
+            table.append([name, multiclass, f"{s_with:.3f}", str(int(m_with.n_iter_.sum())),
+                          w_with, f"{s_without:.3f}", str(int(m_without.n_iter_.sum())),
+                          w_without, f"{s_without / s_with:.1f}x",
+                          f"{(f_without - f_with) / abs(f_with):.1e}"])
+            print(table[-1], flush=True)
+    oba.STALL_ITERATIONS = window
+    body = (" ".join(__doc__.split("\n\n")[1].split()).split(" Writes")[0] + "\n\n"
+            + _report.markdown_table(
+                ["table", "model", "s (exit)", "iterations (exit)", "warning (exit)",
+                 "s (no exit)", "iterations (no exit)", "warning (no exit)",
+                 "time saved", "F(no exit) - F(exit), relative"], table))
+    _report.write_section("oba_stall", "L1LogisticOBA at the gradient's rounding: the "
+                          "stall exit", body)
+
+
+if __name__ == "__main__":
+    main()
