@@ -101,7 +101,7 @@ def main():
             + _report.markdown_table(
                 ["table", "model", "s (exit)", "iterations (exit)", "warning (exit)",
                  "s (no exit)", "iterations (no exit)", "warning (no exit)",
-                 "time saved", "F(no exit) - F(exit), relative"], table))
+                 "s (no exit) / s (exit)", "F(no exit) - F(exit), relative"], table))
     _report.write_section("oba_stall", "L1LogisticOBA at the gradient's rounding: the "
                           "stall exit", body)
 
