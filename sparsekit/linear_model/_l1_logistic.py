@@ -44,6 +44,7 @@ from sparsekit.losses._ridge_datafit import Ridge
 from sparsekit.linear_model._base import (SparsekitClassifier, check_labels,
                                           unchanged_on_error)
 from sparsekit.utils._columns import UsedColumns
+from sparsekit.utils._rows import weighted_column_stats
 from sparsekit.utils._threads import one_blas_thread, openmp_call
 from sparsekit.utils._validation import (check_dense_size, check_entry_magnitude,
                                          check_two_classes, validate_input)
@@ -95,8 +96,12 @@ def _fit_binary(datafit, C, tol, max_iter, w0, verbose, l1_ratio=1.0, callback=N
 
 
 def _binary_model(datafit, x):
-    """(coef (1, D), intercept (1,)) of the binary parameters x = (w, b)."""
-    return x[None, :datafit.n_features], np.array([x[-1] if datafit.fit_intercept else 0.0])
+    """(coef (1, D), intercept (1,)) of the binary parameters x = (w, b), on the columns of
+    X as given where the datafit's X was centered."""
+    coef = x[None, :datafit.n_features]
+    intercept = np.array([x[-1] if datafit.fit_intercept else 0.0])
+    offsets = getattr(datafit, "offsets", None)
+    return coef, intercept if offsets is None else intercept - coef @ offsets
 
 
 def _fit_multinomial(datafit, C, tol, max_iter, w0, verbose, l1_ratio=1.0, callback=None):
@@ -111,20 +116,30 @@ def _multinomial_model(datafit, x):
     """(coef (K, D), intercept (K,)) of the multinomial parameters x = (W.ravel(), b)."""
     n_classes = datafit.penalty_weights.size // (datafit.n_features + datafit.fit_intercept)
     W, b = split_parameters(x, datafit.n_features, n_classes, datafit.fit_intercept)
+    offsets = getattr(datafit, "offsets", None)
+    if offsets is not None:             # the intercepts of the columns of X as given
+        b = b - offsets @ W
     return W.T.copy(), b - b.mean()   # a constant added to b changes no probability
 
 
-def _binary_block(pos, fit_intercept, X, codes, sample_weight, X_csr=None):
+def _binary_block(pos, fit_intercept, X, codes, sample_weight, X_csr=None, offsets=None):
     """The binary datafit of class index ``pos`` against the rest (on the data, or on one
-    row partition of it); ``X_csr`` a CSR copy of X shared by several problems."""
-    return Logistic(X, np.where(codes == pos, 1.0, -1.0), sample_weight=sample_weight,
-                    fit_intercept=fit_intercept, X_csr=X_csr)
+    row partition of it); ``X_csr`` a CSR copy of X shared by several problems, ``offsets``
+    those :func:`_layouts` subtracted from X's columns."""
+    datafit = Logistic(X, np.where(codes == pos, 1.0, -1.0), sample_weight=sample_weight,
+                       fit_intercept=fit_intercept, X_csr=X_csr)
+    datafit.offsets = offsets
+    return datafit
 
 
-def _multinomial_block(n_classes, fit_intercept, X, codes, sample_weight, n_threads=1):
-    """The multinomial datafit (on the data, or on one row partition of it)."""
-    return Multinomial(X, codes, n_classes, sample_weight=sample_weight, n_threads=n_threads,
-                       fit_intercept=fit_intercept)
+def _multinomial_block(n_classes, fit_intercept, X, codes, sample_weight, n_threads=1,
+                       offsets=None):
+    """The multinomial datafit (on the data, or on one row partition of it); ``offsets``
+    those :func:`_layouts` subtracted from X's columns."""
+    datafit = Multinomial(X, codes, n_classes, sample_weight=sample_weight,
+                          n_threads=n_threads, fit_intercept=fit_intercept)
+    datafit.offsets = offsets
+    return datafit
 
 
 def device_float64(X):
@@ -269,22 +284,57 @@ def _null_start(datafit):
     return x0
 
 
-def _layouts(X, n_problems=1):
-    """(X for the datafit: CSC when sparse, a CSR copy or None): the datafit walks columns
-    and forms explicit Hessians from rows, so a CSR input is kept rather than rebuilt, and
-    a one-vs-rest fit of several problems builds one CSR copy for all of them (each datafit
-    would otherwise make its own on first use) unless X is too wide to walk rows."""
-    if not sp.issparse(X):
+#: a dense column whose weighted mean exceeds this many standard deviations is centered
+#: before a fit with a free intercept: the direction (w_j, b) = (1, −mean_j) along which
+#: the loss barely changes otherwise makes the Newton systems ill-conditioned (a raw
+#: timestamp or year beside standardized columns: hundreds of iterations, fits that stop
+#: short or whose gradient's rounding exceeds tol)
+CENTER_RATIO = 10.0
+
+
+def _centered(X, sample_weight=None):
+    """(X, offsets): a copy of dense X with the columns whose weighted mean lies beyond
+    CENTER_RATIO standard deviations centered (offsets: those means, 0 for the others),
+    or X itself and None. With a free intercept the problem is the same: the model of X
+    as given has intercept b − wᵀ offsets."""
+    sw = (np.ones(X.shape[0]) if sample_weight is None
+          else np.asarray(sample_weight, dtype=np.float64))
+    total = sw.sum()
+    if not total > 0 or X.shape[1] == 0:
         return X, None
+    sums, step = np.zeros(X.shape[1]), max(1, (1 << 20) // X.shape[1])
+    for start in range(0, X.shape[0], step):      # no float64 copy of all of X
+        sums += sw[start:start + step] @ X[start:start + step].astype(np.float64)
+    mean = sums / total
+    spread = np.maximum(weighted_column_stats(X, sw)[0] / total - mean * mean, 0.0)
+    far = mean * mean > CENTER_RATIO ** 2 * spread
+    if not far.any():
+        return X, None
+    offsets = np.where(far, mean, 0.0)
+    centered = np.array(X, order="F" if X.flags.f_contiguous else "C", copy=True)
+    centered[:, far] -= offsets[far].astype(X.dtype)
+    return centered, offsets
+
+
+def _layouts(X, n_problems=1, sample_weight=None, fit_intercept=False):
+    """(X for the datafits: CSC when sparse, a CSR copy or None, the offsets subtracted
+    from X's columns or None): the datafit walks columns and forms explicit Hessians from
+    rows, so a CSR input is kept rather than rebuilt, and a one-vs-rest fit of several
+    problems builds one CSR copy for all of them (each datafit would otherwise make its
+    own on first use) unless X is too wide to walk rows. A dense X with a free intercept
+    whose columns lie far from 0 against their spread is centered (:func:`_centered`)."""
+    if not sp.issparse(X):
+        X, offsets = _centered(X, sample_weight) if fit_intercept else (X, None)
+        return X, None, offsets
     if X.format == "csr" and X.has_canonical_format:
-        return X.tocsc(), X
+        return X.tocsc(), X, None
     X = X.tocsc()
     if n_problems > 1 and X.shape[1] <= Logistic.max_walk_columns:
         if not X.has_canonical_format:
             X = X.copy()
             X.sum_duplicates()
-        return X, X.tocsr()
-    return X, None
+        return X, X.tocsr(), None
+    return X, None, None
 
 
 def _check_fit_data(estimator, X, y, sample_weight, reset=True):
@@ -328,6 +378,9 @@ class L1LogisticOBA(LinearClassifierMixin, SparseCoefMixin, SparsekitClassifier)
     fit_intercept : bool, default=True
         Fit an unpenalized intercept. A fit without warm start begins at w = 0 with the
         intercept that is optimal for it (the log-odds of the weighted share of positives).
+        The columns of a dense X whose mean lies beyond 10 standard deviations (a raw year
+        or timestamp) are centered for the solve, which leaves the problem as it is (the
+        intercept absorbs the shift) and its Newton systems well-conditioned.
     warm_start : bool, default=False
         Start from the previous solution when the shapes match.
     class_weight : dict, "balanced" or None, default=None
@@ -525,14 +578,17 @@ class L1LogisticOBA(LinearClassifierMixin, SparseCoefMixin, SparsekitClassifier)
             sample_weight, mean_weight = _unit_mean_weights(sample_weight * cw[codes])
             one = self.multiclass == "multinomial" or classes.size == 2
             columns = UsedColumns(X)
-            X, X_csr = _layouts(columns.take(X), 1 if one else classes.size)
+            X, X_csr, offsets = _layouts(columns.take(X), 1 if one else classes.size,
+                                         sample_weight, self.fit_intercept)
             dtype = X.dtype
 
             def datafit(pos):
                 if pos is None:
                     return _multinomial_block(classes.size, self.fit_intercept, X, codes,
-                                              sample_weight, effective_n_jobs(self.n_jobs))
-                return _binary_block(pos, self.fit_intercept, X, codes, sample_weight, X_csr)
+                                              sample_weight, effective_n_jobs(self.n_jobs),
+                                              offsets)
+                return _binary_block(pos, self.fit_intercept, X, codes, sample_weight, X_csr,
+                                     offsets)
         multinomial = self.multiclass == "multinomial" and classes.size > 2
         problems = (["the multinomial problem"] if multinomial
                     else [classes[1]] if classes.size == 2 else list(classes))
@@ -562,13 +618,14 @@ class L1LogisticOBA(LinearClassifierMixin, SparseCoefMixin, SparsekitClassifier)
                 return {"coef_": columns.expand(coef).astype(dtype),
                         "intercept_": intercept.astype(dtype), "_softmax": multinomial}
             callback, close = self._iteration_callback(tasks[k], X_in, y, model)
+            start = None if w0 is None else _centered_start(problem, w0 if multinomial
+                                                            else w0[k], multinomial)
             if multinomial:
-                result = _fit_multinomial(problem, C, self.tol, self.max_iter, w0,
+                result = _fit_multinomial(problem, C, self.tol, self.max_iter, start,
                                           self.verbose, self.l1_ratio, callback)
             else:
-                result = _fit_binary(problem, C, self.tol, self.max_iter,
-                                     w0[k] if w0 is not None else None, self.verbose,
-                                     self.l1_ratio, callback)
+                result = _fit_binary(problem, C, self.tol, self.max_iter, start,
+                                     self.verbose, self.l1_ratio, callback)
             close()
             self._end_subtask(tasks[k], X_in, y)
             return result
@@ -958,10 +1015,11 @@ def l1_logistic_path(X, y, Cs=10, *, pos_class=None, fit_intercept=True, tol=1e-
         sample_weight, mean_weight = _unit_mean_weights(sample_weight)
         codes = np.searchsorted(classes, y)
         columns = UsedColumns(X)
-        X, X_csr = _layouts(columns.take(X))
-        datafit = (_multinomial_block(classes.size, fit_intercept, X, codes, sample_weight)
+        X, X_csr, offsets = _layouts(columns.take(X), 1, sample_weight, fit_intercept)
+        datafit = (_multinomial_block(classes.size, fit_intercept, X, codes, sample_weight,
+                                      offsets=offsets)
                    if multinomial else _binary_block(pos, fit_intercept, X, codes,
-                                                     sample_weight, X_csr))
+                                                     sample_weight, X_csr, offsets))
     Cs = _C_values(Cs, lambda: (l1_ratio * _smallest_active_C(datafit) / mean_weight,) * 2)
     width = datafit.n_features + fit_intercept
     coefs = np.empty((Cs.size, classes.size, width) if multinomial else (Cs.size, width))
@@ -993,11 +1051,26 @@ def _warm_path(datafit, Cs, tol, max_iter, l1_ratio, multinomial):
 def _path_coef(datafit, x, multinomial):
     """The solution ``x`` as a path's row: (w, b) of a binary problem, or the (K, D + 1)
     block (coef | intercept) of the multinomial one (without the intercept column when
-    none is fitted)."""
-    if not multinomial:
-        return x
-    coef, intercept = _multinomial_model(datafit, x)
-    return np.hstack([coef, intercept[:, None]]) if datafit.fit_intercept else coef
+    none is fitted); the intercepts of X's columns as given."""
+    coef, intercept = (_multinomial_model if multinomial else _binary_model)(datafit, x)
+    block = np.hstack([coef, intercept[:, None]]) if datafit.fit_intercept else coef
+    return block if multinomial else block[0]
+
+
+def _centered_start(datafit, x0, multinomial):
+    """A start ``x0`` (the parameters of X's columns as given) as the parameters of the
+    datafit's X, whose columns it may have centered (:func:`_centered`)."""
+    offsets = getattr(datafit, "offsets", None)
+    if offsets is None:
+        return x0
+    x0 = np.array(x0, dtype=np.float64)
+    if multinomial:
+        W, b = split_parameters(x0, datafit.n_features, x0.size // (datafit.n_features + 1),
+                                True)
+        b += offsets @ W                        # views of x0
+    else:
+        x0[-1] += x0[:datafit.n_features] @ offsets
+    return x0
 
 
 def _C_values(Cs, span):

@@ -447,12 +447,13 @@ def _check_fold(classes, codes, weights, k):
                          "classes; use fewer folds (cv) or a stratified split")
 
 
-def _datafit(X, X_csr, codes, sample_weight, pos, n_classes, fit_intercept):
+def _datafit(X, X_csr, offsets, codes, sample_weight, pos, n_classes, fit_intercept):
     """The datafit of class index ``pos`` against the rest, or (``pos`` None) the
-    multinomial one."""
+    multinomial one, on X whose columns :func:`_layouts` may have centered by ``offsets``."""
     if pos is None:
-        return _multinomial_block(n_classes, fit_intercept, X, codes, sample_weight)
-    return _binary_block(pos, fit_intercept, X, codes, sample_weight, X_csr)
+        return _multinomial_block(n_classes, fit_intercept, X, codes, sample_weight,
+                                  offsets=offsets)
+    return _binary_block(pos, fit_intercept, X, codes, sample_weight, X_csr, offsets)
 
 
 def _fold_path(rows, codes, weights, train, pos, n_classes, Cs, l1_ratios, fit_intercept,
@@ -461,8 +462,9 @@ def _fold_path(rows, codes, weights, train, pos, n_classes, Cs, l1_ratios, fit_i
     the wall seconds."""
     start = time.perf_counter()
     sample_weight, mean = _unit_mean_weights(weights[train])
-    X, X_csr = _layouts(rows[train])
-    datafit = _datafit(X, X_csr, codes[train], sample_weight, pos, n_classes, fit_intercept)
+    X, X_csr, offsets = _layouts(rows[train], 1, sample_weight, fit_intercept)
+    datafit = _datafit(X, X_csr, offsets, codes[train], sample_weight, pos, n_classes,
+                       fit_intercept)
     return (*_paths(datafit, mean, Cs, l1_ratios, tol, max_iter, n_classes, pos is None),
             time.perf_counter() - start)
 
@@ -504,9 +506,9 @@ class _MemoryFolds:
         """(the problems' datafits on all the rows, one after the other; the weights'
         mean)."""
         sample_weight, mean = _unit_mean_weights(self.weights)
-        X, X_csr = _layouts(self.rows, len(problems))
-        return (_datafit(X, X_csr, self.codes, sample_weight, pos, n_classes, fit_intercept)
-                for pos in problems), mean
+        X, X_csr, offsets = _layouts(self.rows, len(problems), sample_weight, fit_intercept)
+        return (_datafit(X, X_csr, offsets, self.codes, sample_weight, pos, n_classes,
+                         fit_intercept) for pos in problems), mean
 
     def paths(self, est, folds, problems, Cs, l1_ratios):
         """The paths of each training fold and problem, in that order, as they arrive:

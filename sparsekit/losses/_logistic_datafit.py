@@ -209,6 +209,10 @@ class _LinearDatafit:
     their labels in ``_check_labels``.
     """
 
+    #: the column offsets subtracted from X before the datafit was made (None: none); the
+    #: margins of the original X are X w + b − wᵀ offsets (the estimators' centering)
+    offsets = None
+
     def _check_labels(self):
         if not np.all(np.isfinite(self.y)):
             raise ValueError("y must be finite")

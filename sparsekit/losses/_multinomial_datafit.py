@@ -136,6 +136,10 @@ class Multinomial:
         Threads of the X products.
     """
 
+    #: the column offsets subtracted from X before the datafit was made (None: none); the
+    #: scores of the original X are X W + b − Wᵀ offsets (the estimators' centering)
+    offsets = None
+
     def __init__(self, X, y, n_classes, sample_weight=None, fit_intercept=False, n_threads=1):
         self.X = _as_columns(X)
         # the row-walking products' CSR layout: the caller's, else a copy made on first use
