@@ -334,6 +334,27 @@ def test_too_few_iterations_warn():
         L1LogisticOBACV(Cs=4, cv=3, max_iter=1).fit(X, y)
 
 
+@pytest.mark.parametrize("multiclass", ["ovr", "multinomial"])
+def test_folds_center_columns_far_from_zero_as_the_fit_does(multiclass):
+    """A column far from 0 (a year) is centered in each fold's solves: the scores, the C
+    chosen and the model are those of X centered by hand, the intercepts moved back."""
+    from sklearn.datasets import make_classification
+    X, y = make_classification(600, 6, n_informative=4, n_redundant=0, n_classes=3,
+                               random_state=0)
+    X[:, 0] = 2012.0 + 5.0 * X[:, 0]
+    shift = np.zeros(6)
+    shift[0] = 2012.0
+    kw = dict(Cs=[0.05, 0.5, 5.0], cv=3, multiclass=multiclass)
+    raw = L1LogisticOBACV(**kw).fit(X, y)
+    by_hand = L1LogisticOBACV(**kw).fit(X - shift, y)
+    np.testing.assert_allclose(raw.scores_, by_hand.scores_, rtol=1e-5)
+    assert raw.C_ == by_hand.C_
+    np.testing.assert_allclose(raw.coef_, by_hand.coef_, atol=1e-5)
+    np.testing.assert_allclose(raw.intercept_ + raw.coef_ @ shift
+                               - (raw.coef_ @ shift).mean() * (multiclass == "multinomial"),
+                               by_hand.intercept_, atol=1e-3)
+
+
 def test_stalled_solves_warn_apart_from_those_at_max_iter():
     """The folds' solves that stalled (tol below the gradient's rounding: a raw timestamp
     column) are counted in a warning of their own, which does not advise max_iter."""
