@@ -378,9 +378,10 @@ class L1LogisticOBA(LinearClassifierMixin, SparseCoefMixin, SparsekitClassifier)
     fit_intercept : bool, default=True
         Fit an unpenalized intercept. A fit without warm start begins at w = 0 with the
         intercept that is optimal for it (the log-odds of the weighted share of positives).
-        The columns of a dense X whose mean lies beyond 10 standard deviations (a raw year
-        or timestamp) are centered for the solve, which leaves the problem as it is (the
-        intercept absorbs the shift) and its Newton systems well-conditioned.
+        The columns of a dense in-memory X whose mean lies beyond 10 standard deviations (a
+        raw year or timestamp) are centered for the solve, which leaves the problem as it
+        is (the intercept absorbs the shift) and its Newton systems well-conditioned (dask
+        and CuPy X are solved as given: standardize such columns there).
     warm_start : bool, default=False
         Start from the previous solution when the shapes match.
     class_weight : dict, "balanced" or None, default=None
