@@ -44,7 +44,6 @@ from sparsekit.losses._ridge_datafit import Ridge
 from sparsekit.linear_model._base import (SparsekitClassifier, check_labels,
                                           unchanged_on_error)
 from sparsekit.utils._columns import UsedColumns
-from sparsekit.utils._rows import weighted_column_stats
 from sparsekit.utils._threads import one_blas_thread, openmp_call
 from sparsekit.utils._validation import (check_dense_size, check_entry_magnitude,
                                          check_two_classes, validate_input)
@@ -292,28 +291,32 @@ def _null_start(datafit):
 CENTER_RATIO = 10.0
 
 
+#: rows of X, evenly spaced, whose weighted moments decide the columns to center and their
+#: offsets: any shift leaves the problem as it is, so a sample's means serve as well as X's
+CENTER_SAMPLE = 10_000
+
+
 def _centered(X, sample_weight=None):
     """(X, offsets): a copy of dense X with the columns whose weighted mean lies beyond
-    CENTER_RATIO standard deviations centered (offsets: those means, 0 for the others),
-    or X itself and None. With a free intercept the problem is the same: the model of X
-    as given has intercept b − wᵀ offsets."""
-    sw = (np.ones(X.shape[0]) if sample_weight is None
-          else np.asarray(sample_weight, dtype=np.float64))
-    total = sw.sum()
+    CENTER_RATIO standard deviations (over CENTER_SAMPLE rows) shifted by that mean, in
+    X's dtype (offsets: those shifts, 0 for the other columns), or X itself and None. With
+    a free intercept the problem is the same: the model of X as given has intercept
+    b − wᵀ offsets."""
+    step = max(1, X.shape[0] // CENTER_SAMPLE)
+    rows = X[::step].astype(np.float64)
+    weights = (np.ones(rows.shape[0]) if sample_weight is None
+               else np.asarray(sample_weight, dtype=np.float64)[::step])
+    total = weights.sum()
     if not total > 0 or X.shape[1] == 0:
         return X, None
-    sums, step = np.zeros(X.shape[1]), max(1, (1 << 20) // X.shape[1])
-    for start in range(0, X.shape[0], step):      # no float64 copy of all of X
-        sums += sw[start:start + step] @ X[start:start + step].astype(np.float64)
-    mean = sums / total
-    spread = np.maximum(weighted_column_stats(X, sw)[0] / total - mean * mean, 0.0)
-    far = mean * mean > CENTER_RATIO ** 2 * spread
+    mean = weights @ rows / total
+    far = mean * mean > CENTER_RATIO ** 2 * (weights @ (rows - mean) ** 2 / total)
     if not far.any():
         return X, None
-    offsets = np.where(far, mean, 0.0)
+    shift = np.where(far, mean, 0.0).astype(X.dtype)    # the values X's entries lose
     centered = np.array(X, order="F" if X.flags.f_contiguous else "C", copy=True)
-    centered[:, far] -= offsets[far].astype(X.dtype)
-    return centered, offsets
+    centered[:, far] -= shift[far]
+    return centered, shift.astype(np.float64)
 
 
 def _layouts(X, n_problems=1, sample_weight=None, fit_intercept=False):
