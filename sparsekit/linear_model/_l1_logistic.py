@@ -174,6 +174,12 @@ def _upto(which, value, spec):
     return f"{'up to ' if len(which) > 1 else ''}{value:{spec}}"
 
 
+#: what a stalled solve (status 2) means, and what to do
+STALLED = ("tol is below the rounding error of the gradient at this X's scale (a column of "
+           "large entries, such as zip codes); standardize the columns (StandardScaler) or "
+           "raise tol")
+
+
 def _warn_not_converged(names, which, results, tol, noun="classes"):
     """ConvergenceWarnings for the solves ``which`` (of ``results``, named ``names``) that
     stopped at max_iter, and for those that stalled (status 2): how many
@@ -188,10 +194,7 @@ def _warn_not_converged(names, which, results, tol, noun="classes"):
         if part is stalled:
             warnings.warn(f"OBA stopped for {problems} at iteration {nit}: in its last "
                           f"{STALL_ITERATIONS} iterations neither its objective nor its "
-                          f"optimality ({opt} > tol {tol:.2e}) improved, "
-                          "tol being below the rounding error of the gradient at this "
-                          "X's scale (a column of large entries, such as timestamps); "
-                          "standardize the columns (StandardScaler) or raise tol, more "
+                          f"optimality ({opt} > tol {tol:.2e}) improved: {STALLED}, more "
                           "iterations will not help.", ConvergenceWarning)
         else:
             warnings.warn(f"OBA did not converge for {problems} in {nit} iterations "

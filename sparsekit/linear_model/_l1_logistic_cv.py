@@ -19,8 +19,9 @@ from sparsekit.gpu._cupy import require_cupy
 from sparsekit.linear_model._base import unchanged_on_error
 from sparsekit.linear_model._dask_input import DaskRows, is_dask_collection
 from sparsekit.linear_model._device_input import device_product, fit_device
-from sparsekit.linear_model._l1_logistic import (L1LogisticOBA, _binary_block, _C_values,
-                                                 _check_fit_data, _device_block, _layouts,
+from sparsekit.linear_model._l1_logistic import (STALLED, L1LogisticOBA, _binary_block,
+                                                 _C_values, _check_fit_data, _device_block,
+                                                 _layouts,
                                                  _multinomial_block, _path_coef,
                                                  _smallest_active_C, _unit_mean_weights,
                                                  _warm_path, device_float64)
@@ -279,10 +280,7 @@ class L1LogisticOBACV(CVRoutingMixin, L1LogisticOBA):
                           "max_iter.", ConvergenceWarning)
         if failed[1]:
             warnings.warn(f"OBA stalled in {failed[1]} of the {solves} solves of the folds' "
-                          "paths: tol is below the rounding error of the gradient at this "
-                          "X's scale (a column of large entries, such as timestamps); "
-                          "standardize the columns (StandardScaler) or raise tol.",
-                          ConvergenceWarning)
+                          f"paths: {STALLED}.", ConvergenceWarning)
         scores = np.empty(n_iter.shape)
         for f, (_, test) in enumerate(folds):
             points = list(np.ndindex(scores.shape[1:]))
