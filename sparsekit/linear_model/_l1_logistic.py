@@ -305,15 +305,20 @@ def _centered(X, sample_weight=None):
     X's dtype (offsets: those shifts, 0 for the other columns), or X itself and None. With
     a free intercept the problem is the same: the model of X as given has intercept
     b − wᵀ offsets."""
-    step = max(1, X.shape[0] // CENTER_SAMPLE)
-    rows = X[::step].astype(np.float64)
-    weights = (np.ones(rows.shape[0]) if sample_weight is None
-               else np.asarray(sample_weight, dtype=np.float64)[::step])
+    sample = np.arange(0, X.shape[0], max(1, X.shape[0] // CENTER_SAMPLE))
+    weights = (np.ones(sample.size) if sample_weight is None
+               else np.asarray(sample_weight, dtype=np.float64)[sample])
     total = weights.sum()
     if not total > 0 or X.shape[1] == 0:
         return X, None
-    mean = weights @ rows / total
-    far = mean * mean > CENTER_RATIO ** 2 * (weights @ (rows - mean) ** 2 / total)
+    sums, squares = np.zeros(X.shape[1]), np.zeros(X.shape[1])
+    block = max(1, (1 << 20) // X.shape[1])   # rows in float64 at a time: a wide X's sample
+    for start in range(0, sample.size, block):        # would be as large as X
+        rows = X[sample[start:start + block]].astype(np.float64)
+        sums += weights[start:start + block] @ rows
+        squares += weights[start:start + block] @ (rows * rows)
+    mean = sums / total
+    far = mean * mean > CENTER_RATIO ** 2 * np.maximum(squares / total - mean * mean, 0.0)
     if not far.any():
         return X, None
     shift = np.where(far, mean, 0.0).astype(X.dtype)    # the values X's entries lose
