@@ -32,7 +32,7 @@ from sklearn.datasets import load_breast_cancer, load_digits, load_wine, make_cl
 from sklearn.exceptions import ConvergenceWarning
 
 sys.path.insert(0, str(_report.REPO))  # the in-place build, also when not installed
-import sparsekit.linear_model._l1_logistic as estimator  # noqa: E402
+import sparsekit.utils._centering as centering  # noqa: E402
 import sparsekit.optimize._oba as oba  # noqa: E402
 from sparsekit import L1LogisticOBA  # noqa: E402
 from sparsekit.benchmarks._l1_tables import _multinomial_objective  # noqa: E402
@@ -70,7 +70,7 @@ def objective(model, X, y):
 
 
 #: (label, centering ratio, stall window) of each way of fitting
-WAYS = (("default", estimator.CENTER_RATIO, oba.STALL_ITERATIONS),
+WAYS = (("default", centering.CENTER_RATIO, oba.STALL_ITERATIONS),
         ("no centering", np.inf, oba.STALL_ITERATIONS),
         ("neither", np.inf, 10**9))
 
@@ -78,7 +78,7 @@ WAYS = (("default", estimator.CENTER_RATIO, oba.STALL_ITERATIONS),
 def fit(X, y, multiclass, ratio, window):
     """(seconds, the model, its warning) of a default fit with the centering ``ratio`` and
     the stall ``window``."""
-    estimator.CENTER_RATIO, oba.STALL_ITERATIONS = ratio, window
+    centering.CENTER_RATIO, oba.STALL_ITERATIONS = ratio, window
     times, model, said = [], None, ""
     for _ in range(3):
         with warnings.catch_warnings(record=True) as caught:
@@ -110,7 +110,7 @@ def main():
                 table.append(row)
                 print(row, flush=True)
     finally:
-        estimator.CENTER_RATIO, oba.STALL_ITERATIONS = WAYS[0][1:]
+        centering.CENTER_RATIO, oba.STALL_ITERATIONS = WAYS[0][1:]
     header = ["table", "model"]
     for label, _, _ in WAYS:
         header += [f"s ({label})", f"iterations ({label})", f"warning ({label})"]

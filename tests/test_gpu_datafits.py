@@ -208,6 +208,57 @@ def test_l1_logistic_path_on_the_gpu_matches_cpu(cupy_backend, multiclass):
         l1_logistic_path(_device(cp, X, False), y, **params)
 
 
+def _fit_quietly(X, y, **params):
+    import warnings
+
+    from sklearn.exceptions import ConvergenceWarning
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConvergenceWarning)
+        return L1LogisticOBA(**params).fit(X, y)
+
+
+@pytest.mark.parametrize("multiclass", ["ovr", "multinomial"])
+def test_columns_far_from_zero_are_centered_on_the_gpu_as_on_the_cpu(cupy_backend,
+                                                                     multiclass):
+    """A column far from 0 (1e6 plus a standardized one) is centered on the device as on
+    the CPU: the CPU's model in a few dozen iterations, without a warning, from device and
+    from host X, in float64 and float32 (whose intercepts of X as given are rounded at
+    1e5: its coefficients compared); the path and the CV too."""
+    from sklearn.datasets import make_classification
+
+    from sparsekit import L1LogisticOBACV, l1_logistic_path
+
+    cp = cupy_backend
+    X, y = make_classification(300, 5, n_informative=3, n_redundant=0, n_classes=3,
+                               random_state=4)
+    X[:, 0] = 1e6 + X[:, 0]
+    models = None                                      # the float64 ones
+    for dtype, tol, atol in ((np.float64, 1e-8, 1e-6), (np.float32, 1e-5, 1e-3)):
+        Xt = X.astype(dtype)
+        cpu = L1LogisticOBA(multiclass=multiclass, tol=tol).fit(Xt, y)
+        for X_fit in (cp.asarray(Xt), Xt):
+            gpu = _fit_quietly(X_fit, y, multiclass=multiclass, tol=tol, device="cuda")
+            assert gpu.n_iter_.sum() < 20 * gpu.n_iter_.size
+            np.testing.assert_allclose(gpu.coef_, cpu.coef_, atol=atol)
+        models = models or (gpu, cpu)
+    gpu, cpu = models
+    # the intercepts of the centered columns (those of X as given are 1e6 times larger)
+    np.testing.assert_allclose(gpu.intercept_ + 1e6 * gpu.coef_[:, 0],
+                               cpu.intercept_ + 1e6 * cpu.coef_[:, 0], atol=1e-5)
+    np.testing.assert_allclose(gpu.predict_proba(X), cpu.predict_proba(X), atol=1e-6)
+    path = dict(Cs=[0.1, 1.0], multiclass=multiclass,
+                pos_class=None if multiclass == "multinomial" else 2)
+    coefs = [l1_logistic_path(X_fit, y, **path, **kw)[0]
+             for X_fit, kw in ((cp.asarray(X), dict(device="cuda")), (X, {}))]
+    for c in coefs:
+        c[..., -1] += 1e6 * c[..., 0]
+    np.testing.assert_allclose(*coefs, atol=1e-5)
+    cv = dict(Cs=[0.05, 0.5, 5.0], cv=3, multiclass=multiclass)
+    np.testing.assert_allclose(L1LogisticOBACV(device="cuda", **cv).fit(X, y).scores_,
+                               L1LogisticOBACV(**cv).fit(X, y).scores_, rtol=1e-5)
+
+
 def test_l1_logistic_oba_float32_on_the_gpu(cupy_backend):
     cp = cupy_backend
     rng = np.random.default_rng(2)

@@ -260,7 +260,8 @@ def test_cross_validation_on_the_gpu_is_the_cpu_one(cupy_backend, monkeypatch, c
     cp = cupy_backend
     made, block = [], one._device_block
     for where in (one, module):
-        monkeypatch.setattr(where, "_device_block", lambda *a: made.append(a[-1]) or block(*a))
+        monkeypatch.setattr(where, "_device_block",
+                            lambda *a, **kw: made.append(a[-1]) or block(*a, **kw))
     n_classes, params, extra = DEVICE_CASES[case]
     params = dict(params)
     sparse, dtype = params.pop("sparse", False), params.pop("dtype", np.float64)

@@ -53,6 +53,8 @@ class DeviceLogistic:
 
     #: the same intercept at w = 0 as on the CPU
     intercept_for = staticmethod(Logistic.intercept_for)
+    #: the column offsets subtracted from X before the datafit was made (None: none)
+    offsets = None
 
     def __init__(self, X, y, sample_weight=None, fit_intercept=False, shared=None):
         cp = self._cp = require_cupy()
@@ -202,6 +204,8 @@ class DeviceMultinomial:
     """
 
     intercept_for = staticmethod(Multinomial.intercept_for)
+    #: the column offsets subtracted from X before the datafit was made (None: none)
+    offsets = None
 
     def __init__(self, X, y, n_classes, sample_weight=None, fit_intercept=False):
         cp = self._cp = require_cupy()

@@ -43,6 +43,8 @@ from sparsekit.losses._multinomial_datafit import Multinomial, split_parameters
 from sparsekit.losses._ridge_datafit import Ridge
 from sparsekit.linear_model._base import (SparsekitClassifier, check_labels,
                                           unchanged_on_error)
+from sparsekit.utils._centering import (center_stride, centered, column_moments,
+                                         far_shifts, shifted)
 from sparsekit.utils._columns import UsedColumns
 from sparsekit.utils._threads import one_blas_thread, openmp_call
 from sparsekit.utils._validation import (check_dense_size, check_entry_magnitude,
@@ -146,15 +148,40 @@ def device_float64(X):
     return X if X.dtype == np.float64 else X.astype(np.float64)
 
 
-def _device_block(n_classes, fit_intercept, X, codes, sample_weight, shared, pos):
+def device_layout(X, sample_weight, fit_intercept):
+    """(device X in float64 for the device datafits, the offsets subtracted from its
+    columns or None): with a free intercept, the dense columns far from 0 are centered as
+    on the CPU (:func:`~sparsekit.utils._centering.centered`, on the device); a sparse X
+    is solved as given."""
+    X64 = device_float64(X)
+    if not fit_intercept or hasattr(X, "tocsr"):
+        return X64, None
+    cp = require_cupy()
+    weights = cp.asarray(np.asarray(sample_weight, dtype=np.float64))
+    shifts = far_shifts(column_moments(X64, weights, center_stride(X.shape[0])), X.dtype)
+    if shifts is None:
+        return X64, None
+    if X64 is X:
+        return shifted(X64, cp.asarray(shifts)), shifts
+    X64 -= cp.asarray(shifts)                     # a copy already: device memory is scarce
+    return X64, shifts
+
+
+def _device_block(n_classes, fit_intercept, X, codes, sample_weight, shared, pos, *,
+                  offsets=None):
     """The device datafit of class index ``pos`` against the rest, or (``pos`` None) the
     multinomial one, on float64 device X; ``shared`` holds what the one-vs-rest datafits of
-    the same X share."""
+    the same X share, ``offsets`` those :func:`device_layout` subtracted from X's
+    columns."""
     if pos is None:
-        return DeviceMultinomial(X, codes, n_classes, sample_weight=sample_weight,
-                                 fit_intercept=fit_intercept)
-    return DeviceLogistic(X, np.where(codes == pos, 1.0, -1.0), sample_weight=sample_weight,
-                          fit_intercept=fit_intercept, shared=shared)
+        datafit = DeviceMultinomial(X, codes, n_classes, sample_weight=sample_weight,
+                                    fit_intercept=fit_intercept)
+    else:
+        datafit = DeviceLogistic(X, np.where(codes == pos, 1.0, -1.0),
+                                 sample_weight=sample_weight, fit_intercept=fit_intercept,
+                                 shared=shared)
+    datafit.offsets = offsets
+    return datafit
 
 
 def _problems(names, which, shown=5, noun="classes"):
@@ -286,56 +313,16 @@ def _null_start(datafit):
     return x0
 
 
-#: a dense column whose weighted mean exceeds this many standard deviations is centered
-#: before a fit with a free intercept: the direction (w_j, b) = (1, −mean_j) along which
-#: the loss barely changes otherwise makes the Newton systems ill-conditioned (a raw
-#: timestamp or year beside standardized columns: hundreds of iterations, fits that stop
-#: short or whose gradient's rounding exceeds tol)
-CENTER_RATIO = 10.0
-
-
-#: rows of X, evenly spaced, whose weighted moments decide the columns to center and their
-#: offsets: any shift leaves the problem as it is, so a sample's means serve as well as X's
-CENTER_SAMPLE = 10_000
-
-
-def _centered(X, sample_weight=None):
-    """(X, offsets): a copy of dense X with the columns whose weighted mean lies beyond
-    CENTER_RATIO standard deviations (over CENTER_SAMPLE rows) shifted by that mean, in
-    X's dtype (offsets: those shifts, 0 for the other columns), or X itself and None. With
-    a free intercept the problem is the same: the model of X as given has intercept
-    b − wᵀ offsets."""
-    sample = np.arange(0, X.shape[0], max(1, X.shape[0] // CENTER_SAMPLE))
-    weights = (np.ones(sample.size) if sample_weight is None
-               else np.asarray(sample_weight, dtype=np.float64)[sample])
-    total = weights.sum()
-    if not total > 0 or X.shape[1] == 0:
-        return X, None
-    sums, squares = np.zeros(X.shape[1]), np.zeros(X.shape[1])
-    block = max(1, (1 << 20) // X.shape[1])   # rows in float64 at a time: a wide X's sample
-    for start in range(0, sample.size, block):        # would be as large as X
-        rows = X[sample[start:start + block]].astype(np.float64)
-        sums += weights[start:start + block] @ rows
-        squares += weights[start:start + block] @ (rows * rows)
-    mean = sums / total
-    far = mean * mean > CENTER_RATIO ** 2 * np.maximum(squares / total - mean * mean, 0.0)
-    if not far.any():
-        return X, None
-    shift = np.where(far, mean, 0.0).astype(X.dtype)    # the values X's entries lose
-    centered = np.array(X, order="F" if X.flags.f_contiguous else "C", copy=True)
-    centered[:, far] -= shift[far]
-    return centered, shift.astype(np.float64)
-
-
 def _layouts(X, n_problems=1, sample_weight=None, fit_intercept=False):
     """(X for the datafits: CSC when sparse, a CSR copy or None, the offsets subtracted
     from X's columns or None): the datafit walks columns and forms explicit Hessians from
     rows, so a CSR input is kept rather than rebuilt, and a one-vs-rest fit of several
     problems builds one CSR copy for all of them (each datafit would otherwise make its
     own on first use) unless X is too wide to walk rows. A dense X with a free intercept
-    whose columns lie far from 0 against their spread is centered (:func:`_centered`)."""
+    whose columns lie far from 0 against their spread is centered
+    (:func:`~sparsekit.utils._centering.centered`)."""
     if not sp.issparse(X):
-        X, offsets = _centered(X, sample_weight) if fit_intercept else (X, None)
+        X, offsets = centered(X, sample_weight) if fit_intercept else (X, None)
         return X, None, offsets
     if X.format == "csr" and X.has_canonical_format:
         return X.tocsc(), X, None
@@ -389,10 +376,10 @@ class L1LogisticOBA(LinearClassifierMixin, SparseCoefMixin, SparsekitClassifier)
     fit_intercept : bool, default=True
         Fit an unpenalized intercept. A fit without warm start begins at w = 0 with the
         intercept that is optimal for it (the log-odds of the weighted share of positives).
-        The columns of a dense in-memory X whose mean lies beyond 10 standard deviations (a
-        raw year or timestamp) are centered for the solve, which leaves the problem as it
-        is (the intercept absorbs the shift) and its Newton systems well-conditioned (dask
-        and CuPy X are solved as given: standardize such columns there).
+        The columns of a dense X (NumPy, CuPy or a dask array's partitions) whose mean
+        lies beyond 10 standard deviations (a raw year or timestamp) are centered for the
+        solve, in a copy, which leaves the problem as it is (the intercept absorbs the
+        shift) and its Newton systems well-conditioned.
     warm_start : bool, default=False
         Start from the previous solution when the shapes match.
     class_weight : dict, "balanced" or None, default=None
@@ -576,16 +563,19 @@ class L1LogisticOBA(LinearClassifierMixin, SparseCoefMixin, SparsekitClassifier)
             if not mean_weight > 0:
                 raise ValueError("every sample has weight 0 (sample_weight times class_weight)")
             dtype = data.dtype
+            centering = (data.centered(data.weights(classes, cw, mean_weight))
+                         if self.fit_intercept else None)
 
             def datafit(pos):
                 make = (partial(_multinomial_block, classes.size, self.fit_intercept)
                         if pos is None else partial(_binary_block, pos, self.fit_intercept))
-                return data.datafit(make, classes, cw, mean_weight)
+                return data.datafit(make, classes, cw, mean_weight, centering=centering)
         elif on_device:
             sample_weight, mean_weight = _unit_mean_weights(sample_weight * cw[codes])
             dtype = X.dtype                                  # coef_ follows X
-            datafit = partial(_device_block, classes.size, self.fit_intercept,
-                              device_float64(X), codes, sample_weight, {})
+            X_solved, offsets = device_layout(X, sample_weight, self.fit_intercept)
+            datafit = partial(_device_block, classes.size, self.fit_intercept, X_solved,
+                              codes, sample_weight, {}, offsets=offsets)
         else:
             sample_weight, mean_weight = _unit_mean_weights(sample_weight * cw[codes])
             one = self.multiclass == "multinomial" or classes.size == 2
@@ -1016,13 +1006,15 @@ def l1_logistic_path(X, y, Cs=10, *, pos_class=None, fit_intercept=True, tol=1e-
             raise ValueError("every sample has weight 0")
         make = (partial(_multinomial_block, classes.size, fit_intercept) if multinomial
                 else partial(_binary_block, pos, fit_intercept))
-        datafit = data.datafit(make, classes, np.ones(classes.size), mean_weight)
+        datafit = data.datafit(make, classes, np.ones(classes.size), mean_weight,
+                               centering=data.centered() if fit_intercept else None)
     elif on_device:
         sample_weight, mean_weight = _unit_mean_weights(sample_weight)
         codes = np.searchsorted(classes, y)
         columns = UsedColumns(X, keep_all=True)      # the device datafits see them all
-        datafit = _device_block(classes.size, fit_intercept, device_float64(X), codes,
-                                sample_weight, None, pos)
+        X_solved, offsets = device_layout(X, sample_weight, fit_intercept)
+        datafit = _device_block(classes.size, fit_intercept, X_solved, codes, sample_weight,
+                                None, pos, offsets=offsets)
     else:
         sample_weight, mean_weight = _unit_mean_weights(sample_weight)
         codes = np.searchsorted(classes, y)

@@ -24,7 +24,7 @@ from sparsekit.linear_model._l1_logistic import (STALLED, L1LogisticOBA, _binary
                                                  _layouts,
                                                  _multinomial_block, _path_coef,
                                                  _smallest_active_C, _unit_mean_weights,
-                                                 _warm_path, device_float64)
+                                                 _warm_path, device_layout)
 from sparsekit.linear_model._routing import CVRoutingMixin
 from sparsekit.utils._columns import UsedColumns
 from sparsekit.utils._validation import check_dense_size
@@ -587,6 +587,8 @@ class _DaskFolds(_WeightedFolds):
         self.splittable = np.empty((data.n_samples, 0))
         self.dtype, self.classes = data.dtype, est.classes_
         self.refit_input = (X, y, sample_weight)
+        self.centering = (data.centered(data.split(self.weights)) if est.fit_intercept
+                          else None)
 
     @staticmethod
     def n_jobs(est):
@@ -600,7 +602,8 @@ class _DaskFolds(_WeightedFolds):
         partitions' solver ``weights``."""
         make = (partial(_multinomial_block, self.classes.size, fit_intercept) if pos is None
                 else partial(_binary_block, pos, fit_intercept))
-        return self.data.datafit(make, self.classes, weights=weights)
+        return self.data.datafit(make, self.classes, weights=weights,
+                                 centering=self.centering)
 
     def held_out(self, test, blocks, make_model):
         """As :meth:`_MemoryFolds.held_out`; the models return the margins computed on
@@ -642,7 +645,8 @@ class _DeviceFolds(_WeightedFolds):
         self.codes = est._encode_labels(self.y)
         self.weights = est._class_weighted(self.sample_weight, self.codes)
         self.columns = UsedColumns(X, keep_all=True)   # as the device datafits
-        self.rows, self.X = X, device_float64(X)
+        self.rows = X
+        self.X, self.offsets = device_layout(X, self.weights, est.fit_intercept)
         self.splittable = np.empty((X.shape[0], 0))
         self.dtype, self.classes = X.dtype, est.classes_
         self.shared = {}                               # X's squares, for every datafit
@@ -658,7 +662,7 @@ class _DeviceFolds(_WeightedFolds):
 
     def _datafit(self, pos, weights, fit_intercept):
         return _device_block(self.classes.size, fit_intercept, self.X, self.codes, weights,
-                             self.shared, pos)
+                             self.shared, pos, offsets=self.offsets)
 
     def held_out(self, test, blocks, make_model):
         """As :meth:`_MemoryFolds.held_out`; the models return their margins on the

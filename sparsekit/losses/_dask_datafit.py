@@ -202,6 +202,9 @@ class DaskDatafit:
         X's row partitions, where they are (its ``layout``) and their lengths.
     y_blocks, weight_blocks : list of distributed.Future
         The partitions' labels and weights, aligned with ``rows.X``.
+    X_blocks : list of distributed.Future, optional
+        The partitions the datafits are made of, each where ``rows.X``'s is (default:
+        ``rows.X``).
     """
 
     #: bytes of formed partition Hessians gathered to be summed on the client
@@ -209,12 +212,16 @@ class DaskDatafit:
     #: seconds of one unit of the partitions' route rules (``Logistic.hessp``,
     #: ``Multinomial.hessp``), which count multiply-adds of the product kernels
     UNIT_SECONDS = 1e-9
+    #: the column offsets subtracted from X's partitions (``X_blocks``) or None; the
+    #: margins of X as given are X w + b − wᵀ offsets (the estimators' centering)
+    offsets = None
 
-    def __init__(self, make, rows, y_blocks, weight_blocks):
+    def __init__(self, make, rows, y_blocks, weight_blocks, X_blocks=None):
         client = self._client = rows.client
         self.n_samples = rows.n_samples
         self._groups = finished(build_groups(client, rows.layout, rows.rows / rows.n_samples,
-                                             make, rows.X, y_blocks, weight_blocks))
+                                             make, rows.X if X_blocks is None else X_blocks,
+                                             y_blocks, weight_blocks))
         self._rows = rows
         if rows.round_trip is None:      # the first datafit on these rows times the cluster
             rows.round_trip = _round_trip(client, self._groups)

@@ -1,0 +1,86 @@
+"""The centering of dense columns far from 0 before a fit with a free intercept.
+
+With an intercept b, a column j whose entries lie far from 0 against their spread (a raw
+year, a timestamp beside standardized columns) makes the direction (w_j, b) = (1, −mean_j)
+nearly flat: the Newton systems are ill-conditioned and a solver stops short of the
+minimum or at the gradient's rounding error. Subtracting a shift c_j from such a column
+leaves the problem as it is (the model of X as given has intercept b − wᵀc), so any shift
+serves: the weighted mean of evenly spaced rows is read, and the shifts are rounded to X's
+dtype before X is shifted, so that the intercepts moved back use the values subtracted.
+
+The functions take NumPy arrays and, on the GPU, CuPy arrays (X and the weights on the
+same device); the moments and shifts they return are NumPy arrays.
+"""
+import numpy as np
+
+#: a dense column whose weighted mean exceeds this many standard deviations is centered
+#: before a fit with a free intercept
+CENTER_RATIO = 10.0
+
+#: rows of X, evenly spaced, whose weighted moments decide the columns to center and their
+#: shifts
+CENTER_SAMPLE = 10_000
+
+#: bytes of float64 rows that :func:`column_moments` converts at a time (a wide X's sample
+#: would otherwise be as large as X)
+_BLOCK_BYTES = 1 << 23
+
+
+def center_stride(n_samples):
+    """The step between the rows read: about CENTER_SAMPLE of ``n_samples``."""
+    return max(1, n_samples // CENTER_SAMPLE)
+
+
+def _host(a):
+    return a if isinstance(a, np.ndarray) else a.get()
+
+
+def column_moments(X, sample_weight=None, stride=1):
+    """``(Σ sᵢ, Σ sᵢ xᵢ, Σ sᵢ xᵢ²)`` over the rows 0, ``stride``, 2 ``stride``, … of dense
+    ``X`` (float64; the weights ``s`` default to 1, and are in X's array module), or None
+    when X is a sparse matrix or has no column. Sums, so that row partitions add up."""
+    if hasattr(X, "tocsr") or X.shape[1] == 0:        # SciPy's and cupyx's sparse formats
+        return None
+    rows_at_once = max(1, _BLOCK_BYTES // (8 * X.shape[1])) * stride
+    total, sums, squares = 0.0, 0.0, 0.0
+    for start in range(0, X.shape[0], rows_at_once):
+        rows = X[start:start + rows_at_once:stride].astype(np.float64)
+        if sample_weight is None:
+            total += rows.shape[0]
+            sums = sums + rows.sum(axis=0)
+            squares = squares + (rows * rows).sum(axis=0)
+        else:
+            weights = sample_weight[start:start + rows_at_once:stride].astype(np.float64)
+            total += float(weights.sum())
+            sums = sums + weights @ rows
+            squares = squares + weights @ (rows * rows)
+    return total, _host(sums), _host(squares)
+
+
+def far_shifts(moments, dtype):
+    """The shifts (float64, NumPy) of the columns whose weighted mean lies beyond
+    CENTER_RATIO standard deviations, per ``moments`` (:func:`column_moments`, or None):
+    their means rounded to ``dtype`` (0 for the other columns); None when no column is
+    far from 0."""
+    if moments is None or not moments[0] > 0:
+        return None
+    total, sums, squares = moments
+    mean = sums / total
+    far = mean * mean > CENTER_RATIO ** 2 * np.maximum(squares / total - mean * mean, 0.0)
+    if not far.any():
+        return None
+    return np.where(far, mean, 0.0).astype(dtype).astype(np.float64)
+
+
+def shifted(X, shifts):
+    """A copy of dense X (NumPy, or CuPy with ``shifts`` on its device) minus ``shifts``
+    in X's dtype (exact where a shift is 0)."""
+    return X - shifts.astype(X.dtype)
+
+
+def centered(X, sample_weight=None):
+    """``(X, shifts)``: a copy of dense NumPy X with its columns far from 0 shifted
+    (:func:`far_shifts` of CENTER_SAMPLE evenly spaced rows), or X itself and None."""
+    shifts = far_shifts(column_moments(X, sample_weight, center_stride(X.shape[0])),
+                        X.dtype)
+    return (X, None) if shifts is None else (shifted(X, shifts), shifts)

@@ -1,0 +1,114 @@
+"""The centering of dense columns far from 0 (sparsekit.utils._centering): its moments
+against a direct weighted sum over the same rows, in blocks, from NumPy and from device
+arrays; which columns it shifts and by what; the copy it makes."""
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+from sparsekit.utils import _centering
+from sparsekit.utils._centering import (center_stride, centered, column_moments, far_shifts,
+                                        shifted)
+
+
+def _table(n=301, dtype=np.float64, seed=0):
+    """Standardized columns, a year (2012 ± 5), a timestamp (1.7e9 ± 1e7), zip codes (not
+    far from 0 against their spread) and a constant column."""
+    rng = np.random.default_rng(seed)
+    X = np.column_stack([rng.normal(size=(n, 2)), 2012.0 + 5.0 * rng.normal(size=n),
+                         1.7e9 + rng.uniform(0, 3e7, n), rng.integers(10_000, 100_000, n),
+                         np.full(n, 7.0)])
+    return X.astype(dtype)
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("stride", [1, 7, 400])
+@pytest.mark.parametrize("weighted", [False, True])
+def test_moments_are_the_weighted_sums_over_the_rows_read(monkeypatch, dtype, stride,
+                                                          weighted):
+    """Σ s, Σ s x, Σ s x² over rows 0, stride, 2 stride, … in float64, also when the rows
+    are converted a few at a time (blocks that end between two rows read)."""
+    X = _table(dtype=dtype)
+    F = np.asfortranarray(X)
+    w = np.random.default_rng(1).uniform(0.1, 3.0, X.shape[0]) if weighted else None
+    rows = X[::stride].astype(np.float64)
+    s = np.ones(rows.shape[0]) if w is None else w[::stride]
+    expected = (s.sum(), s @ rows, s @ rows ** 2)
+    for block_bytes in (1 << 23, 8 * X.shape[1] * 3 + 5, 1):
+        monkeypatch.setattr(_centering, "_BLOCK_BYTES", block_bytes)
+        for given in (X, F):
+            total, sums, squares = column_moments(given, w, stride)
+            assert total == pytest.approx(expected[0], rel=1e-14)
+            assert sums.dtype == squares.dtype == np.float64
+            np.testing.assert_allclose(sums, expected[1], rtol=1e-13)
+            np.testing.assert_allclose(squares, expected[2], rtol=1e-13)
+
+
+def test_moments_of_sparse_or_empty_input_are_none():
+    X = _table()
+    assert column_moments(sp.csr_matrix(X)) is None
+    assert column_moments(sp.csc_array(X)) is None
+    assert column_moments(np.empty((5, 0))) is None
+    assert far_shifts(None, np.float64) is None
+    assert far_shifts(column_moments(X, np.zeros(X.shape[0])), np.float64) is None
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_the_columns_far_from_zero_are_shifted_by_their_mean_in_the_dtype(dtype):
+    """The year, the timestamp and the constant column (spread 0) are shifted by their
+    weighted means rounded to X's dtype; the standardized columns and the zip codes (2
+    standard deviations from 0) are not; the shifted columns are exact differences."""
+    X = _table(dtype=dtype)
+    w = np.random.default_rng(2).uniform(0.1, 3.0, X.shape[0])
+    given = X.copy()
+    Xc, shifts = centered(X, w)
+    np.testing.assert_array_equal(X, given)             # X left as it was
+    mean = w @ X.astype(np.float64) / w.sum()
+    assert np.flatnonzero(shifts).tolist() == [2, 3, 5]
+    np.testing.assert_array_equal(shifts[[2, 3, 5]], mean[[2, 3, 5]].astype(dtype))
+    assert Xc.dtype == dtype
+    np.testing.assert_array_equal(Xc[:, [0, 1, 4]], X[:, [0, 1, 4]])
+    np.testing.assert_array_equal(Xc[:, [2, 3, 5]],
+                                  X[:, [2, 3, 5]] - shifts[[2, 3, 5]].astype(dtype))
+    assert np.abs(Xc[:, 3]).max() < 3e7                 # the timestamp's spread, not 1.7e9
+    standardized = X[:, [0, 1, 4]]
+    assert centered(standardized) == (standardized, None)
+
+
+def test_a_column_just_inside_the_ratio_is_left_alone():
+    """A mean of 9.9 standard deviations is not shifted, 10.1 is (CENTER_RATIO = 10)."""
+    z = np.random.default_rng(3).normal(size=5000)
+    z = (z - z.mean()) / z.std()
+    for mean, moved in ((9.9, False), (10.1, True)):
+        _, shifts = centered((z + mean)[:, None])
+        assert (shifts is not None) == moved
+
+
+def test_the_shifted_copy_keeps_the_layout():
+    X = np.asfortranarray(_table())
+    _, shifts = centered(X)
+    assert shifted(X, shifts).flags.f_contiguous
+    assert shifted(np.ascontiguousarray(X), shifts).flags.c_contiguous
+
+
+def test_the_rows_read_are_about_ten_thousand():
+    assert center_stride(5) == 1
+    assert center_stride(19_999) == 1
+    assert center_stride(1_000_000) == 100
+
+
+@pytest.mark.parametrize("weighted", [False, True])
+def test_device_moments_are_the_host_ones(cupy_backend, weighted):
+    """On device X (and device weights) the moments are computed there and returned on the
+    host: the host ones; the device copy is the host copy."""
+    cp = cupy_backend
+    X = _table()
+    w = np.random.default_rng(4).uniform(0.1, 3.0, X.shape[0]) if weighted else None
+    host = column_moments(X, w, 3)
+    device = column_moments(cp.asarray(X), None if w is None else cp.asarray(w), 3)
+    assert type(device[1]) is np.ndarray and type(device[2]) is np.ndarray
+    assert device[0] == pytest.approx(host[0], rel=1e-14)
+    np.testing.assert_allclose(device[1], host[1], rtol=1e-13)
+    np.testing.assert_allclose(device[2], host[2], rtol=1e-13)
+    shifts = far_shifts(host, X.dtype)
+    np.testing.assert_array_equal(shifted(cp.asarray(X), cp.asarray(shifts)).get(),
+                                  shifted(X, shifts))
