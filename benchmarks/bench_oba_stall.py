@@ -19,6 +19,14 @@ objective C Σ loss + ‖W‖₁ of the other two fits minus the default's, rela
 (positive: the default's fit is lower). Writes section "oba_stall" of doc/benchmarks.md::
 
     python benchmarks/bench_oba_stall.py
+
+With ``--dask``, the tables with a raw column and the standardized one are fitted from dask
+arrays (blocks of 1,250 rows) on a ``distributed.LocalCluster`` of two worker processes
+(one thread each), where the partitions' columns far from 0 are centered on the workers
+(2026-12-01, the second session of the day; before it, dask X was fitted as given), two
+ways: as it is and without the centering. Writes section "oba_stall_dask"::
+
+    python benchmarks/bench_oba_stall.py --dask
 """
 import _report  # noqa: F401  (pins BLAS threads before NumPy)
 
@@ -95,13 +103,14 @@ def fit(X, y, multiclass, ratio, window):
     return float(np.median(times)), model, said
 
 
-def main():
-    argparse.ArgumentParser(description=__doc__.split("\n\n")[0]).parse_args()
+def measure(data, ways, place=lambda X, y: (X, y)):
+    """The table's rows: each table fitted each of ``ways`` on ``place(X, y)``."""
     table = []
     try:
-        for name, X, y in tables():
+        for name, X, y in data:
             for multiclass in ("ovr", "multinomial") if len(np.unique(y)) > 2 else ("ovr",):
-                runs = [fit(X, y, multiclass, ratio, window) for _, ratio, window in WAYS]
+                runs = [fit(*place(X, y), multiclass, ratio, window)
+                        for _, ratio, window in ways]
                 F = [objective(model, X, y) for _, model, _ in runs]
                 row = [name, multiclass]
                 for seconds, model, said in runs:
@@ -112,11 +121,39 @@ def main():
     finally:
         centering.CENTER_RATIO, oba.STALL_ITERATIONS = WAYS[0][1:]
     header = ["table", "model"]
-    for label, _, _ in WAYS:
+    for label, _, _ in ways:
         header += [f"s ({label})", f"iterations ({label})", f"warning ({label})"]
-    header += [f"F({label}) - F(default), relative" for label, _, _ in WAYS[1:]]
+    header += [f"F({label}) - F(default), relative" for label, _, _ in ways[1:]]
+    return _report.markdown_table(header, table)
+
+
+def on_dask():
+    """Section "oba_stall_dask": the raw-column tables from dask arrays on a cluster."""
+    import dask.array as da
+    import distributed
+
+    def place(X, y):
+        return da.from_array(X, chunks=(1250, -1)), da.from_array(y, chunks=1250)
+
+    raw = [t for t in tables() if not t[0].startswith(("digits", "wine", "breast"))]
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                  dashboard_address=None) as cluster, \
+            distributed.Client(cluster):
+        table = measure(raw, WAYS[:2], place)
+    prose = " ".join(__doc__.split("\n\n")[3].split()).split(" Writes")[0]
+    _report.write_section("oba_stall_dask", "L1LogisticOBA on raw columns of a dask array",
+                          prose + " Otherwise as in section *oba_stall*.\n\n" + table)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--dask", action="store_true",
+                        help="fit dask arrays on a LocalCluster (section oba_stall_dask)")
+    if parser.parse_args().dask:
+        on_dask()
+        return
     body = (" ".join(__doc__.split("\n\n")[1].split()).split(" Writes")[0]
-            + "\n\n" + _report.markdown_table(header, table))
+            + "\n\n" + measure(tables(), WAYS))
     _report.write_section("oba_stall", "L1LogisticOBA on raw columns: centering and the "
                           "stall exit", body)
 
