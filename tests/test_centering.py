@@ -112,3 +112,15 @@ def test_device_moments_are_the_host_ones(cupy_backend, weighted):
     shifts = far_shifts(host, X.dtype)
     np.testing.assert_array_equal(shifted(cp.asarray(X), cp.asarray(shifts)).get(),
                                   shifted(X, shifts))
+
+
+def test_squares_beyond_float64_leave_the_column_alone():
+    """Entries near 1e154, whose squares' sum overflows: no warning, not centered."""
+    import warnings
+
+    X = np.column_stack([np.full(20_000, 1.2e154), np.full(20_000, 5.0)])
+    X[::2, 0] *= 1.01
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        shifts = far_shifts(column_moments(X), X.dtype)
+    np.testing.assert_array_equal(shifts, [0.0, 5.0])

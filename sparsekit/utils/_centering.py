@@ -43,17 +43,18 @@ def column_moments(X, sample_weight=None, stride=1):
         return None
     rows_at_once = max(1, _BLOCK_BYTES // (8 * X.shape[1])) * stride
     total, sums, squares = 0.0, 0.0, 0.0
-    for start in range(0, X.shape[0], rows_at_once):
-        rows = X[start:start + rows_at_once:stride].astype(np.float64)
-        if sample_weight is None:
-            total += rows.shape[0]
-            sums = sums + rows.sum(axis=0)
-            squares = squares + (rows * rows).sum(axis=0)
-        else:
-            weights = sample_weight[start:start + rows_at_once:stride].astype(np.float64)
-            total += float(weights.sum())
-            sums = sums + weights @ rows
-            squares = squares + weights @ (rows * rows)
+    with np.errstate(over="ignore"):   # squares beyond float64 (entries near 1e154): inf,
+        for start in range(0, X.shape[0], rows_at_once):         # a column left alone
+            rows = X[start:start + rows_at_once:stride].astype(np.float64)
+            if sample_weight is None:
+                total += rows.shape[0]
+                sums = sums + rows.sum(axis=0)
+                squares = squares + (rows * rows).sum(axis=0)
+            else:
+                weights = sample_weight[start:start + rows_at_once:stride].astype(np.float64)
+                total += float(weights.sum())
+                sums = sums + weights @ rows
+                squares = squares + weights @ (rows * rows)
     return total, _host(sums), _host(squares)
 
 
@@ -66,7 +67,8 @@ def far_shifts(moments, dtype):
         return None
     total, sums, squares = moments
     mean = sums / total
-    far = mean * mean > CENTER_RATIO ** 2 * np.maximum(squares / total - mean * mean, 0.0)
+    with np.errstate(over="ignore", invalid="ignore"):     # inf squares: not far (nan)
+        far = mean * mean > CENTER_RATIO ** 2 * np.maximum(squares / total - mean * mean, 0)
     if not far.any():
         return None
     return np.where(far, mean, 0.0).astype(dtype).astype(np.float64)
