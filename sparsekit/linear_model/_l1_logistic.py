@@ -143,17 +143,13 @@ def _multinomial_block(n_classes, fit_intercept, X, codes, sample_weight, n_thre
     return datafit
 
 
-def device_float64(X):
-    """Device X in float64, the device datafits' precision: one copy for every problem."""
-    return X if X.dtype == np.float64 else X.astype(np.float64)
-
-
 def device_layout(X, sample_weight, fit_intercept):
-    """(device X in float64 for the device datafits, the offsets subtracted from its
-    columns or None): with a free intercept, the dense columns far from 0 are centered as
-    on the CPU (:func:`~sparsekit.utils._centering.centered`, on the device); a sparse X
-    is solved as given."""
-    X64 = device_float64(X)
+    """(device X in float64, the device datafits' precision: one copy for every problem,
+    and the offsets subtracted from its columns or None): with a free intercept, the dense
+    columns far from 0 are centered as on the CPU
+    (:func:`~sparsekit.utils._centering.centered`, on the device); a sparse X is solved as
+    given."""
+    X64 = X if X.dtype == np.float64 else X.astype(np.float64)
     if not fit_intercept or hasattr(X, "tocsr"):
         return X64, None
     cp = require_cupy()
