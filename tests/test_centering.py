@@ -83,11 +83,15 @@ def test_a_column_just_inside_the_ratio_is_left_alone():
         assert (shifts is not None) == moved
 
 
-def test_the_shifted_copy_keeps_the_layout():
+def test_the_shifted_copy_keeps_the_layout_and_the_centered_one_is_fortran():
     X = np.asfortranarray(_table())
     _, shifts = centered(X)
     assert shifted(X, shifts).flags.f_contiguous
     assert shifted(np.ascontiguousarray(X), shifts).flags.c_contiguous
+    for given in (X, np.ascontiguousarray(X), X[::2]):
+        copy, again = centered(given)
+        assert copy.flags.f_contiguous
+        np.testing.assert_array_equal(copy, shifted(given, again))
 
 
 def test_the_rows_read_are_about_ten_thousand():

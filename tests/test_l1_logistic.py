@@ -884,6 +884,27 @@ def test_empty_columns_cost_nothing_and_get_zero_weights(kind, monkeypatch):
     np.testing.assert_allclose(est.predict_proba(wide), ref.predict_proba(X), rtol=1e-12)
 
 
+@pytest.mark.parametrize("raw", [False, True])
+def test_one_vs_rest_problems_share_one_fortran_copy_of_a_c_ordered_x(raw, monkeypatch):
+    """The column kernels read a dense X in Fortran order: a C-ordered X (NumPy's default)
+    is copied once for the fit's problems, not once per class (with a column far from 0,
+    the centered copy is that one); the model is that of the Fortran-ordered X."""
+    import sparsekit.linear_model._l1_logistic as module
+
+    X, y = _with_raw_column("timestamp", n=600) if raw else _multiclass()
+    X = np.ascontiguousarray(X)
+    held, block = [], module._binary_block
+    monkeypatch.setattr(module, "_binary_block",
+                        lambda *a, **kw: held.append(block(*a, **kw)) or held[-1])
+    est = L1LogisticOBA(C=0.5).fit(X, y)
+    assert len(held) == est.classes_.size
+    assert all(d.X is held[0].X for d in held) and held[0].X.flags.f_contiguous
+    assert (held[0].offsets is not None) == raw
+    again = L1LogisticOBA(C=0.5).fit(np.asfortranarray(X), y)    # (the shifts' last bits)
+    np.testing.assert_allclose(est.coef_, again.coef_, rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(est.intercept_, again.intercept_, rtol=1e-9)
+
+
 def test_warm_start_drops_weights_of_columns_now_empty():
     from _hashed import spread_columns
 

@@ -310,16 +310,17 @@ def _null_start(datafit):
 
 
 def _layouts(X, n_problems=1, sample_weight=None, fit_intercept=False):
-    """(X for the datafits: CSC when sparse, a CSR copy or None, the offsets subtracted
-    from X's columns or None): the datafit walks columns and forms explicit Hessians from
-    rows, so a CSR input is kept rather than rebuilt, and a one-vs-rest fit of several
-    problems builds one CSR copy for all of them (each datafit would otherwise make its
-    own on first use) unless X is too wide to walk rows. A dense X with a free intercept
-    whose columns lie far from 0 against their spread is centered
-    (:func:`~sparsekit.utils._centering.centered`)."""
+    """(X for the datafits: CSC when sparse, Fortran-ordered when dense; a CSR copy or
+    None; the offsets subtracted from X's columns or None): the datafit walks columns and
+    forms explicit Hessians from rows, so a CSR input is kept rather than rebuilt, and a
+    one-vs-rest fit of several problems builds one CSR copy for all of them (each datafit
+    would otherwise make its own on first use) unless X is too wide to walk rows; a
+    C-ordered dense X is copied to Fortran order once for all of them (each datafit would
+    copy it). A dense X with a free intercept whose columns lie far from 0 against their
+    spread is centered (:func:`~sparsekit.utils._centering.centered`)."""
     if not sp.issparse(X):
         X, offsets = centered(X, sample_weight) if fit_intercept else (X, None)
-        return X, None, offsets
+        return np.asfortranarray(X), None, offsets
     if X.format == "csr" and X.has_canonical_format:
         return X.tocsc(), X, None
     X = X.tocsc()

@@ -81,8 +81,11 @@ def shifted(X, shifts):
 
 
 def centered(X, sample_weight=None):
-    """``(X, shifts)``: a copy of dense NumPy X with its columns far from 0 shifted
-    (:func:`far_shifts` of CENTER_SAMPLE evenly spaced rows), or X itself and None."""
+    """``(X, shifts)``: a copy of dense NumPy X in Fortran order (the column kernels'
+    layout) with its columns far from 0 shifted (:func:`far_shifts` of CENTER_SAMPLE
+    evenly spaced rows), or X itself and None."""
     shifts = far_shifts(column_moments(X, sample_weight, center_stride(X.shape[0])),
                         X.dtype)
-    return (X, None) if shifts is None else (shifted(X, shifts), shifts)
+    if shifts is None:
+        return X, None
+    return np.subtract(X, shifts.astype(X.dtype), order="F"), shifts
