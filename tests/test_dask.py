@@ -728,6 +728,28 @@ def test_dask_partitions_center_columns_far_from_zero_as_in_memory(client, multi
                                rtol=1e-5)
 
 
+@pytest.mark.parametrize("layout", ["dense", "sparse"])
+def test_partitions_are_laid_out_once_for_all_problems(client, monkeypatch, layout):
+    """Each partition is laid out for the column kernels (CSC, or Fortran order) once on
+    its worker for a one-vs-rest fit's problems and a CV's folds and problems (each
+    problem's datafits copied them), with the in-memory model."""
+    from sparsekit.linear_model._dask_input import DaskRows
+
+    calls = []
+    placed = DaskRows.placed
+    monkeypatch.setattr(DaskRows, "placed",
+                        lambda self, *a: calls.append(a[1]) or placed(self, *a))
+    X, y = _data(n=600, d=10, classes=3, seed=4)
+    Xd = (da.from_array(X, chunks=(200, -1)) if layout == "dense" else _sparse_dask(X, 200))
+    spread = L1LogisticOBA(C=0.5, tol=1e-10).fit(Xd, y)
+    assert calls == [3]                               # three problems, one layout
+    local = L1LogisticOBA(C=0.5, tol=1e-10).fit(X, y)
+    np.testing.assert_allclose(spread.coef_, local.coef_, rtol=1e-6, atol=1e-8)
+    calls.clear()
+    L1LogisticOBACV(Cs=2, cv=2, refit=False).fit(Xd, y)
+    assert calls == [3]
+
+
 @pytest.mark.parametrize("estimator", [L1LogisticOBACV(Cs=2, cv=2, refit=False),
                                        SparsemaxClassifierCV(alphas=2, cv=2)])
 def test_cross_validation_of_dask_arrays_gathers_margins_not_rows(client, monkeypatch,

@@ -14,7 +14,7 @@ import scipy.sparse as sp
 from sparsekit.losses._dask_datafit import (DaskDatafit, each_partition, finished,
                                            kept_weights, on_threads, shared_argument,
                                            thread_layout)
-from sparsekit.utils._centering import center_stride, column_moments, far_shifts, shifted
+from sparsekit.utils._centering import center_stride, column_moments, far_shifts
 from sparsekit.utils._rows import weighted_scale_sums
 from sparsekit.utils._validation import check_entry_magnitude, check_column_kinds
 
@@ -343,39 +343,40 @@ class DaskRows:
         return [self.client.submit(_block_weights, y, s, classes, class_weight, mean)
                 for y, s in zip(self.y, self.sample_weight)]
 
-    def centered(self, weights=None):
-        """``(partitions, shifts)``: futures of X's partitions with their dense columns far
-        from 0 shifted (:mod:`~sparsekit.utils._centering`: the moments of every
-        partition's evenly spaced rows, weighted by ``weights``, futures, None: the sample
-        weights), each made on the worker that holds the partition, and the shifts; or
-        X's partitions and None (no column far from 0, or a sparse partition)."""
+    def column_shifts(self, weights=None):
+        """The shifts of X's dense columns far from 0
+        (:func:`~sparsekit.utils._centering.far_shifts`) from the moments of every
+        partition's evenly spaced rows, weighted by ``weights`` (futures; None: the sample
+        weights), or None (none far from 0, or a sparse partition)."""
         weights = self.sample_weight if weights is None else weights
         moments = self.map(column_moments, self.X, weights,
                            args=(center_stride(self.n_samples),))
         if any(m is None for m in moments):
-            return self.X, None
-        shifts = far_shifts([sum(m[i] for m in moments) for i in range(3)], self.dtype)
-        if shifts is None:
-            return self.X, None
-        given = shared_argument(self.client, shifts, len(self.X))
+            return None
+        return far_shifts([sum(m[i] for m in moments) for i in range(3)], self.dtype)
+
+    def placed(self, func, *args):
+        """Futures of ``func(X_b, *args)`` for each partition X_b, each made on the worker
+        that holds it (array arguments sent once to each worker when large)."""
+        args = [shared_argument(self.client, a, len(self.X)) if isinstance(a, np.ndarray)
+                else a for a in args]
         parts = [None] * len(self.X)
         for where, ks in self.layout:
             for k in ks:
-                parts[k] = self.client.submit(shifted, self.X[k], given,
+                parts[k] = self.client.submit(func, self.X[k], *args,
                                               workers=None if where is None else [where],
                                               allow_other_workers=True, pure=False)
-        return finished(parts), shifts
+        return finished(parts)
 
-    def datafit(self, make, classes, class_weight=None, mean=1.0, weights=None,
-                centering=None):
+    def datafit(self, make, classes, class_weight=None, mean=1.0, weights=None, parts=None,
+                offsets=None):
         """The :class:`~sparsekit.losses._dask_datafit.DaskDatafit` of ``make(X_b, codes_b,
         weights_b)`` over the partitions: their labels as indices into ``classes``, their
         ``weights`` (futures; None: the sample weights) times ``class_weight`` over
-        ``mean`` (class_weight None: as given); on the partitions of ``centering`` (a pair
-        of :meth:`centered`, the datafit's ``offsets`` its shifts) or X's."""
+        ``mean`` (class_weight None: as given); X_b the partitions or ``parts`` (futures of
+        :meth:`placed`), whose columns were shifted by ``offsets`` (the datafit's)."""
         weights = self.sample_weight if weights is None else weights
         labelled = functools.partial(_labelled_block, make, classes, class_weight, mean)
-        parts, offsets = (self.X, None) if centering is None else centering
         datafit = DaskDatafit(labelled, self, self.y, weights, parts)
         datafit.offsets = offsets
         return datafit

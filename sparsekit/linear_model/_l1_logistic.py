@@ -43,8 +43,8 @@ from sparsekit.losses._multinomial_datafit import Multinomial, split_parameters
 from sparsekit.losses._ridge_datafit import Ridge
 from sparsekit.linear_model._base import (SparsekitClassifier, check_labels,
                                           unchanged_on_error)
-from sparsekit.utils._centering import (center_stride, centered, column_moments,
-                                         far_shifts, shifted)
+from sparsekit.utils._centering import (center_stride, column_moments, column_shifts,
+                                         far_shifts)
 from sparsekit.utils._columns import UsedColumns
 from sparsekit.utils._threads import one_blas_thread, openmp_call
 from sparsekit.utils._validation import (check_dense_size, check_entry_magnitude,
@@ -147,8 +147,7 @@ def device_layout(X, sample_weight, fit_intercept):
     """(device X in float64, the device datafits' precision: one copy for every problem,
     and the offsets subtracted from its columns or None): with a free intercept, the dense
     columns far from 0 are centered as on the CPU
-    (:func:`~sparsekit.utils._centering.centered`, on the device); a sparse X is solved as
-    given."""
+    (:mod:`~sparsekit.utils._centering`, on the device); a sparse X is solved as given."""
     X64 = X if X.dtype == np.float64 else X.astype(np.float64)
     if not fit_intercept or hasattr(X, "tocsr"):
         return X64, None
@@ -158,7 +157,7 @@ def device_layout(X, sample_weight, fit_intercept):
     if shifts is None:
         return X64, None
     if X64 is X:
-        return shifted(X64, cp.asarray(shifts)), shifts
+        return X64 - cp.asarray(shifts), shifts
     X64 -= cp.asarray(shifts)                     # a copy already: device memory is scarce
     return X64, shifts
 
@@ -310,26 +309,60 @@ def _null_start(datafit):
 
 
 def _layouts(X, n_problems=1, sample_weight=None, fit_intercept=False):
-    """(X for the datafits: CSC when sparse, Fortran-ordered when dense; a CSR copy or
-    None; the offsets subtracted from X's columns or None): the datafit walks columns and
-    forms explicit Hessians from rows, so a CSR input is kept rather than rebuilt, and a
-    one-vs-rest fit of several problems builds one CSR copy for all of them (each datafit
-    would otherwise make its own on first use) unless X is too wide to walk rows; a
-    C-ordered dense X is copied to Fortran order once for all of them (each datafit would
-    copy it). A dense X with a free intercept whose columns lie far from 0 against their
-    spread is centered (:func:`~sparsekit.utils._centering.centered`)."""
+    """:func:`_column_layout`'s ``(X, X_csr)`` and the offsets subtracted from X's columns
+    (or None): with a free intercept, the columns of a dense X that lie far from 0 against
+    their spread (:func:`~sparsekit.utils._centering.column_shifts`)."""
+    offsets = column_shifts(X, sample_weight) if fit_intercept else None
+    return (*_column_layout(X, n_problems, offsets), offsets)
+
+
+def _dask_layouts(data, n_problems, weights, fit_intercept):
+    """(futures of every partition's :func:`_column_layout` for ``n_problems``, made once
+    for them on the worker that holds it, and the offsets subtracted from X's columns or
+    None) of dask rows ``data``, as :func:`_layouts` makes them in memory (the shifts from
+    the partitions' moments, weighted by ``weights``: futures, or None for the sample
+    weights)."""
+    offsets = data.column_shifts(weights) if fit_intercept else None
+    return data.placed(_column_layout, n_problems, offsets), offsets
+
+
+def _partition_block(pos, n_classes, fit_intercept):
+    """``make(layout, codes, sample_weight)``: the datafit of problem ``pos`` (None: the
+    multinomial one) on one dask partition's :func:`_column_layout`."""
+    if pos is None:
+        return partial(_multinomial_on_layout, n_classes, fit_intercept)
+    return partial(_binary_on_layout, pos, fit_intercept)
+
+
+def _binary_on_layout(pos, fit_intercept, layout, codes, sample_weight):
+    X, X_csr = layout
+    return _binary_block(pos, fit_intercept, X, codes, sample_weight, X_csr)
+
+
+def _multinomial_on_layout(n_classes, fit_intercept, layout, codes, sample_weight):
+    return _multinomial_block(n_classes, fit_intercept, layout[0], codes, sample_weight)
+
+
+def _column_layout(X, n_problems=1, shifts=None):
+    """(X for the datafits: CSC when sparse, Fortran-ordered less ``shifts`` when dense; a
+    CSR copy or None), made once for a fit's problems (or a dask partition's): the
+    datafits walk columns and form explicit Hessians from rows, so a CSR input is kept
+    rather than rebuilt, a one-vs-rest fit of several problems builds one CSR copy for all
+    of them unless X is too wide to walk rows, and a C-ordered dense X is copied once
+    (each datafit would otherwise make its own copies)."""
     if not sp.issparse(X):
-        X, offsets = centered(X, sample_weight) if fit_intercept else (X, None)
-        return np.asfortranarray(X), None, offsets
+        if shifts is None:
+            return np.asfortranarray(X), None
+        return np.subtract(X, shifts.astype(X.dtype), order="F"), None
     if X.format == "csr" and X.has_canonical_format:
-        return X.tocsc(), X, None
+        return X.tocsc(), X
     X = X.tocsc()
     if n_problems > 1 and X.shape[1] <= Logistic.max_walk_columns:
         if not X.has_canonical_format:
             X = X.copy()
             X.sum_duplicates()
-        return X, X.tocsr(), None
-    return X, None, None
+        return X, X.tocsr()
+    return X, None
 
 
 def _check_fit_data(estimator, X, y, sample_weight, reset=True):
@@ -560,13 +593,14 @@ class L1LogisticOBA(LinearClassifierMixin, SparseCoefMixin, SparsekitClassifier)
             if not mean_weight > 0:
                 raise ValueError("every sample has weight 0 (sample_weight times class_weight)")
             dtype = data.dtype
-            centering = (data.centered(data.weights(classes, cw, mean_weight))
-                         if self.fit_intercept else None)
+            one = self.multiclass == "multinomial" or classes.size == 2
+            parts, offsets = _dask_layouts(data, 1 if one else classes.size,
+                                           data.weights(classes, cw, mean_weight),
+                                           self.fit_intercept)
 
             def datafit(pos):
-                make = (partial(_multinomial_block, classes.size, self.fit_intercept)
-                        if pos is None else partial(_binary_block, pos, self.fit_intercept))
-                return data.datafit(make, classes, cw, mean_weight, centering=centering)
+                return data.datafit(_partition_block(pos, classes.size, self.fit_intercept),
+                                    classes, cw, mean_weight, parts=parts, offsets=offsets)
         elif on_device:
             sample_weight, mean_weight = _unit_mean_weights(sample_weight * cw[codes])
             dtype = X.dtype                                  # coef_ follows X
@@ -1001,10 +1035,10 @@ def l1_logistic_path(X, y, Cs=10, *, pos_class=None, fit_intercept=True, tol=1e-
         mean_weight = float(data.class_totals(classes).sum()) / data.n_samples
         if not mean_weight > 0:
             raise ValueError("every sample has weight 0")
-        make = (partial(_multinomial_block, classes.size, fit_intercept) if multinomial
-                else partial(_binary_block, pos, fit_intercept))
-        datafit = data.datafit(make, classes, np.ones(classes.size), mean_weight,
-                               centering=data.centered() if fit_intercept else None)
+        parts, offsets = _dask_layouts(data, 1, None, fit_intercept)
+        datafit = data.datafit(_partition_block(pos, classes.size, fit_intercept), classes,
+                               np.ones(classes.size), mean_weight, parts=parts,
+                               offsets=offsets)
     elif on_device:
         sample_weight, mean_weight = _unit_mean_weights(sample_weight)
         codes = np.searchsorted(classes, y)

@@ -20,8 +20,8 @@ from sparsekit.linear_model._base import unchanged_on_error
 from sparsekit.linear_model._dask_input import DaskRows, is_dask_collection
 from sparsekit.linear_model._device_input import device_product, fit_device
 from sparsekit.linear_model._l1_logistic import (STALLED, L1LogisticOBA, _binary_block,
-                                                 _C_values, _check_fit_data, _device_block,
-                                                 _layouts,
+                                                 _C_values, _check_fit_data, _dask_layouts,
+                                                 _device_block, _layouts, _partition_block,
                                                  _multinomial_block, _path_coef,
                                                  _smallest_active_C, _unit_mean_weights,
                                                  _warm_path, device_layout)
@@ -587,8 +587,10 @@ class _DaskFolds(_WeightedFolds):
         self.splittable = np.empty((data.n_samples, 0))
         self.dtype, self.classes = data.dtype, est.classes_
         self.refit_input = (X, y, sample_weight)
-        self.centering = (data.centered(data.split(self.weights)) if est.fit_intercept
-                          else None)
+        self.n_problems = (1 if est.multiclass == "multinomial" or est.classes_.size == 2
+                           else est.classes_.size)
+        self.parts, self.offsets = _dask_layouts(data, self.n_problems,
+                                                 data.split(self.weights), est.fit_intercept)
 
     @staticmethod
     def n_jobs(est):
@@ -600,10 +602,9 @@ class _DaskFolds(_WeightedFolds):
     def _datafit(self, pos, weights, fit_intercept):
         """The datafit of problem ``pos`` (None: multinomial) over the partitions, with the
         partitions' solver ``weights``."""
-        make = (partial(_multinomial_block, self.classes.size, fit_intercept) if pos is None
-                else partial(_binary_block, pos, fit_intercept))
-        return self.data.datafit(make, self.classes, weights=weights,
-                                 centering=self.centering)
+        return self.data.datafit(_partition_block(pos, self.classes.size, fit_intercept),
+                                 self.classes, weights=weights, parts=self.parts,
+                                 offsets=self.offsets)
 
     def held_out(self, test, blocks, make_model):
         """As :meth:`_MemoryFolds.held_out`; the models return the margins computed on

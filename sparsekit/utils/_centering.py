@@ -9,7 +9,8 @@ serves: the weighted mean of evenly spaced rows is read, and the shifts are roun
 dtype before X is shifted, so that the intercepts moved back use the values subtracted.
 
 The functions take NumPy arrays and, on the GPU, CuPy arrays (X and the weights on the
-same device); the moments and shifts they return are NumPy arrays.
+same device); the moments and shifts they return are NumPy arrays. The moments are sums,
+so that those of a dask array's partitions add up.
 """
 import numpy as np
 
@@ -74,18 +75,7 @@ def far_shifts(moments, dtype):
     return np.where(far, mean, 0.0).astype(dtype).astype(np.float64)
 
 
-def shifted(X, shifts):
-    """A copy of dense X (NumPy, or CuPy with ``shifts`` on its device) minus ``shifts``
-    in X's dtype (exact where a shift is 0)."""
-    return X - shifts.astype(X.dtype)
-
-
-def centered(X, sample_weight=None):
-    """``(X, shifts)``: a copy of dense NumPy X in Fortran order (the column kernels'
-    layout) with its columns far from 0 shifted (:func:`far_shifts` of CENTER_SAMPLE
-    evenly spaced rows), or X itself and None."""
-    shifts = far_shifts(column_moments(X, sample_weight, center_stride(X.shape[0])),
-                        X.dtype)
-    if shifts is None:
-        return X, None
-    return np.subtract(X, shifts.astype(X.dtype), order="F"), shifts
+def column_shifts(X, sample_weight=None):
+    """:func:`far_shifts` of dense X's CENTER_SAMPLE evenly spaced rows (None for a sparse
+    X): the shifts to subtract from X's columns, or None."""
+    return far_shifts(column_moments(X, sample_weight, center_stride(X.shape[0])), X.dtype)
