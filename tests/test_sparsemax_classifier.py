@@ -1035,6 +1035,32 @@ def test_sdca_warm_refit_at_the_optimum_does_not_warn():
     np.testing.assert_allclose(clf.coef_, coef, atol=1e-12)
 
 
+def test_sdca_on_a_column_in_other_units_names_it_when_it_does_not_converge():
+    """SDCA's steps follow the rows' norms, which a column of zip codes sets: its fit does
+    not converge (chance accuracy after max_iter epochs), and the warning names the column
+    and advises standardizing or L-BFGS, which fits it; without such a column the advice
+    stays the general one."""
+    pd = pytest.importorskip("pandas")
+    from sklearn.datasets import make_classification
+
+    X, y = make_classification(2000, 6, n_informative=4, n_redundant=0, n_classes=3,
+                               random_state=0)
+    X[:, 5] = np.random.default_rng(0).integers(10_000, 100_000, 2000)
+    frame = pd.DataFrame(X, columns=[f"f{j}" for j in range(5)] + ["zip"])
+    match = (r"the nonzero entries of column 'zip' have a root mean square .* times the "
+             r"median column's: SDCA's steps .*\(StandardScaler.* solver='lbfgs'")
+    with pytest.warns(ConvergenceWarning, match=match):
+        SparsemaxClassifier(solver="sdca", max_iter=50, random_state=0).fit(frame, y)
+    with pytest.warns(ConvergenceWarning, match=r"entries of column 5 have"):
+        SparsemaxClassifier(solver="sdca", max_iter=50, random_state=0).fit(X, y)
+    from sklearn.preprocessing import StandardScaler
+    scaled = StandardScaler().fit_transform(X)
+    assert (SparsemaxClassifier(solver="lbfgs").fit(frame, y).score(frame, y)
+            >= SparsemaxClassifier().fit(scaled, y).score(scaled, y) - 0.01)
+    with pytest.warns(ConvergenceWarning, match=r"increase max_iter or scale the data"):
+        SparsemaxClassifier(solver="sdca", max_iter=1, tol=0.0).fit(X[:, :5], y)
+
+
 @pytest.mark.parametrize("sparse_x", [False, True])
 def test_kernel_sums_duplicate_target_entries(sparse_x):
     """Targets arrive as CSR arrays; a non-canonical CSR with duplicate column entries means

@@ -31,7 +31,7 @@ from ..projections._checks import negated_columns, reflect_columns
 from ..utils._scores import csr_scores
 from ..utils._columns import UsedColumns
 from ..utils._labels import refuse_label_collections
-from ..utils._rows import scale_sums_of, unit_factors, weighted_scale_sums
+from ..utils._rows import entry_scales, scale_sums_of, unit_factors, weighted_scale_sums
 from ..utils._validation import (check_dense_size, check_device, check_entry_magnitude,
                                  check_sparse_structure, check_two_classes, validate_input)
 from ._base import SparsekitClassifier, unchanged_on_error
@@ -439,7 +439,8 @@ class SparsemaxClassifier(SparsekitClassifier):
         sw = np.where(keep, self._weigh_classes(sw, codes), 0.0)
         if not sw.max() > 0:
             raise ValueError("The sample weights of the rows used in the fit sum to zero.")
-        self.alpha_, scale, factors = self._data_scales(scale_sums(X_shown, sw))
+        sums = scale_sums(X_shown, sw)
+        self.alpha_, scale, factors = self._data_scales(sums)
         solver = self.solver if self.solver != "auto" else auto_solver(
             X_shown, self.alpha_, bounded=self.bounds is not None or self.positive,
             device=self.device, intercept_scale=scale if self.fit_intercept else 0.0)
@@ -470,9 +471,26 @@ class SparsemaxClassifier(SparsekitClassifier):
             offset=offset, X_rows=X_rows,
             center=(self.fit_intercept and not self.penalize_intercept
                     and solver != "sdca"), device=self.device, weight_scale=weight_scale)
-        self._solve_and_publish(solver, datafit, columns, X_shown, y, sample_weight, used)
+        self._solve_and_publish(solver, datafit, columns, X_shown, y, sample_weight, used,
+                                hint=self._units_hint(sums) if solver == "sdca" else None)
         self._fit_threshold(X_shown, Y, sw)
         return self
+
+    def _units_hint(self, sums):
+        """What to do when SDCA does not converge on X whose columns are in different units
+        (None when they are not): from X's weighted sums (:func:`scale_sums`)."""
+        scales = entry_scales(*np.split(np.asarray(sums[3:]), 2))
+        if scales is None:
+            return None
+        j = int(np.argmax(scales))
+        name = (repr(str(self.feature_names_in_[j])) if hasattr(self, "feature_names_in_")
+                else str(j))
+        return (f"the nonzero entries of column {name} have a root mean square "
+                f"{scales[j]:.3g} times the median column's: SDCA's steps follow the rows' "
+                "norms, which such a column sets, and more epochs barely move the other "
+                "columns' weights; "
+                "standardize the columns (StandardScaler, or MaxAbsScaler for sparse X) or "
+                "use solver='lbfgs', which solves with such a column rescaled")
 
     def _fit_dask(self, X, y, sample_weight):
         """``fit`` on dask arrays (row partitions on the workers of a distributed cluster):
@@ -581,11 +599,12 @@ class SparsemaxClassifier(SparsekitClassifier):
         return datafit, converged
 
     def _solve_and_publish(self, solver, datafit, columns, X, y, sample_weight, used,
-                           warn=True):
+                           warn=True, hint=None):
         """Solve on ``datafit`` (with the scikit-learn callbacks) and set the fitted
         attributes; ``X`` and ``y`` are what the callbacks are shown, ``used`` the
         :class:`UsedColumns` of X that the datafit holds. Whether the solver converged (or
-        a callback stopped it); if not, a ConvergenceWarning when ``warn``."""
+        a callback stopped it); if not, a ConvergenceWarning when ``warn`` (its advice
+        ``hint`` when given)."""
         bounds = self._coefficient_bounds(datafit.n_features, datafit.n_classes, columns,
                                           datafit.weight_scale)
         context = self._begin_fit_task(X, y, self.max_iter + 1, sample_weight)
@@ -603,7 +622,7 @@ class SparsemaxClassifier(SparsekitClassifier):
         self.n_iter_ = int(res.nit)
         converged = res.success or res.status == STOPPED_BY_CALLBACK
         if not converged and warn:
-            hint = "increase max_iter or scale the data"
+            hint = hint or "increase max_iter or scale the data"
             if solver == "lbfgs" and res.status == 2 and dtype == np.float32:
                 hint = ("its line search found no decrease, which for float32 X is usually "
                         "the objective's rounding floor (the fit is then as close to the "
