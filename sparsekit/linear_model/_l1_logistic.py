@@ -335,11 +335,14 @@ def _partition_block(pos, n_classes, fit_intercept):
 
 
 def _binary_on_layout(pos, fit_intercept, layout, codes, sample_weight):
+    """:func:`_binary_block` on a partition's ``layout`` (X and its CSR copy or None)."""
     X, X_csr = layout
     return _binary_block(pos, fit_intercept, X, codes, sample_weight, X_csr)
 
 
 def _multinomial_on_layout(n_classes, fit_intercept, layout, codes, sample_weight):
+    """:func:`_multinomial_block` on a partition's ``layout`` (its X; the multinomial
+    datafit makes the rows it needs)."""
     return _multinomial_block(n_classes, fit_intercept, layout[0], codes, sample_weight)
 
 
