@@ -48,6 +48,7 @@ def test_moments_of_sparse_or_empty_input_are_none():
     assert column_moments(sp.csr_matrix(X)) is None
     assert column_moments(sp.csc_array(X)) is None
     assert column_moments(np.empty((5, 0))) is None
+    assert column_shifts(sp.csr_matrix((5, 0))) is None
     assert far_shifts(None, np.float64) is None
     assert far_shifts(column_moments(X, np.zeros(X.shape[0])), np.float64) is None
 
@@ -65,7 +66,29 @@ def test_the_columns_far_from_zero_are_shifted_by_their_mean_in_the_dtype(dtype)
     assert np.flatnonzero(shifts).tolist() == [2, 3, 5]
     np.testing.assert_array_equal(shifts[[2, 3, 5]], mean[[2, 3, 5]].astype(dtype))
     assert column_shifts(X[:, [0, 1, 4]]) is None
-    assert column_shifts(sp.csr_matrix(X)) is None
+
+
+@pytest.mark.parametrize("layout", ["csr", "csc", "coo", "duplicates"])
+def test_sparse_columns_that_store_every_row_are_shifted_as_dense_ones(layout):
+    """A sparse X's columns with an entry in every row are shifted as the same columns of
+    dense X would be; a column far from 0 with an empty row is not (its shift would fill
+    that row); duplicate entries count once."""
+    X = _table()
+    X[5, 3] = 0.0                                   # the timestamp misses a row
+    w = np.random.default_rng(5).uniform(0.1, 3.0, X.shape[0])
+    given = sp.csr_matrix(X)
+    if layout == "duplicates":                     # every entry stored as two halves
+        coo = given.tocoo()
+        given = sp.csr_matrix((np.tile(0.5 * coo.data, 2), (np.tile(coo.row, 2),
+                                                          np.tile(coo.col, 2))), X.shape)
+        given.has_canonical_format = False
+    else:
+        given = given.asformat(layout)
+    shifts = column_shifts(given, w)
+    dense = column_shifts(X, w)
+    assert np.flatnonzero(shifts).tolist() == [2, 5]
+    np.testing.assert_allclose(shifts[[2, 5]], dense[[2, 5]], rtol=1e-15)
+    assert column_shifts(sp.csr_matrix(X[:, [0, 1, 3, 4]])) is None   # nothing shifted
 
 
 def test_a_column_just_inside_the_ratio_is_left_alone():

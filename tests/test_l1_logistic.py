@@ -884,6 +884,34 @@ def test_empty_columns_cost_nothing_and_get_zero_weights(kind, monkeypatch):
     np.testing.assert_allclose(est.predict_proba(wide), ref.predict_proba(X), rtol=1e-12)
 
 
+@pytest.mark.parametrize("multiclass", ["ovr", "multinomial"])
+@pytest.mark.parametrize("layout", ["csr", "csc", "duplicates"])
+def test_sparse_columns_far_from_zero_are_centered_as_dense_ones(multiclass, layout):
+    """One-hot columns beside a numeric column 1e6 + x stored in every row (a
+    ColumnTransformer's sparse output): that column is centered in the sparse copies the
+    solver reads (before: the multinomial fit stopped at max_iter, the one-vs-rest fits
+    took 87 iterations), X is left as it was, and the objective is the dense fit's."""
+    X, y = _with_raw_column("timestamp", n=1500)
+    X[:, -1] = 1e6 + X[:, 0]
+    onehot = np.eye(8)[np.random.default_rng(1).integers(0, 8, y.size)]
+    dense = np.hstack([onehot, X])
+    given = (_with_duplicates(dense, "csr") if layout == "duplicates"
+             else sp.csr_matrix(dense).asformat(layout))
+    kept = given.copy()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConvergenceWarning)
+        est = L1LogisticOBA(multiclass=multiclass).fit(given, y)
+    assert est.n_iter_.sum() < 40 * est.n_iter_.size
+    assert (given != kept).nnz == 0 and given.format == kept.format
+    ref = L1LogisticOBA(multiclass=multiclass).fit(dense, y)
+    assert _objective(est, dense, y) == pytest.approx(_objective(ref, dense, y), rel=1e-9)
+    np.testing.assert_allclose(est.predict_proba(given), ref.predict_proba(dense), atol=1e-6)
+    path = dict(Cs=[0.5], multiclass=multiclass, pos_class=None if multiclass ==
+                "multinomial" else 1)
+    np.testing.assert_allclose(l1_logistic_path(given, y, **path)[0][..., -1],
+                               l1_logistic_path(dense, y, **path)[0][..., -1], rtol=1e-4)
+
+
 @pytest.mark.parametrize("raw", [False, True])
 def test_one_vs_rest_problems_share_one_fortran_copy_of_a_c_ordered_x(raw, monkeypatch):
     """The column kernels read a dense X in Fortran order: a C-ordered X (NumPy's default)

@@ -347,7 +347,7 @@ def _multinomial_on_layout(n_classes, fit_intercept, layout, codes, sample_weigh
 
 
 def _column_layout(X, n_problems=1, shifts=None):
-    """(X for the datafits: CSC when sparse, Fortran-ordered less ``shifts`` when dense; a
+    """(X for the datafits less ``shifts``: CSC when sparse, Fortran-ordered when dense; a
     CSR copy or None), made once for a fit's problems (or a dask partition's): the
     datafits walk columns and form explicit Hessians from rows, so a CSR input is kept
     rather than rebuilt, a one-vs-rest fit of several problems builds one CSR copy for all
@@ -357,6 +357,8 @@ def _column_layout(X, n_problems=1, shifts=None):
         if shifts is None:
             return np.asfortranarray(X), None
         return np.subtract(X, shifts.astype(X.dtype), order="F"), None
+    if shifts is not None:
+        return _shifted_sparse(X, n_problems, shifts)
     if X.format == "csr" and X.has_canonical_format:
         return X.tocsc(), X
     X = X.tocsc()
@@ -366,6 +368,18 @@ def _column_layout(X, n_problems=1, shifts=None):
             X.sum_duplicates()
         return X, X.tocsr()
     return X, None
+
+
+def _shifted_sparse(X, n_problems, shifts):
+    """:func:`_column_layout` of sparse X less ``shifts``, which are 0 but on columns that
+    store an entry in every row (so that X's structure stays): copies in CSC and, for
+    several problems or from CSR input, CSR."""
+    shifts = shifts.astype(X.dtype)
+    X_csc = X.tocsc(copy=True)
+    X_csc.sum_duplicates()                      # one entry per row of a shifted column
+    X_csc.data -= np.repeat(shifts, np.diff(X_csc.indptr))
+    rows = X.format == "csr" or n_problems > 1 and X.shape[1] <= Logistic.max_walk_columns
+    return X_csc, X_csc.tocsr() if rows else None
 
 
 def _check_fit_data(estimator, X, y, sample_weight, reset=True):
@@ -409,10 +423,11 @@ class L1LogisticOBA(LinearClassifierMixin, SparseCoefMixin, SparsekitClassifier)
     fit_intercept : bool, default=True
         Fit an unpenalized intercept. A fit without warm start begins at w = 0 with the
         intercept that is optimal for it (the log-odds of the weighted share of positives).
-        The columns of a dense X (NumPy, CuPy or a dask array's partitions) whose mean
-        lies beyond 10 standard deviations (a raw year or timestamp) are centered for the
-        solve, in a copy, which leaves the problem as it is (the intercept absorbs the
-        shift) and its Newton systems well-conditioned.
+        The columns of a dense X (NumPy, CuPy or a dask array's partitions), and those of
+        a SciPy sparse X that store an entry in every row (a numeric column beside one-hot
+        ones), whose mean lies beyond 10 standard deviations (a raw year or timestamp) are
+        centered for the solve, in a copy, which leaves the problem as it is (the
+        intercept absorbs the shift) and its Newton systems well-conditioned.
     warm_start : bool, default=False
         Start from the previous solution when the shapes match.
     class_weight : dict, "balanced" or None, default=None

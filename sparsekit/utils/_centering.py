@@ -13,6 +13,7 @@ same device); the moments and shifts they return are NumPy arrays. The moments a
 so that those of a dask array's partitions add up.
 """
 import numpy as np
+import scipy.sparse as sp
 
 #: a dense column whose weighted mean exceeds this many standard deviations is centered
 #: before a fit with a free intercept
@@ -76,6 +77,33 @@ def far_shifts(moments, dtype):
 
 
 def column_shifts(X, sample_weight=None):
-    """:func:`far_shifts` of dense X's CENTER_SAMPLE evenly spaced rows (None for a sparse
-    X): the shifts to subtract from X's columns, or None."""
-    return far_shifts(column_moments(X, sample_weight, center_stride(X.shape[0])), X.dtype)
+    """The shifts to subtract from X's columns, or None: :func:`far_shifts` of
+    CENTER_SAMPLE evenly spaced rows of dense X, or of a SciPy sparse X's columns that
+    store an entry in every row (a numeric column beside one-hot ones: shifting it keeps
+    X's structure; the other columns are not shifted)."""
+    stride = center_stride(X.shape[0])
+    if not sp.issparse(X):
+        return far_shifts(column_moments(X, sample_weight, stride), X.dtype)
+    if X.format not in ("csr", "csc"):
+        X = X.tocsr()
+    full = np.flatnonzero(_stored_rows(X) == X.shape[0])
+    if full.size == 0:
+        return None
+    rows = X[::stride][:, full].toarray()
+    weights = None if sample_weight is None else np.asarray(sample_weight)[::stride]
+    shifts = far_shifts(column_moments(rows, weights), X.dtype)
+    if shifts is None:
+        return None
+    every = np.zeros(X.shape[1])
+    every[full] = shifts
+    return every
+
+
+def _stored_rows(X):
+    """The number of rows in which each column of CSR or CSC X stores an entry."""
+    if not X.has_canonical_format:
+        X = X.copy()
+        X.sum_duplicates()
+    if X.format == "csr":
+        return np.bincount(X.indices, minlength=X.shape[1])
+    return np.diff(X.indptr)
