@@ -10,7 +10,9 @@ for 20 iterations neither the objective decreases beyond its rounding nor the me
 below half its least value ends as stalled and says so (it ran to max_iter). This script
 fits ``L1LogisticOBA`` at its defaults (C = 1, tol 1e-8, max_iter 500; one-vs-rest and
 multinomial) on tables with one raw column (``make_classification``, 5,000 rows, 4
-classes, seed 0, its last column replaced) and on real tables (digits / 16; wine and
+classes, seed 0, its last column replaced; two of them also as CSR beside 20 one-hot
+columns, whose numeric columns, stored in every row, are centered as a dense X's since
+the day's second session) and on real tables (digits / 16; wine and
 breast cancer as loaded, raw units), three ways in the same build: as it is ("default"),
 without the centering (the ratio set to infinity), and without either (the exit's window
 also beyond max_iter: the fit before both changes). Wall seconds (median of 3), OBA
@@ -36,6 +38,7 @@ import time
 import warnings
 
 import numpy as np
+import scipy.sparse as sp
 from sklearn.datasets import load_breast_cancer, load_digits, load_wine, make_classification
 from sklearn.exceptions import ConvergenceWarning
 
@@ -58,6 +61,10 @@ def tables():
            "informative, offset (1e6 + x)": 1e6 + X[:, 0]}
     for name, column in raw.items():
         yield name, np.column_stack([X[:, 1:], column]), y
+    onehot = sp.csr_matrix(np.eye(20)[rng.integers(0, 20, 5000)])
+    for name in ("year, informative (2012 + 5 x)", "informative, offset (1e6 + x)"):
+        yield (f"20 one-hot + {name}, CSR",
+               sp.hstack([onehot, np.column_stack([X[:, 1:], raw[name]])], format="csr"), y)
     yield "standardized (no raw column)", X, y
     digits = load_digits()
     yield "digits / 16", digits.data / 16, digits.target
