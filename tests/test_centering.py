@@ -35,21 +35,37 @@ def test_moments_are_the_weighted_sums_over_the_rows_read(monkeypatch, dtype, st
     expected = (s.sum(), s @ rows, s @ rows ** 2)
     for block_bytes in (1 << 23, 8 * X.shape[1] * 3 + 5, 1):
         monkeypatch.setattr(_centering, "_BLOCK_BYTES", block_bytes)
-        for given in (X, F):
-            total, sums, squares = column_moments(given, w, stride)
+        for given in (X, F, sp.csr_matrix(X), sp.csc_matrix(X)):   # every entry stored
+            total, sums, squares, stored, n = column_moments(given, w, stride)
             assert total == pytest.approx(expected[0], rel=1e-14)
             assert sums.dtype == squares.dtype == np.float64
             np.testing.assert_allclose(sums, expected[1], rtol=1e-13)
             np.testing.assert_allclose(squares, expected[2], rtol=1e-13)
+            np.testing.assert_array_equal(stored, np.full(X.shape[1], X.shape[0]))
+            assert n == X.shape[0]
 
 
-def test_moments_of_sparse_or_empty_input_are_none():
+def test_sparse_moments_are_those_of_the_columns_stored_in_every_row():
+    """The other columns' sums are 0 and their stored rows counted (duplicates once)."""
     X = _table()
-    assert column_moments(sp.csr_matrix(X)) is None
-    assert column_moments(sp.csc_array(X)) is None
+    X[[3, 7], 1] = 0.0
+    X[:, 0] = 0.0
+    X[::2, 0] = 1.0
+    given = sp.csr_matrix(X)
+    total, sums, squares, stored, n = column_moments(given, None, 3)
+    assert stored.tolist() == [151, 299, 301, 301, 301, 301] and n == 301
+    assert sums[0] == sums[1] == squares[0] == squares[1] == 0.0
+    np.testing.assert_allclose(sums[2:], X[::3, 2:].sum(axis=0), rtol=1e-14)
+    assert total == X[::3].shape[0]
+    assert column_moments(given[:, :2], None, 3)[1].tolist() == [0.0, 0.0]
+
+
+def test_moments_of_empty_input_are_none():
+    assert column_moments(sp.csr_matrix((5, 0))) is None
     assert column_moments(np.empty((5, 0))) is None
     assert column_shifts(sp.csr_matrix((5, 0))) is None
     assert far_shifts(None, np.float64) is None
+    X = _table()
     assert far_shifts(column_moments(X, np.zeros(X.shape[0])), np.float64) is None
 
 
@@ -112,8 +128,8 @@ def test_device_moments_are_the_host_ones(cupy_backend, weighted):
     cp = cupy_backend
     X = _table()
     w = np.random.default_rng(4).uniform(0.1, 3.0, X.shape[0]) if weighted else None
-    host = column_moments(X, w, 3)
-    device = column_moments(cp.asarray(X), None if w is None else cp.asarray(w), 3)
+    host = column_moments(X, w, 3)[:3]
+    device = column_moments(cp.asarray(X), None if w is None else cp.asarray(w), 3)[:3]
     assert type(device[1]) is np.ndarray and type(device[2]) is np.ndarray
     assert device[0] == pytest.approx(host[0], rel=1e-14)
     np.testing.assert_allclose(device[1], host[1], rtol=1e-13)

@@ -698,15 +698,21 @@ def _far_from_zero(n=1200, seed=0):
     return X, y
 
 
+@pytest.mark.parametrize("layout", ["dense", "sparse"])
 @pytest.mark.parametrize("multiclass", ["ovr", "multinomial"])
-def test_dask_partitions_center_columns_far_from_zero_as_in_memory(client, multiclass):
-    """The dense partitions' columns far from 0 are centered on the workers by the
-    partitions' weighted mean, as the in-memory fit centers X: the same model (intercepts
-    of X as given) in a few dozen iterations, without a warning (before: 500 iterations
-    that stalled or stopped short of the minimum); the path and the CV too."""
+def test_dask_partitions_center_columns_far_from_zero_as_in_memory(client, multiclass,
+                                                                   layout):
+    """The partitions' columns far from 0 (dense, or stored in every row of CSR blocks
+    beside one-hot columns) are centered on the workers by the partitions' weighted mean,
+    as the in-memory fit centers X: the same model (intercepts of X as given) in a few
+    dozen iterations, without a warning (before: 500 iterations that stalled or stopped
+    short of the minimum); the path and the CV too."""
     X, y = _far_from_zero()
+    if layout == "sparse":
+        X = np.hstack([np.eye(6)[np.random.default_rng(2).integers(0, 6, y.size)], X])
     w = np.random.default_rng(3).uniform(0.5, 2.0, y.size)
-    Xd, yd, wd = (da.from_array(X, chunks=(300, -1)), da.from_array(y, chunks=300),
+    Xd, yd, wd = (da.from_array(X, chunks=(300, -1)) if layout == "dense"
+                  else _sparse_dask(X, 300), da.from_array(y, chunks=300),
                   da.from_array(w, chunks=300))
     with warnings.catch_warnings():
         warnings.simplefilter("error", ConvergenceWarning)

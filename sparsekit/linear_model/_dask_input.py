@@ -344,16 +344,16 @@ class DaskRows:
                 for y, s in zip(self.y, self.sample_weight)]
 
     def column_shifts(self, weights=None):
-        """The shifts of X's dense columns far from 0
+        """The shifts of X's columns far from 0
         (:func:`~sparsekit.utils._centering.far_shifts`) from the moments of every
         partition's evenly spaced rows, weighted by ``weights`` (futures; None: the sample
-        weights), or None (none far from 0, or a sparse partition)."""
+        weights), or None (none far from 0)."""
         weights = self.sample_weight if weights is None else weights
         moments = self.map(column_moments, self.X, weights,
                            args=(center_stride(self.n_samples),))
         if any(m is None for m in moments):
             return None
-        return far_shifts([sum(m[i] for m in moments) for i in range(3)], self.dtype)
+        return far_shifts([sum(m[i] for m in moments) for i in range(5)], self.dtype)
 
     def placed(self, func, *args):
         """Futures of ``func(X_b, *args)`` for each partition X_b, each made on the worker

@@ -38,11 +38,30 @@ def _host(a):
 
 
 def column_moments(X, sample_weight=None, stride=1):
-    """``(Σ sᵢ, Σ sᵢ xᵢ, Σ sᵢ xᵢ²)`` over the rows 0, ``stride``, 2 ``stride``, … of dense
-    ``X`` (float64; the weights ``s`` default to 1, and are in X's array module), or None
-    when X is a sparse matrix or has no column. Sums, so that row partitions add up."""
-    if hasattr(X, "tocsr") or X.shape[1] == 0:        # SciPy's and cupyx's sparse formats
+    """``(Σ sᵢ, Σ sᵢ xᵢ, Σ sᵢ xᵢ², stored, n)`` over the rows 0, ``stride``, 2 ``stride``, …
+    of X (float64 NumPy arrays; the weights ``s`` default to 1, and are in X's array
+    module): ``stored`` counts the rows in which each column stores an entry and ``n`` is
+    X's number of rows. For a SciPy sparse X the sums are of its columns that store an
+    entry in every row (0 for the others, which are not shifted: that would fill their
+    empty rows). None when X has no column. Sums, so that row partitions add up."""
+    if X.shape[1] == 0:
         return None
+    if sp.issparse(X):
+        if X.format not in ("csr", "csc"):
+            X = X.tocsr()
+        stored = _stored_rows(X)
+        full = np.flatnonzero(stored == X.shape[0])      # dense columns: few, as a rule
+        sampled = X[::stride][:, full].tocsr()
+        weights = None if sample_weight is None else np.asarray(sample_weight)[::stride]
+        total = float(sampled.shape[0] if weights is None else np.sum(weights))
+        sums, squares = np.zeros(X.shape[1]), np.zeros(X.shape[1])
+        block = max(1, _BLOCK_BYTES // (8 * max(full.size, 1)))
+        for start in range(0, sampled.shape[0] if full.size else 0, block):
+            part = column_moments(sampled[start:start + block].toarray(),
+                                  None if weights is None else weights[start:start + block])
+            sums[full] += part[1]
+            squares[full] += part[2]
+        return total, sums, squares, stored, X.shape[0]
     rows_at_once = max(1, _BLOCK_BYTES // (8 * X.shape[1])) * stride
     total, sums, squares = 0.0, 0.0, 0.0
     with np.errstate(over="ignore"):   # squares beyond float64 (entries near 1e154): inf,
@@ -57,46 +76,8 @@ def column_moments(X, sample_weight=None, stride=1):
                 total += float(weights.sum())
                 sums = sums + weights @ rows
                 squares = squares + weights @ (rows * rows)
-    return total, _host(sums), _host(squares)
-
-
-def far_shifts(moments, dtype):
-    """The shifts (float64, NumPy) of the columns whose weighted mean lies beyond
-    CENTER_RATIO standard deviations, per ``moments`` (:func:`column_moments`, or None):
-    their means rounded to ``dtype`` (0 for the other columns); None when no column is
-    far from 0."""
-    if moments is None or not moments[0] > 0:
-        return None
-    total, sums, squares = moments
-    mean = sums / total
-    with np.errstate(over="ignore", invalid="ignore"):     # inf squares: not far (nan)
-        far = mean * mean > CENTER_RATIO ** 2 * np.maximum(squares / total - mean * mean, 0)
-    if not far.any():
-        return None
-    return np.where(far, mean, 0.0).astype(dtype).astype(np.float64)
-
-
-def column_shifts(X, sample_weight=None):
-    """The shifts to subtract from X's columns, or None: :func:`far_shifts` of
-    CENTER_SAMPLE evenly spaced rows of dense X, or of a SciPy sparse X's columns that
-    store an entry in every row (a numeric column beside one-hot ones: shifting it keeps
-    X's structure; the other columns are not shifted)."""
-    stride = center_stride(X.shape[0])
-    if not sp.issparse(X):
-        return far_shifts(column_moments(X, sample_weight, stride), X.dtype)
-    if X.format not in ("csr", "csc"):
-        X = X.tocsr()
-    full = np.flatnonzero(_stored_rows(X) == X.shape[0])
-    if full.size == 0:
-        return None
-    rows = X[::stride][:, full].toarray()
-    weights = None if sample_weight is None else np.asarray(sample_weight)[::stride]
-    shifts = far_shifts(column_moments(rows, weights), X.dtype)
-    if shifts is None:
-        return None
-    every = np.zeros(X.shape[1])
-    every[full] = shifts
-    return every
+    return (total, _host(sums), _host(squares), np.full(X.shape[1], X.shape[0]),
+            X.shape[0])
 
 
 def _stored_rows(X):
@@ -107,3 +88,26 @@ def _stored_rows(X):
     if X.format == "csr":
         return np.bincount(X.indices, minlength=X.shape[1])
     return np.diff(X.indptr)
+
+
+def far_shifts(moments, dtype):
+    """The shifts (float64, NumPy) of the columns that store an entry in every row and
+    whose weighted mean lies beyond CENTER_RATIO standard deviations, per ``moments``
+    (:func:`column_moments`, or None): their means rounded to ``dtype`` (0 for the other
+    columns); None when no column is far from 0."""
+    if moments is None or not moments[0] > 0:
+        return None
+    total, sums, squares, stored, n = moments
+    mean = sums / total
+    with np.errstate(over="ignore", invalid="ignore"):     # inf squares: not far (nan)
+        far = mean * mean > CENTER_RATIO ** 2 * np.maximum(squares / total - mean * mean, 0)
+    far &= stored == n
+    if not far.any():
+        return None
+    return np.where(far, mean, 0.0).astype(dtype).astype(np.float64)
+
+
+def column_shifts(X, sample_weight=None):
+    """The shifts to subtract from X's columns (NumPy or SciPy sparse X), or None:
+    :func:`far_shifts` of X's CENTER_SAMPLE evenly spaced rows."""
+    return far_shifts(column_moments(X, sample_weight, center_stride(X.shape[0])), X.dtype)
