@@ -423,11 +423,12 @@ class L1LogisticOBA(LinearClassifierMixin, SparseCoefMixin, SparsekitClassifier)
     fit_intercept : bool, default=True
         Fit an unpenalized intercept. A fit without warm start begins at w = 0 with the
         intercept that is optimal for it (the log-odds of the weighted share of positives).
-        The columns of a dense X (NumPy, CuPy or a dask array's partitions), and those of
-        a SciPy sparse X that store an entry in every row (a numeric column beside one-hot
-        ones), whose mean lies beyond 10 standard deviations (a raw year or timestamp) are
-        centered for the solve, in a copy, which leaves the problem as it is (the
-        intercept absorbs the shift) and its Newton systems well-conditioned.
+        The columns of X that hold an entry in every row (all of a dense X's; a numeric
+        column beside one-hot ones in a sparse X) and whose mean lies beyond 10 standard
+        deviations (a raw year or timestamp) are centered for the solve, in a copy (also
+        in a dask array's partitions and on the GPU; not in a cupyx sparse matrix), which
+        leaves the problem as it is (the intercept absorbs the shift) and its Newton
+        systems well-conditioned.
     warm_start : bool, default=False
         Start from the previous solution when the shapes match.
     class_weight : dict, "balanced" or None, default=None
