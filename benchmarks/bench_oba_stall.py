@@ -23,10 +23,11 @@ objective C Σ loss + ‖W‖₁ of the other two fits minus the default's, rela
     python benchmarks/bench_oba_stall.py
 
 With ``--dask``, the tables with a raw column and the standardized one are fitted from dask
-arrays (blocks of 1,250 rows) on a ``distributed.LocalCluster`` of two worker processes
-(one thread each), where the partitions' columns far from 0 are centered on the workers
-(2026-12-01, the second session of the day; before it, dask X was fitted as given), two
-ways: as it is and without the centering. Writes section "oba_stall_dask"::
+arrays (blocks of 1,250 rows, CSR blocks for the CSR tables) on a
+``distributed.LocalCluster`` of two worker processes (one thread each), where the
+partitions' columns far from 0 are centered on the workers (2026-12-01, the second session
+of the day; before it, dask X was fitted as given), two ways: as it is and without the
+centering. Writes section "oba_stall_dask"::
 
     python benchmarks/bench_oba_stall.py --dask
 """
@@ -139,8 +140,9 @@ def on_dask():
     import dask.array as da
     import distributed
 
-    def place(X, y):
-        return da.from_array(X, chunks=(1250, -1)), da.from_array(y, chunks=1250)
+    def place(X, y):             # CSR blocks of CSR X
+        return (da.from_array(X, chunks=(1250, -1), asarray=not sp.issparse(X)),
+                da.from_array(y, chunks=1250))
 
     raw = [t for t in tables() if not t[0].startswith(("digits", "wine", "breast"))]
     with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
