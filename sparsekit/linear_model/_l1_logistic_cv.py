@@ -587,9 +587,8 @@ class _DaskFolds(_WeightedFolds):
         self.splittable = np.empty((data.n_samples, 0))
         self.dtype, self.classes = data.dtype, est.classes_
         self.refit_input = (X, y, sample_weight)
-        self.n_problems = (1 if est.multiclass == "multinomial" or est.classes_.size == 2
-                           else est.classes_.size)
-        self.parts, self.offsets = _dask_layouts(data, self.n_problems,
+        one = est.multiclass == "multinomial" or est.classes_.size == 2
+        self.parts, self.offsets = _dask_layouts(data, 1 if one else est.classes_.size,
                                                  data.split(self.weights), est.fit_intercept)
 
     @staticmethod

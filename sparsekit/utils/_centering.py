@@ -1,4 +1,4 @@
-"""The centering of dense columns far from 0 before a fit with a free intercept.
+"""The centering of columns far from 0 before a fit with a free intercept.
 
 With an intercept b, a column j whose entries lie far from 0 against their spread (a raw
 year, a timestamp beside standardized columns) makes the direction (w_j, b) = (1, −mean_j)
@@ -7,16 +7,18 @@ minimum or at the gradient's rounding error. Subtracting a shift c_j from such a
 leaves the problem as it is (the model of X as given has intercept b − wᵀc), so any shift
 serves: the weighted mean of evenly spaced rows is read, and the shifts are rounded to X's
 dtype before X is shifted, so that the intercepts moved back use the values subtracted.
+Only columns that store an entry in every row are shifted (all of a dense X's; in a sparse
+X, a numeric column beside one-hot ones): shifting the others would fill their empty rows.
 
-The functions take NumPy arrays and, on the GPU, CuPy arrays (X and the weights on the
-same device); the moments and shifts they return are NumPy arrays. The moments are sums,
-so that those of a dask array's partitions add up.
+The functions take NumPy arrays, SciPy sparse matrices and, on the GPU, dense CuPy arrays
+(X and the weights on the same device); the moments and shifts they return are NumPy
+arrays. The moments are sums, so that those of a dask array's partitions add up.
 """
 import numpy as np
 import scipy.sparse as sp
 
-#: a dense column whose weighted mean exceeds this many standard deviations is centered
-#: before a fit with a free intercept
+#: a column (stored in every row) whose weighted mean exceeds this many standard
+#: deviations is centered before a fit with a free intercept
 CENTER_RATIO = 10.0
 
 #: rows of X, evenly spaced, whose weighted moments decide the columns to center and their
