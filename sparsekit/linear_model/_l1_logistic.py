@@ -310,8 +310,8 @@ def _null_start(datafit):
 
 def _layouts(X, n_problems=1, sample_weight=None, fit_intercept=False):
     """:func:`_column_layout`'s ``(X, X_csr)`` and the offsets subtracted from X's columns
-    (or None): with a free intercept, the columns of a dense X that lie far from 0 against
-    their spread (:func:`~sparsekit.utils._centering.column_shifts`)."""
+    (or None): with a free intercept, those of its columns stored in every row that lie far
+    from 0 against their spread (:func:`~sparsekit.utils._centering.column_shifts`)."""
     offsets = column_shifts(X, sample_weight) if fit_intercept else None
     return (*_column_layout(X, n_problems, offsets), offsets)
 
@@ -613,13 +613,13 @@ class L1LogisticOBA(LinearClassifierMixin, SparseCoefMixin, SparsekitClassifier)
                 raise ValueError("every sample has weight 0 (sample_weight times class_weight)")
             dtype = data.dtype
             one = self.multiclass == "multinomial" or classes.size == 2
-            parts, offsets = _dask_layouts(data, 1 if one else classes.size,
-                                           data.weights(classes, cw, mean_weight),
+            weights = data.weights(classes, cw, mean_weight)     # for every problem
+            parts, offsets = _dask_layouts(data, 1 if one else classes.size, weights,
                                            self.fit_intercept)
 
             def datafit(pos):
                 return data.datafit(_partition_block(pos, classes.size, self.fit_intercept),
-                                    classes, cw, mean_weight, parts=parts, offsets=offsets)
+                                    classes, weights=weights, parts=parts, offsets=offsets)
         elif on_device:
             sample_weight, mean_weight = _unit_mean_weights(sample_weight * cw[codes])
             dtype = X.dtype                                  # coef_ follows X
@@ -1113,7 +1113,7 @@ def _path_coef(datafit, x, multinomial):
 
 def _centered_start(datafit, x0, multinomial):
     """A start ``x0`` (the parameters of X's columns as given) as the parameters of the
-    datafit's X, whose columns it may have centered (:func:`_centered`)."""
+    datafit's X, whose columns may have been centered (its ``offsets``)."""
     offsets = getattr(datafit, "offsets", None)
     if offsets is None:
         return x0
