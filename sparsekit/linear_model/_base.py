@@ -95,6 +95,13 @@ class SparsekitClassifier(CallbackSupportMixin, ClassifierMixin, BaseEstimator):
             raise ValueError("every sample has weight 0 (sample_weight times class_weight)")
         return weighted
 
+    def _column_name(self, j):
+        """Column ``j`` of X as messages name it: its feature name (quoted) when X had
+        names, else its position."""
+        if hasattr(self, "feature_names_in_"):
+            return repr(str(self.feature_names_in_[j]))
+        return str(j)
+
     def _say(self, text):
         """One progress line, ``[ClassName] text``, when ``verbose`` is set."""
         if self.verbose:

@@ -752,9 +752,7 @@ class ExtremeSoftmaxSGD(SparsekitClassifier):
             return None
         if self.alpha > 0 or self.n_weights is not None:
             column = int(np.argmax(scales))
-            name = self._units_column = (repr(str(self.feature_names_in_[column]))
-                                         if hasattr(self, "feature_names_in_")
-                                         else str(column))
+            name = self._units_column = self._column_name(column)
             why = "alpha > 0" if self.alpha > 0 else "n_weights (hashed weights)"
             warnings.warn(
                 f"X's columns are in different units: column {name}'s nonzero entries have "

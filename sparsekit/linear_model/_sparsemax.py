@@ -483,9 +483,7 @@ class SparsemaxClassifier(SparsekitClassifier):
         if scales is None:
             return None
         j = int(np.argmax(scales))
-        name = (repr(str(self.feature_names_in_[j])) if hasattr(self, "feature_names_in_")
-                else str(j))
-        return (f"the nonzero entries of column {name} have a root mean square "
+        return (f"the nonzero entries of column {self._column_name(j)} have a root mean square "
                 f"{scales[j]:.3g} times the median column's: SDCA's steps follow the rows' "
                 "norms, which such a column sets, and more epochs barely move the other "
                 "columns' weights; "
