@@ -53,12 +53,15 @@ def column_moments(X, sample_weight=None, stride=1):
             X = X.tocsr()
         stored = _stored_rows(X)
         full = np.flatnonzero(stored == X.shape[0])      # dense columns: few, as a rule
-        sampled = X[::stride][:, full].tocsr()
         weights = None if sample_weight is None else np.asarray(sample_weight)[::stride]
-        total = float(sampled.shape[0] if weights is None else np.sum(weights))
+        total = float(len(range(0, X.shape[0], stride)) if weights is None
+                      else np.sum(weights))
         sums, squares = np.zeros(X.shape[1]), np.zeros(X.shape[1])
-        block = max(1, _BLOCK_BYTES // (8 * max(full.size, 1)))
-        for start in range(0, sampled.shape[0] if full.size else 0, block):
+        if full.size == 0:                 # the usual sparse X: nothing read but its indices
+            return total, sums, squares, stored, X.shape[0]
+        sampled = X[:, full].tocsr()[::stride]           # those columns' entries, not X's
+        block = max(1, _BLOCK_BYTES // (8 * full.size))
+        for start in range(0, sampled.shape[0], block):
             part = column_moments(sampled[start:start + block].toarray(),
                                   None if weights is None else weights[start:start + block])
             sums[full] += part[1]
@@ -87,9 +90,12 @@ def _stored_rows(X):
     if not X.has_canonical_format:
         X = X.copy()
         X.sum_duplicates()
-    if X.format == "csr":
-        return np.bincount(X.indices, minlength=X.shape[1])
-    return np.diff(X.indptr)
+    if X.format == "csc":
+        return np.diff(X.indptr)
+    counts, step = np.zeros(X.shape[1], dtype=np.int64), max(1, _BLOCK_BYTES // 8)
+    for start in range(0, X.indices.size, step):   # bincount's int64 copies: 8 MB at most
+        counts += np.bincount(X.indices[start:start + step], minlength=X.shape[1])
+    return counts
 
 
 def far_shifts(moments, dtype):
