@@ -369,6 +369,28 @@ def test_stalled_solves_warn_apart_from_those_at_max_iter():
     assert not any("max_iter" in str(w.message) for w in record)
 
 
+@pytest.mark.parametrize("sparse", [False, True])
+def test_a_folds_problems_share_its_rows_laid_out_once(monkeypatch, sparse):
+    """One-vs-rest: each training fold's rows are copied for the column kernels once for
+    all its classes, as a fit copies X once (not once per fold and class); so are all
+    the rows, for the grid of C."""
+    import sparsekit.linear_model._l1_logistic_cv as cv_module
+
+    laid_out = []
+
+    def counted(X, n_problems=1, *args):
+        laid_out.append((X.shape[0], n_problems))
+        return layouts(X, n_problems, *args)
+
+    layouts = cv_module._layouts
+    monkeypatch.setattr(cv_module, "_layouts", counted)
+    X, y = _data(4, seed=8, sparse=sparse)
+    est = L1LogisticOBACV(Cs=3, cv=3).fit(X, y)
+    assert laid_out == [(120, 4)] + [(80, 4)] * 3
+    reference = L1LogisticOBACV(Cs=3, cv=3, n_jobs=2).fit(X, y)    # chunks in processes
+    np.testing.assert_array_equal(est.coefs_paths_, reference.coefs_paths_)
+
+
 @pytest.mark.parametrize("n_jobs", [None, 2])
 def test_progress_callbacks_see_each_path_and_the_refit(n_jobs):
     """Also when the paths run in worker processes: the fit reports them as they arrive."""

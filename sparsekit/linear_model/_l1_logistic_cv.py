@@ -8,7 +8,7 @@ from functools import partial
 
 import numpy as np
 import scipy.sparse as sp
-from joblib import Parallel, delayed
+from joblib import Parallel, delayed, effective_n_jobs
 from sklearn.callback import with_callbacks
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.metrics import check_scoring, get_scorer_names
@@ -71,9 +71,10 @@ class L1LogisticOBACV(CVRoutingMixin, L1LogisticOBA):
         As in :class:`L1LogisticOBA`; ``"balanced"`` is computed on all the data, for every
         fold.
     n_jobs : int, default=None
-        Processes for the paths, one job per fold and binary problem (joblib; X is
-        shared through memory maps; the first parallel fit of a session starts the
-        workers, about a second), and threads for the refit as in :class:`L1LogisticOBA`.
+        Processes for the paths, each job a fold's binary problems or a share of them
+        (joblib; X is shared through memory maps; the first parallel fit of a session
+        starts the workers, about a second), and threads for the refit as in
+        :class:`L1LogisticOBA`.
         None means 1 unless in a :func:`joblib.parallel_backend` context, -1 all
         processors. On dask input, threads of the client instead, each driving one path's
         solves on the cluster; with ``device="cuda"`` the paths run one after another.
@@ -454,17 +455,26 @@ def _datafit(X, X_csr, offsets, codes, sample_weight, pos, n_classes, fit_interc
     return _binary_block(pos, fit_intercept, X, codes, sample_weight, X_csr, offsets)
 
 
-def _fold_path(rows, codes, weights, train, pos, n_classes, Cs, l1_ratios, fit_intercept,
-               tol, max_iter):
-    """One training fold's paths of one problem (in memory): :func:`_paths`' results and
-    the wall seconds."""
+def _fold_paths(rows, codes, weights, train, problems, n_classes, Cs, l1_ratios,
+                fit_intercept, tol, max_iter):
+    """The paths of ``problems`` on one training fold (in memory), one after the other
+    (a generator): :func:`_paths`' results and the wall seconds of each. The fold's rows
+    are laid out once for them, as a fit lays out X for its problems."""
     start = time.perf_counter()
     sample_weight, mean = _unit_mean_weights(weights[train])
-    X, X_csr, offsets = _layouts(rows[train], 1, sample_weight, fit_intercept)
-    datafit = _datafit(X, X_csr, offsets, codes[train], sample_weight, pos, n_classes,
-                       fit_intercept)
-    return (*_paths(datafit, mean, Cs, l1_ratios, tol, max_iter, n_classes, pos is None),
-            time.perf_counter() - start)
+    X, X_csr, offsets = _layouts(rows[train], len(problems), sample_weight, fit_intercept)
+    codes = codes[train]
+    for pos in problems:
+        datafit = _datafit(X, X_csr, offsets, codes, sample_weight, pos, n_classes,
+                           fit_intercept)
+        yield (*_paths(datafit, mean, Cs, l1_ratios, tol, max_iter, n_classes, pos is None),
+               time.perf_counter() - start)
+        start = time.perf_counter()
+
+
+def _fold_paths_list(*args):
+    """:func:`_fold_paths` as a list (a job of a joblib process)."""
+    return list(_fold_paths(*args))
 
 
 def _paths(datafit, mean, Cs, l1_ratios, tol, max_iter, n_classes, multinomial):
@@ -511,11 +521,21 @@ class _MemoryFolds:
     def paths(self, est, folds, problems, Cs, l1_ratios):
         """The paths of each training fold and problem, in that order, as they arrive:
         (coefs, iterations, failures, seconds)."""
-        jobs = (delayed(_fold_path)(self.rows, self.codes, self.weights, train, pos,
-                                    est.classes_.size, Cs, l1_ratios, est.fit_intercept,
-                                    est.tol, est.max_iter)
-                for train, _ in folds for pos in problems)
-        return Parallel(n_jobs=est.n_jobs, return_as="generator")(jobs)
+        args = (est.classes_.size, Cs, l1_ratios, est.fit_intercept, est.tol, est.max_iter)
+        n_jobs = effective_n_jobs(est.n_jobs)
+        if n_jobs == 1:    # path by path as they end, each fold laid out once
+            return (result for train, _ in folds
+                    for result in _fold_paths(self.rows, self.codes, self.weights, train,
+                                              problems, *args))
+        # a job per fold and chunk of its problems (the chunk's rows laid out once): enough
+        # jobs for the processes to stay busy to the end
+        chunks = np.array_split(np.arange(len(problems)),
+                                min(len(problems), -(-4 * n_jobs // len(folds))))
+        jobs = (delayed(_fold_paths_list)(self.rows, self.codes, self.weights, train,
+                                          [problems[i] for i in chunk], *args)
+                for train, _ in folds for chunk in chunks)
+        return (result for results in Parallel(n_jobs=est.n_jobs, return_as="generator")(jobs)
+                for result in results)
 
     def held_out(self, test, blocks, make_model):
         """(model, X) for the scorer, for each path solution of ``blocks`` on the held-out

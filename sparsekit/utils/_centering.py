@@ -87,14 +87,19 @@ def column_moments(X, sample_weight=None, stride=1):
 
 def _stored_rows(X):
     """The number of rows in which each column of CSR or CSC X stores an entry."""
-    if not X.has_canonical_format:
-        X = X.copy()
-        X.sum_duplicates()
     if X.format == "csc":
-        return np.diff(X.indptr)
-    counts, step = np.zeros(X.shape[1], dtype=np.int64), max(1, _BLOCK_BYTES // 8)
-    for start in range(0, X.indices.size, step):   # bincount's int64 copies: 8 MB at most
-        counts += np.bincount(X.indices[start:start + step], minlength=X.shape[1])
+        counts = np.diff(X.indptr)
+    else:
+        counts, step = np.zeros(X.shape[1], dtype=np.int64), max(1, _BLOCK_BYTES // 8)
+        for start in range(0, X.indices.size, step):   # bincount's int64 copies: 8 MB
+            counts += np.bincount(X.indices[start:start + step], minlength=X.shape[1])
+    # duplicate entries only add to a count: those below the number of rows are exact, and
+    # only the other columns need a copy without duplicates (X may be large; they are few)
+    full = np.flatnonzero(counts >= X.shape[0])
+    if full.size and not X.has_canonical_format:
+        columns = X[:, full].tocsc()
+        columns.sum_duplicates()
+        counts[full] = np.diff(columns.indptr)
     return counts
 
 
