@@ -151,6 +151,31 @@ def test_the_folds_convergence_warnings_come_as_one():
     assert "in 9 of the 9 fits" in str(paths[0].message)
 
 
+def test_sdca_folds_on_a_column_in_other_units_name_it():
+    """The folds' warning of SDCA fits gives SparsemaxClassifier's advice for a column in
+    other units (named as X names it); without such a column, the general one."""
+    pd = pytest.importorskip("pandas")
+    from sklearn.datasets import make_classification
+
+    X, y = make_classification(600, 6, n_informative=4, n_redundant=0, n_classes=3,
+                               random_state=0)
+    X[:, 5] = np.random.default_rng(0).integers(10_000, 100_000, X.shape[0])
+    frame = pd.DataFrame(X, columns=[f"f{j}" for j in range(5)] + ["zip"])
+    params = dict(alphas=2, cv=2, solver="sdca", max_iter=20, random_state=0)
+    for given, name, fit in ((frame, "'zip'", params), (X, "5", params),
+                             (X[:, :5], None, dict(params, max_iter=1, tol=0.0))):
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            SparsemaxClassifierCV(**fit).fit(given, y)
+        paths = [str(w.message) for w in caught if "folds' paths" in str(w.message)]
+        assert len(paths) == 1
+        if name is None:
+            assert paths[0].endswith("increase max_iter or scale the data.")
+        else:
+            assert f"the nonzero entries of column {name} have a root mean square" in paths[0]
+            assert "solver='lbfgs'" in paths[0]
+
+
 def test_callbacks_see_each_fold_path_and_the_refit():
     X, y = _data(seed=7)
     recorder = Recorder()

@@ -247,8 +247,11 @@ default="simplex"
             self._say(f"fold {k + 1}/{len(folds)}: {alphas.size} fits, "
                       f"{int(path['n_iter'].sum())} solver iterations")
             self._end_subtask(task, X, y)
-        _warn_once([w for path in paths for w in path["warnings"]], sum(
-            path["failed"] for path in paths), len(folds) * alphas.size, self.max_iter)
+        failed = sum(path["failed"] for path in paths)
+        hint = (self._units_hint(data.scale_sums()) if failed and self.solver == "sdca"
+                else None)
+        _warn_once([w for path in paths for w in path["warnings"]], failed,
+                   len(folds) * alphas.size, self.max_iter, hint)
         self.alphas_ = alphas
         self.scores_ = np.stack([path["scores"] for path in paths])
         self.n_iter_path_ = np.stack([path["n_iter"] for path in paths])
@@ -530,11 +533,13 @@ class _HeldOutScores(SparsemaxClassifier):
         return self.scores
 
 
-def _warn_once(caught, failed, total, max_iter):
-    """The folds' warnings, each message once, and one ConvergenceWarning for them all."""
+def _warn_once(caught, failed, total, max_iter, hint=None):
+    """The folds' warnings, each message once, and one ConvergenceWarning for them all
+    (its advice ``hint`` when given)."""
     for category, message in dict.fromkeys(caught):
         warnings.warn(message, category, stacklevel=3)
     if failed:
         warnings.warn(f"SparsemaxClassifier did not converge in {failed} of the {total} fits "
-                      f"of the folds' paths (max_iter={max_iter}); increase max_iter or "
-                      "scale the data.", ConvergenceWarning, stacklevel=3)
+                      f"of the folds' paths (max_iter={max_iter}); "
+                      f"{hint or 'increase max_iter or scale the data'}.", ConvergenceWarning,
+                      stacklevel=3)
