@@ -1,10 +1,11 @@
-"""Crafted invalid sparse inputs, fed to one public entry point per run of this script.
+"""Crafted invalid sparse inputs, fed to public entry points in one process.
 
-``python _crafted_inputs.py ENTRY`` calls the entry point ENTRY (a key of ``ENTRIES``) on
-every crafted input of ``CASES`` and prints one line per case as soon as it ends:
-``case<TAB>outcome<TAB>message``, the outcome being the exception's type name or
-``returned``. A segfault or an abort kills this process, not the test that started it: the
-test reads the last case started from ``start<TAB>case`` lines.
+``python _crafted_inputs.py ENTRY [ENTRY ...]`` calls each entry point ENTRY (a key of
+``ENTRIES``) in turn on every crafted input of ``CASES`` and prints one line per case as
+soon as it ends: ``entry<TAB>case<TAB>outcome<TAB>message``, the outcome being the
+exception's type name or ``returned``. A segfault or an abort kills this process, not the
+test that started it: the test reads the case started last from
+``start<TAB>entry<TAB>case`` lines, and runs the entries after it in a new process.
 """
 import sys
 import warnings
@@ -184,20 +185,22 @@ def _entries():
     return entries
 
 
-def main(entry):
-    cases, call = _entries()[entry]
-    for case, (make, _) in cases.items():
-        M = make()
-        print(f"start\t{case}", flush=True)
-        try:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                call(M)
-            outcome, message = "returned", ""
-        except Exception as exc:      # the test judges the type and the message
-            outcome, message = type(exc).__name__, str(exc).replace("\n", " ")
-        print(f"{case}\t{outcome}\t{message}", flush=True)
+def main(names):
+    entries = _entries()
+    for entry in names:
+        cases, call = entries[entry]
+        for case, (make, _) in cases.items():
+            print(f"start\t{entry}\t{case}", flush=True)
+            M = make()
+            try:
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    call(M)
+                outcome, message = "returned", ""
+            except Exception as exc:      # the test judges the type and the message
+                outcome, message = type(exc).__name__, str(exc).replace("\n", " ")
+            print(f"{entry}\t{case}\t{outcome}\t{message}", flush=True)
 
 
 if __name__ == "__main__":
-    main(sys.argv[1])
+    main(sys.argv[1:])

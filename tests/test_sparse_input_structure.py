@@ -39,36 +39,63 @@ DENSE_ONLY = ["losses.sparsemax_loss", "projections.project", "projections.jvp",
               "minimize_oba"]
 
 
-def _run(entry):
-    """Outcomes ``{case: (exception type name or 'returned', message)}`` of one entry point
-    over every crafted input, each in a fresh process: a crash fails this test, naming the
-    case that was running, instead of killing pytest."""
+@pytest.fixture(scope="module")
+def outcomes(request):
+    """``{entry: {case: (exception type name or 'returned', message)}}`` of the entry points
+    this session's tests ask for, over every crafted input, or ``{entry: failure}`` for one
+    that killed its process. One process runs them in turn (each start imports the package:
+    ~2 s); a crash fails that entry's test, naming the case that was running, instead of
+    killing pytest, and the entries after it run in a new process."""
+    asked = [item.callspec.params["entry"] for item in request.session.items
+             if item.module is request.module and "entry" in getattr(
+                 getattr(item, "callspec", None), "params", {})]
     script = Path(__file__).with_name("_crafted_inputs.py")
-    proc = subprocess.run([sys.executable, str(script), entry], capture_output=True,
-                          text=True, timeout=600)
-    lines = [line.split("\t") for line in proc.stdout.splitlines()]
-    started = [line[1] for line in lines if line[0] == "start"]
-    outcomes = {line[0]: (line[1], line[2]) for line in lines if line[0] != "start"}
-    assert proc.returncode == 0, (
-        f"{entry} died (exit code {proc.returncode}) on {started[-1] if started else '?'}:"
-        f" {proc.stderr[-2000:]}")
-    return outcomes
+    found, pending = {}, list(dict.fromkeys(asked))
+    while pending:
+        proc = subprocess.run([sys.executable, str(script), *pending], capture_output=True,
+                              text=True, timeout=1200)
+        running = None
+        for line in proc.stdout.splitlines():
+            fields = line.split("\t")
+            if fields[0] == "start":
+                running = fields[1:]
+            else:
+                found.setdefault(fields[0], {})[fields[1]] = (fields[2], fields[3])
+                running = None
+        if proc.returncode == 0:
+            break
+        # died in a case, or outside them (importing: the first entry that printed nothing)
+        entry, case = running or (next((e for e in pending if e not in found), pending[-1]),
+                                  "no case")
+        found[entry] = (f"{entry} died (exit code {proc.returncode}) on {case}: "
+                        f"{proc.stderr[-2000:]}")
+        pending = pending[pending.index(entry) + 1:]
+    return found
+
+
+def _run(outcomes, entry):
+    """``outcomes``' cases of ``entry``, failing its test if it killed its process."""
+    if isinstance(outcomes.get(entry), str):
+        pytest.fail(outcomes[entry])
+    return outcomes.get(entry, {})
 
 
 @pytest.mark.parametrize("entry", ENTRIES)
-def test_crafted_sparse_input_raises_a_clear_error(entry):
+def test_crafted_sparse_input_raises_a_clear_error(outcomes, entry):
     cases = crafted.TARGET_CASES if entry.endswith("(y)") or entry in (
         "first_label", "precision_at_k") else crafted.CASES
-    outcomes = _run(entry)
-    assert set(outcomes) == set(cases)
-    for case, (outcome, message) in outcomes.items():
+    found = _run(outcomes, entry)
+    assert set(found) == set(cases)
+    for case, (outcome, message) in found.items():
         assert outcome in ("ValueError", "TypeError"), (case, outcome, message)
         assert re.search(cases[case][1], message), (case, message)
 
 
 @pytest.mark.parametrize("entry", DENSE_ONLY)
-def test_dense_only_entry_points_refuse_sparse_input(entry):
-    for case, (outcome, message) in _run(entry).items():
+def test_dense_only_entry_points_refuse_sparse_input(outcomes, entry):
+    found = _run(outcomes, entry)
+    assert set(found) == set(crafted.CASES)
+    for case, (outcome, message) in found.items():
         assert outcome == "TypeError" and re.search("dense|sparse", message), (case, message)
 
 
