@@ -1,6 +1,7 @@
 """Cross-validated ℓ1 logistic regression: the C (and elastic-net mixing) of
 :class:`~sparsekit.L1LogisticOBA` chosen on warm-started regularization paths, one per
 training fold, as scikit-learn's ``LogisticRegressionCV`` does for its solvers."""
+import math
 import numbers
 import time
 import warnings
@@ -527,10 +528,10 @@ class _MemoryFolds:
             return (result for train, _ in folds
                     for result in _fold_paths(self.rows, self.codes, self.weights, train,
                                               problems, *args))
-        # a job per fold and chunk of its problems (the chunk's rows laid out once): enough
-        # jobs for the processes to stay busy to the end
-        chunks = np.array_split(np.arange(len(problems)),
-                                min(len(problems), -(-4 * n_jobs // len(folds))))
+        # a job per fold and chunk of its problems (the chunk's rows laid out once): about
+        # four jobs per process, for the processes to stay busy to the end
+        per_fold = min(len(problems), math.ceil(4 * n_jobs / len(folds)))
+        chunks = np.array_split(np.arange(len(problems)), per_fold)
         jobs = (delayed(_fold_paths_list)(self.rows, self.codes, self.weights, train,
                                           [problems[i] for i in chunk], *args)
                 for train, _ in folds for chunk in chunks)
