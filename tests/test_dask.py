@@ -496,7 +496,8 @@ def test_dask_sample_weights_are_checked_as_in_memory(client, fit):
     weights made a non-convex problem that ran to max_iter)."""
     X, y = _data(n=200, seed=4)
     Xd, yd = da.from_array(X, chunks=(50, -1)), da.from_array(y, chunks=50)
-    for value, message in ((-1.0, "sample_weight must be non-negative"), (np.nan, "NaN")):
+    for value, message in ((-1.0, "Negative values in data passed to `sample_weight`"),
+                           (np.nan, "NaN")):
         sw = np.ones(200)
         sw[120] = value
         with pytest.raises(ValueError, match=message):

@@ -307,7 +307,7 @@ def test_device_input_errors(cupy_backend):
         L1LogisticOBACV().fit(Xd, y)
     with pytest.raises(ValueError, match="y must have shape"):
         L1LogisticOBACV(device="cuda").fit(Xd, y[:-1])
-    with pytest.raises(ValueError, match="sample_weight must be finite and non-negative"):
+    with pytest.raises(ValueError, match="Negative values in data passed to `sample_weight`"):
         L1LogisticOBACV(device="cuda").fit(Xd, y, sample_weight=-np.ones(y.size))
     with pytest.raises(ValueError, match="training fold 0 weighs only the class 1"):
         L1LogisticOBACV(device="cuda", cv=[(np.flatnonzero(y == 1), np.arange(10))]).fit(

@@ -295,7 +295,7 @@ def test_device_input_errors(cupy_backend):
         SparsemaxClassifierCV().fit(Xd, y)
     with pytest.raises(ValueError, match="y must have shape"):
         SparsemaxClassifierCV(device="cuda").fit(Xd, y[:-1])
-    with pytest.raises(ValueError, match="sample_weight must be finite and non-negative"):
+    with pytest.raises(ValueError, match="Negative values in data passed to `sample_weight`"):
         SparsemaxClassifierCV(device="cuda").fit(Xd, y, -np.ones(y.size))
     with pytest.raises(ValueError, match="training fold 0 holds only the class 1"):
         SparsemaxClassifierCV(device="cuda", cv=[(np.flatnonzero(y == 1), np.arange(9))]).fit(

@@ -135,11 +135,11 @@ def _checked_weights(sample_weight):
     """One partition of the sample weights, or the error a fit in memory raises (run on
     the worker that holds it)."""
     from sklearn.utils import check_array
+    from sklearn.utils.validation import check_non_negative
 
     s = check_array(sample_weight, ensure_2d=False, dtype=np.float64, ensure_min_samples=0,
                     input_name="sample_weight")
-    if np.any(s < 0):
-        raise ValueError("sample_weight must be non-negative")
+    check_non_negative(s, "`sample_weight`")    # scikit-learn's message, as in memory
     return s
 
 

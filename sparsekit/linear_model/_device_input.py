@@ -9,6 +9,7 @@ per row, are read on the host. Nothing here imports CuPy before it is needed.
 """
 import numpy as np
 import scipy.sparse as sp
+from sklearn.utils.validation import _check_sample_weight
 
 from ..gpu._cupy import require_cupy
 from ..gpu.datafits import is_device_matrix
@@ -80,13 +81,9 @@ def host_targets(X, y, sample_weight, multi_output=False):
         raise ValueError(f"y must have shape {shapes} to match X, got {y.shape}")
     if sample_weight is None:
         return y, np.ones(X.shape[0])
-    sample_weight = np.asarray(_host(sample_weight), dtype=np.float64)
-    if sample_weight.shape != (X.shape[0],):
-        raise ValueError(f"sample_weight must have shape ({X.shape[0]},), got "
-                         f"{sample_weight.shape}")
-    if not np.all(np.isfinite(sample_weight)) or np.any(sample_weight < 0):
-        raise ValueError("sample_weight must be finite and non-negative")
-    return y, sample_weight
+    # scikit-learn's checks and messages, as for host X (only X's row count is read)
+    return y, _check_sample_weight(_host(sample_weight), np.empty((X.shape[0], 0)),
+                                   dtype=np.float64, ensure_non_negative=True)
 
 
 def device_scores(X, coef, intercept):

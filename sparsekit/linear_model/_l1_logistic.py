@@ -386,9 +386,8 @@ def _check_fit_data(estimator, X, y, sample_weight, reset=True):
     X, y = validate_input(estimator, X, y, accept_sparse=["csr", "csc"],
                          dtype=[np.float64, np.float32], reset=reset)
     check_entry_magnitude(X, np.float64)
-    sample_weight = _check_sample_weight(sample_weight, X, dtype=np.float64)
-    if np.any(sample_weight < 0):
-        raise ValueError("sample_weight must be non-negative")
+    sample_weight = _check_sample_weight(sample_weight, X, dtype=np.float64,
+                                         ensure_non_negative=True)
     return X, y, sample_weight
 
 
