@@ -54,15 +54,14 @@ def test_the_refit_starts_at_the_mean_of_the_folds_solutions(monkeypatch, empty_
     if empty_columns:      # as hashed features: the paths run on the used columns only
         X = sp.hstack([sp.csr_matrix((len(y), empty_columns)), X], format="csr")
     fits = []              # (rows, columns, alpha, coef_ at the start, coef_ at the end)
-    fit = SparsemaxClassifier.fit
+    fit = SparsemaxClassifier._fit_problem      # the folds' fits and the refit's solve
 
-    def spy(est, X, y, sample_weight=None):
+    def spy(est, problem):
         start = getattr(est, "coef_", None)
         start = None if start is None else start.copy()
-        fit(est, X, y, sample_weight)
-        fits.append((X.shape[0], X.shape[1], est.alpha, start, est.coef_.copy()))
-        return est
-    monkeypatch.setattr(SparsemaxClassifier, "fit", spy)
+        fit(est, problem)
+        fits.append((*problem.X.shape, est.alpha, start, est.coef_.copy()))
+    monkeypatch.setattr(SparsemaxClassifier, "_fit_problem", spy)
     est = SparsemaxClassifierCV(alphas=5, cv=4).fit(X, y)
     folds = [end for rows, _, alpha, _, end in fits if rows < len(y) and alpha == est.alpha_]
     refit = [start for rows, _, _, start, _ in fits if rows == len(y)]
@@ -73,6 +72,32 @@ def test_the_refit_starts_at_the_mean_of_the_folds_solutions(monkeypatch, empty_
                                atol=1e-15)
     assert start.shape == (3, X.shape[1]) and not np.any(start[:, :empty_columns])
     assert est.coef_.shape == (3, X.shape[1]) and not np.any(est.coef_[:, :empty_columns])
+
+
+def test_a_training_fold_is_validated_once_for_its_path(monkeypatch):
+    """Each fold's rows are validated and encoded once for all the alphas, and its datafits
+    made once per kind of solver (SDCA at the grid's large alphas, L-BFGS at its small
+    ones on this sparse X), not once per fit."""
+    import sparsekit.linear_model._sparsemax as module
+
+    X, y = _data(seed=3, n=240, sparse=True)
+    calls = {"problems": 0, "datafits": []}
+    problem, datafit = SparsemaxClassifier._problem, module.FenchelYoungLinear
+
+    def count_problem(est, *args):
+        calls["problems"] += 1
+        return problem(est, *args)
+
+    def count_datafit(*args, **kwargs):
+        calls["datafits"].append(kwargs["center"])
+        return datafit(*args, **kwargs)
+    monkeypatch.setattr(SparsemaxClassifier, "_problem", count_problem)
+    monkeypatch.setattr(module, "FenchelYoungLinear", count_datafit)
+    est = SparsemaxClassifierCV(alphas=8, cv=3).fit(X, y)
+    assert calls["problems"] == 3 + 1                       # the folds and the refit
+    assert est.n_iter_path_.shape == (3, 8)
+    # each fold path: SDCA's datafit (not centered), then L-BFGS's (centered); the refit one
+    assert calls["datafits"][:6] == [False, True] * 3 and len(calls["datafits"]) == 7
 
 
 def test_the_warm_paths_take_fewer_iterations_than_cold_fits():

@@ -124,6 +124,30 @@ def _model(datafit, x, columns, used):
             "intercept_": reflect_columns(b, columns, 0).astype(datafit.dtype)}
 
 
+class _Problem:
+    """A fit's data as :meth:`SparsemaxClassifier._problem` validated and encoded it: the
+    solvers' ``X`` and ``X_rows`` (its used columns), ``targets`` (CSR) on ``polytope``
+    with the score ``offset``, the negated ``columns``, the rows' weights ``sw`` (their
+    largest 1), the :class:`UsedColumns` ``used``, X's weighted ``sums``
+    (:func:`scale_sums`), ``budget``; what the callbacks are shown, ``shown`` = (X, y,
+    sample_weight); and ``Y``, the targets before the polytope's. Its datafits are made on
+    first use and kept for the fits at other alphas: one for SDCA, one for the others
+    (which center the intercept's column and scale each column by its own factor)."""
+
+    def __init__(self, X, X_rows, targets, sw, polytope, offset, columns, used, sums, budget,
+                 shown, Y):
+        self.X, self.X_rows, self.targets, self.sw = X, X_rows, targets, sw
+        self.polytope, self.offset, self.columns, self.used = polytope, offset, columns, used
+        self.sums, self.budget, self.shown, self.Y = sums, budget, shown, Y
+        self._datafits = {}
+
+    def datafit(self, sdca, make):
+        """The datafit for SDCA (``sdca``) or the other solvers: ``make()`` on first use."""
+        if sdca not in self._datafits:
+            self._datafits[sdca] = make()
+        return self._datafits[sdca]
+
+
 class SparsemaxClassifier(SparsekitClassifier):
     """Sparsemax regression: a linear model fit with a Fenchel-Young loss over a polytope.
 
@@ -411,9 +435,17 @@ class SparsemaxClassifier(SparsekitClassifier):
         self._validate_params()
         if is_dask_collection(X):
             return self._fit_dask(X, y, sample_weight)
-        refuse_label_collections(y, "SparsemaxClassifier")
         if self.solver == "sdca":
             self._check_sdca()
+        self._fit_problem(self._problem(X, y, sample_weight))
+        return self
+
+    def _problem(self, X, y, sample_weight):
+        """The fit's data validated and encoded, all that does not depend on ``alpha``: a
+        :class:`_Problem`, which :meth:`_fit_problem` solves (a cross-validation's path
+        solves one at each alpha). Sets ``n_features_in_``, ``classes_`` and the targets'
+        kind."""
+        refuse_label_collections(y, "SparsemaxClassifier")
         budget = self._check_budget()
         if fit_device(self.device, X) and is_device_matrix(X):
             X = X_rows = check_device_X(X)
@@ -440,10 +472,6 @@ class SparsemaxClassifier(SparsekitClassifier):
         if not sw.max() > 0:
             raise ValueError("The sample weights of the rows used in the fit sum to zero.")
         sums = scale_sums(X_shown, sw)
-        self.alpha_, scale, factors = self._data_scales(sums)
-        solver = self.solver if self.solver != "auto" else auto_solver(
-            X_shown, self.alpha_, bounded=self.bounds is not None or self.positive,
-            device=self.device, intercept_scale=scale if self.fit_intercept else 0.0)
         n_classes = Y.shape[1]
         # negated=N: the un-negated problem in (W L, L b) with the score offset flip(0),
         # since flip(z) = L z + flip(0) (see the negated parameter)
@@ -459,22 +487,37 @@ class SparsemaxClassifier(SparsekitClassifier):
         same = X_rows is X
         X = used.take(X)
         X_rows = X if same else used.take(X_rows)
-        # SDCA's free intercept is a constant feature of one scale: one factor for all
-        weight_scale = (scale if factors is None or solver == "sdca"
-                        else scale * used.restrict(factors))
         # the objective is a weighted mean: dividing by the largest weight changes nothing
         # but keeps sums of huge weights (and their float32 copy) finite
         sw = (sw / sw.max()).astype(X.dtype)
-        datafit = FenchelYoungLinear(
-            X, targets, sw, polytope=polytope, budget=budget, alpha=self.alpha_,
-            fit_intercept=self.fit_intercept, penalize_intercept=self.penalize_intercept,
-            offset=offset, X_rows=X_rows,
+        return _Problem(X, X_rows, targets, sw, polytope, offset, columns, used, sums, budget,
+                        shown=(X_shown, y, sample_weight), Y=Y)
+
+    def _fit_problem(self, problem):
+        """Fit the model on ``problem`` (:meth:`_problem`) at ``alpha``, from the previous
+        model with ``warm_start``."""
+        if self.solver == "sdca":
+            self._check_sdca()
+        X_shown = problem.shown[0]
+        self.alpha_, scale, factors = self._data_scales(problem.sums)
+        solver = self.solver if self.solver != "auto" else auto_solver(
+            X_shown, self.alpha_, bounded=self.bounds is not None or self.positive,
+            device=self.device, intercept_scale=scale if self.fit_intercept else 0.0)
+        datafit = problem.datafit(solver == "sdca", lambda: FenchelYoungLinear(
+            problem.X, problem.targets, problem.sw, polytope=problem.polytope,
+            budget=problem.budget, alpha=self.alpha_, fit_intercept=self.fit_intercept,
+            penalize_intercept=self.penalize_intercept, offset=problem.offset,
+            X_rows=problem.X_rows,
             center=(self.fit_intercept and not self.penalize_intercept
-                    and solver != "sdca"), device=self.device, weight_scale=weight_scale)
-        self._solve_and_publish(solver, datafit, columns, X_shown, y, sample_weight, used,
-                                hint=self._units_hint(sums) if solver == "sdca" else None)
-        self._fit_threshold(X_shown, Y, sw)
-        return self
+                    and solver != "sdca"), device=self.device,
+            # SDCA's free intercept is a constant feature of one scale: one factor for all
+            weight_scale=(scale if factors is None or solver == "sdca"
+                          else scale * problem.used.restrict(factors))))
+        datafit.alpha = float(self.alpha_)
+        self._solve_and_publish(solver, datafit, problem.columns, *problem.shown, problem.used,
+                                hint=self._units_hint(problem.sums) if solver == "sdca"
+                                else None)
+        self._fit_threshold(X_shown, problem.Y, problem.sw)
 
     def _units_hint(self, sums):
         """What to do when SDCA does not converge on X whose columns are in different units

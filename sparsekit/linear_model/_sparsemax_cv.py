@@ -343,12 +343,15 @@ def _path(est, alphas, fit, score, classes):
 def _fold_path(est, X, y, sw, train, test, alphas, scorer, score_params, classes):
     """:func:`_path` on the ``train`` rows of in-memory data, each fit scored on the
     ``test`` rows (``scorer(est, X_test, y_test, **score_params)``); the warnings of the
-    fits are returned (``warnings``, ``failed``), not shown."""
-    X_train, y_train, sw_train = X[train], _safe_indexing(y, train), sw[train]
+    fits are returned (``warnings``, ``failed``), not shown. The training rows are
+    validated and encoded once, for all the alphas (``est._problem``)."""
     X_test, y_test = X[test], _safe_indexing(y, test)
-    return _recorded(lambda: _path(
-        est, alphas, lambda est: est.fit(X_train, y_train, sw_train) or True,
-        lambda est: scorer(est, X_test, y_test, **score_params), classes))
+
+    def path():
+        problem = est._problem(X[train], _safe_indexing(y, train), sw[train])
+        return _path(est, alphas, lambda est: est._fit_problem(problem) or True,
+                     lambda est: scorer(est, X_test, y_test, **score_params), classes)
+    return _recorded(path)
 
 
 def _recorded(path):
@@ -511,10 +514,12 @@ class _DeviceFolds:
                 scores = _HeldOutScores.of(est, cp.asnumpy(device_product(
                     X_test, est.coef_, est.intercept_)))
                 return scorer(scores, rows, y_test, **score_params)
-            yield _recorded(lambda: _path(
-                clone(base), alphas,
-                lambda est: est.fit(X_train, y_train, self.sample_weight[train]) or True,
-                score, classes))
+            def path():           # the fold validated once for its path, as in memory
+                est = clone(base)
+                problem = est._problem(X_train, y_train, self.sample_weight[train])
+                return _path(est, alphas, lambda est: est._fit_problem(problem) or True,
+                             score, classes)
+            yield _recorded(path)
 
 
 class _HeldOutScores(SparsemaxClassifier):
