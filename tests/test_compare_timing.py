@@ -136,3 +136,34 @@ def test_class_by_class_stops_between_classes_after_the_limit():
     coef = _timing.class_by_class(fit_class, 3, 0.0, done)
     assert fitted == [0] and done == [1]           # the first class is always fit
     assert coef.tolist() == [[1.0] * 4, [0.0] * 4, [0.0] * 4]
+
+
+def test_fits_are_timed_fewer_times_where_the_repeats_would_pass_the_budget(monkeypatch):
+    """After the warm-up, ``repeat`` fits, or as many as its time says fit in ``budget``
+    (at least one): a 7-s fit once and a 4-s fit twice at the default 10 s, where both were
+    timed 3 times; a warm-up over the budget is the only fit; the titles say so."""
+    import types
+
+    clock = [0.0]
+    monkeypatch.setattr(_timing, "time", types.SimpleNamespace(perf_counter=lambda: clock[0]))
+
+    def fit_of(seconds):
+        def fit():
+            clock[0] += seconds
+            return "model"
+        return fit
+
+    def timed(seconds, repeat=3, budget=10.0):
+        times, model = _timing._median_fit(fit_of(seconds), repeat, budget)
+        assert model == "model"
+        return times
+
+    assert timed(7.0) == [7.0]
+    assert timed(4.0) == [4.0, 4.0]
+    assert timed(3.0) == [3.0] * 3 and timed(0.5) == [0.5] * 3
+    assert len(timed(0.5, repeat=5)) == 5
+    assert len(timed(4.0, budget=np.inf)) == 3
+    assert timed(12.0) == [12.0]                         # the warm-up alone
+    assert _timing.fits_phrase(3, 10.0) == ("median (min-max) of 3 fits (fewer where 3 "
+                                            "would take over 10 s)")
+    assert _timing.fits_phrase(3) == _timing.fits_phrase(1, 10.0).replace("1", "3")

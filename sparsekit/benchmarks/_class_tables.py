@@ -15,8 +15,9 @@ from sparsekit.benchmarks._fasttext import (FASTTEXT_EPOCHS, FASTTEXT_MIN_CLASSE
                                             fasttext_row, label_index, tokens)
 from sparsekit.benchmarks._l1_tables import liblinear_binary
 from sparsekit.benchmarks._timing import (FIT_BUDGETS, Table, class_by_class, every,
-                                          format_rows, limited, max_iter_within, measure,
-                                          measured, unless_too_slow)
+                                          fits_phrase, format_rows, limited,
+                                          max_iter_within, measure, measured,
+                                          unless_too_slow)
 
 
 def _multiclass_models(X, y, budget=np.inf):
@@ -170,8 +171,8 @@ def compare_multiclass(repeat, data=None, budget=np.inf, announce=None):
                                           f"; encoders fit on the training rows: "
                                           f"{X_train.shape[1]} columns")
     return Table(f"class probabilities, {data.described}, {data.classes.size} "
-                 f"classes ({held_out}), every model with an intercept; median (min-max) of "
-                 f"{repeat} fits; "
+                 f"classes ({held_out}), every model with an intercept; "
+                 f"{fits_phrase(repeat, budget)}; "
                  + _caps(budget, ["LIBLINEAR's"] + _fasttext_named(rows)),
                  ["model", "fit time", "test accuracy", "mean classes with p>0",
                   "time / LogisticRegression"], rows, measurements)
@@ -312,7 +313,7 @@ def compare_multilabel(repeat, data, budget=np.inf, announce=None):
                     if any(cuts.values()) else "")
                  + (f"; SparsemaxClassifier leaves the {unlabelled} training rows without a "
                     "label out of its fit" if unlabelled else "")
-                 + f"; median (min-max) of {repeat} fits; "
+                 + f"; {fits_phrase(repeat, budget)}; "
                  + _caps(budget, _fasttext_named(rows), between="LIBLINEAR's between labels"),
                  ["model", "fit time", "test micro-F1", "precision@1", "labels predicted per row",
                   "time / OneVsRest LogisticRegression"], rows, measurements)

@@ -12,8 +12,8 @@ from sklearn.linear_model import LogisticRegression
 from sparsekit import L1LogisticOBA
 from sparsekit.benchmarks._data import load_dataset
 from sparsekit.benchmarks._timing import (FIT_BUDGETS, Table, TimeLimit, class_by_class,
-                                          every, format_rows, max_iter_within, measure,
-                                          measured, unless_too_slow)
+                                          every, fits_phrase, format_rows, max_iter_within,
+                                          measure, measured, unless_too_slow)
 from sparsekit.utils._sklearn import l1_penalty
 
 _L1 = l1_penalty()
@@ -131,7 +131,7 @@ def compare_l1_logistic(repeat, C=1.0, data=None, budget=np.inf, announce=None):
     return _objective_table(
         f"l1-logistic (LIBLINEAR -s 6 objective), {data.described}, C={C:g}, no "
         f"intercept; tol 1e-8 (saga 1e-6), each in its own measure; LIBLINEAR's copy of the "
-        f"data built untimed; median (min-max) of {repeat} fits", "F(w)", "w", rows)
+        f"data built untimed; {fits_phrase(repeat, budget)}", "F(w)", "w", rows)
 
 
 #: a solver whose objective ends more than this (relative) above the best one did not
@@ -236,7 +236,7 @@ def compare_l1_multinomial(repeat, C=1.0, data=None, budget=np.inf, announce=Non
         f"multinomial l1-logistic, {data.described}, {data.classes.size} classes, "
         f"C={C:g}, intercepts free (LIBLINEAR, skglm and celer are one-vs-rest only); tol 1e-8 "
         f"(saga 1e-6), each in its own measure, each fit capped at ~{FIT_BUDGETS} x "
-        f"{budget:g} s; median (min-max) of {repeat} fits", "F(W, b)", "W", rows)
+        f"{budget:g} s; {fits_phrase(repeat, budget)}", "F(W, b)", "W", rows)
 
 
 def _ovr_objective(coef, X, codes, C):
@@ -307,4 +307,4 @@ def compare_l1_ovr(repeat, C=1.0, data=None, budget=np.inf, announce=None):
         f"each in its own measure; L1LogisticOBA fits its classes itself, the peers class by "
         f"class on one copy of the data (LIBLINEAR's built untimed); each fit capped at "
         f"~{FIT_BUDGETS} x {budget:g} s (OBA by a callback, the peers between classes); "
-        f"median (min-max) of {repeat} fits", "F(W)", "W", rows)
+        f"{fits_phrase(repeat, budget)}", "F(W)", "W", rows)

@@ -16,12 +16,17 @@ Table = namedtuple("Table", "title header rows measurements")
 
 def _median_fit(make_and_fit, repeat, budget=np.inf):
     """Wall times of ``repeat`` fits after one warm-up fit (JIT compilers, caches), and the
-    last model; a warm-up longer than ``budget`` seconds is the only fit, and its time."""
+    last model; as many of them as the warm-up's time says take ``budget`` seconds when
+    ``repeat`` would take longer, at least one (a peer's 7-s fit was timed 3 times after its
+    warm-up: half a minute of the default command for a ratio that one fit gives); a
+    warm-up longer than ``budget`` is the only fit, and its time."""
     t0 = time.perf_counter()
     model = make_and_fit()
     first = time.perf_counter() - t0
     if first > budget:
         return [first], model
+    if repeat * first > budget:
+        repeat = max(1, int(budget // first))
     times = []
     for _ in range(repeat):
         t0 = time.perf_counter()
@@ -45,6 +50,14 @@ def measure(name, fit, repeat, describe, budget=np.inf, announce=None, metrics=2
     except Exception as exc:   # a peer's API change must not hide the other rows
         reason = " ".join(str(exc).split())      # one line: messages may span several
         return [name, f"error: {type(exc).__name__}: {reason}"[:100], *[""] * (metrics + 1)]
+
+
+def fits_phrase(repeat, budget=np.inf):
+    """How a table's times were taken, for its title: the median (min-max) of ``repeat``
+    fits, fewer where they would take more than ``budget`` seconds (:func:`_median_fit`)."""
+    fewer = (f" (fewer where {repeat} would take over {budget:g} s)"
+             if np.isfinite(budget) and repeat > 1 else "")
+    return f"median (min-max) of {repeat} fits{fewer}"
 
 
 def measured(rows):

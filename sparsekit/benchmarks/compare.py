@@ -87,7 +87,9 @@ any of DATA's labels is refused.
 On a terminal (with ``rich``, installed by the ``compare`` extra) a spinner line on stderr
 names the model being timed. Every fit is preceded by one untimed warm-up fit (and skglm,
 which compiles with numba on first use, by an untimed fit on a few rows); a model whose
-warm-up takes more than ``--budget`` seconds is timed by that fit alone. Times
+warm-up takes more than ``--budget`` seconds is timed by that fit alone, and one whose
+``--repeat`` fits would take longer than ``--budget`` by as many as fit in it (at least
+one). Times
 are wall-clock medians with their min-max range, every solver on one thread. A peer that is
 not installed or fails is listed with its reason, and the other rows are still measured.
 ``--plot DIR`` also runs each l1 solver along a ladder of tolerances and writes
@@ -319,12 +321,14 @@ def _main(argv):
                              "their URLs (downloaded once into the data home), or data set "
                              "names (default: a9a digits)")
     parser.add_argument("--repeat", type=_positive_int, default=3,
-                        help="fits per model (median)")
+                        help="fits per model (median), fewer where they would take more "
+                             "than --budget")
     parser.add_argument("--C", type=_positive_float, default=1.0,
                         help="inverse l1 strength of the l1 table")
     parser.add_argument("--budget", type=_positive_float, default=10.0,
-                        help="seconds: a slower warm-up fit is timed alone, and the "
-                             "iterative fits are capped at about 3 times this")
+                        help="seconds: a slower warm-up fit is timed alone, --repeat "
+                             "fits that would take longer are cut to as many as fit in it, "
+                             "and the iterative fits are capped at about 3 times this")
     parser.add_argument("--json", action="store_true", help="print JSON, not tables")
     parser.add_argument("--zero-based", action="store_true",
                         help="the files number their columns from 0 (scikit-learn's "
