@@ -43,7 +43,7 @@ def run(tree):
 
 def fit_rows(report):
     """{(data, table, row): [seconds of its timed fits]} of a --json report."""
-    return {(table["data"], table["title"].split(",")[0], name): m["seconds"]
+    return {(table["data"], table["title"].split(f", {table['data']}")[0], name): m["seconds"]
             for table in report for name, m in table["measurements"].items()}
 
 
