@@ -153,13 +153,28 @@ def versions(packages):
     return ", ".join(out)
 
 
-def git_commit():
+def git_commit(tree=REPO):
+    """The short commit of the checkout ``tree`` (this one by default)."""
     try:
         return subprocess.run(
-            ["git", "rev-parse", "--short", "HEAD"], cwd=REPO, capture_output=True,
+            ["git", "rev-parse", "--short", "HEAD"], cwd=tree, capture_output=True,
             text=True, check=True).stdout.strip()
     except (OSError, subprocess.CalledProcessError):
         return "unknown"
+
+
+def compare_in_tree(tree, *args):
+    """(wall seconds, stdout) of ``sparsekit-compare *args`` in a fresh process with the
+    sparsekit of the source tree ``tree`` (a checkout with its built extensions)."""
+    env = dict(os.environ, PYTHONPATH=str(tree))
+    start = time.perf_counter()
+    done = subprocess.run([sys.executable, "-m", "sparsekit.benchmarks.compare",
+                           *map(str, args)], env=env, capture_output=True, text=True,
+                          cwd=tree)
+    seconds = time.perf_counter() - start
+    if done.returncode != 0:
+        raise SystemExit(f"sparsekit-compare failed in {tree}:\n{done.stderr[-2000:]}")
+    return seconds, done.stdout
 
 
 def markdown_table(header, rows):

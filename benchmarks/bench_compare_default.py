@@ -15,30 +15,8 @@ import _report  # noqa: F401  (pins BLAS threads before NumPy)
 
 import argparse
 import json
-import os
 import statistics
-import subprocess
-import sys
-import time
 from pathlib import Path
-
-
-def commit_of(tree):
-    return subprocess.run(["git", "-C", str(tree), "rev-parse", "--short", "HEAD"],
-                          capture_output=True, text=True).stdout.strip() or "unknown"
-
-
-def run(tree):
-    """(wall seconds, the --json report) of ``sparsekit-compare`` with ``tree``'s
-    sparsekit."""
-    env = dict(os.environ, PYTHONPATH=str(tree))
-    start = time.perf_counter()
-    done = subprocess.run([sys.executable, "-m", "sparsekit.benchmarks.compare", "--json"],
-                          env=env, capture_output=True, text=True, cwd=tree)
-    seconds = time.perf_counter() - start
-    if done.returncode != 0:
-        raise SystemExit(f"sparsekit-compare failed in {tree}:\n{done.stderr[-2000:]}")
-    return seconds, json.loads(done.stdout)
 
 
 def fit_rows(report):
@@ -56,12 +34,13 @@ def main():
     fits = {tree: {} for tree in args.trees}
     for k in range(args.rounds):
         for tree in args.trees:
-            seconds, report = run(tree)
+            seconds, out = _report.compare_in_tree(tree, "--json")
+            report = json.loads(out)
             walls[tree].append(seconds)
             for key, times in fit_rows(report).items():
                 fits[tree].setdefault(key, []).append(times)
-            print(f"round {k + 1}, {commit_of(tree)}: {seconds:.0f} s", flush=True)
-    names = [commit_of(tree) for tree in args.trees]
+            print(f"round {k + 1}, {_report.git_commit(tree)}: {seconds:.0f} s", flush=True)
+    names = [_report.git_commit(tree) for tree in args.trees]
     runs = "\n".join(f"| {name} | {' / '.join(f'{s:.0f}' for s in walls[tree])} |"
                      for name, tree in zip(names, args.trees))
     header = " | ".join(f"{name}: fits timed, median s" for name in names)

@@ -14,11 +14,7 @@ doc/benchmarks.md::
 import _report  # noqa: F401  (pins BLAS threads before NumPy)
 
 import argparse
-import os
-import subprocess
-import sys
 import tempfile
-import time
 from pathlib import Path
 
 import numpy as np
@@ -49,23 +45,6 @@ def write_file(path, n, d, classes, seed, per_row=30):
     return X.nnz
 
 
-def commit_of(tree):
-    return subprocess.run(["git", "-C", str(tree), "rev-parse", "--short", "HEAD"],
-                          capture_output=True, text=True).stdout.strip() or "unknown"
-
-
-def run(tree, path):
-    """(wall seconds, stdout) of ``sparsekit-compare path`` with ``tree``'s sparsekit."""
-    env = dict(os.environ, PYTHONPATH=str(tree))
-    start = time.perf_counter()
-    done = subprocess.run([sys.executable, "-m", "sparsekit.benchmarks.compare", str(path)],
-                          env=env, capture_output=True, text=True, cwd=tree)
-    seconds = time.perf_counter() - start
-    if done.returncode != 0:
-        raise SystemExit(f"sparsekit-compare failed in {tree}:\n{done.stderr[-2000:]}")
-    return seconds, done.stdout
-
-
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--trees", nargs="+", type=Path, default=[_report.REPO])
@@ -77,11 +56,11 @@ def main():
             nnz = write_file(path, n, d, classes, seed)
             print(f"{name}: {n} x {d}, {classes} classes, {nnz} nonzeros", flush=True)
             for tree in args.trees:
-                seconds, out = run(tree, path)
-                print(f"  {commit_of(tree)}: {seconds:.0f} s", flush=True)
+                seconds, out = _report.compare_in_tree(tree, path)
+                print(f"  {_report.git_commit(tree)}: {seconds:.0f} s", flush=True)
                 rows.append(f"| {name} | {n:,} x {d:,}, {classes} classes, {nnz:,} nonzeros "
-                            f"| {commit_of(tree)} | {seconds:.0f} |")
-                outputs.append(f"`sparsekit-compare {name}` at {commit_of(tree)}:\n\n"
+                            f"| {_report.git_commit(tree)} | {seconds:.0f} |")
+                outputs.append(f"`sparsekit-compare {name}` at {_report.git_commit(tree)}:\n\n"
                                f"```\n{out.strip()}\n```\n")
     body = f"""The whole command as a user runs it (`sparsekit-compare FILE`, defaults: `--budget 10`,
 each iterative fit capped at about 30 s, `--repeat 3`), in a fresh process, on two seeded

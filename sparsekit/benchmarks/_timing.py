@@ -16,10 +16,9 @@ Table = namedtuple("Table", "title header rows measurements")
 
 def _median_fit(make_and_fit, repeat, budget=np.inf):
     """Wall times of ``repeat`` fits after one warm-up fit (JIT compilers, caches), and the
-    last model; as many of them as the warm-up's time says take ``budget`` seconds when
-    ``repeat`` would take longer, at least one (a peer's 7-s fit was timed 3 times after its
-    warm-up: half a minute of the default command for a ratio that one fit gives); a
-    warm-up longer than ``budget`` is the only fit, and its time."""
+    last model; when ``repeat`` fits would take longer than ``budget`` seconds by the
+    warm-up's time, as many as fit in it, at least one; a warm-up longer than ``budget`` is
+    the only fit, and its time."""
     t0 = time.perf_counter()
     model = make_and_fit()
     first = time.perf_counter() - t0
