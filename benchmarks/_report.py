@@ -195,14 +195,14 @@ def compare_tables(spec, repeat, budget, **options):
     console script's code path; ``options`` as ``load_dataset``'s, e.g. ``label``,
     ``drop``), each under its title, the wall seconds of them all (loading included)
     beside the first."""
-    from sparsekit.benchmarks import compare
+    from sparsekit.benchmarks import _run
     from sparsekit.benchmarks._data import load_dataset
 
     start = time.perf_counter()
     data = load_dataset(spec, **options)
     announce = lambda model: print(f"  {data.name}: {model}", flush=True)  # noqa: E731
-    with compare.threadpool_limits(limits=1):
-        results = compare.tables(data, repeat, budget=budget, announce=announce)
+    with _run.threadpool_limits(limits=1):
+        results = _run.tables(data, repeat, budget=budget, announce=announce)
     seconds = time.perf_counter() - start
     body = []
     for k, table in enumerate(results):

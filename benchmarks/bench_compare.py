@@ -33,7 +33,7 @@ from sklearn.datasets import dump_svmlight_file
 from sklearn.exceptions import ConvergenceWarning
 
 sys.path.insert(0, str(_report.REPO))  # the in-place build, also when not installed
-from sparsekit.benchmarks import compare  # noqa: E402
+from sparsekit.benchmarks import _run  # noqa: E402
 from sparsekit.benchmarks._data import Dataset, load_dataset  # noqa: E402
 from sparsekit.datasets import get_data_home, load_mulan  # noqa: E402
 from sparsekit.linear_model import first_label  # noqa: E402
@@ -118,14 +118,14 @@ def main():
     for name in sets:
         data = loader(name)
         announce = lambda model, data=data: print(f"  {data.name}: {model}", flush=True)  # noqa: E731
-        with compare.threadpool_limits(limits=1):
-            results = compare.tables(data, args.repeat, budget=args.budget, announce=announce)
-            traces = (compare.l1_traces(data, budget=args.budget, announce=announce)
+        with _run.threadpool_limits(limits=1):
+            results = _run.tables(data, args.repeat, budget=args.budget, announce=announce)
+            traces = (_run.l1_traces(data, budget=args.budget, announce=announce)
                       if not data.multilabel and data.classes.size == 2 else None)
         for table in results:
             body.append(f"\n**{table.title}**\n")
             body.append(_report.markdown_table(table.header, table.rows))
-        paths = compare.plot(data, results, traces, figures)
+        paths = _run.plot(data, results, traces, figures)
         folder = figures.relative_to(_report.DOC.parent).as_posix()
         body.append("\n" + " ".join(f"![{p.stem}]({folder}/{p.name})" for p in paths))
     _report.write_section(*section, "\n".join(body),

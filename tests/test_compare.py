@@ -9,7 +9,7 @@ import pytest
 from _compare_files import (installed_l1_peers, tiny_binary, write_multilabel_svm,
                             write_rows, write_svm)
 
-from sparsekit.benchmarks import _class_tables, _l1_tables, compare
+from sparsekit.benchmarks import _class_tables, _l1_tables, _run, compare
 from sparsekit.benchmarks._data import load_dataset
 
 
@@ -33,6 +33,22 @@ def test_a_peer_failing_its_timing_fit_is_listed_with_its_error(monkeypatch, err
 def test_repeat_must_be_positive():
     with pytest.raises(SystemExit):
         compare.main(["--repeat", "0"])
+
+
+@pytest.mark.parametrize("argv", [["--help"], ["--version"], ["--repeat", "0"]])
+def test_help_version_and_usage_errors_answer_before_the_tables_imports(argv):
+    """What answers from the arguments alone does not wait for scikit-learn, pandas or the
+    peers (seconds of imports on a slow disk): the command imports them after parsing."""
+    import subprocess
+    import sys
+
+    probe = ("import sys\nfrom sparsekit.benchmarks import compare\n"
+             f"try:\n    compare.main({argv!r})\nexcept SystemExit:\n    pass\n"
+             "print(sorted({m.split('.')[0] for m in sys.modules} & "
+             "{'numpy', 'scipy', 'sklearn', 'pandas', 'threadpoolctl'}))")
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
+                          timeout=120, check=True)
+    assert done.stdout.splitlines()[-1] == "[]"
 
 
 def test_version_lists_sparsekit_the_peers_and_the_libraries(capsys, monkeypatch):
@@ -80,7 +96,7 @@ def test_a_reader_that_stops_early_ends_the_command_quietly(tmp_path):
 def test_ctrl_c_ends_the_command_with_a_line_and_status_130(monkeypatch, capsys):
     def interrupted(*args):
         raise KeyboardInterrupt
-    monkeypatch.setattr(compare, "load_dataset", interrupted)
+    monkeypatch.setattr(_run, "load_dataset", interrupted)
     with pytest.raises(SystemExit) as exit_info:
         compare.main(["digits"])
     assert exit_info.value.code == 130
@@ -227,7 +243,7 @@ def test_a_numbers_document_or_a_binary_file_is_a_short_clear_error(tmp_path, ca
 
 def test_without_data_it_compares_on_the_shipped_a9a_and_digits(monkeypatch):
     seen = []
-    monkeypatch.setattr(compare, "tables", lambda data, *args: seen.append(data) or [])
+    monkeypatch.setattr(_run, "tables", lambda data, *args: seen.append(data) or [])
     compare.main([])
     assert [d.name for d in seen] == ["a9a", "digits"]
     assert seen[0].X.shape == (32561, 123) and seen[0].classes.tolist() == [-1.0, 1.0]
@@ -242,7 +258,7 @@ def test_on_a_terminal_a_spinner_names_each_model_and_leaves_the_tables_clean(
     path = write_svm(tmp_path / "three.svm", classes=3)   # the tables of a multiclass file
 
     announced = []
-    real = compare._progress
+    real = _run._progress
 
     @contextlib.contextmanager
     def spying():
@@ -250,7 +266,7 @@ def test_on_a_terminal_a_spinner_names_each_model_and_leaves_the_tables_clean(
             yield lambda text: announced.append(text) or status(text)
 
     monkeypatch.setattr(sys.stderr, "isatty", lambda: True, raising=False)
-    monkeypatch.setattr(compare, "_progress", spying)
+    monkeypatch.setattr(_run, "_progress", spying)
     compare.main([str(path), "--repeat", "1"])
     captured = capsys.readouterr()
     peers = installed_l1_peers()                    # a peer not installed is not timed

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from _compare_files import write_mulan_toy, write_svm
 
-from sparsekit.benchmarks import _download, compare
+from sparsekit.benchmarks import _download, _run, compare
 from sparsekit.benchmarks._data import load_dataset
 
 
@@ -100,7 +100,7 @@ def test_a_mulan_files_label_xml_is_downloaded_beside_it(tmp_path, home, capsys)
     (served / "flowers.arff").write_text("@relation f\n@attribute a numeric\n"
                                          "@attribute c {x,y}\n@data\n1,x\n2,y\n3,x\n4,y\n")
     with _serving(served) as (url, requests):
-        local = compare._local_copies([f"{url}/toy-train.arff?raw=true", f"{url}/flowers.arff",
+        local = _run.local_copies([f"{url}/toy-train.arff?raw=true", f"{url}/flowers.arff",
                                        "a9a"])
     assert requests == ["/toy.xml", "/toy-train.arff?raw=true", "/flowers.xml",
                         "/flowers.arff"]                  # a table: no XML there, no error
