@@ -30,7 +30,7 @@ def make_thesis_synthetic(n_samples=5000, n_features=None, *, random_state=None)
     4. ``X = chol(A)``, the upper Cholesky factor, is the data matrix.
 
     The thesis uses ``n = 5000`` (Table 2.1: 5000 points, 5000 features); that size takes
-    about 5 s here (Lanczos for ``lambda_min``, then a 5000 x 5000 Cholesky) and ~400 MB at
+    seconds (Lanczos for ``lambda_min``, then a 5000 x 5000 Cholesky) and ~400 MB at
     its peak (the 200 MB factor and the matrix it is taken from).
 
     Parameters

@@ -204,8 +204,8 @@ class ExtremeSoftmaxSGD(SparsekitClassifier):
         The softmax over the true class and ``n_sampled`` classes drawn uniformly among the
         others, their scores shifted by log((K-1)/m), the importance weight of the uniform
         draw (Bengio & Senecal 2008; Jean et al. 2015). Biased for finite m: its fixed point
-        is not the maximum-likelihood fit, but it reached the highest test accuracy per
-        second among the methods on the sets we measured.
+        is not the maximum-likelihood fit, but it is the fastest route to accurate
+        predictions.
     ``implicit``
         Implicit SGD (proximal step, section 3.2): n = m = 1 solves the monotone g(u) of
         eq. (16) inside the App. F.1 bracket with a Lambert-W of e^t that never overflows;
@@ -231,14 +231,16 @@ class ExtremeSoftmaxSGD(SparsekitClassifier):
     shrink of the touched rows with the unbiased weights beta_j of eq. (6), kept sparse by
     lazy scaling ``w_j = gamma_j r_j``.
 
+    Read more in the :ref:`User Guide <extreme_softmax>`, which also gives the
+    measurements behind the defaults.
+
     Parameters
     ----------
     method : {"sampled_softmax", "implicit", "umax", "ove", "sgd", "nce"}, \
             default="sampled_softmax"
         The training loss and its steps (above). The default, sampled softmax with
-        ``n_sampled=5`` sampled classes and the ``"auto"`` rate, reached the highest test
-        accuracy per second of fit among the methods on the text and extreme-classification
-        sets we measured, and fastText's accuracy or better in less time; it is biased (its
+        ``n_sampled=5`` sampled classes and the ``"auto"`` rate, gives accurate predictions
+        in the least time; it is biased (its
         fixed point is not the softmax model's maximum-likelihood fit). For probabilities
         that estimate the softmax model's, use ``"implicit"``: unbiased, exact steps, stable
         at any rate.
@@ -254,8 +256,8 @@ class ExtremeSoftmaxSGD(SparsekitClassifier):
         (median squared norm below 0.05) learn their weights that many times more slowly
         than the intercept, and the fit warns (``UserWarning``): rescale X.
         The proximal step of Implicit SGD is stable at any rate (one example per step; a
-        batch's sum of steps is not, at rates far above ``"auto"``) and gained accuracy
-        from rates above 1 on text and extreme-classification sets; the explicit steps on the
+        batch's sum of steps is not, at rates far above ``"auto"``) and gains accuracy
+        from large rates; the explicit steps on the
         double sum and the One-vs-Each bound diverge beyond a few tenths of
         ``eta_0 ||x||^2``.
     lr_decay : float in (0, 1], default=0.9
@@ -267,15 +269,11 @@ class ExtremeSoftmaxSGD(SparsekitClassifier):
         ``ceil(n_epochs / 4)`` epochs (the last 5 of 20) instead of the last ones (iterate
         averaging, Polyak & Juditsky 1992, over epochs): the steps' noise averages out.
         ``"auto"`` averages with at most 100 classes and dense weights (no
-        ``n_weights``). With few classes every class's weights take many steps an epoch
-        and their last values scatter around the optimum: on the 11 sets of 2 to 100
-        classes we measured (dense and sparse, synthetic, images, census, text), the
-        default method's test accuracy rose by 0 to 0.022 (mean 0.009; closer to
-        LogisticRegression's) and its test log loss fell or stayed. With hundreds of
-        classes or more a class's weights take few steps an epoch and still improve at
-        the last ones: averaging moved the accuracy of the text and extreme-classification
-        sets we measured by -0.008 to +0.014 and, the weights being large, cost up to
-        3.9 times the fit's time, so ``"auto"`` leaves them. It holds a second copy of the
+        ``n_weights``): with few classes every class's weights take many steps an epoch
+        and their last values scatter around the optimum, where their mean is closer to
+        it; with hundreds of classes or more a class's weights take few steps an epoch and
+        still improve at the last ones, and the mean of large weights costs time, so
+        ``"auto"`` leaves them. It holds a second copy of the
         weights during ``fit``. An early stop (``tol``, a callback) before the averaged
         epochs leaves the last weights. In :meth:`partial_fit`, ``True`` makes the model
         the mean of the weights after each call since the first (as
@@ -293,22 +291,17 @@ class ExtremeSoftmaxSGD(SparsekitClassifier):
         twice its standard error over those rows (a model at the optimum is not shrunk by
         a sample's noise). The scores keep their order, so ``predict`` and
         ``predict_topk`` are unchanged; ``predict_proba`` flattens. The sampled methods'
-        fixed point is not the softmax model's, and their scores can spread too far: on
-        make_classification with 100 classes the default method's test log loss was 5.76,
-        worse than the uniform distribution's 4.61, and 3.55 after the shrink (s = 0.36;
-        LogisticRegression's 3.49); on Delicious (336 classes) the development NLL went
-        from 6.91, worse than uniform, to 4.05. On the other sets we measured (2 to 9,434
-        classes) it shrank where the log loss fell and left the others. A factor above 1
-        (sharper probabilities) is not taken: where the weights nearly separate the rows it
-        lowers the training NLL by undoing the early stop, and on the 12 fits where it
-        would have been found it raised the test log loss on 9 (by up to 0.13: digits,
-        scene, Debian) and lowered it by at most 0.02 on 3. ``"auto"`` shrinks with at
+        fixed point is not the softmax model's, and their scores can spread too far, to a
+        test log loss worse than the uniform distribution's; the shrink brings them back.
+        A factor above 1 (sharper probabilities) is not taken: where the weights nearly
+        separate the rows it would lower the training NLL by undoing the early stop, and
+        raise the test log loss. ``"auto"`` shrinks with at
         most 10,000 classes (the search's 2^19 scores are few rows beyond). ``shrink_``
         holds the factor. :meth:`partial_fit` does not shrink.
     n_sampled : int, default=5
-        Sampled wrong classes m per example (capped at K - 1). Five cost about 2.5 times
-        the work of one per example and gave 0.03-0.1 higher accuracy on the sets we
-        measured (the paper's experiments use one).
+        Sampled wrong classes m per example (capped at K - 1): more cost more work per
+        step (five about 2.5 times that of one) and make the steps less noisy, the model
+        more accurate (the paper's experiments use one).
     batch_size : int, default=1
         Examples per step. The explicit methods average their gradients over the batch;
         Implicit SGD takes each example's proximal step at rate ``eta / batch_size`` from

@@ -405,6 +405,8 @@ class L1LogisticOBA(LinearClassifierMixin, SparseCoefMixin, SparsekitClassifier)
     ``distributed.Client`` that hold its partitions, and only parameter-sized vectors
     travel (the user guide's "Scaling out with Dask").
 
+    Read more in the :ref:`User Guide <l1_logistic>`.
+
     Parameters
     ----------
     C : float, default=1.0
@@ -448,7 +450,7 @@ class L1LogisticOBA(LinearClassifierMixin, SparseCoefMixin, SparsekitClassifier)
         the machine's memory (hashed features with many classes) is refused before the fit
         starts. The scores of sparse rows read only the nonzero weights either way; a dense
         ``coef_`` is scanned for them at each call, which a sparse one skips (batches of
-        100 to 1,000 rows of a wide corpus score 2-6 times faster; ``sparsify()`` after the
+        100 to 1,000 rows of a wide corpus score several times faster; ``sparsify()`` after the
         fit does the same).
     multiclass : {"ovr", "multinomial"}, default="ovr"
         With more than two classes: one binary problem per class against the rest (as
@@ -960,6 +962,8 @@ def l1_logistic_path(X, y, Cs=10, *, pos_class=None, fit_intercept=True, tol=1e-
 
     The problems are solved from the smallest C to the largest, each started at the
     previous solution (the path goes from sparse to dense solutions).
+
+    Read more in the :ref:`User Guide <l1_logistic>`.
 
     Parameters
     ----------

@@ -42,6 +42,8 @@ class L1LogisticOBACV(CVRoutingMixin, L1LogisticOBA):
     ``LogisticRegressionCV`` for the ℓ1 and elastic-net penalties; a warm-started path costs
     a few cold fits, where a grid search refits every C from zero.
 
+    Read more in the :ref:`User Guide <l1_logistic>`.
+
     Parameters
     ----------
     Cs : int or array-like, default=10

@@ -162,6 +162,8 @@ class SparsemaxClassifier(SparsekitClassifier):
     ``penalize_intercept=True`` (the report's eq. 11 penalizes it). With unit weights the
     data term is the plain mean of eq. 11.
 
+    Read more in the :ref:`User Guide <sparsemax_classifier>`.
+
     Parameters
     ----------
     alpha : float or "scale", default="scale"

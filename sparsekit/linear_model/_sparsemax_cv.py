@@ -44,6 +44,8 @@ class SparsemaxClassifierCV(CVRoutingMixin, SparsemaxClassifier):
     folds' solutions. A warm-started path costs fewer solver iterations than the cold fits
     of a grid search over the same alphas, and finds the same models.
 
+    Read more in the :ref:`User Guide <sparsemax_classifier>`.
+
     Parameters
     ----------
     alphas : int or array-like of float, default=10

@@ -36,6 +36,8 @@ def minimize_newton_cg(fun, x0, hessp_at, *, tol=1e-6, max_iter=1000, callback=N
     (Li, Fukushima, Qi & Yamashita 2004); ``c`` shrinks tenfold after a full step, grows
     tenfold after a step below 1/4 and a hundredfold after a failed line search.
 
+    Read more in the :ref:`User Guide <newton_cg>`.
+
     Parameters
     ----------
     fun : callable

@@ -207,6 +207,8 @@ def _theta(g, kind, mem, scale=1.0):
 def minimize_nqn(fun, x0, args=(), jac=None, bounds=None, callback=None, options=None):
     """Minimize a (possibly nonsmooth) function subject to bounds with NQN.
 
+    Read more in the :ref:`User Guide <nqn>`.
+
     Parameters
     ----------
     fun : callable

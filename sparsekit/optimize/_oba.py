@@ -236,6 +236,8 @@ def minimize_oba(f_grad, hessp, x0, mu, *, penalty_weights=None, lipschitz=None,
                  callback=None, verbose=0):
     """Minimize ``f(x) + μ Σᵢ wᵢ |xᵢ|`` by OBA (Keskar 2017, Algorithms 1 and 2).
 
+    Read more in the :ref:`User Guide <oba>`.
+
     Parameters
     ----------
     f_grad : callable
