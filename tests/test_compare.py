@@ -113,6 +113,29 @@ def test_a_binary_file_gets_the_l1_table_and_the_probability_table(tmp_path, cap
     assert "ExtremeSoftmaxSGD" not in out       # a softmax for many classes, not two
 
 
+def test_markdown_prints_each_table_under_its_title_as_github_markdown(tmp_path, capsys):
+    path = write_svm(tmp_path / "tiny.svm")
+    compare.main([str(path), "--repeat", "1", "--markdown"])
+    blocks = capsys.readouterr().out.strip().split("\n\n")
+    titles, tables = blocks[0::2], blocks[1::2]
+    assert titles[0].startswith("**l1-logistic (LIBLINEAR -s 6 objective), tiny.svm (60, 8)")
+    assert titles[1].startswith("**class probabilities, tiny.svm (60, 8), 2 classes")
+    assert len(titles) == len(tables) == 2 and all(t.endswith("**") for t in titles)
+    for table in tables:
+        header, rule, *rows = table.splitlines()
+        n = header.count(" | ") + 1
+        assert rule == "|" + "|".join(["---"] * n) + "|" and rows
+        assert all(r.startswith("| ") and r.count(" | ") + 1 == n for r in rows)
+    assert "| sparsekit L1LogisticOBA | " in tables[0]
+
+
+def test_json_and_markdown_are_one_or_the_other(capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        compare.main(["--json", "--markdown"])
+    assert exit_info.value.code == 2
+    assert "not allowed with argument" in capsys.readouterr().err
+
+
 def test_a_multiclass_compressed_file_gets_the_l1_and_probability_tables(tmp_path, capsys):
     import gzip
 

@@ -3,7 +3,7 @@ held-out split, the budget caps, LIBLINEAR's per-label models and the label-set 
 import numpy as np
 import pytest
 
-from sparsekit.benchmarks import _class_tables, _run
+from sparsekit.benchmarks import _class_tables, _format
 from sparsekit.benchmarks._data import Dataset, load_dataset
 
 
@@ -17,7 +17,7 @@ def test_multiclass_table_lists_every_model_against_logistic_regression():
     for name, seconds, accuracy, support, ratio in rows[:2]:
         assert seconds.endswith(")") and ratio.endswith("x")
         assert float(accuracy) > 0.9 and 1.0 <= float(support) <= 10.0
-    assert title in _run.format_table(title, header, rows)
+    assert title in _format.format_table(title, header, rows)
     assert title.endswith("no fit capped in time")   # no budget; and no fastText row to name
     assert set(measurements) == {r[0] for r in rows}           # every model was measured
     assert all(len(m["seconds"]) == 1 and 0.9 < m["test_accuracy"] <= 1.0

@@ -17,6 +17,7 @@ from threadpoolctl import threadpool_limits
 from sparsekit.benchmarks._class_tables import compare_multiclass, compare_multilabel
 from sparsekit.benchmarks._csv import is_workbook, reads_as_table
 from sparsekit.benchmarks._data import load_dataset, mulan_labels_name
+from sparsekit.benchmarks._format import format_table, markdown_table
 from sparsekit.benchmarks._download import is_url, local_copy, path_segments
 from sparsekit.benchmarks._l1_tables import (compare_l1_logistic, compare_l1_multinomial,
                                              compare_l1_ovr, l1_traces)
@@ -88,18 +89,6 @@ def _save(fig, ax, stem, suffix):
     fig.savefig(path, dpi=120)
     plt.close(fig)
     return path
-
-
-def format_table(title, header, rows):
-    """Plain-text table with aligned columns."""
-    cells = [header] + [[str(c) for c in row] for row in rows]
-    widths = [max(len(r[i]) for r in cells) for i in range(len(header))]
-    line = "  ".join("-" * w for w in widths)
-    out = [title, line]
-    out += ["  ".join(c.ljust(w) for c, w in zip(r, widths)) for r in cells[:1]]
-    out += [line]
-    out += ["  ".join(c.ljust(w) for c, w in zip(r, widths)) for r in cells[1:]]
-    return "\n".join(out + [line])
 
 
 @contextlib.contextmanager
@@ -207,6 +196,9 @@ def run(args, error):
                                "rows": [dict(zip(table.header, map(str, r)))
                                         for r in table.rows],
                                "measurements": table.measurements})
+            elif args.markdown:
+                print(f"**{table.title}**\n\n{markdown_table(table.header, table.rows)}",
+                      end="\n\n", flush=True)
             else:
                 print(format_table(table.title, table.header, table.rows), end="\n\n",
                       flush=True)

@@ -94,13 +94,15 @@ are wall-clock medians with their min-max range, every solver on one thread. A p
 not installed or fails is listed with its reason, and the other rows are still measured.
 ``--plot DIR`` also runs each l1 solver along a ladder of tolerances and writes
 ``<data>-l1.png`` (relative suboptimality against time) and ``<data>-proba.png`` (test
-accuracy against time); ``--json`` prints the tables with their raw measurements.
+accuracy against time); ``--json`` prints the tables with their raw measurements,
+``--markdown`` as GitHub markdown.
 
 Usage::
 
     sparsekit-compare                       # a9a and digits
     sparsekit-compare my_data.svm.xz --C 0.5 --repeat 5
     sparsekit-compare w8a --json            # machine-readable tables
+    sparsekit-compare w8a --markdown        # tables for a report or an issue
     sparsekit-compare a9a --test a9a.t      # the published split: train, then test
     sparsekit-compare adult.csv --label income
     sparsekit-compare iris.arff             # Weka's ARFF, the class attribute last
@@ -197,7 +199,12 @@ def _main(argv):
                         help="seconds: a slower warm-up fit is timed alone, --repeat "
                              "fits that would take longer are cut to as many as fit in it, "
                              "and the iterative fits are capped at about 3 times this")
-    parser.add_argument("--json", action="store_true", help="print JSON, not tables")
+    output = parser.add_mutually_exclusive_group()
+    output.add_argument("--json", action="store_true",
+                        help="print JSON (the tables and their raw measurements), not tables")
+    output.add_argument("--markdown", action="store_true",
+                        help="print the tables as GitHub markdown, each under its title in "
+                             "bold, for a report or an issue")
     parser.add_argument("--zero-based", action="store_true",
                         help="the files number their columns from 0 (scikit-learn's "
                              "dump_svmlight_file), not from 1 as LIBSVM does")
