@@ -53,9 +53,11 @@ def measure(name, fit, repeat, describe, budget=np.inf, announce=None, metrics=2
 
 def fits_phrase(repeat, budget=np.inf):
     """How a table's times were taken, for its title: the median (min-max) of ``repeat``
-    fits, fewer where they would take more than ``budget`` seconds (:func:`_median_fit`)."""
-    fewer = (f" (fewer where {repeat} would take over {budget:g} s)"
-             if np.isfinite(budget) and repeat > 1 else "")
+    fits, fewer where they would take more than ``budget`` seconds (:func:`_median_fit`);
+    "one fit each" for ``repeat`` 1."""
+    if repeat == 1:
+        return "one fit each"
+    fewer = f" (fewer where {repeat} would take over {budget:g} s)" if np.isfinite(budget) else ""
     return f"median (min-max) of {repeat} fits{fewer}"
 
 
