@@ -656,6 +656,8 @@ def test_a_multilabel_test_file_scores_the_label_set_table(tmp_path, capsys):
     (["tr.svm", "--test", "missing.svm"], "cannot read 'missing.svm' as a LIBSVM file"),
     (["tr.csv", "--test", "."], "'.' is a directory; give the path of a test file"),
     (["empty.svm"], "'empty.svm': the file holds no rows"),
+    (["const.csv"], "'const.csv': every feature is constant (the matrix the models get holds "
+                    "no nonzero entry): there is nothing for them to learn"),
     (["one.csv", "--test", "tr.csv"], "'one.csv': the training file holds a single class (no); "
                                       "classifiers need two or more"),
 ])
@@ -669,4 +671,5 @@ def test_a_test_file_that_cannot_serve_is_a_clear_error(tmp_path, capsys, monkey
     (tmp_path / "tr.csv").write_text("x,label\n" + "".join(f"{i},{i % 2}\n" for i in range(20)))
     (tmp_path / "other.csv").write_text("x,y,label\n1,2,0\n3,4,1\n")
     (tmp_path / "one.csv").write_text("x,label\n1,no\n2,no\n3,no\n")
+    (tmp_path / "const.csv").write_text("x,label\n" + "".join(f"7,{i % 2}\n" for i in range(20)))
     assert shown in _usage_error(argv, capsys)

@@ -57,6 +57,21 @@ def test_the_l1_ladder_reaches_the_tables_objective_from_above():
     assert len(traces["scikit-learn saga"]) == _l1_tables.L1_LADDER.index(1e-6) + 1
 
 
+def test_liblinear_weighs_a_dense_xs_trailing_columns_of_zeros():
+    """LIBLINEAR counts a dense X's columns up to the last nonzero entry: a constant last
+    column of a CSV, standardized to zeros, left its weights one short of X's columns (the
+    row was a matmul error); it now gets its row, at the others' objective."""
+    liblinearutil = pytest.importorskip("liblinear.liblinearutil")
+    X, y = tiny_binary()
+    data = Dataset("zeros last", np.hstack([X, np.zeros((X.shape[0], 2))]), y)
+    table = _l1_tables.compare_l1_logistic(1, data=data)
+    liblinear = table.measurements["LIBLINEAR -s 6"]
+    assert liblinear["objective"] == pytest.approx(
+        table.measurements["sparsekit L1LogisticOBA"]["objective"], rel=1e-9)
+    w = _l1_tables.liblinear_binary(liblinearutil, data.X, y)(y, "-s 6 -c 1 -B -1 -e 1e-8 -q")
+    assert w.shape == (X.shape[1] + 2,) and not w[-2:].any()
+
+
 def test_saga_epochs_are_capped_by_the_budget():
     X, y = tiny_binary(n=2000)
     assert _l1_tables._saga_max_iter(X, y, 1.0, np.inf) == 20000

@@ -320,6 +320,9 @@ def _checked(data, spec, test=None):
         raise ValueError(f"{spec!r}: the file holds no rows")
     if test is not None and data.test.X.shape[0] == 0:
         raise ValueError(f"{test!r}: the test file holds no rows")
+    if not (data.X.count_nonzero() if sp.issparse(data.X) else np.any(data.X)):
+        raise ValueError(f"{spec!r}: every feature is constant (the matrix the models get "
+                         "holds no nonzero entry): there is nothing for them to learn")
     if data.multilabel:
         counts = np.diff(sp.csc_matrix(data.y).indptr)
         if (data.X.shape[0] < 4 or counts.size < 2

@@ -51,6 +51,9 @@ def liblinear_binary(liblinearutil, X, labels):
     for label +1. The problem, LIBLINEAR's copy of ``X``, is built here once, untimed, and
     relabelled by each call."""
     problem = liblinearutil.problem(np.asarray(labels, dtype=float), X)
+    # of a dense X LIBLINEAR counts the columns up to the last nonzero entry: trailing
+    # columns of zeros (a constant column, standardized) would shorten its weights
+    problem.n = max(problem.n, X.shape[1])
     problem_labels = np.ctypeslib.as_array(problem.y, (problem.l,))
 
     def train(labels, options):
