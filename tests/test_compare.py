@@ -51,6 +51,17 @@ def test_help_version_and_usage_errors_answer_before_the_tables_imports(argv):
     assert done.stdout.splitlines()[-1] == "[]"
 
 
+def test_help_ends_with_the_usage_examples(capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        compare.main(["--help"])
+    assert exit_info.value.code == 0
+    out = capsys.readouterr().out
+    examples = out[out.index("\nexamples:\n"):].splitlines()[2:]
+    assert examples and all(line.lstrip().startswith("sparsekit-compare") for line in examples)
+    assert "    sparsekit-compare a9a --test a9a.t      # the published split: train, then " \
+        "test" in examples
+
+
 def test_version_lists_sparsekit_the_peers_and_the_libraries(capsys, monkeypatch):
     from importlib.metadata import PackageNotFoundError, version
 

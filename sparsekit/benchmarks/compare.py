@@ -180,8 +180,10 @@ def _print_warning(message, *_):     # warnings.showwarning's other arguments: u
 
 
 def _main(argv):
-    parser = argparse.ArgumentParser(prog="sparsekit-compare",
-                                     description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(
+        prog="sparsekit-compare", description=__doc__.split("\n\n")[0],
+        epilog="examples:\n" + __doc__.split("Usage::\n\n")[1].rstrip(),
+        formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("data", nargs="*",
                         help="LIBSVM files (class labels or comma-separated label sets), "
                              "Extreme Classification Repository files, CSV, TSV, ARFF, "
