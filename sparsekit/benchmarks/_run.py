@@ -1,6 +1,6 @@
 """What ``sparsekit-compare`` does once its arguments are parsed: the data files read (those
-named by URL downloaded once), the tables measured and printed as text or JSON, and the
-figures of ``--plot``. Its imports (scikit-learn, the peers' tables, the readers) are what
+named by URL downloaded once), the tables measured and printed as text, markdown or JSON,
+and the figures of ``--plot``. Its imports (scikit-learn, the peers' tables, the readers) are what
 the command's start waits for, so :mod:`sparsekit.benchmarks.compare` imports this module
 only after its arguments are parsed: ``--help``, ``--version`` and a mistyped option
 answer at once."""
@@ -36,7 +36,6 @@ def tables(data, repeat, C=1.0, budget=float("inf"), announce=None):
         out.append(compare_l1_multinomial(repeat, C, data, budget, announce))
     out.append(compare_multiclass(repeat, data, budget, announce))
     return out
-
 
 
 def _file_stem(name):
@@ -129,7 +128,6 @@ def _say(text):
     print(f"sparsekit-compare: {text}", file=sys.stderr, flush=True)
 
 
-
 def run(args, error):
     """Measure and print (or plot) the tables of the parsed ``args`` of
     ``sparsekit-compare``; ``error(message)`` ends the command with its usage line
@@ -154,22 +152,22 @@ def run(args, error):
     if (args.label is not None or args.drop) and not any(map(reads_as_table, args.data)):
         option = "--label" if args.label is not None else "--drop"
         error(f"{option} applies to CSV, TSV, ARFF, Parquet, JSON and spreadsheet "
-                     "files (.csv, .tsv, .arff, .parquet, .json, .jsonl, .xlsx, ..., or "
-                     "delimited lines under another name, as UCI's .data files); LIBSVM "
-                     "files carry their labels first on each line")
+              "files (.csv, .tsv, .arff, .parquet, .json, .jsonl, .xlsx, ..., or "
+              "delimited lines under another name, as UCI's .data files); LIBSVM "
+              "files carry their labels first on each line")
     if args.sheet is not None and not any(map(is_workbook, args.data + (args.test or []))):
         error("--sheet applies to spreadsheet workbooks (.xlsx, .xlsm, .xlsb, .xls, "
-                     ".ods)")
+              ".ods)")
     if args.test_sheet is not None and not any(map(is_workbook, args.test or [])):
         error("--test-sheet applies to --test spreadsheet workbooks (.xlsx, .xlsm, "
-                     ".xlsb, .xls, .ods)")
+              ".xlsb, .xls, .ods)")
     tests = [None] * len(args.data)
     if args.test is not None:
         if len(args.test) != len(args.data) or not named:
             error(f"--test takes one test file per data file, in the same order, "
-                         f"after them (sparsekit-compare a9a --test a9a.t); got "
-                         f"{len(args.test)} test file(s) for the data "
-                         f"{' '.join(args.data)}")
+                  f"after them (sparsekit-compare a9a --test a9a.t); got "
+                  f"{len(args.test)} test file(s) for the data "
+                  f"{' '.join(args.data)}")
         tests = args.test
     datasets = []
     for spec, test in zip(args.data, tests):
