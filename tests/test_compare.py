@@ -210,18 +210,6 @@ def test_a_files_empty_columns_are_left_out_for_every_model(tmp_path, capsys):
 
 
 @pytest.mark.filterwarnings("ignore::RuntimeWarning")     # saga's step on an empty X
-def test_a_file_without_entries_keeps_its_column(tmp_path, capsys):
-    """With no stored entry at all there is no used column to keep: the models still get
-    one (an intercept-only fit), not an X of zero columns that every one of them refuses."""
-    path = tmp_path / "empty.svm"
-    path.write_text("1\n-1\n" * 4)
-    compare.main([str(path), "--repeat", "1", "--json"])
-    l1, proba = json.loads(capsys.readouterr().out)
-    assert "empty.svm (8, 1), C=1" in l1["title"]
-    assert "objective" in l1["measurements"]["sparsekit L1LogisticOBA"]
-    assert "test_accuracy" in proba["measurements"]["sparsekit SparsemaxClassifier"]
-
-
 @pytest.mark.parametrize("content, match", [
     (None, "cannot read .*missing.svm.*not found"),
     (b"\xfd7zXZ\x00 truncated", "cannot read .*corrupt or truncated"),
@@ -669,6 +657,7 @@ def test_a_multilabel_test_file_scores_the_label_set_table(tmp_path, capsys):
     (["empty.svm"], "'empty.svm': the file holds no rows"),
     (["const.csv"], "'const.csv': every feature is constant (the matrix the models get holds "
                     "no nonzero entry): there is nothing for them to learn"),
+    (["labels.svm"], "'labels.svm': every feature is constant"),    # labels, no entries
     (["one.csv", "--test", "tr.csv"], "'one.csv': the training file holds a single class (no); "
                                       "classifiers need two or more"),
 ])
@@ -682,5 +671,6 @@ def test_a_test_file_that_cannot_serve_is_a_clear_error(tmp_path, capsys, monkey
     (tmp_path / "tr.csv").write_text("x,label\n" + "".join(f"{i},{i % 2}\n" for i in range(20)))
     (tmp_path / "other.csv").write_text("x,y,label\n1,2,0\n3,4,1\n")
     (tmp_path / "one.csv").write_text("x,label\n1,no\n2,no\n3,no\n")
+    (tmp_path / "labels.svm").write_text("1\n-1\n" * 4)
     (tmp_path / "const.csv").write_text("x,label\n" + "".join(f"7,{i % 2}\n" for i in range(20)))
     assert shown in _usage_error(argv, capsys)
