@@ -37,8 +37,6 @@ RESULTS = Path(os.environ.get("SPARSEKIT_BENCH_CACHE",
                               Path.home() / ".cache" / "sparsekit" / "benchmarks"))
 os.environ.setdefault("SPARSEKIT_DATA", str(DATA_HOME))   # the loaders' default folder
 
-from sparsekit.benchmarks._format import markdown_table  # noqa: E402,F401  (no NumPy)
-
 
 def median_time(fn, repeat=3, warmup=0):
     """Median wall time of ``fn()`` over ``repeat`` runs, and the last result."""
@@ -177,6 +175,15 @@ def compare_in_tree(tree, *args):
     if done.returncode != 0:
         raise SystemExit(f"sparsekit-compare failed in {tree}:\n{done.stderr[-2000:]}")
     return seconds, done.stdout
+
+
+def markdown_table(header, rows):
+    """``rows`` (lists of cells) under ``header`` as a GitHub markdown table: the text of
+    ``sparsekit-compare --markdown``, imported when called (the scripts put the source tree
+    on the path after importing this module, so that an in-place build serves)."""
+    from sparsekit.benchmarks._format import markdown_table as table
+
+    return table(header, rows)
 
 
 #: the peers of ``sparsekit-compare``'s tables, for a section's versions line
