@@ -1,6 +1,6 @@
 """The text of ``sparsekit-compare``'s tables: aligned columns for a terminal, or GitHub
-markdown for a report (``--markdown``). Standard library only: the benchmark scripts import
-it before NumPy."""
+markdown for a report (``--markdown``), which the benchmark scripts write to
+doc/benchmarks.md too."""
 
 
 def format_table(title, header, rows):
