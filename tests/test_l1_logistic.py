@@ -1016,3 +1016,32 @@ def test_a_dense_coef_larger_than_half_the_memory_is_refused_before_the_fit(
     assert sp.issparse(clf.set_params(sparse_coef=True).fit(X, y).coef_)
     monkeypatch.setattr(validation, "physical_memory", lambda: 2 * size)
     assert clf.set_params(sparse_coef=False).fit(X, y).coef_.shape == (3, 5000)
+
+
+@pytest.mark.parametrize("n_classes, kw", [(2, {}), (3, {}), (3, {"multiclass": "multinomial"}),
+                                          (2, {"sparse_coef": True})])
+def test_select_from_model_keeps_exactly_the_features_of_nonzero_weight(n_classes, kw):
+    """scikit-learn's SelectFromModel reads ``penalty``: with "l1" its default threshold is
+    1e-5, so it keeps the nonzero columns, where "mean" (its default for other models)
+    would drop some of them."""
+    from sklearn.base import clone
+    from sklearn.feature_selection import SelectFromModel
+    rng = np.random.default_rng(3)
+    X = rng.standard_normal((300, 30))
+    scores = X[:, :8] @ (2.0 ** -np.arange(8)) + 0.3 * rng.standard_normal(300)
+    y = np.digitize(scores, np.quantile(scores, np.linspace(0, 1, n_classes + 1)[1:-1]))
+    selector = SelectFromModel(L1LogisticOBA(C=0.1, **kw)).fit(X, y)
+    coef = selector.estimator_.coef_
+    coef = coef.toarray() if sp.issparse(coef) else coef
+    nonzero = (coef != 0).any(axis=0)
+    assert 0 < nonzero.sum() < X.shape[1]
+    assert selector.threshold_ == 1e-5
+    np.testing.assert_array_equal(selector.get_support(), nonzero)
+    mean_rule = SelectFromModel(L1LogisticOBA(C=0.1, **kw), threshold="mean").fit(X, y)
+    assert mean_rule.get_support().sum() < nonzero.sum()   # what it did before
+    # a read-only name, not a parameter; the elastic net gets the "mean" rule, as in
+    # scikit-learn's LogisticRegression
+    assert "penalty" not in L1LogisticOBA().get_params()
+    assert clone(L1LogisticOBA(l1_ratio=0.5)).penalty == "elasticnet"
+    with pytest.raises(AttributeError):
+        L1LogisticOBA().penalty = "l2"

@@ -432,3 +432,16 @@ def test_empty_columns_cost_nothing_and_get_zero_weights(multiclass, sparse_coef
     np.testing.assert_allclose(coef[:, places], ref.coef_.toarray() if sparse_coef
                                else ref.coef_, rtol=1e-12, atol=1e-15)
     assert not np.any(np.delete(coef, places, axis=1)) and mean.C_ == ref.C_
+
+
+def test_penalty_follows_the_chosen_l1_ratio_for_select_from_model():
+    from sklearn.feature_selection import SelectFromModel
+    X, y = _data(3, seed=4)
+    assert L1LogisticOBACV().penalty == "l1"
+    assert L1LogisticOBACV(l1_ratios=(0.5, 1.0)).penalty == "elasticnet"
+    selector = SelectFromModel(L1LogisticOBACV(Cs=4, cv=3)).fit(X, y)
+    assert selector.estimator_.l1_ratio_ == 1 and selector.threshold_ == 1e-5
+    np.testing.assert_array_equal(selector.get_support(),
+                                  (selector.estimator_.coef_ != 0).any(axis=0))
+    model = L1LogisticOBACV(Cs=3, cv=3, l1_ratios=(0.5,), tol=1e-6).fit(X, y)
+    assert model.penalty == "elasticnet"

@@ -517,6 +517,12 @@ class L1LogisticOBA(LinearClassifierMixin, SparseCoefMixin, SparsekitClassifier)
     >>> int((model[-1].coef_ != 0).sum())
     8
 
+    scikit-learn's ``SelectFromModel`` keeps the features of nonzero weight (see ``penalty``):
+
+    >>> from sklearn.feature_selection import SelectFromModel
+    >>> int(SelectFromModel(model[-1], prefit=True).get_support().sum())
+    8
+
     One multinomial model over the ten digits, with an elastic-net penalty:
 
     >>> from sklearn.datasets import load_digits
@@ -556,6 +562,17 @@ class L1LogisticOBA(LinearClassifierMixin, SparseCoefMixin, SparsekitClassifier)
         self.multiclass = multiclass
         self.l1_ratio = l1_ratio
         self.device = device
+
+    @property
+    def penalty(self):
+        """The penalty's name: ``"l1"``, or ``"elasticnet"`` when ``l1_ratio`` < 1.
+
+        Read-only, from ``l1_ratio``. scikit-learn's
+        :class:`~sklearn.feature_selection.SelectFromModel` reads it, as it reads
+        ``LinearSVC(penalty="l1")``'s: with ``"l1"`` its default threshold keeps the features
+        of nonzero weight (above 1e-5) rather than those of above-mean weight.
+        """
+        return "l1" if self.l1_ratio == 1 else "elasticnet"
 
     @unchanged_on_error
     @with_callbacks

@@ -188,6 +188,17 @@ class L1LogisticOBACV(CVRoutingMixin, L1LogisticOBA):
         self.multiclass = multiclass
         self.device = device
 
+    @property
+    def penalty(self):
+        """The penalty's name: ``"l1"``, or ``"elasticnet"`` when the chosen ``l1_ratio_`` < 1.
+
+        Read-only; before the fit, ``"l1"`` when every one of ``l1_ratios`` is 1. scikit-learn's
+        :class:`~sklearn.feature_selection.SelectFromModel` reads it: with ``"l1"`` its
+        default threshold keeps the features of nonzero weight.
+        """
+        ratios = getattr(self, "l1_ratio_", self.l1_ratios)
+        return "l1" if np.all(np.asarray(ratios) == 1) else "elasticnet"
+
     @unchanged_on_error
     @with_callbacks
     def fit(self, X, y, sample_weight=None, **params):
