@@ -316,6 +316,29 @@ def test_a_zero_weight_row_is_a_row_left_out(method, b):
     assert np.all(np.isfinite(a.coef_))
 
 
+@pytest.mark.parametrize("method", ["sampled_softmax", "implicit", "umax", "ove", "nce"])
+@pytest.mark.parametrize("shared", [False, True])
+def test_a_batch_larger_than_the_rows_is_one_batch_of_all_of_them(method, shared):
+    """batch_size beyond the rows of a pass (a fit's, or a partial_fit chunk's) gives the
+    steps of batch_size = the rows: batch_size=10**9 once asked the kernel for buffers
+    of 10**9 examples (a bare MemoryError), 2**31 overflowed its int."""
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((60, 5))
+    y = np.digitize(X[:, 1], [-0.5, 0.5])
+    kw = dict(method=method, n_epochs=3, random_state=0, shared_classes=shared)
+
+    def coefs(batch_size):
+        est = ExtremeSoftmaxSGD(batch_size=batch_size, **kw)
+        stream = ExtremeSoftmaxSGD(batch_size=batch_size, **kw)
+        for start in range(0, 60, 7):
+            stream.partial_fit(X[start:start + 7], y[start:start + 7], classes=[0, 1, 2])
+        return est.fit(X, y).coef_, stream.coef_
+
+    for got, want in zip(coefs(10**9), coefs(60)):
+        np.testing.assert_array_equal(got, want)
+    np.testing.assert_array_equal(coefs(2**31)[0], coefs(60)[0])
+
+
 @pytest.mark.parametrize("method", ["implicit", "umax", "ove"])
 def test_zero_weight_rows_are_left_out_of_the_ridge_too(method):
     """With alpha > 0 the ridge's class weights beta_k (notes eq. 6: 1 / P(k is touched))

@@ -214,3 +214,13 @@ def test_extreme_softmax_sgd_gpu_refuses_what_it_does_not_run(cupy_backend):
             ExtremeSoftmaxSGD(device="cuda", **params).fit(X, y)
     with pytest.raises(TypeError, match="device='cpu'"):
         ExtremeSoftmaxSGD().fit(cp.asarray(X), y)
+
+
+def test_a_batch_larger_than_the_rows_is_one_batch_on_the_gpu_too(cupy_backend):
+    """batch_size beyond the rows: the device pass gets the rows' count, not buffers of
+    batch_size examples."""
+    X, y = _problem(np.random.default_rng(5), n=40, sparse=False)
+    params = {"n_sampled": 3, "n_epochs": 2, "random_state": 0, "device": "cuda"}
+    huge = ExtremeSoftmaxSGD(**params, batch_size=10**9).fit(X, y)
+    np.testing.assert_array_equal(huge.coef_,
+                                  ExtremeSoftmaxSGD(**params, batch_size=40).fit(X, y).coef_)

@@ -197,11 +197,14 @@ class SoftmaxPasses:
             order = order[sample_weight[order] > 0.0]
         K = len(slots) if self.n_weights is not None else R.shape[0]
         m = min(self.n_sampled, K - 1)
+        # a batch larger than the pass is the pass, one step over all its rows: the
+        # kernels' buffers are sized by the rows there are, not by batch_size
+        batch = max(1, min(self.batch_size, len(order)))
         threads = self.threads(len(order))
         t0 = time.perf_counter()
         if self.device == "cuda":
             status, cpu = _timed(self._device_pass, R, rows, y, sample_weight, u, eta,
-                                 order, m, seed)
+                                 order, m, batch, seed)
         elif threads > 1 or self.n_weights is not None:
             (status, _), cpu = openmp_call(
                 threads, _timed, softmax_epoch_parallel, METHODS[self.method], rows.data,
@@ -210,10 +213,10 @@ class SoftmaxPasses:
                 threads, n_weights=self.n_weights or 0, slots=slots)
         else:
             status, cpu = self._ridge_pass(R, rows, y, sample_weight, u, eta, order, m,
-                                           seed, undo)
+                                           batch, seed, undo)
         return status, time.perf_counter() - t0, cpu
 
-    def _ridge_pass(self, R, rows, y, sample_weight, u, eta, order, m, seed, undo):
+    def _ridge_pass(self, R, rows, y, sample_weight, u, eta, order, m, batch, seed, undo):
         """The one-thread driver: with ``alpha > 0`` the ridge's weights of the classes
         and the bounds on the weights and on u come from the rows the pass visits, and its
         lazy scales are folded into ``R`` after a pass that stayed finite."""
@@ -232,7 +235,7 @@ class SoftmaxPasses:
         (status, _), cpu = _timed(
             softmax_epoch, METHODS[self.method], rows.data, rows.indices, rows.indptr,
             rows.dense, rows.n_features, self.bias, y, sample_weight, rows.xsq, R, gamma,
-            sqn, u, beta, order, m, self.batch_size, eta, self.alpha, self.delta, bound_w,
+            sqn, u, beta, order, m, batch, eta, self.alpha, self.delta, bound_w,
             bound_u, seed, exclude_true=self.exclude_true,
             shared_classes=self.shared_classes and self.batch_size > 1, undo=undo)
         if not status and self.alpha > 0:
@@ -240,7 +243,7 @@ class SoftmaxPasses:
             R[touched] *= gamma[touched, None].astype(R.dtype)
         return status, cpu
 
-    def _device_pass(self, R, rows, y, sample_weight, u, eta, order, m, seed):
+    def _device_pass(self, R, rows, y, sample_weight, u, eta, order, m, batch, seed):
         """A pass on the GPU (:func:`sparsekit.gpu.softmax_sgd.softmax_epoch_gpu`); the
         weights and u come back to the host only if the pass stayed finite."""
         cp = require_cupy()
@@ -252,7 +255,7 @@ class SoftmaxPasses:
         u_device = cp.asarray(u)
         status = softmax_epoch_gpu(self.method, state["device_rows"], self.bias, y,
                                    sample_weight, R_device, u_device, order, m,
-                                   self.batch_size, eta, self.delta, np.inf, seed,
+                                   batch, eta, self.delta, np.inf, seed,
                                    exclude_true=self.exclude_true)
         if status:
             state["host"] = state["weights"] = None      # the device copy is garbage now
