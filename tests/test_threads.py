@@ -7,7 +7,9 @@ import numpy as np
 import pytest
 from threadpoolctl import threadpool_info, threadpool_limits
 
-from sparsekit.utils._threads import one_blas_thread, openmp_call, threads_for
+from joblib import parallel_backend
+
+from sparsekit.utils._threads import cpu_threads, one_blas_thread, openmp_call, threads_for
 
 
 def _caller(*args, **kwargs):
@@ -35,6 +37,32 @@ def test_threads_follow_joblibs_n_jobs_within_the_cpus_and_the_parts():
     assert threads_for(2, 10**6) == min(2, cpus)
     assert threads_for(64, 10**6) == cpus
     assert threads_for(-1, 1) == threads_for(-1, 0) == 1
+
+
+def test_cpu_threads_are_joblibs_n_jobs_within_the_cpus():
+    cpus = os.cpu_count()
+    assert cpu_threads(None) == cpu_threads(1) == cpu_threads(-10**6) == 1
+    assert cpu_threads(-1) == cpu_threads(10**6) == cpus
+    with parallel_backend("threading", n_jobs=2):
+        assert cpu_threads(None) == min(2, cpus)
+
+
+@pytest.mark.parametrize("layout", ["dense", "csr"])
+def test_a_multinomial_fit_and_its_scores_with_n_jobs_beyond_the_cpus(layout):
+    """n_jobs=10**6 asked OpenMP for a million threads (the fit hung); now the CPUs'
+    threads, and the model of n_jobs=1."""
+    import scipy.sparse as sp
+
+    from sparsekit import L1LogisticOBA
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((80, 6))
+    y = np.digitize(X[:, 1], [-0.5, 0.5])
+    X = sp.csr_matrix(X) if layout == "csr" else X
+    kw = dict(multiclass="multinomial", tol=1e-10)
+    many = L1LogisticOBA(n_jobs=10**6, **kw).fit(X, y)
+    np.testing.assert_allclose(many.coef_, L1LogisticOBA(**kw).fit(X, y).coef_, atol=1e-9)
+    np.testing.assert_allclose(many.decision_function(X),
+                               L1LogisticOBA(**kw).fit(X, y).decision_function(X), atol=1e-9)
 
 
 def _blas_threads():

@@ -16,7 +16,7 @@ from functools import partial
 
 import numpy as np
 import scipy.sparse as sp
-from joblib import Parallel, delayed, effective_n_jobs
+from joblib import Parallel, delayed
 from scipy.special import expit, log_expit
 from sklearn.callback import with_callbacks
 from sklearn.exceptions import ConvergenceWarning
@@ -46,7 +46,7 @@ from sparsekit.linear_model._base import (SparsekitClassifier, check_labels,
 from sparsekit.utils._centering import (center_stride, column_moments, column_shifts,
                                          far_shifts)
 from sparsekit.utils._columns import UsedColumns
-from sparsekit.utils._threads import one_blas_thread, openmp_call
+from sparsekit.utils._threads import one_blas_thread, openmp_call, cpu_threads
 from sparsekit.utils._validation import (check_dense_size, check_entry_magnitude,
                                          check_two_classes, validate_input)
 
@@ -439,8 +439,9 @@ class L1LogisticOBA(LinearClassifierMixin, SparseCoefMixin, SparsekitClassifier)
     n_jobs : int, default=None
         Number of threads: for the one-vs-rest problems (the kernels release the GIL),
         or, with ``multiclass="multinomial"``, for the matrix products of its one problem
-        (the rows of X V, the columns of Xᵀ R split among them; the fit is the same). None
-        means 1 unless in a :func:`joblib.parallel_backend` context, -1 all processors.
+        (the rows of X V, the columns of Xᵀ R split among them, at most one thread per CPU;
+        the fit is the same). None means 1 unless in a :func:`joblib.parallel_backend`
+        context, -1 all processors.
         BLAS runs one thread during the solves (its calls there are small; its own
         threads would take the cores from these), and is set back after the fit.
     verbose : int, default=0
@@ -655,7 +656,7 @@ class L1LogisticOBA(LinearClassifierMixin, SparseCoefMixin, SparsekitClassifier)
             def datafit(pos):
                 if pos is None:
                     return _multinomial_block(classes.size, self.fit_intercept, X, codes,
-                                              sample_weight, effective_n_jobs(self.n_jobs),
+                                              sample_weight, cpu_threads(self.n_jobs),
                                               offsets)
                 return _binary_block(pos, self.fit_intercept, X, codes, sample_weight, X_csr,
                                      offsets)
@@ -710,7 +711,7 @@ class L1LogisticOBA(LinearClassifierMixin, SparseCoefMixin, SparsekitClassifier)
                 backend = {"backend": "threading"} if is_dask_collection(X) else {}
                 results = Parallel(n_jobs=self.n_jobs, prefer="threads", **backend)(jobs)
             else:   # without joblib's pool (~10 ms for one task, a small fit's whole time)
-                threads = effective_n_jobs(self.n_jobs) if multinomial else 1
+                threads = cpu_threads(self.n_jobs) if multinomial else 1
                 results = [openmp_call(threads, solve, 0, problems[0])]
         if multinomial:
             coef, intercept = results[0][0], results[0][1]
@@ -852,7 +853,7 @@ class L1LogisticOBA(LinearClassifierMixin, SparseCoefMixin, SparsekitClassifier)
         dtype = np.result_type(X.dtype, self.coef_.dtype)    # float32 only if both are
         if sp.issparse(X):
             scores = linear_scores(X, self.coef_, self.intercept_,
-                                   effective_n_jobs(self.n_jobs)).astype(dtype, copy=False)
+                                   cpu_threads(self.n_jobs)).astype(dtype, copy=False)
         else:
             coef = self.coef_.astype(dtype)
             scores = safe_sparse_dot(X.astype(dtype, copy=False), coef.T, dense_output=True)

@@ -36,6 +36,13 @@ def openmp_call(n_threads, fn, *args, **kwargs):
     return outcome["result"]
 
 
+def cpu_threads(n_jobs):
+    """Threads for ``n_jobs`` in joblib's convention (None: 1 unless in a
+    :func:`joblib.parallel_backend` context; -1 every CPU), at most the CPUs: OpenMP
+    starts as many threads as it is asked for (``n_jobs=10**6`` once hung a fit)."""
+    return int(max(1, min(effective_n_jobs(n_jobs), os.cpu_count() or 1)))
+
+
 def threads_for(n_jobs, n_tasks):
     """OpenMP threads for ``n_tasks`` independent parts of a kernel's work: ``n_jobs`` in
     joblib's convention (None and 1 one thread, -1 every CPU), at most the CPUs and the
