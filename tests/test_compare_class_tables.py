@@ -166,3 +166,13 @@ def test_liblinear_label_models_are_liblinears_own_per_label_fits():
         scores[:, j] = sign * np.ravel(values)
     assert row[2:5] == pytest.approx(_slow_label_set_metrics(Y_test, scores, scores > 0),
                                      rel=1e-12)
+
+
+def test_liblinear_fits_one_model_of_two_classes_and_one_per_class_beyond():
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((80, 4))
+    for labels, name in [(X[:, 0] > 0, "LIBLINEAR -s 0 -B 1"),
+                         (np.digitize(X[:, 0], [-0.5, 0.5]), "LIBLINEAR -s 0 -B 1 (one-vs-rest)")]:
+        y = labels.astype(int)
+        row = _class_tables._liblinear_logistic(X[:60], y[:60], X[60:], y[60:], 1)
+        assert row[0] == name and 0.5 < row[2] <= 1.0

@@ -89,9 +89,11 @@ def _held_out(data, X_test):
     return f"trained on every row, tested on the {X_test.shape[0]} rows of {data.test.name}"
 
 
-def _liblinear_multiclass(X_train, y_train, X_test, y_test, repeat, budget=np.inf,
-                          announce=None):
-    name = "LIBLINEAR -s 0 -B 1 (one-vs-rest)"
+def _liblinear_logistic(X_train, y_train, X_test, y_test, repeat, budget=np.inf,
+                        announce=None):
+    """LIBLINEAR's ℓ2 logistic regression (``-s 0``): one model of two classes, one-vs-rest
+    from three on."""
+    name = "LIBLINEAR -s 0 -B 1" + (" (one-vs-rest)" if np.unique(y_train).size > 2 else "")
     try:
         from liblinear import liblinearutil
     except ImportError:
@@ -158,7 +160,7 @@ def compare_multiclass(repeat, data=None, budget=np.inf, announce=None):
 
     rows = _measure_models(_multiclass_models(X_train, y_train, budget), X_train, y_train,
                            describe, repeat, budget, announce)
-    rows.append(_liblinear_multiclass(X_train, y_train, X_test, y_test, repeat, budget,
+    rows.append(_liblinear_logistic(X_train, y_train, X_test, y_test, repeat, budget,
                                       announce))
     if data.classes.size >= FASTTEXT_MIN_CLASSES:
         rows.append(_fasttext_multiclass(X_train, y_train, X_test, y_test, repeat, budget,
