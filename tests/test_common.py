@@ -247,6 +247,22 @@ def test_a_forked_child_fits_in_parallel_after_the_parent_did(name):
             child.kill()
 
 
+@pytest.mark.parametrize("name", ESTIMATORS)
+@pytest.mark.parametrize("n", [6, 60])
+def test_labels_of_mixed_types_are_a_named_error(name, n):
+    """None among strings, or ints among strings: scikit-learn's check says "Unknown label
+    type: unknown" for a few rows and NumPy's sort "'<' not supported between instances of
+    'NoneType' and 'str'" for more; the error names the types. Numbers of several types
+    keep scikit-learn's message (continuous labels)."""
+    X = np.random.default_rng(0).standard_normal((n, 3))
+    for labels, kinds in [([None, "a", "b"], "NoneType, str"), ([1, "a", "b"], "int, str")]:
+        y = np.array(labels * (n // 3), dtype=object)
+        with pytest.raises(ValueError, match=f"y mixes labels of types {kinds}: give every"):
+            ESTIMATORS[name]().fit(X, y)
+    with pytest.raises(ValueError, match="Unknown label type"):
+        ESTIMATORS[name]().fit(X, np.array([1, 2.5, 3] * (n // 3), dtype=object))
+
+
 @pytest.mark.parametrize("y", [
     np.array(["b", "a", "ç", "b", "a"]), np.array([3, -1, 7, -1, 3]),
     np.array([1.0, -0.0, 0.0, 2.0, 1.0]), np.array([True, False, True, True, False]),

@@ -1,6 +1,7 @@
 """What the three estimators share: sparse input, label encoding, rollback, progress lines
 and scikit-learn's callbacks."""
 import functools
+import numbers
 import warnings
 
 import numpy as np
@@ -39,7 +40,17 @@ def check_labels(y, many_classes=False):
         if many_classes:
             warnings.filterwarnings("ignore", message="The number of unique classes is "
                                     "greater than 50%", category=UserWarning)
-        check_classification_targets(y)
+        try:
+            check_classification_targets(y)
+        except (TypeError, ValueError) as error:
+            # np.unique's "'<' not supported between instances of 'NoneType' and 'str'"
+            kinds = {type(label) for label in np.asarray(y, dtype=object).ravel()}
+            if len(kinds) < 2 or all(issubclass(kind, numbers.Number) for kind in kinds):
+                raise
+            names = ", ".join(sorted(kind.__name__ for kind in kinds))
+            raise ValueError(f"y mixes labels of types {names}: give every row a "
+                             f"label of one type (None or NaN is a missing label: drop "
+                             f"those rows)") from error
 
 
 class SparsekitClassifier(CallbackSupportMixin, ClassifierMixin, BaseEstimator):

@@ -13,7 +13,6 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.metrics import check_scoring, get_scorer_names
 from sklearn.utils import _safe_indexing
 from sklearn.utils._param_validation import Interval, StrOptions
-from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import _check_sample_weight
 
 from ..gpu._cupy import require_cupy
@@ -21,7 +20,7 @@ from ..gpu.datafits import is_device_matrix
 from ..utils._columns import UsedColumns
 from ..utils._labels import refuse_label_collections
 from ..utils._validation import check_entry_magnitude, check_two_classes, validate_input
-from ._base import unchanged_on_error
+from ._base import check_labels, unchanged_on_error
 from ._dask_input import DaskRows, is_dask_collection
 from ._device_input import check_device_X, device_product, fit_device, host_targets, to_device
 from ._routing import CVRoutingMixin
@@ -302,7 +301,7 @@ def _check_folds(y, folds):
     (a fold's model lacks the classes its training rows lack, as in a grid search)."""
     if np.ndim(y) == 2 and np.shape(y)[1] > 1 or sp.issparse(y):
         return None
-    check_classification_targets(y)
+    check_labels(y)
     y = np.ravel(y)
     classes = np.unique(y)
     check_two_classes(classes)
