@@ -161,7 +161,7 @@ def compare_multiclass(repeat, data=None, budget=np.inf, announce=None):
     rows = _measure_models(_multiclass_models(X_train, y_train, budget), X_train, y_train,
                            describe, repeat, budget, announce)
     rows.append(_liblinear_logistic(X_train, y_train, X_test, y_test, repeat, budget,
-                                      announce))
+                                    announce))
     if data.classes.size >= FASTTEXT_MIN_CLASSES:
         rows.append(_fasttext_multiclass(X_train, y_train, X_test, y_test, repeat, budget,
                                          announce))

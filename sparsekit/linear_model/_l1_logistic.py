@@ -46,7 +46,7 @@ from sparsekit.linear_model._base import (SparsekitClassifier, check_labels,
 from sparsekit.utils._centering import (center_stride, column_moments, column_shifts,
                                          far_shifts)
 from sparsekit.utils._columns import UsedColumns
-from sparsekit.utils._threads import one_blas_thread, openmp_call, cpu_threads
+from sparsekit.utils._threads import cpu_threads, one_blas_thread, openmp_call
 from sparsekit.utils._validation import (check_dense_size, check_entry_magnitude,
                                          check_two_classes, validate_input)
 

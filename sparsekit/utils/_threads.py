@@ -49,7 +49,7 @@ def threads_for(n_jobs, n_tasks):
     parts."""
     if n_jobs in (None, 1):
         return 1
-    return int(max(1, min(effective_n_jobs(n_jobs), os.cpu_count() or 1, n_tasks)))
+    return int(max(1, min(cpu_threads(n_jobs), n_tasks)))
 
 
 _blas = {"controller": None, "limiter": None}
