@@ -35,6 +35,13 @@ def test_repeat_must_be_positive():
         compare.main(["--repeat", "0"])
 
 
+@pytest.mark.parametrize("C", ["0", "-1", "nan", "inf"])
+def test_C_must_be_a_finite_positive_number(C, capsys):
+    with pytest.raises(SystemExit):
+        compare.main(["--C", C])
+    assert "argument --C: must be a" in capsys.readouterr().err
+
+
 @pytest.mark.parametrize("argv", [["--help"], ["--version"], ["--repeat", "0"]])
 def test_help_version_and_usage_errors_answer_before_the_tables_imports(argv):
     """What answers from the arguments alone does not wait for scikit-learn, pandas or the

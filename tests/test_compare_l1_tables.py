@@ -93,6 +93,16 @@ def test_a_solver_that_stops_above_the_best_objective_says_so_beside_its_time_ra
     assert cells["sparsekit L1LogisticOBA"] == "1.00x"
 
 
+def test_huge_objectives_are_printed_in_significant_digits():
+    """C = 1e300 made F a 300-digit number in the objective column."""
+    rows = [["sparsekit L1LogisticOBA", [1.0], 2.5e300, 1, ""],
+            ["LIBLINEAR -s 6", [1.0], 2.5e300, 1, ""],
+            ["skglm", [1.0], 10558.723370631, 1, ""]]
+    objectives = [r[2] for r in _l1_tables._objective_table("t", "F(w)", "w", rows).rows]
+    assert objectives[0].startswith("2.500000000000e+300 (rel. gap")
+    assert objectives[2].startswith("10558.72337063 (rel. gap")
+
+
 def test_skglm_compiles_on_a_few_rows_before_any_timed_fit(monkeypatch):
     """skglm's numba kernels compile on its first fit: that fit is an untimed one on 25 rows
     of each class, so that neither a timed fit nor a warm-up longer than the budget (which

@@ -142,6 +142,12 @@ def compare_l1_logistic(repeat, C=1.0, data=None, budget=np.inf, announce=None):
 UNSOLVED_GAP = 1e-6
 
 
+def _digits(value):
+    """An objective with 8 decimals, or in 13 significant digits from 1e9 on (C = 1e300 made
+    it a 300-digit number)."""
+    return f"{value:.8f}" if abs(value) < 1e9 else f"{value:.12e}"
+
+
 def _objective_table(title, objective, variable, rows):
     """The :class:`Table` of an objective comparison: the raw measurements, then the rows
     formatted with each objective's relative gap to the best and the time ratio to the
@@ -152,7 +158,7 @@ def _objective_table(title, objective, variable, rows):
                     for r in solved}
     best = min((r[2] for r in solved), default=np.nan)
     gaps = [(r[2] - best) / best for r in solved]
-    format_rows(rows, rows[0], {2: lambda f: f"{f:.8f} (rel. gap {(f - best) / best:.1e})"})
+    format_rows(rows, rows[0], {2: lambda f: f"{_digits(f)} (rel. gap {(f - best) / best:.1e})"})
     for r, gap in zip(solved, gaps):
         if gap > UNSOLVED_GAP:
             r[4] += f" (stopped {gap:.1e} above)"

@@ -157,6 +157,13 @@ def _positive_float(text):
     return value
 
 
+def _positive_finite(text):
+    value = _positive_float(text)
+    if value == float("inf"):   # C = inf: every solver's objective inf, the tables garbage
+        raise argparse.ArgumentTypeError(f"must be a finite positive number, got {text}")
+    return value
+
+
 def main(argv=None):
     """The ``sparsekit-compare`` console script: warnings print as one line each,
     ``sparsekit-compare: warning: ...``, not with the line of code that raised them; a
@@ -195,7 +202,7 @@ def _main(argv):
     parser.add_argument("--repeat", type=_positive_int, default=3,
                         help="fits per model (median), fewer where they would take more "
                              "than --budget")
-    parser.add_argument("--C", type=_positive_float, default=1.0,
+    parser.add_argument("--C", type=_positive_finite, default=1.0,
                         help="inverse l1 strength of the l1 table")
     parser.add_argument("--budget", type=_positive_float, default=10.0,
                         help="seconds: a slower warm-up fit is timed alone, --repeat "
