@@ -236,6 +236,30 @@ def test_a_class_missing_from_a_training_fold_is_scored_as_a_grid_search_scores_
     np.testing.assert_allclose(est.coef_, grid.best_estimator_.coef_, atol=1e-6)
 
 
+@pytest.mark.parametrize("case", ["binary strings, weights", "3 classes float32 sparse"])
+def test_the_default_score_is_the_estimators_accuracy_without_its_input_checks(case,
+                                                                                monkeypatch):
+    """scoring=None scores each held-out fold with the accuracy that
+    ``SparsemaxClassifier.score`` gives (the same floats as scikit-learn's "accuracy"
+    scorer), computed from the validated rows' scores instead of through ``score``."""
+    binary = case.startswith("binary")
+    X, y = _data(n_classes=2 if binary else 3, seed=5, sparse=not binary)
+    sw = np.random.default_rng(2).uniform(0.2, 3.0, y.size) if binary else None
+    if binary:
+        y = np.array(["no", "yes"])[y]
+    else:
+        X = X.astype(np.float32)
+    cv = StratifiedKFold(3, shuffle=True, random_state=1)
+    named = SparsemaxClassifierCV(alphas=4, cv=cv, scoring="accuracy").fit(X, y, sw)
+
+    def refused(self, X, y, sample_weight=None):      # score's signature: it weighs rows
+        raise AssertionError("the default scoring went through score")
+    monkeypatch.setattr(SparsemaxClassifier, "score", refused)
+    default = SparsemaxClassifierCV(alphas=4, cv=cv).fit(X, y, sw)
+    np.testing.assert_array_equal(default.scores_, named.scores_)
+    assert default.alpha_ == named.alpha_
+
+
 def test_an_X_that_stores_no_entry_is_the_zero_X():
     """A sparse X of no stored entry: the model of the dense zero X (the class frequencies)
     where the folds' fits were given a matrix of no columns and refused it."""
