@@ -346,8 +346,8 @@ def _path(est, alphas, fit, score, classes):
 def _held_out_accuracy(est, X, y, sample_weight=None):
     """``est.score(X, y, sample_weight)``, the accuracy of a model of class labels, on
     held-out rows of the X its training rows came from (validated with them): the same
-    number without ``predict``'s validation and ``accuracy_score``'s checks of the labels,
-    a tenth of the cross-validation's time on w8a."""
+    number without ``predict``'s validation and ``accuracy_score``'s checks of the labels
+    (~3 ms a score on an a9a or w8a fold, 50 scores in a default cross-validation)."""
     predicted = est.classes_[est._validated_scores(X).argmax(axis=1)]
     weights = None if sample_weight is None else np.asarray(sample_weight)
     return float(np.average(predicted == np.asarray(y), weights=weights))
