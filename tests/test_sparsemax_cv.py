@@ -1,4 +1,5 @@
 """SparsemaxClassifierCV: the grid search it replaces, its grid, label sets, bad input."""
+import os
 import warnings
 
 import numpy as np
@@ -164,6 +165,22 @@ def test_folds_in_processes_give_the_same_result():
     two = SparsemaxClassifierCV(alphas=4, cv=3, tol=TIGHT, n_jobs=2).fit(X, y)
     np.testing.assert_array_equal(one.scores_, two.scores_)
     np.testing.assert_allclose(one.coef_, two.coef_, atol=1e-8)
+
+
+def test_no_more_processes_than_folds(monkeypatch):
+    """n_jobs=64 on three folds started 64 processes (15 s on two cores for a 0.1-s fit)."""
+    from sparsekit.linear_model import _sparsemax_cv
+    asked = []
+
+    class Recording(_sparsemax_cv.Parallel):
+        def __init__(self, n_jobs=None, **kwargs):
+            asked.append(n_jobs)
+            super().__init__(n_jobs=1, **kwargs)
+    monkeypatch.setattr(_sparsemax_cv, "Parallel", Recording)
+    X, y = _data(seed=5)
+    for n_jobs, expected in [(64, 3), (-1, min(3, os.cpu_count())), (None, None), (2, 2)]:
+        SparsemaxClassifierCV(alphas=2, cv=3, n_jobs=n_jobs).fit(X, y)
+        assert asked.pop() == expected
 
 
 def test_the_folds_convergence_warnings_come_as_one():
