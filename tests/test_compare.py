@@ -121,6 +121,27 @@ def test_ctrl_c_ends_the_command_with_a_line_and_status_130(monkeypatch, capsys)
     assert capsys.readouterr().err == "\nsparsekit-compare: interrupted\n"
 
 
+def test_ctrl_c_during_liblinears_fit_ends_the_command(monkeypatch, tmp_path, capsys):
+    """Ctrl-C pressed while LIBLINEAR trains lands in the ctypes callback its Python module
+    prints through (with ``-q`` too), where Python drops the KeyboardInterrupt ("Exception
+    ignored ..."): the command ran on to its end. It now ends after that fit, with the line
+    and status 130 and without the dropped exception's report."""
+    import signal
+
+    liblinear = pytest.importorskip("liblinear.liblinear")
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+
+    def ctrl_c(text):               # the user's Ctrl-C, as LIBLINEAR prints a line
+        signal.raise_signal(signal.SIGINT)
+    monkeypatch.setattr(liblinear, "ctypes_print_null", liblinear.PRINT_STRING_FUN(ctrl_c))
+    with pytest.raises(SystemExit) as exit_info:
+        compare.main([str(write_svm(tmp_path / "tiny.svm")), "--repeat", "1"])
+    assert exit_info.value.code == 130
+    captured = capsys.readouterr()
+    assert captured.err == "\nsparsekit-compare: interrupted\n" and captured.out == ""
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+
+
 def test_a_binary_file_gets_the_l1_table_and_the_probability_table(tmp_path, capsys):
     path = write_svm(tmp_path / "tiny.svm")
     compare.main([str(path), "--repeat", "1", "--C", "0.5"])

@@ -3,7 +3,6 @@ its one-vs-rest sum over the classes, and scikit-learn's multinomial objective, 
 by L1LogisticOBA and the installed peers (LIBLINEAR, skglm, celer, saga), with the
 tolerance ladders of ``--plot``."""
 import contextlib
-import time
 
 import numpy as np
 from scipy.special import logsumexp
@@ -13,7 +12,7 @@ from sparsekit import L1LogisticOBA
 from sparsekit.benchmarks._data import load_dataset
 from sparsekit.benchmarks._timing import (FIT_BUDGETS, Table, TimeLimit, class_by_class,
                                           every, fits_phrase, format_rows, max_iter_within,
-                                          measure, measured, unless_too_slow)
+                                          measure, measured, timed, unless_too_slow)
 from sparsekit.utils._sklearn import l1_penalty
 
 _L1 = l1_penalty()
@@ -180,13 +179,11 @@ def l1_traces(data, C=1.0, budget=np.inf, announce=None):
             announce(f"{name} (tolerance ladder)")
         points = []
         try:
-            fit_at(L1_LADDER[0])                      # warm-up: JIT compilers, caches
+            timed(lambda: fit_at(L1_LADDER[0]))       # warm-up: JIT compilers, caches
             for tol in L1_LADDER:
                 if tol < L1_TOL.get(name, L1_DEFAULT_TOL):
                     break
-                t0 = time.perf_counter()
-                w = fit_at(tol)
-                seconds = time.perf_counter() - t0
+                seconds, w = timed(lambda: fit_at(tol))
                 points.append((seconds, _l1_objective(w, X, y, C)))
                 if seconds > budget:
                     break

@@ -9,6 +9,8 @@ from collections import namedtuple
 import numpy as np
 from sklearn.exceptions import ConvergenceWarning
 
+from ._interrupt import raise_if_interrupted
+
 #: one table: its ``title``, column ``header``, formatted ``rows``, and the raw
 #: ``measurements`` of its measured rows, ``{name: {"seconds": [...], metric: value}}``
 Table = namedtuple("Table", "title header rows measurements")
@@ -19,18 +21,15 @@ def _median_fit(make_and_fit, repeat, budget=np.inf):
     last model; when ``repeat`` fits would take longer than ``budget`` seconds by the
     warm-up's time, as many as fit in it, at least one; a warm-up longer than ``budget`` is
     the only fit, and its time."""
-    t0 = time.perf_counter()
-    model = make_and_fit()
-    first = time.perf_counter() - t0
+    first, model = timed(make_and_fit)
     if first > budget:
         return [first], model
     if repeat * first > budget:
         repeat = max(1, int(budget // first))
     times = []
     for _ in range(repeat):
-        t0 = time.perf_counter()
-        model = make_and_fit()
-        times.append(time.perf_counter() - t0)
+        seconds, model = timed(make_and_fit)
+        times.append(seconds)
     return times, model
 
 
@@ -181,10 +180,18 @@ def _duration(seconds, decimals):
     return f"{seconds:.{decimals}f}" if seconds >= 1 else f"{seconds:.2g}"
 
 
-def _seconds(call):
+def timed(call):
+    """``(seconds, call())``: the wall time of the call and its result; a Ctrl-C that the
+    call swallowed (a peer's compiled code) is raised after it."""
     t0 = time.perf_counter()
-    call()
-    return time.perf_counter() - t0
+    result = call()
+    seconds = time.perf_counter() - t0
+    raise_if_interrupted()
+    return seconds, result
+
+
+def _seconds(call):
+    return timed(call)[0]
 
 
 def unless_too_slow(iterations, fit):
@@ -228,6 +235,7 @@ def class_by_class(fit_class, n_classes, limit, done):
         if k and time.perf_counter() - start > limit:
             break
         rows.append(fit_class(k))
+        raise_if_interrupted()
     done[:] = [len(rows)]
     coef = np.zeros((n_classes, rows[0].size))
     coef[:len(rows)] = rows

@@ -116,6 +116,8 @@ import sys
 import warnings
 from pathlib import Path
 
+from sparsekit.benchmarks._interrupt import noticing_interrupts
+
 
 #: the distributions the tables measure or stand on, as ``--version`` lists them
 DISTRIBUTIONS = {"peers": ("liblinear-official", "skglm", "celer", "fasttext-numpy2-wheel"),
@@ -168,8 +170,9 @@ def main(argv=None):
     """The ``sparsekit-compare`` console script: warnings print as one line each,
     ``sparsekit-compare: warning: ...``, not with the line of code that raised them; a
     reader that stops early (``| head``) ends it quietly with status 1, and Ctrl-C with a
-    line and status 130, as other commands do."""
-    with warnings.catch_warnings():
+    line and status 130, as other commands do (after the fit that runs, when a peer's
+    compiled code swallowed it)."""
+    with warnings.catch_warnings(), noticing_interrupts():
         warnings.showwarning = _print_warning
         try:
             _main(argv)
