@@ -1382,19 +1382,22 @@ def test_verbose_newton_cg_prints_each_iteration_and_the_final_objective(capsys)
     assert lines[0].endswith(f"CG steps, {np.count_nonzero(sw)} active rows")
 
 
-def test_verbose_nqn_prints_the_objective_of_each_iterate(capsys):
-    """nqn's callback prints the objective at each accepted iterate: n_iter_ lines, the
-    last one the objective of the fitted model."""
+@pytest.mark.parametrize("solver", ["nqn", "lbfgs"])
+def test_verbose_nqn_and_lbfgs_print_the_objective_of_each_iterate(capsys, solver):
+    """The callback prints the objective at each accepted iterate: n_iter_ lines numbered
+    1..n_iter_, the last one the objective of the fitted model."""
     X, y, sw = _data()
-    clf = SparsemaxClassifier(alpha=0.1, solver="nqn", tol=1e-10, verbose=1)
+    clf = SparsemaxClassifier(alpha=0.1, solver=solver, tol=1e-10, verbose=1)
     clf.fit(X, y, sample_weight=sw)
-    lines = _verbose_lines(capsys, "nqn objective ")
+    lines = _verbose_lines(capsys, f"{solver} ")
     assert len(lines) == clf.n_iter_ >= 2
+    for it, line in enumerate(lines, 1):
+        assert line.startswith(f"[SparsemaxClassifier] {solver} {it}: objective ")
     f = [float(line.rsplit(" ", 1)[1]) for line in lines]
     np.testing.assert_allclose(f[-1], _objective_of_fit(clf, X, y, sw), rtol=1e-9)
     assert f[-1] < f[0] < 1 / 3 - 1e-3      # 1/3: the objective at the zero start
     # verbose=0 prints nothing
-    SparsemaxClassifier(alpha=0.1, solver="nqn", tol=1e-10).fit(X, y, sample_weight=sw)
+    SparsemaxClassifier(alpha=0.1, solver=solver, tol=1e-10).fit(X, y, sample_weight=sw)
     assert capsys.readouterr().out == ""
 
 

@@ -271,7 +271,7 @@ class SparsemaxClassifier(SparsekitClassifier):
     warm_start : bool, default=False
         Start from the previous solution when the problem shape is unchanged.
     verbose : int, default=0
-        Print the objective every iteration when positive.
+        Print the objective every iteration (epoch for ``"sdca"``) when positive.
     random_state : int, RandomState instance or None, default=None
         Seeds the row order of each ``"sdca"`` epoch; unused by the other solvers.
     device : {"cpu", "cuda"}, default="cpu"
@@ -725,9 +725,8 @@ class SparsemaxClassifier(SparsekitClassifier):
                 evaluated = (f"objective {r.fun:.10g}, max|grad| {np.max(np.abs(r.jac)):.3g}, "
                              if "fun" in r else "")
                 self._say(f"sdca epoch {r.nit}: {evaluated}largest dual change {r.change:.3g}")
-            else:
-                prefix = "nqn " if solver == "nqn" else ""
-                self._say(f"{prefix}objective {r.fun:.10g}")
+            else:                               # SciPy's L-BFGS-B passes x and fun only
+                self._say(f"{solver} {r.get('nit', len(tasks))}: objective {r.fun:.10g}")
 
             stop = self._end_subtask(tasks[-1], X, y,
                                      lambda: _model(datafit, r.x, columns, used))
