@@ -7,7 +7,8 @@ TypeError, as CuPy does; ``.get()`` and ``cupy.asnumpy`` copy to the host; reduc
 0-d arrays), ``cupy.asarray`` copies host data. ``RawModule`` compiles its source with the
 CPU emulation of :mod:`_cuda_emulation` and launches the emulated kernels, checking the
 grid, the block and every argument against the kernel's signature (count, array dtypes,
-exact scalar types).
+exact scalar types). ``cuda.Device`` keeps each thread's current device, as CUDA does (the
+stand-in has two, sharing host memory).
 
 :func:`install` puts the stand-in into ``sys.modules`` (through pytest's ``monkeypatch``).
 """
@@ -15,6 +16,7 @@ import functools
 import operator
 import sys
 import tempfile
+import threading
 import time
 import types
 from pathlib import Path
@@ -252,14 +254,24 @@ class _Event:
         pass
 
 
+_current_device = threading.local()   # as in CUDA, each thread has its current device
+
+
 class _Device:
-    def __init__(self, device=0):
-        self.id = int(device)
+    """``Device()`` is the calling thread's current device (0 in a new thread), ``with
+    Device(k):`` makes ``k`` current in that thread for the block."""
+
+    def __init__(self, device=None):
+        self.id = getattr(_current_device, "id", 0) if device is None else int(device)
 
     def __enter__(self):
+        _current_device.stack = getattr(_current_device, "stack", [])
+        _current_device.stack.append(getattr(_current_device, "id", 0))
+        _current_device.id = self.id
         return self
 
     def __exit__(self, *exc):
+        _current_device.id = _current_device.stack.pop()
         return False
 
     def synchronize(self):
@@ -271,7 +283,7 @@ cuda = types.SimpleNamespace(
     Event=_Event,
     get_elapsed_time=lambda start, stop: 1e3 * (stop.time - start.time),
     runtime=types.SimpleNamespace(
-        getDeviceCount=lambda: 1,
+        getDeviceCount=lambda: 2,
         getDeviceProperties=lambda device: {"name": b"CuPy stand-in (CPU emulation)"}),
     nvrtc=types.SimpleNamespace(getVersion=lambda: (12, 9)),
     Stream=types.SimpleNamespace(null=None),

@@ -124,6 +124,30 @@ def test_device_logistic_terms_at_huge_margins(cupy_backend):
                                    rtol=1e-14)
 
 
+def test_one_vs_rest_threads_solve_on_the_callers_device(cupy_backend, monkeypatch):
+    """CuPy's current device belongs to each thread, and joblib's threads start on device
+    0: a one-vs-rest fit with ``n_jobs`` inside ``with Device(1):`` must evaluate every
+    class's datafit on device 1 (it sent them to device 0)."""
+    cp = cupy_backend
+    if cp.cuda.runtime.getDeviceCount() < 2:
+        pytest.skip("needs two CUDA devices")
+    from sparsekit.gpu.datafits import DeviceLogistic
+
+    rng = np.random.default_rng(3)
+    X, _ = _problem(rng, n=80, d=6)
+    y = np.argmax(X[:, :4] + 0.3 * rng.normal(size=(80, 4)), axis=1)
+    seen, value_grad = set(), DeviceLogistic.value_grad
+
+    def spy(self, x):
+        seen.add(cp.cuda.Device().id)
+        return value_grad(self, x)
+    monkeypatch.setattr(DeviceLogistic, "value_grad", spy)
+    with cp.cuda.Device(1):
+        gpu = L1LogisticOBA(device="cuda", n_jobs=4).fit(X, y)
+    assert seen == {1}
+    np.testing.assert_allclose(gpu.coef_, L1LogisticOBA().fit(X, y).coef_, atol=1e-6)
+
+
 @pytest.mark.parametrize("sparse", [False, True])
 def test_l1_logistic_oba_on_the_gpu_matches_cpu(cupy_backend, sparse):
     """Binary and one-vs-rest fits with sample weights and an elastic net: the device fit's

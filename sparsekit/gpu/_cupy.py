@@ -1,4 +1,5 @@
 """Lazy access to CuPy; nothing in the CPU package imports this module at import time."""
+import functools
 
 
 def is_cupy_array(x):
@@ -72,3 +73,17 @@ def require_cupy():
             "toolkit: pip install '.[gpu]' in the sparsekit checkout (cupy-cuda12x[ctk]; "
             "'.[gpu-cuda13]' for CUDA 13), or a CUDA toolkit with NVRTC") from exc
     return cupy
+
+
+def on_current_device(function):
+    """``function`` run on the CuPy device current in the calling thread, in whichever
+    thread it is called: CuPy's current device belongs to each thread, and a pool's
+    threads start on device 0 (a fit inside ``with cupy.cuda.Device(1):`` must not send
+    its one-vs-rest problems there)."""
+    device = require_cupy().cuda.Device()
+
+    @functools.wraps(function)
+    def run(*args, **kwargs):
+        with device:
+            return function(*args, **kwargs)
+    return run

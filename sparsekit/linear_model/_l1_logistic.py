@@ -32,7 +32,7 @@ from sparsekit.optimize import minimize_oba
 from sparsekit.optimize._oba import STALL_ITERATIONS
 from sparsekit.optimize._result import STOPPED_BY_CALLBACK
 from sparsekit.linear_model._dask_input import DaskRows, block_predictions, is_dask_collection
-from sparsekit.gpu._cupy import require_cupy
+from sparsekit.gpu._cupy import on_current_device, require_cupy
 from sparsekit.utils._scores import linear_scores
 from sparsekit.linear_model._device_input import (check_device_X, device_scores, fit_device,
                                                   host_targets, to_device)
@@ -700,6 +700,8 @@ class L1LogisticOBA(LinearClassifierMixin, SparseCoefMixin, SparsekitClassifier)
             close()
             self._end_subtask(tasks[k], X_in, y)
             return result
+        if on_device:       # the problems' threads on the caller's GPU
+            solve = on_current_device(solve)
         # BLAS on one thread: the solves' BLAS calls are small and alternate with OBA's own
         # kernels and the other problems' threads (at BLAS's default threads, dense fits
         # took up to 3.2 times as long: doc/benchmarks.md, "blas_threads")
