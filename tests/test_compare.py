@@ -142,6 +142,27 @@ def test_ctrl_c_during_liblinears_fit_ends_the_command(monkeypatch, tmp_path, ca
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
 
 
+def test_peers_that_fail_to_import_leave_the_other_rows(tmp_path, monkeypatch, capsys):
+    """celer and skglm installs broken by a NumPy upgrade (errors at import) ended the
+    command with a traceback: their rows now say why, and the tables come."""
+    import sys
+
+    for peer, error in (("celer", "RuntimeError"), ("skglm", "AttributeError")):
+        (tmp_path / "broken" / peer).mkdir(parents=True)
+        (tmp_path / "broken" / peer / "__init__.py").write_text(
+            f'raise {error}("built against another NumPy")')
+        monkeypatch.delitem(sys.modules, peer, raising=False)
+    monkeypatch.syspath_prepend(str(tmp_path / "broken"))
+    compare.main([str(write_svm(tmp_path / "tiny.svm")), "--repeat", "1"])
+    out = capsys.readouterr().out
+    assert re.search(r"^celer +error: import celer: RuntimeError: built against another NumPy",
+                     out, re.MULTILINE)
+    assert re.search(r"^skglm +error: import skglm: AttributeError: built against", out,
+                     re.MULTILINE)
+    assert re.search(r"^sparsekit L1LogisticOBA +[0-9.]+ ms", out, re.MULTILINE)
+    assert "class probabilities" in out
+
+
 def test_a_binary_file_gets_the_l1_table_and_the_probability_table(tmp_path, capsys):
     path = write_svm(tmp_path / "tiny.svm")
     compare.main([str(path), "--repeat", "1", "--C", "0.5"])

@@ -1,5 +1,7 @@
 """How ``sparsekit-compare`` caps its fits: iterations sized from timed fits, a fit whose
 one iteration passes the cap not run, the callback that stops a fit, class-by-class fits."""
+import json
+
 import numpy as np
 
 from sparsekit.benchmarks import _timing
@@ -168,3 +170,25 @@ def test_fits_are_timed_fewer_times_where_the_repeats_would_pass_the_budget(monk
                                             "would take over 10 s)")
     assert _timing.fits_phrase(3) == "median (min-max) of 3 fits"
     assert _timing.fits_phrase(1, 10.0) == "one fit each"      # not "of 1 fits"
+
+
+def test_a_peer_that_fails_to_import_gets_the_reason_in_its_row(tmp_path, monkeypatch):
+    """A peer's install that an upgrade broke (compiled against another NumPy, or using a
+    name NumPy removed) raised at import and ended the command with a traceback; absent
+    peers stay "not installed", a missing dependency of an installed one is named."""
+    (tmp_path / "brokenpeer").mkdir()
+    (tmp_path / "brokenpeer" / "__init__.py").write_text(
+        'raise AttributeError("module numpy has no attribute float_")')
+    (tmp_path / "needsdep.py").write_text("import a_dependency_that_is_absent")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    assert _timing.import_peer("json") is json
+    assert _timing.import_peer("a_peer_that_is_absent") is None
+    assert _timing.import_peer("a_peer_that_is_absent.sub") is None
+    assert _timing.import_peer("brokenpeer") == (
+        "error: import brokenpeer: AttributeError: module numpy has no attribute float_")
+    assert _timing.import_peer("needsdep") == (
+        "error: import needsdep: ModuleNotFoundError: No module named "
+        "'a_dependency_that_is_absent'")
+    row = _timing.measure("peer", _timing.import_peer("brokenpeer"), 3, None)
+    assert row == ["peer", "error: import brokenpeer: AttributeError: module numpy has no "
+                   "attribute float_", "", "", ""]

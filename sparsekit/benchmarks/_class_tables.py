@@ -1,6 +1,7 @@
 """The class-probability and label-set tables of ``sparsekit-compare``: SparsemaxClassifier
 and ExtremeSoftmaxSGD against scikit-learn, LIBLINEAR and fastText on held-out rows."""
 import warnings
+from types import ModuleType
 
 import numpy as np
 import scipy.sparse as sp
@@ -15,7 +16,7 @@ from sparsekit.benchmarks._fasttext import (FASTTEXT_EPOCHS, FASTTEXT_MIN_CLASSE
                                             fasttext_row, label_index, tokens)
 from sparsekit.benchmarks._l1_tables import liblinear_binary
 from sparsekit.benchmarks._timing import (FIT_BUDGETS, Table, class_by_class, every,
-                                          fits_phrase, format_rows, limited,
+                                          fits_phrase, format_rows, import_peer, limited,
                                           max_iter_within, measure, measured,
                                           unless_too_slow)
 
@@ -94,10 +95,9 @@ def _liblinear_logistic(X_train, y_train, X_test, y_test, repeat, budget=np.inf,
     """LIBLINEAR's ℓ2 logistic regression (``-s 0``): one model of two classes, one-vs-rest
     from three on."""
     name = "LIBLINEAR -s 0 -B 1" + (" (one-vs-rest)" if np.unique(y_train).size > 2 else "")
-    try:
-        from liblinear import liblinearutil
-    except ImportError:
-        return measure(name, None, repeat, None)
+    liblinearutil = import_peer("liblinear.liblinearutil")
+    if not isinstance(liblinearutil, ModuleType):
+        return measure(name, liblinearutil, repeat, None)
     problem = liblinearutil.problem(y_train.astype(float), X_train)  # built once, untimed
 
     def describe(model):
@@ -216,10 +216,9 @@ def _label_set_metrics(Y_true, scores, predicted):
 def _liblinear_multilabel(X_train, Y_train, X_test, Y_test, repeat, budget=np.inf,
                           announce=None):
     name = "LIBLINEAR -s 0 -B 1 (a model per label)"
-    try:
-        from liblinear import liblinearutil
-    except ImportError:
-        return measure(name, None, repeat, None, metrics=3)
+    liblinearutil = import_peer("liblinear.liblinearutil")
+    if not isinstance(liblinearutil, ModuleType):
+        return measure(name, liblinearutil, repeat, None, metrics=3)
     X_train = sp.csr_matrix(X_train)
     Y_train = sp.csc_matrix(Y_train)
     n, n_labels, n_features = X_train.shape[0], Y_train.shape[1], X_train.shape[1]

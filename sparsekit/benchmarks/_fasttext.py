@@ -3,10 +3,11 @@ tokens, its own initialization written out (fastText 0.9.x leaves most of it und
 thread), and its training timed at the recipe for small data sets."""
 import tempfile
 from pathlib import Path
+from types import ModuleType
 
 import numpy as np
 
-from sparsekit.benchmarks._timing import measure
+from sparsekit.benchmarks._timing import import_peer, measure
 
 
 #: fastText joins the probability table from this many classes on: a text classifier for
@@ -64,10 +65,9 @@ def fasttext_row(name, label_lines, X_train, describe, repeat, budget=np.inf,
     """The table row of fastText trained on the rows of CSR ``X_train`` as tokens, each
     row's line starting with ``label_lines[i]`` (its ``__label__`` words); ``options`` go
     to ``fasttext.train_supervised``."""
-    try:
-        import fasttext
-    except ImportError:
-        return measure(name, None, repeat, None, metrics=metrics)
+    fasttext = import_peer("fasttext")
+    if not isinstance(fasttext, ModuleType):
+        return measure(name, fasttext, repeat, None, metrics=metrics)
     with tempfile.TemporaryDirectory() as workdir:    # its input files, written untimed
         path, init = Path(workdir) / "train.txt", Path(workdir) / "init.vec"
         path.write_text("".join(f"{labels} {line}\n" for labels, line in

@@ -3,6 +3,7 @@ its one-vs-rest sum over the classes, and scikit-learn's multinomial objective, 
 by L1LogisticOBA and the installed peers (LIBLINEAR, skglm, celer, saga), with the
 tolerance ladders of ``--plot``."""
 import contextlib
+from types import ModuleType
 
 import numpy as np
 from scipy.special import logsumexp
@@ -11,8 +12,9 @@ from sklearn.linear_model import LogisticRegression
 from sparsekit import L1LogisticOBA
 from sparsekit.benchmarks._data import load_dataset
 from sparsekit.benchmarks._timing import (FIT_BUDGETS, Table, TimeLimit, class_by_class,
-                                          every, fits_phrase, format_rows, max_iter_within,
-                                          measure, measured, timed, unless_too_slow)
+                                          every, fits_phrase, format_rows, import_peer,
+                                          max_iter_within, measure, measured, timed,
+                                          unless_too_slow)
 from sparsekit.utils._sklearn import l1_penalty
 
 _L1 = l1_penalty()
@@ -66,38 +68,37 @@ def liblinear_binary(liblinearutil, X, labels):
 def _binary_l1_peers(X, y, C):
     """(name, fit) for each peer l1-logistic solver of the binary problems on ``X``, no
     intercept: ``fit(labels, tol)`` fits labels in {-1, +1} at that tolerance (in the
-    peer's own measure) and returns the coefficients; None when the peer is not installed.
-    Work a fit need not repeat is done here, untimed: LIBLINEAR's copy of the data
-    (``problem``, relabelled by each fit), and skglm's numba compilation, on a small slice
-    of ``X`` and ``y`` (so that no timed fit, not even a warm-up longer than the budget,
-    pays for it; a failure here is left to the timed fits, whose row then says why)."""
-    try:
-        from liblinear import liblinearutil
-    except ImportError:
-        yield "LIBLINEAR -s 6", None
-    else:
+    peer's own measure) and returns the coefficients; None when the peer is not installed,
+    or why its import failed (:func:`import_peer`). Work a fit need not repeat is done
+    here, untimed: LIBLINEAR's copy of the data (``problem``, relabelled by each fit), and
+    skglm's numba compilation, on a small slice of ``X`` and ``y`` (so that no timed fit,
+    not even a warm-up longer than the budget, pays for it; a failure here is left to the
+    timed fits, whose row then says why)."""
+    liblinearutil = import_peer("liblinear.liblinearutil")
+    if isinstance(liblinearutil, ModuleType):
         train = liblinear_binary(liblinearutil, X, y)
         yield "LIBLINEAR -s 6", lambda labels, tol: train(
             labels, f"-s 6 -c {C} -B -1 -e {tol:g} -q")
-    try:
-        from skglm import SparseLogisticRegression
-    except ImportError:
-        yield "skglm", None
     else:
+        yield "LIBLINEAR -s 6", liblinearutil
+    skglm = import_peer("skglm")
+    if isinstance(skglm, ModuleType):
         def skglm_fit(labels, tol, X=X):
-            return SparseLogisticRegression(alpha=1.0 / (C * X.shape[0]), fit_intercept=False,
-                                            tol=tol, max_iter=1000).fit(X, labels).coef_.ravel()
+            return skglm.SparseLogisticRegression(
+                alpha=1.0 / (C * X.shape[0]), fit_intercept=False, tol=tol,
+                max_iter=1000).fit(X, labels).coef_.ravel()
         with contextlib.suppress(Exception):
             X_small, y_small = _small_slice(X, y)
             skglm_fit(y_small, 1e-2, X_small)
         yield "skglm", skglm_fit
-    try:
-        from celer import LogisticRegression as CelerLR
-    except ImportError:
-        yield "celer", None
     else:
-        yield "celer", lambda labels, tol: CelerLR(C=C, fit_intercept=False, tol=tol).fit(
-            X, labels).coef_.ravel()
+        yield "skglm", skglm
+    celer = import_peer("celer")
+    if isinstance(celer, ModuleType):
+        yield "celer", lambda labels, tol: celer.LogisticRegression(
+            C=C, fit_intercept=False, tol=tol).fit(X, labels).coef_.ravel()
+    else:
+        yield "celer", celer
 
 
 def _l1_solvers(X, y, C, budget=np.inf):
@@ -107,7 +108,7 @@ def _l1_solvers(X, y, C, budget=np.inf):
     yield "sparsekit L1LogisticOBA", lambda tol: L1LogisticOBA(
         C=C, tol=tol, fit_intercept=False).fit(X, y).coef_.ravel()
     for name, fit in _binary_l1_peers(X, y, C):
-        yield name, None if fit is None else (lambda tol, fit=fit: fit(y, tol))
+        yield name, (lambda tol, fit=fit: fit(y, tol)) if callable(fit) else fit
     saga_epochs = _saga_max_iter(X, y, C, budget)
     yield "scikit-learn saga", unless_too_slow(saga_epochs, lambda tol: LogisticRegression(
         C=C, solver="saga", fit_intercept=False, tol=tol, max_iter=saga_epochs, **_L1
@@ -287,10 +288,10 @@ def _ovr_solvers(X, codes, n_classes, C, budget=np.inf):
         return (lambda: class_by_class(fit_class, n_classes, limit, done),
                 lambda: capped(done[0]) if done and done[0] < n_classes else "")
     for name, fit in _binary_l1_peers(X, signs[0], C):
-        if fit is None:
-            yield name, None, str
-        else:
+        if callable(fit):
             yield name, *by_class(lambda k, fit=fit: fit(signs[k], L1_DEFAULT_TOL))
+        else:
+            yield name, fit, str
 
 
 def compare_l1_ovr(repeat, C=1.0, data=None, budget=np.inf, announce=None):

@@ -1,6 +1,7 @@
 """How ``sparsekit-compare`` times its fits: medians after a warm-up, the rows of a table,
 the caps that keep a peer's fit within about three ``--budget``s (iterations sized by
 timed fits, a callback that stops a fit, class-by-class fits that stop between classes)."""
+import importlib
 import statistics
 import time
 import warnings
@@ -48,6 +49,23 @@ def measure(name, fit, repeat, describe, budget=np.inf, announce=None, metrics=2
     except Exception as exc:   # a peer's API change must not hide the other rows
         reason = " ".join(str(exc).split())      # one line: messages may span several
         return [name, f"error: {type(exc).__name__}: {reason}"[:100], *[""] * (metrics + 1)]
+
+
+def import_peer(module):
+    """The peer's ``module``, or why its rows cannot be measured: None when the peer is not
+    installed, else the reason its import failed, a string for :func:`measure` (an install
+    that an upgrade of NumPy or Python broke fails with ImportError, AttributeError, ...:
+    the command's other rows still come)."""
+    try:
+        return importlib.import_module(module)
+    except ModuleNotFoundError as exc:
+        if exc.name == module.split(".")[0]:
+            return None
+        failure = exc
+    except Exception as exc:
+        failure = exc
+    reason = " ".join(str(failure).split())
+    return f"error: import {module}: {type(failure).__name__}: {reason}"[:100]
 
 
 def fits_phrase(repeat, budget=np.inf):

@@ -91,7 +91,8 @@ warm-up takes more than ``--budget`` seconds is timed by that fit alone, and one
 ``--repeat`` fits would take longer than ``--budget`` by as many as fit in it (at least
 one). Times
 are wall-clock medians with their min-max range, every solver on one thread. A peer that is
-not installed or fails is listed with its reason, and the other rows are still measured.
+not installed, fails to import or fails is listed with its reason, and the other rows are
+still measured.
 ``--plot DIR`` also runs each l1 solver along a ladder of tolerances and writes
 ``<data>-l1.png`` (relative suboptimality against time) and ``<data>-proba.png`` (test
 accuracy against time); ``--json`` prints the tables with their raw measurements,
