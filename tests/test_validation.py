@@ -100,3 +100,57 @@ def test_dates_in_a_dask_dataframe_are_named(make):
     y = dd.from_pandas(pd.Series(np.arange(8) % 2), npartitions=2)
     with pytest.raises(ValueError, match="column 'when' holds dates"):
         make().fit(X, y)
+
+
+@pytest.mark.parametrize("make", ESTIMATORS + [
+    lambda: SparsemaxClassifier(solver="sdca"), lambda: L1LogisticOBA(multiclass="multinomial"),
+    lambda: ExtremeSoftmaxSGD(method="implicit")])
+@pytest.mark.parametrize("layout", ["dense", "csr", "float32", "frame"])
+@pytest.mark.parametrize("value, says", [(np.nan, "contains NaN"), (np.inf, "contains infinity")])
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")   # NumPy's, on the way to the error
+def test_nan_or_inf_under_assume_finite_is_named_when_a_fit_fails(make, layout, value, says):
+    """``sklearn.set_config(assume_finite=True)`` skips scikit-learn's check of NaN and
+    infinite values; a fit on such X then failed with the solver's view of it ("X's nonzero
+    entries are so small that their squares underflow", "f_grad(x0) is not finite", "w = 0
+    is optimal for every C", a learning rate that overflows). It now says what it is."""
+    import scipy.sparse as sp
+    from sklearn import config_context
+    from sklearn.datasets import load_iris
+
+    def laid_out(X):
+        return {"dense": X, "csr": sp.csr_matrix(X), "float32": X.astype(np.float32),
+                "frame": pd.DataFrame(X, columns=list("abcd"))}[layout]
+
+    clean, y = load_iris(return_X_y=True)
+    X = clean.copy()
+    X[5, 2] = value
+    X = laid_out(X)
+    name = type(make()).__name__
+    with config_context(assume_finite=True):
+        with pytest.raises(ValueError, match=rf"^Input X {says}[^\n]* \(assume_finite=True"
+                                             " skipped scikit-learn's check") as info:
+            make().fit(X, y)
+    assert info.value.__cause__ is not None          # the solver's own error, chained
+    assert name in str(info.value) or value == np.inf   # scikit-learn's NaN advice
+    weights = np.ones(len(y))
+    weights[3] = value
+    with config_context(assume_finite=True):
+        with pytest.raises(ValueError, match=rf"^Input sample_weight {says}"):
+            make().fit(laid_out(clean), y, sample_weight=weights)
+
+
+def test_other_fit_errors_under_assume_finite_are_unchanged():
+    """Only a failure on NaN or infinite input is renamed: finite X whose squares overflow
+    keeps its own error, and so does an error raised before the fit (a bad argument)."""
+    from sklearn import config_context
+
+    X = np.array([[1e200, 0.0], [0.0, 1.0], [1.0, 1.0], [2.0, 0.5]])
+    y = np.array([0, 1, 0, 1])
+    with config_context(assume_finite=True):
+        for make in ESTIMATORS:
+            try:
+                make().fit(X, y)
+            except ValueError as error:
+                assert "assume_finite" not in str(error)
+        with pytest.raises(TypeError, match="unexpected keyword argument 'bogus'"):
+            L1LogisticOBA().fit(X, y, bogus=1)

@@ -1,6 +1,7 @@
 """What the three estimators share: sparse input, label encoding, rollback, progress lines
 and scikit-learn's callbacks."""
 import functools
+import inspect
 import numbers
 import warnings
 
@@ -10,14 +11,18 @@ from sklearn.callback import CallbackSupportMixin
 from sklearn.utils.class_weight import compute_class_weight
 from sklearn.utils.multiclass import check_classification_targets
 
-from ..utils._validation import check_two_classes
+from ..utils._validation import check_two_classes, raise_unchecked_nonfinite
 
 
 def unchanged_on_error(fit):
-    """Decorator for an estimator's ``fit`` (or ``partial_fit``): a call that raises leaves
-    the estimator's attributes as they were, so that a refit on bad input, or a fit whose
-    solver fails, keeps the fitted model usable (validation sets ``n_features_in_``, and
-    target encoding ``classes_``, before later checks fail)."""
+    """Decorator for an estimator's ``fit(X, y, sample_weight=None, ...)`` (or
+    ``partial_fit``): a call that raises leaves the estimator's attributes as they were, so
+    that a refit on bad input, or a fit whose solver fails, keeps the fitted model usable
+    (validation sets ``n_features_in_``, and target encoding ``classes_``, before later
+    checks fail); a failure that NaN or infinite values caused under ``assume_finite=True``
+    says so (:func:`~sparsekit.utils._validation.raise_unchecked_nonfinite`)."""
+    signature = inspect.signature(fit)
+
     @functools.wraps(fit)
     def guarded(self, *args, **kwargs):
         # lists (histories that a call appends to) are copied; arrays that a call updates
@@ -25,9 +30,15 @@ def unchanged_on_error(fit):
         state = {k: v.copy() if isinstance(v, list) else v for k, v in self.__dict__.items()}
         try:
             return fit(self, *args, **kwargs)
-        except BaseException:
+        except BaseException as error:
             self.__dict__.clear()
             self.__dict__.update(state)
+            try:
+                given = signature.bind_partial(self, *args, **kwargs).arguments
+            except TypeError:                  # arguments the call itself refused
+                given = {}
+            raise_unchecked_nonfinite(self, {name: given[name] for name in ("X", "sample_weight")
+                                             if name in given}, error)
             raise
     return guarded
 

@@ -5,7 +5,8 @@ import os
 
 import numpy as np
 import scipy.sparse as sp
-from sklearn.utils.validation import validate_data
+from sklearn import config_context, get_config
+from sklearn.utils.validation import assert_all_finite, validate_data
 
 _DEVICES = ("cpu", "cuda")
 
@@ -211,6 +212,34 @@ def checked_sparse(X, name="X"):
     if sp.issparse(X) and X.format in ("csr", "csc"):
         return with_uniform_indices(X)
     return X
+
+
+def raise_unchecked_nonfinite(estimator, inputs, error):
+    """Under ``sklearn.set_config(assume_finite=True)`` scikit-learn's check of NaN and
+    infinite input values is skipped, and such values reach the solvers, which fail later
+    with errors about what they saw instead (an underflow, an objective that is not finite,
+    a diverging step). When ``error`` is such a failure, raise scikit-learn's own message
+    for the first of ``inputs`` (``{name: value}``, NumPy, SciPy sparse, pandas or polars)
+    that holds one, chained to ``error``; return when none does (the check costs a pass over
+    them, on this error path only)."""
+    if not (get_config()["assume_finite"] and isinstance(error, (ValueError, ArithmeticError))):
+        return
+    for name, value in inputs.items():
+        if type(value).__module__.split(".")[0] in ("pandas", "polars"):
+            try:
+                value = np.asarray(value, dtype=np.float64)
+            except (TypeError, ValueError):    # text columns: not this error's cause
+                continue
+        if not (isinstance(value, np.ndarray) or sp.issparse(value)):
+            continue
+        try:
+            with config_context(assume_finite=False):
+                assert_all_finite(value, estimator_name=type(estimator).__name__,
+                                  input_name=name)
+        except ValueError as nonfinite:
+            first, newline, rest = str(nonfinite).partition("\n")
+            raise ValueError(f"{first.rstrip('.')} (assume_finite=True skipped scikit-learn's "
+                             f"check of the input).{newline}{rest}") from error
 
 
 def check_entry_magnitude(X, dtype):
