@@ -136,7 +136,7 @@ def test_nan_or_inf_under_assume_finite_is_named_when_a_fit_fails(make, layout, 
     weights[3] = value
     with config_context(assume_finite=True):
         with pytest.raises(ValueError, match=rf"^Input sample_weight {says}"):
-            make().fit(laid_out(clean), y, sample_weight=weights)
+            make().fit(laid_out(clean), y, sample_weight=list(weights))
 
 
 def test_other_fit_errors_under_assume_finite_are_unchanged():

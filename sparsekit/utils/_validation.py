@@ -219,13 +219,14 @@ def raise_unchecked_nonfinite(estimator, inputs, error):
     infinite input values is skipped, and such values reach the solvers, which fail later
     with errors about what they saw instead (an underflow, an objective that is not finite,
     a diverging step). When ``error`` is such a failure, raise scikit-learn's own message
-    for the first of ``inputs`` (``{name: value}``, NumPy, SciPy sparse, pandas or polars)
-    that holds one, chained to ``error``; return when none does (the check costs a pass over
-    them, on this error path only)."""
+    for the first of ``inputs`` (``{name: value}``, NumPy, SciPy sparse, pandas, polars or
+    lists) that holds one, chained to ``error``; return when none does (the check costs a
+    pass over them, on this error path only)."""
     if not (get_config()["assume_finite"] and isinstance(error, (ValueError, ArithmeticError))):
         return
     for name, value in inputs.items():
-        if type(value).__module__.split(".")[0] in ("pandas", "polars"):
+        if (isinstance(value, (list, tuple))
+                or type(value).__module__.split(".")[0] in ("pandas", "polars")):
             try:
                 value = np.asarray(value, dtype=np.float64)
             except (TypeError, ValueError):    # text columns: not this error's cause
