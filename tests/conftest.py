@@ -31,3 +31,14 @@ def cupy_backend(request, monkeypatch):
     _kernels._module.cache_clear()
     yield cp
     _kernels._module.cache_clear()
+
+
+@pytest.fixture
+def python_sigint():
+    """Python's own Ctrl-C handling for the test: a run started from a shell's background
+    job (CI's, say) begins with SIGINT ignored, which sparsekit-compare leaves alone."""
+    import signal
+
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, previous)

@@ -21,8 +21,7 @@ def _swallowing_fit():
     return "model"
 
 
-def test_a_ctrl_c_that_a_fit_swallowed_is_raised_after_the_fit():
-    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+def test_a_ctrl_c_that_a_fit_swallowed_is_raised_after_the_fit(python_sigint):
     with noticing_interrupts():
         with pytest.raises(KeyboardInterrupt):
             _timing.timed(_swallowing_fit)
@@ -39,7 +38,7 @@ def test_a_ctrl_c_that_a_fit_swallowed_is_raised_after_the_fit():
         assert _timing.timed(lambda: "model")[1] == "model"
 
 
-def test_a_ctrl_c_that_a_callback_dropped_is_not_reported():
+def test_a_ctrl_c_that_a_callback_dropped_is_not_reported(python_sigint):
     """Python reports an exception that a C library's callback cannot pass on through
     sys.unraisablehook ("Exception ignored ..."); for Ctrl-C the command's own line says it,
     other reports are left to the previous hook."""
@@ -56,7 +55,7 @@ def test_a_ctrl_c_that_a_callback_dropped_is_not_reported():
         sys.unraisablehook = previous
 
 
-def test_ctrl_c_ignored_or_another_thread_is_left_as_it_is():
+def test_ctrl_c_ignored_or_another_thread_is_left_as_it_is(python_sigint):
     """A shell's background job ignores Ctrl-C: the command must not start heeding it; and
     a handler can only be set from the main thread."""
     previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
