@@ -116,3 +116,29 @@ def test_stored_columns_of_csr_and_csc_agree():
     X.data[0] = 0.0                                   # a stored zero still stores an entry
     for given in (X, X.tocsc(), sp.csr_array(X)):
         np.testing.assert_array_equal(stored_columns(given), [0, 1])
+
+
+@pytest.mark.parametrize("index_dtype", [np.int32, np.int64])
+def test_column_counts_in_blocks_equal_bincount(monkeypatch, index_dtype):
+    from sparsekit.utils import _columns
+
+    rng = np.random.default_rng(0)
+    indices = rng.integers(0, 50, 1000).astype(index_dtype)
+    want = np.bincount(indices, minlength=60)
+    for block in (1, 7, 64, 1 << 20):
+        monkeypatch.setattr(_columns, "COUNT_BLOCK", block)
+        np.testing.assert_array_equal(_columns.column_counts(indices, 60), want)
+    np.testing.assert_array_equal(_columns.column_counts(indices[:0], 5), np.zeros(5))
+
+
+def test_stored_columns_of_csr_makes_no_copy_of_the_indices():
+    """np.bincount makes an intp copy of the indices it counts (8 bytes an entry: 69 MiB
+    for MNIST's, 0.67 of X's size with int32 indices); counted a block at a time, the
+    columns of a 4-million-entry CSR take a block's worth (8 MiB) at most."""
+    from _memory import peak_allocated
+
+    X = sp.random(40_000, 2_000, density=0.05, format="csr", random_state=0)
+    assert X.indices.dtype == np.int32
+    columns, peak = peak_allocated(lambda: stored_columns(X))
+    np.testing.assert_array_equal(columns, np.flatnonzero(X.getnnz(axis=0)))
+    assert peak < 9 * 2**20 < 0.5 * X.indices.size * 8

@@ -1145,3 +1145,17 @@ def test_block_take_cuts_blocks_to_their_kept_entries_and_refuses_bad_input():
                           ((G[:12], offset, size, kept, out), "do not fit")):
         with pytest.raises(ValueError, match=f"block_take.*{message}"):
             _gram_kernels.block_take(*args)
+
+
+def test_rows_given_in_csr_are_read_not_copied():
+    """``X_csr``, the caller's CSR layout of the same X, is the one the rows are walked in
+    (no copy made); one of another dtype or with duplicates is left for a copy."""
+    X = sp.random(40, 12, density=0.3, format="csr", random_state=0)
+    y = np.arange(40) % 3
+    datafit = Multinomial(X.tocsc(), y, 3, X_csr=X)
+    assert datafit._csr() is X
+    for other in (X.astype(np.float32), None):
+        datafit = Multinomial(X.tocsc(), y, 3, X_csr=other)
+        rows = datafit._csr()
+        assert rows is not X and rows.dtype == np.float64
+        np.testing.assert_array_equal(rows.toarray(), X.toarray())

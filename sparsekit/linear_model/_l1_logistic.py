@@ -134,11 +134,11 @@ def _binary_block(pos, fit_intercept, X, codes, sample_weight, X_csr=None, offse
 
 
 def _multinomial_block(n_classes, fit_intercept, X, codes, sample_weight, n_threads=1,
-                       offsets=None):
+                       offsets=None, X_csr=None):
     """The multinomial datafit (on the data, or on one row partition of it); ``offsets``
-    those :func:`_layouts` subtracted from X's columns."""
+    those :func:`_layouts` subtracted from X's columns, ``X_csr`` its CSR layout or None."""
     datafit = Multinomial(X, codes, n_classes, sample_weight=sample_weight,
-                          n_threads=n_threads, fit_intercept=fit_intercept)
+                          n_threads=n_threads, fit_intercept=fit_intercept, X_csr=X_csr)
     datafit.offsets = offsets
     return datafit
 
@@ -341,9 +341,10 @@ def _binary_on_layout(pos, fit_intercept, layout, codes, sample_weight):
 
 
 def _multinomial_on_layout(n_classes, fit_intercept, layout, codes, sample_weight):
-    """:func:`_multinomial_block` on a partition's ``layout`` (its X; the multinomial
-    datafit makes the rows it needs)."""
-    return _multinomial_block(n_classes, fit_intercept, layout[0], codes, sample_weight)
+    """:func:`_multinomial_block` on a partition's ``layout`` (X and its CSR layout or
+    None)."""
+    X, X_csr = layout
+    return _multinomial_block(n_classes, fit_intercept, X, codes, sample_weight, X_csr=X_csr)
 
 
 def _column_layout(X, n_problems=1, shifts=None):
@@ -657,7 +658,7 @@ class L1LogisticOBA(LinearClassifierMixin, SparseCoefMixin, SparsekitClassifier)
                 if pos is None:
                     return _multinomial_block(classes.size, self.fit_intercept, X, codes,
                                               sample_weight, cpu_threads(self.n_jobs),
-                                              offsets)
+                                              offsets, X_csr)
                 return _binary_block(pos, self.fit_intercept, X, codes, sample_weight, X_csr,
                                      offsets)
         multinomial = self.multiclass == "multinomial" and classes.size > 2
@@ -1094,7 +1095,7 @@ def l1_logistic_path(X, y, Cs=10, *, pos_class=None, fit_intercept=True, tol=1e-
         columns = UsedColumns(X)
         X, X_csr, offsets = _layouts(columns.take(X), 1, sample_weight, fit_intercept)
         datafit = (_multinomial_block(classes.size, fit_intercept, X, codes, sample_weight,
-                                      offsets=offsets)
+                                      offsets=offsets, X_csr=X_csr)
                    if multinomial else _binary_block(pos, fit_intercept, X, codes,
                                                      sample_weight, X_csr, offsets))
     Cs = _C_values(Cs, lambda: (l1_ratio * _smallest_active_C(datafit) / mean_weight,) * 2)

@@ -465,7 +465,7 @@ def _datafit(X, X_csr, offsets, codes, sample_weight, pos, n_classes, fit_interc
     multinomial one, on X whose columns :func:`_layouts` may have centered by ``offsets``."""
     if pos is None:
         return _multinomial_block(n_classes, fit_intercept, X, codes, sample_weight,
-                                  offsets=offsets)
+                                  offsets=offsets, X_csr=X_csr)
     return _binary_block(pos, fit_intercept, X, codes, sample_weight, X_csr, offsets)
 
 

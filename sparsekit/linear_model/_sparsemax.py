@@ -18,7 +18,8 @@ from ..gpu.datafits import is_device_matrix
 from ._device_input import (_host, check_device_X, device_product, device_scores, fit_device,
                             host_targets, to_device)
 from ..losses._dask_datafit import DaskFenchelYoung, LabelTargets, SetTargets
-from ..losses._fenchel_young_datafit import FenchelYoungLinear, by_rows, fits_through_csr
+from ..losses._fenchel_young_datafit import (FenchelYoungLinear, by_rows, csr_of_dense,
+                                              fits_through_csr)
 from ..losses._targets import (check_target_entries, label_set_matrix, leaves_out_unlabelled,
                                polytope_targets, warn_unlabelled)
 from ..metrics._thresholds import micro_f1_threshold, row_slices
@@ -483,7 +484,7 @@ class SparsemaxClassifier(SparsekitClassifier):
         if self._two_classes(n_classes, columns):
             polytope, targets, offset = "box", Y[:, :1], np.full(1, _TWO_CLASS_OFFSET)
         if not is_device_matrix(X) and fits_through_csr(X, targets.shape[1]):
-            X = sp.csr_matrix(X)
+            X = csr_of_dense(X)
         # a device fit's and per-coefficient bounds' columns: the solvers see them all
         used = UsedColumns(X, keep_all=self.bounds is not None or is_device_matrix(X))
         same = X_rows is X

@@ -406,7 +406,8 @@ class _LinearDatafit:
         the float64 routes hold up to the input check's 1e150)."""
         if self._max_abs is None:
             values = self.X.data if sp.issparse(self.X) else self.X
-            self._max_abs = float(np.abs(values).max()) if values.size else 0.0
+            # no |X| temporary: a copy the size of X
+            self._max_abs = float(max(values.max(), -values.min())) if values.size else 0.0
         D_max = float(self._D.max()) if self._D.size else 0.0
         return self._max_abs**2 * max(D_max, 0.0) * min(self.n_samples, block) < 1e36
 

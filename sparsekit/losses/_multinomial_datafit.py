@@ -134,18 +134,24 @@ class Multinomial:
     fit_intercept : bool
     n_threads : int
         Threads of the X products.
+    X_csr : scipy.sparse.csr_matrix, optional
+        The same sparse X in CSR layout, when the caller has it: the row-walking products
+        and the formed Hessians read it instead of a copy.
     """
 
     #: the column offsets subtracted from X before the datafit was made (None: none); the
     #: scores of the original X are X W + b − Wᵀ offsets (the estimators' centering)
     offsets = None
 
-    def __init__(self, X, y, n_classes, sample_weight=None, fit_intercept=False, n_threads=1):
+    def __init__(self, X, y, n_classes, sample_weight=None, fit_intercept=False, n_threads=1,
+                 X_csr=None):
         self.X = _as_columns(X)
-        # the row-walking products' CSR layout: the caller's, else a copy made on first use
-        keep = (sp.issparse(X) and X.format == "csr" and X.dtype == self.X.dtype
-                and X.has_canonical_format)
-        self._Xr = X if keep else None
+        # the row-walking products' CSR layout: the caller's (X, or X_csr), else a copy
+        # made on first use
+        rows = X if X_csr is None else X_csr
+        keep = (sp.issparse(rows) and rows.format == "csr" and rows.dtype == self.X.dtype
+                and rows.has_canonical_format)
+        self._Xr = rows if keep else None
         self.n_threads = max(1, int(n_threads))
         self.n_samples, self.n_features = self.X.shape
         self.n_classes = int(n_classes)

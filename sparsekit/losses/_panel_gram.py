@@ -21,6 +21,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from sparsekit._cython import _gram_kernels as GK
+from sparsekit.utils._columns import column_counts
 
 
 class PanelGram:
@@ -39,7 +40,7 @@ class PanelGram:
         self._sparse = sp.issparse(X)
         self._rtol = float(rtol)
         n, d = X.shape
-        self._col_nnz = (np.bincount(X.indices, minlength=d) if self._sparse
+        self._col_nnz = (column_counts(X.indices, d) if self._sparse
                          else np.full(d, n))
         self._cols = self._G = self._weights = self._intercept = None
 

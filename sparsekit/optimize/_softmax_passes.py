@@ -19,6 +19,7 @@ import scipy.sparse as sp
 from .._cython._softmax_sgd import METHODS, softmax_epoch, softmax_epoch_parallel
 from ..gpu._cupy import require_cupy
 from ..gpu.softmax_sgd import DeviceRows, softmax_epoch_gpu
+from ..utils._rows import row_sq_norms
 from ..utils._threads import openmp_call, threads_for
 
 #: ``learning_rate="auto"``: eta_0 = AUTO_RATE[method] / median squared row norm (the
@@ -64,16 +65,13 @@ class SGDRows(NamedTuple):
             data = np.ascontiguousarray(X.data)
             indices = np.ascontiguousarray(X.indices)     # int32 or int64, as given
             indptr = np.ascontiguousarray(X.indptr)
-            squares = sp.csr_matrix((np.square(data, dtype=np.float64), indices, indptr),
-                                    shape=X.shape)     # float64: float32 squares overflow
-            xsq = np.asarray(squares.sum(axis=1)).ravel()
             dense = False
         else:
             X = np.ascontiguousarray(X, dtype=dtype)
             data = X.ravel()
             indices = indptr = np.zeros(1, dtype=np.intp)
-            xsq = np.einsum("ij,ij->i", X, X, dtype=np.float64)
             dense = True
+        xsq = row_sq_norms(X)     # float64: float32 squares overflow
         return cls(data, indices, indptr, dense, X.shape[1], xsq + 1.0 if bias else xsq)
 
     def stored(self):

@@ -19,6 +19,21 @@ def affords_column_arrays(X):
     return X.shape[1] <= max(X.nnz, TABLE_COLUMNS)
 
 
+#: entries counted at a time by :func:`column_counts`: ``np.bincount`` makes an intp copy
+#: of the indices it is given (8 bytes an entry: 69 MiB for MNIST's), and in blocks it is
+#: also faster (its counts stay in cache)
+COUNT_BLOCK = 1 << 20
+
+
+def column_counts(indices, n_columns):
+    """How many of ``indices`` fall on each of ``n_columns`` columns, a block at a time."""
+    counts = np.zeros(n_columns, dtype=np.intp)
+    step = max(COUNT_BLOCK, n_columns)       # each block's counts cost no more than it
+    for start in range(0, indices.size, step):
+        counts += np.bincount(indices[start:start + step], minlength=n_columns)
+    return counts
+
+
 def stored_columns(X):
     """The sorted indices of the columns of SciPy sparse ``X`` (CSR or CSC) that store an
     entry."""
@@ -26,7 +41,7 @@ def stored_columns(X):
         return np.flatnonzero(np.diff(X.indptr))
     X = X.tocsr()
     if affords_column_arrays(X):
-        return np.flatnonzero(np.bincount(X.indices, minlength=X.shape[1]))
+        return np.flatnonzero(column_counts(X.indices, X.shape[1]))
     indices = np.sort(X.indices).astype(np.intp)      # each run's first (np.unique: 30x slower)
     return indices[np.r_[True, indices[1:] != indices[:-1]]] if indices.size else indices
 
