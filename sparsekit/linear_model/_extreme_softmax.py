@@ -48,6 +48,10 @@ __all__ = ["ExtremeSoftmaxSGD", "EXPECTED_FAILED_CHECKS"]
 DIVERGENCE_SCORES = 2**15
 DIVERGENCE_ROWS = 16
 
+#: the methods whose steps read and move the auxiliary variables u_i of the double-sum
+#: formulation (Fagan & Iyengar 2018); the others have none to keep
+U_METHODS = ("implicit", "umax", "sgd")
+
 #: partial_fit's state with ``average=True``: the weights it trains, their sum over the
 #: calls and the number of calls summed (the model, ``_R``, is their mean)
 STREAM_MEAN = ("_R_iterate", "_R_total", "_n_averaged")
@@ -73,6 +77,8 @@ SHRINK_MAX_CLASSES = 10_000
 SHRINK_SCORES = 2**19
 #: ... and never below this factor (a positive one keeps the scores' order, ``predict``)
 SHRINK_FLOOR = 1e-3
+#: ... whose rows (a sample of X) are scored about this many of X's entries at a time
+SAMPLED_ENTRIES = 2**20
 #: ... when the objective's slope at factor 1 exceeds this many of its standard errors over
 #: the rows (the rows may be a sample of the training rows)
 SHRINK_Z = 2.0
@@ -182,6 +188,12 @@ def _scale_hint(xsq, learning_rate, intercept):
     return ("The steps grow with the squared norms of the rows of X, up to "
             f"{top:.3g} here: rescale X (e.g. "
             "sklearn.preprocessing.Normalizer) or lower learning_rate")
+
+
+def _taken(X, rows):
+    """``X[rows]``, or X itself when ``rows`` is every row (``slice(None)``): SciPy copies
+    a sparse matrix on ``X[:]``, a copy of the training data that the fit does not need."""
+    return X if isinstance(rows, slice) and rows == slice(None) else X[rows]
 
 
 def _divided_columns(X, scales):
@@ -412,7 +424,8 @@ class ExtremeSoftmaxSGD(SparsekitClassifier):
     intercept_ : ndarray of shape (n_classes,)
     classes_ : ndarray of shape (n_classes,)
     u_ : ndarray of shape (n_samples,)
-        Auxiliary variables of the last pass (unused by ove/sampled_softmax/nce).
+        Auxiliary variables of the last pass, for the methods that have them
+        (``"implicit"``, ``"umax"`` and ``"sgd"``); not set for the others.
     loss_curve_ : list of float
         Exact mean training NLL (``sparsekit.losses.softmax_nll``) at ``loss_epochs_``.
     loss_epochs_ : list of int
@@ -766,14 +779,22 @@ class ExtremeSoftmaxSGD(SparsekitClassifier):
             return np.full(n, np.log(K))
         return self._nll(X, y_idx)
 
+    def _keep_u(self, u):
+        """Keep the pass's auxiliary variables as ``u_`` for the methods that have them (a
+        float per training row, in the model and its pickles); else drop an earlier fit's."""
+        if self.method in U_METHODS:
+            self.u_ = u
+        else:
+            self.__dict__.pop("u_", None)
+
     def _nll(self, X, y_idx):
         """Per-row NLL of the current weights, a chunk of rows at a time (on the GPU for a
         ``device="cuda"`` fit with dense weights: :meth:`_device_nll`)."""
         if self.device == "cuda" and self._n_weights is None:
             return self._device_nll(X, y_idx)
         nll = np.empty(X.shape[0])
-        for rows in _chunks(X.shape[0], len(self.classes_)):
-            Z, log_norm = _shifted_log_normalizer(self._scores(X[rows]))
+        for rows, S in self._chunk_scores(X):
+            Z, log_norm = _shifted_log_normalizer(S)
             nll[rows] = log_norm - Z[np.arange(Z.shape[0]), y_idx[rows]]
         return nll
 
@@ -795,6 +816,17 @@ class ExtremeSoftmaxSGD(SparsekitClassifier):
             nll[rows] = (cp.log(cp.exp(Z).sum(axis=1))
                          - Z[cp.arange(Z.shape[0]), labels]).get()
         return nll
+
+    def _sampled_scores(self, X, rows):
+        """The float64 scores of ``X[rows]`` (``rows`` from :meth:`_sample_rows`), its rows
+        copied about SAMPLED_ENTRIES entries at a time: a sample can be most of X."""
+        if isinstance(rows, slice):
+            return self._scores(_taken(X, rows))
+        per_row = X.nnz / max(X.shape[0], 1) if sp.issparse(X) else X.shape[1]
+        step = max(1, int(SAMPLED_ENTRIES // max(per_row, 1.0)))
+        parts = [self._scores(X[rows[start:start + step]])
+                 for start in range(0, rows.size, step)]
+        return parts[0] if len(parts) == 1 else np.concatenate(parts)
 
     def _scores(self, X):
         """float64 scores of every class for the rows of a validated X (a chunk of them)."""
@@ -852,8 +884,8 @@ class ExtremeSoftmaxSGD(SparsekitClassifier):
         # the objective over the weights' sum: mean NLL + alpha ||R||^2 / (2 sum of weights)
         ridge = (self.alpha * float(np.vdot(self._R, self._R)) / float(sample_weight.sum())
                  if self.alpha > 0 else 0.0)
-        factor = _best_shrink(self._scores(X[rows]), y_idx[rows], weights / weights.sum(),
-                              ridge)
+        factor = _best_shrink(self._sampled_scores(X, rows), y_idx[rows],
+                              weights / weights.sum(), ridge)
         if factor < 1.0:
             _scale_flushed(self._R, factor)
             self._publish()
@@ -1044,7 +1076,7 @@ class ExtremeSoftmaxSGD(SparsekitClassifier):
              else self._initial_u(Xt, y_idx))
         n = X.shape[0]
         ev = self._evaluation_rows(sample_weight)
-        Xe, ye, we = Xt[ev], y_idx[ev], sample_weight[ev]
+        Xe, ye, we = _taken(Xt, ev), y_idx[ev], sample_weight[ev]
         self.loss_curve_, self.loss_epochs_, self.epoch_times_ = [], [], []
         self.epoch_cpu_times_ = []
         self._eval_seconds = 0.0
@@ -1109,7 +1141,7 @@ class ExtremeSoftmaxSGD(SparsekitClassifier):
         if self.tol is not None and not converged:
             warnings.warn(f"ExtremeSoftmaxSGD did not reach tol={self.tol} in "
                           f"{self.n_epochs} epochs; increase n_epochs", ConvergenceWarning)
-        self.u_ = u
+        self._keep_u(u)
         self.__dict__.pop("_gpu_eval", None)
         self._end_fit_task(context, X, y, sample_weight)
         return self
@@ -1234,7 +1266,7 @@ class ExtremeSoftmaxSGD(SparsekitClassifier):
                          "NLL on this chunk")
         else:
             self._progress(self.n_iter_)
-        self.u_ = u
+        self._keep_u(u)
         self.shrink_ = 1.0         # a stream's weights are not shrunk
         self.__dict__.pop("_gpu_eval", None)
         return self
