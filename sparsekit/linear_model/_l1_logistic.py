@@ -696,11 +696,18 @@ class L1LogisticOBA(LinearClassifierMixin, SparseCoefMixin, SparsekitClassifier)
                 result = _fit_multinomial(problem, C, self.tol, self.max_iter, start,
                                           self.verbose, self.l1_ratio, callback)
             else:
-                result = _fit_binary(problem, C, self.tol, self.max_iter, start,
-                                     self.verbose, self.l1_ratio, callback)
+                w, b, res = _fit_binary(problem, C, self.tol, self.max_iter, start,
+                                        self.verbose, self.l1_ratio, callback)
+                # the problem's row of coef_, and its result without its vectors: kept
+                # for every class, they took two copies of coef_ until the end of the fit
+                rows[k] = w
+                res.pop("x")
+                res.pop("jac", None)
+                result = (None, b, res)
             close()
             self._end_subtask(tasks[k], X_in, y)
             return result
+        rows = None if multinomial else np.empty((len(problems), columns.n_used))
         if on_device:       # the problems' threads on the caller's GPU
             solve = on_current_device(solve)
         # BLAS on one thread: the solves' BLAS calls are small and alternate with OBA's own
@@ -719,9 +726,9 @@ class L1LogisticOBA(LinearClassifierMixin, SparseCoefMixin, SparsekitClassifier)
         if multinomial:
             coef, intercept = results[0][0], results[0][1]
         else:
-            coef = np.vstack([w for w, _, _ in results])
+            coef = rows
             intercept = np.array([b for _, b, _ in results])
-        coef = coef.astype(dtype)  # follows X's dtype
+        coef = coef.astype(dtype, copy=False)  # follows X's dtype
         self.coef_ = columns.expand(sp.csr_matrix(coef) if self.sparse_coef else coef)
         self.intercept_ = intercept.astype(dtype)
         self._softmax = multinomial
