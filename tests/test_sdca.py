@@ -523,3 +523,16 @@ def test_shuffle_draws_every_row_order_evenly():
     assert np.sum((observed - 1000) ** 2 / 1000) < 49.7      # the 0.999 quantile
     empty = np.empty(0, dtype=np.int64)
     shuffle(empty, 1)                                          # no rows: nothing to do
+
+
+def test_max_abs_is_the_largest_magnitude_without_a_temporary():
+    from _memory import peak_allocated
+
+    from sparsekit.optimize._sdca import _max_abs
+
+    v = np.random.default_rng(0).normal(size=200_000)
+    v[1234] = -9.0
+    value, peak = peak_allocated(lambda: _max_abs(v))
+    assert value == 9.0 == np.max(np.abs(v)) and isinstance(value, float)
+    assert _max_abs(np.array([0.5, 2.0])) == 2.0 and _max_abs(np.zeros(1)) == 0.0
+    assert peak < 0.01 * v.nbytes

@@ -51,6 +51,12 @@ CHECK_GAP = 2
 CHECK_DENSE = 100.0
 
 
+def _max_abs(v):
+    """max |v_i| of a nonempty float array without the temporary |v| (a copy of the
+    gradient: as large as the model, 164 MB on 58 classes of 353,595 columns)."""
+    return float(max(v.max(), -v.min()))
+
+
 def minimize_sdca(datafit, x0, *, tol, max_iter, rng, callback=None):
     """Minimize a :class:`~sparsekit.losses.FenchelYoungLinear`-style objective by SDCA.
 
@@ -155,7 +161,7 @@ def minimize_sdca(datafit, x0, *, tol, max_iter, rng, callback=None):
         if due or stalled or it == max_iter:
             f, grad = objective(theta)
             nfev += 1
-            checked, gmax, change_checked = it, np.max(np.abs(grad)), change
+            checked, gmax, change_checked = it, _max_abs(grad), change
             fields = {"fun": f, "jac": grad}
         if report.notify(theta, nit=it, nfev=nfev, change=change, **fields):
             status = STOPPED_BY_CALLBACK
@@ -168,7 +174,7 @@ def minimize_sdca(datafit, x0, *, tol, max_iter, rng, callback=None):
         if it == 1:
             gmax_first = gmax
         if stalled:   # the test's scale: a warm start may begin at the optimum
-            gmax_first = max(gmax_first, np.max(np.abs(objective(np.zeros_like(theta))[1])))
+            gmax_first = max(gmax_first, _max_abs(objective(np.zeros_like(theta))[1]))
             nfev += 1
             status = 7 if gmax <= np.sqrt(resolution) * gmax_first else 8
             break
