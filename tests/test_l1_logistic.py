@@ -1085,3 +1085,19 @@ def test_one_vs_rest_holds_one_coef_not_every_problems_results():
     alone = L1LogisticOBA().fit(X, y == est.classes_[7])
     np.testing.assert_array_equal(est.coef_[7], alone.coef_[0])
     np.testing.assert_array_equal(est.intercept_[7], alone.intercept_[0])
+
+
+def test_one_vs_rest_in_a_process_backend_is_the_sequential_fit():
+    """Under ``joblib.parallel_backend("loky")`` the problems are solved in other processes:
+    their rows of ``coef_`` come back with their results (none is written in place)."""
+    from joblib import parallel_backend
+
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(120, 6))
+    y = rng.integers(0, 3, 120)
+    alone = L1LogisticOBA(C=2.0).fit(X, y)
+    with parallel_backend("loky", n_jobs=2):
+        spread = L1LogisticOBA(C=2.0).fit(X, y)
+    np.testing.assert_array_equal(spread.coef_, alone.coef_)
+    np.testing.assert_array_equal(spread.intercept_, alone.intercept_)
+    np.testing.assert_array_equal(spread.n_iter_, alone.n_iter_)

@@ -698,16 +698,12 @@ class L1LogisticOBA(LinearClassifierMixin, SparseCoefMixin, SparsekitClassifier)
             else:
                 w, b, res = _fit_binary(problem, C, self.tol, self.max_iter, start,
                                         self.verbose, self.l1_ratio, callback)
-                # the problem's row of coef_, and its result without its vectors: kept
-                # for every class, they took two copies of coef_ until the end of the fit
-                rows[k] = w
-                res.pop("x")
+                res.pop("x")        # w is its row of coef_; the gradient is not kept
                 res.pop("jac", None)
-                result = (None, b, res)
+                result = (w, b, res)
             close()
             self._end_subtask(tasks[k], X_in, y)
             return result
-        rows = None if multinomial else np.empty((len(problems), columns.n_used))
         if on_device:       # the problems' threads on the caller's GPU
             solve = on_current_device(solve)
         # BLAS on one thread: the solves' BLAS calls are small and alternate with OBA's own
@@ -719,15 +715,22 @@ class L1LogisticOBA(LinearClassifierMixin, SparseCoefMixin, SparsekitClassifier)
                 # on dask input each solve drives the cluster from a thread of the client:
                 # not a task that joblib's dask backend could send to a worker
                 backend = {"backend": "threading"} if is_dask_collection(X) else {}
-                results = Parallel(n_jobs=self.n_jobs, prefer="threads", **backend)(jobs)
+                results = Parallel(n_jobs=self.n_jobs, prefer="threads",
+                                   return_as="generator", **backend)(jobs)
             else:   # without joblib's pool (~10 ms for one task, a small fit's whole time)
                 threads = cpu_threads(self.n_jobs) if multinomial else 1
                 results = [openmp_call(threads, solve, 0, problems[0])]
-        if multinomial:
-            coef, intercept = results[0][0], results[0][1]
-        else:
-            coef = rows
-            intercept = np.array([b for _, b, _ in results])
+            if multinomial:
+                coef, intercept = results[0][0], results[0][1]
+            else:   # each problem's row into coef_ as it ends (joblib yields them in
+                # order): not every problem's solution kept to the end, then stacked
+                coef = np.empty((len(problems), columns.n_used))
+                kept = []
+                for k, (w, b, res) in enumerate(results):
+                    coef[k] = w
+                    kept.append((None, b, res))
+                results = kept
+                intercept = np.array([b for _, b, _ in results])
         coef = coef.astype(dtype, copy=False)  # follows X's dtype
         self.coef_ = columns.expand(sp.csr_matrix(coef) if self.sparse_coef else coef)
         self.intercept_ = intercept.astype(dtype)
