@@ -124,11 +124,13 @@ class FenchelYoungLinear:
         theta[np.size(W):] = b
         return theta
 
-    def from_solver(self, theta):
-        """``(W, b)`` of the model at the solver variable ``theta``."""
+    def from_solver(self, theta, out=None):
+        """``(W, b)`` of the model at the solver variable ``theta``; a W that differs from
+        theta's is written into ``out``'s (a flat array like theta), if given."""
         W, b = self.unpack(theta)
         if np.any(self.weight_scale != 1.0):
-            W = W / by_rows(self.weight_scale)
+            W = np.divide(W, by_rows(self.weight_scale),
+                          out=None if out is None else self.unpack(out)[0])
         if not self.fit_intercept:
             b[:] = 0.0
         if self.center is not None:
@@ -138,14 +140,16 @@ class FenchelYoungLinear:
     def value_grad(self, theta):
         """Objective and gradient at ``theta`` (float64)."""
         alpha, scale = self.alpha, self.scale
-        W, b = self.from_solver(theta)
+        grad = np.empty_like(theta)
+        # a scaled W lies in grad's storage until its gradient overwrites it: a copy of W
+        # would be one more array of the model's size
+        W, b = self.from_solver(theta, out=grad)
         dtype = self.dtype
         loss, gW, gb = self._data_term(W.astype(dtype, copy=False),
                                        (b + self.offset).astype(dtype))
         w_flat = W.ravel()
         f = scale * loss + 0.5 * alpha * np.dot(w_flat, w_flat)
         # grad_W = (scale (gW - center gb^T) + alpha W) / r, without full-size temporaries
-        grad = np.empty_like(theta)
         grad_W = grad[: W.size].reshape(W.shape)
         np.multiply(W, alpha, out=grad_W)
         gW *= scale
