@@ -185,3 +185,28 @@ def test_csr_of_dense_holds_little_more_than_its_result():
     csr, peak = peak_allocated(lambda: csr_of_dense(X))
     result = csr.data.nbytes + csr.indices.nbytes + csr.indptr.nbytes
     assert peak < 1.5 * result
+
+
+@pytest.mark.parametrize("weight_scale", [1.0, 3.0])
+def test_value_grad_allocates_one_array_of_the_model_size(weight_scale):
+    """The scaled weights W = theta / r lie in the gradient's storage until the gradient
+    overwrites them: one new array of the model's size per call, not two (on 58 classes
+    of 353,595 columns each is 164 MB); the objective and gradient as with r = 1 on the
+    weights scaled back."""
+    import scipy.sparse as sp
+    from _memory import peak_allocated
+
+    rng = np.random.default_rng(0)
+    X = sp.random(200, 20_000, density=0.001, format="csr", random_state=0)
+    y = rng.integers(0, 20, 200)
+    datafit = _datafit(X, y, np.ones(200), fit_intercept=False, weight_scale=weight_scale)
+    theta = rng.normal(size=20_000 * 20 + 20) * 0.01
+    datafit.value_grad(theta)                          # the data term's buffers, once
+    (f, grad), peak = peak_allocated(lambda: datafit.value_grad(theta))
+    assert peak < 1.3 * theta.nbytes
+    plain = _datafit(X, y, np.ones(200), fit_intercept=False)
+    W = theta.copy()
+    W[:-20] /= weight_scale
+    f1, grad1 = plain.value_grad(W)
+    np.testing.assert_allclose(f, f1, rtol=1e-13)
+    np.testing.assert_allclose(grad[:-20], grad1[:-20] / weight_scale, rtol=1e-12, atol=1e-15)
