@@ -38,6 +38,19 @@ def min_norm_subgradient(x, grad, mu):
     return g, zeta, code, opt
 
 
+def shift_to_median(x, mu, size):
+    """Each block of ``size`` entries minus the c minimizing Σₖ μₖ |xₖ − c|, the one nearest 0
+    (a minimizer lies among the entries and 0: try them all)."""
+    x = np.array(x, dtype=np.float64)
+    for start in range(0, x.size, size):
+        v, w = x[start:start + size], mu[start:start + size]
+        candidates = np.append(v, 0.0)
+        penalty = np.array([w @ np.abs(v - c) for c in candidates])
+        best = candidates[penalty == penalty.min()]
+        x[start:start + size] = v - best[np.argmin(np.abs(best))]
+    return x
+
+
 def l1_logistic_objective(X, y, w, b, C, sw=None):
     """LIBLINEAR -s 6 objective ‖w‖₁ + C Σ sᵢ log(1 + exp(−yᵢ(xᵢᵀw + b)))."""
     sw = np.ones(len(y)) if sw is None else sw

@@ -357,15 +357,17 @@ def test_folds_center_columns_far_from_zero_as_the_fit_does(multiclass):
 
 
 def test_stalled_solves_warn_apart_from_those_at_max_iter():
-    """The folds' solves that stalled (tol below the gradient's rounding: a raw timestamp
-    column) are counted in a warning of their own, which does not advise max_iter."""
+    """The folds' solves that stalled (tol 1e-12, below the gradient's rounding beside a raw
+    timestamp column) are counted in a warning of their own, which does not advise
+    max_iter."""
     from sklearn.datasets import make_classification
     X, y = make_classification(600, 6, n_informative=4, n_redundant=0, n_classes=3,
                                random_state=0)
     X = np.column_stack([X, 1.7e9 + np.random.default_rng(0).uniform(0, 3e7, 600)])
     with pytest.warns(ConvergenceWarning, match=r"OBA stalled in \d+ of the 9 solves .*"
                                                 r"StandardScaler") as record:
-        L1LogisticOBACV(Cs=[0.1, 1.0, 10.0], cv=3, multiclass="multinomial").fit(X, y)
+        L1LogisticOBACV(Cs=[0.1, 1.0, 10.0], cv=3, multiclass="multinomial",
+                        tol=1e-12).fit(X, y)
     assert not any("max_iter" in str(w.message) for w in record)
 
 

@@ -696,6 +696,37 @@ def test_pinned_direction_cuts_the_iterations_on_a_many_class_problem(monkeypatc
     assert 2 * results[True].nit <= results[False].nit
 
 
+def test_shift_invariant_blocks_return_to_the_solution_at_once():
+    """A softmax datafit is constant along each feature's K class weights (and the K
+    intercepts) shifted together: with ``shift_invariant=K`` a start moved along those
+    directions is shifted back by the blocks' medians, at the solution already (without it,
+    9 Newton iterations), and every block of the solution has 0 as its median."""
+    from sparsekit.losses._multinomial_datafit import Multinomial
+
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((300, 8))
+    y = (X[:, :3] @ rng.standard_normal((3, 3)) + rng.standard_normal((300, 3))).argmax(1)
+    datafit = Multinomial(X, y, 3, fit_intercept=True)
+    assert datafit.shift_invariant == 3
+
+    def solve(x0, shift):
+        return minimize_oba(datafit.value_grad, datafit.hessp, x0, 0.02, tol=1e-10,
+                            penalty_weights=datafit.penalty_weights,
+                            lipschitz=datafit.lipschitz, shift_invariant=shift)
+
+    cold = solve(np.zeros(27), 3)
+    W = cold.x[:24].reshape(8, 3)
+    assert cold.success and ((W > 0).sum(axis=1) <= 1).all() and ((W < 0).sum(axis=1) <= 1).all()
+    start = cold.x + np.repeat(rng.standard_normal(9), 3)
+    moved, blind = solve(start, 3), solve(start, None)
+    assert moved.success and moved.nit == 0 and blind.success and blind.nit > 3
+    np.testing.assert_allclose(moved.x[:24], cold.x[:24], atol=1e-15)
+    np.testing.assert_allclose(moved.fun, cold.fun, rtol=1e-13)
+    for shift in (2, 0, 1.5):
+        with pytest.raises(ValueError, match="shift_invariant must be None or a positive"):
+            solve(np.zeros(27), shift)
+
+
 def test_radius_follows_the_reduction_ratio():
     assert _updated_radius(10.0, 0.1, 8.0, 1e3) == 2.0      # poor agreement: a quarter step
     assert _updated_radius(10.0, -3.0, 10.0, 1e3) == 2.5

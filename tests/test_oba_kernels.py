@@ -439,6 +439,46 @@ def test_project_orthant():
     np.testing.assert_array_equal(x, [1.0, 0.0, 0.0, 0.0, -3.0, 5.0])
 
 
+@settings(max_examples=300, deadline=None)
+@given(st.integers(1, 9), st.integers(1, 6), st.data())
+def test_shift_to_median_is_the_weighted_median_nearest_zero(size, blocks, data):
+    """Against trying every entry and 0; values and weights exact in binary (sums exact, so
+    ties are ties): repeated values, zeros, blocks of one sign, unpenalized entries and
+    blocks."""
+    values = st.sampled_from([0.0, 0.0, 1.0, 2.0, 2.0, -1.0, -3.0, 0.5, 7.25, -0.25])
+    x = data.draw(arrays(np.float64, size * blocks, elements=values))
+    mu = data.draw(arrays(np.float64, size * blocks,
+                          elements=st.sampled_from([0.0, 0.5, 1.0, 1.0, 1.0, 2.0])))
+    expected = ref.shift_to_median(x, mu, size)
+    shifted = x.copy()
+    count = K.shift_to_median(shifted, mu, size)
+    np.testing.assert_array_equal(shifted, expected)
+    moved = [not np.array_equal(x[s:s + size], shifted[s:s + size])
+             for s in range(0, x.size, size)]
+    assert count == sum(moved)
+    again = shifted.copy()
+    assert K.shift_to_median(again, mu, size) == 0      # 0 is now a median of every block
+    np.testing.assert_array_equal(again, shifted)
+
+
+def test_shift_to_median_keeps_differences_and_lowers_the_penalty():
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal(7 * 40) + rng.choice([-5.0, 0.0, 5.0], 7 * 40)
+    mu = rng.uniform(0.1, 2.0, x.size)
+    shifted = x.copy()
+    K.shift_to_median(shifted, mu, 7)
+    np.testing.assert_allclose(np.diff(shifted.reshape(40, 7)), np.diff(x.reshape(40, 7)),
+                               atol=1e-14)
+    assert mu @ np.abs(shifted) < mu @ np.abs(x)
+    moved = (shifted != x).reshape(40, 7).any(axis=1)
+    assert moved.sum() > 10 and (shifted.reshape(40, 7)[moved] == 0.0).any(axis=1).all()
+    for size in (0, 3, -7):
+        with pytest.raises(ValueError, match="positive divisor"):
+            K.shift_to_median(x.copy(), mu, size)
+    with pytest.raises(ValueError, match="same length"):
+        K.shift_to_median(x.copy(), mu[:-1], 7)
+
+
 @settings(max_examples=80, deadline=None)
 @given(arrays(np.float64, st.integers(1, 60),
               elements=st.sampled_from([0.0, 1.0, 2.0, 2.0, 3.0, -1.0, 7.5])),

@@ -20,6 +20,7 @@ import numpy as np
 from cython cimport floating
 from cython.parallel cimport parallel, prange, threadid
 from libc.math cimport exp, fabs, fmax, log, log1p, sqrt
+from libc.stdlib cimport free, malloc, qsort
 from scipy.linalg.cython_blas cimport daxpy, ddot, dgemm, dgemv
 
 from sparsekit._cython._common cimport (CACHED_BYTES, PANEL_NUMBERS, ROW_AHEAD,
@@ -562,6 +563,74 @@ def project_orthant(double[:] x, const double[:] zeta, const double[:] mu):
         for i in range(x.shape[0]):
             if mu[i] != 0.0 and x[i] * zeta[i] <= 0.0:
                 x[i] = 0.0
+
+
+ctypedef struct _weighted:
+    double value
+    double weight
+
+
+cdef int _by_value(const void* a, const void* b) noexcept nogil:
+    cdef double u = (<const _weighted*> a).value, v = (<const _weighted*> b).value
+    return (u > v) - (u < v)
+
+
+def shift_to_median(double[::1] x, const double[::1] mu, Py_ssize_t size):
+    """In place, subtract from each block of ``size`` consecutive entries of ``x`` the
+    ``mu``-weighted median of its entries nearest 0: the constant c minimizing
+    Σₖ μₖ |xₖ − c| over the block, 0 where 0 is one (the block is then left alone). A
+    shifted block has an exact zero where its median entry was. Returns the number of
+    blocks shifted.
+
+    One pass over ``x`` finds the blocks whose positive (or negative) entries carry more
+    than half of the block's weight; only those are sorted."""
+    cdef Py_ssize_t block, m, k, n = x.shape[0], shifted = 0
+    cdef double total, pos, neg, half, acc, side, c
+    cdef _weighted* entries
+    if mu.shape[0] != n:
+        raise ValueError("shift_to_median: x and mu must have the same length")
+    if size < 1 or n % size:
+        raise ValueError(f"shift_to_median: size must be a positive divisor of len(x) = {n}, "
+                         f"got {size}")
+    entries = <_weighted*> malloc(size * sizeof(_weighted))
+    if entries == NULL:
+        raise MemoryError()
+    with nogil:
+        for block in range(n // size):
+            m = block * size
+            total = pos = neg = 0.0
+            for k in range(m, m + size):
+                total = total + mu[k]
+                if x[k] > 0.0:
+                    pos = pos + mu[k]
+                elif x[k] < 0.0:
+                    neg = neg + mu[k]
+            half = 0.5 * total
+            if pos > half:
+                side = 1.0
+            elif neg > half:
+                side = -1.0
+            else:
+                continue
+            # the median on the heavy side: the first entry, in ascending side * x, where
+            # the running weight reaches half the total
+            for k in range(size):
+                entries[k].value = side * x[m + k]
+                entries[k].weight = mu[m + k]
+            qsort(entries, size, sizeof(_weighted), _by_value)
+            acc = 0.0
+            for k in range(size):
+                acc = acc + entries[k].weight
+                if acc >= half:
+                    break
+            if not entries[k].value > 0.0:   # only a rounding tie: 0 is a median too
+                continue
+            c = side * entries[k].value
+            for k in range(m, m + size):
+                x[k] = x[k] - c
+            shifted += 1
+    free(entries)
+    return shifted
 
 
 # ---------------------------------------------------------------- top-tau selection

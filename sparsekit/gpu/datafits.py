@@ -55,6 +55,8 @@ class DeviceLogistic:
     intercept_for = staticmethod(Logistic.intercept_for)
     #: the column offsets subtracted from X before the datafit was made (None: none)
     offsets = None
+    #: no shift of the parameters leaves f unchanged
+    shift_invariant = None
 
     def __init__(self, X, y, sample_weight=None, fit_intercept=False, shared=None):
         cp = self._cp = require_cupy()
@@ -227,6 +229,7 @@ class DeviceMultinomial:
         self.n_params = (self.n_features + self.fit_intercept) * K
         self.penalty_weights = np.ones(self.n_params)
         self.penalty_weights[self.n_features * K:] = 0.0
+        self.shift_invariant = K      # as on the CPU (Multinomial)
         self._x_at, self._P = None, None
         self._shared = {}
 

@@ -280,7 +280,8 @@ def _solve(datafit, C, tol, max_iter, x0, verbose, l1_ratio=1.0, cg_maxiter=1000
                         tau0_max=TAU0_MAX, tau_growth=TAU_GROWTH, tau_boost=TAU_BOOST,
                         reg_decay=REG_DECAY, cg_maxiter=cg_maxiter,
                         cg_maxiter_explicit=CG_MAXITER_EXPLICIT,
-                        cg_rtol_explicit=CG_RTOL_EXPLICIT, callback=callback,
+                        cg_rtol_explicit=CG_RTOL_EXPLICIT,
+                        shift_invariant=datafit.shift_invariant, callback=callback,
                         verbose=max(verbose - 1, 0))
 
 

@@ -186,7 +186,7 @@ def _round_trip(client, groups):
 def _sizes(group):
     datafit = group.parts[0]
     return (datafit.penalty_weights, datafit.n_params, datafit.n_features,
-            datafit.fit_intercept, type(datafit))
+            datafit.fit_intercept, datafit.shift_invariant, type(datafit))
 
 
 class DaskDatafit:
@@ -226,7 +226,8 @@ class DaskDatafit:
         if rows.round_trip is None:      # the first datafit on these rows times the cluster
             rows.round_trip = _round_trip(client, self._groups)
         (self.penalty_weights, self.n_params, self.n_features, self.fit_intercept,
-         self._type) = client.gather(client.submit(_sizes, self._groups[0], pure=False))
+         self.shift_invariant, self._type) = client.gather(
+            client.submit(_sizes, self._groups[0], pure=False))
         self._n_parts = len(rows.X)
         self._bound = None
         self._gathered = None     # (the groups' Hessians, products made on their sum)

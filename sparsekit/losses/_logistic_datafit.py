@@ -10,7 +10,10 @@ A datafit is f(x) = (1/n) Σᵢ sᵢ ℓ(mᵢ, yᵢ) with margins m = X w + b, p
   formed float32-panel Gram is carried between iterates, with curvature weights within
   ``gram_refresh_rtol`` (5%) of the current ones (:mod:`~sparsekit.losses._panel_gram`);
 - ``lipschitz()`` -> an upper bound on the Lipschitz constant of ∇f (for the ISTA step);
-- ``penalty_weights`` -> 1 for w, 0 for the intercept (kept free and unpenalized).
+- ``penalty_weights`` -> 1 for w, 0 for the intercept (kept free and unpenalized);
+- ``shift_invariant`` -> None, or the size K of the blocks of parameters along which f is
+  invariant to a common shift (a softmax model's K class weights of a feature;
+  :func:`~sparsekit.optimize.minimize_oba`'s parameter of that name).
 
 Sparse X is stored once as CSC (column slices are the hot path); dense X as Fortran order,
 each column read only between its first and last nonzero row (a triangular X: half of it).
@@ -212,6 +215,8 @@ class _LinearDatafit:
     #: the column offsets subtracted from X before the datafit was made (None: none); the
     #: margins of the original X are X w + b − wᵀ offsets (the estimators' centering)
     offsets = None
+    #: no shift of the parameters leaves f unchanged
+    shift_invariant = None
 
     def _check_labels(self):
         if not np.all(np.isfinite(self.y)):

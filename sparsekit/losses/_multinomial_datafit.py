@@ -169,6 +169,9 @@ class Multinomial:
         self.n_params = (self.n_features + self.fit_intercept) * self.n_classes
         self.penalty_weights = np.ones(self.n_params)
         self.penalty_weights[self.n_features * self.n_classes:] = 0.0
+        # a feature's K class weights (and the K intercepts) shifted together leave every
+        # row's probabilities, so f, unchanged
+        self.shift_invariant = self.n_classes
         self._x_at = None
         self._P = self._D = None
         self._col_nnz = np.diff(self.X.indptr) if sp.issparse(self.X) else None

@@ -11,6 +11,9 @@ import numpy as np
 class Ridge:
     """``datafit`` plus (λ/2)‖w‖² on its penalized coordinates (λ = ``l2`` ≥ 0)."""
 
+    #: the ridge term changes under any shift of the penalized parameters
+    shift_invariant = None
+
     def __init__(self, datafit, l2):
         self.datafit = datafit
         self.l2 = float(l2)
