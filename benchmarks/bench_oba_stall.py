@@ -1,4 +1,4 @@
-"""L1LogisticOBA on raw columns: dense columns far from 0 centered, and the stall exit.
+"""L1LogisticOBA on raw columns: columns far from 0 centered, the stall exit, the median shift.
 
 Two changes of 2026-12-01 for raw columns beside standardized ones. A column whose mean
 lies beyond 10 standard deviations (a raw year or timestamp) is centered for the solve (the
@@ -7,18 +7,25 @@ against the intercept was nearly flat and the Newton systems ill-conditioned. An
 stopping measure is absolute, in the units of the gradient, which a column of large entries
 scales (zip codes): where the measure cannot reach the default tol 1e-8, a solve in which
 for 20 iterations neither the objective decreases beyond its rounding nor the measure falls
-below half its least value ends as stalled and says so (it ran to max_iter). This script
-fits ``L1LogisticOBA`` at its defaults (C = 1, tol 1e-8, max_iter 500; one-vs-rest and
-multinomial) on tables with one raw column (``make_classification``, 5,000 rows, 4
-classes, seed 0, its last column replaced; two of them also as CSR beside 20 one-hot
-columns, whose numeric columns, stored in every row, are centered as a dense X's since
-the day's second session) and on real tables (digits / 16; wine and
-breast cancer as loaded, raw units), three ways in the same build: as it is ("default"),
-without the centering (the ratio set to infinity), and without either (the exit's window
-also beyond max_iter: the fit before both changes). Wall seconds (median of 3), OBA
-iterations (summed over the one-vs-rest problems), the warning each fit gave, and the
-objective C Σ loss + ‖W‖₁ of the other two fits minus the default's, relative to it
-(positive: the default's fit is lower). Writes section "oba_stall" of doc/benchmarks.md::
+below half its least value ends as stalled and says so (it ran to max_iter). A third, of
+2026-12-02, for the multinomial model: a feature's K class weights shifted together leave
+its probabilities unchanged, so the Newton steps cannot see that direction and their
+rounding let the weights drift off the sparsest solution (a weight of 1e-12 where the
+minimizer has 0), where the optimality measure stalled; every point the solver evaluates
+is now first shifted by the median of each feature's class weights (``minimize_oba``'s
+``shift_invariant``). This script fits ``L1LogisticOBA`` at its defaults (C = 1, tol 1e-8,
+max_iter 500; one-vs-rest and multinomial) on tables with one raw column
+(``make_classification``, 5,000 rows, 4 classes, seed 0, its last column replaced; two of
+them also as CSR beside 20 one-hot columns, whose numeric columns, stored in every row,
+are centered as a dense X's since 2026-12-01's second session) and on real tables (digits
+/ 16; wine and breast cancer as loaded, raw units), four ways in the same build: as it is
+("default"), without the median shift, without the centering (the ratio set to infinity),
+and without any of the three (the exit's window also beyond max_iter: the fit before these
+changes). Wall seconds (median of 3), OBA iterations (summed over the one-vs-rest
+problems), the warning each fit gave, and the objective C Σ loss + ‖W‖₁ of the other
+fits minus the default's, relative to it (positive: the default's fit is lower), and each
+way's count of nonzero weights in ``coef_``. Writes section
+"oba_stall" of doc/benchmarks.md::
 
     python benchmarks/bench_oba_stall.py
 
@@ -44,6 +51,7 @@ from sklearn.datasets import load_breast_cancer, load_digits, load_wine, make_cl
 from sklearn.exceptions import ConvergenceWarning
 
 sys.path.insert(0, str(_report.REPO))  # the in-place build, also when not installed
+import sparsekit.linear_model._l1_logistic as l1_logistic  # noqa: E402
 import sparsekit.utils._centering as centering  # noqa: E402
 import sparsekit.optimize._oba as oba  # noqa: E402
 from sparsekit import L1LogisticOBA  # noqa: E402
@@ -85,16 +93,30 @@ def objective(model, X, y):
     return model.C * loss + np.abs(model.coef_).sum()
 
 
-#: (label, centering ratio, stall window) of each way of fitting
-WAYS = (("default", centering.CENTER_RATIO, oba.STALL_ITERATIONS),
-        ("no centering", np.inf, oba.STALL_ITERATIONS),
-        ("neither", np.inf, 10**9))
+SOLVER = l1_logistic.minimize_oba
 
 
-def fit(X, y, multiclass, ratio, window):
-    """(seconds, the model, its warning) of a default fit with the centering ``ratio`` and
-    the stall ``window``."""
+def _without_shift(*args, **kwargs):
+    """``minimize_oba`` blind to the multinomial model's invariant shifts."""
+    return SOLVER(*args, **{**kwargs, "shift_invariant": None})
+
+
+#: (label, centering ratio, stall window, median shift) of each way of fitting
+WAYS = (("default", centering.CENTER_RATIO, oba.STALL_ITERATIONS, True),
+        ("no median shift", centering.CENTER_RATIO, oba.STALL_ITERATIONS, False),
+        ("no centering", np.inf, oba.STALL_ITERATIONS, True),
+        ("none", np.inf, 10**9, False))
+
+
+def configure(ratio, window, shift):
+    """Set the centering ``ratio``, the stall ``window`` and the median ``shift``."""
     centering.CENTER_RATIO, oba.STALL_ITERATIONS = ratio, window
+    l1_logistic.minimize_oba = SOLVER if shift else _without_shift
+
+
+def fit(X, y, multiclass, way):
+    """(seconds, the model, its warning) of a default fit the ``way`` of WAYS."""
+    configure(*way[1:])
     times, model, said = [], None, ""
     for _ in range(3):
         with warnings.catch_warnings(record=True) as caught:
@@ -117,21 +139,22 @@ def measure(data, ways, place=lambda X, y: (X, y)):
     try:
         for name, X, y in data:
             for multiclass in ("ovr", "multinomial") if len(np.unique(y)) > 2 else ("ovr",):
-                runs = [fit(*place(X, y), multiclass, ratio, window)
-                        for _, ratio, window in ways]
+                runs = [fit(*place(X, y), multiclass, way) for way in ways]
                 F = [objective(model, X, y) for _, model, _ in runs]
                 row = [name, multiclass]
                 for seconds, model, said in runs:
                     row += [f"{seconds:.3f}", str(int(model.n_iter_.sum())), said]
                 row += [f"{(f - F[0]) / abs(F[0]):.1e}" for f in F[1:]]
+                row += ["/".join(str(np.count_nonzero(model.coef_)) for _, model, _ in runs)]
                 table.append(row)
                 print(row, flush=True)
     finally:
-        centering.CENTER_RATIO, oba.STALL_ITERATIONS = WAYS[0][1:]
+        configure(*WAYS[0][1:])
     header = ["table", "model"]
-    for label, _, _ in ways:
+    for label, *_ in ways:
         header += [f"s ({label})", f"iterations ({label})", f"warning ({label})"]
-    header += [f"F({label}) - F(default), relative" for label, _, _ in ways[1:]]
+    header += [f"F({label}) - F(default), relative" for label, *_ in ways[1:]]
+    header += ["nonzeros (" + "/".join(label for label, *_ in ways) + ")"]
     return _report.markdown_table(header, table)
 
 
@@ -148,7 +171,7 @@ def on_dask():
     with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
                                   dashboard_address=None) as cluster, \
             distributed.Client(cluster):
-        table = measure(raw, WAYS[:2], place)
+        table = measure(raw, WAYS[:3:2], place)
     prose = " ".join(__doc__.split("\n\n")[3].split()).split(" Writes")[0]
     _report.write_section("oba_stall_dask", "L1LogisticOBA on raw columns of a dask array",
                           prose + " Otherwise as in section *oba_stall*.\n\n" + table)
