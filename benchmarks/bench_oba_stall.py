@@ -12,8 +12,9 @@ below half its least value ends as stalled and says so (it ran to max_iter). A t
 its probabilities unchanged, so the Newton steps cannot see that direction and their
 rounding let the weights drift off the sparsest solution (a weight of 1e-12 where the
 minimizer has 0), where the optimality measure stalled; every point the solver evaluates
-is now first shifted by the median of each feature's class weights (``minimize_oba``'s
-``shift_invariant``). This script fits ``L1LogisticOBA`` at its defaults (C = 1, tol 1e-8,
+is now first shifted by a median of each feature's class weights, the weight nearest 0
+among those that are one (``minimize_oba``'s ``shift_invariant``), which also gives a
+feature as many positive as negative weights a zero at the same objective. This script fits ``L1LogisticOBA`` at its defaults (C = 1, tol 1e-8,
 max_iter 500; one-vs-rest and multinomial) on tables with one raw column
 (``make_classification``, 5,000 rows, 4 classes, seed 0, its last column replaced; two of
 them also as CSR beside 20 one-hot columns, whose numeric columns, stored in every row,

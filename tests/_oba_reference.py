@@ -39,15 +39,18 @@ def min_norm_subgradient(x, grad, mu):
 
 
 def shift_to_median(x, mu, size):
-    """Each block of ``size`` entries minus the c minimizing Σₖ μₖ |xₖ − c|, the one nearest 0
-    (a minimizer lies among the entries and 0: try them all)."""
+    """Each block of ``size`` entries minus the c minimizing Σₖ μₖ |xₖ − c| that is the
+    entry of positive weight nearest 0, the positive one on a tie (the minimizers form an
+    interval between two such entries: try them all); a block of no weight kept."""
     x = np.array(x, dtype=np.float64)
     for start in range(0, x.size, size):
         v, w = x[start:start + size], mu[start:start + size]
-        candidates = np.append(v, 0.0)
+        candidates = v[w > 0]
+        if candidates.size == 0:
+            continue
         penalty = np.array([w @ np.abs(v - c) for c in candidates])
         best = candidates[penalty == penalty.min()]
-        x[start:start + size] = v - best[np.argmin(np.abs(best))]
+        x[start:start + size] = v - min(best, key=lambda c: (abs(c), -c))
     return x
 
 

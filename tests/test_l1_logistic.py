@@ -383,6 +383,28 @@ def test_multinomial_class_weights_keep_zero_as_their_median(kind):
     assert ((W > 0).sum(axis=0) <= 1).all() and ((W < 0).sum(axis=0) <= 1).all()
 
 
+def test_multinomial_fits_hold_a_zero_weight_in_every_feature(monkeypatch):
+    """With an even K the penalty is flat between a feature's two middle class weights when
+    it has as many positive as negative ones: of the models of the same objective the fit
+    has the one with a zero there (make_classification, 4 classes: 23 nonzero weights where
+    the solver blind to the shift ended at 29 of 32, with every feature's four weights
+    nonzero or most of them), with the same probabilities."""
+    import sparsekit.linear_model._l1_logistic as l1
+    from sklearn.datasets import make_classification
+    from sparsekit.optimize import minimize_oba
+
+    X, y = make_classification(2000, 8, n_informative=5, n_redundant=0, n_classes=4,
+                               random_state=0)
+    est = L1LogisticOBA(multiclass="multinomial").fit(X, y)
+    monkeypatch.setattr(l1, "minimize_oba", lambda *args, **kwargs: minimize_oba(
+        *args, **{**kwargs, "shift_invariant": None}))
+    blind = L1LogisticOBA(multiclass="multinomial").fit(X, y)
+    assert (est.coef_ == 0).any(axis=0).all() and not (blind.coef_ == 0).any(axis=0).all()
+    assert np.count_nonzero(est.coef_) < np.count_nonzero(blind.coef_)
+    np.testing.assert_allclose(_objective(est, X, y), _objective(blind, X, y), rtol=1e-12)
+    np.testing.assert_allclose(est.predict_proba(X), blind.predict_proba(X), atol=1e-6)
+
+
 @pytest.mark.parametrize("path", [False, True])
 def test_a_fit_at_the_rounding_floor_stops_and_says_why(path):
     """Where tol lies below the gradient's rounding (1e-14 beside zip codes, whose fits

@@ -19,7 +19,7 @@ import numpy as np
 
 from cython cimport floating
 from cython.parallel cimport parallel, prange, threadid
-from libc.math cimport exp, fabs, fmax, log, log1p, sqrt
+from libc.math cimport INFINITY, exp, fabs, fmax, log, log1p, sqrt
 from libc.stdlib cimport free, malloc, qsort
 from scipy.linalg.cython_blas cimport daxpy, ddot, dgemm, dgemv
 
@@ -577,15 +577,18 @@ cdef int _by_value(const void* a, const void* b) noexcept nogil:
 
 def shift_to_median(double[::1] x, const double[::1] mu, Py_ssize_t size):
     """In place, subtract from each block of ``size`` consecutive entries of ``x`` the
-    ``mu``-weighted median of its entries nearest 0: the constant c minimizing
-    Σₖ μₖ |xₖ − c| over the block, 0 where 0 is one (the block is then left alone). A
-    shifted block has an exact zero where its median entry was. Returns the number of
-    blocks shifted.
+    ``mu``-weighted median of the block nearest 0 among its entries of positive weight: a
+    constant c minimizing Σₖ μₖ |xₖ − c| over the block, so that the block holds an exact
+    zero where that entry was. A block is left alone where it has a zero entry (of positive
+    weight) that is such a median, or no weight. Returns the number of blocks shifted.
 
     One pass over ``x`` finds the blocks whose positive (or negative) entries carry more
-    than half of the block's weight; only those are sorted."""
+    than half of the block's weight, and the balanced ones without a zero entry, where
+    every c between the largest negative and the smallest positive entry is a median (the
+    sum is flat there) and c is the one of the two nearer 0 (the positive one on a tie);
+    only the first kind are sorted."""
     cdef Py_ssize_t block, m, k, n = x.shape[0], shifted = 0
-    cdef double total, pos, neg, half, acc, side, c
+    cdef double total, pos, neg, half, acc, side, c, lo, hi
     cdef _weighted* entries
     if mu.shape[0] != n:
         raise ValueError("shift_to_median: x and mu must have the same length")
@@ -610,6 +613,19 @@ def shift_to_median(double[::1] x, const double[::1] mu, Py_ssize_t size):
                 side = 1.0
             elif neg > half:
                 side = -1.0
+            elif pos == half and neg == half and total > 0.0:
+                lo, hi = -INFINITY, INFINITY
+                for k in range(m, m + size):
+                    if mu[k] > 0.0:
+                        if 0.0 < x[k] < hi:
+                            hi = x[k]
+                        elif lo < x[k] < 0.0:
+                            lo = x[k]
+                c = hi if hi <= -lo else lo
+                for k in range(m, m + size):
+                    x[k] = x[k] - c
+                shifted += 1
+                continue
             else:
                 continue
             # the median on the heavy side: the first entry, in ascending side * x, where

@@ -344,15 +344,18 @@ def minimize_oba(f_grad, hessp, x0, mu, *, penalty_weights=None, lipschitz=None,
         The size K of blocks of consecutive coordinates along which f is invariant to a
         common shift, f(x + c 1_B) = f(x) for every block B and every c (``n`` a multiple
         of K), as a softmax model's K class weights of a feature and its K intercepts are.
-        Every point where f is evaluated is first shifted, block by block, by the
-        weighted median of the block's coordinates nearest 0 (weights μwᵢ; unpenalized
-        blocks are left alone), the shift that lowers the penalty most; f and ∇f are the
-        same there. The Hessian is singular along these directions and the Newton steps,
-        blind to them, leave a block's coordinates drifting by rounding off the sparsest
-        solution, where the objective cannot see the difference: a coordinate that should
-        be zero stays at a tiny nonzero value and the optimality measure stalls (ours, not
-        in the thesis). At a minimizer 0 is such a median, so the shifts change no
-        solution.
+        Every point where f is evaluated is first shifted, block by block, by a weighted
+        median of the block's coordinates (weights μwᵢ), the coordinate nearest 0 among
+        those that are one: the shift lowers the penalty as far as any can and leaves an
+        exact zero in the block; f and ∇f are the same there. A block with a zero that is a
+        median, or no weight, is left alone. The Hessian is singular along these directions
+        and the Newton steps, blind to them, leave a block's coordinates drifting by
+        rounding off the sparsest solution, where the objective cannot see the difference:
+        a coordinate that should be zero stays at a tiny nonzero value and the optimality
+        measure stalls (ours, not in the thesis). At a minimizer 0 is a median of every
+        block, so a shift moves a solution only where the penalty is flat, to another with
+        the same objective and one zero more (a block of K/2 positive and K/2 negative
+        coordinates, K even).
     callback : callable, optional
         Called after each iteration with a copy of ``x``, or, when its only parameter is
         named ``intermediate_result``, with an ``OptimizeResult`` holding ``x``, ``fun``,
