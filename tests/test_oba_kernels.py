@@ -461,6 +461,27 @@ def test_shift_to_median_is_the_weighted_median_nearest_zero(size, blocks, data)
     np.testing.assert_array_equal(again, shifted)
 
 
+def test_shift_to_median_ties_equal_weights_that_do_not_sum_exactly():
+    """Weights of 1 / (C n) (a fit's μ): three of them and half of six need not be the same
+    double, but a block of three positive and three negative entries is balanced and one
+    of two positive and four negative is not."""
+    m = 1 / (0.7 * 2407)
+    assert (m + m) + m != 0.5 * (((((m + m) + m) + m) + m) + m)
+    mu = np.full(6, m)
+    balanced = np.array([0.3, -0.2, 0.5, -0.7, 0.9, -0.1])
+    shifted = balanced.copy()
+    assert K.shift_to_median(shifted, mu, 6) == 1
+    np.testing.assert_array_equal(shifted, balanced + 0.1)        # -0.1 is nearer 0 than 0.3
+    with_zero = np.array([0.3, 0.0, 0.5, -0.7, 0.9, -0.1])   # 0 a median: kept
+    kept = with_zero.copy()
+    assert K.shift_to_median(kept, mu, 6) == 0
+    np.testing.assert_array_equal(kept, with_zero)
+    heavy = np.array([-0.3, -0.2, 0.5, -0.7, 0.9, -0.1])     # four negative: the medians
+    shifted = heavy.copy()                                   # are [-0.2, -0.1]
+    assert K.shift_to_median(shifted, mu, 6) == 1
+    np.testing.assert_array_equal(shifted, heavy + 0.1)
+
+
 def test_shift_to_median_keeps_differences_and_lowers_the_penalty():
     rng = np.random.default_rng(3)
     x = rng.standard_normal(7 * 40) + rng.choice([-5.0, 0.0, 5.0], 7 * 40)

@@ -568,6 +568,7 @@ def project_orthant(double[:] x, const double[:] zeta, const double[:] mu):
 ctypedef struct _weighted:
     double value
     double weight
+    double above    # the weight of the entries after this one in the sorted order
 
 
 cdef int _by_value(const void* a, const void* b) noexcept nogil:
@@ -582,13 +583,14 @@ def shift_to_median(double[::1] x, const double[::1] mu, Py_ssize_t size):
     zero where that entry was. A block is left alone where it has a zero entry (of positive
     weight) that is such a median, or no weight. Returns the number of blocks shifted.
 
-    One pass over ``x`` finds the blocks whose positive (or negative) entries carry more
-    than half of the block's weight, and the balanced ones without a zero entry, where
+    One pass over ``x`` finds the blocks whose positive (or negative) entries outweigh the
+    others (each side's weights summed on its own, so that equal weights on as many entries
+    tie exactly), and the balanced ones without a zero entry, where
     every c between the largest negative and the smallest positive entry is a median (the
     sum is flat there) and c is the one of the two nearer 0 (the positive one on a tie);
     only the first kind are sorted."""
     cdef Py_ssize_t block, m, k, n = x.shape[0], shifted = 0
-    cdef double total, pos, neg, half, acc, side, c, lo, hi
+    cdef double pos, nonpos, neg, nonneg, acc, side, c, lo, hi
     cdef _weighted* entries
     if mu.shape[0] != n:
         raise ValueError("shift_to_median: x and mu must have the same length")
@@ -601,19 +603,31 @@ def shift_to_median(double[::1] x, const double[::1] mu, Py_ssize_t size):
     with nogil:
         for block in range(n // size):
             m = block * size
-            total = pos = neg = 0.0
+            k = m
+            while k < m + size and x[k] == 0.0:   # most blocks of a sparse model: no
+                k += 1                            # weight read
+            if k == m + size:
+                continue
+            # the weights of the entries > 0, <= 0, < 0 and >= 0, each summed on its own:
+            # with equal weights, two sides of as many entries sum to the same double
+            pos = nonpos = neg = nonneg = 0.0
             for k in range(m, m + size):
-                total = total + mu[k]
                 if x[k] > 0.0:
                     pos = pos + mu[k]
+                    nonneg = nonneg + mu[k]
                 elif x[k] < 0.0:
                     neg = neg + mu[k]
-            half = 0.5 * total
-            if pos > half:
+                    nonpos = nonpos + mu[k]
+                else:
+                    nonpos = nonpos + mu[k]
+                    nonneg = nonneg + mu[k]
+            if pos > nonpos:
                 side = 1.0
-            elif neg > half:
+            elif neg > nonneg:
                 side = -1.0
-            elif pos == half and neg == half and total > 0.0:
+            elif pos == nonpos and neg == nonneg and pos > 0.0:
+                # balanced, no zero: the penalty is flat between the largest negative and
+                # the smallest positive entry; shift to the one nearer 0
                 lo, hi = -INFINITY, INFINITY
                 for k in range(m, m + size):
                     if mu[k] > 0.0:
@@ -628,16 +642,20 @@ def shift_to_median(double[::1] x, const double[::1] mu, Py_ssize_t size):
                 continue
             else:
                 continue
-            # the median on the heavy side: the first entry, in ascending side * x, where
-            # the running weight reaches half the total
+            # the median on the heavy side: the first entry, in ascending side * x, whose
+            # weight and those before it reach the weight of those after it
             for k in range(size):
                 entries[k].value = side * x[m + k]
                 entries[k].weight = mu[m + k]
             qsort(entries, size, sizeof(_weighted), _by_value)
             acc = 0.0
+            for k in range(size - 1, -1, -1):
+                entries[k].above = acc
+                acc = acc + entries[k].weight
+            acc = 0.0
             for k in range(size):
                 acc = acc + entries[k].weight
-                if acc >= half:
+                if acc >= entries[k].above:
                     break
             if not entries[k].value > 0.0:   # only a rounding tie: 0 is a median too
                 continue
