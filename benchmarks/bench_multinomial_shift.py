@@ -10,16 +10,17 @@ even) it leaves a zero at the same objective. This script fits
 ``L1LogisticOBA(multiclass="multinomial")`` at tol 1e-8 (the default) on the data sets of
 section *l1_multinomial* (digits / 16, Mulan scene's first label, MNIST / 255, the Debian
 descriptions' TF-IDF of words and word pairs, 58 sections) at C = 10, 100 and 1000 times
-the smallest C with a nonzero weight (MNIST at 10 and 100, Debian at 10), with the shift and
-without it (``shift_invariant=None``), the two fits one after the other, in alternating
-order from row to row. Wall seconds (median of 3 where a fit takes under a second),
+the smallest C with a nonzero weight (MNIST at 10 and 100, Debian at 10), and on Mulan's
+Bibtex and Delicious (first label: 146 and 352 classes; C = 0.05 and 1, as in section
+*oba_pinned*), with the shift and without it (``shift_invariant=None``), the two fits one
+after the other, in alternating order from row to row. Wall seconds (median of 3 where a fit takes under a second),
 iterations, the objective C Σ loss + ‖W‖₁ of the fit without the shift minus the one with
 it, relative (positive: the shifted fit is lower), nonzero weights of each, the features
 whose class weights do not have 0 as a median (drifted) and those with a nonzero weight but
 no zero one (none with the shift).
 Writes section "multinomial_shift" of doc/benchmarks.md::
 
-    python benchmarks/bench_multinomial_shift.py [--sets digits scene mnist debian]
+    python benchmarks/bench_multinomial_shift.py [--sets digits scene ... delicious]
 """
 import _report  # noqa: F401  (pins BLAS threads before NumPy)
 
@@ -33,11 +34,14 @@ from sklearn.exceptions import ConvergenceWarning
 
 sys.path.insert(0, str(_report.REPO))  # the in-place build, also when not installed
 import sparsekit.linear_model._l1_logistic as l1_logistic  # noqa: E402
-from bench_l1_multinomial import load, objective, smallest_C, warm_up  # noqa: E402
+from bench_l1_multinomial import objective, warm_up  # noqa: E402
+from bench_multinomial_route import multinomial_problem  # noqa: E402
 from sparsekit import L1LogisticOBA  # noqa: E402
 
+#: the factors of C: times the smallest C with a nonzero weight, or (Bibtex, Delicious) C
 SETS = {"digits": (10, 100, 1000), "scene": (10, 100, 1000), "mnist": (10, 100),
-        "debian": (10,)}
+        "debian": (10,), "bibtex": (0.05, 1.0), "delicious": (0.05, 1.0)}
+ABSOLUTE = ("bibtex", "delicious")
 SOLVER = l1_logistic.minimize_oba
 
 
@@ -86,17 +90,16 @@ def main():
     warm_up()
     rows, flip = [], False
     for name in args.sets:
-        X, y = load(name)
-        c_min = smallest_C(X, y, 1.0)
+        X, y, base = multinomial_problem(name, name not in ABSOLUTE)
         for factor in SETS[name]:
-            C = factor * c_min
+            C = factor * base
             order = (False, True) if flip else (True, False)
             flip = not flip
             runs = dict(zip(order, (fit(X, y, C, shift) for shift in order)))
             F = {shift: objective(X, y, m.coef_, m.intercept_, C, 1.0)
                  for shift, (_, m, _) in runs.items()}
             row = [name, f"{X.shape[0]} x {X.shape[1]}, K = {np.unique(y).size}",
-                   f"{factor} C_min = {C:.4g}"]
+                   f"{C:g}" if name in ABSOLUTE else f"{factor} C_min = {C:.4g}"]
             for shift in (True, False):
                 seconds, model, said = runs[shift]
                 row += [f"{seconds:.3f}", str(int(model.n_iter_[0])), said,
