@@ -459,8 +459,11 @@ class L1LogisticOBA(LinearClassifierMixin, SparseCoefMixin, SparsekitClassifier)
         With more than two classes: one binary problem per class against the rest (as
         LIBLINEAR), or one multinomial problem over all classes (the softmax model, as
         scikit-learn's ``LogisticRegression``, whose only ℓ1 solver for it is ``saga``);
-        ``predict_proba`` then returns its softmax probabilities. Two classes always make
-        the binary problem.
+        ``predict_proba`` then returns its softmax probabilities. A constant added to a
+        feature's class weights changes no probability: of those models the multinomial
+        fit with ``l1_ratio=1`` returns one where each feature's class weights hold a
+        zero at their median (the least ℓ1 norm, and a zero more where two models tie on
+        it). Two classes always make the binary problem.
     l1_ratio : float in (0, 1], default=1.0
         Elastic-net mixing, with scikit-learn's meaning: the penalty is
         ``l1_ratio ‖w‖₁ + (1 − l1_ratio)/2 ‖w‖²`` (the intercepts unpenalized); 1 is the
