@@ -2,7 +2,7 @@
 
 A feature's K class weights shifted together leave every row's probabilities unchanged, so
 the Newton steps of OBA cannot see that direction, and their rounding let the weights drift
-off the sparsest solution. Since 2026-12-02 every point the solver evaluates is first
+off the sparsest solution. Since 2026-12-01 every point the solver evaluates is first
 shifted by a median of each feature's class weights, the weight nearest 0 among those that
 are one (``minimize_oba``'s ``shift_invariant``): it lowers the ℓ1 norm as far as any
 shift can, exactly, and where the norm is flat (as many positive as negative weights, K

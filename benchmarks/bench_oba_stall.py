@@ -8,8 +8,8 @@ stopping measure is absolute, in the units of the gradient, which a column of la
 scales (zip codes): where the measure cannot reach the default tol 1e-8, a solve in which
 for 20 iterations neither the objective decreases beyond its rounding nor the measure falls
 below half its least value ends as stalled and says so (it ran to max_iter). A third, of
-2026-12-02, for the multinomial model: a feature's K class weights shifted together leave
-its probabilities unchanged, so the Newton steps cannot see that direction and their
+2026-12-01 (its third session), for the multinomial model: a feature's K class weights
+shifted together leave its probabilities unchanged, so the Newton steps cannot see that direction and their
 rounding let the weights drift off the sparsest solution (a weight of 1e-12 where the
 minimizer has 0), where the optimality measure stalled; every point the solver evaluates
 is now first shifted by a median of each feature's class weights, the weight nearest 0
@@ -187,8 +187,8 @@ def main():
         return
     body = (" ".join(__doc__.split("\n\n")[1].split()).split(" Writes")[0]
             + "\n\n" + measure(tables(), WAYS))
-    _report.write_section("oba_stall", "L1LogisticOBA on raw columns: centering and the "
-                          "stall exit", body)
+    _report.write_section("oba_stall", "L1LogisticOBA on raw columns: centering, the stall "
+                          "exit and the median shift", body)
 
 
 if __name__ == "__main__":
