@@ -585,10 +585,10 @@ def shift_to_median(double[::1] x, const double[::1] mu, Py_ssize_t size):
 
     One pass over ``x`` finds the blocks whose positive (or negative) entries outweigh the
     others (each side's weights summed on its own, so that equal weights on as many entries
-    tie exactly), and the balanced ones without a zero entry, where
-    every c between the largest negative and the smallest positive entry is a median (the
-    sum is flat there) and c is the one of the two nearer 0 (the positive one on a tie);
-    only the first kind are sorted."""
+    tie exactly), and the balanced ones without a zero entry, where every c between the
+    largest negative and the smallest positive entry is a median (the sum is flat there)
+    and c is the one of the two nearer 0 (the positive one on a tie); only the first kind
+    are sorted."""
     cdef Py_ssize_t block, m, k, n = x.shape[0], shifted = 0
     cdef double pos, nonpos, neg, nonneg, acc, side, c, lo, hi
     cdef _weighted* entries
