@@ -1126,6 +1126,23 @@ def test_one_vs_rest_holds_one_coef_not_every_problems_results():
     np.testing.assert_array_equal(est.intercept_[7], alone.intercept_[0])
 
 
+def test_one_vs_rest_with_sparse_coef_never_holds_a_dense_coef():
+    """With ``sparse_coef=True`` each problem's row goes into ``coef_`` as its nonzeros: the
+    fit formed the dense classes x columns array first, then its CSR copy, the memory that
+    sparse_coef is for (hashed features, many classes); the same model as the dense fit."""
+    from _memory import peak_allocated
+
+    rng = np.random.default_rng(0)
+    X = sp.random(1000, 20_000, density=0.005, format="csr", random_state=0)
+    y = rng.integers(0, 100, 1000)
+    est, peak = peak_allocated(lambda: L1LogisticOBA(sparse_coef=True).fit(X, y))
+    dense = L1LogisticOBA().fit(X, y)
+    assert sp.issparse(est.coef_) and peak < 0.5 * dense.coef_.nbytes
+    np.testing.assert_array_equal(est.coef_.toarray(), dense.coef_)
+    np.testing.assert_array_equal(est.intercept_, dense.intercept_)
+    np.testing.assert_allclose(est.predict_proba(X), dense.predict_proba(X), rtol=1e-12)
+
+
 def test_one_vs_rest_in_a_process_backend_is_the_sequential_fit():
     """Under ``joblib.parallel_backend("loky")`` the problems are solved in other processes:
     their rows of ``coef_`` come back with their results (none is written in place)."""

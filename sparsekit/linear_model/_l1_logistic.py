@@ -285,6 +285,31 @@ def _solve(datafit, C, tol, max_iter, x0, verbose, l1_ratio=1.0, cg_maxiter=1000
                         verbose=max(verbose - 1, 0))
 
 
+class _CoefRows:
+    """The rows of a one-vs-rest ``coef_`` as the problems end: a dense array, or with
+    ``sparse`` each row's nonzeros, made into a CSR matrix at the end."""
+
+    def __init__(self, n_rows, n_columns, sparse):
+        self.shape, self.sparse = (n_rows, n_columns), sparse
+        self._rows = [None] * n_rows if sparse else np.empty(self.shape)
+
+    def set(self, k, w):
+        if self.sparse:
+            places = np.flatnonzero(w)
+            self._rows[k] = (places, w[places])
+        else:
+            self._rows[k] = w
+
+    def matrix(self):
+        if not self.sparse:
+            return self._rows
+        indptr = np.zeros(self.shape[0] + 1, dtype=np.int64)
+        np.cumsum([places.size for places, _ in self._rows], out=indptr[1:])
+        indices = np.concatenate([places for places, _ in self._rows])
+        data = np.concatenate([values for _, values in self._rows])
+        return sp.csr_matrix((data, indices, indptr), shape=self.shape)
+
+
 def _unit_mean_weights(sample_weight):
     """The weights divided by their mean, and that mean: with weights of mean 1 the solver's
     f (the weighted mean loss) and so its ``tol`` do not depend on how the weights are
@@ -449,7 +474,9 @@ class L1LogisticOBA(LinearClassifierMixin, SparseCoefMixin, SparsekitClassifier)
     verbose : int, default=0
         1 prints one line per binary problem, 2 also one line per OBA iteration.
     sparse_coef : bool, default=False
-        Store ``coef_`` as a ``scipy.sparse.csr_matrix``. A dense ``coef_`` larger than half
+        Store ``coef_`` as a ``scipy.sparse.csr_matrix``; a one-vs-rest fit then keeps each
+        class's nonzero weights as its problem ends and never holds the dense array (the
+        multinomial solver works on the dense weights). A dense ``coef_`` larger than half
         the machine's memory (hashed features with many classes) is refused before the fit
         starts. The scores of sparse rows read only the nonzero weights either way; a dense
         ``coef_`` is scanned for them at each call, which a sparse one skips (batches of
@@ -726,17 +753,21 @@ class L1LogisticOBA(LinearClassifierMixin, SparseCoefMixin, SparsekitClassifier)
                 results = [openmp_call(threads, solve, 0, problems[0])]
             if multinomial:
                 coef, intercept = results[0][0], results[0][1]
+                if self.sparse_coef:
+                    coef = sp.csr_matrix(coef)
             else:   # each problem's row into coef_ as it ends (joblib yields them in
-                # order): not every problem's solution kept to the end, then stacked
-                coef = np.empty((len(problems), columns.n_used))
+                # order): not every problem's solution kept to the end, then stacked;
+                # with sparse_coef only its nonzeros, never a dense coef_
+                coef = _CoefRows(len(problems), columns.n_used, self.sparse_coef)
                 kept = []
                 for k, (w, b, res) in enumerate(results):
-                    coef[k] = w
+                    coef.set(k, w)
                     kept.append((None, b, res))
+                coef = coef.matrix()
                 results = kept
                 intercept = np.array([b for _, b, _ in results])
         coef = coef.astype(dtype, copy=False)  # follows X's dtype
-        self.coef_ = columns.expand(sp.csr_matrix(coef) if self.sparse_coef else coef)
+        self.coef_ = columns.expand(coef)
         self.intercept_ = intercept.astype(dtype)
         self._softmax = multinomial
         self.n_iter_ = np.array([r.nit for _, _, r in results], dtype=np.int32)
