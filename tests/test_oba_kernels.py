@@ -442,9 +442,9 @@ def test_project_orthant():
 @settings(max_examples=300, deadline=None)
 @given(st.integers(1, 9), st.integers(1, 6), st.data())
 def test_shift_to_median_is_the_weighted_median_nearest_zero(size, blocks, data):
-    """Against trying every entry and 0; values and weights exact in binary (sums exact, so
-    ties are ties): repeated values, zeros, blocks of one sign, unpenalized entries and
-    blocks."""
+    """Against trying every entry of positive weight; values and weights exact in binary
+    (sums exact, so ties are ties): repeated values, zeros, blocks of one sign, unpenalized
+    entries and blocks."""
     values = st.sampled_from([0.0, 0.0, 1.0, 2.0, 2.0, -1.0, -3.0, 0.5, 7.25, -0.25])
     x = data.draw(arrays(np.float64, size * blocks, elements=values))
     mu = data.draw(arrays(np.float64, size * blocks,
