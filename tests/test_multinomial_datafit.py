@@ -1027,8 +1027,9 @@ def test_class_blocks_follow_restriction_and_come_only_when_they_pay():
     """A restricted operator cuts its parent's blocks down (no second formation) to those of
     a fresh operator on the kept entries; the blocks come only for a sparse X, after a
     Hessian with ``block_after`` products or more or one with blocks itself, and when they
-    cost at most ``block_worth`` products."""
+    cost at most ``block_worth`` products (formed for every Hessian: ``block_age`` 0)."""
     f, x, free, rng = _class_block_problem(3)
+    f.block_age = 0
     H = f.hessp(x, free)
     H.preconditioner(0.0)
     keep = rng.random(free.size) < 0.7
@@ -1065,6 +1066,51 @@ def test_class_blocks_follow_restriction_and_come_only_when_they_pay():
     op = ridge.hessp(x, free)
     r = rng.normal(size=free.size)
     np.testing.assert_allclose(op.preconditioner(0.1)(r), op._H.preconditioner(0.6)(r))
+
+
+def test_class_blocks_are_carried_cut_and_padded_until_too_old_or_too_many_joined():
+    """The blocks formed at one point serve the next Hessians at other points: cut to the
+    entries still free, each entry that joined a block of one holding its diagonal there;
+    formed anew at the current point after ``block_age`` Hessians, or when more than
+    ``block_join`` of the free entries joined."""
+    f, x, free, rng = _class_block_problem(5)
+    f.block_age, f.block_join = 3, 0.2
+    m = free.size
+    first = _assembled(f.hessp(x, free)._class_blocks(), m)
+    others = np.setdiff1d(np.arange(f.n_params), free)
+    left, joined = rng.choice(m, 4, replace=False), rng.choice(others, 2, replace=False)
+    later = np.union1d(np.delete(free, left), joined)
+    x2 = x + rng.normal(scale=0.3, size=x.size)
+    H = f.hessp(x2, later)
+    M = _assembled(H._class_blocks(), later.size)
+    stay = np.isin(later, free)
+    old = np.searchsorted(free, later[stay])
+    np.testing.assert_array_equal(M[np.ix_(stay, stay)], first[np.ix_(old, old)])
+    new = np.flatnonzero(~stay)
+    np.testing.assert_allclose(M[new, new], H.diagonal()[new], rtol=1e-12)
+    carried = M.copy()
+    M[np.ix_(stay, stay)] = 0.0
+    M[new, new] = 0.0
+    assert not np.any(M)                                # nothing else: no coupling
+    solve = H.preconditioner(0.0)
+    r = rng.normal(size=later.size)
+    assert np.all(np.isfinite(solve(r)))
+
+    def fresh_blocks(x, entries):
+        g = Multinomial(f.X, f.y, f.n_classes, f._sw * f.n_samples, True)
+        g.max_explicit, g.block_after, g.block_worth = 0, 0, np.inf
+        return _assembled(g.hessp(x, entries)._class_blocks(), entries.size)
+
+    assert not np.allclose(carried, fresh_blocks(x2, later))   # those of x, not x2
+    f.hessp(x2, later)._class_blocks()                  # the third Hessian since: carried
+    x3 = x2 + rng.normal(scale=0.3, size=x.size)
+    np.testing.assert_allclose(_assembled(f.hessp(x3, later)._class_blocks(), later.size),
+                               fresh_blocks(x3, later), rtol=1e-12, atol=1e-15)
+    many = np.union1d(later, rng.choice(np.setdiff1d(np.arange(f.n_params), later), 10,
+                                        replace=False))
+    x4 = x3 + rng.normal(scale=0.3, size=x.size)
+    np.testing.assert_allclose(_assembled(f.hessp(x4, many)._class_blocks(), many.size),
+                               fresh_blocks(x4, many), rtol=1e-12, atol=1e-15)
 
 
 def test_class_block_kernels_refuse_inconsistent_inputs_and_fall_back_to_the_diagonal():

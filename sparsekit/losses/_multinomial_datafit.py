@@ -180,6 +180,7 @@ class Multinomial:
         self._rows_work = None
         self._products = [0, 0]   # matrix-free products on the last Hessian, on this one
         self._blocked = [False, False]   # class blocks formed on the last Hessian, this one
+        self._carried_blocks = None   # [blocks, their free entries, Hessians since formed]
         self._most_products = 0   # the most a matrix-free Hessian took (dense X: hessp)
         self._buffers = {}        # see _kept
         self._ones = None         # see _column_sums
@@ -240,14 +241,30 @@ class Multinomial:
     #: preconditioner's CG, capped at 20 per solve, stopped short of its 10%) or which had
     #: such blocks itself (with them its CG stops early, and without them the next would
     #: meet the cap again: Bibtex at C = 1 in 40 iterations instead of 59), when forming
-    #: them costs at most ``block_worth`` products, counting an update of the blocks as
-    #: ``block_update_cost`` multiply-adds of the product kernels (Delicious: 3 ns against
-    #: 0.25 ns), and they hold at most ``block_budget`` numbers (a class with more free
-    #: entries than fit is cut into blocks of consecutive features)
+    #: them costs at most ``block_worth`` products for each Hessian they may serve (see
+    #: ``block_age``), and they hold at most ``block_budget`` numbers (a class with more
+    #: free entries than fit is cut into blocks of consecutive features). Their cost is
+    #: counted in the units of the product's own cost (:meth:`_product_cost` or
+    #: :meth:`_row_product_cost`) as ``block_update_cost`` per update of the blocks and
+    #: ``block_pair_cost`` per (stored entry, free entry) pair sorted into them: fit to
+    #: formations on MNIST (3,157 free entries: 3.6e9 updates and 6.4e7 pairs, 3.2 s, 39
+    #: products), Mulan Delicious (1.2e8 and 8.4e6, 0.25 s) and Bibtex (3.7e7 and 5.2e6,
+    #: 0.12 s), about 0.55 ns per update and 20 ns per pair
     block_after = 20
     block_worth = 20.0
-    block_update_cost = 12.0
+    block_update_cost = 1.5
+    block_pair_cost = 50.0
     block_budget = 1 << 22
+    #: the class blocks are carried to the fit's next Hessians (a preconditioner only
+    #: needs to be near the Hessian; the CG solves the current one's system): the entries
+    #: that left the free set are cut from them and those that joined get their diagonal
+    #: as blocks of one, until ``block_age`` Hessians after the blocks were formed or more
+    #: than ``block_join`` of the free entries joined since (0: formed for every Hessian).
+    #: MNIST at C = 1 (10 classes, ~3,100 free entries: too many to form the Hessian), where
+    #: the blocks cost ~40 products and the diagonal preconditioner's capped CG steps crawl
+    #: for 100 iterations: 43 iterations to the same objective
+    block_age = 5
+    block_join = 0.05
 
     #: the dense route's Gram is carried between iterates
     #: (:class:`~sparsekit.losses._multinomial_gram.CarriedGram`), each row's probabilities
@@ -384,6 +401,8 @@ class Multinomial:
             self.value_grad(x)
         self._products = [self._products[1], 0]
         self._blocked = [self._blocked[1], False]
+        if self._carried_blocks is not None:
+            self._carried_blocks[2] += 1
         if not sp.issparse(self.X):
             self._most_products = max(self._most_products, self._products[0])
         H = self._matrix_free(free)
@@ -763,11 +782,46 @@ class _MultinomialHessian:
 
     def _form_class_blocks(self):
         """The class blocks (see :meth:`preconditioner`), or None where the datafit's rule
-        (:attr:`Multinomial.block_after`) does not ask for them or they cost too much."""
-        f, m, nwf = self._f, self.shape[0], self._w_entries.size
-        if (not sp.issparse(f.X) or nwf == 0
+        (:attr:`Multinomial.block_after`) does not ask for them or they cost too much:
+        those carried from an earlier Hessian of the fit (:attr:`Multinomial.block_age`)
+        where they still serve, else new ones."""
+        f = self._f
+        if (not sp.issparse(f.X) or self._w_entries.size == 0
                 or (f._products[0] < f.block_after and not f._blocked[0])):
             return None
+        blocks = self._carried_class_blocks()
+        if blocks is None:
+            blocks = self._new_class_blocks()
+            f._carried_blocks = None if blocks is None else [blocks, self._free, 0]
+        if blocks is not None:
+            f._blocked[1] = True
+        return blocks
+
+    def _carried_class_blocks(self):
+        """The datafit's carried blocks on this operator's entries: cut to the entries
+        still free, the entries that joined as blocks of one holding their diagonal; None
+        when there are none, or they are too old or too many entries joined."""
+        carried = self._f._carried_blocks
+        if carried is None:
+            return None
+        blocks, free, age = carried
+        kept = np.isin(free, self._free, assume_unique=True)
+        joined = np.flatnonzero(~np.isin(self._free, free, assume_unique=True))
+        if (age >= self._f.block_age or joined.size > self._f.block_join * self._free.size
+                or not kept.any()):
+            return None
+        G, offset, size, order = _take_blocks(blocks, kept)
+        order = np.searchsorted(self._free, free[kept])[order]
+        end = offset[-1] + size[-1] ** 2
+        return (np.concatenate([G, self.diagonal()[joined]]),
+                np.concatenate([offset, end + np.arange(joined.size)]).astype(np.int64),
+                np.concatenate([size, np.ones(joined.size, dtype=np.int64)]),
+                np.concatenate([order, joined]).astype(np.int64))
+
+    def _new_class_blocks(self):
+        """The class blocks formed at the datafit's point, or None where they cost more
+        than :attr:`Multinomial.block_worth` products for each Hessian they may serve."""
+        f, m, nwf = self._f, self.shape[0], self._w_entries.size
         # entries ordered by class, then feature (the intercept last), cut into blocks
         classes = np.concatenate([self._class, self._b_entries])
         features = np.concatenate([self._w_entries // f.n_classes,
@@ -791,7 +845,10 @@ class _MultinomialHessian:
         X = self.free_rows()
         updates = _gram_kernels.mn_class_block_updates(X.indices, X.indptr, self._col_start,
                                                        entry_block[:nwf], size.size)
-        if updates * f.block_update_cost > f.block_worth * f._product_cost(self):
+        pairs = float(f._col_nnz[self._cols] @ np.diff(self._col_start))
+        product = f._row_product_cost(self) if self.walks_rows else f._product_cost(self)
+        if (updates * f.block_update_cost + pairs * f.block_pair_cost
+                > f.block_worth * max(f.block_age, 1) * product):
             return None
         offset = np.concatenate([[0], np.cumsum(size * size)[:-1]]).astype(np.int64)
         intercept = np.full(size.size, -1, dtype=np.int64)
@@ -803,5 +860,4 @@ class _MultinomialHessian:
                                           offset, size, intercept, G)
         b = entry_block[nwf:]
         G[offset[b] + (size[b] + 1) * entry_pos[nwf:]] += f._column_sums(W)[self._b_entries]
-        f._blocked[1] = True
         return G, offset, size, order.astype(np.int64)
