@@ -1072,11 +1072,17 @@ def test_class_blocks_are_carried_cut_and_padded_until_too_old_or_too_many_joine
     """The blocks formed at one point serve the next Hessians at other points: cut to the
     entries still free, each entry that joined a block of one holding its diagonal there;
     formed anew at the current point after ``block_age`` Hessians, or when more than
-    ``block_join`` of the free entries joined."""
+    ``block_join`` of the free entries joined; only blocks that cost more than
+    ``block_worth`` products are carried, those that cost less are formed anew."""
     f, x, free, rng = _class_block_problem(5)
     f.block_age, f.block_join = 3, 0.2
     m = free.size
+    H = f.hessp(x, free)
+    H._class_blocks()
+    assert f._carried_blocks is None                    # cheap enough for one Hessian
+    f.block_worth = H.block_cost / 1.5                  # worth it for 1.5 Hessians of 3
     first = _assembled(f.hessp(x, free)._class_blocks(), m)
+    assert f._carried_blocks is not None
     others = np.setdiff1d(np.arange(f.n_params), free)
     left, joined = rng.choice(m, 4, replace=False), rng.choice(others, 2, replace=False)
     later = np.union1d(np.delete(free, left), joined)

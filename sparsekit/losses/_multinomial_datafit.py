@@ -43,7 +43,11 @@ once a Hessian took ``block_after`` products (the CG met its cap of 20) and from
 while forming them stays cheap enough, by the first term's blocks on each class's free
 entries, blockdiagₖ(X̃_Fₖᵀ diag(s ∘ p·ₖ ∘ (1 − p·ₖ) / n) X̃_Fₖ) (``mn_class_blocks_csr``),
 each factored by Cholesky: with many classes of few samples the Hessian is ill-conditioned
-within those blocks, not across them.
+within those blocks, not across them, and so it is where correlated features share a class
+(MNIST's pixels). The blocks are carried to the next iterates' Hessians for a few
+iterations, cut to the entries still free, the joined ones preconditioned by their diagonal:
+near the solution the free set and the probabilities barely move, and a preconditioner
+only needs to be near the Hessian whose system the CG solves.
 """
 import numpy as np
 import scipy.sparse as sp
@@ -241,9 +245,10 @@ class Multinomial:
     #: preconditioner's CG, capped at 20 per solve, stopped short of its 10%) or which had
     #: such blocks itself (with them its CG stops early, and without them the next would
     #: meet the cap again: Bibtex at C = 1 in 40 iterations instead of 59), when forming
-    #: them costs at most ``block_worth`` products for each Hessian they may serve (see
-    #: ``block_age``), and they hold at most ``block_budget`` numbers (a class with more
-    #: free entries than fit is cut into blocks of consecutive features). Their cost is
+    #: them costs at most ``block_worth`` products, or that many for each Hessian they may
+    #: serve when carried (see ``block_age``), and they hold at most ``block_budget``
+    #: numbers (a class with more free entries than fit is cut into blocks of consecutive
+    #: features). Their cost is
     #: counted in the units of the product's own cost (:meth:`_product_cost` or
     #: :meth:`_row_product_cost`) as ``block_update_cost`` per update of the blocks and
     #: ``block_pair_cost`` per (stored entry, free entry) pair sorted into them: fit to
@@ -255,14 +260,15 @@ class Multinomial:
     block_update_cost = 1.5
     block_pair_cost = 50.0
     block_budget = 1 << 22
-    #: the class blocks are carried to the fit's next Hessians (a preconditioner only
-    #: needs to be near the Hessian; the CG solves the current one's system): the entries
-    #: that left the free set are cut from them and those that joined get their diagonal
-    #: as blocks of one, until ``block_age`` Hessians after the blocks were formed or more
-    #: than ``block_join`` of the free entries joined since (0: formed for every Hessian).
-    #: MNIST at C = 1 (10 classes, ~3,100 free entries: too many to form the Hessian), where
-    #: the blocks cost ~40 products and the diagonal preconditioner's capped CG steps crawl
-    #: for 100 iterations: 43 iterations to the same objective
+    #: class blocks that cost more than ``block_worth`` products are carried to the fit's
+    #: next Hessians (a preconditioner only needs to be near the Hessian; the CG solves the
+    #: current one's system): the entries that left the free set are cut from them and
+    #: those that joined get their diagonal as blocks of one, until ``block_age`` Hessians
+    #: after the blocks were formed or more than ``block_join`` of the free entries joined
+    #: since (``block_age`` 0: never carried). MNIST at C = 1 (10 classes, ~3,100 free
+    #: entries: too many to form the Hessian), where the blocks cost ~40 products and the
+    #: diagonal preconditioner's capped CG steps crawl for 100 iterations: 43 iterations
+    #: to the same objective
     block_age = 5
     block_join = 0.05
 
@@ -680,6 +686,7 @@ class _MultinomialHessian:
         self._rows = None
         self._hessp_work = None   # the row-walking product's partial sums and row buffers
         self._blocks = None   # the preconditioner's class blocks (False: not worth forming)
+        self.block_cost = None   # what new class blocks cost, in products (once counted)
 
     def __call__(self, v):
         f = self._f
@@ -791,8 +798,8 @@ class _MultinomialHessian:
             return None
         blocks = self._carried_class_blocks()
         if blocks is None:
-            blocks = self._new_class_blocks()
-            f._carried_blocks = None if blocks is None else [blocks, self._free, 0]
+            blocks, carry = self._new_class_blocks()
+            f._carried_blocks = [blocks, self._free, 0] if carry else None
         if blocks is not None:
             f._blocked[1] = True
         return blocks
@@ -819,8 +826,9 @@ class _MultinomialHessian:
                 np.concatenate([order, joined]).astype(np.int64))
 
     def _new_class_blocks(self):
-        """The class blocks formed at the datafit's point, or None where they cost more
-        than :attr:`Multinomial.block_worth` products for each Hessian they may serve."""
+        """(the class blocks formed at the datafit's point, whether to carry them): (None,
+        False) where they cost more than :attr:`Multinomial.block_worth` products for
+        each Hessian they may serve, carried where they cost more than that for one."""
         f, m, nwf = self._f, self.shape[0], self._w_entries.size
         # entries ordered by class, then feature (the intercept last), cut into blocks
         classes = np.concatenate([self._class, self._b_entries])
@@ -847,9 +855,10 @@ class _MultinomialHessian:
                                                        entry_block[:nwf], size.size)
         pairs = float(f._col_nnz[self._cols] @ np.diff(self._col_start))
         product = f._row_product_cost(self) if self.walks_rows else f._product_cost(self)
-        if (updates * f.block_update_cost + pairs * f.block_pair_cost
-                > f.block_worth * max(f.block_age, 1) * product):
-            return None
+        cost = self.block_cost = (updates * f.block_update_cost
+                                  + pairs * f.block_pair_cost) / product
+        if cost > f.block_worth * max(f.block_age, 1):
+            return None, False
         offset = np.concatenate([[0], np.cumsum(size * size)[:-1]]).astype(np.int64)
         intercept = np.full(size.size, -1, dtype=np.int64)
         intercept[entry_block[nwf:]] = entry_pos[nwf:]
@@ -860,4 +869,4 @@ class _MultinomialHessian:
                                           offset, size, intercept, G)
         b = entry_block[nwf:]
         G[offset[b] + (size[b] + 1) * entry_pos[nwf:]] += f._column_sums(W)[self._b_entries]
-        return G, offset, size, order.astype(np.int64)
+        return (G, offset, size, order.astype(np.int64)), cost > f.block_worth
