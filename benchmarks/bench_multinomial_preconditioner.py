@@ -3,11 +3,11 @@
 OBA's matrix-free Newton steps on the multinomial problem run CG capped at 20 products per
 solve. Where many classes have few samples (the first label of Mulan's Delicious: 352
 classes, the many-class set of ``sparsekit-compare``), the Hessian is ill-conditioned inside
-each class's block of weights (features that occur together in a class's rows), the Jacobi-
-preconditioned CG stops at its cap far from the Newton step, and OBA crawls; so it does on
-MNIST at the estimator's default C = 1 (correlated pixels, ~3,100 free entries: too many to
-form the Hessian). The CG takes as preconditioner the blocks that couple one class's free
-entries, factored by Cholesky, once a Hessian took 20 products or more, and for every
+each class's block of weights (features that occur together in a class's rows), the
+Jacobi-preconditioned CG stops at its cap far from the Newton step, and OBA crawls; so it
+does on MNIST at the estimator's default C = 1 (correlated pixels, ~3,100 free entries: too
+many to form the Hessian). The CG takes as preconditioner the blocks that couple one class's
+free entries, factored by Cholesky, once a Hessian took 20 products or more, and for every
 Hessian after one that had them, while forming the blocks costs at most 20 products; blocks
 that cost more, but at most 20 for each of the 5 Hessians they may serve, are carried to the
 next Hessians (cut to the entries still free, the joined ones as blocks of one) until 5
