@@ -1080,7 +1080,7 @@ def test_class_blocks_are_carried_cut_and_padded_until_too_old_or_too_many_joine
     H = f.hessp(x, free)
     H._class_blocks()
     assert f._carried_blocks is None                    # cheap enough for one Hessian
-    f.block_worth = H.block_cost / 1.5                  # worth it for 1.5 Hessians of 3
+    f.block_worth = H.block_cost / 1.5                  # 1.5 Hessians' worth: carried
     first = _assembled(f.hessp(x, free)._class_blocks(), m)
     assert f._carried_blocks is not None
     others = np.setdiff1d(np.arange(f.n_params), free)

@@ -44,10 +44,11 @@ while forming them stays cheap enough, by the first term's blocks on each class'
 entries, blockdiagₖ(X̃_Fₖᵀ diag(s ∘ p·ₖ ∘ (1 − p·ₖ) / n) X̃_Fₖ) (``mn_class_blocks_csr``),
 each factored by Cholesky: with many classes of few samples the Hessian is ill-conditioned
 within those blocks, not across them, and so it is where correlated features share a class
-(MNIST's pixels). The blocks are carried to the next iterates' Hessians for a few
-iterations, cut to the entries still free, the joined ones preconditioned by their diagonal:
-near the solution the free set and the probabilities barely move, and a preconditioner
-only needs to be near the Hessian whose system the CG solves.
+(MNIST's pixels). Blocks that cost more than about 20 products are carried to the next
+iterates' Hessians for a few iterations, cut to the entries still free, the joined ones
+preconditioned by their diagonal: near the solution the free set and the probabilities
+barely move, and a preconditioner only needs to be near the Hessian whose system the CG
+solves.
 """
 import numpy as np
 import scipy.sparse as sp
@@ -183,7 +184,7 @@ class Multinomial:
         self._panel = np.empty(0, dtype=self.X.dtype)
         self._rows_work = None
         self._products = [0, 0]   # matrix-free products on the last Hessian, on this one
-        self._blocked = [False, False]   # class blocks formed on the last Hessian, this one
+        self._blocked = [False, False]   # class blocks on the last Hessian, on this one
         self._carried_blocks = None   # [blocks, their free entries, Hessians since formed]
         self._most_products = 0   # the most a matrix-free Hessian took (dense X: hessp)
         self._buffers = {}        # see _kept
@@ -248,13 +249,12 @@ class Multinomial:
     #: them costs at most ``block_worth`` products, or that many for each Hessian they may
     #: serve when carried (see ``block_age``), and they hold at most ``block_budget``
     #: numbers (a class with more free entries than fit is cut into blocks of consecutive
-    #: features). Their cost is
-    #: counted in the units of the product's own cost (:meth:`_product_cost` or
-    #: :meth:`_row_product_cost`) as ``block_update_cost`` per update of the blocks and
-    #: ``block_pair_cost`` per (stored entry, free entry) pair sorted into them: fit to
-    #: formations on MNIST (3,157 free entries: 3.6e9 updates and 6.4e7 pairs, 3.2 s, 39
-    #: products), Mulan Delicious (1.2e8 and 8.4e6, 0.25 s) and Bibtex (3.7e7 and 5.2e6,
-    #: 0.12 s), about 0.55 ns per update and 20 ns per pair
+    #: features). Their cost is counted in the units of the product's own cost
+    #: (:meth:`_product_cost` or :meth:`_row_product_cost`) as ``block_update_cost`` per
+    #: update of the blocks and ``block_pair_cost`` per (stored entry, free entry) pair
+    #: sorted into them: fit to formations on MNIST (3,157 free entries: 3.6e9 updates and
+    #: 6.4e7 pairs, 3.2 s, 39 products), Mulan Delicious (1.2e8 and 8.4e6, 0.25 s) and
+    #: Bibtex (3.7e7 and 5.2e6, 0.12 s), about 0.55 ns per update and 20 ns per pair
     block_after = 20
     block_worth = 20.0
     block_update_cost = 1.5
