@@ -1068,13 +1068,16 @@ def test_class_blocks_follow_restriction_and_come_only_when_they_pay():
     np.testing.assert_allclose(op.preconditioner(0.1)(r), op._H.preconditioner(0.6)(r))
 
 
-def test_class_blocks_are_carried_cut_and_padded_until_too_old_or_too_many_joined():
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("intercept", [False, True])
+def test_class_blocks_are_carried_cut_and_padded_until_too_old_or_too_many_joined(dtype,
+                                                                                   intercept):
     """The blocks formed at one point serve the next Hessians at other points: cut to the
     entries still free, each entry that joined a block of one holding its diagonal there;
     formed anew at the current point after ``block_age`` Hessians, or when more than
     ``block_join`` of the free entries joined; only blocks that cost more than
     ``block_worth`` products are carried, those that cost less are formed anew."""
-    f, x, free, rng = _class_block_problem(5)
+    f, x, free, rng = _class_block_problem(5, dtype, intercept=intercept)
     f.block_age, f.block_join = 3, 0.2
     m = free.size
     H = f.hessp(x, free)
@@ -1103,7 +1106,7 @@ def test_class_blocks_are_carried_cut_and_padded_until_too_old_or_too_many_joine
     assert np.all(np.isfinite(solve(r)))
 
     def fresh_blocks(x, entries):
-        g = Multinomial(f.X, f.y, f.n_classes, f._sw * f.n_samples, True)
+        g = Multinomial(f.X, f.y, f.n_classes, f._sw * f.n_samples, intercept)
         g.max_explicit, g.block_after, g.block_worth = 0, 0, np.inf
         return _assembled(g.hessp(x, entries)._class_blocks(), entries.size)
 
