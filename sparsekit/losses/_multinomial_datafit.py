@@ -820,7 +820,8 @@ class _MultinomialHessian:
         G, offset, size, order = _take_blocks(blocks, kept)
         order = np.searchsorted(self._free, free[kept])[order]
         end = offset[-1] + size[-1] ** 2
-        return (np.concatenate([G, self.diagonal()[joined]]),
+        diagonal = self.diagonal()[joined] if joined.size else np.empty(0)   # a pass over X
+        return (np.concatenate([G, diagonal]),
                 np.concatenate([offset, end + np.arange(joined.size)]).astype(np.int64),
                 np.concatenate([size, np.ones(joined.size, dtype=np.int64)]),
                 np.concatenate([order, joined]).astype(np.int64))
