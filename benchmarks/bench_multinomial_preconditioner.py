@@ -6,7 +6,8 @@ classes, the many-class set of ``sparsekit-compare``), the Hessian is ill-condit
 each class's block of weights (features that occur together in a class's rows), the
 Jacobi-preconditioned CG stops at its cap far from the Newton step, and OBA crawls; so it
 does on MNIST at the estimator's default C = 1 (correlated pixels, ~3,100 free entries: too
-many to form the Hessian). The CG takes as preconditioner the blocks that couple one class's
+many to form the Hessian), given as a sparse matrix or as a dense array (as ``fetch_openml``
+gives it). The CG takes as preconditioner the blocks that couple one class's
 free entries, factored by Cholesky, once a Hessian took 20 products or more, and for every
 Hessian after one that had them, while forming the blocks costs at most 20 products; blocks
 that cost more, but at most 20 for each of the 5 Hessians they may serve, are carried to the
@@ -40,7 +41,7 @@ from sparsekit.losses import _multinomial_datafit as MD  # noqa: E402
 
 #: (set, C as a multiple of the smallest C with a nonzero weight or None for C = 1, tol)
 PROBLEMS = [("delicious", None, 1e-8), ("bibtex", None, 1e-8), ("debian", 100, 1e-6),
-            ("mnist", 100, 1e-6), ("mnist", None, 1e-8)]
+            ("mnist", 100, 1e-6), ("mnist", None, 1e-8), ("mnist array", None, 1e-8)]
 #: the preconditioners compared: (label, Multinomial attributes)
 WAYS = [("diagonal", {"block_worth": 0.0}), ("class blocks, never carried", {"block_age": 0}),
         ("class blocks, carried", {})]
@@ -102,7 +103,10 @@ def main():
     args = parser.parse_args()
     rows = []
     for name, factor, tol in PROBLEMS:
-        if factor is None and name != "mnist":
+        if name == "mnist array":
+            X, y = load("mnist")
+            X = np.asfortranarray(X.toarray())
+        elif factor is None and name != "mnist":
             data = load_compare(name)
             X, y = data.X_l1, data.y
         else:

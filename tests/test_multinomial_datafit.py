@@ -969,12 +969,14 @@ def _assembled(blocks, m):
 
 
 def _class_block_problem(seed, dtype=np.float64, index=np.int32, intercept=True):
+    """A problem whose Hessians have class blocks; ``index`` None: a dense X."""
     rng = np.random.default_rng(seed)
     n, D, Kc = 50, 9, 5
     X = sp.random(n, D, density=0.4, random_state=seed, format="csr", dtype=dtype).toarray()
     X[4] = 0.0                                              # an empty row
-    X = sp.csr_matrix(X)
-    X.indices, X.indptr = X.indices.astype(index), X.indptr.astype(index)
+    if index is not None:
+        X = sp.csr_matrix(X)
+        X.indices, X.indptr = X.indices.astype(index), X.indptr.astype(index)
     y = rng.integers(0, Kc, n)
     f = Multinomial(X, y, Kc, rng.uniform(0.2, 2.0, n), intercept)
     f.max_explicit, f.block_after, f.block_worth = 0, 0, np.inf
@@ -985,13 +987,14 @@ def _class_block_problem(seed, dtype=np.float64, index=np.int32, intercept=True)
 
 
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
-@pytest.mark.parametrize("index", [np.int32, np.int64])
+@pytest.mark.parametrize("index", [np.int32, np.int64, None], ids=["csr32", "csr64", "dense"])
 @pytest.mark.parametrize("intercept", [False, True])
 @pytest.mark.parametrize("budget", [1 << 22, 30])
 def test_class_blocks_are_the_hessian_on_pairs_of_one_class(dtype, index, intercept, budget):
     """The preconditioner's blocks hold the Hessian's entries between free entries of one
     class (all of them with an ample budget; within chunks of consecutive features when the
-    budget cuts a class), nothing else; its solve is that of the shifted blocks."""
+    budget cuts a class), nothing else, for a sparse or a dense X; its solve is that of the
+    shifted blocks."""
     f, x, free, rng = _class_block_problem(7, dtype, index, intercept)
     f.block_budget = budget
     H = f.hessp(x, free)
@@ -1025,9 +1028,9 @@ def test_class_blocks_are_the_hessian_on_pairs_of_one_class(dtype, index, interc
 
 def test_class_blocks_follow_restriction_and_come_only_when_they_pay():
     """A restricted operator cuts its parent's blocks down (no second formation) to those of
-    a fresh operator on the kept entries; the blocks come only for a sparse X, after a
-    Hessian with ``block_after`` products or more or one with blocks itself, and when they
-    cost at most ``block_worth`` products (formed for every Hessian: ``block_age`` 0)."""
+    a fresh operator on the kept entries; the blocks come only after a Hessian with
+    ``block_after`` products or more or one with blocks itself, and when they cost at most
+    ``block_worth`` products (formed for every Hessian: ``block_age`` 0)."""
     f, x, free, rng = _class_block_problem(3)
     f.block_age = 0
     H = f.hessp(x, free)
@@ -1057,9 +1060,6 @@ def test_class_blocks_follow_restriction_and_come_only_when_they_pay():
     assert f.hessp(x, free).preconditioner(0.0) is None
     f.block_worth = np.inf                              # neither products nor blocks last
     assert f.hessp(x, free).preconditioner(0.0) is None
-    dense = Multinomial(f.X.toarray(), f.y, f.n_classes, fit_intercept=True)
-    dense.max_explicit, dense.block_after, dense._products = 0, 0, [5, 0]
-    assert dense.hessp(x, free).preconditioner(0.0) is None
     # the elastic net's operator shifts the blocks by its λ
     f.block_worth, f.block_after = np.inf, 0
     ridge = Ridge(f, 0.5)
@@ -1070,14 +1070,16 @@ def test_class_blocks_follow_restriction_and_come_only_when_they_pay():
 
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
 @pytest.mark.parametrize("intercept", [False, True])
+@pytest.mark.parametrize("index", [np.int32, None], ids=["csr", "dense"])
 def test_class_blocks_are_carried_cut_and_padded_until_too_old_or_too_many_joined(dtype,
-                                                                                   intercept):
+                                                                                   intercept,
+                                                                                   index):
     """The blocks formed at one point serve the next Hessians at other points: cut to the
     entries still free, each entry that joined a block of one holding its diagonal there;
     formed anew at the current point after ``block_age`` Hessians, or when more than
     ``block_join`` of the free entries joined; only blocks that cost more than
     ``block_worth`` products are carried, those that cost less are formed anew."""
-    f, x, free, rng = _class_block_problem(5, dtype, intercept=intercept)
+    f, x, free, rng = _class_block_problem(5, dtype, index, intercept)
     f.block_age, f.block_join = 3, 0.2
     m = free.size
     H = f.hessp(x, free)
@@ -1186,6 +1188,51 @@ def test_class_block_kernels_refuse_inconsistent_inputs_and_fall_back_to_the_dia
         with pytest.raises(ValueError, match=f"block_solve.*{message}"):
             _gram_kernels.block_solve(G, np.array([0, 4]), np.array([2, 1]), order, r,
                                       np.empty(3))
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_dense_class_block_kernel_sums_its_panels_and_refuses_inconsistent_inputs(dtype):
+    """mn_class_blocks_dense: each block's Σᵢ Wᵢₖ x̃ x̃ᵀ (the intercept's Σᵢ Wᵢₖ included),
+    the same whatever rows its panels hold; inconsistent inputs refused."""
+    X = np.asfortranarray([[1.0, 2.0], [0.0, 3.0], [4.0, 0.0]], dtype=dtype)
+    W = np.full((3, 2), 0.25)
+    # block 0: class 0, columns 0 and 1; block 1: class 1, column 0 and the intercept
+    col, classes = np.array([0, 1, 0, -1]), np.array([0, 0, 1, 1])
+    offset, size = np.array([0, 4]), np.array([2, 2])
+
+    def call(X=X, col=col, classes=classes, offset=offset, size=size, W=W, work=64,
+             out=None):
+        out = np.zeros(8) if out is None else out
+        _gram_kernels.mn_class_blocks_dense(X, col, classes, offset, size, W,
+                                            np.full(work, np.nan), out)
+        return out
+    expected = 0.25 * np.array([17.0, 2.0, 2.0, 13.0, 17.0, 5.0, 5.0, 3.0])
+    np.testing.assert_allclose(call(), expected)
+    np.testing.assert_allclose(call(work=6), expected)          # a row a panel: m + K
+    np.testing.assert_allclose(call(work=13), expected)         # panels of 2 and 1 rows
+    rng = np.random.default_rng(0)
+    Xr, Wr = np.asfortranarray(rng.normal(size=(700, 6))).astype(dtype), rng.random((700, 3))
+    cols, cls = np.array([5, 0, 2, -1, 1, 3, 4]), np.array([0, 0, 0, 1, 1, 2, 2])
+    out = call(Xr, cols, cls, np.array([0, 9, 13]), np.array([3, 2, 2]), Wr, work=100,
+               out=np.zeros(17))
+    Xt = np.column_stack([Xr.astype(np.float64), np.ones(700)])
+    for (start, stop), at, k in (((0, 9), [5, 0, 2], 0), ((9, 13), [6, 1], 1),
+                                 ((13, 17), [3, 4], 2)):
+        A = Xt[:, at]
+        np.testing.assert_allclose(out[start:stop].reshape(len(at), len(at)),
+                                   A.T @ (Wr[:, [k]] * A), rtol=1e-12)
+    for bad, message in (({"W": W[:2]}, "row per row"),
+                         ({"classes": np.array([0, 0, 1])}, "entry per entry_col"),
+                         ({"classes": np.array([0, 0, 2, 2])}, "out of range"),
+                         ({"col": np.array([0, 2, 0, -1])}, "out of range"),
+                         ({"col": np.array([0, 1, 0, -2])}, "out of range"),
+                         ({"classes": np.array([0, 1, 1, 1])}, "two classes"),
+                         ({"out": np.zeros(7)}, "do not fit"),
+                         ({"size": np.array([2, 1])}, "do not fit"),
+                         ({"work": 5}, "work")):
+        with pytest.raises(ValueError, match=f"mn_class_blocks_dense.*{message}"):
+            call(**bad)
+    assert not call(X=X[:0], W=W[:0]).any()                      # no row: blocks stay 0
 
 
 def test_block_take_cuts_blocks_to_their_kept_entries_and_refuses_bad_input():

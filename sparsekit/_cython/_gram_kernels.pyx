@@ -900,6 +900,87 @@ def mn_class_blocks_csr(const floating[::1] data, const index_t[::1] indices,
                     G[c * s + r] = G[r * s + c]
 
 
+
+def mn_class_blocks_dense(const floating[::1, :] X, const long long[::1] entry_col,
+                          const long long[::1] entry_class, const long long[::1] block_offset,
+                          const long long[::1] block_size, const double[:, ::1] W,
+                          double[::1] work, double[::1] out):
+    """Add to each block b of ``out`` (``block_size[b]`` square, row-major at
+    ``block_offset[b]``) Σᵢ Wᵢₖ x̃ x̃ᵀ over the block's entries, all of one class k, for a
+    dense X: the counterpart of :func:`mn_class_blocks_csr` (the intercepts' Σᵢ Wᵢₖ
+    included), by BLAS ``dsyrk`` on panels of rows.
+
+    The entries are listed in block order (block b holds the next ``block_size[b]`` of
+    them): entry e is column ``entry_col[e]`` of the Fortran-ordered ``X`` (-1: the
+    intercept, x̃ = 1) of class ``entry_class[e]``. ``W`` is n × K. ``work`` holds a panel
+    of rows, the √Wᵢₖ and the entries × rows scaled by them, as many rows at a time as
+    it fits (at least one: m + K numbers a row); it is overwritten. The blocks are made
+    symmetric at the end.
+    """
+    cdef Py_ssize_t n = X.shape[0], K = W.shape[1], m = entry_col.shape[0]
+    cdef Py_ssize_t nblocks = block_size.shape[0], b, e, i, j, k, s, r, c, a, start, nb, used
+    cdef double *Q
+    cdef double *S
+    cdef double *G
+    cdef const floating *x
+    cdef int s_, k_
+    cdef double one = 1.0
+    cdef char* uplo = b"U"
+    cdef char* trans = b"T"
+    if W.shape[0] != n or entry_class.shape[0] != m:
+        raise ValueError("mn_class_blocks_dense: W must have a row per row of X, and "
+                         "entry_class an entry per entry_col")
+    if _bad_blocks(block_offset, block_size, out.shape[0]) or np.sum(block_size) != m:
+        raise ValueError("mn_class_blocks_dense: the blocks do not fit the entries or out")
+    for e in range(m):
+        if not (-1 <= entry_col[e] < X.shape[1] and 0 <= entry_class[e] < K):
+            raise ValueError("mn_class_blocks_dense: an entry's column or class is out of "
+                             "range")
+    a = 0
+    for b in range(nblocks):
+        for e in range(a, a + block_size[b]):
+            if entry_class[e] != entry_class[a]:
+                raise ValueError("mn_class_blocks_dense: a block holds entries of two "
+                                 "classes")
+        a += block_size[b]
+    if m == 0 or n == 0:
+        return
+    if work.shape[0] < m + K:
+        raise ValueError("mn_class_blocks_dense: work must hold m + K numbers or more")
+    nb = min(n, work.shape[0] // (m + K))
+    with nogil:
+        start = 0
+        while start < n:
+            used = min(nb, n - start)
+            Q, S = &work[0], &work[K * used]
+            for i in range(used):
+                for k in range(K):
+                    Q[k * used + i] = sqrt(W[start + i, k])
+            for e in range(m):                      # entries × rows: what dsyrk reads
+                k, j = entry_class[e], entry_col[e]
+                if j < 0:
+                    for i in range(used):
+                        S[e * used + i] = Q[k * used + i]
+                else:
+                    x = &X[start, j]
+                    for i in range(used):
+                        S[e * used + i] = Q[k * used + i] * x[i]
+            a = 0
+            k_ = <int>used
+            for b in range(nblocks):
+                s_ = <int>block_size[b]
+                if s_ > 0:
+                    dsyrk(uplo, trans, &s_, &k_, &one, &S[a * used], &k_, &one,
+                          &out[block_offset[b]], &s_)
+                a += block_size[b]
+            start += used
+        for b in range(nblocks):                    # dsyrk's upper triangle: C's lower one
+            s = block_size[b]
+            G = &out[block_offset[b]]
+            for r in range(s):
+                for c in range(r + 1, s):
+                    G[r * s + c] = G[c * s + r]
+
 def block_cholesky(double[::1] G, const long long[::1] block_offset,
                    const long long[::1] block_size, double shift):
     """Factor each symmetric block of ``G`` (as :func:`mn_class_blocks_csr` lays them out)

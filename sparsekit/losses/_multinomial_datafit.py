@@ -38,17 +38,18 @@ to a tight tolerance at O(|F|²) per product. The rank-k updates' Gram is carrie
 iterate to the next (:mod:`~sparsekit.losses._multinomial_gram`): the rows whose
 probabilities moved by more than 5% refreshed, the others kept.
 
-On the matrix-free operator of a sparse X the CG is preconditioned by the diagonal, or,
-once a Hessian took ``block_after`` products (the CG met its cap of 20) and from then on
-while forming them stays cheap enough, by the first term's blocks on each class's free
-entries, blockdiagₖ(X̃_Fₖᵀ diag(s ∘ p·ₖ ∘ (1 − p·ₖ) / n) X̃_Fₖ) (``mn_class_blocks_csr``),
-each factored by Cholesky: with many classes of few samples the Hessian is ill-conditioned
-within those blocks, not across them, and so it is where correlated features share a class
-(MNIST's pixels). Blocks that cost more than about 20 products are carried to the next
-iterates' Hessians for a few iterations, cut to the entries still free, the joined ones
-preconditioned by their diagonal: near the solution the free set and the probabilities
-barely move, and a preconditioner only needs to be near the Hessian whose system the CG
-solves.
+On the matrix-free operator the CG is preconditioned by the diagonal, or, once a Hessian
+took ``block_after`` products (the CG met its cap of 20) and from then on while forming
+them stays cheap enough, by the first term's blocks on each class's free entries,
+blockdiagₖ(X̃_Fₖᵀ diag(s ∘ p·ₖ ∘ (1 − p·ₖ) / n) X̃_Fₖ) (``mn_class_blocks_csr`` from a
+sparse X's stored entries, ``mn_class_blocks_dense`` by BLAS on panels of a dense X's
+rows), each factored by Cholesky: with many classes of few samples the Hessian is
+ill-conditioned within those blocks, not across them, and so it is where correlated
+features share a class (MNIST's pixels). Blocks that cost more than about 20 products are
+carried to the next iterates' Hessians for a few iterations, cut to the entries still free,
+the joined ones preconditioned by their diagonal: near the solution the free set and the
+probabilities barely move, and a preconditioner only needs to be near the Hessian whose
+system the CG solves.
 """
 import numpy as np
 import scipy.sparse as sp
@@ -119,7 +120,7 @@ class Multinomial:
     met its cap of 20 on several corrective passes: an ill-conditioned Hessian, whose
     inexact steps also take more iterations), a formed Hessian is worth
     ``formed_worth_seen`` times the most products a matrix-free Hessian of the fit took, if
-    that is more; on a dense X only, which has no class-block preconditioner.
+    that is more; on a dense X only, where that was measured.
 
     Where the matrix-free products walk rows (:meth:`_walks_rows`: many classes, a sparse X)
     they cost 2-6 times less than the column walks that rule was measured with, and a
@@ -240,7 +241,7 @@ class Multinomial:
     #: BLAS multiply-adds (forming) per multiply-add of the product kernels: the sparse
     #: kernels and the dense ones (measured on MNIST and on digits and Mulan scene)
     blas_speedup = {"sparse": 5.0, "dense": 1.5}
-    #: the CG on a matrix-free Hessian of a sparse X is preconditioned by the blocks that
+    #: the CG on a matrix-free Hessian is preconditioned by the blocks that
     #: couple one class's free entries (:meth:`_MultinomialHessian.preconditioner`) after a
     #: Hessian on which it made ``block_after`` products or more (the diagonal
     #: preconditioner's CG, capped at 20 per solve, stopped short of its 10%) or which had
@@ -254,11 +255,16 @@ class Multinomial:
     #: update of the blocks and ``block_pair_cost`` per (stored entry, free entry) pair
     #: sorted into them: fit to formations on MNIST (3,157 free entries: 3.6e9 updates and
     #: 6.4e7 pairs, 3.2 s, 39 products), Mulan Delicious (1.2e8 and 8.4e6, 0.25 s) and
-    #: Bibtex (3.7e7 and 5.2e6, 0.12 s), about 0.55 ns per update and 20 ns per pair
+    #: Bibtex (3.7e7 and 5.2e6, 0.12 s), about 0.55 ns per update and 20 ns per pair. On a
+    #: dense X the blocks' dsyrk updates and the entries gathered for them (4 per entry
+    #: and row) cost 1/``block_speedup_dense`` of a unit of :meth:`_product_cost`: MNIST
+    #: as an array (3,005 free entries over 572 columns: 2.8e10 updates, 1.66 s, 14.5
+    #: products of 0.115 s)
     block_after = 20
     block_worth = 20.0
     block_update_cost = 1.5
     block_pair_cost = 50.0
+    block_speedup_dense = 3.0
     block_budget = 1 << 22
     #: class blocks that cost more than ``block_worth`` products are carried to the fit's
     #: next Hessians (a preconditioner only needs to be near the Hessian; the CG solves the
@@ -762,8 +768,9 @@ class _MultinomialHessian:
         them, each factored by Cholesky. Where many classes have few samples the Hessian
         is ill-conditioned inside such blocks (features that occur together in a class's
         rows), and the Jacobi-preconditioned CG, capped at 20 products, stops far from the
-        Newton step. Only for a sparse X, as :attr:`Multinomial.block_after` says; formed
-        by :func:`~sparsekit._cython._gram_kernels.mn_class_blocks_csr` on first use, and
+        Newton step. As :attr:`Multinomial.block_after` says; formed by
+        :func:`~sparsekit._cython._gram_kernels.mn_class_blocks_csr` (a sparse X) or
+        :func:`~sparsekit._cython._gram_kernels.mn_class_blocks_dense` on first use, and
         cut down, not formed again, for the operators :meth:`restrict` makes.
         """
         blocks = self._class_blocks()
@@ -793,7 +800,7 @@ class _MultinomialHessian:
         those carried from an earlier Hessian of the fit (:attr:`Multinomial.block_age`)
         where they still serve, else new ones."""
         f = self._f
-        if (not sp.issparse(f.X) or self._w_entries.size == 0
+        if (self._w_entries.size == 0
                 or (f._products[0] < f.block_after and not f._blocked[0])):
             return None
         blocks = self._carried_class_blocks()
@@ -826,6 +833,21 @@ class _MultinomialHessian:
                 np.concatenate([size, np.ones(joined.size, dtype=np.int64)]),
                 np.concatenate([order, joined]).astype(np.int64))
 
+    def _class_block_cost(self, entry_block, size):
+        """What forming the class blocks of ``size`` (``entry_block``: the block of each
+        weight entry) costs, in the operator's matrix-free products (see
+        :attr:`Multinomial.block_update_cost`)."""
+        f = self._f
+        if not sp.issparse(f.X):    # one dsyrk per panel and block, on gathered entries
+            work = f.n_samples * (float(size @ (size + 1)) / 2 + 4.0 * size.sum())
+            return work / f.block_speedup_dense / f._product_cost(self)
+        X = self.free_rows()
+        updates = _gram_kernels.mn_class_block_updates(X.indices, X.indptr, self._col_start,
+                                                       entry_block, size.size)
+        pairs = float(f._col_nnz[self._cols] @ np.diff(self._col_start))
+        product = f._row_product_cost(self) if self.walks_rows else f._product_cost(self)
+        return (updates * f.block_update_cost + pairs * f.block_pair_cost) / product
+
     def _new_class_blocks(self):
         """(the class blocks formed at the datafit's point, whether to carry them): (None,
         False) where they cost more than :attr:`Multinomial.block_worth` products for
@@ -851,23 +873,27 @@ class _MultinomialHessian:
         entry_block, entry_pos = np.empty(m, dtype=np.int64), np.empty(m, dtype=np.int64)
         entry_block[order] = block_of
         entry_pos[order] = np.arange(m) - first[block_of]
-        X = self.free_rows()
-        updates = _gram_kernels.mn_class_block_updates(X.indices, X.indptr, self._col_start,
-                                                       entry_block[:nwf], size.size)
-        pairs = float(f._col_nnz[self._cols] @ np.diff(self._col_start))
-        product = f._row_product_cost(self) if self.walks_rows else f._product_cost(self)
-        cost = self.block_cost = (updates * f.block_update_cost
-                                  + pairs * f.block_pair_cost) / product
+        cost = self.block_cost = self._class_block_cost(entry_block[:nwf], size)
         if cost > f.block_worth * max(f.block_age, 1):
             return None, False
         offset = np.concatenate([[0], np.cumsum(size * size)[:-1]]).astype(np.int64)
-        intercept = np.full(size.size, -1, dtype=np.int64)
-        intercept[entry_block[nwf:]] = entry_pos[nwf:]
         W = f._diagonal_weights()
         G = np.zeros(int(offset[-1] + size[-1] ** 2))
-        _gram_kernels.mn_class_blocks_csr(X.data, X.indices, X.indptr, W, self._col_start,
-                                          self._class, entry_block[:nwf], entry_pos[:nwf],
-                                          offset, size, intercept, G)
-        b = entry_block[nwf:]
-        G[offset[b] + (size[b] + 1) * entry_pos[nwf:]] += f._column_sums(W)[self._b_entries]
+        if sp.issparse(f.X):
+            X = self.free_rows()
+            intercept = np.full(size.size, -1, dtype=np.int64)
+            intercept[entry_block[nwf:]] = entry_pos[nwf:]
+            _gram_kernels.mn_class_blocks_csr(X.data, X.indices, X.indptr, W,
+                                              self._col_start, self._class, entry_block[:nwf],
+                                              entry_pos[:nwf], offset, size, intercept, G)
+            b = entry_block[nwf:]
+            G[offset[b] + (size[b] + 1) * entry_pos[nwf:]] += \
+                f._column_sums(W)[self._b_entries]
+        else:
+            entry_col = features[order]
+            entry_col[entry_col == f.n_features] = -1          # the intercept
+            rows = max(256, (1 << 20) // (m + f.n_classes))    # a panel of 8 MB or more
+            work = f._kept("class blocks", ((m + f.n_classes) * min(rows, f.n_samples),))
+            _gram_kernels.mn_class_blocks_dense(f.X, entry_col, by_class, offset, size, W,
+                                                work, G)
         return (G, offset, size, order.astype(np.int64)), cost > f.block_worth
