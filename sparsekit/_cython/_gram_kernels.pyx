@@ -11,8 +11,9 @@ float64 Gram (relative error ~1e-7, below the CG's forcing). The multinomial dat
 subspace Hessians (``mn_*``) are formed the same two ways, from the stored entries
 (``mn_gram_csr``, one row of the Hessian at a time) or by BLAS on densified blocks of rows
 (``mn_gram_dense``; the rows of a few entries, ``mn_gram_rows_dense``); their block-Jacobi
-preconditioner keeps the blocks of one class's entries (``mn_class_blocks_csr``, factored
-and applied by ``block_cholesky`` and ``block_solve``). Values may be float32 or float64
+preconditioner keeps the blocks of one class's entries (``mn_class_blocks_csr``, or by
+BLAS ``mn_class_blocks_dense``; factored and applied by ``block_cholesky`` and
+``block_solve``). Values may be float32 or float64
 (fused ``floating``); index arrays int32 or int64.
 """
 import numpy as np
