@@ -241,25 +241,25 @@ class Multinomial:
     #: BLAS multiply-adds (forming) per multiply-add of the product kernels: the sparse
     #: kernels and the dense ones (measured on MNIST and on digits and Mulan scene)
     blas_speedup = {"sparse": 5.0, "dense": 1.5}
-    #: the CG on a matrix-free Hessian is preconditioned by the blocks that
-    #: couple one class's free entries (:meth:`_MultinomialHessian.preconditioner`) after a
-    #: Hessian on which it made ``block_after`` products or more (the diagonal
-    #: preconditioner's CG, capped at 20 per solve, stopped short of its 10%) or which had
-    #: such blocks itself (with them its CG stops early, and without them the next would
-    #: meet the cap again: Bibtex at C = 1 in 40 iterations instead of 59), when forming
-    #: them costs at most ``block_worth`` products, or that many for each Hessian they may
-    #: serve when carried (see ``block_age``), and they hold at most ``block_budget``
-    #: numbers (a class with more free entries than fit is cut into blocks of consecutive
-    #: features). Their cost is counted in the units of the product's own cost
-    #: (:meth:`_product_cost` or :meth:`_row_product_cost`) as ``block_update_cost`` per
-    #: update of the blocks and ``block_pair_cost`` per (stored entry, free entry) pair
-    #: sorted into them: fit to formations on MNIST (3,157 free entries: 3.6e9 updates and
-    #: 6.4e7 pairs, 3.2 s, 39 products), Mulan Delicious (1.2e8 and 8.4e6, 0.25 s) and
-    #: Bibtex (3.7e7 and 5.2e6, 0.12 s), about 0.55 ns per update and 20 ns per pair. On a
-    #: dense X the blocks' dsyrk updates and the entries gathered for them (4 per entry
-    #: and row) cost 1/``block_speedup_dense`` of a unit of :meth:`_product_cost`: MNIST
-    #: as an array (3,005 free entries over 572 columns: 2.8e10 updates, 1.66 s, 14.5
-    #: products of 0.115 s)
+    #: the CG on a matrix-free Hessian is preconditioned by the blocks that couple one
+    #: class's free entries (:meth:`_MultinomialHessian.preconditioner`) after a Hessian on
+    #: which it made ``block_after`` products or more (the diagonal preconditioner's CG,
+    #: capped at 20 per solve, stopped short of its 10%) or which had such blocks itself
+    #: (with them its CG stops early, and without them the next would meet the cap again:
+    #: Bibtex at C = 1 in 40 iterations instead of 59), when forming them costs at most
+    #: ``block_worth`` products, or that many for each Hessian they may serve when carried
+    #: (see ``block_age``), and they hold at most ``block_budget`` numbers (a class with
+    #: more free entries than fit is cut into blocks of consecutive features). Their cost is
+    #: counted in the units of the product's own cost (:meth:`_product_cost` or
+    #: :meth:`_row_product_cost`) as ``block_update_cost`` per update of the blocks and
+    #: ``block_pair_cost`` per (stored entry, free entry) pair sorted into them: fit to
+    #: formations on MNIST (3,157 free entries: 3.6e9 updates and 6.4e7 pairs, 3.2 s, 39
+    #: products), Mulan Delicious (1.2e8 and 8.4e6, 0.25 s) and Bibtex (3.7e7 and 5.2e6,
+    #: 0.12 s), about 0.55 ns per update and 20 ns per pair. On a dense X the blocks' dsyrk
+    #: updates and the entries gathered for them (4 per entry and row) cost
+    #: 1/``block_speedup_dense`` of a unit of :meth:`_product_cost`: MNIST as an array
+    #: (3,005 free entries over 572 columns: 2.8e10 updates, 1.66 s, 14.5 products of
+    #: 0.115 s)
     block_after = 20
     block_worth = 20.0
     block_update_cost = 1.5
