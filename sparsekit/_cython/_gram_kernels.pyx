@@ -13,8 +13,8 @@ subspace Hessians (``mn_*``) are formed the same two ways, from the stored entri
 (``mn_gram_dense``; the rows of a few entries, ``mn_gram_rows_dense``); their block-Jacobi
 preconditioner keeps the blocks of one class's entries (``mn_class_blocks_csr``, or by
 BLAS ``mn_class_blocks_dense``; factored and applied by ``block_cholesky`` and
-``block_solve``). Values may be float32 or float64
-(fused ``floating``); index arrays int32 or int64.
+``block_solve``). Values may be float32 or float64 (fused ``floating``); index arrays int32
+or int64.
 """
 import numpy as np
 
@@ -901,7 +901,6 @@ def mn_class_blocks_csr(const floating[::1] data, const index_t[::1] indices,
                     G[c * s + r] = G[r * s + c]
 
 
-
 def mn_class_blocks_dense(const floating[::1, :] X, const long long[::1] entry_col,
                           const long long[::1] entry_class, const long long[::1] block_offset,
                           const long long[::1] block_size, const double[:, ::1] W,
@@ -975,12 +974,13 @@ def mn_class_blocks_dense(const floating[::1, :] X, const long long[::1] entry_c
                           &out[block_offset[b]], &s_)
                 a += block_size[b]
             start += used
-        for b in range(nblocks):                    # dsyrk's upper triangle: C's lower one
-            s = block_size[b]
+        for b in range(nblocks):    # dsyrk wrote the upper triangle of a column-major
+            s = block_size[b]       # block: the lower one of the row-major block
             G = &out[block_offset[b]]
             for r in range(s):
                 for c in range(r + 1, s):
                     G[r * s + c] = G[c * s + r]
+
 
 def block_cholesky(double[::1] G, const long long[::1] block_offset,
                    const long long[::1] block_size, double shift):
