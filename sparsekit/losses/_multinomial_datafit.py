@@ -892,7 +892,7 @@ class _MultinomialHessian:
         else:
             entry_col = features[order]
             entry_col[entry_col == f.n_features] = -1          # the intercept
-            rows = max(256, (1 << 20) // (m + f.n_classes))    # a panel of 8 MB or more
+            rows = max(256, (1 << 20) // (m + f.n_classes))    # 8 MB, or 256 rows if more
             work = f._kept("class blocks", ((m + f.n_classes) * min(rows, f.n_samples),))
             _gram_kernels.mn_class_blocks_dense(f.X, entry_col, by_class, offset, size, W,
                                                 work, G)
