@@ -869,10 +869,8 @@ class _MultinomialHessian:
         starts[1:] = (by_class[1:] != by_class[:-1]) | (chunk[1:] != chunk[:-1])
         block_of = np.cumsum(starts) - 1
         size = np.bincount(block_of).astype(np.int64)
-        first = np.flatnonzero(starts)
-        entry_block, entry_pos = np.empty(m, dtype=np.int64), np.empty(m, dtype=np.int64)
+        entry_block = np.empty(m, dtype=np.int64)
         entry_block[order] = block_of
-        entry_pos[order] = np.arange(m) - first[block_of]
         cost = self.block_cost = self._class_block_cost(entry_block[:nwf], size)
         if cost > f.block_worth * max(f.block_age, 1):
             return None, False
@@ -881,6 +879,8 @@ class _MultinomialHessian:
         G = np.zeros(int(offset[-1] + size[-1] ** 2))
         if sp.issparse(f.X):
             X = self.free_rows()
+            entry_pos = np.empty(m, dtype=np.int64)   # each entry's place in its block
+            entry_pos[order] = np.arange(m) - np.flatnonzero(starts)[block_of]
             intercept = np.full(size.size, -1, dtype=np.int64)
             intercept[entry_block[nwf:]] = entry_pos[nwf:]
             _gram_kernels.mn_class_blocks_csr(X.data, X.indices, X.indptr, W,
