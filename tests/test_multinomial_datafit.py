@@ -30,7 +30,7 @@ def _objective(X, y, sw, W, b, l2):
         + 0.5 * l2 * float((W * W).sum())
 
 
-@pytest.mark.parametrize("layout", ["dense", "csc"])
+@pytest.mark.parametrize("layout", ["dense", "dense by BLAS", "csc"])
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
 @pytest.mark.parametrize("n_threads", [1, 3])
 def test_multinomial_kernels_are_the_matrix_products(layout, dtype, n_threads):
@@ -44,11 +44,11 @@ def test_multinomial_kernels_are_the_matrix_products(layout, dtype, n_threads):
     out = np.empty((4, 3))
     Xd = X.astype(np.float64)
     sq = np.empty_like(out)
-    if layout == "dense":
-        F = np.asfortranarray(X)
-        K.mn_margins_dense(F, Wc, cols, b, Z, n_threads)
-        K.mn_rmatmat_dense(F, R, cols, out, False, n_threads)
-        K.mn_rmatmat_dense(F, R, cols, sq, True, n_threads)
+    if layout.startswith("dense"):           # 3 classes: the AVX2 kernels where they run
+        F, simd = np.asfortranarray(X), layout == "dense"
+        K.mn_margins_dense(F, Wc, cols, b, Z, n_threads, simd)
+        K.mn_rmatmat_dense(F, R, cols, out, False, n_threads, simd)
+        K.mn_rmatmat_dense(F, R, cols, sq, True, n_threads, simd)
     else:                           # threads: blocks of rows of Z, found in each column
         S = sp.csc_matrix(X)
         K.mn_margins_csc(S.data, S.indices, S.indptr, Wc, cols, b, Z, n_threads)
@@ -84,13 +84,15 @@ def test_multinomial_csc_kernels_prefetching_rows_ahead(n_threads):
     np.testing.assert_allclose(out, Xd[:, cols].T @ R, rtol=1e-12, atol=1e-12)
 
 
+@pytest.mark.parametrize("simd", [True, False])
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
 @pytest.mark.parametrize("n_cols", [1, 45, 600])
-def test_dense_kernels_over_many_blocks_of_rows_and_chunks_of_columns(dtype, n_cols):
+def test_dense_kernels_over_many_blocks_of_rows_and_chunks_of_columns(dtype, n_cols, simd):
     """The dense kernels multiply float64 panels of fixed blocks of rows (the listed
-    columns, in chunks of 32 for Xᵀ R) by BLAS: on row counts that are no multiple of a
-    block, columns listed out of order and repeated, and huge or tiny float32 entries
-    (exact in the panels), the products are NumPy's; 1 and 3 threads give the same bits."""
+    columns, in chunks of 32 for Xᵀ R) by BLAS, or (``simd``, 6 classes) read blocks of
+    rows of 8 columns at a time by the AVX2 kernels: on row counts that are no multiple of
+    a block, columns listed out of order and repeated, and huge or tiny float32 entries
+    (exact in float64), the products are NumPy's; 1 and 3 threads give the same bits."""
     rng = np.random.default_rng(7)
     n, D, Kc = 5003, 640, 6
     X = rng.normal(size=(n, D)).astype(dtype)
@@ -104,10 +106,10 @@ def test_dense_kernels_over_many_blocks_of_rows_and_chunks_of_columns(dtype, n_c
     got = {}
     for n_threads in (1, 3):
         Z, out, sq = np.empty((n, Kc)), np.empty((n_cols, Kc)), np.empty((n_cols, Kc))
-        K.mn_margins_dense(F, Wc, cols, b, Z, n_threads)
-        K.mn_rmatmat_dense(F, R, cols, out, False, n_threads)
+        K.mn_margins_dense(F, Wc, cols, b, Z, n_threads, simd)
+        K.mn_rmatmat_dense(F, R, cols, out, False, n_threads, simd)
         with np.errstate(over="ignore"):
-            K.mn_rmatmat_dense(F, R, cols, sq, True, n_threads)
+            K.mn_rmatmat_dense(F, R, cols, sq, True, n_threads, simd)
         got[n_threads] = Z, out, sq
     for a, c in zip(got[1], got[3]):
         np.testing.assert_array_equal(a, c)
@@ -116,6 +118,38 @@ def test_dense_kernels_over_many_blocks_of_rows_and_chunks_of_columns(dtype, n_c
     np.testing.assert_allclose(out, Xd.T @ R, rtol=1e-10, atol=1e-12 * np.abs(Xd).max())
     finite = np.abs(Xd).max(axis=0) < 1e100
     np.testing.assert_allclose(sq[finite], (Xd[:, finite] ** 2).T @ R, rtol=1e-10)
+
+
+@pytest.mark.skipif(not K.simd_available(), reason="no AVX2/FMA kernels on this CPU")
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_simd_dense_kernels_for_every_count_of_classes_rows_and_columns(dtype):
+    """The AVX2 kernels keep the K <= 12 classes in 1-3 vectors of four, rows (X W) or
+    columns (Xᵀ R) 8 or 4 at a time and then one at a time: for every K from 1 to 13 (13:
+    BLAS), row counts around the blocks (1, 5, 9, 1,031) and column counts around the
+    chunks (1, 3, 13), X W and Xᵀ R equal NumPy's, whichever the route, and 1 and 3
+    threads give the same bits. The lanes of a row of R read past its K numbers (the next
+    row's, here NaN) never reach the result."""
+    rng = np.random.default_rng(11)
+    for n, n_cols, Kc in [(n, c, k) for n in (1, 5, 9, 1031) for c in (1, 3, 13)
+                          for k in range(1, 14)]:
+        X = rng.normal(size=(n, 17)).astype(dtype)
+        cols = rng.choice(17, n_cols).astype(np.int64)    # repeats too
+        F, Xd = np.asfortranarray(X), X.astype(np.float64)[:, cols]
+        Wc, b = rng.normal(size=(n_cols, Kc)), rng.normal(size=Kc)
+        R = rng.normal(size=(n, Kc))
+        R[1::2, 0] = np.nan               # read past the even rows: NaN lanes
+        got = []
+        for n_threads, simd in ((1, True), (3, True), (1, False)):
+            Z, out = np.empty((n, Kc)), np.empty((n_cols, Kc))
+            K.mn_margins_dense(F, Wc, cols, b, Z, n_threads, simd)
+            K.mn_rmatmat_dense(F, R, cols, out, False, n_threads, simd)
+            got.append((Z, out))
+        for a, c in zip(got[0], got[1]):
+            np.testing.assert_array_equal(a, c)
+        for Z, out in (got[0], got[2]):
+            np.testing.assert_allclose(Z, Xd @ Wc + b, rtol=1e-12, atol=1e-12)
+            np.testing.assert_allclose(out, Xd.T @ R, rtol=1e-12, atol=1e-12)
+            assert np.isfinite(out[:, 1:]).all()
 
 
 def test_dense_kernels_refuse_columns_and_shapes_they_cannot_read():
