@@ -1,13 +1,14 @@
-"""Multinomial ℓ1 logistic regression on a dense X: its products X W and Xᵀ R by BLAS.
+"""Multinomial ℓ1 logistic regression on a dense X: its products X W and Xᵀ R.
 
 The two products of every multinomial gradient and matrix-free Hessian product on a dense
 X (``mn_margins_dense``: Z = b + X[:, cols] W, ``mn_rmatmat_dense``: Xᵀ R over the listed
-columns), one call each, every column listed unless the row says otherwise: milliseconds
+columns; BLAS on float64 panels, or with at most 12 classes the AVX2 kernels where the CPU
+runs them), one call each, every column listed unless the row says otherwise: milliseconds
 (median of 5 after one warm-up call) on 1 and 2 threads (``n_jobs``), BLAS pinned to one
 thread. Then ``L1LogisticOBA(multiclass="multinomial")`` fits on dense X (an unpenalized
 intercept, tol 1e-8, its default): digits (pixels / 16) and Mulan scene (first label) at
 10, 100 and 1000 times the smallest C with a nonzero weight (scene at 1600 too), MNIST
-(pixels / 255, a dense float32 array) at 10 and 100 times, and the
+(pixels / 255, a dense float32 array) at 10 and 100 times and at C = 1, and the
 ``make_classification`` tables of section multinomial_carried at C = 1: wall seconds (median
 of 3 where a fit takes under 5 s) and iterations; beside it in the same run scikit-learn's
 saga on the same objective (``LogisticRegression(l1_ratio=1, solver="saga")``, tol 1e-4,
@@ -33,7 +34,9 @@ from sklearn.linear_model import LogisticRegression
 from sparsekit import L1LogisticOBA
 from sparsekit._cython import _oba_kernels as K
 
-FACTORS = {"digits": [10, 100, 1000], "scene": [10, 100, 1000, 1600], "mnist": [10, 100]}
+#: C as multiples of the smallest C with a nonzero weight (None: C = 1, the default)
+FACTORS = {"digits": [10, 100, 1000], "scene": [10, 100, 1000, 1600],
+           "mnist": [10, 100, None]}
 SAGA_EPOCHS = {"mnist": 10}
 
 
@@ -85,8 +88,9 @@ def fit_cases():
         X, y = dense(name)
         c_min = smallest_C(X, y, 1.0)
         for factor in factors:
-            yield (f"{name} {X.shape[0]} x {X.shape[1]} {X.dtype}, {factor} C_min", X, y,
-                   factor * c_min, SAGA_EPOCHS.get(name, 100))
+            yield (f"{name} {X.shape[0]} x {X.shape[1]} {X.dtype}, "
+                   + (f"{factor} C_min" if factor else "C = 1"), X, y,
+                   factor * c_min if factor else 1.0, SAGA_EPOCHS.get(name, 100))
     for n, d, k, red, dtype in TABLES:
         X, y = make_classification(n, d, n_informative=min(20, d - 4), n_redundant=red,
                                    n_classes=k, random_state=0)
@@ -150,8 +154,8 @@ def main():
                   "objective vs before", "saga, s (epochs)", "saga's objective vs OBA's",
                   "OBA / saga"], table))
     _report.write_section("multinomial_dense_products",
-                          "Multinomial ℓ1 logistic regression on a dense X: the products "
-                          "by BLAS", body)
+                          "Multinomial ℓ1 logistic regression on a dense X: its products",
+                          body)
 
 
 if __name__ == "__main__":
