@@ -995,8 +995,8 @@ def mn_margins_csr(const floating[::1] data, const index_t[::1] indices,
 # With at most SIMD_MAX_CLASSES classes, where the CPU runs AVX2 and FMA, the kernels of
 # _dense_simd.h read X in place instead, SIMD_COLUMNS columns at a time: X W by blocks of
 # SIMD_MARGIN_ROWS rows among the threads, Xᵀ R by those chunks of columns among the
-# threads, each over blocks of SIMD_RMATMAT_ROWS rows (measured on MNIST's shape: 2x
-# BLAS's time with the panels at K = 10, less at K = 16 and above).
+# threads, each over blocks of SIMD_RMATMAT_ROWS rows (on MNIST's shape at K = 10 in half
+# the time of BLAS on the panels; slower than it from 13 classes on).
 cdef enum:
     COLUMN_CHUNK = 32
     SIMD_MAX_CLASSES = 12
@@ -1026,9 +1026,10 @@ cdef bint _simd(bint asked, Py_ssize_t K):
     return asked and 0 < K <= SIMD_MAX_CLASSES and sk_simd_available()
 
 
-def _margins_simd(const floating[::1, :] X, const double[:, ::1] Wc, const long long[::1] cols,
-                  const double[::1] b, double[:, ::1] Z, int n_threads):
-    """``mn_margins_dense`` by the AVX2 kernel (K <= SIMD_MAX_CLASSES)."""
+cdef int _margins_simd(const floating[::1, :] X, const double[:, ::1] Wc,
+                       const long long[::1] cols, const double[::1] b, double[:, ::1] Z,
+                       int n_threads) except -1:
+    """``mn_margins_dense`` by the AVX2 kernel (K <= SIMD_MAX_CLASSES, inputs checked)."""
     cdef Py_ssize_t blk, lo, nb, c0, ch, c, i, k, K = Z.shape[1], n = X.shape[0]
     cdef Py_ssize_t nc = cols.shape[0], B = SIMD_MARGIN_ROWS
     cdef Py_ssize_t n_blocks = (n + B - 1) // B
@@ -1063,11 +1064,14 @@ def _margins_simd(const floating[::1, :] X, const double[:, ::1] Wc, const long 
             for i in range(nb):
                 for k in range(K):
                     Z[lo + i, k] = b[k] + Zl[i * 4 * KV + k]
+    return 0
 
 
-def _rmatmat_simd(const floating[::1, :] X, const double[:, ::1] R, const long long[::1] cols,
-                  double[:, ::1] out, int n_threads):
-    """``mn_rmatmat_dense`` (not squared) by the AVX2 kernel (K <= SIMD_MAX_CLASSES)."""
+cdef int _rmatmat_simd(const floating[::1, :] X, const double[:, ::1] R,
+                       const long long[::1] cols, double[:, ::1] out,
+                       int n_threads) except -1:
+    """``mn_rmatmat_dense`` (not squared) by the AVX2 kernel (K <= SIMD_MAX_CLASSES, inputs
+    checked, X with a row)."""
     cdef Py_ssize_t ch_i, lo, nb, c0, ch, c, k, K = R.shape[1], n = X.shape[0]
     cdef Py_ssize_t nc = cols.shape[0], B = SIMD_RMATMAT_ROWS
     cdef Py_ssize_t n_chunks = (nc + SIMD_COLUMNS - 1) // SIMD_COLUMNS
@@ -1106,6 +1110,7 @@ def _rmatmat_simd(const floating[::1, :] X, const double[:, ::1] R, const long l
             for c in range(ch):
                 for k in range(K):
                     out[c0 + c, k] = acc[c0 + c, k]
+    return 0
 
 
 def mn_margins_dense(const floating[::1, :] X, const double[:, ::1] Wc,
