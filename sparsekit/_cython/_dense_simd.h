@@ -1,8 +1,8 @@
 /* The multinomial products of a dense X with few classes (K <= 12), in AVX2 and FMA.
  *
- * X W and Xᵀ R with K columns are skinny matrix products: BLAS copies its operands into
- * packed panels and runs a kernel shaped for wide products, and a float64 copy of the
- * listed columns had to be made for it first. These kernels read a few columns of X in
+ * X W and Xᵀ R with K columns are skinny matrix products: the BLAS route copies the
+ * listed columns into float64 panels, BLAS copies those again into its packed panels, and
+ * its kernels are shaped for wide products. These kernels read a few columns of X in
  * place (float64 or float32, converted in registers) and keep the K numbers of a row of W
  * or R in up to three vectors of four (K padded to Kp = 4 KV): each entry of X is
  * broadcast and multiplied into them, NI rows (X W) or NJ columns (Xᵀ R) at a time, all
@@ -13,12 +13,14 @@
  *                       kernels (gcc or clang on x86-64), 0 elsewhere: the callers then
  *                       take BLAS, and the kernels below are never called.
  * sk_margins_{d,f}(xc, ch, V, KV, nb, Z)
- *                       Z[i, :] += Σ_c xc[c][i] V[c, :] for i < nb: xc the ch columns'
- *                       first rows, V (ch × Kp) and Z (nb × Kp) row-major.
+ *                       Z[i, :] += Σ_c xc[c][i] V[c, :] for i < nb: xc[c] points at the
+ *                       first of the nb rows of column c, V (ch × Kp) and Z (nb × Kp) are
+ *                       row-major.
  * sk_rmatmat_{d,f}(xc, ch, R, ldr, KV, nb, out)
- *                       out[c, :] += Σ_i xc[c][i] R[i, :] for c < ch: R's rows ldr numbers
- *                       apart, of which Kp are read (so ldr >= Kp or the rows it
- *                       reads past lie in R's buffer), out (ch × Kp) row-major.
+ *                       out[c, :] += Σ_i xc[c][i] R[i, :] for c < ch: R's rows are ldr
+ *                       numbers apart and Kp of each are read (where ldr < Kp, the next
+ *                       row's first: they must lie in R's buffer, and out's lanes past K
+ *                       are then not the product), out (ch × Kp) is row-major.
  */
 #ifndef SPARSEKIT_DENSE_SIMD_H
 #define SPARSEKIT_DENSE_SIMD_H
