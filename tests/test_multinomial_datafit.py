@@ -30,7 +30,7 @@ def _objective(X, y, sw, W, b, l2):
         + 0.5 * l2 * float((W * W).sum())
 
 
-@pytest.mark.parametrize("layout", ["dense", "dense by BLAS", "csc"])
+@pytest.mark.parametrize("layout", ["dense", "dense by BLAS", "csc", "csc by loops"])
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
 @pytest.mark.parametrize("n_threads", [1, 3])
 def test_multinomial_kernels_are_the_matrix_products(layout, dtype, n_threads):
@@ -50,10 +50,10 @@ def test_multinomial_kernels_are_the_matrix_products(layout, dtype, n_threads):
         K.mn_rmatmat_dense(F, R, cols, out, False, n_threads, simd)
         K.mn_rmatmat_dense(F, R, cols, sq, True, n_threads, simd)
     else:                           # threads: blocks of rows of Z, found in each column
-        S = sp.csc_matrix(X)
-        K.mn_margins_csc(S.data, S.indices, S.indptr, Wc, cols, b, Z, n_threads)
-        K.mn_rmatmat_csc(S.data, S.indices, S.indptr, R, cols, out, False, n_threads)
-        K.mn_rmatmat_csc(S.data, S.indices, S.indptr, R, cols, sq, True, n_threads)
+        S, simd = sp.csc_matrix(X), layout == "csc"
+        K.mn_margins_csc(S.data, S.indices, S.indptr, Wc, cols, b, Z, n_threads, simd)
+        K.mn_rmatmat_csc(S.data, S.indices, S.indptr, R, cols, out, False, n_threads, simd)
+        K.mn_rmatmat_csc(S.data, S.indices, S.indptr, R, cols, sq, True, n_threads, simd)
     np.testing.assert_allclose(Z, Xd[:, cols] @ Wc + b, rtol=1e-12, atol=1e-12)
     np.testing.assert_allclose(out, Xd[:, cols].T @ R, rtol=1e-12, atol=1e-12)
     np.testing.assert_allclose(sq, (Xd[:, cols] ** 2).T @ R, rtol=1e-12, atol=1e-12)
@@ -64,11 +64,13 @@ def test_multinomial_kernels_are_the_matrix_products(layout, dtype, n_threads):
         K.mn_margins_csc(S.data, S.indices, S.indptr, Wc[:2], cols, b, Z)
 
 
+@pytest.mark.parametrize("simd", [True, False])
 @pytest.mark.parametrize("n_threads", [1, 3])
-def test_multinomial_csc_kernels_prefetching_rows_ahead(n_threads):
+def test_multinomial_csc_kernels_prefetching_rows_ahead(n_threads, simd):
     """The column-walking kernels prefetch the row ROW_AHEAD stored entries ahead (the
-    thread's own rows of Z only): on thousands of entries, columns listed out of storage
-    order, repeated and empty, the sums are still the products'."""
+    thread's own rows of Z only; the AVX2 kernels the rows of R): on thousands of entries,
+    columns listed out of storage order, repeated and empty, the sums are still the
+    products'."""
     rng = np.random.default_rng(3)
     dense = sp.random(500, 60, density=0.2, random_state=3).toarray()
     dense[:, 7] = 0.0
@@ -77,8 +79,8 @@ def test_multinomial_csc_kernels_prefetching_rows_ahead(n_threads):
     Wc, b = rng.normal(size=(cols.size, 9)), rng.normal(size=9)
     R, Z = rng.normal(size=(500, 9)), np.empty((500, 9))
     out = np.empty((cols.size, 9))
-    K.mn_margins_csc(S.data, S.indices, S.indptr, Wc, cols, b, Z, n_threads)
-    K.mn_rmatmat_csc(S.data, S.indices, S.indptr, R, cols, out, False, n_threads)
+    K.mn_margins_csc(S.data, S.indices, S.indptr, Wc, cols, b, Z, n_threads, simd)
+    K.mn_rmatmat_csc(S.data, S.indices, S.indptr, R, cols, out, False, n_threads, simd)
     Xd = S.toarray()
     np.testing.assert_allclose(Z, Xd[:, cols] @ Wc + b, rtol=1e-12, atol=1e-12)
     np.testing.assert_allclose(out, Xd[:, cols].T @ R, rtol=1e-12, atol=1e-12)
@@ -150,6 +152,51 @@ def test_simd_dense_kernels_for_every_count_of_classes_rows_and_columns(dtype):
             np.testing.assert_allclose(Z, Xd @ Wc + b, rtol=1e-12, atol=1e-12)
             np.testing.assert_allclose(out, Xd.T @ R, rtol=1e-12, atol=1e-12)
             assert np.isfinite(out[:, 1:]).all()
+
+
+@pytest.mark.skipif(not K.simd_available(), reason="no AVX2/FMA kernels on this CPU")
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("index", [np.int32, np.int64])
+def test_simd_csc_kernels_for_every_count_of_classes_rows_and_columns(dtype, index):
+    """The AVX2 kernels of a sparse X by columns keep the K <= 12 classes in 1-3 vectors
+    of four: X W in blocks of 1,024 rows of each thread's rows, Xᵀ R (and its square)
+    with two sums per column. For every K from 1 to 13 (13: the loops), row counts around
+    the blocks (1, 5, 1,023, 2,049), columns listed out of order, repeated and empty, int32
+    or int64 indices, X W and Xᵀ R equal NumPy's whichever the route, and 1 and 3 threads
+    give the same bits. The lanes of a row of R read past its K numbers (the next row's,
+    here NaN) never reach the result, nor does a read past R's last row, which every
+    column but the empty one stores."""
+    rng = np.random.default_rng(12)
+    for n, Kc in [(n, k) for n in (1, 5, 1023, 2049) for k in range(1, 14)]:
+        X = sp.random(n, 9, density=0.3, random_state=rng, format="csc").toarray()
+        X[-1, :] = rng.normal(size=9)
+        X[:, 4] = 0.0
+        X = X.astype(dtype)
+        S = sp.csc_matrix(X)
+        S.indices, S.indptr = S.indices.astype(index), S.indptr.astype(index)
+        cols = np.array([8, 4, 0, 3, 3, 7, 1], dtype=np.int64)
+        Xd = X.astype(np.float64)[:, cols]
+        Wc, b = rng.normal(size=(cols.size, Kc)), rng.normal(size=Kc)
+        R = rng.normal(size=(n, Kc))
+        R[::2, 0] = np.nan                # read past the odd rows: NaN lanes
+        got = []
+        for n_threads, simd in ((1, True), (3, True), (1, False)):
+            Z, out, sq = (np.empty((n, Kc)), np.empty((cols.size, Kc)),
+                          np.empty((cols.size, Kc)))
+            K.mn_margins_csc(S.data, S.indices, S.indptr, Wc, cols, b, Z, n_threads, simd)
+            K.mn_rmatmat_csc(S.data, S.indices, S.indptr, R, cols, out, False, n_threads,
+                             simd)
+            K.mn_rmatmat_csc(S.data, S.indices, S.indptr, R, cols, sq, True, n_threads,
+                             simd)
+            got.append((Z, out, sq))
+        for a, c in zip(got[0], got[1]):
+            np.testing.assert_array_equal(a, c)
+        Sc = sp.csc_matrix(Xd)             # its products skip the zeros, as the kernels
+        for Z, out, sq in (got[0], got[2]):
+            np.testing.assert_allclose(Z, Xd @ Wc + b, rtol=1e-12, atol=1e-12)
+            np.testing.assert_allclose(out, Sc.T @ R, rtol=1e-12, atol=1e-12)
+            np.testing.assert_allclose(sq, Sc.multiply(Sc).T @ R, rtol=1e-12, atol=1e-12)
+            assert np.isfinite(out[:, 1:]).all() and np.isfinite(sq[:, 1:]).all()
 
 
 def test_dense_kernels_refuse_columns_and_shapes_they_cannot_read():
@@ -315,6 +362,65 @@ def test_fused_free_entry_product_is_the_three_kernels_in_turn(dtype, index, int
         np.testing.assert_array_equal(a, c)
 
 
+@pytest.mark.skipif(not K.simd_available(), reason="no AVX2/FMA kernels on this CPU")
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("index", [np.int32, np.int64])
+def test_fused_every_class_product_is_the_three_column_kernels_in_one_pass(dtype, index):
+    """mn_hessp_csr (the AVX2 kernel: one pass over the rows, every class of each column)
+    against the dense formula and the column kernels in turn, for K = 1..12 on row counts
+    around its blocks (1, 5, 9,000), an empty row, an empty column, a zero weight,
+    probabilities 0 and 1 and a last row with entries (P's, read from a padded copy); the
+    threads change no bit; 13 classes, a column outside Vc and bad shapes are refused."""
+    rng = np.random.default_rng(13)
+    for n, Kc in [(n, k) for n in (1, 5, 9000) for k in range(1, 13)]:
+        X, _, _, _ = _problem(Kc, n=max(n, 6), D=11, Kc=2, density=0.3)
+        X = X[:n]
+        X[-1, :3] = 1.5
+        S = sp.csr_matrix(X.astype(dtype))
+        S.indices, S.indptr = S.indices.astype(index), S.indptr.astype(index)
+        Vc, vb = rng.normal(size=(11, Kc)), rng.normal(size=Kc)
+        Z = rng.normal(scale=3.0, size=(n, Kc))
+        Z[0, 0] = 800.0                                 # p = 1 and 0 in that row
+        P = softmax(Z, axis=1)
+        sw = rng.uniform(0.0, 2.0, n)
+        sw[n // 2] = 0.0
+        Xd = S.toarray().astype(np.float64)
+        U = Xd @ Vc + vb
+        R = sw[:, None] * (P * U - P * (P * U).sum(axis=1, keepdims=True))
+        width = 12 * 4 * -(-Kc // 4)
+        results = []
+        for n_threads in (1, 3):
+            out, out_b = np.full((11, Kc), np.nan), np.full(Kc, np.nan)
+            K.mn_hessp_csr(S.data, S.indices, S.indptr, Vc, vb, P, sw, out, out_b,
+                           np.empty((K.free_chunks(n, width), width)), n_threads)
+            np.testing.assert_allclose(out, Xd.T @ R, rtol=1e-10, atol=1e-12)
+            np.testing.assert_allclose(out_b, R.sum(axis=0), rtol=1e-10, atol=1e-12)
+            results.append((out, out_b))
+        for a, c in zip(*results):
+            np.testing.assert_array_equal(a, c)
+    S = sp.csr_matrix(np.eye(3))
+    P, sw = np.full((3, 2), 0.5), np.ones(3)
+
+    def call(indices=S.indices, indptr=S.indptr, Vc=np.ones((3, 2)), vb=np.zeros(2), P=P,
+             sw=sw, out=None, work=None):
+        K.mn_hessp_csr(S.data, indices, indptr, Vc, vb, P, sw,
+                       np.empty((Vc.shape[0], P.shape[1])) if out is None else out,
+                       np.empty(P.shape[1]), np.empty((1, 16)) if work is None else work)
+
+    call()
+    for kwargs, message in [(dict(indices=np.array([0, 3, 2], dtype=np.int32)), "column"),
+                            (dict(indptr=np.array([0, 2, 1, 3], dtype=np.int32)), "indptr"),
+                            (dict(P=np.full((3, 13), 1 / 13), vb=np.zeros(13),
+                                  Vc=np.ones((3, 13))), "1 to 12 classes"),
+                            (dict(P=P[:2], sw=sw[:2]), "n rows"),
+                            (dict(vb=np.zeros(3)), "vb"), (dict(sw=sw[:2]), "sw"),
+                            (dict(out=np.empty((2, 2))), "out"),
+                            (dict(work=np.empty((1, 12))), "work"),
+                            (dict(work=np.empty((0, 16))), "work")]:
+        with pytest.raises(ValueError, match=message):
+            call(**kwargs)
+
+
 def test_fused_free_entry_product_refuses_inconsistent_arrays():
     S = sp.csr_matrix(np.eye(3))
     start, classes = np.array([0, 1, 1, 2]), np.array([0, 1])
@@ -426,6 +532,37 @@ def test_value_and_gradient_walking_rows_are_those_walking_columns(dtype, interc
         D = rows[0]._diagonal_weights()
         assert D is rows[0]._diagonal_weights()         # once per point
         np.testing.assert_array_equal(D, rows[0]._P * (1 - rows[0]._P) * rows[0]._sw[:, None])
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("index", [np.int32, np.int64])
+def test_csr_rows_dense_is_scipys_array_of_those_rows(dtype, index):
+    """csr_rows_dense writes the listed rows of a CSR X (in any order, repeated, empty,
+    with duplicate entries summed) into a Fortran array, overwriting what it held, as
+    SciPy's toarray; rows or columns outside X are refused."""
+    X, _, _, rng = _problem(5, n=60, D=9)
+    S = sp.csr_matrix(X.astype(dtype))
+    dup = sp.csr_matrix((np.ones(3, dtype=dtype), np.array([2, 2, 5], dtype=index),
+                         np.array([0, 3], dtype=index)), shape=(1, 9))
+    S = sp.vstack([S, dup], format="csr")       # row 60: duplicates, not summed by vstack
+    S.indices, S.indptr = S.indices.astype(index), S.indptr.astype(index)
+    for rows in (np.arange(61), np.array([60, 3, 3, 17, 0]), np.array([], dtype=np.int64)):
+        rows = rows.astype(np.int64)
+        out = np.asfortranarray(np.full((rows.size, 9), 7.0, dtype=dtype))
+        _gram_kernels.csr_rows_dense(S.data, S.indices, S.indptr, rows, out)
+        np.testing.assert_array_equal(out, S.toarray()[rows])
+    assert out.flags.f_contiguous
+    with pytest.raises(ValueError, match="a row for each"):
+        _gram_kernels.csr_rows_dense(S.data, S.indices, S.indptr, np.arange(3),
+                                     np.asfortranarray(np.empty((2, 9), dtype=dtype)))
+    for bad in (-1, 61):
+        with pytest.raises(ValueError, match="row lies outside"):
+            _gram_kernels.csr_rows_dense(S.data, S.indices, S.indptr,
+                                         np.array([0, bad]),
+                                         np.asfortranarray(np.empty((2, 9), dtype=dtype)))
+    with pytest.raises(ValueError, match="column index lies outside"):
+        _gram_kernels.csr_rows_dense(S.data, S.indices, S.indptr, np.arange(61),
+                                     np.asfortranarray(np.empty((61, 8), dtype=dtype)))
 
 
 def test_take_columns_csr_renumbers_the_kept_columns_and_refuses_bad_input():
@@ -626,12 +763,19 @@ def test_hessian_on_a_free_set_is_the_block_hessian(sparse, dtype, route):
     assert getattr(op, "is_explicit", False) == (route == "formed")
     if route != "formed":
         assert (op._H.walks_rows) == (sparse and route == "row walk")
-    np.testing.assert_allclose(op(v), H[np.ix_(free, free)] @ v, **tol)
+    # twice: a sparse X walked by columns with 4 classes takes one pass over the free rows
+    # from the operator's second product on, where the CPU runs the AVX2 kernel
+    for _ in range(2):
+        np.testing.assert_allclose(op(v), H[np.ix_(free, free)] @ v, **tol)
+    if route == "matrix-free":
+        assert (op._H._rows is not None) == (sparse and K.simd_available())
     np.testing.assert_allclose(op.diagonal(), np.diag(H)[free], **tol)
     keep = np.ones(free.size, dtype=bool)
     keep[[1, 8]] = False
     sub = op.restrict(keep)
-    np.testing.assert_allclose(sub(v[keep]), H[np.ix_(free[keep], free[keep])] @ v[keep], **tol)
+    for _ in range(2):
+        np.testing.assert_allclose(sub(v[keep]), H[np.ix_(free[keep], free[keep])] @ v[keep],
+                                   **tol)
 
 
 @pytest.mark.parametrize("layout", ["dense", "csr", "csr, sparse route"])

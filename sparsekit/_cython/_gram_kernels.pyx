@@ -373,6 +373,41 @@ def take_columns_csr(const floating[::1] data, const index_t[::1] indices,
     return t
 
 
+def csr_rows_dense(const floating[::1] data, const index_t[::1] indices,
+                   const index_t[::1] indptr, const long long[::1] rows,
+                   floating[::1, :] out):
+    """The rows ``rows`` of a CSR matrix of ``out.shape[1]`` columns into the Fortran array
+    ``out`` (a row each): zeros, then each stored entry added (duplicates summed), in one
+    pass over those rows (SciPy's ``X[rows].T.toarray()`` makes a slice, a transposed copy
+    and the array)."""
+    cdef Py_ssize_t i, r, p, j, c, nb = rows.shape[0], m = out.shape[1]
+    cdef Py_ssize_t n = indptr.shape[0] - 1
+    cdef int bad = 0
+    if out.shape[0] != nb:
+        raise ValueError("csr_rows_dense: out must have a row for each of rows")
+    with nogil:
+        for c in range(m):
+            memset(&out[0, c], 0, nb * sizeof(floating))
+        for i in range(nb):
+            r = rows[i]
+            if (r < 0 or r >= n or indptr[r + 1] < indptr[r] or indptr[r] < 0
+                    or indptr[r + 1] > data.shape[0] or indptr[r + 1] > indices.shape[0]):
+                bad = 1
+                break
+            for p in range(indptr[r], indptr[r + 1]):
+                j = indices[p]
+                if j < 0 or j >= m:
+                    bad = 2
+                    break
+                out[i, j] += data[p]
+            if bad:
+                break
+    if bad == 1:
+        raise ValueError("csr_rows_dense: a row lies outside X or outside its stored entries")
+    if bad == 2:
+        raise ValueError("csr_rows_dense: a column index lies outside out's columns")
+
+
 def mn_gram_csr(const floating[::1] data, const index_t[::1] indices,
                 const index_t[::1] indptr, const double[:, ::1] P, const double[:, ::1] Pb,
                 const double[::1] sw, const long long[::1] col_start,

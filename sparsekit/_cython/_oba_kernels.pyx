@@ -15,13 +15,14 @@ dense data, whose vectors are float64, use plain loops. The multinomial model's 
 with K columns (``mn_*_dense``) copy blocks of rows of the listed columns into float64
 panels, float32 entries exactly, and multiply those by BLAS ``dgemm``; with at most 12
 classes, on CPUs with AVX2 and FMA, X W and Xᵀ R read X in place by the kernels of
-``_dense_simd.h`` instead.
+``_simd.h`` instead, as do those of a sparse X by columns (``mn_*_csc``).
 """
 import numpy as np
 
 from cython cimport floating
 from cython.parallel cimport parallel, prange, threadid
 from libc.math cimport INFINITY, exp, fabs, fmax, log, log1p, sqrt
+from libc.stdint cimport int32_t, int64_t
 from libc.stdlib cimport free, malloc, qsort
 from scipy.linalg.cython_blas cimport daxpy, ddot, dgemm, dgemv
 
@@ -924,15 +925,19 @@ cdef inline Py_ssize_t _first_row_at_least(const index_t* rows, Py_ssize_t lo, P
 def mn_margins_csc(const floating[::1] data, const index_t[::1] indices,
                    const index_t[::1] indptr, const double[:, ::1] Wc,
                    const long long[::1] cols, const double[::1] b, double[:, ::1] Z,
-                   int n_threads=1):
+                   int n_threads=1, bint simd=True):
     """``Z = b + X[:, cols] @ Wc`` for canonical CSC ``X`` (sorted row indices): row c of
     ``Wc`` is column ``cols[c]``. With ``n_threads`` > 1 each thread takes a block of rows
     and reads its part of every listed column (found by bisection), so that the rows of Z
     get the same sums in the same order as on one thread. Where Z outgrows the caches, the
-    row of Z ``ROW_AHEAD`` stored entries further on is prefetched when it is the thread's."""
+    row of Z ``ROW_AHEAD`` stored entries further on is prefetched when it is the thread's.
+    With ``simd`` and at most 12 classes, the AVX2 kernel where it runs (the same split)."""
     cdef Py_ssize_t c, j, p, end, t, lo, hi, ahead, K = Z.shape[1], n = Z.shape[0]
     cdef Py_ssize_t T = max(1, n_threads), nnz = indices.shape[0]
     _check_margin_shapes("mn_margins_csc", Wc, cols, b, Z)
+    if n and cols.shape[0] and _simd(simd, K):
+        _margins_csc_simd(data, indices, indptr, Wc, cols, b, Z, n_threads)
+        return
     if n * K * sizeof(double) <= CACHED_BYTES:
         nnz = 0                             # Z stays in the caches: nothing to prefetch
     with nogil:
@@ -993,7 +998,7 @@ def mn_margins_csr(const floating[::1] data, const index_t[::1] indices,
 # shapes only, never on the thread count, so that each sum is the same whatever the count;
 # ``mn_rmatmat_dense`` gives the threads the columns in chunks of COLUMN_CHUNK.
 # With at most SIMD_MAX_CLASSES classes, where the CPU runs AVX2 and FMA, the kernels of
-# _dense_simd.h read X in place instead, SIMD_COLUMNS columns at a time: X W by blocks of
+# _simd.h read X in place instead, SIMD_COLUMNS columns at a time: X W by blocks of
 # SIMD_MARGIN_ROWS rows among the threads, Xᵀ R by those chunks of columns among the
 # threads, each over blocks of SIMD_RMATMAT_ROWS rows (on MNIST's shape at K = 10 in half
 # the time of BLAS on the panels; slower than it from 13 classes on).
@@ -1003,8 +1008,9 @@ cdef enum:
     SIMD_COLUMNS = 8
     SIMD_MARGIN_ROWS = 256
     SIMD_RMATMAT_ROWS = 1024
+    SIMD_CSC_ROWS = 1024
 
-cdef extern from "_dense_simd.h" nogil:
+cdef extern from "_simd.h" nogil:
     int sk_simd_available()
     void sk_margins_d(const double** xc, Py_ssize_t ch, const double* V, int KV,
                       Py_ssize_t nb, double* Z)
@@ -1014,11 +1020,60 @@ cdef extern from "_dense_simd.h" nogil:
                       int KV, Py_ssize_t nb, double* out)
     void sk_rmatmat_f(const float** xc, Py_ssize_t ch, const double* R, Py_ssize_t ldr,
                       int KV, Py_ssize_t nb, double* out)
+    void sk_csc_margins_d32(const double* data, const int32_t* rows, Py_ssize_t* pos,
+                            const Py_ssize_t* end, Py_ssize_t nc, const double* V, int KV,
+                            Py_ssize_t lo, Py_ssize_t hi, double* Zb)
+    void sk_csc_margins_d64(const double* data, const int64_t* rows, Py_ssize_t* pos,
+                            const Py_ssize_t* end, Py_ssize_t nc, const double* V, int KV,
+                            Py_ssize_t lo, Py_ssize_t hi, double* Zb)
+    void sk_csc_margins_f32(const float* data, const int32_t* rows, Py_ssize_t* pos,
+                            const Py_ssize_t* end, Py_ssize_t nc, const double* V, int KV,
+                            Py_ssize_t lo, Py_ssize_t hi, double* Zb)
+    void sk_csc_margins_f64(const float* data, const int64_t* rows, Py_ssize_t* pos,
+                            const Py_ssize_t* end, Py_ssize_t nc, const double* V, int KV,
+                            Py_ssize_t lo, Py_ssize_t hi, double* Zb)
+    void sk_csc_rmatmat_d32(const double* data, const int32_t* rows, Py_ssize_t s,
+                            Py_ssize_t e, const double* R, Py_ssize_t ldr, Py_ssize_t last,
+                            const double* R_last, int KV, int square, Py_ssize_t ahead,
+                            double* out)
+    void sk_csc_rmatmat_d64(const double* data, const int64_t* rows, Py_ssize_t s,
+                            Py_ssize_t e, const double* R, Py_ssize_t ldr, Py_ssize_t last,
+                            const double* R_last, int KV, int square, Py_ssize_t ahead,
+                            double* out)
+    void sk_csc_rmatmat_f32(const float* data, const int32_t* rows, Py_ssize_t s,
+                            Py_ssize_t e, const double* R, Py_ssize_t ldr, Py_ssize_t last,
+                            const double* R_last, int KV, int square, Py_ssize_t ahead,
+                            double* out)
+    void sk_csc_rmatmat_f64(const float* data, const int64_t* rows, Py_ssize_t s,
+                            Py_ssize_t e, const double* R, Py_ssize_t ldr, Py_ssize_t last,
+                            const double* R_last, int KV, int square, Py_ssize_t ahead,
+                            double* out)
+    int sk_csr_hessp_d32(const double* data, const int32_t* cols, const int32_t* indptr,
+                          Py_ssize_t lo, Py_ssize_t hi, Py_ssize_t nc, const double* V,
+                          const double* vb, const double* P, Py_ssize_t ldp, Py_ssize_t last,
+                          const double* P_last, const double* sw, int KV, double* out,
+                          double* out_b)
+    int sk_csr_hessp_d64(const double* data, const int64_t* cols, const int64_t* indptr,
+                          Py_ssize_t lo, Py_ssize_t hi, Py_ssize_t nc, const double* V,
+                          const double* vb, const double* P, Py_ssize_t ldp, Py_ssize_t last,
+                          const double* P_last, const double* sw, int KV, double* out,
+                          double* out_b)
+    int sk_csr_hessp_f32(const float* data, const int32_t* cols, const int32_t* indptr,
+                          Py_ssize_t lo, Py_ssize_t hi, Py_ssize_t nc, const double* V,
+                          const double* vb, const double* P, Py_ssize_t ldp, Py_ssize_t last,
+                          const double* P_last, const double* sw, int KV, double* out,
+                          double* out_b)
+    int sk_csr_hessp_f64(const float* data, const int64_t* cols, const int64_t* indptr,
+                          Py_ssize_t lo, Py_ssize_t hi, Py_ssize_t nc, const double* V,
+                          const double* vb, const double* P, Py_ssize_t ldp, Py_ssize_t last,
+                          const double* P_last, const double* sw, int KV, double* out,
+                          double* out_b)
 
 
 def simd_available():
-    """Whether the multinomial products of a dense X with at most 12 classes run the
-    AVX2/FMA kernels here (this CPU and the compiler that built the package)."""
+    """Whether the multinomial products of a dense X, or a sparse X by columns, with at most
+    12 classes run the AVX2/FMA kernels here (this CPU and the compiler that built the
+    package)."""
     return bool(sk_simd_available())
 
 
@@ -1113,6 +1168,99 @@ cdef int _rmatmat_simd(const floating[::1, :] X, const double[:, ::1] R,
     return 0
 
 
+cdef int _margins_csc_simd(const floating[::1] data, const index_t[::1] indices,
+                           const index_t[::1] indptr, const double[:, ::1] Wc,
+                           const long long[::1] cols, const double[::1] b, double[:, ::1] Z,
+                           int n_threads) except -1:
+    """``mn_margins_csc`` by the AVX2 kernel (K <= SIMD_MAX_CLASSES, inputs checked, X with
+    a row and a listed column): each thread's rows (``_block_start``) in blocks of
+    SIMD_CSC_ROWS, their sums in a buffer of padded rows, then written to Z."""
+    cdef Py_ssize_t t, c, j, lo, hi, a, e, i, k, K = Z.shape[1], n = Z.shape[0]
+    cdef Py_ssize_t nc = cols.shape[0], B = SIMD_CSC_ROWS
+    cdef int KV = <int>((K + 3) // 4), T = <int>max(1, min(n_threads, n))
+    padded = np.zeros((nc, 4 * KV))          # Wc's rows padded to vectors of four
+    padded[:, :K] = Wc
+    cdef double[:, ::1] V = padded
+    work = np.empty(T * B * 4 * KV)
+    cdef double[::1] Wk = work
+    ends = np.asarray(indptr)[np.asarray(cols) + 1].astype(np.intp)
+    cdef Py_ssize_t[::1] end = ends
+    places = np.empty(T * nc, dtype=np.intp)
+    cdef Py_ssize_t[::1] pos = places        # each thread's place in every listed column
+    cdef double* Zb
+    cdef Py_ssize_t* P
+    with nogil:
+        for t in prange(T, num_threads=T, schedule="static", chunksize=1):
+            lo = _block_start(t, T, n)
+            hi = _block_start(t + 1, T, n)
+            P = &pos[t * nc]
+            Zb = &Wk[0] + t * B * 4 * KV
+            for c in range(nc):
+                j = cols[c]
+                P[c] = indptr[j] if lo == 0 else _first_row_at_least(&indices[0], indptr[j],
+                                                                      end[c], lo)
+            a = lo
+            while a < hi:
+                e = min(a + B, hi)
+                for i in range((e - a) * 4 * KV):
+                    Zb[i] = 0.0
+                if floating is double and index_t is int32_t:
+                    sk_csc_margins_d32(&data[0], &indices[0], P, &end[0], nc, &V[0, 0], KV,
+                                       a, e, Zb)
+                elif floating is double:
+                    sk_csc_margins_d64(&data[0], &indices[0], P, &end[0], nc, &V[0, 0], KV,
+                                       a, e, Zb)
+                elif index_t is int32_t:
+                    sk_csc_margins_f32(&data[0], &indices[0], P, &end[0], nc, &V[0, 0], KV,
+                                       a, e, Zb)
+                else:
+                    sk_csc_margins_f64(&data[0], &indices[0], P, &end[0], nc, &V[0, 0], KV,
+                                       a, e, Zb)
+                for i in range(a, e):
+                    for k in range(K):
+                        Z[i, k] = b[k] + Zb[(i - a) * 4 * KV + k]
+                a = e
+    return 0
+
+
+cdef int _rmatmat_csc_simd(const floating[::1] data, const index_t[::1] indices,
+                           const index_t[::1] indptr, const double[:, ::1] R,
+                           const long long[::1] cols, double[:, ::1] out, bint square,
+                           int n_threads) except -1:
+    """``mn_rmatmat_csc`` by the AVX2 kernel (K <= SIMD_MAX_CLASSES, inputs checked, R with
+    a row): the columns among the threads."""
+    cdef Py_ssize_t c, j, k, K = R.shape[1], n = R.shape[0], nc = cols.shape[0]
+    cdef int KV = <int>((K + 3) // 4), T = <int>max(1, min(n_threads, nc))
+    cdef Py_ssize_t ahead = ROW_AHEAD if n * K * sizeof(double) > CACHED_BYTES else 0
+    # the kernel reads 4 KV numbers of each row of R, past the row where K is no multiple
+    # of four (lanes it never returns): R's last row is read from a padded copy
+    last = np.zeros(4 * KV)
+    last[:K] = R[n - 1]
+    cdef double[::1] R_last = last
+    work = np.empty(T * 4 * KV)
+    cdef double[::1] Wk = work
+    cdef double* o
+    with nogil:
+        for c in prange(nc, num_threads=T, schedule="guided"):
+            j = cols[c]
+            o = &Wk[0] + threadid() * 4 * KV
+            if floating is double and index_t is int32_t:
+                sk_csc_rmatmat_d32(&data[0], &indices[0], indptr[j], indptr[j + 1], &R[0, 0],
+                                   K, n - 1, &R_last[0], KV, square, ahead, o)
+            elif floating is double:
+                sk_csc_rmatmat_d64(&data[0], &indices[0], indptr[j], indptr[j + 1], &R[0, 0],
+                                   K, n - 1, &R_last[0], KV, square, ahead, o)
+            elif index_t is int32_t:
+                sk_csc_rmatmat_f32(&data[0], &indices[0], indptr[j], indptr[j + 1], &R[0, 0],
+                                   K, n - 1, &R_last[0], KV, square, ahead, o)
+            else:
+                sk_csc_rmatmat_f64(&data[0], &indices[0], indptr[j], indptr[j + 1], &R[0, 0],
+                                   K, n - 1, &R_last[0], KV, square, ahead, o)
+            for k in range(K):
+                out[c, k] = o[k]
+    return 0
+
+
 def mn_margins_dense(const floating[::1, :] X, const double[:, ::1] Wc,
                      const long long[::1] cols, const double[::1] b, double[:, ::1] Z,
                      int n_threads=1, bint simd=True):
@@ -1156,18 +1304,21 @@ def mn_margins_dense(const floating[::1, :] X, const double[:, ::1] Wc,
 def mn_rmatmat_csc(const floating[::1] data, const index_t[::1] indices,
                    const index_t[::1] indptr, const double[:, ::1] R,
                    const long long[::1] cols, double[:, ::1] out, bint square=False,
-                   int n_threads=1):
+                   int n_threads=1, bint simd=True):
     """``out = X[:, cols].T @ R`` for CSC ``X`` (``square``: of X's entries squared),
     columns split among ``n_threads``.
 
     Where R outgrows the caches, the row of R ``ROW_AHEAD`` stored entries further on is
-    prefetched."""
+    prefetched. With ``simd`` and at most 12 classes, the AVX2 kernel where it runs."""
     cdef Py_ssize_t i, c, j, k, p, K = R.shape[1], nnz = indices.shape[0]
     cdef double x
     cdef double* o
     cdef const double* r
     if out.shape[0] != cols.shape[0] or out.shape[1] != K:
         raise ValueError("mn_rmatmat_csc: out must be (len(cols), K) for R (n, K)")
+    if R.shape[0] and cols.shape[0] and _simd(simd, K):
+        _rmatmat_csc_simd(data, indices, indptr, R, cols, out, square, n_threads)
+        return
     if R.shape[0] * K * sizeof(double) <= CACHED_BYTES:
         nnz = 0                             # R stays in the caches: nothing to prefetch
     with nogil:
@@ -1473,6 +1624,86 @@ def mn_hessp_free_csr(const floating[::1] data, const index_t[::1] indices,
                 out[t] = total
             else:
                 out_b[t - F] = total
+
+
+def mn_hessp_csr(const floating[::1] data, const index_t[::1] indices,
+                 const index_t[::1] indptr, const double[:, ::1] Vc, const double[::1] vb,
+                 const double[:, ::1] P, const double[::1] sw, double[:, ::1] out,
+                 double[::1] out_b, double[:, ::1] work, int n_threads=1):
+    """The multinomial Hessian product on every class of each column of a canonical CSR
+    ``X`` (a sparse X's free columns; ``Vc`` (columns, K) the direction, zero on the entries
+    not free) in one pass over the rows, by the AVX2 kernel (at most 12 classes, where
+    :func:`simd_available`): for each row uᵢ = vb + Σⱼ x_ij Vcⱼ, then
+    rᵢ = sᵢ (pᵢ ∘ uᵢ − pᵢ (pᵢᵀ uᵢ)), then ``out[j] += x_ij rᵢ`` and ``out_b += rᵢ``: the
+    products of :func:`mn_margins_csc`, :func:`mn_curvature` and :func:`mn_rmatmat_csc`
+    with X read once and no (n, K) matrix. The rows are cut into ``len(work)`` blocks
+    (:func:`free_chunks`) whose partial sums, rows of ``work`` ((blocks, (columns + 1) Kp),
+    Kp = 4 ⌈K/4⌉), are added in block order, among ``n_threads``: the same bits whatever
+    the thread count."""
+    cdef Py_ssize_t ch, lo, hi, t, j, k, n = P.shape[0], K = P.shape[1], nc = Vc.shape[0]
+    cdef Py_ssize_t nb = work.shape[0], Kp = 4 * ((K + 3) // 4), width = (nc + 1) * Kp
+    cdef int KV = <int>(Kp // 4), bad = 0
+    cdef double total
+    cdef double* acc
+    if not _simd(True, K):
+        raise ValueError("mn_hessp_csr: the AVX2 kernel takes 1 to 12 classes, on a CPU "
+                         "with AVX2 and FMA")
+    if (indptr.shape[0] != n + 1 or Vc.shape[1] != K or out.shape[0] != nc
+            or out.shape[1] != K or vb.shape[0] != K or out_b.shape[0] != K
+            or sw.shape[0] != n or nb < 1 or work.shape[1] != width):
+        raise ValueError("mn_hessp_csr: X must have P's n rows, Vc and out be (columns, K), "
+                         "vb and out_b (K,), sw (n,) and work (blocks, (columns + 1) Kp) "
+                         "with a block at least")
+    if n and (indptr[0] < 0 or indptr[n] > data.shape[0] or indptr[n] > indices.shape[0]
+              or np.any(np.diff(np.asarray(indptr)) < 0)):
+        raise ValueError("mn_hessp_csr: indptr must increase within the stored entries")
+    if n == 0:
+        out[:, :] = 0.0
+        out_b[:] = 0.0
+        return
+    padded = np.zeros((nc + 1, Kp))       # Vc's rows padded to vectors of four; then vb
+    padded[:nc, :K] = Vc
+    padded[nc, :K] = vb
+    cdef double[:, ::1] V = padded
+    last = np.zeros(Kp)                   # P's last row, padded: the kernel reads Kp lanes
+    last[:K] = P[n - 1]
+    cdef double[::1] P_last = last
+    with nogil:
+        for ch in prange(nb, num_threads=max(1, n_threads), schedule="dynamic"):
+            acc = &work[ch, 0]
+            for t in range(width):
+                acc[t] = 0.0
+            lo = _block_start(ch, nb, n)
+            hi = _block_start(ch + 1, nb, n)
+            if floating is double and index_t is int32_t:
+                t = sk_csr_hessp_d32(&data[0], &indices[0], &indptr[0], lo, hi, nc, &V[0, 0],
+                                     &V[nc, 0], &P[0, 0], K, n - 1, &P_last[0], &sw[0], KV,
+                                     acc, acc + nc * Kp)
+            elif floating is double:
+                t = sk_csr_hessp_d64(&data[0], &indices[0], &indptr[0], lo, hi, nc, &V[0, 0],
+                                     &V[nc, 0], &P[0, 0], K, n - 1, &P_last[0], &sw[0], KV,
+                                     acc, acc + nc * Kp)
+            elif index_t is int32_t:
+                t = sk_csr_hessp_f32(&data[0], &indices[0], &indptr[0], lo, hi, nc, &V[0, 0],
+                                     &V[nc, 0], &P[0, 0], K, n - 1, &P_last[0], &sw[0], KV,
+                                     acc, acc + nc * Kp)
+            else:
+                t = sk_csr_hessp_f64(&data[0], &indices[0], &indptr[0], lo, hi, nc, &V[0, 0],
+                                     &V[nc, 0], &P[0, 0], K, n - 1, &P_last[0], &sw[0], KV,
+                                     acc, acc + nc * Kp)
+            bad += t                          # a reduction over the blocks
+        if not bad:
+            for j in prange(nc + 1, num_threads=max(1, n_threads), schedule="static"):
+                for k in range(K):
+                    total = 0.0
+                    for ch in range(nb):
+                        total = total + work[ch, j * Kp + k]
+                    if j < nc:
+                        out[j, k] = total
+                    else:
+                        out_b[k] = total
+    if bad:
+        raise ValueError("mn_hessp_csr: a column index lies outside Vc's rows")
 
 
 # ---------------------------------------------------------------- softmax terms, row by row

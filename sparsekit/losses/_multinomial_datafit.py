@@ -13,12 +13,13 @@ entry:
 (the block Hessian Σᵢ sᵢ/n (x̃ᵢ x̃ᵢᵀ) ⊗ (diag pᵢ − pᵢ pᵢᵀ)), the O(nnz K) kernels of
 ``_oba_kernels`` (``mn_*``) doing the X products on CSC or Fortran-ordered dense X, float32
 or float64 values, float64 vectors (a dense X by BLAS on float64 panels of blocks of its
-rows). With ``n_threads`` > 1 the products X V split the rows among threads and the
-products Xᵀ R the columns: every entry gets the same sums in the same order as on one
-thread. Walked by columns, every stored entry of a free column reads or updates a whole
-row of K numbers of the (n, K) matrices; where K is large and each column frees few of its
-classes (a text corpus with many classes), the products walk instead the rows of a CSR
-copy of the free columns, each stored entry touching only its column's free classes
+rows; with at most 12 classes, both layouts by AVX2 kernels where the CPU runs them).
+With ``n_threads`` > 1 the products X V split the rows among threads and the products Xᵀ R
+the columns: every entry gets the same sums in the same order as on one thread. Walked by
+columns, every stored entry of a free column reads or updates a whole row of K numbers of
+the (n, K) matrices; where K is large and each column frees few of its classes (a text
+corpus with many classes), the products walk instead the rows of a CSR copy of the free
+columns, each stored entry touching only its column's free classes
 (``mn_hessp_free_csr``: the whole product in one pass over the rows, each row's uᵢ
 and rᵢ in cache, P read once; the Xᵀ R partial sums of fixed blocks of rows are added in
 block order, so that the threads do not change them either). With many classes and few
@@ -31,8 +32,9 @@ When the free set is small next to the data, the subspace Hessian is formed inst
 
     ∇²f[F, F] = blockdiagₖ(X̃_Fₖᵀ diag(s ∘ p·ₖ / n) X̃_Fₖ) − Eᵀ E,
 
-two BLAS rank-k updates per block of densified rows, or, for a sparse X whose free
-columns are mostly zeros (a text corpus), the same sum over each row's stored entries only,
+two BLAS rank-k updates per block of densified rows (a sparse X's rows written into a
+dense panel in one pass, ``csr_rows_dense``), or, for a sparse X whose free columns are
+mostly zeros (a text corpus), the same sum over each row's stored entries only,
 one row of the Hessian at a time (``mn_gram_csr``); CG then solves the Newton system on it
 to a tight tolerance at O(|F|²) per product. The rank-k updates' Gram is carried from one
 iterate to the next (:mod:`~sparsekit.losses._multinomial_gram`): the rows whose
@@ -76,6 +78,13 @@ def _as_columns(X):
     return X if X.dtype in (np.float32, np.float64) else np.asfortranarray(X, np.float64)
 
 
+def _row_list(at):
+    """The rows of a slice or an index array, as int64 indices."""
+    if isinstance(at, slice):
+        return np.arange(at.start, at.stop, dtype=np.int64)
+    return np.ascontiguousarray(at, dtype=np.int64)
+
+
 def split_parameters(x, n_features, n_classes, fit_intercept):
     """(W of shape (n_features, n_classes), b of shape (n_classes,)) of the parameter
     vector x = (W.ravel(), b) (b = 0 without an intercept); W and b are views of x."""
@@ -100,6 +109,10 @@ def _rmatmat(X, R, cols, out, square=False, n_threads=1):
     else:
         K.mn_rmatmat_dense(X, R, cols, out, square, n_threads)
     return out
+
+
+#: the most classes of the AVX2 kernels (``_oba_kernels.simd_available``)
+SIMD_CLASSES = 12
 
 
 class Multinomial:
@@ -571,7 +584,8 @@ class Multinomial:
             if gathered:
                 panel = self._panel[:c * (stop - start)].reshape(c, stop - start)
                 if sparse:
-                    X[at].T.toarray(out=panel)
+                    _gram_kernels.csr_rows_dense(X.data, X.indices, X.indptr,
+                                                 _row_list(at), panel.T)
                 else:
                     panel.T[...] = X[np.ix_(at, H._cols)]
                 source, row0 = panel.T, 0                       # rows × columns, Fortran
@@ -604,7 +618,11 @@ class Multinomial:
             X, cols, block = self.X, H._cols, max(n, 1)
         for start in range(0, n, block):
             stop = min(start + block, n)
-            source, row0 = (X[start:stop].toarray(order="F"), 0) if sparse else (X, start)
+            source, row0 = X, start
+            if sparse:
+                source, row0 = np.empty((stop - start, c), dtype=X.dtype, order="F"), 0
+                _gram_kernels.csr_rows_dense(X.data, X.indices, X.indptr,
+                                             np.arange(start, stop), source)
             _gram_kernels.mn_gram_rows_dense(source, row0, cols, P[start:stop],
                                              self._sw[start:stop], col[positions],
                                              cls[positions], out)
@@ -691,6 +709,11 @@ class _MultinomialHessian:
         self.walks_rows = datafit._walks_rows(self)   # the products' route
         self._rows = None
         self._hessp_work = None   # the row-walking product's partial sums and row buffers
+        # a sparse X walked by columns with few classes: from the operator's second product
+        # on (or its first where the free rows are made), one pass over the free rows
+        self._by_free_rows = (sp.issparse(datafit.X) and not self.walks_rows
+                              and K.simd_available() and datafit.n_classes <= SIMD_CLASSES)
+        self._count = 0
         self._blocks = None   # the preconditioner's class blocks (False: not worth forming)
         self.block_cost = None   # what new class blocks cost, in products (once counted)
 
@@ -713,6 +736,18 @@ class _MultinomialHessian:
                                 np.ascontiguousarray(v[:nwf]), vb, f._P, f._sw, out[:nwf],
                                 out_b, work, row, nb > 0, f.n_threads)
             out[nwf:] = out_b[self._b_entries]
+        elif self._by_free_rows and (self._count or self._rows is not None):
+            X, Kp = self.free_rows(), 4 * -(-f.n_classes // 4)
+            width = (self._cols.size + 1) * Kp
+            if self._hessp_work is None:
+                self._hessp_work = np.empty((K.free_chunks(X.shape[0], width), width))
+            Vc = np.zeros((self._cols.size, f.n_classes))
+            Vc[self._row, self._class] = v[:nwf]
+            G, out_b = np.empty_like(Vc), np.empty(f.n_classes)
+            K.mn_hessp_csr(X.data, X.indices, X.indptr, Vc, vb, f._P, f._sw, G, out_b,
+                           self._hessp_work, f.n_threads)
+            out[:nwf] = G[self._row, self._class]
+            out[nwf:] = out_b[self._b_entries]
         else:
             U = f._kept("U", (f.n_samples, f.n_classes))
             Vc = np.zeros((self._cols.size, f.n_classes))
@@ -722,6 +757,7 @@ class _MultinomialHessian:
             G = _rmatmat(f.X, R, self._cols, np.empty_like(Vc), n_threads=f.n_threads)
             out[:nwf] = G[self._row, self._class]
             out[nwf:] = f._column_sums(R)[self._b_entries]
+        self._count += 1
         return out
 
     def free_rows(self):
