@@ -13,7 +13,7 @@ route of the fits' matrix-free Hessians from their second product on). Then
 unpenalized intercept, tol 1e-8, its default): MNIST (pixels / 255) at 10 and 100 times
 the smallest C with a nonzero weight and at C = 1, digits (pixels / 16) at 10, 100 and
 1000 times, and the Debian package descriptions of the 8 largest sections (TF-IDF of
-words) at 10 and 100 times: wall seconds (median of 3 where a fit takes under 5 s) and
+words) at 10 and 100 times and at C = 1: wall seconds (median of 3 where a fit takes under 5 s) and
 iterations, and the objective as a gap to the earlier commit's (negative: lower).
 
 ``--save FILE`` writes the rows as JSON; ``--before FILE`` puts such a file's fits (the
@@ -35,7 +35,7 @@ from sparsekit._cython import _oba_kernels as K
 from sparsekit.datasets import load_debian
 
 #: C as multiples of the smallest C with a nonzero weight (None: C = 1, the default)
-FACTORS = {"mnist": [10, 100, None], "digits": [10, 100, 1000], "debian": [10, 100]}
+FACTORS = {"mnist": [10, 100, None], "digits": [10, 100, 1000], "debian": [10, 100, None]}
 DEBIAN_SECTIONS = 8
 
 
