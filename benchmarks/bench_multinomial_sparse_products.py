@@ -5,8 +5,9 @@ X walked by columns (``mn_margins_csc``: Z = b + X[:, cols] W, ``mn_rmatmat_csc`
 over the listed columns) and a whole Hessian product (X V, the softmax curvature, Xᵀ R),
 one call each, every column that stores an entry listed unless the row says otherwise:
 milliseconds (median of 5 after one warm-up call) of the scalar loops (``simd=False``)
-and, with at most 12 classes, of the AVX2 kernels where the CPU runs them (the default),
-on 1 and 2 threads, in the same run; the Hessian product by the loops over the columns
+and, with at most 12 classes, of the AVX2 kernels where the CPU runs them (the default;
+X W by them only where the listed columns store 8 entries or more per block of 1,024
+rows, else by the loops), on 1 and 2 threads, in the same run; the Hessian product by the loops over the columns
 against one pass over the rows of the listed columns' CSR copy (``mn_hessp_csr``, the
 route of the fits' matrix-free Hessians from their second product on). Then
 ``L1LogisticOBA(multiclass="multinomial")`` fits on sparse X (CSR, float64; an
@@ -155,9 +156,11 @@ def kernel_table(rows):
                 loops, simd = r[f"{product}_loops_{threads}"], r[f"{product}_simd_{threads}"]
                 cells.append(f"{loops * 1e3:.1f} → {simd * 1e3:.1f} ({loops / simd:.1f}x)")
         table.append(cells)
-    return ("One call, milliseconds: the scalar loops → the AVX2 kernels (the loops' time "
-            "over the kernels'), the same run; a Hessian product by the loops over the "
-            "columns → one pass over the rows of their CSR copy:\n\n"
+    return ("One call, milliseconds: the scalar loops → the default route, the AVX2 "
+            "kernels (X W by the loops where the columns store fewer than 8 entries per "
+            "block of 1,024 rows: Debian's), in the same run (the loops' time over the "
+            "default's); a Hessian product by the loops over the columns → one pass over the "
+            "rows of their CSR copy:\n\n"
             + _report.markdown_table(["X, classes", "X W, 1 thread", "X W, 2 threads",
                                       "Xᵀ R, 1 thread", "Xᵀ R, 2 threads",
                                       "Hessian product, 1 thread",

@@ -159,9 +159,10 @@ def test_simd_dense_kernels_for_every_count_of_classes_rows_and_columns(dtype):
 @pytest.mark.parametrize("index", [np.int32, np.int64])
 def test_simd_csc_kernels_for_every_count_of_classes_rows_and_columns(dtype, index):
     """The AVX2 kernels of a sparse X by columns keep the K <= 12 classes in 1-3 vectors
-    of four: X W in blocks of 1,024 rows of each thread's rows, Xᵀ R (and its square)
-    with two sums per column. For every K from 1 to 13 (13: the loops), row counts around
-    the blocks (1, 5, 1,023, 2,049), columns listed out of order, repeated and empty, int32
+    of four: X W in blocks of 1,024 rows of each thread's rows (where the columns store 8
+    entries a block or more: the loops' bits on 1 and 5 rows), Xᵀ R (and its square) with
+    two sums per column. For every K from 1 to 13 (13: the loops), row counts around the
+    blocks (1, 5, 1,023, 2,049), columns listed out of order, repeated and empty, int32
     or int64 indices, X W and Xᵀ R equal NumPy's whichever the route, and 1 and 3 threads
     give the same bits. The lanes of a row of R read past its K numbers (the next row's,
     here NaN) never reach the result, nor does a read past R's last row, which every
@@ -191,6 +192,8 @@ def test_simd_csc_kernels_for_every_count_of_classes_rows_and_columns(dtype, ind
             got.append((Z, out, sq))
         for a, c in zip(got[0], got[1]):
             np.testing.assert_array_equal(a, c)
+        if n <= 5:                         # short columns: X W by the loops
+            np.testing.assert_array_equal(got[0][0], got[2][0])
         Sc = sp.csc_matrix(Xd)             # its products skip the zeros, as the kernels
         for Z, out, sq in (got[0], got[2]):
             np.testing.assert_allclose(Z, Xd @ Wc + b, rtol=1e-12, atol=1e-12)
@@ -199,8 +202,9 @@ def test_simd_csc_kernels_for_every_count_of_classes_rows_and_columns(dtype, ind
             assert np.isfinite(out[:, 1:]).all() and np.isfinite(sq[:, 1:]).all()
 
 
-def test_dense_kernels_refuse_columns_and_shapes_they_cannot_read():
+def test_product_kernels_refuse_columns_and_shapes_they_cannot_read():
     X = np.asfortranarray(np.ones((10, 4)))
+    S = sp.csc_matrix(X)
     Z, out = np.empty((10, 2)), np.empty((1, 2))
     for bad in (-1, 4):
         cols = np.array([bad], dtype=np.int64)
@@ -208,6 +212,11 @@ def test_dense_kernels_refuse_columns_and_shapes_they_cannot_read():
             K.mn_margins_dense(X, np.ones((1, 2)), cols, np.zeros(2), Z)
         with pytest.raises(ValueError, match="column index is out of range"):
             K.mn_rmatmat_dense(X, np.ones((10, 2)), cols, out)
+        with pytest.raises(ValueError, match="column index is out of range"):
+            K.mn_margins_csc(S.data, S.indices, S.indptr, np.ones((1, 2)), cols, np.zeros(2),
+                             Z)
+        with pytest.raises(ValueError, match="column index is out of range"):
+            K.mn_rmatmat_csc(S.data, S.indices, S.indptr, np.ones((10, 2)), cols, out)
     cols = np.array([1], dtype=np.int64)
     with pytest.raises(ValueError, match="X's rows"):
         K.mn_margins_dense(X, np.ones((1, 2)), cols, np.zeros(2), Z[:9])

@@ -22,7 +22,6 @@ import numpy as np
 from cython cimport floating
 from cython.parallel cimport parallel, prange, threadid
 from libc.math cimport INFINITY, exp, fabs, fmax, log, log1p, sqrt
-from libc.stdint cimport int32_t, int64_t
 from libc.stdlib cimport free, malloc, qsort
 from scipy.linalg.cython_blas cimport daxpy, ddot, dgemm, dgemv
 
@@ -931,11 +930,14 @@ def mn_margins_csc(const floating[::1] data, const index_t[::1] indices,
     and reads its part of every listed column (found by bisection), so that the rows of Z
     get the same sums in the same order as on one thread. Where Z outgrows the caches, the
     row of Z ``ROW_AHEAD`` stored entries further on is prefetched when it is the thread's.
-    With ``simd`` and at most 12 classes, the AVX2 kernel where it runs (the same split)."""
+    With ``simd`` and at most 12 classes, the AVX2 kernel where it runs (the same split)
+    and the listed columns store SIMD_CSC_ENTRIES entries or more per block of its rows."""
     cdef Py_ssize_t c, j, p, end, t, lo, hi, ahead, K = Z.shape[1], n = Z.shape[0]
     cdef Py_ssize_t T = max(1, n_threads), nnz = indices.shape[0]
     _check_margin_shapes("mn_margins_csc", Wc, cols, b, Z)
-    if n and cols.shape[0] and _simd(simd, K):
+    if bad_cols(cols, indptr.shape[0] - 1):
+        raise ValueError("mn_margins_csc: a column index is out of range")
+    if n and cols.shape[0] and _simd(simd, K) and _long_columns(indptr, cols, n):
         _margins_csc_simd(data, indices, indptr, Wc, cols, b, Z, n_threads)
         return
     if n * K * sizeof(double) <= CACHED_BYTES:
@@ -1009,6 +1011,7 @@ cdef enum:
     SIMD_MARGIN_ROWS = 256
     SIMD_RMATMAT_ROWS = 1024
     SIMD_CSC_ROWS = 1024
+    SIMD_CSC_ENTRIES = 8
 
 cdef extern from "_simd.h" nogil:
     int sk_simd_available()
@@ -1020,54 +1023,18 @@ cdef extern from "_simd.h" nogil:
                       int KV, Py_ssize_t nb, double* out)
     void sk_rmatmat_f(const float** xc, Py_ssize_t ch, const double* R, Py_ssize_t ldr,
                       int KV, Py_ssize_t nb, double* out)
-    void sk_csc_margins_d32(const double* data, const int32_t* rows, Py_ssize_t* pos,
-                            const Py_ssize_t* end, Py_ssize_t nc, const double* V, int KV,
-                            Py_ssize_t lo, Py_ssize_t hi, double* Zb)
-    void sk_csc_margins_d64(const double* data, const int64_t* rows, Py_ssize_t* pos,
-                            const Py_ssize_t* end, Py_ssize_t nc, const double* V, int KV,
-                            Py_ssize_t lo, Py_ssize_t hi, double* Zb)
-    void sk_csc_margins_f32(const float* data, const int32_t* rows, Py_ssize_t* pos,
-                            const Py_ssize_t* end, Py_ssize_t nc, const double* V, int KV,
-                            Py_ssize_t lo, Py_ssize_t hi, double* Zb)
-    void sk_csc_margins_f64(const float* data, const int64_t* rows, Py_ssize_t* pos,
-                            const Py_ssize_t* end, Py_ssize_t nc, const double* V, int KV,
-                            Py_ssize_t lo, Py_ssize_t hi, double* Zb)
-    void sk_csc_rmatmat_d32(const double* data, const int32_t* rows, Py_ssize_t s,
-                            Py_ssize_t e, const double* R, Py_ssize_t ldr, Py_ssize_t last,
-                            const double* R_last, int KV, int square, Py_ssize_t ahead,
-                            double* out)
-    void sk_csc_rmatmat_d64(const double* data, const int64_t* rows, Py_ssize_t s,
-                            Py_ssize_t e, const double* R, Py_ssize_t ldr, Py_ssize_t last,
-                            const double* R_last, int KV, int square, Py_ssize_t ahead,
-                            double* out)
-    void sk_csc_rmatmat_f32(const float* data, const int32_t* rows, Py_ssize_t s,
-                            Py_ssize_t e, const double* R, Py_ssize_t ldr, Py_ssize_t last,
-                            const double* R_last, int KV, int square, Py_ssize_t ahead,
-                            double* out)
-    void sk_csc_rmatmat_f64(const float* data, const int64_t* rows, Py_ssize_t s,
-                            Py_ssize_t e, const double* R, Py_ssize_t ldr, Py_ssize_t last,
-                            const double* R_last, int KV, int square, Py_ssize_t ahead,
-                            double* out)
-    int sk_csr_hessp_d32(const double* data, const int32_t* cols, const int32_t* indptr,
-                          Py_ssize_t lo, Py_ssize_t hi, Py_ssize_t nc, const double* V,
-                          const double* vb, const double* P, Py_ssize_t ldp, Py_ssize_t last,
-                          const double* P_last, const double* sw, int KV, double* out,
-                          double* out_b)
-    int sk_csr_hessp_d64(const double* data, const int64_t* cols, const int64_t* indptr,
-                          Py_ssize_t lo, Py_ssize_t hi, Py_ssize_t nc, const double* V,
-                          const double* vb, const double* P, Py_ssize_t ldp, Py_ssize_t last,
-                          const double* P_last, const double* sw, int KV, double* out,
-                          double* out_b)
-    int sk_csr_hessp_f32(const float* data, const int32_t* cols, const int32_t* indptr,
-                          Py_ssize_t lo, Py_ssize_t hi, Py_ssize_t nc, const double* V,
-                          const double* vb, const double* P, Py_ssize_t ldp, Py_ssize_t last,
-                          const double* P_last, const double* sw, int KV, double* out,
-                          double* out_b)
-    int sk_csr_hessp_f64(const float* data, const int64_t* cols, const int64_t* indptr,
-                          Py_ssize_t lo, Py_ssize_t hi, Py_ssize_t nc, const double* V,
-                          const double* vb, const double* P, Py_ssize_t ldp, Py_ssize_t last,
-                          const double* P_last, const double* sw, int KV, double* out,
-                          double* out_b)
+    int sk_csc_margins(const void* data, int vw, const void* rows, int iw, Py_ssize_t* pos,
+                       const Py_ssize_t* end, Py_ssize_t nc, const double* V, int KV,
+                       Py_ssize_t lo, Py_ssize_t hi, double* Zb)
+    int sk_csc_rmatmat(const void* data, int vw, const void* rows, int iw, Py_ssize_t s,
+                       Py_ssize_t e, const double* R, Py_ssize_t ldr, Py_ssize_t last,
+                       const double* R_last, int KV, int square, Py_ssize_t ahead,
+                       double* out)
+    int sk_csr_hessp(const void* data, int vw, const void* cols, const void* indptr, int iw,
+                     Py_ssize_t lo, Py_ssize_t hi, Py_ssize_t nc, const double* V,
+                     const double* vb, const double* P, Py_ssize_t ldp, Py_ssize_t last,
+                     const double* P_last, const double* sw, int KV, double* out,
+                     double* out_b)
 
 
 def simd_available():
@@ -1168,6 +1135,18 @@ cdef int _rmatmat_simd(const floating[::1, :] X, const double[:, ::1] R,
     return 0
 
 
+cdef bint _long_columns(const index_t[::1] indptr, const long long[::1] cols, Py_ssize_t n):
+    """Whether the listed columns store SIMD_CSC_ENTRIES entries or more on average in each
+    block of SIMD_CSC_ROWS rows: the AVX2 X W visits every listed column in every block,
+    which on short columns (a text corpus: Debian's descriptions, 1-2 entries a column and
+    block) costs more than their entries (7 ms by the loops, 12 ms by blocks)."""
+    cdef Py_ssize_t c, listed = 0, blocks = (n + SIMD_CSC_ROWS - 1) // SIMD_CSC_ROWS
+    with nogil:
+        for c in range(cols.shape[0]):
+            listed += indptr[cols[c] + 1] - indptr[cols[c]]
+    return listed >= SIMD_CSC_ENTRIES * blocks * cols.shape[0]
+
+
 cdef int _margins_csc_simd(const floating[::1] data, const index_t[::1] indices,
                            const index_t[::1] indptr, const double[:, ::1] Wc,
                            const long long[::1] cols, const double[::1] b, double[:, ::1] Z,
@@ -1204,18 +1183,8 @@ cdef int _margins_csc_simd(const floating[::1] data, const index_t[::1] indices,
                 e = min(a + B, hi)
                 for i in range((e - a) * 4 * KV):
                     Zb[i] = 0.0
-                if floating is double and index_t is int32_t:
-                    sk_csc_margins_d32(&data[0], &indices[0], P, &end[0], nc, &V[0, 0], KV,
-                                       a, e, Zb)
-                elif floating is double:
-                    sk_csc_margins_d64(&data[0], &indices[0], P, &end[0], nc, &V[0, 0], KV,
-                                       a, e, Zb)
-                elif index_t is int32_t:
-                    sk_csc_margins_f32(&data[0], &indices[0], P, &end[0], nc, &V[0, 0], KV,
-                                       a, e, Zb)
-                else:
-                    sk_csc_margins_f64(&data[0], &indices[0], P, &end[0], nc, &V[0, 0], KV,
-                                       a, e, Zb)
+                sk_csc_margins(&data[0], sizeof(floating), &indices[0], sizeof(index_t), P,
+                               &end[0], nc, &V[0, 0], KV, a, e, Zb)
                 for i in range(a, e):
                     for k in range(K):
                         Z[i, k] = b[k] + Zb[(i - a) * 4 * KV + k]
@@ -1244,18 +1213,9 @@ cdef int _rmatmat_csc_simd(const floating[::1] data, const index_t[::1] indices,
         for c in prange(nc, num_threads=T, schedule="guided"):
             j = cols[c]
             o = &Wk[0] + threadid() * 4 * KV
-            if floating is double and index_t is int32_t:
-                sk_csc_rmatmat_d32(&data[0], &indices[0], indptr[j], indptr[j + 1], &R[0, 0],
-                                   K, n - 1, &R_last[0], KV, square, ahead, o)
-            elif floating is double:
-                sk_csc_rmatmat_d64(&data[0], &indices[0], indptr[j], indptr[j + 1], &R[0, 0],
-                                   K, n - 1, &R_last[0], KV, square, ahead, o)
-            elif index_t is int32_t:
-                sk_csc_rmatmat_f32(&data[0], &indices[0], indptr[j], indptr[j + 1], &R[0, 0],
-                                   K, n - 1, &R_last[0], KV, square, ahead, o)
-            else:
-                sk_csc_rmatmat_f64(&data[0], &indices[0], indptr[j], indptr[j + 1], &R[0, 0],
-                                   K, n - 1, &R_last[0], KV, square, ahead, o)
+            sk_csc_rmatmat(&data[0], sizeof(floating), &indices[0], sizeof(index_t),
+                           indptr[j], indptr[j + 1], &R[0, 0], K, n - 1, &R_last[0], KV,
+                           square, ahead, o)
             for k in range(K):
                 out[c, k] = o[k]
     return 0
@@ -1316,6 +1276,8 @@ def mn_rmatmat_csc(const floating[::1] data, const index_t[::1] indices,
     cdef const double* r
     if out.shape[0] != cols.shape[0] or out.shape[1] != K:
         raise ValueError("mn_rmatmat_csc: out must be (len(cols), K) for R (n, K)")
+    if bad_cols(cols, indptr.shape[0] - 1):
+        raise ValueError("mn_rmatmat_csc: a column index is out of range")
     if R.shape[0] and cols.shape[0] and _simd(simd, K):
         _rmatmat_csc_simd(data, indices, indptr, R, cols, out, square, n_threads)
         return
@@ -1675,22 +1637,9 @@ def mn_hessp_csr(const floating[::1] data, const index_t[::1] indices,
                 acc[t] = 0.0
             lo = _block_start(ch, nb, n)
             hi = _block_start(ch + 1, nb, n)
-            if floating is double and index_t is int32_t:
-                t = sk_csr_hessp_d32(&data[0], &indices[0], &indptr[0], lo, hi, nc, &V[0, 0],
-                                     &V[nc, 0], &P[0, 0], K, n - 1, &P_last[0], &sw[0], KV,
-                                     acc, acc + nc * Kp)
-            elif floating is double:
-                t = sk_csr_hessp_d64(&data[0], &indices[0], &indptr[0], lo, hi, nc, &V[0, 0],
-                                     &V[nc, 0], &P[0, 0], K, n - 1, &P_last[0], &sw[0], KV,
-                                     acc, acc + nc * Kp)
-            elif index_t is int32_t:
-                t = sk_csr_hessp_f32(&data[0], &indices[0], &indptr[0], lo, hi, nc, &V[0, 0],
-                                     &V[nc, 0], &P[0, 0], K, n - 1, &P_last[0], &sw[0], KV,
-                                     acc, acc + nc * Kp)
-            else:
-                t = sk_csr_hessp_f64(&data[0], &indices[0], &indptr[0], lo, hi, nc, &V[0, 0],
-                                     &V[nc, 0], &P[0, 0], K, n - 1, &P_last[0], &sw[0], KV,
-                                     acc, acc + nc * Kp)
+            t = sk_csr_hessp(&data[0], sizeof(floating), &indices[0], &indptr[0],
+                             sizeof(index_t), lo, hi, nc, &V[0, 0], &V[nc, 0], &P[0, 0], K,
+                             n - 1, &P_last[0], &sw[0], KV, acc, acc + nc * Kp)
             bad += t                          # a reduction over the blocks
         if not bad:
             for j in prange(nc + 1, num_threads=max(1, n_threads), schedule="static"):

@@ -30,21 +30,22 @@
  *                       numbers apart and Kp of each are read (where ldr < Kp, the next
  *                       row's first: they must lie in R's buffer, and out's lanes past K
  *                       are then not the product), out (ch × Kp) is row-major.
- * sk_csc_margins_{d,f}{32,64}(data, rows, pos, end, nc, V, KV, lo, hi, Zb)
+ * The sparse kernels take the stored entries' values as double or float (vw: their width
+ * in bytes, 8 or 4) and their indices as int64_t or int32_t (iw: 8 or 4).
+ * sk_csc_margins(data, vw, rows, iw, pos, end, nc, V, KV, lo, hi, Zb)
  *                       for each column c < nc, its entries p from pos[c] on, before
  *                       end[c] and while rows[p] < hi (rows sorted, all at least lo):
  *                       Zb[rows[p] - lo, :] += data[p] V[c, :]; pos[c] is left at the
  *                       first entry not taken. V (nc × Kp) and Zb are row-major.
- * sk_csc_rmatmat_{d,f}{32,64}(data, rows, s, e, R, ldr, last, R_last, KV, square, ahead,
- *                             out)
+ * sk_csc_rmatmat(data, vw, rows, iw, s, e, R, ldr, last, R_last, KV, square, ahead, out)
  *                       out[:] = Σ_{s <= p < e} x_p R[rows[p], :] (Kp numbers), x_p =
  *                       data[p] (squared with square): R's rows are ldr numbers apart and
  *                       Kp of each are read (the next row's first where ldr < Kp: lanes
  *                       past K are then not the product), the row `last` from R_last
  *                       (Kp numbers: R's last row, padded); with ahead > 0, the row of R
  *                       `ahead` entries further on is prefetched.
- * sk_csr_hessp_{d,f}{32,64}(data, cols, indptr, lo, hi, nc, V, vb, P, ldp, last, P_last,
- *                           sw, KV, out, out_b)
+ * sk_csr_hessp(data, vw, cols, indptr, iw, lo, hi, nc, V, vb, P, ldp, last, P_last, sw,
+ *              KV, out, out_b)
  *                       the multinomial Hessian product on the rows lo..hi of a CSR X of
  *                       nc columns, each row in one pass: u = vb + Σ_p x_p V[cols[p], :],
  *                       r = sw_i p_i ∘ (u − (p_i · u)), out[cols[p], :] += x_p r and
@@ -170,13 +171,14 @@ SK_INLINE void sk_csc_margins_kv_##S##B(const T* data, const I* rows, ptrdiff_t*
         pos[c] = p;                                                                          \
     }                                                                                        \
 }                                                                                            \
-SK_AVX2 static void sk_csc_margins_##S##B(const T* data, const I* rows, ptrdiff_t* pos,      \
-                                          const ptrdiff_t* end, ptrdiff_t nc,                 \
-                                          const double* V, int KV, ptrdiff_t lo,              \
-                                          ptrdiff_t hi, double* Zb) {                         \
+SK_AVX2 static int sk_csc_margins_##S##B(const T* data, const I* rows, ptrdiff_t* pos,       \
+                                         const ptrdiff_t* end, ptrdiff_t nc,                  \
+                                         const double* V, int KV, ptrdiff_t lo,               \
+                                         ptrdiff_t hi, double* Zb) {                          \
     if (KV == 1) sk_csc_margins_kv_##S##B(data, rows, pos, end, nc, V, 1, lo, hi, Zb);       \
     else if (KV == 2) sk_csc_margins_kv_##S##B(data, rows, pos, end, nc, V, 2, lo, hi, Zb);  \
     else sk_csc_margins_kv_##S##B(data, rows, pos, end, nc, V, 3, lo, hi, Zb);               \
+    return 0;                                                                                \
 }
 
 /* one column of Xᵀ R for a sparse X by columns (see the top) */
@@ -201,7 +203,7 @@ SK_INLINE void sk_csc_rmatmat_kv_##S##B(const T* data, const I* rows, ptrdiff_t 
     }                                                                                        \
     for (int v = 0; v < KV; v++) sk_store(out + 4 * v, a0[v] + a1[v]);                       \
 }                                                                                            \
-SK_AVX2 static void sk_csc_rmatmat_##S##B(const T* data, const I* rows, ptrdiff_t s,         \
+SK_AVX2 static int sk_csc_rmatmat_##S##B(const T* data, const I* rows, ptrdiff_t s,          \
                                           ptrdiff_t e, const double* R, ptrdiff_t ldr,        \
                                           ptrdiff_t last, const double* R_last, int KV,       \
                                           int square, ptrdiff_t ahead, double* out) {         \
@@ -214,6 +216,7 @@ SK_AVX2 static void sk_csc_rmatmat_##S##B(const T* data, const I* rows, ptrdiff_
     else                                                                                     \
         sk_csc_rmatmat_kv_##S##B(data, rows, s, e, R, ldr, last, R_last, 3, square, ahead,   \
                                  out);                                                       \
+    return 0;                                                                                \
 }
 
 
@@ -292,6 +295,34 @@ SK_SPARSE_KERNELS(d, double, int64_t, 64)
 SK_SPARSE_KERNELS(f, float, int32_t, 32)
 SK_SPARSE_KERNELS(f, float, int64_t, 64)
 
+/* the callers' entry points: the variant picked by the values' and the indices' widths in
+ * bytes (vw: 8 for double, 4 for float; iw: 8 for int64_t, 4 for int32_t) */
+#define SK_PICK(F, ...)                                                                      \
+    if (vw == 8 && iw == 4) return F##_d32(__VA_ARGS__);                                     \
+    if (vw == 8) return F##_d64(__VA_ARGS__);                                                \
+    if (iw == 4) return F##_f32(__VA_ARGS__);                                                \
+    return F##_f64(__VA_ARGS__);
+
+static int sk_csc_margins(const void* data, int vw, const void* rows, int iw, ptrdiff_t* pos,
+                          const ptrdiff_t* end, ptrdiff_t nc, const double* V, int KV,
+                          ptrdiff_t lo, ptrdiff_t hi, double* Zb) {
+    SK_PICK(sk_csc_margins, data, rows, pos, end, nc, V, KV, lo, hi, Zb)
+}
+static int sk_csc_rmatmat(const void* data, int vw, const void* rows, int iw, ptrdiff_t s,
+                          ptrdiff_t e, const double* R, ptrdiff_t ldr, ptrdiff_t last,
+                          const double* R_last, int KV, int square, ptrdiff_t ahead,
+                          double* out) {
+    SK_PICK(sk_csc_rmatmat, data, rows, s, e, R, ldr, last, R_last, KV, square, ahead, out)
+}
+static int sk_csr_hessp(const void* data, int vw, const void* cols, const void* indptr, int iw,
+                        ptrdiff_t lo, ptrdiff_t hi, ptrdiff_t nc, const double* V,
+                        const double* vb, const double* P, ptrdiff_t ldp, ptrdiff_t last,
+                        const double* P_last, const double* sw, int KV, double* out,
+                        double* out_b) {
+    SK_PICK(sk_csr_hessp, data, cols, indptr, lo, hi, nc, V, vb, P, ldp, last, P_last, sw,
+            KV, out, out_b)
+}
+
 #else   /* no AVX2 kernels here: sk_simd_available() is 0 and nothing calls them */
 
 static int sk_simd_available(void) { return 0; }
@@ -304,23 +335,18 @@ static void sk_rmatmat_d(const double* const* xc, ptrdiff_t ch, const double* R,
 static void sk_rmatmat_f(const float* const* xc, ptrdiff_t ch, const double* R,
                          ptrdiff_t ldr, int KV, ptrdiff_t nb, double* out) {}
 
-#define SK_SPARSE_STUBS(S, T, I, B)                                                              \
-static void sk_csc_margins_##S##B(const T* data, const I* rows, ptrdiff_t* pos,              \
-                                  const ptrdiff_t* end, ptrdiff_t nc, const double* V,        \
-                                  int KV, ptrdiff_t lo, ptrdiff_t hi, double* Zb) {}          \
-static void sk_csc_rmatmat_##S##B(const T* data, const I* rows, ptrdiff_t s, ptrdiff_t e,    \
-                                  const double* R, ptrdiff_t ldr, ptrdiff_t last,             \
-                                  const double* R_last, int KV, int square, ptrdiff_t ahead,  \
-                                  double* out) {}                                            \
-static int sk_csr_hessp_##S##B(const T* data, const I* cols, const I* indptr, ptrdiff_t lo,  \
-                               ptrdiff_t hi, ptrdiff_t nc, const double* V, const double* vb, \
-                               const double* P, ptrdiff_t ldp, ptrdiff_t last,                \
-                               const double* P_last, const double* sw, int KV, double* out,   \
-                               double* out_b) { return 1; }
-SK_SPARSE_STUBS(d, double, int32_t, 32)
-SK_SPARSE_STUBS(d, double, int64_t, 64)
-SK_SPARSE_STUBS(f, float, int32_t, 32)
-SK_SPARSE_STUBS(f, float, int64_t, 64)
+static int sk_csc_margins(const void* data, int vw, const void* rows, int iw, ptrdiff_t* pos,
+                          const ptrdiff_t* end, ptrdiff_t nc, const double* V, int KV,
+                          ptrdiff_t lo, ptrdiff_t hi, double* Zb) { return 1; }
+static int sk_csc_rmatmat(const void* data, int vw, const void* rows, int iw, ptrdiff_t s,
+                          ptrdiff_t e, const double* R, ptrdiff_t ldr, ptrdiff_t last,
+                          const double* R_last, int KV, int square, ptrdiff_t ahead,
+                          double* out) { return 1; }
+static int sk_csr_hessp(const void* data, int vw, const void* cols, const void* indptr, int iw,
+                        ptrdiff_t lo, ptrdiff_t hi, ptrdiff_t nc, const double* V,
+                        const double* vb, const double* P, ptrdiff_t ldp, ptrdiff_t last,
+                        const double* P_last, const double* sw, int KV, double* out,
+                        double* out_b) { return 1; }
 
 #endif
 #endif
