@@ -772,19 +772,20 @@ def test_hessian_on_a_free_set_is_the_block_hessian(sparse, dtype, route):
     assert getattr(op, "is_explicit", False) == (route == "formed")
     if route != "formed":
         assert (op._H.walks_rows) == (sparse and route == "row walk")
-    # twice: a sparse X walked by columns with 4 classes takes one pass over the free rows
-    # from the operator's second product on, where the CPU runs the AVX2 kernel
-    for _ in range(2):
-        np.testing.assert_allclose(op(v), H[np.ix_(free, free)] @ v, **tol)
-    if route == "matrix-free":
-        assert (op._H._rows is not None) == (sparse and K.simd_available())
+    np.testing.assert_allclose(op(v), H[np.ix_(free, free)] @ v, **tol)
     np.testing.assert_allclose(op.diagonal(), np.diag(H)[free], **tol)
     keep = np.ones(free.size, dtype=bool)
     keep[[1, 8]] = False
     sub = op.restrict(keep)
-    for _ in range(2):
-        np.testing.assert_allclose(sub(v[keep]), H[np.ix_(free[keep], free[keep])] @ v[keep],
-                                   **tol)
+    np.testing.assert_allclose(sub(v[keep]), H[np.ix_(free[keep], free[keep])] @ v[keep], **tol)
+    if route == "matrix-free" and sparse and K.simd_available():   # rows of X or columns
+        for H_op in (op._H, sub._H):
+            by_rows = H_op._by_rows
+            H_op._by_rows = not by_rows
+            w = rng.normal(size=H_op.shape[0])
+            got = H_op(w)
+            H_op._by_rows = by_rows
+            np.testing.assert_allclose(got, H_op(w), **tol)
 
 
 @pytest.mark.parametrize("layout", ["dense", "csr", "csr, sparse route"])
@@ -998,6 +999,34 @@ def test_hessian_rows_kernel_is_its_formula_over_many_sub_blocks(dtype, n_free):
             _gram_kernels.mn_gram_rows_dense(X, args["row0"], args["cols"], P, args["sw"],
                                              args["entry_col"], args["entry_class"], target)
         assert not target.any()
+
+@pytest.mark.skipif(not K.simd_available(), reason="no AVX2/FMA kernels on this CPU")
+def test_matrix_free_products_walk_the_rows_of_x_where_the_free_columns_hold_its_entries():
+    """With at most 12 classes a matrix-free product on a sparse X takes one pass over its
+    rows where the free columns hold half of its entries or more and its weights' table is
+    small (``row_product_numbers``), the columns otherwise; the same products either way."""
+    rng = np.random.default_rng(21)
+    X = sp.random(400, 30, density=0.3, random_state=21, format="csr")
+    y = rng.integers(0, 5, 400)
+    f = Multinomial(X, y, 5, fit_intercept=True)
+    x = rng.normal(scale=0.3, size=f.n_params)
+    f.value_grad(x)
+    Xd = X.toarray()
+    W, b = f.split(x)
+    P = softmax(Xd @ W + b, axis=1)
+    Xt = np.c_[Xd, np.ones(400)]
+    H = sum(np.kron(np.outer(Xt[i], Xt[i]), np.diag(P[i]) - np.outer(P[i], P[i]))
+            for i in range(400)) / 400
+    most = np.concatenate([np.arange(0, 100, 2), np.arange(150), [150, 152]])
+    few = np.array([0, 3, 6, 151])
+    for free, by_rows in ((np.unique(most), True), (few, False)):
+        op = f._matrix_free(free)
+        assert op._by_rows == by_rows
+        v = rng.normal(size=free.size)
+        np.testing.assert_allclose(op(v), H[np.ix_(free, free)] @ v, rtol=1e-10, atol=1e-12)
+    f.row_product_numbers = 29 * 12
+    assert not f._matrix_free(np.unique(most))._by_rows
+
 
 def test_hessp_forms_the_hessian_when_that_is_cheaper():
     """Tall data with a small free set: formed; the same free set on 3 rows, or more free

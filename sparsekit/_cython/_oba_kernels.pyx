@@ -1592,9 +1592,9 @@ def mn_hessp_csr(const floating[::1] data, const index_t[::1] indices,
                  const index_t[::1] indptr, const double[:, ::1] Vc, const double[::1] vb,
                  const double[:, ::1] P, const double[::1] sw, double[:, ::1] out,
                  double[::1] out_b, double[:, ::1] work, int n_threads=1):
-    """The multinomial Hessian product on every class of each column of a canonical CSR
-    ``X`` (a sparse X's free columns; ``Vc`` (columns, K) the direction, zero on the entries
-    not free) in one pass over the rows, by the AVX2 kernel (at most 12 classes, where
+    """The multinomial Hessian product on every class of each column of a CSR ``X``
+    (``Vc`` (columns, K) the direction, zero on the entries not free) in one pass over the
+    rows, by the AVX2 kernel (at most 12 classes, where
     :func:`simd_available`): for each row uᵢ = vb + Σⱼ x_ij Vcⱼ, then
     rᵢ = sᵢ (pᵢ ∘ uᵢ − pᵢ (pᵢᵀ uᵢ)), then ``out[j] += x_ij rᵢ`` and ``out_b += rᵢ``: the
     products of :func:`mn_margins_csc`, :func:`mn_curvature` and :func:`mn_rmatmat_csc`
