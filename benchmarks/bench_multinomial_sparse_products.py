@@ -8,8 +8,9 @@ milliseconds (median of 5 after one warm-up call) of the scalar loops (``simd=Fa
 and, with at most 12 classes, of the AVX2 kernels where the CPU runs them (the default;
 X W by them only where the listed columns store 8 entries or more per block of 1,024
 rows, else by the loops), on 1 and 2 threads, in the same run; the Hessian product by the loops over the columns
-against one pass over the rows of the listed columns' CSR copy (``mn_hessp_csr``, the
-route of the fits' matrix-free Hessians from their second product on). Then
+against one pass over the rows of X (``mn_hessp_csr``, the other columns' weights zero:
+the route of the fits' matrix-free Hessians where the free columns hold half of X's
+entries). Then
 ``L1LogisticOBA(multiclass="multinomial")`` fits on sparse X (CSR, float64; an
 unpenalized intercept, tol 1e-8, its default): MNIST (pixels / 255) at 10 and 100 times
 the smallest C with a nonzero weight and at C = 1, digits (pixels / 16) at 10, 100 and
@@ -96,9 +97,12 @@ def kernel_rows():
         P = np.exp(rng.normal(size=(n, k)))
         P /= P.sum(axis=1, keepdims=True)
         sw = np.full(n, 1.0 / n)
-        rows = X[:, cols].tocsr()                    # the free rows of the fits' Hessians
-        width = (cols.size + 1) * 4 * -(-k // 4)
+        rows = X.tocsr()                             # the other columns' weights zero
+        V = np.zeros((X.shape[1], k))
+        V[cols] = W
+        width = (X.shape[1] + 1) * 4 * -(-k // 4)
         work, out_b = np.empty((K.free_chunks(n, width), width)), np.empty(k)
+        GV = np.empty_like(V)
 
         def by_columns(threads):
             K.mn_margins_csc(X.data, X.indices, X.indptr, W, cols, b, Z, threads, False)
@@ -118,7 +122,7 @@ def kernel_rows():
             row[f"hessp_loops_{threads}"] = _report.median_time(
                 lambda: by_columns(threads), 5, 1)[0]
             row[f"hessp_simd_{threads}"] = _report.median_time(
-                lambda: K.mn_hessp_csr(rows.data, rows.indices, rows.indptr, W, b, P, sw, G,
+                lambda: K.mn_hessp_csr(rows.data, rows.indices, rows.indptr, V, b, P, sw, GV,
                                        out_b, work, threads), 5, 1)[0]
         out.append(row)
         print(row, flush=True)
@@ -160,7 +164,7 @@ def kernel_table(rows):
             "kernels (X W by the loops where the columns store fewer than 8 entries per "
             "block of 1,024 rows: Debian's), in the same run (the loops' time over the "
             "default's); a Hessian product by the loops over the columns → one pass over the "
-            "rows of their CSR copy:\n\n"
+            "rows of X (its other columns' weights zero):\n\n"
             + _report.markdown_table(["X, classes", "X W, 1 thread", "X W, 2 threads",
                                       "Xᵀ R, 1 thread", "Xᵀ R, 2 threads",
                                       "Hessian product, 1 thread",
