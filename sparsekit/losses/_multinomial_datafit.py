@@ -242,7 +242,7 @@ class Multinomial:
     #: a matrix-free product on a sparse X with at most 12 classes walks its rows in one pass
     #: (``mn_hessp_csr``) where its weights and sums, features × 12 numbers, are at most this
     #: many (1 MB: the L2 cache) and the free columns hold half of X's entries or more (MNIST:
-    #: 41 ms a product against 98 ms walking the columns by the loops, 55 ms by the AVX2
+    #: 36 ms a product against 82 ms walking the columns by the loops, ~55 ms by the AVX2
     #: kernels); the columns otherwise (the other columns' entries would be walked for nothing)
     row_product_numbers = 1 << 17
     #: the matrix-free products a formed Hessian is worth (see the class docstring)
