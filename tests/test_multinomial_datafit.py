@@ -1024,7 +1024,7 @@ def test_matrix_free_products_walk_the_rows_of_x_where_the_free_columns_hold_its
         assert op._by_rows == by_rows
         v = rng.normal(size=free.size)
         np.testing.assert_allclose(op(v), H[np.ix_(free, free)] @ v, rtol=1e-10, atol=1e-12)
-    f.row_product_numbers = 29 * 12
+    f.row_product_numbers = 30 * 8 - 1         # 30 features x 5 classes padded to 8
     assert not f._matrix_free(np.unique(most))._by_rows
 
 

@@ -1037,11 +1037,10 @@ cdef extern from "_simd.h" nogil:
                      double* out_b)
 
 
-def simd_available():
-    """Whether the multinomial products of a dense X, or a sparse X by columns, with at most
-    12 classes run the AVX2/FMA kernels here (this CPU and the compiler that built the
-    package)."""
-    return bool(sk_simd_available())
+def simd_available(Py_ssize_t n_classes=1):
+    """Whether the multinomial products with ``n_classes`` classes (at most 12) run the
+    AVX2/FMA kernels here (this CPU and the compiler that built the package)."""
+    return bool(_simd(True, n_classes))
 
 
 cdef bint _simd(bint asked, Py_ssize_t K):
@@ -1594,8 +1593,8 @@ def mn_hessp_csr(const floating[::1] data, const index_t[::1] indices,
                  double[::1] out_b, double[:, ::1] work, int n_threads=1):
     """The multinomial Hessian product on every class of each column of a CSR ``X``
     (``Vc`` (columns, K) the direction, zero on the entries not free) in one pass over the
-    rows, by the AVX2 kernel (at most 12 classes, where
-    :func:`simd_available`): for each row uᵢ = vb + Σⱼ x_ij Vcⱼ, then
+    rows, by the AVX2 kernel (at most 12 classes, where :func:`simd_available`): for each
+    row uᵢ = vb + Σⱼ x_ij Vcⱼ, then
     rᵢ = sᵢ (pᵢ ∘ uᵢ − pᵢ (pᵢᵀ uᵢ)), then ``out[j] += x_ij rᵢ`` and ``out_b += rᵢ``: the
     products of :func:`mn_margins_csc`, :func:`mn_curvature` and :func:`mn_rmatmat_csc`
     with X read once and no (n, K) matrix. The rows are cut into ``len(work)`` blocks

@@ -78,13 +78,6 @@ def _as_columns(X):
     return X if X.dtype in (np.float32, np.float64) else np.asfortranarray(X, np.float64)
 
 
-def _row_list(at):
-    """The rows of a slice or an index array, as int64 indices."""
-    if isinstance(at, slice):
-        return np.arange(at.start, at.stop, dtype=np.int64)
-    return np.ascontiguousarray(at, dtype=np.int64)
-
-
 def split_parameters(x, n_features, n_classes, fit_intercept):
     """(W of shape (n_features, n_classes), b of shape (n_classes,)) of the parameter
     vector x = (W.ravel(), b) (b = 0 without an intercept); W and b are views of x."""
@@ -109,10 +102,6 @@ def _rmatmat(X, R, cols, out, square=False, n_threads=1):
     else:
         K.mn_rmatmat_dense(X, R, cols, out, square, n_threads)
     return out
-
-
-#: the most classes of the AVX2 kernels (``_oba_kernels.simd_available``)
-SIMD_CLASSES = 12
 
 
 class Multinomial:
@@ -240,10 +229,11 @@ class Multinomial:
     #: at most this many free entries are formed (a 3000² float64 matrix is 72 MB)
     max_explicit = 3000
     #: a matrix-free product on a sparse X with at most 12 classes walks its rows in one pass
-    #: (``mn_hessp_csr``) where its weights and sums, features × 12 numbers, are at most this
-    #: many (1 MB: the L2 cache) and the free columns hold half of X's entries or more (MNIST:
-    #: 36 ms a product against 82 ms walking the columns by the loops, ~55 ms by the AVX2
-    #: kernels); the columns otherwise (the other columns' entries would be walked for nothing)
+    #: (``mn_hessp_csr``) where its weights and sums, features × K numbers (K padded to a
+    #: multiple of 4), are at most this many (1 MB: the L2 cache) and the free columns hold
+    #: half of X's entries or more (MNIST: 36 ms a product against 82 ms walking the columns
+    #: by the loops, ~55 ms by the AVX2 kernels); the columns otherwise (the other columns'
+    #: entries would be walked for nothing)
     row_product_numbers = 1 << 17
     #: the matrix-free products a formed Hessian is worth (see the class docstring)
     formed_worth = 150.0
@@ -590,8 +580,9 @@ class Multinomial:
             if gathered:
                 panel = self._panel[:c * (stop - start)].reshape(c, stop - start)
                 if sparse:
-                    _gram_kernels.csr_rows_dense(X.data, X.indices, X.indptr,
-                                                 _row_list(at), panel.T)
+                    _gram_kernels.csr_rows_dense(
+                        X.data, X.indices, X.indptr,
+                        np.arange(start, stop) if every else at.astype(np.int64), panel.T)
                 else:
                     panel.T[...] = X[np.ix_(at, H._cols)]
                 source, row0 = panel.T, 0                       # rows × columns, Fortran
@@ -718,8 +709,9 @@ class _MultinomialHessian:
         # a sparse X walked by columns with few classes, whose free columns hold at least
         # half of its entries: one pass over the rows of X (the other columns' weights 0)
         self._by_rows = (sp.issparse(datafit.X) and not self.walks_rows
-                         and datafit.n_classes <= SIMD_CLASSES and K.simd_available()
-                         and datafit.n_features * SIMD_CLASSES <= datafit.row_product_numbers
+                         and K.simd_available(datafit.n_classes)
+                         and datafit.n_features * 4 * -(-datafit.n_classes // 4)
+                         <= datafit.row_product_numbers
                          and 2 * int(datafit._col_nnz[self._cols].sum()) >= datafit.X.nnz)
         self._blocks = None   # the preconditioner's class blocks (False: not worth forming)
         self.block_cost = None   # what new class blocks cost, in products (once counted)
