@@ -217,6 +217,12 @@ def test_product_kernels_refuse_columns_and_shapes_they_cannot_read():
                              Z)
         with pytest.raises(ValueError, match="column index is out of range"):
             K.mn_rmatmat_csc(S.data, S.indices, S.indptr, np.ones((10, 2)), cols, out)
+    if K.simd_available():        # X W by blocks of rows needs each column's rows sorted
+        rows = np.arange(2049, dtype=np.int32)[::-1].copy()
+        with pytest.raises(ValueError, match="sorted"):
+            K.mn_margins_csc(np.ones(2049), rows, np.array([0, 2049], dtype=np.int32),
+                             np.ones((1, 2)), np.zeros(1, dtype=np.int64), np.zeros(2),
+                             np.empty((2049, 2)), 2)
     cols = np.array([1], dtype=np.int64)
     with pytest.raises(ValueError, match="X's rows"):
         K.mn_margins_dense(X, np.ones((1, 2)), cols, np.zeros(2), Z[:9])

@@ -1155,7 +1155,7 @@ cdef int _margins_csc_simd(const floating[::1] data, const index_t[::1] indices,
     SIMD_CSC_ROWS, their sums in a buffer of padded rows, then written to Z."""
     cdef Py_ssize_t t, c, j, lo, hi, a, e, i, k, K = Z.shape[1], n = Z.shape[0]
     cdef Py_ssize_t nc = cols.shape[0], B = SIMD_CSC_ROWS
-    cdef int KV = <int>((K + 3) // 4), T = <int>max(1, min(n_threads, n))
+    cdef int KV = <int>((K + 3) // 4), T = <int>max(1, min(n_threads, n)), bad = 0, status
     padded = np.zeros((nc, 4 * KV))          # Wc's rows padded to vectors of four
     padded[:, :K] = Wc
     cdef double[:, ::1] V = padded
@@ -1177,17 +1177,21 @@ cdef int _margins_csc_simd(const floating[::1] data, const index_t[::1] indices,
                 j = cols[c]
                 P[c] = indptr[j] if lo == 0 else _first_row_at_least(&indices[0], indptr[j],
                                                                       end[c], lo)
-            a = lo
-            while a < hi:
+            a, status = lo, 0
+            while a < hi and not status:
                 e = min(a + B, hi)
                 for i in range((e - a) * 4 * KV):
                     Zb[i] = 0.0
-                sk_csc_margins(&data[0], sizeof(floating), &indices[0], sizeof(index_t), P,
-                               &end[0], nc, &V[0, 0], KV, a, e, Zb)
+                status = sk_csc_margins(&data[0], sizeof(floating), &indices[0],
+                                        sizeof(index_t), P, &end[0], nc, &V[0, 0], KV, a, e,
+                                        Zb)
                 for i in range(a, e):
                     for k in range(K):
                         Z[i, k] = b[k] + Zb[(i - a) * 4 * KV + k]
                 a = e
+            bad += status                     # a reduction over the threads
+    if bad:
+        raise ValueError("mn_margins_csc: X's row indices must be sorted in each column")
     return 0
 
 

@@ -36,7 +36,8 @@
  *                       for each column c < nc, its entries p from pos[c] on, before
  *                       end[c] and while rows[p] < hi (rows sorted, all at least lo):
  *                       Zb[rows[p] - lo, :] += data[p] V[c, :]; pos[c] is left at the
- *                       first entry not taken. V (nc × Kp) and Zb are row-major.
+ *                       first entry not taken. V (nc × Kp) and Zb are row-major. Returns
+ *                       0, or 1 at a row below lo (rows not sorted; the sums incomplete).
  * sk_csc_rmatmat(data, vw, rows, iw, s, e, R, ldr, last, R_last, KV, square, ahead, out)
  *                       out[:] = Σ_{s <= p < e} x_p R[rows[p], :] (Kp numbers), x_p =
  *                       data[p] (squared with square): R's rows are ldr numbers apart and
@@ -155,30 +156,31 @@ SK_KERNELS(f, float)
 
 /* one column block of X W for a sparse X by columns (see the top) */
 #define SK_CSC_MARGINS(S, T, I, B)                                                            \
-SK_INLINE void sk_csc_margins_kv_##S##B(const T* data, const I* rows, ptrdiff_t* pos,         \
-                                        const ptrdiff_t* end, ptrdiff_t nc, const double* V,  \
-                                        const int KV, ptrdiff_t lo, ptrdiff_t hi,             \
-                                        double* Zb) {                                         \
+SK_INLINE int sk_csc_margins_kv_##S##B(const T* data, const I* rows, ptrdiff_t* pos,          \
+                                       const ptrdiff_t* end, ptrdiff_t nc, const double* V,   \
+                                       const int KV, ptrdiff_t lo, ptrdiff_t hi,              \
+                                       double* Zb) {                                          \
     sk_v4d w[3];                                                                             \
     for (ptrdiff_t c = 0; c < nc; c++) {                                                     \
         ptrdiff_t p = pos[c], e = end[c];                                                    \
         for (int v = 0; v < KV; v++) w[v] = sk_load(V + c * 4 * KV + 4 * v);                \
         for (; p < e && rows[p] < hi; p++) {                                                 \
+            if ((ptrdiff_t)rows[p] < lo) return 1;        /* rows not sorted */              \
             double* z = Zb + ((ptrdiff_t)rows[p] - lo) * 4 * KV;                             \
             sk_v4d x = sk_splat((double)data[p]);                                            \
             for (int v = 0; v < KV; v++) sk_store(z + 4 * v, sk_load(z + 4 * v) + x * w[v]); \
         }                                                                                    \
         pos[c] = p;                                                                          \
     }                                                                                        \
+    return 0;                                                                                \
 }                                                                                            \
 SK_AVX2 static int sk_csc_margins_##S##B(const T* data, const I* rows, ptrdiff_t* pos,       \
                                          const ptrdiff_t* end, ptrdiff_t nc,                  \
                                          const double* V, int KV, ptrdiff_t lo,               \
                                          ptrdiff_t hi, double* Zb) {                          \
-    if (KV == 1) sk_csc_margins_kv_##S##B(data, rows, pos, end, nc, V, 1, lo, hi, Zb);       \
-    else if (KV == 2) sk_csc_margins_kv_##S##B(data, rows, pos, end, nc, V, 2, lo, hi, Zb);  \
-    else sk_csc_margins_kv_##S##B(data, rows, pos, end, nc, V, 3, lo, hi, Zb);               \
-    return 0;                                                                                \
+    if (KV == 1) return sk_csc_margins_kv_##S##B(data, rows, pos, end, nc, V, 1, lo, hi, Zb);\
+    if (KV == 2) return sk_csc_margins_kv_##S##B(data, rows, pos, end, nc, V, 2, lo, hi, Zb);\
+    return sk_csc_margins_kv_##S##B(data, rows, pos, end, nc, V, 3, lo, hi, Zb);             \
 }
 
 /* one column of Xᵀ R for a sparse X by columns (see the top) */
