@@ -1,5 +1,8 @@
 """The multinomial datafit of L1LogisticOBA(multiclass="multinomial"): kernels, derivatives,
 the Hessian on free sets and the duality gap, against slow NumPy references."""
+import ctypes
+import mmap
+
 import numpy as np
 import pytest
 import scipy.sparse as sp
@@ -434,6 +437,59 @@ def test_fused_every_class_product_is_the_three_column_kernels_in_one_pass(dtype
                             (dict(work=np.empty((0, 16))), "work")]:
         with pytest.raises(ValueError, match=message):
             call(**kwargs)
+
+
+def _before_a_guard_page(a):
+    """A C-ordered copy of ``a`` whose buffer ends where a page begins that no one may read
+    (a read past ``a`` is a segmentation fault), or None where that cannot be arranged."""
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        page = mmap.PAGESIZE
+        size = -(-a.nbytes // page) * page
+        mm = mmap.mmap(-1, size + page)
+        base = ctypes.addressof(ctypes.c_char.from_buffer(mm))
+        if libc.mprotect(ctypes.c_void_p(base + size), ctypes.c_size_t(page), 0) != 0:
+            return None
+    except (OSError, AttributeError, ValueError):
+        return None
+    out = np.frombuffer(mm, dtype=a.dtype, count=a.size,
+                        offset=size - a.nbytes).reshape(a.shape)
+    out[...] = a
+    return out
+
+
+@pytest.mark.skipif(not K.simd_available(), reason="no AVX2/FMA kernels on this CPU")
+def test_simd_kernels_read_no_number_past_the_rows_they_are_given():
+    """The AVX2 kernels read 4 ⌈K/4⌉ numbers of each row of R (or P): where that runs past
+    the buffer (the last row; with K = 1 the last three) they read a padded copy. R and P
+    end before a page no one may read, for every K and a few row counts."""
+    rng = np.random.default_rng(5)
+    cols = np.arange(3, dtype=np.int64)
+    for n in (1, 2, 3, 4, 7):
+        X = rng.normal(size=(n, 3))
+        X[:, 1] = 0.0
+        Xf, S, C = np.asfortranarray(X), sp.csr_matrix(X), sp.csc_matrix(X)
+        for Kc in range(1, 13):
+            R = _before_a_guard_page(rng.normal(size=(n, Kc)))
+            P = _before_a_guard_page(softmax(rng.normal(size=(n, Kc)), axis=1))
+            if R is None or P is None:
+                pytest.skip("no guard page here (mmap/mprotect)")
+            for kernel, A in [(K.mn_rmatmat_dense, Xf), (K.mn_rmatmat_csc, None)]:
+                out = np.empty((3, Kc))
+                if A is None:
+                    kernel(C.data, C.indices, C.indptr, R, cols, out)
+                else:
+                    kernel(A, R, cols, out)
+                np.testing.assert_allclose(out, X.T @ R, rtol=1e-12, atol=1e-12)
+            V, vb, sw = rng.normal(size=(3, Kc)), rng.normal(size=Kc), np.ones(n)
+            out, out_b = np.empty((3, Kc)), np.empty(Kc)
+            width = 4 * 4 * -(-Kc // 4)
+            K.mn_hessp_csr(S.data, S.indices, S.indptr, V, vb, P, sw, out, out_b,
+                           np.empty((K.free_chunks(n, width), width)))
+            U = X @ V + vb
+            Rh = P * U - P * (P * U).sum(axis=1, keepdims=True)
+            np.testing.assert_allclose(out, X.T @ Rh, rtol=1e-10, atol=1e-12)
+            np.testing.assert_allclose(out_b, Rh.sum(axis=0), rtol=1e-10, atol=1e-12)
 
 
 def test_fused_free_entry_product_refuses_inconsistent_arrays():

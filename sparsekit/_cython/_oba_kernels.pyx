@@ -1027,13 +1027,13 @@ cdef extern from "_simd.h" nogil:
                        const Py_ssize_t* end, Py_ssize_t nc, const double* V, int KV,
                        Py_ssize_t lo, Py_ssize_t hi, double* Zb)
     int sk_csc_rmatmat(const void* data, int vw, const void* rows, int iw, Py_ssize_t s,
-                       Py_ssize_t e, const double* R, Py_ssize_t ldr, Py_ssize_t last,
-                       const double* R_last, int KV, int square, Py_ssize_t ahead,
+                       Py_ssize_t e, const double* R, Py_ssize_t ldr, Py_ssize_t tail,
+                       const double* R_tail, int KV, int square, Py_ssize_t ahead,
                        double* out)
     int sk_csr_hessp(const void* data, int vw, const void* cols, const void* indptr, int iw,
                      Py_ssize_t lo, Py_ssize_t hi, Py_ssize_t nc, const double* V,
-                     const double* vb, const double* P, Py_ssize_t ldp, Py_ssize_t last,
-                     const double* P_last, const double* sw, int KV, double* out,
+                     const double* vb, const double* P, Py_ssize_t ldp, Py_ssize_t tail,
+                     const double* P_tail, const double* sw, int KV, double* out,
                      double* out_b)
 
 
@@ -1045,6 +1045,18 @@ def simd_available(Py_ssize_t n_classes=1):
 
 cdef bint _simd(bint asked, Py_ssize_t K):
     return asked and 0 < K <= SIMD_MAX_CLASSES and sk_simd_available()
+
+
+cdef tuple _padded_tail(const double[:, ::1] R, Py_ssize_t Kp):
+    """``(tail, copy)``: the AVX2 kernels read Kp numbers from the start of each row of an
+    (n, K) row-major ``R`` (K < Kp: into the next row, lanes they never return), which runs
+    past R's buffer from the row ``tail`` on (the last row; rows n - 3 and n - 2 too for
+    K = 1); those rows are read from ``copy`` ((n - tail, Kp), zero past K) instead."""
+    cdef Py_ssize_t n = R.shape[0], K = R.shape[1]
+    tail = max(0, min(n - 1, n + 1 - (Kp + K - 1) // K))
+    copy = np.zeros((n - tail, Kp))
+    copy[:, :K] = R[tail:]
+    return tail, copy
 
 
 cdef int _margins_simd(const floating[::1, :] X, const double[:, ::1] Wc,
@@ -1099,11 +1111,9 @@ cdef int _rmatmat_simd(const floating[::1, :] X, const double[:, ::1] R,
     cdef int KV = <int>((K + 3) // 4), T = <int>max(1, min(n_threads, n_chunks))
     sums = np.zeros((nc, 4 * KV))
     cdef double[:, ::1] acc = sums
-    # the kernel reads 4 KV numbers of each row of R, past the row where K is no multiple
-    # of four (lanes it never returns): R's last row is read from a padded copy
-    last = np.zeros(4 * KV)
-    last[:K] = R[n - 1]
-    cdef double[::1] R_last = last
+    cdef Py_ssize_t first
+    first, copy = _padded_tail(R, 4 * KV)
+    cdef double[:, ::1] R_tail = copy
     columns = np.empty(T * SIMD_COLUMNS, dtype=np.intp)
     cdef Py_ssize_t[::1] ptrs = columns
     cdef const floating** xc
@@ -1113,8 +1123,8 @@ cdef int _rmatmat_simd(const floating[::1, :] X, const double[:, ::1] R,
             ch = min(<Py_ssize_t>SIMD_COLUMNS, nc - c0)
             xc = <const floating**>&ptrs[threadid() * SIMD_COLUMNS]
             lo = 0
-            while lo < n - 1:
-                nb = min(B, n - 1 - lo)
+            while lo < first:
+                nb = min(B, first - lo)
                 for c in range(ch):
                     xc[c] = &X[lo, cols[c0 + c]]
                 if floating is double:
@@ -1123,11 +1133,11 @@ cdef int _rmatmat_simd(const floating[::1, :] X, const double[:, ::1] R,
                     sk_rmatmat_f(xc, ch, &R[lo, 0], K, KV, nb, &acc[c0, 0])
                 lo = lo + nb
             for c in range(ch):
-                xc[c] = &X[n - 1, cols[c0 + c]]
+                xc[c] = &X[first, cols[c0 + c]]
             if floating is double:
-                sk_rmatmat_d(xc, ch, &R_last[0], 4 * KV, KV, 1, &acc[c0, 0])
+                sk_rmatmat_d(xc, ch, &R_tail[0, 0], 4 * KV, KV, n - first, &acc[c0, 0])
             else:
-                sk_rmatmat_f(xc, ch, &R_last[0], 4 * KV, KV, 1, &acc[c0, 0])
+                sk_rmatmat_f(xc, ch, &R_tail[0, 0], 4 * KV, KV, n - first, &acc[c0, 0])
             for c in range(ch):
                 for k in range(K):
                     out[c0 + c, k] = acc[c0 + c, k]
@@ -1204,11 +1214,9 @@ cdef int _rmatmat_csc_simd(const floating[::1] data, const index_t[::1] indices,
     cdef Py_ssize_t c, j, k, K = R.shape[1], n = R.shape[0], nc = cols.shape[0]
     cdef int KV = <int>((K + 3) // 4), T = <int>max(1, min(n_threads, nc))
     cdef Py_ssize_t ahead = ROW_AHEAD if n * K * sizeof(double) > CACHED_BYTES else 0
-    # the kernel reads 4 KV numbers of each row of R, past the row where K is no multiple
-    # of four (lanes it never returns): R's last row is read from a padded copy
-    last = np.zeros(4 * KV)
-    last[:K] = R[n - 1]
-    cdef double[::1] R_last = last
+    cdef Py_ssize_t first
+    first, copy = _padded_tail(R, 4 * KV)
+    cdef double[:, ::1] R_tail = copy
     work = np.empty(T * 4 * KV)
     cdef double[::1] Wk = work
     cdef double* o
@@ -1217,7 +1225,7 @@ cdef int _rmatmat_csc_simd(const floating[::1] data, const index_t[::1] indices,
             j = cols[c]
             o = &Wk[0] + threadid() * 4 * KV
             sk_csc_rmatmat(&data[0], sizeof(floating), &indices[0], sizeof(index_t),
-                           indptr[j], indptr[j + 1], &R[0, 0], K, n - 1, &R_last[0], KV,
+                           indptr[j], indptr[j + 1], &R[0, 0], K, first, &R_tail[0, 0], KV,
                            square, ahead, o)
             for k in range(K):
                 out[c, k] = o[k]
@@ -1630,9 +1638,9 @@ def mn_hessp_csr(const floating[::1] data, const index_t[::1] indices,
     padded[:nc, :K] = Vc
     padded[nc, :K] = vb
     cdef double[:, ::1] V = padded
-    last = np.zeros(Kp)                   # P's last row, padded: the kernel reads Kp lanes
-    last[:K] = P[n - 1]
-    cdef double[::1] P_last = last
+    cdef Py_ssize_t first
+    first, copy = _padded_tail(P, Kp)
+    cdef double[:, ::1] P_tail = copy
     with nogil:
         for ch in prange(nb, num_threads=max(1, n_threads), schedule="dynamic"):
             acc = &work[ch, 0]
@@ -1642,7 +1650,7 @@ def mn_hessp_csr(const floating[::1] data, const index_t[::1] indices,
             hi = _block_start(ch + 1, nb, n)
             t = sk_csr_hessp(&data[0], sizeof(floating), &indices[0], &indptr[0],
                              sizeof(index_t), lo, hi, nc, &V[0, 0], &V[nc, 0], &P[0, 0], K,
-                             n - 1, &P_last[0], &sw[0], KV, acc, acc + nc * Kp)
+                             first, &P_tail[0, 0], &sw[0], KV, acc, acc + nc * Kp)
             bad += t                          # a reduction over the blocks
         if not bad:
             for j in prange(nc + 1, num_threads=max(1, n_threads), schedule="static"):

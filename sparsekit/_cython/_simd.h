@@ -38,14 +38,15 @@
  *                       Zb[rows[p] - lo, :] += data[p] V[c, :]; pos[c] is left at the
  *                       first entry not taken. V (nc × Kp) and Zb are row-major. Returns
  *                       0, or 1 at a row below lo (rows not sorted; the sums incomplete).
- * sk_csc_rmatmat(data, vw, rows, iw, s, e, R, ldr, last, R_last, KV, square, ahead, out)
+ * sk_csc_rmatmat(data, vw, rows, iw, s, e, R, ldr, tail, R_tail, KV, square, ahead, out)
  *                       out[:] = Σ_{s <= p < e} x_p R[rows[p], :] (Kp numbers), x_p =
  *                       data[p] (squared with square): R's rows are ldr numbers apart and
  *                       Kp of each are read (the next row's first where ldr < Kp: lanes
- *                       past K are then not the product), the row `last` from R_last
- *                       (Kp numbers: R's last row, padded); with ahead > 0, the row of R
+ *                       past K are then not the product); the rows from `tail` on are read
+ *                       from R_tail instead (Kp numbers apart: R's rows whose Kp numbers
+ *                       would run past its buffer, padded); with ahead > 0, the row of R
  *                       `ahead` entries further on is prefetched.
- * sk_csr_hessp(data, vw, cols, indptr, iw, lo, hi, nc, V, vb, P, ldp, last, P_last, sw,
+ * sk_csr_hessp(data, vw, cols, indptr, iw, lo, hi, nc, V, vb, P, ldp, tail, P_tail, sw,
  *              KV, out, out_b)
  *                       the multinomial Hessian product on the rows lo..hi of a CSR X of
  *                       nc columns, each row in one pass: u = vb + Σ_p x_p V[cols[p], :],
@@ -53,9 +54,9 @@
  *                       out_b += r. V and out (nc × Kp) are row-major, V's and vb's lanes
  *                       past K zero; P's rows (finite) are ldp numbers apart, Kp of each
  *                       read (lanes past K meet u's zeros in p · u; r's and out's lanes past
- *                       K are then not the product), the row `last` from P_last. Returns 0,
- *                       or 1 at the first column index outside 0..nc-1 (the rows' sums then
- *                       incomplete).
+ *                       K are then not the product), the rows from `tail` on from P_tail (as
+ *                       R_tail above). Returns 0, or 1 at the first column index outside
+ *                       0..nc-1 (the rows' sums then incomplete).
  */
 #ifndef SPARSEKIT_SIMD_H
 #define SPARSEKIT_SIMD_H
@@ -187,13 +188,13 @@ SK_AVX2 static int sk_csc_margins_##S##B(const T* data, const I* rows, ptrdiff_t
 #define SK_CSC_RMATMAT(S, T, I, B)                                                            \
 SK_INLINE void sk_csc_rmatmat_kv_##S##B(const T* data, const I* rows, ptrdiff_t s,            \
                                         ptrdiff_t e, const double* R, ptrdiff_t ldr,          \
-                                        ptrdiff_t last, const double* R_last, const int KV,   \
+                                        ptrdiff_t tail, const double* R_tail, const int KV,   \
                                         int square, ptrdiff_t ahead, double* out) {           \
     sk_v4d a0[3], a1[3];                                                                     \
     for (int v = 0; v < KV; v++) a0[v] = a1[v] = sk_splat(0.0);                              \
     for (ptrdiff_t p = s; p < e; p++) {                                                      \
         ptrdiff_t i = (ptrdiff_t)rows[p];                                                    \
-        const double* r = i == last ? R_last : R + i * ldr;                                  \
+        const double* r = i >= tail ? R_tail + (i - tail) * 4 * KV : R + i * ldr;            \
         double x = (double)data[p];                                                          \
         if (ahead && p + ahead < e) __builtin_prefetch(R + (ptrdiff_t)rows[p + ahead] * ldr); \
         if (square) x *= x;                                                                  \
@@ -207,16 +208,16 @@ SK_INLINE void sk_csc_rmatmat_kv_##S##B(const T* data, const I* rows, ptrdiff_t 
 }                                                                                            \
 SK_AVX2 static int sk_csc_rmatmat_##S##B(const T* data, const I* rows, ptrdiff_t s,          \
                                           ptrdiff_t e, const double* R, ptrdiff_t ldr,        \
-                                          ptrdiff_t last, const double* R_last, int KV,       \
+                                          ptrdiff_t tail, const double* R_tail, int KV,       \
                                           int square, ptrdiff_t ahead, double* out) {         \
     if (KV == 1)                                                                             \
-        sk_csc_rmatmat_kv_##S##B(data, rows, s, e, R, ldr, last, R_last, 1, square, ahead,   \
+        sk_csc_rmatmat_kv_##S##B(data, rows, s, e, R, ldr, tail, R_tail, 1, square, ahead,   \
                                  out);                                                       \
     else if (KV == 2)                                                                        \
-        sk_csc_rmatmat_kv_##S##B(data, rows, s, e, R, ldr, last, R_last, 2, square, ahead,   \
+        sk_csc_rmatmat_kv_##S##B(data, rows, s, e, R, ldr, tail, R_tail, 2, square, ahead,   \
                                  out);                                                       \
     else                                                                                     \
-        sk_csc_rmatmat_kv_##S##B(data, rows, s, e, R, ldr, last, R_last, 3, square, ahead,   \
+        sk_csc_rmatmat_kv_##S##B(data, rows, s, e, R, ldr, tail, R_tail, 3, square, ahead,   \
                                  out);                                                       \
     return 0;                                                                                \
 }
@@ -227,7 +228,7 @@ SK_AVX2 static int sk_csc_rmatmat_##S##B(const T* data, const I* rows, ptrdiff_t
 SK_INLINE int sk_csr_hessp_kv_##S##B(const T* data, const I* cols, const I* indptr,          \
                                      ptrdiff_t lo, ptrdiff_t hi, ptrdiff_t nc,                \
                                      const double* V, const double* vb, const double* P,      \
-                                     ptrdiff_t ldp, ptrdiff_t last, const double* P_last,     \
+                                     ptrdiff_t ldp, ptrdiff_t tail, const double* P_tail,     \
                                      const double* sw, const int KV, double* out,             \
                                      double* out_b) {                                         \
     sk_v4d u0[3], u1[3], pv[3], r[3], ob[3];                                                 \
@@ -252,7 +253,7 @@ SK_INLINE int sk_csr_hessp_kv_##S##B(const T* data, const I* cols, const I* indp
             sk_v4d x0 = sk_splat((double)data[p]);                                           \
             for (int v = 0; v < KV; v++) u0[v] += x0 * sk_load(w0 + 4 * v);                  \
         }                                                                                    \
-        const double* pr = i == last ? P_last : P + i * ldp;                                 \
+        const double* pr = i >= tail ? P_tail + (i - tail) * 4 * KV : P + i * ldp;           \
         sk_v4d dot = sk_splat(0.0);                                                          \
         for (int v = 0; v < KV; v++) {                                                       \
             u0[v] += u1[v];                                                                  \
@@ -277,17 +278,17 @@ SK_INLINE int sk_csr_hessp_kv_##S##B(const T* data, const I* cols, const I* indp
 SK_AVX2 static int sk_csr_hessp_##S##B(const T* data, const I* cols, const I* indptr,        \
                                        ptrdiff_t lo, ptrdiff_t hi, ptrdiff_t nc,              \
                                        const double* V, const double* vb, const double* P,    \
-                                       ptrdiff_t ldp, ptrdiff_t last, const double* P_last,   \
+                                       ptrdiff_t ldp, ptrdiff_t tail, const double* P_tail,   \
                                        const double* sw, int KV, double* out,                 \
                                        double* out_b) {                                       \
     if (KV == 1)                                                                             \
-        return sk_csr_hessp_kv_##S##B(data, cols, indptr, lo, hi, nc, V, vb, P, ldp, last,   \
-                                      P_last, sw, 1, out, out_b);                            \
+        return sk_csr_hessp_kv_##S##B(data, cols, indptr, lo, hi, nc, V, vb, P, ldp, tail,   \
+                                      P_tail, sw, 1, out, out_b);                            \
     if (KV == 2)                                                                             \
-        return sk_csr_hessp_kv_##S##B(data, cols, indptr, lo, hi, nc, V, vb, P, ldp, last,   \
-                                      P_last, sw, 2, out, out_b);                            \
-    return sk_csr_hessp_kv_##S##B(data, cols, indptr, lo, hi, nc, V, vb, P, ldp, last,       \
-                                  P_last, sw, 3, out, out_b);                                \
+        return sk_csr_hessp_kv_##S##B(data, cols, indptr, lo, hi, nc, V, vb, P, ldp, tail,   \
+                                      P_tail, sw, 2, out, out_b);                            \
+    return sk_csr_hessp_kv_##S##B(data, cols, indptr, lo, hi, nc, V, vb, P, ldp, tail,       \
+                                  P_tail, sw, 3, out, out_b);                                \
 }
 
 #define SK_SPARSE_KERNELS(S, T, I, B)                                                         \
@@ -311,17 +312,17 @@ static int sk_csc_margins(const void* data, int vw, const void* rows, int iw, pt
     SK_PICK(sk_csc_margins, data, rows, pos, end, nc, V, KV, lo, hi, Zb)
 }
 static int sk_csc_rmatmat(const void* data, int vw, const void* rows, int iw, ptrdiff_t s,
-                          ptrdiff_t e, const double* R, ptrdiff_t ldr, ptrdiff_t last,
-                          const double* R_last, int KV, int square, ptrdiff_t ahead,
+                          ptrdiff_t e, const double* R, ptrdiff_t ldr, ptrdiff_t tail,
+                          const double* R_tail, int KV, int square, ptrdiff_t ahead,
                           double* out) {
-    SK_PICK(sk_csc_rmatmat, data, rows, s, e, R, ldr, last, R_last, KV, square, ahead, out)
+    SK_PICK(sk_csc_rmatmat, data, rows, s, e, R, ldr, tail, R_tail, KV, square, ahead, out)
 }
 static int sk_csr_hessp(const void* data, int vw, const void* cols, const void* indptr, int iw,
                         ptrdiff_t lo, ptrdiff_t hi, ptrdiff_t nc, const double* V,
-                        const double* vb, const double* P, ptrdiff_t ldp, ptrdiff_t last,
-                        const double* P_last, const double* sw, int KV, double* out,
+                        const double* vb, const double* P, ptrdiff_t ldp, ptrdiff_t tail,
+                        const double* P_tail, const double* sw, int KV, double* out,
                         double* out_b) {
-    SK_PICK(sk_csr_hessp, data, cols, indptr, lo, hi, nc, V, vb, P, ldp, last, P_last, sw,
+    SK_PICK(sk_csr_hessp, data, cols, indptr, lo, hi, nc, V, vb, P, ldp, tail, P_tail, sw,
             KV, out, out_b)
 }
 
@@ -341,13 +342,13 @@ static int sk_csc_margins(const void* data, int vw, const void* rows, int iw, pt
                           const ptrdiff_t* end, ptrdiff_t nc, const double* V, int KV,
                           ptrdiff_t lo, ptrdiff_t hi, double* Zb) { return 1; }
 static int sk_csc_rmatmat(const void* data, int vw, const void* rows, int iw, ptrdiff_t s,
-                          ptrdiff_t e, const double* R, ptrdiff_t ldr, ptrdiff_t last,
-                          const double* R_last, int KV, int square, ptrdiff_t ahead,
+                          ptrdiff_t e, const double* R, ptrdiff_t ldr, ptrdiff_t tail,
+                          const double* R_tail, int KV, int square, ptrdiff_t ahead,
                           double* out) { return 1; }
 static int sk_csr_hessp(const void* data, int vw, const void* cols, const void* indptr, int iw,
                         ptrdiff_t lo, ptrdiff_t hi, ptrdiff_t nc, const double* V,
-                        const double* vb, const double* P, ptrdiff_t ldp, ptrdiff_t last,
-                        const double* P_last, const double* sw, int KV, double* out,
+                        const double* vb, const double* P, ptrdiff_t ldp, ptrdiff_t tail,
+                        const double* P_tail, const double* sw, int KV, double* out,
                         double* out_b) { return 1; }
 
 #endif
