@@ -7,7 +7,9 @@ import numpy as np
 from Cython.Build import cythonize
 from setuptools import Extension, setup
 
-COMPILE_ARGS = ["-O3", "-fno-math-errno", "-Wno-unused-function", "-Wno-unreachable-code"]
+#: -O3; ``SPARSEKIT_BUILD_OPT=-O1`` for a sanitizer's build (.ci/asan)
+OPT = os.environ.get("SPARSEKIT_BUILD_OPT", "-O3")
+COMPILE_ARGS = [OPT, "-fno-math-errno", "-Wno-unused-function", "-Wno-unreachable-code"]
 #: modules with OpenMP loops (``prange``): ExtremeSoftmaxSGD's ``n_jobs`` and the threads of
 #: L1LogisticOBA's multinomial products and formed Hessians. With gcc or clang on Linux;
 #: elsewhere they build without it and run those loops on one thread
