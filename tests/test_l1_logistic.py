@@ -526,6 +526,8 @@ def test_convergence_warning_and_bad_input():
         L1LogisticOBA().fit(X, y, sample_weight=np.full(len(y), 1e307))
     with pytest.raises(ValueError, match="too small: .* overflows; use a larger C"):
         L1LogisticOBA(C=1e-20).fit(X, y, sample_weight=np.full(len(y), 1e-300))
+    with pytest.raises(ValueError, match="too small: .* overflows; use a larger C"):
+        L1LogisticOBA(C=1e-300).fit(X, y, sample_weight=np.full(len(y), 1e-300))  # 0 product
     est = L1LogisticOBA().fit(X, y)
     pickle.loads(pickle.dumps(est)).predict(X)
     with pytest.raises(ValueError):

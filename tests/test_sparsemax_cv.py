@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 from sklearn.datasets import load_iris
-from sklearn.exceptions import ConvergenceWarning
+from sklearn.exceptions import ConvergenceWarning, DataConversionWarning
 from sklearn.model_selection import GridSearchCV, KFold, StratifiedKFold
 from sklearn.utils._param_validation import InvalidParameterError
 
@@ -276,6 +276,21 @@ def test_the_default_score_is_the_estimators_accuracy_without_its_input_checks(c
     default = SparsemaxClassifierCV(alphas=4, cv=cv).fit(X, y, sw)
     np.testing.assert_array_equal(default.scores_, named.scores_)
     assert default.alpha_ == named.alpha_
+
+
+@pytest.mark.parametrize("weights", [False, True])
+def test_a_column_of_labels_is_scored_as_its_raveled_labels(weights):
+    """y of shape (n, 1), as a one-column DataFrame's values: the folds' accuracies (the
+    default scoring) and the choice are those of the raveled y (a column broadcast against
+    the predictions compared every row with every label)."""
+    X, y = _data(seed=3)
+    sw = np.random.default_rng(4).uniform(0.5, 2.0, y.size) if weights else None
+    cv = StratifiedKFold(3, shuffle=True, random_state=0)
+    flat = SparsemaxClassifierCV(alphas=5, cv=cv).fit(X, y, sw)
+    with pytest.warns(DataConversionWarning):
+        column = SparsemaxClassifierCV(alphas=5, cv=cv).fit(X, y.reshape(-1, 1), sw)
+    np.testing.assert_array_equal(column.scores_, flat.scores_)
+    assert column.alpha_ == flat.alpha_
 
 
 def test_an_X_that_stores_no_entry_is_the_zero_X():

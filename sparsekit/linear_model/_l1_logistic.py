@@ -264,11 +264,12 @@ def _solve(datafit, C, tol, max_iter, x0, verbose, l1_ratio=1.0, cg_maxiter=1000
 
     The datafit does not depend on C: a path reuses one (its Lipschitz bound and layout).
     """
-    mu = l1_ratio / (C * datafit.n_samples)
+    weight = C * datafit.n_samples     # 0 where C times tiny weights underflows
+    mu = l1_ratio / weight if weight > 0 else np.inf
     if not 0 < mu < np.inf:
         size, fault, fix = (("large", "underflows", "smaller") if not mu > 0
                             else ("small", "overflows", "larger"))
-        raise ValueError(f"C times the total sample weight, {C * datafit.n_samples:.3g}, is "
+        raise ValueError(f"C times the total sample weight, {weight:.3g}, is "
                          f"too {size}: the penalty's weight 1/(C sum(s)) {fault}; use a {fix} "
                          f"C or {fix} sample weights")
     if l1_ratio < 1.0:

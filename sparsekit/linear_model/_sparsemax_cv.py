@@ -350,7 +350,8 @@ def _held_out_accuracy(est, X, y, sample_weight=None):
     (~3 ms a score on an a9a or w8a fold, 50 scores in a default cross-validation)."""
     predicted = est.classes_[est._validated_scores(X).argmax(axis=1)]
     weights = None if sample_weight is None else np.asarray(sample_weight)
-    return float(np.average(predicted == np.asarray(y), weights=weights))
+    # raveled: a column of labels, (n, 1), would broadcast against the (n,) predictions
+    return float(np.average(predicted == np.ravel(y), weights=weights))
 
 
 def _fold_path(est, X, y, sw, train, test, alphas, scorer, score_params, classes):
