@@ -59,6 +59,18 @@ def test_a_file_of_classes_with_rows_of_no_label_says_so(tmp_path):
         assert load_dataset(str(tmp_path / "sets.svm")).multilabel
 
 
+@pytest.mark.parametrize("rows, match", [
+    (["+1 1:1", "-1 2:1", "nan 3:1", "+1 1:2"], "data row 3 .* has the label nan,"),
+    (["1,2 1:1", "2 2:1", "3,1e999 3:1", "1 1:2"], "data row 3 .* has the label inf,"),
+])
+def test_a_label_that_is_not_a_number_names_its_row(tmp_path, rows, match):
+    """A LIBSVM label written ``nan`` or ``1e999`` (read as numbers, not finite): the file
+    and row named, where scikit-learn's "Input contains NaN." named neither."""
+    (tmp_path / "bad.svm").write_text("\n".join(rows) + "\n")
+    with pytest.raises(ValueError, match=f"'.*bad.svm': {match} not a class label"):
+        load_dataset(str(tmp_path / "bad.svm"))
+
+
 def test_a_binary_file_is_named_so(tmp_path):
     """An image (any bytes with a NUL) was sniffed as a CSV table and refused for its
     label column's missing values."""

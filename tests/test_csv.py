@@ -469,6 +469,7 @@ def test_leading_comment_lines_of_uci_files_are_skipped(tmp_path):
     ("only\n1\n2\n", None, "a label column and at least one feature column are needed"),
     ("a,b,label\n", None, "no data rows after the header"),
     ("a,b\n1,x\n2,\n3,y\n", None, "the label column 'b' misses 1 value.*first on line 3"),
+    ("a,b\n1,2\n2,1e999\n3,2\n", None, "the label column 'b' holds inf on line 3, not a"),
     ("a,b\n1,x\ninf,y\n", None, "the numeric column 'a' holds values too large"),
     ("a,b\n1e308,x\n-1e308,y\n", None, "the numeric column 'a' holds values too large"),
     ("1,x\ninf,y\n2,x\n", None, "the numeric column 0 holds values too large"),   # no header
@@ -765,6 +766,9 @@ def test_json_records_are_read_one_per_line_or_in_an_array(tmp_path):
 @pytest.mark.parametrize("content, match", [
     ('{"a": 1, "b": 2}\n{"a": 2, "b":\n', "cannot read .* as JSON"),
     ("[[1, 2], [3, 4]]", "not a table of records with named fields"),
+    ('{"a": 1, "b": 2}\ntrue\n{"a": 2, "b": 3}\n', "'.*bad.jsonl': line 2 is not a record"),
+    ('{"a": 1}\n\n{"a": 2}\nnull\n', "'.*bad.jsonl': line 4 is not a record"),
+    ('[{"a": 1, "b": 2}, {"a": 2, "b": 3}, 5]', "'.*bad.json': record 2 is not a record"),
 ])
 def test_a_json_file_it_cannot_read_is_a_clear_error(tmp_path, content, match):
     path = tmp_path / ("bad.jsonl" if content.startswith("{") else "bad.json")

@@ -15,6 +15,7 @@ numbers. The matrix is CSR when a column is text, dense otherwise.
 """
 import ast
 import io
+import json
 import os
 import re
 import warnings
@@ -565,6 +566,10 @@ def _json_frame(path, pd):
         raise ValueError(f"cannot read {str(path)!r}: no such file") from None
     except (OSError, ValueError) as exc:           # pandas' parser errors are ValueError
         raise ValueError(f"cannot read {str(path)!r} as JSON: {exc}") from None
+    except TypeError:                    # a value that is not a record among the records
+        raise ValueError(f"{str(path)!r}: {_first_non_record(path, lines)} is not a record "
+                         "with named fields ({\"field\": value, ...}), as the others "
+                         "are") from None
     if frame.ndim != 2 or isinstance(frame.columns, pd.RangeIndex):
         raise ValueError(f"{str(path)!r}: not a table of records with named fields "
                          "({\"field\": value, ...}" + (" on each line)" if lines else
@@ -572,6 +577,16 @@ def _json_frame(path, pd):
     frame = _flat(frame)
     place = (lambda i: f"line {i + 1}") if lines else (lambda i: f"record {i}")
     return TableRead(frame, place, ".", f"{frame.shape[1]} field(s)")
+
+
+def _first_non_record(path, lines):
+    """Where the first value of a JSON file of records that is not one stands: "line 3"
+    (JSON Lines, from 1) or "record 2" (an array, from 0), as the table's places."""
+    with io.TextIOWrapper(_open_binary(path), encoding="utf-8", errors="replace") as f:
+        values = ((i, json.loads(line)) for i, line in enumerate(f) if line.strip()) \
+            if lines else enumerate(json.load(f))
+        i = next((i for i, value in values if not isinstance(value, dict)), None)
+    return "a value" if i is None else f"line {i + 1}" if lines else f"record {i}"
 
 
 def _workbook_frame(path, pd, sheet=None):
@@ -1003,10 +1018,15 @@ def _counts_rows(column, start):
 
 
 def _refuse_missing(column, what, path, place):
-    """ValueError naming the first missing value of ``column`` by its place in the file
-    (``place(i)``: where row ``i`` is), if any."""
+    """ValueError naming the first missing value of ``column``, or infinite number, by its
+    place in the file (``place(i)``: where row ``i`` is), if any."""
     missing = column.isna().to_numpy()
     if missing.any():
         raise ValueError(f"{str(path)!r}: {what} misses {int(missing.sum())} value(s), the "
                          f"first on {place(int(np.argmax(missing)))}; fill them in or "
                          "drop those rows")
+    values = column.to_numpy()
+    if values.dtype.kind == "f" and np.isinf(values).any():     # 1e999 reads as inf
+        first = int(np.argmax(np.isinf(values)))
+        raise ValueError(f"{str(path)!r}: {what} holds {values[first]} on {place(first)}, "
+                         "not a class label")

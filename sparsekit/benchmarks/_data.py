@@ -7,6 +7,7 @@ import codecs
 import re
 import warnings
 from collections import namedtuple
+from itertools import chain
 from pathlib import Path
 
 import numpy as np
@@ -118,6 +119,12 @@ def _read_rows(spec, zero_based):
         row = np.searchsorted(X.indptr, bad[0], side="right")
         raise ValueError(f"{spec!r}: data row {row} (from 1) holds a NaN or infinite value")
     sizes = np.array([len(labels) for labels in label_sets])
+    flat = np.fromiter(chain.from_iterable(label_sets), dtype=np.float64, count=sizes.sum())
+    if not np.isfinite(flat).all():    # "nan" or "1e999" reads as a number
+        first = int(np.argmax(~np.isfinite(flat)))
+        row = int(np.searchsorted(np.cumsum(sizes), first, side="right"))
+        raise ValueError(f"{spec!r}: data row {row + 1} (from 1) has the label {flat[first]}, "
+                         "not a class label")
     if sizes.max(initial=0) == 1 and not sizes.all():   # a file of classes missing labels?
         missing = np.flatnonzero(sizes == 0) + 1
         warnings.warn(f"{spec!r}: {missing.size} data row(s) hold no label "
