@@ -71,6 +71,12 @@ def test_a_label_that_is_not_a_number_names_its_row(tmp_path, rows, match):
         load_dataset(str(tmp_path / "bad.svm"))
 
 
+def test_an_empty_libsvm_file_holds_no_rows(tmp_path):
+    (tmp_path / "empty.svm").write_text("")
+    with pytest.raises(ValueError, match="'.*empty.svm': the file holds no rows"):
+        load_dataset(str(tmp_path / "empty.svm"))
+
+
 def test_a_binary_file_is_named_so(tmp_path):
     """An image (any bytes with a NUL) was sniffed as a CSV table and refused for its
     label column's missing values."""

@@ -768,6 +768,7 @@ def test_json_records_are_read_one_per_line_or_in_an_array(tmp_path):
     ("[[1, 2], [3, 4]]", "not a table of records with named fields"),
     ('{"a": 1, "b": 2}\ntrue\n{"a": 2, "b": 3}\n', "'.*bad.jsonl': line 2 is not a record"),
     ('{"a": 1}\n\n{"a": 2}\nnull\n', "'.*bad.jsonl': line 4 is not a record"),
+    ('{"a": 1, "b": 2}\n-\n', "'.*bad.jsonl': line 2 is not a record"),   # not JSON
     ('[{"a": 1, "b": 2}, {"a": 2, "b": 3}, 5]', "'.*bad.json': record 2 is not a record"),
 ])
 def test_a_json_file_it_cannot_read_is_a_clear_error(tmp_path, content, match):

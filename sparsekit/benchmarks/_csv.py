@@ -581,12 +581,24 @@ def _json_frame(path, pd):
 
 def _first_non_record(path, lines):
     """Where the first value of a JSON file of records that is not one stands: "line 3"
-    (JSON Lines, from 1) or "record 2" (an array, from 0), as the table's places."""
+    (JSON Lines, from 1: also a line json cannot read) or "record 2" (an array, from 0), as
+    the table's places; "a value" when json finds none."""
+    def record(text):
+        try:
+            return isinstance(json.loads(text), dict)
+        except ValueError:
+            return False
     with io.TextIOWrapper(_open_binary(path), encoding="utf-8", errors="replace") as f:
-        values = ((i, json.loads(line)) for i, line in enumerate(f) if line.strip()) \
-            if lines else enumerate(json.load(f))
-        i = next((i for i, value in values if not isinstance(value, dict)), None)
-    return "a value" if i is None else f"line {i + 1}" if lines else f"record {i}"
+        if lines:
+            i = next((i for i, line in enumerate(f) if line.strip() and not record(line)),
+                     None)
+            return "a value" if i is None else f"line {i + 1}"
+        try:
+            values = json.load(f)
+        except ValueError:
+            return "a value"
+    i = next((i for i, value in enumerate(values) if not isinstance(value, dict)), None)
+    return "a value" if i is None else f"record {i}"
 
 
 def _workbook_frame(path, pd, sheet=None):

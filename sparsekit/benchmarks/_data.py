@@ -119,7 +119,7 @@ def _read_rows(spec, zero_based):
         row = np.searchsorted(X.indptr, bad[0], side="right")
         raise ValueError(f"{spec!r}: data row {row} (from 1) holds a NaN or infinite value")
     sizes = np.array([len(labels) for labels in label_sets])
-    flat = np.fromiter(chain.from_iterable(label_sets), dtype=np.float64, count=sizes.sum())
+    flat = np.fromiter(chain.from_iterable(label_sets), dtype=np.float64, count=int(sizes.sum()))
     if not np.isfinite(flat).all():    # "nan" or "1e999" reads as a number
         first = int(np.argmax(~np.isfinite(flat)))
         row = int(np.searchsorted(np.cumsum(sizes), first, side="right"))
