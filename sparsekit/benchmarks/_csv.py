@@ -14,6 +14,7 @@ written with thousands separators (``"1,234.5"``, as spreadsheets save formatted
 numbers. The matrix is CSR when a column is text, dense otherwise.
 """
 import ast
+import csv
 import io
 import json
 import os
@@ -448,9 +449,30 @@ def _decoded_frame(path, pd, sep, comments, encoding):
         raise
     except (OSError, ValueError) as exc:   # pandas' parser and empty-file errors included
         raise ValueError(f"cannot read {str(path)!r}: {exc}") from None
-    first = (2 if header == 0 else 1) + comments
-    return TableRead(frame, lambda i: f"line {first + i}", decimal, f"separator {sep!r}",
-                     encoding)
+    place = _record_lines(path, encoding, sep, comments + (header == 0))
+    return TableRead(frame, place, decimal, f"separator {sep!r}", encoding)
+
+
+def _record_lines(path, encoding, sep, skip):
+    """``place(i)`` of a delimited file: the line (from 1) on which its data record ``i``
+    starts as pandas reads the records, after ``skip`` lines (comments, the header): blank
+    lines (also of spaces) left out, a quoted cell's newlines inside its record. The file
+    is read again at the first call (for an error's message), not before."""
+    starts = []
+
+    def place(i):
+        if not starts:
+            with io.TextIOWrapper(_open_binary(path), encoding=encoding, newline="") as f:
+                for _ in range(skip):
+                    f.readline()
+                reader = csv.reader(f, delimiter=sep or ",", skipinitialspace=True)
+                end = skip                  # the lines read before the record
+                for record in reader:
+                    if len(record) > 1 or record and record[0].strip():
+                        starts.append(end + 1)
+                    end = skip + reader.line_num
+        return f"line {starts[i] if i < len(starts) else skip + 1 + i}"
+    return place
 
 
 def _not_text(path):
