@@ -1,4 +1,5 @@
 """Conventions every estimator follows alike (scikit-learn's, where it has one)."""
+import pickle
 import warnings
 
 import numpy as np
@@ -276,3 +277,90 @@ def test_labels_are_encoded_as_numpy_sorts_them(y):
     np.testing.assert_array_equal(estimator.classes_, classes)
     np.testing.assert_array_equal(codes, inverse)
     np.testing.assert_array_equal(estimator.classes_[codes], y)
+
+
+#: each estimator's parameters the random sweep draws from: the defaults' neighbours and
+#: the edges of what the constraints allow (conflicting draws must raise a ValueError)
+SWEPT = {
+    SparsemaxClassifier: {
+        "alpha": [0.0, 1e-12, "scale", 1e12], "polytope": ["simplex", "box", "at_least_one"],
+        "solver": ["auto", "lbfgs", "nqn", "newton-cg", "sdca"], "positive": [False, True],
+        "class_weight": [None, "balanced"], "max_iter": [1, 50], "tol": [0.0, 1e-4]},
+    L1LogisticOBA: {
+        "C": [1e-300, 1e-3, 1.0, 1e300], "multiclass": ["ovr", "multinomial"],
+        "l1_ratio": [0.01, 0.5, 1.0], "max_iter": [0, 1, 50], "tol": [0.0, 1e-8, 0.5],
+        "fit_intercept": [False, True], "sparse_coef": [False, True],
+        "class_weight": [None, "balanced"]},
+    ExtremeSoftmaxSGD: {
+        "method": ["sampled_softmax", "implicit", "umax", "ove", "sgd", "nce"],
+        "n_epochs": [1, 2], "learning_rate": ["auto", 1e-6, 1e3], "alpha": [0.0, 1.0],
+        "batch_size": [1, 4], "n_sampled": [1, 5], "class_weight": [None, "balanced"]},
+    L1LogisticOBACV: {"Cs": [2], "cv": [2], "multiclass": ["ovr", "multinomial"]},
+    SparsemaxClassifierCV: {"alphas": [2], "cv": [2], "solver": ["auto", "sdca"]},
+}
+
+
+def _hostile_case(rng, cls):
+    """A random small problem with what users pass by mistake or by chance: one row, one
+    class, a column of labels, empty rows and columns, huge, tiny or non-finite entries,
+    integer or boolean X, every sparse and dense layout, zero, tiny, huge, negative or NaN
+    weights; and random parameters (SWEPT)."""
+    n, d = rng.choice([1, 2, 6, 20, 41, 41]), rng.choice([1, 2, 7])
+    k = rng.choice([1, 2, 2, 3, 5])
+    X = rng.standard_normal((n, d)) * rng.choice([1.0, 1.0, 1e150, 1e-300, 0.0])
+    X[rng.random((n, d)) < 0.5] = 0.0
+    if rng.random() < 0.1:
+        X.flat[rng.integers(X.size)] = rng.choice([np.nan, np.inf])
+    with np.errstate(all="ignore"):
+        X = X.astype(rng.choice([np.float64, np.float32, np.int64, np.bool_]))
+    X = {"C": X, "F": np.asfortranarray(X), "list": X.tolist(), "csr": sp.csr_matrix(X),
+         "csc": sp.csc_matrix(X), "coo": sp.coo_matrix(X)}[rng.choice(
+             ["C", "F", "list", "csr", "csc", "coo"])]
+    y = rng.integers(k, size=n)
+    y[:min(k, n)] = np.arange(min(k, n))
+    y = [y, y - 3, np.array(["no", "yes", "x", "y", "z"])[y], y.reshape(-1, 1)][
+        rng.integers(4)]
+    sample_weight = [None, None, None, None, rng.integers(0, 3, n).astype(float),
+                     np.full(n, 1e-300), np.full(n, 1e300), -np.ones(n),
+                     np.full(n, np.nan)][rng.integers(9)]
+    params = {key: values[rng.integers(len(values))]     # cv always: 2 folds
+              for key, values in SWEPT[cls].items() if key == "cv" or rng.random() < 0.5}
+    return X, y, sample_weight, params
+
+
+@pytest.mark.parametrize("cls", SWEPT, ids=lambda cls: cls.__name__)
+def test_random_hostile_input_fits_a_sane_model_or_raises_a_value_error(cls):
+    """Seeded random problems (:func:`_hostile_case`): every fit ends in a ValueError
+    (InvalidParameterError is one) or a model whose predictions are labels of classes_,
+    whose probabilities on the simplex rows sum to 1, whose scores are finite for finite
+    entries, which predicts the same after pickling and names a wrong feature count. A
+    sweep of this kind found a column of labels scored against every prediction by
+    SparsemaxClassifierCV and a ZeroDivisionError for C times tiny weights."""
+    rng = np.random.default_rng(sum(map(ord, cls.__name__)))
+    for trial in range(60):
+        X, y, sample_weight, params = _hostile_case(rng, cls)
+        est = cls(**params)
+        case = f"trial {trial}: {params}, X {np.shape(X)}, y {np.shape(y)}"
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            try:
+                est.fit(X, y, sample_weight=sample_weight)
+            except ValueError:
+                continue
+            except Exception as exc:           # noqa: BLE001 (the assertion names it)
+                raise AssertionError(f"{case}: {type(exc).__name__}: {exc}") from exc
+            predicted = est.predict(X)
+            assert np.isin(predicted, est.classes_).all(), case
+            proba = est.predict_proba(X)
+            if getattr(est, "polytope", "simplex") == "simplex":
+                np.testing.assert_allclose(proba.sum(axis=1), 1.0, rtol=1e-4, err_msg=case)
+            finite = np.isfinite(np.asarray(X.toarray() if sp.issparse(X) else X,
+                                            dtype=np.float64)).all()
+            scale = np.abs(np.asarray(X.toarray() if sp.issparse(X) else X, dtype=np.float64))
+            if finite and scale.max(initial=0.0) < 1e100:
+                assert np.isfinite(est.decision_function(X)).all(), case
+                assert np.isfinite(proba).all(), case
+            copy = pickle.loads(pickle.dumps(est))
+            np.testing.assert_array_equal(copy.predict(X), predicted, err_msg=case)
+            with pytest.raises(ValueError, match="features"):
+                est.predict(np.zeros((2, np.shape(X)[1] + 1)))
