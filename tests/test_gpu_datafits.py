@@ -5,6 +5,7 @@ import pickle
 import numpy as np
 import pytest
 import scipy.sparse as sp
+from sklearn.exceptions import DataConversionWarning
 
 from _gpu import on_device
 from sparsekit import L1LogisticOBA
@@ -311,6 +312,9 @@ def test_l1_logistic_oba_device_input_errors(cupy_backend):
     model = L1LogisticOBA(device="cuda").fit(X, y)
     with pytest.raises(ValueError, match="expecting 3 features"):
         model.decision_function(X[:, :2])
+    with pytest.warns(DataConversionWarning):      # a column of labels, as for host X
+        column = L1LogisticOBA(device="cuda").fit(X, y.reshape(-1, 1))
+    np.testing.assert_array_equal(column.coef_, model.coef_)
 
 
 @pytest.mark.parametrize("sparse", [False, True])

@@ -9,7 +9,7 @@ per row, are read on the host. Nothing here imports CuPy before it is needed.
 """
 import numpy as np
 import scipy.sparse as sp
-from sklearn.utils.validation import _check_sample_weight
+from sklearn.utils.validation import _check_sample_weight, column_or_1d
 
 from ..gpu._cupy import require_cupy
 from ..gpu.datafits import is_device_matrix
@@ -76,6 +76,8 @@ def host_targets(X, y, sample_weight, multi_output=False):
     y = _host(y)
     if not sp.issparse(y):
         y = np.asarray(y)
+        if not multi_output and y.ndim == 2 and y.shape[1] == 1:
+            y = column_or_1d(y, warn=True)      # a column of labels, as for host X
     shapes = f"({X.shape[0]},)" + (f" or ({X.shape[0]}, n_outputs)" if multi_output else "")
     if y.ndim not in ((1, 2) if multi_output else (1,)) or y.shape[0] != X.shape[0]:
         raise ValueError(f"y must have shape {shapes} to match X, got {y.shape}")
