@@ -1574,6 +1574,7 @@ def test_partial_fit_first_call_needs_two_declared_classes():
                                                   "numeric"),
     (None, np.array([[1], [0]]), "y_true must hold one label or one collection"),
     (3, np.array([[1], [0]]), "y_true must hold one label or one collection"),
+    ([[[1, 2]], [0]], np.array([[1], [0]]), "y_true holds an unhashable label"),   # nested
 ])
 def test_precision_at_k_refuses_labels_it_cannot_compare(y_true, top, match):
     from sparsekit.linear_model import precision_at_k

@@ -70,9 +70,13 @@ def _label_sets(y_true):
         Y = _indicator(y_true)
         return [set(Y.indices[Y.indptr[i]:Y.indptr[i + 1]].tolist())
                 for i in range(Y.shape[0])]
-    return [set(np.asarray(v).tolist()) if isinstance(v, np.ndarray)
-            else set(v) if isinstance(v, _COLLECTIONS) else {v}
-            for v in _label_entries(y_true, "y_true")]
+    try:
+        return [set(np.asarray(v).tolist()) if isinstance(v, np.ndarray)
+                else set(v) if isinstance(v, _COLLECTIONS) else {v}
+                for v in _label_entries(y_true, "y_true")]
+    except TypeError as exc:            # a label that is itself a list, a dict, ...
+        raise ValueError(f"y_true holds an unhashable label ({exc}): one label or one "
+                         "collection of labels (numbers, strings) per example") from None
 
 
 _COLLECTIONS = (list, tuple, set, frozenset, np.ndarray)
