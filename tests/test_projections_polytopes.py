@@ -169,6 +169,8 @@ def test_float32_rows_with_weights_over_many_orders_of_magnitude(polytope):
     (lambda z: project_capped_simplex(z, 1.0, weights=[1, 2]), ValueError, "shape"),
     (lambda z: project_knapsack(z, 1.0, weights=[1, 0, 1]), ValueError, "> 0"),
     (lambda z: project_knapsack(z, 1.0, weights=[1, np.inf, 1]), ValueError, "> 0"),
+    (lambda z: project_knapsack(z, 1.0, weights=[1, 2j, 1]), TypeError, "weights must be real"),
+    (lambda z: project_knapsack(z, 1.0, weights=["a", "b", "c"]), TypeError, "weights must be"),
     (lambda z: project_knapsack(np.float32(z), 1.0, weights=[1, 1e300, 1]), ValueError,
      "float32"),
     (lambda z: project(z, "simplex", radius=-1), ValueError, "radius"),

@@ -98,8 +98,11 @@ def resolve_polytope(polytope, n_classes, dtype, params):
     weighted = values.get("weights") is not None
     if weighted:
         weights = values["weights"]
-        weights = np.asarray(weights.get() if is_cupy_array(weights) else weights,
-                             dtype=np.float64)
+        try:
+            weights = np.asarray(weights.get() if is_cupy_array(weights) else weights,
+                                 dtype=np.float64)
+        except (TypeError, ValueError) as exc:      # complex numbers, text, ragged lists
+            raise TypeError(f"weights must be real numbers ({exc})") from None
         if weights.shape != (n_classes,):
             raise ValueError(f"weights must have shape ({n_classes},), got {weights.shape}")
         if not (np.isfinite(weights).all() and (weights > 0).all()):
