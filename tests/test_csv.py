@@ -472,6 +472,9 @@ def test_leading_comment_lines_of_uci_files_are_skipped(tmp_path):
     # the line in the file: pandas leaves blank lines out, a quoted cell may hold newlines
     ("a,b\n1,x\n\n2,\n3,y\n", None, "the label column 'b' misses 1 value.*first on line 4"),
     ('a,b\n1,"x\ny"\n  \n2,\n3,y\n', None, "'b' misses 1 value.*first on line 5"),
+    # a cell over the csv module's size limit (131,072 characters): the count without blank
+    # lines, as before, rather than csv's error
+    ("a,b\n" + "w" * 200_000 + ",x\n\n2,\n3,y\n", None, "'b' misses 1 value.*first on line 3"),
     ("a,b\n1,2\n2,1e999\n3,2\n", None, "the label column 'b' holds inf on line 3, not a"),
     ("a,b\n1,x\ninf,y\n", None, "the numeric column 'a' holds values too large"),
     ("a,b\n1e308,x\n-1e308,y\n", None, "the numeric column 'a' holds values too large"),

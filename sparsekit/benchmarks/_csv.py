@@ -462,15 +462,19 @@ def _record_lines(path, encoding, sep, skip):
 
     def place(i):
         if not starts:
-            with io.TextIOWrapper(_open_binary(path), encoding=encoding, newline="") as f:
-                for _ in range(skip):
-                    f.readline()
-                reader = csv.reader(f, delimiter=sep or ",", skipinitialspace=True)
-                end = skip                  # the lines read before the record
-                for record in reader:
-                    if len(record) > 1 or record and record[0].strip():
-                        starts.append(end + 1)
-                    end = skip + reader.line_num
+            try:
+                with io.TextIOWrapper(_open_binary(path), encoding=encoding,
+                                      newline="") as f:
+                    for _ in range(skip):
+                        f.readline()
+                    reader = csv.reader(f, delimiter=sep or ",", skipinitialspace=True)
+                    end = skip                  # the lines read before the record
+                    for record in reader:
+                        if len(record) > 1 or record and record[0].strip():
+                            starts.append(end + 1)
+                        end = skip + reader.line_num
+            except (csv.Error, *CORRUPT, UnicodeError):   # a cell over csv's size limit
+                starts.clear()                  # the count without blank lines instead
         return f"line {starts[i] if i < len(starts) else skip + 1 + i}"
     return place
 
