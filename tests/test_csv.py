@@ -475,7 +475,7 @@ def test_leading_comment_lines_of_uci_files_are_skipped(tmp_path):
     # a cell over the csv module's size limit (131,072 characters): the count without blank
     # lines, as before, rather than csv's error
     ("a,b\n" + "w" * 200_000 + ",x\n\n2,\n3,y\n", None, "'b' misses 1 value.*first on line 3"),
-    ("a,b\n1,2\n2,1e999\n3,2\n", None, "the label column 'b' holds inf on line 3, not a"),
+    ("a,b\n1,2\n2,inf\n3,2\n", None, "the label column 'b' holds inf on line 3, not a"),
     ("a,b\n1,x\ninf,y\n", None, "the numeric column 'a' holds values too large"),
     ("a,b\n1e308,x\n-1e308,y\n", None, "the numeric column 'a' holds values too large"),
     ("1,x\ninf,y\n2,x\n", None, "the numeric column 0 holds values too large"),   # no header

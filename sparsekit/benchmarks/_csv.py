@@ -592,7 +592,8 @@ def _json_frame(path, pd):
         raise ValueError(f"cannot read {str(path)!r}: no such file") from None
     except (OSError, ValueError) as exc:           # pandas' parser errors are ValueError
         raise ValueError(f"cannot read {str(path)!r} as JSON: {exc}") from None
-    except TypeError:                    # a value that is not a record among the records
+    except (TypeError, AttributeError):  # a value that is not a record among the records
+        # (pandas 2.0 raises the AttributeError, later releases the TypeError)
         raise ValueError(f"{str(path)!r}: {_first_non_record(path, lines)} is not a record "
                          "with named fields ({\"field\": value, ...}), as the others "
                          "are") from None
@@ -1064,7 +1065,7 @@ def _refuse_missing(column, what, path, place):
                          f"first on {place(int(np.argmax(missing)))}; fill them in or "
                          "drop those rows")
     values = column.to_numpy()
-    if values.dtype.kind == "f" and np.isinf(values).any():     # 1e999 reads as inf
+    if values.dtype.kind == "f" and np.isinf(values).any():     # "inf" reads as inf
         first = int(np.argmax(np.isinf(values)))
         raise ValueError(f"{str(path)!r}: {what} holds {values[first]} on {place(first)}, "
                          "not a class label")
