@@ -50,8 +50,13 @@ def test_row_statistics_of_other_sparse_forms():
     wide = sp.csr_matrix(np.eye(3) * 2.0)
     wide.indices, wide.indptr = wide.indices.astype(np.int64), wide.indptr.astype(np.int64)
     np.testing.assert_array_equal(row_sq_norms(wide), [4.0, 4.0, 4.0])
+    np.testing.assert_array_equal(row_sq_norms(coo.tocsc()), [9.0, 0.0, 25.0, 0.0])
+    duplicated = sp.csc_matrix((values, rows, np.array([0, 0, 2, 2, 5, 5])), shape=(4, 5))
+    assert not duplicated.has_canonical_format      # columns 1 and 3 store a row twice
+    for given in (duplicated, duplicated.tocsr()):  # each row's entries summed: 1 + 2, -3 + 4
+        np.testing.assert_array_equal(row_sq_norms(given), [9.0, 0.0, 1.0, 0.0])
     for data in (np.array([[0, 3], [1, 0]]), np.array([[False, True], [True, True]])):
-        for given in (sp.csr_matrix(data), sp.csr_array(data)):
+        for given in (sp.csr_matrix(data), sp.csr_array(data), sp.csc_matrix(data)):
             np.testing.assert_array_equal(row_sq_norms(given), (data.astype(float) ** 2).sum(1))
             np.testing.assert_array_equal(weighted_column_stats(given)[1],
                                           (data != 0).sum(0))

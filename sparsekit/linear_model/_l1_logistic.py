@@ -46,6 +46,7 @@ from sparsekit.linear_model._base import (SparsekitClassifier, check_labels,
 from sparsekit.utils._centering import (center_stride, column_moments, column_shifts,
                                          far_shifts)
 from sparsekit.utils._columns import UsedColumns
+from sparsekit.utils._rows import row_sq_norms
 from sparsekit.utils._threads import cpu_threads, one_blas_thread, openmp_call
 from sparsekit.utils._validation import (check_dense_size, check_entry_magnitude,
                                          check_two_classes, validate_input)
@@ -202,11 +203,56 @@ STALLED = ("tol is below the rounding error of the gradient at this X's scale (a
            "raise tol")
 
 
-def _warn_not_converged(names, which, results, tol, noun="classes"):
+#: a row of X longer than this many times its median row (in Euclidean norm) is in other
+#: units than the rest: the benchmark sets' rows span at most 7.3 times (delicious)
+ROW_NORM_CAP = 1000.0
+
+
+def long_rows(X, sample_weight=None, shown=3):
+    """Advice for a solve of NumPy or SciPy sparse ``X`` that did not converge when rows of
+    X (of nonzero ``sample_weight``) are longer than ROW_NORM_CAP times its median row with
+    an entry ("X[7] is 4.2e+08 times as long as X's median row: ..."), or None when none
+    is."""
+    norms = np.sqrt(row_sq_norms(X))
+    if sample_weight is not None:
+        norms[np.asarray(sample_weight) == 0] = 0
+    stored = norms[norms > 0]
+    if not stored.size:
+        return None
+    median = float(np.median(stored))
+    found = np.flatnonzero(norms > ROW_NORM_CAP * median)
+    if not found.size:
+        return None
+    ratio = float(norms[found].max()) / median
+    if found.size == 1:
+        which, check = f"X[{found[0]}] is {ratio:.1e}", "that row"
+    else:
+        listed = [f"X[{i}]" for i in found[:shown]]
+        if found.size > shown:
+            listed.append(f"{found.size - shown} more rows")
+        which = f"{', '.join(listed[:-1])} and {listed[-1]} are up to {ratio:.1e}"
+        check = "those rows"
+    return (f"{which} times as long as X's median row: the logistic loss of so long a row "
+            "is nearly piecewise linear, where OBA's Newton steps make little headway; "
+            f"check {check}, or scale X's rows (sklearn.preprocessing.Normalizer)")
+
+
+def max_iter_advice(found):
+    """What a warning of a solve stopped at max_iter advises: :func:`long_rows`'
+    ``found``, when not None, and a larger max_iter."""
+    if found is None:
+        return "increase max_iter"
+    return (f"{found}, or increase max_iter several times over (such fits take hundreds to "
+            "thousands of iterations, some never converge)")
+
+
+def _warn_not_converged(names, which, results, tol, noun="classes", rows=None):
     """ConvergenceWarnings for the solves ``which`` (of ``results``, named ``names``) that
     stopped at max_iter, and for those that stalled (status 2): how many
-    (:func:`_problems`) and their largest optimality."""
+    (:func:`_problems`) and their largest optimality; ``rows()``, when given, is
+    :func:`long_rows` of the solves' X, whose advice then replaces the usual."""
     stalled = [k for k in which if results[k].status == 2]
+    found = None if rows is None else rows()
     for part in ([k for k in which if k not in stalled], stalled):
         if not part:
             continue
@@ -214,13 +260,14 @@ def _warn_not_converged(names, which, results, tol, noun="classes"):
         opt = _upto(part, max(results[k].optimality for k in part), ".2e")
         problems = _problems(names, part, noun=noun)
         if part is stalled:
+            advice = f"{STALLED}," if found is None else f"{found};"
             warnings.warn(f"OBA stopped for {problems} at iteration {nit}: in its last "
                           f"{STALL_ITERATIONS} iterations neither its objective nor its "
-                          f"optimality ({opt} > tol {tol:.2e}) improved: {STALLED}, more "
+                          f"optimality ({opt} > tol {tol:.2e}) improved: {advice} more "
                           "iterations will not help.", ConvergenceWarning)
         else:
             warnings.warn(f"OBA did not converge for {problems} in {nit} iterations "
-                          f"(optimality {opt} > tol {tol:.2e}); increase max_iter.",
+                          f"(optimality {opt} > tol {tol:.2e}); {max_iter_advice(found)}.",
                           ConvergenceWarning)
 
 
@@ -787,20 +834,23 @@ class L1LogisticOBA(LinearClassifierMixin, SparseCoefMixin, SparsekitClassifier)
                 self._say(f"{name}: tol {self.tol:.2e} left a duality gap above "
                           f"{GAP_WARN:.0%} of F; the solve continued to tol "
                           f"{r.refine_tol:.2e}, lowering F by {r.refined:.2e} of it")
-        self._warn_unconverged(names, [r for _, _, r in results], self.duality_gap_)
+        rows = (None if on_device or is_dask_collection(X)   # host data: its long rows
+                else partial(long_rows, X, sample_weight))
+        self._warn_unconverged(names, [r for _, _, r in results], self.duality_gap_, rows)
         self._end_fit_task(context, X_in, y, sample_weight)
         return self
 
-    def _warn_unconverged(self, names, results, gaps):
+    def _warn_unconverged(self, names, results, gaps, rows=None):
         """One ConvergenceWarning per kind of failure, naming the problems it concerns (a
-        one-vs-rest fit of many classes would otherwise print a warning per class)."""
+        one-vs-rest fit of many classes would otherwise print a warning per class);
+        ``rows`` as :func:`_warn_not_converged` takes it."""
         unconverged = [k for k, r in enumerate(results)   # a requested stop is no failure
                        if not r.success and r.status != STOPPED_BY_CALLBACK]
         unconfirmed = [k for k, r in enumerate(results) if r.success and np.isnan(r.refined)]
         flat = [k for k, r in enumerate(results)
                 if r.success and r.refined > EXCESS_WARN and gaps[k] > GAP_WARN]
         if unconverged:
-            _warn_not_converged(names, unconverged, results, self.tol)
+            _warn_not_converged(names, unconverged, results, self.tol, rows=rows)
         if unconfirmed:
             gap = _upto(unconfirmed, max(gaps[k] for k in unconfirmed), ".1%")
             warnings.warn(f"OBA met tol {self.tol:.2e} for {_problems(names, unconfirmed)}, "
@@ -1155,7 +1205,8 @@ def l1_logistic_path(X, y, Cs=10, *, pos_class=None, fit_intercept=True, tol=1e-
     failed = [k for k, res in enumerate(results) if not res.success]
     if failed:   # one warning for the path, not one per C
         _warn_not_converged([f"C={C:g}" for C in Cs], failed, results, tol,
-                            noun="values of C")
+                            noun="values of C", rows=None if on_device or on_dask
+                            else partial(long_rows, X, sample_weight))
     return columns.expand(coefs), Cs, n_iter
 
 

@@ -25,7 +25,8 @@ from sparsekit.linear_model._l1_logistic import (STALLED, L1LogisticOBA, _binary
                                                  _device_block, _layouts, _partition_block,
                                                  _multinomial_block, _path_coef,
                                                  _smallest_active_C, _unit_mean_weights,
-                                                 _warm_path, device_layout)
+                                                 _warm_path, device_layout, long_rows,
+                                                 max_iter_advice)
 from sparsekit.linear_model._routing import CVRoutingMixin
 from sparsekit.utils._columns import UsedColumns
 from sparsekit.utils._validation import check_dense_size
@@ -289,13 +290,15 @@ class L1LogisticOBACV(CVRoutingMixin, L1LogisticOBA):
             self._end_subtask(task, X_in, y_in)
         solutions.close()
         solves = n_iter.size * len(problems)
+        found = data.long_rows() if failed.any() else None
         if failed[0]:
             warnings.warn(f"OBA did not converge in {self.max_iter} iterations for "
-                          f"{failed[0]} of the {solves} solves of the folds' paths; increase "
-                          "max_iter.", ConvergenceWarning)
+                          f"{failed[0]} of the {solves} solves of the folds' paths; "
+                          f"{max_iter_advice(found)}.", ConvergenceWarning)
         if failed[1]:
+            advice = STALLED if found is None else found
             warnings.warn(f"OBA stalled in {failed[1]} of the {solves} solves of the folds' "
-                          f"paths: {STALLED}.", ConvergenceWarning)
+                          f"paths: {advice}.", ConvergenceWarning)
         scores = np.empty(n_iter.shape)
         for f, (_, test) in enumerate(folds):
             points = list(np.ndindex(scores.shape[1:]))
@@ -551,6 +554,10 @@ class _MemoryFolds:
         return (result for results in Parallel(n_jobs=est.n_jobs, return_as="generator")(jobs)
                 for result in results)
 
+    def long_rows(self):
+        """:func:`~sparsekit.linear_model._l1_logistic.long_rows` of X."""
+        return long_rows(self.rows, self.weights)
+
     def held_out(self, test, blocks, make_model):
         """(model, X) for the scorer, for each path solution of ``blocks`` on the held-out
         rows ``test``."""
@@ -578,6 +585,11 @@ class _WeightedFolds:
         weights, mean = _unit_mean_weights(self.weights if counts is None
                                            else self.weights * counts)
         return self._place(weights), mean
+
+    @staticmethod
+    def long_rows():
+        """None: the rows' lengths are not looked for where the client does not hold X."""
+        return None
 
     def datafits(self, problems, n_classes, fit_intercept):
         weights, mean = self._weights()

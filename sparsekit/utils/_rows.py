@@ -7,9 +7,16 @@ from .._cython._gram_kernels import column_stats_csr, row_sq_norms_csr
 
 def row_sq_norms(X):
     """‖xᵢ‖² of every row of NumPy or SciPy sparse ``X``, in float64 (the squares too: a
-    float32 X's may underflow), without a temporary of X's size."""
+    float32 X's may underflow), without a temporary of X's size (a CSC X's: its entries'
+    squares, rather than a CSR copy)."""
     if not sp.issparse(X):
         return np.einsum("ij,ij->i", X, X, dtype=np.float64)
+    if not X.has_canonical_format:       # an entry stored twice counts as their sum
+        X = X.tocsr(copy=True)
+        X.sum_duplicates()
+    if X.format == "csc":
+        return np.bincount(X.indices, weights=np.square(X.data, dtype=np.float64),
+                           minlength=X.shape[0])
     X = X.tocsr()
     data = X.data if X.data.dtype in (np.float32, np.float64) else X.data.astype(np.float64)
     sq = np.empty(X.shape[0])
