@@ -436,6 +436,13 @@ def test_float32_input():
         c32 = SparsemaxClassifier(alpha=1e-2).fit(X.astype(np.float32), y)
     np.testing.assert_allclose(c32.coef_, c64.coef_, atol=1e-3)
     assert c32.predict_proba(X.astype(np.float32)).dtype == np.float32
+    # a model and X of different dtypes score in the wider one, as scikit-learn's models do
+    for given in (X.astype(np.float32), sp.csr_matrix(X, dtype=np.float32),
+                  sp.csc_matrix(X, dtype=np.float32)):
+        scores = c64.decision_function(given)
+        assert scores.dtype == c64.predict_proba(given).dtype == np.float64
+        np.testing.assert_allclose(scores, given @ c64.coef_.T + c64.intercept_, rtol=1e-12)
+    assert c32.decision_function(X).dtype == np.float64
 
 
 def test_multilabel_targets_uniform_and_empty_rows_dropped():

@@ -887,7 +887,8 @@ class SparsemaxClassifier(SparsekitClassifier):
         Returns
         -------
         scores : ndarray of shape (n_samples, n_classes) or (n_samples,)
-            In the dtype of X (float32 input is scored in float32).
+            In the wider of X's and ``coef_``'s dtypes, as in scikit-learn (float32 only
+            when both are).
         """
         check_is_fitted(self)
         scores = self._scores(X)
@@ -913,15 +914,16 @@ class SparsemaxClassifier(SparsekitClassifier):
             scores = device_product(to_device(X), self.coef_, self.intercept_)
             return scores if keep_on_device else scores.get()
         coef = self.coef_
+        dtype = np.result_type(X.dtype, coef.dtype)   # a float64 model scores in float64
         if sp.issparse(X) and X.shape[1] > X.nnz:
             # coef_ is copied transposed for the product, which on X wider than its entries
             # (hashed features, a few rows) costs more than the product: X's used columns only
             used = UsedColumns(X)
             X, coef = used.take(X), used.restrict(coef)
         if sp.issparse(X) and X.format == "csr":
-            return csr_scores(X, coef.T, self.intercept_).astype(X.dtype, copy=False)
-        coef = coef.astype(X.dtype, copy=False)
-        return np.asarray(X @ coef.T) + self.intercept_.astype(X.dtype)
+            return csr_scores(X, coef.T, self.intercept_).astype(dtype, copy=False)
+        coef = coef.astype(dtype, copy=False)
+        return np.asarray(X @ coef.T) + self.intercept_.astype(dtype)
 
     @block_predictions
     def predict_proba(self, X):
