@@ -56,7 +56,8 @@ def test_row_statistics_of_other_sparse_forms():
     for given in (duplicated, duplicated.tocsr()):  # each row's entries summed: 1 + 2, -3 + 4
         np.testing.assert_array_equal(row_sq_norms(given), [9.0, 0.0, 1.0, 0.0])
     for data in (np.array([[0, 3], [1, 0]]), np.array([[False, True], [True, True]])):
-        for given in (sp.csr_matrix(data), sp.csr_array(data), sp.csc_matrix(data)):
+        for given in (sp.csr_matrix(data), sp.csr_array(data), sp.csc_matrix(data),
+                      sp.lil_matrix(data)):
             np.testing.assert_array_equal(row_sq_norms(given), (data.astype(float) ** 2).sum(1))
             np.testing.assert_array_equal(weighted_column_stats(given)[1],
                                           (data != 0).sum(0))

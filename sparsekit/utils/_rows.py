@@ -11,13 +11,13 @@ def row_sq_norms(X):
     squares, rather than a CSR copy)."""
     if not sp.issparse(X):
         return np.einsum("ij,ij->i", X, X, dtype=np.float64)
-    if not X.has_canonical_format:       # an entry stored twice counts as their sum
-        X = X.tocsr(copy=True)
-        X.sum_duplicates()
-    if X.format == "csc":
+    if X.format == "csc" and X.has_canonical_format:
         return np.bincount(X.indices, weights=np.square(X.data, dtype=np.float64),
                            minlength=X.shape[0])
     X = X.tocsr()
+    if not X.has_canonical_format:       # an entry stored twice counts as their sum
+        X = X.copy()
+        X.sum_duplicates()
     data = X.data if X.data.dtype in (np.float32, np.float64) else X.data.astype(np.float64)
     sq = np.empty(X.shape[0])
     row_sq_norms_csr(np.ascontiguousarray(data), np.ascontiguousarray(X.indptr), sq)
