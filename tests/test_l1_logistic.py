@@ -907,6 +907,40 @@ def test_a_fit_that_long_rows_hold_back_names_them():
                                               np.delete(y, [65, 70, 131]))
 
 
+def test_a_stalled_solve_on_long_rows_names_them_in_place_of_the_tol_advice():
+    """The two kinds of failure, one solve each, with and without long rows: the rows'
+    advice replaces the stall's (tol below the rounding of a column of large entries) and
+    precedes max_iter's."""
+    from scipy.optimize import OptimizeResult
+    from sparsekit.linear_model._l1_logistic import _warn_not_converged
+    results = [OptimizeResult(status=1, nit=500, optimality=0.5),
+               OptimizeResult(status=2, nit=60, optimality=0.25)]
+    X = np.ones((20, 2))
+    X[3] *= 1e6
+
+    def messages(rows):
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            _warn_not_converged(["C=1", "C=2"], [0, 1], results, 1e-8, noun="values of C",
+                                rows=rows)
+        return [str(w.message) for w in caught]
+    at_max_iter, stalled = messages(lambda: long_rows(X))
+    named = "X[3] is 1.0e+06 times as long as X's median row: "
+    assert at_max_iter.startswith("OBA did not converge for 1 of 2 values of C (C=1) in 500 ")
+    assert ("1.00e-08); " + named) in at_max_iter
+    assert at_max_iter.endswith("(sklearn.preprocessing.Normalizer), or increase max_iter "
+                                "several times over (such fits take hundreds to thousands "
+                                "of iterations, some never converge).")
+    assert stalled.startswith("OBA stopped for 1 of 2 values of C (C=2) at iteration 60: ")
+    assert ("improved: " + named) in stalled and "zip codes" not in stalled
+    assert stalled.endswith("(sklearn.preprocessing.Normalizer); more iterations will not "
+                            "help.")
+    for rows in (None, lambda: long_rows(np.ones((20, 2)))):
+        at_max_iter, stalled = messages(rows)
+        assert at_max_iter.endswith("1.00e-08); increase max_iter.")
+        assert stalled.endswith("StandardScaler) or raise tol, more iterations will not help.")
+
+
 def test_no_gap_warning_where_tol_exceeds_the_penalty_weight():
     """scikit-learn's test_consistency_path problem at tol 1e-5: F within 2e-10 of its
     minimum, and a gap of up to 73% of F, because tol (1e-5) lets the optimality conditions
