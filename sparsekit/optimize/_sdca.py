@@ -142,6 +142,9 @@ def minimize_sdca(datafit, x0, *, tol, max_iter, rng, callback=None):
     nfev = 0
     order = np.arange(n, dtype=np.int64)
     for it in range(1, max_iter + 1):
+        # the last epoch's iterate and gradient are not needed past here: each is as large
+        # as the model, and held while the next are made they would be two more such arrays
+        theta = grad = None
         shuffle(order, int(rng.integers(2 ** 63)))
         change = epoch(order)
         theta = datafit.to_solver(W, b + wb if fit_intercept else b)
