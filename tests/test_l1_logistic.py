@@ -939,7 +939,7 @@ def test_a_stalled_solve_on_long_rows_names_them_in_place_of_the_tol_advice():
     for rows in (None, lambda: long_rows(np.ones((20, 2)))):
         at_max_iter, stalled = messages(rows)
         assert at_max_iter.endswith("1.00e-08); increase max_iter.")
-        assert stalled.endswith("StandardScaler) or raise tol, more iterations will not help.")
+        assert stalled.endswith("StandardScaler) or raise tol; more iterations will not help.")
 
 
 def test_no_gap_warning_where_tol_exceeds_the_penalty_weight():

@@ -246,6 +246,12 @@ def max_iter_advice(found):
             "thousands of iterations, some never converge)")
 
 
+def stall_advice(found):
+    """What a warning of a stalled solve advises: :func:`long_rows`' ``found``, when not
+    None, else :data:`STALLED`."""
+    return STALLED if found is None else found
+
+
 def _warn_not_converged(names, which, results, tol, noun="classes", rows=None):
     """ConvergenceWarnings for the solves ``which`` (of ``results``, named ``names``) that
     stopped at max_iter, and for those that stalled (status 2): how many
@@ -260,11 +266,11 @@ def _warn_not_converged(names, which, results, tol, noun="classes", rows=None):
         opt = _upto(part, max(results[k].optimality for k in part), ".2e")
         problems = _problems(names, part, noun=noun)
         if part is stalled:
-            advice = f"{STALLED}," if found is None else f"{found};"
             warnings.warn(f"OBA stopped for {problems} at iteration {nit}: in its last "
                           f"{STALL_ITERATIONS} iterations neither its objective nor its "
-                          f"optimality ({opt} > tol {tol:.2e}) improved: {advice} more "
-                          "iterations will not help.", ConvergenceWarning)
+                          f"optimality ({opt} > tol {tol:.2e}) improved: "
+                          f"{stall_advice(found)}; more iterations will not help.",
+                          ConvergenceWarning)
         else:
             warnings.warn(f"OBA did not converge for {problems} in {nit} iterations "
                           f"(optimality {opt} > tol {tol:.2e}); {max_iter_advice(found)}.",

@@ -20,13 +20,13 @@ from sparsekit.gpu._cupy import require_cupy
 from sparsekit.linear_model._base import unchanged_on_error
 from sparsekit.linear_model._dask_input import DaskRows, is_dask_collection
 from sparsekit.linear_model._device_input import device_product, fit_device
-from sparsekit.linear_model._l1_logistic import (STALLED, L1LogisticOBA, _binary_block,
-                                                 _C_values, _check_fit_data, _dask_layouts,
+from sparsekit.linear_model._l1_logistic import (L1LogisticOBA, _binary_block, _C_values,
+                                                 _check_fit_data, _dask_layouts,
                                                  _device_block, _layouts, _partition_block,
                                                  _multinomial_block, _path_coef,
                                                  _smallest_active_C, _unit_mean_weights,
                                                  _warm_path, device_layout, long_rows,
-                                                 max_iter_advice)
+                                                 max_iter_advice, stall_advice)
 from sparsekit.linear_model._routing import CVRoutingMixin
 from sparsekit.utils._columns import UsedColumns
 from sparsekit.utils._validation import check_dense_size
@@ -296,9 +296,8 @@ class L1LogisticOBACV(CVRoutingMixin, L1LogisticOBA):
                           f"{failed[0]} of the {solves} solves of the folds' paths; "
                           f"{max_iter_advice(found)}.", ConvergenceWarning)
         if failed[1]:
-            advice = STALLED if found is None else found
             warnings.warn(f"OBA stalled in {failed[1]} of the {solves} solves of the folds' "
-                          f"paths: {advice}.", ConvergenceWarning)
+                          f"paths: {stall_advice(found)}.", ConvergenceWarning)
         scores = np.empty(n_iter.shape)
         for f, (_, test) in enumerate(folds):
             points = list(np.ndindex(scores.shape[1:]))
