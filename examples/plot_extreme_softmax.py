@@ -71,8 +71,9 @@ fig.tight_layout()
 # 16 times the one-example rate. The shared row takes the batch's 16 updates at once: the
 # sparse features of different rows rarely meet, but a feature every example has, the
 # intercept, moves 16 times as far there, and that rate is too large for it. Without an
-# intercept, this rate overshoots in the first epochs: those fits warn that they diverged,
-# and the weights they return are scaled back (``shrink_``).
+# intercept, this rate overshoots in the first epochs: those fits warn that their training
+# NLL ended above where it started, and the weights they return are scaled back
+# (``shrink_``).
 for intercept in (False, True):
     for shared in (False, True):
         model = ExtremeSoftmaxSGD("ove", learning_rate=16 * best_rate["ove"], batch_size=16,

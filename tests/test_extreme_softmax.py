@@ -739,6 +739,25 @@ def test_a_divergence_at_the_auto_rate_on_rows_of_similar_norms_blames_the_step(
         ExtremeSoftmaxSGD(n_epochs=3, random_state=0).fit(X, y)
 
 
+def test_a_small_rise_on_labels_x_barely_predicts_is_not_called_a_divergence(monkeypatch):
+    """Random labels: the default epochs end 2.5% above the starting NLL (the steps' noise
+    outweighs the signal), told as such, with the advice of a divergence; a rise of more
+    than SMALL_RISE (10%) of the start is a divergence."""
+    rng = np.random.default_rng(2)
+    X, y = rng.standard_normal((300, 10)), rng.integers(0, 2, 300)
+    with pytest.warns(ConvergenceWarning) as record:
+        est = ExtremeSoftmaxSGD(random_state=2).fit(X, y)
+    said = str(record[0].message)
+    assert said.startswith("ExtremeSoftmaxSGD(method='sampled_softmax') ended its epochs "
+                           "above the training NLL it started from, 0.6931 to 0.71")
+    assert f"(the weights fit returns are scaled by shrink_={est.shrink_:.3g})" in said
+    assert "diverged" not in said and "Lower learning_rate" in said
+    monkeypatch.setattr(est_module, "SMALL_RISE", 0.0)
+    with pytest.warns(ConvergenceWarning, match=r"\) diverged: its training NLL rose from "
+                                                r"0.6931 to 0.71"):
+        ExtremeSoftmaxSGD(random_state=2).fit(X, y)
+
+
 def test_a_divergence_at_a_given_rate_on_unit_rows_blames_the_rate(data):
     """Rows of squared norms up to 1 and no row much longer than the median: a given
     ``learning_rate`` too large for them is what to change, not X's scale (the warning
@@ -768,7 +787,7 @@ def test_the_divergence_check_is_not_fooled_by_a_few_rows(monkeypatch, seed, n_e
         est.fit(X, y)
     assert log_loss(y, est.predict_proba(X)) < np.log(3)          # the uniform start
     monkeypatch.setattr(est_module, "DIVERGENCE_SCORES", 0)     # 16 rows, as before
-    with pytest.warns(ConvergenceWarning, match="diverged"):
+    with pytest.warns(ConvergenceWarning, match="diverged|above the training NLL it started"):
         est.fit(X, y)
 
 
@@ -2161,15 +2180,16 @@ def test_columns_in_other_units_warm_start_and_callbacks_see_the_coefficients():
 @pytest.mark.parametrize("case", ["alpha", "n_weights"])
 def test_columns_in_other_units_warn_where_the_passes_keep_X(case):
     """Where the passes run on X as given (a ridge on the coefficients, hashed weights),
-    the fit warns, naming the column; the divergence that follows says the same (it said
-    that rescaling X would not change it and to lower the step, 1e-18 here)."""
+    the fit warns, naming the column; the rise of the training NLL that follows says the
+    same (it said that rescaling X would not change it and to lower the step, 1e-18 here)."""
     import pandas as pd
     X, y = _mixed_units(200)
     X = pd.DataFrame(X, columns=[f"f{j}" for j in range(6)] + ["timestamp", "tiny"])
     with pytest.warns(UserWarning, match=r"column 'timestamp'.* With (alpha > 0|n_weights)"
                                          r".*StandardScaler"):
-        with pytest.warns(ConvergenceWarning, match=r"diverged: .*ran on X as given, whose "
-                                                    r"column 'timestamp' is in other units.*"
+        with pytest.warns(ConvergenceWarning, match=r"above the training NLL it started "
+                                                    r"from, .*ran on X as given, whose column "
+                                                    r"'timestamp' is in other units.*"
                                                     r"StandardScaler"):
             ExtremeSoftmaxSGD(random_state=0, **{"alpha": {"alpha": 1e-3},
                                                  "n_weights": {"n_weights": 64}}[case]).fit(X, y)
