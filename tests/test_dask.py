@@ -699,6 +699,36 @@ def _far_from_zero(n=1200, seed=0):
     return X, y
 
 
+def test_a_fit_of_dask_partitions_that_long_rows_hold_back_names_them(client):
+    """As in memory: a solve that stops at max_iter on rows of very different lengths names
+    the long rows by their index in X (their lengths computed on the workers), in a fit, a
+    path and a cross-validation, of dense or CSR partitions; rows of weight 0 are not
+    named."""
+    from test_l1_logistic import _long_rows
+
+    X, y = _long_rows()
+    dense, csr = da.from_array(X, chunks=(70, -1)), _sparse_dask(X, 70)
+    named = "; X[65], X[70] and X[131] are up to "
+    for fit in (lambda: l1_logistic_path(csr, y, Cs=[0.15], max_iter=10),
+                lambda: L1LogisticOBACV(Cs=[0.15], cv=2, max_iter=10).fit(dense, y)):
+        with pytest.warns(ConvergenceWarning) as record:
+            fit()
+        assert any(named in str(w.message) for w in record)
+    with pytest.warns(ConvergenceWarning) as record:
+        L1LogisticOBA(C=0.15, max_iter=10).fit(X, y)
+    with pytest.warns(ConvergenceWarning) as on_dask:
+        L1LogisticOBA(C=0.15, max_iter=10).fit(dense, y)
+    # the same advice (the optimality reached may differ: the partitions' sums round otherwise)
+    advice = [str(w[0].message).split(");", 1)[1] for w in (record, on_dask)]
+    assert advice[0] == advice[1] and advice[0].startswith(named[1:])
+    weights = np.ones(len(y))
+    weights[70] = 0.0
+    with pytest.warns(ConvergenceWarning) as record:
+        L1LogisticOBA(C=0.15, max_iter=10).fit(csr, y, sample_weight=da.from_array(weights,
+                                                                                   chunks=70))
+    assert "; X[65] and X[131] are up to " in str(record[0].message)
+
+
 @pytest.mark.parametrize("layout", ["dense", "sparse"])
 @pytest.mark.parametrize("multiclass", ["ovr", "multinomial"])
 def test_dask_partitions_center_columns_far_from_zero_as_in_memory(client, multiclass,

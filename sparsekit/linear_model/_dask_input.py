@@ -15,7 +15,7 @@ from sparsekit.losses._dask_datafit import (DaskDatafit, each_partition, finishe
                                            kept_weights, on_threads, shared_argument,
                                            thread_layout)
 from sparsekit.utils._centering import center_stride, column_moments, far_shifts
-from sparsekit.utils._rows import weighted_scale_sums
+from sparsekit.utils._rows import row_sq_norms, weighted_scale_sums
 from sparsekit.utils._validation import check_entry_magnitude, check_column_kinds
 
 
@@ -211,6 +211,13 @@ def _block_margins(X, rows, coef, intercept):
     return scores.astype(np.float64, copy=False) + intercept
 
 
+def _weighted_row_sq_norms(X, sample_weight):
+    squares = row_sq_norms(X)
+    if sample_weight is not None:
+        squares[np.asarray(sample_weight) == 0] = 0.0
+    return squares
+
+
 def _codes(y, classes):
     return np.searchsorted(classes, np.asarray(y).ravel())
 
@@ -332,6 +339,13 @@ class DaskRows:
         partitions' ``weights`` (futures)."""
         weights = self.sample_weight if weights is None else weights
         return np.sum(self.map(weighted_scale_sums, self.X, weights), axis=0)
+
+    def row_sq_norms(self, weights=None):
+        """‖xᵢ‖² of every row of X (float64), 0 for the rows of weight 0 in ``weights``
+        (futures; None: the sample weights), computed where the partitions are and gathered
+        in the rows' order."""
+        weights = self.sample_weight if weights is None else weights
+        return np.concatenate(self.map(_weighted_row_sq_norms, self.X, weights))
 
     def class_totals(self, classes):
         """The total sample weight of each class."""

@@ -585,11 +585,6 @@ class _WeightedFolds:
                                            else self.weights * counts)
         return self._place(weights), mean
 
-    @staticmethod
-    def long_rows():
-        """None: the rows' lengths are not looked for where the client does not hold X."""
-        return None
-
     def datafits(self, problems, n_classes, fit_intercept):
         weights, mean = self._weights()
         return (self._datafit(pos, weights, fit_intercept) for pos in problems), mean
@@ -642,6 +637,10 @@ class _DaskFolds(_WeightedFolds):
 
     def _place(self, weights):
         return self.data.split(weights)
+
+    def long_rows(self):
+        """:func:`~sparsekit.linear_model._l1_logistic.long_rows` of X's partitions."""
+        return long_rows(self.data, self.data.split(self.weights))
 
     def _datafit(self, pos, weights, fit_intercept):
         """The datafit of problem ``pos`` (None: multinomial) over the partitions, with the
@@ -704,6 +703,11 @@ class _DeviceFolds(_WeightedFolds):
     @staticmethod
     def _place(weights):
         return weights
+
+    @staticmethod
+    def long_rows():
+        """None: the rows' lengths are not looked for on the device."""
+        return None
 
     def _datafit(self, pos, weights, fit_intercept):
         return _device_block(self.classes.size, fit_intercept, self.X, self.codes, weights,
