@@ -5,7 +5,7 @@ import pickle
 import numpy as np
 import pytest
 import scipy.sparse as sp
-from sklearn.exceptions import DataConversionWarning
+from sklearn.exceptions import ConvergenceWarning, DataConversionWarning
 
 from _gpu import on_device
 from sparsekit import L1LogisticOBA
@@ -293,6 +293,37 @@ def test_l1_logistic_oba_float32_on_the_gpu(cupy_backend):
     assert gpu.coef_.dtype == np.float32
     np.testing.assert_allclose(gpu.coef_, cpu.coef_, rtol=1e-4, atol=1e-4)
     assert gpu.decision_function(cp.asarray(X)).dtype == np.float32
+
+
+@pytest.mark.filterwarnings("ignore:overflow encountered in exp")   # the stand-in's NumPy
+@pytest.mark.parametrize("sparse", [False, True])
+def test_a_device_fit_that_long_rows_hold_back_names_them(cupy_backend, sparse):
+    """As on the CPU: a solve that stops at max_iter on rows of very different lengths
+    names the long rows (their lengths computed on the device, float32 squares summed in
+    float64), in a fit, a path and a cross-validation; rows of weight 0 are not named."""
+    from sparsekit import L1LogisticOBACV, l1_logistic_path
+    from sparsekit.linear_model._device_input import device_row_sq_norms
+    from test_l1_logistic import _long_rows
+
+    cp = cupy_backend
+    X, y = _long_rows()
+    Xd = _device(cp, X, sparse)
+    named = "; X[65], X[70] and X[131] are up to "
+    for fit in (lambda: L1LogisticOBA(C=0.15, max_iter=10, device="cuda").fit(Xd, y),
+                lambda: l1_logistic_path(Xd, y, Cs=[0.15], max_iter=10, device="cuda"),
+                lambda: L1LogisticOBACV(Cs=[0.15], cv=2, max_iter=10,
+                                        device="cuda").fit(Xd, y)):
+        with pytest.warns(ConvergenceWarning) as record:
+            fit()
+        assert any(named in str(w.message) for w in record)
+    weights = np.ones(len(y))
+    weights[70] = 0.0
+    with pytest.warns(ConvergenceWarning) as record:
+        L1LogisticOBA(C=0.15, max_iter=10, device="cuda").fit(Xd, y, sample_weight=weights)
+    assert "; X[65] and X[131] are up to " in str(record[0].message)
+    big = np.array([[3e20, 4e20], [1.0, 0.0]], dtype=np.float32)   # squares past float32's
+    np.testing.assert_allclose(device_row_sq_norms(_device(cp, big, sparse)), [2.5e41, 1.0],
+                               rtol=1e-6)
 
 
 def test_l1_logistic_oba_device_input_errors(cupy_backend):

@@ -88,6 +88,15 @@ def host_targets(X, y, sample_weight, multi_output=False):
                                    dtype=np.float64, ensure_non_negative=True)
 
 
+def device_row_sq_norms(X):
+    """‖xᵢ‖² of every row of a CuPy array or cupyx sparse matrix X, summed in float64 on
+    the device, on the host."""
+    cp = require_cupy()
+    X = X.astype(cp.float64)                 # a float32 entry's square may overflow
+    squares = X.multiply(X) if hasattr(X, "tocsr") else X * X
+    return cp.asnumpy(cp.asarray(squares.sum(axis=1))).ravel()
+
+
 def device_scores(X, coef, intercept):
     """X coefᵀ + intercept on X's device, in float32 only when both X and coef are (X as a
     user gave it: validated here)."""

@@ -34,7 +34,8 @@ from sparsekit.optimize._result import STOPPED_BY_CALLBACK
 from sparsekit.linear_model._dask_input import DaskRows, block_predictions, is_dask_collection
 from sparsekit.gpu._cupy import on_current_device, require_cupy
 from sparsekit.utils._scores import linear_scores
-from sparsekit.linear_model._device_input import (check_device_X, device_scores, fit_device,
+from sparsekit.linear_model._device_input import (check_device_X, device_row_sq_norms,
+                                                  device_scores, fit_device,
                                                   host_targets, to_device)
 from sparsekit.gpu.datafits import DeviceLogistic, DeviceMultinomial, is_device_matrix
 from sparsekit.losses._duality import relative_duality_gap
@@ -209,7 +210,7 @@ ROW_NORM_CAP = 1000.0
 
 
 def long_rows(X, sample_weight=None, shown=3):
-    """Advice for a solve of NumPy or SciPy sparse ``X``, or of the partitions of a
+    """Advice for a solve of NumPy, SciPy sparse or device ``X``, or of the partitions of a
     :class:`DaskRows` (their rows' lengths computed where they are; ``sample_weight``
     futures of theirs, None: X's sample weights), that did not converge when rows of X (of
     nonzero ``sample_weight``) are longer than ROW_NORM_CAP times its median row with an
@@ -217,7 +218,7 @@ def long_rows(X, sample_weight=None, shown=3):
     if isinstance(X, DaskRows):
         norms = np.sqrt(X.row_sq_norms(sample_weight))
     else:
-        norms = np.sqrt(row_sq_norms(X))
+        norms = np.sqrt(device_row_sq_norms(X) if is_device_matrix(X) else row_sq_norms(X))
         if sample_weight is not None:
             norms[np.asarray(sample_weight) == 0] = 0
     stored = norms[norms > 0]
@@ -844,8 +845,7 @@ class L1LogisticOBA(LinearClassifierMixin, SparseCoefMixin, SparsekitClassifier)
                 self._say(f"{name}: tol {self.tol:.2e} left a duality gap above "
                           f"{GAP_WARN:.0%} of F; the solve continued to tol "
                           f"{r.refine_tol:.2e}, lowering F by {r.refined:.2e} of it")
-        rows = (None if on_device                 # not looked for on the device
-                else partial(long_rows, data, weights) if is_dask_collection(X)
+        rows = (partial(long_rows, data, weights) if is_dask_collection(X)
                 else partial(long_rows, X, sample_weight))
         self._warn_unconverged(names, [r for _, _, r in results], self.duality_gap_, rows)
         self._end_fit_task(context, X_in, y, sample_weight)
@@ -1216,8 +1216,7 @@ def l1_logistic_path(X, y, Cs=10, *, pos_class=None, fit_intercept=True, tol=1e-
     failed = [k for k, res in enumerate(results) if not res.success]
     if failed:   # one warning for the path, not one per C
         _warn_not_converged([f"C={C:g}" for C in Cs], failed, results, tol,
-                            noun="values of C", rows=None if on_device
-                            else partial(long_rows, data) if on_dask
+                            noun="values of C", rows=partial(long_rows, data) if on_dask
                             else partial(long_rows, X, sample_weight))
     return columns.expand(coefs), Cs, n_iter
 

@@ -704,10 +704,9 @@ class _DeviceFolds(_WeightedFolds):
     def _place(weights):
         return weights
 
-    @staticmethod
-    def long_rows():
-        """None: the rows' lengths are not looked for on the device."""
-        return None
+    def long_rows(self):
+        """:func:`~sparsekit.linear_model._l1_logistic.long_rows` of X, on the device."""
+        return long_rows(self.rows, self.weights)
 
     def _datafit(self, pos, weights, fit_intercept):
         return _device_block(self.classes.size, fit_intercept, self.X, self.codes, weights,
