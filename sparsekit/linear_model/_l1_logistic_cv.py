@@ -575,8 +575,8 @@ class _WeightedFolds:
 
     Subclasses set ``y``, ``codes``, ``sample_weight``, ``weights``, ``columns``,
     ``splittable``, ``dtype``, ``classes`` and ``refit_input``, and define ``_datafit``,
-    ``_place`` (the weights where the rows are), ``n_jobs`` (the paths at a time) and
-    ``held_out``."""
+    ``_place`` (the weights where the rows are), ``n_jobs`` (the paths at a time),
+    ``held_out`` and ``long_rows``."""
 
     def _weights(self, counts=None):
         """(the solver weights where the rows are, their mean over all the rows), for all
