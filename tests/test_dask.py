@@ -880,12 +880,13 @@ def test_sparsemax_dask_fit_is_the_in_memory_fit(client, solver, layout, n_class
     output there too."""
     from sparsekit.linear_model import _sparsemax
 
-    outputs = []
+    outputs, made = [], []
 
     class Spied(_sparsemax.DaskFenchelYoung):
         def __init__(self, *args, **kwargs):
             super().__init__(*args, **kwargs)
             outputs.append(self.n_classes)
+            made.append(self)
     monkeypatch.setattr(_sparsemax, "DaskFenchelYoung", Spied)
     X, y = _data(n=800, d=20, classes=n_classes, seed=8)
     w = np.random.default_rng(2).uniform(0.5, 2.0, len(y))
@@ -905,6 +906,16 @@ def test_sparsemax_dask_fit_is_the_in_memory_fit(client, solver, layout, n_class
     single = SparsemaxClassifier(alpha=1e-3).fit(da.from_array(X.astype(np.float32),
                                                                chunks=(300, -1)), y)
     assert single.coef_.dtype == np.float32 and single.solver_ == "lbfgs"
+    if solver == "lbfgs":   # the model's weights given to the objective: the same
+        datafit = made[0]
+        datafit.center = None
+        rng = np.random.default_rng(3)
+        theta = datafit.to_solver(rng.normal(size=(20, datafit.n_classes)),
+                                  rng.normal(size=datafit.n_classes))
+        f, g = datafit.value_grad(theta)
+        f_w, g_w = datafit.value_grad(theta, weights=datafit.from_solver(theta)[0].copy())
+        assert f_w == pytest.approx(f, rel=1e-12)
+        np.testing.assert_allclose(g_w, g, rtol=1e-10, atol=1e-14)
 
 
 

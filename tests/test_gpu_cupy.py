@@ -569,7 +569,8 @@ def _classifier_problem(polytope, dtype, rng, n=40, d=6, k=5):
                                               ("at_least_one", 1.0)])
 def test_gpu_classifier_data_term_matches_cpu(cupy_backend, polytope, budget, dtype):
     """``SparsemaxClassifier(device="cuda")``'s data term (weighted loss sum and its
-    gradient in W and b) against the CPU kernel, dense and CSR X, scores far from 0."""
+    gradient in W and b) against the CPU kernel, dense and CSR X, scores far from 0; both
+    write the gradient in W into an ``out`` given."""
     from sparsekit._cython._projections import POLYTOPE_CODES
     from sparsekit.losses._fenchel_young_datafit import cpu_data_term, gpu_data_term
 
@@ -588,6 +589,11 @@ def test_gpu_classifier_data_term_matches_cpu(cupy_backend, polytope, budget, dt
             np.testing.assert_allclose(l_gpu, l_cpu, rtol=tol)
             np.testing.assert_allclose(gW_gpu, gW_cpu, rtol=tol, atol=tol * np.abs(gW_cpu).max())
             np.testing.assert_allclose(gb_gpu, gb_cpu, rtol=tol, atol=tol * np.abs(gb_cpu).max())
+            for term in (cpu, gpu):          # ``out`` receives the gradient in W
+                out = np.empty_like(gW_cpu)
+                assert term(W, b, out=out)[1] is out
+                np.testing.assert_allclose(out, gW_cpu, rtol=tol,
+                                           atol=tol * np.abs(gW_cpu).max())
         if polytope == "simplex":   # W = 0, intercepts far from 0 (exact): shift first
             far = {np.float32: 1e6, np.float64: 1e12}[dtype]
             W = np.zeros((Xd.shape[1], Y.shape[1]), dtype)

@@ -25,7 +25,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from sparsekit.losses._fenchel_young_datafit import (ActiveRows, FenchelYoungLinear,
-                                                      checked_scale)
+                                                      checked_scale, written)
 from sparsekit.losses._logistic_datafit import _ExplicitHessian
 from sparsekit.metrics._thresholds import (PositiveEntries, merged_entries, row_slices,
                                            summed_histogram, threshold_search)
@@ -484,10 +484,10 @@ class DaskFenchelYoung(FenchelYoungLinear):
         self.center = X_sum * self.scale if center else None
         self._data_term = self._summed_data_term
 
-    def _summed_data_term(self, W, b):
+    def _summed_data_term(self, W, b, out=None):
         loss, gW, gb = summed(self._client, self._groups, "__call__", np.asarray(W),
                               np.asarray(b))
-        return float(loss), gW, gb
+        return float(loss), written(gW, out), gb
 
     def hessp_at(self, theta):
         """``(v -> H v, n_active)`` with each partition's active rows kept on its worker:

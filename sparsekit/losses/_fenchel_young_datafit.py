@@ -17,6 +17,7 @@ problem on ``X / r``, whose gradients and Hessians do not depend on the units of
 """
 import numpy as np
 import scipy.sparse as sp
+from scipy.linalg.blas import daxpy
 
 from .._cython._projections import POLYTOPE_CODES, jvp_rows, project_rows
 from .._cython._sparsemax_loss import GEMV_MAX_OUTPUTS, loss_grad_csr, loss_grad_dense
@@ -137,31 +138,47 @@ class FenchelYoungLinear:
             b -= self.center @ W
         return W, b
 
-    def value_grad(self, theta):
-        """Objective and gradient at ``theta`` (float64)."""
+    def value_grad(self, theta, weights=None):
+        """Objective and gradient at ``theta`` (float64).
+
+        ``weights``: the model's W at ``theta`` (:meth:`from_solver`'s), when the caller
+        holds it (dual coordinate ascent does); the data term's gradient then lies in the
+        returned gradient's storage, and no other array of the model's size is made.
+        """
         alpha, scale = self.alpha, self.scale
         grad = np.empty_like(theta)
-        # a scaled W lies in grad's storage until its gradient overwrites it: a copy of W
-        # would be one more array of the model's size
-        W, b = self.from_solver(theta, out=grad)
+        size = self.n_features * self.n_classes
+        grad_W = grad[:size].reshape(self.n_features, self.n_classes)
+        if weights is None or self.center is not None:
+            # a scaled W lies in grad's storage until its gradient overwrites it: a copy of
+            # W would be one more array of the model's size
+            W, b = self.from_solver(theta, out=grad)
+            out = None
+        else:
+            W, b = weights, theta[size:].copy() if self.fit_intercept else np.zeros(
+                self.n_classes)
+            out = grad_W if self.dtype == grad.dtype else None
         dtype = self.dtype
         loss, gW, gb = self._data_term(W.astype(dtype, copy=False),
-                                       (b + self.offset).astype(dtype))
+                                       (b + self.offset).astype(dtype), out=out)
         w_flat = W.ravel()
         f = scale * loss + 0.5 * alpha * np.dot(w_flat, w_flat)
         # grad_W = (scale (gW - center gb^T) + alpha W) / r, without full-size temporaries
-        grad_W = grad[: W.size].reshape(W.shape)
-        np.multiply(W, alpha, out=grad_W)
-        gW *= scale
-        grad_W += gW
+        if out is None:
+            np.multiply(W, alpha, out=grad_W)
+            gW *= scale
+            grad_W += gW
+        else:
+            grad_W *= scale
+            daxpy(w_flat, grad[:size], a=alpha)   # grad_W += alpha W, in place
         if self.center is not None:
             grad_W -= np.multiply.outer(self.center, scale * gb)
         if np.any(self.weight_scale != 1.0):
             grad_W /= by_rows(self.weight_scale)
-        grad[W.size:] = scale * gb if self.fit_intercept else 0.0
+        grad[size:] = scale * gb if self.fit_intercept else 0.0
         if self.penalize_intercept and self.fit_intercept:
             f += 0.5 * alpha * np.dot(b, b)
-            grad[W.size:] += alpha * b
+            grad[size:] += alpha * b
         return f, grad
 
     def hessp_at(self, theta):
@@ -275,33 +292,40 @@ def csr_of_dense(X):
 
 
 def cpu_data_term(X, Y, sw, code, budget):
-    """Closure ``(W, b) -> (sum_i sw_i L_i, grad_W, grad_b)`` on the Cython kernel."""
+    """Closure ``(W, b, out=None) -> (sum_i sw_i L_i, grad_W, grad_b)`` on the Cython
+    kernel; ``grad_W`` is written into ``out`` (an array like W) if given, else into a
+    buffer kept between calls."""
     dtype = X.dtype
     yptr = Y.indptr.astype(np.int64)
     yind = Y.indices.astype(np.int64)
     ydat = Y.data.astype(dtype)
     n_classes = Y.shape[1]
-    gW = np.empty((X.shape[1], n_classes), dtype=dtype)
+    kept = []   # the buffer, made on the first call without ``out``
     gb = np.empty(n_classes, dtype=dtype)
     if sp.issparse(X):
         indices, indptr = X.indices, X.indptr
 
-        def data_term(W, b):
-            loss = loss_grad_csr(X.data, indices, indptr, np.ascontiguousarray(W), b, yptr,
-                                 yind, ydat, sw, code, budget, gW, gb)
-            return loss, gW, gb
+        def kernel(W, b, gW):
+            return loss_grad_csr(X.data, indices, indptr, W, b, yptr, yind, ydat, sw, code,
+                                 budget, gW, gb)
     else:
         block = max(16, _BLOCK_BYTES // max(1, X.shape[1] * X.itemsize))
 
-        def data_term(W, b):
-            loss = loss_grad_dense(X, np.ascontiguousarray(W), b, yptr, yind, ydat, sw, code,
-                                   budget, gW, gb, block)
-            return loss, gW, gb
+        def kernel(W, b, gW):
+            return loss_grad_dense(X, W, b, yptr, yind, ydat, sw, code, budget, gW, gb, block)
+
+    def data_term(W, b, out=None):
+        if out is None:
+            if not kept:
+                kept.append(np.empty((X.shape[1], n_classes), dtype=dtype))
+            out = kept[0]
+        return kernel(np.ascontiguousarray(W), b, out), out, gb
     return data_term
 
 
 def gpu_data_term(X, Y, sw, polytope, budget):
-    """CuPy version of :func:`cpu_data_term`: the scores on the device and the losses of
+    """CuPy version of :func:`cpu_data_term` (``out`` gets a copy of the gradient made on
+    the host): the scores on the device and the losses of
     :mod:`sparsekit.gpu.losses` (the fused kernel on the simplex)."""
     from ..gpu import losses as gpu_losses
     from ..gpu._cupy import require_cupy
@@ -314,7 +338,7 @@ def gpu_data_term(X, Y, sw, polytope, budget):
     Yg = cp.asarray(Y.toarray(), dtype=X.dtype)
     swg = cp.asarray(sw)
 
-    def data_term(W, b):
+    def data_term(W, b, out=None):
         S = Xg @ cp.asarray(W) + cp.asarray(b)
         if polytope == "simplex":
             losses, G = gpu_losses.sparsemax_loss_and_grad(S, Yg)
@@ -323,9 +347,17 @@ def gpu_data_term(X, Y, sw, polytope, budget):
             losses, G = gpu_losses.fenchel_young_loss_and_grad(S, Yg, polytope, **params)
         G *= swg[:, None]
         loss = float(cp.sum(swg.astype(cp.float64) * losses))
-        return loss, cp.asnumpy(Xg.T @ G), cp.asnumpy(G.sum(axis=0))
+        return loss, written(cp.asnumpy(Xg.T @ G), out), cp.asnumpy(G.sum(axis=0))
 
     return data_term
+
+
+def written(a, out):
+    """``a``, or ``out`` holding it (a data term's ``out``)."""
+    if out is None:
+        return a
+    out[...] = a
+    return out
 
 
 class ActiveRows:

@@ -68,8 +68,8 @@ def minimize_sdca(datafit, x0, *, tol, max_iter, rng, callback=None):
     datafit : FenchelYoungLinear
         Uncentered (``center=False``), with ``alpha > 0``; its ``X``, ``Y``, ``sw``,
         ``code``, ``budget``, ``offset``, ``fit_intercept``, ``penalize_intercept`` and
-        ``weight_scale`` define the dual, its ``value_grad`` the primal objective that is
-        monitored.
+        ``weight_scale`` define the dual, its ``value_grad`` (given the iterate's weights
+        too, which the dual holds) the primal objective that is monitored.
     x0 : ndarray
         Primal start in the datafit's solver variable (``to_solver(W, b)``; the iterates
         and the tested gradient are in it too); a nonzero start is warm: the duals start
@@ -162,7 +162,7 @@ def minimize_sdca(datafit, x0, *, tol, max_iter, rng, callback=None):
                or it >= checked + -(-checked // CHECK_GAP))
         fields = {}
         if due or stalled or it == max_iter:
-            f, grad = objective(theta)
+            f, grad = objective(theta, W)
             nfev += 1
             checked, gmax, change_checked = it, _max_abs(grad), change
             fields = {"fun": f, "jac": grad}
@@ -182,7 +182,7 @@ def minimize_sdca(datafit, x0, *, tol, max_iter, rng, callback=None):
             status = 7 if gmax <= np.sqrt(resolution) * gmax_first else 8
             break
     if checked != it:   # stopped by the callback after an epoch without an evaluation
-        f, grad = objective(theta)
+        f, grad = objective(theta, W)
         nfev += 1
     return OptimizeResult(x=theta, fun=f, jac=grad, nit=it, nfev=nfev, status=status,
                           success=status in (0, 7), message=MESSAGES[status])
