@@ -155,9 +155,9 @@ class FenchelYoungLinear:
             W, b = self.from_solver(theta, out=grad)
             out = None
         else:
-            W, b = weights, theta[size:].copy() if self.fit_intercept else np.zeros(
-                self.n_classes)
-            out = grad_W if self.dtype == grad.dtype else None
+            W = weights
+            b = theta[size:].copy() if self.fit_intercept else np.zeros(self.n_classes)
+            out = grad_W if self.dtype == grad.dtype else None   # float32 X: its own
         dtype = self.dtype
         loss, gW, gb = self._data_term(W.astype(dtype, copy=False),
                                        (b + self.offset).astype(dtype), out=out)
