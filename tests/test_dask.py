@@ -869,6 +869,24 @@ def test_partial_fit_streams_the_blocks_of_a_dask_collection(client):
         ExtremeSoftmaxSGD().partial_fit(Xd, y[:500], classes=np.arange(4))
 
 
+def test_sparsemax_on_dask_takes_newton_cg_where_lbfgs_would_not_fit(client, monkeypatch):
+    """The solver's arrays are held where the fit is driven: on dask arrays too, auto runs
+    Newton-CG where L-BFGS's would not fit in memory, and a named solver is refused before
+    any work on the cluster."""
+    import sparsekit.linear_model._sparsemax as sparsemax
+
+    X, y = _data(n=400, d=20, classes=4, seed=8)
+    Xd = da.from_array(X, chunks=(100, -1))
+    weights = (20 + 1) * 4 * 8
+    monkeypatch.setattr(sparsemax, "physical_memory", lambda: 20 * weights)
+    spread = SparsemaxClassifier(tol=1e-8).fit(Xd, y)
+    assert spread.solver_ == "newton-cg"
+    local = SparsemaxClassifier(solver="newton-cg", tol=1e-8).fit(X, y)
+    np.testing.assert_allclose(spread.coef_, local.coef_, rtol=1e-6, atol=1e-7)
+    with pytest.raises(ValueError, match="solver='nqn' would hold"):
+        SparsemaxClassifier(solver="nqn").fit(Xd, y)
+
+
 @pytest.mark.parametrize("solver", ["lbfgs", "nqn", "newton-cg"])
 @pytest.mark.parametrize("layout", ["dense", "sparse"])
 @pytest.mark.parametrize("n_classes", [4, 2])

@@ -1472,6 +1472,71 @@ def test_a_dense_coef_larger_than_half_the_memory_is_refused_before_the_fit(monk
     assert clf.fit(X, y).coef_.shape == (3, 5000)
 
 
+def test_auto_takes_newton_cg_where_lbfgs_would_not_fit_in_memory(monkeypatch):
+    """A dense X (L-BFGS's) whose solver arrays would exceed the machine's memory: auto
+    runs Newton-CG, whose arrays fit, and gives its model; with room, L-BFGS."""
+    from sklearn.datasets import load_digits
+
+    import sparsekit.linear_model._sparsemax as sparsemax
+    X, y = load_digits(return_X_y=True)
+    weights = (64 + 1) * 10 * 8
+    monkeypatch.setattr(sparsemax, "physical_memory", lambda: 20 * weights)
+    clf = SparsemaxClassifier().fit(X, y)
+    assert clf.solver_ == "newton-cg"
+    newton = SparsemaxClassifier(solver="newton-cg").fit(X, y)
+    np.testing.assert_array_equal(clf.coef_, newton.coef_)
+    monkeypatch.setattr(sparsemax, "physical_memory",
+                        lambda: sparsemax.SOLVER_ARRAYS["lbfgs"] * weights)
+    assert SparsemaxClassifier().fit(X, y).solver_ == "lbfgs"
+
+
+@pytest.mark.parametrize("params, remedy", [
+    ({"solver": "lbfgs"}, r"use solver='newton-cg' \(about 14 such arrays\) or "
+                          r"solver='sdca' \(about 5 such arrays\), or hash"),
+    ({"solver": "nqn"}, r"use solver='newton-cg' .* or solver='sdca' .*, or hash"),
+    ({"positive": True}, r"hash the features"),           # auto: bounds, L-BFGS only
+    ({"solver": "sdca", "alpha": 0.1}, r"hash the features"),   # none fits
+])
+def test_a_solver_that_would_not_fit_in_memory_is_refused_before_the_fit(monkeypatch,
+                                                                        params, remedy):
+    """A solver whose arrays would exceed the machine's memory (the OS would kill the
+    process during the fit) is refused at the start, naming what it would hold and the
+    solvers that fit; the estimator stays unfitted."""
+    import sparsekit.linear_model._sparsemax as sparsemax
+    rng = np.random.default_rng(0)
+    X, y = rng.normal(size=(60, 8)), np.arange(60) % 3
+    weights = (8 + 1) * 3 * 8
+    memory = (20 if params.get("solver") != "sdca" else 4) * weights
+    monkeypatch.setattr(sparsemax, "physical_memory", lambda: memory)
+    clf = SparsemaxClassifier(**params)
+    with pytest.raises(ValueError, match=r"SparsemaxClassifier with solver='\w+' would hold "
+                                         r"about 0.0 GiB during the fit, about \d+ arrays of "
+                                         r"its 0 MiB of weights, more than this machine's "
+                                         r"0.0 GiB: " + remedy):
+        clf.fit(X, y)
+    assert not hasattr(clf, "coef_")
+
+
+@pytest.mark.parametrize("solver", ["sdca", "newton-cg", "lbfgs", "nqn"])
+def test_each_solver_holds_at_most_its_counted_arrays(solver):
+    """The peak a fit allocates, on a model far larger than X, stays within the arrays of
+    the weights' size that the check before a fit counts for its solver, and the count is
+    not far above it."""
+    from _memory import peak_allocated
+
+    import sparsekit.linear_model._sparsemax as sparsemax
+    X = sp.random(500, 8000, density=0.0025, format="csr", random_state=0)
+    X = sp.csr_matrix(X[:, np.flatnonzero(X.getnnz(axis=0))])
+    y = np.arange(500) % 10
+    clf = SparsemaxClassifier(solver=solver, alpha=1e-3, max_iter=10, random_state=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        _, peak = peak_allocated(lambda: clf.fit(X, y))
+    weights = (X.shape[1] + 1) * 10 * 8
+    assert 0.75 * sparsemax.SOLVER_ARRAYS[solver] < peak / weights \
+        < sparsemax.SOLVER_ARRAYS[solver]       # NQN's history grows with its iterations
+
+
 # --- solver="auto"
 
 

@@ -34,7 +34,8 @@ from ..utils._columns import UsedColumns
 from ..utils._labels import refuse_label_collections
 from ..utils._rows import entry_scales, scale_sums_of, unit_factors, weighted_scale_sums
 from ..utils._validation import (check_dense_size, check_device, check_entry_magnitude,
-                                 check_sparse_structure, check_two_classes, validate_input)
+                                 check_sparse_structure, check_two_classes, physical_memory,
+                                 validate_input)
 from ._base import SparsekitClassifier, unchanged_on_error
 from ._dask_input import DaskRows, block_predictions, is_dask_collection
 
@@ -56,6 +57,12 @@ _POLYTOPES = ("simplex", "budget", "box", "at_most_one", "at_least_one")
 #: with many classes and features, more (the benchmark notes, "SparsemaxClassifier: which
 #: solver")
 AUTO_SDCA_MAX_CONDITION = 20.0
+
+#: how many float64 arrays of the solver variable's size each solver's fit holds at its
+#: peak (coef_ included), rounded up from a measurement on models far larger than X (the
+#: benchmark notes, "SparsemaxClassifier: the memory of each solver"): L-BFGS-B's history
+#: of 10 pairs and its work arrays, NQN's, the Newton-CG's vectors, SDCA's three
+SOLVER_ARRAYS = {"sdca": 5, "newton-cg": 14, "lbfgs": 41, "nqn": 50}
 
 #: ``alpha="scale"`` is this times the (sample-weighted) mean squared norm of X's rows
 ALPHA_SCALE = 5e-5
@@ -97,6 +104,32 @@ def auto_solver(X, alpha, bounded=False, device="cpu", intercept_scale=0.0):
     data = X.data.astype(np.float64, copy=False)
     mean_sq = float(data @ data) / max(X.shape[0], 1) + intercept_scale ** 2
     return "sdca" if mean_sq <= AUTO_SDCA_MAX_CONDITION * alpha * X.shape[0] else "lbfgs"
+
+
+def solver_within_memory(solver, size, auto, bounded):
+    """``solver``, or for ``solver="auto"`` Newton-CG in place of a solver whose arrays of
+    ``size`` float64 numbers (:data:`SOLVER_ARRAYS`) would not fit in this machine's
+    memory; a ValueError, before the fit starts, where neither fits (the process would
+    otherwise be killed for memory, or swap, during the fit)."""
+    memory = physical_memory()
+
+    def need(name):
+        return SOLVER_ARRAYS[name] * 8.0 * size
+
+    if memory is None or need(solver) <= memory:
+        return solver
+    if auto and not bounded and need("newton-cg") <= memory:
+        return "newton-cg"
+    others = [name for name in ("newton-cg", "sdca")
+              if name != solver and need(name) <= memory and not bounded]
+    remedy = " or ".join(f"solver={name!r} (about {SOLVER_ARRAYS[name]} such arrays)"
+                         for name in others)
+    raise ValueError(
+        f"SparsemaxClassifier with solver={solver!r} would hold about "
+        f"{need(solver) / 2**30:.1f} GiB during the fit, about {SOLVER_ARRAYS[solver]} arrays "
+        f"of its {8.0 * size / 2**20:,.0f} MiB of weights, more than this machine's "
+        f"{memory / 2**30:.1f} GiB: " + (f"use {remedy}, or " if remedy else "")
+        + "hash the features to fewer columns (HashingVectorizer's n_features)")
 
 
 def _target_summary(y):
@@ -212,10 +245,12 @@ class SparsemaxClassifier(SparsekitClassifier):
     solver : {"auto", "lbfgs", "newton-cg", "nqn", "sdca"}, default="auto"
         ``"auto"``: ``"sdca"`` for sparse X when the mean squared row norm (with the
         intercept's constant feature, see Notes) is at most ``20 * alpha * n_samples``
-        (no bounds, on the CPU), ``"lbfgs"`` otherwise;
-        ``solver_`` tells which ran. ``"lbfgs"``: :func:`scipy.optimize.minimize` with
-        L-BFGS-B. ``"nqn"``: :func:`sparsekit.optimize.minimize_nqn` with the same bounds.
-        ``"newton-cg"``:
+        (no bounds, on the CPU), ``"lbfgs"`` otherwise, or ``"newton-cg"`` where L-BFGS's
+        arrays would not fit in the machine's memory (about 41 copies of the weights,
+        against Newton-CG's 14 and SDCA's 5; a solver named that would not fit is refused
+        before the fit starts); ``solver_`` tells which ran. ``"lbfgs"``:
+        :func:`scipy.optimize.minimize` with L-BFGS-B. ``"nqn"``:
+        :func:`sparsekit.optimize.minimize_nqn` with the same bounds. ``"newton-cg"``:
         truncated semismooth Newton (no bounds): the loss is piecewise quadratic, and its
         generalized Hessian ``X_A^T diag(sw) J X_A / sum(sw) + alpha I`` only involves the
         rows ``A`` whose projection Jacobian ``J`` is nonzero (report eq. 5,
@@ -517,6 +552,9 @@ class SparsemaxClassifier(SparsekitClassifier):
             weight_scale=(scale if factors is None or solver == "sdca"
                           else scale * problem.used.restrict(factors))))
         datafit.alpha = float(self.alpha_)
+        if self.device == "cpu":   # the solvers' arrays are in this process
+            solver = solver_within_memory(solver, datafit.size, self.solver == "auto",
+                                          self.bounds is not None or self.positive)
         self._solve_and_publish(solver, datafit, problem.columns, *problem.shown, problem.used,
                                 hint=self._units_hint(problem.sums) if solver == "sdca"
                                 else None)
@@ -628,7 +666,10 @@ class SparsemaxClassifier(SparsekitClassifier):
         """``(datafit, converged)``: the :class:`DaskFenchelYoung` of the partitions with
         ``targets``, score ``offset`` and the partitions' solver ``weights`` (None: the
         sample weights), solved and published (see :meth:`_solve_and_publish`)."""
-        solver = self._dask_solver()
+        solver = solver_within_memory(self._dask_solver(),
+                                      (data.n_features + 1) * targets.n_outputs,
+                                      self.solver == "auto",
+                                      self.bounds is not None or self.positive)
         self.__dict__.pop("feature_names_in_", None)
         self.n_features_in_ = data.n_features
         self.alpha_, scale, factors = self._data_scales(data.scale_sums(weights))
