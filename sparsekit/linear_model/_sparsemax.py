@@ -61,7 +61,8 @@ AUTO_SDCA_MAX_CONDITION = 20.0
 #: how many float64 arrays of the solver variable's size each solver's fit holds at its
 #: peak (coef_ included), rounded up from a measurement on models far larger than X (the
 #: benchmark notes, "SparsemaxClassifier: the memory of each solver"): L-BFGS-B's history
-#: of 10 pairs and its work arrays, NQN's, the Newton-CG's vectors, SDCA's three
+#: of 10 pairs and its work arrays, NQN's, the Newton-CG's vectors, SDCA's weights, iterate
+#: and gradient
 SOLVER_ARRAYS = {"sdca": 5, "newton-cg": 14, "lbfgs": 41, "nqn": 50}
 
 #: ``alpha="scale"`` is this times the (sample-weighted) mean squared norm of X's rows
@@ -106,11 +107,12 @@ def auto_solver(X, alpha, bounded=False, device="cpu", intercept_scale=0.0):
     return "sdca" if mean_sq <= AUTO_SDCA_MAX_CONDITION * alpha * X.shape[0] else "lbfgs"
 
 
-def solver_within_memory(solver, size, auto, bounded):
-    """``solver``, or for ``solver="auto"`` Newton-CG in place of a solver whose arrays of
-    ``size`` float64 numbers (:data:`SOLVER_ARRAYS`) would not fit in this machine's
-    memory; a ValueError, before the fit starts, where neither fits (the process would
-    otherwise be killed for memory, or swap, during the fit)."""
+def solver_within_memory(solver, size, auto, alternatives):
+    """``solver``, or for ``solver="auto"`` Newton-CG (if among ``alternatives``, the solvers
+    this fit may run instead) in place of a solver whose arrays of ``size`` float64 numbers
+    (:data:`SOLVER_ARRAYS`) would not fit in this machine's memory; a ValueError, before
+    the fit starts, where neither fits (the process would otherwise be killed for memory,
+    or swap, during the fit), naming the alternatives that fit."""
     memory = physical_memory()
 
     def need(name):
@@ -118,12 +120,10 @@ def solver_within_memory(solver, size, auto, bounded):
 
     if memory is None or need(solver) <= memory:
         return solver
-    if auto and not bounded and need("newton-cg") <= memory:
+    if auto and "newton-cg" in alternatives and need("newton-cg") <= memory:
         return "newton-cg"
-    others = [name for name in ("newton-cg", "sdca")
-              if name != solver and need(name) <= memory and not bounded]
     remedy = " or ".join(f"solver={name!r} (about {SOLVER_ARRAYS[name]} such arrays)"
-                         for name in others)
+                         for name in alternatives if name != solver and need(name) <= memory)
     raise ValueError(
         f"SparsemaxClassifier with solver={solver!r} would hold about "
         f"{need(solver) / 2**30:.1f} GiB during the fit, about {SOLVER_ARRAYS[solver]} arrays "
@@ -552,13 +552,20 @@ class SparsemaxClassifier(SparsekitClassifier):
             weight_scale=(scale if factors is None or solver == "sdca"
                           else scale * problem.used.restrict(factors))))
         datafit.alpha = float(self.alpha_)
-        if self.device == "cpu":   # the solvers' arrays are in this process
-            solver = solver_within_memory(solver, datafit.size, self.solver == "auto",
-                                          self.bounds is not None or self.positive)
+        # the solvers' arrays are in this process's memory, on a GPU too
+        solver = solver_within_memory(solver, datafit.size, self.solver == "auto",
+                                      self._memory_alternatives())
         self._solve_and_publish(solver, datafit, problem.columns, *problem.shown, problem.used,
                                 hint=self._units_hint(problem.sums) if solver == "sdca"
                                 else None)
         self._fit_threshold(X_shown, problem.Y, problem.sw)
+
+    def _memory_alternatives(self, dask=False):
+        """The solvers that may run instead of one whose arrays would not fit in memory
+        (:func:`solver_within_memory`): none with bounds; SDCA in memory on the CPU only."""
+        if self.bounds is not None or self.positive:
+            return ()
+        return ("newton-cg",) if dask or self.device != "cpu" else ("newton-cg", "sdca")
 
     def _units_hint(self, sums):
         """What to do when SDCA does not converge on X whose columns are in different units
@@ -669,7 +676,7 @@ class SparsemaxClassifier(SparsekitClassifier):
         solver = solver_within_memory(self._dask_solver(),
                                       (data.n_features + 1) * targets.n_outputs,
                                       self.solver == "auto",
-                                      self.bounds is not None or self.positive)
+                                      self._memory_alternatives(dask=True))
         self.__dict__.pop("feature_names_in_", None)
         self.n_features_in_ = data.n_features
         self.alpha_, scale, factors = self._data_scales(data.scale_sums(weights))
