@@ -7,7 +7,8 @@ solver variable ((columns + 1) x classes float64 numbers): what each holds besid
 fitted coef_ included. ``max_iter=15``, ``alpha=1e-3``, ``random_state=0``. The counts that
 ``solver="auto"`` and the check before a fit use (``SOLVER_ARRAYS``) are these, rounded up.
 
-Writes section "sparsemax_solver_memory" of doc/benchmarks.md::
+Writes section "sparsemax_solver_memory" of doc/benchmarks.md, or, run with a SciPy before
+1.12 (whose L-BFGS-B held more arrays), "sparsemax_solver_memory_old_scipy"::
 
     python benchmarks/bench_sparsemax_solver_memory.py
 """
@@ -17,6 +18,7 @@ import sys
 import warnings
 
 import numpy as np
+import scipy
 import scipy.sparse as sp
 
 sys.path.insert(0, str(_report.REPO))  # the in-place build, also when not installed
@@ -57,8 +59,13 @@ def main():
 {_report.markdown_table(["X (rows x used columns)", "X MiB", "weights MiB", "solver",
                          "iterations", "peak / weights", "SOLVER_ARRAYS"], rows)}
 """
-    _report.write_section("sparsemax_solver_memory",
-                          "SparsemaxClassifier: the memory of each solver", body)
+    if tuple(map(int, scipy.__version__.split(".")[:2])) >= (1, 12):
+        _report.write_section("sparsemax_solver_memory",
+                              "SparsemaxClassifier: the memory of each solver", body)
+    else:
+        _report.write_section("sparsemax_solver_memory_old_scipy",
+                              "SparsemaxClassifier: the memory of each solver, SciPy before 1.12",
+                              body)
 
 
 if __name__ == "__main__":

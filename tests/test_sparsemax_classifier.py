@@ -1525,14 +1525,14 @@ def test_each_solver_holds_at_most_its_counted_arrays(solver):
     from _memory import peak_allocated
 
     import sparsekit.linear_model._sparsemax as sparsemax
-    X = sp.random(500, 8000, density=0.0025, format="csr", random_state=0)
+    X = sp.random(1000, 20000, density=0.001, format="csr", random_state=0)
     X = sp.csr_matrix(X[:, np.flatnonzero(X.getnnz(axis=0))])
-    y = np.arange(500) % 10
-    clf = SparsemaxClassifier(solver=solver, alpha=1e-3, max_iter=10, random_state=0)
+    y = np.arange(1000) % 20               # weights of 2 MiB: the fixed overheads are small
+    clf = SparsemaxClassifier(solver=solver, alpha=1e-3, max_iter=15, random_state=0)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
         _, peak = peak_allocated(lambda: clf.fit(X, y))
-    weights = (X.shape[1] + 1) * 10 * 8
+    weights = (X.shape[1] + 1) * 20 * 8
     assert 0.75 * sparsemax.SOLVER_ARRAYS[solver] < peak / weights \
         < sparsemax.SOLVER_ARRAYS[solver]       # NQN's history grows with its iterations
 

@@ -3,6 +3,7 @@ import warnings
 from numbers import Integral, Real
 
 import numpy as np
+import scipy
 import scipy.sparse as sp
 from scipy.optimize import Bounds, minimize
 from sklearn.callback import with_callbacks
@@ -62,8 +63,10 @@ AUTO_SDCA_MAX_CONDITION = 20.0
 #: peak (coef_ included), rounded up from a measurement on models far larger than X (the
 #: benchmark notes, "SparsemaxClassifier: the memory of each solver"): L-BFGS-B's history
 #: of 10 pairs and its work arrays, NQN's, the Newton-CG's vectors, SDCA's weights, iterate
-#: and gradient
-SOLVER_ARRAYS = {"sdca": 5, "newton-cg": 14, "lbfgs": 41, "nqn": 50}
+#: and gradient; SciPy's L-BFGS-B held about ten more before release 1.12
+SOLVER_ARRAYS = {"sdca": 5, "newton-cg": 14, "nqn": 50,
+                 "lbfgs": 41 if tuple(map(int, scipy.__version__.split(".")[:2])) >= (1, 12)
+                 else 51}
 
 #: ``alpha="scale"`` is this times the (sample-weighted) mean squared norm of X's rows
 ALPHA_SCALE = 5e-5
@@ -247,7 +250,7 @@ class SparsemaxClassifier(SparsekitClassifier):
         intercept's constant feature, see Notes) is at most ``20 * alpha * n_samples``
         (no bounds, on the CPU), ``"lbfgs"`` otherwise, or ``"newton-cg"`` where L-BFGS's
         arrays would not fit in the machine's memory (about 41 copies of the weights,
-        against Newton-CG's 14 and SDCA's 5; a solver named that would not fit is refused
+        51 with SciPy before 1.12, against Newton-CG's 14 and SDCA's 5; a solver named that would not fit is refused
         before the fit starts); ``solver_`` tells which ran. ``"lbfgs"``:
         :func:`scipy.optimize.minimize` with L-BFGS-B. ``"nqn"``:
         :func:`sparsekit.optimize.minimize_nqn` with the same bounds. ``"newton-cg"``:
