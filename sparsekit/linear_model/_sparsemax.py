@@ -250,9 +250,9 @@ class SparsemaxClassifier(SparsekitClassifier):
         intercept's constant feature, see Notes) is at most ``20 * alpha * n_samples``
         (no bounds, on the CPU), ``"lbfgs"`` otherwise, or ``"newton-cg"`` where L-BFGS's
         arrays would not fit in the machine's memory (about 41 copies of the weights,
-        51 with SciPy before 1.12, against Newton-CG's 14 and SDCA's 5; a solver named that would not fit is refused
-        before the fit starts); ``solver_`` tells which ran. ``"lbfgs"``:
-        :func:`scipy.optimize.minimize` with L-BFGS-B. ``"nqn"``:
+        51 with SciPy before 1.12, against Newton-CG's 14 and SDCA's 5; a solver named
+        that would not fit is refused before the fit starts); ``solver_`` tells which ran.
+        ``"lbfgs"``: :func:`scipy.optimize.minimize` with L-BFGS-B. ``"nqn"``:
         :func:`sparsekit.optimize.minimize_nqn` with the same bounds. ``"newton-cg"``:
         truncated semismooth Newton (no bounds): the loss is piecewise quadratic, and its
         generalized Hessian ``X_A^T diag(sw) J X_A / sum(sw) + alpha I`` only involves the
