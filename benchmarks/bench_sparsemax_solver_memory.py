@@ -18,7 +18,6 @@ import sys
 import warnings
 
 import numpy as np
-import scipy
 import scipy.sparse as sp
 
 sys.path.insert(0, str(_report.REPO))  # the in-place build, also when not installed
@@ -26,7 +25,7 @@ sys.path.insert(0, str(_report.REPO / "tests"))
 from _memory import peak_allocated  # noqa: E402
 
 from sparsekit.linear_model import SparsemaxClassifier  # noqa: E402
-from sparsekit.linear_model._sparsemax import SOLVER_ARRAYS  # noqa: E402
+from sparsekit.linear_model._sparsemax import OLD_LBFGSB, SOLVER_ARRAYS  # noqa: E402
 
 SHAPES = [(1000, 20_000, 20), (2000, 50_000, 10), (4000, 200_000, 20)]
 SOLVERS = ("sdca", "newton-cg", "lbfgs", "nqn")
@@ -59,13 +58,10 @@ def main():
 {_report.markdown_table(["X (rows x used columns)", "X MiB", "weights MiB", "solver",
                          "iterations", "peak / weights", "SOLVER_ARRAYS"], rows)}
 """
-    if tuple(map(int, scipy.__version__.split(".")[:2])) >= (1, 12):
-        _report.write_section("sparsemax_solver_memory",
-                              "SparsemaxClassifier: the memory of each solver", body)
-    else:
-        _report.write_section("sparsemax_solver_memory_old_scipy",
-                              "SparsemaxClassifier: the memory of each solver, SciPy before 1.12",
-                              body)
+    name, title = "sparsemax_solver_memory", "SparsemaxClassifier: the memory of each solver"
+    if OLD_LBFGSB:
+        name, title = name + "_old_scipy", title + ", SciPy before 1.12"
+    _report.write_section(name, title, body)
 
 
 if __name__ == "__main__":

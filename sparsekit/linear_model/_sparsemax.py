@@ -63,10 +63,13 @@ AUTO_SDCA_MAX_CONDITION = 20.0
 #: peak (coef_ included), rounded up from a measurement on models far larger than X (the
 #: benchmark notes, "SparsemaxClassifier: the memory of each solver"): L-BFGS-B's history
 #: of 10 pairs and its work arrays, NQN's, the Newton-CG's vectors, SDCA's weights, iterate
-#: and gradient; SciPy's L-BFGS-B held about ten more before release 1.12
-SOLVER_ARRAYS = {"sdca": 5, "newton-cg": 14, "nqn": 50,
-                 "lbfgs": 41 if tuple(map(int, scipy.__version__.split(".")[:2])) >= (1, 12)
-                 else 51}
+#: and gradient
+SOLVER_ARRAYS = {"sdca": 5, "newton-cg": 14, "lbfgs": 41, "nqn": 50}
+
+#: SciPy's L-BFGS-B held about ten more arrays before release 1.12
+OLD_LBFGSB = tuple(map(int, scipy.__version__.split(".")[:2])) < (1, 12)
+if OLD_LBFGSB:
+    SOLVER_ARRAYS["lbfgs"] = 51
 
 #: ``alpha="scale"`` is this times the (sample-weighted) mean squared norm of X's rows
 ALPHA_SCALE = 5e-5
