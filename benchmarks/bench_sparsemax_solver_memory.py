@@ -31,27 +31,34 @@ SHAPES = [(1000, 20_000, 20), (2000, 50_000, 10), (4000, 200_000, 20)]
 SOLVERS = ("sdca", "newton-cg", "lbfgs", "nqn")
 
 
-def problem(n, d, k):
-    """Sparse X of about 20 stored entries a row, restricted to the columns it uses."""
-    X = sp.random(n, d, density=20 / d, format="csr", random_state=0)
-    X = sp.csr_matrix(X[:, np.flatnonzero(X.getnnz(axis=0))])
-    return X, np.arange(n) % k
+def problems(shapes):
+    """For each (rows, columns, classes) of ``shapes``: sparse X of about 20 stored entries
+    a row, restricted to the columns it uses, labels in turn, the weights' bytes and the
+    table's first cells (the shape, X's MiB, the weights' MiB)."""
+    for n, d, k in shapes:
+        X = sp.random(n, d, density=20 / d, format="csr", random_state=0)
+        X = sp.csr_matrix(X[:, np.flatnonzero(X.getnnz(axis=0))])
+        weights = (X.shape[1] + 1) * k * 8
+        x_bytes = X.data.nbytes + X.indices.nbytes + X.indptr.nbytes
+        yield X, np.arange(n) % k, weights, [f"{n} x {X.shape[1]:,}, {k} classes",
+                                             f"{x_bytes / 2**20:.1f}", f"{weights / 2**20:.1f}"]
+
+
+def fit_peak(clf, X, y):
+    """The peak a fit of ``clf`` allocates (its warnings, of max_iter, silenced)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return peak_allocated(lambda: clf.fit(X, y))[1]
 
 
 def main():
     rows = []
-    for n, d, k in SHAPES:
-        X, y = problem(n, d, k)
-        weights = (X.shape[1] + 1) * k * 8
+    for X, y, weights, cells in problems(SHAPES):
         for solver in SOLVERS:
             clf = SparsemaxClassifier(solver=solver, alpha=1e-3, max_iter=15, random_state=0)
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                _, peak = peak_allocated(lambda: clf.fit(X, y))
-            x_bytes = X.data.nbytes + X.indices.nbytes + X.indptr.nbytes
-            rows.append([f"{n} x {X.shape[1]:,}, {k} classes", f"{x_bytes / 2**20:.1f}",
-                         f"{weights / 2**20:.1f}", solver, clf.n_iter_,
-                         f"{peak / weights:.2f}", SOLVER_ARRAYS[solver]])
+            peak = fit_peak(clf, X, y)
+            rows.append(cells + [solver, clf.n_iter_, f"{peak / weights:.2f}",
+                                 SOLVER_ARRAYS[solver]])
             print(*rows[-1], flush=True)
     body = f"""{__doc__.split("Writes section")[0].split(chr(10), 2)[2].strip()}
 

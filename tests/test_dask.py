@@ -887,6 +887,27 @@ def test_sparsemax_on_dask_takes_newton_cg_where_lbfgs_would_not_fit(client, mon
         SparsemaxClassifier(solver="nqn").fit(Xd, y)
 
 
+def test_multinomial_l1_on_dask_checks_the_memory_before_any_work(client, monkeypatch):
+    """The multinomial solver's arrays are held where the fit is driven: on dask arrays
+    too, a fit whose arrays would not fit in memory is refused before any work on the
+    cluster (the estimator, the path and the CV estimator)."""
+    import sparsekit.linear_model._l1_logistic as l1
+
+    X, y = _data(n=400, d=20, classes=4, seed=8)
+    Xd = da.from_array(X, chunks=(100, -1))
+    arrays = l1.MULTINOMIAL_ARRAYS
+    need = 8 * 4 * (arrays["weights"] * (20 + 1) + arrays["rows"] * 400)
+    monkeypatch.setattr(l1, "physical_memory", lambda: need - 1)
+    for fit in (lambda: L1LogisticOBA(multiclass="multinomial").fit(Xd, y),
+                lambda: l1_logistic_path(Xd, y, Cs=2, multiclass="multinomial"),
+                lambda: L1LogisticOBACV(Cs=2, cv=2, multiclass="multinomial").fit(Xd, y)):
+        with pytest.raises(ValueError, match=r"multinomial fit would hold .* \(20 columns x 4 "
+                                             r"classes\)"):
+            fit()
+    monkeypatch.setattr(l1, "physical_memory", lambda: need)
+    assert L1LogisticOBA(multiclass="multinomial").fit(Xd, y).coef_.shape == (4, 20)
+
+
 @pytest.mark.parametrize("solver", ["lbfgs", "nqn", "newton-cg"])
 @pytest.mark.parametrize("layout", ["dense", "sparse"])
 @pytest.mark.parametrize("n_classes", [4, 2])

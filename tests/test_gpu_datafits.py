@@ -207,6 +207,29 @@ def test_multinomial_l1_logistic_oba_on_the_gpu_matches_cpu(cupy_backend, sparse
     np.testing.assert_array_equal(gpu.predict(Xd).get(), cpu.predict(Xh))
 
 
+def test_multinomial_on_the_gpu_checks_the_solvers_host_memory(cupy_backend, monkeypatch):
+    """On a GPU the multinomial solver's arrays are on the host too (OBA's sets and points):
+    a fit whose arrays would not fit there is refused before it starts, the path's too."""
+    import sparsekit.linear_model._l1_logistic as l1
+    from sparsekit import l1_logistic_path
+
+    rng = np.random.default_rng(5)
+    X, _ = _problem(rng, n=90, d=8)
+    y = np.arange(90) % 3
+    arrays = l1.MULTINOMIAL_ARRAYS
+    need = 8 * 3 * (arrays["weights"] * (8 + 1) + arrays["rows"] * 90)
+    monkeypatch.setattr(l1, "physical_memory", lambda: need - 1)
+    for fit in (lambda: L1LogisticOBA(device="cuda", multiclass="multinomial").fit(X, y),
+                lambda: l1_logistic_path(X, y, Cs=2, multiclass="multinomial",
+                                         device="cuda")):
+        with pytest.raises(ValueError, match=r"the multinomial fit would hold .* \(8 columns "
+                                             r"x 3 classes\) and 6 of 90 rows x 3 classes, "
+                                             r".*: use multiclass='ovr'"):
+            fit()
+    monkeypatch.setattr(l1, "physical_memory", lambda: need)
+    L1LogisticOBA(device="cuda", multiclass="multinomial").fit(X, y)
+
+
 @pytest.mark.parametrize("multiclass", ["ovr", "multinomial"])
 def test_l1_logistic_path_on_the_gpu_matches_cpu(cupy_backend, multiclass):
     """l1_logistic_path(device="cuda") from device X and from host X: the CPU path's grid

@@ -50,7 +50,7 @@ from sparsekit.utils._columns import UsedColumns
 from sparsekit.utils._rows import row_sq_norms
 from sparsekit.utils._threads import cpu_threads, one_blas_thread, openmp_call
 from sparsekit.utils._validation import (check_dense_size, check_entry_magnitude,
-                                         check_two_classes, validate_input)
+                                         check_two_classes, physical_memory, validate_input)
 
 # OBA's options as this estimator sets them; the measurements behind each choice are in
 # the package's benchmark notes (doc/benchmarks.md, "Why the defaults are what they are").
@@ -85,6 +85,14 @@ EXCESS_WARN = 1e-3
 #: the next iterations change anyway (doc/benchmarks.md, l1_multinomial: Hessian products
 #: on Mulan scene 11,259 -> 4,409, MNIST at 100 C_min 58 s -> 36 s for tol 1e-4)
 MULTINOMIAL_CG_MAXITER = 20
+#: float64 arrays of the weights' size, and of rows x classes, that the multinomial fit
+#: holds at its peak from its first iteration on, rounded up from a measurement on models
+#: far larger than X (the benchmark notes, "L1LogisticOBA: the memory of the multinomial
+#: fit"): the point, its gradient and a trial point's, the trial and ISTA points, the
+#: penalty weights and the solver's sets; the scores, probabilities, residuals and
+#: curvature weights. More where the free set holds most weights (the subspace step's
+#: vectors have its size), so the check before a fit refuses only what cannot fit.
+MULTINOMIAL_ARRAYS = {"weights": 14, "rows": 6}
 #: CG iterations per Newton step on a formed subspace Hessian (the datafits form it when
 #: that is cheaper): its products cost O(|F|²), so CG runs to CG_RTOL_EXPLICIT.
 CG_MAXITER_EXPLICIT = 1000
@@ -113,6 +121,25 @@ def _fit_multinomial(datafit, C, tol, max_iter, w0, verbose, l1_ratio=1.0, callb
     res = _checked_solve(datafit, C, tol, max_iter, w0, verbose, l1_ratio,
                          cg_maxiter=MULTINOMIAL_CG_MAXITER, callback=callback)
     return (*_multinomial_model(datafit, res.x), res)
+
+
+def multinomial_within_memory(n_rows, n_columns, n_classes, fit_intercept):
+    """A ValueError, before the fit starts, where the multinomial fit's arrays
+    (:data:`MULTINOMIAL_ARRAYS`) would not fit in this machine's memory: the process would
+    otherwise be killed for memory, or swap, during the fit."""
+    memory = physical_memory()
+    weights = 8.0 * (n_columns + fit_intercept) * n_classes
+    need = (MULTINOMIAL_ARRAYS["weights"] * weights
+            + MULTINOMIAL_ARRAYS["rows"] * 8.0 * n_rows * n_classes)
+    if memory is not None and need > memory:
+        raise ValueError(
+            f"the multinomial fit would hold at least {need / 2**30:.1f} GiB, about "
+            f"{MULTINOMIAL_ARRAYS['weights']} arrays of its {weights / 2**20:,.0f} MiB of weights "
+            f"({n_columns:,} columns x {n_classes} classes) and {MULTINOMIAL_ARRAYS['rows']} of "
+            f"{n_rows:,} rows x {n_classes} classes, more than this machine's "
+            f"{memory / 2**30:.1f} GiB: use multiclass='ovr', whose problems hold arrays of one "
+            "class's weights (sparse_coef=True stores coef_'s nonzeros only), or hash the "
+            "features to fewer columns")
 
 
 def _multinomial_model(datafit, x):
@@ -549,7 +576,10 @@ class L1LogisticOBA(LinearClassifierMixin, SparseCoefMixin, SparsekitClassifier)
         feature's class weights changes no probability: of those models the multinomial
         fit with ``l1_ratio=1`` returns one where each feature's class weights hold a
         zero at their median (the least ℓ1 norm, and a zero more where two models tie on
-        it). Two classes always make the binary problem.
+        it). Two classes always make the binary problem. The multinomial fit holds about 14
+        arrays of its dense weights' size and 6 of rows × classes (more where most weights
+        are free); one whose arrays would exceed the machine's memory is refused before it
+        starts, where one-vs-rest holds arrays of one class's weights.
     l1_ratio : float in (0, 1], default=1.0
         Elastic-net mixing, with scikit-learn's meaning: the penalty is
         ``l1_ratio ‖w‖₁ + (1 − l1_ratio)/2 ‖w‖²`` (the intercepts unpenalized); 1 is the
@@ -754,6 +784,9 @@ class L1LogisticOBA(LinearClassifierMixin, SparseCoefMixin, SparsekitClassifier)
         multinomial = self.multiclass == "multinomial" and classes.size > 2
         problems = (["the multinomial problem"] if multinomial
                     else [classes[1]] if classes.size == 2 else list(classes))
+        if multinomial:     # the solver's arrays are in this process, on a GPU too
+            multinomial_within_memory(data.n_samples if is_dask_collection(X) else X.shape[0],
+                                      columns.n_used, classes.size, self.fit_intercept)
         if not self.sparse_coef:
             check_dense_size("coef_", [("rows", 1 if classes.size == 2 else classes.size),
                                        ("columns", self.n_features_in_)],
@@ -1180,8 +1213,12 @@ def l1_logistic_path(X, y, Cs=10, *, pos_class=None, fit_intercept=True, tol=1e-
     elif pos_class not in classes:
         raise ValueError(f"pos_class {pos_class!r} is not a label of y")
     pos = None if multinomial else int(np.searchsorted(classes, pos_class))
+    # the dask partitions' and the device datafits see every column
+    columns = UsedColumns(X, keep_all=on_dask or on_device)
+    if multinomial:
+        multinomial_within_memory(data.n_samples if on_dask else X.shape[0], columns.n_used,
+                                  classes.size, fit_intercept)
     if on_dask:
-        columns = UsedColumns(X, keep_all=True)      # as the partitions' datafits
         mean_weight = float(data.class_totals(classes).sum()) / data.n_samples
         if not mean_weight > 0:
             raise ValueError("every sample has weight 0")
@@ -1192,14 +1229,12 @@ def l1_logistic_path(X, y, Cs=10, *, pos_class=None, fit_intercept=True, tol=1e-
     elif on_device:
         sample_weight, mean_weight = _unit_mean_weights(sample_weight)
         codes = np.searchsorted(classes, y)
-        columns = UsedColumns(X, keep_all=True)      # the device datafits see them all
         X_solved, offsets = device_layout(X, sample_weight, fit_intercept)
         datafit = _device_block(classes.size, fit_intercept, X_solved, codes, sample_weight,
                                 None, pos, offsets=offsets)
     else:
         sample_weight, mean_weight = _unit_mean_weights(sample_weight)
         codes = np.searchsorted(classes, y)
-        columns = UsedColumns(X)
         X, X_csr, offsets = _layouts(columns.take(X), 1, sample_weight, fit_intercept)
         datafit = (_multinomial_block(classes.size, fit_intercept, X, codes, sample_weight,
                                       offsets=offsets, X_csr=X_csr)

@@ -26,7 +26,8 @@ from sparsekit.linear_model._l1_logistic import (L1LogisticOBA, _binary_block, _
                                                  _multinomial_block, _path_coef,
                                                  _smallest_active_C, _unit_mean_weights,
                                                  _warm_path, device_layout, long_rows,
-                                                 max_iter_advice, stall_advice)
+                                                 max_iter_advice,
+                                                 multinomial_within_memory, stall_advice)
 from sparsekit.linear_model._routing import CVRoutingMixin
 from sparsekit.utils._columns import UsedColumns
 from sparsekit.utils._validation import check_dense_size
@@ -255,6 +256,9 @@ class L1LogisticOBACV(CVRoutingMixin, L1LogisticOBA):
         given = None if sample_weight_in is None else data.sample_weight   # checked
         folds, held_out = self._routed_folds(data.splittable, data.y, given, params, scorer)
         multinomial = self.multiclass == "multinomial" and classes.size > 2
+        if multinomial:     # the refit on every row; each fold's solve uses fewer
+            multinomial_within_memory(data.codes.size, data.columns.n_used, classes.size,
+                                      self.fit_intercept)
         problems = [None] if multinomial else [1] if classes.size == 2 else list(
             range(classes.size))
         l1_ratios = _checked_l1_ratios(self.l1_ratios)

@@ -434,6 +434,7 @@ def minimize_oba(f_grad, hessp, x0, mu, *, penalty_weights=None, lipschitz=None,
         if not (isinstance(value, Integral) and value >= 1):
             raise ValueError(f"{name} must be a positive integer, got {value!r}")
     muw = np.ascontiguousarray(mu * weights)
+    del weights    # ones made here where none were given: freed
     if shift_invariant is None:
         def shift(z):
             pass
@@ -538,6 +539,7 @@ def minimize_oba(f_grad, hessp, x0, mu, *, penalty_weights=None, lipschitz=None,
                     phi_hat = f_t + pen_t
                 if f_t + pen_t <= gamma + slack or abar == 0.0:
                     break
+                G_t = None    # released before the next trial's gradient is made
                 abar *= 0.5
                 if abar < ista_floor:
                     abar = 0.0
