@@ -8,9 +8,13 @@ holds beside X, the fitted coef_ included; and divided by what the check before 
 counts (``MULTINOMIAL_ARRAYS``: arrays of the weights' size and of rows x classes, the
 latter the scores, probabilities, residuals and curvature weights). ``max_iter=30`` at four
 values of C: the larger C, the more weights OBA's free set holds, and the subspace step's
-vectors have the free set's size. The counts are the peak from the first iteration on, on
-the small free sets of the smaller Cs, rounded up: a fit that needs less does not exist,
-one whose free set grows to most weights needs more.
+vectors have the free set's size. Then three models of 45-54 MiB at one C each (``LARGE``),
+where the solver's work areas of bounded size (the CG preconditioner's class blocks) weigh
+little.
+
+A path (``l1_logistic_path``) holds its solutions beside the solver's arrays, one per C
+(the check counts them): on the first two models, 1 to 20 values of C from 1 to 1.6,
+``max_iter=15``.
 
 Writes section "multinomial_memory" of doc/benchmarks.md::
 
@@ -21,36 +25,75 @@ import _report  # noqa: F401  (pins BLAS threads before NumPy)
 import sys
 
 import numpy as np
+import scipy.sparse as sp
 
 sys.path.insert(0, str(_report.REPO))  # the in-place build, also when not installed
-from bench_sparsemax_solver_memory import fit_peak, problems  # noqa: E402
+from bench_sparsemax_solver_memory import problems, quiet_peak  # noqa: E402
 
-from sparsekit.linear_model import L1LogisticOBA  # noqa: E402
+from sparsekit.linear_model import L1LogisticOBA, l1_logistic_path  # noqa: E402
 from sparsekit.linear_model._l1_logistic import MULTINOMIAL_ARRAYS  # noqa: E402
 
 SHAPES = [(1000, 20_000, 20), (2000, 50_000, 10), (4000, 200_000, 20), (20_000, 50_000, 20)]
 CS = (0.1, 1.0, 10.0, 100.0)
+#: (rows, entries a row, columns, classes, C): models of 45-54 MiB, where the bounded work
+#: areas (the CG preconditioner's class blocks, up to about 96 MiB) weigh little
+LARGE = [(8000, 20, 600_000, 50, 10.0), (8000, 20, 600_000, 50, 1000.0),
+         (30_000, 50, 300_000, 20, 100.0)]
+PATH_LENGTHS = (1, 4, 10, 20)
+
+
+def counted(X, weights, kept=0):
+    """The bytes the check before a fit counts, with ``kept`` solutions."""
+    n, k = X.shape[0], weights // (8 * (X.shape[1] + 1))
+    return ((MULTINOMIAL_ARRAYS["weights"] + kept) * weights
+            + MULTINOMIAL_ARRAYS["rows"] * 8 * n * k)
+
+
+def large_problems():
+    """:func:`problems`' tuples, and C, for the ``LARGE`` models (entries at uniformly
+    drawn columns, a few repeated, restricted to the columns used)."""
+    rng = np.random.default_rng(0)
+    for n, per_row, d, k, C in LARGE:
+        X = sp.csr_matrix((rng.random(n * per_row), (np.repeat(np.arange(n), per_row),
+                                                      rng.integers(0, d, n * per_row))),
+                          shape=(n, d))
+        X.sum_duplicates()
+        X = sp.csr_matrix(X[:, np.flatnonzero(X.getnnz(axis=0))])
+        weights = (X.shape[1] + 1) * k * 8
+        x_bytes = X.data.nbytes + X.indices.nbytes + X.indptr.nbytes
+        yield (X, np.arange(n) % k, weights, [f"{n} x {X.shape[1]:,}, {k} classes",
+                                              f"{x_bytes / 2**20:.1f}",
+                                              f"{weights / 2**20:.1f}"]), (C,)
 
 
 def main():
-    rows = []
-    for X, y, weights, cells in problems(SHAPES):
+    rows, path_rows = [], []
+    for (X, y, weights, cells), Cs in ([(problem, CS) for problem in problems(SHAPES)]
+                                       + list(large_problems())):
         n, k = X.shape[0], weights // (8 * (X.shape[1] + 1))
-        counted = (MULTINOMIAL_ARRAYS["weights"] * weights
-                   + MULTINOMIAL_ARRAYS["rows"] * 8 * n * k)
-        for C in CS:
+        for C in Cs:
             clf = L1LogisticOBA(C=C, multiclass="multinomial", max_iter=30)
-            peak = fit_peak(clf, X, y)
+            _, peak = quiet_peak(lambda: clf.fit(X, y))
             rows.append(cells + [f"{8 * n * k / 2**20:.2f}", f"{C:g}", int(clf.n_iter_[0]),
                                  f"{np.count_nonzero(clf.coef_) / clf.coef_.size:.1%}",
-                                 f"{peak / weights:.2f}", f"{peak / counted:.2f}"])
+                                 f"{peak / weights:.2f}", f"{peak / counted(X, weights):.2f}"])
             print(*rows[-1], flush=True)
+    for X, y, weights, cells in problems(SHAPES[:2]):
+        for m in PATH_LENGTHS:
+            (_, _, n_iter), peak = quiet_peak(lambda: l1_logistic_path(
+                X, y, Cs=np.geomspace(1.0, 1.6, m), multiclass="multinomial", max_iter=15))
+            path_rows.append(cells[:1] + [m, int(n_iter.sum()), f"{peak / weights:.2f}",
+                                          f"{peak / counted(X, weights, m):.2f}"])
+            print(*path_rows[-1], flush=True)
     body = f"""{__doc__.split("Writes section")[0].split(chr(10), 2)[2].strip()}
 ``MULTINOMIAL_ARRAYS`` = {MULTINOMIAL_ARRAYS}.
 
 {_report.markdown_table(["X (rows x used columns)", "X MiB", "weights MiB",
                          "rows x classes MiB", "C", "iterations", "nonzero weights",
                          "peak / weights", "peak / counted"], rows)}
+
+{_report.markdown_table(["X (rows x used columns)", "values of C", "iterations",
+                         "peak / weights", "peak / counted"], path_rows)}
 """
     _report.write_section("multinomial_memory",
                           "L1LogisticOBA: the memory of the multinomial fit", body)

@@ -44,11 +44,11 @@ def problems(shapes):
                                              f"{x_bytes / 2**20:.1f}", f"{weights / 2**20:.1f}"]
 
 
-def fit_peak(clf, X, y):
-    """The peak a fit of ``clf`` allocates (its warnings, of max_iter, silenced)."""
+def quiet_peak(call):
+    """``(call(), the peak it allocates)``, its warnings (of max_iter) silenced."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        return peak_allocated(lambda: clf.fit(X, y))[1]
+        return peak_allocated(call)
 
 
 def main():
@@ -56,7 +56,7 @@ def main():
     for X, y, weights, cells in problems(SHAPES):
         for solver in SOLVERS:
             clf = SparsemaxClassifier(solver=solver, alpha=1e-3, max_iter=15, random_state=0)
-            peak = fit_peak(clf, X, y)
+            _, peak = quiet_peak(lambda: clf.fit(X, y))
             rows.append(cells + [solver, clf.n_iter_, f"{peak / weights:.2f}",
                                  SOLVER_ARRAYS[solver]])
             print(*rows[-1], flush=True)

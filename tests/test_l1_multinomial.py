@@ -232,43 +232,60 @@ def test_multinomial_fit_on_csr_reads_the_callers_rows(monkeypatch, dtype):
     np.testing.assert_array_equal(est.coef_, twin.coef_)
 
 
-def _counted(n_rows, n_columns, n_classes, fit_intercept=True):
-    """The bytes the check before a multinomial fit counts."""
+def _counted(n_rows, n_columns, n_classes, fit_intercept=True, kept=0):
+    """The bytes the check before a multinomial fit counts, with ``kept`` solutions."""
     from sparsekit.linear_model._l1_logistic import MULTINOMIAL_ARRAYS
-    return 8 * n_classes * (MULTINOMIAL_ARRAYS["weights"] * (n_columns + fit_intercept)
+    return 8 * n_classes * ((MULTINOMIAL_ARRAYS["weights"] + kept) * (n_columns + fit_intercept)
                             + MULTINOMIAL_ARRAYS["rows"] * n_rows)
 
 
+def _path(X, y):
+    from sparsekit.linear_model import l1_logistic_path
+    return l1_logistic_path(X, y, Cs=3, multiclass="multinomial")
+
+
+def _cv(X, y, sparse_coef=False):
+    from sparsekit.linear_model import L1LogisticOBACV
+    return L1LogisticOBACV(Cs=3, cv=2, multiclass="multinomial",
+                           sparse_coef=sparse_coef).fit(X, y)
+
+
+@pytest.mark.parametrize("fit, kept", [
+    (None, 0),                                              # the estimator below
+    (_path, 3),                                             # its 3 solutions
+    (_cv, 9),                        # 2 folds x 3 Cs stored, a path's 3 as they arrive
+    (lambda X, y: _cv(X, y, sparse_coef=True), 3),          # nonzeros stored
+])
 def test_a_multinomial_fit_that_would_not_fit_in_memory_is_refused_before_it_starts(
-        monkeypatch):
+        monkeypatch, fit, kept):
     """The multinomial solver holds arrays of its weights' size and of rows x classes (the
-    coef_ check allows up to half the memory for one): a fit whose arrays would exceed the
-    machine's memory (the OS would kill the process during it) is refused at the start, by
-    the estimator, the path and the CV estimator, naming the one-vs-rest remedy, which
-    fits; the estimator stays unfitted."""
+    coef_ check allows up to half the memory for one), a path and a CV its solutions beside
+    them: a fit whose arrays would exceed the machine's memory (the OS would kill the
+    process during it) is refused at the start, by the estimator, the path and the CV
+    estimator, naming the one-vs-rest remedy, which fits; the estimator stays unfitted."""
     import sparsekit.linear_model._l1_logistic as l1
-    from sparsekit.linear_model import L1LogisticOBACV, l1_logistic_path
 
     rng = np.random.default_rng(0)
     X = sp.random(90, 400, density=0.02, random_state=1, format="csr")
     y = rng.integers(0, 3, 90)
     used = np.count_nonzero(X.getnnz(axis=0))      # the solve leaves the empty columns out
-    monkeypatch.setattr(l1, "physical_memory", lambda: _counted(90, used, 3) - 1)
+    monkeypatch.setattr(l1, "physical_memory", lambda: _counted(90, used, 3, kept=kept) - 1)
     arrays = l1.MULTINOMIAL_ARRAYS
-    message = (rf"the multinomial fit would hold at least 0.0 GiB, about {arrays['weights']} "
-               rf"arrays of its 0 MiB of weights \({used:,} columns x 3 classes\) and "
-               rf"{arrays['rows']} of 90 rows x 3 classes, more than this machine's 0.0 GiB: "
-               r"use multiclass='ovr'")
+    held = (f", {kept} of them the solutions kept \\(fewer C values keep fewer\\),"
+            if kept else "")
+    message = (rf"the multinomial fit would hold at least 0.0 GiB, about "
+               rf"{arrays['weights'] + kept} arrays of its 0 MiB of weights "
+               rf"\({used:,} columns x 3 classes\){held} and {arrays['rows']} of 90 rows x 3 "
+               r"classes, more than this machine's 0.0 GiB: use multiclass='ovr'")
     clf = L1LogisticOBA(multiclass="multinomial")
-    for fit in (lambda: clf.fit(X, y),
-                lambda: l1_logistic_path(X, y, Cs=3, multiclass="multinomial"),
-                lambda: L1LogisticOBACV(Cs=3, cv=2, multiclass="multinomial").fit(X, y)):
-        with pytest.raises(ValueError, match=message):
-            fit()
+    with pytest.raises(ValueError, match=message):
+        (fit or clf.fit)(X, y)
     assert not hasattr(clf, "coef_")
     assert clf.set_params(multiclass="ovr").fit(X, y).coef_.shape == (3, 400)
-    monkeypatch.setattr(l1, "physical_memory", lambda: _counted(90, used, 3))
-    assert clf.set_params(multiclass="multinomial").fit(X, y).coef_.shape == (3, 400)
+    monkeypatch.setattr(l1, "physical_memory", lambda: _counted(90, used, 3, kept=kept))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        (fit or clf.set_params(multiclass="multinomial").fit)(X, y)
 
 
 @pytest.mark.parametrize("n_rows, n_columns, n_classes, low", [
@@ -292,3 +309,28 @@ def test_the_multinomial_fit_holds_at_most_its_counted_arrays(n_rows, n_columns,
         _, peak = peak_allocated(lambda: clf.fit(X, y))
     assert clf.n_iter_[0] > 2
     assert low < peak / _counted(n_rows, X.shape[1], n_classes) < 1.0
+
+
+def test_a_multinomial_path_holds_one_array_of_the_weights_per_C():
+    """A path holds the solver's arrays and its solutions, one per C: each solve's point
+    and gradient are released once its solution is written (they were held to the end,
+    three arrays of the weights' size per C). Four more C values, at the last one (solves
+    that start at their solution), hold four arrays more."""
+    from _memory import peak_allocated
+
+    from sparsekit.linear_model import l1_logistic_path
+
+    X = sp.random(1000, 20_000, density=0.001, format="csr", random_state=0)
+    X = sp.csr_matrix(X[:, np.flatnonzero(X.getnnz(axis=0))])
+    y = np.arange(1000) % 20
+    weights = 8 * 20 * (X.shape[1] + 1)
+    peaks = []
+    for Cs in ([1.0, 1.2, 1.4, 1.6], [1.0, 1.2, 1.4, 1.6] + [1.6] * 4):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", ConvergenceWarning)
+            (coefs, _, n_iter), peak = peak_allocated(
+                lambda: l1_logistic_path(X, y, Cs=Cs, multiclass="multinomial", max_iter=15))
+        assert np.all(n_iter[:4] > 2) and np.all(n_iter[4:] == 0)
+        peaks.append(peak / weights)
+    np.testing.assert_allclose(peaks[1] - peaks[0], 4.0, atol=0.5)
+    assert peaks[0] < _counted(1000, X.shape[1], 20, kept=4) / weights

@@ -86,12 +86,14 @@ EXCESS_WARN = 1e-3
 #: on Mulan scene 11,259 -> 4,409, MNIST at 100 C_min 58 s -> 36 s for tol 1e-4)
 MULTINOMIAL_CG_MAXITER = 20
 #: float64 arrays of the weights' size, and of rows x classes, that the multinomial fit
-#: holds at its peak from its first iteration on, rounded up from a measurement on models
-#: far larger than X (the benchmark notes, "L1LogisticOBA: the memory of the multinomial
-#: fit"): the point, its gradient and a trial point's, the trial and ISTA points, the
-#: penalty weights and the solver's sets; the scores, probabilities, residuals and
-#: curvature weights. More where the free set holds most weights (the subspace step's
-#: vectors have its size), so the check before a fit refuses only what cannot fit.
+#: holds at its peak from its first iteration on while its free sets stay small: the
+#: point, its gradient and a trial point's, the trial and ISTA points, the penalty weights
+#: and the solver's sets; the scores, probabilities, residuals and curvature weights
+#: (doc/benchmarks.md, "L1LogisticOBA: the memory of the multinomial fit": 12.1-12.8 of
+#: the weights at C = 1, 12.7-14.1 on 45-54 MiB models at larger C). More where the free set
+#: holds many weights (the subspace step's vectors have its size) and, on small models,
+#: the solver's work areas of bounded size (the class blocks): the check refuses the fits
+#: that cannot fit, not every fit that will not.
 MULTINOMIAL_ARRAYS = {"weights": 14, "rows": 6}
 #: CG iterations per Newton step on a formed subspace Hessian (the datafits form it when
 #: that is cheaper): its products cost O(|F|²), so CG runs to CG_RTOL_EXPLICIT.
@@ -123,19 +125,23 @@ def _fit_multinomial(datafit, C, tol, max_iter, w0, verbose, l1_ratio=1.0, callb
     return (*_multinomial_model(datafit, res.x), res)
 
 
-def multinomial_within_memory(n_rows, n_columns, n_classes, fit_intercept):
+def multinomial_within_memory(n_rows, n_columns, n_classes, fit_intercept, kept=0):
     """A ValueError, before the fit starts, where the multinomial fit's arrays
-    (:data:`MULTINOMIAL_ARRAYS`) would not fit in this machine's memory: the process would
-    otherwise be killed for memory, or swap, during the fit."""
+    (:data:`MULTINOMIAL_ARRAYS`), with ``kept`` solutions that the caller holds beside
+    them (a path's, a cross-validation's), would not fit in this machine's memory: the
+    process would otherwise be killed for memory, or swap, during the fit."""
     memory = physical_memory()
     weights = 8.0 * (n_columns + fit_intercept) * n_classes
-    need = (MULTINOMIAL_ARRAYS["weights"] * weights
-            + MULTINOMIAL_ARRAYS["rows"] * 8.0 * n_rows * n_classes)
+    arrays = MULTINOMIAL_ARRAYS["weights"] + kept
+    need = arrays * weights + MULTINOMIAL_ARRAYS["rows"] * 8.0 * n_rows * n_classes
     if memory is not None and need > memory:
+        held = (f", {kept:,} of them the solutions kept (fewer C values keep fewer)," if kept
+                else "")
         raise ValueError(
             f"the multinomial fit would hold at least {need / 2**30:.1f} GiB, about "
-            f"{MULTINOMIAL_ARRAYS['weights']} arrays of its {weights / 2**20:,.0f} MiB of weights "
-            f"({n_columns:,} columns x {n_classes} classes) and {MULTINOMIAL_ARRAYS['rows']} of "
+            f"{arrays:,} arrays of its {weights / 2**20:,.0f} MiB of weights "
+            f"({n_columns:,} columns x {n_classes} classes){held} and "
+            f"{MULTINOMIAL_ARRAYS['rows']} of "
             f"{n_rows:,} rows x {n_classes} classes, more than this machine's "
             f"{memory / 2**30:.1f} GiB: use multiclass='ovr', whose problems hold arrays of one "
             "class's weights (sparse_coef=True stores coef_'s nonzeros only), or hash the "
@@ -318,8 +324,10 @@ def _checked_solve(datafit, C, tol, max_iter, x0, verbose, l1_ratio, cg_maxiter=
     it, at a lower F its point is the result, with the counts of both solves, and
     ``refined`` is the share of F it removed (a lower bound on how far the first point lay
     above the minimum, as the gap is an upper one); 0 when no solve continued, NaN when it
-    did not converge (the first point is kept)."""
+    did not converge (the first point is kept). Without the gradient ``jac``, which no
+    caller reads: dropped before the second solve, which holds as many arrays."""
     res = _solve(datafit, C, tol, max_iter, x0, verbose, l1_ratio, cg_maxiter, callback)
+    res.pop("jac")
     res.duality_gap = relative_duality_gap(datafit, res.x, C, l1_ratio)
     res.refined, res.refine_tol = 0.0, None
     if res.success and res.duality_gap > GAP_WARN and res.status != STOPPED_BY_CALLBACK:
@@ -327,6 +335,7 @@ def _checked_solve(datafit, C, tol, max_iter, x0, verbose, l1_ratio, cg_maxiter=
         refine_tol = min(tol / 100, 0.1 / (C * datafit.n_samples))
         more = _solve(datafit, C, refine_tol, max_iter, res.x, 0, l1_ratio, cg_maxiter,
                       callback)   # its iterations are the fit's too (progress, stops)
+        more.pop("jac")
         stopped = more.status == STOPPED_BY_CALLBACK
         if not (more.success or stopped):   # it confirms nothing: how far F lies is unknown
             res.refined = np.nan
@@ -821,8 +830,7 @@ class L1LogisticOBA(LinearClassifierMixin, SparseCoefMixin, SparsekitClassifier)
             else:
                 w, b, res = _fit_binary(problem, C, self.tol, self.max_iter, start,
                                         self.verbose, self.l1_ratio, callback)
-                res.pop("x")        # w is its row of coef_; the gradient is not kept
-                res.pop("jac", None)
+                res.pop("x")        # w is its row of coef_
                 result = (w, b, res)
             close()
             self._end_subtask(tasks[k], X_in, y)
@@ -1215,9 +1223,10 @@ def l1_logistic_path(X, y, Cs=10, *, pos_class=None, fit_intercept=True, tol=1e-
     pos = None if multinomial else int(np.searchsorted(classes, pos_class))
     # the dask partitions' and the device datafits see every column
     columns = UsedColumns(X, keep_all=on_dask or on_device)
-    if multinomial:
+    if multinomial:     # the solver's arrays and the path's solutions (Cs checked below)
+        n_Cs = Cs if isinstance(Cs, numbers.Integral) else np.size(Cs)
         multinomial_within_memory(data.n_samples if on_dask else X.shape[0], columns.n_used,
-                                  classes.size, fit_intercept)
+                                  classes.size, fit_intercept, kept=max(int(n_Cs), 0))
     if on_dask:
         mean_weight = float(data.class_totals(classes).sum()) / data.n_samples
         if not mean_weight > 0:
@@ -1243,11 +1252,9 @@ def l1_logistic_path(X, y, Cs=10, *, pos_class=None, fit_intercept=True, tol=1e-
     Cs = _C_values(Cs, lambda: (l1_ratio * _smallest_active_C(datafit) / mean_weight,) * 2)
     width = datafit.n_features + fit_intercept
     coefs = np.empty((Cs.size, classes.size, width) if multinomial else (Cs.size, width))
-    n_iter = np.empty(Cs.size, dtype=np.int32)
-    results = _warm_path(datafit, Cs * mean_weight, tol, max_iter, l1_ratio, multinomial)
-    for k, res in enumerate(results):
-        coefs[k] = _path_coef(datafit, res.x, multinomial)
-        n_iter[k] = res.nit
+    results = _warm_path(datafit, Cs * mean_weight, tol, max_iter, l1_ratio, multinomial,
+                         coefs)
+    n_iter = np.array([res.nit for res in results], dtype=np.int32)
     failed = [k for k, res in enumerate(results) if not res.success]
     if failed:   # one warning for the path, not one per C
         _warn_not_converged([f"C={C:g}" for C in Cs], failed, results, tol,
@@ -1256,16 +1263,20 @@ def l1_logistic_path(X, y, Cs=10, *, pos_class=None, fit_intercept=True, tol=1e-
     return columns.expand(coefs), Cs, n_iter
 
 
-def _warm_path(datafit, Cs, tol, max_iter, l1_ratio, multinomial):
+def _warm_path(datafit, Cs, tol, max_iter, l1_ratio, multinomial, out):
     """OBA's solves of ``datafit`` at each C of ``Cs`` (C times the mean sample weight),
-    from the smallest up, each started at the previous solution; their OptimizeResults in
-    the order of ``Cs``."""
+    from the smallest up, each started at the previous solution, written to ``out[k]`` as
+    :func:`_path_coef` (a row per C in the order of ``Cs``); their OptimizeResults, without
+    ``x`` and ``jac`` (a path keeps one solution at a time beside ``out``)."""
     results, x = [None] * len(Cs), None
     with one_blas_thread():   # as L1LogisticOBA.fit's solves
         for k in np.argsort(Cs, kind="stable"):
-            results[k] = _solve(datafit, Cs[k], tol, max_iter, x, 0, l1_ratio,
-                                MULTINOMIAL_CG_MAXITER if multinomial else 1000)
-            x = results[k].x
+            res = _solve(datafit, Cs[k], tol, max_iter, x, 0, l1_ratio,
+                         MULTINOMIAL_CG_MAXITER if multinomial else 1000)
+            x = res.pop("x")
+            res.pop("jac")
+            out[k] = _path_coef(datafit, x, multinomial)
+            results[k] = res
     return results
 
 

@@ -23,7 +23,7 @@ from sparsekit.linear_model._device_input import device_product, fit_device
 from sparsekit.linear_model._l1_logistic import (L1LogisticOBA, _binary_block, _C_values,
                                                  _check_fit_data, _dask_layouts,
                                                  _device_block, _layouts, _partition_block,
-                                                 _multinomial_block, _path_coef,
+                                                 _multinomial_block,
                                                  _smallest_active_C, _unit_mean_weights,
                                                  _warm_path, device_layout, long_rows,
                                                  max_iter_advice,
@@ -256,9 +256,6 @@ class L1LogisticOBACV(CVRoutingMixin, L1LogisticOBA):
         given = None if sample_weight_in is None else data.sample_weight   # checked
         folds, held_out = self._routed_folds(data.splittable, data.y, given, params, scorer)
         multinomial = self.multiclass == "multinomial" and classes.size > 2
-        if multinomial:     # the refit on every row; each fold's solve uses fewer
-            multinomial_within_memory(data.codes.size, data.columns.n_used, classes.size,
-                                      self.fit_intercept)
         problems = [None] if multinomial else [1] if classes.size == 2 else list(
             range(classes.size))
         l1_ratios = _checked_l1_ratios(self.l1_ratios)
@@ -272,6 +269,11 @@ class L1LogisticOBACV(CVRoutingMixin, L1LogisticOBA):
                 ("folds", "l1_ratios", "Cs", "rows", "columns"),
                 shape + (self.n_features_in_ + self.fit_intercept,))), 8,
                 "pass sparse_coef=True, which stores its nonzeros (and the model's)")
+        if multinomial:     # the refit on every row (a fold's solves use fewer) beside the
+            # folds' solutions and a path's, whose solutions arrive as one dense array
+            multinomial_within_memory(data.codes.size, data.columns.n_used, classes.size,
+                                      self.fit_intercept, kept=l1_ratios.size * Cs.size * (
+                                          1 + (0 if self.sparse_coef else len(folds))))
         context = self._begin_fit_task(X_in, y_in, len(folds) * len(problems) + self.refit,
                                        sample_weight)
         # paths and scores run on the used columns; coefs_paths_ and the model get all of X's
@@ -506,9 +508,9 @@ def _paths(datafit, mean, Cs, l1_ratios, tol, max_iter, n_classes, multinomial):
                       datafit.n_features + datafit.fit_intercept))
     n_iter, failed = np.empty(coefs.shape[:2], dtype=np.int64), np.zeros(2, dtype=np.int64)
     for r, l1_ratio in enumerate(l1_ratios):
-        results = _warm_path(datafit, Cs * mean, tol, max_iter, l1_ratio, multinomial)
+        results = _warm_path(datafit, Cs * mean, tol, max_iter, l1_ratio, multinomial,
+                             coefs[r])
         for c, res in enumerate(results):
-            coefs[r, c] = _path_coef(datafit, res.x, multinomial)
             n_iter[r, c] = res.nit
             if not res.success:
                 failed[int(res.status == 2)] += 1
