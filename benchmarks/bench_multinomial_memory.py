@@ -22,6 +22,7 @@ Writes section "multinomial_memory" of doc/benchmarks.md::
 """
 import _report  # noqa: F401  (pins BLAS threads before NumPy)
 
+import itertools
 import sys
 
 import numpy as np
@@ -68,8 +69,8 @@ def large_problems():
 
 def main():
     rows, path_rows = [], []
-    for (X, y, weights, cells), Cs in ([(problem, CS) for problem in problems(SHAPES)]
-                                       + list(large_problems())):
+    small = ((problem, CS) for problem in problems(SHAPES))
+    for (X, y, weights, cells), Cs in itertools.chain(small, large_problems()):
         n, k = X.shape[0], weights // (8 * (X.shape[1] + 1))
         for C in Cs:
             clf = L1LogisticOBA(C=C, multiclass="multinomial", max_iter=30)
