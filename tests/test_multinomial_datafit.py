@@ -809,7 +809,7 @@ def _route(datafit, route):
 @pytest.mark.parametrize("sparse", [False, True])
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
 def test_hessian_on_a_free_set_is_the_block_hessian(sparse, dtype, route):
-    """The product, the diagonal and a restricted operator against the formed
+    """The product, the diagonal, a restricted operator and a quadratic form against the formed
     Σᵢ sᵢ/n (x̃ᵢ x̃ᵢᵀ) ⊗ (diag pᵢ − pᵢ pᵢᵀ) + λ I on W, on a free set that holds some
     classes of some features and two intercepts, whichever route hessp takes."""
     X, y, sw, rng = _problem(2)
@@ -840,6 +840,10 @@ def test_hessian_on_a_free_set_is_the_block_hessian(sparse, dtype, route):
     keep[[1, 8]] = False
     sub = op.restrict(keep)
     np.testing.assert_allclose(sub(v[keep]), H[np.ix_(free[keep], free[keep])] @ v[keep], **tol)
+    at = np.array([0, 2, 3, 8, 9])          # entries of three features and both intercepts
+    c = v[at]
+    np.testing.assert_allclose(op.quadratic_form(at, c), c @ H[np.ix_(free[at], free[at])] @ c,
+                               **tol)
     if route == "matrix-free" and sparse and K.simd_available():   # rows of X or columns
         for H_op in (op._H, sub._H):
             by_rows = H_op._by_rows

@@ -532,19 +532,28 @@ def test_quadratic_form_reads_only_the_listed_columns(layout):
                                    rtol=1e-12)
 
 
+@pytest.mark.parametrize("model", ["logistic", "multinomial"])
 @pytest.mark.parametrize("operator_has_form", [True, False])
-def test_model_search_on_crossing_steps_matches_the_direct_model(operator_has_form):
+def test_model_search_on_crossing_steps_matches_the_direct_model(operator_has_form, model):
     """Steps that cross zero on several coordinates: the model value from the CG's H d and the
-    crossing columns equals the direct (2.2), also for a bare operator (one product)."""
-    X, y = _problem(14, n=90, d=25, corr=1.0)
-    datafit = Logistic(X, y)
+    crossing columns equals the direct (2.2), also for a bare operator (one product); the
+    multinomial operator's quadratic form is a product on the crossing entries alone."""
+    from sparsekit.losses._multinomial_datafit import Multinomial
+
+    X, y = _problem(14, n=90, d=25, corr=1.0, sparse=model == "multinomial")
+    if model == "logistic":
+        datafit = Logistic(X, y)
+    else:
+        datafit = Multinomial(X, np.arange(90) % 3, 3)
+        datafit.max_explicit = 0                               # the matrix-free operator
+    n = datafit.n_params
     mu = 0.01
-    x = np.random.default_rng(3).standard_normal(25)
+    x = np.random.default_rng(3).standard_normal(n)
     f, G, muw, g, zeta, code = _state(datafit, x, mu)
-    free = np.arange(25)
+    free = np.arange(n)
     H = datafit.hessp(x, free)
     op = H if operator_has_form else (lambda v: H(v))
-    d = -3.0 * x + 0.1 * np.random.default_rng(4).standard_normal(25)  # most cross zero
+    d = -3.0 * x + 0.1 * np.random.default_rng(4).standard_normal(n)   # most cross zero
     Hd = H(d) + 1e-8 * d
     x_hat, alpha, q, q0, products = _model_search(x, G, zeta, muw, free, d, Hd, op, 1e-8)
     assert np.count_nonzero((x_hat == 0) & (x + alpha * d != 0)) >= 5

@@ -1,4 +1,6 @@
 """The OBA Cython kernels against plain NumPy references (random and adversarial inputs)."""
+import math
+
 import numpy as np
 import pytest
 import scipy.sparse as sp
@@ -431,12 +433,60 @@ def test_ista_point_and_weighted_l1_are_their_formulas(n):
         K.weighted_l1(mu, np.zeros(n + 1))
 
 
-def test_project_orthant():
-    x = np.array([1.0, -1.0, 2.0, 0.0, -3.0, 5.0])
-    zeta = np.array([1.0, 1.0, -1.0, 1.0, -1.0, 0.0])
-    mu = np.array([1.0, 1.0, 1.0, 1.0, 2.0, 0.0])  # the last is unpenalized: kept
-    K.project_orthant(x, zeta, mu)
-    np.testing.assert_array_equal(x, [1.0, 0.0, 0.0, 0.0, -3.0, 5.0])
+def _trial_reference(x, grad, zeta, mu, free, d, alpha):
+    """model_trial by NumPy: the projection of (2.13) and the sums, exactly (fsum)."""
+    u = x[free] + alpha * d
+    xn = np.where((mu[free] != 0) & (u * zeta[free] <= 0), 0.0, u)
+    crossed = np.flatnonzero((xn == 0) & (u != 0))
+    step = math.fsum(grad[free] * (xn - x[free]))
+    penalty = math.fsum(mu[free] * (np.abs(xn) - np.abs(x[free])))
+    return xn, crossed, step, penalty
+
+
+@pytest.mark.parametrize("n, m", [(7, 7), (50, 20), (3 * 4096 + 5, 2 * 4096 + 3)])
+def test_model_trial_is_the_projected_trial_and_its_model_terms(n, m):
+    """Against NumPy: P(x_F + αd) with (2.13)'s signs (zero for ζ = 0 where penalized,
+    unpenalized coordinates kept), the crossings (set to zero from a nonzero x_F + αd:
+    not a landing exactly at zero), ∇f_Fᵀδ and the penalty's change, summed in blocks
+    beyond 4,096 terms; coordinates at zero, steps landing at zero, ζ = 0."""
+    rng = np.random.default_rng(n)
+    x = rng.standard_normal(n).round(1)
+    x[rng.random(n) < 0.3] = 0.0
+    grad, mu = 1e3 * rng.standard_normal(n), rng.random(n)
+    mu[rng.random(n) < 0.2] = 0.0                           # unpenalized
+    zeta = np.sign(x)
+    zeta[x == 0] = rng.choice([-1.0, 0.0, 1.0], size=np.count_nonzero(x == 0))
+    free = np.sort(rng.choice(n, m, replace=False)).astype(np.int64)
+    d = rng.standard_normal(m).round(1)
+    land = np.flatnonzero(x[free] != 0)[:max(1, m // 4)]
+    d[land] = -2.0 * x[free[land]]                          # at α = 1/2: exactly at zero
+    counts = []
+    for alpha in (1.0, 0.5, 2.0 ** -30):
+        xn, crossed = np.full(m, np.nan), np.full(m, -1, dtype=np.int64)
+        step, penalty, c = K.model_trial(x, grad, zeta, mu, free, d, alpha, xn, crossed)
+        want_xn, want_crossed, want_step, want_penalty = _trial_reference(
+            x, grad, zeta, mu, free, d, alpha)
+        np.testing.assert_array_equal(xn, want_xn)
+        np.testing.assert_array_equal(crossed[:c], want_crossed)
+        scale = np.abs(grad[free] * (xn - x[free])).sum() + np.abs(mu).sum() * 10
+        assert step == pytest.approx(want_step, abs=1e-13 * scale)
+        assert penalty == pytest.approx(want_penalty, abs=1e-13 * scale)
+        counts.append(c)
+    landed = (x[free] != 0) & (x[free] + 0.5 * d == 0)    # at zero, not crossed, at α = 1/2
+    assert counts[0] > 0 and landed.any()
+
+
+def test_model_trial_refuses_bad_indices_and_lengths():
+    x, free = np.ones(4), np.array([0, 4], dtype=np.int64)
+    d, xn, crossed = np.ones(2), np.empty(2), np.empty(2, dtype=np.int64)
+    with pytest.raises(IndexError, match=r"free\[1\] = 4 is outside \[0, 4\)"):
+        K.model_trial(x, x, x, x, free, d, 1.0, xn, crossed)
+    with pytest.raises(IndexError, match=r"free\[0\] = -1"):
+        K.model_trial(x, x, x, x, np.array([-1, 0], dtype=np.int64), d, 1.0, xn, crossed)
+    with pytest.raises(ValueError, match="same length"):
+        K.model_trial(x, x[:3], x, x, free[:1], d[:1], 1.0, xn[:1], crossed[:1])
+    with pytest.raises(ValueError, match="same length"):
+        K.model_trial(x, x, x, x, free[:1], d, 1.0, xn[:1], crossed[:1])
 
 
 @settings(max_examples=300, deadline=None)
@@ -556,16 +606,6 @@ def test_row_stats_and_lipschitz_bound_sparse_equals_dense(dtype):
         np.testing.assert_allclose(bounds, bounds[0], rtol=1e-12)
         A1 = np.hstack([Xd, np.ones((30, int(intercept)))])
         assert bounds[0] >= np.linalg.eigvalsh(A1.T @ A1 / 30).max() / 4 - 1e-12
-
-
-def test_project_orthant_zeroes_penalized_coordinates_with_zero_orthant_sign():
-    # (2.13): x_i is kept only if sign(x_i) == zeta_i; zeta_i = 0 (the set A) with
-    # mu_i > 0 gives 0, whatever the sign of x_i; unpenalized entries are kept
-    x = np.array([0.5, -2.0, 3.0, 1.5])
-    zeta = np.array([0.0, 0.0, 0.0, 1.0])
-    mu = np.array([1.0, 2.0, 0.0, 3.0])
-    K.project_orthant(x, zeta, mu)
-    np.testing.assert_array_equal(x, [0.0, 0.0, 3.0, 1.5])
 
 
 # ------------------------------------------------------------------ mutation-review additions

@@ -558,13 +558,42 @@ def ista_point(const double[::1] x, const double[::1] grad, const double[::1] mu
     return gs + gs_p, ss + ss_p, pen + pen_p
 
 
-def project_orthant(double[:] x, const double[:] zeta, const double[:] mu):
-    """In place ``x_i <- x_i`` if ``sign(x_i) == zeta_i`` else 0 (2.13); unpenalized kept."""
-    cdef Py_ssize_t i
+def model_trial(const double[::1] x, const double[::1] grad, const double[::1] zeta,
+                const double[::1] mu, const long long[::1] free, const double[::1] d,
+                double alpha, double[::1] xn, long long[::1] crossed):
+    """One trial of OBA's model search on the coordinates ``free``: ``xn = P(x_F + α d)``
+    (the orthant projection of (2.13), unpenalized coordinates kept) in one pass; returns
+    ``(∇f_Fᵀ (xn − x_F), Σ μ_F (|xn| − |x_F|), c)`` with the positions (in ``free``) of
+    the ``c`` coordinates the projection set to zero written to ``crossed[:c]``."""
+    cdef Py_ssize_t j, i, m = free.shape[0], n = x.shape[0], c = 0, bad = -1
+    cdef double xi, u, p, gd = 0.0, pen = 0.0, gd_p = 0.0, pen_p = 0.0
+    if grad.shape[0] != n or zeta.shape[0] != n or mu.shape[0] != n:
+        raise ValueError("model_trial: x, grad, zeta and mu must have the same length")
+    if d.shape[0] != m or xn.shape[0] != m or crossed.shape[0] != m:
+        raise ValueError("model_trial: free, d, xn and crossed must have the same length")
     with nogil:
-        for i in range(x.shape[0]):
-            if mu[i] != 0.0 and x[i] * zeta[i] <= 0.0:
-                x[i] = 0.0
+        for j in range(m):
+            i = free[j]
+            if i < 0 or i >= n:
+                bad = j
+                break
+            xi = x[i]
+            u = xi + alpha * d[j]
+            p = u
+            if mu[i] != 0.0 and u * zeta[i] <= 0.0:
+                p = 0.0
+                if u != 0.0:
+                    crossed[c] = j
+                    c = c + 1
+            xn[j] = p
+            gd_p = gd_p + grad[i] * (p - xi)
+            pen_p = pen_p + mu[i] * (fabs(p) - fabs(xi))
+            if (j + 1) % SUM_BLOCK == 0:
+                gd, pen = gd + gd_p, pen + pen_p
+                gd_p = pen_p = 0.0
+    if bad >= 0:
+        raise IndexError(f"model_trial: free[{bad}] = {free[bad]} is outside [0, {n})")
+    return gd + gd_p, pen + pen_p, c
 
 
 ctypedef struct _weighted:

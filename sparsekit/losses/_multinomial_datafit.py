@@ -783,6 +783,13 @@ class _MultinomialHessian:
             self._diag[nwf:] = f._column_sums(D)[self._b_entries]
         return self._diag
 
+    def quadratic_form(self, positions, values):
+        """cᵀ∇²f c for c supported on this operator's entries ``positions`` (sorted), with
+        ``values`` there (the model search's correction for the entries the orthant
+        projection moved): a product of the operator on those entries alone, which reads
+        their columns and holds arrays of their size."""
+        return float(values @ _MultinomialHessian(self._f, self._free[positions])(values))
+
     def restrict(self, keep):
         """The operator on the entries ``keep`` (boolean over this operator's); the
         preconditioner's blocks, if formed, are cut down to them."""

@@ -141,25 +141,22 @@ def _model_search(x, G, zeta, muw, free, d, Hd, H, hess_reg):
     (``H.quadratic_form``, else one product). Returns (x̂ = P(x + αd), α, q(x̂) − f(x),
     q(x) − f(x), Hessian products used).
     """
-    xF, GF, zF, muF = x[free], G[free], zeta[free], muw[free]
     q0 = K.weighted_l1(muw, x)
-    absF = np.abs(xF)
+    xn, crossed = np.empty(free.size), np.empty(free.size, dtype=np.int64)
     dHd, alpha, it = d @ Hd, 1.0, 0
     while True:
-        xn = xF + alpha * d
-        unprojected = xn.copy()
-        K.project_orthant(xn, zF, muF)
-        delta = xn - xF
-        crossed = np.flatnonzero((xn == 0.0) & (unprojected != 0.0))
+        # xn = P(x_F + αd) with q − q0 term by term: q and q0 are large sums whose difference
+        # near the solution lies below their rounding, where a test q <= q0 halves alpha to
+        # nothing
+        step, penalty, n_crossed = K.model_trial(x, G, zeta, muw, free, d, alpha, xn, crossed)
         curvature = alpha * alpha * dHd
-        if crossed.size:  # c = αd − δ = x + αd on the crossing coordinates
-            c = unprojected[crossed]
+        if n_crossed:  # c = αd − δ = x + αd on the crossing coordinates
+            at = crossed[:n_crossed]
+            c = x[free[at]] + alpha * d[at]
             it += not hasattr(H, "quadratic_form")
-            curvature += (_quadratic_form(H, crossed, c, d.size) + hess_reg * (c @ c)
-                          - 2.0 * alpha * (c @ Hd[crossed]))
-        # q - q0 term by term: q and q0 are large sums whose difference near the solution
-        # lies below their rounding, where a test q <= q0 halves alpha to nothing
-        change = GF @ delta + 0.5 * curvature + muF @ (np.abs(xn) - absF)
+            curvature += (_quadratic_form(H, at, c, d.size) + hess_reg * (c @ c)
+                          - 2.0 * alpha * (c @ Hd[at]))
+        change = step + 0.5 * curvature + penalty
         if change <= 0.0 or alpha < 1e-12:
             break
         alpha *= 0.5
