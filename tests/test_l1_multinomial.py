@@ -232,11 +232,12 @@ def test_multinomial_fit_on_csr_reads_the_callers_rows(monkeypatch, dtype):
     np.testing.assert_array_equal(est.coef_, twin.coef_)
 
 
-def _counted(n_rows, n_columns, n_classes, fit_intercept=True, kept=0):
-    """The bytes the check before a multinomial fit counts, with ``kept`` solutions."""
-    from sparsekit.linear_model._l1_logistic import MULTINOMIAL_ARRAYS
-    return 8 * n_classes * ((MULTINOMIAL_ARRAYS["weights"] + kept) * (n_columns + fit_intercept)
-                            + MULTINOMIAL_ARRAYS["rows"] * n_rows)
+def _counted(n_rows, n_columns, n_classes, fit_intercept=True, kept=0, solves=1):
+    """The bytes the check before a multinomial fit counts, with ``kept`` solutions and
+    ``solves`` solves at a time."""
+    from sparsekit.linear_model._l1_logistic import MULTINOMIAL_ARRAYS as arrays
+    return 8 * n_classes * ((solves * arrays["weights"] + kept) * (n_columns + fit_intercept)
+                            + solves * arrays["rows"] * n_rows)
 
 
 def _path(X, y):
@@ -244,45 +245,50 @@ def _path(X, y):
     return l1_logistic_path(X, y, Cs=3, multiclass="multinomial")
 
 
-def _cv(X, y, sparse_coef=False):
+def _cv(X, y, sparse_coef=False, n_jobs=None):
     from sparsekit.linear_model import L1LogisticOBACV
-    return L1LogisticOBACV(Cs=3, cv=2, multiclass="multinomial",
-                           sparse_coef=sparse_coef).fit(X, y)
+    return L1LogisticOBACV(Cs=3, cv=2, multiclass="multinomial", sparse_coef=sparse_coef,
+                           n_jobs=n_jobs).fit(X, y)
 
 
-@pytest.mark.parametrize("fit, kept", [
-    (None, 0),                                              # the estimator below
-    (_path, 3),                                             # its 3 solutions
-    (_cv, 9),                        # 2 folds x 3 Cs stored, a path's 3 as they arrive
-    (lambda X, y: _cv(X, y, sparse_coef=True), 3),          # nonzeros stored
+@pytest.mark.parametrize("fit, kept, solves", [
+    (None, 0, 1),                                           # the estimator below
+    (_path, 3, 1),                                          # its 3 solutions
+    (_cv, 9, 1),                     # 2 folds x 3 Cs stored, a path's 3 as they arrive
+    (lambda X, y: _cv(X, y, sparse_coef=True), 3, 1),       # nonzeros stored
+    (lambda X, y: _cv(X, y, n_jobs=2), 12, 2),              # two paths at a time
 ])
 def test_a_multinomial_fit_that_would_not_fit_in_memory_is_refused_before_it_starts(
-        monkeypatch, fit, kept):
+        monkeypatch, fit, kept, solves):
     """The multinomial solver holds arrays of its weights' size and of rows x classes (the
     coef_ check allows up to half the memory for one), a path and a CV its solutions beside
-    them: a fit whose arrays would exceed the machine's memory (the OS would kill the
-    process during it) is refused at the start, by the estimator, the path and the CV
-    estimator, naming the one-vs-rest remedy, which fits; the estimator stays unfitted."""
+    them, a CV with n_jobs as many solves as it runs at a time: a fit whose arrays would
+    exceed the machine's memory (the OS would kill the process during it) is refused at the
+    start, by the estimator, the path and the CV estimator, naming the one-vs-rest remedy,
+    which fits; the estimator stays unfitted."""
     import sparsekit.linear_model._l1_logistic as l1
 
     rng = np.random.default_rng(0)
     X = sp.random(90, 400, density=0.02, random_state=1, format="csr")
     y = rng.integers(0, 3, 90)
     used = np.count_nonzero(X.getnnz(axis=0))      # the solve leaves the empty columns out
-    monkeypatch.setattr(l1, "physical_memory", lambda: _counted(90, used, 3, kept=kept) - 1)
+    counted = _counted(90, used, 3, kept=kept, solves=solves)
+    monkeypatch.setattr(l1, "physical_memory", lambda: counted - 1)
     arrays = l1.MULTINOMIAL_ARRAYS
+    at_once = (f" \\({solves} solves at a time: fewer n_jobs run fewer\\)" if solves > 1
+               else "")
     held = (f", {kept} of them the solutions kept \\(fewer C values keep fewer\\),"
             if kept else "")
-    message = (rf"the multinomial fit would hold at least 0.0 GiB, about "
-               rf"{arrays['weights'] + kept} arrays of its 0 MiB of weights "
-               rf"\({used:,} columns x 3 classes\){held} and {arrays['rows']} of 90 rows x 3 "
-               r"classes, more than this machine's 0.0 GiB: use multiclass='ovr'")
+    message = (rf"the multinomial fit{at_once} would hold at least 0.0 GiB, about "
+               rf"{solves * arrays['weights'] + kept} arrays of its 0 MiB of weights "
+               rf"\({used:,} columns x 3 classes\){held} and {solves * arrays['rows']} of 90 "
+               r"rows x 3 classes, more than this machine's 0.0 GiB: use multiclass='ovr'")
     clf = L1LogisticOBA(multiclass="multinomial")
     with pytest.raises(ValueError, match=message):
         (fit or clf.fit)(X, y)
     assert not hasattr(clf, "coef_")
     assert clf.set_params(multiclass="ovr").fit(X, y).coef_.shape == (3, 400)
-    monkeypatch.setattr(l1, "physical_memory", lambda: _counted(90, used, 3, kept=kept))
+    monkeypatch.setattr(l1, "physical_memory", lambda: counted)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
         (fit or clf.set_params(multiclass="multinomial").fit)(X, y)

@@ -125,23 +125,26 @@ def _fit_multinomial(datafit, C, tol, max_iter, w0, verbose, l1_ratio=1.0, callb
     return (*_multinomial_model(datafit, res.x), res)
 
 
-def multinomial_within_memory(n_rows, n_columns, n_classes, fit_intercept, kept=0):
-    """A ValueError, before the fit starts, where the multinomial fit's arrays
-    (:data:`MULTINOMIAL_ARRAYS`), with ``kept`` solutions that the caller holds beside
-    them (a path's, a cross-validation's), would not fit in this machine's memory: the
-    process would otherwise be killed for memory, or swap, during the fit."""
+def multinomial_within_memory(n_rows, n_columns, n_classes, fit_intercept, kept=0,
+                              solves=1):
+    """A ValueError, before the fit starts, where the arrays of ``solves`` multinomial
+    solves at a time (:data:`MULTINOMIAL_ARRAYS` each), with ``kept`` solutions that the
+    caller holds beside them (a path's, a cross-validation's), would not fit in this
+    machine's memory: the process would otherwise be killed for memory, or swap, during
+    the fit."""
     memory = physical_memory()
     weights = 8.0 * (n_columns + fit_intercept) * n_classes
-    arrays = MULTINOMIAL_ARRAYS["weights"] + kept
-    need = arrays * weights + MULTINOMIAL_ARRAYS["rows"] * 8.0 * n_rows * n_classes
+    arrays = solves * MULTINOMIAL_ARRAYS["weights"] + kept
+    rows = solves * MULTINOMIAL_ARRAYS["rows"]
+    need = arrays * weights + rows * 8.0 * n_rows * n_classes
     if memory is not None and need > memory:
+        at_once = f" ({solves} solves at a time: fewer n_jobs run fewer)" if solves > 1 else ""
         held = (f", {kept:,} of them the solutions kept (fewer C values keep fewer)," if kept
                 else "")
         raise ValueError(
-            f"the multinomial fit would hold at least {need / 2**30:.1f} GiB, about "
-            f"{arrays:,} arrays of its {weights / 2**20:,.0f} MiB of weights "
-            f"({n_columns:,} columns x {n_classes} classes){held} and "
-            f"{MULTINOMIAL_ARRAYS['rows']} of "
+            f"the multinomial fit{at_once} would hold at least {need / 2**30:.1f} GiB, "
+            f"about {arrays:,} arrays of its {weights / 2**20:,.0f} MiB of weights "
+            f"({n_columns:,} columns x {n_classes} classes){held} and {rows} of "
             f"{n_rows:,} rows x {n_classes} classes, more than this machine's "
             f"{memory / 2**30:.1f} GiB: use multiclass='ovr', whose problems hold arrays of one "
             "class's weights (sparse_coef=True stores coef_'s nonzeros only), or hash the "

@@ -269,11 +269,15 @@ class L1LogisticOBACV(CVRoutingMixin, L1LogisticOBA):
                 ("folds", "l1_ratios", "Cs", "rows", "columns"),
                 shape + (self.n_features_in_ + self.fit_intercept,))), 8,
                 "pass sparse_coef=True, which stores its nonzeros (and the model's)")
-        if multinomial:     # the refit on every row (a fold's solves use fewer) beside the
-            # folds' solutions and a path's, whose solutions arrive as one dense array
-            multinomial_within_memory(data.codes.size, data.columns.n_used, classes.size,
-                                      self.fit_intercept, kept=l1_ratios.size * Cs.size * (
-                                          1 + (0 if self.sparse_coef else len(folds))))
+        if multinomial:     # the folds' paths at a time (processes, or the client's threads
+            # on dask; the refit alone later), each path's solutions arriving as one dense
+            # array, beside the folds' solutions; all the rows each (a fold's solves use fewer)
+            at_once = 1 if on_device else min(effective_n_jobs(self.n_jobs), len(folds))
+            path = l1_ratios.size * Cs.size
+            multinomial_within_memory(
+                data.codes.size, data.columns.n_used, classes.size, self.fit_intercept,
+                kept=path * (at_once + (0 if self.sparse_coef else len(folds))),
+                solves=at_once)
         context = self._begin_fit_task(X_in, y_in, len(folds) * len(problems) + self.refit,
                                        sample_weight)
         # paths and scores run on the used columns; coefs_paths_ and the model get all of X's
