@@ -1,6 +1,9 @@
 """The peak of the memory a call allocates, as Python's tracemalloc sees it (NumPy and
-SciPy arrays included)."""
+SciPy arrays included), and what a call leaves for the cyclic garbage collector."""
+import collections
+import gc
 import tracemalloc
+import types
 
 
 def peak_allocated(call):
@@ -11,3 +14,29 @@ def peak_allocated(call):
         return result, tracemalloc.get_traced_memory()[1]
     finally:
         tracemalloc.stop()
+
+
+def _name(o):
+    """``module.qualname`` of an object's class, or of a function."""
+    kind = o if isinstance(o, types.FunctionType) else type(o)
+    module = getattr(kind, "__module__", None)
+    return f"{module}.{kind.__qualname__}" if isinstance(module, str) else ""
+
+
+def left_for_the_collector(call):
+    """The objects of sparsekit's classes and functions that ``call()`` left unreachable in
+    reference cycles (Python's cyclic garbage collector off during it, then run with
+    ``DEBUG_SAVEALL``): they, and the arrays they hold, would have stayed until that
+    collector ran."""
+    gc.collect()
+    gc.disable()
+    try:
+        call()
+        gc.set_debug(gc.DEBUG_SAVEALL)
+        gc.collect()
+        return collections.Counter(name for name in map(_name, gc.garbage)
+                                   if name.startswith("sparsekit."))
+    finally:
+        gc.set_debug(0)
+        gc.garbage.clear()
+        gc.enable()

@@ -1218,3 +1218,18 @@ def test_incremental_streams_a_dask_dataframe(client):
     assert inc.estimator_.n_iter_ == 4
     assert list(inc.estimator_.feature_names_in_) == [f"f{j}" for j in range(10)]
     assert inc.estimator_.score(pd.DataFrame(X, columns=frame.columns), y) > 0.4
+
+
+def test_dask_fits_leave_nothing_for_the_cyclic_garbage_collector(client):
+    """The dask datafits hold futures of the partitions' blocks on the workers: one in a
+    reference cycle (the sparsemax datafit's data term, a method bound to itself) kept
+    them there after the fit until the client's cyclic garbage collector ran."""
+    from _memory import left_for_the_collector
+
+    X, y = _data(n=400, d=20, classes=3, seed=2)
+    Xd = da.from_array(X, chunks=(100, -1))
+    for fit in (lambda: SparsemaxClassifier(max_iter=20).fit(Xd, y),
+                lambda: SparsemaxClassifier(solver="newton-cg", max_iter=20).fit(Xd, y),
+                lambda: L1LogisticOBA().fit(Xd, y),
+                lambda: L1LogisticOBA(multiclass="multinomial").fit(Xd, y)):
+        assert not left_for_the_collector(fit)

@@ -66,7 +66,7 @@ def test_update_is_the_hessian_at_the_lagged_probabilities(layout, dtype, interc
     Hessian's."""
     f, free, rng = _datafit(layout, dtype, intercept)
     rtol = 0.05
-    gram = CarriedGram(f, rtol)
+    gram = CarriedGram(rtol)
     P0 = f._P.copy()
     np.testing.assert_allclose(gram(f._matrix_free(free)), _exact(f, free, P0),
                                rtol=1e-12, atol=1e-15)
@@ -97,7 +97,7 @@ def test_joined_entries_get_their_rows_at_the_carried_probabilities(layout, inte
     f, free, rng = _datafit(layout, np.float64, intercept, seed=2, d=30)
     nw = 30 * K
     joining = [5, 4 * K + 1] + ([nw + 2] if intercept else [])    # 4: a column not free
-    gram = CarriedGram(f, 0.05)
+    gram = CarriedGram(0.05)
     gram(f._matrix_free(np.setdiff1d(free, np.r_[joining, 4 * K:5 * K])))
     P0 = f._P.copy()
     far = np.arange(0, f.n_samples, 50)
@@ -121,7 +121,7 @@ def test_many_joined_entries_many_moved_rows_or_rtol_zero_reach_the_exact_hessia
     f, free, rng = _datafit(layout, np.float64, True, seed=1)
     calls = _spy(monkeypatch, f)
     for rtol in (0.05, 0.0):
-        gram = CarriedGram(f, rtol)
+        gram = CarriedGram(rtol)
         gram(f._matrix_free(free[::2]))
         f._P = _moved(rng, f._P, np.arange(0), 0.01)
         np.testing.assert_array_equal(gram(f._matrix_free(free)), _exact(f, free, f._P))

@@ -482,12 +482,10 @@ class DaskFenchelYoung(FenchelYoungLinear):
             raise ValueError("The sample weights of the rows used in the fit sum to zero.")
         self.scale = 1.0 / total
         self.center = X_sum * self.scale if center else None
-        self._data_term = self._summed_data_term
-
-    def _summed_data_term(self, W, b, out=None):
-        loss, gW, gb = summed(self._client, self._groups, "__call__", np.asarray(W),
-                              np.asarray(b))
-        return float(loss), written(gW, out), gb
+        # a function of the client and groups, not a method bound to self: an instance
+        # holding its own bound method is a reference cycle, which would keep the
+        # partitions' blocks on the workers until the cyclic garbage collector runs
+        self._data_term = partial(_summed_data_term, client, self._groups)
 
     def hessp_at(self, theta):
         """``(v -> H v, n_active)`` with each partition's active rows kept on its worker:
@@ -547,3 +545,10 @@ def _over_parts(func, group, args):
 
 def _summed_attribute(group, name):
     return sum(getattr(part, name) for part in group.parts)
+
+
+def _summed_data_term(client, groups, W, b, out=None):
+    """The data term of :class:`DaskFenchelYoung`: (loss, ∇_W, ∇_b) summed over the
+    partitions' blocks (∇_W written to ``out`` when given)."""
+    loss, gW, gb = summed(client, groups, "__call__", np.asarray(W), np.asarray(b))
+    return float(loss), written(gW, out), gb

@@ -192,7 +192,7 @@ class Multinomial:
         self._most_products = 0   # the most a matrix-free Hessian took (dense X: hessp)
         self._buffers = {}        # see _kept
         self._ones = None         # see _column_sums
-        self._carried_gram = CarriedGram(self, self.gram_refresh_rtol)
+        self._carried_gram = CarriedGram(self.gram_refresh_rtol)
 
     #: the matrix-free products walk the rows of the free columns (:meth:`_walks_rows`)
     #: when this many times their (stored entry, free class) pairs plus stored entries are

@@ -28,8 +28,6 @@ class CarriedGram:
 
     Parameters
     ----------
-    datafit : Multinomial
-        The datafit, at the point whose Hessian is asked for.
     rtol : float
         Relative tolerance on the probabilities (0: every row that moved is refreshed).
     """
@@ -41,15 +39,16 @@ class CarriedGram:
     #: 2 |joined| / |F| of a new Gram)
     join_share = 0.125
 
-    def __init__(self, datafit, rtol):
-        self._f = datafit
+    def __init__(self, rtol):
         self._rtol = float(rtol)
         self._free = self._G = self._P = None
 
     def __call__(self, H):
-        """The Gram on ``H``'s free entries at the datafit's current point (kept for the
-        next call: read it only)."""
-        f, free = self._f, H._free
+        """The Gram on ``H``'s free entries at its datafit's current point (kept for the
+        next call: read it only). The datafit is ``H``'s, not kept here: it holds this
+        object, and a reference back would keep both, and the datafit's arrays, alive
+        until Python's cyclic garbage collector runs."""
+        f, free = H._f, H._free
         kept = None if self._G is None else np.isin(free, self._free, assume_unique=True)
         moved = None if kept is None else self._moved(f._P)
         if (moved is None or moved.size > self.refresh_share * f.n_samples

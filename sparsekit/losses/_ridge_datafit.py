@@ -5,6 +5,8 @@
 of :func:`sparsekit.optimize.minimize_oba`: the Hessian operators of the wrapped datafit get
 λ on their penalized diagonal, matrix-free or formed.
 """
+import functools
+
 import numpy as np
 
 
@@ -48,10 +50,13 @@ class _RidgeHessian:
         self._H = H
         self._d = d
         self._matrix = None
+        # functions of H and d, not methods bound to self: an instance holding its own
+        # bound method is a reference cycle, freed only by the cyclic garbage collector
         if hasattr(H, "quadratic_form"):      # else the solver makes a product instead
-            self.quadratic_form = self._quadratic_form
+            self.quadratic_form = functools.partial(_quadratic_form, H, d)
         if hasattr(H, "preconditioner"):      # else the CG's is the diagonal's
-            self.preconditioner = self._preconditioner
+            self.preconditioner = functools.partial(_preconditioner, H,
+                                                    float(d.max(initial=0.0)))
 
     @property
     def shape(self):
@@ -76,15 +81,17 @@ class _RidgeHessian:
     def diagonal(self):
         return self._H.diagonal() + self._d
 
-    def _quadratic_form(self, positions, values):
-        return self._H.quadratic_form(positions, values) + float(
-            values @ (self._d[positions] * values))
-
-    def _preconditioner(self, reg):
-        """The wrapped operator's, shifted by λ on every entry (the intercepts' too: a
-        preconditioner need only be near the matrix)."""
-        return self._H.preconditioner(reg + float(self._d.max(initial=0.0)))
-
     def restrict(self, keep):
         keep = np.asarray(keep, dtype=bool)
         return _RidgeHessian(self._H.restrict(keep), self._d[keep])
+
+
+def _quadratic_form(H, d, positions, values):
+    """cᵀ(H + diag(d))c for c supported on ``positions``."""
+    return H.quadratic_form(positions, values) + float(values @ (d[positions] * values))
+
+
+def _preconditioner(H, shift, reg):
+    """H's preconditioner shifted by λ (``shift``) on every entry (the intercepts' too: a
+    preconditioner need only be near the matrix)."""
+    return H.preconditioner(reg + shift)
