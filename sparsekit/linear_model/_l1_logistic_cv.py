@@ -314,22 +314,22 @@ class L1LogisticOBACV(CVRoutingMixin, L1LogisticOBA):
             models = data.held_out(test, (solutions.block(f, r, c) for r, c in points),
                                    partial(self._fold_model, dtype=data.dtype,
                                            multinomial=multinomial))
-            for (r, c), (model, X_test) in zip(points, models):
+            for (model, X_test), (r, c) in zip(models, points):   # models run to their end
                 scores[f, r, c] = scorer(model, X_test, data.y[test], **held_out[f])
         self.Cs_, self.l1_ratios_, self.scores_ = Cs, l1_ratios, scores
-        self.coefs_paths_, self.n_iter_ = data.columns.expand(solutions.stored), n_iter
+        solutions.expand(data.columns)      # one copy of the solutions beside the refit
+        self.coefs_paths_, self.n_iter_ = solutions.stored, n_iter
         best = f"mean held-out score {scores.mean(axis=0).max():.6g} over {len(folds)} folds"
         if self.refit:
             r, c = np.unravel_index(np.argmax(scores.mean(axis=0)), scores.shape[1:])
             self._say(f"C = {Cs[c]:.4g}, l1_ratio = {l1_ratios[r]:g}: {best}; refit on all "
                       "the data")
             task = self._begin_subtask(context, "refit", X_in, y_in)
-            start = data.columns.expand(np.mean([solutions.block(f, r, c)
-                                                 for f in range(len(folds))], axis=0))
+            start = np.mean([solutions.block(f, r, c) for f in range(len(folds))], axis=0)
             self._refit(*data.refit_input, Cs[c], l1_ratios[r], start, multinomial)
             self._end_subtask(task, X_in, y_in)
         else:
-            self._average_best(solutions, data.dtype, multinomial, data.columns)
+            self._average_best(solutions, data.dtype, multinomial)
             self._say(f"C = {self.C_:.4g}, l1_ratio = {self.l1_ratio_:g} (the folds' best "
                       f"points averaged): {best}")
         self._end_fit_task(context, X_in, y_in, sample_weight)
@@ -358,10 +358,9 @@ class L1LogisticOBACV(CVRoutingMixin, L1LogisticOBA):
         model._softmax = multinomial
         return model
 
-    def _average_best(self, solutions, dtype, multinomial, columns):
-        """Without refit: the model is the mean of the folds' solutions at each fold's best
-        grid point (written back to X's ``columns``), C_ and l1_ratio_ the means of those
-        points."""
+    def _average_best(self, solutions, dtype, multinomial):
+        """Without refit: the model is the mean of the folds' solutions (on X's columns) at
+        each fold's best grid point, C_ and l1_ratio_ the means of those points."""
         best = [np.unravel_index(np.argmax(s), s.shape) for s in self.scores_]
         self.C_ = float(np.mean([self.Cs_[c] for _, c in best]))
         self.l1_ratio_ = float(np.mean([self.l1_ratios_[r] for r, _ in best]))
@@ -370,7 +369,6 @@ class L1LogisticOBACV(CVRoutingMixin, L1LogisticOBA):
                                  dtype, multinomial)
         for name in ("coef_", "intercept_", "_softmax"):
             setattr(self, name, getattr(model, name))
-        self.coef_ = columns.expand(self.coef_)
         n_rows = self.intercept_.size
         self.optimality_ = self.duality_gap_ = np.full(n_rows, np.nan)
         self.corrective_loops_ = [np.zeros(0, dtype=np.int64)] * n_rows
@@ -414,10 +412,11 @@ def _scorer(scoring, classes):
 
 class _FoldPaths:
     """The folds' solutions along the grid, gathered path by path (``add``, fold-major,
-    then problem). After ``close``, ``stored`` is ``coefs_paths_``: an array of ``shape``
-    (n_folds, n_l1_ratios, n_Cs, n_rows, n_dof), the problems' ``span`` rows side by side,
-    or (``sparse``) one CSR matrix of that array's rows in order; ``block(f, r, c)`` is one
-    solution as an (n_rows, n_dof) array."""
+    then problem). After ``close``, ``stored`` is an array of ``shape`` (n_folds,
+    n_l1_ratios, n_Cs, n_rows, n_dof), the problems' ``span`` rows side by side, or
+    (``sparse``) one CSR matrix of that array's rows in order, on the used columns, and
+    after ``expand`` ``coefs_paths_``; ``block(f, r, c)`` is one solution as an (n_rows,
+    n_dof) array."""
 
     def __init__(self, shape, span, sparse):
         self._shape, self._span = shape, span
@@ -444,6 +443,12 @@ class _FoldPaths:
             stacked.append(sp.vstack(fold, format="csr")[order])
         self.stored = sp.vstack(stacked, format="csr")
         self._paths = []
+
+    def expand(self, columns):
+        """After ``close``: ``stored`` and the blocks on X's columns (:class:`UsedColumns`
+        ``columns``: zeros on the others), the array on the used ones released."""
+        self.stored = columns.expand(self.stored)
+        self._shape = self._shape[:-1] + (self.stored.shape[-1],)
 
     def block(self, f, r, c):
         if not sp.issparse(self.stored):
