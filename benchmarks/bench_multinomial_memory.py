@@ -14,7 +14,9 @@ little.
 
 A path (``l1_logistic_path``) holds its solutions beside the solver's arrays, one per C
 (the check counts them): on the first two models, 1 to 20 values of C from 1 to 1.6,
-``max_iter=15``.
+``max_iter=15``. Last, what three fits in a row (the first model, C = 1) leave allocated
+when each returns, Python's cyclic garbage collector left to its own schedule: coef_ (one
+array) and what the collector has not freed yet.
 
 Writes section "multinomial_memory" of doc/benchmarks.md::
 
@@ -22,8 +24,11 @@ Writes section "multinomial_memory" of doc/benchmarks.md::
 """
 import _report  # noqa: F401  (pins BLAS threads before NumPy)
 
+import gc
 import itertools
 import sys
+import tracemalloc
+import warnings
 
 import numpy as np
 import scipy.sparse as sp
@@ -86,6 +91,17 @@ def main():
             path_rows.append(cells[:1] + [m, int(n_iter.sum()), f"{peak / weights:.2f}",
                                           f"{peak / counted(X, weights, m):.2f}"])
             print(*path_rows[-1], flush=True)
+    X, y, weights, cells = next(problems(SHAPES[:1]))
+    gc.collect()
+    tracemalloc.start()
+    left = []
+    for _ in range(3):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            clf = L1LogisticOBA(C=1.0, multiclass="multinomial", max_iter=30).fit(X, y)
+        left.append(f"{tracemalloc.get_traced_memory()[0] / weights:.2f}")
+    tracemalloc.stop()
+    print("held after each fit:", *left, flush=True)
     body = f"""{__doc__.split("Writes section")[0].split(chr(10), 2)[2].strip()}
 ``MULTINOMIAL_ARRAYS`` = {MULTINOMIAL_ARRAYS}.
 
@@ -95,6 +111,9 @@ def main():
 
 {_report.markdown_table(["X (rows x used columns)", "values of C", "iterations",
                          "peak / weights", "peak / counted"], path_rows)}
+
+{_report.markdown_table(["X (rows x used columns)", "held after fit 1 / weights", "fit 2",
+                         "fit 3"], [cells[:1] + left])}
 """
     _report.write_section("multinomial_memory",
                           "L1LogisticOBA: the memory of the multinomial fit", body)
