@@ -6,6 +6,7 @@ NumPy-backed CuPy stand-in, whose kernels run in the CPU emulation, and again on
 """
 import sys
 import types
+import warnings
 
 import numpy as np
 import pytest
@@ -678,3 +679,20 @@ def test_gpu_classifier_label_sets_threshold_matches_cpu(cupy_backend, monkeypat
     predicted = gpu.predict(cupy_backend.asarray(X) if on_device else X)
     np.testing.assert_array_equal(predicted.get() if on_device else predicted,
                                   cpu.predict(X))
+
+
+def test_gpu_fits_leave_nothing_for_the_cyclic_garbage_collector(cupy_backend):
+    """What a device fit makes (its datafits, kernels' launchers, device buffers) is freed
+    once nothing refers to it, not when Python's cyclic garbage collector next runs."""
+    from _memory import left_for_the_collector
+    from sparsekit import ExtremeSoftmaxSGD, L1LogisticOBA, SparsemaxClassifier
+
+    rng = np.random.default_rng(0)
+    X, y = rng.normal(size=(60, 8)), np.arange(60) % 3
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for est in (L1LogisticOBA(device="cuda"), L1LogisticOBA(device="cuda", l1_ratio=0.5),
+                    L1LogisticOBA(device="cuda", multiclass="multinomial"),
+                    SparsemaxClassifier(device="cuda", max_iter=20),
+                    ExtremeSoftmaxSGD(device="cuda", random_state=0)):
+            assert not left_for_the_collector(lambda: est.fit(X, y)), est
