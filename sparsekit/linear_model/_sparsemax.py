@@ -138,6 +138,20 @@ def solver_within_memory(solver, size, auto, alternatives):
         + "hash the features to fewer columns (HashingVectorizer's n_features)")
 
 
+def _minimize_lbfgsb(value_grad, theta0, **kwargs):
+    """:func:`scipy.optimize.minimize` with L-BFGS-B on ``value_grad`` (``jac=True``).
+    SciPy before 1.14 leaves the objective in a reference cycle of its own once it returns:
+    what ``value_grad`` holds (the datafit, its buffers, a converted copy of X) would stay
+    allocated until Python's cyclic garbage collector next ran, so SciPy is handed a
+    function that lets go of it on return."""
+    held = [value_grad]
+    try:
+        return minimize(lambda theta: held[0](theta), theta0, method="L-BFGS-B", jac=True,
+                        **kwargs)
+    finally:
+        held.clear()
+
+
 def _target_summary(y):
     """Of a partition's 2-D targets: whether they are label sets (every nonzero entry 1),
     and how many rows have no label."""
@@ -754,8 +768,8 @@ class SparsemaxClassifier(SparsekitClassifier):
                 # L-BFGS-B reports as a success ("relative reduction of f <= factr*epsmch")
                 res.success = True
             return res
-        return minimize(datafit.value_grad, theta0, method="L-BFGS-B", jac=True,
-                        bounds=bounds, callback=callback, options=options)
+        return _minimize_lbfgsb(datafit.value_grad, theta0, bounds=bounds,
+                                callback=callback, options=options)
 
     def _solver_callback(self, solver, datafit, context, X, y, columns, used):
         """``(callback, close)``: the solvers' callback, which prints one line per iteration
