@@ -184,6 +184,42 @@ def test_no_more_processes_than_folds(monkeypatch):
         assert asked.pop() == expected
 
 
+@pytest.mark.parametrize("solver", ["lbfgs", "auto"])
+def test_the_folds_in_parallel_share_the_memory(monkeypatch, solver):
+    """Each fold's solver was checked against the whole memory, so n_jobs paths together
+    could hold n_jobs times what fits (the OS kills the processes): a solver whose arrays
+    fit once but not twice is refused at n_jobs=2, naming n_jobs (auto runs Newton-CG on
+    the folds, as a fit alone does), and runs at n_jobs=1. The folds run in threads here,
+    so that the machine's memory can be patched in their process."""
+    from joblib import parallel_config
+
+    import sparsekit.linear_model._sparsemax as sparsemax
+    X, y = _data(seed=5)                         # dense: every column in every fold
+    weights = (X.shape[1] + 1) * 3 * 8
+    monkeypatch.setattr(sparsemax, "physical_memory",
+                        lambda: 1.5 * sparsemax.SOLVER_ARRAYS["lbfgs"] * weights)
+    solved = []
+    solve = sparsemax.SparsemaxClassifier._solve
+    monkeypatch.setattr(sparsemax.SparsemaxClassifier, "_solve",
+                        lambda self, name, *args: solved.append(name) or solve(
+                            self, name, *args))
+    cv = SparsemaxClassifierCV(alphas=2, cv=2, solver=solver, n_jobs=2)
+    with parallel_config(backend="threading"):
+        if solver == "lbfgs":
+            with pytest.raises(ValueError, match=r"would hold about .* GiB in the 2 fits that "
+                                                 r"run at a time \(n_jobs: .*of weights "
+                                                 r"each, .*: use fewer n_jobs or "
+                                                 r"solver='newton-cg'"):
+                cv.fit(X, y)
+            assert not solved and not hasattr(cv, "coef_")
+        else:
+            cv.fit(X, y)
+            assert solved == ["newton-cg"] * 4 + ["lbfgs"]     # the refit runs alone
+        solved.clear()
+        cv.set_params(n_jobs=1).fit(X, y)
+    assert solved == ["lbfgs"] * 5
+
+
 def test_the_folds_convergence_warnings_come_as_one():
     X, y = _data(seed=6)
     with warnings.catch_warnings(record=True) as caught:

@@ -1,4 +1,6 @@
 """Sparsemax regression and its polytope family as a scikit-learn classifier."""
+import contextlib
+import contextvars
 import warnings
 from numbers import Integral, Real
 
@@ -113,28 +115,49 @@ def auto_solver(X, alpha, bounded=False, device="cpu", intercept_scale=0.0):
     return "sdca" if mean_sq <= AUTO_SDCA_MAX_CONDITION * alpha * X.shape[0] else "lbfgs"
 
 
+#: how many fits share this machine's memory at a time: SparsemaxClassifierCV's fold
+#: paths running in parallel (processes, or threads on dask) set it for their fits
+_FITS_AT_ONCE = contextvars.ContextVar("fits_at_once", default=1)
+
+
+@contextlib.contextmanager
+def fits_at_once(n):
+    """Within it, :func:`solver_within_memory` gives each fit 1/n of the memory."""
+    token = _FITS_AT_ONCE.set(n)
+    try:
+        yield
+    finally:
+        _FITS_AT_ONCE.reset(token)
+
+
 def solver_within_memory(solver, size, auto, alternatives):
     """``solver``, or for ``solver="auto"`` Newton-CG (if among ``alternatives``, the solvers
     this fit may run instead) in place of a solver whose arrays of ``size`` float64 numbers
-    (:data:`SOLVER_ARRAYS`) would not fit in this machine's memory; a ValueError, before
-    the fit starts, where neither fits (the process would otherwise be killed for memory,
-    or swap, during the fit), naming the alternatives that fit."""
+    (:data:`SOLVER_ARRAYS`) would not fit in this machine's memory (its share of it, where
+    :func:`fits_at_once` says that others run beside it); a ValueError, before the fit
+    starts, where neither fits (the process would otherwise be killed for memory, or swap,
+    during the fit), naming the alternatives that fit."""
     memory = physical_memory()
+    at_once = _FITS_AT_ONCE.get()
 
     def need(name):
-        return SOLVER_ARRAYS[name] * 8.0 * size
+        return SOLVER_ARRAYS[name] * 8.0 * size * at_once
 
     if memory is None or need(solver) <= memory:
         return solver
     if auto and "newton-cg" in alternatives and need("newton-cg") <= memory:
         return "newton-cg"
-    remedy = " or ".join(f"solver={name!r} (about {SOLVER_ARRAYS[name]} such arrays)"
-                         for name in alternatives if name != solver and need(name) <= memory)
+    remedy = ["fewer n_jobs"] if at_once > 1 else []
+    remedy += [f"solver={name!r} (about {SOLVER_ARRAYS[name]} such arrays)"
+               for name in alternatives if name != solver and need(name) <= memory]
+    where = (f"in the {at_once} fits that run at a time (n_jobs: the folds' paths in "
+             "parallel)" if at_once > 1 else "during the fit")
     raise ValueError(
         f"SparsemaxClassifier with solver={solver!r} would hold about "
-        f"{need(solver) / 2**30:.1f} GiB during the fit, about {SOLVER_ARRAYS[solver]} arrays "
-        f"of its {8.0 * size / 2**20:,.0f} MiB of weights, more than this machine's "
-        f"{memory / 2**30:.1f} GiB: " + (f"use {remedy}, or " if remedy else "")
+        f"{need(solver) / 2**30:.1f} GiB {where}, about {SOLVER_ARRAYS[solver]} arrays "
+        f"of its {8.0 * size / 2**20:,.0f} MiB of weights{' each' if at_once > 1 else ''}, "
+        f"more than this machine's {memory / 2**30:.1f} GiB: "
+        + (f"use {' or '.join(remedy)}, or " if remedy else "")
         + "hash the features to fewer columns (HashingVectorizer's n_features)")
 
 

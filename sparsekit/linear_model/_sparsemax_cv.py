@@ -24,7 +24,7 @@ from ._base import check_labels, unchanged_on_error
 from ._dask_input import DaskRows, is_dask_collection
 from ._device_input import check_device_X, device_product, fit_device, host_targets, to_device
 from ._routing import CVRoutingMixin
-from ._sparsemax import SparsemaxClassifier, scale_sums
+from ._sparsemax import SparsemaxClassifier, fits_at_once, scale_sums
 
 # the span of an integer grid of ``alphas``: 10^2 down to 10^-2 times alpha="scale"
 _GRID_DECADES = 2.0
@@ -90,7 +90,11 @@ default="simplex"
     n_jobs : int, default=None
         Folds fit in parallel processes (joblib), at most one per fold; None is 1, -1 all
         the cores. On dask input, threads of the client instead, each driving one fold's
-        fits on the cluster; with ``device="cuda"`` the folds fit one after another.
+        fits on the cluster; with ``device="cuda"`` the folds fit one after another. The
+        fits that run at a time share the machine's memory: where their solvers' arrays
+        would not fit together, ``solver="auto"`` runs Newton-CG (as
+        :class:`SparsemaxClassifier` does on its own) and another solver is refused, with
+        a ValueError naming n_jobs, before any of them starts.
     verbose : int, default=0
         One line per fold path and for the refit when positive; per-iteration lines of
         each fit when above 1.
@@ -354,17 +358,19 @@ def _held_out_accuracy(est, X, y, sample_weight=None):
     return float(np.average(predicted == np.ravel(y), weights=weights))
 
 
-def _fold_path(est, X, y, sw, train, test, alphas, scorer, score_params, classes):
+def _fold_path(est, X, y, sw, train, test, alphas, scorer, score_params, classes, at_once):
     """:func:`_path` on the ``train`` rows of in-memory data, each fit scored on the
     ``test`` rows (``scorer(est, X_test, y_test, **score_params)``); the warnings of the
     fits are returned (``warnings``, ``failed``), not shown. The training rows are
-    validated and encoded once, for all the alphas (``est._problem``)."""
+    validated and encoded once, for all the alphas (``est._problem``); the fits' solvers
+    get 1/``at_once`` of the memory (the paths that run at a time)."""
     X_test, y_test = X[test], _safe_indexing(y, test)
 
     def path():
         problem = est._problem(X[train], _safe_indexing(y, train), sw[train])
-        return _path(est, alphas, lambda est: est._fit_problem(problem) or True,
-                     lambda est: scorer(est, X_test, y_test, **score_params), classes)
+        with fits_at_once(at_once):
+            return _path(est, alphas, lambda est: est._fit_problem(problem) or True,
+                         lambda est: scorer(est, X_test, y_test, **score_params), classes)
     return _recorded(path)
 
 
@@ -410,14 +416,14 @@ class _MemoryFolds:
     def paths(self, base, folds, held_out, alphas, scorer, classes, n_jobs):
         """Each fold's path (:func:`_fold_path`) as it arrives."""
         X = self.columns.take(self.splittable)
-        jobs = (delayed(_fold_path)(clone(base), X, self.y, self.sample_weight, train, test,
-                                    alphas, scorer, score_params, classes)
-                for (train, test), score_params in zip(folds, held_out))
         # a process per fold at most: loky starts as many as n_jobs says (n_jobs=64 on
         # three folds spent 15 s starting processes for a fit of 0.1 s)
-        if n_jobs is not None:
-            n_jobs = min(effective_n_jobs(n_jobs), len(folds))
-        return Parallel(n_jobs=n_jobs, return_as="generator")(jobs)
+        at_once = min(effective_n_jobs(n_jobs), len(folds))
+        jobs = (delayed(_fold_path)(clone(base), X, self.y, self.sample_weight, train, test,
+                                    alphas, scorer, score_params, classes, at_once)
+                for (train, test), score_params in zip(folds, held_out))
+        return Parallel(n_jobs=n_jobs if n_jobs is None else at_once,
+                        return_as="generator")(jobs)
 
 
 class _DaskFolds:
@@ -484,9 +490,11 @@ class _DaskFolds:
                                                warn=False)
                 return est._fit_rows(self.data, fold_classes, weights, X_shown, y_shown,
                                      None, warn=False)
-            out = _path(est, alphas, fit, score, classes)
+            with fits_at_once(at_once):      # their solvers' arrays are in this process
+                out = _path(est, alphas, fit, score, classes)
             out["warnings"] = []
             return out
+        at_once = min(effective_n_jobs(n_jobs), len(folds))
         jobs = (delayed(path)(train, test, score_params)
                 for (train, test), score_params in zip(folds, held_out))
         return Parallel(n_jobs=n_jobs, backend="threading", return_as="generator")(jobs)
