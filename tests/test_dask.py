@@ -1164,6 +1164,27 @@ def test_sparsemax_cross_validation_of_dask_arrays_is_the_in_memory_one(client, 
     assert spread.score(X, y) == pytest.approx(local.score(X, y), rel=1e-7)
 
 
+def test_sparsemax_cross_validation_of_dask_arrays_counts_its_own_threads(client,
+                                                                            monkeypatch):
+    """The folds of dask arrays run in threads of the client, whose solvers share its
+    memory: n_jobs of them at a time, not what joblib's dask backend, when in effect, says
+    of the cluster (its 2 workers' threads): three folds with n_jobs=3 are refused naming
+    n_jobs where two L-BFGS fits fit but not three, and run with n_jobs=2."""
+    import joblib
+
+    import sparsekit.linear_model._sparsemax as sparsemax
+    X, y = _data(n=300, d=10)
+    weights = (X.shape[1] + 1) * 3 * 8
+    monkeypatch.setattr(sparsemax, "physical_memory",
+                        lambda: 2.5 * sparsemax.SOLVER_ARRAYS["lbfgs"] * weights)
+    Xd, yd = da.from_array(X, chunks=(100, -1)), da.from_array(y, chunks=100)
+    cv = SparsemaxClassifierCV(alphas=2, cv=3, solver="lbfgs", n_jobs=3)
+    with joblib.parallel_backend("dask"):
+        with pytest.raises(ValueError, match=r"in the 3 fits that run at a time .*n_jobs"):
+            cv.fit(Xd, yd)
+        assert cv.set_params(n_jobs=2).fit(Xd, yd).solver_ == "lbfgs"
+
+
 def test_one_vs_rest_problems_and_path_chunks_on_the_dask_backend(client):
     """The one-vs-rest problems of one fit (``n_jobs``) and chunks of a regularization path
     (one ``l1_logistic_path`` per chunk of C values) run as tasks of the cluster through

@@ -6,7 +6,7 @@ from numbers import Integral
 
 import numpy as np
 import scipy.sparse as sp
-from joblib import Parallel, delayed, effective_n_jobs
+from joblib import Parallel, delayed, effective_n_jobs, parallel_config
 from sklearn.base import clone
 from sklearn.callback import with_callbacks
 from sklearn.exceptions import ConvergenceWarning
@@ -494,7 +494,8 @@ class _DaskFolds:
                 out = _path(est, alphas, fit, score, classes)
             out["warnings"] = []
             return out
-        at_once = min(effective_n_jobs(n_jobs), len(folds))
+        with parallel_config(backend="threading"):    # not a joblib backend in effect
+            at_once = min(effective_n_jobs(n_jobs), len(folds))
         jobs = (delayed(path)(train, test, score_params)
                 for (train, test), score_params in zip(folds, held_out))
         return Parallel(n_jobs=n_jobs, backend="threading", return_as="generator")(jobs)
