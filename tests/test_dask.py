@@ -908,6 +908,22 @@ def test_multinomial_l1_on_dask_checks_the_memory_before_any_work(client, monkey
     assert L1LogisticOBA(multiclass="multinomial").fit(Xd, y).coef_.shape == (4, 20)
 
 
+def test_multinomial_l1_cv_on_dask_counts_its_own_threads(client, monkeypatch):
+    """L1LogisticOBACV's fold paths on dask arrays are threads of the client, where their
+    solvers' arrays are: the memory check counts n_jobs of them (3 here), not what joblib's
+    dask backend, when in effect, says of the cluster (its 2 workers' threads)."""
+    import joblib
+
+    import sparsekit.linear_model._l1_logistic as l1
+
+    X, y = _data(n=300, d=10, classes=3, seed=8)
+    Xd = da.from_array(X, chunks=(100, -1))
+    monkeypatch.setattr(l1, "physical_memory", lambda: 1)
+    with joblib.parallel_backend("dask"), pytest.raises(
+            ValueError, match=r"multinomial fit \(3 solves at a time: fewer n_jobs run fewer\)"):
+        L1LogisticOBACV(Cs=2, cv=3, n_jobs=3, multiclass="multinomial").fit(Xd, y)
+
+
 @pytest.mark.parametrize("solver", ["lbfgs", "nqn", "newton-cg"])
 @pytest.mark.parametrize("layout", ["dense", "sparse"])
 @pytest.mark.parametrize("n_classes", [4, 2])

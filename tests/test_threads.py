@@ -9,7 +9,8 @@ from threadpoolctl import threadpool_info, threadpool_limits
 
 from joblib import parallel_backend
 
-from sparsekit.utils._threads import cpu_threads, one_blas_thread, openmp_call, threads_for
+from sparsekit.utils._threads import (cpu_threads, jobs_at_once, one_blas_thread, openmp_call,
+                                     threads_for)
 
 
 def _caller(*args, **kwargs):
@@ -45,6 +46,17 @@ def test_cpu_threads_are_joblibs_n_jobs_within_the_cpus():
     assert cpu_threads(-1) == cpu_threads(10**6) == cpus
     with parallel_backend("threading", n_jobs=2):
         assert cpu_threads(None) == min(2, cpus)
+
+
+def test_jobs_at_once_are_those_the_backend_runs_at_most_the_jobs():
+    """As many as joblib's Parallel runs: in the backend in effect, or in threads whatever
+    the backend in effect (that of a context, which may count other workers)."""
+    cpus = os.cpu_count()
+    assert jobs_at_once(None, 5) == jobs_at_once(1, 5) == 1
+    assert jobs_at_once(-1, 3) == min(3, cpus)
+    assert jobs_at_once(64, 3) == jobs_at_once(64, 3, threads=True) == 3
+    with parallel_backend("loky", n_jobs=2):
+        assert jobs_at_once(None, 5) == jobs_at_once(None, 5, threads=True) == 2
 
 
 @pytest.mark.parametrize("layout", ["dense", "csr"])

@@ -30,6 +30,7 @@ from sparsekit.linear_model._l1_logistic import (L1LogisticOBA, _binary_block, _
                                                  multinomial_within_memory, stall_advice)
 from sparsekit.linear_model._routing import CVRoutingMixin
 from sparsekit.utils._columns import UsedColumns
+from sparsekit.utils._threads import jobs_at_once
 from sparsekit.utils._validation import check_dense_size
 
 
@@ -272,7 +273,8 @@ class L1LogisticOBACV(CVRoutingMixin, L1LogisticOBA):
         if multinomial:     # the folds' paths at a time (processes, or the client's threads
             # on dask; the refit alone later), each path's solutions arriving as one dense
             # array, beside the folds' solutions; all the rows each (a fold's solves use fewer)
-            at_once = 1 if on_device else min(effective_n_jobs(self.n_jobs), len(folds))
+            at_once = 1 if on_device else jobs_at_once(self.n_jobs, len(folds),
+                                                       threads=is_dask_collection(X))
             path = l1_ratios.size * Cs.size
             multinomial_within_memory(
                 data.codes.size, data.columns.n_used, classes.size, self.fit_intercept,

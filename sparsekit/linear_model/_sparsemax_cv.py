@@ -6,7 +6,7 @@ from numbers import Integral
 
 import numpy as np
 import scipy.sparse as sp
-from joblib import Parallel, delayed, effective_n_jobs, parallel_config
+from joblib import Parallel, delayed
 from sklearn.base import clone
 from sklearn.callback import with_callbacks
 from sklearn.exceptions import ConvergenceWarning
@@ -19,6 +19,7 @@ from ..gpu._cupy import require_cupy
 from ..gpu.datafits import is_device_matrix
 from ..utils._columns import UsedColumns
 from ..utils._labels import refuse_label_collections
+from ..utils._threads import jobs_at_once
 from ..utils._validation import check_entry_magnitude, check_two_classes, validate_input
 from ._base import check_labels, unchanged_on_error
 from ._dask_input import DaskRows, is_dask_collection
@@ -418,7 +419,7 @@ class _MemoryFolds:
         X = self.columns.take(self.splittable)
         # a process per fold at most: loky starts as many as n_jobs says (n_jobs=64 on
         # three folds spent 15 s starting processes for a fit of 0.1 s)
-        at_once = min(effective_n_jobs(n_jobs), len(folds))
+        at_once = jobs_at_once(n_jobs, len(folds))
         jobs = (delayed(_fold_path)(clone(base), X, self.y, self.sample_weight, train, test,
                                     alphas, scorer, score_params, classes, at_once)
                 for (train, test), score_params in zip(folds, held_out))
@@ -494,8 +495,7 @@ class _DaskFolds:
                 out = _path(est, alphas, fit, score, classes)
             out["warnings"] = []
             return out
-        with parallel_config(backend="threading"):    # not a joblib backend in effect
-            at_once = min(effective_n_jobs(n_jobs), len(folds))
+        at_once = jobs_at_once(n_jobs, len(folds), threads=True)
         jobs = (delayed(path)(train, test, score_params)
                 for (train, test), score_params in zip(folds, held_out))
         return Parallel(n_jobs=n_jobs, backend="threading", return_as="generator")(jobs)

@@ -4,7 +4,7 @@ import os
 import threading
 from contextlib import contextmanager
 
-from joblib import effective_n_jobs
+from joblib import effective_n_jobs, parallel_config
 from threadpoolctl import ThreadpoolController
 
 
@@ -41,6 +41,17 @@ def cpu_threads(n_jobs):
     :func:`joblib.parallel_backend` context; -1 every CPU), at most the CPUs: OpenMP
     starts as many threads as it is asked for (``n_jobs=10**6`` once hung a fit)."""
     return int(max(1, min(effective_n_jobs(n_jobs), os.cpu_count() or 1)))
+
+
+def jobs_at_once(n_jobs, n_jobs_total, threads=False):
+    """How many of ``n_jobs_total`` jobs joblib's ``Parallel(n_jobs)`` runs at a time: in
+    the joblib backend in effect, or (``threads``) in threads of this process, as
+    ``Parallel(backend="threading")`` does whatever backend is in effect (joblib's dask
+    backend counts its cluster's threads for any n_jobs)."""
+    if threads:
+        with parallel_config(backend="threading"):
+            return min(effective_n_jobs(n_jobs), n_jobs_total)
+    return min(effective_n_jobs(n_jobs), n_jobs_total)
 
 
 def threads_for(n_jobs, n_tasks):
