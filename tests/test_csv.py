@@ -1,8 +1,10 @@
 """CSV and TSV files for ``sparsekit-compare``: the label column, the model matrix (numbers
 standardized, text one-hot encoded) and the errors a user's file can meet."""
 import codecs
+import csv
 import gzip
 import re
+import sys
 import warnings
 
 import numpy as np
@@ -472,9 +474,8 @@ def test_leading_comment_lines_of_uci_files_are_skipped(tmp_path):
     # the line in the file: pandas leaves blank lines out, a quoted cell may hold newlines
     ("a,b\n1,x\n\n2,\n3,y\n", None, "the label column 'b' misses 1 value.*first on line 4"),
     ('a,b\n1,"x\ny"\n  \n2,\n3,y\n', None, "'b' misses 1 value.*first on line 5"),
-    # a cell over the csv module's size limit (131,072 characters): the count without blank
-    # lines, as before, rather than csv's error
-    ("a,b\n" + "w" * 200_000 + ",x\n\n2,\n3,y\n", None, "'b' misses 1 value.*first on line 3"),
+    # a cell over the csv module's default size limit (131,072 characters)
+    ("a,b\n" + "w" * 200_000 + ",x\n\n2,\n3,y\n", None, "'b' misses 1 value.*first on line 4"),
     ("a,b\n1,2\n2,inf\n3,2\n", None, "the label column 'b' holds inf on line 3, not a"),
     ("a,b\n1,x\ninf,y\n", None, "the numeric column 'a' holds values too large"),
     ("a,b\n1e308,x\n-1e308,y\n", None, "the numeric column 'a' holds values too large"),
@@ -489,13 +490,27 @@ def test_a_bad_file_is_a_clear_error(tmp_path, content, label, match):
         read_csv(path, label)
 
 
+@pytest.mark.parametrize("limit", [131_072, 10, 2**31 - 1])
+def test_the_lines_named_do_not_depend_on_the_csv_modules_limit(tmp_path, limit):
+    # the csv module's limit on a cell's size is the process's: SciPy's ARFF reader raises
+    # it for good, so that the line named depended on what the process had read before
+    path = tmp_path / "bad.csv"
+    path.write_text("a,b\n" + "w" * 200_000 + ",x\n\n2,\n3,y\n")
+    saved = csv.field_size_limit(limit)
+    try:
+        with pytest.raises(ValueError, match="'b' misses 1 value.*first on line 4"):
+            read_csv(path)
+        assert csv.field_size_limit() == limit
+    finally:
+        csv.field_size_limit(saved)
+
+
 def test_a_missing_file_is_a_clear_error(tmp_path):
     with pytest.raises(ValueError, match=re.escape(f"cannot read {str(tmp_path / 'no.csv')!r}")):
         read_csv(tmp_path / "no.csv")
 
 
 def test_without_pandas_the_error_says_how_to_get_it(tmp_path, monkeypatch):
-    import sys
 
     monkeypatch.setitem(sys.modules, "pandas", None)        # as if it were not installed
     with pytest.raises(ValueError, match="needs pandas: pip install pandas"):
@@ -682,7 +697,6 @@ def test_a_parquet_test_file_is_read_by_column_names(tmp_path):
 
 def test_a_parquet_file_it_cannot_read_is_a_clear_error(tmp_path, monkeypatch):
     pytest.importorskip("pyarrow")
-    import sys
 
     path = tmp_path / "table.parquet"
     path.write_text("a,b\n1,2\n")                           # a CSV file under the name
@@ -931,7 +945,6 @@ def test_a_workbooks_sheet_is_named_or_numbered_and_a_test_sheet_matched(tmp_pat
 
 def test_a_workbook_it_cannot_read_is_a_clear_error(tmp_path, monkeypatch):
     pytest.importorskip("python_calamine")
-    import sys
 
     path = tmp_path / "sales.xlsx"
     for content in (b"a,b\n1,2\n", b"PK\x03\x04" + bytes(500), b""):

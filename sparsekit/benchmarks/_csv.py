@@ -15,12 +15,15 @@ numbers. The matrix is CSR when a column is text, dense otherwise.
 """
 import ast
 import csv
+import ctypes
 import io
 import json
 import os
 import re
+import threading
 import warnings
 from collections import Counter, namedtuple
+from contextlib import contextmanager
 from decimal import Decimal
 from functools import partial
 from pathlib import Path
@@ -463,8 +466,8 @@ def _record_lines(path, encoding, sep, skip):
     def place(i):
         if not starts:
             try:
-                with io.TextIOWrapper(_open_binary(path), encoding=encoding,
-                                      newline="") as f:
+                with _cells_of_any_size(), io.TextIOWrapper(_open_binary(path),
+                                                          encoding=encoding, newline="") as f:
                     for _ in range(skip):
                         f.readline()
                     reader = csv.reader(f, delimiter=sep or ",", skipinitialspace=True)
@@ -473,10 +476,30 @@ def _record_lines(path, encoding, sep, skip):
                         if len(record) > 1 or record and record[0].strip():
                             starts.append(end + 1)
                         end = skip + reader.line_num
-            except (csv.Error, *CORRUPT, UnicodeError):   # a cell over csv's size limit
+            except (csv.Error, *CORRUPT, UnicodeError):
                 starts.clear()                  # the count without blank lines instead
         return f"line {starts[i] if i < len(starts) else skip + 1 + i}"
     return place
+
+
+#: the largest limit the csv module takes on a cell's size (a C long)
+_CSV_LARGEST_CELL = 2 ** (8 * ctypes.sizeof(ctypes.c_long) - 1) - 1
+_CSV_LIMIT = threading.Lock()
+
+
+@contextmanager
+def _cells_of_any_size():
+    """Within it the csv module reads cells of any size (pandas has read the file: its
+    cells are in memory anyway); the module's limit is restored after. That limit is the
+    process's, and other libraries raise it for good (SciPy's ARFF reader does): a file's
+    line numbers would otherwise depend on what the process read before. The lock keeps
+    two threads' saves and restores from crossing."""
+    with _CSV_LIMIT:
+        saved = csv.field_size_limit(_CSV_LARGEST_CELL)
+        try:
+            yield
+        finally:
+            csv.field_size_limit(saved)
 
 
 def _not_text(path):
