@@ -523,6 +523,106 @@ def test_fused_free_entry_product_refuses_inconsistent_arrays():
 
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
 @pytest.mark.parametrize("index", [np.int32, np.int64])
+def test_free_entry_column_kernels_are_the_products_on_the_free_entries(dtype, index):
+    """mn_margins_free_csc and mn_rmatmat_free_csc (the listed columns of a CSC X, each
+    stored entry touching its column's free classes) against dense products: all columns
+    listed (one of them with no free entry, one empty) or some of them, in any order; the
+    threads change no bit."""
+    X, _, _, rng = _problem(8, n=900, D=30, Kc=5, density=0.2)
+    X[:, 7] = 0.0                                   # an empty column
+    Kc = 45
+    S = sp.csc_matrix(X.astype(dtype))
+    S.indices, S.indptr = S.indices.astype(index), S.indptr.astype(index)
+    features, start, classes = _free_entries(rng, 30, Kc, 200)
+    assert start[5] == start[4] and start[8] > start[7]
+    v, b = rng.normal(size=classes.size), rng.normal(size=Kc)
+    R = rng.normal(size=(900, Kc))
+    Xd = S.toarray().astype(np.float64)
+    order = np.r_[20:30, 0:20]                      # listed out of order, with their entries
+    counts = np.diff(start)
+    picks = [(np.arange(30), start, np.arange(classes.size)),
+             (order, np.r_[0, np.cumsum(counts[order])],
+              np.concatenate([np.arange(start[j], start[j + 1]) for j in order])),
+             (np.array([3, 9, 12]), np.r_[0, np.cumsum(counts[[3, 9, 12]])],
+              np.concatenate([np.arange(start[j], start[j + 1]) for j in (3, 9, 12)]))]
+    for cols, st, at in picks:
+        cl, vals = classes[at], v[at]
+        V = np.zeros((30, Kc))
+        V[features[at], cl] = vals
+        results = []
+        for n_threads in (1, 3):
+            Z, out, sq = np.empty((900, Kc)), np.empty(at.size), np.empty(at.size)
+            K.mn_margins_free_csc(S.data, S.indices, S.indptr, cols.astype(np.int64), st, cl,
+                                  vals, b, Z, n_threads)
+            K.mn_rmatmat_free_csc(S.data, S.indices, S.indptr, R, cols.astype(np.int64), st,
+                                  cl, out, False, n_threads)
+            K.mn_rmatmat_free_csc(S.data, S.indices, S.indptr, R, cols.astype(np.int64), st,
+                                  cl, sq, True, n_threads)
+            np.testing.assert_allclose(Z, Xd @ V + b, rtol=1e-12, atol=1e-12)
+            np.testing.assert_allclose(out, (Xd.T @ R)[features[at], cl], rtol=1e-11,
+                                       atol=1e-11)
+            np.testing.assert_allclose(sq, ((Xd ** 2).T @ R)[features[at], cl], rtol=1e-11,
+                                       atol=1e-11)
+            results.append((Z, out, sq))
+        for a, c in zip(*results):
+            np.testing.assert_array_equal(a, c)
+
+
+def test_products_walk_the_free_entries_where_they_are_few_of_their_columns_classes():
+    """On a sparse X walked by columns, a matrix-free product touches only the free entries
+    where they are at most half of their columns' classes and the columns are too short for
+    the AVX2 kernel's blocks of rows; the same products as over every class."""
+    rng = np.random.default_rng(22)
+    X = sp.random(3000, 2000, density=0.002, random_state=22, format="csr")   # short
+    for n_classes in (3, 20):
+        f = Multinomial(X, rng.integers(0, n_classes, 3000), n_classes, fit_intercept=True)
+        x = rng.normal(scale=0.3, size=f.n_params)
+        f.value_grad(x)
+        cols = np.arange(0, 2000, 3)
+        one = cols * n_classes + 1                                # a class of each column
+        every = (cols[:, None] * n_classes + np.arange(n_classes)).ravel()
+        for free, by_entries in ((one, True), (every, False)):
+            free = np.r_[free, f.n_features * n_classes]          # and an intercept
+            op = f._matrix_free(free)
+            assert not op.walks_rows and not op._by_rows and op._by_entries == by_entries
+            v = rng.normal(size=free.size)
+            got, diagonal = op(v), op.diagonal().copy()
+            op._by_entries, op._diag = not by_entries, None
+            np.testing.assert_allclose(op(v), got, rtol=1e-12, atol=1e-15)
+            np.testing.assert_allclose(op.diagonal(), diagonal, rtol=1e-12, atol=1e-15)
+    if K.simd_available(3):                 # long columns: the AVX2 kernel's blocks
+        X = sp.random(3000, 20, density=0.5, random_state=22, format="csr")
+        f = Multinomial(X, rng.integers(0, 3, 3000), 3)
+        f.value_grad(np.zeros(f.n_params))
+        op = f._matrix_free(np.array([0, 3, 6]))                 # a class of 3 columns
+        assert not op.walks_rows and not op._by_rows and not op._by_entries
+
+
+def test_free_entry_column_kernels_refuse_inconsistent_entries():
+    S = sp.csc_matrix(np.eye(3))
+    cols, start, classes = np.arange(3), np.array([0, 1, 1, 2]), np.array([0, 1])
+    R, v, b = np.ones((3, 2)), np.ones(2), np.zeros(2)
+    bad = [(cols, np.array([1, 1, 1, 2]), classes, v, "from 0"),
+           (cols, np.array([0, 2, 1, 2]), classes, v, "non-decreasing"),
+           (cols, start, np.array([0, 2]), v, "out of range"),
+           (cols, start[:3], classes, v, r"len\(cols\) \+ 1"),
+           (cols, start, classes, v[:1], "values match"),
+           (np.array([0, 1, 3]), start, classes, v, "column index")]
+    for c, st, cl, vals, message in bad:
+        with pytest.raises(ValueError, match=message):
+            K.mn_margins_free_csc(S.data, S.indices, S.indptr, c, st, cl, vals, b,
+                                  np.empty((3, 2)))
+        with pytest.raises(ValueError, match=message):
+            K.mn_rmatmat_free_csc(S.data, S.indices, S.indptr, R, c, st, cl, vals.copy())
+    with pytest.raises(ValueError, match=r"b must be \(K,\)"):
+        K.mn_margins_free_csc(S.data, S.indices, S.indptr, cols, start, classes, v, b[:1],
+                              np.empty((3, 2)))
+    with pytest.raises(ValueError, match="column index"):
+        K.margins_csc_blocked(S.indptr, np.array([0, 3]), 3, 2)
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("index", [np.int32, np.int64])
 def test_row_walking_rmatmat_is_the_transposed_product(dtype, index):
     """mn_rmatmat_csr against Xᵀ R: one block of rows (no partial sums) or several, an empty
     row and an empty column; the threads change no bit; refusals."""
@@ -844,13 +944,22 @@ def test_hessian_on_a_free_set_is_the_block_hessian(sparse, dtype, route):
     c = v[at]
     np.testing.assert_allclose(op.quadratic_form(at, c), c @ H[np.ix_(free[at], free[at])] @ c,
                                **tol)
+    if route == "matrix-free" and sparse:   # the free entries alone or every class's
+        for H_op in (op._H, sub._H):
+            by_entries, by_rows = H_op._by_entries, H_op._by_rows
+            w = rng.normal(size=H_op.shape[0])
+            got, diagonal = H_op(w), H_op.diagonal().copy()
+            H_op._by_entries, H_op._by_rows, H_op._diag = not by_entries, False, None
+            np.testing.assert_allclose(H_op(w), got, **tol)
+            np.testing.assert_allclose(H_op.diagonal(), diagonal, **tol)
+            H_op._by_entries, H_op._by_rows, H_op._diag = by_entries, by_rows, None
     if route == "matrix-free" and sparse and K.simd_available():   # rows of X or columns
         for H_op in (op._H, sub._H):
-            by_rows = H_op._by_rows
-            H_op._by_rows = not by_rows
+            by_rows, by_entries = H_op._by_rows, H_op._by_entries
+            H_op._by_rows, H_op._by_entries = not by_rows, False
             w = rng.normal(size=H_op.shape[0])
             got = H_op(w)
-            H_op._by_rows = by_rows
+            H_op._by_rows, H_op._by_entries = by_rows, by_entries
             np.testing.assert_allclose(got, H_op(w), **tol)
 
 

@@ -1072,6 +1072,16 @@ def simd_available(Py_ssize_t n_classes=1):
     return bool(_simd(True, n_classes))
 
 
+def margins_csc_blocked(const index_t[::1] indptr, const long long[::1] cols, Py_ssize_t n,
+                        Py_ssize_t n_classes):
+    """Whether :func:`mn_margins_csc` on these listed columns of a CSC X of ``n`` rows runs
+    the AVX2 kernel over blocks of rows (at most 12 classes, this CPU, long columns)."""
+    if bad_cols(cols, indptr.shape[0] - 1):
+        raise ValueError("margins_csc_blocked: a column index is out of range")
+    return bool(n and cols.shape[0] and _simd(True, n_classes)
+                and _long_columns(indptr, cols, n))
+
+
 cdef bint _simd(bint asked, Py_ssize_t K):
     return asked and 0 < K <= SIMD_MAX_CLASSES and sk_simd_available()
 
@@ -1497,6 +1507,86 @@ def mn_rmatmat_free_csr(const floating[::1] data, const index_t[::1] indices,
             for c in range(nc):
                 total = total + work[c, t]
             out[t] = total
+
+
+def _check_free_columns(name, indptr, cols, start, classes, values, K):
+    """Raise for free entries of listed columns inconsistent with each other or with X."""
+    if start.shape[0] != cols.shape[0] + 1 or values.shape[0] != classes.shape[0]:
+        raise ValueError(f"{name}: start must be (len(cols) + 1,) and the values match "
+                         "classes")
+    if bad_cols(cols, indptr.shape[0] - 1):
+        raise ValueError(f"{name}: a column index is out of range")
+    bad = bad_free_entries(start, classes, K)
+    if bad:
+        raise ValueError(f"{name}: " + ("start must run from 0 to len(classes)",
+                                        "start must be non-decreasing",
+                                        "a class is out of range")[bad - 1])
+
+
+def mn_margins_free_csc(const floating[::1] data, const index_t[::1] indices,
+                        const index_t[::1] indptr, const long long[::1] cols,
+                        const long long[::1] start, const long long[::1] classes,
+                        const double[::1] v, const double[::1] b, double[:, ::1] Z,
+                        int n_threads=1):
+    """``Z = b + X V`` for canonical CSC ``X`` and ``V`` supported on free entries of the
+    listed columns: column ``cols[a]``'s are ``classes[start[a]:start[a + 1]]`` with
+    values ``v`` at the same positions. :func:`mn_margins_csc` on a compact (len(cols), K)
+    array of them without that array, whose size is the listed columns times every
+    class, and touching only the free classes. Blocks of rows among ``n_threads``, as
+    there (a row's sums in the same order whatever the count)."""
+    cdef Py_ssize_t a, j, p, t, end, lo, hi, th, n = Z.shape[0], K = Z.shape[1]
+    cdef Py_ssize_t T = max(1, n_threads)
+    cdef double x
+    cdef double* z
+    _check_free_columns("mn_margins_free_csc", indptr, cols, start, classes, v, K)
+    if b.shape[0] != K:
+        raise ValueError("mn_margins_free_csc: b must be (K,) for Z (n, K)")
+    with nogil:
+        for th in prange(T, num_threads=T, schedule="static", chunksize=1):
+            lo = _block_start(th, T, n)
+            hi = _block_start(th + 1, T, n)
+            _start_margins(Z, b, lo, hi)
+            for a in range(cols.shape[0]):
+                if start[a] == start[a + 1]:
+                    continue
+                j = cols[a]
+                end = indptr[j + 1]
+                p = indptr[j] if lo == 0 else _first_row_at_least(&indices[0], indptr[j],
+                                                                   end, lo)
+                while p < end and indices[p] < hi:
+                    z = &Z[indices[p], 0]
+                    x = data[p]
+                    for t in range(start[a], start[a + 1]):
+                        z[classes[t]] += x * v[t]
+                    p = p + 1
+
+
+def mn_rmatmat_free_csc(const floating[::1] data, const index_t[::1] indices,
+                        const index_t[::1] indptr, const double[:, ::1] R,
+                        const long long[::1] cols, const long long[::1] start,
+                        const long long[::1] classes, double[::1] out, bint square=False,
+                        int n_threads=1):
+    """``out[t] = Σᵢ x_ij R[i, classes[t]]`` for the free entries t of each listed column
+    j = ``cols[a]`` (``start``, ``classes`` as in :func:`mn_margins_free_csc`; ``square``:
+    of X's entries squared) for CSC ``X``: :func:`mn_rmatmat_csc` on the free entries
+    only, without its (len(cols), K) result. Columns among ``n_threads``."""
+    cdef Py_ssize_t a, i, p, t, j, K = R.shape[1]
+    cdef double x
+    cdef const double* r
+    _check_free_columns("mn_rmatmat_free_csc", indptr, cols, start, classes, out, K)
+    with nogil:
+        for a in prange(cols.shape[0], num_threads=max(1, n_threads), schedule="guided"):
+            for t in range(start[a], start[a + 1]):
+                out[t] = 0.0
+            j = cols[a]
+            for p in range(indptr[j], indptr[j + 1] if start[a] < start[a + 1] else indptr[j]):
+                i = indices[p]
+                x = data[p]
+                if square:
+                    x = x * x
+                r = &R[i, 0]
+                for t in range(start[a], start[a + 1]):
+                    out[t] += x * r[classes[t]]
 
 
 def mn_rmatmat_csr(const floating[::1] data, const index_t[::1] indices,

@@ -15,11 +15,15 @@ entry:
 or float64 values, float64 vectors (a dense X by BLAS on float64 panels of blocks of its
 rows; with at most 12 classes, both layouts by AVX2 kernels where the CPU runs them).
 With ``n_threads`` > 1 the products X V split the rows among threads and the products Xᵀ R
-the columns: every entry gets the same sums in the same order as on one thread. Walked by
-columns, every stored entry of a free column reads or updates a whole row of K numbers of
-the (n, K) matrices; where K is large and each column frees few of its classes (a text
-corpus with many classes), the products walk instead the rows of a CSR copy of the free
-columns, each stored entry touching only its column's free classes
+the columns: every entry gets the same sums in the same order as on one thread. The
+gradient's products, walked by columns, read or update a whole row of K numbers of the
+(n, K) matrices at every stored entry; a Hessian product on a sparse X walked by columns
+whose free entries are at most half of their columns' classes touches only those
+(``mn_margins_free_csc``, ``mn_rmatmat_free_csc``), with no (free columns × K) arrays,
+unless the columns are long enough for the AVX2 kernels' blocks of rows. Where K is large
+and each column frees few of its classes (a text corpus with many classes), the products
+walk instead the rows of a CSR copy of the free columns, each stored entry touching only
+its column's free classes
 (``mn_hessp_free_csr``: the whole product in one pass over the rows, each row's uᵢ
 and rᵢ in cache, P read once; the Xᵀ R partial sums of fixed blocks of rows are added in
 block order, so that the threads do not change them either). With many classes and few
@@ -700,7 +704,7 @@ class _MultinomialHessian:
         # column a's free entries are _w_entries[_col_start[a]:_col_start[a + 1]]
         self._col_start = np.searchsorted(self._row, np.arange(cols.size + 1))
         self._cols = cols.astype(np.int64)
-        self._class = self._w_entries % datafit.n_classes
+        self._class = (self._w_entries % datafit.n_classes).astype(np.int64)
         self._diag = None
         self.shape = (free.size, free.size)
         self.walks_rows = datafit._walks_rows(self)   # the products' route
@@ -713,6 +717,15 @@ class _MultinomialHessian:
                          and datafit.n_features * 4 * -(-datafit.n_classes // 4)
                          <= datafit.row_product_numbers
                          and 2 * int(datafit._col_nnz[self._cols].sum()) >= datafit.X.nnz)
+        # otherwise, on a sparse X walked by columns, the free entries at most half of their
+        # columns' classes: the products touch them alone, with no (free columns × K)
+        # arrays, but for columns long enough for the AVX2 kernel's blocks of rows
+        self._by_entries = (sp.issparse(datafit.X) and not self.walks_rows
+                            and not self._by_rows
+                            and 2 * self._w_entries.size <= cols.size * datafit.n_classes
+                            and not K.margins_csc_blocked(datafit.X.indptr, self._cols,
+                                                          datafit.n_samples,
+                                                          datafit.n_classes))
         self._blocks = None   # the preconditioner's class blocks (False: not worth forming)
         self.block_cost = None   # what new class blocks cost, in products (once counted)
 
@@ -735,6 +748,15 @@ class _MultinomialHessian:
                                 np.ascontiguousarray(v[:nwf]), vb, f._P, f._sw, out[:nwf],
                                 out_b, work, row, nb > 0, f.n_threads)
             out[nwf:] = out_b[self._b_entries]
+        elif self._by_entries:
+            X, U = f.X, f._kept("U", (f.n_samples, f.n_classes))
+            K.mn_margins_free_csc(X.data, X.indices, X.indptr, self._cols, self._col_start,
+                                  self._class, np.ascontiguousarray(v[:nwf]), vb, U,
+                                  f.n_threads)
+            K.mn_curvature(f._P, U, f._sw, f.n_threads)
+            K.mn_rmatmat_free_csc(X.data, X.indices, X.indptr, U, self._cols, self._col_start,
+                                  self._class, out[:nwf], False, f.n_threads)
+            out[nwf:] = f._column_sums(U)[self._b_entries]
         elif self._by_rows:
             X, width = f._csr(), (f.n_features + 1) * 4 * -(-f.n_classes // 4)
             V = np.zeros((f.n_features, f.n_classes))
@@ -775,6 +797,10 @@ class _MultinomialHessian:
                 K.mn_rmatmat_free_csr(X.data, X.indices, X.indptr, D, self._col_start,
                                       self._class, self._diag[:nwf],
                                       np.empty((K.free_chunks(X.shape[0], nwf), nwf)), True,
+                                      f.n_threads)
+            elif self._by_entries:
+                K.mn_rmatmat_free_csc(f.X.data, f.X.indices, f.X.indptr, D, self._cols,
+                                      self._col_start, self._class, self._diag[:nwf], True,
                                       f.n_threads)
             else:
                 G = _rmatmat(f.X, D, self._cols, np.empty((self._cols.size, f.n_classes)),
