@@ -1411,12 +1411,17 @@ def _check_free_entries(name, bad_x, indptr, start, classes, n, K):
     """Raise for inconsistent entries and for ``bad_x`` (:func:`bad_csr`'s code for X)."""
     if indptr.shape[0] != n + 1 or start.shape[0] < 1:
         raise ValueError(f"{name}: X must have the (n, K) matrix's n rows")
+    _check_entry_classes(name, start, classes, K)
+    _check_csr(name, bad_x)
+
+
+def _check_entry_classes(name, start, classes, K):
+    """Raise for :func:`bad_free_entries`' code of free entries (0: nothing to say)."""
     bad = bad_free_entries(start, classes, K)
     if bad:
         raise ValueError(f"{name}: " + ("start must run from 0 to len(classes)",
                                         "start must be non-decreasing",
                                         "a class is out of range")[bad - 1])
-    _check_csr(name, bad_x)
 
 
 def _check_csr(name, bad):
@@ -1516,11 +1521,7 @@ def _check_free_columns(name, indptr, cols, start, classes, values, K):
                          "classes")
     if bad_cols(cols, indptr.shape[0] - 1):
         raise ValueError(f"{name}: a column index is out of range")
-    bad = bad_free_entries(start, classes, K)
-    if bad:
-        raise ValueError(f"{name}: " + ("start must run from 0 to len(classes)",
-                                        "start must be non-decreasing",
-                                        "a class is out of range")[bad - 1])
+    _check_entry_classes(name, start, classes, K)
 
 
 def mn_margins_free_csc(const floating[::1] data, const index_t[::1] indices,
