@@ -14,6 +14,7 @@ from sparsekit import ExtremeSoftmaxSGD, SparsemaxClassifier
 from sparsekit.benchmarks._data import TEST_SHARE, load_dataset
 from sparsekit.benchmarks._fasttext import (FASTTEXT_EPOCHS, FASTTEXT_MIN_CLASSES,
                                             fasttext_row, label_index, tokens)
+from sparsekit.benchmarks._interrupt import interruptible
 from sparsekit.benchmarks._l1_tables import liblinear_binary
 from sparsekit.benchmarks._timing import (FIT_BUDGETS, Table, class_by_class, every,
                                           fits_phrase, format_rows, import_peer, limited,
@@ -106,9 +107,9 @@ def _liblinear_logistic(X_train, y_train, X_test, y_test, repeat, budget=np.inf,
         return (np.mean(np.asarray(labels) == y_test),
                 float(np.mean(np.sum(np.asarray(proba) > 0, axis=1))))
 
-    return measure(name, lambda: liblinearutil.train(
-        problem, liblinearutil.parameter("-s 0 -c 1 -B 1 -q")), repeat, describe, budget,
-        announce)
+    return measure(name, lambda: interruptible(
+        liblinearutil.train, problem, liblinearutil.parameter("-s 0 -c 1 -B 1 -q")), repeat,
+        describe, budget, announce)
 
 
 def _measure_models(models, X_train, y_train, describe, repeat, budget=np.inf,

@@ -7,6 +7,7 @@ from types import ModuleType
 
 import numpy as np
 
+from sparsekit.benchmarks._interrupt import interruptible
 from sparsekit.benchmarks._timing import import_peer, measure
 
 
@@ -79,10 +80,10 @@ def fasttext_row(name, label_lines, X_train, describe, repeat, budget=np.inf,
         def fit():
             for lr in rate or FASTTEXT_RATES:
                 try:
-                    model = fasttext.train_supervised(
-                        input=str(path), epoch=FASTTEXT_EPOCHS, lr=lr, dim=FASTTEXT_DIM,
-                        pretrainedVectors=str(init), thread=1, seed=0, verbose=0,
-                        **options)
+                    model = interruptible(
+                        fasttext.train_supervised, input=str(path), epoch=FASTTEXT_EPOCHS,
+                        lr=lr, dim=FASTTEXT_DIM, pretrainedVectors=str(init), thread=1,
+                        seed=0, verbose=0, **options)
                 except RuntimeError:      # diverged ("Encountered NaN"): a smaller rate
                     if rate or lr == FASTTEXT_RATES[-1]:
                         raise

@@ -11,6 +11,7 @@ from sklearn.linear_model import LogisticRegression
 
 from sparsekit import L1LogisticOBA
 from sparsekit.benchmarks._data import load_dataset
+from sparsekit.benchmarks._interrupt import interruptible
 from sparsekit.benchmarks._timing import (FIT_BUDGETS, Table, TimeLimit, class_by_class,
                                           every, fits_phrase, format_rows, import_peer,
                                           max_iter_within, measure, measured, timed,
@@ -59,7 +60,7 @@ def liblinear_binary(liblinearutil, X, labels):
 
     def train(labels, options):
         problem_labels[:] = labels
-        model = liblinearutil.train(problem, liblinearutil.parameter(options))
+        model = interruptible(liblinearutil.train, problem, liblinearutil.parameter(options))
         w = np.ctypeslib.as_array(model.w, (model.nr_feature + (model.bias >= 0),))
         return (1.0 if model.get_labels()[0] == 1 else -1.0) * w     # a copy of model.w
     return train

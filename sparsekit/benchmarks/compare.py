@@ -112,12 +112,13 @@ Usage::
     sparsekit-compare --plot figures/       # and PNG figures
 """
 import argparse
+import contextlib
 import os
 import sys
 import warnings
 from pathlib import Path
 
-from sparsekit.benchmarks._interrupt import noticing_interrupts
+from sparsekit.benchmarks._interrupt import abandoned_calls, noticing_interrupts
 
 
 #: the distributions the tables measure or stand on, as ``--version`` lists them
@@ -168,11 +169,13 @@ def _positive_finite(text):
 
 
 def main(argv=None):
-    """The ``sparsekit-compare`` console script: warnings print as one line each,
+    """What the ``sparsekit-compare`` command runs (:func:`console_main`), for ``argv``
+    (None: the command line's arguments): warnings print as one line each,
     ``sparsekit-compare: warning: ...``, not with the line of code that raised them; a
     reader that stops early (``| head``) ends it quietly with status 1, and Ctrl-C with a
-    line and status 130, as other commands do (after the fit that runs, when a peer's
-    compiled code swallowed it)."""
+    line and status 130, as other commands do (at once during LIBLINEAR's and fastText's
+    fits, which run in a thread of their own; after the fit that runs when another
+    peer's compiled code swallowed it)."""
     with warnings.catch_warnings(), noticing_interrupts():
         warnings.showwarning = _print_warning
         try:
@@ -184,6 +187,21 @@ def main(argv=None):
         except KeyboardInterrupt:
             print("\nsparsekit-compare: interrupted", file=sys.stderr)
             sys.exit(130)
+
+
+def console_main():
+    """The ``sparsekit-compare`` command: :func:`main`, whose process ends without the
+    interpreter's shutdown, its output flushed, where Ctrl-C left a peer's fit running in
+    compiled code (see :func:`~sparsekit.benchmarks._interrupt.interruptible`)."""
+    try:
+        main()
+    except SystemExit as end:
+        if not abandoned_calls():
+            raise
+        for stream in (sys.stdout, sys.stderr):
+            with contextlib.suppress(OSError, ValueError):   # a reader gone, a stream closed
+                stream.flush()
+        os._exit(0 if end.code is None else end.code if isinstance(end.code, int) else 1)
 
 
 def _print_warning(message, *_):     # warnings.showwarning's other arguments: unused
@@ -265,4 +283,4 @@ def _main(argv):
     run(args, parser.error)
 
 if __name__ == "__main__":
-    main()
+    console_main()
