@@ -11,7 +11,9 @@ the command ran on to its end. :func:`noticing_interrupts` records every Ctrl-C,
 A compiled fit that releases the GIL and has no time limit (LIBLINEAR's ``train`` through
 ctypes, fastText's ``train_supervised``) would still hold the interrupt until it returns,
 minutes on a large data set: :func:`interruptible` runs it in a thread of its own while the
-caller waits, so that Ctrl-C ends the wait at once.
+caller waits, so that Ctrl-C ends the wait at once. That thread blocks SIGINT, so no
+callback of the fit sees the interrupt; the paragraph above is for the calls left in the
+main thread (LIBLINEAR's ``predict``, skglm's fits).
 """
 import contextlib
 import signal
