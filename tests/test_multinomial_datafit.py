@@ -1378,17 +1378,26 @@ def _class_block_problem(seed, dtype=np.float64, index=np.int32, intercept=True)
 
 
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
-@pytest.mark.parametrize("index", [np.int32, np.int64, None], ids=["csr32", "csr64", "dense"])
+@pytest.mark.parametrize("index", [np.int32, np.int64, None, "panels"],
+                         ids=["csr32", "csr64", "dense", "csr-panels"])
 @pytest.mark.parametrize("intercept", [False, True])
 @pytest.mark.parametrize("budget", [1 << 22, 30])
-def test_class_blocks_are_the_hessian_on_pairs_of_one_class(dtype, index, intercept, budget):
+def test_class_blocks_are_the_hessian_on_pairs_of_one_class(dtype, index, intercept, budget,
+                                                            monkeypatch):
     """The preconditioner's blocks hold the Hessian's entries between free entries of one
     class (all of them with an ample budget; within chunks of consecutive features when the
-    budget cuts a class), nothing else, for a sparse or a dense X; its solve is that of the
-    shifted blocks."""
-    f, x, free, rng = _class_block_problem(7, dtype, index, intercept)
+    budget cuts a class), nothing else, for a sparse or a dense X, a sparse X's from its
+    stored entries or from panels of densified rows (here of 4 rows, the last of 2); its
+    solve is that of the shifted blocks."""
+    panels = index == "panels"
+    f, x, free, rng = _class_block_problem(7, dtype, np.int32 if panels else index,
+                                           intercept)
     f.block_budget = budget
     H = f.hessp(x, free)
+    if panels:      # the panels always predicted faster; none of the entries' kernel
+        f.block_route_ns = {"entries": (1e9, 1e9), "panels": (0.0, 0.0)}
+        f.block_panel_numbers = 4 * H._cols.size
+        monkeypatch.setattr(_gram_kernels, "mn_class_blocks_csr", None)
     m = free.size
     full = np.column_stack([H(e) for e in np.eye(m)])
     blocks = H._class_blocks()
@@ -1415,6 +1424,40 @@ def test_class_blocks_are_the_hessian_on_pairs_of_one_class(dtype, index, interc
         shifted[entries, entries] += reg + 1e-12 * top
     np.testing.assert_allclose(H.preconditioner(reg)(r), np.linalg.solve(shifted, r),
                                rtol=1e-9, atol=1e-12)
+
+
+@pytest.mark.parametrize("density, columns, panels", [(0.8, 60, True), (0.005, 600, False)],
+                         ids=["pixels", "text"])
+def test_a_sparse_xs_class_blocks_take_the_route_predicted_faster(density, columns, panels,
+                                                                  monkeypatch):
+    """Rows dense in their free columns (pixels) form their class blocks on densified
+    panels by BLAS; rows of a few stored entries among many columns (text) from those
+    entries: the same blocks either way."""
+    rng = np.random.default_rng(0)
+    X = sp.random(2000, columns, density=density, random_state=1, format="csr")
+    f = Multinomial(X, rng.integers(0, 3, 2000), 3, np.ones(2000), True)
+    f.max_explicit, f.block_after, f.block_worth = 0, 0, np.inf
+    x = rng.normal(scale=0.1, size=f.n_params)
+    f.value_grad(x)
+    free = np.arange(f.n_params)
+    H = f.hessp(x, free)
+    chosen = H._class_blocks()
+    routes = {True: "mn_class_blocks_dense", False: "mn_class_blocks_csr"}
+    monkeypatch.setattr(_gram_kernels, routes[panels], None)    # now the other route
+    other = f.hessp(x, free)
+    other._panels_pay = lambda counts, size: not panels
+    np.testing.assert_allclose(_assembled(other._class_blocks(), free.size),
+                               _assembled(chosen, free.size), rtol=1e-10, atol=1e-14)
+    counts = H._class_block_counts(*_entry_blocks(H, chosen))
+    assert H._panels_pay(counts, chosen[2]) is panels
+
+
+def _entry_blocks(H, blocks):
+    """(each weight entry's block, the blocks' sizes) of ``blocks`` on ``H``'s entries."""
+    _, _, size, order = blocks
+    block = np.empty(order.size, dtype=np.int64)
+    block[order] = np.repeat(np.arange(size.size), size)
+    return block[:H._w_entries.size], size
 
 
 def test_class_blocks_follow_restriction_and_come_only_when_they_pay():

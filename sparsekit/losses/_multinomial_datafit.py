@@ -48,8 +48,8 @@ On the matrix-free operator the CG is preconditioned by the diagonal, or, once a
 took ``block_after`` products (the CG met its cap of 20) and from then on while forming
 them stays cheap enough, by the first term's blocks on each class's free entries,
 blockdiagₖ(X̃_Fₖᵀ diag(s ∘ p·ₖ ∘ (1 − p·ₖ) / n) X̃_Fₖ) (``mn_class_blocks_csr`` from a
-sparse X's stored entries, ``mn_class_blocks_dense`` by BLAS on panels of a dense X's
-rows), each factored by Cholesky: with many classes of few samples the Hessian is
+sparse X's stored entries, or ``mn_class_blocks_dense`` by BLAS on panels of rows, a
+sparse X's free columns densified where that is faster), each factored by Cholesky: with many classes of few samples the Hessian is
 ill-conditioned within those blocks, not across them, and so it is where correlated
 features share a class (MNIST's pixels). Blocks that cost more than about 20 products are
 carried to the next iterates' Hessians for a few iterations, cut to the entries still free,
@@ -279,6 +279,19 @@ class Multinomial:
     block_pair_cost = 50.0
     block_speedup_dense = 3.0
     block_budget = 1 << 22
+    #: a sparse X's class blocks are formed from its stored entries
+    #: (``mn_class_blocks_csr``) or, where that is predicted faster, by BLAS on panels of
+    #: rows of its free columns densified a panel at a time (``mn_class_blocks_dense``):
+    #: nanoseconds per update and per (stored entry, free entry) pair of the former, per
+    #: multiply-add of the blocks' ``dsyrk`` and per number gathered (a row's free entries,
+    #: K square roots and free columns) of the latter, fit to 11 formations on MNIST,
+    #: Mulan Bibtex and Delicious (the panels 1.9-2.5 times faster on MNIST's 3,100-4,700
+    #: free entries, the stored entries 2.3-3.5 times on the other two). Which Hessians
+    #: get blocks, and which carry them, is still decided by ``block_update_cost`` and
+    #: ``block_pair_cost``'s count
+    block_route_ns = {"entries": (1.0, 11.0), "panels": (0.057, 2.2)}
+    #: numbers in each of those densified panels (16 MB)
+    block_panel_numbers = 1 << 21
     #: class blocks that cost more than ``block_worth`` products are carried to the fit's
     #: next Hessians (a preconditioner only needs to be near the Hessian; the CG solves the
     #: current one's system): the entries that left the free set are cut from them and
@@ -834,8 +847,9 @@ class _MultinomialHessian:
         is ill-conditioned inside such blocks (features that occur together in a class's
         rows), and the Jacobi-preconditioned CG, capped at 20 products, stops far from the
         Newton step. As :attr:`Multinomial.block_after` says; formed by
-        :func:`~sparsekit._cython._gram_kernels.mn_class_blocks_csr` (a sparse X) or
-        :func:`~sparsekit._cython._gram_kernels.mn_class_blocks_dense` on first use, and
+        :func:`~sparsekit._cython._gram_kernels.mn_class_blocks_csr` (a sparse X's stored
+        entries) or :func:`~sparsekit._cython._gram_kernels.mn_class_blocks_dense` (panels
+        of rows; see :attr:`Multinomial.block_route_ns`) on first use, and
         cut down, not formed again, for the operators :meth:`restrict` makes.
         """
         blocks = self._class_blocks()
@@ -898,20 +912,37 @@ class _MultinomialHessian:
                 np.concatenate([size, np.ones(joined.size, dtype=np.int64)]),
                 np.concatenate([order, joined]).astype(np.int64))
 
-    def _class_block_cost(self, entry_block, size):
-        """What forming the class blocks of ``size`` (``entry_block``: the block of each
-        weight entry) costs, in the operator's matrix-free products (see
-        :attr:`Multinomial.block_update_cost`)."""
-        f = self._f
-        if not sp.issparse(f.X):    # one dsyrk per panel and block, on gathered entries
-            work = f.n_samples * (float(size @ (size + 1)) / 2 + 4.0 * size.sum())
-            return work / f.block_speedup_dense / f._product_cost(self)
+    def _class_block_counts(self, entry_block, size):
+        """(updates, (stored entry, free entry) pairs) of forming the class blocks of
+        ``size`` (``entry_block``: the block of each weight entry) from a sparse X's stored
+        entries."""
         X = self.free_rows()
         updates = _gram_kernels.mn_class_block_updates(X.indices, X.indptr, self._col_start,
                                                        entry_block, size.size)
-        pairs = float(f._col_nnz[self._cols] @ np.diff(self._col_start))
+        return updates, float(self._f._col_nnz[self._cols] @ np.diff(self._col_start))
+
+    def _class_block_cost(self, counts, size):
+        """What forming the class blocks of ``size`` costs, in the operator's matrix-free
+        products (see :attr:`Multinomial.block_update_cost`): on a sparse X by its
+        :meth:`_class_block_counts` ``counts``."""
+        f = self._f
+        if counts is None:          # one dsyrk per panel and block, on gathered entries
+            work = f.n_samples * (float(size @ (size + 1)) / 2 + 4.0 * size.sum())
+            return work / f.block_speedup_dense / f._product_cost(self)
+        updates, pairs = counts
         product = f._row_product_cost(self) if self.walks_rows else f._product_cost(self)
         return (updates * f.block_update_cost + pairs * f.block_pair_cost) / product
+
+    def _panels_pay(self, counts, size):
+        """Whether densified panels form a sparse X's class blocks of ``size`` faster than
+        its stored entries (``counts``: :meth:`_class_block_counts`), by
+        :attr:`Multinomial.block_route_ns`."""
+        f = self._f
+        (update, pair), (syrk, gathered) = (f.block_route_ns["entries"],
+                                            f.block_route_ns["panels"])
+        numbers = size.sum() + f.n_classes + self._cols.size
+        panels = f.n_samples * (float(size @ (size + 1)) / 2 * syrk + numbers * gathered)
+        return bool(panels < counts[0] * update + counts[1] * pair)
 
     def _new_class_blocks(self):
         """(the class blocks formed at the datafit's point, whether to carry them): (None,
@@ -936,13 +967,15 @@ class _MultinomialHessian:
         size = np.bincount(block_of).astype(np.int64)
         entry_block = np.empty(m, dtype=np.int64)
         entry_block[order] = block_of
-        cost = self.block_cost = self._class_block_cost(entry_block[:nwf], size)
+        counts = (self._class_block_counts(entry_block[:nwf], size) if sp.issparse(f.X)
+                  else None)
+        cost = self.block_cost = self._class_block_cost(counts, size)
         if cost > f.block_worth * max(f.block_age, 1):
             return None, False
         offset = np.concatenate([[0], np.cumsum(size * size)[:-1]]).astype(np.int64)
         W = f._diagonal_weights()
         G = np.zeros(int(offset[-1] + size[-1] ** 2))
-        if sp.issparse(f.X):
+        if counts is not None and not self._panels_pay(counts, size):
             X = self.free_rows()
             entry_pos = np.empty(m, dtype=np.int64)   # each entry's place in its block
             entry_pos[order] = np.arange(m) - np.flatnonzero(starts)[block_of]
@@ -955,10 +988,31 @@ class _MultinomialHessian:
             G[offset[b] + (size[b] + 1) * entry_pos[nwf:]] += \
                 f._column_sums(W)[self._b_entries]
         else:
-            entry_col = features[order]
-            entry_col[entry_col == f.n_features] = -1          # the intercept
-            rows = max(256, (1 << 20) // (m + f.n_classes))    # 8 MB, or 256 rows if more
-            work = f._kept("class blocks", ((m + f.n_classes) * min(rows, f.n_samples),))
+            self._class_blocks_by_panels(order, by_class, offset, size, W, G)
+        return (G, offset, size, order.astype(np.int64)), cost > f.block_worth
+
+    def _class_blocks_by_panels(self, order, by_class, offset, size, W, G):
+        """Add the class blocks (entries in block ``order``, of classes ``by_class``) to
+        ``G`` by :func:`~sparsekit._cython._gram_kernels.mn_class_blocks_dense`, BLAS on
+        panels of rows: a dense X's own, a sparse X's free columns densified a panel at a
+        time (``csr_rows_dense``; :attr:`Multinomial.block_panel_numbers` numbers each)."""
+        f, m, n = self._f, by_class.size, self._f.n_samples
+        sparse = sp.issparse(f.X)
+        entry_col = np.concatenate([self._row if sparse else self._cols[self._row],
+                                    np.full(self._b_entries.size, -1)])[order]  # -1: b
+        rows = max(256, (1 << 20) // (m + f.n_classes))    # 8 MB, or 256 rows if more
+        work = f._kept("class blocks", ((m + f.n_classes) * min(rows, n),))
+        if not sparse:
             _gram_kernels.mn_class_blocks_dense(f.X, entry_col, by_class, offset, size, W,
                                                 work, G)
-        return (G, offset, size, order.astype(np.int64)), cost > f.block_worth
+            return
+        X, c = self.free_rows(), self._cols.size
+        block = max(1, min(n, f.block_panel_numbers // max(c, 1)))
+        numbers = np.empty(block * c, dtype=X.dtype)
+        for start in range(0, n, block):
+            stop = min(start + block, n)
+            rows_in = numbers[:(stop - start) * c].reshape((stop - start, c), order="F")
+            _gram_kernels.csr_rows_dense(X.data, X.indices, X.indptr,
+                                         np.arange(start, stop, dtype=np.int64), rows_in)
+            _gram_kernels.mn_class_blocks_dense(rows_in, entry_col, by_class, offset, size,
+                                                W[start:stop], work, G)
