@@ -9,10 +9,12 @@ densified a panel at a time (``csr_rows_dense``, ``mn_class_blocks_dense``), whi
 them, does not depend on the route. First table: each formation of a fit (MNIST, pixels /
 255, at the estimator's default C = 1; Mulan Bibtex and Delicious, first label, at C = 1;
 ``max_iter`` 25, 40 and 40), the blocks formed both ways at the same point (wall seconds of
-each, one after the other), the predicted seconds of each, the route taken and one matrix-free
-product's seconds. Second table: MNIST's fit at the default C and tol from w = 0 (the
-estimator's solve without its closing check), with every formation from the stored entries
-(the route before) and with the route predicted faster, one after the other in one process.
+each, one after the other; the panels also on two threads, ``n_jobs=2``'s), the predicted
+seconds of each, the route taken and one matrix-free product's seconds. Second table:
+MNIST's fit at the default C and tol from w = 0 (the estimator's solve without its closing
+check), with every formation from the stored entries (the route before) and with the route
+predicted faster, then on two threads (``n_jobs=2``: the products' threads) with the panels
+on one thread (as before) and on both, one after the other in one process.
 
 Writes section "multinomial_class_blocks" of doc/benchmarks.md::
 
@@ -76,12 +78,12 @@ class _Timed(MD._MultinomialHessian):
     def _new_class_blocks(self):
         f, seconds = self._f, {}
         saved = f.block_route_ns
-        for route in ("entries", "panels"):
-            f.block_route_ns = FORCED[route]
+        for route, threads in (("entries", 1), ("panels", 2), ("panels", 1)):
+            f.block_route_ns, f.n_threads = FORCED[route], threads
             start = time.perf_counter()
             blocks, carry = super()._new_class_blocks()
-            seconds[route] = time.perf_counter() - start
-            f.block_route_ns = saved
+            seconds[route, threads] = time.perf_counter() - start
+            f.block_route_ns, f.n_threads = saved, 1
             if blocks is None:
                 return blocks, carry
         taken = "panels" if self._panels_pay(*counts_and_size(self, blocks)) else "entries"
@@ -91,8 +93,9 @@ class _Timed(MD._MultinomialHessian):
         guess = predicted(self, blocks)
         _Timed.rows.append([
             _Timed.name, f"{self.shape[0]:,}", f"{self._cols.size:,}",
-            f"{seconds['entries']:.3f}", f"{seconds['panels']:.3f}",
-            f"{seconds['entries'] / seconds['panels']:.2f}",
+            f"{seconds['entries', 1]:.3f}", f"{seconds['panels', 1]:.3f}",
+            f"{seconds['entries', 1] / seconds['panels', 1]:.2f}",
+            f"{seconds['panels', 2]:.3f}",
             f"{guess[0]:.3f}", f"{guess[1]:.3f}", taken, f"{product:.4f}"])
         print(" | ".join(_Timed.rows[-1]), flush=True)
         return blocks, carry
@@ -110,30 +113,44 @@ def formations():
 
 
 class _Counting(MD._MultinomialHessian):
-    """The operator, counting the class blocks formed."""
+    """The operator, counting the class blocks formed; ``panel_threads`` 1: the panels on
+    one thread whatever the datafit's."""
 
     formed = 0
+    panel_threads = None
 
     def _new_class_blocks(self):
         blocks, carry = super()._new_class_blocks()
         _Counting.formed += blocks is not None
         return blocks, carry
 
+    def _class_blocks_by_panels(self, *args):
+        f = self._f
+        threads = f.n_threads
+        f.n_threads = _Counting.panel_threads or threads
+        try:
+            super()._class_blocks_by_panels(*args)
+        finally:
+            f.n_threads = threads
+
 
 def fits():
     """The second table's rows: MNIST at C = 1, tol 1e-8, by each rule."""
     X, codes = data("mnist")
     rows = []
-    for label, routes in (("stored entries (before)", FORCED["entries"]),
-                          ("route predicted faster", None)):
-        f = MD.Multinomial(X, codes, codes.max() + 1, fit_intercept=True)
+    for label, routes, threads, panel_threads in (
+            ("stored entries (before)", FORCED["entries"], 1, None),
+            ("route predicted faster", None, 1, None),
+            ("route predicted faster, panels on one thread", None, 2, 1),
+            ("route predicted faster", None, 2, None)):
+        f = MD.Multinomial(X, codes, codes.max() + 1, fit_intercept=True, n_threads=threads)
         f._matrix_free = lambda free, f=f: _Counting(f, np.asarray(free, dtype=np.int64))
         if routes is not None:
             f.block_route_ns = routes
-        _Counting.formed = 0
+        _Counting.formed, _Counting.panel_threads = 0, panel_threads
         res, trace = traced_solve(f, 1.0, 1e-8, np.inf)
-        rows.append([label, str(res.nit), str(res.nhessp), str(_Counting.formed),
-                     f"{trace[-1][0]:.1f}", f"{res.fun:.10e}"])
+        rows.append([label, str(threads), str(res.nit), str(res.nhessp),
+                     str(_Counting.formed), f"{trace[-1][0]:.1f}", f"{res.fun:.10e}"])
         print(" | ".join(rows[-1]), flush=True)
     return rows
 
@@ -144,12 +161,12 @@ def main():
     body = (" ".join(__doc__.split("\n\n")[1:2]).replace("\n", " ") + "\n\n"
             + _report.markdown_table(
                 ["data", "free entries", "free columns", "entries s", "panels s",
-                 "entries / panels", "predicted entries s", "predicted panels s",
-                 "route taken", "one product s"], first)
+                 "entries / panels", "panels s, 2 threads", "predicted entries s",
+                 "predicted panels s", "route taken", "one product s"], first)
             + "\n\nMNIST (60000 x 784, K = 10), C = 1, tol 1e-8:\n\n"
             + _report.markdown_table(
-                ["class blocks", "iterations", "Hessian products", "class blocks formed",
-                 "seconds", "F / (C n)"], second))
+                ["class blocks", "threads", "iterations", "Hessian products",
+                 "class blocks formed", "seconds", "F / (C n)"], second))
     _report.write_section("multinomial_class_blocks",
                           "Multinomial ℓ1 logistic regression: a sparse X's class blocks",
                           body)

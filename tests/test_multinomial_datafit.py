@@ -1432,7 +1432,7 @@ def test_a_sparse_xs_class_blocks_take_the_route_predicted_faster(density, colum
                                                                   monkeypatch):
     """Rows dense in their free columns (pixels) form their class blocks on densified
     panels by BLAS; rows of a few stored entries among many columns (text) from those
-    entries: the same blocks either way."""
+    entries: the same blocks either way, and on two threads."""
     rng = np.random.default_rng(0)
     X = sp.random(2000, columns, density=density, random_state=1, format="csr")
     f = Multinomial(X, rng.integers(0, 3, 2000), 3, np.ones(2000), True)
@@ -1450,6 +1450,9 @@ def test_a_sparse_xs_class_blocks_take_the_route_predicted_faster(density, colum
                                _assembled(chosen, free.size), rtol=1e-10, atol=1e-14)
     counts = H._class_block_counts(*_entry_blocks(H, chosen))
     assert H._panels_pay(counts, chosen[2]) is panels
+    monkeypatch.undo()
+    f.n_threads = 2                                     # the panels' threads: the same bits
+    np.testing.assert_array_equal(f.hessp(x, free)._class_blocks()[0], chosen[0])
 
 
 def _entry_blocks(H, blocks):
@@ -1627,7 +1630,8 @@ def test_class_block_kernels_refuse_inconsistent_inputs_and_fall_back_to_the_dia
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
 def test_dense_class_block_kernel_sums_its_panels_and_refuses_inconsistent_inputs(dtype):
     """mn_class_blocks_dense: each block's Σᵢ Wᵢₖ x̃ x̃ᵀ (the intercept's Σᵢ Wᵢₖ included),
-    the same whatever rows its panels hold; inconsistent inputs refused."""
+    the same whatever rows its panels hold, and on threads the same bits; inconsistent
+    inputs refused."""
     X = np.asfortranarray([[1.0, 2.0], [0.0, 3.0], [4.0, 0.0]], dtype=dtype)
     W = np.full((3, 2), 0.25)
     # block 0: class 0, columns 0 and 1; block 1: class 1, column 0 and the intercept
@@ -1635,10 +1639,10 @@ def test_dense_class_block_kernel_sums_its_panels_and_refuses_inconsistent_input
     offset, size = np.array([0, 4]), np.array([2, 2])
 
     def call(X=X, col=col, classes=classes, offset=offset, size=size, W=W, work=64,
-             out=None):
+             out=None, threads=1):
         out = np.zeros(8) if out is None else out
         _gram_kernels.mn_class_blocks_dense(X, col, classes, offset, size, W,
-                                            np.full(work, np.nan), out)
+                                            np.full(work, np.nan), out, threads)
         return out
     expected = 0.25 * np.array([17.0, 2.0, 2.0, 13.0, 17.0, 5.0, 5.0, 3.0])
     np.testing.assert_allclose(call(), expected)
@@ -1655,6 +1659,10 @@ def test_dense_class_block_kernel_sums_its_panels_and_refuses_inconsistent_input
         A = Xt[:, at]
         np.testing.assert_allclose(out[start:stop].reshape(len(at), len(at)),
                                    A.T @ (Wr[:, [k]] * A), rtol=1e-12)
+    for threads in (2, 3, 8):
+        np.testing.assert_array_equal(
+            call(Xr, cols, cls, np.array([0, 9, 13]), np.array([3, 2, 2]), Wr, work=100,
+                 out=np.zeros(17), threads=threads), out)
     for bad, message in (({"W": W[:2]}, "row per row"),
                          ({"classes": np.array([0, 0, 1])}, "entry per entry_col"),
                          ({"classes": np.array([0, 0, 2, 2])}, "out of range"),

@@ -939,7 +939,7 @@ def mn_class_blocks_csr(const floating[::1] data, const index_t[::1] indices,
 def mn_class_blocks_dense(const floating[::1, :] X, const long long[::1] entry_col,
                           const long long[::1] entry_class, const long long[::1] block_offset,
                           const long long[::1] block_size, const double[:, ::1] W,
-                          double[::1] work, double[::1] out):
+                          double[::1] work, double[::1] out, int n_threads=1):
     """Add to each block b of ``out`` (``block_size[b]`` square, row-major at
     ``block_offset[b]``) Σᵢ Wᵢₖ x̃ x̃ᵀ over the block's entries, all of one class k, for a
     dense X: the counterpart of :func:`mn_class_blocks_csr` (the intercepts' Σᵢ Wᵢₖ
@@ -950,10 +950,12 @@ def mn_class_blocks_dense(const floating[::1, :] X, const long long[::1] entry_c
     intercept, x̃ = 1) of class ``entry_class[e]``. ``W`` is n × K. ``work`` holds a panel
     of rows, the √Wᵢₖ and the entries × rows scaled by them, as many rows at a time as
     it fits (at least one: m + K numbers a row); it is overwritten. The blocks are made
-    symmetric at the end.
+    symmetric at the end. ``n_threads`` share each panel's entries, then its blocks (one
+    ``dsyrk`` each, on the calling thread's BLAS): the same sums as on one thread.
     """
     cdef Py_ssize_t n = X.shape[0], K = W.shape[1], m = entry_col.shape[0]
     cdef Py_ssize_t nblocks = block_size.shape[0], b, e, i, j, k, s, r, c, a, start, nb, used
+    cdef int threads = max(1, n_threads)
     cdef double *Q
     cdef double *S
     cdef double *G
@@ -971,8 +973,10 @@ def mn_class_blocks_dense(const floating[::1, :] X, const long long[::1] entry_c
         if not (-1 <= entry_col[e] < X.shape[1] and 0 <= entry_class[e] < K):
             raise ValueError("mn_class_blocks_dense: an entry's column or class is out of "
                              "range")
+    cdef long long[::1] first = np.zeros(max(nblocks, 1), dtype=np.int64)  # block b's 1st
     a = 0
     for b in range(nblocks):
+        first[b] = a
         for e in range(a, a + block_size[b]):
             if entry_class[e] != entry_class[a]:
                 raise ValueError("mn_class_blocks_dense: a block holds entries of two "
@@ -991,8 +995,10 @@ def mn_class_blocks_dense(const floating[::1, :] X, const long long[::1] entry_c
             for i in range(used):
                 for k in range(K):
                     Q[k * used + i] = sqrt(W[start + i, k])
-            for e in range(m):                      # entries × rows: what dsyrk reads
-                k, j = entry_class[e], entry_col[e]
+            # entries × rows: what dsyrk reads
+            for e in prange(m, num_threads=threads, schedule="static"):
+                k = entry_class[e]
+                j = entry_col[e]
                 if j < 0:
                     for i in range(used):
                         S[e * used + i] = Q[k * used + i]
@@ -1000,14 +1006,12 @@ def mn_class_blocks_dense(const floating[::1, :] X, const long long[::1] entry_c
                     x = &X[start, j]
                     for i in range(used):
                         S[e * used + i] = Q[k * used + i] * x[i]
-            a = 0
             k_ = <int>used
-            for b in range(nblocks):
+            for b in prange(nblocks, num_threads=threads, schedule="dynamic"):
                 s_ = <int>block_size[b]
                 if s_ > 0:
-                    dsyrk(uplo, trans, &s_, &k_, &one, &S[a * used], &k_, &one,
+                    dsyrk(uplo, trans, &s_, &k_, &one, &S[first[b] * used], &k_, &one,
                           &out[block_offset[b]], &s_)
-                a += block_size[b]
             start += used
         for b in range(nblocks):    # dsyrk wrote the upper triangle of a column-major
             s = block_size[b]       # block: the lower one of the row-major block

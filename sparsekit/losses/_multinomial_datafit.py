@@ -49,13 +49,13 @@ took ``block_after`` products (the CG met its cap of 20) and from then on while 
 them stays cheap enough, by the first term's blocks on each class's free entries,
 blockdiagₖ(X̃_Fₖᵀ diag(s ∘ p·ₖ ∘ (1 − p·ₖ) / n) X̃_Fₖ) (``mn_class_blocks_csr`` from a
 sparse X's stored entries, or ``mn_class_blocks_dense`` by BLAS on panels of rows, a
-sparse X's free columns densified where that is faster), each factored by Cholesky: with many classes of few samples the Hessian is
-ill-conditioned within those blocks, not across them, and so it is where correlated
-features share a class (MNIST's pixels). Blocks that cost more than about 20 products are
-carried to the next iterates' Hessians for a few iterations, cut to the entries still free,
-the joined ones preconditioned by their diagonal: near the solution the free set and the
-probabilities barely move, and a preconditioner only needs to be near the Hessian whose
-system the CG solves.
+sparse X's free columns densified where that is faster), each factored by Cholesky: with
+many classes of few samples the Hessian is ill-conditioned within those blocks, not
+across them, and so it is where correlated features share a class (MNIST's pixels). Blocks
+that cost more than about 20 products are carried to the next iterates' Hessians for a few
+iterations, cut to the entries still free, the joined ones preconditioned by their
+diagonal: near the solution the free set and the probabilities barely move, and a
+preconditioner only needs to be near the Hessian whose system the CG solves.
 """
 import numpy as np
 import scipy.sparse as sp
@@ -1004,7 +1004,7 @@ class _MultinomialHessian:
         work = f._kept("class blocks", ((m + f.n_classes) * min(rows, n),))
         if not sparse:
             _gram_kernels.mn_class_blocks_dense(f.X, entry_col, by_class, offset, size, W,
-                                                work, G)
+                                                work, G, f.n_threads)
             return
         X, c = self.free_rows(), self._cols.size
         block = max(1, min(n, f.block_panel_numbers // max(c, 1)))
@@ -1015,4 +1015,4 @@ class _MultinomialHessian:
             _gram_kernels.csr_rows_dense(X.data, X.indices, X.indptr,
                                          np.arange(start, stop, dtype=np.int64), rows_in)
             _gram_kernels.mn_class_blocks_dense(rows_in, entry_col, by_class, offset, size,
-                                                W[start:stop], work, G)
+                                                W[start:stop], work, G, f.n_threads)
