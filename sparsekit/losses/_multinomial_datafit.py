@@ -284,11 +284,11 @@ class Multinomial:
     #: rows of its free columns densified a panel at a time (``mn_class_blocks_dense``):
     #: nanoseconds per update and per (stored entry, free entry) pair of the former, per
     #: multiply-add of the blocks' ``dsyrk`` and per number gathered (a row's free entries,
-    #: K square roots and free columns) of the latter, fit to 11 formations on MNIST,
-    #: Mulan Bibtex and Delicious (the panels 1.9-2.5 times faster on MNIST's 3,100-4,700
-    #: free entries, the stored entries 2.3-3.5 times on the other two). Which Hessians
-    #: get blocks, and which carry them, is still decided by ``block_update_cost`` and
-    #: ``block_pair_cost``'s count
+    #: K square roots and free columns) of the latter, on one thread, fit to 11 formations
+    #: on MNIST, Mulan Bibtex and Delicious (the panels 1.8-2.1 times faster on MNIST's
+    #: 3,400-4,700 free entries, the stored entries 1.6-3.4 times on the other two). Which
+    #: Hessians get blocks, and which carry them, is still decided by ``block_update_cost``
+    #: and ``block_pair_cost``'s count
     block_route_ns = {"entries": (1.0, 11.0), "panels": (0.057, 2.2)}
     #: numbers in each of those densified panels (16 MB)
     block_panel_numbers = 1 << 21
