@@ -1378,8 +1378,8 @@ def _class_block_problem(seed, dtype=np.float64, index=np.int32, intercept=True)
 
 
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
-@pytest.mark.parametrize("index", [np.int32, np.int64, None, "panels"],
-                         ids=["csr32", "csr64", "dense", "csr-panels"])
+@pytest.mark.parametrize("index", [np.int32, np.int64, None, "panels32", "panels64"],
+                         ids=["csr32", "csr64", "dense", "csr32-panels", "csr64-panels"])
 @pytest.mark.parametrize("intercept", [False, True])
 @pytest.mark.parametrize("budget", [1 << 22, 30])
 def test_class_blocks_are_the_hessian_on_pairs_of_one_class(dtype, index, intercept, budget,
@@ -1389,9 +1389,9 @@ def test_class_blocks_are_the_hessian_on_pairs_of_one_class(dtype, index, interc
     budget cuts a class), nothing else, for a sparse or a dense X, a sparse X's from its
     stored entries or from panels of densified rows (here of 4 rows, the last of 2); its
     solve is that of the shifted blocks."""
-    panels = index == "panels"
-    f, x, free, rng = _class_block_problem(7, dtype, np.int32 if panels else index,
-                                           intercept)
+    panels = index in ("panels32", "panels64")
+    f, x, free, rng = _class_block_problem(
+        7, dtype, {"panels32": np.int32, "panels64": np.int64}.get(index, index), intercept)
     f.block_budget = budget
     H = f.hessp(x, free)
     if panels:      # the panels always predicted faster; none of the entries' kernel
