@@ -9,12 +9,13 @@ densified a panel at a time (``csr_rows_dense``, ``mn_class_blocks_dense``), whi
 them, does not depend on the route. First table: each formation of a fit (MNIST, pixels /
 255, at the estimator's default C = 1; Mulan Bibtex and Delicious, first label, at C = 1;
 ``max_iter`` 25, 40 and 40), the blocks formed both ways at the same point (wall seconds of
-each, one after the other; the panels also on two threads, ``n_jobs=2``'s), the predicted
-seconds of each, the route taken and one matrix-free product's seconds. Second table:
+each, one after the other, on one thread and on two, ``n_jobs=2``'s), the predicted seconds
+of each on one thread, the route taken and one matrix-free product's seconds. Second table:
 MNIST's fit at the default C and tol from w = 0 (the estimator's solve without its closing
 check), with every formation from the stored entries (the route before) and with the route
-predicted faster, then on two threads (``n_jobs=2``: the products' threads) with the panels
-on one thread (as before) and on both, one after the other in one process.
+predicted faster, then on two threads (``n_jobs=2``: the products' threads) with the blocks
+formed on one thread (as before) and on both; Delicious' at C = 1 on two threads, the blocks
+on one thread and on both. One after the other in one process.
 
 Writes section "multinomial_class_blocks" of doc/benchmarks.md::
 
@@ -78,7 +79,7 @@ class _Timed(MD._MultinomialHessian):
     def _new_class_blocks(self):
         f, seconds = self._f, {}
         saved = f.block_route_ns
-        for route, threads in (("entries", 1), ("panels", 2), ("panels", 1)):
+        for route, threads in (("entries", 2), ("entries", 1), ("panels", 2), ("panels", 1)):
             f.block_route_ns, f.n_threads = FORCED[route], threads
             start = time.perf_counter()
             blocks, carry = super()._new_class_blocks()
@@ -95,7 +96,7 @@ class _Timed(MD._MultinomialHessian):
             _Timed.name, f"{self.shape[0]:,}", f"{self._cols.size:,}",
             f"{seconds['entries', 1]:.3f}", f"{seconds['panels', 1]:.3f}",
             f"{seconds['entries', 1] / seconds['panels', 1]:.2f}",
-            f"{seconds['panels', 2]:.3f}",
+            f"{seconds['entries', 2]:.3f}", f"{seconds['panels', 2]:.3f}",
             f"{guess[0]:.3f}", f"{guess[1]:.3f}", taken, f"{product:.4f}"])
         print(" | ".join(_Timed.rows[-1]), flush=True)
         return blocks, carry
@@ -113,44 +114,45 @@ def formations():
 
 
 class _Counting(MD._MultinomialHessian):
-    """The operator, counting the class blocks formed; ``panel_threads`` 1: the panels on
-    one thread whatever the datafit's."""
+    """The operator, counting the class blocks formed; ``block_threads`` 1: the blocks
+    formed on one thread whatever the datafit's."""
 
     formed = 0
-    panel_threads = None
+    block_threads = None
 
     def _new_class_blocks(self):
-        blocks, carry = super()._new_class_blocks()
+        f = self._f
+        threads = f.n_threads
+        f.n_threads = _Counting.block_threads or threads
+        try:
+            blocks, carry = super()._new_class_blocks()
+        finally:
+            f.n_threads = threads
         _Counting.formed += blocks is not None
         return blocks, carry
 
-    def _class_blocks_by_panels(self, *args):
-        f = self._f
-        threads = f.n_threads
-        f.n_threads = _Counting.panel_threads or threads
-        try:
-            super()._class_blocks_by_panels(*args)
-        finally:
-            f.n_threads = threads
-
 
 def fits():
-    """The second table's rows: MNIST at C = 1, tol 1e-8, by each rule."""
-    X, codes = data("mnist")
+    """The second table's rows: MNIST at C = 1, tol 1e-8, by each rule; Delicious at C = 1
+    on two threads."""
     rows = []
-    for label, routes, threads, panel_threads in (
-            ("stored entries (before)", FORCED["entries"], 1, None),
-            ("route predicted faster", None, 1, None),
-            ("route predicted faster, panels on one thread", None, 2, 1),
-            ("route predicted faster", None, 2, None)):
+    for name, label, routes, threads, block_threads in (
+            ("mnist", "stored entries (before)", FORCED["entries"], 1, None),
+            ("mnist", "route predicted faster", None, 1, None),
+            ("mnist", "route predicted faster, formed on one thread", None, 2, 1),
+            ("mnist", "route predicted faster", None, 2, None),
+            ("delicious", "route predicted faster, formed on one thread", None, 2, 1),
+            ("delicious", "route predicted faster", None, 2, None)):
+        X, codes = data(name)
         f = MD.Multinomial(X, codes, codes.max() + 1, fit_intercept=True, n_threads=threads)
         f._matrix_free = lambda free, f=f: _Counting(f, np.asarray(free, dtype=np.int64))
         if routes is not None:
             f.block_route_ns = routes
-        _Counting.formed, _Counting.panel_threads = 0, panel_threads
+        _Counting.formed, _Counting.block_threads = 0, block_threads
         res, trace = traced_solve(f, 1.0, 1e-8, np.inf)
-        rows.append([label, str(threads), str(res.nit), str(res.nhessp),
-                     str(_Counting.formed), f"{trace[-1][0]:.1f}", f"{res.fun:.10e}"])
+        rows.append([f"{name} ({X.shape[0]} x {X.shape[1]}, K = {codes.max() + 1})", label,
+                     str(threads), str(res.nit), str(res.nhessp), str(_Counting.formed),
+                     f"{trace[-1][0]:.1f}", f"{res.fun:.10e}"])
         print(" | ".join(rows[-1]), flush=True)
     return rows
 
@@ -161,11 +163,12 @@ def main():
     body = (" ".join(__doc__.split("\n\n")[1:2]).replace("\n", " ") + "\n\n"
             + _report.markdown_table(
                 ["data", "free entries", "free columns", "entries s", "panels s",
-                 "entries / panels", "panels s, 2 threads", "predicted entries s",
-                 "predicted panels s", "route taken", "one product s"], first)
-            + "\n\nMNIST (60000 x 784, K = 10), C = 1, tol 1e-8:\n\n"
+                 "entries / panels", "entries s, 2 threads", "panels s, 2 threads",
+                 "predicted entries s", "predicted panels s", "route taken",
+                 "one product s"], first)
+            + "\n\nThe fits at C = 1, tol 1e-8:\n\n"
             + _report.markdown_table(
-                ["class blocks", "threads", "iterations", "Hessian products",
+                ["data", "class blocks", "threads", "iterations", "Hessian products",
                  "class blocks formed", "seconds", "F / (C n)"], second))
     _report.write_section("multinomial_class_blocks",
                           "Multinomial ℓ1 logistic regression: a sparse X's class blocks",

@@ -1561,6 +1561,39 @@ def test_class_blocks_are_carried_cut_and_padded_until_too_old_or_too_many_joine
                                fresh_blocks(x4, many), rtol=1e-12, atol=1e-15)
 
 
+def test_stored_entry_class_blocks_are_the_same_on_threads_and_in_chunks():
+    """mn_class_blocks_csr: the blocks of a chunk shared among threads give the same bits as
+    one thread, and chunks of a few pairs the same blocks as one chunk."""
+    rng = np.random.default_rng(4)
+    X = sp.random(300, 12, density=0.4, random_state=4, format="csr")
+    K = 4
+    col_start = np.arange(13, dtype=np.int64) * K            # every class of every column
+    classes, feature = np.tile(np.arange(K), 12), np.repeat(np.arange(12), K)
+    block = np.where(feature < 6, classes, classes + K)      # a block per class and half
+    pos = feature % 6
+    size = np.full(2 * K, 6)
+    offset, icpt = np.arange(2 * K) * 36, np.full(2 * K, -1)
+    W = rng.random((300, K))
+
+    def blocks(chunk_pairs, threads):
+        out = np.zeros(2 * K * 36)
+        _gram_kernels.mn_class_blocks_csr(X.data, X.indices, X.indptr, W, col_start,
+                                          classes, block, pos, offset, size, icpt, out,
+                                          chunk_pairs, threads)
+        return out
+    one = blocks(1 << 18, 1)
+    for chunk_pairs in (7, 100):
+        np.testing.assert_allclose(blocks(chunk_pairs, 1), one, rtol=1e-13)
+        np.testing.assert_array_equal(blocks(chunk_pairs, 3), blocks(chunk_pairs, 1))
+    np.testing.assert_array_equal(blocks(1 << 18, 3), one)
+    A = X.toarray()
+    for k in range(K):
+        for half in range(2):
+            cols = slice(6 * half, 6 * half + 6)
+            np.testing.assert_allclose(one[offset[k + K * half]:][:36].reshape(6, 6),
+                                       A[:, cols].T @ (W[:, [k]] * A[:, cols]), rtol=1e-12)
+
+
 def test_class_block_kernels_refuse_inconsistent_inputs_and_fall_back_to_the_diagonal():
     X = sp.csr_matrix(np.array([[1.0, 2.0], [0.0, 3.0], [4.0, 0.0]]))
     W = np.full((3, 2), 0.25)

@@ -815,7 +815,7 @@ def mn_class_blocks_csr(const floating[::1] data, const index_t[::1] indices,
                         const long long[::1] entry_block, const long long[::1] entry_pos,
                         const long long[::1] block_offset, const long long[::1] block_size,
                         const long long[::1] block_intercept, double[::1] out,
-                        Py_ssize_t chunk_pairs=1 << 18):
+                        Py_ssize_t chunk_pairs=1 << 18, int n_threads=1):
     """Add to each block b of ``out`` (``block_size[b]`` square, row-major at
     ``block_offset[b]``) Σᵢ Wᵢₖ x̃ x̃ᵀ over the block's entries, all of one class k: the
     diagonal blocks of the multinomial subspace Hessian (``W`` = sᵢ pᵢₖ (1 − pᵢₖ), n × K)
@@ -828,7 +828,7 @@ def mn_class_blocks_csr(const floating[::1] data, const index_t[::1] indices,
     at most ``chunk_pairs`` (stored entry, free entry) pairs, sorted by block (a counting
     sort), and each block then takes its rows' pairs in turn, so that its part of ``out``
     stays in cache (Σᵢ Σ_b rᵢ_b (rᵢ_b + 1)/2 updates); the blocks are made symmetric at
-    the end.
+    the end. ``n_threads`` share a chunk's blocks: the same sums as on one thread.
     """
     cdef Py_ssize_t n = indptr.shape[0] - 1, K = W.shape[1], nblocks = block_size.shape[0]
     cdef Py_ssize_t nw = entry_class.shape[0], i, i0, i1, p, e, q, q2, end, t, nt, b, s
@@ -867,6 +867,8 @@ def mn_class_blocks_csr(const floating[::1] data, const index_t[::1] indices,
     cdef const long long* blk = &entry_block[0] if nw else NULL
     cdef long long[::1] fill = np.zeros(max(nblocks, 1), dtype=np.int64)
     cdef long long[::1] touched = np.empty(max(nblocks, 1), dtype=np.int64)
+    cdef long long[::1] begin = np.empty(max(nblocks, 1), dtype=np.int64)
+    cdef int threads = max(1, n_threads)
     cdef long long[::1] row = np.empty(width, dtype=np.int64)
     cdef long long[::1] pos = np.empty(width, dtype=np.int64)
     cdef double[::1] value = np.empty(width)
@@ -890,6 +892,7 @@ def mn_class_blocks_csr(const floating[::1] data, const index_t[::1] indices,
                 b = touched[r]
                 e = fill[b]
                 fill[b] = q
+                begin[r] = q
                 q += e
             for i in range(i0, i1):
                 for p in range(indptr[i], indptr[i + 1]):
@@ -902,9 +905,10 @@ def mn_class_blocks_csr(const floating[::1] data, const index_t[::1] indices,
                         pos[q] = entry_pos[e]
                         value[q] = x
                         fill[b] = q + 1
-            q = 0   # each block's pairs, row by row
-            for r in range(nt):
+            # each block's pairs, row by row; the blocks among the threads
+            for r in prange(nt, num_threads=threads, schedule="dynamic"):
                 b = touched[r]
+                q = begin[r]
                 end = fill[b]
                 fill[b] = 0
                 k = block_class[b]
@@ -915,7 +919,7 @@ def mn_class_blocks_csr(const floating[::1] data, const index_t[::1] indices,
                     i = row[q]
                     t = q
                     while t < end and row[t] == i:
-                        t += 1
+                        t = t + 1             # (not +=: in prange, a reduction)
                     u = W[i, k]
                     if u != 0.0:
                         for q2 in range(q, t):

@@ -288,7 +288,7 @@ class Multinomial:
     #: on MNIST, Mulan Bibtex and Delicious (the panels 1.8-2.1 times faster on MNIST's
     #: 3,400-4,700 free entries, the stored entries 1.6-3.4 times on the other two). Which
     #: Hessians get blocks, and which carry them, is still decided by ``block_update_cost``
-    #: and ``block_pair_cost``'s count
+    #: and ``block_pair_cost``'s count. Either route runs on the datafit's ``n_threads``
     block_route_ns = {"entries": (1.0, 11.0), "panels": (0.057, 2.2)}
     #: numbers in each of those densified panels (16 MB)
     block_panel_numbers = 1 << 21
@@ -983,7 +983,8 @@ class _MultinomialHessian:
             intercept[entry_block[nwf:]] = entry_pos[nwf:]
             _gram_kernels.mn_class_blocks_csr(X.data, X.indices, X.indptr, W,
                                               self._col_start, self._class, entry_block[:nwf],
-                                              entry_pos[:nwf], offset, size, intercept, G)
+                                              entry_pos[:nwf], offset, size, intercept, G,
+                                              n_threads=f.n_threads)
             b = entry_block[nwf:]
             G[offset[b] + (size[b] + 1) * entry_pos[nwf:]] += \
                 f._column_sums(W)[self._b_entries]
