@@ -61,15 +61,6 @@ def counts_and_size(H, blocks):
     return H._class_block_counts(block[:H._w_entries.size], size), size
 
 
-def predicted(H, blocks):
-    """(seconds from the stored entries, seconds by panels) that block_route_ns predicts."""
-    f, ((updates, pairs), size) = H._f, counts_and_size(H, blocks)
-    (update, pair), (syrk, gathered) = f.block_route_ns["entries"], f.block_route_ns["panels"]
-    numbers = size.sum() + f.n_classes + H._cols.size
-    panels = f.n_samples * (float(size @ (size + 1)) / 2 * syrk + numbers * gathered)
-    return 1e-9 * (updates * update + pairs * pair), 1e-9 * panels
-
-
 class _Timed(MD._MultinomialHessian):
     """The operator, forming each set of new class blocks both ways and recording it."""
 
@@ -87,11 +78,12 @@ class _Timed(MD._MultinomialHessian):
             f.block_route_ns, f.n_threads = saved, 1
             if blocks is None:
                 return blocks, carry
-        taken = "panels" if self._panels_pay(*counts_and_size(self, blocks)) else "entries"
+        counts, size = counts_and_size(self, blocks)
+        taken = "panels" if self._panels_pay(counts, size) else "entries"
         start = time.perf_counter()
         self(np.ones(self.shape[0]))
         product = time.perf_counter() - start
-        guess = predicted(self, blocks)
+        guess = [1e-9 * ns for ns in self._route_times(counts, size)]
         _Timed.rows.append([
             _Timed.name, f"{self.shape[0]:,}", f"{self._cols.size:,}",
             f"{seconds['entries', 1]:.3f}", f"{seconds['panels', 1]:.3f}",

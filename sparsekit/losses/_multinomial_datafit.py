@@ -933,16 +933,22 @@ class _MultinomialHessian:
         product = f._row_product_cost(self) if self.walks_rows else f._product_cost(self)
         return (updates * f.block_update_cost + pairs * f.block_pair_cost) / product
 
-    def _panels_pay(self, counts, size):
-        """Whether densified panels form a sparse X's class blocks of ``size`` faster than
-        its stored entries (``counts``: :meth:`_class_block_counts`), by
-        :attr:`Multinomial.block_route_ns`."""
+    def _route_times(self, counts, size):
+        """(from the stored entries, by panels): the nanoseconds that
+        :attr:`Multinomial.block_route_ns` predicts for forming a sparse X's class blocks
+        of ``size`` (``counts``: :meth:`_class_block_counts`) on one thread."""
         f = self._f
         (update, pair), (syrk, gathered) = (f.block_route_ns["entries"],
                                             f.block_route_ns["panels"])
         numbers = size.sum() + f.n_classes + self._cols.size
         panels = f.n_samples * (float(size @ (size + 1)) / 2 * syrk + numbers * gathered)
-        return bool(panels < counts[0] * update + counts[1] * pair)
+        return counts[0] * update + counts[1] * pair, panels
+
+    def _panels_pay(self, counts, size):
+        """Whether densified panels form a sparse X's class blocks of ``size`` faster than
+        its stored entries (:meth:`_route_times`)."""
+        entries, panels = self._route_times(counts, size)
+        return bool(panels < entries)
 
     def _new_class_blocks(self):
         """(the class blocks formed at the datafit's point, whether to carry them): (None,
