@@ -334,6 +334,14 @@ class Multinomial:
             buf = self._buffers[name] = np.empty(shape)
         return buf
 
+    def _panel_numbers(self, size):
+        """A buffer of at least ``size`` numbers of X's dtype for rows densified into panels
+        (the formed Hessian's, the class blocks'), kept between calls and grown by doubling
+        (fresh ones cost page faults)."""
+        if self._panel.size < size:
+            self._panel = np.empty(max(size, 2 * self._panel.size), dtype=self._panel.dtype)
+        return self._panel
+
     def _walks_many_classes(self):
         """A sparse X and at least ``row_walk_classes`` classes, or fewer on tall X
         (``row_walk_tall_bytes``): the products may walk rows."""
@@ -587,15 +595,13 @@ class Multinomial:
             self._work = np.empty(max(size, 2 * self._work.size))   # few reallocations
         if gathered:
             X = H.free_rows() if sparse else self.X
-            if self._panel.size < c * block:
-                self._panel = np.empty(max(c * block, 2 * self._panel.size),
-                                       dtype=X.dtype)
+            numbers = self._panel_numbers(c * block)
         G = np.zeros((m, m))
         for start in range(0, n, block):
             stop = min(start + block, n)
             at = slice(start, stop) if every else rows[start:stop]
             if gathered:
-                panel = self._panel[:c * (stop - start)].reshape(c, stop - start)
+                panel = numbers[:c * (stop - start)].reshape(c, stop - start)
                 if sparse:
                     _gram_kernels.csr_rows_dense(
                         X.data, X.indices, X.indptr,
@@ -1015,7 +1021,7 @@ class _MultinomialHessian:
             return
         X, c = self.free_rows(), self._cols.size
         block = max(1, min(n, f.block_panel_numbers // max(c, 1)))
-        numbers = np.empty(block * c, dtype=X.dtype)
+        numbers = f._panel_numbers(block * c)
         for start in range(0, n, block):
             stop = min(start + block, n)
             rows_in = numbers[:(stop - start) * c].reshape((stop - start, c), order="F")
