@@ -302,7 +302,10 @@ def minimize_oba(f_grad, hessp, x0, mu, *, penalty_weights=None, lipschitz=None,
     cg_maxiter_explicit : int, optional
         CG iteration cap when ``H`` is a formed matrix (default ``cg_maxiter``): a solver
         that caps the matrix-free CG low, where each product costs a pass over the data,
-        can still solve a formed system to ``cg_rtol_explicit``.
+        can still solve a formed system to ``cg_rtol_explicit``. On a formed matrix of 200
+        rows or more, a CG still short of that after 100 iterations (the ill-conditioned
+        Hessians of nearly separable classes) ends by a Cholesky solve instead: the Newton
+        step, or where the segment to it from the CG's iterate meets the trust radius.
     hess_reg : float, default=1e-8
         Hessian regularization: CG solves (∇²f_FF + hess_reg I) d = −g_F, as in the thesis.
     reg_decay : bool, default=False
