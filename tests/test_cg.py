@@ -97,10 +97,10 @@ def _explicit_cg(A, b, radius, maxiter=1000, reg=1e-8):
 
 def test_a_formed_cg_that_runs_out_solves_by_cholesky(monkeypatch):
     """A CG on a formed matrix of DIRECT_MIN_SIZE rows or more still short of its 1% after
-    DIRECT_AFTER iterations ends on the exact Newton point, where the CG alone meets its cap
-    of 1,000 iterations short of its 1% (rounding spoils its conjugacy at a condition number
-    of 1e8) at a higher model; below DIRECT_MIN_SIZE rows, or done earlier, the CG is left
-    as it was."""
+    DIRECT_AFTER iterations ends on the exact Newton point, where the CG alone runs hundreds
+    of iterations more (here to its cap of 1,000, short of its 1%: rounding spoils its
+    conjugacy at a condition number of 1e8) to a higher model; below DIRECT_MIN_SIZE rows,
+    or done earlier, the CG is left as it was."""
     k = cgm.DIRECT_MIN_SIZE
     A, b = _ill_conditioned(k, 0)
     reg = 1e-8
@@ -110,7 +110,7 @@ def test_a_formed_cg_that_runs_out_solves_by_cholesky(monkeypatch):
     np.testing.assert_allclose(p, newton, rtol=1e-6, atol=1e-9 * np.abs(newton).max())
     monkeypatch.setattr(cgm, "DIRECT_AFTER", 10**9)
     p_cg, it_cg = _explicit_cg(A, b, radius=10 * np.linalg.norm(newton))
-    assert it_cg == 1000 and _psi(A, b, reg, p) < _psi(A, b, reg, p_cg)
+    assert it_cg > 500 and _psi(A, b, reg, p) < _psi(A, b, reg, p_cg)
     monkeypatch.undo()
     # a smaller matrix, or a CG done within DIRECT_AFTER iterations, is the CG's alone
     A_small, b_small = _ill_conditioned(k - 1, 0)
@@ -147,7 +147,7 @@ def test_a_formed_matrix_that_cholesky_refuses_leaves_the_step_to_the_cg():
     A[:-1, :-1], A[-1, -1] = S, -1.0
     b = np.append(b_s, 0.0)
     p, it = _explicit_cg(A, b, radius=1e12)
-    assert it == 1000 and p[-1] == 0.0 and _psi(A, b, 1e-8, p) < 0
+    assert it > cgm.DIRECT_AFTER + 1 and p[-1] == 0.0 and _psi(A, b, 1e-8, p) < 0
 
 
 def test_a_multinomial_fit_takes_direct_steps_to_the_same_minimum(monkeypatch):
