@@ -12,7 +12,9 @@ or where the segment to it from the CG's iterate meets the radius). Each row fit
 weight, at tol 1e-4 and 1e-6, with the CG alone (``DIRECT_AFTER`` past any cap: the route
 before) and with the direct solves: wall seconds (one thread; the median of 3 under a
 second), OBA iterations, direct solves, CG iterations on formed Hessians, and the
-objective's excess over the lowest any of the row's four runs reached (relative).
+objective's excess over the lowest any of the row's four runs reached (relative). Second
+table: ``L1LogisticOBACV(multiclass="multinomial")`` on scene over 6 C from 0.1 to 31.6
+(3 folds), what a user's search over C meets, both ways (wall seconds, one fit each).
 
 Writes section "formed_cg_direct" of doc/benchmarks.md::
 
@@ -29,7 +31,7 @@ sys.path.insert(0, str(_report.REPO))  # the in-place build, also when not insta
 from bench_l1_multinomial import load, objective, smallest_C, warm_up  # noqa: E402
 
 import sparsekit.optimize._cg as cgm  # noqa: E402
-from sparsekit.linear_model import L1LogisticOBA  # noqa: E402
+from sparsekit.linear_model import L1LogisticOBA, L1LogisticOBACV  # noqa: E402
 
 #: (data set, C as a multiple of the smallest active C, l1_ratio)
 ROWS = [("digits", 1000, 1.0), ("digits", 10000, 1.0), ("scene", 100, 1.0),
@@ -88,6 +90,25 @@ def fit(X, y, C, l1_ratio, tol):
             objective(X, y, model.coef_, model.intercept_, C, l1_ratio))
 
 
+def cross_validation():
+    """The second table's rows: L1LogisticOBACV on scene by each route."""
+    X, y = load("scene")
+    rows = []
+    for route, after in ROUTES.items():
+        cgm.DIRECT_AFTER = after
+        with _Counts():
+            t0 = time.perf_counter()
+            model = L1LogisticOBACV(Cs=np.logspace(-1, 1.5, 6), cv=3,
+                                    multiclass="multinomial").fit(X, y)
+            seconds = time.perf_counter() - t0
+        rows.append([f"scene ({X.shape[0]} x {X.shape[1]}, K = {len(np.unique(y))})", route,
+                     f"{seconds:.1f}", str(_Counts.direct), str(_Counts.cg),
+                     f"{model.C_[0]:.4g}"])
+        print(*rows[-1], flush=True)
+    cgm.DIRECT_AFTER = ROUTES["Cholesky after the CG's DIRECT_AFTER"]
+    return rows
+
+
 def main():
     warm_up()
     rows = []
@@ -110,7 +131,11 @@ def main():
     body = (" ".join(__doc__.split("\n\n")[1:2]).replace("\n", " ") + "\n\n"
             + _report.markdown_table(
                 ["data", "C", "l1_ratio", "tol", "Newton systems", "seconds", "iterations",
-                 "direct solves", "CG iterations", "F excess"], rows))
+                 "direct solves", "CG iterations", "F excess"], rows)
+            + "\n\nL1LogisticOBACV, 6 C from 0.1 to 31.6, 3 folds:\n\n"
+            + _report.markdown_table(
+                ["data", "Newton systems", "seconds", "direct solves", "CG iterations",
+                 "C chosen"], cross_validation()))
     _report.write_section("formed_cg_direct",
                           "OBA on formed Hessians: the CG, or a Cholesky solve once it runs "
                           "long", body)
