@@ -103,7 +103,7 @@ def cross_validation():
             seconds = time.perf_counter() - t0
         rows.append([f"scene ({X.shape[0]} x {X.shape[1]}, K = {len(np.unique(y))})", route,
                      f"{seconds:.1f}", str(_Counts.direct), str(_Counts.cg),
-                     f"{model.C_[0]:.4g}"])
+                     f"{float(np.ravel(model.C_)[0]):.4g}"])
         print(*rows[-1], flush=True)
     cgm.DIRECT_AFTER = ROUTES["Cholesky after the CG's DIRECT_AFTER"]
     return rows
