@@ -72,8 +72,8 @@ def test_conjugate_gradient_takes_the_operators_preconditioner_else_its_diagonal
 
 
 def _ill_conditioned(k, seed, decades=8):
-    """An SPD matrix of k rows with eigenvalues spread over ``decades`` decades, a
-    right-hand side and the CG's options as OBA passes them on a formed Hessian."""
+    """An SPD matrix of k rows with eigenvalues spread over ``decades`` decades, and a
+    right-hand side."""
     rng = np.random.default_rng(seed)
     Q, _ = np.linalg.qr(rng.standard_normal((k, k)))
     A = (Q * np.logspace(0, decades, k)) @ Q.T
@@ -85,6 +85,7 @@ def _psi(A, b, reg, p):
 
 
 def _explicit_cg(A, b, radius, maxiter=1000, reg=1e-8):
+    """steihaug_cg on A formed, with OBA's options on a formed Hessian: (p, products)."""
     calls = [0]
     p, r, it = steihaug_cg(_ExplicitHessian(A, calls), b, reg, 1e-2, maxiter, radius,
                            precondition=True)
