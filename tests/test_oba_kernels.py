@@ -771,3 +771,34 @@ def test_gram_kernels_when_the_last_row_is_the_longest():
     B = np.full((2, free.size), np.nan)
     GK.gram_csr_cross(X.data, X.indices, X.indptr, D, colmap, rowmap, False, B)
     np.testing.assert_allclose(B, H[[0, 5]], rtol=1e-12, atol=1e-12)
+
+
+def test_cg_dense_reports_how_it_ended():
+    """cg_dense returns its products and its exit: the tolerance met (the residual below
+    it), the radius or a nonpositive curvature (p on the boundary), or out of iterations
+    (neither), with r = b + (G + reg I) p in every case."""
+    rng = np.random.default_rng(3)
+    A = rng.standard_normal((30, 30))
+    spd = A @ A.T + 0.1 * np.eye(30)
+    ill = spd + np.diag(np.logspace(0, 9, 30))
+    b = rng.standard_normal(30)
+    ones = np.ones(30)
+    cases = [(spd, 1e6, 200, K.CG_CONVERGED), (spd, 1e-3, 200, K.CG_BOUNDARY),
+             (A + A.T, 1e6, 200, K.CG_BOUNDARY), (ill, 1e6, 3, K.CG_MAXITER),
+             (np.zeros((30, 30)), 1.0, 200, K.CG_BOUNDARY)]   # zero curvature: no division
+    for G, radius, maxiter, expected in cases:
+        p, r = np.zeros(30), b.copy()
+        bnorm = np.abs(b).max()
+        it, exit = K.cg_dense(G, b, bnorm, 0.0, 1e-8, maxiter, radius, ones, p, r)
+        assert exit == expected and 1 <= it <= maxiter
+        np.testing.assert_allclose(r, b + G @ p, atol=1e-8 * np.abs(b).max())
+        if expected == K.CG_CONVERGED:
+            assert np.abs(r).max() <= 1e-8 * bnorm
+        elif expected == K.CG_BOUNDARY:
+            assert np.linalg.norm(p) == pytest.approx(radius, rel=1e-12)
+        else:
+            assert it == maxiter and np.abs(r).max() > 1e-8 * bnorm
+            assert np.linalg.norm(p) < radius
+    p, r = np.zeros(0), np.zeros(0)
+    assert K.cg_dense(np.zeros((0, 0)), p, 0.0, 0.0, 0.1, 10, 1.0, p, p, r) \
+        == (0, K.CG_CONVERGED)

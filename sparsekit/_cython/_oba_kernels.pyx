@@ -820,32 +820,47 @@ def hess_diag_dense(const floating[::1, :] X, const long long[:] cols, const dou
             out[nf] = s
 
 
+cdef enum:
+    # how cg_dense ended: its tolerance met; on the boundary of the radius or at
+    # nonpositive curvature; out of iterations
+    _CG_CONVERGED = 0
+    _CG_BOUNDARY = 1
+    _CG_MAXITER = 2
+
+CG_CONVERGED, CG_BOUNDARY, CG_MAXITER = _CG_CONVERGED, _CG_BOUNDARY, _CG_MAXITER
+
+
 def cg_dense(const double[:, ::1] G, const double[::1] b, double bnorm, double reg,
              double rtol, Py_ssize_t maxiter, double radius, const double[::1] minv,
              double[::1] p, double[::1] r):
-    """The iterations of :func:`sparsekit.optimize._oba._cg` on a formed symmetric ``G``.
+    """The iterations of :func:`sparsekit.optimize._cg.steihaug_cg` on a formed symmetric
+    ``G``.
 
     Steihaug CG for (G + reg I) p = −b, preconditioned by ``minv`` (1/diagonal, or ones),
-    stopped on ‖r‖_∞ ≤ rtol · ``bnorm`` (= ‖b‖_∞), at negative curvature or at the radius;
-    ``p`` and its residual ``r = b + (G + reg I) p`` are updated in place. The same steps
-    as the Python loop, without its ~15 µs of interpreter work per iteration (a9a C = 1:
-    1 051 iterations, 17.6 ms). Returns the number of products with G.
+    stopped on ‖r‖_∞ ≤ rtol · ``bnorm`` (= ‖b‖_∞), at curvature dᵀ(G + reg I)d ≤ 1e-16 ‖d‖²
+    or at the radius; ``p`` and its residual ``r = b + (G + reg I) p`` are updated in
+    place. The same steps as the Python loop, without its ~15 µs of interpreter work per
+    iteration (a9a C = 1: 1 051 iterations, 17.6 ms). Returns ``(products, exit)``: the
+    number of products with G and how the loop ended (``CG_CONVERGED``, ``CG_BOUNDARY``,
+    ``CG_MAXITER``).
     """
     cdef Py_ssize_t k = b.shape[0], it
+    cdef int exit = _CG_CONVERGED
     cdef double[::1] d = np.empty(k), z = np.empty(k), Hd = np.empty(k)
     if k == 0:
-        return 0
+        return 0, _CG_CONVERGED
     with nogil:
-        it = _cg_dense_loop(G, bnorm, reg, rtol, maxiter, radius, minv, p, r, d, z, Hd)
-    return it
+        it = _cg_dense_loop(G, bnorm, reg, rtol, maxiter, radius, minv, p, r, d, z, Hd,
+                            &exit)
+    return it, exit
 
 
 cdef Py_ssize_t _cg_dense_loop(const double[:, ::1] G, double bnorm, double reg, double rtol,
                                Py_ssize_t maxiter, double radius, const double[::1] minv,
                                double[::1] p, double[::1] r, double[::1] d, double[::1] z,
-                               double[::1] Hd) noexcept nogil:
+                               double[::1] Hd, int *exit) noexcept nogil:
     cdef Py_ssize_t k = p.shape[0], i, it
-    cdef double rz = 0.0, rz_next, dHd, a, pp, v, rmax, beta
+    cdef double rz = 0.0, rz_next, dHd, dd, a, pp, v, rmax, beta
     cdef int n = <int>k, one = 1
     cdef double alpha = 1.0, zero = 0.0
     for i in range(k):
@@ -856,11 +871,14 @@ cdef Py_ssize_t _cg_dense_loop(const double[:, ::1] G, double bnorm, double reg,
         # Hd = G d (G is row-major and symmetric: BLAS sees Gᵀ = G) + reg d
         dgemv(b"T", &n, &n, &alpha, <double*>&G[0, 0], &n, &d[0], &one, &zero, &Hd[0], &one)
         dHd = 0.0
+        dd = 0.0
         for i in range(k):
             Hd[i] += reg * d[i]
             dHd += d[i] * Hd[i]
-        if dHd <= 0.0:
+            dd += d[i] * d[i]
+        if dHd <= 1e-16 * dd:
             _cg_to_boundary(p, d, Hd, r, radius)
+            exit[0] = _CG_BOUNDARY
             return it
         a = rz / dHd
         pp = 0.0
@@ -869,6 +887,7 @@ cdef Py_ssize_t _cg_dense_loop(const double[:, ::1] G, double bnorm, double reg,
             pp += v * v
         if pp >= radius * radius:
             _cg_to_boundary(p, d, Hd, r, radius)
+            exit[0] = _CG_BOUNDARY
             return it
         rmax = 0.0
         for i in range(k):
@@ -876,6 +895,7 @@ cdef Py_ssize_t _cg_dense_loop(const double[:, ::1] G, double bnorm, double reg,
             r[i] += a * Hd[i]
             rmax = fmax(rmax, fabs(r[i]))
         if rmax <= rtol * bnorm:
+            exit[0] = _CG_CONVERGED
             return it
         rz_next = 0.0
         for i in range(k):
@@ -885,6 +905,7 @@ cdef Py_ssize_t _cg_dense_loop(const double[:, ::1] G, double bnorm, double reg,
         for i in range(k):
             d[i] = -z[i] + beta * d[i]
         rz = rz_next
+    exit[0] = _CG_MAXITER
     return maxiter
 
 

@@ -68,16 +68,13 @@ def steihaug_cg(H, b, reg=0.0, rtol=0.1, maxiter=1000, radius=math.inf, precondi
     if getattr(H, "is_explicit", False) and math.isfinite(radius) and norm == math.inf:
         minv = np.ones_like(b) if minv is None else minv
         cap = min(maxiter, DIRECT_AFTER) if b.size >= DIRECT_MIN_SIZE else maxiter
-        it = K.cg_dense(H.matrix, b, bnorm, reg, rtol, cap, radius, minv, p, r)
-        # the loop ran out (its other exits: the tolerance met, or p on the boundary)
-        ran_out = (it == cap < maxiter and _inf_norm(r) > rtol * bnorm
-                   and p @ p < radius * radius * (1.0 - 1e-12))
-        if ran_out:
+        it, exit = K.cg_dense(H.matrix, b, bnorm, reg, rtol, cap, radius, minv, p, r)
+        if exit == K.CG_MAXITER and cap < maxiter:
             if _direct_step(H.matrix, b, reg, radius, p, r):
                 it += 1
             else:  # not positive definite in floating point: the CG goes on, restarted
                 it += K.cg_dense(H.matrix, b, bnorm, reg, rtol, maxiter - cap, radius, minv,
-                                 p, r)
+                                 p, r)[0]
         H.count_products(it)
         return p, r, it0 + it
     z = r if solve is None else solve(r)
