@@ -802,3 +802,25 @@ def test_cg_dense_reports_how_it_ended():
     p, r = np.zeros(0), np.zeros(0)
     assert K.cg_dense(np.zeros((0, 0)), p, 0.0, 0.0, 0.1, 10, 1.0, p, p, r) \
         == (0, K.CG_CONVERGED)
+
+
+@pytest.mark.parametrize("size", [0, 1, 7, 150])
+def test_principal_submatrix_is_numpys_and_refuses_bad_indices(size):
+    """principal_submatrix(G, idx) is G[np.ix_(idx, idx)] for sorted, unsorted and
+    repeated indices (none, one, all), a new C-ordered array; an index outside [0, len(G))
+    and a non-square G raise ValueError."""
+    rng = np.random.default_rng(size)
+    G = rng.standard_normal((size, size))
+    picks = [np.arange(size), rng.permutation(size), np.sort(rng.choice(size, size // 2))]
+    if size:
+        picks += [rng.integers(0, size, 2 * size), np.array([size - 1])]
+    for idx in picks:
+        idx = idx.astype(np.intp)
+        out = GK.principal_submatrix(G, idx)
+        assert out.flags.c_contiguous and not np.shares_memory(out, G)
+        np.testing.assert_array_equal(out, G[np.ix_(idx, idx)])
+    for bad in ([size], [-1]):
+        with pytest.raises(ValueError, match="outside"):
+            GK.principal_submatrix(G, np.array(bad, dtype=np.intp))
+    with pytest.raises(ValueError, match="square"):
+        GK.principal_submatrix(np.zeros((3, 4)), np.arange(2, dtype=np.intp))

@@ -185,12 +185,13 @@ class _ExplicitHessian:
 
     def quadratic_form(self, positions, values):
         """cᵀHc for c supported on ``positions``."""
-        return float(values @ self._G[np.ix_(positions, positions)] @ values)
+        at = np.asarray(positions, dtype=np.intp)
+        return float(values @ GK.principal_submatrix(self._G, at) @ values)
 
     def restrict(self, keep):
         """The principal sub-matrix on ``keep`` (boolean mask)."""
         idx = np.flatnonzero(keep)
-        return _ExplicitHessian(self._G[np.ix_(idx, idx)], self._calls)
+        return _ExplicitHessian(GK.principal_submatrix(self._G, idx), self._calls)
 
 
 def _take_columns(X, cols):

@@ -57,7 +57,7 @@ class CarriedGram:
             self._P = f._P.copy()
         else:
             old = np.searchsorted(self._free, free[kept])
-            Gk = self._G[np.ix_(old, old)]
+            Gk = _gram_kernels.principal_submatrix(self._G, old)
             if moved.size:
                 Gk += f._gram_dense(f._matrix_free(free[kept]), rows=moved,
                                     terms=[(f._P[moved], 1.0), (self._P[moved], -1.0)])

@@ -112,7 +112,7 @@ class PanelGram:
         at = np.minimum(np.searchsorted(old, cols), old.size - 1)
         kept = old[at] == cols
         rows = np.append(at[kept], old.size) if intercept else at[kept]
-        G_kept = self._G[np.ix_(rows, rows)]
+        G_kept = GK.principal_submatrix(self._G, rows)
         delta = np.where(moved, D - self._weights, 0.0)
         for sign in (1.0, -1.0):
             if np.any(sign * delta > 0):
