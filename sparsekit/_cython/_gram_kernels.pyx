@@ -318,9 +318,9 @@ def column_stats_csr(const floating[::1] data, const index_t[::1] indices,
 
 def principal_submatrix(const double[:, ::1] G, const Py_ssize_t[::1] idx):
     """``G[idx][:, idx]`` of a square ``G`` (a formed Hessian cut down to some of its
-    coordinates), a new C-ordered array: one pass over the rows ``idx``, a fifth of the
-    time of NumPy's ``G[np.ix_(idx, idx)]`` from 100 rows on. Every index must lie in
-    [0, len(G))."""
+    coordinates), a new C-ordered array: one pass over the rows ``idx``, where NumPy's
+    ``G[np.ix_(idx, idx)]`` goes through its general fancy indexing (doc/benchmarks.md,
+    principal_submatrix). Every index must lie in [0, len(G))."""
     cdef Py_ssize_t n = G.shape[0], m = idx.shape[0], a, b
     cdef const double *row
     cdef int bad = 0
