@@ -50,9 +50,9 @@ class _Kernels:
         return getattr(self._kernels, name)
 
     def cg_dense(self, *args):
-        it, exit = self._kernels.cg_dense(*args)
+        it, ended = self._kernels.cg_dense(*args)
         _Counts.cg += it
-        return it, exit
+        return it, ended
 
 
 class _Counts:

@@ -789,8 +789,8 @@ def test_cg_dense_reports_how_it_ended():
     for G, radius, maxiter, expected in cases:
         p, r = np.zeros(30), b.copy()
         bnorm = np.abs(b).max()
-        it, exit = K.cg_dense(G, b, bnorm, 0.0, 1e-8, maxiter, radius, ones, p, r)
-        assert exit == expected and 1 <= it <= maxiter
+        it, ended = K.cg_dense(G, b, bnorm, 0.0, 1e-8, maxiter, radius, ones, p, r)
+        assert ended == expected and 1 <= it <= maxiter
         np.testing.assert_allclose(r, b + G @ p, atol=1e-8 * np.abs(b).max())
         if expected == K.CG_CONVERGED:
             assert np.abs(r).max() <= 1e-8 * bnorm

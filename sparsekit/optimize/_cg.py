@@ -68,8 +68,8 @@ def steihaug_cg(H, b, reg=0.0, rtol=0.1, maxiter=1000, radius=math.inf, precondi
     if getattr(H, "is_explicit", False) and math.isfinite(radius) and norm == math.inf:
         minv = np.ones_like(b) if minv is None else minv
         cap = min(maxiter, DIRECT_AFTER) if b.size >= DIRECT_MIN_SIZE else maxiter
-        it, exit = K.cg_dense(H.matrix, b, bnorm, reg, rtol, cap, radius, minv, p, r)
-        if exit == K.CG_MAXITER and cap < maxiter:
+        it, ended = K.cg_dense(H.matrix, b, bnorm, reg, rtol, cap, radius, minv, p, r)
+        if ended == K.CG_MAXITER and cap < maxiter:
             if _direct_step(H.matrix, b, reg, radius, p, r):
                 it += 1
             else:  # not positive definite in floating point: the CG goes on, restarted
