@@ -202,6 +202,48 @@ def test_callbacks_see_one_subtask_per_iteration_and_can_stop_the_fit(iris, name
         assert np.all(stopped.n_iter_ == 2)
 
 
+class _RootMetadata:
+    """A FitCallback keeping the metadata that a fit's root task ends with."""
+
+    metadata = "never given"
+
+    def setup(self, estimator, context):
+        pass
+
+    def teardown(self, estimator, context):
+        pass
+
+    def on_fit_task_begin(self, estimator, context, *, metadata=None):
+        pass
+
+    def on_fit_task_end(self, estimator, context, *, metadata=None):
+        if context.parent is None:
+            self.metadata = metadata
+        return False
+
+
+#: every estimator's fit, as its callbacks see it
+FITS = {**{name: make for name, (make, _, _) in CALLBACK_CASES.items()},
+        "L1LogisticOBACV": lambda: L1LogisticOBACV(Cs=3, cv=3),
+        "SparsemaxClassifierCV": lambda: SparsemaxClassifierCV(alphas=3, cv=3)}
+
+
+@pytest.mark.parametrize("name", FITS)
+def test_callbacks_are_given_the_sample_weights_passed_to_fit(iris, name):
+    """Not those times ``class_weight`` (nor rescaled): scikit-learn's ScoringMonitor
+    weighs its scores by them (L1LogisticOBA and ExtremeSoftmaxSGD passed the products)."""
+    X, y = iris
+    if name == "L1LogisticOBA(binary)":
+        X, y = X[y < 2], y[y < 2]
+    make = FITS[name]
+    weights = np.arange(y.size) % 3 + 1.0
+    kept = _RootMetadata()
+    make().set_params(class_weight={0: 5.0}).set_callbacks(kept).fit(X, y, weights)
+    np.testing.assert_array_equal(kept.metadata["sample_weight"], weights)
+    make().set_callbacks(kept).fit(X, y)
+    assert kept.metadata is None
+
+
 @pytest.mark.parametrize("name", CALLBACK_CASES)
 def test_progress_bar_on_every_estimator_and_through_grid_search(iris, name):
     pytest.importorskip("rich")

@@ -1048,6 +1048,7 @@ class ExtremeSoftmaxSGD(SparsekitClassifier):
         """
         self._validate_params()
         self._check_method_params()
+        given = sample_weight           # what the callbacks are shown (not times class_weight)
         X, y = self._validate_input(X, y, reset=True)
         previous = getattr(self, "classes_", None)
         y_idx = self._encode_labels(y, many_classes=True)  # many classes: the use case
@@ -1098,7 +1099,7 @@ class ExtremeSoftmaxSGD(SparsekitClassifier):
         self.n_iter_ = 0
         averaged = _EpochMean(self.n_epochs - (self.n_epochs + 3) // 4
                               if self._averages(len(classes)) else self.n_epochs)
-        context = self._begin_fit_task(X, y, self.n_epochs, sample_weight)
+        context = self._begin_fit_task(X, y, self.n_epochs, given)
         for epoch in range(self.n_epochs):
             order = (rng.permutation(n) if self.shuffle else np.arange(n)).astype(np.intp)
             seed = int(rng.randint(0, 2**62))
@@ -1153,7 +1154,7 @@ class ExtremeSoftmaxSGD(SparsekitClassifier):
                           f"{self.n_epochs} epochs; increase n_epochs", ConvergenceWarning)
         self._keep_u(u)
         self.__dict__.pop("_gpu_eval", None)
-        self._end_fit_task(context, X, y, sample_weight)
+        self._end_fit_task(context, X, y, given)
         return self
 
     @unchanged_on_error

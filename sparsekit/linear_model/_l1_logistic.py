@@ -516,6 +516,109 @@ def _check_fit_data(estimator, X, y, sample_weight, reset=True):
     return X, y, sample_weight
 
 
+def _problem_count(multiclass, n_classes):
+    """How many problems a fit of ``n_classes`` solves: one (multinomial, or two classes),
+    or one per class (one-vs-rest)."""
+    return 1 if multiclass == "multinomial" or n_classes == 2 else n_classes
+
+
+class _MemoryProblems:
+    """In-memory data of a fit, ready for its solves: X's used columns laid out once for
+    every problem (:func:`_layouts`), the labels' codes, the weights of mean 1 (times
+    ``class_weight``) and that mean (``mean_weight``, which scales C).
+
+    Sets the estimator's ``classes_`` (and what scikit-learn's validation sets)."""
+
+    def __init__(self, est, X, y, sample_weight):
+        X, y, sample_weight = _check_fit_data(est, X, y, sample_weight)
+        self.codes = est._encode_labels(y)
+        self.classes = est.classes_
+        self.weights, self.mean_weight = _unit_mean_weights(
+            est._class_weighted(sample_weight, self.codes))
+        self.columns = UsedColumns(X)
+        self.X, self.X_csr, self.offsets = _layouts(
+            self.columns.take(X), _problem_count(est.multiclass, self.classes.size),
+            self.weights, est.fit_intercept)
+        self.dtype, self.n_samples = self.X.dtype, self.X.shape[0]
+        self.fit_intercept, self.n_threads = est.fit_intercept, cpu_threads(est.n_jobs)
+
+    def datafit(self, pos):
+        """The datafit of the binary problem of class ``pos`` (its index in the classes)
+        against the others, or of the multinomial problem (None)."""
+        if pos is None:
+            return _multinomial_block(self.classes.size, self.fit_intercept, self.X,
+                                      self.codes, self.weights, self.n_threads, self.offsets,
+                                      self.X_csr)
+        return _binary_block(pos, self.fit_intercept, self.X, self.codes, self.weights,
+                             self.X_csr, self.offsets)
+
+    def long_rows(self):
+        """:func:`long_rows` of the solved X."""
+        return long_rows(self.X, self.weights)
+
+
+class _DaskProblems:
+    """Dask arrays: X's row partitions laid out once for every problem on the workers that
+    hold them (:func:`_dask_layouts`), each problem's datafit the sum of theirs.
+
+    Sets the estimator's ``classes_`` and ``n_features_in_``."""
+
+    def __init__(self, est, X, y, sample_weight):
+        self.data = data = DaskRows(X, y, sample_weight, [np.float64, np.float32])
+        est.__dict__.pop("feature_names_in_", None)
+        est.n_features_in_ = data.n_features
+        est.classes_ = self.classes = data.classes()
+        check_classification_targets(self.classes)
+        check_two_classes(self.classes)
+        totals = data.class_totals(self.classes)
+        cw = est._class_weights(self.classes, totals)
+        self.mean_weight = float(cw @ totals) / data.n_samples
+        if not self.mean_weight > 0:
+            raise ValueError("every sample has weight 0 (sample_weight times class_weight)")
+        self.weights = data.weights(self.classes, cw, self.mean_weight)  # of every problem
+        self.columns = UsedColumns(X, keep_all=True)    # as the partitions' datafits
+        self.parts, self.offsets = _dask_layouts(
+            data, _problem_count(est.multiclass, self.classes.size), self.weights,
+            est.fit_intercept)
+        self.dtype, self.n_samples = data.dtype, data.n_samples
+        self.fit_intercept = est.fit_intercept
+
+    def datafit(self, pos):
+        """:meth:`_MemoryProblems.datafit` on the partitions."""
+        return self.data.datafit(_partition_block(pos, self.classes.size, self.fit_intercept),
+                                 self.classes, weights=self.weights, parts=self.parts,
+                                 offsets=self.offsets)
+
+    def long_rows(self):
+        """:func:`long_rows` of X's partitions."""
+        return long_rows(self.data, self.weights)
+
+
+class _DeviceProblems:
+    """X on the GPU (a CuPy array or cupyx sparse matrix, or host X moved there once) and
+    its layout for the device datafits; the labels' codes and weights as
+    :class:`_MemoryProblems` has them, on the host.
+
+    Sets the estimator's ``classes_`` and ``n_features_in_`` (and what scikit-learn's
+    validation sets for host X)."""
+
+    def __init__(self, est, X, y, sample_weight):
+        self.X, y, sample_weight = est._device_fit_data(X, y, sample_weight)
+        codes = est._encode_labels(y)
+        self.classes = est.classes_
+        self.weights, self.mean_weight = _unit_mean_weights(
+            est._class_weighted(sample_weight, codes))
+        self.columns = UsedColumns(self.X, keep_all=True)   # the device datafits see all
+        X_solved, offsets = device_layout(self.X, self.weights, est.fit_intercept)
+        self.datafit = partial(_device_block, self.classes.size, est.fit_intercept,
+                               X_solved, codes, self.weights, {}, offsets=offsets)
+        self.dtype, self.n_samples = self.X.dtype, self.X.shape[0]
+
+    def long_rows(self):
+        """:func:`long_rows` of X, on the device."""
+        return long_rows(self.X, self.weights)
+
+
 class L1LogisticOBA(LinearClassifierMixin, SparseCoefMixin, SparsekitClassifier):
     """Logistic regression with an ℓ1 (or elastic-net) penalty by OBA, a second-order method.
 
@@ -733,98 +836,77 @@ class L1LogisticOBA(LinearClassifierMixin, SparseCoefMixin, SparsekitClassifier)
             The fitted estimator.
         """
         self._validate_params()
-        X_in = X
         on_device = fit_device(self.device, X)
         if on_device and is_dask_collection(X):
             raise ValueError("device='cuda' fits in-memory X; use device='cpu' for dask "
                              "arrays")
-        if on_device:
-            X, y, sample_weight = self._device_fit_data(X, y, sample_weight)
-            codes = self._encode_labels(y)
-            classes = self.classes_
-            totals = np.bincount(codes, weights=sample_weight, minlength=classes.size)
-            columns = UsedColumns(X, keep_all=True)     # the device datafits see them all
-        elif is_dask_collection(X):
-            data = DaskRows(X, y, sample_weight, [np.float64, np.float32])
-            columns = UsedColumns(X, keep_all=True)     # so do the partitions' datafits
-            self.__dict__.pop("feature_names_in_", None)
-            self.n_features_in_ = data.n_features
-            self.classes_ = classes = data.classes()
-            check_classification_targets(classes)
-            check_two_classes(classes)
-            totals = data.class_totals(classes)
-        else:
-            X, y, sample_weight = _check_fit_data(self, X, y, sample_weight)
-            codes = self._encode_labels(y)
-            classes = self.classes_
-            totals = np.bincount(codes, weights=sample_weight, minlength=classes.size)
-        cw = self._class_weights(classes, totals)
-        if is_dask_collection(X):
-            mean_weight = float(cw @ totals) / data.n_samples
-            if not mean_weight > 0:
-                raise ValueError("every sample has weight 0 (sample_weight times class_weight)")
-            dtype = data.dtype
-            one = self.multiclass == "multinomial" or classes.size == 2
-            weights = data.weights(classes, cw, mean_weight)     # for every problem
-            parts, offsets = _dask_layouts(data, 1 if one else classes.size, weights,
-                                           self.fit_intercept)
-
-            def datafit(pos):
-                return data.datafit(_partition_block(pos, classes.size, self.fit_intercept),
-                                    classes, weights=weights, parts=parts, offsets=offsets)
-        elif on_device:
-            sample_weight, mean_weight = _unit_mean_weights(sample_weight * cw[codes])
-            dtype = X.dtype                                  # coef_ follows X
-            X_solved, offsets = device_layout(X, sample_weight, self.fit_intercept)
-            datafit = partial(_device_block, classes.size, self.fit_intercept, X_solved,
-                              codes, sample_weight, {}, offsets=offsets)
-        else:
-            sample_weight, mean_weight = _unit_mean_weights(sample_weight * cw[codes])
-            one = self.multiclass == "multinomial" or classes.size == 2
-            columns = UsedColumns(X)
-            X, X_csr, offsets = _layouts(columns.take(X), 1 if one else classes.size,
-                                         sample_weight, self.fit_intercept)
-            dtype = X.dtype
-
-            def datafit(pos):
-                if pos is None:
-                    return _multinomial_block(classes.size, self.fit_intercept, X, codes,
-                                              sample_weight, cpu_threads(self.n_jobs),
-                                              offsets, X_csr)
-                return _binary_block(pos, self.fit_intercept, X, codes, sample_weight, X_csr,
-                                     offsets)
+        data = (_DeviceProblems if on_device else _DaskProblems if is_dask_collection(X)
+                else _MemoryProblems)(self, X, y, sample_weight)
+        classes = data.classes
         multinomial = self.multiclass == "multinomial" and classes.size > 2
         problems = (["the multinomial problem"] if multinomial
                     else [classes[1]] if classes.size == 2 else list(classes))
         if multinomial:     # the solver's arrays are in this process, on a GPU too
-            multinomial_within_memory(data.n_samples if is_dask_collection(X) else X.shape[0],
-                                      columns.n_used, classes.size, self.fit_intercept)
+            multinomial_within_memory(data.n_samples, data.columns.n_used, classes.size,
+                                      self.fit_intercept)
         if not self.sparse_coef:
             check_dense_size("coef_", [("rows", 1 if classes.size == 2 else classes.size),
                                        ("columns", self.n_features_in_)],
-                             np.dtype(dtype).itemsize,
+                             np.dtype(data.dtype).itemsize,
                              "pass sparse_coef=True, which stores its nonzeros")
-        context = self._begin_fit_task(X_in, y, len(problems), sample_weight)
+        # the callbacks are shown X, y and sample_weight as given (their scorers weigh
+        # by the user's weights, not by those times class_weight)
+        context = self._begin_fit_task(X, y, len(problems), sample_weight)
+        coef, intercept, results = self._solve_problems(data, problems, multinomial,
+                                                        context, X, y)
+        self.coef_ = data.columns.expand(coef.astype(data.dtype, copy=False))
+        self.intercept_ = intercept.astype(data.dtype)
+        self._softmax = multinomial
+        self.n_iter_ = np.array([r.nit for r in results], dtype=np.int32)
+        self.optimality_ = np.array([r.optimality for r in results])
+        self.duality_gap_ = np.array([r.duality_gap for r in results])
+        self.corrective_loops_ = [r.corrective_loops for r in results]
+        # 1, not np.int64(1), in the messages
+        names = problems if multinomial else [f"class {np.asarray(p).tolist()!r}"
+                                              for p in problems]
+        for name, r, gap in zip(names, results, self.duality_gap_):
+            self._say(f"{name}: {r.nit} iterations, {r.ncg} CG, optimality "
+                      f"{r.optimality:.2e}, F/(C n) {r.fun:.10e}, relative duality gap "
+                      f"{gap:.2e}")
+            if r.success and r.refined > 0 and not (r.refined > EXCESS_WARN
+                                                    and gap > GAP_WARN):
+                self._say(f"{name}: tol {self.tol:.2e} left a duality gap above "
+                          f"{GAP_WARN:.0%} of F; the solve continued to tol "
+                          f"{r.refine_tol:.2e}, lowering F by {r.refined:.2e} of it")
+        self._warn_unconverged(names, results, self.duality_gap_, data.long_rows)
+        self._end_fit_task(context, X, y, sample_weight)
+        return self
+
+    def _solve_problems(self, data, problems, multinomial, context, X, y):
+        """(coef on ``data``'s used columns, intercept, the solvers' results): every
+        problem of ``data`` solved, in joblib's threads when there are several, each a
+        subtask of the fit's callback ``context`` (shown ``X`` and ``y``)."""
         # one subtask per problem, created here so that their ids follow the classes
         tasks = [context.subcontext(task_name="multinomial problem" if multinomial
                                     else "binary problem", max_subtasks=None)
                  for _ in problems]
-        w0 = self._warm_start_point(classes.size if multinomial else len(problems),
-                                    self.n_features_in_, multinomial, columns)
-        C = self.C * mean_weight
+        w0 = self._warm_start_point(data.classes.size if multinomial else len(problems),
+                                    self.n_features_in_, multinomial, data.columns)
+        C = self.C * data.mean_weight
+        parameters = _multinomial_model if multinomial else _binary_model
 
         def solve(k, pos):
-            tasks[k].call_on_fit_task_begin(estimator=self, X=X_in, y=y)
-            problem = datafit(None if multinomial else int(np.searchsorted(classes, pos)))
-            parameters = _multinomial_model if multinomial else _binary_model
+            tasks[k].call_on_fit_task_begin(estimator=self, X=X, y=y)
+            problem = data.datafit(None if multinomial
+                                   else int(np.searchsorted(data.classes, pos)))
 
             def model(x):      # a fitted estimator only when this problem is the whole model
                 if len(problems) > 1:
                     return None
                 coef, intercept = parameters(problem, x)
-                return {"coef_": columns.expand(coef).astype(dtype),
-                        "intercept_": intercept.astype(dtype), "_softmax": multinomial}
-            callback, close = self._iteration_callback(tasks[k], X_in, y, model)
+                return {"coef_": data.columns.expand(coef).astype(data.dtype),
+                        "intercept_": intercept.astype(data.dtype), "_softmax": multinomial}
+            callback, close = self._iteration_callback(tasks[k], X, y, model)
             start = None if w0 is None else _centered_start(problem, w0 if multinomial
                                                             else w0[k], multinomial)
             if multinomial:
@@ -836,9 +918,9 @@ class L1LogisticOBA(LinearClassifierMixin, SparseCoefMixin, SparsekitClassifier)
                 res.pop("x")        # w is its row of coef_
                 result = (w, b, res)
             close()
-            self._end_subtask(tasks[k], X_in, y)
+            self._end_subtask(tasks[k], X, y)
             return result
-        if on_device:       # the problems' threads on the caller's GPU
+        if isinstance(data, _DeviceProblems):      # the problems' threads on the caller's GPU
             solve = on_current_device(solve)
         # BLAS on one thread: the solves' BLAS calls are small and alternate with OBA's own
         # kernels and the other problems' threads (at BLAS's default threads, dense fits
@@ -848,52 +930,26 @@ class L1LogisticOBA(LinearClassifierMixin, SparseCoefMixin, SparsekitClassifier)
                 jobs = (delayed(solve)(k, pos) for k, pos in enumerate(problems))
                 # on dask input each solve drives the cluster from a thread of the client:
                 # not a task that joblib's dask backend could send to a worker
-                backend = {"backend": "threading"} if is_dask_collection(X) else {}
+                backend = ({"backend": "threading"} if isinstance(data, _DaskProblems)
+                           else {})
                 results = Parallel(n_jobs=self.n_jobs, prefer="threads",
                                    return_as="generator", **backend)(jobs)
             else:   # without joblib's pool (~10 ms for one task, a small fit's whole time)
                 threads = cpu_threads(self.n_jobs) if multinomial else 1
                 results = [openmp_call(threads, solve, 0, problems[0])]
             if multinomial:
-                coef, intercept = results[0][0], results[0][1]
-                if self.sparse_coef:
-                    coef = sp.csr_matrix(coef)
-            else:   # each problem's row into coef_ as it ends (joblib yields them in
-                # order): not every problem's solution kept to the end, then stacked;
-                # with sparse_coef only its nonzeros, never a dense coef_
-                coef = _CoefRows(len(problems), columns.n_used, self.sparse_coef)
-                kept = []
-                for k, (w, b, res) in enumerate(results):
-                    coef.set(k, w)
-                    kept.append((None, b, res))
-                coef = coef.matrix()
-                results = kept
-                intercept = np.array([b for _, b, _ in results])
-        coef = coef.astype(dtype, copy=False)  # follows X's dtype
-        self.coef_ = columns.expand(coef)
-        self.intercept_ = intercept.astype(dtype)
-        self._softmax = multinomial
-        self.n_iter_ = np.array([r.nit for _, _, r in results], dtype=np.int32)
-        self.optimality_ = np.array([r.optimality for _, _, r in results])
-        self.duality_gap_ = np.array([r.duality_gap for _, _, r in results])
-        self.corrective_loops_ = [r.corrective_loops for _, _, r in results]
-        # 1, not np.int64(1), in the messages
-        names = problems if multinomial else [f"class {np.asarray(p).tolist()!r}"
-                                              for p in problems]
-        for name, (_, _, r), gap in zip(names, results, self.duality_gap_):
-            self._say(f"{name}: {r.nit} iterations, {r.ncg} CG, optimality "
-                      f"{r.optimality:.2e}, F/(C n) {r.fun:.10e}, relative duality gap "
-                      f"{gap:.2e}")
-            if r.success and r.refined > 0 and not (r.refined > EXCESS_WARN
-                                                    and gap > GAP_WARN):
-                self._say(f"{name}: tol {self.tol:.2e} left a duality gap above "
-                          f"{GAP_WARN:.0%} of F; the solve continued to tol "
-                          f"{r.refine_tol:.2e}, lowering F by {r.refined:.2e} of it")
-        rows = (partial(long_rows, data, weights) if is_dask_collection(X)
-                else partial(long_rows, X, sample_weight))
-        self._warn_unconverged(names, [r for _, _, r in results], self.duality_gap_, rows)
-        self._end_fit_task(context, X_in, y, sample_weight)
-        return self
+                coef, intercept, res = results[0]
+                return (sp.csr_matrix(coef) if self.sparse_coef else coef), intercept, [res]
+            # each problem's row into coef_ as it ends (joblib yields them in order): not
+            # every problem's solution kept to the end, then stacked; with sparse_coef only
+            # its nonzeros, never a dense coef_
+            coef = _CoefRows(len(problems), data.columns.n_used, self.sparse_coef)
+            intercept, kept = np.empty(len(problems)), []
+            for k, (w, b, res) in enumerate(results):
+                coef.set(k, w)
+                intercept[k] = b
+                kept.append(res)
+        return coef.matrix(), intercept, kept
 
     def _warn_unconverged(self, names, results, gaps, rows=None):
         """One ConvergenceWarning per kind of failure, naming the problems it concerns (a
