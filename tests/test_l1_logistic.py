@@ -683,9 +683,9 @@ def test_probabilities_where_every_sigma_underflows(multiclass, dtype):
 
 def test_path_rejects_a_single_class_and_invalid_parameters():
     X, y = _binary(4)
-    with pytest.raises(ValueError, match="single class"):
+    with pytest.raises(ValueError, match="only one class"):    # as the estimator says it
         l1_logistic_path(X, np.zeros(len(y)))
-    with pytest.raises(ValueError, match="single class"):
+    with pytest.raises(ValueError, match="only one class"):
         l1_logistic_path(X, np.zeros(len(y)), pos_class=0.0)
     # the messages name the function the user called, not the estimator it delegates to
     with pytest.raises(ValueError, match="'max_iter' parameter of l1_logistic_path"):

@@ -24,7 +24,6 @@ from sklearn.linear_model._base import LinearClassifierMixin, SparseCoefMixin
 from sklearn.utils._param_validation import (Interval, StrOptions,
                                             validate_parameter_constraints)
 from sklearn.utils.extmath import safe_sparse_dot
-from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import _check_sample_weight, check_is_fitted
 
 from sparsekit.losses._softmax import _log_softmax
@@ -525,11 +524,12 @@ def _problem_count(multiclass, n_classes):
 class _MemoryProblems:
     """In-memory data of a fit, ready for its solves: X's used columns laid out once for
     every problem (:func:`_layouts`), the labels' codes, the weights of mean 1 (times
-    ``class_weight``) and that mean (``mean_weight``, which scales C).
+    ``class_weight``) and that mean (``mean_weight``, which scales C). ``n_problems``: how
+    many problems the layout serves (None: the fit's, one-vs-rest or one).
 
     Sets the estimator's ``classes_`` (and what scikit-learn's validation sets)."""
 
-    def __init__(self, est, X, y, sample_weight):
+    def __init__(self, est, X, y, sample_weight, n_problems=None):
         X, y, sample_weight = _check_fit_data(est, X, y, sample_weight)
         self.codes = est._encode_labels(y)
         self.classes = est.classes_
@@ -537,7 +537,8 @@ class _MemoryProblems:
             est._class_weighted(sample_weight, self.codes))
         self.columns = UsedColumns(X)
         self.X, self.X_csr, self.offsets = _layouts(
-            self.columns.take(X), _problem_count(est.multiclass, self.classes.size),
+            self.columns.take(X), n_problems or _problem_count(est.multiclass,
+                                                               self.classes.size),
             self.weights, est.fit_intercept)
         self.dtype, self.n_samples = self.X.dtype, self.X.shape[0]
         self.fit_intercept, self.n_threads = est.fit_intercept, cpu_threads(est.n_jobs)
@@ -559,16 +560,17 @@ class _MemoryProblems:
 
 class _DaskProblems:
     """Dask arrays: X's row partitions laid out once for every problem on the workers that
-    hold them (:func:`_dask_layouts`), each problem's datafit the sum of theirs.
+    hold them (:func:`_dask_layouts`; ``n_problems`` as :class:`_MemoryProblems` takes
+    it), each problem's datafit the sum of theirs.
 
     Sets the estimator's ``classes_`` and ``n_features_in_``."""
 
-    def __init__(self, est, X, y, sample_weight):
+    def __init__(self, est, X, y, sample_weight, n_problems=None):
         self.data = data = DaskRows(X, y, sample_weight, [np.float64, np.float32])
         est.__dict__.pop("feature_names_in_", None)
         est.n_features_in_ = data.n_features
         est.classes_ = self.classes = data.classes()
-        check_classification_targets(self.classes)
+        check_labels(self.classes)
         check_two_classes(self.classes)
         totals = data.class_totals(self.classes)
         cw = est._class_weights(self.classes, totals)
@@ -578,8 +580,8 @@ class _DaskProblems:
         self.weights = data.weights(self.classes, cw, self.mean_weight)  # of every problem
         self.columns = UsedColumns(X, keep_all=True)    # as the partitions' datafits
         self.parts, self.offsets = _dask_layouts(
-            data, _problem_count(est.multiclass, self.classes.size), self.weights,
-            est.fit_intercept)
+            data, n_problems or _problem_count(est.multiclass, self.classes.size),
+            self.weights, est.fit_intercept)
         self.dtype, self.n_samples = data.dtype, data.n_samples
         self.fit_intercept = est.fit_intercept
 
@@ -600,9 +602,10 @@ class _DeviceProblems:
     :class:`_MemoryProblems` has them, on the host.
 
     Sets the estimator's ``classes_`` and ``n_features_in_`` (and what scikit-learn's
-    validation sets for host X)."""
+    validation sets for host X). ``n_problems`` changes nothing here (the layout is
+    every problem's)."""
 
-    def __init__(self, est, X, y, sample_weight):
+    def __init__(self, est, X, y, sample_weight, n_problems=None):
         self.X, y, sample_weight = est._device_fit_data(X, y, sample_weight)
         codes = est._encode_labels(y)
         self.classes = est.classes_
@@ -1254,20 +1257,12 @@ def l1_logistic_path(X, y, Cs=10, *, pos_class=None, fit_intercept=True, tol=1e-
                         multiclass=multiclass, l1_ratio=l1_ratio, device=device)
     validate_parameter_constraints(est._parameter_constraints, est.get_params(deep=False),
                                    caller_name="l1_logistic_path")   # names the function
-    on_device, on_dask = fit_device(device, X), is_dask_collection(X)
-    if on_device and on_dask:
+    on_device = fit_device(device, X)
+    if on_device and is_dask_collection(X):
         raise ValueError("device='cuda' solves in-memory X; use device='cpu' for dask arrays")
-    if on_dask:
-        data = DaskRows(X, y, sample_weight, [np.float64, np.float32])
-        classes = data.classes()
-        check_labels(classes)
-    else:
-        X, y, sample_weight = (est._device_fit_data(X, y, sample_weight) if on_device
-                               else _check_fit_data(est, X, y, sample_weight))
-        check_labels(y)
-        classes = np.unique(y)
-    if classes.size < 2:
-        raise ValueError(f"y has a single class ({classes[0]!r}); a path needs two")
+    data = (_DeviceProblems if on_device else _DaskProblems if is_dask_collection(X)
+            else _MemoryProblems)(est, X, y, sample_weight, n_problems=1)
+    classes = data.classes
     multinomial = multiclass == "multinomial" and classes.size > 2
     if multinomial:
         if pos_class is not None:
@@ -1279,35 +1274,12 @@ def l1_logistic_path(X, y, Cs=10, *, pos_class=None, fit_intercept=True, tol=1e-
         pos_class = classes[1]
     elif pos_class not in classes:
         raise ValueError(f"pos_class {pos_class!r} is not a label of y")
-    pos = None if multinomial else int(np.searchsorted(classes, pos_class))
-    # the dask partitions' and the device datafits see every column
-    columns = UsedColumns(X, keep_all=on_dask or on_device)
     if multinomial:     # the solver's arrays and the path's solutions (Cs checked below)
         n_Cs = Cs if isinstance(Cs, numbers.Integral) else np.size(Cs)
-        multinomial_within_memory(data.n_samples if on_dask else X.shape[0], columns.n_used,
-                                  classes.size, fit_intercept, kept=max(int(n_Cs), 0))
-    if on_dask:
-        mean_weight = float(data.class_totals(classes).sum()) / data.n_samples
-        if not mean_weight > 0:
-            raise ValueError("every sample has weight 0")
-        parts, offsets = _dask_layouts(data, 1, None, fit_intercept)
-        datafit = data.datafit(_partition_block(pos, classes.size, fit_intercept), classes,
-                               np.ones(classes.size), mean_weight, parts=parts,
-                               offsets=offsets)
-    elif on_device:
-        sample_weight, mean_weight = _unit_mean_weights(sample_weight)
-        codes = np.searchsorted(classes, y)
-        X_solved, offsets = device_layout(X, sample_weight, fit_intercept)
-        datafit = _device_block(classes.size, fit_intercept, X_solved, codes, sample_weight,
-                                None, pos, offsets=offsets)
-    else:
-        sample_weight, mean_weight = _unit_mean_weights(sample_weight)
-        codes = np.searchsorted(classes, y)
-        X, X_csr, offsets = _layouts(columns.take(X), 1, sample_weight, fit_intercept)
-        datafit = (_multinomial_block(classes.size, fit_intercept, X, codes, sample_weight,
-                                      offsets=offsets, X_csr=X_csr)
-                   if multinomial else _binary_block(pos, fit_intercept, X, codes,
-                                                     sample_weight, X_csr, offsets))
+        multinomial_within_memory(data.n_samples, data.columns.n_used, classes.size,
+                                  fit_intercept, kept=max(int(n_Cs), 0))
+    datafit = data.datafit(None if multinomial else int(np.searchsorted(classes, pos_class)))
+    mean_weight = data.mean_weight
     Cs = _C_values(Cs, lambda: (l1_ratio * _smallest_active_C(datafit) / mean_weight,) * 2)
     width = datafit.n_features + fit_intercept
     coefs = np.empty((Cs.size, classes.size, width) if multinomial else (Cs.size, width))
@@ -1317,9 +1289,8 @@ def l1_logistic_path(X, y, Cs=10, *, pos_class=None, fit_intercept=True, tol=1e-
     failed = [k for k, res in enumerate(results) if not res.success]
     if failed:   # one warning for the path, not one per C
         _warn_not_converged([f"C={C:g}" for C in Cs], failed, results, tol,
-                            noun="values of C", rows=partial(long_rows, data) if on_dask
-                            else partial(long_rows, X, sample_weight))
-    return columns.expand(coefs), Cs, n_iter
+                            noun="values of C", rows=data.long_rows)
+    return data.columns.expand(coefs), Cs, n_iter
 
 
 def _warm_path(datafit, Cs, tol, max_iter, l1_ratio, multinomial, out):
