@@ -1258,3 +1258,130 @@ def test_one_vs_rest_in_a_process_backend_is_the_sequential_fit():
     np.testing.assert_array_equal(spread.coef_, alone.coef_)
     np.testing.assert_array_equal(spread.intercept_, alone.intercept_)
     np.testing.assert_array_equal(spread.n_iter_, alone.n_iter_)
+
+
+# --- the path's grid and warm starts, verbose output, warm starts of the estimator
+
+
+def _dense_binary(seed=0, n=150, d=12):
+    rng = np.random.default_rng(seed)
+    X = rng.standard_normal((n, d))
+    y = (X[:, 0] - X[:, 1] + 0.8 + 0.7 * rng.standard_normal(n) > 0).astype(int)
+    return X, y
+
+
+def test_path_solves_from_the_smallest_C_with_warm_starts():
+    """Cs given in decreasing order are still solved from the smallest up, each from the
+    previous solution: the C below C_min is solved first, at the null start (0 iterations),
+    and a repeated C restarts at its own solution (0 iterations)."""
+    from sparsekit.linear_model import l1_logistic_path
+    X, y = _dense_binary()
+    c_min = l1_logistic_path(X, y, Cs=1)[1][0]
+    coefs, _, n_iter = l1_logistic_path(X, y, [100 * c_min, 0.5 * c_min])
+    assert n_iter[1] == 0 and not np.any(coefs[1, :-1]) and n_iter[0] > 0
+    _, _, n_iter = l1_logistic_path(X, y, [10 * c_min, 10 * c_min])
+    assert sorted(n_iter.tolist())[0] == 0 and n_iter.max() > 0
+
+
+def test_path_grid_is_log_spaced_over_four_decades_from_C_min():
+    """Cs = n: n values log-spaced on [C_min, 1e4 C_min] (the documented grid)."""
+    from sparsekit.linear_model import l1_logistic_path
+    X, y = _dense_binary(2)
+    _, Cs, _ = l1_logistic_path(X, y, Cs=5)
+    c_min = Cs[0]
+    np.testing.assert_allclose(Cs, c_min * np.logspace(0, 4, 5), rtol=1e-12)
+
+
+def _three_classes(seed=0, n=90, d=5):
+    rng = np.random.default_rng(seed)
+    X = rng.standard_normal((n, d))
+    y = rng.integers(0, 3, n)
+    X[:, 0] += y
+    X[:, 1] -= 0.5 * y
+    return X, y
+
+
+def test_verbose_reports_each_class_with_its_scaled_objective(capsys):
+    """verbose prints one line per one-vs-rest problem, in class order, with the fitted
+    iterations, optimality and gap, and F/(C n) = (‖w‖₁ + C Σ sᵢ log(1+e^{−yᵢmᵢ}))/(C Σ sᵢ)
+    recomputed here from coef_ and intercept_ (sample weights included)."""
+    from sparsekit.linear_model import L1LogisticOBA
+    X, y = _three_classes()
+    s = np.random.default_rng(1).uniform(0.5, 2.0, y.size)
+    C = 0.5
+    clf = L1LogisticOBA(C=C, verbose=1).fit(X, y, sample_weight=s)
+    lines = [line for line in capsys.readouterr().out.splitlines()
+             if line.startswith("[L1LogisticOBA] class")]
+    assert len(lines) == 3
+    for k, line in enumerate(lines):
+        assert line.startswith(f"[L1LogisticOBA] class {k}: {clf.n_iter_[k]} iterations, ")
+        y_pm = np.where(y == k, 1.0, -1.0)
+        m = X @ clf.coef_[k] + clf.intercept_[k]
+        F = np.abs(clf.coef_[k]).sum() + C * np.sum(s * np.logaddexp(0.0, -y_pm * m))
+        printed = float(line.split("F/(C n) ")[1].split(",")[0])
+        np.testing.assert_allclose(printed, F / (C * s.sum()), rtol=1e-9)
+        assert f"optimality {clf.optimality_[k]:.2e}" in line
+        assert line.endswith(f"relative duality gap {clf.duality_gap_[k]:.2e}")
+    # binary: a single line, named by the positive (larger) label
+    L1LogisticOBA(C=C, verbose=1).fit(X, np.where(y == 2, "b", "a"))
+    lines = [line for line in capsys.readouterr().out.splitlines()
+             if line.startswith("[L1LogisticOBA] class")]
+    assert len(lines) == 1 and lines[0].startswith("[L1LogisticOBA] class 'b': ")
+
+
+def test_warm_start_from_a_fit_with_another_number_of_classes_is_a_cold_start():
+    """A previous coef_ of another shape (3 one-vs-rest rows, then a binary y; or other
+    features) cannot be a start: the fit is the cold fit, iterate for iterate."""
+    from sparsekit.linear_model import L1LogisticOBA
+    X, y = _three_classes()
+    y2 = (y == 2).astype(int)
+    cold = L1LogisticOBA(C=0.5).fit(X, y2)
+    warm = L1LogisticOBA(C=0.5, warm_start=True).fit(X, y)
+    warm.fit(X, y2)
+    np.testing.assert_array_equal(warm.coef_, cold.coef_)
+    np.testing.assert_array_equal(warm.intercept_, cold.intercept_)
+    np.testing.assert_array_equal(warm.n_iter_, cold.n_iter_)
+    cold = L1LogisticOBA(C=0.5).fit(X[:, :3], y2)
+    warm.fit(X[:, :3], y2)
+    np.testing.assert_array_equal(warm.coef_, cold.coef_)
+    np.testing.assert_array_equal(warm.n_iter_, cold.n_iter_)
+
+
+@pytest.mark.parametrize("sparse_coef", [False, True])
+def test_warm_start_without_intercept_resumes_from_coef(sparse_coef):
+    """fit_intercept=False: a second warm fit starts at the first's optimum, so it stops
+    at once (0 iterations) with the same coef_ and a zero intercept."""
+    from sparsekit.linear_model import L1LogisticOBA
+    X, y = _three_classes()
+    clf = L1LogisticOBA(C=0.5, fit_intercept=False, warm_start=True, sparse_coef=sparse_coef)
+    clf.fit(X, y)
+    first = clf.coef_.toarray() if sparse_coef else clf.coef_.copy()
+    assert np.all(clf.n_iter_ > 0)
+    clf.fit(X, y)
+    second = clf.coef_.toarray() if sparse_coef else clf.coef_
+    np.testing.assert_array_equal(clf.n_iter_, 0)
+    np.testing.assert_array_equal(second, first)
+    np.testing.assert_array_equal(clf.intercept_, 0.0)
+
+
+def test_path_pos_class_picks_the_positive_label():
+    """pos_class=k on three classes is the path of the binary labels (y == k); on two
+    classes, the smaller label as pos_class flips the signs of w and b (the logistic loss
+    is symmetric); a label not in y is refused."""
+    from sparsekit.linear_model import l1_logistic_path
+    X, y = _three_classes()
+    Cs = [0.1, 1.0]
+    for k in range(3):
+        coefs, _, n_iter = l1_logistic_path(X, y, Cs, pos_class=k)
+        expected, _, n_expected = l1_logistic_path(X, (y == k).astype(int), Cs)
+        np.testing.assert_array_equal(coefs, expected)
+        np.testing.assert_array_equal(n_iter, n_expected)
+    y2 = np.where(y == 2, "b", "a")
+    pos_b = l1_logistic_path(X, y2, Cs)[0]
+    np.testing.assert_array_equal(l1_logistic_path(X, y2, Cs, pos_class="b")[0], pos_b)
+    np.testing.assert_allclose(l1_logistic_path(X, y2, Cs, pos_class="a")[0], -pos_b,
+                               atol=1e-7)
+    with pytest.raises(ValueError, match="pos_class 5 is not a label of y"):
+        l1_logistic_path(X, y, Cs, pos_class=5)
+    with pytest.raises(ValueError, match="pos_class 'c' is not a label of y"):
+        l1_logistic_path(X, y2, Cs, pos_class="c")
