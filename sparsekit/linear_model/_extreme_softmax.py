@@ -1085,21 +1085,41 @@ class ExtremeSoftmaxSGD(SparsekitClassifier):
         self.learning_rate_ = self._initial_rate(rows.xsq, sample_weight)
         u = (self.u_.copy() if warm and getattr(self, "u_", np.empty(0)).shape == (X.shape[0],)
              else self._initial_u(Xt, y_idx))
-        n = X.shape[0]
         ev = self._evaluation_rows(sample_weight)
-        Xe, ye, we = _taken(Xt, ev), y_idx[ev], sample_weight[ev]
+        evaluation = (_taken(Xt, ev), y_idx[ev], sample_weight[ev])
         self.loss_curve_, self.loss_epochs_, self.epoch_times_ = [], [], []
         self.epoch_cpu_times_ = []
         self._eval_seconds = 0.0
 
-        first_nll = self._training_nll(Xe, ye, we)   # the history's start, or the check's
+        first_nll = self._training_nll(*evaluation)   # the history's start, or the check's
         if self.eval_every:
             self._record(0, first_nll)
+        context = self._begin_fit_task(X, y, self.n_epochs, given)
+        converged, averaged = self._epochs(context, X, y, passes, rows, y_idx, sample_weight,
+                                           u, rng, scales, evaluation)
+        trained = self._final_model(averaged, Xt, y_idx, sample_weight, scales, evaluation)
+        # the epochs' NLL (before the shrink), and what the shrink made of it
+        self._warn_if_diverged(rows.xsq, first_nll, trained,
+                               self.loss_curve_[-1] if self.eval_every else None)
+        if self.tol is not None and not converged:
+            warnings.warn(f"ExtremeSoftmaxSGD did not reach tol={self.tol} in "
+                          f"{self.n_epochs} epochs; increase n_epochs", ConvergenceWarning)
+        self._keep_u(u)
+        self.__dict__.pop("_gpu_eval", None)
+        self._end_fit_task(context, X, y, given)
+        return self
+
+    def _epochs(self, context, X, y, passes, rows, y_idx, sample_weight, u, rng, scales,
+                evaluation):
+        """fit's epochs, each a subtask of the callbacks' ``context`` (shown ``X`` and
+        ``y``): (whether they converged or a callback stopped them, the mean of the last
+        epochs' weights as :class:`_EpochMean` keeps it). ``evaluation``: the rows, labels
+        and weights of the training NLL."""
         converged = False
         self.n_iter_ = 0
         averaged = _EpochMean(self.n_epochs - (self.n_epochs + 3) // 4
-                              if self._averages(len(classes)) else self.n_epochs)
-        context = self._begin_fit_task(X, y, self.n_epochs, given)
+                              if self._averages(len(self.classes_)) else self.n_epochs)
+        n = y_idx.size
         for epoch in range(self.n_epochs):
             order = (rng.permutation(n) if self.shuffle else np.arange(n)).astype(np.intp)
             seed = int(rng.randint(0, 2**62))
@@ -1112,7 +1132,7 @@ class ExtremeSoftmaxSGD(SparsekitClassifier):
             last = epoch + 1 == self.n_epochs
             if self.eval_every and ((epoch + 1) % self.eval_every == 0 or last):
                 previous = self.loss_curve_[-1] if self.loss_curve_ else np.inf
-                self._record(epoch + 1, self._training_nll(Xe, ye, we))
+                self._record(epoch + 1, self._training_nll(*evaluation))
                 if self.tol is not None and previous - self.loss_curve_[-1] < self.tol:
                     converged = True
                     break
@@ -1121,6 +1141,12 @@ class ExtremeSoftmaxSGD(SparsekitClassifier):
             if stop:               # a callback asked to stop: no convergence warning
                 converged = True
                 break
+        return converged, averaged
+
+    def _final_model(self, averaged, Xt, y_idx, sample_weight, scales, evaluation):
+        """The model fit returns after its epochs: the mean of the last epochs' weights
+        (``averaged``), then the closing shrink, the history ending with its NLL. Returns
+        the training NLL of the epochs' model (before the shrink)."""
         changes = []
         if averaged.count > 1:
             self._R = averaged.mean()
@@ -1128,9 +1154,9 @@ class ExtremeSoftmaxSGD(SparsekitClassifier):
             changes.append(f"the mean of the weights after epochs {averaged.start + 1}-"
                            f"{self.n_iter_}")
         trained = (self.loss_curve_[-1] if self.eval_every and self.loss_curve_
-                   and not changes else self._training_nll(Xe, ye, we))
+                   and not changes else self._training_nll(*evaluation))
         self.shrink_ = (self._shrink(Xt, y_idx, sample_weight)
-                        if self._shrinks(len(classes)) else 1.0)
+                        if self._shrinks(len(self.classes_)) else 1.0)
         if scales is not None:
             self._scale_columns(scales, inverse=True)
         if self.shrink_ < 1.0:
@@ -1142,20 +1168,11 @@ class ExtremeSoftmaxSGD(SparsekitClassifier):
                     self.loss_curve_.pop()
                     self.loss_epochs_.pop()
                 self.loss_curve_.append(trained if self.shrink_ == 1.0
-                                        else self._training_nll(Xe, ye, we))
+                                        else self._training_nll(*evaluation))
                 self.loss_epochs_.append(self.n_iter_)
                 said += f", training NLL {self.loss_curve_[-1]:.6f}"
             self._say(said)
-        # the epochs' NLL (before the shrink), and what the shrink made of it
-        self._warn_if_diverged(rows.xsq, first_nll, trained,
-                               self.loss_curve_[-1] if self.eval_every else None)
-        if self.tol is not None and not converged:
-            warnings.warn(f"ExtremeSoftmaxSGD did not reach tol={self.tol} in "
-                          f"{self.n_epochs} epochs; increase n_epochs", ConvergenceWarning)
-        self._keep_u(u)
-        self.__dict__.pop("_gpu_eval", None)
-        self._end_fit_task(context, X, y, given)
-        return self
+        return trained
 
     @unchanged_on_error
     def partial_fit(self, X, y, classes=None, sample_weight=None):
