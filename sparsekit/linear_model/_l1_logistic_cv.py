@@ -245,7 +245,6 @@ class L1LogisticOBACV(CVRoutingMixin, L1LogisticOBA):
             The fitted estimator.
         """
         self._validate_params()
-        X_in, y_in, sample_weight_in = X, y, sample_weight
         on_device = fit_device(self.device, X)
         if on_device and is_dask_collection(X):
             raise ValueError("device='cuda' cross-validates in-memory X; use device='cpu' "
@@ -254,7 +253,7 @@ class L1LogisticOBACV(CVRoutingMixin, L1LogisticOBA):
                 else _MemoryFolds)(self, X, y, sample_weight)
         classes = self.classes_
         scorer = _scorer(self.scoring, classes)
-        given = None if sample_weight_in is None else data.sample_weight   # checked
+        given = None if sample_weight is None else data.sample_weight   # checked
         folds, held_out = self._routed_folds(data.splittable, data.y, given, params, scorer)
         multinomial = self.multiclass == "multinomial" and classes.size > 2
         problems = [None] if multinomial else [1] if classes.size == 2 else list(
@@ -280,9 +279,40 @@ class L1LogisticOBACV(CVRoutingMixin, L1LogisticOBA):
                 data.codes.size, data.columns.n_used, classes.size, self.fit_intercept,
                 kept=path * (at_once + (0 if self.sparse_coef else len(folds))),
                 solves=at_once)
-        context = self._begin_fit_task(X_in, y_in, len(folds) * len(problems) + self.refit,
+        context = self._begin_fit_task(X, y, len(folds) * len(problems) + self.refit,
                                        sample_weight)
         # paths and scores run on the used columns; coefs_paths_ and the model get all of X's
+        solutions, n_iter = self._solve_fold_paths(context, data, folds, problems, Cs,
+                                                   l1_ratios, shape, span, X, y)
+        scores = self._held_out_scores(data, folds, held_out, solutions, scorer, n_iter.shape,
+                                       multinomial)
+        self.Cs_, self.l1_ratios_, self.scores_ = Cs, l1_ratios, scores
+        solutions.expand(data.columns)      # one copy of the solutions beside the refit
+        self.coefs_paths_, self.n_iter_ = solutions.stored, n_iter
+        best = f"mean held-out score {scores.mean(axis=0).max():.6g} over {len(folds)} folds"
+        if self.refit:
+            r, c = np.unravel_index(np.argmax(scores.mean(axis=0)), scores.shape[1:])
+            self._say(f"C = {Cs[c]:.4g}, l1_ratio = {l1_ratios[r]:g}: {best}; refit on all "
+                      "the data")
+            task = self._begin_subtask(context, "refit", X, y)
+            start = np.mean([solutions.block(f, r, c) for f in range(len(folds))], axis=0)
+            self._refit(*data.refit_input, Cs[c], l1_ratios[r], start, multinomial)
+            self._end_subtask(task, X, y)
+        else:
+            self._average_best(solutions, data.dtype, multinomial)
+            self._say(f"C = {self.C_:.4g}, l1_ratio = {self.l1_ratio_:g} (the folds' best "
+                      f"points averaged): {best}")
+        self._end_fit_task(context, X, y, sample_weight)
+        return self
+
+    def _solve_fold_paths(self, context, data, folds, problems, Cs, l1_ratios, shape, span,
+                          X, y):
+        """(the folds' solutions as :class:`_FoldPaths` of ``shape`` and ``span`` rows a
+        problem, their OBA iterations a fold, l1_ratio and C): each fold's path of each
+        problem, a subtask of the callbacks' ``context`` (shown ``X`` and ``y``), as
+        ``data`` solves them; one ConvergenceWarning for the solves that reached
+        ``max_iter``, one for those that stalled."""
+        classes = self.classes_
         solutions = _FoldPaths(shape + (data.columns.n_used + self.fit_intercept,), span,
                                self.sparse_coef)
         n_iter = np.zeros((len(folds), l1_ratios.size, Cs.size), dtype=np.int64)
@@ -290,7 +320,7 @@ class L1LogisticOBACV(CVRoutingMixin, L1LogisticOBA):
         done = data.paths(self, folds, problems, Cs, l1_ratios)
         for j, (coefs, path_iter, path_failed, seconds) in enumerate(done):
             k, i = divmod(j, len(problems))
-            task = self._begin_subtask(context, "fold path", X_in, y_in)
+            task = self._begin_subtask(context, "fold path", X, y)
             solutions.add(k, i, coefs)
             n_iter[k] += path_iter
             failed += path_failed
@@ -299,7 +329,7 @@ class L1LogisticOBACV(CVRoutingMixin, L1LogisticOBA):
                        else f", class {np.asarray(classes[pos]).tolist()!r}")
             self._say(f"fold {k + 1}/{len(folds)}{problem}: {path_iter.size} solves, "
                       f"{int(path_iter.sum())} OBA iterations, {seconds:.2f} s")
-            self._end_subtask(task, X_in, y_in)
+            self._end_subtask(task, X, y)
         solutions.close()
         solves = n_iter.size * len(problems)
         found = data.long_rows() if failed.any() else None
@@ -310,7 +340,13 @@ class L1LogisticOBACV(CVRoutingMixin, L1LogisticOBA):
         if failed[1]:
             warnings.warn(f"OBA stalled in {failed[1]} of the {solves} solves of the folds' "
                           f"paths: {stall_advice(found)}.", ConvergenceWarning)
-        scores = np.empty(n_iter.shape)
+        return solutions, n_iter
+
+    def _held_out_scores(self, data, folds, held_out, solutions, scorer, shape, multinomial):
+        """The ``scorer``'s score of each fold's model at each (l1_ratio, C), an array of
+        ``shape`` (folds, l1_ratios, Cs), on the fold's held-out rows (with the scorer's
+        arguments ``held_out``)."""
+        scores = np.empty(shape)
         for f, (_, test) in enumerate(folds):
             points = list(np.ndindex(scores.shape[1:]))
             models = data.held_out(test, (solutions.block(f, r, c) for r, c in points),
@@ -318,24 +354,7 @@ class L1LogisticOBACV(CVRoutingMixin, L1LogisticOBA):
                                            multinomial=multinomial))
             for (model, X_test), (r, c) in zip(models, points):   # models run to their end
                 scores[f, r, c] = scorer(model, X_test, data.y[test], **held_out[f])
-        self.Cs_, self.l1_ratios_, self.scores_ = Cs, l1_ratios, scores
-        solutions.expand(data.columns)      # one copy of the solutions beside the refit
-        self.coefs_paths_, self.n_iter_ = solutions.stored, n_iter
-        best = f"mean held-out score {scores.mean(axis=0).max():.6g} over {len(folds)} folds"
-        if self.refit:
-            r, c = np.unravel_index(np.argmax(scores.mean(axis=0)), scores.shape[1:])
-            self._say(f"C = {Cs[c]:.4g}, l1_ratio = {l1_ratios[r]:g}: {best}; refit on all "
-                      "the data")
-            task = self._begin_subtask(context, "refit", X_in, y_in)
-            start = np.mean([solutions.block(f, r, c) for f in range(len(folds))], axis=0)
-            self._refit(*data.refit_input, Cs[c], l1_ratios[r], start, multinomial)
-            self._end_subtask(task, X_in, y_in)
-        else:
-            self._average_best(solutions, data.dtype, multinomial)
-            self._say(f"C = {self.C_:.4g}, l1_ratio = {self.l1_ratio_:g} (the folds' best "
-                      f"points averaged): {best}")
-        self._end_fit_task(context, X_in, y_in, sample_weight)
-        return self
+        return scores
 
     def _grid(self, data, problems, l1_ratios):
         """The C values to cross-validate, increasing (see ``Cs``)."""
