@@ -202,13 +202,11 @@ def test_callbacks_see_one_subtask_per_iteration_and_can_stop_the_fit(iris, name
         assert np.all(stopped.n_iter_ == 2)
 
 
-class _RootMetadata:
-    """A FitCallback keeping the metadata that a fit's root task ends with."""
-
-    metadata = "never given"
+class _Metadata:
+    """A FitCallback keeping the metadata of each task that ends with the data shown."""
 
     def setup(self, estimator, context):
-        pass
+        self.kept = []
 
     def teardown(self, estimator, context):
         pass
@@ -216,9 +214,9 @@ class _RootMetadata:
     def on_fit_task_begin(self, estimator, context, *, metadata=None):
         pass
 
-    def on_fit_task_end(self, estimator, context, *, metadata=None):
-        if context.parent is None:
-            self.metadata = metadata
+    def on_fit_task_end(self, estimator, context, *, X=None, metadata=None):
+        if X is not None:
+            self.kept.append((context.task_name, metadata))
         return False
 
 
@@ -230,18 +228,22 @@ FITS = {**{name: make for name, (make, _, _) in CALLBACK_CASES.items()},
 
 @pytest.mark.parametrize("name", FITS)
 def test_callbacks_are_given_the_sample_weights_passed_to_fit(iris, name):
-    """Not those times ``class_weight`` (nor rescaled): scikit-learn's ScoringMonitor
-    weighs its scores by them (L1LogisticOBA and ExtremeSoftmaxSGD passed the products)."""
+    """At the fit's end and at each of its tasks' (iterations, epochs, problems, folds):
+    scikit-learn's ScoringMonitor weighs its scores of the model at each iteration by them.
+    Not those times ``class_weight`` (nor rescaled), as L1LogisticOBA and ExtremeSoftmaxSGD
+    passed at the fit's end, and not nothing, as every estimator passed at its tasks'."""
     X, y = iris
     if name == "L1LogisticOBA(binary)":
         X, y = X[y < 2], y[y < 2]
     make = FITS[name]
     weights = np.arange(y.size) % 3 + 1.0
-    kept = _RootMetadata()
+    kept = _Metadata()
     make().set_params(class_weight={0: 5.0}).set_callbacks(kept).fit(X, y, weights)
-    np.testing.assert_array_equal(kept.metadata["sample_weight"], weights)
+    assert kept.kept[-1][0] == "fit" and len(kept.kept) > 1
+    for task, metadata in kept.kept:
+        np.testing.assert_array_equal(metadata["sample_weight"], weights, err_msg=task)
     make().set_callbacks(kept).fit(X, y)
-    assert kept.metadata is None
+    assert kept.kept and all(metadata is None for _, metadata in kept.kept)
 
 
 @pytest.mark.parametrize("name", CALLBACK_CASES)

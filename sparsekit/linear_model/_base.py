@@ -141,17 +141,21 @@ class SparsekitClassifier(CallbackSupportMixin, ClassifierMixin, BaseEstimator):
                                      metadata=_metadata(sample_weight),
                                      reconstruction_attributes={})
 
-    def _begin_subtask(self, context, name, X=None, y=None):
-        """A subtask of ``context``, begun: the body of an iteration, epoch or problem."""
+    def _begin_subtask(self, context, name, X=None, y=None, sample_weight=None):
+        """A subtask of ``context``, begun: the body of an iteration, epoch or problem
+        (shown ``X``, ``y`` and ``sample_weight``, those given to ``fit``, as its root)."""
         task = context.subcontext(task_name=name)
-        task.call_on_fit_task_begin(estimator=self, X=X, y=y)
+        task.call_on_fit_task_begin(estimator=self, X=X, y=y,
+                                    metadata=_metadata(sample_weight))
         return task
 
-    def _end_subtask(self, task, X=None, y=None, reconstruction=None):
+    def _end_subtask(self, task, X=None, y=None, reconstruction=None, sample_weight=None):
         """End ``task``; True when a callback asks the fit to stop. ``reconstruction``: a
         callable returning the attributes of the model at the subtask's end (called only
-        when a callback needs a fitted estimator)."""
+        when a callback needs a fitted estimator); scikit-learn's ScoringMonitor scores that
+        model on ``X`` and ``y`` weighted by ``sample_weight``."""
         return bool(task.call_on_fit_task_end(estimator=self, X=X, y=y,
+                                              metadata=_metadata(sample_weight),
                                               reconstruction_attributes=reconstruction))
 
 

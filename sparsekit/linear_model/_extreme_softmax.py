@@ -1095,8 +1095,8 @@ class ExtremeSoftmaxSGD(SparsekitClassifier):
         if self.eval_every:
             self._record(0, first_nll)
         context = self._begin_fit_task(X, y, self.n_epochs, given)
-        converged, averaged = self._epochs(context, X, y, passes, rows, y_idx, sample_weight,
-                                           u, rng, scales, evaluation)
+        converged, averaged = self._epochs(context, (X, y, given), passes, rows, y_idx,
+                                           sample_weight, u, rng, scales, evaluation)
         trained = self._final_model(averaged, Xt, y_idx, sample_weight, scales, evaluation)
         # the epochs' NLL (before the shrink), and what the shrink made of it
         self._warn_if_diverged(rows.xsq, first_nll, trained,
@@ -1109,12 +1109,12 @@ class ExtremeSoftmaxSGD(SparsekitClassifier):
         self._end_fit_task(context, X, y, given)
         return self
 
-    def _epochs(self, context, X, y, passes, rows, y_idx, sample_weight, u, rng, scales,
+    def _epochs(self, context, shown, passes, rows, y_idx, sample_weight, u, rng, scales,
                 evaluation):
-        """fit's epochs, each a subtask of the callbacks' ``context`` (shown ``X`` and
-        ``y``): (whether they converged or a callback stopped them, the mean of the last
-        epochs' weights as :class:`_EpochMean` keeps it). ``evaluation``: the rows, labels
-        and weights of the training NLL."""
+        """fit's epochs, each a subtask of the callbacks' ``context`` (``shown``: the X, y
+        and sample_weight given to fit): (whether they converged or a callback stopped
+        them, the mean of the last epochs' weights as :class:`_EpochMean` keeps it).
+        ``evaluation``: the rows, labels and weights of the training NLL."""
         converged = False
         self.n_iter_ = 0
         averaged = _EpochMean(self.n_epochs - (self.n_epochs + 3) // 4
@@ -1124,9 +1124,10 @@ class ExtremeSoftmaxSGD(SparsekitClassifier):
             order = (rng.permutation(n) if self.shuffle else np.arange(n)).astype(np.intp)
             seed = int(rng.randint(0, 2**62))
             eta = self.learning_rate_ * self.lr_decay**epoch
-            task = self._begin_subtask(context, "epoch", X, y)
+            task = self._begin_subtask(context, "epoch", *shown)
             self._pass(passes, rows, y_idx, sample_weight, u, eta, order, seed)
-            stop = self._end_subtask(task, X, y, lambda: self._model_now(scales))
+            stop = self._end_subtask(task, *shown[:2], lambda: self._model_now(scales),
+                                     shown[2])
             averaged.add(epoch, self._R)
             self.n_iter_ = epoch + 1
             last = epoch + 1 == self.n_epochs

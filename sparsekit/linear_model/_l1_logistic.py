@@ -41,7 +41,7 @@ from sparsekit.losses._duality import relative_duality_gap
 from sparsekit.losses._logistic_datafit import Logistic
 from sparsekit.losses._multinomial_datafit import Multinomial, split_parameters
 from sparsekit.losses._ridge_datafit import Ridge
-from sparsekit.linear_model._base import (SparsekitClassifier, check_labels,
+from sparsekit.linear_model._base import (SparsekitClassifier, _metadata, check_labels,
                                           unchanged_on_error)
 from sparsekit.utils._centering import (center_stride, column_moments, column_shifts,
                                          far_shifts)
@@ -861,7 +861,7 @@ class L1LogisticOBA(LinearClassifierMixin, SparseCoefMixin, SparsekitClassifier)
         # by the user's weights, not by those times class_weight)
         context = self._begin_fit_task(X, y, len(problems), sample_weight)
         coef, intercept, results = self._solve_problems(data, problems, multinomial,
-                                                        context, X, y)
+                                                        context, X, y, sample_weight)
         self.coef_ = data.columns.expand(coef.astype(data.dtype, copy=False))
         self.intercept_ = intercept.astype(data.dtype)
         self._softmax = multinomial
@@ -885,10 +885,11 @@ class L1LogisticOBA(LinearClassifierMixin, SparseCoefMixin, SparsekitClassifier)
         self._end_fit_task(context, X, y, sample_weight)
         return self
 
-    def _solve_problems(self, data, problems, multinomial, context, X, y):
+    def _solve_problems(self, data, problems, multinomial, context, X, y, sample_weight):
         """(coef on ``data``'s used columns, intercept, the solvers' results): every
         problem of ``data`` solved, in joblib's threads when there are several, each a
-        subtask of the fit's callback ``context`` (shown ``X`` and ``y``)."""
+        subtask of the fit's callback ``context`` (shown ``X``, ``y`` and
+        ``sample_weight``)."""
         # one subtask per problem, created here so that their ids follow the classes
         tasks = [context.subcontext(task_name="multinomial problem" if multinomial
                                     else "binary problem", max_subtasks=None)
@@ -899,7 +900,8 @@ class L1LogisticOBA(LinearClassifierMixin, SparseCoefMixin, SparsekitClassifier)
         parameters = _multinomial_model if multinomial else _binary_model
 
         def solve(k, pos):
-            tasks[k].call_on_fit_task_begin(estimator=self, X=X, y=y)
+            tasks[k].call_on_fit_task_begin(estimator=self, X=X, y=y,
+                                            metadata=_metadata(sample_weight))
             problem = data.datafit(None if multinomial
                                    else int(np.searchsorted(data.classes, pos)))
 
@@ -909,7 +911,7 @@ class L1LogisticOBA(LinearClassifierMixin, SparseCoefMixin, SparsekitClassifier)
                 coef, intercept = parameters(problem, x)
                 return {"coef_": data.columns.expand(coef).astype(data.dtype),
                         "intercept_": intercept.astype(data.dtype), "_softmax": multinomial}
-            callback, close = self._iteration_callback(tasks[k], X, y, model)
+            callback, close = self._iteration_callback(tasks[k], X, y, sample_weight, model)
             start = None if w0 is None else _centered_start(problem, w0 if multinomial
                                                             else w0[k], multinomial)
             if multinomial:
@@ -921,7 +923,7 @@ class L1LogisticOBA(LinearClassifierMixin, SparseCoefMixin, SparsekitClassifier)
                 res.pop("x")        # w is its row of coef_
                 result = (w, b, res)
             close()
-            self._end_subtask(tasks[k], X, y)
+            self._end_subtask(tasks[k], X, y, sample_weight=sample_weight)
             return result
         if isinstance(data, _DeviceProblems):      # the problems' threads on the caller's GPU
             solve = on_current_device(solve)
@@ -999,7 +1001,7 @@ class L1LogisticOBA(LinearClassifierMixin, SparseCoefMixin, SparsekitClassifier)
         check_entry_magnitude(X, np.float64)
         return X, y, sample_weight
 
-    def _iteration_callback(self, task, X, y, model):
+    def _iteration_callback(self, task, X, y, sample_weight, model):
         """``(callback, close)``: OBA's callback, which makes each iteration a subtask of the
         problem's ``task`` for scikit-learn's callbacks (the model as it stands given by
         ``model(x)``, reconstruction attributes or None; a callback asking to stop ends the
@@ -1010,11 +1012,11 @@ class L1LogisticOBA(LinearClassifierMixin, SparseCoefMixin, SparsekitClassifier)
         current = []
 
         def begin():
-            current.append(self._begin_subtask(task, "OBA iteration", X, y))
+            current.append(self._begin_subtask(task, "OBA iteration", X, y, sample_weight))
 
         def callback(intermediate_result):
             x = intermediate_result.x
-            stop = self._end_subtask(current[-1], X, y, lambda: model(x))
+            stop = self._end_subtask(current[-1], X, y, lambda: model(x), sample_weight)
             begin()
             if stop:
                 raise StopIteration

@@ -283,7 +283,8 @@ class L1LogisticOBACV(CVRoutingMixin, L1LogisticOBA):
                                        sample_weight)
         # paths and scores run on the used columns; coefs_paths_ and the model get all of X's
         solutions, n_iter = self._solve_fold_paths(context, data, folds, problems, Cs,
-                                                   l1_ratios, shape, span, X, y)
+                                                   l1_ratios, shape, span,
+                                                   (X, y, sample_weight))
         scores = self._held_out_scores(data, folds, held_out, solutions, scorer, n_iter.shape,
                                        multinomial)
         self.Cs_, self.l1_ratios_, self.scores_ = Cs, l1_ratios, scores
@@ -294,10 +295,10 @@ class L1LogisticOBACV(CVRoutingMixin, L1LogisticOBA):
             r, c = np.unravel_index(np.argmax(scores.mean(axis=0)), scores.shape[1:])
             self._say(f"C = {Cs[c]:.4g}, l1_ratio = {l1_ratios[r]:g}: {best}; refit on all "
                       "the data")
-            task = self._begin_subtask(context, "refit", X, y)
+            task = self._begin_subtask(context, "refit", X, y, sample_weight)
             start = np.mean([solutions.block(f, r, c) for f in range(len(folds))], axis=0)
             self._refit(*data.refit_input, Cs[c], l1_ratios[r], start, multinomial)
-            self._end_subtask(task, X, y)
+            self._end_subtask(task, X, y, sample_weight=sample_weight)
         else:
             self._average_best(solutions, data.dtype, multinomial)
             self._say(f"C = {self.C_:.4g}, l1_ratio = {self.l1_ratio_:g} (the folds' best "
@@ -306,10 +307,11 @@ class L1LogisticOBACV(CVRoutingMixin, L1LogisticOBA):
         return self
 
     def _solve_fold_paths(self, context, data, folds, problems, Cs, l1_ratios, shape, span,
-                          X, y):
+                          shown):
         """(the folds' solutions as :class:`_FoldPaths` of ``shape`` and ``span`` rows a
         problem, their OBA iterations a fold, l1_ratio and C): each fold's path of each
-        problem, a subtask of the callbacks' ``context`` (shown ``X`` and ``y``), as
+        problem, a subtask of the callbacks' ``context`` (``shown``: the X, y and
+        sample_weight given to fit), as
         ``data`` solves them; one ConvergenceWarning for the solves that reached
         ``max_iter``, one for those that stalled."""
         classes = self.classes_
@@ -320,7 +322,7 @@ class L1LogisticOBACV(CVRoutingMixin, L1LogisticOBA):
         done = data.paths(self, folds, problems, Cs, l1_ratios)
         for j, (coefs, path_iter, path_failed, seconds) in enumerate(done):
             k, i = divmod(j, len(problems))
-            task = self._begin_subtask(context, "fold path", X, y)
+            task = self._begin_subtask(context, "fold path", *shown)
             solutions.add(k, i, coefs)
             n_iter[k] += path_iter
             failed += path_failed
@@ -329,7 +331,7 @@ class L1LogisticOBACV(CVRoutingMixin, L1LogisticOBA):
                        else f", class {np.asarray(classes[pos]).tolist()!r}")
             self._say(f"fold {k + 1}/{len(folds)}{problem}: {path_iter.size} solves, "
                       f"{int(path_iter.sum())} OBA iterations, {seconds:.2f} s")
-            self._end_subtask(task, X, y)
+            self._end_subtask(task, *shown[:2], sample_weight=shown[2])
         solutions.close()
         solves = n_iter.size * len(problems)
         found = data.long_rows() if failed.any() else None

@@ -743,7 +743,8 @@ class SparsemaxClassifier(SparsekitClassifier):
         bounds = self._coefficient_bounds(datafit.n_features, datafit.n_classes, columns,
                                           datafit.weight_scale)
         context = self._begin_fit_task(X, y, self.max_iter + 1, sample_weight)
-        callback, close = self._solver_callback(solver, datafit, context, X, y, columns, used)
+        callback, close = self._solver_callback(solver, datafit, context, X, y, sample_weight,
+                                                columns, used)
         res = self._solve(solver, datafit, self._initial_point(datafit, columns, used), bounds,
                           callback)
         self.solver_ = solver
@@ -794,7 +795,7 @@ class SparsemaxClassifier(SparsekitClassifier):
         return _minimize_lbfgsb(datafit.value_grad, theta0, bounds=bounds,
                                 callback=callback, options=options)
 
-    def _solver_callback(self, solver, datafit, context, X, y, columns, used):
+    def _solver_callback(self, solver, datafit, context, X, y, sample_weight, columns, used):
         """``(callback, close)``: the solvers' callback, which prints one line per iteration
         (``verbose``) and makes each iteration a subtask of the fit for scikit-learn's
         callbacks (a callback that asks to stop raises ``StopIteration`` in the solver),
@@ -805,7 +806,8 @@ class SparsemaxClassifier(SparsekitClassifier):
         tasks = []
 
         def begin():
-            tasks.append(self._begin_subtask(context, f"{solver} iteration", X, y))
+            tasks.append(self._begin_subtask(context, f"{solver} iteration", X, y,
+                                             sample_weight))
 
         def callback(intermediate_result):
             r = intermediate_result
@@ -821,7 +823,8 @@ class SparsemaxClassifier(SparsekitClassifier):
                 self._say(f"{solver} {r.get('nit', len(tasks))}: objective {r.fun:.10g}")
 
             stop = self._end_subtask(tasks[-1], X, y,
-                                     lambda: _model(datafit, r.x, columns, used))
+                                     lambda: _model(datafit, r.x, columns, used),
+                                     sample_weight)
             begin()
             if stop:
                 raise StopIteration

@@ -241,7 +241,7 @@ default="simplex"
         paths = []
         for k, path in enumerate(data.paths(base, folds, held_out, alphas, scorer, classes,
                                             self.n_jobs)):
-            task = self._begin_subtask(context, "fold path", X, y)
+            task = self._begin_subtask(context, "fold path", X, y, sample_weight)
             # the folds' solutions are summed per alpha as they come (the refit starts at
             # their mean), not kept: n_alphas models in memory, not n_folds x n_alphas
             coefs, intercepts = path.pop("coefs"), path.pop("intercepts")
@@ -254,7 +254,7 @@ default="simplex"
             paths.append(path)
             self._say(f"fold {k + 1}/{len(folds)}: {alphas.size} fits, "
                       f"{int(path['n_iter'].sum())} solver iterations")
-            self._end_subtask(task, X, y)
+            self._end_subtask(task, X, y, sample_weight=sample_weight)
         failed = sum(path["failed"] for path in paths)
         hint = (self._units_hint(data.scale_sums()) if failed and self.solver == "sdca"
                 else None)
@@ -267,11 +267,11 @@ default="simplex"
         self._say(f"alpha = {alphas[best]:.4g}: mean held-out score "
                   f"{self.scores_[:, best].mean():.6g} over {len(folds)} folds; refit on "
                   "all the data")
-        task = self._begin_subtask(context, "refit", X, y)
+        task = self._begin_subtask(context, "refit", X, y, sample_weight)
         self._refit(base, *data.refit_input, alphas[best],
                     data.columns.expand(coef_sum[best] / len(folds)),
                     intercept_sum[best] / len(folds))
-        self._end_subtask(task, X, y)
+        self._end_subtask(task, X, y, sample_weight=sample_weight)
         self._end_fit_task(context, X, y, sample_weight)
         return self
 
