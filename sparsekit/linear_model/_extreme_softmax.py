@@ -1214,37 +1214,7 @@ class ExtremeSoftmaxSGD(SparsekitClassifier):
                     self.partial_fit(block, y_block, classes=classes, sample_weight=weights)
             return self
         first = not hasattr(self, "classes_")
-        self._validate_params()  # every call: set_params may change them between chunks
-        if first:
-            if classes is None:
-                raise ValueError("classes must be passed on the first call to partial_fit")
-        self._check_method_params()
-        X, y = self._validate_input(X, y, reset=first)
-        check_labels(y, many_classes=True)
-        known = self.classes_ if classes is None else _declared_classes(classes)
-        if first and len(known) < 2:
-            raise ValueError("partial_fit needs at least 2 declared classes")
-        if not first and not np.all(np.isin(self.classes_, known)):
-            raise ValueError("classes must contain every class declared before "
-                             f"({len(self.classes_)} classes); got {len(known)}")
-        if not first and bool(self.fit_intercept) != self._bias:
-            raise ValueError(f"fit_intercept={self.fit_intercept} but the streamed model "
-                             f"was started with fit_intercept={self._bias}; call fit to "
-                             "restart")
-        if not first and self.n_weights != self._n_weights:
-            raise ValueError(f"n_weights={self.n_weights} but the streamed model was "
-                             f"started with n_weights={self._n_weights}; call fit to restart")
-        unknown = ~np.isin(y, known)
-        if np.any(unknown):
-            raise ValueError(f"y contains labels not declared in classes: "
-                             f"{np.unique(y[unknown])[:5].tolist()}")
-        sample_weight = _check_sample_weight(sample_weight, X, dtype=np.float64,
-                                             ensure_non_negative=True)
-        if isinstance(self.class_weight, str):
-            raise ValueError("class_weight='balanced' is not supported for partial_fit: a "
-                             "chunk's class totals are not the data's; pass a dict, e.g. "
-                             "from sklearn.utils.class_weight.compute_class_weight on all "
-                             "the labels")
+        X, y, known, sample_weight = self._checked_chunk(X, y, classes, sample_weight, first)
         fresh = first or not np.array_equal(known, self.classes_)  # new weight arrays
         if first:
             self._scales = self._column_scales(X, sample_weight)    # the stream's divisors
@@ -1299,6 +1269,41 @@ class ExtremeSoftmaxSGD(SparsekitClassifier):
         self.shrink_ = 1.0         # a stream's weights are not shrunk
         self.__dict__.pop("_gpu_eval", None)
         return self
+
+    def _checked_chunk(self, X, y, classes, sample_weight, first):
+        """A :meth:`partial_fit` call's parameters and chunk, validated against the stream
+        so far (its ``first`` call: none): (X, y, every class declared, sample_weight)."""
+        self._validate_params()  # every call: set_params may change them between chunks
+        if first and classes is None:
+            raise ValueError("classes must be passed on the first call to partial_fit")
+        self._check_method_params()
+        X, y = self._validate_input(X, y, reset=first)
+        check_labels(y, many_classes=True)
+        known = self.classes_ if classes is None else _declared_classes(classes)
+        if first and len(known) < 2:
+            raise ValueError("partial_fit needs at least 2 declared classes")
+        if not first and not np.all(np.isin(self.classes_, known)):
+            raise ValueError("classes must contain every class declared before "
+                             f"({len(self.classes_)} classes); got {len(known)}")
+        if not first and bool(self.fit_intercept) != self._bias:
+            raise ValueError(f"fit_intercept={self.fit_intercept} but the streamed model "
+                             f"was started with fit_intercept={self._bias}; call fit to "
+                             "restart")
+        if not first and self.n_weights != self._n_weights:
+            raise ValueError(f"n_weights={self.n_weights} but the streamed model was "
+                             f"started with n_weights={self._n_weights}; call fit to restart")
+        unknown = ~np.isin(y, known)
+        if np.any(unknown):
+            raise ValueError(f"y contains labels not declared in classes: "
+                             f"{np.unique(y[unknown])[:5].tolist()}")
+        sample_weight = _check_sample_weight(sample_weight, X, dtype=np.float64,
+                                             ensure_non_negative=True)
+        if isinstance(self.class_weight, str):
+            raise ValueError("class_weight='balanced' is not supported for partial_fit: a "
+                             "chunk's class totals are not the data's; pass a dict, e.g. "
+                             "from sklearn.utils.class_weight.compute_class_weight on all "
+                             "the labels")
+        return X, y, known, sample_weight
 
     # ------------------------------------------------------------------ prediction
     def _on_device(self, X, kind):
