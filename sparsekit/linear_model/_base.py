@@ -144,12 +144,15 @@ class SparsekitClassifier(CallbackSupportMixin, ClassifierMixin, BaseEstimator):
     def _begin_subtask(self, context, name, X=None, y=None, sample_weight=None):
         """A subtask of ``context``, begun: the body of an iteration, epoch or problem
         (shown ``X``, ``y`` and ``sample_weight``, those given to ``fit``, as its root)."""
-        task = context.subcontext(task_name=name)
+        return self._begin_task(context.subcontext(task_name=name), X, y, sample_weight)
+
+    def _begin_task(self, task, X=None, y=None, sample_weight=None):
+        """Begin ``task``, a subcontext made beforehand, as :meth:`_begin_subtask` does."""
         task.call_on_fit_task_begin(estimator=self, X=X, y=y,
                                     metadata=_metadata(sample_weight))
         return task
 
-    def _end_subtask(self, task, X=None, y=None, reconstruction=None, sample_weight=None):
+    def _end_subtask(self, task, X=None, y=None, sample_weight=None, reconstruction=None):
         """End ``task``; True when a callback asks the fit to stop. ``reconstruction``: a
         callable returning the attributes of the model at the subtask's end (called only
         when a callback needs a fitted estimator); scikit-learn's ScoringMonitor scores that

@@ -1126,8 +1126,7 @@ class ExtremeSoftmaxSGD(SparsekitClassifier):
             eta = self.learning_rate_ * self.lr_decay**epoch
             task = self._begin_subtask(context, "epoch", *shown)
             self._pass(passes, rows, y_idx, sample_weight, u, eta, order, seed)
-            stop = self._end_subtask(task, *shown[:2], lambda: self._model_now(scales),
-                                     shown[2])
+            stop = self._end_subtask(task, *shown, lambda: self._model_now(scales))
             averaged.add(epoch, self._R)
             self.n_iter_ = epoch + 1
             last = epoch + 1 == self.n_epochs

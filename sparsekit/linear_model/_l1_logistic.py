@@ -41,7 +41,7 @@ from sparsekit.losses._duality import relative_duality_gap
 from sparsekit.losses._logistic_datafit import Logistic
 from sparsekit.losses._multinomial_datafit import Multinomial, split_parameters
 from sparsekit.losses._ridge_datafit import Ridge
-from sparsekit.linear_model._base import (SparsekitClassifier, _metadata, check_labels,
+from sparsekit.linear_model._base import (SparsekitClassifier, check_labels,
                                           unchanged_on_error)
 from sparsekit.utils._centering import (center_stride, column_moments, column_shifts,
                                          far_shifts)
@@ -900,8 +900,7 @@ class L1LogisticOBA(LinearClassifierMixin, SparseCoefMixin, SparsekitClassifier)
         parameters = _multinomial_model if multinomial else _binary_model
 
         def solve(k, pos):
-            tasks[k].call_on_fit_task_begin(estimator=self, X=X, y=y,
-                                            metadata=_metadata(sample_weight))
+            self._begin_task(tasks[k], X, y, sample_weight)
             problem = data.datafit(None if multinomial
                                    else int(np.searchsorted(data.classes, pos)))
 
@@ -923,7 +922,7 @@ class L1LogisticOBA(LinearClassifierMixin, SparseCoefMixin, SparsekitClassifier)
                 res.pop("x")        # w is its row of coef_
                 result = (w, b, res)
             close()
-            self._end_subtask(tasks[k], X, y, sample_weight=sample_weight)
+            self._end_subtask(tasks[k], X, y, sample_weight)
             return result
         if isinstance(data, _DeviceProblems):      # the problems' threads on the caller's GPU
             solve = on_current_device(solve)
@@ -1016,7 +1015,7 @@ class L1LogisticOBA(LinearClassifierMixin, SparseCoefMixin, SparsekitClassifier)
 
         def callback(intermediate_result):
             x = intermediate_result.x
-            stop = self._end_subtask(current[-1], X, y, lambda: model(x), sample_weight)
+            stop = self._end_subtask(current[-1], X, y, sample_weight, lambda: model(x))
             begin()
             if stop:
                 raise StopIteration

@@ -23,7 +23,7 @@ from sparsekit.linear_model._device_input import device_product, fit_device
 from sparsekit.linear_model._l1_logistic import (L1LogisticOBA, _binary_block, _C_values,
                                                  _check_fit_data, _dask_layouts,
                                                  _device_block, _layouts, _partition_block,
-                                                 _multinomial_block,
+                                                 _multinomial_block, _problem_count,
                                                  _smallest_active_C, _unit_mean_weights,
                                                  _warm_path, device_layout, long_rows,
                                                  max_iter_advice,
@@ -298,7 +298,7 @@ class L1LogisticOBACV(CVRoutingMixin, L1LogisticOBA):
             task = self._begin_subtask(context, "refit", X, y, sample_weight)
             start = np.mean([solutions.block(f, r, c) for f in range(len(folds))], axis=0)
             self._refit(*data.refit_input, Cs[c], l1_ratios[r], start, multinomial)
-            self._end_subtask(task, X, y, sample_weight=sample_weight)
+            self._end_subtask(task, X, y, sample_weight)
         else:
             self._average_best(solutions, data.dtype, multinomial)
             self._say(f"C = {self.C_:.4g}, l1_ratio = {self.l1_ratio_:g} (the folds' best "
@@ -331,7 +331,7 @@ class L1LogisticOBACV(CVRoutingMixin, L1LogisticOBA):
                        else f", class {np.asarray(classes[pos]).tolist()!r}")
             self._say(f"fold {k + 1}/{len(folds)}{problem}: {path_iter.size} solves, "
                       f"{int(path_iter.sum())} OBA iterations, {seconds:.2f} s")
-            self._end_subtask(task, *shown[:2], sample_weight=shown[2])
+            self._end_subtask(task, *shown)
         solutions.close()
         solves = n_iter.size * len(problems)
         found = data.long_rows() if failed.any() else None
@@ -665,9 +665,9 @@ class _DaskFolds(_WeightedFolds):
         self.splittable = np.empty((data.n_samples, 0))
         self.dtype, self.classes = data.dtype, est.classes_
         self.refit_input = (X, y, sample_weight)
-        one = est.multiclass == "multinomial" or est.classes_.size == 2
-        self.parts, self.offsets = _dask_layouts(data, 1 if one else est.classes_.size,
-                                                 data.split(self.weights), est.fit_intercept)
+        self.parts, self.offsets = _dask_layouts(
+            data, _problem_count(est.multiclass, est.classes_.size), data.split(self.weights),
+            est.fit_intercept)
 
     @staticmethod
     def n_jobs(est):

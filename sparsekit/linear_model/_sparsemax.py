@@ -822,9 +822,8 @@ class SparsemaxClassifier(SparsekitClassifier):
             else:                               # SciPy's L-BFGS-B passes x and fun only
                 self._say(f"{solver} {r.get('nit', len(tasks))}: objective {r.fun:.10g}")
 
-            stop = self._end_subtask(tasks[-1], X, y,
-                                     lambda: _model(datafit, r.x, columns, used),
-                                     sample_weight)
+            stop = self._end_subtask(tasks[-1], X, y, sample_weight,
+                                     lambda: _model(datafit, r.x, columns, used))
             begin()
             if stop:
                 raise StopIteration

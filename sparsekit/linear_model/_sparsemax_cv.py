@@ -254,7 +254,7 @@ default="simplex"
             paths.append(path)
             self._say(f"fold {k + 1}/{len(folds)}: {alphas.size} fits, "
                       f"{int(path['n_iter'].sum())} solver iterations")
-            self._end_subtask(task, X, y, sample_weight=sample_weight)
+            self._end_subtask(task, X, y, sample_weight)
         failed = sum(path["failed"] for path in paths)
         hint = (self._units_hint(data.scale_sums()) if failed and self.solver == "sdca"
                 else None)
@@ -271,7 +271,7 @@ default="simplex"
         self._refit(base, *data.refit_input, alphas[best],
                     data.columns.expand(coef_sum[best] / len(folds)),
                     intercept_sum[best] / len(folds))
-        self._end_subtask(task, X, y, sample_weight=sample_weight)
+        self._end_subtask(task, X, y, sample_weight)
         self._end_fit_task(context, X, y, sample_weight)
         return self
 
