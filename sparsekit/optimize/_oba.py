@@ -225,6 +225,130 @@ def _quadratic_form(H, positions, values, size):
     return c @ hessian_product(H, c)
 
 
+def _checked_start(x0, mu, penalty_weights, shift_invariant):
+    """``x0`` as a float64 copy and the weighted penalties μwᵢ, both checked."""
+    if sp.issparse(x0):
+        raise TypeError("x0 must be a dense 1-D array, got a sparse matrix")
+    x = np.array(x0, dtype=np.float64, copy=True).ravel()
+    n = x.size
+    if shift_invariant is not None and not (isinstance(shift_invariant, Integral)
+                                            and shift_invariant >= 1 and n % shift_invariant == 0):
+        raise ValueError(f"shift_invariant must be None or a positive divisor of x0's size {n}, "
+                         f"got {shift_invariant!r}")
+    weights = (np.ones(n) if penalty_weights is None
+               else np.asarray(penalty_weights, dtype=np.float64).ravel())
+    if weights.shape != (n,) or np.any(weights < 0) or not np.all(np.isfinite(weights)):
+        raise ValueError("penalty_weights must be finite, non-negative and of the shape of x0")
+    if not is_positive_finite(mu):
+        raise ValueError(f"mu must be a positive finite number, got {mu!r}")
+    if not np.all(np.isfinite(x)):
+        raise ValueError("x0 must be finite")
+    return x, np.ascontiguousarray(mu * weights)
+
+
+def _checked_controls(*, max_iter, tol, lipschitz, tau0_max, tau0_flat, eta, cg_rtol,
+                      cg_rtol_explicit, cg_maxiter, cg_maxiter_explicit):
+    """Check the solver's controls; returns ``cg_maxiter_explicit`` (``cg_maxiter`` if None)."""
+    if not (isinstance(max_iter, Integral) and max_iter >= 0):
+        raise ValueError(f"max_iter must be a non-negative integer, got {max_iter!r}")
+    if not (np.ndim(tol) == 0 and tol >= 0):
+        raise ValueError(f"tol must be a non-negative number, got {tol!r}")
+    if lipschitz is not None and not callable(lipschitz) and not is_positive_finite(lipschitz):
+        raise ValueError(f"lipschitz must be a positive finite number, a callable or None, "
+                         f"got {lipschitz!r}")
+    if tau0_max is not None and not (isinstance(tau0_max, Integral) and tau0_max >= 1):
+        raise ValueError(f"tau0_max must be a positive integer or None, got {tau0_max!r}")
+    if tau0_flat is not None and not (isinstance(tau0_flat, Real) and 0 < tau0_flat <= 1):
+        raise ValueError(f"tau0_flat must be a number in (0, 1] or None, got {tau0_flat!r}")
+    if not (isinstance(eta, Real) and 0 < eta <= 1):
+        raise ValueError(f"eta must be a number in (0, 1], got {eta!r}")
+    for name, value in (("cg_rtol", cg_rtol), ("cg_rtol_explicit", cg_rtol_explicit)):
+        if value is not None and not (isinstance(value, Real) and 0 < value < 1):
+            raise ValueError(f"{name} must be a number in (0, 1), got {value!r}")
+    cg_maxiter_explicit = cg_maxiter if cg_maxiter_explicit is None else cg_maxiter_explicit
+    for name, value in (("cg_maxiter", cg_maxiter),
+                        ("cg_maxiter_explicit", cg_maxiter_explicit)):
+        if not (isinstance(value, Integral) and value >= 1):
+            raise ValueError(f"{name} must be a positive integer, got {value!r}")
+    return cg_maxiter_explicit
+
+
+def _shifter(muw, shift_invariant):
+    """The in-place shift of a point's blocks to a weighted median (``shift_invariant``)."""
+    if shift_invariant is None:
+        return lambda z: None
+    return lambda z: K.shift_to_median(z, muw, shift_invariant)
+
+
+class _Globalization:
+    """Algorithm 2's safeguard: the OBA point x̂ is accepted when φ(x̂) lies below the
+    prox-model value Γ (2.14) at the ISTA point; else the trial slides back towards the
+    ISTA point, which Γ majorizes once L is at least the curvature of f (L doubles until it
+    is). L is the given ``lipschitz`` (a callable called once), or twice a power-iteration
+    estimate (20 Hessian products), made at the first step: a start that is already optimal
+    needs none. Counts the ``f_grad`` calls (``nfev``) and the Hessian products
+    (``nhessp``) it makes."""
+
+    def __init__(self, f_grad, hessp, muw, shift, lipschitz, ista_floor):
+        self._f_grad, self._hessp, self._muw, self._shift = f_grad, hessp, muw, shift
+        self._lipschitz, self._floor = lipschitz, ista_floor
+        self._adaptive, self._warned = lipschitz is None, False
+        self.L, self.nfev, self.nhessp = None, 0, 0
+
+    def _first_lipschitz(self, x):
+        if self._adaptive:
+            self.nhessp += 20
+            return _estimate_lipschitz(self._hessp, x, x.size)
+        L = self._lipschitz() if callable(self._lipschitz) else self._lipschitz
+        if not is_positive_finite(L):
+            raise ValueError(f"lipschitz() must return a positive finite number, got {L!r}")
+        return float(L)
+
+    def step(self, x, f, G, x_hat, phi, slack):
+        """The accepted point from x (f, ∇f = G, φ = F(x)) and the OBA point ``x_hat``:
+        (point, f, ∇f, its penalty, φ(x̂), ᾱ), ᾱ = 1 for x̂ itself, 0 for the ISTA point;
+        ``slack`` is the descent test's allowance for rounding."""
+        if self.L is None:
+            self.L = self._first_lipschitz(x)
+        muw, phi_hat = self._muw, None
+        while True:
+            x_ista = np.empty(x.size)
+            gs, ss, pen_ista = K.ista_point(x, G, muw, self.L, x_ista)
+            gamma = f + gs + 0.5 * self.L * ss + pen_ista
+            abar = 1.0
+            trial = x_hat
+            while True:
+                self._shift(trial)
+                f_t, G_t = self._f_grad(trial)
+                self.nfev += 1
+                pen_t = K.weighted_l1(muw, trial)
+                if phi_hat is None:
+                    phi_hat = f_t + pen_t
+                if f_t + pen_t <= gamma + slack or abar == 0.0:
+                    break
+                G_t = None    # released before the next trial's gradient is made
+                abar *= 0.5
+                if abar < self._floor:
+                    abar = 0.0
+                    trial = x_ista
+                else:
+                    trial = x_ista + abar * (x_hat - x_ista)
+            excess = f_t + pen_t - gamma
+            # at or near the optimum the test fails by rounding (~1e-14 |φ|), whatever L:
+            # x_ista is then kept, and L is doubled only for an excess above that
+            if abar > 0.0 or excess <= max(slack, _ROUNDING * abs(phi)):
+                break
+            if not (self._adaptive or self._warned) and math.isfinite(f_t):
+                warnings.warn(f"lipschitz={self.L:.6g} is below the curvature of f: the ISTA "
+                              "point failed the descent test; doubling it", RuntimeWarning,
+                              stacklevel=3)
+                self._warned = True
+            self.L *= 2.0  # L was too small: Γ did not majorize φ(x_ista)
+            if not math.isfinite(self.L):  # only when f_grad is not finite at any step length
+                break
+        return trial, f_t, G_t, pen_t, phi_hat, abar
+
+
 def minimize_oba(f_grad, hessp, x0, mu, *, penalty_weights=None, lipschitz=None, tol=1e-6,
                  max_iter=500, eta=0.01, tau0_max=None, tau0_flat=1 / 3, tau_growth=0.0,
                  tau_boost=1, cg_rtol=0.1, cg_rtol_explicit=None, cg_maxiter=1000,
@@ -393,54 +517,16 @@ def minimize_oba(f_grad, hessp, x0, mu, *, penalty_weights=None, lipschitz=None,
     >>> res.success, res.x.round(4)
     (True, array([ 0.5, -0.2]))
     """
-    if sp.issparse(x0):
-        raise TypeError("x0 must be a dense 1-D array, got a sparse matrix")
-    x = np.array(x0, dtype=np.float64, copy=True).ravel()
+    x, muw = _checked_start(x0, mu, penalty_weights, shift_invariant)
     n = x.size
-    if shift_invariant is not None and not (isinstance(shift_invariant, Integral)
-                                            and shift_invariant >= 1 and n % shift_invariant == 0):
-        raise ValueError(f"shift_invariant must be None or a positive divisor of x0's size {n}, "
-                         f"got {shift_invariant!r}")
-    weights = (np.ones(n) if penalty_weights is None
-               else np.asarray(penalty_weights, dtype=np.float64).ravel())
-    if weights.shape != (n,) or np.any(weights < 0) or not np.all(np.isfinite(weights)):
-        raise ValueError("penalty_weights must be finite, non-negative and of the shape of x0")
-    if not is_positive_finite(mu):
-        raise ValueError(f"mu must be a positive finite number, got {mu!r}")
-    if not np.all(np.isfinite(x)):
-        raise ValueError("x0 must be finite")
-    if not (isinstance(max_iter, Integral) and max_iter >= 0):
-        raise ValueError(f"max_iter must be a non-negative integer, got {max_iter!r}")
-    if not (np.ndim(tol) == 0 and tol >= 0):
-        raise ValueError(f"tol must be a non-negative number, got {tol!r}")
-    if lipschitz is not None and not callable(lipschitz) and not is_positive_finite(lipschitz):
-        raise ValueError(f"lipschitz must be a positive finite number, a callable or None, "
-                         f"got {lipschitz!r}")
+    cg_maxiter_explicit = _checked_controls(
+        max_iter=max_iter, tol=tol, lipschitz=lipschitz, tau0_max=tau0_max,
+        tau0_flat=tau0_flat, eta=eta, cg_rtol=cg_rtol, cg_rtol_explicit=cg_rtol_explicit,
+        cg_maxiter=cg_maxiter, cg_maxiter_explicit=cg_maxiter_explicit)
     f_grad = checked_f_grad(f_grad, n, "f_grad")
     hessp = checked_hessp(hessp, "hessp")
     report = Callback(callback)
-    if tau0_max is not None and not (isinstance(tau0_max, Integral) and tau0_max >= 1):
-        raise ValueError(f"tau0_max must be a positive integer or None, got {tau0_max!r}")
-    if tau0_flat is not None and not (isinstance(tau0_flat, Real) and 0 < tau0_flat <= 1):
-        raise ValueError(f"tau0_flat must be a number in (0, 1] or None, got {tau0_flat!r}")
-    if not (isinstance(eta, Real) and 0 < eta <= 1):
-        raise ValueError(f"eta must be a number in (0, 1], got {eta!r}")
-    for name, value in (("cg_rtol", cg_rtol), ("cg_rtol_explicit", cg_rtol_explicit)):
-        if value is not None and not (isinstance(value, Real) and 0 < value < 1):
-            raise ValueError(f"{name} must be a number in (0, 1), got {value!r}")
-    cg_maxiter_explicit = cg_maxiter if cg_maxiter_explicit is None else cg_maxiter_explicit
-    for name, value in (("cg_maxiter", cg_maxiter),
-                        ("cg_maxiter_explicit", cg_maxiter_explicit)):
-        if not (isinstance(value, Integral) and value >= 1):
-            raise ValueError(f"{name} must be a positive integer, got {value!r}")
-    muw = np.ascontiguousarray(mu * weights)
-    del weights    # ones made here where none were given: freed
-    if shift_invariant is None:
-        def shift(z):
-            pass
-    else:
-        def shift(z):
-            K.shift_to_median(z, muw, shift_invariant)
+    shift = _shifter(muw, shift_invariant)
     shift(x)
     # τ⁰ = η · #penalized up to tau0_max, and at least the support of a warm start (a
     # path restarts near the previous solution: doubling up to its support would waste time)
@@ -452,10 +538,8 @@ def minimize_oba(f_grad, hessp, x0, mu, *, penalty_weights=None, lipschitz=None,
     f, G = f_grad(x)
     if not (np.isfinite(f) and np.all(np.isfinite(G))):
         raise ValueError("f_grad(x0) is not finite")
-    nfev, ncg, nhessp, n_ista = 1, 0, 0, 0
-    adaptive_L = lipschitz is None
-    L = None  # asked for at the first ISTA step (a start that is optimal never needs it)
-    warned_L = False
+    ncg, nhessp, n_ista = 0, 0, 0
+    globalization = _Globalization(f_grad, hessp, muw, shift, lipschitz, ista_floor)
     g, zeta = np.empty(n), np.empty(n)
     code = np.empty(n, dtype=np.int8)
     corrective = []
@@ -515,50 +599,7 @@ def minimize_oba(f_grad, hessp, x0, mu, *, penalty_weights=None, lipschitz=None,
                 x_hat, alpha, q_hat = search[:3]
 
         # 5. ISTA globalization (Algorithm 2) with Γ of (2.14)
-        if L is None and adaptive_L:
-            L = _estimate_lipschitz(hessp, x, n)
-            nhessp += 20
-        elif L is None:
-            L = lipschitz() if callable(lipschitz) else lipschitz
-            if not is_positive_finite(L):
-                raise ValueError(f"lipschitz() must return a positive finite number, got {L!r}")
-            L = float(L)
-        phi_hat = None
-        while True:
-            x_ista = np.empty(n)
-            gs, ss, pen_ista = K.ista_point(x, G, muw, L, x_ista)
-            gamma = f + gs + 0.5 * L * ss + pen_ista
-            abar = 1.0
-            trial = x_hat
-            while True:
-                shift(trial)
-                f_t, G_t = f_grad(trial)
-                nfev += 1
-                pen_t = K.weighted_l1(muw, trial)
-                if phi_hat is None:
-                    phi_hat = f_t + pen_t
-                if f_t + pen_t <= gamma + slack or abar == 0.0:
-                    break
-                G_t = None    # released before the next trial's gradient is made
-                abar *= 0.5
-                if abar < ista_floor:
-                    abar = 0.0
-                    trial = x_ista
-                else:
-                    trial = x_ista + abar * (x_hat - x_ista)
-            excess = f_t + pen_t - gamma
-            # at or near the optimum the test fails by rounding (~1e-14 |φ|), whatever L:
-            # x_ista is then kept, and L is doubled only for an excess above that
-            if abar > 0.0 or excess <= max(slack, _ROUNDING * abs(phi)):
-                break
-            if not (adaptive_L or warned_L) and math.isfinite(f_t):
-                warnings.warn(f"lipschitz={L:.6g} is below the curvature of f: the ISTA point "
-                              "failed the descent test; doubling it", RuntimeWarning,
-                              stacklevel=2)
-                warned_L = True
-            L *= 2.0  # L was too small: Γ did not majorize φ(x_ista)
-            if not math.isfinite(L):  # only when f_grad is not finite at any step length
-                break
+        trial, f_t, G_t, pen_t, phi_hat, abar = globalization.step(x, f, G, x_hat, phi, slack)
         if not (np.isfinite(f_t) and np.all(np.isfinite(G_t))):
             raise FloatingPointError(f"f_grad is not finite at iteration {k + 1}, even at the "
                                      "ISTA point")
@@ -567,7 +608,7 @@ def minimize_oba(f_grad, hessp, x0, mu, *, penalty_weights=None, lipschitz=None,
             radius = _updated_radius(radius, (phi - phi_hat) / (q_0 - q_hat),
                                      np.linalg.norm(x_hat[free] - x[free]), cg_radius)
         x, f, G = trial, f_t, G_t
-        if report.notify(x, fun=f + pen_t, jac=G, nit=k + 1, nfev=nfev):
+        if report.notify(x, fun=f + pen_t, jac=G, nit=k + 1, nfev=1 + globalization.nfev):
             k += 1
             opt = K.subgradient_and_sets(x, G, muw, g, zeta, code)
             status = 0 if opt <= tol else STOPPED_BY_CALLBACK
@@ -575,6 +616,7 @@ def minimize_oba(f_grad, hessp, x0, mu, *, penalty_weights=None, lipschitz=None,
 
     return OptimizeResult(
         x=x, fun=f + K.weighted_l1(muw, x), jac=G, optimality=opt, success=status == 0,
-        status=status, message=_MESSAGES[status], nit=k, nfev=nfev, ncg=ncg,
-        nhessp=nhessp, corrective_loops=np.asarray(corrective, dtype=np.int64),
-        n_ista=int(n_ista), lipschitz=L)
+        status=status, message=_MESSAGES[status], nit=k, nfev=1 + globalization.nfev,
+        ncg=ncg, nhessp=nhessp + globalization.nhessp,
+        corrective_loops=np.asarray(corrective, dtype=np.int64), n_ista=int(n_ista),
+        lipschitz=globalization.L)
