@@ -261,27 +261,80 @@ def read_csv(path, label=None, test=None, drop=(), sheet=None, test_sheet=None):
         _refuse_missing(frame[name], f"the label column {name!r}", path, place)
     n_train, test_name = len(frame), None
     if test is not None:
-        held, read = _test_frame(test, frame, labels, path, pd,
-                                 sheet if test_sheet is None else test_sheet)
-        test_name = Path(test).name
-        if is_workbook(test):
-            test_name += f"'s {read.layout}"
-        if read.encoding in FALLBACK_ENCODINGS:
-            test_name += f" (read as {read.encoding} text, not UTF-8)"
-        if read.layout == layout:
-            warn_if_same_file(path, test, "sheet" if is_workbook(path) else None)
-        frame = pd.concat([frame, held], ignore_index=True)
+        frame, test_name = _with_test_rows(frame, test, labels, path, pd, layout,
+                                           sheet if test_sheet is None else test_sheet)
     listed = [c for c in labels if c in nested]
     if len(labels) > 1 and listed:
         raise ValueError(f"{str(path)!r}: the label column {_listed_columns(listed)} holds "
                          "lists, a label set by itself: name it alone")
+    features, index, empty = _feature_frame(frame, labels, dropped, nested, n_train, path)
+    grouped, marks = _read_text_numbers(features, decimal)
+    _read_text_dates(features, pd)
+    times = _read_times(features, pd)
+    numeric = [c for c in features if pd.api.types.is_numeric_dtype(features[c])
+               or pd.api.types.is_bool_dtype(features[c])]
+    _warn_row_numbers(features[numeric], n_train, path)
+    text = [c for c in features if c not in numeric]
+    words = [c for c in text if _is_free_text(features[c])]
+    categories = [c for c in text if c not in words]
+    _warn_identifiers(features[categories], path)
+    features = _typed(features, numeric, words)
+    encoder = _encoder(features, numeric, categories, words)
+    X = _fit_encoder(encoder, features, path)        # on every row: the l1 tables' matrix
+    y, names, label_part = _label_values(frame, labels, nested, path, place, pd)
+    parts = [label_part]
+    if dropped:
+        parts.append(f"{_listed_columns(dropped)} left out, as asked")
+    if index:
+        parts.append(f"the unnamed column {index[0]!r} left out (the row index 0, 1, ... "
+                     "that pandas' to_csv and to_excel write)")
+    if empty:
+        parts.append(f"{_columns(len(empty), 'empty')} left out")
+    if numeric:
+        parts.append(_numeric_part(features[numeric], grouped, times, marks))
+    if categories:
+        width = encoder.output_indices_["categories"]
+        parts.append(f"{_columns(len(categories), 'text')} one-hot encoded into "
+                     f"{width.stop - width.start}")
+    if words:
+        vocabulary = sum(len(encoder.named_transformers_[f"words {c}"].vocabulary_)
+                         for c in words)
+        parts.append(f"{_columns(len(words), 'free-text')} as TF-IDF over {vocabulary} "
+                     "words")
+    if encoding in FALLBACK_ENCODINGS:     # a guess: said, for names that read wrong
+        parts.insert(0, f"read as {encoding} text, not UTF-8")
+    if is_workbook(path):
+        parts.insert(0, layout)             # the sheet read
+    return CsvData(X, y, "; ".join(parts), partial(_encode_split, encoder, features, path),
+                   n_train, names, test_name)
+
+
+def _with_test_rows(frame, test, labels, path, pd, layout, sheet):
+    """``frame`` followed by the rows of the table file ``test`` (its sheet ``sheet``), and
+    the name that titles them; warns when ``test`` is the data file (sheet) itself."""
+    held, read = _test_frame(test, frame, labels, path, pd, sheet)
+    test_name = Path(test).name
+    if is_workbook(test):
+        test_name += f"'s {read.layout}"
+    if read.encoding in FALLBACK_ENCODINGS:
+        test_name += f" (read as {read.encoding} text, not UTF-8)"
+    if read.layout == layout:
+        warn_if_same_file(path, test, "sheet" if is_workbook(path) else None)
+    return pd.concat([frame, held], ignore_index=True), test_name
+
+
+def _feature_frame(frame, labels, dropped, nested, n_train, path):
+    """The feature columns: ``frame`` without the label columns, those ``dropped``, the
+    columns of lists or records no label names (left out with a warning), the row index
+    pandas writes as an unnamed first column and the columns without a value. Returns
+    (features, [the index column], [the empty columns])."""
     unused = [c for c in nested if c not in labels and c not in dropped]
     if unused:
         lists = [c for c in unused if not isinstance(_first_value(frame[c]), dict)]
         warnings.warn(f"{str(path)!r}: {_listed_columns(unused)} hold lists or records "
                       "(nested values), which no model here takes: left out"
                       + (f" (--label {lists[0]} reads a column of lists as label sets)"
-                         if lists else ""), UserWarning, stacklevel=2)
+                         if lists else ""), UserWarning, stacklevel=3)
     features = frame.drop(columns=[*labels, *dropped, *unused])
     # pandas' to_csv (and to_excel) writes the frame's index as a first column without a header
     index = [c for c in features if isinstance(c, str)     # numbering the first file's rows
@@ -292,81 +345,65 @@ def read_csv(path, label=None, test=None, drop=(), sheet=None, test_sheet=None):
     features = features.drop(columns=index + empty)
     if features.shape[1] == 0:
         raise ValueError(f"{str(path)!r}: no feature column with a value beside the label")
-    grouped, marks = _read_text_numbers(features, decimal)
-    _read_text_dates(features, pd)
-    times = _read_times(features, pd)
-    numeric = [c for c in features if pd.api.types.is_numeric_dtype(features[c])
-               or pd.api.types.is_bool_dtype(features[c])]
-    for c in numeric if len(features) > MIN_WARNED_DISTINCT else []:
-        column = features[c].iloc[:n_train]
+    return features, index, empty
+
+
+def _warn_row_numbers(numeric, n_train, path):
+    """Warn of each numeric column that numbers the first ``n_train`` rows (0 or 1 up)."""
+    if len(numeric) <= MIN_WARNED_DISTINCT:
+        return
+    for c in numeric:
+        column = numeric[c].iloc[:n_train]
         if _counts_rows(column, 1) or _counts_rows(column, 0):
             warnings.warn(f"{str(path)!r}: the numeric column {c!r} numbers the rows "
                           f"{column.iloc[0]:g}..{column.iloc[-1]:g} (an "
                           "identifier?): it is a feature here; --drop leaves it out if "
-                          "it should not be one", UserWarning, stacklevel=2)
-    text = [c for c in features if c not in numeric]
-    words = [c for c in text if _is_free_text(features[c])]
-    categories = [c for c in text if c not in words]
-    _warn_identifiers(features[categories], path)
-    features = _typed(features, numeric, words)
-    encoder = _encoder(features, numeric, categories, words)
-    X = _fit_encoder(encoder, features, path)        # on every row: the l1 tables' matrix
+                          "it should not be one", UserWarning, stacklevel=3)
+
+
+def _label_values(frame, labels, nested, path, place, pd):
+    """(y, the label names or None, the note's words on the labels): one label column's
+    values, text labels coded by their sorted order (LIBLINEAR takes numbers only, and
+    fastText's labels are tokens), or label sets (several 0/1 columns, a column of lists,
+    or text that writes sets)."""
     written = (None if len(labels) > 1 or labels[0] in nested
                else _written_sets(frame[labels[0]]))
     if len(labels) > 1:
         y, names = _label_sets(frame[labels], path, place), np.array(labels, dtype=object)
-        parts = [f"label sets of the {len(labels)} columns {_listed_columns(labels, 5)}"]
+        part = f"label sets of the {len(labels)} columns {_listed_columns(labels, 5)}"
     elif labels[0] in nested or written is not None:
         y, names = _listed_labels(frame[labels[0]] if written is None else written[0], path,
                                   place)
         how = "" if y.ndim == 1 else ", label sets" + ("" if written is None
                                                        else f" {written[1]}")
-        parts = [f"label {labels[0]!r}{how}"]
+        part = f"label {labels[0]!r}{how}"
     else:
         y, names = frame[labels[0]].to_numpy(), None
-        parts = [f"label {labels[0]!r}"]
-    if dropped:
-        parts.append(f"{_listed_columns(dropped)} left out, as asked")
-    if index:
-        parts.append(f"the unnamed column {index[0]!r} left out (the row index 0, 1, ... "
-                     "that pandas' to_csv and to_excel write)")
-    if empty:
-        parts.append(f"{_columns(len(empty), 'empty')} left out")
-    if numeric:
-        missing = features[numeric].isna().to_numpy()
-        gaps = int(missing.any(axis=0).sum())
-        parts.append(f"{_columns(len(numeric), 'numeric')} standardized")
-        if gaps:
-            parts[-1] += (f" ({int(missing.sum())} missing value(s) in {gaps} of them set to "
-                          f"the column's median, {_columns(gaps, '0/1')} marking where)")
-        if grouped:
-            parts[-1] += f" ({len(grouped)} written with thousands separators)"
-        if times:
-            parts[-1] += f" ({len(times)} of dates or durations, in seconds)"
-        if marks:
-            shown = ", ".join(repr(m) for m in sorted(set().union(*marks.values())))
-            parts[-1] += f" (the text {shown} read as missing in {len(marks)} of them)"
-    if categories:
-        width = encoder.output_indices_["categories"]
-        parts.append(f"{_columns(len(categories), 'text')} one-hot encoded into "
-                     f"{width.stop - width.start}")
-    if words:
-        vocabulary = sum(len(encoder.named_transformers_[f"words {c}"].vocabulary_)
-                         for c in words)
-        parts.append(f"{_columns(len(words), 'free-text')} as TF-IDF over {vocabulary} "
-                     "words")
+        part = f"label {labels[0]!r}"
     if y.ndim == 1 and not pd.api.types.is_numeric_dtype(y.dtype):
-        # LIBLINEAR takes numbers only, and fastText's labels are tokens: text labels are
-        # coded by their sorted order, and the note says so
         names, y = np.unique(y.astype(str), return_inverse=True)
         shown = ", ".join(f"{v}={i}" for i, v in enumerate(names[:5]))
-        parts[0] += f" coded {shown}{', ...' if names.size > 5 else ''}"
-    if encoding in FALLBACK_ENCODINGS:     # a guess: said, for names that read wrong
-        parts.insert(0, f"read as {encoding} text, not UTF-8")
-    if is_workbook(path):
-        parts.insert(0, layout)             # the sheet read
-    return CsvData(X, y, "; ".join(parts), partial(_encode_split, encoder, features, path),
-                   n_train, names, test_name)
+        part += f" coded {shown}{', ...' if names.size > 5 else ''}"
+    return y, names, part
+
+
+def _numeric_part(numeric, grouped, times, marks):
+    """The note's words on the numeric columns: standardized, their missing values, and
+    what was read from text (thousands separators, dates and durations, missing marks)."""
+    missing = numeric.isna().to_numpy()
+    gaps = int(missing.any(axis=0).sum())
+    part = f"{_columns(numeric.shape[1], 'numeric')} standardized"
+    if gaps:
+        part += (f" ({int(missing.sum())} missing value(s) in {gaps} of them set to "
+                 f"the column's median, {_columns(gaps, '0/1')} marking where)")
+    if grouped:
+        part += f" ({len(grouped)} written with thousands separators)"
+    if times:
+        part += f" ({len(times)} of dates or durations, in seconds)"
+    if marks:
+        shown = ", ".join(repr(m) for m in sorted(set().union(*marks.values())))
+        part += f" (the text {shown} read as missing in {len(marks)} of them)"
+    return part
 
 
 def _frame(path, pd, sheet=None):
