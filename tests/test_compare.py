@@ -372,6 +372,17 @@ def test_on_a_terminal_a_spinner_names_each_model_and_leaves_the_tables_clean(
     assert "\n\nclass probabilities, three.svm" in captured.out
 
 
+def test_lowest_within_is_the_fastest_run_reaching_each_gap():
+    # a ladder whose runs are not monotone in time (a loose tolerance that took longer)
+    runs = [(0.05, 1e-8), (0.04, 1e-6), (0.08, 1e-7), (0.06, 1e-9), (0.02, 1e-2)]
+    seconds, lowest = _run.lowest_within(runs)
+    assert seconds == [0.02, 0.04, 0.05, 0.06, 0.08]
+    assert lowest == [1e-2, 1e-6, 1e-8, 1e-9, 1e-9]
+    for t, g in zip(seconds, lowest):     # the definition, run by run
+        assert g == min(gap for s, gap in runs if s <= t)
+    assert _run.lowest_within([]) == ([], [])
+
+
 def test_plot_writes_the_suboptimality_and_accuracy_figures(tmp_path, capsys):
     pytest.importorskip("matplotlib")
     path = write_svm(tmp_path / "tiny.svm")

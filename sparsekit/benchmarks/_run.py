@@ -5,6 +5,7 @@ the command's start waits for, so :mod:`sparsekit.benchmarks.compare` imports th
 only after its arguments are parsed: ``--help``, ``--version`` and a mistyped option
 answer at once."""
 import contextlib
+import itertools
 import json
 import statistics
 import sys
@@ -42,12 +43,23 @@ def _file_stem(name):
     return "".join(c if c.isalnum() or c in "-_." else "_" for c in name)
 
 
+def lowest_within(points):
+    """``(seconds, lowest)`` of a solver's runs ``[(seconds, gap), ...]``: the runs' times in
+    increasing order and, at each, the lowest gap of the runs that took at most that long
+    (a solver's time to reach a gap is its fastest run that reaches it)."""
+    runs = sorted(points)
+    seconds = [t for t, _ in runs]
+    lowest = list(itertools.accumulate((g for _, g in runs), min))
+    return seconds, lowest
+
+
 def plot(data, results, traces, directory):
     """Write the figures of one data set to ``directory``; return their paths:
-    ``<name>-l1.png`` (relative suboptimality (F - F*)/F* against fit time along each
-    solver's tolerance ladder, F* the lowest objective of every fit) when ``traces`` is
-    given, and ``<name>-proba.png`` (test accuracy, or a multi-label set's micro-F1,
-    against fit time)."""
+    ``<name>-l1.png`` (relative suboptimality (F - F*)/F* against fit time: each solver's
+    runs along its tolerance ladder as points, and as a step line the lowest it reached
+    within each time, :func:`lowest_within`; F* the lowest objective of every fit) when
+    ``traces`` is given, and ``<name>-proba.png`` (test accuracy, or a multi-label set's
+    micro-F1, against fit time)."""
     import matplotlib.pyplot as plt
 
     paths = []
@@ -59,12 +71,13 @@ def plot(data, results, traces, directory):
         floor = 1e-16    # a fit at the best objective is drawn at the floor
         fig, ax = plt.subplots(figsize=(6, 4))
         for name, points in traces.items():
-            seconds = [t for t, _ in points]
-            gaps = [max((f - best) / abs(best), floor) for _, f in points]
-            ax.plot(seconds, gaps, "o-", label=name)
+            gaps = [(t, max((f - best) / abs(best), floor)) for t, f in points]
+            line, = ax.step(*lowest_within(gaps), where="post", label=name)
+            ax.plot([t for t, _ in gaps], [g for _, g in gaps], "o", color=line.get_color(),
+                    alpha=0.6)
         ax.set(xscale="log", yscale="log", xlabel="fit time (s)",
                ylabel="relative suboptimality (F - F*) / F*",
-               title=f"l1-logistic, {data.name}: tolerance ladders")
+               title=f"l1-logistic, {data.name}: the fastest run to each suboptimality")
         paths.append(_save(fig, ax, stem, "-l1.png"))
     table = results[-1]                  # the probabilities (label sets) come last
     metric, label, kind = (("micro_f1", "test micro-F1", "label sets") if data.multilabel
