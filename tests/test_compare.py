@@ -381,6 +381,8 @@ def test_lowest_within_is_the_fastest_run_reaching_each_gap():
     for t, g in zip(seconds, lowest):     # the definition, run by run
         assert g == min(gap for s, gap in runs if s <= t)
     assert _run.lowest_within([]) == ([], [])
+    # a diverged run (NaN objective) reaches nothing, and the later runs still count
+    assert _run.lowest_within([(0.01, float("nan")), (0.02, 1e-3)])[1] == [float("inf"), 1e-3]
 
 
 def test_plot_writes_the_suboptimality_and_accuracy_figures(tmp_path, capsys):

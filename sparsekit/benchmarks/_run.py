@@ -7,6 +7,7 @@ answer at once."""
 import contextlib
 import itertools
 import json
+import math
 import statistics
 import sys
 import warnings
@@ -49,7 +50,9 @@ def lowest_within(points):
     (a solver's time to reach a gap is its fastest run that reaches it)."""
     runs = sorted(points)
     seconds = [t for t, _ in runs]
-    lowest = list(itertools.accumulate((g for _, g in runs), min))
+    # a run whose objective is NaN (a diverged peer) reached nothing, and must not stop
+    # the later runs' gaps from lowering the line (min keeps a NaN met first)
+    lowest = list(itertools.accumulate((g if g == g else math.inf for _, g in runs), min))
     return seconds, lowest
 
 
