@@ -288,6 +288,84 @@ def test_n_jobs_spreads_one_vs_rest_problems_and_solves_one_problem_without_a_po
     assert raised.value is error
 
 
+@pytest.mark.parametrize("multiclass", ["ovr", "multinomial"])
+def test_an_interrupted_fit_ends_the_solves_it_left_in_other_threads(monkeypatch, multiclass):
+    """An interrupt of the calling thread (a KeyboardInterrupt in a notebook; here a signal
+    whose handler raises) while the solves run in joblib's threads, or a multinomial one on
+    OpenMP threads from a thread of its own, ends those solves at their next iteration,
+    where they would otherwise run on to their end after the caller gave up on them; the
+    estimator is left as it was."""
+    import signal
+    import threading
+    import time
+
+    from sparsekit.linear_model import _l1_logistic
+
+    if threading.current_thread() is not threading.main_thread():
+        pytest.skip("signal handlers are set in the main thread only")
+    if (os.cpu_count() or 1) < 2:
+        pytest.skip("one CPU: a fit solves its problems in the calling thread")
+
+    class Interrupted(Exception):
+        pass
+
+    def interrupted(signum, frame):
+        raise Interrupted
+    iterations = []
+    given = _l1_logistic.L1LogisticOBA._iteration_callback
+
+    def slowed(self, *args, **kwargs):   # each iteration 20 ms longer; the first interrupts
+        check, close = given(self, *args, **kwargs)
+
+        def callback(x):
+            iterations.append(threading.current_thread().name)
+            if len(iterations) == 1:
+                signal.pthread_kill(threading.main_thread().ident, signal.SIGUSR1)
+            time.sleep(0.02)
+            if check is not None:
+                check(x)
+        return callback, close
+    monkeypatch.setattr(_l1_logistic.L1LogisticOBA, "_iteration_callback", slowed)
+    rng = np.random.default_rng(0)
+    X, y = rng.standard_normal((400, 30)), np.arange(400) % 6
+    est = L1LogisticOBA(C=10.0, tol=1e-12, n_jobs=2, multiclass=multiclass)
+    previous = signal.signal(signal.SIGUSR1, interrupted)
+    try:
+        with pytest.raises(Interrupted):
+            est.fit(X, y)
+        time.sleep(0.2)
+        ended = len(iterations)
+        time.sleep(0.2)
+    finally:
+        signal.signal(signal.SIGUSR1, previous)
+    assert threading.main_thread().name not in iterations
+    # the first iteration of each thread that was solving, and at most one more each
+    at_most = 2 * (2 if multiclass == "ovr" else 1)
+    assert len(iterations) == ended <= at_most
+    assert not hasattr(est, "coef_")
+    monkeypatch.undo()
+    uninterrupted = []
+    monkeypatch.setattr(_l1_logistic.L1LogisticOBA, "_iteration_callback",
+                        lambda self, *args, **kwargs: (lambda x: uninterrupted.append(x),
+                                                       lambda: None))
+    est.fit(X, y)
+    assert len(uninterrupted) > 2 * at_most
+
+
+@pytest.mark.parametrize("backend", ["loky", "multiprocessing", "threading"])
+def test_one_vs_rest_problems_share_the_data_in_threads_whatever_joblibs_backend(backend):
+    """The one-vs-rest solves run in threads of this process under any joblib backend (a
+    process would be sent a copy of X for each problem; the multiprocessing backend cannot
+    hand back results as they end), with the same model."""
+    from joblib import parallel_config
+
+    rng = np.random.default_rng(1)
+    X, y = rng.standard_normal((200, 6)), np.arange(200) % 3
+    expected = L1LogisticOBA(n_jobs=1).fit(X, y).coef_
+    with parallel_config(backend=backend):
+        np.testing.assert_array_equal(L1LogisticOBA(n_jobs=2).fit(X, y).coef_, expected)
+
+
 def test_class_weight_equals_sample_weight_and_sparse_coef():
     X, y = _binary(3)
     a = L1LogisticOBA(class_weight={0: 1.0, 1: 3.0}, tol=1e-10).fit(X, y)

@@ -50,6 +50,19 @@ def test_scores_and_choice_are_those_of_a_grid_search_over_cold_fits(sparse):
     np.testing.assert_array_equal(est.predict(X), grid.predict(X))
 
 
+def test_folds_in_processes_under_joblibs_multiprocessing_backend():
+    """Under a backend that cannot hand back results as they end (multiprocessing's), the
+    folds' paths come back at its end: the same choice and model as on one process."""
+    from joblib import parallel_config
+
+    X, y = load_iris(return_X_y=True)
+    expected = SparsemaxClassifierCV(cv=3).fit(X, y)
+    with parallel_config(backend="multiprocessing"):
+        est = SparsemaxClassifierCV(cv=3, n_jobs=2).fit(X, y)
+    assert est.alpha_ == expected.alpha_
+    np.testing.assert_allclose(est.coef_, expected.coef_, rtol=1e-12, atol=1e-12)
+
+
 @pytest.mark.parametrize("empty_columns", [0, 100])
 def test_the_refit_starts_at_the_mean_of_the_folds_solutions(monkeypatch, empty_columns):
     X, y = _data(seed=5, n=240)
@@ -170,14 +183,14 @@ def test_folds_in_processes_give_the_same_result():
 
 def test_no_more_processes_than_folds(monkeypatch):
     """n_jobs=64 on three folds started 64 processes (15 s on two cores for a 0.1-s fit)."""
-    from sparsekit.linear_model import _sparsemax_cv
+    from sparsekit.utils import _threads
     asked = []
 
-    class Recording(_sparsemax_cv.Parallel):
+    class Recording(_threads.Parallel):
         def __init__(self, n_jobs=None, **kwargs):
             asked.append(n_jobs)
             super().__init__(n_jobs=1, **kwargs)
-    monkeypatch.setattr(_sparsemax_cv, "Parallel", Recording)
+    monkeypatch.setattr(_threads, "Parallel", Recording)
     X, y = _data(seed=5)
     for n_jobs, expected in [(64, 3), (-1, min(3, os.cpu_count())), (None, None), (2, 2)]:
         SparsemaxClassifierCV(alphas=2, cv=3, n_jobs=n_jobs).fit(X, y)

@@ -7,10 +7,10 @@ import numpy as np
 import pytest
 from threadpoolctl import threadpool_info, threadpool_limits
 
-from joblib import parallel_backend
+from joblib import delayed, parallel_backend, parallel_config
 
-from sparsekit.utils._threads import (cpu_threads, jobs_at_once, one_blas_thread, openmp_call,
-                                     threads_for)
+from sparsekit.utils._threads import (Abandoned, abandoned_on_error, as_they_end, cpu_threads,
+                                     jobs_at_once, one_blas_thread, openmp_call, threads_for)
 
 
 def _caller(*args, **kwargs):
@@ -29,6 +29,48 @@ def test_an_error_of_the_call_is_raised_in_the_caller():
         raise MemoryError("kernel")
     with pytest.raises(MemoryError, match="kernel"):
         openmp_call(2, fails)
+
+
+def test_work_left_in_another_thread_sees_that_its_caller_gave_up():
+    """The event is set when the body raises, whatever it raises, and only then: a thread
+    that the body started and that checks it ends at its next check."""
+    with abandoned_on_error() as abandoned:
+        pass
+    assert not abandoned.is_set()
+    started = threading.Event()
+
+    def work():
+        started.set()
+        while True:
+            if abandoned.is_set():
+                raise Abandoned
+            abandoned.wait(0.001)
+    for error in (KeyboardInterrupt, ValueError):
+        outcome = {}
+
+        def run():
+            try:
+                work()
+            except Abandoned as ended:
+                outcome["ended"] = ended
+        with pytest.raises(error):
+            with abandoned_on_error() as abandoned:
+                thread = threading.Thread(target=run)
+                thread.start()
+                started.wait()
+                raise error
+        thread.join(timeout=10)
+        assert not thread.is_alive() and isinstance(outcome["ended"], Abandoned)
+        started.clear()
+
+
+@pytest.mark.parametrize("backend", ["loky", "threading", "multiprocessing"])
+def test_results_in_order_under_every_joblib_backend(backend):
+    """As they end where joblib's backend can (a generator), all at the end where it cannot
+    (multiprocessing's refuses ``return_as="generator"``)."""
+    with parallel_config(backend=backend):
+        results = as_they_end((delayed(pow)(k, 2) for k in range(6)), 2)
+        assert list(results) == [0, 1, 4, 9, 16, 25]
 
 
 def test_threads_follow_joblibs_n_jobs_within_the_cpus_and_the_parts():

@@ -47,7 +47,8 @@ from sparsekit.utils._centering import (center_stride, column_moments, column_sh
                                          far_shifts)
 from sparsekit.utils._columns import UsedColumns
 from sparsekit.utils._rows import row_sq_norms
-from sparsekit.utils._threads import cpu_threads, one_blas_thread, openmp_call
+from sparsekit.utils._threads import (Abandoned, abandoned_on_error, cpu_threads, jobs_at_once,
+                                      one_blas_thread, openmp_call)
 from sparsekit.utils._validation import (check_dense_size, check_entry_magnitude,
                                          check_two_classes, physical_memory, validate_input)
 
@@ -672,9 +673,11 @@ class L1LogisticOBA(LinearClassifierMixin, SparseCoefMixin, SparsekitClassifier)
         or, with ``multiclass="multinomial"``, for the matrix products of its one problem
         (the rows of X V, the columns of Xᵀ R split among them, at most one thread per CPU;
         the fit is the same). None means 1 unless in a :func:`joblib.parallel_backend`
-        context, -1 all processors.
-        BLAS runs one thread during the solves (its calls there are small; its own
-        threads would take the cores from these), and is set back after the fit.
+        context, -1 all processors. Threads of this process under any joblib backend
+        (the problems share X); an interrupted fit (KeyboardInterrupt) ends them at
+        their next iteration. BLAS runs one thread during the solves (its calls there are
+        small; its own threads would take the cores from these), and is set back after
+        the fit.
     verbose : int, default=0
         1 prints one line per binary problem, 2 also one line per OBA iteration.
     sparse_coef : bool, default=False
@@ -898,8 +901,15 @@ class L1LogisticOBA(LinearClassifierMixin, SparseCoefMixin, SparsekitClassifier)
                                     self.n_features_in_, multinomial, data.columns)
         C = self.C * data.mean_weight
         parameters = _multinomial_model if multinomial else _binary_model
+        # several problems in joblib's threads, or one on OpenMP threads from a thread of its
+        # own: solves that end at their next iteration once the caller was interrupted
+        threads = cpu_threads(self.n_jobs) if multinomial else 1
+        elsewhere = (jobs_at_once(self.n_jobs, len(problems), threads=True) > 1
+                     if len(problems) > 1 else threads > 1)
 
         def solve(k, pos):
+            if abandoned.is_set():        # a job that joblib started after the interrupt
+                raise Abandoned
             self._begin_task(tasks[k], X, y, sample_weight)
             problem = data.datafit(None if multinomial
                                    else int(np.searchsorted(data.classes, pos)))
@@ -910,7 +920,8 @@ class L1LogisticOBA(LinearClassifierMixin, SparseCoefMixin, SparsekitClassifier)
                 coef, intercept = parameters(problem, x)
                 return {"coef_": data.columns.expand(coef).astype(data.dtype),
                         "intercept_": intercept.astype(data.dtype), "_softmax": multinomial}
-            callback, close = self._iteration_callback(tasks[k], X, y, sample_weight, model)
+            callback, close = self._iteration_callback(tasks[k], X, y, sample_weight, model,
+                                                       abandoned if elsewhere else None)
             start = None if w0 is None else _centered_start(problem, w0 if multinomial
                                                             else w0[k], multinomial)
             if multinomial:
@@ -929,17 +940,15 @@ class L1LogisticOBA(LinearClassifierMixin, SparseCoefMixin, SparsekitClassifier)
         # BLAS on one thread: the solves' BLAS calls are small and alternate with OBA's own
         # kernels and the other problems' threads (at BLAS's default threads, dense fits
         # took up to 3.2 times as long: doc/benchmarks.md, "blas_threads")
-        with one_blas_thread():
+        with one_blas_thread(), abandoned_on_error() as abandoned:
             if len(problems) > 1:
                 jobs = (delayed(solve)(k, pos) for k, pos in enumerate(problems))
-                # on dask input each solve drives the cluster from a thread of the client:
-                # not a task that joblib's dask backend could send to a worker
-                backend = ({"backend": "threading"} if isinstance(data, _DaskProblems)
-                           else {})
-                results = Parallel(n_jobs=self.n_jobs, prefer="threads",
-                                   return_as="generator", **backend)(jobs)
+                # threads of this process whatever joblib backend is in effect: the solves
+                # share the data (on dask input each drives the cluster from a thread of
+                # the client), which a process or a dask worker would be sent a copy of
+                results = Parallel(n_jobs=self.n_jobs, require="sharedmem",
+                                   return_as="generator")(jobs)
             else:   # without joblib's pool (~10 ms for one task, a small fit's whole time)
-                threads = cpu_threads(self.n_jobs) if multinomial else 1
                 results = [openmp_call(threads, solve, 0, problems[0])]
             if multinomial:
                 coef, intercept, res = results[0]
@@ -1000,20 +1009,29 @@ class L1LogisticOBA(LinearClassifierMixin, SparseCoefMixin, SparsekitClassifier)
         check_entry_magnitude(X, np.float64)
         return X, y, sample_weight
 
-    def _iteration_callback(self, task, X, y, sample_weight, model):
+    def _iteration_callback(self, task, X, y, sample_weight, model, abandoned=None):
         """``(callback, close)``: OBA's callback, which makes each iteration a subtask of the
         problem's ``task`` for scikit-learn's callbacks (the model as it stands given by
         ``model(x)``, reconstruction attributes or None; a callback asking to stop ends the
-        solve by ``StopIteration``), and ``close`` for the subtask begun after the last
-        iteration. ``(None, no-op)`` without callbacks."""
+        solve by ``StopIteration``) and ends the solve by :class:`Abandoned` once the Event
+        ``abandoned`` is set, and ``close`` for the subtask begun after the last iteration.
+        ``(None, no-op)`` without callbacks and event."""
         if not getattr(self, "_skl_callbacks", None):
-            return None, lambda: None
+            if abandoned is None:
+                return None, lambda: None
+
+            def check(x):
+                if abandoned.is_set():
+                    raise Abandoned
+            return check, lambda: None
         current = []
 
         def begin():
             current.append(self._begin_subtask(task, "OBA iteration", X, y, sample_weight))
 
         def callback(intermediate_result):
+            if abandoned is not None and abandoned.is_set():
+                raise Abandoned
             x = intermediate_result.x
             stop = self._end_subtask(current[-1], X, y, sample_weight, lambda: model(x))
             begin()

@@ -30,7 +30,7 @@ from sparsekit.linear_model._l1_logistic import (L1LogisticOBA, _binary_block, _
                                                  multinomial_within_memory, stall_advice)
 from sparsekit.linear_model._routing import CVRoutingMixin
 from sparsekit.utils._columns import UsedColumns
-from sparsekit.utils._threads import jobs_at_once
+from sparsekit.utils._threads import as_they_end, jobs_at_once
 from sparsekit.utils._validation import check_dense_size
 
 
@@ -588,8 +588,7 @@ class _MemoryFolds:
         jobs = (delayed(_fold_paths_list)(self.rows, self.codes, self.weights, train,
                                           [problems[i] for i in chunk], *args)
                 for train, _ in folds for chunk in chunks)
-        return (result for results in Parallel(n_jobs=est.n_jobs, return_as="generator")(jobs)
-                for result in results)
+        return (result for results in as_they_end(jobs, est.n_jobs) for result in results)
 
     def long_rows(self):
         """:func:`~sparsekit.linear_model._l1_logistic.long_rows` of X."""

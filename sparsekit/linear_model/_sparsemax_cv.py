@@ -19,7 +19,7 @@ from ..gpu._cupy import require_cupy
 from ..gpu.datafits import is_device_matrix
 from ..utils._columns import UsedColumns
 from ..utils._labels import refuse_label_collections
-from ..utils._threads import jobs_at_once
+from ..utils._threads import as_they_end, jobs_at_once
 from ..utils._validation import check_entry_magnitude, check_two_classes, validate_input
 from ._base import check_labels, unchanged_on_error
 from ._dask_input import DaskRows, is_dask_collection
@@ -423,8 +423,7 @@ class _MemoryFolds:
         jobs = (delayed(_fold_path)(clone(base), X, self.y, self.sample_weight, train, test,
                                     alphas, scorer, score_params, classes, at_once)
                 for (train, test), score_params in zip(folds, held_out))
-        return Parallel(n_jobs=n_jobs if n_jobs is None else at_once,
-                        return_as="generator")(jobs)
+        return as_they_end(jobs, n_jobs if n_jobs is None else at_once)
 
 
 class _DaskFolds:

@@ -4,7 +4,7 @@ import os
 import threading
 from contextlib import contextmanager
 
-from joblib import effective_n_jobs, parallel_config
+from joblib import Parallel, effective_n_jobs, parallel_config
 from threadpoolctl import ThreadpoolController
 
 
@@ -18,6 +18,9 @@ def openmp_call(n_threads, fn, *args, **kwargs):
     the child's next parallel region waits for them forever. Started from a thread that
     ends with the call, the pool ends with it, and a forked child of the process can still
     fit (multiprocessing's default start method on Linux).
+
+    A KeyboardInterrupt ends the wait at once; the thread runs on until ``fn`` returns or
+    sees that it was abandoned (:func:`abandoned_on_error`).
     """
     if n_threads <= 1:
         return fn(*args, **kwargs)
@@ -36,6 +39,28 @@ def openmp_call(n_threads, fn, *args, **kwargs):
     return outcome["result"]
 
 
+class Abandoned(Exception):
+    """Raised by work running in another thread, at a check of its
+    :func:`abandoned_on_error` event, once its caller has stopped waiting for it."""
+
+
+@contextmanager
+def abandoned_on_error():
+    """``with abandoned_on_error() as abandoned:`` a :class:`threading.Event`, set when the
+    body raises (a KeyboardInterrupt in the calling thread, or an error another thread's
+    job sent back), for the work that the body started in other threads (joblib's,
+    :func:`openmp_call`'s) to check between its steps and end there by :class:`Abandoned`:
+    a thread cannot be stopped from outside, and one that does not check runs on to its
+    own end, at full speed, after its caller has given up on it (an interrupted fit in a
+    notebook would hold the CPUs for as long as it had left)."""
+    abandoned = threading.Event()
+    try:
+        yield abandoned
+    except BaseException:
+        abandoned.set()
+        raise
+
+
 def cpu_threads(n_jobs):
     """Threads for ``n_jobs`` in joblib's convention (None: 1 unless in a
     :func:`joblib.parallel_backend` context; -1 every CPU), at most the CPUs: OpenMP
@@ -52,6 +77,17 @@ def jobs_at_once(n_jobs, n_jobs_total, threads=False):
         with parallel_config(backend="threading"):
             return min(effective_n_jobs(n_jobs), n_jobs_total)
     return min(effective_n_jobs(n_jobs), n_jobs_total)
+
+
+def as_they_end(jobs, n_jobs):
+    """``Parallel(n_jobs, return_as="generator")(jobs)``: the results, in the jobs' order,
+    each as soon as it and those before it have ended; all at the end under a joblib
+    backend that cannot hand them back sooner (multiprocessing's)."""
+    try:
+        parallel = Parallel(n_jobs=n_jobs, return_as="generator")
+    except ValueError:         # "Backend ... does not support return_as=generator"
+        parallel = Parallel(n_jobs=n_jobs)
+    return parallel(jobs)
 
 
 def threads_for(n_jobs, n_tasks):
