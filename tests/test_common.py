@@ -421,3 +421,18 @@ def test_random_hostile_input_fits_a_sane_model_or_raises_a_value_error(cls):
             np.testing.assert_array_equal(copy.predict(X), predicted, err_msg=case)
             with pytest.raises(ValueError, match="features"):
                 est.predict(np.zeros((2, np.shape(X)[1] + 1)))
+
+
+@pytest.mark.parametrize("Estimator, chosen", [(L1LogisticOBACV, "C_"),
+                                               (SparsemaxClassifierCV, "alpha_")])
+def test_cv_folds_in_processes_under_joblibs_multiprocessing_backend(Estimator, chosen):
+    """Under a backend that cannot hand back results as they end (multiprocessing's), the
+    folds' paths come back at its end: the same choice and model as on one process."""
+    from joblib import parallel_config
+
+    X, y = load_iris(return_X_y=True)
+    expected = Estimator(cv=3).fit(X, y)
+    with parallel_config(backend="multiprocessing"):
+        est = Estimator(cv=3, n_jobs=2).fit(X, y)
+    assert getattr(est, chosen) == getattr(expected, chosen)
+    np.testing.assert_allclose(est.coef_, expected.coef_, rtol=1e-12, atol=1e-12)

@@ -62,19 +62,6 @@ def test_scores_are_those_of_a_grid_search_over_cold_fits(case, scoring):
     np.testing.assert_array_equal(est.predict(X), search.best_estimator_.predict(X))
 
 
-def test_folds_in_processes_under_joblibs_multiprocessing_backend():
-    """Under a backend that cannot hand back results as they end (multiprocessing's), the
-    folds' paths come back at its end: the same choice and model as on one process."""
-    from joblib import parallel_config
-
-    X, y = load_iris(return_X_y=True)
-    expected = L1LogisticOBACV(cv=3).fit(X, y)
-    with parallel_config(backend="multiprocessing"):
-        est = L1LogisticOBACV(cv=3, n_jobs=2).fit(X, y)
-    assert est.C_ == expected.C_
-    np.testing.assert_allclose(est.coef_, expected.coef_, rtol=1e-12, atol=1e-12)
-
-
 def test_the_default_grid_starts_where_the_first_coefficient_leaves_zero():
     X, y = _data(3, seed=1)
     est = L1LogisticOBACV(Cs=5, cv=3, l1_ratios=[0.5, 1.0]).fit(X, y)

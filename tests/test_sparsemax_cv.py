@@ -50,19 +50,6 @@ def test_scores_and_choice_are_those_of_a_grid_search_over_cold_fits(sparse):
     np.testing.assert_array_equal(est.predict(X), grid.predict(X))
 
 
-def test_folds_in_processes_under_joblibs_multiprocessing_backend():
-    """Under a backend that cannot hand back results as they end (multiprocessing's), the
-    folds' paths come back at its end: the same choice and model as on one process."""
-    from joblib import parallel_config
-
-    X, y = load_iris(return_X_y=True)
-    expected = SparsemaxClassifierCV(cv=3).fit(X, y)
-    with parallel_config(backend="multiprocessing"):
-        est = SparsemaxClassifierCV(cv=3, n_jobs=2).fit(X, y)
-    assert est.alpha_ == expected.alpha_
-    np.testing.assert_allclose(est.coef_, expected.coef_, rtol=1e-12, atol=1e-12)
-
-
 @pytest.mark.parametrize("empty_columns", [0, 100])
 def test_the_refit_starts_at_the_mean_of_the_folds_solutions(monkeypatch, empty_columns):
     X, y = _data(seed=5, n=240)
