@@ -312,10 +312,13 @@ def test_a_forked_child_fits_in_parallel_after_the_parent_did(name):
 def test_labels_of_mixed_types_are_a_named_error(name, n):
     """None among strings, or ints among strings: scikit-learn's check says "Unknown label
     type: unknown" for a few rows and NumPy's sort "'<' not supported between instances of
-    'NoneType' and 'str'" for more; the error names the types. Numbers of several types
-    keep scikit-learn's message (continuous labels)."""
+    'NoneType' and 'str'" for more; the error names the types, also where a string comes
+    first (a stratified splitter then sorts the labels: SparsemaxClassifierCV ended with
+    NumPy's message). Numbers of several types keep scikit-learn's message (continuous
+    labels)."""
     X = np.random.default_rng(0).standard_normal((n, 3))
-    for labels, kinds in [([None, "a", "b"], "NoneType, str"), ([1, "a", "b"], "int, str")]:
+    for labels, kinds in [([None, "a", "b"], "NoneType, str"), ([1, "a", "b"], "int, str"),
+                          (["a", "b", None], "NoneType, str"), (["a", "b", 1], "int, str")]:
         y = np.array(labels * (n // 3), dtype=object)
         with pytest.raises(ValueError, match=f"y mixes labels of types {kinds}: give every"):
             ESTIMATORS[name]().fit(X, y)

@@ -318,13 +318,15 @@ def test_the_default_score_is_the_estimators_accuracy_without_its_input_checks(c
 def test_a_column_of_labels_is_scored_as_its_raveled_labels(weights):
     """y of shape (n, 1), as a one-column DataFrame's values: the folds' accuracies (the
     default scoring) and the choice are those of the raveled y (a column broadcast against
-    the predictions compared every row with every label)."""
+    the predictions compared every row with every label), and the conversion warned of
+    once (the folds' fits and the refit each warned of it)."""
     X, y = _data(seed=3)
     sw = np.random.default_rng(4).uniform(0.5, 2.0, y.size) if weights else None
     cv = StratifiedKFold(3, shuffle=True, random_state=0)
     flat = SparsemaxClassifierCV(alphas=5, cv=cv).fit(X, y, sw)
-    with pytest.warns(DataConversionWarning):
+    with pytest.warns(DataConversionWarning) as caught:
         column = SparsemaxClassifierCV(alphas=5, cv=cv).fit(X, y.reshape(-1, 1), sw)
+    assert sum(w.category is DataConversionWarning for w in caught) == 1
     np.testing.assert_array_equal(column.scores_, flat.scores_)
     assert column.alpha_ == flat.alpha_
 

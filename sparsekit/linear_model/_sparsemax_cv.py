@@ -13,7 +13,7 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.metrics import check_scoring, get_scorer_names
 from sklearn.utils import _safe_indexing
 from sklearn.utils._param_validation import Interval, StrOptions
-from sklearn.utils.validation import _check_sample_weight
+from sklearn.utils.validation import _check_sample_weight, column_or_1d
 
 from ..gpu._cupy import require_cupy
 from ..gpu.datafits import is_device_matrix
@@ -231,10 +231,12 @@ default="simplex"
         data = (_DaskFolds if is_dask_collection(X) else _DeviceFolds if on_device
                 else _MemoryFolds)(self, base, X, y, sample_weight)
         scorer = check_scoring(base, scoring=self.scoring)    # None: base's score
+        classes = _classes(data.y)        # before the splitter sorts the labels
         folds, held_out = self._routed_folds(data.splittable, data.y, data.given_weight,
                                              params, scorer)
         alphas = self._grid(base, data.scale_sums)
-        classes = _check_folds(data.y, folds)
+        if classes is not None:
+            _check_training_folds(data.y, folds)
         if self.scoring is None and classes is not None and isinstance(data, _MemoryFolds):
             scorer = _held_out_accuracy     # base.score's number, without its input checks
         context = self._begin_fit_task(X, y, len(folds) + 1, sample_weight)
@@ -302,23 +304,28 @@ default="simplex"
                 setattr(self, name, value)
 
 
-def _check_folds(y, folds):
+def _classes(y):
     """The classes of class labels (None for 2-D targets, which have their columns whatever
-    the rows), checked: labels, two classes or more, and two or more in every training fold
-    (a fold's model lacks the classes its training rows lack, as in a grid search)."""
+    the rows), checked: labels of one type (a stratified splitter's sort would fail on
+    others with NumPy's message), two classes or more."""
     if np.ndim(y) == 2 and np.shape(y)[1] > 1 or sp.issparse(y):
         return None
     check_labels(y)
-    y = np.ravel(y)
-    classes = np.unique(y)
+    classes = np.unique(np.ravel(y))
     check_two_classes(classes)
+    return classes
+
+
+def _check_training_folds(y, folds):
+    """Two classes or more in every training fold (a fold's model lacks the classes its
+    training rows lack, as in a grid search)."""
+    y = np.ravel(y)
     for k, (train, _) in enumerate(folds):
         present = np.unique(y[train])
         if present.size < 2:
             what = f"only the class {present[0].tolist()!r}" if present.size else "no sample"
             raise ValueError(f"training fold {k} holds {what}; use fewer folds or a "
                              "stratified cv")
-    return classes
 
 
 def _path(est, alphas, fit, score, classes):
@@ -401,6 +408,8 @@ class _MemoryFolds:
         if sp.issparse(X):
             X = X.tocsr()
         check_entry_magnitude(X, X.dtype)
+        if y.ndim == 2 and y.shape[1] == 1:  # a column of labels: warned here once, not
+            y = column_or_1d(y, warn=True)   # again by the refit
         self.splittable, self.y = X, y
         self.sample_weight = _check_sample_weight(sample_weight, X, dtype=np.float64,
                                                   ensure_non_negative=True)
