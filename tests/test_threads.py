@@ -10,7 +10,8 @@ from threadpoolctl import threadpool_info, threadpool_limits
 from joblib import delayed, parallel_backend, parallel_config
 
 from sparsekit.utils._threads import (Abandoned, abandoned_on_error, as_they_end, cpu_threads,
-                                     jobs_at_once, one_blas_thread, openmp_call, threads_for)
+                                     jobs_at_once, one_blas_thread, openmp_call,
+                                     stop_if_abandoned, threads_for)
 
 
 def _caller(*args, **kwargs):
@@ -62,6 +63,18 @@ def test_work_left_in_another_thread_sees_that_its_caller_gave_up():
         thread.join(timeout=10)
         assert not thread.is_alive() and isinstance(outcome["ended"], Abandoned)
         started.clear()
+
+
+def test_a_solvers_check_ends_it_once_the_event_is_set():
+    """The solver callback of :func:`stop_if_abandoned` passes until the event is set and
+    then raises Abandoned; none without an event."""
+    assert stop_if_abandoned(None) is None
+    abandoned = threading.Event()
+    check = stop_if_abandoned(abandoned)
+    check(np.zeros(3))
+    abandoned.set()
+    with pytest.raises(Abandoned):
+        check(np.zeros(3))
 
 
 @pytest.mark.parametrize("backend", ["loky", "threading", "multiprocessing"])

@@ -48,7 +48,7 @@ from sparsekit.utils._centering import (center_stride, column_moments, column_sh
 from sparsekit.utils._columns import UsedColumns
 from sparsekit.utils._rows import row_sq_norms
 from sparsekit.utils._threads import (Abandoned, abandoned_on_error, cpu_threads, jobs_at_once,
-                                      one_blas_thread, openmp_call)
+                                      one_blas_thread, openmp_call, stop_if_abandoned)
 from sparsekit.utils._validation import (check_dense_size, check_entry_magnitude,
                                          check_two_classes, physical_memory, validate_input)
 
@@ -1017,13 +1017,7 @@ class L1LogisticOBA(LinearClassifierMixin, SparseCoefMixin, SparsekitClassifier)
         ``abandoned`` is set, and ``close`` for the subtask begun after the last iteration.
         ``(None, no-op)`` without callbacks and event."""
         if not getattr(self, "_skl_callbacks", None):
-            if abandoned is None:
-                return None, lambda: None
-
-            def check(x):
-                if abandoned.is_set():
-                    raise Abandoned
-            return check, lambda: None
+            return stop_if_abandoned(abandoned), lambda: None
         current = []
 
         def begin():
@@ -1312,16 +1306,19 @@ def l1_logistic_path(X, y, Cs=10, *, pos_class=None, fit_intercept=True, tol=1e-
     return data.columns.expand(coefs), Cs, n_iter
 
 
-def _warm_path(datafit, Cs, tol, max_iter, l1_ratio, multinomial, out):
+def _warm_path(datafit, Cs, tol, max_iter, l1_ratio, multinomial, out, abandoned=None):
     """OBA's solves of ``datafit`` at each C of ``Cs`` (C times the mean sample weight),
     from the smallest up, each started at the previous solution, written to ``out[k]`` as
     :func:`_path_coef` (a row per C in the order of ``Cs``); their OptimizeResults, without
-    ``x`` and ``jac`` (a path keeps one solution at a time beside ``out``)."""
+    ``x`` and ``jac`` (a path keeps one solution at a time beside ``out``). A path run in
+    another thread ends by :class:`Abandoned` at the first iteration after the Event
+    ``abandoned`` (:func:`abandoned_on_error`) is set."""
     results, x = [None] * len(Cs), None
     with one_blas_thread():   # as L1LogisticOBA.fit's solves
         for k in np.argsort(Cs, kind="stable"):
             res = _solve(datafit, Cs[k], tol, max_iter, x, 0, l1_ratio,
-                         MULTINOMIAL_CG_MAXITER if multinomial else 1000)
+                         MULTINOMIAL_CG_MAXITER if multinomial else 1000,
+                         stop_if_abandoned(abandoned))
             x = res.pop("x")
             res.pop("jac")
             out[k] = _path_coef(datafit, x, multinomial)

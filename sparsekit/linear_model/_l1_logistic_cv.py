@@ -30,7 +30,8 @@ from sparsekit.linear_model._l1_logistic import (L1LogisticOBA, _binary_block, _
                                                  multinomial_within_memory, stall_advice)
 from sparsekit.linear_model._routing import CVRoutingMixin
 from sparsekit.utils._columns import UsedColumns
-from sparsekit.utils._threads import as_they_end, jobs_at_once
+from sparsekit.utils._threads import (Abandoned, abandoned_on_error, as_they_end,
+                                      jobs_at_once)
 from sparsekit.utils._validation import check_dense_size
 
 
@@ -83,7 +84,8 @@ class L1LogisticOBACV(CVRoutingMixin, L1LogisticOBA):
         :class:`L1LogisticOBA`.
         None means 1 unless in a :func:`joblib.parallel_backend` context, -1 all
         processors. On dask input, threads of the client instead, each driving one path's
-        solves on the cluster; with ``device="cuda"`` the paths run one after another.
+        solves on the cluster (an interrupted fit, KeyboardInterrupt, ends them at their
+        next iteration); with ``device="cuda"`` the paths run one after another.
     verbose : int, default=0
         As in :class:`L1LogisticOBA`; 1 or more also prints a line per fold path (solves,
         OBA iterations, seconds) and the choice before the refit.
@@ -319,19 +321,20 @@ class L1LogisticOBACV(CVRoutingMixin, L1LogisticOBA):
                                self.sparse_coef)
         n_iter = np.zeros((len(folds), l1_ratios.size, Cs.size), dtype=np.int64)
         failed = np.zeros(2, dtype=np.int64)    # solves at max_iter, solves that stalled
-        done = data.paths(self, folds, problems, Cs, l1_ratios)
-        for j, (coefs, path_iter, path_failed, seconds) in enumerate(done):
-            k, i = divmod(j, len(problems))
-            task = self._begin_subtask(context, "fold path", *shown)
-            solutions.add(k, i, coefs)
-            n_iter[k] += path_iter
-            failed += path_failed
-            pos = problems[i]
-            problem = ("" if pos is None or classes.size == 2
-                       else f", class {np.asarray(classes[pos]).tolist()!r}")
-            self._say(f"fold {k + 1}/{len(folds)}{problem}: {path_iter.size} solves, "
-                      f"{int(path_iter.sum())} OBA iterations, {seconds:.2f} s")
-            self._end_subtask(task, *shown)
+        with abandoned_on_error() as abandoned:
+            done = data.paths(self, folds, problems, Cs, l1_ratios, abandoned)
+            for j, (coefs, path_iter, path_failed, seconds) in enumerate(done):
+                k, i = divmod(j, len(problems))
+                task = self._begin_subtask(context, "fold path", *shown)
+                solutions.add(k, i, coefs)
+                n_iter[k] += path_iter
+                failed += path_failed
+                pos = problems[i]
+                problem = ("" if pos is None or classes.size == 2
+                           else f", class {np.asarray(classes[pos]).tolist()!r}")
+                self._say(f"fold {k + 1}/{len(folds)}{problem}: {path_iter.size} solves, "
+                          f"{int(path_iter.sum())} OBA iterations, {seconds:.2f} s")
+                self._end_subtask(task, *shown)
         solutions.close()
         solves = n_iter.size * len(problems)
         found = data.long_rows() if failed.any() else None
@@ -531,17 +534,19 @@ def _fold_paths_list(*args):
     return list(_fold_paths(*args))
 
 
-def _paths(datafit, mean, Cs, l1_ratios, tol, max_iter, n_classes, multinomial):
+def _paths(datafit, mean, Cs, l1_ratios, tol, max_iter, n_classes, multinomial,
+           abandoned=None):
     """The warm-started paths of ``datafit`` (its weights over their ``mean``), one per
     l1_ratio: (coefs of shape (n_l1_ratios, n_Cs, n_rows, n_features + fit_intercept),
     iterations of shape (n_l1_ratios, n_Cs), numbers of solves that stopped at max_iter
-    and that stalled)."""
+    and that stalled); run in another thread, they end once ``abandoned`` is set (see
+    :func:`_warm_path`)."""
     coefs = np.empty((l1_ratios.size, Cs.size, n_classes if multinomial else 1,
                       datafit.n_features + datafit.fit_intercept))
     n_iter, failed = np.empty(coefs.shape[:2], dtype=np.int64), np.zeros(2, dtype=np.int64)
     for r, l1_ratio in enumerate(l1_ratios):
         results = _warm_path(datafit, Cs * mean, tol, max_iter, l1_ratio, multinomial,
-                             coefs[r])
+                             coefs[r], abandoned)
         for c, res in enumerate(results):
             n_iter[r, c] = res.nit
             if not res.success:
@@ -572,9 +577,11 @@ class _MemoryFolds:
         return (_datafit(X, X_csr, offsets, self.codes, sample_weight, pos, n_classes,
                          fit_intercept) for pos in problems), mean
 
-    def paths(self, est, folds, problems, Cs, l1_ratios):
+    def paths(self, est, folds, problems, Cs, l1_ratios, abandoned):
         """The paths of each training fold and problem, in that order, as they arrive:
-        (coefs, iterations, failures, seconds)."""
+        (coefs, iterations, failures, seconds). They run here, or in joblib's processes,
+        which it ends when the fit is interrupted (``abandoned``, the event that threads
+        check, is not needed)."""
         args = (est.classes_.size, Cs, l1_ratios, est.fit_intercept, est.tol, est.max_iter)
         n_jobs = effective_n_jobs(est.n_jobs)
         if n_jobs == 1:    # path by path as they end, each fold laid out once
@@ -626,16 +633,21 @@ class _WeightedFolds:
         weights, mean = self._weights()
         return (self._datafit(pos, weights, fit_intercept) for pos in problems), mean
 
-    def paths(self, est, folds, problems, Cs, l1_ratios):
+    def paths(self, est, folds, problems, Cs, l1_ratios, abandoned):
         """As :meth:`_MemoryFolds.paths`, from threads of the client (a solve waits on the
-        workers or the device)."""
+        workers or the device), which end their solves at the next iteration once the
+        Event ``abandoned`` is set (an interrupted fit: they would drive the cluster on to
+        the end of their paths)."""
         def path(train, pos):
+            if abandoned.is_set():        # a job that joblib started after the interrupt
+                raise Abandoned
             start = time.perf_counter()
             counts = np.bincount(train, minlength=self.y.size).astype(np.float64)
             weights, mean = self._weights(counts)
             datafit = self._datafit(pos, weights, est.fit_intercept)
             return (*_paths(datafit, mean, Cs, l1_ratios, est.tol, est.max_iter,
-                            self.classes.size, pos is None), time.perf_counter() - start)
+                            self.classes.size, pos is None, abandoned),
+                    time.perf_counter() - start)
         jobs = (delayed(path)(train, pos) for train, _ in folds for pos in problems)
         return Parallel(n_jobs=self.n_jobs(est), backend="threading",
                         return_as="generator")(jobs)

@@ -33,6 +33,7 @@ from ..optimize._sdca import minimize_sdca
 from ..projections import project
 from ..projections._checks import negated_columns, reflect_columns
 from ..utils._scores import csr_scores
+from ..utils._threads import Abandoned, stop_if_abandoned
 from ..utils._columns import UsedColumns
 from ..utils._labels import refuse_label_collections
 from ..utils._rows import entry_scales, scale_sums_of, unit_factors, weighted_scale_sums
@@ -659,12 +660,13 @@ class SparsemaxClassifier(SparsekitClassifier):
                              "use device='cpu'")
         return solver
 
-    def _fit_rows(self, data, classes, weights, X, y, sample_weight, warn=True):
+    def _fit_rows(self, data, classes, weights, X, y, sample_weight, warn=True,
+                  abandoned=None):
         """Fit on the partitions of ``data`` (a :class:`DaskRows`) with the labels
         ``classes`` (rows of other labels weigh 0) and the partitions' solver ``weights``
         (futures; None: the sample weights); ``X``, ``y`` and ``sample_weight`` are what
         the callbacks are shown. Whether the solver converged (see
-        :meth:`_solve_and_publish`)."""
+        :meth:`_solve_and_publish`, and for ``abandoned`` :meth:`_solver_callback`)."""
         if negated_columns(self.negated, classes.size):
             raise ValueError("negated needs 2-D targets (a label-indicator or proportion "
                              "matrix): class labels are decoded by the argmax of the "
@@ -676,17 +678,19 @@ class SparsemaxClassifier(SparsekitClassifier):
             targets = LabelTargets(classes, "box", budget, n_outputs=1)
             offset = np.full(1, _TWO_CLASS_OFFSET)
         _, converged = self._fit_partitions(data, targets, offset, (), weights, X, y,
-                                            sample_weight, warn)
+                                            sample_weight, warn, abandoned)
         self._set_threshold(None)
         return converged
 
-    def _fit_label_sets(self, data, X, y, sample_weight, weights=None, warn=True):
+    def _fit_label_sets(self, data, X, y, sample_weight, weights=None, warn=True,
+                        abandoned=None):
         """Fit on the partitions of ``data`` (a :class:`DaskRows`) with 2-D targets (label
         sets or proportions) and the partitions' solver ``weights`` (futures; None: the
         sample weights), as a fit in memory: their kind, the rows left out and the decision
         threshold are reductions over the partitions. ``X``, ``y`` and ``sample_weight``
         are what the callbacks are shown; ``warn``: whether the rows left out and a
-        solver that did not converge are warned of. Whether it converged."""
+        solver that did not converge are warned of; ``abandoned``: see
+        :meth:`_solver_callback`. Whether it converged."""
         if self.class_weight is not None:
             raise ValueError("class_weight weighs the classes of class labels; for 2-D "
                              "targets (label sets or proportions) weigh the rows with "
@@ -707,12 +711,13 @@ class SparsemaxClassifier(SparsekitClassifier):
             warn_unlabelled(unlabelled)
         weights = data.kept_weights(targets, weights)
         datafit, converged = self._fit_partitions(data, targets, reflect_columns(
-            np.zeros(n_labels), columns), columns, weights, X, y, sample_weight, warn)
+            np.zeros(n_labels), columns), columns, weights, X, y, sample_weight, warn,
+            abandoned)
         self._set_threshold(lambda: datafit.micro_f1_threshold(self.predict_proba))
         return converged
 
     def _fit_partitions(self, data, targets, offset, columns, weights, X, y, sample_weight,
-                        warn=True):
+                        warn=True, abandoned=None):
         """``(datafit, converged)``: the :class:`DaskFenchelYoung` of the partitions with
         ``targets``, score ``offset`` and the partitions' solver ``weights`` (None: the
         sample weights), solved and published (see :meth:`_solve_and_publish`)."""
@@ -730,21 +735,22 @@ class SparsemaxClassifier(SparsekitClassifier):
                                    center=self.fit_intercept and not self.penalize_intercept,
                                    weight_scale=weight_scale)
         converged = self._solve_and_publish(solver, datafit, columns, X, y, sample_weight,
-                                            UsedColumns(X, keep_all=True), warn)
+                                            UsedColumns(X, keep_all=True), warn,
+                                            abandoned=abandoned)
         return datafit, converged
 
     def _solve_and_publish(self, solver, datafit, columns, X, y, sample_weight, used,
-                           warn=True, hint=None):
+                           warn=True, hint=None, abandoned=None):
         """Solve on ``datafit`` (with the scikit-learn callbacks) and set the fitted
         attributes; ``X`` and ``y`` are what the callbacks are shown, ``used`` the
         :class:`UsedColumns` of X that the datafit holds. Whether the solver converged (or
         a callback stopped it); if not, a ConvergenceWarning when ``warn`` (its advice
-        ``hint`` when given)."""
+        ``hint`` when given). ``abandoned``: see :meth:`_solver_callback`."""
         bounds = self._coefficient_bounds(datafit.n_features, datafit.n_classes, columns,
                                           datafit.weight_scale)
         context = self._begin_fit_task(X, y, self.max_iter + 1, sample_weight)
         callback, close = self._solver_callback(solver, datafit, context, X, y, sample_weight,
-                                                columns, used)
+                                                columns, used, abandoned)
         res = self._solve(solver, datafit, self._initial_point(datafit, columns, used), bounds,
                           callback)
         self.solver_ = solver
@@ -795,14 +801,17 @@ class SparsemaxClassifier(SparsekitClassifier):
         return _minimize_lbfgsb(datafit.value_grad, theta0, bounds=bounds,
                                 callback=callback, options=options)
 
-    def _solver_callback(self, solver, datafit, context, X, y, sample_weight, columns, used):
+    def _solver_callback(self, solver, datafit, context, X, y, sample_weight, columns, used,
+                         abandoned=None):
         """``(callback, close)``: the solvers' callback, which prints one line per iteration
         (``verbose``) and makes each iteration a subtask of the fit for scikit-learn's
         callbacks (a callback that asks to stop raises ``StopIteration`` in the solver),
         and ``close`` for the subtask begun after the last iteration (as scikit-learn's
-        LogisticRegression does). ``(None, no-op)`` when neither is asked for."""
+        LogisticRegression does); a fit in another thread ends by :class:`Abandoned` at
+        the first iteration after the Event ``abandoned`` (:func:`abandoned_on_error`)
+        is set. ``(None, no-op)`` when none of them is asked for."""
         if not (self.verbose or getattr(self, "_skl_callbacks", None)):
-            return None, lambda: None
+            return stop_if_abandoned(abandoned), lambda: None
         tasks = []
 
         def begin():
@@ -810,6 +819,8 @@ class SparsemaxClassifier(SparsekitClassifier):
                                              sample_weight))
 
         def callback(intermediate_result):
+            if abandoned is not None and abandoned.is_set():
+                raise Abandoned
             r = intermediate_result
             if solver == "newton-cg":
                 self._say(f"newton {r.nit}: objective {r.fun:.10g}, max|grad| "

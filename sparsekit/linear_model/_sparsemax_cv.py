@@ -19,7 +19,7 @@ from ..gpu._cupy import require_cupy
 from ..gpu.datafits import is_device_matrix
 from ..utils._columns import UsedColumns
 from ..utils._labels import refuse_label_collections
-from ..utils._threads import as_they_end, jobs_at_once
+from ..utils._threads import Abandoned, abandoned_on_error, as_they_end, jobs_at_once
 from ..utils._validation import check_entry_magnitude, check_two_classes, validate_input
 from ._base import check_labels, unchanged_on_error
 from ._dask_input import DaskRows, is_dask_collection
@@ -91,7 +91,8 @@ default="simplex"
     n_jobs : int, default=None
         Folds fit in parallel processes (joblib), at most one per fold; None is 1, -1 all
         the cores. On dask input, threads of the client instead, each driving one fold's
-        fits on the cluster; with ``device="cuda"`` the folds fit one after another. The
+        fits on the cluster (an interrupted fit, KeyboardInterrupt, ends them at their
+        next iteration); with ``device="cuda"`` the folds fit one after another. The
         fits that run at a time share the machine's memory: where their solvers' arrays
         would not fit together, ``solver="auto"`` runs Newton-CG (as
         :class:`SparsemaxClassifier` does on its own) and another solver is refused, with
@@ -241,22 +242,23 @@ default="simplex"
             scorer = _held_out_accuracy     # base.score's number, without its input checks
         context = self._begin_fit_task(X, y, len(folds) + 1, sample_weight)
         paths = []
-        for k, path in enumerate(data.paths(base, folds, held_out, alphas, scorer, classes,
-                                            self.n_jobs)):
-            task = self._begin_subtask(context, "fold path", X, y, sample_weight)
-            # the folds' solutions are summed per alpha as they come (the refit starts at
-            # their mean), not kept: n_alphas models in memory, not n_folds x n_alphas
-            coefs, intercepts = path.pop("coefs"), path.pop("intercepts")
-            if k == 0:
-                coef_sum, intercept_sum = coefs, intercepts
-            else:
-                coef_sum += coefs
-                intercept_sum += intercepts
-            del coefs, intercepts
-            paths.append(path)
-            self._say(f"fold {k + 1}/{len(folds)}: {alphas.size} fits, "
-                      f"{int(path['n_iter'].sum())} solver iterations")
-            self._end_subtask(task, X, y, sample_weight)
+        with abandoned_on_error() as abandoned:
+            for k, path in enumerate(data.paths(base, folds, held_out, alphas, scorer, classes,
+                                                self.n_jobs, abandoned)):
+                task = self._begin_subtask(context, "fold path", X, y, sample_weight)
+                # the folds' solutions are summed per alpha as they come (the refit starts at
+                # their mean), not kept: n_alphas models in memory, not n_folds x n_alphas
+                coefs, intercepts = path.pop("coefs"), path.pop("intercepts")
+                if k == 0:
+                    coef_sum, intercept_sum = coefs, intercepts
+                else:
+                    coef_sum += coefs
+                    intercept_sum += intercepts
+                del coefs, intercepts
+                paths.append(path)
+                self._say(f"fold {k + 1}/{len(folds)}: {alphas.size} fits, "
+                          f"{int(path['n_iter'].sum())} solver iterations")
+                self._end_subtask(task, X, y, sample_weight)
         failed = sum(path["failed"] for path in paths)
         hint = (self._units_hint(data.scale_sums()) if failed and self.solver == "sdca"
                 else None)
@@ -423,8 +425,10 @@ class _MemoryFolds:
     def scale_sums(self):
         return scale_sums(self.splittable, self.sample_weight)
 
-    def paths(self, base, folds, held_out, alphas, scorer, classes, n_jobs):
-        """Each fold's path (:func:`_fold_path`) as it arrives."""
+    def paths(self, base, folds, held_out, alphas, scorer, classes, n_jobs, abandoned):
+        """Each fold's path (:func:`_fold_path`) as it arrives: here, or in joblib's
+        processes, which it ends when the fit is interrupted (``abandoned``, the event
+        that threads check, is not needed)."""
         X = self.columns.take(self.splittable)
         # a process per fold at most: loky starts as many as n_jobs says (n_jobs=64 on
         # three folds spent 15 s starting processes for a fit of 0.1 s)
@@ -478,13 +482,17 @@ class _DaskFolds:
         class_weight[present] = est._class_weights(classes[present], totals[present])
         return classes[present], self.data.split(weights * class_weight[codes])
 
-    def paths(self, base, folds, held_out, alphas, scorer, classes, n_jobs):
+    def paths(self, base, folds, held_out, alphas, scorer, classes, n_jobs, abandoned):
         """Each fold's path as it arrives; ``n_jobs`` paths at a time, each from a thread
-        of the client (a fit waits on the workers, round trip after round trip). The
+        of the client (a fit waits on the workers, round trip after round trip), which
+        ends its fit at the next iteration once the Event ``abandoned`` is set (an
+        interrupted fit: it would drive the cluster on to the end of its path). The
         solvers' failures are counted, not warned (warnings are not thread-safe)."""
         X_shown, y_shown, _ = self.refit_input          # what the fits' callbacks see
 
         def path(train, test, score_params):
+            if abandoned.is_set():        # a job that joblib started after the interrupt
+                raise Abandoned
             est = clone(base)
             fold_classes, weights = self._fold_weights(est, train, classes)
             X_test, y_test = np.empty((len(test), 0)), self.y[test]
@@ -496,9 +504,9 @@ class _DaskFolds:
             def fit(est):
                 if classes is None:     # the rows without a label: said by the refit
                     return est._fit_label_sets(self.data, X_shown, y_shown, None, weights,
-                                               warn=False)
+                                               warn=False, abandoned=abandoned)
                 return est._fit_rows(self.data, fold_classes, weights, X_shown, y_shown,
-                                     None, warn=False)
+                                     None, warn=False, abandoned=abandoned)
             with fits_at_once(at_once):      # their solvers' arrays are in this process
                 out = _path(est, alphas, fit, score, classes)
             out["warnings"] = []
@@ -537,8 +545,9 @@ class _DeviceFolds:
     def scale_sums(self):
         return scale_sums(self.X, self.sample_weight)
 
-    def paths(self, base, folds, held_out, alphas, scorer, classes, n_jobs):
-        """Each fold's path as it arrives, one after another on the device."""
+    def paths(self, base, folds, held_out, alphas, scorer, classes, n_jobs, abandoned):
+        """Each fold's path as it arrives, one after another on the device, from the
+        calling thread (``abandoned``, the event that threads check, is not needed)."""
         cp = require_cupy()
         for (train, test), score_params in zip(folds, held_out):
             X_train, X_test = self.X[cp.asarray(train)], self.X[cp.asarray(test)]

@@ -61,6 +61,19 @@ def abandoned_on_error():
         raise
 
 
+def stop_if_abandoned(abandoned):
+    """A solver's callback (SciPy's ``callback(xk)`` form) that ends the solve by
+    :class:`Abandoned` once the :func:`abandoned_on_error` event ``abandoned`` is set (None
+    without one): the check of solves that run in other threads."""
+    if abandoned is None:
+        return None
+
+    def check(x):
+        if abandoned.is_set():
+            raise Abandoned
+    return check
+
+
 def cpu_threads(n_jobs):
     """Threads for ``n_jobs`` in joblib's convention (None: 1 unless in a
     :func:`joblib.parallel_backend` context; -1 every CPU), at most the CPUs: OpenMP
