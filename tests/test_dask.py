@@ -20,6 +20,8 @@ from sparsekit.linear_model import (L1LogisticOBA, L1LogisticOBACV,  # noqa: E40
                                     SparsemaxClassifier, SparsemaxClassifierCV,
                                     l1_logistic_path)
 
+from _interrupting import FirstIteration  # noqa: E402
+
 
 def test_dask_fit_without_a_client_says_so():
     X, y = _data(seed=5)
@@ -1280,59 +1282,28 @@ def test_an_interrupted_cv_fit_ends_the_fold_paths_it_left_in_threads(client, mo
     (``n_jobs=2``) ends their solves at the next iteration, where they would otherwise drive
     the cluster on to the end of their paths (4 solves each, to tol 1e-12); the estimator
     is left as it was."""
-    import signal
-    import threading
-    import time
-
     from sparsekit.linear_model import _l1_logistic, _sparsemax
 
-    if threading.current_thread() is not threading.main_thread():
-        pytest.skip("signal handlers are set in the main thread only")
-
-    class Interrupted(Exception):
-        pass
-
-    def interrupted(signum, frame):
-        raise Interrupted
-    iterations = []
-
-    def slowed(check):      # each iteration 20 ms longer; the first interrupts
-        def callback(x):
-            iterations.append(threading.current_thread().name)
-            if len(iterations) == 1:
-                signal.pthread_kill(threading.main_thread().ident, signal.SIGUSR1)
-            time.sleep(0.02)
-            if check is not None:
-                check(x)
-        return callback
+    first = FirstIteration()    # each iteration 20 ms longer; the first interrupts
     if name == "L1LogisticOBACV":
         given = _l1_logistic._solve
 
         def solve(datafit, C, tol, max_iter, x0, verbose, l1_ratio=1.0, cg_maxiter=1000,
                   callback=None):
             return given(datafit, C, tol, max_iter, x0, verbose, l1_ratio, cg_maxiter,
-                         slowed(callback))
+                         first.slowed(callback))
         monkeypatch.setattr(_l1_logistic, "_solve", solve)
         est = L1LogisticOBACV(Cs=4, cv=3, tol=1e-12, n_jobs=2)
     else:
         given = _sparsemax.SparsemaxClassifier._solve
 
         def solve(self, solver, datafit, theta0, bounds, callback=None):
-            return given(self, solver, datafit, theta0, bounds, slowed(callback))
+            return given(self, solver, datafit, theta0, bounds, first.slowed(callback))
         monkeypatch.setattr(_sparsemax.SparsemaxClassifier, "_solve", solve)
         est = SparsemaxClassifierCV(alphas=4, cv=3, tol=1e-12, n_jobs=2)
     X, y = _data(n=600, d=20, classes=3, seed=9)
     Xd = da.from_array(X, chunks=(200, -1))
-    previous = signal.signal(signal.SIGUSR1, interrupted)
-    try:
-        with pytest.raises(Interrupted):
-            est.fit(Xd, y)
-        time.sleep(1.0)
-        ended = len(iterations)
-        time.sleep(0.5)
-    finally:
-        signal.signal(signal.SIGUSR1, previous)
-    assert threading.main_thread().name not in iterations
+    made, ended = first.interrupt(lambda: est.fit(Xd, y), wait=1.0)
     # the first iteration of each thread that was solving, and at most one more each
-    assert len(iterations) == ended <= 4
+    assert made == ended <= 4
     assert not hasattr(est, "coef_")

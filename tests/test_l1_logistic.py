@@ -10,6 +10,7 @@ import scipy.sparse as sp
 from sklearn.exceptions import ConvergenceWarning
 
 import _oba_reference as ref
+from _interrupting import FirstIteration
 from sparsekit.datasets import make_thesis_synthetic
 from sparsekit.linear_model import L1LogisticOBA, l1_logistic_path
 from sparsekit.linear_model._l1_logistic import long_rows
@@ -295,53 +296,24 @@ def test_an_interrupted_fit_ends_the_solves_it_left_in_other_threads(monkeypatch
     OpenMP threads from a thread of its own, ends those solves at their next iteration,
     where they would otherwise run on to their end after the caller gave up on them; the
     estimator is left as it was."""
-    import signal
-    import threading
-    import time
-
     from sparsekit.linear_model import _l1_logistic
 
-    if threading.current_thread() is not threading.main_thread():
-        pytest.skip("signal handlers are set in the main thread only")
     if (os.cpu_count() or 1) < 2:
         pytest.skip("one CPU: a fit solves its problems in the calling thread")
-
-    class Interrupted(Exception):
-        pass
-
-    def interrupted(signum, frame):
-        raise Interrupted
-    iterations = []
+    first = FirstIteration()
     given = _l1_logistic.L1LogisticOBA._iteration_callback
 
     def slowed(self, *args, **kwargs):   # each iteration 20 ms longer; the first interrupts
         check, close = given(self, *args, **kwargs)
-
-        def callback(x):
-            iterations.append(threading.current_thread().name)
-            if len(iterations) == 1:
-                signal.pthread_kill(threading.main_thread().ident, signal.SIGUSR1)
-            time.sleep(0.02)
-            if check is not None:
-                check(x)
-        return callback, close
+        return first.slowed(check), close
     monkeypatch.setattr(_l1_logistic.L1LogisticOBA, "_iteration_callback", slowed)
     rng = np.random.default_rng(0)
     X, y = rng.standard_normal((400, 30)), np.arange(400) % 6
     est = L1LogisticOBA(C=10.0, tol=1e-12, n_jobs=2, multiclass=multiclass)
-    previous = signal.signal(signal.SIGUSR1, interrupted)
-    try:
-        with pytest.raises(Interrupted):
-            est.fit(X, y)
-        time.sleep(0.2)
-        ended = len(iterations)
-        time.sleep(0.2)
-    finally:
-        signal.signal(signal.SIGUSR1, previous)
-    assert threading.main_thread().name not in iterations
+    made, ended = first.interrupt(lambda: est.fit(X, y))
     # the first iteration of each thread that was solving, and at most one more each
     at_most = 2 * (2 if multiclass == "ovr" else 1)
-    assert len(iterations) == ended <= at_most
+    assert made == ended <= at_most
     assert not hasattr(est, "coef_")
     monkeypatch.undo()
     uninterrupted = []
