@@ -264,16 +264,27 @@ def test_progress_bar_on_every_estimator_and_through_grid_search(iris, name):
     assert search.best_estimator_ is not None
 
 
-#: estimators whose ``n_jobs`` runs OpenMP threads in the compiled kernels
+#: estimators whose ``n_jobs`` runs OpenMP threads in the compiled kernels, and whether
+#: they do so on a binary problem of sparse X
 OPENMP_FITS = {
-    "L1LogisticOBA(multinomial)": lambda: L1LogisticOBA(C=10.0, multiclass="multinomial",
-                                                        n_jobs=2),
-    "ExtremeSoftmaxSGD": lambda: ExtremeSoftmaxSGD(n_epochs=3, random_state=0, n_jobs=2),
+    "L1LogisticOBA(multinomial)": (lambda: L1LogisticOBA(C=10.0, multiclass="multinomial",
+                                                         n_jobs=2), False),
+    "L1LogisticOBA(binary, sparse X)": (lambda: L1LogisticOBA(C=10.0, n_jobs=2), True),
+    "ExtremeSoftmaxSGD": (lambda: ExtremeSoftmaxSGD(n_epochs=3, random_state=0, n_jobs=2),
+                          False),
 }
 
 
+def _openmp_fit(name, X, y):
+    make, binary_sparse = OPENMP_FITS[name]
+    if binary_sparse:
+        X, y = sp.csr_matrix(X), y % 2
+    return make().fit(X, y), X, y
+
+
 def _fit_in_child(name, X, y, queue):
-    queue.put(OPENMP_FITS[name]().fit(X, y).score(X, y))
+    estimator, X, y = _openmp_fit(name, X, y)
+    queue.put(estimator.score(X, y))
 
 
 @pytest.mark.parametrize("name", OPENMP_FITS)
@@ -290,10 +301,10 @@ def test_a_forked_child_fits_in_parallel_after_the_parent_did(name):
     rng = np.random.default_rng(0)
     X = rng.normal(size=(3000, 6))
     y = np.argmax(X[:, :3], axis=1)
-    estimator = OPENMP_FITS[name]().fit(X, y)
+    estimator, X_fit, y_fit = _openmp_fit(name, X, y)
     if isinstance(estimator, ExtremeSoftmaxSGD):
         assert estimator._passes().threads(len(y)) == 2          # the parent ran parallel epochs
-    expected = estimator.score(X, y)
+    expected = estimator.score(X_fit, y_fit)
     context = multiprocessing.get_context("fork")
     queue = context.Queue()
     child = context.Process(target=_fit_in_child, args=(name, X, y, queue))

@@ -252,9 +252,9 @@ def test_the_solves_hold_blas_to_one_thread_and_give_its_threads_back(monkeypatc
 def test_n_jobs_spreads_one_vs_rest_problems_and_solves_one_problem_without_a_pool(
         monkeypatch):
     """With n_jobs=2 the one-vs-rest problems go to joblib's threads; a single problem is
-    solved without joblib's pool (~10 ms, a small fit's whole time): a binary one in the
-    calling thread, a multinomial one, whose kernels then run OpenMP threads, in a thread of
-    its own (see openmp_call and the forked-child test in test_common)."""
+    solved without joblib's pool (~10 ms, a small fit's whole time), in a thread of its own
+    (a binary or a multinomial one: their kernels then run OpenMP threads; see openmp_call
+    and the forked-child test in test_common), in the calling thread with one job."""
     import threading
 
     from sparsekit.linear_model import _l1_logistic
@@ -271,8 +271,9 @@ def test_n_jobs_spreads_one_vs_rest_problems_and_solves_one_problem_without_a_po
     X, y = rng.standard_normal((90, 5)), np.arange(90) % 3
     main = threading.main_thread().name
     for multiclass, y_fit, n_jobs, expected in (
-            ("ovr", y % 2, 2, [main]), ("multinomial", y, 2, ["sparsekit-openmp"]),
-            ("multinomial", y, 1, [main]), ("ovr", y, 1, [main] * 3)):
+            ("ovr", y % 2, 2, ["sparsekit-openmp"]), ("ovr", y % 2, 1, [main]),
+            ("multinomial", y, 2, ["sparsekit-openmp"]), ("multinomial", y, 1, [main]),
+            ("ovr", y, 1, [main] * 3)):
         threads.clear()
         L1LogisticOBA(n_jobs=n_jobs, multiclass=multiclass).fit(X, y_fit)
         assert threads == expected
@@ -287,6 +288,39 @@ def test_n_jobs_spreads_one_vs_rest_problems_and_solves_one_problem_without_a_po
     with pytest.raises(ValueError) as raised:
         L1LogisticOBA(n_jobs=2, multiclass="multinomial").fit(X, y)
     assert raised.value is error
+
+
+@pytest.mark.parametrize("fit_intercept", [True, False])
+def test_n_jobs_runs_a_binary_problems_kernels_on_threads_with_the_same_fit(monkeypatch,
+                                                                           fit_intercept):
+    """A binary fit's datafit walks a sparse X's columns on n_jobs threads (one-vs-rest
+    problems, which run in threads of their own, on one each): the same model, bit for
+    bit, as with one job, the matrix-free Hessian products among its kernels."""
+    from sparsekit.linear_model import _l1_logistic
+    from sparsekit.losses import _logistic_datafit
+    from sparsekit.utils._threads import cpu_threads
+
+    made, products = [], []
+
+    class Spied(_l1_logistic.Logistic):
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **kwargs)
+            made.append(self.n_threads)
+    monkeypatch.setattr(_l1_logistic, "Logistic", Spied)
+    given = _logistic_datafit.K.hessp_csc
+    monkeypatch.setattr(_logistic_datafit.K, "hessp_csc",
+                        lambda *args: products.append(args[-1]) or given(*args))
+    rng = np.random.default_rng(5)
+    X = sp.random(300, 6000, density=0.01, random_state=rng, format="csr")
+    y = np.where(X @ rng.standard_normal(6000) + 0.1 * rng.standard_normal(300) > 0, 1, 0)
+    one = L1LogisticOBA(C=100.0, tol=1e-10, fit_intercept=fit_intercept).fit(X, y)
+    two = L1LogisticOBA(C=100.0, tol=1e-10, fit_intercept=fit_intercept, n_jobs=2).fit(X, y)
+    assert made == [1, cpu_threads(2)] and set(products) == {1, cpu_threads(2)}
+    np.testing.assert_array_equal(two.coef_, one.coef_)
+    np.testing.assert_array_equal(two.intercept_, one.intercept_)
+    made.clear()
+    L1LogisticOBA(n_jobs=2).fit(X, np.arange(300) % 3)
+    assert made == [1, 1, 1]
 
 
 @pytest.mark.parametrize("multiclass", ["ovr", "multinomial"])

@@ -58,6 +58,66 @@ def test_margins_and_rmatvec_all_layouts(dtype, index_dtype):
     np.testing.assert_allclose(g, expect_g, rtol=tol, atol=tol)
 
 
+def _blocky_matrix(rng, n, d, dtype, index_dtype):
+    """A canonical CSC matrix with empty rows and columns, a dense column, entries on the
+    rows where thread blocks begin (t n // T for the counts tested) and a column stored in
+    one row only."""
+    X = sp.random(n, d, density=0.2, random_state=rng, format="lil", dtype=np.float64)
+    if n:
+        X[:, 0] = rng.standard_normal((n, 1))            # dense
+        X[:, 1] = 0                                         # empty
+        X[n // 2, 2] = 3.0
+        for T in (2, 3, 7):
+            X[[t * n // T for t in range(T)], 3] = 1.5      # block starts
+        X[0, :] = 0                                         # an empty row
+    X = X.tocsc().astype(dtype)
+    X.eliminate_zeros()
+    X.sort_indices()
+    X.indices, X.indptr = X.indices.astype(index_dtype), X.indptr.astype(index_dtype)
+    return X
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("index_dtype", [np.int32, np.int64])
+@pytest.mark.parametrize("n", [0, 1, 5, 97])
+def test_threaded_column_walks_give_the_same_sums(dtype, index_dtype, n):
+    """margins_csc, margins_csr, rmatvec_csc, hessp_csc and hess_diag_csc on 2, 3, 7 and
+    64 threads (more than the rows) give the numbers of one thread, bit for bit (each row,
+    or column, sums its terms in the same order), which are the NumPy products."""
+    rng = np.random.default_rng(n)
+    d = 9
+    X = _blocky_matrix(rng, n, d, dtype, index_dtype)
+    R = X.tocsr()
+    Xd = X.toarray().astype(np.float64)
+    w, r, D = rng.standard_normal(d), rng.standard_normal(n), rng.uniform(0.0, 2.0, n)
+    w[[4, 6]] = 0.0
+    cols = np.array([0, 1, 2, 3, 5, 8], dtype=np.int64)          # the free columns
+    v = rng.standard_normal(cols.size + 1)
+    tol = 1e-5 if dtype == np.float32 else 1e-12
+
+    def run(T):
+        m, m_rows, g = np.empty(n), np.empty(n), np.empty(d)
+        hv, hv1, diag = np.empty(cols.size), np.empty(cols.size + 1), np.empty(cols.size + 1)
+        K.margins_csc(X.data, X.indices, X.indptr, w, np.flatnonzero(w).astype(np.int64),
+                      0.3, m, T)
+        K.margins_csr(R.data, R.indices, R.indptr, w, 0.3, m_rows, T)
+        K.rmatvec_csc(X.data, X.indices, X.indptr, r, g, T)
+        K.hessp_csc(X.data, X.indices, X.indptr, cols, D, v[:-1], False, np.empty(n), hv, T)
+        K.hessp_csc(X.data, X.indices, X.indptr, cols, D, v, True, np.empty(n), hv1, T)
+        K.hess_diag_csc(X.data, X.indices, X.indptr, cols, D, True, diag, T)
+        return m, m_rows, g, hv, hv1, diag
+    one = run(1)
+    XF1 = np.hstack([Xd[:, cols], np.ones((n, 1))])
+    XF = Xd[:, cols]
+    expected = (Xd @ w + 0.3, Xd @ w + 0.3, Xd.T @ r, XF.T @ (D * (XF @ v[:-1])),
+                XF1.T @ (D * (XF1 @ v)), np.r_[(XF ** 2).T @ D, D.sum()])
+    for got, want in zip(one, expected):
+        np.testing.assert_allclose(got, want, rtol=tol, atol=tol)
+    for T in (2, 3, 7, 64):
+        for got, want in zip(run(T), one):
+            np.testing.assert_array_equal(got, want)
+
+
 def test_logistic_pointwise_is_stable_for_huge_margins():
     m = np.array([-1e4, -800.0, -40.0, -1.0, 0.0, 1.0, 40.0, 800.0, 1e4, 3.0])
     y = np.array([1, 1, -1, 1, -1, -1, 1, -1, -1, 1], dtype=float)

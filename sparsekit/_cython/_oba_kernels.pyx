@@ -32,19 +32,47 @@ from sparsekit._cython._common cimport (CACHED_BYTES, PANEL_NUMBERS, ROW_AHEAD,
 
 
 # ---------------------------------------------------------------- margins  m = X w + b
+cdef inline void _scatter_rows(const floating[::1] data, const index_t[::1] indices,
+                               const index_t[::1] indptr, const long long[:] cols,
+                               const double[:] v, bint by_column, double* out,
+                               Py_ssize_t lo, Py_ssize_t hi) noexcept nogil:
+    """``out[lo:hi] += X[lo:hi, cols] @ v`` for canonical CSC ``X`` (sorted row indices), the
+    weight of column ``cols[k]`` being ``v[cols[k]]`` (``by_column``) or ``v[k]``: each
+    column's part in the rows lo..hi-1 (found by bisection), in the order of ``cols``,
+    so that a row gets the same sum whatever the block."""
+    cdef Py_ssize_t j, k, p, end
+    cdef double vk
+    for k in range(cols.shape[0]):
+        j = cols[k]
+        vk = v[j] if by_column else v[k]
+        if vk == 0.0:
+            continue
+        end = indptr[j + 1]
+        p = indptr[j] if lo == 0 else _first_row_at_least(&indices[0], indptr[j], end, lo)
+        while p < end and indices[p] < hi:
+            out[indices[p]] += vk * data[p]
+            p = p + 1
+
+
 def margins_csc(const floating[::1] data, const index_t[::1] indices, const index_t[::1] indptr,
-                const double[:] w, const long long[:] cols, double b, double[:] out):
-    """``out = X[:, cols] @ w[cols] + b`` for CSC ``X`` (only the listed columns are read)."""
-    cdef Py_ssize_t i, j, k, p
-    cdef double wj
+                const double[:] w, const long long[:] cols, double b, double[::1] out,
+                int n_threads=1):
+    """``out = X[:, cols] @ w[cols] + b`` for canonical CSC ``X`` (only the listed columns
+    are read); with ``n_threads`` > 1 each thread takes a block of rows (the same sums)."""
+    cdef Py_ssize_t i, t, lo, hi, n = out.shape[0]
+    cdef Py_ssize_t T = max(1, min(n_threads, n))
     with nogil:
-        for i in range(out.shape[0]):
-            out[i] = b
-        for k in range(cols.shape[0]):
-            j = cols[k]
-            wj = w[j]
-            for p in range(indptr[j], indptr[j + 1]):
-                out[indices[p]] += wj * data[p]
+        if T == 1:
+            for i in range(n):
+                out[i] = b
+            _scatter_rows(data, indices, indptr, cols, w, True, &out[0], 0, n)
+        else:
+            for t in prange(T, num_threads=T, schedule="static", chunksize=1):
+                lo = _block_start(t, T, n)
+                hi = _block_start(t + 1, T, n)
+                for i in range(lo, hi):
+                    out[i] = b
+                _scatter_rows(data, indices, indptr, cols, w, True, &out[0], lo, hi)
 
 
 def margins_dense(const floating[::1, :] X, const double[:] w, const long long[:] cols,
@@ -200,20 +228,28 @@ cdef inline double _dot(Py_ssize_t n, const double* x, const double* y) noexcept
 
 
 def margins_csr(const floating[::1] data, const index_t[::1] indices,
-                const index_t[::1] indptr, const double[::1] w, double b, double[:] out):
-    """``out = X @ w + b`` for CSR ``X`` (one gather per row)."""
+                const index_t[::1] indptr, const double[::1] w, double b, double[:] out,
+                int n_threads=1):
+    """``out = X @ w + b`` for CSR ``X`` (one gather per row; rows among ``n_threads``)."""
     cdef Py_ssize_t i, start
     with nogil:
-        for i in range(out.shape[0]):
-            start = indptr[i]
-            out[i] = b + sparse_dot(&data[start], &indices[start], &w[0], indptr[i + 1] - start)
+        if n_threads <= 1:
+            for i in range(out.shape[0]):
+                start = indptr[i]
+                out[i] = b + sparse_dot(&data[start], &indices[start], &w[0],
+                                        indptr[i + 1] - start)
+        else:
+            for i in prange(out.shape[0], num_threads=n_threads, schedule="guided"):
+                start = indptr[i]
+                out[i] = b + sparse_dot(&data[start], &indices[start], &w[0],
+                                        indptr[i + 1] - start)
 
 
 # ---------------------------------------------------------------- gradient  g = X^T r
-def rmatvec_csc(data, indices, indptr, r, out):
+def rmatvec_csc(data, indices, indptr, r, out, int n_threads=1):
     """``out = X.T @ r`` for CSC ``X``: the CSR arrays of ``X.T``, so one gather per column
-    by :func:`margins_csr` with no offset."""
-    margins_csr(data, indices, indptr, r, 0.0, out)
+    by :func:`margins_csr` with no offset (columns among ``n_threads``)."""
+    margins_csr(data, indices, indptr, r, 0.0, out, n_threads)
 
 
 def rmatvec_dense(const floating[::1, :] X, const double[::1] r, double[::1] out,
@@ -334,35 +370,47 @@ def quadratic_pointwise(const double[:] m, const double[:] y, const double[:] sw
 # ---------------------------------------------------------------- subspace Hessian products
 def hessp_csc(const floating[::1] data, const index_t[::1] indices, const index_t[::1] indptr,
               const long long[:] cols, const double[:] D, const double[:] v, bint intercept,
-              double[::1] tmp, double[:] out):
-    """``out = [X_F, 1]^T diag(D) [X_F, 1] v`` on the free columns ``F = cols`` of CSC ``X``.
+              double[::1] tmp, double[:] out, int n_threads=1):
+    """``out = [X_F, 1]^T diag(D) [X_F, 1] v`` on the free columns ``F = cols`` of canonical
+    CSC ``X``.
 
     ``v`` holds one entry per listed column, plus a last entry for the intercept column of
     ones when ``intercept`` is true. ``tmp`` is an n-vector work buffer. Costs 2 nnz(X_F);
-    the columns are read in place (no slice is copied).
+    the columns are read in place (no slice is copied). With ``n_threads`` > 1, ``X_F v``
+    by blocks of rows and ``X_Fᵀ (D ⊙ ·)`` by columns among the threads: the same sums.
     """
-    cdef Py_ssize_t i, j, k, p, nf = cols.shape[0], n = D.shape[0]
-    cdef double vj, s
+    cdef Py_ssize_t i, j, k, p, t, lo, hi, nf = cols.shape[0], n = D.shape[0]
+    cdef Py_ssize_t T = max(1, min(n_threads, n))
+    cdef double s
     with nogil:
         s = v[nf] if intercept else 0.0
-        for i in range(n):
-            tmp[i] = s
-        for k in range(nf):
-            vj = v[k]
-            if vj != 0.0:
+        if T == 1:
+            for i in range(n):
+                tmp[i] = s
+            _scatter_rows(data, indices, indptr, cols, v, False, &tmp[0], 0, n)
+            for i in range(n):
+                tmp[i] *= D[i]
+            for k in range(nf):
                 j = cols[k]
-                for p in range(indptr[j], indptr[j + 1]):
-                    tmp[indices[p]] += vj * data[p]
-        for i in range(n):
-            tmp[i] *= D[i]
-        for k in range(nf):
-            j = cols[k]
-            p = indptr[j]
-            out[k] = sparse_dot(&data[0] + p, &indices[0] + p, &tmp[0], indptr[j + 1] - p)
+                p = indptr[j]
+                out[k] = sparse_dot(&data[0] + p, &indices[0] + p, &tmp[0], indptr[j + 1] - p)
+        else:
+            for t in prange(T, num_threads=T, schedule="static", chunksize=1):
+                lo = _block_start(t, T, n)
+                hi = _block_start(t + 1, T, n)
+                for i in range(lo, hi):
+                    tmp[i] = s
+                _scatter_rows(data, indices, indptr, cols, v, False, &tmp[0], lo, hi)
+                for i in range(lo, hi):
+                    tmp[i] *= D[i]
+            for k in prange(nf, num_threads=T, schedule="guided"):
+                j = cols[k]
+                p = indptr[j]
+                out[k] = sparse_dot(&data[0] + p, &indices[0] + p, &tmp[0], indptr[j + 1] - p)
         if intercept:
             s = 0.0
             for i in range(n):
-                s += tmp[i]
+                s = s + tmp[i]
             out[nf] = s
 
 
@@ -752,23 +800,36 @@ def top_k(double[:] key, long long[:] idx, Py_ssize_t k):
 
 
 def hess_diag_csc(const floating[::1] data, const index_t[::1] indices, const index_t[::1] indptr,
-                  const long long[:] cols, const double[:] D, bint intercept, double[:] out):
-    """Diagonal of ``[X_F, 1]^T diag(D) [X_F, 1]``, F = ``cols`` (the CG's Jacobi preconditioner)."""
-    cdef Py_ssize_t i, j, k, p, nf = cols.shape[0]
-    cdef double s, a
+                  const long long[:] cols, const double[:] D, bint intercept, double[:] out,
+                  int n_threads=1):
+    """Diagonal of ``[X_F, 1]^T diag(D) [X_F, 1]``, F = ``cols`` (the CG's Jacobi
+    preconditioner); columns among ``n_threads``."""
+    cdef Py_ssize_t i, k, nf = cols.shape[0]
+    cdef double s
     with nogil:
-        for k in range(nf):
-            j = cols[k]
-            s = 0.0
-            for p in range(indptr[j], indptr[j + 1]):
-                a = data[p]
-                s += a * a * D[indices[p]]
-            out[k] = s
+        if n_threads <= 1:
+            for k in range(nf):
+                out[k] = _squares_dot(data, indices, indptr, cols[k], D)
+        else:
+            for k in prange(nf, num_threads=n_threads, schedule="guided"):
+                out[k] = _squares_dot(data, indices, indptr, cols[k], D)
         if intercept:
             s = 0.0
             for i in range(D.shape[0]):
-                s += D[i]
+                s = s + D[i]
             out[nf] = s
+
+
+cdef inline double _squares_dot(const floating[::1] data, const index_t[::1] indices,
+                                const index_t[::1] indptr, Py_ssize_t j,
+                                const double[:] D) noexcept nogil:
+    """Σ_p X_pj² D_(row p) over column j's stored entries."""
+    cdef Py_ssize_t p
+    cdef double a, s = 0.0
+    for p in range(indptr[j], indptr[j + 1]):
+        a = data[p]
+        s += a * a * D[indices[p]]
+    return s
 
 
 def hess_diag_dense(const floating[::1, :] X, const long long[:] cols, const double[::1] D,

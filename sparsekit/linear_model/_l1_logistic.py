@@ -161,12 +161,14 @@ def _multinomial_model(datafit, x):
     return W.T.copy(), b - b.mean()   # a constant added to b changes no probability
 
 
-def _binary_block(pos, fit_intercept, X, codes, sample_weight, X_csr=None, offsets=None):
+def _binary_block(pos, fit_intercept, X, codes, sample_weight, X_csr=None, offsets=None,
+                  n_threads=1):
     """The binary datafit of class index ``pos`` against the rest (on the data, or on one
     row partition of it); ``X_csr`` a CSR copy of X shared by several problems, ``offsets``
-    those :func:`_layouts` subtracted from X's columns."""
+    those :func:`_layouts` subtracted from X's columns, ``n_threads`` those of its
+    kernels (a sparse X's)."""
     datafit = Logistic(X, np.where(codes == pos, 1.0, -1.0), sample_weight=sample_weight,
-                       fit_intercept=fit_intercept, X_csr=X_csr)
+                       fit_intercept=fit_intercept, X_csr=X_csr, n_threads=n_threads)
     datafit.offsets = offsets
     return datafit
 
@@ -537,22 +539,24 @@ class _MemoryProblems:
         self.weights, self.mean_weight = _unit_mean_weights(
             est._class_weighted(sample_weight, self.codes))
         self.columns = UsedColumns(X)
-        self.X, self.X_csr, self.offsets = _layouts(
-            self.columns.take(X), n_problems or _problem_count(est.multiclass,
-                                                               self.classes.size),
-            self.weights, est.fit_intercept)
+        self.n_problems = n_problems or _problem_count(est.multiclass, self.classes.size)
+        self.X, self.X_csr, self.offsets = _layouts(self.columns.take(X), self.n_problems,
+                                                    self.weights, est.fit_intercept)
         self.dtype, self.n_samples = self.X.dtype, self.X.shape[0]
         self.fit_intercept, self.n_threads = est.fit_intercept, cpu_threads(est.n_jobs)
 
     def datafit(self, pos):
         """The datafit of the binary problem of class ``pos`` (its index in the classes)
-        against the others, or of the multinomial problem (None)."""
+        against the others, or of the multinomial problem (None); the n_jobs threads go to
+        its kernels when it is the fit's one problem (one-vs-rest problems run in threads
+        of their own)."""
         if pos is None:
             return _multinomial_block(self.classes.size, self.fit_intercept, self.X,
                                       self.codes, self.weights, self.n_threads, self.offsets,
                                       self.X_csr)
         return _binary_block(pos, self.fit_intercept, self.X, self.codes, self.weights,
-                             self.X_csr, self.offsets)
+                             self.X_csr, self.offsets,
+                             self.n_threads if self.n_problems == 1 else 1)
 
     def long_rows(self):
         """:func:`long_rows` of the solved X."""
@@ -670,14 +674,16 @@ class L1LogisticOBA(LinearClassifierMixin, SparseCoefMixin, SparsekitClassifier)
         scikit-learn does.
     n_jobs : int, default=None
         Number of threads: for the one-vs-rest problems (the kernels release the GIL),
-        or, with ``multiclass="multinomial"``, for the matrix products of its one problem
-        (the rows of X V, the columns of Xᵀ R split among them, at most one thread per CPU;
-        the fit is the same). None means 1 unless in a :func:`joblib.parallel_backend`
-        context, -1 all processors. Threads of this process under any joblib backend
-        (the problems share X); an interrupted fit (KeyboardInterrupt) ends them at
-        their next iteration. BLAS runs one thread during the solves (its calls there are
-        small; its own threads would take the cores from these), and is set back after
-        the fit.
+        or for the matrix products of a fit's one problem, at most one thread per CPU and
+        the same fit: a binary problem's on a sparse X (the rows of X w and of the Hessian
+        products' X v, the columns of the gradient's and their Xᵀ r split among them; the
+        formed Hessians, and a dense X, on one thread), the multinomial problem's (the
+        rows of X V, the columns of Xᵀ R). None means 1 unless in a
+        :func:`joblib.parallel_backend` context, -1 all processors. Threads of this
+        process under any joblib backend (the problems share X); an interrupted fit
+        (KeyboardInterrupt) ends them at their next iteration. BLAS runs one thread during
+        the solves (its calls there are small; its own threads would take the cores from
+        these), and is set back after the fit.
     verbose : int, default=0
         1 prints one line per binary problem, 2 also one line per OBA iteration.
     sparse_coef : bool, default=False
@@ -903,7 +909,7 @@ class L1LogisticOBA(LinearClassifierMixin, SparseCoefMixin, SparsekitClassifier)
         parameters = _multinomial_model if multinomial else _binary_model
         # several problems in joblib's threads, or one on OpenMP threads from a thread of its
         # own: solves that end at their next iteration once the caller was interrupted
-        threads = cpu_threads(self.n_jobs) if multinomial else 1
+        threads = cpu_threads(self.n_jobs) if len(problems) == 1 else 1
         elsewhere = (jobs_at_once(self.n_jobs, len(problems), threads=True) > 1
                      if len(problems) > 1 else threads > 1)
 

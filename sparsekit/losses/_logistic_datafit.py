@@ -19,7 +19,10 @@ Sparse X is stored once as CSC (column slices are the hot path); dense X as Fort
 each column read only between its first and last nonzero row (a triangular X: half of it).
 Values stay float32 if given so; all vectors are float64. The explicit Hessians of sparse X
 walk rows: a CSR layout of the same matrix (canonical: sorted, no duplicates) can be handed
-over as ``X_csr``, else a copy is made on first use.
+over as ``X_csr``, else a copy is made on first use. With ``n_threads`` > 1 the walks of a
+sparse X's columns (the margins, the gradient, the matrix-free Hessian products and their
+diagonal) and the margins by rows run on that many OpenMP threads, with the same sums as
+on one; the formed Hessians and a dense X stay on one.
 """
 import numpy as np
 import scipy.sparse as sp
@@ -43,11 +46,13 @@ class _SubspaceHessian:
     of products a solve will need is not known in advance.
 
     With ``X_rows`` (a CSR copy of the sparse X), the products and the diagonal walk its
-    rows once each instead of the free columns (see :attr:`Logistic.row_walk_rows`).
+    rows once each instead of the free columns (see :attr:`Logistic.row_walk_rows`). The
+    column walks of a sparse X run on ``n_threads`` (the same sums).
     """
 
     def __init__(self, X, cols, D, intercept, tmp, calls, diag=None, gram=None,
-                 explicit_after=np.inf, rows=(None, None), X_rows=None):
+                 explicit_after=np.inf, rows=(None, None), X_rows=None, n_threads=1):
+        self._n_threads = n_threads
         self._diag = diag
         self._X = X
         self._X_rows = X_rows
@@ -98,7 +103,7 @@ class _SubspaceHessian:
                 out[nf] = s
         elif sp.issparse(X):
             K.hessp_csc(X.data, X.indices, X.indptr, self._cols, self._D, v, self._intercept,
-                        self._tmp, out)
+                        self._tmp, out, self._n_threads)
         else:
             K.hessp_dense(X, self._cols, self._D, v, self._intercept, self._tmp, out,
                           *self._rows)
@@ -121,7 +126,7 @@ class _SubspaceHessian:
                 out[nf] = self._D.sum()
         elif sp.issparse(X):
             K.hess_diag_csc(X.data, X.indices, X.indptr, self._cols, self._D, self._intercept,
-                            out)
+                            out, self._n_threads)
         else:
             K.hess_diag_dense(X, self._cols, self._D, self._intercept, out, *self._rows)
         return out
@@ -139,7 +144,7 @@ class _SubspaceHessian:
         t = np.empty(self._D.size)
         X = self._X
         if sp.issparse(X):
-            K.margins_csc(X.data, X.indices, X.indptr, w, cols, b, t)
+            K.margins_csc(X.data, X.indices, X.indptr, w, cols, b, t, self._n_threads)
         else:
             K.margins_dense(X, w, cols, b, t, *self._rows)
         return float(t @ (self._D * t))
@@ -153,7 +158,8 @@ class _SubspaceHessian:
         cols = self._cols[keep[:self._cols.size]]
         diag = None if self._diag is None else self._diag[keep]
         return _SubspaceHessian(self._X, cols, self._D, intercept, self._tmp, self._calls, diag,
-                                self._gram, self._explicit_after, self._rows, self._X_rows)
+                                self._gram, self._explicit_after, self._rows, self._X_rows,
+                                self._n_threads)
 
 
 class _ExplicitHessian:
@@ -223,7 +229,9 @@ class _LinearDatafit:
         if not np.all(np.isfinite(self.y)):
             raise ValueError("y must be finite")
 
-    def __init__(self, X, y, sample_weight=None, fit_intercept=False, X_csr=None):
+    def __init__(self, X, y, sample_weight=None, fit_intercept=False, X_csr=None,
+                 n_threads=1):
+        self.n_threads = max(1, int(n_threads))
         if sp.issparse(X):
             X = X.tocsc()
             if X.dtype not in (np.float32, np.float64):
@@ -311,9 +319,10 @@ class _LinearDatafit:
         X = self.X
         if self._walks_rows(cols):
             R = self._csr()
-            K.margins_csr(R.data, R.indices, R.indptr, np.ascontiguousarray(w), b, out)
+            K.margins_csr(R.data, R.indices, R.indptr, np.ascontiguousarray(w), b, out,
+                          self.n_threads)
         elif sp.issparse(X):
-            K.margins_csc(X.data, X.indices, X.indptr, w, cols, b, out)
+            K.margins_csc(X.data, X.indices, X.indptr, w, cols, b, out, self.n_threads)
         else:
             K.margins_dense(X, w, cols, b, out, *self._rows)
         return out
@@ -340,7 +349,8 @@ class _LinearDatafit:
             R = self._csr()
             K.rmatvec_csr(R.data, R.indices, R.indptr, self._r, grad[:self.n_features])
         elif sp.issparse(X):
-            K.rmatvec_csc(X.data, X.indices, X.indptr, self._r, grad[:self.n_features])
+            K.rmatvec_csc(X.data, X.indices, X.indptr, self._r, grad[:self.n_features],
+                          self.n_threads)
         else:
             K.rmatvec_dense(X, self._r, grad[:self.n_features], *self._rows)
         if self.fit_intercept:
@@ -404,7 +414,8 @@ class _LinearDatafit:
                                 else None,
                                 explicit_after=cost_gram / (cost_hv - k * k) if switch
                                 else np.inf, rows=self._rows,
-                                X_rows=self._csr() if self._walks_rows(cols) else None)
+                                X_rows=self._csr() if self._walks_rows(cols) else None,
+                                n_threads=self.n_threads)
 
     def _panels_fit_float32(self, block=4096):
         """Whether the float32 panels' products stay finite: a block of rows sums up to
