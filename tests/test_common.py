@@ -288,16 +288,20 @@ def _fit_in_child(name, X, y, queue):
 
 
 @pytest.mark.parametrize("name", OPENMP_FITS)
-def test_a_forked_child_fits_in_parallel_after_the_parent_did(name):
+def test_a_forked_child_fits_in_parallel_after_the_parent_did(name, monkeypatch):
     # GNU OpenMP keeps a thread pool that a forked child does not inherit: a child of a
     # process that ran a parallel region must still finish its own parallel fit
     # (multiprocessing's "fork" start method; a Process, not a Pool's daemon worker, in
     # which joblib's effective_n_jobs, hence the kernels, would run one thread). 3000 rows:
-    # ExtremeSoftmaxSGD's epochs take a thread per 1000 rows.
+    # ExtremeSoftmaxSGD's epochs take a thread per 1000 rows; the binary datafit's walks
+    # of so few entries take threads from 1 entry here.
     import multiprocessing
+
+    from sparsekit.losses._logistic_datafit import Logistic
 
     if "fork" not in multiprocessing.get_all_start_methods():
         pytest.skip("no fork on this platform")
+    monkeypatch.setattr(Logistic, "thread_min_entries", 1)     # the child inherits it
     rng = np.random.default_rng(0)
     X = rng.normal(size=(3000, 6))
     y = np.argmax(X[:, :3], axis=1)

@@ -295,7 +295,9 @@ def test_n_jobs_runs_a_binary_problems_kernels_on_threads_with_the_same_fit(monk
                                                                            fit_intercept):
     """A binary fit's datafit walks a sparse X's columns on n_jobs threads (one-vs-rest
     problems, which run in threads of their own, on one each): the same model, bit for
-    bit, as with one job, the matrix-free Hessian products among its kernels."""
+    bit, as with one job, the matrix-free Hessian products among its kernels; on one
+    thread where a walk reads fewer than ``thread_min_entries`` entries (all of them
+    here at the default)."""
     from sparsekit.linear_model import _l1_logistic
     from sparsekit.losses import _logistic_datafit
     from sparsekit.utils._threads import cpu_threads
@@ -314,8 +316,12 @@ def test_n_jobs_runs_a_binary_problems_kernels_on_threads_with_the_same_fit(monk
     X = sp.random(300, 6000, density=0.01, random_state=rng, format="csr")
     y = np.where(X @ rng.standard_normal(6000) + 0.1 * rng.standard_normal(300) > 0, 1, 0)
     one = L1LogisticOBA(C=100.0, tol=1e-10, fit_intercept=fit_intercept).fit(X, y)
+    L1LogisticOBA(C=100.0, tol=1e-10, fit_intercept=fit_intercept, n_jobs=2).fit(X, y)
+    assert made == [1, cpu_threads(2)] and set(products) == {1}
+    made.clear(), products.clear()
+    monkeypatch.setattr(_logistic_datafit._LinearDatafit, "thread_min_entries", 1)
     two = L1LogisticOBA(C=100.0, tol=1e-10, fit_intercept=fit_intercept, n_jobs=2).fit(X, y)
-    assert made == [1, cpu_threads(2)] and set(products) == {1, cpu_threads(2)}
+    assert made == [cpu_threads(2)] and set(products) == {cpu_threads(2)}
     np.testing.assert_array_equal(two.coef_, one.coef_)
     np.testing.assert_array_equal(two.intercept_, one.intercept_)
     made.clear()

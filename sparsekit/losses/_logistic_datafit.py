@@ -21,8 +21,9 @@ Values stay float32 if given so; all vectors are float64. The explicit Hessians 
 walk rows: a CSR layout of the same matrix (canonical: sorted, no duplicates) can be handed
 over as ``X_csr``, else a copy is made on first use. With ``n_threads`` > 1 the walks of a
 sparse X's columns (the margins, the gradient, the matrix-free Hessian products and their
-diagonal) and the margins by rows run on that many OpenMP threads, with the same sums as
-on one; the formed Hessians and a dense X stay on one.
+diagonal) and the margins by rows run on that many OpenMP threads where they read at least
+``thread_min_entries`` entries, with the same sums as on one; the formed Hessians and a
+dense X stay on one.
 """
 import numpy as np
 import scipy.sparse as sp
@@ -144,7 +145,7 @@ class _SubspaceHessian:
         t = np.empty(self._D.size)
         X = self._X
         if sp.issparse(X):
-            K.margins_csc(X.data, X.indices, X.indptr, w, cols, b, t, self._n_threads)
+            K.margins_csc(X.data, X.indices, X.indptr, w, cols, b, t)
         else:
             K.margins_dense(X, w, cols, b, t, *self._rows)
         return float(t @ (self._D * t))
@@ -301,6 +302,14 @@ class _LinearDatafit:
     #: a dense-panel Gram is updated, not formed again, where cheaper: rows whose curvature
     #: weight moved by more than this relative amount are refreshed (see ``_panel_gram``)
     gram_refresh_rtol = 0.05
+    #: a kernel call runs ``n_threads`` threads from this many stored entries of X read: on
+    #: fewer, the threads' start and their wait after the call (GNU OpenMP spins) cost
+    #: more than they save (a9a, 451,592 entries, at two threads: 80 -> 89 ms a fit)
+    thread_min_entries = 1 << 20
+
+    def _threads(self, entries):
+        """The threads of a kernel call that reads ``entries`` stored entries of X."""
+        return self.n_threads if entries >= self.thread_min_entries else 1
 
     # -- margins and gradient
     def _walks_rows(self, cols=None):
@@ -320,9 +329,11 @@ class _LinearDatafit:
         if self._walks_rows(cols):
             R = self._csr()
             K.margins_csr(R.data, R.indices, R.indptr, np.ascontiguousarray(w), b, out,
-                          self.n_threads)
+                          self._threads(X.nnz))
         elif sp.issparse(X):
-            K.margins_csc(X.data, X.indices, X.indptr, w, cols, b, out, self.n_threads)
+            threads = self._threads(int(np.diff(X.indptr)[cols].sum())) \
+                if self.n_threads > 1 else 1
+            K.margins_csc(X.data, X.indices, X.indptr, w, cols, b, out, threads)
         else:
             K.margins_dense(X, w, cols, b, out, *self._rows)
         return out
@@ -350,7 +361,7 @@ class _LinearDatafit:
             K.rmatvec_csr(R.data, R.indices, R.indptr, self._r, grad[:self.n_features])
         elif sp.issparse(X):
             K.rmatvec_csc(X.data, X.indices, X.indptr, self._r, grad[:self.n_features],
-                          self.n_threads)
+                          self._threads(X.nnz))
         else:
             K.rmatvec_dense(X, self._r, grad[:self.n_features], *self._rows)
         if self.fit_intercept:
@@ -415,7 +426,7 @@ class _LinearDatafit:
                                 explicit_after=cost_gram / (cost_hv - k * k) if switch
                                 else np.inf, rows=self._rows,
                                 X_rows=self._csr() if self._walks_rows(cols) else None,
-                                n_threads=self.n_threads)
+                                n_threads=self._threads(nnz_f) if sp.issparse(X) else 1)
 
     def _panels_fit_float32(self, block=4096):
         """Whether the float32 panels' products stay finite: a block of rows sums up to
