@@ -32,16 +32,18 @@ from sparsekit._cython._common cimport (CACHED_BYTES, PANEL_NUMBERS, ROW_AHEAD,
 
 
 # ---------------------------------------------------------------- margins  m = X w + b
-cdef inline void _scatter_rows(const floating[::1] data, const index_t[::1] indices,
+cdef inline void _margins_rows(const floating[::1] data, const index_t[::1] indices,
                                const index_t[::1] indptr, const long long[:] cols,
-                               const double[:] v, bint by_column, double* out,
+                               const double[:] v, bint by_column, double b, double* out,
                                Py_ssize_t lo, Py_ssize_t hi) noexcept nogil:
-    """``out[lo:hi] += X[lo:hi, cols] @ v`` for canonical CSC ``X`` (sorted row indices), the
-    weight of column ``cols[k]`` being ``v[cols[k]]`` (``by_column``) or ``v[k]``: each
+    """``out[lo:hi] = b + X[lo:hi, cols] @ v`` for canonical CSC ``X`` (sorted row indices),
+    the weight of column ``cols[k]`` being ``v[cols[k]]`` (``by_column``) or ``v[k]``: each
     column's part in the rows lo..hi-1 (found by bisection), in the order of ``cols``,
     so that a row gets the same sum whatever the block."""
-    cdef Py_ssize_t j, k, p, end
+    cdef Py_ssize_t i, j, k, p, end
     cdef double vk
+    for i in range(lo, hi):
+        out[i] = b
     for k in range(cols.shape[0]):
         j = cols[k]
         vk = v[j] if by_column else v[k]
@@ -59,20 +61,15 @@ def margins_csc(const floating[::1] data, const index_t[::1] indices, const inde
                 int n_threads=1):
     """``out = X[:, cols] @ w[cols] + b`` for canonical CSC ``X`` (only the listed columns
     are read); with ``n_threads`` > 1 each thread takes a block of rows (the same sums)."""
-    cdef Py_ssize_t i, t, lo, hi, n = out.shape[0]
+    cdef Py_ssize_t t, n = out.shape[0]
     cdef Py_ssize_t T = max(1, min(n_threads, n))
     with nogil:
         if T == 1:
-            for i in range(n):
-                out[i] = b
-            _scatter_rows(data, indices, indptr, cols, w, True, &out[0], 0, n)
+            _margins_rows(data, indices, indptr, cols, w, True, b, &out[0], 0, n)
         else:
             for t in prange(T, num_threads=T, schedule="static", chunksize=1):
-                lo = _block_start(t, T, n)
-                hi = _block_start(t + 1, T, n)
-                for i in range(lo, hi):
-                    out[i] = b
-                _scatter_rows(data, indices, indptr, cols, w, True, &out[0], lo, hi)
+                _margins_rows(data, indices, indptr, cols, w, True, b, &out[0],
+                              _block_start(t, T, n), _block_start(t + 1, T, n))
 
 
 def margins_dense(const floating[::1, :] X, const double[:] w, const long long[:] cols,
@@ -379,39 +376,46 @@ def hessp_csc(const floating[::1] data, const index_t[::1] indices, const index_
     the columns are read in place (no slice is copied). With ``n_threads`` > 1, ``X_F v``
     by blocks of rows and ``X_Fᵀ (D ⊙ ·)`` by columns among the threads: the same sums.
     """
-    cdef Py_ssize_t i, j, k, p, t, lo, hi, nf = cols.shape[0], n = D.shape[0]
+    cdef Py_ssize_t i, k, t, nf = cols.shape[0], n = D.shape[0]
     cdef Py_ssize_t T = max(1, min(n_threads, n))
     cdef double s
     with nogil:
         s = v[nf] if intercept else 0.0
         if T == 1:
-            for i in range(n):
-                tmp[i] = s
-            _scatter_rows(data, indices, indptr, cols, v, False, &tmp[0], 0, n)
-            for i in range(n):
-                tmp[i] *= D[i]
+            _weighted_rows(data, indices, indptr, cols, v, s, D, &tmp[0], 0, n)
             for k in range(nf):
-                j = cols[k]
-                p = indptr[j]
-                out[k] = sparse_dot(&data[0] + p, &indices[0] + p, &tmp[0], indptr[j + 1] - p)
+                out[k] = _column_dot(data, indices, indptr, cols[k], &tmp[0])
         else:
             for t in prange(T, num_threads=T, schedule="static", chunksize=1):
-                lo = _block_start(t, T, n)
-                hi = _block_start(t + 1, T, n)
-                for i in range(lo, hi):
-                    tmp[i] = s
-                _scatter_rows(data, indices, indptr, cols, v, False, &tmp[0], lo, hi)
-                for i in range(lo, hi):
-                    tmp[i] *= D[i]
+                _weighted_rows(data, indices, indptr, cols, v, s, D, &tmp[0],
+                               _block_start(t, T, n), _block_start(t + 1, T, n))
             for k in prange(nf, num_threads=T, schedule="guided"):
-                j = cols[k]
-                p = indptr[j]
-                out[k] = sparse_dot(&data[0] + p, &indices[0] + p, &tmp[0], indptr[j + 1] - p)
+                out[k] = _column_dot(data, indices, indptr, cols[k], &tmp[0])
         if intercept:
             s = 0.0
             for i in range(n):
                 s = s + tmp[i]
             out[nf] = s
+
+
+cdef inline void _weighted_rows(const floating[::1] data, const index_t[::1] indices,
+                                const index_t[::1] indptr, const long long[:] cols,
+                                const double[:] v, double s, const double[:] D, double* tmp,
+                                Py_ssize_t lo, Py_ssize_t hi) noexcept nogil:
+    """``tmp[lo:hi] = D[lo:hi] (s + X[lo:hi, cols] @ v)``, ``v[k]`` the weight of column
+    ``cols[k]`` (see :func:`_margins_rows`)."""
+    cdef Py_ssize_t i
+    _margins_rows(data, indices, indptr, cols, v, False, s, tmp, lo, hi)
+    for i in range(lo, hi):
+        tmp[i] *= D[i]
+
+
+cdef inline double _column_dot(const floating[::1] data, const index_t[::1] indices,
+                               const index_t[::1] indptr, Py_ssize_t j,
+                               const double* r) noexcept nogil:
+    """Column j of CSC ``X`` dotted with the n-vector ``r``."""
+    cdef Py_ssize_t p = indptr[j]
+    return sparse_dot(&data[0] + p, &indices[0] + p, r, indptr[j + 1] - p)
 
 
 def hessp_csr(const floating[::1] data, const index_t[::1] indices, const index_t[::1] indptr,
