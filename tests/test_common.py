@@ -268,17 +268,18 @@ def test_progress_bar_on_every_estimator_and_through_grid_search(iris, name):
 #: they do so on a binary problem of sparse X
 OPENMP_FITS = {
     "L1LogisticOBA(multinomial)": (lambda: L1LogisticOBA(C=10.0, multiclass="multinomial",
-                                                         n_jobs=2), False),
-    "L1LogisticOBA(binary, sparse X)": (lambda: L1LogisticOBA(C=10.0, n_jobs=2), True),
+                                                         n_jobs=2), None),
+    "L1LogisticOBA(binary, sparse X)": (lambda: L1LogisticOBA(C=10.0, n_jobs=2), "sparse"),
+    "L1LogisticOBA(binary, dense X)": (lambda: L1LogisticOBA(C=10.0, n_jobs=2), "dense"),
     "ExtremeSoftmaxSGD": (lambda: ExtremeSoftmaxSGD(n_epochs=3, random_state=0, n_jobs=2),
-                          False),
+                          None),
 }
 
 
 def _openmp_fit(name, X, y):
-    make, binary_sparse = OPENMP_FITS[name]
-    if binary_sparse:
-        X, y = sp.csr_matrix(X), y % 2
+    make, binary = OPENMP_FITS[name]     # None, or the binary problem's X: "sparse", "dense"
+    if binary:
+        X, y = (sp.csr_matrix(X) if binary == "sparse" else X), y % 2
     return make().fit(X, y), X, y
 
 

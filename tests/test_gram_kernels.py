@@ -205,3 +205,40 @@ def test_principal_submatrix_is_numpys_and_refuses_bad_indices(size):
             GK.principal_submatrix(G, np.array(bad, dtype=np.intp))
     with pytest.raises(ValueError, match="square"):
         GK.principal_submatrix(np.zeros((3, 4)), np.arange(2, dtype=np.intp))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("intercept", [False, True])
+def test_panel_grams_on_threads_give_the_same_sums(dtype, intercept):
+    """gram_csr_syrk and gram_dense_syrk on 2, 3, 6 and 64 threads (more than the panels)
+    form and update the Gram of one thread bit for bit: each panel's product is the same
+    call, and the products are added in the panels' order (panels of 7 over 40 rows, two
+    rows of zero weight, an empty row, a partial last panel; no free column at all)."""
+    rng = np.random.default_rng(8)
+    R = _matrix(rng, 40, 15, dtype)
+    X = np.asfortranarray(R.toarray())
+    W = rng.uniform(0, 1, 40)
+    W[[3, 7]] = 0.0
+    rows = np.flatnonzero(W > 0)
+    for cols in (np.array([0, 1, 4, 5, 8, 9, 13], dtype=np.int64), np.zeros(0, np.int64)):
+        k = cols.size + intercept
+        colmap = np.full(15, -1, dtype=np.int64)
+        colmap[cols] = np.arange(cols.size)
+
+        def grams(T):
+            G_csr, G_dense = np.empty((k, k)), np.empty((k, k))
+            GK.gram_csr_syrk(R.data, R.indices, R.indptr, W, colmap, intercept, G_csr, 7,
+                             n_threads=T)
+            GK.gram_dense_syrk(X, rows, W, cols, intercept, G_dense, 7, n_threads=T)
+            updated = G_dense.copy()
+            GK.gram_dense_syrk(X, rows[::2], W, cols, intercept, updated, 7, sign=-1.0,
+                               accumulate=True, n_threads=T)
+            return G_csr, G_dense, updated
+        one = grams(1)
+        A = np.hstack([X[:, cols].astype(np.float64)] + ([np.ones((40, 1))] * intercept))
+        H = A.T @ (W[:, None] * A)
+        np.testing.assert_allclose(one[0], H, rtol=0, atol=1e-6 * np.abs(H).max(initial=1.0))
+        np.testing.assert_allclose(one[1], H, rtol=0, atol=1e-6 * np.abs(H).max(initial=1.0))
+        for T in (2, 3, 6, 64):
+            for got, want in zip(grams(T), one):
+                np.testing.assert_array_equal(got, want)

@@ -329,6 +329,47 @@ def test_n_jobs_runs_a_binary_problems_kernels_on_threads_with_the_same_fit(monk
     assert made == [1, 1, 1]
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_n_jobs_runs_a_binary_fits_dense_kernels_on_threads(monkeypatch, dtype):
+    """On a dense X the margins, the gradient, the matrix-free Hessian products, their
+    diagonal and the float32-panel Grams of a binary fit run on n_jobs threads where they
+    read at least ``thread_min_entries`` entries: the model of one job (float32 X bit for
+    bit; float64 goes through BLAS, whose rounding may differ where a thread's rows
+    start)."""
+    from sparsekit.losses import _logistic_datafit, _panel_gram
+    from sparsekit.utils._threads import cpu_threads
+
+    calls = {}
+    for name in ("margins_dense", "rmatvec_dense", "hessp_dense", "hess_diag_dense"):
+        def spy(*args, _given=getattr(_logistic_datafit.K, name), _name=name):
+            calls.setdefault(_name, set()).add(args[-1])
+            return _given(*args)
+        monkeypatch.setattr(_logistic_datafit.K, name, spy)
+    given_syrk = _panel_gram.GK.gram_dense_syrk
+    monkeypatch.setattr(_panel_gram.GK, "gram_dense_syrk", lambda *a, **kw: calls.setdefault(
+        "gram_dense_syrk", set()).add(kw["n_threads"]) or given_syrk(*a, **kw))
+    rng = np.random.default_rng(6)
+    X = rng.standard_normal((4000, 120))
+    y = (X[:, :60] @ rng.standard_normal(60) + rng.standard_normal(4000) > 0).astype(int)
+    X = np.asfortranarray(X.astype(dtype))
+    one = L1LogisticOBA(C=1.0, tol=1e-10).fit(X, y)
+    assert set(calls) == {"margins_dense", "rmatvec_dense", "hessp_dense",
+                          "hess_diag_dense", "gram_dense_syrk"}
+    assert set().union(*calls.values()) == {1}
+    calls.clear()
+    monkeypatch.setattr(_logistic_datafit._LinearDatafit, "thread_min_entries", 1)
+    two = L1LogisticOBA(C=1.0, tol=1e-10, n_jobs=2).fit(X, y)
+    # (the margins at w = 0 read no entry, on one thread)
+    assert all(cpu_threads(2) in threads <= {1, cpu_threads(2)}
+               for threads in calls.values()), calls
+    if dtype == np.float32:
+        np.testing.assert_array_equal(two.coef_, one.coef_)
+        np.testing.assert_array_equal(two.intercept_, one.intercept_)
+    else:
+        np.testing.assert_allclose(two.coef_, one.coef_, rtol=0, atol=1e-7)
+        np.testing.assert_allclose(two.intercept_, one.intercept_, rtol=0, atol=1e-7)
+
+
 @pytest.mark.parametrize("multiclass", ["ovr", "multinomial"])
 def test_an_interrupted_fit_ends_the_solves_it_left_in_other_threads(monkeypatch, multiclass):
     """An interrupt of the calling thread (a KeyboardInterrupt in a notebook; here a signal

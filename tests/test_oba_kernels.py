@@ -118,6 +118,57 @@ def test_threaded_column_walks_give_the_same_sums(dtype, index_dtype, n):
             np.testing.assert_array_equal(got, want)
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("n", [0, 1, 97, 2000])
+def test_threaded_dense_kernels_match_one_thread(dtype, n):
+    """margins_dense, rmatvec_dense, hessp_dense and hess_diag_dense on 2, 3, 7 and 64
+    threads against one thread and NumPy, on a dense X with columns read on row ranges
+    (zeros above and below, one column of zeros, one full), for free sets of a fifth
+    (one ``daxpy``/``ddot`` per column) and of most columns (``dgemv`` passes). The plain
+    loops (float32 X, the diagonal) sum in one thread's order; float64 X goes through
+    BLAS, whose grouping of a call's rows may differ where a thread's block starts (the
+    same numbers on OpenBLAS where every column starts at row 0)."""
+    rng = np.random.default_rng(n)
+    p = 150                               # three blocks of 64 columns for Xᵀ r
+    X = rng.standard_normal((n, p))
+    for j in range(2, p, 3):              # row ranges: zeros above and below
+        a, b = np.sort(rng.integers(0, n + 1, 2))
+        X[:a, j], X[b:, j] = 0.0, 0.0
+    X[:, 4] = 0.0
+    X = np.asfortranarray(X.astype(dtype))
+    lo, hi = np.empty(p, np.int64), np.empty(p, np.int64)
+    K.column_row_ranges(X, lo, hi)
+    Xd = X.astype(np.float64)
+    r, D = rng.standard_normal(n), rng.uniform(0.0, 2.0, n)
+    exact = dtype == np.float32
+    for size in (30, 140):
+        cols = np.sort(rng.choice(p, size, replace=False)).astype(np.int64)
+        w = np.zeros(p)
+        w[cols] = rng.standard_normal(size)
+        v = rng.standard_normal(size + 1)
+
+        def run(T):
+            m, g = np.empty(n), np.empty(p)
+            hv, diag = np.empty(size + 1), np.empty(size + 1)
+            K.margins_dense(X, w, cols, 0.3, m, lo, hi, T)
+            K.rmatvec_dense(X, r, g, lo, hi, T)
+            K.hessp_dense(X, cols, D, v, True, np.empty(n), hv, lo, hi, T)
+            K.hess_diag_dense(X, cols, D, True, diag, lo, hi, T)
+            return m, g, hv, diag
+        one = run(1)
+        XF1 = np.hstack([Xd[:, cols], np.ones((n, 1))])
+        expected = (Xd @ w + 0.3, Xd.T @ r, XF1.T @ (D * (XF1 @ v)),
+                    np.r_[(Xd[:, cols] ** 2).T @ D, D.sum()])
+        for got, want in zip(one, expected):
+            np.testing.assert_allclose(got, want, rtol=1e-9, atol=1e-9 * max(n, 1))
+        for T in (2, 3, 7, 64):
+            for q, (got, want) in enumerate(zip(run(T), one)):
+                if exact or q == 3:
+                    np.testing.assert_array_equal(got, want)
+                else:
+                    np.testing.assert_allclose(got, want, rtol=1e-13, atol=1e-13 * max(n, 1))
+
+
 def test_logistic_pointwise_is_stable_for_huge_margins():
     m = np.array([-1e4, -800.0, -40.0, -1.0, 0.0, 1.0, 40.0, 800.0, 1e4, 3.0])
     y = np.array([1, 1, -1, 1, -1, -1, 1, -1, -1, 1], dtype=float)

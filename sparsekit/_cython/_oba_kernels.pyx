@@ -74,27 +74,62 @@ def margins_csc(const floating[::1] data, const index_t[::1] indices, const inde
 
 def margins_dense(const floating[::1, :] X, const double[:] w, const long long[:] cols,
                   double b, double[::1] out, const long long[::1] lo=None,
-                  const long long[::1] hi=None):
+                  const long long[::1] hi=None, int n_threads=1):
     """``out = X[:, cols] @ w[cols] + b`` for a Fortran-ordered dense ``X``.
 
     ``cols`` must hold every column where ``w`` is nonzero. Column j is read on its rows
     ``lo[j]:hi[j]`` only, which must hold all its nonzeros (:func:`column_row_ranges`;
     default: every row). For float64, ``dgemv`` on blocks of columns when ``cols`` holds at
     least half of the columns (see :func:`hessp_dense`), else one ``daxpy`` per listed column.
+    With ``n_threads`` > 1 each thread takes a block of rows (:func:`_dense_block_start`).
     """
-    cdef Py_ssize_t i, k, n = X.shape[0]
+    cdef Py_ssize_t t, n = X.shape[0]
+    cdef Py_ssize_t T = _dense_threads(n_threads, n)
+    cdef bint full = (floating is double and n > 0 and 2 * cols.shape[0] >= X.shape[1]
+                      and cols.shape[0] > 0 and w.strides[0] == 8)
     if lo is None or hi is None:
         lo, hi = _every_row(X.shape[0], X.shape[1], lo, hi)
     _check_ranges(lo, hi, X.shape[0], X.shape[1])
     with nogil:
-        for i in range(n):
-            out[i] = b
-        if (floating is double and n > 0 and 2 * cols.shape[0] >= X.shape[1]
-                and cols.shape[0] > 0 and w.strides[0] == 8):
-            _gemv_ranges(b"N", X, lo, hi, &w[0], &out[0])  # w is zero outside cols
+        if T == 1:
+            _margins_dense_rows(X, w, cols, b, full, lo, hi, &out[0], 0, n)
         else:
-            for k in range(cols.shape[0]):
-                _add_column(X, cols[k], lo[cols[k]], hi[cols[k]], w[cols[k]], &out[0])
+            for t in prange(T, num_threads=T, schedule="static", chunksize=1):
+                _margins_dense_rows(X, w, cols, b, full, lo, hi, &out[0],
+                                    _dense_block_start(t, T, n), _dense_block_start(t + 1, T, n))
+
+
+cdef inline void _margins_dense_rows(const floating[::1, :] X, const double[:] w,
+                                     const long long[:] cols, double b, bint full,
+                                     const long long[::1] lo, const long long[::1] hi,
+                                     double* out, Py_ssize_t r0, Py_ssize_t r1) noexcept nogil:
+    """Rows r0..r1-1 of :func:`margins_dense` (``full``: by ``dgemv``, w zero outside cols)."""
+    cdef Py_ssize_t i, j, k
+    for i in range(r0, r1):
+        out[i] = b
+    if floating is double:
+        if full:
+            _gemv_ranges(b"N", X, lo, hi, &w[0], out, 0, X.shape[1], r0, r1)
+            return
+    for k in range(cols.shape[0]):
+        j = cols[k]
+        _add_column(X, j, max(lo[j], r0), min(hi[j], r1), w[j], out)
+
+
+cdef inline Py_ssize_t _dense_threads(int n_threads, Py_ssize_t n) noexcept nogil:
+    """The threads of a dense kernel's blocks of rows: at most one per 64 rows."""
+    return max(1, min(<Py_ssize_t>n_threads, n // 64))
+
+
+cdef inline Py_ssize_t _dense_block_start(Py_ssize_t t, Py_ssize_t T,
+                                          Py_ssize_t n) noexcept nogil:
+    """The first row of block ``t`` of ``T`` of a dense X's rows, a multiple of 16: BLAS
+    level-2 kernels take a call's rows in groups from its first (OpenBLAS: 4 for ``dgemv``,
+    16 for ``daxpy``, the rest one by one), so that a row of a column read from row 0 gets
+    the same sum whatever the thread count."""
+    if t >= T:
+        return n
+    return (t * n // T) // 16 * 16
 
 
 def column_row_ranges(const floating[::1, :] X, long long[::1] lo, long long[::1] hi):
@@ -166,25 +201,31 @@ cdef inline void _block_rows(const long long[::1] lo, const long long[::1] hi, P
 
 
 cdef inline void _gemv_ranges(char* trans, const double[::1, :] X, const long long[::1] lo,
-                              const long long[::1] hi, const double* v,
-                              double* out) noexcept nogil:
-    """"N": ``out += X v``; "T": ``out = X^T v``, reading each column only on its row range.
+                              const long long[::1] hi, const double* v, double* out,
+                              Py_ssize_t c0, Py_ssize_t c1, Py_ssize_t r0,
+                              Py_ssize_t r1) noexcept nogil:
+    """"N": ``out[r0:r1] += X[r0:r1, c0:c1] v[c0:c1]``; "T": ``out[c0:c1] = X[:, c0:c1]^T v``;
+    each column read only on its row range.
 
-    Columns go in blocks of 64, each block by one ``dgemv`` over the rows its columns span;
-    consecutive blocks spanning the same rows share one call (a dense X is one ``dgemv``).
+    Columns go in blocks of 64 from ``c0``, each block by one ``dgemv`` over the rows its
+    columns span; consecutive blocks spanning the same rows share one call (a dense X is one
+    ``dgemv``). The threaded kernels split the columns at multiples of 64 ("T") or the rows
+    of each call ("N"), so that each column's or row's sum is taken as in one call.
     """
-    cdef Py_ssize_t p = X.shape[1], s = 0, e, e2, a, b, a2, b2, j
+    cdef Py_ssize_t s = c0, e, e2, a, b, a2, b2, j
     cdef int m, nc, ld = <int>X.shape[0], one = 1
     cdef double alpha = 1.0, beta = 1.0 if trans[0] == b"N" else 0.0
-    while s < p:
-        e = min(s + 64, p)
+    while s < c1:
+        e = min(s + 64, c1)
         _block_rows(lo, hi, s, e, &a, &b)
-        while e < p:
-            e2 = min(e + 64, p)
+        while e < c1:
+            e2 = min(e + 64, c1)
             _block_rows(lo, hi, e, e2, &a2, &b2)
             if a2 != a or b2 != b:
                 break
             e = e2
+        if trans[0] == b"N":
+            a, b = max(a, r0), min(b, r1)
         if b > a:
             m, nc = <int>(b - a), <int>(e - s)
             if trans[0] == b"N":
@@ -197,6 +238,37 @@ cdef inline void _gemv_ranges(char* trans, const double[::1, :] X, const long lo
             for j in range(s, e):
                 out[j] = 0.0
         s = e
+
+
+cdef inline void _column_sums(const floating[::1, :] X, const long long[::1] lo,
+                              const long long[::1] hi, const double* r, double* out,
+                              Py_ssize_t c0, Py_ssize_t c1) noexcept nogil:
+    """``out[c0:c1] = X[:, c0:c1]^T r``, each column on its row range (``dgemv`` for
+    float64 on at least one row)."""
+    cdef Py_ssize_t i, j
+    cdef double s
+    if floating is double:
+        if X.shape[0] > 0:
+            _gemv_ranges(b"T", X, lo, hi, r, out, c0, c1, 0, X.shape[0])
+            return
+    for j in range(c0, c1):
+        s = 0.0
+        for i in range(lo[j], hi[j]):
+            s += X[i, j] * r[i]
+        out[j] = s
+
+
+cdef void _all_column_sums(const floating[::1, :] X, const long long[::1] lo,
+                           const long long[::1] hi, const double* r, double* out,
+                           int n_threads) noexcept nogil:
+    """``out = X^T r`` (:func:`_column_sums`), blocks of 64 columns among ``n_threads``."""
+    cdef Py_ssize_t c, p = X.shape[1], n_blocks = (X.shape[1] + 63) // 64
+    cdef Py_ssize_t T = max(1, min(<Py_ssize_t>n_threads, n_blocks))
+    if T == 1:
+        _column_sums(X, lo, hi, r, out, 0, p)
+    else:
+        for c in prange(n_blocks, num_threads=T, schedule="static"):
+            _column_sums(X, lo, hi, r, out, 64 * c, min(64 * c + 64, p))
 
 
 cdef inline void _add_column(const floating[::1, :] X, Py_ssize_t j, Py_ssize_t a,
@@ -250,23 +322,18 @@ def rmatvec_csc(data, indices, indptr, r, out, int n_threads=1):
 
 
 def rmatvec_dense(const floating[::1, :] X, const double[::1] r, double[::1] out,
-                  const long long[::1] lo=None, const long long[::1] hi=None):
+                  const long long[::1] lo=None, const long long[::1] hi=None,
+                  int n_threads=1):
     """``out = X.T @ r`` for a Fortran-ordered dense ``X``, column j read on its rows
-    ``lo[j]:hi[j]`` (default: all; ``dgemv`` on blocks of columns for float64)."""
-    cdef Py_ssize_t i, j, n = X.shape[0]
-    cdef double s
+    ``lo[j]:hi[j]`` (default: all; ``dgemv`` on blocks of columns for float64); blocks of
+    64 columns among ``n_threads`` (the same sums)."""
     if lo is None or hi is None:
         lo, hi = _every_row(X.shape[0], X.shape[1], lo, hi)
     _check_ranges(lo, hi, X.shape[0], X.shape[1])
+    if X.shape[1] == 0:
+        return
     with nogil:
-        if floating is double and n > 0 and X.shape[1] > 0:
-            _gemv_ranges(b"T", X, lo, hi, &r[0], &out[0])
-        else:
-            for j in range(X.shape[1]):
-                s = 0.0
-                for i in range(lo[j], hi[j]):
-                    s += X[i, j] * r[i]
-                out[j] = s
+        _all_column_sums(X, lo, hi, &r[0], &out[0], n_threads)
 
 
 def rmatvec_csr(const floating[::1] data, const index_t[::1] indices, const index_t[::1] indptr,
@@ -451,16 +518,19 @@ def hessp_csr(const floating[::1] data, const index_t[::1] indices, const index_
 
 def hessp_dense(const floating[::1, :] X, const long long[:] cols, const double[:] D,
                 const double[::1] v, bint intercept, double[::1] tmp, double[::1] out,
-                const long long[::1] lo=None, const long long[::1] hi=None):
+                const long long[::1] lo=None, const long long[::1] hi=None,
+                int n_threads=1):
     """Dense (Fortran-ordered) version of :func:`hessp_csc` (BLAS for float64); column j is
     read on its rows ``lo[j]:hi[j]`` only (see :func:`margins_dense`).
 
     For float64, when ``cols`` holds at least half of the columns, ``v`` is scattered into a
     zero vector over all columns and the product is two ``dgemv`` passes over the matrix (the
     streaming ``dgemv`` is about twice as fast per entry as column-wise level-1 calls);
-    otherwise one ``daxpy`` and one ``ddot`` per listed column.
+    otherwise one ``daxpy`` and one ``ddot`` per listed column. With ``n_threads`` > 1,
+    ``X_F v`` by blocks of rows and ``X_Fᵀ (D ⊙ ·)`` by columns among the threads.
     """
-    cdef Py_ssize_t i, j, k, nf = cols.shape[0], n = X.shape[0], p = X.shape[1]
+    cdef Py_ssize_t i, k, t, nf = cols.shape[0], n = X.shape[0], p = X.shape[1]
+    cdef Py_ssize_t T = _dense_threads(n_threads, n)
     cdef double s
     cdef bint full = floating is double and n > 0 and 2 * nf >= p and nf > 0
     cdef double[::1] vp = np.zeros(p if full else 1)
@@ -470,37 +540,66 @@ def hessp_dense(const floating[::1, :] X, const long long[:] cols, const double[
     _check_ranges(lo, hi, n, p)
     with nogil:
         s = v[nf] if intercept else 0.0
-        for i in range(n):
-            tmp[i] = s
-        if floating is double and full:
+        if full:
             for k in range(nf):
                 vp[cols[k]] = v[k]
-            _gemv_ranges(b"N", X, lo, hi, &vp[0], &tmp[0])
+        if T == 1:
+            _weighted_dense_rows(X, cols, v, vp, s, D, full, lo, hi, &tmp[0], 0, n)
         else:
-            for k in range(nf):
-                if v[k] != 0.0:
-                    _add_column(X, cols[k], lo[cols[k]], hi[cols[k]], v[k], &tmp[0])
-        for i in range(n):
-            tmp[i] *= D[i]
-        if floating is double and full:
-            _gemv_ranges(b"T", X, lo, hi, &tmp[0], &hp[0])
+            for t in prange(T, num_threads=T, schedule="static", chunksize=1):
+                _weighted_dense_rows(X, cols, v, vp, s, D, full, lo, hi, &tmp[0],
+                                     _dense_block_start(t, T, n),
+                                     _dense_block_start(t + 1, T, n))
+        if full:
+            _all_column_sums(X, lo, hi, &tmp[0], &hp[0], T)
             for k in range(nf):
                 out[k] = hp[cols[k]]
-        else:
+        elif T == 1:
             for k in range(nf):
-                j = cols[k]
-                if floating is double:
-                    out[k] = _dot(hi[j] - lo[j], &X[lo[j], j], &tmp[lo[j]]) if hi[j] > lo[j] else 0.0
-                else:
-                    s = 0.0
-                    for i in range(lo[j], hi[j]):
-                        s += X[i, j] * tmp[i]
-                    out[k] = s
+                out[k] = _dense_column_dot(X, cols[k], lo, hi, &tmp[0])
+        else:
+            for k in prange(nf, num_threads=T, schedule="guided"):
+                out[k] = _dense_column_dot(X, cols[k], lo, hi, &tmp[0])
         if intercept:
             s = 0.0
             for i in range(n):
                 s += tmp[i]
             out[nf] = s
+
+
+cdef inline void _weighted_dense_rows(const floating[::1, :] X, const long long[:] cols,
+                                      const double[::1] v, const double[::1] vp, double s,
+                                      const double[:] D, bint full, const long long[::1] lo,
+                                      const long long[::1] hi, double* tmp, Py_ssize_t r0,
+                                      Py_ssize_t r1) noexcept nogil:
+    """``tmp[r0:r1] = D[r0:r1] (s + X[r0:r1, cols] @ v)`` (``full``: by ``dgemv`` with ``vp``,
+    ``v`` scattered over every column)."""
+    cdef Py_ssize_t i, j, k
+    for i in range(r0, r1):
+        tmp[i] = s
+    if floating is double and full:
+        _gemv_ranges(b"N", X, lo, hi, &vp[0], tmp, 0, X.shape[1], r0, r1)
+    else:
+        for k in range(cols.shape[0]):
+            if v[k] != 0.0:
+                j = cols[k]
+                _add_column(X, j, max(lo[j], r0), min(hi[j], r1), v[k], tmp)
+    for i in range(r0, r1):
+        tmp[i] *= D[i]
+
+
+cdef inline double _dense_column_dot(const floating[::1, :] X, Py_ssize_t j,
+                                     const long long[::1] lo, const long long[::1] hi,
+                                     const double* r) noexcept nogil:
+    """Column j of a dense X dotted with the n-vector r on its row range (``ddot`` for
+    float64)."""
+    cdef Py_ssize_t i
+    cdef double s = 0.0
+    if floating is double:
+        return _dot(hi[j] - lo[j], &X[lo[j], j], r + lo[j]) if hi[j] > lo[j] else 0.0
+    for i in range(lo[j], hi[j]):
+        s += X[i, j] * r[i]
+    return s
 
 
 # ---------------------------------------------------------------- sets, subgradient, orthant
@@ -838,51 +937,63 @@ cdef inline double _squares_dot(const floating[::1] data, const index_t[::1] ind
 
 def hess_diag_dense(const floating[::1, :] X, const long long[:] cols, const double[::1] D,
                     bint intercept, double[:] out, const long long[::1] lo=None,
-                    const long long[::1] hi=None):
+                    const long long[::1] hi=None, int n_threads=1):
     """Dense (Fortran-ordered) version of :func:`hess_diag_csc`; column j is read on its rows
     ``lo[j]:hi[j]`` only (see :func:`margins_dense`).
 
     Eight columns at a time, one pass over the rows they span: the weights D are read once
     per eight columns and the eight sums are independent chains (2.9× faster than a scaled
-    copy and a ``ddot`` per column on a 5000 × 5000 matrix).
+    copy and a ``ddot`` per column on a 5000 × 5000 matrix). The groups of eight among
+    ``n_threads`` (the same sums).
     """
-    cdef Py_ssize_t i, k, c, a, b, nf = cols.shape[0], n = X.shape[0]
-    cdef double s, d, x
-    cdef double acc[8]
-    cdef const floating* col[8]
+    cdef Py_ssize_t i, k, g, nf = cols.shape[0], n = X.shape[0]
+    cdef Py_ssize_t groups = nf // 8 if n > 0 else 0
+    cdef Py_ssize_t T = max(1, min(<Py_ssize_t>n_threads, groups))
+    cdef double s, x
     if lo is None or hi is None:
         lo, hi = _every_row(n, X.shape[1], lo, hi)
     _check_ranges(lo, hi, n, X.shape[1])
     with nogil:
-        k = 0
-        while k + 7 < nf and n > 0:
-            a, b = n, 0
-            for c in range(8):
-                col[c] = &X[0, cols[k + c]]
-                acc[c] = 0.0
-                if hi[cols[k + c]] > lo[cols[k + c]]:
-                    a = min(a, lo[cols[k + c]])
-                    b = max(b, hi[cols[k + c]])
-            for i in range(a, b):
-                d = D[i]
-                for c in range(8):
-                    x = col[c][i]
-                    acc[c] += x * (x * d)  # x (x D): 0, not inf * 0, at huge x
-            for c in range(8):
-                out[k + c] = acc[c]
-            k += 8
-        while k < nf:
+        if T == 1:
+            for g in range(groups):
+                _diag_eight(X, cols, 8 * g, D, lo, hi, out)
+        else:
+            for g in prange(groups, num_threads=T, schedule="static"):
+                _diag_eight(X, cols, 8 * g, D, lo, hi, out)
+        for k in range(8 * groups, nf):
             s = 0.0
             for i in range(lo[cols[k]], hi[cols[k]]):
                 x = X[i, cols[k]]
                 s += x * (x * D[i])
             out[k] = s
-            k += 1
         if intercept:
             s = 0.0
             for i in range(D.shape[0]):
                 s += D[i]
             out[nf] = s
+
+
+cdef inline void _diag_eight(const floating[::1, :] X, const long long[:] cols, Py_ssize_t k,
+                             const double[::1] D, const long long[::1] lo,
+                             const long long[::1] hi, double[:] out) noexcept nogil:
+    """``out[k:k + 8]``: the columns ``cols[k:k + 8]``' sums of x² D over the rows they span."""
+    cdef Py_ssize_t i, c, a = X.shape[0], b = 0
+    cdef double d, x
+    cdef double acc[8]
+    cdef const floating* col[8]
+    for c in range(8):
+        col[c] = &X[0, cols[k + c]]
+        acc[c] = 0.0
+        if hi[cols[k + c]] > lo[cols[k + c]]:
+            a = min(a, lo[cols[k + c]])
+            b = max(b, hi[cols[k + c]])
+    for i in range(a, b):
+        d = D[i]
+        for c in range(8):
+            x = col[c][i]
+            acc[c] += x * (x * d)  # x (x D): 0, not inf * 0, at huge x
+    for c in range(8):
+        out[k + c] = acc[c]
 
 
 cdef enum:

@@ -675,10 +675,11 @@ class L1LogisticOBA(LinearClassifierMixin, SparseCoefMixin, SparsekitClassifier)
     n_jobs : int, default=None
         Number of threads: for the one-vs-rest problems (the kernels release the GIL),
         or for the matrix products of a fit's one problem, at most one thread per CPU and
-        the same fit: a binary problem's on a sparse X (the rows of X w and of the Hessian
-        products' X v, the columns of the gradient's and their Xᵀ r split among them; the
-        formed Hessians, and a dense X, on one thread), the multinomial problem's (the
-        rows of X V, the columns of Xᵀ R). None means 1 unless in a
+        the same fit (on a dense float64 X, up to BLAS's rounding): a binary problem's
+        (the rows of X w and of the Hessian products' X v, the columns of the gradient's
+        and their Xᵀ r split among them, and a dense X's Hessians formed in float32
+        panels, by panels; a sparse X's formed by scattered updates on one thread), the
+        multinomial problem's (the rows of X V, the columns of Xᵀ R). None means 1 unless in a
         :func:`joblib.parallel_backend` context, -1 all processors. Threads of this
         process under any joblib backend (the problems share X); an interrupted fit
         (KeyboardInterrupt) ends them at their next iteration. BLAS runs one thread during

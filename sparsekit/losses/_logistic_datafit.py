@@ -19,11 +19,12 @@ Sparse X is stored once as CSC (column slices are the hot path); dense X as Fort
 each column read only between its first and last nonzero row (a triangular X: half of it).
 Values stay float32 if given so; all vectors are float64. The explicit Hessians of sparse X
 walk rows: a CSR layout of the same matrix (canonical: sorted, no duplicates) can be handed
-over as ``X_csr``, else a copy is made on first use. With ``n_threads`` > 1 the walks of a
-sparse X's columns (the margins, the gradient, the matrix-free Hessian products and their
-diagonal) and the margins by rows run on that many OpenMP threads where they read at least
-``thread_min_entries`` entries, with the same sums as on one; the formed Hessians and a
-dense X stay on one.
+over as ``X_csr``, else a copy is made on first use. With ``n_threads`` > 1 the margins, the
+gradient, the matrix-free Hessian products and their diagonal run on that many OpenMP
+threads where they read at least ``thread_min_entries`` entries of X, and so do the
+float32-panel Grams (:class:`~sparsekit.losses._panel_gram.PanelGram`): the same sums as
+on one, but where a dense float64 X's BLAS calls group a thread's rows otherwise; the
+Grams of scattered updates (sparse X) and NumPy's (small dense ones) stay on one.
 """
 import numpy as np
 import scipy.sparse as sp
@@ -48,7 +49,7 @@ class _SubspaceHessian:
 
     With ``X_rows`` (a CSR copy of the sparse X), the products and the diagonal walk its
     rows once each instead of the free columns (see :attr:`Logistic.row_walk_rows`). The
-    column walks of a sparse X run on ``n_threads`` (the same sums).
+    products and the diagonal run on ``n_threads`` (the row walks on one).
     """
 
     def __init__(self, X, cols, D, intercept, tmp, calls, diag=None, gram=None,
@@ -107,7 +108,7 @@ class _SubspaceHessian:
                         self._tmp, out, self._n_threads)
         else:
             K.hessp_dense(X, self._cols, self._D, v, self._intercept, self._tmp, out,
-                          *self._rows)
+                          *self._rows, self._n_threads)
         return out
 
     def diagonal(self):
@@ -129,7 +130,8 @@ class _SubspaceHessian:
             K.hess_diag_csc(X.data, X.indices, X.indptr, self._cols, self._D, self._intercept,
                             out, self._n_threads)
         else:
-            K.hess_diag_dense(X, self._cols, self._D, self._intercept, out, *self._rows)
+            K.hess_diag_dense(X, self._cols, self._D, self._intercept, out, *self._rows,
+                              self._n_threads)
         return out
 
     def quadratic_form(self, positions, values):
@@ -145,9 +147,9 @@ class _SubspaceHessian:
         t = np.empty(self._D.size)
         X = self._X
         if sp.issparse(X):
-            K.margins_csc(X.data, X.indices, X.indptr, w, cols, b, t)
+            K.margins_csc(X.data, X.indices, X.indptr, w, cols, b, t, self._n_threads)
         else:
-            K.margins_dense(X, w, cols, b, t, *self._rows)
+            K.margins_dense(X, w, cols, b, t, *self._rows, self._n_threads)
         return float(t @ (self._D * t))
 
     def restrict(self, keep):
@@ -338,7 +340,8 @@ class _LinearDatafit:
                 if self.n_threads > 1 else 1
             K.margins_csc(X.data, X.indices, X.indptr, w, cols, b, out, threads)
         else:
-            K.margins_dense(X, w, cols, b, out, *self._rows)
+            K.margins_dense(X, w, cols, b, out, *self._rows,
+                            self._threads(self.n_samples * cols.size))
         return out
 
     def value(self, x):
@@ -366,7 +369,8 @@ class _LinearDatafit:
             K.rmatvec_csc(X.data, X.indices, X.indptr, self._r, grad[:self.n_features],
                           self._threads(X.nnz))
         else:
-            K.rmatvec_dense(X, self._r, grad[:self.n_features], *self._rows)
+            K.rmatvec_dense(X, self._r, grad[:self.n_features], *self._rows,
+                            self._threads(X.size))
         if self.fit_intercept:
             grad[-1] = self._r.sum()
         self._x_at, self._f_at, self._grad_at = x.copy(), f, grad
@@ -429,7 +433,7 @@ class _LinearDatafit:
                                 explicit_after=cost_gram / (cost_hv - k * k) if switch
                                 else np.inf, rows=self._rows,
                                 X_rows=self._csr() if self._walks_rows(cols) else None,
-                                n_threads=self._threads(nnz_f) if sp.issparse(X) else 1)
+                                n_threads=self._threads(nnz_f if sp.issparse(X) else n * k))
 
     def _panels_fit_float32(self, block=4096):
         """Whether the float32 panels' products stay finite: a block of rows sums up to
@@ -465,7 +469,7 @@ class _LinearDatafit:
         if syrk:
             if self._panel_gram is None:
                 self._panel_gram = PanelGram(self._csr() if sp.issparse(X) else X,
-                                             self.gram_refresh_rtol)
+                                             self.gram_refresh_rtol, self.n_threads)
             return self._panel_gram(cols, D, intercept)
         G = np.zeros((k + intercept, k + intercept))
         if sp.issparse(X):
