@@ -3,7 +3,8 @@
 The estimator at its defaults but ``C`` (free intercept, ``tol=1e-8``) on sparse X: a9a and
 w8a (C = 1), the Debian descriptions as TF-IDF of words and bigrams (section python against
 the rest, C = 1 and 10), a tall synthetic set (500,000 rows, 2,000 columns, 20 stored
-entries a row, labels of a sparse teacher, C = 1); and on dense X: the thesis' Synthetic
+entries a row, labels of a sparse teacher, C = 1), MNIST (digits 0-4 against 5-9, pixels /
+255, CSR, C = 1); and on dense X: the thesis' Synthetic
 5000 x 5000 (float64, C = 1), MNIST (digits 0-4 against 5-9, pixels / 255 as a float32
 array, C = 1) and a tall table (1,000,000 x 50 float32, labels of a dense teacher, C = 1).
 Each is fit with ``n_jobs`` 1 and 2 in alternation, five times each: the median wall time
@@ -12,7 +13,7 @@ fits, and whether the two models are the same bit for bit (else the largest diff
 of a weight). With two jobs the margins, the gradient, the matrix-free Hessian products
 and their diagonal run on two OpenMP threads where a call reads at least 2**20 entries of
 X (on a9a and w8a none does: their rows show what the option costs there), and so do a
-dense X's float32-panel Grams (MNIST's, the tall table's); a sparse X's Grams formed by
+float32-panel Grams (MNIST's, the tall table's); a sparse X's Grams formed by
 scattered updates stay on one (the tall sparse set's, formed at each iteration). On this
 2-core machine two threads are the most it can show.
 
@@ -36,7 +37,7 @@ from sparsekit.datasets import load_mnist  # noqa: E402
 from sparsekit.linear_model import L1LogisticOBA  # noqa: E402
 
 PROBLEMS = [("a9a", 1.0), ("w8a", 1.0), ("debian", 1.0), ("debian", 10.0), ("tall", 1.0),
-            ("synthetic-5000", 1.0), ("mnist-dense", 1.0), ("tall-dense", 1.0)]
+            ("mnist", 1.0), ("synthetic-5000", 1.0), ("mnist-dense", 1.0), ("tall-dense", 1.0)]
 
 
 def tall(n=500_000, d=2_000, per_row=20, seed=0):
