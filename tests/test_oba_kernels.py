@@ -184,6 +184,26 @@ def test_logistic_pointwise_is_stable_for_huge_margins():
     assert np.all(D >= 0)
 
 
+@pytest.mark.parametrize("n", [0, 1, 1000])
+def test_logistic_pointwise_on_threads_gives_the_sums_of_one(n):
+    """The loss, r and D on 2, 3, 7 and 64 threads: one thread's numbers bit for bit (the
+    terms summed in the samples' order), huge margins and zero weights included."""
+    rng = np.random.default_rng(n)
+    m = rng.standard_normal(n) * 10.0
+    m[::7] = 1e4 * np.sign(m[::7])
+    y = np.where(rng.random(n) < 0.5, 1.0, -1.0)
+    sw = rng.uniform(0.0, 2.0, n)
+    sw[::5] = 0.0
+
+    def run(T):
+        r, D = np.empty(n), np.empty(n)
+        return K.logistic_pointwise(m, y, sw, r, D, T), r, D
+    one = run(1)
+    for T in (2, 3, 7, 64):
+        for got, want in zip(run(T), one):
+            np.testing.assert_array_equal(got, want)
+
+
 @pytest.mark.parametrize("alpha", [0.0, 0.3, 1.0])
 def test_logistic_dual_terms_is_its_formula_at_every_margin(alpha):
     """Σ sᵢ (H(tᵢ) − tᵢ yᵢ b), tᵢ = α σ(−yᵢ mᵢ), against SciPy's expit and xlogy on
