@@ -4,18 +4,17 @@ The estimator at its defaults but ``C`` (free intercept, ``tol=1e-8``) on sparse
 w8a (C = 1), the Debian descriptions as TF-IDF of words and bigrams (section python against
 the rest, C = 1 and 10), a tall synthetic set (500,000 rows, 2,000 columns, 20 stored
 entries a row, labels of a sparse teacher, C = 1), MNIST (digits 0-4 against 5-9, pixels /
-255, CSR, C = 1); and on dense X: the thesis' Synthetic
-5000 x 5000 (float64, C = 1), MNIST (digits 0-4 against 5-9, pixels / 255 as a float32
-array, C = 1) and a tall table (1,000,000 x 50 float32, labels of a dense teacher, C = 1).
-Each is fit with ``n_jobs`` 1 and 2 in alternation, five times each: the median wall time
-of each, their ratio, the process's CPU seconds over the wall seconds of the two-thread
-fits, and whether the two models are the same bit for bit (else the largest difference
-of a weight). With two jobs the margins, the gradient, the matrix-free Hessian products
-and their diagonal run on two OpenMP threads where a call reads at least 2**20 entries of
-X (on a9a and w8a none does: their rows show what the option costs there), and so do a
-float32-panel Grams (MNIST's, the tall table's); a sparse X's Grams formed by
-scattered updates stay on one (the tall sparse set's, formed at each iteration). On this
-2-core machine two threads are the most it can show.
+255, CSR, C = 1); and on dense X: the thesis' Synthetic 5000 x 5000 (float64, C = 1), the
+same MNIST as a float32 array (C = 1) and a tall table (1,000,000 x 50 float32, labels of a
+dense teacher, C = 1). Each is fit with ``n_jobs`` 1 and 2 in alternation, five times each:
+the median wall time of each, their ratio, the process's CPU seconds over the wall seconds
+of the two-thread fits, and whether the two models are the same bit for bit (else the
+largest difference of a weight). With two jobs the margins, the gradient, the matrix-free
+Hessian products and their diagonal run on two OpenMP threads where a call reads at least
+2**20 entries of X (on a9a and w8a none does: their rows show what the option costs
+there), and so do the Grams formed in float32 panels (MNIST's, the tall table's); the
+Grams formed by scattered updates of a sparse X stay on one (the tall sparse set's, formed
+at each iteration). On this 2-core machine two threads are the most it can show.
 
 Writes section "l1_binary_threads" of doc/benchmarks.md::
 
