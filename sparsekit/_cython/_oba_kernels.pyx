@@ -123,10 +123,10 @@ cdef inline Py_ssize_t _dense_threads(int n_threads, Py_ssize_t n) noexcept nogi
 
 cdef inline Py_ssize_t _dense_block_start(Py_ssize_t t, Py_ssize_t T,
                                           Py_ssize_t n) noexcept nogil:
-    """The first row of block ``t`` of ``T`` of a dense X's rows, a multiple of 16: BLAS
-    level-2 kernels take a call's rows in groups from its first (OpenBLAS: 4 for ``dgemv``,
-    16 for ``daxpy``, the rest one by one), so that a row of a column read from row 0 gets
-    the same sum whatever the thread count."""
+    """The first row of block ``t`` of ``T`` of a dense X's rows, a multiple of 16: BLAS's
+    ``dgemv`` and ``daxpy`` take a call's rows in small groups from its first and the last
+    few one by one, so that a row of a column read from row 0 gets the same sum whatever
+    the thread count (other rows may round otherwise)."""
     if t >= T:
         return n
     return (t * n // T) // 16 * 16
