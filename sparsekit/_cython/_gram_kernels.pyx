@@ -125,7 +125,7 @@ def gram_csr_syrk(const floating[::1] data, const index_t[::1] indices,
     whose weights changed). With ``n_threads`` > 1 the panels are formed and multiplied
     on that many threads at a time and added to ``G`` in their order (the same sums).
     """
-    cdef Py_ssize_t k = G.shape[0], nf = k - intercept, u, p, a, i, t, used, r
+    cdef Py_ssize_t k = G.shape[0], t, r
     cdef const long long[::1] rows = np.flatnonzero(np.asarray(D) > 0)
     cdef Py_ssize_t nr = rows.shape[0], n_panels = (nr + block - 1) // block if k > 0 else 0
     cdef Py_ssize_t T = max(1, min(<Py_ssize_t>n_threads, n_panels)), m
@@ -133,28 +133,47 @@ def gram_csr_syrk(const floating[::1] data, const index_t[::1] indices,
     # where F is a scattered part of the columns); one panel and product per thread
     cdef float[::1, :] panels = np.zeros((k + 1, T * block), dtype=np.float32, order="F")
     cdef float[::1, :] C = np.zeros((max(k, 1), T * max(k, 1)), dtype=np.float32, order="F")
-    cdef float s
     if not accumulate:
         G[:, :] = 0.0
     with nogil:
         r = 0
         while r < n_panels:
             m = min(T, n_panels - r)
-            for t in prange(m, num_threads=m, schedule="static", chunksize=1):
-                used = min(block, nr - (r + t) * block)
-                for u in range(used):  # gather the panel's rows
-                    i = rows[(r + t) * block + u]
-                    s = <float>sqrt(D[i])
-                    for p in range(indptr[i], indptr[i + 1]):
-                        a = colmap[indices[p]]
-                        panels[a + (a < 0) * (k + 1), t * block + u] = s * <float>data[p]
-                    if intercept:
-                        panels[nf, t * block + u] = s
-                _panel_syrk(b"N", k, used, &panels[0, t * block], k + 1, &C[0, t * k], k)
-                memset(&panels[0, t * block], 0, (k + 1) * used * sizeof(float))
+            if m == 1:
+                _csr_panel_product(data, indices, indptr, D, colmap, intercept, rows, r, block,
+                                   panels, 0, C)
+            else:
+                for t in prange(m, num_threads=m, schedule="static", chunksize=1):
+                    _csr_panel_product(data, indices, indptr, D, colmap, intercept, rows, r + t,
+                                       block, panels, t, C)
             _add_products(G, C, m, sign)
             r = r + m
         _mirror_upper(G, G.shape[0])
+
+
+cdef void _csr_panel_product(const floating[::1] data, const index_t[::1] indices,
+                             const index_t[::1] indptr, const double[:] D,
+                             const long long[:] colmap, bint intercept,
+                             const long long[::1] rows, Py_ssize_t panel, Py_ssize_t block,
+                             float[::1, :] panels, Py_ssize_t t,
+                             float[::1, :] C) noexcept nogil:
+    """:func:`gram_csr_syrk`'s panel ``panel`` (its rows ``rows[panel * block:]``) gathered
+    into slot ``t`` of ``panels`` and its product into slot ``t`` of ``C``; the slot is
+    left zero."""
+    cdef Py_ssize_t k = C.shape[0], u, p, a, i
+    cdef Py_ssize_t nf = k - intercept, start = panel * block
+    cdef Py_ssize_t used = min(block, rows.shape[0] - start)
+    cdef float s
+    for u in range(used):
+        i = rows[start + u]
+        s = <float>sqrt(D[i])
+        for p in range(indptr[i], indptr[i + 1]):
+            a = colmap[indices[p]]
+            panels[a + (a < 0) * (k + 1), t * block + u] = s * <float>data[p]
+        if intercept:
+            panels[nf, t * block + u] = s
+    _panel_syrk(b"N", k, used, &panels[0, t * block], k + 1, &C[0, t * k], k)
+    memset(&panels[0, t * block], 0, (k + 1) * used * sizeof(float))
 
 
 def gram_dense_syrk(const floating[::1, :] X, const long long[:] rows, const double[:] W,
@@ -171,10 +190,10 @@ def gram_dense_syrk(const floating[::1, :] X, const long long[:] rows, const dou
     panels are formed and multiplied on that many threads at a time and added to ``G`` in
     their order (the same sums).
     """
-    cdef Py_ssize_t k = G.shape[0], nf = k - intercept, nr = rows.shape[0]
+    cdef Py_ssize_t k = G.shape[0], nr = rows.shape[0]
     cdef Py_ssize_t n_panels = (nr + block - 1) // block if k > 0 else 0
     cdef Py_ssize_t T = max(1, min(<Py_ssize_t>n_threads, n_panels))
-    cdef Py_ssize_t a, u, j, t, m, r, used, start
+    cdef Py_ssize_t t, m, r
     cdef float[::1, :] panels = np.zeros((block, T * max(k, 1)), dtype=np.float32, order="F")
     cdef float[::1, :] C = np.zeros((max(k, 1), T * max(k, 1)), dtype=np.float32, order="F")
     cdef float[::1] root = np.empty(T * block, dtype=np.float32)
@@ -184,22 +203,37 @@ def gram_dense_syrk(const floating[::1, :] X, const long long[:] rows, const dou
         r = 0
         while r < n_panels:
             m = min(T, n_panels - r)
-            for t in prange(m, num_threads=m, schedule="static", chunksize=1):
-                start = (r + t) * block
-                used = min(block, nr - start)
-                for u in range(used):
-                    root[t * block + u] = <float>sqrt(W[rows[start + u]])
-                for a in range(nf):
-                    j = cols[a]
-                    for u in range(used):
-                        panels[u, t * k + a] = root[t * block + u] * <float>X[rows[start + u], j]
-                if intercept:
-                    for u in range(used):
-                        panels[u, t * k + nf] = root[t * block + u]
-                _panel_syrk(b"T", k, used, &panels[0, t * k], block, &C[0, t * k], k)
+            if m == 1:
+                _dense_panel_product(X, rows, W, cols, intercept, r, block, panels, root, 0, C)
+            else:
+                for t in prange(m, num_threads=m, schedule="static", chunksize=1):
+                    _dense_panel_product(X, rows, W, cols, intercept, r + t, block, panels,
+                                         root, t, C)
             _add_products(G, C, m, sign)
             r = r + m
         _mirror_upper(G, G.shape[0])
+
+
+cdef void _dense_panel_product(const floating[::1, :] X, const long long[:] rows,
+                               const double[:] W, const long long[:] cols, bint intercept,
+                               Py_ssize_t panel, Py_ssize_t block, float[::1, :] panels,
+                               float[::1] root, Py_ssize_t t,
+                               float[::1, :] C) noexcept nogil:
+    """:func:`gram_dense_syrk`'s panel ``panel`` (the listed rows ``rows[panel * block:]``)
+    scaled into slot ``t`` of ``panels`` and its product into slot ``t`` of ``C``."""
+    cdef Py_ssize_t k = C.shape[0], nf = k - intercept, start = panel * block, a, u, j
+    cdef Py_ssize_t used = min(block, rows.shape[0] - start)
+    cdef float* sq = &root[t * block]
+    for u in range(used):
+        sq[u] = <float>sqrt(W[rows[start + u]])
+    for a in range(nf):
+        j = cols[a]
+        for u in range(used):
+            panels[u, t * k + a] = sq[u] * <float>X[rows[start + u], j]
+    if intercept:
+        for u in range(used):
+            panels[u, t * k + nf] = sq[u]
+    _panel_syrk(b"T", k, used, &panels[0, t * k], block, &C[0, t * k], k)
 
 
 cdef void _panel_syrk(char* trans, Py_ssize_t k, Py_ssize_t used, float* panel,
