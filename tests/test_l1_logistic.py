@@ -1516,3 +1516,25 @@ def test_path_pos_class_picks_the_positive_label():
         l1_logistic_path(X, y, Cs, pos_class=5)
     with pytest.raises(ValueError, match="pos_class 'c' is not a label of y"):
         l1_logistic_path(X, y2, Cs, pos_class="c")
+
+
+def test_a_fit_on_free_slices_is_the_fit_on_column_walks(monkeypatch):
+    """The matrix-free products on copies of the free columns (see Logistic's
+    ``free_slice_min_products``) leave the fit as it was, bit for bit."""
+    from sparsekit.losses import _logistic_datafit as LD
+
+    rng = np.random.default_rng(3)
+    X = sp.random(400, 900, density=0.02, random_state=4, format="csr")
+    y = np.where(X @ rng.standard_normal(900) + 0.1 * rng.standard_normal(400) > 0, 1, -1)
+    monkeypatch.setattr(LD.Logistic, "max_explicit", 0)
+    used = []
+    product = LD._FreeSlice.product
+    monkeypatch.setattr(LD._FreeSlice, "product",
+                        lambda self, *a: used.append(1) or product(self, *a))
+    fits = {}
+    for products in (np.inf, 0):
+        monkeypatch.setattr(LD.Logistic, "free_slice_min_products", products)
+        est = L1LogisticOBA(C=50.0, tol=1e-10).fit(X, y)
+        fits[products] = np.r_[est.coef_.ravel(), est.intercept_]
+        assert bool(used) == (products == 0)
+    np.testing.assert_array_equal(fits[0], fits[np.inf])

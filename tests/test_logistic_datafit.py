@@ -143,3 +143,42 @@ def test_logistic_lipschitz_bound_covers_the_intercept_column():
     true = np.linalg.eigvalsh(A.T @ (A * (s / 50 / 4)[:, None])).max()
     for data in (X, sp.csc_matrix(X)):
         assert Logistic(data, y, s, fit_intercept=True).lipschitz() >= true
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_matrix_free_products_on_a_free_slice_are_the_column_walks(dtype):
+    """A matrix-free operator on a sparse X copies its free columns by rows (where the solver
+    makes many products per Hessian) and gives the column walk's products bit for bit,
+    restricted too; a later operator on a subset of those columns reads the same copy; once
+    another copy replaces it, the earlier operator walks the columns again."""
+    X, y = _problem(21, n=300, d=60, sparse=True, dtype=dtype)
+    x = np.zeros(61)
+    x[[1, 4, 9]] = [0.4, -0.3, 0.2]
+    walks, copies = (Logistic(X, y, fit_intercept=True) for _ in range(2))
+    walks.free_slice_min_products = np.inf
+    copies.free_slice_min_products = 0
+    for datafit in (walks, copies):
+        datafit.max_explicit = 0       # the matrix-free operator
+        datafit.value_grad(x)
+    rng = np.random.default_rng(0)
+
+    def same(free, keep=None):
+        A, B = walks.hessp(x, free), copies.hessp(x, free)
+        if keep is not None:
+            A, B = A.restrict(keep), B.restrict(keep)
+        for _ in range(3):
+            v = rng.standard_normal(A.shape[0])
+            np.testing.assert_array_equal(B(v), A(v))
+        return B
+
+    free = np.r_[np.arange(0, 60, 3), 60]             # a third of X: copied (at most half)
+    H = same(free)
+    assert H._free_slice is not None and copies._slice.valid
+    same(free, keep=rng.random(free.size) < 0.7)
+    first = copies._slice
+    again = same(np.r_[np.arange(0, 60, 3)[:-2], 60])  # most of it: the same copy
+    assert again._free_slice[0] is first
+    same(np.arange(1, 60, 3))                          # other columns: a new copy
+    assert copies._slice is not first and not first.valid
+    v = rng.standard_normal(free.size)
+    np.testing.assert_array_equal(H(v), walks.hessp(x, free)(v))    # the columns again

@@ -118,6 +118,80 @@ def test_threaded_column_walks_give_the_same_sums(dtype, index_dtype, n):
             np.testing.assert_array_equal(got, want)
 
 
+def _free_slice(X, cols):
+    n = X.shape[0]
+    nnz = int(np.diff(X.indptr)[cols].sum())
+    sptr, sdata, sind = np.empty(n + 1, np.int64), np.empty(nnz, X.dtype), np.empty(nnz, np.int32)
+    assert K.free_slice_csr(X.data, X.indices, X.indptr, cols, sptr, sdata, sind) == nnz
+    return sdata, sind, sptr
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("index_dtype", [np.int32, np.int64])
+@pytest.mark.parametrize("n", [0, 1, 5, 97, 400])
+def test_free_slice_products_are_the_column_walks_bit_for_bit(dtype, index_dtype, n):
+    """hessp_free_slice on free_slice_csr's copy gives hessp_csc's numbers bit for bit: with
+    and without the intercept, zero weights, columns of every length modulo 4 (the partial
+    sums' tails), empty rows and columns, and on a sub-slice (the others' weights zero)."""
+    rng = np.random.default_rng(n)
+    X = _blocky_matrix(rng, n, 40, dtype, index_dtype).tolil()
+    for j in range(4, 14):                 # columns of 0 ... 9 entries
+        X[:, j] = 0.0
+        X[rng.choice(n, min(n, j - 4), replace=False), j] = rng.standard_normal(min(n, j - 4))
+    X = sp.csc_matrix(X, dtype=dtype)
+    X.eliminate_zeros()
+    X.sort_indices()
+    X.indices, X.indptr = X.indices.astype(index_dtype), X.indptr.astype(index_dtype)
+    D = rng.uniform(0.0, 2.0, n)
+    D[::7] = 0.0
+    for cols in (np.arange(40), np.sort(rng.choice(40, 17, replace=False)), np.array([1]),
+                 np.array([], dtype=np.int64)):
+        cols = cols.astype(np.int64)
+        sdata, sind, sptr = _free_slice(X, cols)
+        acc = np.empty(4 * cols.size)
+        for s in (0.0, 0.7):
+            v = rng.standard_normal(cols.size)
+            v[rng.random(cols.size) < 0.2] = 0.0
+            want = np.empty(cols.size + 1)
+            K.hessp_csc(X.data, X.indices, X.indptr, cols, D, np.r_[v, s], True, np.empty(n),
+                        want)
+            got = np.empty(cols.size)
+            total = K.hessp_free_slice(sdata, sind, sptr, D, v, s, acc, got)
+            np.testing.assert_array_equal(np.r_[got, total], want)
+            keep = np.flatnonzero(rng.random(cols.size) < 0.6)   # a sub-slice
+            sub = np.empty(keep.size + 1)
+            K.hessp_csc(X.data, X.indices, X.indptr, cols[keep], D, np.r_[v[keep], s], True,
+                        np.empty(n), sub)
+            full = np.zeros(cols.size)
+            full[keep] = v[keep]
+            total = K.hessp_free_slice(sdata, sind, sptr, D, full, s, acc, got)
+            np.testing.assert_array_equal(np.r_[got[keep], total], sub)
+        XF = X.toarray().astype(np.float64)[:, cols]
+        np.testing.assert_allclose(got[keep], (XF.T @ (D * (XF @ full + 0.7)))[keep],
+                                   rtol=1e-5 if dtype == np.float32 else 1e-12, atol=1e-12)
+
+
+def test_free_slice_kernels_refuse_what_would_overrun_them():
+    X = sp.random(30, 8, density=0.4, random_state=0, format="csc")
+    X.sort_indices()
+    cols = np.array([1, 4, 6], dtype=np.int64)
+    sdata, sind, sptr = _free_slice(X, cols)
+    for bad_cols in ([4, 1], [1, 8], [-1, 2], [3, 3]):
+        with pytest.raises(ValueError, match="free_slice_csr"):
+            K.free_slice_csr(X.data, X.indices, X.indptr, np.array(bad_cols, dtype=np.int64),
+                             sptr, sdata, sind)
+    with pytest.raises(ValueError, match="room"):
+        K.free_slice_csr(X.data, X.indices, X.indptr, cols, sptr, sdata[:-1], sind)
+    with pytest.raises(ValueError, match="row index"):
+        K.free_slice_csr(X.data, X.indices, X.indptr, cols, np.empty(20, np.int64), sdata,
+                         sind)
+    acc, out, D = np.empty(12), np.empty(3), np.ones(30)
+    for args in ((D[:-1], np.ones(3), acc, out), (D, np.ones(2), acc, out),
+                 (D, np.ones(3), acc[:-1], out)):
+        with pytest.raises(ValueError, match="do not match"):
+            K.hessp_free_slice(sdata, sind, sptr, args[0], args[1], 0.0, args[2], args[3])
+
+
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("n", [0, 1, 97, 2000])
 def test_threaded_dense_kernels_match_one_thread(dtype, n):

@@ -504,6 +504,99 @@ cdef inline double _column_dot(const floating[::1] data, const index_t[::1] indi
     return sparse_dot(&data[0] + p, &indices[0] + p, r, indptr[j + 1] - p)
 
 
+
+def free_slice_csr(const floating[::1] data, const index_t[::1] indices,
+                   const index_t[::1] indptr, const long long[::1] cols,
+                   long long[::1] sptr, floating[::1] sdata, int[::1] sind):
+    """The free columns ``cols`` (increasing) of canonical CSC ``X`` copied by rows, for
+    :func:`hessp_free_slice`; returns the entries copied.
+
+    ``sptr`` (n + 1 entries) gets the rows' offsets; ``sdata`` and ``sind`` (at least
+    nnz(X_F) entries) the values and, for the entry at position q of the k-th listed column,
+    ``4 k + a``: ``a`` the one of the four partial sums that :func:`hessp_csc` adds it to in
+    that column's dot product (q mod 4, or 0 for the last q mod 4 entries of the column).
+    """
+    cdef Py_ssize_t n = sptr.shape[0] - 1, nf = cols.shape[0], k, j, p, start, end, full, i
+    cdef long long dst, nnz = 0
+    cdef bint bad = n < 0 or bad_cols(cols, indptr.shape[0] - 1) or 4 * nf >= 2**31
+    for k in range(nf if not bad else 0):
+        j = cols[k]
+        bad = (k > 0 and j <= cols[k - 1]) or indptr[j] < 0 or indptr[j + 1] < indptr[j] \
+            or indptr[j + 1] > min(data.shape[0], indices.shape[0])
+        if bad:
+            break
+        nnz += indptr[j + 1] - indptr[j]
+    if bad or sdata.shape[0] < nnz or sind.shape[0] < nnz:
+        raise ValueError("free_slice_csr needs CSC arrays, increasing columns within them, "
+                         f"n + 1 = len(sptr) rows and room for the {nnz} entries")
+    cdef long long[::1] pos = np.empty(max(n, 1), dtype=np.int64)
+    with nogil:
+        for i in range(n + 1):
+            sptr[i] = 0
+        for k in range(nf):
+            j = cols[k]
+            for p in range(indptr[j], indptr[j + 1]):
+                i = indices[p]
+                if i < 0 or i >= n:
+                    bad = True
+                    break
+                sptr[i + 1] += 1
+    if bad:
+        raise ValueError("free_slice_csr: a row index outside [0, n)")
+    with nogil:
+        for i in range(n):
+            sptr[i + 1] += sptr[i]
+            pos[i] = sptr[i]
+        for k in range(nf):
+            j = cols[k]
+            start, end = indptr[j], indptr[j + 1]
+            full = start + ((end - start) & ~3)
+            for p in range(start, end):
+                i = indices[p]
+                dst = pos[i]
+                pos[i] = dst + 1
+                sdata[dst] = data[p]
+                sind[dst] = <int>(4 * k + (((p - start) & 3) if p < full else 0))
+    return nnz
+
+
+def hessp_free_slice(const floating[::1] sdata, const int[::1] sind, const long long[::1] sptr,
+                     const double[::1] D, const double[::1] v, double s, double[::1] acc,
+                     double[::1] out):
+    """``out = X_Fᵀ diag(D) (X_F v + s)`` on a slice of :func:`free_slice_csr`, in one pass
+    over its rows; returns ``Σᵢ Dᵢ (xᵢᵀ v + s)``, the intercept's entry.
+
+    The same sums as :func:`hessp_csc` on those columns, in the same order, bit for bit:
+    each row's X_F v adds its entries in column order, skipping zero weights, and each
+    column's dot product adds its rows in order into the four partial sums ``sind`` names
+    (``acc``: 4 |F| entries). A row is read once from memory while ``v`` and ``acc`` stay in
+    cache, where :func:`hessp_csc` reads the columns twice and updates an n-vector between.
+    Entries of ``v`` set to zero leave their columns out of X_F v (a sub-slice's product).
+    """
+    cdef Py_ssize_t n = D.shape[0], nf = out.shape[0], i, p, k, start, end
+    cdef double t, vk, total = 0.0
+    if sptr.shape[0] != n + 1 or v.shape[0] != nf or acc.shape[0] < 4 * nf \
+            or sptr[n] > sdata.shape[0] or sptr[n] > sind.shape[0]:
+        raise ValueError("hessp_free_slice: the slice, D, v, acc and out do not match")
+    with nogil:
+        for k in range(4 * nf):
+            acc[k] = 0.0
+        for i in range(n):
+            t = s
+            start, end = sptr[i], sptr[i + 1]
+            for p in range(start, end):
+                vk = v[sind[p] >> 2]
+                if vk != 0.0:
+                    t = t + vk * sdata[p]
+            t = t * D[i]
+            total = total + t
+            for p in range(start, end):
+                acc[sind[p]] += sdata[p] * t
+        for k in range(nf):
+            out[k] = (acc[4 * k] + acc[4 * k + 1]) + (acc[4 * k + 2] + acc[4 * k + 3])
+    return total
+
+
 def hessp_csr(const floating[::1] data, const index_t[::1] indices, const index_t[::1] indptr,
               const double[::1] D, const double[::1] v, double b, double[::1] out):
     """``out = Xᵀ diag(D) (X v + b)`` for CSR ``X``, in one pass over its rows; returns
