@@ -504,7 +504,6 @@ cdef inline double _column_dot(const floating[::1] data, const index_t[::1] indi
     return sparse_dot(&data[0] + p, &indices[0] + p, r, indptr[j + 1] - p)
 
 
-
 def free_slice_csr(const floating[::1] data, const index_t[::1] indices,
                    const index_t[::1] indptr, const long long[::1] cols,
                    long long[::1] sptr, floating[::1] sdata, int[::1] sind):

@@ -250,12 +250,10 @@ class _ExplicitHessian:
 
 
 def _holds(cols, sub):
-    """Whether the increasing column list ``cols`` holds every column of ``sub``."""
-    if sub.size > cols.size:
-        return False
+    """Whether the increasing column list ``cols`` holds every column of the increasing
+    ``sub``."""
     at = np.searchsorted(cols, sub)
-    return bool(np.all(at < cols.size) and np.array_equal(cols[np.minimum(at, cols.size - 1)],
-                                                           sub)) if sub.size else True
+    return not (at.size and at[-1] >= cols.size) and np.array_equal(cols[at], sub)
 
 
 def _take_columns(X, cols):
@@ -353,8 +351,8 @@ class _LinearDatafit:
     #: a matrix-free subspace Hessian of a sparse X walked by columns on one thread copies
     #: its free columns by rows (:class:`_FreeSlice`) when the solver lately made at least
     #: this many products per Hessian (Debian's TF-IDF, 2,845 free columns of 1.77 M
-    #: entries: a copy 15 ms, a product 3.3 ms on it against 5.1 ms by columns; from 8 or
-    #: 24 products, fits at C = 10 to tol 1e-4 gained less or lost)
+    #: entries: a copy 15 ms, a product 3.3 ms on it against 5.1 ms by columns; 8 and 24
+    #: products did worse at C = 10: the benchmark notes, "matrix-free products on a copy")
     free_slice_min_products = 16
     #: explicit Hessians of sparse X walk all rows only up to this many columns (see _gram)
     max_walk_columns = 32768
@@ -491,7 +489,7 @@ class _LinearDatafit:
         switch = fits and syrk and cost_hv > 2 * k * k and sp.issparse(X)
         threads = self._threads(nnz_f if sp.issparse(X) else n * k)
         X_rows = self._csr() if self._walks_rows(cols) else None
-        free_slice = (self._free_slice(cols, nnz_f, switch) if sp.issparse(X) and X_rows is None
+        free_slice = (self._free_slice_for(cols, nnz_f, switch) if sp.issparse(X) and X_rows is None
                       and threads == 1 else None)
         return _SubspaceHessian(X, cols, self._D, intercept, self._tmp, self._calls,
                                 gram=(lambda c, b: self._gram(c, b, walk_all, syrk)) if switch
@@ -500,7 +498,7 @@ class _LinearDatafit:
                                 else np.inf, rows=self._rows, X_rows=X_rows,
                                 n_threads=threads, free_slice=free_slice)
 
-    def _free_slice(self, cols, nnz_f, switch):
+    def _free_slice_for(self, cols, nnz_f, switch):
         """The free slice for a matrix-free operator on ``cols`` with its positions there:
         the last one where it holds ``cols`` and they hold most of its entries, else a new
         copy where the solver lately made ``free_slice_min_products`` products per Hessian
