@@ -54,16 +54,13 @@ class _FreeSlice:
         """``out`` = the product on the listed ``positions`` of :attr:`cols` (the others'
         weights zero); returns the intercept's entry."""
         k = self.cols.size
-        if positions.size == k:
-            full = v
-        else:
-            full = np.zeros(k)
-            full[positions] = v
-        out_full = out if positions.size == k else np.empty(k)
+        if positions.size == k:     # all of them: in place
+            return K.hessp_free_slice(self.sdata, self.sind, self.sptr, D, v, s, self.acc, out)
+        full, out_full = np.zeros(k), np.empty(k)
+        full[positions] = v
         total = K.hessp_free_slice(self.sdata, self.sind, self.sptr, D, full, s, self.acc,
                                    out_full)
-        if positions.size != k:
-            out[:] = out_full[positions]
+        out[:] = out_full[positions]
         return total
 
 
