@@ -148,15 +148,17 @@ def test_logistic_lipschitz_bound_covers_the_intercept_column():
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_matrix_free_products_on_a_free_slice_are_the_column_walks(dtype):
     """A matrix-free operator on a sparse X copies its free columns by rows (where the solver
-    makes many products per Hessian) and gives the column walk's products bit for bit,
-    restricted too; a later operator on a subset of those columns reads the same copy; once
-    another copy replaces it, the earlier operator walks the columns again."""
+    makes many products per Hessian, once the Hessian's products pass ``free_slice_after``)
+    and gives the column walk's products bit for bit, restricted too; a later operator on a
+    subset of those columns reads the same copy; once another copy replaces it, the earlier
+    operator walks the columns again."""
     X, y = _problem(21, n=300, d=60, sparse=True, dtype=dtype)
     x = np.zeros(61)
     x[[1, 4, 9]] = [0.4, -0.3, 0.2]
     walks, copies = (Logistic(X, y, fit_intercept=True) for _ in range(2))
     walks.free_slice_min_products = np.inf
     copies.free_slice_min_products = 0
+    copies.free_slice_after = 2
     for datafit in (walks, copies):
         datafit.max_explicit = 0       # the matrix-free operator
         datafit.value_grad(x)
@@ -172,7 +174,10 @@ def test_matrix_free_products_on_a_free_slice_are_the_column_walks(dtype):
         return B
 
     free = np.r_[np.arange(0, 60, 3), 60]             # a third of X: copied (at most half)
-    H = same(free)
+    few = copies.hessp(x, free)
+    few(np.ones(free.size)), few(np.ones(free.size))  # two products: no copy yet
+    assert few._free_slice is None and copies._slice is None
+    H = same(free)                                     # the third product reads a copy
     assert H._free_slice is not None and copies._slice.valid
     same(free, keep=rng.random(free.size) < 0.7)
     first = copies._slice

@@ -81,14 +81,18 @@ class _SubspaceHessian:
     rows once each instead of the free columns (see :attr:`Logistic.row_walk_rows`). The
     products and the diagonal run on ``n_threads`` (the row walks on one). With
     ``free_slice`` (a :class:`_FreeSlice` and the positions of ``cols`` in its columns) the
-    products of a sparse X read that copy while it is valid.
+    products of a sparse X read that copy while it is valid; with ``make_slice`` (``(copy,
+    after)``: ``copy(cols)`` -> such a pair) the operator copies its free columns once the
+    products on this Hessian exceed ``after``, which spares the copy to the Hessians that make
+    few products (the ski-rental rule again).
     """
 
     def __init__(self, X, cols, D, intercept, tmp, calls, diag=None, gram=None,
                  explicit_after=np.inf, rows=(None, None), X_rows=None, n_threads=1,
-                 free_slice=None):
+                 free_slice=None, make_slice=None):
         self._n_threads = n_threads
         self._free_slice = free_slice
+        self._make_slice = make_slice
         self._diag = diag
         self._X = X
         self._X_rows = X_rows
@@ -137,7 +141,7 @@ class _SubspaceHessian:
             out[:nf] = out_full[self._cols]
             if self._intercept:
                 out[nf] = s
-        elif self._free_slice is not None and self._free_slice[0].valid:
+        elif self._reads_slice():
             nf = self._cols.size
             copy, positions = self._free_slice
             total = copy.product(positions, v[:nf], float(v[nf]) if self._intercept else 0.0,
@@ -151,6 +155,14 @@ class _SubspaceHessian:
             K.hessp_dense(X, self._cols, self._D, v, self._intercept, self._tmp, out,
                           *self._rows, self._n_threads)
         return out
+
+    def _reads_slice(self):
+        """Whether this product reads a free slice: the one held while it is valid, or one
+        copied now that the products on this Hessian have reached ``make_slice``'s count."""
+        if self._make_slice is not None and self._calls[0] > self._make_slice[1]:
+            self._free_slice = self._make_slice[0](self._cols)
+            self._make_slice = None
+        return self._free_slice is not None and self._free_slice[0].valid
 
     def diagonal(self):
         """The diagonal of the operator (for a Jacobi-preconditioned CG); kept for restricts."""
@@ -205,7 +217,8 @@ class _SubspaceHessian:
             (self._free_slice[0], self._free_slice[1][keep[:self._cols.size]])
         return _SubspaceHessian(self._X, cols, self._D, intercept, self._tmp, self._calls, diag,
                                 self._gram, self._explicit_after, self._rows, self._X_rows,
-                                self._n_threads, free_slice)
+                                self._n_threads, free_slice,
+                                self._make_slice if free_slice is None and cols.size else None)
 
 
 class _ExplicitHessian:
@@ -349,8 +362,11 @@ class _LinearDatafit:
     #: its free columns by rows (:class:`_FreeSlice`) when the solver lately made at least
     #: this many products per Hessian (Debian's TF-IDF, 2,845 free columns of 1.77 M
     #: entries: a copy 15 ms, a product 3.3 ms on it against 5.1 ms by columns; 8 and 24
-    #: products did worse at C = 10: the benchmark notes, "matrix-free products on a copy")
+    #: products did worse at C = 10: the benchmark notes, "matrix-free products on a copy"),
+    #: made once a Hessian's products pass ``free_slice_after``, about the copy's cost (most
+    #: of one-vs-rest Debian's wide free sets, 58 classes at C = 1, get a product or two)
     free_slice_min_products = 16
+    free_slice_after = 3
     #: explicit Hessians of sparse X walk all rows only up to this many columns (see _gram)
     max_walk_columns = 32768
     #: from this many rows (an n-vector of 16 MB, beyond a server's last-level cache), a
@@ -486,34 +502,42 @@ class _LinearDatafit:
         switch = fits and syrk and cost_hv > 2 * k * k and sp.issparse(X)
         threads = self._threads(nnz_f if sp.issparse(X) else n * k)
         X_rows = self._csr() if self._walks_rows(cols) else None
-        free_slice = (self._free_slice_for(cols, nnz_f, switch) if sp.issparse(X) and X_rows is None
-                      and threads == 1 else None)
+        free_slice = make_slice = None
+        if sp.issparse(X) and X_rows is None and threads == 1:
+            free_slice, make_slice = self._free_slice_for(cols, nnz_f, switch)
         return _SubspaceHessian(X, cols, self._D, intercept, self._tmp, self._calls,
                                 gram=(lambda c, b: self._gram(c, b, walk_all, syrk)) if switch
                                 else None,
                                 explicit_after=cost_gram / (cost_hv - k * k) if switch
                                 else np.inf, rows=self._rows, X_rows=X_rows,
-                                n_threads=threads, free_slice=free_slice)
+                                n_threads=threads, free_slice=free_slice,
+                                make_slice=make_slice)
 
     def _free_slice_for(self, cols, nnz_f, switch):
-        """The free slice for a matrix-free operator on ``cols`` with its positions there:
-        the last one where it holds ``cols`` and they hold most of its entries, else a new
-        copy where the solver lately made ``free_slice_min_products`` products per Hessian
-        (the copy costs three to five products; each product on it saves about a third), the
-        Gram switch is not armed and the copy takes at most half of X's entries; else None."""
+        """``(held, make)`` for a matrix-free operator on ``cols``: the last free slice with
+        the positions of ``cols`` in it, where it holds them and they hold most of its
+        entries; else the ``make_slice`` of :class:`_SubspaceHessian`, where the solver lately
+        made ``free_slice_min_products`` products per Hessian (a copy costs about three
+        products; each product on it saves about a third), the Gram switch is not armed and
+        the copy takes at most half of X's entries; else neither."""
         last = self._slice
         if last is not None and _holds(last.cols, cols) and nnz_f >= 0.75 * last.nnz:
-            return last, np.searchsorted(last.cols, cols)
-        X = self.X
+            return (last, np.searchsorted(last.cols, cols)), None
         if (switch or self._products_per_hessian < self.free_slice_min_products
-                or 2 * nnz_f > X.nnz or cols.size == 0):
-            return None
-        nnz = int(nnz_f)
+                or 2 * nnz_f > self.X.nnz or cols.size == 0):
+            return None, None
+        return None, (self._copy_free_slice, self.free_slice_after)
+
+    def _copy_free_slice(self, cols):
+        """A new free slice of ``cols`` (in the reused buffers; the last one is no longer
+        valid) and the positions of ``cols`` in it."""
+        X = self.X
+        nnz = int(self._col_nnz[cols].sum())
         if self._slice_buffers is None or self._slice_buffers[0].size < nnz:
             self._slice_buffers = (np.empty(nnz, dtype=X.dtype), np.empty(nnz, dtype=np.int32),
                                    np.empty(self.n_samples + 1, dtype=np.int64))
-        if last is not None:
-            last.valid = False
+        if self._slice is not None:
+            self._slice.valid = False
         sdata, sind, sptr = self._slice_buffers
         K.free_slice_csr(X.data, X.indices, X.indptr, cols, sptr, sdata, sind)
         self._slice = _FreeSlice(cols, self._slice_buffers, nnz)
