@@ -362,10 +362,11 @@ class _LinearDatafit:
     #: its free columns by rows (:class:`_FreeSlice`) when the solver lately made at least
     #: this many products per Hessian (Debian's TF-IDF, 2,845 free columns of 1.77 M
     #: entries: a copy 15 ms, a product 3.3 ms on it against 5.1 ms by columns; 8 and 24
-    #: products did worse at C = 10: the benchmark notes, "matrix-free products on a copy"),
-    #: made once a Hessian's products pass ``free_slice_after``, about the copy's cost (most
-    #: of one-vs-rest Debian's wide free sets, 58 classes at C = 1, get a product or two)
+    #: products did worse at C = 10: the benchmark notes, "matrix-free products on a copy")
     free_slice_min_products = 16
+    #: ... and copies them once the Hessian has made this many products, about a copy's cost
+    #: (13 of the 15 wide free sets one-vs-rest Debian copied at once, 58 classes at C = 1,
+    #: got a single product: 1.04x the column walks' time, 1.01x now)
     free_slice_after = 3
     #: explicit Hessians of sparse X walk all rows only up to this many columns (see _gram)
     max_walk_columns = 32768
