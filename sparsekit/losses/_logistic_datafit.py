@@ -259,11 +259,12 @@ class _ExplicitHessian:
         return _ExplicitHessian(GK.principal_submatrix(self._G, idx), self._calls)
 
 
-def _holds(cols, sub):
-    """Whether the increasing column list ``cols`` holds every column of the increasing
-    ``sub``."""
+def _positions_in(cols, sub):
+    """The positions of the increasing ``sub`` in the increasing column list ``cols``, or
+    None where ``cols`` does not hold all of them."""
     at = np.searchsorted(cols, sub)
-    return not (at.size and at[-1] >= cols.size) and np.array_equal(cols[at], sub)
+    held = not (at.size and at[-1] >= cols.size) and np.array_equal(cols[at], sub)
+    return at if held else None
 
 
 def _take_columns(X, cols):
@@ -522,8 +523,9 @@ class _LinearDatafit:
         products; each product on it saves about a third), the Gram switch is not armed and
         the copy takes at most half of X's entries; else neither."""
         last = self._slice
-        if last is not None and _holds(last.cols, cols) and nnz_f >= 0.75 * last.nnz:
-            return (last, np.searchsorted(last.cols, cols)), None
+        at = None if last is None or nnz_f < 0.75 * last.nnz else _positions_in(last.cols, cols)
+        if at is not None:
+            return (last, at), None
         if (switch or self._products_per_hessian < self.free_slice_min_products
                 or 2 * nnz_f > self.X.nnz or cols.size == 0):
             return None, None
