@@ -1565,6 +1565,34 @@ def test_sparse_label_indicator_is_multilabel():
     np.testing.assert_array_equal(a.coef_, b.coef_)
 
 
+def test_score_reduces_label_sets_as_fit_does():
+    """score on the label sets a multilabel='first' model was fit on is the accuracy
+    against their first labels (an indicator, sparse or dense, or label lists), weighted
+    as asked; with multilabel='error' it is that parameter's error, and a grid search on
+    label sets scores every candidate (scikit-learn's accuracy alone refuses the mix of
+    an indicator and single labels)."""
+    from sklearn.metrics import accuracy_score
+    from sklearn.model_selection import GridSearchCV
+    X, y = _small(18, N=60, K=4)
+    Y = np.zeros((60, 6), dtype=int)
+    Y[np.arange(60), y] = 1
+    Y[np.arange(60), 5] = 1                              # a second, higher label per row
+    est = ExtremeSoftmaxSGD(multilabel="first", n_epochs=2, random_state=0).fit(X, Y)
+    predicted = est.predict(X)
+    assert 0 < est.score(X, Y) < 1       # neither trivial: the comparison can fail
+    w = np.arange(60.0)
+    for targets in (Y, sp.csr_matrix(Y), [[int(v), 5] for v in y]):
+        assert est.score(X, targets) == accuracy_score(y, predicted)
+        assert est.score(X, targets, sample_weight=w) == accuracy_score(
+            y, predicted, sample_weight=w)
+    assert est.score(X, y) == accuracy_score(y, predicted)
+    with pytest.raises(ValueError, match="multilabel='first'"):
+        est.set_params(multilabel="error").score(X, Y)
+    search = GridSearchCV(ExtremeSoftmaxSGD(multilabel="first", n_epochs=2, random_state=0),
+                          {"learning_rate": [0.1, 1.0]}, cv=3, error_score="raise").fit(X, Y)
+    assert np.all(np.isfinite(search.cv_results_["mean_test_score"]))
+
+
 def test_partial_fit_first_call_needs_two_declared_classes():
     """A first chunk declaring one class is refused and leaves the estimator unfitted."""
     from sklearn.exceptions import NotFittedError

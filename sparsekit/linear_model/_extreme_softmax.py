@@ -1444,6 +1444,30 @@ class ExtremeSoftmaxSGD(SparsekitClassifier):
         best = self._row_reduce(X, lambda S: np.argmax(S, axis=1))
         return self.classes_[best]
 
+    def score(self, X, y, sample_weight=None):
+        """Mean accuracy of :meth:`predict` on the given rows.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+            Test samples, as for :meth:`predict`.
+        y : array-like of shape (n_samples,), or multi-label targets
+            True labels. Multi-label targets (indicator matrix or label lists) are reduced
+            to their first label as in :meth:`fit` with ``multilabel="first"`` (and raise
+            a ValueError with ``multilabel="error"``), so that a model fit on label sets
+            is scored, and cross-validated, against the labels it was trained to predict.
+        sample_weight : array-like of shape (n_samples,), default=None
+            Weights of the rows in the mean.
+
+        Returns
+        -------
+        score : float
+            The (weighted) fraction of rows whose label is predicted.
+        """
+        if not (is_dask_collection(y) or is_device_matrix(y)):
+            y = self._targets(y)
+        return super().score(X, y, sample_weight=sample_weight)
+
     @block_predictions
     def predict_topk(self, X, k=5):
         """The ``k`` highest-scoring classes of each example, best first.
