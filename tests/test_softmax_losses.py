@@ -96,7 +96,7 @@ def test_sparse_X_is_still_accepted_without_densifying(name, to_sparse, monkeypa
 def test_non_finite_u_is_refused(name, value):
     u = U.copy()
     u[2] = value
-    with pytest.raises(ValueError, match="u must be a finite array"):
+    with pytest.raises(ValueError, match="u must be a finite 1-D array"):
         _call(name, u=u)
 
 

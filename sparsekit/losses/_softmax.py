@@ -47,7 +47,7 @@ __all__ = [
 _CHUNK_ENTRIES = 2**22  # rows per chunk * K kept below this when scoring big problems
 
 
-def _finite_real(values, name, kind="array"):
+def _finite_real(values, name, kind):
     """``values`` as an array, or ``TypeError`` unless it holds real numbers and
     ``ValueError`` if any is NaN or infinite ("{name} must be a finite {kind}")."""
     values = np.asarray(values)
@@ -254,7 +254,8 @@ def softmax_nll(X, y, coef, intercept=None, sample_weight=None):
     K = coef.shape[0]
     y = _class_indices(y, X.shape[0], K)
     if sample_weight is not None:
-        sample_weight = _finite_real(sample_weight, "sample_weight").astype(float, copy=False)
+        sample_weight = _finite_real(sample_weight, "sample_weight", "1-D array")
+        sample_weight = sample_weight.astype(float, copy=False)
         if sample_weight.shape != y.shape or np.any(sample_weight < 0):
             raise ValueError(f"sample_weight must be {y.shape[0]} finite non-negative numbers")
     mass = X.shape[0] if sample_weight is None else np.sum(sample_weight)
@@ -279,7 +280,7 @@ def _class_indices(y, n, K):
 
 def _per_example(u, n):
     """``u`` as n finite float64 values (a column or a short u would broadcast silently)."""
-    u = _finite_real(u, "u").astype(np.float64, copy=False)
+    u = _finite_real(u, "u", "1-D array").astype(np.float64, copy=False)
     if u.shape != (n,):
         raise ValueError(f"u must have shape ({n},), got {u.shape}")
     return u
