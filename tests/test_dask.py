@@ -582,6 +582,40 @@ def test_predictions_of_dask_collections_are_dask_arrays(client):
     assert len(pickle.dumps(model)) < len(graph) < 2 * len(pickle.dumps(model))
 
 
+def test_score_takes_the_dask_collections_fit_takes(client):
+    """score on a dask DataFrame, its label Series and weight Series, partitions of unknown
+    length (one empty), as fit takes them: the in-memory score, where scikit-learn's
+    accuracy alone cannot take the length of the predictions' dask array; label sets as a
+    dask DataFrame, and an ExtremeSoftmaxSGD fit on label sets scored on them."""
+    pd = pytest.importorskip("pandas")
+    dd = pytest.importorskip("dask.dataframe")
+    from sparsekit import ExtremeSoftmaxSGD
+
+    X, y = _data(n=300, d=6, seed=14)
+    Y = np.c_[y == 0, y == 1, (y == 2) | (y == 0)].astype(int)
+    w = np.random.default_rng(14).uniform(0.5, 2.0, size=300)
+    table = pd.DataFrame(X, columns=[f"x{j}" for j in range(6)]).assign(
+        label=y, weight=w, **{f"y{k}": Y[:, k] for k in range(3)})
+    frame = dd.from_pandas(table, npartitions=3)
+    frame = frame.map_partitions(lambda part: part[part.index >= 100])   # one empty
+    rows = slice(100, None)
+    Xf = frame[[f"x{j}" for j in range(6)]]
+    assert np.isnan(Xf.to_dask_array().shape[0])                 # lengths unknown
+    models = [L1LogisticOBA(C=0.5).fit(X, y), SparsemaxClassifier().fit(X, y),
+              ExtremeSoftmaxSGD(n_epochs=2, random_state=0, learning_rate=0.3).fit(X, y)]
+    for model in models:
+        local = model.score(X[rows], y[rows], sample_weight=w[rows])
+        assert 0 < local < 1
+        assert model.score(Xf, frame["label"], sample_weight=frame["weight"]) == local
+        assert model.score(Xf, frame["label"]) == model.score(X[rows], y[rows])
+    Yf = frame[["y0", "y1", "y2"]]
+    sets = SparsemaxClassifier().fit(X, Y)
+    assert sets.score(Xf, Yf) == sets.score(X[rows], Y[rows])
+    first = ExtremeSoftmaxSGD(multilabel="first", n_epochs=2, learning_rate=0.3,
+                              random_state=0).fit(X, Y)
+    assert first.score(Xf, Yf) == first.score(X[rows], Y[rows])
+
+
 def test_a_dask_dataframe_fits_as_its_array(client):
     """dd.read_csv's partitions, of unknown lengths, with the labels and weights as Series
     of the same frame: the fit of the same rows as a dask array, the lengths read off the

@@ -8,10 +8,12 @@ import warnings
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.callback import CallbackSupportMixin
+from sklearn.metrics import accuracy_score
 from sklearn.utils.class_weight import compute_class_weight
 from sklearn.utils.multiclass import check_classification_targets
 
 from ..utils._validation import check_two_classes, raise_unchecked_nonfinite
+from ._dask_input import in_memory
 
 
 def unchanged_on_error(fit):
@@ -116,6 +118,33 @@ class SparsekitClassifier(CallbackSupportMixin, ClassifierMixin, BaseEstimator):
         if not weighted.max(initial=0.0) > 0:
             raise ValueError("every sample has weight 0 (sample_weight times class_weight)")
         return weighted
+
+    def score(self, X, y, sample_weight=None):
+        """Mean accuracy of ``predict`` on the given rows.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+            Test samples, in any form ``predict`` takes. With a dask array or DataFrame
+            the predictions are made on the workers, a row block at a time, and come back
+            with the labels (and weights) of dask collections in one computation.
+        y : array-like of shape (n_samples,)
+            True labels (a dask array or Series too).
+        sample_weight : array-like of shape (n_samples,), default=None
+            Weights of the rows in the mean (a dask array or Series too).
+
+        Returns
+        -------
+        score : float
+            The (weighted) fraction of rows whose label is predicted.
+        """
+        predicted, y, sample_weight = in_memory(self.predict(X), y, sample_weight)
+        return self._scored(y, predicted, sample_weight)
+
+    def _scored(self, y, predicted, sample_weight):
+        """The score of the labels ``predicted`` against the true ``y`` (both in memory):
+        accuracy."""
+        return accuracy_score(y, predicted, sample_weight=sample_weight)
 
     def _column_name(self, j):
         """Column ``j`` of X as messages name it: its feature name (quoted) when X had

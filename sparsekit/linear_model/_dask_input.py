@@ -56,6 +56,22 @@ def block_predictions(method):
     return predict
 
 
+def in_memory(*values):
+    """``values`` with the dask collections among them computed together, one pass over
+    the partitions they share (a prediction of X's row blocks and the labels of the same
+    frame), as :func:`_pandas_values` reads them; the others as they are."""
+    lazy = [k for k, v in enumerate(values) if is_dask_collection(v)]
+    if not lazy:
+        return values
+    import dask
+
+    done = dask.compute(*(_as_dask_array(values[k]) for k in lazy))
+    values = list(values)
+    for k, v in zip(lazy, done):
+        values[k] = v
+    return tuple(values)
+
+
 def _predict_block(block, est, name, args, kwargs):
     """The method ``name`` of ``est`` on one row block (an empty one, as a filtered
     DataFrame's partition can be: the output of a row of zeros, cut to none)."""

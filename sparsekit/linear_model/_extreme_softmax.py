@@ -368,7 +368,8 @@ class ExtremeSoftmaxSGD(SparsekitClassifier):
         one starts from zero.
     multilabel : {"error", "first"}, default="error"
         Multi-label targets (indicator matrix or label lists) raise a ValueError, or are
-        reduced with :func:`~sparsekit.linear_model.first_label` (the papers' policy).
+        reduced with :func:`~sparsekit.linear_model.first_label` (the papers' policy), in
+        ``fit``, ``partial_fit`` and ``score``.
     sample_true_class : bool, default=False
         Draw the sampled classes among all K classes, the true one included, with the same
         weight (K-1)/m: what the Implicit SGD code published with the paper did. Biased (a draw
@@ -1444,29 +1445,11 @@ class ExtremeSoftmaxSGD(SparsekitClassifier):
         best = self._row_reduce(X, lambda S: np.argmax(S, axis=1))
         return self.classes_[best]
 
-    def score(self, X, y, sample_weight=None):
-        """Mean accuracy of :meth:`predict` on the given rows.
-
-        Parameters
-        ----------
-        X : {array-like, sparse matrix} of shape (n_samples, n_features)
-            Test samples, as for :meth:`predict`.
-        y : array-like of shape (n_samples,), or multi-label targets
-            True labels. Multi-label targets (indicator matrix or label lists) are reduced
-            to their first label as in :meth:`fit` with ``multilabel="first"`` (and raise
-            a ValueError with ``multilabel="error"``), so that a model fit on label sets
-            is scored, and cross-validated, against the labels it was trained to predict.
-        sample_weight : array-like of shape (n_samples,), default=None
-            Weights of the rows in the mean.
-
-        Returns
-        -------
-        score : float
-            The (weighted) fraction of rows whose label is predicted.
-        """
-        if not (is_dask_collection(y) or is_device_matrix(y)):
-            y = self._targets(y)
-        return super().score(X, y, sample_weight=sample_weight)
+    def _scored(self, y, predicted, sample_weight):
+        """Accuracy against ``y``, label sets reduced as ``fit`` reduces them: a model fit
+        on label sets is scored, and cross-validated, against the labels it was trained to
+        predict."""
+        return super()._scored(self._targets(y), predicted, sample_weight)
 
     @block_predictions
     def predict_topk(self, X, k=5):

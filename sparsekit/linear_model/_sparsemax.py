@@ -1118,24 +1118,29 @@ class SparsemaxClassifier(SparsekitClassifier):
         Parameters
         ----------
         X : {array-like, sparse matrix} of shape (n_samples, n_features)
-            Dense or CSR/CSC.
+            Dense or CSR/CSC, or a dask array or DataFrame: the predictions are then made
+            on the workers, a row block at a time, and come back with the targets (and
+            weights) of dask collections in one computation.
         y : array-like of shape (n_samples,) or (n_samples, n_classes)
-            True labels, or the 2-D targets of the kind the model was fit on.
+            True labels, or the 2-D targets of the kind the model was fit on (a dask
+            array, Series or DataFrame too).
         sample_weight : array-like of shape (n_samples,), default=None
-            Weights of the rows in the mean.
+            Weights of the rows in the mean (a dask array or Series too).
 
         Returns
         -------
         score : float
             The (weighted) fraction of rows predicted exactly.
         """
-        check_is_fitted(self)
+        return super().score(X, y, sample_weight=sample_weight)
+
+    def _scored(self, y, predicted, sample_weight):
         if self.target_type_ == "multiclass":
-            return super().score(X, y, sample_weight=sample_weight)
+            return super()._scored(y, predicted, sample_weight)
         check_sparse_structure(y, "y")
         Y = sp.csr_matrix(y).toarray() if sp.issparse(y) else np.asarray(y, dtype=np.float64)
         if Y.ndim != 2 or Y.shape[1] != self.classes_.size:
             raise ValueError(f"y must have shape (n_samples, {self.classes_.size}) like the "
                              f"targets of fit, got {Y.shape}")
         check_target_entries(Y)
-        return accuracy_score(Y > 0, self.predict(X) > 0, sample_weight=sample_weight)
+        return accuracy_score(Y > 0, predicted > 0, sample_weight=sample_weight)
