@@ -586,7 +586,8 @@ def test_score_takes_the_dask_collections_fit_takes(client):
     """score on a dask DataFrame, its label Series and weight Series, partitions of unknown
     length (one empty), as fit takes them: the in-memory score, where scikit-learn's
     accuracy alone cannot take the length of the predictions' dask array; label sets as a
-    dask DataFrame, and an ExtremeSoftmaxSGD fit on label sets scored on them."""
+    dask DataFrame, an ExtremeSoftmaxSGD fit on label sets scored on them, and the scorers
+    of a cross-validating estimator."""
     pd = pytest.importorskip("pandas")
     dd = pytest.importorskip("dask.dataframe")
     from sparsekit import ExtremeSoftmaxSGD
@@ -614,6 +615,15 @@ def test_score_takes_the_dask_collections_fit_takes(client):
     first = ExtremeSoftmaxSGD(multilabel="first", n_epochs=2, learning_rate=0.3,
                               random_state=0).fit(X, Y)
     assert first.score(Xf, Yf) == first.score(X[rows], Y[rows])
+    # a scorer's path (L1LogisticOBACV's neg_log_loss, accuracy): a dask array of
+    # unknown lengths, the labels a dask array too
+    Xa, ya = Xf.to_dask_array(), frame["label"].to_dask_array()
+    for scoring in (None, "accuracy"):
+        cv = L1LogisticOBACV(Cs=3, cv=3, **({} if scoring is None else {"scoring": scoring}))
+        cv.fit(X, y)
+        assert cv.score(Xa, ya) == pytest.approx(cv.score(X[rows], y[rows]), rel=1e-12)
+        assert cv.score(Xf, frame["label"], sample_weight=frame["weight"]) == pytest.approx(
+            cv.score(X[rows], y[rows], sample_weight=w[rows]), rel=1e-12)
 
 
 def test_a_dask_dataframe_fits_as_its_array(client):

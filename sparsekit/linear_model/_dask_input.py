@@ -72,6 +72,16 @@ def in_memory(*values):
     return tuple(values)
 
 
+def with_known_lengths(X):
+    """A dask X as a dask array whose row blocks' lengths are known (computed, a pass over
+    its partitions, where a DataFrame's are not), so that a scorer's metric can take the
+    length of its predictions; anything else as it is."""
+    if not is_dask_collection(X):
+        return X
+    X = _as_dask_array(X)
+    return X.compute_chunk_sizes() if np.isnan(X.shape[0]) else X
+
+
 def _predict_block(block, est, name, args, kwargs):
     """The method ``name`` of ``est`` on one row block (an empty one, as a filtered
     DataFrame's partition can be: the output of a row of zeros, cut to none)."""

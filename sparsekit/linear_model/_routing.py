@@ -11,6 +11,8 @@ from sklearn.utils.metadata_routing import (MetadataRouter, MethodMapping,
                                             process_routing)
 from sklearn.utils.validation import _check_method_params, check_is_fitted
 
+from sparsekit.linear_model._dask_input import in_memory, with_known_lengths
+
 
 class CVRoutingMixin:
     """``fit(X, y, sample_weight=None, **params)`` of a cross-validating estimator whose
@@ -49,12 +51,16 @@ class CVRoutingMixin:
         Parameters
         ----------
         X : {array-like, sparse matrix} of shape (n_samples, n_features)
-            Test samples.
+            Test samples, or a dask array or DataFrame: predicted on the workers, a row
+            block at a time (where its partitions' lengths are unknown, as a DataFrame's
+            are, a pass over them learns them first, for the scorer's metric).
         y : array-like
-            True labels for X, of the kind the model was fit on.
+            True labels for X, of the kind the model was fit on (a dask collection is
+            computed).
         sample_weight : array-like of shape (n_samples,), default=None
-            Weights of the rows, given to the scorer. Under scikit-learn's metadata routing
-            (``enable_metadata_routing=True``) the scorer must request it.
+            Weights of the rows, given to the scorer (a dask collection is computed).
+            Under scikit-learn's metadata routing (``enable_metadata_routing=True``) the
+            scorer must request it.
         **params : dict
             Further metadata for the scorer; only under metadata routing.
 
@@ -74,7 +80,9 @@ class CVRoutingMixin:
             params = {} if sample_weight is None else {"sample_weight": sample_weight}
         if self.scoring is None:                 # the estimator's own: accuracy
             return super().score(X, y, **params)
-        return check_scoring(self, scoring=self.scoring)(self, X, y, **params)
+        y, *values = in_memory(y, *params.values())     # dask labels and weights computed
+        return check_scoring(self, scoring=self.scoring)(
+            self, with_known_lengths(X), y, **dict(zip(params, values)))
 
     def _routed_folds(self, X, y, sample_weight, params, scorer):
         """(the folds of ``cv`` on X and y, the scorer's arguments for each held-out fold);
