@@ -1135,6 +1135,8 @@ class SparsemaxClassifier(SparsekitClassifier):
         return super().score(X, y, sample_weight=sample_weight)
 
     def _scored(self, y, predicted, sample_weight):
+        """Accuracy; for 2-D targets, subset accuracy against ``y > 0``, ``y`` checked as
+        targets of the model's kind."""
         if self.target_type_ == "multiclass":
             return super()._scored(y, predicted, sample_weight)
         check_sparse_structure(y, "y")
