@@ -529,7 +529,7 @@ def test_line_search_tolerance_defaults_are_table_31():
     params = inspect.signature(projected_wolfe).parameters
     assert (params["eps_abs"].default, params["eps_rel"].default) == (1e-16, 1e-6)
     assert (params["c1"].default, params["c2"].default) == (1e-8, 0.9)
-    opts = nqn_module._parse_options(None)
+    opts = nqn_module._parse_options(None, {})
     assert (opts["eps_abs"], opts["eps_rel"], opts["eps_skip"]) == (1e-16, 1e-6, 1e-8)
 
 
@@ -1167,3 +1167,36 @@ def test_newton_zero_damps_an_overshooting_step():
 
     x = _newton_zero(lambda x: (np.arctan(x) - 0.5, 1.0 / (1.0 + x * x)), np.array([10.0]))
     assert x[0] == pytest.approx(np.tan(0.5), abs=1e-12)
+
+
+def test_scipy_minimize_runs_it_as_a_callable_method():
+    """scipy.optimize.minimize(method=minimize_nqn) passes hess, hessp and constraints and
+    the options one by one: the same run as the direct call, tol setting ftol and gtol as
+    for L-BFGS-B (unless given), fun returning (f, g) with jac=True, a Hessian ignored with
+    a warning, a constraint refused, an option given twice refused."""
+    x0, box = np.array([-1.2, 1.0, 0.5]), [(0, 0.5), (None, None), (None, 2)]
+    direct = minimize_nqn(rosen, x0, jac=rosen_der, bounds=box, options={"maxiter": 9})
+    via = minimize(rosen, x0, jac=rosen_der, bounds=box, method=minimize_nqn,
+                   options={"maxiter": 9})
+    assert via.nit == direct.nit == 9
+    np.testing.assert_array_equal(via.x, direct.x)
+    keyword = minimize_nqn(rosen, x0, jac=rosen_der, bounds=box, maxiter=9)
+    np.testing.assert_array_equal(keyword.x, direct.x)
+    tight = minimize(lambda x: (rosen(x), rosen_der(x)), x0, jac=True, method=minimize_nqn,
+                     tol=1e-12)
+    loose = minimize(rosen, x0, jac=rosen_der, method=minimize_nqn, tol=1e-2)
+    same = minimize_nqn(rosen, x0, jac=rosen_der, options={"ftol": 1e-2, "gtol": 1e-2})
+    assert tight.success and np.abs(tight.x - 1).max() < 1e-5
+    assert loose.nit == same.nit < tight.nit
+    kept = minimize(rosen, x0, jac=rosen_der, method=minimize_nqn, tol=1e-2,
+                    options={"gtol": 1e-12, "ftol": 1e-15})
+    assert kept.nit > loose.nit                      # the options given win over tol
+    with pytest.warns(RuntimeWarning, match=r"Hessian information \(hessp\)"):
+        minimize(rosen, x0, jac=rosen_der, hessp=lambda x, p: p, method=minimize_nqn)
+    with pytest.raises(ValueError, match="bounds only, not constraints"):
+        minimize(rosen, x0, jac=rosen_der, method=minimize_nqn,
+                 constraints={"type": "ineq", "fun": lambda x: x[0]})
+    with pytest.raises(TypeError, match="'maxiter' given twice"):
+        minimize_nqn(rosen, x0, jac=rosen_der, options={"maxiter": 3}, maxiter=4)
+    with pytest.warns(OptimizeWarning, match="Unknown solver options: xtol"):
+        minimize(rosen, x0, jac=rosen_der, method=minimize_nqn, options={"xtol": 1e-3})

@@ -103,11 +103,31 @@ _DEFAULTS = {
 }
 
 
-def _parse_options(options):
+def _parse_options(options, keywords):
+    """The checked options: ``options`` and ``keywords``, which are the options as keywords
+    too and what :func:`scipy.optimize.minimize` passes to a callable ``method``: its
+    options one by one, ``tol`` (``ftol`` and ``gtol`` where not given, as ``minimize``
+    sets them for L-BFGS-B), ``hess`` and ``hessp`` (unused: a warning, as ``minimize``
+    gives for L-BFGS-B) and ``constraints`` (an error unless empty)."""
     if options is not None and not isinstance(options, Mapping):
         raise TypeError(f"options must be a dict or None, got {type(options).__name__}")
+    options = dict(options or {})
+    for key in ("hess", "hessp"):
+        if keywords.pop(key, None) is not None:
+            warnings.warn(f"NQN does not use Hessian information ({key}): ignored",
+                          RuntimeWarning, stacklevel=3)
+    if keywords.pop("constraints", None):
+        raise ValueError("NQN takes bounds only, not constraints")
+    tol = keywords.pop("tol", None)
+    for key, value in keywords.items():
+        if key in options:
+            raise TypeError(f"option {key!r} given twice, in options and as a keyword")
+        options[key] = value
+    if tol is not None:
+        options.setdefault("ftol", tol)
+        options.setdefault("gtol", tol)
     opts = dict(_DEFAULTS)
-    for key, value in (options or {}).items():
+    for key, value in options.items():
         if key not in opts:
             warnings.warn(f"Unknown solver options: {key}", OptimizeWarning, stacklevel=3)
             continue
@@ -204,7 +224,8 @@ def _theta(g, kind, mem, scale=1.0):
     return max(scale, min(float(np.max(np.abs(g))), 1e8 * scale))
 
 
-def minimize_nqn(fun, x0, args=(), jac=None, bounds=None, callback=None, options=None):
+def minimize_nqn(fun, x0, args=(), jac=None, bounds=None, callback=None, options=None,
+                 **keywords):
     """Minimize a (possibly nonsmooth) function subject to bounds with NQN.
 
     Read more in the :ref:`User Guide <nqn>`.
@@ -240,6 +261,13 @@ def minimize_nqn(fun, x0, args=(), jac=None, bounds=None, callback=None, options
         ``disp`` (False). ``maxls`` bounds the trials once a decrease is found.
         Table 3.1 of the thesis uses m = M = 20. Unknown keys raise an
         ``OptimizeWarning`` and are ignored, as in SciPy.
+    **keywords
+        The options as keywords, and what :func:`scipy.optimize.minimize` passes to a
+        callable ``method``, so that ``minimize(fun, x0, method=minimize_nqn, jac=...,
+        bounds=..., tol=..., options={...})`` runs NQN: ``tol`` sets ``ftol`` and ``gtol``
+        where they are not given (as ``minimize`` sets them for L-BFGS-B), ``hess`` and
+        ``hessp`` are ignored with a ``RuntimeWarning`` (NQN builds its own curvature
+        pairs), and ``constraints`` other than none raise a ValueError (bounds only).
 
     Returns
     -------
@@ -268,7 +296,7 @@ def minimize_nqn(fun, x0, args=(), jac=None, bounds=None, callback=None, options
     >>> (res.x + 0.0).round(4)
     array([ 1., -0.])
     """
-    opts = _parse_options(options)
+    opts = _parse_options(options, keywords)
     report = Callback(callback)
     x = np.array(x0, dtype=float).reshape(-1)
     n = x.size
