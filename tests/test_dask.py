@@ -586,8 +586,8 @@ def test_score_takes_the_dask_collections_fit_takes(client):
     """score on a dask DataFrame, its label Series and weight Series, partitions of unknown
     length (one empty), as fit takes them: the in-memory score, where scikit-learn's
     accuracy alone cannot take the length of the predictions' dask array; label sets as a
-    dask DataFrame, an ExtremeSoftmaxSGD fit on label sets scored on them, and the scorers
-    of a cross-validating estimator."""
+    dask DataFrame, an ExtremeSoftmaxSGD fit on label sets scored on them (and its
+    precision@k), and the scorers of a cross-validating estimator."""
     pd = pytest.importorskip("pandas")
     dd = pytest.importorskip("dask.dataframe")
     from sparsekit import ExtremeSoftmaxSGD
@@ -615,6 +615,9 @@ def test_score_takes_the_dask_collections_fit_takes(client):
     first = ExtremeSoftmaxSGD(multilabel="first", n_epochs=2, learning_rate=0.3,
                               random_state=0).fit(X, Y)
     assert first.score(Xf, Yf) == first.score(X[rows], Y[rows])
+    assert first.precision_at_k(Xf, Yf, k=2) == first.precision_at_k(X[rows], Y[rows], k=2)
+    assert models[2].precision_at_k(Xf, frame["label"], k=2) == models[2].precision_at_k(
+        X[rows], y[rows], k=2)
     # a scorer's path (L1LogisticOBACV's neg_log_loss, accuracy): a dask array of
     # unknown lengths, the labels a dask array too
     Xa, ya = Xf.to_dask_array(), frame["label"].to_dask_array()

@@ -22,7 +22,7 @@ from sklearn.utils.validation import _check_sample_weight, check_is_fitted
 from sparsekit.gpu._cupy import require_cupy
 from sparsekit.gpu.datafits import is_device_matrix
 from sparsekit.gpu.softmax_sgd import MAX_SAMPLED as GPU_MAX_SAMPLED
-from sparsekit.linear_model._dask_input import (block_predictions, is_dask_collection,
+from sparsekit.linear_model._dask_input import (block_predictions, in_memory, is_dask_collection,
                                                 row_blocks)
 from sparsekit.linear_model._device_input import (device_product, device_scores, fit_device,
                                                   to_device)
@@ -1495,12 +1495,13 @@ class ExtremeSoftmaxSGD(SparsekitClassifier):
         Parameters
         ----------
         X : {array-like, sparse matrix} of shape (n_samples, n_features)
-            Dense or CSR/CSC, or a CuPy array / cupyx sparse matrix (CuPy out), or a
-            dask array / DataFrame (a dask array out: its row blocks predicted on
-            the workers).
+            Dense or CSR/CSC, or a CuPy array / cupyx sparse matrix, or a dask array /
+            DataFrame (its row blocks predicted on the workers, the top classes brought
+            back with ``y_true``'s dask collection in one computation).
         y_true : array-like of shape (n_samples,), sequence of label sets, or indicator
             The true label of each example, a set of labels per example, or an (n_samples,
-            L) indicator matrix (see :func:`sparsekit.metrics.precision_at_k`).
+            L) indicator matrix (see :func:`sparsekit.metrics.precision_at_k`); a dask
+            array, Series or DataFrame too.
         k : int, default=5
             How many predicted classes per example.
 
@@ -1510,5 +1511,5 @@ class ExtremeSoftmaxSGD(SparsekitClassifier):
             The fraction of the ``k`` predicted classes that are true labels, averaged over
             the examples.
         """
-        top = self.predict_topk(X, k)
+        top, y_true = in_memory(self.predict_topk(X, k), y_true)
         return precision_at_k(y_true, top.get() if is_device_matrix(top) else top)
