@@ -1068,6 +1068,26 @@ def test_sdca_on_a_column_in_other_units_names_it_when_it_does_not_converge():
         SparsemaxClassifier(solver="sdca", max_iter=1, tol=0.0).fit(X[:, :5], y)
 
 
+def test_sdca_on_an_ill_conditioned_dual_says_so_when_it_does_not_converge():
+    """At the default alpha SDCA's dual is ill-conditioned on few rows (mean ||x||^2 over
+    alpha n grows as 1/n): the warning gives that ratio against solver='auto''s bound and
+    advises L-BFGS or a larger alpha, not rescaling (alpha='scale' follows the data's
+    scale); L-BFGS fits the same data at once, and so does SDCA at a larger alpha."""
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((200, 8))
+    y = np.argmax(X[:, :3] + 0.5 * rng.standard_normal((200, 3)), axis=1)
+    match = (r"mean squared norm is 11\d times alpha_ \* n_samples \(alpha_ = .*, 200 rows\)"
+             r".* up to 20 times\): use solver='lbfgs' or 'auto', or a larger alpha")
+    with pytest.warns(ConvergenceWarning, match=match):
+        SparsemaxClassifier(solver="sdca", max_iter=100, random_state=0).fit(X, y)
+    with pytest.warns(ConvergenceWarning, match=match):      # the same ratio at 10x the scale
+        SparsemaxClassifier(solver="sdca", max_iter=100, random_state=0).fit(10 * X, y)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConvergenceWarning)
+        SparsemaxClassifier(solver="lbfgs").fit(X, y)
+        SparsemaxClassifier(solver="sdca", alpha=0.05, random_state=0).fit(X, y)
+
+
 @pytest.mark.parametrize("sparse_x", [False, True])
 def test_kernel_sums_duplicate_target_entries(sparse_x):
     """Targets arrive as CSR arrays; a non-canonical CSR with duplicate column entries means

@@ -599,9 +599,11 @@ class SparsemaxClassifier(SparsekitClassifier):
         # the solvers' arrays are in this process's memory, on a GPU too
         solver = solver_within_memory(solver, datafit.size, self.solver == "auto",
                                       self._memory_alternatives())
+        hint = (self._sdca_hint(problem.sums, problem.X.shape[0],
+                                scale if self.fit_intercept else 0.0)
+                if solver == "sdca" else None)
         self._solve_and_publish(solver, datafit, problem.columns, *problem.shown, problem.used,
-                                hint=self._units_hint(problem.sums) if solver == "sdca"
-                                else None)
+                                hint=hint)
         self._fit_threshold(X_shown, problem.Y, problem.sw)
 
     def _memory_alternatives(self, dask=False):
@@ -610,6 +612,25 @@ class SparsemaxClassifier(SparsekitClassifier):
         if self.bounds is not None or self.positive:
             return ()
         return ("newton-cg",) if dask or self.device != "cpu" else ("newton-cg", "sdca")
+
+    def _sdca_hint(self, sums, n_samples, intercept_scale):
+        """What to do when SDCA does not converge: :meth:`_units_hint` where X's columns
+        are in different units; else, where the dual is ill-conditioned for ``alpha_`` (the
+        rows' mean ‖xᵢ‖², SDCA's constant feature ``intercept_scale`` of a free intercept
+        counted, over ``alpha_ * n_samples`` above :func:`auto_solver`'s bound, from X's
+        weighted sums), L-BFGS or a larger alpha; None otherwise."""
+        hint = self._units_hint(sums)
+        if hint is not None:
+            return hint
+        mean_sq = sums[0] / sums[2] + intercept_scale ** 2 if sums[2] > 0 else 0.0
+        condition = mean_sq / (self.alpha_ * max(n_samples, 1))
+        if not condition > AUTO_SDCA_MAX_CONDITION:
+            return None
+        return (f"the rows' mean squared norm is {condition:.3g} times alpha_ * n_samples "
+                f"(alpha_ = {self.alpha_:.3g}, {n_samples} rows), where SDCA's epochs move "
+                f"the weights by little (solver='auto' runs it up to "
+                f"{AUTO_SDCA_MAX_CONDITION:g} times): use solver='lbfgs' or 'auto', or a "
+                "larger alpha")
 
     def _units_hint(self, sums):
         """What to do when SDCA does not converge on X whose columns are in different units
