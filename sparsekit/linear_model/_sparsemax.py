@@ -113,7 +113,15 @@ def auto_solver(X, alpha, bounded=False, device="cpu", intercept_scale=0.0):
         return "lbfgs"
     data = X.data.astype(np.float64, copy=False)
     mean_sq = float(data @ data) / max(X.shape[0], 1) + intercept_scale ** 2
-    return "sdca" if mean_sq <= AUTO_SDCA_MAX_CONDITION * alpha * X.shape[0] else "lbfgs"
+    return ("sdca" if sdca_condition(mean_sq, alpha, X.shape[0]) <= AUTO_SDCA_MAX_CONDITION
+            else "lbfgs")
+
+
+def sdca_condition(mean_sq, alpha, n_samples):
+    """The conditioning of SDCA's dual that sets its epochs: the rows' mean squared norm
+    ``mean_sq`` (SDCA's constant feature of a free intercept counted) over
+    ``alpha * n_samples``."""
+    return mean_sq / (alpha * max(n_samples, 1))
 
 
 #: how many fits share this machine's memory at a time: SparsemaxClassifierCV's fold
@@ -615,15 +623,15 @@ class SparsemaxClassifier(SparsekitClassifier):
 
     def _sdca_hint(self, sums, n_samples, intercept_scale):
         """What to do when SDCA does not converge: :meth:`_units_hint` where X's columns
-        are in different units; else, where the dual is ill-conditioned for ``alpha_`` (the
-        rows' mean ‖xᵢ‖², SDCA's constant feature ``intercept_scale`` of a free intercept
-        counted, over ``alpha_ * n_samples`` above :func:`auto_solver`'s bound, from X's
-        weighted sums), L-BFGS or a larger alpha; None otherwise."""
+        are in different units; else L-BFGS or a larger alpha where the dual's
+        :func:`sdca_condition` (from X's weighted sums, with the constant feature
+        ``intercept_scale`` of a free intercept) exceeds :func:`auto_solver`'s bound; else
+        None."""
         hint = self._units_hint(sums)
         if hint is not None:
             return hint
-        mean_sq = sums[0] / sums[2] + intercept_scale ** 2 if sums[2] > 0 else 0.0
-        condition = mean_sq / (self.alpha_ * max(n_samples, 1))
+        condition = sdca_condition(sums[0] / sums[2] + intercept_scale ** 2, self.alpha_,
+                                   n_samples)
         if not condition > AUTO_SDCA_MAX_CONDITION:
             return None
         return (f"the rows' mean squared norm is {condition:.3g} times alpha_ * n_samples "
