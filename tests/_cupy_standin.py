@@ -126,6 +126,8 @@ class ndarray:
         return complex(self._a)
 
     def __getattr__(self, name):  # methods: astype, sum, max, reshape, ...
+        if name.startswith("__"):     # NumPy's __array_interface__ would convert silently
+            raise AttributeError(f"'cupy.ndarray' object has no attribute {name!r}")
         attr = getattr(self._a, name)
         if not callable(attr):
             return _wrap(attr)

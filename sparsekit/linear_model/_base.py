@@ -14,6 +14,7 @@ from sklearn.utils.multiclass import check_classification_targets
 
 from ..utils._validation import check_two_classes, raise_unchecked_nonfinite
 from ._dask_input import in_memory
+from ._device_input import on_host
 
 
 def unchanged_on_error(fit):
@@ -127,18 +128,21 @@ class SparsekitClassifier(CallbackSupportMixin, ClassifierMixin, BaseEstimator):
         X : {array-like, sparse matrix} of shape (n_samples, n_features)
             Test samples, in any form ``predict`` takes. With a dask array or DataFrame
             the predictions are made on the workers, a row block at a time, and come back
-            with the labels (and weights) of dask collections in one computation.
+            with the labels (and weights) of dask collections in one computation; with a
+            CuPy array or cupyx sparse matrix they are made on its device and the mean is
+            taken on the host.
         y : array-like of shape (n_samples,)
-            True labels (a dask array or Series too).
+            True labels (a dask array or Series, or a CuPy array, too).
         sample_weight : array-like of shape (n_samples,), default=None
-            Weights of the rows in the mean (a dask array or Series too).
+            Weights of the rows in the mean (a dask array or Series, or a CuPy array,
+            too).
 
         Returns
         -------
         score : float
             The (weighted) fraction of rows whose label is predicted.
         """
-        predicted, y, sample_weight = in_memory(self.predict(X), y, sample_weight)
+        predicted, y, sample_weight = on_host(*in_memory(self.predict(X), y, sample_weight))
         return self._scored(y, predicted, sample_weight)
 
     def _scored(self, y, predicted, sample_weight):

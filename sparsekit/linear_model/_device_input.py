@@ -21,6 +21,12 @@ def _host(v):
     return v.get() if is_device_matrix(v) else v
 
 
+def on_host(*values):
+    """``values`` with the CuPy arrays and cupyx matrices among them copied to the host,
+    for scikit-learn's metrics (which refuse device arrays); the others as they are."""
+    return tuple(_host(v) for v in values)
+
+
 def fit_device(device, X):
     """Whether a fit runs on the GPU: ``device="cuda"``, or X on a device (which
     ``device="cpu"`` refuses with a clear TypeError)."""

@@ -25,7 +25,7 @@ from sparsekit.gpu.softmax_sgd import MAX_SAMPLED as GPU_MAX_SAMPLED
 from sparsekit.linear_model._dask_input import (block_predictions, in_memory, is_dask_collection,
                                                 row_blocks)
 from sparsekit.linear_model._device_input import (device_product, device_scores, fit_device,
-                                                  to_device)
+                                                  on_host, to_device)
 from sparsekit._cython._softmax_sgd import METHODS, hashed_scores
 from sparsekit.losses._softmax import _chunks, _log_softmax, _shifted_log_normalizer
 from sparsekit.losses._softmax import _scores as _softmax_scores
@@ -625,17 +625,20 @@ class ExtremeSoftmaxSGD(SparsekitClassifier):
                              "multilabel='first' to keep the first label of each example")
         return first_label(y)
 
-    def _validate_input(self, X, y, reset):
+    def _validate_input(self, X, y, sample_weight, reset):
+        """X, y and sample_weight validated in host memory (sample_weight as given, for
+        scikit-learn's check)."""
         if is_device_matrix(X):     # trained from host memory; the epochs move it back
             fit_device(self.device, X)
-            X, y = X.get(), y.get() if is_device_matrix(y) else y
+        X, y, sample_weight = on_host(X, y, sample_weight)
         # trained in memory: a dask array or DataFrame is computed (streams: Incremental)
-        X, y = (v.compute() if is_dask_collection(v) else v for v in (X, y))
+        X, y, sample_weight = (v.compute() if is_dask_collection(v) else v
+                               for v in (X, y, sample_weight))
         y = self._targets(y)
         X, y = validate_input(self, X, y, accept_sparse="csr", dtype=[np.float64, np.float32],
                              order="C", reset=reset)
         check_entry_magnitude(X, np.float64)      # the driver's squared row norms
-        return X, y
+        return X, y, sample_weight
 
     def _check_method_params(self):
         if self.tol is not None and not self.eval_every:
@@ -1050,7 +1053,7 @@ class ExtremeSoftmaxSGD(SparsekitClassifier):
         self._validate_params()
         self._check_method_params()
         given = sample_weight           # what the callbacks are shown (not times class_weight)
-        X, y = self._validate_input(X, y, reset=True)
+        X, y, sample_weight = self._validate_input(X, y, sample_weight, reset=True)
         previous = getattr(self, "classes_", None)
         y_idx = self._encode_labels(y, many_classes=True)  # many classes: the use case
         classes = self.classes_
@@ -1277,7 +1280,7 @@ class ExtremeSoftmaxSGD(SparsekitClassifier):
         if first and classes is None:
             raise ValueError("classes must be passed on the first call to partial_fit")
         self._check_method_params()
-        X, y = self._validate_input(X, y, reset=first)
+        X, y, sample_weight = self._validate_input(X, y, sample_weight, reset=first)
         check_labels(y, many_classes=True)
         known = self.classes_ if classes is None else _declared_classes(classes)
         if first and len(known) < 2:
@@ -1511,5 +1514,5 @@ class ExtremeSoftmaxSGD(SparsekitClassifier):
             The fraction of the ``k`` predicted classes that are true labels, averaged over
             the examples.
         """
-        top, y_true = in_memory(self.predict_topk(X, k), y_true)
-        return precision_at_k(y_true, top.get() if is_device_matrix(top) else top)
+        top, y_true = on_host(*in_memory(self.predict_topk(X, k), y_true))
+        return precision_at_k(y_true, top)

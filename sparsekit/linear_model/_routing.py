@@ -12,6 +12,7 @@ from sklearn.utils.metadata_routing import (MetadataRouter, MethodMapping,
 from sklearn.utils.validation import _check_method_params, check_is_fitted
 
 from sparsekit.linear_model._dask_input import in_memory, with_known_lengths
+from sparsekit.linear_model._device_input import on_host
 
 
 class CVRoutingMixin:
@@ -53,12 +54,14 @@ class CVRoutingMixin:
         X : {array-like, sparse matrix} of shape (n_samples, n_features)
             Test samples, or a dask array or DataFrame: predicted on the workers, a row
             block at a time (where its partitions' lengths are unknown, as a DataFrame's
-            are, a pass over them learns them first, for the scorer's metric).
+            are, a pass over them learns them first, for the scorer's metric). A CuPy array
+            or cupyx sparse matrix is copied to the host, where the scorer's metric runs.
         y : array-like
             True labels for X, of the kind the model was fit on (a dask collection is
-            computed).
+            computed, a CuPy array copied to the host).
         sample_weight : array-like of shape (n_samples,), default=None
-            Weights of the rows, given to the scorer (a dask collection is computed).
+            Weights of the rows, given to the scorer (a dask collection is computed, a CuPy
+            array copied to the host).
             Under scikit-learn's metadata routing (``enable_metadata_routing=True``) the
             scorer must request it.
         **params : dict
@@ -80,9 +83,9 @@ class CVRoutingMixin:
             params = {} if sample_weight is None else {"sample_weight": sample_weight}
         if self.scoring is None:                 # the estimator's own: accuracy
             return super().score(X, y, **params)
-        y, *values = in_memory(y, *params.values())     # dask labels and weights computed
-        return check_scoring(self, scoring=self.scoring)(
-            self, with_known_lengths(X), y, **dict(zip(params, values)))
+        X, y, *values = on_host(with_known_lengths(X), *in_memory(y, *params.values()))
+        return check_scoring(self, scoring=self.scoring)(self, X, y,
+                                                         **dict(zip(params, values)))
 
     def _routed_folds(self, X, y, sample_weight, params, scorer):
         """(the folds of ``cv`` on X and y, the scorer's arguments for each held-out fold);
