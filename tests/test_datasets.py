@@ -4,6 +4,7 @@ import codecs
 import gzip
 import lzma
 import os
+import re
 from pathlib import Path
 
 import numpy as np
@@ -333,7 +334,7 @@ def test_libsvm_one_based_by_default_a_zero_index_is_an_error(tmp_path):
     """A stray ``0:`` token must not shift every column of a one-based file by one."""
     path = tmp_path / "t.svm"
     path.write_text("1 1:1 3:2\n-1 0:1 2:1\n")
-    with pytest.raises(ValueError, match="Invalid index 0.*zero_based=True"):
+    with pytest.raises(ValueError, match="line 2: the index of '0:1' is below 1.*zero_based=True"):
         load_libsvm(path)
     X, _ = load_libsvm(path, zero_based=True)
     np.testing.assert_array_equal(X.toarray(), [[0, 1, 0, 2], [1, 0, 1, 0]])
@@ -350,8 +351,38 @@ def test_libsvm_a_folder_or_a_huge_index_is_a_clear_error(tmp_path):
         load_libsvm(tmp_path)
     path = tmp_path / "big.svm"
     path.write_text("1 1:1 4000000000:2\n")
-    with pytest.raises(ValueError, match="big.svm: a feature index is too large"):
+    with pytest.raises(ValueError, match="big.svm, line 1: the index of '4000000000:2' is too "
+                                         "large"):
         load_libsvm(path)
+
+
+@pytest.mark.parametrize("line, multilabel, says", [
+    (b"1 2:1 2", False, "'2' is not an index:value pair"),
+    (b"1 2:abc", False, "the value of '2:abc' is not a number"),
+    (b"x 2:1", False, "the label 'x' is not a number$"),
+    (b"1,3 2:1", False, "the label '1,3' is not a number; a row of labels separated by "
+                        "commas needs multilabel=True"),
+    (b"1,x 2:1", True, "the label '1,x' is not a number$"),
+    (b"1 3:1 2:1", False, "the indices of a row must increase, and '2:1' follows index 3"),
+    (b"1 2:1 2:1", False, "the indices .*, and '2:1' follows index 2"),
+    (b"1 -2:1", False, "the index of '-2:1' is below 1$"),
+    (b"1 1.5:1", False, "the index of '1.5:1' is not an integer"),
+    (b"1 qid:4 :1", False, "the index of ':1' is not an integer"),
+    (b"1 3000000000:1 # a comment", True, "the index of '3000000000:1' is too large")])
+@pytest.mark.parametrize("suffix", [".svm", ".svm.gz"])
+def test_libsvm_a_malformed_line_is_named_by_its_number(tmp_path, line, multilabel, says,
+                                                         suffix):
+    """A line scikit-learn's reader refuses is named by its number (comments and blank
+    lines counted) and what is wrong in it, where its reader's message named neither
+    ("need more than 1 value to unpack"); the lines before it read."""
+    head = b"# made by hand\n1 1:1 3:2\n\n-1 2:0.5 # one more\n"
+    path = tmp_path / f"t{suffix}"
+    packed = gzip.compress if suffix.endswith(".gz") else bytes
+    path.write_bytes(packed(head + line + b"\n"))
+    with pytest.raises(ValueError, match=f"t{re.escape(suffix)}, line 5: {says}"):
+        load_libsvm(path, multilabel=multilabel)
+    path.write_bytes(packed(head))
+    assert load_libsvm(path, multilabel=multilabel)[0].shape == (2, 3)
 
 
 def test_libsvm_bz2(tmp_path):

@@ -55,7 +55,8 @@ def load_libsvm(name_or_path, n_features=None, data_home=None, dtype=np.float64,
     ------
     ValueError
         For a file that is not in the LIBSVM format, is truncated, or holds an index of 0
-        while ``zero_based=False``.
+        while ``zero_based=False``; the message gives the number of the first line that
+        cannot be read (from 1, comments and blank lines counted) and what is wrong in it.
 
     Examples
     --------
@@ -94,19 +95,89 @@ def load_libsvm(name_or_path, n_features=None, data_home=None, dtype=np.float64,
                                       zero_based=zero_based, multilabel=multilabel)
     except CORRUPT as exc:
         raise ValueError(f"{path}: corrupt or truncated file ({exc})") from None
-    except OverflowError:
-        raise ValueError(f"{path}: a feature index is too large to read (the parser takes "
-                         "indices below 2**31)") from None
-    except ValueError as exc:
-        hint = (" (column indices start at 1 in LIBSVM files; pass zero_based=True for a "
-                "file numbered from 0)") if "index 0" in str(exc) else ""
-        raise ValueError(f"{path}: {exc}{hint}") from None
+    except (OverflowError, ValueError) as exc:
+        found = _first_bad_line(path, zero_based, multilabel)
+        if found is not None:
+            raise ValueError(f"{path}, line {found[0]}: {found[1]}") from None
+        raise ValueError(f"{path}: {exc}") from None
     X = X.tocsr()
     if X.nnz < 2**31 and X.shape[1] < 2**31:
         # int32 indices, as SciPy builds them: scikit-learn's saga, skglm and celer refuse
         # int64 ones
         X.indices, X.indptr = X.indices.astype(np.int32), X.indptr.astype(np.int32)
     return X, (y if multilabel else np.asarray(y))
+
+
+def _first_bad_line(path, zero_based, multilabel):
+    """(number from 1, what is wrong) of the first line of the LIBSVM file ``path`` that
+    scikit-learn's reader refuses, read again by its rules; None when none is found (then
+    its own message stands). Only an error pays for this second pass."""
+    try:
+        with _open_binary(path) as f:
+            for number, line in enumerate(f, start=1):
+                if number == 1 and line.startswith(codecs.BOM_UTF8):
+                    line = line[3:]
+                fault = _line_fault(line.split(b"#", 1)[0].split(), zero_based, multilabel)
+                if fault is not None:
+                    return number, fault
+    except CORRUPT:
+        pass
+    return None
+
+
+def _line_fault(tokens, zero_based, multilabel):
+    """What is wrong with one line's ``tokens`` (the label or label set, an optional
+    ``qid:``, then ``index:value`` pairs of increasing indices), or None."""
+    if not tokens:
+        return None
+    label, pairs = tokens[0], tokens[1:]
+    if multilabel and b":" in label:        # a row without labels
+        label, pairs = b"", tokens
+    for part in (label.split(b",") if multilabel and label else [label] if label else []):
+        if not _is_number(part):
+            several = not multilabel and all(map(_is_number, label.split(b",")))
+            hint = "; a row of labels separated by commas needs multilabel=True" * several
+            return f"the label {_shown(tokens[0])} is not a number{hint}"
+    if pairs and pairs[0].startswith(b"qid"):
+        pairs = pairs[1:]
+    first = 0 if zero_based else 1
+    previous = first - 1
+    for pair in pairs:
+        seen = _shown(pair)
+        index, colon, value = pair.partition(b":")
+        if not colon:
+            return f"{seen} is not an index:value pair"
+        try:
+            index = int(index)
+        except ValueError:
+            return f"the index of {seen} is not an integer"
+        if index < first:
+            return (f"the index of {seen} is below {first}" + (
+                " (column indices start at 1 in LIBSVM files; pass zero_based=True for a "
+                "file numbered from 0)" if index == 0 else ""))
+        if index >= 2**31:
+            return (f"the index of {seen} is too large to read (the parser takes indices "
+                    "below 2**31)")
+        if index <= previous:
+            return (f"the indices of a row must increase, and {seen} follows index "
+                    f"{previous} (LIBSVM's own reader refuses such a row too)")
+        if not _is_number(value):
+            return f"the value of {seen} is not a number"
+        previous = index
+    return None
+
+
+def _shown(token):
+    """A token of the file as a message quotes it (its first 40 characters)."""
+    return repr(token.decode(errors="replace")[:40])
+
+
+def _is_number(token):
+    try:
+        float(token)
+    except ValueError:
+        return False
+    return True
 
 
 def load_a9a():
