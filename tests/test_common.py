@@ -346,6 +346,26 @@ def test_labels_of_mixed_types_are_a_named_error(name, n):
         ESTIMATORS[name]().fit(X, np.array([1, 2.5, 3] * (n // 3), dtype=object))
 
 
+@pytest.mark.parametrize("name", ESTIMATORS)
+def test_a_class_weight_key_that_is_no_class_is_named(iris, name):
+    """A class_weight key that is no class, or a weight that is no number, is named, where
+    scikit-learn's compute_class_weight listed every class as "not in class_weight"; a key
+    equal to a class names it (1.0 the class 1), as there."""
+    X, y = iris
+    labels = np.array(["setosa", "versicolor", "virginica"])[y]
+    for class_weight, says in (({"setosa": 2, "rose": 1}, "names 'rose', not a class of y "
+                                                          "\\(its classes: 'setosa', "),
+                               ({0: 2}, "names 0, not a class"),
+                               ({"setosa": "heavy"}, "class_weight\\['setosa'\\] must be a "
+                                                     "number, got 'heavy'")):
+        with pytest.raises(ValueError, match=says):
+            ESTIMATORS[name]().set_params(class_weight=class_weight).fit(X, labels)
+    seeded = {"random_state": 0} if "random_state" in ESTIMATORS[name]().get_params() else {}
+    weighted = ESTIMATORS[name]().set_params(class_weight={1.0: 3}, **seeded).fit(X, y)
+    named = ESTIMATORS[name]().set_params(class_weight={1: 3}, **seeded).fit(X, y)
+    np.testing.assert_array_equal(weighted.coef_, named.coef_)
+
+
 @pytest.mark.parametrize("y", [
     np.array(["b", "a", "ç", "b", "a"]), np.array([3, -1, 7, -1, 3]),
     np.array([1.0, -0.0, 0.0, 2.0, 1.0]), np.array([True, False, True, True, False]),

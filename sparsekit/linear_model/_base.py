@@ -9,7 +9,6 @@ import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.callback import CallbackSupportMixin
 from sklearn.metrics import accuracy_score
-from sklearn.utils.class_weight import compute_class_weight
 from sklearn.utils.multiclass import check_classification_targets
 
 from ..utils._validation import check_two_classes, raise_unchecked_nonfinite
@@ -67,6 +66,27 @@ def check_labels(y, many_classes=False):
                              f"those rows)") from error
 
 
+def _weights_of_classes(class_weight, classes):
+    """The weight of each of ``classes`` in the dict ``class_weight`` (1 where it names
+    none), as scikit-learn's ``compute_class_weight`` reads it (a key equal to a class
+    names it), with the key or the weight that is wrong named."""
+    position = {label: k for k, label in enumerate(classes.tolist())}
+    unknown = [label for label in class_weight if label not in position]
+    if unknown:
+        known = ", ".join(map(repr, classes[:10].tolist())) + (", ..." if classes.size > 10
+                                                               else "")
+        raise ValueError(f"class_weight names {', '.join(map(repr, unknown[:5]))}, not a "
+                         f"class of y (its classes: {known})")
+    weights = np.ones(classes.size)
+    for label, weight in class_weight.items():
+        try:
+            weights[position[label]] = weight
+        except (TypeError, ValueError):
+            raise ValueError(f"class_weight[{label!r}] must be a number, got "
+                             f"{weight!r}") from None
+    return weights
+
+
 class SparsekitClassifier(CallbackSupportMixin, ClassifierMixin, BaseEstimator):
     """Base of the estimators: takes sparse input, encodes labels, prints progress, and
     reports its fit to scikit-learn's callbacks (``set_callbacks``, e.g. ``ProgressBar``):
@@ -104,7 +124,7 @@ class SparsekitClassifier(CallbackSupportMixin, ClassifierMixin, BaseEstimator):
                                  f"{classes[np.argmin(totals > 0)].tolist()!r} has none")
             cw = totals.sum() / (classes.size * totals)
         else:
-            cw = compute_class_weight(self.class_weight, classes=classes, y=classes)
+            cw = _weights_of_classes(self.class_weight, classes)
         if not np.all(np.isfinite(cw) & (cw >= 0)):
             raise ValueError(f"class_weight must be finite and non-negative, got {cw}")
         return cw
