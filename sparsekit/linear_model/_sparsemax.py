@@ -361,7 +361,9 @@ class SparsemaxClassifier(SparsekitClassifier):
     verbose : int, default=0
         Print the objective every iteration (epoch for ``"sdca"``) when positive.
     random_state : int, RandomState instance or None, default=None
-        Seeds the row order of each ``"sdca"`` epoch; unused by the other solvers.
+        Seeds the row order of each ``"sdca"`` epoch, also where ``solver="auto"`` picks
+        it (a sparse X it suits): pass an int for the same model from every fit. Unused by
+        the other solvers.
     device : {"cpu", "cuda"}, default="cpu"
         ``"cuda"`` fits and predicts on the current GPU with CuPy (``pip install
         sparsekit[gpu]``): X is moved there once; the loss, the gradient and Newton-CG's
