@@ -785,6 +785,62 @@ def test_json_records_are_read_one_per_line_or_in_an_array(tmp_path):
         read_csv(tmp_path / "gap.jsonl")
 
 
+def _fasttext_lines(rng, n, several=False):
+    """Lines of fastText's format: a review's words and its label, or (``several``) the
+    labels of its one to three topics, first or last on the line."""
+    topics = {t: [f"{t}{i}" for i in range(12)] for t in ("sport", "music", "food", "film")}
+    lines = []
+    for i in range(n):
+        chosen = list(rng.choice(list(topics), rng.integers(1, 4) if several else 1,
+                                 replace=False))
+        words = " ".join(w for t in chosen for w in rng.choice(topics[t], 3)) + f", take{i}"
+        labels = " ".join(f"__label__{t}" for t in chosen)
+        lines.append(f"{words} {labels}" if several and i % 5 == 0 else f"{labels} {words}")
+    return lines
+
+
+def test_fasttext_files_are_free_text_and_their_labels(tmp_path):
+    """A file in fastText's format (``__label__`` tokens; any name, compressed too, commas
+    in its text) is read as a free-text column, as TF-IDF, and its labels; several labels
+    on a line make label sets, a label anywhere on the line; blank lines are skipped, and
+    a line without a label is named by its number."""
+    from sklearn.feature_extraction.text import TfidfVectorizer
+
+    from sparsekit.benchmarks._data import load_dataset
+
+    rng = np.random.default_rng(5)
+    lines = _fasttext_lines(rng, 40)
+    (tmp_path / "reviews.train").write_bytes(gzip.compress(
+        ("\n".join(lines[:30]) + "\n\n").encode()))
+    (tmp_path / "reviews.train").rename(tmp_path / "reviews.train.gz")
+    (tmp_path / "reviews.valid").write_text("\n".join(lines[30:]) + "\n")
+    assert reads_as_table(tmp_path / "reviews.valid") and not is_table("reviews.valid")
+    data = read_csv(tmp_path / "reviews.train.gz")
+    texts = [" ".join(t for t in line.split() if not t.startswith("__label__"))
+             for line in lines[:30]]
+    expected = TfidfVectorizer().fit_transform(texts)
+    np.testing.assert_allclose(data.X.toarray(), expected.toarray())
+    assert [data.label_names[code] for code in data.y] == [line.split()[0][9:]
+                                                           for line in lines[:30]]
+    assert data.note.startswith("label '__label__' coded film=0, food=1, music=2, sport=3; "
+                                "1 free-text column as TF-IDF over")
+    held = load_dataset(str(tmp_path / "reviews.train.gz"), test=str(tmp_path /
+                                                                     "reviews.valid"))
+    assert held.X.shape[0] == 30 and held.test.X.shape[0] == 10
+    sets = _fasttext_lines(rng, 30, several=True)
+    (tmp_path / "topics.txt").write_text("\n".join(sets) + "\n")
+    data = read_csv(tmp_path / "topics.txt")
+    assert data.y.shape == (30, 4) and list(data.label_names) == ["film", "food", "music",
+                                                                  "sport"]
+    for row, line in zip(sp.csr_matrix(data.y).toarray(), sets):
+        assert {data.label_names[j] for j in np.flatnonzero(row)} == {
+            t[9:] for t in line.split() if t.startswith("__label__")}
+    (tmp_path / "gap.txt").write_text("\n".join(lines[:3]) + "\n\nno label here\n")
+    with pytest.raises(ValueError, match="the label column '__label__' misses 1 value.*the "
+                                         "first on line 5;"):
+        read_csv(tmp_path / "gap.txt")
+
+
 @pytest.mark.parametrize("content, match", [
     ('{"a": 1, "b": 2}\n{"a": 2, "b":\n', "cannot read .* as JSON"),
     ("[[1, 2], [3, 4]]", "not a table of records with named fields"),

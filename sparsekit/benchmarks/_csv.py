@@ -74,6 +74,8 @@ MAX_COMMENT_LINES = 100
 SNIFFED_LINES = 10
 #: the lines read to tell whether the first line is a header
 HEADER_SAMPLE = 101
+#: the prefix that marks a label in fastText's text files (``__label__spam free offer``)
+FASTTEXT_LABEL = "__label__"
 #: what the first bytes of a file named as text say it is instead, for the message, when
 #: control characters among its first 64 bytes confirm it is not text
 NOT_TEXT = {b"PK\x03\x04": "a zip archive (an Excel or OpenDocument workbook, or a zipped "
@@ -148,9 +150,20 @@ def _is_parquet(path):
 
 
 def reads_as_table(path):
-    """Whether ``path`` is read as a table: a CSV, TSV or ARFF file by its ending, or a
-    file of another ending whose first line is delimited (UCI's ``.data`` files)."""
-    return is_table(path) or _sniffed_separator(path) is not None
+    """Whether ``path`` is read as a table: a CSV, TSV or ARFF file by its ending, a file
+    in fastText's format, or a file of another ending whose first line is delimited (UCI's
+    ``.data`` files)."""
+    return is_table(path) or is_fasttext(path) or _sniffed_separator(path) is not None
+
+
+def is_fasttext(path):
+    """Whether ``path`` (not named as a table) is a text file in fastText's format: its
+    first line that holds anything holds a ``__label__`` token (first, as fastText's
+    tutorials write it, or anywhere)."""
+    if is_table(path):
+        return False
+    first = next((line for line in _head_lines(path, MAX_COMMENT_LINES) if line.strip()), "")
+    return any(token.startswith(FASTTEXT_LABEL) for token in first.split())
 
 
 def _sniffed_separator(path):
@@ -252,6 +265,8 @@ def read_csv(path, label=None, test=None, drop=(), sheet=None, test_sheet=None):
         raise ValueError(f"{str(path)!r}: a label column and at least one feature column "
                          f"are needed, the file has {frame.shape[1]} column(s) ({layout})")
     nested = _nested_columns(frame)
+    if label is None and is_fasttext(path):       # its labels, a column of lists or not
+        label = FASTTEXT_LABEL
     labels = _label_columns(frame, path, label, nested)
     dropped = list(dict.fromkeys(_named_column(frame, path, c, "column to leave out")
                                  for c in drop))
@@ -412,6 +427,7 @@ def _frame(path, pd, sheet=None):
     :func:`_json_frame`) or of a workbook's sheet ``sheet`` (:func:`_workbook_frame`), its
     column names stripped of the spaces around them and at least one data row."""
     read = (partial(_workbook_frame, sheet=sheet) if is_workbook(path) else
+            _fasttext_frame if is_fasttext(path) else
             _parquet_frame if _is_parquet(path) else
             _json_frame if _ending(path) in (JSON, *JSON_LINES) else
             _arff_frame if _ending(path) == ARFF else _delimited_frame)
@@ -620,6 +636,32 @@ def _arff_frame(path, pd):
         raise ValueError(f"cannot read {str(path)!r}: {exc}") from None
     return TableRead(frame, lambda i: f"line {rows[i][0]}", ".",
                      f"{len(names)} @attribute line(s)", encoding)
+
+
+def _fasttext_frame(path, pd):
+    """The :data:`TableRead` of a file in fastText's format: per line that holds anything,
+    its ``__label__`` tokens the labels (a row's label, or its label set where a line holds
+    several) and its other tokens the column ``text``; rows named by their line. A line
+    without a label has a missing one."""
+    try:
+        text, encoding = decode_text(_read_bytes(path), path)
+    except (OSError, ValueError) as exc:
+        raise ValueError(f"cannot read {str(path)!r}: {exc}") from None
+    numbers, words, labels = [], [], []
+    for number, line in enumerate(text.splitlines(), start=1):
+        tokens = line.split()
+        if tokens:
+            numbers.append(number)
+            words.append(" ".join(t for t in tokens if not t.startswith(FASTTEXT_LABEL)))
+            labels.append([t[len(FASTTEXT_LABEL):] for t in tokens
+                           if t.startswith(FASTTEXT_LABEL)])
+    several = any(len(found) > 1 for found in labels)
+    frame = pd.DataFrame({"text": words, FASTTEXT_LABEL: [
+        found if several else found[0] if found else None for found in labels]})
+    if several:     # label sets: a row without a label is an empty set, as for a list column
+        frame[FASTTEXT_LABEL] = frame[FASTTEXT_LABEL].astype(object)
+    return TableRead(frame, lambda i: f"line {numbers[i]}", ".",
+                     "fastText's format, labels marked __label__", encoding)
 
 
 def _parquet_frame(path, pd):

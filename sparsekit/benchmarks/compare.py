@@ -55,6 +55,9 @@ compressed; ``--zero-based`` for files numbered from 0; the columns that store n
 (most of them in hashed features) are left out for every model, as each model's weight on
 such a column is 0 and would only cost it time and memory, and the titles say so),
 an Extreme Classification Repository file (first line ``N D L``, as Bibtex_train.txt),
+a fastText training file (any name; its first line holds a ``__label__`` token: the
+``__label__`` tokens of a line are its label, or its label set where it holds several,
+and its other words a free-text column),
 a Mulan multi-label ARFF file beside its label XML (``scene-train.arff`` and ``scene.xml``),
 a CSV, TSV or ARFF file (``.csv``, ``.tsv``, ``.arff``, also compressed, or comma-, tab- or
 ;-separated lines under another name, as UCI's ``.data`` files), a Parquet file
@@ -215,7 +218,8 @@ def _main(argv):
         formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("data", nargs="*",
                         help="LIBSVM files (class labels or comma-separated label sets), "
-                             "Extreme Classification Repository files, CSV, TSV, ARFF, "
+                             "Extreme Classification Repository files, fastText files "
+                             "(__label__ tokens), CSV, TSV, ARFF, "
                              "Parquet or JSON files (.csv, .tsv, .arff, .parquet, .json, "
                              ".jsonl; a Mulan ARFF file beside its label XML: label sets), "
                              "spreadsheet workbooks (.xlsx, .xlsm, .xlsb, .xls, .ods), "
