@@ -14,6 +14,7 @@ import scipy.sparse as sp
 from sparsekit.datasets import (
     get_data_home,
     load_debian,
+    load_fasttext,
     load_libsvm,
     load_mnist,
     load_mulan,
@@ -792,3 +793,37 @@ def test_text_is_decoded_by_its_byte_order_mark_else_utf8_else_windows_code_page
 def test_missing_explicit_path_is_named(tmp_path):
     with pytest.raises(FileNotFoundError, match="dataset file not found: .*nowhere.txt"):
         load_libsvm(tmp_path / "nowhere.txt")
+
+
+def test_fasttext_files_are_texts_and_their_labels(tmp_path):
+    """fastText's format: the ``__label__`` tokens of a line (first or anywhere) its labels,
+    the other tokens its text; blank lines skipped; compressed files read; without
+    ``multilabel`` a line with no label or several is named by its number."""
+    lines = ["__label__baking Why do cakes sink ?", "", "  __label__eggs How long\tdo eggs keep",
+             "Is tin safe __label__storage __label__metal"]
+    (tmp_path / "c.train.gz").write_bytes(gzip.compress(("\n".join(lines) + "\n").encode()))
+    texts, y = load_fasttext(tmp_path / "c.train.gz", multilabel=True)
+    assert texts == ["Why do cakes sink ?", "How long do eggs keep", "Is tin safe"]
+    assert y == [("baking",), ("eggs",), ("storage", "metal")]
+    with pytest.raises(ValueError, match=r"c.train.gz, line 4: 2 labels \(__label__...\); "
+                                         "pass multilabel=True"):
+        load_fasttext(tmp_path / "c.train.gz")
+    (tmp_path / "c.valid").write_text("\n".join(lines[:3] + ["no label here"]))
+    with pytest.raises(ValueError, match="c.valid, line 4: no label .*every line needs one"):
+        load_fasttext(tmp_path / "c.valid")
+    assert load_fasttext(tmp_path / "c.valid", multilabel=True)[1][-1] == ()
+    texts, y = load_fasttext(_write(tmp_path / "one.txt", lines[:3]))
+    assert y.dtype.kind == "U" and list(y) == ["baking", "eggs"]
+    texts, y = load_fasttext(_write(tmp_path / "p.txt", ["#cake a b", "c #egg"]),
+                             label_prefix="#")
+    assert texts == ["a b", "c"] and list(y) == ["cake", "egg"]
+    for prefix in ("", "a b", 5):
+        with pytest.raises(ValueError, match="label_prefix must be a non-empty string"):
+            load_fasttext(tmp_path / "p.txt", label_prefix=prefix)
+    with pytest.raises(FileNotFoundError):
+        load_fasttext(tmp_path / "missing.txt")
+
+
+def _write(path, lines):
+    path.write_text("\n".join(lines) + "\n")
+    return path

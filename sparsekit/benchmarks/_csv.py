@@ -38,6 +38,7 @@ from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import MultiLabelBinarizer, OneHotEncoder, StandardScaler
 
 from sparsekit.datasets._arff import _ATTRIBUTE, _unquote
+from sparsekit.datasets._fasttext_format import LABEL_PREFIX, read_fasttext_lines
 from sparsekit.datasets._home import (CORRUPT, FALLBACK_ENCODINGS, _open_binary, _read_bytes,
                                       decode_text, text_encodings)
 
@@ -75,7 +76,7 @@ SNIFFED_LINES = 10
 #: the lines read to tell whether the first line is a header
 HEADER_SAMPLE = 101
 #: the prefix that marks a label in fastText's text files (``__label__spam free offer``)
-FASTTEXT_LABEL = "__label__"
+FASTTEXT_LABEL = LABEL_PREFIX
 #: what the first bytes of a file named as text say it is instead, for the message, when
 #: control characters among its first 64 bytes confirm it is not text
 NOT_TEXT = {b"PK\x03\x04": "a zip archive (an Excel or OpenDocument workbook, or a zipped "
@@ -639,22 +640,12 @@ def _arff_frame(path, pd):
 
 
 def _fasttext_frame(path, pd):
-    """The :data:`TableRead` of a file in fastText's format: per line that holds anything,
-    its ``__label__`` tokens the labels (a row's label, or its label set where a line holds
+    """The :data:`TableRead` of a file in fastText's format
+    (:func:`~sparsekit.datasets.load_fasttext`): per line that holds anything, its
+    ``__label__`` tokens the labels (a row's label, or its label set where a line holds
     several) and its other tokens the column ``text``; rows named by their line. A line
     without a label has a missing one."""
-    try:
-        text, encoding = decode_text(_read_bytes(path), path)
-    except (OSError, ValueError) as exc:
-        raise ValueError(f"cannot read {str(path)!r}: {exc}") from None
-    numbers, words, labels = [], [], []
-    for number, line in enumerate(text.splitlines(), start=1):
-        tokens = line.split()
-        if tokens:
-            numbers.append(number)
-            words.append(" ".join(t for t in tokens if not t.startswith(FASTTEXT_LABEL)))
-            labels.append([t[len(FASTTEXT_LABEL):] for t in tokens
-                           if t.startswith(FASTTEXT_LABEL)])
+    numbers, words, labels, encoding = read_fasttext_lines(path)
     several = any(len(found) > 1 for found in labels)
     frame = pd.DataFrame({"text": words, FASTTEXT_LABEL: [
         found if several else found[0] if found else None for found in labels]})

@@ -8,6 +8,7 @@ inside the package.
 """
 from ._debian import load_debian
 from ._extreme_teacher import make_extreme_softmax_teacher
+from ._fasttext_format import load_fasttext
 from ._home import get_data_home
 from ._libsvm import load_a9a, load_libsvm
 from ._mnist import load_mnist
@@ -20,6 +21,7 @@ __all__ = [
     "get_data_home",
     "load_a9a",
     "load_debian",
+    "load_fasttext",
     "load_libsvm",
     "load_mnist",
     "load_mulan",
