@@ -192,8 +192,10 @@ def test_errors_are_clear():
     X, y = _data(3, seed=7)
     with pytest.raises(ValueError, match="l1_ratios must hold numbers in"):
         L1LogisticOBACV(l1_ratios=[0.0, 1.0]).fit(X, y)
-    with pytest.raises(ValueError, match="Cs must be positive and finite"):
-        L1LogisticOBACV(Cs=[1.0, -1.0]).fit(X, y)
+    for Cs in ([1.0, -1.0], [], [[1.0, 2.0]], ["a", 1.0]):
+        with pytest.raises(ValueError, match="Cs must be a number of C values .* or a non-empty "
+                                             "1-D list of positive finite numbers, got"):
+            L1LogisticOBACV(Cs=Cs).fit(X, y)
     with pytest.raises(ValueError, match="smallest C that gives a nonzero w is inf, no start"):
         L1LogisticOBACV().fit(X * 1e-310, y)          # subnormal entries: no default grid
     with pytest.raises(InvalidParameterError):

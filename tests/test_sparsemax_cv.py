@@ -266,7 +266,8 @@ def test_callbacks_see_each_fold_path_and_the_refit():
 
 @pytest.mark.parametrize("alphas, error", [
     ([], ValueError), ([-1.0, 1.0], ValueError), ([np.nan], ValueError),
-    ([[1.0, 2.0]], ValueError), (0, InvalidParameterError), ("scale", InvalidParameterError),
+    ([[1.0, 2.0]], ValueError), (["scale", 1.0], ValueError), (0, InvalidParameterError),
+    ("scale", InvalidParameterError),
 ])
 def test_bad_alphas_are_refused(alphas, error):
     X, y = _data()

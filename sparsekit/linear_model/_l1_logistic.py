@@ -1371,9 +1371,15 @@ def _C_values(Cs, span):
                              "are too small; rescale them (e.g. MaxAbsScaler) or pass Cs as an "
                              "array")
         Cs = np.logspace(np.log10(lo), np.log10(hi) + 4, Cs)
-    Cs = np.asarray(Cs, dtype=np.float64).ravel()
-    if Cs.size == 0 or np.any(~np.isfinite(Cs)) or np.any(Cs <= 0):
-        raise ValueError(f"Cs must be positive and finite, got {Cs!r}")
+    given = Cs
+    try:
+        Cs = np.asarray(Cs, dtype=np.float64)
+        Cs = Cs.reshape(1) if Cs.ndim == 0 else Cs      # one C, as a number
+    except (TypeError, ValueError):
+        Cs = np.array([np.nan])
+    if Cs.ndim != 1 or Cs.size == 0 or np.any(~np.isfinite(Cs)) or np.any(Cs <= 0):
+        raise ValueError(f"Cs must be a number of C values (>= 1) or a non-empty 1-D list of "
+                         f"positive finite numbers, got {given!r}")
     return Cs
 
 

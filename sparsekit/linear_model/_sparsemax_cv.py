@@ -288,7 +288,10 @@ default="simplex"
             if self.alphas == 1:
                 return np.array([scale])
             return scale * np.logspace(_GRID_DECADES, -_GRID_DECADES, self.alphas)
-        alphas = np.asarray(self.alphas, dtype=np.float64)
+        try:
+            alphas = np.asarray(self.alphas, dtype=np.float64)
+        except (TypeError, ValueError):      # text among them ("scale")
+            alphas = np.array([np.nan])
         if alphas.ndim != 1 or alphas.size == 0 or not np.all(np.isfinite(alphas)) or np.any(
                 alphas < 0):
             raise ValueError(f"alphas must be a positive integer or a non-empty 1-D list of "
