@@ -75,8 +75,6 @@ MAX_COMMENT_LINES = 100
 SNIFFED_LINES = 10
 #: the lines read to tell whether the first line is a header
 HEADER_SAMPLE = 101
-#: the prefix that marks a label in fastText's text files (``__label__spam free offer``)
-FASTTEXT_LABEL = LABEL_PREFIX
 #: what the first bytes of a file named as text say it is instead, for the message, when
 #: control characters among its first 64 bytes confirm it is not text
 NOT_TEXT = {b"PK\x03\x04": "a zip archive (an Excel or OpenDocument workbook, or a zipped "
@@ -164,7 +162,7 @@ def is_fasttext(path):
     if is_table(path):
         return False
     first = next((line for line in _head_lines(path, MAX_COMMENT_LINES) if line.strip()), "")
-    return any(token.startswith(FASTTEXT_LABEL) for token in first.split())
+    return any(token.startswith(LABEL_PREFIX) for token in first.split())
 
 
 def _sniffed_separator(path):
@@ -267,7 +265,7 @@ def read_csv(path, label=None, test=None, drop=(), sheet=None, test_sheet=None):
                          f"are needed, the file has {frame.shape[1]} column(s) ({layout})")
     nested = _nested_columns(frame)
     if label is None and is_fasttext(path):       # its labels, a column of lists or not
-        label = FASTTEXT_LABEL
+        label = LABEL_PREFIX
     labels = _label_columns(frame, path, label, nested)
     dropped = list(dict.fromkeys(_named_column(frame, path, c, "column to leave out")
                                  for c in drop))
@@ -647,10 +645,10 @@ def _fasttext_frame(path, pd):
     without a label has a missing one."""
     numbers, words, labels, encoding = read_fasttext_lines(path)
     several = any(len(found) > 1 for found in labels)
-    frame = pd.DataFrame({"text": words, FASTTEXT_LABEL: [
+    frame = pd.DataFrame({"text": words, LABEL_PREFIX: [
         found if several else found[0] if found else None for found in labels]})
     if several:     # label sets: a row without a label is an empty set, as for a list column
-        frame[FASTTEXT_LABEL] = frame[FASTTEXT_LABEL].astype(object)
+        frame[LABEL_PREFIX] = frame[LABEL_PREFIX].astype(object)
     return TableRead(frame, lambda i: f"line {numbers[i]}", ".",
                      "fastText's format, labels marked __label__", encoding)
 
