@@ -1151,12 +1151,14 @@ class SparsemaxClassifier(SparsekitClassifier):
         X : {array-like, sparse matrix} of shape (n_samples, n_features)
             Dense or CSR/CSC, or a dask array or DataFrame: the predictions are then made
             on the workers, a row block at a time, and come back with the targets (and
-            weights) of dask collections in one computation.
+            weights) of dask collections in one computation; or a CuPy array or cupyx
+            sparse matrix: predicted on its device, the mean taken on the host.
         y : array-like of shape (n_samples,) or (n_samples, n_classes)
             True labels, or the 2-D targets of the kind the model was fit on (a dask
-            array, Series or DataFrame too).
+            array, Series or DataFrame, or a CuPy array, too).
         sample_weight : array-like of shape (n_samples,), default=None
-            Weights of the rows in the mean (a dask array or Series too).
+            Weights of the rows in the mean (a dask array or Series, or a CuPy array,
+            too).
 
         Returns
         -------
