@@ -803,7 +803,7 @@ def test_fasttext_files_are_free_text_and_their_labels(tmp_path):
     """A file in fastText's format (``__label__`` tokens; any name, compressed too, commas
     in its text) is read as a free-text column, as TF-IDF, and its labels; several labels
     on a line make label sets, a label anywhere on the line; blank lines are skipped, and
-    a line without a label is named by its number."""
+    a line without a label is named by its number, the first line too."""
     from sklearn.feature_extraction.text import TfidfVectorizer
 
     from sparsekit.benchmarks._data import load_dataset
@@ -839,6 +839,10 @@ def test_fasttext_files_are_free_text_and_their_labels(tmp_path):
     with pytest.raises(ValueError, match="the label column '__label__' misses 1 value.*the "
                                          "first on line 5;"):
         read_csv(tmp_path / "gap.txt")
+    (tmp_path / "head.txt").write_text("no label here\n" + "\n".join(lines[:3]) + "\n")
+    with pytest.raises(ValueError, match="the label column '__label__' misses 1 value.*the "
+                                         "first on line 1;"):
+        read_csv(tmp_path / "head.txt")
 
 
 @pytest.mark.parametrize("content, match", [

@@ -156,13 +156,15 @@ def reads_as_table(path):
 
 
 def is_fasttext(path):
-    """Whether ``path`` (not named as a table) is a text file in fastText's format: its
-    first line that holds anything holds a ``__label__`` token (first, as fastText's
-    tutorials write it, or anywhere)."""
+    """Whether ``path`` (not named as a table) is a text file in fastText's format: one of
+    its first SNIFFED_LINES lines that hold anything holds a ``__label__`` token (first, as
+    fastText's tutorials write it, or anywhere; a line without one is then named by the
+    reader, where the LIBSVM reader would refuse its first word as a label)."""
     if is_table(path):
         return False
-    first = next((line for line in _head_lines(path, MAX_COMMENT_LINES) if line.strip()), "")
-    return any(token.startswith(LABEL_PREFIX) for token in first.split())
+    lines = [line for line in _head_lines(path, MAX_COMMENT_LINES) if line.strip()]
+    return any(token.startswith(LABEL_PREFIX) for line in lines[:SNIFFED_LINES]
+               for token in line.split())
 
 
 def _sniffed_separator(path):

@@ -55,7 +55,7 @@ compressed; ``--zero-based`` for files numbered from 0; the columns that store n
 (most of them in hashed features) are left out for every model, as each model's weight on
 such a column is 0 and would only cost it time and memory, and the titles say so),
 an Extreme Classification Repository file (first line ``N D L``, as Bibtex_train.txt),
-a fastText training file (any name; its first line holds a ``__label__`` token: the
+a fastText training file (any name; one of its first ten lines holds a ``__label__`` token: the
 ``__label__`` tokens of a line are its label, or its label set where it holds several,
 and its other words a free-text column),
 a Mulan multi-label ARFF file beside its label XML (``scene-train.arff`` and ``scene.xml``),
