@@ -62,6 +62,40 @@ def test_captions_name_the_uncapped_fits_of_their_own_rows():
             == f"{cap} (LIBLINEAR's between labels)")
 
 
+def test_fasttext_joins_on_free_text_whatever_the_classes(tmp_path):
+    """fastText has a row from FASTTEXT_MIN_CLASSES classes (labels) on, and on free text
+    with fewer: a fastText file of two classes (its sentiment data sets) or of three labels
+    in sets, or a table of text and labels; not on a table that also holds numbers."""
+    pytest.importorskip("pandas")
+    pytest.importorskip("fasttext")
+    rng = np.random.default_rng(0)
+    words = {"pos": ["good", "great", "fine", "lovely"], "neg": ["bad", "awful", "poor"]}
+    labels = rng.choice(["pos", "neg"], 60)
+    texts = [" ".join(rng.choice(words[c], 4)) + " movie plot" for c in labels]
+    (tmp_path / "reviews.train").write_text("".join(f"__label__{c} {t}\n"
+                                                    for c, t in zip(labels, texts)))
+    (tmp_path / "reviews.csv").write_text("text,label\n" + "".join(
+        f"{t},{c}\n" for c, t in zip(labels, texts)))
+    (tmp_path / "mixed.csv").write_text("text,stars,label\n" + "".join(
+        f"{t},{rng.integers(5)},{c}\n" for c, t in zip(labels, texts)))
+    for name, joins in (("reviews.train", True), ("reviews.csv", True), ("mixed.csv", False)):
+        data = load_dataset(str(tmp_path / name))
+        assert data.words == joins and data.classes.size == 2
+        rows = _class_tables.compare_multiclass(1, data).rows
+        fasttext = [r for r in rows if r[0].startswith("fastText supervised")]
+        assert len(fasttext) == joins
+        if joins:
+            assert float(fasttext[0][2]) > 0.9              # its test accuracy
+    sets = [" ".join(f"__label__{c}" for c in rng.choice(["plot", "cast", "music"],
+                                                          rng.integers(1, 3), replace=False))
+            for _ in labels]
+    (tmp_path / "aspects.train").write_text("".join(f"{s} {t}\n" for s, t in zip(sets, texts)))
+    data = load_dataset(str(tmp_path / "aspects.train"))
+    assert data.multilabel and data.words and data.classes.size == 3
+    rows = _class_tables.compare_multilabel(1, data).rows
+    assert [r[0] for r in rows if r[0].startswith("fastText supervised")]
+
+
 def test_classes_seen_once_train_and_the_rest_split_stratified():
     y = np.array([0] * 10 + [1] * 10 + [2])          # class 2 has a single row
     data = Dataset("rare", np.arange(21.0)[:, None], y)

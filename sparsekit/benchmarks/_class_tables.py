@@ -12,8 +12,8 @@ from sklearn.multiclass import OneVsRestClassifier
 
 from sparsekit import ExtremeSoftmaxSGD, SparsemaxClassifier
 from sparsekit.benchmarks._data import TEST_SHARE, load_dataset
-from sparsekit.benchmarks._fasttext import (FASTTEXT_EPOCHS, FASTTEXT_MIN_CLASSES,
-                                            fasttext_row, label_index, tokens)
+from sparsekit.benchmarks._fasttext import (FASTTEXT_EPOCHS, fasttext_joins, fasttext_row,
+                                            label_index, tokens)
 from sparsekit.benchmarks._interrupt import interruptible
 from sparsekit.benchmarks._l1_tables import liblinear_binary
 from sparsekit.benchmarks._timing import (FIT_BUDGETS, Table, class_by_class, every,
@@ -163,7 +163,7 @@ def compare_multiclass(repeat, data=None, budget=np.inf, announce=None):
                            describe, repeat, budget, announce)
     rows.append(_liblinear_logistic(X_train, y_train, X_test, y_test, repeat, budget,
                                     announce))
-    if data.classes.size >= FASTTEXT_MIN_CLASSES:
+    if fasttext_joins(data):
         rows.append(_fasttext_multiclass(X_train, y_train, X_test, y_test, repeat, budget,
                                          announce))
     measurements = {r[0]: {"seconds": r[1], "test_accuracy": r[2], "mean_support": r[3]}
@@ -296,7 +296,7 @@ def compare_multilabel(repeat, data, budget=np.inf, announce=None):
                                describe, repeat, budget, announce, metrics=3)
     rows.append(_liblinear_multilabel(X_train, Y_train, X_test, Y_test, repeat, budget,
                                       announce))
-    if data.classes.size >= FASTTEXT_MIN_CLASSES:
+    if fasttext_joins(data):
         rows.append(_fasttext_multilabel(X_train, Y_train, X_test, Y_test, repeat, budget,
                                          announce))
     measurements = {r[0]: {"seconds": r[1], "micro_f1": r[2], "precision_at_1": r[3],

@@ -106,7 +106,8 @@ MAX_MARKERS = 3
 #: text (code ``i`` is ``label_names[i]``), the labels' names for label sets, else None,
 #: and ``test_name``: the held-out file's name for titles (with its sheet, of a workbook),
 #: else None
-CsvData = namedtuple("CsvData", "X y note encode n_train label_names test_name")
+#: ``words``: every feature column is free text (X is only their TF-IDF), as in a fastText file
+CsvData = namedtuple("CsvData", "X y note encode n_train label_names test_name words")
 #: what a table file's reader returns: the ``frame``, ``place(i)`` naming the file's line
 #: (row, record) of row ``i`` for messages (``"line 7"``), the ``decimal`` mark, the
 #: ``layout`` read for messages (the separator; a workbook's sheet) and, for a text file,
@@ -322,7 +323,7 @@ def read_csv(path, label=None, test=None, drop=(), sheet=None, test_sheet=None):
     if is_workbook(path):
         parts.insert(0, layout)             # the sheet read
     return CsvData(X, y, "; ".join(parts), partial(_encode_split, encoder, features, path),
-                   n_train, names, test_name)
+                   n_train, names, test_name, bool(words) and not (numeric or categories))
 
 
 def _with_test_rows(frame, test, labels, path, pd, layout, sheet):

@@ -40,11 +40,14 @@ class Dataset:
     source; ``encode(train, test)``, for a table file, gives ``(X_train, X_test)`` with
     its encoders fit on the rows ``train`` (``X`` has them fit on every row); ``test``,
     a test file's :data:`HeldOut` rows (:meth:`hold_out`), or None (a 70/30 split);
-    ``label_names``, the text of each label code when a table file's labels were text."""
+    ``label_names``, the text of each label code when a table file's labels were text;
+    ``words``, whether every column of ``X`` is a word's weight (a table of free text only, a
+    fastText file)."""
 
     def __init__(self, name, X, y, X_l1=None, classes=None, n_features=None, note=None,
-                 encode=None, label_names=None):
+                 encode=None, label_names=None, words=False):
         self.name, self.X, self.note, self.encode = name, X, note, encode
+        self.words = words
         self.label_names = label_names
         self.n_features = X.shape[1] if n_features is None else n_features
         self.multilabel = sp.issparse(y) or np.ndim(y) == 2
@@ -308,7 +311,7 @@ def load_dataset(spec, zero_based=False, label=None, test=None, drop=(), sheet=N
         sets = table.y.ndim == 2                 # label sets: the names are the labels'
         data = Dataset(Path(spec).name, table.X, table.y, note=table.note,
                        encode=table.encode, classes=table.label_names if sets else None,
-                       label_names=None if sets else table.label_names)
+                       label_names=None if sets else table.label_names, words=table.words)
         n_train, test_name = table.n_train, table.test_name
     else:
         data, n_train = _read_file(spec, zero_based, test)

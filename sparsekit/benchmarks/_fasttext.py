@@ -16,6 +16,13 @@ from sparsekit.benchmarks._timing import import_peer, measure
 FASTTEXT_MIN_CLASSES = 20
 
 
+def fasttext_joins(data):
+    """Whether fastText has a row in the tables of :class:`Dataset` ``data``: from
+    :data:`FASTTEXT_MIN_CLASSES` classes (labels) on, and on free text whatever their
+    number (a fastText file, a table of text and labels: its own ground)."""
+    return data.words or data.classes.size >= FASTTEXT_MIN_CLASSES
+
+
 def tokens(X):
     """One line of tokens per row of CSR ``X`` for fastText: feature j is the token
     ``f<j>``, repeated by its value when every value is a whole count (bag of words), once

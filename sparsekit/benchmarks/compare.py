@@ -28,36 +28,38 @@
   the objective column shows how far that left them. In both tables a solver that ended
   more than 1e-6 above the best objective has that said beside its time ratio: its time
   is where it stopped, not its time to the answer.
-- every data set: class probabilities on a stratified 70/30 split (the rows of a class seen
-  once go to training): SparsemaxClassifier (and ExtremeSoftmaxSGD for more than two
-  classes) vs multinomial LogisticRegression, SGDClassifier(log_loss) and LIBLINEAR
+- every data set: class probabilities on a stratified 70/30 split (the rows of a class
+  seen once go to training): SparsemaxClassifier (and ExtremeSoftmaxSGD for more than
+  two classes) vs multinomial LogisticRegression, SGDClassifier(log_loss) and LIBLINEAR
   ``-s 0 -B 1`` (every model with an intercept, at its defaults), and fastText from 20
-  classes on; time, test accuracy, mean support of ``predict_proba``. Each fit but
-  LIBLINEAR's and fastText's is capped at about three ``--budget``s of time (sparsekit's by
-  a callback that stops it, scikit-learn's by their iterations or epochs) and its row says
-  "stopped by the budget" when the cap ended it. A scikit-learn model of which one
-  iteration (epoch) takes longer than the cap is not run; its row says so. fastText reads one
-  token per nonzero feature (repeated for whole counts) and runs its tutorial's recipe for
-  small data (25 epochs, learning rate 1, halved while it diverges), on one thread from
-  explicit U(-1/dim, 1/dim) word vectors: fastText 0.9.x initializes only a tenth of them
-  per thread.
+  classes on, or on free text whatever the classes; time, test accuracy, mean support of
+  ``predict_proba``. Each fit but LIBLINEAR's and fastText's is capped at about three
+  ``--budget``s of time (sparsekit's by a callback that stops it, scikit-learn's by
+  their iterations or epochs) and its row says "stopped by the budget" when the cap
+  ended it. A scikit-learn model of which one iteration (epoch) takes longer than the
+  cap is not run; its row says so. fastText reads one token per nonzero feature
+  (repeated for whole counts) and runs its tutorial's recipe for small data (25 epochs,
+  learning rate 1, halved while it diverges), on one thread from explicit
+  U(-1/dim, 1/dim) word vectors: fastText 0.9.x initializes only a tenth of them per
+  thread.
 - multi-label files (comma-separated label sets, ``0,4 1:0.64 ...``, as the LIBSVM data
   page's multi-label sets): label sets on a 70/30 split: SparsemaxClassifier on the simplex
   (its shares of the labels) and on the box (a marginal per label), each cut at the training
   rows' best micro-F1 (its ``threshold_``), vs scikit-learn's
   ``OneVsRestClassifier(LogisticRegression())``, LIBLINEAR ``-s 0 -B 1`` trained label by
-  label on one copy of the data, and fastText's one-vs-all loss from 20 labels on; time,
-  test micro-F1, precision@1, labels predicted per row. LIBLINEAR's per-label fits stop
-  between labels at the cap below (the first always fit), the labels left never predicted.
+  label on one copy of the data, and fastText's one-vs-all loss from 20 labels on (on free
+  text, whatever the labels); time, test micro-F1, precision@1, labels predicted per row.
+  LIBLINEAR's per-label fits stop between labels at the cap below (the first always fit),
+  the labels left never predicted.
 
 DATA is a LIBSVM/svmlight file (any path; ``.xz``, ``.gz`` and ``.bz2`` are read
 compressed; ``--zero-based`` for files numbered from 0; the columns that store no entry
 (most of them in hashed features) are left out for every model, as each model's weight on
 such a column is 0 and would only cost it time and memory, and the titles say so),
 an Extreme Classification Repository file (first line ``N D L``, as Bibtex_train.txt),
-a fastText training file (any name; one of its first ten lines holds a ``__label__`` token: the
-``__label__`` tokens of a line are its label, or its label set where it holds several,
-and its other words a free-text column),
+a fastText training file (any name; one of its first ten lines holds a ``__label__``
+token: the ``__label__`` tokens of a line are its label, or its label set where it holds
+several, and its other words a free-text column),
 a Mulan multi-label ARFF file beside its label XML (``scene-train.arff`` and ``scene.xml``),
 a CSV, TSV or ARFF file (``.csv``, ``.tsv``, ``.arff``, also compressed, or comma-, tab- or
 ;-separated lines under another name, as UCI's ``.data`` files), a Parquet file
