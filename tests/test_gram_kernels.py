@@ -85,6 +85,40 @@ def test_gram_csr_every_row_length():
     np.testing.assert_allclose(G, A.T @ (D[:, None] * A), rtol=1e-12, atol=1e-12)
 
 
+@pytest.mark.parametrize("n", [0, 1, 2, 5, 97])
+@pytest.mark.parametrize("threads", [2, 3, 7, 64])
+def test_gram_csr_on_threads_adds_the_blocks_sums(n, threads):
+    """gram_csr on threads: the rows cut into consecutive blocks of about as many entries
+    (more threads than rows, empty rows, rows with no free entry, zero weights, int64
+    indices), each block's Gram added to the given G in the blocks' order; against NumPy,
+    against one thread (the same sums but for their grouping), and the same G bit for bit
+    at each call with the same thread count."""
+    rng = np.random.default_rng(8)
+    p = 40
+    dense = rng.standard_normal((n, p)) * (rng.uniform(size=(n, p)) < 0.3)
+    if n > 3:
+        dense[1] = 0.0                 # an empty row
+        dense[2, :] = 0.0
+        dense[2, 39] = 1.5             # a row with no free entry
+    X = sp.csr_matrix(dense)
+    X.indices, X.indptr = X.indices.astype(np.int64), X.indptr.astype(np.int64)
+    free = np.sort(rng.choice(p - 1, size=25, replace=False))
+    colmap = np.full(p, -1, dtype=np.int64)
+    colmap[free] = np.arange(free.size)
+    D = rng.uniform(0, 1, n) * (rng.uniform(size=n) < 0.8)
+    M = rng.standard_normal((free.size, free.size))
+    M = M + M.T
+    one, G, again = M.copy(), M.copy(), M.copy()
+    GK.gram_csr(X.data, X.indices, X.indptr, D, colmap, one)
+    GK.gram_csr(X.data, X.indices, X.indptr, D, colmap, G, threads)
+    GK.gram_csr(X.data, X.indices, X.indptr, D, colmap, again, threads)
+    A = dense[:, free]
+    np.testing.assert_allclose(G, M + A.T @ (D[:, None] * A), rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(G, one, rtol=1e-13, atol=1e-13)
+    np.testing.assert_array_equal(G, G.T)
+    np.testing.assert_array_equal(G, again)
+
+
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_row_stats_and_lipschitz_bound_sparse_equals_dense(dtype):
     """Per-row counts and squared norms in one pass (empty rows included), and the Logistic

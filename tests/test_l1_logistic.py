@@ -370,6 +370,33 @@ def test_n_jobs_runs_a_binary_fits_dense_kernels_on_threads(monkeypatch, dtype):
         np.testing.assert_allclose(two.intercept_, one.intercept_, rtol=0, atol=1e-7)
 
 
+def test_n_jobs_forms_a_sparse_xs_large_grams_on_threads(monkeypatch):
+    """A sparse X's Grams of scattered updates run on n_jobs threads from
+    ``gram_thread_min_updates`` updates on (one below, and always with one job): the
+    model of one job up to the rounding of the Grams' other grouping."""
+    from sparsekit.losses import _logistic_datafit
+    from sparsekit.utils._threads import cpu_threads
+
+    threads = []
+    given = _logistic_datafit.GK.gram_csr
+    monkeypatch.setattr(_logistic_datafit.GK, "gram_csr",
+                        lambda *args: threads.append(args[-1]) or given(*args))
+    rng = np.random.default_rng(7)
+    X = sp.random(3000, 80, density=0.2, format="csr", random_state=rng)
+    y = (X @ rng.standard_normal(80) + 0.3 * rng.standard_normal(3000) > 0).astype(int)
+    one = L1LogisticOBA(C=1.0, tol=1e-10).fit(X, y)
+    assert threads and set(threads) == {1}
+    threads.clear()
+    L1LogisticOBA(C=1.0, tol=1e-10, n_jobs=2).fit(X, y)
+    assert threads and set(threads) == {1}      # below the threshold: one thread
+    threads.clear()
+    monkeypatch.setattr(_logistic_datafit._LinearDatafit, "gram_thread_min_updates", 1)
+    two = L1LogisticOBA(C=1.0, tol=1e-10, n_jobs=2).fit(X, y)
+    assert threads and set(threads) == {cpu_threads(2)}
+    np.testing.assert_allclose(two.coef_, one.coef_, rtol=0, atol=1e-7)
+    np.testing.assert_allclose(two.intercept_, one.intercept_, rtol=0, atol=1e-7)
+
+
 @pytest.mark.parametrize("multiclass", ["ovr", "multinomial"])
 def test_an_interrupted_fit_ends_the_solves_it_left_in_other_threads(monkeypatch, multiclass):
     """An interrupt of the calling thread (a KeyboardInterrupt in a notebook; here a signal

@@ -53,7 +53,8 @@ cdef inline Py_ssize_t _gather_free(const floating* data, const index_t* indices
 
 
 def gram_csr(const floating[::1] data, const index_t[::1] indices, const index_t[::1] indptr,
-             const double[:] D, const long long[::1] colmap, double[:, ::1] G):
+             const double[:] D, const long long[::1] colmap, double[:, ::1] G,
+             int n_threads=1):
     """``G += X[:, F]^T diag(D) X[:, F]`` for CSR ``X`` with sorted row indices.
 
     ``colmap[j]`` is the position of column j in the free set F (increasing in j), or -1
@@ -62,50 +63,97 @@ def gram_csr(const floating[::1] data, const index_t[::1] indices, const index_t
     row's entries (2.5× faster than one on a9a and w8a: each loaded entry serves four
     updates); the triangle is mirrored at the end. Used to form the subspace Hessian
     explicitly when that is cheaper than the CG's matrix-free products.
+
+    With ``n_threads`` > 1 the rows are cut into that many consecutive blocks of about as
+    many stored entries; the first block's updates go to ``G``, each other's to a k×k
+    buffer of its own, and the buffers are added to ``G`` in their order: a fixed sum for
+    a given ``n_threads``, which rounds otherwise than one thread's.
     """
-    cdef Py_ssize_t i, p, q, r, a, t, k = G.shape[0]
+    cdef Py_ssize_t n = D.shape[0], k = G.shape[0], t, a, r
+    cdef Py_ssize_t T = max(1, min(<Py_ssize_t>n_threads, n))
+    if k == 0 or n == 0:
+        return
+    if indptr.shape[0] < n + 1 or colmap.shape[0] == 0 or G.shape[1] != k:
+        raise ValueError("gram_csr: indptr needs D's rows + 1 entries and G must be square")
+    cdef Py_ssize_t width = _max_row_length(indptr, n)
+    cdef long long[:, ::1] pos = np.empty((T, width), dtype=np.int64)
+    cdef double[:, ::1] val = np.empty((T, width))
+    cdef Py_ssize_t[::1] bounds = _row_blocks(indptr, n, T)
+    cdef double[:, :, ::1] parts = np.zeros((T - 1, k, k))
+    with nogil:
+        if T == 1:
+            _gram_rows(data, indices, indptr, D, colmap, &G[0, 0], k, 0, n, &pos[0, 0],
+                       &val[0, 0])
+        else:
+            for t in prange(T, num_threads=T, schedule="static", chunksize=1):
+                _gram_rows(data, indices, indptr, D, colmap,
+                           &G[0, 0] if t == 0 else &parts[t - 1, 0, 0], k, bounds[t],
+                           bounds[t + 1], &pos[t, 0], &val[t, 0])
+            for t in range(T - 1):
+                for a in range(k):
+                    for r in range(a, k):
+                        G[a, r] += parts[t, a, r]
+        _mirror_upper(G, k)
+
+
+cdef Py_ssize_t[::1] _row_blocks(const index_t[::1] indptr, Py_ssize_t n, Py_ssize_t T):
+    """``T + 1`` row bounds cutting the first ``n`` rows of a CSR matrix into ``T``
+    consecutive blocks of about as many stored entries (0 and n at the ends)."""
+    cdef Py_ssize_t[::1] bounds = np.empty(T + 1, dtype=np.intp)
+    cdef Py_ssize_t t, i = 0
+    cdef double total = indptr[n] - indptr[0]
+    bounds[0] = 0
+    for t in range(1, T):
+        while i < n and indptr[i] - indptr[0] < total * t / T:
+            i += 1
+        bounds[t] = i
+    bounds[T] = n
+    return bounds
+
+
+cdef void _gram_rows(const floating[::1] data, const index_t[::1] indices,
+                     const index_t[::1] indptr, const double[:] D,
+                     const long long[::1] colmap, double* G, Py_ssize_t ld,
+                     Py_ssize_t begin, Py_ssize_t end, long long* pos,
+                     double* val) noexcept nogil:
+    """:func:`gram_csr`'s updates of the rows ``begin:end`` to the upper triangle of the
+    row-major ``G`` (row stride ``ld``); ``pos`` and ``val`` hold a row's free entries."""
+    cdef Py_ssize_t i, p, q, r, t
     cdef double di, d0, d1, d2, d3, v
     cdef double *G0
     cdef double *G1
     cdef double *G2
     cdef double *G3
     cdef long long c
-    cdef Py_ssize_t width = _max_row_length(indptr, D.shape[0])
-    cdef long long[::1] pos = np.empty(width, dtype=np.int64)
-    cdef double[::1] val = np.empty(width)
-    with nogil:
-        for i in range(D.shape[0]):
-            di = D[i]
-            if di == 0.0:
-                continue
-            t = _gather_free(&data[0], &indices[0], indptr[i], indptr[i + 1], &colmap[0],
-                             &pos[0], &val[0])
-            p = 0
-            while p + 3 < t:  # rows pos[p..p+3] of G: their 4×4 corner, then the rest
-                d0, d1, d2, d3 = di * val[p], di * val[p + 1], di * val[p + 2], di * val[p + 3]
-                G0, G1 = &G[pos[p], 0], &G[pos[p + 1], 0]
-                G2, G3 = &G[pos[p + 2], 0], &G[pos[p + 3], 0]
-                G0[pos[p]] += d0 * val[p]
-                G0[pos[p + 1]] += d0 * val[p + 1]
-                G1[pos[p + 1]] += d1 * val[p + 1]
-                G0[pos[p + 2]] += d0 * val[p + 2]
-                G1[pos[p + 2]] += d1 * val[p + 2]
-                G2[pos[p + 2]] += d2 * val[p + 2]
-                for q in range(p + 3, t):
-                    c, v = pos[q], val[q]
-                    G0[c] += d0 * v
-                    G1[c] += d1 * v
-                    G2[c] += d2 * v
-                    G3[c] += d3 * v
-                p += 4
-            for r in range(p, t):  # the last rows, one at a time
-                d0 = di * val[r]
-                G0 = &G[pos[r], 0]
-                for q in range(r, t):
-                    G0[pos[q]] += d0 * val[q]
-        for a in range(k):
-            for r in range(a + 1, k):
-                G[r, a] = G[a, r]
+    for i in range(begin, end):
+        di = D[i]
+        if di == 0.0:
+            continue
+        t = _gather_free(&data[0], &indices[0], indptr[i], indptr[i + 1], &colmap[0], pos,
+                         val)
+        p = 0
+        while p + 3 < t:  # rows pos[p..p+3] of G: their 4×4 corner, then the rest
+            d0, d1, d2, d3 = di * val[p], di * val[p + 1], di * val[p + 2], di * val[p + 3]
+            G0, G1 = G + pos[p] * ld, G + pos[p + 1] * ld
+            G2, G3 = G + pos[p + 2] * ld, G + pos[p + 3] * ld
+            G0[pos[p]] += d0 * val[p]
+            G0[pos[p + 1]] += d0 * val[p + 1]
+            G1[pos[p + 1]] += d1 * val[p + 1]
+            G0[pos[p + 2]] += d0 * val[p + 2]
+            G1[pos[p + 2]] += d1 * val[p + 2]
+            G2[pos[p + 2]] += d2 * val[p + 2]
+            for q in range(p + 3, t):
+                c, v = pos[q], val[q]
+                G0[c] += d0 * v
+                G1[c] += d1 * v
+                G2[c] += d2 * v
+                G3[c] += d3 * v
+            p += 4
+        for r in range(p, t):  # the last rows, one at a time
+            d0 = di * val[r]
+            G0 = G + pos[r] * ld
+            for q in range(r, t):
+                G0[pos[q]] += d0 * val[q]
 
 
 def gram_csr_syrk(const floating[::1] data, const index_t[::1] indices,

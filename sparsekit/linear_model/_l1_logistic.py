@@ -678,7 +678,8 @@ class L1LogisticOBA(LinearClassifierMixin, SparseCoefMixin, SparsekitClassifier)
         the same fit (on a dense float64 X, up to BLAS's rounding): a binary problem's
         (the rows of X w and of the Hessian products' X v, the columns of the gradient's
         and their Xᵀ r split among them, and a dense X's Hessians formed in float32
-        panels, by panels; a sparse X's formed by scattered updates on one thread), the
+        panels, by panels; a sparse X's formed by scattered updates by blocks of rows
+        where they make 2²⁴ updates or more, the same fit up to their rounding), the
         multinomial problem's (the rows of X V, the columns of Xᵀ R). None means 1 unless in a
         :func:`joblib.parallel_backend` context, -1 all processors. Threads of this
         process under any joblib backend (the problems share X); an interrupted fit

@@ -26,8 +26,10 @@ the margins, the gradient, the matrix-free Hessian products (by columns) and the
 diagonal run on that many OpenMP threads where they read at least ``thread_min_entries``
 entries of X, and so do the float32-panel Grams
 (:class:`~sparsekit.losses._panel_gram.PanelGram`): the same sums as on one, but where a
-dense float64 X's BLAS calls group a thread's rows otherwise; the Grams of scattered
-updates (sparse X) and NumPy's (small dense ones) stay on one.
+dense float64 X's BLAS calls group a thread's rows otherwise. A sparse X's Grams of
+scattered updates run on them from ``gram_thread_min_updates`` updates, each thread adding
+a block of rows into a buffer of its own (sums grouped otherwise than on one); NumPy's
+(small dense ones) stay on one.
 """
 import numpy as np
 import scipy.sparse as sp
@@ -386,10 +388,33 @@ class _LinearDatafit:
     #: fewer, the threads' start and their wait after the call (GNU OpenMP spins) cost
     #: more than they save (a9a, 451,592 entries, at two threads: 80 -> 89 ms a fit)
     thread_min_entries = 1 << 20
+    #: a sparse X's Gram of scattered updates runs ``n_threads`` threads from this many
+    #: updates: a fit's first parallel region starts the threads (3-12 ms, measured), and
+    #: w8a's Grams (~3.5 M updates, 3.7 ms on one thread, 1.9 ms on two) would save less
+    #: than that in a fit, while their other rounding changes the iterates (a9a, 2
+    #: threads: 15 iterations instead of 12)
+    gram_thread_min_updates = 1 << 24
 
     def _threads(self, entries):
         """The threads of a kernel call that reads ``entries`` stored entries of X."""
         return self.n_threads if entries >= self.thread_min_entries else 1
+
+    def _gram_updates(self, nnz_f, k):
+        """The estimated Σᵢ nnzᵢ(F)²/2 scattered updates of a sparse X's Gram over ``k``
+        free columns holding ``nnz_f`` entries (from the nnz-weighted mean row length)."""
+        return nnz_f * min(k, self._row_len * nnz_f / max(self.X.nnz, 1)) / 2
+
+    def _gram_threads(self, cols):
+        """The threads of a sparse X's Gram of scattered updates over ``cols``: each thread
+        but the first adds into a k×k buffer of its own, so no more than make those buffers
+        cost at most a quarter of the updates to clear and add, and hold at most as many
+        numbers as X stores."""
+        k = cols.size
+        updates = self._gram_updates(float(self._col_nnz[cols].sum()), k)
+        threads = self.n_threads if updates >= self.gram_thread_min_updates else 1
+        while threads > 1 and (threads - 1) * k * k > min(updates / 4, self.X.nnz):
+            threads -= 1
+        return threads
 
     # -- margins and gradient
     def _walks_rows(self, cols=None):
@@ -478,7 +503,7 @@ class _LinearDatafit:
             # (Debian: 8-50 ms against 26-57 ms), which keeps the route choices unchanged
             walk_all = 8 * nnz_f >= X.nnz
             gather = X.nnz if walk_all else 10 * nnz_f
-            updates = nnz_f * min(k, self._row_len * nnz_f / max(X.nnz, 1)) / 2
+            updates = self._gram_updates(nnz_f, k)
             # float32 BLAS on dense panels (0.14 s against 0.21 s on MNIST's 341 columns)
             cost_syrk = n * k * k / 48 + 2 * X.nnz + n * k / 8
             syrk = k >= 64 and cost_syrk < updates + gather
@@ -597,7 +622,7 @@ class _LinearDatafit:
                 R = XF.tocsr()
                 colmap = np.arange(k, dtype=np.int64)
             GF = np.zeros((k, k)) if intercept else G
-            GK.gram_csr(R.data, R.indices, R.indptr, D, colmap, GF)
+            GK.gram_csr(R.data, R.indices, R.indptr, D, colmap, GF, self._gram_threads(cols))
             if intercept:
                 G[:k, :k] = GF
                 K.rmatvec_csc(XF.data, XF.indices, XF.indptr, D, G[:k, k])
