@@ -14,9 +14,9 @@ Hessian products and their diagonal run on two OpenMP threads where a call reads
 2**20 entries of X (on a9a and w8a none does: their rows show what the option costs
 there), and so do the Grams formed in float32 panels (MNIST's, the tall table's) and the
 Grams formed by scattered updates of a sparse X from 2**24 updates on (the tall sparse
-set's, formed at each iteration; a9a's and w8a's stay on one): each thread adds a block of
-rows, so those Grams, and the model, differ from one thread's by rounding. On this 2-core
-machine two threads are the most it can show.
+set's, formed at each iteration, and Debian's larger ones; a9a's and w8a's stay on one):
+each thread adds a block of rows, so those Grams, and the model, differ from one thread's
+by rounding. On this 2-core machine two threads are the most it can show.
 
 Writes section "l1_binary_threads" of doc/benchmarks.md::
 
