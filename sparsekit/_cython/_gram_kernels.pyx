@@ -74,7 +74,8 @@ def gram_csr(const floating[::1] data, const index_t[::1] indices, const index_t
     if k == 0 or n == 0:
         return
     if indptr.shape[0] < n + 1 or colmap.shape[0] == 0 or G.shape[1] != k:
-        raise ValueError("gram_csr: indptr needs D's rows + 1 entries and G must be square")
+        raise ValueError("gram_csr: indptr needs D's rows + 1 entries, colmap an entry per "
+                         "column of X and G must be square")
     cdef Py_ssize_t width = _max_row_length(indptr, n)
     cdef long long[:, ::1] pos = np.empty((T, width), dtype=np.int64)
     cdef double[:, ::1] val = np.empty((T, width))

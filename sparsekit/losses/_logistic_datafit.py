@@ -405,10 +405,10 @@ class _LinearDatafit:
         return nnz_f * min(k, self._row_len * nnz_f / max(self.X.nnz, 1)) / 2
 
     def _gram_threads(self, cols):
-        """The threads of a sparse X's Gram of scattered updates over ``cols``: each thread
-        but the first adds into a k×k buffer of its own, so no more than make those buffers
-        cost at most a quarter of the updates to clear and add, and hold at most as many
-        numbers as X stores."""
+        """The threads of a sparse X's Gram of scattered updates over ``cols``. Each thread
+        but the first adds into a k×k buffer of its own: as many as keep those buffers at
+        most a quarter of the updates to clear and add, and at most the number of entries
+        X stores."""
         k = cols.size
         updates = self._gram_updates(float(self._col_nnz[cols].sum()), k)
         threads = self.n_threads if updates >= self.gram_thread_min_updates else 1
