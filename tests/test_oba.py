@@ -74,7 +74,8 @@ def test_corrective_cycle_and_model_decrease_invariants(sparse, seed):
         assert np.all(d[kept_new] * zeta[free2[kept_new]] > 0)  # orthant-consistent
         assert d @ g[free2] <= 0  # CG from 0 gives descent on the model
         np.testing.assert_allclose(Hd, H2(d) + 1e-8 * d, rtol=1e-9, atol=1e-13)
-        x_hat, alpha, q, q0, _ = _model_search(x, G, zeta, muw, free2, d, Hd, H2, 1e-8)
+        x_hat, alpha, q, q0, _ = _model_search(x, G, zeta, muw, free2, d, Hd, H2, 1e-8,
+                                              K.weighted_l1(muw, x))
         assert q <= q0 + 1e-15 and 0 < alpha <= 1
         # orthant projection: nonzeros keep their sign, zeros move only along -g
         pen = muw > 0
@@ -516,7 +517,8 @@ def test_model_search_on_crossing_steps_matches_the_direct_model(operator_has_fo
     op = H if operator_has_form else (lambda v: H(v))
     d = -3.0 * x + 0.1 * np.random.default_rng(4).standard_normal(n)   # most cross zero
     Hd = H(d) + 1e-8 * d
-    x_hat, alpha, q, q0, products = _model_search(x, G, zeta, muw, free, d, Hd, op, 1e-8)
+    x_hat, alpha, q, q0, products = _model_search(x, G, zeta, muw, free, d, Hd, op, 1e-8,
+                                                  K.weighted_l1(muw, x))
     assert np.count_nonzero((x_hat == 0) & (x + alpha * d != 0)) >= 5
     assert products == (0 if operator_has_form else int(np.log2(1 / alpha)) + 1)
     delta = x_hat - x
@@ -628,11 +630,12 @@ def test_pinned_direction_keeps_the_step_the_projection_would_cut():
     G = g - muw * zeta
     H = _ExplicitHessian(A, [0])
     d = star - x
-    plain = _model_search(x, G, zeta, muw, free, d, A @ d, H, 0.0)
+    q0 = K.weighted_l1(muw, x)
+    plain = _model_search(x, G, zeta, muw, free, d, A @ d, H, 0.0, q0)
     opts = (0.0, 1e-12, 10, np.inf, False)
     delta, Hdelta, _, _ = _pinned_step(H, None, x, g, zeta, free, d, np.zeros(2, bool), opts,
                                        opts)
-    pinned = _model_search(x, G, zeta, muw, free, delta, Hdelta, H, 0.0)
+    pinned = _model_search(x, G, zeta, muw, free, delta, Hdelta, H, 0.0, q0)
     assert plain[1] == 1 / 32
     np.testing.assert_allclose(pinned[0], [0.0, 1.05], atol=1e-12)
     assert pinned[1] == 1.0

@@ -559,7 +559,8 @@ def test_subgradient_and_soft_threshold_properties(x, grad, m):
 def test_ista_point_and_weighted_l1_are_their_formulas(n):
     """The proximal-gradient point and the three sums of the ISTA model against NumPy
     (blocks of 4096 terms summed apart: lengths around and over one block), with exact
-    zeros, unpenalized coordinates and a threshold met exactly."""
+    zeros, unpenalized coordinates and a threshold met exactly; the sums the same, bit for
+    bit, when the point is not written."""
     rng = np.random.default_rng(n)
     x, grad = rng.normal(size=n), rng.normal(size=n)
     mu = rng.uniform(0.0, 1.0, n)
@@ -578,6 +579,7 @@ def test_ista_point_and_weighted_l1_are_their_formulas(n):
     assert gs == pytest.approx(grad @ s, abs=1e-13 * scale)
     assert ss == pytest.approx(s @ s, abs=1e-13 * scale)
     assert pen == pytest.approx(mu @ np.abs(expected), abs=1e-13 * scale)
+    assert K.ista_point(x, grad, mu, L) == (gs, ss, pen)      # the sums alone, not written
     assert K.weighted_l1(mu, x) == pytest.approx(mu @ np.abs(x), abs=1e-13 * scale)
     with pytest.raises(ValueError, match="L must be positive"):
         K.ista_point(x, grad, mu, 0.0, out)

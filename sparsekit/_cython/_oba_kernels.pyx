@@ -798,13 +798,16 @@ def weighted_l1(const double[::1] w, const double[::1] x):
 
 
 def ista_point(const double[::1] x, const double[::1] grad, const double[::1] mu,
-               double L, double[::1] out):
-    """The proximal-gradient point ``out = S_{μ/L}(x − ∇f / L)`` (S the soft-thresholding
-    operator, ``sign(z) max(|z| − t, 0)``) in one pass; returns ``(∇fᵀs, sᵀs, Σᵢ μᵢ |outᵢ|)``
-    for ``s = out − x``, the terms of the ISTA model Γ."""
+               double L, double[::1] out=None):
+    """The proximal-gradient point ``p = S_{μ/L}(x − ∇f / L)`` (S the soft-thresholding
+    operator, ``sign(z) max(|z| − t, 0)``) in one pass, written to ``out`` unless it is
+    None; returns ``(∇fᵀs, sᵀs, Σᵢ μᵢ |pᵢ|)`` for ``s = p − x``, the terms of the ISTA
+    model Γ (the same with or without ``out``)."""
     cdef Py_ssize_t i, n = x.shape[0]
-    cdef double z, t, si, gs = 0.0, ss = 0.0, pen = 0.0, gs_p = 0.0, ss_p = 0.0, pen_p = 0.0
-    if grad.shape[0] != n or mu.shape[0] != n or out.shape[0] != n:
+    cdef bint write = out is not None
+    cdef double z, t, p, si, gs = 0.0, ss = 0.0, pen = 0.0, gs_p = 0.0, ss_p = 0.0
+    cdef double pen_p = 0.0
+    if grad.shape[0] != n or mu.shape[0] != n or (write and out.shape[0] != n):
         raise ValueError("ista_point: x, grad, mu and out must have the same length")
     if not L > 0.0:
         raise ValueError(f"ista_point: L must be positive, got {L!r}")
@@ -813,15 +816,17 @@ def ista_point(const double[::1] x, const double[::1] grad, const double[::1] mu
             z = x[i] - grad[i] / L
             t = mu[i] / L
             if z > t:
-                out[i] = z - t
+                p = z - t
             elif z < -t:
-                out[i] = z + t
+                p = z + t
             else:
-                out[i] = 0.0
-            si = out[i] - x[i]
+                p = 0.0
+            if write:
+                out[i] = p
+            si = p - x[i]
             gs_p = gs_p + grad[i] * si
             ss_p = ss_p + si * si
-            pen_p = pen_p + mu[i] * fabs(out[i])
+            pen_p = pen_p + mu[i] * fabs(p)
             if (i + 1) % SUM_BLOCK == 0:
                 gs, ss, pen = gs + gs_p, ss + ss_p, pen + pen_p
                 gs_p = ss_p = pen_p = 0.0

@@ -132,8 +132,9 @@ def _corrective_cycle(H, hessp, x, g, zeta, free, new, cg_opts, explicit_opts=No
         H = H.restrict(keep) if hasattr(H, "restrict") else hessp(x, free)
 
 
-def _model_search(x, G, zeta, muw, free, d, Hd, H, hess_reg):
-    """Largest α ∈ {1, 1/2, ...} with q(P(x + αd)) ≤ q(x), q the model (2.2) with ∇f.
+def _model_search(x, G, zeta, muw, free, d, Hd, H, hess_reg, q0):
+    """Largest α ∈ {1, 1/2, ...} with q(P(x + αd)) ≤ q(x), q the model (2.2) with ∇f, and
+    ``q0`` = q(x) − f(x), the penalty of x.
 
     ``Hd`` = (H + hess_reg I) d comes from the CG. The projection P only changes the
     coordinates that cross zero: with δ = αd − c (c supported on those), δᵀ(H + reg I)δ =
@@ -141,7 +142,6 @@ def _model_search(x, G, zeta, muw, free, d, Hd, H, hess_reg):
     (``H.quadratic_form``, else one product). Returns (x̂ = P(x + αd), α, q(x̂) − f(x),
     q(x) − f(x), Hessian products used).
     """
-    q0 = K.weighted_l1(muw, x)
     xn, crossed = np.empty(free.size), np.empty(free.size, dtype=np.int64)
     dHd, alpha, it = d @ Hd, 1.0, 0
     while True:
@@ -307,15 +307,15 @@ class _Globalization:
     def step(self, x, f, G, x_hat, phi, slack):
         """The accepted point from x (f, ∇f = G, φ = F(x)) and the OBA point ``x_hat``:
         (point, f, ∇f, its penalty, φ(x̂), ᾱ), ᾱ = 1 for x̂ itself, 0 for the ISTA point;
-        ``slack`` is the descent test's allowance for rounding."""
+        ``slack`` is the descent test's allowance for rounding. The ISTA point is written
+        only when the trial slides towards it: Γ needs its sums only."""
         if self.L is None:
             self.L = self._first_lipschitz(x)
         muw, phi_hat = self._muw, None
         while True:
-            x_ista = np.empty(x.size)
-            gs, ss, pen_ista = K.ista_point(x, G, muw, self.L, x_ista)
+            gs, ss, pen_ista = K.ista_point(x, G, muw, self.L)
             gamma = f + gs + 0.5 * self.L * ss + pen_ista
-            abar = 1.0
+            abar, x_ista = 1.0, None
             trial = x_hat
             while True:
                 self._shift(trial)
@@ -327,6 +327,9 @@ class _Globalization:
                 if f_t + pen_t <= gamma + slack or abar == 0.0:
                     break
                 G_t = None    # released before the next trial's gradient is made
+                if x_ista is None:
+                    x_ista = np.empty(x.size)
+                    K.ista_point(x, G, muw, self.L, x_ista)
                 abar *= 0.5
                 if abar < self._floor:
                     abar = 0.0
@@ -538,6 +541,7 @@ def minimize_oba(f_grad, hessp, x0, mu, *, penalty_weights=None, lipschitz=None,
     f, G = f_grad(x)
     if not (np.isfinite(f) and np.all(np.isfinite(G))):
         raise ValueError("f_grad(x0) is not finite")
+    pen = K.weighted_l1(muw, x)   # the penalty of x, carried from each step's trial
     ncg, nhessp, n_ista = 0, 0, 0
     globalization = _Globalization(f_grad, hessp, muw, shift, lipschitz, ista_floor)
     g, zeta = np.empty(n), np.empty(n)
@@ -550,7 +554,7 @@ def minimize_oba(f_grad, hessp, x0, mu, *, penalty_weights=None, lipschitz=None,
     since = 0   # iterations since φ or the optimality measure last made progress
     for k in range(max_iter + 1):
         opt = K.subgradient_and_sets(x, G, muw, g, zeta, code)
-        phi = f + K.weighted_l1(muw, x)
+        phi = f + pen
         if verbose > 0:
             print(f"OBA it {k:4d}  F={phi:.12e}  opt={opt:.3e}  tau={tau}")
         if opt <= tol:
@@ -585,7 +589,8 @@ def minimize_oba(f_grad, hessp, x0, mu, *, penalty_weights=None, lipschitz=None,
         if free.size - free_c.size <= tau_growth * n_new:
             tau = min(tau * 2 * (tau_boost if free.size == free_c.size else 1), n)
         free = free_c
-        x_hat, alpha, q_hat, q_0, it = _model_search(x, G, zeta, muw, free, d, Hd, H, reg)
+        x_hat, alpha, q_hat, q_0, it = _model_search(x, G, zeta, muw, free, d, Hd, H, reg,
+                                                      pen)
         nhessp += it
         pinned = (_pinned_step(H, hessp, x, g, zeta, free, d, np.isin(free, newly), cg_opts,
                                explicit_opts) if pin_crossings and alpha < 1.0 else None)
@@ -593,7 +598,7 @@ def minimize_oba(f_grad, hessp, x0, mu, *, penalty_weights=None, lipschitz=None,
             delta, Hdelta, it, products = pinned
             ncg += it
             nhessp += products
-            search = _model_search(x, G, zeta, muw, free, delta, Hdelta, H, reg)
+            search = _model_search(x, G, zeta, muw, free, delta, Hdelta, H, reg, pen)
             nhessp += search[4]
             if search[2] < q_hat:
                 x_hat, alpha, q_hat = search[:3]
@@ -607,15 +612,15 @@ def minimize_oba(f_grad, hessp, x0, mu, *, penalty_weights=None, lipschitz=None,
         if adaptive_radius and q_0 - q_hat > 10.0 * slack:
             radius = _updated_radius(radius, (phi - phi_hat) / (q_0 - q_hat),
                                      np.linalg.norm(x_hat[free] - x[free]), cg_radius)
-        x, f, G = trial, f_t, G_t
-        if report.notify(x, fun=f + pen_t, jac=G, nit=k + 1, nfev=1 + globalization.nfev):
+        x, f, G, pen = trial, f_t, G_t, pen_t
+        if report.notify(x, fun=f + pen, jac=G, nit=k + 1, nfev=1 + globalization.nfev):
             k += 1
             opt = K.subgradient_and_sets(x, G, muw, g, zeta, code)
             status = 0 if opt <= tol else STOPPED_BY_CALLBACK
             break
 
     return OptimizeResult(
-        x=x, fun=f + K.weighted_l1(muw, x), jac=G, optimality=opt, success=status == 0,
+        x=x, fun=f + pen, jac=G, optimality=opt, success=status == 0,
         status=status, message=_MESSAGES[status], nit=k, nfev=1 + globalization.nfev,
         ncg=ncg, nhessp=nhessp + globalization.nhessp,
         corrective_loops=np.asarray(corrective, dtype=np.int64), n_ista=int(n_ista),
