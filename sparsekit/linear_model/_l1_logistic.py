@@ -87,13 +87,14 @@ EXCESS_WARN = 1e-3
 MULTINOMIAL_CG_MAXITER = 20
 #: float64 arrays of the weights' size, and of rows x classes, that the multinomial fit
 #: holds at its peak from its first iteration on while its free sets stay small: the
-#: point, its gradient and a trial point's, the trial and ISTA points, the penalty weights
-#: and the solver's sets; the scores, probabilities, residuals and curvature weights
-#: (doc/benchmarks.md, "L1LogisticOBA: the memory of the multinomial fit": 12.1-12.8 of
-#: the weights at C = 1, 13.7-13.9 on 53.6 MiB models at C = 10 and 1000). More where
-#: the free set holds many weights (the subspace step's vectors have its size) and, on
-#: small models, the solver's work areas of bounded size (the class blocks): the check
-#: refuses the fits that cannot fit, not every fit that will not.
+#: point, its gradient and a trial point's, the trial point (and the ISTA point where a
+#: step slides back to it), the penalty weights and the solver's sets; the scores,
+#: probabilities, residuals and curvature weights (doc/benchmarks.md, "L1LogisticOBA: the
+#: memory of the multinomial fit": 11.1-12.8 of the weights at C = 1, 12.9-13.8 on
+#: 53.6 MiB models at C = 10 and 1000). More where the free set holds many weights (the
+#: subspace step's vectors have its size) and, on small models, the solver's work areas of
+#: bounded size (the class blocks): the check refuses the fits that cannot fit, not every
+#: fit that will not.
 MULTINOMIAL_ARRAYS = {"weights": 14, "rows": 6}
 #: CG iterations per Newton step on a formed subspace Hessian (the datafits form it when
 #: that is cheaper): its products cost O(|F|²), so CG runs to CG_RTOL_EXPLICIT.
