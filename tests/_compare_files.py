@@ -1,5 +1,5 @@
-"""Small data files of the kinds ``sparsekit-compare`` reads, written for its tests, and
-the peers its l1 tables find installed."""
+"""Small data files of the kinds ``sparsekit-compare`` reads, written for its tests, the
+peers its l1 tables find installed, and a spy on what its progress display shows."""
 import contextlib
 import importlib
 
@@ -76,3 +76,16 @@ def tiny_binary(n=80, seed=0):
     X = rng.normal(size=(n, 6))
     y = np.where(X[:, 0] - X[:, 1] + 0.5 * rng.normal(size=n) > 0, 1, -1)
     return X, y
+
+
+def shown_at(monkeypatch, module, names, shown):
+    """Replace ``module``'s functions ``names`` by ones that record, at each call, the
+    progress display's last line (``shown``: the list the tables' ``announce`` appends
+    to); returns ``{name: [that line at each call]}``."""
+    seen = {name: [] for name in names}
+    for name in names:
+        def spy(*args, real=getattr(module, name), name=name, **kwargs):
+            seen[name].append(shown[-1] if shown else None)
+            return real(*args, **kwargs)
+        monkeypatch.setattr(module, name, spy)
+    return seen

@@ -363,10 +363,17 @@ def test_on_a_terminal_a_spinner_names_each_model_and_leaves_the_tables_clean(
     compare.main([str(path), "--repeat", "1"])
     captured = capsys.readouterr()
     peers = installed_l1_peers()                    # a peer not installed is not timed
-    assert announced[:4 + len(peers)] == [f"three.svm: {name}" for name in (
+    timed = [text for text in announced if ", untimed: " not in text]
+    assert timed[:4 + len(peers)] == [f"three.svm: {name}" for name in (
         "sparsekit L1LogisticOBA", *peers, "sparsekit L1LogisticOBA", "scikit-learn saga",
         "sparsekit SparsemaxClassifier")]
-    assert len(announced) == 7 + len(peers) + ("LIBLINEAR -s 6" in peers)
+    assert len(timed) == 7 + len(peers) + ("LIBLINEAR -s 6" in peers)
+    for k, text in enumerate(announced):    # untimed work, then that model's timed fits
+        if ", untimed: " in text:
+            following = next(t for t in announced[k + 1:] if ", untimed: " not in t)
+            assert following == text.split(", untimed: ")[0], text
+    assert "three.svm: skglm, untimed: numba compiling it on a few rows" in announced or (
+        "skglm" not in peers)
     assert captured.out.startswith("l1-logistic one-vs-rest (LIBLINEAR -s 6 objective")
     assert "\n\nmultinomial l1-logistic, three.svm" in captured.out
     assert "\n\nclass probabilities, three.svm" in captured.out

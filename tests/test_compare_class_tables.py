@@ -2,6 +2,7 @@
 held-out split, the budget caps, LIBLINEAR's per-label models and the label-set metrics."""
 import numpy as np
 import pytest
+from _compare_files import shown_at, write_multilabel_svm
 
 from sparsekit.benchmarks import _class_tables, _format
 from sparsekit.benchmarks._data import Dataset, load_dataset
@@ -210,3 +211,29 @@ def test_liblinear_fits_one_model_of_two_classes_and_one_per_class_beyond():
         y = labels.astype(int)
         row = _class_tables._liblinear_logistic(X[:60], y[:60], X[60:], y[60:], 1)
         assert row[0] == name and 0.5 < row[2] <= 1.0
+
+
+def test_untimed_work_is_shown_under_the_name_of_the_model_it_prepares(monkeypatch,
+                                                                        tmp_path):
+    """The fits that size scikit-learn's capped fits and LIBLINEAR's copy of the data run
+    before those models' timed fits: the progress display names that model then, not the
+    one timed before it."""
+    liblinearutil = pytest.importorskip("liblinear.liblinearutil")
+    shown = []
+    seen = shown_at(monkeypatch, _class_tables, ["max_iter_within", "liblinear_binary"],
+                    shown)
+    seen.update(shown_at(monkeypatch, liblinearutil, ["problem"], shown))
+    _class_tables.compare_multiclass(1, budget=10.0, announce=shown.append)
+    assert seen["max_iter_within"] == [
+        "scikit-learn LogisticRegression (lbfgs), untimed: sizing its iterations to the budget",
+        "scikit-learn SGDClassifier (log_loss), untimed: sizing its epochs to the budget"]
+    assert seen["problem"] == [
+        "LIBLINEAR -s 0 -B 1 (one-vs-rest), untimed: its copy of the data"]
+    seen["max_iter_within"].clear()
+    data = load_dataset(str(write_multilabel_svm(tmp_path / "labels.svm")))
+    _class_tables.compare_multilabel(1, data, budget=10.0, announce=shown.append)
+    assert seen["max_iter_within"] == [
+        "scikit-learn OneVsRestClassifier(LogisticRegression), untimed: sizing its iterations "
+        "to the budget"]
+    assert seen["liblinear_binary"] == [
+        "LIBLINEAR -s 0 -B 1 (a model per label), untimed: its copy of the data"]

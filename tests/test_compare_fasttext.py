@@ -1,5 +1,7 @@
 """fastText's input in ``sparsekit-compare``: the rows as tokens and the initial vectors."""
 import numpy as np
+import pytest
+from _compare_files import shown_at
 
 from sparsekit.benchmarks import _fasttext
 
@@ -21,3 +23,20 @@ def test_tokens_repeat_whole_counts_and_keep_other_values_once():
 
     assert _fasttext.tokens(sp.csr_matrix(np.array([[2.0, 0, 1]]))) == ["f0 f0 f2"]
     assert _fasttext.tokens(sp.csr_matrix(np.array([[0.5, 0, 1]]))) == ["f0 f2"]
+
+
+def test_writing_fasttexts_input_is_shown_under_its_name(monkeypatch):
+    """fastText's training file and initial vectors are written before its timed fits (a
+    large text file takes seconds): the progress display names fastText then."""
+    import scipy.sparse as sp
+
+    pytest.importorskip("fasttext")
+    shown = []
+    seen = shown_at(monkeypatch, _fasttext, ["initial_vectors"], shown)
+    X = sp.csr_matrix(np.random.default_rng(0).poisson(1.0, size=(40, 8)).astype(float))
+    row = _fasttext.fasttext_row("fastText supervised (softmax, 5 epochs)",
+                                 ["__label__0", "__label__1"] * 20, X, lambda model: (1, 1),
+                                 1, announce=shown.append)
+    assert seen["initial_vectors"] == [
+        "fastText supervised (softmax, 5 epochs), untimed: writing its training file"]
+    assert shown[-1] == "fastText supervised (softmax, 5 epochs)" and row[1] != ""

@@ -2,7 +2,7 @@
 fits, failing and missing peers, the budget caps, the tolerance ladder."""
 import numpy as np
 import pytest
-from _compare_files import installed_l1_peers, tiny_binary, write_svm
+from _compare_files import installed_l1_peers, shown_at, tiny_binary, write_svm
 
 from sparsekit.benchmarks import _l1_tables
 from sparsekit.benchmarks._data import Dataset, load_dataset
@@ -11,7 +11,7 @@ from sparsekit.benchmarks._data import Dataset, load_dataset
 def test_a_failing_peer_is_listed_with_its_error_and_the_others_still_run(monkeypatch):
     solvers = _l1_tables._l1_solvers
 
-    def with_broken_peers(X, y, C, budget):
+    def with_broken_peers(X, y, C, budget, announce=None):
         yield next(solvers(X, y, C))            # sparsekit's
 
         def broken(tol):
@@ -218,3 +218,34 @@ def test_objectives_score_a_few_rows_at_a_time_and_sum_the_same(monkeypatch):
     assert len(list(_l1_tables._score_blocks(X, W))) == 143
     assert _l1_tables._multinomial_objective(W, b, X, y, 2.0) == pytest.approx(softmax, rel=1e-13)
     assert _l1_tables._ovr_objective(W, X, y, 2.0) == pytest.approx(ovr, rel=1e-13)
+
+
+@pytest.mark.parametrize("table", ["binary", "one-vs-rest", "multinomial"])
+def test_untimed_work_is_shown_under_the_name_of_the_solver_it_prepares(monkeypatch,
+                                                                         tmp_path, table):
+    """LIBLINEAR's copy of the data, skglm's numba compilation and the sizing of saga's
+    epochs take seconds before those solvers' fits (skglm's compilation 5-12 s): the
+    progress display names that solver then, not the one timed before it."""
+    peers = installed_l1_peers()
+    shown = []
+    seen = shown_at(monkeypatch, _l1_tables,
+                     ["liblinear_binary", "_small_slice", "_saga_max_iter"], shown)
+    if table == "binary":
+        _l1_tables.compare_l1_logistic(1, data=Dataset("tiny", *tiny_binary()), budget=10.0,
+                                       announce=shown.append)
+    elif table == "one-vs-rest":
+        _l1_tables.compare_l1_ovr(1, data=_three_classes(tmp_path), budget=10.0,
+                                  announce=shown.append)
+    else:
+        _l1_tables.compare_l1_multinomial(1, data=_three_classes(tmp_path), budget=10.0,
+                                          announce=shown.append)
+    expected = {"liblinear_binary": "LIBLINEAR -s 6, untimed: its copy of the data",
+                "_small_slice": "skglm, untimed: numba compiling it on a few rows",
+                "_saga_max_iter": "scikit-learn saga, untimed: sizing its epochs to the budget"}
+    present = {"liblinear_binary": table != "multinomial" and "LIBLINEAR -s 6" in peers,
+               "_small_slice": table != "multinomial" and "skglm" in peers,
+               "_saga_max_iter": table != "one-vs-rest"}
+    for name, line in expected.items():
+        assert seen[name] == ([line] if present[name] else []), name
+    timed = [line for line in shown if ", untimed: " not in line]
+    assert timed[0] == "sparsekit L1LogisticOBA" and len(timed) == len(set(timed))

@@ -18,25 +18,30 @@ from sparsekit.benchmarks._interrupt import interruptible
 from sparsekit.benchmarks._l1_tables import liblinear_binary
 from sparsekit.benchmarks._timing import (FIT_BUDGETS, Table, class_by_class, every,
                                           fits_phrase, format_rows, import_peer, limited,
-                                          max_iter_within, measure, measured,
+                                          max_iter_within, measure, measured, preparing,
                                           unless_too_slow)
 
 
-def _multiclass_models(X, y, budget=np.inf):
+def _multiclass_models(X, y, budget=np.inf, announce=None):
     """(name, make, stopped) of the probability models on training data ``X, y``: ``make()``
     returns a model to fit, capped at about FIT_BUDGETS x ``budget`` seconds (sparsekit's by
     a callback that stops them, scikit-learn's by their iterations or epochs, from the time
-    of one), and ``stopped(model)`` tells whether that cap ended its last fit."""
+    of one, sized untimed: ``announce`` as :func:`preparing` takes it), and
+    ``stopped(model)`` tells whether that cap ended its last fit."""
     yield "sparsekit SparsemaxClassifier", *limited(
         lambda: SparsemaxClassifier(max_iter=500, random_state=0), budget)
     if np.unique(y).size > 2:  # a softmax for many classes; two are LogisticRegression's
         yield "sparsekit ExtremeSoftmaxSGD", *limited(
             lambda: ExtremeSoftmaxSGD(random_state=0), budget)
+    preparing(announce, "scikit-learn LogisticRegression (lbfgs)",
+              "sizing its iterations to the budget")
     iters = max_iter_within(lambda k, step: LogisticRegression(C=1.0, max_iter=k).fit(
         every(X, step), every(y, step)), X.shape[0], budget, 2000)
     yield ("scikit-learn LogisticRegression (lbfgs)",
            unless_too_slow(iters, lambda: LogisticRegression(C=1.0, max_iter=iters)),
            lambda fitted: iters < 2000 and fitted.n_iter_.max() >= iters)
+    preparing(announce, "scikit-learn SGDClassifier (log_loss)",
+              "sizing its epochs to the budget")
     epochs = max_iter_within(lambda k, step: SGDClassifier(
         loss="log_loss", alpha=1e-4, max_iter=k, tol=None, random_state=0).fit(
             every(X, step), every(y, step)), X.shape[0], budget, 20, "epoch")
@@ -99,6 +104,7 @@ def _liblinear_logistic(X_train, y_train, X_test, y_test, repeat, budget=np.inf,
     liblinearutil = import_peer("liblinear.liblinearutil")
     if not isinstance(liblinearutil, ModuleType):
         return measure(name, liblinearutil, repeat, None)
+    preparing(announce, name, "its copy of the data")
     problem = liblinearutil.problem(y_train.astype(float), X_train)  # built once, untimed
 
     def describe(model):
@@ -159,8 +165,8 @@ def compare_multiclass(repeat, data=None, budget=np.inf, announce=None):
         proba = model.predict_proba(X_test)
         return model.score(X_test, y_test), float(np.mean(np.sum(proba > 0, axis=1)))
 
-    rows = _measure_models(_multiclass_models(X_train, y_train, budget), X_train, y_train,
-                           describe, repeat, budget, announce)
+    rows = _measure_models(_multiclass_models(X_train, y_train, budget, announce), X_train,
+                           y_train, describe, repeat, budget, announce)
     rows.append(_liblinear_logistic(X_train, y_train, X_test, y_test, repeat, budget,
                                     announce))
     if fasttext_joins(data):
@@ -181,7 +187,7 @@ def compare_multiclass(repeat, data=None, budget=np.inf, announce=None):
                   "time / LogisticRegression"], rows, measurements)
 
 
-def _multilabel_models(X, Y, budget=np.inf):
+def _multilabel_models(X, Y, budget=np.inf, announce=None):
     """(name, make, stopped) of the label-set models, as :func:`_multiclass_models`:
     SparsemaxClassifier on the simplex (a sparse distribution over the labels) and on the
     box (a marginal per label), each cut where the training rows' micro-F1 is best."""
@@ -190,6 +196,8 @@ def _multilabel_models(X, Y, budget=np.inf):
     yield "sparsekit SparsemaxClassifier(polytope='box')", *limited(
         lambda: SparsemaxClassifier(polytope="box", max_iter=500, random_state=0),
         budget)
+    preparing(announce, "scikit-learn OneVsRestClassifier(LogisticRegression)",
+              "sizing its iterations to the budget")
     iters = max_iter_within(
         lambda k, step: OneVsRestClassifier(LogisticRegression(C=1.0, max_iter=k)).fit(
             every(X, step), every(Y, step)), X.shape[0], budget, 2000)
@@ -223,6 +231,7 @@ def _liblinear_multilabel(X_train, Y_train, X_test, Y_test, repeat, budget=np.in
     X_train = sp.csr_matrix(X_train)
     Y_train = sp.csc_matrix(Y_train)
     n, n_labels, n_features = X_train.shape[0], Y_train.shape[1], X_train.shape[1]
+    preparing(announce, name, "its copy of the data")
     train = liblinear_binary(liblinearutil, X_train, np.ones(n))
     done = []
 
@@ -292,8 +301,8 @@ def compare_multilabel(repeat, data, budget=np.inf, announce=None):
         warnings.filterwarnings("ignore", message=".*no active label", category=UserWarning)
         warnings.filterwarnings("ignore", message="Label .* present in all training",
                                 category=UserWarning)
-        rows = _measure_models(_multilabel_models(X_train, Y_train, budget), X_train, Y_train,
-                               describe, repeat, budget, announce, metrics=3)
+        rows = _measure_models(_multilabel_models(X_train, Y_train, budget, announce),
+                               X_train, Y_train, describe, repeat, budget, announce, metrics=3)
     rows.append(_liblinear_multilabel(X_train, Y_train, X_test, Y_test, repeat, budget,
                                       announce))
     if fasttext_joins(data):

@@ -8,7 +8,7 @@ from types import ModuleType
 import numpy as np
 
 from sparsekit.benchmarks._interrupt import interruptible
-from sparsekit.benchmarks._timing import import_peer, measure
+from sparsekit.benchmarks._timing import import_peer, measure, preparing
 
 
 #: fastText joins the probability table from this many classes on: a text classifier for
@@ -76,6 +76,7 @@ def fasttext_row(name, label_lines, X_train, describe, repeat, budget=np.inf,
     fasttext = import_peer("fasttext")
     if not isinstance(fasttext, ModuleType):
         return measure(name, fasttext, repeat, None, metrics=metrics)
+    preparing(announce, name, "writing its training file")
     with tempfile.TemporaryDirectory() as workdir:    # its input files, written untimed
         path, init = Path(workdir) / "train.txt", Path(workdir) / "init.vec"
         path.write_text("".join(f"{labels} {line}\n" for labels, line in

@@ -14,8 +14,8 @@ from sparsekit.benchmarks._data import load_dataset
 from sparsekit.benchmarks._interrupt import interruptible
 from sparsekit.benchmarks._timing import (FIT_BUDGETS, Table, TimeLimit, class_by_class,
                                           every, fits_phrase, format_rows, import_peer,
-                                          max_iter_within, measure, measured, timed,
-                                          unless_too_slow)
+                                          max_iter_within, measure, measured, preparing,
+                                          timed, unless_too_slow)
 from sparsekit.utils._sklearn import l1_penalty
 
 _L1 = l1_penalty()
@@ -66,7 +66,7 @@ def liblinear_binary(liblinearutil, X, labels):
     return train
 
 
-def _binary_l1_peers(X, y, C):
+def _binary_l1_peers(X, y, C, announce=None):
     """(name, fit) for each peer l1-logistic solver of the binary problems on ``X``, no
     intercept: ``fit(labels, tol)`` fits labels in {-1, +1} at that tolerance (in the
     peer's own measure) and returns the coefficients; None when the peer is not installed,
@@ -74,9 +74,11 @@ def _binary_l1_peers(X, y, C):
     here, untimed: LIBLINEAR's copy of the data (``problem``, relabelled by each fit), and
     skglm's numba compilation, on a small slice of ``X`` and ``y`` (so that no timed fit,
     not even a warm-up longer than the budget, pays for it; a failure here is left to the
-    timed fits, whose row then says why)."""
+    timed fits, whose row then says why). ``announce`` shows that work on the progress
+    display (:func:`preparing`)."""
     liblinearutil = import_peer("liblinear.liblinearutil")
     if isinstance(liblinearutil, ModuleType):
+        preparing(announce, "LIBLINEAR -s 6", "its copy of the data")
         train = liblinear_binary(liblinearutil, X, y)
         yield "LIBLINEAR -s 6", lambda labels, tol: train(
             labels, f"-s 6 -c {C} -B -1 -e {tol:g} -q")
@@ -88,6 +90,7 @@ def _binary_l1_peers(X, y, C):
             return skglm.SparseLogisticRegression(
                 alpha=1.0 / (C * X.shape[0]), fit_intercept=False, tol=tol,
                 max_iter=1000).fit(X, labels).coef_.ravel()
+        preparing(announce, "skglm", "numba compiling it on a few rows")
         with contextlib.suppress(Exception):
             X_small, y_small = _small_slice(X, y)
             skglm_fit(y_small, 1e-2, X_small)
@@ -102,14 +105,16 @@ def _binary_l1_peers(X, y, C):
         yield "celer", celer
 
 
-def _l1_solvers(X, y, C, budget=np.inf):
+def _l1_solvers(X, y, C, budget=np.inf, announce=None):
     """(name, fit_at) for every installed l1-logistic solver, same objective:
     ``fit_at(tol)`` fits at that tolerance and returns the coefficients; None when the
-    peer is not installed. saga's epochs are capped by ``budget`` (:data:`FIT_BUDGETS`)."""
+    peer is not installed. saga's epochs are capped by ``budget`` (:data:`FIT_BUDGETS`).
+    ``announce`` shows the untimed work before a solver's fits (:func:`preparing`)."""
     yield "sparsekit L1LogisticOBA", lambda tol: L1LogisticOBA(
         C=C, tol=tol, fit_intercept=False).fit(X, y).coef_.ravel()
-    for name, fit in _binary_l1_peers(X, y, C):
+    for name, fit in _binary_l1_peers(X, y, C, announce):
         yield name, (lambda tol, fit=fit: fit(y, tol)) if callable(fit) else fit
+    preparing(announce, "scikit-learn saga", "sizing its epochs to the budget")
     saga_epochs = _saga_max_iter(X, y, C, budget)
     yield "scikit-learn saga", unless_too_slow(saga_epochs, lambda tol: LogisticRegression(
         C=C, solver="saga", fit_intercept=False, tol=tol, max_iter=saga_epochs, **_L1
@@ -131,7 +136,7 @@ def compare_l1_logistic(repeat, C=1.0, data=None, budget=np.inf, announce=None):
                      repeat,
                      lambda w: (_l1_objective(w, X, y, C), int(np.sum(w == 0))), budget,
                      announce)
-            for name, fit_at in _l1_solvers(X, y, C, budget)]
+            for name, fit_at in _l1_solvers(X, y, C, budget, announce)]
     return _objective_table(
         f"l1-logistic (LIBLINEAR -s 6 objective), {data.described}, C={C:g}, no "
         f"intercept; tol 1e-8 (saga 1e-6), each in its own measure; LIBLINEAR's copy of the "
@@ -174,7 +179,7 @@ def l1_traces(data, C=1.0, budget=np.inf, announce=None):
     than ``budget`` seconds."""
     X, y = _l1_problem(data)
     traces = {}
-    for name, fit_at in _l1_solvers(X, y, C, budget):
+    for name, fit_at in _l1_solvers(X, y, C, budget, announce):
         if not callable(fit_at):       # not installed, or not run (its table row says why)
             continue
         if announce is not None:
@@ -216,16 +221,17 @@ def _multinomial_objective(coef, intercept, X, y, C):
     return float(np.abs(coef).sum() + C * loss)
 
 
-def _multinomial_solvers(X, y, C, budget=np.inf):
+def _multinomial_solvers(X, y, C, budget=np.inf, announce=None):
     """(name, fit) for the multinomial l1 solvers, same objective (intercepts free); each
     fit is capped at about FIT_BUDGETS x ``budget`` seconds (OBA by a callback that stops
-    it, saga by its epochs)."""
+    it, saga by its epochs, sized untimed: ``announce`` as :func:`preparing` takes it)."""
     def oba():
         model = L1LogisticOBA(C=C, tol=L1_DEFAULT_TOL, multiclass="multinomial")
         if np.isfinite(budget):
             model.set_callbacks(TimeLimit(FIT_BUDGETS * budget))
         return model.fit(X, y)
     yield "sparsekit L1LogisticOBA", oba
+    preparing(announce, "scikit-learn saga", "sizing its epochs to the budget")
     epochs = _saga_max_iter(X, y, C, budget, fit_intercept=True)
     yield "scikit-learn saga", unless_too_slow(epochs, lambda: LogisticRegression(
         C=C, solver="saga", tol=L1_TOL["scikit-learn saga"], max_iter=epochs, **_L1).fit(X, y))
@@ -239,7 +245,7 @@ def compare_l1_multinomial(repeat, C=1.0, data=None, budget=np.inf, announce=Non
     rows = [measure(name, fit, repeat, lambda model: (
                 _multinomial_objective(model.coef_, model.intercept_, X, y, C),
                 int(np.sum(model.coef_ == 0))), budget, announce)
-            for name, fit in _multinomial_solvers(X, y, C, budget)]
+            for name, fit in _multinomial_solvers(X, y, C, budget, announce)]
     return _objective_table(
         f"multinomial l1-logistic, {data.described}, {data.classes.size} classes, "
         f"C={C:g}, intercepts free (LIBLINEAR, skglm and celer are one-vs-rest only); tol 1e-8 "
@@ -257,7 +263,7 @@ def _ovr_objective(coef, X, codes, C):
     return float(np.abs(coef).sum() + C * loss)
 
 
-def _ovr_solvers(X, codes, n_classes, C, budget=np.inf):
+def _ovr_solvers(X, codes, n_classes, C, budget=np.inf, announce=None):
     """(name, fit, stopped) for every installed l1-logistic solver, one binary model per
     class against the others, no intercept: ``fit()`` returns the (n_classes, n_features)
     coefficients, None when the peer is not installed, or why it is not run; ``stopped()``
@@ -266,7 +272,8 @@ def _ovr_solvers(X, codes, n_classes, C, budget=np.inf):
     which each class left gets one iteration); the peers are fit class by class (on one copy
     of the data: LIBLINEAR's ``problem`` is relabelled), stopping between classes after
     FIT_BUDGETS x ``budget`` seconds (the classes left keep zero weights). scikit-learn's
-    saga, by far the slowest class by class, is in the multinomial table only."""
+    saga, by far the slowest class by class, is in the multinomial table only.
+    ``announce`` shows the peers' untimed work (:func:`preparing`)."""
     limit = FIT_BUDGETS * budget
     signs = [np.where(codes == k, 1, -1) for k in range(n_classes)]
 
@@ -288,7 +295,7 @@ def _ovr_solvers(X, codes, n_classes, C, budget=np.inf):
         done = []
         return (lambda: class_by_class(fit_class, n_classes, limit, done),
                 lambda: capped(done[0]) if done and done[0] < n_classes else "")
-    for name, fit in _binary_l1_peers(X, signs[0], C):
+    for name, fit in _binary_l1_peers(X, signs[0], C, announce):
         if callable(fit):
             yield name, *by_class(lambda k, fit=fit: fit(signs[k], L1_DEFAULT_TOL))
         else:
@@ -302,7 +309,7 @@ def compare_l1_ovr(repeat, C=1.0, data=None, budget=np.inf, announce=None):
     data = data or load_dataset("digits")
     X, codes, k = data.X_l1, np.searchsorted(data.classes, data.y), data.classes.size
     rows = []
-    for name, fit, stopped in _ovr_solvers(X, codes, k, C, budget):
+    for name, fit, stopped in _ovr_solvers(X, codes, k, C, budget, announce):
         row = measure(name, fit, repeat, lambda coef: (_ovr_objective(coef, X, codes, C),
                                                         int(np.sum(coef == 0))),
                        budget, announce)

@@ -109,7 +109,8 @@ def _save(fig, ax, stem, suffix):
 @contextlib.contextmanager
 def _progress():
     """``status(text)``: a transient spinner line on a terminal's stderr naming the model
-    being timed (rich, when installed), nothing elsewhere (logs, pipes, tests)."""
+    being timed or prepared (rich, when installed), nothing elsewhere (logs, pipes,
+    tests)."""
     try:
         from rich.console import Console
         from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn

@@ -34,6 +34,15 @@ def _median_fit(make_and_fit, repeat, budget=np.inf):
     return times, model
 
 
+def preparing(announce, name, what):
+    """Show ``name``'s untimed preparation ``what`` on the progress display of ``main``
+    (``announce``, or None): LIBLINEAR's copy of the data, skglm's numba compilation, the
+    fits that size a capped fit. Without it the seconds they take would run under the name
+    of the model timed before them."""
+    if announce is not None:
+        announce(f"{name}, untimed: {what}")
+
+
 def measure(name, fit, repeat, describe, budget=np.inf, announce=None, metrics=2):
     """One table row: ``[name, times, *describe(model), ""]`` (``describe`` gives the
     ``metrics`` columns), or the reason it has none: ``fit`` None (not installed) or a

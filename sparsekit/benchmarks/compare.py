@@ -90,7 +90,9 @@ DATA does not is said in a warning (those rows count as errors), and a test file
 any of DATA's labels is refused.
 
 On a terminal (with ``rich``, installed by the ``compare`` extra) a spinner line on stderr
-names the model being timed. Every fit is preceded by one untimed warm-up fit (and skglm,
+names the model being timed, or the untimed work before its fits (LIBLINEAR's copy of the
+data, skglm's numba compilation, the fits that size a capped fit, fastText's input file).
+Every fit is preceded by one untimed warm-up fit (and skglm,
 which compiles with numba on first use, by an untimed fit on a few rows); a model whose
 warm-up takes more than ``--budget`` seconds is timed by that fit alone, and one whose
 ``--repeat`` fits would take longer than ``--budget`` by as many as fit in it (at least
