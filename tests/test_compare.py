@@ -287,6 +287,10 @@ def test_a_files_empty_columns_are_left_out_for_every_model(tmp_path, capsys):
     (b"1 1:0.5\n0 0:1\n", "cannot read .*column indices start at 1"),
     (b"0.5 1:1\n1.5 2:1\n2.5 1:2\n", "labels are continuous, not classes"),
     (b"1 1:1\n1 2:1\n-1 1:2\n", "at least two classes need 2 rows or more"),
+    (b"1 1:1\n1 2:1\n1 1:2\n", r"every row holds the same label \(1\); classifiers need two "
+     "classes or more$"),
+    (b"1 1:1\n2 2:1\n3 1:2\n4 2:2\n", r"each of its 4 rows has a label of its own \(an "
+     r"identifier\? the models compared are classifiers\)$"),
     # integer targets of a regression: more classes than a stratified split holds
     (b"".join(b"%d 1:%d\n%d 2:1\n" % (k, k, k) for k in range(1, 6)),
      "5 classes of 2 rows or more do not fit a stratified 30% test split of 3 rows .*a "

@@ -102,6 +102,23 @@ def test_a_uci_data_file_is_read_as_csv(tmp_path):
         load_dataset(str(path))                 # the last column: a measurement
 
 
+def test_a_tables_label_column_of_one_value_or_of_identifiers_is_named_so(tmp_path):
+    """A last column that is the same on every row, or different on every row (an id),
+    is refused for what it is, with the hint that --label names the label column."""
+    pytest.importorskip("pandas")
+    rows = "".join(f"{k * 0.5},{k % 3},{k},same\n" for k in range(12))
+    path = tmp_path / "t.csv"
+    path.write_text("x,z,id,kind\n" + rows)
+    with pytest.raises(ValueError, match=r"every row holds the same label \(same\); "
+                                         "classifiers need two classes or more; if another "
+                                         "column holds the labels, --label names it"):
+        load_dataset(str(path))
+    with pytest.raises(ValueError, match="each of its 12 rows has a label of its own "
+                                         r"\(an identifier\? .*--label names it\)"):
+        load_dataset(str(path), label="id")
+    assert load_dataset(str(path), label="z").classes.tolist() == [0, 1, 2]
+
+
 
 def test_a_mulan_arff_file_with_its_label_xml_gives_label_sets(tmp_path):
     """Mulan's multi-label files: ``<set>-train.arff`` (sparse rows too) beside

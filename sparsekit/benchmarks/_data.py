@@ -359,12 +359,14 @@ def _checked(data, spec, test=None):
         raise ValueError(f"{spec!r}: the labels are {kind}, not classes (a regression "
                          f"target? the models compared are classifiers{other})")
     counts = np.unique(data.y, return_counts=True)[1]
-    if test is not None:
-        if counts.size < 2:
-            only = (data.classes if data.label_names is None
-                    else data.label_names[data.classes])
+    if counts.size < 2:
+        only = data.classes if data.label_names is None else data.label_names[data.classes]
+        if test is not None:
             raise ValueError(f"{spec!r}: the training file holds a single class "
                              f"({_listed(only)}); classifiers need two or more")
+        raise ValueError(f"{spec!r}: every row holds the same label ({_listed(only)}); "
+                         f"classifiers need two classes or more{other}")
+    if test is not None:
         unseen = ~np.isin(data.test.y, data.classes)
         if unseen.any():
             shown, hint = np.unique(data.test.y[unseen]), ""
@@ -382,6 +384,9 @@ def _checked(data, spec, test=None):
                           f"predicts them, those rows count as errors{hint}", UserWarning,
                           stacklevel=3)
         return data
+    if counts.size == data.y.shape[0] and counts.size > 2:
+        raise ValueError(f"{spec!r}: each of its {counts.size} rows has a label of its own "
+                         f"(an identifier? the models compared are classifiers{other})")
     if np.count_nonzero(counts >= 2) < 2:
         raise ValueError(f"{spec!r}: at least two classes need 2 rows or more for a "
                          f"train/test split (class sizes {counts.tolist()[:20]})")
