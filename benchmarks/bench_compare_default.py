@@ -54,9 +54,10 @@ def main():
             cells.append(f"{counts}, {median:.3f}")
         rows.append(f"| {key[0]} | {key[1]} | {key[2]} | {' | '.join(cells)} |")
     body = f"""`sparsekit-compare` with no argument, as the README's first command runs it (its embedded
-a9a and scikit-learn's digits; `--repeat 3`, `--budget 10`; every fit after an untimed
-warm-up), in a fresh process for each source tree (the commit named), the trees taking
-turns for {args.rounds} rounds. Wall seconds of the whole command, each round:
+a9a and scikit-learn's digits; `--repeat 3`, `--budget 10`; each fit after an untimed
+warm-up fit, or, where the command has `WARM_FIT`, timed from its first run when that run
+takes a second or more), in a fresh process for each source tree (the commit named), the
+trees taking turns for {args.rounds} rounds. Wall seconds of the whole command, each round:
 
 | commit | wall seconds |
 |---|---|

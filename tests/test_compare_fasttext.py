@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 from _compare_files import shown_at
 
-from sparsekit.benchmarks import _fasttext
+from sparsekit.benchmarks import _fasttext, _timing
 
 
 def test_fasttext_initial_vectors_cover_every_training_token(tmp_path):
@@ -40,3 +40,27 @@ def test_writing_fasttexts_input_is_shown_under_its_name(monkeypatch):
     assert seen["initial_vectors"] == [
         "fastText supervised (softmax, 5 epochs), untimed: writing its training file"]
     assert shown[-1] == "fastText supervised (softmax, 5 epochs)" and row[1] != ""
+
+
+def test_fasttexts_first_fit_which_searches_its_rate_is_never_timed(monkeypatch):
+    """fastText's first fit tries learning rates from 1 down until one trains: however
+    long it takes, it is a warm-up, and the timed fits train at the rate it found."""
+    import scipy.sparse as sp
+
+    fasttext = pytest.importorskip("fasttext")
+    rates, train = [], fasttext.train_supervised
+
+    def recording(**options):
+        rates.append(options["lr"])
+        if options["lr"] == _fasttext.FASTTEXT_RATES[0]:
+            raise RuntimeError("Encountered NaN.")
+        return train(**options)
+    monkeypatch.setattr(fasttext, "train_supervised", recording)
+    monkeypatch.setattr(_timing, "WARM_FIT", 0.0)   # every other first fit would be timed
+    X = sp.csr_matrix(np.random.default_rng(0).poisson(1.0, size=(40, 8)).astype(float))
+    row = _fasttext.fasttext_row("fastText supervised (softmax, 5 epochs)",
+                                 ["__label__0", "__label__1"] * 20, X, lambda model: (1, 1),
+                                 2)
+    second = _fasttext.FASTTEXT_RATES[1]
+    assert rates == [_fasttext.FASTTEXT_RATES[0], second, second, second]
+    assert len(row[1]) == 2 and row[0].endswith(f", lr {second:g})")

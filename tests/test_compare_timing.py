@@ -143,29 +143,38 @@ def test_class_by_class_stops_between_classes_after_the_limit():
 def test_fits_are_timed_fewer_times_where_the_repeats_would_pass_the_budget(monkeypatch):
     """After the warm-up, ``repeat`` fits, or as many as its time says fit in ``budget``
     (at least one): a 7-s fit once and a 4-s fit twice at the default 10 s, where both were
-    timed 3 times; a warm-up over the budget is the only fit; the titles say so."""
+    timed 3 times; a first fit over the budget is the only fit; the titles say so. A first
+    fit of WARM_FIT seconds or more is the first timed fit, not a warm-up run again."""
     import types
 
-    clock = [0.0]
+    clock, calls = [0.0], [0]
     monkeypatch.setattr(_timing, "time", types.SimpleNamespace(perf_counter=lambda: clock[0]))
 
     def fit_of(seconds):
         def fit():
             clock[0] += seconds
+            calls[0] += 1
             return "model"
         return fit
 
-    def timed(seconds, repeat=3, budget=10.0):
+    def timed(seconds, repeat=3, budget=10.0, fits=None):
+        calls[0] = 0
         times, model = _timing._median_fit(fit_of(seconds), repeat, budget)
         assert model == "model"
+        assert fits is None or calls[0] == fits, (seconds, calls[0])
         return times
 
-    assert timed(7.0) == [7.0]
-    assert timed(4.0) == [4.0, 4.0]
-    assert timed(3.0) == [3.0] * 3 and timed(0.5) == [0.5] * 3
-    assert len(timed(0.5, repeat=5)) == 5
-    assert len(timed(4.0, budget=np.inf)) == 3
-    assert timed(12.0) == [12.0]                         # the warm-up alone
+    assert _timing.WARM_FIT == 1.0
+    assert timed(7.0, fits=1) == [7.0]
+    assert timed(4.0, fits=2) == [4.0, 4.0]
+    assert timed(3.0, fits=3) == [3.0] * 3
+    assert timed(1.0, fits=3) == [1.0] * 3 and timed(0.75, fits=4) == [0.75] * 3
+    assert timed(0.5, fits=4) == [0.5] * 3 and len(timed(0.5, repeat=5, fits=6)) == 5
+    assert len(timed(4.0, budget=np.inf, fits=3)) == 3
+    assert timed(12.0, fits=1) == [12.0]                 # the first fit alone
+    calls[0] = 0        # a first fit that does more than the others stays a warm-up
+    assert _timing._median_fit(fit_of(4.0), 3, 10.0, warm_up=True)[0] == [4.0, 4.0]
+    assert calls[0] == 3
     assert _timing.fits_phrase(3, 10.0) == ("median (min-max) of 3 fits (fewer where 3 "
                                             "would take over 10 s)")
     assert _timing.fits_phrase(3) == "median (min-max) of 3 fits"

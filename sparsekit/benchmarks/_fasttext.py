@@ -83,7 +83,7 @@ def fasttext_row(name, label_lines, X_train, describe, repeat, budget=np.inf,
                                 zip(label_lines, tokens(X_train))))
         initial_vectors(init, feature_words(X_train))
 
-        rate = []        # the first rate that trains, found by the (untimed) warm-up fit
+        rate = []   # the first rate that trains, found by the warm-up fit (always untimed)
 
         def fit():
             for lr in rate or FASTTEXT_RATES:
@@ -98,7 +98,7 @@ def fasttext_row(name, label_lines, X_train, describe, repeat, budget=np.inf,
                     continue
                 rate[:] = [lr]
                 return model
-        row = measure(name, fit, repeat, describe, budget, announce, metrics)
+        row = measure(name, fit, repeat, describe, budget, announce, metrics, warm_up=True)
         row[0] = f"{name[:-1]}, lr {rate[0]:g})" if rate else name
         return row
 

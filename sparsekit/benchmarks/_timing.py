@@ -17,18 +17,27 @@ from ._interrupt import raise_if_interrupted
 Table = namedtuple("Table", "title header rows measurements")
 
 
-def _median_fit(make_and_fit, repeat, budget=np.inf):
+#: a first fit of at least this many seconds is no warm-up but the first of the timed fits:
+#: what a warm-up absorbs (caches, lazy imports, threads starting; skglm's numba
+#: compilation runs beforehand on a few rows) takes milliseconds, and an untimed run of a
+#: fit of seconds lengthens the command by its time
+WARM_FIT = 1.0
+
+
+def _median_fit(make_and_fit, repeat, budget=np.inf, warm_up=False):
     """Wall times of ``repeat`` fits after one warm-up fit (JIT compilers, caches), and the
-    last model; when ``repeat`` fits would take longer than ``budget`` seconds by the
-    warm-up's time, as many as fit in it, at least one; a warm-up longer than ``budget`` is
-    the only fit, and its time."""
+    last model; a first fit of WARM_FIT seconds or more is timed as the first of them,
+    unless ``warm_up`` (a first fit that does more than the others: fastText's searches
+    its learning rate). When ``repeat`` fits would take longer than ``budget`` seconds by
+    the first fit's time, as many as fit in it, at least one; a first fit longer than
+    ``budget`` is the only fit, and its time."""
     first, model = timed(make_and_fit)
     if first > budget:
         return [first], model
     if repeat * first > budget:
         repeat = max(1, int(budget // first))
-    times = []
-    for _ in range(repeat):
+    times = [first] if first >= WARM_FIT and not warm_up else []
+    while len(times) < repeat:
         seconds, model = timed(make_and_fit)
         times.append(seconds)
     return times, model
@@ -43,17 +52,19 @@ def preparing(announce, name, what):
         announce(f"{name}, untimed: {what}")
 
 
-def measure(name, fit, repeat, describe, budget=np.inf, announce=None, metrics=2):
+def measure(name, fit, repeat, describe, budget=np.inf, announce=None, metrics=2,
+            warm_up=False):
     """One table row: ``[name, times, *describe(model), ""]`` (``describe`` gives the
     ``metrics`` columns), or the reason it has none: ``fit`` None (not installed) or a
     string (why it is not run), or the error a peer raised. ``announce(name)`` is called
-    before the model is timed (the progress display of ``main``)."""
+    before the model is timed (the progress display of ``main``); ``warm_up`` as
+    :func:`_median_fit` takes it."""
     if fit is None or isinstance(fit, str):
         return [name, fit or "not installed", *[""] * (metrics + 1)]
     if announce is not None:
         announce(name)
     try:
-        times, model = _median_fit(fit, repeat, budget)
+        times, model = _median_fit(fit, repeat, budget, warm_up)
         return [name, times, *describe(model), ""]
     except Exception as exc:   # a peer's API change must not hide the other rows
         reason = " ".join(str(exc).split())      # one line: messages may span several

@@ -93,10 +93,11 @@ On a terminal (with ``rich``, installed by the ``compare`` extra) a spinner line
 names the model being timed, or the untimed work before its fits (LIBLINEAR's copy of the
 data, skglm's numba compilation, the fits that size a capped fit, fastText's input file).
 Every fit is preceded by one untimed warm-up fit (and skglm,
-which compiles with numba on first use, by an untimed fit on a few rows); a model whose
-warm-up takes more than ``--budget`` seconds is timed by that fit alone, and one whose
-``--repeat`` fits would take longer than ``--budget`` by as many as fit in it (at least
-one). Times
+which compiles with numba on first use, by an untimed fit on a few rows), but for a fit of
+a second or more, whose first run counts as its first timed fit (what a warm-up absorbs
+takes milliseconds); a model whose first fit takes more than ``--budget`` seconds is timed
+by that fit alone, and one whose ``--repeat`` fits would take longer than ``--budget`` by
+as many as fit in it (at least one). Times
 are wall-clock medians with their min-max range, every solver on one thread. A peer that is
 not installed, fails to import or fails is listed with its reason, and the other rows are
 still measured.
@@ -235,7 +236,7 @@ def _main(argv):
     parser.add_argument("--C", type=_positive_finite, default=1.0,
                         help="inverse l1 strength of the l1 table")
     parser.add_argument("--budget", type=_positive_float, default=10.0,
-                        help="seconds: a slower warm-up fit is timed alone, --repeat "
+                        help="seconds: a slower first fit is timed alone, --repeat "
                              "fits that would take longer are cut to as many as fit in it, "
                              "and the iterative fits are capped at about 3 times this")
     output = parser.add_mutually_exclusive_group()
