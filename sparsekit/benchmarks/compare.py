@@ -92,12 +92,12 @@ any of DATA's labels is refused.
 On a terminal (with ``rich``, installed by the ``compare`` extra) a spinner line on stderr
 names the model being timed, or the untimed work before its fits (LIBLINEAR's copy of the
 data, skglm's numba compilation, the fits that size a capped fit, fastText's input file).
-Every fit is preceded by one untimed warm-up fit (and skglm,
-which compiles with numba on first use, by an untimed fit on a few rows), but for a fit of
-a second or more, whose first run counts as its first timed fit (what a warm-up absorbs
-takes milliseconds); a model whose first fit takes more than ``--budget`` seconds is timed
-by that fit alone, and one whose ``--repeat`` fits would take longer than ``--budget`` by
-as many as fit in it (at least one). Times
+Every fit is preceded by one untimed warm-up fit, except a fit of a second or more, whose
+first run counts as its first timed fit (what a warm-up absorbs takes milliseconds); skglm,
+which compiles with numba on first use, first fits a few rows untimed. A model whose first
+fit takes more than ``--budget`` seconds is timed by that fit alone, and one whose
+``--repeat`` fits would take longer than ``--budget`` by as many as fit in it (at least
+one). Times
 are wall-clock medians with their min-max range, every solver on one thread. A peer that is
 not installed, fails to import or fails is listed with its reason, and the other rows are
 still measured.
