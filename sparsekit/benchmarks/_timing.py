@@ -1,6 +1,8 @@
-"""How ``sparsekit-compare`` times its fits: medians after a warm-up, the rows of a table,
-the caps that keep a peer's fit within about three ``--budget``s (iterations sized by
-timed fits, a callback that stops a fit, class-by-class fits that stop between classes)."""
+"""How ``sparsekit-compare`` times its fits: medians after a warm-up (none for a fit of a
+second or more), the untimed work before them on the progress display, the rows of a
+table, the caps that keep a peer's fit within about three ``--budget``s (iterations sized
+by timed fits, a callback that stops a fit, class-by-class fits that stop between
+classes)."""
 import importlib
 import statistics
 import time
