@@ -1969,54 +1969,6 @@ def test_a_stream_averaged_restarts_its_mean_at_new_classes_and_survives_a_faile
 
 # --- shrink: the line search on the weights' scale that ends fit
 
-def _shrink_objective(s, S, y_idx, weights, ridge):
-    """phi(s) of _best_shrink, straight from its definition."""
-    Z = s * S
-    nll = logsumexp(Z, axis=1) - Z[np.arange(len(y_idx)), y_idx]
-    return float(weights @ nll) + 0.5 * ridge * s * s
-
-
-@pytest.mark.parametrize("spread, ridge", [(8.0, 0.0), (8.0, 0.5), (40.0, 0.0), (0.3, 0.0)])
-def test_best_shrink_minimizes_the_objective_on_its_interval(spread, ridge):
-    """The factor is the minimum over [SHRINK_FLOOR, 1] of the exact weighted NLL (plus the
-    ridge) at s times the scores, found on a fine grid: below 1 for overconfident scores
-    (most of the spread random), 1 where the minimum lies above 1 (informative scores
-    shrunk by 0.3)."""
-    from scipy.optimize import minimize_scalar
-
-    rng = np.random.default_rng(int(spread))
-    y_idx = rng.integers(0, 7, 300)
-    S = rng.normal(size=(300, 7)) * spread
-    S[np.arange(300), y_idx] += 1.5 * spread         # the true class usually on top
-    weights = rng.uniform(0.5, 2.0, 300)
-    weights /= weights.sum()
-    found = est_module._best_shrink(S, y_idx, weights, ridge)
-    best = minimize_scalar(_shrink_objective, bounds=(est_module.SHRINK_FLOOR, 1.0),
-                           args=(S, y_idx, weights, ridge), method="bounded",
-                           options={"xatol": 1e-9})
-    if spread < 1:                     # under-confident: phi still falls at s = 1
-        assert found == 1.0 and best.x > 1.0 - 1e-6
-    else:
-        assert found < 1.0
-        assert found == pytest.approx(best.x, rel=2e-4)
-    assert _shrink_objective(found, S, y_idx, weights, ridge) <= best.fun + 1e-9
-
-
-def test_best_shrink_of_a_diverged_fit_stays_finite():
-    """Scores near 1e200 (a diverged fit's) are clipped where exp underflows at every
-    factor: the factor is finite and in range, with no overflow warning; non-finite scores
-    leave the weights as they are."""
-    rng = np.random.default_rng(3)
-    S = rng.normal(size=(50, 4)) * 1e200
-    y_idx = rng.integers(0, 4, 50)
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")
-        found = est_module._best_shrink(S, y_idx, np.full(50, 1 / 50), 0.0)
-    assert est_module.SHRINK_FLOOR <= found <= 1.0
-    S[3, 2] = np.inf
-    assert est_module._best_shrink(S, y_idx, np.full(50, 1 / 50), 0.0) == 1.0
-
-
 def _noisy_classes(K=20, n=3000, seed=0):
     from sklearn.datasets import make_classification
 
@@ -2106,40 +2058,6 @@ def test_shrink_ends_the_history_and_is_said_and_a_divergence_still_warns(capsys
     with pytest.warns(ConvergenceWarning, match=r"diverged.*\(the weights fit returns are "
                       r"scaled by shrink_=[0-9.e-]+\)\. "):   # without a history: no NLL
         ExtremeSoftmaxSGD("umax", learning_rate=30.0, n_epochs=3, random_state=0).fit(X, y)
-
-
-@pytest.mark.parametrize("dtype", [np.float32, np.float64])
-def test_shrunk_weights_hold_no_subnormals(dtype):
-    """Scaling weights near the smallest normal number would leave subnormals, which slow
-    every later product: they are set to 0, the others scaled, a block of rows at a time
-    (here one row per block, on a strided view too)."""
-    tiny = np.finfo(dtype).tiny
-    R = np.array([[1.0, 1.5 * tiny, -3.0 * tiny], [-2.0, 0.0, 4.0 * tiny]], dtype=dtype)
-    big = np.zeros((2, 6), dtype=dtype)
-    big[:, ::2] = R
-    for target in (R, big[:, ::2]):
-        est_module._scale_flushed(target, 0.5, block=2)
-        np.testing.assert_array_equal(target, np.array([[0.5, 0.0, -1.5 * tiny],
-                                                        [-1.0, 0.0, 2.0 * tiny]], dtype=dtype))
-    assert not big[:, 1::2].any()
-
-
-def test_best_shrink_keeps_a_calibrated_model_on_a_sample():
-    """Labels drawn from softmax(S) itself: the slope of the NLL at factor 1 is 0 in
-    expectation, and a sample's noise in it (positive for some seeds) is not a reason to
-    shrink (under SHRINK_Z standard errors); the same rows with the scores spread 3-fold
-    are shrunk, by about 1/3."""
-    kept = []
-    for seed in range(20):
-        rng = np.random.default_rng(seed)
-        S = rng.normal(size=(400, 6)) * 2.0
-        P = np.exp(S - logsumexp(S, axis=1, keepdims=True))
-        y_idx = np.array([rng.choice(6, p=p) for p in P])
-        weights = np.full(400, 1 / 400)
-        kept.append(est_module._best_shrink(S, y_idx, weights, 0.0))
-        assert est_module._best_shrink(3.0 * S, y_idx, weights, 0.0) == pytest.approx(
-            1 / 3, rel=0.25)
-    assert kept.count(1.0) >= 18
 
 
 # --- columns in other units ------------------------------------------------------------

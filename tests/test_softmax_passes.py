@@ -10,7 +10,7 @@ import scipy.sparse as sp
 
 import sparsekit.optimize._softmax_passes as passes_module
 from sparsekit._cython._softmax_sgd import METHODS, softmax_epoch
-from sparsekit.optimize._softmax_passes import (AUTO_RATE, AUTO_RATE_EXPLICIT,
+from sparsekit.optimize._softmax_passes import (AUTO_RATE, AUTO_RATE_EXPLICIT, EpochMean,
                                                 SGDRows, SoftmaxPasses, initial_rate)
 
 
@@ -194,3 +194,19 @@ def test_parallel_and_hashed_passes_move_the_weights():
         status, _, _ = passes.run(R, rows, y, np.ones(X.shape[0]), u, 0.1, order, 5,
                                   slots=slots)
         assert status == 0 and np.all(np.isfinite(R)) and np.any(R != 0)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_the_epoch_mean_averages_the_weights_from_its_first_epoch_on(dtype):
+    """Epochs before ``start`` are left out, the sum is a copy (later changes to the
+    weights do not reach it), and the mean keeps the weights' dtype."""
+    R = np.zeros((2, 3), dtype=dtype)
+    mean = EpochMean(start=2)
+    for epoch in range(5):
+        R[:] = epoch
+        mean.add(epoch, R)
+    R[:] = -1
+    assert mean.count == 3
+    result = mean.mean()
+    assert result.dtype == dtype
+    np.testing.assert_array_equal(result, np.full((2, 3), 3.0, dtype=dtype))

@@ -3,8 +3,9 @@
 Methods follow Fagan & Iyengar (2018) (Implicit SGD, section 3.2; U-max, section 3.1;
 vanilla SGD on the double sum, section 2.2; the sampled baselines) and Titsias (2016) (OVE).
 The passes over the rows are :class:`sparsekit.optimize._softmax_passes.SoftmaxPasses`'
-(around the Cython epoch drivers); this module holds the epochs, their history and the
-scikit-learn plumbing.
+(around the Cython epoch drivers), the closing line search on the weights' scale is
+:func:`sparsekit.optimize._softmax_shrink.best_shrink`; this module holds the epochs, their
+history and the scikit-learn plumbing.
 """
 import copy
 import time
@@ -32,7 +33,8 @@ from sparsekit.losses._softmax import _scores as _softmax_scores
 from sparsekit.linear_model._base import (SparsekitClassifier, check_labels,
                                           unchanged_on_error)
 from sparsekit.metrics import precision_at_k
-from sparsekit.optimize._softmax_passes import SGDRows, SoftmaxPasses, initial_rate
+from sparsekit.optimize._softmax_passes import EpochMean, SGDRows, SoftmaxPasses, initial_rate
+from sparsekit.optimize._softmax_shrink import best_shrink, scale_flushed
 from sparsekit.utils._labels import _declared_classes, _is_multilabel, first_label
 from sparsekit.utils._rows import entry_scales, weighted_column_stats
 from sparsekit.utils._threads import openmp_call, threads_for
@@ -78,17 +80,14 @@ AVERAGE_MAX_CLASSES = 100
 #: where the sampled softmax's scores were too spread (make_classification, 100 classes:
 #: test log loss 5.76 -> 3.55; Delicious, 336 classes: 6.91 -> 4.05; both worse than
 #: uniform before), the log loss fell wherever it was, and the others kept their weights
-#: (doc/benchmarks.md, section esgd_shrink); beyond, the 2^19 scores are few rows
+#: (doc/benchmarks.md, section esgd_shrink); beyond, the 2^19 scores are few rows. The
+#: search itself (its floor, and the slope's standard errors that start it) is
+#: :func:`~sparsekit.optimize._softmax_shrink.best_shrink`
 SHRINK_MAX_CLASSES = 10_000
 #: ... on at most this many class scores' worth of training rows (all of them when fewer)
 SHRINK_SCORES = 2**19
-#: ... and never below this factor (a positive one keeps the scores' order, ``predict``)
-SHRINK_FLOOR = 1e-3
 #: ... whose rows (a sample of X) are scored about this many of X's entries at a time
 SAMPLED_ENTRIES = 2**20
-#: ... when the objective's slope at factor 1 exceeds this many of its standard errors over
-#: the rows (the rows may be a sample of the training rows)
-SHRINK_Z = 2.0
 
 #: ``check_estimator`` checks that a stochastic solver cannot pass (as for scikit-learn's
 #: SGDClassifier): weighting an example by 2 is not the same random path as repeating it.
@@ -98,87 +97,6 @@ EXPECTED_FAILED_CHECKS = {
     "check_sample_weight_equivalence_on_sparse_data":
         "stochastic passes: weights and repeated rows give different random paths",
 }
-
-
-class _EpochMean:
-    """The running sum of the weights at the ends of the epochs from ``start`` (0-based)
-    on, in the weights' dtype (``average``)."""
-
-    def __init__(self, start):
-        self.start, self.count, self.total = start, 0, None
-
-    def add(self, epoch, R):
-        if epoch < self.start:
-            return
-        if self.total is None:
-            self.total = R.copy()
-        else:
-            np.add(self.total, R, out=self.total)
-        self.count += 1
-
-    def mean(self):
-        """The mean (the running sum's array, divided in place)."""
-        self.total /= self.count
-        return self.total
-
-
-def _best_shrink(S, y_idx, weights, ridge):
-    """The factor s in [SHRINK_FLOOR, 1] minimizing phi(s) = sum_i w_i NLL_i(s S_i) +
-    ridge s^2 / 2 (``weights`` summing to 1, S the rows' scores, ``y_idx`` their classes):
-    1 where phi does not rise through s = 1 by more than SHRINK_Z standard errors of its
-    slope there, else phi's convex minimum found by Newton's method inside a shrinking
-    bracket, to a relative 1e-4."""
-    if not np.isfinite(S).all():
-        return 1.0
-    S = S - S.max(axis=1, keepdims=True)        # s > 0: the shift of every s S_i
-    # exp(s S) is 0 below -745 / SHRINK_FLOOR at every factor tried: clipped there, so that
-    # the squares of a diverged fit's scores stay finite
-    np.maximum(S, -745.0 / SHRINK_FLOOR, out=S)
-    S_squared = S * S
-    true = S[np.arange(S.shape[0]), y_idx]
-    E = np.empty_like(S)
-
-    def slopes_curvature(s):
-        """Each row's slope, phi's slope and phi's curvature at s."""
-        np.multiply(S, s, out=E)
-        np.exp(E, out=E)
-        total = E.sum(axis=1)
-        mean = np.einsum("ij,ij->i", E, S) / total
-        variance = np.einsum("ij,ij->i", E, S_squared) / total - mean * mean
-        rows = mean - true
-        return (rows, float(weights @ rows) + ridge * s,
-                float(weights @ np.maximum(variance, 0.0)) + ridge)
-
-    low, high, s = SHRINK_FLOOR, 1.0, 1.0
-    rows, slope, curvature = slopes_curvature(s)
-    # the rows are a sample: shrink only where phi's slope at 1 exceeds SHRINK_Z standard
-    # errors (a model at the optimum of all the rows has a slope of about 0 on any sample)
-    error = float(np.sqrt(weights * weights @ (rows - (slope - ridge)) ** 2))
-    if slope <= SHRINK_Z * error:
-        return 1.0
-    while high - low > 1e-4 * high:
-        if slope > 0.0:
-            high = s
-        else:
-            low = s
-        step = s - slope / curvature if curvature > 0.0 else -np.inf
-        previous, s = s, step if low < step < high else 0.5 * (low + high)
-        if abs(s - previous) <= 1e-4 * s:
-            break
-        _, slope, curvature = slopes_curvature(s)
-    return float(s)
-
-
-def _scale_flushed(R, factor, block=1 << 20):
-    """R *= factor in place, about ``block`` entries (whole rows) at a time, the results
-    below the dtype's smallest normal number set to 0: subnormal weights would slow every
-    later product (the epoch driver flushes its own the same way, FTZ/DAZ)."""
-    tiny = np.finfo(R.dtype).tiny
-    step = max(1, block // max(R.shape[1], 1))
-    for start in range(0, R.shape[0], step):
-        part = R[start:start + step]          # a view of whole rows
-        part *= factor
-        part[np.abs(part) < tiny] = 0
 
 
 def _scale_hint(xsq, learning_rate, intercept):
@@ -883,7 +801,8 @@ class ExtremeSoftmaxSGD(SparsekitClassifier):
         return bool(self.shrink)
 
     def _shrink(self, X, y_idx, sample_weight):
-        """Scale the weights by the factor of :func:`_best_shrink` on SHRINK_SCORES class
+        """Scale the weights by the factor of
+        :func:`~sparsekit.optimize._softmax_shrink.best_shrink` on SHRINK_SCORES class
         scores' worth of the training rows (the ridge term's weight from all of them), and
         return it."""
         rows = self._sample_rows(sample_weight, max(DIVERGENCE_ROWS,
@@ -895,10 +814,10 @@ class ExtremeSoftmaxSGD(SparsekitClassifier):
         # the objective over the weights' sum: mean NLL + alpha ||R||^2 / (2 sum of weights)
         ridge = (self.alpha * float(np.vdot(self._R, self._R)) / float(sample_weight.sum())
                  if self.alpha > 0 else 0.0)
-        factor = _best_shrink(self._sampled_scores(X, rows), y_idx[rows],
+        factor = best_shrink(self._sampled_scores(X, rows), y_idx[rows],
                               weights / weights.sum(), ridge)
         if factor < 1.0:
-            _scale_flushed(self._R, factor)
+            scale_flushed(self._R, factor)
             self._publish()
         return factor
 
@@ -1117,11 +1036,12 @@ class ExtremeSoftmaxSGD(SparsekitClassifier):
                 evaluation):
         """fit's epochs, each a subtask of the callbacks' ``context`` (``shown``: the X, y
         and sample_weight given to fit): (whether they converged or a callback stopped
-        them, the mean of the last epochs' weights as :class:`_EpochMean` keeps it).
-        ``evaluation``: the rows, labels and weights of the training NLL."""
+        them, the mean of the last epochs' weights as
+        :class:`~sparsekit.optimize._softmax_passes.EpochMean` keeps it). ``evaluation``:
+        the rows, labels and weights of the training NLL."""
         converged = False
         self.n_iter_ = 0
-        averaged = _EpochMean(self.n_epochs - (self.n_epochs + 3) // 4
+        averaged = EpochMean(self.n_epochs - (self.n_epochs + 3) // 4
                               if self._averages(len(self.classes_)) else self.n_epochs)
         n = y_idx.size
         for epoch in range(self.n_epochs):

@@ -6,8 +6,9 @@ updating a softmax model's weights ``R`` (K, D + bias) in place: it sets the ste
 per-pass quantities (the ridge's class weights and bounds), picks the driver (the
 one-thread Cython driver, its lock-free OpenMP twin for ``n_jobs`` threads or hashed
 weights, or the CuPy kernels) and folds the ridge's lazy scales back into ``R``.
-:func:`initial_rate` is ``learning_rate="auto"``'s step. The epochs, their history and the
-scikit-learn plumbing are :class:`~sparsekit.ExtremeSoftmaxSGD`'s.
+:func:`initial_rate` is ``learning_rate="auto"``'s step, :class:`EpochMean` the mean of the
+last epochs' weights (``average``). The epochs, their history and the scikit-learn plumbing
+are :class:`~sparsekit.ExtremeSoftmaxSGD`'s.
 """
 import time
 import warnings
@@ -112,6 +113,28 @@ def initial_rate(method, xsq, sample_weight, fit_intercept):
             "StandardScaler) or give learning_rate.", UserWarning)
     scale = weighted_median(xsq * sample_weight, sample_weight)
     return rate / (scale if scale > 0 else 1.0)
+
+
+class EpochMean:
+    """The running sum of the weights at the ends of the epochs from ``start`` (0-based)
+    on, in the weights' dtype (``average``)."""
+
+    def __init__(self, start):
+        self.start, self.count, self.total = start, 0, None
+
+    def add(self, epoch, R):
+        if epoch < self.start:
+            return
+        if self.total is None:
+            self.total = R.copy()
+        else:
+            np.add(self.total, R, out=self.total)
+        self.count += 1
+
+    def mean(self):
+        """The mean (the running sum's array, divided in place)."""
+        self.total /= self.count
+        return self.total
 
 
 def _timed(fn, *args, **kwargs):
