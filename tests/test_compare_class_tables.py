@@ -49,6 +49,33 @@ def test_probability_fits_are_capped_by_the_budget_and_say_so(monkeypatch):
         "scikit-learn LogisticRegression (lbfgs)", "scikit-learn SGDClassifier (log_loss)")]
 
 
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+def test_a_fit_that_ran_all_its_own_iterations_says_it_did_not_converge(monkeypatch):
+    """The command silences ConvergenceWarning: a row whose model ran all of its own
+    iterations (not a budget's cap) says "not converged in N iterations", sparsekit's as
+    the peers'; one-vs-rest LogisticRegression on label sets too; models that converged, or
+    have no iteration count (SGDClassifier's fixed epochs), say nothing."""
+    monkeypatch.setattr(_class_tables, "LBFGS_ITERATIONS", 3)
+    monkeypatch.setattr(_class_tables, "SPARSEMAX_ITERATIONS", 2)
+    names = [r[0] for r in _class_tables.compare_multiclass(1).rows]
+    assert names[:4] == ["sparsekit SparsemaxClassifier [not converged in 2 iterations]",
+                         "sparsekit ExtremeSoftmaxSGD",
+                         "scikit-learn LogisticRegression (lbfgs) [not converged in 3 "
+                         "iterations]",
+                         "scikit-learn SGDClassifier (log_loss)"]
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(80, 5)) * [1.0, 1e3, 1.0, 1e-3, 10.0]     # columns in other units
+    Y = (X[:, :3] * [1.0, 1e-3, -1.0] + rng.normal(size=(80, 3)) > 0).astype(int)
+    data = Dataset("units", X, Y)
+    rows = _class_tables.compare_multilabel(1, data).rows
+    assert ("scikit-learn OneVsRestClassifier(LogisticRegression) [not converged in 3 "
+            "iterations]") in [r[0] for r in rows]
+    monkeypatch.setattr(_class_tables, "LBFGS_ITERATIONS", 2000)
+    monkeypatch.setattr(_class_tables, "SPARSEMAX_ITERATIONS", 500)
+    names = [r[0] for r in _class_tables.compare_multiclass(1).rows]
+    assert not any("[" in name for name in names)
+
+
 def test_captions_name_the_uncapped_fits_of_their_own_rows():
     """fastText's one call is named among the fits the budget cannot stop only where the
     table has a fastText row (from FASTTEXT_MIN_CLASSES classes on)."""

@@ -16,10 +16,17 @@ from sparsekit.benchmarks._fasttext import (FASTTEXT_EPOCHS, fasttext_joins, fas
                                             label_index, tokens)
 from sparsekit.benchmarks._interrupt import interruptible
 from sparsekit.benchmarks._l1_tables import liblinear_binary
-from sparsekit.benchmarks._timing import (FIT_BUDGETS, Table, class_by_class, every,
-                                          fits_phrase, format_rows, import_peer, limited,
-                                          max_iter_within, measure, measured, preparing,
-                                          unless_too_slow)
+from sparsekit.benchmarks._timing import (BUDGET_STOP, FIT_BUDGETS, Table, class_by_class,
+                                          every, fits_phrase, format_rows, import_peer,
+                                          iterations_note, limited, max_iter_within,
+                                          measure, measured, preparing, unless_too_slow)
+
+#: the most iterations of scikit-learn's lbfgs fits (LogisticRegression, one-vs-rest too),
+#: where its default of 100 ends many fits on columns in other units before they converge;
+#: a row that ran them all says so
+LBFGS_ITERATIONS = 2000
+#: SparsemaxClassifier's ``max_iter`` in the tables
+SPARSEMAX_ITERATIONS = 500
 
 
 def _multiclass_models(X, y, budget=np.inf, announce=None):
@@ -27,19 +34,20 @@ def _multiclass_models(X, y, budget=np.inf, announce=None):
     returns a model to fit, capped at about FIT_BUDGETS x ``budget`` seconds (sparsekit's by
     a callback that stops them, scikit-learn's by their iterations or epochs, from the time
     of one, sized untimed: ``announce`` as :func:`preparing` takes it), and
-    ``stopped(model)`` tells whether that cap ended its last fit."""
+    ``stopped(model)`` says what ended its last fit: that cap, or all of its own
+    iterations (:func:`~sparsekit.benchmarks._timing.iterations_note`), or nothing."""
     yield "sparsekit SparsemaxClassifier", *limited(
-        lambda: SparsemaxClassifier(max_iter=500, random_state=0), budget)
+        lambda: SparsemaxClassifier(max_iter=SPARSEMAX_ITERATIONS, random_state=0), budget)
     if np.unique(y).size > 2:  # a softmax for many classes; two are LogisticRegression's
         yield "sparsekit ExtremeSoftmaxSGD", *limited(
             lambda: ExtremeSoftmaxSGD(random_state=0), budget)
     preparing(announce, "scikit-learn LogisticRegression (lbfgs)",
               "sizing its iterations to the budget")
     iters = max_iter_within(lambda k, step: LogisticRegression(C=1.0, max_iter=k).fit(
-        every(X, step), every(y, step)), X.shape[0], budget, 2000)
+        every(X, step), every(y, step)), X.shape[0], budget, LBFGS_ITERATIONS)
     yield ("scikit-learn LogisticRegression (lbfgs)",
            unless_too_slow(iters, lambda: LogisticRegression(C=1.0, max_iter=iters)),
-           lambda fitted: iters < 2000 and fitted.n_iter_.max() >= iters)
+           lambda fitted: iterations_note(fitted.n_iter_.max(), iters, LBFGS_ITERATIONS))
     preparing(announce, "scikit-learn SGDClassifier (log_loss)",
               "sizing its epochs to the budget")
     epochs = max_iter_within(lambda k, step: SGDClassifier(
@@ -48,7 +56,7 @@ def _multiclass_models(X, y, budget=np.inf, announce=None):
     yield ("scikit-learn SGDClassifier (log_loss)",
            unless_too_slow(epochs, lambda: SGDClassifier(
                loss="log_loss", alpha=1e-4, max_iter=epochs, tol=None, random_state=0)),
-           lambda fitted: epochs < 20)
+           lambda fitted: BUDGET_STOP if epochs < 20 else "")
 
 
 def _fasttext_multiclass(X_train, y_train, X_test, y_test, repeat, budget=np.inf,
@@ -121,18 +129,19 @@ def _liblinear_logistic(X_train, y_train, X_test, y_test, repeat, budget=np.inf,
 def _measure_models(models, X_train, y_train, describe, repeat, budget=np.inf,
                     announce=None, metrics=2):
     """The rows of ``models`` ((name, make, stopped) triples) fit on ``X_train, y_train``;
-    a row whose fits the budget cap ended says so."""
+    a row whose last fit the budget's cap ended, or that ran all its iterations without
+    converging, says so."""
     rows = []
     for name, make, stopped in models:
-        capped = []
+        notes = []
 
-        def described(model, stopped=stopped, capped=capped):
-            capped.append(stopped(model))
+        def described(model, stopped=stopped, notes=notes):
+            notes.append(stopped(model))
             return describe(model)
         fit = (lambda make=make: make().fit(X_train, y_train)) if callable(make) else make
         row = measure(name, fit, repeat, described, budget, announce, metrics)
-        if any(capped):
-            row[0] += " [stopped by the budget]"
+        if notes and notes[-1]:
+            row[0] += f" [{notes[-1]}]"
         rows.append(row)
     return rows
 
@@ -192,19 +201,19 @@ def _multilabel_models(X, Y, budget=np.inf, announce=None):
     SparsemaxClassifier on the simplex (a sparse distribution over the labels) and on the
     box (a marginal per label), each cut where the training rows' micro-F1 is best."""
     yield "sparsekit SparsemaxClassifier", *limited(
-        lambda: SparsemaxClassifier(max_iter=500, random_state=0), budget)
+        lambda: SparsemaxClassifier(max_iter=SPARSEMAX_ITERATIONS, random_state=0), budget)
     yield "sparsekit SparsemaxClassifier(polytope='box')", *limited(
-        lambda: SparsemaxClassifier(polytope="box", max_iter=500, random_state=0),
-        budget)
+        lambda: SparsemaxClassifier(polytope="box", max_iter=SPARSEMAX_ITERATIONS,
+                                    random_state=0), budget)
     preparing(announce, "scikit-learn OneVsRestClassifier(LogisticRegression)",
               "sizing its iterations to the budget")
     iters = max_iter_within(
         lambda k, step: OneVsRestClassifier(LogisticRegression(C=1.0, max_iter=k)).fit(
-            every(X, step), every(Y, step)), X.shape[0], budget, 2000)
+            every(X, step), every(Y, step)), X.shape[0], budget, LBFGS_ITERATIONS)
 
     def stopped(fitted):   # labels constant in training get no LogisticRegression
         spent = [e.n_iter_.max() for e in fitted.estimators_ if hasattr(e, "n_iter_")]
-        return iters < 2000 and max(spent, default=0) >= iters
+        return iterations_note(max(spent, default=0), iters, LBFGS_ITERATIONS)
     yield ("scikit-learn OneVsRestClassifier(LogisticRegression)",
            unless_too_slow(iters, lambda: OneVsRestClassifier(
                LogisticRegression(C=1.0, max_iter=iters))), stopped)

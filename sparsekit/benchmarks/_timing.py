@@ -282,9 +282,31 @@ def class_by_class(fit_class, n_classes, limit, done):
     return coef
 
 
+#: what the row of a fit that the budget's cap ended says
+BUDGET_STOP = "stopped by the budget"
+
+
+def iterations_note(spent, cap, most, unit="iterations"):
+    """What ended a fit that ran ``spent`` of at most ``cap`` ``unit`` (``cap`` is its own
+    ``most`` without a budget), for its row: "stopped by the budget" when it ran all ``cap``
+    of a budget's cap below ``most``, "not converged in ``most`` ``unit``" when it ran all
+    of its own (the ConvergenceWarning that the command silences, e.g. lbfgs on columns in
+    other units), else ""."""
+    if spent < cap:
+        return ""
+    return BUDGET_STOP if cap < most else f"not converged in {most} {unit}"
+
+
 def limited(make, budget):
     """(make, stopped) for a sparsekit model: ``make()`` returns the model of ``make`` with
     a callback that stops its fit after about FIT_BUDGETS x ``budget`` seconds, and
-    ``stopped(model)`` tells whether it stopped the last fit."""
+    ``stopped(model)`` says what ended its last fit: that callback, all of the model's
+    ``max_iter`` (:func:`iterations_note`), or nothing ("")."""
     limit = TimeLimit(FIT_BUDGETS * budget)
-    return (lambda: make().set_callbacks(limit)), lambda fitted: limit.stopped
+
+    def stopped(fitted):
+        if limit.stopped:
+            return BUDGET_STOP
+        most = getattr(fitted, "max_iter", None)
+        return "" if most is None else iterations_note(np.max(fitted.n_iter_), most, most)
+    return (lambda: make().set_callbacks(limit)), stopped
