@@ -37,8 +37,9 @@
   ``--budget``s of time (sparsekit's by a callback that stops it, scikit-learn's by
   their iterations or epochs) and its row says "stopped by the budget" when the cap
   ended it, or "not converged in 2000 iterations" when a model ran all of its own
-  (LogisticRegression's lbfgs, 2000; SparsemaxClassifier's, 500). A scikit-learn model of which one iteration (epoch) takes longer than the
-  cap is not run; its row says so. fastText reads one token per nonzero feature
+  (LogisticRegression's lbfgs, 2000; SparsemaxClassifier's, 500). A scikit-learn model
+  of which one iteration (epoch) takes longer than the cap is not run; its row says so.
+  fastText reads one token per nonzero feature
   (repeated for whole counts) and runs its tutorial's recipe for small data (25 epochs,
   learning rate 1, halved while it diverges), on one thread from explicit
   U(-1/dim, 1/dim) word vectors: fastText 0.9.x initializes only a tenth of them per
