@@ -39,11 +39,10 @@
   ended it, or "not converged in 2000 iterations" when a model ran all of its own
   (LogisticRegression's lbfgs, 2000; SparsemaxClassifier's, 500). A scikit-learn model
   of which one iteration (epoch) takes longer than the cap is not run; its row says so.
-  fastText reads one token per nonzero feature
-  (repeated for whole counts) and runs its tutorial's recipe for small data (25 epochs,
-  learning rate 1, halved while it diverges), on one thread from explicit
-  U(-1/dim, 1/dim) word vectors: fastText 0.9.x initializes only a tenth of them per
-  thread.
+  fastText reads one token per nonzero feature (repeated for whole counts) and runs its
+  tutorial's recipe for small data (25 epochs, learning rate 1, halved while it
+  diverges), on one thread from explicit U(-1/dim, 1/dim) word vectors: fastText 0.9.x
+  initializes only a tenth of them per thread.
 - multi-label files (comma-separated label sets, ``0,4 1:0.64 ...``, as the LIBSVM data
   page's multi-label sets): label sets on a 70/30 split: SparsemaxClassifier on the simplex
   (its shares of the labels) and on the box (a marginal per label), each cut at the training

@@ -815,7 +815,7 @@ class ExtremeSoftmaxSGD(SparsekitClassifier):
         ridge = (self.alpha * float(np.vdot(self._R, self._R)) / float(sample_weight.sum())
                  if self.alpha > 0 else 0.0)
         factor = best_shrink(self._sampled_scores(X, rows), y_idx[rows],
-                              weights / weights.sum(), ridge)
+                             weights / weights.sum(), ridge)
         if factor < 1.0:
             scale_flushed(self._R, factor)
             self._publish()
@@ -1042,7 +1042,7 @@ class ExtremeSoftmaxSGD(SparsekitClassifier):
         converged = False
         self.n_iter_ = 0
         averaged = EpochMean(self.n_epochs - (self.n_epochs + 3) // 4
-                              if self._averages(len(self.classes_)) else self.n_epochs)
+                             if self._averages(len(self.classes_)) else self.n_epochs)
         n = y_idx.size
         for epoch in range(self.n_epochs):
             order = (rng.permutation(n) if self.shuffle else np.arange(n)).astype(np.intp)
