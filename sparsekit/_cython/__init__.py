@@ -7,9 +7,9 @@ def _not_built(package):
     """The ImportError of a copy of sparsekit whose kernels were never compiled, most often
     a source checkout that the current directory put first on ``sys.path``, in front of the
     installed package."""
-    checkout = package.parent
-    if (checkout.parent / "pyproject.toml").is_file():
-        how = (f"Python imported sparsekit from the source checkout {checkout.parent}, not "
+    checkout = package.parent.parent      # the directory that holds sparsekit/
+    if (checkout / "pyproject.toml").is_file():
+        how = (f"Python imported sparsekit from the source checkout {checkout}, not "
                "from the installed package: the current directory (or PYTHONPATH) comes "
                "first on sys.path. Run Python from another directory, or build the "
                "checkout in place: pip install -e .")

@@ -27,6 +27,8 @@ from sparsekit.benchmarks._timing import (BUDGET_STOP, FIT_BUDGETS, Table, class
 LBFGS_ITERATIONS = 2000
 #: SparsemaxClassifier's ``max_iter`` in the tables
 SPARSEMAX_ITERATIONS = 500
+#: SGDClassifier's epochs (``tol=None``: it runs them all, with no test of convergence)
+SGD_EPOCHS = 20
 
 
 def _multiclass_models(X, y, budget=np.inf, announce=None):
@@ -52,11 +54,11 @@ def _multiclass_models(X, y, budget=np.inf, announce=None):
               "sizing its epochs to the budget")
     epochs = max_iter_within(lambda k, step: SGDClassifier(
         loss="log_loss", alpha=1e-4, max_iter=k, tol=None, random_state=0).fit(
-            every(X, step), every(y, step)), X.shape[0], budget, 20, "epoch")
+            every(X, step), every(y, step)), X.shape[0], budget, SGD_EPOCHS, "epoch")
     yield ("scikit-learn SGDClassifier (log_loss)",
            unless_too_slow(epochs, lambda: SGDClassifier(
                loss="log_loss", alpha=1e-4, max_iter=epochs, tol=None, random_state=0)),
-           lambda fitted: BUDGET_STOP if epochs < 20 else "")
+           lambda fitted: BUDGET_STOP if epochs < SGD_EPOCHS else "")
 
 
 def _fasttext_multiclass(X_train, y_train, X_test, y_test, repeat, budget=np.inf,
