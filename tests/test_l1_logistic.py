@@ -926,9 +926,10 @@ def test_duality_gap_bounds_the_suboptimality(sparse, sample_weight):
 
 def test_a_fit_that_meets_tol_far_from_the_minimum_continues_or_warns(capsys):
     """tol is absolute in the scaled problem: on separable data at C = 1e6 it is met with F
-    5.8% above its minimum (gap 29%); the fit then continues at tol / 100 and returns that
-    model, within 1e-5 of the minimum, without a warning. On features scaled by 1e-10 tol
-    is met at w = 0, where no smaller tol converges: a warning."""
+    6% above its minimum (gap 29%); the fit then goes on until the gap is below 1% and
+    returns that model, within 1e-5 of the minimum, without a warning. On features scaled
+    by 1e-10 tol is met at w = 0, where neither the gap nor the measure falls: a
+    warning."""
     rng = np.random.default_rng(1)
     X = rng.standard_normal((200, 30))
     y = (X[:, 0] + 0.3 * X[:, 1] > 0).astype(int)
@@ -936,16 +937,42 @@ def test_a_fit_that_meets_tol_far_from_the_minimum_continues_or_warns(capsys):
     with warnings.catch_warnings():
         warnings.simplefilter("error", ConvergenceWarning)
         est = L1LogisticOBA(C=1e6, verbose=1).fit(X, y)
-    assert "continued to tol 1.00e-10, lowering F by 5.7" in capsys.readouterr().out
+    assert ("the solve went on until the gap was below it or the optimality below 1.00e-10, "
+            "lowering F by 5.77e-02" in capsys.readouterr().out)
     tight = L1LogisticOBA(C=1e6, tol=1e-12, max_iter=5000).fit(X, y)
     F, F_star = (ref.l1_logistic_objective(X, y_pm, e.coef_.ravel(), e.intercept_[0], 1e6,
                                            np.ones(len(y))) for e in (est, tight))
     assert est.duality_gap_[0] < 0.05 and (F - F_star) / F_star < 1e-5
-    with pytest.warns(ConvergenceWarning, match="did not converge in max_iter"):
+    with pytest.warns(ConvergenceWarning, match="neither the gap below 1% nor the "
+                      "optimality below .* within max_iter=500 iterations"):
         L1LogisticOBA(C=10 / 1e-10).fit(X * 1e-10, y)
     with warnings.catch_warnings():
         warnings.simplefilter("error", ConvergenceWarning)
         assert L1LogisticOBA(C=1.0).fit(X, y).duality_gap_[0] < 1e-6
+
+
+@pytest.mark.parametrize("C", [1e4, 1e6])
+def test_a_smaller_tol_never_returns_a_model_of_larger_objective(C):
+    """The fit stops at the first iterate that meets tol with a duality gap below 1% or a
+    measure below tol / 100, tests that a larger tol passes wherever a smaller one does, on
+    iterates that do not depend on tol: F cannot rise as tol falls. A second solve from the
+    first point that met tol (the rule before) returned on these separable data a model
+    of larger F at tol 1e-7 than at 1e-6 (C = 1e4, by 5.7e-6 of F) and at 1e-10 than at
+    1e-9 (C = 1e6, by 3.4e-6)."""
+    rng = np.random.default_rng(1)
+    X = rng.standard_normal((200, 30))
+    y = (X[:, 0] + 0.3 * X[:, 1] > 0).astype(int)
+    y_pm = np.where(y == 1, 1.0, -1.0)
+    F, iterations = [], []
+    for tol in 10.0 ** -np.arange(3, 13):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", ConvergenceWarning)
+            est = L1LogisticOBA(C=C, tol=tol).fit(X, y)
+        F.append(ref.l1_logistic_objective(X, y_pm, est.coef_.ravel(), est.intercept_[0], C,
+                                           np.ones(len(y))))
+        iterations.append(est.n_iter_[0])
+    assert np.all(np.diff(F) <= 1e-13 * F[0]) and np.all(np.diff(iterations) >= 0)
+    assert F[-1] < F[0]
 
 
 def test_one_warning_per_kind_for_a_one_vs_rest_fit():

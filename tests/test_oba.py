@@ -245,6 +245,39 @@ def test_max_iter_and_callback_stop():
                                          + 0.001 * np.abs(seen[-1].x).sum())
 
 
+def test_confirm_is_asked_only_where_tol_is_met_and_holds_the_stop_until_it_agrees():
+    """``confirm`` sees the iterates whose measure meets tol, in order, with their F and
+    measure; the solve goes on while it refuses, to the first it accepts (the iterates are
+    those of the solve without it), ends at max_iter if it never does, and a callback that
+    stops at an iterate confirm refuses is a stop by callback, not a success."""
+    X, y = _problem(4)
+    datafit = Logistic(X, y)
+    args = (datafit.value_grad, datafit.hessp, np.zeros(30), 0.01)
+    kw = dict(lipschitz=datafit.lipschitz(), tol=1e-2)
+    trace = []
+    minimize_oba(*args, **{**kw, "tol": 1e-13},
+                 callback=lambda intermediate_result: trace.append(intermediate_result))
+    asked = []
+
+    def later(state):
+        asked.append((state.nit, state.fun, state.optimality))
+        return state.nit >= 7
+    res = minimize_oba(*args, **kw, confirm=later)
+    first = minimize_oba(*args, **kw)
+    assert res.success and res.nit == 7 and first.nit == 4
+    nits = [a[0] for a in asked]
+    assert nits[0] == 4 and nits[-1] == 7 and nits == sorted(set(nits))
+    assert all(opt <= 1e-2 for _, _, opt in asked)
+    assert asked[-1][1] == res.fun
+    np.testing.assert_array_equal(res.x, trace[6].x)      # the same iterates as without it
+    never = minimize_oba(*args, **kw, max_iter=9, confirm=lambda state: False)
+    assert never.status == 1 and not never.success and never.nit == 9
+    np.testing.assert_array_equal(never.x, trace[8].x)
+    stopped = minimize_oba(*args, **{**kw, "tol": 1.0}, confirm=lambda state: False,
+                           callback=_stop)
+    assert stopped.status == 99 and stopped.optimality <= 1.0 and not stopped.success
+
+
 def test_a_solve_whose_tol_is_below_the_gradients_rounding_stalls():
     """X times 1e12 (the penalty too: the same problem in coefficients 1e-12 as large):
     ∇f's rounding error is about 1e-6, above tol, and the solve stops as stalled (status 2)

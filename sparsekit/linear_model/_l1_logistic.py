@@ -68,18 +68,22 @@ REG_DECAY = True
 #: on a formed subspace Hessian products are cheap: solving the Newton system more exactly
 #: saves outer iterations.
 CG_RTOL_EXPLICIT = 0.01
-#: A duality gap above this share of F does not confirm a fit that met ``tol``: ``tol`` is
-#: absolute in the scaled problem, and the gap of the dual point built from the residuals
-#: is loose when ``tol`` exceeds the penalty weight μ = 1/(C Σ sᵢ) (scikit-learn's
-#: consistency-path problem at tol 1e-5: gaps of 7-73% of F, F within 2e-10 of its
-#: minimum), but it may also be right (separable data, C = 1e6, tol 1e-8: gap 29%, F 5.8%
-#: above its minimum). Such a fit continues from there at ``tol`` / 100, and at most a
-#: tenth of μ (features scaled by 1e-10 meet tol 1e-8 at w = 0, and tol 1e-10 too); the
-#: model it reaches is the one returned when it lowered F.
-GAP_WARN = 0.05
-#: The fit warns when that check lowers F by more than this share of F (a proven excess of
-#: the first point) and the gap of the point it returns is still above GAP_WARN.
+#: A fit stops at the first iterate that meets ``tol`` with a duality gap at most this
+#: share of F, or whose measure is at most ``tol`` / 100 (and at most a tenth of the penalty
+#: weight μ = 1/(C Σ sᵢ): features scaled by 1e-10 meet tol 1e-8 at w = 0, and tol 1e-10
+#: too). ``tol`` is absolute in the scaled problem, and a gap above it may be right
+#: (separable data, C = 1e6: tol 1e-8 is met 6.1% above the minimum, gap 29%; the first
+#: iterate of gap below 1% is 3.4e-6 above it, below 5% 5.8e-4) or loose (where ``tol``
+#: exceeds μ: scikit-learn's consistency-path problem at tol 1e-5, gaps of 7-73% of F, F
+#: within 2e-10 of its minimum). Both tests pass at any larger ``tol`` where they pass at
+#: a smaller one, and the iterates do not depend on ``tol``: a smaller ``tol`` never
+#: returns a model of larger F.
+GAP_CONFIRM = 0.01
+#: The fit warns when F fell by more than EXCESS_WARN of F after ``tol`` was met (a proven
+#: excess of that iterate) and the gap of the model it returns is still above GAP_WARN
+#: (it stopped where the measure reached ``tol`` / 100 or μ / 10).
 EXCESS_WARN = 1e-3
+GAP_WARN = 0.05
 #: CG iterations per Newton step of the multinomial problem (OBA's default 1000 elsewhere):
 #: its free-set Hessian couples classes and features, and long CG runs refine directions
 #: the next iterations change anyway (doc/benchmarks.md, l1_multinomial: Hessian products
@@ -321,44 +325,55 @@ def _warn_not_converged(names, which, results, tol, noun="classes", rows=None):
                           ConvergenceWarning)
 
 
+class _GapCheck:
+    """``confirm`` of :func:`~sparsekit.optimize.minimize_oba` for a fit: an iterate that
+    meets ``tol`` is confirmed when the relative duality gap at it is at most GAP_CONFIRM
+    or its measure at most ``floor``. Keeps F at the first iterate that met ``tol``
+    (``first``) and the gap last computed (``gap``, at iteration ``nit``)."""
+
+    def __init__(self, datafit, C, l1_ratio, floor):
+        self.datafit, self.C, self.l1_ratio, self.floor = datafit, C, l1_ratio, floor
+        self.first = self.nit = None
+        self.gap = np.nan
+
+    def __call__(self, state):
+        if self.first is None:
+            self.first = state.fun
+        if state.optimality <= self.floor:
+            return True
+        self.nit = state.nit
+        self.gap = relative_duality_gap(self.datafit, state.x, self.C, self.l1_ratio)
+        return self.gap <= GAP_CONFIRM
+
+
 def _checked_solve(datafit, C, tol, max_iter, x0, verbose, l1_ratio, cg_maxiter=1000,
                    callback=None):
-    """:func:`_solve`, its result with the relative duality gap at x as ``duality_gap``.
-
-    When that gap exceeds GAP_WARN the solve continues from x at a smaller tol
-    (``refine_tol``, reporting to ``callback`` too); if it converges, or a callback stops
-    it, at a lower F its point is the result, with the counts of both solves, and
-    ``refined`` is the share of F it removed (a lower bound on how far the first point lay
-    above the minimum, as the gap is an upper one); 0 when no solve continued, NaN when it
-    did not converge (the first point is kept). Without the gradient ``jac``, which no
-    caller reads: dropped before the second solve, which holds as many arrays."""
-    res = _solve(datafit, C, tol, max_iter, x0, verbose, l1_ratio, cg_maxiter, callback)
+    """:func:`_solve` stopped at the first iterate that meets ``tol`` with a relative
+    duality gap at most GAP_CONFIRM or a measure at most ``refine_tol`` (:class:`_GapCheck`);
+    its result with the gap at x as ``duality_gap`` and ``refined``, the share of F that
+    the iterations after the first to meet ``tol`` removed (a lower bound on how far that
+    iterate lay above the minimum, as the gap is an upper one): 0 when that iterate was
+    confirmed, NaN when none was within ``max_iter`` (or the solve stalled). Without the
+    gradient ``jac``, which no caller reads."""
+    # at most a tenth of the penalty weight 1/(C n): below it the solve must move w (a
+    # weight of 0, which _solve refuses, has none)
+    weight = C * datafit.n_samples
+    refine_tol = min(tol / 100, 0.1 / weight) if weight > 0 else tol / 100
+    check = _GapCheck(datafit, C, l1_ratio, refine_tol)
+    res = _solve(datafit, C, tol, max_iter, x0, verbose, l1_ratio, cg_maxiter, callback,
+                 confirm=check)
     res.pop("jac")
-    res.duality_gap = relative_duality_gap(datafit, res.x, C, l1_ratio)
-    res.refined, res.refine_tol = 0.0, None
-    if res.success and res.duality_gap > GAP_WARN and res.status != STOPPED_BY_CALLBACK:
-        # at most a tenth of the penalty weight 1/(C n): below it the solve must move w
-        refine_tol = min(tol / 100, 0.1 / (C * datafit.n_samples))
-        more = _solve(datafit, C, refine_tol, max_iter, res.x, 0, l1_ratio, cg_maxiter,
-                      callback)   # its iterations are the fit's too (progress, stops)
-        more.pop("jac")
-        stopped = more.status == STOPPED_BY_CALLBACK
-        if not (more.success or stopped):   # it confirms nothing: how far F lies is unknown
-            res.refined = np.nan
-        elif more.fun < res.fun:  # a better model: return it (it was computed anyway)
-            for key in ("nit", "nfev", "ncg", "nhessp", "n_ista"):
-                more[key] += res[key]
-            more.corrective_loops = np.concatenate([res.corrective_loops,
-                                                    more.corrective_loops])
-            more.duality_gap = relative_duality_gap(datafit, more.x, C, l1_ratio)
-            more.refined = (res.fun - more.fun) / res.fun
-            res = more
-        res.refine_tol = refine_tol
+    res.duality_gap = (check.gap if check.nit == res.nit
+                       else relative_duality_gap(datafit, res.x, C, l1_ratio))
+    res.refine_tol = refine_tol
+    res.refined = 0.0 if check.first is None else (check.first - res.fun) / check.first
+    if check.first is not None and res.status in (1, 2):   # met tol, never confirmed
+        res.refined = np.nan
     return res
 
 
 def _solve(datafit, C, tol, max_iter, x0, verbose, l1_ratio=1.0, cg_maxiter=1000,
-           callback=None):
+           callback=None, confirm=None):
     """OBA on ``datafit`` + (r‖w‖₁ + (1 − r)/2 ‖w‖²)/(C n) from ``x0`` (if None: w = 0 and
     the null model's intercepts); returns the OptimizeResult.
 
@@ -382,8 +397,8 @@ def _solve(datafit, C, tol, max_iter, x0, verbose, l1_ratio=1.0, cg_maxiter=1000
                         reg_decay=REG_DECAY, cg_maxiter=cg_maxiter,
                         cg_maxiter_explicit=CG_MAXITER_EXPLICIT,
                         cg_rtol_explicit=CG_RTOL_EXPLICIT,
-                        shift_invariant=datafit.shift_invariant, callback=callback,
-                        verbose=max(verbose - 1, 0))
+                        shift_invariant=datafit.shift_invariant, confirm=confirm,
+                        callback=callback, verbose=max(verbose - 1, 0))
 
 
 class _CoefRows:
@@ -735,13 +750,14 @@ class L1LogisticOBA(LinearClassifierMixin, SparseCoefMixin, SparsekitClassifier)
         Final optimality measure of each binary problem.
     duality_gap_ : ndarray of shape (1,) or (n_classes,)
         Relative duality gap of each binary problem at the returned (w, b): an upper bound
-        on (F − min_w F) / F with b held fixed. A fit that met ``tol`` with a gap above
-        5% continues from (w, b) at a smaller tol (``tol`` / 100, at most 0.1/(C Σ sᵢ))
-        and returns the model it reaches when that lowers F: ``tol`` is absolute, and
-        where F is very flat it is met far from the minimum; but where ``tol`` exceeds
-        1/(C Σ sᵢ) the gap is a loose bound that can be large however near the minimum F
-        is. The fit warns when F dropped by more than 0.1% and the gap of the model
-        returned is still above 5%.
+        on (F − min_w F) / F with b held fixed. ``tol`` is absolute, and where F is very
+        flat it is met far from the minimum, so a solve stops at the first iterate that
+        meets ``tol`` with a gap of at most 1% of F, or whose optimality is at most
+        ``tol`` / 100 (and at most 0.1/(C Σ sᵢ)): where ``tol`` exceeds 1/(C Σ sᵢ) the gap
+        is a loose bound that can be large however near the minimum F is. Both tests pass
+        at a larger ``tol`` wherever they pass at a smaller one, so a smaller ``tol`` never
+        returns a model of larger F. The fit warns when F fell by more than 0.1% after
+        ``tol`` was met and the gap of the model returned is still above 5%.
     corrective_loops_ : list of ndarray
         Passes of OBA's corrective cycle per iteration, for each binary problem.
     n_features_in_ : int
@@ -890,9 +906,10 @@ class L1LogisticOBA(LinearClassifierMixin, SparseCoefMixin, SparsekitClassifier)
                       f"{gap:.2e}")
             if r.success and r.refined > 0 and not (r.refined > EXCESS_WARN
                                                     and gap > GAP_WARN):
-                self._say(f"{name}: tol {self.tol:.2e} left a duality gap above "
-                          f"{GAP_WARN:.0%} of F; the solve continued to tol "
-                          f"{r.refine_tol:.2e}, lowering F by {r.refined:.2e} of it")
+                self._say(f"{name}: tol {self.tol:.2e} was met with a duality gap above "
+                          f"{GAP_CONFIRM:.0%} of F; the solve went on until the gap was "
+                          f"below it or the optimality below {r.refine_tol:.2e}, lowering "
+                          f"F by {r.refined:.2e} of it")
         self._warn_unconverged(names, results, self.duality_gap_, data.long_rows)
         self._end_fit_task(context, X, y, sample_weight)
         return self
@@ -977,21 +994,24 @@ class L1LogisticOBA(LinearClassifierMixin, SparseCoefMixin, SparsekitClassifier)
         """One ConvergenceWarning per kind of failure, naming the problems it concerns (a
         one-vs-rest fit of many classes would otherwise print a warning per class);
         ``rows`` as :func:`_warn_not_converged` takes it."""
+        unconfirmed = [k for k, r in enumerate(results) if np.isnan(r.refined)]
         unconverged = [k for k, r in enumerate(results)   # a requested stop is no failure
-                       if not r.success and r.status != STOPPED_BY_CALLBACK]
-        unconfirmed = [k for k, r in enumerate(results) if r.success and np.isnan(r.refined)]
+                       if not r.success and r.status != STOPPED_BY_CALLBACK
+                       and k not in unconfirmed]
         flat = [k for k, r in enumerate(results)
                 if r.success and r.refined > EXCESS_WARN and gaps[k] > GAP_WARN]
         if unconverged:
             _warn_not_converged(names, unconverged, results, self.tol, rows=rows)
         if unconfirmed:
             gap = _upto(unconfirmed, max(gaps[k] for k in unconfirmed), ".1%")
+            floor = results[unconfirmed[0]].refine_tol    # n and C: the same for each
             warnings.warn(f"OBA met tol {self.tol:.2e} for {_problems(names, unconfirmed)}, "
                           f"but its duality gap, an upper bound on how far F lies above its "
-                          f"minimum, is {gap} of F, and a solve from there at a smaller tol "
-                          f"did not converge in max_iter={self.max_iter} iterations to "
-                          "confirm the fit: rescale X (e.g. StandardScaler) or raise "
-                          "max_iter.", ConvergenceWarning)
+                          f"minimum, is {gap} of F, and the iterations that followed brought "
+                          f"neither the gap below {GAP_CONFIRM:.0%} nor the optimality below "
+                          f"{floor:.2e} within max_iter={self.max_iter} iterations to confirm "
+                          "the fit: rescale X (e.g. StandardScaler) or raise max_iter.",
+                          ConvergenceWarning)
         if flat:
             excess = [results[k].refined for k in flat]
             excess = (f"{excess[0]:.2%}" if len(flat) == 1

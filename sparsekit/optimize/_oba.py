@@ -357,7 +357,7 @@ def minimize_oba(f_grad, hessp, x0, mu, *, penalty_weights=None, lipschitz=None,
                  tau_boost=1, cg_rtol=0.1, cg_rtol_explicit=None, cg_maxiter=1000,
                  cg_maxiter_explicit=None, hess_reg=1e-8, reg_decay=False, cg_radius=1e3,
                  adaptive_radius=True, precondition=True, pin_crossings=True, ista_floor=1e-4,
-                 shift_invariant=None, callback=None, verbose=0):
+                 shift_invariant=None, confirm=None, callback=None, verbose=0):
     """Minimize ``f(x) + μ Σᵢ wᵢ |xᵢ|`` by OBA (Keskar 2017, Algorithms 1 and 2).
 
     Read more in the :ref:`User Guide <oba>`.
@@ -483,6 +483,15 @@ def minimize_oba(f_grad, hessp, x0, mu, *, penalty_weights=None, lipschitz=None,
         block, so a shift moves a solution only where the penalty is flat, to another with
         the same objective and one zero more (a block of K/2 positive and K/2 negative
         coordinates, K even).
+    confirm : callable, optional
+        ``confirm(state) -> bool``, asked at each iterate whose optimality measure is at
+        most ``tol`` (``state`` an ``OptimizeResult`` holding ``x``, a view of the iterate
+        to copy if kept, ``fun``, ``optimality`` and ``nit``): the solve stops there only
+        when it returns True, and otherwise goes on, for a test that the measure cannot
+        make, such as a duality gap (ours). A test whose pass at some ``tol`` implies its
+        pass at any larger ``tol`` keeps the solve's stop monotone in ``tol``: the
+        iterates do not depend on it, so a smaller ``tol`` stops at the same iterate or a
+        later one, whose F is not larger.
     callback : callable, optional
         Called after each iteration with a copy of ``x``, or, when its only parameter is
         named ``intermediate_result``, with an ``OptimizeResult`` holding ``x``, ``fun``,
@@ -529,6 +538,10 @@ def minimize_oba(f_grad, hessp, x0, mu, *, penalty_weights=None, lipschitz=None,
     f_grad = checked_f_grad(f_grad, n, "f_grad")
     hessp = checked_hessp(hessp, "hessp")
     report = Callback(callback)
+
+    def confirmed(x, fun, opt, nit):
+        return confirm is None or bool(confirm(OptimizeResult(x=x, fun=fun, optimality=opt,
+                                                              nit=nit)))
     shift = _shifter(muw, shift_invariant)
     shift(x)
     # τ⁰ = η · #penalized up to tau0_max, and at least the support of a warm start (a
@@ -557,7 +570,7 @@ def minimize_oba(f_grad, hessp, x0, mu, *, penalty_weights=None, lipschitz=None,
         phi = f + pen
         if verbose > 0:
             print(f"OBA it {k:4d}  F={phi:.12e}  opt={opt:.3e}  tau={tau}")
-        if opt <= tol:
+        if opt <= tol and confirmed(x, phi, opt, k):
             status = 0
             break
         since += 1
@@ -616,7 +629,7 @@ def minimize_oba(f_grad, hessp, x0, mu, *, penalty_weights=None, lipschitz=None,
         if report.notify(x, fun=f + pen, jac=G, nit=k + 1, nfev=1 + globalization.nfev):
             k += 1
             opt = K.subgradient_and_sets(x, G, muw, g, zeta, code)
-            status = 0 if opt <= tol else STOPPED_BY_CALLBACK
+            status = 0 if opt <= tol and confirmed(x, f + pen, opt, k) else STOPPED_BY_CALLBACK
             break
 
     return OptimizeResult(
