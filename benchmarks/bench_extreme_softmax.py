@@ -410,7 +410,7 @@ def run_scale(quick):
                 cpu.setdefault(f"{method}/{K}", []).extend(est.epoch_cpu_times_)
                 rows[K] = len(est.classes_)
                 if K == Ks[-1] and thp is None:
-                    thp = huge_page_share(est._R)
+                    thp = huge_page_share(est._weights.R)
     nnz = float(np.mean([data[K][0].nnz / N for K in Ks]))
     X = data[Ks[-1]][0]
     ratios = {m: float(np.median(cpu[f"{m}/{Ks[-1]}"]) / np.median(cpu[f"{m}/{Ks[0]}"]))

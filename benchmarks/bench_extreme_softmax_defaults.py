@@ -52,7 +52,7 @@ start = time.perf_counter()
 est = ExtremeSoftmaxSGD(random_state=0, eval_every=eval_every).fit(X, y)
 total = time.perf_counter() - start
 start = time.perf_counter()          # the same weights again, on fresh pages (est alive)
-weights = np.empty(est._R.shape)
+weights = np.empty(est._weights.R.shape)
 weights.fill(0)
 touch = time.perf_counter() - start
 print(json.dumps({"total": total, "driver": sum(est.epoch_times_), "classes": len(est.classes_),

@@ -60,7 +60,7 @@ def part1(sets):
         Xtr, ytr, Xte, yte, *_ = load(name)
         K, D = int(ytr.max()) + 1, Xtr.shape[1]
         dense, fit, pred, acc = _fit({}, Xtr, ytr, Xte, yte)
-        size = dense._R.nbytes
+        size = dense._weights.R.nbytes
         shape = f"{Xtr.shape[0]} x {D}, K = {K}, {Xtr.dtype}"
         rows.append([name, shape, "dense (K, D + 1)", f"{size / 2**20:.0f}", f"{fit:.2f}",
                      f"{pred:.2f}", f"{acc:.4f}", ""])
@@ -70,7 +70,7 @@ def part1(sets):
             est, fit, pred, hacc = _fit({"n_weights": n}, Xtr, ytr, Xte, yte)
             label = f"n_weights = K (D + 1) / {round(1 / fraction)}" if fraction < 1 else \
                 "n_weights = K (D + 1)"
-            rows.append([name, shape, f"{label} = {n:,}", f"{est._R.nbytes / 2**20:.0f}",
+            rows.append([name, shape, f"{label} = {n:,}", f"{est._weights.R.nbytes / 2**20:.0f}",
                          f"{fit:.2f}", f"{pred:.2f}", f"{hacc:.4f}", f"{hacc - acc:+.4f}"])
             print(rows[-1], flush=True)
     return rows
@@ -109,7 +109,7 @@ def child(bits):
         fh.write("5")
     est, fit, pred, acc = _fit({"n_weights": 2**bits}, Xtr, ytr, Xte, yte)
     print(json.dumps({
-        "bits": bits, "classes_seen": int(len(est.classes_)), "table_gib": est._R.nbytes / 2**30,
+        "bits": bits, "classes_seen": int(len(est.classes_)), "table_gib": est._weights.R.nbytes / 2**30,
         "peak_gib": _status_gib("VmHWM"), "before_fit_gib": before,
         "data_gib": (Xtr.data.nbytes + Xtr.indices.nbytes + Xtr.indptr.nbytes) / 2**30,
         "fit_s": fit, "epoch_s": float(np.median(est.epoch_times_)),

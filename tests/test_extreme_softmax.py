@@ -17,6 +17,7 @@ from sparsekit.linear_model import ExtremeSoftmaxSGD, first_label, precision_at_
 from sparsekit.losses import (_softmax, double_sum_gradient, double_sum_objective,
                               ove_objective, softmax_log_proba, softmax_nll)
 import sparsekit.linear_model._extreme_softmax as est_module
+import sparsekit.linear_model._softmax_weights as weights_module
 import sparsekit.optimize._softmax_passes as passes_module
 
 #: the estimator with its training-NLL history on (eval_every defaults to 0)
@@ -362,10 +363,10 @@ def test_pickle_stores_the_weights_once_and_keeps_coef_live(data):
     X, y = data
     est = ExtremeSoftmaxSGD(n_epochs=1, random_state=0).fit(X, y)
     blob = pickle.dumps(est)
-    assert len(blob) < 1.2 * est._R.nbytes + 20_000
+    assert len(blob) < 1.2 * est._weights.R.nbytes + 20_000
     again = pickle.loads(blob)
-    assert np.shares_memory(again.coef_, again._R)
-    assert np.shares_memory(again.intercept_, again._R)
+    assert np.shares_memory(again.coef_, again._weights.R)
+    assert np.shares_memory(again.intercept_, again._weights.R)
     np.testing.assert_array_equal(again.coef_, est.coef_)
     again.partial_fit(X[:5], y[:5])
     assert not np.array_equal(again.coef_, est.coef_)    # coef_ shows the updated weights
@@ -834,7 +835,7 @@ def test_the_default_fit_evaluates_the_nll_on_a_few_rows_only(monkeypatch, K, ex
 def test_probabilities_are_computed_a_chunk_of_rows_at_a_time(monkeypatch):
     """predict_proba holds the (n, K) output and one chunk's scores, not ~3x the output."""
     import tracemalloc
-    from sparsekit.linear_model import _extreme_softmax as module
+    from sparsekit.linear_model import _softmax_weights as module
     rng = np.random.default_rng(0)
     X = sp.random(4000, 50, density=0.1, format="csr", random_state=0)
     y = rng.integers(0, 500, 4000)
@@ -877,10 +878,10 @@ def test_sampled_scores_are_the_scores_of_the_sampled_rows(monkeypatch):
     rows = np.sort(np.random.default_rng(1).choice(300, 120, replace=False))
     for entries in (1, 50, 2**20):
         monkeypatch.setattr(est_module, "SAMPLED_ENTRIES", entries)
-        np.testing.assert_array_equal(est._sampled_scores(X, rows), est._scores(X[rows]))
-        np.testing.assert_array_equal(est._sampled_scores(X, slice(None)), est._scores(X))
+        np.testing.assert_array_equal(est._sampled_scores(X, rows), est._weights.scores(X[rows]))
+        np.testing.assert_array_equal(est._sampled_scores(X, slice(None)), est._weights.scores(X))
         np.testing.assert_allclose(est._sampled_scores(X.toarray(), rows),      # GEMMs
-                                   est._scores(X.toarray()[rows]), rtol=1e-13, atol=1e-15)
+                                   est._weights.scores(X.toarray()[rows]), rtol=1e-13, atol=1e-15)
 
 @pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")  # nce here
 def test_u_is_kept_only_by_the_methods_that_have_it(data):
@@ -955,7 +956,7 @@ def test_partial_fit_checks_parameters_on_every_call(data, bad):
 
 
 def test_predictions_score_a_chunk_of_rows_at_a_time(data, monkeypatch):
-    module = est_module
+    module = weights_module
     X, y = data
     est = ExtremeSoftmaxSGD(n_epochs=2, random_state=0).fit(X, y)
     whole_pred, whole_top = est.predict(X), est.predict_topk(X, 3)
@@ -1132,13 +1133,13 @@ def test_a_failed_partial_fit_keeps_the_stream_by_log_or_by_copy(data, monkeypat
     twin = ExtremeSoftmaxSGD("sgd", learning_rate=0.01, lr_decay=1.0, random_state=0)
     for model in (stream, twin):
         model.partial_fit(X, y, classes=np.unique(y))
-    weights = stream._R
+    weights = stream._weights.R
     with pytest.raises(ValueError, match="overflow"):
         stream.set_params(learning_rate=1e4).partial_fit(X * 30, y)
-    assert stream._R is weights
+    assert stream._weights.R is weights
     stream.set_params(learning_rate=0.01).partial_fit(X, y)
     twin.partial_fit(X, y)
-    assert (stream._R is weights) == undo           # in place, or a copy that replaced them
+    assert (stream._weights.R is weights) == undo   # in place, or a copy that replaced them
     np.testing.assert_array_equal(stream.coef_, twin.coef_)
     np.testing.assert_array_equal(stream.u_, twin.u_)
 
@@ -1706,9 +1707,9 @@ def test_hashed_weights_store_n_weights_entries_and_predict_as_their_scores():
     est = ExtremeSoftmaxSGD(n_weights=2**12, n_epochs=3, random_state=0).fit(
         Xtr, ytr.astype(str))
     K = len(est.classes_)
-    assert est._R.size == 2**12 + K and not hasattr(est, "coef_")
+    assert est._weights.R.size == 2**12 + K and not hasattr(est, "coef_")
     assert est.intercept_.shape == (K,)
-    W, b = ref.decode(est._R[0], 2**12, est._slots, Xtr.shape[1], True)
+    W, b = ref.decode(est._weights.R[0], 2**12, est._weights.slots, Xtr.shape[1], True)
     S = est.decision_function(Xte)
     np.testing.assert_allclose(S, Xte @ W.T + b, rtol=1e-10, atol=1e-10)
     np.testing.assert_array_equal(est.predict(Xte), est.classes_[np.argmax(S, axis=1)])
@@ -1736,7 +1737,7 @@ def test_hashed_weights_train_every_method_and_float32(method):
     lr = {"sgd": 0.05}.get(method, "auto")
     est = _monitored(method, n_weights=2**13, n_epochs=5, learning_rate=lr,
                      random_state=0).fit(Xtr.astype(np.float32), ytr)
-    assert est._R.dtype == np.float32 and est.intercept_.dtype == np.float32
+    assert est._weights.R.dtype == np.float32 and est.intercept_.dtype == np.float32
     assert est.loss_curve_[-1] < 0.9 * est.loss_curve_[0]
     assert est.predict_proba(Xte.astype(np.float32)).dtype == np.float32
 
@@ -1756,7 +1757,7 @@ def test_hashed_partial_fit_adds_classes_without_moving_the_others():
     est.set_params(learning_rate="auto")
     after = est.decision_function(Xte)
     np.testing.assert_allclose(after[:, 1:21], before, rtol=1e-12, atol=1e-12)
-    assert list(est._slots) == [20, *range(20), 21]
+    assert list(est._weights.slots) == [20, *range(20), 21]
     est.partial_fit(Xtr, ytr, classes=np.r_[-5, np.arange(30)])
     assert est.predict(Xte).shape == (Xte.shape[0],)
     with pytest.raises(ValueError, match="n_weights"):
@@ -1796,23 +1797,23 @@ def test_weights_too_large_to_allocate_say_so(monkeypatch):
 def test_hashed_weights_warm_start_pickle_and_a_dense_refit():
     Xtr, ytr, Xte, _ = _teacher(3000, 500, 30)
     est = ExtremeSoftmaxSGD(n_weights=2**12, n_epochs=2, random_state=0, warm_start=True)
-    table = est.fit(Xtr, ytr)._R.copy()
+    table = est.fit(Xtr, ytr)._weights.R.copy()
     est.fit(Xtr, ytr)                                    # continues from the table
-    assert not np.array_equal(est._R, table) and est._R.shape == table.shape
+    assert not np.array_equal(est._weights.R, table) and est._weights.R.shape == table.shape
     again = pickle.loads(pickle.dumps(est))
     np.testing.assert_array_equal(again.predict_proba(Xte), est.predict_proba(Xte))
     est.set_params(n_weights=None).fit(Xtr, ytr)          # starts a dense model
-    assert est.coef_.shape == (30, 500) and est._R.shape == (30, 501)
+    assert est.coef_.shape == (30, 500) and est._weights.R.shape == (30, 501)
 
 
 def test_hashed_fit_that_overflows_leaves_the_model_as_it_was():
     Xtr, ytr, _, _ = _teacher(3000, 500, 30)
     est = ExtremeSoftmaxSGD("sgd", n_weights=2**10, n_epochs=1, learning_rate=0.01,
                             random_state=0).fit(Xtr, ytr)
-    before = est._R.copy()
+    before = est._weights.R.copy()
     with pytest.raises(ValueError, match="overflow"):
         est.set_params(learning_rate=1e6).partial_fit(Xtr * 1e3, ytr)
-    np.testing.assert_array_equal(est._R, before)
+    np.testing.assert_array_equal(est._weights.R, before)
 
 
 def test_hashed_scoring_on_two_threads_is_the_one_thread_scoring():
@@ -1945,26 +1946,28 @@ def test_a_stream_averaged_restarts_its_mean_at_new_classes_and_survives_a_faile
     est = ExtremeSoftmaxSGD("sgd", average=True, random_state=0, learning_rate=0.05)
     est.partial_fit(X[low], y[low], classes=np.arange(4))
     est.partial_fit(X[low], y[low])
-    before = {k: np.copy(getattr(est, k)) for k in ("_R", "_R_iterate", "_R_total")}
+    before = {k: np.copy(getattr(est, k)) for k in ("_R_iterate", "_R_total")}
+    before["weights"] = est._weights.R.copy()
     with pytest.raises(ValueError, match="overflow"):
         est.set_params(learning_rate=1e300).partial_fit(X[low] * 1e150, y[low])
     for key, value in before.items():
-        np.testing.assert_array_equal(getattr(est, key), value)
+        np.testing.assert_array_equal(est._weights.R if key == "weights" else getattr(est, key),
+                                      value)
     assert est._n_averaged == 2
     # new classes: the mean restarts (from the model's weights, the mean so far)
     est.set_params(learning_rate=0.05).partial_fit(X, y, classes=np.arange(8))
     assert est._n_averaged == 1 and est.coef_.shape == (8, X.shape[1])
-    np.testing.assert_array_equal(est._R, est._R_iterate)
+    np.testing.assert_array_equal(est._weights.R, est._R_iterate)
     est.partial_fit(X, y)
     assert est._n_averaged == 2
-    np.testing.assert_allclose(est._R, est._R_total / 2)
+    np.testing.assert_allclose(est._weights.R, est._R_total / 2)
     # average=False goes on from the model's weights and lets the mean go; True restarts it
-    model = est._R.copy()
+    model = est._weights.R.copy()
     est.set_params(average=False).partial_fit(X, y)
     assert not hasattr(est, "_R_iterate")
     est.set_params(average=True).partial_fit(X, y)
     assert est._n_averaged == 1
-    assert not np.array_equal(est._R, model)
+    assert not np.array_equal(est._weights.R, model)
 
 
 # --- shrink: the line search on the weights' scale that ends fit

@@ -199,7 +199,7 @@ def test_a_stream_averaged_on_the_gpu_is_the_cpu_stream(cupy_backend, sparse):
             est.partial_fit(X[rows], y[rows], classes=np.arange(7))
         np.testing.assert_allclose(gpu.coef_, cpu.coef_, rtol=1e-9, atol=1e-9)
         np.testing.assert_allclose(gpu._R_iterate, cpu._R_iterate, rtol=1e-9, atol=1e-9)
-    assert gpu._n_averaged == 4 and not np.allclose(gpu._R_iterate, gpu._R)
+    assert gpu._n_averaged == 4 and not np.allclose(gpu._R_iterate, gpu._weights.R)
 
 
 def test_extreme_softmax_sgd_gpu_refuses_what_it_does_not_run(cupy_backend):

@@ -4,8 +4,9 @@ Methods follow Fagan & Iyengar (2018) (Implicit SGD, section 3.2; U-max, section
 vanilla SGD on the double sum, section 2.2; the sampled baselines) and Titsias (2016) (OVE).
 The passes over the rows are :class:`sparsekit.optimize._softmax_passes.SoftmaxPasses`'
 (around the Cython epoch drivers), the closing line search on the weights' scale is
-:func:`sparsekit.optimize._softmax_shrink.best_shrink`; this module holds the epochs, their
-history and the scikit-learn plumbing.
+:func:`sparsekit.optimize._softmax_shrink.best_shrink`, the weights and their scores
+:class:`sparsekit.linear_model._softmax_weights.SoftmaxWeights`; this module holds the
+epochs, their history and the scikit-learn plumbing.
 """
 import copy
 import time
@@ -27,19 +28,17 @@ from sparsekit.linear_model._dask_input import (block_predictions, in_memory, is
                                                 row_blocks)
 from sparsekit.linear_model._device_input import (device_product, device_scores, fit_device,
                                                   on_host, to_device)
-from sparsekit._cython._softmax_sgd import METHODS, hashed_scores
-from sparsekit.losses._softmax import _chunks, _log_softmax, _shifted_log_normalizer
-from sparsekit.losses._softmax import _scores as _softmax_scores
+from sparsekit._cython._softmax_sgd import METHODS
+from sparsekit.losses._softmax import _chunks, _log_softmax
 from sparsekit.linear_model._base import (SparsekitClassifier, check_labels,
                                           unchanged_on_error)
+from sparsekit.linear_model._softmax_weights import SoftmaxWeights
 from sparsekit.metrics import precision_at_k
 from sparsekit.optimize._softmax_passes import EpochMean, SGDRows, SoftmaxPasses, initial_rate
 from sparsekit.optimize._softmax_shrink import best_shrink, scale_flushed
 from sparsekit.utils._labels import _declared_classes, _is_multilabel, first_label
 from sparsekit.utils._rows import entry_scales, weighted_column_stats
-from sparsekit.utils._threads import openmp_call, threads_for
-from sparsekit.utils._validation import (check_dense_size, check_entry_magnitude,
-                                         validate_input)
+from sparsekit.utils._validation import check_entry_magnitude, validate_input
 
 __all__ = ["ExtremeSoftmaxSGD", "EXPECTED_FAILED_CHECKS"]
 
@@ -55,7 +54,7 @@ DIVERGENCE_ROWS = 16
 U_METHODS = ("implicit", "umax", "sgd")
 
 #: partial_fit's state with ``average=True``: the weights it trains, their sum over the
-#: calls and the number of calls summed (the model, ``_R``, is their mean)
+#: calls and the number of calls summed (the model's weights are their mean)
 STREAM_MEAN = ("_R_iterate", "_R_total", "_n_averaged")
 
 #: an end of the epochs above the starting training NLL by at most this share of it is
@@ -521,17 +520,17 @@ class ExtremeSoftmaxSGD(SparsekitClassifier):
         return tags
 
     def __sklearn_is_fitted__(self):
-        return hasattr(self, "_R")  # not merely n_features_in_, set before a call can fail
+        return hasattr(self, "_weights")  # not merely n_features_in_, set before a call can fail
 
     def __getstate__(self):
-        """``coef_`` and ``intercept_`` are views of the weights ``_R``: pickled once, the
+        """``coef_`` and ``intercept_`` are views of the weights: pickled once, the
         views rebuilt on loading (so that ``partial_fit`` keeps updating what they show)."""
         return {key: value for key, value in super().__getstate__().items()
                 if key not in ("coef_", "intercept_")}
 
     def __setstate__(self, state):
         super().__setstate__(state)
-        if "_R" in state:
+        if "_weights" in state:
             self._publish()
 
     # ------------------------------------------------------------------ validation helpers
@@ -592,79 +591,37 @@ class ExtremeSoftmaxSGD(SparsekitClassifier):
 
     # ------------------------------------------------------------------ state
     def _new_weights(self, n_classes, n_features, dtype):
-        """Zero weights: the (K, D + bias) matrix, or with ``n_weights`` one row holding the
-        hashed table and one intercept per class slot (``_slots``: class -> slot)."""
-        self._n_weights = self.n_weights
-        self._bias = bool(self.fit_intercept)
-        shape = ((1, self.n_weights + n_classes) if self.n_weights is not None
-                 else (n_classes, n_features + int(self.fit_intercept)))
-        # refused before np.empty, whose pages may not exist: filling them ends the process
-        check_dense_size("the weights", [("rows", shape[0]), ("columns", shape[1])],
-                         np.dtype(dtype).itemsize, "pass a smaller n_weights" if self.n_weights
-                         else "pass n_weights to bound them (a hashed table of that size)")
-        # filled explicitly: np.zeros maps lazily, and the first epoch would pay the page faults
-        try:
-            self._R = np.empty(shape, dtype=dtype)
-        except (ValueError, MemoryError) as exc:
-            size = float(np.prod(shape, dtype=np.float64)) * np.dtype(dtype).itemsize
-            what = f"n_weights={self.n_weights}" if self.n_weights is not None else (
-                f"{n_classes} classes x {n_features} features (n_weights bounds it)")
-            raise MemoryError(f"ExtremeSoftmaxSGD: the weights of {what} take {size:.3g} "
-                              f"bytes, more than this machine can allocate") from exc
-        self._R.fill(0)
-        self._slots = np.arange(n_classes, dtype=np.intp)
+        """Zero weights (:class:`~sparsekit.linear_model._softmax_weights.SoftmaxWeights`)
+        for the estimator's ``fit_intercept`` and ``n_weights``."""
+        self._weights = SoftmaxWeights.zeros(n_classes, n_features, dtype, self.fit_intercept,
+                                             self.n_weights)
         self._publish()
 
     def _grow_classes(self, known):
         """Weights for the class set ``known``, a superset of ``classes_``: zero for the new
-        classes (new rows; hashed: new slots after the others, so that the table's entries
-        keep their classes)."""
-        where = np.searchsorted(known, self.classes_)
-        if self._n_weights is None:
-            R = np.zeros((len(known), self._R.shape[1]), dtype=self._R.dtype)
-            R[where] = self._R
-        else:
-            new = len(known) - len(self.classes_)
-            R = np.concatenate([self._R, np.zeros((1, new), dtype=self._R.dtype)], axis=1)
-            slots = np.empty(len(known), dtype=np.intp)
-            slots[where] = self._slots
-            slots[np.setdiff1d(np.arange(len(known)), where)] = len(self._slots) + np.arange(new)
-            self._slots = slots
-        self._R, self.classes_ = R, known
+        classes."""
+        self._weights = self._weights.grown(np.searchsorted(known, self.classes_), len(known))
+        self.classes_ = known
         self._publish()
-
-    def _attributes(self, R):
-        """``coef_`` and ``intercept_`` of the weights R (views; without ``coef_`` and with an
-        intercept copy for hashed weights)."""
-        if self._n_weights is not None:
-            intercept = (R[0, self._n_weights + self._slots] if self._bias
-                         else np.zeros(len(self._slots), dtype=R.dtype))
-            return {"intercept_": intercept}
-        D = R.shape[1] - int(self._bias)
-        return {"coef_": R[:, :D],
-                "intercept_": R[:, D] if self._bias else np.zeros(R.shape[0], R.dtype)}
 
     def _model_now(self, scales=None):
         """The fitted attributes of the weights as they are now (for the callbacks); the
         passes' weights of columns divided by ``scales`` (:meth:`_column_scales`) divided
         by them too."""
-        R = self._R.copy()
+        weights = self._weights.copy()
         if scales is not None:
-            R[:, :scales.size] /= scales
-        return {"_R": R, **self._attributes(R)}
+            weights.scale_columns(scales, inverse=True)
+        return {"_weights": weights, **weights.attributes()}
 
     def _publish(self):
         self.__dict__.pop("coef_", None)      # hashed weights have none
-        self.__dict__.update(self._attributes(self._R))
+        self.__dict__.update(self._weights.attributes())
 
     def _scale_columns(self, scales, inverse=False):
         """Multiply (``inverse``: divide) in place the weights of X's columns by ``scales``:
         from the coefficients to the weights of the passes on X's columns divided by them
         (:meth:`_column_scales`), and back."""
-        if inverse:
-            self._R[:, :scales.size] /= scales
-        else:
-            self._R[:, :scales.size] *= scales
+        self._weights.scale_columns(scales, inverse)
         self._publish()
 
     def _column_scales(self, X, sample_weight):
@@ -704,7 +661,7 @@ class ExtremeSoftmaxSGD(SparsekitClassifier):
         n = X.shape[0]
         if self.u_init == "zero":
             return np.zeros(n)
-        if self.u_init == "log_k" or not np.any(self._R):
+        if self.u_init == "log_k" or not np.any(self._weights.R):
             return np.full(n, np.log(K))
         return self._nll(X, y_idx)
 
@@ -719,13 +676,9 @@ class ExtremeSoftmaxSGD(SparsekitClassifier):
     def _nll(self, X, y_idx):
         """Per-row NLL of the current weights, a chunk of rows at a time (on the GPU for a
         ``device="cuda"`` fit with dense weights: :meth:`_device_nll`)."""
-        if self.device == "cuda" and self._n_weights is None:
+        if self.device == "cuda" and self._weights.n_weights is None:
             return self._device_nll(X, y_idx)
-        nll = np.empty(X.shape[0])
-        for rows, S in self._chunk_scores(X):
-            Z, log_norm = _shifted_log_normalizer(S)
-            nll[rows] = log_norm - Z[np.arange(Z.shape[0]), y_idx[rows]]
-        return nll
+        return self._weights.nll(X, y_idx, self.n_jobs)
 
     def _device_nll(self, X, y_idx):
         """:meth:`_nll` on the GPU: float64 scores of a chunk of rows at a time, the exact
@@ -750,27 +703,12 @@ class ExtremeSoftmaxSGD(SparsekitClassifier):
         """The float64 scores of ``X[rows]`` (``rows`` from :meth:`_sample_rows`), its rows
         copied about SAMPLED_ENTRIES entries at a time: a sample can be most of X."""
         if isinstance(rows, slice):
-            return self._scores(_taken(X, rows))
+            return self._weights.scores(_taken(X, rows), self.n_jobs)
         per_row = X.nnz / max(X.shape[0], 1) if sp.issparse(X) else X.shape[1]
         step = max(1, int(SAMPLED_ENTRIES // max(per_row, 1.0)))
-        parts = [self._scores(X[rows[start:start + step]])
+        parts = [self._weights.scores(X[rows[start:start + step]], self.n_jobs)
                  for start in range(0, rows.size, step)]
         return parts[0] if len(parts) == 1 else np.concatenate(parts)
-
-    def _scores(self, X):
-        """float64 scores of every class for the rows of a validated X (a chunk of them)."""
-        if self._n_weights is None:
-            return _softmax_scores(X, self.coef_, self.intercept_)
-        if sp.issparse(X):
-            X = sp.csr_matrix(X, dtype=np.float64)
-            data, indices, indptr, dense = X.data, X.indices, X.indptr, False
-        else:
-            data = np.ascontiguousarray(X, dtype=np.float64).ravel()
-            indices = indptr = np.zeros(1, dtype=np.intp)
-            dense = True
-        threads = threads_for(self.n_jobs, X.shape[0])
-        return openmp_call(threads, hashed_scores, data, indices, indptr, dense, X.shape[1],
-                           self._bias, self._R[0], self._n_weights, self._slots, threads)
 
     def _passes(self):
         """The passes of the method over rows, with the estimator's parameters and the
@@ -779,7 +717,8 @@ class ExtremeSoftmaxSGD(SparsekitClassifier):
                              batch_size=self.batch_size, delta=self.delta, alpha=self.alpha,
                              exclude_true=not self.sample_true_class,
                              shared_classes=self.shared_classes, n_jobs=self.n_jobs,
-                             device=self.device, bias=self._bias, n_weights=self._n_weights)
+                             device=self.device, bias=self._weights.bias,
+                             n_weights=self._weights.n_weights)
 
     def _initial_rate(self, xsq, sample_weight):
         """eta_0: ``learning_rate``, or for "auto" the method's rate over the rows' scale
@@ -812,17 +751,18 @@ class ExtremeSoftmaxSGD(SparsekitClassifier):
             return 1.0
         weights = weights / weights.max()        # sums near 1e308 stay finite
         # the objective over the weights' sum: mean NLL + alpha ||R||^2 / (2 sum of weights)
-        ridge = (self.alpha * float(np.vdot(self._R, self._R)) / float(sample_weight.sum())
+        R = self._weights.R
+        ridge = (self.alpha * float(np.vdot(R, R)) / float(sample_weight.sum())
                  if self.alpha > 0 else 0.0)
         factor = best_shrink(self._sampled_scores(X, rows), y_idx[rows],
                              weights / weights.sum(), ridge)
         if factor < 1.0:
-            scale_flushed(self._R, factor)
+            scale_flushed(self._weights.R, factor)
             self._publish()
         return factor
 
     def _stream_weights(self, fresh):
-        """With ``average=True``, make ``_R`` the weights partial_fit trains: the stream's
+        """With ``average=True``, make the weights those partial_fit trains: the stream's
         last weights (the model is their mean), or the model's own on the first call and on
         a call that declares new classes (the mean restarts there). Returns whether the
         stream averages (if not, a mean kept from earlier calls is let go)."""
@@ -831,34 +771,34 @@ class ExtremeSoftmaxSGD(SparsekitClassifier):
                 self.__dict__.pop(key, None)
             return False
         if not fresh and "_R_iterate" in self.__dict__:
-            self._R = self._R_iterate
+            self._weights = self._weights.replaced(self._R_iterate)
             self._publish()
         return True
 
     def _average_stream(self, fresh):
-        """After a partial_fit pass on the weights ``_R``: add them to the stream's sum
+        """After a partial_fit pass on the weights: add them to the stream's sum
         (new arrays, so that a failed call leaves the old ones) and make the model their
         mean."""
         restart = fresh or "_R_iterate" not in self.__dict__
-        iterate = self._R
+        iterate = self._weights.R
         self._R_total = iterate.copy() if restart else self._R_total + iterate
         self._n_averaged = 1 if restart else self._n_averaged + 1
         self._R_iterate = iterate
-        self._R = self._R_total / self._n_averaged
+        self._weights = self._weights.replaced(self._R_total / self._n_averaged)
         self._publish()
 
     def _guard_weights(self, passes):
         """Run the next passes on a copy of the weights when they may fail (the explicit
         methods can overflow), so that the call's rollback finds them as they were."""
         if passes.may_overflow():
-            self._R = self._R.copy()
+            self._weights = self._weights.replaced(self._weights.R.copy())
             self._publish()
 
     def _pass(self, passes, rows, y_idx, sample_weight, u, eta, order, seed, undo=False):
         """One pass of ``passes`` over ``rows`` on the weights, its times recorded; a pass
         that overflowed is a ValueError."""
-        status, wall, cpu = passes.run(self._R, rows, y_idx, sample_weight, u, eta, order,
-                                       seed, slots=self._slots, undo=undo)
+        status, wall, cpu = passes.run(self._weights.R, rows, y_idx, sample_weight, u, eta, order,
+                                       seed, slots=self._weights.slots, undo=undo)
         self.epoch_cpu_times_.append(cpu)
         self.epoch_times_.append(wall)
         self._publish()
@@ -980,21 +920,18 @@ class ExtremeSoftmaxSGD(SparsekitClassifier):
                                              ensure_non_negative=True)
         sample_weight = self._class_weighted(sample_weight, y_idx)
         rng = check_random_state(self.random_state)
-        warm = (self.warm_start and hasattr(self, "_R")
+        warm = (self.warm_start and hasattr(self, "_weights")
                 and np.array_equal(previous, classes)
-                and self._bias == bool(self.fit_intercept)
-                and self._n_weights == self.n_weights
-                and (self.n_weights is not None
-                     or self._R.shape[1] == X.shape[1] + int(self.fit_intercept)))
+                and self._weights.fits(X.shape[1], self.fit_intercept, self.n_weights))
         for key in ("_stream_rng",) + STREAM_MEAN:   # a later partial_fit restarts the stream
             self.__dict__.pop(key, None)
         if not warm:
             self._new_weights(len(classes), X.shape[1], X.dtype)
         passes = self._passes()
         scales = self._scales = self._column_scales(X, sample_weight)   # partial_fit's too
-        if warm and (self._R.dtype != X.dtype or scales is not None):
+        if warm and (self._weights.R.dtype != X.dtype or scales is not None):
             # warm weights follow the new data's precision; a new array, scaled in place
-            self._R = self._R.astype(X.dtype)
+            self._weights = self._weights.replaced(self._weights.R.astype(X.dtype))
             self._publish()
         elif warm:
             self._guard_weights(passes)
@@ -1003,7 +940,7 @@ class ExtremeSoftmaxSGD(SparsekitClassifier):
             Xt = _divided_columns(X, scales)
             self._scale_columns(scales)
         y_idx = y_idx.astype(np.intp)
-        rows = SGDRows.of(Xt, self._R.dtype, self._bias)
+        rows = SGDRows.of(Xt, self._weights.R.dtype, self._weights.bias)
         Xt = rows.matrix()     # a sparse X's entries summed and sorted, as the passes read them
         self.learning_rate_ = self._initial_rate(rows.xsq, sample_weight)
         u = (self.u_.copy() if warm and getattr(self, "u_", np.empty(0)).shape == (X.shape[0],)
@@ -1051,7 +988,7 @@ class ExtremeSoftmaxSGD(SparsekitClassifier):
             task = self._begin_subtask(context, "epoch", *shown)
             self._pass(passes, rows, y_idx, sample_weight, u, eta, order, seed)
             stop = self._end_subtask(task, *shown, lambda: self._model_now(scales))
-            averaged.add(epoch, self._R)
+            averaged.add(epoch, self._weights.R)
             self.n_iter_ = epoch + 1
             last = epoch + 1 == self.n_epochs
             if self.eval_every and ((epoch + 1) % self.eval_every == 0 or last):
@@ -1073,7 +1010,7 @@ class ExtremeSoftmaxSGD(SparsekitClassifier):
         the training NLL of the epochs' model (before the shrink)."""
         changes = []
         if averaged.count > 1:
-            self._R = averaged.mean()
+            self._weights = self._weights.replaced(averaged.mean())
             self._publish()
             changes.append(f"the mean of the weights after epochs {averaged.start + 1}-"
                            f"{self.n_iter_}")
@@ -1151,7 +1088,7 @@ class ExtremeSoftmaxSGD(SparsekitClassifier):
         streamed = self._stream_weights(fresh)
         y_idx = np.searchsorted(self.classes_, y).astype(np.intp)
         sample_weight = self._class_weighted(sample_weight, y_idx)   # a dict: checked above
-        X = X.astype(self._R.dtype, copy=False)
+        X = X.astype(self._weights.R.dtype, copy=False)
         rng = getattr(self, "_stream_rng", None)
         # the stream's generator advances on a copy: a call that fails leaves it as it was
         rng = check_random_state(self.random_state) if first or rng is None else copy.deepcopy(rng)
@@ -1163,16 +1100,16 @@ class ExtremeSoftmaxSGD(SparsekitClassifier):
         scales = getattr(self, "_scales", None)      # those of the first call, or of fit
         scales = None if scales is None else scales.astype(X.dtype)
         rows = SGDRows.of(X if scales is None else _divided_columns(X, scales),
-                          self._R.dtype, self._bias)
+                          self._weights.R.dtype, self._weights.bias)
         if first or self.learning_rate != "auto" or not hasattr(self, "learning_rate_"):
             self.learning_rate_ = self._initial_rate(rows.xsq, sample_weight)  # first chunk
         eta = self.learning_rate_ * self.lr_decay**self.n_iter_
         if scales is not None:     # the passes' weights: a new array, which a failure drops
             undo = None
-            self._R = self._R.copy()
+            self._weights = self._weights.replaced(self._weights.R.copy())
             self._scale_columns(scales)
         else:
-            undo = None if fresh else passes.undo_is_cheaper(self._R, rows,
+            undo = None if fresh else passes.undo_is_cheaper(self._weights.R, rows,
                                                              len(self.classes_))
         if undo is False:    # the pass overwrites weights that a failure must give back
             self._guard_weights(passes)
@@ -1208,13 +1145,14 @@ class ExtremeSoftmaxSGD(SparsekitClassifier):
         if not first and not np.all(np.isin(self.classes_, known)):
             raise ValueError("classes must contain every class declared before "
                              f"({len(self.classes_)} classes); got {len(known)}")
-        if not first and bool(self.fit_intercept) != self._bias:
+        if not first and bool(self.fit_intercept) != self._weights.bias:
             raise ValueError(f"fit_intercept={self.fit_intercept} but the streamed model "
-                             f"was started with fit_intercept={self._bias}; call fit to "
-                             "restart")
-        if not first and self.n_weights != self._n_weights:
+                             f"was started with fit_intercept={self._weights.bias}; call fit "
+                             "to restart")
+        if not first and self.n_weights != self._weights.n_weights:
             raise ValueError(f"n_weights={self.n_weights} but the streamed model was "
-                             f"started with n_weights={self._n_weights}; call fit to restart")
+                             f"started with n_weights={self._weights.n_weights}; call fit to "
+                             "restart")
         unknown = ~np.isin(y, known)
         if np.any(unknown):
             raise ValueError(f"y contains labels not declared in classes: "
@@ -1235,11 +1173,11 @@ class ExtremeSoftmaxSGD(SparsekitClassifier):
         numeric classes)."""
         check_is_fitted(self)
         cp = require_cupy()
-        if self._n_weights is None:
+        if self._weights.n_weights is None:
             S = device_scores(X, self.coef_.astype(np.float64),
                               self.intercept_.astype(np.float64))
         else:                  # the hashed table is scored on the host
-            S = cp.asarray(self._scores(self._checked(X.get())))
+            S = cp.asarray(self._weights.scores(self._checked(X.get()), self.n_jobs))
         if kind == "labels" or isinstance(kind, int):
             best = (S.argmax(axis=1) if kind == "labels"   # top k: ties to the lower class
                     else cp.argsort(-S, axis=1, kind="stable")[:, :kind])
@@ -1251,24 +1189,18 @@ class ExtremeSoftmaxSGD(SparsekitClassifier):
             S = Z - cp.log(cp.exp(Z).sum(axis=1, keepdims=True))
             if kind == "proba":
                 S = cp.exp(S)
-        return S.astype(np.result_type(X.dtype, self._R.dtype))
+        return S.astype(np.result_type(X.dtype, self._weights.R.dtype))
 
     def _checked(self, X):
         check_is_fitted(self)
         return validate_input(self, X, accept_sparse="csr", dtype=[np.float64, np.float32],
                              reset=False)
 
-    def _chunk_scores(self, X):
-        """(rows, float64 scores of X[rows]) for the chunks of rows of a validated X
-        (``_chunks``), one chunk scored at a time; a chunk of every row scores X itself,
-        unsliced."""
-        for rows in _chunks(X.shape[0], len(self.classes_)):
-            yield rows, self._scores(X if rows == slice(0, X.shape[0]) else X[rows])
-
     def _row_reduce(self, X, reduce):
         """``reduce(scores)`` over chunks of rows, stacked: the scores of a chunk at a time
         (predictions for 1e4 rows and 1e5 classes would otherwise hold 8 GB of scores)."""
-        parts = [reduce(S) for _, S in self._chunk_scores(self._checked(X))]
+        X = self._checked(X)
+        parts = [reduce(S) for _, S in self._weights.chunk_scores(X, self.n_jobs)]
         return parts[0] if len(parts) == 1 else np.concatenate(parts)
 
     def _row_map(self, X, transform):
@@ -1277,9 +1209,9 @@ class ExtremeSoftmaxSGD(SparsekitClassifier):
         returned as it is). Scores are computed in float64; the output is float32 when both
         X and the model are."""
         X = self._checked(X)
-        dtype = np.result_type(X.dtype, self._R.dtype)
+        dtype = np.result_type(X.dtype, self._weights.R.dtype)
         out = None
-        for rows, S in self._chunk_scores(X):
+        for rows, S in self._weights.chunk_scores(X, self.n_jobs):
             if rows == slice(0, X.shape[0]):
                 return transform(S).astype(dtype, copy=False)
             if out is None:

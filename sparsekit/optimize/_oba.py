@@ -488,10 +488,10 @@ def minimize_oba(f_grad, hessp, x0, mu, *, penalty_weights=None, lipschitz=None,
         most ``tol`` (``state`` an ``OptimizeResult`` holding ``x``, a view of the iterate
         to copy if kept, ``fun``, ``optimality`` and ``nit``): the solve stops there only
         when it returns True, and otherwise goes on, for a test that the measure cannot
-        make, such as a duality gap (ours). A test whose pass at some ``tol`` implies its
-        pass at any larger ``tol`` keeps the solve's stop monotone in ``tol``: the
-        iterates do not depend on it, so a smaller ``tol`` stops at the same iterate or a
-        later one, whose F is not larger.
+        make, such as a duality gap (ours). The iterates do not depend on ``tol``: with a
+        test that passes at a larger ``tol`` wherever it passes at a smaller one (a gap
+        below a fixed share of F, or a measure below ``tol`` / 100), a smaller ``tol``
+        stops at the same iterate or a later one, whose F is not larger.
     callback : callable, optional
         Called after each iteration with a copy of ``x``, or, when its only parameter is
         named ``intermediate_result``, with an ``OptimizeResult`` holding ``x``, ``fun``,
