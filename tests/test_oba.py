@@ -928,7 +928,7 @@ def test_estimated_lipschitz_constant_bounds_the_true_one():
 
 @pytest.mark.parametrize("option,value", [("eta", -1.0), ("eta", 2.0), ("cg_rtol", -1.0),
                                           ("cg_rtol_explicit", 1.5), ("cg_maxiter", 0),
-                                          ("cg_maxiter_explicit", 2.5)])
+                                          ("cg_maxiter_explicit", 2.5), ("confirm", 1.0)])
 def test_minimize_oba_rejects_options_it_cannot_use(option, value):
     X = np.random.default_rng(1).standard_normal((20, 4))
     d = Quadratic(X, X[:, 0])

@@ -50,6 +50,7 @@ class SoftmaxWeights:
 
     @property
     def n_classes(self):
+        """The number of classes (of slots, for hashed weights)."""
         return self.slots.size
 
     def fits(self, n_features, bias, n_weights):
@@ -91,6 +92,7 @@ class SoftmaxWeights:
         return SoftmaxWeights(R, self.bias, self.n_weights, self.slots)
 
     def copy(self):
+        """The same layout over a copy of the weights."""
         return self.replaced(self.R.copy())
 
     def scale_columns(self, scales, inverse=False):

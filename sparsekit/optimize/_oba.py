@@ -247,7 +247,7 @@ def _checked_start(x0, mu, penalty_weights, shift_invariant):
 
 
 def _checked_controls(*, max_iter, tol, lipschitz, tau0_max, tau0_flat, eta, cg_rtol,
-                      cg_rtol_explicit, cg_maxiter, cg_maxiter_explicit):
+                      cg_rtol_explicit, cg_maxiter, cg_maxiter_explicit, confirm):
     """Check the solver's controls; returns ``cg_maxiter_explicit`` (``cg_maxiter`` if None)."""
     if not (isinstance(max_iter, Integral) and max_iter >= 0):
         raise ValueError(f"max_iter must be a non-negative integer, got {max_iter!r}")
@@ -265,6 +265,8 @@ def _checked_controls(*, max_iter, tol, lipschitz, tau0_max, tau0_flat, eta, cg_
     for name, value in (("cg_rtol", cg_rtol), ("cg_rtol_explicit", cg_rtol_explicit)):
         if value is not None and not (isinstance(value, Real) and 0 < value < 1):
             raise ValueError(f"{name} must be a number in (0, 1), got {value!r}")
+    if confirm is not None and not callable(confirm):
+        raise ValueError(f"confirm must be a callable or None, got {confirm!r}")
     cg_maxiter_explicit = cg_maxiter if cg_maxiter_explicit is None else cg_maxiter_explicit
     for name, value in (("cg_maxiter", cg_maxiter),
                         ("cg_maxiter_explicit", cg_maxiter_explicit)):
@@ -534,7 +536,7 @@ def minimize_oba(f_grad, hessp, x0, mu, *, penalty_weights=None, lipschitz=None,
     cg_maxiter_explicit = _checked_controls(
         max_iter=max_iter, tol=tol, lipschitz=lipschitz, tau0_max=tau0_max,
         tau0_flat=tau0_flat, eta=eta, cg_rtol=cg_rtol, cg_rtol_explicit=cg_rtol_explicit,
-        cg_maxiter=cg_maxiter, cg_maxiter_explicit=cg_maxiter_explicit)
+        cg_maxiter=cg_maxiter, cg_maxiter_explicit=cg_maxiter_explicit, confirm=confirm)
     f_grad = checked_f_grad(f_grad, n, "f_grad")
     hessp = checked_hessp(hessp, "hessp")
     report = Callback(callback)
