@@ -349,26 +349,26 @@ class _GapCheck:
 def _checked_solve(datafit, C, tol, max_iter, x0, verbose, l1_ratio, cg_maxiter=1000,
                    callback=None):
     """:func:`_solve` stopped at the first iterate that meets ``tol`` with a relative
-    duality gap at most GAP_CONFIRM or a measure at most ``refine_tol`` (:class:`_GapCheck`);
-    its result with the gap at x as ``duality_gap`` and ``refined``, the share of F that
-    the iterations after the first to meet ``tol`` removed (a lower bound on how far that
-    iterate lay above the minimum, as the gap is an upper one): 0 when that iterate was
-    confirmed, NaN when none was within ``max_iter`` (or the solve stalled). Without the
-    gradient ``jac``, which no caller reads."""
+    duality gap at most GAP_CONFIRM or a measure at most ``tol_floor`` (:class:`_GapCheck`);
+    its result with the gap at x as ``duality_gap``, ``tol_floor`` and ``tol_excess``, the
+    share of F that the iterations after the first to meet ``tol`` removed (a lower bound
+    on how far that iterate lay above the minimum, as the gap is an upper one): 0 when
+    that iterate was confirmed, NaN when none was within ``max_iter`` (or the solve
+    stalled). Without the gradient ``jac``, which no caller reads."""
     # at most a tenth of the penalty weight 1/(C n): below it the solve must move w (a
     # weight of 0, which _solve refuses, has none)
     weight = C * datafit.n_samples
-    refine_tol = min(tol / 100, 0.1 / weight) if weight > 0 else tol / 100
-    check = _GapCheck(datafit, C, l1_ratio, refine_tol)
+    tol_floor = min(tol / 100, 0.1 / weight) if weight > 0 else tol / 100
+    check = _GapCheck(datafit, C, l1_ratio, tol_floor)
     res = _solve(datafit, C, tol, max_iter, x0, verbose, l1_ratio, cg_maxiter, callback,
                  confirm=check)
     res.pop("jac")
     res.duality_gap = (check.gap if check.nit == res.nit
                        else relative_duality_gap(datafit, res.x, C, l1_ratio))
-    res.refine_tol = refine_tol
-    res.refined = 0.0 if check.first is None else (check.first - res.fun) / check.first
+    res.tol_floor = tol_floor
+    res.tol_excess = 0.0 if check.first is None else (check.first - res.fun) / check.first
     if check.first is not None and res.status in (1, 2):   # met tol, never confirmed
-        res.refined = np.nan
+        res.tol_excess = np.nan
     return res
 
 
@@ -904,12 +904,12 @@ class L1LogisticOBA(LinearClassifierMixin, SparseCoefMixin, SparsekitClassifier)
             self._say(f"{name}: {r.nit} iterations, {r.ncg} CG, optimality "
                       f"{r.optimality:.2e}, F/(C n) {r.fun:.10e}, relative duality gap "
                       f"{gap:.2e}")
-            if r.success and r.refined > 0 and not (r.refined > EXCESS_WARN
+            if r.success and r.tol_excess > 0 and not (r.tol_excess > EXCESS_WARN
                                                     and gap > GAP_WARN):
                 self._say(f"{name}: tol {self.tol:.2e} was met with a duality gap above "
                           f"{GAP_CONFIRM:.0%} of F; the solve went on until the gap was "
-                          f"below it or the optimality below {r.refine_tol:.2e}, lowering "
-                          f"F by {r.refined:.2e} of it")
+                          f"below it or the optimality below {r.tol_floor:.2e}, lowering "
+                          f"F by {r.tol_excess:.2e} of it")
         self._warn_unconverged(names, results, self.duality_gap_, data.long_rows)
         self._end_fit_task(context, X, y, sample_weight)
         return self
@@ -994,17 +994,17 @@ class L1LogisticOBA(LinearClassifierMixin, SparseCoefMixin, SparsekitClassifier)
         """One ConvergenceWarning per kind of failure, naming the problems it concerns (a
         one-vs-rest fit of many classes would otherwise print a warning per class);
         ``rows`` as :func:`_warn_not_converged` takes it."""
-        unconfirmed = [k for k, r in enumerate(results) if np.isnan(r.refined)]
+        unconfirmed = [k for k, r in enumerate(results) if np.isnan(r.tol_excess)]
         unconverged = [k for k, r in enumerate(results)   # a requested stop is no failure
                        if not r.success and r.status != STOPPED_BY_CALLBACK
                        and k not in unconfirmed]
         flat = [k for k, r in enumerate(results)
-                if r.success and r.refined > EXCESS_WARN and gaps[k] > GAP_WARN]
+                if r.success and r.tol_excess > EXCESS_WARN and gaps[k] > GAP_WARN]
         if unconverged:
             _warn_not_converged(names, unconverged, results, self.tol, rows=rows)
         if unconfirmed:
             gap = _upto(unconfirmed, max(gaps[k] for k in unconfirmed), ".1%")
-            floor = results[unconfirmed[0]].refine_tol    # n and C: the same for each
+            floor = results[unconfirmed[0]].tol_floor     # n and C: the same for each
             warnings.warn(f"OBA met tol {self.tol:.2e} for {_problems(names, unconfirmed)}, "
                           f"but its duality gap, an upper bound on how far F lies above its "
                           f"minimum, is {gap} of F, and the iterations that followed brought "
@@ -1013,15 +1013,15 @@ class L1LogisticOBA(LinearClassifierMixin, SparseCoefMixin, SparsekitClassifier)
                           "the fit: rescale X (e.g. StandardScaler) or raise max_iter.",
                           ConvergenceWarning)
         if flat:
-            excess = [results[k].refined for k in flat]
+            excess = [results[k].tol_excess for k in flat]
             excess = (f"{excess[0]:.2%}" if len(flat) == 1
                       else f"{min(excess):.2%} to {max(excess):.2%}")
-            tols = {f"{results[k].refine_tol:.2e}" for k in flat}
+            floor = results[flat[0]].tol_floor            # n and C: the same for each
             gap = _upto(flat, max(gaps[k] for k in flat), ".1%")
             warnings.warn(f"OBA met tol {self.tol:.2e} for {_problems(names, flat)} with F at "
-                          f"least {excess} above its minimum: the solve continued to tol "
-                          f"{' or '.join(sorted(tols, key=float, reverse=True))}, which "
-                          f"lowered F that much (the model returned), and the duality gap "
+                          f"least {excess} above its minimum: the solve went on to an "
+                          f"optimality of {floor:.2e}, which lowered F that much (the model "
+                          f"returned), and the duality gap "
                           f"still bounds F's excess by {gap}: F is very flat here (large C, "
                           "(nearly) separable classes or tiny feature scales); lower tol or "
                           "rescale X.", ConvergenceWarning)
