@@ -15,6 +15,12 @@ Two parts, every product on one BLAS thread:
    for more classes; its problem built untimed), with OBA's objective's relative gap to
    LIBLINEAR's (negative: OBA's is lower).
 
+3. An image table as users hold it: MNIST's 60,000 training images as the NumPy array of
+   raw pixels (uint8, 0-255) and as pixels / 255 (float64), digit 0 against the rest, and
+   the array's CSR copy beside: ``L1LogisticOBA(C=C)`` (tol 1e-8) against LIBLINEAR at
+   ``-e 1e-4``, CPU seconds of one fit; then ``L1LogisticOBA()`` on the raw array with its
+   ten classes, one-vs-rest, against LIBLINEAR's one-vs-rest (skipped without the data).
+
 ``--save FILE`` writes the rows as JSON; ``--before FILE`` puts such a file's rows (the
 same script run on an earlier commit's build) beside this run's. Writes section
 "l1_dense_tall" of doc/benchmarks.md::
@@ -86,13 +92,13 @@ def cpu_time(fit, long=5.0):
             return statistics.median(times), out
 
 
-def liblinear(X, y):
+def liblinear(X, y, C=1.0, long=5.0):
     """(CPU seconds, coef (classes x features, one row for two classes), intercepts)."""
     from liblinear import liblinearutil
 
     prob = liblinearutil.problem([float(v) for v in y], np.ascontiguousarray(X, np.float64))
-    param = liblinearutil.parameter("-s 6 -B 1 -R -q -c 1 -e 1e-4")
-    seconds, model = cpu_time(lambda: liblinearutil.train(prob, param))
+    param = liblinearutil.parameter(f"-s 6 -B 1 -R -q -c {C!r} -e 1e-4")
+    seconds, model = cpu_time(lambda: liblinearutil.train(prob, param), long=long)
     labels = model.get_labels()
     k = 1 if len(labels) == 2 else len(labels)
     # a copy: the model's memory goes with it
@@ -104,15 +110,15 @@ def liblinear(X, y):
     return seconds, W[:, :-1], W[:, -1]
 
 
-def objective(X, y, coef, intercept):
-    """The one-vs-rest -s 6 objective at C = 1, summed over the problems (one for two
+def objective_at(X, y, coef, intercept, C):
+    """The one-vs-rest -s 6 objective at ``C``, summed over the problems (one for two
     classes)."""
     classes = np.unique(y)
     targets = [classes[1]] if classes.size == 2 else classes
     total = 0.0
     for row, b, c in zip(coef, intercept, targets):
         margins = np.where(y == c, 1.0, -1.0) * (X @ row.astype(np.float64) + b)
-        total += np.abs(row).sum() + np.logaddexp(0.0, -margins).sum()
+        total += np.abs(row).sum() + C * np.logaddexp(0.0, -margins).sum()
     return total
 
 
@@ -127,8 +133,8 @@ def fit_rows():
             oba_s, oba = cpu_time(lambda: L1LogisticOBA().fit(X, y))
             lr_s, lr = cpu_time(lambda: LogisticRegression().fit(X, y))
         ll_s, ll_coef, ll_b = liblinear(X, y)
-        f_oba = objective(X, y, oba.coef_, oba.intercept_)
-        f_ll = objective(X, y, ll_coef, ll_b)
+        f_oba = objective_at(X, y, oba.coef_, oba.intercept_, 1.0)
+        f_ll = objective_at(X, y, ll_coef, ll_b, 1.0)
         rows.append({"data": f"{n} x {d} {dtype}, {k} classes", "oba": oba_s,
                      "oba_iter": int(np.sum(oba.n_iter_)), "lr": lr_s, "liblinear": ll_s,
                      "gap": (f_oba - f_ll) / abs(f_ll), "oba_acc": float(oba.score(X, y)),
@@ -137,9 +143,50 @@ def fit_rows():
     return rows
 
 
+#: (pixels divided by, C) of the image part's binary fits
+IMAGE_FITS = [(1.0, 0.01), (1.0, 1.0), (255.0, 0.1), (255.0, 1.0), (255.0, 10.0)]
+
+
+def image_rows():
+    """The image part (none without MNIST in the data folder)."""
+    import scipy.sparse as sp
+
+    from sparsekit.datasets import load_mnist
+    try:
+        X, y = load_mnist()
+    except (OSError, ValueError) as exc:
+        print(f"image part skipped: {exc}", flush=True)
+        return []
+    rows, y0 = [], np.where(y == 0, 1, 0)
+    for scale, C in IMAGE_FITS:
+        A = X if scale == 1.0 else X / scale
+        fits = {}
+        for form, data in (("array", A), ("CSR", sp.csr_matrix(A))):
+            seconds, est = cpu_time(lambda: L1LogisticOBA(C=C).fit(data, y0), long=1.0)
+            fits[form] = {"seconds": seconds, "iterations": int(est.n_iter_[0]),
+                          "F": objective_at(A, y0, est.coef_, est.intercept_, C)}
+        ll_s, ll_coef, ll_b = liblinear(A, y0, C=C, long=1.0)
+        rows.append({"data": f"{'raw pixels' if scale == 1 else 'pixels / 255'}, C = {C:g}",
+                     **{f"{form} {k}": v for form, fit in fits.items() for k, v in fit.items()},
+                     "liblinear": ll_s, "liblinear F": objective_at(A, y0, ll_coef, ll_b, C)})
+        print(rows[-1], flush=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        start = time.process_time()
+        est = L1LogisticOBA().fit(X, y)
+        oba_s = time.process_time() - start
+    ll_s, ll_coef, ll_b = liblinear(X, y, long=1.0)
+    rows.append({"data": "raw pixels, 10 classes, L1LogisticOBA()", "array seconds": oba_s,
+                 "array iterations": int(np.sum(est.n_iter_)),
+                 "array F": objective_at(X, y, est.coef_, est.intercept_, 1.0),
+                 "liblinear": ll_s, "liblinear F": objective_at(X, y, ll_coef, ll_b, 1.0)})
+    print(rows[-1], flush=True)
+    return rows
+
+
 def main():
     results, earlier = _report.beside_before(__doc__.split("\n\n")[0], lambda: {
-        "gram": gram_rows(), "fits": fit_rows()})
+        "gram": gram_rows(), "fits": fit_rows(), "images": image_rows()})
     then = f" (commit {earlier['commit']})" if earlier else ""
     old_fits = {r["data"]: r for r in (earlier or {}).get("fits", [])}
     gram = [[r["shape"], str(r["k"]), f"{r['numpy']:.3f}", f"{r['panels']:.3f}",
@@ -165,6 +212,30 @@ def main():
                      f"{r['oba_acc']:.4f} / {r['lr_acc']:.4f}"])
     body += ("\n\nFits at the defaults (process CPU seconds; iterations summed over the "
              "one-vs-rest problems):\n\n" + _report.markdown_table(header, fits))
+    old_images = {r["data"]: r for r in (earlier or {}).get("images", [])}
+    images = []
+    for r in results.get("images", []):
+        old = old_images.get(r["data"])
+
+        def cell(fit, form):
+            if fit is None or f"{form} seconds" not in fit:
+                return "-"
+            return f"{fit[form + ' seconds']:.2f} ({fit[form + ' iterations']})"
+
+        best = min(r["array F"], r.get("CSR F", np.inf), r["liblinear F"])
+        images.append([r["data"], cell(r, "array"), cell(old, "array"), cell(r, "CSR"),
+                       f"{r['liblinear']:.2f}", f"{r['array seconds'] / r['liblinear']:.2f}x",
+                       f"{(r['array F'] - best) / best:.1e}",
+                       f"{(r['liblinear F'] - best) / best:.1e}"])
+    if images:
+        body += ("\n\nMNIST's training images as a NumPy array (CPU seconds of one fit, "
+                 "iterations summed over the problems; the CSR copy of the same array beside; "
+                 "objectives relative to the lowest of the row's):\n\n"
+                 + _report.markdown_table(
+                     ["data, digit 0 against the rest", "L1LogisticOBA, array, s (iterations)",
+                      f"before{then}", "L1LogisticOBA, CSR copy, s", "LIBLINEAR -e 1e-4, s",
+                      "OBA array / LIBLINEAR", "OBA's F above the lowest",
+                      "LIBLINEAR's F above the lowest"], images))
     _report.write_section("l1_dense_tall",
                           "L1LogisticOBA on tall dense tables: the subspace Hessian's route",
                           body, packages=("numpy", "scipy", "scikit-learn",

@@ -330,12 +330,13 @@ def test_n_jobs_runs_a_binary_problems_kernels_on_threads_with_the_same_fit(monk
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
-def test_n_jobs_runs_a_binary_fits_dense_kernels_on_threads(monkeypatch, dtype):
-    """On a dense X the margins, the gradient, the matrix-free Hessian products, their
-    diagonal and the float32-panel Grams of a binary fit run on n_jobs threads where they
-    read at least ``thread_min_entries`` entries: the model of one job (float32 X bit for
-    bit; float64 goes through BLAS, whose rounding may differ where a thread's rows
-    start)."""
+@pytest.mark.parametrize("route", ["panel_gram", "matrix_free"])
+def test_n_jobs_runs_a_binary_fits_dense_kernels_on_threads(monkeypatch, dtype, route):
+    """On a dense X the margins, the gradient, the float32-panel Grams and, on the
+    matrix-free route (no Gram formed: ``max_explicit`` 0), the Hessian products and their
+    diagonal run on n_jobs threads where they read at least ``thread_min_entries`` entries:
+    the model of one job (float32 X bit for bit; float64 goes through BLAS, whose rounding
+    may differ where a thread's rows start)."""
     from sparsekit.losses import _logistic_datafit, _panel_gram
     from sparsekit.utils._threads import cpu_threads
 
@@ -348,13 +349,15 @@ def test_n_jobs_runs_a_binary_fits_dense_kernels_on_threads(monkeypatch, dtype):
     given_syrk = _panel_gram.GK.gram_dense_syrk
     monkeypatch.setattr(_panel_gram.GK, "gram_dense_syrk", lambda *a, **kw: calls.setdefault(
         "gram_dense_syrk", set()).add(kw["n_threads"]) or given_syrk(*a, **kw))
+    if route == "matrix_free":
+        monkeypatch.setattr(_logistic_datafit._LinearDatafit, "max_explicit", 0)
     rng = np.random.default_rng(6)
     X = rng.standard_normal((4000, 120))
     y = (X[:, :60] @ rng.standard_normal(60) + rng.standard_normal(4000) > 0).astype(int)
     X = np.asfortranarray(X.astype(dtype))
     one = L1LogisticOBA(C=1.0, tol=1e-10).fit(X, y)
-    assert set(calls) == {"margins_dense", "rmatvec_dense", "hessp_dense",
-                          "hess_diag_dense", "gram_dense_syrk"}
+    assert set(calls) == {"margins_dense", "rmatvec_dense"} | (
+        {"gram_dense_syrk"} if route == "panel_gram" else {"hessp_dense", "hess_diag_dense"})
     assert set().union(*calls.values()) == {1}
     calls.clear()
     monkeypatch.setattr(_logistic_datafit._LinearDatafit, "thread_min_entries", 1)

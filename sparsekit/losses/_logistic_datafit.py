@@ -509,13 +509,13 @@ class _LinearDatafit:
             syrk = k >= 64 and cost_syrk < updates + gather
             cost_gram = (cost_syrk if syrk else updates + gather) + k * k
             cost_hv = 2.0 * nnz_f + 3 * n
-        else:  # the route is chosen on the float64 cost; from 64 columns, or 4 columns
-            # of 2**20 entries, it is formed in float32 panels and carried (PanelGram):
+        else:  # from 64 columns, or 4 columns of 2**20 entries, the Gram is formed in
+            # float32 panels and carried (PanelGram), costed as the sparse X's panels:
             # 60000 x 650: 1.0 s → 0.35 s; 1e6 x 50 float32: 290 → 126 ms, no float64 copy
             # of the slice; below, NumPy's float64 products (5000 x 50: 0.65 against 0.58 ms)
             syrk = k >= 64 or (k >= 4 and n * k >= 2**20)
             walk_all, cost_hv = False, 2.0 * n * k
-            cost_gram = n * k * k / 8
+            cost_gram = n * k * k / 48 + n * k / 8 if syrk else n * k * k / 8
         if self._calls[0]:  # running estimate of the products the solver makes per Hessian
             self._products_per_hessian = 0.5 * (self._products_per_hessian + self._calls[0])
         self._calls = [0]
@@ -523,10 +523,11 @@ class _LinearDatafit:
         fits = k <= self.max_explicit
         if fits and cost_gram + products * k * k <= products * (cost_hv + overhead):
             return _ExplicitHessian(self._gram(cols, intercept, walk_all, syrk), self._calls)
-        # the switch is armed for the sparse X's dense-panel route only, whose cost the model
-        # predicts within 20% (the sparse Gram's runs ~1.8× over it on w8a), and only where a
-        # k×k product is clearly cheaper than a matrix-free one
-        switch = fits and syrk and cost_hv > 2 * k * k and sp.issparse(X)
+        # the switch is armed for the float32-panel route only, whose cost the model predicts
+        # within 20% (the sparse Gram's runs ~1.8× over it on w8a), and only where a k×k
+        # product is clearly cheaper than a matrix-free one (a raw-pixel MNIST digit as a
+        # NumPy array, C = 1: 16.2 → 7.3 s; 372 products of 36 ms before)
+        switch = fits and syrk and cost_hv > 2 * k * k
         threads = self._threads(nnz_f if sp.issparse(X) else n * k)
         X_rows = self._csr() if self._walks_rows(cols) else None
         free_slice = make_slice = None
