@@ -78,6 +78,16 @@ def objective(X, y, w, C):
     return float(np.abs(w).sum() + C * np.logaddexp(0.0, -y * m).sum())
 
 
+def liblinear_weights(model, n_features):
+    """A LIBLINEAR model's weights (no bias) for label +1, as ``n_features`` numbers: its model
+    ends at the last column that stores a nonzero (MNIST's last four pixels are 0 in every
+    image), the columns after it weigh 0."""
+    w = np.zeros(n_features)
+    nf = model.get_nr_feature()
+    w[:nf] = np.ctypeslib.as_array(model.w, (nf,))
+    return w if model.get_labels()[0] == 1 else -w
+
+
 def make_runners(X, y, C):
     """solver name -> fn(tol) returning (w, extra dict)."""
     from liblinear import liblinearutil
@@ -95,8 +105,7 @@ def make_runners(X, y, C):
 
     def liblinear(tol):
         model = liblinearutil.train(prob, liblinearutil.parameter(f"-s 6 -B -1 -q -c {C} -e {tol}"))
-        w = np.array([model.w[i] for i in range(X.shape[1])])
-        return (w if model.get_labels()[0] == 1 else -w), {}
+        return liblinear_weights(model, X.shape[1]), {}
 
     def skglm_run(tol):
         from skglm import SparseLogisticRegression
@@ -442,8 +451,7 @@ def path_benchmark(name, n_Cs=20):
         for C in Cs:
             model = liblinearutil.train(
                 prob, liblinearutil.parameter(f"-s 6 -B -1 -q -c {C} -e 1e-4"))
-            w = np.array([model.w[i] for i in range(X.shape[1])])
-            ws.append(w if model.get_labels()[0] == 1 else -w)
+            ws.append(liblinear_weights(model, X.shape[1]))
         return ws
 
     t_path, coefs = _cpu_median(oba_path)
