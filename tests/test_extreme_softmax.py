@@ -860,7 +860,7 @@ def test_fit_makes_no_copy_of_the_training_rows(monkeypatch, n_classes):
     small here (a few percent of X, as on any large X)."""
     from _memory import peak_allocated
 
-    monkeypatch.setattr(est_module, "SAMPLED_ENTRIES", 2**14)
+    monkeypatch.setattr(weights_module, "SAMPLED_ENTRIES", 2**14)
     monkeypatch.setattr(est_module, "DIVERGENCE_SCORES", 2**12)
     monkeypatch.setattr(est_module, "SHRINK_SCORES", 2**18)   # 10 classes: 65% of the rows
     X = sp.random(40_000, 2_000, density=0.05, format="csr", random_state=0)
@@ -870,18 +870,6 @@ def test_fit_makes_no_copy_of_the_training_rows(monkeypatch, n_classes):
     assert est.shrink_ <= 1.0                       # the line search ran
     assert peak < 0.4 * size
 
-
-def test_sampled_scores_are_the_scores_of_the_sampled_rows(monkeypatch):
-    X = sp.random(300, 40, density=0.2, format="csr", random_state=0)
-    y = np.random.default_rng(0).integers(0, 4, 300)
-    est = ExtremeSoftmaxSGD(n_epochs=1, random_state=0).fit(X, y)
-    rows = np.sort(np.random.default_rng(1).choice(300, 120, replace=False))
-    for entries in (1, 50, 2**20):
-        monkeypatch.setattr(est_module, "SAMPLED_ENTRIES", entries)
-        np.testing.assert_array_equal(est._sampled_scores(X, rows), est._weights.scores(X[rows]))
-        np.testing.assert_array_equal(est._sampled_scores(X, slice(None)), est._weights.scores(X))
-        np.testing.assert_allclose(est._sampled_scores(X.toarray(), rows),      # GEMMs
-                                   est._weights.scores(X.toarray()[rows]), rtol=1e-13, atol=1e-15)
 
 @pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")  # nce here
 def test_u_is_kept_only_by_the_methods_that_have_it(data):

@@ -6,6 +6,7 @@ import scipy.sparse as sp
 from scipy.special import logsumexp
 
 import _softmax_reference as ref
+import sparsekit.linear_model._softmax_weights as weights_module
 from sparsekit.linear_model._softmax_weights import SoftmaxWeights
 
 
@@ -65,6 +66,21 @@ def test_scores_and_nll_are_those_of_the_weights_they_stand_for(layout, bias, sp
                                rtol=1e-12, atol=1e-12)
     chunks = list(weights.chunk_scores(Xin))
     assert sum(np.arange(40)[rows].size for rows, _ in chunks) == 40
+
+
+@pytest.mark.parametrize("layout", ["dense", "hashed"])
+def test_sampled_scores_are_the_scores_of_the_sampled_rows(monkeypatch, layout):
+    """A sample's rows are scored a block of about SAMPLED_ENTRIES entries at a time (one
+    row a block at 1), with the scores of ``X[rows]``; every row scores X itself."""
+    weights = _random(layout, True, D=40)
+    X = sp.random(300, 40, density=0.2, format="csr", random_state=0)
+    rows = np.sort(np.random.default_rng(1).choice(300, 120, replace=False))
+    for entries in (1, 50, 2**20):
+        monkeypatch.setattr(weights_module, "SAMPLED_ENTRIES", entries)
+        np.testing.assert_array_equal(weights.sampled_scores(X, rows), weights.scores(X[rows]))
+        np.testing.assert_array_equal(weights.sampled_scores(X, slice(None)), weights.scores(X))
+        np.testing.assert_allclose(weights.sampled_scores(X.toarray(), rows),      # GEMMs
+                                   weights.scores(X.toarray()[rows]), rtol=1e-13, atol=1e-15)
 
 
 @pytest.mark.parametrize("layout", ["dense", "hashed"])

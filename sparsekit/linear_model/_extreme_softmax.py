@@ -85,8 +85,6 @@ AVERAGE_MAX_CLASSES = 100
 SHRINK_MAX_CLASSES = 10_000
 #: ... on at most this many class scores' worth of training rows (all of them when fewer)
 SHRINK_SCORES = 2**19
-#: ... whose rows (a sample of X) are scored about this many of X's entries at a time
-SAMPLED_ENTRIES = 2**20
 
 #: ``check_estimator`` checks that a stochastic solver cannot pass (as for scikit-learn's
 #: SGDClassifier): weighting an example by 2 is not the same random path as repeating it.
@@ -699,17 +697,6 @@ class ExtremeSoftmaxSGD(SparsekitClassifier):
                          - Z[cp.arange(Z.shape[0]), labels]).get()
         return nll
 
-    def _sampled_scores(self, X, rows):
-        """The float64 scores of ``X[rows]`` (``rows`` from :meth:`_sample_rows`), its rows
-        copied about SAMPLED_ENTRIES entries at a time: a sample can be most of X."""
-        if isinstance(rows, slice):
-            return self._weights.scores(_taken(X, rows), self.n_jobs)
-        per_row = X.nnz / max(X.shape[0], 1) if sp.issparse(X) else X.shape[1]
-        step = max(1, int(SAMPLED_ENTRIES // max(per_row, 1.0)))
-        parts = [self._weights.scores(X[rows[start:start + step]], self.n_jobs)
-                 for start in range(0, rows.size, step)]
-        return parts[0] if len(parts) == 1 else np.concatenate(parts)
-
     def _passes(self):
         """The passes of the method over rows, with the estimator's parameters and the
         weights' layout (``_new_weights``)."""
@@ -754,7 +741,7 @@ class ExtremeSoftmaxSGD(SparsekitClassifier):
         R = self._weights.R
         ridge = (self.alpha * float(np.vdot(R, R)) / float(sample_weight.sum())
                  if self.alpha > 0 else 0.0)
-        factor = best_shrink(self._sampled_scores(X, rows), y_idx[rows],
+        factor = best_shrink(self._weights.sampled_scores(X, rows, self.n_jobs), y_idx[rows],
                              weights / weights.sum(), ridge)
         if factor < 1.0:
             scale_flushed(self._weights.R, factor)

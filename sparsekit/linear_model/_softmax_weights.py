@@ -11,6 +11,11 @@ from sparsekit.utils._threads import openmp_call, threads_for
 from sparsekit.utils._validation import check_dense_size
 
 
+#: :meth:`SoftmaxWeights.sampled_scores` copies a sample's rows about this many of X's
+#: entries at a time
+SAMPLED_ENTRIES = 2**20
+
+
 class SoftmaxWeights:
     """The weights ``R`` of a softmax model of K classes over D features, as the epoch
     drivers lay them out: a (K, D + ``bias``) matrix, class k's row its feature weights
@@ -118,6 +123,18 @@ class SoftmaxWeights:
         threads = threads_for(n_jobs, X.shape[0])
         return openmp_call(threads, hashed_scores, data, indices, indptr, dense, X.shape[1],
                            self.bias, self.R[0], self.n_weights, self.slots, threads)
+
+    def sampled_scores(self, X, rows, n_jobs=None):
+        """The float64 scores of ``X[rows]`` (``rows`` sorted indices, or a slice), its rows
+        copied about SAMPLED_ENTRIES entries at a time: a sample can be most of X, and
+        ``X[rows]`` would copy all of it; every row (``slice(None)``) scores X itself."""
+        if isinstance(rows, slice):
+            return self.scores(X if rows == slice(None) else X[rows], n_jobs)
+        per_row = X.nnz / max(X.shape[0], 1) if sp.issparse(X) else X.shape[1]
+        step = max(1, int(SAMPLED_ENTRIES // max(per_row, 1.0)))
+        parts = [self.scores(X[rows[start:start + step]], n_jobs)
+                 for start in range(0, rows.size, step)]
+        return parts[0] if len(parts) == 1 else np.concatenate(parts)
 
     def chunk_scores(self, X, n_jobs=None):
         """(rows, float64 scores of X[rows]) for the chunks of rows of a validated X
