@@ -1,10 +1,10 @@
-"""Row statistics shared by the solvers and estimators."""
+"""Row statistics shared by the solvers and estimators, and a dense X's sparse copy."""
 import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from sparsekit.utils._rows import (COLUMN_UNITS_CAP, entry_scales, row_sq_norms, unit_factors,
-                                   weighted_column_stats, weighted_scale_sums)
+from sparsekit.utils._rows import (COLUMN_UNITS_CAP, entry_scales, row_sq_norms, sparse_copy,
+                                   unit_factors, weighted_column_stats, weighted_scale_sums)
 
 
 def test_row_sq_norms_of_dense_and_sparse_x_in_float64():
@@ -150,3 +150,34 @@ def test_units_of_columns_whose_squares_underflow_are_unknown():
     squares = np.array([1e-300, 1e-300, 1e-300, 1e300])
     for factors in (unit_factors(squares, counts), entry_scales(squares, counts)):
         assert np.all(np.isfinite(factors)) and factors[3] > 1e150
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_sparse_copy_of_a_dense_x_is_scipys_in_every_layout(dtype):
+    rng = np.random.default_rng(2)
+    X = (rng.standard_normal((9, 6)) * (rng.random((9, 6)) < 0.3)).astype(dtype)
+    X[4] = 0                                                        # an empty row
+    X[:, 2] = 0                                                     # an empty column
+    X[0, 1], X[1, 3], X[2, 0] = -0.0, np.inf, 1e-40                 # not an entry; entries
+    for given, form in ((X, "csr"), (np.asfortranarray(X), "csc"), (X[::2, ::2], "csr"),
+                        (np.asfortranarray(X)[1:, ::3], "csr"), (X[:, :0], "csr"),
+                        (np.zeros((0, 3), dtype), "csr"), (np.zeros((3, 4), dtype), "csr")):
+        copy = sparse_copy(given)
+        assert copy.format == form and copy.dtype == dtype and copy.shape == given.shape
+        assert copy.indices.dtype == np.int32 and copy.has_canonical_format
+        expected = sp.csr_matrix(given)
+        np.testing.assert_array_equal(copy.tocsr().indptr, expected.indptr)
+        np.testing.assert_array_equal(copy.tocsr().indices, expected.indices)
+        np.testing.assert_array_equal(copy.tocsr().data, expected.data)
+
+
+def test_dense_compression_kernels_refuse_arrays_of_other_sizes():
+    from sparsekit._cython._gram_kernels import dense_compress_rows, dense_row_ends
+    X = np.eye(3)
+    with pytest.raises(ValueError, match="indptr"):
+        dense_row_ends(X, np.empty(3, dtype=np.int64))
+    for size in (2, 4):                                              # X has 3 entries
+        with pytest.raises(ValueError, match="exactly"):
+            dense_compress_rows(X, np.empty(size), np.empty(size, dtype=np.int32))
+    with pytest.raises(ValueError, match="exactly"):
+        dense_compress_rows(X, np.empty(3), np.empty(2, dtype=np.int32))

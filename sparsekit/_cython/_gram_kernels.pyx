@@ -15,6 +15,9 @@ preconditioner keeps the blocks of one class's entries (``mn_class_blocks_csr``,
 BLAS ``mn_class_blocks_dense``; factored and applied by ``block_cholesky`` and
 ``block_solve``). Values may be float32 or float64 (fused ``floating``); index arrays int32
 or int64.
+
+A dense X of mostly zeros is copied to CSR in two passes (``dense_row_ends``, then
+``dense_compress_rows``) for the kernels of a sparse X, which read only its stored entries.
 """
 import numpy as np
 
@@ -540,6 +543,48 @@ def csr_rows_dense(const floating[::1] data, const index_t[::1] indices,
         raise ValueError("csr_rows_dense: a row lies outside X or outside its stored entries")
     if bad == 2:
         raise ValueError("csr_rows_dense: a column index lies outside out's columns")
+
+
+def dense_row_ends(const floating[:, ::1] X, long long[::1] indptr):
+    """``indptr[i + 1]``: the count of nonzero entries in rows 0 to i of C-ordered X
+    (``indptr[0]`` = 0), the ``indptr`` of its CSR copy (:func:`dense_compress_rows`)."""
+    cdef Py_ssize_t i, j, n = X.shape[0], m = X.shape[1]
+    cdef long long t = 0
+    if indptr.shape[0] != n + 1:
+        raise ValueError("dense_row_ends: indptr must have X.shape[0] + 1 entries")
+    with nogil:
+        indptr[0] = 0
+        for i in range(n):
+            for j in range(m):
+                t += X[i, j] != 0
+            indptr[i + 1] = t
+
+
+def dense_compress_rows(const floating[:, ::1] X, floating[::1] data, index_t[::1] indices):
+    """The nonzero entries of C-ordered X, row after row, into ``data`` and their column
+    indices into ``indices`` (both of :func:`dense_row_ends`' total length): the data of
+    its CSR copy, in one pass (SciPy's conversion makes two index arrays of int64 and
+    gathers the entries through them)."""
+    cdef Py_ssize_t i, j, t = 0, n = X.shape[0], m = X.shape[1]
+    cdef Py_ssize_t size = min(data.shape[0], indices.shape[0])
+    cdef floating v
+    cdef int bad = 0
+    with nogil:
+        for i in range(n):
+            for j in range(m):
+                v = X[i, j]
+                if v != 0:
+                    if t == size:
+                        bad = 1
+                        break
+                    data[t] = v
+                    indices[t] = <index_t>j
+                    t += 1
+            if bad:
+                break
+    if bad or t != size:
+        raise ValueError("dense_compress_rows: data and indices must hold X's nonzero "
+                         "entries exactly")
 
 
 def mn_gram_csr(const floating[::1] data, const index_t[::1] indices,

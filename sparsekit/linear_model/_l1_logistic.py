@@ -46,7 +46,7 @@ from sparsekit.linear_model._base import (SparsekitClassifier, check_labels,
 from sparsekit.utils._centering import (center_stride, column_moments, column_shifts,
                                          far_shifts)
 from sparsekit.utils._columns import UsedColumns
-from sparsekit.utils._rows import row_sq_norms
+from sparsekit.utils._rows import row_sq_norms, sparse_copy
 from sparsekit.utils._threads import (Abandoned, abandoned_on_error, cpu_threads, jobs_at_once,
                                       one_blas_thread, openmp_call, stop_if_abandoned)
 from sparsekit.utils._validation import (check_dense_size, check_entry_magnitude,
@@ -68,6 +68,10 @@ REG_DECAY = True
 #: on a formed subspace Hessian products are cheap: solving the Newton system more exactly
 #: saves outer iterations.
 CG_RTOL_EXPLICIT = 0.01
+#: a dense X with at most this share of nonzero entries (pixels, counts, one-hot codes
+#: stored densely) is solved as a sparse copy, as LIBLINEAR solves every X: the kernels
+#: then read only the nonzero entries (twice as fast at 0.3, level at about 0.45).
+SPARSE_COPY_DENSITY = 0.3
 #: A fit stops at the first iterate that meets ``tol`` with a duality gap at most this
 #: share of F, or whose measure is at most ``tol`` / 100 (and at most a tenth of the penalty
 #: weight μ = 1/(C Σ sᵢ): features scaled by 1e-10 meet tol 1e-8 at w = 0, and tol 1e-10
@@ -494,12 +498,15 @@ def _column_layout(X, n_problems=1, shifts=None):
     CSR copy or None), made once for a fit's problems (or a dask partition's): the
     datafits walk columns and form explicit Hessians from rows, so a CSR input is kept
     rather than rebuilt, a one-vs-rest fit of several problems builds one CSR copy for all
-    of them unless X is too wide to walk rows, and a C-ordered dense X is copied once
-    (each datafit would otherwise make its own copies)."""
+    of them unless X is too wide to walk rows, a C-ordered dense X is copied once (each
+    datafit would otherwise make its own copies), and a dense X of at most
+    SPARSE_COPY_DENSITY nonzero entries (after the shifts) is solved as a CSC copy."""
     if not sp.issparse(X):
-        if shifts is None:
+        if shifts is not None:
+            X = np.subtract(X, shifts.astype(X.dtype), order="F")
+        if np.count_nonzero(X) > SPARSE_COPY_DENSITY * X.size:
             return np.asfortranarray(X), None
-        return np.subtract(X, shifts.astype(X.dtype), order="F"), None
+        X, shifts = sparse_copy(X), None      # CSR, kept as such; the shifts subtracted
     if shifts is not None:
         return _shifted_sparse(X, n_problems, shifts)
     if X.format == "csr" and X.has_canonical_format:
@@ -855,7 +862,8 @@ class L1LogisticOBA(LinearClassifierMixin, SparseCoefMixin, SparsekitClassifier)
             ``sample_weight`` then Series of the same frame, or arrays), fit on the workers
             of the default ``distributed.Client``; or, with ``device="cuda"``, a CuPy array /
             cupyx sparse matrix. The columns of a sparse X that store no entry (hashed
-            features) are left out of the solve: their weights are 0.
+            features) are left out of the solve: their weights are 0. A dense X of at
+            most 30% nonzero entries (pixels, counts) is solved as a sparse copy.
         y : array-like of shape (n_samples,)
             Class labels (two or more classes).
         sample_weight : array-like of shape (n_samples,), default=None

@@ -1,8 +1,12 @@
-"""Row statistics of X that the solvers and estimators share."""
+"""Row statistics of X that the solvers and estimators share, and a dense X's sparse copy."""
 import numpy as np
 import scipy.sparse as sp
 
-from .._cython._gram_kernels import column_stats_csr, row_sq_norms_csr
+from .._cython._gram_kernels import (column_stats_csr, dense_compress_rows, dense_row_ends,
+                                     row_sq_norms_csr)
+
+#: the largest count that int32 indices hold
+_INT32_MAX = np.iinfo(np.int32).max
 
 
 def row_sq_norms(X):
@@ -112,3 +116,18 @@ def entry_scales(squares, counts):
     left, so that the division never enlarges an entry)."""
     ratios = _entry_ratios(squares, counts)
     return None if ratios is None else np.sqrt(np.maximum(ratios, 1.0))
+
+
+def sparse_copy(X):
+    """CSR copy of dense float32 or float64 ``X`` (a NumPy array), its nonzero entries in
+    two passes over X, or the CSC copy of a Fortran-ordered X (its transpose's CSR); int32
+    indices unless they or the entries' count exceed int32."""
+    if not X.flags.c_contiguous and X.flags.f_contiguous:
+        return sparse_copy(X.T).T
+    X = np.ascontiguousarray(X)
+    indptr = np.empty(X.shape[0] + 1, dtype=np.int64)
+    dense_row_ends(X, indptr)
+    index = np.int32 if max(indptr[-1], X.shape[1]) <= _INT32_MAX else np.int64
+    data, indices = np.empty(indptr[-1], dtype=X.dtype), np.empty(indptr[-1], dtype=index)
+    dense_compress_rows(X, data, indices)
+    return sp.csr_matrix((data, indices, indptr.astype(index, copy=False)), shape=X.shape)
