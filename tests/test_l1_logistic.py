@@ -83,9 +83,10 @@ def test_dense_triangular_x_is_read_on_each_columns_rows():
 @pytest.mark.parametrize("order", ["C", "F"])
 def test_a_dense_x_of_mostly_zeros_is_solved_as_its_sparse_copy(order):
     """A dense X with at most SPARSE_COPY_DENSITY nonzero entries (after the centering's
-    shifts) is laid out as CSC with a CSR copy, and fits as the same X given as CSR:
-    the same iterates, one-vs-rest, multinomial and binary, with a column far from 0
-    centered; a denser X stays dense."""
+    shifts) is laid out as its sparse copy (CSC, and the CSR copy made from a C-ordered X
+    or for several problems), and fits as the same X given as CSR: the same iterates,
+    one-vs-rest, multinomial and binary, with a column far from 0 centered; a denser X
+    stays dense."""
     import sparsekit.linear_model._l1_logistic as module
     rng = np.random.default_rng(7)
     X = rng.standard_normal((600, 40)) * (rng.random((600, 40)) < 0.15)

@@ -501,13 +501,14 @@ def _column_layout(X, n_problems=1, shifts=None):
     rather than rebuilt, a one-vs-rest fit of several problems builds one CSR copy for all
     of them unless X is too wide to walk rows, a C-ordered dense X is copied once (each
     datafit would otherwise make its own copies), and a dense X of at most
-    SPARSE_COPY_DENSITY nonzero entries (after the shifts) is solved as a CSC copy."""
+    SPARSE_COPY_DENSITY nonzero entries (after the shifts) is solved as its sparse copy, as
+    a sparse X of the same layout would be (CSR when C-ordered, kept; CSC when not)."""
     if not sp.issparse(X):
         if shifts is not None:
             X = np.subtract(X, shifts.astype(X.dtype), order="F")
         if np.count_nonzero(X) > SPARSE_COPY_DENSITY * X.size:
             return np.asfortranarray(X), None
-        X, shifts = sparse_copy(X), None      # CSR, kept as such; the shifts subtracted
+        X, shifts = sparse_copy(X), None      # the shifts are subtracted already
     if shifts is not None:
         return _shifted_sparse(X, n_problems, shifts)
     if X.format == "csr" and X.has_canonical_format:
