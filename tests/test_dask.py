@@ -780,6 +780,32 @@ def test_a_fit_of_dask_partitions_that_long_rows_hold_back_names_them(client):
     assert "; X[65] and X[131] are up to " in str(record[0].message)
 
 
+def test_a_fit_of_dask_partitions_on_large_entries_advises_scaling_them(client):
+    """As in memory: a solve that stops at max_iter on large entries (their root mean
+    square summed on the workers) advises scaling X's columns, in a fit of dense or CSR
+    partitions and a cross-validation; rows of weight 0 do not count."""
+    from sparsekit.linear_model._l1_logistic import large_entries
+    from test_l1_logistic import _large_entries
+
+    X, y = _large_entries()
+    dense, csr = da.from_array(X, chunks=(70, -1)), _sparse_dask(X, 70)
+    expected = large_entries(X)
+    for given in (dense, csr):
+        with pytest.warns(ConvergenceWarning) as record:
+            L1LogisticOBA(max_iter=2).fit(given, y)
+        assert "; " + expected + ", or increase max_iter" in str(record[0].message)
+    with pytest.warns(ConvergenceWarning) as record:
+        L1LogisticOBACV(Cs=[1.0], cv=2, max_iter=2).fit(dense, y)
+    assert any(expected in str(w.message) for w in record)
+    small = X / 300.0
+    small[:5] *= 1e3                                       # large rows, of weight 0
+    weights = np.ones(len(y))
+    weights[:5] = 0.0
+    with pytest.warns(ConvergenceWarning, match=r"tol 1.00e-08\); increase max_iter\.$"):
+        L1LogisticOBA(max_iter=2).fit(da.from_array(small, chunks=(70, -1)), y,
+                                      sample_weight=da.from_array(weights, chunks=70))
+
+
 @pytest.mark.parametrize("layout", ["dense", "sparse"])
 @pytest.mark.parametrize("multiclass", ["ovr", "multinomial"])
 def test_dask_partitions_center_columns_far_from_zero_as_in_memory(client, multiclass,

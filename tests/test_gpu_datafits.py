@@ -350,6 +350,35 @@ def test_a_device_fit_that_long_rows_hold_back_names_them(cupy_backend, sparse):
                                rtol=1e-6)
 
 
+@pytest.mark.filterwarnings("ignore:overflow encountered in exp")   # the stand-in's NumPy
+@pytest.mark.parametrize("sparse", [False, True])
+def test_a_device_fit_on_large_entries_advises_scaling_them(cupy_backend, sparse):
+    """As on the CPU: a solve that stops at max_iter on large entries (their squares and
+    counts summed on the device) advises scaling X's columns, in a fit and a
+    cross-validation; rows of weight 0 do not count."""
+    from sparsekit import L1LogisticOBACV
+    from sparsekit.linear_model._device_input import device_row_counts
+    from sparsekit.linear_model._l1_logistic import large_entries
+    from test_l1_logistic import _large_entries
+
+    cp = cupy_backend
+    X, y = _large_entries()
+    Xd = _device(cp, X, sparse)
+    np.testing.assert_array_equal(device_row_counts(Xd), np.count_nonzero(X, axis=1))
+    assert large_entries(Xd) == large_entries(X)
+    for fit in (lambda: L1LogisticOBA(max_iter=2, device="cuda").fit(Xd, y),
+                lambda: L1LogisticOBACV(Cs=[1.0], cv=2, max_iter=2, device="cuda").fit(Xd, y)):
+        with pytest.warns(ConvergenceWarning) as record:
+            fit()
+        assert any(large_entries(X) in str(w.message) for w in record)
+    small = X / 300.0
+    small[:5] *= 1e3
+    weights = np.ones(len(y))
+    weights[:5] = 0.0
+    assert large_entries(_device(cp, small, sparse), weights) is None
+    assert large_entries(_device(cp, small, sparse)) is not None
+
+
 def test_l1_logistic_oba_device_input_errors(cupy_backend):
     cp = cupy_backend
     X = cp.asarray(np.random.default_rng(3).normal(size=(20, 3)))

@@ -1130,12 +1130,71 @@ def test_a_fit_that_long_rows_hold_back_names_them():
                                               np.delete(y, [65, 70, 131]))
 
 
+def _large_entries():
+    """A binary problem whose nonzero entries have a root mean square of about 300 (raw
+    pixels, incomes): a solve of it that stops early is advised to scale X."""
+    X, y = _binary(3, n=200)
+    return 300.0 * X, y
+
+
+def test_large_entries_are_found_by_their_weighted_root_mean_square():
+    from sparsekit.linear_model._l1_logistic import (ENTRY_RMS_CAP, STALLED, large_entries,
+                                                     max_iter_advice, solve_advice,
+                                                     stall_advice)
+    X, y = _large_entries()
+    rms = np.sqrt(np.sum(X ** 2) / np.count_nonzero(X))
+    for given in (X, X.astype(np.float32), sp.csr_matrix(X), sp.csc_matrix(X)):
+        assert large_entries(given).startswith(f"X's nonzero entries have a root mean square "
+                                               f"of {rms:.1e}: at that scale ")
+        assert large_entries(given).endswith("scale X's columns (sklearn.preprocessing."
+                                             "StandardScaler, MaxAbsScaler for a sparse X; "
+                                             "pixels / 255)")
+    assert large_entries(X / 300.0) is None and large_entries(np.zeros((3, 2))) is None
+    assert large_entries(X * (0.99 * ENTRY_RMS_CAP / rms)) is None
+    assert large_entries(X * (1.01 * ENTRY_RMS_CAP / rms)) is not None
+    small = X / 300.0
+    small[:5] = X[:5] * 1e3 / 300.0                      # large rows, of weight 0: not counted
+    weights = np.ones(len(y))
+    weights[:5] = 0.0
+    assert large_entries(small, weights) is None and large_entries(small) is not None
+    found = solve_advice(X)                # a stall beside large entries: tol's advice
+    assert found == (None, large_entries(X)) and stall_advice(found) == STALLED
+    assert max_iter_advice(found).startswith("X's nonzero entries have a root mean square")
+    X[7] *= 1e4                                           # a long row's advice comes first
+    assert max_iter_advice(solve_advice(X)).startswith("X[7] is ")
+
+
+def test_a_fit_on_large_entries_advises_scaling_them():
+    """A solve that stops at max_iter (or stalls) on large entries says so and advises
+    scaling X's columns, in a fit of any layout, a path and a cross-validation; the same X
+    scaled keeps the usual advice."""
+    from sparsekit.linear_model import L1LogisticOBACV
+    X, y = _large_entries()
+    said = "; X's nonzero entries have a root mean square of "
+    for given in (X, X.astype(np.float32), sp.csc_matrix(X), sp.csr_matrix(X)):
+        with pytest.warns(ConvergenceWarning) as record:
+            L1LogisticOBA(max_iter=2).fit(given, y)
+        message = str(record[0].message)
+        assert said in message and message.endswith(
+            "pixels / 255), or increase max_iter several times over (such fits take hundreds "
+            "to thousands of iterations, some never converge).")
+    for fit in (lambda: l1_logistic_path(X, y, Cs=[1.0, 2.0], max_iter=2),
+                lambda: L1LogisticOBACV(Cs=[1.0], cv=2, max_iter=2).fit(X, y),
+                lambda: L1LogisticOBA(max_iter=2, multiclass="multinomial").fit(
+                    X, np.arange(len(y)) % 3)):
+        with pytest.warns(ConvergenceWarning) as record:
+            fit()
+        assert any(said in str(w.message) for w in record)
+    with pytest.warns(ConvergenceWarning, match=r"tol 1.00e-08\); increase max_iter\.$"):
+        L1LogisticOBA(max_iter=2).fit(X / 300.0, y)
+
+
 def test_a_stalled_solve_on_long_rows_names_them_in_place_of_the_tol_advice():
     """The two kinds of failure, one solve each, with and without long rows: the rows'
     advice replaces the stall's (tol below the rounding of a column of large entries) and
     precedes max_iter's."""
     from scipy.optimize import OptimizeResult
-    from sparsekit.linear_model._l1_logistic import _warn_not_converged
+    from sparsekit.linear_model._l1_logistic import _warn_not_converged, solve_advice
     results = [OptimizeResult(status=1, nit=500, optimality=0.5),
                OptimizeResult(status=2, nit=60, optimality=0.25)]
     X = np.ones((20, 2))
@@ -1145,9 +1204,9 @@ def test_a_stalled_solve_on_long_rows_names_them_in_place_of_the_tol_advice():
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             _warn_not_converged(["C=1", "C=2"], [0, 1], results, 1e-8, noun="values of C",
-                                rows=rows)
+                                advice=rows)
         return [str(w.message) for w in caught]
-    at_max_iter, stalled = messages(lambda: long_rows(X))
+    at_max_iter, stalled = messages(lambda: solve_advice(X))
     named = "X[3] is 1.0e+06 times as long as X's median row: "
     assert at_max_iter.startswith("OBA did not converge for 1 of 2 values of C (C=1) in 500 ")
     assert ("1.00e-08); " + named) in at_max_iter
@@ -1158,7 +1217,7 @@ def test_a_stalled_solve_on_long_rows_names_them_in_place_of_the_tol_advice():
     assert ("improved: " + named) in stalled and "zip codes" not in stalled
     assert stalled.endswith("(sklearn.preprocessing.Normalizer); more iterations will not "
                             "help.")
-    for rows in (None, lambda: long_rows(np.ones((20, 2)))):
+    for rows in (None, lambda: solve_advice(np.ones((20, 2)))):
         at_max_iter, stalled = messages(rows)
         assert at_max_iter.endswith("1.00e-08); increase max_iter.")
         assert stalled.endswith("StandardScaler) or raise tol; more iterations will not help.")

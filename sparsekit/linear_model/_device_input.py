@@ -103,6 +103,17 @@ def device_row_sq_norms(X):
     return cp.asnumpy(cp.asarray(squares.sum(axis=1))).ravel()
 
 
+def device_row_counts(X):
+    """The entries stored in every row of a cupyx sparse matrix X, or the nonzero entries
+    of a CuPy array's, on the host (float64)."""
+    cp = require_cupy()
+    if hasattr(X, "tocsr"):
+        ones = X.astype(cp.float64)                  # a copy, its entries set to 1
+        ones.data = cp.ones_like(ones.data)
+        return cp.asnumpy(cp.asarray(ones.sum(axis=1))).ravel()
+    return cp.asnumpy(cp.count_nonzero(X, axis=1)).astype(np.float64)
+
+
 def device_scores(X, coef, intercept):
     """X coefᵀ + intercept on X's device, in float32 only when both X and coef are (X as a
     user gave it: validated here)."""

@@ -13,6 +13,7 @@ softmax negative log-likelihood of all classes at once.
 import numbers
 import warnings
 from functools import partial
+from typing import NamedTuple
 
 import numpy as np
 import scipy.sparse as sp
@@ -33,8 +34,8 @@ from sparsekit.optimize._result import STOPPED_BY_CALLBACK
 from sparsekit.linear_model._dask_input import DaskRows, block_predictions, is_dask_collection
 from sparsekit.gpu._cupy import on_current_device, require_cupy
 from sparsekit.utils._scores import linear_scores
-from sparsekit.linear_model._device_input import (check_device_X, device_row_sq_norms,
-                                                  device_scores, fit_device,
+from sparsekit.linear_model._device_input import (check_device_X, device_row_counts,
+                                                  device_row_sq_norms, device_scores, fit_device,
                                                   host_targets, to_device)
 from sparsekit.gpu.datafits import DeviceLogistic, DeviceMultinomial, is_device_matrix
 from sparsekit.losses._duality import relative_duality_gap
@@ -46,7 +47,7 @@ from sparsekit.linear_model._base import (SparsekitClassifier, check_labels,
 from sparsekit.utils._centering import (center_stride, column_moments, column_shifts,
                                          far_shifts)
 from sparsekit.utils._columns import UsedColumns
-from sparsekit.utils._rows import row_sq_norms, sparse_copy
+from sparsekit.utils._rows import row_sq_norms, sparse_copy, weighted_scale_sums
 from sparsekit.utils._threads import (Abandoned, abandoned_on_error, cpu_threads, jobs_at_once,
                                       one_blas_thread, openmp_call, stop_if_abandoned)
 from sparsekit.utils._validation import (check_dense_size, check_entry_magnitude,
@@ -290,28 +291,69 @@ def long_rows(X, sample_weight=None, shown=3):
             f"check {check}, or scale X's rows (sklearn.preprocessing.Normalizer)")
 
 
+#: a solve that does not converge on an X whose nonzero entries have a root mean square
+#: (weighted by the rows' weights) above this is advised to scale X: the benchmark sets'
+#: are at most 1 (one-hot, TF-IDF, pixels / 255), MNIST's raw pixels' 1.5e2
+ENTRY_RMS_CAP = 10.0
+
+
+def large_entries(X, sample_weight=None):
+    """Advice for a solve of ``X`` (as :func:`long_rows` takes it) that did not converge
+    when the nonzero entries of X have a root mean square above ENTRY_RMS_CAP (weighted by
+    ``sample_weight``), or None."""
+    if isinstance(X, DaskRows):
+        squares, counts = X.scale_sums(sample_weight)[:2]
+    elif is_device_matrix(X):
+        weights = np.ones(X.shape[0]) if sample_weight is None else np.asarray(sample_weight)
+        squares = float(weights @ device_row_sq_norms(X))
+        counts = float(weights @ device_row_counts(X))
+    else:
+        squares, counts = weighted_scale_sums(X, sample_weight)[:2]
+    if not counts > 0 or not squares > ENTRY_RMS_CAP ** 2 * counts:
+        return None
+    return (f"X's nonzero entries have a root mean square of {np.sqrt(squares / counts):.1e}: "
+            "at that scale the logistic loss is nearly piecewise linear, where OBA's Newton "
+            "steps make little headway; scale X's columns (sklearn.preprocessing."
+            "StandardScaler, MaxAbsScaler for a sparse X; pixels / 255)")
+
+
+class SolveAdvice(NamedTuple):
+    """What the warning of a solve of X that did not converge advises in place of the
+    usual: :func:`long_rows`' advice (at max_iter or stalled), :func:`large_entries`' (at
+    max_iter; a stall beside a column of large entries gets :data:`STALLED`); None where X
+    gives none."""
+    rows: str | None
+    entries: str | None
+
+
+def solve_advice(X, sample_weight=None):
+    """:class:`SolveAdvice` for a solve of ``X`` (as :func:`long_rows` takes it)."""
+    return SolveAdvice(long_rows(X, sample_weight), large_entries(X, sample_weight))
+
+
 def max_iter_advice(found):
-    """What a warning of a solve stopped at max_iter advises: :func:`long_rows`'
-    ``found``, when not None, and a larger max_iter."""
-    if found is None:
+    """What a warning of a solve stopped at max_iter advises: the rows' or else the
+    entries' advice of ``found`` (:class:`SolveAdvice`, or None), and a larger max_iter."""
+    said = None if found is None else found.rows or found.entries
+    if said is None:
         return "increase max_iter"
-    return (f"{found}, or increase max_iter several times over (such fits take hundreds to "
+    return (f"{said}, or increase max_iter several times over (such fits take hundreds to "
             "thousands of iterations, some never converge)")
 
 
 def stall_advice(found):
-    """What a warning of a stalled solve advises: :func:`long_rows`' ``found``, when not
-    None, else :data:`STALLED`."""
-    return STALLED if found is None else found
+    """What a warning of a stalled solve advises: the rows' advice of ``found``
+    (:class:`SolveAdvice`, or None), else :data:`STALLED`."""
+    return STALLED if found is None or found.rows is None else found.rows
 
 
-def _warn_not_converged(names, which, results, tol, noun="classes", rows=None):
+def _warn_not_converged(names, which, results, tol, noun="classes", advice=None):
     """ConvergenceWarnings for the solves ``which`` (of ``results``, named ``names``) that
     stopped at max_iter, and for those that stalled (status 2): how many
-    (:func:`_problems`) and their largest optimality; ``rows()``, when given, is
-    :func:`long_rows` of the solves' X, whose advice then replaces the usual."""
+    (:func:`_problems`) and their largest optimality; ``advice()``, when given, is
+    :func:`solve_advice` of the solves' X, whose advice then replaces the usual."""
     stalled = [k for k in which if results[k].status == 2]
-    found = None if rows is None else rows()
+    found = None if advice is None else advice()
     for part in ([k for k in which if k not in stalled], stalled):
         if not part:
             continue
@@ -583,9 +625,9 @@ class _MemoryProblems:
                              self.X_csr, self.offsets,
                              self.n_threads if self.n_problems == 1 else 1)
 
-    def long_rows(self):
-        """:func:`long_rows` of the solved X."""
-        return long_rows(self.X, self.weights)
+    def advice(self):
+        """:func:`solve_advice` of the solved X."""
+        return solve_advice(self.X, self.weights)
 
 
 class _DaskProblems:
@@ -621,9 +663,9 @@ class _DaskProblems:
                                  self.classes, weights=self.weights, parts=self.parts,
                                  offsets=self.offsets)
 
-    def long_rows(self):
-        """:func:`long_rows` of X's partitions."""
-        return long_rows(self.data, self.weights)
+    def advice(self):
+        """:func:`solve_advice` of X's partitions."""
+        return solve_advice(self.data, self.weights)
 
 
 class _DeviceProblems:
@@ -647,9 +689,9 @@ class _DeviceProblems:
                                X_solved, codes, self.weights, {}, offsets=offsets)
         self.dtype, self.n_samples = self.X.dtype, self.X.shape[0]
 
-    def long_rows(self):
-        """:func:`long_rows` of X, on the device."""
-        return long_rows(self.X, self.weights)
+    def advice(self):
+        """:func:`solve_advice` of X, on the device."""
+        return solve_advice(self.X, self.weights)
 
 
 class L1LogisticOBA(LinearClassifierMixin, SparseCoefMixin, SparsekitClassifier):
@@ -920,7 +962,7 @@ class L1LogisticOBA(LinearClassifierMixin, SparseCoefMixin, SparsekitClassifier)
                           f"{GAP_CONFIRM:.0%} of F; the solve went on until the gap was "
                           f"below it or the optimality below {r.tol_floor:.2e}, lowering "
                           f"F by {r.tol_excess:.2e} of it")
-        self._warn_unconverged(names, results, self.duality_gap_, data.long_rows)
+        self._warn_unconverged(names, results, self.duality_gap_, data.advice)
         self._end_fit_task(context, X, y, sample_weight)
         return self
 
@@ -1000,10 +1042,10 @@ class L1LogisticOBA(LinearClassifierMixin, SparseCoefMixin, SparsekitClassifier)
                 kept.append(res)
         return coef.matrix(), intercept, kept
 
-    def _warn_unconverged(self, names, results, gaps, rows=None):
+    def _warn_unconverged(self, names, results, gaps, advice=None):
         """One ConvergenceWarning per kind of failure, naming the problems it concerns (a
         one-vs-rest fit of many classes would otherwise print a warning per class);
-        ``rows`` as :func:`_warn_not_converged` takes it."""
+        ``advice`` as :func:`_warn_not_converged` takes it."""
         unconfirmed = [k for k, r in enumerate(results) if np.isnan(r.tol_excess)]
         unconverged = [k for k, r in enumerate(results)   # a requested stop is no failure
                        if not r.success and r.status != STOPPED_BY_CALLBACK
@@ -1011,7 +1053,7 @@ class L1LogisticOBA(LinearClassifierMixin, SparseCoefMixin, SparsekitClassifier)
         flat = [k for k, r in enumerate(results)
                 if r.success and r.tol_excess > EXCESS_WARN and gaps[k] > GAP_WARN]
         if unconverged:
-            _warn_not_converged(names, unconverged, results, self.tol, rows=rows)
+            _warn_not_converged(names, unconverged, results, self.tol, advice=advice)
         if unconfirmed:
             gap = _upto(unconfirmed, max(gaps[k] for k in unconfirmed), ".1%")
             floor = results[unconfirmed[0]].tol_floor     # n and C: the same for each
@@ -1341,7 +1383,7 @@ def l1_logistic_path(X, y, Cs=10, *, pos_class=None, fit_intercept=True, tol=1e-
     failed = [k for k, res in enumerate(results) if not res.success]
     if failed:   # one warning for the path, not one per C
         _warn_not_converged([f"C={C:g}" for C in Cs], failed, results, tol,
-                            noun="values of C", rows=data.long_rows)
+                            noun="values of C", advice=data.advice)
     return data.columns.expand(coefs), Cs, n_iter
 
 

@@ -25,9 +25,9 @@ from sparsekit.linear_model._l1_logistic import (L1LogisticOBA, _binary_block, _
                                                  _device_block, _layouts, _partition_block,
                                                  _multinomial_block, _problem_count,
                                                  _smallest_active_C, _unit_mean_weights,
-                                                 _warm_path, device_layout, long_rows,
-                                                 max_iter_advice,
-                                                 multinomial_within_memory, stall_advice)
+                                                 _warm_path, device_layout, max_iter_advice,
+                                                 multinomial_within_memory, solve_advice,
+                                                 stall_advice)
 from sparsekit.linear_model._routing import CVRoutingMixin
 from sparsekit.utils._columns import UsedColumns
 from sparsekit.utils._threads import (Abandoned, abandoned_on_error, as_they_end,
@@ -337,7 +337,7 @@ class L1LogisticOBACV(CVRoutingMixin, L1LogisticOBA):
                 self._end_subtask(task, *shown)
         solutions.close()
         solves = n_iter.size * len(problems)
-        found = data.long_rows() if failed.any() else None
+        found = data.advice() if failed.any() else None
         if failed[0]:
             warnings.warn(f"OBA did not converge in {self.max_iter} iterations for "
                           f"{failed[0]} of the {solves} solves of the folds' paths; "
@@ -597,9 +597,9 @@ class _MemoryFolds:
                 for train, _ in folds for chunk in chunks)
         return (result for results in as_they_end(jobs, est.n_jobs) for result in results)
 
-    def long_rows(self):
-        """:func:`~sparsekit.linear_model._l1_logistic.long_rows` of X."""
-        return long_rows(self.rows, self.weights)
+    def advice(self):
+        """:func:`~sparsekit.linear_model._l1_logistic.solve_advice` of X."""
+        return solve_advice(self.rows, self.weights)
 
     def held_out(self, test, blocks, make_model):
         """(model, X) for the scorer, for each path solution of ``blocks`` on the held-out
@@ -620,7 +620,7 @@ class _WeightedFolds:
     Subclasses set ``y``, ``codes``, ``sample_weight``, ``weights``, ``columns``,
     ``splittable``, ``dtype``, ``classes`` and ``refit_input``, and define ``_datafit``,
     ``_place`` (the weights where the rows are), ``n_jobs`` (the paths at a time),
-    ``held_out`` and ``long_rows``."""
+    ``held_out`` and ``advice``."""
 
     def _weights(self, counts=None):
         """(the solver weights where the rows are, their mean over all the rows), for all
@@ -687,9 +687,9 @@ class _DaskFolds(_WeightedFolds):
     def _place(self, weights):
         return self.data.split(weights)
 
-    def long_rows(self):
-        """:func:`~sparsekit.linear_model._l1_logistic.long_rows` of X's partitions."""
-        return long_rows(self.data, self.data.split(self.weights))
+    def advice(self):
+        """:func:`~sparsekit.linear_model._l1_logistic.solve_advice` of X's partitions."""
+        return solve_advice(self.data, self.data.split(self.weights))
 
     def _datafit(self, pos, weights, fit_intercept):
         """The datafit of problem ``pos`` (None: multinomial) over the partitions, with the
@@ -753,9 +753,9 @@ class _DeviceFolds(_WeightedFolds):
     def _place(weights):
         return weights
 
-    def long_rows(self):
-        """:func:`~sparsekit.linear_model._l1_logistic.long_rows` of X, on the device."""
-        return long_rows(self.rows, self.weights)
+    def advice(self):
+        """:func:`~sparsekit.linear_model._l1_logistic.solve_advice` of X, on the device."""
+        return solve_advice(self.rows, self.weights)
 
     def _datafit(self, pos, weights, fit_intercept):
         return _device_block(self.classes.size, fit_intercept, self.X, self.codes, weights,
