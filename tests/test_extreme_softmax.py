@@ -80,12 +80,20 @@ def test_implicit_is_robust_to_large_learning_rates(data):
     assert imp < 3.0 and 10 * imp < umax
 
 
-def test_dense_sparse_and_float32_agree(data):
+@pytest.mark.parametrize("copy", [True, False])
+def test_dense_sparse_and_float32_agree(data, copy, monkeypatch):
+    """The dense X (30% nonzero) is fit through its CSR copy: the CSR input's fit; fit by
+    the dense driver (no copy below 100% nonzero), the same to rounding."""
+    if not copy:
+        monkeypatch.setattr("sparsekit.utils._rows.SPARSE_COPY_DENSITY", 0.0)
     X, y = data
     kw = dict(method="umax", learning_rate=0.3, n_epochs=3, random_state=0, n_sampled=2)
     a = ExtremeSoftmaxSGD(**kw).fit(X, y)
     b = ExtremeSoftmaxSGD(**kw).fit(X.toarray(), y)
     c = ExtremeSoftmaxSGD(**kw).fit(X.astype(np.float32), y)
+    if copy:
+        np.testing.assert_array_equal(a.coef_, b.coef_)
+        np.testing.assert_array_equal(a.intercept_, b.intercept_)
     np.testing.assert_allclose(a.coef_, b.coef_, rtol=1e-9, atol=1e-12)
     assert c.coef_.dtype == np.float32
     np.testing.assert_allclose(a.coef_, c.coef_, rtol=1e-3, atol=1e-4)

@@ -149,44 +149,6 @@ def test_a_dense_x_is_fit_through_csr_by_its_share_of_nonzeros_and_outputs():
     assert not fits_through_csr(sp.csr_matrix(np.eye(20)), 1)
 
 
-@pytest.mark.parametrize("dtype", [np.float64, np.float32])
-def test_csr_of_dense_equals_scipy_conversion_a_block_of_rows_at_a_time(monkeypatch, dtype):
-    """The same arrays as scipy.sparse.csr_matrix(X) (int32 indices, sorted, NaN-free
-    entries of both signs, empty rows, a last partial block), in blocks of a few rows."""
-    import scipy.sparse as sp
-
-    from sparsekit.losses import _fenchel_young_datafit as module
-
-    rng = np.random.default_rng(0)
-    X = np.where(rng.random((53, 17)) < 0.2, rng.normal(size=(53, 17)), 0.0).astype(dtype)
-    X[[0, 9, 52]] = 0.0
-    want = sp.csr_matrix(X)
-    for block in (1, 17 * X.itemsize * 4, 1 << 24):
-        monkeypatch.setattr(module, "_CSR_BLOCK_BYTES", block)
-        got = module.csr_of_dense(X)
-        assert got.dtype == dtype and got.has_canonical_format
-        for name in ("data", "indices", "indptr"):
-            np.testing.assert_array_equal(getattr(got, name), getattr(want, name))
-            assert getattr(got, name).dtype == getattr(want, name).dtype
-    for shape in ((0, 4), (3, 0)):
-        assert module.csr_of_dense(np.zeros(shape, dtype=dtype)).shape == shape
-
-
-def test_csr_of_dense_holds_little_more_than_its_result():
-    """SciPy's conversion of a dense X holds two int64 coordinates and a value per nonzero
-    at once (2.8 times the CSR it returns on this X); a block at a time, the CSR and one
-    block's temporaries."""
-    from _memory import peak_allocated
-
-    from sparsekit.losses._fenchel_young_datafit import csr_of_dense
-
-    rng = np.random.default_rng(0)
-    X = np.where(rng.random((20_000, 400)) < 0.15, 1.0, 0.0)
-    csr, peak = peak_allocated(lambda: csr_of_dense(X))
-    result = csr.data.nbytes + csr.indices.nbytes + csr.indptr.nbytes
-    assert peak < 1.5 * result
-
-
 @pytest.mark.parametrize("weight_scale", [1.0, 3.0])
 def test_value_grad_allocates_one_array_of_the_model_size(weight_scale):
     """The scaled weights W = theta / r lie in the gradient's storage until the gradient

@@ -39,6 +39,27 @@ def test_rows_of_sparse_and_dense_x(dtype, bias):
     assert sparse.stored() == X.nnz and dense.stored() == X.shape[0] * X.shape[1]
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_rows_of_a_dense_x_of_mostly_zeros_are_its_csr_copy(dtype):
+    """Up to SPARSE_COPY_DENSITY nonzero entries the drivers walk the nonzeros of a CSR
+    copy (in the rows' dtype, the caller's array untouched); one entry more, the array."""
+    from sparsekit.utils._rows import SPARSE_COPY_DENSITY
+
+    rng = np.random.default_rng(3)
+    X = np.zeros((20, 10))
+    at = rng.permutation(X.size)[:round(SPARSE_COPY_DENSITY * X.size)]
+    X.flat[at] = rng.standard_normal(at.size)
+    given = np.asfortranarray(X)
+    rows = SGDRows.of(given, dtype, True)
+    assert not rows.dense and rows.data.dtype == dtype and rows.stored() == at.size
+    np.testing.assert_array_equal(rows.matrix().toarray(), X.astype(dtype))
+    np.testing.assert_allclose(rows.xsq, (X.astype(dtype).astype(np.float64) ** 2).sum(1) + 1,
+                               rtol=1e-12)
+    np.testing.assert_array_equal(given, X)
+    X.flat[np.setdiff1d(np.arange(X.size), at)[0]] = 1.0
+    assert SGDRows.of(X, dtype, True).dense
+
+
 def test_rows_sum_duplicates_without_touching_the_callers_arrays():
     X = sp.csr_matrix((np.array([1.0, 2.0, 5.0]), np.array([3, 3, 0]), np.array([0, 2, 3])),
                       shape=(2, 4))

@@ -883,7 +883,9 @@ class ExtremeSoftmaxSGD(SparsekitClassifier):
         ----------
         X : {array-like, sparse matrix} of shape (n_samples, n_features)
             Dense or CSR/CSC, float32 or float64 (the weights follow its dtype), or a CuPy
-            array / cupyx sparse matrix with ``device="cuda"``. A dask array or DataFrame
+            array / cupyx sparse matrix with ``device="cuda"``. A dense X with at most
+            30% nonzero entries (e.g. MNIST) is trained on through a CSR copy, whose rows
+            the passes walk by their nonzero entries. A dask array or DataFrame
             (and ``y``) is computed into memory, where the epochs run; to stream its
             partitions, use ``partial_fit`` (dask-ml's ``Incremental``).
         y : array-like of shape (n_samples,)

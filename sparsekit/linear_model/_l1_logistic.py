@@ -47,7 +47,7 @@ from sparsekit.linear_model._base import (SparsekitClassifier, check_labels,
 from sparsekit.utils._centering import (center_stride, column_moments, column_shifts,
                                          far_shifts)
 from sparsekit.utils._columns import UsedColumns
-from sparsekit.utils._rows import row_sq_norms, sparse_copy, weighted_scale_sums
+from sparsekit.utils._rows import mostly_zeros, row_sq_norms, sparse_copy, weighted_scale_sums
 from sparsekit.utils._threads import (Abandoned, abandoned_on_error, cpu_threads, jobs_at_once,
                                       one_blas_thread, openmp_call, stop_if_abandoned)
 from sparsekit.utils._validation import (check_dense_size, check_entry_magnitude,
@@ -69,11 +69,6 @@ REG_DECAY = True
 #: on a formed subspace Hessian products are cheap: solving the Newton system more exactly
 #: saves outer iterations.
 CG_RTOL_EXPLICIT = 0.01
-#: a dense X with at most this share of nonzero entries (pixels, counts, one-hot codes
-#: stored densely) is solved as a sparse copy, as LIBLINEAR solves every X: the kernels
-#: then read only the nonzero entries (fits on the copy took a quarter of the array's
-#: time at 0.1 nonzero, three quarters at 0.29, and longer from 0.4 on).
-SPARSE_COPY_DENSITY = 0.3
 #: A fit stops at the first iterate that meets ``tol`` with a duality gap at most this
 #: share of F, or whose measure is at most ``tol`` / 100 (and at most a tenth of the penalty
 #: weight μ = 1/(C Σ sᵢ): features scaled by 1e-10 meet tol 1e-8 at w = 0, and tol 1e-10
@@ -549,7 +544,7 @@ def _column_layout(X, n_problems=1, shifts=None):
     if not sp.issparse(X):
         if shifts is not None:
             X = np.subtract(X, shifts.astype(X.dtype), order="F")
-        if np.count_nonzero(X) > SPARSE_COPY_DENSITY * X.size:
+        if not mostly_zeros(X):
             return np.asfortranarray(X), None
         X, shifts = sparse_copy(X), None      # the shifts are subtracted already
     if shifts is not None:

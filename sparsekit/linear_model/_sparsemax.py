@@ -21,8 +21,7 @@ from ..gpu.datafits import is_device_matrix
 from ._device_input import (_host, check_device_X, device_product, device_scores, fit_device,
                             host_targets, to_device)
 from ..losses._dask_datafit import DaskFenchelYoung, LabelTargets, SetTargets
-from ..losses._fenchel_young_datafit import (FenchelYoungLinear, by_rows, csr_of_dense,
-                                              fits_through_csr)
+from ..losses._fenchel_young_datafit import FenchelYoungLinear, by_rows, fits_through_csr
 from ..losses._targets import (check_target_entries, label_set_matrix, leaves_out_unlabelled,
                                polytope_targets, warn_unlabelled)
 from ..metrics._thresholds import micro_f1_threshold, row_slices
@@ -36,7 +35,8 @@ from ..utils._scores import csr_scores
 from ..utils._threads import Abandoned, stop_if_abandoned
 from ..utils._columns import UsedColumns
 from ..utils._labels import refuse_label_collections
-from ..utils._rows import entry_scales, scale_sums_of, unit_factors, weighted_scale_sums
+from ..utils._rows import (entry_scales, scale_sums_of, sparse_copy, unit_factors,
+                           weighted_scale_sums)
 from ..utils._validation import (check_dense_size, check_device, check_entry_magnitude,
                                  check_sparse_structure, check_two_classes, physical_memory,
                                  validate_input)
@@ -295,12 +295,13 @@ class SparsemaxClassifier(SparsekitClassifier):
     penalize_intercept : bool, default=False
         Whether ``alpha / 2 ||b||^2`` is added to the objective.
     solver : {"auto", "lbfgs", "newton-cg", "nqn", "sdca"}, default="auto"
-        ``"auto"``: ``"sdca"`` for sparse X when the mean squared row norm (with the
-        intercept's constant feature, see Notes) is at most ``20 * alpha * n_samples``
-        (no bounds, on the CPU), ``"lbfgs"`` otherwise, or ``"newton-cg"`` where L-BFGS's
-        arrays would not fit in the machine's memory (about 41 copies of the weights,
-        51 with SciPy before 1.12, against Newton-CG's 14 and SDCA's 5; a solver named
-        that would not fit is refused before the fit starts); ``solver_`` tells which ran.
+        ``"auto"``: ``"sdca"`` for sparse X (a dense X fit through its CSR copy too, see
+        ``fit``) when the mean squared row norm (with the intercept's constant feature,
+        see Notes) is at most ``20 * alpha * n_samples`` (no bounds, on the CPU),
+        ``"lbfgs"`` otherwise, or ``"newton-cg"`` where L-BFGS's arrays would not fit in
+        the machine's memory (about 41 copies of the weights, 51 with SciPy before 1.12,
+        against Newton-CG's 14 and SDCA's 5; a solver named that would not fit is refused
+        before the fit starts); ``solver_`` tells which ran.
         ``"lbfgs"``: :func:`scipy.optimize.minimize` with L-BFGS-B. ``"nqn"``:
         :func:`sparsekit.optimize.minimize_nqn` with the same bounds. ``"newton-cg"``:
         truncated semismooth Newton (no bounds): the loss is piecewise quadratic, and its
@@ -573,7 +574,7 @@ class SparsemaxClassifier(SparsekitClassifier):
         if self._two_classes(n_classes, columns):
             polytope, targets, offset = "box", Y[:, :1], np.full(1, _TWO_CLASS_OFFSET)
         if not is_device_matrix(X) and fits_through_csr(X, targets.shape[1]):
-            X = csr_of_dense(X)
+            X = sparse_copy(X)
         # a device fit's and per-coefficient bounds' columns: the solvers see them all
         used = UsedColumns(X, keep_all=self.bounds is not None or is_device_matrix(X))
         same = X_rows is X
@@ -593,7 +594,7 @@ class SparsemaxClassifier(SparsekitClassifier):
         X_shown = problem.shown[0]
         self.alpha_, scale, factors = self._data_scales(problem.sums)
         solver = self.solver if self.solver != "auto" else auto_solver(
-            X_shown, self.alpha_, bounded=self.bounds is not None or self.positive,
+            problem.X, self.alpha_, bounded=self.bounds is not None or self.positive,
             device=self.device, intercept_scale=scale if self.fit_intercept else 0.0)
         datafit = problem.datafit(solver == "sdca", lambda: FenchelYoungLinear(
             problem.X, problem.targets, problem.sw, polytope=problem.polytope,

@@ -266,31 +266,6 @@ def fits_through_csr(X, n_outputs):
     return np.count_nonzero(X) <= share * X.size
 
 
-#: bytes of a dense X that :func:`csr_of_dense` converts at a time
-_CSR_BLOCK_BYTES = 1 << 22
-
-
-def csr_of_dense(X):
-    """The CSR matrix of the C-ordered dense X, a block of rows at a time (SciPy's own
-    conversion holds two int64 coordinates and a value per nonzero entry at once, about
-    three times the result); int32 indices when they fit, as SciPy's."""
-    n, d = X.shape
-    step = max(1, _CSR_BLOCK_BYTES // max(1, d * X.itemsize))
-    blocks = [slice(start, min(n, start + step)) for start in range(0, n, step)]
-    indptr = np.zeros(n + 1, dtype=np.int64)
-    for rows in blocks:
-        indptr[rows.start + 1:rows.stop + 1] = np.count_nonzero(X[rows], axis=1)
-    np.cumsum(indptr, out=indptr)
-    index = np.int32 if max(int(indptr[-1]), d) < 2**31 else np.int64
-    data, indices = np.empty(indptr[-1], dtype=X.dtype), np.empty(indptr[-1], dtype=index)
-    for rows in blocks:
-        block = X[rows]
-        at, columns = np.nonzero(block)           # row-major: each row's columns sorted
-        data[indptr[rows.start]:indptr[rows.stop]] = block[at, columns]
-        indices[indptr[rows.start]:indptr[rows.stop]] = columns
-    return sp.csr_matrix((data, indices, indptr.astype(index)), shape=X.shape)
-
-
 def cpu_data_term(X, Y, sw, code, budget):
     """Closure ``(W, b, out=None) -> (sum_i sw_i L_i, grad_W, grad_b)`` on the Cython
     kernel; ``grad_W`` is written into ``out`` (an array like W) if given, else into a

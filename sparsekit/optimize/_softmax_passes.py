@@ -20,7 +20,7 @@ import scipy.sparse as sp
 from .._cython._softmax_sgd import METHODS, softmax_epoch, softmax_epoch_parallel
 from ..gpu._cupy import require_cupy
 from ..gpu.softmax_sgd import DeviceRows, softmax_epoch_gpu
-from ..utils._rows import row_sq_norms
+from ..utils._rows import mostly_zeros, row_sq_norms, sparse_copy
 from ..utils._threads import openmp_call, threads_for
 
 #: ``learning_rate="auto"``: eta_0 = AUTO_RATE[method] / median squared row norm (the
@@ -57,7 +57,12 @@ class SGDRows(NamedTuple):
     @classmethod
     def of(cls, X, dtype, bias):
         """The rows of a validated dense or sparse X in ``dtype`` (never reordering the
-        caller's arrays)."""
+        caller's arrays); a dense X of at most SPARSE_COPY_DENSITY nonzero entries as its
+        CSR copy."""
+        if not sp.issparse(X):
+            X = np.ascontiguousarray(X, dtype=dtype)
+            if mostly_zeros(X):
+                X = sparse_copy(X)
         if sp.issparse(X):
             X = sp.csr_matrix(X, dtype=dtype)
             if not X.has_canonical_format:
@@ -68,7 +73,6 @@ class SGDRows(NamedTuple):
             indptr = np.ascontiguousarray(X.indptr)
             dense = False
         else:
-            X = np.ascontiguousarray(X, dtype=dtype)
             data = X.ravel()
             indices = indptr = np.zeros(1, dtype=np.intp)
             dense = True
