@@ -1051,6 +1051,28 @@ def test_sparsemax_dask_fit_is_the_in_memory_fit(client, solver, layout, n_class
 
 
 
+def test_sparsemax_dask_partitions_of_mostly_zeros_are_held_as_csr(client):
+    """A dense partition of mostly zeros (C or Fortran order) is held as its CSR copy on
+    its worker, as a fit in memory holds such an X, and a denser one as the array: the
+    in-memory fit."""
+    from sparsekit.losses._dask_datafit import LabelTargets, _FenchelYoungBlock
+
+    rng = np.random.default_rng(4)
+    X = rng.standard_normal((600, 12)) * (rng.random((600, 12)) < 0.1)
+    y = np.argmax(X[:, :3] + 0.3 * rng.standard_normal((600, 3)), axis=1)
+    targets = LabelTargets(np.arange(3), "simplex", None)
+    for given in (X, np.asfortranarray(X)):
+        block = _FenchelYoungBlock(given, y, None, 1.0, targets)
+        assert sp.issparse(block.X) and block.X.format == "csr"
+        np.testing.assert_array_equal(block.X.toarray(), X)
+    assert isinstance(_FenchelYoungBlock(X + 1.0, y, None, 1.0, targets).X, np.ndarray)
+    kw = dict(solver="lbfgs", tol=1e-10, max_iter=3000)
+    local = SparsemaxClassifier(**kw).fit(X, y)
+    spread = SparsemaxClassifier(**kw).fit(da.from_array(X, chunks=(200, -1)), y)
+    np.testing.assert_allclose(spread.coef_, local.coef_, rtol=1e-6, atol=1e-7)
+    np.testing.assert_allclose(spread.intercept_, local.intercept_, rtol=1e-6, atol=1e-7)
+
+
 @pytest.mark.parametrize("solver", ["lbfgs", "newton-cg"])
 def test_sparsemax_dask_fit_of_a_column_in_other_units_is_the_in_memory_fit(client, solver):
     """A column in other units (its solver weight scaled by its own factor; the workers'

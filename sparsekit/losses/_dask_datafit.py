@@ -25,10 +25,11 @@ import numpy as np
 import scipy.sparse as sp
 
 from sparsekit.losses._fenchel_young_datafit import (ActiveRows, FenchelYoungLinear,
-                                                      checked_scale, written)
+                                                      checked_scale, fits_through_csr, written)
 from sparsekit.losses._logistic_datafit import _ExplicitHessian
 from sparsekit.metrics._thresholds import (PositiveEntries, merged_entries, row_slices,
                                            summed_histogram, threshold_search)
+from sparsekit.utils._rows import sparse_copy
 
 
 #: bytes of an argument's copies that may travel inside the tasks taking it (through the
@@ -392,13 +393,18 @@ def kept_weights(targets, y, sample_weight, first_row=0):
 class _FenchelYoungBlock:
     """One row partition's Fenchel-Young data term, built on its worker: its ``targets``
     (:class:`LabelTargets` or :class:`SetTargets`; the rows they leave out get weight 0) and
-    its weights over the largest weight of all partitions."""
+    its weights over the largest weight of all partitions. A dense partition of mostly
+    zeros is held as its CSR copy, as a fit in memory holds such an X (:func:`fits_through_csr`)."""
 
     def __init__(self, X, y, sample_weight, top, targets):
         from sparsekit._cython._projections import POLYTOPE_CODES
 
         self.Y, sw = _targets_and_weights(targets, y, sample_weight)
-        self.X = X.tocsr() if sp.issparse(X) else np.ascontiguousarray(X)
+        if sp.issparse(X):
+            X = X.tocsr()
+        elif fits_through_csr(X, self.Y.shape[1]):
+            X = sparse_copy(X).tocsr()        # a Fortran-ordered block's copy is CSC
+        self.X = X if sp.issparse(X) else np.ascontiguousarray(X)
         self.sw = (sw / top).astype(self.X.dtype)
         self.code, self.budget = POLYTOPE_CODES[targets.polytope], targets.budget
         self._term = None

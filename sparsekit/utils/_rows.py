@@ -11,8 +11,8 @@ _INT32_MAX = np.iinfo(np.int32).max
 #: stored densely) is solved as its sparse copy by L1LogisticOBA and the softmax SGD
 #: drivers, as LIBLINEAR solves every X: their kernels then read only the nonzero entries
 #: (OBA's fits on the copy took a quarter of the array's time at 0.1 nonzero, three
-#: quarters at 0.29, longer from 0.4 on; the SGD passes 0.2-0.45 of it at 0.1, 0.5-0.7 at
-#: 0.3, longer from 0.5-0.7 on)
+#: quarters at 0.29, longer from 0.4 on; the SGD passes 0.22-0.45 of it at 0.1, 0.50-0.71
+#: at 0.3, 0.80-0.97 at 0.5, longer at 0.7)
 SPARSE_COPY_DENSITY = 0.3
 
 
