@@ -50,6 +50,18 @@ def median_time(fn, repeat=3, warmup=0):
     return statistics.median(times), out
 
 
+def cpu_time(fn, long=5.0):
+    """(median process CPU seconds over 3 calls of ``fn()``, or of the first call longer
+    than ``long`` seconds; its last result)."""
+    times = []
+    while True:
+        start = time.process_time()
+        out = fn()
+        times.append(time.process_time() - start)
+        if times[-1] > long or len(times) == 3:
+            return statistics.median(times), out
+
+
 def timed_fit(est, X, y, long=5.0):
     """(median wall seconds of ``est.fit(X, y)`` over 3 fits, or of the first fit that
     takes longer than ``long`` seconds; the fitted ``est``; the ConvergenceWarnings of the

@@ -21,9 +21,7 @@ same script run on an earlier commit's build) beside this run's. Writes section
 """
 import _report  # noqa: F401  (pins BLAS threads before NumPy)
 
-import statistics
 import sys
-import time
 import warnings
 
 import numpy as np
@@ -42,20 +40,6 @@ CLASSES = (10, 1000)
 METHODS = ("sampled_softmax", "implicit")
 
 
-def cpu_time(fit, long=10.0):
-    """(median process CPU seconds over 3 calls of ``fit``, or of the first call longer than
-    ``long``; its last result)."""
-    times = []
-    while True:
-        start = time.process_time()
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            out = fit()
-        times.append(time.process_time() - start)
-        if times[-1] > long or len(times) == 3:
-            return statistics.median(times), out
-
-
 def image_rows():
     """The image part (none without MNIST in the data folder)."""
     from sparsekit.datasets import load_mnist
@@ -70,7 +54,7 @@ def image_rows():
     for name, make in ESTIMATORS:
         row = {"estimator": name}
         for form, data in (("array", X), ("CSR", sp.csr_matrix(X))):
-            seconds, est = cpu_time(lambda: make().fit(data, y))
+            seconds, est = _report.cpu_time(lambda: make().fit(data, y), long=10.0)
             row[form] = {"seconds": seconds, "solver": getattr(est, "solver_", "-"),
                          "accuracy": float(est.score(X_test, y_test))}
         rows.append(row)
@@ -97,16 +81,17 @@ def density_rows():
                 saved = getattr(rows_module, "SPARSE_COPY_DENSITY", 0.0)
                 rows_module.SPARSE_COPY_DENSITY = 0.0
                 try:
-                    row[f"{method} dense"] = cpu_time(lambda: fit(X))[0]
+                    row[f"{method} dense"] = _report.cpu_time(lambda: fit(X))[0]
                 finally:
                     rows_module.SPARSE_COPY_DENSITY = saved
-                row[f"{method} CSR"] = cpu_time(lambda: fit(X_csr))[0]
+                row[f"{method} CSR"] = _report.cpu_time(lambda: fit(X_csr))[0]
             rows.append(row)
             print(row, flush=True)
     return rows
 
 
 def main():
+    warnings.simplefilter("ignore")       # the fits' ConvergenceWarnings: timed as they run
     results, earlier = _report.beside_before(__doc__.split("\n\n")[0], lambda: {
         "images": image_rows(), "densities": density_rows()})
     then = f" (commit {earlier['commit']})" if earlier else ""

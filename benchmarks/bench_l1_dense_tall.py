@@ -32,7 +32,6 @@ same script run on an earlier commit's build) beside this run's. Writes section
 """
 import _report  # noqa: F401  (pins BLAS threads before NumPy)
 
-import statistics
 import sys
 import time
 import warnings
@@ -83,25 +82,13 @@ def gram_rows():
     return rows
 
 
-def cpu_time(fit, long=5.0):
-    """(median process CPU seconds over 3 calls of ``fit``, or of the first call longer than
-    ``long``; its last result)."""
-    times = []
-    while True:
-        start = time.process_time()
-        out = fit()
-        times.append(time.process_time() - start)
-        if times[-1] > long or len(times) == 3:
-            return statistics.median(times), out
-
-
 def liblinear(X, y, C=1.0, long=5.0):
     """(CPU seconds, coef (classes x features, one row for two classes), intercepts)."""
     from liblinear import liblinearutil
 
     prob = liblinearutil.problem([float(v) for v in y], np.ascontiguousarray(X, np.float64))
     param = liblinearutil.parameter(f"-s 6 -B 1 -R -q -c {C!r} -e 1e-4")
-    seconds, model = cpu_time(lambda: liblinearutil.train(prob, param), long=long)
+    seconds, model = _report.cpu_time(lambda: liblinearutil.train(prob, param), long=long)
     labels = model.get_labels()
     k = 1 if len(labels) == 2 else len(labels)
     # a copy: the model's memory goes with it; its features end at the last column that
@@ -137,8 +124,8 @@ def fit_rows():
         X = X.astype(dtype)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            oba_s, oba = cpu_time(lambda: L1LogisticOBA().fit(X, y))
-            lr_s, lr = cpu_time(lambda: LogisticRegression().fit(X, y))
+            oba_s, oba = _report.cpu_time(lambda: L1LogisticOBA().fit(X, y))
+            lr_s, lr = _report.cpu_time(lambda: LogisticRegression().fit(X, y))
         ll_s, ll_coef, ll_b = liblinear(X, y)
         f_oba = objective_at(X, y, oba.coef_, oba.intercept_, 1.0)
         f_ll = objective_at(X, y, ll_coef, ll_b, 1.0)
@@ -165,7 +152,7 @@ def density_rows():
         y = (X @ w + 0.5 * rng.standard_normal(50_000) > 0).astype(int)
         row = {"share": share}
         for form, data in (("array", X), ("CSR", sp.csr_matrix(X))):
-            seconds, est = cpu_time(lambda: L1LogisticOBA().fit(data, y), long=1.0)
+            seconds, est = _report.cpu_time(lambda: L1LogisticOBA().fit(data, y), long=1.0)
             row[f"{form} seconds"], row[f"{form} iterations"] = seconds, int(est.n_iter_[0])
         rows.append(row)
         print(row, flush=True)
@@ -191,7 +178,7 @@ def image_rows():
         A = X if scale == 1.0 else X / scale
         fits = {}
         for form, data in (("array", A), ("CSR", sp.csr_matrix(A))):
-            seconds, est = cpu_time(lambda: L1LogisticOBA(C=C).fit(data, y0), long=1.0)
+            seconds, est = _report.cpu_time(lambda: L1LogisticOBA(C=C).fit(data, y0), long=1.0)
             fits[form] = {"seconds": seconds, "iterations": int(est.n_iter_[0]),
                           "F": objective_at(A, y0, est.coef_, est.intercept_, C)}
         ll_s, ll_coef, ll_b = liblinear(A, y0, C=C, long=1.0)
