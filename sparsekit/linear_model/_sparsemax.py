@@ -363,8 +363,8 @@ class SparsemaxClassifier(SparsekitClassifier):
         Print the objective every iteration (epoch for ``"sdca"``) when positive.
     random_state : int, RandomState instance or None, default=None
         Seeds the row order of each ``"sdca"`` epoch, also where ``solver="auto"`` picks
-        it (a sparse X it suits): pass an int for the same model from every fit. Unused by
-        the other solvers.
+        it (a sparse X it suits, or a dense one of mostly zeros): pass an int for the same
+        model from every fit. Unused by the other solvers.
     device : {"cpu", "cuda"}, default="cpu"
         ``"cuda"`` fits and predicts on the current GPU with CuPy (``pip install
         sparsekit[gpu]``): X is moved there once; the loss, the gradient and Newton-CG's
