@@ -1584,19 +1584,37 @@ def test_auto_picks_sdca_for_sparse_well_conditioned_problems(sparse, scale, alp
     np.testing.assert_array_equal(clf.coef_, explicit.coef_)
 
 
-def test_auto_picks_sdca_for_a_dense_x_fit_through_its_csr_copy():
-    """A dense X of few nonzero entries is fit through its CSR copy, so SDCA's updates touch
-    only the rows' nonzeros, as for the CSR input: "auto" decides on the copy (it took
-    L-BFGS, 3.7 times SDCA's time on MNIST's pixels); a denser X keeps L-BFGS."""
+@pytest.mark.parametrize("n_classes, share", [(3, 0.1), (5, 0.2)])
+def test_auto_picks_sdca_on_the_csr_copy_of_a_dense_x_of_mostly_zeros(n_classes, share,
+                                                                      monkeypatch):
+    """SDCA's updates touch only the rows' nonzeros: a dense X of at most
+    SPARSE_COPY_DENSITY nonzero entries is walked as its CSR copy, and "auto" picks SDCA as
+    for the CSR input (it took L-BFGS on the array: 3.4 times SDCA's time on MNIST's
+    pixels), also where L-BFGS's data term reads the array (5 classes at 20% nonzero:
+    fits_through_csr's share is 17.5%); the same model. A denser X keeps L-BFGS."""
+    import sparsekit.linear_model._sparsemax as sparsemax
+    from sparsekit.losses._fenchel_young_datafit import fits_through_csr
+
+    read = []
+    real = sparsemax.FenchelYoungLinear
+
+    def spied(X, *args, **kwargs):
+        read.append(type(X))
+        return real(X, *args, **kwargs)
+    monkeypatch.setattr(sparsemax, "FenchelYoungLinear", spied)
     rng = np.random.default_rng(0)
-    X = rng.standard_normal((1200, 6)) * (rng.random((1200, 6)) < 0.1)
-    y = np.argmax(X[:, :3] + 0.5 * rng.standard_normal((1200, 3)), axis=1)
+    X = rng.standard_normal((1500, 8)) * (rng.random((1500, 8)) < share)
+    y = np.argmax(X[:, :n_classes] + 0.5 * rng.standard_normal((1500, n_classes)), axis=1)
+    assert fits_through_csr(X, n_classes) == (share < 0.125)
     kw = dict(alpha=1e-3, random_state=0, tol=1e-8)
     dense = SparsemaxClassifier(**kw).fit(X, y)
     csr = SparsemaxClassifier(**kw).fit(sp.csr_matrix(X), y)
-    assert dense.solver_ == csr.solver_ == "sdca"
+    assert dense.solver_ == csr.solver_ == "sdca" and read == [sp.csr_matrix] * 2
     np.testing.assert_allclose(dense.coef_, csr.coef_, rtol=1e-10, atol=1e-12)
-    X[:, 3:] = rng.standard_normal((1200, 3))                     # 55% nonzero
+    read.clear()
+    assert SparsemaxClassifier(solver="lbfgs", **kw).fit(X, y).solver_ == "lbfgs"
+    assert read == [sp.csr_matrix if share < 0.125 else np.ndarray]
+    X[:, 3:] = rng.standard_normal((1500, 5))                    # 65% nonzero
     assert SparsemaxClassifier(**kw).fit(X, y).solver_ == "lbfgs"
 
 

@@ -35,8 +35,8 @@ from ..utils._scores import csr_scores
 from ..utils._threads import Abandoned, stop_if_abandoned
 from ..utils._columns import UsedColumns
 from ..utils._labels import refuse_label_collections
-from ..utils._rows import (entry_scales, scale_sums_of, sparse_copy, unit_factors,
-                           weighted_scale_sums)
+from ..utils._rows import (entry_scales, mostly_zeros, scale_sums_of, sparse_copy,
+                           unit_factors, weighted_scale_sums)
 from ..utils._validation import (check_dense_size, check_device, check_entry_magnitude,
                                  check_sparse_structure, check_two_classes, physical_memory,
                                  validate_input)
@@ -101,15 +101,20 @@ def scale_sums(X, sw):
                            for A in (squared, nonzero)), sw.sum())
 
 
-def auto_solver(X, alpha, bounded=False, device="cpu", intercept_scale=0.0):
+def auto_solver(sdca_rows, alpha, bounded=False, device="cpu", intercept_scale=0.0):
     """The solver of ``solver="auto"``: exact dual coordinate ascent for sparse X, where each
     row update touches only the row's nonzeros, when the dual is well conditioned
     (mean ‖xᵢ‖² / (``alpha`` n) ≤ ``AUTO_SDCA_MAX_CONDITION``: TF-IDF rows of norm 1 down
     to ``alpha`` = 1/(20 n)); L-BFGS for dense X and wherever SDCA does not apply or would
-    crawl (a small ``alpha`` for the rows' scale, bounds, a GPU). The rows' norms count
-    SDCA's constant feature of a free intercept, ``intercept_scale`` (0: none): on an X
-    with few stored entries it alone sets the condition."""
-    if not sp.issparse(X) or bounded or device != "cpu" or not alpha > 0:
+    crawl (a small ``alpha`` for the rows' scale, bounds, a GPU). ``sdca_rows()`` returns X
+    as SDCA walks it (:meth:`_Problem.sdca_rows`: a dense X of mostly zeros as its CSR
+    copy), called only where SDCA may apply. The rows' norms count SDCA's constant feature
+    of a free intercept, ``intercept_scale`` (0: none): on an X with few stored entries it
+    alone sets the condition."""
+    if bounded or device != "cpu" or not alpha > 0:
+        return "lbfgs"
+    X = sdca_rows()
+    if not sp.issparse(X):
         return "lbfgs"
     data = X.data.astype(np.float64, copy=False)
     mean_sq = float(data @ data) / max(X.shape[0], 1) + intercept_scale ** 2
@@ -225,7 +230,17 @@ class _Problem:
         self.X, self.X_rows, self.targets, self.sw = X, X_rows, targets, sw
         self.polytope, self.offset, self.columns, self.used = polytope, offset, columns, used
         self.sums, self.budget, self.shown, self.Y = sums, budget, shown, Y
-        self._datafits = {}
+        self._datafits, self._sdca_rows = {}, None
+
+    def sdca_rows(self):
+        """X as SDCA walks it: its row updates read the rows' nonzero entries, so a dense X
+        of mostly zeros (:func:`~sparsekit.utils._rows.mostly_zeros`) is its CSR copy
+        (made on first use), whatever the data term of the other solvers reads."""
+        if self._sdca_rows is None:
+            X = self.X
+            self._sdca_rows = (sparse_copy(X) if isinstance(X, np.ndarray) and mostly_zeros(X)
+                               else X)
+        return self._sdca_rows
 
     def datafit(self, sdca, make):
         """The datafit for SDCA (``sdca``) or the other solvers: ``make()`` on first use."""
@@ -295,13 +310,14 @@ class SparsemaxClassifier(SparsekitClassifier):
     penalize_intercept : bool, default=False
         Whether ``alpha / 2 ||b||^2`` is added to the objective.
     solver : {"auto", "lbfgs", "newton-cg", "nqn", "sdca"}, default="auto"
-        ``"auto"``: ``"sdca"`` for sparse X (a dense X fit through its CSR copy too, see
-        ``fit``) when the mean squared row norm (with the intercept's constant feature,
-        see Notes) is at most ``20 * alpha * n_samples`` (no bounds, on the CPU),
-        ``"lbfgs"`` otherwise, or ``"newton-cg"`` where L-BFGS's arrays would not fit in
-        the machine's memory (about 41 copies of the weights, 51 with SciPy before 1.12,
-        against Newton-CG's 14 and SDCA's 5; a solver named that would not fit is refused
-        before the fit starts); ``solver_`` tells which ran.
+        ``"auto"``: ``"sdca"`` for sparse X (a dense X of at most 30% nonzero entries
+        too, which SDCA walks as its CSR copy) when the mean squared row norm (with the
+        intercept's constant feature, see Notes) is at most ``20 * alpha * n_samples``
+        (no bounds, on the CPU), ``"lbfgs"`` otherwise, or ``"newton-cg"`` where
+        L-BFGS's arrays would not fit in the machine's memory (about 41 copies of the
+        weights, 51 with SciPy before 1.12, against Newton-CG's 14 and SDCA's 5; a solver
+        named that would not fit is refused before the fit starts); ``solver_`` tells
+        which ran.
         ``"lbfgs"``: :func:`scipy.optimize.minimize` with L-BFGS-B. ``"nqn"``:
         :func:`sparsekit.optimize.minimize_nqn` with the same bounds. ``"newton-cg"``:
         truncated semismooth Newton (no bounds): the loss is piecewise quadratic, and its
@@ -509,7 +525,7 @@ class SparsemaxClassifier(SparsekitClassifier):
         X : {array-like, sparse matrix} of shape (n_samples, n_features)
             Dense, CSR or CSC (CSC is converted to CSR, never densified). Dense input
             with at most 25% nonzero entries (e.g. MNIST; 12.5-22.5% with 3 to 7 classes)
-            is fit through a CSR copy. A dask
+            is fit through a CSR copy, and SDCA walks one up to 30%. A dask
             array partitioned by rows, or a dask DataFrame, is fit on the workers of the
             default ``distributed.Client`` by ``"lbfgs"``, ``"nqn"`` or ``"newton-cg"``.
             The columns of a sparse X that store no entry (hashed features) are left out of
@@ -594,10 +610,11 @@ class SparsemaxClassifier(SparsekitClassifier):
         X_shown = problem.shown[0]
         self.alpha_, scale, factors = self._data_scales(problem.sums)
         solver = self.solver if self.solver != "auto" else auto_solver(
-            problem.X, self.alpha_, bounded=self.bounds is not None or self.positive,
+            problem.sdca_rows, self.alpha_, bounded=self.bounds is not None or self.positive,
             device=self.device, intercept_scale=scale if self.fit_intercept else 0.0)
         datafit = problem.datafit(solver == "sdca", lambda: FenchelYoungLinear(
-            problem.X, problem.targets, problem.sw, polytope=problem.polytope,
+            problem.sdca_rows() if solver == "sdca" else problem.X, problem.targets,
+            problem.sw, polytope=problem.polytope,
             budget=problem.budget, alpha=self.alpha_, fit_intercept=self.fit_intercept,
             penalize_intercept=self.penalize_intercept, offset=problem.offset,
             X_rows=problem.X_rows,
