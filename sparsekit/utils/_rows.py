@@ -8,11 +8,12 @@ from .._cython._gram_kernels import (column_stats_csr, dense_compress_rows, dens
 #: the largest count that int32 indices hold
 _INT32_MAX = np.iinfo(np.int32).max
 #: a dense X with at most this share of nonzero entries (pixels, counts, one-hot codes
-#: stored densely) is solved as its sparse copy by L1LogisticOBA and the softmax SGD
-#: drivers, as LIBLINEAR solves every X: their kernels then read only the nonzero entries
+#: stored densely) is solved as its sparse copy by L1LogisticOBA, the softmax SGD drivers
+#: and SparsemaxClassifier's SDCA, as LIBLINEAR solves every X: their kernels then read
+#: only the nonzero entries
 #: (OBA's fits on the copy took a quarter of the array's time at 0.1 nonzero, three
-#: quarters at 0.29, longer from 0.4 on; the SGD passes 0.22-0.45 of it at 0.1, 0.50-0.71
-#: at 0.3, 0.80-0.97 at 0.5, longer at 0.7)
+#: quarters at 0.29, longer from 0.4 on; the SGD passes 0.21-0.46 of it at 0.1, 0.49-0.84
+#: at 0.3, 0.77-0.97 at 0.5, up to 1.25 at 0.7)
 SPARSE_COPY_DENSITY = 0.3
 
 
