@@ -357,14 +357,18 @@ def test_a_device_fit_on_large_entries_advises_scaling_them(cupy_backend, sparse
     counts summed on the device) advises scaling X's columns, in a fit and a
     cross-validation; rows of weight 0 do not count."""
     from sparsekit import L1LogisticOBACV
-    from sparsekit.linear_model._device_input import device_row_counts
+    from sparsekit.linear_model._device_input import device_scale_sums
     from sparsekit.linear_model._l1_logistic import large_entries
+    from sparsekit.utils._rows import weighted_scale_sums
     from test_l1_logistic import _large_entries
 
     cp = cupy_backend
     X, y = _large_entries()
     Xd = _device(cp, X, sparse)
-    np.testing.assert_array_equal(device_row_counts(Xd), np.count_nonzero(X, axis=1))
+    ones = np.ones(X.shape[0])
+    np.testing.assert_allclose(device_scale_sums(Xd, ones), weighted_scale_sums(X, ones),
+                               rtol=1e-12)
+    assert device_scale_sums(Xd, ones)[1] == np.count_nonzero(X)
     assert large_entries(Xd) == large_entries(X)
     for fit in (lambda: L1LogisticOBA(max_iter=2, device="cuda").fit(Xd, y),
                 lambda: L1LogisticOBACV(Cs=[1.0], cv=2, max_iter=2, device="cuda").fit(Xd, y)):

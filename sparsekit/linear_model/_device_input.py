@@ -13,6 +13,7 @@ from sklearn.utils.validation import _check_sample_weight, column_or_1d
 
 from ..gpu._cupy import require_cupy
 from ..gpu.datafits import is_device_matrix
+from ..utils._rows import scale_sums_of
 from ..utils._validation import check_device
 
 
@@ -103,15 +104,18 @@ def device_row_sq_norms(X):
     return cp.asnumpy(cp.asarray(squares.sum(axis=1))).ravel()
 
 
-def device_row_counts(X):
-    """The entries stored in every row of a cupyx sparse matrix X, or the nonzero entries
-    of a CuPy array's, on the host (float64)."""
-    cp = require_cupy()
-    if hasattr(X, "tocsr"):
-        ones = X.astype(cp.float64)                  # a copy, its entries set to 1
-        ones.data = cp.ones_like(ones.data)
-        return cp.asnumpy(cp.asarray(ones.sum(axis=1))).ravel()
-    return cp.asnumpy(cp.count_nonzero(X, axis=1)).astype(np.float64)
+def device_scale_sums(X, sw):
+    """:func:`~sparsekit.utils._rows.weighted_scale_sums` of a CuPy array or cupyx sparse
+    matrix X under the host weights ``sw`` (float64, largest 1: they are cast to X's
+    dtype), its columns' sums taken on the device."""
+    weights = to_device(sw).astype(X.dtype)
+    if hasattr(X, "multiply"):                       # cupyx sparse
+        squared, nonzero = X.multiply(X), X.copy()
+        nonzero.data = (nonzero.data != 0).astype(X.dtype)
+    else:
+        squared, nonzero = X * X, (X != 0).astype(X.dtype)
+    return scale_sums_of(*(np.asarray(_host(A.T @ weights), dtype=np.float64).ravel()
+                           for A in (squared, nonzero)), sw.sum())
 
 
 def device_scores(X, coef, intercept):

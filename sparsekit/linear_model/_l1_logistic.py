@@ -34,8 +34,8 @@ from sparsekit.optimize._result import STOPPED_BY_CALLBACK
 from sparsekit.linear_model._dask_input import DaskRows, block_predictions, is_dask_collection
 from sparsekit.gpu._cupy import on_current_device, require_cupy
 from sparsekit.utils._scores import linear_scores
-from sparsekit.linear_model._device_input import (check_device_X, device_row_counts,
-                                                  device_row_sq_norms, device_scores, fit_device,
+from sparsekit.linear_model._device_input import (check_device_X, device_row_sq_norms,
+                                                  device_scale_sums, device_scores, fit_device,
                                                   host_targets, to_device)
 from sparsekit.gpu.datafits import DeviceLogistic, DeviceMultinomial, is_device_matrix
 from sparsekit.losses._duality import relative_duality_gap
@@ -300,9 +300,10 @@ def large_entries(X, sample_weight=None):
     if isinstance(X, DaskRows):
         squares, counts = X.scale_sums(sample_weight)[:2]
     elif is_device_matrix(X):
-        weights = np.ones(X.shape[0]) if sample_weight is None else np.asarray(sample_weight)
-        squares = float(weights @ device_row_sq_norms(X))
-        counts = float(weights @ device_row_counts(X))
+        weights = (np.ones(X.shape[0]) if sample_weight is None
+                   else np.asarray(sample_weight, dtype=np.float64))
+        top = weights.max(initial=0.0)
+        squares, counts = device_scale_sums(X, weights / top if top > 0 else weights)[:2]
     else:
         squares, counts = weighted_scale_sums(X, sample_weight)[:2]
     if not counts > 0 or not squares > ENTRY_RMS_CAP ** 2 * counts:

@@ -18,8 +18,8 @@ from sklearn.utils.validation import _check_sample_weight, check_is_fitted, colu
 
 from ..gpu._cupy import require_cupy
 from ..gpu.datafits import is_device_matrix
-from ._device_input import (_host, check_device_X, device_product, device_scores, fit_device,
-                            host_targets, to_device)
+from ._device_input import (_host, check_device_X, device_product, device_scale_sums,
+                            device_scores, fit_device, host_targets, to_device)
 from ..losses._dask_datafit import DaskFenchelYoung, LabelTargets, SetTargets
 from ..losses._fenchel_young_datafit import FenchelYoungLinear, by_rows, fits_through_csr
 from ..losses._targets import (check_target_entries, label_set_matrix, leaves_out_unlabelled,
@@ -35,8 +35,8 @@ from ..utils._scores import csr_scores
 from ..utils._threads import Abandoned, stop_if_abandoned
 from ..utils._columns import UsedColumns
 from ..utils._labels import refuse_label_collections
-from ..utils._rows import (entry_scales, mostly_zeros, scale_sums_of, sparse_copy,
-                           unit_factors, weighted_scale_sums)
+from ..utils._rows import (entry_scales, mostly_zeros, sparse_copy, unit_factors,
+                           weighted_scale_sums)
 from ..utils._validation import (check_dense_size, check_device, check_entry_magnitude,
                                  check_sparse_structure, check_two_classes, physical_memory,
                                  validate_input)
@@ -89,16 +89,7 @@ def scale_sums(X, sw):
     sparse matrix."""
     sw = np.asarray(_host(sw), dtype=np.float64)
     sw = sw / sw.max()
-    if not is_device_matrix(X):
-        return weighted_scale_sums(X, sw)
-    weights = to_device(sw).astype(X.dtype)
-    if hasattr(X, "multiply"):                       # cupyx sparse
-        squared, nonzero = X.multiply(X), X.copy()
-        nonzero.data = (nonzero.data != 0).astype(X.dtype)
-    else:
-        squared, nonzero = X * X, (X != 0).astype(X.dtype)
-    return scale_sums_of(*(np.asarray(_host(A.T @ weights), dtype=np.float64).ravel()
-                           for A in (squared, nonzero)), sw.sum())
+    return device_scale_sums(X, sw) if is_device_matrix(X) else weighted_scale_sums(X, sw)
 
 
 def auto_solver(sdca_rows, alpha, bounded=False, device="cpu", intercept_scale=0.0):
