@@ -10,10 +10,9 @@ _INT32_MAX = np.iinfo(np.int32).max
 #: a dense X with at most this share of nonzero entries (pixels, counts, one-hot codes
 #: stored densely) is solved as its sparse copy by L1LogisticOBA, the softmax SGD drivers
 #: and SparsemaxClassifier's SDCA, as LIBLINEAR solves every X: their kernels then read
-#: only the nonzero entries
-#: (OBA's fits on the copy took a quarter of the array's time at 0.1 nonzero, three
-#: quarters at 0.29, longer from 0.4 on; the SGD passes 0.21-0.46 of it at 0.1, 0.49-0.84
-#: at 0.3, 0.77-0.97 at 0.5, up to 1.25 at 0.7)
+#: only the nonzero entries (OBA's fits on the copy took a quarter of the array's time at
+#: 0.1 nonzero, three quarters at 0.29, longer from 0.4 on; the SGD passes 0.21-0.46 of it
+#: at 0.1, 0.49-0.84 at 0.3, 0.77-0.97 at 0.5, up to 1.25 at 0.7)
 SPARSE_COPY_DENSITY = 0.3
 
 
