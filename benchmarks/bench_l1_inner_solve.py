@@ -25,7 +25,7 @@ sys.path.insert(0, str(_report.REPO))  # the in-place build, also when not insta
 from bench_l1_logistic import load  # noqa: E402
 
 from sparsekit._cython import _oba_kernels as K  # noqa: E402
-from sparsekit.linear_model._l1_logistic import _solve  # noqa: E402
+from sparsekit.linear_model._l1_solve import oba_solve  # noqa: E402
 from sparsekit.losses._logistic_datafit import Logistic, _ExplicitHessian  # noqa: E402
 from sparsekit.optimize._cg import steihaug_cg  # noqa: E402
 
@@ -69,7 +69,7 @@ def systems(name, C, tol=1e-4):
     X, y = load(name)
     Xc = X.tocsc()
     datafit = _Recording(Xc, y, X_csr=X)
-    res = _solve(datafit, C, tol, 2000, None, 0)
+    res = oba_solve(datafit, C, tol, 2000, None, 0)
     mu = 1.0 / (C * datafit.n_samples)
     muw = mu * datafit.penalty_weights
     rows = []

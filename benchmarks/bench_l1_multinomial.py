@@ -40,7 +40,7 @@ from sklearn.linear_model import LogisticRegression  # noqa: E402
 
 from sparsekit.datasets import load_debian, load_mnist, load_mulan  # noqa: E402
 from sparsekit.linear_model import L1LogisticOBA  # noqa: E402
-from sparsekit.linear_model._l1_logistic import _smallest_active_C  # noqa: E402
+from sparsekit.linear_model._l1_path import smallest_active_C  # noqa: E402
 from sparsekit.losses._multinomial_datafit import Multinomial  # noqa: E402
 
 SETS = ["digits", "scene", "mnist", "debian"]
@@ -84,7 +84,7 @@ def objective(X, y, coef, intercept, C, l1_ratio):
 def smallest_C(X, y, l1_ratio):
     codes = np.searchsorted(np.unique(y), y)
     datafit = Multinomial(X, codes, codes.max() + 1, fit_intercept=True)
-    return l1_ratio * _smallest_active_C(datafit)
+    return l1_ratio * smallest_active_C(datafit)
 
 
 def warm_up():

@@ -33,8 +33,8 @@ from bench_l1_multinomial import SETS, TARGET, load, objective, smallest_C  # no
 from sklearn.exceptions import ConvergenceWarning  # noqa: E402
 from sklearn.linear_model import LogisticRegression  # noqa: E402
 
-from sparsekit.linear_model._l1_logistic import (  # noqa: E402
-    MULTINOMIAL_CG_MAXITER, _multinomial_model, _solve)
+from sparsekit.linear_model._l1_solve import (  # noqa: E402
+    MULTINOMIAL_CG_MAXITER, multinomial_model, oba_solve)
 from sparsekit.losses._duality import relative_duality_gap  # noqa: E402
 from sparsekit.losses._multinomial_datafit import Multinomial  # noqa: E402
 
@@ -60,8 +60,8 @@ def oba_trace(X, y, C, tol, most):
         if seconds > most:
             raise StopIteration
 
-    res = _solve(datafit, C, tol, 100_000, None, 0, 1.0, MULTINOMIAL_CG_MAXITER, record)
-    coef, intercept = _multinomial_model(datafit, res.x)
+    res = oba_solve(datafit, C, tol, 100_000, None, 0, 1.0, MULTINOMIAL_CG_MAXITER, record)
+    coef, intercept = multinomial_model(datafit, res.x)
     return {"trace": trace, "status": int(res.status), "nit": int(res.nit),
             "gap": float(relative_duality_gap(datafit, res.x, C)),
             "F": objective(X, y, coef, intercept, C, 1.0),

@@ -34,7 +34,7 @@ from bench_compare import load as load_compare  # noqa: E402
 from bench_l1_multinomial import load  # noqa: E402
 from bench_multinomial_preconditioner import traced_solve  # noqa: E402
 
-from sparsekit.linear_model._l1_logistic import MULTINOMIAL_CG_MAXITER, _solve  # noqa: E402
+from sparsekit.linear_model._l1_solve import MULTINOMIAL_CG_MAXITER, oba_solve  # noqa: E402
 from sparsekit.losses import _multinomial_datafit as MD  # noqa: E402
 
 #: block_route_ns values that force one route
@@ -101,7 +101,7 @@ def formations():
         f = MD.Multinomial(X, codes, codes.max() + 1, fit_intercept=True)
         f._matrix_free = lambda free, f=f: _Timed(f, np.asarray(free, dtype=np.int64))
         _Timed.name = f"{name} ({X.shape[0]} x {X.shape[1]}, K = {codes.max() + 1})"
-        _solve(f, 1.0, 1e-8, max_iter, None, 0, 1.0, MULTINOMIAL_CG_MAXITER)
+        oba_solve(f, 1.0, 1e-8, max_iter, None, 0, 1.0, MULTINOMIAL_CG_MAXITER)
     return _Timed.rows
 
 

@@ -39,7 +39,7 @@ sys.path.insert(0, str(_report.REPO))  # the in-place build, also when not insta
 from bench_sparsemax_solver_memory import problems, quiet_peak  # noqa: E402
 
 from sparsekit.linear_model import L1LogisticOBA, l1_logistic_path  # noqa: E402
-from sparsekit.linear_model._l1_logistic import MULTINOMIAL_ARRAYS  # noqa: E402
+from sparsekit.linear_model._l1_problems import MULTINOMIAL_ARRAYS  # noqa: E402
 
 SHAPES = [(1000, 20_000, 20), (2000, 50_000, 10), (4000, 200_000, 20), (20_000, 50_000, 20)]
 CS = (0.1, 1.0, 10.0, 100.0)

@@ -36,7 +36,7 @@ sys.path.insert(0, str(_report.REPO))  # the in-place build, also when not insta
 from bench_compare import load as load_compare  # noqa: E402
 from bench_l1_multinomial import load, smallest_C  # noqa: E402
 
-from sparsekit.linear_model._l1_logistic import MULTINOMIAL_CG_MAXITER, _solve  # noqa: E402
+from sparsekit.linear_model._l1_solve import MULTINOMIAL_CG_MAXITER, oba_solve  # noqa: E402
 from sparsekit.losses import _multinomial_datafit as MD  # noqa: E402
 
 #: (set, C as a multiple of the smallest C with a nonzero weight or None for C = 1, tol)
@@ -88,7 +88,7 @@ def traced_solve(datafit, C, tol, cap, clock=time.perf_counter,
         if trace[-1][0] > cap:
             raise StopIteration
 
-    res = _solve(datafit, C, tol, 100_000, None, 0, 1.0, cg_maxiter, record)
+    res = oba_solve(datafit, C, tol, 100_000, None, 0, 1.0, cg_maxiter, record)
     return res, trace
 
 

@@ -31,7 +31,7 @@ sys.path.insert(0, str(_report.REPO))  # the in-place build, also when not insta
 from bench_compare import load as load_compare  # noqa: E402
 from bench_l1_multinomial import load, smallest_C  # noqa: E402
 
-from sparsekit.linear_model._l1_logistic import MULTINOMIAL_CG_MAXITER, _solve  # noqa: E402
+from sparsekit.linear_model._l1_solve import MULTINOMIAL_CG_MAXITER, oba_solve  # noqa: E402
 from sparsekit._cython import _oba_kernels as K  # noqa: E402
 from sparsekit.losses._multinomial_datafit import Multinomial  # noqa: E402
 
@@ -53,7 +53,7 @@ def free_sets(X, codes, C, seconds):
             raise StopIteration
 
     datafit.hessp = record
-    _solve(datafit, C, 1e-9, 100_000, None, 0, 1.0, MULTINOMIAL_CG_MAXITER, stop)
+    oba_solve(datafit, C, 1e-9, 100_000, None, 0, 1.0, MULTINOMIAL_CG_MAXITER, stop)
     datafit.hessp = hessp
     return datafit, seen
 

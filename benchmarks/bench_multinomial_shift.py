@@ -35,7 +35,7 @@ import numpy as np
 from sklearn.exceptions import ConvergenceWarning
 
 sys.path.insert(0, str(_report.REPO))  # the in-place build, also when not installed
-import sparsekit.linear_model._l1_logistic as l1_logistic  # noqa: E402
+import sparsekit.linear_model._l1_solve as l1_solve  # noqa: E402
 from bench_l1_multinomial import objective, warm_up  # noqa: E402
 from bench_multinomial_route import multinomial_problem  # noqa: E402
 from sparsekit import L1LogisticOBA  # noqa: E402
@@ -44,7 +44,7 @@ from sparsekit import L1LogisticOBA  # noqa: E402
 SETS = {"digits": (10, 100, 1000), "scene": (10, 100, 1000), "mnist": (10, 100),
         "debian": (10,), "bibtex": (0.05, 1.0), "delicious": (0.05, 1.0)}
 ABSOLUTE = ("bibtex", "delicious")
-SOLVER = l1_logistic.minimize_oba
+SOLVER = l1_solve.minimize_oba
 
 
 def _without_shift(*args, **kwargs):
@@ -55,7 +55,7 @@ def _without_shift(*args, **kwargs):
 def fit(X, y, C, shift):
     """(seconds, model, warning) of the default multinomial fit at ``C`` (the median of
     three fits where they take under a second)."""
-    l1_logistic.minimize_oba = SOLVER if shift else _without_shift
+    l1_solve.minimize_oba = SOLVER if shift else _without_shift
     times = []
     try:
         while len(times) < 3 and sum(times) < 1.0:
@@ -65,7 +65,7 @@ def fit(X, y, C, shift):
                 model = L1LogisticOBA(C=C, multiclass="multinomial").fit(X, y)
                 times.append(time.perf_counter() - start)
     finally:
-        l1_logistic.minimize_oba = SOLVER
+        l1_solve.minimize_oba = SOLVER
     said = next((str(w.message) for w in caught if issubclass(w.category, ConvergenceWarning)),
                 "")
     said = ("stalled" if said.startswith("OBA stopped") else

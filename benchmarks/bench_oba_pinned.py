@@ -37,7 +37,7 @@ import bench_l1_logistic as binary  # noqa: E402
 from bench_multinomial_preconditioner import LEVELS, first_time, traced_solve  # noqa: E402
 from bench_multinomial_route import multinomial_problem  # noqa: E402
 
-from sparsekit.linear_model import _l1_logistic  # noqa: E402
+from sparsekit.linear_model import _l1_solve  # noqa: E402
 from sparsekit.losses._logistic_datafit import Logistic  # noqa: E402
 from sparsekit.losses._multinomial_datafit import Multinomial  # noqa: E402
 from sparsekit.optimize import minimize_oba  # noqa: E402
@@ -56,12 +56,12 @@ ARMS = ("not pinned (before)", "pinned (default)")
 
 def run(datafit, C, tol, cap, arm, cg_maxiter):
     """(OptimizeResult, [(CPU seconds, F)] after each iteration) of one arm."""
-    _l1_logistic.minimize_oba = functools.partial(minimize_oba,
+    _l1_solve.minimize_oba = functools.partial(minimize_oba,
                                                   pin_crossings=arm == ARMS[1])
     try:
         return traced_solve(datafit, C, tol, cap, time.process_time, cg_maxiter)
     finally:
-        _l1_logistic.minimize_oba = minimize_oba
+        _l1_solve.minimize_oba = minimize_oba
 
 
 def compare(rows, label, C_cell, tol, make_datafit, C, cap, cg_maxiter, repeat):
@@ -95,7 +95,7 @@ def main():
             compare(rows, f"{name} multinomial ({X.shape[0]} x {X.shape[1]}, K = {K})",
                     f"{factor:g} C_min = {C:.4g}" if relative else f"{C:g}", tol,
                     lambda: Multinomial(X, codes, K, fit_intercept=True), C, args.cap,
-                    _l1_logistic.MULTINOMIAL_CG_MAXITER, args.repeat)
+                    _l1_solve.MULTINOMIAL_CG_MAXITER, args.repeat)
     for name, Cs in BINARY:
         data = binary.load(name)
         X, signs = sp.csc_matrix(data[0]), data[1]

@@ -52,7 +52,7 @@ from sklearn.datasets import load_breast_cancer, load_digits, load_wine, make_cl
 from sklearn.exceptions import ConvergenceWarning
 
 sys.path.insert(0, str(_report.REPO))  # the in-place build, also when not installed
-import sparsekit.linear_model._l1_logistic as l1_logistic  # noqa: E402
+import sparsekit.linear_model._l1_solve as l1_solve  # noqa: E402
 import sparsekit.utils._centering as centering  # noqa: E402
 import sparsekit.optimize._oba as oba  # noqa: E402
 from sparsekit import L1LogisticOBA  # noqa: E402
@@ -94,7 +94,7 @@ def objective(model, X, y):
     return model.C * loss + np.abs(model.coef_).sum()
 
 
-SOLVER = l1_logistic.minimize_oba
+SOLVER = l1_solve.minimize_oba
 
 
 def _without_shift(*args, **kwargs):
@@ -112,7 +112,7 @@ WAYS = (("default", centering.CENTER_RATIO, oba.STALL_ITERATIONS, True),
 def configure(ratio, window, shift):
     """Set the centering ``ratio``, the stall ``window`` and the median ``shift``."""
     centering.CENTER_RATIO, oba.STALL_ITERATIONS = ratio, window
-    l1_logistic.minimize_oba = SOLVER if shift else _without_shift
+    l1_solve.minimize_oba = SOLVER if shift else _without_shift
 
 
 def fit(X, y, multiclass, way):

@@ -279,12 +279,12 @@ def _binary_datafit(client, X, y, rows):
     from functools import partial
 
     from sparsekit.linear_model._dask_input import DaskRows
-    from sparsekit.linear_model._l1_logistic import _binary_block
+    from sparsekit.linear_model._l1_problems import binary_block
 
     data = DaskRows(da.from_array(X, chunks=(rows, -1)) if isinstance(X, np.ndarray)
                     else _sparse_dask(X.toarray(), rows), y, None, [np.float64])
-    datafit = data.datafit(partial(_binary_block, 1, True), data.classes(), np.ones(2), 1.0)
-    return datafit, _binary_block(1, True, X, y, np.ones(len(y)))
+    datafit = data.datafit(partial(binary_block, 1, True), data.classes(), np.ones(2), 1.0)
+    return datafit, binary_block(1, True, X, y, np.ones(len(y)))
 
 
 @pytest.mark.parametrize("layout", ["dense", "sparse"])
@@ -348,7 +348,7 @@ def test_a_fits_setup_is_one_task_per_worker_thread(client, monkeypatch):
     from functools import partial
 
     from sparsekit.linear_model._dask_input import DaskRows
-    from sparsekit.linear_model._l1_logistic import _binary_block
+    from sparsekit.linear_model._l1_problems import binary_block
 
     X, y = _data(n=800, d=20, classes=3, seed=13)
     w = np.random.default_rng(1).uniform(0.5, 2.0, size=len(y))
@@ -360,13 +360,13 @@ def test_a_fits_setup_is_one_task_per_worker_thread(client, monkeypatch):
     classes = data.classes()
     totals = data.class_totals(classes)
     sums = data.scale_sums()
-    datafit = data.datafit(partial(_binary_block, 1, True), classes, np.ones(3), 1.0)
+    datafit = data.datafit(partial(binary_block, 1, True), classes, np.ones(3), 1.0)
     assert max(counts) <= 2
     np.testing.assert_array_equal(classes, [0, 1, 2])
     np.testing.assert_allclose(totals, np.bincount(y, weights=w))
     np.testing.assert_allclose(sums, [w @ (X ** 2).sum(axis=1), w @ np.count_nonzero(X, axis=1),
                                       w.sum(), *(w @ X ** 2), *(w @ (X != 0))])
-    local = _binary_block(1, True, X, y, w)
+    local = binary_block(1, True, X, y, w)
     x = np.random.default_rng(2).normal(size=21) * 0.1
     assert datafit.value(x) == pytest.approx(local.value(x), rel=1e-12)
 
@@ -379,7 +379,7 @@ def test_a_products_price_is_what_the_products_take(client, monkeypatch):
     from functools import partial
     from types import SimpleNamespace
 
-    from sparsekit.linear_model._l1_logistic import _binary_block
+    from sparsekit.linear_model._l1_problems import binary_block
     from sparsekit.losses import _dask_datafit
 
     X, y = _data(n=800, d=20, classes=2, seed=12)
@@ -396,7 +396,7 @@ def test_a_products_price_is_what_the_products_take(client, monkeypatch):
     second = 0.5 * (datafit.round_trip + 0.75)
     H.restrict(np.arange(21) < 5)(np.ones(5))       # a restriction's products count too
     assert second - 0.01 < datafit.round_trip < second
-    other = datafit._rows.datafit(partial(_binary_block, 0, True), np.array([0, 1]),
+    other = datafit._rows.datafit(partial(binary_block, 0, True), np.array([0, 1]),
                                   np.ones(2), 1.0)
     assert other.round_trip == datafit.round_trip    # the rows' price, not timed again
 
@@ -784,7 +784,7 @@ def test_a_fit_of_dask_partitions_on_large_entries_advises_scaling_them(client):
     """As in memory: a solve that stops at max_iter on large entries (their root mean
     square summed on the workers) advises scaling X's columns, in a fit of dense or CSR
     partitions and a cross-validation; rows of weight 0 do not count."""
-    from sparsekit.linear_model._l1_logistic import large_entries
+    from sparsekit.linear_model._l1_advice import large_entries
     from test_l1_logistic import _large_entries
 
     X, y = _large_entries()
@@ -968,7 +968,7 @@ def test_multinomial_l1_on_dask_checks_the_memory_before_any_work(client, monkey
     """The multinomial solver's arrays are held where the fit is driven: on dask arrays
     too, a fit whose arrays would not fit in memory is refused before any work on the
     cluster (the estimator, the path and the CV estimator)."""
-    import sparsekit.linear_model._l1_logistic as l1
+    import sparsekit.linear_model._l1_problems as l1
 
     X, y = _data(n=400, d=20, classes=4, seed=8)
     Xd = da.from_array(X, chunks=(100, -1))
@@ -991,7 +991,7 @@ def test_multinomial_l1_cv_on_dask_counts_its_own_threads(client, monkeypatch):
     dask backend, when in effect, says of the cluster (its 2 workers' threads)."""
     import joblib
 
-    import sparsekit.linear_model._l1_logistic as l1
+    import sparsekit.linear_model._l1_problems as l1
 
     X, y = _data(n=300, d=10, classes=3, seed=8)
     Xd = da.from_array(X, chunks=(100, -1))
@@ -1379,17 +1379,17 @@ def test_an_interrupted_cv_fit_ends_the_fold_paths_it_left_in_threads(client, mo
     (``n_jobs=2``) ends their solves at the next iteration, where they would otherwise drive
     the cluster on to the end of their paths (4 solves each, to tol 1e-12); the estimator
     is left as it was."""
-    from sparsekit.linear_model import _l1_logistic, _sparsemax
+    from sparsekit.linear_model import _l1_path, _sparsemax
 
     first = FirstIteration()    # each iteration 20 ms longer; the first interrupts
     if name == "L1LogisticOBACV":
-        given = _l1_logistic._solve
+        given = _l1_path.oba_solve
 
         def solve(datafit, C, tol, max_iter, x0, verbose, l1_ratio=1.0, cg_maxiter=1000,
                   callback=None):
             return given(datafit, C, tol, max_iter, x0, verbose, l1_ratio, cg_maxiter,
                          first.slowed(callback))
-        monkeypatch.setattr(_l1_logistic, "_solve", solve)
+        monkeypatch.setattr(_l1_path, "oba_solve", solve)
         est = L1LogisticOBACV(Cs=4, cv=3, tol=1e-12, n_jobs=2)
     else:
         given = _sparsemax.SparsemaxClassifier._solve

@@ -210,7 +210,7 @@ def test_multinomial_l1_logistic_oba_on_the_gpu_matches_cpu(cupy_backend, sparse
 def test_multinomial_on_the_gpu_checks_the_solvers_host_memory(cupy_backend, monkeypatch):
     """On a GPU the multinomial solver's arrays are on the host too (OBA's sets and points):
     a fit whose arrays would not fit there is refused before it starts, the path's too."""
-    import sparsekit.linear_model._l1_logistic as l1
+    import sparsekit.linear_model._l1_problems as l1
     from sparsekit import l1_logistic_path
 
     rng = np.random.default_rng(5)
@@ -358,7 +358,7 @@ def test_a_device_fit_on_large_entries_advises_scaling_them(cupy_backend, sparse
     cross-validation; rows of weight 0 do not count."""
     from sparsekit import L1LogisticOBACV
     from sparsekit.linear_model._device_input import device_scale_sums
-    from sparsekit.linear_model._l1_logistic import large_entries
+    from sparsekit.linear_model._l1_advice import large_entries
     from sparsekit.utils._rows import weighted_scale_sums
     from test_l1_logistic import _large_entries
 

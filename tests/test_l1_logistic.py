@@ -1,4 +1,5 @@
-"""L1LogisticOBA and l1_logistic_path: scikit-learn API, objective, multiclass, path."""
+"""L1LogisticOBA: scikit-learn API, objective, multiclass, warm starts and warnings (the
+path: test_l1_path.py; the advice of its warnings: test_l1_advice.py)."""
 import os
 import pickle
 import warnings
@@ -13,7 +14,6 @@ import _oba_reference as ref
 from _interrupting import FirstIteration
 from sparsekit.datasets import make_thesis_synthetic
 from sparsekit.linear_model import L1LogisticOBA, l1_logistic_path
-from sparsekit.linear_model._l1_logistic import long_rows
 from sparsekit.losses._logistic_datafit import Logistic
 
 DATA = Path(os.environ.get("SPARSEKIT_DATA",
@@ -80,40 +80,6 @@ def test_dense_triangular_x_is_read_on_each_columns_rows():
         np.testing.assert_allclose(a.intercept_, b.intercept_, atol=1e-8)
 
 
-@pytest.mark.parametrize("order", ["C", "F"])
-def test_a_dense_x_of_mostly_zeros_is_solved_as_its_sparse_copy(order):
-    """A dense X with at most SPARSE_COPY_DENSITY nonzero entries (after the centering's
-    shifts) is laid out as its sparse copy (CSC, and the CSR copy made from a C-ordered X
-    or for several problems), and fits as the same X given as CSR: the same iterates,
-    one-vs-rest, multinomial and binary, with a column far from 0 centered; a denser X
-    stays dense."""
-    import sparsekit.linear_model._l1_logistic as module
-    rng = np.random.default_rng(7)
-    X = rng.standard_normal((600, 40)) * (rng.random((600, 40)) < 0.15)
-    y = (X[:, :10] @ rng.standard_normal(10) > 0).astype(int) + (X[:, 10] > 0.5)
-    X = np.asarray(X, order=order)
-    layout, rows = module._column_layout(X)          # CSR kept when made (from C order)
-    assert layout.format == "csc" and (rows is None) == (order == "F")
-    np.testing.assert_array_equal(layout.toarray(), X)
-    assert module._column_layout(X, 3)[1].format == "csr"
-    np.testing.assert_array_equal(module._column_layout(X, 3)[1].toarray(), X)
-    given, shifts = X.copy(), np.zeros(40)
-    given[:, 3], shifts[3] = 1e4 + rng.standard_normal(600), 1e4   # a column far from 0
-    layout, rows = module._column_layout(given, 1, shifts)
-    assert sp.issparse(layout) and layout.nnz == np.count_nonzero(given - shifts)
-    np.testing.assert_array_equal(layout.toarray(), given - shifts)
-    full = np.where(X == 0, 1.0, X)
-    layout, rows = module._column_layout(full)
-    assert isinstance(layout, np.ndarray) and layout.flags.f_contiguous and rows is None
-    X[:, 5] += 1e4                                         # centered: fits on X - 1e4
-    for multiclass, labels in (("ovr", y), ("multinomial", y), ("ovr", y > 0)):
-        a = L1LogisticOBA(C=3.0, multiclass=multiclass).fit(X, labels)
-        b = L1LogisticOBA(C=3.0, multiclass=multiclass).fit(sp.csr_matrix(X), labels)
-        assert a.n_iter_.tolist() == b.n_iter_.tolist()
-        np.testing.assert_allclose(a.coef_, b.coef_, rtol=1e-12, atol=1e-14)
-        np.testing.assert_allclose(a.intercept_, b.intercept_, rtol=1e-12)
-
-
 @pytest.mark.parametrize("sparse", [False, True])
 def test_value_grad_at_the_same_point_returns_the_remembered_values(sparse, monkeypatch):
     """The fit's closing duality-gap check asks value_grad at the solver's last point: it
@@ -138,7 +104,7 @@ def test_value_grad_at_the_same_point_returns_the_remembered_values(sparse, monk
 @pytest.fixture
 def handed(monkeypatch):
     """The ``X_csr`` each datafit the estimator builds is handed, in order."""
-    import sparsekit.linear_model._l1_logistic as module
+    import sparsekit.linear_model._l1_problems as module
     seen = []
 
     class Spy(module.Logistic):
@@ -153,7 +119,7 @@ def handed(monkeypatch):
 def test_csr_input_serves_the_explicit_hessians(handed):
     """A CSR input reaches the datafit, whose explicit Hessians walk rows, instead of being
     rebuilt from the CSC copy; the fit is bitwise that of the CSC input."""
-    import sparsekit.linear_model._l1_logistic as module
+    import sparsekit.linear_model._l1_problems as module
     X, y = _binary(4, n=300, d=40, sparse=True)
     a = L1LogisticOBA(C=3.0, tol=1e-10).fit(X, y)
     b = L1LogisticOBA(C=3.0, tol=1e-10).fit(X.tocsc(), y)
@@ -172,7 +138,7 @@ def test_one_vs_rest_shares_one_csr_copy_of_a_csc_input(handed, monkeypatch):
     """A one-vs-rest fit of a CSC input (with duplicates) hands every binary problem the same
     canonical CSR copy, not one copy each, and fits as the CSR input does; a binary fit or a
     matrix too wide for row walks makes no copy up front."""
-    import sparsekit.linear_model._l1_logistic as module
+    import sparsekit.linear_model._l1_problems as module
     rng = np.random.default_rng(6)
     X = rng.standard_normal((240, 12))
     X[rng.random(X.shape) < 0.5] = 0
@@ -256,18 +222,18 @@ def test_the_solves_hold_blas_to_one_thread_and_give_its_threads_back(monkeypatc
     one-vs-rest problems overlap in joblib's threads."""
     from threadpoolctl import threadpool_info, threadpool_limits
 
-    from sparsekit.linear_model import _l1_logistic
+    from sparsekit.linear_model import _l1_solve
 
     def blas_threads():
         return {lib["num_threads"] for lib in threadpool_info() if lib["user_api"] == "blas"}
 
     seen = []
-    solve = _l1_logistic.minimize_oba
+    solve = _l1_solve.minimize_oba
 
     def recorded(*args, **kwargs):
         seen.append(blas_threads())
         return solve(*args, **kwargs)
-    monkeypatch.setattr(_l1_logistic, "minimize_oba", recorded)
+    monkeypatch.setattr(_l1_solve, "minimize_oba", recorded)
     rng = np.random.default_rng(5)
     X, y = rng.standard_normal((300, 8)), np.arange(300) % 3
     with threadpool_limits(2, user_api="blas"):
@@ -294,7 +260,7 @@ def test_n_jobs_spreads_one_vs_rest_problems_and_solves_one_problem_without_a_po
     from sparsekit.linear_model import _l1_logistic
 
     threads = []
-    for name in ("_fit_binary", "_fit_multinomial"):
+    for name in ("fit_binary", "fit_multinomial"):
         solve = getattr(_l1_logistic, name)
 
         def recorded(*args, _solve=solve, **kwargs):
@@ -318,7 +284,7 @@ def test_n_jobs_spreads_one_vs_rest_problems_and_solves_one_problem_without_a_po
 
     def failing(*args, **kwargs):
         raise error
-    monkeypatch.setattr(_l1_logistic, "_fit_multinomial", failing)
+    monkeypatch.setattr(_l1_logistic, "fit_multinomial", failing)
     with pytest.raises(ValueError) as raised:
         L1LogisticOBA(n_jobs=2, multiclass="multinomial").fit(X, y)
     assert raised.value is error
@@ -332,17 +298,17 @@ def test_n_jobs_runs_a_binary_problems_kernels_on_threads_with_the_same_fit(monk
     bit, as with one job, the matrix-free Hessian products among its kernels; on one
     thread where a walk reads fewer than ``thread_min_entries`` entries (all of them
     here at the default)."""
-    from sparsekit.linear_model import _l1_logistic
+    from sparsekit.linear_model import _l1_problems
     from sparsekit.losses import _logistic_datafit
     from sparsekit.utils._threads import cpu_threads
 
     made, products = [], []
 
-    class Spied(_l1_logistic.Logistic):
+    class Spied(_l1_problems.Logistic):
         def __init__(self, *args, **kwargs):
             super().__init__(*args, **kwargs)
             made.append(self.n_threads)
-    monkeypatch.setattr(_l1_logistic, "Logistic", Spied)
+    monkeypatch.setattr(_l1_problems, "Logistic", Spied)
     given = _logistic_datafit.K.hessp_csc
     monkeypatch.setattr(_logistic_datafit.K, "hessp_csc",
                         lambda *args: products.append(args[-1]) or given(*args))
@@ -509,14 +475,6 @@ def test_balanced_class_weight_counts_sample_weight_as_repeated_rows(sparse):
     np.testing.assert_allclose(est.fit(X[rows], y[rows]).coef_, a, atol=1e-9)
 
 
-def test_path_grid_needs_a_feature_that_can_enter():
-    X, y = _binary(8)
-    with pytest.raises(ValueError, match="every C"):
-        l1_logistic_path(np.zeros_like(X), y, Cs=5)
-    coefs = l1_logistic_path(np.zeros_like(X), y, Cs=[0.1, 1.0])[0]
-    assert not np.any(coefs[:, :X.shape[1]])        # only the intercept moves
-
-
 @pytest.mark.parametrize("scale", [1e-6, 1e4])
 def test_scaling_sample_weight_and_C_together_changes_nothing(scale):
     """The stop is measured on the weighted mean loss: weights times ``scale`` with C over
@@ -585,7 +543,7 @@ def test_multinomial_fits_hold_a_zero_weight_in_every_feature(monkeypatch):
     has the one with a zero there (make_classification, 4 classes: 23 nonzero weights where
     the solver blind to the shift ended at 29 of 32, with every feature's four weights
     nonzero or most of them), with the same probabilities."""
-    import sparsekit.linear_model._l1_logistic as l1
+    import sparsekit.linear_model._l1_solve as l1
     from sklearn.datasets import make_classification
     from sparsekit.optimize import minimize_oba
 
@@ -730,23 +688,6 @@ def test_convergence_warning_and_bad_input():
         est.predict(X[:, :5])
 
 
-def test_path_matches_independent_fits_and_orders_Cs():
-    X, y = _binary(6, n=200, d=30, sparse=True)
-    Cs = [1.0, 0.01, 0.1, 10.0]
-    coefs, Cs_out, n_iter = l1_logistic_path(X, y, Cs, tol=1e-10)
-    np.testing.assert_array_equal(Cs_out, Cs)
-    for C, c in zip(Cs, coefs):
-        est = L1LogisticOBA(C=C, tol=1e-10).fit(X, y)
-        np.testing.assert_allclose(c[:-1], est.coef_[0], atol=1e-7)
-        np.testing.assert_allclose(c[-1], est.intercept_[0], atol=1e-7)
-    coefs, Cs_out, _ = l1_logistic_path(X, y, 5, tol=1e-8)
-    assert np.abs(coefs[0, :-1]).max() < 1e-7 and np.count_nonzero(coefs[-1, :-1]) > 5
-    with pytest.raises(ValueError, match="pos_class"):
-        l1_logistic_path(X, np.arange(200) % 3, [1.0])
-    with pytest.raises(ValueError, match="Cs"):
-        l1_logistic_path(X, y, [1.0, -1.0])
-
-
 @pytest.mark.skipif(not (DATA / "libsvm" / "a9a.xz").exists(), reason="datasets absent")
 def test_a9a_subset_against_liblinear():
     import lzma
@@ -874,41 +815,6 @@ def test_probabilities_where_every_sigma_underflows(multiclass, dtype):
                                atol=1e-44 if dtype == np.float32 else 1e-300)  # subnormals
     np.testing.assert_array_equal(P[::2].argmax(axis=1), 2)
     assert P[0, 2] > 0.99
-
-
-def test_path_rejects_a_single_class_and_invalid_parameters():
-    X, y = _binary(4)
-    with pytest.raises(ValueError, match="only one class"):    # as the estimator says it
-        l1_logistic_path(X, np.zeros(len(y)))
-    with pytest.raises(ValueError, match="only one class"):
-        l1_logistic_path(X, np.zeros(len(y)), pos_class=0.0)
-    # the messages name the function the user called, not the estimator it delegates to
-    with pytest.raises(ValueError, match="'max_iter' parameter of l1_logistic_path"):
-        l1_logistic_path(X, y, max_iter=-1)
-    with pytest.raises(ValueError, match="'tol' parameter of l1_logistic_path"):
-        l1_logistic_path(X, y, tol=-1.0)
-    with pytest.raises(ValueError, match="'multiclass' parameter of l1_logistic_path"):
-        l1_logistic_path(X, y, multiclass="softmax")
-    for Cs in (0, -3, True, [1.0, -1.0]):
-        with pytest.raises(ValueError, match="Cs"):
-            l1_logistic_path(X, y, Cs=Cs)
-    # subnormal entries: the smallest active C overflows, no grid (it was one of nan and inf)
-    with pytest.raises(ValueError, match="smallest C that gives a nonzero w is inf"):
-        l1_logistic_path(X * 1e-310, y)
-
-
-def test_path_grid_starts_at_the_smallest_active_C_on_unbalanced_classes():
-    rng = np.random.default_rng(0)
-    X = rng.standard_normal((200, 10))
-    y = (X[:, 0] + 1.5 + 0.5 * rng.standard_normal(200) > 0).astype(int)
-    assert y.mean() > 0.8  # the free intercept is far from 0 at w = 0
-    coefs, Cs, _ = l1_logistic_path(X, y, Cs=5)
-    assert not np.any(coefs[0, :-1])
-    below = L1LogisticOBA(C=0.98 * Cs[0]).fit(X, y)
-    assert not np.any(below.coef_)
-    assert np.all(below.n_iter_ == 0)  # the null start (w = 0, its best intercept) is optimal
-    np.testing.assert_allclose(below.intercept_, np.log(y.mean() / (1 - y.mean())), rtol=1e-12)
-    assert np.any(L1LogisticOBA(C=1.02 * Cs[0]).fit(X, y).coef_)
 
 
 def test_null_intercept_is_the_weighted_log_odds():
@@ -1041,31 +947,6 @@ def test_one_warning_per_kind_for_a_one_vs_rest_fit():
     assert str(caught[0].message).startswith("OBA did not converge for class True in 1 ")
 
 
-def test_path_warns_once_naming_the_Cs_that_did_not_converge():
-    """l1_logistic_path warns once for the Cs whose solve did not converge (their number and
-    the first five), not once per C; a single C keeps its name; a loose run does not warn."""
-    X, y = _binary()
-    Cs = np.logspace(-1, 1, 7)
-
-    def messages(**kwargs):
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always")
-            n_iter = l1_logistic_path(X, y, **kwargs)[2]
-        return [str(w.message) for w in caught if w.category is ConvergenceWarning], n_iter
-
-    found, n_iter = messages(Cs=Cs, max_iter=1, tol=1e-12)
-    np.testing.assert_array_equal(n_iter, 1)
-    assert len(found) == 1
-    assert found[0].startswith("OBA did not converge for 7 of 7 values of C (C=0.1, "
-                               "C=0.215443, C=0.464159, C=1, C=2.15443 and 2 more) in 1 "
-                               "iterations (optimality up to ")
-    assert found[0].endswith(" > tol 1.00e-12); increase max_iter.")
-    found, _ = messages(Cs=[2.0], max_iter=1, tol=1e-12)
-    assert len(found) == 1 and found[0].startswith("OBA did not converge for C=2 in 1 "
-                                                   "iterations (optimality ")
-    assert messages(Cs=Cs)[0] == []
-
-
 def _long_rows():
     """Standard normal columns, labels from the first, and three rows 1e6 to 1e8 times as
     long as the rest: OBA converges at C = 0.15 only after 423 to 879 (dense float64, on
@@ -1077,24 +958,6 @@ def _long_rows():
     y = np.where(X[:, 0] + rng.standard_normal(300) > 0, 1, -1)
     X[[65, 70, 131]] *= np.array([[1e7], [1e6], [1e8]])
     return X, y
-
-
-def test_long_rows_are_found_by_their_norm_against_the_median_row():
-    X = np.ones((20, 3))
-    assert long_rows(X) is None
-    X[4] *= 2000.0
-    assert long_rows(X).startswith("X[4] is 2.0e+03 times as long as X's median row: ")
-    assert long_rows(sp.csc_matrix(X)) == long_rows(X) == long_rows(sp.csr_matrix(X))
-    assert "check that row, or scale X's rows (sklearn.preprocessing.Normalizer)" in long_rows(X)
-    weights = np.ones(20)
-    weights[4] = 0.0                                    # a row of weight 0 is not solved
-    assert long_rows(X, weights) is None
-    X[[1, 2, 6, 7]] *= 1e5
-    X[[0, 3, 5]] = 0.0                                  # empty rows do not set the median
-    assert long_rows(X).startswith("X[1], X[2], X[4] and 2 more rows are up to 1.0e+05 "
-                                   "times as long as X's median row: ")
-    assert "check those rows" in long_rows(X)
-    assert long_rows(np.zeros((3, 2))) is None
 
 
 def test_a_fit_that_long_rows_hold_back_names_them():
@@ -1137,33 +1000,6 @@ def _large_entries():
     return 300.0 * X, y
 
 
-def test_large_entries_are_found_by_their_weighted_root_mean_square():
-    from sparsekit.linear_model._l1_logistic import (ENTRY_RMS_CAP, STALLED, large_entries,
-                                                     max_iter_advice, solve_advice,
-                                                     stall_advice)
-    X, y = _large_entries()
-    rms = np.sqrt(np.sum(X ** 2) / np.count_nonzero(X))
-    for given in (X, X.astype(np.float32), sp.csr_matrix(X), sp.csc_matrix(X)):
-        assert large_entries(given).startswith(f"X's nonzero entries have a root mean square "
-                                               f"of {rms:.1e}: at that scale ")
-        assert large_entries(given).endswith("scale X's columns (sklearn.preprocessing."
-                                             "StandardScaler, MaxAbsScaler for a sparse X; "
-                                             "pixels / 255)")
-    assert large_entries(X / 300.0) is None and large_entries(np.zeros((3, 2))) is None
-    assert large_entries(X * (0.99 * ENTRY_RMS_CAP / rms)) is None
-    assert large_entries(X * (1.01 * ENTRY_RMS_CAP / rms)) is not None
-    small = X / 300.0
-    small[:5] = X[:5] * 1e3 / 300.0                      # large rows, of weight 0: not counted
-    weights = np.ones(len(y))
-    weights[:5] = 0.0
-    assert large_entries(small, weights) is None and large_entries(small) is not None
-    found = solve_advice(X)                # a stall beside large entries: tol's advice
-    assert found == (None, large_entries(X)) and stall_advice(found) == STALLED
-    assert max_iter_advice(found).startswith("X's nonzero entries have a root mean square")
-    X[7] *= 1e4                                           # a long row's advice comes first
-    assert max_iter_advice(solve_advice(X)).startswith("X[7] is ")
-
-
 def test_a_fit_on_large_entries_advises_scaling_them():
     """A solve that stops at max_iter (or stalls) on large entries says so and advises
     scaling X's columns, in a fit of any layout, a path and a cross-validation; the same X
@@ -1187,40 +1023,6 @@ def test_a_fit_on_large_entries_advises_scaling_them():
         assert any(said in str(w.message) for w in record)
     with pytest.warns(ConvergenceWarning, match=r"tol 1.00e-08\); increase max_iter\.$"):
         L1LogisticOBA(max_iter=2).fit(X / 300.0, y)
-
-
-def test_a_stalled_solve_on_long_rows_names_them_in_place_of_the_tol_advice():
-    """The two kinds of failure, one solve each, with and without long rows: the rows'
-    advice replaces the stall's (tol below the rounding of a column of large entries) and
-    precedes max_iter's."""
-    from scipy.optimize import OptimizeResult
-    from sparsekit.linear_model._l1_logistic import _warn_not_converged, solve_advice
-    results = [OptimizeResult(status=1, nit=500, optimality=0.5),
-               OptimizeResult(status=2, nit=60, optimality=0.25)]
-    X = np.ones((20, 2))
-    X[3] *= 1e6
-
-    def messages(rows):
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always")
-            _warn_not_converged(["C=1", "C=2"], [0, 1], results, 1e-8, noun="values of C",
-                                advice=rows)
-        return [str(w.message) for w in caught]
-    at_max_iter, stalled = messages(lambda: solve_advice(X))
-    named = "X[3] is 1.0e+06 times as long as X's median row: "
-    assert at_max_iter.startswith("OBA did not converge for 1 of 2 values of C (C=1) in 500 ")
-    assert ("1.00e-08); " + named) in at_max_iter
-    assert at_max_iter.endswith("(sklearn.preprocessing.Normalizer), or increase max_iter "
-                                "several times over (such fits take hundreds to thousands "
-                                "of iterations, some never converge).")
-    assert stalled.startswith("OBA stopped for 1 of 2 values of C (C=2) at iteration 60: ")
-    assert ("improved: " + named) in stalled and "zip codes" not in stalled
-    assert stalled.endswith("(sklearn.preprocessing.Normalizer); more iterations will not "
-                            "help.")
-    for rows in (None, lambda: solve_advice(np.ones((20, 2)))):
-        at_max_iter, stalled = messages(rows)
-        assert at_max_iter.endswith("1.00e-08); increase max_iter.")
-        assert stalled.endswith("StandardScaler) or raise tol; more iterations will not help.")
 
 
 def test_no_gap_warning_where_tol_exceeds_the_penalty_weight():
@@ -1279,7 +1081,7 @@ def _multiclass(seed=0, n=150, d=12):
 @pytest.mark.parametrize("kind", ["binary", "ovr", "multinomial", "elastic-net", "sparse_coef",
                                   "no intercept"])
 def test_empty_columns_cost_nothing_and_get_zero_weights(kind, monkeypatch):
-    import sparsekit.linear_model._l1_logistic as module
+    import sparsekit.linear_model._l1_problems as module
     from _hashed import spread_columns
 
     X, y = _binary(sparse=True) if kind == "binary" else _multiclass()
@@ -1288,8 +1090,8 @@ def test_empty_columns_cost_nothing_and_get_zero_weights(kind, monkeypatch):
               "elastic-net": {"l1_ratio": 0.5}, "sparse_coef": {"sparse_coef": True},
               "no intercept": {"fit_intercept": False}}[kind]
     seen = []
-    layouts = module._layouts
-    monkeypatch.setattr(module, "_layouts", lambda X, *a: (seen.append(X.shape[1]),
+    layouts = module.layouts
+    monkeypatch.setattr(module, "layouts", lambda X, *a: (seen.append(X.shape[1]),
                                                            layouts(X, *a))[1])
     est = L1LogisticOBA(C=2.0, **params).fit(wide, y)
     assert seen == [X.shape[1]]                       # the solvers saw the used columns
@@ -1338,12 +1140,12 @@ def test_one_vs_rest_problems_share_one_fortran_copy_of_a_c_ordered_x(raw, monke
     """The column kernels read a dense X in Fortran order: a C-ordered X (NumPy's default)
     is copied once for the fit's problems, not once per class (with a column far from 0,
     the centered copy is that one); the model is that of the Fortran-ordered X."""
-    import sparsekit.linear_model._l1_logistic as module
+    import sparsekit.linear_model._l1_problems as module
 
     X, y = _with_raw_column("timestamp", n=600) if raw else _multiclass()
     X = np.ascontiguousarray(X)
-    held, block = [], module._binary_block
-    monkeypatch.setattr(module, "_binary_block",
+    held, block = [], module.binary_block
+    monkeypatch.setattr(module, "binary_block",
                         lambda *a, **kw: held.append(block(*a, **kw)) or held[-1])
     est = L1LogisticOBA(C=0.5).fit(X, y)
     assert len(held) == est.classes_.size
@@ -1378,22 +1180,6 @@ def test_callbacks_see_models_as_wide_as_X():
     recorder = Recorder()      # scores the model of each iteration on the X it was given
     est = L1LogisticOBA(C=2.0, multiclass="multinomial").set_callbacks(recorder).fit(wide, y)
     assert recorder.scores and recorder.scores[-1] == est.score(wide, y)
-
-
-def test_path_on_empty_columns_is_the_path_on_the_used_ones():
-    from _hashed import spread_columns
-
-    X, y = _binary(sparse=True)
-    wide, places = spread_columns(X, 700)
-    coefs, Cs, n_iter = l1_logistic_path(wide, y, Cs=4)
-    ref, ref_Cs, ref_iter = l1_logistic_path(X, y, Cs=4)
-    assert coefs.shape == (4, 701)
-    np.testing.assert_array_equal(Cs, ref_Cs)
-    np.testing.assert_array_equal(coefs[:, np.r_[places, 700]], ref)
-    assert not np.any(np.delete(coefs[:, :700], places, axis=1))
-    multi, _, _ = l1_logistic_path(spread_columns(_multiclass()[0], 50)[0], _multiclass()[1],
-                                   Cs=[1.0], multiclass="multinomial")
-    assert multi.shape == (1, 3, 51)
 
 
 @pytest.mark.parametrize("multiclass", ["ovr", "multinomial"])
@@ -1551,28 +1337,6 @@ def _dense_binary(seed=0, n=150, d=12):
     return X, y
 
 
-def test_path_solves_from_the_smallest_C_with_warm_starts():
-    """Cs given in decreasing order are still solved from the smallest up, each from the
-    previous solution: the C below C_min is solved first, at the null start (0 iterations),
-    and a repeated C restarts at its own solution (0 iterations)."""
-    from sparsekit.linear_model import l1_logistic_path
-    X, y = _dense_binary()
-    c_min = l1_logistic_path(X, y, Cs=1)[1][0]
-    coefs, _, n_iter = l1_logistic_path(X, y, [100 * c_min, 0.5 * c_min])
-    assert n_iter[1] == 0 and not np.any(coefs[1, :-1]) and n_iter[0] > 0
-    _, _, n_iter = l1_logistic_path(X, y, [10 * c_min, 10 * c_min])
-    assert sorted(n_iter.tolist())[0] == 0 and n_iter.max() > 0
-
-
-def test_path_grid_is_log_spaced_over_four_decades_from_C_min():
-    """Cs = n: n values log-spaced on [C_min, 1e4 C_min] (the documented grid)."""
-    from sparsekit.linear_model import l1_logistic_path
-    X, y = _dense_binary(2)
-    _, Cs, _ = l1_logistic_path(X, y, Cs=5)
-    c_min = Cs[0]
-    np.testing.assert_allclose(Cs, c_min * np.logspace(0, 4, 5), rtol=1e-12)
-
-
 def _three_classes(seed=0, n=90, d=5):
     rng = np.random.default_rng(seed)
     X = rng.standard_normal((n, d))
@@ -1643,29 +1407,6 @@ def test_warm_start_without_intercept_resumes_from_coef(sparse_coef):
     np.testing.assert_array_equal(clf.n_iter_, 0)
     np.testing.assert_array_equal(second, first)
     np.testing.assert_array_equal(clf.intercept_, 0.0)
-
-
-def test_path_pos_class_picks_the_positive_label():
-    """pos_class=k on three classes is the path of the binary labels (y == k); on two
-    classes, the smaller label as pos_class flips the signs of w and b (the logistic loss
-    is symmetric); a label not in y is refused."""
-    from sparsekit.linear_model import l1_logistic_path
-    X, y = _three_classes()
-    Cs = [0.1, 1.0]
-    for k in range(3):
-        coefs, _, n_iter = l1_logistic_path(X, y, Cs, pos_class=k)
-        expected, _, n_expected = l1_logistic_path(X, (y == k).astype(int), Cs)
-        np.testing.assert_array_equal(coefs, expected)
-        np.testing.assert_array_equal(n_iter, n_expected)
-    y2 = np.where(y == 2, "b", "a")
-    pos_b = l1_logistic_path(X, y2, Cs)[0]
-    np.testing.assert_array_equal(l1_logistic_path(X, y2, Cs, pos_class="b")[0], pos_b)
-    np.testing.assert_allclose(l1_logistic_path(X, y2, Cs, pos_class="a")[0], -pos_b,
-                               atol=1e-7)
-    with pytest.raises(ValueError, match="pos_class 5 is not a label of y"):
-        l1_logistic_path(X, y, Cs, pos_class=5)
-    with pytest.raises(ValueError, match="pos_class 'c' is not a label of y"):
-        l1_logistic_path(X, y2, Cs, pos_class="c")
 
 
 def test_a_fit_on_free_slices_is_the_fit_on_column_walks(monkeypatch):

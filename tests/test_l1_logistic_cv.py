@@ -256,13 +256,13 @@ def test_cross_validation_on_the_gpu_is_the_cpu_one(cupy_backend, monkeypatch, c
     """device="cuda": the folds' paths weigh their training rows in device datafits on all
     of X and the held-out margins are device products; the grid, the scores, the paths
     and the refit equal the CPU's, from device X and from host X (copied once)."""
-    import sparsekit.linear_model._l1_logistic as one
+    import sparsekit.linear_model._l1_problems as one
     import sparsekit.linear_model._l1_logistic_cv as module
 
     cp = cupy_backend
-    made, block = [], one._device_block
+    made, block = [], one.device_block
     for where in (one, module):
-        monkeypatch.setattr(where, "_device_block",
+        monkeypatch.setattr(where, "device_block",
                             lambda *a, **kw: made.append(a[-1]) or block(*a, **kw))
     n_classes, params, extra = DEVICE_CASES[case]
     params = dict(params)
@@ -386,8 +386,8 @@ def test_a_folds_problems_share_its_rows_laid_out_once(monkeypatch, sparse):
         laid_out.append((X.shape[0], n_problems))
         return layouts(X, n_problems, *args)
 
-    layouts = cv_module._layouts
-    monkeypatch.setattr(cv_module, "_layouts", counted)
+    layouts = cv_module.layouts
+    monkeypatch.setattr(cv_module, "layouts", counted)
     X, y = _data(4, seed=8, sparse=sparse)
     est = L1LogisticOBACV(Cs=3, cv=3).fit(X, y)
     assert laid_out == [(120, 4)] + [(80, 4)] * 3

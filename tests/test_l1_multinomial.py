@@ -235,7 +235,7 @@ def test_multinomial_fit_on_csr_reads_the_callers_rows(monkeypatch, dtype):
 def _counted(n_rows, n_columns, n_classes, fit_intercept=True, kept=0, solves=1):
     """The bytes the check before a multinomial fit counts, with ``kept`` solutions and
     ``solves`` solves at a time."""
-    from sparsekit.linear_model._l1_logistic import MULTINOMIAL_ARRAYS as arrays
+    from sparsekit.linear_model._l1_problems import MULTINOMIAL_ARRAYS as arrays
     return 8 * n_classes * ((solves * arrays["weights"] + kept) * (n_columns + fit_intercept)
                             + solves * arrays["rows"] * n_rows)
 
@@ -266,7 +266,7 @@ def test_a_multinomial_fit_that_would_not_fit_in_memory_is_refused_before_it_sta
     exceed the machine's memory (the OS would kill the process during it) is refused at the
     start, by the estimator, the path and the CV estimator, naming the one-vs-rest remedy,
     which fits; the estimator stays unfitted."""
-    import sparsekit.linear_model._l1_logistic as l1
+    import sparsekit.linear_model._l1_problems as l1
 
     rng = np.random.default_rng(0)
     X = sp.random(90, 400, density=0.02, random_state=1, format="csr")

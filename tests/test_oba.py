@@ -681,7 +681,7 @@ def test_pinned_direction_cuts_the_iterations_on_a_many_class_problem(monkeypatc
     cross many coordinates; with the pinned direction OBA reaches the same objective in
     at most half the iterations (39 against 11 when measured)."""
     from sparsekit.datasets import load_mulan
-    from sparsekit.linear_model import _l1_logistic
+    from sparsekit.linear_model import _l1_solve
     from sparsekit.losses._multinomial_datafit import Multinomial
     from sparsekit.utils._labels import first_label
 
@@ -692,11 +692,11 @@ def test_pinned_direction_cuts_the_iterations_on_a_many_class_problem(monkeypatc
     codes = np.searchsorted(np.unique(y), y)
     results = {}
     for pin in (False, True):
-        monkeypatch.setattr(_l1_logistic, "minimize_oba",
+        monkeypatch.setattr(_l1_solve, "minimize_oba",
                             functools.partial(minimize_oba, pin_crossings=pin))
         datafit = Multinomial(X, codes, codes.max() + 1, fit_intercept=True)
-        results[pin] = _l1_logistic._solve(datafit, 0.05, 1e-8, 500, None, 0, 1.0,
-                                           _l1_logistic.MULTINOMIAL_CG_MAXITER)
+        results[pin] = _l1_solve.oba_solve(datafit, 0.05, 1e-8, 500, None, 0, 1.0,
+                                           _l1_solve.MULTINOMIAL_CG_MAXITER)
     assert results[False].success and results[True].success
     np.testing.assert_allclose(results[True].fun, results[False].fun, rtol=1e-9)
     assert 2 * results[True].nit <= results[False].nit

@@ -20,14 +20,14 @@ from sparsekit.gpu._cupy import require_cupy
 from sparsekit.linear_model._base import unchanged_on_error
 from sparsekit.linear_model._dask_input import DaskRows, is_dask_collection
 from sparsekit.linear_model._device_input import device_product, fit_device
-from sparsekit.linear_model._l1_logistic import (L1LogisticOBA, _binary_block, _C_values,
-                                                 _check_fit_data, _dask_layouts,
-                                                 _device_block, _layouts, _partition_block,
-                                                 _multinomial_block, _problem_count,
-                                                 _smallest_active_C, _unit_mean_weights,
-                                                 _warm_path, device_layout, max_iter_advice,
-                                                 multinomial_within_memory, solve_advice,
-                                                 stall_advice)
+from sparsekit.linear_model._l1_advice import max_iter_advice, solve_advice, stall_advice
+from sparsekit.linear_model._l1_logistic import L1LogisticOBA
+from sparsekit.linear_model._l1_path import C_values, smallest_active_C, warm_path
+from sparsekit.linear_model._l1_problems import (binary_block, check_fit_data, dask_layouts,
+                                                 device_block, device_layout, layouts,
+                                                 multinomial_block, multinomial_within_memory,
+                                                 partition_block, problem_count,
+                                                 unit_mean_weights)
 from sparsekit.linear_model._routing import CVRoutingMixin
 from sparsekit.utils._columns import UsedColumns
 from sparsekit.utils._threads import (Abandoned, abandoned_on_error, as_they_end,
@@ -365,9 +365,9 @@ class L1LogisticOBACV(CVRoutingMixin, L1LogisticOBA):
         """The C values to cross-validate, increasing (see ``Cs``)."""
         def span():
             datafits, mean = data.datafits(problems, self.classes_.size, self.fit_intercept)
-            c_min = min(_smallest_active_C(datafit) for datafit in datafits) / mean
+            c_min = min(smallest_active_C(datafit) for datafit in datafits) / mean
             return c_min * l1_ratios.min(), c_min * l1_ratios.max()
-        return np.unique(_C_values(self.Cs, span))
+        return np.unique(C_values(self.Cs, span))
 
     def _fold_model(self, block, dtype, multinomial, kind=L1LogisticOBA):
         """An :class:`L1LogisticOBA` (or its subclass ``kind``) holding the path's solution
@@ -505,11 +505,11 @@ def _check_fold(classes, codes, weights, k):
 
 def _datafit(X, X_csr, offsets, codes, sample_weight, pos, n_classes, fit_intercept):
     """The datafit of class index ``pos`` against the rest, or (``pos`` None) the
-    multinomial one, on X whose columns :func:`_layouts` may have centered by ``offsets``."""
+    multinomial one, on X whose columns :func:`layouts` may have centered by ``offsets``."""
     if pos is None:
-        return _multinomial_block(n_classes, fit_intercept, X, codes, sample_weight,
+        return multinomial_block(n_classes, fit_intercept, X, codes, sample_weight,
                                   offsets=offsets, X_csr=X_csr)
-    return _binary_block(pos, fit_intercept, X, codes, sample_weight, X_csr, offsets)
+    return binary_block(pos, fit_intercept, X, codes, sample_weight, X_csr, offsets)
 
 
 def _fold_paths(rows, codes, weights, train, problems, n_classes, Cs, l1_ratios,
@@ -518,8 +518,8 @@ def _fold_paths(rows, codes, weights, train, problems, n_classes, Cs, l1_ratios,
     (a generator): :func:`_paths`' results and the wall seconds of each. The fold's rows
     are laid out once for them, as a fit lays out X for its problems."""
     start = time.perf_counter()
-    sample_weight, mean = _unit_mean_weights(weights[train])
-    X, X_csr, offsets = _layouts(rows[train], len(problems), sample_weight, fit_intercept)
+    sample_weight, mean = unit_mean_weights(weights[train])
+    X, X_csr, offsets = layouts(rows[train], len(problems), sample_weight, fit_intercept)
     codes = codes[train]
     for pos in problems:
         datafit = _datafit(X, X_csr, offsets, codes, sample_weight, pos, n_classes,
@@ -540,12 +540,12 @@ def _paths(datafit, mean, Cs, l1_ratios, tol, max_iter, n_classes, multinomial,
     l1_ratio: (coefs of shape (n_l1_ratios, n_Cs, n_rows, n_features + fit_intercept),
     iterations of shape (n_l1_ratios, n_Cs), numbers of solves that stopped at max_iter
     and that stalled); run in another thread, they end once ``abandoned`` is set (see
-    :func:`_warm_path`)."""
+    :func:`warm_path`)."""
     coefs = np.empty((l1_ratios.size, Cs.size, n_classes if multinomial else 1,
                       datafit.n_features + datafit.fit_intercept))
     n_iter, failed = np.empty(coefs.shape[:2], dtype=np.int64), np.zeros(2, dtype=np.int64)
     for r, l1_ratio in enumerate(l1_ratios):
-        results = _warm_path(datafit, Cs * mean, tol, max_iter, l1_ratio, multinomial,
+        results = warm_path(datafit, Cs * mean, tol, max_iter, l1_ratio, multinomial,
                              coefs[r], abandoned)
         for c, res in enumerate(results):
             n_iter[r, c] = res.nit
@@ -561,7 +561,7 @@ class _MemoryFolds:
     Sets the estimator's ``classes_`` (and what scikit-learn's validation sets)."""
 
     def __init__(self, est, X, y, sample_weight):
-        X, self.y, self.sample_weight = _check_fit_data(est, X, y, sample_weight)
+        X, self.y, self.sample_weight = check_fit_data(est, X, y, sample_weight)
         self.codes = est._encode_labels(self.y)
         self.weights = est._class_weighted(self.sample_weight, self.codes)
         self.columns = UsedColumns(X)
@@ -572,8 +572,8 @@ class _MemoryFolds:
     def datafits(self, problems, n_classes, fit_intercept):
         """(the problems' datafits on all the rows, one after the other; the weights'
         mean)."""
-        sample_weight, mean = _unit_mean_weights(self.weights)
-        X, X_csr, offsets = _layouts(self.rows, len(problems), sample_weight, fit_intercept)
+        sample_weight, mean = unit_mean_weights(self.weights)
+        X, X_csr, offsets = layouts(self.rows, len(problems), sample_weight, fit_intercept)
         return (_datafit(X, X_csr, offsets, self.codes, sample_weight, pos, n_classes,
                          fit_intercept) for pos in problems), mean
 
@@ -625,7 +625,7 @@ class _WeightedFolds:
     def _weights(self, counts=None):
         """(the solver weights where the rows are, their mean over all the rows), for all
         the rows or ``counts`` times each (a training fold)."""
-        weights, mean = _unit_mean_weights(self.weights if counts is None
+        weights, mean = unit_mean_weights(self.weights if counts is None
                                            else self.weights * counts)
         return self._place(weights), mean
 
@@ -676,8 +676,8 @@ class _DaskFolds(_WeightedFolds):
         self.splittable = np.empty((data.n_samples, 0))
         self.dtype, self.classes = data.dtype, est.classes_
         self.refit_input = (X, y, sample_weight)
-        self.parts, self.offsets = _dask_layouts(
-            data, _problem_count(est.multiclass, est.classes_.size), data.split(self.weights),
+        self.parts, self.offsets = dask_layouts(
+            data, problem_count(est.multiclass, est.classes_.size), data.split(self.weights),
             est.fit_intercept)
 
     @staticmethod
@@ -694,7 +694,7 @@ class _DaskFolds(_WeightedFolds):
     def _datafit(self, pos, weights, fit_intercept):
         """The datafit of problem ``pos`` (None: multinomial) over the partitions, with the
         partitions' solver ``weights``."""
-        return self.data.datafit(_partition_block(pos, self.classes.size, fit_intercept),
+        return self.data.datafit(partition_block(pos, self.classes.size, fit_intercept),
                                  self.classes, weights=weights, parts=self.parts,
                                  offsets=self.offsets)
 
@@ -758,7 +758,7 @@ class _DeviceFolds(_WeightedFolds):
         return solve_advice(self.rows, self.weights)
 
     def _datafit(self, pos, weights, fit_intercept):
-        return _device_block(self.classes.size, fit_intercept, self.X, self.codes, weights,
+        return device_block(self.classes.size, fit_intercept, self.X, self.codes, weights,
                              self.shared, pos, offsets=self.offsets)
 
     def held_out(self, test, blocks, make_model):
