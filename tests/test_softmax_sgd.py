@@ -9,7 +9,7 @@ from scipy.special import expit, lambertw, logsumexp
 
 import _softmax_reference as ref
 from sparsekit._cython._implicit_sgd import implicit_step
-from sparsekit._cython._softmax_sgd import METHODS, sampled_gradient
+from sparsekit._cython._softmax_sgd import METHODS, sampled_gradient, scale_flush
 from sparsekit.losses import double_sum_gradient, optimal_u, ove_gradient, softmax_nll
 
 EXPLICIT = ["umax", "sgd", "ove", "sampled_softmax", "nce"]
@@ -791,3 +791,32 @@ def test_hashed_pass_reports_overflow_and_rejects_bad_slots():
     data, ind, ptr, dense = _hashed_inputs(X, True)
     with pytest.raises(ValueError, match="slots"):
         hashed_scores(data, ind, ptr, dense, 5, True, np.zeros(32 + 6), 32, np.arange(7))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_scale_flush_leaves_no_subnormals(dtype):
+    """Scaling weights near the smallest normal number would leave subnormals, which slow
+    every later product: they are set to 0, the others scaled in R's precision, bit for
+    bit as NumPy's ``R *= factor`` (a strided view too); NaN and infinities kept."""
+    tiny = np.finfo(dtype).tiny
+    R = np.array([[1.0, 1.5 * tiny, -3.0 * tiny], [-2.0, 0.0, 4.0 * tiny]], dtype=dtype)
+    big = np.zeros((2, 6), dtype=dtype)
+    big[:, ::2] = R
+    for target in (R, big[:, ::2]):
+        scale_flush(target, 0.5)
+        np.testing.assert_array_equal(target, np.array([[0.5, 0.0, -1.5 * tiny],
+                                                        [-1.0, 0.0, 2.0 * tiny]], dtype=dtype))
+    assert not big[:, 1::2].any()
+    rng = np.random.default_rng(0)
+    R = (rng.standard_normal((7, 300)) * 10.0 ** rng.uniform(-40, 3, (7, 300))).astype(dtype)
+    R[rng.random(R.shape) < 0.3] = 0
+    R[0, :4] = [np.nan, np.inf, -np.inf, -0.0]
+    R[1, :50] = tiny * rng.uniform(0.5, 3.0, 50)
+    for factor in (0.7, 1e-3, 0.123456789):
+        expected = R.copy()
+        expected *= factor
+        expected[np.abs(expected) < tiny] = 0
+        scale_flush(R, factor)
+        np.testing.assert_array_equal(R, expected)
+        assert not np.any((R != 0) & (np.abs(R) < tiny))
+

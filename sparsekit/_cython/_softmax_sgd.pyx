@@ -1251,6 +1251,29 @@ def softmax_epoch_parallel(int method, const floating[::1] data, const index_t[:
     return int(statuses.max()), int(resets.sum())
 
 
+def scale_flush(floating[:, :] R, double factor):
+    """R *= factor in place, in R's precision, in one pass without the GIL: the results
+    below R's smallest normal number set to 0 (subnormal weights would slow every later
+    product, as the drivers' FTZ/DAZ keeps them out of the passes); NaN kept."""
+    cdef Py_ssize_t i, j, n = R.shape[1]
+    cdef floating f = <floating>factor
+    cdef floating tiny = FLT_MIN if floating is float else DBL_MIN
+    cdef floating v
+    cdef floating *row
+    cdef bint contiguous = R.strides[1] == sizeof(floating)
+    with nogil:
+        for i in range(R.shape[0]):
+            if contiguous and n > 0:      # the weights' rows: a loop the compiler vectorizes
+                row = &R[i, 0]
+                for j in range(n):
+                    v = row[j] * f
+                    row[j] = 0 if fabs(v) < tiny else v
+            else:
+                for j in range(n):
+                    v = R[i, j] * f
+                    R[i, j] = 0 if fabs(v) < tiny else v
+
+
 def _check_slots(slots, Py_ssize_t rows, Py_ssize_t width, Py_ssize_t n_weights, bint bias):
     """The number of classes of hashed weights (one row: the table, then one intercept per
     slot), or a ValueError when the slots do not address that row."""

@@ -28,14 +28,14 @@ from sparsekit.linear_model._dask_input import (block_predictions, in_memory, is
                                                 row_blocks)
 from sparsekit.linear_model._device_input import (device_product, device_scores, fit_device,
                                                   on_host, to_device)
-from sparsekit._cython._softmax_sgd import METHODS
+from sparsekit._cython._softmax_sgd import METHODS, scale_flush
 from sparsekit.losses._softmax import _chunks, _log_softmax
 from sparsekit.linear_model._base import (SparsekitClassifier, check_labels,
                                           unchanged_on_error)
 from sparsekit.linear_model._softmax_weights import SoftmaxWeights
 from sparsekit.metrics import precision_at_k
 from sparsekit.optimize._softmax_passes import EpochMean, SGDRows, SoftmaxPasses, initial_rate
-from sparsekit.optimize._softmax_shrink import best_shrink, scale_flushed
+from sparsekit.optimize._softmax_shrink import best_shrink
 from sparsekit.utils._labels import _declared_classes, _is_multilabel, first_label
 from sparsekit.utils._rows import entry_scales, weighted_column_stats
 from sparsekit.utils._validation import check_entry_magnitude, validate_input
@@ -744,7 +744,7 @@ class ExtremeSoftmaxSGD(SparsekitClassifier):
         factor = best_shrink(self._weights.sampled_scores(X, rows, self.n_jobs), y_idx[rows],
                              weights / weights.sum(), ridge)
         if factor < 1.0:
-            scale_flushed(self._weights.R, factor)
+            scale_flush(self._weights.R, factor)
             self._publish()
         return factor
 

@@ -3,9 +3,9 @@
 :func:`best_shrink` finds the factor s in [SHRINK_FLOOR, 1] by which to scale the weights
 (every class score s times its value: the scores' order, hence the predicted classes, kept)
 that minimizes the mean NLL of training rows plus the ridge, as temperature scaling does on
-held-out rows (Guo et al. 2017, with the temperature 1/s); :func:`scale_flushed` scales the
-weights in place without leaving subnormal numbers. The estimator decides when to shrink and
-on which rows.
+held-out rows (Guo et al. 2017, with the temperature 1/s). The estimator decides when to
+shrink and on which rows, and scales its weights by the factor found
+(:func:`~sparsekit._cython._softmax_sgd.scale_flush`).
 """
 import numpy as np
 
@@ -61,15 +61,3 @@ def best_shrink(S, y_idx, weights, ridge):
             break
         _, slope, curvature = slopes_curvature(s)
     return float(s)
-
-
-def scale_flushed(R, factor, block=1 << 20):
-    """R *= factor in place, about ``block`` entries (whole rows) at a time, the results
-    below the dtype's smallest normal number set to 0: subnormal weights would slow every
-    later product (the epoch driver flushes its own the same way, FTZ/DAZ)."""
-    tiny = np.finfo(R.dtype).tiny
-    step = max(1, block // max(R.shape[1], 1))
-    for start in range(0, R.shape[0], step):
-        part = R[start:start + step]          # a view of whole rows
-        part *= factor
-        part[np.abs(part) < tiny] = 0
