@@ -69,7 +69,7 @@ def test_a_stalled_solve_on_long_rows_names_them_in_place_of_the_tol_advice():
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             warn_not_converged(["C=1", "C=2"], [0, 1], results, 1e-8, noun="values of C",
-                                advice=rows)
+                               advice=rows)
         return [str(w.message) for w in caught]
     at_max_iter, stalled = messages(lambda: solve_advice(X))
     named = "X[3] is 1.0e+06 times as long as X's median row: "

@@ -379,13 +379,13 @@ class L1LogisticOBA(LinearClassifierMixin, SparseCoefMixin, SparsekitClassifier)
             callback, close = self._iteration_callback(tasks[k], X, y, sample_weight, model,
                                                        abandoned if elsewhere else None)
             start = None if w0 is None else centered_start(problem, w0 if multinomial
-                                                            else w0[k], multinomial)
+                                                           else w0[k], multinomial)
             if multinomial:
                 result = fit_multinomial(problem, C, self.tol, self.max_iter, start,
-                                          self.verbose, self.l1_ratio, callback)
+                                         self.verbose, self.l1_ratio, callback)
             else:
                 w, b, res = fit_binary(problem, C, self.tol, self.max_iter, start,
-                                        self.verbose, self.l1_ratio, callback)
+                                       self.verbose, self.l1_ratio, callback)
                 res.pop("x")        # w is its row of coef_
                 result = (w, b, res)
             close()

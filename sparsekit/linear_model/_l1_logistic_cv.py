@@ -508,7 +508,7 @@ def _datafit(X, X_csr, offsets, codes, sample_weight, pos, n_classes, fit_interc
     multinomial one, on X whose columns :func:`layouts` may have centered by ``offsets``."""
     if pos is None:
         return multinomial_block(n_classes, fit_intercept, X, codes, sample_weight,
-                                  offsets=offsets, X_csr=X_csr)
+                                 offsets=offsets, X_csr=X_csr)
     return binary_block(pos, fit_intercept, X, codes, sample_weight, X_csr, offsets)
 
 
@@ -546,7 +546,7 @@ def _paths(datafit, mean, Cs, l1_ratios, tol, max_iter, n_classes, multinomial,
     n_iter, failed = np.empty(coefs.shape[:2], dtype=np.int64), np.zeros(2, dtype=np.int64)
     for r, l1_ratio in enumerate(l1_ratios):
         results = warm_path(datafit, Cs * mean, tol, max_iter, l1_ratio, multinomial,
-                             coefs[r], abandoned)
+                            coefs[r], abandoned)
         for c, res in enumerate(results):
             n_iter[r, c] = res.nit
             if not res.success:
@@ -626,7 +626,7 @@ class _WeightedFolds:
         """(the solver weights where the rows are, their mean over all the rows), for all
         the rows or ``counts`` times each (a training fold)."""
         weights, mean = unit_mean_weights(self.weights if counts is None
-                                           else self.weights * counts)
+                                          else self.weights * counts)
         return self._place(weights), mean
 
     def datafits(self, problems, n_classes, fit_intercept):
@@ -759,7 +759,7 @@ class _DeviceFolds(_WeightedFolds):
 
     def _datafit(self, pos, weights, fit_intercept):
         return device_block(self.classes.size, fit_intercept, self.X, self.codes, weights,
-                             self.shared, pos, offsets=self.offsets)
+                            self.shared, pos, offsets=self.offsets)
 
     def held_out(self, test, blocks, make_model):
         """As :meth:`_MemoryFolds.held_out`; the models return their margins on the

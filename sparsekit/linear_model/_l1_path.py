@@ -114,12 +114,12 @@ def l1_logistic_path(X, y, Cs=10, *, pos_class=None, fit_intercept=True, tol=1e-
     width = datafit.n_features + fit_intercept
     coefs = np.empty((Cs.size, classes.size, width) if multinomial else (Cs.size, width))
     results = warm_path(datafit, Cs * mean_weight, tol, max_iter, l1_ratio, multinomial,
-                         coefs)
+                        coefs)
     n_iter = np.array([res.nit for res in results], dtype=np.int32)
     failed = [k for k, res in enumerate(results) if not res.success]
     if failed:   # one warning for the path, not one per C
         warn_not_converged([f"C={C:g}" for C in Cs], failed, results, tol,
-                            noun="values of C", advice=data.advice)
+                           noun="values of C", advice=data.advice)
     return data.columns.expand(coefs), Cs, n_iter
 
 
@@ -128,14 +128,15 @@ def warm_path(datafit, Cs, tol, max_iter, l1_ratio, multinomial, out, abandoned=
     from the smallest up, each started at the previous solution, written to ``out[k]`` as
     :func:`_path_coef` (a row per C in the order of ``Cs``); their OptimizeResults, without
     ``x`` and ``jac`` (a path keeps one solution at a time beside ``out``). A path run in
-    another thread ends by :class:`Abandoned` at the first iteration after the Event
-    ``abandoned`` (:func:`abandoned_on_error`) is set."""
+    another thread ends by :class:`~sparsekit.utils._threads.Abandoned` at the first
+    iteration after the Event ``abandoned``
+    (:func:`~sparsekit.utils._threads.abandoned_on_error`) is set."""
     results, x = [None] * len(Cs), None
     with one_blas_thread():   # as L1LogisticOBA.fit's solves
         for k in np.argsort(Cs, kind="stable"):
             res = oba_solve(datafit, Cs[k], tol, max_iter, x, 0, l1_ratio,
-                         MULTINOMIAL_CG_MAXITER if multinomial else 1000,
-                         stop_if_abandoned(abandoned))
+                            MULTINOMIAL_CG_MAXITER if multinomial else 1000,
+                            stop_if_abandoned(abandoned))
             x = res.pop("x")
             res.pop("jac")
             out[k] = _path_coef(datafit, x, multinomial)

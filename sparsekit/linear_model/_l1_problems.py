@@ -63,7 +63,7 @@ def multinomial_within_memory(n_rows, n_columns, n_classes, fit_intercept, kept=
 
 
 def binary_block(pos, fit_intercept, X, codes, sample_weight, X_csr=None, offsets=None,
-                  n_threads=1):
+                 n_threads=1):
     """The binary datafit of class index ``pos`` against the rest (on the data, or on one
     row partition of it); ``X_csr`` a CSR copy of X shared by several problems, ``offsets``
     those :func:`layouts` subtracted from X's columns, ``n_threads`` those of its
@@ -75,7 +75,7 @@ def binary_block(pos, fit_intercept, X, codes, sample_weight, X_csr=None, offset
 
 
 def multinomial_block(n_classes, fit_intercept, X, codes, sample_weight, n_threads=1,
-                       offsets=None, X_csr=None):
+                      offsets=None, X_csr=None):
     """The multinomial datafit (on the data, or on one row partition of it); ``offsets``
     those :func:`layouts` subtracted from X's columns, ``X_csr`` its CSR layout or None."""
     datafit = Multinomial(X, codes, n_classes, sample_weight=sample_weight,
@@ -104,7 +104,7 @@ def device_layout(X, sample_weight, fit_intercept):
 
 
 def device_block(n_classes, fit_intercept, X, codes, sample_weight, shared, pos, *,
-                  offsets=None):
+                 offsets=None):
     """The device datafit of class index ``pos`` against the rest, or (``pos`` None) the
     multinomial one, on float64 device X; ``shared`` holds what the one-vs-rest datafits of
     the same X share, ``offsets`` those :func:`device_layout` subtracted from X's
@@ -242,7 +242,7 @@ class MemoryProblems:
         self.columns = UsedColumns(X)
         self.n_problems = n_problems or problem_count(est.multiclass, self.classes.size)
         self.X, self.X_csr, self.offsets = layouts(self.columns.take(X), self.n_problems,
-                                                    self.weights, est.fit_intercept)
+                                                   self.weights, est.fit_intercept)
         self.dtype, self.n_samples = self.X.dtype, self.X.shape[0]
         self.fit_intercept, self.n_threads = est.fit_intercept, cpu_threads(est.n_jobs)
 
@@ -253,11 +253,11 @@ class MemoryProblems:
         of their own)."""
         if pos is None:
             return multinomial_block(self.classes.size, self.fit_intercept, self.X,
-                                      self.codes, self.weights, self.n_threads, self.offsets,
-                                      self.X_csr)
+                                     self.codes, self.weights, self.n_threads, self.offsets,
+                                     self.X_csr)
         return binary_block(pos, self.fit_intercept, self.X, self.codes, self.weights,
-                             self.X_csr, self.offsets,
-                             self.n_threads if self.n_problems == 1 else 1)
+                            self.X_csr, self.offsets,
+                            self.n_threads if self.n_problems == 1 else 1)
 
     def advice(self):
         """:func:`solve_advice` of the solved X."""

@@ -126,7 +126,7 @@ def _checked_solve(datafit, C, tol, max_iter, x0, verbose, l1_ratio, cg_maxiter=
     tol_floor = min(tol / 100, 0.1 / weight) if weight > 0 else tol / 100
     check = _GapCheck(datafit, C, l1_ratio, tol_floor)
     res = oba_solve(datafit, C, tol, max_iter, x0, verbose, l1_ratio, cg_maxiter, callback,
-                 confirm=check)
+                    confirm=check)
     res.pop("jac")
     res.duality_gap = (check.gap if check.nit == res.nit
                        else relative_duality_gap(datafit, res.x, C, l1_ratio))
@@ -138,7 +138,7 @@ def _checked_solve(datafit, C, tol, max_iter, x0, verbose, l1_ratio, cg_maxiter=
 
 
 def oba_solve(datafit, C, tol, max_iter, x0, verbose, l1_ratio=1.0, cg_maxiter=1000,
-           callback=None, confirm=None):
+              callback=None, confirm=None):
     """OBA on ``datafit`` + (r‖w‖₁ + (1 − r)/2 ‖w‖²)/(C n) from ``x0`` (if None: w = 0 and
     the null model's intercepts); returns the OptimizeResult.
 
