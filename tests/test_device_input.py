@@ -66,3 +66,38 @@ def test_label_sets_on_the_device_are_scored_as_on_the_host(cupy_backend):
     Y[Y.sum(axis=1) == 0, 0] = 1
     clf = SparsemaxClassifier(device="cuda").fit(cp.asarray(X), cp.asarray(Y))
     assert clf.score(cp.asarray(X), cp.asarray(Y)) == clf.score(X, Y) > 0.3
+
+
+def test_device_nll_and_outputs_are_the_hosts(cupy_backend):
+    """The softmax NLL and a classifier's outputs from device scores: the host's values
+    (NumPy out for the NLL and for labels of other kinds than numbers)."""
+    from scipy.special import log_softmax
+
+    from sparsekit.linear_model._device_input import device_nll, device_outputs
+    from sparsekit.metrics._ranking import top_k
+
+    cp = cupy_backend
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((30, 4))
+    coef, intercept = rng.standard_normal((6, 4)), rng.standard_normal(6)
+    y_idx = rng.integers(0, 6, 30)
+    S = X @ coef.T + intercept
+    S[3, [1, 4]] = S[3].max() + 1.0                       # a tie for the best class
+    expected = -log_softmax(S, axis=1)[np.arange(30), y_idx]
+    X[3] = 0.0
+    S[3] = intercept
+    expected[3] = -log_softmax(intercept)[y_idx[3]]
+    np.testing.assert_allclose(device_nll(cp.asarray(X), coef, intercept, y_idx), expected,
+                               rtol=1e-12)
+    numbers, names = np.arange(10, 16), np.array(list("abcdef"), dtype=object)
+    got = {kind: device_outputs(cp.asarray(S), kind, numbers, np.float32)
+           for kind in ("scores", "log_proba", "proba", "labels", 3)}
+    np.testing.assert_allclose(got["scores"].get(), S.astype(np.float32))
+    np.testing.assert_allclose(got["log_proba"].get(), log_softmax(S, axis=1), rtol=1e-6)
+    np.testing.assert_allclose(got["proba"].get(), np.exp(log_softmax(S, axis=1)), rtol=1e-6)
+    assert got["proba"].dtype == np.float32
+    np.testing.assert_array_equal(got["labels"].get(), numbers[S.argmax(axis=1)])
+    np.testing.assert_array_equal(got[3].get(), numbers[top_k(S, 3)])
+    labels = device_outputs(cp.asarray(S), "labels", names, np.float64)
+    assert isinstance(labels, np.ndarray)
+    np.testing.assert_array_equal(labels, names[S.argmax(axis=1)])

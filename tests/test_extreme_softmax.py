@@ -17,6 +17,7 @@ from sparsekit.linear_model import ExtremeSoftmaxSGD, first_label, precision_at_
 from sparsekit.losses import (_softmax, double_sum_gradient, double_sum_objective,
                               ove_objective, softmax_log_proba, softmax_nll)
 import sparsekit.linear_model._extreme_softmax as est_module
+import sparsekit.linear_model._softmax_advice as advice_module
 import sparsekit.linear_model._softmax_weights as weights_module
 import sparsekit.optimize._softmax_passes as passes_module
 
@@ -761,7 +762,7 @@ def test_a_small_rise_on_labels_x_barely_predicts_is_not_called_a_divergence(mon
                            "above the training NLL it started from, 0.6931 to 0.71")
     assert f"(the weights fit returns are scaled by shrink_={est.shrink_:.3g})" in said
     assert "diverged" not in said and "Lower learning_rate" in said
-    monkeypatch.setattr(est_module, "SMALL_RISE", 0.0)
+    monkeypatch.setattr(advice_module, "SMALL_RISE", 0.0)
     with pytest.warns(ConvergenceWarning, match=r"\) diverged: its training NLL rose from "
                                                 r"0.6931 to 0.71"):
         ExtremeSoftmaxSGD(random_state=2).fit(X, y)

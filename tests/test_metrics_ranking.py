@@ -47,3 +47,19 @@ def test_recall_at_k_refuses_what_it_cannot_count():
         recall_at_k([1, 2, 3], [[1], [2]])
     with pytest.raises(ValueError, match="y_true holds string labels but top_labels numeric"):
         recall_at_k(["a", "b"], [[1], [2]])
+
+
+@pytest.mark.parametrize("seed", range(4))
+@pytest.mark.parametrize("k", [1, 3, 6])
+def test_top_k_is_a_stable_sort_of_the_scores_best_first(seed, k):
+    """The k best columns of each row, ties toward the lower index: what a stable sort of
+    the negated scores gives, on rows of many ties (scores drawn from a few values)."""
+    from sparsekit.metrics._ranking import top_k
+
+    rng = np.random.default_rng(seed)
+    for values in (rng.integers(0, 3, (50, 6)), rng.standard_normal((50, 6)),
+                   np.zeros((3, 6)), np.full((2, 6), -np.inf)):
+        S = np.asarray(values, dtype=np.float64)
+        expected = np.argsort(-S, axis=1, kind="stable")[:, :k]
+        np.testing.assert_array_equal(top_k(S, k), expected)
+        assert np.array_equal(top_k(S, 1)[:, 0], np.argmax(S, axis=1))

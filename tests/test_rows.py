@@ -203,3 +203,37 @@ def test_dense_compression_kernels_refuse_arrays_of_other_sizes():
             dense_compress_rows(X, np.empty(size), np.empty(size, dtype=np.int32))
     with pytest.raises(ValueError, match="exactly"):
         dense_compress_rows(X, np.empty(3), np.empty(2, dtype=np.int32))
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_divided_columns_are_a_copy_of_x_over_the_scales(dtype):
+    from sparsekit.utils._rows import divided_columns
+
+    rng = np.random.default_rng(0)
+    X = (rng.standard_normal((9, 4)) * (rng.random((9, 4)) < 0.5)).astype(dtype)
+    scales = np.array([1.0, 2.0, 1e3, 1.0], dtype=dtype)
+    for given in (X, sp.csr_matrix(X)):
+        kept = given.copy()
+        got = divided_columns(given, scales)
+        assert got.dtype == dtype and sp.issparse(got) == sp.issparse(given)
+        np.testing.assert_array_equal(got.toarray() if sp.issparse(got) else got, X / scales)
+        np.testing.assert_array_equal(given.toarray() if sp.issparse(given) else given,
+                                      kept.toarray() if sp.issparse(kept) else kept)
+
+
+def test_sample_rows_skip_rows_of_weight_zero_and_leave_the_generator_alone():
+    from sparsekit.utils._rows import sample_rows
+
+    weights = np.ones(100)
+    assert sample_rows(weights, None, 0) == slice(None)
+    assert sample_rows(weights, 100, 0) == slice(None)
+    weights[::3] = 0.0
+    np.testing.assert_array_equal(sample_rows(weights, None, 0), np.flatnonzero(weights))
+    rows = sample_rows(weights, 10, 0)
+    assert rows.size == 10 and np.all(np.diff(rows) > 0) and np.all(weights[rows] > 0)
+    np.testing.assert_array_equal(sample_rows(weights, 10, 0), rows)   # seeded
+    rs = np.random.RandomState(3)
+    state = rs.get_state()[1].copy()
+    first = sample_rows(weights, 10, rs)
+    np.testing.assert_array_equal(rs.get_state()[1], state)          # read, not advanced
+    np.testing.assert_array_equal(sample_rows(weights, 10, rs), first)

@@ -135,3 +135,27 @@ def test_scale_columns_scales_the_first_columns_in_place_and_back():
 def test_weights_too_large_for_memory_are_refused_before_allocation():
     with pytest.raises((ValueError, MemoryError), match="n_weights"):
         SoftmaxWeights.zeros(10**6, 10**7, np.float64, True)
+
+
+@pytest.mark.parametrize("layout", ["dense", "hashed"])
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_rows_mapped_and_reduced_a_chunk_at_a_time_are_those_of_all_the_scores(
+        monkeypatch, layout, dtype):
+    weights = _random(layout, True, dtype)
+    rng = np.random.default_rng(1)
+    for X in (rng.standard_normal((23, 7)).astype(dtype),
+              sp.csr_matrix(rng.standard_normal((23, 7)) * (rng.random((23, 7)) < 0.4))):
+        S = weights.scores(X)
+        whole_map = weights.map_rows(X, lambda s: 2.0 * s)
+        whole_reduce = weights.reduce_rows(X, lambda s: s.argmax(axis=1))
+        monkeypatch.setattr(weights_module, "_chunks",
+                            lambda n, K: [slice(i, min(i + 5, n)) for i in range(0, n, 5)])
+        mapped = weights.map_rows(X, lambda s: 2.0 * s)
+        reduced = weights.reduce_rows(X, lambda s: s.argmax(axis=1))
+        monkeypatch.undo()
+        out = np.result_type(X.dtype, dtype)
+        for got in (mapped, whole_map):
+            assert got.dtype == out and got.shape == (23, weights.n_classes)
+            np.testing.assert_allclose(got, (2.0 * S).astype(out), rtol=1e-6)
+        np.testing.assert_array_equal(reduced, S.argmax(axis=1))
+        np.testing.assert_array_equal(whole_reduce, reduced)

@@ -13,6 +13,7 @@ from sklearn.utils.validation import _check_sample_weight, column_or_1d
 
 from ..gpu._cupy import require_cupy
 from ..gpu.datafits import is_device_matrix
+from ..losses._softmax import _chunks
 from ..utils._rows import scale_sums_of
 from ..utils._validation import check_device
 
@@ -132,3 +133,38 @@ def device_product(X, coef, intercept):
     coef = coef.toarray() if sp.issparse(coef) else coef
     scores = X.astype(dtype) @ cp.asarray(np.ascontiguousarray(coef.T, dtype=dtype))
     return cp.asarray(scores) + cp.asarray(intercept.astype(dtype))
+
+
+def device_nll(X, coef, intercept, y_idx):
+    """Per-row NLL of the labels ``y_idx`` (class indices, on the host) under the linear
+    softmax model (``coef``, ``intercept``: float64 host arrays) for the rows of validated
+    device ``X``: the scores of a chunk of rows at a time, the exact log-softmax in log
+    space; a host array out."""
+    cp = require_cupy()
+    nll = np.empty(X.shape[0])
+    for rows in _chunks(X.shape[0], coef.shape[0]):
+        S = device_product(X[rows], coef, intercept)
+        Z = S - S.max(axis=1, keepdims=True)
+        labels = cp.asarray(y_idx[rows])
+        nll[rows] = (cp.log(cp.exp(Z).sum(axis=1))
+                     - Z[cp.arange(Z.shape[0]), labels]).get()
+    return nll
+
+
+def device_outputs(S, kind, classes, dtype):
+    """A classifier's predictions from its float64 device scores ``S``: ``kind``
+    "scores", "log_proba", "proba" (in ``dtype``), "labels" or an int k, the top k labels
+    (a CuPy array for numeric ``classes``)."""
+    cp = require_cupy()
+    if kind == "labels" or isinstance(kind, int):
+        best = (S.argmax(axis=1) if kind == "labels"   # top k: ties to the lower class
+                else cp.argsort(-S, axis=1, kind="stable")[:, :kind])
+        if classes.dtype.kind in "biuf":
+            return cp.asarray(classes)[best]
+        return classes[best.get()]
+    if kind != "scores":
+        Z = S - S.max(axis=1, keepdims=True)
+        S = Z - cp.log(cp.exp(Z).sum(axis=1, keepdims=True))
+        if kind == "proba":
+            S = cp.exp(S)
+    return S.astype(dtype)

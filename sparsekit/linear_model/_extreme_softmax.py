@@ -5,7 +5,8 @@ vanilla SGD on the double sum, section 2.2; the sampled baselines) and Titsias (
 The passes over the rows are :class:`sparsekit.optimize._softmax_passes.SoftmaxPasses`'
 (around the Cython epoch drivers), the closing line search on the weights' scale is
 :func:`sparsekit.optimize._softmax_shrink.best_shrink`, the weights and their scores
-:class:`sparsekit.linear_model._softmax_weights.SoftmaxWeights`; this module holds the
+:class:`sparsekit.linear_model._softmax_weights.SoftmaxWeights`, what a fit says when its
+steps were too large :mod:`sparsekit.linear_model._softmax_advice`; this module holds the
 epochs, their history and the scikit-learn plumbing.
 """
 import copy
@@ -14,7 +15,6 @@ import warnings
 from numbers import Integral, Real
 
 import numpy as np
-import scipy.sparse as sp
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.callback import with_callbacks
 from sklearn.utils import check_random_state
@@ -26,18 +26,21 @@ from sparsekit.gpu.datafits import is_device_matrix
 from sparsekit.gpu.softmax_sgd import MAX_SAMPLED as GPU_MAX_SAMPLED
 from sparsekit.linear_model._dask_input import (block_predictions, in_memory, is_dask_collection,
                                                 row_blocks)
-from sparsekit.linear_model._device_input import (device_product, device_scores, fit_device,
-                                                  on_host, to_device)
+from sparsekit.linear_model._device_input import (device_nll, device_outputs, device_scores,
+                                                  fit_device, on_host, to_device)
 from sparsekit._cython._softmax_sgd import METHODS, scale_flush
-from sparsekit.losses._softmax import _chunks, _log_softmax
+from sparsekit.losses._softmax import _log_softmax
 from sparsekit.linear_model._base import (SparsekitClassifier, check_labels,
                                           unchanged_on_error)
+from sparsekit.linear_model._softmax_advice import (column_scales, divergence_hint,
+                                                    overflow_error, warn_if_diverged)
 from sparsekit.linear_model._softmax_weights import SoftmaxWeights
 from sparsekit.metrics import precision_at_k
+from sparsekit.metrics._ranking import top_k
 from sparsekit.optimize._softmax_passes import EpochMean, SGDRows, SoftmaxPasses, initial_rate
 from sparsekit.optimize._softmax_shrink import best_shrink
 from sparsekit.utils._labels import _declared_classes, _is_multilabel, first_label
-from sparsekit.utils._rows import entry_scales, weighted_column_stats
+from sparsekit.utils._rows import divided_columns, sample_rows
 from sparsekit.utils._validation import check_entry_magnitude, validate_input
 
 __all__ = ["ExtremeSoftmaxSGD", "EXPECTED_FAILED_CHECKS"]
@@ -56,17 +59,6 @@ U_METHODS = ("implicit", "umax", "sgd")
 #: partial_fit's state with ``average=True``: the weights it trains, their sum over the
 #: calls and the number of calls summed (the model's weights are their mean)
 STREAM_MEAN = ("_R_iterate", "_R_total", "_n_averaged")
-
-#: an end of the epochs above the starting training NLL by at most this share of it is
-#: told as such, not as a divergence: on labels that X barely predicts (300 Gaussian rows of
-#: 10 columns, random binary labels) 8 of 20 default fits ended 0.2-2.5% above it, and a
-#: column in other units that sets every step 0.5%, while the steps measured too large for
-#: signal-rich data end 30% above it and more
-SMALL_RISE = 0.1
-
-#: a diverged fit at ``learning_rate="auto"`` blames the step rather than X's scale when
-#: no row's squared norm exceeds this many times the median row's
-SIMILAR_ROWS = 10
 
 #: ``average="auto"`` averages the epochs' weights with at most this many classes: on the
 #: sets of 2 to 100 classes measured the default method's test accuracy rose by 0 to 0.022,
@@ -96,36 +88,10 @@ EXPECTED_FAILED_CHECKS = {
 }
 
 
-def _scale_hint(xsq, learning_rate, intercept):
-    """What to do about a step too large for the data: the cause is usually the scale of X,
-    unless a given ``learning_rate`` is too large for rows of squared norms up to 1
-    (``xsq`` counts the intercept's constant feature when ``intercept``)."""
-    top = xsq.max(initial=0.0)
-    if (learning_rate != "auto" and top <= 1.0 + intercept
-            and top <= SIMILAR_ROWS * (float(np.median(xsq)) if xsq.size else 0.0)):
-        return (f"The rows of X have squared norms of at most {top - intercept:.3g}, so "
-                "rescaling them would not shrink the steps: lower learning_rate "
-                f"({learning_rate:g} here) or leave it to 'auto', which scales the step to "
-                "the rows")
-    return ("The steps grow with the squared norms of the rows of X, up to "
-            f"{top:.3g} here: rescale X (e.g. "
-            "sklearn.preprocessing.Normalizer) or lower learning_rate")
-
-
 def _taken(X, rows):
     """``X[rows]``, or X itself when ``rows`` is every row (``slice(None)``): SciPy copies
     a sparse matrix on ``X[:]``, a copy of the training data that the fit does not need."""
     return X if isinstance(rows, slice) and rows == slice(None) else X[rows]
-
-
-def _divided_columns(X, scales):
-    """A copy of validated X (C-ordered or CSR) with each column divided by its entry of
-    ``scales`` (at least 1, in X's dtype)."""
-    if not sp.issparse(X):
-        return X / scales
-    X = X.copy()
-    X.data /= scales[X.indices]
-    return X
 
 
 class ExtremeSoftmaxSGD(SparsekitClassifier):
@@ -624,35 +590,13 @@ class ExtremeSoftmaxSGD(SparsekitClassifier):
 
     def _column_scales(self, X, sample_weight):
         """The divisors of X's columns that the passes run on (fit's, and a stream's from
-        its first chunk), or None.
-
-        Where X's columns are in other units (:func:`~sparsekit.utils._rows.entry_scales`:
-        some column's nonzero entries have a mean square over 1000 times the median
-        column's, weighted as the rows), the steps, which follow the rows' norms, would
-        follow that column, and the others would barely move: the passes then run on X
-        with each column of larger entries than the median column's divided by their root
-        mean square over the median's (capped to X's dtype), and their weights are the
-        coefficients times those divisors. The objective does not change with alpha = 0;
-        with ``alpha > 0`` (whose ridge is on the coefficients) or hashed weights (shared
-        by columns) the passes run on X as given and the fit warns."""
-        sw = sample_weight / sample_weight.max() if sample_weight.max(initial=0.0) > 0 else None
-        scales = None if sw is None else entry_scales(*weighted_column_stats(X, sw))
-        self._units_column = None               # the column that sets the steps, if kept
-        if scales is None:
-            return None
-        if self.alpha > 0 or self.n_weights is not None:
-            column = int(np.argmax(scales))
-            name = self._units_column = self._column_name(column)
-            why = "alpha > 0" if self.alpha > 0 else "n_weights (hashed weights)"
-            warnings.warn(
-                f"X's columns are in different units: column {name}'s nonzero entries have "
-                f"a root mean square {scales[column]:.3g} times the median column's. The "
-                "steps follow the rows' norms, which such a column sets, and the other "
-                f"columns' weights learn that many times more slowly. With {why} the passes "
-                "run on X as given: standardize the columns (StandardScaler, or "
-                "MaxAbsScaler for sparse X).", UserWarning)
-            return None
-        return np.minimum(scales, np.finfo(X.dtype).max).astype(X.dtype)
+        its first chunk), or None (:func:`~sparsekit.linear_model._softmax_advice.
+        column_scales`); the column in other units they run on as given, if any, is kept
+        for a divergence's advice."""
+        scales, self._units_column = column_scales(X, sample_weight, self.alpha,
+                                                   self.n_weights is not None,
+                                                   self._column_name)
+        return scales
 
     def _initial_u(self, X, y_idx):
         K = len(self.classes_)
@@ -679,23 +623,14 @@ class ExtremeSoftmaxSGD(SparsekitClassifier):
         return self._weights.nll(X, y_idx, self.n_jobs)
 
     def _device_nll(self, X, y_idx):
-        """:meth:`_nll` on the GPU: float64 scores of a chunk of rows at a time, the exact
-        log-softmax in log space; the rows of host ``X`` go to the device once per fit (kept
-        in ``_gpu_eval`` while the same ``X`` is asked for)."""
-        cp = require_cupy()
+        """:meth:`_nll` on the GPU (:func:`~sparsekit.linear_model._device_input.
+        device_nll`); the rows of host ``X`` go to the device once per fit (kept in
+        ``_gpu_eval`` while the same ``X`` is asked for)."""
         kept = getattr(self, "_gpu_eval", None)
         if kept is None or kept[0] is not X:
             kept = self._gpu_eval = (X, to_device(X))
-        Xd = kept[1]
-        coef, intercept = self.coef_.astype(np.float64), self.intercept_.astype(np.float64)
-        nll = np.empty(X.shape[0])
-        for rows in _chunks(X.shape[0], len(self.classes_)):
-            S = device_product(Xd[rows], coef, intercept)
-            Z = S - S.max(axis=1, keepdims=True)
-            labels = cp.asarray(y_idx[rows])
-            nll[rows] = (cp.log(cp.exp(Z).sum(axis=1))
-                         - Z[cp.arange(Z.shape[0]), labels]).get()
-        return nll
+        return device_nll(kept[1], self.coef_.astype(np.float64),
+                          self.intercept_.astype(np.float64), y_idx)
 
     def _passes(self):
         """The passes of the method over rows, with the estimator's parameters and the
@@ -790,13 +725,8 @@ class ExtremeSoftmaxSGD(SparsekitClassifier):
         self.epoch_times_.append(wall)
         self._publish()
         if status:
-            raise ValueError(
-                f"Floating-point overflow in method={self.method!r} with learning rate "
-                f"{eta:.3g}; the estimator is left as it was before this call. "
-                + _scale_hint(rows.xsq, self.learning_rate, self.fit_intercept) + (
-                    " (vanilla 'sgd' on the double sum is unstable) or use "
-                    "method='implicit'." if self.method != "implicit"
-                    else " or use batch_size=1 (one proximal step at a time stays finite)."))
+            raise overflow_error(self.method, eta, rows.xsq, self.learning_rate,
+                                 self.fit_intercept)
 
     def _training_nll(self, X, y_idx, sample_weight):
         """Weighted mean NLL of the current weights (NaN when every weight is 0); its time
@@ -817,16 +747,8 @@ class ExtremeSoftmaxSGD(SparsekitClassifier):
                                  max(DIVERGENCE_ROWS, DIVERGENCE_SCORES // len(self.classes_)))
 
     def _sample_rows(self, sample_weight, size):
-        """The rows of nonzero weight (all rows: a slice), or ``size`` of them (None: all)
-        from a generator seeded like the training stream but separate from it (a
-        RandomState instance is read, not advanced): rows of weight 0 take no place in a
-        sample and no part in its sums."""
-        kept = np.flatnonzero(sample_weight)
-        if size is None or kept.size <= size:
-            return slice(None) if kept.size == sample_weight.shape[0] else kept
-        rs = self.random_state
-        seed = rs.get_state()[1] if isinstance(rs, np.random.RandomState) else rs
-        return kept[np.sort(np.random.default_rng(seed).choice(kept.size, size, replace=False))]
+        """:func:`~sparsekit.utils._rows.sample_rows` seeded by ``random_state``."""
+        return sample_rows(sample_weight, size, self.random_state)
 
     def _record(self, epoch, nll, where="training NLL"):
         self.loss_curve_.append(nll)
@@ -837,41 +759,6 @@ class ExtremeSoftmaxSGD(SparsekitClassifier):
         evaluating = getattr(self, "_eval_seconds", 0.0)
         self._say(f"epoch {epoch}: {text}{sum(self.epoch_times_):.2f} s in the epoch driver"
                   + (f", {evaluating:.2f} s evaluating the NLL" if evaluating else ""))
-
-    def _warn_if_diverged(self, xsq, first, last, returned=None):
-        """ConvergenceWarning when the epochs' training NLL ``last`` ended above where it
-        started (a divergence if by more than SMALL_RISE of it), naming the shrink that
-        followed (and ``returned``, the NLL it left)."""
-        if last > first:
-            shrunk = ""
-            if self.shrink_ < 1.0:
-                shrunk = (f" (the weights fit returns are scaled by shrink_={self.shrink_:.3g}"
-                          + (f": NLL {returned:.4g})" if returned is not None else ")"))
-            name = f"ExtremeSoftmaxSGD(method={self.method!r})"
-            said = (f"{name} diverged: its training NLL rose from {first:.4g} to "
-                    f"{last:.4g}{shrunk}. " if not last <= (1 + SMALL_RISE) * first else
-                    f"{name} ended its epochs above the training NLL it started from, "
-                    f"{first:.4g} to {last:.4g}{shrunk}. ")
-            warnings.warn(said + self._divergence_hint(xsq) + ".", ConvergenceWarning)
-
-    def _divergence_hint(self, xsq):
-        """What to change after a divergence: the columns' units where a column in other
-        units set the steps (the passes ran on X as given); X's scale where the steps follow
-        it (a given ``learning_rate``, or rows much longer than the median row, whose steps
-        "auto" leaves large); else the step itself, which "auto" already scaled to the rows."""
-        if getattr(self, "_units_column", None) is not None:
-            return (f"The passes ran on X as given, whose column {self._units_column} is in "
-                    "other units and sets every step: standardize the columns "
-                    "(StandardScaler, or MaxAbsScaler for sparse X)")
-        median = float(np.median(xsq)) if xsq.size else 0.0
-        if (self.learning_rate != "auto" or not median > 0
-                or xsq.max() > SIMILAR_ROWS * median):
-            return _scale_hint(xsq, self.learning_rate, self.fit_intercept)
-        return (f"learning_rate='auto' scaled the step to the rows, whose squared norms are "
-                f"at most {xsq.max() / median:.3g} times their median, so rescaling X would "
-                f"not change it: the first epochs' steps overshoot on these rows. Lower "
-                f"learning_rate (this fit's learning_rate_ is {self.learning_rate_:.3g}) or "
-                f"give more epochs (the step shrinks by lr_decay each epoch)")
 
     # ------------------------------------------------------------------ fitting
     @unchanged_on_error
@@ -926,7 +813,7 @@ class ExtremeSoftmaxSGD(SparsekitClassifier):
             self._guard_weights(passes)
         Xt = X
         if scales is not None:
-            Xt = _divided_columns(X, scales)
+            Xt = divided_columns(X, scales)
             self._scale_columns(scales)
         y_idx = y_idx.astype(np.intp)
         rows = SGDRows.of(Xt, self._weights.R.dtype, self._weights.bias)
@@ -948,8 +835,11 @@ class ExtremeSoftmaxSGD(SparsekitClassifier):
                                            sample_weight, u, rng, scales, evaluation)
         trained = self._final_model(averaged, Xt, y_idx, sample_weight, scales, evaluation)
         # the epochs' NLL (before the shrink), and what the shrink made of it
-        self._warn_if_diverged(rows.xsq, first_nll, trained,
-                               self.loss_curve_[-1] if self.eval_every else None)
+        warn_if_diverged(self.method, first_nll, trained,
+                         lambda: divergence_hint(rows.xsq, self.learning_rate,
+                                                 self.learning_rate_, self.fit_intercept,
+                                                 self._units_column),
+                         self.shrink_, self.loss_curve_[-1] if self.eval_every else None)
         if self.tol is not None and not converged:
             warnings.warn(f"ExtremeSoftmaxSGD did not reach tol={self.tol} in "
                           f"{self.n_epochs} epochs; increase n_epochs", ConvergenceWarning)
@@ -1088,7 +978,7 @@ class ExtremeSoftmaxSGD(SparsekitClassifier):
         passes = self._passes()
         scales = getattr(self, "_scales", None)      # those of the first call, or of fit
         scales = None if scales is None else scales.astype(X.dtype)
-        rows = SGDRows.of(X if scales is None else _divided_columns(X, scales),
+        rows = SGDRows.of(X if scales is None else divided_columns(X, scales),
                           self._weights.R.dtype, self._weights.bias)
         if first or self.learning_rate != "auto" or not hasattr(self, "learning_rate_"):
             self.learning_rate_ = self._initial_rate(rows.xsq, sample_weight)  # first chunk
@@ -1157,56 +1047,35 @@ class ExtremeSoftmaxSGD(SparsekitClassifier):
 
     # ------------------------------------------------------------------ prediction
     def _on_device(self, X, kind):
-        """Predictions for CuPy X, on its device: ``kind`` "scores", "log_proba", "proba"
-        (in the dtype the host path gives), "labels" or an int k, the top k labels (CuPy for
-        numeric classes)."""
+        """Predictions for CuPy X, on its device
+        (:func:`~sparsekit.linear_model._device_input.device_outputs`): ``kind`` "scores",
+        "log_proba", "proba", "labels" or an int k, the top k labels."""
         check_is_fitted(self)
-        cp = require_cupy()
         if self._weights.n_weights is None:
             S = device_scores(X, self.coef_.astype(np.float64),
                               self.intercept_.astype(np.float64))
         else:                  # the hashed table is scored on the host
-            S = cp.asarray(self._weights.scores(self._checked(X.get()), self.n_jobs))
-        if kind == "labels" or isinstance(kind, int):
-            best = (S.argmax(axis=1) if kind == "labels"   # top k: ties to the lower class
-                    else cp.argsort(-S, axis=1, kind="stable")[:, :kind])
-            if self.classes_.dtype.kind in "biuf":
-                return cp.asarray(self.classes_)[best]
-            return self.classes_[best.get()]
-        if kind != "scores":
-            Z = S - S.max(axis=1, keepdims=True)
-            S = Z - cp.log(cp.exp(Z).sum(axis=1, keepdims=True))
-            if kind == "proba":
-                S = cp.exp(S)
-        return S.astype(np.result_type(X.dtype, self._weights.R.dtype))
+            S = require_cupy().asarray(self._weights.scores(self._checked(X.get()),
+                                                            self.n_jobs))
+        return device_outputs(S, kind, self.classes_,
+                              np.result_type(X.dtype, self._weights.R.dtype))
 
     def _checked(self, X):
         check_is_fitted(self)
         return validate_input(self, X, accept_sparse="csr", dtype=[np.float64, np.float32],
                              reset=False)
 
-    def _row_reduce(self, X, reduce):
-        """``reduce(scores)`` over chunks of rows, stacked: the scores of a chunk at a time
-        (predictions for 1e4 rows and 1e5 classes would otherwise hold 8 GB of scores)."""
-        X = self._checked(X)
-        parts = [reduce(S) for _, S in self._weights.chunk_scores(X, self.n_jobs)]
-        return parts[0] if len(parts) == 1 else np.concatenate(parts)
-
     def _row_map(self, X, transform):
-        """``transform(scores)`` of every row, a chunk of rows at a time, written into one
-        (n_samples, n_classes) array: the output is the peak memory (one chunk's output is
-        returned as it is). Scores are computed in float64; the output is float32 when both
-        X and the model are."""
+        """``transform(scores)`` of every row of X (:meth:`SoftmaxWeights.map_rows
+        <sparsekit.linear_model._softmax_weights.SoftmaxWeights.map_rows>`)."""
         X = self._checked(X)
-        dtype = np.result_type(X.dtype, self._weights.R.dtype)
-        out = None
-        for rows, S in self._weights.chunk_scores(X, self.n_jobs):
-            if rows == slice(0, X.shape[0]):
-                return transform(S).astype(dtype, copy=False)
-            if out is None:
-                out = np.empty((X.shape[0], len(self.classes_)), dtype=dtype)
-            out[rows] = transform(S)
-        return out
+        return self._weights.map_rows(X, transform, self.n_jobs)
+
+    def _row_reduce(self, X, reduce):
+        """``reduce(scores)`` of the rows of X (:meth:`SoftmaxWeights.reduce_rows
+        <sparsekit.linear_model._softmax_weights.SoftmaxWeights.reduce_rows>`)."""
+        X = self._checked(X)
+        return self._weights.reduce_rows(X, reduce, self.n_jobs)
 
     @block_predictions
     def decision_function(self, X):
@@ -1320,18 +1189,7 @@ class ExtremeSoftmaxSGD(SparsekitClassifier):
         if is_device_matrix(X):
             return self._on_device(X, int(k))
 
-        def top(S):  # ties broken toward the lower class index, as predict's argmax
-            part = np.argpartition(-S, k - 1, axis=1)[:, :k]
-            kth = np.take_along_axis(S, part, axis=1).min(axis=1)[:, None]
-            left_out = (np.count_nonzero(S == kth, axis=1)
-                        > np.count_nonzero(np.take_along_axis(S, part, axis=1) == kth, axis=1))
-            for r in np.flatnonzero(left_out):   # a class tied with the k-th was dropped
-                above = np.flatnonzero(S[r] > kth[r])
-                part[r] = np.r_[above, np.flatnonzero(S[r] == kth[r])[:k - above.size]]
-            order = np.lexsort((part, -np.take_along_axis(S, part, axis=1)), axis=1)
-            return np.take_along_axis(part, order, axis=1)
-        return self.classes_[self._row_reduce(X, top)]
-
+        return self.classes_[self._row_reduce(X, lambda S: top_k(S, k))]
 
     def precision_at_k(self, X, y_true, k=5):
         """Mean precision@k of ``predict_topk(X, k)`` against single or multiple labels.

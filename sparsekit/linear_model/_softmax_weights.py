@@ -143,6 +143,28 @@ class SoftmaxWeights:
         for rows in _chunks(X.shape[0], self.n_classes):
             yield rows, self.scores(X if rows == slice(0, X.shape[0]) else X[rows], n_jobs)
 
+    def map_rows(self, X, transform, n_jobs=None):
+        """``transform(scores)`` of every row of a validated X, a chunk of rows at a time,
+        written into one (n_samples, n_classes) array: the output is the peak memory (one
+        chunk's output is returned as it is). Scores are computed in float64; the output
+        is float32 when both X and the weights are."""
+        dtype = np.result_type(X.dtype, self.R.dtype)
+        out = None
+        for rows, S in self.chunk_scores(X, n_jobs):
+            if rows == slice(0, X.shape[0]):
+                return transform(S).astype(dtype, copy=False)
+            if out is None:
+                out = np.empty((X.shape[0], self.n_classes), dtype=dtype)
+            out[rows] = transform(S)
+        return out
+
+    def reduce_rows(self, X, reduce, n_jobs=None):
+        """``reduce(scores)`` over the chunks of rows of a validated X, stacked: the scores
+        of a chunk at a time (predictions for 1e4 rows and 1e5 classes would otherwise hold
+        8 GB of scores)."""
+        parts = [reduce(S) for _, S in self.chunk_scores(X, n_jobs)]
+        return parts[0] if len(parts) == 1 else np.concatenate(parts)
+
     def nll(self, X, y_idx, n_jobs=None):
         """Per-row negative log-likelihood of the labels ``y_idx`` (class indices), a chunk
         of rows at a time."""

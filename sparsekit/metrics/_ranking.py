@@ -4,6 +4,20 @@ import numpy as np
 from ..utils._labels import _label_kinds, _label_sets
 
 
+def top_k(S, k):
+    """The column indices of the ``k`` largest scores of each row of ``S``, best first,
+    ties broken toward the lower index (as ``argmax``)."""
+    part = np.argpartition(-S, k - 1, axis=1)[:, :k]
+    kth = np.take_along_axis(S, part, axis=1).min(axis=1)[:, None]
+    left_out = (np.count_nonzero(S == kth, axis=1)
+                > np.count_nonzero(np.take_along_axis(S, part, axis=1) == kth, axis=1))
+    for r in np.flatnonzero(left_out):   # a class tied with the k-th was dropped
+        above = np.flatnonzero(S[r] > kth[r])
+        part[r] = np.r_[above, np.flatnonzero(S[r] == kth[r])[:k - above.size]]
+    order = np.lexsort((part, -np.take_along_axis(S, part, axis=1)), axis=1)
+    return np.take_along_axis(part, order, axis=1)
+
+
 def precision_at_k(y_true, top_labels):
     """Mean precision@k: the fraction of the k predicted labels that are true labels.
 

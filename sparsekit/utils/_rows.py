@@ -143,3 +143,26 @@ def sparse_copy(X):
     data, indices = np.empty(indptr[-1], dtype=X.dtype), np.empty(indptr[-1], dtype=index)
     dense_compress_rows(X, data, indices)
     return sp.csr_matrix((data, indices, indptr.astype(index, copy=False)), shape=X.shape)
+
+
+def divided_columns(X, scales):
+    """A copy of validated X (C-ordered or CSR) with each column divided by its entry of
+    ``scales`` (in X's dtype)."""
+    if not sp.issparse(X):
+        return X / scales
+    X = X.copy()
+    X.data /= scales[X.indices]
+    return X
+
+
+def sample_rows(sample_weight, size, random_state):
+    """The rows of nonzero weight (all rows: a slice), or ``size`` of them (None: all)
+    from a generator seeded like ``random_state``'s stream but separate from it (a
+    RandomState instance is read, not advanced): rows of weight 0 take no place in a
+    sample and no part in its sums."""
+    kept = np.flatnonzero(sample_weight)
+    if size is None or kept.size <= size:
+        return slice(None) if kept.size == sample_weight.shape[0] else kept
+    seed = (random_state.get_state()[1] if isinstance(random_state, np.random.RandomState)
+            else random_state)
+    return kept[np.sort(np.random.default_rng(seed).choice(kept.size, size, replace=False))]
