@@ -36,7 +36,7 @@ from sklearn.feature_extraction.text import TfidfVectorizer  # noqa: E402
 
 from sparsekit.datasets import load_debian, load_libsvm, load_mulan  # noqa: E402
 from sparsekit.linear_model import SparsemaxClassifier  # noqa: E402
-from sparsekit.linear_model import _sparsemax  # noqa: E402
+from sparsekit.linear_model import _sparsemax_solvers  # noqa: E402
 from sparsekit.losses._fenchel_young_datafit import FenchelYoungLinear  # noqa: E402
 from sparsekit.optimize import _sdca  # noqa: E402
 from sparsekit.optimize._sdca import dual_epoch_csr, minimize_sdca  # noqa: E402
@@ -87,7 +87,7 @@ def run(X, y, alpha, schedule):
 
     default, objective = (_sdca.CHECK_GAP, _sdca.CHECK_PROGRESS), FenchelYoungLinear.value_grad
     (_sdca.CHECK_GAP, _sdca.CHECK_PROGRESS), _sdca.dual_epoch_csr = schedule, epoch
-    _sparsemax.minimize_sdca = solve
+    _sparsemax_solvers.minimize_sdca = solve
     FenchelYoungLinear.value_grad = value_grad
     try:
         start = time.process_time()
@@ -99,7 +99,7 @@ def run(X, y, alpha, schedule):
                 statistics.median(evaluations))
     finally:
         (_sdca.CHECK_GAP, _sdca.CHECK_PROGRESS), _sdca.dual_epoch_csr = default, dual_epoch_csr
-        _sparsemax.minimize_sdca, FenchelYoungLinear.value_grad = minimize_sdca, objective
+        _sparsemax_solvers.minimize_sdca, FenchelYoungLinear.value_grad = minimize_sdca, objective
 
 
 def main():

@@ -25,7 +25,7 @@ sys.path.insert(0, str(_report.REPO / "tests"))
 from _memory import peak_allocated  # noqa: E402
 
 from sparsekit.linear_model import SparsemaxClassifier  # noqa: E402
-from sparsekit.linear_model._sparsemax import OLD_LBFGSB, SOLVER_ARRAYS  # noqa: E402
+from sparsekit.linear_model._sparsemax_solvers import OLD_LBFGSB, SOLVER_ARRAYS  # noqa: E402
 
 SHAPES = [(1000, 20_000, 20), (2000, 50_000, 10), (4000, 200_000, 20)]
 SOLVERS = ("sdca", "newton-cg", "lbfgs", "nqn")

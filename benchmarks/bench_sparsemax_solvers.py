@@ -29,7 +29,7 @@ from sklearn.preprocessing import StandardScaler
 sys.path.insert(0, str(_report.REPO))  # the in-place build, also when not installed
 from sparsekit.datasets import load_debian, load_libsvm, load_mulan, load_xmlrepo  # noqa: E402
 from sparsekit.linear_model import SparsemaxClassifier  # noqa: E402
-from sparsekit.linear_model._sparsemax import auto_solver  # noqa: E402
+from sparsekit.linear_model._sparsemax_solvers import auto_solver  # noqa: E402
 from sparsekit.projections import project  # noqa: E402
 
 SOLVERS = ("lbfgs", "newton-cg", "sdca")
@@ -99,7 +99,7 @@ def main():
             f = {s: objective(clf, X, y) for s, (_, clf) in results.items()}
             best = min(f.values())
             fastest = min(SOLVERS, key=lambda s: results[s][0])
-            auto = auto_solver(X, alpha)
+            auto = auto_solver(lambda: X, alpha)   # the rows as SDCA walks them
             wins[(kind, alpha)] = wins.get((kind, alpha), []) + [fastest]
             row = [name, f"{X.shape[0]} x {X.shape[1]}, {kind}", f"{alpha:g}",
                    f"{dual_condition(X, alpha):.3g}"]

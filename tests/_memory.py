@@ -25,7 +25,7 @@ def _name(o):
 
 #: left in SciPy's own reference cycles before SciPy 1.14, holding only an emptied list
 #: (the function L-BFGS-B is handed lets go of the datafit on return)
-HOLDING_NOTHING = {"sparsekit.linear_model._sparsemax._minimize_lbfgsb.<locals>.<lambda>"}
+HOLDING_NOTHING = {"sparsekit.linear_model._sparsemax_solvers._minimize_lbfgsb.<locals>.<lambda>"}
 
 
 def left_for_the_collector(call):

@@ -950,12 +950,12 @@ def test_sparsemax_on_dask_takes_newton_cg_where_lbfgs_would_not_fit(client, mon
     """The solver's arrays are held where the fit is driven: on dask arrays too, auto runs
     Newton-CG where L-BFGS's would not fit in memory, and a named solver is refused before
     any work on the cluster."""
-    import sparsekit.linear_model._sparsemax as sparsemax
+    import sparsekit.linear_model._sparsemax_solvers as solvers
 
     X, y = _data(n=400, d=20, classes=4, seed=8)
     Xd = da.from_array(X, chunks=(100, -1))
     weights = (20 + 1) * 4 * 8
-    monkeypatch.setattr(sparsemax, "physical_memory", lambda: 20 * weights)
+    monkeypatch.setattr(solvers, "physical_memory", lambda: 20 * weights)
     spread = SparsemaxClassifier(tol=1e-8).fit(Xd, y)
     assert spread.solver_ == "newton-cg"
     local = SparsemaxClassifier(solver="newton-cg", tol=1e-8).fit(X, y)
@@ -1287,11 +1287,11 @@ def test_sparsemax_cross_validation_of_dask_arrays_counts_its_own_threads(client
     n_jobs where two L-BFGS fits fit but not three, and run with n_jobs=2."""
     import joblib
 
-    import sparsekit.linear_model._sparsemax as sparsemax
+    import sparsekit.linear_model._sparsemax_solvers as solvers
     X, y = _data(n=300, d=10)
     weights = (X.shape[1] + 1) * 3 * 8
-    monkeypatch.setattr(sparsemax, "physical_memory",
-                        lambda: 2.5 * sparsemax.SOLVER_ARRAYS["lbfgs"] * weights)
+    monkeypatch.setattr(solvers, "physical_memory",
+                        lambda: 2.5 * solvers.SOLVER_ARRAYS["lbfgs"] * weights)
     Xd, yd = da.from_array(X, chunks=(100, -1)), da.from_array(y, chunks=100)
     cv = SparsemaxClassifierCV(alphas=2, cv=3, solver="lbfgs", n_jobs=3)
     with joblib.parallel_backend("dask"):

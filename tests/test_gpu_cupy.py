@@ -607,13 +607,13 @@ def test_gpu_classifier_checks_the_solvers_host_memory(cupy_backend, monkeypatch
     """On a GPU the solver's arrays are on the host too: auto runs Newton-CG where L-BFGS's
     would not fit there, and a named solver that would not fit is refused, SDCA (CPU only)
     not offered."""
-    import sparsekit.linear_model._sparsemax as sparsemax
+    import sparsekit.linear_model._sparsemax_solvers as solvers
     from sparsekit.linear_model import SparsemaxClassifier
 
     rng = np.random.default_rng(8)
     X, y = rng.normal(size=(60, 4)), np.arange(60) % 3
     weights = (4 + 1) * 3 * 8
-    monkeypatch.setattr(sparsemax, "physical_memory", lambda: 20 * weights)
+    monkeypatch.setattr(solvers, "physical_memory", lambda: 20 * weights)
     assert SparsemaxClassifier(device="cuda").fit(X, y).solver_ == "newton-cg"
     with pytest.raises(ValueError, match=r"solver='lbfgs' would hold .* GiB: use "
                                          r"solver='newton-cg' \(about 14 such arrays\), or "

@@ -439,7 +439,7 @@ def test_device_active_rows_match_cpu(cupy_backend, sparse, polytope, units):
 def test_sparsemax_classifier_scales_alpha_on_the_gpu_as_on_the_cpu(cupy_backend, sparse):
     """alpha="scale" reads the weighted mean squared row norm of device X as of host X."""
     from sparsekit import SparsemaxClassifier
-    from sparsekit.linear_model._sparsemax import scale_sums
+    from sparsekit.linear_model._sparsemax_problem import scale_sums
 
     rng = np.random.default_rng(6)
     X, _ = _problem(rng, n=40, d=5, density=0.6 if sparse else None)

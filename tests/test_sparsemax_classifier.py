@@ -1134,7 +1134,7 @@ def test_a_single_class_is_an_error_as_in_scikit_learn():
 def test_lbfgs_float32_line_search_warning_says_what_it_means(monkeypatch):
     """L-BFGS-B's ABNORMAL stop (no decrease in its line search) is, for a float32
     objective, usually its rounding floor: the warning says so instead of "ABNORMAL: "."""
-    import sparsekit.linear_model._sparsemax as module
+    import sparsekit.linear_model._sparsemax_solvers as solvers
 
     def abnormal(*args, **kwargs):
         res = minimize(*args, **kwargs)
@@ -1143,8 +1143,8 @@ def test_lbfgs_float32_line_search_warning_says_what_it_means(monkeypatch):
 
     from sklearn.datasets import load_iris
 
-    minimize = module.minimize
-    monkeypatch.setattr(module, "minimize", abnormal)
+    minimize = solvers.minimize
+    monkeypatch.setattr(solvers, "minimize", abnormal)
     X, y = load_iris(return_X_y=True)
     with pytest.warns(ConvergenceWarning, match=r"\(ABNORMAL\); its line search found no "
                                                 r"decrease, which for float32 X"):
@@ -1345,13 +1345,13 @@ def test_nqn_no_decrease_is_a_success_in_float32_only(monkeypatch):
     from scipy.optimize import OptimizeResult
     from sklearn.exceptions import ConvergenceWarning
 
-    import sparsekit.linear_model._sparsemax as sparsemax_module
+    import sparsekit.linear_model._sparsemax_solvers as solvers
 
     def stub(fun, x0, **kwargs):
         return OptimizeResult(x=np.zeros_like(x0), fun=fun(x0)[0], nit=1, status=4,
                               success=False, message="ABNORMAL: LINE SEARCH FOUND NO DECREASE")
 
-    monkeypatch.setattr(sparsemax_module, "minimize_nqn", stub)
+    monkeypatch.setattr(solvers, "minimize_nqn", stub)
     X, y, _ = _data()
     with pytest.warns(ConvergenceWarning):
         SparsemaxClassifier(solver="nqn").fit(X, y)
@@ -1497,16 +1497,16 @@ def test_auto_takes_newton_cg_where_lbfgs_would_not_fit_in_memory(monkeypatch):
     runs Newton-CG, whose arrays fit, and gives its model; with room, L-BFGS."""
     from sklearn.datasets import load_digits
 
-    import sparsekit.linear_model._sparsemax as sparsemax
+    import sparsekit.linear_model._sparsemax_solvers as solvers
     X, y = load_digits(return_X_y=True)
     weights = (64 + 1) * 10 * 8
-    monkeypatch.setattr(sparsemax, "physical_memory", lambda: 20 * weights)
+    monkeypatch.setattr(solvers, "physical_memory", lambda: 20 * weights)
     clf = SparsemaxClassifier().fit(X, y)
     assert clf.solver_ == "newton-cg"
     newton = SparsemaxClassifier(solver="newton-cg").fit(X, y)
     np.testing.assert_array_equal(clf.coef_, newton.coef_)
-    monkeypatch.setattr(sparsemax, "physical_memory",
-                        lambda: sparsemax.SOLVER_ARRAYS["lbfgs"] * weights)
+    monkeypatch.setattr(solvers, "physical_memory",
+                        lambda: solvers.SOLVER_ARRAYS["lbfgs"] * weights)
     assert SparsemaxClassifier().fit(X, y).solver_ == "lbfgs"
 
 
@@ -1522,12 +1522,12 @@ def test_a_solver_that_would_not_fit_in_memory_is_refused_before_the_fit(monkeyp
     """A solver whose arrays would exceed the machine's memory (the OS would kill the
     process during the fit) is refused at the start, naming what it would hold and the
     solvers that fit; the estimator stays unfitted."""
-    import sparsekit.linear_model._sparsemax as sparsemax
+    import sparsekit.linear_model._sparsemax_solvers as solvers
     rng = np.random.default_rng(0)
     X, y = rng.normal(size=(60, 8)), np.arange(60) % 3
     weights = (8 + 1) * 3 * 8
     memory = (20 if params.get("solver") != "sdca" else 4) * weights
-    monkeypatch.setattr(sparsemax, "physical_memory", lambda: memory)
+    monkeypatch.setattr(solvers, "physical_memory", lambda: memory)
     clf = SparsemaxClassifier(**params)
     with pytest.raises(ValueError, match=r"SparsemaxClassifier with solver='\w+' would hold "
                                          r"about 0.0 GiB during the fit, about \d+ arrays of "
@@ -1544,7 +1544,7 @@ def test_each_solver_holds_at_most_its_counted_arrays(solver):
     not far above it."""
     from _memory import peak_allocated
 
-    import sparsekit.linear_model._sparsemax as sparsemax
+    import sparsekit.linear_model._sparsemax_solvers as solvers
     X = sp.random(1000, 20000, density=0.001, format="csr", random_state=0)
     X = sp.csr_matrix(X[:, np.flatnonzero(X.getnnz(axis=0))])
     y = np.arange(1000) % 20               # weights of 2 MiB: the fixed overheads are small
@@ -1553,8 +1553,8 @@ def test_each_solver_holds_at_most_its_counted_arrays(solver):
         warnings.simplefilter("ignore", ConvergenceWarning)
         _, peak = peak_allocated(lambda: clf.fit(X, y))
     weights = (X.shape[1] + 1) * 20 * 8
-    assert 0.75 * sparsemax.SOLVER_ARRAYS[solver] < peak / weights \
-        < sparsemax.SOLVER_ARRAYS[solver]       # NQN's history grows with its iterations
+    assert 0.75 * solvers.SOLVER_ARRAYS[solver] < peak / weights \
+        < solvers.SOLVER_ARRAYS[solver]       # NQN's history grows with its iterations
 
 
 # --- solver="auto"

@@ -194,10 +194,11 @@ def test_the_folds_in_parallel_share_the_memory(monkeypatch, solver):
     from joblib import parallel_config
 
     import sparsekit.linear_model._sparsemax as sparsemax
+    import sparsekit.linear_model._sparsemax_solvers as solvers
     X, y = _data(seed=5)                         # dense: every column in every fold
     weights = (X.shape[1] + 1) * 3 * 8
-    monkeypatch.setattr(sparsemax, "physical_memory",
-                        lambda: 1.5 * sparsemax.SOLVER_ARRAYS["lbfgs"] * weights)
+    monkeypatch.setattr(solvers, "physical_memory",
+                        lambda: 1.5 * solvers.SOLVER_ARRAYS["lbfgs"] * weights)
     solved = []
     solve = sparsemax.SparsemaxClassifier._solve
     monkeypatch.setattr(sparsemax.SparsemaxClassifier, "_solve",

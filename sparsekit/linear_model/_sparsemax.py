@@ -1,47 +1,46 @@
-"""Sparsemax regression and its polytope family as a scikit-learn classifier."""
-import contextlib
-import contextvars
+"""Sparsemax regression and its polytope family as a scikit-learn classifier.
+
+The fit's data as the solvers take it is :mod:`sparsekit.linear_model._sparsemax_problem`'s,
+the choice of a solver, its memory and the solve :mod:`sparsekit.linear_model.
+_sparsemax_solvers`'; this module validates and encodes the input, and holds the
+scikit-learn plumbing and the predictions.
+"""
 import warnings
 from numbers import Integral, Real
 
 import numpy as np
-import scipy
 import scipy.sparse as sp
-from scipy.optimize import Bounds, minimize
 from sklearn.callback import with_callbacks
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.metrics import accuracy_score
-from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import _check_sample_weight, check_is_fitted, column_or_1d
 
 from ..gpu._cupy import require_cupy
 from ..gpu.datafits import is_device_matrix
-from ._device_input import (_host, check_device_X, device_product, device_scale_sums,
-                            device_scores, fit_device, host_targets, to_device)
+from ._device_input import (_host, check_device_X, device_product, device_scores, fit_device,
+                            host_targets, to_device)
 from ..losses._dask_datafit import DaskFenchelYoung, LabelTargets, SetTargets
-from ..losses._fenchel_young_datafit import FenchelYoungLinear, by_rows, fits_through_csr
+from ..losses._fenchel_young_datafit import FenchelYoungLinear, fits_through_csr
 from ..losses._targets import (check_target_entries, label_set_matrix, leaves_out_unlabelled,
                                polytope_targets, warn_unlabelled)
 from ..metrics._thresholds import micro_f1_threshold, row_slices
-from ..optimize import minimize_newton_cg, minimize_nqn
-from ..optimize._bounds import parse_bounds
 from ..optimize._result import STOPPED_BY_CALLBACK
-from ..optimize._sdca import minimize_sdca
 from ..projections import project
 from ..projections._checks import negated_columns, reflect_columns
 from ..utils._scores import csr_scores
 from ..utils._threads import Abandoned, stop_if_abandoned
 from ..utils._columns import UsedColumns
 from ..utils._labels import refuse_label_collections
-from ..utils._rows import (entry_scales, mostly_zeros, sparse_copy, unit_factors,
-                           weighted_scale_sums)
+from ..utils._rows import sparse_copy
 from ..utils._validation import (check_dense_size, check_device, check_entry_magnitude,
-                                 check_sparse_structure, check_two_classes, physical_memory,
-                                 validate_input)
+                                 check_sparse_structure, check_two_classes, validate_input)
 from ._base import SparsekitClassifier, unchanged_on_error
 from ._dask_input import DaskRows, block_predictions, is_dask_collection
+from ._sparsemax_problem import (TWO_CLASS_OFFSET, Problem, coefficient_bounds, data_scales,
+                                 scale_sums, solution_model, target_summary)
+from ._sparsemax_solvers import auto_solver, sdca_hint, solve, solver_within_memory
 
 EXPECTED_FAILED_CHECKS = {
     **{name: "same objective; the solutions differ within tol (flat intercept valley)"
@@ -55,189 +54,9 @@ EXPECTED_FAILED_CHECKS = {
 _POLYTOPES = ("simplex", "budget", "box", "at_most_one", "at_least_one")
 
 
-#: ``solver="auto"`` takes SDCA for sparse X when the dual's condition number, the mean squared
-#: row norm over ``alpha * n_samples``, is at most this: SDCA's epochs grow with it, while
-#: L-BFGS's iterations grow with the primal's conditioning and each costs about an epoch or,
-#: with many classes and features, more (the benchmark notes, "SparsemaxClassifier: which
-#: solver")
-AUTO_SDCA_MAX_CONDITION = 20.0
-
-#: how many float64 arrays of the solver variable's size each solver's fit holds at its
-#: peak (coef_ included), rounded up from a measurement on models far larger than X (the
-#: benchmark notes, "SparsemaxClassifier: the memory of each solver"): L-BFGS-B's history
-#: of 10 pairs and its work arrays, NQN's, the Newton-CG's vectors, SDCA's weights, iterate
-#: and gradient
-SOLVER_ARRAYS = {"sdca": 5, "newton-cg": 14, "lbfgs": 41, "nqn": 50}
-
-#: SciPy's L-BFGS-B held about ten more arrays before release 1.12
-OLD_LBFGSB = tuple(map(int, scipy.__version__.split(".")[:2])) < (1, 12)
-if OLD_LBFGSB:
-    SOLVER_ARRAYS["lbfgs"] = 51
-
-#: ``alpha="scale"`` is this times the (sample-weighted) mean squared norm of X's rows
-ALPHA_SCALE = 5e-5
-
 #: the polytopes whose label sets ``threshold="auto"`` cuts at the training rows' best
 #: micro-F1; on the others a cut below 1/2 can predict sets the polytope excludes
 _TUNED_POLYTOPES = ("simplex", "box")
-
-
-def scale_sums(X, sw):
-    """:func:`~sparsekit.utils._rows.weighted_scale_sums` of X, ``[Σ sᵢ ‖xᵢ‖², Σ sᵢ nnz(xᵢ),
-    Σ sᵢ, squares..., counts...]``, with the weights ``sw`` divided by their largest (huge
-    weights would overflow the sums); X is a NumPy or CuPy array or a SciPy or cupyx
-    sparse matrix."""
-    sw = np.asarray(_host(sw), dtype=np.float64)
-    sw = sw / sw.max()
-    return device_scale_sums(X, sw) if is_device_matrix(X) else weighted_scale_sums(X, sw)
-
-
-def auto_solver(sdca_rows, alpha, bounded=False, device="cpu", intercept_scale=0.0):
-    """The solver of ``solver="auto"``: exact dual coordinate ascent for sparse X, where each
-    row update touches only the row's nonzeros, when the dual is well conditioned
-    (mean ‖xᵢ‖² / (``alpha`` n) ≤ ``AUTO_SDCA_MAX_CONDITION``: TF-IDF rows of norm 1 down
-    to ``alpha`` = 1/(20 n)); L-BFGS for dense X and wherever SDCA does not apply or would
-    crawl (a small ``alpha`` for the rows' scale, bounds, a GPU). ``sdca_rows()`` returns X
-    as SDCA walks it (:meth:`_Problem.sdca_rows`: a dense X of mostly zeros as its CSR
-    copy), called only where SDCA may apply. The rows' norms count SDCA's constant feature
-    of a free intercept, ``intercept_scale`` (0: none): on an X with few stored entries it
-    alone sets the condition."""
-    if bounded or device != "cpu" or not alpha > 0:
-        return "lbfgs"
-    X = sdca_rows()
-    if not sp.issparse(X):
-        return "lbfgs"
-    data = X.data.astype(np.float64, copy=False)
-    mean_sq = float(data @ data) / max(X.shape[0], 1) + intercept_scale ** 2
-    return ("sdca" if sdca_condition(mean_sq, alpha, X.shape[0]) <= AUTO_SDCA_MAX_CONDITION
-            else "lbfgs")
-
-
-def sdca_condition(mean_sq, alpha, n_samples):
-    """The conditioning of SDCA's dual that sets its epochs: the rows' mean squared norm
-    ``mean_sq`` (SDCA's constant feature of a free intercept counted) over
-    ``alpha * n_samples``."""
-    return mean_sq / (alpha * max(n_samples, 1))
-
-
-#: how many fits share this machine's memory at a time: SparsemaxClassifierCV's fold
-#: paths running in parallel (processes, or threads on dask) set it for their fits
-_FITS_AT_ONCE = contextvars.ContextVar("fits_at_once", default=1)
-
-
-@contextlib.contextmanager
-def fits_at_once(n):
-    """Within it, :func:`solver_within_memory` gives each fit 1/n of the memory."""
-    token = _FITS_AT_ONCE.set(n)
-    try:
-        yield
-    finally:
-        _FITS_AT_ONCE.reset(token)
-
-
-def solver_within_memory(solver, size, auto, alternatives):
-    """``solver``, or for ``solver="auto"`` Newton-CG (if among ``alternatives``, the solvers
-    this fit may run instead) in place of a solver whose arrays of ``size`` float64 numbers
-    (:data:`SOLVER_ARRAYS`) would not fit in this machine's memory (its share of it, where
-    :func:`fits_at_once` says that others run beside it); a ValueError, before the fit
-    starts, where neither fits (the process would otherwise be killed for memory, or swap,
-    during the fit), naming the alternatives that fit."""
-    memory = physical_memory()
-    at_once = _FITS_AT_ONCE.get()
-
-    def need(name):
-        return SOLVER_ARRAYS[name] * 8.0 * size * at_once
-
-    if memory is None or need(solver) <= memory:
-        return solver
-    if auto and "newton-cg" in alternatives and need("newton-cg") <= memory:
-        return "newton-cg"
-    remedy = ["fewer n_jobs"] if at_once > 1 else []
-    remedy += [f"solver={name!r} (about {SOLVER_ARRAYS[name]} such arrays)"
-               for name in alternatives if name != solver and need(name) <= memory]
-    where = (f"in the {at_once} fits that run at a time (n_jobs: the folds' paths in "
-             "parallel)" if at_once > 1 else "during the fit")
-    raise ValueError(
-        f"SparsemaxClassifier with solver={solver!r} would hold about "
-        f"{need(solver) / 2**30:.1f} GiB {where}, about {SOLVER_ARRAYS[solver]} arrays "
-        f"of its {8.0 * size / 2**20:,.0f} MiB of weights{' each' if at_once > 1 else ''}, "
-        f"more than this machine's {memory / 2**30:.1f} GiB: "
-        + (f"use {' or '.join(remedy)}, or " if remedy else "")
-        + "hash the features to fewer columns (HashingVectorizer's n_features)")
-
-
-def _minimize_lbfgsb(value_grad, theta0, **kwargs):
-    """:func:`scipy.optimize.minimize` with L-BFGS-B on ``value_grad`` (``jac=True``).
-    SciPy before 1.14 leaves the objective in a reference cycle of its own once it returns:
-    what ``value_grad`` holds (the datafit, its buffers, a converted copy of X) would stay
-    allocated until Python's cyclic garbage collector next ran, so SciPy is handed a
-    function that lets go of it on return."""
-    held = [value_grad]
-    try:
-        return minimize(lambda theta: held[0](theta), theta0, method="L-BFGS-B", jac=True,
-                        **kwargs)
-    finally:
-        held.clear()
-
-
-def _target_summary(y):
-    """Of a partition's 2-D targets: whether they are label sets (every nonzero entry 1),
-    and how many rows have no label."""
-    Y, binary = label_set_matrix(y)
-    return binary, int(np.sum(np.diff(Y.indptr) == 0))
-
-
-#: the score offset of the two-class simplex fit as one box output (``_two_classes``)
-_TWO_CLASS_OFFSET = 0.5
-
-
-def _model(datafit, x, columns, used):
-    """``coef_`` and ``intercept_`` of the solver's point ``x``, in X's dtype (the solvers
-    iterate in float64), the negated ``columns`` reflected back and the weights of the
-    columns ``used`` left out set to 0; ``coef_`` Fortran-ordered: its transpose is the
-    feature-major layout that the scores of CSR rows read. A datafit of one output is a
-    two-class fit (``SparsemaxClassifier._two_classes``): the model ``[w, -w]``,
-    ``[c, -c]``."""
-    W, b = datafit.from_solver(x)
-    if datafit.n_classes == 1:
-        W, b = np.hstack([W, -W]), np.concatenate([b, -b])
-    return {"coef_": used.expand(np.asfortranarray(reflect_columns(W, columns, 0).T,
-                                                   dtype=datafit.dtype)),
-            "intercept_": reflect_columns(b, columns, 0).astype(datafit.dtype)}
-
-
-class _Problem:
-    """A fit's data as :meth:`SparsemaxClassifier._problem` validated and encoded it: the
-    solvers' ``X`` and ``X_rows`` (its used columns), ``targets`` (CSR) on ``polytope``
-    with the score ``offset``, the negated ``columns``, the rows' weights ``sw`` (their
-    largest 1), the :class:`UsedColumns` ``used``, X's weighted ``sums``
-    (:func:`scale_sums`), ``budget``; what the callbacks are shown, ``shown`` = (X, y,
-    sample_weight); and ``Y``, the targets before the polytope's. Its datafits are made on
-    first use and kept for the fits at other alphas: one for SDCA, one for the others
-    (which center the intercept's column and scale each column by its own factor)."""
-
-    def __init__(self, X, X_rows, targets, sw, polytope, offset, columns, used, sums, budget,
-                 shown, Y):
-        self.X, self.X_rows, self.targets, self.sw = X, X_rows, targets, sw
-        self.polytope, self.offset, self.columns, self.used = polytope, offset, columns, used
-        self.sums, self.budget, self.shown, self.Y = sums, budget, shown, Y
-        self._datafits, self._sdca_rows = {}, None
-
-    def sdca_rows(self):
-        """X as SDCA walks it: its row updates read the rows' nonzero entries, so a dense X
-        of mostly zeros (:func:`~sparsekit.utils._rows.mostly_zeros`) is its CSR copy
-        (made on first use), whatever the data term of the other solvers reads."""
-        if self._sdca_rows is None:
-            X = self.X
-            self._sdca_rows = (sparse_copy(X) if isinstance(X, np.ndarray) and mostly_zeros(X)
-                               else X)
-        return self._sdca_rows
-
-    def datafit(self, sdca, make):
-        """The datafit for SDCA (``sdca``) or the other solvers: ``make()`` on first use."""
-        if sdca not in self._datafits:
-            self._datafits[sdca] = make()
-        return self._datafits[sdca]
 
 
 class SparsemaxClassifier(SparsekitClassifier):
@@ -542,9 +361,9 @@ class SparsemaxClassifier(SparsekitClassifier):
 
     def _problem(self, X, y, sample_weight):
         """The fit's data validated and encoded, all that does not depend on ``alpha``: a
-        :class:`_Problem`, which :meth:`_fit_problem` solves (a cross-validation's path
-        solves one at each alpha). Sets ``n_features_in_``, ``classes_`` and the targets'
-        kind."""
+        :class:`~sparsekit.linear_model._sparsemax_problem.Problem`, which
+        :meth:`_fit_problem` solves (a cross-validation's path solves one at each alpha).
+        Sets ``n_features_in_``, ``classes_`` and the targets' kind."""
         refuse_label_collections(y, "SparsemaxClassifier")
         budget = self._check_budget()
         if fit_device(self.device, X) and is_device_matrix(X):
@@ -579,7 +398,7 @@ class SparsemaxClassifier(SparsekitClassifier):
         polytope, targets, offset = self.polytope, Y, reflect_columns(np.zeros(n_classes),
                                                                       columns)
         if self._two_classes(n_classes, columns):
-            polytope, targets, offset = "box", Y[:, :1], np.full(1, _TWO_CLASS_OFFSET)
+            polytope, targets, offset = "box", Y[:, :1], np.full(1, TWO_CLASS_OFFSET)
         if not is_device_matrix(X) and fits_through_csr(X, targets.shape[1]):
             X = sparse_copy(X)
         # a device fit's and per-coefficient bounds' columns: the solvers see them all
@@ -590,7 +409,7 @@ class SparsemaxClassifier(SparsekitClassifier):
         # the objective is a weighted mean: dividing by the largest weight changes nothing
         # but keeps sums of huge weights (and their float32 copy) finite
         sw = (sw / sw.max()).astype(X.dtype)
-        return _Problem(X, X_rows, targets, sw, polytope, offset, columns, used, sums, budget,
+        return Problem(X, X_rows, targets, sw, polytope, offset, columns, used, sums, budget,
                         shown=(X_shown, y, sample_weight), Y=Y)
 
     def _fit_problem(self, problem):
@@ -599,7 +418,7 @@ class SparsemaxClassifier(SparsekitClassifier):
         if self.solver == "sdca":
             self._check_sdca()
         X_shown = problem.shown[0]
-        self.alpha_, scale, factors = self._data_scales(problem.sums)
+        self.alpha_, scale, factors = data_scales(problem.sums, self.alpha)
         solver = self.solver if self.solver != "auto" else auto_solver(
             problem.sdca_rows, self.alpha_, bounded=self.bounds is not None or self.positive,
             device=self.device, intercept_scale=scale if self.fit_intercept else 0.0)
@@ -618,8 +437,8 @@ class SparsemaxClassifier(SparsekitClassifier):
         # the solvers' arrays are in this process's memory, on a GPU too
         solver = solver_within_memory(solver, datafit.size, self.solver == "auto",
                                       self._memory_alternatives())
-        hint = (self._sdca_hint(problem.sums, problem.X.shape[0],
-                                scale if self.fit_intercept else 0.0)
+        hint = (sdca_hint(problem.sums, problem.X.shape[0],
+                          scale if self.fit_intercept else 0.0, self.alpha_, self._column_name)
                 if solver == "sdca" else None)
         self._solve_and_publish(solver, datafit, problem.columns, *problem.shown, problem.used,
                                 hint=hint)
@@ -631,39 +450,6 @@ class SparsemaxClassifier(SparsekitClassifier):
         if self.bounds is not None or self.positive:
             return ()
         return ("newton-cg",) if dask or self.device != "cpu" else ("newton-cg", "sdca")
-
-    def _sdca_hint(self, sums, n_samples, intercept_scale):
-        """What to do when SDCA does not converge: :meth:`_units_hint` where X's columns
-        are in different units; else L-BFGS or a larger alpha where the dual's
-        :func:`sdca_condition` (from X's weighted sums, with the constant feature
-        ``intercept_scale`` of a free intercept) exceeds :func:`auto_solver`'s bound; else
-        None."""
-        hint = self._units_hint(sums)
-        if hint is not None:
-            return hint
-        condition = sdca_condition(sums[0] / sums[2] + intercept_scale ** 2, self.alpha_,
-                                   n_samples)
-        if not condition > AUTO_SDCA_MAX_CONDITION:
-            return None
-        return (f"the rows' mean squared norm is {condition:.3g} times alpha_ * n_samples "
-                f"(alpha_ = {self.alpha_:.3g}, {n_samples} rows), where SDCA's epochs move "
-                f"the weights by little (solver='auto' runs it up to "
-                f"{AUTO_SDCA_MAX_CONDITION:g} times): use solver='lbfgs' or 'auto', or a "
-                "larger alpha")
-
-    def _units_hint(self, sums):
-        """What to do when SDCA does not converge on X whose columns are in different units
-        (None when they are not): from X's weighted sums (:func:`scale_sums`)."""
-        scales = entry_scales(*np.split(np.asarray(sums[3:]), 2))
-        if scales is None:
-            return None
-        j = int(np.argmax(scales))
-        return (f"the nonzero entries of column {self._column_name(j)} have a root mean square "
-                f"{scales[j]:.3g} times the median column's: SDCA's steps follow the rows' "
-                "norms, which such a column sets, and more epochs barely move the other "
-                "columns' weights; "
-                "standardize the columns (StandardScaler, or MaxAbsScaler for sparse X) or "
-                "use solver='lbfgs', which solves with such a column rescaled")
 
     def _fit_dask(self, X, y, sample_weight):
         """``fit`` on dask arrays (row partitions on the workers of a distributed cluster):
@@ -716,7 +502,7 @@ class SparsemaxClassifier(SparsekitClassifier):
         targets, offset = LabelTargets(classes, self.polytope, budget), None
         if self._two_classes(classes.size, ()):
             targets = LabelTargets(classes, "box", budget, n_outputs=1)
-            offset = np.full(1, _TWO_CLASS_OFFSET)
+            offset = np.full(1, TWO_CLASS_OFFSET)
         _, converged = self._fit_partitions(data, targets, offset, (), weights, X, y,
                                             sample_weight, warn, abandoned)
         self._set_threshold(None)
@@ -737,7 +523,7 @@ class SparsemaxClassifier(SparsekitClassifier):
                              "sample_weight")
         budget = self._check_budget()
         n_labels = data.n_targets
-        summaries = data.over_targets(_target_summary)
+        summaries = data.over_targets(target_summary)
         binary = all(b for b, _ in summaries)
         self.classes_ = np.arange(n_labels)
         self.target_type_ = "multilabel" if binary else "proportions"
@@ -767,7 +553,7 @@ class SparsemaxClassifier(SparsekitClassifier):
                                       self._memory_alternatives(dask=True))
         self.__dict__.pop("feature_names_in_", None)
         self.n_features_in_ = data.n_features
-        self.alpha_, scale, factors = self._data_scales(data.scale_sums(weights))
+        self.alpha_, scale, factors = data_scales(data.scale_sums(weights), self.alpha)
         weight_scale = scale if factors is None else scale * factors
         datafit = DaskFenchelYoung(data, targets, weights, alpha=self.alpha_,
                                    fit_intercept=self.fit_intercept,
@@ -786,8 +572,8 @@ class SparsemaxClassifier(SparsekitClassifier):
         :class:`UsedColumns` of X that the datafit holds. Whether the solver converged (or
         a callback stopped it); if not, a ConvergenceWarning when ``warn`` (its advice
         ``hint`` when given). ``abandoned``: see :meth:`_solver_callback`."""
-        bounds = self._coefficient_bounds(datafit.n_features, datafit.n_classes, columns,
-                                          datafit.weight_scale)
+        bounds = coefficient_bounds(self.bounds, self.positive, datafit.n_features,
+                                    datafit.n_classes, columns, datafit.weight_scale)
         context = self._begin_fit_task(X, y, self.max_iter + 1, sample_weight)
         callback, close = self._solver_callback(solver, datafit, context, X, y, sample_weight,
                                                 columns, used, abandoned)
@@ -795,7 +581,7 @@ class SparsemaxClassifier(SparsekitClassifier):
                           callback)
         self.solver_ = solver
         close()
-        model = _model(datafit, res.x, columns, used)
+        model = solution_model(datafit, res.x, columns, used)
         if not all(np.isfinite(v).all() for v in model.values()):
             raise ValueError("SparsemaxClassifier's solver reached non-finite coefficients; "
                              "rescale the features or use float64 X.")
@@ -815,31 +601,11 @@ class SparsemaxClassifier(SparsekitClassifier):
         return converged
 
     def _solve(self, solver, datafit, theta0, bounds, callback=None):
-        """Run ``solver`` on ``datafit`` from ``theta0``: an ``OptimizeResult``."""
-        if solver in ("newton-cg", "sdca") and bounds is not None:
-            raise ValueError(f"solver={solver!r} does not support positive or bounds; "
-                             "use solver='lbfgs' or 'nqn'.")
-        if solver == "sdca":
-            rng = np.random.default_rng(check_random_state(self.random_state).randint(2**31))
-            return minimize_sdca(datafit, theta0, tol=self.tol, max_iter=self.max_iter,
-                                 rng=rng, callback=callback)
-        if solver == "newton-cg":
-            fun, hessp_at = datafit.newton_operators()
-            return minimize_newton_cg(fun, theta0, hessp_at, tol=self.tol,
-                                      max_iter=self.max_iter, callback=callback)
-        options = {"maxiter": self.max_iter, "gtol": self.tol,
-                   "ftol": 64 * np.finfo(float).eps, "maxls": 50}
-        if solver == "nqn":
-            # tol alone decides convergence, as for lbfgs: no stall stop
-            res = minimize_nqn(datafit.value_grad, theta0, jac=True, bounds=bounds,
-                               callback=callback, options={**options, "stall_tol": 0.0})
-            if res.status == 4 and datafit.dtype == np.float32:
-                # no decrease of an objective computed in float32: its rounding floor, which
-                # L-BFGS-B reports as a success ("relative reduction of f <= factr*epsmch")
-                res.success = True
-            return res
-        return _minimize_lbfgsb(datafit.value_grad, theta0, bounds=bounds,
-                                callback=callback, options=options)
+        """Run ``solver`` on ``datafit`` from ``theta0`` with the estimator's ``tol``,
+        ``max_iter`` and ``random_state``
+        (:func:`~sparsekit.linear_model._sparsemax_solvers.solve`)."""
+        return solve(solver, datafit, theta0, bounds, self.tol, self.max_iter,
+                     self.random_state, callback)
 
     def _solver_callback(self, solver, datafit, context, X, y, sample_weight, columns, used,
                          abandoned=None):
@@ -874,31 +640,13 @@ class SparsemaxClassifier(SparsekitClassifier):
                 self._say(f"{solver} {r.get('nit', len(tasks))}: objective {r.fun:.10g}")
 
             stop = self._end_subtask(tasks[-1], X, y, sample_weight,
-                                     lambda: _model(datafit, r.x, columns, used))
+                                     lambda: solution_model(datafit, r.x, columns, used))
             begin()
             if stop:
                 raise StopIteration
 
         begin()
         return callback, lambda: self._end_subtask(tasks[-1])
-
-    def _data_scales(self, sums):
-        """``(alpha, scale, factors)`` from X's weighted sums ``[Σ sᵢ ‖xᵢ‖², Σ sᵢ nnz(xᵢ),
-        Σ sᵢ, squares..., counts...]`` (:func:`scale_sums`), each column's squares divided
-        by its :func:`unit_factors` squared: ``alpha`` as a number (for ``"scale"``,
-        ``ALPHA_SCALE`` times the mean ‖xᵢ‖²; ``ALPHA_SCALE`` when X is 0), the
-        root-mean-square of X's nonzero entries (1 when X is 0) and the columns' factors
-        (None: all 1). The solvers' variable holds the weights times ``scale * factors``."""
-        if sums[1] > 0 and not sums[0] >= np.finfo(np.float64).tiny * sums[1]:
-            raise ValueError("X's nonzero entries are so small (~1e-154 or less) that their "
-                             "squares underflow float64; rescale the features (e.g. "
-                             "MaxAbsScaler)")
-        column_squares, column_counts = np.split(np.asarray(sums[3:]), 2)
-        factors = unit_factors(column_squares, column_counts)
-        squares = sums[0] if factors is None else float(np.sum(column_squares / factors ** 2))
-        squares, nonzero, weight = (squares, *sums[1:3]) if squares > 0 else (1.0, 1.0, 1.0)
-        alpha = ALPHA_SCALE * squares / weight if self.alpha == "scale" else float(self.alpha)
-        return alpha, float(np.sqrt(squares / nonzero)), factors
 
     def _check_sdca(self):
         if self.device != "cpu":
@@ -981,35 +729,6 @@ class SparsemaxClassifier(SparsekitClassifier):
         if datafit.n_classes == 1:
             W, b = (W[:, :1] - W[:, 1:]) / 2, (b[:1] - b[1:]) / 2
         return datafit.to_solver(W, b)
-
-    def _coefficient_bounds(self, n_features, n_classes, columns=(), weight_scale=1.0):
-        """``positive``/``bounds`` as a ``Bounds`` on the solver variable (the weights times
-        ``weight_scale``, one factor or one per column), or None."""
-        if self.bounds is None and not self.positive:
-            return None
-        if self.bounds is not None and self.positive:
-            raise ValueError("Give either positive=True or bounds, not both.")
-        if self.positive:
-            lower, upper = 0.0, None
-        else:
-            if len(self.bounds) != 2:
-                raise ValueError("bounds must be a pair (lower, upper).")
-            lower, upper = self.bounds
-        shape = (n_classes, n_features)
-        try:
-            lo = np.broadcast_to(-np.inf if lower is None else np.asarray(lower, float), shape)
-            hi = np.broadcast_to(np.inf if upper is None else np.asarray(upper, float), shape)
-        except ValueError:
-            raise ValueError(f"bounds: each of lower and upper must be None, a scalar or "
-                             f"broadcastable to (n_classes, n_features) = {shape}.") from None
-        if columns:  # the solver's coefficient rows of N are -coef_: [-upper, -lower]
-            lo, hi = np.array(lo), np.array(hi)
-            lo[columns], hi[columns] = -hi[columns], -lo[columns]
-        free = np.full(n_classes, np.inf)
-        bounds = Bounds(np.concatenate([(lo.T * by_rows(weight_scale)).ravel(), -free]),
-                        np.concatenate([(hi.T * by_rows(weight_scale)).ravel(), free]))
-        parse_bounds(bounds, bounds.lb.size)  # the checks of NQN: NaN, lower > upper, ...
-        return bounds
 
     # -------------------------------------------------------------- predict
     @block_predictions

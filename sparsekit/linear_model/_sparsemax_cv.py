@@ -25,7 +25,9 @@ from ._base import check_labels, unchanged_on_error
 from ._dask_input import DaskRows, is_dask_collection
 from ._device_input import check_device_X, device_product, fit_device, host_targets, to_device
 from ._routing import CVRoutingMixin
-from ._sparsemax import SparsemaxClassifier, fits_at_once, scale_sums
+from ._sparsemax import SparsemaxClassifier
+from ._sparsemax_problem import data_scales, scale_sums
+from ._sparsemax_solvers import fits_at_once, units_hint
 
 # the span of an integer grid of ``alphas``: 10^2 down to 10^-2 times alpha="scale"
 _GRID_DECADES = 2.0
@@ -260,8 +262,8 @@ default="simplex"
                           f"{int(path['n_iter'].sum())} solver iterations")
                 self._end_subtask(task, X, y, sample_weight)
         failed = sum(path["failed"] for path in paths)
-        hint = (self._units_hint(data.scale_sums()) if failed and self.solver == "sdca"
-                else None)
+        hint = (units_hint(data.scale_sums(), self._column_name)
+                if failed and self.solver == "sdca" else None)
         _warn_once([w for path in paths for w in path["warnings"]], failed,
                    len(folds) * alphas.size, self.max_iter, hint)
         self.alphas_ = alphas
@@ -284,7 +286,7 @@ default="simplex"
         fits' estimator, whose ``alpha="scale"`` of the data's sums (``sums()``, see
         :func:`scale_sums`) an integer grid is centred on."""
         if isinstance(self.alphas, Integral):
-            scale = base._data_scales(sums())[0]
+            scale = data_scales(sums(), base.alpha)[0]
             if self.alphas == 1:
                 return np.array([scale])
             return scale * np.logspace(_GRID_DECADES, -_GRID_DECADES, self.alphas)
