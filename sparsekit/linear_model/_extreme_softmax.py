@@ -590,9 +590,9 @@ class ExtremeSoftmaxSGD(SparsekitClassifier):
 
     def _column_scales(self, X, sample_weight):
         """The divisors of X's columns that the passes run on (fit's, and a stream's from
-        its first chunk), or None (:func:`~sparsekit.linear_model._softmax_advice.
-        column_scales`); the column in other units they run on as given, if any, is kept
-        for a divergence's advice."""
+        its first chunk), or None
+        (:func:`~sparsekit.linear_model._softmax_advice.column_scales`); the column in
+        other units they run on as given, if any, is kept for a divergence's advice."""
         scales, self._units_column = column_scales(X, sample_weight, self.alpha,
                                                    self.n_weights is not None,
                                                    self._column_name)
@@ -623,9 +623,10 @@ class ExtremeSoftmaxSGD(SparsekitClassifier):
         return self._weights.nll(X, y_idx, self.n_jobs)
 
     def _device_nll(self, X, y_idx):
-        """:meth:`_nll` on the GPU (:func:`~sparsekit.linear_model._device_input.
-        device_nll`); the rows of host ``X`` go to the device once per fit (kept in
-        ``_gpu_eval`` while the same ``X`` is asked for)."""
+        """:meth:`_nll` on the GPU
+        (:func:`~sparsekit.linear_model._device_input.device_nll`); the rows of host ``X``
+        go to the device once per fit (kept in ``_gpu_eval`` while the same ``X`` is asked
+        for)."""
         kept = getattr(self, "_gpu_eval", None)
         if kept is None or kept[0] is not X:
             kept = self._gpu_eval = (X, to_device(X))

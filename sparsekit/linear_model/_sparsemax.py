@@ -1,9 +1,9 @@
 """Sparsemax regression and its polytope family as a scikit-learn classifier.
 
-The fit's data as the solvers take it is :mod:`sparsekit.linear_model._sparsemax_problem`'s,
-the choice of a solver, its memory and the solve :mod:`sparsekit.linear_model.
-_sparsemax_solvers`'; this module validates and encodes the input, and holds the
-scikit-learn plumbing and the predictions.
+The fit's data as the solvers take it is in :mod:`sparsekit.linear_model._sparsemax_problem`,
+the choice of a solver, its memory and the solve in
+:mod:`sparsekit.linear_model._sparsemax_solvers`; this module validates and encodes the
+input, and holds the scikit-learn plumbing and the predictions.
 """
 import warnings
 from numbers import Integral, Real
