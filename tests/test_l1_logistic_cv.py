@@ -257,7 +257,7 @@ def test_cross_validation_on_the_gpu_is_the_cpu_one(cupy_backend, monkeypatch, c
     of X and the held-out margins are device products; the grid, the scores, the paths
     and the refit equal the CPU's, from device X and from host X (copied once)."""
     import sparsekit.linear_model._l1_problems as one
-    import sparsekit.linear_model._l1_logistic_cv as module
+    import sparsekit.linear_model._l1_folds as module
 
     cp = cupy_backend
     made, block = [], one.device_block
@@ -371,28 +371,6 @@ def test_stalled_solves_warn_apart_from_those_at_max_iter():
         L1LogisticOBACV(Cs=[0.1, 1.0, 10.0], cv=3, multiclass="multinomial",
                         tol=1e-12).fit(X, y)
     assert not any("max_iter" in str(w.message) for w in record)
-
-
-@pytest.mark.parametrize("sparse", [False, True])
-def test_a_folds_problems_share_its_rows_laid_out_once(monkeypatch, sparse):
-    """One-vs-rest: each training fold's rows are copied for the column kernels once for
-    all its classes, as a fit copies X once (not once per fold and class); so are all
-    the rows, for the grid of C."""
-    import sparsekit.linear_model._l1_logistic_cv as cv_module
-
-    laid_out = []
-
-    def counted(X, n_problems=1, *args):
-        laid_out.append((X.shape[0], n_problems))
-        return layouts(X, n_problems, *args)
-
-    layouts = cv_module.layouts
-    monkeypatch.setattr(cv_module, "layouts", counted)
-    X, y = _data(4, seed=8, sparse=sparse)
-    est = L1LogisticOBACV(Cs=3, cv=3).fit(X, y)
-    assert laid_out == [(120, 4)] + [(80, 4)] * 3
-    reference = L1LogisticOBACV(Cs=3, cv=3, n_jobs=2).fit(X, y)    # chunks in processes
-    np.testing.assert_array_equal(est.coefs_paths_, reference.coefs_paths_)
 
 
 @pytest.mark.parametrize("n_jobs", [None, 2])

@@ -1,0 +1,79 @@
+"""L1LogisticOBACV's folds: their rows laid out once for all their problems, the folds'
+solutions gathered path by path (dense or sparse, on the used columns), and the check
+that every training fold weighs two classes."""
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+import sparsekit.linear_model._l1_folds as folds_module
+from sparsekit.linear_model import L1LogisticOBACV
+from sparsekit.linear_model._l1_folds import FoldPaths, check_fold
+from sparsekit.utils._columns import UsedColumns
+from test_l1_logistic_cv import _data
+
+
+@pytest.mark.parametrize("sparse", [False, True])
+def test_a_folds_problems_share_its_rows_laid_out_once(monkeypatch, sparse):
+    """One-vs-rest: each training fold's rows are copied for the column kernels once for
+    all its classes, as a fit copies X once (not once per fold and class); so are all
+    the rows, for the grid of C."""
+    laid_out = []
+
+    def counted(X, n_problems=1, *args):
+        laid_out.append((X.shape[0], n_problems))
+        return layouts(X, n_problems, *args)
+
+    layouts = folds_module.layouts
+    monkeypatch.setattr(folds_module, "layouts", counted)
+    X, y = _data(4, seed=8, sparse=sparse)
+    est = L1LogisticOBACV(Cs=3, cv=3).fit(X, y)
+    assert laid_out == [(120, 4)] + [(80, 4)] * 3
+    reference = L1LogisticOBACV(Cs=3, cv=3, n_jobs=2).fit(X, y)    # chunks in processes
+    np.testing.assert_array_equal(est.coefs_paths_, reference.coefs_paths_)
+
+
+@pytest.mark.parametrize("span, n_problems", [(1, 3), (3, 1)])   # one-vs-rest, multinomial
+def test_fold_paths_dense_and_sparse_hold_the_same_solutions(span, n_problems):
+    """Paths added fold-major then problem by problem: each block (fold, l1_ratio, C) is
+    the problems' rows side by side, the same from the dense array and from the CSR rows,
+    and on X's columns after ``expand`` (zeros on the columns no row stores)."""
+    rng = np.random.default_rng(0)
+    n_folds, n_ratios, n_Cs, n_dof = 3, 2, 4, 5
+    shape = (n_folds, n_ratios, n_Cs, span * n_problems, n_dof)
+    paths = {(f, i): rng.standard_normal((n_ratios, n_Cs, span, n_dof))
+             * (rng.random((n_ratios, n_Cs, span, n_dof)) < 0.5)
+             for f in range(n_folds) for i in range(n_problems)}
+    X = sp.csr_matrix(np.hstack([np.ones((6, 2)), np.zeros((6, 3)), np.ones((6, 2))]))
+    columns = UsedColumns(X)
+    assert columns.n_used == n_dof - 1
+    stores = {}
+    for sparse in (False, True):
+        solutions = FoldPaths(shape, span, sparse)
+        for (f, i), coefs in paths.items():
+            solutions.add(f, i, coefs)
+        solutions.close()
+        stores[sparse] = solutions
+    for f in range(n_folds):
+        for r in range(n_ratios):
+            for c in range(n_Cs):
+                expected = np.vstack([paths[f, i][r, c] for i in range(n_problems)])
+                for solutions in stores.values():
+                    np.testing.assert_array_equal(solutions.block(f, r, c), expected)
+    assert sp.issparse(stores[True].stored) and not sp.issparse(stores[False].stored)
+    for solutions in stores.values():       # 4 used columns of 7, the intercept last
+        solutions.expand(columns)
+        block = solutions.block(1, 1, 2)
+        assert block.shape == (span * n_problems, 8)
+        expected = np.vstack([paths[1, i][1, 2] for i in range(n_problems)])
+        np.testing.assert_array_equal(block[:, [0, 1, 5, 6, 7]], expected)
+        assert not block[:, 2:5].any()
+
+
+def test_a_training_fold_must_weigh_two_classes():
+    classes = np.array(["a", "b", "c"])
+    check_fold(classes, np.array([0, 1, 1]), np.ones(3), 0)
+    with pytest.raises(ValueError, match=r"training fold 2 weighs only the class 'b': every "
+                                         r"training fold needs two classes"):
+        check_fold(classes, np.array([0, 1, 1]), np.array([0.0, 1.0, 1.0]), 2)
+    with pytest.raises(ValueError, match="training fold 0 weighs no sample"):
+        check_fold(classes, np.array([0, 1]), np.zeros(2), 0)
