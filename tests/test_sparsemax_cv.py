@@ -380,7 +380,7 @@ def test_cross_validation_on_the_gpu_is_the_cpu_one(cupy_backend, monkeypatch, c
     """device="cuda": each fold's rows sliced on the device and its path fit there, the
     held-out scores computed there; the grid, the scores and the refit equal the CPU's,
     from device X and from host X (copied once)."""
-    import sparsekit.linear_model._sparsemax_cv as module
+    import sparsekit.linear_model._sparsemax_folds as module
 
     cp = cupy_backend
     products = []
