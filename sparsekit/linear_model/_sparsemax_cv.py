@@ -280,7 +280,8 @@ default="simplex"
     def _grid(self, base, sums):
         """The alphas to cross-validate, decreasing (see ``alphas``); ``base`` is the
         fits' estimator, whose ``alpha="scale"`` of the data's sums (``sums()``, see
-        :func:`scale_sums`) an integer grid is centred on."""
+        :func:`~sparsekit.linear_model._sparsemax_problem.scale_sums`) an integer grid is
+        centred on."""
         if isinstance(self.alphas, Integral):
             scale = data_scales(sums(), base.alpha)[0]
             if self.alphas == 1:

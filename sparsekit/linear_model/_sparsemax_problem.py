@@ -74,10 +74,12 @@ def solution_model(datafit, x, columns, used):
 
 
 class Problem:
-    """A fit's data as :meth:`SparsemaxClassifier._problem` validated and encoded it: the
-    solvers' ``X`` and ``X_rows`` (its used columns), ``targets`` (CSR) on ``polytope``
-    with the score ``offset``, the negated ``columns``, the rows' weights ``sw`` (their
-    largest 1), the :class:`UsedColumns` ``used``, X's weighted ``sums``
+    """A fit's data as
+    :meth:`~sparsekit.linear_model._sparsemax.SparsemaxClassifier._problem` validated and
+    encoded it: the solvers' ``X`` and ``X_rows`` (its used columns), ``targets`` (CSR) on
+    ``polytope`` with the score ``offset``, the negated ``columns``, the rows' weights
+    ``sw`` (their largest 1), the :class:`~sparsekit.utils._columns.UsedColumns` ``used``,
+    X's weighted ``sums``
     (:func:`scale_sums`), ``budget``; what the callbacks are shown, ``shown`` = (X, y,
     sample_weight); and ``Y``, the targets before the polytope's. Its datafits are made on
     first use and kept for the fits at other alphas: one for SDCA, one for the others
