@@ -7,13 +7,15 @@ stop only chooses where along them to end), so the process CPU time from the sta
 to its first iterate with F ≤ F*(1 + ε) is the least time in which any stopping rule could
 end an L1LogisticOBA fit within ε: it is measured on a fit at tol 1e-10 whose every
 iterate is recorded (the recording's own time left out; median over ``--repeat`` fits), F*
-being OBA's objective at tol 1e-11 (equal to LIBLINEAR's at ``-e 1e-9`` to 1e-14 or
-better on these problems in the ℓ1 table's tight comparison). Beside it, in the same run:
+being OBA's objective at tol 1e-11 (in the ℓ1 table's tight comparison equal to
+LIBLINEAR's at ``-e 1e-9`` or below it on these problems). Beside it, in the same run:
 OBA's and LIBLINEAR's time to ε by the ℓ1 table's protocol (each solver's ladder of
 tolerances, refined once between its last miss and first hit; the CPU median of 3 runs
 below 1 s), and how far above F* LIBLINEAR's fastest run to ε ended. Where the oracle's
 time is above LIBLINEAR's, no stopping rule wins the row: OBA's iterations up to ε cost more
-than LIBLINEAR's whole run. Writes section "l1_oracle_stop" of doc/benchmarks.md::
+than LIBLINEAR's whole run.
+
+Writes section "l1_oracle_stop" of doc/benchmarks.md::
 
     python benchmarks/bench_l1_oracle_stop.py [--repeat 5]
 """
