@@ -1,9 +1,12 @@
 """The l1-logistic tables of ``sparsekit-compare``: the objectives against the peers' own
 fits, failing and missing peers, the budget caps, the tolerance ladder."""
+import functools
+
 import numpy as np
 import pytest
 from _compare_files import installed_l1_peers, shown_at, tiny_binary, write_svm
 
+from sparsekit import L1LogisticOBA
 from sparsekit.benchmarks import _l1_tables
 from sparsekit.benchmarks._data import Dataset, load_dataset
 
@@ -16,8 +19,8 @@ def test_a_failing_peer_is_listed_with_its_error_and_the_others_still_run(monkey
 
         def broken(tol):
             raise TypeError("an API change")
-        yield "broken peer", broken
-        yield "absent peer", None
+        yield "broken peer", broken, str
+        yield "absent peer", None, str
 
     monkeypatch.setattr(_l1_tables, "_l1_solvers", with_broken_peers)
     rows = _l1_tables.compare_l1_logistic(1).rows
@@ -35,7 +38,6 @@ def test_multinomial_table_objective_is_scikit_learns():
     assert "digits (1797, 64), 10 classes, C=0.5" in title
     from sklearn.datasets import load_digits
 
-    from sparsekit import L1LogisticOBA
     X, y = load_digits(return_X_y=True)
     est = L1LogisticOBA(C=0.5, tol=1e-8, multiclass="multinomial").fit(X / 16, y)
     nll = -np.log(est.predict_proba(X / 16)[np.arange(len(y)), y]).sum()
@@ -116,7 +118,7 @@ def test_skglm_compiles_on_a_few_rows_before_any_timed_fit(monkeypatch):
 
     monkeypatch.setattr(skglm.SparseLogisticRegression, "fit", recording)
     X, y = _l1_tables._l1_problem(load_dataset("breast_cancer"))
-    solvers = dict(_l1_tables._l1_solvers(X, y, 1.0))
+    solvers = {name: fit for name, fit, _ in _l1_tables._l1_solvers(X, y, 1.0)}
     assert rows == [50]
     w = solvers["skglm"](1e-6)
     assert rows == [50, X.shape[0]] and w.shape == (X.shape[1],)
@@ -187,6 +189,46 @@ def test_one_vs_rest_fits_are_capped_by_the_budget_and_say_so(tmp_path):
                            for peer in peers)}
     capped = [r for name, r in rows.items() if "1 of 3" in name]
     assert all("above)" in r[4] for r in capped)   # two classes never fit: far above
+
+
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+def test_a_multinomial_fit_the_budget_stopped_says_so(tmp_path):
+    """OBA's multinomial fit, stopped by its callback after its first iteration, is not
+    the table's answer in its time: its row says the budget ended it, as the one-vs-rest
+    rows do (saga, whose one epoch takes longer than the cap, is not run)."""
+    table = _l1_tables.compare_l1_multinomial(1, data=_three_classes(tmp_path), budget=1e-9)
+    rows = {r[0]: r for r in table.rows}
+    assert "sparsekit L1LogisticOBA [stopped by the budget]" in rows
+    assert rows["scikit-learn saga"][1].startswith("not run: one epoch ")
+
+
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+@pytest.mark.parametrize("table", ["binary", "multinomial"])
+def test_saga_rows_say_whether_the_budget_or_its_own_epochs_ended_them(monkeypatch,
+                                                                      tmp_path, table):
+    """saga's epochs are sized to the budget: a row whose fit ran all of them says the
+    budget stopped it, one that ran all of the table's own epochs that it did not converge,
+    and one that converged before either says nothing."""
+    compare = {"binary": lambda: _l1_tables.compare_l1_logistic(1, budget=1.0),
+               "multinomial": lambda: _l1_tables.compare_l1_multinomial(
+                   1, data=_three_classes(tmp_path), budget=1.0)}[table]
+
+    def saga_row(epochs):
+        monkeypatch.setattr(_l1_tables, "max_iter_within", lambda *args: epochs)
+        return [r[0] for r in compare().rows if r[0].startswith("scikit-learn saga")]
+    assert saga_row(2) == ["scikit-learn saga [stopped by the budget]"]
+    monkeypatch.setattr(_l1_tables, "SAGA_EPOCHS", 2)
+    assert saga_row(2) == ["scikit-learn saga [not converged in 2 epochs]"]
+    monkeypatch.setattr(_l1_tables, "SAGA_EPOCHS", 100000)
+    assert saga_row(100000) == ["scikit-learn saga"]
+
+
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+def test_an_oba_fit_that_ran_all_its_iterations_says_it_did_not_converge(monkeypatch):
+    monkeypatch.setattr(_l1_tables, "L1LogisticOBA", functools.partial(L1LogisticOBA,
+                                                                       max_iter=2))
+    names = [r[0] for r in _l1_tables.compare_l1_logistic(1).rows]
+    assert names[0] == "sparsekit L1LogisticOBA [not converged in 2 iterations]"
 
 
 def test_one_vs_rest_table_lists_a_missing_peer_and_measures_the_others(tmp_path,

@@ -12,10 +12,11 @@ from sklearn.linear_model import LogisticRegression
 from sparsekit import L1LogisticOBA
 from sparsekit.benchmarks._data import load_dataset
 from sparsekit.benchmarks._interrupt import interruptible
-from sparsekit.benchmarks._timing import (FIT_BUDGETS, Table, TimeLimit, class_by_class,
-                                          every, fits_phrase, format_rows, import_peer,
-                                          max_iter_within, measure, measured, preparing,
-                                          timed, unless_too_slow)
+from sparsekit.benchmarks._timing import (BUDGET_STOP, FIT_BUDGETS, Table, TimeLimit,
+                                          class_by_class, every, fits_phrase, format_rows,
+                                          import_peer, iterations_note, max_iter_within,
+                                          measure, measured, preparing, timed,
+                                          unless_too_slow)
 from sparsekit.utils._sklearn import l1_penalty
 
 _L1 = l1_penalty()
@@ -32,12 +33,16 @@ L1_DEFAULT_TOL = 1e-8
 L1_LADDER = (1e-1, 1e-2, 1e-3, 1e-4, 1e-5, 1e-6, 1e-7, 1e-8)
 
 
+#: saga's epochs in the tables, unless the budget cuts them
+SAGA_EPOCHS = 20000
+
+
 def _saga_max_iter(X, y, C, budget, fit_intercept=False):
-    """Epochs of saga (at most 20,000) that fit in FIT_BUDGETS x ``budget`` seconds, or why
+    """Epochs of saga (at most SAGA_EPOCHS) that fit in FIT_BUDGETS x ``budget`` seconds, or why
     it is not run (:func:`max_iter_within`)."""
     return max_iter_within(lambda epochs, step: LogisticRegression(
         C=C, solver="saga", fit_intercept=fit_intercept, max_iter=epochs, **_L1).fit(
-            every(X, step), every(y, step)), X.shape[0], budget, 20000, "epoch")
+            every(X, step), every(y, step)), X.shape[0], budget, SAGA_EPOCHS, "epoch")
 
 
 def _small_slice(X, y, per_class=25):
@@ -106,19 +111,50 @@ def _binary_l1_peers(X, y, C, announce=None):
 
 
 def _l1_solvers(X, y, C, budget=np.inf, announce=None):
-    """(name, fit_at) for every installed l1-logistic solver, same objective:
+    """(name, fit_at, stopped) for every installed l1-logistic solver, same objective:
     ``fit_at(tol)`` fits at that tolerance and returns the coefficients; None when the
-    peer is not installed. saga's epochs are capped by ``budget`` (:data:`FIT_BUDGETS`).
-    ``announce`` shows the untimed work before a solver's fits (:func:`preparing`)."""
-    yield "sparsekit L1LogisticOBA", lambda tol: L1LogisticOBA(
-        C=C, tol=tol, fit_intercept=False).fit(X, y).coef_.ravel()
+    peer is not installed. ``stopped()`` says what ended the last fit (:func:`_ended`):
+    saga's epochs, capped by ``budget`` (:data:`FIT_BUDGETS`), or OBA's own iterations,
+    all spent. ``announce`` shows the untimed work before a solver's fits
+    (:func:`preparing`)."""
+    oba_fits = []
+
+    def oba(tol):
+        oba_fits[:] = [L1LogisticOBA(C=C, tol=tol, fit_intercept=False).fit(X, y)]
+        return oba_fits[0].coef_.ravel()
+    yield "sparsekit L1LogisticOBA", oba, lambda: _ended(oba_fits)
     for name, fit in _binary_l1_peers(X, y, C, announce):
-        yield name, (lambda tol, fit=fit: fit(y, tol)) if callable(fit) else fit
+        yield name, (lambda tol, fit=fit: fit(y, tol)) if callable(fit) else fit, str
     preparing(announce, "scikit-learn saga", "sizing its epochs to the budget")
-    saga_epochs = _saga_max_iter(X, y, C, budget)
-    yield "scikit-learn saga", unless_too_slow(saga_epochs, lambda tol: LogisticRegression(
-        C=C, solver="saga", fit_intercept=False, tol=tol, max_iter=saga_epochs, **_L1
-    ).fit(X, y).coef_.ravel())
+    saga_epochs, saga_fits = _saga_max_iter(X, y, C, budget), []
+
+    def saga(tol):
+        saga_fits[:] = [LogisticRegression(C=C, solver="saga", fit_intercept=False, tol=tol,
+                                           max_iter=saga_epochs, **_L1).fit(X, y)]
+        return saga_fits[0].coef_.ravel()
+    yield ("scikit-learn saga", unless_too_slow(saga_epochs, saga),
+           lambda: _ended(saga_fits, saga_epochs, SAGA_EPOCHS, unit="epochs"))
+
+
+def _ended(fits, cap=None, most=None, time_limit=None, unit="iterations"):
+    """What ended the last fit in ``fits`` (a list of at most one model), for its row:
+    ``time_limit`` (a :class:`TimeLimit`), all ``cap`` of at most ``most`` ``unit`` (by
+    default the model's ``max_iter``: :func:`~sparsekit.benchmarks._timing.iterations_note`),
+    or nothing ("")."""
+    if not fits:
+        return ""
+    if time_limit is not None and time_limit.stopped:
+        return BUDGET_STOP
+    cap = fits[0].max_iter if cap is None else cap
+    return iterations_note(np.max(fits[0].n_iter_), cap, cap if most is None else most, unit)
+
+
+def _noted(row, stopped):
+    """``row`` with what ended its fit (``stopped()``, when it says anything) beside its
+    solver's name."""
+    if stopped():
+        row[0] += f" [{stopped()}]"
+    return row
 
 
 def _l1_problem(data):
@@ -131,12 +167,12 @@ def compare_l1_logistic(repeat, C=1.0, data=None, budget=np.inf, announce=None):
     with two classes; default: breast_cancer)."""
     data = data or load_dataset("breast_cancer")
     X, y = _l1_problem(data)
-    rows = [measure(name, (lambda fit_at=fit_at, name=name: fit_at(
-                         L1_TOL.get(name, L1_DEFAULT_TOL))) if callable(fit_at) else fit_at,
-                     repeat,
-                     lambda w: (_l1_objective(w, X, y, C), int(np.sum(w == 0))), budget,
-                     announce)
-            for name, fit_at in _l1_solvers(X, y, C, budget, announce)]
+    rows = [_noted(measure(name, (lambda fit_at=fit_at, name=name: fit_at(
+                               L1_TOL.get(name, L1_DEFAULT_TOL))) if callable(fit_at) else fit_at,
+                           repeat,
+                           lambda w: (_l1_objective(w, X, y, C), int(np.sum(w == 0))), budget,
+                           announce), stopped)
+            for name, fit_at, stopped in _l1_solvers(X, y, C, budget, announce)]
     return _objective_table(
         f"l1-logistic (LIBLINEAR -s 6 objective), {data.described}, C={C:g}, no "
         f"intercept; tol 1e-8 (saga 1e-6), each in its own measure; LIBLINEAR's copy of the "
@@ -179,7 +215,7 @@ def l1_traces(data, C=1.0, budget=np.inf, announce=None):
     than ``budget`` seconds."""
     X, y = _l1_problem(data)
     traces = {}
-    for name, fit_at in _l1_solvers(X, y, C, budget, announce):
+    for name, fit_at, _ in _l1_solvers(X, y, C, budget, announce):
         if not callable(fit_at):       # not installed, or not run (its table row says why)
             continue
         if announce is not None:
@@ -222,19 +258,28 @@ def _multinomial_objective(coef, intercept, X, y, C):
 
 
 def _multinomial_solvers(X, y, C, budget=np.inf, announce=None):
-    """(name, fit) for the multinomial l1 solvers, same objective (intercepts free); each
-    fit is capped at about FIT_BUDGETS x ``budget`` seconds (OBA by a callback that stops
-    it, saga by its epochs, sized untimed: ``announce`` as :func:`preparing` takes it)."""
+    """(name, fit, stopped) for the multinomial l1 solvers, same objective (intercepts
+    free); each fit is capped at about FIT_BUDGETS x ``budget`` seconds (OBA by a callback
+    that stops it, saga by its epochs, sized untimed: ``announce`` as :func:`preparing`
+    takes it), and ``stopped()`` says what ended the last fit (:func:`_ended`)."""
+    time_limit, oba_fits = TimeLimit(FIT_BUDGETS * budget), []
+
     def oba():
         model = L1LogisticOBA(C=C, tol=L1_DEFAULT_TOL, multiclass="multinomial")
         if np.isfinite(budget):
-            model.set_callbacks(TimeLimit(FIT_BUDGETS * budget))
-        return model.fit(X, y)
-    yield "sparsekit L1LogisticOBA", oba
+            model.set_callbacks(time_limit)
+        oba_fits[:] = [model.fit(X, y)]
+        return model
+    yield "sparsekit L1LogisticOBA", oba, lambda: _ended(oba_fits, time_limit=time_limit)
     preparing(announce, "scikit-learn saga", "sizing its epochs to the budget")
-    epochs = _saga_max_iter(X, y, C, budget, fit_intercept=True)
-    yield "scikit-learn saga", unless_too_slow(epochs, lambda: LogisticRegression(
-        C=C, solver="saga", tol=L1_TOL["scikit-learn saga"], max_iter=epochs, **_L1).fit(X, y))
+    epochs, saga_fits = _saga_max_iter(X, y, C, budget, fit_intercept=True), []
+
+    def saga():
+        saga_fits[:] = [LogisticRegression(C=C, solver="saga", tol=L1_TOL["scikit-learn saga"],
+                                           max_iter=epochs, **_L1).fit(X, y)]
+        return saga_fits[0]
+    yield ("scikit-learn saga", unless_too_slow(epochs, saga),
+           lambda: _ended(saga_fits, epochs, SAGA_EPOCHS, unit="epochs"))
 
 
 def compare_l1_multinomial(repeat, C=1.0, data=None, budget=np.inf, announce=None):
@@ -242,10 +287,10 @@ def compare_l1_multinomial(repeat, C=1.0, data=None, budget=np.inf, announce=Non
     :class:`Dataset` with more than two classes; default: digits)."""
     data = data or load_dataset("digits")
     X, y = data.X_l1, np.searchsorted(data.classes, data.y)
-    rows = [measure(name, fit, repeat, lambda model: (
+    rows = [_noted(measure(name, fit, repeat, lambda model: (
                 _multinomial_objective(model.coef_, model.intercept_, X, y, C),
-                int(np.sum(model.coef_ == 0))), budget, announce)
-            for name, fit in _multinomial_solvers(X, y, C, budget, announce)]
+                int(np.sum(model.coef_ == 0))), budget, announce), stopped)
+            for name, fit, stopped in _multinomial_solvers(X, y, C, budget, announce)]
     return _objective_table(
         f"multinomial l1-logistic, {data.described}, {data.classes.size} classes, "
         f"C={C:g}, intercepts free (LIBLINEAR, skglm and celer are one-vs-rest only); tol 1e-8 "
@@ -310,12 +355,9 @@ def compare_l1_ovr(repeat, C=1.0, data=None, budget=np.inf, announce=None):
     X, codes, k = data.X_l1, np.searchsorted(data.classes, data.y), data.classes.size
     rows = []
     for name, fit, stopped in _ovr_solvers(X, codes, k, C, budget, announce):
-        row = measure(name, fit, repeat, lambda coef: (_ovr_objective(coef, X, codes, C),
-                                                        int(np.sum(coef == 0))),
-                       budget, announce)
-        if stopped():
-            row[0] += f" [{stopped()}]"
-        rows.append(row)
+        rows.append(_noted(measure(name, fit, repeat, lambda coef: (
+            _ovr_objective(coef, X, codes, C), int(np.sum(coef == 0))), budget, announce),
+            stopped))
     return _objective_table(
         f"l1-logistic one-vs-rest (LIBLINEAR -s 6 objective for each class against the "
         f"others, summed), {data.described}, {k} classes, C={C:g}, no intercept; tol 1e-8, "

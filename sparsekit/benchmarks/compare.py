@@ -24,8 +24,10 @@
   ``||W||_1 + C sum NLL_softmax(W x + b)`` (intercepts free): L1LogisticOBA
   (``multiclass="multinomial"``, tol 1e-8) vs scikit-learn's ``saga`` (tol 1e-6), its only
   solver (LIBLINEAR, skglm and celer are one-vs-rest only); both fits are capped at about
-  three ``--budget``s of time (saga by its epochs, OBA by a callback that stops it), and
-  the objective column shows how far that left them. In both tables a solver that ended
+  three ``--budget``s of time (saga by its epochs, OBA by a callback that stops it), a
+  row the cap ended says "stopped by the budget" (saga's, in the binary table too; one that
+  ran all of its own epochs or iterations, "not converged in 20000 epochs"), and the
+  objective column shows how far that left them. In both tables a solver that ended
   more than 1e-6 above the best objective has that said beside its time ratio: its time
   is where it stopped, not its time to the answer.
 - every data set: class probabilities on a stratified 70/30 split (the rows of a class
