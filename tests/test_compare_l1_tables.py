@@ -209,7 +209,9 @@ def test_saga_rows_say_whether_the_budget_or_its_own_epochs_ended_them(monkeypat
     """saga's epochs are sized to the budget: a row whose fit ran all of them says the
     budget stopped it, one that ran all of the table's own epochs that it did not converge,
     and one that converged before either says nothing."""
-    compare = {"binary": lambda: _l1_tables.compare_l1_logistic(1, budget=1.0),
+    monkeypatch.setattr(_l1_tables, "_binary_l1_peers", lambda *args: iter(()))
+    compare = {"binary": lambda: _l1_tables.compare_l1_logistic(
+                   1, data=Dataset("tiny", *tiny_binary()), budget=1.0),
                "multinomial": lambda: _l1_tables.compare_l1_multinomial(
                    1, data=_three_classes(tmp_path), budget=1.0)}[table]
 
@@ -224,11 +226,28 @@ def test_saga_rows_say_whether_the_budget_or_its_own_epochs_ended_them(monkeypat
 
 
 @pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
-def test_an_oba_fit_that_ran_all_its_iterations_says_it_did_not_converge(monkeypatch):
-    monkeypatch.setattr(_l1_tables, "L1LogisticOBA", functools.partial(L1LogisticOBA,
-                                                                       max_iter=2))
-    names = [r[0] for r in _l1_tables.compare_l1_logistic(1).rows]
-    assert names[0] == "sparsekit L1LogisticOBA [not converged in 2 iterations]"
+def test_an_oba_fit_that_ran_all_its_iterations_says_it_did_not_converge(monkeypatch,
+                                                                         tmp_path):
+    """In the three tables, OBA's row says so when its fit ended at ``max_iter`` short of
+    ``tol`` (the one-vs-rest row with the classes it solved), and nothing when it
+    converged."""
+    monkeypatch.setattr(_l1_tables, "_binary_l1_peers", lambda *args: iter(()))
+    binary, classes = Dataset("tiny", *tiny_binary()), _three_classes(tmp_path)
+
+    def first_row(max_iter, compare, data):
+        monkeypatch.setattr(_l1_tables, "L1LogisticOBA", functools.partial(
+            L1LogisticOBA, max_iter=max_iter))
+        return compare(1, data=data).rows[0][0]
+    assert first_row(2, _l1_tables.compare_l1_logistic, binary) == \
+        "sparsekit L1LogisticOBA [not converged in 2 iterations]"
+    assert first_row(2, _l1_tables.compare_l1_ovr, classes) == \
+        "sparsekit L1LogisticOBA [not converged in 2 iterations: 0 of 3 classes solved]"
+    assert first_row(2, _l1_tables.compare_l1_multinomial, classes) == \
+        "sparsekit L1LogisticOBA [not converged in 2 iterations]"
+    for compare, data in ((_l1_tables.compare_l1_logistic, binary),
+                          (_l1_tables.compare_l1_ovr, classes),
+                          (_l1_tables.compare_l1_multinomial, classes)):
+        assert first_row(500, compare, data) == "sparsekit L1LogisticOBA"
 
 
 def test_one_vs_rest_table_lists_a_missing_peer_and_measures_the_others(tmp_path,

@@ -113,16 +113,16 @@ def _binary_l1_peers(X, y, C, announce=None):
 def _l1_solvers(X, y, C, budget=np.inf, announce=None):
     """(name, fit_at, stopped) for every installed l1-logistic solver, same objective:
     ``fit_at(tol)`` fits at that tolerance and returns the coefficients; None when the
-    peer is not installed. ``stopped()`` says what ended the last fit (:func:`_ended`):
-    saga's epochs, capped by ``budget`` (:data:`FIT_BUDGETS`), or OBA's own iterations,
-    all spent. ``announce`` shows the untimed work before a solver's fits
-    (:func:`preparing`)."""
+    peer is not installed. ``stopped()`` says what ended the last fit: saga's epochs,
+    capped by ``budget`` (:data:`FIT_BUDGETS`), or OBA's own iterations, all spent
+    (:func:`_saga_ended`, :func:`_oba_ended`). ``announce`` shows the untimed work before
+    a solver's fits (:func:`preparing`)."""
     oba_fits = []
 
     def oba(tol):
         oba_fits[:] = [L1LogisticOBA(C=C, tol=tol, fit_intercept=False).fit(X, y)]
         return oba_fits[0].coef_.ravel()
-    yield "sparsekit L1LogisticOBA", oba, lambda: _ended(oba_fits)
+    yield "sparsekit L1LogisticOBA", oba, lambda: _oba_ended(oba_fits)
     for name, fit in _binary_l1_peers(X, y, C, announce):
         yield name, (lambda tol, fit=fit: fit(y, tol)) if callable(fit) else fit, str
     preparing(announce, "scikit-learn saga", "sizing its epochs to the budget")
@@ -133,20 +133,28 @@ def _l1_solvers(X, y, C, budget=np.inf, announce=None):
                                            max_iter=saga_epochs, **_L1).fit(X, y)]
         return saga_fits[0].coef_.ravel()
     yield ("scikit-learn saga", unless_too_slow(saga_epochs, saga),
-           lambda: _ended(saga_fits, saga_epochs, SAGA_EPOCHS, unit="epochs"))
+           lambda: _saga_ended(saga_fits, saga_epochs))
 
 
-def _ended(fits, cap=None, most=None, time_limit=None, unit="iterations"):
-    """What ended the last fit in ``fits`` (a list of at most one model), for its row:
-    ``time_limit`` (a :class:`TimeLimit`), all ``cap`` of at most ``most`` ``unit`` (by
-    default the model's ``max_iter``: :func:`~sparsekit.benchmarks._timing.iterations_note`),
-    or nothing ("")."""
+def _oba_ended(fits, time_limit=None):
+    """What ended the last L1LogisticOBA fit in ``fits`` (a list of at most one), for its
+    row: ``time_limit`` (a :class:`TimeLimit`), "stopped by the budget"; ``max_iter``
+    iterations that left a problem above ``tol``, "not converged in ``max_iter``
+    iterations"; else nothing ("")."""
     if not fits:
         return ""
     if time_limit is not None and time_limit.stopped:
         return BUDGET_STOP
-    cap = fits[0].max_iter if cap is None else cap
-    return iterations_note(np.max(fits[0].n_iter_), cap, cap if most is None else most, unit)
+    model = fits[0]
+    unsolved = (np.asarray(model.n_iter_) >= model.max_iter) & (model.optimality_ > model.tol)
+    return f"not converged in {model.max_iter} iterations" if unsolved.any() else ""
+
+
+def _saga_ended(fits, epochs):
+    """What ended the last saga fit in ``fits`` (a list of at most one), for its row: all of
+    its ``epochs`` (:func:`~sparsekit.benchmarks._timing.iterations_note`: the budget's cap,
+    or SAGA_EPOCHS, the table's own), or nothing ("")."""
+    return iterations_note(np.max(fits[0].n_iter_), epochs, SAGA_EPOCHS, "epochs") if fits else ""
 
 
 def _noted(row, stopped):
@@ -261,7 +269,8 @@ def _multinomial_solvers(X, y, C, budget=np.inf, announce=None):
     """(name, fit, stopped) for the multinomial l1 solvers, same objective (intercepts
     free); each fit is capped at about FIT_BUDGETS x ``budget`` seconds (OBA by a callback
     that stops it, saga by its epochs, sized untimed: ``announce`` as :func:`preparing`
-    takes it), and ``stopped()`` says what ended the last fit (:func:`_ended`)."""
+    takes it), and ``stopped()`` says what ended the last fit (:func:`_oba_ended`,
+    :func:`_saga_ended`)."""
     time_limit, oba_fits = TimeLimit(FIT_BUDGETS * budget), []
 
     def oba():
@@ -270,7 +279,7 @@ def _multinomial_solvers(X, y, C, budget=np.inf, announce=None):
             model.set_callbacks(time_limit)
         oba_fits[:] = [model.fit(X, y)]
         return model
-    yield "sparsekit L1LogisticOBA", oba, lambda: _ended(oba_fits, time_limit=time_limit)
+    yield "sparsekit L1LogisticOBA", oba, lambda: _oba_ended(oba_fits, time_limit)
     preparing(announce, "scikit-learn saga", "sizing its epochs to the budget")
     epochs, saga_fits = _saga_max_iter(X, y, C, budget, fit_intercept=True), []
 
@@ -279,7 +288,7 @@ def _multinomial_solvers(X, y, C, budget=np.inf, announce=None):
                                            max_iter=epochs, **_L1).fit(X, y)]
         return saga_fits[0]
     yield ("scikit-learn saga", unless_too_slow(epochs, saga),
-           lambda: _ended(saga_fits, epochs, SAGA_EPOCHS, unit="epochs"))
+           lambda: _saga_ended(saga_fits, epochs))
 
 
 def compare_l1_multinomial(repeat, C=1.0, data=None, budget=np.inf, announce=None):
@@ -312,29 +321,36 @@ def _ovr_solvers(X, codes, n_classes, C, budget=np.inf, announce=None):
     """(name, fit, stopped) for every installed l1-logistic solver, one binary model per
     class against the others, no intercept: ``fit()`` returns the (n_classes, n_features)
     coefficients, None when the peer is not installed, or why it is not run; ``stopped()``
-    says how the budget cap ended the last fit and how many classes it solved ("" when it
-    did not end it). L1LogisticOBA fits its classes itself, capped by a callback (after
-    which each class left gets one iteration); the peers are fit class by class (on one copy
-    of the data: LIBLINEAR's ``problem`` is relabelled), stopping between classes after
-    FIT_BUDGETS x ``budget`` seconds (the classes left keep zero weights). scikit-learn's
-    saga, by far the slowest class by class, is in the multinomial table only.
+    says how the budget cap, or OBA's own iterations, ended the last fit and how many
+    classes it solved ("" when neither ended it). L1LogisticOBA fits its classes itself,
+    capped by a callback (after which each class left gets one iteration); the peers are fit
+    class by class (on one copy of the data: LIBLINEAR's ``problem`` is relabelled),
+    stopping between classes after FIT_BUDGETS x ``budget`` seconds (the classes left keep
+    zero weights). scikit-learn's saga, by far the slowest class by class, is in the
+    multinomial table only.
     ``announce`` shows the peers' untimed work (:func:`preparing`)."""
     limit = FIT_BUDGETS * budget
     signs = [np.where(codes == k, 1, -1) for k in range(n_classes)]
 
     def capped(solved):
         return f"stopped by the budget: {solved} of {n_classes} classes solved"
-    time_limit, oba_solved = TimeLimit(limit), []
+    time_limit, oba_fits = TimeLimit(limit), []
 
     def oba():
         model = L1LogisticOBA(C=C, tol=L1_DEFAULT_TOL, fit_intercept=False)
         if np.isfinite(budget):
             model.set_callbacks(time_limit)
-        model.fit(X, codes)
-        oba_solved[:] = [int(np.sum(model.optimality_ <= model.tol))]
+        oba_fits[:] = [model.fit(X, codes)]
         return model.coef_
-    yield ("sparsekit L1LogisticOBA", oba,
-           lambda: capped(oba_solved[0]) if time_limit.stopped and oba_solved else "")
+
+    def oba_ended():
+        ended = _oba_ended(oba_fits, time_limit)
+        if not ended:
+            return ""
+        solved = int(np.sum(oba_fits[0].optimality_ <= oba_fits[0].tol))
+        return (capped(solved) if ended == BUDGET_STOP
+                else f"{ended}: {solved} of {n_classes} classes solved")
+    yield "sparsekit L1LogisticOBA", oba, oba_ended
 
     def by_class(fit_class):
         done = []
