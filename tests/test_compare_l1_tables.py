@@ -223,6 +223,9 @@ def test_saga_rows_say_whether_the_budget_or_its_own_epochs_ended_them(monkeypat
     assert saga_row(2) == ["scikit-learn saga [not converged in 2 epochs]"]
     monkeypatch.setattr(_l1_tables, "SAGA_EPOCHS", 100000)
     assert saga_row(100000) == ["scikit-learn saga"]
+    if table == "binary":    # the title says which fit is capped: in this table only saga's
+        assert f"saga's epochs capped at ~{_l1_tables.FIT_BUDGETS} x 1 s, no other fit " \
+               "capped; " in compare().title
 
 
 @pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")

@@ -241,7 +241,8 @@ def _main(argv):
     parser.add_argument("--budget", type=_positive_float, default=10.0,
                         help="seconds: a slower first fit is timed alone, --repeat "
                              "fits that would take longer are cut to as many as fit in it, "
-                             "and the iterative fits are capped at about 3 times this")
+                             "and the iterative fits are capped at about 3 times this "
+                             "(each table's title says which)")
     output = parser.add_mutually_exclusive_group()
     output.add_argument("--json", action="store_true",
                         help="print JSON (the tables and their raw measurements), not tables")
