@@ -19,7 +19,8 @@ from sparsekit.benchmarks._l1_tables import liblinear_binary
 from sparsekit.benchmarks._timing import (BUDGET_STOP, FIT_BUDGETS, Table, class_by_class,
                                           every, fits_phrase, format_rows, import_peer,
                                           iterations_note, limited, max_iter_within,
-                                          measure, measured, preparing, unless_too_slow)
+                                          measure, measured, noted, preparing,
+                                          unless_too_slow)
 
 #: the most iterations of scikit-learn's lbfgs fits (LogisticRegression, one-vs-rest too),
 #: where its default of 100 ends many fits on columns in other units before they converge;
@@ -141,10 +142,8 @@ def _measure_models(models, X_train, y_train, describe, repeat, budget=np.inf,
             notes.append(stopped(model))
             return describe(model)
         fit = (lambda make=make: make().fit(X_train, y_train)) if callable(make) else make
-        row = measure(name, fit, repeat, described, budget, announce, metrics)
-        if notes and notes[-1]:
-            row[0] += f" [{notes[-1]}]"
-        rows.append(row)
+        rows.append(noted(measure(name, fit, repeat, described, budget, announce, metrics),
+                          notes[-1] if notes else ""))
     return rows
 
 
@@ -269,10 +268,9 @@ def _liblinear_multilabel(X_train, Y_train, X_test, Y_test, repeat, budget=np.in
         scores = np.asarray(X_test @ coef.T) + intercept
         return _label_set_metrics(Y_test, scores, scores > 0)
 
-    row = measure(name, fit, repeat, describe, budget, announce, metrics=3)
-    if done and done[0] < n_labels:
-        row[0] += f" [stopped by the budget: {done[0]} of {n_labels} labels fit]"
-    return row
+    return noted(measure(name, fit, repeat, describe, budget, announce, metrics=3),
+                 f"stopped by the budget: {done[0]} of {n_labels} labels fit"
+                 if done and done[0] < n_labels else "")
 
 
 def _fasttext_multilabel(X_train, Y_train, X_test, Y_test, repeat, budget=np.inf,

@@ -15,8 +15,8 @@ from sparsekit.benchmarks._interrupt import interruptible
 from sparsekit.benchmarks._timing import (BUDGET_STOP, FIT_BUDGETS, Table, TimeLimit,
                                           class_by_class, every, fits_phrase, format_rows,
                                           import_peer, iterations_note, max_iter_within,
-                                          measure, measured, preparing, timed,
-                                          unless_too_slow)
+                                          measure, measured, noted, preparing,
+                                          timed, unless_too_slow)
 from sparsekit.utils._sklearn import l1_penalty
 
 _L1 = l1_penalty()
@@ -157,14 +157,6 @@ def _saga_ended(fits, epochs):
     return iterations_note(np.max(fits[0].n_iter_), epochs, SAGA_EPOCHS, "epochs") if fits else ""
 
 
-def _noted(row, stopped):
-    """``row`` with what ended its fit (``stopped()``, when it says anything) beside its
-    solver's name."""
-    if stopped():
-        row[0] += f" [{stopped()}]"
-    return row
-
-
 def _l1_problem(data):
     """The l1 table's matrix and its labels in {-1, +1}."""
     return data.X_l1, np.where(data.y == data.classes[1], 1, -1)
@@ -175,11 +167,11 @@ def compare_l1_logistic(repeat, C=1.0, data=None, budget=np.inf, announce=None):
     with two classes; default: breast_cancer)."""
     data = data or load_dataset("breast_cancer")
     X, y = _l1_problem(data)
-    rows = [_noted(measure(name, (lambda fit_at=fit_at, name=name: fit_at(
+    rows = [noted(measure(name, (lambda fit_at=fit_at, name=name: fit_at(
                                L1_TOL.get(name, L1_DEFAULT_TOL))) if callable(fit_at) else fit_at,
                            repeat,
                            lambda w: (_l1_objective(w, X, y, C), int(np.sum(w == 0))), budget,
-                           announce), stopped)
+                           announce), stopped())
             for name, fit_at, stopped in _l1_solvers(X, y, C, budget, announce)]
     return _objective_table(
         f"l1-logistic (LIBLINEAR -s 6 objective), {data.described}, C={C:g}, no "
@@ -304,9 +296,9 @@ def compare_l1_multinomial(repeat, C=1.0, data=None, budget=np.inf, announce=Non
     :class:`Dataset` with more than two classes; default: digits)."""
     data = data or load_dataset("digits")
     X, y = data.X_l1, np.searchsorted(data.classes, data.y)
-    rows = [_noted(measure(name, fit, repeat, lambda model: (
+    rows = [noted(measure(name, fit, repeat, lambda model: (
                 _multinomial_objective(model.coef_, model.intercept_, X, y, C),
-                int(np.sum(model.coef_ == 0))), budget, announce), stopped)
+                int(np.sum(model.coef_ == 0))), budget, announce), stopped())
             for name, fit, stopped in _multinomial_solvers(X, y, C, budget, announce)]
     return _objective_table(
         f"multinomial l1-logistic, {data.described}, {data.classes.size} classes, "
@@ -379,9 +371,9 @@ def compare_l1_ovr(repeat, C=1.0, data=None, budget=np.inf, announce=None):
     X, codes, k = data.X_l1, np.searchsorted(data.classes, data.y), data.classes.size
     rows = []
     for name, fit, stopped in _ovr_solvers(X, codes, k, C, budget, announce):
-        rows.append(_noted(measure(name, fit, repeat, lambda coef: (
+        rows.append(noted(measure(name, fit, repeat, lambda coef: (
             _ovr_objective(coef, X, codes, C), int(np.sum(coef == 0))), budget, announce),
-            stopped))
+            stopped()))
     return _objective_table(
         f"l1-logistic one-vs-rest (LIBLINEAR -s 6 objective for each class against the "
         f"others, summed), {data.described}, {k} classes, C={C:g}, no intercept; tol 1e-8, "

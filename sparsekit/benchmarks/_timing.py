@@ -73,6 +73,14 @@ def measure(name, fit, repeat, describe, budget=np.inf, announce=None, metrics=2
         return [name, f"error: {type(exc).__name__}: {reason}"[:100], *[""] * (metrics + 1)]
 
 
+def noted(row, note):
+    """``row`` (of :func:`measure`) with ``note``, what ended its fit, beside its name in
+    brackets, when there is one."""
+    if note:
+        row[0] += f" [{note}]"
+    return row
+
+
 def import_peer(module):
     """The peer's ``module``, or why its rows cannot be measured: None when the peer is not
     installed, else the reason its import failed, a string for :func:`measure` (an install
