@@ -122,7 +122,7 @@ def main():
         nit, t_oracle = oracle(Xc, y, C, eps, args.repeat, min(F for _, F in tight))
         t_oba, _, nit_oba = ladder_time(runners["OBA"], objective_of, LADDERS["OBA"], F_star, eps)
         t_ll, above, _ = ladder_time(runners["LIBLINEAR"], objective_of,
-                                 LADDERS["LIBLINEAR"], F_star, eps)
+                                     LADDERS["LIBLINEAR"], F_star, eps)
         rows.append([name, f"{C:g}", f"{eps:.0e}", f"{t_oba:.3f}", str(nit_oba), str(nit),
                      f"{t_oracle:.3f}", f"{t_ll:.3f}", f"{above:.1e}",
                      f"{t_oba / t_ll:.2f}", f"{t_oracle / t_ll:.2f}"])
