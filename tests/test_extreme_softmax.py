@@ -667,6 +667,56 @@ def test_implicit_batches_can_overflow_and_are_rolled_back():
     assert np.all(np.isfinite(est.coef_))
 
 
+@pytest.mark.parametrize("driver", [{}, {"batch_size": 2}, {"n_jobs": 2}, {"n_weights": 64}])
+def test_a_step_beyond_float32_is_an_overflow_even_where_no_step_reads_it(driver):
+    """A step whose coefficient is finite in double but beyond float32's range wrote
+    infinite weights that no later step read (one epoch, one nonempty row): the fit
+    returned them without a word, and predict_proba gave NaN. Every driver now stops
+    there with the overflow error, the estimator left unfitted."""
+    from sklearn.exceptions import NotFittedError
+    X = sp.csr_matrix(np.array([[1.0], [0.0], [0.0], [0.0]], dtype=np.float32))
+    y = np.array([3, 2, 0, 1])
+    est = ExtremeSoftmaxSGD("sgd", fit_intercept=False, learning_rate=1e300, n_epochs=1,
+                            random_state=0, **driver)
+    with pytest.raises(ValueError, match="overflow"):
+        est.fit(X, y)
+    with pytest.raises(NotFittedError):
+        est.predict(X)
+    with pytest.raises(ValueError, match="overflow"):     # the pass itself stops
+        est.partial_fit(X, y, classes=np.arange(4))
+    with pytest.raises(NotFittedError):
+        est.predict(X)
+    # the same weights in float64 are finite: the fit returns them
+    assert np.isfinite(est.fit(X.astype(np.float64), y).decision_function(X)).all()
+
+
+def test_an_epoch_mean_beyond_float32_is_an_overflow():
+    """Weights of 2.25e38 stay finite in float32, and their sum over the averaged epochs
+    (8 epochs: the last two) does not: fit says so instead of returning infinite means."""
+    X = sp.csr_matrix(np.array([[1.0], [0.0], [0.0], [0.0]], dtype=np.float32))
+    y = np.array([3, 2, 0, 1])
+    est = ExtremeSoftmaxSGD("sgd", fit_intercept=False, learning_rate=3e38, lr_decay=1.0,
+                            n_epochs=8, average=True, shrink=False, random_state=0)
+    with pytest.raises(ValueError, match="overflow"):
+        est.fit(X, y)
+    est.set_params(average=False).fit(X, y)
+    assert np.isfinite(est.coef_).all() and est.coef_.max() > 1e38
+
+
+def test_empty_rows_do_not_set_the_auto_step():
+    """Without the intercept an empty row makes no step; counted in "auto"'s median, three
+    of four rows empty made the median 0 and the weights' common scale went into the step
+    (weights of 1e300: infinite float32 weights, NaN probabilities). The step is now the
+    same whatever the weights' common scale."""
+    X = sp.csr_matrix(np.array([[1.0], [0.0], [0.0], [0.0]], dtype=np.float32))
+    y = np.array([3, 2, 0, 1])
+    kw = dict(method="sgd", fit_intercept=False, n_epochs=3, random_state=0)
+    unit = ExtremeSoftmaxSGD(**kw).fit(X, y)
+    heavy = ExtremeSoftmaxSGD(**kw).fit(X, y, sample_weight=np.full(4, 1e300))
+    np.testing.assert_allclose(heavy.coef_, unit.coef_, rtol=1e-6)
+    np.testing.assert_allclose(heavy.predict_proba(X).sum(1), 1.0, rtol=1e-6)
+
+
 def test_a_failed_call_leaves_the_estimator_as_it_was(data):
     """One policy for every estimator: a fit or partial_fit that raises (an overflow, bad
     input) leaves the fitted state as it was: unfitted, the previous model, or the stream

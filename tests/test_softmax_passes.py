@@ -85,6 +85,16 @@ def test_initial_rate_is_the_methods_rate_over_the_weighted_median_norm():
     assert initial_rate("nce", xsq, np.zeros(5), True) == AUTO_RATE["nce"]
 
 
+def test_initial_rate_leaves_out_the_empty_rows_that_make_no_step():
+    # without the intercept an empty row makes no step: were the three empty rows counted,
+    # the median would be 0 and the weights' scale (1e30) would go into the step
+    xsq = np.array([0.0, 0.0, 0.0, 4.0])
+    weights = np.full(4, 1e30)
+    assert initial_rate("sgd", xsq, weights, False) == pytest.approx(
+        AUTO_RATE_EXPLICIT / 4e30)
+    assert initial_rate("sgd", np.zeros(4), weights, False) == AUTO_RATE_EXPLICIT
+
+
 def test_initial_rate_warns_on_rows_shorter_than_the_intercepts_feature():
     xsq = np.full(10, 1.001)                            # squared norms 0.001, intercept's 1
     with pytest.warns(UserWarning, match="median squared norm of 0.001"):

@@ -48,7 +48,7 @@ per step and costly on their own, live in ``_implicit_sgd.pyx``.
 import numpy as np
 
 from cython cimport floating
-from libc.float cimport DBL_MIN, FLT_MIN
+from libc.float cimport DBL_MIN, FLT_MAX, FLT_MIN
 from libc.math cimport exp, log, sqrt, fabs, isfinite
 from libc.stdint cimport int64_t, uint64_t
 from libc.stdlib cimport malloc, calloc, free, realloc
@@ -280,6 +280,13 @@ cdef inline double _dot(const floating* w, const floating* xd, const index_t* xi
     if bias:
         acc += w[D]
     return acc
+
+
+cdef inline bint _beyond_float(double a, double xsq) noexcept nogil:
+    """Whether the step ``a x`` (``xsq = ||x||^2``) can write an entry beyond float32's
+    range, |a| ||x|| > FLT_MAX: a finite double coefficient that float32 weights cannot
+    hold (with entries never read again, nothing else would see it)."""
+    return a * a * xsq > <double>FLT_MAX * <double>FLT_MAX
 
 
 cdef inline double _sqnorm(const floating* w, Py_ssize_t n) noexcept nogil:
@@ -967,6 +974,10 @@ def softmax_epoch(int method, const floating[::1] data, const index_t[::1] indic
                         a = coef[t] / gamma[k] if ridge else coef[t]
                         if fabs(a) < tiny:     # 0 or subnormal in R's type: zero under DAZ
                             continue
+                        if floating is float:
+                            if _beyond_float(a, walk.xsq[pos[e]]):
+                                status = 1
+                                break
                         w = &R[k, 0]
                         if track:
                             d = _dot(w, xd, xi, nnz, bias, D)
@@ -974,6 +985,8 @@ def softmax_epoch(int method, const floating[::1] data, const index_t[::1] indic
                         if undo:
                             _undo_entries(&written, k * stride, w, xi, nnz, bias, D)
                         _axpy(w, a, xd, xi, nnz, bias, D)
+                    if status:
+                        break
                     if intent and start + e + ahead < N:
                         pnnz = _walk_row(&walk, start + e + ahead, data_p, indices_p, dense,
                                          D, &pxd, &pxi)
@@ -1154,6 +1167,10 @@ cdef int _hogwild_part(int method, const floating* data, const index_t* indices,
             a = coef[j]
             if fabs(a) < tiny:
                 continue
+            if floating is float:
+                if _beyond_float(a, walk.xsq[q]):
+                    status = 1
+                    break
             if hashed:
                 slot = slots[cls[j]]
                 _haxpy(R0, n_weights, slot % n_weights, a * _class_sign(slot), xd,
@@ -1162,6 +1179,9 @@ cdef int _hogwild_part(int method, const floating* data, const index_t* indices,
                     R0[n_weights + slot] += <floating>a
             else:
                 _axpy(&R0[cls[j] * stride], a, xd, xi, nnz, bias, D)
+        if status:
+            sk_flag_set(failed)
+            break
         if spread:
             _prefetch_ahead(R0, stride, n_weights, slots, cls_ahead, mm, pxi, pbase, pnnz,
                             bias, D, 3)

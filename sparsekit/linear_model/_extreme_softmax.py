@@ -834,7 +834,8 @@ class ExtremeSoftmaxSGD(SparsekitClassifier):
         context = self._begin_fit_task(X, y, self.n_epochs, given)
         converged, averaged = self._epochs(context, (X, y, given), passes, rows, y_idx,
                                            sample_weight, u, rng, scales, evaluation)
-        trained = self._final_model(averaged, Xt, y_idx, sample_weight, scales, evaluation)
+        trained = self._final_model(averaged, Xt, y_idx, sample_weight, scales, evaluation,
+                                    rows.xsq)
         # the epochs' NLL (before the shrink), and what the shrink made of it
         warn_if_diverged(self.method, first_nll, trained,
                          lambda: divergence_hint(rows.xsq, self.learning_rate,
@@ -884,16 +885,22 @@ class ExtremeSoftmaxSGD(SparsekitClassifier):
                 break
         return converged, averaged
 
-    def _final_model(self, averaged, Xt, y_idx, sample_weight, scales, evaluation):
+    def _final_model(self, averaged, Xt, y_idx, sample_weight, scales, evaluation, xsq):
         """The model fit returns after its epochs: the mean of the last epochs' weights
         (``averaged``), then the closing shrink, the history ending with its NLL. Returns
-        the training NLL of the epochs' model (before the shrink)."""
+        the training NLL of the epochs' model (before the shrink). Weights beyond their
+        dtype's range (an entry the passes wrote and no later step read, or the epochs'
+        sum) are the passes' overflow error (``xsq``: the rows' squared norms)."""
         changes = []
         if averaged.count > 1:
             self._weights = self._weights.replaced(averaged.mean())
             self._publish()
             changes.append(f"the mean of the weights after epochs {averaged.start + 1}-"
                            f"{self.n_iter_}")
+        R = self._weights.R
+        if R.size and not (np.isfinite(R.min()) and np.isfinite(R.max())):   # no copy of R
+            raise overflow_error(self.method, self.learning_rate_ * self.lr_decay**(
+                self.n_iter_ - 1), xsq, self.learning_rate, self.fit_intercept)
         trained = (self.loss_curve_[-1] if self.eval_every and self.loss_curve_
                    and not changes else self._training_nll(*evaluation))
         self.shrink_ = (self._shrink(Xt, y_idx, sample_weight)

@@ -100,11 +100,13 @@ def weighted_median(values, weights):
 def initial_rate(method, xsq, sample_weight, fit_intercept):
     """``learning_rate="auto"``'s eta_0: the method's rate over the median of the steps'
     scales ``w_i ||x_i||^2`` (intercept included; weighted as the rows are, so that a
-    weight-0 row is a row left out; a median, so that a few huge rows do not stall the
-    others): with unit weights the median squared row norm, and the same steps whatever
-    the weights' common scale. Warns when the rows are so short that the intercept's
-    constant feature sets the step."""
+    weight-0 row, or an empty row without the intercept, which makes no step, is a row
+    left out; a median, so that a few huge rows do not stall the others): with unit
+    weights the median squared row norm, and the same steps whatever the weights' common
+    scale. Warns when the rows are so short that the intercept's constant feature sets
+    the step."""
     rate = AUTO_RATE.get(method, AUTO_RATE_EXPLICIT)
+    sample_weight = np.where(xsq > 0, sample_weight, 0.0)
     if not sample_weight.size or not sample_weight.sum() > 0:
         return rate
     median = weighted_median(xsq, sample_weight)
@@ -132,7 +134,8 @@ class EpochMean:
         if self.total is None:
             self.total = R.copy()
         else:
-            np.add(self.total, R, out=self.total)
+            with np.errstate(over="ignore"):      # fit tells an infinite mean's overflow
+                np.add(self.total, R, out=self.total)
         self.count += 1
 
     def mean(self):
