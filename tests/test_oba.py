@@ -949,6 +949,17 @@ def test_zero_hessian_gets_the_floor_lipschitz_estimate():
     np.testing.assert_array_equal(res.x, np.zeros(3))
 
 
+def test_a_hessian_of_nan_products_is_told_as_such():
+    """A Hessian operator whose products are NaN made the power iteration's estimate NaN,
+    and the error came from a kernel deep inside ("ista_point: L must be positive, got
+    nan"); it now names the operator."""
+    A = np.diag([2.0, 1.0, 3.0])
+    nan = lambda x, free: (lambda v: np.full(len(free), np.nan))  # noqa: E731
+    with pytest.raises(ValueError, match="Hessian operator's products are not finite"):
+        minimize_oba(lambda x: (float(0.5 * x @ A @ x - x.sum()), A @ x - 1.0), nan,
+                     np.zeros(3), 0.1)
+
+
 # --- OBA details the other files leave open: the corrective re-solve's warm start, the ISTA
 
 def test_corrective_resolve_warm_starts_from_the_kept_direction():

@@ -78,6 +78,10 @@ def _estimate_lipschitz(hessp, x, n):
         Hv = hessian_product(H, v)
         lam = float(v @ Hv)
         v = Hv
+    if not np.isfinite(lam):
+        raise ValueError(f"the Hessian operator's products are not finite at x (the power "
+                         f"iteration's estimate of the Hessian's norm is {lam}): check hessp, "
+                         f"or give lipschitz")
     return max(2.0 * lam, 1e-12)
 
 
