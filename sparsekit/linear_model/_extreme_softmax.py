@@ -147,7 +147,8 @@ class ExtremeSoftmaxSGD(SparsekitClassifier):
     learning_rate : float or "auto", default="auto"
         Initial per-example step eta_0; epoch e uses ``eta_0 * lr_decay**e``. ``"auto"``
         scales it to the data: c over the median squared norm of the rows of X (the
-        intercept's constant feature included; with sample or class weights, the
+        intercept's constant feature included; without it, the empty rows, which make no
+        step, left out; with sample or class weights, the
         weighted median of the rows' squared norms times their weights, so that the steps
         do not depend on the weights' common scale), with c = 6 for Implicit SGD, 4 for
         sampled softmax and NCE, 0.6 for U-max and 0.2 for One-vs-Each and plain SGD: on
