@@ -145,9 +145,9 @@ def _oba_ended(fits, time_limit=None):
         return ""
     if time_limit is not None and time_limit.stopped:
         return BUDGET_STOP
-    model = fits[0]
-    unsolved = (np.asarray(model.n_iter_) >= model.max_iter) & (model.optimality_ > model.tol)
-    return f"not converged in {model.max_iter} iterations" if unsolved.any() else ""
+    model = fits[0]      # the iterations of the problems left above tol (0: none left)
+    spent = np.max(np.where(model.optimality_ > model.tol, model.n_iter_, 0))
+    return iterations_note(spent, model.max_iter, model.max_iter)
 
 
 def _saga_ended(fits, epochs):
