@@ -143,7 +143,8 @@ def _entries():
     entries["ExtremeSoftmaxSGD.partial_fit"] = (
         CASES, lambda M: sgd().partial_fit(M, y, classes=[0, 1, 2]))
     methods = {
-        "SparsemaxClassifier": ("predict", "predict_proba", "decision_function", "score"),
+        "SparsemaxClassifier": ("predict", "predict_proba", "predict_log_proba",
+                                "decision_function", "score"),
         "L1LogisticOBA": ("predict", "predict_proba", "predict_log_proba", "decision_function",
                         "score"),
         "ExtremeSoftmaxSGD": ("predict", "predict_proba", "predict_log_proba", "decision_function",

@@ -554,8 +554,9 @@ def test_predictions_of_dask_collections_are_dask_arrays(client):
         "l1": (L1LogisticOBA(C=0.5).fit(X32, y),
                ["decision_function", "predict", "predict_proba", "predict_log_proba"]),
         "sparsemax": (SparsemaxClassifier().fit(X32, y),
-                      ["decision_function", "predict", "predict_proba"]),
-        "label sets": (SparsemaxClassifier().fit(X32, Y), ["predict", "predict_proba"]),
+                      ["decision_function", "predict", "predict_proba", "predict_log_proba"]),
+        "label sets": (SparsemaxClassifier().fit(X32, Y),
+                       ["predict", "predict_proba", "predict_log_proba"]),
         "esgd": (ExtremeSoftmaxSGD(n_epochs=2, random_state=0).fit(X32, X32[:, :3].argmax(1)),
                  ["decision_function", "predict", "predict_proba", "predict_log_proba",
                   "predict_topk"])}

@@ -1,6 +1,7 @@
 """The GPU logistic datafit and L1LogisticOBA(device="cuda") against the CPU path, on the
 CuPy stand-in (kernels in the CPU emulation) and on real CuPy when a device is usable."""
 import pickle
+import warnings
 
 import numpy as np
 import pytest
@@ -454,6 +455,26 @@ def test_sparsemax_classifier_scales_alpha_on_the_gpu_as_on_the_cpu(cupy_backend
     # the weights' scale too: the sums over device X are those over host X
     np.testing.assert_allclose(scale_sums(_device(cupy_backend, X, sparse), sw),
                                scale_sums(Xh, sw), rtol=1e-12)
+
+
+@pytest.mark.parametrize("sparse", [False, True])
+def test_sparsemax_classifier_log_proba_of_device_x(cupy_backend, sparse):
+    """predict_log_proba of CuPy X: a CuPy array, the host's log probabilities (-inf at the
+    exact zeros), without a warning."""
+    from sparsekit import SparsemaxClassifier
+
+    rng = np.random.default_rng(7)
+    X, _ = _problem(rng, n=60, d=5, density=0.6 if sparse else None)
+    y = np.argmax(X[:, :3], axis=1)
+    Xh = sp.csr_matrix(X) if sparse else X
+    clf = SparsemaxClassifier(alpha=1e-3).fit(Xh, y)
+    expected = clf.predict_log_proba(Xh)
+    assert np.isneginf(expected).any()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        got = clf.predict_log_proba(_device(cupy_backend, X, sparse))
+    assert type(got).__module__.split(".")[0] == "cupy"
+    np.testing.assert_allclose(got.get(), expected, atol=1e-12)
 
 
 @pytest.mark.parametrize("sparse", [False, True])

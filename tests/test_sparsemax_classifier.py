@@ -419,6 +419,35 @@ def test_predict_proba_sparse_rows_and_accuracy():
     assert clf.n_iter_ > 0 and clf.n_features_in_ == 4
 
 
+@pytest.mark.parametrize("polytope", ["simplex", "box", "budget"])
+def test_predict_log_proba_is_the_log_of_predict_proba_without_warnings(polytope):
+    """log P on the support, -inf at the exact zeros, no divide-by-zero warning; label
+    sets, two classes, huge scores, sparse and float32 X, and scikit-learn's BaggingClassifier
+    (which reads it) too."""
+    from sklearn.ensemble import BaggingClassifier
+
+    X, y = _blobs(n=120, seed=4)
+    Y = np.c_[y == 0, y != 1, y != 0].astype(int)
+    params = {"budget": 2.0} if polytope == "budget" else {}
+    for target in (y, Y, y == 1):
+        clf = SparsemaxClassifier(alpha=1e-3, polytope=polytope, **params).fit(X, target)
+        for given in (X, 1e6 * X, sp.csr_matrix(X), X.astype(np.float32)):
+            P = clf.predict_proba(given)
+            with warnings.catch_warnings():
+                warnings.simplefilter("error")
+                logP = clf.predict_log_proba(given)
+            assert logP.dtype == P.dtype and logP.shape == P.shape
+            assert (P == 0).any() and not np.isnan(logP).any()
+            np.testing.assert_array_equal(logP[P == 0], -np.inf)
+            np.testing.assert_allclose(np.exp(logP), P, rtol=1e-6, atol=0)
+    bag = BaggingClassifier(SparsemaxClassifier(alpha=1e-3), n_estimators=3,
+                            random_state=0).fit(X, y)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        np.testing.assert_allclose(np.exp(bag.predict_log_proba(X)), bag.predict_proba(X),
+                                   atol=1e-12)
+
+
 def test_string_labels_and_binary_decision_function():
     X, y = _blobs(k=2)
     labels = np.array(["neg", "pos"])[y]

@@ -273,6 +273,8 @@ class SparsemaxClassifier(SparsekitClassifier):
     array([[1., 0., 0.],
            [0., 1., 0.],
            [0., 0., 1.]])
+    >>> clf.predict_log_proba(X[[0]])
+    array([[  0., -inf, -inf]])
     """
 
     _parameter_constraints = {
@@ -812,6 +814,33 @@ class SparsemaxClassifier(SparsekitClassifier):
         """
         proba = self._project(self._scores(X, keep_on_device=True))  # where they are
         return proba.get() if is_device_matrix(proba) and not is_device_matrix(X) else proba
+
+    @block_predictions
+    def predict_log_proba(self, X):
+        """Logarithm of :meth:`predict_proba`: −inf where a probability is exactly 0.
+
+        Sparsemax gives most classes of a row a probability of exactly 0 (its support is
+        the classes that stay in play), whose logarithm is −inf, as for scikit-learn's
+        tree models; this returns it without NumPy's divide-by-zero warning. A log loss
+        of sparse probabilities is infinite as soon as a row's class is outside its
+        support: the model's own loss is the sparsemax loss, not this logarithm.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+            Dense or CSR/CSC, or a CuPy array / cupyx sparse matrix (CuPy out), or a
+            dask array / DataFrame (a dask array out: its row blocks predicted on
+            the workers).
+
+        Returns
+        -------
+        log_proba : ndarray of shape (n_samples, n_classes)
+            In the dtype of :meth:`predict_proba`.
+        """
+        proba = self.predict_proba(X)
+        log = require_cupy().log if is_device_matrix(proba) else np.log
+        with np.errstate(divide="ignore"):
+            return log(proba)
 
     def _project(self, scores):
         params = {"budget": self.budget} if self.polytope == "budget" else {}
