@@ -92,6 +92,22 @@ def test_corrective_cycle_and_model_decrease_invariants(sparse, seed):
 
 
 @pytest.mark.parametrize("sparse", [False, True])
+def test_a_radius_in_the_diagonal_norm_reaches_the_same_minimum(sparse):
+    """radius_norm="diagonal" on columns of scales 1e-2 to 1e2: the same minimum as the
+    Euclidean radius (the same small cg_radius in either norm), at tol 1e-10."""
+    X, y = _problem(5, n=150, d=30, sparse=sparse, corr=1.0)
+    X = X @ sp.diags(np.logspace(-2, 2, 30)) if sparse else X * np.logspace(-2, 2, 30)
+    datafit = Logistic(X, y, fit_intercept=True)
+    x0 = np.zeros(31)
+    results = [minimize_oba(datafit.value_grad, datafit.hessp, x0, 0.01, tol=1e-10,
+                            penalty_weights=np.append(np.ones(30), 0.0), cg_radius=0.3,
+                            radius_norm=norm, max_iter=2000)
+               for norm in ("euclidean", "diagonal")]
+    assert all(res.success for res in results)
+    np.testing.assert_allclose(results[1].fun, results[0].fun, rtol=1e-10)
+
+
+@pytest.mark.parametrize("sparse", [False, True])
 def test_objective_monotone_and_orthant_steps(sparse):
     X, y = _problem(3, n=120, d=40, sparse=sparse, corr=1.0)
     datafit = Logistic(X, y, fit_intercept=False)
@@ -928,7 +944,8 @@ def test_estimated_lipschitz_constant_bounds_the_true_one():
 
 @pytest.mark.parametrize("option,value", [("eta", -1.0), ("eta", 2.0), ("cg_rtol", -1.0),
                                           ("cg_rtol_explicit", 1.5), ("cg_maxiter", 0),
-                                          ("cg_maxiter_explicit", 2.5), ("confirm", 1.0)])
+                                          ("cg_maxiter_explicit", 2.5), ("confirm", 1.0),
+                                          ("radius_norm", "l2")])
 def test_minimize_oba_rejects_options_it_cannot_use(option, value):
     X = np.random.default_rng(1).standard_normal((20, 4))
     d = Quadratic(X, X[:, 0])

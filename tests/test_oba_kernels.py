@@ -821,7 +821,7 @@ def test_cg_dense_reports_how_it_ended():
     for G, radius, maxiter, expected in cases:
         p, r = np.zeros(30), b.copy()
         bnorm = np.abs(b).max()
-        it, ended = K.cg_dense(G, b, bnorm, 0.0, 1e-8, maxiter, radius, ones, p, r)
+        it, ended = K.cg_dense(G, b, bnorm, 0.0, 1e-8, maxiter, radius, ones, ones, p, r)
         assert ended == expected and 1 <= it <= maxiter
         np.testing.assert_allclose(r, b + G @ p, atol=1e-8 * np.abs(b).max())
         if expected == K.CG_CONVERGED:
@@ -832,5 +832,5 @@ def test_cg_dense_reports_how_it_ended():
             assert it == maxiter and np.abs(r).max() > 1e-8 * bnorm
             assert np.linalg.norm(p) < radius
     p, r = np.zeros(0), np.zeros(0)
-    assert K.cg_dense(np.zeros((0, 0)), p, 0.0, 0.0, 0.1, 10, 1.0, p, p, r) \
+    assert K.cg_dense(np.zeros((0, 0)), p, 0.0, 0.0, 0.1, 10, 1.0, p, p, p, r) \
         == (0, K.CG_CONVERGED)

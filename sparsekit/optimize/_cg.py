@@ -19,16 +19,18 @@ DIRECT_MIN_SIZE = 200
 
 
 def steihaug_cg(H, b, reg=0.0, rtol=0.1, maxiter=1000, radius=math.inf, precondition=False,
-                p0=None, norm=math.inf):
+                radius_norm="euclidean", p0=None, norm=math.inf):
     """Truncated CG for ``(H + reg I) p = -b``, stopped on ``||r|| <= rtol ||b||``.
 
     The norm of the stopping test is the infinity norm (OBA's, Keskar 2017) or, with
     ``norm=2``, the Euclidean one (the inexact-Newton forcing of Eisenstat & Walker 1996).
 
     Steihaug's variant (Nocedal & Wright 2006, Algorithm 7.2): a step that leaves the ball
-    of ``radius``, or meets curvature ``d^T (H + reg I) d <= 1e-16 ||d||^2``, ends on the
-    boundary; with an infinite radius it ends at the current iterate (at the first search
-    direction if that iterate is still 0). Starting at 0 makes every truncated iterate a
+    of ``radius`` (in the Euclidean norm, or with ``radius_norm="diagonal"`` in the scaled
+    norm ‖p‖_D = (Σᵢ Dᵢ pᵢ²)^½ of :func:`radius_metric`), or meets curvature
+    ``d^T (H + reg I) d <= 1e-16 ||d||^2``, ends on the boundary; with an infinite radius
+    it ends at the current iterate (at the first search direction if that iterate is still
+    0). Starting at 0 makes every truncated iterate a
     descent direction. A start ``p0`` is used when the model
     ``psi(p) = b^T p + 1/2 p^T (H + reg I) p`` is negative there: CG only lowers ``psi``,
     and ``psi(p) < 0`` implies ``b^T p < 0``, so descent is kept (OBA warm-starts the
@@ -52,7 +54,8 @@ def steihaug_cg(H, b, reg=0.0, rtol=0.1, maxiter=1000, radius=math.inf, precondi
     if bnorm == 0.0:
         return p, b.copy(), 0
     r, it0 = b.copy(), 0
-    if p0 is not None and p0.size and p0 @ p0 < radius * radius:
+    metric = radius_metric(H, reg, radius_norm) if math.isfinite(radius) else None
+    if p0 is not None and p0.size and _square(p0, metric) < radius * radius:
         Hp = hessian_product(H, p0) + reg * p0
         it0 = 1
         if b @ p0 + 0.5 * (p0 @ Hp) < 0.0:
@@ -68,13 +71,14 @@ def steihaug_cg(H, b, reg=0.0, rtol=0.1, maxiter=1000, radius=math.inf, precondi
     if getattr(H, "is_explicit", False) and math.isfinite(radius) and norm == math.inf:
         minv = np.ones_like(b) if minv is None else minv
         cap = min(maxiter, DIRECT_AFTER) if b.size >= DIRECT_MIN_SIZE else maxiter
-        it, ended = K.cg_dense(H.matrix, b, bnorm, reg, rtol, cap, radius, minv, p, r)
+        weights = np.ones_like(b) if metric is None else metric
+        it, ended = K.cg_dense(H.matrix, b, bnorm, reg, rtol, cap, radius, minv, weights, p, r)
         if ended == K.CG_MAXITER and cap < maxiter:
-            if _direct_step(H.matrix, b, reg, radius, p, r):
+            if _direct_step(H.matrix, b, reg, radius, p, r, metric):
                 it += 1
             else:  # not positive definite in floating point: the CG goes on, restarted
                 it += K.cg_dense(H.matrix, b, bnorm, reg, rtol, maxiter - cap, radius, minv,
-                                 p, r)[0]
+                                 weights, p, r)[0]
         H.count_products(it)
         return p, r, it0 + it
     z = r if solve is None else solve(r)
@@ -85,12 +89,12 @@ def steihaug_cg(H, b, reg=0.0, rtol=0.1, maxiter=1000, radius=math.inf, precondi
         dd = d @ d
         dHd = d @ Hd
         if dHd <= 1e-16 * dd:
-            t = _to_boundary(p, d, radius) if math.isfinite(radius) else float(not p.any())
+            t = _to_boundary(p, d, radius, metric) if math.isfinite(radius) else float(not p.any())
             return p + t * d, r + t * Hd, it
         a = rz / dHd
         p_next = p + a * d
-        if p_next @ p_next >= radius * radius:
-            t = _to_boundary(p, d, radius)
+        if _square(p_next, metric) >= radius * radius:
+            t = _to_boundary(p, d, radius, metric)
             return p + t * d, r + t * Hd, it
         p = p_next
         r += a * Hd
@@ -103,7 +107,7 @@ def steihaug_cg(H, b, reg=0.0, rtol=0.1, maxiter=1000, radius=math.inf, precondi
     return p, r, it0 + maxiter
 
 
-def _direct_step(G, b, reg, radius, p, r):
+def _direct_step(G, b, reg, radius, p, r, metric=None):
     """Move the CG iterate ``p`` (inside the radius) to the Newton point
     n = −(G + reg I)⁻¹ b by a Cholesky factorization, or, when n lies beyond the radius, to
     where the segment from ``p`` to n meets the boundary: the model
@@ -122,17 +126,43 @@ def _direct_step(G, b, reg, radius, p, r):
     newton = scipy.linalg.cho_solve(factor, -b, check_finite=False)
     if not np.isfinite(newton).all():
         return False
-    if newton @ newton > radius * radius:
+    if _square(newton, metric) > radius * radius:
         s = newton - p
-        newton = p + _to_boundary(p, s, radius) * s
+        newton = p + _to_boundary(p, s, radius, metric) * s
     p[:] = newton
     r[:] = b + G @ p + reg * p
     return True
 
 
-def _to_boundary(p, d, radius):
-    """t >= 0 with ||p + t d||_2 = radius."""
-    pd, dd, pp = p @ d, d @ d, p @ p
+def radius_metric(H, reg, radius_norm):
+    """The weights D of the trust region's norm ‖p‖_D = (Σᵢ Dᵢ pᵢ²)^½ for the operator
+    ``H``: None for ``radius_norm="euclidean"``; for ``"diagonal"`` the diagonal of H +
+    ``reg`` I (from ``H.diagonal()`` or the formed ``H.matrix``), floored at the smallest
+    positive double. That norm is the one of the Jacobi-preconditioned CG's iterates
+    (Nocedal & Wright 2006, section 7.2) and does not change when coordinates are rescaled:
+    where some coordinates have a tiny curvature, the Euclidean radius is met by the first
+    CG step along them alone."""
+    if radius_norm == "euclidean":
+        return None
+    if hasattr(H, "diagonal"):
+        diagonal = H.diagonal()
+    elif getattr(H, "is_explicit", False):
+        diagonal = np.diag(H.matrix)
+    else:
+        raise TypeError("radius_norm='diagonal' needs a Hessian operator with a diagonal() "
+                        "method or a formed matrix (is_explicit and matrix)")
+    return np.maximum(diagonal + reg, np.finfo(np.float64).tiny)
+
+
+def _square(v, metric):
+    """‖v‖² in the norm of ``metric`` (None: Euclidean)."""
+    return v @ v if metric is None else v @ (metric * v)
+
+
+def _to_boundary(p, d, radius, metric=None):
+    """t >= 0 with ||p + t d|| = radius in the norm of ``metric`` (None: Euclidean)."""
+    wd = d if metric is None else metric * d
+    pd, dd, pp = p @ wd, d @ wd, _square(p, metric)
     return (-pd + math.sqrt(max(pd * pd + dd * (radius * radius - pp), 0.0))) / dd
 
 

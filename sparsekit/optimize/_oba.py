@@ -31,7 +31,7 @@ import scipy.sparse as sp
 from scipy.optimize import OptimizeResult
 
 from sparsekit._cython import _oba_kernels as K
-from sparsekit.optimize._cg import steihaug_cg
+from sparsekit.optimize._cg import radius_metric, steihaug_cg
 from sparsekit.optimize._result import (CALLBACK_MESSAGE, STOPPED_BY_CALLBACK, Callback,
                                         checked_f_grad, checked_hessp, hessian_product,
                                         is_positive_finite)
@@ -251,7 +251,7 @@ def _checked_start(x0, mu, penalty_weights, shift_invariant):
 
 
 def _checked_controls(*, max_iter, tol, lipschitz, tau0_max, tau0_flat, eta, cg_rtol,
-                      cg_rtol_explicit, cg_maxiter, cg_maxiter_explicit, confirm):
+                      cg_rtol_explicit, cg_maxiter, cg_maxiter_explicit, radius_norm, confirm):
     """Check the solver's controls; returns ``cg_maxiter_explicit`` (``cg_maxiter`` if None)."""
     if not (isinstance(max_iter, Integral) and max_iter >= 0):
         raise ValueError(f"max_iter must be a non-negative integer, got {max_iter!r}")
@@ -269,6 +269,8 @@ def _checked_controls(*, max_iter, tol, lipschitz, tau0_max, tau0_flat, eta, cg_
     for name, value in (("cg_rtol", cg_rtol), ("cg_rtol_explicit", cg_rtol_explicit)):
         if value is not None and not (isinstance(value, Real) and 0 < value < 1):
             raise ValueError(f"{name} must be a number in (0, 1), got {value!r}")
+    if radius_norm not in ("euclidean", "diagonal"):
+        raise ValueError(f"radius_norm must be 'euclidean' or 'diagonal', got {radius_norm!r}")
     if confirm is not None and not callable(confirm):
         raise ValueError(f"confirm must be a callable or None, got {confirm!r}")
     cg_maxiter_explicit = cg_maxiter if cg_maxiter_explicit is None else cg_maxiter_explicit
@@ -362,8 +364,9 @@ def minimize_oba(f_grad, hessp, x0, mu, *, penalty_weights=None, lipschitz=None,
                  max_iter=500, eta=0.01, tau0_max=None, tau0_flat=1 / 3, tau_growth=0.0,
                  tau_boost=1, cg_rtol=0.1, cg_rtol_explicit=None, cg_maxiter=1000,
                  cg_maxiter_explicit=None, hess_reg=1e-8, reg_decay=False, cg_radius=1e3,
-                 adaptive_radius=True, precondition=True, pin_crossings=True, ista_floor=1e-4,
-                 shift_invariant=None, confirm=None, callback=None, verbose=0):
+                 radius_norm="euclidean", adaptive_radius=True, precondition=True,
+                 pin_crossings=True, ista_floor=1e-4, shift_invariant=None, confirm=None,
+                 callback=None, verbose=0):
     """Minimize ``f(x) + μ Σᵢ wᵢ |xᵢ|`` by OBA (Keskar 2017, Algorithms 1 and 2).
 
     Read more in the :ref:`User Guide <oba>`.
@@ -449,6 +452,16 @@ def minimize_oba(f_grad, hessp, x0, mu, *, penalty_weights=None, lipschitz=None,
         problems crawl in their last digits.
     cg_radius : float, default=1e3
         Steihaug radius of the CG (the largest, with ``adaptive_radius``), as in the thesis.
+    radius_norm : {"euclidean", "diagonal"}, default="euclidean"
+        The norm in which the radius is measured: the Euclidean one (the thesis), or
+        ‖d‖_D = (Σᵢ Dᵢ dᵢ²)^½ with D the diagonal of ∇²f_FF + ``hess_reg`` I (the scaled
+        trust region of Conn, Gould & Toint 2000, chapter 6, and the norm of the
+        Jacobi-preconditioned CG's iterates; ours, not in the thesis), which needs an
+        ``H`` with ``diagonal()`` or a formed matrix. It does not change when coordinates
+        are rescaled, and where a few coordinates have a tiny curvature (weights of words
+        that occur in a few documents of one class) the Euclidean radius is met by the
+        first CG step along those coordinates alone, so that the steps move little else;
+        ``cg_radius`` is then in the units of √f.
     adaptive_radius : bool, default=True
         Update the CG's Steihaug radius as a trust region (Nocedal & Wright, Algorithm 4.1):
         with ρ = (φ(x) − φ(x̂)) / (q(x) − q(x̂)) at the OBA point x̂, the radius becomes a
@@ -540,7 +553,8 @@ def minimize_oba(f_grad, hessp, x0, mu, *, penalty_weights=None, lipschitz=None,
     cg_maxiter_explicit = _checked_controls(
         max_iter=max_iter, tol=tol, lipschitz=lipschitz, tau0_max=tau0_max,
         tau0_flat=tau0_flat, eta=eta, cg_rtol=cg_rtol, cg_rtol_explicit=cg_rtol_explicit,
-        cg_maxiter=cg_maxiter, cg_maxiter_explicit=cg_maxiter_explicit, confirm=confirm)
+        cg_maxiter=cg_maxiter, cg_maxiter_explicit=cg_maxiter_explicit,
+        radius_norm=radius_norm, confirm=confirm)
     f_grad = checked_f_grad(f_grad, n, "f_grad")
     hessp = checked_hessp(hessp, "hessp")
     report = Callback(callback)
@@ -595,9 +609,9 @@ def minimize_oba(f_grad, hessp, x0, mu, *, penalty_weights=None, lipschitz=None,
         free, new = _free_set(code, g, tau)
         H = hessp(x, free)
         reg = min(hess_reg, opt) if reg_decay else hess_reg
-        cg_opts = (reg, cg_rtol, cg_maxiter, radius, precondition)
+        cg_opts = (reg, cg_rtol, cg_maxiter, radius, precondition, radius_norm)
         explicit_opts = (reg, cg_rtol_explicit or cg_rtol, cg_maxiter_explicit, radius,
-                         precondition)
+                         precondition, radius_norm)
         n_new = np.count_nonzero(new)
         newly = free[new]
         d, Hd, free_c, H, loops, it = _corrective_cycle(H, hessp, x, g, zeta, free, new,
@@ -629,8 +643,11 @@ def minimize_oba(f_grad, hessp, x0, mu, *, penalty_weights=None, lipschitz=None,
                                      "ISTA point")
         n_ista += abar < 1.0
         if adaptive_radius and q_0 - q_hat > 10.0 * slack:
+            step = x_hat[free] - x[free]
+            metric = radius_metric(H, reg, radius_norm)
             radius = _updated_radius(radius, (phi - phi_hat) / (q_0 - q_hat),
-                                     np.linalg.norm(x_hat[free] - x[free]), cg_radius)
+                                     math.sqrt(step @ (step if metric is None
+                                                       else metric * step)), cg_radius)
         x, f, G, pen = trial, f_t, G_t, pen_t
         if report.notify(x, fun=f + pen, jac=G, nit=k + 1, nfev=1 + globalization.nfev):
             k += 1
