@@ -98,7 +98,7 @@ def main():
             best = min(F for _, _, F in runs.values())
             (s_e, it_e, F_e), (s_d, it_d, F_d) = runs["euclidean"], runs["diagonal"]
             print(label, cell, runs, flush=True)
-            rows.append([label, f"{X.shape[0]} x {X.shape[1]}, K = {int(y.max()) + 1}", cell,
+            rows.append([label, f"{X.shape[0]} x {X.shape[1]}, K = {np.unique(y).size}", cell,
                          _cell(s_e, it_e), _cell(s_d, it_d),
                          f"{s_d / s_e:.2f}x", f"{(F_e - best) / best:.1e}",
                          f"{(F_d - best) / best:.1e}"])

@@ -454,14 +454,14 @@ def minimize_oba(f_grad, hessp, x0, mu, *, penalty_weights=None, lipschitz=None,
         Steihaug radius of the CG (the largest, with ``adaptive_radius``), as in the thesis.
     radius_norm : {"euclidean", "diagonal"}, default="euclidean"
         The norm in which the radius is measured: the Euclidean one (the thesis), or
-        ‖d‖_D = (Σᵢ Dᵢ dᵢ²)^½ with D the diagonal of ∇²f_FF + ``hess_reg`` I (the scaled
-        trust region of Conn, Gould & Toint 2000, chapter 6, and the norm of the
-        Jacobi-preconditioned CG's iterates; ours, not in the thesis), which needs an
-        ``H`` with ``diagonal()`` or a formed matrix. It does not change when coordinates
-        are rescaled, and where a few coordinates have a tiny curvature (weights of words
-        that occur in a few documents of one class) the Euclidean radius is met by the
-        first CG step along those coordinates alone, so that the steps move little else;
-        ``cg_radius`` is then in the units of √f.
+        ‖d‖_D = (Σᵢ Dᵢ dᵢ²)^½ with D the diagonal of ∇²f_FF + ``hess_reg`` I (a scaled,
+        elliptical trust region, Nocedal & Wright 2006, section 4.5, in the norm of the
+        Jacobi-preconditioned CG's iterates, section 7.2 [2]_; ours, not in the thesis),
+        which needs an ``H`` with ``diagonal()`` or a formed matrix. It does not change
+        when coordinates are rescaled, and where a few coordinates have a tiny curvature
+        (weights of words that occur in a few documents of one class) the Euclidean radius
+        is met by the first CG step along those coordinates alone, so that the steps move
+        little else; ``cg_radius`` is then in the units of √f.
     adaptive_radius : bool, default=True
         Update the CG's Steihaug radius as a trust region (Nocedal & Wright, Algorithm 4.1):
         with ρ = (φ(x) − φ(x̂)) / (q(x) − q(x̂)) at the OBA point x̂, the radius becomes a
@@ -535,6 +535,8 @@ def minimize_oba(f_grad, hessp, x0, mu, *, penalty_weights=None, lipschitz=None,
     ----------
     .. [1] Keskar, N. S. (2017). Second-order methods for stochastic and nonsmooth optimization.
        PhD thesis, Northwestern University, chapter 2 (OBA, Algorithms 1 and 2).
+    .. [2] Nocedal, J., & Wright, S. J. (2006). Numerical Optimization (2nd ed.). Springer,
+       sections 4.5 (scaled trust regions) and 7.2 (Steihaug's CG, preconditioned).
 
     Examples
     --------
