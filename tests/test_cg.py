@@ -179,46 +179,6 @@ def test_a_multinomial_fit_takes_direct_steps_to_the_same_minimum(monkeypatch):
     np.testing.assert_allclose(F, F_cg, rtol=1e-11)
 
 
-class _DiagonalOperator:
-    """A matrix-free operator with a diagonal (the route of the multinomial Hessians)."""
-
-    def __init__(self, A):
-        self._A = A
-
-    def __call__(self, v):
-        return self._A @ v
-
-    def diagonal(self):
-        return np.diag(self._A).copy()
-
-
-@pytest.mark.parametrize("formed", [False, True])
-def test_the_diagonal_radius_norm_is_blind_to_rescaled_coordinates(formed):
-    """With radius_norm="diagonal" the Jacobi-preconditioned CG's truncated step is the
-    same step for coordinates rescaled by S (A -> S A S, b -> S b, p -> S⁻¹ p) and ends on
-    the boundary of the norm (Σ Aᵢᵢ pᵢ²)^½; the Euclidean radius gives another step. On
-    the compiled loop (a formed matrix) and the Python one alike."""
-    rng = np.random.default_rng(7)
-    k = 30
-    Q = rng.standard_normal((k, k))
-    A = Q @ Q.T + np.eye(k)
-    b = rng.standard_normal(k)
-    s = np.logspace(-3, 3, k)
-    rng.shuffle(s)
-    As, bs = s[:, None] * A * s, s * b
-
-    def step(M, v, radius_norm):
-        H = _ExplicitHessian(M, [0]) if formed else _DiagonalOperator(M)
-        return steihaug_cg(H, v, 0.0, 1e-14, 1000, 0.5, True, radius_norm)[0]
-
-    p, ps = step(A, b, "diagonal"), step(As, bs, "diagonal")
-    assert np.sqrt(p @ (np.diag(A) * p)) == pytest.approx(0.5, rel=1e-12)
-    np.testing.assert_allclose(s * ps, p, rtol=1e-8, atol=1e-12 * np.abs(p).max())
-    q, qs = step(A, b, "euclidean"), step(As, bs, "euclidean")
-    assert np.linalg.norm(q) == pytest.approx(0.5, rel=1e-12)
-    assert not np.allclose(s * qs, q, rtol=1e-2)
-
-
 def test_the_diagonal_radius_norm_needs_a_diagonal():
     with pytest.raises(TypeError, match="diagonal"):
         steihaug_cg(lambda v: v, np.ones(3), 0.0, 0.1, 10, 1.0, False, "diagonal")

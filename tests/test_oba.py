@@ -16,7 +16,7 @@ from sparsekit.datasets import make_thesis_synthetic
 from sparsekit.optimize import minimize_oba
 from sparsekit.losses._logistic_datafit import (Logistic, Quadratic, _ExplicitHessian,
                                           _SubspaceHessian)
-from sparsekit.optimize._cg import steihaug_cg as _cg
+from sparsekit.optimize._cg import radius_metric, steihaug_cg as _cg
 from sparsekit.optimize._oba import (STALL_ITERATIONS, _corrective_cycle, _estimate_lipschitz,
                                     _flat_violations, _free_set, _model_search, _pinned_step,
                                     _updated_radius)
@@ -514,11 +514,40 @@ class _Operator:
         return self.M.diagonal().copy()
 
 
+@pytest.mark.parametrize("formed", [False, True])
+def test_the_diagonal_radius_norm_is_blind_to_rescaled_coordinates(formed):
+    """With radius_norm="diagonal" the Jacobi-preconditioned CG's truncated step is the
+    same step for coordinates rescaled by S (A -> S A S, b -> S b, p -> S⁻¹ p) and ends on
+    the boundary of the norm (Σ Aᵢᵢ pᵢ²)^½; the Euclidean radius gives another step. On
+    the compiled loop (a formed matrix) and the Python one alike."""
+    rng = np.random.default_rng(7)
+    k = 30
+    Q = rng.standard_normal((k, k))
+    A = Q @ Q.T + np.eye(k)
+    b = rng.standard_normal(k)
+    s = np.logspace(-2, 2, k)
+    rng.shuffle(s)
+    As, bs = s[:, None] * A * s, s * b
+
+    def step(M, v, radius_norm):
+        H = _ExplicitHessian(M, [0]) if formed else _Operator(M)
+        return _cg(H, v, 0.0, 1e-14, 1000, 0.5, True, radius_norm)[0]
+
+    p, ps = step(A, b, "diagonal"), step(As, bs, "diagonal")
+    assert np.sqrt(p @ (np.diag(A) * p)) == pytest.approx(0.5, rel=1e-12)
+    np.testing.assert_allclose(s * ps, p, rtol=1e-8, atol=1e-12 * np.abs(p).max())
+    q, qs = step(A, b, "euclidean"), step(As, bs, "euclidean")
+    assert np.linalg.norm(q) == pytest.approx(0.5, rel=1e-12)
+    assert not np.allclose(s * qs, q, rtol=1e-2)
+
+
+@pytest.mark.parametrize("radius_norm", ["euclidean", "diagonal"])
 @pytest.mark.parametrize("precondition", [False, True])
-def test_compiled_cg_on_a_formed_matrix_matches_the_python_loop(precondition):
+def test_compiled_cg_on_a_formed_matrix_matches_the_python_loop(precondition, radius_norm):
     """On an explicit Hessian _cg runs the compiled loop (cg_dense): the same iterates,
     residuals, exits (converged, radius, negative curvature, iteration cap, warm start) and
-    counts as the Python loop on the same matrix, and the products are recorded."""
+    counts as the Python loop on the same matrix, with the radius in either norm, and the
+    products are recorded."""
     rng = np.random.default_rng(1)
     for k in (1, 2, 7, 40):
         A = rng.standard_normal((k, k)) * np.exp(rng.uniform(-1, 1, k))  # unevenly scaled
@@ -529,18 +558,28 @@ def test_compiled_cg_on_a_formed_matrix_matches_the_python_loop(precondition):
         for M, radius, maxiter, p0 in cases:
             calls = [0]
             H = _ExplicitHessian(M.copy(), calls)
-            args = (b, 1e-8, 1e-6, maxiter, radius, precondition)
+            args = (b, 1e-8, 1e-6, maxiter, radius, precondition, radius_norm)
             p, r, it = _cg(H, *args, p0=p0)
             p_ref, r_ref, it_ref = _cg(_Operator(M), *args, p0=p0)
             # a converged run on the ill-conditioned k = 40 matrix takes 65-70 steps: its
             # count moves with the rounding of the BLAS kernel (Sandybridge: 66 against 67)
-            converged_long = k == 40 and maxiter == 100 and radius > 1 and M is spd
-            assert abs(it - it_ref) <= (2 if converged_long else 0) and calls[0] == it
-            # the two loops round differently: their iterates agree to the CG's accuracy
-            np.testing.assert_allclose(p, p_ref, rtol=1e-6, atol=1e-9 * np.abs(p_ref).max())
+            long = k == 40 and maxiter == 100 and radius > 1 and M is spd
+            assert abs(it - it_ref) <= (2 if long else 0) and calls[0] == it
+            weights = radius_metric(_Operator(M), 1e-8, radius_norm)
+            weights = np.ones(k) if weights is None else weights
+            size = np.sqrt(p @ (weights * p))
+            assert size <= radius * (1 + 1e-12)
             np.testing.assert_allclose(r, b + M @ p + 1e-8 * p, rtol=1e-9,
                                        atol=1e-11 * np.abs(b).max())
-            assert np.linalg.norm(p) <= radius * (1 + 1e-12)
+            if long and radius_norm == "diagonal":
+                # there the radius ends the long run after ~55 steps, by when the two
+                # loops' rounding has moved the iterate (their models differ by ~1%): both
+                # end on the boundary, at a descent
+                assert size == pytest.approx(radius, rel=1e-12)
+                assert b @ p + 0.5 * p @ (r - b) < 0
+                continue
+            # the two loops round differently: their iterates agree to the CG's accuracy
+            np.testing.assert_allclose(p, p_ref, rtol=1e-6, atol=1e-9 * np.abs(p_ref).max())
 
 
 @pytest.mark.parametrize("model", ["logistic", "multinomial"])

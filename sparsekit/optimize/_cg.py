@@ -137,11 +137,12 @@ def _direct_step(G, b, reg, radius, p, r, metric=None):
 def radius_metric(H, reg, radius_norm):
     """The weights D of the trust region's norm ‖p‖_D = (Σᵢ Dᵢ pᵢ²)^½ for the operator
     ``H``: None for ``radius_norm="euclidean"``; for ``"diagonal"`` the diagonal of H +
-    ``reg`` I (from ``H.diagonal()`` or the formed ``H.matrix``), floored at the smallest
-    positive double. That norm is the one of the Jacobi-preconditioned CG's iterates
-    (Nocedal & Wright 2006, section 7.2) and does not change when coordinates are rescaled:
-    where some coordinates have a tiny curvature, the Euclidean radius is met by the first
-    CG step along them alone."""
+    ``reg`` I (from ``H.diagonal()`` or the formed ``H.matrix``), floored at 1e-12 times
+    its largest entry (a coordinate without curvature, or of negative curvature in an
+    indefinite H, would otherwise have no bound). That norm is the one of the
+    Jacobi-preconditioned CG's iterates (Nocedal & Wright 2006, section 7.2) and does not
+    change when coordinates are rescaled: where some coordinates have a tiny curvature,
+    the Euclidean radius is met by the first CG step along them alone."""
     if radius_norm == "euclidean":
         return None
     if hasattr(H, "diagonal"):
@@ -151,7 +152,9 @@ def radius_metric(H, reg, radius_norm):
     else:
         raise TypeError("radius_norm='diagonal' needs a Hessian operator with a diagonal() "
                         "method or a formed matrix (is_explicit and matrix)")
-    return np.maximum(diagonal + reg, np.finfo(np.float64).tiny)
+    diagonal = diagonal + reg
+    top = float(diagonal.max(initial=0.0))
+    return np.maximum(diagonal, 1e-12 * top if top > 0 else 1.0)
 
 
 def _square(v, metric):
