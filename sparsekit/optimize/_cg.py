@@ -55,7 +55,7 @@ def steihaug_cg(H, b, reg=0.0, rtol=0.1, maxiter=1000, radius=math.inf, precondi
         return p, b.copy(), 0
     r, it0 = b.copy(), 0
     metric = radius_metric(H, reg, radius_norm) if math.isfinite(radius) else None
-    if p0 is not None and p0.size and _square(p0, metric) < radius * radius:
+    if p0 is not None and p0.size and squared_norm(p0, metric) < radius * radius:
         Hp = hessian_product(H, p0) + reg * p0
         it0 = 1
         if b @ p0 + 0.5 * (p0 @ Hp) < 0.0:
@@ -93,7 +93,7 @@ def steihaug_cg(H, b, reg=0.0, rtol=0.1, maxiter=1000, radius=math.inf, precondi
             return p + t * d, r + t * Hd, it
         a = rz / dHd
         p_next = p + a * d
-        if _square(p_next, metric) >= radius * radius:
+        if squared_norm(p_next, metric) >= radius * radius:
             t = _to_boundary(p, d, radius, metric)
             return p + t * d, r + t * Hd, it
         p = p_next
@@ -126,7 +126,7 @@ def _direct_step(G, b, reg, radius, p, r, metric=None):
     newton = scipy.linalg.cho_solve(factor, -b, check_finite=False)
     if not np.isfinite(newton).all():
         return False
-    if _square(newton, metric) > radius * radius:
+    if squared_norm(newton, metric) > radius * radius:
         s = newton - p
         newton = p + _to_boundary(p, s, radius, metric) * s
     p[:] = newton
@@ -157,7 +157,7 @@ def radius_metric(H, reg, radius_norm):
     return np.maximum(diagonal, 1e-12 * top if top > 0 else 1.0)
 
 
-def _square(v, metric):
+def squared_norm(v, metric):
     """‖v‖² in the norm of ``metric`` (None: Euclidean)."""
     return v @ v if metric is None else v @ (metric * v)
 
@@ -165,7 +165,7 @@ def _square(v, metric):
 def _to_boundary(p, d, radius, metric=None):
     """t >= 0 with ||p + t d|| = radius in the norm of ``metric`` (None: Euclidean)."""
     wd = d if metric is None else metric * d
-    pd, dd, pp = p @ wd, d @ wd, _square(p, metric)
+    pd, dd, pp = p @ wd, d @ wd, squared_norm(p, metric)
     return (-pd + math.sqrt(max(pd * pd + dd * (radius * radius - pp), 0.0))) / dd
 
 

@@ -31,7 +31,7 @@ import scipy.sparse as sp
 from scipy.optimize import OptimizeResult
 
 from sparsekit._cython import _oba_kernels as K
-from sparsekit.optimize._cg import radius_metric, steihaug_cg
+from sparsekit.optimize._cg import radius_metric, squared_norm, steihaug_cg
 from sparsekit.optimize._result import (CALLBACK_MESSAGE, STOPPED_BY_CALLBACK, Callback,
                                         checked_f_grad, checked_hessp, hessian_product,
                                         is_positive_finite)
@@ -645,11 +645,9 @@ def minimize_oba(f_grad, hessp, x0, mu, *, penalty_weights=None, lipschitz=None,
                                      "ISTA point")
         n_ista += abar < 1.0
         if adaptive_radius and q_0 - q_hat > 10.0 * slack:
-            step = x_hat[free] - x[free]
-            metric = radius_metric(H, reg, radius_norm)
-            radius = _updated_radius(radius, (phi - phi_hat) / (q_0 - q_hat),
-                                     math.sqrt(step @ (step if metric is None
-                                                       else metric * step)), cg_radius)
+            step = math.sqrt(squared_norm(x_hat[free] - x[free],
+                                          radius_metric(H, reg, radius_norm)))
+            radius = _updated_radius(radius, (phi - phi_hat) / (q_0 - q_hat), step, cg_radius)
         x, f, G, pen = trial, f_t, G_t, pen_t
         if report.notify(x, fun=f + pen, jac=G, nit=k + 1, nfev=1 + globalization.nfev):
             k += 1
