@@ -703,6 +703,24 @@ def test_an_epoch_mean_beyond_float32_is_an_overflow():
     assert np.isfinite(est.coef_).all() and est.coef_.max() > 1e38
 
 
+def test_a_stream_mean_beyond_float32_is_an_overflow():
+    """partial_fit with average=True: the weights after each call stay finite in float32
+    and their sum over the calls does not. The second call returned infinite coefficients
+    (NaN probabilities) without a word; it now raises the overflow error and leaves the
+    stream of the first call."""
+    X = sp.csr_matrix(np.array([[1.0], [0.0], [0.0], [0.0]], dtype=np.float32))
+    y = np.array([3, 2, 0, 1])
+    est = ExtremeSoftmaxSGD("sgd", fit_intercept=False, learning_rate=3e38, lr_decay=1.0,
+                            average=True, random_state=0)
+    est.partial_fit(X, y, classes=np.arange(4))
+    before = est.coef_.copy()
+    assert np.isfinite(before).all() and before.max() > 1e38
+    with pytest.raises(ValueError, match="overflow.*left as it was"):
+        est.partial_fit(X, y)
+    np.testing.assert_array_equal(est.coef_, before)
+    assert est.n_iter_ == 1
+
+
 def test_empty_rows_do_not_set_the_auto_step():
     """Without the intercept an empty row makes no step; counted in "auto"'s median, three
     of four rows empty made the median 0 and the weights' common scale went into the step

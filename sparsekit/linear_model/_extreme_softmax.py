@@ -730,6 +730,14 @@ class ExtremeSoftmaxSGD(SparsekitClassifier):
             raise overflow_error(self.method, eta, rows.xsq, self.learning_rate,
                                  self.fit_intercept)
 
+    def _check_finite(self, eta, xsq):
+        """The overflow error of the last pass (at step ``eta``, on rows of squared norms
+        ``xsq``) where the model's weights are beyond their dtype's range: an entry the
+        passes wrote and no later step read, or the sum of the averaged weights."""
+        R = self._weights.R
+        if R.size and not (np.isfinite(R.min()) and np.isfinite(R.max())):   # no copy of R
+            raise overflow_error(self.method, eta, xsq, self.learning_rate, self.fit_intercept)
+
     def _training_nll(self, X, y_idx, sample_weight):
         """Weighted mean NLL of the current weights (NaN when every weight is 0); its time
         goes to ``_eval_seconds`` (reported by ``verbose``)."""
@@ -898,10 +906,7 @@ class ExtremeSoftmaxSGD(SparsekitClassifier):
             self._publish()
             changes.append(f"the mean of the weights after epochs {averaged.start + 1}-"
                            f"{self.n_iter_}")
-        R = self._weights.R
-        if R.size and not (np.isfinite(R.min()) and np.isfinite(R.max())):   # no copy of R
-            raise overflow_error(self.method, self.learning_rate_ * self.lr_decay**(
-                self.n_iter_ - 1), xsq, self.learning_rate, self.fit_intercept)
+        self._check_finite(self.learning_rate_ * self.lr_decay**(self.n_iter_ - 1), xsq)
         trained = (self.loss_curve_[-1] if self.eval_every and self.loss_curve_
                    and not changes else self._training_nll(*evaluation))
         self.shrink_ = (self._shrink(Xt, y_idx, sample_weight)
@@ -1007,6 +1012,7 @@ class ExtremeSoftmaxSGD(SparsekitClassifier):
             self._scale_columns(scales, inverse=True)
         if streamed:
             self._average_stream(fresh)
+            self._check_finite(eta, rows.xsq)
         self.n_iter_ += 1
         if self.eval_every and self.n_iter_ % self.eval_every == 0:
             self._record(self.n_iter_, self._training_nll(X, y_idx, sample_weight),
