@@ -286,6 +286,35 @@ def test_flag_5_nan():
     assert r.status == 5
 
 
+def test_the_edge_of_the_domain_is_flag_5_not_a_convergence():
+    """f = (x − 2)² is NaN from x = 1 on: the steps shrink towards the edge (each line
+    search cut short by a NaN trial, the slope still −2), their decrease fell below ftol
+    and the run reported a convergence (flag 7, success) at a point that is no minimum.
+    It is now flag 5 at the last point where f is defined; a minimum inside the domain
+    whose line searches met NaN on the way (x − log x from 20) still converges."""
+    def edge(x):
+        if x[0] >= 1:
+            return np.nan, np.full_like(x, np.nan)
+        return float((x[0] - 2) ** 2), 2 * (x - 2)
+
+    r = minimize_nqn(edge, [0.0], jac=True)
+    assert r.status == 5 and not r.success and "NaN" in r.message
+    assert 0.99 < r.x[0] < 1 and np.isfinite(r.fun) and r.fun == edge(r.x)[0]
+    # the line search finds no decrease and the model promises less than ftol: same flag
+    r = minimize_nqn(lambda x: (1.0, np.full_like(x, -1e-12)) if x[0] <= 0
+                     else (np.nan, np.full_like(x, np.nan)), [0.0], jac=True,
+                     options={"gtol": 0})
+    assert r.status == 5 and r.nit == 0
+
+    def barrier(x):
+        if x[0] <= 0:
+            return np.nan, np.full_like(x, np.nan)
+        return float(x[0] - np.log(x[0])), 1 - 1 / x
+
+    r = minimize_nqn(barrier, [20.0], jac=True)
+    assert r.success and r.status == 0 and abs(r.x[0] - 1) < 1e-5
+
+
 @pytest.mark.filterwarnings("error::RuntimeWarning")   # the overflow is the flag, no warning
 def test_flag_6_numerical():
     r = minimize_nqn(lambda x: (float(x.sum()), np.full_like(x, 1e308)), [1.0, 1.0], jac=True)

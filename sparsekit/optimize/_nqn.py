@@ -39,6 +39,10 @@ Changes that make the method cheaper and more reliable than the thesis' version:
 * a line search that finds no decrease along a direction whose predicted decrease
   ``−∇fᵀd̄`` (unit step) is at most ``ftol · max(|f|, 1)`` ends the run with flag 7: f
   cannot be reduced by the relative amount ``ftol`` asks for;
+* where f is NaN or infinite beyond the iterate (the line search's step cut short where f
+  stops being defined, not where it stops decreasing, the curvature condition unmet),
+  the decrease below ``ftol`` that follows ends the run with flag 5, not a success: the
+  steps shrink at the edge of f's domain, not at a minimum;
 * when the direction is not a descent direction, the step is not finite, or the line
   search finds no decrease down to the resolution of x, the L-BFGS memory is discarded
   and the iteration is retried, first along the projected gradient (the variant's own
@@ -58,7 +62,7 @@ from scipy.optimize import OptimizeResult, OptimizeWarning
 
 from .._cython import _nqn_kernels as _k
 from ._eps_subgradient import min_norm_subgradient
-from ._nqn_linesearch import FAILED, projected_wolfe
+from ._nqn_linesearch import FAILED, WOLFE, projected_wolfe
 from ._nqn_memory import FreeSetLBFGS
 from ._bounds import parse_bounds
 from ._result import (CALLBACK_MESSAGE, STOPPED_BY_CALLBACK, Callback, gradient_array,
@@ -351,7 +355,8 @@ def minimize_nqn(fun, x0, args=(), jac=None, bounds=None, callback=None, options
                 flag = 2 if obj.nfev >= opts["maxfun"] else 4
                 trials.extend(ls.trial_grads)
                 if flag == 4 and -float(g_step @ d) <= opts["ftol"] * max(abs(f), 1.0):
-                    status = 7  # the model's decrease for the full step is below ftol
+                    # the model's decrease for the full step is below ftol
+                    status = 5 if ls.undefined_beyond else 7
                     break
         if flag is not None:
             if flag == 2 or not opts["restart"] or retry == 2:
@@ -382,7 +387,7 @@ def minimize_nqn(fun, x0, args=(), jac=None, bounds=None, callback=None, options
             break
         recent.append(f)
         if f_old - f <= opts["ftol"] * max(abs(f_old), abs(f), 1.0):
-            status = 7
+            status = 5 if ls.undefined_beyond and ls.status != WOLFE else 7
         elif len(recent) == recent.maxlen and recent[0] - f <= opts["stall_tol"] * (f_start - f):
             status = 9
     active[:] = 0

@@ -44,14 +44,19 @@ class LineSearchResult:
         Objective evaluations made.
     trial_grads : list of ndarray
         Gradients at the trial points (kept only for ``FAILED``).
+    undefined_beyond : bool
+        Whether the bracket's upper end is a trial where f was NaN or infinite: for
+        ``DECREASE`` and ``FAILED``, the step was cut where f stops being defined, not
+        where it stops decreasing.
     """
 
-    __slots__ = ("status", "alpha", "x", "f", "g", "nfev", "trial_grads")
+    __slots__ = ("status", "alpha", "x", "f", "g", "nfev", "trial_grads", "undefined_beyond")
 
-    def __init__(self, status, alpha, x, f, g, nfev, trial_grads=()):
+    def __init__(self, status, alpha, x, f, g, nfev, trial_grads=(), undefined_beyond=False):
         self.status, self.alpha, self.x, self.f, self.g, self.nfev = (
             status, alpha, x, f, g, nfev)
         self.trial_grads = trial_grads
+        self.undefined_beyond = undefined_beyond
 
 
 def projected_wolfe(fun, x, f0, g0, d, lo, hi, c1=1e-8, c2=0.9, eps_abs=1e-16,
@@ -93,6 +98,7 @@ def projected_wolfe(fun, x, f0, g0, d, lo, hi, c1=1e-8, c2=0.9, eps_abs=1e-16,
     best = None  # (alpha, x, f, g) at alpha = lower
     nfev = 0
     trial_grads = []
+    undefined_beyond = False
     while nfev < budget and (best is None or nfev < maxls):
         xt = np.empty_like(x)
         _k.trial_point(x, d, alpha, lo, hi, xt)
@@ -102,6 +108,7 @@ def projected_wolfe(fun, x, f0, g0, d, lo, hi, c1=1e-8, c2=0.9, eps_abs=1e-16,
             trial_grads.append(gt)
         if not (math.isfinite(ft) and ft < f0 + c1 * alpha * slope0):
             upper = alpha
+            undefined_beyond = not math.isfinite(ft)
         elif _k.projected_slope(xt, gt, d, lo, hi) < c2 * slope0:
             lower = alpha
             best = (alpha, xt, ft, gt)
@@ -114,5 +121,5 @@ def projected_wolfe(fun, x, f0, g0, d, lo, hi, c1=1e-8, c2=0.9, eps_abs=1e-16,
         if upper - lower < eps_abs + eps_rel * lower or (upper - lower) * dnorm <= xres:
             break
     if best is not None:
-        return LineSearchResult(DECREASE, *best, nfev)
-    return LineSearchResult(FAILED, 0.0, None, f0, None, nfev, trial_grads)
+        return LineSearchResult(DECREASE, *best, nfev, undefined_beyond=undefined_beyond)
+    return LineSearchResult(FAILED, 0.0, None, f0, None, nfev, trial_grads, undefined_beyond)
