@@ -735,6 +735,30 @@ def test_empty_rows_do_not_set_the_auto_step():
     np.testing.assert_allclose(heavy.predict_proba(X).sum(1), 1.0, rtol=1e-6)
 
 
+@pytest.mark.parametrize("driver", [{}, {"batch_size": 2}, {"n_jobs": 2}, {"n_weights": 64},
+                                    {"method": "implicit", "alpha": 1e-3}])
+def test_auto_steps_over_huge_weights_and_long_rows(driver):
+    """learning_rate="auto" over weights of 2**996 (~7e299) and rows of squared norm ~1e10:
+    the steps' scale w_i ||x_i||^2 overflowed double (eta_0 = 0), and once computed in
+    range eta_0 ~ 1e-311 is subnormal, which the passes flush to zero: the fit returned
+    zero weights without a word. It now takes the steps of unit weights (a power of two,
+    so that the weighted median's sums are exact)."""
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((200, 5)) * 1e5
+    y = (X[:, 0] > 0).astype(int)
+    kw = dict(method="sgd", n_epochs=3, random_state=0, shrink=False)
+    kw.update(driver)
+    unit = ExtremeSoftmaxSGD(**kw).fit(X, y)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        heavy = ExtremeSoftmaxSGD(**kw).fit(X, y, sample_weight=np.full(200, 2.0**996))
+    assert 0 < heavy.learning_rate_ < np.finfo(np.float64).tiny
+    if "n_weights" not in driver:
+        assert np.abs(unit.coef_).max() > 1e-6
+    np.testing.assert_allclose(heavy.decision_function(X), unit.decision_function(X),
+                               rtol=1e-6, atol=1e-9)
+
+
 def test_a_failed_call_leaves_the_estimator_as_it_was(data):
     """One policy for every estimator: a fit or partial_fit that raises (an overflow, bad
     input) leaves the fitted state as it was: unfitted, the previous model, or the stream

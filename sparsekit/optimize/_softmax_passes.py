@@ -23,6 +23,9 @@ from ..gpu.softmax_sgd import DeviceRows, softmax_epoch_gpu
 from ..utils._rows import mostly_zeros, row_sq_norms, sparse_copy
 from ..utils._threads import openmp_call, threads_for
 
+#: The smallest normal double: a smaller step is zero in the passes, which flush subnormals.
+DOUBLE_TINY = float(np.finfo(np.float64).tiny)
+
 #: ``learning_rate="auto"``: eta_0 = AUTO_RATE[method] / median squared row norm (the
 #: intercept's constant feature included), chosen on development splits (doc/benchmarks.md,
 #: "choosing the defaults"): the proximal step of Implicit SGD is stable at any rate and
@@ -117,8 +120,9 @@ def initial_rate(method, xsq, sample_weight, fit_intercept):
             "the weights learn that many times more slowly, possibly not beyond the class "
             "frequencies. Rescale X (e.g. sklearn.preprocessing.Normalizer or "
             "StandardScaler) or give learning_rate.", UserWarning)
-    scale = weighted_median(xsq * sample_weight, sample_weight)
-    return rate / (scale if scale > 0 else 1.0)
+    top = sample_weight.max()        # w_i ||x_i||^2 over double's range with weights ~1e300
+    scale = weighted_median(xsq * (sample_weight / top), sample_weight)
+    return rate / scale / top if scale > 0 else rate
 
 
 class EpochMean:
@@ -223,6 +227,12 @@ class SoftmaxPasses:
         """
         if sample_weight.min(initial=1.0) <= 0.0:
             order = order[sample_weight[order] > 0.0]
+        alpha, top = self.alpha, sample_weight.max(initial=0.0)
+        if 0.0 < eta < DOUBLE_TINY and top > 1.0:
+            # the passes flush subnormals to zero: a subnormal step (learning_rate="auto"
+            # over weights ~1e300) would train nothing; the same steps eta w_i and ridge
+            # factors eta alpha from a normal one
+            eta, sample_weight, alpha = eta * top, sample_weight / top, alpha / top
         K = len(slots) if self.n_weights is not None else R.shape[0]
         m = min(self.n_sampled, K - 1)
         # a batch larger than the pass is the pass, one step over all its rows: the
@@ -240,14 +250,17 @@ class SoftmaxPasses:
                 sample_weight, rows.xsq, R, u, order, m, eta, self.delta, np.inf, seed,
                 threads, n_weights=self.n_weights or 0, slots=slots)
         else:
-            status, cpu = self._ridge_pass(R, rows, y, sample_weight, u, eta, order, m,
-                                           batch, seed, undo)
+            status, cpu = self._ridge_pass(R, rows, y, sample_weight, u, eta, alpha, order,
+                                           m, batch, seed, undo)
         return status, time.perf_counter() - t0, cpu
 
-    def _ridge_pass(self, R, rows, y, sample_weight, u, eta, order, m, batch, seed, undo):
+    def _ridge_pass(self, R, rows, y, sample_weight, u, eta, alpha, order, m, batch, seed,
+                    undo):
         """The one-thread driver: with ``alpha > 0`` the ridge's weights of the classes
         and the bounds on the weights and on u come from the rows the pass visits, and its
-        lazy scales are folded into ``R`` after a pass that stayed finite."""
+        lazy scales are folded into ``R`` after a pass that stayed finite; ``alpha`` is the
+        kernel's (``self.alpha`` over the weights' scale where :meth:`run` moved it into
+        ``eta``)."""
         K = R.shape[0]
         counts = np.bincount(y[order], minlength=K) / max(len(order), 1)
         beta = 1.0 / (counts + (1.0 - counts) * m / (K - 1))
@@ -263,7 +276,7 @@ class SoftmaxPasses:
         (status, _), cpu = _timed(
             softmax_epoch, METHODS[self.method], rows.data, rows.indices, rows.indptr,
             rows.dense, rows.n_features, self.bias, y, sample_weight, rows.xsq, R, gamma,
-            sqn, u, beta, order, m, batch, eta, self.alpha, self.delta, bound_w,
+            sqn, u, beta, order, m, batch, eta, alpha, self.delta, bound_w,
             bound_u, seed, exclude_true=self.exclude_true,
             shared_classes=self.shared_classes and self.batch_size > 1, undo=undo)
         if not status and self.alpha > 0:
