@@ -120,7 +120,7 @@ def initial_rate(method, xsq, sample_weight, fit_intercept):
             "the weights learn that many times more slowly, possibly not beyond the class "
             "frequencies. Rescale X (e.g. sklearn.preprocessing.Normalizer or "
             "StandardScaler) or give learning_rate.", UserWarning)
-    top = sample_weight.max()        # w_i ||x_i||^2 over double's range with weights ~1e300
+    top = float(sample_weight.max())   # w_i ||x_i||^2 over double's range with weights ~1e300
     scale = weighted_median(xsq * (sample_weight / top), sample_weight)
     return rate / scale / top if scale > 0 else rate
 
