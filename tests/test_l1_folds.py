@@ -19,9 +19,9 @@ def test_a_folds_problems_share_its_rows_laid_out_once(monkeypatch, sparse):
     the rows, for the grid of C."""
     laid_out = []
 
-    def counted(X, n_problems=1, *args):
+    def counted(X, n_problems=1, *args, **kwargs):
         laid_out.append((X.shape[0], n_problems))
-        return layouts(X, n_problems, *args)
+        return layouts(X, n_problems, *args, **kwargs)
 
     layouts = folds_module.layouts
     monkeypatch.setattr(folds_module, "layouts", counted)

@@ -871,8 +871,10 @@ def test_a_fit_that_meets_tol_far_from_the_minimum_continues_or_warns(capsys):
     """tol is absolute in the scaled problem: on separable data at C = 1e6 it is met with F
     6% above its minimum (gap 29%); the fit then goes on until the gap is below 1% and
     returns that model, within 1e-5 of the minimum, without a warning. On features scaled
-    by 1e-10 tol is met at w = 0, where neither the gap nor the measure falls: a
-    warning."""
+    by 1e-10 (C by 1e10: the same problem) tol was met at w = 0, where neither the gap nor
+    the measure falls, with a warning; such X is now solved in units of entries near 1,
+    and the fit is the one of X at C = 10 (1e10 times its weights). The elastic net is
+    solved in X's own units: the warning."""
     rng = np.random.default_rng(1)
     X = rng.standard_normal((200, 30))
     y = (X[:, 0] + 0.3 * X[:, 1] > 0).astype(int)
@@ -886,12 +888,16 @@ def test_a_fit_that_meets_tol_far_from_the_minimum_continues_or_warns(capsys):
     F, F_star = (ref.l1_logistic_objective(X, y_pm, e.coef_.ravel(), e.intercept_[0], 1e6,
                                            np.ones(len(y))) for e in (est, tight))
     assert est.duality_gap_[0] < 0.05 and (F - F_star) / F_star < 1e-5
-    with pytest.warns(ConvergenceWarning, match="neither the gap below 1% nor the "
-                      "optimality below .* within max_iter=500 iterations"):
-        L1LogisticOBA(C=10 / 1e-10).fit(X * 1e-10, y)
     with warnings.catch_warnings():
         warnings.simplefilter("error", ConvergenceWarning)
+        tiny = L1LogisticOBA(C=10 / 1e-10).fit(X * 1e-10, y)
+        unit = L1LogisticOBA(C=10).fit(X, y)
         assert L1LogisticOBA(C=1.0).fit(X, y).duality_gap_[0] < 1e-6
+    np.testing.assert_allclose(tiny.coef_ * 1e-10, unit.coef_, rtol=1e-6, atol=1e-6)
+    np.testing.assert_allclose(tiny.intercept_, unit.intercept_, rtol=1e-6)
+    with pytest.warns(ConvergenceWarning, match="neither the gap below 1% nor the "
+                      "optimality below .* within max_iter=500 iterations"):
+        L1LogisticOBA(C=10 / 1e-10, l1_ratio=0.999999).fit(X * 1e-10, y)
 
 
 @pytest.mark.parametrize("C", [1e4, 1e6])
@@ -1091,8 +1097,8 @@ def test_empty_columns_cost_nothing_and_get_zero_weights(kind, monkeypatch):
               "no intercept": {"fit_intercept": False}}[kind]
     seen = []
     layouts = module.layouts
-    monkeypatch.setattr(module, "layouts", lambda X, *a: (seen.append(X.shape[1]),
-                                                           layouts(X, *a))[1])
+    monkeypatch.setattr(module, "layouts", lambda X, *a, **k: (seen.append(X.shape[1]),
+                                                                layouts(X, *a, **k))[1])
     est = L1LogisticOBA(C=2.0, **params).fit(wide, y)
     assert seen == [X.shape[1]]                       # the solvers saw the used columns
     ref = L1LogisticOBA(C=2.0, **params).fit(sp.csr_matrix(X), y)
@@ -1429,3 +1435,64 @@ def test_a_fit_on_free_slices_is_the_fit_on_column_walks(monkeypatch):
         fits[products] = np.r_[est.coef_.ravel(), est.intercept_]
         assert bool(used) == (products == 0)
     np.testing.assert_array_equal(fits[0], fits[np.inf])
+
+
+@pytest.mark.parametrize("multiclass", ["ovr", "multinomial"])
+@pytest.mark.parametrize("layout", ["dense", "fortran", "csr", "csc", "float32"])
+def test_features_in_other_units_are_the_same_problem(multiclass, layout):
+    """X times s at C / s is the problem of X at C, its weights divided by s. OBA's
+    constants are absolute (its Hessian regularization, trust radius and stopping measure):
+    on digits / 16 times 1e-2 the fit took 6 times the iterations, times 1e-4 it ran to
+    max_iter, 40% more nonzero weights. X is now solved in units of entries near 1 (a power
+    of two): the fits are those of X, in as many iterations; the user's X is left as it
+    was; warm starts, the path and the cross-validation follow."""
+    from sklearn.datasets import load_digits
+
+    from sparsekit.linear_model import L1LogisticOBACV
+    X, y = load_digits(return_X_y=True)
+    X, y = X[:600] / 16.0, y[:600]
+    make = {"dense": np.array, "fortran": np.asfortranarray, "csr": sp.csr_matrix,
+            "csc": sp.csc_matrix, "float32": lambda A: A.astype(np.float32)}[layout]
+    kw = dict(C=10.0, multiclass=multiclass, max_iter=400, tol=1e-11)
+    unit = L1LogisticOBA(**kw).fit(make(X), y)
+    for s in (1e-4, 2.0**-40, 1e4):
+        given = make(X * s)
+        kept = given.copy()
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", ConvergenceWarning)
+            est = L1LogisticOBA(**{**kw, "C": 10.0 / s}).fit(given, y)
+        tol = 1e-3 if layout == "float32" else 1e-5
+        np.testing.assert_allclose(est.coef_ * s, unit.coef_, rtol=tol, atol=tol)
+        np.testing.assert_allclose(est.intercept_, unit.intercept_, rtol=tol, atol=tol)
+        assert est.coef_.dtype == unit.coef_.dtype
+        assert np.sum(est.n_iter_) <= 1.5 * np.sum(unit.n_iter_) + 2
+        same = (given != kept).nnz == 0 if sp.issparse(given) else np.array_equal(given, kept)
+        assert same
+        warm = est.set_params(warm_start=True).fit(given, y)      # starts at its solution
+        assert np.max(warm.n_iter_) <= 2
+    tiny = X * 1e-4
+    coefs, Cs, _ = l1_logistic_path(tiny, y == 3, Cs=[1e4, 1e5], max_iter=400, tol=1e-11)
+    ref_coefs, _, _ = l1_logistic_path(X, y == 3, Cs=[1.0, 10.0], max_iter=400, tol=1e-11)
+    np.testing.assert_allclose(coefs[:, :-1] * 1e-4, ref_coefs[:, :-1], rtol=1e-5, atol=1e-5)
+    if layout == "dense" and multiclass == "ovr":
+        cv = L1LogisticOBACV(Cs=4, cv=3).fit(tiny, y)
+        ref_cv = L1LogisticOBACV(Cs=4, cv=3).fit(X, y)
+        np.testing.assert_allclose(cv.Cs_ * 1e-4, ref_cv.Cs_, rtol=1e-12)
+        np.testing.assert_allclose(cv.scores_, ref_cv.scores_, rtol=1e-3)
+
+
+def test_a_column_far_from_0_among_features_in_other_units():
+    """A column of years beside standardized ones, all times 1e-5 (C times 1e5): the year
+    column centered and X rescaled, the model predicts on X as given as the model of the
+    columns in their first units."""
+    rng = np.random.default_rng(3)
+    X = rng.standard_normal((300, 6))
+    y = (X[:, 0] - X[:, 5] + 0.3 * rng.standard_normal(300) > 0).astype(int)
+    years = X.copy()
+    years[:, 5] = 2012 + 5 * X[:, 5]
+    small = years * 1e-5
+    unit = L1LogisticOBA(C=1.0, tol=1e-11).fit(years, y)
+    est = L1LogisticOBA(C=1e5, tol=1e-11).fit(small, y)
+    assert est.n_iter_[0] <= 1.5 * unit.n_iter_[0] + 2
+    np.testing.assert_allclose(est.decision_function(small), unit.decision_function(years),
+                               rtol=1e-6, atol=1e-6)

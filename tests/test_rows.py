@@ -3,7 +3,8 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from sparsekit.utils._rows import (COLUMN_UNITS_CAP, SPARSE_COPY_DENSITY, entry_scales,
+from sparsekit.utils._rows import (COLUMN_UNITS_CAP, SPARSE_COPY_DENSITY, UNIT_RANGE,
+                                   entry_scales, unit_power,
                                    mostly_zeros, row_sq_norms, sparse_copy, unit_factors,
                                    weighted_column_stats, weighted_scale_sums)
 
@@ -139,6 +140,42 @@ def test_unit_factors_and_entry_scales_of_columns_in_other_units():
     np.testing.assert_allclose(unit_factors(squares, counts), [1, 1, np.sqrt(1.5), 1, 1])
     np.testing.assert_allclose(entry_scales(squares, counts), np.sqrt(
         [2 / median, 1, 1.5 * COLUMN_UNITS_CAP, 1, 1]))
+
+
+@pytest.mark.parametrize("layout", ["dense", "fortran", "csr", "csc"])
+def test_unit_power_brings_the_median_column_near_1(layout):
+    """The power of two of X's median column's root mean square entry (stored zeros and
+    empty columns left out): 1 inside UNIT_RANGE, where X is solved as given; outside it
+    the power that brings that median nearest 1, the same from every layout."""
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((60, 9)) * rng.uniform(0.5, 2.0, 9)
+    X[rng.random(X.shape) < 0.5] = 0.0
+    X[:, 4] = 0.0                                        # an empty column
+    X[:, 5] *= 1e6                                       # one column in other units
+    make = {"dense": np.array, "fortran": np.asfortranarray, "csr": sp.csr_matrix,
+            "csc": sp.csc_matrix}[layout]
+    stored = np.array([np.sqrt(np.mean(c[c != 0] ** 2)) for c in X.T if np.any(c)])
+    median = np.median(stored)
+    for factor in (1.0, UNIT_RANGE[0] * 1.01, UNIT_RANGE[1] * 0.99, 2.0**-30, 1e-4,
+                   1e4, 2.0**40):
+        power = unit_power(make(X * factor / median))
+        if UNIT_RANGE[0] <= factor <= UNIT_RANGE[1]:
+            assert power == 1.0
+        else:
+            assert np.log2(power) == -round(np.log2(factor)) and 2**-0.5 <= factor * power
+            assert factor * power <= 2**0.5
+    assert unit_power(make(np.zeros((3, 4)))) == 1.0
+
+
+def test_unit_power_keeps_every_entry_finite():
+    """Where one column's entries are near the dtype's largest, the power that would bring
+    the median near 1 is cut so that none overflows (by the largest column's norm, with a
+    factor 2 to spare)."""
+    X = np.full((4, 5), 1e-30, dtype=np.float32)
+    X[:, 0] = 1e37
+    power = unit_power(X)
+    assert 1.0 < power < 2.0**100 and np.isfinite(X * np.float32(power)).all()
+    assert X[0, 0] * power * 2 * 2 * np.sqrt(4) > np.finfo(np.float32).max  # cut no further
 
 
 def test_units_of_columns_whose_squares_underflow_are_unknown():

@@ -84,10 +84,10 @@ def long_rows(X, sample_weight=None, shown=3):
 ENTRY_RMS_CAP = 10.0
 
 
-def large_entries(X, sample_weight=None):
-    """Advice for a solve of ``X`` (as :func:`long_rows` takes it) that did not converge
-    when the nonzero entries of X have a root mean square above ENTRY_RMS_CAP (weighted by
-    ``sample_weight``), or None."""
+def large_entries(X, sample_weight=None, scale=1.0):
+    """Advice for a solve of ``X`` (as :func:`long_rows` takes it; the user's X times
+    ``scale``) that did not converge when the nonzero entries of the user's X have a root
+    mean square above ENTRY_RMS_CAP (weighted by ``sample_weight``), or None."""
     if isinstance(X, DaskRows):
         squares, counts = X.scale_sums(sample_weight)[:2]
     elif is_device_matrix(X):
@@ -97,6 +97,7 @@ def large_entries(X, sample_weight=None):
         squares, counts = device_scale_sums(X, weights / top if top > 0 else weights)[:2]
     else:
         squares, counts = weighted_scale_sums(X, sample_weight)[:2]
+    squares = squares / scale**2
     if not counts > 0 or not squares > ENTRY_RMS_CAP ** 2 * counts:
         return None
     return (f"X's nonzero entries have a root mean square of {np.sqrt(squares / counts):.1e}: "
@@ -114,9 +115,10 @@ class SolveAdvice(NamedTuple):
     entries: str | None
 
 
-def solve_advice(X, sample_weight=None):
-    """:class:`SolveAdvice` for a solve of ``X`` (as :func:`long_rows` takes it)."""
-    return SolveAdvice(long_rows(X, sample_weight), large_entries(X, sample_weight))
+def solve_advice(X, sample_weight=None, scale=1.0):
+    """:class:`SolveAdvice` for a solve of ``X`` (as :func:`long_rows` takes it; the user's
+    X times ``scale``)."""
+    return SolveAdvice(long_rows(X, sample_weight), large_entries(X, sample_weight, scale))
 
 
 def max_iter_advice(found):

@@ -83,13 +83,16 @@ def check_fold(classes, codes, weights, k):
                          "classes; use fewer folds (cv) or a stratified split")
 
 
-def _datafit(X, X_csr, offsets, codes, sample_weight, pos, n_classes, fit_intercept):
+def _datafit(X, X_csr, offsets, codes, sample_weight, pos, n_classes, fit_intercept,
+             scale=1.0):
     """The datafit of class index ``pos`` against the rest, or (``pos`` None) the
-    multinomial one, on X whose columns :func:`layouts` may have centered by ``offsets``."""
+    multinomial one, on X whose columns :func:`layouts` may have centered by ``offsets``
+    and multiplied by ``scale``."""
     if pos is None:
         return multinomial_block(n_classes, fit_intercept, X, codes, sample_weight,
-                                 offsets=offsets, X_csr=X_csr)
-    return binary_block(pos, fit_intercept, X, codes, sample_weight, X_csr, offsets)
+                                 offsets=offsets, X_csr=X_csr, scale=scale)
+    return binary_block(pos, fit_intercept, X, codes, sample_weight, X_csr, offsets,
+                        scale=scale)
 
 
 def _fold_paths(rows, codes, weights, train, problems, n_classes, Cs, l1_ratios,
@@ -99,13 +102,14 @@ def _fold_paths(rows, codes, weights, train, problems, n_classes, Cs, l1_ratios,
     are laid out once for them, as a fit lays out X for its problems."""
     start = time.perf_counter()
     sample_weight, mean = unit_mean_weights(weights[train])
-    X, X_csr, offsets = layouts(rows[train], len(problems), sample_weight, fit_intercept)
+    X, X_csr, offsets, scale = layouts(rows[train], len(problems), sample_weight,
+                                       fit_intercept, rescale=bool(np.all(l1_ratios == 1)))
     codes = codes[train]
     for pos in problems:
         datafit = _datafit(X, X_csr, offsets, codes, sample_weight, pos, n_classes,
-                           fit_intercept)
-        yield (*_paths(datafit, mean, Cs, l1_ratios, tol, max_iter, n_classes, pos is None),
-               time.perf_counter() - start)
+                           fit_intercept, scale)
+        yield (*_paths(datafit, mean / scale, Cs, l1_ratios, tol, max_iter, n_classes,
+                       pos is None), time.perf_counter() - start)
         start = time.perf_counter()
 
 
@@ -114,18 +118,18 @@ def _fold_paths_list(*args):
     return list(_fold_paths(*args))
 
 
-def _paths(datafit, mean, Cs, l1_ratios, tol, max_iter, n_classes, multinomial,
+def _paths(datafit, c_factor, Cs, l1_ratios, tol, max_iter, n_classes, multinomial,
            abandoned=None):
-    """The warm-started paths of ``datafit`` (its weights over their ``mean``), one per
-    l1_ratio: (coefs of shape (n_l1_ratios, n_Cs, n_rows, n_features + fit_intercept),
-    iterations of shape (n_l1_ratios, n_Cs), numbers of solves that stopped at max_iter
-    and that stalled); run in another thread, they end once ``abandoned`` is set (see
-    :func:`warm_path`)."""
+    """The warm-started paths of ``datafit`` (the solver's C per unit of the estimator's
+    ``c_factor``: its weights' mean over its X's scale), one per l1_ratio: (coefs of
+    shape (n_l1_ratios, n_Cs, n_rows, n_features + fit_intercept), iterations of shape
+    (n_l1_ratios, n_Cs), numbers of solves that stopped at max_iter and that stalled); run
+    in another thread, they end once ``abandoned`` is set (see :func:`warm_path`)."""
     coefs = np.empty((l1_ratios.size, Cs.size, n_classes if multinomial else 1,
                       datafit.n_features + datafit.fit_intercept))
     n_iter, failed = np.empty(coefs.shape[:2], dtype=np.int64), np.zeros(2, dtype=np.int64)
     for r, l1_ratio in enumerate(l1_ratios):
-        results = warm_path(datafit, Cs * mean, tol, max_iter, l1_ratio, multinomial,
+        results = warm_path(datafit, Cs * c_factor, tol, max_iter, l1_ratio, multinomial,
                             coefs[r], abandoned)
         for c, res in enumerate(results):
             n_iter[r, c] = res.nit
@@ -153,7 +157,8 @@ class MemoryFolds:
         """(the problems' datafits on all the rows, one after the other; the weights'
         mean)."""
         sample_weight, mean = unit_mean_weights(self.weights)
-        X, X_csr, offsets = layouts(self.rows, len(problems), sample_weight, fit_intercept)
+        X, X_csr, offsets, _ = layouts(self.rows, len(problems), sample_weight,
+                                       fit_intercept)
         return (_datafit(X, X_csr, offsets, self.codes, sample_weight, pos, n_classes,
                          fit_intercept) for pos in problems), mean
 

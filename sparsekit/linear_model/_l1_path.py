@@ -109,11 +109,11 @@ def l1_logistic_path(X, y, Cs=10, *, pos_class=None, fit_intercept=True, tol=1e-
         multinomial_within_memory(data.n_samples, data.columns.n_used, classes.size,
                                   fit_intercept, kept=max(int(n_Cs), 0))
     datafit = data.datafit(None if multinomial else int(np.searchsorted(classes, pos_class)))
-    mean_weight = data.mean_weight
-    Cs = C_values(Cs, lambda: (l1_ratio * smallest_active_C(datafit) / mean_weight,) * 2)
+    c_factor = data.c_factor
+    Cs = C_values(Cs, lambda: (l1_ratio * smallest_active_C(datafit) / c_factor,) * 2)
     width = datafit.n_features + fit_intercept
     coefs = np.empty((Cs.size, classes.size, width) if multinomial else (Cs.size, width))
-    results = warm_path(datafit, Cs * mean_weight, tol, max_iter, l1_ratio, multinomial,
+    results = warm_path(datafit, Cs * c_factor, tol, max_iter, l1_ratio, multinomial,
                         coefs)
     n_iter = np.array([res.nit for res in results], dtype=np.int32)
     failed = [k for k, res in enumerate(results) if not res.success]

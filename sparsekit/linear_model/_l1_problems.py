@@ -17,7 +17,7 @@ from sparsekit.losses._multinomial_datafit import Multinomial
 from sparsekit.utils._centering import (center_stride, column_moments, column_shifts,
                                          far_shifts)
 from sparsekit.utils._columns import UsedColumns
-from sparsekit.utils._rows import mostly_zeros, sparse_copy
+from sparsekit.utils._rows import mostly_zeros, sparse_copy, unit_power
 from sparsekit.utils._threads import cpu_threads
 from sparsekit.utils._validation import (check_entry_magnitude, check_two_classes,
                                          physical_memory, validate_input)
@@ -63,24 +63,25 @@ def multinomial_within_memory(n_rows, n_columns, n_classes, fit_intercept, kept=
 
 
 def binary_block(pos, fit_intercept, X, codes, sample_weight, X_csr=None, offsets=None,
-                 n_threads=1):
+                 n_threads=1, scale=1.0):
     """The binary datafit of class index ``pos`` against the rest (on the data, or on one
     row partition of it); ``X_csr`` a CSR copy of X shared by several problems, ``offsets``
-    those :func:`layouts` subtracted from X's columns, ``n_threads`` those of its
-    kernels (a sparse X's)."""
+    those :func:`layouts` subtracted from X's columns and ``scale`` the power of two it
+    multiplied them by, ``n_threads`` those of its kernels (a sparse X's)."""
     datafit = Logistic(X, np.where(codes == pos, 1.0, -1.0), sample_weight=sample_weight,
                        fit_intercept=fit_intercept, X_csr=X_csr, n_threads=n_threads)
-    datafit.offsets = offsets
+    datafit.offsets, datafit.scale = offsets, scale
     return datafit
 
 
 def multinomial_block(n_classes, fit_intercept, X, codes, sample_weight, n_threads=1,
-                      offsets=None, X_csr=None):
+                      offsets=None, X_csr=None, scale=1.0):
     """The multinomial datafit (on the data, or on one row partition of it); ``offsets``
-    those :func:`layouts` subtracted from X's columns, ``X_csr`` its CSR layout or None."""
+    those :func:`layouts` subtracted from X's columns and ``scale`` the power of two it
+    multiplied them by, ``X_csr`` its CSR layout or None."""
     datafit = Multinomial(X, codes, n_classes, sample_weight=sample_weight,
                           n_threads=n_threads, fit_intercept=fit_intercept, X_csr=X_csr)
-    datafit.offsets = offsets
+    datafit.offsets, datafit.scale = offsets, scale
     return datafit
 
 
@@ -131,12 +132,38 @@ def unit_mean_weights(sample_weight):
     return sample_weight / mean, mean
 
 
-def layouts(X, n_problems=1, sample_weight=None, fit_intercept=False):
-    """:func:`column_layout`'s ``(X, X_csr)`` and the offsets subtracted from X's columns
+def layouts(X, n_problems=1, sample_weight=None, fit_intercept=False, rescale=False):
+    """:func:`column_layout`'s ``(X, X_csr)``, the offsets subtracted from X's columns
     (or None): with a free intercept, those of its columns stored in every row that lie far
-    from 0 against their spread (:func:`~sparsekit.utils._centering.column_shifts`)."""
+    from 0 against their spread (:func:`~sparsekit.utils._centering.column_shifts`), and,
+    with ``rescale`` (the ℓ1 penalty alone), the power of two the columns were then
+    multiplied by (:func:`~sparsekit.utils._rows.unit_power`; else 1)."""
     offsets = column_shifts(X, sample_weight) if fit_intercept else None
-    return (*column_layout(X, n_problems, offsets), offsets)
+    X_solved, X_csr = column_layout(X, n_problems, offsets)
+    scale = unit_power(X_solved) if rescale else 1.0
+    if scale != 1.0:
+        X_solved, X_csr = _scaled_layout(X, X_solved, X_csr, scale)
+    return X_solved, X_csr, offsets, scale
+
+
+def _scaled_layout(X, X_solved, X_csr, scale):
+    """:func:`column_layout`'s ``(X_solved, X_csr)`` of the user's ``X`` times ``scale``:
+    in place where they are copies already, copied where they hold X's own entries."""
+    factor = X_solved.dtype.type(scale)
+    if sp.issparse(X_solved):
+        if sp.issparse(X) and np.may_share_memory(X_solved.data, X.data):
+            X_solved = X_solved.copy()
+        X_solved.data *= factor
+        if X_csr is not None:
+            if sp.issparse(X) and np.may_share_memory(X_csr.data, X.data):
+                X_csr = X_solved.tocsr()
+            else:
+                X_csr.data *= factor
+        return X_solved, X_csr
+    if not sp.issparse(X) and np.may_share_memory(X_solved, X):
+        return np.multiply(X_solved, factor, order="F"), X_csr
+    X_solved *= factor
+    return X_solved, X_csr
 
 
 def dask_layouts(data, n_problems, weights, fit_intercept):
@@ -227,9 +254,11 @@ def problem_count(multiclass, n_classes):
 
 class MemoryProblems:
     """In-memory data of a fit, ready for its solves: X's used columns laid out once for
-    every problem (:func:`layouts`), the labels' codes, the weights of mean 1 (times
-    ``class_weight``) and that mean (``mean_weight``, which scales C). ``n_problems``: how
-    many problems the layout serves (None: the fit's, one-vs-rest or one).
+    every problem (:func:`layouts`, in units of entries near 1 under the ℓ1 penalty alone),
+    the labels' codes, the weights of mean 1 (times ``class_weight``) and the solver's C
+    per unit of the estimator's (``c_factor``: that mean over the power of two X was
+    multiplied by). ``n_problems``: how many problems the layout serves (None: the fit's,
+    one-vs-rest or one).
 
     Sets the estimator's ``classes_`` (and what scikit-learn's validation sets)."""
 
@@ -237,12 +266,14 @@ class MemoryProblems:
         X, y, sample_weight = check_fit_data(est, X, y, sample_weight)
         self.codes = est._encode_labels(y)
         self.classes = est.classes_
-        self.weights, self.mean_weight = unit_mean_weights(
+        self.weights, mean_weight = unit_mean_weights(
             est._class_weighted(sample_weight, self.codes))
         self.columns = UsedColumns(X)
         self.n_problems = n_problems or problem_count(est.multiclass, self.classes.size)
-        self.X, self.X_csr, self.offsets = layouts(self.columns.take(X), self.n_problems,
-                                                   self.weights, est.fit_intercept)
+        self.X, self.X_csr, self.offsets, self.scale = layouts(
+            self.columns.take(X), self.n_problems, self.weights, est.fit_intercept,
+            rescale=est.l1_ratio == 1)
+        self.c_factor = mean_weight / self.scale
         self.dtype, self.n_samples = self.X.dtype, self.X.shape[0]
         self.fit_intercept, self.n_threads = est.fit_intercept, cpu_threads(est.n_jobs)
 
@@ -254,20 +285,21 @@ class MemoryProblems:
         if pos is None:
             return multinomial_block(self.classes.size, self.fit_intercept, self.X,
                                      self.codes, self.weights, self.n_threads, self.offsets,
-                                     self.X_csr)
+                                     self.X_csr, self.scale)
         return binary_block(pos, self.fit_intercept, self.X, self.codes, self.weights,
                             self.X_csr, self.offsets,
-                            self.n_threads if self.n_problems == 1 else 1)
+                            self.n_threads if self.n_problems == 1 else 1, self.scale)
 
     def advice(self):
-        """:func:`solve_advice` of the solved X."""
-        return solve_advice(self.X, self.weights)
+        """:func:`solve_advice` of the solved X (in the user's units)."""
+        return solve_advice(self.X, self.weights, self.scale)
 
 
 class DaskProblems:
     """Dask arrays: X's row partitions laid out once for every problem on the workers that
     hold them (:func:`dask_layouts`; ``n_problems`` as :class:`MemoryProblems` takes
-    it), each problem's datafit the sum of theirs.
+    it), each problem's datafit the sum of theirs; X in its own units (``c_factor``: the
+    weights' mean, as :class:`MemoryProblems` has it).
 
     Sets the estimator's ``classes_`` and ``n_features_in_``."""
 
@@ -280,10 +312,10 @@ class DaskProblems:
         check_two_classes(self.classes)
         totals = data.class_totals(self.classes)
         cw = est._class_weights(self.classes, totals)
-        self.mean_weight = float(cw @ totals) / data.n_samples
-        if not self.mean_weight > 0:
+        self.c_factor = float(cw @ totals) / data.n_samples
+        if not self.c_factor > 0:
             raise ValueError("every sample has weight 0 (sample_weight times class_weight)")
-        self.weights = data.weights(self.classes, cw, self.mean_weight)  # of every problem
+        self.weights = data.weights(self.classes, cw, self.c_factor)  # of every problem
         self.columns = UsedColumns(X, keep_all=True)    # as the partitions' datafits
         self.parts, self.offsets = dask_layouts(
             data, n_problems or problem_count(est.multiclass, self.classes.size),
@@ -304,8 +336,8 @@ class DaskProblems:
 
 class DeviceProblems:
     """X on the GPU (a CuPy array or cupyx sparse matrix, or host X moved there once) and
-    its layout for the device datafits; the labels' codes and weights as
-    :class:`MemoryProblems` has them, on the host.
+    its layout for the device datafits (X in its own units); the labels' codes, weights
+    and ``c_factor`` as :class:`MemoryProblems` has them, on the host.
 
     Sets the estimator's ``classes_`` and ``n_features_in_`` (and what scikit-learn's
     validation sets for host X). ``n_problems`` changes nothing here (the layout is
@@ -315,7 +347,7 @@ class DeviceProblems:
         self.X, y, sample_weight = est._device_fit_data(X, y, sample_weight)
         codes = est._encode_labels(y)
         self.classes = est.classes_
-        self.weights, self.mean_weight = unit_mean_weights(
+        self.weights, self.c_factor = unit_mean_weights(
             est._class_weighted(sample_weight, codes))
         self.columns = UsedColumns(self.X, keep_all=True)   # the device datafits see all
         X_solved, offsets = device_layout(self.X, self.weights, est.fit_intercept)

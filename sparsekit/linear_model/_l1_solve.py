@@ -65,8 +65,8 @@ def fit_binary(datafit, C, tol, max_iter, w0, verbose, l1_ratio=1.0, callback=No
 
 def binary_model(datafit, x):
     """(coef (1, D), intercept (1,)) of the binary parameters x = (w, b), on the columns of
-    X as given where the datafit's X was centered."""
-    coef = x[None, :datafit.n_features]
+    X as given where the datafit's X was centered or rescaled."""
+    coef = x[None, :datafit.n_features] * getattr(datafit, "scale", 1.0)
     intercept = np.array([x[-1] if datafit.fit_intercept else 0.0])
     offsets = getattr(datafit, "offsets", None)
     return coef, intercept if offsets is None else intercept - coef @ offsets
@@ -81,9 +81,11 @@ def fit_multinomial(datafit, C, tol, max_iter, w0, verbose, l1_ratio=1.0, callba
 
 
 def multinomial_model(datafit, x):
-    """(coef (K, D), intercept (K,)) of the multinomial parameters x = (W.ravel(), b)."""
+    """(coef (K, D), intercept (K,)) of the multinomial parameters x = (W.ravel(), b), on
+    the columns of X as given where the datafit's X was centered or rescaled."""
     n_classes = datafit.penalty_weights.size // (datafit.n_features + datafit.fit_intercept)
     W, b = split_parameters(x, datafit.n_features, n_classes, datafit.fit_intercept)
+    W = W * getattr(datafit, "scale", 1.0)
     offsets = getattr(datafit, "offsets", None)
     if offsets is not None:             # the intercepts of the columns of X as given
         b = b - offsets @ W
@@ -176,11 +178,17 @@ def null_start(datafit):
 
 def centered_start(datafit, x0, multinomial):
     """A start ``x0`` (the parameters of X's columns as given) as the parameters of the
-    datafit's X, whose columns may have been centered (its ``offsets``)."""
-    offsets = getattr(datafit, "offsets", None)
-    if offsets is None:
+    datafit's X, whose columns may have been centered (its ``offsets``) and multiplied by
+    a power of two (its ``scale``)."""
+    offsets, scale = getattr(datafit, "offsets", None), getattr(datafit, "scale", 1.0)
+    if offsets is None and scale == 1.0:
         return x0
     x0 = np.array(x0, dtype=np.float64)
+    if scale != 1.0:         # the weights, ahead of the intercepts
+        n_rows = datafit.penalty_weights.size // (datafit.n_features + datafit.fit_intercept)
+        x0[:datafit.n_features * n_rows] /= scale
+        if offsets is None:
+            return x0
     if multinomial:
         W, b = split_parameters(x0, datafit.n_features, x0.size // (datafit.n_features + 1),
                                 True)
