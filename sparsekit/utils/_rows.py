@@ -143,8 +143,8 @@ def unit_power(X):
     if not stored.any():
         return 1.0
     median = float(np.median(np.sqrt(squares[stored] / counts[stored])))
-    if not median > 0 or UNIT_RANGE[0] <= median <= UNIT_RANGE[1]:
-        return 1.0
+    if not 0 < median < math.inf or UNIT_RANGE[0] <= median <= UNIT_RANGE[1]:
+        return 1.0      # in range, or squares beyond float64's (which fits refuse)
     power = -round(math.log2(median))
     largest = math.sqrt(float(squares.max()))   # at least the largest entry's magnitude
     if power > 0 and math.isfinite(largest) and largest > 0:
