@@ -1496,3 +1496,7 @@ def test_a_column_far_from_0_among_features_in_other_units():
     assert est.n_iter_[0] <= 1.5 * unit.n_iter_[0] + 2
     np.testing.assert_allclose(est.decision_function(small), unit.decision_function(years),
                                rtol=1e-6, atol=1e-6)
+    for multiclass in ("ovr", "multinomial"):  # a warm start is the solution, both mapped
+        labels = y + (np.arange(300) % 3 == 0) if multiclass == "multinomial" else y
+        model = L1LogisticOBA(C=1e5, tol=1e-11, multiclass=multiclass).fit(small, labels)
+        assert np.max(model.set_params(warm_start=True).fit(small, labels).n_iter_) <= 1

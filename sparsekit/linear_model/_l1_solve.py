@@ -178,21 +178,21 @@ def null_start(datafit):
 
 def centered_start(datafit, x0, multinomial):
     """A start ``x0`` (the parameters of X's columns as given) as the parameters of the
-    datafit's X, whose columns may have been centered (its ``offsets``) and multiplied by
-    a power of two (its ``scale``)."""
+    datafit's X, whose columns may have been centered (its ``offsets``: the intercepts
+    gain the weights' product with them) and multiplied by a power of two (its ``scale``:
+    the weights are divided by it)."""
     offsets, scale = getattr(datafit, "offsets", None), getattr(datafit, "scale", 1.0)
     if offsets is None and scale == 1.0:
         return x0
     x0 = np.array(x0, dtype=np.float64)
+    if offsets is not None:
+        if multinomial:
+            W, b = split_parameters(x0, datafit.n_features,
+                                    x0.size // (datafit.n_features + 1), True)
+            b += offsets @ W                    # views of x0
+        else:
+            x0[-1] += x0[:datafit.n_features] @ offsets
     if scale != 1.0:         # the weights, ahead of the intercepts
         n_rows = datafit.penalty_weights.size // (datafit.n_features + datafit.fit_intercept)
         x0[:datafit.n_features * n_rows] /= scale
-        if offsets is None:
-            return x0
-    if multinomial:
-        W, b = split_parameters(x0, datafit.n_features, x0.size // (datafit.n_features + 1),
-                                True)
-        b += offsets @ W                        # views of x0
-    else:
-        x0[-1] += x0[:datafit.n_features] @ offsets
     return x0
