@@ -131,12 +131,12 @@ def unit_power(X):
     Hessian regularization, its trust radius, the measure's unit step) are absolute and
     were set on columns of such entries, and features in other units (all of them 1e-4
     times as large, C 1e4 times) made its Newton steps crawl."""
-    if sp.issparse(X) and X.format == "csc":
-        counts = np.diff(X.indptr).astype(np.float64)
-        squares = np.zeros(X.shape[1])
-        rows = counts > 0
-        squares[rows] = np.add.reduceat(np.square(X.data, dtype=np.float64),
-                                        X.indptr[:-1][rows])
+    if sp.issparse(X) and X.format == "csc":     # its columns' runs of entries
+        squares, counts = np.zeros(X.shape[1]), np.zeros(X.shape[1])
+        nonempty = np.diff(X.indptr) > 0
+        starts = X.indptr[:-1][nonempty]
+        squares[nonempty] = np.add.reduceat(np.square(X.data, dtype=np.float64), starts)
+        counts[nonempty] = np.add.reduceat((X.data != 0).astype(np.float64), starts)
     else:
         squares, counts = weighted_column_stats(X)
     stored = counts > 0
