@@ -408,17 +408,24 @@ class DaskRows:
                                               allow_other_workers=True, pure=False)
         return finished(parts)
 
+    def placed_with(self, func, parts, *args):
+        """Futures of ``func(part, *args)`` for each future of ``parts`` (aligned with the
+        partitions, such as :meth:`placed` returns), each made where its part is."""
+        return finished([self.client.submit(func, part, *args, pure=False)
+                         for part in parts])
+
     def datafit(self, make, classes, class_weight=None, mean=1.0, weights=None, parts=None,
-                offsets=None):
+                offsets=None, scale=1.0):
         """The :class:`~sparsekit.losses._dask_datafit.DaskDatafit` of ``make(X_b, codes_b,
         weights_b)`` over the partitions: their labels as indices into ``classes``, their
         ``weights`` (futures; None: the sample weights) times ``class_weight`` over
         ``mean`` (class_weight None: as given); X_b the partitions or ``parts`` (futures of
-        :meth:`placed`), whose columns were shifted by ``offsets`` (the datafit's)."""
+        :meth:`placed`), whose columns were shifted by ``offsets`` and then multiplied by
+        ``scale`` (the datafit's)."""
         weights = self.sample_weight if weights is None else weights
         labelled = functools.partial(_labelled_block, make, classes, class_weight, mean)
         datafit = DaskDatafit(labelled, self, self.y, weights, parts)
-        datafit.offsets = offsets
+        datafit.offsets, datafit.scale = offsets, scale
         return datafit
 
     def gather(self, parts):

@@ -203,16 +203,18 @@ class _WeightedFolds:
     folds' checks and the scorer.
 
     Subclasses set ``y``, ``codes``, ``sample_weight``, ``weights``, ``columns``,
-    ``splittable``, ``dtype``, ``classes`` and ``refit_input``, and define ``_datafit``,
+    ``splittable``, ``dtype``, ``classes``, ``refit_input`` and ``scale`` (the power of two
+    the solved X's columns were multiplied by), and define ``_datafit``,
     ``_place`` (the weights where the rows are), ``n_jobs`` (the paths at a time),
     ``held_out`` and ``advice``."""
 
     def _weights(self, counts=None):
-        """(the solver weights where the rows are, their mean over all the rows), for all
-        the rows or ``counts`` times each (a training fold)."""
+        """(the solver weights where the rows are, the solver's C per unit of the
+        estimator's: their mean over all the rows over X's scale), for all the rows or
+        ``counts`` times each (a training fold)."""
         weights, mean = unit_mean_weights(self.weights if counts is None
                                           else self.weights * counts)
-        return self._place(weights), mean
+        return self._place(weights), mean / self.scale
 
     def datafits(self, problems, n_classes, fit_intercept):
         weights, mean = self._weights()
@@ -261,9 +263,9 @@ class DaskFolds(_WeightedFolds):
         self.splittable = np.empty((data.n_samples, 0))
         self.dtype, self.classes = data.dtype, est.classes_
         self.refit_input = (X, y, sample_weight)
-        self.parts, self.offsets = dask_layouts(
+        self.parts, self.offsets, self.scale = dask_layouts(
             data, problem_count(est.multiclass, est.classes_.size), data.split(self.weights),
-            est.fit_intercept)
+            est.fit_intercept, rescale=bool(np.all(np.asarray(est.l1_ratios) == 1)))
 
     @staticmethod
     def n_jobs(est):
@@ -281,7 +283,7 @@ class DaskFolds(_WeightedFolds):
         partitions' solver ``weights``."""
         return self.data.datafit(partition_block(pos, self.classes.size, fit_intercept),
                                  self.classes, weights=weights, parts=self.parts,
-                                 offsets=self.offsets)
+                                 offsets=self.offsets, scale=self.scale)
 
     def held_out(self, test, blocks, make_model):
         """As :meth:`MemoryFolds.held_out`; the models return the margins computed on
@@ -325,6 +327,7 @@ class DeviceFolds(_WeightedFolds):
         self.columns = UsedColumns(X, keep_all=True)   # as the device datafits
         self.rows = X
         self.X, self.offsets = device_layout(X, self.weights, est.fit_intercept)
+        self.scale = 1.0                               # X in its own units
         self.splittable = np.empty((X.shape[0], 0))
         self.dtype, self.classes = X.dtype, est.classes_
         self.shared = {}                               # X's squares, for every datafit

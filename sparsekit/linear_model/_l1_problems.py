@@ -17,7 +17,7 @@ from sparsekit.losses._multinomial_datafit import Multinomial
 from sparsekit.utils._centering import (center_stride, column_moments, column_shifts,
                                          far_shifts)
 from sparsekit.utils._columns import UsedColumns
-from sparsekit.utils._rows import mostly_zeros, sparse_copy, unit_power
+from sparsekit.utils._rows import entry_stats, mostly_zeros, sparse_copy, unit_power
 from sparsekit.utils._threads import cpu_threads
 from sparsekit.utils._validation import (check_entry_magnitude, check_two_classes,
                                          physical_memory, validate_input)
@@ -137,10 +137,10 @@ def layouts(X, n_problems=1, sample_weight=None, fit_intercept=False, rescale=Fa
     (or None): with a free intercept, those of its columns stored in every row that lie far
     from 0 against their spread (:func:`~sparsekit.utils._centering.column_shifts`), and,
     with ``rescale`` (the ℓ1 penalty alone), the power of two the columns were then
-    multiplied by (:func:`~sparsekit.utils._rows.unit_power`; else 1)."""
+    multiplied by (:func:`~sparsekit.utils._rows.unit_power` of the centered X; else 1)."""
     offsets = column_shifts(X, sample_weight) if fit_intercept else None
     X_solved, X_csr = column_layout(X, n_problems, offsets)
-    scale = unit_power(X_solved) if rescale else 1.0
+    scale = unit_power(*entry_stats(X_solved), X_solved.dtype) if rescale else 1.0
     if scale != 1.0:
         X_solved, X_csr = _scaled_layout(X, X_solved, X_csr, scale)
     return X_solved, X_csr, offsets, scale
@@ -166,14 +166,35 @@ def _scaled_layout(X, X_solved, X_csr, scale):
     return X_solved, X_csr
 
 
-def dask_layouts(data, n_problems, weights, fit_intercept):
+def dask_layouts(data, n_problems, weights, fit_intercept, rescale=False):
     """(futures of every partition's :func:`column_layout` for ``n_problems``, made once
-    for them on the worker that holds it, and the offsets subtracted from X's columns or
-    None) of dask rows ``data``, as :func:`layouts` makes them in memory (the shifts from
-    the partitions' moments, weighted by ``weights``: futures, or None for the sample
-    weights)."""
+    for them on the worker that holds it, the offsets subtracted from X's columns or None,
+    and the power of two they were then multiplied by) of dask rows ``data``, as
+    :func:`layouts` makes them in memory (the shifts from the partitions' moments,
+    weighted by ``weights``: futures, or None for the sample weights; the power from the
+    laid-out partitions' column sums, with ``rescale``)."""
     offsets = data.column_shifts(weights) if fit_intercept else None
-    return data.placed(column_layout, n_problems, offsets), offsets
+    parts = data.placed(column_layout, n_problems, offsets)
+    if not rescale:
+        return parts, offsets, 1.0
+    squares, counts = np.sum(data.map(_layout_stats, parts), axis=0)
+    scale = unit_power(squares, counts, data.dtype)
+    if scale != 1.0:     # new layouts: a partition's may hold its block's entries
+        parts = data.placed_with(_scaled_part, parts, scale)
+    return parts, offsets, scale
+
+
+def _layout_stats(layout):
+    """:func:`~sparsekit.utils._rows.entry_stats` of a partition's layout, as one array."""
+    return np.stack(entry_stats(layout[0]))
+
+
+def _scaled_part(layout, scale):
+    """A copy of a partition's layout ``(X, X_csr)`` times ``scale``."""
+    X, X_csr = layout
+    factor = X.dtype.type(scale)
+    X = X * factor if sp.issparse(X) else np.multiply(X, factor, order="F")
+    return X, None if X_csr is None else X_csr * factor
 
 
 def partition_block(pos, n_classes, fit_intercept):
@@ -298,8 +319,8 @@ class MemoryProblems:
 class DaskProblems:
     """Dask arrays: X's row partitions laid out once for every problem on the workers that
     hold them (:func:`dask_layouts`; ``n_problems`` as :class:`MemoryProblems` takes
-    it), each problem's datafit the sum of theirs; X in its own units (``c_factor``: the
-    weights' mean, as :class:`MemoryProblems` has it).
+    it), each problem's datafit the sum of theirs; X's scale and ``c_factor`` as
+    :class:`MemoryProblems` has them.
 
     Sets the estimator's ``classes_`` and ``n_features_in_``."""
 
@@ -317,9 +338,10 @@ class DaskProblems:
             raise ValueError("every sample has weight 0 (sample_weight times class_weight)")
         self.weights = data.weights(self.classes, cw, self.c_factor)  # of every problem
         self.columns = UsedColumns(X, keep_all=True)    # as the partitions' datafits
-        self.parts, self.offsets = dask_layouts(
+        self.parts, self.offsets, self.scale = dask_layouts(
             data, n_problems or problem_count(est.multiclass, self.classes.size),
-            self.weights, est.fit_intercept)
+            self.weights, est.fit_intercept, rescale=est.l1_ratio == 1)
+        self.c_factor /= self.scale
         self.dtype, self.n_samples = data.dtype, data.n_samples
         self.fit_intercept = est.fit_intercept
 
@@ -327,7 +349,7 @@ class DaskProblems:
         """:meth:`MemoryProblems.datafit` on the partitions."""
         return self.data.datafit(partition_block(pos, self.classes.size, self.fit_intercept),
                                  self.classes, weights=self.weights, parts=self.parts,
-                                 offsets=self.offsets)
+                                 offsets=self.offsets, scale=self.scale)
 
     def advice(self):
         """:func:`solve_advice` of X's partitions."""

@@ -122,23 +122,29 @@ def unit_factors(squares, counts):
 UNIT_RANGE = (1 / 16, 16.0)
 
 
-def unit_power(X):
-    """The power of two 2**k by which OBA solves the laid-out ``X`` (a NumPy array or a CSC
-    or CSR matrix): 1 where the median over X's columns with a nonzero entry of the root
-    mean square of those entries lies in UNIT_RANGE, else the power that brings it nearest
-    1 (bounded so that no entry overflows X's dtype). The problem is the same (C divided and
-    the weights multiplied by it, exactly: a power of two); the solver's constants (its
-    Hessian regularization, its trust radius, the measure's unit step) are absolute and
-    were set on columns of such entries, and features in other units (all of them 1e-4
-    times as large, C 1e4 times) made its Newton steps crawl."""
-    if sp.issparse(X) and X.format == "csc":     # its columns' runs of entries
-        squares, counts = np.zeros(X.shape[1]), np.zeros(X.shape[1])
-        nonempty = np.diff(X.indptr) > 0
-        starts = X.indptr[:-1][nonempty]
-        squares[nonempty] = np.add.reduceat(np.square(X.data, dtype=np.float64), starts)
-        counts[nonempty] = np.add.reduceat((X.data != 0).astype(np.float64), starts)
-    else:
-        squares, counts = weighted_column_stats(X)
+def entry_stats(X):
+    """``(squares, counts)`` of :func:`weighted_column_stats` (unweighted) of a NumPy array
+    or a CSR or CSC matrix, a CSC one's read along its columns (no CSR copy). Sums, so that
+    row partitions add up."""
+    if not (sp.issparse(X) and X.format == "csc"):
+        return weighted_column_stats(X)
+    squares, counts = np.zeros(X.shape[1]), np.zeros(X.shape[1])
+    nonempty = np.diff(X.indptr) > 0
+    starts = X.indptr[:-1][nonempty]
+    squares[nonempty] = np.add.reduceat(np.square(X.data, dtype=np.float64), starts)
+    counts[nonempty] = np.add.reduceat((X.data != 0).astype(np.float64), starts)
+    return squares, counts
+
+
+def unit_power(squares, counts, dtype):
+    """The power of two 2**k by which OBA solves X of :func:`entry_stats` ``(squares,
+    counts)`` and ``dtype``: 1 where the median over X's columns with a nonzero entry of the
+    root mean square of those entries lies in UNIT_RANGE, else the power that brings it
+    nearest 1 (bounded so that no entry overflows ``dtype``). The problem is the same (C
+    divided and the weights multiplied by it, exactly: a power of two); the solver's
+    constants (its Hessian regularization, its trust radius, the measure's unit step) are
+    absolute and were set on columns of such entries, and features in other units (all of
+    them 1e-4 times as large, C 1e4 times) made its Newton steps crawl."""
     stored = counts > 0
     if not stored.any():
         return 1.0
@@ -148,7 +154,7 @@ def unit_power(X):
     power = -round(math.log2(median))
     largest = math.sqrt(float(squares.max()))   # at least the largest entry's magnitude
     if power > 0 and math.isfinite(largest) and largest > 0:
-        headroom = math.log2(np.finfo(X.dtype).max) - math.log2(largest)
+        headroom = math.log2(np.finfo(dtype).max) - math.log2(largest)
         power = min(power, math.floor(headroom) - 1)
     return 2.0 ** power if power else 1.0
 
