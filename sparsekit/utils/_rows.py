@@ -124,9 +124,13 @@ UNIT_RANGE = (1 / 16, 16.0)
 
 def entry_stats(X):
     """``(squares, counts)`` of :func:`weighted_column_stats` (unweighted) of a NumPy array
-    or a CSR or CSC matrix, a CSC one's read along its columns (no CSR copy). Sums, so that
-    row partitions add up."""
-    if not (sp.issparse(X) and X.format == "csc"):
+    or a CSR or CSC matrix: a dense X's by column reductions (buffered, in float64: a
+    tenth of the time of the weighted blocks on the Fortran-ordered layouts of a fit), a
+    CSC one's along its columns (no CSR copy). Sums, so that row partitions add up."""
+    if isinstance(X, np.ndarray):
+        return (np.einsum("ij,ij->j", X, X, dtype=np.float64),
+                np.count_nonzero(X, axis=0).astype(np.float64))
+    if X.format != "csc":
         return weighted_column_stats(X)
     squares, counts = np.zeros(X.shape[1]), np.zeros(X.shape[1])
     nonempty = np.diff(X.indptr) > 0
@@ -153,9 +157,10 @@ def unit_power(squares, counts, dtype):
         return 1.0      # in range, or squares beyond float64's (which fits refuse)
     power = -round(math.log2(median))
     largest = math.sqrt(float(squares.max()))   # at least the largest entry's magnitude
-    if power > 0 and math.isfinite(largest) and largest > 0:
-        headroom = math.log2(np.finfo(dtype).max) - math.log2(largest)
-        power = min(power, math.floor(headroom) - 1)
+    if power > 0:          # squares beyond their dtype's range: entries too large to grow
+        headroom = (math.log2(np.finfo(dtype).max) - math.log2(largest)
+                    if math.isfinite(largest) else 0.0)
+        power = max(min(power, math.floor(headroom) - 1), 0)
     return 2.0 ** power if power else 1.0
 
 
