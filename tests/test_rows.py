@@ -4,7 +4,7 @@ import pytest
 import scipy.sparse as sp
 
 from sparsekit.utils._rows import (COLUMN_UNITS_CAP, SPARSE_COPY_DENSITY, UNIT_RANGE,
-                                   entry_scales, entry_stats, unit_power,
+                                   entry_scales, unit_power,
                                    mostly_zeros, row_sq_norms, sparse_copy, unit_factors,
                                    weighted_column_stats, weighted_scale_sums)
 
@@ -158,22 +158,22 @@ def test_unit_power_brings_the_median_column_near_1(layout):
     median = np.median(stored)
     for factor in (1.0, UNIT_RANGE[0] * 1.01, UNIT_RANGE[1] * 0.99, 2.0**-30, 1e-4,
                    1e4, 2.0**40):
-        power = unit_power(*entry_stats(make(X * factor / median)), X.dtype)
+        power = unit_power(*weighted_column_stats(make(X * factor / median)), X.dtype)
         if UNIT_RANGE[0] <= factor <= UNIT_RANGE[1]:
             assert power == 1.0
         else:
             assert np.log2(power) == -round(np.log2(factor)) and 2**-0.5 <= factor * power
             assert factor * power <= 2**0.5
-    assert unit_power(*entry_stats(make(np.zeros((3, 4)))), np.float64) == 1.0
+    assert unit_power(*weighted_column_stats(make(np.zeros((3, 4)))), np.float64) == 1.0
     if layout in ("csr", "csc"):          # stored zeros count as no entry
         stored_zeros = make(X * 1e-4 / median)
         stored_zeros.data[::3] = 0.0
         dense = stored_zeros.toarray()
-        assert entry_stats(stored_zeros)[1].sum() == np.count_nonzero(dense)
-        assert unit_power(*entry_stats(stored_zeros), X.dtype) == unit_power(
-            *entry_stats(dense), X.dtype) != 1.0
+        assert weighted_column_stats(stored_zeros)[1].sum() == np.count_nonzero(dense)
+        assert unit_power(*weighted_column_stats(stored_zeros), X.dtype) == unit_power(
+            *weighted_column_stats(dense), X.dtype) != 1.0
     with np.errstate(over="ignore"):        # squares beyond float64's: left as given
-        assert unit_power(*entry_stats(make(np.full((3, 4), 1e200))), np.float64) == 1.0
+        assert unit_power(*weighted_column_stats(make(np.full((3, 4), 1e200))), np.float64) == 1.0
 
 
 def test_unit_power_keeps_every_entry_finite():
@@ -182,7 +182,7 @@ def test_unit_power_keeps_every_entry_finite():
     factor 2 to spare)."""
     X = np.full((4, 5), 1e-30, dtype=np.float32)
     X[:, 0] = 1e37
-    power = unit_power(*entry_stats(X), X.dtype)
+    power = unit_power(*weighted_column_stats(X), X.dtype)
     assert 1.0 < power < 2.0**100 and np.isfinite(X * np.float32(power)).all()
     assert X[0, 0] * power * 2 * 2 * np.sqrt(4) > np.finfo(np.float32).max  # cut no further
 

@@ -17,7 +17,8 @@ from sparsekit.losses._multinomial_datafit import Multinomial
 from sparsekit.utils._centering import (center_stride, column_moments, column_shifts,
                                          far_shifts)
 from sparsekit.utils._columns import UsedColumns
-from sparsekit.utils._rows import entry_stats, mostly_zeros, sparse_copy, unit_power
+from sparsekit.utils._rows import (mostly_zeros, sparse_copy, unit_power,
+                                   weighted_column_stats)
 from sparsekit.utils._threads import cpu_threads
 from sparsekit.utils._validation import (check_entry_magnitude, check_two_classes,
                                          physical_memory, validate_input)
@@ -140,7 +141,7 @@ def layouts(X, n_problems=1, sample_weight=None, fit_intercept=False, rescale=Fa
     multiplied by (:func:`~sparsekit.utils._rows.unit_power` of the centered X; else 1)."""
     offsets = column_shifts(X, sample_weight) if fit_intercept else None
     X_solved, X_csr = column_layout(X, n_problems, offsets)
-    scale = unit_power(*entry_stats(X_solved), X_solved.dtype) if rescale else 1.0
+    scale = unit_power(*weighted_column_stats(X_solved), X_solved.dtype) if rescale else 1.0
     if scale != 1.0:
         X_solved, X_csr = _scaled_layout(X, X_solved, X_csr, scale)
     return X_solved, X_csr, offsets, scale
@@ -185,8 +186,9 @@ def dask_layouts(data, n_problems, weights, fit_intercept, rescale=False):
 
 
 def _layout_stats(layout):
-    """:func:`~sparsekit.utils._rows.entry_stats` of a partition's layout, as one array."""
-    return np.stack(entry_stats(layout[0]))
+    """unweighted :func:`~sparsekit.utils._rows.weighted_column_stats` of a partition's
+    layout, as one array."""
+    return np.stack(weighted_column_stats(layout[0]))
 
 
 def _scaled_part(layout, scale):

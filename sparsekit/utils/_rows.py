@@ -45,10 +45,22 @@ _SQUARES_BLOCK_BYTES = 1 << 23
 def weighted_column_stats(X, sample_weight=None):
     """``(Σᵢ sᵢ xᵢⱼ², Σᵢ sᵢ [xᵢⱼ ≠ 0])`` (float64) of every column j of NumPy or SciPy
     sparse ``X``: its weighted sum of squares and count of nonzero entries; the weights
-    ``s`` default to 1. Sums, so that row partitions add up."""
+    ``s`` default to 1, where a dense X's sums are column reductions (buffered, in
+    float64: a tenth of the time of the weighted row blocks on a Fortran-ordered X) and a
+    CSC X's are read along its columns (no CSR copy). Sums, so that row partitions add
+    up."""
+    squares, counts = np.zeros(X.shape[1]), np.zeros(X.shape[1])
+    if sample_weight is None and not sp.issparse(X):
+        return (np.einsum("ij,ij->j", X, X, dtype=np.float64),
+                np.count_nonzero(X, axis=0).astype(np.float64))
+    if sample_weight is None and X.format == "csc":
+        nonempty = np.diff(X.indptr) > 0
+        starts = X.indptr[:-1][nonempty]
+        squares[nonempty] = np.add.reduceat(np.square(X.data, dtype=np.float64), starts)
+        counts[nonempty] = np.add.reduceat((X.data != 0).astype(np.float64), starts)
+        return squares, counts
     sw = (np.ones(X.shape[0]) if sample_weight is None
           else np.asarray(sample_weight, dtype=np.float64))
-    squares, counts = np.zeros(X.shape[1]), np.zeros(X.shape[1])
     if sp.issparse(X):
         X = X.tocsr()
         data = X.data if X.data.dtype in (np.float32, np.float64) else X.data.astype(np.float64)
@@ -122,33 +134,16 @@ def unit_factors(squares, counts):
 UNIT_RANGE = (1 / 16, 16.0)
 
 
-def entry_stats(X):
-    """``(squares, counts)`` of :func:`weighted_column_stats` (unweighted) of a NumPy array
-    or a CSR or CSC matrix: a dense X's by column reductions (buffered, in float64: a
-    tenth of the time of the weighted blocks on the Fortran-ordered layouts of a fit), a
-    CSC one's along its columns (no CSR copy). Sums, so that row partitions add up."""
-    if isinstance(X, np.ndarray):
-        return (np.einsum("ij,ij->j", X, X, dtype=np.float64),
-                np.count_nonzero(X, axis=0).astype(np.float64))
-    if X.format != "csc":
-        return weighted_column_stats(X)
-    squares, counts = np.zeros(X.shape[1]), np.zeros(X.shape[1])
-    nonempty = np.diff(X.indptr) > 0
-    starts = X.indptr[:-1][nonempty]
-    squares[nonempty] = np.add.reduceat(np.square(X.data, dtype=np.float64), starts)
-    counts[nonempty] = np.add.reduceat((X.data != 0).astype(np.float64), starts)
-    return squares, counts
-
-
 def unit_power(squares, counts, dtype):
-    """The power of two 2**k by which OBA solves X of :func:`entry_stats` ``(squares,
-    counts)`` and ``dtype``: 1 where the median over X's columns with a nonzero entry of the
-    root mean square of those entries lies in UNIT_RANGE, else the power that brings it
-    nearest 1 (bounded so that no entry overflows ``dtype``). The problem is the same (C
-    divided and the weights multiplied by it, exactly: a power of two); the solver's
-    constants (its Hessian regularization, its trust radius, the measure's unit step) are
-    absolute and were set on columns of such entries, and features in other units (all of
-    them 1e-4 times as large, C 1e4 times) made its Newton steps crawl."""
+    """The power of two 2**k by which OBA solves X of unweighted
+    :func:`weighted_column_stats` ``(squares, counts)`` and ``dtype``: 1 where the median
+    over X's columns with a nonzero entry of the root mean square of those entries lies
+    in UNIT_RANGE, else the power that brings it nearest 1 (bounded so that no entry
+    overflows ``dtype``). The problem is the same (C divided and the weights multiplied
+    by it, exactly: a power of two); the solver's constants (its Hessian regularization,
+    its trust radius, the measure's unit step) are absolute and were set on columns of
+    such entries, and features in other units (all of them 1e-4 times as large, C 1e4
+    times) made its Newton steps crawl."""
     stored = counts > 0
     if not stored.any():
         return 1.0
