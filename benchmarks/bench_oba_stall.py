@@ -84,14 +84,17 @@ def tables():
 
 
 def objective(model, X, y):
-    """C Σᵢ loss + ‖W‖₁ of a fitted L1LogisticOBA (summed over one-vs-rest problems)."""
+    """C Σᵢ loss + r‖W‖₁ + (1 − r)/2 ‖W‖² of a fitted L1LogisticOBA (r its ``l1_ratio``;
+    summed over one-vs-rest problems)."""
     codes = np.searchsorted(model.classes_, y)
-    if model.multiclass == "multinomial" and model.classes_.size > 2:
-        return _multinomial_objective(model.coef_, model.intercept_, X, codes, model.C)
-    scores = X @ model.coef_.T + model.intercept_
+    W, r = model.coef_, model.l1_ratio
+    ridge = 0.5 * (1.0 - r) * np.square(W).sum()
+    if model.multiclass == "multinomial" and model.classes_.size > 2:   # r (‖W‖₁ + C/r loss)
+        return r * _multinomial_objective(W, model.intercept_, X, codes, model.C / r) + ridge
+    scores = X @ W.T + model.intercept_
     positive = (codes[:, None] == (np.arange(scores.shape[1]) if scores.shape[1] > 1 else 1))
     loss = np.logaddexp(0.0, np.where(positive, -scores, scores)).sum()
-    return model.C * loss + np.abs(model.coef_).sum()
+    return model.C * loss + r * np.abs(W).sum() + ridge
 
 
 SOLVER = l1_solve.minimize_oba

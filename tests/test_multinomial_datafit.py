@@ -1319,7 +1319,7 @@ def test_duality_gap_is_its_formula_at_any_point(l1_ratio, C):
     f = Multinomial(sp.csr_matrix(X), y, 4, sw, True)
     x = rng.normal(scale=0.3, size=f.n_params)
     W, b = f.split(x)
-    got = relative_duality_gap(f, x, C, l1_ratio)
+    got = relative_duality_gap(f, x, C, l1_ratio, 1.0 - l1_ratio)
     np.testing.assert_allclose(got, _gap_reference(X, y, sw, C, W, b, l1_ratio), rtol=1e-10)
     assert got > 0
 

@@ -103,7 +103,7 @@ def _fold_paths(rows, codes, weights, train, problems, n_classes, Cs, l1_ratios,
     start = time.perf_counter()
     sample_weight, mean = unit_mean_weights(weights[train])
     X, X_csr, offsets, scale = layouts(rows[train], len(problems), sample_weight,
-                                       fit_intercept, rescale=bool(np.all(l1_ratios == 1)))
+                                       fit_intercept, rescale=True)
     codes = codes[train]
     for pos in problems:
         datafit = _datafit(X, X_csr, offsets, codes, sample_weight, pos, n_classes,
@@ -265,7 +265,7 @@ class DaskFolds(_WeightedFolds):
         self.refit_input = (X, y, sample_weight)
         self.parts, self.offsets, self.scale = dask_layouts(
             data, problem_count(est.multiclass, est.classes_.size), data.split(self.weights),
-            est.fit_intercept, rescale=bool(np.all(np.asarray(est.l1_ratios) == 1)))
+            est.fit_intercept)
 
     @staticmethod
     def n_jobs(est):

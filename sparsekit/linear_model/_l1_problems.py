@@ -137,8 +137,8 @@ def layouts(X, n_problems=1, sample_weight=None, fit_intercept=False, rescale=Fa
     """:func:`column_layout`'s ``(X, X_csr)``, the offsets subtracted from X's columns
     (or None): with a free intercept, those of its columns stored in every row that lie far
     from 0 against their spread (:func:`~sparsekit.utils._centering.column_shifts`), and,
-    with ``rescale`` (the ℓ1 penalty alone), the power of two the columns were then
-    multiplied by (:func:`~sparsekit.utils._rows.unit_power` of the centered X; else 1)."""
+    with ``rescale``, the power of two the columns were then multiplied by
+    (:func:`~sparsekit.utils._rows.unit_power` of the centered X; else 1)."""
     offsets = column_shifts(X, sample_weight) if fit_intercept else None
     X_solved, X_csr = column_layout(X, n_problems, offsets)
     scale = unit_power(*weighted_column_stats(X_solved), X_solved.dtype) if rescale else 1.0
@@ -167,17 +167,15 @@ def _scaled_layout(X, X_solved, X_csr, scale):
     return X_solved, X_csr
 
 
-def dask_layouts(data, n_problems, weights, fit_intercept, rescale=False):
+def dask_layouts(data, n_problems, weights, fit_intercept):
     """(futures of every partition's :func:`column_layout` for ``n_problems``, made once
     for them on the worker that holds it, the offsets subtracted from X's columns or None,
     and the power of two they were then multiplied by) of dask rows ``data``, as
     :func:`layouts` makes them in memory (the shifts from the partitions' moments,
     weighted by ``weights``: futures, or None for the sample weights; the power from the
-    laid-out partitions' column sums, with ``rescale``)."""
+    laid-out partitions' column sums)."""
     offsets = data.column_shifts(weights) if fit_intercept else None
     parts = data.placed(column_layout, n_problems, offsets)
-    if not rescale:
-        return parts, offsets, 1.0
     squares, counts = np.sum(data.map(_layout_stats, parts), axis=0)
     scale = unit_power(squares, counts, data.dtype)
     if scale != 1.0:     # new layouts: a partition's may hold its block's entries
@@ -277,7 +275,7 @@ def problem_count(multiclass, n_classes):
 
 class MemoryProblems:
     """In-memory data of a fit, ready for its solves: X's used columns laid out once for
-    every problem (:func:`layouts`, in units of entries near 1 under the ℓ1 penalty alone),
+    every problem (:func:`layouts`, in units of entries near 1),
     the labels' codes, the weights of mean 1 (times ``class_weight``) and the solver's C
     per unit of the estimator's (``c_factor``: that mean over the power of two X was
     multiplied by). ``n_problems``: how many problems the layout serves (None: the fit's,
@@ -295,7 +293,7 @@ class MemoryProblems:
         self.n_problems = n_problems or problem_count(est.multiclass, self.classes.size)
         self.X, self.X_csr, self.offsets, self.scale = layouts(
             self.columns.take(X), self.n_problems, self.weights, est.fit_intercept,
-            rescale=est.l1_ratio == 1)
+            rescale=True)
         self.c_factor = mean_weight / self.scale
         self.dtype, self.n_samples = self.X.dtype, self.X.shape[0]
         self.fit_intercept, self.n_threads = est.fit_intercept, cpu_threads(est.n_jobs)
@@ -342,7 +340,7 @@ class DaskProblems:
         self.columns = UsedColumns(X, keep_all=True)    # as the partitions' datafits
         self.parts, self.offsets, self.scale = dask_layouts(
             data, n_problems or problem_count(est.multiclass, self.classes.size),
-            self.weights, est.fit_intercept, rescale=est.l1_ratio == 1)
+            self.weights, est.fit_intercept)
         self.c_factor /= self.scale
         self.dtype, self.n_samples = data.dtype, data.n_samples
         self.fit_intercept = est.fit_intercept

@@ -3,7 +3,7 @@ the stop it confirms by the duality gap, and the models of the solutions.
 
 A solve minimizes F / (C n), the weighted mean logistic (or softmax) loss plus μ‖w‖₁ with
 μ = 1/(C n), by :func:`sparsekit.optimize.minimize_oba` (Keskar 2017, thesis chapter 2);
-with ``l1_ratio`` r < 1 the elastic net's ridge part (1 − r)/2 ‖w‖² joins the datafit.
+with ``l1_ratio`` r < 1 the elastic net's ridge part joins the datafit (:func:`penalty`).
 """
 import numpy as np
 
@@ -99,7 +99,8 @@ class _GapCheck:
     (``first``) and the gap last computed (``gap``, at iteration ``nit``)."""
 
     def __init__(self, datafit, C, l1_ratio, floor):
-        self.datafit, self.C, self.l1_ratio, self.floor = datafit, C, l1_ratio, floor
+        self.datafit, self.C, self.floor = datafit, C, floor
+        self.penalty = penalty(datafit, l1_ratio)
         self.first = self.nit = None
         self.gap = np.nan
 
@@ -109,7 +110,7 @@ class _GapCheck:
         if state.optimality <= self.floor:
             return True
         self.nit = state.nit
-        self.gap = relative_duality_gap(self.datafit, state.x, self.C, self.l1_ratio)
+        self.gap = relative_duality_gap(self.datafit, state.x, self.C, *self.penalty)
         return self.gap <= GAP_CONFIRM
 
 
@@ -131,7 +132,7 @@ def _checked_solve(datafit, C, tol, max_iter, x0, verbose, l1_ratio, cg_maxiter=
                     confirm=check)
     res.pop("jac")
     res.duality_gap = (check.gap if check.nit == res.nit
-                       else relative_duality_gap(datafit, res.x, C, l1_ratio))
+                       else relative_duality_gap(datafit, res.x, C, *check.penalty))
     res.tol_floor = tol_floor
     res.tol_excess = 0.0 if check.first is None else (check.first - res.fun) / check.first
     if check.first is not None and res.status in (1, 2):   # met tol, never confirmed
@@ -147,15 +148,16 @@ def oba_solve(datafit, C, tol, max_iter, x0, verbose, l1_ratio=1.0, cg_maxiter=1
     The datafit does not depend on C: a path reuses one (its Lipschitz bound and layout).
     """
     weight = C * datafit.n_samples     # 0 where C times tiny weights underflows
-    mu = l1_ratio / weight if weight > 0 else np.inf
+    l1, l2 = penalty(datafit, l1_ratio)
+    mu = l1 / weight if weight > 0 else np.inf
     if not 0 < mu < np.inf:
         size, fault, fix = (("large", "underflows", "smaller") if not mu > 0
                             else ("small", "overflows", "larger"))
         raise ValueError(f"C times the total sample weight, {weight:.3g}, is "
                          f"too {size}: the penalty's weight 1/(C sum(s)) {fault}; use a {fix} "
                          f"C or {fix} sample weights")
-    if l1_ratio < 1.0:
-        datafit = Ridge(datafit, (1.0 - l1_ratio) / (C * datafit.n_samples))
+    if l2 > 0.0:
+        datafit = Ridge(datafit, l2 / weight)
     x0 = null_start(datafit) if x0 is None else np.asarray(x0, dtype=np.float64)
     return minimize_oba(datafit.value_grad, datafit.hessp, x0, mu,
                         penalty_weights=datafit.penalty_weights,
@@ -166,6 +168,14 @@ def oba_solve(datafit, C, tol, max_iter, x0, verbose, l1_ratio=1.0, cg_maxiter=1
                         cg_rtol_explicit=CG_RTOL_EXPLICIT,
                         shift_invariant=datafit.shift_invariant, confirm=confirm,
                         callback=callback, verbose=max(verbose - 1, 0))
+
+
+def penalty(datafit, l1_ratio):
+    """(a, ρ): the solver's penalty a‖v‖₁ + (ρ/2)‖v‖² for the elastic net
+    r‖w‖₁ + (1 − r)/2 ‖w‖² (r = ``l1_ratio``) of the weights w of X's columns as given.
+    The datafit's X is X times s (its ``scale``, else 1) and its weights v = w / s: F / s,
+    the problem the solve's C (already divided by s) poses, has a = r and ρ = (1 − r) s."""
+    return l1_ratio, (1.0 - l1_ratio) * getattr(datafit, "scale", 1.0)
 
 
 def null_start(datafit):
