@@ -7,7 +7,7 @@ on digits / 16 times 1e-2 at C = 1e3 the one-vs-rest fit took six times the iter
 times 1e-4 it ran to max_iter. Since 2026-12-07 a fit in memory with the ℓ1 penalty alone
 whose median column has a root mean square nonzero entry outside [1/16, 16] is solved with
 X multiplied by the power of two that brings that entry near 1 (the same problem, exactly),
-and since 2026-12-08 an elastic-net fit too (its solver's ridge weight multiplied by that
+and, later that day, an elastic-net fit too (its solver's ridge weight multiplied by that
 power: X times s at C / s is then the elastic net of X at C with a ridge weight divided by
 s, another problem, so its rows compare the two ways, not the scales). This script fits
 ``L1LogisticOBA`` at its defaults but C and l1_ratio (tol 1e-8, max_iter 500, a free

@@ -101,3 +101,28 @@ def test_device_nll_and_outputs_are_the_hosts(cupy_backend):
     labels = device_outputs(cp.asarray(S), "labels", names, np.float64)
     assert isinstance(labels, np.ndarray)
     np.testing.assert_array_equal(labels, names[S.argmax(axis=1)])
+
+
+@pytest.mark.parametrize("block_rows", [1, 7, 1000])
+@pytest.mark.parametrize("sparse", [False, True])
+def test_device_column_stats_are_the_host_ones_over_any_blocks(cupy_backend, sparse,
+                                                               block_rows, monkeypatch):
+    """The columns' sums of squares and nonzero counts of device X, taken over blocks of
+    rows (one row, a block that leaves a remainder, all of X), are the host's: an empty
+    column, a column of tiny entries and a zero stored in a sparse X (not counted)
+    included."""
+    from sparsekit.linear_model import _device_input
+    from sparsekit.utils._rows import weighted_column_stats
+
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((40, 6)) * (rng.random((40, 6)) < 0.5)
+    X[:, 2] = 0.0
+    X[:, 4] *= 1e-30
+    monkeypatch.setattr(_device_input, "DEVICE_BLOCK_BYTES", 8 * 6 * block_rows)
+    host = sp.csr_matrix(X) if sparse else X
+    if sparse:
+        host.data[0] = 0.0                         # stored, not counted
+    got = _device_input.device_column_stats(_on_device(cupy_backend, host, sparse))
+    want = weighted_column_stats(host)
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(g, w, rtol=1e-12, atol=0)

@@ -309,6 +309,49 @@ def test_columns_far_from_zero_are_centered_on_the_gpu_as_on_the_cpu(cupy_backen
                                L1LogisticOBACV(**cv).fit(X, y).scores_, rtol=1e-5)
 
 
+@pytest.mark.parametrize("l1_ratio", [1.0, 0.5])
+@pytest.mark.parametrize("multiclass", ["ovr", "multinomial"])
+@pytest.mark.parametrize("sparse", [False, True])
+def test_features_in_other_units_are_solved_on_the_gpu_as_on_the_cpu(cupy_backend, sparse,
+                                                                      multiclass, l1_ratio):
+    """X times 1e-4 at C times 1e4 (the ℓ1 problem of X at C; the elastic net's at a ridge
+    weight divided by 1e-4, X's at k C, ratio k r, k = 1 / (r + (1 − r) 1e4)): the device
+    layout is multiplied by the power of two the CPU uses (from its column sums, taken on
+    the device), so that the device fit is the CPU's, in the iterations of the device fit
+    of X, without a warning, from device and host X (the user's device X left as it was);
+    the path and the CV too."""
+    from sklearn.datasets import load_digits
+
+    from sparsekit import L1LogisticOBACV, l1_logistic_path
+
+    cp = cupy_backend
+    X, y = load_digits(return_X_y=True)
+    unit, y = X[:300] / 16.0, y[:300] % 3
+    X, k = unit * 1e-4, 1.0 / (l1_ratio + (1.0 - l1_ratio) * 1e4)
+    params = dict(C=1e5, tol=1e-10, multiclass=multiclass, l1_ratio=l1_ratio, max_iter=300)
+    cpu = L1LogisticOBA(**params).fit(sp.csr_matrix(X) if sparse else X, y)
+    unit_fit = L1LogisticOBA(**{**params, "C": 10 * k, "l1_ratio": l1_ratio * k},
+                             device="cuda").fit(cp.asarray(unit), y)
+    device_X = cp.asarray(X)
+    if sparse:
+        from cupyx.scipy import sparse as cusparse
+        device_X = cusparse.csr_matrix(device_X)
+    for X_fit in (device_X, sp.csr_matrix(X) if sparse else X):
+        gpu = _fit_quietly(X_fit, y, device="cuda", **params)
+        np.testing.assert_allclose(gpu.coef_, cpu.coef_, rtol=2e-5, atol=1e-2)
+        np.testing.assert_allclose(gpu.intercept_, cpu.intercept_, rtol=1e-6, atol=1e-6)
+        assert np.sum(gpu.n_iter_) <= 1.5 * np.sum(unit_fit.n_iter_) + 2
+    kept = device_X.toarray() if sparse else device_X
+    np.testing.assert_array_equal(cp.asnumpy(kept), X)
+    path = dict(Cs=[1e4, 1e5], multiclass=multiclass, l1_ratio=l1_ratio, tol=1e-10,
+                pos_class=None if multiclass == "multinomial" else 2)
+    np.testing.assert_allclose(l1_logistic_path(device_X, y, device="cuda", **path)[0],
+                               l1_logistic_path(X, y, **path)[0], rtol=2e-5, atol=1e-2)
+    cv = dict(Cs=[1e4, 1e5], l1_ratios=[l1_ratio], cv=3, multiclass=multiclass)
+    np.testing.assert_allclose(L1LogisticOBACV(device="cuda", **cv).fit(device_X, y).scores_,
+                               L1LogisticOBACV(**cv).fit(X, y).scores_, rtol=1e-5)
+
+
 def test_l1_logistic_oba_float32_on_the_gpu(cupy_backend):
     cp = cupy_backend
     rng = np.random.default_rng(2)

@@ -119,6 +119,24 @@ def device_scale_sums(X, sw):
                            for A in (squared, nonzero)), sw.sum())
 
 
+#: bytes of float64 entries of a device X's rows that :func:`device_column_stats` squares
+#: at a time (its temporaries: device memory is scarce)
+DEVICE_BLOCK_BYTES = 1 << 26
+
+
+def device_column_stats(X):
+    """Unweighted :func:`~sparsekit.utils._rows.weighted_column_stats` of a CuPy array or
+    cupyx sparse matrix X (float64 on the host), summed on the device over blocks of rows
+    (:func:`device_scale_sums` of each: temporaries of at most DEVICE_BLOCK_BYTES)."""
+    n, d = X.shape
+    step = max(1, DEVICE_BLOCK_BYTES // (8 * max(d, 1)))
+    sums = np.zeros(2 * d)
+    for start in range(0, n, step):
+        block = X[start:start + step]
+        sums += device_scale_sums(block, np.ones(block.shape[0]))[3:]
+    return sums[:d], sums[d:]
+
+
 def device_scores(X, coef, intercept):
     """X coefᵀ + intercept on X's device, in float32 only when both X and coef are (X as a
     user gave it: validated here)."""

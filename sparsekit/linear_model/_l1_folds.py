@@ -326,8 +326,7 @@ class DeviceFolds(_WeightedFolds):
         self.weights = est._class_weighted(self.sample_weight, self.codes)
         self.columns = UsedColumns(X, keep_all=True)   # as the device datafits
         self.rows = X
-        self.X, self.offsets = device_layout(X, self.weights, est.fit_intercept)
-        self.scale = 1.0                               # X in its own units
+        self.X, self.offsets, self.scale = device_layout(X, self.weights, est.fit_intercept)
         self.splittable = np.empty((X.shape[0], 0))
         self.dtype, self.classes = X.dtype, est.classes_
         self.shared = {}                               # X's squares, for every datafit
@@ -347,7 +346,7 @@ class DeviceFolds(_WeightedFolds):
 
     def _datafit(self, pos, weights, fit_intercept):
         return device_block(self.classes.size, fit_intercept, self.X, self.codes, weights,
-                            self.shared, pos, offsets=self.offsets)
+                            self.shared, pos, offsets=self.offsets, scale=self.scale)
 
     def held_out(self, test, blocks, make_model):
         """As :meth:`MemoryFolds.held_out`; the models return their margins on the

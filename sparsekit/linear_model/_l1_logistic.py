@@ -92,13 +92,13 @@ class L1LogisticOBA(LinearClassifierMixin, SparseCoefMixin, SparsekitClassifier)
     C : float, default=1.0
         Inverse regularization strength (as in LIBLINEAR and scikit-learn). X times s at
         C / s is the problem of X at C, its weights divided by s (with ``l1_ratio`` < 1,
-        at a ridge weight divided by s). With X in memory or a dask array, a fit whose
-        columns' typical entry (the median column's root mean square nonzero entry) lies
-        outside [1/16, 16] solves its problem with X multiplied by the power of two that
-        brings that entry near 1 (the same problem: the weights and the elastic net's
-        ridge weight follow), in a copy of X's entries where the layout does not copy them
-        anyway, so that features in any units (all 1e-4 times as large, and C 1e4 times)
-        take the iterations they take at unit scale.
+        at a ridge weight divided by s). A fit whose columns' typical entry (the median
+        column's root mean square nonzero entry) lies outside [1/16, 16] solves its
+        problem with X multiplied by the power of two that brings that entry near 1 (the
+        same problem: the weights and the elastic net's ridge weight follow), in a copy of
+        X's entries where the layout does not copy them anyway (in memory, on a dask
+        array's workers or on the GPU), so that features in any units (all 1e-4 times as
+        large, and C 1e4 times) take the iterations they take at unit scale.
     tol : float, default=1e-8
         Stopping tolerance on the optimality measure ‖x − S_μ(x − ∇f(x))‖_∞ of the scaled
         problem f = Σᵢ sᵢ log(1 + exp(−yᵢ(wᵀxᵢ + b))) / Σᵢ sᵢ (the weighted mean loss),

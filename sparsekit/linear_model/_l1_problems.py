@@ -11,6 +11,7 @@ from sparsekit.gpu._cupy import require_cupy
 from sparsekit.gpu.datafits import DeviceLogistic, DeviceMultinomial
 from sparsekit.linear_model._base import check_labels
 from sparsekit.linear_model._dask_input import DaskRows
+from sparsekit.linear_model._device_input import device_column_stats
 from sparsekit.linear_model._l1_advice import solve_advice
 from sparsekit.losses._logistic_datafit import Logistic
 from sparsekit.losses._multinomial_datafit import Multinomial
@@ -87,30 +88,38 @@ def multinomial_block(n_classes, fit_intercept, X, codes, sample_weight, n_threa
 
 
 def device_layout(X, sample_weight, fit_intercept):
-    """(device X in float64, the device datafits' precision: one copy for every problem,
-    and the offsets subtracted from its columns or None): with a free intercept, the dense
-    columns far from 0 are centered as on the CPU
-    (:mod:`~sparsekit.utils._centering`, on the device); a sparse X is solved as given."""
-    X64 = X if X.dtype == np.float64 else X.astype(np.float64)
-    if not fit_intercept or hasattr(X, "tocsr"):
-        return X64, None
-    cp = require_cupy()
-    weights = cp.asarray(np.asarray(sample_weight, dtype=np.float64))
-    shifts = far_shifts(column_moments(X64, weights, center_stride(X.shape[0])), X.dtype)
-    if shifts is None:
-        return X64, None
-    if X64 is X:
-        return X64 - cp.asarray(shifts), shifts
-    X64 -= cp.asarray(shifts)                     # a copy already: device memory is scarce
-    return X64, shifts
+    """(device X in float64, the device datafits' precision: one copy for every problem;
+    the offsets subtracted from its columns or None; the power of two they were then
+    multiplied by): with a free intercept, the dense columns far from 0 are centered as on
+    the CPU (:mod:`~sparsekit.utils._centering`, on the device; a sparse X is not), and X
+    is solved in units near 1 as :func:`layouts` solves it (:func:`unit_power` of the
+    centered X's column sums, taken on the device)."""
+    X64 = X if X.dtype == np.float64 else X.astype(np.float64)   # else a copy: in place
+    shifts = None
+    if fit_intercept and not hasattr(X, "tocsr"):
+        cp = require_cupy()
+        weights = cp.asarray(np.asarray(sample_weight, dtype=np.float64))
+        shifts = far_shifts(column_moments(X64, weights, center_stride(X.shape[0])), X.dtype)
+        if shifts is not None and X64 is X:
+            X64 = X64 - cp.asarray(shifts)
+        elif shifts is not None:
+            X64 -= cp.asarray(shifts)              # device memory is scarce
+    scale = unit_power(*device_column_stats(X64), np.float64)
+    if scale != 1.0 and X64 is X:
+        X64 = X64 * scale
+    elif scale != 1.0 and hasattr(X64, "tocsr"):
+        X64.data *= scale
+    elif scale != 1.0:
+        X64 *= scale
+    return X64, shifts, scale
 
 
 def device_block(n_classes, fit_intercept, X, codes, sample_weight, shared, pos, *,
-                 offsets=None):
+                 offsets=None, scale=1.0):
     """The device datafit of class index ``pos`` against the rest, or (``pos`` None) the
     multinomial one, on float64 device X; ``shared`` holds what the one-vs-rest datafits of
     the same X share, ``offsets`` those :func:`device_layout` subtracted from X's
-    columns."""
+    columns and ``scale`` the power of two it multiplied them by."""
     if pos is None:
         datafit = DeviceMultinomial(X, codes, n_classes, sample_weight=sample_weight,
                                     fit_intercept=fit_intercept)
@@ -118,7 +127,7 @@ def device_block(n_classes, fit_intercept, X, codes, sample_weight, shared, pos,
         datafit = DeviceLogistic(X, np.where(codes == pos, 1.0, -1.0),
                                  sample_weight=sample_weight, fit_intercept=fit_intercept,
                                  shared=shared)
-    datafit.offsets = offsets
+    datafit.offsets, datafit.scale = offsets, scale
     return datafit
 
 
@@ -358,7 +367,7 @@ class DaskProblems:
 
 class DeviceProblems:
     """X on the GPU (a CuPy array or cupyx sparse matrix, or host X moved there once) and
-    its layout for the device datafits (X in its own units); the labels' codes, weights
+    its layout for the device datafits (:func:`device_layout`); the labels' codes, weights
     and ``c_factor`` as :class:`MemoryProblems` has them, on the host.
 
     Sets the estimator's ``classes_`` and ``n_features_in_`` (and what scikit-learn's
@@ -372,9 +381,11 @@ class DeviceProblems:
         self.weights, self.c_factor = unit_mean_weights(
             est._class_weighted(sample_weight, codes))
         self.columns = UsedColumns(self.X, keep_all=True)   # the device datafits see all
-        X_solved, offsets = device_layout(self.X, self.weights, est.fit_intercept)
+        X_solved, offsets, scale = device_layout(self.X, self.weights, est.fit_intercept)
+        self.c_factor /= scale
         self.datafit = partial(device_block, self.classes.size, est.fit_intercept,
-                               X_solved, codes, self.weights, {}, offsets=offsets)
+                               X_solved, codes, self.weights, {}, offsets=offsets,
+                               scale=scale)
         self.dtype, self.n_samples = self.X.dtype, self.X.shape[0]
 
     def advice(self):
