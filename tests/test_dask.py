@@ -104,19 +104,20 @@ def test_dask_fit_is_the_in_memory_fit(client, params, layout):
 @pytest.mark.parametrize("layout", ["dense", "sparse"])
 def test_dask_features_in_other_units_are_solved_as_in_memory(client, multiclass, layout,
                                                                l1_ratio):
-    """X times s = 1e-4 at C times 1e4 (the problem of X at C; the elastic net's of X at k C,
-    ratio k r, k = 1 / (r + (1 − r) / s)): the partitions' layouts are multiplied on the
-    workers by the power of two the in-memory fit uses (from their column sums), so that
-    the fit is the in-memory one in as many iterations, where it crawled in X's own units;
-    the cross-validation's folds likewise."""
+    """X times 1e-4 at C times 1e4 (the problem of X at C; the elastic net's of X at another
+    C and ratio, test_l1_logistic's unit_elastic_net): the partitions' layouts are
+    multiplied on the workers by the power of two the in-memory fit uses (from their column
+    sums), so that the fit is the in-memory one in as many iterations, where it crawled in
+    X's own units; the cross-validation's folds likewise."""
+    from test_l1_logistic import unit_elastic_net
     X, y = _data(n=600)
     X[:, 0] = 2012.0 + 5.0 * X[:, 0]                 # centered as well
     tiny = X * 1e-4
     Xd = da.from_array(tiny, chunks=(200, -1)) if layout == "dense" else _sparse_dask(tiny, 200)
     kw = dict(C=3e3, tol=1e-10, multiclass=multiclass, l1_ratio=l1_ratio)
-    k = 1.0 / (l1_ratio + (1.0 - l1_ratio) / 1e-4)
+    C_unit, r_unit = unit_elastic_net(3e3, l1_ratio, 1e-4)
     local = L1LogisticOBA(**kw).fit(tiny, y)
-    unit = L1LogisticOBA(**{**kw, "C": 0.3 * k, "l1_ratio": l1_ratio * k}).fit(X, y)
+    unit = L1LogisticOBA(**{**kw, "C": C_unit, "l1_ratio": r_unit}).fit(X, y)
     spread = L1LogisticOBA(**kw).fit(Xd, da.from_array(y, chunks=200))
     np.testing.assert_allclose(spread.coef_, local.coef_, rtol=1e-5, atol=1e-5)
     np.testing.assert_allclose(spread.intercept_, local.intercept_, rtol=1e-5, atol=1e-7)

@@ -314,8 +314,8 @@ def test_columns_far_from_zero_are_centered_on_the_gpu_as_on_the_cpu(cupy_backen
 @pytest.mark.parametrize("sparse", [False, True])
 def test_features_in_other_units_are_solved_on_the_gpu_as_on_the_cpu(cupy_backend, sparse,
                                                                       multiclass, l1_ratio):
-    """X times 1e-4 at C times 1e4 (the ℓ1 problem of X at C; the elastic net's at a ridge
-    weight divided by 1e-4, X's at k C, ratio k r, k = 1 / (r + (1 − r) 1e4)): the device
+    """X times 1e-4 at C times 1e4 (the ℓ1 problem of X at C; the elastic net's of X at
+    another C and ratio, test_l1_logistic's unit_elastic_net): the device
     layout is multiplied by the power of two the CPU uses (from its column sums, taken on
     the device), so that the device fit is the CPU's, in the iterations of the device fit
     of X, without a warning, from device and host X (the user's device X left as it was);
@@ -323,19 +323,18 @@ def test_features_in_other_units_are_solved_on_the_gpu_as_on_the_cpu(cupy_backen
     from sklearn.datasets import load_digits
 
     from sparsekit import L1LogisticOBACV, l1_logistic_path
+    from test_l1_logistic import unit_elastic_net
 
     cp = cupy_backend
     X, y = load_digits(return_X_y=True)
     unit, y = X[:300] / 16.0, y[:300] % 3
-    X, k = unit * 1e-4, 1.0 / (l1_ratio + (1.0 - l1_ratio) * 1e4)
+    X = unit * 1e-4
+    C_unit, r_unit = unit_elastic_net(1e5, l1_ratio, 1e-4)
     params = dict(C=1e5, tol=1e-10, multiclass=multiclass, l1_ratio=l1_ratio, max_iter=300)
     cpu = L1LogisticOBA(**params).fit(sp.csr_matrix(X) if sparse else X, y)
-    unit_fit = L1LogisticOBA(**{**params, "C": 10 * k, "l1_ratio": l1_ratio * k},
+    unit_fit = L1LogisticOBA(**{**params, "C": C_unit, "l1_ratio": r_unit},
                              device="cuda").fit(cp.asarray(unit), y)
-    device_X = cp.asarray(X)
-    if sparse:
-        from cupyx.scipy import sparse as cusparse
-        device_X = cusparse.csr_matrix(device_X)
+    device_X = _device(cp, X, sparse)
     for X_fit in (device_X, sp.csr_matrix(X) if sparse else X):
         gpu = _fit_quietly(X_fit, y, device="cuda", **params)
         np.testing.assert_allclose(gpu.coef_, cpu.coef_, rtol=2e-5, atol=1e-2)

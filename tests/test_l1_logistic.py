@@ -1480,15 +1480,21 @@ def test_features_in_other_units_are_the_same_problem(multiclass, layout):
         np.testing.assert_allclose(cv.scores_, ref_cv.scores_, rtol=1e-3)
 
 
+def unit_elastic_net(C, l1_ratio, s):
+    """(C, l1_ratio) of X whose elastic net is that of X times s at C (ratio ``l1_ratio``),
+    the weights times s: k C and k r with k = 1 / (r + (1 − r) / s) (the ridge weight
+    relative to the ℓ1 one changes with the units; k = 1 for the ℓ1 penalty alone)."""
+    k = 1.0 / (l1_ratio + (1.0 - l1_ratio) / s)
+    return k * C * s, k * l1_ratio
+
+
 @pytest.mark.parametrize("multiclass", ["ovr", "multinomial"])
 @pytest.mark.parametrize("layout", ["dense", "csr", "float32"])
 def test_elastic_net_features_in_other_units(multiclass, layout):
-    """The elastic net of X times s at C / s, ratio r, is that of X at k C, ratio k r, with
-    k = 1 / (r + (1 − r) / s), its weights divided by s (the ridge weight relative to the ℓ1
-    one changes with the units). As given, s = 1e-4 ran to max_iter; it is solved as the ℓ1
-    fits are, in units of entries near 1 with the ridge weight following: the fits are
-    those of X in as many iterations; warm starts, the path and the cross-validation
-    follow."""
+    """The elastic net of X times s at C / s is one of X (:func:`unit_elastic_net`), its
+    weights divided by s. As given, s = 1e-4 ran to max_iter; it is solved as the ℓ1 fits
+    are, in units of entries near 1 with the ridge weight following: the fits are those of
+    X in as many iterations; warm starts, the path and the cross-validation follow."""
     from sklearn.datasets import load_digits
 
     from sparsekit.linear_model import L1LogisticOBACV
@@ -1499,8 +1505,8 @@ def test_elastic_net_features_in_other_units(multiclass, layout):
     kw = dict(multiclass=multiclass, max_iter=400, tol=1e-11)
     r, C = 0.5, 10.0
     for s in (1e-4, 1e4):
-        k = 1.0 / (r + (1.0 - r) / s)
-        unit = L1LogisticOBA(C=k * C, l1_ratio=k * r, **kw).fit(make(X), y)
+        C_unit, r_unit = unit_elastic_net(C / s, r, s)
+        unit = L1LogisticOBA(C=C_unit, l1_ratio=r_unit, **kw).fit(make(X), y)
         with warnings.catch_warnings():
             warnings.simplefilter("error", ConvergenceWarning)
             est = L1LogisticOBA(C=C / s, l1_ratio=r, **kw).fit(make(X * s), y)
@@ -1510,10 +1516,11 @@ def test_elastic_net_features_in_other_units(multiclass, layout):
         assert np.sum(est.n_iter_) <= 1.5 * np.sum(unit.n_iter_) + 2
         warm = est.set_params(warm_start=True).fit(make(X * s), y)
         assert np.max(warm.n_iter_) <= 2
-    s, k = 1e-4, 1.0 / (r + (1.0 - r) / 1e-4)
+    s = 1e-4
+    C_unit, r_unit = unit_elastic_net(C / s, r, s)
     coefs, _, _ = l1_logistic_path(make(X * s), y == 3, Cs=[C / s, 10 * C / s], l1_ratio=r,
                                    max_iter=400, tol=1e-11)
-    ref, _, _ = l1_logistic_path(make(X), y == 3, Cs=[k * C], l1_ratio=k * r, max_iter=400,
+    ref, _, _ = l1_logistic_path(make(X), y == 3, Cs=[C_unit], l1_ratio=r_unit, max_iter=400,
                                  tol=1e-11)
     np.testing.assert_allclose(coefs[0, :-1] * s, ref[0, :-1], rtol=tol, atol=tol)
     if layout == "dense":
@@ -1521,8 +1528,8 @@ def test_elastic_net_features_in_other_units(multiclass, layout):
             warnings.simplefilter("error", ConvergenceWarning)
             cv = L1LogisticOBACV(Cs=[C / s], l1_ratios=[r], cv=3, multiclass=multiclass,
                                  max_iter=400).fit(X * s, y)
-        ref_cv = L1LogisticOBACV(Cs=[k * C], l1_ratios=[k * r], cv=3, multiclass=multiclass,
-                                 max_iter=400).fit(X, y)
+        ref_cv = L1LogisticOBACV(Cs=[C_unit], l1_ratios=[r_unit], cv=3,
+                                 multiclass=multiclass, max_iter=400).fit(X, y)
         np.testing.assert_allclose(cv.scores_, ref_cv.scores_, rtol=1e-3)
         np.testing.assert_allclose(cv.coef_ * s, ref_cv.coef_, rtol=1e-4, atol=1e-4)
 
