@@ -315,11 +315,11 @@ def test_columns_far_from_zero_are_centered_on_the_gpu_as_on_the_cpu(cupy_backen
 def test_features_in_other_units_are_solved_on_the_gpu_as_on_the_cpu(cupy_backend, sparse,
                                                                       multiclass, l1_ratio):
     """X times 1e-4 at C times 1e4 (the ℓ1 problem of X at C; the elastic net's of X at
-    another C and ratio, test_l1_logistic's unit_elastic_net): the device
-    layout is multiplied by the power of two the CPU uses (from its column sums, taken on
-    the device), so that the device fit is the CPU's, in the iterations of the device fit
-    of X, without a warning, from device and host X (the user's device X left as it was);
-    the path and the CV too."""
+    another C and ratio, test_l1_logistic's unit_elastic_net): the device layout is
+    multiplied by the power of two the CPU uses (from its column sums, taken on the
+    device), so that the device fit is the CPU's, in the iterations of the device fit of X,
+    without a warning, from device and host X (the user's device X left as it was); the
+    path and the CV too."""
     from sklearn.datasets import load_digits
 
     from sparsekit import L1LogisticOBACV, l1_logistic_path
