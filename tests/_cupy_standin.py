@@ -303,7 +303,9 @@ class csr_matrix:
             arg = arg._a
         elif isinstance(arg, np.ndarray):
             _refuse(arg)
-        self._m = scipy.sparse.csr_matrix(arg, shape=shape, dtype=dtype)
+        # a host matrix is copied to the "device", as CuPy copies it; a device one is shared
+        host = scipy.sparse.issparse(arg)
+        self._m = scipy.sparse.csr_matrix(arg, shape=shape, dtype=dtype, copy=host)
 
     shape = property(lambda self: self._m.shape)
     dtype = property(lambda self: self._m.dtype)

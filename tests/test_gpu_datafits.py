@@ -351,6 +351,43 @@ def test_features_in_other_units_are_solved_on_the_gpu_as_on_the_cpu(cupy_backen
                                L1LogisticOBACV(**cv).fit(X, y).scores_, rtol=1e-5)
 
 
+@pytest.mark.parametrize("sparse", [False, True])
+def test_host_x_is_laid_out_on_the_gpu_in_its_one_copy(cupy_backend, sparse, monkeypatch):
+    """Host float64 X moved to the device is centered (a dense column far from 0) and
+    scaled (X in units of 1e-4) in that copy, not in a second one: the datafits' X is the
+    array the move made, holding (X - shifts) * scale; the advice reads it in the user's
+    units, as the CPU's does."""
+    from sklearn.datasets import load_digits
+
+    from sparsekit.linear_model import _l1_logistic
+    from sparsekit.linear_model._l1_problems import DeviceProblems, MemoryProblems
+
+    cp = cupy_backend
+    X, y = load_digits(return_X_y=True)
+    X, y = X[:300] / 16.0 * 1e-4, y[:300] % 3
+    if not sparse:
+        X[:, 5] = 1e6 + X[:, 13]                                # far from 0
+    X_host = sp.csr_matrix(X) if sparse else X
+    moved = []
+
+    def to_device(X):
+        moved.append(_l1_logistic.to_device.__wrapped__(X))
+        return moved[-1]
+
+    to_device.__wrapped__ = _l1_logistic.to_device
+    monkeypatch.setattr(_l1_logistic, "to_device", to_device)
+    est = L1LogisticOBA(device="cuda")
+    data = DeviceProblems(est, X_host, y, None)
+    assert len(moved) == 1 and data.datafit(0).X is data.datafit(None).X is moved[0]
+    cpu = MemoryProblems(L1LogisticOBA(), X_host, y, None)
+    assert data.scale == cpu.scale != 1.0
+    solved = cpu.columns.take(cp.asnumpy(data.X.toarray() if sparse else data.X))
+    np.testing.assert_allclose(solved, cpu.X.toarray() if sparse else cpu.X, rtol=1e-12,
+                               atol=1e-12)                 # the CPU's, on its used columns
+    assert data.advice() == cpu.advice()
+    np.testing.assert_array_equal(X_host.toarray() if sparse else X_host, X)   # untouched
+
+
 def test_l1_logistic_oba_float32_on_the_gpu(cupy_backend):
     cp = cupy_backend
     rng = np.random.default_rng(2)

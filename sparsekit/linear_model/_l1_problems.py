@@ -8,7 +8,7 @@ import scipy.sparse as sp
 from sklearn.utils.validation import _check_sample_weight
 
 from sparsekit.gpu._cupy import require_cupy
-from sparsekit.gpu.datafits import DeviceLogistic, DeviceMultinomial
+from sparsekit.gpu.datafits import DeviceLogistic, DeviceMultinomial, is_device_matrix
 from sparsekit.linear_model._base import check_labels
 from sparsekit.linear_model._dask_input import DaskRows
 from sparsekit.linear_model._device_input import device_column_stats
@@ -87,25 +87,28 @@ def multinomial_block(n_classes, fit_intercept, X, codes, sample_weight, n_threa
     return datafit
 
 
-def device_layout(X, sample_weight, fit_intercept):
+def device_layout(X, sample_weight, fit_intercept, owned=False):
     """(device X in float64, the device datafits' precision: one copy for every problem;
     the offsets subtracted from its columns or None; the power of two they were then
     multiplied by): with a free intercept, the dense columns far from 0 are centered as on
     the CPU (:mod:`~sparsekit.utils._centering`, on the device; a sparse X is not), and X
     is solved in units near 1 as :func:`layouts` solves it (:func:`unit_power` of the
-    centered X's column sums, taken on the device)."""
-    X64 = X if X.dtype == np.float64 else X.astype(np.float64)   # else a copy: in place
+    centered X's column sums, taken on the device). ``owned``: X is the fit's own copy (host
+    X moved to the device), whose float64 entries are then centered and scaled in place
+    rather than in a second copy: device memory is scarce."""
+    X64 = X if X.dtype == np.float64 else X.astype(np.float64)
+    mine = owned or X64 is not X                 # entries this fit may change in place
     shifts = None
     if fit_intercept and not hasattr(X, "tocsr"):
         cp = require_cupy()
         weights = cp.asarray(np.asarray(sample_weight, dtype=np.float64))
         shifts = far_shifts(column_moments(X64, weights, center_stride(X.shape[0])), X.dtype)
-        if shifts is not None and X64 is X:
-            X64 = X64 - cp.asarray(shifts)
+        if shifts is not None and mine:
+            X64 -= cp.asarray(shifts)
         elif shifts is not None:
-            X64 -= cp.asarray(shifts)              # device memory is scarce
+            X64, mine = X64 - cp.asarray(shifts), True
     scale = unit_power(*device_column_stats(X64), np.float64)
-    if scale != 1.0 and X64 is X:
+    if scale != 1.0 and not mine:
         X64 = X64 * scale
     elif scale != 1.0 and hasattr(X64, "tocsr"):
         X64.data *= scale
@@ -366,28 +369,32 @@ class DaskProblems:
 
 
 class DeviceProblems:
-    """X on the GPU (a CuPy array or cupyx sparse matrix, or host X moved there once) and
-    its layout for the device datafits (:func:`device_layout`); the labels' codes, weights
-    and ``c_factor`` as :class:`MemoryProblems` has them, on the host.
+    """X on the GPU (a CuPy array or cupyx sparse matrix, or host X moved there once) laid
+    out for the device datafits (:func:`device_layout`: host X in place, so that the
+    device holds one copy of it); the labels' codes, weights and ``c_factor`` as
+    :class:`MemoryProblems` has them, on the host.
 
     Sets the estimator's ``classes_`` and ``n_features_in_`` (and what scikit-learn's
     validation sets for host X). ``n_problems`` changes nothing here (the layout is
     every problem's)."""
 
     def __init__(self, est, X, y, sample_weight, n_problems=None):
-        self.X, y, sample_weight = est._device_fit_data(X, y, sample_weight)
+        owned = not is_device_matrix(X)                 # moved to the device by this fit
+        X, y, sample_weight = est._device_fit_data(X, y, sample_weight)
         codes = est._encode_labels(y)
         self.classes = est.classes_
         self.weights, self.c_factor = unit_mean_weights(
             est._class_weighted(sample_weight, codes))
-        self.columns = UsedColumns(self.X, keep_all=True)   # the device datafits see all
-        X_solved, offsets, scale = device_layout(self.X, self.weights, est.fit_intercept)
-        self.c_factor /= scale
+        self.columns = UsedColumns(X, keep_all=True)   # the device datafits see all
+        self.dtype, self.n_samples = X.dtype, X.shape[0]
+        self.X, offsets, self.scale = device_layout(X, self.weights, est.fit_intercept,
+                                                    owned)
+        self.c_factor /= self.scale
         self.datafit = partial(device_block, self.classes.size, est.fit_intercept,
-                               X_solved, codes, self.weights, {}, offsets=offsets,
-                               scale=scale)
-        self.dtype, self.n_samples = self.X.dtype, self.X.shape[0]
+                               self.X, codes, self.weights, {}, offsets=offsets,
+                               scale=self.scale)
 
     def advice(self):
-        """:func:`solve_advice` of X, on the device."""
-        return solve_advice(self.X, self.weights)
+        """:func:`solve_advice` of the solved X (in the user's units), on the device, as
+        :meth:`MemoryProblems.advice`."""
+        return solve_advice(self.X, self.weights, self.scale)
