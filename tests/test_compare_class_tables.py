@@ -47,6 +47,17 @@ def test_probability_fits_are_capped_by_the_budget_and_say_so(monkeypatch):
     names = [r[0] for r in _class_tables.compare_multiclass(1, budget=1e-4).rows]
     assert names[2:4] == [name + stopped for name in (
         "scikit-learn LogisticRegression (lbfgs)", "scikit-learn SGDClassifier (log_loss)")]
+    # iterations sized below LBFGS_ITERATIONS but more than the cap lets run (later
+    # iterations, with longer line searches, outlast the sizing fits'): a callback stops
+    # the lbfgs fits at the cap, one-vs-rest's too, and their rows say so
+    monkeypatch.setattr(_class_tables, "max_iter_within", lambda *args: 1000)
+    names = [r[0] for r in _class_tables.compare_multiclass(1, budget=1e-4).rows]
+    assert names[2] == "scikit-learn LogisticRegression (lbfgs)" + stopped
+    digits = load_dataset("digits")
+    X, y = digits.X[:300], digits.y[:300]
+    data = Dataset("digit sets", X, np.stack([y % 2, y > 4, y == 3], axis=1).astype(int))
+    names = [r[0] for r in _class_tables.compare_multilabel(1, data, budget=1e-4).rows]
+    assert "scikit-learn OneVsRestClassifier(LogisticRegression)" + stopped in names
 
 
 @pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")

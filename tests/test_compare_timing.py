@@ -1,8 +1,10 @@
 """How ``sparsekit-compare`` caps its fits: iterations sized from timed fits, a fit whose
 one iteration passes the cap not run, the callback that stops a fit, class-by-class fits."""
 import json
+import types
 
 import numpy as np
+import pytest
 
 from sparsekit.benchmarks import _timing
 
@@ -123,6 +125,40 @@ def test_time_limit_stops_the_multinomial_fit_after_an_iteration():
     assert est.n_iter_.tolist() == [1]
     full = L1LogisticOBA(C=10.0, multiclass="multinomial").fit(X / 16, y)
     assert full.n_iter_[0] > 1
+
+
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+def test_lbfgs_time_limit_stops_scikit_learns_lbfgs_fits(monkeypatch):
+    """scikit-learn's LogisticRegression (lbfgs) stops at the end of its first iteration
+    once the limit has passed, its model fitted there; the labels of a OneVsRestClassifier
+    that share the limit each stop after one iteration, the time running from ``start``
+    (not from each label's fit); a limit not reached leaves the fit as it is without one."""
+    from sklearn.datasets import load_digits
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.multiclass import OneVsRestClassifier
+
+    X, y = load_digits(return_X_y=True)
+    X = X / 16
+    limit = _timing.LbfgsTimeLimit(0.0)
+    for _ in range(2):                                  # re-armed by start()
+        est = LogisticRegression().set_callbacks(limit.start()).fit(X, y)
+        assert est.n_iter_.tolist() == [1] and limit.stopped
+        assert 0.5 < est.score(X, y) < 1.0
+    full = LogisticRegression().fit(X, y)
+    assert full.n_iter_[0] > 10 and full.score(X, y) > 0.98
+    Y = np.stack([y % 2, y > 4, y == 3], axis=1).astype(int)
+    ovr = OneVsRestClassifier(LogisticRegression().set_callbacks(limit.start())).fit(X, Y)
+    assert [e.n_iter_[0] for e in ovr.estimators_] == [1, 1, 1] and limit.stopped
+    free = _timing.LbfgsTimeLimit(np.inf)
+    est = LogisticRegression().set_callbacks(free.start()).fit(X, y)
+    assert not free.stopped and est.n_iter_[0] == full.n_iter_[0]
+    np.testing.assert_array_equal(est.coef_, full.coef_)
+    clock = iter(range(1000))           # a second a reading: the limit passes at the
+    monkeypatch.setattr(_timing, "time",                                     # 3rd iteration
+                        types.SimpleNamespace(perf_counter=lambda: next(clock)))
+    limit = _timing.LbfgsTimeLimit(2.5)                 # of the first label, for all three
+    ovr = OneVsRestClassifier(LogisticRegression().set_callbacks(limit.start())).fit(X, Y)
+    assert [e.n_iter_[0] for e in ovr.estimators_] == [3, 1, 1] and limit.stopped
 
 
 def test_class_by_class_stops_between_classes_after_the_limit():

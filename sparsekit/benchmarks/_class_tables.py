@@ -16,11 +16,11 @@ from sparsekit.benchmarks._fasttext import (FASTTEXT_EPOCHS, fasttext_joins, fas
                                             label_index, tokens)
 from sparsekit.benchmarks._interrupt import interruptible
 from sparsekit.benchmarks._l1_tables import liblinear_binary
-from sparsekit.benchmarks._timing import (BUDGET_STOP, FIT_BUDGETS, Table, class_by_class,
-                                          every, fits_phrase, format_rows, import_peer,
-                                          iterations_note, limited, max_iter_within,
-                                          measure, measured, noted, preparing,
-                                          unless_too_slow)
+from sparsekit.benchmarks._timing import (BUDGET_STOP, FIT_BUDGETS, LbfgsTimeLimit, Table,
+                                          class_by_class, every, fits_phrase, format_rows,
+                                          import_peer, iterations_note, limited,
+                                          max_iter_within, measure, measured, noted,
+                                          preparing, unless_too_slow)
 
 #: the most iterations of scikit-learn's lbfgs fits (LogisticRegression, one-vs-rest too),
 #: where its default of 100 ends many fits on columns in other units before they converge;
@@ -36,7 +36,8 @@ def _multiclass_models(X, y, budget=np.inf, announce=None):
     """(name, make, stopped) of the probability models on training data ``X, y``: ``make()``
     returns a model to fit, capped at about FIT_BUDGETS x ``budget`` seconds (sparsekit's by
     a callback that stops them, scikit-learn's by their iterations or epochs, from the time
-    of one, sized untimed: ``announce`` as :func:`preparing` takes it), and
+    of one, sized untimed: ``announce`` as :func:`preparing` takes it; lbfgs's also by a
+    callback, :func:`_lbfgs_limited`), and
     ``stopped(model)`` says what ended its last fit: that cap, or all of its own
     iterations (:func:`~sparsekit.benchmarks._timing.iterations_note`), or nothing."""
     yield "sparsekit SparsemaxClassifier", *limited(
@@ -48,9 +49,10 @@ def _multiclass_models(X, y, budget=np.inf, announce=None):
               "sizing its iterations to the budget")
     iters = max_iter_within(lambda k, step: LogisticRegression(C=1.0, max_iter=k).fit(
         every(X, step), every(y, step)), X.shape[0], budget, LBFGS_ITERATIONS)
-    yield ("scikit-learn LogisticRegression (lbfgs)",
-           unless_too_slow(iters, lambda: LogisticRegression(C=1.0, max_iter=iters)),
-           lambda fitted: iterations_note(fitted.n_iter_.max(), iters, LBFGS_ITERATIONS))
+    make, stopped = _lbfgs_limited(lambda: LogisticRegression(C=1.0, max_iter=iters),
+                                   iters, budget,
+                                   lambda fitted: fitted.n_iter_.max())
+    yield "scikit-learn LogisticRegression (lbfgs)", unless_too_slow(iters, make), stopped
     preparing(announce, "scikit-learn SGDClassifier (log_loss)",
               "sizing its epochs to the budget")
     epochs = max_iter_within(lambda k, step: SGDClassifier(
@@ -212,12 +214,35 @@ def _multilabel_models(X, Y, budget=np.inf, announce=None):
         lambda k, step: OneVsRestClassifier(LogisticRegression(C=1.0, max_iter=k)).fit(
             every(X, step), every(Y, step)), X.shape[0], budget, LBFGS_ITERATIONS)
 
-    def stopped(fitted):   # labels constant in training get no LogisticRegression
-        spent = [e.n_iter_.max() for e in fitted.estimators_ if hasattr(e, "n_iter_")]
-        return iterations_note(max(spent, default=0), iters, LBFGS_ITERATIONS)
+    def spent(fitted):     # labels constant in training get no LogisticRegression
+        return max((e.n_iter_.max() for e in fitted.estimators_ if hasattr(e, "n_iter_")),
+                   default=0)
+    make, stopped = _lbfgs_limited(lambda: LogisticRegression(C=1.0, max_iter=iters),
+                                   iters, budget, spent, OneVsRestClassifier)
     yield ("scikit-learn OneVsRestClassifier(LogisticRegression)",
-           unless_too_slow(iters, lambda: OneVsRestClassifier(
-               LogisticRegression(C=1.0, max_iter=iters))), stopped)
+           unless_too_slow(iters, make), stopped)
+
+
+def _lbfgs_limited(make_lbfgs, iters, budget, spent, wrap=lambda model: model):
+    """(make, stopped) of a scikit-learn lbfgs model (``wrap(make_lbfgs())``, ``iters`` of
+    :func:`max_iter_within`), as :func:`~sparsekit.benchmarks._timing.limited` makes them:
+    where the budget sized its iterations below LBFGS_ITERATIONS, a callback stops its fit
+    at about FIT_BUDGETS x ``budget`` seconds too (the later iterations of a fit, with longer
+    line searches, may take longer than the sizing fits' did); ``spent(model)``: the most
+    iterations its fit ran."""
+    limit = LbfgsTimeLimit(FIT_BUDGETS * budget)
+
+    def make():
+        model = make_lbfgs()
+        if isinstance(iters, int) and iters < LBFGS_ITERATIONS:
+            model.set_callbacks(limit.start())
+        return wrap(model)
+
+    def stopped(fitted):
+        if limit.stopped:
+            return BUDGET_STOP
+        return iterations_note(spent(fitted), iters, LBFGS_ITERATIONS)
+    return make, stopped
 
 
 def _label_set_metrics(Y_true, scores, predicted):

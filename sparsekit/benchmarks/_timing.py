@@ -272,6 +272,32 @@ class TimeLimit:
         return self.stopped
 
 
+class LbfgsTimeLimit(TimeLimit):
+    """:class:`TimeLimit` for scikit-learn's lbfgs fits: LogisticRegression's, and, sharing
+    one, the labels' of a OneVsRestClassifier. The time runs from the first fit after
+    :meth:`start` (called where the model is made), and once it has passed each fit stops
+    at the end of its next lbfgs iteration. scikit-learn 1.9 does not act on a callback's
+    stop request in its lbfgs iterations; SciPy's ``minimize`` stops on a StopIteration
+    from its callback, which this raises once a fit, at the end of an iteration (the calls
+    that pass X: not the fit's closing calls, which SciPy does not run)."""
+
+    def start(self):
+        self._start, self.stopped = None, False
+        return self
+
+    def setup(self, estimator, context):
+        if self._start is None:
+            self._start = time.perf_counter()
+        self._raised = False
+
+    def on_fit_task_end(self, estimator, context, *, X=None, y=None):
+        if (X is not None and context.task_name == "lbfgs-iter" and not self._raised
+                and time.perf_counter() - self._start > self.seconds):
+            self._raised = self.stopped = True
+            raise StopIteration
+        return self._raised
+
+
 def class_by_class(fit_class, n_classes, limit, done):
     """The (n_classes, n_features) coefficients of ``fit_class(k)`` (class or label k's
     model against the others) for k = 0, 1, ... in turn until ``limit`` seconds have passed

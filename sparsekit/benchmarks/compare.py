@@ -37,7 +37,8 @@
   classes on, or on free text whatever the classes; time, test accuracy, mean support of
   ``predict_proba``. Each fit but LIBLINEAR's and fastText's is capped at about three
   ``--budget``s of time (sparsekit's by a callback that stops it, scikit-learn's by
-  their iterations or epochs) and its row says "stopped by the budget" when the cap
+  their iterations or epochs, LogisticRegression's also by a callback where its later
+  iterations outlast the sizing) and its row says "stopped by the budget" when the cap
   ended it, or "not converged in 2000 iterations" when a model ran all of its own
   (LogisticRegression's lbfgs, 2000; SparsemaxClassifier's, 500). A scikit-learn model
   of which one iteration (epoch) takes longer than the cap is not run; its row says so.
