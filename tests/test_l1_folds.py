@@ -77,3 +77,79 @@ def test_a_training_fold_must_weigh_two_classes():
         check_fold(classes, np.array([0, 1, 1]), np.array([0.0, 1.0, 1.0]), 2)
     with pytest.raises(ValueError, match="training fold 0 weighs no sample"):
         check_fold(classes, np.array([0, 1]), np.zeros(2), 0)
+
+
+@pytest.mark.parametrize("multiclass", ["ovr", "multinomial"])
+def test_the_folds_data_is_freed_before_the_refit_lays_x_out(monkeypatch, multiclass):
+    """The refit lays X out for its own fit: the folds' data (their copy of X's rows) is
+    gone by then, so that the two copies are never held at once."""
+    import gc
+    import weakref
+
+    from sparsekit.linear_model import L1LogisticOBA, _l1_logistic_cv
+
+    made, alive = [], []
+
+    class Recorded(folds_module.MemoryFolds):
+        def __init__(self, *args):
+            super().__init__(*args)
+            made.append(weakref.ref(self))
+
+    def fit(est, *args, **kwargs):
+        alive.append(made[-1]() is not None)
+        return fit_once(est, *args, **kwargs)
+
+    fit_once = L1LogisticOBA.fit
+    monkeypatch.setattr(_l1_logistic_cv, "MemoryFolds", Recorded)
+    monkeypatch.setattr(L1LogisticOBA, "fit", fit)
+    X, y = _data(3, seed=8, sparse=True)
+    gc.disable()                                        # freed as its last reference goes
+    try:
+        L1LogisticOBACV(Cs=3, cv=3, multiclass=multiclass).fit(X.tocsc(), y)
+    finally:
+        gc.enable()
+    assert alive == [False]
+
+
+@pytest.mark.parametrize("sparse", [False, True])
+def test_host_x_cross_validated_on_the_gpu_is_one_copy_there(cupy_backend, monkeypatch,
+                                                             sparse):
+    """Host float64 X, centered (a dense column far from 0) and scaled (in units of 1e-4)
+    for the device: the folds lay out the copy that moved it there, in place, score the
+    held-out rows from it (the model's weights over the scale, the offsets' margins in its
+    intercepts), and the refit moves host X again once the folds' copy is gone; the
+    scores and the model are the CPU's."""
+    import weakref
+
+    from sklearn.datasets import load_digits
+
+    from sparsekit.linear_model import _l1_logistic
+
+    X, y = load_digits(return_X_y=True)
+    X, y = X[:300] / 16.0 * 1e-4, y[:300] % 3
+    if not sparse:
+        X[:, 5] = 1e6 + X[:, 13]                                # far from 0
+    X_host = sp.csr_matrix(X) if sparse else X
+    moved, alive, datafit_X = [], [], []
+
+    def to_device(X):
+        alive.append([ref() is not None for ref in moved])
+        X_device = move(X)
+        moved.append(weakref.ref(X_device))
+        return X_device
+
+    def device_block(*args, **kwargs):
+        datafit_X.append(args[3])
+        return block(*args, **kwargs)
+
+    move, block = _l1_logistic.to_device, folds_module.device_block
+    monkeypatch.setattr(_l1_logistic, "to_device", to_device)
+    monkeypatch.setattr(folds_module, "device_block", device_block)
+    cv = dict(Cs=[1e3, 1e4, 1e5], cv=3, tol=1e-10)
+    gpu = L1LogisticOBACV(device="cuda", **cv).fit(X_host, y)
+    assert alive == [[], [False]]                  # the folds' copy, then the refit's
+    assert datafit_X and all(Xd is datafit_X[0] for Xd in datafit_X)
+    cpu = L1LogisticOBACV(**cv).fit(X_host, y)
+    np.testing.assert_allclose(gpu.scores_, cpu.scores_, rtol=1e-6)
+    np.testing.assert_allclose(gpu.coef_, cpu.coef_, rtol=2e-5, atol=1e-2)
+    np.testing.assert_array_equal(X_host.toarray() if sparse else X_host, X)   # untouched

@@ -11,6 +11,7 @@ from joblib import Parallel, delayed, effective_n_jobs
 from sklearn.utils.validation import _check_sample_weight
 
 from sparsekit.gpu._cupy import require_cupy
+from sparsekit.gpu.datafits import is_device_matrix
 from sparsekit.linear_model._dask_input import DaskRows
 from sparsekit.linear_model._device_input import device_product
 from sparsekit.linear_model._l1_advice import solve_advice
@@ -313,24 +314,28 @@ class DaskFolds(_WeightedFolds):
 
 
 class DeviceFolds(_WeightedFolds):
-    """X on the GPU (a CuPy array or cupyx sparse matrix, or host X moved there once): the
-    folds' datafits are the device datafits of :class:`L1LogisticOBA`, the held-out
-    margins device products; the paths run one after another (one device).
+    """X on the GPU (a CuPy array or cupyx sparse matrix, or host X moved there once) laid
+    out once (:func:`device_layout`: host X in place, so that the device holds one copy of
+    it, and the refit moves it again after the folds): the folds' datafits are the device
+    datafits of :class:`L1LogisticOBA`, the held-out margins device products of the solved
+    X; the paths run one after another (one device).
 
     Sets the estimator's ``classes_``, ``n_features_in_`` (and what scikit-learn's
     validation sets for host X)."""
 
     def __init__(self, est, X, y, sample_weight):
+        owned = not is_device_matrix(X)                # moved to the device by this fit
+        given = X
         X, self.y, self.sample_weight = est._device_fit_data(X, y, sample_weight)
         self.codes = est._encode_labels(self.y)
         self.weights = est._class_weighted(self.sample_weight, self.codes)
         self.columns = UsedColumns(X, keep_all=True)   # as the device datafits
-        self.rows = X
-        self.X, self.offsets, self.scale = device_layout(X, self.weights, est.fit_intercept)
         self.splittable = np.empty((X.shape[0], 0))
         self.dtype, self.classes = X.dtype, est.classes_
         self.shared = {}                               # X's squares, for every datafit
-        self.refit_input = (X, self.y, self.sample_weight)
+        self.refit_input = (given if owned else X, self.y, self.sample_weight)
+        self.X, self.offsets, self.scale = device_layout(X, self.weights, est.fit_intercept,
+                                                         owned)
 
     @staticmethod
     def n_jobs(est):
@@ -341,8 +346,9 @@ class DeviceFolds(_WeightedFolds):
         return weights
 
     def advice(self):
-        """:func:`~sparsekit.linear_model._l1_advice.solve_advice` of X, on the device."""
-        return solve_advice(self.rows, self.weights)
+        """:func:`~sparsekit.linear_model._l1_advice.solve_advice` of the solved X (in the
+        user's units), on the device."""
+        return solve_advice(self.X, self.weights, self.scale)
 
     def _datafit(self, pos, weights, fit_intercept):
         return device_block(self.classes.size, fit_intercept, self.X, self.codes, weights,
@@ -350,14 +356,18 @@ class DeviceFolds(_WeightedFolds):
 
     def held_out(self, test, blocks, make_model):
         """As :meth:`MemoryFolds.held_out`; the models return their margins on the
-        held-out rows, computed on the device (in X's precision, as on the CPU), whatever
-        X (a placeholder with as many rows as ``test``)."""
+        held-out rows, computed on the device from the solved X (X less its offsets, times
+        its scale: the model's weights over the scale, its intercepts plus the offsets'
+        margins), whatever X (a placeholder with as many rows as ``test``)."""
         cp = require_cupy()
-        rows = self.rows[cp.asarray(test)]              # sliced once per fold
+        rows = self.X[cp.asarray(test)]                # sliced once per fold
         X_test = np.empty((len(test), 0))
         for block in blocks:
             model = make_model(block, kind=_HeldOutMargins)
-            margins = device_product(rows, model.coef_, model.intercept_)
+            coef, intercept = model.coef_, model.intercept_
+            if self.offsets is not None:
+                intercept = intercept + np.asarray(coef @ self.offsets).ravel()
+            margins = device_product(rows, coef / self.scale, intercept)
             model.margins = cp.asnumpy(margins).astype(self.dtype, copy=False)
             yield model, X_test
 

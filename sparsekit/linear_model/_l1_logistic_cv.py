@@ -290,7 +290,9 @@ class L1LogisticOBACV(CVRoutingMixin, L1LogisticOBA):
                       "the data")
             task = self._begin_subtask(context, "refit", X, y, sample_weight)
             start = np.mean([solutions.block(f, r, c) for f in range(len(folds))], axis=0)
-            self._refit(*data.refit_input, Cs[c], l1_ratios[r], start, multinomial)
+            refit_input = data.refit_input
+            del data       # the folds' copy of X (in memory, on the workers, on the GPU)
+            self._refit(*refit_input, Cs[c], l1_ratios[r], start, multinomial)  # lays it out
             self._end_subtask(task, X, y, sample_weight)
         else:
             self._average_best(solutions, data.dtype, multinomial)
