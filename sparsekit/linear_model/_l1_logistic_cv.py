@@ -91,10 +91,11 @@ class L1LogisticOBACV(CVRoutingMixin, L1LogisticOBA):
     device : {"cpu", "cuda"}, default="cpu"
         As in :class:`L1LogisticOBA`: ``"cuda"`` solves every fold's path and the refit
         on the current GPU with CuPy (X given as a CuPy array or a cupyx sparse matrix
-        needs it; host X is copied there once). Each fold's problem is the data's,
-        weighing the fold's training rows (the held-out ones by 0), so X is not sliced
-        per fold; the held-out rows' margins are device products, scored on the host. The
-        paths run one after another.
+        needs it; host X is copied there for the folds, and again for the refit once the
+        folds' copy is freed). Each fold's problem is the data's, weighing the fold's
+        training rows (the held-out ones by 0), so X is not sliced per fold; the held-out
+        rows' margins are device products, scored on the host. The paths run one after
+        another.
 
     Attributes
     ----------
