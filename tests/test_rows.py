@@ -107,6 +107,37 @@ def test_weighted_column_stats_of_dense_and_sparse_x_in_float64():
                                rtol=1e-12)
 
 
+@pytest.mark.parametrize("block_bytes", [8, 64, 1 << 23])
+def test_column_stats_of_csc_x_in_blocks_of_columns(monkeypatch, block_bytes):
+    """A CSC X's column sums are read in blocks of columns (of one entry, a few, or all):
+    the dense reference's sums whatever the block (empty columns, one at the end, stored
+    zeros, a column longer than a block), and no temporary of X's size: on 20,000 x 300
+    entries at 5%, the temporaries stay below a quarter of X's data."""
+    import tracemalloc
+
+    from sparsekit.utils import _rows
+
+    rng = np.random.default_rng(3)
+    dense = rng.standard_normal((40, 9)) * (rng.random((40, 9)) < 0.4)
+    dense[:, [2, 8]] = 0.0
+    dense[:, 5] = rng.standard_normal(40)                   # longer than a block
+    X = sp.csc_matrix(dense)
+    X.data[:2] = 0.0                                        # stored zeros
+    monkeypatch.setattr(_rows, "_SQUARES_BLOCK_BYTES", block_bytes)
+    squares, counts = weighted_column_stats(X)
+    np.testing.assert_allclose(squares, (X.toarray() ** 2).sum(axis=0), rtol=1e-12)
+    np.testing.assert_array_equal(counts, (X.toarray() != 0).sum(axis=0))
+    monkeypatch.setattr(_rows, "_SQUARES_BLOCK_BYTES", 1 << 16)
+    big = sp.random(20000, 300, density=0.05, random_state=4, format="csc")
+    tracemalloc.start()
+    try:
+        weighted_column_stats(big)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < big.data.nbytes / 4
+
+
 def test_column_stats_kernel_refuses_structures_outside_the_columns():
     from sparsekit._cython._gram_kernels import column_stats_csr
     data, sw, squares, counts = np.ones(3), np.ones(2), np.empty(3), np.empty(3)

@@ -54,10 +54,7 @@ def weighted_column_stats(X, sample_weight=None):
         return (np.einsum("ij,ij->j", X, X, dtype=np.float64),
                 np.count_nonzero(X, axis=0).astype(np.float64))
     if sample_weight is None and X.format == "csc":
-        nonempty = np.diff(X.indptr) > 0
-        starts = X.indptr[:-1][nonempty]
-        squares[nonempty] = np.add.reduceat(np.square(X.data, dtype=np.float64), starts)
-        counts[nonempty] = np.add.reduceat((X.data != 0).astype(np.float64), starts)
+        _csc_column_stats(X, squares, counts)
         return squares, counts
     sw = (np.ones(X.shape[0]) if sample_weight is None
           else np.asarray(sample_weight, dtype=np.float64))
@@ -74,6 +71,27 @@ def weighted_column_stats(X, sample_weight=None):
         squares += weights @ np.square(block, dtype=np.float64)
         counts += weights @ (block != 0)
     return squares, counts
+
+
+def _csc_column_stats(X, squares, counts):
+    """:func:`weighted_column_stats` of CSC ``X``, unweighted, into ``squares`` and
+    ``counts``: read along its columns, in blocks of columns of at most about
+    _SQUARES_BLOCK_BYTES of float64 squares (a temporary of all of X's entries would add
+    half of a float64 X's size to a fit's peak memory)."""
+    indptr, most = X.indptr, max(1, _SQUARES_BLOCK_BYTES // 8)
+    lo = 0
+    while lo < X.shape[1]:
+        hi = max(lo + 1, int(np.searchsorted(indptr, indptr[lo] + most, side="right")) - 1)
+        hi = min(hi, X.shape[1])
+        first, last = indptr[lo], indptr[hi]
+        data = X.data[first:last]
+        nonempty = np.diff(indptr[lo:hi + 1]) > 0
+        starts = indptr[lo:hi][nonempty] - first
+        if starts.size:
+            squares[lo:hi][nonempty] = np.add.reduceat(np.square(data, dtype=np.float64),
+                                                       starts)
+            counts[lo:hi][nonempty] = np.add.reduceat(data != 0, starts, dtype=np.float64)
+        lo = hi
 
 
 def weighted_scale_sums(X, sample_weight=None):
