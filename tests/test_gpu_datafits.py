@@ -351,23 +351,30 @@ def test_features_in_other_units_are_solved_on_the_gpu_as_on_the_cpu(cupy_backen
                                L1LogisticOBACV(**cv).fit(X, y).scores_, rtol=1e-5)
 
 
+def far_and_tiny(sparse):
+    """(host X, X as a dense array, y): digits' first 300 rows / 16 in units of 1e-4 and
+    three classes, dense with a column far from 0 (1e6 plus another), or as CSR (which is
+    not centered)."""
+    from sklearn.datasets import load_digits
+
+    X, y = load_digits(return_X_y=True)
+    X, y = X[:300] / 16.0 * 1e-4, y[:300] % 3
+    if not sparse:
+        X[:, 5] = 1e6 + X[:, 13]
+    return (sp.csr_matrix(X) if sparse else X), X, y
+
+
 @pytest.mark.parametrize("sparse", [False, True])
 def test_host_x_is_laid_out_on_the_gpu_in_its_one_copy(cupy_backend, sparse, monkeypatch):
     """Host float64 X moved to the device is centered (a dense column far from 0) and
     scaled (X in units of 1e-4) in that copy, not in a second one: the datafits' X is the
     array the move made, holding (X - shifts) * scale; the advice reads it in the user's
     units, as the CPU's does."""
-    from sklearn.datasets import load_digits
-
     from sparsekit.linear_model import _l1_logistic
     from sparsekit.linear_model._l1_problems import DeviceProblems, MemoryProblems
 
     cp = cupy_backend
-    X, y = load_digits(return_X_y=True)
-    X, y = X[:300] / 16.0 * 1e-4, y[:300] % 3
-    if not sparse:
-        X[:, 5] = 1e6 + X[:, 13]                                # far from 0
-    X_host = sp.csr_matrix(X) if sparse else X
+    X_host, X, y = far_and_tiny(sparse)
     moved = []
 
     def to_device(X):

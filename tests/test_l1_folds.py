@@ -121,15 +121,10 @@ def test_host_x_cross_validated_on_the_gpu_is_one_copy_there(cupy_backend, monke
     scores and the model are the CPU's."""
     import weakref
 
-    from sklearn.datasets import load_digits
-
     from sparsekit.linear_model import _l1_logistic
+    from test_gpu_datafits import far_and_tiny
 
-    X, y = load_digits(return_X_y=True)
-    X, y = X[:300] / 16.0 * 1e-4, y[:300] % 3
-    if not sparse:
-        X[:, 5] = 1e6 + X[:, 13]                                # far from 0
-    X_host = sp.csr_matrix(X) if sparse else X
+    X_host, X, y = far_and_tiny(sparse)
     moved, alive, datafit_X = [], [], []
 
     def to_device(X):
